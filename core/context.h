@@ -1,0 +1,67 @@
+/* context.h — the owner of all IR: arena, interned identifiers/types/attributes, op
+ * registry, attribute-extension registry, diagnostics sink.
+ * Contract: no globals; any number of contexts may live in one process. Everything
+ * allocated through a context dies with kl_ctx_destroy. Errors are reported as
+ * diagnostics (location + message) and a KL_ERR status; nothing here aborts on user
+ * input. */
+#ifndef KL_CONTEXT_H
+#define KL_CONTEXT_H
+#include <stdint.h>
+#include <stdbool.h>
+#include "core/arena.h"
+
+typedef enum { KL_OK = 0, KL_ERR = 1 } kl_status;
+
+typedef struct kl_ctx kl_ctx;
+typedef struct kl_type kl_type;
+typedef struct kl_attr kl_attr;
+typedef struct kl_op kl_op;
+typedef struct kl_value kl_value;
+typedef struct kl_block kl_block;
+typedef struct kl_region kl_region;
+typedef struct kl_opdef kl_opdef;
+
+/* A source location: file:line:col for text input, or a Lua chunk and line
+ * ("script.lua", line, 0). file is interned (or NULL for "unknown"). */
+typedef struct kl_loc { const char *file; int line, col; } kl_loc;
+#define KL_LOC_UNKNOWN ((kl_loc){0, 0, 0})
+kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);
+/* Writes "file:line:col" (or "file:line", or "<unknown>") into buf. */
+void kl_loc_format(kl_loc loc, char *buf, size_t n);
+
+typedef enum { KL_DIAG_ERROR, KL_DIAG_WARNING, KL_DIAG_NOTE } kl_diag_kind;
+typedef void (*kl_diag_handler)(void *user, kl_diag_kind kind, kl_loc loc, const char *msg);
+
+kl_ctx *kl_ctx_create(void);
+void    kl_ctx_destroy(kl_ctx *ctx);
+kl_arena *kl_ctx_arena(kl_ctx *ctx);
+/* Interned identifier: equal strings give the same pointer. */
+const char *kl_intern(kl_ctx *ctx, const char *s);
+const char *kl_intern_n(kl_ctx *ctx, const char *s, size_t n);
+
+/* Diagnostics. kl_emit_error formats "file:line:col: error: msg" into the context's
+ * buffer (and calls the handler if one is set). kl_diag_take returns (and clears) all
+ * diagnostics text since the last take, malloc'd (caller frees); "" if none. */
+kl_status kl_emit_error(kl_ctx *ctx, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void kl_emit_diag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void kl_emit_vdiag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, va_list ap);
+char *kl_diag_take(kl_ctx *ctx);
+bool  kl_diag_has_error(kl_ctx *ctx);
+int   kl_diag_error_count(kl_ctx *ctx);
+void  kl_ctx_set_diag_handler(kl_ctx *ctx, kl_diag_handler fn, void *user);
+
+/* Per-context user data slots, for layers above the core (Lua bindings, runtime). */
+void  kl_ctx_set_user(kl_ctx *ctx, const char *key, void *value);
+void *kl_ctx_get_user(kl_ctx *ctx, const char *key);
+
+/* Op registry (see ir.h for kl_opdef). Registering a name twice replaces the earlier
+ * definition. Lookup returns NULL for unregistered ops (allowed in generic form). */
+void kl_register_op(kl_ctx *ctx, const kl_opdef *def);
+const kl_opdef *kl_lookup_op(kl_ctx *ctx, const char *name);
+/* Iterate registered op definitions (order of registration). */
+int kl_opdef_count(kl_ctx *ctx);
+const kl_opdef *kl_opdef_at(kl_ctx *ctx, int i);
+
+/* Dialect registration hooks run by kl_ctx_create (core/dialects.c lists them). */
+void kl_register_all_dialects(kl_ctx *ctx);
+#endif

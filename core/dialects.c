@@ -1,0 +1,9 @@
+/* dialects.c — the one list of dialect registrations run by kl_ctx_create.
+ * Add a line here when a new dialect (op set or attribute kind) lands. */
+#include "core/context.h"
+
+void kl_register_builtin_dialect(kl_ctx *ctx);
+
+void kl_register_all_dialects(kl_ctx *ctx) {
+  kl_register_builtin_dialect(ctx);
+}

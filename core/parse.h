@@ -1,0 +1,45 @@
+/* parse.h — the .kir text parser.
+ * Contract: reads what print.h writes (generic form, custom syntax of registered ops,
+ * optional trailing loc(...)) into a module. Every op gets the location of its text
+ * (file:line:col) unless an explicit loc(...) is given. On error returns NULL and
+ * leaves one or more diagnostics "file:line:col: error: ..." in the context; nothing
+ * is leaked into the context's IR that is still reachable and nothing crashes, for
+ * any input bytes (invalid UTF-8, truncation, huge numbers, deep nesting). The text
+ * need not be NUL-terminated. If the text holds ops that are not a builtin.module,
+ * they are wrapped in a new module. */
+#ifndef KL_PARSE_H
+#define KL_PARSE_H
+#include "core/ir.h"
+
+typedef struct kl_parser kl_parser;
+
+kl_op *kl_parse_module(kl_ctx *ctx, const char *text, size_t len, const char *filename);
+const kl_type *kl_parse_type(kl_ctx *ctx, const char *text, size_t len, const char *filename);
+const kl_attr *kl_parse_attr(kl_ctx *ctx, const char *text, size_t len, const char *filename);
+
+/* For custom-syntax parse hooks (kl_opdef.parse): the parser stands just after the op
+ * name. All return KL_ERR after emitting a located error. */
+bool      kl_parser_accept(kl_parser *p, const char *punct_or_keyword); /* consumes if next */
+kl_status kl_parser_expect(kl_parser *p, const char *punct_or_keyword);
+kl_status kl_parser_int(kl_parser *p, int64_t *out);
+kl_status kl_parser_ident(kl_parser *p, const char **out);      /* bare identifier, interned */
+kl_status kl_parser_symbol(kl_parser *p, const char **out);     /* @name, interned */
+kl_status kl_parser_type(kl_parser *p, const kl_type **out);
+kl_status kl_parser_attr(kl_parser *p, const kl_attr **out);
+kl_status kl_parser_operand(kl_parser *p, kl_value **out);     /* %name use */
+/* Parses "%name: type" as a new block argument definition of block b. */
+kl_status kl_parser_block_arg(kl_parser *p, kl_block *b);
+/* Parses a region "{...}". If entry is non-NULL, it is used as the entry block (its
+ * arguments already defined, e.g. by a custom function signature). */
+kl_status kl_parser_region(kl_parser *p, kl_region **out, kl_block *entry);
+/* Parses an optional "{a = 1, b}" attribute dictionary into st. */
+kl_status kl_parser_attr_dict(kl_parser *p, kl_op_state *st);
+kl_status kl_parser_error(kl_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+kl_loc    kl_parser_loc(kl_parser *p);
+kl_ctx   *kl_parser_ctx(kl_parser *p);
+/* Arena-backed growable arrays for hooks filling kl_op_state. */
+void kl_op_state_add_operand(kl_parser *p, kl_op_state *st, kl_value *v);
+void kl_op_state_add_result_type(kl_parser *p, kl_op_state *st, const kl_type *t);
+void kl_op_state_add_attr(kl_parser *p, kl_op_state *st, const char *name, const kl_attr *a);
+void kl_op_state_add_region(kl_parser *p, kl_op_state *st, kl_region *r);
+#endif

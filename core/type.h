@@ -1,0 +1,61 @@
+/* type.h — interned IR types.
+ * Contract: types are immutable and interned per context, so two types are equal iff
+ * their pointers are equal. Tensor and buffer types carry a shape and strides (in
+ * elements; 0 = broadcast; permuted = NHWC-like layout); row-major strides are the
+ * default and are not printed. Text syntax:
+ *   i1 i8 i32 i64 index f16 bf16 f32 f64 token
+ *   tensor<2x3xf32>  tensor<1x4x7x7xf16, strides=[196,1,28,4]>
+ *   buffer<64x64xf32, lds>  buffer<8xf32, private>  buffer<4x4xf32, strides=[1,4]>
+ *   vector<4xf16>   (fn types appear only in op signatures) */
+#ifndef KL_TYPE_H
+#define KL_TYPE_H
+#include "core/context.h"
+
+typedef enum {
+  KL_TY_I1, KL_TY_I8, KL_TY_I32, KL_TY_I64, KL_TY_INDEX,
+  KL_TY_F16, KL_TY_BF16, KL_TY_F32, KL_TY_F64,
+  KL_TY_TENSOR, KL_TY_BUFFER, KL_TY_VECTOR, KL_TY_TOKEN
+} kl_type_kind;
+
+typedef enum { KL_SPACE_GLOBAL = 0, KL_SPACE_LDS = 3, KL_SPACE_PRIVATE = 5 } kl_space;
+
+#define KL_MAX_RANK 16
+
+struct kl_type {
+  kl_type_kind kind;
+  const kl_type *elem;      /* tensor/buffer/vector */
+  int rank;
+  const int64_t *shape;     /* rank entries */
+  const int64_t *strides;   /* rank entries (tensor/buffer) */
+  kl_space space;           /* buffer */
+  const char *text;         /* canonical printed form (interned) */
+};
+
+const kl_type *kl_type_scalar(kl_ctx *ctx, kl_type_kind kind);
+const kl_type *kl_type_i1(kl_ctx *ctx);
+const kl_type *kl_type_i32(kl_ctx *ctx);
+const kl_type *kl_type_i64(kl_ctx *ctx);
+const kl_type *kl_type_index(kl_ctx *ctx);
+const kl_type *kl_type_f32(kl_ctx *ctx);
+const kl_type *kl_type_f64(kl_ctx *ctx);
+const kl_type *kl_type_token(kl_ctx *ctx);
+/* strides may be NULL for row-major. Returns NULL (with a diagnostic at loc) for a
+ * negative size, rank > KL_MAX_RANK or a non-scalar element type. */
+const kl_type *kl_type_tensor(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides);
+const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides, kl_space space);
+const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n);
+
+bool kl_type_is_int(const kl_type *t);     /* i1 i8 i32 i64 index */
+bool kl_type_is_float(const kl_type *t);   /* f16 bf16 f32 f64 */
+bool kl_type_is_scalar(const kl_type *t);
+bool kl_type_is_shaped(const kl_type *t);  /* tensor or buffer */
+int  kl_type_bits(const kl_type *t);       /* scalar bit width (index = 64), vector: total */
+int64_t kl_type_numel(const kl_type *t);
+bool kl_type_is_row_major(const kl_type *t);
+void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides);
+const char *kl_type_str(const kl_type *t); /* canonical text */
+/* Name of a scalar kind ("f32"); NULL if not scalar. */
+const char *kl_scalar_name(kl_type_kind k);
+/* Parse a scalar type name; returns -1 if unknown. */
+int kl_scalar_kind_from_name(const char *s, size_t n);
+#endif

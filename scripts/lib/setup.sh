@@ -1,0 +1,31 @@
+# setup.sh — sourced by scripts/kiln and scripts/test: installs missing Debian packages
+# (non-interactive apt-get), configures build/ once and builds incrementally.
+# Env: KILN_BUILD_DIR (default build), KILN_CMAKE_ARGS (extra configure args), KILN_JOBS.
+set -euo pipefail
+KILN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+KILN_BUILD_DIR="${KILN_BUILD_DIR:-$KILN_ROOT/build}"
+KILN_PACKAGES="llvm-19-dev llvm-19-tools lld-19 liblld-19-dev liblua5.4-dev lua5.4 lua-busted libreadline-dev cmake make gcc g++ zlib1g-dev libzstd-dev"
+
+kiln_install_deps() {
+  local missing=""
+  local have
+  have="$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' $KILN_PACKAGES 2>/dev/null || true)"
+  for p in $KILN_PACKAGES; do
+    grep -q "^$p ii" <<<"$have" || missing="$missing $p"
+  done
+  [ -z "$missing" ] && return 0
+  echo "kiln: installing missing Debian packages:$missing" >&2
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+}
+
+kiln_build() {
+  local dir="${1:-$KILN_BUILD_DIR}"; shift || true
+  local jobs="${KILN_JOBS:-$(nproc)}"
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S "$KILN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${KILN_CMAKE_ARGS:-} "$@" >&2
+  fi
+  cmake --build "$dir" -j "$jobs" -- --no-print-directory -s >&2
+}
