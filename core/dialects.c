@@ -3,7 +3,9 @@
 #include "core/context.h"
 
 void kl_register_builtin_dialect(kl_ctx *ctx);
+void kl_register_graph_dialect(kl_ctx *ctx);
 
 void kl_register_all_dialects(kl_ctx *ctx) {
   kl_register_builtin_dialect(ctx);
+  kl_register_graph_dialect(ctx);
 }

@@ -1,0 +1,48 @@
+/* dialect_graph.h — the graph-level ops (value semantics on tensors) and their shape
+ * and type inference.
+ * Contract: a graph is a func.func with the unit attribute `graph`; its body holds
+ * graph.param ops (attribute name = "x"; result type = the param's tensor type with its
+ * strides), the computation, and a func.return of the outputs. Shapes are logical
+ * (conv input N,C,H,W, filter K,C/G,Y,X); strides only describe memory layout.
+ * Ops (operands) {attributes}:
+ *   graph.param() {name}            graph.constant() {value = [flat floats/ints]}
+ *   graph.conv(x, w) {stride=[h,w], padding=[t,b,l,r], dilation=[h,w], groups}
+ *   graph.dot(a, b) {transpose_a, transpose_b}
+ *   graph.add|sub|mul|div|max|min|pow(a, b)  (numpy broadcasting)
+ *   graph.neg|abs|exp|log|sqrt|rsqrt|tanh|sigmoid|relu(x)   graph.clip(x) {min, max}
+ *   graph.where(c, a, b)   graph.convert(x) (result element type = target dtype)
+ *   graph.broadcast(x) {shape}   graph.transpose(x) {perm}   graph.reshape(x) {shape}
+ *   graph.slice(x) {begin, end, step}   graph.concat(xs...) {axis}
+ *   graph.reduce_sum|reduce_max|reduce_mean(x) {axes, keepdims}   graph.softmax(x) {axis}
+ * Result layout: conv results keep the input's dimension order (NHWC in -> NHWC out);
+ * element-wise results and softmax take the layout of the first operand of the result's
+ * shape; everything else is row-major. kl_graph_build infers the result type (errors name
+ * the op, the operands' shapes and the op's location); each op's verifier re-infers and
+ * compares shape and element type. */
+#ifndef KL_DIALECT_GRAPH_H
+#define KL_DIALECT_GRAPH_H
+#include "core/ir.h"
+
+/* Infers the result type of graph op `name` ("graph.add") from operand types and
+ * attributes. result_elem: the element type for graph.convert (ignored otherwise).
+ * Returns NULL after emitting an error at loc. */
+const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *operand_types,
+                              int nattrs, const kl_named_attr *attrs, const kl_type *result_elem);
+/* Creates graph op `name` with its inferred result and inserts it into the graph body
+ * (before the func.return if there is one). graph.param/graph.constant take their
+ * result type from `type`. Returns NULL (with a diagnostic at loc) on error. */
+kl_op *kl_graph_build(kl_op *graph, const char *name, kl_loc loc, int n, kl_value *const *opnds,
+                      int nattrs, const kl_named_attr *attrs, const kl_type *type);
+/* A new graph function @name in module (created if module is NULL: returned via *module). */
+kl_op *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc);
+/* Sets the graph's outputs (replacing an earlier func.return). */
+void kl_graph_set_outputs(kl_op *graph, int n, kl_value *const *outs, kl_loc loc);
+kl_block *kl_graph_body(kl_op *graph);
+/* Params in order of creation; returns count, fills up to max. */
+int kl_graph_params(kl_op *graph, kl_op **out, int max);
+kl_op *kl_graph_param(kl_op *graph, const char *name);
+kl_op *kl_graph_return(kl_op *graph);
+bool kl_is_graph(const kl_op *op);
+bool kl_graph_is_elementwise(const char *opname);   /* binary, unary, clip, where, convert */
+void kl_register_graph_dialect(kl_ctx *ctx);
+#endif
