@@ -1,0 +1,122 @@
+/* dialect_rock.c — registration and local verifiers of the rock ops. */
+#include "core/dialect_rock.h"
+#include <string.h>
+
+bool kl_is_kernel(const kl_op *op) { return op && !strcmp(op->name, "func.func") && kl_op_attr(op, "kernel"); }
+
+kl_value *kl_rock_underlying(kl_value *v, kl_op **ops, int *n, int max) {
+  *n = 0;
+  while (v->def && !strcmp(v->def->name, "rock.transform")) {
+    if (*n < max) ops[*n] = v->def;
+    (*n)++;
+    v = v->def->opnds[0].value;
+  }
+  return v;
+}
+
+static bool is_buffer(const kl_value *v) { return v->type->kind == KL_TY_BUFFER; }
+static kl_status all_buffers(kl_op *op, int from, int to) {
+  for (int i = from; i < to && i < op->nopnds; i++)
+    if (!is_buffer(op->opnds[i].value))
+      return kl_emit_error(op->ctx, op->loc, "'%s' operand %d must be a buffer, got %s", op->name, i, kl_type_str(op->opnds[i].value->type));
+  return KL_OK;
+}
+static kl_status verify_buffers(kl_op *op) { return all_buffers(op, 0, op->nopnds); }
+static bool same_shape(const kl_type *a, const kl_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++) if (a->shape[i] != b->shape[i]) return false;
+  return true;
+}
+static kl_status verify_transform(kl_op *op) {
+  if (verify_buffers(op) != KL_OK) return KL_ERR;
+  const kl_attr *v = kl_op_attr(op, "view");
+  if (!v || v->kind != KL_AT_EXT || strcmp(v->ext->name, "view"))
+    return kl_emit_error(op->ctx, op->loc, "'rock.transform' needs a #view<...> attribute 'view'");
+  if (op->results[0].type->kind != KL_TY_BUFFER || op->results[0].type->elem != op->opnds[0].value->type->elem)
+    return kl_emit_error(op->ctx, op->loc, "'rock.transform' result must be a buffer of the source's element type");
+  return KL_OK;
+}
+static kl_status verify_gemm(kl_op *op) {
+  if (verify_buffers(op) != KL_OK) return KL_ERR;
+  const kl_type *a = op->opnds[0].value->type, *b = op->opnds[1].value->type, *c = op->opnds[2].value->type;
+  if (a->rank != 3 || b->rank != 3 || c->rank != 3)
+    return kl_emit_error(op->ctx, op->loc, "'%s' needs rank-3 operands [G,K,M], [G,K,N], [G,M,N]", op->name);
+  if (a->shape[0] != b->shape[0] || a->shape[0] != c->shape[0] || a->shape[1] != b->shape[1] ||
+      a->shape[2] != c->shape[1] || b->shape[2] != c->shape[2])
+    return kl_emit_error(op->ctx, op->loc, "'%s' shapes do not agree: a %s, b %s, c %s (want [G,K,M], [G,K,N], [G,M,N])",
+                         op->name, a->text, b->text, c->text);
+  if (a->elem != b->elem) return kl_emit_error(op->ctx, op->loc, "'%s' a and b element types differ", op->name);
+  return KL_OK;
+}
+static kl_status verify_elementwise(kl_op *op) {
+  if (verify_buffers(op) != KL_OK) return KL_ERR;
+  if (op->nopnds < 1) return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' needs an output operand");
+  const kl_type *out = op->opnds[op->nopnds - 1].value->type;
+  for (int i = 0; i + 1 < op->nopnds; i++)
+    if (!same_shape(op->opnds[i].value->type, out))
+      return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' input %d %s does not have the output's shape %s (apply a view)",
+                           i, op->opnds[i].value->type->text, out->text);
+  kl_block *b = op->regions[0].first;
+  if (!b || b->nargs != op->nopnds - 1)
+    return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body must take one scalar per input (%d)", op->nopnds - 1);
+  for (int i = 0; i < b->nargs; i++)
+    if (b->args[i]->type != op->opnds[i].value->type->elem)
+      return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body argument %d is %s, input element type is %s", i,
+                           b->args[i]->type->text, op->opnds[i].value->type->elem->text);
+  kl_op *y = b->last;
+  if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1 || y->opnds[0].value->type != out->elem)
+    return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body must end with rock.yield of one %s", out->elem->text);
+  return KL_OK;
+}
+static kl_status verify_id(kl_op *op) {
+  if (op->results[0].type->kind != KL_TY_INDEX) return kl_emit_error(op->ctx, op->loc, "'%s' produces an index", op->name);
+  return KL_OK;
+}
+static kl_status verify_loadstore(kl_op *op) {
+  bool load = !strcmp(op->name, "rock.load");
+  int bi = load ? 0 : 1;
+  if (op->nopnds <= bi || !is_buffer(op->opnds[bi].value))
+    return kl_emit_error(op->ctx, op->loc, "'%s' needs a buffer operand", op->name);
+  const kl_type *bt = op->opnds[bi].value->type;
+  if (op->nopnds - bi - 1 != bt->rank)
+    return kl_emit_error(op->ctx, op->loc, "'%s' needs %d indices for %s, got %d", op->name, bt->rank, bt->text, op->nopnds - bi - 1);
+  for (int i = bi + 1; i < op->nopnds; i++)
+    if (op->opnds[i].value->type->kind != KL_TY_INDEX)
+      return kl_emit_error(op->ctx, op->loc, "'%s' index %d must be index", op->name, i - bi - 1);
+  const kl_type *vt = load ? op->results[0].type : op->opnds[0].value->type;
+  const kl_type *et = vt->kind == KL_TY_VECTOR ? vt->elem : vt;
+  if (et != bt->elem)
+    return kl_emit_error(op->ctx, op->loc, "'%s' value type %s does not match the buffer's element type %s", op->name, vt->text, bt->elem->text);
+  return KL_OK;
+}
+
+#define ROCK(nm, mino, maxo, minr, maxr, nreg, tr, v) \
+  { .name = "rock." nm, .traits = (tr), .min_operands = mino, .max_operands = maxo, .min_results = minr, \
+    .max_results = maxr, .num_regions = nreg, .verify = v }
+static const char *const need_view[] = { "view", NULL };
+static const kl_opdef rock_ops[] = {
+  { .name = "rock.transform", .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW, .min_operands = 1, .max_operands = 1, .min_results = 1,
+    .max_results = 1, .required_attrs = need_view, .verify = verify_transform, .summary = "a view of a buffer (no data moves)" },
+  ROCK("alloc", 0, 0, 1, 1, 0, 0, NULL),
+  ROCK("conv", 3, 3, 0, 0, 0, 0, verify_buffers),
+  ROCK("gemm", 3, 3, 0, 0, 0, 0, verify_gemm),
+  ROCK("gridwise_gemm", 3, 3, 0, 0, 0, 0, verify_gemm),
+  ROCK("elementwise", 1, -1, 0, 0, 1, KL_TRAIT_FUSING, verify_elementwise),
+  ROCK("reduce", 2, 2, 0, 0, 0, 0, verify_buffers),
+  ROCK("softmax", 2, 2, 0, 0, 0, 0, verify_buffers),
+  ROCK("yield", 0, -1, 0, 0, 0, KL_TRAIT_TERMINATOR, NULL),
+  ROCK("workgroup_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id),
+  ROCK("workitem_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id),
+  ROCK("barrier", 0, 0, 0, 0, 0, 0, NULL),
+  ROCK("fill", 1, 1, 0, 0, 0, 0, verify_buffers),
+  ROCK("threadwise_read_into", 2, -1, 0, 0, 0, 0, NULL),
+  ROCK("threadwise_write_all", 2, -1, 0, 0, 0, 0, NULL),
+  ROCK("blockwise_gemm", 4, 4, 0, 0, 0, 0, NULL),
+  ROCK("threadwise_gemm", 3, 3, 0, 0, 0, 0, verify_buffers),
+  ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore),
+  ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore),
+};
+#undef ROCK
+void kl_register_rock_dialect(kl_ctx *ctx) {
+  for (size_t i = 0; i < sizeof rock_ops / sizeof *rock_ops; i++) kl_register_op(ctx, &rock_ops[i]);
+}

@@ -1,0 +1,73 @@
+/* dialect_rock.h — the kernel-level ops (buffers + views), from whole-op kernels down
+ * to loops. One dialect for every level below the graph; passes move IR down one level
+ * at a time and the verifier hooks here check each op's local contract.
+ *
+ * Kernel functions: func.func @name {kernel, block_size = B, grid_size = G,
+ * lds_bytes = L, arg_names = ["x", "w", "out"], perf_config = "v1:..."} whose entry
+ * block arguments are global buffers (inputs first, then outputs, written in place) and
+ * whose body ends with func.return (no operands). Buffer types carry shape + strides
+ * (elements) + address space (global / lds / private).
+ *
+ * Views (any level):
+ *   %v = rock.transform(%src) {view = #view<...>} : (buffer<lower>) -> buffer<upper>
+ *        Pure, no data moves: element u of %v is element view(u) of %src (reads of an
+ *        invalid coordinate give 0, writes to one are dropped). Chains of transforms
+ *        compose top-down. The result type is row-major over the upper shape (its
+ *        strides have no meaning; addressing always goes through the view chain).
+ *   %b = rock.alloc() : () -> buffer<shape x T[, lds|private]>  (global: an intermediate
+ *        the host plan allocates; lds: workgroup memory; private: per-thread registers)
+ *
+ * Whole-op level (graph-to-rock):
+ *   rock.conv(%in, %filter, %out) {stride=[h,w], padding=[t,b,l,r], dilation=[h,w], groups}
+ *        logical shapes in N,C,H,W / K,C/G,Y,X / out N,K,Ho,Wo; layouts are the strides.
+ *   rock.gemm(%a, %b, %c) {store = "set"}   a: [G,K,M], b: [G,K,N], c: [G,M,N];
+ *        c[g,m,n] = sum_k a[g,k,m] * b[g,k,n]  (transposes are views); accumulation in
+ *        f32 for float inputs (i32 for i8), converted to c's element type on store.
+ *   rock.elementwise(%in0, ..., %out) ({^bb0(%x0: T0, ...): ... rock.yield %r : Tout})
+ *        Regular form: every operand has out's shape (inputs are views of whatever they
+ *        read); out[i] = body(in0[i], ...). Trait FUSING.
+ *   rock.reduce(%in, %out) {kind = "sum"|"max"|"mean", axes = [...]}
+ *        out has in's rank with the reduced axes of size 1.
+ *   rock.softmax(%in, %out) {axis}
+ *   rock.yield(%v...)   terminator of rock region bodies.
+ *
+ * Gridwise level (rock-gemm-to-gridwise):
+ *   rock.gridwise_gemm(%a, %b, %c) {perf_config, m_per_block, n_per_block, k_per_block,
+ *        m_per_thread, n_per_thread, kpack, block_size, grid_size, store}
+ *        a/b/c as in rock.gemm but padded (Pad views) to tile multiples.
+ *
+ * Blockwise / threadwise level:
+ *   %i = rock.workgroup_id() : () -> index      %t = rock.workitem_id() : () -> index
+ *   rock.barrier()                               workgroup barrier (LDS visibility)
+ *   rock.fill(%buf) {value}                      every element of buf = value
+ *   rock.threadwise_read_into(%src, %dst, %e0, ..., %ek) {view = #view<...>}
+ *        dst: a private 1-D buffer [n]. The view maps (e0..ek, iter) -> coordinates of
+ *        src (src may itself be a rock.transform chain). For iter in [0, n):
+ *        dst[iter] = valid ? src[view(e, iter)] : 0. Attribute vector_len (optional):
+ *        the width used for global loads along iter.
+ *   rock.threadwise_write_all(%src, %dst, %e0, ..., %ek) {view, store = "set"}
+ *        src private [n]; for iter in [0, n): if valid: dst[view(e, iter)] = src[iter]
+ *        (converted to dst's element type).
+ *   rock.blockwise_gemm(%lds_a, %lds_b, %acc, %tid) {m_per_thread, n_per_thread, ...}
+ *        lds_a [K,M], lds_b [K,N] (kpack folded into the views), acc: the thread's
+ *        private [m_per_thread * n_per_thread] tile; acc += this thread's part of a^T b.
+ *   rock.threadwise_gemm(%a, %b, %c)   private a [K,M], b [K,N], c [M,N] (or flat views):
+ *        c[m,n] += sum_k a[k,m] * b[k,n]
+ *
+ * Loop level (rock-lower-loops): scf.for / scf.if / arith / math plus
+ *   %v = rock.load(%buf, %i0, ..., %in) : (buffer, index...) -> T | vector<N x T>
+ *        buf is a kernel argument or a rock.alloc (no views left); the indices address
+ *        one element (sum of idx * stride); a vector result reads N consecutive memory
+ *        elements from there.
+ *   rock.store(%v, %buf, %i0, ..., %in)   the same addressing for writes.
+ */
+#ifndef KL_DIALECT_ROCK_H
+#define KL_DIALECT_ROCK_H
+#include "core/ir.h"
+
+void kl_register_rock_dialect(kl_ctx *ctx);
+bool kl_is_kernel(const kl_op *op);   /* func.func with the `kernel` attribute */
+/* Follows rock.transform ops from v down to the underlying buffer (kernel argument or
+ * rock.alloc); fills ops[0..*n) with the transforms, top first (max entries). */
+kl_value *kl_rock_underlying(kl_value *v, kl_op **ops, int *n, int max);
+#endif

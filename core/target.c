@@ -1,0 +1,54 @@
+/* target.c — the target table. */
+#include "core/target.h"
+#include <string.h>
+
+static const kl_accel_instr mfma_gfx908[] = {
+  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32" },
+  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16" },
+  { "bf16", "f32", 32, 32, 4, "llvm.amdgcn.mfma.f32.32x32x4bf16" },
+  { "i8", "i32", 32, 32, 8, "llvm.amdgcn.mfma.i32.32x32x8i8" },
+};
+static const kl_accel_instr mfma_gfx90a[] = {
+  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32" },
+  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16" },
+  { "bf16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" },
+  { "i8", "i32", 32, 32, 8, "llvm.amdgcn.mfma.i32.32x32x8i8" },
+};
+static const kl_accel_instr mfma_gfx942[] = {
+  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32" },
+  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16" },
+  { "bf16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" },
+  { "i8", "i32", 32, 32, 16, "llvm.amdgcn.mfma.i32.32x32x16.i8" },
+};
+static const kl_accel_instr wmma_gfx1100[] = {
+  { "f16", "f32", 16, 16, 16, "llvm.amdgcn.wmma.f32.16x16x16.f16" },
+  { "bf16", "f32", 16, 16, 16, "llvm.amdgcn.wmma.f32.16x16x16.bf16" },
+  { "i8", "i32", 16, 16, 16, "llvm.amdgcn.wmma.i32.16x16x16.iu8" },
+};
+static const kl_accel_instr mma_sm80[] = {
+  { "f16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.f32.f16" },
+  { "bf16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.bf16" },
+  { "i8", "i32", 16, 8, 32, "llvm.nvvm.mma.m16n8k32.row.col.s8" },
+};
+#define N(a) (int)(sizeof a / sizeof *a), a
+static const kl_target targets[] = {
+  { "host", KL_ARCH_HOST, "", "", "", 1, 64 * 1024, 1, 0, 0, KL_ACCEL_NONE, 0, NULL },
+  { "gfx908", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx908", "", 64, 65536, 1024, 256, 120, KL_ACCEL_MFMA, N(mfma_gfx908) },
+  { "gfx90a", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx90a", "", 64, 65536, 1024, 512, 104, KL_ACCEL_MFMA, N(mfma_gfx90a) },
+  { "gfx942", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx942", "", 64, 65536, 1024, 512, 304, KL_ACCEL_MFMA, N(mfma_gfx942) },
+  { "gfx1030", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1030", "+wavefrontsize32", 32, 65536, 1024, 256, 80, KL_ACCEL_NONE, 0, NULL },
+  { "gfx1100", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1100", "+wavefrontsize32", 32, 65536, 1024, 256, 96, KL_ACCEL_WMMA, N(wmma_gfx1100) },
+  { "sm_80", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", 32, 163 * 1024, 1024, 255, 108, KL_ACCEL_MMA_SYNC, N(mma_sm80) },
+  { "sm_90", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90", "+ptx80", 32, 227 * 1024, 1024, 255, 132, KL_ACCEL_MMA_SYNC, N(mma_sm80) },
+};
+#undef N
+const kl_target *kl_target_lookup(const char *name) {
+  for (size_t i = 0; name && i < sizeof targets / sizeof *targets; i++) if (!strcmp(targets[i].name, name)) return &targets[i];
+  return NULL;
+}
+int kl_target_count(void) { return (int)(sizeof targets / sizeof *targets); }
+const kl_target *kl_target_at(int i) { return (i >= 0 && i < kl_target_count()) ? &targets[i] : NULL; }
+const kl_accel_instr *kl_target_accel_for(const kl_target *t, const char *in_type) {
+  for (int i = 0; t && i < t->ninstrs; i++) if (!strcmp(t->instrs[i].in_type, in_type)) return &t->instrs[i];
+  return NULL;
+}
