@@ -264,6 +264,14 @@ static kl_status verify_graph_op(kl_op *op) {
   return KL_OK;
 }
 
+static kl_status verify_launch(kl_op *op) {
+  const kl_attr *c = kl_op_attr(op, "callee");
+  if (!c || c->kind != KL_AT_SYMREF) return kl_emit_error(op->ctx, op->loc, "'graph.launch' needs a symbol attribute 'callee'");
+  kl_op *m = op;
+  while (kl_op_parent_op(m)) m = kl_op_parent_op(m);
+  if (!kl_module_lookup(m, c->s)) return kl_emit_error(op->ctx, op->loc, "'graph.launch' callee @%s not found", c->s);
+  return KL_OK;
+}
 static const char *const need_name[] = { "name", NULL };
 static const char *const need_value[] = { "value", NULL };
 #define GOP(nm, nin, tr) { .name = "graph." nm, .traits = KL_TRAIT_PURE | (tr), .min_operands = nin, .max_operands = nin, \
@@ -280,6 +288,8 @@ static const kl_opdef graph_ops[] = {
   GOP("tanh", 1, 0), GOP("sigmoid", 1, 0), GOP("relu", 1, 0), GOP("clip", 1, 0), GOP("where", 3, 0),
   GOP("convert", 1, 0), GOP("broadcast", 1, 0), GOP("transpose", 1, 0), GOP("reshape", 1, 0), GOP("slice", 1, 0),
   { .name = "graph.concat", .traits = KL_TRAIT_PURE, .min_operands = 1, .max_operands = -1, .min_results = 1, .max_results = 1, .verify = verify_graph_op },
+  { .name = "graph.launch", .min_operands = 0, .max_operands = -1, .min_results = 0, .max_results = -1, .verify = verify_launch,
+    .summary = "host plan step: runs kernel function 'callee' on its operands, producing its results" },
   GOP("reduce_sum", 1, 0), GOP("reduce_max", 1, 0), GOP("reduce_mean", 1, 0), GOP("softmax", 1, 0),
 };
 #undef GOP

@@ -14,6 +14,7 @@
  *   graph.broadcast(x) {shape}   graph.transpose(x) {perm}   graph.reshape(x) {shape}
  *   graph.slice(x) {begin, end, step}   graph.concat(xs...) {axis}
  *   graph.reduce_sum|reduce_max|reduce_mean(x) {axes, keepdims}   graph.softmax(x) {axis}
+ *   graph.launch(args...) {callee = @kernel}   (host plan, after graph-partition)
  * Result layout: conv results keep the input's dimension order (NHWC in -> NHWC out);
  * element-wise results and softmax take the layout of the first operand of the result's
  * shape; everything else is row-major. kl_graph_build infers the result type (errors name
