@@ -1,0 +1,100 @@
+/* llvm_math.c — f32 exp/log/tanh by range reduction + polynomials, as LLVM IR. */
+#include "passes/llvm_math.h"
+#include <math.h>
+
+static LLVMTypeRef ty_of(LLVMValueRef v) { return LLVMTypeOf(v); }
+static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef s) {
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return s;
+  unsigned n = LLVMGetVectorSize(t);
+  LLVMValueRef e[64];
+  if (n > 64) n = 64;
+  for (unsigned i = 0; i < n; i++) e[i] = s;
+  return LLVMConstVector(e, n);
+}
+static LLVMTypeRef scalar(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t; }
+static LLVMValueRef fc(LLVMTypeRef t, double v) { return splat(t, LLVMConstReal(scalar(t), v)); }
+static LLVMTypeRef int_like(LLVMTypeRef t) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(i32, LLVMGetVectorSize(t)) : i32;
+}
+static LLVMValueRef ic(LLVMTypeRef t, long long v) { return splat(t, LLVMConstInt(scalar(t), (unsigned long long)v, 1)); }
+static LLVMValueRef fma_(LLVMBuilderRef b, LLVMValueRef a, LLVMValueRef x, LLVMValueRef c) {
+  return LLVMBuildFAdd(b, LLVMBuildFMul(b, a, x, ""), c, "");
+}
+/* Horner: c[0] + x*(c[1] + x*(...)) */
+static LLVMValueRef poly(LLVMBuilderRef b, LLVMValueRef x, const double *c, int n) {
+  LLVMTypeRef t = ty_of(x);
+  LLVMValueRef r = fc(t, c[n - 1]);
+  for (int i = n - 2; i >= 0; i--) r = fma_(b, r, x, fc(t, c[i]));
+  return r;
+}
+
+LLVMValueRef kl_llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x) {
+  LLVMTypeRef t = ty_of(x), it = int_like(t);
+  /* clamp so that 2^n stays a normal number; results outside are inf / 0 below */
+  LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, fc(t, 88.0), ""), fc(t, 88.0), x, "");
+  xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, fc(t, -87.0), ""), fc(t, -87.0), xc, "");
+  LLVMValueRef nf = LLVMBuildFMul(b, xc, fc(t, 1.4426950408889634), "");
+  /* round to nearest: floor(v + 0.5) via conversion of a biased value */
+  LLVMValueRef ni = LLVMBuildFPToSI(b, LLVMBuildFAdd(b, nf, fc(t, 0.5), ""), it, "");
+  LLVMValueRef neg = LLVMBuildFCmp(b, LLVMRealOLT, LLVMBuildFAdd(b, nf, fc(t, 0.5), ""), fc(t, 0.0), "");
+  ni = LLVMBuildSelect(b, neg, LLVMBuildSub(b, ni, ic(it, 1), ""), ni, "");  /* fptosi truncates */
+  LLVMValueRef n = LLVMBuildSIToFP(b, ni, t, "");
+  LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, fc(t, 0.693145751953125), ""), "");
+  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(t, 1.428606765330187e-06), ""), "");
+  static const double c[] = { 1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040 };
+  LLVMValueRef p = poly(b, r, c, 8);
+  LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, ni, ic(it, 127), ""), ic(it, 23), "");
+  LLVMValueRef res = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, bits, t, ""), "");
+  res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, fc(t, 88.72283935546875), ""), fc(t, INFINITY), res, "");
+  res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(t, -87.0), ""), fc(t, 0.0), res, "");
+  /* NaN in, NaN out */
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, res, "");
+}
+
+LLVMValueRef kl_llvm_log_f32(LLVMBuilderRef b, LLVMValueRef x) {
+  LLVMTypeRef t = ty_of(x), it = int_like(t);
+  /* scale subnormals into the normal range */
+  LLVMValueRef sub = LLVMBuildFCmp(b, LLVMRealOLT, x, fc(t, 1.1754943508222875e-38), "");
+  LLVMValueRef xs = LLVMBuildSelect(b, sub, LLVMBuildFMul(b, x, fc(t, 8388608.0), ""), x, "");
+  LLVMValueRef eadj = LLVMBuildSelect(b, sub, fc(t, -23.0), fc(t, 0.0), "");
+  LLVMValueRef bits = LLVMBuildBitCast(b, xs, it, "");
+  LLVMValueRef e = LLVMBuildSub(b, LLVMBuildLShr(b, bits, ic(it, 23), ""), ic(it, 127), "");
+  LLVMValueRef mbits = LLVMBuildOr(b, LLVMBuildAnd(b, bits, ic(it, 0x7fffff), ""), ic(it, 0x3f800000), "");
+  LLVMValueRef m = LLVMBuildBitCast(b, mbits, t, "");          /* [1, 2) */
+  LLVMValueRef big = LLVMBuildFCmp(b, LLVMRealOGT, m, fc(t, 1.4142135623730951), "");
+  m = LLVMBuildSelect(b, big, LLVMBuildFMul(b, m, fc(t, 0.5), ""), m, "");
+  LLVMValueRef ef = LLVMBuildFAdd(b, LLVMBuildSIToFP(b, e, t, ""), eadj, "");
+  ef = LLVMBuildSelect(b, big, LLVMBuildFAdd(b, ef, fc(t, 1.0), ""), ef, "");
+  LLVMValueRef s = LLVMBuildFDiv(b, LLVMBuildFSub(b, m, fc(t, 1.0), ""), LLVMBuildFAdd(b, m, fc(t, 1.0), ""), "");
+  LLVMValueRef s2 = LLVMBuildFMul(b, s, s, "");
+  static const double c[] = { 2.0, 2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11 };
+  LLVMValueRef lm = LLVMBuildFMul(b, s, poly(b, s2, c, 6), "");
+  LLVMValueRef res = LLVMBuildFAdd(b, LLVMBuildFMul(b, ef, fc(t, 0.6931471805599453), ""), lm, "");
+  res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, fc(t, 0.0), ""), fc(t, -INFINITY), res, "");
+  res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, fc(t, INFINITY), ""), x, res, "");
+  res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(t, 0.0), ""), fc(t, NAN), res, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, res, "");
+}
+
+LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
+  LLVMTypeRef t = ty_of(x);
+  LLVMValueRef neg = LLVMBuildFCmp(b, LLVMRealOLT, x, fc(t, 0.0), "");
+  LLVMValueRef ax = LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, x, ""), x, "");
+  /* large: 1 - 2/(exp(2|x|)+1) (saturates to 1) */
+  LLVMValueRef e = kl_llvm_exp_f32(b, LLVMBuildFMul(b, ax, fc(t, 2.0), ""));
+  LLVMValueRef large = LLVMBuildFSub(b, fc(t, 1.0), LLVMBuildFDiv(b, fc(t, 2.0), LLVMBuildFAdd(b, e, fc(t, 1.0), ""), ""), "");
+  /* small: odd Taylor series */
+  static const double c[] = { 1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075 };
+  LLVMValueRef small = LLVMBuildFMul(b, ax, poly(b, LLVMBuildFMul(b, ax, ax, ""), c, 7), "");
+  LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, ax, fc(t, 0.4), ""), small, large, "");
+  r = LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, r, ""), r, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
+}
+
+LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, int is_min) {
+  LLVMValueRef pick = LLVMBuildFCmp(b, is_min ? LLVMRealOLT : LLVMRealOGT, x, y, "");
+  LLVMValueRef r = LLVMBuildSelect(b, pick, x, y, "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
+}

@@ -1,0 +1,557 @@
+/* lower_to_llvm.c — loop-level kernel IR to LLVM IR (host, NVPTX, AMDGPU hooks). */
+#include "passes/lower_to_llvm.h"
+#include "core/dialect_rock.h"
+#include "core/pass.h"
+#include "passes/llvm_math.h"
+#include <llvm-c/Analysis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { kl_value *k; LLVMValueRef v; } vslot;
+
+typedef struct lw {
+  kl_ctx *ctx;
+  const kl_target *t;
+  LLVMContextRef c;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;
+  LLVMValueRef fn;
+  LLVMBasicBlockRef entry;     /* allocas go here */
+  LLVMValueRef host_block_id;  /* host ABI: const int64_t *block_id */
+  int64_t block_size;
+  vslot *slots; int nslots, capslots;
+  bool failed;
+  int nlds;
+} lw;
+
+/* ---- value map ---- */
+static uint64_t hptr(const void *p) { uint64_t x = (uintptr_t)p; x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull; return x ^ (x >> 29); }
+static vslot *slot(lw *L, kl_value *k) {
+  for (uint64_t i = hptr(k) & (L->capslots - 1);; i = (i + 1) & (L->capslots - 1))
+    if (!L->slots[i].k || L->slots[i].k == k) return &L->slots[i];
+}
+static void vset(lw *L, kl_value *k, LLVMValueRef v) {
+  if ((L->nslots + 1) * 2 > L->capslots) {
+    vslot *old = L->slots; int oldcap = L->capslots;
+    L->capslots = oldcap ? oldcap * 2 : 256;
+    L->slots = kl_xcalloc(L->capslots, sizeof *L->slots);
+    for (int i = 0; i < oldcap; i++) if (old[i].k) *slot(L, old[i].k) = old[i];
+    free(old);
+  }
+  vslot *s = slot(L, k);
+  if (!s->k) L->nslots++;
+  s->k = k; s->v = v;
+}
+static LLVMValueRef vget(lw *L, kl_value *k) {
+  if (!L->capslots) return NULL;
+  vslot *s = slot(L, k);
+  return s->k ? s->v : NULL;
+}
+
+static bool fail(lw *L, kl_op *op, const char *fmt, const char *arg) {
+  char msg[512];
+  snprintf(msg, sizeof msg, fmt, arg);
+  kl_emit_error(L->ctx, op->loc, "lower-to-llvm (%s): '%s': %s", L->t->name, op->name, msg);
+  L->failed = true;
+  return false;
+}
+
+/* ---- types ---- */
+static unsigned space_as(lw *L, kl_space s) {
+  if (L->t->arch == KL_ARCH_HOST) return 0;
+  if (s == KL_SPACE_LDS) return 3;
+  if (s == KL_SPACE_PRIVATE) return L->t->arch == KL_ARCH_AMDGPU ? 5 : 0;
+  return 1;
+}
+static LLVMTypeRef scalar_type(lw *L, const kl_type *t) {
+  switch (t->kind) {
+  case KL_TY_I1: return LLVMInt1TypeInContext(L->c);
+  case KL_TY_I8: return LLVMInt8TypeInContext(L->c);
+  case KL_TY_I32: return LLVMInt32TypeInContext(L->c);
+  case KL_TY_I64: case KL_TY_INDEX: return LLVMInt64TypeInContext(L->c);
+  case KL_TY_F16: return LLVMHalfTypeInContext(L->c);
+  case KL_TY_BF16: return LLVMBFloatTypeInContext(L->c);
+  case KL_TY_F32: return LLVMFloatTypeInContext(L->c);
+  case KL_TY_F64: return LLVMDoubleTypeInContext(L->c);
+  default: return NULL;
+  }
+}
+static LLVMTypeRef ll_type(lw *L, const kl_type *t) {
+  if (t->kind == KL_TY_VECTOR) return LLVMVectorType(scalar_type(L, t->elem), (unsigned)t->shape[0]);
+  if (t->kind == KL_TY_BUFFER) return LLVMPointerTypeInContext(L->c, space_as(L, t->space));
+  return scalar_type(L, t);
+}
+static const kl_type *elem_of(const kl_type *t) { return t->kind == KL_TY_VECTOR ? t->elem : t; }
+static bool is_half(const kl_type *t) { t = elem_of(t); return t->kind == KL_TY_F16 || t->kind == KL_TY_BF16; }
+static LLVMTypeRef with_elem(lw *L, const kl_type *t, LLVMTypeRef e) {
+  return t->kind == KL_TY_VECTOR ? LLVMVectorType(e, (unsigned)t->shape[0]) : e;
+}
+
+static LLVMTypeRef scalar_of(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t; }
+static LLVMValueRef i64c(lw *L, int64_t v) { return LLVMConstInt(LLVMInt64TypeInContext(L->c), (unsigned long long)v, 1); }
+
+static LLVMValueRef call_intr(lw *L, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->m, id, over, nover);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(L->c, id, over, nover);
+  return LLVMBuildCall2(L->b, ft, f, args, nargs, "");
+}
+
+/* ---- constants ---- */
+static LLVMValueRef constant(lw *L, kl_op *op) {
+  const kl_attr *a = kl_op_attr(op, "value");
+  const kl_type *t = op->results[0].type;
+  LLVMTypeRef st = scalar_type(L, elem_of(t));
+  LLVMValueRef s;
+  if (a->kind == KL_AT_FLOAT) s = LLVMConstReal(st, a->f);
+  else s = LLVMConstInt(st, (unsigned long long)a->i, 1);
+  if (t->kind != KL_TY_VECTOR) return s;
+  int n = (int)t->shape[0];
+  LLVMValueRef *e = kl_xmalloc(n * sizeof *e);
+  for (int i = 0; i < n; i++) e[i] = s;
+  LLVMValueRef v = LLVMConstVector(e, n);
+  free(e);
+  return v;
+}
+
+/* ---- arithmetic ---- */
+static LLVMValueRef ext_f32(lw *L, LLVMValueRef v, const kl_type *t) {
+  return is_half(t) ? LLVMBuildFPExt(L->b, v, with_elem(L, t, LLVMFloatTypeInContext(L->c)), "") : v;
+}
+static LLVMValueRef trunc_back(lw *L, LLVMValueRef v, const kl_type *t) {
+  return is_half(t) ? LLVMBuildFPTrunc(L->b, v, ll_type(L, t), "") : v;
+}
+static LLVMValueRef splat_like(lw *L, const kl_type *t, LLVMValueRef s) {
+  if (t->kind != KL_TY_VECTOR) return s;
+  int n = (int)t->shape[0];
+  LLVMValueRef e[64];
+  if (n > 64) return s;
+  for (int i = 0; i < n; i++) e[i] = s;
+  return LLVMConstVector(e, n);
+}
+
+/* Integer division with graph semantics: x / 0 = 0, MIN / -1 wraps. */
+static LLVMValueRef safe_sdiv(lw *L, LLVMValueRef x, LLVMValueRef y, const kl_type *t, bool rem) {
+  LLVMTypeRef ty = LLVMTypeOf(y);
+  LLVMTypeRef st = scalar_type(L, elem_of(t));
+  unsigned bits = LLVMGetIntTypeWidth(st);
+  LLVMValueRef zero = LLVMConstNull(ty), one = splat_like(L, t, LLVMConstInt(st, 1, 0));
+  LLVMValueRef minv = splat_like(L, t, LLVMConstInt(st, 1ull << (bits - 1), 0));
+  LLVMValueRef negone = LLVMConstAllOnes(ty);
+  LLVMValueRef yz = LLVMBuildICmp(L->b, LLVMIntEQ, y, zero, "");
+  LLVMValueRef ovf = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, minv, ""), LLVMBuildICmp(L->b, LLVMIntEQ, y, negone, ""), "");
+  LLVMValueRef ys = LLVMBuildSelect(L->b, LLVMBuildOr(L->b, yz, ovf, ""), one, y, "");
+  LLVMValueRef r = rem ? LLVMBuildSRem(L->b, x, ys, "") : LLVMBuildSDiv(L->b, x, ys, "");
+  if (rem) r = LLVMBuildSelect(L->b, ovf, zero, r, "");
+  return LLVMBuildSelect(L->b, yz, zero, r, "");
+}
+
+static LLVMValueRef lower_arith(lw *L, kl_op *op, LLVMValueRef *a) {
+  const char *n = op->name;
+  const kl_type *t = op->nopnds ? op->opnds[0].value->type : op->results[0].type;
+  const kl_type *rt = op->nresults ? op->results[0].type : NULL;
+  if (!strncmp(n, "arith.", 6) && (n[strlen(n) - 1] == 'f' && strcmp(n, "arith.cmpf") && strcmp(n, "arith.truncf") && strcmp(n, "arith.extf"))) {
+    /* float binary/unary op: compute in f32 for halves */
+    LLVMValueRef x = ext_f32(L, a[0], t), y = op->nopnds > 1 ? ext_f32(L, a[1], t) : NULL, r = NULL;
+
+    if (!strcmp(n, "arith.addf")) r = LLVMBuildFAdd(L->b, x, y, "");
+    else if (!strcmp(n, "arith.subf")) r = LLVMBuildFSub(L->b, x, y, "");
+    else if (!strcmp(n, "arith.mulf")) r = LLVMBuildFMul(L->b, x, y, "");
+    else if (!strcmp(n, "arith.divf")) r = LLVMBuildFDiv(L->b, x, y, "");
+    else if (!strcmp(n, "arith.remf")) r = LLVMBuildFRem(L->b, x, y, "");
+    else if (!strcmp(n, "arith.maxf")) r = kl_llvm_max_nan(L->b, x, y, 0);
+    else if (!strcmp(n, "arith.minf")) r = kl_llvm_max_nan(L->b, x, y, 1);
+    else if (!strcmp(n, "arith.negf")) r = LLVMBuildFNeg(L->b, x, "");
+    if (r) return trunc_back(L, r, rt);
+  }
+  if (!strncmp(n, "math.", 5)) {
+    LLVMValueRef x = ext_f32(L, a[0], t), r;
+    LLVMTypeRef ct = LLVMTypeOf(x);
+    bool f32 = LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind;
+    if (!f32 && L->t->arch != KL_ARCH_HOST && strcmp(n, "math.sqrt") && strcmp(n, "math.absf") && strcmp(n, "math.rsqrt")) {
+      fail(L, op, "%s: f64 transcendental functions are supported on the host only", n);
+      return NULL;
+    }
+    if (!strcmp(n, "math.exp")) r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1);
+    else if (!strcmp(n, "math.log")) r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1);
+    else if (!strcmp(n, "math.sqrt")) r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
+    else if (!strcmp(n, "math.absf")) r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1);
+    else if (!strcmp(n, "math.rsqrt")) {
+      LLVMValueRef s = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
+      r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
+    } else if (!strcmp(n, "math.tanh")) {
+      if (!f32) { fail(L, op, "%s", "tanh is implemented for f32 (and f16/bf16 via f32)"); return NULL; }
+      r = kl_llvm_tanh_f32(L->b, x);
+    }
+    else return NULL;
+    return trunc_back(L, r, rt);
+  }
+  if (!strcmp(n, "arith.addi")) return LLVMBuildAdd(L->b, a[0], a[1], "");
+  if (!strcmp(n, "arith.subi")) return LLVMBuildSub(L->b, a[0], a[1], "");
+  if (!strcmp(n, "arith.muli")) return LLVMBuildMul(L->b, a[0], a[1], "");
+  if (!strcmp(n, "arith.divsi")) return safe_sdiv(L, a[0], a[1], t, false);
+  if (!strcmp(n, "arith.remsi")) return safe_sdiv(L, a[0], a[1], t, true);
+  if (!strcmp(n, "arith.andi")) return LLVMBuildAnd(L->b, a[0], a[1], "");
+  if (!strcmp(n, "arith.ori")) return LLVMBuildOr(L->b, a[0], a[1], "");
+  if (!strcmp(n, "arith.xori")) return LLVMBuildXor(L->b, a[0], a[1], "");
+  if (!strcmp(n, "arith.maxsi")) return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a[0], a[1], ""), a[0], a[1], "");
+  if (!strcmp(n, "arith.minsi")) return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a[0], a[1], ""), a[0], a[1], "");
+  if (!strcmp(n, "arith.select")) return LLVMBuildSelect(L->b, a[0], a[1], a[2], "");
+  if (!strcmp(n, "arith.cmpi") || !strcmp(n, "arith.cmpf")) {
+    const char *p = kl_op_attr_string(op, "predicate");
+    static const char *names[] = { "eq", "ne", "lt", "le", "gt", "ge" };
+    static const LLVMIntPredicate ip[] = { LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE };
+    static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE };
+    for (int i = 0; i < 6; i++) if (!strcmp(p, names[i])) {
+      if (n[10] == 'i') return LLVMBuildICmp(L->b, ip[i], a[0], a[1], "");
+      return LLVMBuildFCmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t), "");
+    }
+    return NULL;
+  }
+  LLVMTypeRef rty = rt ? ll_type(L, rt) : NULL;
+  bool src_i1 = elem_of(t)->kind == KL_TY_I1;
+  if (!strcmp(n, "arith.sitofp")) return src_i1 ? LLVMBuildUIToFP(L->b, a[0], rty, "") : LLVMBuildSIToFP(L->b, a[0], rty, "");
+  if (!strcmp(n, "arith.fptosi")) {
+    LLVMTypeRef ov[2] = { rty, LLVMTypeOf(a[0]) };
+    return call_intr(L, "llvm.fptosi.sat", ov, 2, a, 1);
+  }
+  if (!strcmp(n, "arith.extf")) return LLVMBuildFPExt(L->b, a[0], rty, "");
+  if (!strcmp(n, "arith.truncf")) {
+    /* f32/f64 -> f16/bf16 (or f64 -> f32): a single rounding */
+    return LLVMBuildFPTrunc(L->b, a[0], rty, "");
+  }
+  if (!strcmp(n, "arith.extsi")) return src_i1 ? LLVMBuildZExt(L->b, a[0], rty, "") : LLVMBuildSExt(L->b, a[0], rty, "");
+  if (!strcmp(n, "arith.trunci")) return LLVMBuildTrunc(L->b, a[0], rty, "");
+  if (!strcmp(n, "arith.index_cast")) {
+    unsigned from = LLVMGetIntTypeWidth(scalar_of(LLVMTypeOf(a[0])));
+    unsigned to = LLVMGetIntTypeWidth(scalar_of(rty));
+    if (from == to) return a[0];
+    return from < to ? (src_i1 ? LLVMBuildZExt(L->b, a[0], rty, "") : LLVMBuildSExt(L->b, a[0], rty, "")) : LLVMBuildTrunc(L->b, a[0], rty, "");
+  }
+  return NULL;
+}
+
+/* ---- memory ---- */
+static LLVMValueRef address(lw *L, kl_op *op, int bi, LLVMTypeRef *elem_ty) {
+  kl_value *buf = op->opnds[bi].value;
+  const kl_type *bt = buf->type;
+  LLVMValueRef base = vget(L, buf);
+  LLVMValueRef idx = NULL;
+  for (int i = 0; i < bt->rank; i++) {
+    LLVMValueRef v = vget(L, op->opnds[bi + 1 + i].value);
+    if (bt->strides[i] == 0) continue;
+    if (bt->strides[i] != 1) v = LLVMBuildMul(L->b, v, i64c(L, bt->strides[i]), "");
+    idx = idx ? LLVMBuildAdd(L->b, idx, v, "") : v;
+  }
+  if (!idx) idx = i64c(L, 0);
+  *elem_ty = scalar_type(L, bt->elem);
+  return LLVMBuildGEP2(L->b, *elem_ty, base, &idx, 1, "");
+}
+static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef ty, unsigned align) {
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(L->c);
+  LLVMValueRef first = LLVMGetFirstInstruction(L->entry);
+  if (first) LLVMPositionBuilderBefore(b, first); else LLVMPositionBuilderAtEnd(b, L->entry);
+  LLVMValueRef a = LLVMBuildAlloca(b, ty, "");
+  LLVMSetAlignment(a, align);
+  LLVMDisposeBuilder(b);
+  return a;
+}
+static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
+  const kl_type *t = op->results[0].type;
+  if (t->kind != KL_TY_BUFFER || t->space == KL_SPACE_GLOBAL) {
+    fail(L, op, "%s: global intermediates belong to the host plan, not to a kernel", kl_type_str(t));
+    return NULL;
+  }
+  /* the allocation spans the largest address the strides reach */
+  int64_t span = 1;
+  for (int i = 0; i < t->rank; i++) if (t->shape[i] > 0) span += (t->shape[i] - 1) * t->strides[i];
+  LLVMTypeRef at = LLVMArrayType2(scalar_type(L, t->elem), (uint64_t)span);
+  if (t->space == KL_SPACE_LDS && L->t->arch != KL_ARCH_HOST) {
+    char name[32]; snprintf(name, sizeof name, "__kiln_lds%d", L->nlds++);
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(L->m, at, name, 3);
+    LLVMSetInitializer(g, LLVMGetUndef(at));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 16);
+    return g;
+  }
+  if (t->space == KL_SPACE_PRIVATE && L->t->arch == KL_ARCH_AMDGPU) {
+    /* AMDGPU allocas are in address space 5 (the data layout says so) */
+    return entry_alloca(L, at, 16);
+  }
+  return entry_alloca(L, at, 16);
+}
+
+static LLVMValueRef id_value(lw *L, kl_op *op, bool group) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c), i64 = LLVMInt64TypeInContext(L->c);
+  switch (L->t->arch) {
+  case KL_ARCH_HOST:
+    if (!group) {
+      if (L->block_size != 1) { fail(L, op, "host kernels run one thread per workgroup (block_size %s != 1)", "> 1"); return NULL; }
+      return i64c(L, 0);
+    }
+    return LLVMBuildLoad2(L->b, i64, L->host_block_id, "bid");
+  case KL_ARCH_NVPTX: {
+    LLVMValueRef v = call_intr(L, group ? "llvm.nvvm.read.ptx.sreg.ctaid.x" : "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+    (void)i32;
+    return LLVMBuildZExt(L->b, v, i64, "");
+  }
+  case KL_ARCH_AMDGPU: {
+    LLVMValueRef v = call_intr(L, group ? "llvm.amdgcn.workgroup.id.x" : "llvm.amdgcn.workitem.id.x", NULL, 0, NULL, 0);
+    return LLVMBuildZExt(L->b, v, i64, "");
+  }
+  }
+  return NULL;
+}
+static void barrier(lw *L) {
+  if (L->t->arch == KL_ARCH_NVPTX) call_intr(L, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  else if (L->t->arch == KL_ARCH_AMDGPU) {
+    LLVMBuildFence(L->b, LLVMAtomicOrderingRelease, 0, "");
+    call_intr(L, "llvm.amdgcn.s.barrier", NULL, 0, NULL, 0);
+    LLVMBuildFence(L->b, LLVMAtomicOrderingAcquire, 0, "");
+  }
+}
+
+/* ---- structured control flow ---- */
+static bool lower_block_ops(lw *L, kl_block *blk);
+static kl_op *region_yield(kl_region *r) { kl_block *b = r->first; return (b && b->last && !strcmp(b->last->name, "scf.yield")) ? b->last : NULL; }
+
+static bool lower_for(lw *L, kl_op *op) {
+  LLVMValueRef lb = vget(L, op->opnds[0].value), ub = vget(L, op->opnds[1].value), step = vget(L, op->opnds[2].value);
+  int niter = op->nopnds - 3;
+  kl_block *body = op->regions[0].first;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b);
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(L->c, L->fn, "for.head");
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(L->c, L->fn, "for.body");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(L->c, L->fn, "for.exit");
+  LLVMBuildBr(L->b, head);
+  LLVMPositionBuilderAtEnd(L->b, head);
+  LLVMValueRef iv = LLVMBuildPhi(L->b, LLVMInt64TypeInContext(L->c), "iv");
+  LLVMValueRef *phis = kl_xmalloc((niter + 1) * sizeof *phis);
+  for (int i = 0; i < niter; i++) {
+    phis[i] = LLVMBuildPhi(L->b, ll_type(L, op->results[i].type), "");
+    vset(L, body->args[1 + i], phis[i]);
+    vset(L, &op->results[i], phis[i]);
+  }
+  vset(L, body->args[0], iv);
+  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, iv, ub, ""), bb, exit);
+  LLVMPositionBuilderAtEnd(L->b, bb);
+  if (!lower_block_ops(L, body)) { free(phis); return false; }
+  kl_op *y = region_yield(&op->regions[0]);
+  LLVMValueRef next = LLVMBuildAdd(L->b, iv, step, "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
+  LLVMBuildBr(L->b, head);
+  LLVMAddIncoming(iv, &lb, &pre, 1);
+  LLVMAddIncoming(iv, &next, &latch, 1);
+  for (int i = 0; i < niter; i++) {
+    LLVMValueRef init = vget(L, op->opnds[3 + i].value), nv = y ? vget(L, y->opnds[i].value) : NULL;
+    if (!nv) { free(phis); return fail(L, op, "%s", "body must end with scf.yield of the iteration values"); }
+    LLVMAddIncoming(phis[i], &init, &pre, 1);
+    LLVMAddIncoming(phis[i], &nv, &latch, 1);
+  }
+  free(phis);
+  LLVMPositionBuilderAtEnd(L->b, exit);
+  return true;
+}
+static bool lower_if(lw *L, kl_op *op) {
+  LLVMValueRef cond = vget(L, op->opnds[0].value);
+  LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(L->c, L->fn, "if.then");
+  LLVMBasicBlockRef eb = LLVMAppendBasicBlockInContext(L->c, L->fn, "if.else");
+  LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(L->c, L->fn, "if.end");
+  LLVMBuildCondBr(L->b, cond, tb, eb);
+  LLVMValueRef vals[2][16]; LLVMBasicBlockRef from[2];
+  if (op->nresults > 16) return fail(L, op, "%s", "at most 16 results");
+  for (int r = 0; r < 2; r++) {
+    LLVMPositionBuilderAtEnd(L->b, r ? eb : tb);
+    if (op->regions[r].first && !lower_block_ops(L, op->regions[r].first)) return false;
+    kl_op *y = region_yield(&op->regions[r]);
+    for (int i = 0; i < op->nresults; i++) {
+      if (!y || y->nopnds != op->nresults) return fail(L, op, "%s", "both regions must yield the results");
+      vals[r][i] = vget(L, y->opnds[i].value);
+    }
+    from[r] = LLVMGetInsertBlock(L->b);
+    LLVMBuildBr(L->b, mb);
+  }
+  LLVMPositionBuilderAtEnd(L->b, mb);
+  for (int i = 0; i < op->nresults; i++) {
+    LLVMValueRef phi = LLVMBuildPhi(L->b, ll_type(L, op->results[i].type), "");
+    LLVMValueRef in[2] = { vals[0][i], vals[1][i] };
+    LLVMAddIncoming(phi, in, from, 2);
+    vset(L, &op->results[i], phi);
+  }
+  return true;
+}
+
+static bool lower_op(lw *L, kl_op *op) {
+  const char *n = op->name;
+  LLVMValueRef args[8];
+  if (!strcmp(n, "scf.yield") || !strcmp(n, "rock.yield")) return true;   /* handled by the parent */
+  if (!strcmp(n, "func.return")) { LLVMBuildRetVoid(L->b); return true; }
+  if (!strcmp(n, "scf.for")) return lower_for(L, op);
+  if (!strcmp(n, "scf.if")) return lower_if(L, op);
+  if (!strcmp(n, "arith.constant")) { vset(L, &op->results[0], constant(L, op)); return true; }
+  for (int i = 0; i < op->nopnds && i < 8; i++) {
+    args[i] = vget(L, op->opnds[i].value);
+    if (!args[i] && strcmp(n, "rock.load") && strcmp(n, "rock.store")) return fail(L, op, "operand %s has no lowered value", "");
+  }
+  if (!strcmp(n, "rock.load")) {
+    LLVMTypeRef et;
+    LLVMValueRef p = address(L, op, 0, &et);
+    LLVMValueRef v = LLVMBuildLoad2(L->b, ll_type(L, op->results[0].type), p, "");
+    LLVMSetAlignment(v, (unsigned)(kl_type_bits(op->opnds[0].value->type->elem) / 8 ? kl_type_bits(op->opnds[0].value->type->elem) / 8 : 1));
+    vset(L, &op->results[0], v);
+    return true;
+  }
+  if (!strcmp(n, "rock.store")) {
+    LLVMTypeRef et;
+    LLVMValueRef p = address(L, op, 1, &et);
+    LLVMValueRef s = LLVMBuildStore(L->b, vget(L, op->opnds[0].value), p);
+    LLVMSetAlignment(s, (unsigned)(kl_type_bits(op->opnds[1].value->type->elem) / 8 ? kl_type_bits(op->opnds[1].value->type->elem) / 8 : 1));
+    return true;
+  }
+  if (!strcmp(n, "rock.alloc")) { LLVMValueRef a = lower_alloc(L, op); if (!a) return false; vset(L, &op->results[0], a); return true; }
+  if (!strcmp(n, "rock.workgroup_id") || !strcmp(n, "rock.workitem_id")) {
+    LLVMValueRef v = id_value(L, op, n[5] == 'w' && n[9] == 'g');
+    if (!v) return false;
+    vset(L, &op->results[0], v);
+    return true;
+  }
+  if (!strcmp(n, "rock.barrier")) { barrier(L); return true; }
+  if (op->nopnds > 8) return fail(L, op, "%s", "too many operands");
+  LLVMValueRef r = lower_arith(L, op, args);
+  if (!r) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
+  vset(L, &op->results[0], r);
+  return true;
+}
+static bool lower_block_ops(lw *L, kl_block *blk) {
+  for (kl_op *o = blk->first; o; o = o->next) if (!lower_op(L, o)) return false;
+  return true;
+}
+
+static void add_fn_attr(lw *L, LLVMValueRef fn, const char *k, const char *v) {
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateStringAttribute(L->c, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+}
+static void add_enum_attr(lw *L, LLVMValueRef fn, unsigned idx, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(L->c, kind, 0));
+}
+
+static bool lower_kernel(lw *L, kl_op *k) {
+  const char *name = kl_op_attr_string(k, "sym_name");
+  kl_block *body = k->regions[0].first;
+  int64_t bs = 1;
+  kl_op_attr_i64(k, "block_size", &bs);
+  L->block_size = bs;
+  LLVMTypeRef ptr0 = LLVMPointerTypeInContext(L->c, 0);
+  LLVMTypeRef voidt = LLVMVoidTypeInContext(L->c);
+  if (L->t->arch == KL_ARCH_HOST) {
+    LLVMTypeRef ps[3] = { ptr0, ptr0, ptr0 };
+    L->fn = LLVMAddFunction(L->m, name, LLVMFunctionType(voidt, ps, 3, 0));
+  } else {
+    LLVMTypeRef *ps = kl_xmalloc((body->nargs + 1) * sizeof *ps);
+    for (int i = 0; i < body->nargs; i++) ps[i] = ll_type(L, body->args[i]->type);
+    L->fn = LLVMAddFunction(L->m, name, LLVMFunctionType(voidt, ps, body->nargs, 0));
+    free(ps);
+    for (int i = 0; i < body->nargs; i++) add_enum_attr(L, L->fn, (unsigned)i + 1, "noalias");
+    char fw[32]; snprintf(fw, sizeof fw, "1,%lld", (long long)bs);
+    if (L->t->arch == KL_ARCH_AMDGPU) {
+      LLVMSetFunctionCallConv(L->fn, 91 /* AMDGPU_KERNEL */);
+      add_fn_attr(L, L->fn, "amdgpu-flat-work-group-size", fw);
+      add_fn_attr(L, L->fn, "uniform-work-group-size", "true");
+    } else {
+      LLVMSetFunctionCallConv(L->fn, 71 /* PTX_Kernel */);
+      LLVMMetadataRef md[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "kernel", 6),
+                                LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(L->c), 1, 0)) };
+      LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations", LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, md, 3)));
+      LLVMMetadataRef mx[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "maxntidx", 8),
+                                LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)bs, 0)) };
+      LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations", LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, mx, 3)));
+    }
+  }
+  add_fn_attr(L, L->fn, "kiln-kernel", "true");
+  L->entry = LLVMAppendBasicBlockInContext(L->c, L->fn, "entry");
+  LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(L->c, L->fn, "start");
+  LLVMPositionBuilderAtEnd(L->b, start);
+  if (L->t->arch == KL_ARCH_HOST) {
+    LLVMValueRef argv = LLVMGetParam(L->fn, 0);
+    L->host_block_id = LLVMGetParam(L->fn, 1);
+    for (int i = 0; i < body->nargs; i++) {
+      LLVMValueRef idx = i64c(L, i);
+      LLVMValueRef slotp = LLVMBuildLoad2(L->b, ptr0, LLVMBuildGEP2(L->b, ptr0, argv, &idx, 1, ""), "");
+      vset(L, body->args[i], LLVMBuildLoad2(L->b, ptr0, slotp, ""));
+    }
+  } else {
+    for (int i = 0; i < body->nargs; i++) vset(L, body->args[i], LLVMGetParam(L->fn, (unsigned)i));
+  }
+  bool ok = lower_block_ops(L, body);
+  LLVMPositionBuilderAtEnd(L->b, L->entry);
+  LLVMBuildBr(L->b, start);
+  if (ok && !LLVMGetBasicBlockTerminator(LLVMGetLastBasicBlock(L->fn))) return fail(L, k, "%s", "kernel body must end with func.return");
+  return ok;
+}
+
+static void lw_init(lw *L, kl_ctx *ctx, const kl_target *t, LLVMContextRef llctx, const char *modname) {
+  memset(L, 0, sizeof *L);
+  L->ctx = ctx; L->t = t; L->c = llctx;
+  L->m = LLVMModuleCreateWithNameInContext(modname, llctx);
+  L->b = LLVMCreateBuilderInContext(llctx);
+  if (t->arch != KL_ARCH_HOST) LLVMSetTarget(L->m, t->triple);
+  if (t->arch == KL_ARCH_AMDGPU)
+    LLVMSetDataLayout(L->m, "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9");
+  else if (t->arch == KL_ARCH_NVPTX)
+    LLVMSetDataLayout(L->m, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
+}
+static kl_status lw_finish(lw *L, LLVMModuleRef *out) {
+  LLVMDisposeBuilder(L->b);
+  free(L->slots);
+  char *msg = NULL;
+  if (!L->failed && LLVMVerifyModule(L->m, LLVMReturnStatusAction, &msg)) {
+    kl_emit_error(L->ctx, KL_LOC_UNKNOWN, "lower-to-llvm (%s): the LLVM module does not verify: %s", L->t->name, msg);
+    L->failed = true;
+  }
+  if (msg) LLVMDisposeMessage(msg);
+  if (L->failed) { LLVMDisposeModule(L->m); *out = NULL; return KL_ERR; }
+  *out = L->m;
+  return KL_OK;
+}
+
+kl_status kl_lower_kernel_to_llvm(kl_op *kernel, const kl_target *target, LLVMContextRef llctx, LLVMModuleRef *out) {
+  lw L;
+  lw_init(&L, kernel->ctx, target, llctx, kl_op_attr_string(kernel, "sym_name"));
+  lower_kernel(&L, kernel);
+  return lw_finish(&L, out);
+}
+kl_status kl_lower_to_llvm(kl_op *module, const kl_target *target, LLVMContextRef llctx, LLVMModuleRef *out) {
+  lw L;
+  lw_init(&L, module->ctx, target, llctx, "kiln");
+  for (kl_op *o = kl_module_body(module)->first; o && !L.failed; o = o->next) {
+    if (!kl_is_kernel(o)) continue;
+    L.nslots = 0;
+    if (L.slots) memset(L.slots, 0, L.capslots * sizeof *L.slots);
+    lower_kernel(&L, o);
+  }
+  return lw_finish(&L, out);
+}
+
+/* ---- the pass: attaches each kernel's LLVM IR text (attribute llvm_ir) ---- */
+static kl_status run_pass(kl_op *module, const kl_pass_options *opts, void *user) {
+  const kl_target *t = kl_target_lookup(kl_pass_opt_string(opts, "target"));
+  if (!t) return kl_emit_error(module->ctx, module->loc, "lower-to-llvm: unknown target '%s'", kl_pass_opt_string(opts, "target"));
+  for (kl_op *o = kl_module_body(module)->first; o; o = o->next) {
+    if (!kl_is_kernel(o)) continue;
+    LLVMContextRef c = LLVMContextCreate();
+    LLVMModuleRef m;
+    if (kl_lower_kernel_to_llvm(o, t, c, &m) != KL_OK) { LLVMContextDispose(c); return KL_ERR; }
+    char *text = LLVMPrintModuleToString(m);
+    kl_op_set_attr(o, "llvm_ir", kl_attr_str(module->ctx, text));
+    LLVMDisposeMessage(text);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(c);
+  }
+  return KL_OK;
+}
+static const kl_pass_option opts[] = { { "target", KL_OPT_STRING, "host", "target name (kiln.targets())" } };
+const kl_pass_info kl_pass_lower_to_llvm = {
+  "lower-to-llvm", "loop-level kernels -> LLVM IR (attached as the llvm_ir attribute)", opts, 1, run_pass, NULL
+};
+void kl__register_lower_to_llvm(kl_ctx *ctx) { kl_register_pass(ctx, &kl_pass_lower_to_llvm); }
