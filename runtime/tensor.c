@@ -1,0 +1,862 @@
+/* tensor.c — host tensors (see tensor.h). */
+#include "runtime/tensor.h"
+#include "runtime/half.h"
+#include "runtime/rng.h"
+#include "core/arena.h"
+#include "core/type.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kl_tensor_errf(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------------- dtypes */
+
+static const char *const dtype_names[KL_DT_COUNT] = {
+  [KL_DT_F32] = "f32", [KL_DT_F16] = "f16", [KL_DT_BF16] = "bf16", [KL_DT_I8] = "i8",
+  [KL_DT_I32] = "i32", [KL_DT_F64] = "f64", [KL_DT_I64] = "i64", [KL_DT_I1] = "i1",
+};
+static const size_t dtype_sizes[KL_DT_COUNT] = {
+  [KL_DT_F32] = 4, [KL_DT_F16] = 2, [KL_DT_BF16] = 2, [KL_DT_I8] = 1,
+  [KL_DT_I32] = 4, [KL_DT_F64] = 8, [KL_DT_I64] = 8, [KL_DT_I1] = 1,
+};
+
+bool kl_dtype_valid(kl_dtype dt) { return dt >= 0 && dt < KL_DT_COUNT; }
+const char *kl_dtype_name(kl_dtype dt) { return kl_dtype_valid(dt) ? dtype_names[dt] : "?"; }
+size_t kl_dtype_size(kl_dtype dt) { return kl_dtype_valid(dt) ? dtype_sizes[dt] : 0; }
+
+kl_dtype kl_dtype_from_name(const char *name) {
+  if (!name) return KL_DT_NONE;
+  for (int i = 0; i < KL_DT_COUNT; i++)
+    if (strcmp(name, dtype_names[i]) == 0) return (kl_dtype)i;
+  return KL_DT_NONE;
+}
+
+bool kl_dtype_is_float(kl_dtype dt) {
+  return dt == KL_DT_F32 || dt == KL_DT_F16 || dt == KL_DT_BF16 || dt == KL_DT_F64;
+}
+bool kl_dtype_is_int(kl_dtype dt) {
+  return dt == KL_DT_I8 || dt == KL_DT_I32 || dt == KL_DT_I64 || dt == KL_DT_I1;
+}
+int64_t kl_dtype_int_min(kl_dtype dt) {
+  switch (dt) {
+  case KL_DT_I8: return INT8_MIN;
+  case KL_DT_I32: return INT32_MIN;
+  case KL_DT_I64: return INT64_MIN;
+  default: return 0;
+  }
+}
+int64_t kl_dtype_int_max(kl_dtype dt) {
+  switch (dt) {
+  case KL_DT_I8: return INT8_MAX;
+  case KL_DT_I32: return INT32_MAX;
+  case KL_DT_I64: return INT64_MAX;
+  case KL_DT_I1: return 1;
+  default: return 0;
+  }
+}
+
+int kl_dtype_to_type_kind(kl_dtype dt) {
+  switch (dt) {
+  case KL_DT_F32: return KL_TY_F32;
+  case KL_DT_F16: return KL_TY_F16;
+  case KL_DT_BF16: return KL_TY_BF16;
+  case KL_DT_I8: return KL_TY_I8;
+  case KL_DT_I32: return KL_TY_I32;
+  case KL_DT_F64: return KL_TY_F64;
+  case KL_DT_I64: return KL_TY_I64;
+  case KL_DT_I1: return KL_TY_I1;
+  default: return -1;
+  }
+}
+kl_dtype kl_dtype_from_type_kind(int kind) {
+  switch (kind) {
+  case KL_TY_F32: return KL_DT_F32;
+  case KL_TY_F16: return KL_DT_F16;
+  case KL_TY_BF16: return KL_DT_BF16;
+  case KL_TY_I8: return KL_DT_I8;
+  case KL_TY_I32: return KL_DT_I32;
+  case KL_TY_F64: return KL_DT_F64;
+  case KL_TY_I64: return KL_DT_I64;
+  case KL_TY_I1: return KL_DT_I1;
+  default: return KL_DT_NONE;
+  }
+}
+
+int64_t kl_f64_to_i64_sat(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
+double kl_dtype_load_f64(kl_dtype dt, const void *p) {
+  switch (dt) {
+  case KL_DT_F32: { float v; memcpy(&v, p, 4); return v; }
+  case KL_DT_F16: { uint16_t v; memcpy(&v, p, 2); return kl_f16_to_f64(v); }
+  case KL_DT_BF16: { uint16_t v; memcpy(&v, p, 2); return kl_bf16_to_f64(v); }
+  case KL_DT_I8: return *(const int8_t *)p;
+  case KL_DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case KL_DT_F64: { double v; memcpy(&v, p, 8); return v; }
+  case KL_DT_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+  case KL_DT_I1: return *(const uint8_t *)p ? 1.0 : 0.0;
+  default: return 0;
+  }
+}
+
+int64_t kl_dtype_load_i64(kl_dtype dt, const void *p) {
+  switch (dt) {
+  case KL_DT_I8: return *(const int8_t *)p;
+  case KL_DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case KL_DT_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+  case KL_DT_I1: return *(const uint8_t *)p ? 1 : 0;
+  default: return kl_f64_to_i64_sat(kl_dtype_load_f64(dt, p));
+  }
+}
+
+void kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  switch (dt) {
+  case KL_DT_I8: { uint8_t b = (uint8_t)u; memcpy(p, &b, 1); return; }
+  case KL_DT_I32: { uint32_t w = (uint32_t)u; memcpy(p, &w, 4); return; }
+  case KL_DT_I64: memcpy(p, &v, 8); return;
+  case KL_DT_I1: *(uint8_t *)p = v != 0; return;
+  default: kl_dtype_store_f64(dt, p, (double)v); return;
+  }
+}
+
+void kl_dtype_store_f64(kl_dtype dt, void *p, double v) {
+  switch (dt) {
+  case KL_DT_F32: { float f = (float)v; memcpy(p, &f, 4); return; }
+  case KL_DT_F16: { uint16_t h = kl_f64_to_f16(v); memcpy(p, &h, 2); return; }
+  case KL_DT_BF16: { uint16_t h = kl_f64_to_bf16(v); memcpy(p, &h, 2); return; }
+  case KL_DT_F64: memcpy(p, &v, 8); return;
+  case KL_DT_I1: *(uint8_t *)p = v != 0; return;
+  case KL_DT_I8: case KL_DT_I32: case KL_DT_I64: {
+    int64_t i = kl_f64_to_i64_sat(v);
+    int64_t lo = kl_dtype_int_min(dt), hi = kl_dtype_int_max(dt);
+    if (i < lo) i = lo;
+    if (i > hi) i = hi;
+    kl_dtype_store_i64(dt, p, i);
+    return;
+  }
+  default: return;
+  }
+}
+
+double kl_dtype_round(kl_dtype dt, double v) {
+  unsigned char buf[8];
+  kl_dtype_store_f64(dt, buf, v);
+  return kl_dtype_load_f64(dt, buf);
+}
+
+/* ---------------------------------------------------------------- shapes */
+
+int kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen) {
+  const char *op = opname ? opname : "tensor";
+  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
+    return kl_tensor_errf(err, errlen, "%s: rank %d out of range (0..%d)", op, rank, KL_TENSOR_MAX_RANK);
+  s->rank = rank;
+  for (int i = 0; i < KL_TENSOR_MAX_RANK; i++) s->dim[i] = 0;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0) {
+      char b[256];
+      return kl_tensor_errf(err, errlen, "%s: negative size in shape %s", op, kl_dims_format(rank, dims, b, sizeof b));
+    }
+    s->dim[i] = dims[i];
+  }
+  return 0;
+}
+
+kl_shape kl_shape_make(int rank, const int64_t *dims) {
+  kl_shape s;
+  memset(&s, 0, sizeof s);
+  if (rank < 0) rank = 0;
+  if (rank > KL_TENSOR_MAX_RANK) rank = KL_TENSOR_MAX_RANK;
+  s.rank = rank;
+  for (int i = 0; i < rank; i++) s.dim[i] = dims[i];
+  return s;
+}
+
+int64_t kl_shape_numel(const kl_shape *s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) n *= s->dim[i];
+  return n;
+}
+
+bool kl_shape_equal(const kl_shape *a, const kl_shape *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dim[i] != b->dim[i]) return false;
+  return true;
+}
+
+char *kl_dims_format(int rank, const int64_t *dims, char *buf, size_t n) {
+  if (!n) return buf;
+  size_t len = 0;
+  len += (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < rank && len < n; i++)
+    len += (size_t)snprintf(buf + len, n - len, i ? ",%lld" : "%lld", (long long)dims[i]);
+  if (len < n) snprintf(buf + len, n - len, "]");
+  return buf;
+}
+
+char *kl_shape_format(const kl_shape *s, char *buf, size_t n) { return kl_dims_format(s->rank, s->dim, buf, n); }
+
+/* ---------------------------------------------------------------- layouts */
+
+static const char *const layout_families[] = {
+  "NCHW", "NKHW", "KCYX", "NCW", "NKW", "KCX", "NCDHW", "NKDHW", "KCZYX",
+};
+
+void kl_strides_row_major(int rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+void kl_strides_from_perm(int rank, const int64_t *shape, const int *perm, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    strides[perm[i]] = s;
+    s *= shape[perm[i]] > 0 ? shape[perm[i]] : 1;
+  }
+}
+
+static int check_perm(const int *perm, int rank) {
+  bool seen[KL_TENSOR_MAX_RANK] = {0};
+  for (int i = 0; i < rank; i++) {
+    if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]]) return 1;
+    seen[perm[i]] = true;
+  }
+  return 0;
+}
+
+int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t errlen) {
+  if (!layout) return kl_tensor_errf(err, errlen, "layout: missing layout string");
+  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
+    return kl_tensor_errf(err, errlen, "layout: rank %d out of range", rank);
+  if (strcmp(layout, "row_major") == 0) {
+    for (int i = 0; i < rank; i++) perm[i] = i;
+    return 0;
+  }
+  if (strcmp(layout, "col_major") == 0) {
+    for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+    return 0;
+  }
+  const char *p = layout;
+  while (*p == ' ') p++;
+  if (*p == '[' || (*p >= '0' && *p <= '9')) {
+    int n = 0;
+    if (*p == '[') p++;
+    for (;;) {
+      while (*p == ' ') p++;
+      if (*p == ']' || *p == 0) break;
+      if (!(*p >= '0' && *p <= '9'))
+        return kl_tensor_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
+      long v = strtol(p, (char **)&p, 10);
+      if (n >= rank)
+        return kl_tensor_errf(err, errlen, "layout: permutation \"%s\" does not have %d entries", layout, rank);
+      if (v >= rank)
+        return kl_tensor_errf(err, errlen, "layout: \"%s\" is not a permutation of 0..%d", layout, rank - 1);
+      perm[n++] = (int)v;
+      while (*p == ' ') p++;
+      if (*p == ',') p++;
+    }
+    if (*p == ']') p++;
+    while (*p == ' ') p++;
+    if (*p != 0) return kl_tensor_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
+    if (n != rank)
+      return kl_tensor_errf(err, errlen, "layout: permutation \"%s\" does not have %d entries", layout, rank);
+    if (check_perm(perm, rank))
+      return kl_tensor_errf(err, errlen, "layout: \"%s\" is not a permutation of 0..%d", layout, rank - 1);
+    return 0;
+  }
+  size_t len = strlen(layout);
+  if ((int)len != rank)
+    return kl_tensor_errf(err, errlen, "layout: \"%s\" does not fit a rank-%d tensor", layout, rank);
+  for (size_t f = 0; f < sizeof layout_families / sizeof layout_families[0]; f++) {
+    const char *fam = layout_families[f];
+    if (strlen(fam) != len) continue;
+    int tmp[KL_TENSOR_MAX_RANK];
+    bool ok = true;
+    for (int i = 0; i < rank && ok; i++) {
+      const char *q = strchr(fam, layout[i]);
+      if (!q || layout[i] == 0) ok = false;
+      else tmp[i] = (int)(q - fam);
+    }
+    if (ok && check_perm(tmp, rank) == 0) {
+      memcpy(perm, tmp, sizeof(int) * (size_t)rank);
+      return 0;
+    }
+  }
+  return kl_tensor_errf(err, errlen,
+                        "layout: unknown layout \"%s\" (expected a permutation of NCHW, NKHW, KCYX, NCW, "
+                        "KCX, NCDHW, KCZYX, \"row_major\", \"col_major\" or \"0,2,3,1\")", layout);
+}
+
+int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides,
+                      char *err, size_t errlen) {
+  int perm[KL_TENSOR_MAX_RANK];
+  if (kl_layout_perm(layout, rank, perm, err, errlen)) return 1;
+  kl_strides_from_perm(rank, shape, perm, strides);
+  return 0;
+}
+
+bool kl_strides_to_perm(int rank, const int64_t *shape, const int64_t *strides, int *perm) {
+  /* dense check: dims of size > 1 sorted by stride must nest exactly */
+  int order[KL_TENSOR_MAX_RANK], n = 0;
+  for (int i = 0; i < rank; i++) if (shape[i] > 1) order[n++] = i;
+  for (int i = 1; i < n; i++)   /* insertion sort by stride ascending */
+    for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
+      int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+    }
+  int64_t expect = 1;
+  for (int i = 0; i < n; i++) {
+    if (strides[order[i]] != expect) return false;
+    expect *= shape[order[i]];
+  }
+  if (perm) {
+    int64_t key[KL_TENSOR_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+      if (shape[i] > 1) { key[i] = strides[i]; continue; }
+      key[i] = 0;
+      for (int j = i + 1; j < rank; j++)
+        if (shape[j] > 1) { key[i] = strides[j]; break; }
+    }
+    for (int i = 0; i < rank; i++) perm[i] = i;
+    for (int i = 1; i < rank; i++)  /* stable: descending key */
+      for (int j = i; j > 0 && key[perm[j]] > key[perm[j - 1]]; j--) {
+        int t = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = t;
+      }
+  }
+  return true;
+}
+
+bool kl_strides_is_row_major(int rank, const int64_t *shape, const int64_t *strides) {
+  int64_t rm[KL_TENSOR_MAX_RANK];
+  if (rank > KL_TENSOR_MAX_RANK) return false;
+  kl_strides_row_major(rank, shape, rm);
+  return kl_strides_equivalent(rank, shape, rm, strides);
+}
+
+bool kl_strides_equivalent(int rank, const int64_t *shape, const int64_t *s1, const int64_t *s2) {
+  for (int i = 0; i < rank; i++)
+    if (shape[i] > 1 && s1[i] != s2[i]) return false;
+  return true;
+}
+
+bool kl_strides_nonoverlapping(int rank, const int64_t *shape, const int64_t *strides) {
+  int order[KL_TENSOR_MAX_RANK], n = 0;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] == 0) return true;          /* no elements at all */
+    if (shape[i] > 1) order[n++] = i;
+  }
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
+      int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+    }
+  int64_t extent = 0;   /* largest offset reachable by the dims so far */
+  for (int i = 0; i < n; i++) {
+    int64_t s = strides[order[i]];
+    if (s <= extent) return false;
+    extent += (shape[order[i]] - 1) * s;
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- creation */
+
+/* Validates shape/strides, and computes numel and the element span (max offset + 1). */
+static int check_geometry(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides,
+                          int64_t *numel_out, int64_t *span_out, char *err, size_t errlen) {
+  char b1[256], b2[256];
+  if (!kl_dtype_valid(dt)) return kl_tensor_errf(err, errlen, "tensor: invalid dtype %d", (int)dt);
+  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
+    return kl_tensor_errf(err, errlen, "tensor: rank %d out of range (0..%d)", rank, KL_TENSOR_MAX_RANK);
+  int64_t numel = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] < 0)
+      return kl_tensor_errf(err, errlen, "tensor: negative size in shape %s", kl_dims_format(rank, shape, b1, sizeof b1));
+    if (strides && strides[i] < 0)
+      return kl_tensor_errf(err, errlen, "tensor: negative stride in strides %s", kl_dims_format(rank, strides, b1, sizeof b1));
+    if (__builtin_mul_overflow(numel, shape[i], &numel))
+      return kl_tensor_errf(err, errlen, "tensor: shape %s is too large", kl_dims_format(rank, shape, b1, sizeof b1));
+  }
+  int64_t span = 0;
+  if (numel > 0) {
+    int64_t maxoff = 0, rm[KL_TENSOR_MAX_RANK];
+    if (!strides) { kl_strides_row_major(rank, shape, rm); strides = rm; }
+    for (int i = 0; i < rank; i++) {
+      int64_t t;
+      if (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff))
+        return kl_tensor_errf(err, errlen, "tensor: strides %s for shape %s overflow",
+                              kl_dims_format(rank, strides, b1, sizeof b1), kl_dims_format(rank, shape, b2, sizeof b2));
+    }
+    span = maxoff + 1;
+  }
+  if (span > (int64_t)(INT64_MAX / 16))
+    return kl_tensor_errf(err, errlen, "tensor: shape %s is too large", kl_dims_format(rank, shape, b1, sizeof b1));
+  *numel_out = numel;
+  *span_out = span;
+  return 0;
+}
+
+static kl_tensor *new_header(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides) {
+  kl_tensor *t = kl_xcalloc(1, sizeof *t);
+  t->refcount = 1;
+  t->dtype = dt;
+  t->rank = rank;
+  for (int i = 0; i < rank; i++) t->shape[i] = shape[i];
+  if (strides) for (int i = 0; i < rank; i++) t->strides[i] = strides[i];
+  else kl_strides_row_major(rank, shape, t->strides);
+  return t;
+}
+
+kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
+  int64_t numel, span;
+  if (check_geometry(dt, rank, shape, strides, &numel, &span, err, errlen)) return NULL;
+  if (strides && !kl_strides_nonoverlapping(rank, shape, strides)) {
+    char b1[256], b2[256];
+    kl_tensor_errf(err, errlen, "tensor: strides %s overlap for shape %s (broadcast strides are for views only)",
+                   kl_dims_format(rank, strides, b1, sizeof b1), kl_dims_format(rank, shape, b2, sizeof b2));
+    return NULL;
+  }
+  size_t nbytes = (size_t)span * kl_dtype_size(dt);
+  void *data = calloc(nbytes ? nbytes : 1, 1);
+  if (!data) {
+    kl_tensor_errf(err, errlen, "tensor: cannot allocate %zu bytes", nbytes);
+    return NULL;
+  }
+  kl_tensor *t = new_header(dt, rank, shape, strides);
+  t->data = data;
+  t->nbytes = nbytes;
+  t->owns_data = true;
+  return t;
+}
+
+/* Walks a tensor's elements in logical row-major order; off is the element offset. */
+typedef struct { int rank; const int64_t *shape, *strides; int64_t idx[KL_TENSOR_MAX_RANK], off; } walk;
+static void walk_init(walk *w, const kl_tensor *t) {
+  w->rank = t->rank; w->shape = t->shape; w->strides = t->strides;
+  memset(w->idx, 0, sizeof w->idx);
+  w->off = t->offset;
+}
+static void walk_next(walk *w) {
+  for (int d = w->rank - 1; d >= 0; d--) {
+    w->off += w->strides[d];
+    if (++w->idx[d] < w->shape[d]) return;
+    w->off -= w->strides[d] * w->shape[d];
+    w->idx[d] = 0;
+  }
+}
+static inline void *at(const kl_tensor *t, int64_t off) {
+  return (char *)t->data + off * (int64_t)kl_dtype_size(t->dtype);
+}
+
+kl_tensor *kl_tensor_full(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, double value, char *err, size_t errlen) {
+  kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
+  if (!t || (value == 0 && !signbit(value))) return t;   /* already +0 */
+  int64_t n = kl_tensor_numel(t);
+  walk w; walk_init(&w, t);
+  for (int64_t i = 0; i < n; i++, walk_next(&w)) kl_dtype_store_f64(dt, at(t, w.off), value);
+  return t;
+}
+
+kl_tensor *kl_tensor_ones(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
+  return kl_tensor_full(dt, rank, shape, strides, 1.0, err, errlen);
+}
+
+kl_tensor *kl_tensor_from_f64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const double *values, char *err, size_t errlen) {
+  kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
+  if (!t || !values) return t;
+  int64_t n = kl_tensor_numel(t);
+  walk w; walk_init(&w, t);
+  for (int64_t i = 0; i < n; i++, walk_next(&w)) kl_dtype_store_f64(dt, at(t, w.off), values[i]);
+  return t;
+}
+
+kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const int64_t *values, char *err, size_t errlen) {
+  kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
+  if (!t || !values) return t;
+  int64_t n = kl_tensor_numel(t);
+  walk w; walk_init(&w, t);
+  for (int64_t i = 0; i < n; i++, walk_next(&w)) kl_dtype_store_i64(dt, at(t, w.off), values[i]);
+  return t;
+}
+
+kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed, kl_dist dist, char *err, size_t errlen) {
+  if (dist != KL_DIST_UNIFORM && dist != KL_DIST_NORMAL) {
+    kl_tensor_errf(err, errlen, "rand: unknown distribution %d", (int)dist);
+    return NULL;
+  }
+  kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
+  if (!t) return NULL;
+  kl_rng r;
+  kl_rng_seed(&r, seed, 0);
+  int64_t n = kl_tensor_numel(t);
+  walk w; walk_init(&w, t);
+  bool isint = kl_dtype_is_int(dt);
+  for (int64_t i = 0; i < n; i++, walk_next(&w)) {
+    void *p = at(t, w.off);
+    if (!isint) {
+      kl_dtype_store_f64(dt, p, dist == KL_DIST_NORMAL ? kl_rng_normal(&r) : kl_rng_uniform_range(&r, -1.0, 1.0));
+    } else if (dt == KL_DT_I1) {
+      kl_dtype_store_i64(dt, p, dist == KL_DIST_NORMAL ? kl_rng_normal(&r) > 0 : (int64_t)kl_rng_below(&r, 2));
+    } else if (dist == KL_DIST_UNIFORM) {
+      kl_dtype_store_i64(dt, p, (int64_t)kl_rng_below(&r, 16) - 8);
+    } else {
+      kl_dtype_store_f64(dt, p, nearbyint(3.0 * kl_rng_normal(&r)));
+    }
+  }
+  return t;
+}
+
+kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, int64_t offset, char *err, size_t errlen) {
+  int64_t numel, span;
+  if (check_geometry(dt, rank, shape, strides, &numel, &span, err, errlen)) return NULL;
+  if (offset < 0 || offset > INT64_MAX / 16 - span) {
+    kl_tensor_errf(err, errlen, "tensor: offset %lld out of range", (long long)offset);
+    return NULL;
+  }
+  if (numel > 0 && (!data || (uint64_t)(offset + span) * kl_dtype_size(dt) > nbytes)) {
+    char b1[256];
+    kl_tensor_errf(err, errlen, "tensor: shape %s with these strides and offset %lld needs %llu bytes, the memory has %zu",
+                   kl_dims_format(rank, shape, b1, sizeof b1), (long long)offset,
+                   (unsigned long long)((uint64_t)(offset + span) * kl_dtype_size(dt)), nbytes);
+    return NULL;
+  }
+  kl_tensor *t = new_header(dt, rank, shape, strides);
+  t->data = data;
+  t->nbytes = nbytes;
+  t->offset = offset;
+  t->owns_data = take_ownership;
+  return t;
+}
+
+kl_tensor *kl_tensor_view(kl_tensor *base, int rank, const int64_t *shape, const int64_t *strides, int64_t offset, char *err, size_t errlen) {
+  if (!base) { kl_tensor_errf(err, errlen, "view: no base tensor"); return NULL; }
+  kl_tensor *t = kl_tensor_wrap(base->data, base->nbytes, false, base->dtype, rank, shape, strides, offset, err, errlen);
+  if (!t) return NULL;
+  kl_tensor *owner = base->base ? base->base : base;
+  t->base = kl_tensor_retain(owner);
+  return t;
+}
+
+kl_tensor *kl_tensor_retain(kl_tensor *t) {
+  if (t) t->refcount++;
+  return t;
+}
+
+void kl_tensor_release(kl_tensor *t) {
+  if (!t || --t->refcount > 0) return;
+  if (t->device_free) t->device_free(t->device, t->device_ptr);
+  if (t->owns_data) free(t->data);
+  kl_tensor_release(t->base);
+  free(t);
+}
+
+kl_shape kl_tensor_shape(const kl_tensor *t) { return kl_shape_make(t->rank, t->shape); }
+
+int64_t kl_tensor_numel(const kl_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) n *= t->shape[i];
+  return n;
+}
+
+int kl_tensor_copy_into(kl_tensor *dst, const kl_tensor *src, char *err, size_t errlen) {
+  kl_shape a = kl_tensor_shape(dst), b = kl_tensor_shape(src);
+  if (!kl_shape_equal(&a, &b)) {
+    char b1[256], b2[256];
+    return kl_tensor_errf(err, errlen, "copy: shapes differ: %s <- %s", kl_shape_format(&a, b1, sizeof b1), kl_shape_format(&b, b2, sizeof b2));
+  }
+  int64_t n = kl_tensor_numel(src);
+  walk ws, wd;
+  walk_init(&ws, src);
+  walk_init(&wd, dst);
+  size_t es = kl_dtype_size(src->dtype);
+  bool ints = kl_dtype_is_int(src->dtype) && kl_dtype_is_int(dst->dtype);
+  for (int64_t i = 0; i < n; i++, walk_next(&ws), walk_next(&wd)) {
+    const void *ps = at(src, ws.off);
+    void *pd = at(dst, wd.off);
+    if (src->dtype == dst->dtype) memmove(pd, ps, es);
+    else if (ints) kl_dtype_store_i64(dst->dtype, pd, kl_dtype_load_i64(src->dtype, ps));
+    else kl_dtype_store_f64(dst->dtype, pd, kl_dtype_load_f64(src->dtype, ps));
+  }
+  return 0;
+}
+
+kl_tensor *kl_tensor_with_strides(const kl_tensor *t, const int64_t *strides, char *err, size_t errlen) {
+  kl_tensor *c = kl_tensor_zeros(t->dtype, t->rank, t->shape, strides, err, errlen);
+  if (!c) return NULL;
+  kl_tensor_copy_into(c, t, NULL, 0);
+  return c;
+}
+
+kl_tensor *kl_tensor_contiguous(const kl_tensor *t, char *err, size_t errlen) {
+  return kl_tensor_with_strides(t, NULL, err, errlen);
+}
+
+kl_tensor *kl_tensor_as_layout(const kl_tensor *t, const char *layout, char *err, size_t errlen) {
+  int64_t strides[KL_TENSOR_MAX_RANK];
+  if (kl_layout_strides(layout, t->rank, t->shape, strides, err, errlen)) return NULL;
+  return kl_tensor_with_strides(t, strides, err, errlen);
+}
+
+bool kl_tensor_same_layout(const kl_tensor *a, const kl_tensor *b) {
+  kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b);
+  return kl_shape_equal(&sa, &sb) && kl_strides_equivalent(a->rank, a->shape, a->strides, b->strides);
+}
+
+bool kl_tensor_is_row_major(const kl_tensor *t) { return kl_strides_is_row_major(t->rank, t->shape, t->strides); }
+
+char *kl_tensor_layout_str(const kl_tensor *t, char *buf, size_t n) {
+  int perm[KL_TENSOR_MAX_RANK];
+  if (!n) return buf;
+  if (kl_tensor_is_row_major(t)) { snprintf(buf, n, "row_major"); return buf; }
+  if (kl_strides_to_perm(t->rank, t->shape, t->strides, perm)) {
+    int64_t p64[KL_TENSOR_MAX_RANK];
+    for (int i = 0; i < t->rank; i++) p64[i] = perm[i];
+    char b[128];
+    snprintf(buf, n, "perm=%s", kl_dims_format(t->rank, p64, b, sizeof b));
+    return buf;
+  }
+  char b[256];
+  snprintf(buf, n, "strides=%s", kl_dims_format(t->rank, t->strides, b, sizeof b));
+  return buf;
+}
+
+/* ---------------------------------------------------------------- element access */
+
+int kl_tensor_check_index(const kl_tensor *t, int n, const int64_t *idx, char *err, size_t errlen) {
+  char b1[256], b2[256];
+  if (n != t->rank)
+    return kl_tensor_errf(err, errlen, "index: %d indices for a rank-%d tensor of shape %s", n, t->rank,
+                          kl_dims_format(t->rank, t->shape, b1, sizeof b1));
+  for (int i = 0; i < n; i++)
+    if (idx[i] < 0 || idx[i] >= t->shape[i])
+      return kl_tensor_errf(err, errlen, "index: %s out of bounds for shape %s", kl_dims_format(n, idx, b1, sizeof b1),
+                            kl_dims_format(t->rank, t->shape, b2, sizeof b2));
+  return 0;
+}
+
+int64_t kl_tensor_elem_offset(const kl_tensor *t, const int64_t *idx) {
+  int64_t off = t->offset;
+  for (int i = 0; i < t->rank; i++) off += idx[i] * t->strides[i];
+  return off;
+}
+void *kl_tensor_elem_ptr(const kl_tensor *t, const int64_t *idx) { return at(t, kl_tensor_elem_offset(t, idx)); }
+double kl_tensor_get(const kl_tensor *t, const int64_t *idx) { return kl_dtype_load_f64(t->dtype, kl_tensor_elem_ptr(t, idx)); }
+void kl_tensor_set(kl_tensor *t, const int64_t *idx, double v) { kl_dtype_store_f64(t->dtype, kl_tensor_elem_ptr(t, idx), v); }
+int64_t kl_tensor_get_i64(const kl_tensor *t, const int64_t *idx) { return kl_dtype_load_i64(t->dtype, kl_tensor_elem_ptr(t, idx)); }
+void kl_tensor_set_i64(kl_tensor *t, const int64_t *idx, int64_t v) { kl_dtype_store_i64(t->dtype, kl_tensor_elem_ptr(t, idx), v); }
+
+void kl_tensor_unravel(const kl_tensor *t, int64_t flat, int64_t *idx) {
+  for (int i = t->rank - 1; i >= 0; i--) {
+    int64_t s = t->shape[i] > 0 ? t->shape[i] : 1;
+    idx[i] = flat % s;
+    flat /= s;
+  }
+}
+double kl_tensor_get_flat(const kl_tensor *t, int64_t flat) {
+  int64_t idx[KL_TENSOR_MAX_RANK];
+  kl_tensor_unravel(t, flat, idx);
+  return kl_tensor_get(t, idx);
+}
+void kl_tensor_set_flat(kl_tensor *t, int64_t flat, double v) {
+  int64_t idx[KL_TENSOR_MAX_RANK];
+  kl_tensor_unravel(t, flat, idx);
+  kl_tensor_set(t, idx, v);
+}
+
+void kl_tensor_to_f64(const kl_tensor *t, double *out) {
+  int64_t n = kl_tensor_numel(t);
+  walk w; walk_init(&w, t);
+  for (int64_t i = 0; i < n; i++, walk_next(&w)) out[i] = kl_dtype_load_f64(t->dtype, at(t, w.off));
+}
+void kl_tensor_to_i64(const kl_tensor *t, int64_t *out) {
+  int64_t n = kl_tensor_numel(t);
+  walk w; walk_init(&w, t);
+  for (int64_t i = 0; i < n; i++, walk_next(&w)) out[i] = kl_dtype_load_i64(t->dtype, at(t, w.off));
+}
+
+/* ---------------------------------------------------------------- printing */
+
+typedef struct {
+  const kl_tensor *t;
+  bool summarize;
+  int edge, precision, width, indent;
+  kl_sb *sb;
+} printer;
+
+static void format_elem(const printer *p, const int64_t *idx, char *buf, size_t n) {
+  const kl_tensor *t = p->t;
+  if (t->dtype == KL_DT_I1) snprintf(buf, n, "%s", kl_tensor_get_i64(t, idx) ? "true" : "false");
+  else if (kl_dtype_is_int(t->dtype)) snprintf(buf, n, "%lld", (long long)kl_tensor_get_i64(t, idx));
+  else snprintf(buf, n, "%.*g", p->precision, kl_tensor_get(t, idx));
+}
+
+/* Visits the displayed elements (fn may be NULL: printing mode). */
+static void print_rec(printer *p, int d, int64_t *idx, bool measure) {
+  const kl_tensor *t = p->t;
+  if (d == t->rank) {
+    char buf[64];
+    format_elem(p, idx, buf, sizeof buf);
+    int len = (int)strlen(buf);
+    if (measure) { if (len > p->width) p->width = len; return; }
+    for (int i = len; i < p->width; i++) kl_sb_putc(p->sb, ' ');
+    kl_sb_puts(p->sb, buf);
+    return;
+  }
+  int64_t n = t->shape[d];
+  bool cut = p->summarize && n > 2 * (int64_t)p->edge;
+  if (!measure) kl_sb_putc(p->sb, '[');
+  bool first = true;
+  for (int64_t i = 0; i < n; i++) {
+    bool ell = false;
+    if (cut && i == p->edge) { ell = true; }
+    if (!measure && !first) {
+      kl_sb_putc(p->sb, ',');
+      if (d == t->rank - 1) kl_sb_putc(p->sb, ' ');
+      else {
+        for (int k = 0; k < t->rank - 1 - d; k++) kl_sb_putc(p->sb, '\n');
+        for (int k = 0; k < p->indent + d + 1; k++) kl_sb_putc(p->sb, ' ');
+      }
+    }
+    first = false;
+    if (ell) {
+      if (!measure) kl_sb_puts(p->sb, "...");
+      i = n - p->edge - 1;
+      continue;
+    }
+    idx[d] = i;
+    print_rec(p, d + 1, idx, measure);
+  }
+  if (!measure) kl_sb_putc(p->sb, ']');
+}
+
+char *kl_tensor_tostring_ex(const kl_tensor *t, int64_t threshold, int edge, int precision) {
+  kl_sb sb = {0};
+  char b1[256];
+  if (edge < 1) edge = 1;
+  if (precision < 1) precision = 1;
+  if (precision > 17) precision = 17;
+  kl_sb_puts(&sb, "tensor(");
+  int64_t numel = kl_tensor_numel(t);
+  if (numel == 0) {
+    kl_sb_printf(&sb, "[], shape=%s", kl_dims_format(t->rank, t->shape, b1, sizeof b1));
+  } else {
+    printer p = {t, numel > threshold, edge, precision, 0, 7, &sb};
+    int64_t idx[KL_TENSOR_MAX_RANK] = {0};
+    print_rec(&p, 0, idx, true);
+    print_rec(&p, 0, idx, false);
+  }
+  kl_sb_printf(&sb, ", dtype=%s", kl_dtype_name(t->dtype));
+  if (numel > 0 && !kl_tensor_is_row_major(t))
+    kl_sb_printf(&sb, ", strides=%s", kl_dims_format(t->rank, t->strides, b1, sizeof b1));
+  kl_sb_putc(&sb, ')');
+  return kl_sb_take(&sb);
+}
+
+char *kl_tensor_tostring(const kl_tensor *t) { return kl_tensor_tostring_ex(t, 1000, 3, 6); }
+
+/* ---------------------------------------------------------------- comparison */
+
+void kl_default_tolerance(kl_dtype dt, double *rtol, double *atol) {
+  double r = 0, a = 0;
+  switch (dt) {
+  case KL_DT_F32: r = 1e-5; a = 1e-6; break;
+  case KL_DT_F16: r = 1e-2; a = 1e-3; break;
+  case KL_DT_BF16: r = 2e-2; a = 1e-2; break;
+  case KL_DT_F64: r = 1e-12; a = 1e-14; break;
+  default: break;   /* integers: exact */
+  }
+  if (rtol) *rtol = r;
+  if (atol) *atol = a;
+}
+
+int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, double atol,
+                      kl_compare_result *res, char *err, size_t errlen) {
+  kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b);
+  memset(res, 0, sizeof *res);
+  res->first_flat = -1;
+  if (!kl_shape_equal(&sa, &sb)) {
+    char b1[256], b2[256];
+    return kl_tensor_errf(err, errlen, "compare: shapes differ: %s vs %s", kl_shape_format(&sa, b1, sizeof b1),
+                          kl_shape_format(&sb, b2, sizeof b2));
+  }
+  double ra, aa, rb, ab;
+  kl_default_tolerance(a->dtype, &ra, &aa);
+  kl_default_tolerance(b->dtype, &rb, &ab);
+  if (rtol < 0) rtol = ra > rb ? ra : rb;
+  if (atol < 0) atol = aa > ab ? aa : ab;
+  res->rtol = rtol;
+  res->atol = atol;
+  res->rank = a->rank;
+  bool ints = kl_dtype_is_int(a->dtype) && kl_dtype_is_int(b->dtype);
+  int64_t n = kl_tensor_numel(a);
+  walk wa, wb;
+  walk_init(&wa, a);
+  walk_init(&wb, b);
+  for (int64_t i = 0; i < n; i++, walk_next(&wa), walk_next(&wb)) {
+    double x, y, abs_err;
+    bool ok;
+    if (ints) {
+      int64_t xi = kl_dtype_load_i64(a->dtype, at(a, wa.off)), yi = kl_dtype_load_i64(b->dtype, at(b, wb.off));
+      x = (double)xi; y = (double)yi;
+      uint64_t d = xi > yi ? (uint64_t)xi - (uint64_t)yi : (uint64_t)yi - (uint64_t)xi;
+      abs_err = (double)d;
+      ok = abs_err <= atol + rtol * fabs(y);
+      if (xi == yi) ok = true;
+    } else {
+      x = kl_dtype_load_f64(a->dtype, at(a, wa.off));
+      y = kl_dtype_load_f64(b->dtype, at(b, wb.off));
+      if (isnan(x) || isnan(y)) {
+        ok = isnan(x) && isnan(y);
+        abs_err = ok ? 0 : INFINITY;
+      } else if (isinf(x) || isinf(y)) {
+        ok = x == y;
+        abs_err = ok ? 0 : INFINITY;
+      } else {
+        abs_err = fabs(x - y);
+        ok = abs_err <= atol + rtol * fabs(y);
+      }
+    }
+    if (abs_err > res->max_abs_err) res->max_abs_err = abs_err;
+    if (y != 0 && !isnan(y)) {
+      double rel = isinf(y) ? (abs_err == 0 ? 0 : INFINITY) : abs_err / fabs(y);
+      if (rel > res->max_rel_err) res->max_rel_err = rel;
+    }
+    if (!ok) {
+      if (res->mismatches == 0) {
+        res->first_flat = i;
+        memcpy(res->first_index, wa.idx, sizeof(int64_t) * (size_t)a->rank);
+        res->first_a = x;
+        res->first_b = y;
+      }
+      res->mismatches++;
+    }
+  }
+  return 0;
+}
+
+int kl_tensor_allclose(const kl_tensor *a, const kl_tensor *b, double rtol, double atol,
+                       bool *close, char *err, size_t errlen) {
+  kl_compare_result r;
+  *close = false;
+  if (kl_tensor_compare(a, b, rtol, atol, &r, err, errlen)) return 1;
+  *close = r.mismatches == 0;
+  return 0;
+}
