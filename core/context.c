@@ -19,6 +19,7 @@ struct kl_ctx {
   const kl_opdef **opdefs; int nopdefs, capopdefs;
   kl_sb diag; int nerrors;
   kl_diag_handler handler; void *handler_user;
+  struct { void (*fn)(void *); void *user; } *hooks; int nhooks;
 };
 
 static uint64_t hash_bytes(const char *s, size_t n) {
@@ -61,8 +62,14 @@ kl_ctx *kl_ctx_create(void) {
   kl_register_all_dialects(ctx);
   return ctx;
 }
+void kl_ctx_on_destroy(kl_ctx *ctx, void (*fn)(void *user), void *user) {
+  ctx->hooks = kl_xrealloc(ctx->hooks, (ctx->nhooks + 1) * sizeof *ctx->hooks);
+  ctx->hooks[ctx->nhooks].fn = fn; ctx->hooks[ctx->nhooks].user = user; ctx->nhooks++;
+}
 void kl_ctx_destroy(kl_ctx *ctx) {
   if (!ctx) return;
+  for (int i = ctx->nhooks - 1; i >= 0; i--) ctx->hooks[i].fn(ctx->hooks[i].user);
+  free(ctx->hooks);
   kl_strmap *maps[] = { &ctx->idents, &ctx->types, &ctx->attrs, &ctx->ops, &ctx->exts, &ctx->user };
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) free(maps[i]->slots);
   free(ctx->opdefs);

@@ -54,6 +54,10 @@ void  kl_ctx_set_diag_handler(kl_ctx *ctx, kl_diag_handler fn, void *user);
 void  kl_ctx_set_user(kl_ctx *ctx, const char *key, void *value);
 void *kl_ctx_get_user(kl_ctx *ctx, const char *key);
 
+/* Runs fn(user) when the context is destroyed (last registered runs first); for
+ * caches and other objects that layers above the core hang on a context. */
+void  kl_ctx_on_destroy(kl_ctx *ctx, void (*fn)(void *user), void *user);
+
 /* Op registry (see ir.h for kl_opdef). Registering a name twice replaces the earlier
  * definition. Lookup returns NULL for unregistered ops (allowed in generic form). */
 void kl_register_op(kl_ctx *ctx, const kl_opdef *def);

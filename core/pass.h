@@ -3,13 +3,22 @@
  * string; each with a default and a help line) and a run function over a module.
  * A pipeline is a string "canonicalize,my-pass{opt=3,flag=true}" or a list of
  * entries built in C (named passes with option strings, or callbacks: this is how
- * Lua functions join a pipeline). The pass manager verifies the module after every
- * pass (a failure names the pass), optionally snapshots the IR text after all or
- * named passes (to a callback; KILN_PRINT_IR_AFTER=all or =a,b prints to stderr),
- * and times each pass (report: kl_pass_manager_timing). Unknown passes, unknown
- * options and bad option values are errors naming them (with the column in the
- * pipeline string). Registrations are per context (no globals); built-in passes are
- * registered with the context by kl_register_builtin_passes (passes/registry.c). */
+ * Lua functions join a pipeline). The pass manager verifies the input, then the
+ * module after every pass (a failure names the pass: "after pass 'X': the IR does not
+ * verify (N errors above)", after the verifier's own diagnostics); it snapshots the IR
+ * text after all or named passes, before verifying it (to a callback, or stderr; the
+ * env KILN_PRINT_IR_AFTER=all or =a,b also prints to stderr), and times each pass
+ * (report: kl_pass_manager_timing). A pass or callback returning KL_ERR stops the run
+ * with "pass 'X' failed".
+ * Pipeline syntax: entries separated by ','; options in braces, separated by ',' or
+ * spaces: key=value, or a bare key for a bool option (true); values may be
+ * double-quoted (\" and \\ escapes) to hold ',', '}' or spaces; ints are decimal or
+ * 0x-hex, bools true/false/1/0. Unknown passes, unknown options and bad values are
+ * errors naming them, located "<pipeline>:1:COL" (kl_pass_manager_add_pass: option
+ * errors "<options>:1:COL"); a bad string adds no pass. Registrations are per context
+ * (no globals); built-in passes are registered with the context by
+ * kl_register_builtin_passes (passes/registry.c). Memory: the registry copies what it
+ * is given into the context arena; a pass manager owns its entries and option values. */
 #ifndef KL_PASS_H
 #define KL_PASS_H
 #include "core/ir.h"
@@ -37,6 +46,13 @@ const kl_pass_info *kl_lookup_pass(kl_ctx *ctx, const char *name);
 int kl_pass_count(kl_ctx *ctx);
 const kl_pass_info *kl_pass_at(kl_ctx *ctx, int i);
 void kl_register_builtin_passes(kl_ctx *ctx);   /* canonicalize, cse, dce, ... */
+/* "name: summary\n  option (kind, default D): help\n..." for every registered pass (malloc'd). */
+char *kl_pass_describe(kl_ctx *ctx);
+/* The built-in passes, callable directly on any op (module or function); they run
+ * with default options. See passes/{canonicalize,cse,dce}.c. */
+kl_status kl_canonicalize(kl_op *root);
+kl_status kl_cse(kl_op *root);
+kl_status kl_dce(kl_op *root);
 
 typedef struct kl_pass_manager kl_pass_manager;
 typedef kl_status (*kl_pass_callback)(kl_op *module, void *user);
@@ -52,6 +68,7 @@ void kl_pass_manager_add_callback(kl_pass_manager *pm, const char *name, kl_pass
 void kl_pass_manager_print_ir_after(kl_pass_manager *pm, const char *which, kl_ir_callback cb, void *user);
 void kl_pass_manager_set_verify(kl_pass_manager *pm, bool on);
 kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module);
-/* "pass-name  12.3 ms\n..." for the last run (malloc'd). */
+/* "pass-name  12.3 ms\n..." for the last run (malloc'd): one line per pass that ran
+ * (in order), then "(verifier)" (all verification, when on) and "(total)". */
 char *kl_pass_manager_timing(kl_pass_manager *pm);
 #endif

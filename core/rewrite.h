@@ -8,7 +8,10 @@
  * worklist; exceeding its iteration cap is an error (diagnostic) naming the last
  * pattern applied. It also folds ops through their opdef fold hooks and removes dead
  * pure ops. The walk driver applies patterns once to every op (for lowerings).
- * KILN_DEBUG=rewrite logs "op -> pattern -> applied / not applied (reason)" to stderr.
+ * Folded constants are materialized with kl_build_constant right before the folded op
+ * (not deduplicated: run cse). Patterns are tried in benefit order (ties: array order)
+ * after dead-op removal and folding. KILN_DEBUG=rewrite (or a comma list holding it)
+ * logs "[rewrite] 'op' at loc -> pattern -> applied / not applied (reason)" to stderr.
  * A pattern's function may report a failure to the driver with kl_rewriter_fail
  * (the driver then stops and returns KL_ERR; the IR stays valid). */
 #ifndef KL_REWRITE_H
@@ -27,6 +30,11 @@ struct kl_pattern {
 };
 
 /* ---- rewriter API (for use inside patterns and lowerings) ---- */
+/* A standalone rewriter (no driver: mutations are just performed) for code that
+ * mutates IR outside the drivers; the drivers make their own. */
+kl_rewriter *kl_rewriter_new(kl_ctx *ctx);
+void kl_rewriter_free(kl_rewriter *rw);
+bool kl_rewriter_failed(const kl_rewriter *rw);   /* kl_rewriter_fail was called */
 kl_ctx *kl_rewriter_ctx(kl_rewriter *rw);
 /* Insertion point: new ops created with kl_rewriter_insert go before `before`
  * (or at the end of `block` when before == NULL). */
