@@ -1,0 +1,599 @@
+/* codegen_target.c — LLVM module -> host bitcode / AMDGPU HSACO / NVPTX PTX.
+ * See codegen_target.h for the contract. */
+#include "runtime/codegen_target.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "core/arena.h"
+
+static void cg_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cg_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+/* ---- LLVM target initialisation (process-wide, once) ---- */
+
+void LLVMInitializeAMDGPUTargetInfo(void);
+void LLVMInitializeAMDGPUTarget(void);
+void LLVMInitializeAMDGPUTargetMC(void);
+void LLVMInitializeAMDGPUAsmPrinter(void);
+void LLVMInitializeAMDGPUAsmParser(void);
+void LLVMInitializeAMDGPUDisassembler(void);
+void LLVMInitializeNVPTXTargetInfo(void);
+void LLVMInitializeNVPTXTarget(void);
+void LLVMInitializeNVPTXTargetMC(void);
+void LLVMInitializeNVPTXAsmPrinter(void);
+
+static pthread_once_t kl_llvm_once = PTHREAD_ONCE_INIT;
+
+static void kl_llvm_init_once(void) {
+  LLVMInitializeAMDGPUTargetInfo();
+  LLVMInitializeAMDGPUTarget();
+  LLVMInitializeAMDGPUTargetMC();
+  LLVMInitializeAMDGPUAsmPrinter();
+  LLVMInitializeAMDGPUAsmParser();
+  LLVMInitializeAMDGPUDisassembler();
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  LLVMInitializeNativeAsmParser();
+  LLVMInitializeNativeDisassembler();
+}
+
+void kl_llvm_init_targets(void) { pthread_once(&kl_llvm_once, kl_llvm_init_once); }
+
+void kl_binary_free(kl_binary *b) {
+  if (!b) return;
+  free(b->data);
+  b->data = NULL;
+  b->size = 0;
+}
+
+/* ---- target names ---- */
+
+static const char *const kl_amdgpu_chips[] = {
+  "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c",
+  "gfx940", "gfx941", "gfx942", "gfx1010", "gfx1011", "gfx1012", "gfx1013",
+  "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+  "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1200", "gfx1201",
+};
+
+/* NVIDIA arch -> default PTX ISA feature (the lowest PTX version that supports it, at
+ * least 7.0; sm_90 uses 8.0 so that sm_90 features are available). */
+static const struct { const char *sm, *ptx; } kl_nvptx_archs[] = {
+  {"sm_60", "+ptx60"}, {"sm_61", "+ptx60"}, {"sm_70", "+ptx60"}, {"sm_72", "+ptx61"},
+  {"sm_75", "+ptx63"}, {"sm_80", "+ptx70"}, {"sm_86", "+ptx71"}, {"sm_87", "+ptx74"},
+  {"sm_89", "+ptx78"}, {"sm_90", "+ptx80"}, {"sm_90a", "+ptx80"},
+};
+
+#define KL_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static size_t chip_len(const char *target) {
+  const char *colon = strchr(target, ':');
+  return colon ? (size_t)(colon - target) : strlen(target);
+}
+
+kl_target_kind kl_target_kind_of(const char *target) {
+  if (!target) return KL_TARGET_UNKNOWN;
+  size_t n = chip_len(target);
+  if (n == 4 && strncmp(target, "host", 4) == 0) return KL_TARGET_HOST;
+  for (size_t i = 0; i < KL_NELEM(kl_amdgpu_chips); i++)
+    if (strlen(kl_amdgpu_chips[i]) == n && strncmp(kl_amdgpu_chips[i], target, n) == 0) return KL_TARGET_AMDGPU;
+  for (size_t i = 0; i < KL_NELEM(kl_nvptx_archs); i++)
+    if (strlen(kl_nvptx_archs[i].sm) == n && strncmp(kl_nvptx_archs[i].sm, target, n) == 0) return KL_TARGET_NVPTX;
+  return KL_TARGET_UNKNOWN;
+}
+
+const char *kl_target_kind_name(kl_target_kind k) {
+  switch (k) {
+  case KL_TARGET_HOST: return "host";
+  case KL_TARGET_AMDGPU: return "amdgpu";
+  case KL_TARGET_NVPTX: return "nvptx";
+  default: return "unknown";
+  }
+}
+
+/* "gfx90a:sramecc+:xnack-" -> "+sramecc,-xnack". */
+static kl_status parse_amdgpu_suffix(const char *target, char *feat, size_t n, char *err, size_t errlen) {
+  feat[0] = '\0';
+  const char *p = strchr(target, ':');
+  size_t used = 0;
+  while (p) {
+    p++;
+    const char *end = strchr(p, ':');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len < 2 || (p[len - 1] != '+' && p[len - 1] != '-')) {
+      cg_err(err, errlen, "target '%s': feature '%.*s' must end in '+' or '-'", target, (int)len, p);
+      return KL_ERR;
+    }
+    int w = snprintf(feat + used, n - used, "%s%c%.*s", used ? "," : "", p[len - 1], (int)(len - 1), p);
+    if (w < 0 || (size_t)w >= n - used) {
+      cg_err(err, errlen, "target '%s': feature list too long", target);
+      return KL_ERR;
+    }
+    used += (size_t)w;
+    p = end;
+  }
+  return KL_OK;
+}
+
+kl_status kl_codegen_target_parse(const char *target, kl_codegen_target *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  kl_target_kind kind = kl_target_kind_of(target);
+  if (kind == KL_TARGET_UNKNOWN) {
+    cg_err(err, errlen,
+           "unknown target '%s' (expected host, an AMDGPU chip such as gfx90a/gfx942/gfx1100, "
+           "or an NVIDIA arch such as sm_80/sm_90)", target ? target : "(null)");
+    return KL_ERR;
+  }
+  kl_llvm_init_targets();
+  out->kind = kind;
+  size_t n = chip_len(target);
+  snprintf(out->name, sizeof out->name, "%.*s", (int)n, target);
+  if (kind == KL_TARGET_HOST) {
+    if (target[n] == ':') {
+      cg_err(err, errlen, "target '%s': the host target takes no feature suffix", target);
+      return KL_ERR;
+    }
+    char *def = LLVMGetDefaultTargetTriple();
+    char *norm = LLVMNormalizeTargetTriple(def);
+    snprintf(out->triple, sizeof out->triple, "%s", norm);
+    LLVMDisposeMessage(norm);
+    LLVMDisposeMessage(def);
+    char *cpu = LLVMGetHostCPUName();
+    snprintf(out->cpu, sizeof out->cpu, "%s", cpu);
+    LLVMDisposeMessage(cpu);
+    char *feat = LLVMGetHostCPUFeatures();
+    if (strlen(feat) >= sizeof out->features) {
+      LLVMDisposeMessage(feat);
+      cg_err(err, errlen, "host CPU feature string too long");
+      return KL_ERR;
+    }
+    snprintf(out->features, sizeof out->features, "%s", feat);
+    LLVMDisposeMessage(feat);
+  } else if (kind == KL_TARGET_AMDGPU) {
+    snprintf(out->triple, sizeof out->triple, "amdgcn-amd-amdhsa");
+    snprintf(out->cpu, sizeof out->cpu, "%s", out->name);
+    if (parse_amdgpu_suffix(target, out->features, sizeof out->features, err, errlen) != KL_OK) return KL_ERR;
+  } else {
+    if (target[n] == ':') {
+      cg_err(err, errlen, "target '%s': NVPTX targets take no feature suffix", target);
+      return KL_ERR;
+    }
+    snprintf(out->triple, sizeof out->triple, "nvptx64-nvidia-cuda");
+    snprintf(out->cpu, sizeof out->cpu, "%s", out->name);
+    for (size_t i = 0; i < KL_NELEM(kl_nvptx_archs); i++)
+      if (strcmp(kl_nvptx_archs[i].sm, out->name) == 0)
+        snprintf(out->features, sizeof out->features, "%s", kl_nvptx_archs[i].ptx);
+  }
+  return KL_OK;
+}
+
+static LLVMCodeGenOptLevel cg_level(int opt_level) {
+  switch (opt_level) {
+  case 0: return LLVMCodeGenLevelNone;
+  case 1: return LLVMCodeGenLevelLess;
+  case 2: return LLVMCodeGenLevelDefault;
+  default: return LLVMCodeGenLevelAggressive;
+  }
+}
+
+LLVMTargetMachineRef kl_codegen_create_tm(const kl_codegen_target *t, int opt_level, char *err, size_t errlen) {
+  kl_llvm_init_targets();
+  LLVMTargetRef target = NULL;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
+    cg_err(err, errlen, "no LLVM target for triple %s: %s", t->triple, msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMRelocMode reloc = t->kind == KL_TARGET_AMDGPU ? LLVMRelocPIC : LLVMRelocDefault;
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level),
+                                                    reloc, LLVMCodeModelDefault);
+  if (!tm) cg_err(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
+  return tm;
+}
+
+kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *err, size_t errlen) {
+  if (opt_level < 0 || opt_level > 3) opt_level = 3;
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
+  LLVMPassBuilderOptionsSetSLPVectorization(po, opt_level >= 2);
+  LLVMPassBuilderOptionsSetLoopUnrolling(po, opt_level >= 2);
+  LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *msg = LLVMGetErrorMessage(e);
+    cg_err(err, errlen, "LLVM optimisation (%s) failed: %s", pipeline, msg);
+    LLVMDisposeErrorMessage(msg);
+    return KL_ERR;
+  }
+  return KL_OK;
+}
+
+/* The architecture part of a triple ("amdgcn" of "amdgcn-amd-amdhsa"). */
+static size_t triple_arch_len(const char *t) {
+  const char *d = strchr(t, '-');
+  return d ? (size_t)(d - t) : strlen(t);
+}
+
+kl_status kl_codegen_prepare_module(LLVMModuleRef m, const kl_codegen_target *t, LLVMTargetMachineRef tm,
+                                    char *err, size_t errlen) {
+  const char *mt = LLVMGetTarget(m);
+  if (mt && mt[0]) {
+    size_t a = triple_arch_len(mt), b = triple_arch_len(t->triple);
+    if (a != b || strncmp(mt, t->triple, a) != 0) {
+      cg_err(err, errlen, "module triple '%s' does not match target %s (%s)", mt, t->name, t->triple);
+      return KL_ERR;
+    }
+  } else {
+    LLVMSetTarget(m, t->triple);
+  }
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  char *want = LLVMCopyStringRepOfTargetData(td);
+  LLVMDisposeTargetData(td);
+  const char *have = LLVMGetDataLayoutStr(m);
+  kl_status st = KL_OK;
+  if (have && have[0]) {
+    if (strcmp(have, want) != 0) {
+      cg_err(err, errlen, "module data layout '%s' does not match target %s ('%s')", have, t->name, want);
+      st = KL_ERR;
+    }
+  } else {
+    LLVMSetDataLayout(m, want);
+  }
+  LLVMDisposeMessage(want);
+  return st;
+}
+
+kl_status kl_codegen_target_layout(const char *target, char *triple_out, char **dl, char *err, size_t errlen) {
+  kl_codegen_target t;
+  if (kl_codegen_target_parse(target, &t, err, errlen) != KL_OK) return KL_ERR;
+  LLVMTargetMachineRef tm = kl_codegen_create_tm(&t, 3, err, errlen);
+  if (!tm) return KL_ERR;
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  char *s = LLVMCopyStringRepOfTargetData(td);
+  *dl = kl_xstrdup(s);
+  LLVMDisposeMessage(s);
+  LLVMDisposeTargetData(td);
+  LLVMDisposeTargetMachine(tm);
+  snprintf(triple_out, 64, "%s", t.triple);
+  return KL_OK;
+}
+
+/* ---- emission ---- */
+
+static int opts_level(const kl_codegen_opts *o) {
+  return (o && o->opt_level >= 0 && o->opt_level <= 3) ? o->opt_level : 3;
+}
+
+/* LLVM's instruction selector aborts the process ("Cannot select: intrinsic …") when a
+ * matrix intrinsic is used on a chip without it. Catch the common cases first. */
+static bool chip_in(const char *chip, const char *const *list) {
+  for (; *list; list++)
+    if (strcmp(chip, *list) == 0) return true;
+  return false;
+}
+
+static kl_status check_amdgpu_intrinsics(LLVMModuleRef m, const char *chip, char *err, size_t errlen) {
+  static const char *const mfma_chips[] = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", NULL};
+  static const char *const mfma90a_chips[] = {"gfx90a", "gfx940", "gfx941", "gfx942", NULL};
+  static const char *const gfx94x[] = {"gfx940", "gfx941", "gfx942", NULL};
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    const char *need = NULL;
+    bool ok = true;
+    if (strncmp(name, "llvm.amdgcn.mfma.", 17) == 0) {
+      if (strstr(name, "fp8") || strstr(name, "bf8") || strstr(name, "xf32") || strstr(name, "16x16x32i8") ||
+          strstr(name, "32x32x16i8")) {
+        ok = chip_in(chip, gfx94x);
+        need = "gfx940/gfx941/gfx942";
+      } else if (strstr(name, "f64") || strstr(name, "bf16.1k")) {
+        ok = chip_in(chip, mfma90a_chips);
+        need = "gfx90a or gfx94x";
+      } else {
+        ok = chip_in(chip, mfma_chips);
+        need = "an MFMA chip (gfx908, gfx90a, gfx94x)";
+      }
+    } else if (strncmp(name, "llvm.amdgcn.smfmac.", 19) == 0) {
+      ok = chip_in(chip, gfx94x);
+      need = "gfx940/gfx941/gfx942";
+    } else if (strncmp(name, "llvm.amdgcn.wmma.", 17) == 0 || strncmp(name, "llvm.amdgcn.swmmac.", 19) == 0) {
+      ok = strncmp(chip, "gfx11", 5) == 0 || strncmp(chip, "gfx12", 5) == 0;
+      need = "a WMMA chip (gfx11xx, gfx12xx)";
+    }
+    if (!ok) {
+      cg_err(err, errlen, "intrinsic %s is not available on %s (needs %s)", name, chip, need);
+      return KL_ERR;
+    }
+  }
+  return KL_OK;
+}
+
+/* ---- LLVM diagnostics ---- */
+
+static void diag_cb(LLVMDiagnosticInfoRef di, void *user) {
+  kl_llvm_diag *d = user;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError) return;
+  char *m = LLVMGetDiagInfoDescription(di);
+  if (d->errors == 0) snprintf(d->msg, sizeof d->msg, "%s", m ? m : "error");
+  d->errors++;
+  LLVMDisposeMessage(m);
+}
+
+void kl_llvm_diag_install(LLVMContextRef ctx, kl_llvm_diag *d) {
+  d->errors = 0;
+  d->msg[0] = '\0';
+  LLVMContextSetDiagnosticHandler(ctx, diag_cb, d);
+}
+
+/* One emission: the parsed target, the optimised clone and its target machine, with
+ * the context's diagnostic handler redirected into diag until end_emit. */
+typedef struct emit_state {
+  kl_codegen_target t;
+  LLVMModuleRef clone;
+  LLVMTargetMachineRef tm;
+  LLVMContextRef ctx;
+  LLVMDiagnosticHandler old_handler;
+  void *old_diag_ctx;
+  kl_llvm_diag diag;
+} emit_state;
+
+static void end_emit(emit_state *s) {
+  if (s->clone) LLVMDisposeModule(s->clone);
+  if (s->tm) LLVMDisposeTargetMachine(s->tm);
+  if (s->ctx) LLVMContextSetDiagnosticHandler(s->ctx, s->old_handler, s->old_diag_ctx);
+  s->clone = NULL;
+  s->tm = NULL;
+  s->ctx = NULL;
+}
+
+/* Reports an LLVM error diagnostic raised since the handler was installed. */
+static kl_status diag_check(emit_state *s, const char *stage, char *err, size_t errlen) {
+  if (s->diag.errors == 0) return KL_OK;
+  cg_err(err, errlen, "LLVM %s for %s: %s", stage, s->t.name, s->diag.msg);
+  return KL_ERR;
+}
+
+/* Parses the target, applies option features, verifies, clones, prepares and
+ * optimises the module. On failure everything is released (end_emit is done). */
+static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, const kl_codegen_opts *opts,
+                            kl_target_kind want, bool optimize, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  if (!m) {
+    cg_err(err, errlen, "codegen: no module");
+    return KL_ERR;
+  }
+  kl_codegen_target *t = &s->t;
+  if (kl_codegen_target_parse(target, t, err, errlen) != KL_OK) return KL_ERR;
+  if (want != KL_TARGET_UNKNOWN && t->kind != want) {
+    cg_err(err, errlen, "target '%s' is not an %s target", target, kl_target_kind_name(want));
+    return KL_ERR;
+  }
+  if (opts && opts->features) {
+    if (strlen(opts->features) >= sizeof t->features) {
+      cg_err(err, errlen, "codegen: feature string too long");
+      return KL_ERR;
+    }
+    snprintf(t->features, sizeof t->features, "%s", opts->features);
+  }
+  int level = opts_level(opts);
+  /* Verify before cloning: cloning an invalid module can crash. */
+  char *msg = NULL;
+  if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+    cg_err(err, errlen, "invalid LLVM module for %s: %s", t->name, msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return KL_ERR;
+  }
+  LLVMDisposeMessage(msg);
+  s->tm = kl_codegen_create_tm(t, level, err, errlen);
+  if (!s->tm) return KL_ERR;
+  /* LLVM's default diagnostic handler calls exit(1) on errors (e.g. too much LDS). */
+  s->ctx = LLVMGetModuleContext(m);
+  s->old_handler = LLVMContextGetDiagnosticHandler(s->ctx);
+  s->old_diag_ctx = LLVMContextGetDiagnosticContext(s->ctx);
+  kl_llvm_diag_install(s->ctx, &s->diag);
+  s->clone = LLVMCloneModule(m);
+  if (kl_codegen_prepare_module(s->clone, t, s->tm, err, errlen) != KL_OK) goto fail;
+  if (t->kind == KL_TARGET_AMDGPU && check_amdgpu_intrinsics(s->clone, t->name, err, errlen) != KL_OK) goto fail;
+  if (optimize && kl_codegen_optimize(s->clone, s->tm, level, err, errlen) != KL_OK) goto fail;
+  if (diag_check(s, "optimisation", err, errlen) != KL_OK) goto fail;
+  return KL_OK;
+fail:
+  end_emit(s);
+  return KL_ERR;
+}
+
+static kl_status emit_to_binary(emit_state *s, LLVMCodeGenFileType ft, kl_binary *out, char *err, size_t errlen) {
+  LLVMMemoryBufferRef buf = NULL;
+  char *msg = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(s->tm, s->clone, ft, &msg, &buf)) {
+    cg_err(err, errlen, "LLVM code generation (%s) failed: %s", s->t.name, msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return KL_ERR;
+  }
+  LLVMDisposeMessage(msg);
+  if (diag_check(s, "code generation", err, errlen) != KL_OK) {
+    LLVMDisposeMemoryBuffer(buf);
+    return KL_ERR;
+  }
+  kl_target_kind kind = s->t.kind;
+  size_t n = LLVMGetBufferSize(buf);
+  out->kind = kind;
+  out->size = n;
+  out->data = kl_xmalloc(n + 1);
+  memcpy(out->data, LLVMGetBufferStart(buf), n);
+  ((char *)out->data)[n] = '\0';
+  LLVMDisposeMemoryBuffer(buf);
+  return KL_OK;
+}
+
+kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts,
+                                   kl_binary *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  emit_state s;
+  if (begin_emit(&s, m, target, opts, KL_TARGET_AMDGPU, true, err, errlen) != KL_OK) return KL_ERR;
+  kl_status st = emit_to_binary(&s, LLVMObjectFile, out, err, errlen);
+  end_emit(&s);
+  return st;
+}
+
+static const char *tmp_dir(void) {
+  const char *d = getenv("TMPDIR");
+  return (d && d[0]) ? d : "/tmp";
+}
+
+static kl_status write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return KL_ERR;
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+  return KL_OK;
+}
+
+static kl_status read_file(const char *path, kl_binary *out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return KL_ERR;
+  if (fseek(f, 0, SEEK_END) != 0) {
+    fclose(f);
+    return KL_ERR;
+  }
+  long n = ftell(f);
+  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return KL_ERR;
+  }
+  out->data = kl_xmalloc((size_t)n + 1);
+  out->size = (size_t)n;
+  size_t r = fread(out->data, 1, (size_t)n, f);
+  fclose(f);
+  if (r != (size_t)n) {
+    kl_binary_free(out);
+    return KL_ERR;
+  }
+  return KL_OK;
+}
+
+kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  char in_path[4096], out_path[4096];
+  snprintf(in_path, sizeof in_path, "%s/kiln-XXXXXX.o", tmp_dir());
+  snprintf(out_path, sizeof out_path, "%s/kiln-XXXXXX.hsaco", tmp_dir());
+  int fd = mkstemps(in_path, 2);
+  if (fd < 0) {
+    cg_err(err, errlen, "hsaco link: cannot create a temporary file in %s: %s", tmp_dir(), strerror(errno));
+    return KL_ERR;
+  }
+  if (write_all(fd, obj, size) != KL_OK) {
+    cg_err(err, errlen, "hsaco link: cannot write %s: %s", in_path, strerror(errno));
+    close(fd);
+    unlink(in_path);
+    return KL_ERR;
+  }
+  close(fd);
+  int ofd = mkstemps(out_path, 6);
+  if (ofd < 0) {
+    cg_err(err, errlen, "hsaco link: cannot create a temporary file in %s: %s", tmp_dir(), strerror(errno));
+    unlink(in_path);
+    return KL_ERR;
+  }
+  close(ofd);
+  const char *argv[] = {"ld.lld", "-shared", "--no-undefined", in_path, "-o", out_path};
+  char lerr[1024];
+  int rc = kl_lld_link_elf(argv, (int)KL_NELEM(argv), lerr, sizeof lerr);
+  kl_status st = KL_OK;
+  if (rc != 0) {
+    cg_err(err, errlen, "hsaco link (lld) failed: %s", lerr);
+    st = KL_ERR;
+  } else if (read_file(out_path, out) != KL_OK) {
+    cg_err(err, errlen, "hsaco link: cannot read back %s: %s", out_path, strerror(errno));
+    st = KL_ERR;
+  }
+  out->kind = KL_TARGET_AMDGPU;
+  unlink(in_path);
+  unlink(out_path);
+  return st;
+}
+
+static kl_status emit_host_bitcode(LLVMModuleRef m, const kl_codegen_opts *opts, kl_binary *out, char *err,
+                                   size_t errlen) {
+  emit_state s;
+  /* Not optimised here: the host JIT optimises for the CPU it runs on. */
+  if (begin_emit(&s, m, "host", opts, KL_TARGET_HOST, false, err, errlen) != KL_OK) return KL_ERR;
+  LLVMMemoryBufferRef buf = LLVMWriteBitcodeToMemoryBuffer(s.clone);
+  size_t n = LLVMGetBufferSize(buf);
+  out->kind = KL_TARGET_HOST;
+  out->size = n;
+  out->data = kl_xmalloc(n + 1);
+  memcpy(out->data, LLVMGetBufferStart(buf), n);
+  ((char *)out->data)[n] = '\0';
+  LLVMDisposeMemoryBuffer(buf);
+  end_emit(&s);
+  return KL_OK;
+}
+
+kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                          char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  switch (kl_target_kind_of(target)) {
+  case KL_TARGET_HOST:
+    return emit_host_bitcode(m, opts, out, err, errlen);
+  case KL_TARGET_AMDGPU: {
+    kl_binary obj;
+    if (kl_codegen_amdgpu_object(m, target, opts, &obj, err, errlen) != KL_OK) return KL_ERR;
+    kl_status st = kl_codegen_link_hsaco(obj.data, obj.size, out, err, errlen);
+    kl_binary_free(&obj);
+    return st;
+  }
+  case KL_TARGET_NVPTX: {
+    emit_state s;
+    if (begin_emit(&s, m, target, opts, KL_TARGET_NVPTX, true, err, errlen) != KL_OK) return KL_ERR;
+    kl_status st = emit_to_binary(&s, LLVMAssemblyFile, out, err, errlen);
+    end_emit(&s);
+    return st;
+  }
+  default: {
+    kl_codegen_target t;
+    return kl_codegen_target_parse(target, &t, err, errlen); /* reports the unknown name */
+  }
+  }
+}
+
+kl_status kl_codegen_emit_asm(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                              char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  emit_state s;
+  if (begin_emit(&s, m, target, opts, KL_TARGET_UNKNOWN, true, err, errlen) != KL_OK) return KL_ERR;
+  kl_status st = emit_to_binary(&s, LLVMAssemblyFile, out, err, errlen);
+  end_emit(&s);
+  return st;
+}

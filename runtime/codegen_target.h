@@ -1,0 +1,88 @@
+/* codegen_target.h — turn an LLVM module into a loadable binary for one target.
+ * Contract: targets are named by strings: "host", an AMDGPU chip ("gfx908", "gfx90a",
+ * "gfx942", "gfx1030", "gfx1100", …, optionally with HIP-style feature suffixes such as
+ * "gfx90a:sramecc+:xnack-") or an NVIDIA arch ("sm_80", "sm_90", "sm_90a", …).
+ *   host   -> LLVM bitcode for the host triple (the host device JIT-compiles it, O3)
+ *   AMDGPU -> an HSACO: amdgcn-amd-amdhsa object, optimised at O3, linked in process
+ *             with lld (-shared --no-undefined) into a loadable code object
+ *   NVPTX  -> PTX text (nvptx64-nvidia-cuda), optimised at O3, for cuModuleLoadData
+ * The input module is never modified: emission works on a clone (same LLVMContext, so
+ * the caller must not use that context from another thread meanwhile). If the module's
+ * triple / data layout are empty they are set for the target; if they are set they must
+ * match the target or an error is returned (build GPU modules with the target's data
+ * layout from the start: AMDGPU allocas live in address space 5).
+ * Errors: KL_ERR plus a message in the caller's buffer (err, errlen; err may be NULL).
+ * Binaries are malloc'd and owned by the caller (kl_binary_free).
+ * kl_llvm_init_targets initialises the AMDGPU, NVPTX and native LLVM targets once per
+ * process (pthread_once); every function here calls it, so callers need not. */
+#ifndef KL_CODEGEN_TARGET_H
+#define KL_CODEGEN_TARGET_H
+#include <stddef.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+#include "core/context.h" /* kl_status */
+
+typedef enum { KL_TARGET_UNKNOWN = 0, KL_TARGET_HOST, KL_TARGET_AMDGPU, KL_TARGET_NVPTX } kl_target_kind;
+
+/* A parsed target name. */
+typedef struct kl_codegen_target {
+  kl_target_kind kind;
+  char name[64];      /* the chip / arch without feature suffixes: "gfx90a", "sm_90", "host" */
+  char triple[64];    /* "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda", the host triple */
+  char cpu[64];       /* LLVM CPU name: the chip, the sm, or the host CPU */
+  char features[4096]; /* LLVM feature string ("+sramecc,-xnack", "+ptx80", host features) */
+} kl_codegen_target;
+
+/* Options for emission; pass NULL for the defaults (O3, default features). */
+typedef struct kl_codegen_opts {
+  int opt_level;        /* 0..3 for the middle end and the code generator; default 3 */
+  const char *features; /* replaces the default LLVM feature string when non-NULL */
+} kl_codegen_opts;
+
+typedef struct kl_binary {
+  kl_target_kind kind;
+  void *data;  /* malloc'd; for PTX text a NUL follows the data (not counted in size) */
+  size_t size;
+} kl_binary;
+
+void kl_llvm_init_targets(void);
+void kl_binary_free(kl_binary *b);
+
+/* Name helpers. kl_target_kind_of never fails (KL_TARGET_UNKNOWN for unknown names). */
+kl_target_kind kl_target_kind_of(const char *target);
+const char *kl_target_kind_name(kl_target_kind k); /* "host", "amdgpu", "nvptx", "unknown" */
+kl_status kl_codegen_target_parse(const char *target, kl_codegen_target *out, char *err, size_t errlen);
+/* The LLVM triple and data layout string for a target (what the compiler should set on
+ * the modules it builds). dl is malloc'd (caller frees); triple_out has >= 64 bytes. */
+kl_status kl_codegen_target_layout(const char *target, char *triple_out, char **dl, char *err, size_t errlen);
+
+/* A target machine for the target (caller disposes with LLVMDisposeTargetMachine). */
+LLVMTargetMachineRef kl_codegen_create_tm(const kl_codegen_target *t, int opt_level, char *err, size_t errlen);
+/* Runs the "default<On>" pipeline (loop and SLP vectorisation on) on m, in place. */
+kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *err, size_t errlen);
+/* Sets an empty triple / data layout of m for the target, or checks that the present
+ * ones match. Modifies m. */
+kl_status kl_codegen_prepare_module(LLVMModuleRef m, const kl_codegen_target *t, LLVMTargetMachineRef tm,
+                                    char *err, size_t errlen);
+
+/* The binary for the target (see the contract above). */
+kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                          char *err, size_t errlen);
+/* Optimised target assembly text (AMDGPU ISA, PTX, host assembly), for inspection. */
+kl_status kl_codegen_emit_asm(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                              char *err, size_t errlen);
+/* AMDGPU only: the relocatable object before linking, and the link step on its own. */
+kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts,
+                                   kl_binary *out, char *err, size_t errlen);
+kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, char *err, size_t errlen);
+
+/* Routes a context's diagnostics into d (error count + first error text) instead of
+ * LLVM's default handler, which prints and calls exit(1) on errors. The caller keeps d
+ * alive while the handler is installed (restore the old one with
+ * LLVMContextSetDiagnosticHandler). Emission does this by itself. */
+typedef struct kl_llvm_diag { int errors; char msg[1024]; } kl_llvm_diag;
+void kl_llvm_diag_install(LLVMContextRef ctx, kl_llvm_diag *d);
+
+/* From runtime/lld_shim.cpp: runs ld.lld in process (argv[0] = "ld.lld"). 0 = success. */
+int kl_lld_link_elf(const char **argv, int argc, char *err, size_t errlen);
+#endif

@@ -1,0 +1,162 @@
+/* device.h — the device abstraction: memory, copies, binaries, kernel launches, timing.
+ * Contract:
+ *  - kl_device_open("host" | "cuda" | "hip" | "auto", …) opens a device; "cuda:N" /
+ *    "hip:N" pick GPU N (default 0); NULL or "" means "auto". "auto" tries hip, then cuda, then host, and never
+ *    fails unless the host device fails (the reasons the GPUs were skipped are kept in
+ *    info.note). Backends are registered by name (host, cuda, hip built in; more with
+ *    kl_device_register_backend). GPU drivers are loaded with dlopen at open time; kiln
+ *    needs no GPU headers or libraries to build.
+ *  - Errors: functions return KL_ERR (or NULL) and leave a message in the device's error
+ *    buffer, read with kl_device_error(dev); kl_device_open writes into the caller's
+ *    buffer. Messages name the backend and the failing driver call ("cuda: cuMemAlloc
+ *    (1024 bytes): CUDA_ERROR_OUT_OF_MEMORY: out of memory"). Nothing aborts.
+ *  - Ownership: the device owns its modules, kernels and events; kl_device_destroy
+ *    releases everything still open, including device memory not yet freed. A kernel
+ *    handle lives as long as its module. A device is not thread-safe: use it from one
+ *    thread at a time (its error buffer is per device).
+ *  - Device memory is addressed by `void *` (a CUdeviceptr or HIP pointer on GPUs, a
+ *    malloc'd pointer on the host device); only kl_device_* copies may touch GPU memory.
+ *    Pointers inside an allocation (base + offset) may be passed to copies and kernels;
+ *    kl_device_free takes the base pointer and rejects pointers it did not allocate.
+ *    Zero-byte allocations return a unique non-NULL pointer.
+ *  - Launch arguments follow cuLaunchKernel: args[i] points to the value of argument i
+ *    (for a buffer argument, args[i] points to a variable holding the device pointer),
+ *    arg_sizes[i] is its size in bytes.
+ *  - Host device ABI. A host "binary" is LLVM bitcode (or LLVM IR text) that the host
+ *    JIT compiles (ORC, O3, for the host CPU). A host kernel is a function
+ *        void name(void **args, const int64_t *block_id, const int64_t *grid)
+ *    (kl_host_kernel_fn): args is the launch's args array unchanged, block_id and grid
+ *    point to 3 int64 each. A launch runs grid[0]*grid[1]*grid[2] workgroups on the
+ *    device's thread pool (KILN_THREADS threads, default the core count), calling the
+ *    kernel once per workgroup, in any order and concurrently. One call = one whole
+ *    workgroup: the compiler turns the workgroup's threads into loops, so barriers and
+ *    workgroup ("shared") memory are the kernel's own business (a local array); the
+ *    block sizes and shared_bytes of a host launch are checked (> 0, resp. <=
+ *    info.max_shared_per_block) but not otherwise used. Host launches, copies and fills
+ *    complete before the call returns; synchronize is a no-op; events read a monotonic
+ *    clock.
+ *  - GPU launches and fills are asynchronous (the default stream); copies to / from the
+ *    host are synchronous; kl_device_synchronize waits for everything and reports
+ *    errors from earlier asynchronous work. */
+#ifndef KL_DEVICE_H
+#define KL_DEVICE_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <llvm-c/Core.h>
+#include "core/context.h" /* kl_status */
+
+typedef enum { KL_DEVICE_HOST = 0, KL_DEVICE_CUDA = 1, KL_DEVICE_HIP = 2, KL_DEVICE_OTHER = 3 } kl_device_kind;
+
+typedef struct kl_device_info {
+  kl_device_kind kind;
+  char backend[16];          /* "host", "cuda", "hip" */
+  int ordinal;               /* GPU index (0 on the host) */
+  char name[256];            /* "NVIDIA H200", "AMD Instinct MI300X", "host (znver3, 16 threads)" */
+  char arch[64];             /* the codegen target: "sm_90", "gfx942", "host" */
+  int cc_major, cc_minor;    /* CUDA compute capability (0 otherwise) */
+  size_t total_mem;          /* bytes, 0 if unknown */
+  int compute_units;         /* SMs, CUs, or host threads */
+  int wave_size;             /* 32 / 64; 1 on the host */
+  int max_threads_per_block;
+  size_t max_shared_per_block; /* bytes, including opt-in (CUDA > 48 KiB) */
+  char driver[64];           /* driver / runtime version text */
+  char note[512];            /* "auto": why hip / cuda were skipped */
+} kl_device_info;
+
+typedef struct kl_device kl_device;
+typedef struct kl_dev_module kl_dev_module;
+typedef struct kl_dev_kernel kl_dev_kernel;
+typedef struct kl_dev_event kl_dev_event;
+
+typedef void (*kl_host_kernel_fn)(void **args, const int64_t *block_id, const int64_t *grid);
+
+/* ---- opening and closing ---- */
+kl_device *kl_device_open(const char *name, char *err, size_t errlen);
+void kl_device_destroy(kl_device *dev);
+const kl_device_info *kl_device_get_info(const kl_device *dev);
+const char *kl_device_error(const kl_device *dev); /* last error ("" if none) */
+
+/* ---- memory ---- */
+kl_status kl_device_alloc(kl_device *dev, size_t bytes, void **out);
+kl_status kl_device_free(kl_device *dev, void *ptr);
+size_t kl_device_bytes_in_use(const kl_device *dev);
+kl_status kl_device_copy_htod(kl_device *dev, void *dst, const void *src, size_t bytes);
+kl_status kl_device_copy_dtoh(kl_device *dev, void *dst, const void *src, size_t bytes);
+kl_status kl_device_copy_dtod(kl_device *dev, void *dst, const void *src, size_t bytes);
+/* Writes `count` copies of the low `pattern_bytes` (1, 2 or 4) bytes of pattern at dst
+ * (e.g. 0xff800000 with 4 for -inf in f32); dst must be aligned to pattern_bytes. */
+kl_status kl_device_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count);
+
+/* ---- code ---- */
+/* A binary for this device: PTX text or a cubin (cuda), an HSACO (hip), LLVM bitcode or
+ * IR text (host). */
+kl_status kl_device_load(kl_device *dev, const void *binary, size_t size, kl_dev_module **out);
+/* Compiles an LLVM module for this device's arch (codegen_target.h) and loads it. The
+ * module is not modified or consumed. */
+kl_status kl_device_load_llvm(kl_device *dev, LLVMModuleRef m, kl_dev_module **out);
+void kl_device_unload(kl_dev_module *mod);
+/* The same name twice gives the same handle. */
+kl_status kl_device_get_kernel(kl_dev_module *mod, const char *name, kl_dev_kernel **out);
+kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint32_t block[3], size_t shared_bytes,
+                           void **args, const size_t *arg_sizes, int nargs);
+kl_status kl_device_synchronize(kl_device *dev);
+
+/* ---- timing ---- */
+kl_status kl_device_event_create(kl_device *dev, kl_dev_event **out);
+kl_status kl_device_event_record(kl_dev_event *ev);
+/* Milliseconds between two recorded events (waits for `end`). */
+kl_status kl_device_event_elapsed_ms(kl_dev_event *start, kl_dev_event *end, float *ms);
+void kl_device_event_destroy(kl_dev_event *ev);
+
+/* ---- backends ----
+ * A backend opens devices and fills in a kl_device_ops table. Handles (modules,
+ * kernels, events) are the backend's own pointers; device.c wraps them, validates
+ * arguments (non-NULL, grid/block > 0, …) and tracks allocations, so the operations
+ * only do the work. Each operation reports failure with kl_device_set_error. */
+typedef enum { KL_COPY_HTOD, KL_COPY_DTOH, KL_COPY_DTOD } kl_copy_kind;
+
+typedef struct kl_device_ops {
+  void (*destroy)(kl_device *dev);
+  kl_status (*alloc)(kl_device *dev, size_t bytes, void **out);
+  kl_status (*free)(kl_device *dev, void *ptr);
+  kl_status (*copy)(kl_device *dev, void *dst, const void *src, size_t bytes, kl_copy_kind kind);
+  kl_status (*fill)(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count);
+  kl_status (*load)(kl_device *dev, const void *binary, size_t size, void **module);
+  /* optional: load an LLVM module directly (NULL: device.c emits a binary for info.arch) */
+  kl_status (*load_llvm)(kl_device *dev, LLVMModuleRef m, void **module);
+  void (*unload)(kl_device *dev, void *module);
+  kl_status (*get_kernel)(kl_device *dev, void *module, const char *name, void **kernel);
+  /* optional: release a kernel handle (called before its module is unloaded) */
+  void (*release_kernel)(kl_device *dev, void *kernel);
+  kl_status (*launch)(kl_device *dev, void *kernel, const uint32_t grid[3], const uint32_t block[3],
+                      size_t shared_bytes, void **args, const size_t *arg_sizes, int nargs);
+  kl_status (*synchronize)(kl_device *dev);
+  kl_status (*event_create)(kl_device *dev, void **event);
+  kl_status (*event_record)(kl_device *dev, void *event);
+  kl_status (*event_elapsed)(kl_device *dev, void *start, void *end, float *ms);
+  void (*event_destroy)(kl_device *dev, void *event);
+} kl_device_ops;
+
+typedef struct kl_device_backend {
+  const char *name; /* "cuda"; matched against the part of the device name before ':' */
+  kl_device *(*open)(int ordinal, char *err, size_t errlen);
+} kl_device_backend;
+
+/* Adds a backend (the struct must outlive the process' use of it). Fails if the name
+ * is taken or the table (16 entries) is full. */
+kl_status kl_device_register_backend(const kl_device_backend *b, char *err, size_t errlen);
+int kl_device_backend_count(void);
+const char *kl_device_backend_name(int i);
+
+/* For backends: create the generic device around an implementation (info is copied). */
+kl_device *kl_device_new(const kl_device_ops *ops, void *impl, const kl_device_info *info);
+void *kl_device_impl(const kl_device *dev);
+kl_device_info *kl_device_info_mut(kl_device *dev);
+kl_status kl_device_set_error(kl_device *dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The built-in backends' open functions (device_host.c, device_cuda.c, device_hip.c). */
+kl_device *kl_device_open_host(int ordinal, char *err, size_t errlen);
+kl_device *kl_device_open_cuda(int ordinal, char *err, size_t errlen);
+kl_device *kl_device_open_hip(int ordinal, char *err, size_t errlen);
+#endif

@@ -1,0 +1,501 @@
+/* device_cuda.c — NVIDIA GPUs through the CUDA driver API, loaded with
+ * dlopen("libcuda.so.1") at open time (no CUDA headers or libraries at build time: the
+ * few types, constants and prototypes are declared below, with the versioned "_v2"
+ * entry points the driver exports). Each device retains the primary context of its GPU
+ * and makes it current before every driver call, so it may be used from any thread
+ * (one at a time). Every CUresult is checked and reported with the call, its error name
+ * and string. Binaries are PTX text (JIT-compiled by the driver, its log is included in
+ * errors) or a cubin / fatbin. The library is never dlclose'd. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+#include "runtime/device.h"
+
+/* ---- the driver API subset ---- */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+typedef int CUjit_option;
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_NO_DEVICE = 100,
+};
+enum { /* CUdevice_attribute */
+  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+};
+enum { /* CUfunction_attribute */
+  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+enum { /* CUjit_option */
+  CU_JIT_INFO_LOG_BUFFER = 3,
+  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+#define CU_EVENT_DEFAULT 0u
+#define CUDA_DEFAULT_DYNAMIC_SHARED (48u * 1024u)
+
+typedef struct cuda_api {
+  CUresult (*cuInit)(unsigned int);
+  CUresult (*cuDriverGetVersion)(int *);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDeviceTotalMem)(size_t *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxSynchronize)(void);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemsetD16)(CUdeviceptr, unsigned short, size_t);
+  CUresult (*cuMemsetD32)(CUdeviceptr, unsigned int, size_t);
+  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned int, CUjit_option *, void **);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                             unsigned int, unsigned int, CUstream, void **, void **);
+  CUresult (*cuEventCreate)(CUevent *, unsigned int);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+} cuda_api;
+
+static cuda_api g_cu;
+static bool g_cu_loaded;
+static CUresult g_cu_init_result;
+static char g_cu_load_err[512];
+static pthread_once_t g_cu_once = PTHREAD_ONCE_INIT;
+
+static void cuda_load_once(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *e = dlerror();
+    snprintf(g_cu_load_err, sizeof g_cu_load_err, "cuda: libcuda.so.1 not found (no NVIDIA driver): %s",
+             e ? e : "dlopen failed");
+    lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+  }
+  static const struct { const char *name; size_t off; } syms[] = {
+#define S(field, sym) {sym, offsetof(cuda_api, field)}
+    S(cuInit, "cuInit"),
+    S(cuDriverGetVersion, "cuDriverGetVersion"),
+    S(cuDeviceGetCount, "cuDeviceGetCount"),
+    S(cuDeviceGet, "cuDeviceGet"),
+    S(cuDeviceGetName, "cuDeviceGetName"),
+    S(cuDeviceGetAttribute, "cuDeviceGetAttribute"),
+    S(cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
+    S(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    S(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    S(cuCtxSetCurrent, "cuCtxSetCurrent"),
+    S(cuCtxSynchronize, "cuCtxSynchronize"),
+    S(cuMemAlloc, "cuMemAlloc_v2"),
+    S(cuMemFree, "cuMemFree_v2"),
+    S(cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
+    S(cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
+    S(cuMemcpyDtoD, "cuMemcpyDtoD_v2"),
+    S(cuMemsetD8, "cuMemsetD8_v2"),
+    S(cuMemsetD16, "cuMemsetD16_v2"),
+    S(cuMemsetD32, "cuMemsetD32_v2"),
+    S(cuModuleLoadDataEx, "cuModuleLoadDataEx"),
+    S(cuModuleUnload, "cuModuleUnload"),
+    S(cuModuleGetFunction, "cuModuleGetFunction"),
+    S(cuFuncGetAttribute, "cuFuncGetAttribute"),
+    S(cuFuncSetAttribute, "cuFuncSetAttribute"),
+    S(cuLaunchKernel, "cuLaunchKernel"),
+    S(cuEventCreate, "cuEventCreate"),
+    S(cuEventRecord, "cuEventRecord"),
+    S(cuEventSynchronize, "cuEventSynchronize"),
+    S(cuEventElapsedTime, "cuEventElapsedTime"),
+    S(cuEventDestroy, "cuEventDestroy_v2"),
+    S(cuGetErrorString, "cuGetErrorString"),
+    S(cuGetErrorName, "cuGetErrorName"),
+#undef S
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    void *p = dlsym(lib, syms[i].name);
+    if (!p) {
+      snprintf(g_cu_load_err, sizeof g_cu_load_err,
+               "cuda: libcuda.so.1 has no %s (driver too old? kiln needs CUDA 11 or newer)", syms[i].name);
+      dlclose(lib);
+      return;
+    }
+    memcpy((char *)&g_cu + syms[i].off, &p, sizeof p);
+  }
+  g_cu_init_result = g_cu.cuInit(0);
+  g_cu_loaded = true;
+}
+
+static void cu_describe(CUresult r, char *buf, size_t n) {
+  const char *name = NULL, *str = NULL;
+  if (g_cu.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_UNKNOWN";
+  if (g_cu.cuGetErrorString(r, &str) != CUDA_SUCCESS || !str) str = "unrecognised error code";
+  snprintf(buf, n, "%s (%d): %s", name, r, str);
+}
+
+/* Reports a failed call: "cuda: <what>: <NAME> (<code>): <string>". */
+static kl_status cu_fail(kl_device *dev, CUresult r, const char *what) {
+  char d[256];
+  cu_describe(r, d, sizeof d);
+  return kl_device_set_error(dev, "cuda: %s: %s", what, d);
+}
+
+#define CU_CHECK(dev, call, what)               \
+  do {                                          \
+    CUresult r_ = (call);                       \
+    if (r_ != CUDA_SUCCESS) return cu_fail(dev, r_, what); \
+  } while (0)
+
+/* ---- device state ---- */
+
+typedef struct cuda_dev {
+  CUdevice dev;
+  CUcontext ctx;
+  size_t optin_shared;
+} cuda_dev;
+
+typedef struct cuda_kernel {
+  CUfunction fn;
+  int static_shared;
+  unsigned dyn_limit; /* the current CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+} cuda_kernel;
+
+static kl_status cu_enter(kl_device *dev) {
+  cuda_dev *c = kl_device_impl(dev);
+  CU_CHECK(dev, g_cu.cuCtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+  return KL_OK;
+}
+
+static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
+
+static void cuda_destroy(kl_device *dev) {
+  cuda_dev *c = kl_device_impl(dev);
+  if (g_cu.cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) g_cu.cuCtxSynchronize();
+  g_cu.cuDevicePrimaryCtxRelease(c->dev);
+  free(c);
+}
+
+static kl_status cuda_alloc(kl_device *dev, size_t bytes, void **out) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CUdeviceptr p = 0;
+  CUresult r = g_cu.cuMemAlloc(&p, bytes);
+  if (r != CUDA_SUCCESS) {
+    char what[64];
+    snprintf(what, sizeof what, "cuMemAlloc(%zu bytes)", bytes);
+    return cu_fail(dev, r, what);
+  }
+  *out = (void *)(uintptr_t)p;
+  return KL_OK;
+}
+
+static kl_status cuda_free(kl_device *dev, void *ptr) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CU_CHECK(dev, g_cu.cuMemFree(dptr(ptr)), "cuMemFree");
+  return KL_OK;
+}
+
+static kl_status cuda_copy(kl_device *dev, void *dst, const void *src, size_t bytes, kl_copy_kind kind) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  char what[64];
+  CUresult r;
+  switch (kind) {
+  case KL_COPY_HTOD:
+    r = g_cu.cuMemcpyHtoD(dptr(dst), src, bytes);
+    snprintf(what, sizeof what, "cuMemcpyHtoD(%zu bytes)", bytes);
+    break;
+  case KL_COPY_DTOH:
+    r = g_cu.cuMemcpyDtoH(dst, dptr(src), bytes);
+    snprintf(what, sizeof what, "cuMemcpyDtoH(%zu bytes)", bytes);
+    break;
+  default:
+    r = g_cu.cuMemcpyDtoD(dptr(dst), dptr(src), bytes);
+    snprintf(what, sizeof what, "cuMemcpyDtoD(%zu bytes)", bytes);
+    break;
+  }
+  if (r != CUDA_SUCCESS) return cu_fail(dev, r, what);
+  return KL_OK;
+}
+
+static kl_status cuda_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  if (pattern_bytes == 1) CU_CHECK(dev, g_cu.cuMemsetD8(dptr(dst), (unsigned char)pattern, count), "cuMemsetD8");
+  else if (pattern_bytes == 2) CU_CHECK(dev, g_cu.cuMemsetD16(dptr(dst), (unsigned short)pattern, count), "cuMemsetD16");
+  else CU_CHECK(dev, g_cu.cuMemsetD32(dptr(dst), pattern, count), "cuMemsetD32");
+  return KL_OK;
+}
+
+static bool is_text_ptx(const unsigned char *p, size_t n) {
+  /* cubin: ELF magic; fatbin: 0xBA55ED50 (little endian 50 ED 55 BA). Anything else is
+   * treated as PTX text. */
+  if (n >= 4 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') return false;
+  if (n >= 4 && p[0] == 0x50 && p[1] == 0xED && p[2] == 0x55 && p[3] == 0xBA) return false;
+  return true;
+}
+
+static kl_status cuda_load(kl_device *dev, const void *binary, size_t size, void **module) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  const unsigned char *b = binary;
+  char *copy = NULL;
+  const void *image = binary;
+  if (is_text_ptx(b, size) && b[size - 1] != '\0') { /* the driver needs NUL-terminated PTX */
+    copy = kl_xmalloc(size + 1);
+    memcpy(copy, binary, size);
+    copy[size] = '\0';
+    image = copy;
+  }
+  enum { LOG = 8192 };
+  char *err_log = kl_xcalloc(1, LOG), *info_log = kl_xcalloc(1, LOG);
+  CUjit_option opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                          CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *vals[4] = {err_log, (void *)(uintptr_t)LOG, info_log, (void *)(uintptr_t)LOG};
+  CUmodule m = NULL;
+  CUresult r = g_cu.cuModuleLoadDataEx(&m, image, 4, opts, vals);
+  free(copy);
+  kl_status st = KL_OK;
+  if (r != CUDA_SUCCESS) {
+    char d[256];
+    cu_describe(r, d, sizeof d);
+    err_log[LOG - 1] = '\0';
+    st = kl_device_set_error(dev, "cuda: cuModuleLoadDataEx (%zu bytes): %s%s%s", size, d,
+                             err_log[0] ? "\nPTX JIT log:\n" : "", err_log);
+  } else {
+    *module = m;
+  }
+  free(err_log);
+  free(info_log);
+  return st;
+}
+
+static void cuda_unload(kl_device *dev, void *module) {
+  if (cu_enter(dev) != KL_OK) return;
+  g_cu.cuModuleUnload((CUmodule)module);
+}
+
+static kl_status cuda_get_kernel(kl_device *dev, void *module, const char *name, void **kernel) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CUfunction f = NULL;
+  CUresult r = g_cu.cuModuleGetFunction(&f, (CUmodule)module, name);
+  if (r != CUDA_SUCCESS) {
+    char what[300];
+    snprintf(what, sizeof what, "cuModuleGetFunction('%s')", name);
+    return cu_fail(dev, r, what);
+  }
+  int stat = 0;
+  CU_CHECK(dev, g_cu.cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+           "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  cuda_kernel *k = kl_xcalloc(1, sizeof *k);
+  k->fn = f;
+  k->static_shared = stat;
+  k->dyn_limit = stat < (int)CUDA_DEFAULT_DYNAMIC_SHARED ? CUDA_DEFAULT_DYNAMIC_SHARED - (unsigned)stat : 0;
+  *kernel = k;
+  return KL_OK;
+}
+
+static void cuda_release_kernel(kl_device *dev, void *kernel) {
+  (void)dev;
+  free(kernel);
+}
+
+static kl_status cuda_launch(kl_device *dev, void *kernel, const uint32_t grid[3], const uint32_t block[3],
+                             size_t shared_bytes, void **args, const size_t *arg_sizes, int nargs) {
+  (void)arg_sizes;
+  (void)nargs;
+  cuda_dev *c = kl_device_impl(dev);
+  cuda_kernel *k = kernel;
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  if (shared_bytes > k->dyn_limit) {
+    if ((size_t)k->static_shared + shared_bytes > c->optin_shared)
+      return kl_device_set_error(dev,
+                                 "cuda: launch needs %zu bytes of dynamic + %d bytes of static shared memory; the "
+                                 "device allows %zu per block",
+                                 shared_bytes, k->static_shared, c->optin_shared);
+    CUresult r = g_cu.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes);
+    if (r != CUDA_SUCCESS) {
+      char what[96];
+      snprintf(what, sizeof what, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES=%zu)", shared_bytes);
+      return cu_fail(dev, r, what);
+    }
+    k->dyn_limit = (unsigned)shared_bytes;
+  }
+  CUresult r = g_cu.cuLaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                   (unsigned)shared_bytes, NULL, args, NULL);
+  if (r != CUDA_SUCCESS) {
+    char what[160];
+    snprintf(what, sizeof what, "cuLaunchKernel(grid %u,%u,%u block %u,%u,%u shared %zu)", grid[0], grid[1], grid[2],
+             block[0], block[1], block[2], shared_bytes);
+    return cu_fail(dev, r, what);
+  }
+  return KL_OK;
+}
+
+static kl_status cuda_sync(kl_device *dev) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CU_CHECK(dev, g_cu.cuCtxSynchronize(), "cuCtxSynchronize");
+  return KL_OK;
+}
+
+static kl_status cuda_event_create(kl_device *dev, void **event) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CUevent e = NULL;
+  CU_CHECK(dev, g_cu.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  *event = e;
+  return KL_OK;
+}
+
+static kl_status cuda_event_record(kl_device *dev, void *event) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CU_CHECK(dev, g_cu.cuEventRecord((CUevent)event, NULL), "cuEventRecord");
+  return KL_OK;
+}
+
+static kl_status cuda_event_elapsed(kl_device *dev, void *start, void *end, float *ms) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CU_CHECK(dev, g_cu.cuEventSynchronize((CUevent)end), "cuEventSynchronize");
+  CU_CHECK(dev, g_cu.cuEventElapsedTime(ms, (CUevent)start, (CUevent)end), "cuEventElapsedTime");
+  return KL_OK;
+}
+
+static void cuda_event_destroy(kl_device *dev, void *event) {
+  if (cu_enter(dev) != KL_OK) return;
+  g_cu.cuEventDestroy((CUevent)event);
+}
+
+static const kl_device_ops cuda_ops = {
+  .destroy = cuda_destroy,
+  .alloc = cuda_alloc,
+  .free = cuda_free,
+  .copy = cuda_copy,
+  .fill = cuda_fill,
+  .load = cuda_load,
+  .load_llvm = NULL, /* device.c emits PTX for info.arch */
+  .unload = cuda_unload,
+  .get_kernel = cuda_get_kernel,
+  .release_kernel = cuda_release_kernel,
+  .launch = cuda_launch,
+  .synchronize = cuda_sync,
+  .event_create = cuda_event_create,
+  .event_record = cuda_event_record,
+  .event_elapsed = cuda_event_elapsed,
+  .event_destroy = cuda_event_destroy,
+};
+
+/* The newest NVPTX arch kiln compiles for that the GPU can run (PTX is forward
+ * compatible: the driver JIT-compiles sm_90 PTX for newer GPUs). */
+static void arch_for_cc(int major, int minor, char *out, size_t n) {
+  static const int known[] = {60, 61, 70, 72, 75, 80, 86, 87, 89, 90};
+  int cc = major * 10 + minor, best = 0;
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (known[i] <= cc) best = known[i];
+  if (best) snprintf(out, n, "sm_%d", best);
+  else snprintf(out, n, "sm_%d%d", major, minor); /* older than kiln supports: codegen will say so */
+}
+
+#define OPEN_CHECK(call, what)                                               \
+  do {                                                                       \
+    CUresult r_ = (call);                                                    \
+    if (r_ != CUDA_SUCCESS) {                                                \
+      char d_[256];                                                          \
+      cu_describe(r_, d_, sizeof d_);                                        \
+      if (err && errlen) snprintf(err, errlen, "cuda: %s: %s", what, d_);    \
+      goto fail;                                                             \
+    }                                                                        \
+  } while (0)
+
+kl_device *kl_device_open_cuda(int ordinal, char *err, size_t errlen) {
+  pthread_once(&g_cu_once, cuda_load_once);
+  if (!g_cu_loaded) {
+    if (err && errlen) snprintf(err, errlen, "%s", g_cu_load_err);
+    return NULL;
+  }
+  if (g_cu_init_result != CUDA_SUCCESS) {
+    char d[256];
+    cu_describe(g_cu_init_result, d, sizeof d);
+    if (err && errlen)
+      snprintf(err, errlen, "cuda: %s: %s", g_cu_init_result == CUDA_ERROR_NO_DEVICE ? "no NVIDIA GPU (cuInit)" : "cuInit",
+               d);
+    return NULL;
+  }
+  cuda_dev *c = kl_xcalloc(1, sizeof *c);
+  bool retained = false;
+  int count = 0;
+  OPEN_CHECK(g_cu.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count == 0) {
+    if (err && errlen) snprintf(err, errlen, "cuda: no NVIDIA GPU (cuDeviceGetCount returned 0)");
+    goto fail;
+  }
+  if (ordinal >= count) {
+    if (err && errlen) snprintf(err, errlen, "cuda: no GPU %d (there are %d)", ordinal, count);
+    goto fail;
+  }
+  OPEN_CHECK(g_cu.cuDeviceGet(&c->dev, ordinal), "cuDeviceGet");
+  OPEN_CHECK(g_cu.cuDevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
+  retained = true;
+  OPEN_CHECK(g_cu.cuCtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+
+  kl_device_info info;
+  memset(&info, 0, sizeof info);
+  info.kind = KL_DEVICE_CUDA;
+  info.ordinal = ordinal;
+  snprintf(info.backend, sizeof info.backend, "cuda");
+  OPEN_CHECK(g_cu.cuDeviceGetName(info.name, (int)sizeof info.name, c->dev), "cuDeviceGetName");
+  int v = 0;
+  OPEN_CHECK(g_cu.cuDeviceGetAttribute(&info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev),
+             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  OPEN_CHECK(g_cu.cuDeviceGetAttribute(&info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev),
+             "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
+  arch_for_cc(info.cc_major, info.cc_minor, info.arch, sizeof info.arch);
+  OPEN_CHECK(g_cu.cuDeviceTotalMem(&info.total_mem, c->dev), "cuDeviceTotalMem");
+  OPEN_CHECK(g_cu.cuDeviceGetAttribute(&info.compute_units, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev),
+             "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  OPEN_CHECK(g_cu.cuDeviceGetAttribute(&info.wave_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE, c->dev),
+             "cuDeviceGetAttribute(WARP_SIZE)");
+  OPEN_CHECK(g_cu.cuDeviceGetAttribute(&info.max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, c->dev),
+             "cuDeviceGetAttribute(MAX_THREADS_PER_BLOCK)");
+  OPEN_CHECK(g_cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->dev),
+             "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+  if (v <= 0)
+    OPEN_CHECK(g_cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, c->dev),
+               "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK)");
+  info.max_shared_per_block = v > 0 ? (size_t)v : CUDA_DEFAULT_DYNAMIC_SHARED;
+  c->optin_shared = info.max_shared_per_block;
+  int drv = 0;
+  OPEN_CHECK(g_cu.cuDriverGetVersion(&drv), "cuDriverGetVersion");
+  snprintf(info.driver, sizeof info.driver, "CUDA driver %d.%d", drv / 1000, (drv % 1000) / 10);
+  return kl_device_new(&cuda_ops, c, &info);
+fail:
+  if (retained) g_cu.cuDevicePrimaryCtxRelease(c->dev);
+  free(c);
+  return NULL;
+}

@@ -1,0 +1,233 @@
+/* device_host.c — the host device: malloc'd memory, LLVM modules JIT-compiled by ORC
+ * (jit_host.c), workgroups run on a thread pool (threadpool.c). The kernel ABI is in
+ * device.h (kl_host_kernel_fn). The JIT and the pool are created on first use. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <llvm-c/TargetMachine.h>
+#include <llvm/Config/llvm-config.h>
+
+#include "core/arena.h"
+#include "runtime/device.h"
+#include "runtime/jit_host.h"
+#include "runtime/threadpool.h"
+
+#define HOST_MAX_SHARED ((size_t)64 << 10)
+#define HOST_ALIGN 64
+
+typedef struct host_dev {
+  kl_jit *jit;
+  kl_threadpool *pool;
+  int nthreads;
+} host_dev;
+
+typedef struct host_event { double t; } host_event;
+
+static kl_status host_need_jit(kl_device *dev) {
+  host_dev *h = kl_device_impl(dev);
+  if (h->jit) return KL_OK;
+  char err[1024];
+  h->jit = kl_jit_create(3, err, sizeof err);
+  if (!h->jit) return kl_device_set_error(dev, "host: %s", err);
+  return KL_OK;
+}
+
+static void host_destroy(kl_device *dev) {
+  host_dev *h = kl_device_impl(dev);
+  kl_threadpool_destroy(h->pool);
+  kl_jit_destroy(h->jit);
+  free(h);
+}
+
+static kl_status host_alloc(kl_device *dev, size_t bytes, void **out) {
+  size_t rounded = (bytes + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
+  if (rounded < bytes) return kl_device_set_error(dev, "host: allocation of %zu bytes is too large", bytes);
+  void *p = aligned_alloc(HOST_ALIGN, rounded);
+  if (!p) return kl_device_set_error(dev, "host: out of memory allocating %zu bytes", bytes);
+  *out = p;
+  return KL_OK;
+}
+
+static kl_status host_free(kl_device *dev, void *ptr) {
+  (void)dev;
+  free(ptr);
+  return KL_OK;
+}
+
+static kl_status host_copy(kl_device *dev, void *dst, const void *src, size_t bytes, kl_copy_kind kind) {
+  (void)dev;
+  (void)kind;
+  memmove(dst, src, bytes);
+  return KL_OK;
+}
+
+static kl_status host_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count) {
+  (void)dev;
+  if (pattern_bytes == 1) {
+    memset(dst, (int)(pattern & 0xff), count);
+  } else if (pattern_bytes == 2) {
+    uint16_t v = (uint16_t)pattern, *p = dst;
+    for (size_t i = 0; i < count; i++) p[i] = v;
+  } else {
+    uint32_t *p = dst;
+    for (size_t i = 0; i < count; i++) p[i] = pattern;
+  }
+  return KL_OK;
+}
+
+static kl_status host_load(kl_device *dev, const void *binary, size_t size, void **module) {
+  if (host_need_jit(dev) != KL_OK) return KL_ERR;
+  host_dev *h = kl_device_impl(dev);
+  char err[2048];
+  kl_jit_module *m = kl_jit_add_bytes(h->jit, binary, size, err, sizeof err);
+  if (!m) return kl_device_set_error(dev, "host: %s", err);
+  *module = m;
+  return KL_OK;
+}
+
+static kl_status host_load_llvm(kl_device *dev, LLVMModuleRef mod, void **module) {
+  if (host_need_jit(dev) != KL_OK) return KL_ERR;
+  host_dev *h = kl_device_impl(dev);
+  char err[2048];
+  kl_jit_module *m = kl_jit_add_module(h->jit, mod, err, sizeof err);
+  if (!m) return kl_device_set_error(dev, "host: %s", err);
+  *module = m;
+  return KL_OK;
+}
+
+static void host_unload(kl_device *dev, void *module) {
+  host_dev *h = kl_device_impl(dev);
+  char err[512];
+  if (h->jit) kl_jit_remove_module(h->jit, module, err, sizeof err);
+}
+
+static kl_status host_get_kernel(kl_device *dev, void *module, const char *name, void **kernel) {
+  host_dev *h = kl_device_impl(dev);
+  char err[1024];
+  void *fn = kl_jit_lookup(h->jit, module, name, err, sizeof err);
+  if (!fn) return kl_device_set_error(dev, "host: kernel '%s' not found: %s", name, err);
+  *kernel = fn;
+  return KL_OK;
+}
+
+typedef struct host_launch {
+  kl_host_kernel_fn fn;
+  void **args;
+  int64_t grid[3];
+} host_launch;
+
+static void run_block(void *user, int64_t i, int worker) {
+  (void)worker;
+  host_launch *l = user;
+  int64_t id[3];
+  id[0] = i % l->grid[0];
+  id[1] = (i / l->grid[0]) % l->grid[1];
+  id[2] = i / (l->grid[0] * l->grid[1]);
+  l->fn(l->args, id, l->grid);
+}
+
+static kl_status host_launch_kernel(kl_device *dev, void *kernel, const uint32_t grid[3], const uint32_t block[3],
+                                    size_t shared_bytes, void **args, const size_t *arg_sizes, int nargs) {
+  (void)block;
+  (void)shared_bytes;
+  (void)arg_sizes;
+  (void)nargs;
+  host_dev *h = kl_device_impl(dev);
+  if (!h->pool) {
+    char err[256];
+    h->pool = kl_threadpool_create(h->nthreads, err, sizeof err);
+    if (!h->pool) return kl_device_set_error(dev, "host: %s", err);
+  }
+  uint64_t g01 = (uint64_t)grid[0] * grid[1];
+  if (grid[2] > (uint64_t)INT64_MAX / g01)
+    return kl_device_set_error(dev, "host: grid (%u,%u,%u) has too many workgroups", grid[0], grid[1], grid[2]);
+  host_launch l;
+  l.fn = (kl_host_kernel_fn)kernel;
+  l.args = args;
+  for (int i = 0; i < 3; i++) l.grid[i] = grid[i];
+  kl_threadpool_parallel_for(h->pool, l.grid[0] * l.grid[1] * l.grid[2], run_block, &l);
+  return KL_OK;
+}
+
+static kl_status host_sync(kl_device *dev) {
+  (void)dev;
+  return KL_OK;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static kl_status host_event_create(kl_device *dev, void **event) {
+  (void)dev;
+  *event = kl_xcalloc(1, sizeof(host_event));
+  return KL_OK;
+}
+
+static kl_status host_event_record(kl_device *dev, void *event) {
+  (void)dev;
+  ((host_event *)event)->t = now_ms();
+  return KL_OK;
+}
+
+static kl_status host_event_elapsed(kl_device *dev, void *start, void *end, float *ms) {
+  (void)dev;
+  *ms = (float)(((host_event *)end)->t - ((host_event *)start)->t);
+  return KL_OK;
+}
+
+static void host_event_destroy(kl_device *dev, void *event) {
+  (void)dev;
+  free(event);
+}
+
+static const kl_device_ops host_ops = {
+  .destroy = host_destroy,
+  .alloc = host_alloc,
+  .free = host_free,
+  .copy = host_copy,
+  .fill = host_fill,
+  .load = host_load,
+  .load_llvm = host_load_llvm,
+  .unload = host_unload,
+  .get_kernel = host_get_kernel,
+  .release_kernel = NULL,
+  .launch = host_launch_kernel,
+  .synchronize = host_sync,
+  .event_create = host_event_create,
+  .event_record = host_event_record,
+  .event_elapsed = host_event_elapsed,
+  .event_destroy = host_event_destroy,
+};
+
+kl_device *kl_device_open_host(int ordinal, char *err, size_t errlen) {
+  if (ordinal != 0) {
+    if (err && errlen) snprintf(err, errlen, "host: there is only one host device (host:0), not host:%d", ordinal);
+    return NULL;
+  }
+  host_dev *h = kl_xcalloc(1, sizeof *h);
+  h->nthreads = kl_threadpool_default_threads();
+  kl_device_info info;
+  memset(&info, 0, sizeof info);
+  info.kind = KL_DEVICE_HOST;
+  snprintf(info.backend, sizeof info.backend, "host");
+  char *cpu = LLVMGetHostCPUName();
+  snprintf(info.name, sizeof info.name, "host (%s, %d threads)", cpu, h->nthreads);
+  LLVMDisposeMessage(cpu);
+  snprintf(info.arch, sizeof info.arch, "host");
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  info.total_mem = pages > 0 && psize > 0 ? (size_t)pages * (size_t)psize : 0;
+  info.compute_units = h->nthreads;
+  info.wave_size = 1;
+  info.max_threads_per_block = 1024;
+  info.max_shared_per_block = HOST_MAX_SHARED;
+  snprintf(info.driver, sizeof info.driver, "LLVM %d ORC JIT", LLVM_VERSION_MAJOR);
+  return kl_device_new(&host_ops, h, &info);
+}

@@ -1,0 +1,121 @@
+/* disasm.c — LLVM C API disassembly of raw code and of HSACO .text. See disasm.h. */
+#include "runtime/disasm.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Disassembler.h>
+
+#include "core/arena.h"
+#include "runtime/codegen_target.h"
+#include "runtime/hsaco.h"
+
+static void ds_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void ds_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+typedef struct ds_label { uint64_t addr; char *name; } ds_label;
+
+static int label_cmp(const void *a, const void *b) {
+  const ds_label *x = a, *y = b;
+  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static char *disasm_range(const char *triple, const char *cpu, const char *features, const uint8_t *code,
+                          size_t size, uint64_t pc, const ds_label *labels, int nlabels, char *err, size_t errlen) {
+  kl_llvm_init_targets();
+  LLVMDisasmContextRef dc =
+      LLVMCreateDisasmCPUFeatures(triple, cpu ? cpu : "", features ? features : "", NULL, 0, NULL, NULL);
+  if (!dc) {
+    ds_err(err, errlen, "disasm: no LLVM disassembler for %s (cpu '%s')", triple, cpu ? cpu : "");
+    return NULL;
+  }
+  kl_sb sb = {0};
+  char line[512];
+  size_t off = 0;
+  int li = 0;
+  while (off < size) {
+    uint64_t addr = pc + off;
+    while (li < nlabels && labels[li].addr < addr) li++;
+    while (li < nlabels && labels[li].addr == addr) kl_sb_printf(&sb, "%s:\n", labels[li++].name);
+    line[0] = '\0';
+    size_t n = LLVMDisasmInstruction(dc, (uint8_t *)code + off, size - off, addr, line, sizeof line);
+    if (n == 0) {
+      uint32_t w = 0;
+      size_t k = size - off < 4 ? size - off : 4;
+      memcpy(&w, code + off, k);
+      kl_sb_printf(&sb, "\t.long 0x%08x ; invalid\n", w);
+      off += k;
+      continue;
+    }
+    const char *s = line;
+    while (*s && isspace((unsigned char)*s)) s++;
+    kl_sb_printf(&sb, "\t%s\n", s);
+    off += n;
+  }
+  LLVMDisasmDispose(dc);
+  return kl_sb_take(&sb);
+}
+
+char *kl_disasm_bytes(const char *triple, const char *cpu, const char *features, const void *code, size_t size,
+                      uint64_t pc, char *err, size_t errlen) {
+  if (!triple || (!code && size)) {
+    ds_err(err, errlen, "disasm: missing triple or code");
+    return NULL;
+  }
+  return disasm_range(triple, cpu, features, code, size, pc, NULL, 0, err, errlen);
+}
+
+typedef struct ds_syms { uint64_t lo, hi; ds_label *v; int n, cap; } ds_syms;
+
+static void collect_symbol(void *user, const char *name, uint64_t value, uint64_t size, int type) {
+  ds_syms *s = user;
+  if (type != 2 /* STT_FUNC */ || value < s->lo || value >= s->hi) return;
+  for (int i = 0; i < s->n; i++)
+    if (s->v[i].addr == value && strcmp(s->v[i].name, name) == 0) return; /* .symtab and .dynsym */
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 16;
+    s->v = kl_xrealloc(s->v, (size_t)s->cap * sizeof *s->v);
+  }
+  s->v[s->n].addr = value;
+  s->v[s->n].name = kl_xstrdup(name);
+  s->n++;
+}
+
+char *kl_disasm_hsaco(const void *hsaco, size_t size, const char *cpu, char *err, size_t errlen) {
+  kl_hsaco_info info;
+  if (kl_hsaco_parse(hsaco, size, &info, err, errlen) != KL_OK) return NULL;
+  if (!cpu) {
+    if (strcmp(info.chip, "unknown") == 0) {
+      ds_err(err, errlen, "disasm: unknown AMDGPU chip in ELF flags 0x%x; pass the cpu", (unsigned)info.e_flags);
+      kl_hsaco_info_free(&info);
+      return NULL;
+    }
+    cpu = info.chip;
+  }
+  if (info.text_size == 0) {
+    ds_err(err, errlen, "disasm: the code object has no .text section");
+    kl_hsaco_info_free(&info);
+    return NULL;
+  }
+  ds_syms syms = {info.text_addr, info.text_addr + info.text_size, NULL, 0, 0};
+  char *out = NULL;
+  if (kl_hsaco_symbols(hsaco, size, collect_symbol, &syms, err, errlen) == KL_OK) {
+    if (syms.n) qsort(syms.v, (size_t)syms.n, sizeof *syms.v, label_cmp);
+    out = disasm_range("amdgcn-amd-amdhsa", cpu, "", (const uint8_t *)hsaco + info.text_offset, info.text_size,
+                       info.text_addr, syms.v, syms.n, err, errlen);
+  }
+  for (int i = 0; i < syms.n; i++) free(syms.v[i].name);
+  free(syms.v);
+  kl_hsaco_info_free(&info);
+  return out;
+}
