@@ -1,5 +1,7 @@
-/* dialect_builtin.c — registration, verifiers and folds of the shared ops. */
+/* dialect_builtin.c — registration, verifiers, folds and custom syntax of the shared ops. */
 #include "core/dialect_builtin.h"
+#include "core/parse.h"
+#include "core/print.h"
 #include <math.h>
 #include <string.h>
 
@@ -229,6 +231,229 @@ static bool fold_select(kl_op *op, const kl_attr *const *cst, kl_fold_result *ou
   return true;
 }
 
+/* ---- custom syntax ----
+ *   func.func @name(%arg0: f32, %x: tensor<4xf32>) attributes {k = v} { body }
+ *   func.return %a, %b : f32, f32          func.return
+ *   arith.constant 3 : i32                 arith.constant {value = "odd"} : f32
+ *   arith.addf %a, %b : f32                (every binary arith op)
+ * An op that does not fit its syntax prints " generic(...) ... : (...) -> ..." instead,
+ * which the parser reads back after any bare op name (parse.h). */
+
+static void print_types(kl_printer *pr, int n, const kl_type *const *ts, size_t stride_bytes, bool parens) {
+  if (parens) kl_printer_puts(pr, "(");
+  for (int i = 0; i < n; i++) {
+    const kl_type *t = *(const kl_type *const *)((const char *)ts + (size_t)i * stride_bytes);
+    if (i) kl_printer_puts(pr, ", ");
+    kl_printer_type(pr, t);
+  }
+  if (parens) kl_printer_puts(pr, ")");
+}
+
+void kl_print_generic_escape(kl_printer *pr, kl_op *op) {
+  kl_printer_puts(pr, " generic(");
+  for (int i = 0; i < op->nopnds; i++) { if (i) kl_printer_puts(pr, ", "); kl_printer_value(pr, op->opnds[i].value); }
+  kl_printer_puts(pr, ")");
+  if (op->nregions) {
+    kl_printer_puts(pr, " (");
+    for (int i = 0; i < op->nregions; i++) { if (i) kl_printer_puts(pr, ", "); kl_printer_region(pr, &op->regions[i], true); }
+    kl_printer_puts(pr, ")");
+  }
+  kl_printer_attr_dict(pr, op, NULL);
+  kl_printer_puts(pr, " : (");
+  for (int i = 0; i < op->nopnds; i++) {
+    if (i) kl_printer_puts(pr, ", ");
+    kl_printer_type(pr, op->opnds[i].value ? op->opnds[i].value->type : NULL);
+  }
+  kl_printer_puts(pr, ") -> ");
+  print_types(pr, op->nresults, &op->results[0].type, sizeof(kl_value), op->nresults != 1);
+}
+
+static bool operands_present(const kl_op *op) {
+  for (int i = 0; i < op->nopnds; i++) if (!op->opnds[i].value) return false;
+  return true;
+}
+static const kl_type *elem_or_self(const kl_type *t) { return t->elem ? t->elem : t; }
+
+/* func.func */
+static const char *func_symbol(const kl_op *op) {
+  const kl_attr *a = kl_op_attr(op, "sym_name");
+  return a && a->kind == KL_AT_STR && strlen(a->s) == a->len ? a->s : NULL;
+}
+static void print_func(kl_printer *pr, kl_op *op) {
+  if (op->nopnds || op->nresults || op->nregions != 1) { kl_print_generic_escape(pr, op); return; }
+  static const char *const elide_sym[] = { "sym_name", NULL };
+  const char *sym = func_symbol(op);
+  if (sym) {
+    kl_sb sb = {0};
+    kl_sb_puts(&sb, " @");
+    kl_print_ident_or_string(&sb, sym);
+    kl_printer_puts(pr, kl_sb_str(&sb));
+    kl_sb_free(&sb);
+  }
+  kl_printer_puts(pr, sym ? "(" : " (");
+  kl_block *entry = op->regions[0].first;     /* NULL: a body without blocks prints "{}" */
+  for (int i = 0; entry && i < entry->nargs; i++) {
+    kl_printer_printf(pr, "%s%s: ", i ? ", " : "", kl_printer_value_name(pr, entry->args[i]));
+    kl_printer_type(pr, entry->args[i]->type);
+  }
+  kl_printer_puts(pr, ")");
+  if (op->nattrs > (sym ? 1 : 0)) {
+    kl_printer_puts(pr, " attributes");
+    kl_printer_attr_dict(pr, op, sym ? elide_sym : NULL);
+  }
+  kl_printer_puts(pr, " ");
+  kl_printer_region(pr, &op->regions[0], false);
+}
+static kl_status parse_func(kl_parser *p, kl_op_state *st) {
+  kl_ctx *ctx = kl_parser_ctx(p);
+  if (kl_parser_peek_symbol(p)) {
+    const char *sym;
+    if (kl_parser_symbol(p, &sym) != KL_OK) return KL_ERR;
+    kl_op_state_add_attr(p, st, "sym_name", kl_attr_str(ctx, sym));
+  }
+  if (kl_parser_expect(p, "(") != KL_OK) return KL_ERR;
+  kl_block *entry = kl_block_create(ctx);
+  if (!kl_parser_accept(p, ")")) {
+    do {
+      if (kl_parser_block_arg(p, entry) != KL_OK) return KL_ERR;
+    } while (kl_parser_accept(p, ","));
+    if (kl_parser_expect(p, ")") != KL_OK) return KL_ERR;
+  }
+  if (kl_parser_accept(p, "attributes")) {
+    if (!kl_parser_peek(p, "{")) return kl_parser_error(p, "expected '{' after 'attributes'");
+    if (kl_parser_attr_dict(p, st) != KL_OK) return KL_ERR;
+  }
+  kl_region *body;
+  if (kl_parser_region(p, &body, entry) != KL_OK) return KL_ERR;
+  kl_op_state_add_region(p, st, body);
+  return KL_OK;
+}
+
+/* Parses ": t1, t2, ..." for the operands already in st; each type must match. */
+static kl_status parse_operand_types(kl_parser *p, kl_op_state *st) {
+  if (kl_parser_expect(p, ":") != KL_OK) return KL_ERR;
+  for (int i = 0; i < st->nopnds; i++) {
+    if (i && kl_parser_expect(p, ",") != KL_OK) return KL_ERR;
+    kl_loc at = kl_parser_loc(p);
+    const kl_type *t;
+    if (kl_parser_type(p, &t) != KL_OK) return KL_ERR;
+    if (t != st->opnds[i]->type)
+      return kl_parser_error_at(p, at, "operand #%d of '%s' has type %s, not %s", i, st->name,
+                                kl_type_str(st->opnds[i]->type), kl_type_str(t));
+  }
+  return KL_OK;
+}
+
+/* func.return */
+static void print_return(kl_printer *pr, kl_op *op) {
+  if (op->nresults || op->nregions || op->next || !operands_present(op)) { kl_print_generic_escape(pr, op); return; }
+  for (int i = 0; i < op->nopnds; i++) { kl_printer_puts(pr, i ? ", " : " "); kl_printer_value(pr, op->opnds[i].value); }
+  kl_printer_attr_dict(pr, op, NULL);
+  if (!op->nopnds) return;
+  kl_printer_puts(pr, " : ");
+  for (int i = 0; i < op->nopnds; i++) { if (i) kl_printer_puts(pr, ", "); kl_printer_type(pr, op->opnds[i].value->type); }
+}
+static kl_status parse_return(kl_parser *p, kl_op_state *st) {
+  if (kl_parser_peek_operand(p)) {
+    do {
+      kl_value *v;
+      if (kl_parser_operand(p, &v) != KL_OK) return KL_ERR;
+      kl_op_state_add_operand(p, st, v);
+    } while (kl_parser_accept(p, ","));
+  }
+  if (kl_parser_attr_dict(p, st) != KL_OK) return KL_ERR;
+  return st->nopnds ? parse_operand_types(p, st) : KL_OK;
+}
+
+/* arith.constant: a number (or bool) whose type is the result's (element) type prints
+ * short; any other value goes into the attribute dictionary. */
+static bool constant_short(const kl_op *op, const kl_attr *v) {
+  if (v->kind == KL_AT_BOOL) return true;
+  return (v->kind == KL_AT_INT || v->kind == KL_AT_FLOAT) && v->type == elem_or_self(op->results[0].type);
+}
+static void print_constant(kl_printer *pr, kl_op *op) {
+  const kl_attr *v = kl_op_attr(op, "value");
+  if (op->nopnds || op->nresults != 1 || op->nregions || !v) { kl_print_generic_escape(pr, op); return; }
+  static const char *const elide_value[] = { "value", NULL };
+  if (constant_short(op, v)) {
+    kl_sb sb = {0};
+    if (v->kind == KL_AT_INT) kl_sb_printf(&sb, " %lld", (long long)v->i);
+    else if (v->kind == KL_AT_BOOL) kl_sb_puts(&sb, v->i ? " true" : " false");
+    else { kl_sb_putc(&sb, ' '); kl_print_double(&sb, v->f); }
+    kl_printer_puts(pr, kl_sb_str(&sb));
+    kl_sb_free(&sb);
+    kl_printer_attr_dict(pr, op, elide_value);
+  } else {
+    kl_printer_attr_dict(pr, op, NULL);
+  }
+  kl_printer_puts(pr, " : ");
+  kl_printer_type(pr, op->results[0].type);
+}
+static kl_status parse_constant(kl_parser *p, kl_op_state *st) {
+  kl_ctx *ctx = kl_parser_ctx(p);
+  kl_loc vloc = kl_parser_loc(p);
+  const kl_attr *v = NULL;
+  if (!kl_parser_peek(p, "{") && kl_parser_attr_untyped(p, &v) != KL_OK) return KL_ERR;
+  if (kl_parser_attr_dict(p, st) != KL_OK) return KL_ERR;
+  if (kl_parser_expect(p, ":") != KL_OK) return KL_ERR;
+  const kl_type *t;
+  if (kl_parser_type(p, &t) != KL_OK) return KL_ERR;
+  kl_op_state_add_result_type(p, st, t);
+  bool in_dict = false;
+  for (int i = 0; i < st->nattrs; i++) if (!strcmp(st->attrs[i].name, "value")) in_dict = true;
+  if (!v) return in_dict ? KL_OK : kl_parser_error_at(p, vloc, "'arith.constant' needs a value");
+  if (in_dict) return kl_parser_error_at(p, vloc, "'arith.constant' has a value and a 'value' attribute");
+  const kl_type *et = elem_or_self(t);
+  if (v->kind == KL_AT_FLOAT || v->kind == KL_AT_INT) {
+    bool isf = v->kind == KL_AT_FLOAT;
+    if (kl_type_is_float(et)) v = kl_attr_float_typed(ctx, isf ? v->f : (double)v->i, et);
+    else if (kl_type_is_int(et) && !isf) {
+      if (!kl_int_literal_fits(et, v->i))
+        return kl_parser_error_at(p, vloc, "integer %lld out of range for type %s", (long long)v->i, kl_type_str(et));
+      v = kl_attr_int_typed(ctx, v->i, et);
+    } else {
+      return kl_parser_error_at(p, vloc, "%s constant cannot have type %s", isf ? "a floating-point" : "an integer", kl_type_str(t));
+    }
+  }
+  kl_op_state_add_attr(p, st, "value", v);
+  return KL_OK;
+}
+
+/* Binary arith ops: "%a, %b {attrs} : t" (operands and result of one type t). */
+static void print_binary(kl_printer *pr, kl_op *op) {
+  if (op->nopnds != 2 || op->nresults != 1 || op->nregions || !operands_present(op) ||
+      op->opnds[0].value->type != op->results[0].type || op->opnds[1].value->type != op->results[0].type) {
+    kl_print_generic_escape(pr, op);
+    return;
+  }
+  kl_printer_puts(pr, " ");
+  kl_printer_value(pr, op->opnds[0].value);
+  kl_printer_puts(pr, ", ");
+  kl_printer_value(pr, op->opnds[1].value);
+  kl_printer_attr_dict(pr, op, NULL);
+  kl_printer_puts(pr, " : ");
+  kl_printer_type(pr, op->results[0].type);
+}
+static kl_status parse_binary(kl_parser *p, kl_op_state *st) {
+  for (int i = 0; i < 2; i++) {
+    kl_value *v;
+    if (i && kl_parser_expect(p, ",") != KL_OK) return KL_ERR;
+    if (kl_parser_operand(p, &v) != KL_OK) return KL_ERR;
+    kl_op_state_add_operand(p, st, v);
+  }
+  if (kl_parser_attr_dict(p, st) != KL_OK) return KL_ERR;
+  if (kl_parser_expect(p, ":") != KL_OK) return KL_ERR;
+  kl_loc at = kl_parser_loc(p);
+  const kl_type *t;
+  if (kl_parser_type(p, &t) != KL_OK) return KL_ERR;
+  for (int i = 0; i < 2; i++)
+    if (st->opnds[i]->type != t)
+      return kl_parser_error_at(p, at, "operand #%d of '%s' has type %s, not %s", i, st->name,
+                                kl_type_str(st->opnds[i]->type), kl_type_str(t));
+  kl_op_state_add_result_type(p, st, t);
+  return KL_OK;
+}
+
 #define P KL_TRAIT_PURE
 #define ST KL_TRAIT_SAME_TYPES
 static const char *const need_value[] = { "value", NULL };
@@ -237,14 +462,17 @@ static const kl_opdef builtin_ops[] = {
   { .name = "builtin.module", .traits = KL_TRAIT_ISOLATED | KL_TRAIT_NO_TERMINATOR, .max_operands = 0, .max_results = 0, .num_regions = 1,
     .summary = "top-level container of functions" },
   { .name = "func.func", .traits = KL_TRAIT_ISOLATED | KL_TRAIT_SYMBOL, .max_operands = 0, .max_results = 0, .num_regions = 1,
+    .print = print_func, .parse = parse_func,
     .verify = verify_func, .summary = "a function; entry block arguments are its parameters" },
   { .name = "func.return", .traits = KL_TRAIT_TERMINATOR, .max_operands = -1, .max_results = 0, .num_regions = 0,
+    .print = print_return, .parse = parse_return,
     .summary = "returns from a func.func" },
   { .name = "func.call", .max_operands = -1, .max_results = -1, .num_regions = 0,
     .summary = "calls the function named by the symbol attribute 'callee'" },
   { .name = "arith.constant", .traits = P | KL_TRAIT_CONSTANT, .max_operands = 0, .min_results = 1, .max_results = 1,
+    .print = print_constant, .parse = parse_constant,
     .required_attrs = need_value, .verify = verify_constant, .summary = "a scalar or splat constant" },
-#define BIN(n, v, extra) { .name = n, .traits = P | ST | extra, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1, .verify = v, .fold = fold_binary }
+#define BIN(n, v, extra) { .name = n, .traits = P | ST | extra, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1, .verify = v, .fold = fold_binary, .print = print_binary, .parse = parse_binary }
   BIN("arith.addi", verify_int_op, KL_TRAIT_COMMUTATIVE), BIN("arith.subi", verify_int_op, 0),
   BIN("arith.muli", verify_int_op, KL_TRAIT_COMMUTATIVE), BIN("arith.divsi", verify_int_op, 0),
   BIN("arith.remsi", verify_int_op, 0), BIN("arith.maxsi", verify_int_op, KL_TRAIT_COMMUTATIVE),
