@@ -1,2 +1,516 @@
+/* main.c — the kiln executable: Lua 5.4 with the kiln module preloaded (global `kiln`).
+ *   kiln                      REPL (readline + ~/.kiln_history when built with readline)
+ *   kiln FILE.lua ARGS...     runs a script; `arg` is set up as by lua5.4
+ *   kiln -e CODE, -i, -l MOD  as lua5.4
+ *   kiln opt FILE.kir ...     parse, run a pipeline, print the module (IR tests)
+ * The Lua part of kiln (the files in lua/kiln/) is found through package.path, to which this
+ * program prepends <dir of the executable>/../lua/?.lua (build/kiln -> lua/) and
+ * KILN_SOURCE_DIR/lua/?.lua (the source tree it was built from), so it works from any
+ * directory. `kiln opt` needs no Lua files unless --load is given. Errors go to stderr
+ * and give a non-zero exit status. */
+#include "lua/kiln_lua.h"
+#include "core/parse.h"
+#include "core/pass.h"
+#include "core/print.h"
+#include "core/verify.h"
+#include <lualib.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void) { puts("kiln"); return 0; }
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef KILN_HAVE_READLINE
+#include <readline/readline.h>
+#include <readline/history.h>
+#endif
+
+#ifndef KILN_SOURCE_DIR
+#define KILN_SOURCE_DIR "."
+#endif
+#define KILN_VERSION "0.1.0"
+
+static const char *progname = "kiln";
+
+static void usage(FILE *f) {
+  fprintf(f,
+    "usage: kiln [options] [script.lua [args...]]\n"
+    "       kiln opt FILE.kir [opt options]\n"
+    "\n"
+    "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
+    "Without a script: an interactive REPL (prints returned values; incomplete chunks continue\n"
+    "on the next line; history in ~/.kiln_history).\n"
+    "\n"
+    "options:\n"
+    "  -e CODE        run CODE\n"
+    "  -l NAME        require library NAME into global NAME\n"
+    "  -i             enter the REPL after running the script / -e code\n"
+    "  -              run standard input as a script\n"
+    "  --             stop handling options\n"
+    "  -h, --help     show this help\n"
+    "  -v, --version  show the version\n"
+    "\n"
+    "kiln opt FILE.kir (FILE may be - for standard input):\n"
+    "  --pipeline P, -p P           pass pipeline, e.g. \"canonicalize,cse\" or \"pass{opt=3}\"\n"
+    "  --print-ir-after=all|a,b     print the IR after all / the named passes to stderr\n"
+    "  --generic                    print ops in generic form\n"
+    "  --locs                       print locations\n"
+    "  --verify-each=true|false     verify after every pass (default true)\n"
+    "  --timing                     print per-pass wall time to stderr\n"
+    "  --stats                      print op counts of the result to stderr\n"
+    "  --load FILE.lua              run a Lua script first (it may register passes)\n"
+    "  --list-passes                list the registered passes and exit\n"
+    "  -o FILE                      write the module to FILE instead of stdout\n");
+}
+
+/* ------------------------------------------------------------ Lua state ---- */
+static void prepend_package_path(lua_State *L) {
+  char exe[4096], paths[9000] = "";
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(paths, sizeof paths, "%s/../lua/?.lua;%s/../lua/?/init.lua;", exe, exe);
+    }
+  }
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s%s/lua/?.lua;%s/lua/?/init.lua;%s", paths, KILN_SOURCE_DIR, KILN_SOURCE_DIR, lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 2);
+}
+
+static int report(lua_State *L, int status) {
+  if (status != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "%s: %s\n", progname, msg ? msg : "(error object is not a string)");
+    fflush(stderr);
+    lua_pop(L, 1);
+  }
+  return status;
+}
+
+/* Ctrl-C while Lua code runs raises "interrupted!" at the next Lua instruction (as
+ * lua5.4 does). Lua code that C callbacks run is always inside a lua_pcall, so the
+ * error never unwinds through C drivers. A process-wide pointer is fine here: this is
+ * the executable, not the library. */
+static lua_State *interrupt_L = NULL;
+static void lstop(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+static void on_sigint(int sig) {
+  signal(sig, SIG_DFL);
+  lua_sethook(interrupt_L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+}
+
+static int docall(lua_State *L, int narg, int nres) {
+  int base = lua_gettop(L) - narg;
+  lua_pushcfunction(L, kl_lua_traceback);
+  lua_insert(L, base);
+  interrupt_L = L;
+  signal(SIGINT, on_sigint);
+  int status = lua_pcall(L, narg, nres, base);
+  signal(SIGINT, SIG_DFL);
+  lua_remove(L, base);
+  return status;
+}
+
+static int open_kiln(lua_State *L) {
+  luaL_openlibs(L);
+  prepend_package_path(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, kl_lua_open);
+  lua_setfield(L, -2, "kiln");
+  lua_pop(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "kiln");
+  int st = docall(L, 1, 1);
+  if (st != LUA_OK) return report(L, st);
+  lua_setglobal(L, "kiln");
+  return LUA_OK;
+}
+
+static lua_State *new_state(void) {
+  lua_State *L = luaL_newstate();
+  if (!L) { fprintf(stderr, "%s: cannot create a Lua state (out of memory)\n", progname); return NULL; }
+  if (open_kiln(L) != LUA_OK) { lua_close(L); return NULL; }
+  return L;
+}
+
+/* ---------------------------------------------------------------- REPL ---- */
+#define PROMPT1 "kiln> "
+#define PROMPT2 "  >> "
+
+static char *history_path(void) {
+  const char *home = getenv("HOME");
+  if (!home || !*home) return NULL;
+  size_t n = strlen(home) + 32;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/.kiln_history", home);
+  return p;
+}
+
+/* Returns a malloc'd line without its newline, or NULL at end of input. */
+static char *read_line(const char *prompt, bool tty) {
+#ifdef KILN_HAVE_READLINE
+  if (tty) return readline(prompt);
+#endif
+  if (tty || prompt) { fputs(prompt, stdout); fflush(stdout); }
+  size_t cap = 256, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) return NULL;
+  int c;
+  while ((c = getchar()) != EOF && c != '\n') {
+    if (len + 2 > cap) { char *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); return NULL; } buf = nb; }
+    buf[len++] = (char)c;
+  }
+  if (c == EOF && len == 0) { free(buf); return NULL; }
+  buf[len] = 0;
+  return buf;
+}
+
+static bool incomplete(lua_State *L, int status) {
+  if (status != LUA_ERRSYNTAX) return false;
+  size_t n; const char *msg = lua_tolstring(L, -1, &n);
+  const char *mark = "<eof>";
+  size_t m = strlen(mark);
+  return n >= m && strcmp(msg + n - m, mark) == 0;
+}
+
+/* Loads one REPL entry: "return LINE" first, else LINE plus continuation lines while
+ * the chunk is incomplete. Leaves the chunk (or an error message) on the stack and
+ * returns the status; -1 at end of input. *entry receives the text (malloc'd). */
+static int load_entry(lua_State *L, bool tty, char **entry) {
+  char *line = read_line(PROMPT1, tty);
+  if (!line) return -1;
+  const char *ret = lua_pushfstring(L, "return %s", line);
+  int st = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
+  if (st == LUA_OK) { lua_remove(L, -2); *entry = line; return st; }
+  lua_pop(L, 2);
+  for (;;) {
+    st = luaL_loadbuffer(L, line, strlen(line), "=stdin");
+    if (!incomplete(L, st)) break;
+    lua_pop(L, 1);
+    char *more = read_line(PROMPT2, tty);
+    if (!more) break;
+    size_t a = strlen(line), b = strlen(more);
+    char *joined = malloc(a + b + 2);
+    if (!joined) { free(more); break; }
+    memcpy(joined, line, a); joined[a] = '\n'; memcpy(joined + a + 1, more, b + 1);
+    free(line); free(more);
+    line = joined;
+  }
+  if (st != LUA_OK && lua_gettop(L) == 0) st = luaL_loadbuffer(L, line, strlen(line), "=stdin");
+  *entry = line;
+  return st;
+}
+
+/* Prints the values on the stack above base, with kiln.pretty when available. */
+static void print_results(lua_State *L, int base) {
+  int n = lua_gettop(L) - base;
+  if (n <= 0) return;
+  lua_getglobal(L, "kiln");
+  bool pretty = lua_istable(L, -1) && lua_getfield(L, -1, "pretty") == LUA_TFUNCTION;
+  int pf = lua_gettop(L);
+  for (int i = 1; i <= n; i++) {
+    if (pretty) {
+      lua_pushvalue(L, pf);
+      lua_pushvalue(L, base + i);
+      if (docall(L, 1, 1) != LUA_OK || !lua_isstring(L, -1)) { lua_pop(L, 1); luaL_tolstring(L, base + i, NULL); }
+    } else luaL_tolstring(L, base + i, NULL);
+    fputs(lua_tostring(L, -1), stdout);
+    fputs(i < n ? "\t" : "\n", stdout);
+    lua_pop(L, 1);
+  }
+  fflush(stdout);
+  lua_settop(L, base);
+}
+
+static void repl(lua_State *L) {
+  bool tty = isatty(0);
+  char *hist = history_path();
+#ifdef KILN_HAVE_READLINE
+  if (tty) {
+    rl_readline_name = "kiln";
+    stifle_history(1000);
+    if (hist) read_history(hist);
+  }
+#endif
+  if (tty) printf("kiln %s (%s) — type Lua; `return` is optional; Ctrl-D exits\n", KILN_VERSION, LUA_RELEASE);
+  for (;;) {
+    lua_settop(L, 0);
+    char *entry = NULL;
+    int st = load_entry(L, tty, &entry);
+    if (st == -1) break;
+#ifdef KILN_HAVE_READLINE
+    if (tty && entry && *entry) {
+      add_history(entry);
+      if (hist) write_history(hist);
+    }
+#endif
+    free(entry);
+    if (st == LUA_OK) st = docall(L, 0, LUA_MULTRET);
+    if (st == LUA_OK) print_results(L, 0);
+    else report(L, st);
+  }
+  if (tty) putchar('\n');
+  free(hist);
+}
+
+/* -------------------------------------------------------------- scripts ---- */
+static void create_arg_table(lua_State *L, int argc, char **argv, int script) {
+  int narr = argc - script - 1;
+  lua_createtable(L, narr > 0 ? narr : 0, script + 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+static int run_script(lua_State *L, int argc, char **argv, int script) {
+  const char *fname = argv[script];
+  if (!strcmp(fname, "-") && (script == 0 || strcmp(argv[script - 1], "--"))) fname = NULL;  /* stdin */
+  int st = luaL_loadfile(L, fname);
+  if (st != LUA_OK) return report(L, st);
+  int n = argc - script - 1;
+  luaL_checkstack(L, n + 3, "too many arguments to script");
+  for (int i = script + 1; i < argc; i++) lua_pushstring(L, argv[i]);
+  return report(L, docall(L, n, 0));
+}
+
+static int run_string(lua_State *L, const char *code, const char *name) {
+  int st = luaL_loadbuffer(L, code, strlen(code), name);
+  if (st == LUA_OK) st = docall(L, 0, 0);
+  return report(L, st);
+}
+
+static int require_lib(lua_State *L, const char *name) {
+  lua_getglobal(L, "require");
+  lua_pushstring(L, name);
+  int st = docall(L, 1, 1);
+  if (st == LUA_OK) lua_setglobal(L, name);
+  return report(L, st);
+}
+
+static int lua_main(int argc, char **argv) {
+  /* first pass: options up to the script */
+  int script = 0;
+  bool interactive = false, ran = false, version = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) { if (i + 1 < argc) script = i + 1; break; }
+    if (a[0] != '-' || !strcmp(a, "-")) { script = i; break; }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+    if (!strcmp(a, "-v") || !strcmp(a, "--version")) { version = true; continue; }
+    if (!strcmp(a, "-i")) { interactive = true; continue; }
+    if (!strcmp(a, "-e") || !strcmp(a, "-l")) {
+      if (++i >= argc) { fprintf(stderr, "%s: '%s' needs an argument\n", progname, a); usage(stderr); return 2; }
+      continue;
+    }
+    fprintf(stderr, "%s: unknown option '%s'\n", progname, a);
+    usage(stderr);
+    return 2;
+  }
+  if (version) {
+    printf("kiln %s (%s)\n", KILN_VERSION, LUA_RELEASE);
+    if (argc == 2) return 0;
+  }
+  lua_State *L = new_state();
+  if (!L) return 1;
+  create_arg_table(L, argc, argv, script ? script : 0);
+  int status = LUA_OK;
+  int end = script ? script : argc;
+  for (int i = 1; i < end && status == LUA_OK; i++) {
+    if (!strcmp(argv[i], "-e")) { status = run_string(L, argv[++i], "=(command line)"); ran = true; }
+    else if (!strcmp(argv[i], "-l")) status = require_lib(L, argv[++i]);
+  }
+  if (status == LUA_OK && script) { status = run_script(L, argc, argv, script); ran = true; }
+  if (status == LUA_OK && (interactive || (!ran && !version))) {
+    if (!interactive && !isatty(0) && !ran) {   /* `kiln < file`: run stdin as a script */
+      status = report(L, luaL_loadfile(L, NULL));
+      if (status == LUA_OK) status = report(L, docall(L, 0, 0));
+    } else repl(L);
+  }
+  lua_close(L);
+  return status == LUA_OK ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ opt ---- */
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  size_t r;
+  while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += r;
+    if (n == cap) { char *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
+  }
+  bool err = ferror(f);
+  if (f != stdin) fclose(f);
+  if (err) { free(buf); return NULL; }
+  *len = n;
+  return buf;
+}
+
+static void flush_diags(kl_ctx *ctx) {
+  char *d = kl_diag_take(ctx);
+  fputs(d, stderr);
+  free(d);
+}
+
+static void ir_to_stderr(const char *pass, const char *text, void *user) {
+  fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass, text);
+}
+
+typedef struct { const char *name; int n; } op_count;
+static int cmp_count(const void *a, const void *b) {
+  const op_count *x = a, *y = b;
+  return x->n != y->n ? y->n - x->n : strcmp(x->name, y->name);
+}
+static void print_stats(kl_op *m) {
+  int n;
+  kl_op **ops = kl_collect_ops(m, &n);
+  op_count *c = calloc((size_t)n + 1, sizeof *c);
+  int nc = 0;
+  for (int i = 0; c && i < n; i++) {
+    int k = 0;
+    while (k < nc && c[k].name != ops[i]->name) k++;   /* names are interned */
+    if (k == nc) c[nc++].name = ops[i]->name;
+    c[k].n++;
+  }
+  if (c) qsort(c, (size_t)nc, sizeof *c, cmp_count);
+  fprintf(stderr, "// op counts (%d ops)\n", n);
+  for (int k = 0; c && k < nc; k++) fprintf(stderr, "%8d  %s\n", c[k].n, c[k].name);
+  free(c);
+  free(ops);
+}
+
+static bool flag_value(int argc, char **argv, int *i, const char *flag, const char **out) {
+  size_t n = strlen(flag);
+  if (strncmp(argv[*i], flag, n)) return false;
+  if (argv[*i][n] == '=') { *out = argv[*i] + n + 1; return true; }
+  if (argv[*i][n] == 0 && *i + 1 < argc) { *out = argv[++*i]; return true; }
+  return false;
+}
+
+static int opt_main(int argc, char **argv) {
+  const char *file = NULL, *out = NULL, *print_after = NULL, *v = NULL;
+  const char *loads[64]; int nloads = 0;
+  char *pipeline = NULL;
+  size_t plen = 0;
+  bool generic = false, locs = false, verify_each = true, timing = false, stats = false, list = false;
+  int rc = 1;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (flag_value(argc, argv, &i, "--pipeline", &v) || flag_value(argc, argv, &i, "-p", &v) ||
+        flag_value(argc, argv, &i, "--pass-pipeline", &v)) {
+      size_t n = strlen(v);
+      char *np = realloc(pipeline, plen + n + 2);
+      if (!np) { free(pipeline); return 1; }
+      pipeline = np;
+      if (plen && n) pipeline[plen++] = ',';
+      memcpy(pipeline + plen, v, n + 1);
+      plen += n;
+    } else if (flag_value(argc, argv, &i, "--print-ir-after", &v)) print_after = v;
+    else if (!strcmp(a, "--print-ir-after-all")) print_after = "all";
+    else if (!strcmp(a, "--generic")) generic = true;
+    else if (!strcmp(a, "--locs")) locs = true;
+    else if (!strcmp(a, "--timing")) timing = true;
+    else if (!strcmp(a, "--stats")) stats = true;
+    else if (!strcmp(a, "--list-passes")) list = true;
+    else if (!strcmp(a, "--verify-each") || !strcmp(a, "--verify-each=true")) verify_each = true;
+    else if (!strcmp(a, "--verify-each=false")) verify_each = false;
+    else if (flag_value(argc, argv, &i, "--load", &v)) {
+      if (nloads == 64) { fprintf(stderr, "%s opt: too many --load\n", progname); free(pipeline); return 2; }
+      loads[nloads++] = v;
+    } else if (flag_value(argc, argv, &i, "-o", &v)) out = v;
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); free(pipeline); return 0; }
+    else if ((a[0] != '-' || !strcmp(a, "-")) && !file) file = a;
+    else {
+      fprintf(stderr, "%s opt: unknown or incomplete argument '%s'\n", progname, a);
+      free(pipeline);
+      return 2;
+    }
+  }
+  if (!file && !list) { fprintf(stderr, "%s opt: no input file (use - for stdin)\n", progname); free(pipeline); return 2; }
+
+  /* A Lua state only when scripts are loaded (their passes join the registry). */
+  lua_State *L = NULL;
+  kl_ctx *ctx = NULL;
+  if (nloads) {
+    if (!(L = new_state())) { free(pipeline); return 1; }
+    create_arg_table(L, 0, argv, 0);
+    for (int i = 0; i < nloads; i++) {
+      if (report(L, luaL_loadfile(L, loads[i])) != LUA_OK || report(L, docall(L, 0, 0)) != LUA_OK) goto done;
+    }
+    ctx = kl_lua_default_ctx(L);
+  } else {
+    ctx = kl_ctx_create();
+    if (kl_pass_count(ctx) == 0) kl_register_builtin_passes(ctx);
+  }
+  if (list) {
+    for (int i = 0; i < kl_pass_count(ctx); i++) {
+      const kl_pass_info *p = kl_pass_at(ctx, i);
+      printf("%-28s %s\n", p->name, p->summary ? p->summary : "");
+      for (int k = 0; k < p->noptions; k++)
+        printf("    %s=<%s> (default %s) %s\n", p->options[k].name,
+               p->options[k].kind == KL_OPT_INT ? "int" : p->options[k].kind == KL_OPT_FLOAT ? "float" :
+               p->options[k].kind == KL_OPT_BOOL ? "bool" : "string",
+               p->options[k].default_value ? p->options[k].default_value : "", p->options[k].help ? p->options[k].help : "");
+    }
+    rc = 0;
+    goto done;
+  }
+  {
+    size_t len = 0;
+    char *text = read_all(file, &len);
+    if (!text) { fprintf(stderr, "%s opt: cannot read '%s': %s\n", progname, file, strerror(errno)); goto done; }
+    kl_op *m = kl_parse_module(ctx, text, len, strcmp(file, "-") ? file : "<stdin>");
+    free(text);
+    if (!m) { flush_diags(ctx); goto done; }
+    if (kl_verify(m) != KL_OK) { flush_diags(ctx); goto done; }
+    kl_pass_manager *pm = kl_pass_manager_create(ctx);
+    kl_status s = (pipeline && *pipeline) ? kl_pass_manager_add_pipeline(pm, pipeline) : KL_OK;
+    if (s == KL_OK) {
+      if (print_after && *print_after) kl_pass_manager_print_ir_after(pm, print_after, ir_to_stderr, NULL);
+      kl_pass_manager_set_verify(pm, verify_each);
+      s = kl_pass_manager_run(pm, m);
+    }
+    if (timing) {
+      char *t = kl_pass_manager_timing(pm);
+      fprintf(stderr, "// pass timing\n%s", t ? t : "");
+      free(t);
+    }
+    kl_pass_manager_destroy(pm);
+    flush_diags(ctx);
+    if (s != KL_OK) goto done;
+    if (stats) print_stats(m);
+    char *ir = kl_print_op(m, (generic ? KL_PRINT_GENERIC : 0) | (locs ? KL_PRINT_LOCS : 0));
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) { fprintf(stderr, "%s opt: cannot write '%s': %s\n", progname, out, strerror(errno)); free(ir); goto done; }
+    fputs(ir, f);
+    free(ir);
+    if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) { fprintf(stderr, "%s opt: write error\n", progname); goto done; }
+    rc = 0;
+  }
+done:
+  free(pipeline);
+  if (L) lua_close(L);
+  else kl_ctx_destroy(ctx);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 0 && argv[0] && *argv[0]) {
+    const char *slash = strrchr(argv[0], '/');
+    progname = slash ? slash + 1 : argv[0];
+  }
+  if (argc > 1 && !strcmp(argv[1], "opt")) return opt_main(argc, argv);
+  return lua_main(argc, argv);
+}

@@ -1,0 +1,131 @@
+/* kiln_lua.h — the kiln Lua bindings (lua/kiln_lua*.c) and what the executable needs.
+ * Contract: kl_lua_open is luaopen_kiln: it builds the module table (context, IR
+ * handles, patterns, pipelines) and then loads the Lua part of the library
+ * ("kiln.lib", lua/kiln/lib.lua) through package.path; failing to find it is a Lua
+ * error. Handles are full userdata (metatables "kiln.op", "kiln.value", "kiln.block",
+ * "kiln.region", "kiln.type", "kiln.attr", "kiln.context"); every IR handle keeps its
+ * context userdata alive through its user value, and the context userdata destroys
+ * the kl_ctx when it is collected. IR memory is arena-owned, so IR handles own
+ * nothing (no __gc); one handle per IR object per context is cached (weak table), so
+ * handles are also usable as table keys. Errors raised to Lua carry the context's
+ * diagnostics text ("file:line:col: error: ..."). C callbacks that run Lua code (Lua
+ * patterns, Lua passes, pipeline callbacks, on_ir) always use lua_pcall with a
+ * traceback handler: a Lua error never unwinds through core C code.
+ * The kl_lua__* names below are internal to the binding files. */
+#ifndef KL_KILN_LUA_H
+#define KL_KILN_LUA_H
+#include <lua.h>
+#include <lauxlib.h>
+#include "core/ir.h"
+#include "core/rewrite.h"
+
+/* ---- public ---- */
+int kl_lua_open(lua_State *L);             /* pushes the kiln module table */
+/* The default context of this Lua state (created on first use; kiln must be open). */
+kl_ctx *kl_lua_default_ctx(lua_State *L);
+/* Pushes a handle for op (op->ctx must be a context made by these bindings). */
+void kl_lua_push_op(lua_State *L, kl_op *op);
+/* Message handler for lua_pcall: appends a traceback to the error message. */
+int kl_lua_traceback(lua_State *L);
+
+/* ---- internal, shared by the binding files ---- */
+enum { KL_LH_OP, KL_LH_VALUE, KL_LH_BLOCK, KL_LH_REGION, KL_LH_TYPE, KL_LH_ATTR, KL_LH_NKINDS };
+extern const char *const kl_lua__mt_names[KL_LH_NKINDS];
+#define KL_MT_CONTEXT "kiln.context"
+
+typedef struct kl_lua_ctxud { kl_ctx *ctx; } kl_lua_ctxud;   /* context userdata */
+
+/* Per-context binding state (arena-allocated, kl_ctx user slot "kiln.lua"). */
+typedef struct kl_lua_ctxstate {
+  lua_State *main;          /* main thread of the owning Lua state */
+  lua_State *cur;           /* thread running the current pipeline, or NULL */
+  kl_rewriter *rw;          /* set while a Lua pattern runs on this context */
+  /* Mirror of the rewriter's insertion point (restored after routed mutations). */
+  int ip_kind;              /* 0 before ip_op, 1 after ip_op, 2 end of ip_block */
+  kl_op *ip_op; kl_block *ip_block;
+} kl_lua_ctxstate;
+kl_lua_ctxstate *kl_lua__state(kl_ctx *ctx);
+/* Binding code that runs a pass manager or pattern driver on ctx from a Lua function
+ * brackets the run with prev = kl_lua__set_current(ctx, L) ... kl_lua__set_current(ctx,
+ * prev), so that Lua passes run on the calling thread (default: the main thread). */
+lua_State *kl_lua__set_current(kl_ctx *ctx, lua_State *L);
+/* The context's state; raises if a Lua pattern is running on ctx (drivers and pass
+ * managers must not be nested inside a pattern of the same context). */
+kl_lua_ctxstate *kl_lua__check_not_rewriting(lua_State *L, kl_ctx *ctx, const char *what);
+void kl_lua__restore_ip(kl_lua_ctxstate *st);
+void kl_lua__before_erase(kl_lua_ctxstate *st, kl_op *op);   /* keeps the mirror valid */
+
+/* Contexts. */
+int      kl_lua__new_ctx(lua_State *L);              /* pushes a new context userdata */
+int      kl_lua__default_ctxud(lua_State *L);        /* pushes it; returns its abs index */
+kl_ctx  *kl_lua__check_ctx(lua_State *L, int idx);   /* context handle at idx (alive) */
+/* Makes stack slot 1 a context: arg 1 if it is a context handle, else the default
+ * context is inserted there (shifting the arguments). Returns 1; *first = 2, the
+ * first argument after the context. */
+int      kl_lua__ctx_arg(lua_State *L, int *first);
+/* Pushes the context userdata registered for ctx (error if none). */
+int      kl_lua__push_ctxud_of(lua_State *L, kl_ctx *ctx);
+
+/* Handles. check returns the pointer (error if wrong kind or context destroyed). */
+void    *kl_lua__check(lua_State *L, int idx, int kind);
+void    *kl_lua__test(lua_State *L, int idx, int kind);   /* NULL if not that kind */
+kl_ctx  *kl_lua__handle_ctx(lua_State *L, int idx);      /* context of handle at idx */
+int      kl_lua__push_handle_ctxud(lua_State *L, int idx); /* pushes its context ud */
+void     kl_lua__push(lua_State *L, int ctxidx, int kind, const void *p); /* nil if p NULL */
+/* op/value/block checks that also require membership of context ctx. */
+kl_op    *kl_lua__check_op_in(lua_State *L, int idx, kl_ctx *ctx);
+kl_value *kl_lua__check_value_in(lua_State *L, int idx, kl_ctx *ctx);
+
+/* Conversions. */
+const kl_type *kl_lua__totype(lua_State *L, int idx, kl_ctx *ctx);   /* string or type handle */
+const kl_attr *kl_lua__toattr(lua_State *L, int idx, kl_ctx *ctx);   /* Lua value -> attr (nil -> NULL) */
+void kl_lua__push_attr_value(lua_State *L, int ctxidx, const kl_attr *a); /* attr -> Lua value */
+kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx);   /* first Lua level outside kiln */
+kl_loc kl_lua__toloc(lua_State *L, int idx, kl_ctx *ctx); /* nil -> caller loc */
+void   kl_lua__push_loc(lua_State *L, kl_loc loc);       /* "file:line:col" or nil */
+
+/* Errors and diagnostics. kl_lua__error raises "file:line: <message>" with the
+ * user's Lua line (first stack level outside the kiln library). */
+int  kl_lua__error(lua_State *L, const char *fmt, ...);
+int  kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *fallback); /* raises */
+void kl_lua__flush_diags(kl_ctx *ctx);   /* pending warnings/notes -> stderr */
+/* A temporary GC-managed buffer (a userdata pushed on the stack). */
+void *kl_lua__tmp(lua_State *L, size_t n);
+
+/* Builds a detached op from the table at idx (kiln.op{...} fields). */
+kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx);
+/* Mutations shared by op methods and the Lua rewriter object; inside a Lua pattern
+ * they go through the context's active rewriter. */
+void kl_lua__set_attr(lua_State *L, kl_op *op, const char *name, int vidx);
+int  kl_lua__erase(lua_State *L, kl_op *op);            /* error if results still used */
+enum { KL_LUA_AT_BEFORE, KL_LUA_AT_AFTER, KL_LUA_AT_END, KL_LUA_AT_START };
+/* Moves or inserts op relative to anchor (BEFORE/AFTER) or into block (END/START). */
+void kl_lua__place(lua_State *L, kl_op *op, int where, kl_op *anchor, kl_block *block);
+/* Replacement values for op's results from idx (op, value or table of values); the
+ * returned array is a GC-managed buffer pushed on the stack. */
+kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx);
+
+/* Registration of each binding file into the module table at the top of the stack,
+ * called in this order by kl_lua_open (a new binding file adds its line there). */
+void kl_lua__open_ir(lua_State *L);
+void kl_lua__open_rewrite(lua_State *L);
+void kl_lua__open_pass(lua_State *L);
+void kl_lua__open_program(lua_State *L);   /* kiln_lua_program.c: kiln.device, targets, compile */
+void kl_lua__open_view(lua_State *L);      /* kiln_lua_view.c: kiln.view, view_parse, conv_views */
+void kl_lua__open_util(lua_State *L);     /* kiln_lua_util.c */
+void kl_lua__open_tensor(lua_State *L);   /* kiln_lua_tensor.c */
+void kl_lua__open_graph(lua_State *L);    /* kiln_lua_graph.c */
+void kl_lua__open_view(lua_State *L);     /* kiln_lua_view.c */
+void kl_lua__open_program(lua_State *L);  /* kiln_lua_program.c */
+void kl_lua__open_bench(lua_State *L);    /* kiln_lua_bench.c */
+/* Registers the Lua passes known to this Lua state with a new context. */
+void kl_lua__register_lua_passes(lua_State *L, kl_ctx *ctx);
+/* Creates metatable name with metamethods meta and an __index that looks up methods,
+ * then property getters (called with the handle); leaves nothing on the stack. Both
+ * tables are reachable as kiln.methods[short] and kiln.props[short], so the Lua part
+ * of the library (and users) can add methods. methods/props/meta may be NULL. */
+void kl_lua__class(lua_State *L, int modidx, const char *name, const char *short_name,
+                   const luaL_Reg *methods, const luaL_Reg *props, const luaL_Reg *meta);
+/* __eq for IR handles: same kind and same underlying pointer. */
+int kl_lua__handle_eq(lua_State *L);
+#endif

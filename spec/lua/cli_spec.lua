@@ -1,0 +1,159 @@
+-- cli_spec.lua — the build/kiln executable as a process: --help, --version, -e, scripts
+-- with arguments, the REPL on piped input, and `kiln opt`.
+local helper = require "spec.lua.helper"
+local q = helper.shell_quote
+
+local bin = helper.kiln_bin()
+local function kiln(args, stdin) return helper.run(q(bin) .. " " .. args, stdin) end
+
+describe("kiln executable", function()
+  it("prints help and version", function()
+    local out, _, code = kiln("--help")
+    assert.are.equal(0, code)
+    assert.truthy(out:find("usage: kiln", 1, true), out)
+    assert.truthy(out:find("kiln opt FILE.kir", 1, true), out)
+    out, _, code = kiln("--version")
+    assert.are.equal(0, code)
+    assert.truthy(out:match("^kiln %d+%.%d+%.%d+ %(Lua 5%.4"), out)
+    local _, err
+    _, err, code = kiln("--bogus")
+    assert.are_not.equal(0, code)
+    assert.truthy(err:find("unknown option '--bogus'", 1, true), err)
+  end)
+
+  it("runs -e code with kiln preloaded", function()
+    local out, err, code = kiln("-e " .. q('local m = kiln.parse(\'"a.b"() : () -> ()\'); print(m:find("a.b").name, kiln.version)'))
+    assert.are.equal(0, code, err)
+    assert.truthy(out:match("^a%.b\t%d+%.%d+%.%d+\n$"), out)
+    out, err, code = kiln("-e " .. q("error('bad thing')"))
+    assert.are.equal(1, code)
+    assert.truthy(err:find("bad thing", 1, true), err)
+    assert.truthy(err:find("stack traceback", 1, true), err)
+  end)
+
+  it("runs a script with arguments like lua5.4, from any directory", function()
+    local script = helper.write_temp([[
+print(select("#", ...), ...)
+print(arg[0] ~= nil, arg[1], arg[2], arg[-1] ~= nil)
+local m = kiln.parse(io.read("a"), "stdin.kir")
+m:verify()
+local ok, report = kiln.run_pipeline(m, {"cse", function(mod) print("lua pass", mod.name) end})
+print(#report.passes)
+]], ".lua")
+    local out, err, code = helper.run("cd / && " .. q(bin) .. " " .. q(script) .. " one 'two words'", helper.sample)
+    os.remove(script)
+    assert.are.equal(0, code, err)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal("2\tone\ttwo words", lines[1])
+    assert.are.equal("true\tone\ttwo words\ttrue", lines[2])
+    assert.are.equal("lua pass\tbuiltin.module", lines[3])
+    assert.are.equal("2", lines[4])
+  end)
+
+  it("reports script errors with a traceback and exit status 1", function()
+    local script = helper.write_temp("local function f() kiln.parse('%0 = \"x\"(', 'oops.kir') end\nf()\n", ".lua")
+    local _, err, code = kiln(q(script))
+    os.remove(script)
+    assert.are.equal(1, code)
+    assert.truthy(err:find("oops.kir:1:", 1, true), err)
+    assert.truthy(err:find("stack traceback", 1, true), err)
+  end)
+
+  it("REPL: evaluates lines, prints returned values, continues incomplete chunks", function()
+    local input = table.concat({
+      "x = 40 +",
+      "2",
+      "x",
+      "kiln.type('tensor<2x3xf32>').shape",
+      "error('nope')",
+      "'after error'",
+      "kiln.parse('\"a.b\"() : () -> ()'):find('a.b').name",
+    }, "\n") .. "\n"
+    local out, err, code = kiln("-i", input)
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("42\n", 1, true), out)
+    assert.truthy(out:find("{2, 3}\n", 1, true), out)
+    assert.truthy(out:find('"after error"\n', 1, true), out)
+    assert.truthy(out:find('"a.b"\n', 1, true), out)
+    assert.truthy(err:find("nope", 1, true), err)
+  end)
+
+  describe("opt", function()
+    local input = [[
+func.func @f(%x: i32, %y: i32) {
+  %0 = arith.addi %x, %y : i32
+  %1 = arith.addi %x, %y : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %2 = arith.addi %c1, %c2 : i32
+  "test.use"(%0, %1, %2) : (i32, i32, i32) -> ()
+  func.return
+}
+]]
+    local file
+    before_each(function() file = helper.write_temp(input, ".kir") end)
+    after_each(function() os.remove(file) end)
+
+    it("parses, runs the pipeline and prints the module", function()
+      local out, err, code = kiln("opt " .. q(file) .. ' --pipeline "cse,canonicalize"')
+      assert.are.equal(0, code, err)
+      assert.are.equal("", err)
+      local _, n = out:gsub("arith.addi", "")
+      assert.are.equal(1, n)
+      assert.truthy(out:find("arith.constant 3 : i32", 1, true), out)
+      assert.truthy(out:find('"test.use"(%0, %0, %', 1, true), out)
+    end)
+
+    it("reads stdin, prints generic form, IR after passes, timing and stats", function()
+      local out, err, code = kiln("opt - --pipeline=cse --print-ir-after=all --generic --timing --stats", input)
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find('"arith.addi"(%x, %y) : (i32, i32) -> i32', 1, true), out)
+      assert.truthy(err:find("// -----// IR Dump After cse //----- //", 1, true), err)
+      assert.truthy(err:find("(total)", 1, true), err)
+      assert.truthy(err:find("builtin.module", 1, true), err)
+      out = kiln("opt " .. q(file) .. " --locs")
+      assert.truthy(out:find('loc("' .. file .. '":2:3)', 1, true), out)
+    end)
+
+    it("fails with located diagnostics on bad input, bad pipelines and failing verification", function()
+      local bad = helper.write_temp("func.func @f() {\n  %0 = arith.addi %q, %q : i32\n}\n", ".kir")
+      local out, err, code = kiln("opt " .. q(bad))
+      os.remove(bad)
+      assert.are_not.equal(0, code)
+      assert.are.equal("", out)
+      assert.truthy(err:find(bad .. ":2:", 1, true), err)
+      out, err, code = kiln("opt " .. q(file) .. " --pipeline cse,nope")
+      assert.are_not.equal(0, code)
+      assert.are.equal("", out)
+      assert.truthy(err:find("unknown pass 'nope'", 1, true), err)
+      local unverifiable = helper.write_temp("func.func @f(%x: i32) {\n  %0 = arith.addf %x, %x : i32\n  func.return\n}\n", ".kir")
+      out, err, code = kiln("opt " .. q(unverifiable))
+      os.remove(unverifiable)
+      assert.are_not.equal(0, code)
+      assert.truthy(err:find(":2:3: error: 'arith.addf' expects float operands", 1, true), err)
+      out, err, code = kiln("opt /nonexistent/x.kir")
+      assert.are_not.equal(0, code)
+      assert.truthy(err:find("cannot read", 1, true), err)
+    end)
+
+    it("runs Lua passes from --load scripts", function()
+      local script = helper.write_temp([[
+kiln.register_pass("tag-adds", function(m, o)
+  for _, op in ipairs(m:ops("arith.addi")) do op:set_attr("tag", o.name) end
+end, { options = { { name = "name", kind = "string", default = "t" } } })
+]], ".lua")
+      local out, err, code = kiln("opt " .. q(file) .. " --load " .. q(script) .. ' --pipeline "cse,tag-adds{name=hello}"')
+      os.remove(script)
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find('{tag = "hello"}', 1, true), out)
+    end)
+
+    it("lists passes", function()
+      local out, _, code = kiln("opt --list-passes")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("\ncse ", 1, true) or out:find("^cse "), out)
+      assert.truthy(out:find("canonicalize", 1, true), out)
+    end)
+  end)
+end)
