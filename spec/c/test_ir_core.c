@@ -64,7 +64,7 @@ static void test_ops(void) {
   kl_block_push_op(b, kl_op_create(ctx, "func.return", KL_LOC_UNKNOWN, 1, &ret_v, 0, NULL, 0, NULL, 0));
   CHECK(kl_value_use_count(r) == 2);
   CHECK(kl_verify(m) == KL_OK);
-  char *txt = kl_print_op(m, 0);
+  char *txt = kl_print_op(m, KL_PRINT_GENERIC);
   CHECK(strstr(txt, "\"arith.addf\"(%arg0, %arg1) : (f32, f32) -> f32") != NULL);
   free(txt);
   /* erase with uses fails with a diagnostic, module stays intact */
