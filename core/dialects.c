@@ -5,10 +5,12 @@
 void kl_register_builtin_dialect(kl_ctx *ctx);
 void kl_register_graph_dialect(kl_ctx *ctx);
 void kl_register_rock_dialect(kl_ctx *ctx);
+void kl_register_view_attr(kl_ctx *ctx);
 
 void kl_register_all_dialects(kl_ctx *ctx) {
   kl_register_builtin_dialect(ctx);
   kl_register_graph_dialect(ctx);
   kl_register_rock_dialect(ctx);
+  kl_register_view_attr(ctx);
   { void kl_register_builtin_passes(kl_ctx *ctx); kl_register_builtin_passes(ctx); }   /* passes/registry.c */
 }
