@@ -185,6 +185,22 @@ static bool fold_binary(kl_op *op, const kl_attr *const *cst, kl_fold_result *ou
   if ((k == B_MAX || k == B_MIN || k == B_AND || k == B_OR) && op->opnds[0].value == op->opnds[1].value) { out[0].value = op->opnds[0].value; return true; }
   return false;
 }
+/* Integer power with the graph's semantics: a negative exponent gives 1/x^-e truncated
+ * (0 except for x = +-1; 0^-e = 0); wraps to the type's width. */
+int64_t kl_ipow(int64_t x, int64_t e) {
+  if (e < 0) return x == 1 ? 1 : x == -1 ? ((-e) & 1 ? -1 : 1) : 0;
+  uint64_t r = 1, b = (uint64_t)x;
+  while (e > 0) { if (e & 1) r *= b; b *= b; e >>= 1; }
+  return (int64_t)r;
+}
+static bool fold_pow(kl_op *op, const kl_attr *const *cst, kl_fold_result *out) {
+  double a, b;
+  const kl_type *t = op->results[0].type;
+  if (t->kind == KL_TY_VECTOR || !cst_num(cst[0], &a) || !cst_num(cst[1], &b)) return false;
+  if (kl_type_is_float(t)) out[0].attr = kl_const_attr_for(op->ctx, t, pow(a, b));
+  else out[0].attr = kl_attr_int_typed(op->ctx, kl_wrap_int(t, kl_ipow((int64_t)a, (int64_t)b)), t);
+  return true;
+}
 static bool fold_unary_math(kl_op *op, const kl_attr *const *cst, kl_fold_result *out) {
   double a;
   const kl_type *t = op->results[0].type;
@@ -484,6 +500,10 @@ static const kl_opdef builtin_ops[] = {
   BIN("arith.minf", verify_float_op, KL_TRAIT_COMMUTATIVE),
 #undef BIN
 #define UN(n) { .name = n, .traits = P | ST, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .verify = verify_float_op, .fold = fold_unary_math }
+  { .name = "math.powf", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
+    .verify = verify_float_op, .fold = fold_pow, .summary = "x^y (C pow semantics)" },
+  { .name = "math.ipowi", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
+    .verify = verify_int_op, .fold = fold_pow, .summary = "x^e on integers; negative e: 1/x^-e truncated" },
   UN("arith.negf"), UN("math.exp"), UN("math.log"), UN("math.sqrt"), UN("math.rsqrt"), UN("math.tanh"), UN("math.absf"),
 #undef UN
 #define CAST(n) { .name = n, .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .fold = fold_cast }

@@ -13,6 +13,7 @@ kl_op *kl_build_constant(kl_ctx *ctx, kl_loc loc, const kl_attr *value, const kl
 /* Rounds v to what type t can hold (ints wrap to width; f16/bf16/f32 round). */
 double kl_round_to_type(const kl_type *t, double v);
 int64_t kl_wrap_int(const kl_type *t, int64_t v);
+int64_t kl_ipow(int64_t x, int64_t e);
 /* The attribute of value v converted to type t (int or float attr). */
 const kl_attr *kl_const_attr_for(kl_ctx *ctx, const kl_type *t, double v);
 /* For custom-syntax print hooks: prints " generic(%a) ({...}) {attrs} : (t) -> t", the

@@ -98,3 +98,20 @@ LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, i
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
 }
+
+LLVMValueRef kl_llvm_pow_f32(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y) {
+  LLVMTypeRef t = ty_of(x);
+  LLVMValueRef neg = LLVMBuildFCmp(b, LLVMRealOLT, x, fc(t, 0.0), "");
+  LLVMValueRef ax = LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, x, ""), x, "");
+  LLVMValueRef r = kl_llvm_exp_f32(b, LLVMBuildFMul(b, y, kl_llvm_log_f32(b, ax), ""));
+  /* x < 0: defined for integral y only, negative for odd y */
+  LLVMValueRef half = LLVMBuildFMul(b, y, fc(t, 0.5), "");
+  LLVMValueRef yi = LLVMBuildFCmp(b, LLVMRealOEQ, LLVMBuildFRem(b, y, fc(t, 1.0), ""), fc(t, 0.0), "");
+  LLVMValueRef odd = LLVMBuildFCmp(b, LLVMRealONE, LLVMBuildFRem(b, half, fc(t, 1.0), ""), fc(t, 0.0), "");
+  LLVMValueRef rn = LLVMBuildSelect(b, odd, LLVMBuildFNeg(b, r, ""), r, "");
+  rn = LLVMBuildSelect(b, yi, rn, fc(t, NAN), "");
+  r = LLVMBuildSelect(b, neg, rn, r, "");
+  /* x^0 = 1 and 1^y = 1, even for NaN */
+  LLVMValueRef one = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, fc(t, 0.0), ""), LLVMBuildFCmp(b, LLVMRealOEQ, x, fc(t, 1.0), ""), "");
+  return LLVMBuildSelect(b, one, fc(t, 1.0), r, "");
+}

@@ -8,6 +8,8 @@
 LLVMValueRef kl_llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef kl_llvm_log_f32(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x);
+/* x^y with C pow semantics for finite inputs (x < 0 needs an integral y). */
+LLVMValueRef kl_llvm_pow_f32(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y);
 /* max/min that return NaN if either operand is NaN (numpy.maximum semantics). */
 LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, int is_min);
 #endif

@@ -147,6 +147,37 @@ static LLVMValueRef safe_sdiv(lw *L, LLVMValueRef x, LLVMValueRef y, const kl_ty
   return LLVMBuildSelect(L->b, yz, zero, r, "");
 }
 
+/* Integer power by squaring, as an LLVM loop (graph semantics for negative exponents:
+ * 1 for x = 1, +-1 for x = -1, else 0). Scalars only. */
+static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind) { fail(L, op, "%s", "vector integer pow is not supported"); return NULL; }
+  LLVMValueRef zero = LLVMConstInt(ty, 0, 0), one = LLVMConstInt(ty, 1, 0), m1 = LLVMConstAllOnes(ty);
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b);
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(L->c, L->fn, "ipow.head");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(L->c, L->fn, "ipow.body");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->c, L->fn, "ipow.done");
+  LLVMBuildBr(L->b, head);
+  LLVMPositionBuilderAtEnd(L->b, head);
+  LLVMValueRef r = LLVMBuildPhi(L->b, ty, "r"), bse = LLVMBuildPhi(L->b, ty, "b"), ex = LLVMBuildPhi(L->b, ty, "e");
+  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, ex, zero, ""), body, done);
+  LLVMPositionBuilderAtEnd(L->b, body);
+  LLVMValueRef odd = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, ex, one, ""), zero, "");
+  LLVMValueRef r2 = LLVMBuildSelect(L->b, odd, LLVMBuildMul(L->b, r, bse, ""), r, "");
+  LLVMValueRef b2 = LLVMBuildMul(L->b, bse, bse, "");
+  LLVMValueRef e2 = LLVMBuildAShr(L->b, ex, one, "");
+  LLVMBuildBr(L->b, head);
+  LLVMValueRef rin[2] = { one, r2 }, bin_[2] = { x, b2 }, ein[2] = { e, e2 };
+  LLVMBasicBlockRef from[2] = { pre, body };
+  LLVMAddIncoming(r, rin, from, 2); LLVMAddIncoming(bse, bin_, from, 2); LLVMAddIncoming(ex, ein, from, 2);
+  LLVMPositionBuilderAtEnd(L->b, done);
+  /* negative exponents */
+  LLVMValueRef eodd = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, e, one, ""), zero, "");
+  LLVMValueRef negr = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, one, ""), one,
+                        LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, m1, ""), LLVMBuildSelect(L->b, eodd, m1, one, ""), zero, ""), "");
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, e, zero, ""), negr, r, "");
+}
+
 static LLVMValueRef lower_arith(lw *L, kl_op *op, LLVMValueRef *a) {
   const char *n = op->name;
   const kl_type *t = op->nopnds ? op->opnds[0].value->type : op->results[0].type;
@@ -165,6 +196,15 @@ static LLVMValueRef lower_arith(lw *L, kl_op *op, LLVMValueRef *a) {
     else if (!strcmp(n, "arith.negf")) r = LLVMBuildFNeg(L->b, x, "");
     if (r) return trunc_back(L, r, rt);
   }
+  if (!strcmp(n, "math.powf")) {
+    LLVMValueRef x = ext_f32(L, a[0], t), y = ext_f32(L, a[1], t);
+    LLVMTypeRef ct = LLVMTypeOf(x);
+    if (LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind) return trunc_back(L, kl_llvm_pow_f32(L->b, x, y), rt);
+    if (L->t->arch != KL_ARCH_HOST) { fail(L, op, "%s", "f64 pow is supported on the host only"); return NULL; }
+    LLVMValueRef xy[2] = { x, y };
+    return call_intr(L, "llvm.pow", &ct, 1, xy, 2);
+  }
+  if (!strcmp(n, "math.ipowi")) return ipow(L, op, a[0], a[1]);
   if (!strncmp(n, "math.", 5)) {
     LLVMValueRef x = ext_f32(L, a[0], t), r;
     LLVMTypeRef ct = LLVMTypeOf(x);

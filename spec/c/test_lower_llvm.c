@@ -108,6 +108,62 @@ static void test_gpu_emit(kl_op *m, const char *target, const char *needle) {
   printf("%s: emitted, contains '%s'\n", target, needle);
 }
 
+/* pow: float (C semantics) and integer (graph semantics) against the scalar rules. */
+static const char *pow_text =
+  "\"func.func\"() ({\n"
+  "^bb0(%x: buffer<8xf32>, %y: buffer<8xf32>, %i: buffer<8xi32>, %e: buffer<8xi32>, %o: buffer<8xf32>, %oi: buffer<8xi32>):\n"
+  "  %c0 = \"arith.constant\"() {value = 0 : index} : () -> index\n"
+  "  %c1 = \"arith.constant\"() {value = 1 : index} : () -> index\n"
+  "  %c8 = \"arith.constant\"() {value = 8 : index} : () -> index\n"
+  "  \"scf.for\"(%c0, %c8, %c1) ({\n"
+  "  ^bb0(%k: index):\n"
+  "    %a = \"rock.load\"(%x, %k) : (buffer<8xf32>, index) -> f32\n"
+  "    %b = \"rock.load\"(%y, %k) : (buffer<8xf32>, index) -> f32\n"
+  "    %p = \"math.powf\"(%a, %b) : (f32, f32) -> f32\n"
+  "    \"rock.store\"(%p, %o, %k) : (f32, buffer<8xf32>, index) -> ()\n"
+  "    %m = \"rock.load\"(%i, %k) : (buffer<8xi32>, index) -> i32\n"
+  "    %n = \"rock.load\"(%e, %k) : (buffer<8xi32>, index) -> i32\n"
+  "    %q = \"math.ipowi\"(%m, %n) : (i32, i32) -> i32\n"
+  "    \"rock.store\"(%q, %oi, %k) : (i32, buffer<8xi32>, index) -> ()\n"
+  "    %lt = \"arith.cmpi\"(%m, %n) {predicate = \"lt\"} : (i32, i32) -> i1\n"
+  "    \"scf.yield\"() : () -> ()\n"
+  "  }) : (index, index, index) -> ()\n"
+  "  \"func.return\"() : () -> ()\n"
+  "}) {block_size = 1, grid_size = 1, kernel, sym_name = \"powk\"} : () -> ()\n";
+
+int64_t kl_ipow(int64_t x, int64_t e);
+static void test_pow(kl_ctx *ctx) {
+  kl_op *m = kl_parse_module(ctx, pow_text, strlen(pow_text), "pow.kir");
+  CHECK(m && kl_verify(m) == KL_OK);
+  if (!m) return;
+  LLVMContextRef c = LLVMContextCreate(); LLVMModuleRef lm;
+  CHECK(kl_lower_to_llvm(m, kl_target_lookup("host"), c, &lm) == KL_OK);
+  char err[256];
+  kl_device *dev = kl_device_open("host", err, sizeof err);
+  kl_dev_module *mod; kl_dev_kernel *k;
+  CHECK(kl_device_load_llvm(dev, lm, &mod) == KL_OK && kl_device_get_kernel(mod, "powk", &k) == KL_OK);
+  float x[8] = { 2, 0.5f, -2, -2, 0, 3.7f, -1.5f, 10 }, y[8] = { 10, -3, 3, 2, 0, 1.3f, 0.5f, -2 }, o[8];
+  int32_t xi[8] = { 2, -3, 1, -1, -1, 0, 5, 7 }, ei[8] = { 10, 3, -4, -3, -2, 0, -1, 0 }, oi[8];
+  void *p[] = { x, y, xi, ei, o, oi };
+  void *args[] = { &p[0], &p[1], &p[2], &p[3], &p[4], &p[5] };
+  size_t sizes[] = { 8, 8, 8, 8, 8, 8 };
+  uint32_t one[3] = { 1, 1, 1 };
+  CHECK(kl_device_launch(k, one, one, 0, args, sizes, 6) == KL_OK);
+  double worst = 0;
+  for (int i = 0; i < 8; i++) {
+    double want = pow((double)x[i], (double)y[i]);
+    if (isnan(want)) { CHECK(isnan(o[i])); continue; }
+    worst = fmax(worst, fabs(o[i] - want) / fmax(fabs(want), 1e-30));
+    CHECK(oi[i] == (int32_t)kl_ipow(xi[i], ei[i]));
+  }
+  CHECK(worst < 2e-6);
+  kl_device_destroy(dev);
+  test_gpu_emit(m, "sm_90", ".entry powk");
+  test_gpu_emit(m, "gfx942", "powk:");
+  LLVMDisposeModule(lm); LLVMContextDispose(c);
+  printf("pow: worst relative error %.2g\n", worst);
+}
+
 int main(void) {
   kl_ctx *ctx = kl_ctx_create();
   kl_op *m = kl_parse_module(ctx, kernel_text, strlen(kernel_text), "vk.kir");
@@ -117,6 +173,7 @@ int main(void) {
   test_host(m);
   test_gpu_emit(m, "sm_90", ".entry vk");
   test_gpu_emit(m, "gfx942", "vk:");
+  test_pow(ctx);
   /* an op that is not loop level is a located error */
   const char *bad = "\"func.func\"() ({\n^bb0(%a: buffer<4xf32>):\n  \"rock.fill\"(%a) {value = 0.0} : (buffer<4xf32>) -> ()\n"
                     "  \"func.return\"() : () -> ()\n}) {kernel, sym_name = \"bad\"} : () -> ()\n";

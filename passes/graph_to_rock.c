@@ -1,0 +1,682 @@
+/* graph_to_rock.c — the `graph-to-rock` pass: every kernel_group function made by
+ * graph-partition becomes a kernel function over buffers (core/dialect_rock.h).
+ *
+ *  - Signature: one global buffer per input tensor (same shape, strides, element type),
+ *    then one output buffer per result (written in place); attributes `kernel`, `kind`,
+ *    `arg_names` = ["in0", ..., "out0"]; the body ends with func.return (no operands).
+ *  - Graph view ops become chains of rock.transform (#view): transpose = PassThrough
+ *    permutation, reshape = Merge/Unmerge, broadcast (explicit, or the implicit numpy
+ *    broadcast of an element-wise operand) = Broadcast/AddDim, slice = Slice (+ Embed
+ *    for steps > 1). A chain is emitted once per (buffer, views) pair.
+ *  - Element-wise ops: ONE rock.elementwise per group, in regular form. Its iteration
+ *    space is the group result's shape; each distinct (input, view path) pair is one
+ *    operand, read through a rock.transform chain so that it has the output's shape;
+ *    the body holds the scalar ops (arith / math; relu = maxf x 0, sigmoid =
+ *    1 / (1 + exp(-x)), clip = max/min, convert = extf / truncf / sitofp / fptosi /
+ *    extsi / trunci, where = select). pow is emitted as the (unregistered) scalar op
+ *    "math.powf" (floats) / "math.ipowi" (integers).
+ *  - graph.conv -> rock.conv and graph.dot -> rock.gemm (views a [G,K,M], b [G,K,N],
+ *    c [G,M,N]; batch dims merged into G, broadcast batch dims by Broadcast/AddDim).
+ *    With an epilogue, the anchor writes a rock.alloc global buffer that has the
+ *    group result's shape and strides, and the rock.elementwise reads that buffer
+ *    DIRECTLY; views between the anchor and the epilogue (transpose / reshape) are
+ *    inverted onto the anchor's write (the regular form that output fusion needs).
+ *  - graph.reduce_* -> rock.reduce (a keepdims=false output is written through AddDim
+ *    views), graph.softmax -> rock.softmax, graph.concat -> ONE rock.elementwise over
+ *    the output that reads each input through a Pad view along the axis (0 outside its
+ *    slice) and adds them (exact, except that -0.0 becomes +0.0).
+ *  - Empty tensors: a kernel whose output is empty does nothing; a dot / conv / reduce
+ *    with an empty input fills its output with the op's identity (rock.fill).
+ * Errors (anything the views cannot express) are diagnostics at the op's location. */
+#include "core/dialect_builtin.h"
+#include "core/dialect_graph.h"
+#include "core/dialect_rock.h"
+#include "core/pass.h"
+#include "passes/pass_util.h"
+#include "runtime/refops.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ state */
+
+typedef struct tchain { kl_value *base; int n; const kl_view **steps; kl_value *result; } tchain;
+
+typedef struct g2r {
+  kl_ctx *ctx;
+  kl_block *nb;            /* the new entry block */
+  kl_value_map args;       /* old block args -> new buffer args */
+  kl_arena ar;             /* views and step arrays of this kernel */
+  int nchains, capchains;
+  tchain *chains;
+} g2r;
+
+/* Copies a heap view into the arena and frees it. */
+static const kl_view *keep(g2r *g, kl_view *v) {
+  if (!v) return NULL;
+  const kl_view *c = kl_view_copy_to_arena(v, &g->ar);
+  kl_view_free(v);
+  return c;
+}
+
+static bool steps_equal(int n, const kl_view *const *a, int m, const kl_view *const *b) {
+  if (n != m) return false;
+  for (int i = 0; i < n; i++) if (a[i] != b[i] && !kl_view_equal(a[i], b[i])) return false;
+  return true;
+}
+static const kl_view **steps_push(g2r *g, int n, const kl_view *const *steps, const kl_view *v) {
+  const kl_view **s = kl_arena_alloc(&g->ar, (size_t)(n + 1) * sizeof *s);
+  if (n) memcpy(s, steps, (size_t)n * sizeof *s);
+  s[n] = v;
+  return s;
+}
+
+/* The buffer read through steps (steps[0] is applied at the top: its upper side is the
+ * shape the reader sees; the last step's lower side is the base's shape). */
+static kl_value *chain(g2r *g, kl_value *base, int n, const kl_view *const *steps, kl_loc loc) {
+  if (n == 0) return base;
+  for (int i = 0; i < g->nchains; i++)
+    if (g->chains[i].base == base && steps_equal(g->chains[i].n, g->chains[i].steps, n, steps)) return g->chains[i].result;
+  kl_value *below = chain(g, base, n - 1, steps + 1, loc);
+  kl_value *r = kl_pu_transform(g->ctx, loc, below, steps[0], g->nb, NULL);
+  if (g->nchains == g->capchains) {
+    g->capchains = g->capchains ? 2 * g->capchains : 16;
+    g->chains = kl_xrealloc(g->chains, (size_t)g->capchains * sizeof *g->chains);
+  }
+  g->chains[g->nchains++] = (tchain){ base, n, (const kl_view **)kl_arena_dup(&g->ar, steps, (size_t)n * sizeof *steps), r };
+  return r;
+}
+
+static bool is_view_value(kl_value *v) { return v->def && kl_pu_is_view_op(v->def->name); }
+
+/* Follows graph view ops from v down to a non-view value, appending their views to
+ * *steps. Returns the value below the views (NULL after an error). */
+static kl_value *resolve(g2r *g, kl_value *v, int *n, const kl_view ***steps) {
+  while (is_view_value(v)) {
+    const kl_view *vw = keep(g, kl_pu_graph_view(v->def));
+    if (!vw) return NULL;
+    *steps = steps_push(g, *n, *steps, vw);
+    (*n)++;
+    v = v->def->opnds[0].value;
+  }
+  return v;
+}
+/* The new buffer of an old value through its views (inputs of conv, dot, reduce, ...). */
+static kl_value *buffer_of(g2r *g, kl_value *v, kl_loc loc) {
+  int n = 0;
+  const kl_view **steps = NULL;
+  kl_value *base = resolve(g, v, &n, &steps);
+  if (!base) return NULL;
+  kl_value *nbase = kl_value_map_get(&g->args, base);
+  if (nbase == base) { kl_emit_error(g->ctx, loc, "graph-to-rock: value is not a kernel input"); return NULL; }
+  return chain(g, nbase, n, steps, loc);
+}
+
+static kl_op *emit(g2r *g, const char *name, kl_loc loc, int n, kl_value *const *opnds, int nres, const kl_type *rt,
+                   int na, const kl_named_attr *attrs) {
+  kl_op *op = kl_op_create(g->ctx, name, loc, n, opnds, nres, &rt, na, attrs, 0);
+  kl_block_push_op(g->nb, op);
+  return op;
+}
+/* A global intermediate with t's shape and strides and element type elem. */
+static kl_value *alloc_like(g2r *g, const kl_type *t, const kl_type *elem, kl_loc loc) {
+  const kl_type *bt = kl_type_buffer(g->ctx, elem, t->rank, t->shape, t->strides, KL_SPACE_GLOBAL);
+  return kl_op_result(emit(g, "rock.alloc", loc, 0, NULL, 1, bt, 0, NULL), 0);
+}
+static void fill(g2r *g, kl_value *buf, double value, kl_loc loc) {
+  kl_named_attr a = { "value", kl_const_attr_for(g->ctx, buf->type->elem, value) };
+  if (!kl_type_is_float(buf->type->elem) && isinf(value)) {
+    int bits = kl_type_bits(buf->type->elem);
+    int64_t lim = bits >= 64 ? INT64_MAX : bits <= 1 ? 1 : ((int64_t)1 << (bits - 1)) - 1;
+    a.value = kl_attr_int_typed(g->ctx, value > 0 ? lim : (bits <= 1 ? 0 : -lim - 1), buf->type->elem);
+  }
+  emit(g, "rock.fill", loc, 1, &buf, 0, NULL, 1, &a);
+}
+
+/* ------------------------------------------------------------------ scalar bodies */
+
+typedef struct leaf { kl_value *old; int n; const kl_view **steps; kl_value *arg; } leaf;
+typedef struct memo { kl_value *old; int n; const kl_view **steps; kl_value *scalar; } memo;
+typedef struct cluster {
+  g2r *g;
+  kl_block *rb;            /* body block (detached until the op is made) */
+  kl_value *special;       /* old anchor result: read from the intermediate directly */
+  int nleaves, capleaves;
+  leaf *leaves;
+  int nmemo, capmemo;
+  memo *memos;
+  bool failed;
+} cluster;
+
+static kl_value *sop(cluster *c, const char *name, kl_loc loc, int n, kl_value *const *opnds, const kl_type *t,
+                     int na, const kl_named_attr *attrs) {
+  kl_op *op = kl_op_create(c->g->ctx, name, loc, n, opnds, 1, &t, na, attrs, 0);
+  kl_block_push_op(c->rb, op);
+  return kl_op_result(op, 0);
+}
+static kl_value *scst(cluster *c, const kl_type *t, double v, kl_loc loc) {
+  kl_op *op = kl_build_constant(c->g->ctx, loc, kl_const_attr_for(c->g->ctx, t, v), t);
+  kl_block_push_op(c->rb, op);
+  return kl_op_result(op, 0);
+}
+static kl_value *bin(cluster *c, const char *name, kl_loc loc, kl_value *a, kl_value *b) {
+  kl_value *o[] = { a, b };
+  return sop(c, name, loc, 2, o, a->type, 0, NULL);
+}
+static kl_value *un(cluster *c, const char *name, kl_loc loc, kl_value *a) { return sop(c, name, loc, 1, &a, a->type, 0, NULL); }
+static kl_value *cast(cluster *c, const char *name, kl_loc loc, kl_value *a, const kl_type *t) { return sop(c, name, loc, 1, &a, t, 0, NULL); }
+static kl_value *cmp_ne0(cluster *c, kl_loc loc, kl_value *a) {
+  const kl_type *t = a->type;
+  kl_value *o[] = { a, scst(c, t, 0, loc) };
+  kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, "ne") };
+  return sop(c, kl_type_is_float(t) ? "arith.cmpf" : "arith.cmpi", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
+}
+static kl_value *cmp_eq0(cluster *c, kl_loc loc, kl_value *a) {
+  kl_value *o[] = { a, scst(c, a->type, 0, loc) };
+  kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, "eq") };
+  return sop(c, kl_type_is_float(a->type) ? "arith.cmpf" : "arith.cmpi", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
+}
+static kl_value *sel(cluster *c, kl_loc loc, kl_value *cond, kl_value *a, kl_value *b) {
+  kl_value *o[] = { cond, a, b };
+  return sop(c, "arith.select", loc, 3, o, a->type, 0, NULL);
+}
+
+/* x of scalar type S converted to T (kl_ref_convert semantics). */
+static kl_value *convert(cluster *c, kl_loc loc, kl_value *x, const kl_type *t) {
+  const kl_type *s = x->type;
+  kl_ctx *ctx = c->g->ctx;
+  if (s == t) return x;
+  bool sf = kl_type_is_float(s), tf = kl_type_is_float(t);
+  if (t->kind == KL_TY_I1) return cmp_ne0(c, loc, x);
+  if (sf && tf) {
+    int sb = kl_type_bits(s), tb = kl_type_bits(t);
+    if (sb < tb) return cast(c, "arith.extf", loc, x, t);
+    if (sb > tb) return cast(c, "arith.truncf", loc, x, t);
+    return cast(c, "arith.truncf", loc, cast(c, "arith.extf", loc, x, kl_type_f32(ctx)), t);  /* f16 <-> bf16 */
+  }
+  if (s->kind == KL_TY_I1) return sel(c, loc, x, scst(c, t, 1, loc), scst(c, t, 0, loc));
+  if (!sf && tf) return cast(c, "arith.sitofp", loc, x, t);
+  if (sf && !tf) return cast(c, "arith.fptosi", loc, x, t);   /* saturating, NaN -> 0 (lowering's contract) */
+  int sb = kl_type_bits(s), tb = kl_type_bits(t);
+  return cast(c, sb < tb ? "arith.extsi" : "arith.trunci", loc, x, t);
+}
+
+static kl_value *int_div(cluster *c, kl_loc loc, kl_value *a, kl_value *b) {
+  /* x / 0 = 0; computed in i64 so that INT_MIN / -1 of i8 / i32 wraps instead of trapping */
+  const kl_type *t = a->type, *i64 = kl_type_i64(c->g->ctx);
+  bool widen = t->kind != KL_TY_I64 && t->kind != KL_TY_INDEX;
+  kl_value *wa = widen ? convert(c, loc, a, i64) : a, *wb = widen ? convert(c, loc, b, i64) : b;
+  kl_value *z = cmp_eq0(c, loc, wb);
+  kl_value *safe = sel(c, loc, z, scst(c, wb->type, 1, loc), wb);
+  kl_value *q = bin(c, "arith.divsi", loc, wa, safe);
+  q = sel(c, loc, z, scst(c, q->type, 0, loc), q);
+  return widen ? cast(c, "arith.trunci", loc, q, t) : q;
+}
+
+static void int_range(const kl_type *t, double *lo, double *hi) {
+  switch (t->kind) {
+  case KL_TY_I1: *lo = 0; *hi = 1; break;
+  case KL_TY_I8: *lo = -128; *hi = 127; break;
+  case KL_TY_I32: *lo = -2147483648.0; *hi = 2147483647.0; break;
+  default: *lo = -9.2e18; *hi = 9.2e18; break;
+  }
+}
+
+/* The scalar computation of graph element-wise op `op` on operands x[]. */
+static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
+  const char *n = op->name + 6;   /* after "graph." */
+  kl_loc loc = op->loc;
+  const kl_type *rt = op->results[0].type->elem;
+  bool f = kl_type_is_float(rt);
+  int b = kl_binop_from_name(n), u = kl_unop_from_name(n);
+  if (b >= 0) {
+    switch ((kl_binop)b) {
+    case KL_BIN_ADD: return bin(c, f ? "arith.addf" : "arith.addi", loc, x[0], x[1]);
+    case KL_BIN_SUB: return bin(c, f ? "arith.subf" : "arith.subi", loc, x[0], x[1]);
+    case KL_BIN_MUL: return bin(c, f ? "arith.mulf" : "arith.muli", loc, x[0], x[1]);
+    case KL_BIN_DIV: return f ? bin(c, "arith.divf", loc, x[0], x[1]) : int_div(c, loc, x[0], x[1]);
+    case KL_BIN_MAX: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, x[0], x[1]);
+    case KL_BIN_MIN: return bin(c, f ? "arith.minf" : "arith.minsi", loc, x[0], x[1]);
+    case KL_BIN_POW: return bin(c, f ? "math.powf" : "math.ipowi", loc, x[0], x[1]);
+    default: break;
+    }
+  }
+  if (u >= 0) {
+    kl_value *a = x[0];
+    switch ((kl_unop)u) {
+    case KL_UN_NEG: return f ? un(c, "arith.negf", loc, a) : bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a);
+    case KL_UN_ABS:
+      return f ? un(c, "math.absf", loc, a) : bin(c, "arith.maxsi", loc, a, bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a));
+    case KL_UN_EXP: return un(c, "math.exp", loc, a);
+    case KL_UN_LOG: return un(c, "math.log", loc, a);
+    case KL_UN_SQRT: return un(c, "math.sqrt", loc, a);
+    case KL_UN_RSQRT: return un(c, "math.rsqrt", loc, a);
+    case KL_UN_TANH: return un(c, "math.tanh", loc, a);
+    case KL_UN_SIGMOID: {
+      kl_value *one = scst(c, rt, 1, loc);
+      kl_value *e = un(c, "math.exp", loc, un(c, "arith.negf", loc, a));
+      return bin(c, "arith.divf", loc, one, bin(c, "arith.addf", loc, one, e));
+    }
+    case KL_UN_RELU: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, a, scst(c, rt, 0, loc));
+    default: break;
+    }
+  }
+  if (!strcmp(n, "clip")) {
+    double lo = 0, hi = 0;
+    kl_op_attr_f64(op, "min", &lo);
+    kl_op_attr_f64(op, "max", &hi);
+    if (f) return bin(c, "arith.minf", loc, bin(c, "arith.maxf", loc, x[0], scst(c, rt, lo, loc)), scst(c, rt, hi, loc));
+    double tlo, thi;
+    int_range(rt, &tlo, &thi);
+    lo = ceil(lo); hi = floor(hi);
+    lo = lo < tlo ? tlo : lo > thi ? thi : lo;
+    hi = hi < tlo ? tlo : hi > thi ? thi : hi;
+    return bin(c, "arith.minsi", loc, bin(c, "arith.maxsi", loc, x[0], scst(c, rt, lo, loc)), scst(c, rt, hi, loc));
+  }
+  if (!strcmp(n, "where")) {
+    kl_value *cond = x[0]->type->kind == KL_TY_I1 ? x[0] : cmp_ne0(c, loc, x[0]);
+    return sel(c, loc, cond, x[1], x[2]);
+  }
+  if (!strcmp(n, "convert")) return convert(c, loc, x[0], rt);
+  kl_emit_error(c->g->ctx, loc, "graph-to-rock: no scalar form for '%s'", op->name);
+  c->failed = true;
+  return NULL;
+}
+
+static bool same_shape(const kl_type *a, const kl_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++) if (a->shape[i] != b->shape[i]) return false;
+  return true;
+}
+
+/* The scalar value of old value v at the coordinate that `steps` maps the output
+ * coordinate to. */
+static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **steps) {
+  g2r *g = c->g;
+  if (c->failed) return NULL;
+  for (int i = 0; i < c->nmemo; i++)
+    if (c->memos[i].old == v && steps_equal(c->memos[i].n, c->memos[i].steps, n, steps)) return c->memos[i].scalar;
+  kl_value *r = NULL;
+  kl_op *def = v->def;
+  if (def && kl_pu_is_view_op(def->name)) {
+    const kl_view *vw = keep(g, kl_pu_graph_view(def));
+    if (!vw) { c->failed = true; return NULL; }
+    r = emit_scalar(c, def->opnds[0].value, n + 1, steps_push(g, n, steps, vw));
+  } else if (def && v != c->special && !strncmp(def->name, "graph.", 6) && kl_graph_is_elementwise(def->name)) {
+    kl_value *x[3];
+    if (def->nopnds > 3) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: too many operands"); c->failed = true; return NULL; }
+    for (int i = 0; i < def->nopnds; i++) {
+      kl_value *w = def->opnds[i].value;
+      const kl_view **s = steps;
+      int m = n;
+      if (!same_shape(w->type, def->results[0].type)) {
+        kl_view_err err = { 0 };
+        const kl_type *wt = w->type, *ot = def->results[0].type;
+        if (!kl_pu_nonempty(wt) || !kl_pu_nonempty(ot)) {
+          kl_emit_error(g->ctx, def->loc, "graph-to-rock: cannot broadcast the empty tensor %s", wt->text);
+          c->failed = true; return NULL;
+        }
+        const kl_view *bv = keep(g, kl_pu_broadcast_view(wt->rank, wt->shape, ot->rank, ot->shape, &err));
+        if (!bv) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: operand %d: %s", i, err.msg); c->failed = true; return NULL; }
+        s = steps_push(g, n, steps, bv);
+        m = n + 1;
+      }
+      x[i] = emit_scalar(c, w, m, s);
+      if (!x[i]) return NULL;
+    }
+    r = scalar_op(c, def, x);
+    if (!r) return NULL;
+  } else {
+    /* a leaf: one operand of the rock.elementwise */
+    for (int i = 0; i < c->nleaves && !r; i++)
+      if (c->leaves[i].old == v && steps_equal(c->leaves[i].n, c->leaves[i].steps, n, steps)) r = c->leaves[i].arg;
+    if (!r) {
+      if (v == c->special)
+        for (int i = 0; i < c->nleaves; i++)
+          if (c->leaves[i].old == v) {
+            kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN, "graph-to-rock: the GEMM result is read through two different views");
+            c->failed = true;
+            return NULL;
+          }
+      if (v != c->special && kl_value_map_get(&g->args, v) == v) {
+        kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN, "graph-to-rock: %s is not a kernel input",
+                      def ? def->name : "a block argument");
+        c->failed = true;
+        return NULL;
+      }
+      if (c->nleaves == c->capleaves) {
+        c->capleaves = c->capleaves ? 2 * c->capleaves : 8;
+        c->leaves = kl_xrealloc(c->leaves, (size_t)c->capleaves * sizeof *c->leaves);
+      }
+      r = kl_block_add_arg(g->ctx, c->rb, v->type->elem);
+      c->leaves[c->nleaves++] = (leaf){ v, n, steps, r };
+    }
+  }
+  if (c->nmemo == c->capmemo) {
+    c->capmemo = c->capmemo ? 2 * c->capmemo : 16;
+    c->memos = kl_xrealloc(c->memos, (size_t)c->capmemo * sizeof *c->memos);
+  }
+  c->memos[c->nmemo++] = (memo){ v, n, steps, r };
+  return r;
+}
+
+static void cluster_free(cluster *c) { free(c->leaves); free(c->memos); }
+
+/* Emits rock.elementwise(leaves..., out) from a built cluster whose body computes
+ * `result`. special_buf: the buffer the special leaf reads. */
+static void emit_elementwise(g2r *g, cluster *c, kl_value *result, kl_value *out, kl_value *special_buf, kl_loc loc) {
+  kl_value *y = convert(c, loc, result, out->type->elem);
+  kl_block_push_op(c->rb, kl_op_create(g->ctx, "rock.yield", loc, 1, &y, 0, NULL, 0, NULL, 0));
+  int n = c->nleaves + 1;
+  kl_value **opnds = kl_xmalloc((size_t)n * sizeof *opnds);
+  for (int i = 0; i < c->nleaves; i++) {
+    leaf *l = &c->leaves[i];
+    if (l->old == c->special) { opnds[i] = special_buf; continue; }
+    kl_value *base = kl_value_map_get(&g->args, l->old);
+    opnds[i] = chain(g, base, l->n, l->steps, loc);
+  }
+  opnds[n - 1] = out;
+  kl_op *op = kl_op_create(g->ctx, "rock.elementwise", loc, n, opnds, 0, NULL, 0, NULL, 1);
+  kl_region_push_block(&op->regions[0], c->rb);
+  c->rb = NULL;
+  kl_block_push_op(g->nb, op);
+  free(opnds);
+}
+
+/* ------------------------------------------------------------------ anchors */
+
+static kl_status emit_conv(g2r *g, kl_op *conv, kl_value *target) {
+  kl_ctx *ctx = g->ctx;
+  int64_t stride[2] = { 1, 1 }, pad[4] = { 0, 0, 0, 0 }, dil[2] = { 1, 1 }, groups = 1;
+  kl_op_attr_i64s(conv, "stride", stride, 2);
+  kl_op_attr_i64s(conv, "padding", pad, 4);
+  kl_op_attr_i64s(conv, "dilation", dil, 2);
+  if (!kl_op_attr_i64(conv, "groups", &groups)) kl_op_attr_i64s(conv, "groups", &groups, 1);
+  kl_value *in = conv->opnds[0].value, *w = conv->opnds[1].value;
+  if (!kl_pu_nonempty(in->type) || !kl_pu_nonempty(w->type)) { fill(g, target, 0, conv->loc); return KL_OK; }
+  kl_value *o[3] = { buffer_of(g, in, conv->loc), buffer_of(g, w, conv->loc), target };
+  if (!o[0] || !o[1]) return KL_ERR;
+  kl_named_attr a[] = { { "dilation", kl_attr_i64_array(ctx, 2, dil) }, { "groups", kl_attr_int(ctx, groups) },
+                        { "padding", kl_attr_i64_array(ctx, 4, pad) }, { "stride", kl_attr_i64_array(ctx, 2, stride) } };
+  emit(g, "rock.conv", conv->loc, 3, o, 0, NULL, 4, a);
+  return KL_OK;
+}
+
+/* View of a dot operand [batch..., r0, r1] (names n0, n1 of the last two dims) as
+ * [g, first, second]; batch dims broadcast to out_batch. */
+static kl_view *gemm_operand_view(int rank, const int64_t *shape, const char *n0, const char *n1, int nb,
+                                  const int64_t *out_batch, const char *first, const char *second, kl_view_err *err) {
+  static const char *const bnames[] = { "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7",
+                                        "b8", "b9", "b10", "b11", "b12", "b13", "b14", "b15" };
+  const char *names[KL_VIEW_MAX_DIMS];
+  int ob = rank - 2, lead = nb - ob;
+  for (int i = 0; i < ob; i++) names[i] = bnames[lead + i];
+  names[ob] = n0; names[ob + 1] = n1;
+  kl_view *v = kl_view_identity(rank, shape, names, err), *t;
+#define STEP(expr) do { if (!v) return NULL; t = (expr); kl_view_free(v); v = t; } while (0)
+  const char *bn[KL_VIEW_MAX_DIMS]; int64_t bs[KL_VIEW_MAX_DIMS]; int nbc = 0;
+  for (int i = 0; i < ob; i++)
+    if (shape[i] != out_batch[lead + i]) { bn[nbc] = names[i]; bs[nbc] = out_batch[lead + i]; nbc++; }
+  if (nbc) STEP(kl_view_broadcast(v, nbc, bn, bs, err));
+  for (int i = 0; i < lead; i++) STEP(kl_view_add_dim(v, bnames[i], out_batch[i], i, err));
+  if (nb) STEP(kl_view_merge(v, "g", nb, bnames, err));
+  else STEP(kl_view_add_dim(v, "g", 1, 0, err));
+  const char *ord[] = { "g", first, second };
+  STEP(kl_view_passthrough(v, 3, ord, ord, err));
+  STEP(kl_view_simplify(v));
+#undef STEP
+  return v;
+}
+
+static kl_status emit_dot(g2r *g, kl_op *dot, kl_value *target) {
+  kl_ctx *ctx = g->ctx;
+  const kl_type *at = dot->opnds[0].value->type, *bt = dot->opnds[1].value->type, *ct = dot->results[0].type;
+  const kl_attr *ta_a = kl_op_attr(dot, "transpose_a"), *tb_a = kl_op_attr(dot, "transpose_b");
+  bool ta = ta_a && (ta_a->kind == KL_AT_UNIT || (ta_a->kind == KL_AT_BOOL && ta_a->i));
+  bool tb = tb_a && (tb_a->kind == KL_AT_UNIT || (tb_a->kind == KL_AT_BOOL && tb_a->i));
+  if (!kl_pu_nonempty(ct)) return KL_OK;
+  if (!kl_pu_nonempty(at) || !kl_pu_nonempty(bt)) { fill(g, target, 0, dot->loc); return KL_OK; }
+  int nb = ct->rank - 2;
+  kl_view_err err = { 0 };
+  kl_view *va = gemm_operand_view(at->rank, at->shape, ta ? "k" : "m", ta ? "m" : "k", nb, ct->shape, "k", "m", &err);
+  kl_view *vb = va ? gemm_operand_view(bt->rank, bt->shape, tb ? "n" : "k", tb ? "k" : "n", nb, ct->shape, "k", "n", &err) : NULL;
+  kl_view *vc = vb ? gemm_operand_view(ct->rank, ct->shape, "m", "n", nb, ct->shape, "m", "n", &err) : NULL;
+  if (!vc) {
+    kl_view_free(va); kl_view_free(vb);
+    return kl_emit_error(ctx, dot->loc, "graph-to-rock: cannot build the GEMM views of the dot: %s", err.msg);
+  }
+  kl_value *a = buffer_of(g, dot->opnds[0].value, dot->loc), *b = a ? buffer_of(g, dot->opnds[1].value, dot->loc) : NULL;
+  if (!b) { kl_view_free(va); kl_view_free(vb); kl_view_free(vc); return KL_ERR; }
+  kl_value *o[3] = { kl_pu_transform(ctx, dot->loc, a, va, g->nb, NULL), kl_pu_transform(ctx, dot->loc, b, vb, g->nb, NULL),
+                     kl_pu_transform(ctx, dot->loc, target, vc, g->nb, NULL) };
+  kl_view_free(va); kl_view_free(vb); kl_view_free(vc);
+  kl_named_attr st = { "store", kl_attr_str(ctx, "set") };
+  emit(g, "rock.gemm", dot->loc, 3, o, 0, NULL, 1, &st);
+  return KL_OK;
+}
+
+/* ------------------------------------------------------------------ kinds */
+
+static kl_op *find_op(kl_block *b, bool (*pred)(const char *)) {
+  for (kl_op *op = b->first; op; op = op->next) if (pred(op->name)) return op;
+  return NULL;
+}
+
+static kl_status lower_gemm(g2r *g, kl_block *ob, kl_value *root, kl_value *out) {
+  kl_ctx *ctx = g->ctx;
+  kl_op *anchor = find_op(ob, kl_pu_is_anchor_op);
+  if (!anchor) return kl_emit_error(ctx, root->def ? root->def->loc : KL_LOC_UNKNOWN, "graph-to-rock: gemm group without conv or dot");
+  kl_value *ares = kl_op_result(anchor, 0);
+  kl_loc loc = anchor->loc;
+  bool is_conv = !strcmp(anchor->name, "graph.conv");
+  if (root == ares) return is_conv ? emit_conv(g, anchor, out) : emit_dot(g, anchor, out);
+  /* an epilogue (or output views): build the element-wise body first */
+  cluster c = { .g = g, .rb = kl_block_create(ctx), .special = ares };
+  kl_value *r = emit_scalar(&c, root, 0, NULL);
+  if (!r) { cluster_free(&c); return KL_ERR; }
+  leaf *sl = NULL;
+  for (int i = 0; i < c.nleaves; i++) if (c.leaves[i].old == ares) sl = &c.leaves[i];
+  if (!sl) { cluster_free(&c); return kl_emit_error(ctx, loc, "graph-to-rock: the epilogue does not read the GEMM result"); }
+  bool pure_views = c.nleaves == 1 && r == sl->arg;   /* output = views of the anchor result */
+  kl_value *buf = pure_views ? out : alloc_like(g, root->type, ares->type->elem, loc);
+  kl_value *target = buf;
+  if (sl->n) {
+    /* the epilogue reads the anchor result through one-to-one views: invert them onto the write */
+    kl_view_err err = { 0 };
+    kl_view *v = kl_view_clone(sl->steps[0]), *t;
+    for (int i = 1; i < sl->n && v; i++) { t = kl_view_compose(v, sl->steps[i], &err); kl_view_free(v); v = t; }
+    if (v) { t = kl_view_simplify(v); kl_view_free(v); v = t; }
+    kl_view *inv = v ? kl_view_invert(v, &err) : NULL;
+    kl_view_free(v);
+    if (!inv) { cluster_free(&c); return kl_emit_error(ctx, loc, "graph-to-rock: cannot invert the epilogue's view of the GEMM result: %s", err.msg); }
+    target = kl_pu_transform(ctx, loc, buf, inv, g->nb, NULL);
+    kl_view_free(inv);
+  }
+  kl_status st = is_conv ? emit_conv(g, anchor, target) : emit_dot(g, anchor, target);
+  if (st == KL_OK && !pure_views) emit_elementwise(g, &c, r, out, buf, root->def ? root->def->loc : loc);
+  if (c.rb) { /* not used: drop the detached body */
+    for (kl_op *op = c.rb->last; op; op = c.rb->last) { kl_op_drop_all_uses(op); kl_op_unlink(op); }
+  }
+  cluster_free(&c);
+  return st;
+}
+
+static kl_status lower_reduce(g2r *g, kl_op *red, kl_value *out) {
+  kl_ctx *ctx = g->ctx;
+  const kl_type *it = red->opnds[0].value->type, *ot = red->results[0].type;
+  int64_t a64[KL_VIEW_MAX_DIMS];
+  int na = kl_op_attr_i64s(red, "axes", a64, KL_VIEW_MAX_DIMS);
+  bool keep_dims = kl_op_attr(red, "keepdims") && (kl_op_attr(red, "keepdims")->kind == KL_AT_UNIT || kl_op_attr(red, "keepdims")->i);
+  bool reduced[KL_VIEW_MAX_DIMS] = { 0 };
+  for (int i = 0; i < na; i++) { int64_t ax = a64[i] < 0 ? a64[i] + it->rank : a64[i]; if (ax >= 0 && ax < it->rank) reduced[ax] = true; }
+  int64_t axes[KL_VIEW_MAX_DIMS]; int nax = 0;
+  for (int i = 0; i < it->rank; i++) if (reduced[i]) axes[nax++] = i;
+  const char *kind = red->name + strlen("graph.reduce_");
+  if (!kl_pu_nonempty(ot)) return KL_OK;
+  if (!kl_pu_nonempty(it)) {
+    fill(g, out, !strcmp(kind, "sum") ? 0 : !strcmp(kind, "max") ? -INFINITY : !strcmp(kind, "min") ? INFINITY :
+                 (kl_type_is_float(ot->elem) ? NAN : 0), red->loc);
+    return KL_OK;
+  }
+  kl_value *in = buffer_of(g, red->opnds[0].value, red->loc);
+  if (!in) return KL_ERR;
+  kl_value *dst = out;
+  if (!keep_dims && nax) {
+    kl_view_err err = { 0 };
+    kl_view *v = kl_pu_identity(ot->rank, ot->shape, &err), *t;
+    static const char *const rn[] = { "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+    for (int i = 0; i < nax && v; i++) { t = kl_view_add_dim(v, rn[i], 1, (int)axes[i], &err); kl_view_free(v); v = t; }
+    if (v) { t = kl_view_simplify(v); kl_view_free(v); v = t; }
+    if (!v) return kl_emit_error(ctx, red->loc, "graph-to-rock: reduce output view: %s", err.msg);
+    dst = kl_pu_transform(ctx, red->loc, out, v, g->nb, NULL);
+    kl_view_free(v);
+  }
+  kl_value *o[] = { in, dst };
+  kl_named_attr at[] = { { "axes", kl_attr_i64_array(ctx, nax, axes) }, { "kind", kl_attr_str(ctx, kind) } };
+  emit(g, "rock.reduce", red->loc, 2, o, 0, NULL, 2, at);
+  return KL_OK;
+}
+
+static kl_status lower_softmax(g2r *g, kl_op *sm, kl_value *out) {
+  const kl_type *it = sm->opnds[0].value->type;
+  int64_t ax = -1;
+  if (!kl_op_attr_i64(sm, "axis", &ax)) kl_op_attr_i64s(sm, "axis", &ax, 1);
+  if (ax < 0) ax += it->rank;
+  if (!kl_pu_nonempty(it)) return KL_OK;
+  kl_value *in = buffer_of(g, sm->opnds[0].value, sm->loc);
+  if (!in) return KL_ERR;
+  kl_value *o[] = { in, out };
+  kl_named_attr at = { "axis", kl_attr_int(g->ctx, ax) };
+  emit(g, "rock.softmax", sm->loc, 2, o, 0, NULL, 1, &at);
+  return KL_OK;
+}
+
+/* concat: ONE rock.elementwise over the output; input i is read through a Pad view
+ * along the axis (left = its offset, right = what follows), so it reads 0 outside its
+ * slice, and the body adds the inputs (exactly one is non-zero at each coordinate; the
+ * only inexactness is that a -0.0 element comes out as +0.0). */
+static kl_status lower_concat(g2r *g, kl_op *cat, kl_value *out) {
+  kl_ctx *ctx = g->ctx;
+  const kl_type *ot = cat->results[0].type;
+  int64_t ax = 0;
+  if (!kl_op_attr_i64(cat, "axis", &ax)) kl_op_attr_i64s(cat, "axis", &ax, 1);
+  if (ax < 0) ax += ot->rank;
+  cluster c = { .g = g, .rb = kl_block_create(ctx) };
+  kl_value *sum = NULL;
+  bool isf = kl_type_is_float(ot->elem);
+  int64_t off = 0;
+  for (int i = 0; i < cat->nopnds; i++) {
+    kl_value *in = cat->opnds[i].value;
+    const kl_type *it = in->type;
+    int64_t len = it->shape[ax];
+    if (!kl_pu_nonempty(it)) { off += len; continue; }
+    const kl_view **steps = NULL;
+    int n = 0;
+    if (len != ot->shape[ax]) {
+      kl_view_err err = { 0 };
+      kl_view *v = kl_pu_identity(it->rank, it->shape, &err), *t;
+      const char *nm = v ? kl_view_name(v, (int)ax) : NULL;
+      int64_t lr[2] = { off, ot->shape[ax] - off - len };
+      if (v) { t = kl_view_pad(v, 1, &nm, lr, &err); kl_view_free(v); v = t; }
+      if (v) { t = kl_view_simplify(v); kl_view_free(v); v = t; }
+      if (!v) { cluster_free(&c); return kl_emit_error(ctx, cat->loc, "graph-to-rock: concat input view: %s", err.msg); }
+      steps = steps_push(g, 0, NULL, keep(g, v));
+      n = 1;
+    }
+    kl_value *x = emit_scalar(&c, in, n, steps);
+    if (!x) { cluster_free(&c); return KL_ERR; }
+    sum = sum ? bin(&c, isf ? "arith.addf" : "arith.addi", cat->loc, sum, x) : x;
+    off += len;
+  }
+  if (sum) emit_elementwise(g, &c, sum, out, NULL, cat->loc);
+  cluster_free(&c);
+  return KL_OK;
+}
+
+static kl_status lower_elementwise(g2r *g, kl_value *root, kl_value *out) {
+  if (root->def && !strcmp(root->def->name, "graph.concat")) return lower_concat(g, root->def, out);
+  cluster c = { .g = g, .rb = kl_block_create(g->ctx) };
+  kl_value *r = emit_scalar(&c, root, 0, NULL);
+  if (!r) { cluster_free(&c); return KL_ERR; }
+  emit_elementwise(g, &c, r, out, NULL, root->def ? root->def->loc : KL_LOC_UNKNOWN);
+  cluster_free(&c);
+  return KL_OK;
+}
+
+/* ------------------------------------------------------------------ driver */
+
+static kl_status convert_group(kl_op *fn) {
+  kl_ctx *ctx = fn->ctx;
+  kl_block *ob = kl_region_entry(&fn->regions[0]);
+  kl_op *ret = ob ? kl_block_terminator(ob) : NULL;
+  const char *kind = kl_op_attr_string(fn, "kind");
+  if (!ret || strcmp(ret->name, "func.return") || !kind)
+    return kl_emit_error(ctx, fn->loc, "graph-to-rock: a kernel_group function needs a 'kind' and a func.return");
+  g2r G = { .ctx = ctx, .nb = kl_block_create(ctx) };
+  g2r *g = &G;
+  kl_arena_init(&g->ar);
+  int nin = ob->nargs, nout = ret->nopnds;
+  const kl_attr **names = kl_xmalloc((size_t)(nin + nout + 1) * sizeof *names);
+  for (int i = 0; i < nin; i++) {
+    const kl_type *t = ob->args[i]->type;
+    if (t->kind != KL_TY_TENSOR) { free(names); kl_arena_destroy(&g->ar); return kl_emit_error(ctx, fn->loc, "graph-to-rock: argument %d is not a tensor", i); }
+    kl_value_map_set(&g->args, ob->args[i], kl_block_add_arg(ctx, g->nb, kl_pu_buffer_like(ctx, t)));
+    char nm[32]; snprintf(nm, sizeof nm, "in%d", i);
+    names[i] = kl_attr_str(ctx, nm);
+  }
+  kl_value **outs = kl_xmalloc((size_t)(nout + 1) * sizeof *outs);
+  for (int i = 0; i < nout; i++) {
+    outs[i] = kl_block_add_arg(ctx, g->nb, kl_pu_buffer_like(ctx, ret->opnds[i].value->type));
+    char nm[32]; snprintf(nm, sizeof nm, "out%d", i);
+    names[nin + i] = kl_attr_str(ctx, nm);
+  }
+  kl_status st = KL_OK;
+  for (int i = 0; i < nout && st == KL_OK; i++) {
+    kl_value *root = ret->opnds[i].value;
+    kl_op *rd = root->def;
+    if (!kl_pu_nonempty(root->type)) continue;    /* nothing to write */
+    if (!strcmp(kind, "gemm")) st = lower_gemm(g, ob, root, outs[i]);
+    else if (!strcmp(kind, "reduce") && rd && !strncmp(rd->name, "graph.reduce_", 13)) st = lower_reduce(g, rd, outs[i]);
+    else if (!strcmp(kind, "softmax") && rd && !strcmp(rd->name, "graph.softmax")) st = lower_softmax(g, rd, outs[i]);
+    else if (!strcmp(kind, "elementwise")) st = lower_elementwise(g, root, outs[i]);
+    else st = kl_emit_error(ctx, fn->loc, "graph-to-rock: unknown or inconsistent kernel kind '%s'", kind);
+  }
+  if (st == KL_OK) {
+    kl_block_push_op(g->nb, kl_op_create(ctx, "func.return", ret->loc, 0, NULL, 0, NULL, 0, NULL, 0));
+    for (kl_op *op = ob->first; op; op = op->next) kl_op_drop_all_uses(op);
+    while (ob->last) kl_op_erase(ob->last);
+    kl_block_unlink(ob);
+    kl_region_push_block(&fn->regions[0], g->nb);
+    kl_op_set_attr(fn, "kernel_group", NULL);
+    kl_op_set_attr(fn, "kernel", kl_attr_unit(ctx));
+    kl_op_set_attr(fn, "arg_names", kl_attr_array(ctx, nin + nout, names));
+  } else {
+    for (kl_op *op = g->nb->first; op; op = op->next) kl_op_drop_all_uses(op);
+    while (g->nb->last) kl_op_erase(g->nb->last);
+  }
+  free(names); free(outs); free(g->chains);
+  kl_value_map_free(&g->args);
+  kl_arena_destroy(&g->ar);
+  return st;
+}
+
+kl_status kl_graph_to_rock(kl_op *module) {
+  kl_block *mb = kl_module_body(module);
+  if (!mb) return KL_OK;
+  kl_status st = KL_OK;
+  for (kl_op *op = mb->first; op && st == KL_OK; op = op->next)
+    if (!strcmp(op->name, "func.func") && kl_op_attr(op, "kernel_group")) st = convert_group(op);
+  return st;
+}
+
+static kl_status run_g2r(kl_op *module, const kl_pass_options *o, void *user) { return kl_graph_to_rock(module); }
+
+void kl__register_graph_to_rock(kl_ctx *ctx);
+void kl__register_graph_to_rock(kl_ctx *ctx) {
+  kl_pass_info info = { "graph-to-rock",
+                        "turns each kernel_group function into a kernel over buffers: views -> rock.transform, conv/dot -> "
+                        "rock.conv/rock.gemm, element-wise -> one regular rock.elementwise, reduce/softmax -> rock ops",
+                        NULL, 0, run_g2r, NULL };
+  kl_register_pass(ctx, &info);
+}
