@@ -5,6 +5,7 @@ kiln_ir_tests() {
   local bindir="$KILN_BUILD_DIR/tools"
   mkdir -p "$bindir"
   ln -sf "$KILN_BUILD_DIR/kiln" "$bindir/kiln"
+  ln -sf /usr/lib/llvm-19/bin/not "$bindir/not"
   ln -sf "$(command -v FileCheck-19 || echo /usr/lib/llvm-19/bin/FileCheck)" "$bindir/FileCheck"
   IR_PASSED=0; IR_FAILED=0
   local f

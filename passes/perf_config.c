@@ -1,0 +1,313 @@
+/* perf_config.c — parsing, printing, validation and the heuristic of GEMM perf
+ * configs (see perf_config.h). */
+#include "passes/perf_config.h"
+#include "core/dialect_rock.h"
+#include "core/dialect_builtin.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const kl_perf_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerThread", "nPerThread", "kpack" };
+
+static bool fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(char *err, size_t n, const char *fmt, ...) {
+  if (err && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+static int64_t *field(kl_perf_config *pc, int i) {
+  int64_t *f[6] = { &pc->m_per_block, &pc->n_per_block, &pc->k_per_block, &pc->m_per_thread, &pc->n_per_thread, &pc->kpack };
+  return f[i];
+}
+static int64_t cfield(const kl_perf_config *pc, int i) { return *field((kl_perf_config *)pc, i); }
+
+#define FMT "v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack"
+bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t errlen) {
+  if (!s) return fail(err, errlen, "perf config: missing string (expected " FMT ")");
+  const char *colon = strchr(s, ':');
+  if (!colon) return fail(err, errlen, "perf config \"%s\": missing version prefix (expected " FMT ")", s);
+  if (colon - s != 2 || strncmp(s, "v1", 2))
+    return fail(err, errlen, "perf config \"%s\": bad version \"%.*s\" (only v1 is supported: " FMT ")", s,
+                (int)(colon - s > 16 ? 16 : colon - s), s);
+  kl_perf_config pc;
+  memset(&pc, 0, sizeof pc);
+  const char *p = colon + 1;
+  int nfields = 0;
+  for (;;) {
+    const char *start = p;
+    while (*p && *p != ',') p++;
+    if (nfields < 6) {
+      const char *name = kl_perf_config_fields[nfields];
+      const char *q = start;
+      bool neg = false;
+      if (q < p && (*q == '-' || *q == '+')) { neg = *q == '-'; q++; }
+      if (q == p) return fail(err, errlen, "perf config \"%s\": field %s is empty", s, name);
+      int64_t v = 0;
+      for (; q < p; q++) {
+        if (*q < '0' || *q > '9')
+          return fail(err, errlen, "perf config \"%s\": field %s \"%.*s\" is not an integer", s, name,
+                      (int)(p - start > 32 ? 32 : p - start), start);
+        if (v > (int64_t)1 << 40) return fail(err, errlen, "perf config \"%s\": field %s is too large", s, name);
+        v = v * 10 + (*q - '0');
+      }
+      if (neg) v = -v;
+      if (v <= 0) return fail(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name, (long long)v);
+      *field(&pc, nfields) = v;
+    }
+    nfields++;
+    if (!*p) break;
+    p++;
+  }
+  if (nfields < 6)
+    return fail(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: " FMT "), missing %s", s, nfields,
+                kl_perf_config_fields[nfields]);
+  if (nfields > 6) return fail(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: " FMT ")", s, nfields);
+  *out = pc;
+  return true;
+}
+
+char *kl_perf_config_print(const kl_perf_config *pc, char *buf, size_t n) {
+  snprintf(buf, n, "v1:%lld,%lld,%lld,%lld,%lld,%lld", (long long)pc->m_per_block, (long long)pc->n_per_block,
+           (long long)pc->k_per_block, (long long)pc->m_per_thread, (long long)pc->n_per_thread, (long long)pc->kpack);
+  return buf;
+}
+
+int64_t kl_perf_config_block_size(const kl_perf_config *pc) {
+  if (pc->m_per_thread <= 0 || pc->n_per_thread <= 0 || pc->m_per_block % pc->m_per_thread || pc->n_per_block % pc->n_per_thread)
+    return 0;
+  return (pc->m_per_block / pc->m_per_thread) * (pc->n_per_block / pc->n_per_thread);
+}
+
+int64_t kl_perf_config_lds_bytes(const kl_perf_config *pc, int elem_bytes) {
+  return pc->k_per_block * (pc->m_per_block + pc->n_per_block) * (int64_t)elem_bytes;
+}
+
+bool kl_perf_config_validate(const kl_perf_config *pc, const kl_target *t, int elem_bytes, char *err, size_t errlen) {
+  char s[160];
+  kl_perf_config_print(pc, s, sizeof s);
+  for (int i = 0; i < 6; i++) {
+    if (cfield(pc, i) <= 0)
+      return fail(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
+    if (cfield(pc, i) > ((int64_t)1 << 20))
+      return fail(err, errlen, "perf config %s: %s = %lld is too large", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
+  }
+  if (pc->m_per_block % pc->m_per_thread)
+    return fail(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerThread (%lld)", s,
+                (long long)pc->m_per_block, (long long)pc->m_per_thread);
+  if (pc->n_per_block % pc->n_per_thread)
+    return fail(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerThread (%lld)", s,
+                (long long)pc->n_per_block, (long long)pc->n_per_thread);
+  if (pc->k_per_block % pc->kpack)
+    return fail(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
+                (long long)pc->k_per_block, (long long)pc->kpack);
+  int64_t bs = kl_perf_config_block_size(pc);
+  if (t && bs > t->max_workgroup_size)
+    return fail(err, errlen,
+                "perf config %s: block size (mPerBlock/mPerThread)*(nPerBlock/nPerThread) = %lld exceeds the max workgroup "
+                "size %d of target %s (raise mPerThread/nPerThread)", s, (long long)bs, t->max_workgroup_size, t->name);
+  if ((pc->k_per_block * pc->m_per_block) % bs)
+    return fail(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
+                "(threads copy equal shares of the A tile)", s, (long long)(pc->k_per_block * pc->m_per_block), (long long)bs);
+  if ((pc->k_per_block * pc->n_per_block) % bs)
+    return fail(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
+                "(threads copy equal shares of the B tile)", s, (long long)(pc->k_per_block * pc->n_per_block), (long long)bs);
+  int64_t lds = kl_perf_config_lds_bytes(pc, elem_bytes);
+  if (t && lds > t->lds_bytes)
+    return fail(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
+                "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes, (long long)lds,
+                (long long)t->lds_bytes, t->name);
+  return true;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t kl_perf_config_grid_size(const kl_perf_config *pc, int64_t g, int64_t m, int64_t n) {
+  return g * ceil_div(m, pc->m_per_block) * ceil_div(n, pc->n_per_block);
+}
+
+static double cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k) {
+  double bs = (double)kl_perf_config_block_size(pc);
+  double tiles = (double)kl_perf_config_grid_size(pc, g, m, n);
+  double cus = t->compute_units > 0 ? t->compute_units : 1;
+  double rounds = (double)(int64_t)((tiles + cus - 1) / cus);
+  double kp = (double)(ceil_div(k, pc->k_per_block) * pc->k_per_block);
+  double mt = (double)pc->m_per_thread, nt = (double)pc->n_per_thread;
+  double per_thread = kp * (mt * nt + 2 * (mt + nt) + 4.0 * (double)(pc->m_per_block + pc->n_per_block) / bs);
+  return rounds * (per_thread + (kp / (double)pc->k_per_block) * 32.0);
+}
+
+bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes,
+                              kl_perf_config *out) {
+  if (!t || g < 1 || m < 1 || n < 1 || k < 1 || elem_bytes < 1) return false;
+  static const int64_t host_mn[] = { 64, 32, 16, 8, 4, 2, 1 };
+  static const int64_t host_k[] = { 64, 32, 16, 8, 4, 2, 1 };
+  static const int64_t gpu_mn[] = { 128, 64, 32, 16, 8, 4, 2, 1 };
+  static const int64_t gpu_k[] = { 32, 16, 8, 4, 2, 1 };
+  static const int64_t gpu_t[] = { 8, 4, 2, 1 };
+  bool host = t->max_workgroup_size <= 1;
+  const int64_t *mn = host ? host_mn : gpu_mn, *ks = host ? host_k : gpu_k;
+  int nmn = host ? 7 : 8, nks = host ? 7 : 6, nt = host ? 1 : 4;
+  int64_t wave = t->wave_size < 1 ? 1 : t->wave_size;
+  int64_t min_bs = t->max_workgroup_size < 64 ? 1 : 64;
+  if (wave > t->max_workgroup_size) wave = 1;
+  bool found = false;
+  double best = 0;
+  for (int a = 0; a < nmn; a++)
+    for (int b = 0; b < nmn; b++)
+      for (int c = 0; c < nks; c++)
+        for (int d = 0; d < nt; d++)
+          for (int e = 0; e < nt; e++) {
+            kl_perf_config pc = { mn[a], mn[b], ks[c], host ? mn[a] : gpu_t[d], host ? mn[b] : gpu_t[e], 1 };
+            if (pc.m_per_thread > pc.m_per_block || pc.n_per_thread > pc.n_per_block) continue;
+            int64_t bs = kl_perf_config_block_size(&pc);
+            if (!host && (bs < min_bs || bs > 256 || bs % wave)) continue;
+            if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) continue;
+            double cst = cost(&pc, t, g, m, n, k);
+            if (!found || cst < best) { best = cst; *out = pc; found = true; }
+          }
+  if (!found) {   /* a target with tiny limits: the 1x1x1 single-thread config */
+    kl_perf_config pc = { 1, 1, 1, 1, 1, 1 };
+    if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) return false;
+    *out = pc;
+  }
+  return true;
+}
+
+static const char *func_target(kl_op *op) {
+  for (kl_op *p = op; p; p = kl_op_parent_op(p)) {
+    if (!strcmp(p->name, "func.func") || !strcmp(p->name, "builtin.module")) {
+      const char *s = kl_op_attr_string(p, "target");
+      if (s) return s;
+    }
+  }
+  return NULL;
+}
+
+const kl_target *kl_perf_resolve_target(kl_op *op, const char *option, char *err, size_t errlen) {
+  const char *name = option && *option ? option : func_target(op);
+  if (!name) name = "host";
+  const kl_target *t = kl_target_lookup(name);
+  if (!t) {
+    kl_sb sb = { 0 };
+    for (int i = 0; i < kl_target_count(); i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", kl_target_at(i)->name);
+    fail(err, errlen, "unknown target \"%s\" (known: %s)", name, kl_sb_str(&sb));
+    kl_sb_free(&sb);
+  }
+  return t;
+}
+
+const char *kl_accel_kind_name(kl_accel a) {
+  switch (a) {
+  case KL_ACCEL_MFMA: return "mfma";
+  case KL_ACCEL_WMMA: return "wmma";
+  case KL_ACCEL_MMA_SYNC: return "mma_sync";
+  default: return "none";
+  }
+}
+
+const kl_type *kl_gemm_acc_type(kl_ctx *ctx, const kl_type *in) {
+  switch (in->kind) {
+  case KL_TY_F64: return kl_type_f64(ctx);
+  case KL_TY_F16: case KL_TY_BF16: case KL_TY_F32: return kl_type_f32(ctx);
+  case KL_TY_I64: return kl_type_i64(ctx);
+  default: return kl_type_i32(ctx);
+  }
+}
+
+/* ---- view builder chain ---- */
+static void vb_step(kl_vb *b, kl_view *nv) {
+  if (!nv) { b->bad = true; return; }
+  kl_view_free(b->v);
+  b->v = nv;
+}
+void kl_vb_identity(kl_vb *b, int rank, const int64_t *shape, const char *const *names) {
+  memset(b, 0, sizeof *b);
+  vb_step(b, kl_view_identity(rank, shape, names, &b->err));
+}
+void kl_vb_unmerge(kl_vb *b, const char *dim, int n, const char *const *names, const int64_t *sizes) {
+  if (!b->bad) vb_step(b, kl_view_unmerge(b->v, dim, n, names, sizes, &b->err));
+}
+void kl_vb_merge(kl_vb *b, const char *name, int n, const char *const *from) {
+  if (!b->bad) vb_step(b, kl_view_merge(b->v, name, n, from, &b->err));
+}
+void kl_vb_add_dim(kl_vb *b, const char *name, int64_t size) {
+  if (!b->bad) vb_step(b, kl_view_add_dim(b->v, name, size, kl_view_rank(b->v), &b->err));
+}
+void kl_vb_pad(kl_vb *b, int n, const char *const *names, const int64_t *lr) {
+  if (!b->bad) vb_step(b, kl_view_pad(b->v, n, names, lr, &b->err));
+}
+void kl_vb_order(kl_vb *b, int n, const char *const *names) {
+  if (!b->bad) vb_step(b, kl_view_passthrough(b->v, n, names, names, &b->err));
+}
+kl_view *kl_vb_finish(kl_vb *b, char *err, size_t errlen) {
+  if (b->bad || !b->v) {
+    fail(err, errlen, "view construction failed: %s", b->err.msg[0] ? b->err.msg : "unknown error");
+    kl_view_free(b->v);
+    b->v = NULL;
+    return NULL;
+  }
+  kl_view *s = kl_view_simplify(b->v);
+  kl_view_free(b->v);
+  b->v = NULL;
+  return s;
+}
+
+kl_view *kl_tile_compose_to_buffer(const kl_view *top, kl_value *v, kl_value **under, char *err, size_t errlen) {
+  kl_op *chain[64];
+  int n = 0;
+  kl_value *u = kl_rock_underlying(v, chain, &n, 64);
+  if (n > 64) { fail(err, errlen, "transform chain too long (%d)", n); return NULL; }
+  kl_view *cur = kl_view_clone(top);
+  for (int i = 0; i < n && cur; i++) {
+    const kl_view *tv = kl_attr_view(kl_op_attr(chain[i], "view"));
+    if (!tv) { fail(err, errlen, "rock.transform without a #view attribute"); kl_view_free(cur); return NULL; }
+    kl_view_err verr = { 0 };
+    kl_view *nv = kl_view_compose(cur, tv, &verr);
+    kl_view_free(cur);
+    cur = nv;
+    if (!cur) fail(err, errlen, "cannot compose views: %s", verr.msg);
+  }
+  if (under) *under = u;
+  return cur;
+}
+
+int64_t kl_tile_vector_len(const kl_view *top, kl_value *v, int dim) {
+  kl_value *u = NULL;
+  kl_view *full = kl_tile_compose_to_buffer(top, v, &u, NULL, 0);
+  if (!full) return 1;
+  const kl_type *bt = u->type;
+  int64_t r = 1;
+  if (bt->kind == KL_TY_BUFFER && kl_view_lower_rank(full) == bt->rank)
+    r = kl_view_max_vectorization(full, dim, bt->strides, kl_type_bits(bt->elem));
+  kl_view_free(full);
+  return r < 1 ? 1 : r;
+}
+
+kl_value *kl_tile_transform(kl_rewriter *rw, kl_loc loc, kl_value *src, const kl_view *view) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  int64_t shape[KL_VIEW_MAX_DIMS];
+  int rank = kl_view_rank(view);
+  for (int i = 0; i < rank; i++) shape[i] = kl_view_size(view, i);
+  const kl_type *t = kl_type_buffer(ctx, src->type->elem, rank, shape, NULL, src->type->space);
+  kl_named_attr a = { "view", kl_attr_from_view(ctx, view) };
+  kl_op *op = kl_rewriter_create(rw, "rock.transform", loc, 1, &src, 1, &t, 1, &a, 0);
+  return kl_op_result(op, 0);
+}
+
+kl_value *kl_tile_index(kl_rewriter *rw, kl_loc loc, int64_t v) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  const kl_type *it = kl_type_index(ctx);
+  kl_op *c = kl_rewriter_insert(rw, kl_build_constant(ctx, loc, kl_attr_int_typed(ctx, v, it), it));
+  return kl_op_result(c, 0);
+}
+
+kl_op *kl_tile_func_of(kl_op *op) {
+  for (kl_op *p = kl_op_parent_op(op); p; p = kl_op_parent_op(p))
+    if (!strcmp(p->name, "func.func")) return p;
+  return NULL;
+}

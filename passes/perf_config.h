@@ -1,0 +1,114 @@
+/* perf_config.h — GEMM perf configs: the tile sizes of the tiled GEMM passes
+ * (rock-gemm-to-gridwise, rock-gridwise-to-blockwise, rock-blockwise-to-threadwise).
+ *
+ * String format (version 1; six positive decimal integers, no spaces):
+ *     v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack
+ *   mPerBlock, nPerBlock  the C tile one workgroup computes (M x N)
+ *   kPerBlock             K per iteration of the K loop (the A/B tiles staged in LDS
+ *                         are kPerBlock x mPerBlock and kPerBlock x nPerBlock)
+ *   mPerThread, nPerThread the register tile of one thread; the workgroup has
+ *                         block size = (mPerBlock/mPerThread) * (nPerBlock/nPerThread)
+ *                         threads, thread t owns rows (t / (nPerBlock/nPerThread)) *
+ *                         mPerThread + [0, mPerThread) and columns (t % (nPerBlock/
+ *                         nPerThread)) * nPerThread + [0, nPerThread) of the C tile
+ *   kpack                 K elements stored contiguously in LDS (LDS layout
+ *                         [kPerBlock/kpack, mPerBlock, kpack]) and consumed per
+ *                         threadwise GEMM step
+ *   e.g. "v1:64,64,16,64,64,1" (host: one thread per workgroup computes the whole
+ *   64x64 tile) or "v1:128,128,16,8,8,1" (GPU: 256 threads, 8x8 per thread).
+ * Validation (per target and element size): every field >= 1; mPerBlock % mPerThread,
+ * nPerBlock % nPerThread and kPerBlock % kpack == 0; block size <= the target's
+ * max_workgroup_size; the block size divides kPerBlock*mPerBlock and kPerBlock*nPerBlock
+ * (every thread copies the same number of A and B elements into LDS); the LDS tiles
+ * (kPerBlock * (mPerBlock + nPerBlock) * element bytes) fit in the target's lds_bytes.
+ * M, N and K need not be tile multiples (the passes pad them with Pad views).
+ *
+ * Contract: the perf-config functions are pure functions over plain structs (no
+ * allocation). Errors are a false / NULL return plus a message in a caller-supplied
+ * buffer (always NUL-terminated when errlen > 0; err may be NULL) naming the offending
+ * field; kl_perf_resolve_target and the view helpers at the end (shared by the three
+ * passes) report the same way. Views returned by the helpers are heap kl_views owned by
+ * the caller (kl_view_free); IR they create is arena-owned by the context. */
+#ifndef KL_PERF_CONFIG_H
+#define KL_PERF_CONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/ir.h"
+#include "core/rewrite.h"
+#include "core/view.h"
+#include "core/target.h"
+
+typedef struct kl_perf_config {
+  int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;
+} kl_perf_config;
+
+/* Field names in string order ("mPerBlock", ..., "kpack"). */
+extern const char *const kl_perf_config_fields[6];
+
+/* Parses "v1:..." into out. False + message (naming the field, or the version or the
+ * field count) on error. */
+bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t errlen);
+/* Writes the canonical string "v1:a,b,c,d,e,f" into buf (returns buf). */
+char *kl_perf_config_print(const kl_perf_config *pc, char *buf, size_t n);
+/* (mPerBlock/mPerThread) * (nPerBlock/nPerThread); 0 if the division is not exact. */
+int64_t kl_perf_config_block_size(const kl_perf_config *pc);
+/* Checks the rules above for target t and input element size elem_bytes (A and B). */
+bool kl_perf_config_validate(const kl_perf_config *pc, const kl_target *t, int elem_bytes, char *err, size_t errlen);
+/* Number of workgroups: G * ceil(M/mPerBlock) * ceil(N/nPerBlock). */
+int64_t kl_perf_config_grid_size(const kl_perf_config *pc, int64_t g, int64_t m, int64_t n);
+/* LDS bytes of the A and B tiles. */
+int64_t kl_perf_config_lds_bytes(const kl_perf_config *pc, int elem_bytes);
+
+/* Picks a valid config for a G x M x N x K GEMM on target t (deterministic). The
+ * candidates are generated per target: host (max_workgroup_size 1): block size 1,
+ * mPerThread = mPerBlock, nPerThread = nPerBlock, M and N tiles in {64,32,...,1}, K tiles
+ * in {64,...,1}; GPUs: M and N tiles in {128,64,...,1}, per-thread tiles in {8,4,2,1},
+ * block sizes 64..256 that are multiples of the wave size, K tiles in {32,...,1}; kpack 1.
+ * Each candidate that validates gets a cost (a rough time model)
+ *   rounds * (Kp * (mT*nT + 2*(mT+nT) + 4*(mPerBlock+nPerBlock)/blockSize) + 32*Kp/kPerBlock)
+ * with rounds = ceil(workgroups / max(compute_units, 1)), Kp = K padded to kPerBlock,
+ * mT/nT = mPerThread/nPerThread: padded multiply-adds per thread, LDS reads per
+ * multiply-add, the global->LDS copy and a per-iteration (barrier) cost. The cheapest
+ * wins; ties go to the earlier candidate (larger tiles first). Returns false only if
+ * no candidate fits the target (never for the built-in targets). */
+bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes,
+                              kl_perf_config *out);
+
+/* The target of an op: the pass option `option` if non-empty, else the string attribute
+ * "target" of the enclosing func, else of the module, else "host". NULL + message for
+ * an unknown target name. */
+const kl_target *kl_perf_resolve_target(kl_op *op, const char *option, char *err, size_t errlen);
+/* "none", "mfma", "wmma", "mma_sync". */
+const char *kl_accel_kind_name(kl_accel a);
+/* Accumulator element type of a GEMM over `in`: f32 for f16/bf16/f32, f64 for f64,
+ * i64 for i64, i32 for the other integer types. */
+const kl_type *kl_gemm_acc_type(kl_ctx *ctx, const kl_type *in);
+
+/* ---- helpers shared by the three tiled-GEMM passes ----
+ * kl_vb chains view builders (core/view.h) without checking every step: the first
+ * failing step keeps its message and later steps do nothing; kl_vb_finish returns the
+ * simplified view (caller frees) or NULL + the first message. */
+typedef struct kl_vb { kl_view *v; bool bad; kl_view_err err; } kl_vb;
+void kl_vb_identity(kl_vb *b, int rank, const int64_t *shape, const char *const *names);
+void kl_vb_unmerge(kl_vb *b, const char *dim, int n, const char *const *names, const int64_t *sizes);
+void kl_vb_merge(kl_vb *b, const char *name, int n, const char *const *from);
+void kl_vb_add_dim(kl_vb *b, const char *name, int64_t size);            /* appended last */
+void kl_vb_pad(kl_vb *b, int n, const char *const *names, const int64_t *lr);
+void kl_vb_order(kl_vb *b, int n, const char *const *names);            /* permute to this order */
+kl_view *kl_vb_finish(kl_vb *b, char *err, size_t errlen);
+/* The view of value v (a buffer or a rock.transform chain over one) composed under
+ * `top` (top's lower shape = v's shape): a view from top's upper space to the underlying
+ * buffer's coordinates; *under = that buffer. NULL + message on failure. */
+kl_view *kl_tile_compose_to_buffer(const kl_view *top, kl_value *v, kl_value **under, char *err, size_t errlen);
+/* Max vectorization (core/view.h, 128-bit cap) along upper dim `dim` of top, through
+ * v's transform chain and the underlying buffer's strides; 1 if it cannot be computed. */
+int64_t kl_tile_vector_len(const kl_view *top, kl_value *v, int dim);
+/* Creates (at the rewriter's insertion point) %r = rock.transform(src) {view} with a
+ * row-major result buffer over view's upper shape, src's element type and space. */
+kl_value *kl_tile_transform(kl_rewriter *rw, kl_loc loc, kl_value *src, const kl_view *view);
+/* arith.constant v : index at the insertion point. */
+kl_value *kl_tile_index(kl_rewriter *rw, kl_loc loc, int64_t v);
+/* The enclosing func.func of op (NULL if none). */
+kl_op *kl_tile_func_of(kl_op *op);
+#endif

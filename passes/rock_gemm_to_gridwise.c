@@ -1,0 +1,180 @@
+/* rock_gemm_to_gridwise.c — the `rock-gemm-to-gridwise` pass.
+ *
+ * For every rock.gemm(a [G,K,M], b [G,K,N], c [G,M,N]) inside a kernel func:
+ *  1. the target: option `target`, else the func's / module's "target" attribute,
+ *     else "host" (perf_config.h, kl_perf_resolve_target);
+ *  2. the perf config: option `perf-config`, else the gemm's "perf_config" string
+ *     attribute, else the kernel func's, else the heuristic of perf_config.h; a given
+ *     string is parsed and validated (errors name the field and stop the pass);
+ *  3. M, N, K are padded up to multiples of mPerBlock, nPerBlock, kPerBlock with one
+ *     rock.transform (a Pad view, right padding) on each of a, b, c that needs it:
+ *     padding reads 0, writes into it are dropped;
+ *  4. the gemm becomes rock.gridwise_gemm(a', b', c') with the gemm's attributes plus
+ *     perf_config (canonical string), m_per_block, n_per_block, k_per_block,
+ *     m_per_thread, n_per_thread, kpack, block_size, grid_size (= G * ceil(M/mPerBlock)
+ *     * ceil(N/nPerBlock)) and store (default "set");
+ *  5. the kernel func gets block_size, grid_size, perf_config and target (the resolved
+ *     target name).
+ * One rock.gemm per kernel func (a second one is an error: block and grid sizes are per
+ * kernel). Gemms outside kernel funcs are left alone. */
+#include "core/pass.h"
+#include "core/rewrite.h"
+#include "core/dialect_rock.h"
+#include "passes/perf_config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { const char *target, *perf; } opts;
+
+static kl_value *pad_operand(kl_rewriter *rw, kl_op *op, kl_value *v, const char *const *names, const int64_t *padded,
+                             bool *ok) {
+  const kl_type *t = v->type;
+  int64_t lr[6] = { 0 };
+  bool any = false;
+  for (int i = 0; i < 3; i++) { lr[2 * i + 1] = padded[i] - t->shape[i]; any |= lr[2 * i + 1] > 0; }
+  if (!any) return v;
+  kl_vb b;
+  kl_vb_identity(&b, 3, t->shape, names);
+  kl_vb_pad(&b, 3, names, lr);
+  char err[300];
+  kl_view *view = kl_vb_finish(&b, err, sizeof err);
+  if (!view) { kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err); *ok = false; return v; }
+  kl_value *r = kl_tile_transform(rw, op->loc, v, view);
+  kl_view_free(view);
+  return r;
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
+  kl_ctx *ctx = op->ctx;
+  kl_op *fn = kl_tile_func_of(op);
+  if (!fn || !kl_is_kernel(fn)) return kl_rewriter_notify_no_match(rw, "not inside a kernel func");
+  if (op->nopnds != 3) { kl_rewriter_fail(rw, op->loc, "rock.gemm needs 3 operands"); return false; }
+  const kl_type *ta = op->opnds[0].value->type, *tb = op->opnds[1].value->type, *tc = op->opnds[2].value->type;
+  if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || tc->kind != KL_TY_BUFFER || ta->rank != 3 || tb->rank != 3 ||
+      tc->rank != 3) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm needs rank-3 buffers a [G,K,M], b [G,K,N], c [G,M,N]");
+    return false;
+  }
+  int64_t G = ta->shape[0], K = ta->shape[1], M = ta->shape[2], N = tb->shape[2];
+  if (tb->shape[0] != G || tc->shape[0] != G || tb->shape[1] != K || tc->shape[1] != M || tc->shape[2] != N) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm shapes do not agree: a %s, b %s, c %s", ta->text, tb->text, tc->text);
+    return false;
+  }
+  if (G < 1 || K < 1 || M < 1 || N < 1) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm has an empty dimension (G=%lld K=%lld M=%lld N=%lld)", (long long)G,
+                     (long long)K, (long long)M, (long long)N);
+    return false;
+  }
+  char err[512];
+  const kl_target *t = kl_perf_resolve_target(op, o->target, err, sizeof err);
+  if (!t) { kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err); return false; }
+  int eb = (kl_type_bits(ta->elem) + 7) / 8;
+  if ((kl_type_bits(tb->elem) + 7) / 8 > eb) eb = (kl_type_bits(tb->elem) + 7) / 8;
+
+  const char *given = o->perf && *o->perf ? o->perf : kl_op_attr_string(op, "perf_config");
+  if (!given) given = kl_op_attr_string(fn, "perf_config");
+  kl_perf_config pc;
+  if (given) {
+    if (!kl_perf_config_parse(given, &pc, err, sizeof err) || !kl_perf_config_validate(&pc, t, eb, err, sizeof err)) {
+      kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err);
+      return false;
+    }
+  } else if (!kl_perf_config_heuristic(t, G, M, N, K, eb, &pc)) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm: no perf config fits target %s", t->name);
+    return false;
+  }
+  char pcs[160];
+  kl_perf_config_print(&pc, pcs, sizeof pcs);
+  int64_t Mp = round_up(M, pc.m_per_block), Np = round_up(N, pc.n_per_block), Kp = round_up(K, pc.k_per_block);
+  int64_t bs = kl_perf_config_block_size(&pc), grid = kl_perf_config_grid_size(&pc, G, M, N);
+
+  kl_rewriter_set_insertion_before(rw, op);
+  static const char *const an[] = { "g", "k", "m" }, *const bn[] = { "g", "k", "n" }, *const cn[] = { "g", "m", "n" };
+  int64_t pa[3] = { G, Kp, Mp }, pb[3] = { G, Kp, Np }, pcc[3] = { G, Mp, Np };
+  bool ok = true;
+  kl_value *opnds[3];
+  opnds[0] = pad_operand(rw, op, op->opnds[0].value, an, pa, &ok);
+  if (ok) opnds[1] = pad_operand(rw, op, op->opnds[1].value, bn, pb, &ok);
+  if (ok) opnds[2] = pad_operand(rw, op, op->opnds[2].value, cn, pcc, &ok);
+  if (!ok) return false;
+
+  const char *store = kl_op_attr_string(op, "store");
+  kl_named_attr *attrs = kl_xmalloc((op->nattrs + 12) * sizeof *attrs);
+  int na = 0;
+  for (int i = 0; i < op->nattrs; i++) attrs[na++] = op->attrs[i];
+  attrs[na++] = (kl_named_attr){ "perf_config", kl_attr_str(ctx, pcs) };
+  attrs[na++] = (kl_named_attr){ "m_per_block", kl_attr_int(ctx, pc.m_per_block) };
+  attrs[na++] = (kl_named_attr){ "n_per_block", kl_attr_int(ctx, pc.n_per_block) };
+  attrs[na++] = (kl_named_attr){ "k_per_block", kl_attr_int(ctx, pc.k_per_block) };
+  attrs[na++] = (kl_named_attr){ "m_per_thread", kl_attr_int(ctx, pc.m_per_thread) };
+  attrs[na++] = (kl_named_attr){ "n_per_thread", kl_attr_int(ctx, pc.n_per_thread) };
+  attrs[na++] = (kl_named_attr){ "kpack", kl_attr_int(ctx, pc.kpack) };
+  attrs[na++] = (kl_named_attr){ "block_size", kl_attr_int(ctx, bs) };
+  attrs[na++] = (kl_named_attr){ "grid_size", kl_attr_int(ctx, grid) };
+  attrs[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, store ? store : "set") };
+  /* kl_op_create sorts; later duplicates of a name replace the gemm's own entries */
+  kl_named_attr *dedup = kl_xmalloc(na * sizeof *dedup);
+  int nd = 0;
+  for (int i = 0; i < na; i++) {
+    bool later = false;
+    for (int j = i + 1; j < na && !later; j++) later = !strcmp(attrs[i].name, attrs[j].name);
+    if (!later) dedup[nd++] = attrs[i];
+  }
+  kl_op *gw = kl_op_create(ctx, "rock.gridwise_gemm", op->loc, 3, opnds, 0, NULL, nd, dedup, 0);
+  free(attrs);
+  free(dedup);
+  kl_rewriter_replace_op_with(rw, op, gw);
+
+  kl_rewriter_modify_start(rw, fn);
+  kl_op_set_attr(fn, "block_size", kl_attr_int(ctx, bs));
+  kl_op_set_attr(fn, "grid_size", kl_attr_int(ctx, grid));
+  kl_op_set_attr(fn, "perf_config", kl_attr_str(ctx, pcs));
+  kl_op_set_attr(fn, "target", kl_attr_str(ctx, t->name));
+  kl_rewriter_modify_end(rw, fn);
+  return true;
+}
+
+typedef struct { kl_op *fn; kl_op *first; kl_op *dup; } count_state;
+static kl_walk_result find_gemms(kl_op *op, void *user) {
+  count_state *s = user;
+  if (!strcmp(op->name, "rock.gemm")) {
+    if (!s->first) s->first = op;
+    else if (!s->dup) s->dup = op;
+  }
+  return KL_WALK_ADVANCE;
+}
+
+static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
+  kl_block *body = kl_module_body(module);
+  for (kl_op *fn = body ? body->first : NULL; fn; fn = fn->next) {
+    if (!kl_is_kernel(fn)) continue;
+    count_state s = { fn, NULL, NULL };
+    kl_walk_pre(fn, find_gemms, &s);
+    if (s.dup)
+      return kl_emit_error(module->ctx, s.dup->loc,
+                           "rock-gemm-to-gridwise: kernel '%s' has more than one rock.gemm (one per kernel: block and grid "
+                           "sizes are per kernel)", kl_op_attr_string(fn, "sym_name"));
+  }
+  opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config") };
+  kl_pattern p = { "rock.gemm", 1, "rock-gemm-to-gridwise", gemm_to_gridwise, &o };
+  const kl_pattern *ps[] = { &p };
+  return kl_apply_patterns_walk(module, ps, 1);
+}
+
+static const kl_pass_option options[] = {
+  { "target", KL_OPT_STRING, "", "target name (overrides the kernel's / module's \"target\" attribute; default host)" },
+  { "perf-config", KL_OPT_STRING, "", "perf config v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack for every gemm "
+                                      "(overrides perf_config attributes; default: the heuristic)" },
+};
+
+void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
+  kl_pass_info info = { "rock-gemm-to-gridwise",
+                        "rock.gemm -> rock.gridwise_gemm: perf config (given or heuristic), Pad views to tile multiples, "
+                        "block/grid sizes on the kernel",
+                        options, 2, run, NULL };
+  kl_register_pass(ctx, &info);
+}

@@ -1,0 +1,323 @@
+/* rock_gridwise_to_blockwise.c — the `rock-gridwise-to-blockwise` pass.
+ *
+ * rock.gridwise_gemm(a [G,Kp,Mp], b [G,Kp,Np], c [G,Mp,Np]) {m_per_block = MB, ...}
+ * (sizes already tile multiples) becomes, in place:
+ *   %bid = rock.workgroup_id    %tid = rock.workitem_id
+ *   %lds_a = rock.alloc : buffer<KB x MB x T, lds>   (kpack > 1: buffer<KB/kpack x MB x
+ *            kpack x T, lds> under a rock.transform viewing it as [KB, MB])
+ *   %lds_b likewise [KB, NB]; %copy_a / %copy_b = rock.alloc private [KB*MB/BS] / [KB*NB/BS]
+ *   %acc = rock.alloc : buffer<MT*NT x Tacc, private>; rock.fill(%acc) {value = 0}
+ *   scf.for %kl = 0 to Kp/KB step 1 {
+ *     rock.threadwise_read_into(%a, %copy_a, %bid, %tid, %kl) {view: (bid, tid, kl, iter) -> (g, k, m), vector_len}
+ *     rock.threadwise_read_into(%b, %copy_b, %bid, %tid, %kl) {view: ... -> (g, k, n), vector_len}
+ *     rock.threadwise_write_all(%copy_a, %lds_a, %tid) {view: (tid, iter) -> (k, m), store = "set", vector_len}
+ *     rock.threadwise_write_all(%copy_b, %lds_b, %tid) {...}
+ *     rock.barrier
+ *     rock.blockwise_gemm(%lds_a, %lds_b, %acc, %tid) {m_per_block, n_per_block, k_per_block,
+ *                         m_per_thread, n_per_thread, kpack, block_size}
+ *     rock.barrier
+ *   }
+ *   rock.threadwise_write_all(%acc, %c, %bid, %tid) {view: (bid, tid, iter) -> (g, m, n), store, vector_len}
+ * Coordinates: bid = (g * Mp/MB + m_block) * Np/NB + n_block; C tile of thread tid:
+ * rows (tid / (NB/NT)) * MT + [0, MT), columns (tid % (NB/NT)) * NT + [0, NT); acc[i*NT + j]
+ * holds (row i, column j) of that tile (the rock.blockwise_gemm contract of
+ * rock-blockwise-to-threadwise). The global -> LDS copy: each thread copies a ck x cd
+ * sub-tile of the KB x MB (resp. KB x NB) tile; the layout (ck, cd, and whether iter
+ * and tid each run fastest along K or along M/N) is chosen per operand for, in order:
+ * the longest vector along iter through the operand's views down to its buffer
+ * (kl_view_max_vectorization), the fewest 64-byte lines touched when the first wave
+ * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
+ * the shortest per-thread run along the vector dim, vectors along M/N rather than K.
+ * vector_len records the vector length.
+ * The kernel func's lds_bytes grows by the two tiles' bytes. */
+#include "core/pass.h"
+#include "core/rewrite.h"
+#include "core/dialect_rock.h"
+#include "core/dialect_builtin.h"
+#include "passes/perf_config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  int64_t G, Kp, Mp, Np, MB, NB, KB, MT, NT, kpack, BS;
+} tiles;
+/* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
+ * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
+typedef struct { int64_t ck, cd; bool iter_d, tid_d; int64_t vlen, lines, run; bool vd; } layout;
+
+/* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
+static kl_view *global_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n) {
+  const char *d = is_a ? "m" : "n", *db = is_a ? "mb" : "nb", *ob = is_a ? "nb" : "mb";
+  int64_t Dp = is_a ? t->Mp : t->Np, DB = is_a ? t->MB : t->NB, other = is_a ? t->Np / t->NB : t->Mp / t->MB;
+  kl_vb b;
+  int64_t shape[3] = { t->G, t->Kp, Dp };
+  const char *names[3] = { "g", "k", d };
+  kl_vb_identity(&b, 3, shape, names);
+  const char *kn[3] = { "kl", "tk", "ik" };
+  int64_t ks[3] = { t->Kp / t->KB, t->KB / l->ck, l->ck };
+  kl_vb_unmerge(&b, "k", 3, kn, ks);
+  const char *dn[3] = { db, "td", "id" };
+  int64_t ds[3] = { Dp / DB, DB / l->cd, l->cd };
+  kl_vb_unmerge(&b, d, 3, dn, ds);
+  kl_vb_add_dim(&b, ob, other);
+  const char *bn[3] = { "g", "mb", "nb" };
+  kl_vb_merge(&b, "bid", 3, bn);
+  const char *td_f[2] = { "tk", "td" }, *tk_f[2] = { "td", "tk" };
+  kl_vb_merge(&b, "tid", 2, l->tid_d ? td_f : tk_f);
+  const char *id_f[2] = { "ik", "id" }, *ik_f[2] = { "id", "ik" };
+  kl_vb_merge(&b, "iter", 2, l->iter_d ? id_f : ik_f);
+  const char *ord[4] = { "bid", "tid", "kl", "iter" };
+  kl_vb_order(&b, 4, ord);
+  return kl_vb_finish(&b, err, n);
+}
+
+/* (tid, iter) -> (k, d) of the [KB, DB] LDS tile. */
+static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n) {
+  const char *d = is_a ? "m" : "n";
+  int64_t DB = is_a ? t->MB : t->NB;
+  kl_vb b;
+  int64_t shape[2] = { t->KB, DB };
+  const char *names[2] = { "k", d };
+  kl_vb_identity(&b, 2, shape, names);
+  const char *kn[2] = { "tk", "ik" };
+  int64_t ks[2] = { t->KB / l->ck, l->ck };
+  kl_vb_unmerge(&b, "k", 2, kn, ks);
+  const char *dn[2] = { "td", "id" };
+  int64_t ds[2] = { DB / l->cd, l->cd };
+  kl_vb_unmerge(&b, d, 2, dn, ds);
+  const char *td_f[2] = { "tk", "td" }, *tk_f[2] = { "td", "tk" };
+  kl_vb_merge(&b, "tid", 2, l->tid_d ? td_f : tk_f);
+  const char *id_f[2] = { "ik", "id" }, *ik_f[2] = { "id", "ik" };
+  kl_vb_merge(&b, "iter", 2, l->iter_d ? id_f : ik_f);
+  const char *ord[2] = { "tid", "iter" };
+  kl_vb_order(&b, 2, ord);
+  return kl_vb_finish(&b, err, n);
+}
+
+/* (bid, tid, iter) -> (g, m, n) of c: the thread's MT x NT accumulator tile. */
+static kl_view *output_view(const tiles *t, char *err, size_t n) {
+  kl_vb b;
+  int64_t shape[3] = { t->G, t->Mp, t->Np };
+  const char *names[3] = { "g", "m", "n" };
+  kl_vb_identity(&b, 3, shape, names);
+  const char *mn[3] = { "mb", "tm", "im" };
+  int64_t ms[3] = { t->Mp / t->MB, t->MB / t->MT, t->MT };
+  kl_vb_unmerge(&b, "m", 3, mn, ms);
+  const char *nn[3] = { "nb", "tn", "in" };
+  int64_t ns[3] = { t->Np / t->NB, t->NB / t->NT, t->NT };
+  kl_vb_unmerge(&b, "n", 3, nn, ns);
+  const char *bn[3] = { "g", "mb", "nb" }, *tn[2] = { "tm", "tn" }, *in[2] = { "im", "in" };
+  kl_vb_merge(&b, "bid", 3, bn);
+  kl_vb_merge(&b, "tid", 2, tn);
+  kl_vb_merge(&b, "iter", 2, in);
+  const char *ord[3] = { "bid", "tid", "iter" };
+  kl_vb_order(&b, 3, ord);
+  return kl_vb_finish(&b, err, n);
+}
+
+/* Distinct 64-byte lines touched by the first min(BS, 64) threads of workgroup 0 in
+ * iteration 0 when each reads its first vector (iter 0..vlen-1): the coalescing cost. */
+static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_t vlen) {
+  kl_value *u = NULL;
+  kl_view *full = kl_tile_compose_to_buffer(v, src, &u, NULL, 0);
+  if (!full || u->type->kind != KL_TY_BUFFER || kl_view_lower_rank(full) != u->type->rank) { kl_view_free(full); return 1 << 30; }
+  int64_t eb = (kl_type_bits(u->type->elem) + 7) / 8, nt = bs < 64 ? bs : 64, n = 0;
+  int64_t *lines = kl_xmalloc(nt * vlen * sizeof *lines);
+  for (int64_t t = 0; t < nt; t++)
+    for (int64_t i = 0; i < vlen; i++) {
+      int64_t up[4] = { 0, t, 0, i };
+      bool valid;
+      int64_t a = kl_view_eval_addr(full, up, u->type->strides, &valid);
+      if (!valid) continue;
+      int64_t line = a * eb / 64, j = 0;
+      while (j < n && lines[j] != line) j++;
+      if (j == n) lines[n++] = line;
+    }
+  free(lines);
+  kl_view_free(full);
+  return n;
+}
+
+/* The copy layout (see the header comment): longest vector along iter, then fewest
+ * lines touched by a wave's first vector reads, then the shortest run per thread along
+ * the vectorized dim, then vectors along M/N rather than K. */
+static bool choose_layout(const tiles *t, bool is_a, kl_value *src, layout *best, char *err, size_t n) {
+  int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
+  bool found = false;
+  for (int64_t ck = 1; ck <= t->KB; ck++) {
+    if (t->KB % ck || per % ck || DB % (per / ck)) continue;
+    for (int f = 0; f < 4; f++) {
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false };
+      if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1)) continue;   /* same as the other order */
+      l.vd = l.iter_d;
+      l.run = l.vd ? l.cd : l.ck;
+      kl_view *v = global_copy_view(t, is_a, &l, err, n);
+      if (!v) return false;
+      l.vlen = kl_tile_vector_len(v, src, 3);
+      l.lines = lines_touched(v, src, t->BS, l.vlen);
+      kl_view_free(v);
+      bool better = !found || l.vlen > best->vlen ||
+                    (l.vlen == best->vlen && (l.lines < best->lines ||
+                    (l.lines == best->lines && (l.run < best->run || (l.run == best->run && l.vd && !best->vd)))));
+      if (better) { *best = l; found = true; }
+    }
+  }
+  if (!found) snprintf(err, n, "no per-thread copy layout for a %lldx%lld tile over %lld threads", (long long)t->KB,
+                       (long long)DB, (long long)t->BS);
+  return found;
+}
+
+static kl_value *alloc(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int rank, const int64_t *shape, kl_space sp) {
+  const kl_type *t = kl_type_buffer(kl_rewriter_ctx(rw), elem, rank, shape, NULL, sp);
+  return kl_op_result(kl_rewriter_create(rw, "rock.alloc", loc, 0, NULL, 1, &t, 0, NULL, 0), 0);
+}
+
+/* LDS tile [KB, DB]: a plain alloc, or (kpack > 1) [KB/kpack, DB, kpack] viewed as [KB, DB]. */
+static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, const char *d,
+                          char *err, size_t n) {
+  if (t->kpack == 1) { int64_t s[2] = { t->KB, DB }; return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS); }
+  int64_t s[3] = { t->KB / t->kpack, DB, t->kpack };
+  kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
+  kl_vb b;
+  const char *names[3] = { "ko", d, "ki" };
+  kl_vb_identity(&b, 3, s, names);
+  const char *kf[2] = { "ko", "ki" };
+  kl_vb_merge(&b, "k", 2, kf);
+  kl_view *v = kl_vb_finish(&b, err, n);
+  if (!v) return NULL;
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
+
+static kl_op *threadwise(kl_rewriter *rw, kl_loc loc, const char *name, kl_value *src, kl_value *dst, int nextra,
+                         kl_value *const *extra, const kl_view *view, int64_t vlen, const char *store) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_value *o[8] = { src, dst };
+  for (int i = 0; i < nextra; i++) o[2 + i] = extra[i];
+  kl_named_attr a[3] = { { "view", kl_attr_from_view(ctx, view) }, { "vector_len", kl_attr_int(ctx, vlen) } };
+  int na = 2;
+  if (store) a[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, store) };
+  return kl_rewriter_create(rw, name, loc, 2 + nextra, o, 0, NULL, na, a, 0);
+}
+
+static bool get_attr(kl_rewriter *rw, kl_op *op, const char *name, int64_t *out) {
+  if (kl_op_attr_i64(op, name, out) && *out >= 1) return true;
+  kl_rewriter_fail(rw, op->loc, "rock.gridwise_gemm: missing or non-positive integer attribute '%s'", name);
+  return false;
+}
+
+static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  kl_ctx *ctx = op->ctx;
+  kl_loc loc = op->loc;
+  char err[512];
+  if (op->nopnds != 3) { kl_rewriter_fail(rw, loc, "rock.gridwise_gemm needs 3 operands"); return false; }
+  kl_value *a = op->opnds[0].value, *b = op->opnds[1].value, *c = op->opnds[2].value;
+  const kl_type *ta = a->type, *tb = b->type, *tc = c->type;
+  if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || tc->kind != KL_TY_BUFFER || ta->rank != 3 || tb->rank != 3 ||
+      tc->rank != 3) {
+    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm needs rank-3 buffers a [G,K,M], b [G,K,N], c [G,M,N]");
+    return false;
+  }
+  tiles t = { .G = ta->shape[0], .Kp = ta->shape[1], .Mp = ta->shape[2], .Np = tb->shape[2] };
+  if (!get_attr(rw, op, "m_per_block", &t.MB) || !get_attr(rw, op, "n_per_block", &t.NB) ||
+      !get_attr(rw, op, "k_per_block", &t.KB) || !get_attr(rw, op, "m_per_thread", &t.MT) ||
+      !get_attr(rw, op, "n_per_thread", &t.NT) || !get_attr(rw, op, "kpack", &t.kpack))
+    return false;
+  kl_perf_config pc = { t.MB, t.NB, t.KB, t.MT, t.NT, t.kpack };
+  if (!kl_perf_config_validate(&pc, NULL, 1, err, sizeof err)) { kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: %s", err); return false; }
+  t.BS = kl_perf_config_block_size(&pc);
+  int64_t bs_attr;
+  if (kl_op_attr_i64(op, "block_size", &bs_attr) && bs_attr != t.BS) {
+    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: block_size %lld does not match the tiles (%lld)", (long long)bs_attr, (long long)t.BS);
+    return false;
+  }
+  if (t.Kp % t.KB || t.Mp % t.MB || t.Np % t.NB || tb->shape[0] != t.G || tb->shape[1] != t.Kp || tc->shape[0] != t.G ||
+      tc->shape[1] != t.Mp || tc->shape[2] != t.Np) {
+    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: operands a %s, b %s, c %s are not padded to the %lldx%lldx%lld tiles",
+                     ta->text, tb->text, tc->text, (long long)t.MB, (long long)t.NB, (long long)t.KB);
+    return false;
+  }
+  kl_op *fn = kl_tile_func_of(op);
+  const char *store = kl_op_attr_string(op, "store");
+  if (!store) store = "set";
+  const kl_type *idx = kl_type_index(ctx), *acc_t = kl_gemm_acc_type(ctx, ta->elem);
+
+  layout la, lb;
+  if (!choose_layout(&t, true, a, &la, err, sizeof err) || !choose_layout(&t, false, b, &lb, err, sizeof err)) {
+    kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
+    return false;
+  }
+  kl_view *ga = global_copy_view(&t, true, &la, err, sizeof err);
+  kl_view *gb = ga ? global_copy_view(&t, false, &lb, err, sizeof err) : NULL;
+  kl_view *wa = gb ? lds_copy_view(&t, true, &la, err, sizeof err) : NULL;
+  kl_view *wb = wa ? lds_copy_view(&t, false, &lb, err, sizeof err) : NULL;
+  kl_view *cv = wb ? output_view(&t, err, sizeof err) : NULL;
+  bool ok = cv != NULL;
+  if (ok) {
+    kl_rewriter_set_insertion_before(rw, op);
+    kl_value *bid = kl_op_result(kl_rewriter_create(rw, "rock.workgroup_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+    kl_value *tid = kl_op_result(kl_rewriter_create(rw, "rock.workitem_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+    kl_value *lds_a = lds_tile(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err);
+    kl_value *lds_b = lds_a ? lds_tile(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err) : NULL;
+    ok = lds_b != NULL;
+    if (ok) {
+      int64_t na = t.KB * t.MB / t.BS, nb = t.KB * t.NB / t.BS, nacc = t.MT * t.NT;
+      kl_value *copy_a = alloc(rw, loc, ta->elem, 1, &na, KL_SPACE_PRIVATE);
+      kl_value *copy_b = alloc(rw, loc, tb->elem, 1, &nb, KL_SPACE_PRIVATE);
+      kl_value *acc = alloc(rw, loc, acc_t, 1, &nacc, KL_SPACE_PRIVATE);
+      kl_named_attr fv = { "value", kl_const_attr_for(ctx, acc_t, 0) };
+      kl_rewriter_create(rw, "rock.fill", loc, 1, &acc, 0, NULL, 1, &fv, 0);
+      kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, t.Kp / t.KB), kl_tile_index(rw, loc, 1) };
+      kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
+      kl_block *body = kl_block_create(ctx);
+      kl_value *kl = kl_block_add_arg(ctx, body, idx);
+      kl_region_push_block(&loop->regions[0], body);
+      kl_rewriter_set_insertion_end(rw, body);
+      kl_value *ex3[3] = { bid, tid, kl };
+      threadwise(rw, loc, "rock.threadwise_read_into", a, copy_a, 3, ex3, ga, la.vlen, NULL);
+      threadwise(rw, loc, "rock.threadwise_read_into", b, copy_b, 3, ex3, gb, lb.vlen, NULL);
+      threadwise(rw, loc, "rock.threadwise_write_all", copy_a, lds_a, 1, &tid, wa, kl_tile_vector_len(wa, lds_a, 1), "set");
+      threadwise(rw, loc, "rock.threadwise_write_all", copy_b, lds_b, 1, &tid, wb, kl_tile_vector_len(wb, lds_b, 1), "set");
+      kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+      kl_value *bg[4] = { lds_a, lds_b, acc, tid };
+      kl_named_attr ba[7] = {
+        { "m_per_block", kl_attr_int(ctx, t.MB) }, { "n_per_block", kl_attr_int(ctx, t.NB) },
+        { "k_per_block", kl_attr_int(ctx, t.KB) }, { "m_per_thread", kl_attr_int(ctx, t.MT) },
+        { "n_per_thread", kl_attr_int(ctx, t.NT) }, { "kpack", kl_attr_int(ctx, t.kpack) },
+        { "block_size", kl_attr_int(ctx, t.BS) },
+      };
+      kl_rewriter_create(rw, "rock.blockwise_gemm", loc, 4, bg, 0, NULL, 7, ba, 0);
+      kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+      kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+      kl_rewriter_set_insertion_before(rw, op);
+      kl_value *ex2[2] = { bid, tid };
+      threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store);
+      kl_rewriter_erase_op(rw, op);
+      if (fn) {
+        int64_t lds = 0;
+        kl_op_attr_i64(fn, "lds_bytes", &lds);
+        lds += kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8);
+        kl_rewriter_set_attr(rw, fn, "lds_bytes", kl_attr_int(ctx, lds));
+      }
+    }
+  }
+  if (!ok) kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
+  kl_view_free(ga); kl_view_free(gb); kl_view_free(wa); kl_view_free(wb); kl_view_free(cv);
+  return ok;
+}
+
+static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
+  kl_pattern p = { "rock.gridwise_gemm", 1, "rock-gridwise-to-blockwise", lower_gridwise, NULL };
+  const kl_pattern *ps[] = { &p };
+  return kl_apply_patterns_walk(module, ps, 1);
+}
+
+void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {
+  kl_pass_info info = { "rock-gridwise-to-blockwise",
+                        "rock.gridwise_gemm -> K loop of global->LDS copies (threadwise_read_into / write_all), "
+                        "barriers and rock.blockwise_gemm into a register accumulator; one global write of C",
+                        NULL, 0, run, NULL };
+  kl_register_pass(ctx, &info);
+}
