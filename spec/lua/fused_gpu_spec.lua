@@ -1,0 +1,22 @@
+-- fused_gpu_spec.lua — the random fused-graph suite on a CUDA GPU (tag gpu). Without a
+-- CUDA device every case is reported pending with the reason.
+local gen = require "fused_gen"
+
+describe("random fused graphs on the GPU #gpu", function()
+  local ok, dev = pcall(kiln.device, "cuda")
+  local count = tonumber(os.getenv("KILN_FUSED_COUNT") or "") or 210
+  if not ok then
+    pending("no CUDA device present: " .. tostring(dev):gsub("\n.*", ""))
+    return
+  end
+  for seed = 1, count do
+    local case = gen.gen(seed)
+    it(case.name, function()
+      local p = kiln.compile(case.g, { target = dev.arch, cache = false })
+      local got = p:run(case.inputs, { device = dev })
+      local want = case.g:eval(case.inputs)
+      local good, report = gen.check(got, want, case.dtype)
+      assert(good, case.name .. ": " .. tostring(report and report.summary or report))
+    end)
+  end
+end)
