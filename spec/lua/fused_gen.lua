@@ -1,4 +1,5 @@
 -- fused_gen.lua — seeded random fused graphs for the compile specs: a conv (random
+local kiln = require "kiln"
 -- layout, stride, padding, dilation, groups) or a dot (random transposes and batch)
 -- with a random epilogue (bias broadcast, residual add, relu/sigmoid/tanh/clip, casts),
 -- plus element-wise-only, reduction and softmax graphs. Odd sizes on purpose.

@@ -1,4 +1,5 @@
 -- fused_gpu_spec.lua — the random fused-graph suite on a CUDA GPU (tag gpu). Without a
+local kiln = require "kiln"
 -- CUDA device every case is reported pending with the reason.
 local gen = require "fused_gen"
 

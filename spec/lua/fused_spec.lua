@@ -1,4 +1,5 @@
 -- fused_spec.lua — >= 200 seeded random fused graphs compiled for the host and compared
+local kiln = require "kiln"
 -- with the reference evaluator (issue 5). KILN_FUSED_COUNT overrides the count.
 local gen = require "fused_gen"
 
