@@ -533,8 +533,6 @@ int kl_lua_open(lua_State *L) {
   kl_lua__open_ir(L);
   kl_lua__open_rewrite(L);
   kl_lua__open_pass(L);
-  kl_lua__open_program(L);
-  kl_lua__open_view(L);
   kl_lua__open_util(L);
   kl_lua__open_tensor(L);
   kl_lua__open_graph(L);

@@ -110,8 +110,6 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx);
 void kl_lua__open_ir(lua_State *L);
 void kl_lua__open_rewrite(lua_State *L);
 void kl_lua__open_pass(lua_State *L);
-void kl_lua__open_program(lua_State *L);   /* kiln_lua_program.c: kiln.device, targets, compile */
-void kl_lua__open_view(lua_State *L);      /* kiln_lua_view.c: kiln.view, view_parse, conv_views */
 void kl_lua__open_util(lua_State *L);     /* kiln_lua_util.c */
 void kl_lua__open_tensor(lua_State *L);   /* kiln_lua_tensor.c */
 void kl_lua__open_graph(lua_State *L);    /* kiln_lua_graph.c */

@@ -1,0 +1,706 @@
+/* kiln_lua_program.c — devices, targets and compiled programs in Lua:
+ * kiln.device(name) ("kiln.device" userdata, one per name and Lua state), kiln.targets(),
+ * kiln.compile(g, opts) -> "kiln.program" with p:run, p:kernels, p:ir, p:plan, p:binary.
+ * Lifetimes: a program that ran on a device holds loaded modules of that device, and the
+ * context's compile cache may hold the program after every Lua handle is gone. So a
+ * device (refcounted devref) is kept open by its Lua handle, by every program holder
+ * (one per kl_program, shared by the Lua handles of cache hits) that ran on it and by
+ * the context (a destroy hook registered before the context's compile cache exists, so
+ * it runs after the cache is released). Programs keep their context alive; using a
+ * program whose context was destroyed explicitly is a Lua error. */
+#include "lua/kiln_lua_rt.h"
+#include "core/dialect_graph.h"
+#include "core/target.h"
+#include "runtime/program.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MT_HOLDER     "kiln.program.holder"
+#define REG_DEVCACHE  "kiln.devcache"     /* device name -> device userdata */
+#define REG_HOLDERS   "kiln.progholders"  /* lightuserdata(kl_program) -> holder (weak values) */
+#define CTX_DEVHOLD   "kiln.lua.devhold"
+
+/* ---------------------------------------------------------------- devices ---- */
+typedef struct devref { kl_device *dev; int refs; char id[64]; } devref;
+typedef struct dev_ud { devref *d; } dev_ud;
+
+static void devref_release(devref *d) {
+  if (d && --d->refs == 0) { kl_device_destroy(d->dev); free(d); }
+}
+
+static devref *check_dev(lua_State *L, int idx) {
+  dev_ud *u = luaL_checkudata(L, idx, KL_MT_DEVICE);
+  if (!u->d) luaL_error(L, "kiln: this device has been closed");
+  return u->d;
+}
+static int dev_gc(lua_State *L) {
+  dev_ud *u = luaL_checkudata(L, 1, KL_MT_DEVICE);
+  devref *d = u->d;
+  u->d = NULL;
+  devref_release(d);
+  return 0;
+}
+static const char *kind_name(kl_device_kind k) {
+  switch (k) {
+  case KL_DEVICE_HOST: return "host";
+  case KL_DEVICE_CUDA: return "cuda";
+  case KL_DEVICE_HIP: return "hip";
+  default: return "other";
+  }
+}
+static int dev_tostring(lua_State *L) {
+  dev_ud *u = luaL_checkudata(L, 1, KL_MT_DEVICE);
+  if (!u->d) { lua_pushstring(L, "kiln.device (closed)"); return 1; }
+  const kl_device_info *i = kl_device_get_info(u->d->dev);
+  lua_pushfstring(L, "kiln.device %s: %s (arch %s)", u->d->id, i->name, i->arch);
+  return 1;
+}
+
+/* kiln.device([name = "auto"]) — one device per name and Lua state. */
+static int l_device(lua_State *L) {
+  const char *name = luaL_optstring(L, 1, "auto");
+  lua_getfield(L, LUA_REGISTRYINDEX, REG_DEVCACHE);
+  if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  char err[1024] = "";
+  kl_device *dev = kl_device_open(name, err, sizeof err);
+  if (!dev) return kl_lua__rt_error(L, "kiln.device", "cannot open device '%s': %s", name, *err ? err : "unknown error");
+  char id[64];
+  const kl_device_info *i = kl_device_get_info(dev);
+  if (i->kind == KL_DEVICE_HOST) snprintf(id, sizeof id, "host");
+  else snprintf(id, sizeof id, "%s:%d", i->backend, i->ordinal);
+  if (lua_getfield(L, -1, id) != LUA_TNIL) {   /* the same device under another name ("auto") */
+    kl_device_destroy(dev);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, name);
+    return 1;
+  }
+  lua_pop(L, 1);
+  devref *d = kl_xcalloc(1, sizeof *d);
+  d->dev = dev;
+  d->refs = 1;
+  memcpy(d->id, id, sizeof d->id);
+  dev_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->d = d;
+  luaL_setmetatable(L, KL_MT_DEVICE);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, id);
+  return 1;
+}
+static const kl_device_info *DI(lua_State *L) { return kl_device_get_info(check_dev(L, 1)->dev); }
+static int dp_id(lua_State *L) { lua_pushstring(L, check_dev(L, 1)->id); return 1; }
+static int dp_name(lua_State *L) { lua_pushstring(L, DI(L)->name); return 1; }
+static int dp_kind(lua_State *L) { lua_pushstring(L, kind_name(DI(L)->kind)); return 1; }
+static int dp_backend(lua_State *L) { lua_pushstring(L, DI(L)->backend); return 1; }
+static int dp_arch(lua_State *L) { lua_pushstring(L, DI(L)->arch); return 1; }
+static int dp_ordinal(lua_State *L) { lua_pushinteger(L, DI(L)->ordinal); return 1; }
+static int dp_total_mem(lua_State *L) { lua_pushinteger(L, (lua_Integer)DI(L)->total_mem); return 1; }
+static int dp_compute_units(lua_State *L) { lua_pushinteger(L, DI(L)->compute_units); return 1; }
+static int dp_wave_size(lua_State *L) { lua_pushinteger(L, DI(L)->wave_size); return 1; }
+static int dp_max_threads(lua_State *L) { lua_pushinteger(L, DI(L)->max_threads_per_block); return 1; }
+static int dp_max_shared(lua_State *L) { lua_pushinteger(L, (lua_Integer)DI(L)->max_shared_per_block); return 1; }
+static int dp_driver(lua_State *L) { lua_pushstring(L, DI(L)->driver); return 1; }
+static int dp_note(lua_State *L) { lua_pushstring(L, DI(L)->note); return 1; }
+static int dp_cc(lua_State *L) {
+  const kl_device_info *i = DI(L);
+  if (i->kind == KL_DEVICE_CUDA) lua_pushfstring(L, "%d.%d", i->cc_major, i->cc_minor); else lua_pushnil(L);
+  return 1;
+}
+static int dp_bytes_in_use(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_device_bytes_in_use(check_dev(L, 1)->dev)); return 1; }
+static int dev_synchronize(lua_State *L) {
+  devref *d = check_dev(L, 1);
+  if (kl_device_synchronize(d->dev) != KL_OK) return kl_lua__rt_error(L, "device:synchronize", "%s", kl_device_error(d->dev));
+  return 0;
+}
+/* dev:info() -> a plain table of every field */
+static int dev_info(lua_State *L) {
+  static const struct { const char *k; lua_CFunction f; } fields[] = {
+    { "id", dp_id }, { "name", dp_name }, { "kind", dp_kind }, { "backend", dp_backend }, { "arch", dp_arch },
+    { "ordinal", dp_ordinal }, { "total_mem", dp_total_mem }, { "compute_units", dp_compute_units },
+    { "wave_size", dp_wave_size }, { "max_threads_per_block", dp_max_threads },
+    { "max_shared_per_block", dp_max_shared }, { "driver", dp_driver }, { "note", dp_note }, { "cc", dp_cc },
+  };
+  check_dev(L, 1);
+  lua_settop(L, 1);
+  lua_newtable(L);
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+    lua_pushcfunction(L, fields[i].f);
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    lua_setfield(L, 2, fields[i].k);
+  }
+  return 1;
+}
+/* kiln.device_backends() -> {"host", "cuda", "hip", ...} */
+static int l_device_backends(lua_State *L) {
+  int n = kl_device_backend_count();
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) { lua_pushstring(L, kl_device_backend_name(i)); lua_rawseti(L, -2, i + 1); }
+  return 1;
+}
+
+/* ---------------------------------------------------------------- targets ---- */
+static const char *arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }
+static const char *accel_name(kl_accel a) {
+  switch (a) {
+  case KL_ACCEL_MFMA: return "mfma";
+  case KL_ACCEL_WMMA: return "wmma";
+  case KL_ACCEL_MMA_SYNC: return "mma.sync";
+  default: return "none";
+  }
+}
+static void push_target(lua_State *L, const kl_target *t) {
+  lua_createtable(L, 0, 12);
+  lua_pushstring(L, t->name); lua_setfield(L, -2, "name");
+  lua_pushstring(L, arch_name(t->arch)); lua_setfield(L, -2, "arch");
+  lua_pushstring(L, t->triple); lua_setfield(L, -2, "triple");
+  lua_pushstring(L, t->cpu); lua_setfield(L, -2, "cpu");
+  lua_pushstring(L, t->features); lua_setfield(L, -2, "features");
+  lua_pushinteger(L, t->wave_size); lua_setfield(L, -2, "wave_size");
+  lua_pushinteger(L, (lua_Integer)t->lds_bytes); lua_setfield(L, -2, "lds_bytes");
+  lua_pushinteger(L, t->max_workgroup_size); lua_setfield(L, -2, "max_workgroup_size");
+  lua_pushinteger(L, t->max_vgprs); lua_setfield(L, -2, "max_vgprs");
+  lua_pushinteger(L, t->compute_units); lua_setfield(L, -2, "compute_units");
+  lua_pushstring(L, accel_name(t->accel)); lua_setfield(L, -2, "accel");
+  lua_createtable(L, t->ninstrs, 0);
+  for (int i = 0; i < t->ninstrs; i++) {
+    const kl_accel_instr *in = &t->instrs[i];
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, in->in_type); lua_setfield(L, -2, "in_type");
+    lua_pushstring(L, in->acc_type); lua_setfield(L, -2, "acc_type");
+    lua_pushinteger(L, in->m); lua_setfield(L, -2, "m");
+    lua_pushinteger(L, in->n); lua_setfield(L, -2, "n");
+    lua_pushinteger(L, in->k); lua_setfield(L, -2, "k");
+    lua_pushstring(L, in->intrinsic); lua_setfield(L, -2, "intrinsic");
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "instrs");
+}
+/* kiln.targets() -> list; kiln.target(name) -> one or nil */
+static int l_targets(lua_State *L) {
+  int n = kl_target_count();
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) { push_target(L, kl_target_at(i)); lua_rawseti(L, -2, i + 1); }
+  return 1;
+}
+static int l_target(lua_State *L) {
+  const kl_target *t = kl_target_lookup(luaL_checkstring(L, 1));
+  if (t) push_target(L, t); else lua_pushnil(L);
+  return 1;
+}
+static int l_default_pipeline(lua_State *L) { lua_pushstring(L, kl_default_pipeline()); return 1; }
+
+/* --------------------------------------------------------- device holding ---- */
+typedef struct devhold { devref **devs; int n; } devhold;
+static bool devs_add(devref ***devs, int *n, devref *d) {
+  for (int i = 0; i < *n; i++) if ((*devs)[i] == d) return false;
+  *devs = kl_xrealloc(*devs, (size_t)(*n + 1) * sizeof **devs);
+  (*devs)[(*n)++] = d;
+  d->refs++;
+  return true;
+}
+static void devhold_destroy(void *u) {
+  devhold *h = u;
+  for (int i = 0; i < h->n; i++) devref_release(h->devs[i]);
+  free(h->devs);
+  free(h);
+}
+/* Must run before the context's first kl_compile (see the file comment). NULL if the
+ * compile cache already exists (then devices used with this context are never closed). */
+static devhold *ctx_devhold(kl_ctx *ctx) {
+  devhold *h = kl_ctx_get_user(ctx, CTX_DEVHOLD);
+  if (h) return h == (devhold *)ctx ? NULL : h;
+  if (kl_ctx_get_user(ctx, "kiln.compile_cache")) { kl_ctx_set_user(ctx, CTX_DEVHOLD, ctx); return NULL; }
+  h = kl_xcalloc(1, sizeof *h);
+  kl_ctx_set_user(ctx, CTX_DEVHOLD, h);
+  kl_ctx_on_destroy(ctx, devhold_destroy, h);
+  return h;
+}
+
+/* --------------------------------------------------------------- programs ---- */
+typedef struct holder { kl_program *p; devref **devs; int n; } holder;
+typedef struct prog_ud { holder *h; bool from_cache; } prog_ud;   /* uv 1: ctx ud, uv 2: holder ud */
+static void push_program(lua_State *L, int ctxidx, kl_program *p, bool from_cache);
+
+static int holder_gc(lua_State *L) {
+  holder *h = luaL_checkudata(L, 1, MT_HOLDER);
+  if (h->p) { kl_program_release(h->p); h->p = NULL; }
+  for (int i = 0; i < h->n; i++) devref_release(h->devs[i]);
+  free(h->devs);
+  h->devs = NULL; h->n = 0;
+  return 0;
+}
+/* Pushes the holder of p (taking over the caller's reference to p). */
+static holder *push_holder(lua_State *L, kl_program *p) {
+  lua_getfield(L, LUA_REGISTRYINDEX, REG_HOLDERS);
+  if (lua_rawgetp(L, -1, p) != LUA_TNIL) {
+    lua_remove(L, -2);
+    kl_program_release(p);   /* the holder has its own */
+    return lua_touserdata(L, -1);
+  }
+  lua_pop(L, 1);
+  holder *h = lua_newuserdatauv(L, sizeof *h, 0);
+  memset(h, 0, sizeof *h);
+  h->p = p;
+  luaL_setmetatable(L, MT_HOLDER);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -3, p);
+  lua_remove(L, -2);
+  return h;
+}
+
+static prog_ud *check_prog(lua_State *L, int idx, kl_program **pp) {
+  prog_ud *u = luaL_checkudata(L, idx, KL_MT_PROGRAM);
+  lua_getiuservalue(L, idx, 1);
+  kl_lua_ctxud *c = luaL_testudata(L, -1, KL_MT_CONTEXT);
+  lua_pop(L, 1);
+  if (!c || !c->ctx) luaL_error(L, "kiln: the context of this program has been destroyed");
+  if (!u->h || !u->h->p) luaL_error(L, "kiln: this program has been released");
+  if (pp) *pp = u->h->p;
+  return u;
+}
+static kl_ctx *prog_ctx(lua_State *L, int idx) {
+  lua_getiuservalue(L, idx, 1);
+  kl_ctx *ctx = ((kl_lua_ctxud *)lua_touserdata(L, -1))->ctx;
+  lua_pop(L, 1);
+  return ctx;
+}
+
+/* The graph function of arg idx: a graph object (table with .func), a graph func op,
+ * or a module holding one. Returns the op; its handle is at the top of the stack. */
+static kl_op *graph_arg(lua_State *L, int idx, const char *what) {
+  idx = lua_absindex(L, idx);
+  if (lua_istable(L, idx)) lua_getfield(L, idx, "func"); else lua_pushvalue(L, idx);
+  kl_op *op = kl_lua__test(L, -1, KL_LH_OP);
+  if (!op) kl_lua__rt_error(L, what, "expected a graph (kiln.graph(...)) or a graph function op, got a %s", luaL_typename(L, idx));
+  kl_lua__check(L, -1, KL_LH_OP);
+  if (kl_is_graph(op)) return op;
+  if (!strcmp(op->name, "builtin.module") || !strcmp(op->name, "module")) {
+    for (kl_op *o = kl_module_body(op)->first; o; o = o->next)
+      if (kl_is_graph(o)) {
+        int c = kl_lua__push_handle_ctxud(L, -1);
+        kl_lua__push(L, c, KL_LH_OP, o);
+        lua_remove(L, c);
+        lua_remove(L, -2);
+        return o;
+      }
+    kl_lua__rt_error(L, what, "the module holds no graph function");
+  }
+  kl_lua__rt_error(L, what, "'%s' is not a graph function (func.func with the 'graph' attribute)", op->name);
+  return NULL;
+}
+
+/* Joins a string or a list of strings at idx with commas into a GC buffer string
+ * pushed on the stack; returns it (NULL for nil). */
+static const char *join_names(lua_State *L, int idx, const char *what, const char *field) {
+  idx = lua_absindex(L, idx);
+  if (lua_isnil(L, idx)) { lua_pushnil(L); return NULL; }
+  if (lua_type(L, idx) == LUA_TSTRING) { lua_pushvalue(L, idx); return lua_tostring(L, -1); }
+  if (!lua_istable(L, idx)) kl_lua__rt_error(L, what, "%s must be a string or a list of strings", field);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  lua_Integer n = luaL_len(L, idx);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, idx, i);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      if (lua_isfunction(L, -1))
+        kl_lua__rt_error(L, what, "%s entry %lld is a function; register it with kiln.register_pass(name, fn) and use its name",
+                         field, (long long)i);
+      kl_lua__rt_error(L, what, "%s entry %lld must be a string", field, (long long)i);
+    }
+    if (i > 1) luaL_addchar(&b, ',');
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  return lua_tostring(L, -1);
+}
+
+typedef struct on_ir_st { lua_State *L; int fn; bool failed; } on_ir_st;
+static void on_ir_cb(const char *pass, const char *text, void *user) {
+  on_ir_st *s = user;
+  lua_State *L = s->L;
+  if (s->failed) return;
+  if (!s->fn) { fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass, text); return; }
+  if (!lua_checkstack(L, 5)) { s->failed = true; return; }
+  lua_pushcfunction(L, kl_lua_traceback);
+  int tb = lua_gettop(L);
+  lua_pushvalue(L, s->fn);
+  lua_pushstring(L, pass);
+  lua_pushstring(L, text);
+  if (lua_pcall(L, 2, 0, tb) != LUA_OK) {
+    s->failed = true;
+    lua_remove(L, tb);    /* leave the message on the stack at a known place: replace fn slot later */
+    lua_setfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
+    return;
+  }
+  lua_pop(L, 1);
+}
+
+static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline", "print_ir_after", "on_ir", "cache", NULL };
+
+/* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=}) */
+static int l_compile(lua_State *L) {
+  const char *what = "compile";
+  lua_settop(L, 2);
+  kl_op *g = graph_arg(L, 1, what);
+  int gh = lua_gettop(L);
+  kl_ctx *ctx = kl_lua__handle_ctx(L, gh);
+  kl_compile_opts o = {0};
+  const char **targets = NULL;
+  on_ir_st st = { L, 0, false };
+  if (!lua_isnil(L, 2)) {
+    if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "options must be a table, got a %s", luaL_typename(L, 2));
+    for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
+      bool known = false;
+      if (lua_type(L, -2) == LUA_TSTRING)
+        for (int i = 0; COMPILE_OPTS[i]; i++) if (!strcmp(COMPILE_OPTS[i], lua_tostring(L, -2))) known = true;
+      if (!known) {
+        lua_pushvalue(L, -2);
+        return kl_lua__rt_error(L, what, "unknown option '%s' (known: target, targets, perf_config, pipeline, print_ir_after, on_ir, cache)",
+                                luaL_tolstring(L, -1, NULL));
+      }
+    }
+    int tt = lua_getfield(L, 2, "target"), ts = lua_getfield(L, 2, "targets");
+    if (tt != LUA_TNIL && ts != LUA_TNIL) return kl_lua__rt_error(L, what, "give target= or targets=, not both");
+    if (tt != LUA_TNIL) {
+      if (tt != LUA_TSTRING) return kl_lua__rt_error(L, what, "target must be a string such as \"host\" or \"gfx942\"");
+      targets = kl_lua__tmp(L, sizeof *targets);
+      targets[0] = lua_tostring(L, -3);
+      o.targets = targets; o.ntargets = 1;
+    } else if (ts != LUA_TNIL) {
+      if (ts == LUA_TSTRING) {
+        targets = kl_lua__tmp(L, sizeof *targets);
+        targets[0] = lua_tostring(L, -2);
+        o.targets = targets; o.ntargets = 1;
+      } else {
+        if (ts != LUA_TTABLE) return kl_lua__rt_error(L, what, "targets must be a list of target names");
+        lua_Integer n = luaL_len(L, -1);
+        if (n < 1 || n > 64) return kl_lua__rt_error(L, what, "targets must list between 1 and 64 target names");
+        int tix = lua_gettop(L);
+        targets = kl_lua__tmp(L, (size_t)n * sizeof *targets);
+        for (lua_Integer i = 1; i <= n; i++) {
+          if (lua_geti(L, tix, i) != LUA_TSTRING) return kl_lua__rt_error(L, what, "targets entry %lld must be a string", (long long)i);
+          targets[i - 1] = lua_tostring(L, -1);
+          lua_pop(L, 1);   /* the string stays alive in the options table */
+        }
+        o.targets = targets; o.ntargets = (int)n;
+      }
+    }
+    if (lua_getfield(L, 2, "perf_config") != LUA_TNIL) {
+      if (lua_type(L, -1) != LUA_TSTRING) return kl_lua__rt_error(L, what, "perf_config must be a string such as \"v1:64,64,16,...\"");
+      o.perf_config = lua_tostring(L, -1);
+    }
+    lua_getfield(L, 2, "pipeline");
+    o.pipeline = join_names(L, -1, what, "pipeline");
+    lua_getfield(L, 2, "print_ir_after");
+    o.print_ir_after = join_names(L, -1, what, "print_ir_after");
+    if (lua_getfield(L, 2, "on_ir") != LUA_TNIL) {
+      if (!lua_isfunction(L, -1)) return kl_lua__rt_error(L, what, "on_ir must be a function(pass, text)");
+      st.fn = lua_gettop(L);
+      if (!o.print_ir_after) o.print_ir_after = "all";
+    }
+    if (lua_getfield(L, 2, "cache") != LUA_TNIL) o.no_cache = !lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  if (o.print_ir_after) { o.on_ir = on_ir_cb; o.on_ir_user = &st; }
+  ctx_devhold(ctx);   /* before the compile cache exists */
+  char err[4096] = "";
+  kl_lua__flush_diags(ctx);
+  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  if (st.failed) {
+    if (p) kl_program_release(p);
+    lua_getfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
+    return kl_lua__rt_error(L, what, "the on_ir callback failed: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+  }
+  if (!p) {
+    size_t n = strlen(err);
+    while (n && err[n - 1] == '\n') err[--n] = 0;
+    return kl_lua__rt_error(L, what, "%s", !*err ? "compilation failed" : strncmp(err, "compile: ", 9) ? err : err + 9);
+  }
+  int c = kl_lua__push_handle_ctxud(L, gh);
+  push_program(L, c, p, kl_program_from_cache(p));
+  return 1;
+}
+
+/* Pushes a program handle for p in the context of the context userdata at ctxidx,
+ * taking over the caller's reference to p. */
+static void push_program(lua_State *L, int ctxidx, kl_program *p, bool from_cache) {
+  ctxidx = lua_absindex(L, ctxidx);
+  kl_lua__check_ctx(L, ctxidx);
+  ctx_devhold(kl_lua__check_ctx(L, ctxidx));   /* before a compile cache exists, if it does not yet */
+  prog_ud *u = lua_newuserdatauv(L, sizeof *u, 2);
+  u->h = NULL;
+  u->from_cache = from_cache;
+  luaL_setmetatable(L, KL_MT_PROGRAM);
+  int pu = lua_gettop(L);
+  lua_pushvalue(L, ctxidx);
+  lua_setiuservalue(L, pu, 1);
+  u->h = push_holder(L, p);
+  lua_setiuservalue(L, pu, 2);
+}
+void kl_lua__push_program(lua_State *L, int ctxidx, kl_program *p) { push_program(L, ctxidx, p, false); }
+kl_program *kl_lua__check_program(lua_State *L, int idx) {
+  kl_program *p;
+  check_prog(L, idx, &p);
+  return p;
+}
+
+static int prog_tostring(lua_State *L) {
+  prog_ud *u = luaL_checkudata(L, 1, KL_MT_PROGRAM);
+  if (!u->h || !u->h->p) { lua_pushstring(L, "kiln.program (released)"); return 1; }
+  lua_getiuservalue(L, 1, 1);
+  kl_lua_ctxud *c = luaL_testudata(L, -1, KL_MT_CONTEXT);
+  if (!c || !c->ctx) { lua_pushstring(L, "kiln.program (context destroyed)"); return 1; }
+  kl_program *p = u->h->p;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "kiln.program (");
+  for (int i = 0; i < kl_program_ntargets(p); i++) {
+    const char *t = kl_program_target(p, i);
+    int nk = kl_program_nkernels(p, t);
+    lua_pushfstring(L, "%s%s: %d kernel%s", i ? ", " : "", t, nk, nk == 1 ? "" : "s");
+    luaL_addvalue(&b);
+  }
+  luaL_addstring(&b, ")");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* Pushes the device to run on: opts.device (device or name), else the default. */
+static devref *run_device(lua_State *L, kl_program *p, int optidx) {
+  if (lua_istable(L, optidx) && lua_getfield(L, optidx, "device") != LUA_TNIL) {
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      lua_pushcfunction(L, l_device);
+      lua_insert(L, -2);
+      lua_call(L, 1, 1);
+    }
+    return check_dev(L, lua_gettop(L));
+  }
+  if (lua_istable(L, optidx)) lua_pop(L, 1);
+  bool all_host = true;
+  for (int i = 0; i < kl_program_ntargets(p); i++) {
+    const kl_target *t = kl_target_lookup(kl_program_target(p, i));
+    if (!t || t->arch != KL_ARCH_HOST) all_host = false;
+  }
+  lua_pushcfunction(L, l_device);
+  lua_pushstring(L, all_host ? "host" : "auto");
+  lua_call(L, 1, 1);
+  return check_dev(L, lua_gettop(L));
+}
+
+/* p:run({name = tensor, ...} [, {device = dev | "name"}]) -> output tensors */
+static int prog_run(lua_State *L) {
+  const char *what = "run";
+  kl_program *p;
+  prog_ud *u = check_prog(L, 1, &p);
+  lua_settop(L, 3);
+  if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
+  if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
+  devref *d = run_device(L, p, 3);
+  int count = 0;
+  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) count++;
+  kl_named_tensor *in = kl_lua__tmp(L, (size_t)(count ? count : 1) * sizeof *in);
+  int k = 0;
+  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      return kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
+    kl_tensor *t = kl_lua__test_tensor(L, -1);
+    if (!t) return kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
+    kl_lua__check_tensor(L, -1);
+    in[k].name = lua_tostring(L, -2);
+    in[k].tensor = t;
+    k++;
+  }
+  /* keep the device open as long as the program (and the context's cache) may hold its modules */
+  bool first = devs_add(&u->h->devs, &u->h->n, d);
+  devhold *dh = ctx_devhold(prog_ctx(L, 1));
+  if (dh) devs_add(&dh->devs, &dh->n, d);
+  else if (first) d->refs++;   /* cannot tie it to the context: never close it */
+  int nout = 0;
+  kl_tensor **outs = NULL;
+  char err[4096] = "";
+  if (kl_program_run(p, d->dev, k, in, &nout, &outs, err, sizeof err) != KL_OK)
+    return kl_lua__rt_error(L, what, "%s", !*err ? "the program failed" : strncmp(err, "run: ", 5) ? err : err + 5);
+  if (!lua_checkstack(L, nout + 4)) {
+    for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
+    free(outs);
+    return luaL_error(L, "kiln: too many outputs");
+  }
+  for (int i = 0; i < nout; i++) {
+    kl_lua__push_tensor(L, outs[i]);
+    if (strcmp(d->id, "host")) { lua_pushstring(L, d->id); lua_setiuservalue(L, -2, 1); }
+  }
+  free(outs);
+  return nout;
+}
+
+static const char *opt_target(lua_State *L, int idx, kl_program *p, const char *what) {
+  if (lua_isnoneornil(L, idx)) return NULL;
+  const char *t = luaL_checkstring(L, idx);
+  for (int i = 0; i < kl_program_ntargets(p); i++) if (!strcmp(kl_program_target(p, i), t)) return t;
+  kl_lua__rt_error(L, what, "the program was not compiled for target '%s'", t);
+  return NULL;
+}
+
+/* p:kernels([target]) -> list of kernel tables */
+static int prog_kernels(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *t = opt_target(L, 2, p, "kernels");
+  int n = kl_program_nkernels(p, t);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    const kl_kernel_info *k = kl_program_kernel(p, t, i);
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, k->name); lua_setfield(L, -2, "name");
+    lua_pushstring(L, k->kind); lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, (lua_Integer)k->grid_size); lua_setfield(L, -2, "grid");
+    lua_pushinteger(L, (lua_Integer)k->block_size); lua_setfield(L, -2, "block");
+    lua_pushinteger(L, (lua_Integer)k->lds_bytes); lua_setfield(L, -2, "lds_bytes");
+    lua_pushstring(L, k->perf_config); lua_setfield(L, -2, "perf_config");
+    lua_pushinteger(L, k->ninputs); lua_setfield(L, -2, "ninputs");
+    lua_createtable(L, k->nargs, 0);
+    for (int a = 0; a < k->nargs; a++) {
+      lua_createtable(L, 0, 3);
+      lua_pushstring(L, k->arg_names[a]); lua_setfield(L, -2, "name");
+      lua_pushstring(L, k->arg_types[a]); lua_setfield(L, -2, "type");
+      lua_pushboolean(L, a < k->ninputs); lua_setfield(L, -2, "input");
+      lua_rawseti(L, -2, a + 1);
+    }
+    lua_setfield(L, -2, "args");
+    lua_createtable(L, k->nsnapshots, 0);
+    for (int s = 0; s < k->nsnapshots; s++) {
+      lua_createtable(L, 0, 2);
+      lua_pushstring(L, k->ir[s].pass); lua_setfield(L, -2, "pass");
+      lua_pushstring(L, k->ir[s].text); lua_setfield(L, -2, "text");
+      lua_rawseti(L, -2, s + 1);
+    }
+    lua_setfield(L, -2, "ir");
+    if (k->llvm_ir) { lua_pushstring(L, k->llvm_ir); lua_setfield(L, -2, "llvm_ir"); }
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* p:ir("after:rock-align-tiling" | "rock-align-tiling") -> module text or nil */
+static int prog_ir(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *s = kl_program_ir(p, luaL_checkstring(L, 2));
+  if (s) lua_pushstring(L, s); else lua_pushnil(L);
+  return 1;
+}
+
+/* p:plan([target]) -> {target=, slots={{kind=, name=, type=}}, steps={{kind="launch",
+ * kernel=, args={slot numbers}}}, outputs={slot numbers}} — slot numbers are 1-based
+ * positions in slots. */
+static int prog_plan(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *t = opt_target(L, 2, p, "plan");
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, t ? t : kl_program_target(p, 0)); lua_setfield(L, -2, "target");
+  int ns = kl_program_nslots(p, t);
+  lua_createtable(L, ns, 0);
+  for (int i = 0; i < ns; i++) {
+    const char *kind = NULL, *name = NULL;
+    const char *type = kl_program_slot(p, t, i, &kind, &name);
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, kind); lua_setfield(L, -2, "kind");
+    if (name && *name) { lua_pushstring(L, name); lua_setfield(L, -2, "name"); }
+    lua_pushstring(L, type); lua_setfield(L, -2, "type");
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "slots");
+  int nst = kl_program_nsteps(p, t);
+  lua_createtable(L, nst, 0);
+  for (int i = 0; i < nst; i++) {
+    const kl_plan_step *s = kl_program_step(p, t, i);
+    const kl_kernel_info *k = kl_program_kernel(p, t, s->kernel);
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, "launch"); lua_setfield(L, -2, "kind");
+    lua_pushstring(L, k ? k->name : "?"); lua_setfield(L, -2, "kernel");
+    if (k) {
+      lua_pushinteger(L, (lua_Integer)k->grid_size); lua_setfield(L, -2, "grid");
+      lua_pushinteger(L, (lua_Integer)k->block_size); lua_setfield(L, -2, "block");
+      lua_pushinteger(L, (lua_Integer)k->lds_bytes); lua_setfield(L, -2, "lds_bytes");
+    }
+    lua_createtable(L, s->nargs, 0);
+    for (int a = 0; a < s->nargs; a++) { lua_pushinteger(L, s->args[a] + 1); lua_rawseti(L, -2, a + 1); }
+    lua_setfield(L, -2, "args");
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "steps");
+  int no = kl_program_noutputs(p, t);
+  lua_createtable(L, no, 0);
+  for (int i = 0; i < no; i++) { lua_pushinteger(L, kl_program_output_slot(p, t, i) + 1); lua_rawseti(L, -2, i + 1); }
+  lua_setfield(L, -2, "outputs");
+  return 1;
+}
+
+/* p:binary(kernel [, target]) -> string (bitcode / PTX / HSACO) */
+static int prog_binary(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *kernel = luaL_checkstring(L, 2);
+  const char *t = opt_target(L, 3, p, "binary");
+  const kl_binary_info *b = kl_program_binary(p, t, kernel);
+  if (!b) return kl_lua__rt_error(L, "binary", "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "", t ? t : "");
+  lua_pushlstring(L, b->data, b->size);
+  return 1;
+}
+
+static int pp_compile_ms(lua_State *L) { kl_program *p; check_prog(L, 1, &p); lua_pushnumber(L, kl_program_compile_ms(p)); return 1; }
+static int pp_from_cache(lua_State *L) { prog_ud *u = check_prog(L, 1, NULL); lua_pushboolean(L, u->from_cache); return 1; }
+static int pp_targets(lua_State *L) {
+  kl_program *p; check_prog(L, 1, &p);
+  int n = kl_program_ntargets(p);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) { lua_pushstring(L, kl_program_target(p, i)); lua_rawseti(L, -2, i + 1); }
+  return 1;
+}
+static int pp_nkernels(lua_State *L) { kl_program *p; check_prog(L, 1, &p); lua_pushinteger(L, kl_program_nkernels(p, NULL)); return 1; }
+
+void kl_lua__open_program(lua_State *L) {
+  int mod = lua_gettop(L);
+  lua_newtable(L); lua_setfield(L, LUA_REGISTRYINDEX, REG_DEVCACHE);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushstring(L, "v"); lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, REG_HOLDERS);
+  if (luaL_newmetatable(L, MT_HOLDER)) { lua_pushcfunction(L, holder_gc); lua_setfield(L, -2, "__gc"); }
+  lua_pop(L, 1);
+
+  static const luaL_Reg dmeta[] = { { "__gc", dev_gc }, { "__tostring", dev_tostring }, { NULL, NULL } };
+  static const luaL_Reg dmethods[] = { { "synchronize", dev_synchronize }, { "info", dev_info }, { NULL, NULL } };
+  static const luaL_Reg dprops[] = {
+    { "id", dp_id }, { "name", dp_name }, { "kind", dp_kind }, { "backend", dp_backend }, { "arch", dp_arch },
+    { "ordinal", dp_ordinal }, { "total_mem", dp_total_mem }, { "compute_units", dp_compute_units },
+    { "wave_size", dp_wave_size }, { "max_threads_per_block", dp_max_threads }, { "max_shared_per_block", dp_max_shared },
+    { "driver", dp_driver }, { "note", dp_note }, { "cc", dp_cc }, { "bytes_in_use", dp_bytes_in_use }, { NULL, NULL }
+  };
+  kl_lua__class(L, mod, KL_MT_DEVICE, "device", dmethods, dprops, dmeta);
+
+  static const luaL_Reg pmeta[] = { { "__tostring", prog_tostring }, { NULL, NULL } };
+  static const luaL_Reg pmethods[] = {
+    { "run", prog_run }, { "kernels", prog_kernels }, { "ir", prog_ir }, { "plan", prog_plan },
+    { "binary", prog_binary }, { NULL, NULL }
+  };
+  static const luaL_Reg pprops[] = {
+    { "compile_ms", pp_compile_ms }, { "from_cache", pp_from_cache }, { "targets", pp_targets },
+    { "nkernels", pp_nkernels }, { NULL, NULL }
+  };
+  kl_lua__class(L, mod, KL_MT_PROGRAM, "program", pmethods, pprops, pmeta);
+
+  static const luaL_Reg fns[] = {
+    { "device", l_device }, { "device_backends", l_device_backends }, { "targets", l_targets },
+    { "target", l_target }, { "compile", l_compile }, { "default_pipeline", l_default_pipeline }, { NULL, NULL }
+  };
+  luaL_setfuncs(L, fns, 0);
+}

@@ -1,0 +1,48 @@
+/* kiln_lua_rt.h — internal header shared by the front-end binding files
+ * (kiln_lua_tensor.c, kiln_lua_graph.c, kiln_lua_program.c, kiln_lua_view.c).
+ * Contract: tensors are full userdata "kiln.tensor" holding one reference to a
+ * kl_tensor (released by __gc / __close); kl_lua__push_tensor takes over the caller's
+ * reference. Errors raised by these helpers are Lua errors of the form
+ * "file:line: error: what: message", where file:line is the user's Lua line (the first
+ * stack level outside the kiln library, see kl_lua__caller_loc). Coordinates, axes and
+ * permutations are 0-based throughout the Lua API (like numpy and the IR); positions
+ * in Lua lists the API returns are 1-based. */
+#ifndef KL_KILN_LUA_RT_H
+#define KL_KILN_LUA_RT_H
+#include "lua/kiln_lua.h"
+#include "runtime/tensor.h"
+
+#define KL_MT_TENSOR  "kiln.tensor"
+#define KL_MT_DEVICE  "kiln.device"
+#define KL_MT_PROGRAM "kiln.program"
+#define KL_MT_VIEW    "kiln.view"
+
+/* Raises "file:line: error: <what>: <message>" at the user's Lua line. */
+int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Pushes "file:line" of the user's Lua line (or "?" when unknown). */
+void kl_lua__push_where(lua_State *L);
+
+/* Tensors. */
+kl_tensor *kl_lua__check_tensor(lua_State *L, int idx);
+kl_tensor *kl_lua__test_tensor(lua_State *L, int idx);       /* NULL if not a tensor */
+void       kl_lua__push_tensor(lua_State *L, kl_tensor *t);  /* takes the reference */
+
+/* Programs ("kiln.program", kiln_lua_program.c). check: the program of the handle at idx
+ * (error if released or its context was destroyed). push: a new handle for p in the
+ * context of the context userdata at ctxidx, taking over the caller's reference to p. */
+typedef struct kl_program kl_program;
+kl_program *kl_lua__check_program(lua_State *L, int idx);
+void        kl_lua__push_program(lua_State *L, int ctxidx, kl_program *p);
+
+/* A dtype name at idx (nil/none -> dflt). Unknown names raise an error naming `what`. */
+kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *what);
+/* A shape (a list of sizes >= 0, or one integer for rank 1) at idx into dims; returns
+ * the rank. Errors name `what`. */
+int kl_lua__check_shape(lua_State *L, int idx, int64_t *dims, const char *what);
+/* A list of at most max integers at idx into out; returns the count. */
+int kl_lua__check_ints(lua_State *L, int idx, int64_t *out, int max, const char *what, const char *field);
+/* Memory layout options of the table at idx (nil allowed): {layout = "NHWC"} or
+ * {strides = {...}}. Fills strides (rank entries) and returns true if one was given;
+ * both at once, a bad layout or bad strides raise an error naming `what`. */
+bool kl_lua__opt_layout(lua_State *L, int idx, int rank, const int64_t *shape, int64_t *strides, const char *what);
+#endif

@@ -1,0 +1,712 @@
+/* program.c — compile driver (pipeline per target, lowering, binaries), plans, the
+ * in-memory compile cache and the executor. */
+#include "runtime/program.h"
+#include "core/dialect_graph.h"
+#include "core/dialect_rock.h"
+#include "core/print.h"
+#include "core/verify.h"
+#include "core/target.h"
+#include "passes/lower_to_llvm.h"
+#include "runtime/codegen_target.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct slot_info { const char *kind, *name; const kl_type *type; kl_tensor *constant; } slot_info;
+
+typedef struct loaded { kl_device *dev; kl_dev_module **mods; kl_dev_kernel **kernels; struct loaded *next; } loaded;
+
+typedef struct variant {
+  const char *target;
+  const kl_target *desc;
+  kl_op *module;               /* compiled module (context arena) */
+  kl_op *plan;                 /* the graph func after the pipeline */
+  int nkernels; kl_kernel_info *kernels; kl_binary *bins; kl_binary_info *bin_info;
+  int nslots; slot_info *slots;
+  int nsteps; kl_plan_step *steps;
+  int noutputs; int *outputs;
+  int nsnap; kl_snapshot *snaps; /* module text after each pass */
+  loaded *loads;
+} variant;
+
+struct kl_program {
+  int refcount;
+  kl_ctx *ctx;
+  int nvariants; variant *v;
+  double compile_ms;
+  bool from_cache;
+  char *key;
+};
+
+const char *kl_default_pipeline(void) {
+  return "graph-partition,graph-to-rock,rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise,"
+         "rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
+}
+
+static double now_ms(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6; }
+
+/* ---- cache ---- */
+typedef struct cache { kl_program **progs; int n; } cache;
+static void cache_free(void *u) {
+  cache *c = u;
+  for (int i = 0; i < c->n; i++) kl_program_release(c->progs[i]);
+  free(c->progs); free(c);
+}
+static cache *get_cache(kl_ctx *ctx) {
+  cache *c = kl_ctx_get_user(ctx, "kiln.compile_cache");
+  if (!c) {
+    c = kl_xcalloc(1, sizeof *c);
+    kl_ctx_set_user(ctx, "kiln.compile_cache", c);
+    kl_ctx_on_destroy(ctx, cache_free, c);
+  }
+  return c;
+}
+
+/* ---- program lifetime ---- */
+static void variant_free(variant *v) {
+  for (loaded *l = v->loads, *n; l; l = n) {
+    n = l->next;
+    for (int i = 0; i < v->nkernels; i++) if (l->mods[i]) kl_device_unload(l->mods[i]);
+    free(l->mods); free(l->kernels); free(l);
+  }
+  for (int i = 0; i < v->nkernels; i++) {
+    kl_kernel_info *k = &v->kernels[i];
+    for (int j = 0; j < k->nsnapshots; j++) free(k->ir[j].text);
+    free(k->ir); free(k->llvm_ir); free(k->arg_names); free(k->arg_types);
+    kl_binary_free(&v->bins[i]);
+  }
+  for (int i = 0; i < v->nslots; i++) kl_tensor_release(v->slots[i].constant);
+  for (int i = 0; i < v->nsteps; i++) free((void *)v->steps[i].args);
+  for (int i = 0; i < v->nsnap; i++) free(v->snaps[i].text);
+  free(v->kernels); free(v->bins); free(v->bin_info); free(v->slots); free(v->steps); free(v->outputs); free(v->snaps);
+}
+kl_program *kl_program_retain(kl_program *p) { if (p) p->refcount++; return p; }
+void kl_program_release(kl_program *p) {
+  if (!p || --p->refcount > 0) return;
+  for (int i = 0; i < p->nvariants; i++) variant_free(&p->v[i]);
+  free(p->v); free(p->key); free(p);
+}
+
+/* ---- the pipeline with snapshots ---- */
+typedef struct snap_ctx { variant *v; const kl_compile_opts *opts; const char *pass; } snap_ctx;
+
+static bool wants(const char *which, const char *pass) {
+  if (!which) return false;
+  if (!strcmp(which, "all")) return true;
+  size_t n = strlen(pass);
+  for (const char *p = which; (p = strstr(p, pass)); p += n)
+    if ((p == which || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
+  return false;
+}
+static kl_status snapshot(kl_op *module, void *user) {
+  snap_ctx *s = user;
+  variant *v = s->v;
+  char *text = kl_print_op(module, 0);
+  if (s->opts->on_ir && wants(s->opts->print_ir_after, s->pass)) s->opts->on_ir(s->pass, text, s->opts->on_ir_user);
+  v->snaps = kl_xrealloc(v->snaps, (v->nsnap + 1) * sizeof *v->snaps);
+  v->snaps[v->nsnap].pass = kl_intern(module->ctx, s->pass);
+  v->snaps[v->nsnap].text = text;
+  v->nsnap++;
+  return KL_OK;
+}
+
+/* Splits a pipeline at top-level commas (outside {...}). */
+static int split_pipeline(const char *pl, char ***out) {
+  int n = 0, depth = 0;
+  char **parts = NULL;
+  const char *start = pl;
+  for (const char *p = pl;; p++) {
+    if (*p == '{') depth++;
+    else if (*p == '}') depth--;
+    if ((*p == ',' && depth == 0) || !*p) {
+      const char *a = start, *b = p;
+      while (a < b && (*a == ' ' || *a == '\n' || *a == '\t')) a++;
+      while (b > a && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\t')) b--;
+      if (b > a) {
+        parts = kl_xrealloc(parts, (n + 1) * sizeof *parts);
+        parts[n] = kl_xmalloc((size_t)(b - a) + 1);
+        memcpy(parts[n], a, (size_t)(b - a)); parts[n][b - a] = 0;
+        n++;
+      }
+      if (!*p) break;
+      start = p + 1;
+    }
+  }
+  *out = parts;
+  return n;
+}
+static void pass_name_of(const char *entry, char *buf, size_t n) {
+  size_t k = strcspn(entry, "{");
+  if (k >= n) k = n - 1;
+  memcpy(buf, entry, k); buf[k] = 0;
+}
+
+typedef struct perf_ctx { const char *perf; } perf_ctx;
+static kl_walk_result set_perf(kl_op *op, void *user) {
+  perf_ctx *pc = user;
+  if (!strcmp(op->name, "rock.gemm") && !kl_op_attr(op, "perf_config"))
+    kl_op_set_attr(op, "perf_config", kl_attr_str(op->ctx, pc->perf));
+  return KL_WALK_ADVANCE;
+}
+static kl_status apply_perf_config(kl_op *module, void *user) {
+  kl_walk_pre(module, set_perf, user);
+  return KL_OK;
+}
+
+static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err, size_t errlen) {
+  kl_ctx *ctx = v->module->ctx;
+  char **parts;
+  int n = split_pipeline(opts->pipeline ? opts->pipeline : kl_default_pipeline(), &parts);
+  snap_ctx *sc = kl_xcalloc(n ? n : 1, sizeof *sc);
+  kl_pass_manager *pm = kl_pass_manager_create(ctx);
+  kl_status st = KL_OK;
+  perf_ctx pc = { opts->perf_config };
+  for (int i = 0; i < n && st == KL_OK; i++) {
+    char name[128];
+    pass_name_of(parts[i], name, sizeof name);
+    if (opts->perf_config && !strcmp(name, "rock-gemm-to-gridwise"))
+      kl_pass_manager_add_callback(pm, "apply-perf-config", apply_perf_config, &pc);
+    st = kl_pass_manager_add_pipeline(pm, parts[i]);
+    sc[i].v = v; sc[i].opts = opts; sc[i].pass = kl_intern(ctx, name);
+    kl_pass_manager_add_callback(pm, "snapshot", snapshot, &sc[i]);
+  }
+  if (st == KL_OK) st = kl_pass_manager_run(pm, v->module);
+  if (st != KL_OK) {
+    char *d = kl_diag_take(ctx);
+    snprintf(err, errlen, "%s", *d ? d : "compile: the pipeline failed");
+    size_t len = strlen(err);
+    if (len && err[len - 1] == '\n') err[len - 1] = 0;
+    free(d);
+  }
+  kl_pass_manager_destroy(pm);
+  for (int i = 0; i < n; i++) free(parts[i]);
+  free(parts); free(sc);
+  return st;
+}
+
+/* ---- kernels, binaries, plan ---- */
+static int64_t lds_bytes_of(kl_op *kernel) {
+  int n; kl_op **ops = kl_collect_ops(kernel, &n);
+  int64_t bytes = 0;
+  for (int i = 0; i < n; i++) {
+    const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
+    if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS)
+      bytes += kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+  }
+  free(ops);
+  return bytes;
+}
+
+/* Each kernel's own text after each pass: re-derived from the module snapshots by
+ * printing the kernel func alone would need the IR of that moment, so the snapshots
+ * are parsed lazily instead: we keep the module text and cut the kernel's function out
+ * of it (functions print at top level, one after another). */
+static char *cut_function(const char *module_text, const char *sym) {
+  char pat[300];
+  snprintf(pat, sizeof pat, "sym_name = \"%s\"", sym);
+  const char *hit = strstr(module_text, pat);
+  if (!hit) {
+    snprintf(pat, sizeof pat, "func.func @%s(", sym);
+    hit = strstr(module_text, pat);
+    if (!hit) return NULL;
+  }
+  /* the function starts at the line that begins with two spaces and a non-space after the
+   * previous top-level function; search backwards for "\n  " followed by a non-space */
+  const char *start = hit;
+  while (start > module_text) {
+    const char *ls = start;
+    while (ls > module_text && ls[-1] != '\n') ls--;
+    if (ls[0] == ' ' && ls[1] == ' ' && ls[2] != ' ' && ls[2] != '}') { start = ls; break; }
+    if (ls == module_text) { start = ls; break; }
+    start = ls - 1;
+  }
+  const char *end = hit;
+  /* the function ends at the next top-level line start "\n  X" (X not space, not '}') */
+  for (const char *p = strchr(start, '\n'); p; p = strchr(p + 1, '\n')) {
+    if (p > hit && p[1] == ' ' && p[2] == ' ' && p[3] != ' ' && p[3] != '}') { end = p + 1; break; }
+    if (p > hit && p[1] == '}' ) { end = p + 1; break; }
+    end = p + 1;
+  }
+  size_t len = (size_t)(end - start);
+  char *s = kl_xmalloc(len + 1);
+  memcpy(s, start, len); s[len] = 0;
+  return s;
+}
+
+static kl_status build_kernels(variant *v, char *err, size_t errlen) {
+  kl_ctx *ctx = v->module->ctx;
+  for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next) if (kl_is_kernel(o)) v->nkernels++;
+  v->kernels = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->kernels);
+  v->bins = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->bins);
+  v->bin_info = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->bin_info);
+  int ki = 0;
+  for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next) {
+    if (!kl_is_kernel(o)) continue;
+    kl_kernel_info *k = &v->kernels[ki];
+    k->name = kl_op_attr_string(o, "sym_name");
+    k->kind = kl_op_attr_string(o, "kind");
+    if (!k->kind) k->kind = "";
+    k->grid_size = 1; k->block_size = 1;
+    kl_op_attr_i64(o, "grid_size", &k->grid_size);
+    kl_op_attr_i64(o, "block_size", &k->block_size);
+    k->lds_bytes = lds_bytes_of(o);
+    k->perf_config = kl_op_attr_string(o, "perf_config");
+    if (!k->perf_config) k->perf_config = "";
+    kl_block *body = o->regions[0].first;
+    k->nargs = body->nargs;
+    k->arg_names = kl_xcalloc(k->nargs + 1, sizeof *k->arg_names);
+    k->arg_types = kl_xcalloc(k->nargs + 1, sizeof *k->arg_types);
+    const kl_attr *names = kl_op_attr(o, "arg_names");
+    for (int i = 0; i < k->nargs; i++) {
+      k->arg_names[i] = (names && names->kind == KL_AT_ARRAY && i < names->n && names->elems[i]->kind == KL_AT_STR) ? names->elems[i]->s : "";
+      k->arg_types[i] = kl_type_str(body->args[i]->type);
+    }
+    for (int s = 0; s < v->nsnap; s++) {
+      char *t = cut_function(v->snaps[s].text, k->name);
+      if (!t) continue;
+      k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
+      k->ir[k->nsnapshots].pass = v->snaps[s].pass;
+      k->ir[k->nsnapshots].text = t;
+      k->nsnapshots++;
+    }
+    LLVMContextRef lc = LLVMContextCreate();
+    LLVMModuleRef lm;
+    if (kl_lower_kernel_to_llvm(o, v->desc, lc, &lm) != KL_OK) {
+      char *d = kl_diag_take(ctx);
+      snprintf(err, errlen, "%s", d);
+      free(d);
+      LLVMContextDispose(lc);
+      return KL_ERR;
+    }
+    char *ir = LLVMPrintModuleToString(lm);
+    k->llvm_ir = kl_xstrdup(ir);
+    LLVMDisposeMessage(ir);
+    kl_status st = kl_codegen_emit(lm, v->target, NULL, &v->bins[ki], err, errlen);
+    LLVMDisposeModule(lm);
+    LLVMContextDispose(lc);
+    if (st != KL_OK) return KL_ERR;
+    v->bin_info[ki] = (kl_binary_info){ v->target, v->bins[ki].data, v->bins[ki].size };
+    ki++;
+  }
+  return KL_OK;
+}
+
+static int kernel_index(variant *v, const char *name) {
+  for (int i = 0; i < v->nkernels; i++) if (!strcmp(v->kernels[i].name, name)) return i;
+  return -1;
+}
+
+static kl_status build_plan(variant *v, char *err, size_t errlen) {
+  kl_block *b = kl_graph_body(v->plan);
+  int nops = 0;
+  for (kl_op *o = b->first; o; o = o->next) nops++;
+  int cap = 1;
+  for (kl_op *o = b->first; o; o = o->next) cap += o->nresults;
+  v->slots = kl_xcalloc(cap, sizeof *v->slots);
+  v->steps = kl_xcalloc(nops ? nops : 1, sizeof *v->steps);
+  for (kl_op *o = b->first; o; o = o->next) {
+    o->scratch = v->nslots;
+    if (!strcmp(o->name, "graph.param")) {
+      v->slots[v->nslots++] = (slot_info){ "param", kl_op_attr_string(o, "name"), o->results[0].type, NULL };
+    } else if (!strcmp(o->name, "graph.constant")) {
+      const kl_type *t = o->results[0].type;
+      const kl_attr *val = kl_op_attr(o, "value");
+      int64_t n = kl_type_numel(t);
+      double *d = kl_xmalloc((n ? n : 1) * sizeof *d);
+      for (int64_t i = 0; i < n; i++) d[i] = val->elems[i]->kind == KL_AT_FLOAT ? val->elems[i]->f : (double)val->elems[i]->i;
+      kl_tensor *tc = kl_tensor_from_f64(kl_dtype_of_type(t->elem), t->rank, t->shape, t->strides, d, err, errlen);
+      free(d);
+      if (!tc) return KL_ERR;
+      v->slots[v->nslots++] = (slot_info){ "constant", "", t, tc };
+    } else if (!strcmp(o->name, "graph.launch")) {
+      const kl_attr *callee = kl_op_attr(o, "callee");
+      int k = kernel_index(v, callee->s);
+      if (k < 0) { snprintf(err, errlen, "compile: launch of unknown kernel @%s", callee->s); return KL_ERR; }
+      for (int i = 0; i < o->nresults; i++) v->slots[v->nslots++] = (slot_info){ "result", "", o->results[i].type, NULL };
+      int *args = kl_xmalloc((o->nopnds + o->nresults + 1) * sizeof *args);
+      for (int i = 0; i < o->nopnds; i++) {
+        kl_value *a = o->opnds[i].value;
+        args[i] = (int)a->def->scratch + a->index;
+      }
+      for (int i = 0; i < o->nresults; i++) args[o->nopnds + i] = (int)o->scratch + i;
+      if (v->kernels[k].nargs != o->nopnds + o->nresults) {
+        free(args);
+        snprintf(err, errlen, "compile: kernel @%s takes %d arguments, the launch passes %d", callee->s,
+                 v->kernels[k].nargs, o->nopnds + o->nresults);
+        return KL_ERR;
+      }
+      v->kernels[k].ninputs = o->nopnds;
+      v->steps[v->nsteps++] = (kl_plan_step){ KL_STEP_LAUNCH, k, o->nopnds + o->nresults, args };
+    } else if (!strcmp(o->name, "func.return")) {
+      v->noutputs = o->nopnds;
+      v->outputs = kl_xmalloc((o->nopnds + 1) * sizeof *v->outputs);
+      for (int i = 0; i < o->nopnds; i++) { kl_value *a = o->opnds[i].value; v->outputs[i] = (int)a->def->scratch + a->index; }
+    } else {
+      char where[256]; kl_loc_format(o->loc, where, sizeof where);
+      snprintf(err, errlen, "%s: error: compile: '%s' is left in the host plan after the pipeline (graph-partition must run)", where, o->name);
+      return KL_ERR;
+    }
+  }
+  return KL_OK;
+}
+
+static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen) {
+  kl_ctx *ctx = graph->ctx;
+  v->desc = kl_target_lookup(v->target);
+  if (!v->desc) {
+    kl_sb sb = {0};
+    for (int i = 0; i < kl_target_count(); i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", kl_target_at(i)->name);
+    snprintf(err, errlen, "compile: unknown target '%s' (known: %s)", v->target, kl_sb_str(&sb));
+    kl_sb_free(&sb);
+    return KL_ERR;
+  }
+  v->module = kl_module_create(ctx, graph->loc);
+  kl_op_set_attr(v->module, "target", kl_attr_str(ctx, v->target));
+  v->plan = kl_op_clone(graph, NULL);
+  kl_block_push_op(kl_module_body(v->module), v->plan);
+  if (run_pipeline(v, opts, err, errlen) != KL_OK) return KL_ERR;
+  if (build_kernels(v, err, errlen) != KL_OK) return KL_ERR;
+  return build_plan(v, err, errlen);
+}
+
+static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
+  kl_sb sb = {0};
+  kl_print_op_to(&sb, graph, KL_PRINT_GENERIC);
+  for (int i = 0; i < o->ntargets; i++) kl_sb_printf(&sb, "|t=%s", o->targets[i]);
+  kl_sb_printf(&sb, "|p=%s|pl=%s", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "");
+  return kl_sb_take(&sb);
+}
+
+kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, size_t errlen) {
+  kl_compile_opts opts = opts_in ? *opts_in : (kl_compile_opts){0};
+  static const char *const host[] = { "host" };
+  if (!opts.targets || opts.ntargets <= 0) { opts.targets = host; opts.ntargets = 1; }
+  if (!kl_is_graph(graph)) { snprintf(err, errlen, "compile: not a graph function"); return NULL; }
+  kl_op *ret = kl_graph_return(graph);
+  if (!ret || ret->nopnds == 0) { snprintf(err, errlen, "compile: the graph has no outputs (call g:output first)"); return NULL; }
+  if (kl_verify(graph) != KL_OK) {
+    char *d = kl_diag_take(graph->ctx);
+    snprintf(err, errlen, "%s", d);
+    free(d);
+    return NULL;
+  }
+  double t0 = now_ms();
+  char *key = cache_key(graph, &opts);
+  cache *c = get_cache(graph->ctx);
+  if (!opts.no_cache && !opts.on_ir)
+    for (int i = 0; i < c->n; i++)
+      if (!strcmp(c->progs[i]->key, key)) {
+        free(key);
+        c->progs[i]->from_cache = true;
+        return kl_program_retain(c->progs[i]);
+      }
+  kl_program *p = kl_xcalloc(1, sizeof *p);
+  p->refcount = 1;
+  p->ctx = graph->ctx;
+  p->key = key;
+  p->nvariants = opts.ntargets;
+  p->v = kl_xcalloc(opts.ntargets, sizeof *p->v);
+  for (int i = 0; i < opts.ntargets; i++) {
+    p->v[i].target = kl_intern(graph->ctx, opts.targets[i]);
+    for (int j = 0; j < i; j++)
+      if (!strcmp(opts.targets[j], opts.targets[i])) { snprintf(err, errlen, "compile: target '%s' given twice", opts.targets[i]); kl_program_release(p); return NULL; }
+    if (compile_variant(&p->v[i], graph, &opts, err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
+  }
+  p->compile_ms = now_ms() - t0;
+  if (!opts.no_cache && !opts.on_ir) {
+    c->progs = kl_xrealloc(c->progs, (c->n + 1) * sizeof *c->progs);
+    c->progs[c->n++] = kl_program_retain(p);
+  }
+  return p;
+}
+
+/* ---- introspection ---- */
+static const variant *find_variant(const kl_program *p, const char *target) {
+  if (!target) return p->nvariants ? &p->v[0] : NULL;
+  for (int i = 0; i < p->nvariants; i++) if (!strcmp(p->v[i].target, target)) return &p->v[i];
+  return NULL;
+}
+int kl_program_ntargets(const kl_program *p) { return p->nvariants; }
+const char *kl_program_target(const kl_program *p, int i) { return (i >= 0 && i < p->nvariants) ? p->v[i].target : NULL; }
+int kl_program_nkernels(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->nkernels : 0; }
+const kl_kernel_info *kl_program_kernel(const kl_program *p, const char *t, int i) {
+  const variant *v = find_variant(p, t);
+  return (v && i >= 0 && i < v->nkernels) ? &v->kernels[i] : NULL;
+}
+const kl_binary_info *kl_program_binary(const kl_program *p, const char *t, const char *kernel) {
+  const variant *v = find_variant(p, t);
+  for (int i = 0; v && i < v->nkernels; i++) if (!strcmp(v->kernels[i].name, kernel)) return &v->bin_info[i];
+  return NULL;
+}
+int kl_program_nsteps(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->nsteps : 0; }
+const kl_plan_step *kl_program_step(const kl_program *p, const char *t, int i) {
+  const variant *v = find_variant(p, t);
+  return (v && i >= 0 && i < v->nsteps) ? &v->steps[i] : NULL;
+}
+int kl_program_nslots(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->nslots : 0; }
+const char *kl_program_slot(const kl_program *p, const char *t, int i, const char **kind, const char **name) {
+  const variant *v = find_variant(p, t);
+  if (!v || i < 0 || i >= v->nslots) return NULL;
+  if (kind) *kind = v->slots[i].kind;
+  if (name) *name = v->slots[i].name;
+  return kl_type_str(v->slots[i].type);
+}
+int kl_program_noutputs(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->noutputs : 0; }
+int kl_program_output_slot(const kl_program *p, const char *t, int i) {
+  const variant *v = find_variant(p, t);
+  return (v && i >= 0 && i < v->noutputs) ? v->outputs[i] : -1;
+}
+const char *kl_program_ir(const kl_program *p, const char *pass) {
+  const variant *v = find_variant(p, NULL);
+  if (!v) return NULL;
+  if (!strncmp(pass, "after:", 6)) pass += 6;
+  for (int i = v->nsnap - 1; i >= 0; i--) if (!strcmp(v->snaps[i].pass, pass)) return v->snaps[i].text;
+  return NULL;
+}
+double kl_program_compile_ms(const kl_program *p) { return p->compile_ms; }
+bool kl_program_from_cache(const kl_program *p) { return p->from_cache; }
+
+/* ---- running ---- */
+static variant *variant_for(kl_program *p, const kl_device_info *info) {
+  for (int i = 0; i < p->nvariants; i++) if (!strcmp(p->v[i].target, info->arch)) return &p->v[i];
+  kl_arch want = info->kind == KL_DEVICE_HOST ? KL_ARCH_HOST : info->kind == KL_DEVICE_CUDA ? KL_ARCH_NVPTX : KL_ARCH_AMDGPU;
+  for (int i = 0; i < p->nvariants; i++) {
+    const kl_target *t = p->v[i].desc;
+    if (t->arch != want) continue;
+    /* PTX for an older sm runs on a newer GPU; AMDGPU code objects need the same chip */
+    if (want == KL_ARCH_NVPTX && atoi(t->name + 3) <= info->cc_major * 10 + info->cc_minor) return &p->v[i];
+  }
+  return NULL;
+}
+static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
+  for (loaded *l = v->loads; l; l = l->next) if (l->dev == dev) return l;
+  loaded *l = kl_xcalloc(1, sizeof *l);
+  l->dev = dev;
+  l->mods = kl_xcalloc(v->nkernels + 1, sizeof *l->mods);
+  l->kernels = kl_xcalloc(v->nkernels + 1, sizeof *l->kernels);
+  for (int i = 0; i < v->nkernels; i++) {
+    if (kl_device_load(dev, v->bins[i].data, v->bins[i].size, &l->mods[i]) != KL_OK ||
+        kl_device_get_kernel(l->mods[i], v->kernels[i].name, &l->kernels[i]) != KL_OK) {
+      snprintf(err, errlen, "run: loading kernel %s: %s", v->kernels[i].name, kl_device_error(dev));
+      for (int j = 0; j <= i; j++) if (l->mods[j]) kl_device_unload(l->mods[j]);
+      free(l->mods); free(l->kernels); free(l);
+      return NULL;
+    }
+  }
+  l->next = v->loads; v->loads = l;
+  return l;
+}
+
+static size_t tensor_bytes_span(const kl_tensor *t) {
+  int64_t span = 1;
+  for (int i = 0; i < t->rank; i++) if (t->shape[i] > 0) span += (t->shape[i] - 1) * t->strides[i];
+  for (int i = 0; i < t->rank; i++) if (t->shape[i] == 0) span = 0;
+  return (size_t)span * kl_dtype_size(t->dtype);
+}
+static void *tensor_ptr(const kl_tensor *t) { return (char *)t->data + t->offset * (int64_t)kl_dtype_size(t->dtype); }
+
+kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
+                         int *noutputs, kl_tensor ***outputs, char *err, size_t errlen) {
+  *noutputs = 0; *outputs = NULL;
+  const kl_device_info *info = kl_device_get_info(dev);
+  variant *v = variant_for(p, info);
+  if (!v) {
+    kl_sb sb = {0};
+    for (int i = 0; i < p->nvariants; i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", p->v[i].target);
+    snprintf(err, errlen, "run: the program has no binary for device %s (%s); compiled for: %s", info->name, info->arch, kl_sb_str(&sb));
+    kl_sb_free(&sb);
+    return KL_ERR;
+  }
+  for (int i = 0; i < ninputs; i++) {
+    if (!kl_graph_param(v->plan, inputs[i].name)) { snprintf(err, errlen, "run: the graph has no param named '%s'", inputs[i].name); return KL_ERR; }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(inputs[i].name, inputs[j].name)) { snprintf(err, errlen, "run: input '%s' given twice", inputs[i].name); return KL_ERR; }
+  }
+  loaded *l = load_on(v, dev, err, errlen);
+  if (!l) return KL_ERR;
+  bool host = info->kind == KL_DEVICE_HOST;
+  kl_tensor **tens = kl_xcalloc(v->nslots + 1, sizeof *tens);   /* host tensors per slot */
+  void **dptr = kl_xcalloc(v->nslots + 1, sizeof *dptr);          /* device pointers per slot */
+  bool *owned = kl_xcalloc(v->nslots + 1, sizeof *owned);         /* device allocation to free */
+  kl_status st = KL_OK;
+  /* inputs and constants */
+  kl_block *b = kl_graph_body(v->plan);
+  for (kl_op *o = b->first; o && st == KL_OK; o = o->next) {
+    int s = (int)o->scratch;
+    if (!strcmp(o->name, "graph.param")) {
+      const char *pn = kl_op_attr_string(o, "name");
+      const kl_tensor *t = NULL;
+      for (int i = 0; i < ninputs; i++) if (!strcmp(inputs[i].name, pn)) t = inputs[i].tensor;
+      if (!t) {
+        char where[256]; kl_loc_format(o->loc, where, sizeof where);
+        snprintf(err, errlen, "%s: error: run: missing input '%s' (%s)", where, pn, kl_type_str(o->results[0].type));
+        st = KL_ERR; break;
+      }
+      if ((st = kl_graph_check_input(o, t, err, errlen)) != KL_OK) break;
+      tens[s] = kl_tensor_retain((kl_tensor *)t);
+    } else if (!strcmp(o->name, "graph.constant")) {
+      tens[s] = kl_tensor_retain(v->slots[s].constant);
+    }
+  }
+  /* results of launches: host tensors in the layout of their type */
+  for (int i = 0; i < v->nslots && st == KL_OK; i++) {
+    if (strcmp(v->slots[i].kind, "result")) continue;
+    const kl_type *t = v->slots[i].type;
+    tens[i] = kl_tensor_zeros(kl_dtype_of_type(t->elem), t->rank, t->shape, t->strides, err, errlen);
+    if (!tens[i]) st = KL_ERR;
+  }
+  /* device memory */
+  for (int i = 0; i < v->nslots && st == KL_OK; i++) {
+    if (!tens[i]) continue;
+    if (host) { dptr[i] = tensor_ptr(tens[i]); continue; }
+    size_t bytes = tensor_bytes_span(tens[i]);
+    if (kl_device_alloc(dev, bytes, &dptr[i]) != KL_OK) { snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; break; }
+    owned[i] = true;
+    if (strcmp(v->slots[i].kind, "result") && kl_device_copy_htod(dev, dptr[i], tensor_ptr(tens[i]), bytes) != KL_OK) {
+      snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR;
+    }
+  }
+  /* launches */
+  for (int s = 0; s < v->nsteps && st == KL_OK; s++) {
+    const kl_plan_step *step = &v->steps[s];
+    const kl_kernel_info *k = &v->kernels[step->kernel];
+    void **args = kl_xmalloc((step->nargs + 1) * sizeof *args);
+    size_t *sizes = kl_xmalloc((step->nargs + 1) * sizeof *sizes);
+    for (int a = 0; a < step->nargs; a++) { args[a] = &dptr[step->args[a]]; sizes[a] = sizeof(void *); }
+    uint32_t grid[3] = { (uint32_t)k->grid_size, 1, 1 }, block[3] = { (uint32_t)k->block_size, 1, 1 };
+    if (kl_device_launch(l->kernels[step->kernel], grid, block, 0, args, sizes, step->nargs) != KL_OK) {
+      snprintf(err, errlen, "run: launch of %s: %s", k->name, kl_device_error(dev));
+      st = KL_ERR;
+    }
+    free(args); free(sizes);
+  }
+  if (st == KL_OK && kl_device_synchronize(dev) != KL_OK) { snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; }
+  /* outputs */
+  if (st == KL_OK) {
+    *outputs = kl_xcalloc(v->noutputs + 1, sizeof **outputs);
+    for (int i = 0; i < v->noutputs && st == KL_OK; i++) {
+      int s = v->outputs[i];
+      if (!host && !strcmp(v->slots[s].kind, "result") &&
+          kl_device_copy_dtoh(dev, tensor_ptr(tens[s]), dptr[s], tensor_bytes_span(tens[s])) != KL_OK) {
+        snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; break;
+      }
+      (*outputs)[i] = kl_tensor_retain(tens[s]);
+    }
+    if (st == KL_OK) *noutputs = v->noutputs;
+    else { for (int i = 0; i < v->noutputs; i++) kl_tensor_release((*outputs)[i]); free(*outputs); *outputs = NULL; }
+  }
+  for (int i = 0; i < v->nslots; i++) {
+    if (owned[i]) kl_device_free(dev, dptr[i]);
+    kl_tensor_release(tens[i]);
+  }
+  free(tens); free(dptr); free(owned);
+  return st;
+}
+
+/* ---- loading programs from bundles (runtime/bundle.c) ---- */
+kl_op *kl_program_module(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->module : NULL; }
+const kl_type *kl_program_slot_type(const kl_program *p, const char *t, int i) {
+  const variant *v = find_variant(p, t);
+  return (v && i >= 0 && i < v->nslots) ? v->slots[i].type : NULL;
+}
+const kl_tensor *kl_program_slot_constant(const kl_program *p, const char *t, int i) {
+  const variant *v = find_variant(p, t);
+  return (v && i >= 0 && i < v->nslots) ? v->slots[i].constant : NULL;
+}
+
+static kl_op *module_kernel(kl_op *module, const char *name, int *count) {
+  kl_op *hit = NULL;
+  *count = 0;
+  for (kl_op *o = kl_module_body(module)->first; o; o = o->next) {
+    if (!kl_is_kernel(o)) continue;
+    (*count)++;
+    const char *s = kl_op_attr_string(o, "sym_name");
+    if (s && !strcmp(s, name)) hit = o;
+  }
+  return hit;
+}
+
+static kl_status assemble_variant(kl_ctx *ctx, variant *v, const kl_program_part *pt, char *err, size_t errlen) {
+  v->desc = kl_target_lookup(v->target);
+  if (!v->desc) {
+    kl_sb sb = {0};
+    for (int i = 0; i < kl_target_count(); i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", kl_target_at(i)->name);
+    snprintf(err, errlen, "load: unknown target '%s' (this kiln knows: %s)", v->target, kl_sb_str(&sb));
+    kl_sb_free(&sb);
+    return KL_ERR;
+  }
+  if (!pt->module || !kl_module_body(pt->module)) { snprintf(err, errlen, "load: target %s: no module", v->target); return KL_ERR; }
+  v->module = pt->module;
+  for (kl_op *o = kl_module_body(v->module)->first; o && !v->plan; o = o->next) if (kl_is_graph(o)) v->plan = o;
+  if (!v->plan) { snprintf(err, errlen, "load: target %s: the module has no graph function (the host plan)", v->target); return KL_ERR; }
+  if (pt->nkernels < 0 || (pt->nkernels && (!pt->kernels || !pt->binaries))) { snprintf(err, errlen, "load: target %s: bad kernel list", v->target); return KL_ERR; }
+  int n = pt->nkernels;
+  v->kernels = kl_xcalloc(n ? n : 1, sizeof *v->kernels);
+  v->bins = kl_xcalloc(n ? n : 1, sizeof *v->bins);
+  v->bin_info = kl_xcalloc(n ? n : 1, sizeof *v->bin_info);
+  for (int i = 0; i < n; i++) {
+    const kl_kernel_info *src = &pt->kernels[i];
+    int count;
+    kl_op *f = src->name ? module_kernel(v->module, src->name, &count) : NULL;
+    if (!f) { snprintf(err, errlen, "load: target %s: kernel %s is not in the module", v->target, src->name ? src->name : "(null)"); return KL_ERR; }
+    if (count != n) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list %d", v->target, count, n); return KL_ERR; }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(v->kernels[j].name, src->name)) { snprintf(err, errlen, "load: target %s: kernel %s listed twice", v->target, src->name); return KL_ERR; }
+    kl_block *body = f->regions[0].first;
+    if (!body || body->nargs != src->nargs || src->nargs < 0 || src->ninputs < 0 || src->ninputs > src->nargs) {
+      snprintf(err, errlen, "load: target %s: kernel %s takes %d arguments in the module, the kernel list says %d", v->target, src->name,
+               body ? body->nargs : 0, src->nargs);
+      return KL_ERR;
+    }
+    const kl_binary_info *b = &pt->binaries[i];
+    if (!b->data || !b->size) { snprintf(err, errlen, "load: target %s: kernel %s has no binary", v->target, src->name); return KL_ERR; }
+    kl_kernel_info *k = &v->kernels[i];
+    v->nkernels = i + 1;   /* variant_free releases what is filled in so far */
+    k->name = kl_intern(ctx, src->name);
+    k->kind = kl_intern(ctx, src->kind ? src->kind : "");
+    k->perf_config = kl_intern(ctx, src->perf_config ? src->perf_config : "");
+    k->grid_size = src->grid_size; k->block_size = src->block_size; k->lds_bytes = src->lds_bytes;
+    k->nargs = src->nargs; k->ninputs = src->ninputs;
+    k->arg_names = kl_xcalloc(k->nargs + 1, sizeof *k->arg_names);
+    k->arg_types = kl_xcalloc(k->nargs + 1, sizeof *k->arg_types);
+    for (int a = 0; a < k->nargs; a++) {
+      k->arg_names[a] = kl_intern(ctx, src->arg_names && src->arg_names[a] ? src->arg_names[a] : "");
+      k->arg_types[a] = kl_intern(ctx, src->arg_types && src->arg_types[a] ? src->arg_types[a] : kl_type_str(body->args[a]->type));
+    }
+    v->bins[i].kind = kl_target_kind_of(v->target);
+    v->bins[i].data = kl_xmalloc(b->size + 1);
+    memcpy(v->bins[i].data, b->data, b->size);
+    ((char *)v->bins[i].data)[b->size] = 0;
+    v->bins[i].size = b->size;
+    v->bin_info[i] = (kl_binary_info){ v->target, v->bins[i].data, v->bins[i].size };
+  }
+  if (n == 0) {
+    int count;
+    module_kernel(v->module, "", &count);
+    if (count) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list none", v->target, count); return KL_ERR; }
+  }
+  return build_plan(v, err, errlen);
+}
+
+kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *parts, char *err, size_t errlen) {
+  if (nparts < 1 || !parts) { snprintf(err, errlen, "load: no targets"); return NULL; }
+  kl_program *p = kl_xcalloc(1, sizeof *p);
+  p->refcount = 1;
+  p->ctx = ctx;
+  p->nvariants = nparts;
+  p->v = kl_xcalloc(nparts, sizeof *p->v);
+  for (int i = 0; i < nparts; i++) {
+    if (!parts[i].target) { snprintf(err, errlen, "load: target %d has no name", i); kl_program_release(p); return NULL; }
+    p->v[i].target = kl_intern(ctx, parts[i].target);
+    for (int j = 0; j < i; j++)
+      if (!strcmp(p->v[j].target, p->v[i].target)) { snprintf(err, errlen, "load: target '%s' given twice", p->v[i].target); kl_program_release(p); return NULL; }
+    if (assemble_variant(ctx, &p->v[i], &parts[i], err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
+  }
+  return p;
+}
+
+int kl_program_target_for_device(const kl_program *p, const kl_device_info *info) {
+  variant *v = variant_for((kl_program *)p, info);
+  return v ? (int)(v - p->v) : -1;
+}

@@ -1,0 +1,118 @@
+/* program.h — compiling a graph into a program (host plan + one binary per kernel per
+ * target) and running it on a device.
+ * Contract:
+ *  - kl_compile clones the graph into a module of its own (the user's graph is never
+ *    modified), runs the pipeline once per target (module attribute `target`), lowers
+ *    every kernel to LLVM IR and emits its binary (host: LLVM bitcode for the ORC JIT,
+ *    NVPTX: PTX text, AMDGPU: HSACO). It keeps the IR text of every kernel after every
+ *    pass, and the whole module after every pass.
+ *  - A second compile of the same graph text with the same options in the same context
+ *    returns the cached program (cache keyed by the graph's printed IR, targets, perf
+ *    config and pipeline; it lives as long as the context). Compilation is deterministic.
+ *  - The plan of one target: the graph's params (inputs by name), constants, launches
+ *    (kernel, grid, block, LDS bytes, argument slots: inputs then outputs) in order, and
+ *    the output slots. Intermediate results between kernels are allocated per run.
+ *  - kl_program_run picks the variant for the device (same target name, else the same
+ *    architecture), loads its binaries on first use (kept per device until the program
+ *    is released), checks every input against its param (shape, dtype, layout — no hidden
+ *    copies), runs the launches and returns new host tensors for the outputs.
+ *  - Programs are reference counted (kl_program_retain/release). Errors: NULL / KL_ERR
+ *    plus a message in err (diagnostics carry file:line:col or the Lua line). */
+#ifndef KL_PROGRAM_H
+#define KL_PROGRAM_H
+#include "core/pass.h"
+#include "runtime/device.h"
+#include "runtime/graph_eval.h"
+
+typedef struct kl_compile_opts {
+  const char *const *targets;  /* NULL / 0: {"host"} */
+  int ntargets;
+  const char *perf_config;     /* applied to every GEMM; NULL = heuristic */
+  const char *pipeline;        /* NULL = kl_default_pipeline() */
+  const char *print_ir_after;  /* NULL, "all" or "pass-a,pass-b" */
+  kl_ir_callback on_ir;        /* receives (pass, module text) for print_ir_after */
+  void *on_ir_user;
+  bool no_cache;
+} kl_compile_opts;
+
+typedef struct kl_program kl_program;
+
+typedef struct kl_snapshot { const char *pass; char *text; } kl_snapshot;
+
+typedef struct kl_kernel_info {
+  const char *name;
+  const char *kind;            /* "gemm", "elementwise", "reduce", "softmax" */
+  int64_t grid_size, block_size, lds_bytes;
+  const char *perf_config;     /* "" if none */
+  int nargs, ninputs;          /* arguments: inputs first, then outputs */
+  const char **arg_names;
+  const char **arg_types;      /* buffer types as text */
+  int nsnapshots;
+  kl_snapshot *ir;             /* this kernel's IR after each pass that had it */
+  char *llvm_ir;               /* the LLVM IR handed to code generation */
+} kl_kernel_info;
+
+typedef struct kl_binary_info { const char *target; const void *data; size_t size; } kl_binary_info;
+
+typedef enum { KL_STEP_LAUNCH } kl_step_kind;
+typedef struct kl_plan_step {
+  kl_step_kind kind;
+  int kernel;                  /* index into the variant's kernels */
+  int nargs; const int *args;  /* slot numbers: inputs, then outputs */
+} kl_plan_step;
+
+const char *kl_default_pipeline(void);
+
+kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
+kl_program *kl_program_retain(kl_program *p);
+void kl_program_release(kl_program *p);
+
+/* Introspection (of the first target's variant unless a target is named). */
+int kl_program_ntargets(const kl_program *p);
+const char *kl_program_target(const kl_program *p, int i);
+int kl_program_nkernels(const kl_program *p, const char *target);
+const kl_kernel_info *kl_program_kernel(const kl_program *p, const char *target, int i);
+const kl_binary_info *kl_program_binary(const kl_program *p, const char *target, const char *kernel);
+int kl_program_nsteps(const kl_program *p, const char *target);
+const kl_plan_step *kl_program_step(const kl_program *p, const char *target, int i);
+/* Slots: 0..n; kind "param"/"constant"/"result"; name for params; type text. */
+int kl_program_nslots(const kl_program *p, const char *target);
+const char *kl_program_slot(const kl_program *p, const char *target, int i, const char **kind, const char **name);
+int kl_program_noutputs(const kl_program *p, const char *target);
+int kl_program_output_slot(const kl_program *p, const char *target, int i);
+/* The module text after pass `pass` ("after:rock-align-tiling" or "rock-align-tiling"),
+ * for the first target; NULL if that pass did not run. */
+const char *kl_program_ir(const kl_program *p, const char *pass);
+double kl_program_compile_ms(const kl_program *p);
+bool kl_program_from_cache(const kl_program *p);
+
+kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
+                         int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
+
+/* ---- loading programs from bundles (runtime/bundle.c) ----
+ * kl_program_module: the compiled module of a target's variant (its graph func is the
+ * plan, its kernel funcs the kernels); owned by the program's context. Slot types and
+ * constants of the plan (NULL if out of range / not a constant). */
+kl_op *kl_program_module(const kl_program *p, const char *target);
+const kl_type *kl_program_slot_type(const kl_program *p, const char *target, int i);
+const kl_tensor *kl_program_slot_constant(const kl_program *p, const char *target, int i);
+
+/* One target's variant as read from a bundle: the compiled module (already parsed into
+ * the loading context and verified), and per kernel its info (strings are copied into
+ * the context; ir / llvm_ir / nsnapshots are ignored: a loaded program has no snapshots)
+ * and its binary (bytes copied). */
+typedef struct kl_program_part {
+  const char *target;
+  kl_op *module;
+  int nkernels;
+  const kl_kernel_info *kernels;
+  const kl_binary_info *binaries;   /* nkernels entries */
+} kl_program_part;
+/* Builds a program from parts: every kernel must be a kernel func of the module (same
+ * name and argument count) and every kernel func of the module must be listed; the plan
+ * is rebuilt from the module's graph func exactly as kl_compile builds it. The program
+ * is not put in the compile cache. NULL + message in err on error. */
+kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *parts, char *err, size_t errlen);
+/* The index of the target variant kl_program_run would pick for a device, -1 if none. */
+int kl_program_target_for_device(const kl_program *p, const kl_device_info *info);
+#endif

@@ -1,0 +1,26 @@
+-- scripts/gpu_suite.lua — the GPU acceptance run without busted (the GPU machine has no
+-- Lua installation: run it with a static build/kiln): the random fused-graph suite on
+-- the CUDA (or HIP) device against the reference evaluator, then the main example.
+--   build/kiln scripts/gpu_suite.lua [count] [device]
+package.path = "spec/lua/?.lua;" .. package.path
+local gen = require "fused_gen"
+local count = tonumber(arg and arg[1]) or 210
+local dev = kiln.device(arg and arg[2] or "auto")
+print(string.format("device: %s (%s), %s", dev.name, dev.arch, dev.kind))
+if dev.kind == "host" then print("no GPU present: nothing to run"); return end
+local pass, fail, t0 = 0, 0, kiln.clock_ms()
+local failures = {}
+for seed = 1, count do
+  local case = gen.gen(seed)
+  local ok, err = pcall(function()
+    local p = kiln.compile(case.g, { target = dev.arch, cache = false })
+    local got = p:run(case.inputs, { device = dev })
+    local want = case.g:eval(case.inputs)
+    local good, report = gen.check(got, want, case.dtype)
+    if not good then error(tostring(report and report.summary or report), 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = case.name .. ": " .. tostring(err) end
+end
+for _, f in ipairs(failures) do print("FAIL " .. f) end
+print(string.format("fused graphs on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+if fail > 0 then os.exit(1) end
