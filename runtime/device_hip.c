@@ -74,7 +74,7 @@ static pthread_once_t g_hip_once = PTHREAD_ONCE_INIT;
 static void hip_load_once(void) {
   static const char *const names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
   void *lib = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (!lib) {
     snprintf(g_hip_load_err, sizeof g_hip_load_err,
              "hip: libamdhip64.so not found (no ROCm runtime; tried libamdhip64.so, .so.6, .so.5)");
