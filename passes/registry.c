@@ -16,4 +16,9 @@ void kl_register_builtin_passes(kl_ctx *ctx) {
   { void kl__register_graph_partition(kl_ctx *); kl__register_graph_partition(ctx); }      /* passes/graph_partition.c */
   { void kl__register_graph_to_rock(kl_ctx *); kl__register_graph_to_rock(ctx); }          /* passes/graph_to_rock.c */
   { void kl__register_rock_conv_to_gemm(kl_ctx *); kl__register_rock_conv_to_gemm(ctx); }  /* passes/rock_conv_to_gemm.c */
+  { void kl__register_rock_gemm_to_gridwise(kl_ctx *); kl__register_rock_gemm_to_gridwise(ctx); }                /* passes/rock_gemm_to_gridwise.c */
+  { void kl__register_rock_gridwise_to_blockwise(kl_ctx *); kl__register_rock_gridwise_to_blockwise(ctx); }        /* passes/rock_gridwise_to_blockwise.c */
+  { void kl__register_rock_blockwise_to_threadwise(kl_ctx *); kl__register_rock_blockwise_to_threadwise(ctx); }    /* passes/rock_blockwise_to_threadwise.c */
+  { void kl__register_rock_align_tiling(kl_ctx *); kl__register_rock_align_tiling(ctx); }  /* passes/rock_align_tiling.c */
+  { void kl__register_rock_lower_loops(kl_ctx *); kl__register_rock_lower_loops(ctx); }    /* passes/rock_lower_loops.c */
 }

@@ -1,0 +1,410 @@
+/* rock_lower_loops.c — the `rock-lower-loops` pass: every higher-level rock op of a
+ * kernel func becomes loops (scf.for / scf.if, arith index math) over rock.load /
+ * rock.store on the underlying buffers (kernel arguments, rock.alloc lds / private).
+ *
+ *   rock.fill(%buf) {value}                  a loop over buf's elements
+ *   rock.threadwise_read_into(%src, %dst, e...) {view[, vector_len]}
+ *       for iter step V: dst[iter..] = valid ? src[view(e, iter)..] : 0
+ *   rock.threadwise_write_all(%src, %dst, e...) {view[, store = "set"]}
+ *       for iter step V: if valid: dst[view(e, iter)..] = convert(src[iter..])
+ *   rock.threadwise_gemm(%a [K,M], %b [K,N], %c [M,N] or [M*N])
+ *       for m, n: c[m,n] += sum_k ext(a[k,m]) * ext(b[k,n])   (ext to c's type)
+ *   rock.elementwise with a private / lds output: a loop over the tile, the body cloned
+ *       per element with its block arguments mapped to the loaded values
+ *   whole-op kernels (rock.elementwise with a global output, rock.reduce, rock.softmax):
+ *       see lower_loops_kernels.c (grid decomposition, block_size / grid_size).
+ * Views: the op's own view is composed with the views of the operand's rock.transform
+ * chain and emitted with kl_view_emit (constants fold); validity checks appear only
+ * where a view can produce invalid coordinates: loads clamp the coordinates to 0 and
+ * select 0 (branch-free), stores are wrapped in scf.if. V is the vector length: the
+ * largest length kl_view_max_vectorization proves for both sides (capped by the op's
+ * vector_len attribute when present). Loops with constant trip counts up to the
+ * `unroll` option are emitted unrolled (default by target: 256 on GPUs, so per-thread
+ * tiles stay in registers; 4 on the host, where LLVM vectorizes the real inner loops).
+ * Afterwards dead rock.transform ops and unused rock.alloc ops are erased, and any
+ * rock op that is not loop level (or a global rock.alloc still in use) is an error
+ * naming the op and its location. Only kernel funcs (the `kernel` attribute) are
+ * lowered. */
+#include "passes/lower_loops.h"
+#include "core/dialect_builtin.h"
+#include "core/dialect_rock.h"
+#include "core/pass.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* lower_loops_kernels.c */
+bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll);
+bool kl__ll_is_whole_op(kl_op *op);
+
+typedef struct { int64_t unroll_opt, unroll; } opts;
+
+static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kl_rewriter_fail(rw, op->loc, "rock-lower-loops: '%s': %s", op->name, msg);
+  return false;
+}
+
+static bool in_kernel(kl_op *op) { return kl_is_kernel(kl_ll_func_of(op)); }
+
+/* A view from a flat index [numel(v)] to the coordinates of v's underlying buffer. */
+static kl_view *flat_access(kl_value *v, kl_value **under, char *err, size_t n) {
+  const kl_type *t = v->type;
+  if (t->kind != KL_TY_BUFFER || t->rank < 1) { snprintf(err, n, "needs a buffer of rank >= 1, got %s", kl_type_str(t)); return NULL; }
+  kl_view *id = kl_ll_identity(t, err, n);
+  if (!id) return NULL;
+  if (t->rank > 1) {
+    const char *names[KL_VIEW_MAX_DIMS];
+    for (int i = 0; i < t->rank; i++) names[i] = kl_view_name(id, i);
+    kl_view_err ve = { 0 };
+    kl_view *m = kl_view_merge(id, "flat", t->rank, names, &ve);
+    kl_view_free(id);
+    if (!m) { snprintf(err, n, "%s", ve.msg); return NULL; }
+    id = m;
+  }
+  kl_view *full = kl_ll_access_view(id, v, under, err, n);
+  kl_view_free(id);
+  return full;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t attr_vlen(kl_op *op) {
+  int64_t v;
+  return kl_op_attr_i64(op, "vector_len", &v) && v >= 1 ? v : INT64_MAX;
+}
+
+/* ---- rock.fill ---- */
+typedef struct { kl_value *buf; const kl_view *v; kl_value *val; int64_t vlen; } fill_st;
+static void fill_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
+  fill_st *s = ud;
+  kl_ll_store_view(L, s->val, s->buf, s->v, &iv);
+}
+static bool lower_fill(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
+  if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
+  char err[512];
+  kl_value *under;
+  kl_view *v = flat_access(op->opnds[0].value, &under, err, sizeof err);
+  if (!v) return failf(rw, op, "%s", err);
+  const kl_attr *a = kl_op_attr(op, "value");
+  double val = 0;
+  if (a && (a->kind == KL_AT_FLOAT)) val = a->f;
+  else if (a && (a->kind == KL_AT_INT || a->kind == KL_AT_BOOL)) val = (double)a->i;
+  else if (a) { kl_view_free(v); return failf(rw, op, "'value' must be a number, got %s", a->text); }
+  kl_ll L;
+  kl_ll_init(&L, rw, op->loc, o->unroll);
+  int64_t n = kl_view_size(v, 0);
+  int64_t vl = kl_ll_vector_len(v, under, 0);
+  const kl_type *et = under->type->elem;
+  fill_st s = { under, v, kl_ll_const(&L, vl > 1 ? kl_type_vector(L.ctx, et, (int)vl) : et, val), vl };
+  kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), vl, 0, NULL, fill_body, &s);
+  kl_view_free(v);
+  kl_rewriter_erase_op(rw, op);
+  return true;
+}
+
+/* ---- threadwise_read_into / threadwise_write_all ---- */
+typedef struct {
+  kl_value *gbuf, *pbuf;          /* the viewed ("global") side and the flat ("private") side */
+  const kl_view *gv, *pv;
+  kl_value *extra[KL_VIEW_MAX_DIMS];
+  int nextra;
+  int64_t vlen;
+  bool read;                      /* read_into: g -> p; write_all: p -> g */
+} copy_st;
+static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
+  copy_st *s = ud;
+  kl_value *up[KL_VIEW_MAX_DIMS];
+  for (int i = 0; i < s->nextra; i++) up[i] = s->extra[i];
+  up[s->nextra] = iv;
+  if (s->read) {
+    kl_value *x = kl_ll_load_view(L, s->gbuf, s->gv, up, s->vlen);
+    x = kl_ll_convert(L, x, s->pbuf->type->elem);
+    kl_ll_store_view(L, x, s->pbuf, s->pv, &iv);
+  } else {
+    kl_value *x = kl_ll_load_view(L, s->pbuf, s->pv, &iv, s->vlen);
+    x = kl_ll_convert(L, x, s->gbuf->type->elem);
+    kl_ll_store_view(L, x, s->gbuf, s->gv, up);
+  }
+}
+static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
+  if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
+  bool read = !strcmp(op->name, "rock.threadwise_read_into");
+  if (!read) {
+    const char *store = kl_op_attr_string(op, "store");
+    if (store && strcmp(store, "set"))
+      return failf(rw, op, "store method '%s' is not supported (only \"set\")", store);
+  }
+  const kl_view *w = kl_ll_op_view(op);
+  if (!w) return failf(rw, op, "needs a #view<...> attribute 'view'");
+  int nextra = op->nopnds - 2;
+  if (kl_view_rank(w) != nextra + 1)
+    return failf(rw, op, "the view has %d upper dims, expected %d (the extra indices and iter)", kl_view_rank(w), nextra + 1);
+  for (int i = 0; i < nextra; i++)
+    if (op->opnds[2 + i].value->type->kind != KL_TY_INDEX) return failf(rw, op, "extra index %d is not an index", i);
+  kl_value *gval = op->opnds[read ? 0 : 1].value, *pval = op->opnds[read ? 1 : 0].value;
+  char err[512];
+  kl_value *gb, *pb;
+  kl_view *gv = kl_ll_access_view(w, gval, &gb, err, sizeof err);
+  if (!gv) return failf(rw, op, "%s operand: %s", read ? "source" : "destination", err);
+  kl_view *pv = flat_access(pval, &pb, err, sizeof err);
+  if (!pv) { kl_view_free(gv); return failf(rw, op, "%s operand: %s", read ? "destination" : "source", err); }
+  int64_t n = kl_view_size(w, nextra);
+  if (kl_view_size(pv, 0) != n) {
+    kl_view_free(gv); kl_view_free(pv);
+    return failf(rw, op, "the register tile has %lld elements but the view iterates over %lld", (long long)kl_view_size(pv, 0),
+                 (long long)n);
+  }
+  int64_t vl = min64(kl_ll_vector_len(gv, gb, nextra), kl_ll_vector_len(pv, pb, 0));
+  vl = min64(vl, attr_vlen(op));
+  while (vl > 1 && n % vl) vl /= 2;
+  copy_st s = { .gbuf = gb, .pbuf = pb, .gv = gv, .pv = pv, .nextra = nextra, .vlen = vl, .read = read };
+  for (int i = 0; i < nextra; i++) s.extra[i] = op->opnds[2 + i].value;
+  kl_ll L;
+  kl_ll_init(&L, rw, op->loc, o->unroll);
+  kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), vl, 0, NULL, copy_body, &s);
+  kl_view_free(gv);
+  kl_view_free(pv);
+  kl_rewriter_erase_op(rw, op);
+  return true;
+}
+
+/* ---- threadwise_gemm ---- */
+typedef struct {
+  kl_value *ab, *bb, *cb;
+  kl_view *av, *bv, *cv;
+  bool cflat;
+  int64_t K, M, N;
+  const kl_type *acc;
+  kl_value *m, *n;
+  bool unroll_k, unroll_n, unroll_m;
+} gemm_st;
+static void gemm_k(kl_ll *L, kl_value *k, kl_value **carry, void *ud) {
+  gemm_st *s = ud;
+  kl_value *ua[2] = { k, s->m }, *ub[2] = { k, s->n };
+  kl_value *x = kl_ll_convert(L, kl_ll_load_view(L, s->ab, s->av, ua, 1), s->acc);
+  kl_value *y = kl_ll_convert(L, kl_ll_load_view(L, s->bb, s->bv, ub, 1), s->acc);
+  bool f = kl_type_is_float(s->acc);
+  kl_value *p = kl_ll_op2(L, f ? "arith.mulf" : "arith.muli", x, y, s->acc);
+  carry[0] = kl_ll_op2(L, f ? "arith.addf" : "arith.addi", carry[0], p, s->acc);
+}
+static void c_upper(kl_ll *L, gemm_st *s, kl_value **up) {
+  if (s->cflat) up[0] = kl_emit_add(&L->e, kl_emit_muli(&L->e, s->m, s->N), s->n);
+  else { up[0] = s->m; up[1] = s->n; }
+}
+static void gemm_n(kl_ll *L, kl_value *n, kl_value **carry, void *ud) {
+  gemm_st *s = ud;
+  s->n = n;
+  kl_value *up[2];
+  c_upper(L, s, up);
+  kl_value *acc = kl_ll_load_view(L, s->cb, s->cv, up, 1);
+  kl_value *sum = kl_ll_convert(L, acc, s->acc);
+  int64_t save = L->unroll;
+  L->unroll = s->unroll_k ? INT64_MAX : 0;
+  kl_ll_for(L, kl_ll_idx(L, 0), kl_ll_idx(L, s->K), 1, 1, &sum, gemm_k, s);
+  L->unroll = save;
+  s->n = n;
+  c_upper(L, s, up);
+  kl_ll_store_view(L, kl_ll_convert(L, sum, s->cb->type->elem), s->cb, s->cv, up);
+}
+static void gemm_m(kl_ll *L, kl_value *m, kl_value **carry, void *ud) {
+  gemm_st *s = ud;
+  s->m = m;
+  int64_t save = L->unroll;
+  L->unroll = s->unroll_n ? INT64_MAX : 0;
+  kl_ll_for(L, kl_ll_idx(L, 0), kl_ll_idx(L, s->N), 1, 0, NULL, gemm_n, s);
+  L->unroll = save;
+}
+static bool lower_tgemm(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
+  if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
+  const kl_type *ta = op->opnds[0].value->type, *tb = op->opnds[1].value->type, *tc = op->opnds[2].value->type;
+  if (ta->rank != 2 || tb->rank != 2 || ta->shape[0] != tb->shape[0] ||
+      !((tc->rank == 2 && tc->shape[0] == ta->shape[1] && tc->shape[1] == tb->shape[1]) ||
+        (tc->rank == 1 && tc->shape[0] == ta->shape[1] * tb->shape[1])))
+    return failf(rw, op, "operands must be a [K,M], b [K,N], c [M,N] (or [M*N]); got %s, %s, %s", ta->text, tb->text, tc->text);
+  gemm_st s = { .K = ta->shape[0], .M = ta->shape[1], .N = tb->shape[1], .cflat = tc->rank == 1, .acc = tc->elem };
+  if (kl_type_is_float(ta->elem) != kl_type_is_float(tc->elem) || kl_type_is_float(tb->elem) != kl_type_is_float(tc->elem))
+    return failf(rw, op, "mixed float / integer operands (%s, %s -> %s)", ta->elem->text, tb->elem->text, tc->elem->text);
+  char err[512];
+  s.av = kl_ll_access_view(NULL, op->opnds[0].value, &s.ab, err, sizeof err);
+  s.bv = s.av ? kl_ll_access_view(NULL, op->opnds[1].value, &s.bb, err, sizeof err) : NULL;
+  s.cv = s.bv ? kl_ll_access_view(NULL, op->opnds[2].value, &s.cb, err, sizeof err) : NULL;
+  if (!s.cv) { kl_view_free(s.av); kl_view_free(s.bv); return failf(rw, op, "%s", err); }
+  int64_t U = o->unroll;
+  s.unroll_k = s.K <= U;
+  s.unroll_n = s.unroll_k && s.K * s.N <= U;
+  s.unroll_m = s.unroll_n && s.K * s.N * s.M <= U;
+  kl_ll L;
+  kl_ll_init(&L, rw, op->loc, s.unroll_m ? INT64_MAX : 0);
+  kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, s.M), 1, 0, NULL, gemm_m, &s);
+  kl_view_free(s.av); kl_view_free(s.bv); kl_view_free(s.cv);
+  kl_rewriter_erase_op(rw, op);
+  return true;
+}
+
+/* ---- rock.elementwise on private / lds tiles ---- */
+/* Clones the body of a rock.elementwise-like region with its block arguments mapped to
+ * args at the insertion point; returns the yielded value. */
+kl_value *kl__ll_inline_body(kl_ll *L, kl_region *r, kl_value *const *args) {
+  kl_block *b = r->first;
+  kl_value_map map = { 0 };
+  for (int i = 0; i < b->nargs; i++) kl_value_map_set(&map, b->args[i], args[i]);
+  kl_value *res = NULL;
+  for (kl_op *x = b->first; x; x = x->next) {
+    if (!strcmp(x->name, "rock.yield")) { res = kl_value_map_get(&map, x->opnds[0].value); break; }
+    kl_rewriter_insert(L->e.rw, kl_op_clone(x, &map));
+  }
+  kl_value_map_free(&map);
+  return res;
+}
+
+typedef struct { kl_op *op; int n; kl_value *bufs[64]; kl_view *views[64]; } ew_st;
+static void ew_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
+  ew_st *s = ud;
+  kl_value *args[64];
+  for (int i = 0; i + 1 < s->n; i++) args[i] = kl_ll_load_view(L, s->bufs[i], s->views[i], &iv, 1);
+  kl_value *r = kl__ll_inline_body(L, &s->op->regions[0], args);
+  kl_ll_store_view(L, kl_ll_convert(L, r, s->bufs[s->n - 1]->type->elem), s->bufs[s->n - 1], s->views[s->n - 1], &iv);
+}
+static bool lower_ew(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
+  if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
+  if (kl__ll_is_whole_op(op)) return kl__ll_lower_whole_op(op, rw, o->unroll);
+  if (op->nopnds > 64) return failf(rw, op, "too many operands (%d > 64)", op->nopnds);
+  ew_st s = { .op = op, .n = op->nopnds };
+  char err[512];
+  for (int i = 0; i < s.n; i++) {
+    s.views[i] = flat_access(op->opnds[i].value, &s.bufs[i], err, sizeof err);
+    if (!s.views[i]) {
+      for (int j = 0; j < i; j++) kl_view_free(s.views[j]);
+      return failf(rw, op, "operand %d: %s", i, err);
+    }
+  }
+  kl_block *b = op->regions[0].first;
+  kl_op *y = b ? b->last : NULL;
+  if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1) {
+    for (int j = 0; j < s.n; j++) kl_view_free(s.views[j]);
+    return failf(rw, op, "the body must end with rock.yield of one value");
+  }
+  kl_ll L;
+  kl_ll_init(&L, rw, op->loc, o->unroll);
+  kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, kl_view_size(s.views[0], 0)), 1, 0, NULL, ew_body, &s);
+  for (int j = 0; j < s.n; j++) kl_view_free(s.views[j]);
+  kl_rewriter_erase_op(rw, op);
+  return true;
+}
+
+static bool lower_whole(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
+  if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
+  return kl__ll_lower_whole_op(op, rw, o->unroll);
+}
+
+/* ---- the pass ---- */
+static bool loop_level(const kl_op *op) {
+  /* what lower-to-llvm accepts (rock.mma: matrix instructions, passes/rock_accel_lower.c) */
+  static const char *const ok[] = { "rock.load", "rock.store", "rock.alloc", "rock.workgroup_id", "rock.workitem_id",
+                                    "rock.barrier", "rock.mma", NULL };
+  if (strncmp(op->name, "rock.", 5)) return true;
+  for (int i = 0; ok[i]; i++) if (!strcmp(op->name, ok[i])) return true;
+  return false;
+}
+
+/* Pre-checks of one kernel: at most one whole-op kernel op, and none next to an
+ * existing grid decomposition (workgroup / workitem ids of a tiled GEMM). */
+static kl_status check_kernel(kl_op *fn) {
+  int n;
+  kl_op **ops = kl_collect_ops(fn, &n);
+  kl_op *whole = NULL, *ids = NULL;
+  int nwhole = 0;
+  kl_status st = KL_OK;
+  for (int i = 0; i < n; i++) {
+    if (kl__ll_is_whole_op(ops[i])) { if (!whole) whole = ops[i]; nwhole++; }
+    if (!strcmp(ops[i]->name, "rock.workgroup_id") || !strcmp(ops[i]->name, "rock.workitem_id")) ids = ops[i];
+  }
+  if (nwhole > 1)
+    st = kl_emit_error(fn->ctx, whole->loc, "rock-lower-loops: kernel @%s has %d whole-op kernel ops (global rock.elementwise / "
+                       "rock.reduce / rock.softmax); each needs a kernel of its own", kl_op_attr_string(fn, "sym_name"), nwhole);
+  else if (whole && ids)
+    st = kl_emit_error(fn->ctx, whole->loc, "rock-lower-loops: '%s' on global buffers in kernel @%s, which already has a grid "
+                       "decomposition (it was not fused into the tiled kernel and needs a kernel of its own)", whole->name,
+                       kl_op_attr_string(fn, "sym_name"));
+  free(ops);
+  return st;
+}
+
+static kl_status final_check(kl_op *fn) {
+  int n;
+  kl_op **ops = kl_collect_ops(fn, &n);
+  kl_status st = KL_OK;
+  for (int i = 0; i < n; i++) {
+    kl_op *x = ops[i];
+    if (!loop_level(x)) {
+      st = kl_emit_error(fn->ctx, x->loc, "rock-lower-loops: cannot lower '%s' (not handled by this pass; run the earlier "
+                         "rock passes first)", x->name);
+      break;
+    }
+    if (!strcmp(x->name, "rock.alloc") && x->nresults == 1 && x->results[0].type->kind == KL_TY_BUFFER &&
+        x->results[0].type->space == KL_SPACE_GLOBAL) {
+      st = kl_emit_error(fn->ctx, x->loc, "rock-lower-loops: 'rock.alloc' of global %s is still used: kernels cannot allocate "
+                         "global intermediates (the host plan must provide them)", x->results[0].type->text);
+      break;
+    }
+  }
+  free(ops);
+  return st;
+}
+
+static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
+  opts o = { kl_pass_opt_int(po, "unroll"), 0 };
+  kl_pattern pats[] = {
+    { "rock.fill", 1, "lower-fill", lower_fill, &o },
+    { "rock.threadwise_read_into", 1, "lower-threadwise-read-into", lower_copy, &o },
+    { "rock.threadwise_write_all", 1, "lower-threadwise-write-all", lower_copy, &o },
+    { "rock.threadwise_gemm", 1, "lower-threadwise-gemm", lower_tgemm, &o },
+    { "rock.elementwise", 1, "lower-elementwise", lower_ew, &o },
+    { "rock.reduce", 1, "lower-reduce", lower_whole, &o },
+    { "rock.softmax", 1, "lower-softmax", lower_whole, &o },
+  };
+  const kl_pattern *ps[7];
+  for (int i = 0; i < 7; i++) ps[i] = &pats[i];
+  kl_block *mb = kl_module_body(module);
+  for (kl_op *fn = mb ? mb->first : NULL; fn; fn = fn->next) {
+    if (!kl_is_kernel(fn)) continue;
+    if (check_kernel(fn) != KL_OK) return KL_ERR;
+    /* unroll budget: GPUs unroll per-thread tiles (registers); on the host LLVM's own
+     * loop vectorizer does better on real inner loops */
+    o.unroll = o.unroll_opt;
+    if (o.unroll < 0) {
+      char err[256];
+      const kl_target *t = kl_ll_target_of(fn, err, sizeof err);
+      if (!t) return kl_emit_error(fn->ctx, fn->loc, "rock-lower-loops: %s", err);
+      o.unroll = t->arch == KL_ARCH_HOST ? 4 : 256;
+    }
+    if (kl_apply_patterns_walk(fn, ps, 7) != KL_OK) return KL_ERR;
+    kl_ll_erase_dead(fn, true);
+    if (final_check(fn) != KL_OK) return KL_ERR;
+  }
+  return KL_OK;
+}
+
+static const kl_pass_option options[] = {
+  { "unroll", KL_OPT_INT, "-1", "loops with a constant trip count up to this are emitted unrolled (0: never; -1: by "
+                                "target, 256 on GPUs, 4 on the host)" },
+};
+
+void kl__register_rock_lower_loops(kl_ctx *ctx) {
+  kl_pass_info info = { "rock-lower-loops",
+                        "threadwise ops, private element-wise tiles and whole-op kernels (element-wise, reduce, softmax) "
+                        "-> scf loops over rock.load / rock.store with view index arithmetic",
+                        options, 1, run, NULL };
+  kl_register_pass(ctx, &info);
+}
