@@ -116,6 +116,7 @@ void kl_lua__open_graph(lua_State *L);    /* kiln_lua_graph.c */
 void kl_lua__open_view(lua_State *L);     /* kiln_lua_view.c */
 void kl_lua__open_program(lua_State *L);  /* kiln_lua_program.c */
 void kl_lua__open_bench(lua_State *L);    /* kiln_lua_bench.c */
+void kl_lua__open_bundle(lua_State *L);   /* kiln_lua_bundle.c: p:save, kiln.load */
 /* Registers the Lua passes known to this Lua state with a new context. */
 void kl_lua__register_lua_passes(lua_State *L, kl_ctx *ctx);
 /* Creates metatable name with metamethods meta and an __index that looks up methods,

@@ -8,6 +8,13 @@
  * hipError_t is checked and reported with hipGetErrorName / hipGetErrorString. The
  * library is never dlclose'd. */
 #include <dlfcn.h>
+/* libamdhip64 carries its own LLVM: bind it to its own symbols first (RTLD_DEEPBIND),
+ * except under AddressSanitizer, which refuses DEEPBIND libraries. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KL_HIP_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL)
+#else
+#define KL_HIP_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -74,7 +81,7 @@ static pthread_once_t g_hip_once = PTHREAD_ONCE_INIT;
 static void hip_load_once(void) {
   static const char *const names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
   void *lib = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], KL_HIP_DLOPEN_FLAGS);
   if (!lib) {
     snprintf(g_hip_load_err, sizeof g_hip_load_err,
              "hip: libamdhip64.so not found (no ROCm runtime; tried libamdhip64.so, .so.6, .so.5)");
