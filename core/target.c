@@ -26,7 +26,7 @@ static const kl_accel_instr wmma_gfx1100[] = {
   { "i8", "i32", 16, 16, 16, "llvm.amdgcn.wmma.i32.16x16x16.iu8" },
 };
 static const kl_accel_instr mma_sm80[] = {
-  { "f16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.f32.f16" },
+  { "f16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32" },
   { "bf16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.bf16" },
   { "i8", "i32", 16, 8, 32, "llvm.nvvm.mma.m16n8k32.row.col.s8" },
 };

@@ -3,6 +3,7 @@
 #include "core/dialect_rock.h"
 #include "core/pass.h"
 #include "passes/llvm_math.h"
+#include "passes/lower_accel.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,20 @@ static LLVMValueRef address(lw *L, kl_op *op, int bi, LLVMTypeRef *elem_ty) {
   *elem_ty = scalar_type(L, bt->elem);
   return LLVMBuildGEP2(L->b, *elem_ty, base, &idx, 1, "");
 }
+/* Alignment of a load/store of type t. GPU buffers are fresh device allocations (or
+ * LDS/private arrays aligned to 16) and the vectorization analysis only makes vectors
+ * whose first element index is a multiple of the width, so a vector access is aligned to
+ * its size (up to 16 bytes). Host buffers may be user tensors at any element offset:
+ * element alignment only. */
+static unsigned access_align(lw *L, const kl_type *t) {
+  unsigned eb = (unsigned)((kl_type_bits(elem_of(t)) + 7) / 8);
+  if (!eb) eb = 1;
+  if (t->kind != KL_TY_VECTOR || L->t->arch == KL_ARCH_HOST) return eb;
+  unsigned a = eb * (unsigned)t->shape[0];
+  while (a & (a - 1)) a &= a - 1;          /* largest power of two <= the size */
+  return a > 16 ? 16 : a;
+}
+
 static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef ty, unsigned align) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(L->c);
   LLVMValueRef first = LLVMGetFirstInstruction(L->entry);
@@ -422,6 +437,48 @@ static bool lower_if(lw *L, kl_op *op) {
   return true;
 }
 
+/* rock.mma (passes/rock_accel.h): one matrix instruction, lowered by passes/lower_accel.c */
+static bool lower_mma(lw *L, kl_op *op, LLVMValueRef *args) {
+  char msg[512];
+  LLVMValueRef r = kl_lower_accel_mma(L->m, L->b, L->t, op, args[0], args[1], args[2], msg, sizeof msg);
+  if (!r) return fail(L, op, "%s", msg);
+  vset(L, &op->results[0], r);
+  return true;
+}
+
+/* ---- vector ops of the host micro-kernels and copies (passes/lower_loops_host.c) ----
+ *   vector.broadcast(s) -> vector<N x T>; math.fma(a, b, c) = a*b + c as llvm.fmuladd
+ *   (fused where the target has FMA); vector.shuffle(x, y) {mask} = shufflevector. */
+static bool lower_vector_op(lw *L, kl_op *op, LLVMValueRef *args) {
+  const char *n = op->name;
+  LLVMValueRef r = NULL;
+  if (!strcmp(n, "vector.broadcast")) {
+    const kl_type *rt = op->results[0].type;
+    if (op->nopnds != 1 || rt->kind != KL_TY_VECTOR) return fail(L, op, "%s", "expects one scalar operand and a vector result");
+    LLVMTypeRef vt = ll_type(L, rt), i32 = LLVMInt32TypeInContext(L->c);
+    LLVMValueRef v = LLVMBuildInsertElement(L->b, LLVMGetPoison(vt), args[0], LLVMConstInt(i32, 0, 0), "");
+    r = LLVMBuildShuffleVector(L->b, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32, (unsigned)rt->shape[0])), "");
+  } else if (!strcmp(n, "math.fma")) {
+    if (op->nopnds != 3 || !kl_type_is_float(elem_of(op->results[0].type)) || is_half(op->results[0].type))
+      return fail(L, op, "%s", "expects three f32/f64 (vector) operands");
+    LLVMTypeRef t = LLVMTypeOf(args[2]);
+    r = call_intr(L, "llvm.fmuladd", &t, 1, args, 3);
+  } else if (!strcmp(n, "vector.shuffle")) {
+    int64_t mask[256];
+    int nm = kl_op_attr_i64s(op, "mask", mask, 256);
+    const kl_type *rt = op->results[0].type;
+    if (op->nopnds != 2 || nm < 1 || rt->kind != KL_TY_VECTOR || rt->shape[0] != nm)
+      return fail(L, op, "%s", "expects two vector operands and a mask attribute of the result's length");
+    LLVMValueRef m[256];
+    for (int i = 0; i < nm; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)mask[i], 0);
+    r = LLVMBuildShuffleVector(L->b, args[0], args[1], LLVMConstVector(m, (unsigned)nm), "");
+  } else {
+    return fail(L, op, "%s", "unknown vector op");
+  }
+  vset(L, &op->results[0], r);
+  return true;
+}
+
 static bool lower_op(lw *L, kl_op *op) {
   const char *n = op->name;
   LLVMValueRef args[8];
@@ -438,7 +495,7 @@ static bool lower_op(lw *L, kl_op *op) {
     LLVMTypeRef et;
     LLVMValueRef p = address(L, op, 0, &et);
     LLVMValueRef v = LLVMBuildLoad2(L->b, ll_type(L, op->results[0].type), p, "");
-    LLVMSetAlignment(v, (unsigned)(kl_type_bits(op->opnds[0].value->type->elem) / 8 ? kl_type_bits(op->opnds[0].value->type->elem) / 8 : 1));
+    LLVMSetAlignment(v, access_align(L, op->results[0].type));
     vset(L, &op->results[0], v);
     return true;
   }
@@ -446,7 +503,7 @@ static bool lower_op(lw *L, kl_op *op) {
     LLVMTypeRef et;
     LLVMValueRef p = address(L, op, 1, &et);
     LLVMValueRef s = LLVMBuildStore(L->b, vget(L, op->opnds[0].value), p);
-    LLVMSetAlignment(s, (unsigned)(kl_type_bits(op->opnds[1].value->type->elem) / 8 ? kl_type_bits(op->opnds[1].value->type->elem) / 8 : 1));
+    LLVMSetAlignment(s, access_align(L, op->opnds[0].value->type));
     return true;
   }
   if (!strcmp(n, "rock.alloc")) { LLVMValueRef a = lower_alloc(L, op); if (!a) return false; vset(L, &op->results[0], a); return true; }
@@ -457,6 +514,8 @@ static bool lower_op(lw *L, kl_op *op) {
     return true;
   }
   if (!strcmp(n, "rock.barrier")) { barrier(L); return true; }
+  if (!strcmp(n, "rock.mma")) return lower_mma(L, op, args);   /* matrix instructions: passes/lower_accel.c */
+  if (!strncmp(n, "vector.", 7) || !strcmp(n, "math.fma")) return lower_vector_op(L, op, args);
   if (op->nopnds > 8) return fail(L, op, "%s", "too many operands");
   LLVMValueRef r = lower_arith(L, op, args);
   if (!r) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");

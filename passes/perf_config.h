@@ -22,6 +22,9 @@
  * (every thread copies the same number of A and B elements into LDS); the LDS tiles
  * (kPerBlock * (mPerBlock + nPerBlock) * element bytes) fit in the target's lds_bytes.
  * M, N and K need not be tile multiples (the passes pad them with Pad views).
+ * Version 2 ("v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack") selects the
+ * matrix-instruction path (MFMA / WMMA / mma.sync); its format, validation and
+ * heuristic are in passes/rock_accel.h.
  *
  * Contract: the perf-config functions are pure functions over plain structs (no
  * allocation). Errors are a false / NULL return plus a message in a caller-supplied

@@ -20,6 +20,7 @@
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
 #include "passes/perf_config.h"
+#include "passes/rock_accel.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -91,6 +92,7 @@ static bool lower_blockwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_loc loc = op->loc;
   char err[512];
   if (op->nopnds != 4) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm needs 4 operands (lds_a, lds_b, acc, tid)"); return false; }
+  if (kl_accel_is_accel(op)) return kl_accel_lower_blockwise(op, rw, o->target);   /* matrix instructions: passes/rock_accel_lower.c */
   kl_value *la = op->opnds[0].value, *lb = op->opnds[1].value, *acc = op->opnds[2].value, *tid = op->opnds[3].value;
   int64_t MB, NB, KB, MT, NT, kpack;
   if (!kl_op_attr_i64(op, "m_per_block", &MB) || !kl_op_attr_i64(op, "n_per_block", &NB) ||

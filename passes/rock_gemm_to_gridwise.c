@@ -5,7 +5,10 @@
  *     else "host" (perf_config.h, kl_perf_resolve_target);
  *  2. the perf config: option `perf-config`, else the gemm's "perf_config" string
  *     attribute, else the kernel func's, else the heuristic of perf_config.h; a given
- *     string is parsed and validated (errors name the field and stop the pass);
+ *     string is parsed and validated (errors name the field and stop the pass); a
+ *     "v2:" config, or none on a target with a matrix instruction for the input type
+ *     (option accel, default true), takes the accel path of passes/rock_accel.h: the
+ *     gridwise op also gets m_per_wave, n_per_wave, accel_instr and accel;
  *  3. M, N, K are padded up to multiples of mPerBlock, nPerBlock, kPerBlock with one
  *     rock.transform (a Pad view, right padding) on each of a, b, c that needs it:
  *     padding reads 0, writes into it are dropped;
@@ -21,11 +24,12 @@
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
 #include "passes/perf_config.h"
+#include "passes/rock_accel.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const char *target, *perf; } opts;
+typedef struct { const char *target, *perf; bool accel; } opts;
 
 static kl_value *pad_operand(kl_rewriter *rw, kl_op *op, kl_value *v, const char *const *names, const int64_t *padded,
                              bool *ok) {
@@ -78,7 +82,17 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   const char *given = o->perf && *o->perf ? o->perf : kl_op_attr_string(op, "perf_config");
   if (!given) given = kl_op_attr_string(fn, "perf_config");
   kl_perf_config pc;
-  if (given) {
+  /* matrix instructions (passes/rock_accel.h): a "v2:" config, or none on a target with an
+   * instruction for the input type; the thread tile then only fixes block size and
+   * accumulator count (the C layout is the instruction's) */
+  kl_accel_config ac;
+  const kl_accel_desc *ad = NULL;
+  int accel = o->accel ? kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err) : 0;
+  if (accel < 0) { kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err); return false; }
+  if (accel) {
+    pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack };
+    kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
+  } else if (given) {
     if (!kl_perf_config_parse(given, &pc, err, sizeof err) || !kl_perf_config_validate(&pc, t, eb, err, sizeof err)) {
       kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err);
       return false;
@@ -88,7 +102,8 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     return false;
   }
   char pcs[160];
-  kl_perf_config_print(&pc, pcs, sizeof pcs);
+  if (accel) kl_accel_config_print(&ac, pcs, sizeof pcs);
+  else kl_perf_config_print(&pc, pcs, sizeof pcs);
   int64_t Mp = round_up(M, pc.m_per_block), Np = round_up(N, pc.n_per_block), Kp = round_up(K, pc.k_per_block);
   int64_t bs = kl_perf_config_block_size(&pc), grid = kl_perf_config_grid_size(&pc, G, M, N);
 
@@ -103,7 +118,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   if (!ok) return false;
 
   const char *store = kl_op_attr_string(op, "store");
-  kl_named_attr *attrs = kl_xmalloc((op->nattrs + 12) * sizeof *attrs);
+  kl_named_attr *attrs = kl_xmalloc((op->nattrs + 16) * sizeof *attrs);
   int na = 0;
   for (int i = 0; i < op->nattrs; i++) attrs[na++] = op->attrs[i];
   attrs[na++] = (kl_named_attr){ "perf_config", kl_attr_str(ctx, pcs) };
@@ -116,6 +131,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   attrs[na++] = (kl_named_attr){ "block_size", kl_attr_int(ctx, bs) };
   attrs[na++] = (kl_named_attr){ "grid_size", kl_attr_int(ctx, grid) };
   attrs[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, store ? store : "set") };
+  if (accel) na += kl_accel_gridwise_attrs(ctx, &ac, ad, attrs + na);   /* m_per_wave, n_per_wave, accel_instr, accel */
   /* kl_op_create sorts; later duplicates of a name replace the gemm's own entries */
   kl_named_attr *dedup = kl_xmalloc(na * sizeof *dedup);
   int nd = 0;
@@ -159,7 +175,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
                            "rock-gemm-to-gridwise: kernel '%s' has more than one rock.gemm (one per kernel: block and grid "
                            "sizes are per kernel)", kl_op_attr_string(fn, "sym_name"));
   }
-  opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config") };
+  opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config"), kl_pass_opt_bool(po, "accel") };
   kl_pattern p = { "rock.gemm", 1, "rock-gemm-to-gridwise", gemm_to_gridwise, &o };
   const kl_pattern *ps[] = { &p };
   return kl_apply_patterns_walk(module, ps, 1);
@@ -167,14 +183,16 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 
 static const kl_pass_option options[] = {
   { "target", KL_OPT_STRING, "", "target name (overrides the kernel's / module's \"target\" attribute; default host)" },
-  { "perf-config", KL_OPT_STRING, "", "perf config v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack for every gemm "
+  { "perf-config", KL_OPT_STRING, "", "perf config v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack (or v2:..., matrix instructions) for every gemm "
                                       "(overrides perf_config attributes; default: the heuristic)" },
+  { "accel", KL_OPT_BOOL, "true", "matrix instructions (MFMA/WMMA/mma.sync) when the target has one for the input type: "
+                                  "a v2:... config (passes/rock_accel.h) or the accel heuristic; false: always the FMA path" },
 };
 
 void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
   kl_pass_info info = { "rock-gemm-to-gridwise",
                         "rock.gemm -> rock.gridwise_gemm: perf config (given or heuristic), Pad views to tile multiples, "
                         "block/grid sizes on the kernel",
-                        options, 2, run, NULL };
+                        options, 3, run, NULL };
   kl_register_pass(ctx, &info);
 }

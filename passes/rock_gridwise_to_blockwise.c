@@ -35,6 +35,7 @@
 #include "core/dialect_rock.h"
 #include "core/dialect_builtin.h"
 #include "passes/perf_config.h"
+#include "passes/rock_accel.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,7 +254,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_view *gb = ga ? global_copy_view(&t, false, &lb, err, sizeof err) : NULL;
   kl_view *wa = gb ? lds_copy_view(&t, true, &la, err, sizeof err) : NULL;
   kl_view *wb = wa ? lds_copy_view(&t, false, &lb, err, sizeof err) : NULL;
-  kl_view *cv = wb ? output_view(&t, err, sizeof err) : NULL;
+  /* accel GEMMs (passes/rock_accel.h): C is written in the matrix instruction's layout */
+  kl_view *cv = !wb ? NULL : kl_accel_is_accel(op) ? kl_accel_c_view(op, t.G, t.Mp, t.Np, err, sizeof err)
+                                                   : output_view(&t, err, sizeof err);
   bool ok = cv != NULL;
   if (ok) {
     kl_rewriter_set_insertion_before(rw, op);
@@ -288,7 +291,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         { "n_per_thread", kl_attr_int(ctx, t.NT) }, { "kpack", kl_attr_int(ctx, t.kpack) },
         { "block_size", kl_attr_int(ctx, t.BS) },
       };
-      kl_rewriter_create(rw, "rock.blockwise_gemm", loc, 4, bg, 0, NULL, 7, ba, 0);
+      kl_op *bw = kl_rewriter_create(rw, "rock.blockwise_gemm", loc, 4, bg, 0, NULL, 7, ba, 0);
+      kl_accel_copy_attrs(op, bw);   /* accel GEMMs: m_per_wave, n_per_wave, accel_instr, accel */
       kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
       kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
       kl_rewriter_set_insertion_before(rw, op);

@@ -38,7 +38,7 @@
 bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll);
 bool kl__ll_is_whole_op(kl_op *op);
 
-typedef struct { int64_t unroll_opt, unroll; } opts;
+typedef struct { int64_t unroll_opt, unroll; kl_ll_host_opts host; } opts;
 
 static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) {
@@ -364,7 +364,20 @@ static kl_status final_check(kl_op *fn) {
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  opts o = { kl_pass_opt_int(po, "unroll"), 0 };
+  opts o = { kl_pass_opt_int(po, "unroll"), 0, { 0 } };
+  o.host.gemm = kl_pass_opt_bool(po, "host-gemm");
+  o.host.copies = kl_pass_opt_bool(po, "host-copies");
+  const char *simd = kl_pass_opt_string(po, "host-simd"), *tile = kl_pass_opt_string(po, "host-tile");
+  if (simd && strcmp(simd, "auto") && (sscanf(simd, "%dx%d", &o.host.simd_bytes, &o.host.simd_regs) != 2 ||
+                                       o.host.simd_bytes < 4 || o.host.simd_bytes > 256 || o.host.simd_regs < 8))
+    return kl_emit_error(module->ctx, module->loc, "rock-lower-loops: host-simd must be \"auto\" or BYTESxREGS "
+                         "(e.g. 64x32, bytes 4..256, at least 8 registers), got \"%s\"", simd);
+  long long mr = 0, nv = 0;
+  if (tile && strcmp(tile, "auto") && (sscanf(tile, "%lldx%lld", &mr, &nv) != 2 || mr < 1 || nv < 1 || mr * nv > 64))
+    return kl_emit_error(module->ctx, module->loc, "rock-lower-loops: host-tile must be \"auto\" or MRxNV (rows x "
+                         "vectors, at most 64 accumulators), got \"%s\"", tile);
+  o.host.mr = mr;
+  o.host.nv = nv;
   kl_pattern pats[] = {
     { "rock.fill", 1, "lower-fill", lower_fill, &o },
     { "rock.threadwise_read_into", 1, "lower-threadwise-read-into", lower_copy, &o },
@@ -389,6 +402,14 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
       if (!t) return kl_emit_error(fn->ctx, fn->loc, "rock-lower-loops: %s", err);
       o.unroll = t->arch == KL_ARCH_HOST ? 4 : 256;
     }
+    /* host kernels (one thread per workgroup): micro-kernels and fused copies first */
+    int64_t bs = 0;
+    char terr[256];
+    const kl_target *tt = kl_ll_target_of(fn, terr, sizeof terr);
+    if (tt && tt->arch == KL_ARCH_HOST && kl_op_attr_i64(fn, "block_size", &bs) && bs == 1) {
+      if (o.host.gemm && kl__ll_host_gemms(fn, &o.host) != KL_OK) return KL_ERR;
+      if (o.host.copies && kl__ll_host_copies(fn, &o.host) != KL_OK) return KL_ERR;
+    }
     if (kl_apply_patterns_walk(fn, ps, 7) != KL_OK) return KL_ERR;
     kl_ll_erase_dead(fn, true);
     if (final_check(fn) != KL_OK) return KL_ERR;
@@ -399,12 +420,17 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 static const kl_pass_option options[] = {
   { "unroll", KL_OPT_INT, "-1", "loops with a constant trip count up to this are emitted unrolled (0: never; -1: by "
                                 "target, 256 on GPUs, 4 on the host)" },
+  { "host-gemm", KL_OPT_BOOL, "true", "host (block size 1): register-blocked micro-kernels for the blockwise K loop "
+                                      "(passes/lower_loops_host.c)" },
+  { "host-copies", KL_OPT_BOOL, "true", "host (block size 1): fused, vectorized global -> LDS copies" },
+  { "host-simd", KL_OPT_STRING, "auto", "host vector model BYTESxREGS (e.g. 64x32 for AVX-512; auto: the host CPU)" },
+  { "host-tile", KL_OPT_STRING, "auto", "host micro-kernel MRxNV: rows x vectors of accumulators (auto: by the SIMD model)" },
 };
 
 void kl__register_rock_lower_loops(kl_ctx *ctx) {
   kl_pass_info info = { "rock-lower-loops",
                         "threadwise ops, private element-wise tiles and whole-op kernels (element-wise, reduce, softmax) "
                         "-> scf loops over rock.load / rock.store with view index arithmetic",
-                        options, 1, run, NULL };
+                        options, 5, run, NULL };
   kl_register_pass(ctx, &info);
 }

@@ -142,7 +142,7 @@ static void make_plan(bb *b, const char *target, knobs k) {
     bb_u64(b, kk ? 256 : 0);
     bb_u32(b, kk ? 3 : 2); bb_u32(b, kk ? 2 : 1);
     for (int a = 0; a < (kk ? 3 : 2); a++) {
-      char nm[8];
+      char nm[16];
       snprintf(nm, sizeof nm, "a%d", a);
       bb_str(b, nm);
       w_tensor(b, "buffer<4xf32>", "f32", 4, 1, 4);

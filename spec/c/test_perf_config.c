@@ -527,8 +527,8 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
            (long long)c->G, (long long)c->M, (long long)c->N, (long long)c->K, c->la, c->lb, c->lc,
            kl_scalar_name(c->in), kl_scalar_name(c->out), c->target ? c->target : "(default)", c->perf ? c->perf : "(heuristic)",
            fill ? " ones" : "", threadwise ? " +threadwise" : "");
-  const char *pipe = threadwise ? "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise"
-                                : "rock-gemm-to-gridwise,rock-gridwise-to-blockwise";
+  const char *pipe = threadwise ? "rock-gemm-to-gridwise{accel=false},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise"
+                                : "rock-gemm-to-gridwise{accel=false},rock-gridwise-to-blockwise";
   kl_status st = run_pipeline(ctx, m, pipe);
   char *d = kl_diag_take(ctx);
   CHECK_MSG(st == KL_OK, "%s: pipeline failed: %s", label, d);

@@ -1,0 +1,19 @@
+/* lower_accel.h — LLVM lowering of the loop-level op rock.mma (passes/rock_accel.h) for
+ * lower-to-llvm: one call of the matrix instruction's intrinsic with the operands
+ * packed the way the intrinsic takes them (MFMA: vector / packed-integer operands and
+ * cbsz = abid = blgp = 0; WMMA: overloaded vector operands, i8 signed; mma.sync: the
+ * fragments split into 32-bit registers and the result struct gathered into a vector).
+ * Contract: a, b, c are the already lowered operands (LLVM types of the op's operand
+ * types); the call is emitted at the builder's position. Returns the result value, or
+ * NULL with a message in err when the op's instruction is unknown or does not belong
+ * to the target's matrix unit. Nothing else is created or owned. */
+#ifndef KL_LOWER_ACCEL_H
+#define KL_LOWER_ACCEL_H
+#include <stddef.h>
+#include <llvm-c/Core.h>
+#include "core/ir.h"
+#include "core/target.h"
+
+LLVMValueRef kl_lower_accel_mma(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef a,
+                                LLVMValueRef bv, LLVMValueRef c, char *err, size_t errlen);
+#endif

@@ -1,0 +1,153 @@
+/* rock_accel.h — GEMMs on matrix instructions (MFMA on gfx908/gfx90a/gfx942, WMMA on
+ * gfx1100, mma.sync on sm_80/sm_90): the accel perf config, the wave-level
+ * decomposition of the block tile, the per-lane operand / accumulator layouts of each
+ * instruction as views, the blockwise lowering and the loop-level op rock.mma.
+ *
+ * Accel perf config (string version 2; six positive decimal integers, no spaces):
+ *     v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack
+ *   mPerBlock, nPerBlock  the C tile of one workgroup; kPerBlock: K per iteration of the
+ *                         K loop (A/B tiles staged in LDS as in v1)
+ *   mPerWave, nPerWave    the C tile of one wave (warp): multiples of the instruction's
+ *                         M and N; a wave issues (mPerWave/M) x (nPerWave/N) instructions
+ *                         per K step of the instruction (mRepeat x nRepeat)
+ *   kpack                 K elements contiguous in LDS (layout [kPerBlock/kpack, D, kpack])
+ *   block size = (mPerBlock/mPerWave) * (nPerBlock/nPerWave) * wave size; e.g.
+ *   "v2:64,64,32,32,32,4" on gfx942 with f16: 4 waves (256 threads), 32x32x8 MFMAs.
+ * Validation: fields >= 1; mPerWave % M, nPerWave % N, mPerBlock % mPerWave,
+ * nPerBlock % nPerWave, kPerBlock % K (the instruction's) and kPerBlock % kpack == 0;
+ * block size <= the target's max workgroup size and dividing kPerBlock*mPerBlock and
+ * kPerBlock*nPerBlock; LDS tiles within the target's LDS (NVPTX: within the 48 KiB of
+ * static shared memory); accumulators per lane
+ * (mRepeat * nRepeat * accumulator registers of one instruction) <= max_vgprs / 2.
+ * A "v2:" config on a target / input type without a matrix instruction is an error; a
+ * "v1:" config always selects the per-thread FMA path; without a config the accel path
+ * is taken whenever the target has an instruction for the input type (heuristic below)
+ * unless rock-gemm-to-gridwise runs with accel=false.
+ *
+ * IR contract. An accel GEMM is a rock.gridwise_gemm / rock.blockwise_gemm carrying the
+ * extra attributes m_per_wave, n_per_wave, accel_instr (the LLVM intrinsic that kiln
+ * calls, see kl_accel_desc) and accel (the matrix unit: "mfma", "wmma", "mma_sync"). Their m_per_thread x n_per_thread (kl_accel_thread_tile)
+ * keep the two meanings the tiled passes rely on: block size = (mPerBlock/mPerThread) *
+ * (nPerBlock/nPerThread) and mPerThread*nPerThread accumulators per thread; which
+ * (m, n) each accumulator holds is the instruction's layout (kl_accel_c_view), not the
+ * FMA thread tile. Thread tid = (wave_m * (nPerBlock/nPerWave) + wave_n) * wave + lane.
+ * Accumulator i = (mr * nRepeat + nr) * C + r (instruction (mr, nr), register r).
+ * rock-blockwise-to-threadwise lowers an accel rock.blockwise_gemm (kl_accel_lower_blockwise):
+ *   (top of func) %ra = rock.alloc private [mRepeat*A] (A's type), %rb [nRepeat*B]
+ *   scf.for %kk = 0 to kPerBlock/K {
+ *     rock.threadwise_read_into(%lds_a, %ra, %tid, %kk) {view = kl_accel_lds_view(A)}
+ *     rock.threadwise_read_into(%lds_b, %rb, %tid, %kk) {view = kl_accel_lds_view(B)}
+ *     per (mr, nr): %a = rock.load(%ra, mr*A) : vector<A x T>, %b likewise,
+ *       %c = rock.load(%acc, i) : vector<C x Tacc>,
+ *       %d = rock.mma(%a, %b, %c) {instr, m, n, k}, rock.store(%d, %acc, i)
+ *   }
+ * (A, B, C = elements per lane of one instruction's operands; a 1-element operand is a
+ * scalar.) rock.mma(%a, %b, %c) -> d (loop level, pure): one matrix instruction of the
+ * wave: D = A x B + C with the lane layouts of kl_accel_desc; lower-to-llvm maps it to
+ * the intrinsic (passes/lower_accel.h).
+ *
+ * Memory: views are heap kl_views owned by the caller (kl_view_free). Errors: NULL /
+ * false / -1 with a message in the caller's buffer (naming the offending field for
+ * configs); pattern functions report through kl_rewriter_fail. */
+#ifndef KL_ROCK_ACCEL_H
+#define KL_ROCK_ACCEL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/ir.h"
+#include "core/rewrite.h"
+#include "core/target.h"
+#include "core/view.h"
+
+/* ---- instruction layouts ----
+ * The lane index and the element (register) index of an operand are split into digits
+ * (mixed radix, most significant first); each coordinate of the operand's matrix is a
+ * concatenation of digits (most significant first). Lane digits that no coordinate
+ * uses mean the operand is replicated across them; every element digit is used. */
+typedef struct kl_accel_digit { char who; int idx; } kl_accel_digit;   /* who: 'l' lane, 'e' element */
+typedef struct kl_accel_frag {
+  int nlane; int64_t lane[4];        /* lane digit sizes; product = wave size */
+  int nelem; int64_t elem[4];        /* element digit sizes; product = elements per lane */
+  int nx; kl_accel_digit x[4];       /* A, C: the m coordinate; B: n */
+  int ny; kl_accel_digit y[4];       /* A, B: the k coordinate; C: n */
+} kl_accel_frag;
+
+typedef struct kl_accel_desc {
+  kl_accel kind;
+  const char *in_type, *acc_type;    /* "f16" ... ; "f32" / "i32" */
+  int m, n, k;                       /* D[m x n] += A[m x k] * B[k x n] per wave */
+  int wave;                          /* lanes */
+  const char *intrinsic;             /* the LLVM intrinsic lower-to-llvm calls */
+  int kpack;                         /* K elements contiguous per lane (LDS kpack default) */
+  kl_accel_frag a, b, c;
+} kl_accel_desc;
+
+int kl_accel_desc_count(void);
+const kl_accel_desc *kl_accel_desc_at(int i);
+const kl_accel_desc *kl_accel_desc_by_intrinsic(const char *intrinsic);
+/* The instruction target t uses for input element type `in` (NULL: none, FMA path).
+ * It must be in the target table (kl_target_accel_for) with the same shape. */
+const kl_accel_desc *kl_accel_desc_for(const kl_target *t, const kl_type *in);
+/* Elements per lane of an operand (product of the element digits). */
+int64_t kl_accel_frag_len(const kl_accel_frag *f);
+/* Evaluates a layout: the (x, y) coordinates of element e of lane l. */
+void kl_accel_frag_eval(const kl_accel_frag *f, int64_t lane, int64_t e, int64_t *x, int64_t *y);
+
+/* ---- perf config ---- */
+typedef struct kl_accel_config {
+  int64_t m_per_block, n_per_block, k_per_block, m_per_wave, n_per_wave, kpack;
+} kl_accel_config;
+extern const char *const kl_accel_config_fields[6];   /* "mPerBlock", ..., "kpack" */
+
+bool kl_accel_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen);
+char *kl_accel_config_print(const kl_accel_config *c, char *buf, size_t n);   /* "v2:..." */
+int64_t kl_accel_block_size(const kl_accel_config *c, const kl_accel_desc *d);  /* 0 if not exact */
+int64_t kl_accel_acc_per_lane(const kl_accel_config *c, const kl_accel_desc *d);
+/* The rules above for target t, instruction d and input element size elem_bytes. */
+bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
+                              char *err, size_t errlen);
+/* A valid config for a G x M x N x K GEMM (deterministic): candidates over wave tiles
+ * of 1, 2, 4 instructions per dim, 1..4 waves per dim (block size <= 256), K tiles of
+ * 1..8 instruction K steps (<= 64 elements), LDS tiles <= 48 KiB (the static shared
+ * memory limit of NVIDIA GPUs), kpack = d->kpack; cost =
+ *   rounds * ceil(K / kPerBlock) * (max(mma, global, lds) + 64)
+ * with rounds = ceil(workgroups / compute units), mma = instructions per wave *
+ * M*N*K / 128 cycles (f32 inputs: / 32), global = tile bytes / 64 per cycle, lds =
+ * register-operand bytes a wave reads / 128 per cycle; ties go to the least padded
+ * volume (Mp*Np*Kp), then to the earlier candidate (larger tiles). False if none fits. */
+bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
+                               int elem_bytes, kl_accel_config *out);
+/* m_per_thread x n_per_thread with the block size and accumulator count of the config
+ * (see the IR contract); false if the sizes do not factor. */
+bool kl_accel_thread_tile(const kl_accel_config *c, const kl_accel_desc *d, int64_t *mt, int64_t *nt);
+
+/* ---- hooks of the tiled GEMM passes ----
+ * rock-gemm-to-gridwise: decides the path for a gemm with inputs of type `in` on t,
+ * given the perf config string `given` (NULL: none). Returns 1 (accel: *c, *d set),
+ * 0 (FMA path), -1 (error in err: a bad "v2:" config, or "v2:" without an instruction). */
+int kl_accel_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,
+                    int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
+                    size_t errlen);
+/* The extra attributes of an accel rock.gridwise_gemm (m_per_wave, n_per_wave,
+ * accel_instr, accel): writes up to 4 entries into out, returns the count. */
+int kl_accel_gridwise_attrs(kl_ctx *ctx, const kl_accel_config *c, const kl_accel_desc *d, kl_named_attr *out);
+/* True if op (gridwise / blockwise gemm) carries accel_instr. */
+bool kl_accel_is_accel(const kl_op *op);
+/* Copies the accel attributes of `from` onto `to` (no-op for FMA gemms). */
+void kl_accel_copy_attrs(const kl_op *from, kl_op *to);
+/* rock-gridwise-to-blockwise: the C write view (bid, tid, iter) -> (g, m, n) of an
+ * accel rock.gridwise_gemm over padded C [G, Mp, Np]. */
+kl_view *kl_accel_c_view(const kl_op *gridwise, int64_t G, int64_t Mp, int64_t Np, char *err, size_t errlen);
+/* rock-blockwise-to-threadwise: lowers an accel rock.blockwise_gemm (contract above) for
+ * the target named `target` (NULL / "": the func's / module's "target" attribute). */
+bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target);
+
+/* ---- views (also used by the tests' lane-level simulation) ----
+ * (tid, kk, iter) -> (k, d) of the [kPerBlock, D] LDS tile, D = mPerBlock (is_a) or
+ * nPerBlock: iter = rep * A + e (rep < mRepeat, resp. nRepeat). */
+kl_view *kl_accel_lds_view(const kl_accel_desc *d, const kl_accel_config *c, bool is_a, char *err, size_t errlen);
+/* (bid, tid, iter) -> (g, m, n) of C [G, Mp, Np]; bid = (g * Mp/mPerBlock + m_block) *
+ * Np/nPerBlock + n_block; iter = the accumulator index. */
+kl_view *kl_accel_out_view(const kl_accel_desc *d, const kl_accel_config *c, int64_t G, int64_t Mp, int64_t Np,
+                           char *err, size_t errlen);
+#endif

@@ -1,0 +1,227 @@
+/* rock_accel_config.c — the accel ("v2:") perf config: parsing, printing, validation,
+ * the heuristic and the path selection of rock-gemm-to-gridwise (see rock_accel.h). */
+#include "passes/rock_accel.h"
+#include "passes/perf_config.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const kl_accel_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerWave", "nPerWave", "kpack" };
+#define FMT "v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack"
+
+static bool fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(char *err, size_t n, const char *fmt, ...) {
+  if (err && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+static int64_t *field(kl_accel_config *c, int i) {
+  int64_t *f[6] = { &c->m_per_block, &c->n_per_block, &c->k_per_block, &c->m_per_wave, &c->n_per_wave, &c->kpack };
+  return f[i];
+}
+
+bool kl_accel_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen) {
+  if (!s) return fail(err, errlen, "accel perf config: missing string (expected " FMT ")");
+  if (strncmp(s, "v2:", 3)) return fail(err, errlen, "accel perf config \"%s\": expected the version prefix \"v2:\" (" FMT ")", s);
+  kl_accel_config c;
+  memset(&c, 0, sizeof c);
+  const char *p = s + 3;
+  int nf = 0;
+  for (;;) {
+    const char *start = p;
+    while (*p && *p != ',') p++;
+    if (nf < 6) {
+      const char *name = kl_accel_config_fields[nf];
+      if (p == start) return fail(err, errlen, "perf config \"%s\": field %s is empty", s, name);
+      int64_t v = 0;
+      for (const char *q = start; q < p; q++) {
+        if (*q < '0' || *q > '9')
+          return fail(err, errlen, "perf config \"%s\": field %s \"%.*s\" is not a positive integer", s, name,
+                      (int)(p - start > 32 ? 32 : p - start), start);
+        if (v > (int64_t)1 << 40) return fail(err, errlen, "perf config \"%s\": field %s is too large", s, name);
+        v = v * 10 + (*q - '0');
+      }
+      if (v <= 0) return fail(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name, (long long)v);
+      *field(&c, nf) = v;
+    }
+    nf++;
+    if (!*p) break;
+    p++;
+  }
+  if (nf < 6)
+    return fail(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: " FMT "), missing %s", s, nf,
+                kl_accel_config_fields[nf]);
+  if (nf > 6) return fail(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: " FMT ")", s, nf);
+  *out = c;
+  return true;
+}
+
+char *kl_accel_config_print(const kl_accel_config *c, char *buf, size_t n) {
+  snprintf(buf, n, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block, (long long)c->n_per_block,
+           (long long)c->k_per_block, (long long)c->m_per_wave, (long long)c->n_per_wave, (long long)c->kpack);
+  return buf;
+}
+
+int64_t kl_accel_block_size(const kl_accel_config *c, const kl_accel_desc *d) {
+  if (c->m_per_wave < 1 || c->n_per_wave < 1 || c->m_per_block % c->m_per_wave || c->n_per_block % c->n_per_wave) return 0;
+  return (c->m_per_block / c->m_per_wave) * (c->n_per_block / c->n_per_wave) * d->wave;
+}
+
+int64_t kl_accel_acc_per_lane(const kl_accel_config *c, const kl_accel_desc *d) {
+  return (c->m_per_wave / d->m) * (c->n_per_wave / d->n) * kl_accel_frag_len(&d->c);
+}
+
+bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
+                              char *err, size_t errlen) {
+  char s[160];
+  kl_accel_config_print(c, s, sizeof s);
+  for (int i = 0; i < 6; i++) {
+    int64_t v = *field((kl_accel_config *)c, i);
+    if (v <= 0) return fail(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_accel_config_fields[i], (long long)v);
+    if (v > ((int64_t)1 << 20)) return fail(err, errlen, "perf config %s: %s = %lld is too large", s, kl_accel_config_fields[i], (long long)v);
+  }
+  if (c->m_per_wave % d->m)
+    return fail(err, errlen, "perf config %s: mPerWave (%lld) is not a multiple of the instruction's M (%d, %s)", s,
+                (long long)c->m_per_wave, d->m, d->intrinsic);
+  if (c->n_per_wave % d->n)
+    return fail(err, errlen, "perf config %s: nPerWave (%lld) is not a multiple of the instruction's N (%d, %s)", s,
+                (long long)c->n_per_wave, d->n, d->intrinsic);
+  if (c->m_per_block % c->m_per_wave)
+    return fail(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerWave (%lld)", s,
+                (long long)c->m_per_block, (long long)c->m_per_wave);
+  if (c->n_per_block % c->n_per_wave)
+    return fail(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerWave (%lld)", s,
+                (long long)c->n_per_block, (long long)c->n_per_wave);
+  if (c->k_per_block % d->k)
+    return fail(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of the instruction's K (%d, %s)", s,
+                (long long)c->k_per_block, d->k, d->intrinsic);
+  if (c->k_per_block % c->kpack)
+    return fail(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
+                (long long)c->k_per_block, (long long)c->kpack);
+  int64_t bs = kl_accel_block_size(c, d);
+  if (t && bs > t->max_workgroup_size)
+    return fail(err, errlen, "perf config %s: block size (mPerBlock/mPerWave)*(nPerBlock/nPerWave)*%d = %lld exceeds the max "
+                "workgroup size %d of target %s (raise mPerWave/nPerWave)", s, d->wave, (long long)bs,
+                t->max_workgroup_size, t->name);
+  if ((c->k_per_block * c->m_per_block) % bs)
+    return fail(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
+                "(threads copy equal shares of the A tile)", s, (long long)(c->k_per_block * c->m_per_block), (long long)bs);
+  if ((c->k_per_block * c->n_per_block) % bs)
+    return fail(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
+                "(threads copy equal shares of the B tile)", s, (long long)(c->k_per_block * c->n_per_block), (long long)bs);
+  int64_t lds = c->k_per_block * (c->m_per_block + c->n_per_block) * (int64_t)elem_bytes;
+  if (t && lds > t->lds_bytes)
+    return fail(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
+                "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes, (long long)lds,
+                (long long)t->lds_bytes, t->name);
+  if (t && t->arch == KL_ARCH_NVPTX && lds > 48 * 1024)
+    return fail(err, errlen, "perf config %s: tile larger than static shared memory: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = "
+                "%lld > 49152 bytes (NVIDIA's limit without an opt-in; reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes,
+                (long long)lds);
+  int64_t accs = kl_accel_acc_per_lane(c, d), limit = t && t->max_vgprs > 0 ? t->max_vgprs / 2 : 128;
+  if (accs > limit)
+    return fail(err, errlen, "perf config %s: %lld accumulators per lane (mPerWave/%d * nPerWave/%d * %lld) exceed %lld "
+                "registers (reduce mPerWave or nPerWave)", s, (long long)accs, d->m, d->n,
+                (long long)kl_accel_frag_len(&d->c), (long long)limit);
+  int64_t mt, nt;
+  if (!kl_accel_thread_tile(c, d, &mt, &nt))
+    return fail(err, errlen, "perf config %s: the %lld accumulators per thread do not factor into the block tile", s,
+                (long long)accs);
+  return true;
+}
+
+bool kl_accel_thread_tile(const kl_accel_config *c, const kl_accel_desc *d, int64_t *mt, int64_t *nt) {
+  int64_t bs = kl_accel_block_size(c, d);
+  if (bs <= 0 || (c->m_per_block * c->n_per_block) % bs) return false;
+  int64_t r = c->m_per_block * c->n_per_block / bs, best = 0;
+  for (int64_t a = 1; a <= r; a++) {
+    if (r % a || c->m_per_block % a || c->n_per_block % (r / a)) continue;
+    int64_t da = a > r / a ? a - r / a : r / a - a;
+    int64_t db = best ? (best > r / best ? best - r / best : r / best - best) : 0;
+    if (!best || da < db || (da == db && a > best)) best = a;
+  }
+  if (!best) return false;
+  *mt = best;
+  *nt = r / best;
+  return true;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n,
+                   int64_t k, int eb) {
+  double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
+  double cus = t->compute_units > 0 ? t->compute_units : 1;
+  double rounds = (double)(int64_t)((tiles + cus - 1) / cus);
+  double iters = (double)ceil_div(k, c->k_per_block);
+  double waves = (double)((c->m_per_block / c->m_per_wave) * (c->n_per_block / c->n_per_wave));
+  double rm = (double)(c->m_per_wave / d->m), rn = (double)(c->n_per_wave / d->n), ks = (double)(c->k_per_block / d->k);
+  double per_cycle = strcmp(d->in_type, "f32") ? 128.0 : 32.0;
+  double mma = rm * rn * ks * d->m * d->n * d->k / per_cycle * (waves > 4 ? waves / 4 : 1);
+  double global = (double)(c->k_per_block * (c->m_per_block + c->n_per_block) * eb) / 64.0;
+  double lds = (rm * (double)kl_accel_frag_len(&d->a) + rn * (double)kl_accel_frag_len(&d->b)) * ks * d->wave * eb * waves / 128.0;
+  double step = mma > global ? mma : global;
+  if (lds > step) step = lds;
+  return rounds * iters * (step + 64.0);
+}
+
+bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
+                               int elem_bytes, kl_accel_config *out) {
+  if (!t || !d || g < 1 || m < 1 || n < 1 || k < 1 || elem_bytes < 1) return false;
+  static const int64_t reps[] = { 4, 2, 1 }, waves[] = { 4, 2, 1 }, ksteps[] = { 8, 4, 2, 1 };
+  bool found = false;
+  double best = 0, best_pad = 0;
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      for (int wa = 0; wa < 3; wa++)
+        for (int wb = 0; wb < 3; wb++)
+          for (int ki = 0; ki < 4; ki++) {
+            kl_accel_config c;
+            c.m_per_wave = reps[a] * d->m;
+            c.n_per_wave = reps[b] * d->n;
+            c.m_per_block = waves[wa] * c.m_per_wave;
+            c.n_per_block = waves[wb] * c.n_per_wave;
+            c.k_per_block = ksteps[ki] * d->k;
+            if (c.m_per_wave > 64 || c.n_per_wave > 64 || c.m_per_block > 256 || c.n_per_block > 256 || c.k_per_block > 64)
+              continue;
+            if (kl_accel_block_size(&c, d) > 256) continue;
+            /* static shared memory above 48 KiB needs an opt-in on NVIDIA GPUs: stay below */
+            if (c.k_per_block * (c.m_per_block + c.n_per_block) * elem_bytes > 48 * 1024) continue;
+            c.kpack = d->kpack;
+            while (c.kpack > 1 && c.k_per_block % c.kpack) c.kpack /= 2;
+            if (!kl_accel_config_validate(&c, t, d, elem_bytes, NULL, 0)) continue;
+            double cst = cost(&c, t, d, g, m, n, k, elem_bytes);
+            double pad = (double)(ceil_div(m, c.m_per_block) * c.m_per_block) * (double)(ceil_div(n, c.n_per_block) * c.n_per_block) *
+                         (double)(ceil_div(k, c.k_per_block) * c.k_per_block);
+            if (!found || cst < best || (cst == best && pad < best_pad)) { best = cst; best_pad = pad; *out = c; found = true; }
+          }
+  return found;
+}
+
+int kl_accel_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,
+                    int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
+                    size_t errlen) {
+  bool v2 = given && !strncmp(given, "v2:", 3);
+  if (given && !v2) return 0;   /* "v1:" (or malformed: the v1 parser reports it) */
+  const kl_accel_desc *dd = in_a == in_b ? kl_accel_desc_for(t, in_a) : NULL;
+  if (!dd) {
+    if (!v2) return 0;
+    fail(err, errlen, "perf config \"%s\": a v2 (matrix instruction) config needs a matrix instruction for %s inputs, and "
+         "target %s has none (matrix unit: %s); use a v1 config", given, kl_type_str(in_a), t ? t->name : "?",
+         t ? kl_accel_kind_name(t->accel) : "none");
+    return -1;
+  }
+  int eb = (kl_type_bits(in_a) + 7) / 8;
+  if (v2) {
+    if (!kl_accel_config_parse(given, c, err, errlen) || !kl_accel_config_validate(c, t, dd, eb, err, errlen)) return -1;
+  } else if (!kl_accel_config_heuristic(t, dd, g, m, n, k, eb, c)) {
+    return 0;   /* nothing fits: the FMA path */
+  }
+  *d = dd;
+  return 1;
+}

@@ -1,0 +1,1336 @@
+/* test_accel.c — GEMMs on matrix instructions (passes/rock_accel.h) without a GPU:
+ *  - layouts: every instruction descriptor against the ISA formulas written out here
+ *    independently; which targets / input types get which instruction;
+ *  - the "v2:" perf config: parse, print, validation errors naming the field, the
+ *    heuristic (valid, deterministic) on many shapes;
+ *  - numerics: kernels (rock.gemm [+ a fused bias/relu/cast epilogue], odd M/N/K,
+ *    transposed operands, several configs, f16 / bf16 / i8 / f32) go through the tiled
+ *    pipeline down to loop level and are run by a lockstep SIMT interpreter of the loop
+ *    IR in this file: every thread of a workgroup executes each op before the next one
+ *    (so barriers hold), LDS is per workgroup, registers per thread, and rock.mma is
+ *    executed per wave by a hardware model of the instruction (which lane / element
+ *    holds A[i][k], B[k][j], D[i][j], from the ISA documents, independent of the
+ *    descriptors). Results must equal a direct matmul exactly (integer-valued data), no
+ *    memory access may leave its buffer, no uninitialized (NaN-filled) value may be read
+ *    into the result and every output element is written;
+ *  - code: PTX for sm_80 / sm_90 contains mma.sync, HSACOs for gfx90a / gfx942 contain
+ *    v_mfma and for gfx1100 v_wmma, with scratch 0, no spills, VGPRs and LDS within the
+ *    target's limits; v1 configs, f32 on NVIDIA and gfx1030 keep the FMA path;
+ *  - errors: a v2 config without a matrix instruction, bad v2 fields;
+ *  - the random fused-graph suite (spec/lua/fused_gen.lua, through the Lua module)
+ *    compiled for sm_90, gfx942 and gfx1100 and interpreted the same way, against g:eval;
+ *  - GPU (only with a CUDA device; skipped with a message otherwise): an f16 / bf16 dot
+ *    graph with a fused epilogue compiled for the device and compared with g:eval. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/dialect_rock.h"
+#include "core/parse.h"
+#include "core/pass.h"
+#include "core/print.h"
+#include "passes/lower_to_llvm.h"
+#include "passes/rock_accel.h"
+#include "runtime/codegen_target.h"
+#include "runtime/device.h"
+#include "runtime/disasm.h"
+#include "runtime/graph_eval.h"
+#include "runtime/half.h"
+#include "runtime/hsaco.h"
+#include "runtime/program.h"
+#include "lua/kiln_lua_rt.h"
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+static int g_checks, g_fail, g_group_fail;
+#define CHECK(c, ...)                                                  \
+  do {                                                                 \
+    g_checks++;                                                        \
+    if (!(c)) {                                                        \
+      g_fail++;                                                        \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);     \
+      fprintf(stderr, __VA_ARGS__);                                    \
+      fputc('\n', stderr);                                             \
+    }                                                                  \
+  } while (0)
+static void group_begin(void) { g_group_fail = g_fail; }
+static void group_end(const char *what) { printf("%s: %s\n", what, g_fail == g_group_fail ? "ok" : "FAILED"); }
+
+/* ---------------------------------------------------------------------------------
+ * The hardware model: where each instruction keeps its operands (ISA documents).
+ * --------------------------------------------------------------------------------- */
+static int in_bits(const kl_accel_desc *d) { return !strcmp(d->in_type, "f32") ? 32 : !strcmp(d->in_type, "i8") ? 8 : 16; }
+
+/* A[i][k] held by (lane, e) */
+static void hw_a(const kl_accel_desc *d, int lane, int e, int *i, int *k) {
+  if (d->kind == KL_ACCEL_MFMA) {          /* lane i + 32*(k/P), item k%P, P = K/2 */
+    int P = d->k / 2;
+    *i = lane % 32; *k = (lane / 32) * P + e;
+  } else if (d->kind == KL_ACCEL_WMMA) {   /* lanes i and i+16, item k */
+    *i = lane % 16; *k = e;
+  } else {                                 /* mma.sync: g = lane/4, t = lane%4 */
+    int P = 32 / in_bits(d), g = lane / 4, t = lane % 4, q = e / P, w = e % P;
+    *i = g + 8 * (q % 2); *k = P * t + w + 4 * P * (q / 2);
+  }
+}
+/* B[k][j] held by (lane, e) */
+static void hw_b(const kl_accel_desc *d, int lane, int e, int *k, int *j) {
+  if (d->kind == KL_ACCEL_MFMA) {
+    int P = d->k / 2;
+    *j = lane % 32; *k = (lane / 32) * P + e;
+  } else if (d->kind == KL_ACCEL_WMMA) {
+    *j = lane % 16; *k = e;
+  } else {
+    int P = 32 / in_bits(d), g = lane / 4, t = lane % 4, q = e / P, w = e % P;
+    *k = P * t + w + 4 * P * q; *j = g;
+  }
+}
+/* D[i][j] held by (lane, register r) */
+static void hw_c(const kl_accel_desc *d, int lane, int r, int *i, int *j) {
+  if (d->kind == KL_ACCEL_MFMA) {          /* lane j + 32*((i/4)%2), register 4*(i/8) + i%4 */
+    *j = lane % 32; *i = 8 * (r / 4) + 4 * (lane / 32) + r % 4;
+  } else if (d->kind == KL_ACCEL_WMMA) {   /* lane j + 16*(i%2), register i/2 */
+    *j = lane % 16; *i = 2 * r + lane / 16;
+  } else {                                 /* row g + 8*(r/2), column 2t + r%2 */
+    int g = lane / 4, t = lane % 4;
+    *i = g + 8 * (r / 2); *j = 2 * t + r % 2;
+  }
+}
+
+static void test_layouts(void) {
+  group_begin();
+  for (int di = 0; di < kl_accel_desc_count(); di++) {
+    const kl_accel_desc *d = kl_accel_desc_at(di);
+    int64_t al = kl_accel_frag_len(&d->a), bl = kl_accel_frag_len(&d->b), cl = kl_accel_frag_len(&d->c);
+    CHECK(al * d->wave >= (int64_t)d->m * d->k && bl * d->wave >= (int64_t)d->n * d->k && cl * d->wave == (int64_t)d->m * d->n,
+          "%s: fragment sizes %lld %lld %lld", d->intrinsic, (long long)al, (long long)bl, (long long)cl);
+    int bad = 0;
+    for (int lane = 0; lane < d->wave; lane++) {
+      for (int e = 0; e < al; e++) {
+        int64_t x, y; int i, k;
+        kl_accel_frag_eval(&d->a, lane, e, &x, &y);
+        hw_a(d, lane, e, &i, &k);
+        if (x != i || y != k || i >= d->m || k >= d->k) bad++;
+      }
+      for (int e = 0; e < bl; e++) {
+        int64_t x, y; int k, j;
+        kl_accel_frag_eval(&d->b, lane, e, &x, &y);
+        hw_b(d, lane, e, &k, &j);
+        if (x != j || y != k || j >= d->n || k >= d->k) bad++;
+      }
+      for (int r = 0; r < cl; r++) {
+        int64_t x, y; int i, j;
+        kl_accel_frag_eval(&d->c, lane, r, &x, &y);
+        hw_c(d, lane, r, &i, &j);
+        if (x != i || y != j) bad++;
+      }
+    }
+    CHECK(bad == 0, "%s: %d layout entries differ from the ISA formulas", d->intrinsic, bad);
+    CHECK(d->kpack >= 1 && d->k % d->kpack == 0, "%s kpack %d", d->intrinsic, d->kpack);
+    unsigned id = LLVMLookupIntrinsicID(d->intrinsic, strlen(d->intrinsic));
+    CHECK(id != 0, "LLVM has no %s", d->intrinsic);
+  }
+  /* which instruction each target uses */
+  static const struct { const char *target, *type, *want; } sel[] = {
+    { "gfx908", "f32", "llvm.amdgcn.mfma.f32.32x32x2f32" }, { "gfx908", "f16", "llvm.amdgcn.mfma.f32.32x32x8f16" },
+    { "gfx908", "bf16", "llvm.amdgcn.mfma.f32.32x32x4bf16" }, { "gfx908", "i8", "llvm.amdgcn.mfma.i32.32x32x8i8" },
+    { "gfx90a", "bf16", "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" }, { "gfx90a", "f16", "llvm.amdgcn.mfma.f32.32x32x8f16" },
+    { "gfx942", "i8", "llvm.amdgcn.mfma.i32.32x32x16.i8" }, { "gfx942", "f32", "llvm.amdgcn.mfma.f32.32x32x2f32" },
+    { "gfx1100", "f16", "llvm.amdgcn.wmma.f32.16x16x16.f16" }, { "gfx1100", "bf16", "llvm.amdgcn.wmma.f32.16x16x16.bf16" },
+    { "gfx1100", "i8", "llvm.amdgcn.wmma.i32.16x16x16.iu8" }, { "gfx1100", "f32", NULL },
+    { "sm_80", "f16", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32" }, { "sm_90", "bf16", "llvm.nvvm.mma.m16n8k16.row.col.bf16" },
+    { "sm_90", "i8", "llvm.nvvm.mma.m16n8k32.row.col.s8" }, { "sm_90", "f32", NULL }, { "gfx1030", "f16", NULL },
+    { "host", "f16", NULL }, { "gfx942", "f64", NULL },
+  };
+  kl_ctx *ctx = kl_ctx_create();
+  for (size_t i = 0; i < sizeof sel / sizeof *sel; i++) {
+    const kl_type *t = kl_type_scalar(ctx, kl_scalar_kind_from_name(sel[i].type, strlen(sel[i].type)));
+    const kl_accel_desc *d = kl_accel_desc_for(kl_target_lookup(sel[i].target), t);
+    CHECK((!d && !sel[i].want) || (d && sel[i].want && !strcmp(d->intrinsic, sel[i].want)), "%s %s: got %s, want %s",
+          sel[i].target, sel[i].type, d ? d->intrinsic : "none", sel[i].want ? sel[i].want : "none");
+  }
+  kl_ctx_destroy(ctx);
+  group_end("layouts: descriptors match the ISA lane formulas; instruction per target and type");
+}
+
+/* ---------------------------------------------------------------------------------
+ * perf configs
+ * --------------------------------------------------------------------------------- */
+static void test_configs(void) {
+  group_begin();
+  char err[512], buf[160];
+  kl_accel_config c;
+  CHECK(kl_accel_config_parse("v2:64,64,32,32,32,4", &c, err, sizeof err), "%s", err);
+  CHECK(c.m_per_block == 64 && c.n_per_block == 64 && c.k_per_block == 32 && c.m_per_wave == 32 && c.n_per_wave == 32 && c.kpack == 4,
+        "fields");
+  CHECK(!strcmp(kl_accel_config_print(&c, buf, sizeof buf), "v2:64,64,32,32,32,4"), "print %s", buf);
+  static const struct { const char *s, *want; } bad[] = {
+    { "v1:64,64,32,32,32,4", "v2:" }, { "v2:64,64,32,32,32", "missing kpack" }, { "v2:64,64,32,32,32,4,1", "too many" },
+    { "v2:64,x,32,32,32,4", "nPerBlock" }, { "v2:64,64,0,32,32,4", "kPerBlock must be positive" }, { "v2:64,64,,32,32,4", "kPerBlock is empty" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err[0] = 0;
+    CHECK(!kl_accel_config_parse(bad[i].s, &c, err, sizeof err) && strstr(err, bad[i].want), "%s: %s", bad[i].s, err);
+  }
+  const kl_target *g942 = kl_target_lookup("gfx942"), *s90 = kl_target_lookup("sm_90"), *g11 = kl_target_lookup("gfx1100");
+  kl_ctx *ctx = kl_ctx_create();
+  const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16);
+  const kl_accel_desc *mf = kl_accel_desc_for(g942, f16), *mm = kl_accel_desc_for(s90, f16), *wm = kl_accel_desc_for(g11, f16);
+  static const struct { const char *s, *want; int which; } inval[] = {
+    { "v2:64,64,32,48,32,4", "mPerWave (48) is not a multiple of the instruction's M (32", 0 },
+    { "v2:64,64,32,32,24,4", "nPerWave (24)", 0 },
+    { "v2:96,64,32,64,32,4", "mPerBlock (96) is not a multiple of mPerWave (64)", 0 },
+    { "v2:64,64,12,32,32,4", "kPerBlock (12) is not a multiple of the instruction's K (8", 0 },
+    { "v2:64,64,16,32,32,32", "kPerBlock (16) is not a multiple of kpack (32)", 0 },
+    { "v2:256,256,32,32,32,4", "exceeds the max workgroup size", 0 },
+    { "v2:128,128,512,64,64,8", "tile larger than LDS", 0 },
+    { "v2:256,128,16,256,128,4", "accumulators per lane", 0 },
+    { "v2:16,128,16,16,8,2", "kPerBlock*mPerBlock (256) is not a multiple of the block size 512", 1 },
+    { "v2:128,128,128,64,32,2", "larger than static shared memory", 1 },
+    { "v2:32,16,8,16,16,8", "kPerBlock (8) is not a multiple of the instruction's K (16", 2 },
+  };
+  const kl_accel_desc *ds[3] = { mf, mm, wm };
+  const kl_target *ts[3] = { g942, s90, g11 };
+  for (size_t i = 0; i < sizeof inval / sizeof *inval; i++) {
+    err[0] = 0;
+    CHECK(kl_accel_config_parse(inval[i].s, &c, err, sizeof err), "%s", err);
+    CHECK(!kl_accel_config_validate(&c, ts[inval[i].which], ds[inval[i].which], 2, err, sizeof err) && strstr(err, inval[i].want),
+          "%s: %s", inval[i].s, err);
+  }
+  CHECK(kl_accel_config_parse("v2:64,64,32,32,32,4", &c, err, sizeof err) && kl_accel_config_validate(&c, g942, mf, 2, err, sizeof err),
+        "%s", err);
+  CHECK(kl_accel_block_size(&c, mf) == 256 && kl_accel_acc_per_lane(&c, mf) == 16, "bs %lld", (long long)kl_accel_block_size(&c, mf));
+  int64_t mt, nt;
+  CHECK(kl_accel_thread_tile(&c, mf, &mt, &nt) && mt * nt == 16 && (64 / mt) * (64 / nt) == 256, "tile %lldx%lld", (long long)mt,
+        (long long)nt);
+  /* the heuristic: valid and deterministic on every target / type / shape */
+  static const int64_t shapes[][4] = { { 1, 1, 1, 1 }, { 1, 7, 3, 5 }, { 2, 17, 129, 33 }, { 1, 1024, 1024, 1024 },
+                                       { 1, 4096, 4096, 4096 }, { 8, 64, 64, 4096 }, { 1, 49, 512, 2048 }, { 3, 1000, 30, 8 } };
+  static const char *const tnames[] = { "gfx908", "gfx90a", "gfx942", "gfx1100", "sm_80", "sm_90" };
+  static const char *const types[] = { "f32", "f16", "bf16", "i8" };
+  int nvalid = 0;
+  for (size_t ti = 0; ti < 6; ti++)
+    for (size_t ty = 0; ty < 4; ty++) {
+      const kl_target *t = kl_target_lookup(tnames[ti]);
+      const kl_type *et = kl_type_scalar(ctx, kl_scalar_kind_from_name(types[ty], strlen(types[ty])));
+      const kl_accel_desc *d = kl_accel_desc_for(t, et);
+      if (!d) continue;
+      int eb = (kl_type_bits(et) + 7) / 8;
+      for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        kl_accel_config a, b;
+        bool ok = kl_accel_config_heuristic(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb, &a);
+        CHECK(ok, "%s %s: no config", tnames[ti], types[ty]);
+        if (!ok) continue;
+        CHECK(kl_accel_config_validate(&a, t, d, eb, err, sizeof err), "%s %s: heuristic config invalid: %s", tnames[ti],
+              types[ty], err);
+        CHECK(kl_accel_config_heuristic(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb, &b) &&
+              !memcmp(&a, &b, sizeof a), "not deterministic");
+        CHECK(a.k_per_block * (a.m_per_block + a.n_per_block) * eb <= 48 * 1024 && kl_accel_block_size(&a, d) <= 256,
+              "%s %s: heuristic tile %s beyond 48 KiB LDS / 256 threads", tnames[ti], types[ty], kl_accel_config_print(&a, buf, sizeof buf));
+        nvalid++;
+      }
+    }
+  CHECK(nvalid == 21 * 8, "%d heuristic configs", nvalid);
+  /* big problems get big tiles, tiny ones small tiles */
+  kl_accel_config big, small;
+  CHECK(kl_accel_config_heuristic(g942, mf, 1, 8192, 8192, 8192, 2, &big) && big.m_per_block * big.n_per_block >= 64 * 128,
+        "8192^3 tile %lldx%lld", (long long)big.m_per_block, (long long)big.n_per_block);
+  CHECK(kl_accel_config_heuristic(g942, mf, 1, 32, 32, 32, 2, &small) && small.m_per_block == 32 && small.n_per_block == 32,
+        "32^3 tile %lldx%lld", (long long)small.m_per_block, (long long)small.n_per_block);
+  /* path selection */
+  kl_accel_config sc;
+  const kl_accel_desc *sd = NULL;
+  CHECK(kl_accel_select(g942, f16, f16, NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 1 && sd == mf, "heuristic -> accel");
+  CHECK(kl_accel_select(g942, f16, f16, "v1:64,64,16,4,4,1", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0, "v1 -> FMA");
+  CHECK(kl_accel_select(kl_target_lookup("gfx1030"), f16, f16, NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0, "gfx1030 -> FMA");
+  CHECK(kl_accel_select(s90, kl_type_f32(ctx), kl_type_f32(ctx), NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0, "f32 sm_90 -> FMA");
+  CHECK(kl_accel_select(s90, kl_type_f32(ctx), kl_type_f32(ctx), "v2:32,32,16,16,16,2", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == -1 &&
+        strstr(err, "needs a matrix instruction for f32") && strstr(err, "sm_90"), "v2 on f32/sm_90: %s", err);
+  CHECK(kl_accel_select(g942, f16, f16, "v2:64,64,32,48,32,4", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == -1 && strstr(err, "mPerWave"),
+        "bad v2: %s", err);
+  kl_ctx_destroy(ctx);
+  group_end("configs: v2 parse/print, validation errors name the field, heuristic valid and deterministic, path selection");
+}
+
+/* ---------------------------------------------------------------------------------
+ * A lockstep SIMT interpreter of loop-level kernels
+ * --------------------------------------------------------------------------------- */
+typedef struct vslot { kl_value *k; double *v; int w; } vslot;
+typedef struct mem { kl_value *k; double *data; int64_t span; bool per_thread; } mem;
+typedef struct sim {
+  int nt;                 /* threads per workgroup */
+  int64_t bid;
+  const kl_target *t;
+  vslot *slots; int cap, n;
+  mem mems[512]; int nmems;
+  bool bad; char err[600];
+  int64_t nmma;
+} sim;
+
+static void sfail(sim *s, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void sfail(sim *s, kl_op *op, const char *fmt, ...) {
+  if (s->bad) return;
+  s->bad = true;
+  int n = snprintf(s->err, sizeof s->err, "'%s': ", op ? op->name : "?");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->err + n, sizeof s->err - n, fmt, ap);
+  va_end(ap);
+}
+
+static uint64_t hp(const void *p) { uint64_t x = (uintptr_t)p; x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull; return x ^ (x >> 29); }
+static vslot *find_slot(sim *s, kl_value *k) {
+  for (uint64_t i = hp(k) & (s->cap - 1);; i = (i + 1) & (s->cap - 1))
+    if (!s->slots[i].k || s->slots[i].k == k) return &s->slots[i];
+}
+static int width_of(const kl_type *t) { return t->kind == KL_TY_VECTOR ? (int)t->shape[0] : 1; }
+/* storage of value k (created on first use) */
+static double *val_w(sim *s, kl_value *k) {
+  if ((s->n + 1) * 2 > s->cap) {
+    vslot *old = s->slots; int oc = s->cap;
+    s->cap = oc ? oc * 2 : 1024;
+    s->slots = calloc(s->cap, sizeof *s->slots);
+    for (int i = 0; i < oc; i++) if (old[i].k) *find_slot(s, old[i].k) = old[i];
+    free(old);
+  }
+  vslot *sl = find_slot(s, k);
+  if (!sl->k) {
+    sl->k = k; sl->w = width_of(k->type);
+    sl->v = malloc(sizeof(double) * s->nt * sl->w);
+    for (int i = 0; i < s->nt * sl->w; i++) sl->v[i] = NAN;
+    s->n++;
+  }
+  return sl->v;
+}
+static double *val_r(sim *s, kl_op *op, kl_value *k) {
+  vslot *sl = s->cap ? find_slot(s, k) : NULL;
+  if (!sl || !sl->k) { sfail(s, op, "operand used before its definition"); return NULL; }
+  return sl->v;
+}
+static void sim_reset_values(sim *s) {
+  for (int i = 0; i < s->cap; i++) free(s->slots[i].v);
+  free(s->slots);
+  s->slots = NULL; s->cap = s->n = 0;
+}
+static mem *find_mem(sim *s, kl_value *k) {
+  for (int i = 0; i < s->nmems; i++) if (s->mems[i].k == k) return &s->mems[i];
+  return NULL;
+}
+
+static double round_to(const kl_type *t, double x) {
+  switch (t->kind) {
+  case KL_TY_F16: return kl_round_f16(x);
+  case KL_TY_BF16: return kl_round_bf16(x);
+  case KL_TY_F32: return kl_round_f32(x);
+  case KL_TY_I1: return x != 0;
+  case KL_TY_I8: return (double)(int8_t)(int64_t)x;
+  case KL_TY_I32: return (double)(int32_t)(int64_t)x;
+  default: return x;
+  }
+}
+static const kl_type *elem_t(const kl_type *t) { return t->kind == KL_TY_VECTOR ? t->elem : t; }
+
+static double arith(sim *s, kl_op *op, const char *n, double x, double y, double z, const kl_type *rt, const kl_type *at) {
+  if (!strcmp(n, "arith.addf") || !strcmp(n, "arith.addi")) return round_to(rt, x + y);
+  if (!strcmp(n, "arith.subf") || !strcmp(n, "arith.subi")) return round_to(rt, x - y);
+  if (!strcmp(n, "arith.mulf") || !strcmp(n, "arith.muli")) return round_to(rt, x * y);
+  if (!strcmp(n, "arith.divf")) return round_to(rt, x / y);
+  if (!strcmp(n, "arith.negf")) return -x;
+  if (!strcmp(n, "arith.maxf")) return isnan(x) || isnan(y) ? NAN : (x > y ? x : y);
+  if (!strcmp(n, "arith.minf")) return isnan(x) || isnan(y) ? NAN : (x < y ? x : y);
+  if (!strcmp(n, "arith.divsi") || !strcmp(n, "arith.remsi")) {
+    int64_t a = (int64_t)x, b = (int64_t)y;
+    if (b == 0) return 0;
+    return round_to(rt, (double)(n[6] == 'd' ? a / b : a % b));
+  }
+  if (!strcmp(n, "arith.andi")) return (double)((int64_t)x & (int64_t)y);
+  if (!strcmp(n, "arith.ori")) return (double)((int64_t)x | (int64_t)y);
+  if (!strcmp(n, "arith.xori")) return round_to(rt, (double)((int64_t)x ^ (int64_t)y));
+  if (!strcmp(n, "arith.maxsi")) return x > y ? x : y;
+  if (!strcmp(n, "arith.minsi")) return x < y ? x : y;
+  if (!strcmp(n, "arith.select")) return x != 0 ? y : z;
+  if (!strcmp(n, "arith.cmpi") || !strcmp(n, "arith.cmpf")) {
+    const char *p = kl_op_attr_string(op, "predicate");
+    if (!p) { sfail(s, op, "no predicate"); return 0; }
+    if (n[9] == 'f' && (isnan(x) || isnan(y))) return !strcmp(p, "ne");
+    if (!strcmp(p, "eq")) return x == y;
+    if (!strcmp(p, "ne")) return x != y;
+    if (!strcmp(p, "lt")) return x < y;
+    if (!strcmp(p, "le")) return x <= y;
+    if (!strcmp(p, "gt")) return x > y;
+    if (!strcmp(p, "ge")) return x >= y;
+    sfail(s, op, "predicate %s", p);
+    return 0;
+  }
+  if (!strcmp(n, "arith.extf") || !strcmp(n, "arith.truncf") || !strcmp(n, "arith.sitofp")) return round_to(rt, x);
+  if (!strcmp(n, "arith.fptosi")) {
+    if (isnan(x)) return 0;
+    double lo = rt->kind == KL_TY_I8 ? -128 : rt->kind == KL_TY_I32 ? -2147483648.0 : -9.2e18;
+    double hi = rt->kind == KL_TY_I8 ? 127 : rt->kind == KL_TY_I32 ? 2147483647.0 : 9.2e18;
+    x = trunc(x);
+    return x < lo ? lo : x > hi ? hi : x;
+  }
+  if (!strcmp(n, "arith.extsi")) return at->kind == KL_TY_I1 ? (x != 0) : x;
+  if (!strcmp(n, "arith.trunci") || !strcmp(n, "arith.index_cast")) return round_to(rt, x);
+  if (!strncmp(n, "math.", 5)) {   /* transcendental: computed in f32 on the GPU; exact here */
+    const char *f = n + 5;
+    double r = !strcmp(f, "exp") ? exp(x) : !strcmp(f, "log") ? log(x) : !strcmp(f, "tanh") ? tanh(x) : !strcmp(f, "sqrt") ? sqrt(x)
+             : !strcmp(f, "rsqrt") ? 1 / sqrt(x) : !strcmp(f, "absf") ? fabs(x) : !strcmp(f, "powf") ? pow(x, y) : NAN;
+    if (isnan(r) && !isnan(x) && strcmp(f, "log") && strcmp(f, "sqrt") && strcmp(f, "rsqrt") && strcmp(f, "powf"))
+      sfail(s, op, "unsupported by the test interpreter");
+    return round_to(rt, r);
+  }
+  sfail(s, op, "unsupported by the test interpreter");
+  return 0;
+}
+
+static void exec_block(sim *s, kl_block *b, const bool *mask);
+
+static bool uniform(sim *s, kl_op *op, kl_value *v, const bool *mask, int64_t *out) {
+  double *x = val_r(s, op, v);
+  if (!x) return false;
+  bool first = true;
+  for (int t = 0; t < s->nt; t++) {
+    if (!mask[t]) continue;
+    if (first) { *out = (int64_t)x[t]; first = false; }
+    else if ((int64_t)x[t] != *out) { sfail(s, op, "loop bound differs between threads"); return false; }
+  }
+  if (first) *out = 0;
+  return true;
+}
+
+/* element address of a rock.load / rock.store; false if out of the buffer */
+static bool addr(sim *s, kl_op *op, int bi, int th, int w, mem **mo, int64_t *a) {
+  kl_value *buf = op->opnds[bi].value;
+  mem *m = find_mem(s, buf);
+  if (!m) { sfail(s, op, "buffer operand is not an argument or an executed rock.alloc"); return false; }
+  const kl_type *bt = buf->type;
+  int64_t x = 0;
+  for (int i = 0; i < bt->rank; i++) {
+    double *iv = val_r(s, op, op->opnds[bi + 1 + i].value);
+    if (!iv) return false;
+    x += (int64_t)iv[th] * bt->strides[i];
+  }
+  if (x < 0 || x + w > m->span) {
+    sfail(s, op, "thread %d of workgroup %lld accesses element %lld..%lld of %s (span %lld)", th, (long long)s->bid,
+          (long long)x, (long long)(x + w - 1), bt->text, (long long)m->span);
+    return false;
+  }
+  *mo = m;
+  *a = x + (m->per_thread ? th * m->span : 0);
+  return true;
+}
+
+static void exec_mma(sim *s, kl_op *op, const bool *mask) {
+  const kl_accel_desc *d = kl_accel_desc_by_intrinsic(kl_op_attr_string(op, "instr"));
+  if (!d) { sfail(s, op, "unknown instr"); return; }
+  if (s->t->accel != d->kind || s->t->wave_size != d->wave) { sfail(s, op, "instruction not available on %s", s->t->name); return; }
+  double *a = val_r(s, op, op->opnds[0].value), *b = val_r(s, op, op->opnds[1].value), *c = val_r(s, op, op->opnds[2].value);
+  if (!a || !b || !c) return;
+  int aw = width_of(op->opnds[0].value->type), bw = width_of(op->opnds[1].value->type), cw = width_of(op->opnds[2].value->type);
+  double *out = val_w(s, &op->results[0]);
+  if (s->nt % d->wave) { sfail(s, op, "workgroup of %d threads is not whole waves", s->nt); return; }
+  int M = d->m, N = d->n, K = d->k;
+  double *A = malloc(sizeof(double) * M * K), *B = malloc(sizeof(double) * K * N), *C = malloc(sizeof(double) * M * N);
+  char *sa = malloc(M * K), *sb = malloc(K * N), *sc = malloc(M * N);
+  for (int w0 = 0; w0 < s->nt && !s->bad; w0 += d->wave) {
+    int active = 0;
+    for (int l = 0; l < d->wave; l++) active += mask[w0 + l];
+    if (active == 0) continue;
+    if (active != d->wave) { sfail(s, op, "executed by %d of %d lanes of a wave", active, d->wave); break; }
+    memset(sa, 0, M * K); memset(sb, 0, K * N); memset(sc, 0, M * N);
+    for (int l = 0; l < d->wave; l++) {
+      int th = w0 + l;
+      for (int e = 0; e < aw; e++) {
+        int i, k; hw_a(d, l, e, &i, &k);
+        double v = a[th * aw + e];
+        if (sa[i * K + k] && A[i * K + k] != v && !(isnan(v) && isnan(A[i * K + k]))) sfail(s, op, "replicated A[%d][%d] differs between lanes", i, k);
+        A[i * K + k] = v; sa[i * K + k] = 1;
+      }
+      for (int e = 0; e < bw; e++) {
+        int k, j; hw_b(d, l, e, &k, &j);
+        double v = b[th * bw + e];
+        if (sb[k * N + j] && B[k * N + j] != v && !(isnan(v) && isnan(B[k * N + j]))) sfail(s, op, "replicated B[%d][%d] differs between lanes", k, j);
+        B[k * N + j] = v; sb[k * N + j] = 1;
+      }
+      for (int r = 0; r < cw; r++) {
+        int i, j; hw_c(d, l, r, &i, &j);
+        if (sc[i * N + j]) sfail(s, op, "C[%d][%d] held twice", i, j);
+        C[i * N + j] = c[th * cw + r]; sc[i * N + j] = 1;
+      }
+    }
+    for (int i = 0; i < M * K; i++) if (!sa[i]) sfail(s, op, "A element %d not held by any lane", i);
+    for (int i = 0; i < K * N; i++) if (!sb[i]) sfail(s, op, "B element %d not held by any lane", i);
+    for (int i = 0; i < M * N; i++) if (!sc[i]) sfail(s, op, "C element %d not held by any lane", i);
+    const kl_type *ct = elem_t(op->results[0].type);
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        double acc = C[i * N + j];
+        for (int k = 0; k < K; k++) acc += A[i * K + k] * B[k * N + j];
+        C[i * N + j] = round_to(ct, acc);
+      }
+    for (int l = 0; l < d->wave; l++)
+      for (int r = 0; r < cw; r++) {
+        int i, j; hw_c(d, l, r, &i, &j);
+        out[(w0 + l) * cw + r] = C[i * N + j];
+      }
+    s->nmma++;
+  }
+  free(A); free(B); free(C); free(sa); free(sb); free(sc);
+}
+
+static void exec_op(sim *s, kl_op *op, const bool *mask) {
+  const char *n = op->name;
+  int nt = s->nt;
+  if (!strcmp(n, "arith.constant")) {
+    const kl_attr *a = kl_op_attr(op, "value");
+    double v = a->kind == KL_AT_FLOAT ? a->f : (double)a->i;
+    double *o = val_w(s, &op->results[0]);
+    int w = width_of(op->results[0].type);
+    for (int i = 0; i < nt * w; i++) o[i] = v;
+    return;
+  }
+  if (!strcmp(n, "rock.workgroup_id") || !strcmp(n, "rock.workitem_id")) {
+    double *o = val_w(s, &op->results[0]);
+    for (int t = 0; t < nt; t++) o[t] = n[9] == 'g' ? (double)s->bid : t;
+    return;
+  }
+  if (!strcmp(n, "rock.barrier")) {
+    for (int t = 0; t < nt; t++) if (!mask[t]) { sfail(s, op, "barrier in divergent code"); return; }
+    return;
+  }
+  if (!strcmp(n, "rock.alloc")) {
+    const kl_type *bt = op->results[0].type;
+    if (bt->space == KL_SPACE_GLOBAL) { sfail(s, op, "global alloc in a loop-level kernel"); return; }
+    if (s->nmems == 512) { sfail(s, op, "too many allocs"); return; }
+    int64_t span = 1;
+    for (int i = 0; i < bt->rank; i++) span += (bt->shape[i] - 1) * bt->strides[i];
+    bool pt = bt->space == KL_SPACE_PRIVATE;
+    mem *m = &s->mems[s->nmems++];
+    m->k = &op->results[0]; m->span = span; m->per_thread = pt;
+    int64_t tot = span * (pt ? nt : 1);
+    m->data = malloc(sizeof(double) * tot);
+    for (int64_t i = 0; i < tot; i++) m->data[i] = NAN;   /* uninitialized */
+    return;
+  }
+  if (!strcmp(n, "rock.load")) {
+    int w = width_of(op->results[0].type);
+    double *o = val_w(s, &op->results[0]);
+    for (int t = 0; t < nt && !s->bad; t++) {
+      if (!mask[t]) continue;
+      mem *m; int64_t a;
+      if (!addr(s, op, 0, t, w, &m, &a)) return;
+      for (int i = 0; i < w; i++) o[t * w + i] = m->data[a + i];
+    }
+    return;
+  }
+  if (!strcmp(n, "rock.store")) {
+    int w = width_of(op->opnds[0].value->type);
+    double *x = val_r(s, op, op->opnds[0].value);
+    const kl_type *et = op->opnds[1].value->type->elem;
+    for (int t = 0; x && t < nt && !s->bad; t++) {
+      if (!mask[t]) continue;
+      mem *m; int64_t a;
+      if (!addr(s, op, 1, t, w, &m, &a)) return;
+      for (int i = 0; i < w; i++) m->data[a + i] = round_to(et, x[t * w + i]);
+    }
+    return;
+  }
+  if (!strcmp(n, "rock.mma")) { exec_mma(s, op, mask); return; }
+  if (!strcmp(n, "scf.for")) {
+    int64_t lb, ub, st;
+    if (!uniform(s, op, op->opnds[0].value, mask, &lb) || !uniform(s, op, op->opnds[1].value, mask, &ub) ||
+        !uniform(s, op, op->opnds[2].value, mask, &st))
+      return;
+    if (st <= 0) { sfail(s, op, "step %lld", (long long)st); return; }
+    kl_block *body = op->regions[0].first;
+    int niter = op->nopnds - 3;
+    double *tmp[16];
+    if (niter > 16) { sfail(s, op, "too many iteration values"); return; }
+    for (int i = 0; i < niter; i++) {
+      int w = width_of(op->results[i].type);
+      double *src = val_r(s, op, op->opnds[3 + i].value), *dst = val_w(s, body->args[1 + i]);
+      if (!src) return;
+      memcpy(dst, src, sizeof(double) * nt * w);
+      tmp[i] = malloc(sizeof(double) * nt * w);
+    }
+    for (int64_t iv = lb; iv < ub && !s->bad; iv += st) {
+      double *ivs = val_w(s, body->args[0]);
+      for (int t = 0; t < nt; t++) ivs[t] = (double)iv;
+      exec_block(s, body, mask);
+      kl_op *y = body->last;
+      for (int i = 0; i < niter && !s->bad; i++) {
+        double *src = val_r(s, y, y->opnds[i].value);
+        if (src) memcpy(tmp[i], src, sizeof(double) * nt * width_of(op->results[i].type));
+      }
+      for (int i = 0; i < niter && !s->bad; i++)
+        memcpy(val_w(s, body->args[1 + i]), tmp[i], sizeof(double) * nt * width_of(op->results[i].type));
+    }
+    for (int i = 0; i < niter; i++) {
+      if (!s->bad) memcpy(val_w(s, &op->results[i]), val_w(s, body->args[1 + i]), sizeof(double) * nt * width_of(op->results[i].type));
+      free(tmp[i]);
+    }
+    return;
+  }
+  if (!strcmp(n, "scf.if")) {
+    double *c = val_r(s, op, op->opnds[0].value);
+    if (!c) return;
+    bool *m2 = malloc(nt);
+    for (int r = 0; r < 2 && !s->bad; r++) {
+      bool any = false;
+      for (int t = 0; t < nt; t++) { m2[t] = mask[t] && ((c[t] != 0) == (r == 0)); any |= m2[t]; }
+      kl_block *b = op->nregions > r ? op->regions[r].first : NULL;
+      if (!b || !any) continue;
+      exec_block(s, b, m2);
+      for (int i = 0; i < op->nresults && !s->bad; i++) {
+        int w = width_of(op->results[i].type);
+        double *src = val_r(s, b->last, b->last->opnds[i].value), *dst = val_w(s, &op->results[i]);
+        for (int t = 0; src && t < nt; t++) if (m2[t]) memcpy(dst + t * w, src + t * w, sizeof(double) * w);
+      }
+    }
+    free(m2);
+    return;
+  }
+  if (!strcmp(n, "scf.yield") || !strcmp(n, "func.return")) return;
+  if (op->nresults != 1 || op->nopnds < 1 || op->nopnds > 3) { sfail(s, op, "unsupported by the test interpreter"); return; }
+  double *x[3] = { NULL, NULL, NULL };
+  int ws[3] = { 1, 1, 1 };
+  for (int i = 0; i < op->nopnds; i++) {
+    x[i] = val_r(s, op, op->opnds[i].value);
+    if (!x[i]) return;
+    ws[i] = width_of(op->opnds[i].value->type);
+  }
+  const kl_type *rt = elem_t(op->results[0].type), *at = elem_t(op->opnds[0].value->type);
+  int w = width_of(op->results[0].type);
+  double *o = val_w(s, &op->results[0]);
+  for (int t = 0; t < nt && !s->bad; t++) {
+    if (!mask[t]) continue;
+    for (int i = 0; i < w; i++) {
+      double a = x[0][t * ws[0] + (ws[0] > 1 ? i : 0)];
+      double b = x[1] ? x[1][t * ws[1] + (ws[1] > 1 ? i : 0)] : 0;
+      double c = x[2] ? x[2][t * ws[2] + (ws[2] > 1 ? i : 0)] : 0;
+      o[t * w + i] = arith(s, op, n, a, b, c, rt, at);
+    }
+  }
+}
+
+static void exec_block(sim *s, kl_block *b, const bool *mask) {
+  for (kl_op *o = b->first; o && !s->bad; o = o->next) exec_op(s, o, mask);
+}
+
+/* Runs kernel func k over its grid; args[i] = the data of kernel argument i (span
+ * elements each, in the argument's buffer layout). */
+static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size_t errlen, int64_t *nmma) {
+  int64_t bs = 1, grid = 1;
+  kl_op_attr_i64(k, "block_size", &bs);
+  kl_op_attr_i64(k, "grid_size", &grid);
+  kl_block *entry = k->regions[0].first;
+  sim s = { .nt = (int)bs, .t = t };
+  bool *mask = malloc(bs);
+  memset(mask, 1, bs);
+  for (int64_t b = 0; b < grid && !s.bad; b++) {
+    s.bid = b;
+    s.nmems = 0;
+    for (int i = 0; i < entry->nargs; i++) {
+      const kl_type *bt = entry->args[i]->type;
+      int64_t span = 1;
+      for (int d = 0; d < bt->rank; d++) span += (bt->shape[d] - 1) * bt->strides[d];
+      s.mems[s.nmems++] = (mem){ entry->args[i], args[i], span, false };
+    }
+    int nargs = s.nmems;
+    exec_block(&s, entry, mask);
+    for (int i = nargs; i < s.nmems; i++) free(s.mems[i].data);
+    sim_reset_values(&s);
+  }
+  free(mask);
+  if (s.bad) snprintf(err, errlen, "%s", s.err);
+  *nmma = s.nmma;
+  return !s.bad;
+}
+
+/* ---------------------------------------------------------------------------------
+ * GEMM kernels as .kir text
+ * --------------------------------------------------------------------------------- */
+typedef struct gcase {
+  const char *target, *type;
+  int64_t G, M, N, K;
+  bool at, bt;           /* A stored [G,M,K] / B stored [G,N,K] (transposed views) */
+  bool epi;              /* fused epilogue: relu(c + bias[n]) converted to the output type */
+  const char *perf;      /* NULL: heuristic */
+  const char *out;       /* output element type */
+} gcase;
+
+static const char *acc_of(const char *type) { return !strcmp(type, "i8") ? "i32" : "f32"; }
+
+static char *gemm_kir(const gcase *c) {
+  static char buf[8192];
+  long long G = c->G, M = c->M, N = c->N, K = c->K;
+  const char *T = c->type, *To = c->out, *Ta = acc_of(T);
+  char ta[128], tb[128], perf[96] = "";
+  if (c->at) snprintf(ta, sizeof ta, "buffer<%lldx%lldx%lldx%s>", G, M, K, T);
+  else snprintf(ta, sizeof ta, "buffer<%lldx%lldx%lldx%s>", G, K, M, T);
+  if (c->bt) snprintf(tb, sizeof tb, "buffer<%lldx%lldx%lldx%s>", G, N, K, T);
+  else snprintf(tb, sizeof tb, "buffer<%lldx%lldx%lldx%s>", G, K, N, T);
+  if (c->perf) snprintf(perf, sizeof perf, ", perf_config = \"%s\"", c->perf);
+  char bias[64] = "";
+  if (c->epi) snprintf(bias, sizeof bias, ", %%bias: buffer<%lldxf32>", N);
+  int n = snprintf(buf, sizeof buf, "func.func @gemm(%%a: %s, %%b: %s%s, %%out: buffer<%lldx%lldx%lldx%s>) attributes {kernel, target = \"%s\"%s} {\n",
+                   ta, tb, bias, G, M, N, To, c->target, perf);
+  const char *A = "%a", *B = "%b";
+  if (c->at) {
+    n += snprintf(buf + n, sizeof buf - n, "  %%at = \"rock.transform\"(%%a) {view = #view<[PassThrough [\"g\",\"k\",\"m\"] at [0,1,2] -> [\"g\",\"k\",\"m\"] at [0,2,1]] bounds=[%lld,%lld,%lld] -> [%lld,%lld,%lld]>} : (%s) -> buffer<%lldx%lldx%lldx%s>\n",
+                  G, K, M, G, M, K, ta, G, K, M, T);
+    A = "%at";
+  }
+  if (c->bt) {
+    n += snprintf(buf + n, sizeof buf - n, "  %%bt = \"rock.transform\"(%%b) {view = #view<[PassThrough [\"g\",\"k\",\"n\"] at [0,1,2] -> [\"g\",\"k\",\"n\"] at [0,2,1]] bounds=[%lld,%lld,%lld] -> [%lld,%lld,%lld]>} : (%s) -> buffer<%lldx%lldx%lldx%s>\n",
+                  G, K, N, G, N, K, tb, G, K, N, T);
+    B = "%bt";
+  }
+  if (!c->epi) {
+    n += snprintf(buf + n, sizeof buf - n, "  \"rock.gemm\"(%s, %s, %%out) {store = \"set\"} : (buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>) -> ()\n",
+                  A, B, G, K, M, T, G, K, N, T, G, M, N, To);
+  } else {
+    n += snprintf(buf + n, sizeof buf - n,
+                  "  %%c = \"rock.alloc\"() : () -> buffer<%lldx%lldx%lldx%s>\n"
+                  "  \"rock.gemm\"(%s, %s, %%c) {store = \"set\"} : (buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>) -> ()\n"
+                  "  %%bb = \"rock.transform\"(%%bias) {view = #view<[AddDim{%lld} [\"g\"] at [0] -> [] at [], AddDim{%lld} [\"m\"] at [1] -> [] at [], PassThrough [\"n\"] at [2] -> [\"n\"] at [0]] bounds=[%lld,%lld,%lld] -> [%lld]>} : (buffer<%lldxf32>) -> buffer<%lldx%lldx%lldxf32>\n"
+                  "  \"rock.elementwise\"(%%c, %%bb, %%out) ({\n"
+                  "  ^bb0(%%x: f32, %%y: f32):\n"
+                  "    %%s = arith.addf %%x, %%y : f32\n"
+                  "    %%z = arith.constant 0.0 : f32\n"
+                  "    %%r = arith.maxf %%s, %%z : f32\n",
+                  G, M, N, Ta, A, B, G, K, M, T, G, K, N, T, G, M, N, Ta, G, M, G, M, N, N, N, G, M, N);
+    if (strcmp(To, "f32")) {
+      n += snprintf(buf + n, sizeof buf - n, "    %%h = \"arith.truncf\"(%%r) : (f32) -> %s\n    \"rock.yield\"(%%h) : (%s) -> ()\n", To, To);
+    } else {
+      n += snprintf(buf + n, sizeof buf - n, "    \"rock.yield\"(%%r) : (f32) -> ()\n");
+    }
+    n += snprintf(buf + n, sizeof buf - n, "  }) : (buffer<%lldx%lldx%lldxf32>, buffer<%lldx%lldx%lldxf32>, buffer<%lldx%lldx%lldx%s>) -> ()\n",
+                  G, M, N, G, M, N, G, M, N, To);
+  }
+  snprintf(buf + n, sizeof buf - n, "  func.return\n}\n");
+  return buf;
+}
+
+static const char *k_pipeline = "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+                                "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
+
+/* Parses and lowers a case to loop level; NULL (+ err) on failure. */
+static kl_op *lower_case(kl_ctx *ctx, const gcase *c, const char *pipeline, char *err, size_t errlen) {
+  const char *text = gemm_kir(c);
+  kl_op *m = kl_parse_module(ctx, text, strlen(text), "accel.kir");
+  if (!m) { char *d = kl_diag_take(ctx); snprintf(err, errlen, "parse: %s\n%s", d, text); free(d); return NULL; }
+  kl_pass_manager *pm = kl_pass_manager_create(ctx);
+  kl_status st = kl_pass_manager_add_pipeline(pm, pipeline ? pipeline : k_pipeline);
+  if (st == KL_OK) st = kl_pass_manager_run(pm, m);
+  kl_pass_manager_destroy(pm);
+  if (st != KL_OK) { char *d = kl_diag_take(ctx); snprintf(err, errlen, "%s", d); free(d); return NULL; }
+  return m;
+}
+static kl_op *kernel_of(kl_op *m) {
+  for (kl_op *o = kl_module_body(m)->first; o; o = o->next) if (kl_is_kernel(o)) return o;
+  return NULL;
+}
+static int count_ops(kl_op *root, const char *name) {
+  int n, c = 0;
+  kl_op **ops = kl_collect_ops(root, &n);
+  for (int i = 0; i < n; i++) c += !strcmp(ops[i]->name, name);
+  free(ops);
+  return c;
+}
+
+/* small integers: exact in every input type, sums exact in f32 */
+static double rnd_val(uint64_t *st) {
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)((int)((*st >> 33) % 7) - 3);
+}
+
+/* Lowers, interprets and checks one case against a direct matmul. */
+static void run_case(const gcase *c) {
+  char err[4096], what[256];
+  snprintf(what, sizeof what, "%s %s G=%lld M=%lld N=%lld K=%lld%s%s%s perf=%s -> %s", c->target, c->type, (long long)c->G,
+           (long long)c->M, (long long)c->N, (long long)c->K, c->at ? " A^T" : "", c->bt ? " B^T" : "", c->epi ? " +bias,relu" : "",
+           c->perf ? c->perf : "heuristic", c->out);
+  kl_ctx *ctx = kl_ctx_create();
+  kl_op *m = lower_case(ctx, c, NULL, err, sizeof err);
+  CHECK(m != NULL, "%s: %s", what, err);
+  kl_op *k = m ? kernel_of(m) : NULL;
+  if (!k) { kl_ctx_destroy(ctx); return; }
+  const kl_target *t = kl_target_lookup(c->target);
+  bool want_accel = (!c->perf || !strncmp(c->perf, "v2:", 3)) && kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
+  CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what, count_ops(k, "rock.mma"), want_accel);
+  const char *pc = kl_op_attr_string(k, "perf_config");
+  CHECK(pc && !strncmp(pc, want_accel ? "v2:" : "v1:", 3), "%s: perf_config %s", what, pc ? pc : "none");
+  int64_t G = c->G, M = c->M, N = c->N, K = c->K;
+  double *A = malloc(sizeof(double) * G * M * K), *B = malloc(sizeof(double) * G * N * K), *bias = malloc(sizeof(double) * N);
+  double *O = malloc(sizeof(double) * G * M * N);
+  uint64_t st = (uint64_t)(M * 1000003 + N * 1009 + K * 7 + G);
+  for (int64_t i = 0; i < G * M * K; i++) A[i] = rnd_val(&st);
+  for (int64_t i = 0; i < G * N * K; i++) B[i] = rnd_val(&st);
+  for (int64_t i = 0; i < N; i++) bias[i] = rnd_val(&st) + 0.5;
+  for (int64_t i = 0; i < G * M * N; i++) O[i] = NAN;   /* never written: stays NaN */
+  double *args[4] = { A, B, c->epi ? bias : O, O };
+  int64_t nmma = 0;
+  bool ok = sim_run(k, t, args, err, sizeof err, &nmma);
+  CHECK(ok, "%s: interpreter: %s", what, err);
+  CHECK(!want_accel || nmma > 0, "%s: no matrix instruction executed", what);
+  const kl_type *ot = kl_type_scalar(ctx, kl_scalar_kind_from_name(c->out, strlen(c->out)));
+  int64_t bad = 0, first = -1;
+  double got0 = 0, want0 = 0;
+  for (int64_t g = 0; ok && g < G; g++)
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double acc = 0;
+        for (int64_t kk = 0; kk < K; kk++) {
+          double a = c->at ? A[(g * M + i) * K + kk] : A[(g * K + kk) * M + i];
+          double b = c->bt ? B[(g * N + j) * K + kk] : B[(g * K + kk) * N + j];
+          acc += a * b;
+        }
+        if (c->epi) { acc += bias[j]; if (acc < 0) acc = 0; }
+        double want = round_to(ot, acc), got = O[(g * M + i) * N + j];
+        if (!(got == want)) { if (first < 0) { first = (g * M + i) * N + j; got0 = got; want0 = want; } bad++; }
+      }
+  CHECK(bad == 0, "%s: %lld of %lld outputs differ (first at %lld: got %g, want %g)", what, (long long)bad, (long long)(G * M * N),
+        (long long)first, got0, want0);
+  free(A); free(B); free(bias); free(O);
+  kl_ctx_destroy(ctx);
+}
+
+static void test_numerics(void) {
+  group_begin();
+  static const gcase cases[] = {
+    /* mma.sync (sm_80 / sm_90): f16, bf16, i8; odd sizes, transposes, several configs */
+    { "sm_90", "f16", 1, 37, 29, 45, false, false, false, "v2:32,16,32,16,8,2", "f32" },
+    { "sm_90", "f16", 2, 33, 17, 40, true, false, true, "v2:32,32,16,16,16,8", "f16" },
+    { "sm_80", "bf16", 1, 50, 40, 33, false, true, true, "v2:64,32,32,32,16,2", "bf16" },
+    { "sm_80", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" },
+    { "sm_90", "bf16", 1, 7, 9, 19, true, true, false, NULL, "f32" },
+    { "sm_90", "i8", 1, 21, 13, 70, false, false, false, "v2:32,16,32,16,8,4", "i32" },
+    /* MFMA (gfx908 / gfx90a / gfx942): f16, bf16 (both forms), i8 (both forms), f32 */
+    { "gfx942", "f16", 1, 70, 45, 37, false, false, true, "v2:64,32,16,32,32,4", "f16" },
+    { "gfx942", "f16", 1, 40, 33, 24, true, true, false, "v2:32,64,8,32,32,4", "f32" },
+    { "gfx90a", "bf16", 2, 31, 35, 20, false, false, false, NULL, "f32" },
+    { "gfx908", "bf16", 1, 33, 32, 13, false, true, true, "v2:32,32,8,32,32,2", "bf16" },
+    { "gfx942", "i8", 1, 35, 30, 50, false, false, false, "v2:32,32,32,32,32,8", "i32" },
+    { "gfx908", "i8", 1, 32, 33, 9, true, false, false, NULL, "i32" },
+    { "gfx942", "f32", 1, 33, 20, 7, false, false, true, NULL, "f32" },
+    /* WMMA (gfx1100) */
+    { "gfx1100", "f16", 1, 33, 47, 40, false, false, true, "v2:32,32,16,16,16,16", "f16" },
+    { "gfx1100", "bf16", 1, 20, 17, 48, true, true, false, "v2:32,16,32,16,16,8", "f32" },
+    { "gfx1100", "i8", 1, 17, 18, 35, false, false, false, NULL, "i32" },
+    /* several instructions per wave in both dims, several waves in both dims */
+    { "sm_90", "f16", 1, 70, 60, 50, false, true, false, "v2:32,32,16,32,16,8", "f32" },
+    { "sm_80", "bf16", 1, 64, 64, 32, true, false, true, "v2:64,64,16,32,32,2", "f32" },
+    { "gfx942", "f16", 1, 64, 64, 16, false, false, false, "v2:64,64,16,64,64,4", "f32" },
+    { "gfx90a", "f16", 1, 100, 90, 20, true, true, true, "v2:64,64,8,32,32,4", "f16" },
+    { "gfx1100", "f16", 1, 48, 40, 32, false, true, false, "v2:32,32,16,32,32,16", "f32" },
+    { "gfx1100", "bf16", 1, 64, 64, 16, false, false, true, "v2:64,64,16,32,32,8", "bf16" },
+    { "gfx942", "f16", 1, 128, 96, 64, false, false, false, NULL, "f32" },
+    { "sm_90", "f16", 1, 96, 128, 64, true, false, false, NULL, "f32" },
+    /* the FMA path on GPU targets (v1 config, f32 on NVIDIA, gfx1030) */
+    { "gfx942", "f16", 1, 19, 23, 17, false, false, true, "v1:32,32,8,4,4,2", "f16" },
+    { "sm_90", "f32", 1, 19, 23, 17, true, false, false, NULL, "f32" },
+    { "gfx1030", "f16", 1, 19, 23, 17, false, false, false, NULL, "f32" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+  group_end("numerics: lane-level interpretation of the lowered kernels equals a direct matmul (mma.sync, MFMA, WMMA, FMA)");
+}
+
+/* ---------------------------------------------------------------------------------
+ * whole graphs: kl_compile for a GPU target, every launch of the plan interpreted
+ * --------------------------------------------------------------------------------- */
+static int64_t span_of(const kl_type *t) {
+  int64_t s = 1;
+  for (int i = 0; i < t->rank; i++) s += (t->shape[i] - 1) * t->strides[i];
+  return s;
+}
+static int64_t offset_of(const kl_type *t, const kl_tensor *like, int64_t flat) {
+  int64_t idx[KL_TENSOR_MAX_RANK], off = 0;
+  kl_tensor_unravel(like, flat, idx);
+  for (int i = 0; i < t->rank; i++) off += idx[i] * t->strides[i];
+  return off;
+}
+
+typedef struct graph_case { const char *target, *text; double tol; int min_accel; } graph_case;
+
+static void run_graph_case(const graph_case *gc) {
+  char err[4096];
+  kl_ctx *ctx = kl_ctx_create();
+  kl_op *mod = kl_parse_module(ctx, gc->text, strlen(gc->text), "graph.kir");
+  kl_op *g = mod ? kl_module_body(mod)->first : NULL;
+  if (!g) { char *d = kl_diag_take(ctx); CHECK(0, "parse: %s", d); free(d); kl_ctx_destroy(ctx); return; }
+  const char *gname = kl_op_attr_string(g, "sym_name");
+  const char *targets[1] = { gc->target };
+  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true };
+  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  CHECK(p != NULL, "%s on %s: compile: %s", gname, gc->target, err);
+  if (!p) { kl_ctx_destroy(ctx); return; }
+  const char *T = gc->target;
+  const kl_target *tgt = kl_target_lookup(T);
+  int naccel = 0;
+  for (int i = 0; i < kl_program_nkernels(p, T); i++) naccel += !strncmp(kl_program_kernel(p, T, i)->perf_config, "v2:", 3);
+  CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
+  /* inputs: random tensors in the params' layouts */
+  int nslots = kl_program_nslots(p, T);
+  double **mem = calloc(nslots + 1, sizeof *mem);
+  kl_named_tensor in[16];
+  int nin = 0;
+  for (kl_op *x = kl_region_entry(&g->regions[0])->first; x; x = x->next) {
+    if (strcmp(x->name, "graph.param") || nin == 16) continue;
+    const kl_type *pt = x->results[0].type;
+    in[nin].name = kl_op_attr_string(x, "name");
+    in[nin].tensor = kl_tensor_rand(kl_dtype_of_type(pt->elem), pt->rank, pt->shape, pt->strides, 1000 + nin, KL_DIST_NORMAL, err, sizeof err);
+    nin++;
+  }
+  for (int i = 0; i < nslots; i++) {
+    const char *kind = NULL, *name = NULL;
+    kl_program_slot(p, T, i, &kind, &name);
+    const kl_type *st = kl_program_slot_type(p, T, i);
+    const kl_tensor *src = NULL;
+    if (!strcmp(kind, "param")) for (int j = 0; j < nin; j++) if (!strcmp(in[j].name, name)) src = in[j].tensor;
+    if (!strcmp(kind, "constant")) src = kl_program_slot_constant(p, T, i);
+    int64_t span = span_of(st);
+    mem[i] = malloc(sizeof(double) * span);
+    for (int64_t e = 0; e < span; e++) mem[i][e] = NAN;
+    if (src)
+      for (int64_t f = 0; f < kl_tensor_numel(src); f++) mem[i][offset_of(st, src, f)] = kl_tensor_get_flat(src, f);
+  }
+  /* the launches */
+  kl_op *cm = kl_program_module(p, T);
+  bool ok = true;
+  int64_t nmma = 0;
+  for (int s = 0; s < kl_program_nsteps(p, T) && ok; s++) {
+    const kl_plan_step *step = kl_program_step(p, T, s);
+    const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
+    kl_op *kf = kl_module_lookup(cm, ki->name);
+    double *args[32];
+    for (int a = 0; a < step->nargs && a < 32; a++) args[a] = mem[step->args[a]];
+    int64_t nm = 0;
+    ok = kf && sim_run(kf, tgt, args, err, sizeof err, &nm);
+    CHECK(ok, "%s on %s: kernel %s (%s): %s", gname, T, ki->name, ki->perf_config, kf ? err : "not in the module");
+    nmma += nm;
+  }
+  CHECK(!ok || (nmma > 0) == (naccel > 0), "%s on %s: %lld matrix instructions executed", gname, T, (long long)nmma);
+  /* against the reference */
+  int nref = 0;
+  kl_tensor **ref = NULL;
+  CHECK(kl_graph_eval(g, nin, in, &nref, &ref, err, sizeof err) == KL_OK, "eval: %s", err);
+  for (int oi = 0; ok && oi < nref && oi < kl_program_noutputs(p, T); oi++) {
+    int sl = kl_program_output_slot(p, T, oi);
+    const kl_type *st = kl_program_slot_type(p, T, sl);
+    double maxerr = 0, maxref = 0;
+    int64_t nan_count = 0;
+    for (int64_t f = 0; f < kl_tensor_numel(ref[oi]); f++) {
+      double want = kl_tensor_get_flat(ref[oi], f), got = mem[sl][offset_of(st, ref[oi], f)];
+      if (isnan(got) != isnan(want)) { nan_count++; continue; }
+      double e = fabs(got - want) / (fabs(want) > 1 ? fabs(want) : 1);
+      if (e > maxerr) maxerr = e;
+      if (fabs(want) > maxref) maxref = fabs(want);
+    }
+    CHECK(nan_count == 0 && maxerr <= gc->tol, "%s on %s: output %d: %lld NaN mismatches, max error %g (tolerance %g)", gname, T, oi,
+          (long long)nan_count, maxerr, gc->tol);
+  }
+  for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
+  free(ref);
+  for (int i = 0; i < nin; i++) kl_tensor_release(in[i].tensor);
+  for (int i = 0; i < nslots; i++) free(mem[i]);
+  free(mem);
+  kl_program_release(p);
+  kl_ctx_destroy(ctx);
+}
+
+static const char *const conv_nhwc_f16 =
+  "func.func @conv_bias_relu() attributes {graph} {\n"
+  "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x16x9x7xf16, strides=[1008,1,112,16]>\n"
+  "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<24x16x3x3xf16>\n"
+  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<24x1x1xf16>\n"
+  "  %c = \"graph.conv\"(%x, %w) {stride = [2, 1], padding = [1, 1, 0, 2], dilation = [1, 1], groups = 1} : (tensor<2x16x9x7xf16, strides=[1008,1,112,16]>, tensor<24x16x3x3xf16>) -> tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n"
+  "  %cb = \"graph.add\"(%c, %b) : (tensor<2x24x5x7xf16, strides=[840,1,168,24]>, tensor<24x1x1xf16>) -> tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n"
+  "  %y = \"graph.relu\"(%cb) : (tensor<2x24x5x7xf16, strides=[840,1,168,24]>) -> tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n"
+  "  func.return %y : tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n}\n";
+static const char *const dot_bf16 =
+  "func.func @dot_t_res() attributes {graph} {\n"
+  "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<3x19x33xbf16>\n"
+  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<41x19xbf16>\n"
+  "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<3x33x41xbf16>\n"
+  "  %d = \"graph.dot\"(%a, %b) {transpose_a = true, transpose_b = true} : (tensor<3x19x33xbf16>, tensor<41x19xbf16>) -> tensor<3x33x41xbf16>\n"
+  "  %e = \"graph.add\"(%d, %r) : (tensor<3x33x41xbf16>, tensor<3x33x41xbf16>) -> tensor<3x33x41xbf16>\n"
+  "  %y = \"graph.clip\"(%e) {min = -1.5, max = 0.75} : (tensor<3x33x41xbf16>) -> tensor<3x33x41xbf16>\n"
+  "  func.return %y : tensor<3x33x41xbf16>\n}\n";
+static const char *const dot_f32 =
+  "func.func @dot_f32_sigmoid() attributes {graph} {\n"
+  "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<37x29xf32>\n"
+  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<29x45xf32>\n"
+  "  %d = \"graph.dot\"(%a, %b) : (tensor<37x29xf32>, tensor<29x45xf32>) -> tensor<37x45xf32>\n"
+  "  %y = \"graph.sigmoid\"(%d) : (tensor<37x45xf32>) -> tensor<37x45xf32>\n"
+  "  %h = \"graph.convert\"(%y) : (tensor<37x45xf32>) -> tensor<37x45xf16>\n"
+  "  func.return %h : tensor<37x45xf16>\n}\n";
+
+static void test_graphs(void) {
+  group_begin();
+  static const graph_case cases[] = {
+    { "sm_90", NULL, 2e-2, 1 }, { "gfx942", NULL, 2e-2, 1 }, { "gfx1100", NULL, 2e-2, 1 },
+    { "sm_80", NULL, 3e-2, 1 }, { "gfx90a", NULL, 3e-2, 1 }, { "gfx1100", NULL, 3e-2, 1 },
+    { "gfx942", NULL, 2e-3, 1 }, { "sm_90", NULL, 2e-3, 0 },
+  };
+  const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16, dot_bf16, dot_bf16, dot_f32, dot_f32 };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    graph_case gc = cases[i];
+    gc.text = texts[i];
+    run_graph_case(&gc);
+  }
+  group_end("graphs: conv NHWC + bias + relu (f16), batched transposed dot + residual + clip (bf16), dot + sigmoid (f32) "
+            "compiled for GPU targets, every launch interpreted, against g:eval");
+}
+
+/* The random fused-graph suite of the busted specs (spec/lua/fused_gen.lua: conv / dot
+ * with epilogues, element-wise, reductions, softmax) compiled for a GPU target, every
+ * launch interpreted, against g:eval with the suite's tolerances. */
+static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraphs, int *naccel) {
+  for (int seed = 1; seed <= nseeds; seed++) {
+    char code[512];
+    snprintf(code, sizeof code, "local c = gen.gen(%d); local p = kiln.compile(c.g, {target = '%s', cache = false}); "
+             "return p, c.inputs, c.g:eval(c.inputs), c.name, c.dtype", seed, T);
+    if (luaL_dostring(L, code) != LUA_OK) {
+      CHECK(0, "fused seed %d on %s: %s", seed, T, lua_tostring(L, -1));
+      lua_settop(L, 0);
+      continue;
+    }
+    kl_program *p = kl_lua__check_program(L, 1);
+    const char *name = lua_tostring(L, 4), *dtype = lua_tostring(L, 5);
+    int nslots = kl_program_nslots(p, T);
+    double **mem = calloc(nslots + 1, sizeof *mem);
+    for (int i = 0; i < nslots; i++) {
+      const char *kind = NULL, *sn = NULL;
+      kl_program_slot(p, T, i, &kind, &sn);
+      const kl_type *st = kl_program_slot_type(p, T, i);
+      const kl_tensor *src = NULL;
+      if (!strcmp(kind, "param")) { lua_getfield(L, 2, sn); src = kl_lua__test_tensor(L, -1); lua_pop(L, 1); }
+      if (!strcmp(kind, "constant")) src = kl_program_slot_constant(p, T, i);
+      int64_t span = span_of(st);
+      mem[i] = malloc(sizeof(double) * span);
+      for (int64_t e = 0; e < span; e++) mem[i][e] = NAN;
+      if (src) for (int64_t f = 0; f < kl_tensor_numel(src); f++) mem[i][offset_of(st, src, f)] = kl_tensor_get_flat(src, f);
+    }
+    kl_op *cm = kl_program_module(p, T);
+    bool ok = true, accel = false;
+    char err[4096];
+    for (int si = 0; si < kl_program_nsteps(p, T) && ok; si++) {
+      const kl_plan_step *step = kl_program_step(p, T, si);
+      const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
+      accel |= !strncmp(ki->perf_config, "v2:", 3);
+      kl_op *kf = kl_module_lookup(cm, ki->name);
+      double *args[32];
+      for (int a = 0; a < step->nargs && a < 32; a++) args[a] = mem[step->args[a]];
+      int64_t nm = 0;
+      ok = kf && step->nargs <= 32 && sim_run(kf, kl_target_lookup(T), args, err, sizeof err, &nm);
+      CHECK(ok, "%s on %s: kernel %s (%s): %s", name, T, ki->name, ki->perf_config, kf ? err : "not in the module");
+    }
+    *naccel += accel;
+    double tol = !strcmp(dtype, "f32") ? 1e-5 : 1e-2;
+    for (int oi = 0; ok && oi < kl_program_noutputs(p, T); oi++) {
+      kl_tensor *want = kl_lua__test_tensor(L, 3);
+      if (!want) { lua_rawgeti(L, 3, oi + 1); want = kl_lua__test_tensor(L, -1); lua_pop(L, 1); }
+      if (!want) { CHECK(0, "%s: no reference output %d", name, oi); break; }
+      int sl = kl_program_output_slot(p, T, oi);
+      const kl_type *st = kl_program_slot_type(p, T, sl);
+      double scale = 0, maxe = 0;
+      for (int64_t f = 0; f < kl_tensor_numel(want); f++) scale = fmax(scale, fabs(kl_tensor_get_flat(want, f)));
+      int64_t bad = 0;
+      for (int64_t f = 0; f < kl_tensor_numel(want); f++) {
+        double w = kl_tensor_get_flat(want, f), e = fabs(mem[sl][offset_of(st, want, f)] - w);
+        if (!(e <= tol * fabs(w) + tol * scale)) bad++;
+        if (!(e <= maxe)) maxe = e;
+      }
+      CHECK(bad == 0, "%s on %s (%s kernel): %lld elements off, max error %g (scale %g)", name, T, accel ? "accel" : "FMA",
+            (long long)bad, maxe, scale);
+    }
+    (*ngraphs)++;
+    for (int i = 0; i < nslots; i++) free(mem[i]);
+    free(mem);
+    lua_settop(L, 0);
+  }
+}
+
+static void test_fused_suite(void) {
+  /* the repository root from this file's path (CMake passes absolute source paths) */
+  char root[1024];
+  snprintf(root, sizeof root, "%s", __FILE__);
+  for (int up = 0; up < 3; up++) { char *sl = strrchr(root, '/'); if (sl) *sl = 0; else root[0] = 0; }
+  char gen_path[1200];
+  snprintf(gen_path, sizeof gen_path, "%s/spec/lua/fused_gen.lua", root[0] ? root : ".");
+  FILE *f = fopen(gen_path, "r");
+  if (!f) { printf("fused suite: skipped (%s not found)\n", gen_path); return; }
+  fclose(f);
+  group_begin();
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  /* require 'kiln' (protected) finds kl_lua_open in package.preload */
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, kl_lua_open);
+  lua_setfield(L, -2, "kiln");
+  lua_pop(L, 2);
+  char code[4096];
+  snprintf(code, sizeof code, "package.path = '%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/lua/?.lua;' .. package.path; "
+           "kiln = require 'kiln'; gen = require 'fused_gen'", root, root, root);
+  bool loaded = luaL_dostring(L, code) == LUA_OK;
+  CHECK(loaded, "fused_gen: %s", lua_tostring(L, -1));
+  static const struct { const char *target; int seeds; } runs[] = { { "sm_90", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
+  for (size_t i = 0; loaded && i < sizeof runs / sizeof *runs; i++) {
+    int ng = 0, na = 0;
+    run_fused_suite(L, runs[i].target, runs[i].seeds, &ng, &na);
+    CHECK(ng == runs[i].seeds && na > 0, "%s: %d graphs, %d with accel kernels", runs[i].target, ng, na);
+    printf("fused suite on %s: %d graphs interpreted, %d with accel kernels\n", runs[i].target, ng, na);
+  }
+  lua_close(L);
+  group_end("fused suite: the random fused graphs of spec/lua/fused_gen.lua compiled for sm_90 / gfx942 / gfx1100, interpreted, "
+            "against g:eval");
+}
+
+/* ---------------------------------------------------------------------------------
+ * code generation
+ * --------------------------------------------------------------------------------- */
+static int count_sub(const char *s, const char *sub) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, sub)); p += strlen(sub)) n++;
+  return n;
+}
+
+/* Compiles a case to the target's binary; checks it; returns the disassembly / PTX. */
+static char *compile_case(const gcase *c, const char *what) {
+  char err[4096];
+  kl_ctx *ctx = kl_ctx_create();
+  kl_op *m = lower_case(ctx, c, NULL, err, sizeof err);
+  CHECK(m != NULL, "%s: %s", what, err);
+  kl_op *k = m ? kernel_of(m) : NULL;
+  char *text = NULL;
+  const kl_target *t = kl_target_lookup(c->target);
+  if (k) {
+    int64_t lds = 0, bs = 0;
+    kl_op_attr_i64(k, "lds_bytes", &lds);
+    kl_op_attr_i64(k, "block_size", &bs);
+    LLVMContextRef lc = LLVMContextCreate();
+    LLVMModuleRef lm = NULL;
+    kl_status st = kl_lower_kernel_to_llvm(k, t, lc, &lm);
+    if (st != KL_OK) { char *d = kl_diag_take(ctx); CHECK(0, "%s: lower-to-llvm: %s", what, d); free(d); }
+    kl_binary bin = { 0 };
+    if (st == KL_OK) {
+      st = kl_codegen_emit(lm, c->target, NULL, &bin, err, sizeof err);
+      CHECK(st == KL_OK, "%s: emit: %s", what, err);
+    }
+    if (st == KL_OK && bin.kind == KL_TARGET_NVPTX) {
+      text = strdup(bin.data);
+      CHECK(strstr(text, ".local") == NULL, "%s: PTX uses local memory", what);
+    } else if (st == KL_OK && bin.kind == KL_TARGET_AMDGPU) {
+      kl_hsaco_info info;
+      if (kl_hsaco_parse(bin.data, bin.size, &info, err, sizeof err) == KL_OK) {
+        const kl_hsaco_kernel *kk = kl_hsaco_find_kernel(&info, "gemm");
+        CHECK(kk != NULL, "%s: no kernel in the code object", what);
+        if (kk) {
+          CHECK(kk->scratch_bytes == 0 && kk->kd_private_segment_size == 0, "%s: scratch %lld", what, (long long)kk->scratch_bytes);
+          CHECK(kk->vgpr_spill_count <= 0 && kk->sgpr_spill_count <= 0, "%s: spills %lld/%lld", what,
+                (long long)kk->vgpr_spill_count, (long long)kk->sgpr_spill_count);
+          CHECK(kk->vgpr_count > 0 && kk->vgpr_count <= t->max_vgprs, "%s: %lld VGPRs (max %d)", what, (long long)kk->vgpr_count,
+                t->max_vgprs);
+          CHECK(kk->agpr_count <= 0 || kk->vgpr_count + kk->agpr_count <= 512, "%s: %lld AGPRs", what, (long long)kk->agpr_count);
+          CHECK(kk->lds_bytes >= lds && kk->lds_bytes <= t->lds_bytes, "%s: LDS %lld (kernel %lld, max %lld)", what,
+                (long long)kk->lds_bytes, (long long)lds, (long long)t->lds_bytes);
+          CHECK(kk->max_flat_workgroup_size == bs, "%s: max workgroup %lld, block %lld", what, (long long)kk->max_flat_workgroup_size,
+                (long long)bs);
+          CHECK(kk->wavefront_size == t->wave_size, "%s: wave %lld", what, (long long)kk->wavefront_size);
+        }
+        text = kl_disasm_hsaco(bin.data, bin.size, NULL, err, sizeof err);
+        CHECK(text != NULL, "%s: disasm: %s", what, err);
+      } else {
+        CHECK(0, "%s: hsaco: %s", what, err);
+      }
+      kl_hsaco_info_free(&info);
+    }
+    kl_binary_free(&bin);
+    if (lm) LLVMDisposeModule(lm);
+    LLVMContextDispose(lc);
+  }
+  kl_ctx_destroy(ctx);
+  return text;
+}
+
+static void test_codegen(void) {
+  group_begin();
+  static const struct { gcase c; const char *want, *not; } cases[] = {
+    { { "sm_80", "f16", 1, 128, 128, 128, false, false, true, NULL, "f16" }, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", NULL },
+    { { "sm_90", "f16", 1, 1024, 1024, 1024, false, true, false, NULL, "f32" }, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", NULL },
+    { { "sm_90", "bf16", 1, 100, 77, 300, true, false, true, NULL, "bf16" }, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", NULL },
+    { { "sm_80", "bf16", 4, 64, 64, 64, false, false, false, "v2:64,64,32,32,32,8", "f32" }, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", NULL },
+    { { "sm_90", "i8", 1, 64, 64, 128, false, false, false, NULL, "i32" }, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", NULL },
+    { { "gfx90a", "f16", 1, 256, 256, 256, false, false, true, NULL, "f16" }, "v_mfma_f32_32x32x8", "v_wmma" },
+    { { "gfx90a", "bf16", 1, 129, 65, 33, true, false, false, NULL, "f32" }, "v_mfma_f32_32x32x8bf16_1k", "v_wmma" },
+    { { "gfx942", "f16", 1, 1024, 1024, 1024, false, false, false, NULL, "f32" }, "v_mfma_f32_32x32x8", "v_wmma" },
+    { { "gfx942", "bf16", 2, 70, 50, 40, false, true, true, "v2:64,64,16,32,32,4", "bf16" }, "v_mfma_f32_32x32x8", "v_wmma" },
+    { { "gfx942", "i8", 1, 128, 128, 128, false, false, false, NULL, "i32" }, "v_mfma_i32_32x32x16", "v_wmma" },
+    { { "gfx942", "f32", 1, 64, 64, 64, false, false, false, NULL, "f32" }, "v_mfma_f32_32x32x2", "v_wmma" },
+    { { "gfx1100", "f16", 1, 256, 256, 256, false, false, true, NULL, "f16" }, "v_wmma_f32_16x16x16_f16", "v_mfma" },
+    { { "gfx1100", "bf16", 1, 33, 65, 17, true, true, false, NULL, "f32" }, "v_wmma_f32_16x16x16_bf16", "v_mfma" },
+    { { "gfx1100", "i8", 1, 64, 64, 64, false, false, false, NULL, "i32" }, "v_wmma_i32_16x16x16_iu8", "v_mfma" },
+    /* FMA path: no matrix instructions */
+    { { "gfx942", "f16", 1, 64, 64, 64, false, false, false, "v1:64,64,16,4,4,4", "f32" }, "s_endpgm", "v_mfma" },
+    { { "gfx1030", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" }, "s_endpgm", "v_wmma" },
+    { { "sm_90", "f32", 1, 64, 64, 64, false, false, false, NULL, "f32" }, ".entry gemm", "mma.sync" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const gcase *c = &cases[i].c;
+    char what[200];
+    snprintf(what, sizeof what, "%s %s %lldx%lldx%lldx%lld %s", c->target, c->type, (long long)c->G, (long long)c->M,
+             (long long)c->N, (long long)c->K, c->perf ? c->perf : "heuristic");
+    char *text = compile_case(c, what);
+    if (!text) continue;
+    CHECK(strstr(text, cases[i].want) != NULL, "%s: no %s in the code", what, cases[i].want);
+    if (cases[i].not) CHECK(strstr(text, cases[i].not) == NULL, "%s: unexpected %s", what, cases[i].not);
+    if (!strncmp(c->target, "gfx", 3)) CHECK(count_sub(text, "; invalid") == 0, "%s: undecodable bytes", what);
+    free(text);
+  }
+  group_end("codegen: mma.sync in PTX (sm_80, sm_90), v_mfma (gfx90a, gfx942), v_wmma (gfx1100); scratch 0, limits; FMA fallback");
+}
+
+/* ---------------------------------------------------------------------------------
+ * errors
+ * --------------------------------------------------------------------------------- */
+static void test_errors(void) {
+  group_begin();
+  static const struct { gcase c; const char *want; } cases[] = {
+    { { "host", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" }, "needs a matrix instruction for f16" },
+    { { "gfx1030", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" }, "target gfx1030 has none" },
+    { { "sm_90", "f32", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" }, "needs a matrix instruction for f32" },
+    { { "gfx942", "f16", 1, 16, 16, 16, false, false, false, "v2:64,64,16,32,48,4", "f32" }, "nPerWave (48)" },
+    { { "gfx1100", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,7", "f32" }, "kPerBlock (16) is not a multiple of kpack (7)" },
+    { { "sm_80", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16", "f32" }, "missing kpack" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char err[4096] = "";
+    kl_ctx *ctx = kl_ctx_create();
+    kl_op *m = lower_case(ctx, &cases[i].c, "rock-gemm-to-gridwise", err, sizeof err);
+    CHECK(m == NULL && strstr(err, cases[i].want), "%s %s: want '%s', got: %s", cases[i].c.target, cases[i].c.perf, cases[i].want, err);
+    kl_ctx_destroy(ctx);
+  }
+  /* rock.mma for the wrong target is an error of lower-to-llvm, not an LLVM crash */
+  {
+    gcase c = { "gfx942", "f16", 1, 32, 32, 16, false, false, false, "v2:32,32,16,32,32,4", "f32" };
+    char err[4096];
+    kl_ctx *ctx = kl_ctx_create();
+    kl_op *m = lower_case(ctx, &c, NULL, err, sizeof err);
+    kl_op *k = m ? kernel_of(m) : NULL;
+    CHECK(k != NULL, "%s", err);
+    if (k) {
+      LLVMContextRef lc = LLVMContextCreate();
+      LLVMModuleRef lm = NULL;
+      CHECK(kl_lower_kernel_to_llvm(k, kl_target_lookup("sm_90"), lc, &lm) == KL_ERR, "mfma lowered for sm_90");
+      char *d = kl_diag_take(ctx);
+      CHECK(d && strstr(d, "rock.mma") && strstr(d, "not available on target sm_90"), "diag: %s", d ? d : "");
+      free(d);
+      if (lm) LLVMDisposeModule(lm);
+      LLVMContextDispose(lc);
+    }
+    kl_ctx_destroy(ctx);
+  }
+  group_end("errors: v2 without a matrix instruction, bad v2 fields, rock.mma on the wrong target");
+}
+
+/* ---------------------------------------------------------------------------------
+ * GPU (CUDA) run, when a device is present
+ * --------------------------------------------------------------------------------- */
+static void test_gpu(void) {
+  char err[4096];
+  kl_device *dev = kl_device_open("cuda", err, sizeof err);
+  if (!dev) {
+    char *nl = strchr(err, '\n');
+    if (nl) *nl = 0;
+    printf("gpu: skipped (no CUDA device: %s)\n", err);
+    return;
+  }
+  group_begin();
+  const kl_device_info *info = kl_device_get_info(dev);
+  static const struct { const char *type; int64_t M, N, K; } cases[] = {
+    { "f16", 127, 65, 200 }, { "bf16", 64, 96, 64 }, { "f16", 1024, 512, 256 }, { "f16", 7, 3, 5 },
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+    const char *T = cases[ci].type;
+    long long M = cases[ci].M, N = cases[ci].N, K = cases[ci].K;
+    char text[2048];
+    snprintf(text, sizeof text,
+             "func.func @mm() attributes {graph} {\n"
+             "  %%a = \"graph.param\"() {name = \"a\"} : () -> tensor<%lldx%lldx%s>\n"
+             "  %%b = \"graph.param\"() {name = \"b\"} : () -> tensor<%lldx%lldx%s>\n"
+             "  %%bias = \"graph.param\"() {name = \"bias\"} : () -> tensor<%lldx%s>\n"
+             "  %%d = \"graph.dot\"(%%a, %%b) : (tensor<%lldx%lldx%s>, tensor<%lldx%lldx%s>) -> tensor<%lldx%lldx%s>\n"
+             "  %%e = \"graph.add\"(%%d, %%bias) : (tensor<%lldx%lldx%s>, tensor<%lldx%s>) -> tensor<%lldx%lldx%s>\n"
+             "  %%r = \"graph.relu\"(%%e) : (tensor<%lldx%lldx%s>) -> tensor<%lldx%lldx%s>\n"
+             "  func.return %%r : tensor<%lldx%lldx%s>\n}\n",
+             M, K, T, K, N, T, N, T, M, K, T, K, N, T, M, N, T, M, N, T, N, T, M, N, T, M, N, T, M, N, T, M, N, T);
+    kl_ctx *ctx = kl_ctx_create();
+    kl_op *mod = kl_parse_module(ctx, text, strlen(text), "gpu.kir");
+    kl_op *g = mod ? kl_module_lookup(mod, "mm") : NULL;
+    CHECK(g != NULL, "parse: %s", mod ? "no @mm" : kl_diag_take(ctx));
+    if (!g) { kl_ctx_destroy(ctx); continue; }
+    const char *targets[1] = { info->arch };
+    kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true };
+    kl_program *p = kl_compile(g, &o, err, sizeof err);
+    CHECK(p != NULL, "compile for %s: %s", info->arch, err);
+    if (p) {
+      const kl_kernel_info *ki = kl_program_kernel(p, info->arch, 0);
+      CHECK(ki && !strncmp(ki->perf_config, "v2:", 3), "%s %s: kernel perf config %s (accel expected)", info->arch, T,
+            ki ? ki->perf_config : "none");
+      kl_dtype dt = kl_dtype_from_name(T);
+      int64_t sa[2] = { M, K }, sb[2] = { K, N }, sc[1] = { N };
+      kl_tensor *ta = kl_tensor_rand(dt, 2, sa, NULL, 11 + ci, KL_DIST_NORMAL, err, sizeof err);
+      kl_tensor *tb = kl_tensor_rand(dt, 2, sb, NULL, 23 + ci, KL_DIST_NORMAL, err, sizeof err);
+      kl_tensor *tc = kl_tensor_rand(dt, 1, sc, NULL, 37 + ci, KL_DIST_NORMAL, err, sizeof err);
+      kl_named_tensor in[3] = { { "a", ta }, { "b", tb }, { "bias", tc } };
+      int nout = 0, nref = 0;
+      kl_tensor **out = NULL, **ref = NULL;
+      kl_status st = kl_program_run(p, dev, 3, in, &nout, &out, err, sizeof err);
+      CHECK(st == KL_OK && nout == 1, "run on %s: %s", info->name, err);
+      CHECK(kl_graph_eval(g, 3, in, &nref, &ref, err, sizeof err) == KL_OK && nref == 1, "eval: %s", err);
+      if (st == KL_OK && nout == 1 && nref == 1) {
+        double maxerr = 0, maxref = 0;
+        for (int64_t i = 0; i < M * N; i++) {
+          double x = kl_tensor_get_flat(out[0], i), y = kl_tensor_get_flat(ref[0], i);
+          double e = fabs(x - y);
+          if (!(e <= maxerr)) maxerr = isnan(e) ? INFINITY : e;
+          if (fabs(y) > maxref) maxref = fabs(y);
+        }
+        double tol = (!strcmp(T, "bf16") ? 2e-2 : 1e-2) * (maxref > 1 ? maxref : 1);
+        CHECK(maxerr <= tol, "%s %s %lldx%lldx%lld on %s: max error %g (max |ref| %g, tolerance %g)", info->arch, T, M, N, K,
+              info->name, maxerr, maxref, tol);
+        printf("gpu: %s %s %lldx%lldx%lld (%s): max error %g, max |ref| %g\n", info->arch, T, M, N, K,
+               ki ? ki->perf_config : "?", maxerr, maxref);
+      }
+      for (int i = 0; i < nout; i++) kl_tensor_release(out[i]);
+      for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
+      free(out); free(ref);
+      kl_tensor_release(ta); kl_tensor_release(tb); kl_tensor_release(tc);
+      kl_program_release(p);
+    }
+    kl_ctx_destroy(ctx);
+  }
+  kl_device_destroy(dev);
+  group_end("gpu: dot + bias + relu on the CUDA device (tensor cores) against g:eval");
+}
+
+int main(void) {
+  test_layouts();
+  test_configs();
+  test_numerics();
+  test_graphs();
+  test_fused_suite();
+  test_codegen();
+  test_errors();
+  test_gpu();
+  printf("test_accel: %d checks passed%s\n", g_checks - g_fail, g_fail ? "" : "");
+  if (g_fail) printf("test_accel: %d checks FAILED\n", g_fail);
+  return g_fail ? 1 : 0;
+}
