@@ -1,6 +1,7 @@
 /* kiln_lua_program.c — devices, targets and compiled programs in Lua:
  * kiln.device(name) ("kiln.device" userdata, one per name and Lua state), kiln.targets(),
- * kiln.compile(g, opts) -> "kiln.program" with p:run, p:kernels, p:ir, p:plan, p:binary.
+ * kiln.compile(g, opts) -> "kiln.program" with p:run, p:kernels, p:ir, p:plan, p:binary,
+ * p:prepare -> "kiln.prepared" (device-resident inputs for benchmarks: r:launch, r:time).
  * Lifetimes: a program that ran on a device holds loaded modules of that device, and the
  * context's compile cache may hold the program after every Lua handle is gone. So a
  * device (refcounted devref) is kept open by its Lua handle, by every program holder
@@ -666,6 +667,203 @@ static int pp_targets(lua_State *L) {
 }
 static int pp_nkernels(lua_State *L) { kl_program *p; check_prog(L, 1, &p); lua_pushinteger(L, kl_program_nkernels(p, NULL)); return 1; }
 
+/* ------------------------------------------------------- prepared runs ---- */
+/* r = p:prepare({name = tensor, ...} [, {device=, sets=, rotate_bytes=, max_sets=, poison=}])
+ * -> "kiln.prepared": device buffers allocated and the inputs uploaded once (see
+ * kl_program_prepare). Methods: r:launch([set]) enqueues one run of the plan on buffer set
+ * `set` (1-based, default 1; no copies); r:sync(); r:time{warmup=, reps=} -> list of
+ * milliseconds per run (device events; the sets rotate); r:outputs([set]) -> tensors;
+ * r:poison(); r:free() (also __gc / __close). Properties: r.sets, r.set_bytes, r.launches.
+ * The prepared run keeps its program (uservalue 1) and its device (a devref) alive. */
+#define MT_PREPARED "kiln.prepared"
+typedef struct prep_ud { kl_prepared *r; devref *d; } prep_ud;
+
+static prep_ud *check_prep(lua_State *L, int idx) {
+  prep_ud *u = luaL_checkudata(L, idx, MT_PREPARED);
+  if (!u->r) luaL_error(L, "kiln: this prepared run has been freed");
+  return u;
+}
+static int prep_free(lua_State *L) {
+  prep_ud *u = luaL_checkudata(L, 1, MT_PREPARED);
+  if (u->r) { kl_prepared_free(u->r); u->r = NULL; }
+  if (u->d) { devref_release(u->d); u->d = NULL; }
+  return 0;
+}
+static int prep_tostring(lua_State *L) {
+  prep_ud *u = luaL_checkudata(L, 1, MT_PREPARED);
+  if (!u->r) { lua_pushstring(L, "kiln.prepared (freed)"); return 1; }
+  lua_pushfstring(L, "kiln.prepared (%s, %d buffer set%s of %I bytes, %d launch%s)", u->d->id, kl_prepared_nsets(u->r),
+                  kl_prepared_nsets(u->r) == 1 ? "" : "s", (lua_Integer)kl_prepared_set_bytes(u->r),
+                  kl_prepared_nlaunches(u->r), kl_prepared_nlaunches(u->r) == 1 ? "" : "es");
+  return 1;
+}
+static int opt_set(lua_State *L, int idx, prep_ud *u, const char *what) {
+  if (lua_isnoneornil(L, idx)) return 0;
+  lua_Integer s = luaL_checkinteger(L, idx);
+  if (s < 1 || s > kl_prepared_nsets(u->r))
+    return kl_lua__rt_error(L, what, "buffer set %lld out of range (1..%d)", (long long)s, kl_prepared_nsets(u->r));
+  return (int)s - 1;
+}
+static int prep_err(lua_State *L, const char *what, const char *err) {
+  return kl_lua__rt_error(L, what, "%s", *err ? err : "failed");
+}
+static int prep_launch(lua_State *L) {
+  prep_ud *u = check_prep(L, 1);
+  int set = opt_set(L, 2, u, "launch");
+  char err[2048] = "";
+  if (kl_prepared_launch(u->r, set, err, sizeof err) != KL_OK) return prep_err(L, "launch", err);
+  return 0;
+}
+static int prep_sync(lua_State *L) {
+  prep_ud *u = check_prep(L, 1);
+  char err[2048] = "";
+  if (kl_prepared_sync(u->r, err, sizeof err) != KL_OK) return prep_err(L, "sync", err);
+  return 0;
+}
+static int prep_poison(lua_State *L) {
+  prep_ud *u = check_prep(L, 1);
+  char err[2048] = "";
+  if (kl_prepared_poison(u->r, err, sizeof err) != KL_OK || kl_prepared_sync(u->r, err, sizeof err) != KL_OK)
+    return prep_err(L, "poison", err);
+  return 0;
+}
+static int prep_time(lua_State *L) {
+  prep_ud *u = check_prep(L, 1);
+  lua_Integer warmup = 3, reps = 10;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1))
+      if (lua_type(L, -2) != LUA_TSTRING || (strcmp(lua_tostring(L, -2), "warmup") && strcmp(lua_tostring(L, -2), "reps")))
+        return kl_lua__rt_error(L, "time", "unknown option '%s' (known: reps, warmup)", luaL_tolstring(L, -2, NULL));
+    if (lua_getfield(L, 2, "warmup") != LUA_TNIL) {
+      if (!lua_isinteger(L, -1)) return kl_lua__rt_error(L, "time", "warmup must be an integer");
+      warmup = lua_tointeger(L, -1);
+    }
+    if (lua_getfield(L, 2, "reps") != LUA_TNIL) {
+      if (!lua_isinteger(L, -1)) return kl_lua__rt_error(L, "time", "reps must be an integer");
+      reps = lua_tointeger(L, -1);
+    }
+  }
+  if (warmup < 0 || warmup > 1000000 || reps < 1 || reps > 1000000)
+    return kl_lua__rt_error(L, "time", "need 0 <= warmup <= 1e6 and 1 <= reps <= 1e6 (got %lld, %lld)", (long long)warmup, (long long)reps);
+  float *ms = kl_lua__tmp(L, (size_t)reps * sizeof *ms);
+  char err[2048] = "";
+  if (kl_prepared_time(u->r, (int)warmup, (int)reps, ms, err, sizeof err) != KL_OK) return prep_err(L, "time", err);
+  lua_createtable(L, (int)reps, 0);
+  for (lua_Integer i = 0; i < reps; i++) { lua_pushnumber(L, ms[i]); lua_rawseti(L, -2, i + 1); }
+  return 1;
+}
+static int prep_outputs(lua_State *L) {
+  prep_ud *u = check_prep(L, 1);
+  int set = opt_set(L, 2, u, "outputs");
+  int nout = 0;
+  kl_tensor **outs = NULL;
+  char err[2048] = "";
+  if (kl_prepared_outputs(u->r, set, &nout, &outs, err, sizeof err) != KL_OK) return prep_err(L, "outputs", err);
+  if (!lua_checkstack(L, nout + 4)) {
+    for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
+    free(outs);
+    return luaL_error(L, "kiln: too many outputs");
+  }
+  for (int i = 0; i < nout; i++) {
+    kl_lua__push_tensor(L, outs[i]);
+    if (strcmp(u->d->id, "host")) { lua_pushstring(L, u->d->id); lua_setiuservalue(L, -2, 1); }
+  }
+  free(outs);
+  return nout;
+}
+static int rp_sets(lua_State *L) { lua_pushinteger(L, kl_prepared_nsets(check_prep(L, 1)->r)); return 1; }
+static int rp_set_bytes(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_prepared_set_bytes(check_prep(L, 1)->r)); return 1; }
+static int rp_launches(lua_State *L) { lua_pushinteger(L, kl_prepared_nlaunches(check_prep(L, 1)->r)); return 1; }
+
+/* p:load_kernels([{device = dev | "name"}]) — loads the kernels on the device now (compile-latency
+ * benchmarks: graph -> loaded kernel); returns the program. */
+static int prog_load(lua_State *L) {
+  kl_program *p;
+  prog_ud *u = check_prog(L, 1, &p);
+  lua_settop(L, 2);
+  if (!lua_isnil(L, 2) && !lua_istable(L, 2)) return kl_lua__rt_error(L, "load_kernels", "options must be a table {device = ...}");
+  if (lua_istable(L, 2))
+    for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1))
+      if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "device"))
+        return kl_lua__rt_error(L, "load_kernels", "unknown option '%s' (known: device)", luaL_tolstring(L, -2, NULL));
+  devref *d = run_device(L, p, 2);
+  bool first = devs_add(&u->h->devs, &u->h->n, d);
+  devhold *dh = ctx_devhold(prog_ctx(L, 1));
+  if (dh) devs_add(&dh->devs, &dh->n, d);
+  else if (first) d->refs++;
+  char err[4096] = "";
+  if (kl_program_load_kernels(p, d->dev, err, sizeof err) != KL_OK)
+    return kl_lua__rt_error(L, "load_kernels", "%s", !*err ? "failed" : strncmp(err, "load: ", 6) ? err : err + 6);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static const char *const PREPARE_OPTS[] = { "device", "sets", "rotate_bytes", "max_sets", "poison", NULL };
+static int prog_prepare(lua_State *L) {
+  const char *what = "prepare";
+  kl_program *p;
+  prog_ud *u = check_prog(L, 1, &p);
+  lua_settop(L, 3);
+  if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
+  if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ..., sets = ...}");
+  kl_prepare_opts po = {0};
+  if (lua_istable(L, 3)) {
+    for (lua_pushnil(L); lua_next(L, 3); lua_pop(L, 1)) {
+      bool known = false;
+      if (lua_type(L, -2) == LUA_TSTRING)
+        for (int i = 0; PREPARE_OPTS[i]; i++) if (!strcmp(PREPARE_OPTS[i], lua_tostring(L, -2))) known = true;
+      if (!known) return kl_lua__rt_error(L, what, "unknown option '%s' (known: device, max_sets, poison, rotate_bytes, sets)",
+                                          luaL_tolstring(L, -2, NULL));
+    }
+    static const char *const ints[] = { "sets", "rotate_bytes", "max_sets" };
+    for (int i = 0; i < 3; i++) {
+      if (lua_getfield(L, 3, ints[i]) != LUA_TNIL) {
+        lua_Integer n;
+        if (lua_isinteger(L, -1)) n = lua_tointeger(L, -1);
+        else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == (lua_Number)(lua_Integer)lua_tonumber(L, -1)) n = (lua_Integer)lua_tonumber(L, -1);
+        else return kl_lua__rt_error(L, what, "%s must be an integer", ints[i]);
+        if (n < 0 || (i != 1 && n > 4096)) return kl_lua__rt_error(L, what, "%s must be between 0 and %s", ints[i], i == 1 ? "2^63" : "4096");
+        if (i == 0) po.sets = (int)n; else if (i == 1) po.rotate_bytes = (size_t)n; else po.max_sets = (int)n;
+      }
+      lua_pop(L, 1);
+    }
+    if (lua_getfield(L, 3, "poison") != LUA_TNIL) po.no_poison = !lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  devref *d = run_device(L, p, 3);
+  int count = 0;
+  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) count++;
+  kl_named_tensor *in = kl_lua__tmp(L, (size_t)(count ? count : 1) * sizeof *in);
+  int k = 0;
+  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      return kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
+    kl_tensor *t = kl_lua__test_tensor(L, -1);
+    if (!t) return kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
+    kl_lua__check_tensor(L, -1);
+    in[k].name = lua_tostring(L, -2);
+    in[k].tensor = t;
+    k++;
+  }
+  /* the program keeps modules loaded on the device: keep the device open as p:run does */
+  bool first = devs_add(&u->h->devs, &u->h->n, d);
+  devhold *dh = ctx_devhold(prog_ctx(L, 1));
+  if (dh) devs_add(&dh->devs, &dh->n, d);
+  else if (first) d->refs++;
+  prep_ud *r = lua_newuserdatauv(L, sizeof *r, 1);
+  r->r = NULL; r->d = NULL;
+  luaL_setmetatable(L, MT_PREPARED);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  char err[4096] = "";
+  r->r = kl_program_prepare(p, d->dev, k, in, &po, err, sizeof err);
+  if (!r->r) return kl_lua__rt_error(L, what, "%s", !*err ? "failed" : strncmp(err, "prepare: ", 9) ? err : err + 9);
+  r->d = d;
+  d->refs++;
+  return 1;
+}
+
 void kl_lua__open_program(lua_State *L) {
   int mod = lua_gettop(L);
   lua_newtable(L); lua_setfield(L, LUA_REGISTRYINDEX, REG_DEVCACHE);
@@ -690,13 +888,21 @@ void kl_lua__open_program(lua_State *L) {
   static const luaL_Reg pmeta[] = { { "__tostring", prog_tostring }, { NULL, NULL } };
   static const luaL_Reg pmethods[] = {
     { "run", prog_run }, { "kernels", prog_kernels }, { "ir", prog_ir }, { "plan", prog_plan },
-    { "binary", prog_binary }, { NULL, NULL }
+    { "binary", prog_binary }, { "prepare", prog_prepare }, { "load_kernels", prog_load }, { NULL, NULL }
   };
   static const luaL_Reg pprops[] = {
     { "compile_ms", pp_compile_ms }, { "from_cache", pp_from_cache }, { "targets", pp_targets },
     { "nkernels", pp_nkernels }, { NULL, NULL }
   };
   kl_lua__class(L, mod, KL_MT_PROGRAM, "program", pmethods, pprops, pmeta);
+
+  static const luaL_Reg rmeta[] = { { "__gc", prep_free }, { "__close", prep_free }, { "__tostring", prep_tostring }, { NULL, NULL } };
+  static const luaL_Reg rmethods[] = {
+    { "launch", prep_launch }, { "sync", prep_sync }, { "time", prep_time }, { "outputs", prep_outputs },
+    { "poison", prep_poison }, { "free", prep_free }, { NULL, NULL }
+  };
+  static const luaL_Reg rprops[] = { { "sets", rp_sets }, { "set_bytes", rp_set_bytes }, { "launches", rp_launches }, { NULL, NULL } };
+  kl_lua__class(L, mod, MT_PREPARED, "prepared", rmethods, rprops, rmeta);
 
   static const luaL_Reg fns[] = {
     { "device", l_device }, { "device_backends", l_device_backends }, { "targets", l_targets },

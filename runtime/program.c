@@ -710,3 +710,242 @@ int kl_program_target_for_device(const kl_program *p, const kl_device_info *info
   variant *v = variant_for((kl_program *)p, info);
   return v ? (int)(v - p->v) : -1;
 }
+
+/* ---- prepared runs ---- */
+typedef struct prep_out { int slot; kl_dtype dtype; int rank; int64_t shape[KL_TENSOR_MAX_RANK], strides[KL_TENSOR_MAX_RANK]; } prep_out;
+
+struct kl_prepared {
+  kl_program *p;
+  variant *v;
+  kl_device *dev;
+  loaded *l;
+  int nsets, nslots, nsteps, noutputs;
+  size_t set_bytes;
+  size_t *bytes;          /* per slot */
+  bool *is_result;        /* per slot */
+  void **ptr;             /* [set * nslots + slot] device pointers */
+  void ***args;           /* [set * nsteps + step] launch argument arrays (point into ptr) */
+  size_t *arg_sizes;      /* sizeof(void *) for the widest launch */
+  prep_out *outs;
+};
+
+static size_t type_bytes_span(const kl_type *t) {
+  int64_t rm[KL_TENSOR_MAX_RANK];
+  const int64_t *st = t->strides;
+  if (!st) {
+    int64_t s = 1;
+    for (int i = t->rank - 1; i >= 0; i--) { rm[i] = s; s *= t->shape[i] > 0 ? t->shape[i] : 1; }
+    st = rm;
+  }
+  int64_t span = 1;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] == 0) return 0;
+    span += (t->shape[i] - 1) * st[i];
+  }
+  return (size_t)span * kl_dtype_size(kl_dtype_of_type(t->elem));
+}
+
+void kl_prepared_free(kl_prepared *r) {
+  if (!r) return;
+  if (r->ptr)
+    for (int i = 0; i < r->nsets * r->nslots; i++) if (r->ptr[i]) kl_device_free(r->dev, r->ptr[i]);
+  if (r->args)
+    for (int i = 0; i < r->nsets * r->nsteps; i++) free(r->args[i]);
+  free(r->args); free(r->ptr); free(r->bytes); free(r->is_result); free(r->arg_sizes); free(r->outs);
+  kl_program_release(r->p);
+  free(r);
+}
+
+int kl_prepared_nsets(const kl_prepared *r) { return r->nsets; }
+size_t kl_prepared_set_bytes(const kl_prepared *r) { return r->set_bytes; }
+int kl_prepared_nlaunches(const kl_prepared *r) { return r->nsteps; }
+
+static kl_status prep_fail(kl_prepared *r, char *err, size_t errlen, const char *what) {
+  snprintf(err, errlen, "%s: %s", what, kl_device_error(r->dev));
+  return KL_ERR;
+}
+
+kl_status kl_prepared_poison(kl_prepared *r, char *err, size_t errlen) {
+  for (int s = 0; s < r->nsets; s++)
+    for (int i = 0; i < r->nslots; i++)
+      if (r->is_result[i] && r->bytes[i] && kl_device_fill(r->dev, r->ptr[s * r->nslots + i], 0xff, 1, r->bytes[i]) != KL_OK)
+        return prep_fail(r, err, errlen, "prepare: poisoning the results");
+  return KL_OK;
+}
+
+kl_status kl_program_load_kernels(kl_program *p, kl_device *dev, char *err, size_t errlen) {
+  const kl_device_info *info = kl_device_get_info(dev);
+  variant *v = variant_for(p, info);
+  if (!v) { snprintf(err, errlen, "load: the program has no binary for device %s (%s)", info->name, info->arch); return KL_ERR; }
+  char lerr[1024];
+  if (!load_on(v, dev, lerr, sizeof lerr)) { snprintf(err, errlen, "load: %s", strncmp(lerr, "run: ", 5) ? lerr : lerr + 5); return KL_ERR; }
+  return KL_OK;
+}
+
+kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
+                                const kl_prepare_opts *opts_in, char *err, size_t errlen) {
+  kl_prepare_opts opts = opts_in ? *opts_in : (kl_prepare_opts){0};
+  const kl_device_info *info = kl_device_get_info(dev);
+  variant *v = variant_for(p, info);
+  if (!v) {
+    kl_sb sb = {0};
+    for (int i = 0; i < p->nvariants; i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", p->v[i].target);
+    snprintf(err, errlen, "prepare: the program has no binary for device %s (%s); compiled for: %s", info->name, info->arch, kl_sb_str(&sb));
+    kl_sb_free(&sb);
+    return NULL;
+  }
+  if (opts.sets < 0 || opts.max_sets < 0) { snprintf(err, errlen, "prepare: sets and max_sets must be >= 0"); return NULL; }
+  for (int i = 0; i < ninputs; i++) {
+    if (!kl_graph_param(v->plan, inputs[i].name)) { snprintf(err, errlen, "prepare: the graph has no param named '%s'", inputs[i].name); return NULL; }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(inputs[i].name, inputs[j].name)) { snprintf(err, errlen, "prepare: input '%s' given twice", inputs[i].name); return NULL; }
+  }
+  char lerr[1024];
+  loaded *l = load_on(v, dev, lerr, sizeof lerr);
+  if (!l) { snprintf(err, errlen, "prepare: %s", strncmp(lerr, "run: ", 5) ? lerr : lerr + 5); return NULL; }
+  kl_prepared *r = kl_xcalloc(1, sizeof *r);
+  r->p = kl_program_retain(p);
+  r->v = v; r->dev = dev; r->l = l;
+  r->nslots = v->nslots; r->nsteps = v->nsteps; r->noutputs = v->noutputs;
+  r->bytes = kl_xcalloc(r->nslots + 1, sizeof *r->bytes);
+  r->is_result = kl_xcalloc(r->nslots + 1, sizeof *r->is_result);
+  const kl_tensor **src = kl_xcalloc(r->nslots + 1, sizeof *src);   /* host data of params and constants */
+  /* inputs and constants */
+  for (kl_op *o = kl_graph_body(v->plan)->first; o; o = o->next) {
+    int s = (int)o->scratch;
+    if (!strcmp(o->name, "graph.param")) {
+      const char *pn = kl_op_attr_string(o, "name");
+      const kl_tensor *t = NULL;
+      for (int i = 0; i < ninputs; i++) if (!strcmp(inputs[i].name, pn)) t = inputs[i].tensor;
+      if (!t) {
+        char where[256]; kl_loc_format(o->loc, where, sizeof where);
+        snprintf(err, errlen, "%s: error: prepare: missing input '%s' (%s)", where, pn, kl_type_str(o->results[0].type));
+        goto fail;
+      }
+      if (kl_graph_check_input(o, t, err, errlen) != KL_OK) goto fail;
+      src[s] = t;
+      r->bytes[s] = tensor_bytes_span(t);
+    } else if (!strcmp(o->name, "graph.constant")) {
+      src[s] = v->slots[s].constant;
+      r->bytes[s] = tensor_bytes_span(src[s]);
+    }
+  }
+  for (int i = 0; i < r->nslots; i++) {
+    if (!strcmp(v->slots[i].kind, "result")) { r->is_result[i] = true; r->bytes[i] = type_bytes_span(v->slots[i].type); }
+    r->set_bytes += r->bytes[i];
+  }
+  r->outs = kl_xcalloc(r->noutputs + 1, sizeof *r->outs);
+  for (int i = 0; i < r->noutputs; i++) {
+    prep_out *po = &r->outs[i];
+    const kl_type *t = v->slots[v->outputs[i]].type;
+    po->slot = v->outputs[i];
+    po->dtype = kl_dtype_of_type(t->elem);
+    po->rank = t->rank;
+    for (int d = 0; d < t->rank; d++) po->shape[d] = t->shape[d];
+    if (t->strides) for (int d = 0; d < t->rank; d++) po->strides[d] = t->strides[d];
+    else kl_strides_row_major(t->rank, po->shape, po->strides);
+  }
+  /* how many buffer sets */
+  if (opts.sets > 0) r->nsets = opts.sets;
+  else if (opts.rotate_bytes > 0 && r->set_bytes > 0) {
+    size_t n = (opts.rotate_bytes + r->set_bytes - 1) / r->set_bytes;
+    size_t cap = opts.max_sets > 0 ? (size_t)opts.max_sets : 64;
+    r->nsets = (int)(n < 1 ? 1 : n > cap ? cap : n);
+  } else r->nsets = 1;
+  /* device memory: set 0 from the host, the others copied on the device */
+  r->ptr = kl_xcalloc((size_t)r->nsets * r->nslots + 1, sizeof *r->ptr);
+  for (int s = 0; s < r->nsets; s++)
+    for (int i = 0; i < r->nslots; i++) {
+      void **d = &r->ptr[s * r->nslots + i];
+      if (kl_device_alloc(dev, r->bytes[i], d) != KL_OK) { prep_fail(r, err, errlen, "prepare"); goto fail; }
+      if (r->is_result[i] || !r->bytes[i]) continue;
+      kl_status st = s == 0 ? kl_device_copy_htod(dev, *d, tensor_ptr(src[i]), r->bytes[i])
+                            : kl_device_copy_dtod(dev, *d, r->ptr[i], r->bytes[i]);
+      if (st != KL_OK) { prep_fail(r, err, errlen, "prepare: uploading the inputs"); goto fail; }
+    }
+  if (!opts.no_poison && kl_prepared_poison(r, err, errlen) != KL_OK) goto fail;
+  /* launch arguments per set and step */
+  int maxargs = 1;
+  for (int s = 0; s < r->nsteps; s++) if (v->steps[s].nargs > maxargs) maxargs = v->steps[s].nargs;
+  r->arg_sizes = kl_xmalloc((size_t)maxargs * sizeof *r->arg_sizes);
+  for (int a = 0; a < maxargs; a++) r->arg_sizes[a] = sizeof(void *);
+  r->args = kl_xcalloc((size_t)r->nsets * r->nsteps + 1, sizeof *r->args);
+  for (int set = 0; set < r->nsets; set++)
+    for (int s = 0; s < r->nsteps; s++) {
+      const kl_plan_step *step = &v->steps[s];
+      void **a = kl_xmalloc((size_t)(step->nargs + 1) * sizeof *a);
+      for (int k = 0; k < step->nargs; k++) a[k] = &r->ptr[set * r->nslots + step->args[k]];
+      r->args[set * r->nsteps + s] = a;
+    }
+  if (kl_device_synchronize(dev) != KL_OK) { prep_fail(r, err, errlen, "prepare"); goto fail; }
+  free(src);
+  return r;
+fail:
+  free(src);
+  kl_prepared_free(r);
+  return NULL;
+}
+
+kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) {
+  if (set < 0 || set >= r->nsets) { snprintf(err, errlen, "launch: buffer set %d out of range (0..%d)", set, r->nsets - 1); return KL_ERR; }
+  for (int s = 0; s < r->nsteps; s++) {
+    const kl_plan_step *step = &r->v->steps[s];
+    const kl_kernel_info *k = &r->v->kernels[step->kernel];
+    uint32_t grid[3] = { (uint32_t)k->grid_size, 1, 1 }, block[3] = { (uint32_t)k->block_size, 1, 1 };
+    if (kl_device_launch(r->l->kernels[step->kernel], grid, block, 0, r->args[set * r->nsteps + s], r->arg_sizes, step->nargs) != KL_OK) {
+      snprintf(err, errlen, "launch of %s: %s", k->name, kl_device_error(r->dev));
+      return KL_ERR;
+    }
+  }
+  return KL_OK;
+}
+
+kl_status kl_prepared_sync(kl_prepared *r, char *err, size_t errlen) {
+  if (kl_device_synchronize(r->dev) != KL_OK) return prep_fail(r, err, errlen, "synchronize");
+  return KL_OK;
+}
+
+kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, char *err, size_t errlen) {
+  if (warmup < 0 || reps < 1) { snprintf(err, errlen, "time: warmup must be >= 0 and reps >= 1"); return KL_ERR; }
+  int set = 0;
+  for (int i = 0; i < warmup; i++, set = (set + 1) % r->nsets)
+    if (kl_prepared_launch(r, set, err, errlen) != KL_OK) return KL_ERR;
+  if (kl_prepared_sync(r, err, errlen) != KL_OK) return KL_ERR;
+  kl_dev_event **ev = kl_xcalloc((size_t)reps + 1, sizeof *ev);
+  kl_status st = KL_OK;
+  for (int i = 0; i <= reps && st == KL_OK; i++)
+    if (kl_device_event_create(r->dev, &ev[i]) != KL_OK) st = prep_fail(r, err, errlen, "time");
+  if (st == KL_OK && kl_device_event_record(ev[0]) != KL_OK) st = prep_fail(r, err, errlen, "time");
+  for (int i = 0; i < reps && st == KL_OK; i++, set = (set + 1) % r->nsets) {
+    st = kl_prepared_launch(r, set, err, errlen);
+    if (st == KL_OK && kl_device_event_record(ev[i + 1]) != KL_OK) st = prep_fail(r, err, errlen, "time");
+  }
+  if (st == KL_OK) st = kl_prepared_sync(r, err, errlen);
+  for (int i = 0; i < reps && st == KL_OK; i++)
+    if (kl_device_event_elapsed_ms(ev[i], ev[i + 1], &ms_out[i]) != KL_OK) st = prep_fail(r, err, errlen, "time");
+  for (int i = 0; i <= reps; i++) if (ev[i]) kl_device_event_destroy(ev[i]);
+  free(ev);
+  return st;
+}
+
+kl_status kl_prepared_outputs(kl_prepared *r, int set, int *noutputs, kl_tensor ***outputs, char *err, size_t errlen) {
+  *noutputs = 0; *outputs = NULL;
+  if (set < 0 || set >= r->nsets) { snprintf(err, errlen, "outputs: buffer set %d out of range (0..%d)", set, r->nsets - 1); return KL_ERR; }
+  if (kl_prepared_sync(r, err, errlen) != KL_OK) return KL_ERR;
+  kl_tensor **outs = kl_xcalloc(r->noutputs + 1, sizeof *outs);
+  for (int i = 0; i < r->noutputs; i++) {
+    prep_out *po = &r->outs[i];
+    outs[i] = kl_tensor_zeros(po->dtype, po->rank, po->shape, po->strides, err, errlen);
+    size_t n = outs[i] ? tensor_bytes_span(outs[i]) : 0;
+    if (n > r->bytes[po->slot]) n = r->bytes[po->slot];
+    if (!outs[i] || (n && kl_device_copy_dtoh(r->dev, tensor_ptr(outs[i]), r->ptr[set * r->nslots + po->slot], n) != KL_OK)) {
+      if (outs[i]) prep_fail(r, err, errlen, "outputs");
+      for (int j = 0; j <= i; j++) kl_tensor_release(outs[j]);
+      free(outs);
+      return KL_ERR;
+    }
+  }
+  *noutputs = r->noutputs;
+  *outputs = outs;
+  return KL_OK;
+}

@@ -115,4 +115,47 @@ typedef struct kl_program_part {
 kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *parts, char *err, size_t errlen);
 /* The index of the target variant kl_program_run would pick for a device, -1 if none. */
 int kl_program_target_for_device(const kl_program *p, const kl_device_info *info);
+
+/* ---- prepared runs (benchmarks) ----
+ * kl_program_prepare picks the variant for dev (as kl_program_run does), checks the
+ * inputs against the params, loads the kernels, allocates device buffers for every slot
+ * of the plan (inputs, constants, intermediate and final results) and uploads the inputs
+ * and constants once. It may allocate several complete sets of these buffers (inputs
+ * copied device-to-device from the first set) so that repeated launches can rotate among
+ * them: a benchmark whose data fits in the cache then still reads its inputs from memory.
+ * Result buffers of every set are poisoned with 0xFF bytes (NaN in every float dtype, -1 in
+ * ints) unless opts->no_poison, so an element the kernels never write shows up as NaN.
+ *  - kl_prepared_launch enqueues the plan's launches on buffer set `set` (no copies, no
+ *    synchronisation: GPU errors surface at kl_prepared_sync or a later call).
+ *  - kl_prepared_time runs `warmup` launches of the plan, then `reps` launches back to back
+ *    (set i % nsets for the i-th launch after warm-up, continuing the rotation), with a
+ *    device event recorded before the first and after each: ms_out[i] is the device time
+ *    of launch i (events between consecutive launches, so launch gaps the host causes are
+ *    counted, as they would be in real use). It synchronises before returning.
+ *  - kl_prepared_outputs synchronises and downloads the outputs of one set into new host
+ *    tensors (the caller releases each and frees the array).
+ *  - The prepared run holds a reference to the program; the device must outlive it (it
+ *    frees its buffers on the device in kl_prepared_free). Errors: NULL / KL_ERR plus a
+ *    message in err. */
+/* Loads the kernels of the variant for dev now (kl_program_run and kl_program_prepare
+ * load on first use otherwise; a second call is a no-op). For compile-latency benchmarks. */
+kl_status kl_program_load_kernels(kl_program *p, kl_device *dev, char *err, size_t errlen);
+typedef struct kl_prepared kl_prepared;
+typedef struct kl_prepare_opts {
+  int sets;                /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */
+  size_t rotate_bytes;     /* with sets == 0: the fewest sets spanning at least this many bytes */
+  int max_sets;            /* cap for derived sets (0: 64) */
+  bool no_poison;
+} kl_prepare_opts;
+kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
+                                const kl_prepare_opts *opts, char *err, size_t errlen);
+int kl_prepared_nsets(const kl_prepared *r);
+size_t kl_prepared_set_bytes(const kl_prepared *r);   /* device bytes of one buffer set */
+int kl_prepared_nlaunches(const kl_prepared *r);      /* kernel launches per run of the plan */
+kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen);
+kl_status kl_prepared_sync(kl_prepared *r, char *err, size_t errlen);
+kl_status kl_prepared_poison(kl_prepared *r, char *err, size_t errlen);   /* result buffers of every set */
+kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, char *err, size_t errlen);
+kl_status kl_prepared_outputs(kl_prepared *r, int set, int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
+void kl_prepared_free(kl_prepared *r);
 #endif

@@ -1,0 +1,413 @@
+-- bench/gpu_kiln.lua — kiln's side of the GPU suite (issue 7): GEMM, the fused conv+add+relu,
+-- element-wise add and compile latency on the present device, one TSV row per measurement.
+--
+--   build/kiln bench/gpu_kiln.lua OUT.tsv [--case ID]... [--cases FILE] [--device NAME]
+--                                 [--budget-ms MS] [--samples N] [--ptx DIR] [--suffix S] [--list]
+--
+-- OUT.tsv gets a header if it is new, then rows are appended (bench/gpu_peers.py writes the
+-- same columns, bench/gpu_report.py merges them). Cases come from bench/gpu_cases.txt
+-- (--cases for another file; --case ID, repeatable, picks some). --device defaults to
+-- "cuda"; "host" runs the same code on the host device (bench/host_cases.txt: a check of
+-- the harness, and the host suite). --ptx DIR writes each case's kernel binaries there;
+-- --suffix S is appended to the case ids of the rows (a repeated measurement: "#2").
+--
+-- Method (../.library/device/METHOD.md): random inputs (kiln.rand, uniform [-1, 1), never
+-- zeros); p:prepare uploads them once into device buffers, enough buffer sets to span at
+-- least 256 MiB (rotated launch by launch, so inputs that fit in the 60 MB L2 are still read
+-- from memory), result buffers poisoned with NaN; one launch is checked before any timing
+-- (every output element finite, i.e. written; a sample of outputs against float64 dot
+-- products computed here from the input tensors); then warm-up (>= 100 ms of launches) and
+-- r:time: device events around each launch, launches back to back, median reported with
+-- the 10th/90th percentiles. The number of repeats fills --budget-ms (default 600) per case.
+local KILN_ROOT = "."
+local out_path, device_name, cases_file = nil, "cuda", KILN_ROOT .. "/bench/gpu_cases.txt"
+local want_cases, budget_ms, nsamples, ptx_dir, list_only, suffix = {}, 600, 16, nil, false, ""
+local ROTATE_BYTES = 256 * 1024 * 1024
+local WARM_MS, MIN_REPS, MAX_REPS = 100, 10, 2000
+
+do
+  local i = 1
+  local function val() i = i + 1; local v = assert(arg[i], "missing value after " .. arg[i - 1]); return v end
+  while arg and arg[i] do
+    local a = arg[i]
+    if a == "--case" then want_cases[#want_cases + 1] = val()
+    elseif a == "--cases" then cases_file = val()
+    elseif a == "--device" then device_name = val()
+    elseif a == "--budget-ms" then budget_ms = assert(tonumber(val()), "--budget-ms takes a number")
+    elseif a == "--samples" then nsamples = assert(math.tointeger(tonumber(val())), "--samples takes an integer")
+    elseif a == "--ptx" then ptx_dir = val()
+    elseif a == "--list" then list_only = true
+    elseif a == "--suffix" then suffix = val()
+    elseif a:sub(1, 2) == "--" then error("gpu_kiln.lua: unknown option " .. a)
+    else out_path = a end
+    i = i + 1
+  end
+end
+
+-- ---------------------------------------------------------------- cases ----
+local function read_cases(path)
+  local f = assert(io.open(path, "r"), "cannot open " .. path)
+  local cases = {}
+  for line in f:lines() do
+    line = line:gsub("#.*", "")
+    local w = {}
+    for tok in line:gmatch("%S+") do w[#w + 1] = tok end
+    if #w > 0 then
+      local dims = {}
+      for k = 4, #w do dims[#dims + 1] = assert(math.tointeger(tonumber(w[k])), path .. ": bad dimension " .. w[k]) end
+      cases[#cases + 1] = { id = w[1], kind = w[2], dtype = w[3], dims = dims }
+    end
+  end
+  f:close()
+  return cases
+end
+
+local cases = read_cases(cases_file)
+if list_only then
+  for _, c in ipairs(cases) do print(c.id) end
+  return
+end
+assert(out_path, "usage: build/kiln bench/gpu_kiln.lua OUT.tsv [--case ID]... [--device NAME] (see the file's head)")
+if #want_cases > 0 then
+  local keep, known = {}, {}
+  for _, c in ipairs(cases) do known[c.id] = c end
+  for _, id in ipairs(want_cases) do keep[#keep + 1] = known[id] or error("no case named " .. id .. " in " .. cases_file) end
+  cases = keep
+end
+for _, c in ipairs(cases) do c.name = c.id; c.id = c.id .. suffix end   -- "#2" for a repeated measurement
+
+local dev_ok, dev = pcall(kiln.device, device_name)
+if dev_ok and device_name ~= "host" and dev.kind == "host" then dev_ok, dev = false, "no GPU found (" .. dev.note .. ")" end
+
+-- --------------------------------------------------------------- output ----
+local COLUMNS = { "case", "kind", "impl", "dtype", "shape", "ms", "ms_p10", "ms_p90", "reps", "sets", "flop", "bytes",
+                  "value", "unit", "check", "note" }
+local function clean(s) return (tostring(s):gsub("[\t\r\n]", " ")) end
+local function write_row(row)
+  local exists = io.open(out_path, "r")
+  if exists then exists:close() end
+  local f = assert(io.open(out_path, "a"))
+  if not exists then f:write(table.concat(COLUMNS, "\t"), "\n") end
+  local cells = {}
+  for i, c in ipairs(COLUMNS) do cells[i] = clean(row[c] == nil and "" or row[c]) end
+  f:write(table.concat(cells, "\t"), "\n")
+  f:close()
+  print(string.format("%-26s %-6s %10s %s  %s", row.case, row.impl,
+                      row.value ~= nil and string.format("%.4g", row.value) or "-", row.unit or "", row.check or ""))
+end
+local function fmt_num(x) return x and string.format("%.6g", x) or "" end
+
+-- ---------------------------------------------------------------- stats ----
+local function sorted(t) local c = {} for i, v in ipairs(t) do c[i] = v end table.sort(c) return c end
+local function pct(s, q)   -- s sorted; nearest-rank percentile
+  local k = math.max(1, math.min(#s, math.floor(q * (#s - 1) + 0.5) + 1))
+  return s[k]
+end
+local function median(t)
+  local s = sorted(t)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
+end
+
+-- Times a prepared run: a short estimate, warm-up (>= WARM_MS), then reps filling budget_ms.
+local function measure(r)
+  local est = median(r:time { warmup = 1, reps = 3 })
+  if est <= 0 then est = 1e-3 end
+  local warm = math.max(2, math.min(1000, math.ceil(WARM_MS / est)))
+  local reps = math.max(MIN_REPS, math.min(MAX_REPS, math.floor(budget_ms / est)))
+  local ms = r:time { warmup = warm, reps = reps }
+  local s = sorted(ms)
+  return { ms = median(ms), p10 = pct(s, 0.1), p90 = pct(s, 0.9), reps = reps, warm = warm, sets = r.sets }
+end
+
+-- ------------------------------------------------------------ checking ----
+local TOL = { f16 = 2e-3, bf16 = 1e-2, f32 = 1e-5 }
+
+-- Every element finite (results are poisoned with NaN before the launch, so a NaN here is an
+-- element no kernel wrote, or a computed NaN: both are failures).
+local function all_finite(t)
+  local z = kiln.zeros(t.shape, t.dtype)
+  local cmp = kiln.compare(t, z, { rtol = 0, atol = 1e300 })
+  return cmp.mismatches == 0, cmp.mismatches
+end
+
+-- Deterministic sample positions (a small LCG, so runs pick the same elements).
+local function lcg(seed)
+  local s = seed
+  return function(n) s = (s * 6364136223846793005 + 1442695040888963407) & 0x7fffffffffffffff; return (s >> 33) % n end
+end
+
+local function rel_report(num, den, n, dtype)
+  local rel = den > 0 and math.sqrt(num / den) or math.sqrt(num)
+  local ok = rel == rel and rel <= TOL[dtype]
+  return ok, string.format("%s rel=%.2e (tol %.0e) on %d sampled outputs; all outputs finite", ok and "ok" or "FAIL", rel, TOL[dtype], n)
+end
+
+-- C = A @ B: nsamples rows x nsamples columns of C against float64 dot products.
+local function check_gemm(A, B, C, M, N, K, dtype)
+  local fin, bad = all_finite(C)
+  if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
+  local rnd = lcg(7)
+  local rows, cols = { 0, M - 1 }, { 0, N - 1 }
+  while #rows < nsamples do rows[#rows + 1] = rnd(M) end
+  while #cols < nsamples do cols[#cols + 1] = rnd(N) end
+  local arow, bcol = {}, {}
+  for ri, i in ipairs(rows) do local t = {} for k = 0, K - 1 do t[k + 1] = A:get { i, k } end arow[ri] = t end
+  for ci, j in ipairs(cols) do local t = {} for k = 0, K - 1 do t[k + 1] = B:get { k, j } end bcol[ci] = t end
+  local num, den = 0.0, 0.0
+  for ri, i in ipairs(rows) do
+    local a = arow[ri]
+    for ci, j in ipairs(cols) do
+      local b, ref = bcol[ci], 0.0
+      for k = 1, K do ref = ref + a[k] * b[k] end
+      local d = C:get { i, j } - ref
+      num = num + d * d; den = den + ref * ref
+    end
+  end
+  return rel_report(num, den, #rows * #cols, dtype)
+end
+
+-- out[n,k,h,w] = relu(sum_c x[n,c,h,w] * w[k,c,0,0] + r[n,k,h,w]).
+local function check_conv(X, W, R, O, Nb, C, H, Wd, K, dtype)
+  local fin, bad = all_finite(O)
+  if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
+  local rnd = lcg(11)
+  local pix, chans = { { 0, 0, 0 }, { Nb - 1, H - 1, Wd - 1 } }, { 0, K - 1 }
+  while #pix < nsamples do pix[#pix + 1] = { rnd(Nb), rnd(H), rnd(Wd) } end
+  while #chans < nsamples do chans[#chans + 1] = rnd(K) end
+  local xs, ws = {}, {}
+  for pi, q in ipairs(pix) do local t = {} for c = 0, C - 1 do t[c + 1] = X:get { q[1], c, q[2], q[3] } end xs[pi] = t end
+  for ki, k in ipairs(chans) do local t = {} for c = 0, C - 1 do t[c + 1] = W:get { k, c, 0, 0 } end ws[ki] = t end
+  local num, den = 0.0, 0.0
+  for pi, q in ipairs(pix) do
+    for ki, k in ipairs(chans) do
+      local x, w, acc = xs[pi], ws[ki], 0.0
+      for c = 1, C do acc = acc + x[c] * w[c] end
+      acc = acc + R:get { q[1], k, q[2], q[3] }
+      local ref = acc > 0 and acc or 0.0
+      local d = O:get { q[1], k, q[2], q[3] } - ref
+      num = num + d * d; den = den + ref * ref
+    end
+  end
+  return rel_report(num, den, #pix * #chans, dtype)
+end
+
+local function f32(v) return (string.unpack("f", string.pack("f", v))) end
+local function check_add(X, Y, Z, R, S)
+  local fin, bad = all_finite(Z)
+  if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
+  local rnd = lcg(13)
+  local n, wrong = nsamples * nsamples, 0
+  for s = 1, n do
+    local i, j = rnd(R), rnd(S)
+    if s == 1 then i, j = 0, 0 elseif s == 2 then i, j = R - 1, S - 1 end
+    if Z:get { i, j } ~= f32(X:get { i, j } + Y:get { i, j }) then wrong = wrong + 1 end
+  end
+  return wrong == 0, string.format("%s %d of %d sampled outputs differ from the f32 sum; all outputs finite",
+                                   wrong == 0 and "ok" or "FAIL", wrong, n)
+end
+
+-- ------------------------------------------------------------ kernels ----
+local function kernel_note(p)
+  local parts = {}
+  for _, k in ipairs(p:kernels()) do
+    local bin = p:binary(k.name)
+    local path = "fma"
+    if k.perf_config:sub(1, 3) == "v2:" or bin:find("mma.sync", 1, true) or bin:find("wgmma", 1, true) then path = "mma.sync" end
+    if bin:find("wgmma", 1, true) then path = "wgmma" end
+    if k.kind ~= "gemm" then path = k.kind end
+    parts[#parts + 1] = string.format("%s[%s grid=%d block=%d lds=%d perf=%s]", k.name, path, k.grid, k.block, k.lds_bytes,
+                                      k.perf_config ~= "" and k.perf_config or "-")
+  end
+  return #p:kernels() .. " kernel(s): " .. table.concat(parts, " ")
+end
+local function gemm_path(p)
+  for _, k in ipairs(p:kernels()) do
+    local bin = p:binary(k.name)
+    if bin:find("wgmma", 1, true) then return "wgmma" end
+    if k.perf_config:sub(1, 3) == "v2:" or bin:find("mma.sync", 1, true) then return "mma.sync" end
+  end
+  return "fma"
+end
+local function dump_binaries(id, p)
+  if not ptx_dir then return end
+  for _, k in ipairs(p:kernels()) do
+    local ext = dev.kind == "cuda" and "ptx" or dev.kind == "hip" and "hsaco" or "bc"
+    local f = io.open(string.format("%s/%s.%s.%s", ptx_dir, id, k.name, ext), "wb")
+    if f then f:write(p:binary(k.name)); f:close() end
+  end
+end
+
+local function shape_str(d) return table.concat(d, "x") end
+
+-- ---------------------------------------------------------------- cases ----
+local run = {}
+
+function run.gemm(c)
+  local M, N, K = c.dims[1], c.dims[2], c.dims[3]
+  local g = kiln.graph(c.name)
+  local a = g:param("a", { M, K }, c.dtype)
+  local b = g:param("b", { K, N }, c.dtype)
+  g:output(g:dot(a, b))
+  local p = kiln.compile(g, { target = dev.arch })
+  dump_binaries(c.name, p)
+  local A, B = kiln.rand({ M, K }, c.dtype), kiln.rand({ K, N }, c.dtype)
+  local r = p:prepare({ a = A, b = B }, { device = dev, rotate_bytes = ROTATE_BYTES })
+  r:launch()
+  local ok, check = check_gemm(A, B, r:outputs(), M, N, K, c.dtype)
+  local row = { case = c.id, kind = "gemm", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
+                flop = 2.0 * M * N * K, bytes = (M * K + K * N + M * N) * (c.dtype == "f32" and 4 or 2),
+                unit = "TFLOP/s", check = check,
+                note = string.format("path=%s compile=%.0fms %s", gemm_path(p), p.compile_ms, kernel_note(p)) }
+  if ok then
+    local m = measure(r)
+    row.ms, row.ms_p10, row.ms_p90, row.reps = fmt_num(m.ms), fmt_num(m.p10), fmt_num(m.p90), m.reps
+    row.value = row.flop / (m.ms * 1e-3) / 1e12
+  end
+  r:free()
+  write_row(row)
+end
+
+local function conv_graph(id, dtype, Nb, C, H, W, K)
+  local g = kiln.graph(id)
+  local x = g:param("x", { Nb, C, H, W }, dtype, { layout = "NHWC" })
+  local w = g:param("w", { K, C, 1, 1 }, dtype, { layout = "KYXC" })
+  local r = g:param("r", { Nb, K, H, W }, dtype, { layout = "NHWC" })
+  g:output((g:conv(x, w) + r):relu())
+  return g
+end
+
+function run.conv(c)
+  local Nb, C, H, W, K = table.unpack(c.dims)
+  local g = conv_graph(c.name, c.dtype, Nb, C, H, W, K)
+  local p = kiln.compile(g, { target = dev.arch })
+  dump_binaries(c.name, p)
+  local X = kiln.rand({ Nb, C, H, W }, c.dtype, { layout = "NHWC" })
+  local Wt = kiln.rand({ K, C, 1, 1 }, c.dtype, { layout = "KYXC" })
+  local R = kiln.rand({ Nb, K, H, W }, c.dtype, { layout = "NHWC" })
+  local r = p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES })
+  r:launch()
+  local ok, check = check_conv(X, Wt, R, r:outputs(), Nb, C, H, W, K, c.dtype)
+  local esz = c.dtype == "f32" and 4 or 2
+  local row = { case = c.id, kind = "conv", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
+                flop = 2.0 * Nb * H * W * K * C, bytes = (Nb * C * H * W + K * C + 2 * Nb * K * H * W) * esz,
+                unit = "TFLOP/s", check = check,
+                note = string.format("fused=%s compile=%.0fms %s", #p:kernels() == 1 and "yes" or "NO", p.compile_ms, kernel_note(p)) }
+  if ok then
+    local m = measure(r)
+    row.ms, row.ms_p10, row.ms_p90, row.reps = fmt_num(m.ms), fmt_num(m.p10), fmt_num(m.p90), m.reps
+    row.value = row.flop / (m.ms * 1e-3) / 1e12
+  end
+  r:free()
+  write_row(row)
+end
+
+function run.ew(c)
+  local R, S = c.dims[1], c.dims[2]
+  local g = kiln.graph(c.name)
+  local x = g:param("x", { R, S }, c.dtype)
+  local y = g:param("y", { R, S }, c.dtype)
+  g:output(x + y)
+  local p = kiln.compile(g, { target = dev.arch })
+  dump_binaries(c.name, p)
+  local X, Y = kiln.rand({ R, S }, c.dtype), kiln.rand({ R, S }, c.dtype)
+  local r = p:prepare({ x = X, y = Y }, { device = dev, rotate_bytes = ROTATE_BYTES })
+  r:launch()
+  local ok, check = check_add(X, Y, r:outputs(), R, S)
+  local row = { case = c.id, kind = "ew", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
+                flop = 1.0 * R * S, bytes = 3.0 * R * S * 4, unit = "GB/s", check = check,
+                note = string.format("bytes=read 2 + write 1 tensors; compile=%.0fms %s", p.compile_ms, kernel_note(p)) }
+  if ok then
+    local m = measure(r)
+    row.ms, row.ms_p10, row.ms_p90, row.reps = fmt_num(m.ms), fmt_num(m.p10), fmt_num(m.p90), m.reps
+    row.value = row.bytes / (m.ms * 1e-3) / 1e9
+  end
+  r:free()
+  write_row(row)
+end
+
+-- Compile latency of the conv+add+relu graph: graph -> loaded kernel. Cold: cache=false
+-- (a new program each time: the whole pipeline, code generation and, where this process
+-- has a device of the target's arch, loading the binary — for CUDA that includes the
+-- driver's PTX -> SASS compile unless its disk cache answers: run with CUDA_CACHE_DISABLE=1
+-- for a cold number). Cached: the same graph again from the in-memory compile cache (its
+-- kernels already loaded). Median of 5 each; the very first compile of the process, which
+-- also pays one-time initialisation, is given in the note.
+function run.compile(c)
+  local Nb, C, H, W, K = table.unpack(c.dims)
+  local g = conv_graph(c.name, c.dtype, Nb, C, H, W, K)
+  local targets = {}
+  if dev.kind == "cuda" or dev.kind == "hip" then targets[#targets + 1] = dev.arch end
+  for _, t in ipairs { "sm_90", "gfx942", "host" } do
+    local dup = false
+    for _, u in ipairs(targets) do dup = dup or u == t end
+    if not dup then targets[#targets + 1] = t end
+  end
+  local host = kiln.device("host")
+  local disk = os.getenv("CUDA_CACHE_DISABLE") == "1" and "driver cache off" or "driver cache ON"
+  for _, t in ipairs(targets) do
+    local load_on = (t == dev.arch and dev) or (t == "host" and host) or nil
+    local function once(cache)
+      local t0 = kiln.clock_ms()
+      local p = kiln.compile(g, { target = t, cache = cache })
+      local t1 = kiln.clock_ms()
+      if load_on then p:load_kernels { device = load_on } end
+      local t2 = kiln.clock_ms()
+      return t2 - t0, t1 - t0, t2 - t1, p
+    end
+    local ok, err = pcall(function()
+      local first = once(false)
+      local cold, comp, load = {}, {}, {}
+      local p
+      for i = 1, 5 do cold[i], comp[i], load[i], p = once(false) end
+      once(true)                                    -- fills the cache (and loads)
+      local cached = {}
+      for i = 1, 5 do cached[i] = once(true) end
+      local what = load_on and ("graph -> loaded kernel on " .. load_on.arch .. (t:sub(1, 3) == "sm_" and ", " .. disk or ""))
+                           or "graph -> binary (no device of this arch: not loaded)"
+      local mc = median(cold)
+      write_row { case = "compile_" .. t .. "_cold", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+                  ms = fmt_num(mc), ms_p10 = fmt_num(sorted(cold)[1]), ms_p90 = fmt_num(sorted(cold)[5]), reps = 5,
+                  value = mc, unit = "ms", check = "-",
+                  note = string.format("%s; compile %.1f ms + load %.1f ms (medians); first in process %.1f ms; %d kernel(s)",
+                                       what, median(comp), median(load), first, #p:kernels()) }
+      local mh = median(cached)
+      write_row { case = "compile_" .. t .. "_cached", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+                  ms = fmt_num(mh), ms_p10 = fmt_num(sorted(cached)[1]), ms_p90 = fmt_num(sorted(cached)[5]), reps = 5,
+                  value = mh, unit = "ms", check = "-", note = "in-memory compile cache hit (kernels already loaded)" }
+    end)
+    if not ok then
+      write_row { case = "compile_" .. t .. "_cold", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+                  unit = "ms", check = "ERROR " .. tostring(err) }
+    end
+  end
+end
+
+-- ----------------------------------------------------------------- main ----
+if not dev_ok then
+  for _, c in ipairs(cases) do
+    write_row { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+                unit = (c.kind == "ew" and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
+                check = "ERROR cannot open device '" .. device_name .. "': " .. tostring(dev) }
+  end
+  os.exit(1)
+end
+print(string.format("kiln on %s (%s, %s), %d case(s) -> %s", dev.name, dev.arch, dev.driver, #cases, out_path))
+local failed = 0
+for _, c in ipairs(cases) do
+  local fn = run[c.kind]
+  local t0 = kiln.clock_ms()
+  local ok, err = pcall(function()
+    if not fn then error("unknown case kind '" .. c.kind .. "'") end
+    fn(c)
+  end)
+  if not ok then
+    failed = failed + 1
+    write_row { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+                unit = (c.kind == "ew" and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
+                check = "ERROR " .. tostring(err) }
+  end
+  io.stderr:write(string.format("  [%s: %.1f s]\n", c.id, (kiln.clock_ms() - t0) / 1e3))
+  collectgarbage(); collectgarbage()
+end
+if failed > 0 then os.exit(1) end
