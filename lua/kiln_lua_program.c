@@ -10,6 +10,8 @@
  * it runs after the cache is released). Programs keep their context alive; using a
  * program whose context was destroyed explicitly is a Lua error. */
 #include "lua/kiln_lua_rt.h"
+#include "runtime/hsaco.h"
+#include "runtime/disasm.h"
 #include "core/dialect_graph.h"
 #include "core/target.h"
 #include "runtime/program.h"
@@ -656,6 +658,58 @@ static int prog_binary(lua_State *L) {
   return 1;
 }
 
+/* p:code_object(kernel [, target]) -> what the AMDGPU code object (HSACO) says about the
+ * kernel: {elf_type ("DYN"), machine (224), chip, has_symbol, has_descriptor, vgpr, sgpr,
+ * agpr, lds_bytes, scratch_bytes, kernarg_size, wavefront_size, max_flat_workgroup_size,
+ * vgpr_spills, sgpr_spills}; an error for non-AMDGPU targets or a malformed object. */
+static int prog_code_object(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *kernel = luaL_checkstring(L, 2);
+  const char *t = opt_target(L, 3, p, "code_object");
+  const kl_binary_info *b = kl_program_binary(p, t, kernel);
+  if (!b) return kl_lua__rt_error(L, "code_object", "the program has no kernel named '%s'", kernel);
+  if (strncmp(b->target, "gfx", 3)) return kl_lua__rt_error(L, "code_object", "target %s has no AMDGPU code object", b->target);
+  kl_hsaco_info info;
+  char err[256];
+  if (kl_hsaco_parse(b->data, b->size, &info, err, sizeof err) != KL_OK) return kl_lua__rt_error(L, "code_object", "%s", err);
+  const kl_hsaco_kernel *k = kl_hsaco_find_kernel(&info, kernel);
+  lua_newtable(L);
+  lua_pushstring(L, info.elf_type == 3 ? "DYN" : "other"); lua_setfield(L, -2, "elf_type");
+  lua_pushinteger(L, info.machine); lua_setfield(L, -2, "machine");
+  lua_pushstring(L, info.chip); lua_setfield(L, -2, "chip");
+  lua_pushboolean(L, k && k->has_function_symbol); lua_setfield(L, -2, "has_symbol");
+  lua_pushboolean(L, k && k->has_kd_symbol); lua_setfield(L, -2, "has_descriptor");
+  if (k) {
+    const struct { const char *name; int64_t v; } f[] = {
+      { "vgpr", k->vgpr_count }, { "sgpr", k->sgpr_count }, { "agpr", k->agpr_count }, { "lds_bytes", k->lds_bytes },
+      { "scratch_bytes", k->scratch_bytes }, { "kernarg_size", k->kernarg_size }, { "wavefront_size", k->wavefront_size },
+      { "max_flat_workgroup_size", k->max_flat_workgroup_size }, { "vgpr_spills", k->vgpr_spill_count },
+      { "sgpr_spills", k->sgpr_spill_count } };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) { lua_pushinteger(L, f[i].v); lua_setfield(L, -2, f[i].name); }
+  }
+  kl_hsaco_info_free(&info);
+  return 1;
+}
+/* p:disasm(kernel [, target]) -> the kernel's machine code as text: the disassembled
+ * HSACO for AMDGPU targets, the PTX for NVIDIA targets. */
+static int prog_disasm(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *kernel = luaL_checkstring(L, 2);
+  const char *t = opt_target(L, 3, p, "disasm");
+  const kl_binary_info *b = kl_program_binary(p, t, kernel);
+  if (!b) return kl_lua__rt_error(L, "disasm", "the program has no kernel named '%s'", kernel);
+  if (!strncmp(b->target, "sm_", 3)) { lua_pushlstring(L, b->data, b->size); return 1; }
+  if (strncmp(b->target, "gfx", 3)) return kl_lua__rt_error(L, "disasm", "no disassembler for target %s", b->target);
+  char err[256];
+  char *text = kl_disasm_hsaco(b->data, b->size, b->target, err, sizeof err);
+  if (!text) return kl_lua__rt_error(L, "disasm", "%s", err);
+  lua_pushstring(L, text);
+  free(text);
+  return 1;
+}
+
 static int pp_compile_ms(lua_State *L) { kl_program *p; check_prog(L, 1, &p); lua_pushnumber(L, kl_program_compile_ms(p)); return 1; }
 static int pp_from_cache(lua_State *L) { prog_ud *u = check_prog(L, 1, NULL); lua_pushboolean(L, u->from_cache); return 1; }
 static int pp_targets(lua_State *L) {
@@ -888,7 +942,7 @@ void kl_lua__open_program(lua_State *L) {
   static const luaL_Reg pmeta[] = { { "__tostring", prog_tostring }, { NULL, NULL } };
   static const luaL_Reg pmethods[] = {
     { "run", prog_run }, { "kernels", prog_kernels }, { "ir", prog_ir }, { "plan", prog_plan },
-    { "binary", prog_binary }, { "prepare", prog_prepare }, { "load_kernels", prog_load }, { NULL, NULL }
+    { "binary", prog_binary }, { "code_object", prog_code_object }, { "disasm", prog_disasm }, { "prepare", prog_prepare }, { "load_kernels", prog_load }, { NULL, NULL }
   };
   static const luaL_Reg pprops[] = {
     { "compile_ms", pp_compile_ms }, { "from_cache", pp_from_cache }, { "targets", pp_targets },

@@ -103,7 +103,7 @@ function M.gen(seed)
     desc = string.format("softmax %dx%d", shape[1], shape[2])
   end
   g:output(y)
-  return { name = string.format("#%d %s %s", seed, dtype, desc), g = g, inputs = inputs, dtype = y.dtype, kind = kind }
+  return { name = string.format("#%d %s %s", seed, dtype, desc), g = g, inputs = inputs, dtype = y.dtype, in_dtype = dtype, kind = kind }
 end
 
 -- Compares got with the reference: |got - ref| <= tol * (|ref| + scale), where scale is
