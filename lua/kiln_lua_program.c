@@ -551,6 +551,7 @@ static const char *opt_target(lua_State *L, int idx, kl_program *p, const char *
 }
 
 /* p:kernels([target]) -> list of kernel tables */
+static int prog_code_object(lua_State *L);
 static int prog_kernels(lua_State *L) {
   kl_program *p;
   check_prog(L, 1, &p);
@@ -585,6 +586,15 @@ static int prog_kernels(lua_State *L) {
     }
     lua_setfield(L, -2, "ir");
     if (k->llvm_ir) { lua_pushstring(L, k->llvm_ir); lua_setfield(L, -2, "llvm_ir"); }
+    const kl_binary_info *b = kl_program_binary(p, t, k->name);
+    if (b && !strncmp(b->target, "gfx", 3)) {   /* the HSACO metadata, as p:code_object */
+      lua_pushcfunction(L, prog_code_object);
+      lua_pushvalue(L, 1);
+      lua_pushstring(L, k->name);
+      lua_pushstring(L, b->target);
+      lua_call(L, 3, 1);
+      lua_setfield(L, -2, "code_object");
+    }
     lua_rawseti(L, -2, i + 1);
   }
   return 1;

@@ -13,6 +13,8 @@
 #include "core/pass.h"
 #include "core/print.h"
 #include "core/verify.h"
+#include "core/dialect_rock.h"
+#include "runtime/code_stats.h"
 #include <lualib.h>
 #include <errno.h>
 #include <signal.h>
@@ -58,6 +60,8 @@ static void usage(FILE *f) {
     "  --verify-each=true|false     verify after every pass (default true)\n"
     "  --timing                     print per-pass wall time to stderr\n"
     "  --stats                      print op counts of the result to stderr\n"
+    "  --target T                   with --stats: lower every kernel for T (gfx942, sm_90, host)\n"
+    "                               and print its code-object statistics (VGPRs, LDS, scratch ...)\n"
     "  --load FILE.lua              run a Lua script first (it may register passes)\n"
     "  --list-passes                list the registered passes and exit\n"
     "  -o FILE                      write the module to FILE instead of stdout\n");
@@ -373,6 +377,17 @@ static int cmp_count(const void *a, const void *b) {
   const op_count *x = a, *y = b;
   return x->n != y->n ? y->n - x->n : strcmp(x->name, y->name);
 }
+static void print_code_stats(kl_op *m, const char *target) {
+  kl_block *b = kl_module_body(m);
+  for (kl_op *o = b ? b->first : NULL; o; o = o->next) {
+    if (!kl_is_kernel(o)) continue;
+    char err[1024];
+    char *line = kl_kernel_code_stats(o, target, err, sizeof err);
+    if (line) fprintf(stderr, "// %s\n", line);
+    else fprintf(stderr, "// %s (%s): %s\n", kl_op_attr_string(o, "sym_name"), target, err);
+    free(line);
+  }
+}
 static void print_stats(kl_op *m) {
   int n;
   kl_op **ops = kl_collect_ops(m, &n);
@@ -400,7 +415,7 @@ static bool flag_value(int argc, char **argv, int *i, const char *flag, const ch
 }
 
 static int opt_main(int argc, char **argv) {
-  const char *file = NULL, *out = NULL, *print_after = NULL, *v = NULL;
+  const char *file = NULL, *out = NULL, *print_after = NULL, *v = NULL, *target = NULL;
   const char *loads[64]; int nloads = 0;
   char *pipeline = NULL;
   size_t plen = 0;
@@ -423,6 +438,7 @@ static int opt_main(int argc, char **argv) {
     else if (!strcmp(a, "--locs")) locs = true;
     else if (!strcmp(a, "--timing")) timing = true;
     else if (!strcmp(a, "--stats")) stats = true;
+    else if (flag_value(argc, argv, &i, "--target", &v)) target = v;
     else if (!strcmp(a, "--list-passes")) list = true;
     else if (!strcmp(a, "--verify-each") || !strcmp(a, "--verify-each=true")) verify_each = true;
     else if (!strcmp(a, "--verify-each=false")) verify_each = false;
@@ -491,6 +507,7 @@ static int opt_main(int argc, char **argv) {
     flush_diags(ctx);
     if (s != KL_OK) goto done;
     if (stats) print_stats(m);
+    if (stats && target) print_code_stats(m, target);
     char *ir = kl_print_op(m, (generic ? KL_PRINT_GENERIC : 0) | (locs ? KL_PRINT_LOCS : 0));
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) { fprintf(stderr, "%s opt: cannot write '%s': %s\n", progname, out, strerror(errno)); free(ir); goto done; }

@@ -1,0 +1,49 @@
+/* code_stats.c — per-kernel code-object statistics for `kiln opt --stats --target T`. */
+#include "runtime/code_stats.h"
+#include "core/target.h"
+#include "passes/lower_to_llvm.h"
+#include "runtime/codegen_target.h"
+#include "runtime/hsaco.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *kl_kernel_code_stats(kl_op *kernel, const char *target, char *err, size_t errlen) {
+  const kl_target *t = kl_target_lookup(target);
+  const char *name = kl_op_attr_string(kernel, "sym_name");
+  if (!t) { snprintf(err, errlen, "unknown target '%s'", target); return NULL; }
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef m;
+  if (kl_lower_kernel_to_llvm(kernel, t, c, &m) != KL_OK) {
+    char *d = kl_diag_take(kernel->ctx);
+    snprintf(err, errlen, "%s", d);
+    free(d);
+    LLVMContextDispose(c);
+    return NULL;
+  }
+  kl_binary bin = {0};
+  kl_status st = kl_codegen_emit(m, target, NULL, &bin, err, errlen);
+  LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  if (st != KL_OK) return NULL;
+  kl_sb sb = {0};
+  kl_sb_printf(&sb, "%s (%s): ", name, target);
+  if (t->arch == KL_ARCH_AMDGPU) {
+    kl_hsaco_info info;
+    if (kl_hsaco_parse(bin.data, bin.size, &info, err, errlen) != KL_OK) { kl_binary_free(&bin); kl_sb_free(&sb); return NULL; }
+    const kl_hsaco_kernel *k = kl_hsaco_find_kernel(&info, name);
+    if (k)
+      kl_sb_printf(&sb, "vgpr=%lld sgpr=%lld agpr=%lld lds=%lld scratch=%lld kernarg=%lld spills=%lld/%lld wave=%lld hsaco=%zu bytes",
+                   (long long)k->vgpr_count, (long long)k->sgpr_count, (long long)k->agpr_count, (long long)k->lds_bytes,
+                   (long long)k->scratch_bytes, (long long)k->kernarg_size, (long long)k->vgpr_spill_count,
+                   (long long)k->sgpr_spill_count, (long long)k->wavefront_size, bin.size);
+    else kl_sb_printf(&sb, "kernel not found in the code object");
+    kl_hsaco_info_free(&info);
+  } else if (t->arch == KL_ARCH_NVPTX) {
+    kl_sb_printf(&sb, "ptx=%zu bytes mma.sync=%s", bin.size, strstr((const char *)bin.data, "mma.sync") ? "yes" : "no");
+  } else {
+    kl_sb_printf(&sb, "bitcode=%zu bytes", bin.size);
+  }
+  kl_binary_free(&bin);
+  return kl_sb_take(&sb);
+}
