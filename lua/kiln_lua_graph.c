@@ -181,25 +181,33 @@ static int g_output(lua_State *L) {
   return 0;
 }
 
-/* _g.eval(func, {name = tensor, ...}) -> tensors... */
-static int g_eval(lua_State *L) {
-  kl_op *g = check_graph(L, 1);
-  const char *what = "eval";
-  if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
+kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *what, int *n) {
+  idx = lua_absindex(L, idx);
   int count = 0;
-  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) count++;
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) count++;
   kl_named_tensor *in = kl_lua__tmp(L, (size_t)(count ? count : 1) * sizeof *in);
   int k = 0;
-  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      return kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
+      kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
     kl_tensor *t = kl_lua__test_tensor(L, -1);
-    if (!t) return kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
+    if (!t) kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
     kl_lua__check_tensor(L, -1);
     in[k].name = lua_tostring(L, -2);   /* the key string stays alive in the table */
     in[k].tensor = t;
     k++;
   }
+  *n = k;
+  return in;
+}
+
+/* _g.eval(func, {name = tensor, ...}) -> tensors... */
+static int g_eval(lua_State *L) {
+  kl_op *g = check_graph(L, 1);
+  const char *what = "eval";
+  if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
+  int k = 0;
+  kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   int nout = 0;
   kl_tensor **outs = NULL;
   char err[2048];

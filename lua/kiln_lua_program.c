@@ -505,20 +505,8 @@ static int prog_run(lua_State *L) {
   if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
   devref *d = run_device(L, p, 3);
-  int count = 0;
-  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) count++;
-  kl_named_tensor *in = kl_lua__tmp(L, (size_t)(count ? count : 1) * sizeof *in);
   int k = 0;
-  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      return kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
-    kl_tensor *t = kl_lua__test_tensor(L, -1);
-    if (!t) return kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
-    kl_lua__check_tensor(L, -1);
-    in[k].name = lua_tostring(L, -2);
-    in[k].tensor = t;
-    k++;
-  }
+  kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   /* keep the device open as long as the program (and the context's cache) may hold its modules */
   bool first = devs_add(&u->h->devs, &u->h->n, d);
   devhold *dh = ctx_devhold(prog_ctx(L, 1));
@@ -896,20 +884,8 @@ static int prog_prepare(lua_State *L) {
     lua_pop(L, 1);
   }
   devref *d = run_device(L, p, 3);
-  int count = 0;
-  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) count++;
-  kl_named_tensor *in = kl_lua__tmp(L, (size_t)(count ? count : 1) * sizeof *in);
   int k = 0;
-  for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      return kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
-    kl_tensor *t = kl_lua__test_tensor(L, -1);
-    if (!t) return kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
-    kl_lua__check_tensor(L, -1);
-    in[k].name = lua_tostring(L, -2);
-    in[k].tensor = t;
-    k++;
-  }
+  kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   /* the program keeps modules loaded on the device: keep the device open as p:run does */
   bool first = devs_add(&u->h->devs, &u->h->n, d);
   devhold *dh = ctx_devhold(prog_ctx(L, 1));

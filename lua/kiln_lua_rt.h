@@ -34,6 +34,13 @@ typedef struct kl_program kl_program;
 kl_program *kl_lua__check_program(lua_State *L, int idx);
 void        kl_lua__push_program(lua_State *L, int ctxidx, kl_program *p);
 
+/* The inputs table at idx ({name = tensor, ...}) as named tensors, in a temporary buffer
+ * of the Lua state (kl_lua__tmp); the names are the table's keys (the table must stay
+ * alive while they are used). The count goes to *n. A non-string key or a value that is
+ * not a tensor raises an error naming `what` (the caller checks that idx is a table). */
+typedef struct kl_named_tensor kl_named_tensor;
+kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *what, int *n);
+
 /* A dtype name at idx (nil/none -> dflt). Unknown names raise an error naming `what`. */
 kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *what);
 /* A shape (a list of sizes >= 0, or one integer for rank 1) at idx into dims; returns

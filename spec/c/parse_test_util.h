@@ -1,5 +1,5 @@
-/* parse_test_util.h — shared helpers of test_parse.c and test_parse_corpus.c: check
- * counters, file reading, a structural-soundness checker for parsed IR, the round-trip
+/* parse_test_util.h — shared helpers of test_parse.c and test_parse_corpus.c: the
+ * checks (check.h), file reading, a structural-soundness checker for parsed IR, the round-trip
  * check (custom, generic and located printing) and a test extension attribute kind
  * "#testpair<a, b>". Header-only (static functions); include from one test file each. */
 #ifndef KL_PARSE_TEST_UTIL_H
@@ -10,10 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
-#define CHECKM(c, ...) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
-                                                  fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#include "check.h"
 
 /* Reads a whole file into a malloc'd buffer of exactly its size (not NUL-terminated,
  * so that ASan catches reads past the end); NULL if unreadable. */
@@ -155,21 +152,21 @@ static inline bool same_locs(kl_op *a, kl_op *b) {
  * print round-trips with the same op locations. Returns true if all held. */
 static inline bool roundtrip_module(kl_ctx *ctx, kl_op *m, const char *what) {
   int before = failures;
-  CHECKM(sound(m) == 0, "%s: parsed IR is not structurally sound", what);
+  CHECK(sound(m) == 0, "%s: parsed IR is not structurally sound", what);
   char *t1 = kl_print_op(m, 0);
   kl_op *m2 = parse_text(ctx, t1, strlen(t1), "rt.kir");
   char *t2 = m2 ? kl_print_op(m2, 0) : NULL;
-  CHECKM(t2 && !strcmp(t1, t2), "%s: print(parse(print(m))) != print(m)\n--- first\n%s--- second\n%s", what, t1, t2 ? t2 : "(parse failed)\n");
+  CHECK(t2 && !strcmp(t1, t2), "%s: print(parse(print(m))) != print(m)\n--- first\n%s--- second\n%s", what, t1, t2 ? t2 : "(parse failed)\n");
   char *g = kl_print_op(m, KL_PRINT_GENERIC);
   kl_op *m3 = parse_text(ctx, g, strlen(g), "gen.kir");
   char *t3 = m3 ? kl_print_op(m3, 0) : NULL, *g3 = m3 ? kl_print_op(m3, KL_PRINT_GENERIC) : NULL;
-  CHECKM(t3 && !strcmp(t1, t3), "%s: generic print does not parse back to the same module\n%s", what, g);
-  CHECKM(g3 && !strcmp(g, g3), "%s: generic print is not stable", what);
+  CHECK(t3 && !strcmp(t1, t3), "%s: generic print does not parse back to the same module\n%s", what, g);
+  CHECK(g3 && !strcmp(g, g3), "%s: generic print is not stable", what);
   char *l1 = kl_print_op(m, KL_PRINT_LOCS);
   kl_op *m4 = parse_text(ctx, l1, strlen(l1), "loc.kir");
   char *l2 = m4 ? kl_print_op(m4, KL_PRINT_LOCS) : NULL;
-  CHECKM(l2 && !strcmp(l1, l2), "%s: located print does not round-trip\n%s", what, l1);
-  CHECKM(m4 && same_locs(m, m4), "%s: loc(...) did not restore the op locations", what);
+  CHECK(l2 && !strcmp(l1, l2), "%s: located print does not round-trip\n%s", what, l1);
+  CHECK(m4 && same_locs(m, m4), "%s: loc(...) did not restore the op locations", what);
   if (failures != before) { char *d = kl_diag_take(ctx); fprintf(stderr, "%s", d); free(d); }
   free(t1); free(t2); free(g); free(t3); free(g3); free(l1); free(l2);
   return failures == before;

@@ -31,28 +31,12 @@
 #include "runtime/kiln_client.h"
 #include "runtime/program.h"
 
+#include "check.h"
+
 int kl_lua_open(lua_State *L);
 
-static int g_checks, g_fail;
-#define CHECK(c, ...)                                                   \
-  do {                                                                  \
-    g_checks++;                                                         \
-    if (!(c)) {                                                         \
-      g_fail++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);      \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-    }                                                                   \
-  } while (0)
-static int g_group_fail;
-static void group_begin(void) { g_group_fail = g_fail; }
-static void group_end(const char *what) { printf("%s: %s\n", what, g_fail == g_group_fail ? "ok" : "FAILED"); }
-
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
-static uint32_t rnd(void) {
-  g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
-  return (uint32_t)(g_rng >> 16);
-}
+static uint32_t rnd(void) { return (uint32_t)(xorshift64(&g_rng) >> 16); }
 
 /* ------------------------------------------------ an independent writer ---- */
 typedef struct bb { unsigned char *p; size_t n, cap; } bb;
@@ -959,7 +943,5 @@ int main(void) {
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
   if (getenv("KILN_KEEP_BUNDLES")) printf("bundles kept in %s\n", g_dir);
   else if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_dir);
-  if (g_fail) { printf("test_bundle: %d of %d checks FAILED\n", g_fail, g_checks); return 1; }
-  printf("test_bundle: %d checks passed\n", g_checks);
-  return 0;
+  return check_summary("test_bundle");
 }

@@ -8,85 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/Core.h>
-
 #include "runtime/codegen_target.h"
 #include "runtime/disasm.h"
 #include "runtime/hsaco.h"
 
-static int g_checks, g_fail;
-#define CHECK(c, ...)                                                   \
-  do {                                                                  \
-    g_checks++;                                                         \
-    if (!(c)) {                                                         \
-      g_fail++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);      \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-    }                                                                   \
-  } while (0)
+#include "check.h"
+#include "llvm_kernels.h"
 
-/* One line per check group: "name: ok" or "name: FAILED". */
-static int g_group_fail;
-static void group_begin(void) { g_group_fail = g_fail; }
-static void group_end(const char *what) { printf("%s: %s\n", what, g_fail == g_group_fail ? "ok" : "FAILED"); }
-
-/* ---- kernel builders ---- */
-
-typedef struct kb {
-  LLVMContextRef ctx;
-  LLVMModuleRef mod;
-  LLVMBuilderRef b;
-  LLVMValueRef fn;
-} kb;
-
-static LLVMValueRef intrinsic(kb *k, const char *name, LLVMTypeRef *over, size_t nover, LLVMTypeRef *fty) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  if (id == 0) {
-    fprintf(stderr, "no intrinsic %s\n", name);
-    exit(2);
-  }
-  if (!LLVMIntrinsicIsOverloaded(id)) nover = 0;
-  *fty = LLVMIntrinsicGetType(k->ctx, id, over, nover);
-  return LLVMGetIntrinsicDeclaration(k->mod, id, over, nover);
-}
-
-static LLVMValueRef call0(kb *k, const char *name) {
-  LLVMTypeRef fty;
-  LLVMValueRef f = intrinsic(k, name, NULL, 0, &fty);
-  return LLVMBuildCall2(k->b, fty, f, NULL, 0, "");
-}
-
-static void kb_begin(kb *k, const char *modname) {
-  k->ctx = LLVMContextCreate();
-  k->mod = LLVMModuleCreateWithNameInContext(modname, k->ctx);
-  k->b = LLVMCreateBuilderInContext(k->ctx);
-  k->fn = NULL;
-}
-
-/* An amdgpu_kernel with the given parameters and flat work-group size range. */
-static void kb_kernel(kb *k, const char *fname, LLVMTypeRef *params, unsigned np, const char *wgsize) {
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, np, 0);
-  k->fn = LLVMAddFunction(k->mod, fname, fty);
-  LLVMSetFunctionCallConv(k->fn, LLVMAMDGPUKERNELCallConv);
-  const char *key = "amdgpu-flat-work-group-size";
-  LLVMAddAttributeAtIndex(k->fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(k->ctx, key, (unsigned)strlen(key), wgsize, (unsigned)strlen(wgsize)));
-}
-
-static void kb_end(kb *k) {
-  LLVMDisposeBuilder(k->b);
-  LLVMDisposeModule(k->mod);
-  LLVMContextDispose(k->ctx);
-}
+/* ---- kernel builders (llvm_kernels.h) ---- */
 
 /* c[i] = a[i] + b[i] for i = wg*256 + tid < n */
-static void build_vadd_in(kb *k, bool preset_layout, const char *target) {
-  kb_begin(k, "vadd_mod");
-  LLVMTypeRef p1 = LLVMPointerTypeInContext(k->ctx, 1), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  LLVMTypeRef ps[] = {p1, p1, p1, i32};
-  kb_kernel(k, "vadd", ps, 4, "1,256");
+static void build_vadd_in(lk *k, bool preset_layout, const char *target) {
+  lk_begin(k, NULL, "vadd_mod");
   if (preset_layout) {
     char triple[64], *dl = NULL, err[256];
     if (kl_codegen_target_layout(target, triple, &dl, err, sizeof err) != KL_OK) {
@@ -97,77 +30,54 @@ static void build_vadd_in(kb *k, bool preset_layout, const char *target) {
     LLVMSetDataLayout(k->mod, dl);
     free(dl);
   }
-  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "entry");
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "body");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "done");
-  LLVMPositionBuilderAtEnd(k->b, entry);
-  LLVMValueRef tid = call0(k, "llvm.amdgcn.workitem.id.x");
-  LLVMValueRef wg = call0(k, "llvm.amdgcn.workgroup.id.x");
-  LLVMValueRef i = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, wg, LLVMConstInt(i32, 256, 0), ""), tid, "i");
-  LLVMValueRef in = LLVMBuildICmp(k->b, LLVMIntSLT, i, LLVMGetParam(k->fn, 3), "");
-  LLVMBuildCondBr(k->b, in, body, done);
-  LLVMPositionBuilderAtEnd(k->b, body);
-  LLVMValueRef i64 = LLVMBuildSExt(k->b, i, LLVMInt64TypeInContext(k->ctx), "");
-  LLVMValueRef pa = LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(k->fn, 0), &i64, 1, "");
-  LLVMValueRef pb = LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(k->fn, 1), &i64, 1, "");
-  LLVMValueRef pc = LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(k->fn, 2), &i64, 1, "");
-  LLVMValueRef s = LLVMBuildFAdd(k->b, LLVMBuildLoad2(k->b, f32, pa, ""), LLVMBuildLoad2(k->b, f32, pb, ""), "");
-  LLVMBuildStore(k->b, s, pc);
-  LLVMBuildBr(k->b, done);
-  LLVMPositionBuilderAtEnd(k->b, done);
-  LLVMBuildRetVoid(k->b);
+  lk_gpu_vadd(k, LK_AMDGPU, "vadd", 256);
 }
 
 /* out[wg*256 + t] = in[wg*256 + 255 - t] through a 1 KiB LDS array and a barrier. */
-static void build_lds_reverse(kb *k) {
-  kb_begin(k, "lds_mod");
-  LLVMTypeRef ptr1 = LLVMPointerTypeInContext(k->ctx, 1), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), i64t = LLVMInt64TypeInContext(k->ctx);
-  LLVMTypeRef ps[] = {ptr1, ptr1};
-  kb_kernel(k, "lds_reverse", ps, 2, "256,256");
-  LLVMTypeRef arr = LLVMArrayType2(f32, 256);
+static void build_lds_reverse(lk *k) {
+  lk_begin(k, NULL, "lds_mod");
+  LLVMTypeRef ps[] = {k->gptr, k->gptr};
+  lk_kernel(k, LK_AMDGPU, "lds_reverse", ps, 2, "256,256");
+  LLVMTypeRef arr = LLVMArrayType2(k->f32, 256);
   LLVMValueRef lds = LLVMAddGlobalInAddressSpace(k->mod, arr, "tile", 3);
   LLVMSetInitializer(lds, LLVMGetUndef(arr));
   LLVMSetLinkage(lds, LLVMInternalLinkage);
   LLVMSetAlignment(lds, 16);
-  LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, k->fn, "entry"));
-  LLVMValueRef tid = call0(k, "llvm.amdgcn.workitem.id.x");
-  LLVMValueRef wg = call0(k, "llvm.amdgcn.workgroup.id.x");
-  LLVMValueRef base = LLVMBuildMul(k->b, wg, LLVMConstInt(i32, 256, 0), "");
-  LLVMValueRef gi = LLVMBuildSExt(k->b, LLVMBuildAdd(k->b, base, tid, ""), i64t, "");
-  LLVMValueRef v = LLVMBuildLoad2(k->b, f32, LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(k->fn, 0), &gi, 1, ""), "");
-  LLVMValueRef zero = LLVMConstInt(i32, 0, 0);
+  LLVMValueRef tid = lk_tid(k, true);
+  LLVMValueRef wg = lk_ctaid(k, true);
+  LLVMValueRef base = LLVMBuildMul(k->b, wg, LLVMConstInt(k->i32, 256, 0), "");
+  LLVMValueRef gi = LLVMBuildSExt(k->b, LLVMBuildAdd(k->b, base, tid, ""), k->i64, "");
+  LLVMValueRef v = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &gi, 1, ""), "");
+  LLVMValueRef zero = LLVMConstInt(k->i32, 0, 0);
   LLVMValueRef idx[2] = {zero, tid};
   LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, arr, lds, idx, 2, ""));
-  call0(k, "llvm.amdgcn.s.barrier");
-  idx[1] = LLVMBuildSub(k->b, LLVMConstInt(i32, 255, 0), tid, "");
-  LLVMValueRef r = LLVMBuildLoad2(k->b, f32, LLVMBuildInBoundsGEP2(k->b, arr, lds, idx, 2, ""), "");
-  LLVMBuildStore(k->b, r, LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(k->fn, 1), &gi, 1, ""));
+  lk_barrier(k, true);
+  idx[1] = LLVMBuildSub(k->b, LLVMConstInt(k->i32, 255, 0), tid, "");
+  LLVMValueRef r = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, arr, lds, idx, 2, ""), "");
+  LLVMBuildStore(k->b, r, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 1), &gi, 1, ""));
   LLVMBuildRetVoid(k->b);
 }
 
 /* One matrix instruction per lane: C[tid] = op(A[tid], B[tid], 0) with vector operands
  * of the intrinsic's types. */
-static void build_matrix(kb *k, const char *fname, const char *intr, unsigned a_len, unsigned c_len, bool mfma,
+static void build_matrix(lk *k, const char *fname, const char *intr, unsigned a_len, unsigned c_len, bool mfma,
                          const char *wgsize) {
-  kb_begin(k, "mm_mod");
-  LLVMTypeRef ptr1 = LLVMPointerTypeInContext(k->ctx, 1), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), f16 = LLVMHalfTypeInContext(k->ctx);
-  LLVMTypeRef av = LLVMVectorType(f16, a_len), cv = LLVMVectorType(f32, c_len);
-  LLVMTypeRef ps[] = {ptr1, ptr1, ptr1};
-  kb_kernel(k, fname, ps, 3, wgsize);
-  LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, k->fn, "entry"));
-  LLVMValueRef tid = LLVMBuildZExt(k->b, call0(k, "llvm.amdgcn.workitem.id.x"), LLVMInt64TypeInContext(k->ctx), "");
+  lk_begin(k, NULL, "mm_mod");
+  LLVMTypeRef av = LLVMVectorType(LLVMHalfTypeInContext(k->ctx), a_len), cv = LLVMVectorType(k->f32, c_len);
+  LLVMTypeRef ps[] = {k->gptr, k->gptr, k->gptr};
+  lk_kernel(k, LK_AMDGPU, fname, ps, 3, wgsize);
+  LLVMValueRef tid = LLVMBuildZExt(k->b, lk_tid(k, true), k->i64, "");
   LLVMValueRef a = LLVMBuildLoad2(k->b, av, LLVMBuildInBoundsGEP2(k->b, av, LLVMGetParam(k->fn, 0), &tid, 1, ""), "");
   LLVMValueRef bb = LLVMBuildLoad2(k->b, av, LLVMBuildInBoundsGEP2(k->b, av, LLVMGetParam(k->fn, 1), &tid, 1, ""), "");
   LLVMValueRef cptr = LLVMBuildInBoundsGEP2(k->b, cv, LLVMGetParam(k->fn, 2), &tid, 1, "");
   LLVMValueRef c = LLVMBuildLoad2(k->b, cv, cptr, "");
   LLVMTypeRef over[2] = {cv, av};
   LLVMTypeRef fty;
-  LLVMValueRef f = intrinsic(k, intr, over, 2, &fty);
+  LLVMValueRef f = lk_intrinsic(k, intr, over, 2, &fty);
   LLVMValueRef r;
   if (mfma) {
-    LLVMValueRef args[6] = {a, bb, c, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 0, 0)};
+    LLVMValueRef zero = LLVMConstInt(k->i32, 0, 0);
+    LLVMValueRef args[6] = {a, bb, c, zero, zero, zero};
     r = LLVMBuildCall2(k->b, fty, f, args, 6, "");
   } else {
     LLVMValueRef args[3] = {a, bb, c};
@@ -237,13 +147,13 @@ static void test_vadd(void) {
   group_begin();
   static const char *chips[] = {"gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100"};
   for (size_t c = 0; c < sizeof chips / sizeof chips[0]; c++) {
-    kb k;
+    lk k;
     build_vadd_in(&k, c % 2 == 1, chips[c]); /* alternate: preset vs. empty triple/layout */
     size_t n = 0;
     unsigned char *h = emit_hsaco(k.mod, chips[c], &n);
     /* The input module is not modified by emission. */
     CHECK(c % 2 == 1 || LLVMGetTarget(k.mod)[0] == '\0', "module triple was modified: %s", LLVMGetTarget(k.mod));
-    kb_end(&k);
+    lk_end(&k);
     if (!h) continue;
     kl_hsaco_info info;
     if (check_code_object(h, n, chips[c], "vadd", &info)) {
@@ -278,11 +188,11 @@ static void test_vadd(void) {
 
 static void test_lds(void) {
   group_begin();
-  kb k;
+  lk k;
   build_lds_reverse(&k);
   size_t n = 0;
   unsigned char *h = emit_hsaco(k.mod, "gfx942", &n);
-  kb_end(&k);
+  lk_end(&k);
   if (!h) return;
   kl_hsaco_info info;
   if (check_code_object(h, n, "gfx942", "lds_reverse", &info)) {
@@ -309,11 +219,11 @@ static void test_matrix(void) {
     {"gfx1100", "llvm.amdgcn.wmma.f32.16x16x16.f16", "v_wmma_f32_16x16x16_f16", 16, 8, false, "1,256"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    kb k;
+    lk k;
     build_matrix(&k, "mm", cases[c].intr, cases[c].alen, cases[c].clen, cases[c].mfma, cases[c].wg);
     size_t n = 0;
     unsigned char *h = emit_hsaco(k.mod, cases[c].chip, &n);
-    kb_end(&k);
+    lk_end(&k);
     if (!h) continue;
     kl_hsaco_info info;
     if (check_code_object(h, n, cases[c].chip, "mm", &info)) {
@@ -341,20 +251,20 @@ static void test_matrix(void) {
     {"gfx1030", "llvm.amdgcn.wmma.f32.16x16x16.f16", 16, 8, false},
   };
   for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
-    kb k;
+    lk k;
     build_matrix(&k, "mm", bad[c].intr, bad[c].alen, bad[c].clen, bad[c].mfma, "1,256");
     kl_binary bin;
     char err[1024] = "";
     CHECK(kl_codegen_emit(k.mod, bad[c].chip, NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "not available"),
           "%s on %s: %s", bad[c].intr, bad[c].chip, err);
-    kb_end(&k);
+    lk_end(&k);
   }
   group_end("matrix: MFMA on gfx908/gfx90a/gfx942, WMMA on gfx1100");
 }
 
 static void test_asm_and_object(void) {
   group_begin();
-  kb k;
+  lk k;
   build_vadd_in(&k, false, "gfx942");
   kl_binary asmtext, obj;
   char err[1024];
@@ -386,13 +296,13 @@ static void test_asm_and_object(void) {
     kl_binary_free(&h2);
   }
   kl_binary_free(&obj);
-  kb_end(&k);
+  lk_end(&k);
   group_end("asm text, relocatable object, repeated in-process lld links");
 }
 
 static void test_errors(void) {
   group_begin();
-  kb k;
+  lk k;
   build_vadd_in(&k, false, "gfx942");
   kl_binary bin;
   char err[1024];
@@ -406,71 +316,66 @@ static void test_errors(void) {
   LLVMSetTarget(k.mod, "nvptx64-nvidia-cuda");
   CHECK(kl_codegen_emit(k.mod, "gfx942", NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "triple"),
         "wrong triple: %s", err);
-  kb_end(&k);
+  lk_end(&k);
   /* too much LDS: LLVM reports an error diagnostic (its default handler would exit(1)) */
   {
-    kb big;
-    kb_begin(&big, "big_lds");
-    LLVMTypeRef p1 = LLVMPointerTypeInContext(big.ctx, 1), f32 = LLVMFloatTypeInContext(big.ctx);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(big.ctx);
-    kb_kernel(&big, "big", &p1, 1, "1,256");
-    LLVMTypeRef arr = LLVMArrayType2(f32, 32768); /* 128 KiB > 64 KiB */
+    lk big;
+    lk_begin(&big, NULL, "big_lds");
+    lk_kernel(&big, LK_AMDGPU, "big", &big.gptr, 1, "1,256");
+    LLVMTypeRef arr = LLVMArrayType2(big.f32, 32768); /* 128 KiB > 64 KiB */
     LLVMValueRef g = LLVMAddGlobalInAddressSpace(big.mod, arr, "huge", 3);
     LLVMSetInitializer(g, LLVMGetUndef(arr));
     LLVMSetLinkage(g, LLVMInternalLinkage);
-    LLVMPositionBuilderAtEnd(big.b, LLVMAppendBasicBlockInContext(big.ctx, big.fn, "entry"));
-    LLVMValueRef tid = call0(&big, "llvm.amdgcn.workitem.id.x");
-    LLVMValueRef idx[2] = {LLVMConstInt(i32, 0, 0), tid};
+    LLVMValueRef tid = lk_tid(&big, true);
+    LLVMValueRef idx[2] = {LLVMConstInt(big.i32, 0, 0), tid};
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(big.b, arr, g, idx, 2, "");
-    LLVMBuildStore(big.b, LLVMConstReal(f32, 1.0), slot);
-    call0(&big, "llvm.amdgcn.s.barrier");
-    idx[1] = LLVMBuildAdd(big.b, tid, LLVMConstInt(i32, 30000, 0), "");
-    LLVMValueRef v = LLVMBuildLoad2(big.b, f32, LLVMBuildInBoundsGEP2(big.b, arr, g, idx, 2, ""), "");
-    LLVMValueRef t64 = LLVMBuildZExt(big.b, tid, LLVMInt64TypeInContext(big.ctx), "");
-    LLVMBuildStore(big.b, v, LLVMBuildInBoundsGEP2(big.b, f32, LLVMGetParam(big.fn, 0), &t64, 1, ""));
+    LLVMBuildStore(big.b, LLVMConstReal(big.f32, 1.0), slot);
+    lk_barrier(&big, true);
+    idx[1] = LLVMBuildAdd(big.b, tid, LLVMConstInt(big.i32, 30000, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(big.b, big.f32, LLVMBuildInBoundsGEP2(big.b, arr, g, idx, 2, ""), "");
+    LLVMValueRef t64 = LLVMBuildZExt(big.b, tid, big.i64, "");
+    LLVMBuildStore(big.b, v, LLVMBuildInBoundsGEP2(big.b, big.f32, LLVMGetParam(big.fn, 0), &t64, 1, ""));
     LLVMBuildRetVoid(big.b);
     err[0] = '\0';
     CHECK(kl_codegen_emit(big.mod, "gfx942", NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "exceeds limit"),
           "128 KiB LDS: %s", err);
     /* the context's own handler is restored afterwards and the context still works */
     CHECK(LLVMContextGetDiagnosticHandler(big.ctx) == NULL, "diagnostic handler not restored");
-    kb_end(&big);
+    lk_end(&big);
   }
   /* an invalid module (block without terminator) is reported by the verifier */
-  kb v;
-  v.ctx = LLVMContextCreate();
-  v.mod = LLVMModuleCreateWithNameInContext("bad", v.ctx);
-  v.b = LLVMCreateBuilderInContext(v.ctx);
+  lk v;
+  lk_begin(&v, NULL, "bad");
   LLVMValueRef f = LLVMAddFunction(v.mod, "bad", LLVMFunctionType(LLVMVoidTypeInContext(v.ctx), NULL, 0, 0));
   LLVMAppendBasicBlockInContext(v.ctx, f, "entry");
   CHECK(kl_codegen_emit(v.mod, "gfx942", NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "invalid LLVM module"),
         "verifier: %s", err);
-  kb_end(&v);
+  lk_end(&v);
   group_end("errors: unknown chip, bad suffix, wrong triple, too much LDS, invalid module");
 }
 
 static void test_corrupt(void) {
   group_begin();
-  kb k;
+  lk k;
   build_vadd_in(&k, false, "gfx90a");
   size_t n = 0;
   unsigned char *h = emit_hsaco(k.mod, "gfx90a", &n);
-  kb_end(&k);
+  lk_end(&k);
   if (!h) return;
   char err[256];
   kl_hsaco_info info;
   /* every truncation either parses (if nothing needed was cut) or fails cleanly */
-  int failures = 0;
+  int rejected = 0;
   for (size_t cut = 0; cut < n; cut += (cut < 128 ? 1 : 37)) {
     unsigned char *t = malloc(cut ? cut : 1);
     memcpy(t, h, cut);
-    if (kl_hsaco_parse(t, cut, &info, err, sizeof err) == KL_ERR) failures++;
+    if (kl_hsaco_parse(t, cut, &info, err, sizeof err) == KL_ERR) rejected++;
     else kl_hsaco_info_free(&info);
     char *md = kl_hsaco_metadata_text(t, cut, err, sizeof err);
     free(md);
     free(t);
   }
-  CHECK(failures > 0, "no truncation was detected");
+  CHECK(rejected > 0, "no truncation was detected");
   CHECK(kl_hsaco_parse(h, 10, &info, err, sizeof err) == KL_ERR && strstr(err, "too short"), "short: %s", err);
   /* random byte flips: parse must not crash (run under ASan in CI) */
   srand(1234);
@@ -504,10 +409,5 @@ int main(void) {
   test_asm_and_object();
   test_errors();
   test_corrupt();
-  if (g_fail) {
-    fprintf(stderr, "test_codegen_amdgpu: %d of %d checks FAILED\n", g_fail, g_checks);
-    return 1;
-  }
-  printf("test_codegen_amdgpu: %d checks passed\n", g_checks);
-  return 0;
+  return check_summary("test_codegen_amdgpu");
 }

@@ -8,95 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/Core.h>
-
 #include "runtime/codegen_target.h"
 
-static int g_checks, g_fail;
-#define CHECK(c, ...)                                                   \
-  do {                                                                  \
-    g_checks++;                                                         \
-    if (!(c)) {                                                         \
-      g_fail++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);      \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-    }                                                                   \
-  } while (0)
-
-/* One line per check group: "name: ok" or "name: FAILED". */
-static int g_group_fail;
-static void group_begin(void) { g_group_fail = g_fail; }
-static void group_end(const char *what) { printf("%s: %s\n", what, g_fail == g_group_fail ? "ok" : "FAILED"); }
-
-typedef struct kb {
-  LLVMContextRef ctx;
-  LLVMModuleRef mod;
-  LLVMBuilderRef b;
-} kb;
-
-static void kb_begin(kb *k) {
-  k->ctx = LLVMContextCreate();
-  k->mod = LLVMModuleCreateWithNameInContext("ptx_mod", k->ctx);
-  k->b = LLVMCreateBuilderInContext(k->ctx);
-}
-
-static void kb_end(kb *k) {
-  LLVMDisposeBuilder(k->b);
-  LLVMDisposeModule(k->mod);
-  LLVMContextDispose(k->ctx);
-}
-
-static LLVMValueRef call_intr(kb *k, const char *name, LLVMValueRef *args, unsigned n) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  if (!id) {
-    fprintf(stderr, "no intrinsic %s\n", name);
-    exit(2);
-  }
-  LLVMTypeRef fty = LLVMIntrinsicGetType(k->ctx, id, NULL, 0);
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(k->mod, id, NULL, 0);
-  return LLVMBuildCall2(k->b, fty, f, args, n, "");
-}
-
-/* vadd(a, b, c, n): i = ctaid.x * ntid.x + tid.x; if (i < n) c[i] = a[i] + b[i] */
-static void add_vadd(kb *k, bool use_cc) {
-  LLVMTypeRef p1 = LLVMPointerTypeInContext(k->ctx, 1), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
-  LLVMTypeRef ps[] = {p1, p1, p1, i32};
-  LLVMValueRef fn = LLVMAddFunction(k->mod, "vadd", LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), ps, 4, 0));
-  if (use_cc) {
-    LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
-  } else {
-    LLVMMetadataRef ops[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(k->ctx, "kernel", 6),
-                              LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0))};
-    LLVMAddNamedMetadataOperand(k->mod, "nvvm.annotations",
-                                LLVMMetadataAsValue(k->ctx, LLVMMDNodeInContext2(k->ctx, ops, 3)));
-  }
-  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(k->ctx, fn, "entry");
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(k->ctx, fn, "body");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(k->ctx, fn, "done");
-  LLVMPositionBuilderAtEnd(k->b, entry);
-  LLVMValueRef tid = call_intr(k, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0);
-  LLVMValueRef ctaid = call_intr(k, "llvm.nvvm.read.ptx.sreg.ctaid.x", NULL, 0);
-  LLVMValueRef ntid = call_intr(k, "llvm.nvvm.read.ptx.sreg.ntid.x", NULL, 0);
-  LLVMValueRef i = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, ctaid, ntid, ""), tid, "");
-  LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, i, LLVMGetParam(fn, 3), ""), body, done);
-  LLVMPositionBuilderAtEnd(k->b, body);
-  LLVMValueRef i64 = LLVMBuildSExt(k->b, i, LLVMInt64TypeInContext(k->ctx), "");
-  LLVMValueRef a = LLVMBuildLoad2(k->b, f32, LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(fn, 0), &i64, 1, ""), "");
-  LLVMValueRef b = LLVMBuildLoad2(k->b, f32, LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(fn, 1), &i64, 1, ""), "");
-  LLVMBuildStore(k->b, LLVMBuildFAdd(k->b, a, b, ""),
-                 LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(fn, 2), &i64, 1, ""));
-  LLVMBuildBr(k->b, done);
-  LLVMPositionBuilderAtEnd(k->b, done);
-  LLVMBuildRetVoid(k->b);
-}
+#include "check.h"
+#include "llvm_kernels.h"
 
 /* A device function (not an entry) and a kernel using shared memory + a barrier:
  * out[t] = twice(tile[255 - t]) where tile[t] = in[t]. */
-static void add_shared(kb *k) {
-  LLVMTypeRef p1 = LLVMPointerTypeInContext(k->ctx, 1), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx);
+static void add_shared(lk *k) {
+  LLVMTypeRef f32 = k->f32;
   LLVMValueRef twice = LLVMAddFunction(k->mod, "twice", LLVMFunctionType(f32, &f32, 1, 0));
   LLVMSetLinkage(twice, LLVMExternalLinkage);
   LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, twice, "entry"));
@@ -105,22 +25,20 @@ static void add_shared(kb *k) {
   LLVMAddAttributeAtIndex(twice, LLVMAttributeFunctionIndex,
                           LLVMCreateEnumAttribute(k->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
 
-  LLVMTypeRef ps[] = {p1, p1};
-  LLVMValueRef fn = LLVMAddFunction(k->mod, "rev", LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), ps, 2, 0));
-  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  LLVMTypeRef ps[] = {k->gptr, k->gptr};
+  LLVMValueRef fn = lk_kernel(k, LK_PTX, "rev", ps, 2, NULL);
   LLVMTypeRef arr = LLVMArrayType2(f32, 256);
   LLVMValueRef tile = LLVMAddGlobalInAddressSpace(k->mod, arr, "tile", 3);
   LLVMSetInitializer(tile, LLVMGetUndef(arr));
   LLVMSetLinkage(tile, LLVMInternalLinkage);
   LLVMSetAlignment(tile, 16);
-  LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, fn, "entry"));
-  LLVMValueRef tid = call_intr(k, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0);
-  LLVMValueRef t64 = LLVMBuildZExt(k->b, tid, LLVMInt64TypeInContext(k->ctx), "");
+  LLVMValueRef tid = lk_tid(k, false);
+  LLVMValueRef t64 = LLVMBuildZExt(k->b, tid, k->i64, "");
   LLVMValueRef v = LLVMBuildLoad2(k->b, f32, LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(fn, 0), &t64, 1, ""), "");
-  LLVMValueRef idx[2] = {LLVMConstInt(i32, 0, 0), tid};
+  LLVMValueRef idx[2] = {LLVMConstInt(k->i32, 0, 0), tid};
   LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, arr, tile, idx, 2, ""));
-  call_intr(k, "llvm.nvvm.barrier0", NULL, 0);
-  idx[1] = LLVMBuildSub(k->b, LLVMConstInt(i32, 255, 0), tid, "");
+  lk_barrier(k, false);
+  idx[1] = LLVMBuildSub(k->b, LLVMConstInt(k->i32, 255, 0), tid, "");
   LLVMValueRef r = LLVMBuildLoad2(k->b, f32, LLVMBuildInBoundsGEP2(k->b, arr, tile, idx, 2, ""), "");
   LLVMTypeRef tw = LLVMFunctionType(f32, &f32, 1, 0);
   r = LLVMBuildCall2(k->b, tw, twice, &r, 1, "");
@@ -129,34 +47,28 @@ static void add_shared(kb *k) {
 }
 
 /* One mma.sync.m16n8k16 (f16 x f16 -> f32) per warp: fragments loaded per lane. */
-static void add_mma(kb *k) {
-  LLVMTypeRef p1 = LLVMPointerTypeInContext(k->ctx, 1), i32 = LLVMInt32TypeInContext(k->ctx);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), h2 = LLVMVectorType(LLVMHalfTypeInContext(k->ctx), 2);
-  LLVMTypeRef ps[] = {p1, p1, p1};
-  LLVMValueRef fn = LLVMAddFunction(k->mod, "mma", LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), ps, 3, 0));
-  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
-  LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, fn, "entry"));
-  LLVMValueRef tid = LLVMBuildZExt(k->b, call_intr(k, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0),
-                                   LLVMInt64TypeInContext(k->ctx), "");
+static void add_mma(lk *k) {
+  LLVMTypeRef h2 = LLVMVectorType(LLVMHalfTypeInContext(k->ctx), 2);
+  LLVMTypeRef ps[] = {k->gptr, k->gptr, k->gptr};
+  LLVMValueRef fn = lk_kernel(k, LK_PTX, "mma", ps, 3, NULL);
+  LLVMValueRef tid = LLVMBuildZExt(k->b, lk_tid(k, false), k->i64, "");
   LLVMValueRef args[10];
-  LLVMValueRef four = LLVMConstInt(LLVMInt64TypeInContext(k->ctx), 4, 0);
-  LLVMValueRef base = LLVMBuildMul(k->b, tid, four, "");
+  LLVMValueRef base = LLVMBuildMul(k->b, tid, LLVMConstInt(k->i64, 4, 0), "");
   for (int q = 0; q < 4; q++) { /* A: 4 x <2 x half> */
-    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(LLVMInt64TypeInContext(k->ctx), (unsigned)q, 0), "");
+    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(k->i64, (unsigned)q, 0), "");
     args[q] = LLVMBuildLoad2(k->b, h2, LLVMBuildInBoundsGEP2(k->b, h2, LLVMGetParam(fn, 0), &ix, 1, ""), "");
   }
   for (int q = 0; q < 2; q++) { /* B: 2 x <2 x half> */
-    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(LLVMInt64TypeInContext(k->ctx), (unsigned)q, 0), "");
+    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(k->i64, (unsigned)q, 0), "");
     args[4 + q] = LLVMBuildLoad2(k->b, h2, LLVMBuildInBoundsGEP2(k->b, h2, LLVMGetParam(fn, 1), &ix, 1, ""), "");
   }
-  for (int q = 0; q < 4; q++) args[6 + q] = LLVMConstReal(f32, 0.0);
-  LLVMValueRef r = call_intr(k, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", args, 10);
+  for (int q = 0; q < 4; q++) args[6 + q] = LLVMConstReal(k->f32, 0.0);
+  LLVMValueRef r = lk_call(k, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", args, 10);
   for (unsigned q = 0; q < 4; q++) {
-    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(LLVMInt64TypeInContext(k->ctx), q, 0), "");
+    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(k->i64, q, 0), "");
     LLVMBuildStore(k->b, LLVMBuildExtractValue(k->b, r, q, ""),
-                   LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(fn, 2), &ix, 1, ""));
+                   LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(fn, 2), &ix, 1, ""));
   }
-  (void)i32;
   LLVMBuildRetVoid(k->b);
 }
 
@@ -177,11 +89,11 @@ static void test_vadd(void) {
   static const struct { const char *sm, *version; } t[] = {{"sm_90", ".version 8.0"}, {"sm_80", ".version 7.0"}};
   for (int use_cc = 0; use_cc < 2; use_cc++)
     for (size_t c = 0; c < 2; c++) {
-      kb k;
-      kb_begin(&k);
-      add_vadd(&k, use_cc);
+      lk k;
+      lk_begin(&k, NULL, "ptx_mod");
+      lk_gpu_vadd(&k, use_cc ? LK_PTX : LK_PTX_ANNOTATED, "vadd", 0);
       char *ptx = emit(k.mod, t[c].sm);
-      kb_end(&k);
+      lk_end(&k);
       if (!ptx) continue;
       char target[32];
       snprintf(target, sizeof target, ".target %s", t[c].sm);
@@ -199,11 +111,11 @@ static void test_vadd(void) {
 
 static void test_shared(void) {
   group_begin();
-  kb k;
-  kb_begin(&k);
+  lk k;
+  lk_begin(&k, NULL, "ptx_mod");
   add_shared(&k);
   char *ptx = emit(k.mod, "sm_90");
-  kb_end(&k);
+  lk_end(&k);
   if (!ptx) return;
   CHECK(strstr(ptx, ".entry rev(") != NULL, "no .entry rev");
   CHECK(strstr(ptx, ".func") && strstr(ptx, "twice") && !strstr(ptx, ".entry twice"), "device function:\n%s", ptx);
@@ -218,11 +130,11 @@ static void test_mma(void) {
   group_begin();
   for (int c = 0; c < 2; c++) {
     const char *sm = c ? "sm_90" : "sm_80";
-    kb k;
-    kb_begin(&k);
+    lk k;
+    lk_begin(&k, NULL, "ptx_mod");
     add_mma(&k);
     char *ptx = emit(k.mod, sm);
-    kb_end(&k);
+    lk_end(&k);
     if (!ptx) continue;
     CHECK(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != NULL, "%s: no mma.sync in\n%s", sm, ptx);
     free(ptx);
@@ -232,9 +144,9 @@ static void test_mma(void) {
 
 static void test_errors(void) {
   group_begin();
-  kb k;
-  kb_begin(&k);
-  add_vadd(&k, true);
+  lk k;
+  lk_begin(&k, NULL, "ptx_mod");
+  lk_gpu_vadd(&k, LK_PTX, "vadd", 0);
   kl_binary bin;
   char err[1024];
   CHECK(kl_codegen_emit(k.mod, "sm_99", NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "unknown target"),
@@ -258,7 +170,7 @@ static void test_errors(void) {
   LLVMSetTarget(k.mod, "amdgcn-amd-amdhsa");
   CHECK(kl_codegen_emit(k.mod, "sm_90", NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "triple"),
         "wrong triple: %s", err);
-  kb_end(&k);
+  lk_end(&k);
   CHECK(kl_target_kind_of("sm_90") == KL_TARGET_NVPTX && kl_target_kind_of("gfx942") == KL_TARGET_AMDGPU &&
             kl_target_kind_of("host") == KL_TARGET_HOST && kl_target_kind_of("cuda") == KL_TARGET_UNKNOWN,
         "kind_of");
@@ -271,10 +183,5 @@ int main(void) {
   test_shared();
   test_mma();
   test_errors();
-  if (g_fail) {
-    fprintf(stderr, "test_codegen_nvptx: %d of %d checks FAILED\n", g_fail, g_checks);
-    return 1;
-  }
-  printf("test_codegen_nvptx: %d checks passed\n", g_checks);
-  return 0;
+  return check_summary("test_codegen_nvptx");
 }

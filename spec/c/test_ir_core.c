@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
+#include "check.h"
+#include "ir_test_util.h"
 
 static kl_op *make_func(kl_ctx *ctx, kl_op *m, const char *name, int nargs, const kl_type *t, kl_block **body) {
   kl_named_attr a = { "sym_name", kl_attr_str(ctx, name) };
@@ -69,9 +69,7 @@ static void test_ops(void) {
   free(txt);
   /* erase with uses fails with a diagnostic, module stays intact */
   CHECK(kl_op_erase(add) == KL_ERR);
-  char *d = kl_diag_take(ctx);
-  CHECK(strstr(d, "t.kir:2:3: error: cannot erase 'arith.addf'") != NULL);
-  free(d);
+  CHECK(diag_has(ctx, "t.kir:2:3: error: cannot erase 'arith.addf'"));
   /* RAUW then erase */
   kl_value_replace_all_uses(r, b->args[0]);
   CHECK(kl_value_use_count(r) == 0 && kl_value_use_count(b->args[0]) == 3);
@@ -86,7 +84,7 @@ static void test_ops(void) {
   kl_op_unlink(mul);
   kl_block_push_op(b, mul);   /* now after the return */
   CHECK(kl_verify(m) == KL_ERR);
-  d = kl_diag_take(ctx);
+  char *d = kl_diag_take(ctx);
   CHECK(strstr(d, "before its definition") != NULL || strstr(d, "terminator") != NULL);
   free(d);
   /* walk counts */
@@ -107,9 +105,7 @@ static void test_verifier_errors(void) {
   kl_block_push_op(b, kl_op_create(ctx, "arith.addi", kl_loc_make(ctx, "v.kir", 4, 7), 2, ab, 1, &i32, 0, NULL, 0));
   kl_block_push_op(b, kl_op_create(ctx, "func.return", KL_LOC_UNKNOWN, 0, NULL, 0, NULL, 0, NULL, 0));
   CHECK(kl_verify(m) == KL_ERR);
-  char *d = kl_diag_take(ctx);
-  CHECK(strstr(d, "v.kir:4:7: error: 'arith.addi'") != NULL);
-  free(d);
+  CHECK(diag_has(ctx, "v.kir:4:7: error: 'arith.addi'"));
   kl_ctx_destroy(ctx);
   printf("verifier ok\n");
 }
@@ -118,6 +114,5 @@ int main(void) {
   test_interning();
   test_ops();
   test_verifier_errors();
-  printf("test_ir_core: %d checks passed, %d failed\n", checks - failures, failures);
-  return failures != 0;
+  return check_summary("test_ir_core");
 }

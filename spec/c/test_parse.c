@@ -12,7 +12,7 @@ static void roundtrip(const char *what, const char *text) {
   kl_op *m = parse_str(ctx, text);
   if (!m) {
     char *d = kl_diag_take(ctx);
-    CHECKM(m, "%s: parse failed: %s", what, d);
+    CHECK(m, "%s: parse failed: %s", what, d);
     free(d);
   } else {
     roundtrip_module(ctx, m, what);
@@ -27,8 +27,8 @@ static void expect_error(const char *text, int line, int col, const char *msg) {
   kl_op *m = parse_str(ctx, text);
   char *d = kl_diag_take(ctx);
   int l = 0, c = 0;
-  CHECKM(!m, "expected an error for: %s", text);
-  CHECKM(diag_located(d, "t.kir", &l, &c) && l == line && c == col && strstr(d, msg),
+  CHECK(!m, "expected an error for: %s", text);
+  CHECK(diag_located(d, "t.kir", &l, &c) && l == line && c == col && strstr(d, msg),
          "for input\n%s\nwanted t.kir:%d:%d: error: ...%s...\ngot: %s", text, line, col, msg, d);
   free(d);
   kl_ctx_destroy(ctx);
@@ -134,13 +134,13 @@ static void test_exact_print(void) {
     const char *want = "\"builtin.module\"() ({\n  %x = \"t.a\"() {a = 1.5 : f32, b = 2} : () -> f32\n"
                        "  func.func @f(%arg0: f32) {\n    %0 = arith.addf %arg0, %arg0 : f32\n    func.return %0 : f32\n  }\n"
                        "}) : () -> ()\n";
-    CHECKM(!strcmp(s, want), "got\n%s", s);
+    CHECK(!strcmp(s, want), "got\n%s", s);
     free(s);
     s = kl_print_op(m, KL_PRINT_GENERIC);
     const char *gwant = "\"builtin.module\"() ({\n  %x = \"t.a\"() {a = 1.5 : f32, b = 2} : () -> f32\n"
                         "  \"func.func\"() ({\n  ^bb0(%arg0: f32):\n    %0 = \"arith.addf\"(%arg0, %arg0) : (f32, f32) -> f32\n"
                         "    \"func.return\"(%0) : (f32) -> ()\n  }) {sym_name = \"f\"} : () -> ()\n}) : () -> ()\n";
-    CHECKM(!strcmp(s, gwant), "got\n%s", s);
+    CHECK(!strcmp(s, gwant), "got\n%s", s);
     free(s);
   }
   kl_ctx_destroy(ctx);
@@ -268,7 +268,7 @@ static void test_types_attrs(void) {
   };
   for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) {
     const kl_type *t = kl_parse_type(ctx, ts[i].text, strlen(ts[i].text), "ty");
-    CHECKM(t && t == ts[i].want, "type %s", ts[i].text);
+    CHECK(t && t == ts[i].want, "type %s", ts[i].text);
   }
   struct { const char *text; const kl_attr *want; } as[] = {
     { "3", kl_attr_int(ctx, 3) }, { "3 : i32", kl_attr_int_typed(ctx, 3, kl_type_i32(ctx)) },
@@ -282,7 +282,7 @@ static void test_types_attrs(void) {
   };
   for (size_t i = 0; i < sizeof as / sizeof *as; i++) {
     const kl_attr *a = kl_parse_attr(ctx, as[i].text, strlen(as[i].text), "at");
-    CHECKM(a && a == as[i].want, "attr %s", as[i].text);
+    CHECK(a && a == as[i].want, "attr %s", as[i].text);
   }
   const kl_attr *ext = kl_parse_attr(ctx, "#testpair< 5 ,6>", 16, "at");
   CHECK(ext && ext->kind == KL_AT_EXT && ext->ext == &testpair_ext && ((const int64_t *)ext->payload)[1] == 6 &&
@@ -293,15 +293,15 @@ static void test_types_attrs(void) {
   /* errors of the standalone entry points are located too */
   CHECK(!kl_parse_type(ctx, "tensor<2xf32> x", 15, "ty"));
   char *d = kl_diag_take(ctx);
-  CHECKM(strstr(d, "ty:1:15: error: expected end of input after the type"), "%s", d);
+  CHECK(strstr(d, "ty:1:15: error: expected end of input after the type"), "%s", d);
   free(d);
   CHECK(!kl_parse_attr(ctx, "#testpair<1 2>", 14, "at"));
   d = kl_diag_take(ctx);
-  CHECKM(strstr(d, "at:1:13: error: testpair: expected ','"), "%s", d);   /* located inside the body */
+  CHECK(strstr(d, "at:1:13: error: testpair: expected ','"), "%s", d);   /* located inside the body */
   free(d);
   CHECK(!kl_parse_attr(ctx, "[[[1]]", 6, "at"));
   d = kl_diag_take(ctx);
-  CHECKM(strstr(d, "at:1:7: error: expected ',' or ']'"), "%s", d);
+  CHECK(strstr(d, "at:1:7: error: expected ',' or ']'"), "%s", d);
   free(d);
   kl_ctx_destroy(ctx);
   printf("types and attributes ok\n");
@@ -373,9 +373,9 @@ static void test_hooks(void) {
     kl_op *bad = kl_parse_module(c2, errs[i].text, strlen(errs[i].text), "t.kir");
     char *d = kl_diag_take(c2);
     int l = 0, col = 0;
-    CHECKM(!bad && diag_located(d, "t.kir", &l, &col) && l == errs[i].line && col == errs[i].col && strstr(d, errs[i].msg),
+    CHECK(!bad && diag_located(d, "t.kir", &l, &col) && l == errs[i].line && col == errs[i].col && strstr(d, errs[i].msg),
            "hook error %zu: %s", i, d);
-    CHECKM(!strchr(d, '\n') || !strchr(strchr(d, '\n') + 1, '\n'), "one diagnostic only: %s", d);
+    CHECK(!strchr(d, '\n') || !strchr(strchr(d, '\n') + 1, '\n'), "one diagnostic only: %s", d);
     free(d);
     kl_ctx_destroy(c2);
   }
@@ -470,7 +470,7 @@ static void test_limits(void) {
   for (int i = 0; i < 257; i++) kl_sb_puts(&sb, "[");
   CHECK(!kl_parse_attr(ctx, sb.buf, sb.len, "a"));
   char *d = kl_diag_take(ctx);
-  CHECKM(strstr(d, "a:1:257: error: attributes nested too deeply"), "%s", d);
+  CHECK(strstr(d, "a:1:257: error: attributes nested too deeply"), "%s", d);
   free(d);
   kl_sb_free(&sb);
   kl_ctx_destroy(ctx);
@@ -493,7 +493,5 @@ int main(void) {
   test_hooks();
   test_errors();
   test_limits();
-  printf("test_parse: %d checks passed\n", checks - failures);
-  if (failures) printf("test_parse: %d checks FAILED\n", failures);
-  return failures != 0;
+  return check_summary("test_parse");
 }

@@ -56,28 +56,28 @@ static char *header(const char *buf, size_t len, int line, const char *prefix) {
 static void test_bad(void) {
   int n;
   char **files = list_kir(KILN_SOURCE_DIR "/spec/corpus/bad", &n);
-  CHECKM(n >= 30, "only %d bad corpus files", n);
+  CHECK(n >= 30, "only %d bad corpus files", n);
   int with_at = 0;
   for (int i = 0; i < n; i++) {
     size_t len;
     char *buf = read_file(files[i], &len);
-    CHECKM(buf, "cannot read %s", files[i]);
+    CHECK(buf, "cannot read %s", files[i]);
     if (!buf) continue;
     char *want = header(buf, len, 1, "// ERROR: "), *at = header(buf, len, 2, "// AT: ");
-    CHECKM(want && *want, "%s: first line must be '// ERROR: <text>'", files[i]);
+    CHECK(want && *want, "%s: first line must be '// ERROR: <text>'", files[i]);
     kl_ctx *ctx = test_ctx();
     kl_op *m = kl_parse_module(ctx, buf, len, files[i]);
     int nerr = kl_diag_error_count(ctx);
     char *d = kl_diag_take(ctx);
     int l = 0, c = 0;
-    CHECKM(!m, "%s: parsed without error", files[i]);
-    CHECKM(nerr == 1, "%s: %d diagnostics:\n%s", files[i], nerr, d);
-    CHECKM(diag_located(d, files[i], &l, &c), "%s: diagnostic not located: %s", files[i], d);
-    CHECKM(want && strstr(d, want), "%s: wanted '%s', got: %s", files[i], want ? want : "", d);
+    CHECK(!m, "%s: parsed without error", files[i]);
+    CHECK(nerr == 1, "%s: %d diagnostics:\n%s", files[i], nerr, d);
+    CHECK(diag_located(d, files[i], &l, &c), "%s: diagnostic not located: %s", files[i], d);
+    CHECK(want && strstr(d, want), "%s: wanted '%s', got: %s", files[i], want ? want : "", d);
     if (at) {
       int wl = 0, wc = 0;
       with_at++;
-      CHECKM(sscanf(at, "%d:%d", &wl, &wc) == 2 && wl == l && wc == c, "%s: wanted the error at %s, got: %s", files[i], at, d);
+      CHECK(sscanf(at, "%d:%d", &wl, &wc) == 2 && wl == l && wc == c, "%s: wanted the error at %s, got: %s", files[i], at, d);
     }
     free(d); free(want); free(at); free(buf);
     kl_ctx_destroy(ctx);
@@ -101,7 +101,7 @@ static void test_deep(void) {
     char *d = kl_diag_take(ctx);
     int l = 0, c = 0;
     CHECK(!m);
-    CHECKM(diag_located(d, "deep.kir", &l, &c) && l == line[k] && c == col[k] && strstr(d, msg[k]), "deep %d: %s", k, d);
+    CHECK(diag_located(d, "deep.kir", &l, &c) && l == line[k] && c == col[k] && strstr(d, msg[k]), "deep %d: %s", k, d);
     free(d);
     kl_ctx_destroy(ctx);
     kl_sb_free(&sb);
@@ -112,16 +112,16 @@ static void test_deep(void) {
 static void test_good(void) {
   int n;
   char **files = list_kir(KILN_SOURCE_DIR "/spec/corpus/good", &n);
-  CHECKM(n >= 10, "only %d good corpus files", n);
+  CHECK(n >= 10, "only %d good corpus files", n);
   for (int i = 0; i < n; i++) {
     size_t len;
     char *buf = read_file(files[i], &len);
-    CHECKM(buf, "cannot read %s", files[i]);
+    CHECK(buf, "cannot read %s", files[i]);
     if (!buf) continue;
     kl_ctx *ctx = test_ctx();
     kl_op *m = kl_parse_module(ctx, buf, len, files[i]);
     char *d = kl_diag_take(ctx);
-    CHECKM(m, "%s: %s", files[i], d);
+    CHECK(m, "%s: %s", files[i], d);
     if (m) roundtrip_module(ctx, m, files[i]);
     free(d); free(buf);
     kl_ctx_destroy(ctx);
@@ -132,11 +132,7 @@ static void test_good(void) {
 
 /* ---- fuzz ---- */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-  uint64_t x = rng_state;
-  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-  return rng_state = x;
-}
+static uint64_t rnd(void) { return xorshift64(&rng_state); }
 
 static int fuzz_parsed, fuzz_failed;
 
@@ -150,15 +146,15 @@ static void fuzz_one(const char *text, size_t len, const char *what) {
   if (!m) {
     int l, c;
     fuzz_failed++;
-    CHECKM(diag_located(d, "fuzz.kir", &l, &c), "%s: NULL without a located diagnostic: %s", what, d);
+    CHECK(diag_located(d, "fuzz.kir", &l, &c), "%s: NULL without a located diagnostic: %s", what, d);
   } else {
     fuzz_parsed++;
-    CHECKM(sound(m) == 0, "%s: unsound IR", what);
+    CHECK(sound(m) == 0, "%s: unsound IR", what);
     char *t1 = kl_print_op(m, 0);
     kl_op *m2 = kl_parse_module(ctx, t1, strlen(t1), "fuzz2.kir");
     char *t2 = m2 ? kl_print_op(m2, 0) : NULL;
     if (!m2) { free(d); d = kl_diag_take(ctx); }
-    CHECKM(t2 && !strcmp(t1, t2), "%s: printing is not stable\n--- input\n%.*s\n--- print\n%s--- reprint\n%s%s", what,
+    CHECK(t2 && !strcmp(t1, t2), "%s: printing is not stable\n--- input\n%.*s\n--- print\n%s--- reprint\n%s%s", what,
            (int)len, copy, t1, t2 ? t2 : "(failed)\n", d);
     free(t1); free(t2);
   }
@@ -214,7 +210,5 @@ int main(void) {
   test_deep();
   test_good();
   test_fuzz();
-  printf("test_parse_corpus: %d checks passed\n", checks - failures);
-  if (failures) printf("test_parse_corpus: %d checks FAILED\n", failures);
-  return failures != 0;
+  return check_summary("test_parse_corpus");
 }

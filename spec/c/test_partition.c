@@ -35,18 +35,14 @@ const kl_view *kl_attr_view(const kl_attr *a);
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
+#include "check.h"
+#include "ir_test_util.h"
+
 static int stat_epilogue, stat_inverted, stat_f16;   /* coverage of the random graphs */
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
-#define CHECKM(c, ...) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
-                                                  fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 /* ------------------------------------------------------------------ rng */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void) {
-  rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-  return (uint32_t)(rng_state >> 11);
-}
+static uint32_t rnd(void) { return (uint32_t)(xorshift64(&rng_state) >> 11); }
 static int rint_(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }   /* [lo, hi] */
 static bool coin(int percent) { return (int)(rnd() % 100) < percent; }
 
@@ -438,13 +434,6 @@ static kl_status run_pipeline(kl_op *module, const char *pipeline) {
   kl_pass_manager_destroy(pm);
   return st;
 }
-static int count_ops(kl_op *root, const char *name) {
-  int n, c = 0;
-  kl_op **ops = kl_collect_ops(root, &n);
-  for (int i = 0; i < n; i++) if (!strcmp(ops[i]->name, name)) c++;
-  free(ops);
-  return c;
-}
 static int count_ew(kl_op *fn) {
   int n, c = 0;
   kl_op **ops = kl_collect_ops(fn, &n);
@@ -494,7 +483,7 @@ static double max_rel_err(const ibuf *got, const kl_tensor *want, int *bad_at) {
 /* Evaluates the graph, runs the pipeline (checking structure), interprets, compares.
  * expect_ew < 0: no gemm-kernel check. Returns false on a failure. */
 static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, double tol, const char *what, int seed) {
-  if (b->failed) { CHECKM(0, "%s #%d: graph construction failed", what, seed); return false; }
+  if (b->failed) { CHECK(0, "%s #%d: graph construction failed", what, seed); return false; }
   kl_graph_set_outputs(b->graph, nouts, outs, KL_LOC_UNKNOWN);
   if (kl_verify(b->module) != KL_OK) { dump(b->module, "input does not verify"); CHECK(0); return false; }
   /* inputs and reference outputs */
@@ -511,10 +500,10 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
   int nref = 0;
   kl_tensor **ref = NULL;
   bool ok = kl_graph_eval(b->graph, np, ins, &nref, &ref, err, sizeof err) == KL_OK;
-  CHECKM(ok, "%s #%d: graph_eval: %s", what, seed, err);
+  CHECK(ok, "%s #%d: graph_eval: %s", what, seed, err);
   if (ok) {
     ok = run_pipeline(b->module, "graph-partition") == KL_OK;
-    CHECKM(ok, "%s #%d: graph-partition failed", what, seed);
+    CHECK(ok, "%s #%d: graph-partition failed", what, seed);
     if (!ok) dump(b->module, "after graph-partition");
   }
   if (ok) {
@@ -523,30 +512,30 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
     for (kl_op *op = kl_graph_body(b->graph)->first; op; op = op->next)
       only = only && (!strcmp(op->name, "graph.param") || !strcmp(op->name, "graph.constant") ||
                       !strcmp(op->name, "graph.launch") || !strcmp(op->name, "func.return"));
-    CHECKM(only, "%s #%d: graph not fully partitioned", what, seed);
+    CHECK(only, "%s #%d: graph not fully partitioned", what, seed);
     if (expect_ew >= 0) {
       int ng;
       kl_op *gk = find_kind(b->module, "gemm", &ng);
-      CHECKM(ng == 1, "%s #%d: %d gemm kernels", what, seed, ng);
+      CHECK(ng == 1, "%s #%d: %d gemm kernels", what, seed, ng);
       if (gk) {
-        int anchors = count_ops(gk, "graph.conv") + count_ops(gk, "graph.dot"), ew = count_ew(gk);
-        CHECKM(anchors == 1 && ew == expect_ew, "%s #%d: gemm kernel has %d anchors and %d element-wise ops, expected 1 and %d",
+        int anchors = count_named(gk, "graph.conv") + count_named(gk, "graph.dot"), ew = count_ew(gk);
+        CHECK(anchors == 1 && ew == expect_ew, "%s #%d: gemm kernel has %d anchors and %d element-wise ops, expected 1 and %d",
                what, seed, anchors, ew, expect_ew);
         if (anchors != 1 || ew != expect_ew) dump(b->module, "epilogue mismatch");
       }
     }
     ok = run_pipeline(b->module, "graph-to-rock") == KL_OK;
-    CHECKM(ok, "%s #%d: graph-to-rock failed", what, seed);
+    CHECK(ok, "%s #%d: graph-to-rock failed", what, seed);
     if (!ok) dump(b->module, "after graph-to-rock");
   }
   if (ok && expect_ew >= 0) {
     int ng;
     kl_op *gk = find_kind(b->module, "gemm", &ng);
-    int anchors = gk ? count_ops(gk, "rock.conv") + count_ops(gk, "rock.gemm") + count_ops(gk, "rock.fill") : 0;
-    int ews = gk ? count_ops(gk, "rock.elementwise") : -1;
-    CHECKM(anchors == 1, "%s #%d: gemm kernel has %d conv/gemm ops", what, seed, anchors);
+    int anchors = gk ? count_named(gk, "rock.conv") + count_named(gk, "rock.gemm") + count_named(gk, "rock.fill") : 0;
+    int ews = gk ? count_named(gk, "rock.elementwise") : -1;
+    CHECK(anchors == 1, "%s #%d: gemm kernel has %d conv/gemm ops", what, seed, anchors);
     if (expect_ew > 0 && gk) {
-      CHECKM(ews == 1, "%s #%d: gemm kernel has %d rock.elementwise ops", what, seed, ews);
+      CHECK(ews == 1, "%s #%d: gemm kernel has %d rock.elementwise ops", what, seed, ews);
       /* the elementwise reads the anchor's intermediate directly */
       int n;
       kl_op **ops = kl_collect_ops(gk, &n);
@@ -558,7 +547,7 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
             if (d && !strcmp(d->name, "rock.alloc")) direct = true;
           }
       free(ops);
-      CHECKM(direct, "%s #%d: the epilogue does not read a rock.alloc directly", what, seed);
+      CHECK(direct, "%s #%d: the epilogue does not read a rock.alloc directly", what, seed);
       stat_epilogue++;
     }
     /* the anchor writes its intermediate through inverted views (epilogue behind a transpose / reshape) */
@@ -577,20 +566,20 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
   }
   if (ok) {
     ok = run_pipeline(b->module, "rock-conv-to-gemm") == KL_OK;
-    CHECKM(ok, "%s #%d: rock-conv-to-gemm failed", what, seed);
-    CHECK(count_ops(b->module, "rock.conv") == 0);
+    CHECK(ok, "%s #%d: rock-conv-to-gemm failed", what, seed);
+    CHECK(count_named(b->module, "rock.conv") == 0);
   }
   if (ok) {
     interp I = { 0 };
     int nout = 0;
     ibuf **got = run_plan(&I, b->module, b->graph, np, ins, &nout);
-    CHECKM(!I.failed, "%s #%d: interpreter: %s", what, seed, I.msg);
+    CHECK(!I.failed, "%s #%d: interpreter: %s", what, seed, I.msg);
     if (!I.failed) {
       CHECK(nout == nref);
       for (int i = 0; i < nout && i < nref; i++) {
         int at;
         double e = max_rel_err(got[i], ref[i], &at);
-        CHECKM(e <= tol, "%s #%d: output %d differs: rel err %g at flat %d", what, seed, i, e, at);
+        CHECK(e <= tol, "%s #%d: output %d differs: rel err %g at flat %d", what, seed, i, e, at);
         if (e > tol) { dump(b->module, "numeric mismatch"); ok = false; }
       }
     }
@@ -650,7 +639,7 @@ static int conv_numeric_one(int seed) {
   kl_block_push_op(body, kl_op_create(ctx, "func.return", KL_LOC_UNKNOWN, 0, NULL, 0, NULL, 0, NULL, 0));
   int bad = 0;
   if (kl_verify(m) != KL_OK || run_pipeline(m, "rock-conv-to-gemm") != KL_OK) { dump(m, "conv-to-gemm failed"); CHECK(0); kl_ctx_destroy(ctx); return 1; }
-  CHECK(count_ops(m, "rock.conv") == 0 && count_ops(m, "rock.gemm") == 1);
+  CHECK(count_named(m, "rock.conv") == 0 && count_named(m, "rock.gemm") == 1);
   kl_op *gemm = NULL;
   for (kl_op *op = body->first; op; op = op->next) if (!strcmp(op->name, "rock.gemm")) gemm = op;
   /* data */
@@ -696,7 +685,7 @@ static int conv_numeric_one(int seed) {
     double w = kl_tensor_get(ref, u), e = fabs(out[a] - w) / (fabs(w) > 1 ? fabs(w) : 1);
     if (e > worst) worst = e;
   } while (next_idx(4, osh, u));
-  CHECKM(bad == 0 && worst < 1e-9, "conv #%d N%lld C%lld K%lld G%d %lldx%lld Y%lld X%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld %s/%s/%s: "
+  CHECK(bad == 0 && worst < 1e-9, "conv #%d N%lld C%lld K%lld G%d %lldx%lld Y%lld X%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld %s/%s/%s: "
          "%d bad coordinates, max rel err %g", seed, (long long)N, (long long)C, (long long)K, G, (long long)Hi, (long long)Wi,
          (long long)Y, (long long)X, (long long)sh, (long long)sw, (long long)dh, (long long)dw, (long long)pt, (long long)pb,
          (long long)pl, (long long)pr, nhwc ? "NHWC" : "NCHW", kyxc ? "KYXC" : "KCYX", nhwk ? "NHWK" : "NKHW", bad, worst);
@@ -1026,7 +1015,7 @@ static void test_shared_and_views(void) {
   kl_value *outs[] = { e, h, t };
   check_graph(&b, outs, 3, 1, 1e-5, "shared", 0);
   /* structure: 3 launches (gemm+add, relu+exp+mul over the transposed view, copy of t) */
-  CHECK(count_ops(b.graph, "graph.launch") == 3);
+  CHECK(count_named(b.graph, "graph.launch") == 3);
   int n;
   CHECK(find_kind(b.module, "elementwise", &n) && n == 2);
   kl_ctx_destroy(ctx);
@@ -1040,7 +1029,7 @@ static void test_shared_and_views(void) {
   kl_value *rt = gperm(&b, g1(&b, "relu", p), 2, (int64_t[]){ 1, 0 });
   kl_value *outs2[] = { rt, g1(&b, "exp", rt) };
   check_graph(&b, outs2, 2, -1, 1e-5, "returned-view", 0);
-  CHECK(count_ops(b.graph, "graph.launch") == 3);
+  CHECK(count_named(b.graph, "graph.launch") == 3);
   kl_ctx_destroy(ctx);
 
   /* unknown ops are an error naming the op, not a crash */
@@ -1054,9 +1043,7 @@ static void test_shared_and_views(void) {
   kl_value *bo = kl_op_result(bad, 0);
   kl_graph_set_outputs(b.graph, 1, &bo, KL_LOC_UNKNOWN);
   CHECK(run_pipeline(b.module, "graph-partition") == KL_ERR);
-  char *diag = kl_diag_take(ctx);
-  CHECK(strstr(diag, "graph.frobnicate") != NULL);
-  free(diag);
+  CHECK(diag_has(ctx, "graph.frobnicate"));
   kl_ctx_destroy(ctx);
   printf("shared intermediates, duplicated views, copies, errors ok\n");
 }
@@ -1065,7 +1052,5 @@ int main(void) {
   test_conv_numerics();
   test_shared_and_views();
   test_random_graphs();
-  printf("test_partition: %d checks passed\n", checks - failures);
-  if (failures) printf("test_partition: %d checks FAILED\n", failures);
-  return failures ? 1 : 0;
+  return check_summary("test_partition");
 }

@@ -10,10 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
+#include "check.h"
+#include "ir_test_util.h"
 
 /* ---- IR helpers ---- */
 typedef struct { kl_ctx *ctx; kl_op *m; kl_block *b; const kl_type *i32; } fixture;
@@ -41,27 +40,6 @@ static kl_value *cst_in(fixture *f, kl_block *b, int64_t v) {
 static kl_value *bin_in(fixture *f, kl_block *b, const char *name, kl_value *x, kl_value *y) {
   kl_value *o[] = { x, y };
   return kl_op_result(push(f, b, name, 2, o, 1, 0), 0);
-}
-static int count_named(kl_op *root, const char *name) {
-  int n, k = 0;
-  kl_op **ops = kl_collect_ops(root, &n);
-  for (int i = 0; i < n; i++) if (!strcmp(ops[i]->name, name)) k++;
-  free(ops);
-  return k;
-}
-static bool diag_is(kl_ctx *ctx, const char *want) {
-  char *d = kl_diag_take(ctx);
-  bool ok = !strcmp(d, want);
-  if (!ok) fprintf(stderr, "  diagnostics were: [%s]\n  expected:         [%s]\n", d, want);
-  free(d);
-  return ok;
-}
-static bool diag_has(kl_ctx *ctx, const char *needle) {
-  char *d = kl_diag_take(ctx);
-  bool ok = strstr(d, needle) != NULL;
-  if (!ok) fprintf(stderr, "  diagnostics were: [%s]\n  expected to contain: [%s]\n", d, needle);
-  free(d);
-  return ok;
 }
 
 /* ---- a test pass with typed options: records what it saw ---- */
@@ -301,22 +279,14 @@ static void on_ir(const char *pass, const char *text, void *user) {
   if (l->n < 16) snprintf(l->names[l->n++], 32, "%s", pass);
   if (!strstr(text, "func.func") || !strstr(text, "builtin.module")) l->texts_ok = false;
 }
-static char *capture_stderr(kl_pass_manager *pm, kl_op *m, kl_status *st) {
-  char path[] = "/tmp/kiln_test_pass_XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return kl_xstrdup("");
-  fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
-  *st = kl_pass_manager_run(pm, m);
-  fflush(stderr);
-  dup2(saved, 2); close(saved);
-  lseek(fd, 0, SEEK_SET);
-  kl_sb sb = {0};
-  char buf[4096]; ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) kl_sb_putn(&sb, buf, (size_t)n);
-  close(fd); unlink(path);
-  return kl_sb_take(&sb);
+/* Runs pm on m with stderr captured: returns what was written (malloc'd), the status through st. */
+typedef struct { kl_pass_manager *pm; kl_op *m; kl_status st; } pm_run;
+static void run_pm(void *arg) { pm_run *r = arg; r->st = kl_pass_manager_run(r->pm, r->m); }
+static char *run_captured(kl_pass_manager *pm, kl_op *m, kl_status *st) {
+  pm_run r = { pm, m, KL_ERR };
+  char *text = capture_stderr(run_pm, &r);
+  *st = r.st;
+  return text;
 }
 
 static void test_print_ir_after(void) {
@@ -341,25 +311,25 @@ static void test_print_ir_after(void) {
   l.n = 0;
   kl_pass_manager_print_ir_after(pm, NULL, NULL, NULL);
   kl_status st;
-  char *err = capture_stderr(pm, f.m, &st);
+  char *err = run_captured(pm, f.m, &st);
   CHECK(st == KL_OK && l.n == 0 && !strcmp(err, ""));
   free(err);
   /* KILN_PRINT_IR_AFTER prints to stderr */
   setenv("KILN_PRINT_IR_AFTER", "dce", 1);
-  err = capture_stderr(pm, f.m, &st);
+  err = run_captured(pm, f.m, &st);
   unsetenv("KILN_PRINT_IR_AFTER");
   CHECK(st == KL_OK);
   CHECK(strstr(err, "// -----// IR Dump After dce //----- //\n") == err && strstr(err, "func.func"));
   CHECK(!strstr(err, "After cse") && !strstr(err, "After canonicalize"));
   free(err);
   setenv("KILN_PRINT_IR_AFTER", "all", 1);
-  err = capture_stderr(pm, f.m, &st);
+  err = run_captured(pm, f.m, &st);
   unsetenv("KILN_PRINT_IR_AFTER");
   CHECK(strstr(err, "After canonicalize //") && strstr(err, "After cse //") && strstr(err, "After dce //") && strstr(err, "After lua-fn //"));
   free(err);
   /* a selection without a callback also goes to stderr */
   kl_pass_manager_print_ir_after(pm, "cse", NULL, NULL);
-  err = capture_stderr(pm, f.m, &st);
+  err = run_captured(pm, f.m, &st);
   CHECK(strstr(err, "// -----// IR Dump After cse //----- //\n") == err && !strstr(err, "After dce"));
   free(err);
   kl_pass_manager_destroy(pm);
@@ -572,7 +542,5 @@ int main(void) {
   test_dce();
   test_canonicalize_pass();
   test_canonical_registry();
-  if (failures) { fprintf(stderr, "test_pass: %d of %d checks failed\n", failures, checks); return 1; }
-  printf("test_pass: %d checks passed\n", checks);
-  return 0;
+  return check_summary("test_pass");
 }

@@ -10,18 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(cond)) {                                                         \
-      failures++;                                                          \
-      fprintf(stderr, "%s:%d: FAIL: %s: ", __FILE__, __LINE__, #cond);     \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fprintf(stderr, "\n");                                               \
-    }                                                                      \
-  } while (0)
-#define GROUP(name) printf("  %-44s (%d checks so far, %d failed)\n", name, checks, failures)
+#include "check.h"
+
 #define S(...) ((int64_t[]){__VA_ARGS__})
 #define V(...) ((double[]){__VA_ARGS__})
 
@@ -636,10 +626,5 @@ int main(void) {
   test_reduce_softmax();
   test_dot();
   test_conv();
-  if (failures) {
-    printf("test_refops: %d of %d checks FAILED\n", failures, checks);
-    return 1;
-  }
-  printf("test_refops: %d checks passed\n", checks);
-  return 0;
+  return check_summary("test_refops");
 }

@@ -11,10 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
+#include "check.h"
+#include "ir_test_util.h"
 
 /* ---- IR building helpers ---- */
 typedef struct { kl_ctx *ctx; kl_op *m; kl_block *b; const kl_type *i32; } fixture;
@@ -50,21 +49,6 @@ static kl_value *bin(fixture *f, const char *name, kl_value *a, kl_value *b) {
   return kl_op_result(add_op(f, f->b, name, 2, o, 1), 0);
 }
 static kl_op *ret(fixture *f, int n, kl_value **vals) { return add_op(f, f->b, "func.return", n, vals, 0); }
-
-static int count_named(kl_op *root, const char *name) {
-  int n, k = 0;
-  kl_op **ops = kl_collect_ops(root, &n);
-  for (int i = 0; i < n; i++) if (!strcmp(ops[i]->name, name)) k++;
-  free(ops);
-  return k;
-}
-static bool diag_has(kl_ctx *ctx, const char *needle) {
-  char *d = kl_diag_take(ctx);
-  bool ok = strstr(d, needle) != NULL;
-  if (!ok) fprintf(stderr, "  diagnostics were: %s\n  expected to contain: %s\n", d, needle);
-  free(d);
-  return ok;
-}
 
 /* Replaces op by a new op named pattern->user (a string), same operands/results. */
 static bool rename_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
@@ -359,24 +343,6 @@ static void test_fail(void) {
   printf("pattern failure reporting ok\n");
 }
 
-/* Runs fn with stderr redirected to a temp file; returns what was written (malloc'd). */
-static char *capture_stderr(void (*fn)(void *), void *arg) {
-  char path[] = "/tmp/kiln_test_rewrite_XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return kl_xstrdup("");
-  fflush(stderr);
-  int saved = dup(2);
-  dup2(fd, 2);
-  fn(arg);
-  fflush(stderr);
-  dup2(saved, 2); close(saved);
-  lseek(fd, 0, SEEK_SET);
-  kl_sb sb = {0};
-  char buf[4096]; ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) kl_sb_putn(&sb, buf, (size_t)n);
-  close(fd); unlink(path);
-  return kl_sb_take(&sb);
-}
 static bool never_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) { return kl_rewriter_notify_no_match(rw, "operand %d is not a constant", 0); }
 static void run_debug(void *arg) {
   fixture *f = arg;
@@ -538,7 +504,7 @@ static int interp(kl_block *b, const int64_t *args, int64_t *out) {
   return 0;
 }
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void) { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17; return (uint32_t)rng_state; }
+static uint32_t rnd(void) { return (uint32_t)xorshift64(&rng_state); }
 
 static void test_random_arith(void) {
   static const char *ops[] = { "arith.addi", "arith.subi", "arith.muli", "arith.andi", "arith.ori", "arith.xori", "arith.maxsi", "arith.minsi" };
@@ -617,7 +583,5 @@ int main(void) {
   test_standalone_rewriter();
   test_canonical_arith();
   test_random_arith();
-  if (failures) { fprintf(stderr, "test_rewrite: %d of %d checks failed\n", failures, checks); return 1; }
-  printf("test_rewrite: %d checks passed\n", checks);
-  return 0;
+  return check_summary("test_rewrite");
 }

@@ -13,81 +13,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/Core.h>
-
 #include "runtime/codegen_target.h"
 #include "runtime/device.h"
 #include "runtime/jit_host.h"
 #include "runtime/threadpool.h"
 
-static int g_checks, g_fail;
-#define CHECK(c, ...)                                                   \
-  do {                                                                  \
-    g_checks++;                                                         \
-    if (!(c)) {                                                         \
-      g_fail++;                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);      \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-    }                                                                   \
-  } while (0)
-
-static int g_group_fail;
-static void group_begin(void) { g_group_fail = g_fail; }
-static void group_end(const char *what) { printf("%s: %s\n", what, g_fail == g_group_fail ? "ok" : "FAILED"); }
+#include "check.h"
+#include "llvm_kernels.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd32(void) {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return (uint32_t)(g_rng >> 11);
-}
+static uint32_t rnd32(void) { return (uint32_t)(xorshift64(&g_rng) >> 11); }
 static float rndf(void) { return (float)((double)rnd32() / 4294967296.0 * 4.0 - 2.0); }
 
-/* ---- building host kernels with the LLVM C API ----
- * Signature: void name(ptr args, ptr block_id, ptr grid). */
+/* ---- host kernels (llvm_kernels.h, LK_HOST): void name(ptr args, ptr block_id, ptr grid) ---- */
 
-typedef struct hk {
-  LLVMContextRef ctx;
-  LLVMModuleRef mod;
-  LLVMBuilderRef b;
-  LLVMValueRef fn;
-  LLVMTypeRef ptr, i32, i64, f32;
-} hk;
-
-static void hk_begin(hk *k, LLVMContextRef ctx, const char *modname) {
-  k->ctx = ctx;
-  k->mod = LLVMModuleCreateWithNameInContext(modname, ctx);
-  k->b = LLVMCreateBuilderInContext(ctx);
-  k->ptr = LLVMPointerTypeInContext(ctx, 0);
-  k->i32 = LLVMInt32TypeInContext(ctx);
-  k->i64 = LLVMInt64TypeInContext(ctx);
-  k->f32 = LLVMFloatTypeInContext(ctx);
-}
-
-static void hk_kernel(hk *k, const char *name) {
-  LLVMTypeRef ps[3] = {k->ptr, k->ptr, k->ptr};
-  k->fn = LLVMAddFunction(k->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), ps, 3, 0));
-  LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, k->fn, "entry"));
-}
-
-static void hk_end(hk *k) {
-  LLVMDisposeBuilder(k->b);
-  LLVMDisposeModule(k->mod);
-}
-
-static LLVMValueRef c64(hk *k, long long v) { return LLVMConstInt(k->i64, (unsigned long long)v, 1); }
+static LLVMValueRef c64(lk *k, long long v) { return LLVMConstInt(k->i64, (unsigned long long)v, 1); }
 
 /* The value argument i points to: load (load args[i]) as type t. */
-static LLVMValueRef hk_arg(hk *k, int i, LLVMTypeRef t) {
+static LLVMValueRef hk_arg(lk *k, int i, LLVMTypeRef t) {
   LLVMValueRef idx = c64(k, i);
   LLVMValueRef slot = LLVMBuildInBoundsGEP2(k->b, k->ptr, LLVMGetParam(k->fn, 0), &idx, 1, "");
   LLVMValueRef p = LLVMBuildLoad2(k->b, k->ptr, slot, "");
   return LLVMBuildLoad2(k->b, t, p, "");
 }
 
-static LLVMValueRef hk_i64_at(hk *k, LLVMValueRef base, int i) {
+static LLVMValueRef hk_i64_at(lk *k, LLVMValueRef base, int i) {
   LLVMValueRef idx = c64(k, i);
   return LLVMBuildLoad2(k->b, k->i64, LLVMBuildInBoundsGEP2(k->b, k->i64, base, &idx, 1, ""), "");
 }
@@ -95,7 +45,7 @@ static LLVMValueRef hk_i64_at(hk *k, LLVMValueRef base, int i) {
 /* for (t = 0; t < n; t++) body(t): returns t (i64) with the builder in the body; hk_loop_end closes. */
 typedef struct hk_loop { LLVMBasicBlockRef head, body, exit; LLVMValueRef t, n; } hk_loop;
 
-static LLVMValueRef hk_loop_begin(hk *k, hk_loop *l, LLVMValueRef n) {
+static LLVMValueRef hk_loop_begin(lk *k, hk_loop *l, LLVMValueRef n) {
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(k->b);
   l->head = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "head");
   l->body = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "body");
@@ -111,7 +61,7 @@ static LLVMValueRef hk_loop_begin(hk *k, hk_loop *l, LLVMValueRef n) {
   return l->t;
 }
 
-static void hk_loop_end(hk *k, hk_loop *l) {
+static void hk_loop_end(lk *k, hk_loop *l) {
   LLVMValueRef next = LLVMBuildAdd(k->b, l->t, c64(k, 1), "");
   LLVMBasicBlockRef cur = LLVMGetInsertBlock(k->b);
   LLVMAddIncoming(l->t, &next, &cur, 1);
@@ -120,8 +70,8 @@ static void hk_loop_end(hk *k, hk_loop *l) {
 }
 
 /* vadd(a, b, c, n): one workgroup = 256 elements; c[i] = a[i] + b[i] * scale for i < n. */
-static void build_vadd(hk *k, const char *name, float scale) {
-  hk_kernel(k, name);
+static void build_vadd(lk *k, const char *name, float scale) {
+  lk_kernel(k, LK_HOST, name, NULL, 0, NULL);
   LLVMValueRef a = hk_arg(k, 0, k->ptr), bb = hk_arg(k, 1, k->ptr), c = hk_arg(k, 2, k->ptr);
   LLVMValueRef n = LLVMBuildSExt(k->b, hk_arg(k, 3, k->i32), k->i64, "");
   LLVMValueRef bx = hk_i64_at(k, LLVMGetParam(k->fn, 1), 0);
@@ -183,6 +133,22 @@ static void run_vadd(kl_device *dev, kl_dev_kernel *kern, int n, float scale, co
   free(out);
 }
 
+/* The host device, or NULL (test_open reports why). */
+static kl_device *open_host(void) {
+  char err[256];
+  return kl_device_open("host", err, sizeof err);
+}
+
+/* JIT-loads k's module into d (one check), ends k; returns its kernel `name` or NULL. */
+static kl_dev_kernel *load_kernel(kl_device *d, lk *k, const char *name) {
+  kl_dev_module *m = NULL;
+  kl_dev_kernel *kern = NULL;
+  CHECK(kl_device_load_llvm(d, k->mod, &m) == KL_OK, "%s", kl_device_error(d));
+  lk_end(k);
+  if (m && kl_device_get_kernel(m, name, &kern) != KL_OK) kern = NULL;
+  return kern;
+}
+
 /* ---- tests ---- */
 
 static void test_open(void) {
@@ -236,8 +202,7 @@ static void test_open(void) {
 
 static void test_memory(void) {
   group_begin();
-  char err[256];
-  kl_device *d = kl_device_open("host", err, sizeof err);
+  kl_device *d = open_host();
   if (!d) return;
   void *p = NULL, *q = NULL, *z = NULL;
   CHECK(kl_device_alloc(d, 1000, &p) == KL_OK && p, "alloc");
@@ -276,17 +241,14 @@ static void test_memory(void) {
 
 static void test_vadd(void) {
   group_begin();
-  char err[1024];
-  kl_device *d = kl_device_open("host", err, sizeof err);
+  kl_device *d = open_host();
   if (!d) return;
-  LLVMContextRef ctx = LLVMContextCreate();
-  hk k;
-  hk_begin(&k, ctx, "vadd_mod");
+  lk k;
+  lk_begin(&k, NULL, "vadd_mod");
   build_vadd(&k, "vadd", 1.0f);
   kl_dev_module *m = NULL;
   CHECK(kl_device_load_llvm(d, k.mod, &m) == KL_OK, "load: %s", kl_device_error(d));
-  hk_end(&k);
-  LLVMContextDispose(ctx); /* the JIT has its own copy */
+  lk_end(&k); /* the JIT has its own copy */
   kl_dev_kernel *kern = NULL, *again = NULL;
   if (m) {
     CHECK(kl_device_get_kernel(m, "vadd", &kern) == KL_OK, "get: %s", kl_device_error(d));
@@ -327,13 +289,11 @@ static void test_vadd(void) {
  * with lin = (z * gy + y) * gx + x. */
 static void test_grid3d(void) {
   group_begin();
-  char err[256];
-  kl_device *d = kl_device_open("host", err, sizeof err);
+  kl_device *d = open_host();
   if (!d) return;
-  LLVMContextRef ctx = LLVMContextCreate();
-  hk k;
-  hk_begin(&k, ctx, "grid_mod");
-  hk_kernel(&k, "ids");
+  lk k;
+  lk_begin(&k, NULL, "grid_mod");
+  lk_kernel(&k, LK_HOST, "ids", NULL, 0, NULL);
   LLVMValueRef cnt = hk_arg(&k, 0, k.ptr), code = hk_arg(&k, 1, k.ptr);
   LLVMValueRef bid = LLVMGetParam(k.fn, 1), grid = LLVMGetParam(k.fn, 2);
   LLVMValueRef x = hk_i64_at(&k, bid, 0), y = hk_i64_at(&k, bid, 1), z = hk_i64_at(&k, bid, 2);
@@ -346,12 +306,8 @@ static void test_grid3d(void) {
                                  LLVMBuildMul(k.b, z, c64(&k, 1000000), ""), "");
   LLVMBuildStore(k.b, cv, LLVMBuildInBoundsGEP2(k.b, k.i64, code, &lin, 1, ""));
   LLVMBuildRetVoid(k.b);
-  kl_dev_module *m = NULL;
-  kl_dev_kernel *kern = NULL;
-  CHECK(kl_device_load_llvm(d, k.mod, &m) == KL_OK, "%s", kl_device_error(d));
-  hk_end(&k);
-  LLVMContextDispose(ctx);
-  if (m && kl_device_get_kernel(m, "ids", &kern) == KL_OK) {
+  kl_dev_kernel *kern = load_kernel(d, &k, "ids");
+  if (kern) {
     uint32_t grid3[3] = {7, 5, 3}, block[3] = {1, 1, 1};
     int total = 7 * 5 * 3;
     int32_t *hc = calloc((size_t)total, 4);
@@ -384,15 +340,13 @@ static void test_grid3d(void) {
  * out[b] = sum(tile) — local memory as workgroup memory, and a libm call. */
 static void test_local_and_libm(void) {
   group_begin();
-  char err[256];
-  kl_device *d = kl_device_open("host", err, sizeof err);
+  kl_device *d = open_host();
   if (!d) return;
-  LLVMContextRef ctx = LLVMContextCreate();
-  hk k;
-  hk_begin(&k, ctx, "rsum_mod");
+  lk k;
+  lk_begin(&k, NULL, "rsum_mod");
   LLVMTypeRef f32 = k.f32;
   LLVMValueRef expf_fn = LLVMAddFunction(k.mod, "expf", LLVMFunctionType(f32, &f32, 1, 0));
-  hk_kernel(&k, "rsum");
+  lk_kernel(&k, LK_HOST, "rsum", NULL, 0, NULL);
   LLVMValueRef in = hk_arg(&k, 0, k.ptr), out = hk_arg(&k, 1, k.ptr);
   LLVMValueRef b = hk_i64_at(&k, LLVMGetParam(k.fn, 1), 0);
   LLVMTypeRef arr = LLVMArrayType2(f32, 256);
@@ -418,12 +372,8 @@ static void test_local_and_libm(void) {
   hk_loop_end(&k, &l2);
   LLVMBuildStore(k.b, LLVMBuildLoad2(k.b, f32, acc, ""), LLVMBuildInBoundsGEP2(k.b, f32, out, &b, 1, ""));
   LLVMBuildRetVoid(k.b);
-  kl_dev_module *m = NULL;
-  kl_dev_kernel *kern = NULL;
-  CHECK(kl_device_load_llvm(d, k.mod, &m) == KL_OK, "%s", kl_device_error(d));
-  hk_end(&k);
-  LLVMContextDispose(ctx);
-  if (m && kl_device_get_kernel(m, "rsum", &kern) == KL_OK) {
+  kl_dev_kernel *kern = load_kernel(d, &k, "rsum");
+  if (kern) {
     enum { NB = 97 };
     float *hin = malloc(NB * 256 * 4), hout[NB];
     for (int i = 0; i < NB * 256; i++) hin[i] = rndf();
@@ -515,14 +465,12 @@ static void test_half(void) {
   CHECK(badb == 0, "bf16: %d mismatches", badb);
 
   /* and JIT'd code doing the conversions gets the same bits */
-  char err[256];
-  kl_device *d = kl_device_open("host", err, sizeof err);
+  kl_device *d = open_host();
   if (!d) return;
-  LLVMContextRef ctx = LLVMContextCreate();
-  hk k;
-  hk_begin(&k, ctx, "cvt_mod");
-  hk_kernel(&k, "cvt");
-  LLVMTypeRef f64 = LLVMDoubleTypeInContext(ctx), h = LLVMHalfTypeInContext(ctx), bf = LLVMBFloatTypeInContext(ctx);
+  lk k;
+  lk_begin(&k, NULL, "cvt_mod");
+  lk_kernel(&k, LK_HOST, "cvt", NULL, 0, NULL);
+  LLVMTypeRef f64 = LLVMDoubleTypeInContext(k.ctx), h = LLVMHalfTypeInContext(k.ctx), bf = LLVMBFloatTypeInContext(k.ctx);
   LLVMValueRef pin = hk_arg(&k, 0, k.ptr), pind = hk_arg(&k, 1, k.ptr), ph = hk_arg(&k, 2, k.ptr);
   LLVMValueRef phh = hk_arg(&k, 3, k.ptr), pbf = hk_arg(&k, 4, k.ptr), pf = hk_arg(&k, 5, k.ptr);
   LLVMValueRef pbd = hk_arg(&k, 6, k.ptr);
@@ -539,12 +487,8 @@ static void test_half(void) {
   LLVMBuildStore(k.b, LLVMBuildFPTrunc(k.b, xd, bf, ""), LLVMBuildInBoundsGEP2(k.b, bf, pbd, &i, 1, ""));
   hk_loop_end(&k, &l);
   LLVMBuildRetVoid(k.b);
-  kl_dev_module *m = NULL;
-  kl_dev_kernel *kern = NULL;
-  CHECK(kl_device_load_llvm(d, k.mod, &m) == KL_OK, "%s", kl_device_error(d));
-  hk_end(&k);
-  LLVMContextDispose(ctx);
-  if (m && kl_device_get_kernel(m, "cvt", &kern) == KL_OK) {
+  kl_dev_kernel *kern = load_kernel(d, &k, "cvt");
+  if (kern) {
     enum { N = 4096 };
     static float fin[N], fout[N];
     static double din[N];
@@ -623,14 +567,12 @@ static void test_load_formats(void) {
     CHECK(bad == 0, "axpy: %d wrong", bad);
   }
   /* bitcode from codegen_target (what a bundle stores) */
-  LLVMContextRef ctx = LLVMContextCreate();
-  hk k;
-  hk_begin(&k, ctx, "bc_mod");
+  lk k;
+  lk_begin(&k, NULL, "bc_mod");
   build_vadd(&k, "vadd", 2.0f);
   kl_binary bin;
   CHECK(kl_codegen_emit(k.mod, "host", NULL, &bin, err, sizeof err) == KL_OK, "host emit: %s", err);
-  hk_end(&k);
-  LLVMContextDispose(ctx);
+  lk_end(&k);
   if (bin.data) {
     CHECK(bin.kind == KL_TARGET_HOST && bin.size > 4 && memcmp(bin.data, "BC\xC0\xDE", 4) == 0, "not bitcode");
     kl_dev_module *mb = NULL;
@@ -664,25 +606,24 @@ static void test_load_formats(void) {
 /* Two modules defining the same kernel name, two contexts, two JITs (two host devices). */
 static void test_two_jits(void) {
   group_begin();
-  char err[256];
-  kl_device *d1 = kl_device_open("host", err, sizeof err), *d2 = kl_device_open("host", err, sizeof err);
+  kl_device *d1 = open_host(), *d2 = open_host();
   if (!d1 || !d2) return;
   LLVMContextRef c1 = LLVMContextCreate(), c2 = LLVMContextCreate();
-  hk k1, k2, k3;
-  hk_begin(&k1, c1, "m1");
+  lk k1, k2, k3;
+  lk_begin(&k1, c1, "m1");
   build_vadd(&k1, "vadd", 1.0f);
-  hk_begin(&k2, c2, "m2");
+  lk_begin(&k2, c2, "m2");
   build_vadd(&k2, "vadd", -3.0f);
-  hk_begin(&k3, c2, "m3");
+  lk_begin(&k3, c2, "m3");
   build_vadd(&k3, "vadd", 0.5f);
   kl_dev_module *m1 = NULL, *m2 = NULL, *m3 = NULL, *m1b = NULL;
   CHECK(kl_device_load_llvm(d1, k1.mod, &m1) == KL_OK, "%s", kl_device_error(d1));
   CHECK(kl_device_load_llvm(d2, k2.mod, &m2) == KL_OK, "%s", kl_device_error(d2));
   CHECK(kl_device_load_llvm(d1, k3.mod, &m3) == KL_OK, "same name, same JIT: %s", kl_device_error(d1));
   CHECK(kl_device_load_llvm(d1, k1.mod, &m1b) == KL_OK, "same module twice: %s", kl_device_error(d1));
-  hk_end(&k1);
-  hk_end(&k2);
-  hk_end(&k3);
+  lk_end(&k1);
+  lk_end(&k2);
+  lk_end(&k3);
   LLVMContextDispose(c1);
   kl_dev_kernel *v1 = NULL, *v2 = NULL, *v3 = NULL, *v1b = NULL;
   if (m1) kl_device_get_kernel(m1, "vadd", &v1);
@@ -702,14 +643,11 @@ static void test_two_jits(void) {
     kl_device_destroy(d1);
     run_vadd(d2, v2, 5000, -3.0f, "jit2 after jit1 destroyed");
     /* building a new module in the surviving context still works */
-    hk k4;
-    hk_begin(&k4, c2, "m4");
+    lk k4;
+    lk_begin(&k4, c2, "m4");
     build_vadd(&k4, "vadd", 4.0f);
-    kl_dev_module *m4 = NULL;
-    kl_dev_kernel *v4 = NULL;
-    CHECK(kl_device_load_llvm(d2, k4.mod, &m4) == KL_OK, "%s", kl_device_error(d2));
-    hk_end(&k4);
-    if (m4 && kl_device_get_kernel(m4, "vadd", &v4) == KL_OK) run_vadd(d2, v4, 999, 4.0f, "jit2/m4");
+    kl_dev_kernel *v4 = load_kernel(d2, &k4, "vadd");
+    if (v4) run_vadd(d2, v4, 999, 4.0f, "jit2/m4");
   } else {
     kl_device_destroy(d1);
   }
@@ -720,8 +658,7 @@ static void test_two_jits(void) {
 
 static void test_events(void) {
   group_begin();
-  char err[256];
-  kl_device *d = kl_device_open("host", err, sizeof err);
+  kl_device *d = open_host();
   if (!d) return;
   kl_dev_event *e0 = NULL, *e1 = NULL;
   CHECK(kl_device_event_create(d, &e0) == KL_OK && kl_device_event_create(d, &e1) == KL_OK, "create");
@@ -798,60 +735,19 @@ static void test_threadpool(void) {
 
 /* ---- GPUs (tag: gpu) — skipped with a message where none is present ---- */
 
-/* A GPU kernel for AMDGPU (amd) or NVPTX: ids, calling convention, attributes. */
-static LLVMValueRef gpu_kernel(hk *k, bool amd, const char *name, LLVMTypeRef *params, unsigned np) {
-  k->fn = LLVMAddFunction(k->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, np, 0));
-  LLVMSetFunctionCallConv(k->fn, amd ? LLVMAMDGPUKERNELCallConv : LLVMPTXKernelCallConv);
-  if (amd) {
-    const char *key = "amdgpu-flat-work-group-size";
-    LLVMAddAttributeAtIndex(k->fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(k->ctx, key, (unsigned)strlen(key), "1,256", 5));
-  }
-  LLVMPositionBuilderAtEnd(k->b, LLVMAppendBasicBlockInContext(k->ctx, k->fn, "entry"));
-  return k->fn;
-}
-
-static LLVMValueRef gpu_intr(hk *k, const char *name, LLVMValueRef *args, unsigned n) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  return LLVMBuildCall2(k->b, LLVMIntrinsicGetType(k->ctx, id, NULL, 0), LLVMGetIntrinsicDeclaration(k->mod, id, NULL, 0),
-                        args, n, "");
-}
-
-static LLVMValueRef gpu_tid(hk *k, bool amd) {
-  return gpu_intr(k, amd ? "llvm.amdgcn.workitem.id.x" : "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0);
-}
-static LLVMValueRef gpu_ctaid(hk *k, bool amd) {
-  return gpu_intr(k, amd ? "llvm.amdgcn.workgroup.id.x" : "llvm.nvvm.read.ptx.sreg.ctaid.x", NULL, 0);
-}
-
 /* gvadd(a, b, c, n): i = wg * 256 + tid; c[i] = a[i] + b[i] if i < n.
  * gshm(in, out, nper): out[idx] = in[total-1-idx] through dynamic shared memory. */
-static void build_gpu_module(hk *k, bool amd) {
-  LLVMTypeRef p1 = LLVMPointerTypeInContext(k->ctx, 1);
-  LLVMTypeRef ps[4] = {p1, p1, p1, k->i32};
-  gpu_kernel(k, amd, "gvadd", ps, 4);
-  LLVMValueRef i = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, gpu_ctaid(k, amd), LLVMConstInt(k->i32, 256, 0), ""),
-                                gpu_tid(k, amd), "");
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "body");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "done");
-  LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, i, LLVMGetParam(k->fn, 3), ""), body, done);
-  LLVMPositionBuilderAtEnd(k->b, body);
-  LLVMValueRef i64 = LLVMBuildSExt(k->b, i, k->i64, "");
-  LLVMValueRef va = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &i64, 1, ""), "");
-  LLVMValueRef vb = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 1), &i64, 1, ""), "");
-  LLVMBuildStore(k->b, LLVMBuildFAdd(k->b, va, vb, ""),
-                 LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 2), &i64, 1, ""));
-  LLVMBuildBr(k->b, done);
-  LLVMPositionBuilderAtEnd(k->b, done);
-  LLVMBuildRetVoid(k->b);
+static void build_gpu_module(lk *k, bool amd) {
+  lk_abi abi = amd ? LK_AMDGPU : LK_PTX;
+  lk_gpu_vadd(k, abi, "gvadd", 256);
 
   LLVMTypeRef arr0 = LLVMArrayType2(k->f32, 0);
   LLVMValueRef dyn = LLVMAddGlobalInAddressSpace(k->mod, arr0, "dyn", 3);
   LLVMSetLinkage(dyn, LLVMExternalLinkage);
   LLVMSetAlignment(dyn, 16);
-  LLVMTypeRef ps2[3] = {p1, p1, k->i32};
-  gpu_kernel(k, amd, "gshm", ps2, 3);
-  LLVMValueRef t = LLVMBuildZExt(k->b, gpu_tid(k, amd), k->i64, "");
+  LLVMTypeRef ps2[3] = {k->gptr, k->gptr, k->i32};
+  lk_kernel(k, abi, "gshm", ps2, 3, "1,256");
+  LLVMValueRef t = LLVMBuildZExt(k->b, lk_tid(k, amd), k->i64, "");
   LLVMValueRef nper = LLVMBuildZExt(k->b, LLVMGetParam(k->fn, 2), k->i64, "");
   LLVMValueRef total = LLVMBuildMul(k->b, nper, c64(k, 256), "");
   hk_loop l1;
@@ -861,7 +757,7 @@ static void build_gpu_module(hk *k, bool amd) {
   LLVMValueRef gi[2] = {c64(k, 0), idx};
   LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, arr0, dyn, gi, 2, ""));
   hk_loop_end(k, &l1);
-  gpu_intr(k, amd ? "llvm.amdgcn.s.barrier" : "llvm.nvvm.barrier0", NULL, 0);
+  lk_barrier(k, amd);
   hk_loop l2;
   j = hk_loop_begin(k, &l2, nper);
   idx = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, j, c64(k, 256), ""), t, "");
@@ -872,10 +768,10 @@ static void build_gpu_module(hk *k, bool amd) {
   LLVMBuildRetVoid(k->b);
 
   if (!amd) { /* gmma(A, B, D): one mma.sync m16n8k16 per warp, fragments in PTX ISA order */
-    LLVMTypeRef ps3[3] = {p1, p1, p1};
-    gpu_kernel(k, false, "gmma", ps3, 3);
+    LLVMTypeRef ps3[3] = {k->gptr, k->gptr, k->gptr};
+    lk_kernel(k, LK_PTX, "gmma", ps3, 3, NULL);
     LLVMTypeRef h2 = LLVMVectorType(LLVMHalfTypeInContext(k->ctx), 2);
-    LLVMValueRef tt = LLVMBuildZExt(k->b, gpu_tid(k, false), k->i64, "");
+    LLVMValueRef tt = LLVMBuildZExt(k->b, lk_tid(k, false), k->i64, "");
     LLVMValueRef args[10];
     for (int q = 0; q < 6; q++) {
       LLVMValueRef base = LLVMBuildMul(k->b, tt, c64(k, q < 4 ? 4 : 2), "");
@@ -883,7 +779,7 @@ static void build_gpu_module(hk *k, bool amd) {
       args[q] = LLVMBuildLoad2(k->b, h2, LLVMBuildInBoundsGEP2(k->b, h2, LLVMGetParam(k->fn, q < 4 ? 0 : 1), &ix, 1, ""), "");
     }
     for (int q = 6; q < 10; q++) args[q] = LLVMConstReal(k->f32, 0.0);
-    LLVMValueRef r = gpu_intr(k, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", args, 10);
+    LLVMValueRef r = lk_call(k, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", args, 10);
     for (unsigned q = 0; q < 4; q++) {
       LLVMValueRef ix = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, tt, c64(k, 4), ""), c64(k, q), "");
       LLVMBuildStore(k->b, LLVMBuildExtractValue(k->b, r, q, ""),
@@ -944,32 +840,28 @@ static void test_gpu(const char *backend) {
   if (!d) {
     /* No such GPU: at least the kernels of this group must compile for it. */
     bool amd = strcmp(backend, "hip") == 0;
-    LLVMContextRef ctx = LLVMContextCreate();
-    hk k;
-    hk_begin(&k, ctx, "gpu_mod");
+    lk k;
+    lk_begin(&k, NULL, "gpu_mod");
     build_gpu_module(&k, amd);
     kl_binary bin;
     char cerr[1024];
     CHECK(kl_codegen_emit(k.mod, amd ? "gfx942" : "sm_90", NULL, &bin, cerr, sizeof cerr) == KL_OK, "%s", cerr);
     kl_binary_free(&bin);
-    hk_end(&k);
-    LLVMContextDispose(ctx);
+    lk_end(&k);
     printf("gpu %s: skipped (%s); its kernels compile for %s: %s\n", backend, err, amd ? "gfx942" : "sm_90",
-           g_fail == g_group_fail ? "ok" : "FAILED");
+           group_ok() ? "ok" : "FAILED");
     return;
   }
   bool amd = kl_device_get_info(d)->kind == KL_DEVICE_HIP;
   const kl_device_info *in = kl_device_get_info(d);
   snprintf(title, sizeof title, "gpu %s (%.200s, %.60s): vadd, dynamic shared memory%s, events", backend, in->name, in->arch,
            amd ? "" : ", mma.sync");
-  LLVMContextRef ctx = LLVMContextCreate();
-  hk k;
-  hk_begin(&k, ctx, "gpu_mod");
+  lk k;
+  lk_begin(&k, NULL, "gpu_mod");
   build_gpu_module(&k, amd);
   kl_dev_module *m = NULL;
   CHECK(kl_device_load_llvm(d, k.mod, &m) == KL_OK, "load: %s", kl_device_error(d));
-  hk_end(&k);
-  LLVMContextDispose(ctx);
+  lk_end(&k);
   kl_dev_kernel *vadd = NULL, *shm = NULL, *mma = NULL;
   if (m) {
     CHECK(kl_device_get_kernel(m, "gvadd", &vadd) == KL_OK, "%s", kl_device_error(d));
@@ -1069,10 +961,5 @@ int main(void) {
   test_registry();
   test_gpu("hip");
   test_gpu("cuda");
-  if (g_fail) {
-    fprintf(stderr, "test_runtime_host: %d of %d checks FAILED\n", g_fail, g_checks);
-    return 1;
-  }
-  printf("test_runtime_host: %d checks passed\n", g_checks);
-  return 0;
+  return check_summary("test_runtime_host");
 }

@@ -8,18 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    checks++;                                                              \
-    if (!(cond)) {                                                         \
-      failures++;                                                          \
-      fprintf(stderr, "%s:%d: FAIL: %s: ", __FILE__, __LINE__, #cond);     \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fprintf(stderr, "\n");                                               \
-    }                                                                      \
-  } while (0)
-#define GROUP(name) printf("  %-44s (%d checks so far, %d failed)\n", name, checks, failures)
+#include "check.h"
 
 static uint16_t u16(double x) { return kl_f64_to_f16(x); }
 static uint16_t b16(double x) { return kl_f64_to_bf16(x); }
@@ -523,10 +512,5 @@ int main(void) {
   test_rand();
   test_tostring();
   test_compare();
-  if (failures) {
-    printf("test_tensor: %d of %d checks FAILED\n", failures, checks);
-    return 1;
-  }
-  printf("test_tensor: %d checks passed\n", checks);
-  return 0;
+  return check_summary("test_tensor");
 }

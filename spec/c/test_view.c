@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
+#include "check.h"
 
 #define I64(...) ((const int64_t[]){ __VA_ARGS__ })
 #define NAMES(...) ((const char *const[]){ __VA_ARGS__ })
@@ -34,6 +33,15 @@ static bool same_text(const kl_view *v, const char *want) {
   bool ok = strcmp(t, want) == 0;
   if (!ok) fprintf(stderr, "  got:  %s\n  want: %s\n", t, want);
   free(t);
+  return ok;
+}
+
+/* simplify(parse(text)) prints as want. */
+static bool simplifies_to(const char *text, const char *want) {
+  kl_view *v = P(text), *s = kl_view_simplify(v);
+  bool ok = s && same_text(s, want);
+  kl_view_free(v);
+  kl_view_free(s);
   return ok;
 }
 
@@ -295,7 +303,7 @@ static void test_malformed(void) {
     size_t len = strlen(good);
     memcpy(buf, good, len);
     for (int m = 0; m < 1 + it % 3; m++) {
-      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      xorshift64(&x);
       size_t pos = (size_t)(x % len), op = (x >> 20) % 3;
       char c = alphabet[(x >> 32) % (sizeof alphabet - 1)];
       if (op == 0) buf[pos] = c;
@@ -382,38 +390,28 @@ static void test_bounds(void) {
 /* ---------------------------------------------------------------- simplify */
 static void test_simplify(void) {
   /* identity maps are dropped, top and bottom names are kept */
-  kl_view *v = P("[PassThrough [\"a\",\"b\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[2,3] -> [2,3] | "
-                 "[Pad{0,0} [\"x\"] at [0] -> [\"p\"] at [0], Slice{0,3} [\"y\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> [2,3]");
-  kl_view *s = kl_view_simplify(v);
-  CHECK(s && same_text(s, "[PassThrough [\"a\"] at [0] -> [\"p\"] at [0], PassThrough [\"b\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> [2,3]"));
-  kl_view_free(v); kl_view_free(s);
+  CHECK(simplifies_to("[PassThrough [\"a\",\"b\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[2,3] -> [2,3] | "
+                      "[Pad{0,0} [\"x\"] at [0] -> [\"p\"] at [0], Slice{0,3} [\"y\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> [2,3]",
+                      "[PassThrough [\"a\"] at [0] -> [\"p\"] at [0], PassThrough [\"b\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> [2,3]"));
   /* Merge then Unmerge of the same parts is a PassThrough; Pad + Pad, Slice + Slice fold */
-  v = P("[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], Pad{1,0} [\"h\"] at [1] -> [\"h\"] at [2], Slice{1,4} [\"w\"] at [2] -> [\"w\"] at [3]] bounds=[6,5,3] -> [2,3,4,6] | "
-        "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"f\"] at [0], Pad{0,2} [\"h\"] at [2] -> [\"h\"] at [1], Slice{2,8} [\"w\"] at [3] -> [\"w\"] at [2]] bounds=[2,3,4,6] -> [6,2,9]");
-  s = kl_view_simplify(v);
-  CHECK(s && same_text(s, "[PassThrough [\"m\"] at [0] -> [\"f\"] at [0], Pad{1,2} [\"h\"] at [1] -> [\"h\"] at [1], Slice{3,6} [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[6,5,3] -> [6,2,9]"));
-  kl_view_free(v); kl_view_free(s);
+  CHECK(simplifies_to("[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], Pad{1,0} [\"h\"] at [1] -> [\"h\"] at [2], Slice{1,4} [\"w\"] at [2] -> [\"w\"] at [3]] bounds=[6,5,3] -> [2,3,4,6] | "
+                      "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"f\"] at [0], Pad{0,2} [\"h\"] at [2] -> [\"h\"] at [1], Slice{2,8} [\"w\"] at [3] -> [\"w\"] at [2]] bounds=[2,3,4,6] -> [6,2,9]",
+                      "[PassThrough [\"m\"] at [0] -> [\"f\"] at [0], Pad{1,2} [\"h\"] at [1] -> [\"h\"] at [1], Slice{3,6} [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[6,5,3] -> [6,2,9]"));
   /* collapse contiguous merges: Merge{2,3,4} whose (3,4) parts are recombined by an Unmerge */
-  v = P("[Merge{2,3,4} [\"m\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2], PassThrough [\"k\"] at [1] -> [\"k\"] at [3]] bounds=[24,5] -> [2,3,4,5] | "
-        "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{3,4,5} [\"y\",\"z\",\"k\"] at [1,2,3] -> [\"f\"] at [1]] bounds=[2,3,4,5] -> [2,60]");
-  s = kl_view_simplify(v);
-  CHECK(s && same_text(s, "[Merge{2,12} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"k\"] at [1] -> [\"k\"] at [2]] bounds=[24,5] -> [2,12,5] | "
-                          "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{12,5} [\"y\",\"k\"] at [1,2] -> [\"f\"] at [1]] bounds=[2,12,5] -> [2,60]"));
-  kl_view_free(v); kl_view_free(s);
+  CHECK(simplifies_to("[Merge{2,3,4} [\"m\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2], PassThrough [\"k\"] at [1] -> [\"k\"] at [3]] bounds=[24,5] -> [2,3,4,5] | "
+                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{3,4,5} [\"y\",\"z\",\"k\"] at [1,2,3] -> [\"f\"] at [1]] bounds=[2,3,4,5] -> [2,60]",
+                      "[Merge{2,12} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"k\"] at [1] -> [\"k\"] at [2]] bounds=[24,5] -> [2,12,5] | "
+                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{12,5} [\"y\",\"k\"] at [1,2] -> [\"f\"] at [1]] bounds=[2,12,5] -> [2,60]"));
   /* Unmerge then Merge is a reshape: per group of equal prefix products */
-  v = P("[Unmerge{32,3} [\"a\",\"b\"] at [0,1] -> [\"t\"] at [0]] bounds=[32,3] -> [96] | [Merge{8,4,3} [\"t\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2]] bounds=[96] -> [8,4,3]");
-  s = kl_view_simplify(v);
-  CHECK(s && same_text(s, "[Merge{8,4} [\"a\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"b\"] at [1] -> [\"z\"] at [2]] bounds=[32,3] -> [8,4,3]"));
-  kl_view_free(v); kl_view_free(s);
+  CHECK(simplifies_to("[Unmerge{32,3} [\"a\",\"b\"] at [0,1] -> [\"t\"] at [0]] bounds=[32,3] -> [96] | [Merge{8,4,3} [\"t\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2]] bounds=[96] -> [8,4,3]",
+                      "[Merge{8,4} [\"a\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"b\"] at [1] -> [\"z\"] at [2]] bounds=[32,3] -> [8,4,3]"));
   /* merges flatten; a constant that is ignored disappears */
-  v = P("[Merge{4,6} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], ConstDim{0,1} [] at [] -> [\"c\"] at [2]] bounds=[24] -> [4,6,1] | "
-        "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Merge{2,3} [\"y\"] at [1] -> [\"p\",\"q\"] at [1,2], AddDim{1} [\"c\"] at [2] -> [] at []] bounds=[4,6,1] -> [4,2,3]");
-  s = kl_view_simplify(v);
-  CHECK(s && same_text(s, "[Merge{4,2,3} [\"m\"] at [0] -> [\"x\",\"p\",\"q\"] at [0,1,2]] bounds=[24] -> [4,2,3]"));
-  kl_view_free(v); kl_view_free(s);
+  CHECK(simplifies_to("[Merge{4,6} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], ConstDim{0,1} [] at [] -> [\"c\"] at [2]] bounds=[24] -> [4,6,1] | "
+                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Merge{2,3} [\"y\"] at [1] -> [\"p\",\"q\"] at [1,2], AddDim{1} [\"c\"] at [2] -> [] at []] bounds=[4,6,1] -> [4,2,3]",
+                      "[Merge{4,2,3} [\"m\"] at [0] -> [\"x\",\"p\",\"q\"] at [0,1,2]] bounds=[24] -> [4,2,3]"));
   /* things that must not fold stay: Pad then Merge */
-  v = P("[Pad{1,1} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[8] -> [6] | [Merge{2,3} [\"h\"] at [0] -> [\"a\",\"b\"] at [0,1]] bounds=[6] -> [2,3]");
-  s = kl_view_simplify(v);
+  kl_view *v = P("[Pad{1,1} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[8] -> [6] | [Merge{2,3} [\"h\"] at [0] -> [\"a\",\"b\"] at [0,1]] bounds=[6] -> [2,3]");
+  kl_view *s = kl_view_simplify(v);
   CHECK(s && kl_view_equal(s, v));
   kl_view_free(v); kl_view_free(s);
   printf("simplify: identity maps, PassThrough/Pad/Slice folds, Merge->Unmerge, reshapes, contiguous merges collapsed\n");
@@ -511,7 +509,5 @@ int main(void) {
   test_simplify();
   test_vector();
   test_attr();
-  if (failures) { printf("test_view: %d of %d checks FAILED\n", failures, checks); return 1; }
-  printf("test_view: %d checks passed\n", checks);
-  return 0;
+  return check_summary("test_view");
 }

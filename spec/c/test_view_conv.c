@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; if (failures < 30) fprintf(stderr, "%s:%d: CHECK failed: %s (config %d)\n", __FILE__, __LINE__, #c, cfg_id); } } while (0)
+#define CHECK_REPORT_LIMIT 29
+#include "check.h"
 
-static int cfg_id;
+static char cfg_note[32] = "config 0";   /* the configuration being checked (check_note) */
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static uint64_t rnd64(void) { uint64_t x = rng_state; x ^= x << 13; x ^= x >> 7; x ^= x << 17; return rng_state = x; }
+static uint64_t rnd64(void) { return xorshift64(&rng_state); }
 static int64_t rnd(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd64() % (uint64_t)(hi - lo + 1)); }
 
 static void in_coord(const kl_conv2d *d, int64_t n, int64_t c, int64_t h, int64_t w, int64_t *o) {
@@ -189,6 +189,7 @@ static void check_config(const kl_conv2d *d) {
 }
 
 int main(void) {
+  check_note = cfg_note;
   int configs = 0, rejected = 0, counts[2][2][2] = {{{0}}};
   long padded = 0, grouped = 0, strided = 0, dilated = 0;
   while (configs < 240) {
@@ -212,7 +213,7 @@ int main(void) {
       rejected++;
       continue;
     }
-    cfg_id = configs;
+    snprintf(cfg_note, sizeof cfg_note, "config %d", configs);
     check_config(&d);
     counts[d.in_layout][d.filter_layout][d.out_layout]++;
     padded += d.pad_top + d.pad_bottom + d.pad_left + d.pad_right > 0;
@@ -235,7 +236,5 @@ int main(void) {
     printf(" %s/%s/%s=%d", a ? "NHWC" : "NCHW", b ? "KYXC" : "KCYX", c ? "NHWK" : "NKHW", counts[a][b][c]);
   printf("\nconv views: %ld gemm coordinates compared, %ld gemm MACs through the views, %ld vector claims (%ld > 1) brute-checked\n",
          coords_checked, macs_checked, vec_claims, vec_claims_gt1);
-  if (failures) { printf("test_view_conv: %d of %d checks FAILED\n", failures, checks); return 1; }
-  printf("test_view_conv: %d checks passed\n", checks);
-  return 0;
+  return check_summary("test_view_conv");
 }

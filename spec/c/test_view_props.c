@@ -10,12 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; if (failures < 30) fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
-#define CHECKV(c, v) do { checks++; if (!(c)) { failures++; if (failures < 30) { char *t_ = kl_view_print(v); fprintf(stderr, "%s:%d: CHECK failed: %s\n  view: %s\n", __FILE__, __LINE__, #c, t_); free(t_); } } } while (0)
+#define CHECK_REPORT_LIMIT 29
+#include "check.h"
+
+/* CHECK that also prints the view v of a (reported) failure */
+#define CHECKV(c, v)                                                                    \
+  do {                                                                                  \
+    checks++;                                                                           \
+    if (!(c) && check_failed_(__FILE__, __LINE__, #c, ": ")) {                          \
+      char *t_ = kl_view_print(v);                                                      \
+      fprintf(stderr, "  view: %s\n", t_);                                              \
+      free(t_);                                                                         \
+    }                                                                                   \
+  } while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void) { uint64_t x = rng_state; x ^= x << 13; x ^= x >> 7; x ^= x << 17; return rng_state = x; }
+static uint64_t rnd64(void) { return xorshift64(&rng_state); }
 static int rnd(int n) { return n <= 1 ? 0 : (int)(rnd64() % (uint64_t)n); }
 
 #define MAX_NUMEL 4096
@@ -424,7 +434,5 @@ int main(void) {
   printf("transform kinds in the corpus:");
   for (int k = 0; k < KL_VT_COUNT; k++) { printf(" %s=%d", kl_vkind_name((kl_vkind)k), kind_count[k]); CHECK(kind_count[k] >= 50); }
   printf("\n");
-  if (failures) { printf("test_view_props: %d of %d checks FAILED\n", failures, checks); return 1; }
-  printf("test_view_props: %d checks passed\n", checks);
-  return 0;
+  return check_summary("test_view_props");
 }

@@ -3,15 +3,8 @@
 -- p:run, p:kernels, p:plan, p:ir, p:binary, on_ir, the compile cache.
 -- Run without the end-to-end part: busted --exclude-tags=compile ...
 local kiln = require "kiln"
-
-local function line() return debug.getinfo(2, "l").currentline end
-local function this_file() return (debug.getinfo(2, "S").source:gsub("^[@=]", "")) end
-local function fails(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-local function has(s, sub) assert.truthy(s:find(sub, 1, true), ("%q not found in:\n%s"):format(sub, s)) end
+local helper = require "spec.lua.helper"
+local line, this_file, fails, has = helper.line, helper.this_file, helper.fails, helper.has
 
 local function ew_graph(name)
   local g = kiln.graph(name or "ew")

@@ -2,15 +2,8 @@
 -- hand-computed cases and identities, a naive Lua implementation cross-check on random
 -- shapes (conv, dot, reductions, softmax, views), layouts, f16, and bad eval inputs.
 local kiln = require "kiln"
-
-local function line() return debug.getinfo(2, "l").currentline end
-local function this_file() return (debug.getinfo(2, "S").source:gsub("^[@=]", "")) end
-local function fails(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-local function has(s, sub) assert.truthy(s:find(sub, 1, true), ("%q not found in:\n%s"):format(sub, s)) end
+local helper = require "spec.lua.helper"
+local line, this_file, fails, has = helper.line, helper.this_file, helper.fails, helper.has
 
 -- ---------------------------------------------------------------- helpers ----
 local function numel(shape) local n = 1; for _, d in ipairs(shape) do n = n * d end; return n end
@@ -19,19 +12,7 @@ local function row_strides(shape)
   for i = #shape, 1, -1 do s[i] = acc; acc = acc * shape[i] end
   return s
 end
--- calls fn(idx (0-based, reused), k (1-based flat position)) in row-major order
-local function each_index(shape, fn)
-  local idx = {}
-  for i = 1, #shape do idx[i] = 0 end
-  for k = 1, numel(shape) do
-    fn(idx, k)
-    for d = #shape, 1, -1 do
-      idx[d] = idx[d] + 1
-      if idx[d] < shape[d] then break end
-      idx[d] = 0
-    end
-  end
-end
+local each_index = helper.each_index   -- fn(idx (0-based, reused), k (1-based flat position))
 local function at(flat, shape, idx) -- idx 0-based
   local s, f = row_strides(shape), 1
   for i = 1, #shape do f = f + idx[i] * s[i] end

@@ -2,6 +2,7 @@
 -- Run the specs from the repository root:
 --   busted --lpath='lua/?.lua;lua/?/init.lua' --cpath='build/?.so' spec/lua
 -- KILN_BIN overrides the kiln executable used by cli_spec (default build/kiln).
+local luassert = require "luassert"   -- the specs' `assert` (plain Lua's in a module)
 local helper = {}
 
 local function cwd()
@@ -42,6 +43,32 @@ function helper.this_file(level)
   local src = debug.getinfo((level or 1) + 1, "S").source
   return (src:gsub("^[@=]", ""))
 end
+
+-- Calls fn(idx, k) for every index of shape in row-major order: idx is 0-based (one
+-- table, reused: copy it to keep it), k the 1-based flat position.
+function helper.each_index(shape, fn)
+  local idx, n = {}, 1
+  for i = 1, #shape do idx[i] = 0; n = n * shape[i] end
+  for k = 1, n do
+    fn(idx, k)
+    for d = #shape, 1, -1 do
+      idx[d] = idx[d] + 1
+      if idx[d] < shape[d] then break end
+      idx[d] = 0
+    end
+  end
+end
+
+-- pcall(fn, ...) that must fail; returns the error message. (Call kiln through a
+-- closure written in the spec when the message's Lua line matters.)
+function helper.fails(fn, ...)
+  local ok, err = pcall(fn, ...)
+  luassert.is_false(ok, "expected an error")
+  return tostring(err)
+end
+
+-- Asserts that s contains sub (plain text).
+function helper.has(s, sub) luassert.truthy(s:find(sub, 1, true), ("%q not found in:\n%s"):format(sub, s)) end
 
 function helper.shell_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"

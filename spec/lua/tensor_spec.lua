@@ -1,17 +1,8 @@
 -- tensor_spec.lua — kiln.tensor and friends: creation, dtypes and rounding, layouts,
 -- element access (0-based), printing, comparison, bad input.
 local kiln = require "kiln"
-
-local function line() return debug.getinfo(2, "l").currentline end
-local function this_file() return (debug.getinfo(2, "S").source:gsub("^[@=]", "")) end
-
--- pcall that returns the error message (asserting that it failed)
-local function fails(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-local function has(s, sub) assert.truthy(s:find(sub, 1, true), ("%q not found in:\n%s"):format(sub, s)) end
+local helper = require "spec.lua.helper"
+local line, this_file, fails, has = helper.line, helper.this_file, helper.fails, helper.has
 
 describe("kiln.tensor creation", function()
   it("builds from nested tables with shape, dtype, strides and logical order", function()

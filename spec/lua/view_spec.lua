@@ -3,15 +3,8 @@
 -- checked by brute force, the text form and #view attributes, kiln.conv_views against a
 -- direct convolution, and bad input.
 local kiln = require "kiln"
-
-local function line() return debug.getinfo(2, "l").currentline end
-local function this_file() return (debug.getinfo(2, "S").source:gsub("^[@=]", "")) end
-local function fails(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-local function has(s, sub) assert.truthy(s:find(sub, 1, true), ("%q not found in:\n%s"):format(sub, s)) end
+local helper = require "spec.lua.helper"
+local line, this_file, fails, has = helper.line, helper.this_file, helper.fails, helper.has
 
 local rng = 4242
 local function randint(lo, hi)
@@ -21,17 +14,7 @@ end
 
 -- every upper coordinate of v (row-major), fn(coords copy)
 local function each_coord(v, fn)
-  local shape = v.shape
-  local c = {}
-  for i = 1, #shape do c[i] = 0 end
-  for _ = 1, v.numel do
-    fn({ table.unpack(c) })
-    for d = #shape, 1, -1 do
-      c[d] = c[d] + 1
-      if c[d] < shape[d] then break end
-      c[d] = 0
-    end
-  end
+  helper.each_index(v.shape, function(c) fn({ table.unpack(c) }) end)
 end
 
 describe("kiln.view builders", function()
