@@ -2,6 +2,14 @@
 -- (cblas_sgemm, dlopen'ed), side by side in one run; median GFLOP/s of interleaved
 -- repeats after a warm-up, every output checked first. Also compile time per kernel.
 --   KILN_THREADS=2 scripts/kiln bench/host_gemm.lua [sizes...] [--reps N] [--perf v1:...]
+-- Columns:
+--   kiln      the kernel launched on device-resident buffers (p:prepare; the output is
+--             written in place, as cblas_sgemm writes into its C), when p:prepare exists
+--   p:run     kiln's p:run (also allocates the output tensor and checks the inputs)
+--   OpenBLAS  cblas_sgemm with KILN_THREADS threads
+--   ratio     kiln / OpenBLAS
+--   compile   kiln.compile (passes + LLVM IR), ms
+--   jit       the host JIT (LLVM O3 + code generation at first load), ms
 local sizes, reps, perf = {}, 7, nil
 local i = 1
 while arg and arg[i] do
@@ -14,13 +22,16 @@ if #sizes == 0 then sizes = { 1024, 2048 } end
 local threads = tonumber(os.getenv("KILN_THREADS") or "") or 2
 
 local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
+  local s = {}
+  for k, v in ipairs(t) do s[k] = v end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
 end
 
 print(string.format("host sgemm, %d threads (KILN_THREADS), median of %d", threads, reps))
-print(string.format("%-6s %12s %12s %8s %12s", "size", "kiln GF/s", "OpenBLAS", "ratio", "compile ms"))
+print(string.format("%-6s %10s %10s %10s %7s %10s %8s   %s", "size", "kiln GF/s", "p:run", "OpenBLAS", "ratio", "compile ms",
+                    "jit ms", "perf config"))
 local rows = {}
 for _, n in ipairs(sizes) do
   local g = kiln.graph("sgemm" .. n)
@@ -30,19 +41,44 @@ for _, n in ipairs(sizes) do
   local p = kiln.compile(g, { target = "host", perf_config = perf, cache = false })
   local A, B = kiln.rand({ n, n }, "f32", { seed = 1 }), kiln.rand({ n, n }, "f32", { seed = 2 })
   local C = kiln.zeros({ n, n }, "f32")
-  local got = p:run { a = A, b = B }
+  local jit
+  if p.load_kernels then   -- the JIT: LLVM O3 and code generation when the kernel is loaded
+    local t0 = kiln.clock_ms(); p:load_kernels(); jit = kiln.clock_ms() - t0
+  end
+  local t0 = kiln.clock_ms()
+  local got = p:run { a = A, b = B }          -- (without p:load_kernels: the first run loads the kernel)
+  local first = kiln.clock_ms() - t0
   kiln.bench.cblas_sgemm(A, B, C, threads)
   local cmp = kiln.compare(got, C)
   assert(cmp.max_rel < 1e-3 or cmp.max_abs < 1e-3 * n, "kiln and OpenBLAS disagree: " .. cmp.max_abs)
-  local tk, tb = {}, {}
-  for _ = 1, 2 do p:run { a = A, b = B }; kiln.bench.cblas_sgemm(A, B, C, threads) end -- warm-up
+  local r = p.prepare and p:prepare { a = A, b = B } or nil
+  if r then
+    r:launch(); r:sync()
+    local cmp2 = kiln.compare(r:outputs(), C)
+    assert(cmp2.max_rel < 1e-3 or cmp2.max_abs < 1e-3 * n, "prepared kiln and OpenBLAS disagree: " .. cmp2.max_abs)
+  end
+  local tk, tr, tb = {}, {}, {}
+  for _ = 1, 2 do   -- warm-up
+    if r then r:launch(); r:sync() end
+    p:run { a = A, b = B }
+    kiln.bench.cblas_sgemm(A, B, C, threads)
+  end
   for _ = 1, reps do
-    local t0 = kiln.clock_ms(); p:run { a = A, b = B }; tk[#tk + 1] = kiln.clock_ms() - t0
-    t0 = kiln.clock_ms(); kiln.bench.cblas_sgemm(A, B, C, threads); tb[#tb + 1] = kiln.clock_ms() - t0
+    if r then
+      local t = kiln.clock_ms(); r:launch(); r:sync(); tk[#tk + 1] = kiln.clock_ms() - t
+    end
+    local t = kiln.clock_ms(); p:run { a = A, b = B }; tr[#tr + 1] = kiln.clock_ms() - t
+    t = kiln.clock_ms(); kiln.bench.cblas_sgemm(A, B, C, threads); tb[#tb + 1] = kiln.clock_ms() - t
+    collectgarbage()   -- free the outputs of p:run as we go
   end
   local flop = 2.0 * n * n * n
-  local gk, gb = flop / median(tk) / 1e6, flop / median(tb) / 1e6
-  rows[#rows + 1] = { n = n, kiln = gk, blas = gb, ratio = gk / gb, compile = p.compile_ms, perf = p:kernels()[1].perf_config }
-  print(string.format("%-6d %12.1f %12.1f %8.2f %12.1f   %s", n, gk, gb, gk / gb, p.compile_ms, p:kernels()[1].perf_config))
+  local gr, gb = flop / median(tr) / 1e6, flop / median(tb) / 1e6
+  local gk = r and flop / median(tk) / 1e6 or gr
+  jit = jit or first - median(tr)
+  rows[#rows + 1] = { n = n, kiln = gk, run = gr, blas = gb, ratio = gk / gb, compile = p.compile_ms, jit = jit,
+                      perf = p:kernels()[1].perf_config }
+  print(string.format("%-6d %10.1f %10.1f %10.1f %7.2f %10.1f %8.1f   %s", n, gk, gr, gb, gk / gb, p.compile_ms, jit,
+                      p:kernels()[1].perf_config))
+  if r then r:free() end
 end
 return rows

@@ -470,6 +470,32 @@ static kl_status parse_binary(kl_parser *p, kl_op_state *st) {
   return KL_OK;
 }
 
+static kl_status verify_broadcast(kl_op *op) {
+  const kl_type *t = op->results[0].type;
+  if (t->kind != KL_TY_VECTOR || t->elem != op->opnds[0].value->type)
+    return kl_emit_error(op->ctx, op->loc, "'vector.broadcast' makes a vector of its scalar operand's type, got %s from %s",
+                         kl_type_str(t), kl_type_str(op->opnds[0].value->type));
+  return KL_OK;
+}
+static kl_status verify_shuffle(kl_op *op) {
+  const kl_type *t = op->results[0].type;
+  const kl_attr *m = kl_op_attr(op, "mask");
+  if (op->opnds[0].value->type != op->opnds[1].value->type || op->opnds[0].value->type->kind != KL_TY_VECTOR ||
+      t->elem != op->opnds[0].value->type->elem)
+    return kl_emit_error(op->ctx, op->loc, "'vector.shuffle' takes two vectors of one type and returns their element type");
+  if (t->kind != KL_TY_VECTOR || !m || m->kind != KL_AT_ARRAY || m->n != t->shape[0])
+    return kl_emit_error(op->ctx, op->loc, "'vector.shuffle' needs a vector result and a 'mask' with one index per lane");
+  int64_t lanes = 2 * op->opnds[0].value->type->shape[0];
+  for (int i = 0; i < m->n; i++)
+    if (m->elems[i]->kind != KL_AT_INT || m->elems[i]->i < 0 || m->elems[i]->i >= lanes)
+      return kl_emit_error(op->ctx, op->loc, "'vector.shuffle' mask entry %d must be an index in [0, %lld)", i, (long long)lanes);
+  return KL_OK;
+}
+static kl_status verify_fma(kl_op *op) {
+  return kl_type_is_float(elem_of(op->results[0].type)) ? KL_OK :
+         kl_emit_error(op->ctx, op->loc, "'math.fma' needs float operands, got %s", kl_type_str(op->results[0].type));
+}
+
 #define P KL_TRAIT_PURE
 #define ST KL_TRAIT_SAME_TYPES
 static const char *const need_value[] = { "value", NULL };
@@ -500,6 +526,12 @@ static const kl_opdef builtin_ops[] = {
   BIN("arith.minf", verify_float_op, KL_TRAIT_COMMUTATIVE),
 #undef BIN
 #define UN(n) { .name = n, .traits = P | ST, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .verify = verify_float_op, .fold = fold_unary_math }
+  { .name = "vector.broadcast", .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1,
+    .verify = verify_broadcast, .summary = "a vector with every lane = the scalar operand" },
+  { .name = "vector.shuffle", .traits = P, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
+    .verify = verify_shuffle, .summary = "lanes picked from the concatenation of two vectors by 'mask'" },
+  { .name = "math.fma", .traits = P | ST, .min_operands = 3, .max_operands = 3, .min_results = 1, .max_results = 1,
+    .verify = verify_fma, .summary = "a*b + c (fused where the target has it)" },
   { .name = "math.powf", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
     .verify = verify_float_op, .fold = fold_pow, .summary = "x^y (C pow semantics)" },
   { .name = "math.ipowi", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,

@@ -68,6 +68,12 @@ static kl_status verify_elementwise(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body must end with rock.yield of one %s", out->elem->text);
   return KL_OK;
 }
+static kl_status verify_buffers_first(kl_op *op) {
+  if (!is_buffer(op->opnds[0].value)) return kl_emit_error(op->ctx, op->loc, "'%s' operand 0 must be a buffer", op->name);
+  for (int i = 1; i < op->nopnds; i++)
+    if (op->opnds[i].value->type->kind != KL_TY_INDEX) return kl_emit_error(op->ctx, op->loc, "'%s' index %d must be index", op->name, i - 1);
+  return KL_OK;
+}
 static kl_status verify_id(kl_op *op) {
   if (op->results[0].type->kind != KL_TY_INDEX) return kl_emit_error(op->ctx, op->loc, "'%s' produces an index", op->name);
   return KL_OK;
@@ -114,6 +120,7 @@ static const kl_opdef rock_ops[] = {
   ROCK("blockwise_gemm", 4, 4, 0, 0, 0, 0, NULL),
   ROCK("threadwise_gemm", 3, 3, 0, 0, 0, 0, verify_buffers),
   ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore),
+  ROCK("prefetch", 1, -1, 0, 0, 0, 0, verify_buffers_first),
   ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore),
 };
 #undef ROCK

@@ -60,6 +60,10 @@
  *        one element (sum of idx * stride); a vector result reads N consecutive memory
  *        elements from there.
  *   rock.store(%v, %buf, %i0, ..., %in)   the same addressing for writes.
+ *   rock.prefetch(%buf, %i0, ..., %in)    a read hint for that element's cache line (host).
+ *   rock.mma(...)                         one matrix instruction (passes/rock_accel.h).
+ * plus vector.broadcast / vector.shuffle / math.fma (core/dialect_builtin.c) for
+ * register-blocked code.
  */
 #ifndef KL_DIALECT_ROCK_H
 #define KL_DIALECT_ROCK_H

@@ -73,11 +73,23 @@ void kl_ll_store_view(kl_ll *L, kl_value *val, kl_value *buf, const kl_view *v, 
 /* Loops and conditionals. The body gets the induction variable and the carried values
  * (carry[0..ncarry), updated in place by the body); after the call carry holds the
  * final values. */
+#define KL_LL_MAX_CARRY 64   /* carried values per loop */
 typedef void (*kl_ll_body)(kl_ll *L, kl_value *iv, kl_value **carry, void *ud);
 void kl_ll_for(kl_ll *L, kl_value *lb, kl_value *ub, int64_t step, int ncarry, kl_value **carry, kl_ll_body fn, void *ud);
 /* Starts `scf.if cond` (no results): the insertion point moves into the then-block. */
 kl_op *kl_ll_if_begin(kl_ll *L, kl_value *cond);
 void kl_ll_if_end(kl_ll *L, kl_op *ifop);
+
+/* ---- host target (lower_loops_host.c) ---- */
+/* Host SIMD model and micro-kernel shape; 0 = from the host CPU (kl__ll_host_simd). */
+typedef struct kl_ll_host_opts { int simd_bytes, simd_regs; int64_t mr, nv; bool gemm, copies, prefetch; } kl_ll_host_opts;
+/* Vector register width (bytes) and count of the host CPU (LLVM's host features). */
+void kl__ll_host_simd(int *bytes, int *regs);
+/* The register-blocked GEMM micro-kernels of a block_size-1 kernel (see
+ * lower_loops_host.c); ops that do not match are left to the generic patterns. */
+kl_status kl__ll_host_gemms(kl_op *fn, const kl_ll_host_opts *ho);
+/* Fused global -> LDS copies of a block_size-1 kernel. */
+kl_status kl__ll_host_copies(kl_op *fn, const kl_ll_host_opts *ho);
 
 /* ---- misc ---- */
 /* Erases unused rock.transform ops (and, with allocs, unused rock.alloc ops) under root,

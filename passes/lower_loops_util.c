@@ -231,15 +231,15 @@ void kl_ll_for(kl_ll *L, kl_value *lb, kl_value *ub, int64_t step, int ncarry, k
     }
   }
   kl_ctx *ctx = L->ctx;
-  kl_value *o[3 + 16];
-  const kl_type *rt[16];
-  if (ncarry > 16) ncarry = 16;   /* callers carry at most a few values */
+  kl_value *o[3 + KL_LL_MAX_CARRY];
+  const kl_type *rt[KL_LL_MAX_CARRY];
+  if (ncarry > KL_LL_MAX_CARRY) ncarry = KL_LL_MAX_CARRY;   /* callers stay below (the host micro-kernel: <= 64) */
   o[0] = lb; o[1] = ub; o[2] = kl_ll_idx(L, step);
   for (int i = 0; i < ncarry; i++) { o[3 + i] = carry[i]; rt[i] = carry[i]->type; }
   kl_op *loop = kl_rewriter_create(L->e.rw, "scf.for", L->e.loc, 3 + ncarry, o, ncarry, rt, 0, NULL, 1);
   kl_block *body = kl_block_create(ctx);
   kl_value *iv = kl_block_add_arg(ctx, body, kl_type_index(ctx));
-  kl_value *cur[16];
+  kl_value *cur[KL_LL_MAX_CARRY];
   for (int i = 0; i < ncarry; i++) cur[i] = kl_block_add_arg(ctx, body, rt[i]);
   kl_region_push_block(&loop->regions[0], body);
   kl_rewriter_set_insertion_end(L->e.rw, body);

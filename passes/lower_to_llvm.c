@@ -334,7 +334,9 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
     /* AMDGPU allocas are in address space 5 (the data layout says so) */
     return entry_alloca(L, at, 16);
   }
-  return entry_alloca(L, at, 16);
+  /* host: LDS tiles and register tiles are stack arrays; cache-line alignment keeps the
+   * micro-kernels' vector loads and stores from splitting lines */
+  return entry_alloca(L, at, L->t->arch == KL_ARCH_HOST ? 64 : 16);
 }
 
 static LLVMValueRef id_value(lw *L, kl_op *op, bool group) {
@@ -497,6 +499,15 @@ static bool lower_op(lw *L, kl_op *op) {
     LLVMValueRef v = LLVMBuildLoad2(L->b, ll_type(L, op->results[0].type), p, "");
     LLVMSetAlignment(v, access_align(L, op->results[0].type));
     vset(L, &op->results[0], v);
+    return true;
+  }
+  if (!strcmp(n, "rock.prefetch")) {   /* host copies (passes/lower_loops_host.c): a read hint into L2 */
+    if (L->t->arch != KL_ARCH_HOST) return true;
+    LLVMTypeRef et;
+    LLVMValueRef pa[4] = { address(L, op, 0, &et), LLVMConstInt(LLVMInt32TypeInContext(L->c), 0, 0),
+                           LLVMConstInt(LLVMInt32TypeInContext(L->c), 2, 0), LLVMConstInt(LLVMInt32TypeInContext(L->c), 1, 0) };
+    LLVMTypeRef pt = LLVMTypeOf(pa[0]);
+    call_intr(L, "llvm.prefetch", &pt, 1, pa, 4);
     return true;
   }
   if (!strcmp(n, "rock.store")) {

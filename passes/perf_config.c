@@ -141,9 +141,48 @@ static double cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int6
   return rounds * (per_thread + (kp / (double)pc->k_per_block) * 32.0);
 }
 
+/* ---- host (block size 1) ----
+ * A time model of the host lowering (passes/lower_loops_host.c), in cycles of one core
+ * doing one 16-lane vector FMA per cycle: per workgroup and K iteration, the micro-kernel
+ * FMAs (MB rows x vector ops per row of NB columns x KB), the C-tile loads and stores of
+ * its 8 x 32 micro-tiles (42 per tile), the global -> LDS copies (0.5 per element) and
+ * a loop overhead (50); per workgroup the accumulator fill and the final write (MB*NB/8)
+ * and the call (500). Workgroups run in rounds of 8 (an assumed worker count, so that the
+ * choice does not depend on the machine); padding to tile multiples is paid for. */
+static int64_t host_vec_ops(int64_t nb, int64_t lanes) {
+  int64_t ops = nb / lanes;
+  for (int64_t r = nb % lanes; r; r &= r - 1) ops++;   /* the tail in vectors of lanes/2, ..., 1 */
+  return ops;
+}
+static double host_cost(const kl_perf_config *pc, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes) {
+  int64_t MB = pc->m_per_block, NB = pc->n_per_block, KB = pc->k_per_block, lanes = elem_bytes > 4 ? 8 : 16;
+  double wgs = (double)kl_perf_config_grid_size(pc, g, m, n), rounds = (double)(int64_t)((wgs + 7) / 8);
+  double nkb = (double)ceil_div(k, KB);
+  double tiles = (double)(ceil_div(MB, 8) * ceil_div(NB, 32));
+  double per_k = (double)(MB * host_vec_ops(NB, lanes) * KB) + 42.0 * tiles + 0.5 * (double)(KB * (MB + NB)) + 50.0;
+  return rounds * (nkb * per_k + (double)(MB * NB) / 8.0 + 500.0);
+}
+static bool host_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes,
+                           kl_perf_config *out) {
+  static const int64_t mn[] = { 256, 128, 64, 32, 16, 8, 4, 2, 1 };
+  static const int64_t ks[] = { 256, 128, 64, 32, 16, 8, 4, 2, 1 };
+  bool found = false;
+  double best = 0;
+  for (int a = 0; a < 9; a++)
+    for (int b = 0; b < 9; b++)
+      for (int c = 0; c < 9; c++) {
+        kl_perf_config pc = { mn[a], mn[b], ks[c], mn[a], mn[b], 1 };
+        if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) continue;
+        double cst = host_cost(&pc, g, m, n, k, elem_bytes);
+        if (!found || cst < best) { best = cst; *out = pc; found = true; }
+      }
+  return found;
+}
+
 bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes,
                               kl_perf_config *out) {
   if (!t || g < 1 || m < 1 || n < 1 || k < 1 || elem_bytes < 1) return false;
+  if (t->max_workgroup_size <= 1 && t->arch == KL_ARCH_HOST && host_heuristic(t, g, m, n, k, elem_bytes, out)) return true;
   static const int64_t host_mn[] = { 64, 32, 16, 8, 4, 2, 1 };
   static const int64_t host_k[] = { 64, 32, 16, 8, 4, 2, 1 };
   static const int64_t gpu_mn[] = { 128, 64, 32, 16, 8, 4, 2, 1 };

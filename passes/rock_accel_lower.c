@@ -2,7 +2,8 @@
  * accel_instr -> LDS->register reads in the instruction's operand layout + rock.mma),
  * the loop-level op rock.mma, and the pass `rock-blockwise-to-accel` (the same lowering
  * on its own; rock-blockwise-to-threadwise dispatches accel gemms here too). See
- * rock_accel.h for the contract. */
+ * rock_accel.h for the contract. On NVPTX the K steps of the block tile are emitted
+ * unrolled (constant kk), elsewhere as an scf.for over kk. */
 #include "passes/rock_accel.h"
 #include "passes/lower_loops.h"
 #include "passes/perf_config.h"
@@ -97,31 +98,43 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   kl_rewriter_set_insertion_before(rw, entry->first);
   kl_value *ra = alloc_private(rw, loc, ta->elem, mrep * alen), *rb = alloc_private(rw, loc, tb->elem, nrep * blen);
   kl_rewriter_set_insertion_before(rw, op);
+  /* The K steps of the block tile: unrolled on NVPTX (constant LDS offsets; the
+   * fragment reads of step kk+1 can be scheduled over the mma of step kk), an scf.for
+   * elsewhere. */
   const kl_type *idx = kl_type_index(ctx);
-  kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, c.k_per_block / d->k), kl_tile_index(rw, loc, 1) };
-  kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
-  kl_block *body = kl_block_create(ctx);
-  kl_value *kk = kl_block_add_arg(ctx, body, idx);
-  kl_region_push_block(&loop->regions[0], body);
-  kl_rewriter_set_insertion_end(rw, body);
-  read_into(rw, loc, la, ra, tid, kk, va);
-  read_into(rw, loc, lb, rb, tid, kk, vb);
-  kl_ll L;
-  kl_ll_init(&L, rw, loc, 0);
-  kl_value *av[64], *bv[64];
-  for (int64_t i = 0; i < mrep; i++) { kl_value *ix = kl_ll_idx(&L, i * alen); av[i] = kl_ll_load(&L, ra, &ix, NULL, alen); }
-  for (int64_t j = 0; j < nrep; j++) { kl_value *ix = kl_ll_idx(&L, j * blen); bv[j] = kl_ll_load(&L, rb, &ix, NULL, blen); }
-  kl_named_attr ma[4] = { { "instr", kl_attr_str(ctx, d->intrinsic) }, { "m", kl_attr_int(ctx, d->m) },
-                          { "n", kl_attr_int(ctx, d->n) }, { "k", kl_attr_int(ctx, d->k) } };
-  for (int64_t i = 0; i < mrep; i++)
-    for (int64_t j = 0; j < nrep; j++) {
-      kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
-      kl_value *cv = kl_ll_load(&L, acc, &ix, NULL, clen);
-      kl_value *o[3] = { av[i], bv[j], cv };
-      kl_value *dv = kl_op_result(kl_rewriter_create(rw, "rock.mma", loc, 3, o, 1, &cv->type, 4, ma, 0), 0);
-      kl_ll_store(&L, dv, acc, &ix, NULL);
+  int64_t nkk = c.k_per_block / d->k;
+  bool unroll = t->arch == KL_ARCH_NVPTX && nkk <= 16;
+  for (int64_t step = 0; step < (unroll ? nkk : 1); step++) {
+    kl_value *kk;
+    if (unroll) {
+      kk = kl_tile_index(rw, loc, step);
+    } else {
+      kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, nkk), kl_tile_index(rw, loc, 1) };
+      kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
+      kl_block *body = kl_block_create(ctx);
+      kk = kl_block_add_arg(ctx, body, idx);
+      kl_region_push_block(&loop->regions[0], body);
+      kl_rewriter_set_insertion_end(rw, body);
     }
-  kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+    read_into(rw, loc, la, ra, tid, kk, va);
+    read_into(rw, loc, lb, rb, tid, kk, vb);
+    kl_ll L;
+    kl_ll_init(&L, rw, loc, 0);
+    kl_value *av[64], *bv[64];
+    for (int64_t i = 0; i < mrep; i++) { kl_value *ix = kl_ll_idx(&L, i * alen); av[i] = kl_ll_load(&L, ra, &ix, NULL, alen); }
+    for (int64_t j = 0; j < nrep; j++) { kl_value *ix = kl_ll_idx(&L, j * blen); bv[j] = kl_ll_load(&L, rb, &ix, NULL, blen); }
+    kl_named_attr ma[4] = { { "instr", kl_attr_str(ctx, d->intrinsic) }, { "m", kl_attr_int(ctx, d->m) },
+                            { "n", kl_attr_int(ctx, d->n) }, { "k", kl_attr_int(ctx, d->k) } };
+    for (int64_t i = 0; i < mrep; i++)
+      for (int64_t j = 0; j < nrep; j++) {
+        kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
+        kl_value *cv = kl_ll_load(&L, acc, &ix, NULL, clen);
+        kl_value *o[3] = { av[i], bv[j], cv };
+        kl_value *dv = kl_op_result(kl_rewriter_create(rw, "rock.mma", loc, 3, o, 1, &cv->type, 4, ma, 0), 0);
+        kl_ll_store(&L, dv, acc, &ix, NULL);
+      }
+    if (!unroll) kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  }
   kl_rewriter_erase_op(rw, op);
   kl_view_free(va);
   kl_view_free(vb);

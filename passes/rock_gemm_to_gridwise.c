@@ -18,6 +18,11 @@
  *     * ceil(N/nPerBlock)) and store (default "set");
  *  5. the kernel func gets block_size, grid_size, perf_config and target (the resolved
  *     target name).
+ * mma.sync (heuristic configs only): when C is contiguous along M rather than N (longer
+ * vectors along M), the gemm is computed transposed, C^T = B^T A^T: the gridwise op gets
+ * (b, a, c under a rock.transform viewing it as [G,N,M]) and the config is chosen for
+ * that problem, so C's reads and writes use the pairs of columns of the mma.sync
+ * accumulator layout as vectors.
  * One rock.gemm per kernel func (a second one is an error: block and grid sizes are per
  * kernel). Gemms outside kernel funcs are left alone. */
 #include "core/pass.h"
@@ -89,6 +94,24 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   const kl_accel_desc *ad = NULL;
   int accel = o->accel ? kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err) : 0;
   if (accel < 0) { kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err); return false; }
+  /* mma.sync keeps pairs of C columns (N) in a lane: when C is contiguous along M instead
+   * (e.g. an NHWC convolution output), compute C^T = B^T A^T (operands swapped, C viewed
+   * as [G,N,M]) so C's accesses are vectors. Only for the heuristic's configs (a given
+   * config keeps its meaning). */
+  bool swap = false;
+  if (accel > 0 && !given && ad->kind == KL_ACCEL_MMA_SYNC) {
+    kl_vb vb;
+    static const char *const cnames[] = { "g", "m", "n" };
+    kl_vb_identity(&vb, 3, tc->shape, cnames);
+    kl_view *cid = kl_vb_finish(&vb, err, sizeof err);
+    if (cid && kl_tile_vector_len(cid, op->opnds[2].value, 1) > kl_tile_vector_len(cid, op->opnds[2].value, 2)) {
+      kl_accel_config sc;
+      const kl_accel_desc *sd = NULL;
+      if (kl_accel_select(t, tb->elem, ta->elem, NULL, G, N, M, K, &sc, &sd, err, sizeof err) > 0) { swap = true; ac = sc; ad = sd; }
+    }
+    kl_view_free(cid);
+  }
+  if (swap) { int64_t tmp = M; M = N; N = tmp; }
   if (accel) {
     pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack };
     kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
@@ -112,9 +135,21 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   int64_t pa[3] = { G, Kp, Mp }, pb[3] = { G, Kp, Np }, pcc[3] = { G, Mp, Np };
   bool ok = true;
   kl_value *opnds[3];
-  opnds[0] = pad_operand(rw, op, op->opnds[0].value, an, pa, &ok);
-  if (ok) opnds[1] = pad_operand(rw, op, op->opnds[1].value, bn, pb, &ok);
-  if (ok) opnds[2] = pad_operand(rw, op, op->opnds[2].value, cn, pcc, &ok);
+  kl_value *va = op->opnds[0].value, *vb = op->opnds[1].value, *vc = op->opnds[2].value;
+  if (swap) {   /* a <- b, b <- a, c <- c viewed as [G, N, M] */
+    kl_value *tmp = va; va = vb; vb = tmp;
+    kl_vb b;
+    static const char *const tn[] = { "g", "n", "m" };
+    kl_vb_identity(&b, 3, tc->shape, cn);
+    kl_vb_order(&b, 3, tn);
+    kl_view *tv = kl_vb_finish(&b, err, sizeof err);
+    if (!tv) { kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err); return false; }
+    vc = kl_tile_transform(rw, op->loc, vc, tv);
+    kl_view_free(tv);
+  }
+  opnds[0] = pad_operand(rw, op, va, an, pa, &ok);
+  if (ok) opnds[1] = pad_operand(rw, op, vb, bn, pb, &ok);
+  if (ok) opnds[2] = pad_operand(rw, op, vc, cn, pcc, &ok);
   if (!ok) return false;
 
   const char *store = kl_op_attr_string(op, "store");

@@ -29,11 +29,28 @@
  * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
  * the shortest per-thread run along the vector dim, vectors along M/N rather than K.
  * vector_len records the vector length.
- * The kernel func's lds_bytes grows by the two tiles' bytes. */
+ * Accel GEMMs with more than one K step are software pipelined: the tiles of step 0 are
+ * read into the private copies before the loop, and each step, after writing its copies
+ * to LDS and the first barrier, reads the next step's tiles ((kl + 1) mod (Kp/KB): the
+ * last step reloads step 0, in bounds and unused) before rock.blockwise_gemm, so the
+ * global loads are in flight while the matrix instructions run. mma.sync GEMMs with an
+ * even number of K steps whose two tile pairs fit in 48 KiB are double-buffered instead
+ * (one barrier per K step, LDS tiles L0 and L1):
+ *   read(0); write(L0); barrier; read(1)
+ *   scf.for %kl = 0 to Kp/KB step 2 {
+ *     blockwise_gemm(L0); write(L1); barrier; read((kl + 2) mod n)
+ *     blockwise_gemm(L1); write(L0); barrier; read((kl + 3) mod n) }
+ * (a tile is written only after the barrier that follows every wave's last read of it).
+ * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
+ * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
+ * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
+ * in 48 KiB.
+ * The kernel func's lds_bytes grows by the tiles' bytes. */
 #include "core/pass.h"
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
 #include "core/dialect_builtin.h"
+#include "core/view_emit.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include <stdio.h>
@@ -174,17 +191,31 @@ static kl_value *alloc(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int ran
   return kl_op_result(kl_rewriter_create(rw, "rock.alloc", loc, 0, NULL, 1, &t, 0, NULL, 0), 0);
 }
 
-/* LDS tile [KB, DB]: a plain alloc, or (kpack > 1) [KB/kpack, DB, kpack] viewed as [KB, DB]. */
-static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, const char *d,
-                          char *err, size_t n) {
+/* Rows of one K group of an LDS tile [KB/kpack, rows, kpack] holding DB indices along M/N:
+ * skew 0: DB; 1: DB + 1 (one pad row); 2: DB + DB/8 + 1 (index d at row d + d/8, plus one
+ * pad row). See lower_gridwise for why. */
+static int64_t lds_rows(int64_t DB, int skew) { return skew == 2 ? DB + DB / 8 + 1 : skew == 1 ? DB + 1 : DB; }
+
+/* LDS tile [KB, DB]: a plain alloc, or (kpack > 1) [KB/kpack, lds_rows(DB, skew), kpack]
+ * viewed as [KB, DB]. */
+static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
+                          const char *d, char *err, size_t n) {
   if (t->kpack == 1) { int64_t s[2] = { t->KB, DB }; return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS); }
-  int64_t s[3] = { t->KB / t->kpack, DB, t->kpack };
+  int64_t s[3] = { t->KB / t->kpack, lds_rows(DB, skew), t->kpack };
   kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
   kl_vb b;
-  const char *names[3] = { "ko", d, "ki" };
+  const char *names[3] = { "ko", skew ? "row" : d, "ki" };
   kl_vb_identity(&b, 3, s, names);
-  const char *kf[2] = { "ko", "ki" };
+  if (skew && !b.bad) {   /* row = 9 * (d / 8) + d % 8 (skew 2) or row = d (skew 1) */
+    const char *dn[2] = { "dh", "dl" };
+    int64_t sz[2] = { skew == 2 ? DB / 8 : DB, skew == 2 ? 8 : 1 }, co[2] = { skew == 2 ? 9 : 1, 1 };
+    kl_view *nv = kl_view_embed(b.v, "row", 2, dn, sz, co, &b.err);
+    if (nv) { kl_view_free(b.v); b.v = nv; } else b.bad = true;
+    kl_vb_merge(&b, d, 2, dn);
+  }
+  const char *kf[2] = { "ko", "ki" }, *ord[2] = { "k", d };
   kl_vb_merge(&b, "k", 2, kf);
+  kl_vb_order(&b, 2, ord);
   kl_view *v = kl_vb_finish(&b, err, n);
   if (!v) return NULL;
   kl_value *r = kl_tile_transform(rw, loc, raw, v);
@@ -201,6 +232,42 @@ static kl_op *threadwise(kl_rewriter *rw, kl_loc loc, const char *name, kl_value
   int na = 2;
   if (store) a[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, store) };
   return kl_rewriter_create(rw, name, loc, 2 + nextra, o, 0, NULL, na, a, 0);
+}
+
+/* The pieces of the K loop (see the header comment). */
+typedef struct {
+  kl_rewriter *rw; kl_loc loc; const tiles *t; kl_op *gw;
+  kl_value *a, *b, *copy_a, *copy_b, *acc, *bid, *tid;
+  const kl_view *ga, *gb, *wa, *wb;
+  int64_t vla, vlb;
+} kloop;
+static void kl_read(const kloop *k, kl_value *kidx) {   /* global tiles of K step kidx -> private copies */
+  kl_value *ex[3] = { k->bid, k->tid, kidx };
+  threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->a, k->copy_a, 3, ex, k->ga, k->vla, NULL);
+  threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->b, k->copy_b, 3, ex, k->gb, k->vlb, NULL);
+}
+static void kl_write(const kloop *k, kl_value *la, kl_value *lb) {   /* private copies -> LDS tiles */
+  threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_a, la, 1, &k->tid, k->wa, kl_tile_vector_len(k->wa, la, 1), "set");
+  threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, lb, 1, &k->tid, k->wb, kl_tile_vector_len(k->wb, lb, 1), "set");
+}
+static void kl_barrier(const kloop *k) { kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0); }
+static void kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
+  kl_ctx *ctx = kl_rewriter_ctx(k->rw);
+  const tiles *t = k->t;
+  kl_value *bg[4] = { la, lb, k->acc, k->tid };
+  kl_named_attr ba[7] = {
+    { "m_per_block", kl_attr_int(ctx, t->MB) }, { "n_per_block", kl_attr_int(ctx, t->NB) },
+    { "k_per_block", kl_attr_int(ctx, t->KB) }, { "m_per_thread", kl_attr_int(ctx, t->MT) },
+    { "n_per_thread", kl_attr_int(ctx, t->NT) }, { "kpack", kl_attr_int(ctx, t->kpack) },
+    { "block_size", kl_attr_int(ctx, t->BS) },
+  };
+  kl_op *bw = kl_rewriter_create(k->rw, "rock.blockwise_gemm", k->loc, 4, bg, 0, NULL, 7, ba, 0);
+  kl_accel_copy_attrs(k->gw, bw);   /* accel GEMMs: m_per_wave, n_per_wave, accel_instr, accel */
+}
+/* (kl + off) mod nk */
+static kl_value *kl_next(const kloop *k, kl_value *kl, int64_t off, int64_t nk) {
+  kl_emitter e = { k->rw, k->loc };
+  return kl_emit_remi(&e, kl_emit_add(&e, kl, kl_tile_index(k->rw, k->loc, off)), nk);
 }
 
 static bool get_attr(kl_rewriter *rw, kl_op *op, const char *name, int64_t *out) {
@@ -262,8 +329,28 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     kl_rewriter_set_insertion_before(rw, op);
     kl_value *bid = kl_op_result(kl_rewriter_create(rw, "rock.workgroup_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
     kl_value *tid = kl_op_result(kl_rewriter_create(rw, "rock.workitem_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
-    kl_value *lds_a = lds_tile(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err);
-    kl_value *lds_b = lds_a ? lds_tile(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err) : NULL;
+    /* mma.sync LDS layout (kpack * element = 16 bytes: one row of K per M/N index). With
+     * rows one after the other, the K groups of one index are 16 * DB bytes apart, a
+     * multiple of 128: the 8 lanes of a quarter warp that write the 8 K groups of one
+     * row (the coalesced copy of a K-contiguous operand) hit the same banks, and so do
+     * the lanes of an M/N-contiguous operand that write 8 indices 8 apart. Skew 2 (DB a
+     * multiple of 64) stores index d at row d + d/8 and pads each group by one row: K
+     * groups 16 bytes apart modulo 128, indices 8 apart 144 bytes apart: both writes
+     * conflict-free, and the fragment reads (8 consecutive indices d0..d0+7 of one group,
+     * d0 a multiple of 8) stay 128 contiguous bytes. Skew 1 (one pad row) fixes the
+     * first case only. Only while the tiles stay within the 48 KiB of static shared
+     * memory. */
+    int64_t eb = (kl_type_bits(ta->elem) + 7) / 8, extra = 0;
+    int skew_a = 0, skew_b = 0;
+    const char *accel = kl_op_attr_string(op, "accel");
+    if (accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16) {
+      skew_a = t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
+      skew_b = t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
+      extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
+      if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > 48 * 1024) skew_a = skew_b = 0, extra = 0;
+    }
+    kl_value *lds_a = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
+    kl_value *lds_b = lds_a ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
     ok = lds_b != NULL;
     if (ok) {
       int64_t na = t.KB * t.MB / t.BS, nb = t.KB * t.NB / t.BS, nacc = t.MT * t.NT;
@@ -272,29 +359,47 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_value *acc = alloc(rw, loc, acc_t, 1, &nacc, KL_SPACE_PRIVATE);
       kl_named_attr fv = { "value", kl_const_attr_for(ctx, acc_t, 0) };
       kl_rewriter_create(rw, "rock.fill", loc, 1, &acc, 0, NULL, 1, &fv, 0);
-      kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, t.Kp / t.KB), kl_tile_index(rw, loc, 1) };
+      int64_t nk = t.Kp / t.KB;
+      kloop K = { rw, loc, &t, op, a, b, copy_a, copy_b, acc, bid, tid, ga, gb, wa, wb, la.vlen, lb.vlen };
+      /* accel GEMMs with several K steps: software pipelined; mma.sync with an even number
+       * of K steps and room for two tile pairs: double-buffered (see the header comment) */
+      bool prefetch = kl_accel_is_accel(op) && nk > 1;
+      int64_t tile_bytes = kl_perf_config_lds_bytes(&pc, (int)eb) + extra;
+      bool dbuf = prefetch && accel && !strcmp(accel, "mma_sync") && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
+      kl_value *lds_a2 = dbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
+      kl_value *lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+      if (dbuf && !lds_b2) { ok = false; goto done; }
+      if (prefetch) kl_read(&K, kl_tile_index(rw, loc, 0));
+      if (dbuf) {
+        kl_write(&K, lds_a, lds_b);
+        kl_barrier(&K);
+        kl_read(&K, kl_tile_index(rw, loc, 1));
+      }
+      kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, nk), kl_tile_index(rw, loc, dbuf ? 2 : 1) };
       kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
       kl_block *body = kl_block_create(ctx);
       kl_value *kl = kl_block_add_arg(ctx, body, idx);
       kl_region_push_block(&loop->regions[0], body);
       kl_rewriter_set_insertion_end(rw, body);
-      kl_value *ex3[3] = { bid, tid, kl };
-      threadwise(rw, loc, "rock.threadwise_read_into", a, copy_a, 3, ex3, ga, la.vlen, NULL);
-      threadwise(rw, loc, "rock.threadwise_read_into", b, copy_b, 3, ex3, gb, lb.vlen, NULL);
-      threadwise(rw, loc, "rock.threadwise_write_all", copy_a, lds_a, 1, &tid, wa, kl_tile_vector_len(wa, lds_a, 1), "set");
-      threadwise(rw, loc, "rock.threadwise_write_all", copy_b, lds_b, 1, &tid, wb, kl_tile_vector_len(wb, lds_b, 1), "set");
-      kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
-      kl_value *bg[4] = { lds_a, lds_b, acc, tid };
-      kl_named_attr ba[7] = {
-        { "m_per_block", kl_attr_int(ctx, t.MB) }, { "n_per_block", kl_attr_int(ctx, t.NB) },
-        { "k_per_block", kl_attr_int(ctx, t.KB) }, { "m_per_thread", kl_attr_int(ctx, t.MT) },
-        { "n_per_thread", kl_attr_int(ctx, t.NT) }, { "kpack", kl_attr_int(ctx, t.kpack) },
-        { "block_size", kl_attr_int(ctx, t.BS) },
-      };
-      kl_op *bw = kl_rewriter_create(rw, "rock.blockwise_gemm", loc, 4, bg, 0, NULL, 7, ba, 0);
-      kl_accel_copy_attrs(op, bw);   /* accel GEMMs: m_per_wave, n_per_wave, accel_instr, accel */
-      kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+      if (dbuf) {   /* steps kl (tile in lds_a/b) and kl + 1 (lds_a2/b2); the copies hold step kl + 1 */
+        kl_gemm(&K, lds_a, lds_b);
+        kl_write(&K, lds_a2, lds_b2);
+        kl_barrier(&K);
+        kl_read(&K, kl_next(&K, kl, 2, nk));
+        kl_gemm(&K, lds_a2, lds_b2);
+        kl_write(&K, lds_a, lds_b);
+        kl_barrier(&K);
+        kl_read(&K, kl_next(&K, kl, 3, nk));
+      } else {
+        if (!prefetch) kl_read(&K, kl);
+        kl_write(&K, lds_a, lds_b);
+        kl_barrier(&K);
+        if (prefetch) kl_read(&K, kl_next(&K, kl, 1, nk));   /* the last step reloads step 0: in bounds, unused */
+        kl_gemm(&K, lds_a, lds_b);
+        kl_barrier(&K);
+      }
       kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+      if (dbuf) extra += tile_bytes;
       kl_rewriter_set_insertion_before(rw, op);
       kl_value *ex2[2] = { bid, tid };
       threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store);
@@ -302,11 +407,12 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       if (fn) {
         int64_t lds = 0;
         kl_op_attr_i64(fn, "lds_bytes", &lds);
-        lds += kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8);
+        lds += kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8) + extra;
         kl_rewriter_set_attr(rw, fn, "lds_bytes", kl_attr_int(ctx, lds));
       }
     }
   }
+done:
   if (!ok) kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
   kl_view_free(ga); kl_view_free(gb); kl_view_free(wa); kl_view_free(wb); kl_view_free(cv);
   return ok;

@@ -24,7 +24,13 @@
  * Afterwards dead rock.transform ops and unused rock.alloc ops are erased, and any
  * rock op that is not loop level (or a global rock.alloc still in use) is an error
  * naming the op and its location. Only kernel funcs (the `kernel` attribute) are
- * lowered. */
+ * lowered.
+ * Host kernels (target host, block_size 1) first go through lower_loops_host.c: the
+ * blockwise K loop becomes a register-blocked micro-kernel and the global -> private ->
+ * LDS copies become direct vectorized copies (with prefetches of the next K tile);
+ * options host-gemm, host-copies, host-prefetch turn these off, host-simd / host-tile
+ * pin the SIMD model and the micro-tile (tests; default: the host CPU). Whatever they
+ * do not match is lowered by the generic patterns here. */
 #include "passes/lower_loops.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
@@ -312,7 +318,7 @@ static bool lower_whole(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
 static bool loop_level(const kl_op *op) {
   /* what lower-to-llvm accepts (rock.mma: matrix instructions, passes/rock_accel_lower.c) */
   static const char *const ok[] = { "rock.load", "rock.store", "rock.alloc", "rock.workgroup_id", "rock.workitem_id",
-                                    "rock.barrier", "rock.mma", NULL };
+                                    "rock.barrier", "rock.mma", "rock.prefetch", NULL };
   if (strncmp(op->name, "rock.", 5)) return true;
   for (int i = 0; ok[i]; i++) if (!strcmp(op->name, ok[i])) return true;
   return false;
@@ -367,6 +373,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   opts o = { kl_pass_opt_int(po, "unroll"), 0, { 0 } };
   o.host.gemm = kl_pass_opt_bool(po, "host-gemm");
   o.host.copies = kl_pass_opt_bool(po, "host-copies");
+  o.host.prefetch = kl_pass_opt_bool(po, "host-prefetch");
   const char *simd = kl_pass_opt_string(po, "host-simd"), *tile = kl_pass_opt_string(po, "host-tile");
   if (simd && strcmp(simd, "auto") && (sscanf(simd, "%dx%d", &o.host.simd_bytes, &o.host.simd_regs) != 2 ||
                                        o.host.simd_bytes < 4 || o.host.simd_bytes > 256 || o.host.simd_regs < 8))
@@ -423,6 +430,7 @@ static const kl_pass_option options[] = {
   { "host-gemm", KL_OPT_BOOL, "true", "host (block size 1): register-blocked micro-kernels for the blockwise K loop "
                                       "(passes/lower_loops_host.c)" },
   { "host-copies", KL_OPT_BOOL, "true", "host (block size 1): fused, vectorized global -> LDS copies" },
+  { "host-prefetch", KL_OPT_BOOL, "true", "host: fused copies prefetch the next K iteration's tile (rock.prefetch)" },
   { "host-simd", KL_OPT_STRING, "auto", "host vector model BYTESxREGS (e.g. 64x32 for AVX-512; auto: the host CPU)" },
   { "host-tile", KL_OPT_STRING, "auto", "host micro-kernel MRxNV: rows x vectors of accumulators (auto: by the SIMD model)" },
 };
@@ -431,6 +439,6 @@ void kl__register_rock_lower_loops(kl_ctx *ctx) {
   kl_pass_info info = { "rock-lower-loops",
                         "threadwise ops, private element-wise tiles and whole-op kernels (element-wise, reduce, softmax) "
                         "-> scf loops over rock.load / rock.store with view index arithmetic",
-                        options, 5, run, NULL };
+                        options, 6, run, NULL };
   kl_register_pass(ctx, &info);
 }

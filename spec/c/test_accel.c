@@ -269,6 +269,11 @@ typedef struct sim {
   mem mems[512]; int nmems;
   bool bad; char err[600];
   int64_t nmma;
+  /* LDS bank accounting (NVIDIA: 32 banks of 4 bytes, warps of 32 lanes): per LDS
+   * rock.load / rock.store of a warp, the wavefronts it needs (per phase of lanes that
+   * together move 128 bytes, the largest number of distinct 4-byte words in one bank)
+   * against the fewest possible (the phases) */
+  int64_t lds_wavefronts, lds_ideal;
 } sim;
 
 static void sfail(sim *s, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -425,6 +430,31 @@ static bool addr(sim *s, kl_op *op, int bi, int th, int w, mem **mo, int64_t *a)
   return true;
 }
 
+/* Adds one LDS access of the lanes of each warp (element addresses a[t], w elements of
+ * eb bytes each per lane) to the bank accounting. */
+static void count_banks(sim *s, const int64_t *a, const bool *mask, int w, int eb) {
+  int lane_bytes = w * eb, per_phase = lane_bytes >= 4 ? 32 / (lane_bytes / 4 > 0 ? lane_bytes / 4 : 1) : 32;
+  if (per_phase < 1) per_phase = 1;
+  for (int w0 = 0; w0 < s->nt; w0 += 32)
+    for (int p0 = w0; p0 < w0 + 32 && p0 < s->nt; p0 += per_phase) {
+      int64_t words[32 * 4]; int nw = 0, any = 0;
+      for (int t = p0; t < p0 + per_phase && t < s->nt; t++) {
+        if (!mask[t]) continue;
+        any = 1;
+        for (int64_t b = a[t] * eb / 4; b <= (a[t] * eb + lane_bytes - 1) / 4; b++) {
+          int j = 0;
+          while (j < nw && words[j] != b) j++;
+          if (j == nw && nw < 32 * 4) words[nw++] = b;
+        }
+      }
+      if (!any) continue;
+      int per_bank[32] = { 0 }, worst = 0;
+      for (int j = 0; j < nw; j++) { int bk = (int)(words[j] % 32); if (++per_bank[bk] > worst) worst = per_bank[bk]; }
+      s->lds_wavefronts += worst;
+      s->lds_ideal += 1;
+    }
+}
+
 static void exec_mma(sim *s, kl_op *op, const bool *mask) {
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(kl_op_attr_string(op, "instr"));
   if (!d) { sfail(s, op, "unknown instr"); return; }
@@ -517,27 +547,34 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     for (int64_t i = 0; i < tot; i++) m->data[i] = NAN;   /* uninitialized */
     return;
   }
-  if (!strcmp(n, "rock.load")) {
-    int w = width_of(op->results[0].type);
-    double *o = val_w(s, &op->results[0]);
+  if (!strcmp(n, "rock.load") || !strcmp(n, "rock.store")) {
+    bool ld = n[5] == 'l';
+    int bi = ld ? 0 : 1, w = width_of(ld ? op->results[0].type : op->opnds[0].value->type);
+    const kl_type *bt = op->opnds[bi].value->type;
+    double *o = ld ? val_w(s, &op->results[0]) : NULL, *x = ld ? NULL : val_r(s, op, op->opnds[0].value);
+    if (!ld && !x) return;
+    int64_t *as = malloc(sizeof *as * nt);
     for (int t = 0; t < nt && !s->bad; t++) {
+      as[t] = 0;
       if (!mask[t]) continue;
       mem *m; int64_t a;
-      if (!addr(s, op, 0, t, w, &m, &a)) return;
-      for (int i = 0; i < w; i++) o[t * w + i] = m->data[a + i];
+      if (!addr(s, op, bi, t, w, &m, &a)) { free(as); return; }
+      as[t] = a;
+      for (int i = 0; i < w; i++) {
+        if (ld) o[t * w + i] = m->data[a + i];
+        else m->data[a + i] = round_to(bt->elem, x[t * w + i]);
+      }
     }
-    return;
-  }
-  if (!strcmp(n, "rock.store")) {
-    int w = width_of(op->opnds[0].value->type);
-    double *x = val_r(s, op, op->opnds[0].value);
-    const kl_type *et = op->opnds[1].value->type->elem;
-    for (int t = 0; x && t < nt && !s->bad; t++) {
-      if (!mask[t]) continue;
-      mem *m; int64_t a;
-      if (!addr(s, op, 1, t, w, &m, &a)) return;
-      for (int i = 0; i < w; i++) m->data[a + i] = round_to(et, x[t * w + i]);
+    if (!s->bad && bt->space == KL_SPACE_LDS && s->t && s->t->arch == KL_ARCH_NVPTX) {
+      int64_t w0 = s->lds_wavefronts, i0 = s->lds_ideal;
+      count_banks(s, as, mask, w, (kl_type_bits(bt->elem) + 7) / 8);
+      if (getenv("BANKDBG") && s->lds_wavefronts - w0 > s->lds_ideal - i0 && s->bid == 0) {
+        fprintf(stderr, "DBG %s w=%d %s wf=%lld ideal=%lld lanes0-7:", n, w, bt->text, (long long)(s->lds_wavefronts - w0), (long long)(s->lds_ideal - i0));
+        for (int t = 0; t < 32 && t < nt; t++) fprintf(stderr, " %lld", (long long)as[t]);
+        fprintf(stderr, "\n");
+      }
     }
+    free(as);
     return;
   }
   if (!strcmp(n, "rock.mma")) { exec_mma(s, op, mask); return; }
@@ -624,6 +661,7 @@ static void exec_block(sim *s, kl_block *b, const bool *mask) {
 
 /* Runs kernel func k over its grid; args[i] = the data of kernel argument i (span
  * elements each, in the argument's buffer layout). */
+static int64_t g_lds_wavefronts, g_lds_ideal;   /* of the last sim_run */
 static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size_t errlen, int64_t *nmma) {
   int64_t bs = 1, grid = 1;
   kl_op_attr_i64(k, "block_size", &bs);
@@ -649,6 +687,8 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
   free(mask);
   if (s.bad) snprintf(err, errlen, "%s", s.err);
   *nmma = s.nmma;
+  g_lds_wavefronts = s.lds_wavefronts;
+  g_lds_ideal = s.lds_ideal;
   return !s.bad;
 }
 
@@ -839,6 +879,35 @@ static void test_numerics(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
   group_end("numerics: lane-level interpretation of the lowered kernels equals a direct matmul (mma.sync, MFMA, WMMA, FMA)");
+}
+
+/* mma.sync LDS layout (passes/rock_gridwise_to_blockwise.c): kpack 8 (16 bytes of K per
+ * row) with the d + d/8 row skew and a pad row makes every LDS access of the K loop
+ * bank-conflict-free -- the copies of K-contiguous (A [M,K], B [N,K]) and M/N-contiguous
+ * (B [K,N]) operands and the fragment reads -- in the double-buffered (even K steps) and
+ * the single-buffered (odd) loop; kpack 2 (no skew) is not (so the count can fail). */
+static void test_banks(void) {
+  group_begin();
+  static const struct { gcase c; bool free; } cases[] = {
+    { { "sm_90", "f16", 1, 128, 128, 64, true, false, false, "v2:128,128,32,64,64,8", "f32" }, true },
+    { { "sm_90", "f16", 1, 128, 128, 64, true, true, true, "v2:128,128,32,64,64,8", "f16" }, true },
+    { { "sm_90", "bf16", 1, 128, 64, 96, true, true, false, "v2:128,64,32,64,32,8", "f32" }, true },
+    { { "sm_80", "f16", 1, 64, 128, 128, true, false, false, "v2:64,128,64,32,64,8", "f32" }, true },
+    { { "sm_90", "f16", 1, 128, 128, 64, true, false, false, "v2:128,128,32,64,64,2", "f32" }, false },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const gcase *c = &cases[i].c;
+    g_lds_wavefronts = g_lds_ideal = -1;
+    run_case(c);
+    printf("  banks: %s %s %lldx%lldx%lld%s%s %s: %lld LDS wavefronts for %lld phases\n", c->target, c->type, (long long)c->M,
+           (long long)c->N, (long long)c->K, c->at ? " A^T" : "", c->bt ? " B^T" : "", c->perf, (long long)g_lds_wavefronts,
+           (long long)g_lds_ideal);
+    CHECK(g_lds_ideal > 0, "%s: no LDS access counted", c->perf);
+    if (cases[i].free) CHECK(g_lds_wavefronts == g_lds_ideal, "%s: %lld LDS wavefronts for %lld phases (bank conflicts)", c->perf,
+                             (long long)g_lds_wavefronts, (long long)g_lds_ideal);
+    else CHECK(g_lds_wavefronts > g_lds_ideal, "%s: expected bank conflicts without the skewed layout", c->perf);
+  }
+  group_end("banks: mma.sync LDS copies and fragment reads bank-conflict-free (kpack 8, skewed rows; double- and single-buffered)");
 }
 
 /* ---------------------------------------------------------------------------------
@@ -1325,6 +1394,7 @@ int main(void) {
   test_layouts();
   test_configs();
   test_numerics();
+  test_banks();
   test_graphs();
   test_fused_suite();
   test_codegen();

@@ -116,10 +116,11 @@ static void test_heuristic(void) {
           if (t->max_workgroup_size == 1) CHECK(kl_perf_config_block_size(&pc) == 1);
         }
   }
-  /* host: big problems get the big tile; tiny ones do not pad K=1 up to 64 */
+  /* host: big problems get the big tile (the host micro-kernel model: 256x256, K 32 so
+   * that the LDS tiles fit 64 KB); tiny ones do not pad K=1 up to 64 */
   kl_perf_config pc;
   CHECK(kl_perf_config_heuristic(kl_target_lookup("host"), 1, 1024, 1024, 1024, 4, &pc));
-  CHECK(pc.m_per_block == 64 && pc.n_per_block == 64 && pc.k_per_block == 64);
+  CHECK(pc.m_per_block == 256 && pc.n_per_block == 256 && pc.k_per_block == 32);
   CHECK(kl_perf_config_heuristic(kl_target_lookup("host"), 1, 64, 64, 1, 4, &pc));
   CHECK(pc.k_per_block == 1);
   CHECK(kl_perf_config_heuristic(kl_target_lookup("host"), 1, 1, 1024, 1024, 4, &pc));
