@@ -63,18 +63,23 @@ int64_t kl_perf_config_grid_size(const kl_perf_config *pc, int64_t g, int64_t m,
 /* LDS bytes of the A and B tiles. */
 int64_t kl_perf_config_lds_bytes(const kl_perf_config *pc, int elem_bytes);
 
-/* Picks a valid config for a G x M x N x K GEMM on target t (deterministic). The
- * candidates are generated per target: host (max_workgroup_size 1): block size 1,
- * mPerThread = mPerBlock, nPerThread = nPerBlock, M and N tiles in {64,32,...,1}, K tiles
- * in {64,...,1}; GPUs: M and N tiles in {128,64,...,1}, per-thread tiles in {8,4,2,1},
- * block sizes 64..256 that are multiples of the wave size, K tiles in {32,...,1}; kpack 1.
- * Each candidate that validates gets a cost (a rough time model)
+/* Picks a valid config for a G x M x N x K GEMM on target t (deterministic).
+ * Host (max_workgroup_size 1): block size 1, mPerThread = mPerBlock, nPerThread =
+ * nPerBlock; the tiles are chosen by a cycle model of the register-blocked host kernel
+ * (passes/lower_loops_host.c: vector FMAs per K step, C-tile traffic per K block, the
+ * packed copies), within the LDS budget — e.g. 256x256 tiles with kPerBlock 32 for large
+ * problems (see host_cost in perf_config.c). If that model finds nothing, the generic
+ * candidates below are used with host tiles in {64,...,1}.
+ * GPUs: M and N tiles in {128,64,...,1}, per-thread tiles in {8,4,2,1}, block sizes
+ * 64..256 that are multiples of the wave size, K tiles in {32,...,1}; kpack 1. Each
+ * candidate that validates gets a cost (a rough time model)
  *   rounds * (Kp * (mT*nT + 2*(mT+nT) + 4*(mPerBlock+nPerBlock)/blockSize) + 32*Kp/kPerBlock)
  * with rounds = ceil(workgroups / max(compute_units, 1)), Kp = K padded to kPerBlock,
  * mT/nT = mPerThread/nPerThread: padded multiply-adds per thread, LDS reads per
  * multiply-add, the global->LDS copy and a per-iteration (barrier) cost. The cheapest
  * wins; ties go to the earlier candidate (larger tiles first). Returns false only if
- * no candidate fits the target (never for the built-in targets). */
+ * no candidate fits the target (never for the built-in targets). Targets with a matrix
+ * unit use the v2 accel heuristic instead (passes/rock_accel.h). */
 bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes,
                               kl_perf_config *out);
 
