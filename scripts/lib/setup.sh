@@ -21,11 +21,14 @@ kiln_install_deps() {
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
 }
 
+# kiln_build [TARGET...]: configure build/ once, then build the targets (all by default).
 kiln_build() {
-  local dir="${1:-$KILN_BUILD_DIR}"; shift || true
+  local dir="$KILN_BUILD_DIR"
   local jobs="${KILN_JOBS:-$(nproc)}"
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
   if [ ! -f "$dir/CMakeCache.txt" ]; then
-    cmake -S "$KILN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${KILN_CMAKE_ARGS:-} "$@" >&2
+    cmake -S "$KILN_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_RULE_MESSAGES=OFF ${KILN_CMAKE_ARGS:-} >&2
   fi
-  cmake --build "$dir" -j "$jobs" -- --no-print-directory -s >&2
+  cmake --build "$dir" -j "$jobs" "${targets[@]}" -- --no-print-directory -s >&2
 }
