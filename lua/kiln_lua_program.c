@@ -645,13 +645,19 @@ static int prog_plan(lua_State *L) {
 }
 
 /* p:binary(kernel [, target]) -> string (bitcode / PTX / HSACO) */
-static int prog_binary(lua_State *L) {
+/* The binary of kernel (arg 2) for the target (arg 3, optional): the shared argument
+ * handling of p:binary, p:code_object and p:disasm; what names the method in errors. */
+static const kl_binary_info *binary_arg(lua_State *L, const char *what) {
   kl_program *p;
   check_prog(L, 1, &p);
   const char *kernel = luaL_checkstring(L, 2);
-  const char *t = opt_target(L, 3, p, "binary");
+  const char *t = opt_target(L, 3, p, what);
   const kl_binary_info *b = kl_program_binary(p, t, kernel);
-  if (!b) return kl_lua__rt_error(L, "binary", "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "", t ? t : "");
+  if (!b) kl_lua__rt_error(L, what, "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "", t ? t : "");
+  return b;
+}
+static int prog_binary(lua_State *L) {
+  const kl_binary_info *b = binary_arg(L, "binary");
   lua_pushlstring(L, b->data, b->size);
   return 1;
 }
@@ -661,12 +667,8 @@ static int prog_binary(lua_State *L) {
  * agpr, lds_bytes, scratch_bytes, kernarg_size, wavefront_size, max_flat_workgroup_size,
  * vgpr_spills, sgpr_spills}; an error for non-AMDGPU targets or a malformed object. */
 static int prog_code_object(lua_State *L) {
-  kl_program *p;
-  check_prog(L, 1, &p);
-  const char *kernel = luaL_checkstring(L, 2);
-  const char *t = opt_target(L, 3, p, "code_object");
-  const kl_binary_info *b = kl_program_binary(p, t, kernel);
-  if (!b) return kl_lua__rt_error(L, "code_object", "the program has no kernel named '%s'", kernel);
+  const kl_binary_info *b = binary_arg(L, "code_object");
+  const char *kernel = lua_tostring(L, 2);
   if (strncmp(b->target, "gfx", 3)) return kl_lua__rt_error(L, "code_object", "target %s has no AMDGPU code object", b->target);
   kl_hsaco_info info;
   char err[256];
@@ -692,12 +694,7 @@ static int prog_code_object(lua_State *L) {
 /* p:disasm(kernel [, target]) -> the kernel's machine code as text: the disassembled
  * HSACO for AMDGPU targets, the PTX for NVIDIA targets. */
 static int prog_disasm(lua_State *L) {
-  kl_program *p;
-  check_prog(L, 1, &p);
-  const char *kernel = luaL_checkstring(L, 2);
-  const char *t = opt_target(L, 3, p, "disasm");
-  const kl_binary_info *b = kl_program_binary(p, t, kernel);
-  if (!b) return kl_lua__rt_error(L, "disasm", "the program has no kernel named '%s'", kernel);
+  const kl_binary_info *b = binary_arg(L, "disasm");
   if (!strncmp(b->target, "sm_", 3)) { lua_pushlstring(L, b->data, b->size); return 1; }
   if (strncmp(b->target, "gfx", 3)) return kl_lua__rt_error(L, "disasm", "no disassembler for target %s", b->target);
   char err[256];

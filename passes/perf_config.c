@@ -26,23 +26,17 @@ static int64_t *field(kl_perf_config *pc, int i) {
 }
 static int64_t cfield(const kl_perf_config *pc, int i) { return *field((kl_perf_config *)pc, i); }
 
-#define FMT "v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack"
-bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t errlen) {
-  if (!s) return fail(err, errlen, "perf config: missing string (expected " FMT ")");
-  const char *colon = strchr(s, ':');
-  if (!colon) return fail(err, errlen, "perf config \"%s\": missing version prefix (expected " FMT ")", s);
-  if (colon - s != 2 || strncmp(s, "v1", 2))
-    return fail(err, errlen, "perf config \"%s\": bad version \"%.*s\" (only v1 is supported: " FMT ")", s,
-                (int)(colon - s > 16 ? 16 : colon - s), s);
-  kl_perf_config pc;
-  memset(&pc, 0, sizeof pc);
-  const char *p = colon + 1;
+/* The six comma-separated positive integer fields after a perf config's "vN:" prefix
+ * (shared by the v1 and the v2 accel formats); errors quote s and name the field. */
+bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *names, const char *fmt, int64_t out[6],
+                          char *err, size_t errlen) {
+  const char *p = fields;
   int nfields = 0;
   for (;;) {
     const char *start = p;
     while (*p && *p != ',') p++;
     if (nfields < 6) {
-      const char *name = kl_perf_config_fields[nfields];
+      const char *name = names[nfields];
       const char *q = start;
       bool neg = false;
       if (q < p && (*q == '-' || *q == '+')) { neg = *q == '-'; q++; }
@@ -57,16 +51,31 @@ bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t 
       }
       if (neg) v = -v;
       if (v <= 0) return fail(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name, (long long)v);
-      *field(&pc, nfields) = v;
+      out[nfields] = v;
     }
     nfields++;
     if (!*p) break;
     p++;
   }
   if (nfields < 6)
-    return fail(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: " FMT "), missing %s", s, nfields,
-                kl_perf_config_fields[nfields]);
-  if (nfields > 6) return fail(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: " FMT ")", s, nfields);
+    return fail(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: %s), missing %s", s, nfields, fmt,
+                names[nfields]);
+  if (nfields > 6) return fail(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: %s)", s, nfields, fmt);
+  return true;
+}
+
+#define FMT "v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack"
+bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t errlen) {
+  if (!s) return fail(err, errlen, "perf config: missing string (expected " FMT ")");
+  const char *colon = strchr(s, ':');
+  if (!colon) return fail(err, errlen, "perf config \"%s\": missing version prefix (expected " FMT ")", s);
+  if (colon - s != 2 || strncmp(s, "v1", 2))
+    return fail(err, errlen, "perf config \"%s\": bad version \"%.*s\" (only v1 is supported: " FMT ")", s,
+                (int)(colon - s > 16 ? 16 : colon - s), s);
+  int64_t v[6];
+  if (!kl_perf_fields_parse(s, colon + 1, kl_perf_config_fields, FMT, v, err, errlen)) return false;
+  kl_perf_config pc;
+  for (int i = 0; i < 6; i++) *field(&pc, i) = v[i];
   *out = pc;
   return true;
 }

@@ -63,6 +63,12 @@ int64_t kl_perf_config_grid_size(const kl_perf_config *pc, int64_t g, int64_t m,
 /* LDS bytes of the A and B tiles. */
 int64_t kl_perf_config_lds_bytes(const kl_perf_config *pc, int elem_bytes);
 
+/* The six comma-separated positive integer fields after a perf config's "vN:" prefix
+ * (`fields` points just after it), for the v1 and v2 formats alike: errors quote s, name
+ * the field (names[i]) and show fmt, the expected format. */
+bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *names, const char *fmt, int64_t out[6],
+                          char *err, size_t errlen);
+
 /* Picks a valid config for a G x M x N x K GEMM on target t (deterministic).
  * Host (max_workgroup_size 1): block size 1, mPerThread = mPerBlock, nPerThread =
  * nPerBlock; the tiles are chosen by a cycle model of the register-blocked host kernel

@@ -28,35 +28,11 @@ static int64_t *field(kl_accel_config *c, int i) {
 bool kl_accel_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen) {
   if (!s) return fail(err, errlen, "accel perf config: missing string (expected " FMT ")");
   if (strncmp(s, "v2:", 3)) return fail(err, errlen, "accel perf config \"%s\": expected the version prefix \"v2:\" (" FMT ")", s);
+  int64_t v[6];
+  if (!kl_perf_fields_parse(s, s + 3, kl_accel_config_fields, FMT, v, err, errlen)) return false;
   kl_accel_config c;
   memset(&c, 0, sizeof c);
-  const char *p = s + 3;
-  int nf = 0;
-  for (;;) {
-    const char *start = p;
-    while (*p && *p != ',') p++;
-    if (nf < 6) {
-      const char *name = kl_accel_config_fields[nf];
-      if (p == start) return fail(err, errlen, "perf config \"%s\": field %s is empty", s, name);
-      int64_t v = 0;
-      for (const char *q = start; q < p; q++) {
-        if (*q < '0' || *q > '9')
-          return fail(err, errlen, "perf config \"%s\": field %s \"%.*s\" is not a positive integer", s, name,
-                      (int)(p - start > 32 ? 32 : p - start), start);
-        if (v > (int64_t)1 << 40) return fail(err, errlen, "perf config \"%s\": field %s is too large", s, name);
-        v = v * 10 + (*q - '0');
-      }
-      if (v <= 0) return fail(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name, (long long)v);
-      *field(&c, nf) = v;
-    }
-    nf++;
-    if (!*p) break;
-    p++;
-  }
-  if (nf < 6)
-    return fail(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: " FMT "), missing %s", s, nf,
-                kl_accel_config_fields[nf]);
-  if (nf > 6) return fail(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: " FMT ")", s, nf);
+  for (int i = 0; i < 6; i++) *field(&c, i) = v[i];
   *out = c;
   return true;
 }
