@@ -107,4 +107,7 @@ bool kl_ll_before(const kl_op *a, const kl_op *b);
 /* True if value v is available at op (a block argument of a block enclosing op, or
  * defined by an op before op in an enclosing block). */
 bool kl_ll_dominates(kl_value *v, const kl_op *op);
+/* Reports "rock-lower-loops: '<op>': <message>" at op's location through the rewriter
+ * (the pass then fails); returns false. */
+bool kl_ll_fail(kl_rewriter *rw, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #endif

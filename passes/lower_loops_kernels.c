@@ -39,16 +39,6 @@ bool kl__ll_is_whole_op(kl_op *op) {
   return false;
 }
 
-static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  kl_rewriter_fail(rw, op->loc, "rock-lower-loops: '%s': %s", op->name, msg);
-  return false;
-}
 
 /* ---- the parallel iteration ---- */
 typedef void (*point_fn)(kl_ll *L, kl_value *const *coords, void *ud);
@@ -146,17 +136,17 @@ typedef struct { kl_value *buf; kl_view *v; } access;
 static bool make_access(kl_rewriter *rw, kl_op *op, int i, access *a) {
   char err[512];
   kl_value *val = op->opnds[i].value;
-  if (val->type->kind != KL_TY_BUFFER) return failf(rw, op, "operand %d is not a buffer", i);
+  if (val->type->kind != KL_TY_BUFFER) return kl_ll_fail(rw, op, "operand %d is not a buffer", i);
   if (val->type->rank == 0) {
     kl_op *ch[1];
     int nc;
     a->buf = kl_rock_underlying(val, ch, &nc, 0);
     a->v = NULL;
-    if (nc) return failf(rw, op, "operand %d: a view of a rank-0 buffer is not supported", i);
+    if (nc) return kl_ll_fail(rw, op, "operand %d: a view of a rank-0 buffer is not supported", i);
     return true;
   }
   a->v = kl_ll_access_view(NULL, val, &a->buf, err, sizeof err);
-  if (!a->v) return failf(rw, op, "operand %d: %s", i, err);
+  if (!a->v) return kl_ll_fail(rw, op, "operand %d: %s", i, err);
   return true;
 }
 static kl_value *acc_load(kl_ll *L, const access *a, kl_value *const *c) {
@@ -286,15 +276,15 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   kl_op *func = kl_ll_func_of(op);
   char err[512];
   const kl_target *t = kl_ll_target_of(func, err, sizeof err);
-  if (!t) return failf(rw, op, "%s", err);
+  if (!t) return kl_ll_fail(rw, op, "%s", err);
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, unroll);
   bool ok = true;
   if (!strcmp(op->name, "rock.elementwise")) {
-    if (op->nopnds > 64) return failf(rw, op, "too many operands (%d > 64)", op->nopnds);
+    if (op->nopnds > 64) return kl_ll_fail(rw, op, "too many operands (%d > 64)", op->nopnds);
     kl_block *b = op->regions[0].first;
     kl_op *y = b ? b->last : NULL;
-    if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1) return failf(rw, op, "the body must end with rock.yield of one value");
+    if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1) return kl_ll_fail(rw, op, "the body must end with rock.yield of one value");
     ew_st s = { .op = op, .n = op->nopnds };
     int i = 0;
     for (; i < s.n && ok; i++) ok = make_access(rw, op, i, &s.acc[i]);
@@ -304,30 +294,30 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     }
     for (int j = 0; j < i; j++) kl_view_free(s.acc[j].v);
   } else if (!strcmp(op->name, "rock.reduce")) {
-    if (op->nopnds != 2) return failf(rw, op, "needs operands (in, out)");
+    if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
     const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
     if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || ti->rank != to->rank || ti->rank < 1)
-      return failf(rw, op, "in and out must be buffers of one rank >= 1, got %s and %s", kl_type_str(ti), kl_type_str(to));
+      return kl_ll_fail(rw, op, "in and out must be buffers of one rank >= 1, got %s and %s", kl_type_str(ti), kl_type_str(to));
     const char *k = kl_op_attr_string(op, "kind");
     red_st s = { .r = ti->rank, .Si = ti->shape, .count = 1 };
-    if (!k) return failf(rw, op, "needs a string attribute 'kind' (sum, max, min or mean)");
+    if (!k) return kl_ll_fail(rw, op, "needs a string attribute 'kind' (sum, max, min or mean)");
     if (!strcmp(k, "sum")) s.kind = R_SUM;
     else if (!strcmp(k, "max")) s.kind = R_MAX;
     else if (!strcmp(k, "min")) s.kind = R_MIN;
     else if (!strcmp(k, "mean")) s.kind = R_MEAN;
-    else return failf(rw, op, "unknown reduction kind '%s' (sum, max, min or mean)", k);
+    else return kl_ll_fail(rw, op, "unknown reduction kind '%s' (sum, max, min or mean)", k);
     int64_t axes[KL_MAX_RANK];
     int na = kl_op_attr_i64s(op, "axes", axes, KL_MAX_RANK);
-    if (na < 0) return failf(rw, op, "needs an integer array attribute 'axes'");
+    if (na < 0) return kl_ll_fail(rw, op, "needs an integer array attribute 'axes'");
     for (int i = 0; i < na; i++) {
       int64_t a = axes[i] < 0 ? axes[i] + s.r : axes[i];
-      if (a < 0 || a >= s.r || s.reduced[a]) return failf(rw, op, "bad or repeated axis %lld for rank %d", (long long)axes[i], s.r);
+      if (a < 0 || a >= s.r || s.reduced[a]) return kl_ll_fail(rw, op, "bad or repeated axis %lld for rank %d", (long long)axes[i], s.r);
       s.reduced[a] = true;
     }
     for (int d = 0; d < s.r; d++) {
       if (s.reduced[d]) { s.raxes[s.nred++] = d; s.count *= ti->shape[d]; }
       if (to->shape[d] != (s.reduced[d] ? 1 : ti->shape[d]))
-        return failf(rw, op, "out %s must have in's shape %s with the reduced axes of size 1", to->text, ti->text);
+        return kl_ll_fail(rw, op, "out %s must have in's shape %s with the reduced axes of size 1", to->text, ti->text);
     }
     s.acc = kl_ll_float_acc(L.ctx, ti->elem);
     if (!make_access(rw, op, 0, &s.in)) return false;
@@ -336,15 +326,15 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else if (!strcmp(op->name, "rock.softmax")) {
-    if (op->nopnds != 2) return failf(rw, op, "needs operands (in, out)");
+    if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
     const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
     if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || !same_shape(ti, to) || ti->rank < 1)
-      return failf(rw, op, "in and out must be buffers of one shape and rank >= 1, got %s and %s", kl_type_str(ti), kl_type_str(to));
-    if (!kl_type_is_float(to->elem)) return failf(rw, op, "the output must be a float buffer, got %s", to->text);
+      return kl_ll_fail(rw, op, "in and out must be buffers of one shape and rank >= 1, got %s and %s", kl_type_str(ti), kl_type_str(to));
+    if (!kl_type_is_float(to->elem)) return kl_ll_fail(rw, op, "the output must be a float buffer, got %s", to->text);
     int64_t axis;
-    if (!kl_op_attr_i64(op, "axis", &axis)) return failf(rw, op, "needs an integer attribute 'axis'");
+    if (!kl_op_attr_i64(op, "axis", &axis)) return kl_ll_fail(rw, op, "needs an integer attribute 'axis'");
     if (axis < 0) axis += ti->rank;
-    if (axis < 0 || axis >= ti->rank) return failf(rw, op, "axis out of range for rank %d", ti->rank);
+    if (axis < 0 || axis >= ti->rank) return kl_ll_fail(rw, op, "axis out of range for rank %d", ti->rank);
     sm_st s = { .axis = (int)axis, .r = ti->rank, .len = ti->shape[axis] };
     s.acc = ti->elem->kind == KL_TY_F64 || to->elem->kind == KL_TY_F64 ? kl_type_f64(L.ctx) : kl_type_f32(L.ctx);
     if (!make_access(rw, op, 0, &s.in)) return false;
@@ -355,7 +345,7 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else {
-    return failf(rw, op, "not a whole-op kernel op");
+    return kl_ll_fail(rw, op, "not a whole-op kernel op");
   }
   if (!ok) return false;
   kl_rewriter_erase_op(rw, op);

@@ -312,3 +312,13 @@ bool kl_ll_dominates(kl_value *v, const kl_op *op) {
     if (y->block == v->block) return true;
   return false;
 }
+
+bool kl_ll_fail(kl_rewriter *rw, kl_op *op, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  kl_rewriter_fail(rw, op->loc, "rock-lower-loops: '%s': %s", op->name, msg);
+  return false;
+}

@@ -46,16 +46,6 @@ bool kl__ll_is_whole_op(kl_op *op);
 
 typedef struct { int64_t unroll_opt, unroll; kl_ll_host_opts host; } opts;
 
-static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool failf(kl_rewriter *rw, kl_op *op, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  kl_rewriter_fail(rw, op->loc, "rock-lower-loops: '%s': %s", op->name, msg);
-  return false;
-}
 
 static bool in_kernel(kl_op *op) { return kl_is_kernel(kl_ll_func_of(op)); }
 
@@ -97,12 +87,12 @@ static bool lower_fill(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   char err[512];
   kl_value *under;
   kl_view *v = flat_access(op->opnds[0].value, &under, err, sizeof err);
-  if (!v) return failf(rw, op, "%s", err);
+  if (!v) return kl_ll_fail(rw, op, "%s", err);
   const kl_attr *a = kl_op_attr(op, "value");
   double val = 0;
   if (a && (a->kind == KL_AT_FLOAT)) val = a->f;
   else if (a && (a->kind == KL_AT_INT || a->kind == KL_AT_BOOL)) val = (double)a->i;
-  else if (a) { kl_view_free(v); return failf(rw, op, "'value' must be a number, got %s", a->text); }
+  else if (a) { kl_view_free(v); return kl_ll_fail(rw, op, "'value' must be a number, got %s", a->text); }
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, o->unroll);
   int64_t n = kl_view_size(v, 0);
@@ -146,26 +136,26 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   if (!read) {
     const char *store = kl_op_attr_string(op, "store");
     if (store && strcmp(store, "set"))
-      return failf(rw, op, "store method '%s' is not supported (only \"set\")", store);
+      return kl_ll_fail(rw, op, "store method '%s' is not supported (only \"set\")", store);
   }
   const kl_view *w = kl_ll_op_view(op);
-  if (!w) return failf(rw, op, "needs a #view<...> attribute 'view'");
+  if (!w) return kl_ll_fail(rw, op, "needs a #view<...> attribute 'view'");
   int nextra = op->nopnds - 2;
   if (kl_view_rank(w) != nextra + 1)
-    return failf(rw, op, "the view has %d upper dims, expected %d (the extra indices and iter)", kl_view_rank(w), nextra + 1);
+    return kl_ll_fail(rw, op, "the view has %d upper dims, expected %d (the extra indices and iter)", kl_view_rank(w), nextra + 1);
   for (int i = 0; i < nextra; i++)
-    if (op->opnds[2 + i].value->type->kind != KL_TY_INDEX) return failf(rw, op, "extra index %d is not an index", i);
+    if (op->opnds[2 + i].value->type->kind != KL_TY_INDEX) return kl_ll_fail(rw, op, "extra index %d is not an index", i);
   kl_value *gval = op->opnds[read ? 0 : 1].value, *pval = op->opnds[read ? 1 : 0].value;
   char err[512];
   kl_value *gb, *pb;
   kl_view *gv = kl_ll_access_view(w, gval, &gb, err, sizeof err);
-  if (!gv) return failf(rw, op, "%s operand: %s", read ? "source" : "destination", err);
+  if (!gv) return kl_ll_fail(rw, op, "%s operand: %s", read ? "source" : "destination", err);
   kl_view *pv = flat_access(pval, &pb, err, sizeof err);
-  if (!pv) { kl_view_free(gv); return failf(rw, op, "%s operand: %s", read ? "destination" : "source", err); }
+  if (!pv) { kl_view_free(gv); return kl_ll_fail(rw, op, "%s operand: %s", read ? "destination" : "source", err); }
   int64_t n = kl_view_size(w, nextra);
   if (kl_view_size(pv, 0) != n) {
     kl_view_free(gv); kl_view_free(pv);
-    return failf(rw, op, "the register tile has %lld elements but the view iterates over %lld", (long long)kl_view_size(pv, 0),
+    return kl_ll_fail(rw, op, "the register tile has %lld elements but the view iterates over %lld", (long long)kl_view_size(pv, 0),
                  (long long)n);
   }
   int64_t vl = min64(kl_ll_vector_len(gv, gb, nextra), kl_ll_vector_len(pv, pb, 0));
@@ -235,15 +225,15 @@ static bool lower_tgemm(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   if (ta->rank != 2 || tb->rank != 2 || ta->shape[0] != tb->shape[0] ||
       !((tc->rank == 2 && tc->shape[0] == ta->shape[1] && tc->shape[1] == tb->shape[1]) ||
         (tc->rank == 1 && tc->shape[0] == ta->shape[1] * tb->shape[1])))
-    return failf(rw, op, "operands must be a [K,M], b [K,N], c [M,N] (or [M*N]); got %s, %s, %s", ta->text, tb->text, tc->text);
+    return kl_ll_fail(rw, op, "operands must be a [K,M], b [K,N], c [M,N] (or [M*N]); got %s, %s, %s", ta->text, tb->text, tc->text);
   gemm_st s = { .K = ta->shape[0], .M = ta->shape[1], .N = tb->shape[1], .cflat = tc->rank == 1, .acc = tc->elem };
   if (kl_type_is_float(ta->elem) != kl_type_is_float(tc->elem) || kl_type_is_float(tb->elem) != kl_type_is_float(tc->elem))
-    return failf(rw, op, "mixed float / integer operands (%s, %s -> %s)", ta->elem->text, tb->elem->text, tc->elem->text);
+    return kl_ll_fail(rw, op, "mixed float / integer operands (%s, %s -> %s)", ta->elem->text, tb->elem->text, tc->elem->text);
   char err[512];
   s.av = kl_ll_access_view(NULL, op->opnds[0].value, &s.ab, err, sizeof err);
   s.bv = s.av ? kl_ll_access_view(NULL, op->opnds[1].value, &s.bb, err, sizeof err) : NULL;
   s.cv = s.bv ? kl_ll_access_view(NULL, op->opnds[2].value, &s.cb, err, sizeof err) : NULL;
-  if (!s.cv) { kl_view_free(s.av); kl_view_free(s.bv); return failf(rw, op, "%s", err); }
+  if (!s.cv) { kl_view_free(s.av); kl_view_free(s.bv); return kl_ll_fail(rw, op, "%s", err); }
   int64_t U = o->unroll;
   s.unroll_k = s.K <= U;
   s.unroll_n = s.unroll_k && s.K * s.N <= U;
@@ -284,21 +274,21 @@ static bool lower_ew(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
   if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
   if (kl__ll_is_whole_op(op)) return kl__ll_lower_whole_op(op, rw, o->unroll);
-  if (op->nopnds > 64) return failf(rw, op, "too many operands (%d > 64)", op->nopnds);
+  if (op->nopnds > 64) return kl_ll_fail(rw, op, "too many operands (%d > 64)", op->nopnds);
   ew_st s = { .op = op, .n = op->nopnds };
   char err[512];
   for (int i = 0; i < s.n; i++) {
     s.views[i] = flat_access(op->opnds[i].value, &s.bufs[i], err, sizeof err);
     if (!s.views[i]) {
       for (int j = 0; j < i; j++) kl_view_free(s.views[j]);
-      return failf(rw, op, "operand %d: %s", i, err);
+      return kl_ll_fail(rw, op, "operand %d: %s", i, err);
     }
   }
   kl_block *b = op->regions[0].first;
   kl_op *y = b ? b->last : NULL;
   if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1) {
     for (int j = 0; j < s.n; j++) kl_view_free(s.views[j]);
-    return failf(rw, op, "the body must end with rock.yield of one value");
+    return kl_ll_fail(rw, op, "the body must end with rock.yield of one value");
   }
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, o->unroll);

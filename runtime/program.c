@@ -506,23 +506,33 @@ static size_t tensor_bytes_span(const kl_tensor *t) {
 }
 static void *tensor_ptr(const kl_tensor *t) { return (char *)t->data + t->offset * (int64_t)kl_dtype_size(t->dtype); }
 
-kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
-                         int *noutputs, kl_tensor ***outputs, char *err, size_t errlen) {
-  *noutputs = 0; *outputs = NULL;
-  const kl_device_info *info = kl_device_get_info(dev);
+/* The variant for the device, after checking that every input names a param once;
+ * NULL with "<what>: ..." in err otherwise. */
+static variant *variant_with_inputs(kl_program *p, const kl_device_info *info, int ninputs, const kl_named_tensor *inputs,
+                                    const char *what, char *err, size_t errlen) {
   variant *v = variant_for(p, info);
   if (!v) {
     kl_sb sb = {0};
     for (int i = 0; i < p->nvariants; i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", p->v[i].target);
-    snprintf(err, errlen, "run: the program has no binary for device %s (%s); compiled for: %s", info->name, info->arch, kl_sb_str(&sb));
+    snprintf(err, errlen, "%s: the program has no binary for device %s (%s); compiled for: %s", what, info->name, info->arch,
+             kl_sb_str(&sb));
     kl_sb_free(&sb);
-    return KL_ERR;
+    return NULL;
   }
   for (int i = 0; i < ninputs; i++) {
-    if (!kl_graph_param(v->plan, inputs[i].name)) { snprintf(err, errlen, "run: the graph has no param named '%s'", inputs[i].name); return KL_ERR; }
+    if (!kl_graph_param(v->plan, inputs[i].name)) { snprintf(err, errlen, "%s: the graph has no param named '%s'", what, inputs[i].name); return NULL; }
     for (int j = 0; j < i; j++)
-      if (!strcmp(inputs[i].name, inputs[j].name)) { snprintf(err, errlen, "run: input '%s' given twice", inputs[i].name); return KL_ERR; }
+      if (!strcmp(inputs[i].name, inputs[j].name)) { snprintf(err, errlen, "%s: input '%s' given twice", what, inputs[i].name); return NULL; }
   }
+  return v;
+}
+
+kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
+                         int *noutputs, kl_tensor ***outputs, char *err, size_t errlen) {
+  *noutputs = 0; *outputs = NULL;
+  const kl_device_info *info = kl_device_get_info(dev);
+  variant *v = variant_with_inputs(p, info, ninputs, inputs, "run", err, errlen);
+  if (!v) return KL_ERR;
   loaded *l = load_on(v, dev, err, errlen);
   if (!l) return KL_ERR;
   bool host = info->kind == KL_DEVICE_HOST;
@@ -786,20 +796,9 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
                                 const kl_prepare_opts *opts_in, char *err, size_t errlen) {
   kl_prepare_opts opts = opts_in ? *opts_in : (kl_prepare_opts){0};
   const kl_device_info *info = kl_device_get_info(dev);
-  variant *v = variant_for(p, info);
-  if (!v) {
-    kl_sb sb = {0};
-    for (int i = 0; i < p->nvariants; i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", p->v[i].target);
-    snprintf(err, errlen, "prepare: the program has no binary for device %s (%s); compiled for: %s", info->name, info->arch, kl_sb_str(&sb));
-    kl_sb_free(&sb);
-    return NULL;
-  }
+  variant *v = variant_with_inputs(p, info, ninputs, inputs, "prepare", err, errlen);
+  if (!v) return NULL;
   if (opts.sets < 0 || opts.max_sets < 0) { snprintf(err, errlen, "prepare: sets and max_sets must be >= 0"); return NULL; }
-  for (int i = 0; i < ninputs; i++) {
-    if (!kl_graph_param(v->plan, inputs[i].name)) { snprintf(err, errlen, "prepare: the graph has no param named '%s'", inputs[i].name); return NULL; }
-    for (int j = 0; j < i; j++)
-      if (!strcmp(inputs[i].name, inputs[j].name)) { snprintf(err, errlen, "prepare: input '%s' given twice", inputs[i].name); return NULL; }
-  }
   char lerr[1024];
   loaded *l = load_on(v, dev, lerr, sizeof lerr);
   if (!l) { snprintf(err, errlen, "prepare: %s", strncmp(lerr, "run: ", 5) ? lerr : lerr + 5); return NULL; }
