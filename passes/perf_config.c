@@ -9,8 +9,7 @@
 
 const char *const kl_perf_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerThread", "nPerThread", "kpack" };
 
-static bool fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail(char *err, size_t n, const char *fmt, ...) {
+bool kl_perf_errf(char *err, size_t n, const char *fmt, ...) {
   if (err && n) {
     va_list ap;
     va_start(ap, fmt);
@@ -40,17 +39,17 @@ bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *
       const char *q = start;
       bool neg = false;
       if (q < p && (*q == '-' || *q == '+')) { neg = *q == '-'; q++; }
-      if (q == p) return fail(err, errlen, "perf config \"%s\": field %s is empty", s, name);
+      if (q == p) return kl_perf_errf(err, errlen, "perf config \"%s\": field %s is empty", s, name);
       int64_t v = 0;
       for (; q < p; q++) {
         if (*q < '0' || *q > '9')
-          return fail(err, errlen, "perf config \"%s\": field %s \"%.*s\" is not an integer", s, name,
+          return kl_perf_errf(err, errlen, "perf config \"%s\": field %s \"%.*s\" is not an integer", s, name,
                       (int)(p - start > 32 ? 32 : p - start), start);
-        if (v > (int64_t)1 << 40) return fail(err, errlen, "perf config \"%s\": field %s is too large", s, name);
+        if (v > (int64_t)1 << 40) return kl_perf_errf(err, errlen, "perf config \"%s\": field %s is too large", s, name);
         v = v * 10 + (*q - '0');
       }
       if (neg) v = -v;
-      if (v <= 0) return fail(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name, (long long)v);
+      if (v <= 0) return kl_perf_errf(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name, (long long)v);
       out[nfields] = v;
     }
     nfields++;
@@ -58,19 +57,19 @@ bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *
     p++;
   }
   if (nfields < 6)
-    return fail(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: %s), missing %s", s, nfields, fmt,
+    return kl_perf_errf(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: %s), missing %s", s, nfields, fmt,
                 names[nfields]);
-  if (nfields > 6) return fail(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: %s)", s, nfields, fmt);
+  if (nfields > 6) return kl_perf_errf(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: %s)", s, nfields, fmt);
   return true;
 }
 
 #define FMT "v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack"
 bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t errlen) {
-  if (!s) return fail(err, errlen, "perf config: missing string (expected " FMT ")");
+  if (!s) return kl_perf_errf(err, errlen, "perf config: missing string (expected " FMT ")");
   const char *colon = strchr(s, ':');
-  if (!colon) return fail(err, errlen, "perf config \"%s\": missing version prefix (expected " FMT ")", s);
+  if (!colon) return kl_perf_errf(err, errlen, "perf config \"%s\": missing version prefix (expected " FMT ")", s);
   if (colon - s != 2 || strncmp(s, "v1", 2))
-    return fail(err, errlen, "perf config \"%s\": bad version \"%.*s\" (only v1 is supported: " FMT ")", s,
+    return kl_perf_errf(err, errlen, "perf config \"%s\": bad version \"%.*s\" (only v1 is supported: " FMT ")", s,
                 (int)(colon - s > 16 ? 16 : colon - s), s);
   int64_t v[6];
   if (!kl_perf_fields_parse(s, colon + 1, kl_perf_config_fields, FMT, v, err, errlen)) return false;
@@ -101,33 +100,33 @@ bool kl_perf_config_validate(const kl_perf_config *pc, const kl_target *t, int e
   kl_perf_config_print(pc, s, sizeof s);
   for (int i = 0; i < 6; i++) {
     if (cfield(pc, i) <= 0)
-      return fail(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
+      return kl_perf_errf(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
     if (cfield(pc, i) > ((int64_t)1 << 20))
-      return fail(err, errlen, "perf config %s: %s = %lld is too large", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
+      return kl_perf_errf(err, errlen, "perf config %s: %s = %lld is too large", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
   }
   if (pc->m_per_block % pc->m_per_thread)
-    return fail(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerThread (%lld)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerThread (%lld)", s,
                 (long long)pc->m_per_block, (long long)pc->m_per_thread);
   if (pc->n_per_block % pc->n_per_thread)
-    return fail(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerThread (%lld)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerThread (%lld)", s,
                 (long long)pc->n_per_block, (long long)pc->n_per_thread);
   if (pc->k_per_block % pc->kpack)
-    return fail(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
                 (long long)pc->k_per_block, (long long)pc->kpack);
   int64_t bs = kl_perf_config_block_size(pc);
   if (t && bs > t->max_workgroup_size)
-    return fail(err, errlen,
+    return kl_perf_errf(err, errlen,
                 "perf config %s: block size (mPerBlock/mPerThread)*(nPerBlock/nPerThread) = %lld exceeds the max workgroup "
                 "size %d of target %s (raise mPerThread/nPerThread)", s, (long long)bs, t->max_workgroup_size, t->name);
   if ((pc->k_per_block * pc->m_per_block) % bs)
-    return fail(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
+    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
                 "(threads copy equal shares of the A tile)", s, (long long)(pc->k_per_block * pc->m_per_block), (long long)bs);
   if ((pc->k_per_block * pc->n_per_block) % bs)
-    return fail(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
+    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
                 "(threads copy equal shares of the B tile)", s, (long long)(pc->k_per_block * pc->n_per_block), (long long)bs);
   int64_t lds = kl_perf_config_lds_bytes(pc, elem_bytes);
   if (t && lds > t->lds_bytes)
-    return fail(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
+    return kl_perf_errf(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
                 "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes, (long long)lds,
                 (long long)t->lds_bytes, t->name);
   return true;
@@ -243,7 +242,7 @@ const kl_target *kl_perf_resolve_target(kl_op *op, const char *option, char *err
   if (!t) {
     kl_sb sb = { 0 };
     for (int i = 0; i < kl_target_count(); i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", kl_target_at(i)->name);
-    fail(err, errlen, "unknown target \"%s\" (known: %s)", name, kl_sb_str(&sb));
+    kl_perf_errf(err, errlen, "unknown target \"%s\" (known: %s)", name, kl_sb_str(&sb));
     kl_sb_free(&sb);
   }
   return t;
@@ -294,7 +293,7 @@ void kl_vb_order(kl_vb *b, int n, const char *const *names) {
 }
 kl_view *kl_vb_finish(kl_vb *b, char *err, size_t errlen) {
   if (b->bad || !b->v) {
-    fail(err, errlen, "view construction failed: %s", b->err.msg[0] ? b->err.msg : "unknown error");
+    kl_perf_errf(err, errlen, "view construction failed: %s", b->err.msg[0] ? b->err.msg : "unknown error");
     kl_view_free(b->v);
     b->v = NULL;
     return NULL;
@@ -309,16 +308,16 @@ kl_view *kl_tile_compose_to_buffer(const kl_view *top, kl_value *v, kl_value **u
   kl_op *chain[64];
   int n = 0;
   kl_value *u = kl_rock_underlying(v, chain, &n, 64);
-  if (n > 64) { fail(err, errlen, "transform chain too long (%d)", n); return NULL; }
+  if (n > 64) { kl_perf_errf(err, errlen, "transform chain too long (%d)", n); return NULL; }
   kl_view *cur = kl_view_clone(top);
   for (int i = 0; i < n && cur; i++) {
     const kl_view *tv = kl_attr_view(kl_op_attr(chain[i], "view"));
-    if (!tv) { fail(err, errlen, "rock.transform without a #view attribute"); kl_view_free(cur); return NULL; }
+    if (!tv) { kl_perf_errf(err, errlen, "rock.transform without a #view attribute"); kl_view_free(cur); return NULL; }
     kl_view_err verr = { 0 };
     kl_view *nv = kl_view_compose(cur, tv, &verr);
     kl_view_free(cur);
     cur = nv;
-    if (!cur) fail(err, errlen, "cannot compose views: %s", verr.msg);
+    if (!cur) kl_perf_errf(err, errlen, "cannot compose views: %s", verr.msg);
   }
   if (under) *under = u;
   return cur;

@@ -63,6 +63,10 @@ int64_t kl_perf_config_grid_size(const kl_perf_config *pc, int64_t g, int64_t m,
 /* LDS bytes of the A and B tiles. */
 int64_t kl_perf_config_lds_bytes(const kl_perf_config *pc, int elem_bytes);
 
+/* Formats a message into err[n] (if err) and returns false: the error helper of the
+ * perf-config modules. */
+bool kl_perf_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The six comma-separated positive integer fields after a perf config's "vN:" prefix
  * (`fields` points just after it), for the v1 and v2 formats alike: errors quote s, name
  * the field (names[i]) and show fmt, the expected format. */

@@ -9,16 +9,6 @@
 const char *const kl_accel_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerWave", "nPerWave", "kpack" };
 #define FMT "v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack"
 
-static bool fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail(char *err, size_t n, const char *fmt, ...) {
-  if (err && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
 
 static int64_t *field(kl_accel_config *c, int i) {
   int64_t *f[6] = { &c->m_per_block, &c->n_per_block, &c->k_per_block, &c->m_per_wave, &c->n_per_wave, &c->kpack };
@@ -26,8 +16,8 @@ static int64_t *field(kl_accel_config *c, int i) {
 }
 
 bool kl_accel_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen) {
-  if (!s) return fail(err, errlen, "accel perf config: missing string (expected " FMT ")");
-  if (strncmp(s, "v2:", 3)) return fail(err, errlen, "accel perf config \"%s\": expected the version prefix \"v2:\" (" FMT ")", s);
+  if (!s) return kl_perf_errf(err, errlen, "accel perf config: missing string (expected " FMT ")");
+  if (strncmp(s, "v2:", 3)) return kl_perf_errf(err, errlen, "accel perf config \"%s\": expected the version prefix \"v2:\" (" FMT ")", s);
   int64_t v[6];
   if (!kl_perf_fields_parse(s, s + 3, kl_accel_config_fields, FMT, v, err, errlen)) return false;
   kl_accel_config c;
@@ -58,55 +48,55 @@ bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, cons
   kl_accel_config_print(c, s, sizeof s);
   for (int i = 0; i < 6; i++) {
     int64_t v = *field((kl_accel_config *)c, i);
-    if (v <= 0) return fail(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_accel_config_fields[i], (long long)v);
-    if (v > ((int64_t)1 << 20)) return fail(err, errlen, "perf config %s: %s = %lld is too large", s, kl_accel_config_fields[i], (long long)v);
+    if (v <= 0) return kl_perf_errf(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_accel_config_fields[i], (long long)v);
+    if (v > ((int64_t)1 << 20)) return kl_perf_errf(err, errlen, "perf config %s: %s = %lld is too large", s, kl_accel_config_fields[i], (long long)v);
   }
   if (c->m_per_wave % d->m)
-    return fail(err, errlen, "perf config %s: mPerWave (%lld) is not a multiple of the instruction's M (%d, %s)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: mPerWave (%lld) is not a multiple of the instruction's M (%d, %s)", s,
                 (long long)c->m_per_wave, d->m, d->intrinsic);
   if (c->n_per_wave % d->n)
-    return fail(err, errlen, "perf config %s: nPerWave (%lld) is not a multiple of the instruction's N (%d, %s)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: nPerWave (%lld) is not a multiple of the instruction's N (%d, %s)", s,
                 (long long)c->n_per_wave, d->n, d->intrinsic);
   if (c->m_per_block % c->m_per_wave)
-    return fail(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerWave (%lld)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerWave (%lld)", s,
                 (long long)c->m_per_block, (long long)c->m_per_wave);
   if (c->n_per_block % c->n_per_wave)
-    return fail(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerWave (%lld)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerWave (%lld)", s,
                 (long long)c->n_per_block, (long long)c->n_per_wave);
   if (c->k_per_block % d->k)
-    return fail(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of the instruction's K (%d, %s)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of the instruction's K (%d, %s)", s,
                 (long long)c->k_per_block, d->k, d->intrinsic);
   if (c->k_per_block % c->kpack)
-    return fail(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
+    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
                 (long long)c->k_per_block, (long long)c->kpack);
   int64_t bs = kl_accel_block_size(c, d);
   if (t && bs > t->max_workgroup_size)
-    return fail(err, errlen, "perf config %s: block size (mPerBlock/mPerWave)*(nPerBlock/nPerWave)*%d = %lld exceeds the max "
+    return kl_perf_errf(err, errlen, "perf config %s: block size (mPerBlock/mPerWave)*(nPerBlock/nPerWave)*%d = %lld exceeds the max "
                 "workgroup size %d of target %s (raise mPerWave/nPerWave)", s, d->wave, (long long)bs,
                 t->max_workgroup_size, t->name);
   if ((c->k_per_block * c->m_per_block) % bs)
-    return fail(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
+    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
                 "(threads copy equal shares of the A tile)", s, (long long)(c->k_per_block * c->m_per_block), (long long)bs);
   if ((c->k_per_block * c->n_per_block) % bs)
-    return fail(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
+    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
                 "(threads copy equal shares of the B tile)", s, (long long)(c->k_per_block * c->n_per_block), (long long)bs);
   int64_t lds = c->k_per_block * (c->m_per_block + c->n_per_block) * (int64_t)elem_bytes;
   if (t && lds > t->lds_bytes)
-    return fail(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
+    return kl_perf_errf(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
                 "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes, (long long)lds,
                 (long long)t->lds_bytes, t->name);
   if (t && t->arch == KL_ARCH_NVPTX && lds > 48 * 1024)
-    return fail(err, errlen, "perf config %s: tile larger than static shared memory: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = "
+    return kl_perf_errf(err, errlen, "perf config %s: tile larger than static shared memory: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = "
                 "%lld > 49152 bytes (NVIDIA's limit without an opt-in; reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes,
                 (long long)lds);
   int64_t accs = kl_accel_acc_per_lane(c, d), limit = t && t->max_vgprs > 0 ? (t->max_vgprs + 1) / 2 : 128;   /* 255 (NVPTX) -> 128 */
   if (accs > limit)
-    return fail(err, errlen, "perf config %s: %lld accumulators per lane (mPerWave/%d * nPerWave/%d * %lld) exceed %lld "
+    return kl_perf_errf(err, errlen, "perf config %s: %lld accumulators per lane (mPerWave/%d * nPerWave/%d * %lld) exceed %lld "
                 "registers (reduce mPerWave or nPerWave)", s, (long long)accs, d->m, d->n,
                 (long long)kl_accel_frag_len(&d->c), (long long)limit);
   int64_t mt, nt;
   if (!kl_accel_thread_tile(c, d, &mt, &nt))
-    return fail(err, errlen, "perf config %s: the %lld accumulators per thread do not factor into the block tile", s,
+    return kl_perf_errf(err, errlen, "perf config %s: the %lld accumulators per thread do not factor into the block tile", s,
                 (long long)accs);
   return true;
 }
@@ -236,7 +226,7 @@ int kl_accel_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
   const kl_accel_desc *dd = in_a == in_b ? kl_accel_desc_for(t, in_a) : NULL;
   if (!dd) {
     if (!v2) return 0;
-    fail(err, errlen, "perf config \"%s\": a v2 (matrix instruction) config needs a matrix instruction for %s inputs, and "
+    kl_perf_errf(err, errlen, "perf config \"%s\": a v2 (matrix instruction) config needs a matrix instruction for %s inputs, and "
          "target %s has none (matrix unit: %s); use a v1 config", given, kl_type_str(in_a), t ? t->name : "?",
          t ? kl_accel_kind_name(t->accel) : "none");
     return -1;

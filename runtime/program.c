@@ -506,6 +506,21 @@ static size_t tensor_bytes_span(const kl_tensor *t) {
 }
 static void *tensor_ptr(const kl_tensor *t) { return (char *)t->data + t->offset * (int64_t)kl_dtype_size(t->dtype); }
 
+/* The input tensor for param op `param`, checked against it (shape, dtype, layout);
+ * NULL with a located "<what>: missing input" or check error in err. */
+static const kl_tensor *input_for(kl_op *param, int ninputs, const kl_named_tensor *inputs, const char *what,
+                                  char *err, size_t errlen) {
+  const char *pn = kl_op_attr_string(param, "name");
+  const kl_tensor *t = NULL;
+  for (int i = 0; i < ninputs; i++) if (!strcmp(inputs[i].name, pn)) t = inputs[i].tensor;
+  if (!t) {
+    char where[256]; kl_loc_format(param->loc, where, sizeof where);
+    snprintf(err, errlen, "%s: error: %s: missing input '%s' (%s)", where, what, pn, kl_type_str(param->results[0].type));
+    return NULL;
+  }
+  return kl_graph_check_input(param, t, err, errlen) == KL_OK ? t : NULL;
+}
+
 /* The variant for the device, after checking that every input names a param once;
  * NULL with "<what>: ..." in err otherwise. */
 static variant *variant_with_inputs(kl_program *p, const kl_device_info *info, int ninputs, const kl_named_tensor *inputs,
@@ -545,15 +560,8 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
   for (kl_op *o = b->first; o && st == KL_OK; o = o->next) {
     int s = (int)o->scratch;
     if (!strcmp(o->name, "graph.param")) {
-      const char *pn = kl_op_attr_string(o, "name");
-      const kl_tensor *t = NULL;
-      for (int i = 0; i < ninputs; i++) if (!strcmp(inputs[i].name, pn)) t = inputs[i].tensor;
-      if (!t) {
-        char where[256]; kl_loc_format(o->loc, where, sizeof where);
-        snprintf(err, errlen, "%s: error: run: missing input '%s' (%s)", where, pn, kl_type_str(o->results[0].type));
-        st = KL_ERR; break;
-      }
-      if ((st = kl_graph_check_input(o, t, err, errlen)) != KL_OK) break;
+      const kl_tensor *t = input_for(o, ninputs, inputs, "run", err, errlen);
+      if (!t) { st = KL_ERR; break; }
       tens[s] = kl_tensor_retain((kl_tensor *)t);
     } else if (!strcmp(o->name, "graph.constant")) {
       tens[s] = kl_tensor_retain(v->slots[s].constant);
@@ -813,15 +821,8 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
   for (kl_op *o = kl_graph_body(v->plan)->first; o; o = o->next) {
     int s = (int)o->scratch;
     if (!strcmp(o->name, "graph.param")) {
-      const char *pn = kl_op_attr_string(o, "name");
-      const kl_tensor *t = NULL;
-      for (int i = 0; i < ninputs; i++) if (!strcmp(inputs[i].name, pn)) t = inputs[i].tensor;
-      if (!t) {
-        char where[256]; kl_loc_format(o->loc, where, sizeof where);
-        snprintf(err, errlen, "%s: error: prepare: missing input '%s' (%s)", where, pn, kl_type_str(o->results[0].type));
-        goto fail;
-      }
-      if (kl_graph_check_input(o, t, err, errlen) != KL_OK) goto fail;
+      const kl_tensor *t = input_for(o, ninputs, inputs, "prepare", err, errlen);
+      if (!t) goto fail;
       src[s] = t;
       r->bytes[s] = tensor_bytes_span(t);
     } else if (!strcmp(o->name, "graph.constant")) {
