@@ -243,6 +243,18 @@ local function shape_str(d) return table.concat(d, "x") end
 -- ---------------------------------------------------------------- cases ----
 local run = {}
 
+-- Times the prepared run r when its check passed (ok), fills the row's times and its
+-- value = amount / second (amount: TFLOP or GB of the row), frees r and writes the row.
+local function time_and_write(row, r, ok, amount)
+  if ok then
+    local m = measure(r)
+    row.ms, row.ms_p10, row.ms_p90, row.reps = fmt_num(m.ms), fmt_num(m.p10), fmt_num(m.p90), m.reps
+    row.value = amount / (m.ms * 1e-3)
+  end
+  r:free()
+  write_row(row)
+end
+
 function run.gemm(c)
   local M, N, K = c.dims[1], c.dims[2], c.dims[3]
   local g = kiln.graph(c.name)
@@ -259,13 +271,7 @@ function run.gemm(c)
                 flop = 2.0 * M * N * K, bytes = (M * K + K * N + M * N) * (c.dtype == "f32" and 4 or 2),
                 unit = "TFLOP/s", check = check,
                 note = string.format("path=%s compile=%.0fms %s", gemm_path(p), p.compile_ms, kernel_note(p)) }
-  if ok then
-    local m = measure(r)
-    row.ms, row.ms_p10, row.ms_p90, row.reps = fmt_num(m.ms), fmt_num(m.p10), fmt_num(m.p90), m.reps
-    row.value = row.flop / (m.ms * 1e-3) / 1e12
-  end
-  r:free()
-  write_row(row)
+  time_and_write(row, r, ok, row.flop / 1e12)
 end
 
 local function conv_graph(id, dtype, Nb, C, H, W, K)
@@ -293,13 +299,7 @@ function run.conv(c)
                 flop = 2.0 * Nb * H * W * K * C, bytes = (Nb * C * H * W + K * C + 2 * Nb * K * H * W) * esz,
                 unit = "TFLOP/s", check = check,
                 note = string.format("fused=%s compile=%.0fms %s", #p:kernels() == 1 and "yes" or "NO", p.compile_ms, kernel_note(p)) }
-  if ok then
-    local m = measure(r)
-    row.ms, row.ms_p10, row.ms_p90, row.reps = fmt_num(m.ms), fmt_num(m.p10), fmt_num(m.p90), m.reps
-    row.value = row.flop / (m.ms * 1e-3) / 1e12
-  end
-  r:free()
-  write_row(row)
+  time_and_write(row, r, ok, row.flop / 1e12)
 end
 
 function run.ew(c)
@@ -317,13 +317,7 @@ function run.ew(c)
   local row = { case = c.id, kind = "ew", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
                 flop = 1.0 * R * S, bytes = 3.0 * R * S * 4, unit = "GB/s", check = check,
                 note = string.format("bytes=read 2 + write 1 tensors; compile=%.0fms %s", p.compile_ms, kernel_note(p)) }
-  if ok then
-    local m = measure(r)
-    row.ms, row.ms_p10, row.ms_p90, row.reps = fmt_num(m.ms), fmt_num(m.p10), fmt_num(m.p90), m.reps
-    row.value = row.bytes / (m.ms * 1e-3) / 1e9
-  end
-  r:free()
-  write_row(row)
+  time_and_write(row, r, ok, row.bytes / 1e9)
 end
 
 -- Compile latency of the conv+add+relu graph: graph -> loaded kernel. Cold: cache=false
