@@ -153,6 +153,14 @@ def measure(fn, nsets, budget_ms):
     return {"ms": _median(ms), "ms_p10": _pct(s, 0.1), "ms_p90": _pct(s, 0.9), "reps": reps, "sets": nsets}
 
 
+
+def time_row(row, fn, nsets, budget_ms, amount):
+    """Times fn into row (median, percentiles, reps) and sets value = amount per second
+    (amount: the row's TFLOP or GB)."""
+    m = measure(fn, nsets, budget_ms)
+    row.update(m)
+    row["value"] = amount / (m["ms"] * 1e-3)
+
 def rand(shape, dtype, memory_format=None):
     t = torch.rand(shape, device=DEV, dtype=torch.float32).mul_(2).sub_(1).to(dtype)
     if memory_format is not None:
@@ -272,9 +280,7 @@ def case_gemm(c, args, out):
                 best = getattr(tutorial_matmul_autotuned, "best_config", None)
                 row["note"] = "%s; best config %s" % (note, best)
             if ok:
-                m = measure(fn, nsets, args.budget_ms)
-                row.update(m)
-                row["value"] = flop / (m["ms"] * 1e-3) / 1e12
+                time_row(row, fn, nsets, args.budget_ms, flop / 1e12)
         except Exception as e:
             row["check"] = "ERROR %s: %s" % (type(e).__name__, str(e)[:300])
         write_row(out, row)
@@ -358,9 +364,7 @@ def case_conv(c, args, out):
             row["note"] += "; output %s" % ("channels_last" if got.is_contiguous(memory_format=cl) else "NCHW-contiguous")
             ok, row["check"] = rel_check(got.permute(0, 2, 3, 1).reshape(-1, K), ref, c["dtype"])
             if ok:
-                m = measure(fn, nsets, args.budget_ms)
-                row.update(m)
-                row["value"] = flop / (m["ms"] * 1e-3) / 1e12
+                time_row(row, fn, nsets, args.budget_ms, flop / 1e12)
         except Exception as e:
             row["check"] = "ERROR %s: %s" % (type(e).__name__, str(e)[:300])
         write_row(out, row)
@@ -391,9 +395,7 @@ def case_ew(c, args, out):
             ok = bool(torch.equal(Z[0], want))
             row["check"] = "ok all %d outputs exact" % n if ok else "FAIL outputs differ"
             if ok:
-                m = measure(fn, nsets, args.budget_ms)
-                row.update(m)
-                row["value"] = nbytes / (m["ms"] * 1e-3) / 1e9
+                time_row(row, fn, nsets, args.budget_ms, nbytes / 1e9)
         except Exception as e:
             row["check"] = "ERROR %s: %s" % (type(e).__name__, str(e)[:300])
         write_row(out, row)
