@@ -49,15 +49,21 @@ static kl_view *lds_read_view(int64_t KB, int64_t DB, int64_t DT, int64_t other_
   return kl_vb_finish(&b, err, n);
 }
 
+/* Starts b as the row-major split of a flat register buffer [rows*cols] into dims
+ * (rn: rows, cn: cols). */
+static void flat_split(kl_vb *b, int64_t rows, int64_t cols, const char *rn, const char *cn) {
+  int64_t flat = rows * cols;
+  const char *names[1] = { "i" };
+  kl_vb_identity(b, 1, &flat, names);
+  const char *sn[2] = { rn, cn };
+  int64_t ss[2] = { rows, cols };
+  kl_vb_unmerge(b, "i", 2, sn, ss);
+}
+
 /* [kpack (k), DT (d)] -> flat [DT*kpack], element (k, i) at i*kpack + k. */
 static kl_view *regs_view(int64_t DT, int64_t kpack, char *err, size_t n) {
   kl_vb b;
-  int64_t flat = DT * kpack;
-  const char *names[1] = { "i" };
-  kl_vb_identity(&b, 1, &flat, names);
-  const char *sn[2] = { "d", "k" };
-  int64_t ss[2] = { DT, kpack };
-  kl_vb_unmerge(&b, "i", 2, sn, ss);
+  flat_split(&b, DT, kpack, "d", "k");
   const char *ord[2] = { "k", "d" };
   kl_vb_order(&b, 2, ord);
   return kl_vb_finish(&b, err, n);
@@ -66,12 +72,7 @@ static kl_view *regs_view(int64_t DT, int64_t kpack, char *err, size_t n) {
 /* [MT, NT] -> flat [MT*NT]. */
 static kl_view *acc_view(int64_t MT, int64_t NT, char *err, size_t n) {
   kl_vb b;
-  int64_t flat = MT * NT;
-  const char *names[1] = { "i" };
-  kl_vb_identity(&b, 1, &flat, names);
-  const char *sn[2] = { "m", "n" };
-  int64_t ss[2] = { MT, NT };
-  kl_vb_unmerge(&b, "i", 2, sn, ss);
+  flat_split(&b, MT, NT, "m", "n");
   return kl_vb_finish(&b, err, n);
 }
 
