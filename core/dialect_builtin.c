@@ -1,32 +1,17 @@
 /* dialect_builtin.c — registration, verifiers, folds and custom syntax of the shared ops. */
 #include "core/dialect_builtin.h"
+#include "runtime/half.h"
 #include "core/parse.h"
 #include "core/print.h"
 #include <math.h>
 #include <string.h>
 
-static float round_bf16(float f) {
-  uint32_t u; memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u) return f;          /* inf/nan unchanged */
-  u += 0x7fffu + ((u >> 16) & 1u); u &= 0xffff0000u;
-  memcpy(&f, &u, 4); return f;
-}
-static double round_f16(double d) {
-  if (isnan(d) || isinf(d)) return d;
-  double a = fabs(d);
-  if (a >= 65520.0) return d < 0 ? -INFINITY : INFINITY;
-  int e; frexp(a, &e);                    /* a = m * 2^e, m in [0.5,1) */
-  int exp = e - 1; if (exp < -14) exp = -14; /* subnormals share the min exponent */
-  double q = ldexp(1.0, exp - 10);        /* spacing of representable values */
-  double r = nearbyint(a / q) * q;        /* default rounding mode: nearest even */
-  return d < 0 ? -r : r;
-}
 double kl_round_to_type(const kl_type *t, double v) {
   switch (t->kind) {
   case KL_TY_F64: return v;
-  case KL_TY_F32: return (float)v;
-  case KL_TY_BF16: return round_bf16((float)v);
-  case KL_TY_F16: return round_f16(v);
+  case KL_TY_F32: return kl_round_f32(v);
+  case KL_TY_BF16: return kl_round_bf16(v);
+  case KL_TY_F16: return kl_round_f16(v);
   default: return (double)kl_wrap_int(t, (int64_t)v);
   }
 }

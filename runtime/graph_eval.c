@@ -10,8 +10,7 @@ kl_dtype kl_dtype_of_type(const kl_type *t) { return t ? kl_dtype_from_type_kind
 
 static kl_status fail_at(kl_op *op, char *err, size_t errlen, const char *msg) {
   char where[256]; kl_loc_format(op->loc, where, sizeof where);
-  char tmp[1024]; snprintf(tmp, sizeof tmp, "%s", msg);
-  snprintf(err, errlen, "%s: error: %s: %s", where, op->name, tmp);
+  snprintf(err, errlen, "%s: error: %s: %s", where, op->name, msg);
   return KL_ERR;
 }
 

@@ -6,6 +6,7 @@
 #include "passes/lower_to_llvm.h"
 #include "runtime/codegen_target.h"
 #include "runtime/device.h"
+#include "runtime/half.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +50,6 @@ static const char *kernel_text =
   "  \"func.return\"() : () -> ()\n"
   "}) {block_size = 1, grid_size = 10, kernel, sym_name = \"vk\"} : () -> ()\n";
 
-static uint16_t f32_to_f16_bits(float f) {  /* exact for the small integers used here */
-  uint32_t u; memcpy(&u, &f, 4);
-  uint32_t s = (u >> 16) & 0x8000u; int e = (int)((u >> 23) & 0xff) - 127 + 15; uint32_t m = (u >> 13) & 0x3ff;
-  if (f == 0) return (uint16_t)s;
-  return (uint16_t)(s | ((uint32_t)e << 10) | m);
-}
 
 static void test_host(kl_op *m) {
   const kl_target *host = kl_target_lookup("host");
@@ -68,7 +63,7 @@ static void test_host(kl_op *m) {
   CHECK(kl_device_load_llvm(dev, lm, &mod) == KL_OK);
   CHECK(kl_device_get_kernel(mod, "vk", &k) == KL_OK);
   float a[1000], c_out[1000], d[10]; uint16_t b[1000];
-  for (int i = 0; i < 1000; i++) { a[i] = (float)((i * 37 % 200) - 100) / 50.0f; b[i] = f32_to_f16_bits((float)((i % 7) - 3)); }
+  for (int i = 0; i < 1000; i++) { a[i] = (float)((i * 37 % 200) - 100) / 50.0f; b[i] = kl_f32_to_f16((float)((i % 7) - 3)); }
   void *pa = a, *pb = b, *pc = c_out, *pd = d;
   void *args[] = { &pa, &pb, &pc, &pd };
   size_t sizes[] = { 8, 8, 8, 8 };
