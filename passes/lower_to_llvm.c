@@ -330,11 +330,8 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
     LLVMSetAlignment(g, 16);
     return g;
   }
-  if (t->space == KL_SPACE_PRIVATE && L->t->arch == KL_ARCH_AMDGPU) {
-    /* AMDGPU allocas are in address space 5 (the data layout says so) */
-    return entry_alloca(L, at, 16);
-  }
-  /* host: LDS tiles and register tiles are stack arrays; cache-line alignment keeps the
+  /* AMDGPU allocas land in address space 5 because the module's data layout says so.
+   * host: LDS tiles and register tiles are stack arrays; cache-line alignment keeps the
    * micro-kernels' vector loads and stores from splitting lines */
   return entry_alloca(L, at, L->t->arch == KL_ARCH_HOST ? 64 : 16);
 }

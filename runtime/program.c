@@ -27,6 +27,7 @@ typedef struct variant {
   int nsteps; kl_plan_step *steps;
   int noutputs; int *outputs;
   int nsnap; kl_snapshot *snaps; /* module text after each pass */
+  int nfsnap; struct fsnap { const char *pass, *func; char *text; } *fsnaps; /* each function after each pass */
   loaded *loads;
 } variant;
 
@@ -79,6 +80,8 @@ static void variant_free(variant *v) {
   for (int i = 0; i < v->nslots; i++) kl_tensor_release(v->slots[i].constant);
   for (int i = 0; i < v->nsteps; i++) free((void *)v->steps[i].args);
   for (int i = 0; i < v->nsnap; i++) free(v->snaps[i].text);
+  for (int i = 0; i < v->nfsnap; i++) free(v->fsnaps[i].text);
+  free(v->fsnaps);
   free(v->kernels); free(v->bins); free(v->bin_info); free(v->slots); free(v->steps); free(v->outputs); free(v->snaps);
 }
 kl_program *kl_program_retain(kl_program *p) { if (p) p->refcount++; return p; }
@@ -108,6 +111,13 @@ static kl_status snapshot(kl_op *module, void *user) {
   v->snaps[v->nsnap].pass = kl_intern(module->ctx, s->pass);
   v->snaps[v->nsnap].text = text;
   v->nsnap++;
+  /* every function on its own too, for the per-kernel IR of p:kernels() */
+  for (kl_op *f = kl_module_body(module)->first; f; f = f->next) {
+    const char *name = kl_op_attr_string(f, "sym_name");
+    if (!name) continue;
+    v->fsnaps = kl_xrealloc(v->fsnaps, (v->nfsnap + 1) * sizeof *v->fsnaps);
+    v->fsnaps[v->nfsnap++] = (struct fsnap){ v->snaps[v->nsnap - 1].pass, kl_intern(module->ctx, name), kl_print_op(f, 0) };
+  }
   return KL_OK;
 }
 
@@ -198,42 +208,6 @@ static int64_t lds_bytes_of(kl_op *kernel) {
   return bytes;
 }
 
-/* Each kernel's own text after each pass: re-derived from the module snapshots by
- * printing the kernel func alone would need the IR of that moment, so the snapshots
- * are parsed lazily instead: we keep the module text and cut the kernel's function out
- * of it (functions print at top level, one after another). */
-static char *cut_function(const char *module_text, const char *sym) {
-  char pat[300];
-  snprintf(pat, sizeof pat, "sym_name = \"%s\"", sym);
-  const char *hit = strstr(module_text, pat);
-  if (!hit) {
-    snprintf(pat, sizeof pat, "func.func @%s(", sym);
-    hit = strstr(module_text, pat);
-    if (!hit) return NULL;
-  }
-  /* the function starts at the line that begins with two spaces and a non-space after the
-   * previous top-level function; search backwards for "\n  " followed by a non-space */
-  const char *start = hit;
-  while (start > module_text) {
-    const char *ls = start;
-    while (ls > module_text && ls[-1] != '\n') ls--;
-    if (ls[0] == ' ' && ls[1] == ' ' && ls[2] != ' ' && ls[2] != '}') { start = ls; break; }
-    if (ls == module_text) { start = ls; break; }
-    start = ls - 1;
-  }
-  const char *end = hit;
-  /* the function ends at the next top-level line start "\n  X" (X not space, not '}') */
-  for (const char *p = strchr(start, '\n'); p; p = strchr(p + 1, '\n')) {
-    if (p > hit && p[1] == ' ' && p[2] == ' ' && p[3] != ' ' && p[3] != '}') { end = p + 1; break; }
-    if (p > hit && p[1] == '}' ) { end = p + 1; break; }
-    end = p + 1;
-  }
-  size_t len = (size_t)(end - start);
-  char *s = kl_xmalloc(len + 1);
-  memcpy(s, start, len); s[len] = 0;
-  return s;
-}
-
 static kl_status build_kernels(variant *v, char *err, size_t errlen) {
   kl_ctx *ctx = v->module->ctx;
   for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next) if (kl_is_kernel(o)) v->nkernels++;
@@ -262,12 +236,11 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
       k->arg_names[i] = (names && names->kind == KL_AT_ARRAY && i < names->n && names->elems[i]->kind == KL_AT_STR) ? names->elems[i]->s : "";
       k->arg_types[i] = kl_type_str(body->args[i]->type);
     }
-    for (int s = 0; s < v->nsnap; s++) {
-      char *t = cut_function(v->snaps[s].text, k->name);
-      if (!t) continue;
+    for (int s = 0; s < v->nfsnap; s++) {
+      if (strcmp(v->fsnaps[s].func, k->name)) continue;
       k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
-      k->ir[k->nsnapshots].pass = v->snaps[s].pass;
-      k->ir[k->nsnapshots].text = t;
+      k->ir[k->nsnapshots].pass = v->fsnaps[s].pass;
+      k->ir[k->nsnapshots].text = kl_xstrdup(v->fsnaps[s].text);
       k->nsnapshots++;
     }
     LLVMContextRef lc = LLVMContextCreate();
