@@ -152,6 +152,19 @@ static void pass_name_of(const char *entry, char *buf, size_t n) {
   memcpy(buf, entry, k); buf[k] = 0;
 }
 
+int kl_pipeline_passes(kl_ctx *ctx, const char *pipeline, const kl_pass_info **out, int max) {
+  char **parts;
+  int n = split_pipeline(pipeline ? pipeline : kl_default_pipeline(), &parts);
+  for (int i = 0; i < n; i++) {
+    char name[128];
+    pass_name_of(parts[i], name, sizeof name);
+    if (i < max) out[i] = kl_lookup_pass(ctx, name);
+    free(parts[i]);
+  }
+  free(parts);
+  return n;
+}
+
 typedef struct perf_ctx { const char *perf; } perf_ctx;
 static kl_walk_result set_perf(kl_op *op, void *user) {
   perf_ctx *pc = user;
@@ -343,11 +356,19 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
   return build_plan(v, err, errlen);
 }
 
+/* The key names the registration of every pass of the pipeline (the registry's copy of
+ * its kl_pass_info: a new one, at a new address of the context arena, each time a name
+ * is registered again), so re-registering a pass under the same name misses. */
 static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
   kl_sb sb = {0};
   kl_print_op_to(&sb, graph, KL_PRINT_GENERIC);
   for (int i = 0; i < o->ntargets; i++) kl_sb_printf(&sb, "|t=%s", o->targets[i]);
   kl_sb_printf(&sb, "|p=%s|pl=%s", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "");
+  int n = kl_pipeline_passes(graph->ctx, o->pipeline, NULL, 0);
+  const kl_pass_info **infos = kl_xcalloc(n ? n : 1, sizeof *infos);
+  kl_pipeline_passes(graph->ctx, o->pipeline, infos, n);
+  for (int i = 0; i < n; i++) kl_sb_printf(&sb, "|r=%p", (const void *)infos[i]);
+  free(infos);
   return kl_sb_take(&sb);
 }
 

@@ -8,7 +8,11 @@
  *    pass, and the whole module after every pass.
  *  - A second compile of the same graph text with the same options in the same context
  *    returns the cached program (cache keyed by the graph's printed IR, targets, perf
- *    config and pipeline; it lives as long as the context). Compilation is deterministic.
+ *    config, pipeline and the registration of each pass in it: registering a pass again
+ *    under the same name makes a new key; the cache lives as long as the context).
+ *    Compilation with C passes is deterministic; a pass whose result depends on other
+ *    state (the Lua binding's passes) must be compiled with no_cache (kiln.compile does
+ *    so unless told cache = true). on_ir compiles bypass the cache.
  *  - The plan of one target: the graph's params (inputs by name), constants, launches
  *    (kernel, grid, block, LDS bytes, argument slots: inputs then outputs) in order, and
  *    the output slots. Intermediate results between kernels are allocated per run.
@@ -62,6 +66,10 @@ typedef struct kl_plan_step {
 } kl_plan_step;
 
 const char *kl_default_pipeline(void);
+/* The registered pass of each top-level entry of pipeline (NULL: the default pipeline)
+ * in ctx, in order, into out[0..max) (NULL for an unknown name); returns the number of
+ * entries (call with max 0 to count). */
+int kl_pipeline_passes(kl_ctx *ctx, const char *pipeline, const kl_pass_info **out, int max);
 
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
 kl_program *kl_program_retain(kl_program *p);
