@@ -30,6 +30,22 @@ static int int_list(kl_ctx *ctx, kl_loc loc, const char *op, int n, const kl_nam
   }
   return cnt;
 }
+/* Attribute values the IR's limits bound (core/type.h): axes and permutation entries
+ * fit an operand's rank (checked before they are narrowed to int), conv strides,
+ * dilations and groups are in [1, 2^40], paddings in [0, 2^40], slice steps in
+ * [1, 2^40] and bounds in [-2^40, 2^40]; so the shape arithmetic cannot overflow. */
+static bool ints_in(kl_ctx *ctx, kl_loc loc, const char *op, const char *name, int n, const int64_t *v, int64_t lo, int64_t hi) {
+  for (int i = 0; i < n; i++)
+    if (v[i] < lo || v[i] > hi) {
+      if (hi == KL_MAX_DIM) kl_emit_error(ctx, loc, "%s: %s %lld out of range (%s to 2^40)", op, name, (long long)v[i], lo < 0 ? "-2^40" : lo ? "1" : "0");
+      else kl_emit_error(ctx, loc, "%s: %s %lld out of range for a rank-%lld operand", op, name, (long long)v[i], (long long)hi);
+      return false;
+    }
+  return true;
+}
+static bool axes_in(kl_ctx *ctx, kl_loc loc, const char *op, const char *name, int n, const int64_t *v, int rank) {
+  return ints_in(ctx, loc, op, name, n, v, -(int64_t)(rank > 0 ? rank : 1), rank > 0 ? rank : 1);
+}
 static bool bool_attr(int n, const kl_named_attr *attrs, const char *name) {
   const kl_attr *a = find_attr(n, attrs, name);
   return a && ((a->kind == KL_AT_BOOL && a->i) || a->kind == KL_AT_UNIT);
@@ -98,7 +114,8 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
     out = s[0]; like = ts[0];
     if (!strcmp(op, "softmax")) {
       int64_t ax; int axis;
-      if (int_list(ctx, loc, op, na, attrs, "axis", 1, 1, (int64_t[]){-1}, &ax) < 0) return NULL;
+      if (int_list(ctx, loc, op, na, attrs, "axis", 1, 1, (int64_t[]){-1}, &ax) < 0 ||
+          !axes_in(ctx, loc, op, "axis", 1, &ax, s[0].rank)) return NULL;
       rc = kl_normalize_axis(op, &s[0], (int)ax, &axis, err, sizeof err);
     }
     if (!rc && !kl_type_is_float(elem) && (strcmp(op, "neg") && strcmp(op, "abs") && strcmp(op, "relu")))
@@ -123,6 +140,9 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
         int_list(ctx, loc, op, na, attrs, "padding", 4, 4, (int64_t[]){0, 0, 0, 0}, p.pad) < 0 ||
         int_list(ctx, loc, op, na, attrs, "dilation", 2, 2, (int64_t[]){1, 1}, p.dilation) < 0 ||
         int_list(ctx, loc, op, na, attrs, "groups", 1, 1, (int64_t[]){1}, &p.groups) < 0) return NULL;
+    if (!ints_in(ctx, loc, op, "stride", 2, p.stride, 1, KL_MAX_DIM) || !ints_in(ctx, loc, op, "padding", 4, p.pad, 0, KL_MAX_DIM) ||
+        !ints_in(ctx, loc, op, "dilation", 2, p.dilation, 1, KL_MAX_DIM) || !ints_in(ctx, loc, op, "groups", 1, &p.groups, 1, KL_MAX_DIM))
+      return NULL;
     if (ts[0]->elem != ts[1]->elem) { kl_emit_error(ctx, loc, "conv: input %s and filter %s element types differ", ts[0]->text, ts[1]->text); return NULL; }
     rc = kl_infer_conv2d(&s[0], &s[1], &p, &out, err, sizeof err);
     like = ts[0];
@@ -138,7 +158,7 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
   } else if (!strcmp(op, "transpose")) {
     int64_t p64[KL_TENSOR_MAX_RANK]; int perm[KL_TENSOR_MAX_RANK];
     int r = int_list(ctx, loc, op, na, attrs, "perm", -1, KL_TENSOR_MAX_RANK, NULL, p64);
-    if (r < 0) return NULL;
+    if (r < 0 || !axes_in(ctx, loc, op, "perm entry", r, p64, s[0].rank)) return NULL;
     for (int i = 0; i < r; i++) perm[i] = (int)p64[i];
     rc = kl_infer_transpose(&s[0], r, perm, &out, err, sizeof err);
   } else if (!strcmp(op, "reshape")) {
@@ -152,6 +172,8 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
     for (int i = 0; i < r; i++) ones[i] = 1;
     if (int_list(ctx, loc, op, na, attrs, "begin", r, r, NULL, b) < 0 || int_list(ctx, loc, op, na, attrs, "end", r, r, NULL, e) < 0 ||
         int_list(ctx, loc, op, na, attrs, "step", r, r, ones, st) < 0) return NULL;
+    if (!ints_in(ctx, loc, op, "begin", r, b, -KL_MAX_DIM, KL_MAX_DIM) || !ints_in(ctx, loc, op, "end", r, e, -KL_MAX_DIM, KL_MAX_DIM) ||
+        !ints_in(ctx, loc, op, "step", r, st, 1, KL_MAX_DIM)) return NULL;
     rc = kl_infer_slice(&s[0], b, e, st, &out, NULL, err, sizeof err);
   } else if (!strcmp(op, "concat")) {
     kl_shape ins[64];
@@ -161,12 +183,12 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
       if (ts[i]->elem != elem) { kl_emit_error(ctx, loc, "concat: operand %d has element type %s, expected %s", i, ts[i]->elem->text, elem->text); return NULL; }
     }
     int64_t ax;
-    if (int_list(ctx, loc, op, na, attrs, "axis", 1, 1, NULL, &ax) < 0) return NULL;
+    if (int_list(ctx, loc, op, na, attrs, "axis", 1, 1, NULL, &ax) < 0 || !axes_in(ctx, loc, op, "axis", 1, &ax, s[0].rank)) return NULL;
     rc = kl_infer_concat(n, ins, (int)ax, &out, err, sizeof err);
   } else if (!strncmp(op, "reduce_", 7)) {
     int64_t a64[KL_TENSOR_MAX_RANK]; int axes[KL_TENSOR_MAX_RANK];
     int r = int_list(ctx, loc, op, na, attrs, "axes", -1, KL_TENSOR_MAX_RANK, NULL, a64);
-    if (r < 0) return NULL;
+    if (r < 0 || !axes_in(ctx, loc, op, "axis", r, a64, s[0].rank)) return NULL;
     for (int i = 0; i < r; i++) axes[i] = (int)a64[i];
     if (kl_reduce_from_name(op + 7) < 0) { kl_emit_error(ctx, loc, "%s: unknown reduction", op); return NULL; }
     rc = kl_infer_reduce(op, &s[0], r, axes, bool_attr(na, attrs, "keepdims"), &out, NULL, err, sizeof err);
@@ -175,6 +197,7 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
     return NULL;
   }
   if (rc) { kl_emit_error(ctx, loc, "%s", err); return NULL; }
+  if (!kl_shape_check(out.rank, out.dim, NULL, err, sizeof err)) { kl_emit_error(ctx, loc, "%s: result %s", op, err); return NULL; }
   return result_type(ctx, &out, elem, like);
 }
 

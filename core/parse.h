@@ -16,8 +16,9 @@
  * next word is `generic`: "dialect.op generic(%a) ... : (t) -> t" is the generic form
  * after a bare name (hooks print it when an op does not fit their syntax). Bare op
  * names must contain a '.'. Limits: 256 nested regions, 256 nested attributes,
- * integers in int64 (typed ones in their type's range), dims <= 2^40, <= 2^53 elements,
- * vectors of 1..65536 elements. */
+ * integers in int64 (typed ones in their type's range), shapes and strides within
+ * kl_shape_check's limits (core/type.h: dims <= 2^40, <= 2^53 elements, strides and
+ * offsets in [0, 2^53]), vectors of 1..65536 elements. */
 #ifndef KL_PARSE_H
 #define KL_PARSE_H
 #include "core/ir.h"

@@ -119,12 +119,8 @@ static const kl_type *parse_shaped(kl_parser *p, kl_type_kind kind) {
     }
     return kl_type_vector(p->ctx, elem, (int)shape[0]);
   }
-  int64_t numel = 1;
-  for (int i = 0; i < rank; i++) {
-    int64_t d = shape[i] > 0 ? shape[i] : 1;
-    if (numel > KL_PARSE_MAX_NUMEL / d) { kl__error_at(p, at, "shape too large (more than 2^53 elements)"); return NULL; }
-    numel *= d;
-  }
+  char why[512];
+  if (!kl_shape_check(rank, shape, have_strides ? strides : NULL, why, sizeof why)) { kl__error_at(p, at, "%s", why); return NULL; }
   const kl_type *t = kind == KL_TY_TENSOR
     ? kl_type_tensor(p->ctx, elem, rank, shape, have_strides ? strides : NULL)
     : kl_type_buffer(p->ctx, elem, rank, shape, have_strides ? strides : NULL, space);

@@ -12,8 +12,7 @@
 #define KL_PARSE_MAX_DEPTH 256       /* region nesting and attribute nesting limits */
 #define KL_PARSE_MAX_RESULTS 65536   /* %r:N */
 #define KL_PARSE_MAX_VECTOR 65536    /* vector<Nx..> */
-#define KL_PARSE_MAX_DIM ((int64_t)1 << 40)
-#define KL_PARSE_MAX_NUMEL ((int64_t)1 << 53)
+#define KL_PARSE_MAX_DIM KL_MAX_DIM      /* the IR's limits (core/type.h, kl_shape_check) */
 
 /* A name visible in some scope: "%x" (values; count results from first) or "^bb1"
  * (labels; `region` tells regions apart, as each region numbers its blocks anew). */

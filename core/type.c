@@ -45,16 +45,64 @@ const kl_type *kl_type_f32(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F32); }
 const kl_type *kl_type_f64(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F64); }
 const kl_type *kl_type_token(kl_ctx *c) { return kl_type_scalar(c, KL_TY_TOKEN); }
 
+/* "[a,b,c]" into buf (truncated to fit). */
+static const char *dims_text(int rank, const int64_t *d, char *buf, size_t n) {
+  size_t o = 0;
+  o += (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < rank && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)d[i]);
+  if (o < n) snprintf(buf + o, n - o, "]");
+  return buf;
+}
+
+bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
+  char b1[256], b2[256];
+  if (!err || !errlen) { static char sink[1]; err = sink; errlen = sizeof sink; }
+  if (rank < 0 || rank > KL_MAX_RANK) { snprintf(err, errlen, "rank %d out of range (0 to %d)", rank, KL_MAX_RANK); return false; }
+  int64_t numel = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] < 0 || shape[i] > KL_MAX_DIM) {
+      snprintf(err, errlen, "dimension out of range: size %lld of dim %d in shape %s (sizes are 0 to 2^40)",
+               (long long)shape[i], i, dims_text(rank, shape, b1, sizeof b1));
+      return false;
+    }
+    int64_t d = shape[i] > 0 ? shape[i] : 1;   /* both <= 2^53: no overflow before the test */
+    if (numel > KL_MAX_NUMEL / d) {
+      snprintf(err, errlen, "shape too large: %s has more than 2^53 elements", dims_text(rank, shape, b1, sizeof b1));
+      return false;
+    }
+    numel *= d;
+  }
+  if (!strides) return true;
+  int64_t maxoff = 0;
+  for (int i = 0; i < rank; i++) {
+    if (strides[i] < 0 || strides[i] > KL_MAX_NUMEL) {
+      snprintf(err, errlen, "stride %lld of dim %d in strides %s out of range (strides are 0 to 2^53)",
+               (long long)strides[i], i, dims_text(rank, strides, b1, sizeof b1));
+      return false;
+    }
+    int64_t t;
+    if (shape[i] > 0 && (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff) ||
+                         maxoff > KL_MAX_NUMEL)) {
+      snprintf(err, errlen, "strides %s for shape %s reach past 2^53 elements", dims_text(rank, strides, b1, sizeof b1),
+               dims_text(rank, shape, b2, sizeof b2));
+      return false;
+    }
+  }
+  return true;
+}
+
 void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
-  for (int i = rank - 1; i >= 0; i--) { strides[i] = s; s *= shape[i] > 0 ? shape[i] : 1; }
+  for (int i = rank - 1; i >= 0; i--) {   /* saturates instead of overflowing (callers check the shape) */
+    strides[i] = s;
+    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s)) s = INT64_MAX;
+  }
 }
 
 static const kl_type *shaped(kl_ctx *ctx, kl_type_kind kind, const kl_type *elem, int rank,
                              const int64_t *shape, const int64_t *strides, kl_space space) {
-  if (!elem || !kl_type_is_scalar(elem) || rank < 0 || rank > KL_MAX_RANK) return NULL;
+  if (!elem || !kl_type_is_scalar(elem) || !kl_shape_check(rank, shape, strides, NULL, 0)) return NULL;
   int64_t rm[KL_MAX_RANK];
-  for (int i = 0; i < rank; i++) if (shape[i] < 0) return NULL;
   kl_row_major_strides(rank, shape, rm);
   bool row_major = true;
   if (strides) for (int i = 0; i < rank; i++) if (strides[i] != rm[i]) row_major = false;

@@ -21,6 +21,13 @@ typedef enum { KL_SPACE_GLOBAL = 0, KL_SPACE_LDS = 3, KL_SPACE_PRIVATE = 5 } kl_
 
 #define KL_MAX_RANK 16
 
+/* The IR's shape limits, checked by kl_shape_check. Every entry point that takes a shape
+ * from a user (the .kir parser, the type constructors below, g:param and the other Lua
+ * shape arguments, graph-op shape inference) applies these, so element counts, strides,
+ * offsets and byte sizes (at most 8 bytes an element) never overflow int64. */
+#define KL_MAX_DIM   ((int64_t)1 << 40)   /* a size: 0 .. 2^40 */
+#define KL_MAX_NUMEL ((int64_t)1 << 53)   /* product of the sizes (zeros counted as 1), a stride, an offset */
+
 struct kl_type {
   kl_type_kind kind;
   const kl_type *elem;      /* tensor/buffer/vector */
@@ -39,8 +46,15 @@ const kl_type *kl_type_index(kl_ctx *ctx);
 const kl_type *kl_type_f32(kl_ctx *ctx);
 const kl_type *kl_type_f64(kl_ctx *ctx);
 const kl_type *kl_type_token(kl_ctx *ctx);
-/* strides may be NULL for row-major. Returns NULL (with a diagnostic at loc) for a
- * negative size, rank > KL_MAX_RANK or a non-scalar element type. */
+/* Checks rank in [0, KL_MAX_RANK], every size in [0, KL_MAX_DIM], the product of the
+ * sizes (zeros counted as 1) <= KL_MAX_NUMEL and, when strides is not NULL, every stride
+ * in [0, KL_MAX_NUMEL] and the largest offset sum((size-1)*stride) <= KL_MAX_NUMEL.
+ * Overflow-safe for any int64 input. Returns true if the shape is within the limits;
+ * otherwise false with a message naming the offending entry (dims 0-based) in err. */
+bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen);
+/* strides may be NULL for row-major. Returns NULL (no diagnostic: callers that take user
+ * input call kl_shape_check first) for a shape outside kl_shape_check's limits or a
+ * non-scalar element type. */
 const kl_type *kl_type_tensor(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides);
 const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides, kl_space space);
 const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n);

@@ -332,8 +332,9 @@ int kl_view_lower_rank(const kl_view *v) { return bottom(v)->nlower; }
 int64_t kl_view_lower_size(const kl_view *v, int d) { return d >= 0 && d < bottom(v)->nlower ? bottom(v)->lower_sizes[d] : -1; }
 const char *kl_view_lower_name(const kl_view *v, int d) { return d >= 0 && d < bottom(v)->nlower ? bottom(v)->lower_names[d] : NULL; }
 int64_t kl_view_numel(const kl_view *v) {
-  int64_t n = 1;
-  for (int d = 0; d < v->maps[0].nupper; d++) n *= v->maps[0].upper_sizes[d];
+  int64_t n = 1;   /* saturates at INT64_MAX: 16 sizes of up to 2^40 overflow int64 */
+  for (int d = 0; d < v->maps[0].nupper; d++)
+    if (__builtin_mul_overflow(n, v->maps[0].upper_sizes[d], &n)) return INT64_MAX;
   return n;
 }
 
@@ -414,7 +415,7 @@ int64_t kl_view_eval_addr(const kl_view *v, const int64_t *upper, const int64_t 
   for (int d = b->nlower - 1; d >= 0; d--) {
     int64_t s = strides ? strides[d] : st;
     addr = wadd(addr, wmul(lo[d], s));
-    st *= b->lower_sizes[d];
+    st = wmul(st, b->lower_sizes[d]);   /* wraps like addr (no signed overflow) */
   }
   return addr;
 }
@@ -1049,8 +1050,9 @@ static kl_view *elementwise(const kl_view *v, kl_vkind kind, int n, const char *
     int64_t size = w->ls[d];
     wtr *t = wadd_tr(w, kind);
     t->nu = t->nl = 1; t->l[0] = d;
-    if (kind == KL_VT_PAD) { t->np = 2; t->p[0] = p[2 * k]; t->p[1] = p[2 * k + 1]; size = w->ls[d] + p[2 * k] + p[2 * k + 1]; }
-    else if (kind == KL_VT_SLICE) { t->np = 2; t->p[0] = p[2 * k]; t->p[1] = p[2 * k + 1]; size = p[2 * k + 1] - p[2 * k]; }
+    /* wrapping sums: any int64 parameters are user input; validation reports the bad ones */
+    if (kind == KL_VT_PAD) { t->np = 2; t->p[0] = p[2 * k]; t->p[1] = p[2 * k + 1]; size = wadd(wadd(w->ls[d], p[2 * k]), p[2 * k + 1]); }
+    else if (kind == KL_VT_SLICE) { t->np = 2; t->p[0] = p[2 * k]; t->p[1] = p[2 * k + 1]; size = (int64_t)((uint64_t)p[2 * k + 1] - (uint64_t)p[2 * k]); }
     else {                                                   /* broadcast: modulus = lower size */
       t->np = 1; t->p[0] = w->ls[d]; size = p[k];
       if (size < 1 || size > KL_VIEW_MAX_SIZE) {

@@ -112,7 +112,7 @@ int kl_view_dim(const kl_view *v, const char *name);     /* upper dim index or -
 int kl_view_lower_rank(const kl_view *v);                /* buffer rank */
 int64_t kl_view_lower_size(const kl_view *v, int dim);
 const char *kl_view_lower_name(const kl_view *v, int dim);
-int64_t kl_view_numel(const kl_view *v);                 /* product of upper sizes */
+int64_t kl_view_numel(const kl_view *v);                 /* product of upper sizes (INT64_MAX if it overflows) */
 
 /* ---- evaluate ---- */
 /* Maps an upper coordinate (kl_view_rank entries) to the buffer coordinate (lower rank
