@@ -45,6 +45,21 @@ int kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *fallback) {
   return lua_error(L);
 }
 
+static void push_user_where(lua_State *L);
+
+int kl_lua__diag_error_at(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback) {
+  char *d = kl_diag_take(ctx);
+  size_t n = strlen(d);
+  while (n && d[n - 1] == '\n') n--;
+  luaL_checkstack(L, 4, "kiln");
+  push_user_where(L);
+  lua_pushfstring(L, "error: %s: ", what);
+  if (n) lua_pushlstring(L, d, n); else lua_pushstring(L, fallback ? fallback : "operation failed");
+  free(d);
+  lua_concat(L, 3);
+  return lua_error(L);
+}
+
 /* "file:line: " of the first Lua stack level outside the kiln library, or "". */
 static void push_user_where(lua_State *L) {
   lua_Debug ar;
@@ -122,11 +137,64 @@ void kl_lua__before_erase(kl_lua_ctxstate *st, kl_op *op) {
   else { st->ip_kind = 2; st->ip_op = NULL; st->ip_block = op->block; }
 }
 
-static int ctx_gc(lua_State *L) {
-  kl_lua_ctxud *u = luaL_checkudata(L, 1, KL_MT_CONTEXT);
-  if (u->ctx) { kl_ctx *c = u->ctx; u->ctx = NULL; kl_ctx_destroy(c); }
+/* ---------------------------------------------------------- busy contexts ---- */
+#define MT_BUSYGUARD "kiln.busyguard"
+
+kl_lua_busy kl_lua__busy_enter(kl_ctx *ctx, const char *what, const char *name) {
+  kl_lua_ctxstate *st = kl_lua__state(ctx);
+  if (!st) return (kl_lua_busy){ NULL, NULL };
+  kl_lua_busy prev = st->why;
+  st->busy++;
+  st->why = (kl_lua_busy){ what, name };
+  return prev;
+}
+
+void kl_lua__busy_leave(kl_ctx *ctx, kl_lua_busy prev) {
+  kl_lua_ctxstate *st = kl_lua__state(ctx);
+  if (!st || st->busy <= 0) return;
+  st->busy--;
+  st->why = prev;
+}
+
+typedef struct busy_guard { kl_ctx *ctx; kl_lua_busy prev; bool active; } busy_guard;
+static int busy_guard_close(lua_State *L) {
+  busy_guard *g = luaL_checkudata(L, 1, MT_BUSYGUARD);
+  if (g->active) { g->active = false; kl_lua__busy_leave(g->ctx, g->prev); }
   return 0;
 }
+
+void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what) {
+  ctxidx = lua_absindex(L, ctxidx);
+  kl_ctx *ctx = kl_lua__check_ctx(L, ctxidx);
+  busy_guard *g = lua_newuserdatauv(L, sizeof *g, 1);
+  g->ctx = ctx; g->active = false;
+  if (luaL_newmetatable(L, MT_BUSYGUARD)) {
+    lua_pushcfunction(L, busy_guard_close);
+    lua_setfield(L, -2, "__close");
+  }
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, ctxidx);          /* anchors the context userdata */
+  lua_setiuservalue(L, -2, 1);
+  lua_toclose(L, -1);                /* may raise (stack); nothing is busy yet */
+  g->prev = kl_lua__busy_enter(ctx, what, NULL);
+  g->active = true;
+}
+
+int kl_lua__ctx_destroy(lua_State *L, int idx) {
+  kl_lua_ctxud *u = luaL_checkudata(L, idx, KL_MT_CONTEXT);
+  if (!u->ctx) return 0;
+  kl_lua_ctxstate *st = kl_lua__state(u->ctx);
+  if (st && st->busy > 0)
+    return kl_lua__error(L, "kiln: ctx:destroy() inside a callback that runs on this context (%s%s%s%s); "
+                         "destroy it after that call returns", st->why.what ? st->why.what : "a kiln call",
+                         st->why.name ? " '" : "", st->why.name ? st->why.name : "", st->why.name ? "'" : "");
+  kl_ctx *c = u->ctx;
+  u->ctx = NULL;
+  kl_ctx_destroy(c);
+  return 0;
+}
+
+static int ctx_gc(lua_State *L) { return kl_lua__ctx_destroy(L, 1); }
 static int ctx_tostring(lua_State *L) {
   kl_lua_ctxud *u = luaL_checkudata(L, 1, KL_MT_CONTEXT);
   if (u->ctx) lua_pushfstring(L, "kiln.context: %p", (void *)u->ctx);

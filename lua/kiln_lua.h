@@ -11,6 +11,14 @@
  * diagnostics text ("file:line:col: error: ..."). C callbacks that run Lua code (Lua
  * patterns, Lua passes, pipeline callbacks, on_ir) always use lua_pcall with a
  * traceback handler: a Lua error never unwinds through core C code.
+ * Busy contexts (one rule): while C code works on a context and runs Lua code (a Lua
+ * pass, pipeline function, pattern, on_ir, op:walk's function, or a metamethod or
+ * finalizer triggered while a pipeline, pattern driver, compile or program run reads
+ * its arguments), the context is busy. ctx:destroy(), closing it (<close>) and calling
+ * its __gc then raise "ctx:destroy() inside a callback that runs on this context
+ * (<what>)" at the user's Lua line, and leave the context usable; destroy it after the
+ * call returns. The collector cannot collect a busy context (the running C function
+ * anchors its userdata). Other contexts may be destroyed inside a callback.
  * The kl_lua__* names below are internal to the binding files. */
 #ifndef KL_KILN_LUA_H
 #define KL_KILN_LUA_H
@@ -35,6 +43,10 @@ extern const char *const kl_lua__mt_names[KL_LH_NKINDS];
 
 typedef struct kl_lua_ctxud { kl_ctx *ctx; } kl_lua_ctxud;   /* context userdata */
 
+/* What keeps a context busy: "Lua pass" + "'name'" (name may be NULL); both strings
+ * live at least as long as the busy period. */
+typedef struct kl_lua_busy { const char *what, *name; } kl_lua_busy;
+
 /* Per-context binding state (arena-allocated, kl_ctx user slot "kiln.lua"). */
 typedef struct kl_lua_ctxstate {
   lua_State *main;          /* main thread of the owning Lua state */
@@ -43,6 +55,8 @@ typedef struct kl_lua_ctxstate {
   /* Mirror of the rewriter's insertion point (restored after routed mutations). */
   int ip_kind;              /* 0 before ip_op, 1 after ip_op, 2 end of ip_block */
   kl_op *ip_op; kl_block *ip_block;
+  int busy;                 /* C frames running Lua code on this context (see above) */
+  kl_lua_busy why;          /* the innermost of them, for the error message */
 } kl_lua_ctxstate;
 kl_lua_ctxstate *kl_lua__state(kl_ctx *ctx);
 /* Binding code that runs a pass manager or pattern driver on ctx from a Lua function
@@ -52,6 +66,17 @@ lua_State *kl_lua__set_current(kl_ctx *ctx, lua_State *L);
 /* The context's state; raises if a Lua pattern is running on ctx (drivers and pass
  * managers must not be nested inside a pattern of the same context). */
 kl_lua_ctxstate *kl_lua__check_not_rewriting(lua_State *L, kl_ctx *ctx, const char *what);
+/* Busy brackets (see the file comment). enter/leave bracket a lua_pcall made from a C
+ * callback (enter returns what leave restores; no-ops for a context without Lua state).
+ * busy_guard pushes a to-be-closed value that keeps the context of the context
+ * userdata at ctxidx busy (and anchored) until the calling C function returns or
+ * raises; nothing may be removed from the stack below it except by lua_settop/lua_pop. */
+kl_lua_busy kl_lua__busy_enter(kl_ctx *ctx, const char *what, const char *name);
+void        kl_lua__busy_leave(kl_ctx *ctx, kl_lua_busy prev);
+void        kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what);
+/* Destroys the context of the context userdata at idx (a no-op if already destroyed);
+ * raises the busy error if it is busy. Used by ctx:destroy(), __close and __gc. */
+int         kl_lua__ctx_destroy(lua_State *L, int idx);
 void kl_lua__restore_ip(kl_lua_ctxstate *st);
 void kl_lua__before_erase(kl_lua_ctxstate *st, kl_op *op);   /* keeps the mirror valid */
 
@@ -88,6 +113,8 @@ void   kl_lua__push_loc(lua_State *L, kl_loc loc);       /* "file:line:col" or n
  * user's Lua line (first stack level outside the kiln library). */
 int  kl_lua__error(lua_State *L, const char *fmt, ...);
 int  kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *fallback); /* raises */
+/* The same, located: "file:line: error: <what>: <diagnostics>" at the user's Lua line. */
+int  kl_lua__diag_error_at(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
 void kl_lua__flush_diags(kl_ctx *ctx);   /* pending warnings/notes -> stderr */
 /* A temporary GC-managed buffer (a userdata pushed on the stack). */
 void *kl_lua__tmp(lua_State *L, size_t n);
@@ -117,6 +144,9 @@ void kl_lua__open_view(lua_State *L);     /* kiln_lua_view.c */
 void kl_lua__open_program(lua_State *L);  /* kiln_lua_program.c */
 void kl_lua__open_bench(lua_State *L);    /* kiln_lua_bench.c */
 void kl_lua__open_bundle(lua_State *L);   /* kiln_lua_bundle.c: p:save, kiln.load */
+/* Whether a registered pass (kl_lookup_pass) is a Lua pass of kiln.register_pass. */
+struct kl_pass_info;
+bool kl_lua__is_lua_pass(const struct kl_pass_info *info);
 /* Registers the Lua passes known to this Lua state with a new context. */
 void kl_lua__register_lua_passes(lua_State *L, kl_ctx *ctx);
 /* Creates metatable name with metamethods meta and an __index that looks up methods,

@@ -404,6 +404,7 @@ static int op_walk(lua_State *L) {
     lua_pop(L, 2);
   } else if (lua_type(L, o) == LUA_TSTRING) w.post = !strcmp(lua_tostring(L, o), "post");
   w.ctxud = kl_lua__push_handle_ctxud(L, 1);
+  kl_lua__busy_guard(L, w.ctxud, "op:walk");
   lua_pushboolean(L, !walk_rec(L, &w, op, 0));
   return 1;
 }
@@ -884,11 +885,7 @@ static int l_diagnostics(lua_State *L) {   /* pending diagnostics text (cleared)
   free(d);
   return 1;
 }
-static int ctx_destroy(lua_State *L) {
-  kl_lua_ctxud *u = luaL_checkudata(L, 1, KL_MT_CONTEXT);
-  if (u->ctx) { kl_ctx *c = u->ctx; u->ctx = NULL; kl_ctx_destroy(c); }
-  return 0;
-}
+static int ctx_destroy(lua_State *L) { return kl_lua__ctx_destroy(L, 1); }   /* refused while busy */
 
 void kl_lua__open_ir(lua_State *L) {
   int mod = lua_gettop(L);

@@ -68,11 +68,15 @@ static kl_status lua_pass_run(kl_op *module, const kl_pass_options *opts, void *
   lua_pushcfunction(L, kl_lua_traceback);
   lua_pushcfunction(L, pass_tramp);
   lua_pushlightuserdata(L, &c);
+  kl_lua_busy prev = kl_lua__busy_enter(ctx, "Lua pass", info->name);
   int rc = lua_pcall(L, 1, 2, top + 1);
+  kl_lua__busy_leave(ctx, prev);
   kl_status s = finish_lua_call(L, rc, ctx, module->loc, "Lua pass", info->name);
   lua_settop(L, top);
   return s;
 }
+
+bool kl_lua__is_lua_pass(const kl_pass_info *info) { return info && info->run == lua_pass_run; }
 
 static const char *opt_kind_name(kl_opt_kind k) {
   return k == KL_OPT_INT ? "int" : k == KL_OPT_FLOAT ? "float" : k == KL_OPT_BOOL ? "bool" : "string";
@@ -242,7 +246,9 @@ static kl_status pipe_callback(kl_op *module, void *user) {
   lua_pushlightuserdata(L, &c);
   lua_rawgeti(L, cb->st->fns, cb->fn);
   lua_pushvalue(L, cb->st->ctxud);
+  kl_lua_busy prev = kl_lua__busy_enter(module->ctx, "Lua pass", cb->name);
   int rc = lua_pcall(L, 3, 2, cb->st->tb);
+  kl_lua__busy_leave(module->ctx, prev);
   kl_status s = finish_lua_call(L, rc, module->ctx, cb->loc, "Lua pass", cb->name);
   lua_settop(L, top);
   return s;
@@ -267,7 +273,10 @@ static void ir_callback(const char *pass, const char *text, void *user) {
   lua_pushcfunction(L, ir_tramp);
   lua_pushlightuserdata(L, &c);
   lua_pushvalue(L, st->on_ir);
-  if (lua_pcall(L, 2, 0, st->tb) != LUA_OK) {
+  kl_lua_busy prev = kl_lua__busy_enter(st->ctx, "on_ir of run_pipeline, after pass", pass);
+  int rc = lua_pcall(L, 2, 0, st->tb);
+  kl_lua__busy_leave(st->ctx, prev);
+  if (rc != LUA_OK) {
     st->ir_failed = true;
     lua_pushfstring(L, "kiln: on_ir callback raised an error: %s", lua_tostring(L, -1));
     lua_setfield(L, st->fns, "ir_error");
@@ -334,6 +343,7 @@ static int l_run_pipeline(lua_State *L) {
   lua_settop(L, 3);
   if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
   int ctxud = kl_lua__push_handle_ctxud(L, 1);
+  kl_lua__busy_guard(L, ctxud, "run_pipeline");   /* metamethods of the arguments, callbacks */
   lua_pushcfunction(L, kl_lua_traceback); int tb = lua_gettop(L);
   lua_newtable(L); int fns = lua_gettop(L);
   pm_box *box = lua_newuserdatauv(L, sizeof *box, 0);
@@ -368,7 +378,7 @@ static int l_run_pipeline(lua_State *L) {
       lua_pop(L, 1);
     }
   } else return luaL_typeerror(L, 2, "pipeline string or table");
-  if (s != KL_OK) return kl_lua__diag_error(L, ctx, "kiln: invalid pipeline");
+  if (s != KL_OK) return kl_lua__diag_error_at(L, ctx, "run_pipeline", "invalid pipeline");
 
   bool verify = true;
   const char *which = NULL;
@@ -405,8 +415,11 @@ static int l_run_pipeline(lua_State *L) {
   box->pm = NULL;
   lua_pushstring(L, timing ? timing : "");
   free(timing);
-  if (s != KL_OK) return kl_lua__diag_error(L, ctx, "kiln: pipeline failed");
-  if (st.ir_failed) { lua_getfield(L, fns, "ir_error"); return lua_error(L); }
+  if (s != KL_OK) return kl_lua__diag_error_at(L, ctx, "run_pipeline", "pipeline failed");
+  if (st.ir_failed) {
+    lua_getfield(L, fns, "ir_error");
+    return kl_lua__error(L, "error: run_pipeline: %s", lua_tostring(L, -1));
+  }
   kl_lua__flush_diags(ctx);
   const char *text = lua_tostring(L, -1);
   lua_pushboolean(L, 1);

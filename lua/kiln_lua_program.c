@@ -34,7 +34,7 @@ static void devref_release(devref *d) {
 
 static devref *check_dev(lua_State *L, int idx) {
   dev_ud *u = luaL_checkudata(L, idx, KL_MT_DEVICE);
-  if (!u->d) luaL_error(L, "kiln: this device has been closed");
+  if (!u->d) kl_lua__rt_error(L, "kiln.device", "this device has been closed");
   return u->d;
 }
 static int dev_gc(lua_State *L) {
@@ -61,14 +61,15 @@ static int dev_tostring(lua_State *L) {
 }
 
 /* kiln.device([name = "auto"]) — one device per name and Lua state. */
-static int l_device(lua_State *L) {
-  const char *name = luaL_optstring(L, 1, "auto");
+static int l_device(lua_State *L) { return kl_lua__push_device(L, luaL_optstring(L, 1, "auto"), "kiln.device"); }
+
+int kl_lua__push_device(lua_State *L, const char *name, const char *what) {
   lua_getfield(L, LUA_REGISTRYINDEX, REG_DEVCACHE);
-  if (lua_getfield(L, -1, name) != LUA_TNIL) return 1;
+  if (lua_getfield(L, -1, name) != LUA_TNIL) { lua_remove(L, -2); return 1; }
   lua_pop(L, 1);
   char err[1024] = "";
   kl_device *dev = kl_device_open(name, err, sizeof err);
-  if (!dev) return kl_lua__rt_error(L, "kiln.device", "cannot open device '%s': %s", name, *err ? err : "unknown error");
+  if (!dev) return kl_lua__rt_error(L, what, "cannot open device '%s': %s", name, *err ? err : "unknown error");
   char id[64];
   const kl_device_info *i = kl_device_get_info(dev);
   if (i->kind == KL_DEVICE_HOST) snprintf(id, sizeof id, "host");
@@ -77,6 +78,7 @@ static int l_device(lua_State *L) {
     kl_device_destroy(dev);
     lua_pushvalue(L, -1);
     lua_setfield(L, -3, name);
+    lua_remove(L, -2);
     return 1;
   }
   lua_pop(L, 1);
@@ -91,6 +93,7 @@ static int l_device(lua_State *L) {
   lua_setfield(L, -3, name);
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, id);
+  lua_remove(L, -2);
   return 1;
 }
 static const kl_device_info *DI(lua_State *L) { return kl_device_get_info(check_dev(L, 1)->dev); }
@@ -260,10 +263,16 @@ static prog_ud *check_prog(lua_State *L, int idx, kl_program **pp) {
   lua_getiuservalue(L, idx, 1);
   kl_lua_ctxud *c = luaL_testudata(L, -1, KL_MT_CONTEXT);
   lua_pop(L, 1);
-  if (!c || !c->ctx) luaL_error(L, "kiln: the context of this program has been destroyed");
-  if (!u->h || !u->h->p) luaL_error(L, "kiln: this program has been released");
+  if (!c || !c->ctx) kl_lua__rt_error(L, "kiln.program", "the context of this program has been destroyed");
+  if (!u->h || !u->h->p) kl_lua__rt_error(L, "kiln.program", "this program has been released");
   if (pp) *pp = u->h->p;
   return u;
+}
+/* Keeps the context of the program at arg 1 busy until the method returns: reading its
+ * option tables may run metamethods (pushes the context userdata and a guard). */
+static void busy_program(lua_State *L, const char *what) {
+  lua_getiuservalue(L, 1, 1);
+  kl_lua__busy_guard(L, -1, what);
 }
 static kl_ctx *prog_ctx(lua_State *L, int idx) {
   lua_getiuservalue(L, idx, 1);
@@ -321,7 +330,7 @@ static const char *join_names(lua_State *L, int idx, const char *what, const cha
   return lua_tostring(L, -1);
 }
 
-typedef struct on_ir_st { lua_State *L; int fn; bool failed; } on_ir_st;
+typedef struct on_ir_st { lua_State *L; int fn; bool failed; kl_ctx *ctx; } on_ir_st;
 static void on_ir_cb(const char *pass, const char *text, void *user) {
   on_ir_st *s = user;
   lua_State *L = s->L;
@@ -333,13 +342,24 @@ static void on_ir_cb(const char *pass, const char *text, void *user) {
   lua_pushvalue(L, s->fn);
   lua_pushstring(L, pass);
   lua_pushstring(L, text);
-  if (lua_pcall(L, 2, 0, tb) != LUA_OK) {
+  kl_lua_busy prev = kl_lua__busy_enter(s->ctx, "on_ir of compile, after pass", pass);
+  int rc = lua_pcall(L, 2, 0, tb);
+  kl_lua__busy_leave(s->ctx, prev);
+  if (rc != LUA_OK) {
     s->failed = true;
     lua_remove(L, tb);    /* leave the message on the stack at a known place: replace fn slot later */
     lua_setfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
     return;
   }
   lua_pop(L, 1);
+}
+
+static bool pipeline_has_lua_pass(kl_ctx *ctx, const char *pipeline) {
+  const kl_pass_info *infos[64];
+  int n = kl_pipeline_passes(ctx, pipeline, infos, 64);
+  if (n > 64) return true;   /* not worth a heap copy: just do not cache */
+  for (int i = 0; i < n; i++) if (kl_lua__is_lua_pass(infos[i])) return true;
+  return false;
 }
 
 static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline", "print_ir_after", "on_ir", "cache", NULL };
@@ -351,9 +371,11 @@ static int l_compile(lua_State *L) {
   kl_op *g = graph_arg(L, 1, what);
   int gh = lua_gettop(L);
   kl_ctx *ctx = kl_lua__handle_ctx(L, gh);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, gh), "compile");   /* metamethods, callbacks */
   kl_compile_opts o = {0};
   const char **targets = NULL;
-  on_ir_st st = { L, 0, false };
+  bool cache_given = false;
+  on_ir_st st = { L, 0, false, ctx };
   if (!lua_isnil(L, 2)) {
     if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "options must be a table, got a %s", luaL_typename(L, 2));
     for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
@@ -386,8 +408,8 @@ static int l_compile(lua_State *L) {
         targets = kl_lua__tmp(L, (size_t)n * sizeof *targets);
         for (lua_Integer i = 1; i <= n; i++) {
           if (lua_geti(L, tix, i) != LUA_TSTRING) return kl_lua__rt_error(L, what, "targets entry %lld must be a string", (long long)i);
-          targets[i - 1] = lua_tostring(L, -1);
-          lua_pop(L, 1);   /* the string stays alive in the options table */
+          targets[i - 1] = kl_intern(ctx, lua_tostring(L, -1));   /* callbacks may change the table */
+          lua_pop(L, 1);
         }
         o.targets = targets; o.ntargets = (int)n;
       }
@@ -405,14 +427,20 @@ static int l_compile(lua_State *L) {
       st.fn = lua_gettop(L);
       if (!o.print_ir_after) o.print_ir_after = "all";
     }
-    if (lua_getfield(L, 2, "cache") != LUA_TNIL) o.no_cache = !lua_toboolean(L, -1);
+    if (lua_getfield(L, 2, "cache") != LUA_TNIL) { o.no_cache = !lua_toboolean(L, -1); cache_given = true; }
     lua_pop(L, 1);
   }
+  /* A Lua pass may read any Lua state (upvalues, globals, other patterns): no key can
+   * name what it does, so its pipelines bypass the cache unless cache = true (then the
+   * key names each pass's registration: registering it again still misses). */
+  if (!cache_given && pipeline_has_lua_pass(ctx, o.pipeline)) o.no_cache = true;
   if (o.print_ir_after) { o.on_ir = on_ir_cb; o.on_ir_user = &st; }
   ctx_devhold(ctx);   /* before the compile cache exists */
   char err[4096] = "";
   kl_lua__flush_diags(ctx);
+  lua_State *saved = kl_lua__set_current(ctx, L);   /* Lua passes run on this thread */
   kl_program *p = kl_compile(g, &o, err, sizeof err);
+  kl_lua__set_current(ctx, saved);
   if (st.failed) {
     if (p) kl_program_release(p);
     lua_getfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
@@ -502,6 +530,7 @@ static int prog_run(lua_State *L) {
   kl_program *p;
   prog_ud *u = check_prog(L, 1, &p);
   lua_settop(L, 3);
+  busy_program(L, "p:run");
   if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
   devref *d = run_device(L, p, 3);
@@ -729,7 +758,7 @@ typedef struct prep_ud { kl_prepared *r; devref *d; } prep_ud;
 
 static prep_ud *check_prep(lua_State *L, int idx) {
   prep_ud *u = luaL_checkudata(L, idx, MT_PREPARED);
-  if (!u->r) luaL_error(L, "kiln: this prepared run has been freed");
+  if (!u->r) kl_lua__rt_error(L, "kiln.prepared", "this prepared run has been freed");
   return u;
 }
 static int prep_free(lua_State *L) {
@@ -831,6 +860,7 @@ static int prog_load(lua_State *L) {
   kl_program *p;
   prog_ud *u = check_prog(L, 1, &p);
   lua_settop(L, 2);
+  busy_program(L, "p:load_kernels");
   if (!lua_isnil(L, 2) && !lua_istable(L, 2)) return kl_lua__rt_error(L, "load_kernels", "options must be a table {device = ...}");
   if (lua_istable(L, 2))
     for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1))
@@ -854,6 +884,7 @@ static int prog_prepare(lua_State *L) {
   kl_program *p;
   prog_ud *u = check_prog(L, 1, &p);
   lua_settop(L, 3);
+  busy_program(L, "p:prepare");
   if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ..., sets = ...}");
   kl_prepare_opts po = {0};

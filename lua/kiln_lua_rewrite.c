@@ -222,7 +222,9 @@ static bool lua_pattern_fn(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   lua_rawgeti(L, st->fns, lp->fn);
   lua_pushvalue(L, st->ctxud);
   lua_pushvalue(L, st->rwud);
+  kl_lua_busy prev = kl_lua__busy_enter(op->ctx, "Lua pattern", pat->name);
   int rc = lua_pcall(L, 4, 0, st->tb);
+  kl_lua__busy_leave(op->ctx, prev);
   r->rw = NULL; r->root = NULL;
   st->cst->rw = NULL;
   if (rc != LUA_OK) {
@@ -256,9 +258,10 @@ static int l_apply_patterns(lua_State *L) {
   }
   if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
   int ctxud = kl_lua__push_handle_ctxud(L, 1);                 /* 4 */
-  lua_pushcfunction(L, kl_lua_traceback); int tb = lua_gettop(L);  /* 5 */
-  lua_newtable(L); int fns = lua_gettop(L);                       /* 6 */
-  rw_ud *r = lua_newuserdatauv(L, sizeof *r, 1);                  /* 7 */
+  kl_lua__busy_guard(L, ctxud, "apply_patterns");                 /* 5: metamethods, patterns */
+  lua_pushcfunction(L, kl_lua_traceback); int tb = lua_gettop(L);  /* 6 */
+  lua_newtable(L); int fns = lua_gettop(L);                       /* 7 */
+  rw_ud *r = lua_newuserdatauv(L, sizeof *r, 1);                  /* 8 */
   r->rw = NULL; r->root = NULL; r->cst = cst;
   luaL_setmetatable(L, MT_RW);
   lua_pushvalue(L, ctxud); lua_setiuservalue(L, -2, 1);
@@ -334,7 +337,7 @@ static int l_apply_patterns(lua_State *L) {
   }
   kl_lua__flush_diags(ctx);
   kl_status s = walk ? kl_apply_patterns_walk(root, arr, np) : kl_apply_patterns_greedy(root, arr, np, &cfg);
-  if (s != KL_OK || st.failed) return kl_lua__diag_error(L, ctx, "kiln: pattern application failed");
+  if (s != KL_OK || st.failed) return kl_lua__diag_error_at(L, ctx, "apply_patterns", "pattern application failed");
   kl_lua__flush_diags(ctx);
   lua_pushboolean(L, 1);
   return 1;

@@ -34,6 +34,11 @@ typedef struct kl_program kl_program;
 kl_program *kl_lua__check_program(lua_State *L, int idx);
 void        kl_lua__push_program(lua_State *L, int ctxidx, kl_program *p);
 
+/* Devices ("kiln.device", kiln_lua_program.c): pushes the device of this Lua state named
+ * name (opened on first use, as kiln.device(name)); an unknown or unavailable device raises
+ * an error naming `what`. Returns 1. */
+int kl_lua__push_device(lua_State *L, const char *name, const char *what);
+
 /* The inputs table at idx ({name = tensor, ...}) as named tensors, in a temporary buffer
  * of the Lua state (kl_lua__tmp); the names are the table's keys (the table must stay
  * alive while they are used). The count goes to *n. A non-string key or a value that is

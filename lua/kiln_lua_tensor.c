@@ -46,8 +46,8 @@ kl_tensor *kl_lua__test_tensor(lua_State *L, int idx) {
 }
 kl_tensor *kl_lua__check_tensor(lua_State *L, int idx) {
   tens_ud *u = luaL_testudata(L, idx, KL_MT_TENSOR);
-  if (!u) luaL_typeerror(L, idx, "kiln.tensor");
-  if (!u->t) luaL_error(L, "kiln: this tensor has been released");
+  if (!u) kl_lua__rt_error(L, "kiln.tensor", "argument #%d: expected a kiln.tensor, got a %s", idx, luaL_typename(L, idx));
+  if (!u->t) kl_lua__rt_error(L, "kiln.tensor", "this tensor has been released");
   return u->t;
 }
 void kl_lua__push_tensor(lua_State *L, kl_tensor *t) {
@@ -504,18 +504,20 @@ static int t_clone(lua_State *L) {
   push_copy_like(L, r);
   return 1;
 }
-/* t:to(device) — "host" / a device object / a device name. The data stays in host
- * memory (programs copy inputs to the device per run); the copy is tagged with the
- * device's name (t.device). */
+/* t:to(device) — "host" / a device object / a device name (opened as kiln.device(name):
+ * an unknown or unavailable device is an error). The data stays in host memory (programs
+ * copy inputs to the device per run); the copy is tagged with the device's id (t.device). */
 static int t_to(lua_State *L) {
-  kl_tensor *t = T(1);
+  T(1);
+  lua_settop(L, 2);
   const char *name = NULL;
-  if (lua_type(L, 2) == LUA_TSTRING) name = lua_tostring(L, 2);
-  else if (luaL_testudata(L, 2, KL_MT_DEVICE)) {
-    lua_getfield(L, 2, "id");
-    name = lua_tostring(L, -1);
-  } else return kl_lua__rt_error(L, "tensor:to", "expected a device (kiln.device(...)) or a device name, got a %s", luaL_typename(L, 2));
+  if (lua_type(L, 2) == LUA_TSTRING) kl_lua__push_device(L, lua_tostring(L, 2), "tensor:to");   /* must exist */
+  else if (luaL_testudata(L, 2, KL_MT_DEVICE)) lua_pushvalue(L, 2);
+  else return kl_lua__rt_error(L, "tensor:to", "expected a device (kiln.device(...)) or a device name, got a %s", luaL_typename(L, 2));
+  lua_getfield(L, -1, "id");
+  name = lua_tostring(L, -1);
   if (!name) return kl_lua__rt_error(L, "tensor:to", "the device has no name");
+  kl_tensor *t = T(1);
   char err[512];
   kl_tensor *r = kl_tensor_zeros(t->dtype, t->rank, t->shape,
                                  kl_strides_nonoverlapping(t->rank, t->shape, t->strides) ? t->strides : NULL, err, sizeof err);

@@ -1,0 +1,269 @@
+-- callbacks_spec.lua — Lua code that C calls back while it works on a context (Lua
+-- passes, pipeline functions, patterns, on_ir, op:walk, metamethods of argument
+-- tables) cannot pull the context out from under it: ctx:destroy(), <close> and the
+-- collector are refused or impossible there, with the Lua line of the offending call.
+-- Also: the compile cache and Lua passes, and located errors of tensors/pipelines.
+local kiln = require "kiln"
+local helper = require "spec.lua.helper"
+local fails, has, line, this_file = helper.fails, helper.has, helper.line, helper.this_file
+
+local SAMPLE = "func.func @f(%a: f32) {\n  %0 = arith.addf %a, %a : f32\n  func.return %0 : f32\n}\n"
+local BUSY = "ctx:destroy() inside a callback that runs on this context"
+
+-- A fresh context with the sample module; returns ctx, module.
+local function fresh()
+  local ctx = kiln.context()
+  return ctx, ctx:parse(SAMPLE, "cb.kir")
+end
+
+-- The context still works after a refused destroy: parse, run a pipeline, print.
+local function still_usable(ctx, m)
+  assert.is_true(m:verify())
+  assert.is_true(kiln.run_pipeline(m, "cse,dce"))
+  has(tostring(ctx:parse(SAMPLE)), "arith.addf")
+end
+
+-- A graph y = x * c in context ctx (default context if nil).
+local function scale_graph(name, c, ctx)
+  local g = ctx and kiln.graph(ctx, name) or kiln.graph(name)
+  g:output(g:param("x", { 4 }, "f32") * c)
+  return g
+end
+
+describe("ctx:destroy() inside a callback", function()
+  it("is refused in a registered Lua pass (run_pipeline), with the Lua line", function()
+    local ctx, m = fresh()
+    local l
+    kiln.register_pass("spec-cb-destroyer", function()
+      l = line() + 1
+      ctx:destroy()
+    end)
+    local e = fails(kiln.run_pipeline, m, "cse,spec-cb-destroyer,dce")
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "Lua pass 'spec-cb-destroyer'")
+    kiln.register_pass("spec-cb-destroyer", function() end)
+    still_usable(ctx, m)
+    ctx:destroy()   -- outside every callback: fine
+    assert.are.equal("kiln.context (destroyed)", tostring(ctx))
+  end)
+
+  it("is refused in a pipeline function and in run_pipeline's on_ir", function()
+    local ctx, m = fresh()
+    local l1
+    local e = fails(kiln.run_pipeline, m, { "cse", function() l1 = line(); ctx:destroy() end, "dce" })
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l1 .. ":")
+    still_usable(ctx, m)
+    local l2
+    e = fails(kiln.run_pipeline, m, "cse", { on_ir = function() l2 = line(); ctx:destroy() end })
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l2 .. ":")
+    still_usable(ctx, m)
+  end)
+
+  it("is refused in a Lua pattern and in rw:modify", function()
+    local ctx, m = fresh()
+    local l1
+    local pat = kiln.pattern{ root = "arith.addf", rewrite = function() l1 = line(); ctx:destroy() end }
+    local e = fails(kiln.apply_patterns, m, { pat })
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l1 .. ":")
+    still_usable(ctx, m)
+    local l2
+    local pat2 = kiln.pattern{ root = "arith.addf", rewrite = function(op, rw)
+      rw:modify(op, function() l2 = line(); ctx:destroy() end)
+    end }
+    e = fails(kiln.apply_patterns, m, { pat2 })
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l2 .. ":")
+    still_usable(ctx, m)
+  end)
+
+  it("is refused in compile's on_ir and in a Lua pass of a compile pipeline", function()
+    local ctx = kiln.context()
+    local g = scale_graph("cb_onir", 2.0, ctx)
+    local l1
+    local e = fails(kiln.compile, g, { pipeline = "graph-partition", on_ir = function() l1 = line(); ctx:destroy() end })
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l1 .. ":")
+    local l2
+    kiln.register_pass("spec-cb-destroyer2", function() l2 = line(); ctx:destroy() end)
+    e = fails(kiln.compile, g, { pipeline = "spec-cb-destroyer2," .. kiln.default_pipeline() })
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l2 .. ":")
+    -- the context and the graph still compile and run correctly
+    local p = kiln.compile(g)
+    local x = kiln.rand({ 4 }, "f32")
+    local inputs = { x = x }
+    assert.is_true(kiln.allclose(p:run(inputs), g:eval(inputs)))
+    ctx:destroy()
+  end)
+
+  it("is refused in op:walk", function()
+    local ctx, m = fresh()
+    local l
+    local e = fails(function() m:walk(function() l = line(); ctx:destroy() end) end)
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l .. ":")
+    still_usable(ctx, m)
+  end)
+
+  it("covers <close> and an explicit __gc call", function()
+    local ctx, m = fresh()
+    local l1
+    local e = fails(kiln.run_pipeline, m, { function()
+      l1 = line() + 1
+      do local c <close> = ctx end
+    end })
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l1 .. ":")
+    local gc = getmetatable(ctx).__gc
+    e = fails(kiln.run_pipeline, m, { function() gc(ctx) end })
+    has(e, BUSY)
+    still_usable(ctx, m)
+  end)
+
+  it("covers metamethods of argument tables that the C side reads", function()
+    local ctx, m = fresh()
+    local l
+    local pipeline = setmetatable({}, { __len = function() l = line(); ctx:destroy(); return 0 end })
+    local e = fails(kiln.run_pipeline, m, pipeline)
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l .. ":")
+    local patterns = setmetatable({}, { __len = function() ctx:destroy(); return 0 end })
+    has(fails(kiln.apply_patterns, m, patterns), BUSY)
+    still_usable(ctx, m)
+  end)
+
+  it("a busy context is never collected: dropping every reference in a callback is safe", function()
+    local weak = setmetatable({}, { __mode = "v" })
+    local result
+    do
+      local ctx = kiln.context()
+      local m = ctx:parse(SAMPLE)
+      weak.ctx = ctx
+      ctx = nil   -- luacheck: ignore
+      result = kiln.run_pipeline(m, { function(mod)
+        m = nil   -- luacheck: ignore
+        for _ = 1, 3 do collectgarbage("collect") end
+        assert.are.equal("builtin.module", mod.name)
+      end, "cse" })
+    end
+    assert.is_true(result)
+    for _ = 1, 4 do collectgarbage("collect") end
+    assert.is_nil(weak.ctx)
+  end)
+
+  it("another context may be destroyed inside a callback", function()
+    local ctx, m = fresh()
+    local other = kiln.context()
+    other:parse(SAMPLE)
+    assert.is_true(kiln.run_pipeline(m, { function() other:destroy() end }))
+    assert.are.equal("kiln.context (destroyed)", tostring(other))
+    still_usable(ctx, m)
+  end)
+end)
+
+describe("the compile cache and Lua passes", function()
+  local inputs
+  before_each(function() inputs = { x = kiln.rand({ 4 }, "f32") } end)
+
+  -- The float64 reference of x * c.
+  local function ref(c) return scale_graph("cb_ref", c):eval(inputs) end
+  local function close(out, c) return kiln.allclose(out, ref(c)) end
+
+  -- Registers spec-cb-scale: sets every graph.constant to f.
+  local function register_scale(f)
+    kiln.register_pass("spec-cb-scale", function(m)
+      m:walk(function(op) if op.name == "graph.constant" then op:set_attr("value", { f }) end end)
+    end)
+  end
+  local PIPE = "spec-cb-scale," .. kiln.default_pipeline()
+
+  it("re-registering a Lua pass under the same name never returns the old program", function()
+    local g = scale_graph("cb_cache", 1.0)
+    register_scale(2.0)
+    local p1 = kiln.compile(g, { pipeline = PIPE })
+    assert.is_true(close(p1:run(inputs), 2.0))
+    register_scale(3.0)
+    local p2 = kiln.compile(g, { pipeline = PIPE })
+    assert.is_false(p2.from_cache)
+    assert.is_true(close(p2:run(inputs), 3.0))
+    assert.is_true(close(kiln.compile(g, { pipeline = PIPE, cache = false }):run(inputs), 3.0))
+  end)
+
+  it("a Lua pass that reads changed state is not served from the cache", function()
+    local g = scale_graph("cb_cache_upvalue", 1.0)
+    local factor = 2.0
+    kiln.register_pass("spec-cb-upvalue", function(m)
+      m:walk(function(op) if op.name == "graph.constant" then op:set_attr("value", { factor }) end end)
+    end)
+    local pipe = "spec-cb-upvalue," .. kiln.default_pipeline()
+    assert.is_true(close(kiln.compile(g, { pipeline = pipe }):run(inputs), 2.0))
+    factor = 5.0
+    local p = kiln.compile(g, { pipeline = pipe })
+    assert.is_false(p.from_cache)
+    assert.is_true(close(p:run(inputs), 5.0))
+  end)
+
+  it("cache = true opts a Lua pipeline in, keyed by each pass's registration", function()
+    local g = scale_graph("cb_cache_optin", 1.0)
+    register_scale(2.0)
+    local p1 = kiln.compile(g, { pipeline = PIPE, cache = true })
+    assert.is_false(p1.from_cache)
+    local p2 = kiln.compile(g, { pipeline = PIPE, cache = true })
+    assert.is_true(p2.from_cache)
+    assert.is_true(close(p2:run(inputs), 2.0))
+    register_scale(4.0)
+    local p3 = kiln.compile(g, { pipeline = PIPE, cache = true })
+    assert.is_false(p3.from_cache)
+    assert.is_true(close(p3:run(inputs), 4.0))
+  end)
+
+  it("pipelines of C passes only are still cached", function()
+    local g = scale_graph("cb_cache_c", 2.0)
+    kiln.compile(g)
+    local p = kiln.compile(g)
+    assert.is_true(p.from_cache)
+    assert.is_true(close(p:run(inputs), 2.0))
+  end)
+end)
+
+describe("located errors", function()
+  it("t:to() rejects an unknown device name", function()
+    local t = kiln.rand({ 2 }, "f32")
+    local l = line() + 1
+    local e = fails(function() return t:to("tpu") end)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "tensor:to")
+    has(e, "tpu")
+    assert.are.equal("host", t:to("host").device)
+  end)
+
+  it("run_pipeline errors carry the Lua line of the call", function()
+    local _, m = fresh()
+    local l = line() + 1
+    local e = fails(function() return kiln.run_pipeline(m, "cse,no-such-pass") end)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "unknown pass 'no-such-pass'")
+    kiln.register_pass("spec-cb-fail", function() return false, "nope" end)
+    l = line() + 1
+    e = fails(function() return kiln.run_pipeline(m, "spec-cb-fail") end)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "nope")
+  end)
+
+  it("a released tensor's properties and methods name the Lua line", function()
+    local t = kiln.rand({ 2 }, "f32")
+    t:release()
+    local l = line() + 1
+    local e = fails(function() return t.shape end)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "has been released")
+    l = line() + 1
+    e = fails(function() return t:get(0) end)
+    has(e, this_file() .. ":" .. l .. ":")
+    assert.are.equal("kiln.tensor (released)", tostring(t))
+  end)
+end)
