@@ -105,6 +105,8 @@ static int g_param(lua_State *L) {
   int rank = kl_lua__check_shape(L, 3, dims, what);
   kl_dtype dt = kl_lua__opt_dtype(L, 4, KL_DT_F32, what);
   bool has = kl_lua__opt_layout(L, 5, rank, dims, strides, what);
+  char why[512];
+  if (!kl_shape_check(rank, dims, has ? strides : NULL, why, sizeof why)) return kl_lua__rt_error(L, what, "'%s': %s", name, why);
   const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(dt));
   kl_lua__flush_diags(ctx);
   const kl_type *ty = kl_type_tensor(ctx, elem, rank, dims, has ? strides : NULL);
@@ -143,6 +145,8 @@ static int g_constant(lua_State *L) {
                                          : kl_tensor_from_f64(dt, 0, NULL, NULL, (double[]){ (double)lua_tonumber(L, 2) }, err, sizeof err);
     if (!own) return kl_lua__rt_error(L, what, "%s", err);
     t = own;
+  } else if (luaL_testudata(L, 2, KL_MT_TENSOR)) {
+    return kl_lua__rt_error(L, what, "the tensor has been released");
   } else {
     return kl_lua__rt_error(L, what, "expected a tensor or a number, got a %s", luaL_typename(L, 2));
   }
@@ -157,6 +161,7 @@ static int g_constant(lua_State *L) {
   }
   const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(t->dtype));
   bool dense = kl_strides_to_perm(t->rank, t->shape, t->strides, NULL);
+  if (!kl_shape_check(t->rank, t->shape, NULL, err, sizeof err)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "%s", err); }
   kl_lua__flush_diags(ctx);
   const kl_type *ty = kl_type_tensor(ctx, elem, t->rank, t->shape, dense && !kl_tensor_is_row_major(t) ? t->strides : NULL);
   kl_tensor_release(own);
@@ -191,6 +196,7 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
     if (lua_type(L, -2) != LUA_TSTRING)
       kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
     kl_tensor *t = kl_lua__test_tensor(L, -1);
+    if (!t && luaL_testudata(L, -1, KL_MT_TENSOR)) kl_lua__rt_error(L, what, "input '%s' is a tensor that has been released", lua_tostring(L, -2));
     if (!t) kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
     kl_lua__check_tensor(L, -1);
     in[k].name = lua_tostring(L, -2);   /* the key string stays alive in the table */

@@ -21,7 +21,7 @@ typedef struct view_ud { kl_view *v; } view_ud;
 
 static kl_view *check_view(lua_State *L, int idx) {
   view_ud *u = luaL_checkudata(L, idx, KL_MT_VIEW);
-  if (!u->v) luaL_error(L, "kiln: this view has been released");
+  if (!u->v) kl_lua__rt_error(L, NULL, "this view has been released");
   return u->v;
 }
 static void push_view(lua_State *L, kl_view *v) {
@@ -320,6 +320,14 @@ static void coords_arg(lua_State *L, const kl_view *v, int idx, int64_t *c, cons
   }
   if (n != rank) kl_lua__rt_error(L, what, "the coordinate has %d entries, the view has rank %d", n, rank);
 }
+/* Buffer strides given for v's lower shape must be within the IR's limits (kl_shape_check). */
+static void check_strides(lua_State *L, const kl_view *v, const int64_t *st, const char *what) {
+  int64_t shape[KL_VIEW_MAX_DIMS];
+  int n = kl_view_lower_rank(v);
+  for (int i = 0; i < n; i++) shape[i] = kl_view_lower_size(v, i);
+  char why[512];
+  if (!kl_shape_check(n, shape, st, why, sizeof why)) kl_lua__rt_error(L, what, "buffer %s", why);
+}
 /* v:eval{c0, c1, ...} -> lower coordinate (table), valid */
 static int v_eval(lua_State *L) {
   kl_view *v = V(1);
@@ -340,6 +348,7 @@ static int v_addr(lua_State *L) {
   if (!lua_isnil(L, 3)) {
     int n = kl_lua__check_ints(L, 3, st, KL_VIEW_MAX_DIMS, "view:addr", "strides");
     if (n != kl_view_lower_rank(v)) return kl_lua__rt_error(L, "view:addr", "strides has %d entries, the buffer has rank %d", n, kl_view_lower_rank(v));
+    check_strides(L, v, st, "view:addr");
     has = true;
   }
   bool ok;
@@ -373,6 +382,7 @@ static int v_vector_len(lua_State *L) {
   if (!lua_isnil(L, 4)) {
     int n = kl_lua__check_ints(L, 4, st, KL_VIEW_MAX_DIMS, what, "strides");
     if (n != kl_view_lower_rank(v)) return kl_lua__rt_error(L, what, "strides has %d entries, the buffer has rank %d", n, kl_view_lower_rank(v));
+    check_strides(L, v, st, what);
     has = true;
   }
   int64_t r;
