@@ -113,6 +113,8 @@ int kl_lua__check_shape(lua_State *L, int idx, int64_t *dims, const char *what) 
       char b[256];
       kl_lua__rt_error(L, what, "negative size %lld in shape %s (dim %d)", (long long)dims[i], kl_dims_format(rank, dims, b, sizeof b), i);
     }
+  char why[512];   /* the IR's shape limits (core/type.h) */
+  if (!kl_shape_check(rank, dims, NULL, why, sizeof why)) kl_lua__rt_error(L, what, "%s", why);
   return rank;
 }
 
@@ -141,6 +143,8 @@ bool kl_lua__opt_layout(lua_State *L, int idx, int rank, const int64_t *shape, i
     if (n != rank) kl_lua__rt_error(L, what, "strides has %d entries, the shape has rank %d", n, rank);
     for (int i = 0; i < rank; i++)
       if (strides[i] < 0) kl_lua__rt_error(L, what, "negative stride %lld (dim %d)", (long long)strides[i], i);
+    char why[512];
+    if (!kl_shape_check(rank, shape, strides, why, sizeof why)) kl_lua__rt_error(L, what, "%s", why);
     if (!kl_strides_nonoverlapping(rank, shape, strides)) {
       char b1[256], b2[256];
       kl_lua__rt_error(L, what, "strides %s overlap for shape %s", kl_dims_format(rank, strides, b1, sizeof b1),
@@ -239,6 +243,8 @@ static int l_tensor(lua_State *L) {
   kl_dtype dt = kl_lua__opt_dtype(L, 2, KL_DT_F32, what);
   nested s;
   nested_shape(L, 1, &s, what);
+  char why[512];   /* __len may return anything: the IR's limits bound numel and the buffer size */
+  if (!kl_shape_check(s.rank, s.dims, NULL, why, sizeof why)) return kl_lua__rt_error(L, what, "nested table: %s", why);
   int64_t numel = 1;
   for (int i = 0; i < s.rank; i++) numel *= s.dims[i];
   fill_st f = { .dt = dt, .ints = kl_dtype_is_int(dt) };

@@ -278,6 +278,7 @@ static int v_add_dim(lua_State *L) {
   int64_t size, pos = kl_view_rank(v);
   if (kl_lua__check_ints(L, b, &size, 1, what, "size") != 1) return kl_lua__rt_error(L, what, "size must be one integer");
   if (!lua_isnoneornil(L, c) && kl_lua__check_ints(L, c, &pos, 1, what, "pos") != 1) return kl_lua__rt_error(L, what, "pos must be one integer");
+  if (pos < 0 || pos > kl_view_rank(v)) return kl_lua__rt_error(L, what, "pos %lld outside [0, %d]", (long long)pos, kl_view_rank(v));
   kl_view_err e = {0};
   return push_or_fail(L, kl_view_add_dim(v, lua_tostring(L, a), size, (int)pos, &e), &e, what);
 }
