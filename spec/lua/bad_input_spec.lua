@@ -105,6 +105,21 @@ case("tensor non-number element", function() return (kiln.tensor({ 1, "x" })) en
 case("tensor of a function", function() return (kiln.tensor(print)) end, "expected a nested table of numbers")
 case("tensor unknown dtype", function() return (kiln.tensor({ 1 }, "f8")) end, "unknown dtype 'f8'")
 
+case("tensor __len 2^62", function() return (kiln.tensor(setmetatable({}, { __len = function() return BIG end, __index = function() return 1 end }))) end, "nested table: dimension out of range")
+case("tensor __len -5", function() return (kiln.tensor(setmetatable({}, { __len = function() return -5 end }))) end, "nested table: dimension out of range: size -5")
+case("tensor nested 2^31 x 2^31", function() return (kiln.tensor(setmetatable({}, { __len = function() return 1 << 31 end, __index = function() return setmetatable({}, { __len = function() return 1 << 31 end, __index = function() return 1 end }) end }))) end, "nested table: shape too large")
+case("tensor nested too deep", function() local v = 1; for _ = 1, 20 do v = { v } end; return (kiln.tensor(v)) end, "nested deeper than 8 levels")
+case("tensor stride 2^62", function() return (kiln.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, "f32", { strides = { BIG, 1 } })) end, "kiln.tensor: stride 4611686018427387904 of dim 0")
+case("zeros strides past 2^53", function() return (kiln.zeros({ 4, 3 }, "f32", { strides = { 1 << 52, 1 } })) end, "kiln.zeros: strides [4503599627370496,1] for shape [4,3] reach past 2^53")
+case("as_layout stride 2^62", function(g, f) return (f.t:as_layout { strides = { BIG, 1 } }) end, "stride 4611686018427387904 of dim 0")
+case("layout_strides 2^62", function() return (kiln.layout_strides("NHWC", { BIG, 4, 4, 4 })) end, "kiln.layout_strides: dimension out of range")
+case("param shape __len 2^62", function(g) return (g:param("a", setmetatable({}, { __len = function() return BIG end }))) end, "shape has 4611686018427387904 entries (at most 8)")
+case("param shape __index 2^62", function(g) return (g:param("a", setmetatable({}, { __len = function() return 2 end, __index = function() return BIG end }))) end, "dimension out of range")
+case("get on an index of 2^62", function(g, f) return (f.t:set({ BIG, 0 }, 1)) end, "out of bounds for shape [2,3]")
+case("set a string", function(g, f) return (f.t:set({ 0, 0 }, "x")) end, "the value must be a number")
+case("kiln.device unknown", function() return (kiln.device("nope")) end, "unknown device 'nope'")
+case("to an unknown device", function(g, f) return (f.t:to("nope")) end, "unknown device 'nope'")
+
 -- ------------------------------------------------ mismatched binary operands ----
 for _, op in ipairs { "add", "sub", "mul", "div", "max", "min", "pow" } do
   case(op .. " shapes [2,3] vs [4,5]", function(g, f) return (g[op](g, f.x, f.y)) end, "[2,3]")
@@ -165,6 +180,9 @@ case("softmax of an integer tensor", function(g, f) return (f.i:softmax()) end, 
 case("concat axis 2^32", function(g, f) return (g:concat({ f.x, f.x }, 1 << 32)) end, "concat: axis 4294967296 out of range")
 case("concat axis minint", function(g, f) return (g:concat({ f.x, f.x }, MININT)) end, "axis -9223372036854775808")
 case("concat axis 5", function(g, f) return (g:concat({ f.x, f.x }, 5)) end, "concat")
+
+case("concat of 65 values", function(g, f) local l = {}; for i = 1, 65 do l[i] = f.x end; return (g:concat(l, 0)) end, "too many operands (65)")
+case("output of 300 values", function(g, f) local l = {}; for i = 1, 300 do l[i] = f.x end; return (g:output(table.unpack(l))) end, "too many outputs")
 
 -- ------------------------------------------------------------ conv attributes ----
 case("conv stride 0", function(g, f) return (g:conv(f.n, f.w, { stride = 0 })) end, "conv: stride 0 out of range (1 to 2^40)")
@@ -255,6 +273,23 @@ case("conv_views missing field", function() return (kiln.conv_views { n = 1, c =
 case("conv_views bad layout", function() return (kiln.conv_views { n = 1, c = 4, h = 8, w = 8, k = 4, y = 3, x = 3, layout = "CHWN" }) end, "layout must be")
 case("conv_views padding three", function() return (kiln.conv_views { n = 1, c = 4, h = 8, w = 8, k = 4, y = 3, x = 3, padding = { 1, 1, 1 } }) end, "padding must be a number")
 
+case("view add_dim pos 2^62", function(g, f) return (f.view:add_dim("z", 4, BIG)) end, "pos 4611686018427387904 outside [0, 2]")
+case("view add_dim pos 2^32", function(g, f) return (f.view:add_dim("z", 4, 1 << 32)) end, "pos 4294967296 outside [0, 2]")
+case("view add_dim pos -1", function(g, f) return (f.view:add_dim("z", 4, -1)) end, "outside [0, 2]")
+case("view 17 dims", function() return (kiln.view { shape = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 } }) end, "shape has 17 entries (at most 16)")
+case("view unmerge size 0", function(g, f) return (f.view:unmerge("a", { "p", "q" }, { 0, 4 })) end, "size 0 outside [1, 2^40]")
+case("view embed coefficient minint", function(g, f) return (f.view:embed("a", { "p" }, { 4 }, { MININT })) end, "Embed coefficient -9223372036854775808 out of range")
+case("view const_dim 2^62", function(g, f) return (f.view:const_dim("a", BIG)) end, "ConstDim value 4611686018427387904 outside [0, 4)")
+case("view slice minint", function(g, f) return (f.view:slice { a = { MININT, 2 } }) end, "Slice needs 0 <= begin < end")
+case("view slice maxint", function(g, f) return (f.view:slice { a = { -2, MAXINT } }) end, "Slice needs 0 <= begin < end")
+case("view merge unknown dim", function(g, f) return (f.view:merge("m", { "x", "y" })) end, "no upper dim named \"x\"")
+case("view compose mismatch", function(g, f) return (f.view:compose(kiln.view { shape = { 5 } })) end, "upper shape of the second view != lower shape of the first")
+case("view_parse size 2^62", function() return (kiln.view_parse('[PassThrough ["a"] at [0] -> ["a"] at [0]] bounds=[4611686018427387904] -> [4611686018427387904]')) end, "view text:1:44")
+case("view_parse integer too large", function() return (kiln.view_parse('[PassThrough ["a"] at [0] -> ["a"] at [0]] bounds=[99999999999999999999999] -> [4]')) end, "integer too large")
+case("conv_views padding minint", function() return (kiln.conv_views { n = 1, c = 4, h = 8, w = 8, k = 4, y = 3, x = 3, padding = MININT }) end, "padding must be in [0, 2^30]")
+case("conv_views product overflow", function() return (kiln.conv_views { n = 1 << 30, c = 1 << 30, h = 1 << 30, w = 1 << 30, k = 1 << 30, y = 1, x = 1 }) end, "overflows")
+case("conv_views filter larger than input", function() return (kiln.conv_views { n = 1, c = 4, h = 2, w = 2, k = 4, y = 3, x = 3 }) end, "the dilated filter is larger than the padded input")
+
 -- ------------------------------------------------ compile, perf configs, runs ----
 local function small(g, f) g:output(g:dot(f.x, g:param("q", { 3, 4 }))); return g end   -- a GEMM: perf configs apply
 case("perf_config a number", function(g, f) return (kiln.compile(small(g, f), { perf_config = 3 })) end, "perf_config must be a string")
@@ -282,6 +317,17 @@ case("run released input", function(g, f) return (f.p:run { a = released_tensor(
 case("run bad options", function(g, f) return (f.p:run({ a = f.t }, 5)) end, "options must be a table")
 case("binary of an unknown kernel", function(g, f) return (f.p:binary("nokernel")) end, "no kernel named 'nokernel'")
 
+case("pipeline syntax", function(g, f) return (kiln.compile(small(g, f), { pipeline = "cse(" })) end, "<pipeline>:1:4: error: expected ',' between passes")
+case("pipeline without partitioning", function(g, f) return (kiln.compile(small(g, f), { pipeline = "cse,,dce" })) end, "graph-partition must run")
+case("compile without outputs", function(g) return (kiln.compile(g)) end, "the graph has no outputs")
+case("prepare sets 2^62", function(g, f) return (f.p:prepare({ a = f.t }, { sets = BIG })) end, "sets must be between 0 and 4096")
+case("prepare sets -1", function(g, f) return (f.p:prepare({ a = f.t }, { sets = -1 })) end, "sets must be between 0 and 4096")
+case("time reps 2^62", function(g, f) return (f.p:prepare({ a = f.t }):time { reps = BIG }) end, "1 <= reps <= 1e6")
+case("time reps 1.5", function(g, f) return (f.p:prepare({ a = f.t }):time { reps = 1.5 }) end, "reps must be an integer")
+case("launch a freed run", function(g, f) local r = f.p:prepare({ a = f.t }); r:free(); return (r:launch()) end, "this prepared run has been freed")
+case("save to a missing directory", function(g, f) return (f.p:save("/nonexistent-kiln-dir/x.kb")) end, "cannot write '/nonexistent-kiln-dir/x.kb'")
+case("load a missing bundle", function() return (kiln.load("/nonexistent-kiln-dir/x.kb")) end, "cannot open '/nonexistent-kiln-dir/x.kb'")
+
 -- ------------------------------------------------------- released tensors ----
 case("get on a released tensor", function() return (released_tensor():get { 0, 0 }) end, "released")
 case("compare a released tensor", function(g, f) return (kiln.compare(released_tensor(), f.t)) end, "released")
@@ -303,6 +349,22 @@ case("kir strides count", function() return (kir("tensor<4x4xf32, strides=[1]>")
 case("kir vector of 0", function() return (kir("vector<0xf32>")) end, "a vector type needs one dimension", "bad.kir:1:")
 case("kir rank 17", function() return (kir("tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1xf32>")) end, "too many dimensions", "bad.kir:1:")
 case("kiln.type 2^40 x 2^40", function() return (kiln.type("tensor<1099511627776x1099511627776xf32>")) end, "shape too large", "<type>:1:1")
+
+-- graph ops in text: m:verify() runs the same inference and attribute checks
+local function graph_kir(op, ty)
+  return kiln.parse("func.func @g() attributes {graph} {\n  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<1x4x8x8xf32>\n  " ..
+                    op .. " : (tensor<1x4x8x8xf32>" .. (op:find("%%x, %%x") and ", tensor<1x4x8x8xf32>" or "") .. ") -> " .. (ty or "tensor<1x4x8x8xf32>") .. "\n  func.return\n}\n", "g.kir"):verify()
+end
+case("kir broadcast 2^62", function() return (graph_kir('%y = "graph.broadcast"(%x) {shape = [4611686018427387904, 1, 4, 8, 8]}')) end, "result dimension out of range", "g.kir:3:3")
+case("kir transpose 2^32", function() return (graph_kir('%y = "graph.transpose"(%x) {perm = [4294967296, 0, 1, 2]}')) end, "perm entry 4294967296 out of range", "g.kir:3:3")
+case("kir reduce axis 2^32", function() return (graph_kir('%y = "graph.reduce_sum"(%x) {axes = [4294967296], keepdims = true}')) end, "axis 4294967296 out of range", "g.kir:3:3")
+case("kir softmax axis minint", function() return (graph_kir('%y = "graph.softmax"(%x) {axis = -9223372036854775808}')) end, "axis -9223372036854775808 out of range", "g.kir:3:3")
+case("kir slice step maxint", function() return (graph_kir('%y = "graph.slice"(%x) {begin = [0, 0, 0, 0], end = [1, 4, 8, 8], step = [1, 1, 1, 9223372036854775807]}')) end, "step 9223372036854775807 out of range", "g.kir:3:3")
+case("kir conv padding maxint", function() return (graph_kir('%y = "graph.conv"(%x, %x) {padding = [9223372036854775807, 0, 0, 0]}')) end, "padding 9223372036854775807 out of range", "g.kir:3:3")
+case("kir conv stride 0", function() return (graph_kir('%y = "graph.conv"(%x, %x) {stride = [0, 1]}')) end, "stride 0 out of range", "g.kir:3:3")
+case("kir result type mismatch", function() return (graph_kir('%y = "graph.relu"(%x)', "tensor<4xf32>")) end, "does not match the inferred", "g.kir:3:3")
+case("kiln.op result 2^62", function() return (kiln.op { name = "t.a", results = { "tensor<4611686018427387904xf32>" } }) end, "dimension out of range", "<type>:1:8")
+case("attribute nested too deep", function() return (kiln.attr(string.rep("[", 300) .. string.rep("]", 300))) end, "attributes nested too deeply", "<attribute>:1:257")
 
 -- ------------------------------------------------------------------ runner ----
 -- The context still works after the failure: the graph the case failed in still takes
