@@ -6,6 +6,8 @@
 #include "core/print.h"
 #include "core/target.h"
 #include "core/verify.h"
+#include "passes/lower_to_llvm.h"
+#include "runtime/codegen_target.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +172,8 @@ kl_status kl_program_save(const kl_program *p, const char *path, char *err, size
 }
 
 /* ---------------------------------------------------------------- loading ---- */
+static void chomp(char *s) { size_t n = strlen(s); while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = 0; }
+
 static kl_status check_plan(const kl_program *p, const kl_bundle_target *T, char *why, size_t n) {
   const char *t = T->name;
   if (kl_program_nslots(p, t) != T->nslots) { snprintf(why, n, "%d slots in the IR, %d in the plan section", kl_program_nslots(p, t), T->nslots); return KL_ERR; }
@@ -208,14 +212,120 @@ static kl_status check_plan(const kl_program *p, const kl_bundle_target *T, char
   return KL_OK;
 }
 
+/* LDS bytes a kernel declares: its rock.alloc ops in LDS space (program.c's rule for
+ * compiled programs). */
+static int64_t ir_lds_bytes(kl_op *kernel) {
+  int n; kl_op **ops = kl_collect_ops(kernel, &n);
+  int64_t bytes = 0;
+  for (int i = 0; i < n; i++) {
+    const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
+    if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS) {
+      int64_t b = kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+      bytes = (b < 0 || bytes > INT64_MAX - b) ? INT64_MAX : bytes + b;
+    }
+  }
+  free(ops);
+  return bytes;
+}
+
+/* A plan tensor (element type, shape, strides) against the IR type it describes. */
+static kl_status tensor_agrees(const kl_type *t, const kl_bundle_tensor *bt, const char *what, char *why, size_t n) {
+  save_mem m = {0};
+  kl_bundle_tensor d;
+  char e[256];
+  kl_status st = tensor_desc(t, &d, &m, e, sizeof e, what);
+  if (st != KL_OK) snprintf(why, n, "%s", e);
+  else if (strcmp(d.type, bt->type)) { snprintf(why, n, "%s has type %s in the IR, %s in the plan section", what, d.type, bt->type); st = KL_ERR; }
+  else if (strcmp(d.elem, bt->elem) || d.rank != bt->rank) { snprintf(why, n, "%s: the element type or rank differs from its type %s", what, d.type); st = KL_ERR; }
+  for (int i = 0; st == KL_OK && i < d.rank; i++)
+    if (d.shape[i] != bt->shape[i] || d.strides[i] != bt->strides[i]) {
+      snprintf(why, n, "%s: dimension %d is %lld (stride %lld) in the IR type %s, %lld (stride %lld) in the plan section", what, i,
+               (long long)d.shape[i], (long long)d.strides[i], d.type, (long long)bt->shape[i], (long long)bt->strides[i]);
+      st = KL_ERR;
+    }
+  for (int i = 0; i < m.n; i++) free(m.ptrs[i]);
+  free(m.ptrs);
+  return st;
+}
+
+/* One kernel of the plan section against its func in the IR, which is authoritative: the
+ * launch sizes (grid, block, LDS bytes: the ones the kernel was compiled for, within the
+ * target's limits), kind, perf config, argument names and layouts. */
+static kl_status kernel_agrees(const kl_target *desc, kl_op *f, const kl_bundle_kernel *K, char *why, size_t n) {
+  int64_t grid = 1, block = 1, lds = ir_lds_bytes(f);
+  kl_op_attr_i64(f, "grid_size", &grid);
+  kl_op_attr_i64(f, "block_size", &block);
+  if (grid < 1 || grid > 0x7fffffff) { snprintf(why, n, "kernel %s: grid_size %lld in the IR is out of range (1..2^31-1)", K->name, (long long)grid); return KL_ERR; }
+  if (block < 1 || block > desc->max_workgroup_size) {
+    snprintf(why, n, "kernel %s: block_size %lld in the IR is out of range for target '%s' (1..%d)", K->name, (long long)block, desc->name, desc->max_workgroup_size);
+    return KL_ERR;
+  }
+  if (lds > desc->lds_bytes) {
+    snprintf(why, n, "kernel %s declares %lld LDS bytes in the IR, more than target '%s' has (%lld)", K->name, (long long)lds, desc->name, (long long)desc->lds_bytes);
+    return KL_ERR;
+  }
+  if (K->grid[0] != grid || K->block[0] != block || K->lds_bytes != lds) {
+    snprintf(why, n, "kernel %s launches with grid [%lld,%lld,%lld], block [%lld,%lld,%lld], %lld LDS bytes in the plan section; "
+             "the IR says grid %lld, block %lld, %lld LDS bytes", K->name, (long long)K->grid[0], (long long)K->grid[1], (long long)K->grid[2],
+             (long long)K->block[0], (long long)K->block[1], (long long)K->block[2], (long long)K->lds_bytes, (long long)grid, (long long)block, (long long)lds);
+    return KL_ERR;
+  }
+  const char *kind = kl_op_attr_string(f, "kind"), *pc = kl_op_attr_string(f, "perf_config");
+  if (strcmp(kind ? kind : "", K->kind) || strcmp(pc ? pc : "", K->perf_config)) {
+    snprintf(why, n, "kernel %s is a '%s' kernel with perf config '%s' in the IR, '%s' with '%s' in the plan section", K->name, kind ? kind : "",
+             pc ? pc : "", K->kind, K->perf_config);
+    return KL_ERR;
+  }
+  kl_block *body = f->regions[0].first;
+  if (!body || body->nargs != K->nargs) { snprintf(why, n, "kernel %s takes %d arguments in the IR, %d in the plan section", K->name, body ? body->nargs : 0, K->nargs); return KL_ERR; }
+  const kl_attr *names = kl_op_attr(f, "arg_names");
+  for (int a = 0; a < K->nargs; a++) {
+    const char *nm = (names && names->kind == KL_AT_ARRAY && a < names->n && names->elems[a]->kind == KL_AT_STR) ? names->elems[a]->s : "";
+    char what[160];
+    snprintf(what, sizeof what, "kernel %s argument %d", K->name, a);
+    if (strcmp(nm, K->args[a].name)) { snprintf(why, n, "%s is named '%s' in the IR, '%s' in the plan section", what, nm, K->args[a].name); return KL_ERR; }
+    if (tensor_agrees(body->args[a]->type, &K->args[a].t, what, why, n) != KL_OK) return KL_ERR;
+  }
+  return KL_OK;
+}
+
+/* Host binaries are never handed to LLVM as they come: the kernel is lowered again from
+ * the IR (authoritative, already parsed and verified by kiln) and its bitcode must be the
+ * bundle's byte for byte. So a damaged or crafted bitcode section gives this error instead
+ * of reaching LLVM's bitcode reader (which aborts the process on some inputs). */
+static kl_status host_binary_agrees(kl_ctx *ctx, const kl_target *desc, kl_op *f, const kl_bundle_target *T, const kl_bundle_kernel *K, char *why,
+                                    size_t n) {
+  LLVMContextRef lc = LLVMContextCreate();
+  LLVMModuleRef lm = NULL;
+  kl_status st = kl_lower_kernel_to_llvm(f, desc, lc, &lm);
+  if (st != KL_OK) {
+    char *d = kl_diag_take(ctx);
+    chomp(d);
+    snprintf(why, n, "kernel %s does not lower to LLVM:\n%s", K->name, *d ? d : "(no diagnostic)");
+    free(d);
+  } else {
+    kl_binary bin = {0};
+    char e[1024] = "";
+    st = kl_codegen_emit(lm, T->name, NULL, &bin, e, sizeof e);
+    if (st != KL_OK) snprintf(why, n, "kernel %s: %s", K->name, e);
+    else if (bin.size != K->binary_size || memcmp(bin.data, K->binary, bin.size)) {
+      snprintf(why, n, "the binary of kernel %s (%zu bytes) is not the LLVM bitcode of its IR (%zu bytes): the bundle is damaged, or it was "
+               "written by a kiln with another LLVM version", K->name, K->binary_size, bin.size);
+      st = KL_ERR;
+    }
+    kl_binary_free(&bin);
+    LLVMDisposeModule(lm);
+  }
+  LLVMContextDispose(lc);
+  return st;
+}
+
 /* Ops printed without a location get the position in the bundle's text when parsed;
  * they had none, so they get none again (and a loaded program saves to the same bytes). */
 static kl_walk_result unlocate(kl_op *op, void *user) {
   if (op->loc.file == (const char *)user) op->loc = KL_LOC_UNKNOWN;
   return KL_WALK_ADVANCE;
 }
-
-static void chomp(char *s) { size_t n = strlen(s); while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = 0; }
 
 kl_program *kl_program_from_bundle(kl_ctx *ctx, const kl_bundle *b, const char *path, char *err, size_t errlen) {
   const char *where = path ? path : "bundle";
@@ -257,6 +367,15 @@ kl_program *kl_program_from_bundle(kl_ctx *ctx, const kl_bundle *b, const char *
       const kl_bundle_kernel *K = &T->kernels[k];
       if (K->grid[1] != 1 || K->grid[2] != 1 || K->block[1] != 1 || K->block[2] != 1) {
         snprintf(err, errlen, "load: %s: target '%s': kernel %s has a multi-dimensional grid or block, which this kiln does not run", where, T->name, K->name);
+        goto done;
+      }
+      kl_op *f = find_kernel(module, K->name);
+      if (f && kernel_agrees(desc, f, K, msg, sizeof msg) != KL_OK) {
+        snprintf(err, errlen, "load: %s: target '%s': the plan section disagrees with the IR: %s", where, T->name, msg);
+        goto done;
+      }
+      if (f && desc->arch == KL_ARCH_HOST && host_binary_agrees(ctx, desc, f, T, K, msg, sizeof msg) != KL_OK) {
+        snprintf(err, errlen, "load: %s: target '%s': %s", where, T->name, msg);
         goto done;
       }
       kl_kernel_info *ki = &kinfos[t][k];

@@ -9,6 +9,17 @@
  *  - Loading parses each target's module IR text into ctx (kl_parse_module), verifies it,
  *    and rebuilds the plan from its graph func exactly as kl_compile does (params,
  *    constants, launches, outputs); the plan section of the bundle must agree with it.
+ *    The IR is authoritative: every kernel's grid, block and LDS bytes in the plan must
+ *    be those of its kernel func (grid_size, block_size, the rock.alloc ops in LDS), within
+ *    the target's limits (block <= max_workgroup_size, LDS <= the target's LDS), and its
+ *    kind, perf config, argument names and layouts those of the IR; so a kernel never
+ *    runs with a launch size it was not compiled for.
+ *  - Host binaries (LLVM bitcode) are never handed to LLVM as they come: each kernel is
+ *    lowered again from the verified IR and its bitcode must equal the bundle's byte for
+ *    byte (else an error naming the kernel). LLVM's bitcode reader aborts or crashes on
+ *    some malformed inputs (a resealed byte flip can make it ask for 30 GB), so this is
+ *    the only way loading a bundle can promise not to take the process down. A bundle
+ *    written by a kiln with another LLVM version is refused for the host the same way.
  *    Kernel infos (p:kernels()) come from the bundle; kernel IR snapshots, LLVM IR and
  *    the module snapshots after each pass are NOT saved (a loaded program has none;
  *    kl_program_ir returns NULL). A loaded program is not put in the compile cache.

@@ -58,6 +58,178 @@ static bool span_bytes(int rank, const int64_t *shape, const int64_t *strides, i
   return true;
 }
 
+/* ---- kiln's type text, the redundancy the client checks the plan against ----
+ * "tensor<4x6xf32>", "buffer<64x64xf32, strides=[1,64], lds>", "tensor<f32>" (rank 0) or a
+ * bare scalar "f32"; strides are printed only when not row-major (core/type.c). */
+enum { SPACE_GLOBAL, SPACE_LDS, SPACE_PRIVATE };
+typedef struct ptype { int elem_bytes, rank, space; char elem[8]; int64_t shape[MAX_RANK], strides[MAX_RANK]; } ptype;
+static size_t p_int(const char *s, size_t n, size_t i, int64_t *v) {   /* digits at s[i..]; 0 if none or overflow */
+  size_t j = i;
+  int64_t x = 0;
+  while (j < n && s[j] >= '0' && s[j] <= '9') {
+    if (x > (INT64_MAX - (s[j] - '0')) / 10) return 0;
+    x = x * 10 + (s[j++] - '0');
+  }
+  *v = x;
+  return j - i;
+}
+static bool p_lit(const char *s, size_t n, size_t *i, const char *lit) {
+  size_t k = strlen(lit);
+  if (n - *i < k || memcmp(s + *i, lit, k)) return false;
+  *i += k;
+  return true;
+}
+/* Parses a type at s[0..n); returns the characters used, 0 if it is not one. */
+static size_t parse_type(const char *s, size_t n, ptype *t) {
+  memset(t, 0, sizeof *t);
+  size_t i = 0;
+  bool shaped = p_lit(s, n, &i, "tensor<") || p_lit(s, n, &i, "buffer<");
+  bool buffer = shaped && s[0] == 'b';
+  for (;;) {   /* dims "Nx", then the element type */
+    int64_t v;
+    size_t k = shaped ? p_int(s, n, i, &v) : 0;
+    if (!k) break;
+    if (i + k >= n || s[i + k] != 'x' || t->rank == MAX_RANK) return 0;
+    t->shape[t->rank++] = v;
+    i += k + 1;
+  }
+  size_t e = i;
+  while (e < n && e - i < sizeof t->elem - 1 && ((s[e] >= 'a' && s[e] <= 'z') || (s[e] >= '0' && s[e] <= '9'))) e++;
+  memcpy(t->elem, s + i, e - i);
+  t->elem[e - i] = 0;
+  if (!(t->elem_bytes = elem_bytes_of(t->elem))) return 0;
+  i = e;
+  int64_t st = 1;
+  for (int d = t->rank - 1; d >= 0; d--) { t->strides[d] = st; if (t->shape[d] > 1 && __builtin_mul_overflow(st, t->shape[d], &st)) st = INT64_MAX; }
+  if (!shaped) return i;
+  if (p_lit(s, n, &i, ", strides=[")) {
+    for (int d = 0; d < t->rank; d++) {
+      size_t k = p_int(s, n, i, &t->strides[d]);
+      if (!k) return 0;
+      i += k;
+      if (d + 1 < t->rank && !p_lit(s, n, &i, ",")) return 0;
+    }
+    if (!p_lit(s, n, &i, "]")) return 0;
+  }
+  if (buffer && p_lit(s, n, &i, ", lds")) t->space = SPACE_LDS;
+  else if (buffer && p_lit(s, n, &i, ", private")) t->space = SPACE_PRIVATE;
+  return p_lit(s, n, &i, ">") ? i : 0;
+}
+
+/* ---- the IR text: the launch sizes each kernel was compiled for ----
+ * The IR section is kiln's generic form: the module's ops sit at bracket depth 2 of
+ *   "builtin.module"() ({ ... }) ...
+ * and a kernel is  "func.func"() ({ body }) {..., block_size = B, grid_size = G, kernel,
+ * ..., sym_name = "name"} ... on one line. grid_size and block_size default to 1 (as in
+ * kiln); the LDS bytes are the sum over the body's "rock.alloc" ops whose result is a
+ * buffer<..., lds> (elements x element bytes), kiln's rule (runtime/program.c). */
+static size_t skip_string(const char *s, size_t n, size_t i) {   /* s[i] == '"' */
+  for (i++; i < n; i++) {
+    if (s[i] == '\\') i++;
+    else if (s[i] == '"') return i + 1;
+  }
+  return n;
+}
+static bool opener(char c) { return c == '(' || c == '[' || c == '{'; }
+static bool closer(char c) { return c == ')' || c == ']' || c == '}'; }
+/* s[i] opens a group; the index after its closer, or n if it has none. */
+static size_t skip_group(const char *s, size_t n, size_t i) {
+  size_t depth = 0;
+  while (i < n) {
+    if (s[i] == '"') { i = skip_string(s, n, i); continue; }
+    if (opener(s[i])) depth++;
+    else if (closer(s[i]) && --depth == 0) return i + 1;
+    i++;
+  }
+  return n;
+}
+static size_t skip_ws(const char *s, size_t n, size_t i) { while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t')) i++; return i; }
+
+typedef struct ir_kernel { int64_t grid, block, lds; } ir_kernel;
+
+/* The LDS bytes of the "rock.alloc" ops in s[b..e); -1 if one has a type the client cannot read. */
+static int64_t region_lds(const char *s, size_t b, size_t e) {
+  int64_t lds = 0;
+  for (size_t i = b; i < e;) {
+    if (s[i] != '"') { i++; continue; }
+    size_t j = skip_string(s, e, i);
+    if (j - i == 12 && !memcmp(s + i, "\"rock.alloc\"", 12)) {
+      size_t k = skip_ws(s, e, j);
+      if (k < e && s[k] == '(') k = skip_ws(s, e, skip_group(s, e, k));
+      if (k < e && s[k] == '{') k = skip_ws(s, e, skip_group(s, e, k));
+      if (!p_lit(s, e, &k, ": () -> ")) return -1;
+      ptype t;
+      if (!parse_type(s + k, e - k, &t)) return -1;
+      if (t.space == SPACE_LDS) {
+        int64_t numel = 1;
+        for (int d = 0; d < t.rank; d++) if (__builtin_mul_overflow(numel, t.shape[d], &numel)) return -1;
+        if (__builtin_mul_overflow(numel, (int64_t)t.elem_bytes, &numel) || __builtin_add_overflow(lds, numel, &lds)) return -1;
+      }
+    }
+    i = j;
+  }
+  return lds;
+}
+
+/* Finds kernel `name` in the IR text; false with a reason if it is not there or its
+ * attributes cannot be read. */
+static bool ir_find_kernel(const char *s, size_t n, const char *name, ir_kernel *out, char *why, size_t wn) {
+  size_t depth = 0;
+  for (size_t i = 0; i < n;) {
+    if (opener(s[i])) { depth++; i++; continue; }
+    if (closer(s[i])) { depth--; i++; continue; }
+    if (s[i] != '"') { i++; continue; }
+    size_t j = skip_string(s, n, i);
+    if (depth != 2 || j - i != 11 || memcmp(s + i, "\"func.func\"", 11)) { i = j; continue; }
+    /* a function of the module: operands, the body region, the attribute dictionary */
+    size_t k = skip_ws(s, n, j);
+    if (k < n && s[k] == '(') k = skip_ws(s, n, skip_group(s, n, k));
+    if (k >= n || s[k] != '(') { i = k; continue; }
+    size_t rb = k, re = skip_group(s, n, rb);
+    k = skip_ws(s, n, re);
+    if (k >= n || s[k] != '{') { i = k; continue; }
+    size_t ab = k + 1, ae = skip_group(s, n, k) - 1;   /* the closing brace */
+    if (ae >= n || s[ae] != '}') break;
+    i = ae + 1;
+    bool kernel = false, named = false;
+    int64_t grid = 1, block = 1;
+    int seen_grid = 0, seen_block = 0;
+    for (size_t a = ab; a < ae;) {   /* entries "key" or "key = value", separated by commas */
+      a = skip_ws(s, ae, a);
+      size_t kb = a;
+      while (a < ae && s[a] != ' ' && s[a] != '=' && s[a] != ',') a++;
+      size_t kl = a - kb;
+      a = skip_ws(s, ae, a);
+      size_t vb = a, ve = a;
+      if (a < ae && s[a] == '=') {
+        vb = ve = skip_ws(s, ae, a + 1);
+        while (ve < ae && s[ve] != ',') ve = s[ve] == '"' ? skip_string(s, ae, ve) : opener(s[ve]) ? skip_group(s, ae, ve) : ve + 1;
+      }
+      a = ve < ae ? ve + 1 : ae;
+      int64_t v;
+      if (kl == 6 && !memcmp(s + kb, "kernel", 6)) kernel = true;
+      else if (kl == 8 && !memcmp(s + kb, "sym_name", 8))
+        named = ve - vb == strlen(name) + 2 && s[vb] == '"' && !memcmp(s + vb + 1, name, ve - vb - 2) && !memchr(s + vb, '\\', ve - vb);
+      else if ((kl == 9 && !memcmp(s + kb, "grid_size", 9)) || (kl == 10 && !memcmp(s + kb, "block_size", 10))) {
+        size_t d = p_int(s, ve, vb, &v);
+        bool g = kl == 9;
+        if (!d || (vb + d < ve && s[vb + d] != ' ') || (g ? seen_grid++ : seen_block++)) {
+          snprintf(why, wn, "a function has an unreadable or repeated %.*s attribute", (int)kl, s + kb);
+          return false;
+        }
+        if (g) grid = v; else block = v;
+      }
+    }
+    if (!kernel || !named) continue;
+    out->grid = grid; out->block = block;
+    out->lds = region_lds(s, rb, re);
+    if (out->lds < 0) { snprintf(why, wn, "kernel %s: a rock.alloc has a type this reader cannot size", name); return false; }
+    return true;
+  }
+  snprintf(why, wn, "kernel %s is not a kernel function of the IR", name);
+  return false;
+}
+
 /* ---- the bundle object and its arena ---- */
 typedef struct chunk { struct chunk *next; size_t used, cap; } chunk;
 struct kl_bundle {
@@ -188,6 +360,12 @@ static bool r_tensor(rd *r, kl_bundle_tensor *t, const char *what) {
   }
   t->shape = sh; t->strides = st;
   if (!span_bytes(t->rank, sh, st, eb, &t->bytes)) return rfail(r, "%s: the buffer is too large (size overflow)", what);
+  ptype pt;
+  size_t tl = strlen(t->type);
+  if (parse_type(t->type, tl, &pt) != tl) return rfail(r, "%s: '%s' is not a tensor or buffer type", what, t->type);
+  bool same = !strcmp(pt.elem, t->elem) && pt.rank == t->rank;
+  for (int i = 0; same && i < t->rank; i++) same = pt.shape[i] == sh[i] && pt.strides[i] == st[i];
+  if (!same) return rfail(r, "%s: the element type, shape or strides differ from its type %s", what, t->type);
   return !r->failed;
 }
 
@@ -268,6 +446,10 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
     for (uint32_t a = 0; a < n; a++) {
       uint32_t s = r_u32(r, "argument slot");
       if (s >= (uint32_t)t->nslots) return rfail(r, "argument %u: slot %u out of range (%d slots)", a, s, t->nslots);
+      const kl_bundle_tensor *x = &ss[s].t, *y = &ks[k].args[a].t;
+      bool same = !strcmp(x->elem, y->elem) && x->rank == y->rank;
+      for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == y->shape[d] && x->strides[d] == y->strides[d];
+      if (!same) return rfail(r, "argument %u: slot %u (%s) does not have the layout of %s's argument (%s)", a, s, x->type, ks[k].name, y->type);
       args[a] = (int)s;
     }
     st[i] = (kl_bundle_step){ KL_BUNDLE_LAUNCH, (int)k, (int)n, args };
@@ -456,6 +638,21 @@ static kl_bundle *open_checked(const unsigned char *d, size_t size, char *err, s
         errf(err, errlen, "bundle: target '%s': constant slot %d has no data section", T->name, s);
         goto fail;
       }
+    /* a kernel launches only with the sizes its IR was compiled for */
+    for (int k = 0; k < T->nkernels; k++) {
+      const kl_bundle_kernel *K = &T->kernels[k];
+      ir_kernel ik;
+      char why[256];
+      if (!ir_find_kernel(T->ir, T->ir_size, K->name, &ik, why, sizeof why)) { errf(err, errlen, "bundle: target '%s': IR section: %s", T->name, why); goto fail; }
+      if (K->grid[0] != ik.grid || K->grid[1] != 1 || K->grid[2] != 1 || K->block[0] != ik.block || K->block[1] != 1 || K->block[2] != 1 ||
+          K->lds_bytes != ik.lds) {
+        errf(err, errlen, "bundle: target '%s': the plan section disagrees with the IR: kernel %s launches with grid [%lld,%lld,%lld], "
+             "block [%lld,%lld,%lld], %lld LDS bytes in the plan; the IR says grid_size %lld, block_size %lld, %lld LDS bytes", T->name, K->name,
+             (long long)K->grid[0], (long long)K->grid[1], (long long)K->grid[2], (long long)K->block[0], (long long)K->block[1],
+             (long long)K->block[2], (long long)K->lds_bytes, (long long)ik.grid, (long long)ik.block, (long long)ik.lds);
+        goto fail;
+      }
+    }
   }
   free(es);
   if (b->oom) { kl_bundle_close(b); errf(err, errlen, "bundle: out of memory"); return NULL; }

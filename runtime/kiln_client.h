@@ -10,7 +10,14 @@
  *    (magic, format version, header / section-table / per-section checksums, every
  *    count, index, string and size); on any problem they return NULL and write a clear
  *    message into err[errlen] (err may be NULL) naming the section and what is wrong.
- *    They never crash or read out of bounds, whatever the input bytes.
+ *    They never crash or read out of bounds, whatever the input bytes. They also check
+ *    the plan against the redundancy in the bundle, so a client never launches with
+ *    sizes the IR does not carry: every kernel's grid, block and LDS bytes must be its
+ *    grid_size / block_size attributes (default 1) and the sum of its rock.alloc LDS
+ *    buffers in the IR text; every tensor's element type, shape and strides must be
+ *    those its type text spells; and each launch argument's slot must have the layout of
+ *    the kernel's argument. (Checksums are not signatures: a plan and IR edited alike
+ *    are a different program, which no reader can tell from the original.)
  *  - Memory: kl_bundle_open_memory copies the bytes. Everything reachable from a
  *    kl_bundle (structs, strings, binaries, constant data, IR text) is owned by it and
  *    stays valid until kl_bundle_close. All pointers returned are const: do not modify.

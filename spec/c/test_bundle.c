@@ -27,6 +27,7 @@
 #include "core/attr.h"
 #include "core/dialect_graph.h"
 #include "core/pass.h"
+#include "core/target.h"
 #include "runtime/bundle.h"
 #include "runtime/kiln_client.h"
 #include "runtime/program.h"
@@ -150,6 +151,19 @@ static void make_plan(bb *b, const char *target, knobs k) {
   if (k.trailing) bb_u32(b, 0);
 }
 
+/* The IR text of the synthetic plan: what a client checks the launch sizes against
+ * (k0: grid 1, block 64, no LDS; k1: grid 1, block 64, 64 f32 of LDS = 256 bytes). */
+static const char SYNTH_IR[] =
+  "\"builtin.module\"() ({\n"
+  "  \"func.func\"() ({\n"
+  "    \"func.return\"() : () -> () loc(\"odd \\\" name ({[\":1:0)\n"
+  "  }) {block_size = 64, grid_size = 1, kernel, sym_name = \"k0\"} : () -> ()\n"
+  "  \"func.func\"() ({\n"
+  "    %0 = \"rock.alloc\"() : () -> buffer<64xf32, lds>\n"
+  "    %1 = \"rock.alloc\"() : () -> buffer<8x8xf32, strides=[1,8], private>\n"
+  "  }) {block_size = 64, grid_size = 1, kernel, sym_name = \"k1\"} : () -> ()\n"
+  "}) : () -> ()\n";
+
 /* A full synthetic bundle for one or two targets; returns its bytes. */
 typedef struct variant_opts {
   knobs k;
@@ -173,7 +187,7 @@ static unsigned char *synth(variant_opts o, size_t *size) {
     s[n] = (rsec){ 2, (uint32_t)t, 0, {0} };
     make_plan(&s[n].data, name, o.k);
     n++;
-    if (!o.no_ir) { s[n] = (rsec){ 3, (uint32_t)t, 0, {0} }; bb_put(&s[n].data, "module {\n}\n", 11); n++; }
+    if (!o.no_ir) { s[n] = (rsec){ 3, (uint32_t)t, 0, {0} }; bb_put(&s[n].data, SYNTH_IR, strlen(SYNTH_IR)); n++; }
     s[n] = (rsec){ 4, (uint32_t)t, 0, {0} }; bb_put(&s[n].data, "BIN0", 4); n++;
     if (!o.no_binary1) { s[n] = (rsec){ 4, (uint32_t)t, o.binary_kernel, {0} }; bb_put(&s[n].data, "BIN-one", 7); n++; }
     if (o.dup_binary) { s[n] = (rsec){ 4, (uint32_t)t, 0, {0} }; bb_put(&s[n].data, "BIN0", 4); n++; }
@@ -232,7 +246,7 @@ static void test_container(void) {
     CHECK(kl_bundle_find_param(t, "x") == 0 && kl_bundle_find_param(t, "y") == -1, "find param");
     CHECK(t->nsteps == 2 && t->steps[1].kernel == 1 && t->steps[1].nargs == 3 && t->steps[1].args[1] == 2, "steps");
     CHECK(t->noutputs == 1 && t->outputs[0] == 3, "outputs");
-    CHECK(t->ir_size == 11 && !strcmp(t->ir, "module {\n}\n"), "ir");
+    CHECK(t->ir_size == strlen(SYNTH_IR) && !strcmp(t->ir, SYNTH_IR), "ir");
     /* re-encoding with the library writer gives the same bytes (same format, independently written) */
     void *re; size_t rn;
     CHECK(kl_bundle_encode(1, t, "test writer", &re, &rn, err, sizeof err) == 0, "%s", err);
@@ -615,6 +629,7 @@ static void write_file(const char *path, const void *b, size_t n) {
 
 static char g_dir[256];
 static unsigned char *g_small; static size_t g_small_n;   /* a real host bundle, for the fuzz group */
+static unsigned char *g_dot; static size_t g_dot_n;       /* the dot bundle (grid > 1, LDS on host) */
 
 /* A client that launches the kernels itself from the client API and the device layer:
  * allocates every slot, uploads params and constants, launches the steps in order and
@@ -767,6 +782,7 @@ static void test_end_to_end(const char *name, kl_op *(*build)(kl_ctx *), kl_devi
   kl_program_release(q);
   kl_ctx_destroy(c2);
   if (!g_small && mn < 200000) { g_small = malloc(mn); memcpy(g_small, mem, mn); g_small_n = mn; }
+  if (build == dot_graph && !g_dot) { g_dot = malloc(mn); memcpy(g_dot, mem, mn); g_dot_n = mn; }
   free(mem); free(fb);
   kl_program_release(p);
   kl_ctx_destroy(c1);
@@ -829,6 +845,124 @@ static void test_gfx_only(kl_device *dev) {
   kl_ctx_destroy(c2);
   kl_ctx_destroy(c1);
   group_end("a gfx942-only bundle on the host: clear error");
+}
+
+/* A copy of target t of x whose kernel k has one launch field changed. */
+typedef enum { F_GRID0, F_GRID1, F_BLOCK0, F_BLOCK2, F_LDS } launch_field;
+static const char *const FIELD_NAMES[] = { "grid[0]", "grid[1]", "block[0]", "block[2]", "LDS bytes" };
+static void *edited(const kl_bundle *x, int t, int k, launch_field f, int64_t v, const char *ir, size_t *n, char *err, size_t errlen) {
+  int nt = kl_bundle_ntargets(x);
+  kl_bundle_target ts[8];
+  for (int i = 0; i < nt && i < 8; i++) ts[i] = *kl_bundle_target_at(x, i);
+  kl_bundle_kernel ks[16];
+  for (int i = 0; i < ts[t].nkernels && i < 16; i++) ks[i] = ts[t].kernels[i];
+  int64_t *at = f == F_GRID0 ? &ks[k].grid[0] : f == F_GRID1 ? &ks[k].grid[1] : f == F_BLOCK0 ? &ks[k].block[0] : f == F_BLOCK2 ? &ks[k].block[2] : &ks[k].lds_bytes;
+  *at = v;
+  ts[t].kernels = ks;
+  if (ir) { ts[t].ir = ir; ts[t].ir_size = strlen(ir); }
+  void *out = NULL;
+  if (kl_bundle_encode(nt, ts, "edited", &out, n, err, errlen) != 0) { CHECK(false, "encode: %s", err); return NULL; }
+  return out;
+}
+
+/* Edited grid, block and LDS sizes (re-encoded, so every checksum is right) never load:
+ * the plan must carry the sizes in the IR, within the target's limits; through the
+ * client reader and the loader, and the context stays usable. */
+static void test_launch_sizes(kl_device *dev) {
+  group_begin();
+  char err[4096], path[512];
+  snprintf(path, sizeof path, "%s/edited.klb", g_dir);
+  kl_bundle *x = g_dot ? kl_bundle_open_memory(g_dot, g_dot_n, err, sizeof err) : NULL;
+  CHECK(x != NULL, "no dot bundle: %s", g_dot ? err : "");
+  if (!x) { group_end("edited launch sizes"); return; }
+  kl_ctx *ctx = kl_ctx_create();
+  kl_register_builtin_passes(ctx);
+  int cases = 0;
+  for (int t = 0; t < kl_bundle_ntargets(x); t++) {
+    const kl_bundle_target *T = kl_bundle_target_at(x, t);
+    const kl_target *desc = kl_target_lookup(T->name);
+    CHECK(desc != NULL, "target %s", T->name);
+    if (!desc) continue;
+    for (int k = 0; k < T->nkernels; k++) {
+      const kl_bundle_kernel *K = &T->kernels[k];
+      int64_t vals[] = { 6, 64, 100000, 0x7fffffff, (int64_t)desc->max_workgroup_size + 1, desc->lds_bytes + 1, 0, -1, 1 };
+      for (int f = 0; f <= F_LDS; f++)
+        for (size_t v = 0; v < sizeof vals / sizeof *vals; v++) {
+          int64_t was = f == F_GRID0 ? K->grid[0] : f == F_GRID1 ? K->grid[1] : f == F_BLOCK0 ? K->block[0] : f == F_BLOCK2 ? K->block[2] : K->lds_bytes;
+          if (vals[v] == was) continue;
+          size_t n;
+          void *b = edited(x, t, k, (launch_field)f, vals[v], NULL, &n, err, sizeof err);
+          if (!b) continue;
+          cases++;
+          kl_bundle *y = kl_bundle_open_memory(b, n, err, sizeof err);
+          CHECK(!y && (strstr(err, "disagrees with the IR") || strstr(err, "bad launch dims") || strstr(err, "bad LDS size")) && (strstr(err, T->name) || strstr(err, "plan of target")),
+                "%s kernel %s %s = %lld: client: %s", T->name, K->name, FIELD_NAMES[f], (long long)vals[v], y ? "(opened)" : err);
+          kl_bundle_close(y);
+          write_file(path, b, n);
+          kl_program *p = kl_program_load(ctx, path, err, sizeof err);
+          CHECK(!p && strstr(err, path) && (strstr(err, "disagrees with the IR") || strstr(err, "bad launch dims") || strstr(err, "bad LDS size")),
+                "%s kernel %s %s = %lld: load: %s", T->name, K->name, FIELD_NAMES[f], (long long)vals[v], p ? "(loaded)" : err);
+          kl_program_release(p);
+          free(b);
+        }
+    }
+  }
+  /* the plan and the IR edited alike: the IR is authoritative, but a block size beyond
+   * the target's limit (host: 1 thread per workgroup) is refused by the loader */
+  const kl_bundle_target *H = kl_bundle_find_target(x, "host");
+  int t = (int)(H - kl_bundle_target_at(x, 0));
+  const char *at = H ? strstr(H->ir, "block_size = 1,") : NULL;
+  CHECK(at != NULL, "no block_size = 1 in the host IR");
+  if (at) {
+    char *ir = malloc(H->ir_size + 1);
+    memcpy(ir, H->ir, H->ir_size + 1);
+    ir[at - H->ir + 13] = '2';
+    size_t n;
+    int k = 0;
+    void *b = edited(x, t, k, F_BLOCK0, 2, ir, &n, err, sizeof err);
+    kl_bundle *y = b ? kl_bundle_open_memory(b, n, err, sizeof err) : NULL;
+    CHECK(y != NULL, "a plan that agrees with its IR reads: %s", err);
+    kl_program *p = y ? kl_program_from_bundle(ctx, y, "edited.klb", err, sizeof err) : NULL;
+    CHECK(!p && strstr(err, "block_size 2 in the IR is out of range for target 'host' (1..1)"), "%s", p ? "(loaded)" : err);
+    kl_program_release(p);
+    kl_bundle_close(y);
+    free(b); free(ir);
+  }
+  /* huge declared sizes: a string length, a kernel count, a section size */
+  unsigned char *c = malloc(g_dot_n);
+  uint32_t nsec = rd32(g_dot + 16);
+  for (uint32_t i = 0; i < nsec; i++) {
+    const unsigned char *e = g_dot + 48 + 40 * i;
+    if (rd32(e) != 2) continue;
+    uint64_t off = rd64(e + 16);
+    memcpy(c, g_dot, g_dot_n);
+    wr32(c + off, 0xffffffffu);   /* the target name's length */
+    reseal(c, g_dot_n);
+    CHECK(open_fails_with(c, g_dot_n, "truncated: target name needs 4294967295 bytes", err, sizeof err), "%s", err);
+    memcpy(c, g_dot, g_dot_n);
+    size_t kc = off + 12 + rd32(c + off) + rd32(c + off + 4 + rd32(c + off)) +
+                rd32(c + off + 8 + rd32(c + off) + rd32(c + off + 4 + rd32(c + off)));   /* after 3 strings */
+    wr32(c + kc, 0x7fffffffu);
+    reseal(c, g_dot_n);
+    CHECK(open_fails_with(c, g_dot_n, "kernel count 2147483647 is impossible", err, sizeof err), "%s", err);
+    memcpy(c, g_dot, g_dot_n);
+    wr64(c + 48 + 40 * i + 24, 1ull << 62);
+    reseal(c, g_dot_n);
+    CHECK(open_fails_with(c, g_dot_n, "run past the end", err, sizeof err), "%s", err);
+    cases += 3;
+    break;
+  }
+  free(c);
+  /* the context still loads and runs the undamaged bundle */
+  write_file(path, g_dot, g_dot_n);
+  kl_program *p = kl_program_load(ctx, path, err, sizeof err);
+  CHECK(p != NULL, "load after the failures: %s", err);
+  if (p) run_and_compare(p, dev, dot_graph(ctx), "dot after edited bundles");
+  kl_program_release(p);
+  printf("  %d edited launch sizes and huge declared sizes: all refused with a message\n", cases);
+  kl_ctx_destroy(ctx);
+  kl_bundle_close(x);
+  group_end("edited launch sizes (grid, block, LDS: 6, 64, 100000, device limits) and huge declared sizes");
 }
 
 static void test_fuzz_real(void) {
@@ -935,11 +1069,12 @@ int main(void) {
     test_end_to_end("dot + bias + relu", dot_graph, dev);
     test_gfx_only(dev);
     test_fuzz_real();
+    test_launch_sizes(dev);
     test_lua();
     if (g_gpu) kl_device_destroy(g_gpu);
     kl_device_destroy(dev);
   }
-  free(g_small);
+  free(g_small); free(g_dot);
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
   if (getenv("KILN_KEEP_BUNDLES")) printf("bundles kept in %s\n", g_dir);
   else if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_dir);
