@@ -965,6 +965,43 @@ static void test_launch_sizes(kl_device *dev) {
   group_end("edited launch sizes (grid, block, LDS: 6, 64, 100000, device limits) and huge declared sizes");
 }
 
+/* Byte changes in the host bitcode of a real bundle, checksums recomputed: LLVM 19's
+ * bitcode reader aborts ("LLVM ERROR: out of memory", a 30 GB request) or segfaults on
+ * many of these (offsets ~240-330 are the abbreviations and the type table), so the
+ * loader must refuse every one before LLVM reads it. */
+static void test_crafted_bitcode(void) {
+  group_begin();
+  char err[2048];
+  const unsigned char *b = g_small;
+  size_t n = g_small_n;
+  uint32_t nsec = b ? rd32(b + 16) : 0;
+  uint64_t off = 0, sz = 0;
+  for (uint32_t i = 0; i < nsec && !sz; i++)
+    if (rd32(b + 48 + 40 * i) == 4 && rd32(b + 48 + 40 * i + 4) == 0) { off = rd64(b + 48 + 40 * i + 16); sz = rd64(b + 48 + 40 * i + 24); }
+  CHECK(sz > 0, "no host binary");
+  kl_ctx *ctx = kl_ctx_create();
+  unsigned char *c = malloc(n ? n : 1);
+  int tried = 0, refused = 0;
+  for (uint64_t at = 0; at < sz && at < 512; at++)
+    for (int v = 0; v < 2; v++) {
+      memcpy(c, b, n);
+      c[off + at] = v ? (unsigned char)(c[off + at] ^ 0x80) : 0;
+      if (c[off + at] == b[off + at]) continue;
+      reseal(c, n);
+      tried++;
+      kl_bundle *x = kl_bundle_open_memory(c, n, err, sizeof err);
+      kl_program *p = x ? kl_program_from_bundle(ctx, x, "bitcode.klb", err, sizeof err) : NULL;
+      if (!p && strstr(err, "is not the LLVM bitcode of its IR")) refused++;
+      else CHECK(false, "bitcode byte %llu: %s", (unsigned long long)at, p ? "(loaded)" : err);
+      kl_program_release(p);
+      kl_bundle_close(x);
+    }
+  printf("  %d changed bytes of the host bitcode: %d refused before LLVM reads them\n", tried, refused);
+  free(c);
+  kl_ctx_destroy(ctx);
+  group_end("crafted host bitcode never reaches LLVM's bitcode reader");
+}
+
 static void test_fuzz_real(void) {
   group_begin();
   char err[2048], path[512];
@@ -1070,6 +1107,7 @@ int main(void) {
     test_gfx_only(dev);
     test_fuzz_real();
     test_launch_sizes(dev);
+    test_crafted_bitcode();
     test_lua();
     if (g_gpu) kl_device_destroy(g_gpu);
     kl_device_destroy(dev);
