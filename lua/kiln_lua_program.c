@@ -364,7 +364,10 @@ static bool pipeline_has_lua_pass(kl_ctx *ctx, const char *pipeline) {
 
 static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline", "print_ir_after", "on_ir", "cache", NULL };
 
-/* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=}) */
+/* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=})
+ * cache: nil = use the context's compile cache unless the pipeline has a Lua pass (its
+ * behaviour may depend on any Lua state); true = use it (keyed by each pass's
+ * registration); false = never. */
 static int l_compile(lua_State *L) {
   const char *what = "compile";
   lua_settop(L, 2);
