@@ -72,6 +72,13 @@ static const kl_type *result_type(kl_ctx *ctx, const kl_shape *s, const kl_type 
   return kl_type_tensor(ctx, elem, s->rank, s->dim, NULL);
 }
 
+/* Result element type of a contraction (conv, dot): kl_contraction_dtype's rule. */
+const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in) {
+  kl_dtype dt = in ? kl_dtype_from_type_kind(in->kind) : KL_DT_NONE;
+  if (dt == KL_DT_NONE || !kl_dtype_is_int(dt)) return in;
+  return kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(kl_contraction_dtype(dt)));
+}
+
 bool kl_graph_is_elementwise(const char *opname) {
   const char *n = short_name(opname);
   return kl_binop_from_name(n) >= 0 || kl_unop_from_name(n) >= 0 || !strcmp(n, "clip") ||
@@ -145,10 +152,11 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
       return NULL;
     if (ts[0]->elem != ts[1]->elem) { kl_emit_error(ctx, loc, "conv: input %s and filter %s element types differ", ts[0]->text, ts[1]->text); return NULL; }
     rc = kl_infer_conv2d(&s[0], &s[1], &p, &out, err, sizeof err);
-    like = ts[0];
+    like = ts[0]; elem = kl_graph_contraction_elem(ctx, elem);
   } else if (!strcmp(op, "dot")) {
     if (ts[0]->elem != ts[1]->elem) { kl_emit_error(ctx, loc, "dot: element types differ: %s vs %s", ts[0]->text, ts[1]->text); return NULL; }
     rc = kl_infer_dot(&s[0], &s[1], bool_attr(na, attrs, "transpose_a"), bool_attr(na, attrs, "transpose_b"), &out, err, sizeof err);
+    elem = kl_graph_contraction_elem(ctx, elem);
   } else if (!strcmp(op, "broadcast")) {
     int64_t dims[KL_TENSOR_MAX_RANK];
     int r = int_list(ctx, loc, op, na, attrs, "shape", -1, KL_TENSOR_MAX_RANK, NULL, dims);

@@ -17,7 +17,10 @@
  *   graph.launch(args...) {callee = @kernel}   (host plan, after graph-partition)
  * Result layout: conv results keep the input's dimension order (NHWC in -> NHWC out);
  * element-wise results and softmax take the layout of the first operand of the result's
- * shape; everything else is row-major. kl_graph_build infers the result type (errors name
+ * shape; everything else is row-major. Element types: conv and dot take two inputs of
+ * one element type; integer inputs (i1, i8, i32) accumulate and give i32 (i64: i64), as
+ * MIGraphX's quant_dot and rocMLIR do; float inputs give their own type (a convert of
+ * the result is an epilogue like any other). kl_graph_build infers the result type (errors name
  * the op, the operands' shapes and the op's location); each op's verifier re-infers and
  * compares shape and element type. */
 #ifndef KL_DIALECT_GRAPH_H
@@ -45,5 +48,7 @@ kl_op *kl_graph_param(kl_op *graph, const char *name);
 kl_op *kl_graph_return(kl_op *graph);
 bool kl_is_graph(const kl_op *op);
 bool kl_graph_is_elementwise(const char *opname);   /* binary, unary, clip, where, convert */
+/* The result element type of conv / dot with inputs of element type `in` (see above). */
+const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in);
 void kl_register_graph_dialect(kl_ctx *ctx);
 #endif

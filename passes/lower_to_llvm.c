@@ -493,9 +493,13 @@ static bool lower_op(lw *L, kl_op *op) {
   if (!strcmp(n, "rock.load")) {
     LLVMTypeRef et;
     LLVMValueRef p = address(L, op, 0, &et);
-    LLVMValueRef v = LLVMBuildLoad2(L->b, ll_type(L, op->results[0].type), p, "");
-    LLVMSetAlignment(v, access_align(L, op->results[0].type));
-    vset(L, &op->results[0], v);
+    const kl_type *rt = op->results[0].type;
+    /* i1 buffers hold a byte per element; LLVM's <N x i1> in memory is bit-packed */
+    bool bytes = rt->kind == KL_TY_VECTOR && rt->elem->kind == KL_TY_I1;
+    LLVMTypeRef lt = bytes ? LLVMVectorType(LLVMInt8TypeInContext(L->c), (unsigned)rt->shape[0]) : ll_type(L, rt);
+    LLVMValueRef v = LLVMBuildLoad2(L->b, lt, p, "");
+    LLVMSetAlignment(v, access_align(L, rt));
+    vset(L, &op->results[0], bytes ? LLVMBuildTrunc(L->b, v, ll_type(L, rt), "") : v);
     return true;
   }
   if (!strcmp(n, "rock.prefetch")) {   /* host copies (passes/lower_loops_host.c): a read hint into L2 */
@@ -509,9 +513,12 @@ static bool lower_op(lw *L, kl_op *op) {
   }
   if (!strcmp(n, "rock.store")) {
     LLVMTypeRef et;
-    LLVMValueRef p = address(L, op, 1, &et);
-    LLVMValueRef s = LLVMBuildStore(L->b, vget(L, op->opnds[0].value), p);
-    LLVMSetAlignment(s, access_align(L, op->opnds[0].value->type));
+    LLVMValueRef p = address(L, op, 1, &et), x = vget(L, op->opnds[0].value);
+    const kl_type *vt = op->opnds[0].value->type;
+    if (vt->kind == KL_TY_VECTOR && vt->elem->kind == KL_TY_I1)   /* one byte per element, as rock.load */
+      x = LLVMBuildZExt(L->b, x, LLVMVectorType(LLVMInt8TypeInContext(L->c), (unsigned)vt->shape[0]), "");
+    LLVMValueRef s = LLVMBuildStore(L->b, x, p);
+    LLVMSetAlignment(s, access_align(L, vt));
     return true;
   }
   if (!strcmp(n, "rock.alloc")) { LLVMValueRef a = lower_alloc(L, op); if (!a) return false; vset(L, &op->results[0], a); return true; }

@@ -586,10 +586,15 @@ int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, 
 
 /* ---------------------------------------------------------------- dot */
 
+kl_dtype kl_contraction_dtype(kl_dtype in) {
+  if (!kl_dtype_is_int(in)) return in;
+  return in == KL_DT_I64 ? KL_DT_I64 : KL_DT_I32;
+}
+
 int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b), so;
   if (kl_infer_dot(&sa, &sb, ta, tb, &so, err, errlen)) return 1;
-  if (prep_out("dot", &so, out_dt, a->dtype, out, err, errlen)) return 1;
+  if (prep_out("dot", &so, out_dt, kl_contraction_dtype(a->dtype), out, err, errlen)) return 1;
   kl_tensor *o = *out;
   int ra = sa.rank, rb = sb.rank, ro = so.rank;
   int64_t M = so.dim[ro - 2], N = so.dim[ro - 1];

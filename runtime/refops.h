@@ -21,6 +21,8 @@
  *        truncated (so 0 except for x = +-1; 0^-e = 0). Otherwise (some float involved)
  *        the op runs in double, and exp/log/sqrt/rsqrt/tanh/sigmoid always do;
  *      * conv2d and dot accumulate in int64 when both inputs are integers (any output);
+ *        their default dtype for integer inputs is i32 (i64 inputs: i64), see
+ *        kl_contraction_dtype;
  *      * reduce sum/max/min accumulate in int64 for integer inputs; mean divides in
  *        double for a float output and truncates toward zero for an integer output;
  *      * convert: see kl_ref_convert.
@@ -98,10 +100,14 @@ int kl_normalize_axis(const char *op, const kl_shape *in, int axis, int *axis_ou
 int kl_ref_prepare_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_tensor **out, char *err, size_t errlen);
 
 /* ---- kernels ---- */
-/* conv2d: default dtype = input's. */
+/* Result dtype of a contraction (conv2d, dot) of inputs of dtype `in`: i1 / i8 / i32 ->
+ * i32, i64 -> i64 (integers accumulate exactly and return i32, as MIGraphX's quant_dot
+ * and rocMLIR); floats -> `in`. The graph layer infers the same (dialect_graph.h). */
+kl_dtype kl_contraction_dtype(kl_dtype in);
+/* conv2d: default dtype = kl_contraction_dtype(input's). */
 int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p,
                   kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
-/* Batched matmul; default dtype = a's. */
+/* Batched matmul; default dtype = kl_contraction_dtype(a's). */
 int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool trans_a, bool trans_b,
                kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
 /* Element-wise with numpy broadcasting; default dtype = a's (unary: x's). */

@@ -61,7 +61,7 @@ int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv
                   kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
   kl_shape si = kl_tensor_shape(input), sf = kl_tensor_shape(filter), so;
   if (kl_infer_conv2d(&si, &sf, p, &so, err, errlen)) return 1;
-  if (!*out && out_dt == KL_DT_NONE) out_dt = input->dtype;
+  if (!*out && out_dt == KL_DT_NONE) out_dt = kl_contraction_dtype(input->dtype);
   if (kl_ref_prepare_out("conv2d", &so, out_dt, out, err, errlen)) return 1;
   kl_tensor *o = *out;
   int64_t N = si.dim[0], C = si.dim[1], H = si.dim[2], W = si.dim[3];

@@ -928,7 +928,7 @@ static int64_t offset_of(const kl_type *t, const kl_tensor *like, int64_t flat) 
   return off;
 }
 
-typedef struct graph_case { const char *target, *text; double tol; int min_accel; } graph_case;
+typedef struct graph_case { const char *target, *text; double tol; int min_accel; bool one_kernel; } graph_case;
 
 static void run_graph_case(const graph_case *gc) {
   char err[4096];
@@ -947,6 +947,7 @@ static void run_graph_case(const graph_case *gc) {
   int naccel = 0;
   for (int i = 0; i < kl_program_nkernels(p, T); i++) naccel += !strncmp(kl_program_kernel(p, T, i)->perf_config, "v2:", 3);
   CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
+  CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T, kl_program_nkernels(p, T));
   /* inputs: random tensors in the params' layouts */
   int nslots = kl_program_nslots(p, T);
   double **mem = calloc(nslots + 1, sizeof *mem);
@@ -957,6 +958,14 @@ static void run_graph_case(const graph_case *gc) {
     const kl_type *pt = x->results[0].type;
     in[nin].name = kl_op_attr_string(x, "name");
     in[nin].tensor = kl_tensor_rand(kl_dtype_of_type(pt->elem), pt->rank, pt->shape, pt->strides, 1000 + nin, KL_DIST_NORMAL, err, sizeof err);
+    if (pt->elem->kind == KL_TY_I8) {   /* the full range -128..127 (no zeros), so that sums leave it */
+      uint64_t st = 77 + (uint64_t)nin;
+      for (int64_t f = 0; f < kl_tensor_numel(in[nin].tensor); f++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        int v = (int)((st >> 33) % 255) - 128;
+        kl_tensor_set_flat(in[nin].tensor, f, v >= 0 ? v + 1 : v);
+      }
+    }
     nin++;
   }
   for (int i = 0; i < nslots; i++) {
@@ -1043,21 +1052,45 @@ static const char *const dot_f32 =
   "  %h = \"graph.convert\"(%y) : (tensor<37x45xf32>) -> tensor<37x45xf16>\n"
   "  func.return %h : tensor<37x45xf16>\n}\n";
 
+/* integer contractions: i8 x i8 -> i32 (exact), epilogues in i32, converts to f32 / i8 */
+static const char *const conv_nhwc_i8 =
+  "func.func @conv_i8_clip() attributes {graph} {\n"
+  "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x16x9x7xi8, strides=[1008,1,112,16]>\n"
+  "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<24x16x3x3xi8>\n"
+  "  %c = \"graph.conv\"(%x, %w) {stride = [2, 1], padding = [1, 1, 0, 2], dilation = [1, 1], groups = 1} : (tensor<2x16x9x7xi8, strides=[1008,1,112,16]>, tensor<24x16x3x3xi8>) -> tensor<2x24x5x7xi32, strides=[840,1,168,24]>\n"
+  "  %y = \"graph.clip\"(%c) {min = -20000, max = 20000} : (tensor<2x24x5x7xi32, strides=[840,1,168,24]>) -> tensor<2x24x5x7xi32, strides=[840,1,168,24]>\n"
+  "  %h = \"graph.convert\"(%y) : (tensor<2x24x5x7xi32, strides=[840,1,168,24]>) -> tensor<2x24x5x7xi8, strides=[840,1,168,24]>\n"
+  "  func.return %h : tensor<2x24x5x7xi8, strides=[840,1,168,24]>\n}\n";
+static const char *const dot_i8 =
+  "func.func @dot_i8_bias_relu() attributes {graph} {\n"
+  "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<2x37x70xi8>\n"
+  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<45x70xi8>\n"
+  "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<45xi32>\n"
+  "  %d = \"graph.dot\"(%a, %b) {transpose_b = true} : (tensor<2x37x70xi8>, tensor<45x70xi8>) -> tensor<2x37x45xi32>\n"
+  "  %e = \"graph.add\"(%d, %r) : (tensor<2x37x45xi32>, tensor<45xi32>) -> tensor<2x37x45xi32>\n"
+  "  %y = \"graph.relu\"(%e) : (tensor<2x37x45xi32>) -> tensor<2x37x45xi32>\n"
+  "  %f = \"graph.convert\"(%y) : (tensor<2x37x45xi32>) -> tensor<2x37x45xf32>\n"
+  "  func.return %f : tensor<2x37x45xf32>\n}\n";
+
 static void test_graphs(void) {
   group_begin();
   static const graph_case cases[] = {
-    { "sm_90", NULL, 2e-2, 1 }, { "gfx942", NULL, 2e-2, 1 }, { "gfx1100", NULL, 2e-2, 1 },
-    { "sm_80", NULL, 3e-2, 1 }, { "gfx90a", NULL, 3e-2, 1 }, { "gfx1100", NULL, 3e-2, 1 },
-    { "gfx942", NULL, 2e-3, 1 }, { "sm_90", NULL, 2e-3, 0 },
+    { "sm_90", NULL, 2e-2, 1, false }, { "gfx942", NULL, 2e-2, 1, false }, { "gfx1100", NULL, 2e-2, 1, false },
+    { "sm_80", NULL, 3e-2, 1, false }, { "gfx90a", NULL, 3e-2, 1, false }, { "gfx1100", NULL, 3e-2, 1, false },
+    { "gfx942", NULL, 2e-3, 1, false }, { "sm_90", NULL, 2e-3, 0, false },
+    { "gfx908", NULL, 0, 1, true }, { "gfx942", NULL, 0, 1, true }, { "gfx1100", NULL, 0, 1, true }, { "sm_80", NULL, 0, 1, true },
+    { "gfx90a", NULL, 0, 1, true }, { "gfx942", NULL, 0, 1, true }, { "gfx1100", NULL, 0, 1, true }, { "sm_90", NULL, 0, 1, true },
   };
-  const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16, dot_bf16, dot_bf16, dot_f32, dot_f32 };
+  const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16, dot_bf16, dot_bf16, dot_f32, dot_f32,
+                          conv_nhwc_i8, conv_nhwc_i8, conv_nhwc_i8, conv_nhwc_i8, dot_i8, dot_i8, dot_i8, dot_i8 };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     graph_case gc = cases[i];
     gc.text = texts[i];
     run_graph_case(&gc);
   }
-  group_end("graphs: conv NHWC + bias + relu (f16), batched transposed dot + residual + clip (bf16), dot + sigmoid (f32) "
-            "compiled for GPU targets, every launch interpreted, against g:eval");
+  group_end("graphs: conv NHWC + bias + relu (f16), batched transposed dot + residual + clip (bf16), dot + sigmoid (f32), "
+            "i8 conv -> i32 + clip -> i8 and i8 dot -> i32 + bias + relu -> f32 (exact) compiled for GPU targets, every launch "
+            "interpreted, against g:eval");
 }
 
 /* The random fused-graph suite of the busted specs (spec/lua/fused_gen.lua: conv / dot

@@ -404,6 +404,12 @@ static void test_dot(void) {
   kl_tensor *i8a = T(KL_DT_I8, 2, S(1, 3), V(100, 100, 100)), *i8b = T(KL_DT_I8, 2, S(3, 1), V(100, 100, 100));
   CHECK(kl_ref_dot(i8a, i8b, false, false, KL_DT_I32, &o, err, sizeof err) == 0 && is(o, 2, S(1, 1), V(30000), 0), "i8 dot accumulates exactly");
   REL(o);
+  CHECK(kl_ref_dot(i8a, i8b, false, false, KL_DT_NONE, &o, err, sizeof err) == 0 && o->dtype == KL_DT_I32 && is(o, 2, S(1, 1), V(30000), 0),
+        "i8 dot defaults to i32");
+  CHECK(kl_contraction_dtype(KL_DT_I8) == KL_DT_I32 && kl_contraction_dtype(KL_DT_I1) == KL_DT_I32 &&
+        kl_contraction_dtype(KL_DT_I32) == KL_DT_I32 && kl_contraction_dtype(KL_DT_I64) == KL_DT_I64 &&
+        kl_contraction_dtype(KL_DT_F16) == KL_DT_F16 && kl_contraction_dtype(KL_DT_BF16) == KL_DT_BF16, "contraction dtypes");
+  REL(o);
   /* errors */
   kl_tensor *c = kl_tensor_zeros(KL_DT_F32, 2, S(4, 5), NULL, err, sizeof err);
   CHECK(kl_ref_dot(a, c, false, false, KL_DT_NONE, &o, err, sizeof err) != 0 && o == NULL &&
@@ -588,7 +594,10 @@ static void test_conv(void) {
   kl_tensor *xi8 = T(KL_DT_I8, 4, S(1, 2, 1, 2), V(127, 127, 127, 127)), *fi8 = T(KL_DT_I8, 4, S(1, 2, 1, 2), V(127, 127, 127, 127));
   CHECK(kl_ref_conv2d(xi8, fi8, &p, KL_DT_I32, &o, err, sizeof err) == 0 && is(o, 4, S(1, 1, 1, 1), V(4 * 127 * 127), 0), "i8 conv -> i32");
   REL(o);
-  CHECK(kl_ref_conv2d(xi8, fi8, &p, KL_DT_NONE, &o, err, sizeof err) == 0 && is(o, 4, S(1, 1, 1, 1), V((int8_t)(uint8_t)(4 * 127 * 127)), 0),
+  CHECK(kl_ref_conv2d(xi8, fi8, &p, KL_DT_NONE, &o, err, sizeof err) == 0 && o->dtype == KL_DT_I32 &&
+        is(o, 4, S(1, 1, 1, 1), V(4 * 127 * 127), 0), "i8 conv defaults to i32 (kl_contraction_dtype)");
+  REL(o);
+  CHECK(kl_ref_conv2d(xi8, fi8, &p, KL_DT_I8, &o, err, sizeof err) == 0 && is(o, 4, S(1, 1, 1, 1), V((int8_t)(uint8_t)(4 * 127 * 127)), 0),
         "i8 conv -> i8 wraps");
   REL(o);
   /* errors name conv2d and the shapes */
