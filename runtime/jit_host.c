@@ -1,13 +1,20 @@
 /* jit_host.c — ORC LLJIT (LLVM C API) for host kernels. See jit_host.h. */
 #include "runtime/jit_host.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -318,6 +325,115 @@ static LLVMModuleRef parse_module(LLVMContextRef ctx, const void *data, size_t s
   return m;
 }
 
+/* ---- bytes from outside kiln: read by LLVM in a child process first ----
+ * LLVM's bitcode reader is not safe on malformed input: on some inputs it calls
+ * report_bad_alloc_error (a declared count makes it ask for tens of GB: "LLVM ERROR: out
+ * of memory", abort), on others report_fatal_error (exit) or it segfaults. A bad-alloc
+ * handler must not return (unwinding through LLVM frames built without exceptions is
+ * undefined) and nothing turns a segfault into an error, so the only way not to take
+ * the host program down is to let a forked child read the bytes first: it parses and
+ * verifies them with its address space bounded (RLIMIT_AS: its current size + 4 GiB)
+ * and stderr silenced, and exits with a code; a child that dies, exits otherwise, or
+ * runs past 30 s refuses the module. Only then does this process parse the same bytes
+ * (the reader is deterministic). Bytes that passed are remembered (exact copies, up to
+ * 16 MiB) so a kernel loaded again does not fork again. Modules kiln builds itself
+ * (kl_jit_add_module) skip the check. */
+enum { CHILD_OK = 0, CHILD_BAD_BITCODE = 41, CHILD_BAD_MODULE = 42, CHILD_LLVM_ERROR = 43 };
+
+static void child_diag(LLVMDiagnosticInfoRef di, void *user) {
+  (void)user;
+  if (LLVMGetDiagInfoSeverity(di) == LLVMDSError) _exit(CHILD_LLVM_ERROR);
+}
+
+static void child_read(const void *data, size_t size, bool bitcode) {
+  struct rlimit rl;
+  long page = sysconf(_SC_PAGESIZE);
+  unsigned long long pages = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) { if (fscanf(f, "%llu", &pages) != 1) pages = 0; fclose(f); }
+  if (pages && page > 0) {
+    rl.rlim_cur = rl.rlim_max = (rlim_t)(pages * (unsigned long long)page + (4ull << 30));
+    setrlimit(RLIMIT_AS, &rl);
+  }
+  int fd = open("/dev/null", O_WRONLY);
+  if (fd >= 0) { dup2(fd, 2); dup2(fd, 1); }
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(ctx, child_diag, NULL);
+  LLVMModuleRef m = NULL;
+  if (bitcode) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(data, size, "kiln-host-module", 0);
+    if (LLVMParseBitcodeInContext2(ctx, buf, &m)) _exit(CHILD_BAD_BITCODE);
+  } else {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, "kiln-host-module");
+    char *msg = NULL;
+    if (LLVMParseIRInContext(ctx, buf, &m, &msg)) _exit(CHILD_BAD_BITCODE);
+  }
+  char *msg = NULL;
+  if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) _exit(CHILD_BAD_MODULE);
+  _exit(CHILD_OK);
+}
+
+typedef struct checked { size_t size; unsigned char *data; struct checked *next; } checked;
+static pthread_mutex_t checked_mu = PTHREAD_MUTEX_INITIALIZER;
+static checked *checked_list;
+static size_t checked_bytes;
+
+static bool was_checked(const void *data, size_t size) {
+  pthread_mutex_lock(&checked_mu);
+  bool hit = false;
+  for (checked *c = checked_list; c && !hit; c = c->next) hit = c->size == size && !memcmp(c->data, data, size);
+  pthread_mutex_unlock(&checked_mu);
+  return hit;
+}
+static void remember_checked(const void *data, size_t size) {
+  pthread_mutex_lock(&checked_mu);
+  if (checked_bytes + size <= (16u << 20)) {
+    checked *c = kl_xmalloc(sizeof *c);
+    c->data = kl_xmalloc(size);
+    memcpy(c->data, data, size);
+    c->size = size;
+    c->next = checked_list;
+    checked_list = c;
+    checked_bytes += size;
+  }
+  pthread_mutex_unlock(&checked_mu);
+}
+
+static kl_status check_in_child(const void *data, size_t size, bool bitcode, char *err, size_t errlen) {
+  if (was_checked(data, size)) return KL_OK;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    jt_err(err, errlen, "host JIT: cannot start the process that checks the module (%s); it is not loaded", strerror(errno));
+    return KL_ERR;
+  }
+  if (pid == 0) child_read(data, size, bitcode);   /* does not return */
+  int st = 0;
+  struct timespec nap = {0, 1000000};
+  pid_t r = 0;
+  for (long waited = 0; (r = waitpid(pid, &st, WNOHANG)) == 0 && waited < 30000; waited++) nanosleep(&nap, NULL);
+  while (r < 0 && errno == EINTR) r = waitpid(pid, &st, WNOHANG);
+  if (r == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    jt_err(err, errlen, "host JIT: reading the module took LLVM more than 30 s; it is not loaded");
+    return KL_ERR;
+  }
+  if (r < 0) { jt_err(err, errlen, "host JIT: lost the process that checks the module (%s)", strerror(errno)); return KL_ERR; }
+  if (WIFSIGNALED(st)) {
+    int sig = WTERMSIG(st);
+    jt_err(err, errlen, "host JIT: invalid LLVM %s (%zu bytes): LLVM's reader %s on it (signal %d, %s), so it is not loaded",
+           bitcode ? "bitcode" : "IR", size, sig == SIGABRT ? "aborts (out of memory or a fatal error)" : "crashes", sig, strsignal(sig));
+    return KL_ERR;
+  }
+  int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  if (code == CHILD_OK) { remember_checked(data, size); return KL_OK; }
+  if (code == CHILD_BAD_BITCODE || code == CHILD_BAD_MODULE || code == CHILD_LLVM_ERROR) return KL_OK;   /* read again here: a clean error */
+  jt_err(err, errlen, "host JIT: invalid LLVM %s (%zu bytes): LLVM's reader stops the process on it (exit status %d), so it is not loaded",
+         bitcode ? "bitcode" : "IR", size, code);
+  return KL_ERR;
+}
+
 static kl_status prepare(kl_jit *jit, LLVMModuleRef m, char *err, size_t errlen) {
   const char *mt = LLVMGetTarget(m);
   if (mt && mt[0]) {
@@ -344,10 +460,16 @@ static kl_status prepare(kl_jit *jit, LLVMModuleRef m, char *err, size_t errlen)
   return kl_codegen_optimize(m, jit->tm, jit->opt_level, err, errlen);
 }
 
-kl_jit_module *kl_jit_add_bytes(kl_jit *jit, const void *data, size_t size, char *err, size_t errlen) {
+static kl_jit_module *add_bytes(kl_jit *jit, const void *data, size_t size, bool trusted, char *err, size_t errlen) {
   if (!data || size == 0) {
     jt_err(err, errlen, "host JIT: empty module");
     return NULL;
+  }
+  if (!trusted) {
+    const unsigned char *p = data;
+    bool bitcode = size >= 4 && ((p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE) ||
+                                 (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
+    if (check_in_child(data, size, bitcode, err, errlen) != KL_OK) return NULL;
   }
   pthread_mutex_lock(&jit->mu);
   kl_jit_module *mod = NULL;
@@ -406,6 +528,10 @@ out:
   return mod;
 }
 
+kl_jit_module *kl_jit_add_bytes(kl_jit *jit, const void *data, size_t size, char *err, size_t errlen) {
+  return add_bytes(jit, data, size, false, err, errlen);
+}
+
 kl_jit_module *kl_jit_add_module(kl_jit *jit, LLVMModuleRef m, char *err, size_t errlen) {
   if (!m) {
     jt_err(err, errlen, "host JIT: no module");
@@ -419,7 +545,7 @@ kl_jit_module *kl_jit_add_module(kl_jit *jit, LLVMModuleRef m, char *err, size_t
   }
   LLVMDisposeMessage(msg);
   LLVMMemoryBufferRef buf = LLVMWriteBitcodeToMemoryBuffer(m);
-  kl_jit_module *mod = kl_jit_add_bytes(jit, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), err, errlen);
+  kl_jit_module *mod = add_bytes(jit, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), true, err, errlen);
   LLVMDisposeMemoryBuffer(buf);
   return mod;
 }

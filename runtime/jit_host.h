@@ -8,7 +8,9 @@
  * optimised with "default<O3>" (loop + SLP vectorisation) for the host CPU (its name and
  * features, the same target machine the JIT generates code with). Errors: NULL / KL_ERR
  * plus a message in err. All calls on one kl_jit are serialised by an internal mutex;
- * looked-up addresses stay valid until the module is removed or the JIT destroyed. */
+ * looked-up addresses stay valid until the module is removed or the JIT destroyed.
+ * kl_jit_add_bytes reads bytes from outside in a child process first (jit_host.c): bytes
+ * LLVM's reader aborts or crashes on give an error instead of ending the process. */
 #ifndef KL_JIT_HOST_H
 #define KL_JIT_HOST_H
 #include <stddef.h>
