@@ -135,7 +135,7 @@ static void test_pow(kl_ctx *ctx) {
   CHECK(kl_lower_to_llvm(m, kl_target_lookup("host"), c, &lm) == KL_OK);
   char err[256];
   kl_device *dev = kl_device_open("host", err, sizeof err);
-  kl_dev_module *mod; kl_dev_kernel *k;
+  kl_dev_module *mod = NULL; kl_dev_kernel *k = NULL;
   CHECK(kl_device_load_llvm(dev, lm, &mod) == KL_OK && kl_device_get_kernel(mod, "powk", &k) == KL_OK);
   float x[8] = { 2, 0.5f, -2, -2, 0, 3.7f, -1.5f, 10 }, y[8] = { 10, -3, 3, 2, 0, 1.3f, 0.5f, -2 }, o[8];
   int32_t xi[8] = { 2, -3, 1, -1, -1, 0, 5, 7 }, ei[8] = { 10, 3, -4, -3, -2, 0, -1, 0 }, oi[8];

@@ -417,7 +417,7 @@ static uint16_t ref_f32_to_bf16(float x) {
   return (l & 1) ? h : l;
 }
 
-static bool is_nan16(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
+static __attribute__((unused)) bool is_nan16(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
 static bool is_nanbf(uint16_t h) { return (h & 0x7f80) == 0x7f80 && (h & 0x7f); }
 
 static float special_f32(int i) {
@@ -443,6 +443,7 @@ static void test_half(void) {
       f = ldexpf(rndf(), (int)(rnd32() % 40) - 28);
     }
     double dd = (double)f * (1.0 + ldexp((double)(rnd32() % 1024), -40));
+    (void)dd;   /* only used where the compiler has _Float16 (not clang 14) */
 #ifdef __FLT16_MAX__
     _Float16 hr = (_Float16)f, hd = (_Float16)dd;
     uint16_t br, bdr;
@@ -668,6 +669,7 @@ static void test_events(void) {
   kl_device_event_record(e0);
   volatile double x = 0;
   for (int i = 0; i < 2000000; i++) x += i * 0.5;
+  (void)x;
   kl_device_event_record(e1);
   CHECK(kl_device_event_elapsed_ms(e0, e1, &ms) == KL_OK && ms > 0 && ms < 10000, "elapsed %g", ms);
   kl_device_event_destroy(e0);
