@@ -136,6 +136,20 @@ describe("ctx:destroy() inside a callback", function()
     still_usable(ctx, m)
   end)
 
+  it("covers p:run's option table", function()
+    local ctx = kiln.context()
+    local g = scale_graph("cb_run", 2.0, ctx)
+    local p = kiln.compile(g)
+    local inputs = { x = kiln.rand({ 4 }, "f32") }
+    local l
+    local opts = setmetatable({}, { __index = function() l = line(); ctx:destroy() end })
+    local e = fails(p.run, p, inputs, opts)
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l .. ":")
+    assert.is_true(kiln.allclose(p:run(inputs), g:eval(inputs)))
+    ctx:destroy()
+  end)
+
   it("a busy context is never collected: dropping every reference in a callback is safe", function()
     local weak = setmetatable({}, { __mode = "v" })
     local result
