@@ -143,6 +143,16 @@ case("concat dtypes", function(g, f) return (g:concat({ f.x, f.h }, 0)) end, "ha
 case("concat empty list", function(g) return (g:concat({}, 0)) end, "at least one value")
 case("concat not a list", function(g, f) return (g:concat(f.x, 0)) end, "expected a list of values")
 
+case("conv with one operand", function(g, f) return (g:conv(f.n)) end, "conv: expected a graph value, a number or a tensor, got a nil")
+case("dot with one operand", function(g, f) return (g:dot(f.x)) end, "dot: expected a graph value, a number or a tensor, got a nil")
+case("where with one operand", function(g, f) return (g:where(f.x)) end, "where: expected a graph value")
+case("clip without bounds", function(g, f) return (f.x:clip()) end, "bounds must be numbers, got nil and nil")
+case("slice without bounds", function(g, f) return (f.x:slice()) end, "slice: begin must be a list of integers, got a nil")
+case("concat without arguments", function(g) return (g:concat()) end, "concat: expected a list of values")
+case("param without arguments", function(g) return (g:param()) end, "the param's name")
+case("unary op on a number", function() return (kiln.graph_ops.exp(nil, 2)) end, "the operand must be a graph value, got a number")
+case("binary op on two numbers", function() return (kiln.graph_ops.add(nil, 1, 2)) end, "at least one operand must be a graph value")
+
 -- ------------------------------------------------- shape attributes and axes ----
 case("reshape 2^62", function(g, f) return (f.x:reshape { BIG }) end, "reshape")
 case("reshape {2^62, 4}", function(g, f) return (f.x:reshape { BIG, 4 }) end, "too large")
@@ -335,6 +345,12 @@ case("get out of range", function(g, f) return (f.t:get { 5, 0 }) end, "get")
 case("get 2^62", function(g, f) return (f.t:get { BIG, 0 }) end, "get")
 case("as_layout unknown", function(g, f) return (f.t:as_layout("XY")) end, "XY")
 case("astype unknown", function(g, f) return (f.t:astype("f7")) end, "unknown dtype 'f7'")
+
+case("tensor closed by <close>", function() local keep; do local t <close> = kiln.rand({ 2 }); keep = t end; return (keep.shape) end, "this tensor has been released")
+case("graph of a destroyed context", function() local ctx = kiln.context(); ctx:destroy(); return (kiln.graph(ctx, "x")) end, "this context has been destroyed")
+case("param in a destroyed context", function() local ctx = kiln.context(); local g2 = kiln.graph(ctx, "x"); ctx:destroy(); return (g2:param("v", { 2 })) end, "has been destroyed")
+case("op on a value of a destroyed context", function() local ctx = kiln.context(); local v = kiln.graph(ctx, "x"):param("v", { 2 }); ctx:destroy(); return (v + 1) end, "has been destroyed")
+case("operands of two contexts", function(g, f) return (f.x + kiln.graph(kiln.context(), "x"):param("v", { 2, 3 })) end, "operand 2 belongs to another kiln context")
 
 -- ----------------------------------------------------------- the .kir parser ----
 local function kir(t) return kiln.parse("func.func @f(%a: " .. t .. ") {\n  func.return\n}\n", "bad.kir") end
