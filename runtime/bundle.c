@@ -8,6 +8,7 @@
 #include "core/verify.h"
 #include "passes/lower_to_llvm.h"
 #include "runtime/codegen_target.h"
+#include "runtime/hsaco.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,6 +321,34 @@ static kl_status host_binary_agrees(kl_ctx *ctx, const kl_target *desc, kl_op *f
   return st;
 }
 
+/* An AMDGPU code object must hold the kernel, for the target's chip, compiled for the
+ * IR's block size (its .max_flat_workgroup_size) and with the IR's LDS (its
+ * .group_segment_fixed_size); kiln reads the ELF and the metadata itself (hsaco.h). */
+static kl_status hsaco_agrees(const kl_bundle_target *T, const kl_bundle_kernel *K, kl_op *f, char *why, size_t n) {
+  kl_hsaco_info info;
+  char e[512] = "";
+  if (kl_hsaco_parse(K->binary, K->binary_size, &info, e, sizeof e) != KL_OK) {
+    snprintf(why, n, "the binary of kernel %s is not a valid code object: %s", K->name, e);
+    return KL_ERR;
+  }
+  kl_status st = KL_ERR;
+  int64_t block = 1, lds = ir_lds_bytes(f);
+  kl_op_attr_i64(f, "block_size", &block);
+  const kl_hsaco_kernel *hk = kl_hsaco_find_kernel(&info, K->name);
+  if (strncmp(info.chip, T->name, strlen(info.chip)) || (T->name[strlen(info.chip)] && T->name[strlen(info.chip)] != ':'))
+    snprintf(why, n, "the binary of kernel %s is for %s, not %s", K->name, info.chip, T->name);
+  else if (!hk || !hk->has_function_symbol || !hk->has_kd_symbol)
+    snprintf(why, n, "the binary of kernel %s does not define the kernel", K->name);
+  else if (hk->max_flat_workgroup_size != block)
+    snprintf(why, n, "the binary of kernel %s was compiled for workgroups of %lld threads, the IR says block_size %lld", K->name,
+             (long long)hk->max_flat_workgroup_size, (long long)block);
+  else if (hk->lds_bytes != lds)
+    snprintf(why, n, "the binary of kernel %s declares %lld LDS bytes, the IR %lld", K->name, (long long)hk->lds_bytes, (long long)lds);
+  else st = KL_OK;
+  kl_hsaco_info_free(&info);
+  return st;
+}
+
 /* Ops printed without a location get the position in the bundle's text when parsed;
  * they had none, so they get none again (and a loaded program saves to the same bytes). */
 static kl_walk_result unlocate(kl_op *op, void *user) {
@@ -374,7 +403,8 @@ kl_program *kl_program_from_bundle(kl_ctx *ctx, const kl_bundle *b, const char *
         snprintf(err, errlen, "load: %s: target '%s': the plan section disagrees with the IR: %s", where, T->name, msg);
         goto done;
       }
-      if (f && desc->arch == KL_ARCH_HOST && host_binary_agrees(ctx, desc, f, T, K, msg, sizeof msg) != KL_OK) {
+      if (f && ((desc->arch == KL_ARCH_HOST && host_binary_agrees(ctx, desc, f, T, K, msg, sizeof msg) != KL_OK) ||
+                (desc->arch == KL_ARCH_AMDGPU && hsaco_agrees(T, K, f, msg, sizeof msg) != KL_OK))) {
         snprintf(err, errlen, "load: %s: target '%s': %s", where, T->name, msg);
         goto done;
       }

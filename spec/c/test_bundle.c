@@ -928,6 +928,25 @@ static void test_launch_sizes(kl_device *dev) {
     kl_bundle_close(y);
     free(b); free(ir);
   }
+  /* the same for gfx942 within its limits: the code object was compiled for another
+   * workgroup size, which the loader reads from its metadata */
+  const kl_bundle_target *A = kl_bundle_find_target(x, "gfx942");
+  const char *bs = A ? strstr(A->ir, "block_size = 256,") : NULL;
+  if (bs && A->kernels[0].block[0] == 256) {
+    char *ir = malloc(A->ir_size + 1);
+    memcpy(ir, A->ir, A->ir_size + 1);
+    memcpy(ir + (bs - A->ir), "block_size = 128,", 17);
+    size_t n;
+    void *b = edited(x, (int)(A - kl_bundle_target_at(x, 0)), 0, F_BLOCK0, 128, ir, &n, err, sizeof err);
+    kl_bundle *y = b ? kl_bundle_open_memory(b, n, err, sizeof err) : NULL;
+    CHECK(y != NULL, "a plan that agrees with its IR reads: %s", err);
+    kl_program *p = y ? kl_program_from_bundle(ctx, y, "edited.klb", err, sizeof err) : NULL;
+    CHECK(!p && strstr(err, "was compiled for workgroups of 256 threads, the IR says block_size 128"), "%s", p ? "(loaded)" : err);
+    kl_program_release(p);
+    kl_bundle_close(y);
+    free(b); free(ir);
+    cases++;
+  } else printf("  (no gfx942 kernel with block_size 256 in the dot bundle: code-object check skipped)\n");
   /* huge declared sizes: a string length, a kernel count, a section size */
   unsigned char *c = malloc(g_dot_n);
   uint32_t nsec = rd32(g_dot + 16);
