@@ -13,7 +13,9 @@
  *    be those of its kernel func (grid_size, block_size, the rock.alloc ops in LDS), within
  *    the target's limits (block <= max_workgroup_size, LDS <= the target's LDS), and its
  *    kind, perf config, argument names and layouts those of the IR; so a kernel never
- *    runs with a launch size it was not compiled for.
+ *    runs with a launch size it was not compiled for. An AMDGPU code object must define
+ *    the kernel for the target's chip with the IR's block size and LDS bytes (its
+ *    metadata, read by hsaco.c); PTX text is not read by kiln.
  *  - Host binaries (LLVM bitcode) are never handed to LLVM as they come: each kernel is
  *    lowered again from the verified IR and its bitcode must equal the bundle's byte for
  *    byte (else an error naming the kernel). LLVM's bitcode reader aborts or crashes on
