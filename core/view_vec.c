@@ -571,10 +571,12 @@ static bool vec_ok(const kl_view *v, int dim, const int64_t *strides, int64_t L)
   const kl_vmap *bot = &v->maps[v->nmaps - 1];
   const vinfo *ins[MAXD];
   int64_t coef[MAXD], rs = 1;
+  bool rs_big = false;   /* row-major strides past int64 (16 sizes of up to 2^40): claim nothing */
   for (int d = bot->nlower - 1; d >= 0; d--) {
+    if (!strides && rs_big) goto done;
     ins[d] = &a[d];
     coef[d] = strides ? strides[d] : rs;
-    rs *= bot->lower_sizes[d];
+    if (__builtin_mul_overflow(rs, bot->lower_sizes[d], &rs)) rs_big = true;
   }
   vinfo addr;
   vclass c;

@@ -423,6 +423,16 @@ describe("bad input", function()
 
   it("has more than 100 cases", function() assert.is_true(#cases > 100, #cases .. " cases") end)
 
+  -- Views only bound each size (2^40); products past int64 saturate or are refused
+  -- instead of overflowing (UBSan aborted here before).
+  it("handles views whose element count or offsets pass int64", function()
+    local v = kiln.view { shape = { DIM, DIM } }
+    assert.are.equal(MAXINT, v.numel)
+    local w = kiln.view { shape = { DIM, DIM, DIM, 4 } }
+    assert.are.equal(1, w:vector_len(3, "f32"))   -- row-major offsets do not fit: no vector access claimed
+    assert.are.equal(4, kiln.view { shape = { DIM, 4 } }:vector_len(1, "f32"))
+  end)
+
   for _, c in ipairs(cases) do
     it(c.name, function()
       local g = kiln.graph("bad")
