@@ -21,6 +21,17 @@ for seed = 1, count do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = case.name .. ": " .. tostring(err) end
 end
+-- integer contractions (spec/lua/int8_cases.lua): one kernel each, exact against g:eval
+local i8 = require "int8_cases"
+for _, c in ipairs(i8.gpu_cases()) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    if #p:kernels() ~= 1 then error(#p:kernels() .. " kernels, want 1", 0) end
+    local good, msg = i8.exact(p:run(c.inputs, { device = dev }), c.g:eval(c.inputs))
+    if not good then error(msg, 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
+end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs and integer contractions on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

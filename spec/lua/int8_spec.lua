@@ -6,42 +6,12 @@
 -- comparison against g:eval is exact.
 local kiln = require "kiln"
 
-math.randomseed(os.time(), math.floor(os.clock() * 1e6))
+local cases = require "int8_cases"
+local rand_i8, rand_int = cases.rand_i8, cases.rand_int
 
--- A fresh i8 tensor with values in -128..127, none zero.
-local function rand_i8(shape, opts)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  local flat = {}
-  for i = 1, n do
-    local v = math.random(-128, 126)
-    flat[i] = v >= 0 and v + 1 or v
-  end
-  local o = { shape = shape }
-  for k, v in pairs(opts or {}) do o[k] = v end
-  return kiln.tensor(flat, "i8", o)
-end
-
--- A fresh tensor of small nonzero integers (for i32 biases).
-local function rand_int(shape, dtype, lo, hi)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  local flat = {}
-  for i = 1, n do
-    local v = math.random(lo, hi - 1)
-    flat[i] = v >= 0 and v + 1 or v
-  end
-  return kiln.tensor(flat, dtype, { shape = shape })
-end
-
--- got == want element for element (same dtype and shape).
 local function assert_exact(got, want, what)
-  assert.are.equal(want.dtype, got.dtype, what .. ": dtype")
-  assert.are.same(want.shape, got.shape, what .. ": shape")
-  local g, w = got:flat(), want:flat()
-  for i = 1, #w do
-    if g[i] ~= w[i] then error(string.format("%s: element %d is %s, the reference %s", what, i - 1, tostring(g[i]), tostring(w[i]))) end
-  end
+  local ok, msg = cases.exact(got, want)
+  assert(ok, what .. ": " .. tostring(msg))
 end
 
 local function max_abs(t)
