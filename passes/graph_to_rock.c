@@ -11,10 +11,13 @@
  *  - Element-wise ops: ONE rock.elementwise per group, in regular form. Its iteration
  *    space is the group result's shape; each distinct (input, view path) pair is one
  *    operand, read through a rock.transform chain so that it has the output's shape;
- *    the body holds the scalar ops (arith / math; relu = maxf x 0, sigmoid =
- *    1 / (1 + exp(-x)), clip = max/min, convert = extf / truncf / sitofp / fptosi /
- *    extsi / trunci, where = select). pow is emitted as the (unregistered) scalar op
- *    "math.powf" (floats) / "math.ipowi" (integers).
+ *    the body holds the scalar ops (arith / math; relu = maxf x 0; sigmoid = x >= 0 ?
+ *    1 / (1 + e) : e / (1 + e) with e = exp(-|x|); clip = x < lo ? lo : x, then > hi ?
+ *    hi (cmpf + select: the reference's order, ties keep x); convert = extf / truncf /
+ *    sitofp / fptosi / extsi / trunci; where = select). A composite op (sigmoid) on
+ *    f16/bf16 is computed in f32 and rounded once at its end, as the reference rounds
+ *    each op once. pow is emitted as the (unregistered) scalar op "math.powf" (floats) /
+ *    "math.ipowi" (integers).
  *  - graph.conv -> rock.conv and graph.dot -> rock.gemm (views a [G,K,M], b [G,K,N],
  *    c [G,M,N]; batch dims merged into G, broadcast batch dims by Broadcast/AddDim).
  *    With an epilogue, the anchor writes a rock.alloc global buffer that has the
@@ -177,6 +180,11 @@ static kl_value *cmp_eq0(cluster *c, kl_loc loc, kl_value *a) {
   kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, "eq") };
   return sop(c, kl_type_is_float(a->type) ? "arith.cmpf" : "arith.cmpi", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
 }
+static kl_value *cmpf(cluster *c, kl_loc loc, const char *pred, kl_value *a, kl_value *b) {
+  kl_value *o[] = { a, b };
+  kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, pred) };
+  return sop(c, "arith.cmpf", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
+}
 static kl_value *sel(cluster *c, kl_loc loc, kl_value *cond, kl_value *a, kl_value *b) {
   kl_value *o[] = { cond, a, b };
   return sop(c, "arith.select", loc, 3, o, a->type, 0, NULL);
@@ -200,6 +208,13 @@ static kl_value *convert(cluster *c, kl_loc loc, kl_value *x, const kl_type *t) 
   if (sf && !tf) return cast(c, "arith.fptosi", loc, x, t);   /* saturating, NaN -> 0 (lowering's contract) */
   int sb = kl_type_bits(s), tb = kl_type_bits(t);
   return cast(c, sb < tb ? "arith.extsi" : "arith.trunci", loc, x, t);
+}
+
+/* A composite op on f16/bf16 runs in f32 and rounds once at its end (the reference
+ * evaluates every op in double and rounds its result once): x widened to f32. */
+static kl_value *widen_half(cluster *c, kl_loc loc, kl_value *x) {
+  kl_type_kind k = x->type->kind;
+  return k == KL_TY_F16 || k == KL_TY_BF16 ? convert(c, loc, x, kl_type_f32(c->g->ctx)) : x;
 }
 
 static kl_value *int_div(cluster *c, kl_loc loc, kl_value *a, kl_value *b) {
@@ -254,9 +269,13 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
     case KL_UN_RSQRT: return un(c, "math.rsqrt", loc, a);
     case KL_UN_TANH: return un(c, "math.tanh", loc, a);
     case KL_UN_SIGMOID: {
-      kl_value *one = scst(c, rt, 1, loc);
-      kl_value *e = un(c, "math.exp", loc, un(c, "arith.negf", loc, a));
-      return bin(c, "arith.divf", loc, one, bin(c, "arith.addf", loc, one, e));
+      /* the reference's form, x >= 0 ? 1 / (1 + e) : e / (1 + e) with e = exp(-|x|) (no
+       * overflow for x << 0); composite: in f32 for f16/bf16, rounded once */
+      kl_value *w = widen_half(c, loc, a), *one = scst(c, w->type, 1, loc);
+      kl_value *e = un(c, "math.exp", loc, un(c, "arith.negf", loc, un(c, "math.absf", loc, w)));
+      kl_value *d = bin(c, "arith.addf", loc, one, e);
+      kl_value *pos = cmpf(c, loc, "ge", w, scst(c, w->type, 0, loc));
+      return convert(c, loc, sel(c, loc, pos, bin(c, "arith.divf", loc, one, d), bin(c, "arith.divf", loc, e, d)), rt);
     }
     case KL_UN_RELU: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, a, scst(c, rt, 0, loc));
     default: break;
@@ -266,7 +285,11 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
     double lo = 0, hi = 0;
     kl_op_attr_f64(op, "min", &lo);
     kl_op_attr_f64(op, "max", &hi);
-    if (f) return bin(c, "arith.minf", loc, bin(c, "arith.maxf", loc, x[0], scst(c, rt, lo, loc)), scst(c, rt, hi, loc));
+    if (f) {   /* the reference's order: x < lo ? lo : x, then > hi ? hi : (ties and NaN keep x) */
+      kl_value *clo = scst(c, rt, lo, loc), *chi = scst(c, rt, hi, loc);
+      kl_value *v = sel(c, loc, cmpf(c, loc, "lt", x[0], clo), clo, x[0]);
+      return sel(c, loc, cmpf(c, loc, "gt", v, chi), chi, v);
+    }
     double tlo, thi;
     int_range(rt, &tlo, &thi);
     lo = ceil(lo); hi = floor(hi);

@@ -1,4 +1,5 @@
-/* llvm_math.c — f32 exp/log/tanh by range reduction + polynomials, as LLVM IR. */
+/* llvm_math.c — f32 exp/log/tanh by range reduction + polynomials, as LLVM IR; max/min and
+ * ordered compares by integer keys. */
 #include "passes/llvm_math.h"
 #include <math.h>
 
@@ -31,9 +32,9 @@ static LLVMValueRef poly(LLVMBuilderRef b, LLVMValueRef x, const double *c, int 
 
 LLVMValueRef kl_llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x) {
   LLVMTypeRef t = ty_of(x), it = int_like(t);
-  /* clamp so that 2^n stays a normal number; results outside are inf / 0 below */
+  /* clamp to the range with a finite, non-zero result; results outside are inf / 0 below */
   LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, fc(t, 88.0), ""), fc(t, 88.0), x, "");
-  xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, fc(t, -87.0), ""), fc(t, -87.0), xc, "");
+  xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, fc(t, -104.0), ""), fc(t, -104.0), xc, "");
   LLVMValueRef nf = LLVMBuildFMul(b, xc, fc(t, 1.4426950408889634), "");
   /* round to nearest: floor(v + 0.5) via conversion of a biased value */
   LLVMValueRef ni = LLVMBuildFPToSI(b, LLVMBuildFAdd(b, nf, fc(t, 0.5), ""), it, "");
@@ -44,10 +45,14 @@ LLVMValueRef kl_llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x) {
   r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(t, 1.428606765330187e-06), ""), "");
   static const double c[] = { 1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040 };
   LLVMValueRef p = poly(b, r, c, 8);
-  LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, ni, ic(it, 127), ""), ic(it, 23), "");
+  /* p * 2^n; a subnormal result (n < -126) as (p * 2^(n+64)) * 2^-64: one rounding */
+  LLVMValueRef tiny = LLVMBuildICmp(b, LLVMIntSLT, ni, ic(it, -126), "");
+  LLVMValueRef ns = LLVMBuildSelect(b, tiny, LLVMBuildAdd(b, ni, ic(it, 64), ""), ni, "");
+  LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, ns, ic(it, 127), ""), ic(it, 23), "");
   LLVMValueRef res = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, bits, t, ""), "");
+  res = LLVMBuildSelect(b, tiny, LLVMBuildFMul(b, res, fc(t, 0x1p-64), ""), res, "");
   res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, fc(t, 88.72283935546875), ""), fc(t, INFINITY), res, "");
-  res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(t, -87.0), ""), fc(t, 0.0), res, "");
+  res = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fc(t, -104.0), ""), fc(t, 0.0), res, "");
   /* NaN in, NaN out */
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, res, "");
 }
@@ -92,11 +97,42 @@ LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
 }
 
+/* A signed integer with the order of the float v (not NaN): the magnitude bits, negated
+ * for a set sign bit, so -0 and +0 share key 0. Integer compares of these keys give max/min
+ * without an ordered fcmp against a constant: LLVM 19.1's InstCombine rewrites
+ * `fcmp ogt (fabs x), 0` into `fcmp ugt x, 0` (fcmpImpliesClass drops the fabs; upstream
+ * PR 152913), which made relu(abs(x)) return relu(x). */
+static LLVMValueRef order_key(LLVMBuilderRef b, LLVMValueRef v) {
+  LLVMTypeRef t = ty_of(v), st = scalar(t);
+  LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), LLVMGetTypeKind(st) == LLVMDoubleTypeKind ? 64 : 32);
+  LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
+  unsigned w = LLVMGetIntTypeWidth(is);
+  LLVMValueRef bits = LLVMBuildBitCast(b, v, it, "");
+  LLVMValueRef mag = LLVMBuildAnd(b, bits, splat(it, LLVMConstInt(is, ~0ull >> (65 - w), 0)), "");
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstNull(it), "");
+  return LLVMBuildSelect(b, neg, LLVMBuildNeg(b, mag, ""), mag, "");
+}
+
+/* The reference's max/min: NaN if either operand is NaN, else x if x > y (x < y for min),
+ * else y (so a tie of -0 and +0 gives y). */
 LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, int is_min) {
-  LLVMValueRef pick = LLVMBuildFCmp(b, is_min ? LLVMRealOLT : LLVMRealOGT, x, y, "");
+  LLVMValueRef pick = LLVMBuildICmp(b, is_min ? LLVMIntSLT : LLVMIntSGT, order_key(b, x), order_key(b, y), "");
   LLVMValueRef r = LLVMBuildSelect(b, pick, x, y, "");
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
+}
+
+LLVMValueRef kl_llvm_fcmp(LLVMBuilderRef b, LLVMRealPredicate p, LLVMValueRef x, LLVMValueRef y) {
+  LLVMIntPredicate ip;
+  switch (p) {
+  case LLVMRealOLT: ip = LLVMIntSLT; break;
+  case LLVMRealOLE: ip = LLVMIntSLE; break;
+  case LLVMRealOGT: ip = LLVMIntSGT; break;
+  case LLVMRealOGE: ip = LLVMIntSGE; break;
+  default: return LLVMBuildFCmp(b, p, x, y, "");
+  }
+  LLVMValueRef ord = LLVMBuildFCmp(b, LLVMRealORD, x, y, "");
+  return LLVMBuildAnd(b, ord, LLVMBuildICmp(b, ip, order_key(b, x), order_key(b, y), ""), "");
 }
 
 LLVMValueRef kl_llvm_pow_f32(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y) {

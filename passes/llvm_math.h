@@ -1,6 +1,8 @@
 /* llvm_math.h — portable f32 math for kernels, emitted as plain LLVM instructions so
  * every target (host, NVPTX, AMDGPU) lowers it without a math library: exp, log, tanh
- * (about 2 ulp on the whole range, inf/nan/zero handled), and NaN-propagating max/min.
+ * (about 2 ulp on the whole range; inf/nan/zero and exp's subnormal results handled),
+ * NaN-propagating max/min and float compares that LLVM's optimizer cannot turn into a
+ * compare of an abs's operand.
  * Each function takes an f32 scalar or vector value and builds at the builder's point. */
 #ifndef KL_LLVM_MATH_H
 #define KL_LLVM_MATH_H
@@ -10,6 +12,12 @@ LLVMValueRef kl_llvm_log_f32(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x);
 /* x^y with C pow semantics for finite inputs (x < 0 needs an integral y). */
 LLVMValueRef kl_llvm_pow_f32(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y);
-/* max/min that return NaN if either operand is NaN (numpy.maximum semantics). */
+/* The reference's max/min: NaN if either operand is NaN, else x if x > y (x < y), else y.
+ * Like kl_llvm_fcmp, it orders by integer keys, never by an ordered fcmp (see below). */
 LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, int is_min);
+/* fcmp x, y; the ordered predicates OLT OLE OGT OGE are built as `ord x, y` and a signed
+ * integer compare of sign-magnitude keys (-0 == +0), because LLVM 19.1's InstCombine
+ * rewrites an ordered compare of fabs(a) with 0 into one of a (upstream PR 152913): kiln's
+ * element-wise code must stay correct under that optimizer. Other predicates: plain fcmp. */
+LLVMValueRef kl_llvm_fcmp(LLVMBuilderRef b, LLVMRealPredicate p, LLVMValueRef x, LLVMValueRef y);
 #endif

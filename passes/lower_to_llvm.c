@@ -246,7 +246,7 @@ static LLVMValueRef lower_arith(lw *L, kl_op *op, LLVMValueRef *a) {
     static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE };
     for (int i = 0; i < 6; i++) if (!strcmp(p, names[i])) {
       if (n[9] == 'i') return LLVMBuildICmp(L->b, ip[i], a[0], a[1], "");
-      return LLVMBuildFCmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t), "");
+      return kl_llvm_fcmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t));
     }
     return NULL;
   }
