@@ -17,7 +17,8 @@
  *    sitofp / fptosi / extsi / trunci; where = select). A composite op (sigmoid) on
  *    f16/bf16 is computed in f32 and rounded once at its end, as the reference rounds
  *    each op once. pow is emitted as the (unregistered) scalar op "math.powf" (floats) /
- *    "math.ipowi" (integers).
+ *    "math.ipowi" (integers). The body is built by an explicit-stack walk (fused chains
+ *    may be hundreds of thousands of ops long).
  *  - graph.conv -> rock.conv and graph.dot -> rock.gemm (views a [G,K,M], b [G,K,N],
  *    c [G,M,N]; batch dims merged into G, broadcast batch dims by Broadcast/AddDim).
  *    With an epilogue, the anchor writes a rock.alloc global buffer that has the
@@ -149,6 +150,7 @@ typedef struct cluster {
   leaf *leaves;
   int nmemo, capmemo;
   memo *memos;
+  int *mtab, mcap;         /* open-addressing index into memos (1-based; 0 = empty) */
   bool failed;
 } cluster;
 
@@ -313,78 +315,161 @@ static bool same_shape(const kl_type *a, const kl_type *b) {
   return true;
 }
 
-/* The scalar value of old value v at the coordinate that `steps` maps the output
- * coordinate to. */
-static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **steps) {
-  g2r *g = c->g;
-  if (c->failed) return NULL;
-  for (int i = 0; i < c->nmemo; i++)
-    if (c->memos[i].old == v && steps_equal(c->memos[i].n, c->memos[i].steps, n, steps)) return c->memos[i].scalar;
-  kl_value *r = NULL;
-  kl_op *def = v->def;
-  if (def && kl_pu_is_view_op(def->name)) {
-    const kl_view *vw = keep(g, kl_pu_graph_view(def));
-    if (!vw) { c->failed = true; return NULL; }
-    r = emit_scalar(c, def->opnds[0].value, n + 1, steps_push(g, n, steps, vw));
-  } else if (def && v != c->special && !strncmp(def->name, "graph.", 6) && kl_graph_is_elementwise(def->name)) {
-    kl_value *x[3];
-    if (def->nopnds > 3) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: too many operands"); c->failed = true; return NULL; }
-    for (int i = 0; i < def->nopnds; i++) {
-      kl_value *w = def->opnds[i].value;
-      const kl_view **s = steps;
-      int m = n;
-      if (!same_shape(w->type, def->results[0].type)) {
-        kl_view_err err = { 0 };
-        const kl_type *wt = w->type, *ot = def->results[0].type;
-        if (!kl_pu_nonempty(wt) || !kl_pu_nonempty(ot)) {
-          kl_emit_error(g->ctx, def->loc, "graph-to-rock: cannot broadcast the empty tensor %s", wt->text);
-          c->failed = true; return NULL;
-        }
-        const kl_view *bv = keep(g, kl_pu_broadcast_view(wt->rank, wt->shape, ot->rank, ot->shape, &err));
-        if (!bv) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: operand %d: %s", i, err.msg); c->failed = true; return NULL; }
-        s = steps_push(g, n, steps, bv);
-        m = n + 1;
-      }
-      x[i] = emit_scalar(c, w, m, s);
-      if (!x[i]) return NULL;
-    }
-    r = scalar_op(c, def, x);
-    if (!r) return NULL;
-  } else {
-    /* a leaf: one operand of the rock.elementwise */
-    for (int i = 0; i < c->nleaves && !r; i++)
-      if (c->leaves[i].old == v && steps_equal(c->leaves[i].n, c->leaves[i].steps, n, steps)) r = c->leaves[i].arg;
-    if (!r) {
-      if (v == c->special)
-        for (int i = 0; i < c->nleaves; i++)
-          if (c->leaves[i].old == v) {
-            kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN, "graph-to-rock: the GEMM result is read through two different views");
-            c->failed = true;
-            return NULL;
-          }
-      if (v != c->special && kl_value_map_get(&g->args, v) == v) {
-        kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN, "graph-to-rock: %s is not a kernel input",
-                      def ? def->name : "a block argument");
-        c->failed = true;
-        return NULL;
-      }
-      if (c->nleaves == c->capleaves) {
-        c->capleaves = c->capleaves ? 2 * c->capleaves : 8;
-        c->leaves = kl_xrealloc(c->leaves, (size_t)c->capleaves * sizeof *c->leaves);
-      }
-      r = kl_block_add_arg(g->ctx, c->rb, v->type->elem);
-      c->leaves[c->nleaves++] = (leaf){ v, n, steps, r };
-    }
+/* ---- memo: (old value, view path) -> scalar, hashed on (value, path length) ---- */
+static uint64_t memo_hash(kl_value *v, int n) {
+  uint64_t x = (uint64_t)(uintptr_t)v ^ ((uint64_t)n << 48);
+  x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull;
+  return x ^ (x >> 29);
+}
+static kl_value *memo_find(cluster *c, kl_value *v, int n, const kl_view **steps) {
+  if (!c->mcap) return NULL;
+  for (uint64_t i = memo_hash(v, n) & (uint64_t)(c->mcap - 1);; i = (i + 1) & (uint64_t)(c->mcap - 1)) {
+    int k = c->mtab[i];
+    if (!k) return NULL;
+    memo *m = &c->memos[k - 1];
+    if (m->old == v && steps_equal(m->n, m->steps, n, steps)) return m->scalar;
   }
+}
+static void memo_slot(cluster *c, int k) {
+  memo *m = &c->memos[k - 1];
+  uint64_t i = memo_hash(m->old, m->n) & (uint64_t)(c->mcap - 1);
+  while (c->mtab[i]) i = (i + 1) & (uint64_t)(c->mcap - 1);
+  c->mtab[i] = k;
+}
+static void memo_add(cluster *c, kl_value *v, int n, const kl_view **steps, kl_value *r) {
   if (c->nmemo == c->capmemo) {
     c->capmemo = c->capmemo ? 2 * c->capmemo : 16;
     c->memos = kl_xrealloc(c->memos, (size_t)c->capmemo * sizeof *c->memos);
   }
   c->memos[c->nmemo++] = (memo){ v, n, steps, r };
+  if (2 * c->nmemo > c->mcap) {
+    free(c->mtab);
+    c->mcap = c->mcap ? 2 * c->mcap : 64;
+    c->mtab = kl_xcalloc((size_t)c->mcap, sizeof *c->mtab);
+    for (int k = 1; k <= c->nmemo; k++) memo_slot(c, k);
+  } else {
+    memo_slot(c, c->nmemo);
+  }
+}
+
+/* The view path of operand i of element-wise op def seen through (n, steps): a numpy
+ * broadcast view is pushed when the operand's shape differs from the result's. */
+static bool operand_path(cluster *c, kl_op *def, int i, int n, const kl_view **steps, int *m, const kl_view ***s) {
+  g2r *g = c->g;
+  kl_value *w = def->opnds[i].value;
+  *s = steps; *m = n;
+  if (same_shape(w->type, def->results[0].type)) return true;
+  kl_view_err err = { 0 };
+  const kl_type *wt = w->type, *ot = def->results[0].type;
+  if (!kl_pu_nonempty(wt) || !kl_pu_nonempty(ot)) {
+    kl_emit_error(g->ctx, def->loc, "graph-to-rock: cannot broadcast the empty tensor %s", wt->text);
+    return false;
+  }
+  const kl_view *bv = keep(g, kl_pu_broadcast_view(wt->rank, wt->shape, ot->rank, ot->shape, &err));
+  if (!bv) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: operand %d: %s", i, err.msg); return false; }
+  *s = steps_push(g, n, steps, bv);
+  *m = n + 1;
+  return true;
+}
+
+/* A leaf: one operand of the rock.elementwise (found, or added as a body argument). */
+static kl_value *leaf_scalar(cluster *c, kl_value *v, int n, const kl_view **steps) {
+  g2r *g = c->g;
+  kl_op *def = v->def;
+  for (int i = 0; i < c->nleaves; i++)
+    if (c->leaves[i].old == v && steps_equal(c->leaves[i].n, c->leaves[i].steps, n, steps)) return c->leaves[i].arg;
+  if (v == c->special)
+    for (int i = 0; i < c->nleaves; i++)
+      if (c->leaves[i].old == v) {
+        kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN, "graph-to-rock: the GEMM result is read through two different views");
+        return NULL;
+      }
+  if (v != c->special && kl_value_map_get(&g->args, v) == v) {
+    kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN, "graph-to-rock: %s is not a kernel input",
+                  def ? def->name : "a block argument");
+    return NULL;
+  }
+  if (c->nleaves == c->capleaves) {
+    c->capleaves = c->capleaves ? 2 * c->capleaves : 8;
+    c->leaves = kl_xrealloc(c->leaves, (size_t)c->capleaves * sizeof *c->leaves);
+  }
+  kl_value *r = kl_block_add_arg(g->ctx, c->rb, v->type->elem);
+  c->leaves[c->nleaves++] = (leaf){ v, n, steps, r };
   return r;
 }
 
-static void cluster_free(cluster *c) { free(c->leaves); free(c->memos); }
+/* One pending value of emit_scalar's walk. The walk keeps its own stack (a fused chain
+ * may be hundreds of thousands of ops long; recursion overflowed the C stack). */
+enum { SF_NEW, SF_VIEW, SF_OPNDS };
+typedef struct sframe {
+  kl_value *v; int n; const kl_view **steps;
+  int stage;             /* SF_*; SF_VIEW waits for the view's source, SF_OPNDS for operand next - 1 */
+  int next;
+  kl_value *x[3];
+} sframe;
+
+/* The scalar value of old value v at the coordinate that `steps` maps the output
+ * coordinate to (memoized per (value, view path)). */
+static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **steps) {
+  g2r *g = c->g;
+  if (c->failed) return NULL;
+  int nf = 0, capf = 64;
+  sframe *st = kl_xmalloc((size_t)capf * sizeof *st);
+  st[nf++] = (sframe){ v, n, steps, SF_NEW, 0, { NULL } };
+  kl_value *ret = NULL;          /* the result of the frame popped last */
+  while (nf) {
+    sframe *f = &st[nf - 1];
+    kl_op *def = f->v->def;
+    kl_value *r = NULL;
+    sframe child = { 0 };
+    bool push = false;
+    if (f->stage == SF_NEW) {
+      r = memo_find(c, f->v, f->n, f->steps);
+      if (r) { ret = r; nf--; continue; }      /* already memoized */
+      if (def && kl_pu_is_view_op(def->name)) {
+        const kl_view *vw = keep(g, kl_pu_graph_view(def));
+        if (!vw) break;
+        f->stage = SF_VIEW;
+        child = (sframe){ def->opnds[0].value, f->n + 1, steps_push(g, f->n, f->steps, vw), SF_NEW, 0, { NULL } };
+        push = true;
+      } else if (def && f->v != c->special && !strncmp(def->name, "graph.", 6) && kl_graph_is_elementwise(def->name)) {
+        if (def->nopnds > 3) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: too many operands"); break; }
+        f->stage = SF_OPNDS;
+        continue;
+      } else {
+        r = leaf_scalar(c, f->v, f->n, f->steps);
+        if (!r) break;
+      }
+    } else if (f->stage == SF_VIEW) {
+      r = ret;
+    } else {
+      if (f->next > 0) f->x[f->next - 1] = ret;
+      if (f->next < def->nopnds) {
+        int m; const kl_view **s;
+        if (!operand_path(c, def, f->next, f->n, f->steps, &m, &s)) break;
+        child = (sframe){ def->opnds[f->next].value, m, s, SF_NEW, 0, { NULL } };
+        f->next++;
+        push = true;
+      } else {
+        r = scalar_op(c, def, f->x);
+        if (!r) break;
+      }
+    }
+    if (push) {
+      if (nf == capf) { capf *= 2; st = kl_xrealloc(st, (size_t)capf * sizeof *st); }
+      st[nf++] = child;
+      continue;
+    }
+    memo_add(c, f->v, f->n, f->steps, r);
+    ret = r;
+    nf--;
+  }
+  free(st);
+  if (nf) { c->failed = true; return NULL; }   /* an error was reported */
+  return ret;
+}
+
+static void cluster_free(cluster *c) { free(c->leaves); free(c->memos); free(c->mtab); }
 
 /* Emits rock.elementwise(leaves..., out) from a built cluster whose body computes
  * `result`. special_buf: the buffer the special leaf reads. */
