@@ -9,6 +9,7 @@
 #include "passes/lower_to_llvm.h"
 #include "runtime/codegen_target.h"
 #include "runtime/hsaco.h"
+#include "runtime/jit_host.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,7 +314,7 @@ static kl_status host_binary_agrees(kl_ctx *ctx, const kl_target *desc, kl_op *f
       snprintf(why, n, "the binary of kernel %s (%zu bytes) is not the LLVM bitcode of its IR (%zu bytes): the bundle is damaged, or it was "
                "written by a kiln with another LLVM version", K->name, K->binary_size, bin.size);
       st = KL_ERR;
-    }
+    } else kl_jit_trust_bytes(bin.data, bin.size);   /* kiln's own bitcode: the host JIT reads it directly */
     kl_binary_free(&bin);
     LLVMDisposeModule(lm);
   }

@@ -335,9 +335,10 @@ static LLVMModuleRef parse_module(LLVMContextRef ctx, const void *data, size_t s
  * verifies them with its address space bounded (RLIMIT_AS: its current size + 4 GiB)
  * and stderr silenced, and exits with a code; a child that dies, exits otherwise, or
  * runs past 30 s refuses the module. Only then does this process parse the same bytes
- * (the reader is deterministic). Bytes that passed are remembered (exact copies, up to
- * 16 MiB) so a kernel loaded again does not fork again. Modules kiln builds itself
- * (kl_jit_add_module) skip the check. */
+ * (the reader is deterministic). Bytes that passed, and bytes kiln vouches for
+ * (kl_jit_trust_bytes: its own code generation, a bundle's bitcode equal to the one
+ * regenerated from its IR), are remembered as exact copies (up to 64 MiB), so they never
+ * fork; modules kiln builds itself (kl_jit_add_module) skip the check too. */
 enum { CHILD_OK = 0, CHILD_BAD_BITCODE = 41, CHILD_BAD_MODULE = 42, CHILD_LLVM_ERROR = 43 };
 
 static void child_diag(LLVMDiagnosticInfoRef di, void *user) {
@@ -385,9 +386,10 @@ static bool was_checked(const void *data, size_t size) {
   pthread_mutex_unlock(&checked_mu);
   return hit;
 }
-static void remember_checked(const void *data, size_t size) {
+void kl_jit_trust_bytes(const void *data, size_t size) {
+  if (!data || !size || was_checked(data, size)) return;
   pthread_mutex_lock(&checked_mu);
-  if (checked_bytes + size <= (16u << 20)) {
+  if (checked_bytes + size <= (64u << 20)) {
     checked *c = kl_xmalloc(sizeof *c);
     c->data = kl_xmalloc(size);
     memcpy(c->data, data, size);
@@ -427,7 +429,7 @@ static kl_status check_in_child(const void *data, size_t size, bool bitcode, cha
     return KL_ERR;
   }
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (code == CHILD_OK) { remember_checked(data, size); return KL_OK; }
+  if (code == CHILD_OK) { kl_jit_trust_bytes(data, size); return KL_OK; }
   if (code == CHILD_BAD_BITCODE || code == CHILD_BAD_MODULE || code == CHILD_LLVM_ERROR) return KL_OK;   /* read again here: a clean error */
   jt_err(err, errlen, "host JIT: invalid LLVM %s (%zu bytes): LLVM's reader stops the process on it (exit status %d), so it is not loaded",
          bitcode ? "bitcode" : "IR", size, code);

@@ -10,7 +10,8 @@
  * plus a message in err. All calls on one kl_jit are serialised by an internal mutex;
  * looked-up addresses stay valid until the module is removed or the JIT destroyed.
  * kl_jit_add_bytes reads bytes from outside in a child process first (jit_host.c): bytes
- * LLVM's reader aborts or crashes on give an error instead of ending the process. */
+ * LLVM's reader aborts or crashes on give an error instead of ending the process.
+ * kl_jit_trust_bytes marks bytes kiln generated itself (they are then read directly). */
 #ifndef KL_JIT_HOST_H
 #define KL_JIT_HOST_H
 #include <stddef.h>
@@ -30,6 +31,7 @@ const char *kl_jit_cpu(const kl_jit *jit);
 
 kl_jit_module *kl_jit_add_module(kl_jit *jit, LLVMModuleRef m, char *err, size_t errlen);
 kl_jit_module *kl_jit_add_bytes(kl_jit *jit, const void *data, size_t size, char *err, size_t errlen);
+void kl_jit_trust_bytes(const void *data, size_t size);
 /* Address of a symbol defined by the module (compiles it on first lookup). */
 void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err, size_t errlen);
 /* Frees the module's code and memory; its addresses become invalid. */
