@@ -1,6 +1,7 @@
 -- scripts/gpu_suite.lua — the GPU acceptance run without busted (the GPU machine has no
 -- Lua installation: run it with a static build/kiln): the random fused-graph suite on
--- the CUDA (or HIP) device against the reference evaluator, then the main example.
+-- the CUDA (or HIP) device against the reference evaluator, then the integer-contraction
+-- cases of spec/lua/int8_cases.lua (exact).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
