@@ -2,6 +2,9 @@
  * ordered compares by integer keys. */
 #include "passes/llvm_math.h"
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 
 static LLVMTypeRef ty_of(LLVMValueRef v) { return LLVMTypeOf(v); }
 static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef s) {
@@ -113,26 +116,63 @@ static LLVMValueRef order_key(LLVMBuilderRef b, LLVMValueRef v) {
   return LLVMBuildSelect(b, neg, LLVMBuildNeg(b, mag, ""), mag, "");
 }
 
+/* The order key of c if it is a constant (scalar, or a vector splat) that is not NaN. */
+static bool const_key(LLVMValueRef c, int64_t *key) {
+  LLVMValueRef e = c;
+  if (!LLVMIsConstant(c)) return false;
+  if (LLVMGetTypeKind(ty_of(c)) == LLVMVectorTypeKind) {
+    unsigned n = LLVMGetVectorSize(ty_of(c));
+    e = LLVMGetAggregateElement(c, 0);
+    for (unsigned i = 1; i < n && e; i++) if (LLVMGetAggregateElement(c, i) != e) return false;
+  }
+  if (!e || !LLVMIsAConstantFP(e)) return false;
+  LLVMBool loses;
+  double d = LLVMConstRealGetDouble(e, &loses);
+  if (isnan(d)) return false;
+  uint64_t mag;
+  if (LLVMGetTypeKind(ty_of(e)) == LLVMDoubleTypeKind) { memcpy(&mag, &d, 8); mag &= INT64_MAX; }
+  else { float f = (float)d; uint32_t u; memcpy(&u, &f, 4); mag = u & 0x7fffffffu; }
+  *key = signbit(d) ? -(int64_t)mag : (int64_t)mag;
+  return true;
+}
+
+/* key(x) > key(y) (gt) or key(x) < key(y), for x and y not NaN. Against a constant key K
+ * it is one compare of x's bits: with B = bits(x) and MIN the sign bit,
+ *   key > K:  B >s K for K >= 0 (negatives and -0 have B <s 0), else B <u MIN - K;
+ *   key < K:  B <s K for K > 0, else B >u MIN - K (negatives of larger magnitude). */
+static LLVMValueRef key_cmp(LLVMBuilderRef b, int gt, LLVMValueRef x, LLVMValueRef y) {
+  int64_t k;
+  if (!const_key(y, &k)) return LLVMBuildICmp(b, gt ? LLVMIntSGT : LLVMIntSLT, order_key(b, x), order_key(b, y), "");
+  LLVMTypeRef t = ty_of(x), st = scalar(t);
+  unsigned w = LLVMGetTypeKind(st) == LLVMDoubleTypeKind ? 64 : 32;
+  LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), w);
+  LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
+  LLVMValueRef bits = LLVMBuildBitCast(b, x, it, "");
+  uint64_t neg_bound = (1ull << (w - 1)) + (uint64_t)(k < 0 ? -k : 0);   /* MIN - K for K <= 0 */
+  if (gt) return k >= 0 ? LLVMBuildICmp(b, LLVMIntSGT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
+                        : LLVMBuildICmp(b, LLVMIntULT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
+  return k > 0 ? LLVMBuildICmp(b, LLVMIntSLT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
+               : LLVMBuildICmp(b, LLVMIntUGT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
+}
+
 /* The reference's max/min: NaN if either operand is NaN, else x if x > y (x < y for min),
  * else y (so a tie of -0 and +0 gives y). */
 LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, int is_min) {
-  LLVMValueRef pick = LLVMBuildICmp(b, is_min ? LLVMIntSLT : LLVMIntSGT, order_key(b, x), order_key(b, y), "");
-  LLVMValueRef r = LLVMBuildSelect(b, pick, x, y, "");
+  LLVMValueRef r = LLVMBuildSelect(b, key_cmp(b, !is_min, x, y), x, y, "");
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
 }
 
 LLVMValueRef kl_llvm_fcmp(LLVMBuilderRef b, LLVMRealPredicate p, LLVMValueRef x, LLVMValueRef y) {
-  LLVMIntPredicate ip;
+  LLVMValueRef c;
   switch (p) {
-  case LLVMRealOLT: ip = LLVMIntSLT; break;
-  case LLVMRealOLE: ip = LLVMIntSLE; break;
-  case LLVMRealOGT: ip = LLVMIntSGT; break;
-  case LLVMRealOGE: ip = LLVMIntSGE; break;
+  case LLVMRealOLT: c = key_cmp(b, 0, x, y); break;
+  case LLVMRealOGT: c = key_cmp(b, 1, x, y); break;
+  case LLVMRealOLE: c = LLVMBuildNot(b, key_cmp(b, 1, x, y), ""); break;
+  case LLVMRealOGE: c = LLVMBuildNot(b, key_cmp(b, 0, x, y), ""); break;
   default: return LLVMBuildFCmp(b, p, x, y, "");
   }
-  LLVMValueRef ord = LLVMBuildFCmp(b, LLVMRealORD, x, y, "");
-  return LLVMBuildAnd(b, ord, LLVMBuildICmp(b, ip, order_key(b, x), order_key(b, y), ""), "");
+  return LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealORD, x, y, ""), c, "");
 }
 
 LLVMValueRef kl_llvm_pow_f32(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y) {
