@@ -9,10 +9,12 @@
 --    f16/bf16: every op is computed in f32 and rounded once, as the reference does, so at
 --    most NARROW_MISS elements of a pair may differ at all, by at most 2 ulp(ref) + the
 --    smallest normal (sigmoid rounded after every step missed on a third of them).
--- The same abs∘x pairs are compiled for sm_90 and gfx942, and the emitted code is checked
--- for the miscompile of LLVM 19.1's InstCombine (fcmp on the fabs operand, upstream PR
--- 152913): f(|x|) is even in x, so the pre-abs value may only feed the abs itself and
--- sign-blind tests (==/!= 0, NaN); any ordered compare of it is wrong (see sign_uses).
+-- The host sweep packs 16 pairs into one kernel (where() with one-hot row masks). The pairs
+-- f(abs(x)) and the epilogue / convert graphs are compiled for sm_90 and gfx942 too, and the
+-- emitted code is checked for the miscompile of LLVM 19.1's InstCombine (fcmp on the fabs
+-- operand, upstream PR 152913): f(|x|) is even in x, so no less/greater compare (float or
+-- integer, ordered or not) may read the value abs was applied to; ==/!= 0 and NaN tests of
+-- it are sign-blind and fine (ptx_sign_uses, amd_sign_uses).
 local kiln = require "kiln"
 
 local DTYPES = { "f32", "f16", "bf16" }
