@@ -1,6 +1,7 @@
 /* dialect_builtin.c — registration, verifiers, folds and custom syntax of the shared ops. */
 #include "core/dialect_builtin.h"
 #include "runtime/half.h"
+#include "runtime/refops.h"
 #include "core/parse.h"
 #include "core/print.h"
 #include <math.h>
@@ -138,7 +139,7 @@ static bool fold_binary(kl_op *op, const kl_attr *const *cst, kl_fold_result *ou
   if (cst_num(cst[0], &a) && cst_num(cst[1], &b)) {
     if (isf) {
       double r = k == B_ADD ? a + b : k == B_SUB ? a - b : k == B_MUL ? a * b : k == B_DIV ? a / b :
-                 k == B_REM ? fmod(a, b) : k == B_MAX ? (a != a || b != b ? NAN : fmax(a, b)) : (a != a || b != b ? NAN : fmin(a, b));
+                 k == B_REM ? fmod(a, b) : kl_binop_f64(k == B_MAX ? KL_BIN_MAX : KL_BIN_MIN, a, b);   /* the reference's max/min */
       out[0].attr = kl_const_attr_for(op->ctx, t, r);
       return true;
     }

@@ -101,23 +101,28 @@ LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
 }
 
 /* A signed integer with the order of the float v (not NaN): the magnitude bits, negated
- * for a set sign bit, so -0 and +0 share key 0. Integer compares of these keys give max/min
+ * for a set sign bit, so -0 and +0 share key 0 (the ordered compares); with `total` (max/min,
+ * IEEE 754-2019 maximum/minimum) bits ^ (sign ? INT_MAX : 0), i.e. -mag - 1 for a set sign
+ * bit, which puts -0 (key -1) below +0. Integer compares of these keys give max/min
  * without an ordered fcmp against a constant: LLVM 19.1's InstCombine rewrites
  * `fcmp ogt (fabs x), 0` into `fcmp ugt x, 0` (fcmpImpliesClass drops the fabs; upstream
  * PR 152913), which made relu(abs(x)) return relu(x). */
-static LLVMValueRef order_key(LLVMBuilderRef b, LLVMValueRef v) {
+static LLVMValueRef order_key(LLVMBuilderRef b, LLVMValueRef v, bool total) {
   LLVMTypeRef t = ty_of(v), st = scalar(t);
   LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), LLVMGetTypeKind(st) == LLVMDoubleTypeKind ? 64 : 32);
   LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
   unsigned w = LLVMGetIntTypeWidth(is);
   LLVMValueRef bits = LLVMBuildBitCast(b, v, it, "");
-  LLVMValueRef mag = LLVMBuildAnd(b, bits, splat(it, LLVMConstInt(is, ~0ull >> (65 - w), 0)), "");
+  LLVMValueRef maxmag = splat(it, LLVMConstInt(is, ~0ull >> (65 - w), 0));
+  if (total)
+    return LLVMBuildXor(b, bits, LLVMBuildAnd(b, LLVMBuildAShr(b, bits, splat(it, LLVMConstInt(is, w - 1, 0)), ""), maxmag, ""), "");
+  LLVMValueRef mag = LLVMBuildAnd(b, bits, maxmag, "");
   LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstNull(it), "");
   return LLVMBuildSelect(b, neg, LLVMBuildNeg(b, mag, ""), mag, "");
 }
 
 /* The order key of c if it is a constant (scalar, or a vector splat) that is not NaN. */
-static bool const_key(LLVMValueRef c, int64_t *key) {
+static bool const_key(LLVMValueRef c, bool total, int64_t *key) {
   LLVMValueRef e = c;
   if (!LLVMIsConstant(c)) return false;
   if (LLVMGetTypeKind(ty_of(c)) == LLVMVectorTypeKind) {
@@ -132,33 +137,35 @@ static bool const_key(LLVMValueRef c, int64_t *key) {
   uint64_t mag;
   if (LLVMGetTypeKind(ty_of(e)) == LLVMDoubleTypeKind) { memcpy(&mag, &d, 8); mag &= INT64_MAX; }
   else { float f = (float)d; uint32_t u; memcpy(&u, &f, 4); mag = u & 0x7fffffffu; }
-  *key = signbit(d) ? -(int64_t)mag : (int64_t)mag;
+  *key = signbit(d) ? -(int64_t)mag - total : (int64_t)mag;
   return true;
 }
 
 /* key(x) > key(y) (gt) or key(x) < key(y), for x and y not NaN. Against a constant key K
- * it is one compare of x's bits: with B = bits(x) and MIN the sign bit,
- *   key > K:  B >s K for K >= 0 (negatives and -0 have B <s 0), else B <u MIN - K;
- *   key < K:  B <s K for K > 0, else B >u MIN - K (negatives of larger magnitude). */
-static LLVMValueRef key_cmp(LLVMBuilderRef b, int gt, LLVMValueRef x, LLVMValueRef y) {
+ * it is one compare of x's bits: with B = bits(x), MIN the sign bit and M the constant's
+ * magnitude when negative (M = -K, total: M = -K - 1),
+ *   key > K:  B >s K for K >= 0 (negatives and -0 have B <s 0), else B <u MIN + M;
+ *   key < K:  B <s K for K > 0 (total: K >= 0, as -0 < +0), else B >u MIN + M. */
+static LLVMValueRef key_cmp(LLVMBuilderRef b, int gt, bool total, LLVMValueRef x, LLVMValueRef y) {
   int64_t k;
-  if (!const_key(y, &k)) return LLVMBuildICmp(b, gt ? LLVMIntSGT : LLVMIntSLT, order_key(b, x), order_key(b, y), "");
+  if (!const_key(y, total, &k))
+    return LLVMBuildICmp(b, gt ? LLVMIntSGT : LLVMIntSLT, order_key(b, x, total), order_key(b, y, total), "");
   LLVMTypeRef t = ty_of(x), st = scalar(t);
   unsigned w = LLVMGetTypeKind(st) == LLVMDoubleTypeKind ? 64 : 32;
   LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), w);
   LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
   LLVMValueRef bits = LLVMBuildBitCast(b, x, it, "");
-  uint64_t neg_bound = (1ull << (w - 1)) + (uint64_t)(k < 0 ? -k : 0);   /* MIN - K for K <= 0 */
+  uint64_t neg_bound = (1ull << (w - 1)) + (uint64_t)(k < 0 ? -k - total : 0);   /* MIN + M */
   if (gt) return k >= 0 ? LLVMBuildICmp(b, LLVMIntSGT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
                         : LLVMBuildICmp(b, LLVMIntULT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
-  return k > 0 ? LLVMBuildICmp(b, LLVMIntSLT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
+  return k > 0 || (total && k == 0) ? LLVMBuildICmp(b, LLVMIntSLT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
                : LLVMBuildICmp(b, LLVMIntUGT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
 }
 
-/* The reference's max/min: NaN if either operand is NaN, else x if x > y (x < y for min),
- * else y (so a tie of -0 and +0 gives y). */
+/* The reference's max/min: NaN if either operand is NaN, else x if x > y (x < y for min) in
+ * the total order (-0 < +0), else y; x and y tie only when equal bits, so it is symmetric. */
 LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, int is_min) {
-  LLVMValueRef r = LLVMBuildSelect(b, key_cmp(b, !is_min, x, y), x, y, "");
+  LLVMValueRef r = LLVMBuildSelect(b, key_cmp(b, !is_min, true, x, y), x, y, "");
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
 }
@@ -166,10 +173,10 @@ LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, i
 LLVMValueRef kl_llvm_fcmp(LLVMBuilderRef b, LLVMRealPredicate p, LLVMValueRef x, LLVMValueRef y) {
   LLVMValueRef c;
   switch (p) {
-  case LLVMRealOLT: c = key_cmp(b, 0, x, y); break;
-  case LLVMRealOGT: c = key_cmp(b, 1, x, y); break;
-  case LLVMRealOLE: c = LLVMBuildNot(b, key_cmp(b, 1, x, y), ""); break;
-  case LLVMRealOGE: c = LLVMBuildNot(b, key_cmp(b, 0, x, y), ""); break;
+  case LLVMRealOLT: c = key_cmp(b, 0, false, x, y); break;
+  case LLVMRealOGT: c = key_cmp(b, 1, false, x, y); break;
+  case LLVMRealOLE: c = LLVMBuildNot(b, key_cmp(b, 1, false, x, y), ""); break;
+  case LLVMRealOGE: c = LLVMBuildNot(b, key_cmp(b, 0, false, x, y), ""); break;
   default: return LLVMBuildFCmp(b, p, x, y, "");
   }
   return LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealORD, x, y, ""), c, "");

@@ -40,8 +40,9 @@ double kl_binop_f64(kl_binop op, double a, double b) {
   case KL_BIN_SUB: return a - b;
   case KL_BIN_MUL: return a * b;
   case KL_BIN_DIV: return a / b;
-  case KL_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-  case KL_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+  /* IEEE 754-2019 maximum/minimum: NaN if either is NaN, -0 < +0; symmetric (commutative) */
+  case KL_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b || (a == b && signbit(b))) ? a : b;
+  case KL_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b || (a == b && signbit(a))) ? a : b;
   case KL_BIN_POW: return pow(a, b);
   default: return NAN;
   }
@@ -711,8 +712,8 @@ int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axe
     } else {
       double v = ldf(x, w.off[0]);
       switch (op) {
-      case KL_RED_MAX: if (isnan(v) || v > fa[j]) fa[j] = v; break;
-      case KL_RED_MIN: if (isnan(v) || v < fa[j]) fa[j] = v; break;
+      case KL_RED_MAX: fa[j] = kl_binop_f64(KL_BIN_MAX, fa[j], v); break;
+      case KL_RED_MIN: fa[j] = kl_binop_f64(KL_BIN_MIN, fa[j], v); break;
       default: fa[j] += v; break;
       }
     }

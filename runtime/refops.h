@@ -26,7 +26,9 @@
  *      * reduce sum/max/min accumulate in int64 for integer inputs; mean divides in
  *        double for a float output and truncates toward zero for an integer output;
  *      * convert: see kl_ref_convert.
- *    NaN propagates through max/min/clip (as numpy.maximum). Float x / 0 follows IEEE.
+ *    NaN propagates through max/min/clip (as numpy.maximum). Float max/min (and reduce
+ *    max/min) are IEEE 754-2019 maximum/minimum, so commutative: -0 < +0 (max(-0, +0) = +0,
+ *    min = -0, either order); relu(-0) = +0. Float x / 0 follows IEEE.
  *  - Errors: int status (0 ok) and a message in err[errlen] that names the op and the
  *    shapes, e.g. "dot: inner dimensions differ: [2,3] x [4,5]". Bad shapes never crash.
  *  - Axes may be negative (counted from the end, as in numpy). */

@@ -626,9 +626,41 @@ static void test_conv(void) {
   GROUP("conv2d");
 }
 
+/* max/min are IEEE 754-2019 maximum/minimum, so commutative (CSE may swap operands): NaN
+ * if either operand is NaN, else -0 < +0; relu(-0) = +0; reduce_max/min of ±0 ignore order. */
+static bool bits_eq(double a, double b) { return isnan(a) ? isnan(b) : (a == b && signbit(a) == signbit(b)); }
+static void test_maxmin_signed_zero(void) {
+  const double v[] = {-0.0, 0.0, -1, 1, NAN, -INFINITY, INFINITY};
+  int n = (int)(sizeof v / sizeof v[0]), bad = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      double a = v[i], b = v[j], mx, mn;
+      if (isnan(a) || isnan(b)) mx = mn = NAN;
+      else if (a == b) { mx = signbit(a) ? b : a; mn = signbit(a) ? a : b; }
+      else { mx = a > b ? a : b; mn = a < b ? a : b; }
+      if (!bits_eq(kl_binop_f64(KL_BIN_MAX, a, b), mx) || !bits_eq(kl_binop_f64(KL_BIN_MIN, a, b), mn)) {
+        fprintf(stderr, "    max/min(%g, %g) = %g / %g, want %g / %g\n", a, b, kl_binop_f64(KL_BIN_MAX, a, b),
+                kl_binop_f64(KL_BIN_MIN, a, b), mx, mn);
+        bad++;
+      }
+    }
+  CHECK(bad == 0, "max/min over all ordered pairs of -0 +0 -1 1 nan -inf inf");
+  CHECK(bits_eq(kl_unop_f64(KL_UN_RELU, -0.0), 0.0), "relu(-0) = +0");
+  kl_tensor *x = T(KL_DT_F32, 2, S(2, 2), V(-0.0, 0.0, 0.0, -0.0)), *o = NULL;
+  CHECK(kl_ref_reduce(KL_RED_MAX, x, 1, (int[]){1}, false, KL_DT_NONE, &o, err, sizeof err) == 0 &&
+        bits_eq(kl_tensor_get_flat(o, 0), 0.0) && bits_eq(kl_tensor_get_flat(o, 1), 0.0), "reduce_max {-0,+0} {+0,-0} = +0");
+  REL(o);
+  CHECK(kl_ref_reduce(KL_RED_MIN, x, 1, (int[]){1}, false, KL_DT_NONE, &o, err, sizeof err) == 0 &&
+        bits_eq(kl_tensor_get_flat(o, 0), -0.0) && bits_eq(kl_tensor_get_flat(o, 1), -0.0), "reduce_min {-0,+0} {+0,-0} = -0");
+  REL(o);
+  kl_tensor_release(x);
+  GROUP("max/min at signed zeros");
+}
+
 int main(void) {
   printf("test_refops:\n");
   test_binary();
+  test_maxmin_signed_zero();
   test_unary();
   test_clip_where_convert();
   test_movement();
