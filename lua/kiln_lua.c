@@ -165,9 +165,9 @@ static int busy_guard_close(lua_State *L) {
 
 void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what) {
   ctxidx = lua_absindex(L, ctxidx);
-  kl_ctx *ctx = kl_lua__check_ctx(L, ctxidx);
+  luaL_checkudata(L, ctxidx, KL_MT_CONTEXT);
   busy_guard *g = lua_newuserdatauv(L, sizeof *g, 1);
-  g->ctx = ctx; g->active = false;
+  g->ctx = NULL; g->active = false;
   if (luaL_newmetatable(L, MT_BUSYGUARD)) {
     lua_pushcfunction(L, busy_guard_close);
     lua_setfield(L, -2, "__close");
@@ -176,7 +176,36 @@ void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what) {
   lua_pushvalue(L, ctxidx);          /* anchors the context userdata */
   lua_setiuservalue(L, -2, 1);
   lua_toclose(L, -1);                /* may raise (stack); nothing is busy yet */
+  /* checked after the allocations above: a finalizer they ran may have destroyed it */
+  kl_ctx *ctx = g->ctx = kl_lua__check_ctx(L, ctxidx);
   g->prev = kl_lua__busy_enter(ctx, what, NULL);
+  g->active = true;
+}
+
+/* A pin guard: like the busy guard, for one object (its userdata at idx holds *pin). */
+#define MT_PINGUARD "kiln.pinguard"
+typedef struct pin_guard { kl_lua_pin *pin; const char *prev; bool active; } pin_guard;
+static int pin_guard_close(lua_State *L) {
+  pin_guard *g = luaL_checkudata(L, 1, MT_PINGUARD);
+  if (g->active) { g->active = false; g->pin->n--; g->pin->what = g->prev; }
+  return 0;
+}
+
+void kl_lua__pin_guard(lua_State *L, int idx, kl_lua_pin *pin, const char *what) {
+  idx = lua_absindex(L, idx);
+  pin_guard *g = lua_newuserdatauv(L, sizeof *g, 1);
+  g->pin = pin; g->active = false;
+  if (luaL_newmetatable(L, MT_PINGUARD)) {
+    lua_pushcfunction(L, pin_guard_close);
+    lua_setfield(L, -2, "__close");
+  }
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, idx);             /* anchors the object (and so *pin) */
+  lua_setiuservalue(L, -2, 1);
+  lua_toclose(L, -1);                /* the caller re-checks the object after this call */
+  g->prev = pin->what;
+  pin->n++;
+  pin->what = what;
   g->active = true;
 }
 

@@ -19,6 +19,14 @@
  * (<what>)" at the user's Lua line, and leave the context usable; destroy it after the
  * call returns. The collector cannot collect a busy context (the running C function
  * anchors its userdata). Other contexts may be destroyed inside a callback.
+ * Every binding function that keeps a C pointer into a context (an op, graph, type...)
+ * while it reads a user's argument table (lua_getfield/lua_geti/luaL_len/lua_gettable:
+ * __index, __len) or allocates (any allocation may run a finalizer) makes the context
+ * busy first with kl_lua__busy_guard (one line at its top); tensors and views it keeps
+ * are pinned the same way (Pins below: t:release(), v's <close>, __gc raise instead).
+ * Tables are still read with metamethods, not lua_rawget*: option and shape tables with
+ * __index/__len (proxies, defaults, class-like objects) are legitimate input, and the
+ * guard makes them safe; lua_next is raw anyway (no __pairs).
  * The kl_lua__* names below are internal to the binding files. */
 #ifndef KL_KILN_LUA_H
 #define KL_KILN_LUA_H
@@ -74,6 +82,13 @@ kl_lua_ctxstate *kl_lua__check_not_rewriting(lua_State *L, kl_ctx *ctx, const ch
 kl_lua_busy kl_lua__busy_enter(kl_ctx *ctx, const char *what, const char *name);
 void        kl_lua__busy_leave(kl_ctx *ctx, kl_lua_busy prev);
 void        kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what);
+/* Pins (the same rule for the objects a binding function reads: tensors, views). A
+ * userdata that owns memory embeds a kl_lua_pin; pin_guard pushes a to-be-closed value
+ * that keeps it pinned (n > 0, what = the call) and anchored until the calling C
+ * function returns or raises (same stack rule as busy_guard). Its release/__close/__gc
+ * then raises a located error and frees nothing. */
+typedef struct kl_lua_pin { int n; const char *what; } kl_lua_pin;
+void        kl_lua__pin_guard(lua_State *L, int idx, kl_lua_pin *pin, const char *what);
 /* Destroys the context of the context userdata at idx (a no-op if already destroyed);
  * raises the busy error if it is busy. Used by ctx:destroy(), __close and __gc. */
 int         kl_lua__ctx_destroy(lua_State *L, int idx);

@@ -60,7 +60,9 @@ static int g_build(lua_State *L) {
   kl_ctx *ctx = g->ctx;
   const char *opname = luaL_checkstring(L, 2);
   luaL_checktype(L, 3, LUA_TTABLE);
+  lua_settop(L, 5);
   int ctxud = kl_lua__push_handle_ctxud(L, 1);
+  kl_lua__busy_guard(L, ctxud, "a graph op builder");   /* metamethods of the tables, finalizers */
   lua_Integer n = luaL_len(L, 3);
   if (n > 64) return kl_lua__rt_error(L, opname, "too many operands (%lld)", (long long)n);
   kl_value *opnds[64];
@@ -98,6 +100,7 @@ static int g_param(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   kl_ctx *ctx = g->ctx;
   const char *what = "param";
+  lua_settop(L, 5); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:param");   /* shape/opts metamethods */
   if (lua_type(L, 2) != LUA_TSTRING || !lua_rawlen(L, 2))
     return kl_lua__rt_error(L, what, "the first argument must be the param's name (a non-empty string), got a %s", luaL_typename(L, 2));
   const char *name = lua_tostring(L, 2);
@@ -125,7 +128,9 @@ static int g_constant(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   kl_ctx *ctx = g->ctx;
   const char *what = "constant";
+  lua_settop(L, 3); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:constant");   /* finalizers */
   kl_tensor *t = kl_lua__test_tensor(L, 2);
+  if (t) kl_lua__pin_tensor(L, 2, "g:constant");   /* read after allocations: finalizers */
   kl_tensor *own = NULL;
   char err[512];
   if (t) {
@@ -211,6 +216,7 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
 static int g_eval(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   const char *what = "eval";
+  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:eval");   /* finalizers */
   if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
@@ -244,6 +250,7 @@ static int g_graph_of(lua_State *L) {
 static int g_params(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   int c = kl_lua__push_handle_ctxud(L, 1);
+  kl_lua__busy_guard(L, c, "g:params");   /* allocations: finalizers */
   lua_newtable(L);
   int i = 0;
   for (kl_op *o = kl_graph_body(g)->first; o; o = o->next) {

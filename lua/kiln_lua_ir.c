@@ -51,6 +51,7 @@ static unsigned print_flags(lua_State *L, int idx) {
 }
 static int op_print(lua_State *L) {
   kl_op *op = OP(1);
+  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:print");   /* options: metamethods */
   char *s = kl_print_op(op, print_flags(L, 2));
   lua_pushstring(L, s);
   free(s);
@@ -253,6 +254,7 @@ static int op_set_operand(lua_State *L) {
 }
 static int op_set_operands(lua_State *L) {
   kl_op *op = OP(1);
+  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:set_operands");   /* the list: metamethods */
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 2);
   if (n < 0 || n > (1 << 20)) return luaL_argerror(L, 2, "too many operands");
@@ -293,6 +295,7 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx) {
 }
 static int op_replace_all_uses_with(lua_State *L) {
   kl_op *op = OP(1);
+  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:replace_all_uses_with");   /* the list: metamethods */
   kl_value **vals = kl_lua__replacements(L, op, 2);
   kl_rewriter *rw = active_rw(op->ctx);
   for (int i = 0; i < op->nresults; i++) {
@@ -303,6 +306,7 @@ static int op_replace_all_uses_with(lua_State *L) {
 }
 static int op_replace_with(lua_State *L) {   /* replace uses, then erase */
   kl_op *op = OP(1);
+  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:replace_with");   /* the list: metamethods */
   kl_value **vals = kl_lua__replacements(L, op, 2);
   kl_rewriter *rw = active_rw(op->ctx);
   if (rw) {
@@ -603,6 +607,7 @@ static int region_add_block(lua_State *L) {   /* region:add_block([types]) -> ne
   kl_region *r = REGION(1);
   kl_ctx *ctx = kl_lua__handle_ctx(L, 1);
   int top = lua_gettop(L);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "region:add_block");   /* the types table: metamethods */
   kl_block *b = kl_block_create(ctx);
   add_arg_types(L, ctx, b, 2, top);
   kl_region_push_block(r, b);
@@ -845,6 +850,7 @@ static int op_ctx(lua_State *L, int *first) {
 }
 static int l_op(lua_State *L) {
   int first; int c = op_ctx(L, &first);
+  kl_lua__busy_guard(L, c, "kiln.op");   /* metamethods of the table, finalizers */
   kl_op *op = kl_lua__build_op(L, first, kl_lua__check_ctx(L, c));
   kl_lua__push(L, c, KL_LH_OP, op);
   return 1;
@@ -852,8 +858,10 @@ static int l_op(lua_State *L) {
 static int l_block(lua_State *L) {   /* kiln.block([ctx,] {types} or types...) -> detached block */
   int first; int c = kl_lua__ctx_arg(L, &first);
   kl_ctx *ctx = kl_lua__check_ctx(L, c);
+  int top = lua_gettop(L);
+  kl_lua__busy_guard(L, c, "kiln.block");   /* the types table: metamethods */
   kl_block *b = kl_block_create(ctx);
-  add_arg_types(L, ctx, b, first, lua_gettop(L));
+  add_arg_types(L, ctx, b, first, top);
   kl_lua__push(L, c, KL_LH_BLOCK, b);
   return 1;
 }

@@ -26,6 +26,9 @@ void kl_lua__push_where(lua_State *L);
 kl_tensor *kl_lua__check_tensor(lua_State *L, int idx);
 kl_tensor *kl_lua__test_tensor(lua_State *L, int idx);       /* NULL if not a tensor */
 void       kl_lua__push_tensor(lua_State *L, kl_tensor *t);  /* takes the reference */
+/* check_tensor, and pins the tensor (kl_lua__pin_guard) until the caller returns: for a
+ * C function that keeps the pointer while Lua code may run (metamethods, finalizers). */
+kl_tensor *kl_lua__pin_tensor(lua_State *L, int idx, const char *what);
 
 /* Programs ("kiln.program", kiln_lua_program.c). check: the program of the handle at idx
  * (error if released or its context was destroyed). push: a new handle for p in the
@@ -49,7 +52,9 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
 /* A dtype name at idx (nil/none -> dflt). Unknown names raise an error naming `what`. */
 kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *what);
 /* A shape (a list of sizes >= 0, or one integer for rank 1) at idx into dims; returns
- * the rank. Errors name `what`. */
+ * the rank. The shape must also be within the IR's shape limits (kl_shape_check in
+ * core/type.h: rank, each size and the element count bounded), so every checked shape
+ * can become a tensor type. Errors name `what`. */
 int kl_lua__check_shape(lua_State *L, int idx, int64_t *dims, const char *what);
 /* A list of at most max integers at idx into out; returns the count. */
 int kl_lua__check_ints(lua_State *L, int idx, int64_t *out, int max, const char *what, const char *field);

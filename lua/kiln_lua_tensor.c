@@ -14,7 +14,7 @@
 
 #define REG_RAND_COUNTER "kiln.rand_counter"
 
-typedef struct tens_ud { kl_tensor *t; } tens_ud;   /* user value 1: device name (or nil = host) */
+typedef struct tens_ud { kl_tensor *t; kl_lua_pin pin; } tens_ud;   /* user value 1: device name (or nil = host) */
 
 /* ---------------------------------------------------------------- errors ---- */
 void kl_lua__push_where(lua_State *L) {
@@ -50,9 +50,14 @@ kl_tensor *kl_lua__check_tensor(lua_State *L, int idx) {
   if (!u->t) kl_lua__rt_error(L, "kiln.tensor", "this tensor has been released");
   return u->t;
 }
+kl_tensor *kl_lua__pin_tensor(lua_State *L, int idx, const char *what) {
+  kl_lua__check_tensor(L, idx);
+  kl_lua__pin_guard(L, idx, &((tens_ud *)lua_touserdata(L, idx))->pin, what);
+  return kl_lua__check_tensor(L, idx);   /* a finalizer of the guard's allocation may have released it */
+}
 void kl_lua__push_tensor(lua_State *L, kl_tensor *t) {
   tens_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
-  u->t = t;
+  u->t = t; u->pin = (kl_lua_pin){ 0, NULL };
   luaL_setmetatable(L, KL_MT_TENSOR);
 }
 #define T(i) kl_lua__check_tensor(L, (i))
@@ -228,7 +233,7 @@ static int l_tensor(lua_State *L) {
   lua_settop(L, 3);   /* temporaries go above the arguments */
   kl_tensor *src = kl_lua__test_tensor(L, 1);
   if (src) {   /* copy (and convert) a tensor */
-    kl_lua__check_tensor(L, 1);
+    kl_lua__pin_tensor(L, 1, what);   /* the options table may run metamethods */
     kl_dtype dt = kl_lua__opt_dtype(L, 2, src->dtype, what);
     int64_t strides[KL_TENSOR_MAX_RANK];
     bool has = kl_lua__opt_layout(L, 3, src->rank, src->shape, strides, what);
@@ -356,6 +361,9 @@ static int l_rand(lua_State *L) {
 /* --------------------------------------------------------------- methods ---- */
 static int t_gc(lua_State *L) {
   tens_ud *u = luaL_checkudata(L, 1, KL_MT_TENSOR);
+  if (u->t && u->pin.n > 0)
+    return kl_lua__rt_error(L, "tensor:release", "the tensor is being read by %s (this is a metamethod or finalizer "
+                            "that runs inside it); release it after that call returns", u->pin.what);
   if (u->t) { kl_tensor_release(u->t); u->t = NULL; }
   return 0;
 }
@@ -369,7 +377,7 @@ static int t_tostring(lua_State *L) {
 }
 /* t:tostring{threshold=, edge=, precision=} */
 static int t_format(lua_State *L) {
-  kl_tensor *t = T(1);
+  kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor:tostring");   /* options: metamethods */
   int64_t threshold = 1000; int edge = 3, prec = 6;
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "threshold"); threshold = luaL_optinteger(L, -1, threshold);
@@ -403,14 +411,14 @@ static void totable_rec(lua_State *L, const kl_tensor *t, int d, int64_t *idx) {
   }
 }
 static int t_totable(lua_State *L) {
-  kl_tensor *t = T(1);
+  kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor:totable");   /* allocations: finalizers */
   int64_t idx[KL_TENSOR_MAX_RANK] = {0};
   totable_rec(L, t, 0, idx);
   return 1;
 }
 /* All elements in logical row-major order as one flat list. */
 static int t_flat(lua_State *L) {
-  kl_tensor *t = T(1);
+  kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor:flat");   /* allocations: finalizers */
   int64_t n = kl_tensor_numel(t);
   lua_createtable(L, (int)(n < (1 << 24) ? n : 0), 0);
   int64_t idx[KL_TENSOR_MAX_RANK];
@@ -441,6 +449,7 @@ static void read_index(lua_State *L, const kl_tensor *t, int idx, int last, int6
 static int t_get(lua_State *L) {
   kl_tensor *t = T(1);
   int64_t idx[KL_TENSOR_MAX_RANK];
+  if (lua_istable(L, 2)) { lua_settop(L, 2); t = kl_lua__pin_tensor(L, 1, "tensor:get"); }   /* index table: metamethods */
   read_index(L, t, 2, lua_gettop(L), idx, "tensor:get");
   push_elem(L, t, idx);
   return 1;
@@ -453,6 +462,7 @@ static int t_set(lua_State *L) {
   if (top < 3) return kl_lua__rt_error(L, "tensor:set", "expected t:set({i, j, ...}, value)");
   if (lua_type(L, top) != LUA_TNUMBER && lua_type(L, top) != LUA_TBOOLEAN)
     return kl_lua__rt_error(L, "tensor:set", "the value must be a number, got a %s", luaL_typename(L, top));
+  if (lua_istable(L, 2)) t = kl_lua__pin_tensor(L, 1, "tensor:set");   /* index table: metamethods */
   read_index(L, t, 2, top - 1, idx, "tensor:set");
   int64_t iv;
   if (lua_type(L, top) == LUA_TBOOLEAN) kl_tensor_set_i64(t, idx, lua_toboolean(L, top));
@@ -467,7 +477,7 @@ static void push_copy_like(lua_State *L, kl_tensor *t) {   /* result keeps the d
   lua_setiuservalue(L, -2, 1);
 }
 static int t_as_layout(lua_State *L) {
-  kl_tensor *t = T(1);
+  kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor:as_layout");   /* options: metamethods */
   char err[512];
   int64_t strides[KL_TENSOR_MAX_RANK];
   kl_tensor *r;
@@ -538,8 +548,8 @@ static int push_i64s(lua_State *L, int n, const int64_t *v) {
   for (int i = 0; i < n; i++) { lua_pushinteger(L, (lua_Integer)v[i]); lua_rawseti(L, -2, i + 1); }
   return 1;
 }
-static int tp_shape(lua_State *L) { kl_tensor *t = T(1); return push_i64s(L, t->rank, t->shape); }
-static int tp_strides(lua_State *L) { kl_tensor *t = T(1); return push_i64s(L, t->rank, t->strides); }
+static int tp_shape(lua_State *L) { kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor.shape"); return push_i64s(L, t->rank, t->shape); }
+static int tp_strides(lua_State *L) { kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor.strides"); return push_i64s(L, t->rank, t->strides); }
 static int tp_dtype(lua_State *L) { lua_pushstring(L, kl_dtype_name(T(1)->dtype)); return 1; }
 static int tp_rank(lua_State *L) { lua_pushinteger(L, T(1)->rank); return 1; }
 static int tp_numel(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_tensor_numel(T(1))); return 1; }
@@ -612,6 +622,8 @@ static void push_report(lua_State *L, const kl_compare_result *r) {
 }
 /* kiln.compare(a, b [, {rtol=, atol=}]) -> report (b is the reference) */
 static int l_compare(lua_State *L) {
+  lua_settop(L, 3);
+  kl_lua__pin_tensor(L, 1, "kiln.compare"); kl_lua__pin_tensor(L, 2, "kiln.compare");
   kl_tensor *a = T(1), *b = T(2);
   double rtol, atol;
   read_tols(L, 3, &rtol, &atol, "kiln.compare");
@@ -623,6 +635,8 @@ static int l_compare(lua_State *L) {
 }
 /* kiln.allclose(a, b [, {rtol=, atol=}]) -> bool, report */
 static int l_allclose(lua_State *L) {
+  lua_settop(L, 3);
+  kl_lua__pin_tensor(L, 1, "kiln.allclose"); kl_lua__pin_tensor(L, 2, "kiln.allclose");
   kl_tensor *a = T(1), *b = T(2);
   double rtol, atol;
   read_tols(L, 3, &rtol, &atol, "kiln.allclose");

@@ -17,7 +17,7 @@ const kl_attr *kl_attr_from_view(kl_ctx *ctx, const kl_view *v);
 const kl_view *kl_attr_view(const kl_attr *a);
 #endif
 
-typedef struct view_ud { kl_view *v; } view_ud;
+typedef struct view_ud { kl_view *v; kl_lua_pin pin; } view_ud;
 
 static kl_view *check_view(lua_State *L, int idx) {
   view_ud *u = luaL_checkudata(L, idx, KL_MT_VIEW);
@@ -26,7 +26,7 @@ static kl_view *check_view(lua_State *L, int idx) {
 }
 static void push_view(lua_State *L, kl_view *v) {
   view_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->v = v;
+  u->v = v; u->pin = (kl_lua_pin){ 0, NULL };
   luaL_setmetatable(L, KL_MT_VIEW);
 }
 /* Pushes v or raises the builder error. */
@@ -36,6 +36,15 @@ static int push_or_fail(lua_State *L, kl_view *v, const kl_view_err *e, const ch
   return 1;
 }
 #define V(i) check_view(L, (i))
+/* check_view, and pins the view until the calling builder returns (kiln_lua.h, Pins): its
+ * argument tables may run metamethods, its allocations finalizers. */
+static kl_view *pin_view(lua_State *L, int idx, const char *what) {
+  check_view(L, idx);
+  kl_lua__pin_guard(L, idx, &((view_ud *)lua_touserdata(L, idx))->pin, what);
+  return check_view(L, idx);   /* a finalizer of the guard's allocation may have released it */
+}
+/* The builder's arguments are fixed first (nargs): the guard takes the next slot. */
+#define VP(i, what, nargs) (lua_settop(L, (nargs)), pin_view(L, (i), (what)))
 
 /* "view text:line:col: message" (the parser's message may already start with line:col). */
 static int parse_error(lua_State *L, const char *what, const kl_view_err *e) {
@@ -169,7 +178,7 @@ static int l_view(lua_State *L) {
 /* v:passthrough(names, from) | v:passthrough{names=, from=} — rename / permute */
 static int v_passthrough(lua_State *L) {
   const char *what = "view:passthrough";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 3);
   const char *names[KL_VIEW_MAX_DIMS], *from[KL_VIEW_MAX_DIMS];
   int a = field_or_arg(L, "names", 2), b = field_or_arg(L, "from", 3);
   int n = names_arg(L, NULL, a, names, KL_VIEW_MAX_DIMS, what, "names");
@@ -181,7 +190,7 @@ static int v_passthrough(lua_State *L) {
 /* v:transpose{perm} — 0-based positions or dim names */
 static int v_transpose(lua_State *L) {
   const char *what = "view:transpose";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 2);
   if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "expected a permutation {1, 0, ...} (0-based) or a list of dim names");
   lua_Integer n = luaL_len(L, 2);
   if (n > KL_VIEW_MAX_DIMS) return kl_lua__rt_error(L, what, "permutation too long");
@@ -197,7 +206,7 @@ static int v_transpose(lua_State *L) {
 /* Pad / slice: v:pad{h = {l, r}, ...} or v:pad(names, {l1, r1, l2, r2, ...}) */
 static int pad_or_slice(lua_State *L, bool pad) {
   const char *what = pad ? "view:pad" : "view:slice";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 3);
   const char *names[KL_VIEW_MAX_DIMS];
   int64_t vals[2 * KL_VIEW_MAX_DIMS];
   int n;
@@ -216,7 +225,7 @@ static int v_slice(lua_State *L) { return pad_or_slice(L, false); }
 /* v:embed(dim, names, sizes, coeffs) | v:embed{dim=, names=, sizes=, coeffs=} */
 static int v_embed(lua_State *L) {
   const char *what = "view:embed";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 5);
   int d = field_or_arg(L, "dim", 2), a = field_or_arg(L, "names", 3), b = field_or_arg(L, "sizes", 4), c = field_or_arg(L, "coeffs", 5);
   const char *dim = dim_name_arg(L, v, d, what);
   const char *names[KL_VIEW_MAX_DIMS];
@@ -231,7 +240,7 @@ static int v_embed(lua_State *L) {
 /* v:unmerge(dim, names, sizes) | v:unmerge{dim=, names=, sizes=} */
 static int v_unmerge(lua_State *L) {
   const char *what = "view:unmerge";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 4);
   int d = field_or_arg(L, "dim", 2), a = field_or_arg(L, "names", 3), b = field_or_arg(L, "sizes", 4);
   const char *dim = dim_name_arg(L, v, d, what);
   const char *names[KL_VIEW_MAX_DIMS];
@@ -245,7 +254,7 @@ static int v_unmerge(lua_State *L) {
 /* v:merge(name, from) | v:merge{name=, from=} */
 static int v_merge(lua_State *L) {
   const char *what = "view:merge";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 3);
   int a = field_or_arg(L, "name", 2), b = field_or_arg(L, "from", 3);
   if (lua_type(L, a) != LUA_TSTRING) return kl_lua__rt_error(L, what, "the merged dim needs a name");
   const char *from[KL_VIEW_MAX_DIMS];
@@ -256,7 +265,7 @@ static int v_merge(lua_State *L) {
 /* v:broadcast{d = size, ...} | v:broadcast(names, sizes) */
 static int v_broadcast(lua_State *L) {
   const char *what = "view:broadcast";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 3);
   const char *names[KL_VIEW_MAX_DIMS];
   int64_t sizes[KL_VIEW_MAX_DIMS];
   int n;
@@ -272,7 +281,7 @@ static int v_broadcast(lua_State *L) {
 /* v:add_dim(name, size [, pos = rank]) | v:add_dim{name=, size=, pos=} (pos 0-based) */
 static int v_add_dim(lua_State *L) {
   const char *what = "view:add_dim";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 4);
   int a = field_or_arg(L, "name", 2), b = field_or_arg(L, "size", 3), c = field_or_arg(L, "pos", 4);
   if (lua_type(L, a) != LUA_TSTRING) return kl_lua__rt_error(L, what, "the new dim needs a name");
   int64_t size, pos = kl_view_rank(v);
@@ -285,7 +294,7 @@ static int v_add_dim(lua_State *L) {
 /* v:const_dim(dim, value) | v:const_dim{name=, value=} */
 static int v_const_dim(lua_State *L) {
   const char *what = "view:const_dim";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 3);
   int a = field_or_arg(L, "name", 2), b = field_or_arg(L, "value", 3);
   const char *dim = dim_name_arg(L, v, a, what);
   int64_t val;
@@ -296,7 +305,7 @@ static int v_const_dim(lua_State *L) {
 /* v:reshape{shape...} | v:reshape(shape [, names]) */
 static int v_reshape(lua_State *L) {
   const char *what = "view:reshape";
-  kl_view *v = V(1);
+  kl_view *v = VP(1, what, 3);
   int64_t shape[KL_VIEW_MAX_DIMS];
   const char *names[KL_VIEW_MAX_DIMS];
   int rank = kl_lua__check_ints(L, 2, shape, KL_VIEW_MAX_DIMS, what, "shape"), nn = -1;
@@ -332,6 +341,7 @@ static void check_strides(lua_State *L, const kl_view *v, const int64_t *st, con
 /* v:eval{c0, c1, ...} -> lower coordinate (table), valid */
 static int v_eval(lua_State *L) {
   kl_view *v = V(1);
+  if (lua_istable(L, 2)) v = VP(1, "view:eval", 2);   /* coordinate table: metamethods */
   int64_t up[KL_VIEW_MAX_DIMS], lo[KL_VIEW_MAX_DIMS];
   coords_arg(L, v, 2, up, "view:eval");
   bool ok = kl_view_eval(v, up, lo);
@@ -344,6 +354,7 @@ static int v_addr(lua_State *L) {
   kl_view *v = V(1);
   int64_t up[KL_VIEW_MAX_DIMS], st[KL_VIEW_MAX_DIMS];
   lua_settop(L, 3);
+  if (lua_istable(L, 2) || lua_istable(L, 3)) v = VP(1, "view:addr", 3);   /* tables: metamethods */
   coords_arg(L, v, 2, up, "view:addr");
   bool has = false;
   if (!lua_isnil(L, 3)) {
@@ -375,8 +386,7 @@ static int v_simplify(lua_State *L) { push_view(L, kl_view_simplify(V(1))); retu
 /* v:vector_len(dim, dtype | max_len | nil [, strides]) */
 static int v_vector_len(lua_State *L) {
   const char *what = "view:vector_len";
-  kl_view *v = V(1);
-  lua_settop(L, 4);
+  kl_view *v = VP(1, what, 4);
   int d = dim_arg(L, v, 2, what);
   int64_t st[KL_VIEW_MAX_DIMS];
   bool has = false;
@@ -403,7 +413,7 @@ static int v_vector_len(lua_State *L) {
 }
 /* v:invalid_dims() -> names of upper dims that can produce invalid coordinates */
 static int v_invalid_dims(lua_State *L) {
-  kl_view *v = V(1);
+  kl_view *v = VP(1, "view:invalid_dims", 1);   /* allocations: finalizers */
   uint32_t m = kl_view_invalid_dims(v);
   lua_newtable(L);
   int k = 0;
@@ -418,7 +428,7 @@ static int push_names(lua_State *L, int n, const char *const *names) {
   return 1;
 }
 static int v_maps(lua_State *L) {
-  kl_view *v = V(1);
+  kl_view *v = VP(1, "view:maps", 1);   /* allocations: finalizers */
   lua_createtable(L, v->nmaps, 0);
   for (int i = 0; i < v->nmaps; i++) {
     const kl_vmap *m = &v->maps[i];
@@ -448,25 +458,25 @@ static int v_maps(lua_State *L) {
 }
 
 static int vp_shape(lua_State *L) {
-  kl_view *v = V(1);
+  kl_view *v = VP(1, "view.shape", 1);   /* allocations: finalizers */
   lua_createtable(L, kl_view_rank(v), 0);
   for (int i = 0; i < kl_view_rank(v); i++) { lua_pushinteger(L, (lua_Integer)kl_view_size(v, i)); lua_rawseti(L, -2, i + 1); }
   return 1;
 }
 static int vp_lower_shape(lua_State *L) {
-  kl_view *v = V(1);
+  kl_view *v = VP(1, "view.lower_shape", 1);   /* allocations: finalizers */
   lua_createtable(L, kl_view_lower_rank(v), 0);
   for (int i = 0; i < kl_view_lower_rank(v); i++) { lua_pushinteger(L, (lua_Integer)kl_view_lower_size(v, i)); lua_rawseti(L, -2, i + 1); }
   return 1;
 }
 static int vp_names(lua_State *L) {
-  kl_view *v = V(1);
+  kl_view *v = VP(1, "view.names", 1);   /* allocations: finalizers */
   lua_createtable(L, kl_view_rank(v), 0);
   for (int i = 0; i < kl_view_rank(v); i++) { lua_pushstring(L, kl_view_name(v, i)); lua_rawseti(L, -2, i + 1); }
   return 1;
 }
 static int vp_lower_names(lua_State *L) {
-  kl_view *v = V(1);
+  kl_view *v = VP(1, "view.lower_names", 1);   /* allocations: finalizers */
   lua_createtable(L, kl_view_lower_rank(v), 0);
   for (int i = 0; i < kl_view_lower_rank(v); i++) { lua_pushstring(L, kl_view_lower_name(v, i)); lua_rawseti(L, -2, i + 1); }
   return 1;
@@ -485,6 +495,9 @@ static int v_tostring(lua_State *L) {
 }
 static int v_gc(lua_State *L) {
   view_ud *u = luaL_checkudata(L, 1, KL_MT_VIEW);
+  if (u->v && u->pin.n > 0)
+    return kl_lua__rt_error(L, "view:release", "the view is being read by %s (this is a metamethod or finalizer "
+                            "that runs inside it); release it after that call returns", u->pin.what);
   kl_view_free(u->v);
   u->v = NULL;
   return 0;

@@ -150,6 +150,75 @@ describe("ctx:destroy() inside a callback", function()
     ctx:destroy()
   end)
 
+  it("covers a graph op builder's argument tables (g:param's shape)", function()
+    local ctx = kiln.context()
+    local g = kiln.graph(ctx, "cb_param")
+    local l
+    local shape = setmetatable({}, { __len = function() l = line(); ctx:destroy(); return 1 end,
+                                     __index = function() return 4 end })
+    local e = fails(g.param, g, "x", shape, "f32")
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "g:param")
+    g:output(g:param("x", { 4 }, "f32") * 2.0)
+    local inputs = { x = kiln.rand({ 4 }, "f32") }
+    assert.is_true(kiln.allclose(kiln.compile(g):run(inputs), g:eval(inputs)))
+    ctx:destroy()
+  end)
+
+  it("covers kiln.op's table", function()
+    local ctx = kiln.context()
+    local l
+    local spec = setmetatable({ ctx = ctx, name = "test.cb_op" }, { __index = function(_, k)
+      if k == "loc" then l = line(); ctx:destroy() end
+    end })
+    local e = fails(kiln.op, spec)
+    has(e, BUSY)
+    has(e, this_file() .. ":" .. l .. ":")
+    assert.are.equal("test.cb_op", kiln.op{ ctx = ctx, name = "test.cb_op" }.name)
+    ctx:destroy()
+  end)
+
+  it("covers a finalizer that runs while g:eval reads its inputs", function()
+    local ctx = kiln.context()
+    local g = scale_graph("cb_eval", 3.0, ctx)
+    local inputs = { x = kiln.rand({ 4 }, "f32") }
+    local want = g:eval(inputs)
+    local eval, err, l = kiln._g.eval, nil, nil
+    -- a finalizer that re-arms itself and destroys ctx when it runs inside g:eval's C code
+    local function arm()
+      setmetatable({}, { __gc = function()
+        if err then return end
+        if debug.getinfo(2, "f").func == eval then
+          l = line() + 1
+          local ok, e = pcall(ctx.destroy, ctx)
+          err = ok and "destroyed" or e
+        else arm() end
+      end })
+    end
+    collectgarbage("incremental", 10, 1000)
+    arm()
+    local ok, e
+    for _ = 1, 20000 do
+      if err then break end
+      ok, e = pcall(g.eval, g, inputs)
+      if not ok then break end
+    end
+    collectgarbage("incremental", 200, 100)
+    assert.is_string(err)
+    if err == "destroyed" then
+      -- it ran before g:eval held anything (while its guard was made): the call fails, located
+      assert.is_false(ok)
+      has(e, "has been destroyed")
+      return
+    end
+    assert.is_true(ok, e)
+    has(err, BUSY)
+    has(err, this_file() .. ":" .. l .. ":")
+    has(err, "g:eval")
+    assert.is_true(kiln.allclose(g:eval(inputs), want))
+    ctx:destroy()
+  end)
   it("a busy context is never collected: dropping every reference in a callback is safe", function()
     local weak = setmetatable({}, { __mode = "v" })
     local result
@@ -278,6 +347,55 @@ describe("located errors", function()
     l = line() + 1
     e = fails(function() return t:get(0) end)
     has(e, this_file() .. ":" .. l .. ":")
+    assert.are.equal("kiln.tensor (released)", tostring(t))
+  end)
+end)
+
+describe("releasing a tensor or a view that a kiln call is reading", function()
+  local RELEASED = "release it after that call returns"
+
+  it("is refused in a view builder's argument table, with the Lua line", function()
+    local v = kiln.view{ shape = { 2, 3 }, names = { "a", "b" } }
+    local l
+    local perm = setmetatable({}, { __len = function() l = line(); do local c <close> = v end; return 2 end,
+                                    __index = function(_, i) return 2 - i end })
+    local e = fails(v.transpose, v, perm)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "view:transpose")
+    has(e, RELEASED)
+    assert.are.same({ 3, 2 }, v:transpose{ 1, 0 }.shape)
+  end)
+
+  it("is refused in kiln.tensor's options table while it copies a tensor", function()
+    local src = kiln.rand({ 2, 3 }, "f32")
+    local l
+    local opts = setmetatable({}, { __index = function() l = line(); src:release() end })
+    local e = fails(kiln.tensor, src, "f32", opts)
+    has(e, this_file() .. ":" .. l .. ":")
+    has(e, "kiln.tensor")
+    has(e, RELEASED)
+    assert.is_true(kiln.allclose(kiln.tensor(src, "f32", {}), src))
+  end)
+
+  it("is refused in t:get's index table and kiln.compare's options", function()
+    local t = kiln.rand({ 2, 3 }, "f32")
+    local ref = t:clone()
+    local l1
+    local idx = setmetatable({}, { __len = function() l1 = line(); t:release(); return 2 end,
+                                   __index = function(_, i) return i - 1 end })
+    local e = fails(t.get, t, idx)
+    has(e, this_file() .. ":" .. l1 .. ":")
+    has(e, "tensor:get")
+    has(e, RELEASED)
+    assert.are.equal(ref:get(1, 1), t:get{ 1, 1 })
+    local l2
+    local tol = setmetatable({}, { __index = function() l2 = line(); t:release() end })
+    e = fails(kiln.compare, t, ref, tol)
+    has(e, this_file() .. ":" .. l2 .. ":")
+    has(e, "kiln.compare")
+    has(e, RELEASED)
+    assert.is_true(kiln.compare(t, ref).ok)
+    t:release()
     assert.are.equal("kiln.tensor (released)", tostring(t))
   end)
 end)
