@@ -12,8 +12,9 @@ LLVMValueRef kl_llvm_log_f32(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x);
 /* x^y with C pow semantics for finite inputs (x < 0 needs an integral y). */
 LLVMValueRef kl_llvm_pow_f32(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y);
-/* The reference's max/min: NaN if either operand is NaN, else x if x > y (x < y), else y.
- * Like kl_llvm_fcmp, it orders by integer keys, never by an ordered fcmp (see below). */
+/* The reference's max/min, IEEE 754-2019 maximum/minimum: NaN if either operand is NaN,
+ * else the larger (smaller) with -0 < +0, so symmetric in x and y (max/min are commutative).
+ * Like kl_llvm_fcmp, it orders by integer keys (total-order ones), never by an ordered fcmp. */
 LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, int is_min);
 /* fcmp x, y; the ordered predicates OLT OLE OGT OGE are built as `ord x, y` and a signed
  * integer compare of sign-magnitude keys (-0 == +0), because LLVM 19.1's InstCombine
