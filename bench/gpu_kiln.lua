@@ -11,7 +11,7 @@
 -- the harness, and the host suite). --ptx DIR writes each case's kernel binaries there;
 -- --suffix S is appended to the case ids of the rows (a repeated measurement: "#2").
 --
--- Method (../.library/device/METHOD.md): random inputs (kiln.rand, uniform [-1, 1), never
+-- Method (bench/README.md): random inputs (kiln.rand, uniform [-1, 1), never
 -- zeros); p:prepare uploads them once into device buffers, enough buffer sets to span at
 -- least 256 MiB (rotated launch by launch, so inputs that fit in the 60 MB L2 are still read
 -- from memory), result buffers poisoned with NaN; one launch is checked before any timing

@@ -20,7 +20,7 @@ At the end, with --kiln, kiln and cuBLAS are timed once more on the first GEMM c
 with case ID#2) to show the run-to-run spread. Rows have the columns of bench/gpu_kiln.lua;
 bench/gpu_report.py prints the merged table and draws the plot.
 
-Method (same as kiln's side; ../.library/device/METHOD.md): uniform [-1, 1) random inputs,
+Method (same as kiln's side; bench/README.md): uniform [-1, 1) random inputs,
 enough input/output sets to span 256 MiB rotated launch by launch, outputs poisoned with NaN
 before the checked launch, every output element checked against a float64 reference on the
 GPU before timing, warm-up >= 100 ms, then launches back to back with CUDA events between

@@ -2,12 +2,12 @@
 # bench/run_gpu.sh — the whole GPU suite of issue 7 in one command, on the GPU machine, from
 # the repository root, with a static build/kiln there (cmake -DKILN_STATIC=ON here, carried):
 #
-#   bash bench/run_gpu.sh            # results under $OUT (the device tool's), else /tmp/kiln_bench
+#   bash bench/run_gpu.sh            # results under $OUT when set, else /tmp/kiln_bench
 #
 # Runs bench/gpu_peers.py, which for every case of bench/gpu_cases.txt runs kiln's side
 # (build/kiln bench/gpu_kiln.lua) and then the peers (cuBLAS, Triton, torch eager / graph /
 # compile, torch copy), so drift hits both; then bench/gpu_report.py prints the merged table
-# and the targets. Writes (at most 7 files, all the device tool brings back):
+# and the targets. Writes (at most 7 files, so that a remote run can copy them all back):
 #   results.tsv    every row (kiln and peers), the source of the table
 #   table.md       the table as Markdown for bench/RESULTS.md, machine header included
 #   gpu_bench.png  kiln ÷ peer ratios and the fraction of the floor per kernel
@@ -35,7 +35,7 @@ machine() {
 { echo "== before"; machine; } > "$OUT/machine.txt"
 cat "$OUT/machine.txt"
 
-# The static kiln is ~120 MB (every LLVM target), over the device tool's 64 MiB carry limit:
+# The static kiln is ~120 MB (every LLVM target), too large to copy comfortably:
 # carry build/kiln.xz (strip build/kiln && xz -T2 -k -f build/kiln: ~23 MB) and it is unpacked here.
 if [ -f "$KILN.xz" ] && [ "$KILN.xz" -nt "$KILN" ]; then   # absent or older than the .xz
   python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$KILN.xz" "$KILN" &&
