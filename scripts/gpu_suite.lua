@@ -1,7 +1,8 @@
 -- scripts/gpu_suite.lua — the GPU acceptance run without busted (the GPU machine has no
 -- Lua installation: run it with a static build/kiln): the random fused-graph suite on
 -- the CUDA (or HIP) device against the reference evaluator, then the integer-contraction
--- cases of spec/lua/int8_cases.lua (exact).
+-- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
+-- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
@@ -33,6 +34,18 @@ for _, c in ipairs(i8.gpu_cases()) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
+-- element-wise op pairs (spec/lua/elementwise_pairs_cases.lua): one case per dtype, every
+-- failing pair named with its input, got and the reference
+local ew = require "elementwise_pairs_cases"
+for _, dt in ipairs(ew.DTYPES) do
+  local name = dt .. " element-wise pairs"
+  local ok, err = pcall(function()
+    local r = ew.sweep(dt, dev.arch, dev)
+    if r.kernels ~= r.want_kernels then error(r.kernels .. " kernels, want " .. r.want_kernels, 0) end
+    if #r.bad > 0 then error(#r.bad .. " of " .. r.pairs .. " pairs differ:\n  " .. table.concat(r.bad, "\n  "), 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
+end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs and integer contractions on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs, integer contractions and element-wise pairs on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

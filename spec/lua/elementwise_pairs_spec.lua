@@ -2,13 +2,9 @@
 -- binary∘unary with a constant) in f32, f16 and bf16, compiled for the host and compared with
 -- the float64 reference evaluator on fresh random inputs plus NaN, ±0, ±inf and negatives;
 -- also abs∘relu/clip/max in conv and dot epilogues and after a convert from f16/bf16.
---  - A pair of exact ops (neg abs relu clip max min add sub mul div sqrt: one correctly rounded
---    result per op) must match the reference bit for bit (NaN for NaN, the sign of zero).
---  - Other pairs: NaN and inf must match. f32: |got - ref| <= 2^-12 |ref| + 2^-19 (an inner
---    f32 result off by an ulp is amplified by the outer op: log near 1, exp of large values).
---    f16/bf16: every op is computed in f32 and rounded once, as the reference does, so at
---    most NARROW_MISS elements of a pair may differ at all, by at most 2 ulp(ref) + the
---    smallest normal (sigmoid rounded after every step missed on a third of them).
+-- The pairs, the inputs, the packing and the compare rule (bit for bit for a pair of exact
+-- ops, the stated bound for the others) are spec/lua/elementwise_pairs_cases.lua, shared with
+-- elementwise_pairs_gpu_spec.lua and scripts/gpu_suite.lua.
 -- The host sweep packs 16 pairs into one kernel (where() with one-hot row masks). The pairs
 -- f(abs(x)) and the epilogue / convert graphs are compiled for sm_90 and gfx942 too, and the
 -- emitted code is checked for the miscompile of LLVM 19.1's InstCombine (fcmp on the fabs
@@ -17,118 +13,10 @@
 -- it are sign-blind and fine (ptx_sign_uses, amd_sign_uses).
 local kiln = require "kiln"
 
-local DTYPES = { "f32", "f16", "bf16" }
-local PREC = { f32 = 24, f16 = 11, bf16 = 8 }          -- significand bits
-local EMIN = { f32 = -126, f16 = -14, bf16 = -126 }     -- exponent of the smallest normal
-local NARROW_MISS = 3                                   -- of 64 elements, f16/bf16 inexact pairs
+local cases = require "elementwise_pairs_cases"
 
--- unary ops: name, builder, exact?
-local UNARY = {
-  { "neg", function(x) return -x end, true },
-  { "abs", function(x) return x:abs() end, true },
-  { "relu", function(x) return x:relu() end, true },
-  { "clip(-0.5,0.75)", function(x) return x:clip(-0.5, 0.75) end, true },
-  { "clip(0,2)", function(x) return x:clip(0, 2) end, true },
-  { "clip(0.25,0.5)", function(x) return x:clip(0.25, 0.5) end, true },    -- bounds of both signs:
-  { "clip(-2,-0.25)", function(x) return x:clip(-2, -0.25) end, true },    -- each constant-key compare
-  { "sqrt", function(x) return x:sqrt() end, true },
-  { "exp", function(x) return x:exp() end, false },
-  { "log", function(x) return x:log() end, false },
-  { "rsqrt", function(x) return x:rsqrt() end, false },
-  { "tanh", function(x) return x:tanh() end, false },
-  { "sigmoid", function(x) return x:sigmoid() end, false },
-}
--- binary ops with a constant operand
-local BINARY = {
-  { "+0.75", function(x) return x + 0.75 end, true },
-  { "0.75-", function(x) return 0.75 - x end, true },
-  { "*-1.5", function(x) return x * -1.5 end, true },
-  { "/3", function(x) return x / 3 end, true },
-  { "max0", function(x) return x:max(0) end, true },
-  { "min0", function(x) return x:min(0) end, true },
-  { "max-0.5", function(x) return x:max(-0.5) end, true },
-  { "min0.5", function(x) return x:min(0.5) end, true },
-  { "^2", function(x) return x ^ 2 end, false },
-}
-
--- Every pair: {name, build(x), exact}.
-local function pairs_of()
-  local list = {}
-  local function add(a, b) list[#list + 1] = { a[1] .. "(" .. b[1] .. ")", function(x) return a[2](b[2](x)) end, a[3] and b[3] } end
-  for _, a in ipairs(UNARY) do for _, b in ipairs(UNARY) do add(a, b) end end
-  for _, a in ipairs(UNARY) do for _, b in ipairs(BINARY) do add(a, b); add(b, a) end end
-  return list
-end
-local PAIRS = pairs_of()
-
-local SPECIALS = { 0 / 0, 0.0, -0.0, math.huge, -math.huge, 1, -1, 0.5, -0.5, 2, -2, 3.25, -3.25, 20, -20, -100 }
-local N = 64
-
--- Fresh random inputs (normal, scale 3: both signs, never zero) after the specials.
-local function inputs(dt, shape)
-  local r = kiln.rand({ N - #SPECIALS }, "f32", { dist = "normal" }):flat()
-  local v = {}
-  for i, s in ipairs(SPECIALS) do v[i] = s end
-  for i, s in ipairs(r) do v[#SPECIALS + i] = 3 * s end
-  return kiln.tensor(v, dt, { shape = shape or { N } })
-end
-
-local function isnan(v) return v ~= v end
-local function ulp(dt, v)
-  local a = math.abs(v)
-  local e = (a > 0 and a < math.huge) and math.floor(math.log(a, 2)) or EMIN[dt]
-  if e < EMIN[dt] then e = EMIN[dt] end
-  return 2.0 ^ (e - PREC[dt] + 1)
-end
-local function same_bits(g, w)
-  if isnan(w) or isnan(g) then return isnan(w) and isnan(g) end
-  return g == w and (g ~= 0 or 1 / g == 1 / w)
-end
-local function fmt(v) return string.format("%.9g", v) end
-
--- Checks one pair: gx inputs, gv results, wv reference values (flat, from index first);
--- returns nil or a message naming the first bad element.
-local function check(dt, name, exact, gx, gv, wv, first)
-  local misses = 0
-  for i = 1, #gx do
-    local g, w = gv[first + i - 1], wv[first + i - 1]
-    if not same_bits(g, w) then
-      misses = misses + 1
-      local tol = dt == "f32" and 2.0 ^ -12 * math.abs(w) + 2.0 ^ -19 or 2 * ulp(dt, w) + 2.0 ^ EMIN[dt]
-      local bad = exact or isnan(g) ~= isnan(w) or math.abs(w) == math.huge or math.abs(g) == math.huge or
-                  math.abs(g - w) > tol
-      if bad or (dt ~= "f32" and misses > NARROW_MISS) then
-        return string.format("%s %s: x = %s: got %s, reference %s%s", dt, name, fmt(gx[i]), fmt(g), fmt(w),
-                             bad and "" or string.format(" (%d elements differ)", misses))
-      end
-    end
-  end
-end
-
--- The host sweep packs PACK pairs into one kernel: output row r (of PACK rows of N) is pair
--- r, picked by where() with one-hot row masks, so a dtype's 403 pairs are 26 kernels of
--- one graph (one host JIT per kernel is what costs time).
-local PACK = 16
-local function packed_graph(dt, cases)
-  local g = kiln.graph("pairs_" .. dt)
-  local x = g:param("x", { 1, N }, dt)
-  local ins, masks = {}, {}
-  for k = 1, PACK do
-    masks[k] = g:param("m" .. k, { PACK, 1 }, "f32")
-    local v = {}
-    for r = 1, PACK do v[r] = { r == k and 1 or 0 } end
-    ins["m" .. k] = kiln.tensor(v, "f32")
-  end
-  local outs = {}
-  for first = 1, #cases, PACK do
-    local n = math.min(PACK, #cases - first + 1)
-    local y = cases[first + n - 1][2](x)
-    for k = n - 1, 1, -1 do y = g:where(masks[k], cases[first + k - 1][2](x), y) end
-    outs[#outs + 1] = y
-  end
-  g:output(table.unpack(outs))
-  return g, ins
-end
+local DTYPES, UNARY, PAIRS, N = cases.DTYPES, cases.UNARY, cases.PAIRS, cases.N
+local inputs, check = cases.inputs, cases.check
 
 -- One kernel per case (for the emitted-code check): cases {name, build, exact}.
 local function single_graph(dt, cases)
@@ -305,17 +193,10 @@ end
 describe("element-wise op pairs against the reference", function()
   for _, dt in ipairs(DTYPES) do
     it(dt .. ": " .. #PAIRS .. " pairs on the host", function()
-      local g, ins = packed_graph(dt, PAIRS)
-      ins.x = inputs(dt, { 1, N })
-      local p = kiln.compile(g, { target = "host", cache = false })
-      assert.are.equal(math.ceil(#PAIRS / PACK), #p:kernels())
-      local got, want = { p:run(ins) }, { g:eval(ins) }
-      local gx, bad = ins.x:flat(), {}
-      for i, c in ipairs(PAIRS) do
-        local o, r = (i - 1) // PACK + 1, (i - 1) % PACK
-        bad[#bad + 1] = check(dt, c[1], c[3], gx, got[o]:flat(), want[o]:flat(), r * N + 1)
-      end
-      assert(#bad == 0, #bad .. " pairs differ from the reference:\n" .. table.concat(bad, "\n"))
+      local r = cases.sweep(dt, "host")
+      assert.are.equal(r.want_kernels, r.kernels)
+      assert.are.equal(#PAIRS, r.pairs)
+      assert(#r.bad == 0, #r.bad .. " pairs differ from the reference:\n" .. table.concat(r.bad, "\n"))
     end)
 
     it(dt .. ": abs then relu/max/clip in conv and dot epilogues and after a convert, on the host", function()
