@@ -65,26 +65,31 @@ static bool hint_ok(const char *h) {
 const char *kl_printer_value_name(kl_printer *pr, kl_value *v) {
   name_entry *e = names_slot(pr, v);
   if (e->v) return e->name;
-  char buf[128];
+  char buf[32];
   if (v->def && v->def->nresults > 1 && v->index > 0) {
     /* results of multi-result ops print as %base#i */
     const char *base = kl_printer_value_name(pr, &v->def->results[0]);
-    snprintf(buf, sizeof buf, "%s#%d", base, v->index);
-    char *s = kl_arena_strdup(&pr->arena, buf);
+    size_t cap = strlen(base) + 16;
+    char *s = kl_arena_alloc(&pr->arena, cap);
+    snprintf(s, cap, "%s#%d", base, v->index);
     e = names_slot(pr, v);
     e->v = v; e->name = s;
     return s;
   }
+  char *s;
   if (hint_ok(v->name_hint)) {
-    snprintf(buf, sizeof buf, "%%%s", v->name_hint);
-    for (int k = 1; used_has(pr, buf); k++) snprintf(buf, sizeof buf, "%%%s_%d", v->name_hint, k);
+    /* sized to the hint (any length): a cut name could never become unique */
+    size_t cap = strlen(v->name_hint) + 16;
+    s = kl_arena_alloc(&pr->arena, cap);
+    snprintf(s, cap, "%%%s", v->name_hint);
+    for (int k = 1; used_has(pr, s); k++) snprintf(s, cap, "%%%s_%d", v->name_hint, k);
   } else {
     do {
       if (v->def) snprintf(buf, sizeof buf, "%%%d", pr->next_id++);
       else snprintf(buf, sizeof buf, "%%arg%d", pr->next_arg++);
     } while (used_has(pr, buf));
+    s = kl_arena_strdup(&pr->arena, buf);
   }
-  char *s = kl_arena_strdup(&pr->arena, buf);
   used_add(pr, s);
   if ((pr->nnames + 1) * 2 > pr->capnames) names_grow(pr);
   e = names_slot(pr, v);
