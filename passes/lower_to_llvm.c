@@ -483,6 +483,9 @@ static bool lower_op(lw *L, kl_op *op) {
   LLVMValueRef args[8];
   if (!strcmp(n, "scf.yield") || !strcmp(n, "rock.yield")) return true;   /* handled by the parent */
   if (!strcmp(n, "func.return")) { LLVMBuildRetVoid(L->b); return true; }
+  /* an unregistered op verifies generically but has no meaning to lower (and no arity the
+   * code below may rely on) */
+  if (!op->def) return fail(L, op, "%s", "not a registered op: only loop-level ops can be lowered (run rock-lower-loops first)");
   if (!strcmp(n, "scf.for")) return lower_for(L, op);
   if (!strcmp(n, "scf.if")) return lower_if(L, op);
   if (!strcmp(n, "arith.constant")) { vset(L, &op->results[0], constant(L, op)); return true; }
@@ -532,6 +535,7 @@ static bool lower_op(lw *L, kl_op *op) {
   if (!strcmp(n, "rock.mma")) return lower_mma(L, op, args);   /* matrix instructions: passes/lower_accel.c */
   if (!strncmp(n, "vector.", 7) || !strcmp(n, "math.fma")) return lower_vector_op(L, op, args);
   if (op->nopnds > 8) return fail(L, op, "%s", "too many operands");
+  if (op->nresults != 1) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
   LLVMValueRef r = lower_arith(L, op, args);
   if (!r) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
   vset(L, &op->results[0], r);
