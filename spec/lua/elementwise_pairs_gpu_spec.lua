@@ -4,15 +4,11 @@
 -- on the host (bit for bit for a pair of exact ops). Without a CUDA or HIP device every case
 -- is reported pending with the reason.
 local kiln = require "kiln"
+local helper = require "spec.lua.helper"
 local cases = require "elementwise_pairs_cases"
 
 describe("element-wise op pairs on the GPU #gpu", function()
-  local dev, why
-  for _, kind in ipairs{ "cuda", "hip" } do
-    local ok, d = pcall(kiln.device, kind)
-    if ok then dev = d; break end
-    why = (why and why .. "; " or "") .. tostring(d):gsub("\n.*", "")
-  end
+  local dev, why = helper.gpu_device()
   if not dev then
     pending("no CUDA or HIP device present: " .. why)
     return

@@ -19,6 +19,18 @@ function helper.kiln_bin()
   return bin
 end
 
+-- The first GPU device present (CUDA, then HIP), or nil and why none could be opened: the
+-- gpu-tagged specs run on it or report every case pending with that reason.
+function helper.gpu_device()
+  local why
+  for _, kind in ipairs{ "cuda", "hip" } do
+    local ok, d = pcall(require("kiln").device, kind)
+    if ok then return d end
+    why = (why and why .. "; " or "") .. tostring(d):gsub("\n.*", "")
+  end
+  return nil, why
+end
+
 -- A small function with a duplicate expression, a square and foldable constants.
 helper.sample = [[
 func.func @f(%a: f32, %b: f32) {

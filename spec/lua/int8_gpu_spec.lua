@@ -3,15 +3,11 @@
 -- integer matrix instruction, run there and compared exactly with g:eval. Without a CUDA
 -- or HIP device every case is reported pending with the reason.
 local kiln = require "kiln"
+local helper = require "spec.lua.helper"
 local cases = require "int8_cases"
 
 describe("integer contractions on the GPU #gpu", function()
-  local dev, why
-  for _, kind in ipairs{ "cuda", "hip" } do
-    local ok, d = pcall(kiln.device, kind)
-    if ok then dev = d; break end
-    why = (why and why .. "; " or "") .. tostring(d):gsub("\n.*", "")
-  end
+  local dev, why = helper.gpu_device()
   if not dev then
     pending("no CUDA or HIP device present: " .. why)
     return
