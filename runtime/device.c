@@ -35,6 +35,13 @@ struct kl_dev_event {
   kl_dev_event *next;
 };
 
+struct kl_dev_watch {
+  kl_device *dev;
+  void (*fn)(kl_device *dev, void *user);
+  void *user;
+  kl_dev_watch *next;
+};
+
 /* Open-addressing set of live allocations: base pointer -> size. */
 typedef struct alloc_slot { uintptr_t key; size_t size; } alloc_slot; /* key 0 empty, 1 deleted */
 
@@ -45,6 +52,7 @@ struct kl_device {
   char err[KL_DEVICE_ERRLEN];
   kl_dev_module *modules;
   kl_dev_event *events;
+  kl_dev_watch *watches;
   alloc_slot *slots;
   size_t nslots, nlive, nused; /* nused counts live + deleted */
   size_t bytes_in_use;
@@ -260,8 +268,34 @@ static void free_module(kl_dev_module *m) {
   free(m);
 }
 
+kl_dev_watch *kl_device_watch(kl_device *dev, void (*fn)(kl_device *dev, void *user), void *user) {
+  kl_dev_watch *w = kl_xcalloc(1, sizeof *w);
+  w->dev = dev;
+  w->fn = fn;
+  w->user = user;
+  w->next = dev->watches;
+  dev->watches = w;
+  return w;
+}
+
+void kl_device_unwatch(kl_dev_watch *w) {
+  if (!w) return;
+  kl_dev_watch **pp = &w->dev->watches;
+  while (*pp && *pp != w) pp = &(*pp)->next;
+  if (*pp) *pp = w->next;
+  free(w);
+}
+
 void kl_device_destroy(kl_device *dev) {
   if (!dev) return;
+  /* watchers first, with the device intact; each is unlinked before it runs, so it may
+   * unwatch others (the list is re-read after every call) */
+  while (dev->watches) {
+    kl_dev_watch *w = dev->watches;
+    dev->watches = w->next;
+    w->fn(dev, w->user);
+    free(w);
+  }
   for (kl_dev_module *m = dev->modules, *n; m; m = n) {
     n = m->next;
     free_module(m);

@@ -14,6 +14,13 @@
  *    releases everything still open, including device memory not yet freed. A kernel
  *    handle lives as long as its module. A device is not thread-safe: use it from one
  *    thread at a time (its error buffer is per device).
+ *  - Teardown in any order: whoever keeps handles of a device (modules, kernels, memory,
+ *    the device pointer itself) beyond the calls that use it watches the device
+ *    (kl_device_watch) and unwatches it when it lets go. kl_device_destroy first calls
+ *    every watcher (the device still fully usable: it may unload, free, synchronise),
+ *    then releases whatever is left; after that no handle of the device is valid. So a
+ *    program or prepared run (runtime/program.h) outlives its device safely, and
+ *    kl_device_destroy always frees everything of the device.
  *  - Device memory is addressed by `void *` (a CUdeviceptr or HIP pointer on GPUs, a
  *    malloc'd pointer on the host device); only kl_device_* copies may touch GPU memory.
  *    Pointers inside an allocation (base + offset) may be passed to copies and kernels;
@@ -76,6 +83,14 @@ kl_device *kl_device_open(const char *name, char *err, size_t errlen);
 void kl_device_destroy(kl_device *dev);
 const kl_device_info *kl_device_get_info(const kl_device *dev);
 const char *kl_device_error(const kl_device *dev); /* last error ("" if none) */
+
+/* Watching for destroy: fn(dev, user) runs once, from kl_device_destroy, before any of
+ * the device's modules, events or memory are released. The watch is already gone when
+ * fn runs (fn must not unwatch it); fn may unwatch other watches and release the
+ * device's objects. Watchers run latest first. kl_device_unwatch(NULL) is a no-op. */
+typedef struct kl_dev_watch kl_dev_watch;
+kl_dev_watch *kl_device_watch(kl_device *dev, void (*fn)(kl_device *dev, void *user), void *user);
+void kl_device_unwatch(kl_dev_watch *w);
 
 /* ---- memory ---- */
 kl_status kl_device_alloc(kl_device *dev, size_t bytes, void **out);

@@ -16,7 +16,16 @@
 
 typedef struct slot_info { const char *kind, *name; const kl_type *type; kl_tensor *constant; } slot_info;
 
-typedef struct loaded { kl_device *dev; kl_dev_module **mods; kl_dev_kernel **kernels; struct loaded *next; } loaded;
+/* The kernels of one variant loaded on one device. It watches the device: when the
+ * device is destroyed first, loaded_device_gone unloads the modules and drops the entry
+ * (so a later device at the same address is never mistaken for it). */
+typedef struct loaded {
+  kl_device *dev;
+  struct variant *v;
+  kl_dev_watch *watch;
+  kl_dev_module **mods; kl_dev_kernel **kernels;
+  struct loaded *next;
+} loaded;
 
 typedef struct variant {
   const char *target;
@@ -66,11 +75,23 @@ static cache *get_cache(kl_ctx *ctx) {
 }
 
 /* ---- program lifetime ---- */
+static void loaded_free(loaded *l) {
+  for (int i = 0; i < l->v->nkernels; i++) if (l->mods[i]) kl_device_unload(l->mods[i]);
+  free(l->mods); free(l->kernels); free(l);
+}
+static void loaded_device_gone(kl_device *dev, void *user) {
+  (void)dev;
+  loaded *l = user;
+  loaded **pp = &l->v->loads;
+  while (*pp && *pp != l) pp = &(*pp)->next;
+  if (*pp) *pp = l->next;
+  loaded_free(l);   /* the watch is already gone */
+}
 static void variant_free(variant *v) {
   for (loaded *l = v->loads, *n; l; l = n) {
     n = l->next;
-    for (int i = 0; i < v->nkernels; i++) if (l->mods[i]) kl_device_unload(l->mods[i]);
-    free(l->mods); free(l->kernels); free(l);
+    kl_device_unwatch(l->watch);
+    loaded_free(l);
   }
   for (int i = 0; i < v->nkernels; i++) {
     kl_kernel_info *k = &v->kernels[i];
@@ -479,6 +500,7 @@ static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
   for (loaded *l = v->loads; l; l = l->next) if (l->dev == dev) return l;
   loaded *l = kl_xcalloc(1, sizeof *l);
   l->dev = dev;
+  l->v = v;
   l->mods = kl_xcalloc(v->nkernels + 1, sizeof *l->mods);
   l->kernels = kl_xcalloc(v->nkernels + 1, sizeof *l->kernels);
   for (int i = 0; i < v->nkernels; i++) {
@@ -490,6 +512,7 @@ static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
       return NULL;
     }
   }
+  l->watch = kl_device_watch(dev, loaded_device_gone, l);
   l->next = v->loads; v->loads = l;
   return l;
 }
@@ -731,8 +754,9 @@ typedef struct prep_out { int slot; kl_dtype dtype; int rank; int64_t shape[KL_T
 struct kl_prepared {
   kl_program *p;
   variant *v;
-  kl_device *dev;
+  kl_device *dev;         /* NULL once the device was destroyed (prep_device_gone) */
   loaded *l;
+  kl_dev_watch *watch;
   int nsets, nslots, nsteps, noutputs;
   size_t set_bytes;
   size_t *bytes;          /* per slot */
@@ -759,10 +783,28 @@ static size_t type_bytes_span(const kl_type *t) {
   return (size_t)span * kl_dtype_size(kl_dtype_of_type(t->elem));
 }
 
+static void prep_free_buffers(kl_prepared *r) {
+  if (r->ptr && r->dev)
+    for (int i = 0; i < r->nsets * r->nslots; i++)
+      if (r->ptr[i]) { kl_device_free(r->dev, r->ptr[i]); r->ptr[i] = NULL; }
+}
+/* The device is being destroyed: free the buffers while it still works, forget it. */
+static void prep_device_gone(kl_device *dev, void *user) {
+  (void)dev;
+  kl_prepared *r = user;
+  prep_free_buffers(r);
+  r->dev = NULL; r->l = NULL; r->watch = NULL;
+}
+static kl_status prep_check_device(kl_prepared *r, const char *what, char *err, size_t errlen) {
+  if (r->dev) return KL_OK;
+  snprintf(err, errlen, "%s: the device of this prepared run was destroyed", what);
+  return KL_ERR;
+}
+
 void kl_prepared_free(kl_prepared *r) {
   if (!r) return;
-  if (r->ptr)
-    for (int i = 0; i < r->nsets * r->nslots; i++) if (r->ptr[i]) kl_device_free(r->dev, r->ptr[i]);
+  prep_free_buffers(r);
+  kl_device_unwatch(r->watch);
   if (r->args)
     for (int i = 0; i < r->nsets * r->nsteps; i++) free(r->args[i]);
   free(r->args); free(r->ptr); free(r->bytes); free(r->is_result); free(r->arg_sizes); free(r->outs);
@@ -780,6 +822,7 @@ static kl_status prep_fail(kl_prepared *r, char *err, size_t errlen, const char 
 }
 
 kl_status kl_prepared_poison(kl_prepared *r, char *err, size_t errlen) {
+  if (prep_check_device(r, "prepare: poisoning the results", err, errlen) != KL_OK) return KL_ERR;
   for (int s = 0; s < r->nsets; s++)
     for (int i = 0; i < r->nslots; i++)
       if (r->is_result[i] && r->bytes[i] && kl_device_fill(r->dev, r->ptr[s * r->nslots + i], 0xff, 1, r->bytes[i]) != KL_OK)
@@ -809,6 +852,7 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
   kl_prepared *r = kl_xcalloc(1, sizeof *r);
   r->p = kl_program_retain(p);
   r->v = v; r->dev = dev; r->l = l;
+  r->watch = kl_device_watch(dev, prep_device_gone, r);
   r->nslots = v->nslots; r->nsteps = v->nsteps; r->noutputs = v->noutputs;
   r->bytes = kl_xcalloc(r->nslots + 1, sizeof *r->bytes);
   r->is_result = kl_xcalloc(r->nslots + 1, sizeof *r->is_result);
@@ -883,6 +927,7 @@ fail:
 }
 
 kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) {
+  if (prep_check_device(r, "launch", err, errlen) != KL_OK) return KL_ERR;
   if (set < 0 || set >= r->nsets) { snprintf(err, errlen, "launch: buffer set %d out of range (0..%d)", set, r->nsets - 1); return KL_ERR; }
   for (int s = 0; s < r->nsteps; s++) {
     const kl_plan_step *step = &r->v->steps[s];
@@ -897,11 +942,13 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
 }
 
 kl_status kl_prepared_sync(kl_prepared *r, char *err, size_t errlen) {
+  if (prep_check_device(r, "synchronize", err, errlen) != KL_OK) return KL_ERR;
   if (kl_device_synchronize(r->dev) != KL_OK) return prep_fail(r, err, errlen, "synchronize");
   return KL_OK;
 }
 
 kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, char *err, size_t errlen) {
+  if (prep_check_device(r, "time", err, errlen) != KL_OK) return KL_ERR;
   if (warmup < 0 || reps < 1) { snprintf(err, errlen, "time: warmup must be >= 0 and reps >= 1"); return KL_ERR; }
   int set = 0;
   for (int i = 0; i < warmup; i++, set = (set + 1) % r->nsets)
@@ -926,6 +973,7 @@ kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, 
 
 kl_status kl_prepared_outputs(kl_prepared *r, int set, int *noutputs, kl_tensor ***outputs, char *err, size_t errlen) {
   *noutputs = 0; *outputs = NULL;
+  if (prep_check_device(r, "outputs", err, errlen) != KL_OK) return KL_ERR;
   if (set < 0 || set >= r->nsets) { snprintf(err, errlen, "outputs: buffer set %d out of range (0..%d)", set, r->nsets - 1); return KL_ERR; }
   if (kl_prepared_sync(r, err, errlen) != KL_OK) return KL_ERR;
   kl_tensor **outs = kl_xcalloc(r->noutputs + 1, sizeof *outs);

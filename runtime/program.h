@@ -18,10 +18,22 @@
  *    the output slots. Intermediate results between kernels are allocated per run.
  *  - kl_program_run picks the variant for the device (same target name, else the same
  *    architecture), loads its binaries on first use (kept per device until the program
- *    is released), checks every input against its param (shape, dtype, layout — no hidden
+ *    is released or the device destroyed, whichever comes first), checks every input against its param (shape, dtype, layout — no hidden
  *    copies), runs the launches and returns new host tensors for the outputs.
  *  - Programs are reference counted (kl_program_retain/release). Errors: NULL / KL_ERR
- *    plus a message in err (diagnostics carry file:line:col or the Lua line). */
+ *    plus a message in err (diagnostics carry file:line:col or the Lua line).
+ *  - Teardown works in any order of context, device, program and prepared run:
+ *      * the device: the modules a program loaded on it, and a prepared run's buffers,
+ *        belong to the device; program and prepared run watch it (device.h) and drop
+ *        them when it is destroyed first. The program stays usable (a later run on
+ *        another device loads again); a prepared run then fails every call with "the
+ *        device of this prepared run was destroyed" and may only be freed.
+ *      * the context: its compile cache holds one reference to each cached program and
+ *        drops it in kl_ctx_destroy; the program lives on while other references do.
+ *        A program's module and plan live in the context, so once the context is gone
+ *        the program may only be released (and its prepared runs used and freed); run,
+ *        prepare and the introspection calls need the context.
+ *      * a prepared run holds a reference to its program, so the program outlives it. */
 #ifndef KL_PROGRAM_H
 #define KL_PROGRAM_H
 #include "core/pass.h"
@@ -142,9 +154,9 @@ int kl_program_target_for_device(const kl_program *p, const kl_device_info *info
  *    counted, as they would be in real use). It synchronises before returning.
  *  - kl_prepared_outputs synchronises and downloads the outputs of one set into new host
  *    tensors (the caller releases each and frees the array).
- *  - The prepared run holds a reference to the program; the device must outlive it (it
- *    frees its buffers on the device in kl_prepared_free). Errors: NULL / KL_ERR plus a
- *    message in err. */
+ *  - The prepared run holds a reference to the program. It frees its buffers on the
+ *    device in kl_prepared_free, or when the device is destroyed first (see Teardown
+ *    above). Errors: NULL / KL_ERR plus a message in err. */
 /* Loads the kernels of the variant for dev now (kl_program_run and kl_program_prepare
  * load on first use otherwise; a second call is a no-op). For compile-latency benchmarks. */
 kl_status kl_program_load_kernels(kl_program *p, kl_device *dev, char *err, size_t errlen);
