@@ -99,3 +99,65 @@ describe("handles", function()
     assert.are.equal(m1.ctx, op.ctx)
   end)
 end)
+
+-- Teardown in any order of what the Lua API can end explicitly or by collection: the
+-- context (ctx:destroy()), a prepared run (r:free()), the program and the device handle
+-- (collected). What is still alive keeps working after each step.
+describe("teardown", function()
+  local function perms(a, k, out)
+    k, out = k or 1, out or {}
+    if k > #a then out[#out + 1] = { table.unpack(a) }; return out end
+    for i = k, #a do
+      a[k], a[i] = a[i], a[k]
+      perms(a, k + 1, out)
+      a[k], a[i] = a[i], a[k]
+    end
+    return out
+  end
+
+  for _, order in ipairs(perms{ "context", "prepared", "program", "device" }) do
+    it("of " .. table.concat(order, ", "), function()
+      local ctx = kiln.context()
+      local g = kiln.graph(ctx, "teardown")
+      local x = g:param("x", { 4, 8 }, "f32")
+      local y = g:param("y", { 8 }, "f32")
+      g:output((x * y + x):relu())
+      local X, Y = kiln.rand({ 4, 8 }, "f32"), kiln.rand({ 8 }, "f32")
+      local want = g:eval { x = X, y = Y }
+      local dev = kiln.device("host")
+      local p = kiln.compile(g, { target = "host", cache = true })
+      assert.is_true(kiln.allclose(p:run({ x = X, y = Y }, { device = dev }), want))
+      local r = p:prepare({ x = X, y = Y }, { device = dev, sets = 2 })
+      r:launch(2)
+      assert.is_true(kiln.allclose(r:outputs(2), want))
+      local weak = setmetatable({ p = p, dev = dev }, { __mode = "v" })
+      local alive = { context = true, prepared = true, program = true, device = true }
+      for _, what in ipairs(order) do
+        if what == "context" then ctx:destroy()
+        elseif what == "prepared" then r:free()
+        elseif what == "program" then p = nil
+        else dev = nil end
+        full_gc()
+        alive[what] = false
+        if alive.prepared then
+          r:launch(1)
+          assert.is_true(kiln.allclose(r:outputs(1), want))
+        else
+          assert.truthy(tostring(select(2, pcall(r.launch, r))):find("freed", 1, true))
+        end
+        if alive.program then
+          if alive.context then
+            assert.is_true(kiln.allclose(p:run({ x = X, y = Y }, { device = kiln.device("host") }), want))
+          else
+            local ok, err = pcall(p.run, p, { x = X, y = Y })
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find("destroyed", 1, true), err)
+          end
+        end
+      end
+      r = nil
+      full_gc()
+      assert.is_nil(weak.p)
+    end)
+  end
+end)
