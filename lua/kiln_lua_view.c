@@ -76,19 +76,20 @@ static const char *dim_name_arg(lua_State *L, const kl_view *v, int idx, const c
   return kl_view_name(v, dim_arg(L, v, idx, what));
 }
 /* A list of names (or dim positions when v is given) at idx into out; returns the count.
- * The strings stay alive while the table at idx does. */
+ * Each entry stays on the stack (one slot per entry, until the caller returns): a string
+ * an __index metamethod built is referenced by nothing else and could be collected. */
 static int names_arg(lua_State *L, const kl_view *v, int idx, const char **out, int max, const char *what, const char *field) {
   idx = lua_absindex(L, idx);
   if (lua_type(L, idx) == LUA_TSTRING) { out[0] = lua_tostring(L, idx); return 1; }
   if (!lua_istable(L, idx)) kl_lua__rt_error(L, what, "%s must be a list of dim names, got a %s", field, luaL_typename(L, idx));
   lua_Integer n = luaL_len(L, idx);
   if (n > max) kl_lua__rt_error(L, what, "%s has %lld entries (at most %d)", field, (long long)n, max);
+  luaL_checkstack(L, (int)n + LUA_MINSTACK, what);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, idx, i);
     if (v && lua_type(L, -1) == LUA_TNUMBER) out[i - 1] = dim_name_arg(L, v, lua_gettop(L), what);
     else if (lua_type(L, -1) == LUA_TSTRING) out[i - 1] = lua_tostring(L, -1);
     else kl_lua__rt_error(L, what, "%s entry %lld must be a dim name", field, (long long)i);
-    lua_pop(L, 1);
   }
   return (int)n;
 }
@@ -561,14 +562,12 @@ static void pair_field(lua_State *L, int t, const char *k, int64_t *a, int64_t *
   }
   lua_pop(L, 1);
 }
+/* The string stays on the stack (until the caller returns): an __index metamethod may
+ * have built it, and nothing else references it. */
 static const char *str_field(lua_State *L, int t, const char *k, const char *dflt) {
-  const char *s = dflt;
-  if (lua_getfield(L, t, k) != LUA_TNIL) {
-    if (lua_type(L, -1) != LUA_TSTRING) kl_lua__rt_error(L, "kiln.conv_views", "%s must be a string", k);
-    s = lua_tostring(L, -1);
-  }
-  lua_pop(L, 1);   /* the string stays alive in the table */
-  return s;
+  if (lua_getfield(L, t, k) == LUA_TNIL) { lua_pop(L, 1); return dflt; }
+  if (lua_type(L, -1) != LUA_TSTRING) kl_lua__rt_error(L, "kiln.conv_views", "%s must be a string", k);
+  return lua_tostring(L, -1);
 }
 /* kiln.conv_views{n=, c=, h=|hi=, w=|wi=, k=, y=, x=, groups=, stride=, padding=, dilation=,
  *                 layout="NCHW"|"NHWC", filter_layout="KCYX"|"KYXC", output_layout="NKHW"|"NHWK"} */

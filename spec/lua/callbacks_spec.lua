@@ -399,3 +399,48 @@ describe("releasing a tensor or a view that a kiln call is reading", function()
     assert.are.equal("kiln.tensor (released)", tostring(t))
   end)
 end)
+
+describe("strings that an argument table's __index builds", function()
+  -- Each entry is a fresh long string that nothing but the C side references, and every
+  -- read collects: a pointer kept after popping the value would dangle (ASan reports it).
+  local function built(names)
+    return setmetatable({}, {
+      __len = function() return #names end,
+      __index = function(_, i)
+        local s = names[i] and string.rep(names[i], 48) .. "_" .. i
+        collectgarbage(); collectgarbage()
+        return s
+      end })
+  end
+  local function want(names) local r = {}; for i, n in ipairs(names) do r[i] = string.rep(n, 48) .. "_" .. i end; return r end
+
+  it("stay alive while view builders read dim names", function()
+    local v = kiln.view { shape = { 2, 3, 4 }, names = built { "a", "b", "c" } }
+    assert.are.same(want { "a", "b", "c" }, v.names)
+    local w = v:passthrough(built { "x", "y", "z" }, { 2, 0, 1 })
+    assert.are.same(want { "x", "y", "z" }, w.names)
+    assert.are.same({ 4, 2, 3 }, w.shape)
+    local u = v:unmerge(0, built { "p", "q" }, { 1, 2 })
+    assert.are.same({ want { "p", "q" }[1], want { "p", "q" }[2], v.names[2], v.names[3] }, u.names)
+  end)
+
+  it("stay alive while kiln.conv_views reads its layouts (and names a bad one)", function()
+    local base = { n = 1, c = 4, h = 8, w = 8, k = 4, y = 3, x = 3 }
+    local function opts(k0)
+      return setmetatable({}, { __index = function(_, k)
+        if base[k] then return base[k] end
+        local s = k == k0 and string.rep("N", 48) .. "X" or nil
+        collectgarbage(); collectgarbage()
+        return s
+      end })
+    end
+    for _, k in ipairs { "layout", "filter_layout", "output_layout" } do
+      local l = line() + 1
+      local e = fails(function() return kiln.conv_views(opts(k)) end)
+      has(e, this_file() .. ":" .. l .. ":")
+      has(e, k .. " must be")
+      has(e, 'got "' .. string.rep("N", 48) .. 'X"')
+    end
+    assert.are.same({ 1, 4, 36 }, kiln.conv_views(base).output.shape)   -- n, k, ho*wo
+  end)
+end)
