@@ -514,22 +514,38 @@ void kl_lua__push_attr_value(lua_State *L, int ctxidx, const kl_attr *a) {
 }
 
 /* ------------------------------------------------------------- locations ---- */
-kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx) {
+/* The file of the first Lua level outside kiln into buf (false if none), its line into
+ * *line. Needs no context. */
+static bool caller_file_line(lua_State *L, char *buf, size_t n, int *line) {
   lua_Debug ar;
   luaL_checkstack(L, 2, "kiln");
   lua_getfield(L, LUA_REGISTRYINDEX, REG_LIBPREFIX);
   size_t plen = 0;
   const char *prefix = lua_tolstring(L, -1, &plen);
-  kl_loc loc = KL_LOC_UNKNOWN;
+  bool found = false;
   for (int level = 0; lua_getstack(L, level, &ar); level++) {
     if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
     if (prefix && plen && strncmp(ar.source, prefix, plen) == 0) continue;
-    const char *file = (ar.source[0] == '@' || ar.source[0] == '=') ? ar.source + 1 : ar.short_src;
-    loc = kl_loc_make(ctx, file, ar.currentline, 0);
+    snprintf(buf, n, "%s", (ar.source[0] == '@' || ar.source[0] == '=') ? ar.source + 1 : ar.short_src);
+    *line = ar.currentline;
+    found = true;
     break;
   }
   lua_pop(L, 1);
-  return loc;
+  return found;
+}
+
+kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx) {
+  char file[1024];
+  int line = 0;
+  return caller_file_line(L, file, sizeof file, &line) ? kl_loc_make(ctx, file, line, 0) : KL_LOC_UNKNOWN;
+}
+
+void kl_lua__push_caller_where(lua_State *L) {
+  char file[1024];
+  int line = 0;
+  if (caller_file_line(L, file, sizeof file, &line)) lua_pushfstring(L, "%s:%d", file, line);
+  else lua_pushliteral(L, "?");
 }
 
 static bool all_digits(const char *s, size_t n) {

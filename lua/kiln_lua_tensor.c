@@ -17,14 +17,9 @@
 typedef struct tens_ud { kl_tensor *t; kl_lua_pin pin; } tens_ud;   /* user value 1: device name (or nil = host) */
 
 /* ---------------------------------------------------------------- errors ---- */
-void kl_lua__push_where(lua_State *L) {
-  kl_ctx *ctx = kl_lua_default_ctx(L);
-  kl_loc loc = kl_lua__caller_loc(L, ctx);
-  if (!loc.file) { lua_pushstring(L, "?"); return; }
-  char where[1024];
-  kl_loc_format(loc, where, sizeof where);
-  lua_pushstring(L, where);
-}
+/* Independent of every context: an error must keep its own message after the default
+ * context is destroyed. */
+void kl_lua__push_where(lua_State *L) { kl_lua__push_caller_where(L); }
 
 int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) {
   char msg[2048];

@@ -433,6 +433,36 @@ describe("bad input", function()
     assert.are.equal(4, kiln.view { shape = { DIM, 4 } }:vector_len(1, "f32"))
   end)
 
+  -- In a kiln process of its own (the default context stays alive here): each located
+  -- error keeps its message and its line, and a new context still evaluates correctly.
+  it("keeps located errors after the default context is destroyed", function()
+    local script = helper.write_temp([[
+local kiln = require "kiln"
+kiln.default_context():destroy()
+local function show(fn) print((select(2, pcall(fn)))) end
+show(function() return (kiln.rand({ 2 }, "f33")) end)
+show(function() return (kiln.view { shape = { -1 } }) end)
+show(function() return (kiln.tensor({ 1, 2 }, "f99")) end)
+local ctx = kiln.context()
+local g = kiln.graph(ctx, "g")
+show(function() return (g:param("a", { 2 }, "f33")) end)
+local a = g:param("a", { 3 })
+g:output(a * 2 + 1)
+local x = { 0.25, -1.5, 3.125 }
+local out = g:eval { a = kiln.tensor(x, "f32") }:totable()
+for i = 1, 3 do print(out[i] == x[i] * 2 + 1) end
+]], ".lua")
+    local out, err, code = helper.run(helper.shell_quote(helper.kiln_bin()) .. " " .. helper.shell_quote(script))
+    assert.are.equal(0, code, err)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    for i, want in ipairs { ":4: error: kiln.rand: unknown dtype 'f33'", ":5: error: kiln.view:", ":6: error: kiln.tensor", ":9: error: param: unknown dtype 'f33'" } do
+      helper.has(lines[i] or "", script .. want)
+    end
+    assert.are.same({ "true", "true", "true" }, { lines[5], lines[6], lines[7] })
+    os.remove(script)
+  end)
+
   for _, c in ipairs(cases) do
     it(c.name, function()
       local g = kiln.graph("bad")
