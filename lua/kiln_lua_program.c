@@ -362,6 +362,34 @@ static bool pipeline_has_lua_pass(kl_ctx *ctx, const char *pipeline) {
   return false;
 }
 
+/* Pushes the passes p kept IR snapshots after, comma-separated, each once. */
+static void push_ir_passes(lua_State *L, const kl_program *p) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; kl_program_ir_pass(p, i); i++) {
+    const char *pi = kl_program_ir_pass(p, i);
+    bool seen = false;
+    for (int j = 0; j < i && !seen; j++) seen = !strcmp(kl_program_ir_pass(p, j), pi);
+    if (seen) continue;
+    if (i) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, pi);
+  }
+  luaL_pushresult(&b);
+}
+/* The first name of print_ir_after ("a,b", or "all") that p's pipeline did not run, or NULL. */
+static const char *unknown_ir_after(lua_State *L, const kl_program *p, const char *which) {
+  if (!which || !strcmp(which, "all")) return NULL;
+  for (const char *s = which; *s;) {
+    size_t n = strcspn(s, ",");
+    bool found = false;
+    for (int i = 0; kl_program_ir_pass(p, i) && !found; i++)
+      found = strlen(kl_program_ir_pass(p, i)) == n && !strncmp(kl_program_ir_pass(p, i), s, n);
+    if (!found) { lua_pushlstring(L, s, n); return lua_tostring(L, -1); }
+    s += n + (s[n] == ',');
+  }
+  return NULL;
+}
+
 static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline", "print_ir_after", "on_ir", "cache", NULL };
 
 /* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=})
@@ -455,6 +483,12 @@ static int l_compile(lua_State *L) {
     size_t n = strlen(err);
     while (n && err[n - 1] == '\n') err[--n] = 0;
     return kl_lua__rt_error(L, what, "%s", !*err ? "compilation failed" : strncmp(err, "compile: ", 9) ? err : err + 9);
+  }
+  const char *bad = unknown_ir_after(L, p, o.print_ir_after);
+  if (bad) {
+    push_ir_passes(L, p);
+    kl_program_release(p);
+    return kl_lua__rt_error(L, what, "print_ir_after: unknown pass '%s': not a pass of the pipeline (passes: %s)", bad, lua_tostring(L, -1));
   }
   int c = kl_lua__push_handle_ctxud(L, gh);
   push_program(L, c, p, kl_program_from_cache(p));
@@ -620,12 +654,19 @@ static int prog_kernels(lua_State *L) {
   return 1;
 }
 
-/* p:ir("after:rock-align-tiling" | "rock-align-tiling") -> module text or nil */
+/* p:ir("after:rock-align-tiling" | "rock-align-tiling") -> module text; a pass that left
+ * no snapshot is a located error listing those that did. */
 static int prog_ir(lua_State *L) {
   kl_program *p;
   check_prog(L, 1, &p);
-  const char *s = kl_program_ir(p, luaL_checkstring(L, 2));
-  if (s) lua_pushstring(L, s); else lua_pushnil(L);
+  const char *name = luaL_checkstring(L, 2);
+  const char *s = kl_program_ir(p, name);
+  if (!s) {
+    if (!kl_program_ir_pass(p, 0)) return kl_lua__rt_error(L, "program:ir", "no IR after '%s': this program keeps no IR snapshots (a loaded bundle)", name);
+    push_ir_passes(L, p);
+    return kl_lua__rt_error(L, "program:ir", "no IR after '%s': not a pass of this program's pipeline (passes: %s)", name, lua_tostring(L, -1));
+  }
+  lua_pushstring(L, s);
   return 1;
 }
 

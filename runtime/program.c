@@ -481,6 +481,10 @@ const char *kl_program_ir(const kl_program *p, const char *pass) {
   for (int i = v->nsnap - 1; i >= 0; i--) if (!strcmp(v->snaps[i].pass, pass)) return v->snaps[i].text;
   return NULL;
 }
+const char *kl_program_ir_pass(const kl_program *p, int i) {
+  const variant *v = find_variant(p, NULL);
+  return (v && i >= 0 && i < v->nsnap) ? v->snaps[i].pass : NULL;
+}
 double kl_program_compile_ms(const kl_program *p) { return p->compile_ms; }
 bool kl_program_from_cache(const kl_program *p) { return p->from_cache; }
 

@@ -103,6 +103,8 @@ int kl_program_output_slot(const kl_program *p, const char *target, int i);
 /* The module text after pass `pass` ("after:rock-align-tiling" or "rock-align-tiling"),
  * for the first target; NULL if that pass did not run. */
 const char *kl_program_ir(const kl_program *p, const char *pass);
+/* The pass of the i-th IR snapshot of the first target (in pipeline order; NULL past the end). */
+const char *kl_program_ir_pass(const kl_program *p, int i);
 double kl_program_compile_ms(const kl_program *p);
 bool kl_program_from_cache(const kl_program *p);
 

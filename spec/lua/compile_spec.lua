@@ -206,7 +206,7 @@ describe("compiled programs #compile", function()
     assert.truthy(plan.slots[plan.outputs[1]])
     assert.is_string(p:ir("after:graph-partition"))
     assert.are.equal(p:ir("after:graph-partition"), p:ir("graph-partition"))
-    assert.is_nil(p:ir("after:no-such-pass"))
+    has(fails(p.ir, p, "after:no-such-pass"), "no IR after 'after:no-such-pass'")
     has(tostring(p), "kiln.program (host:")
   end)
 
