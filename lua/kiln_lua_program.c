@@ -409,16 +409,7 @@ static int l_compile(lua_State *L) {
   on_ir_st st = { L, 0, false, ctx };
   if (!lua_isnil(L, 2)) {
     if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "options must be a table, got a %s", luaL_typename(L, 2));
-    for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1)) {
-      bool known = false;
-      if (lua_type(L, -2) == LUA_TSTRING)
-        for (int i = 0; COMPILE_OPTS[i]; i++) if (!strcmp(COMPILE_OPTS[i], lua_tostring(L, -2))) known = true;
-      if (!known) {
-        lua_pushvalue(L, -2);
-        return kl_lua__rt_error(L, what, "unknown option '%s' (known: target, targets, perf_config, pipeline, print_ir_after, on_ir, cache)",
-                                luaL_tolstring(L, -1, NULL));
-      }
-    }
+    kl_lua__check_opts(L, 2, what, COMPILE_OPTS);
     int tt = lua_getfield(L, 2, "target"), ts = lua_getfield(L, 2, "targets");
     if (tt != LUA_TNIL && ts != LUA_TNIL) return kl_lua__rt_error(L, what, "give target= or targets=, not both");
     if (tt != LUA_TNIL) {
@@ -539,6 +530,7 @@ static int prog_tostring(lua_State *L) {
   return 1;
 }
 
+static const char *const DEVICE_OPTS[] = { "device", NULL };   /* p:run, p:load_kernels */
 /* Pushes the device to run on: opts.device (device or name), else the default. */
 static devref *run_device(lua_State *L, kl_program *p, int optidx) {
   if (lua_istable(L, optidx) && lua_getfield(L, optidx, "device") != LUA_TNIL) {
@@ -570,6 +562,7 @@ static int prog_run(lua_State *L) {
   busy_program(L, "p:run");
   if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
+  kl_lua__check_opts(L, 3, what, DEVICE_OPTS);
   devref *d = run_device(L, p, 3);
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
@@ -854,9 +847,8 @@ static int prep_time(lua_State *L) {
   lua_Integer warmup = 3, reps = 10;
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
-    for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1))
-      if (lua_type(L, -2) != LUA_TSTRING || (strcmp(lua_tostring(L, -2), "warmup") && strcmp(lua_tostring(L, -2), "reps")))
-        return kl_lua__rt_error(L, "time", "unknown option '%s' (known: reps, warmup)", luaL_tolstring(L, -2, NULL));
+    static const char *const opts[] = { "reps", "warmup", NULL };
+    kl_lua__check_opts(L, 2, "time", opts);
     if (lua_getfield(L, 2, "warmup") != LUA_TNIL) {
       if (!lua_isinteger(L, -1)) return kl_lua__rt_error(L, "time", "warmup must be an integer");
       warmup = lua_tointeger(L, -1);
@@ -906,10 +898,7 @@ static int prog_load(lua_State *L) {
   lua_settop(L, 2);
   busy_program(L, "p:load_kernels");
   if (!lua_isnil(L, 2) && !lua_istable(L, 2)) return kl_lua__rt_error(L, "load_kernels", "options must be a table {device = ...}");
-  if (lua_istable(L, 2))
-    for (lua_pushnil(L); lua_next(L, 2); lua_pop(L, 1))
-      if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "device"))
-        return kl_lua__rt_error(L, "load_kernels", "unknown option '%s' (known: device)", luaL_tolstring(L, -2, NULL));
+  kl_lua__check_opts(L, 2, "load_kernels", DEVICE_OPTS);
   devref *d = run_device(L, p, 2);
   bool first = devs_add(&u->h->devs, &u->h->n, d);
   devhold *dh = ctx_devhold(prog_ctx(L, 1));
@@ -922,7 +911,7 @@ static int prog_load(lua_State *L) {
   return 1;
 }
 
-static const char *const PREPARE_OPTS[] = { "device", "sets", "rotate_bytes", "max_sets", "poison", NULL };
+static const char *const PREPARE_OPTS[] = { "device", "max_sets", "poison", "rotate_bytes", "sets", NULL };
 static int prog_prepare(lua_State *L) {
   const char *what = "prepare";
   kl_program *p;
@@ -933,13 +922,7 @@ static int prog_prepare(lua_State *L) {
   if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ..., sets = ...}");
   kl_prepare_opts po = {0};
   if (lua_istable(L, 3)) {
-    for (lua_pushnil(L); lua_next(L, 3); lua_pop(L, 1)) {
-      bool known = false;
-      if (lua_type(L, -2) == LUA_TSTRING)
-        for (int i = 0; PREPARE_OPTS[i]; i++) if (!strcmp(PREPARE_OPTS[i], lua_tostring(L, -2))) known = true;
-      if (!known) return kl_lua__rt_error(L, what, "unknown option '%s' (known: device, max_sets, poison, rotate_bytes, sets)",
-                                          luaL_tolstring(L, -2, NULL));
-    }
+    kl_lua__check_opts(L, 3, what, PREPARE_OPTS);
     static const char *const ints[] = { "sets", "rotate_bytes", "max_sets" };
     for (int i = 0; i < 3; i++) {
       if (lua_getfield(L, 3, ints[i]) != LUA_TNIL) {

@@ -21,6 +21,26 @@ typedef struct tens_ud { kl_tensor *t; kl_lua_pin pin; } tens_ud;   /* user valu
  * context is destroyed. */
 void kl_lua__push_where(lua_State *L) { kl_lua__push_caller_where(L); }
 
+void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known) {
+  if (!lua_istable(L, idx)) return;
+  idx = lua_absindex(L, idx);
+  luaL_checkstack(L, 4, what);
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      int i = 0;
+      while (known[i] && strcmp(known[i], lua_tostring(L, -2))) i++;
+      if (known[i]) continue;
+    }
+    lua_pushvalue(L, -2);
+    const char *key = luaL_tolstring(L, -1, NULL);   /* stays on the stack */
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; known[i]; i++) { if (i) luaL_addstring(&b, ", "); luaL_addstring(&b, known[i]); }
+    luaL_pushresult(&b);
+    kl_lua__rt_error(L, what, "unknown option '%s' (known: %s)", key, lua_tostring(L, -1));
+  }
+}
+
 int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) {
   char msg[2048];
   va_list ap;
@@ -229,6 +249,8 @@ static int l_tensor(lua_State *L) {
   kl_tensor *src = kl_lua__test_tensor(L, 1);
   if (src) {   /* copy (and convert) a tensor */
     kl_lua__pin_tensor(L, 1, what);   /* the options table may run metamethods */
+    static const char *const copy_opts[] = { "layout", "strides", NULL };
+    kl_lua__check_opts(L, 3, what, copy_opts);
     kl_dtype dt = kl_lua__opt_dtype(L, 2, src->dtype, what);
     int64_t strides[KL_TENSOR_MAX_RANK];
     bool has = kl_lua__opt_layout(L, 3, src->rank, src->shape, strides, what);
@@ -240,6 +262,8 @@ static int l_tensor(lua_State *L) {
   int t1 = lua_type(L, 1);
   if (t1 != LUA_TTABLE && t1 != LUA_TNUMBER && t1 != LUA_TBOOLEAN)
     return kl_lua__rt_error(L, what, "expected a nested table of numbers, a number or a tensor, got a %s", luaL_typename(L, 1));
+  static const char *const opts[] = { "shape", "layout", "strides", NULL };
+  kl_lua__check_opts(L, 3, what, opts);
   kl_dtype dt = kl_lua__opt_dtype(L, 2, KL_DT_F32, what);
   nested s;
   nested_shape(L, 1, &s, what);
@@ -277,14 +301,16 @@ static int l_tensor(lua_State *L) {
 
 /* Shared by zeros/ones/full/rand: shape at 1, dtype at dtidx, options at optidx. */
 typedef struct geo { int rank; int64_t dims[KL_TENSOR_MAX_RANK], strides[KL_TENSOR_MAX_RANK]; bool has; kl_dtype dt; } geo;
-static void read_geo(lua_State *L, int dtidx, int optidx, geo *g, const char *what) {
+static const char *const GEO_OPTS[] = { "layout", "strides", NULL };
+static void read_geo(lua_State *L, int dtidx, int optidx, geo *g, const char *what, const char *const *known) {
+  kl_lua__check_opts(L, optidx, what, known);
   g->rank = kl_lua__check_shape(L, 1, g->dims, what);
   g->dt = kl_lua__opt_dtype(L, dtidx, KL_DT_F32, what);
   g->has = kl_lua__opt_layout(L, optidx, g->rank, g->dims, g->strides, what);
 }
 static int l_zeros(lua_State *L) {
   geo g; char err[512];
-  read_geo(L, 2, 3, &g, "kiln.zeros");
+  read_geo(L, 2, 3, &g, "kiln.zeros", GEO_OPTS);
   kl_tensor *t = kl_tensor_zeros(g.dt, g.rank, g.dims, g.has ? g.strides : NULL, err, sizeof err);
   if (!t) return kl_lua__rt_error(L, "kiln.zeros", "%s", err);
   kl_lua__push_tensor(L, t);
@@ -292,7 +318,7 @@ static int l_zeros(lua_State *L) {
 }
 static int l_ones(lua_State *L) {
   geo g; char err[512];
-  read_geo(L, 2, 3, &g, "kiln.ones");
+  read_geo(L, 2, 3, &g, "kiln.ones", GEO_OPTS);
   kl_tensor *t = kl_tensor_ones(g.dt, g.rank, g.dims, g.has ? g.strides : NULL, err, sizeof err);
   if (!t) return kl_lua__rt_error(L, "kiln.ones", "%s", err);
   kl_lua__push_tensor(L, t);
@@ -301,7 +327,7 @@ static int l_ones(lua_State *L) {
 /* kiln.full(shape, value, dtype, opts) */
 static int l_full(lua_State *L) {
   geo g; char err[512];
-  read_geo(L, 3, 4, &g, "kiln.full");
+  read_geo(L, 3, 4, &g, "kiln.full", GEO_OPTS);
   if (lua_type(L, 2) != LUA_TNUMBER) return kl_lua__rt_error(L, "kiln.full", "the fill value must be a number, got a %s", luaL_typename(L, 2));
   kl_tensor *t;
   int64_t iv;
@@ -318,10 +344,11 @@ static int l_full(lua_State *L) {
   return 1;
 }
 /* kiln.rand(shape, dtype, {seed=, dist="uniform"|"normal", layout=, strides=}) */
+static const char *const RAND_OPTS[] = { "seed", "dist", "layout", "strides", NULL };
 static int l_rand(lua_State *L) {
   const char *what = "kiln.rand";
   geo g; char err[512];
-  read_geo(L, 2, 3, &g, what);
+  read_geo(L, 2, 3, &g, what, RAND_OPTS);
   uint64_t seed;
   kl_dist dist = KL_DIST_UNIFORM;
   bool have_seed = false;
@@ -578,15 +605,18 @@ static void read_tols(lua_State *L, int idx, double *rtol, double *atol, const c
   *rtol = -1; *atol = -1;
   if (lua_isnoneornil(L, idx)) return;
   if (!lua_istable(L, idx)) kl_lua__rt_error(L, what, "options must be a table {rtol=, atol=}");
-  if (lua_getfield(L, idx, "rtol") != LUA_TNIL) {
-    if (lua_type(L, -1) != LUA_TNUMBER) kl_lua__rt_error(L, what, "rtol must be a number");
-    *rtol = lua_tonumber(L, -1);
+  static const char *const opts[] = { "rtol", "atol", NULL };
+  kl_lua__check_opts(L, idx, what, opts);
+  double *tol[2] = { rtol, atol };
+  for (int i = 0; i < 2; i++) {
+    if (lua_getfield(L, idx, opts[i]) != LUA_TNIL) {
+      if (lua_type(L, -1) != LUA_TNUMBER) kl_lua__rt_error(L, what, "%s must be a number", opts[i]);
+      double x = lua_tonumber(L, -1);
+      if (!(x >= 0)) kl_lua__rt_error(L, what, "%s must be a non-negative number, got %g", opts[i], x);   /* NaN too */
+      *tol[i] = x;
+    }
+    lua_pop(L, 1);
   }
-  if (lua_getfield(L, idx, "atol") != LUA_TNIL) {
-    if (lua_type(L, -1) != LUA_TNUMBER) kl_lua__rt_error(L, what, "atol must be a number");
-    *atol = lua_tonumber(L, -1);
-  }
-  lua_pop(L, 2);
   /* one given: the other defaults to 0 unless also given */
   if (*rtol >= 0 && *atol < 0) *atol = 0;
   if (*atol >= 0 && *rtol < 0) *rtol = 0;
