@@ -143,14 +143,25 @@ static kl_status snapshot(kl_op *module, void *user) {
   return KL_OK;
 }
 
-/* Splits a pipeline at top-level commas (outside {...}). */
+/* Splits a pipeline at top-level commas (outside {...}). Quoted option values are read as core/pass.c reads
+ * them ('"' right after "name =" inside the braces up to the next unescaped '"'), so a
+ * ',' '{' or '}' inside one does not count; an unterminated one runs to the end, where
+ * kl_pass_manager_add_pipeline reports it. */
 static int split_pipeline(const char *pl, char ***out) {
   int n = 0, depth = 0;
   char **parts = NULL;
   const char *start = pl;
+  char last = 0;   /* the last non-blank character */
   for (const char *p = pl;; p++) {
+    if (*p == '"' && depth > 0 && last == '=') {
+      for (p++; *p && *p != '"'; p++) if (*p == '\\' && p[1]) p++;
+      if (!*p) p--;   /* unterminated: stop at the end */
+      last = '"';
+      continue;
+    }
     if (*p == '{') depth++;
     else if (*p == '}') depth--;
+    if (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') last = *p;
     if ((*p == ',' && depth == 0) || !*p) {
       const char *a = start, *b = p;
       while (a < b && (*a == ' ' || *a == '\n' || *a == '\t')) a++;

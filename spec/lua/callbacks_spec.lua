@@ -304,6 +304,24 @@ describe("the compile cache and Lua passes", function()
     assert.is_true(close(p3:run(inputs), 4.0))
   end)
 
+  it("a quoted option value may hold ',', '{', '}' and '\\\"' (split as core/pass.c parses it)", function()
+    local g = scale_graph("cb_quoted", 1.0)
+    local seen
+    kiln.register_pass("spec-cb-quoted", function(m, opts)
+      seen = opts.label
+      local f = tonumber(opts.label:match("[%d.]+"))
+      m:walk(function(op) if op.name == "graph.constant" then op:set_attr("value", { f }) end end)
+    end, { options = { { name = "label", kind = "string", default = "1" } } })
+    local pipe = 'spec-cb-quoted{label = "a,{2.5}\\"}"},' .. kiln.default_pipeline()
+    local p = kiln.compile(g, { pipeline = pipe })
+    assert.are.equal('a,{2.5}"}', seen)
+    assert.is_true(close(p:run(inputs), 2.5))
+    assert.is_string(p:ir("after:spec-cb-quoted"))
+    has(p:ir("after:graph-partition"), "graph.launch")   -- each pass after it still has its own snapshot
+    assert.are_not.equal(p:ir("after:spec-cb-quoted"), p:ir("after:dce"))
+    assert.is_false(kiln.compile(g, { pipeline = pipe }).from_cache)   -- still seen as a Lua pipeline
+  end)
+
   it("pipelines of C passes only are still cached", function()
     local g = scale_graph("cb_cache_c", 2.0)
     kiln.compile(g)
