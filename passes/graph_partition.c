@@ -159,6 +159,16 @@ static void absorb_operands(part *p, group *g, kl_op *op, bool allow_ew) {
   for (int i = 0; i < op->nopnds; i++) absorb_operand(p, g, op->opnds[i].value, allow_ew);
 }
 
+/* Does an anchor (conv, dot) read v (looking through views)? Its operands must stay
+ * kernel inputs, so such a producer never joins the anchor's group as a side input. */
+static bool feeds_anchor(kl_value *v) {
+  for (kl_use *u = v->first_use; u; u = u->next) {
+    kl_op *U = u->user;
+    if (is_view(U) ? feeds_anchor(kl_op_result(U, 0)) : kl_pu_is_anchor_op(U->name)) return true;
+  }
+  return false;
+}
+
 /* Grows g backwards from position `from` (exclusive) over element-wise candidates. */
 static void grow(part *p, group *g, int from) {
   int gi = (int)(g - p->groups);
@@ -166,7 +176,8 @@ static void grow(part *p, group *g, int from) {
     if (!p->cand[pos]) continue;
     p->cand[pos] = 0;
     kl_op *op = p->ops[pos];
-    if (p->assigned[pos] >= 0 || p->chain_owner[pos] >= 0 || !uses_inside(g, kl_op_result(op, 0))) continue;
+    if (p->assigned[pos] >= 0 || p->chain_owner[pos] >= 0 || !uses_inside(g, kl_op_result(op, 0)) ||
+        (g->kind == K_GEMM && feeds_anchor(kl_op_result(op, 0)))) continue;
     g->member[pos] = 1;
     p->assigned[pos] = gi;
     absorb_operands(p, g, op, true);
