@@ -138,12 +138,13 @@ static bool make_access(kl_rewriter *rw, kl_op *op, int i, access *a) {
   kl_value *val = op->opnds[i].value;
   if (val->type->kind != KL_TY_BUFFER) return kl_ll_fail(rw, op, "operand %d is not a buffer", i);
   if (val->type->rank == 0) {
+    /* views between rank-0 buffers have no coordinates: the value is the buffer's one
+     * element; a rank-0 view of a larger buffer (a reshape of a 1x1) goes through it */
     kl_op *ch[1];
     int nc;
     a->buf = kl_rock_underlying(val, ch, &nc, 0);
     a->v = NULL;
-    if (nc) return kl_ll_fail(rw, op, "operand %d: a view of a rank-0 buffer is not supported", i);
-    return true;
+    if (a->buf->type->kind == KL_TY_BUFFER && a->buf->type->rank == 0) return true;
   }
   a->v = kl_ll_access_view(NULL, val, &a->buf, err, sizeof err);
   if (!a->v) return kl_ll_fail(rw, op, "operand %d: %s", i, err);
