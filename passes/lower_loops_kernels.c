@@ -297,8 +297,8 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   } else if (!strcmp(op->name, "rock.reduce")) {
     if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
     const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
-    if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || ti->rank != to->rank || ti->rank < 1)
-      return kl_ll_fail(rw, op, "in and out must be buffers of one rank >= 1, got %s and %s", kl_type_str(ti), kl_type_str(to));
+    if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || ti->rank != to->rank)   /* rank 0: one point, no axes */
+      return kl_ll_fail(rw, op, "in and out must be buffers of one rank, got %s and %s", kl_type_str(ti), kl_type_str(to));
     const char *k = kl_op_attr_string(op, "kind");
     red_st s = { .r = ti->rank, .Si = ti->shape, .count = 1 };
     if (!k) return kl_ll_fail(rw, op, "needs a string attribute 'kind' (sum, max, min or mean)");

@@ -55,4 +55,15 @@ describe("graphs from the numpy cross-check", function()
     g:output(a:broadcast{} + 0.5, p:transpose{}, p:reshape{}:slice({}, {}) * 3, q:reshape{} - a)
     check(g, { p = kiln.rand({}), q = kiln.rand({ 1, 1 }) })
   end)
+
+  it("reductions of a rank-0 value (no axes)", function()
+    -- rock-lower-loops: "in and out must be buffers of one rank >= 1"
+    for _, dt in ipairs{ "f32", "i32" } do
+      local g = kiln.graph("rank0_reduce_" .. dt)
+      local p = g:param("p", {}, dt)
+      g:output(p:sum{}, p:reduce_max({}, true), p:mean{} * 2)
+      local t = dt == "i32" and kiln.tensor(-7, "i32") or kiln.rand({}, dt)
+      check(g, { p = t })
+    end
+  end)
 end)
