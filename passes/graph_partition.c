@@ -10,7 +10,7 @@
  *    may also end in such views feeding the graph's return. The group's result is the
  *    chain's last value; an intermediate used anywhere else ends the chain there.
  *    Element-wise ops that only feed the group (side inputs, e.g. a sigmoid of a bias)
- *    join it as well.
+ *    join it as well, except those the anchor reads (its operands are kernel inputs).
  *  - Remaining element-wise ops form "elementwise" groups: a root (an element-wise op
  *    whose result is needed outside) plus every element-wise producer whose uses are all
  *    inside the group (looking through views).
