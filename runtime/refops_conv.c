@@ -1,7 +1,8 @@
 /* refops_conv.c — reference 2-D convolution (direct loops, float64 / int64 accumulation)
  * and its shape inference. Layout-agnostic: operands are packed into logical row-major
  * copies first (input N,C,H,W; filter K,C/G,Y,X), the result is stored through the
- * output's strides. See refops.h. */
+ * output's strides. Padding is zero padding: a tap in it adds 0 * weight (NaN for an
+ * inf or NaN weight, as numpy and the compiled kernels compute). See refops.h. */
 #include "runtime/refops.h"
 #include "core/arena.h"
 #include <stdlib.h>
@@ -98,11 +99,13 @@ int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv
             int64_t fbase = ((k * CG) + c) * Y * X;
             for (int64_t y = 0; y < Y; y++) {
               int64_t h = ho * sh - pt + y * dh;
-              if (h < 0 || h >= H) continue;
               for (int64_t x = 0; x < X; x++) {
-                int64_t w = wo * sw - pl + x * dw;
-                if (w < 0 || w >= W) continue;
-                int64_t a = ibase + h * W + w, b = fbase + y * X + x;
+                int64_t w = wo * sw - pl + x * dw, b = fbase + y * X + x;
+                if (h < 0 || h >= H || w < 0 || w >= W) {   /* zero padding: 0 * an inf / NaN weight is NaN */
+                  if (!ints) facc += 0.0 * ff[b];
+                  continue;
+                }
+                int64_t a = ibase + h * W + w;
                 if (ints) iacc += (uint64_t)ii[a] * (uint64_t)iff[b];
                 else facc += fi[a] * ff[b];
               }

@@ -66,4 +66,22 @@ describe("graphs from the numpy cross-check", function()
       check(g, { p = t })
     end
   end)
+
+  it("g:eval's conv multiplies padded taps by the weight (0 * inf is NaN) as the compiled kernel does", function()
+    -- the reference skipped padded taps, so an inf weight gave 0 at the border in g:eval
+    -- but NaN in the compiled kernel (and in numpy's zero-padded convolution)
+    for _, lay in ipairs{ "NCHW", "NHWC" } do
+      local g = kiln.graph("conv_pad_inf_" .. lay)
+      local x = g:param("x", { 1, 2, 3, 3 }, "f32", { layout = lay })
+      local w = g:param("w", { 2, 2, 2, 2 }, "f32")
+      g:output(g:conv(x, w, { padding = { 1, 0, 2, 1 }, stride = 2 }))
+      local wt = kiln.rand({ 2, 2, 2, 2 })
+      wt:set({ 1, 0, 0, 1 }, math.huge)
+      wt:set({ 0, 1, 1, 0 }, 0 / 0)
+      local inputs = { x = kiln.rand({ 1, 2, 3, 3 }, "f32", { layout = lay }), w = wt }
+      check(g, inputs)
+      local ref = g:eval(inputs)
+      assert.is_true(ref:get{ 0, 1, 0, 0 } ~= ref:get{ 0, 1, 0, 0 })   -- a padded tap meets the inf weight: NaN
+    end
+  end)
 end)
