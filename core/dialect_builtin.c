@@ -1,6 +1,6 @@
 /* dialect_builtin.c — registration, verifiers, folds and custom syntax of the shared ops. */
 #include "core/dialect_builtin.h"
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include "runtime/refops.h"
 #include "core/parse.h"
 #include "core/print.h"

@@ -1,6 +1,6 @@
 /* tensor.c — host tensors (see tensor.h). */
 #include "runtime/tensor.h"
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include "runtime/rng.h"
 #include "core/arena.h"
 #include "core/type.h"

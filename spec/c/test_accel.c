@@ -38,7 +38,7 @@
 #include "runtime/device.h"
 #include "runtime/disasm.h"
 #include "runtime/graph_eval.h"
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include "runtime/hsaco.h"
 #include "runtime/program.h"
 #include "lua/kiln_lua_rt.h"

@@ -6,7 +6,7 @@
 #include "passes/lower_to_llvm.h"
 #include "runtime/codegen_target.h"
 #include "runtime/device.h"
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

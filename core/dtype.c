@@ -1,6 +1,6 @@
-/* half.c — f16 / bf16 conversions (see half.h). Both narrow formats are handled by one
+/* dtype.c — f16 / bf16 conversions (see dtype.h). Both narrow formats are handled by one
  * routine parameterised by exponent and mantissa widths, working on the f64 bits. */
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include <string.h>
 
 static uint64_t f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }

@@ -1,4 +1,4 @@
-/* half.h — IEEE binary16 (f16) and bfloat16 (bf16) conversions.
+/* dtype.h — IEEE binary16 (f16) and bfloat16 (bf16) conversions.
  * Contract: pure functions on bit patterns held in uint16_t; no state, no allocation.
  * Narrowing conversions (f32/f64 -> f16/bf16) round to nearest, ties to even, in one
  * step from the source value (no double rounding through f32); overflow gives +-inf,
