@@ -1,6 +1,8 @@
-/* dtype.c — f16 / bf16 conversions (see dtype.h). Both narrow formats are handled by one
- * routine parameterised by exponent and mantissa widths, working on the f64 bits. */
+/* dtype.c — element types: f16 / bf16 conversions, dtype sizes, loads and stores
+ * (see dtype.h). Both narrow formats are handled by one routine parameterised by
+ * exponent and mantissa widths, working on the f64 bits. */
 #include "core/dtype.h"
+#include "core/type.h"
 #include <string.h>
 
 static uint64_t f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
@@ -76,3 +78,148 @@ float    kl_bf16_to_f32(uint16_t b) {
 double kl_round_f16(double x) { return kl_f16_to_f64(kl_f64_to_f16(x)); }
 double kl_round_bf16(double x) { return kl_bf16_to_f64(kl_f64_to_bf16(x)); }
 double kl_round_f32(double x) { return (double)(float)x; }
+
+/* ---------------------------------------------------------------- dtypes */
+
+static const char *const dtype_names[KL_DT_COUNT] = {
+  [KL_DT_F32] = "f32", [KL_DT_F16] = "f16", [KL_DT_BF16] = "bf16", [KL_DT_I8] = "i8",
+  [KL_DT_I32] = "i32", [KL_DT_F64] = "f64", [KL_DT_I64] = "i64", [KL_DT_I1] = "i1",
+};
+static const size_t dtype_sizes[KL_DT_COUNT] = {
+  [KL_DT_F32] = 4, [KL_DT_F16] = 2, [KL_DT_BF16] = 2, [KL_DT_I8] = 1,
+  [KL_DT_I32] = 4, [KL_DT_F64] = 8, [KL_DT_I64] = 8, [KL_DT_I1] = 1,
+};
+
+bool kl_dtype_valid(kl_dtype dt) { return dt >= 0 && dt < KL_DT_COUNT; }
+const char *kl_dtype_name(kl_dtype dt) { return kl_dtype_valid(dt) ? dtype_names[dt] : "?"; }
+size_t kl_dtype_size(kl_dtype dt) { return kl_dtype_valid(dt) ? dtype_sizes[dt] : 0; }
+
+kl_dtype kl_dtype_from_name(const char *name) {
+  if (!name) return KL_DT_NONE;
+  for (int i = 0; i < KL_DT_COUNT; i++)
+    if (strcmp(name, dtype_names[i]) == 0) return (kl_dtype)i;
+  return KL_DT_NONE;
+}
+
+bool kl_dtype_is_float(kl_dtype dt) {
+  return dt == KL_DT_F32 || dt == KL_DT_F16 || dt == KL_DT_BF16 || dt == KL_DT_F64;
+}
+bool kl_dtype_is_int(kl_dtype dt) {
+  return dt == KL_DT_I8 || dt == KL_DT_I32 || dt == KL_DT_I64 || dt == KL_DT_I1;
+}
+int64_t kl_dtype_int_min(kl_dtype dt) {
+  switch (dt) {
+  case KL_DT_I8: return INT8_MIN;
+  case KL_DT_I32: return INT32_MIN;
+  case KL_DT_I64: return INT64_MIN;
+  default: return 0;
+  }
+}
+int64_t kl_dtype_int_max(kl_dtype dt) {
+  switch (dt) {
+  case KL_DT_I8: return INT8_MAX;
+  case KL_DT_I32: return INT32_MAX;
+  case KL_DT_I64: return INT64_MAX;
+  case KL_DT_I1: return 1;
+  default: return 0;
+  }
+}
+
+int kl_dtype_to_type_kind(kl_dtype dt) {
+  switch (dt) {
+  case KL_DT_F32: return KL_TY_F32;
+  case KL_DT_F16: return KL_TY_F16;
+  case KL_DT_BF16: return KL_TY_BF16;
+  case KL_DT_I8: return KL_TY_I8;
+  case KL_DT_I32: return KL_TY_I32;
+  case KL_DT_F64: return KL_TY_F64;
+  case KL_DT_I64: return KL_TY_I64;
+  case KL_DT_I1: return KL_TY_I1;
+  default: return -1;
+  }
+}
+kl_dtype kl_dtype_from_type_kind(int kind) {
+  switch (kind) {
+  case KL_TY_F32: return KL_DT_F32;
+  case KL_TY_F16: return KL_DT_F16;
+  case KL_TY_BF16: return KL_DT_BF16;
+  case KL_TY_I8: return KL_DT_I8;
+  case KL_TY_I32: return KL_DT_I32;
+  case KL_TY_F64: return KL_DT_F64;
+  case KL_TY_I64: return KL_DT_I64;
+  case KL_TY_I1: return KL_DT_I1;
+  default: return KL_DT_NONE;
+  }
+}
+
+int64_t kl_f64_to_i64_sat(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
+double kl_dtype_load_f64(kl_dtype dt, const void *p) {
+  switch (dt) {
+  case KL_DT_F32: { float v; memcpy(&v, p, 4); return v; }
+  case KL_DT_F16: { uint16_t v; memcpy(&v, p, 2); return kl_f16_to_f64(v); }
+  case KL_DT_BF16: { uint16_t v; memcpy(&v, p, 2); return kl_bf16_to_f64(v); }
+  case KL_DT_I8: return *(const int8_t *)p;
+  case KL_DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case KL_DT_F64: { double v; memcpy(&v, p, 8); return v; }
+  case KL_DT_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+  case KL_DT_I1: return *(const uint8_t *)p ? 1.0 : 0.0;
+  default: return 0;
+  }
+}
+
+int64_t kl_dtype_load_i64(kl_dtype dt, const void *p) {
+  switch (dt) {
+  case KL_DT_I8: return *(const int8_t *)p;
+  case KL_DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case KL_DT_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+  case KL_DT_I1: return *(const uint8_t *)p ? 1 : 0;
+  default: return kl_f64_to_i64_sat(kl_dtype_load_f64(dt, p));
+  }
+}
+
+void kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  switch (dt) {
+  case KL_DT_I8: { uint8_t b = (uint8_t)u; memcpy(p, &b, 1); return; }
+  case KL_DT_I32: { uint32_t w = (uint32_t)u; memcpy(p, &w, 4); return; }
+  case KL_DT_I64: memcpy(p, &v, 8); return;
+  case KL_DT_I1: *(uint8_t *)p = v != 0; return;
+  default: kl_dtype_store_f64(dt, p, (double)v); return;
+  }
+}
+
+void kl_dtype_store_f64(kl_dtype dt, void *p, double v) {
+  switch (dt) {
+  case KL_DT_F32: { float f = (float)v; memcpy(p, &f, 4); return; }
+  case KL_DT_F16: { uint16_t h = kl_f64_to_f16(v); memcpy(p, &h, 2); return; }
+  case KL_DT_BF16: { uint16_t h = kl_f64_to_bf16(v); memcpy(p, &h, 2); return; }
+  case KL_DT_F64: memcpy(p, &v, 8); return;
+  case KL_DT_I1: *(uint8_t *)p = v != 0; return;
+  case KL_DT_I8: case KL_DT_I32: case KL_DT_I64: {
+    int64_t i = kl_f64_to_i64_sat(v);
+    int64_t lo = kl_dtype_int_min(dt), hi = kl_dtype_int_max(dt);
+    if (i < lo) i = lo;
+    if (i > hi) i = hi;
+    kl_dtype_store_i64(dt, p, i);
+    return;
+  }
+  default: return;
+  }
+}
+
+double kl_dtype_round(kl_dtype dt, double v) {
+  unsigned char buf[8];
+  kl_dtype_store_f64(dt, buf, v);
+  return kl_dtype_load_f64(dt, buf);
+}
+
+kl_dtype kl_contraction_dtype(kl_dtype in) {
+  if (!kl_dtype_is_int(in)) return in;
+  return in == KL_DT_I64 ? KL_DT_I64 : KL_DT_I32;
+}
