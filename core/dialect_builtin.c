@@ -1,7 +1,7 @@
 /* dialect_builtin.c — registration, verifiers, folds and custom syntax of the shared ops. */
 #include "core/dialect_builtin.h"
-#include "runtime/half.h"
-#include "runtime/refops.h"
+#include "core/dtype.h"
+#include "core/scalar_ops.h"
 #include "core/parse.h"
 #include "core/print.h"
 #include <math.h>

@@ -1,6 +1,8 @@
 /* dialect_graph.c — graph ops: registration, inference, builders, verifiers. */
 #include "core/dialect_graph.h"
-#include "runtime/refops.h"
+#include "core/dtype.h"
+#include "core/infer.h"
+#include "core/scalar_ops.h"
 #include <stdio.h>
 #include <string.h>
 

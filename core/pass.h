@@ -16,8 +16,9 @@
  * 0x-hex, bools true/false/1/0. Unknown passes, unknown options and bad values are
  * errors naming them, located "<pipeline>:1:COL" (kl_pass_manager_add_pass: option
  * errors "<options>:1:COL"); a bad string adds no pass. Registrations are per context
- * (no globals); built-in passes are registered with the context by
- * kl_register_builtin_passes (passes/registry.c). Memory: the registry copies what it
+ * (no globals); kl_ctx_create registers none: the built-in passes are registered with
+ * the context by kl_register_builtin_passes (passes/registry.c, outside core: callers
+ * that link kiln_core alone cannot call it). Memory: the registry copies what it
  * is given into the context arena; a pass manager owns its entries and option values. */
 #ifndef KL_PASS_H
 #define KL_PASS_H

@@ -242,7 +242,7 @@ int kl_lua__new_ctx(lua_State *L) {
     lua_setiuservalue(L, -2, k + 1);
   }
   u->ctx = kl_ctx_create();
-  if (kl_pass_count(u->ctx) == 0) kl_register_builtin_passes(u->ctx);
+  kl_register_builtin_passes(u->ctx);   /* kl_ctx_create registers the dialects only */
   kl_lua_ctxstate *st = kl_arena_alloc(kl_ctx_arena(u->ctx), sizeof *st);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   st->main = lua_tothread(L, -1);

@@ -468,7 +468,7 @@ static int opt_main(int argc, char **argv) {
     ctx = kl_lua_default_ctx(L);
   } else {
     ctx = kl_ctx_create();
-    if (kl_pass_count(ctx) == 0) kl_register_builtin_passes(ctx);
+    kl_register_builtin_passes(ctx);   /* kl_ctx_create registers the dialects only */
   }
   if (list) {
     for (int i = 0; i < kl_pass_count(ctx); i++) {

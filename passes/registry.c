@@ -1,5 +1,7 @@
 /* registry.c — kl_register_builtin_passes: the one list of built-in passes (and the
- * canonical patterns they bring), run for every context by kl_register_all_dialects.
+ * canonical patterns they bring), called once per context by whoever runs passes
+ * (lua/kiln_lua.c, lua/main.c, the C tests and fuzz targets); kl_ctx_create registers
+ * the dialects only.
  * Add a line here when a new pass file lands. */
 #include "core/pass.h"
 

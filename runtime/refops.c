@@ -1,5 +1,5 @@
-/* refops.c — reference kernels except conv2d (refops_conv.c) and shape inference.
- * See refops.h for the numeric contract. */
+/* refops.c — reference kernels except conv2d (refops_conv.c); the shape inference is
+ * core/infer.c, the scalar semantics core/scalar_ops.c. See refops.h for the contract. */
 #include "runtime/refops.h"
 #include "core/arena.h"
 #include <math.h>
@@ -8,296 +8,6 @@
 #include <string.h>
 
 #define SHP(s, b) kl_shape_format((s), (b), sizeof(b))
-
-/* ---------------------------------------------------------------- names */
-
-static const char *const binop_names[KL_BIN_COUNT] = {"add", "sub", "mul", "div", "max", "min", "pow"};
-static const char *const unop_names[KL_UN_COUNT] = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu"};
-static const char *const reduce_names[KL_RED_COUNT] = {"reduce_sum", "reduce_max", "reduce_mean", "reduce_min"};
-
-static int find_name(const char *const *names, int n, const char *name) {
-  if (!name) return -1;
-  for (int i = 0; i < n; i++) if (strcmp(names[i], name) == 0) return i;
-  return -1;
-}
-const char *kl_binop_name(kl_binop op) { return op >= 0 && op < KL_BIN_COUNT ? binop_names[op] : "?"; }
-int kl_binop_from_name(const char *name) { return find_name(binop_names, KL_BIN_COUNT, name); }
-const char *kl_unop_name(kl_unop op) { return op >= 0 && op < KL_UN_COUNT ? unop_names[op] : "?"; }
-int kl_unop_from_name(const char *name) { return find_name(unop_names, KL_UN_COUNT, name); }
-const char *kl_reduce_name(kl_reduce_op op) { return op >= 0 && op < KL_RED_COUNT ? reduce_names[op] : "?"; }
-int kl_reduce_from_name(const char *name) {
-  int i = find_name(reduce_names, KL_RED_COUNT, name);
-  if (i >= 0 || !name) return i;
-  static const char *const shortn[KL_RED_COUNT] = {"sum", "max", "mean", "min"};
-  return find_name(shortn, KL_RED_COUNT, name);
-}
-
-/* ---------------------------------------------------------------- scalar semantics */
-
-double kl_binop_f64(kl_binop op, double a, double b) {
-  switch (op) {
-  case KL_BIN_ADD: return a + b;
-  case KL_BIN_SUB: return a - b;
-  case KL_BIN_MUL: return a * b;
-  case KL_BIN_DIV: return a / b;
-  /* IEEE 754-2019 maximum/minimum: NaN if either is NaN, -0 < +0; symmetric (commutative) */
-  case KL_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b || (a == b && signbit(b))) ? a : b;
-  case KL_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b || (a == b && signbit(a))) ? a : b;
-  case KL_BIN_POW: return pow(a, b);
-  default: return NAN;
-  }
-}
-
-static int64_t ipow(int64_t a, int64_t e) {
-  if (e < 0) {
-    if (a == 1) return 1;
-    if (a == -1) return (e & 1) ? -1 : 1;
-    return 0;
-  }
-  uint64_t r = 1, base = (uint64_t)a;
-  while (e) {
-    if (e & 1) r *= base;
-    base *= base;
-    e >>= 1;
-  }
-  return (int64_t)r;
-}
-
-int64_t kl_binop_i64(kl_binop op, int64_t a, int64_t b) {
-  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-  switch (op) {
-  case KL_BIN_ADD: return (int64_t)(ua + ub);
-  case KL_BIN_SUB: return (int64_t)(ua - ub);
-  case KL_BIN_MUL: return (int64_t)(ua * ub);
-  case KL_BIN_DIV:
-    if (b == 0) return 0;
-    if (a == INT64_MIN && b == -1) return INT64_MIN;
-    return a / b;
-  case KL_BIN_MAX: return a > b ? a : b;
-  case KL_BIN_MIN: return a < b ? a : b;
-  case KL_BIN_POW: return ipow(a, b);
-  default: return 0;
-  }
-}
-
-double kl_unop_f64(kl_unop op, double x) {
-  switch (op) {
-  case KL_UN_NEG: return -x;
-  case KL_UN_ABS: return fabs(x);
-  case KL_UN_EXP: return exp(x);
-  case KL_UN_LOG: return log(x);
-  case KL_UN_SQRT: return sqrt(x);
-  case KL_UN_RSQRT: return 1.0 / sqrt(x);
-  case KL_UN_TANH: return tanh(x);
-  case KL_UN_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-  case KL_UN_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
-  default: return NAN;
-  }
-}
-
-bool kl_unop_has_int(kl_unop op) { return op == KL_UN_NEG || op == KL_UN_ABS || op == KL_UN_RELU; }
-
-int64_t kl_unop_i64(kl_unop op, int64_t x) {
-  switch (op) {
-  case KL_UN_NEG: return (int64_t)(0 - (uint64_t)x);
-  case KL_UN_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-  case KL_UN_RELU: return x > 0 ? x : 0;
-  default: return kl_f64_to_i64_sat(kl_unop_f64(op, (double)x));
-  }
-}
-
-/* ---------------------------------------------------------------- inference */
-
-int kl_infer_broadcast(const char *op, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  int r = a->rank > b->rank ? a->rank : b->rank;
-  kl_shape o;
-  memset(&o, 0, sizeof o);
-  o.rank = r;
-  for (int i = 0; i < r; i++) {
-    int ia = i - (r - a->rank), ib = i - (r - b->rank);
-    int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
-    if (da == db || db == 1) o.dim[i] = da;
-    else if (da == 1) o.dim[i] = db;
-    else
-      return kl_tensor_errf(err, errlen, "%s: shapes do not broadcast: %s vs %s", op, SHP(a, b1), SHP(b, b2));
-  }
-  *out = o;
-  return 0;
-}
-
-int kl_infer_broadcast_to(const char *op, const kl_shape *in, const kl_shape *target, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  int r = target->rank;
-  if (in->rank > r)
-    return kl_tensor_errf(err, errlen, "%s: cannot broadcast %s to the lower-rank shape %s", op, SHP(in, b1), SHP(target, b2));
-  for (int i = 0; i < r; i++) {
-    if (target->dim[i] < 0)
-      return kl_tensor_errf(err, errlen, "%s: negative size in target shape %s", op, SHP(target, b2));
-    int ii = i - (r - in->rank);
-    if (ii < 0) continue;
-    if (in->dim[ii] != target->dim[i] && in->dim[ii] != 1)
-      return kl_tensor_errf(err, errlen, "%s: cannot broadcast %s to %s (dim %d: %lld vs %lld)", op, SHP(in, b1),
-                            SHP(target, b2), i, (long long)in->dim[ii], (long long)target->dim[i]);
-  }
-  return 0;
-}
-
-int kl_infer_where(const kl_shape *cond, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err, size_t errlen) {
-  kl_shape t;
-  char b1[256], b2[256], b3[256];
-  if (kl_infer_broadcast("where", a, b, &t, NULL, 0) || kl_infer_broadcast("where", cond, &t, out, NULL, 0))
-    return kl_tensor_errf(err, errlen, "where: shapes do not broadcast: cond %s, a %s, b %s", SHP(cond, b1), SHP(a, b2), SHP(b, b3));
-  return 0;
-}
-
-int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool ta, bool tb, kl_shape *out, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  if (a->rank < 2 || b->rank < 2)
-    return kl_tensor_errf(err, errlen, "dot: operands need rank >= 2: %s x %s", SHP(a, b1), SHP(b, b2));
-  int ra = a->rank, rb = b->rank;
-  int64_t m = ta ? a->dim[ra - 1] : a->dim[ra - 2];
-  int64_t ka = ta ? a->dim[ra - 2] : a->dim[ra - 1];
-  int64_t kb = tb ? b->dim[rb - 1] : b->dim[rb - 2];
-  int64_t n = tb ? b->dim[rb - 2] : b->dim[rb - 1];
-  if (ka != kb)
-    return kl_tensor_errf(err, errlen, "dot: inner dimensions differ: %s%s x %s%s (K = %lld vs %lld)", SHP(a, b1),
-                          ta ? "^T" : "", SHP(b, b2), tb ? "^T" : "", (long long)ka, (long long)kb);
-  kl_shape ba = kl_shape_make(ra - 2, a->dim), bb = kl_shape_make(rb - 2, b->dim), bo;
-  if (kl_infer_broadcast("dot", &ba, &bb, &bo, NULL, 0))
-    return kl_tensor_errf(err, errlen, "dot: batch dimensions do not broadcast: %s x %s", SHP(a, b1), SHP(b, b2));
-  if (bo.rank + 2 > KL_TENSOR_MAX_RANK)
-    return kl_tensor_errf(err, errlen, "dot: result rank too large: %s x %s", SHP(a, b1), SHP(b, b2));
-  bo.dim[bo.rank++] = m;
-  bo.dim[bo.rank++] = n;
-  *out = bo;
-  return 0;
-}
-
-int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape *out, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  int64_t p64[KL_TENSOR_MAX_RANK];
-  bool seen[KL_TENSOR_MAX_RANK] = {0};
-  if (nperm != in->rank)
-    return kl_tensor_errf(err, errlen, "transpose: permutation has %d entries for shape %s", nperm, SHP(in, b1));
-  for (int i = 0; i < nperm; i++) p64[i] = perm[i];
-  for (int i = 0; i < nperm; i++) {
-    if (perm[i] < 0 || perm[i] >= in->rank || seen[perm[i]])
-      return kl_tensor_errf(err, errlen, "transpose: %s is not a permutation of the axes of %s",
-                            kl_dims_format(nperm, p64, b2, sizeof b2), SHP(in, b1));
-    seen[perm[i]] = true;
-  }
-  kl_shape o = *in;
-  for (int i = 0; i < nperm; i++) o.dim[i] = in->dim[perm[i]];
-  *out = o;
-  return 0;
-}
-
-int kl_infer_reshape(const kl_shape *in, int rank, const int64_t *dims, kl_shape *out, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
-    return kl_tensor_errf(err, errlen, "reshape: rank %d out of range (0..%d)", rank, KL_TENSOR_MAX_RANK);
-  kl_shape o;
-  memset(&o, 0, sizeof o);
-  o.rank = rank;
-  int infer = -1;
-  int64_t known = 1;
-  for (int i = 0; i < rank; i++) {
-    if (dims[i] == -1 && infer < 0) { infer = i; continue; }
-    if (dims[i] < 0)
-      return kl_tensor_errf(err, errlen, "reshape: bad target shape %s (sizes >= 0, at most one -1)",
-                            kl_dims_format(rank, dims, b1, sizeof b1));
-    o.dim[i] = dims[i];
-    if (__builtin_mul_overflow(known, dims[i], &known))
-      return kl_tensor_errf(err, errlen, "reshape: target shape %s too large", kl_dims_format(rank, dims, b1, sizeof b1));
-  }
-  int64_t n = kl_shape_numel(in);
-  if (infer >= 0) {
-    if (known == 0 || n % known != 0)
-      return kl_tensor_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s", SHP(in, b1), (long long)n,
-                            kl_dims_format(rank, dims, b2, sizeof b2));
-    o.dim[infer] = n / known;
-    known = n;
-  }
-  if (known != n)
-    return kl_tensor_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s (%lld elements)", SHP(in, b1),
-                          (long long)n, kl_dims_format(rank, dims, b2, sizeof b2), (long long)known);
-  *out = o;
-  return 0;
-}
-
-int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end, const int64_t *step,
-                   kl_shape *out, int64_t *out_begin, char *err, size_t errlen) {
-  char b1[256];
-  kl_shape o = *in;
-  int64_t nb[KL_TENSOR_MAX_RANK];
-  for (int d = 0; d < in->rank; d++) {
-    int64_t n = in->dim[d], s = step ? step[d] : 1;
-    int64_t b = begin[d] < 0 ? begin[d] + n : begin[d];
-    int64_t e = end[d] < 0 ? end[d] + n : end[d];
-    if (s < 1)
-      return kl_tensor_errf(err, errlen, "slice: step %lld on axis %d of %s must be >= 1", (long long)s, d, SHP(in, b1));
-    if (b < 0 || b > n || e < 0 || e > n)
-      return kl_tensor_errf(err, errlen, "slice: range [%lld, %lld) out of bounds on axis %d of %s", (long long)begin[d],
-                            (long long)end[d], d, SHP(in, b1));
-    o.dim[d] = e > b ? (e - b + s - 1) / s : 0;
-    nb[d] = b;
-  }
-  if (out_begin) memcpy(out_begin, nb, sizeof(int64_t) * (size_t)in->rank);
-  *out = o;
-  return 0;
-}
-
-int kl_normalize_axis(const char *op, const kl_shape *in, int axis, int *axis_out, char *err, size_t errlen) {
-  char b1[256];
-  int a = axis < 0 ? axis + in->rank : axis;
-  if (a < 0 || a >= in->rank)
-    return kl_tensor_errf(err, errlen, "%s: axis %d out of range for shape %s", op, axis, SHP(in, b1));
-  *axis_out = a;
-  return 0;
-}
-
-int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  if (n < 1) return kl_tensor_errf(err, errlen, "concat: needs at least one input");
-  int a = 0;
-  if (kl_normalize_axis("concat", &ins[0], axis, &a, err, errlen)) return 1;
-  kl_shape o = ins[0];
-  for (int i = 1; i < n; i++) {
-    bool ok = ins[i].rank == o.rank;
-    for (int d = 0; ok && d < o.rank; d++)
-      if (d != a && ins[i].dim[d] != ins[0].dim[d]) ok = false;
-    if (!ok)
-      return kl_tensor_errf(err, errlen, "concat: input %d has shape %s, incompatible with %s along axis %d", i,
-                            SHP(&ins[i], b1), SHP(&ins[0], b2), a);
-    o.dim[a] += ins[i].dim[a];
-  }
-  *out = o;
-  return 0;
-}
-
-int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims,
-                    kl_shape *out, bool *reduced, char *err, size_t errlen) {
-  char b1[256];
-  bool red[KL_TENSOR_MAX_RANK] = {0};
-  if (naxes < 0 || naxes > in->rank)
-    return kl_tensor_errf(err, errlen, "%s: %d axes for shape %s", op, naxes, SHP(in, b1));
-  for (int i = 0; i < naxes; i++) {
-    int a = 0;
-    if (kl_normalize_axis(op, in, axes[i], &a, err, errlen)) return 1;
-    if (red[a]) return kl_tensor_errf(err, errlen, "%s: axis %d given twice for shape %s", op, axes[i], SHP(in, b1));
-    red[a] = true;
-  }
-  kl_shape o;
-  memset(&o, 0, sizeof o);
-  for (int d = 0; d < in->rank; d++) {
-    if (!red[d]) o.dim[o.rank++] = in->dim[d];
-    else if (keepdims) o.dim[o.rank++] = 1;
-  }
-  if (reduced) memcpy(reduced, red, sizeof red);
-  *out = o;
-  return 0;
-}
 
 /* ---------------------------------------------------------------- output */
 
@@ -392,7 +102,7 @@ static inline void copy_elem(kl_tensor *d, int64_t doff, const kl_tensor *s, int
 
 int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
   if (op < 0 || op >= KL_BIN_COUNT) return kl_tensor_errf(err, errlen, "binary: unknown op %d", (int)op);
-  const char *name = binop_names[op];
+  const char *name = kl_binop_name(op);
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b), so;
   if (kl_infer_broadcast(name, &sa, &sb, &so, err, errlen)) return 1;
   if (prep_out(name, &so, out_dt, a->dtype, out, err, errlen)) return 1;
@@ -414,7 +124,7 @@ int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype 
 int kl_ref_unary(kl_unop op, const kl_tensor *x, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
   if (op < 0 || op >= KL_UN_COUNT) return kl_tensor_errf(err, errlen, "unary: unknown op %d", (int)op);
   kl_shape s = kl_tensor_shape(x);
-  if (prep_out(unop_names[op], &s, out_dt, x->dtype, out, err, errlen)) return 1;
+  if (prep_out(kl_unop_name(op), &s, out_dt, x->dtype, out, err, errlen)) return 1;
   kl_tensor *o = *out;
   bool ints = kl_unop_has_int(op) && kl_dtype_is_int(x->dtype) && kl_dtype_is_int(o->dtype);
   mwalk w;
@@ -587,10 +297,6 @@ int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, 
 
 /* ---------------------------------------------------------------- dot */
 
-kl_dtype kl_contraction_dtype(kl_dtype in) {
-  if (!kl_dtype_is_int(in)) return in;
-  return in == KL_DT_I64 ? KL_DT_I64 : KL_DT_I32;
-}
 
 int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b), so;
@@ -670,7 +376,7 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
 int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axes, bool keepdims,
                   kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
   if (op < 0 || op >= KL_RED_COUNT) return kl_tensor_errf(err, errlen, "reduce: unknown op %d", (int)op);
-  const char *name = reduce_names[op];
+  const char *name = kl_reduce_name(op);
   kl_shape s = kl_tensor_shape(x), so;
   bool red[KL_TENSOR_MAX_RANK];
   if (kl_infer_reduce(name, &s, naxes, axes, keepdims, &so, red, err, errlen)) return 1;

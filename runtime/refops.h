@@ -1,5 +1,6 @@
-/* refops.h — reference ("oracle") kernels over host tensors, and the output-shape
- * inference they share with the graph layer.
+/* refops.h — reference ("oracle") kernels over host tensors. The output-shape inference
+ * they share with the graph layer is core/infer.h, the op enums, names and scalar
+ * semantics core/scalar_ops.h, kl_contraction_dtype core/dtype.h (all included here).
  * Contract:
  *  - Every op reads its inputs in logical coordinates (any strides, broadcast views
  *    included) and never modifies them. Shapes are logical: conv input N,C,H,W, filter
@@ -12,7 +13,7 @@
  *    destination must not alias an input. On error *out is left as it was: nothing is
  *    allocated and a destination is not written (all checks come before any write).
  *  - Arithmetic: floats accumulate in double; the result is rounded once on store by the
- *    output dtype's conversion (tensor.h: RNE for f16/bf16/f32; truncate + saturate for
+ *    output dtype's conversion (core/dtype.h: RNE for f16/bf16/f32; truncate + saturate for
  *    float -> int). Integer semantics:
  *      * element-wise ops (binary, neg abs relu clip where max min) use exact int64 math
  *        when every input AND the output are integer dtypes; int64 results wrap (two's
@@ -34,78 +35,14 @@
  *  - Axes may be negative (counted from the end, as in numpy). */
 #ifndef KL_REFOPS_H
 #define KL_REFOPS_H
+#include "core/infer.h"
+#include "core/scalar_ops.h"
 #include "runtime/tensor.h"
-
-typedef enum kl_binop {
-  KL_BIN_ADD, KL_BIN_SUB, KL_BIN_MUL, KL_BIN_DIV, KL_BIN_MAX, KL_BIN_MIN, KL_BIN_POW, KL_BIN_COUNT
-} kl_binop;
-typedef enum kl_unop {
-  KL_UN_NEG, KL_UN_ABS, KL_UN_EXP, KL_UN_LOG, KL_UN_SQRT, KL_UN_RSQRT, KL_UN_TANH,
-  KL_UN_SIGMOID, KL_UN_RELU, KL_UN_COUNT
-} kl_unop;
-typedef enum kl_reduce_op { KL_RED_SUM, KL_RED_MAX, KL_RED_MEAN, KL_RED_MIN, KL_RED_COUNT } kl_reduce_op;
-
-/* Names as in the graph IR ("add", "sigmoid", "sum"); from_name returns -1 if unknown. */
-const char *kl_binop_name(kl_binop op);
-int         kl_binop_from_name(const char *name);
-const char *kl_unop_name(kl_unop op);
-int         kl_unop_from_name(const char *name);
-const char *kl_reduce_name(kl_reduce_op op);
-int         kl_reduce_from_name(const char *name);
-/* Scalar semantics of the element-wise ops (double path and int64 path). */
-double  kl_binop_f64(kl_binop op, double a, double b);
-int64_t kl_binop_i64(kl_binop op, int64_t a, int64_t b);
-double  kl_unop_f64(kl_unop op, double x);
-int64_t kl_unop_i64(kl_unop op, int64_t x);   /* NEG ABS RELU only; others go via double */
-bool    kl_unop_has_int(kl_unop op);
-
-typedef struct kl_conv2d_params {
-  int64_t stride[2];    /* h, w; >= 1 */
-  int64_t pad[4];       /* top, bottom, left, right; >= 0 */
-  int64_t dilation[2];  /* h, w; >= 1 */
-  int64_t groups;       /* >= 1 */
-} kl_conv2d_params;
-#define KL_CONV2D_DEFAULT ((kl_conv2d_params){{1, 1}, {0, 0, 0, 0}, {1, 1}, 1})
-
-/* ---- output shape inference (pure; op names the op in messages) ---- */
-/* numpy broadcasting of two shapes. */
-int kl_infer_broadcast(const char *op, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err, size_t errlen);
-/* in must broadcast to target (numpy rules, target rank >= in rank, result = target). */
-int kl_infer_broadcast_to(const char *op, const kl_shape *in, const kl_shape *target, char *err, size_t errlen);
-int kl_infer_where(const kl_shape *cond, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err, size_t errlen);
-/* Ho = (H + pt + pb - dil_h*(Y-1) - 1)/stride_h + 1 (likewise Wo); errors if the
- * (dilated) filter does not fit the padded input, on C != (C/G)*G, K % G != 0, bad
- * parameters or ranks other than 4. */
-int kl_infer_conv2d(const kl_shape *in, const kl_shape *filter, const kl_conv2d_params *p, kl_shape *out, char *err, size_t errlen);
-/* a: [..., M, K] ([..., K, M] if trans_a); b: [..., K, N] ([..., N, K] if trans_b);
- * ranks >= 2; batch dims broadcast numpy-style; out: [batch..., M, N]. */
-int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool trans_a, bool trans_b, kl_shape *out, char *err, size_t errlen);
-/* out.dim[i] = in.dim[perm[i]]; nperm must equal the rank. */
-int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape *out, char *err, size_t errlen);
-/* dims may hold one -1 (inferred); the element counts must match. */
-int kl_infer_reshape(const kl_shape *in, int rank, const int64_t *dims, kl_shape *out, char *err, size_t errlen);
-/* begin/end/step: rank entries each (step NULL = all 1). begin and end may be negative
- * (+ size), must then lie in [0, size]; end < begin gives an empty axis; step >= 1.
- * out_begin (may be NULL) receives the normalised begins. */
-int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end, const int64_t *step,
-                   kl_shape *out, int64_t *out_begin, char *err, size_t errlen);
-/* All ranks equal, sizes equal except along axis; n >= 1. */
-int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *err, size_t errlen);
-/* axes: naxes distinct axes (naxes 0: nothing reduced); keepdims keeps them as size 1.
- * reduced (may be NULL, KL_TENSOR_MAX_RANK entries) marks the reduced input axes. */
-int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims,
-                    kl_shape *out, bool *reduced, char *err, size_t errlen);
-/* Checks the axis and returns it normalised (>= 0) in *axis_out. */
-int kl_normalize_axis(const char *op, const kl_shape *in, int axis, int *axis_out, char *err, size_t errlen);
 
 /* Allocates (*out NULL) or checks (*out given) the destination, per the contract. */
 int kl_ref_prepare_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_tensor **out, char *err, size_t errlen);
 
 /* ---- kernels ---- */
-/* Result dtype of a contraction (conv2d, dot) of inputs of dtype `in`: i1 / i8 / i32 ->
- * i32, i64 -> i64 (integers accumulate exactly and return i32, as MIGraphX's quant_dot
- * and rocMLIR); floats -> `in`. The graph layer infers the same (dialect_graph.h). */
-kl_dtype kl_contraction_dtype(kl_dtype in);
 /* conv2d: default dtype = kl_contraction_dtype(input's). */
 int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p,
                   kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);

@@ -1,62 +1,15 @@
-/* refops_conv.c — reference 2-D convolution (direct loops, float64 / int64 accumulation)
- * and its shape inference. Layout-agnostic: operands are packed into logical row-major
- * copies first (input N,C,H,W; filter K,C/G,Y,X), the result is stored through the
- * output's strides. Padding is zero padding: a tap in it adds 0 * weight (NaN for an
- * inf or NaN weight, as numpy and the compiled kernels compute). See refops.h. */
+/* refops_conv.c — reference 2-D convolution (direct loops, float64 / int64 accumulation;
+ * its shape inference, kl_infer_conv2d, is core/infer.c). Layout-agnostic: operands are
+ * packed into logical row-major copies first (input N,C,H,W; filter K,C/G,Y,X), the
+ * result is stored through the output's strides. Padding is zero padding: a tap in it
+ * adds 0 * weight (NaN for an inf or NaN weight, as numpy and the compiled kernels
+ * compute). See refops.h. */
 #include "runtime/refops.h"
 #include "core/arena.h"
 #include <stdlib.h>
 #include <string.h>
 
 #define SHP(s, b) kl_shape_format((s), (b), sizeof(b))
-
-int kl_infer_conv2d(const kl_shape *in, const kl_shape *f, const kl_conv2d_params *p, kl_shape *out, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  if (!p) return kl_tensor_errf(err, errlen, "conv2d: missing parameters");
-  if (in->rank != 4) return kl_tensor_errf(err, errlen, "conv2d: input must have rank 4 (N,C,H,W), got %s", SHP(in, b1));
-  if (f->rank != 4) return kl_tensor_errf(err, errlen, "conv2d: filter must have rank 4 (K,C/G,Y,X), got %s", SHP(f, b1));
-  const int64_t lim = (int64_t)1 << 31;
-  for (int i = 0; i < 2; i++) {
-    if (p->stride[i] < 1 || p->stride[i] > lim)
-      return kl_tensor_errf(err, errlen, "conv2d: stride must be >= 1, got [%lld,%lld]", (long long)p->stride[0], (long long)p->stride[1]);
-    if (p->dilation[i] < 1 || p->dilation[i] > lim)
-      return kl_tensor_errf(err, errlen, "conv2d: dilation must be >= 1, got [%lld,%lld]", (long long)p->dilation[0], (long long)p->dilation[1]);
-  }
-  for (int i = 0; i < 4; i++)
-    if (p->pad[i] < 0 || p->pad[i] > lim)
-      return kl_tensor_errf(err, errlen, "conv2d: padding must be >= 0, got [%lld,%lld,%lld,%lld]", (long long)p->pad[0],
-                            (long long)p->pad[1], (long long)p->pad[2], (long long)p->pad[3]);
-  int64_t G = p->groups;
-  if (G < 1) return kl_tensor_errf(err, errlen, "conv2d: groups must be >= 1, got %lld", (long long)G);
-  int64_t N = in->dim[0], C = in->dim[1], H = in->dim[2], W = in->dim[3];
-  int64_t K = f->dim[0], CG = f->dim[1], Y = f->dim[2], X = f->dim[3];
-  if (C % G != 0)
-    return kl_tensor_errf(err, errlen, "conv2d: input %s has C=%lld, not divisible by groups=%lld", SHP(in, b1), (long long)C, (long long)G);
-  if (K % G != 0)
-    return kl_tensor_errf(err, errlen, "conv2d: filter %s has K=%lld, not divisible by groups=%lld", SHP(f, b1), (long long)K, (long long)G);
-  if (CG * G != C)
-    return kl_tensor_errf(err, errlen, "conv2d: channels differ: input %s has C=%lld but filter %s has C/G=%lld (groups=%lld, expects %lld)",
-                          SHP(in, b1), (long long)C, SHP(f, b2), (long long)CG, (long long)G, (long long)(C / G));
-  if (Y < 1 || X < 1)
-    return kl_tensor_errf(err, errlen, "conv2d: filter %s has an empty window", SHP(f, b1));
-  if (Y > lim || X > lim || H > ((int64_t)1 << 40) || W > ((int64_t)1 << 40))
-    return kl_tensor_errf(err, errlen, "conv2d: sizes too large: input %s, filter %s", SHP(in, b1), SHP(f, b2));
-  int64_t hp = H + p->pad[0] + p->pad[1], wp = W + p->pad[2] + p->pad[3];
-  int64_t ey = p->dilation[0] * (Y - 1) + 1, ex = p->dilation[1] * (X - 1) + 1;
-  if (ey > hp || ex > wp)
-    return kl_tensor_errf(err, errlen,
-                          "conv2d: dilated filter window %lldx%lld of filter %s does not fit the padded input %lldx%lld of input %s",
-                          (long long)ey, (long long)ex, SHP(f, b2), (long long)hp, (long long)wp, SHP(in, b1));
-  kl_shape o;
-  memset(&o, 0, sizeof o);
-  o.rank = 4;
-  o.dim[0] = N;
-  o.dim[1] = K;
-  o.dim[2] = (hp - ey) / p->stride[0] + 1;
-  o.dim[3] = (wp - ex) / p->stride[1] + 1;
-  *out = o;
-  return 0;
-}
 
 int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p,
                   kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {

@@ -1,5 +1,6 @@
 /* tensor.h — host tensors: dtype, logical shape, strides (layout), data, printing,
- * comparison.
+ * comparison. The element types (kl_dtype) are core/dtype.h's, the shapes, layouts and
+ * stride helpers core/shape.h's.
  * Contract:
  *  - A kl_tensor has a logical shape (rank <= KL_TENSOR_MAX_RANK, sizes >= 0) and strides
  *    in elements (>= 0). Strides only decide where an element lives: every API here
@@ -15,86 +16,22 @@
  *    NULL). Only out-of-memory on small metadata aborts (kl_xmalloc); a data allocation
  *    that fails is an error.
  *  - Element values cross this API as double (or int64 for exact integers). Storing a
- *    double rounds through the dtype: f16/bf16/f32 round to nearest even (half.h); into
+ *    double rounds through the dtype: f16/bf16/f32 round to nearest even (core/dtype.h); into
  *    an integer dtype it truncates toward zero and saturates to the dtype's range (NaN ->
  *    0; i1: nonzero, NaN included, -> 1). Storing an int64 into a narrower integer dtype
  *    wraps (two's complement, like a C cast / LLVM trunc; i1: nonzero -> 1); into a float
  *    dtype it rounds to nearest even. */
 #ifndef KL_TENSOR_H
 #define KL_TENSOR_H
+#include "core/dtype.h"
+#include "core/shape.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define KL_TENSOR_MAX_RANK 8
-
-typedef enum kl_dtype {
-  KL_DT_NONE = -1,  /* "unspecified": ops use their input's dtype */
-  KL_DT_F32 = 0, KL_DT_F16, KL_DT_BF16, KL_DT_I8, KL_DT_I32,
-  KL_DT_F64, KL_DT_I64, KL_DT_I1,        /* internal / extra */
-  KL_DT_COUNT
-} kl_dtype;
-
-const char *kl_dtype_name(kl_dtype dt);          /* "f32" ...; "?" if invalid */
-kl_dtype kl_dtype_from_name(const char *name);   /* KL_DT_NONE if unknown */
-bool   kl_dtype_valid(kl_dtype dt);
-size_t kl_dtype_size(kl_dtype dt);               /* bytes per element (i1: 1) */
-bool   kl_dtype_is_float(kl_dtype dt);
-bool   kl_dtype_is_int(kl_dtype dt);             /* i1 i8 i32 i64 */
-int64_t kl_dtype_int_min(kl_dtype dt);           /* integer dtypes only */
-int64_t kl_dtype_int_max(kl_dtype dt);
-/* Map to / from core/type.h's kl_type_kind (passed as int); -1 / KL_DT_NONE if none. */
-int      kl_dtype_to_type_kind(kl_dtype dt);
-kl_dtype kl_dtype_from_type_kind(int kind);
-
-/* Scalar conversions through a dtype (see the contract for the rounding rules).
- * p points at one element. */
-double  kl_dtype_load_f64(kl_dtype dt, const void *p);
-int64_t kl_dtype_load_i64(kl_dtype dt, const void *p);  /* floats: trunc + saturate */
-void    kl_dtype_store_f64(kl_dtype dt, void *p, double v);
-void    kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v);
-double  kl_dtype_round(kl_dtype dt, double v);          /* value after store + load */
-int64_t kl_f64_to_i64_sat(double v);                    /* trunc toward 0, saturate, NaN->0 */
-
 /* Writes the formatted message into err[errlen] (if err) and returns 1 (an error
  * status), so callers can `return kl_tensor_errf(err, errlen, "...", ...);`. */
 int kl_tensor_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* ---- shapes ---- */
-typedef struct kl_shape { int rank; int64_t dim[KL_TENSOR_MAX_RANK]; } kl_shape;
-
-/* Checks 0 <= rank <= KL_TENSOR_MAX_RANK and sizes >= 0 (opname prefixes the error). */
-int     kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen);
-kl_shape kl_shape_make(int rank, const int64_t *dims);  /* unchecked: rank clamped to 0..8 */
-int64_t kl_shape_numel(const kl_shape *s);
-bool    kl_shape_equal(const kl_shape *a, const kl_shape *b);
-/* "[2,3]" ("[]" for rank 0); returns buf. */
-char   *kl_dims_format(int rank, const int64_t *dims, char *buf, size_t n);
-char   *kl_shape_format(const kl_shape *s, char *buf, size_t n);
-
-/* ---- layouts ----
- * A layout string names the memory order of the logical dims, outermost first:
- *  - letters of a known family, whose canonical (logical) order is
- *      NCHW  (conv input / output: NHWC, CHWN, ...), NKHW (NHWK), KCYX (filters: KYXC,
- *      CYXK, ...), NCW/NWC, NCDHW/NDHWC, KCX/KXC, KCZYX/KZYXC; the layout must be a
- *      permutation of one family of the tensor's rank (so "NHWC" = perm [0,2,3,1]);
- *  - "row_major" (= the canonical order), "col_major" (reversed);
- *  - an explicit permutation "0,2,3,1" or "[0,2,3,1]" (perm[i] = the logical dim that is
- *    i-th outermost in memory).
- * Strides computed from a layout are dense (no gaps). */
-int  kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t errlen);
-int  kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides,
-                       char *err, size_t errlen);
-void kl_strides_row_major(int rank, const int64_t *shape, int64_t *strides);
-void kl_strides_from_perm(int rank, const int64_t *shape, const int *perm, int64_t *strides);
-/* True if strides are a dense permutation layout of shape; fills perm (outermost first;
- * dims of size 1 are placed to keep the order stable). perm may be NULL. */
-bool kl_strides_to_perm(int rank, const int64_t *shape, const int64_t *strides, int *perm);
-bool kl_strides_is_row_major(int rank, const int64_t *shape, const int64_t *strides);
-/* Same memory layout: strides equal in every dim of size > 1. */
-bool kl_strides_equivalent(int rank, const int64_t *shape, const int64_t *s1, const int64_t *s2);
-/* No two logical elements share memory (sufficient test: sorted-stride nesting). */
-bool kl_strides_nonoverlapping(int rank, const int64_t *shape, const int64_t *strides);
 
 /* ---- tensors ---- */
 typedef struct kl_tensor {

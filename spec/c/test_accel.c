@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "ctx_test_util.h"
 #include "core/dialect_rock.h"
 #include "core/parse.h"
 #include "core/pass.h"
@@ -38,7 +39,7 @@
 #include "runtime/device.h"
 #include "runtime/disasm.h"
 #include "runtime/graph_eval.h"
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include "runtime/hsaco.h"
 #include "runtime/program.h"
 #include "lua/kiln_lua_rt.h"
@@ -146,7 +147,7 @@ static void test_layouts(void) {
     { "sm_90", "i8", "llvm.nvvm.mma.m16n8k32.row.col.s8" }, { "sm_90", "f32", NULL }, { "gfx1030", "f16", NULL },
     { "host", "f16", NULL }, { "gfx942", "f64", NULL },
   };
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   for (size_t i = 0; i < sizeof sel / sizeof *sel; i++) {
     const kl_type *t = kl_type_scalar(ctx, kl_scalar_kind_from_name(sel[i].type, strlen(sel[i].type)));
     const kl_accel_desc *d = kl_accel_desc_for(kl_target_lookup(sel[i].target), t);
@@ -177,7 +178,7 @@ static void test_configs(void) {
     CHECK(!kl_accel_config_parse(bad[i].s, &c, err, sizeof err) && strstr(err, bad[i].want), "%s: %s", bad[i].s, err);
   }
   const kl_target *g942 = kl_target_lookup("gfx942"), *s90 = kl_target_lookup("sm_90"), *g11 = kl_target_lookup("gfx1100");
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16);
   const kl_accel_desc *mf = kl_accel_desc_for(g942, f16), *mm = kl_accel_desc_for(s90, f16), *wm = kl_accel_desc_for(g11, f16);
   static const struct { const char *s, *want; int which; } inval[] = {
@@ -789,7 +790,7 @@ static void run_case(const gcase *c) {
   snprintf(what, sizeof what, "%s %s G=%lld M=%lld N=%lld K=%lld%s%s%s perf=%s -> %s", c->target, c->type, (long long)c->G,
            (long long)c->M, (long long)c->N, (long long)c->K, c->at ? " A^T" : "", c->bt ? " B^T" : "", c->epi ? " +bias,relu" : "",
            c->perf ? c->perf : "heuristic", c->out);
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *m = lower_case(ctx, c, NULL, err, sizeof err);
   CHECK(m != NULL, "%s: %s", what, err);
   kl_op *k = m ? kernel_of(m) : NULL;
@@ -932,7 +933,7 @@ typedef struct graph_case { const char *target, *text; double tol; int min_accel
 
 static void run_graph_case(const graph_case *gc) {
   char err[4096];
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *mod = kl_parse_module(ctx, gc->text, strlen(gc->text), "graph.kir");
   kl_op *g = mod ? kl_module_body(mod)->first : NULL;
   if (!g) { char *d = kl_diag_take(ctx); CHECK(0, "parse: %s", d); free(d); kl_ctx_destroy(ctx); return; }
@@ -1211,7 +1212,7 @@ static int count_sub(const char *s, const char *sub) {
 /* Compiles a case to the target's binary; checks it; returns the disassembly / PTX. */
 static char *compile_case(const gcase *c, const char *what) {
   char err[4096];
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *m = lower_case(ctx, c, NULL, err, sizeof err);
   CHECK(m != NULL, "%s: %s", what, err);
   kl_op *k = m ? kernel_of(m) : NULL;
@@ -1318,7 +1319,7 @@ static void test_errors(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char err[4096] = "";
-    kl_ctx *ctx = kl_ctx_create();
+    kl_ctx *ctx = kl_test_ctx();
     kl_op *m = lower_case(ctx, &cases[i].c, "rock-gemm-to-gridwise", err, sizeof err);
     CHECK(m == NULL && strstr(err, cases[i].want), "%s %s: want '%s', got: %s", cases[i].c.target, cases[i].c.perf, cases[i].want, err);
     kl_ctx_destroy(ctx);
@@ -1327,7 +1328,7 @@ static void test_errors(void) {
   {
     gcase c = { "gfx942", "f16", 1, 32, 32, 16, false, false, false, "v2:32,32,16,32,32,4", "f32" };
     char err[4096];
-    kl_ctx *ctx = kl_ctx_create();
+    kl_ctx *ctx = kl_test_ctx();
     kl_op *m = lower_case(ctx, &c, NULL, err, sizeof err);
     kl_op *k = m ? kernel_of(m) : NULL;
     CHECK(k != NULL, "%s", err);
@@ -1377,7 +1378,7 @@ static void test_gpu(void) {
              "  %%r = \"graph.relu\"(%%e) : (tensor<%lldx%lldx%s>) -> tensor<%lldx%lldx%s>\n"
              "  func.return %%r : tensor<%lldx%lldx%s>\n}\n",
              M, K, T, K, N, T, N, T, M, K, T, K, N, T, M, N, T, M, N, T, N, T, M, N, T, M, N, T, M, N, T, M, N, T);
-    kl_ctx *ctx = kl_ctx_create();
+    kl_ctx *ctx = kl_test_ctx();
     kl_op *mod = kl_parse_module(ctx, text, strlen(text), "gpu.kir");
     kl_op *g = mod ? kl_module_lookup(mod, "mm") : NULL;
     CHECK(g != NULL, "parse: %s", mod ? "no @mm" : kl_diag_take(ctx));

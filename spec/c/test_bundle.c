@@ -25,6 +25,7 @@
 #include <lualib.h>
 
 #include "core/attr.h"
+#include "ctx_test_util.h"
 #include "core/dialect_graph.h"
 #include "core/pass.h"
 #include "core/target.h"
@@ -702,7 +703,7 @@ static kl_device *g_gpu;   /* a CUDA or HIP device when one is present */
 static void test_end_to_end(const char *name, kl_op *(*build)(kl_ctx *), kl_device *dev) {
   group_begin();
   char err[4096], why[512] = "", path[512];
-  kl_ctx *c1 = kl_ctx_create();
+  kl_ctx *c1 = kl_test_ctx();
   if (kl_pass_count(c1) == 0) kl_register_builtin_passes(c1);
   kl_op *g = build(c1);
   bool multi = false;
@@ -742,7 +743,7 @@ static void test_end_to_end(const char *name, kl_op *(*build)(kl_ctx *), kl_devi
       ts[0] = t0;
       CHECK(kl_bundle_encode(nt, ts, "x", &re, &rn, err, sizeof err) == 0, "%s", err);
       kl_bundle *y = kl_bundle_open_memory(re, rn, err, sizeof err);
-      kl_ctx *c3 = kl_ctx_create();
+      kl_ctx *c3 = kl_test_ctx();
       kl_program *q = y ? kl_program_from_bundle(c3, y, "swapped.klb", err, sizeof err) : NULL;
       CHECK(y && !q && strstr(err, "swapped.klb") && strstr(err, "disagrees with the IR") && strstr(err, "output 0"), "%s", err);
       kl_program_release(q);
@@ -753,7 +754,7 @@ static void test_end_to_end(const char *name, kl_op *(*build)(kl_ctx *), kl_devi
     kl_bundle_close(x);
   }
   /* load into a new context and run on the host device */
-  kl_ctx *c2 = kl_ctx_create();
+  kl_ctx *c2 = kl_test_ctx();
   kl_program *q = kl_program_load(c2, path, err, sizeof err);
   CHECK(q != NULL, "load: %s", err);
   if (q) {
@@ -793,7 +794,7 @@ static void test_gfx_only(kl_device *dev) {
   group_begin();
   char err[4096], path[512];
   snprintf(path, sizeof path, "%s/gfx_only.klb", g_dir);
-  kl_ctx *c1 = kl_ctx_create();
+  kl_ctx *c1 = kl_test_ctx();
   kl_register_builtin_passes(c1);
   kl_op *g = dot_graph(c1);
   static const char *const gfx[] = { "gfx942" };
@@ -822,7 +823,7 @@ static void test_gfx_only(kl_device *dev) {
     }
   }
   printf("  gfx942-only bundle: %s\n", real ? "compiled for gfx942" : "host bundle relabelled gfx942 (no gfx942 code for a dot yet)");
-  kl_ctx *c2 = kl_ctx_create();
+  kl_ctx *c2 = kl_test_ctx();
   kl_program *q = kl_program_load(c2, path, err, sizeof err);
   CHECK(q != NULL, "load: %s", err);
   if (q) {
@@ -875,7 +876,7 @@ static void test_launch_sizes(kl_device *dev) {
   kl_bundle *x = g_dot ? kl_bundle_open_memory(g_dot, g_dot_n, err, sizeof err) : NULL;
   CHECK(x != NULL, "no dot bundle: %s", g_dot ? err : "");
   if (!x) { group_end("edited launch sizes"); return; }
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_register_builtin_passes(ctx);
   int cases = 0;
   for (int t = 0; t < kl_bundle_ntargets(x); t++) {
@@ -998,7 +999,7 @@ static void test_crafted_bitcode(void) {
   for (uint32_t i = 0; i < nsec && !sz; i++)
     if (rd32(b + 48 + 40 * i) == 4 && rd32(b + 48 + 40 * i + 4) == 0) { off = rd64(b + 48 + 40 * i + 16); sz = rd64(b + 48 + 40 * i + 24); }
   CHECK(sz > 0, "no host binary");
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   unsigned char *c = malloc(n ? n : 1);
   int tried = 0, refused = 0;
   for (uint64_t at = 0; at < sz && at < 512; at++)
@@ -1062,7 +1063,7 @@ static void test_fuzz_real(void) {
   char err[2048], path[512];
   if (!g_small) { CHECK(false, "no real bundle to fuzz"); group_end("fuzz: real bundle"); return; }
   fuzz_bytes(g_small, g_small_n, "real", 1500);
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   int loaded = 0;
   /* KILN_BUNDLE_FUZZ=N runs N resealed changes instead of 600 (a longer fuzz run) */
   int iters = getenv("KILN_BUNDLE_FUZZ") ? atoi(getenv("KILN_BUNDLE_FUZZ")) : 600;

@@ -1,5 +1,6 @@
 /* test_graph.c — graph dialect: inference, builders, layouts, verifier, evaluator. */
 #include "core/dialect_graph.h"
+#include "ctx_test_util.h"
 #include "core/verify.h"
 #include "core/print.h"
 #include "runtime/graph_eval.h"
@@ -18,7 +19,7 @@ static kl_op *param(kl_op *g, const char *name, const kl_type *t) {
 }
 
 static void test_conv_add_relu(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *m = kl_module_create(ctx, KL_LOC_UNKNOWN);
   kl_op *g = kl_graph_create(ctx, m, "car", KL_LOC_UNKNOWN);
   const kl_type *f32 = kl_type_f32(ctx);
@@ -71,7 +72,7 @@ static void test_conv_add_relu(void) {
 }
 
 static void test_errors(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *g = kl_graph_create(ctx, kl_module_create(ctx, KL_LOC_UNKNOWN), "e", KL_LOC_UNKNOWN);
   const kl_type *f32 = kl_type_f32(ctx);
   kl_op *a = param(g, "a", kl_type_tensor(ctx, f32, 2, (int64_t[]){2, 3}, NULL));

@@ -1,12 +1,13 @@
 /* test_lower_llvm.c — loop-level kernels lowered to LLVM IR: host JIT numerics, and
  * PTX / HSACO emission of the same kernels. */
 #include "core/parse.h"
+#include "ctx_test_util.h"
 #include "core/verify.h"
 #include "core/target.h"
 #include "passes/lower_to_llvm.h"
 #include "runtime/codegen_target.h"
 #include "runtime/device.h"
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,7 +161,7 @@ static void test_pow(kl_ctx *ctx) {
 }
 
 int main(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *m = kl_parse_module(ctx, kernel_text, strlen(kernel_text), "vk.kir");
   CHECK(m != NULL);
   if (!m) { char *d = kl_diag_take(ctx); fprintf(stderr, "%s", d); free(d); return 1; }

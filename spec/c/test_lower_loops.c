@@ -8,6 +8,7 @@
  * emit assembly for sm_90 and gfx942. Also: kl_view_emit of random views, JIT-run,
  * against kl_view_eval; IR properties after align-tiling; located errors. */
 #include "core/parse.h"
+#include "ctx_test_util.h"
 #include "core/pass.h"
 #include "core/print.h"
 #include "core/rewrite.h"
@@ -33,7 +34,7 @@ static kl_device *g_dev;
 static uint64_t g_seed = 0x5eed;
 static const char *const PIPE = "rock-align-tiling,rock-lower-loops,canonicalize,cse";
 static kl_ctx *new_ctx(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   if (!kl_lookup_attr_ext(ctx, "view", 4)) kl_register_view_attr(ctx);   /* #view<...> in the kernels' text */
   return ctx;
 }

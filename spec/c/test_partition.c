@@ -17,6 +17,7 @@
  *  3. Hand-written cases: a shared intermediate stops the epilogue, view duplication,
  *     copy kernels, error on an unknown op. */
 #include "core/dialect_builtin.h"
+#include "ctx_test_util.h"
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
@@ -605,7 +606,7 @@ static gb gb_new(kl_ctx *ctx, const char *name) {
 
 /* ------------------------------------------------------------------ 1. conv -> gemm numerics */
 static int conv_numeric_one(int seed) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   int G = coin(70) ? 1 : rint_(2, 3);
   int64_t N = rint_(1, 3), Cg = rint_(1, 4), Kg = rint_(1, 4), C = Cg * G, K = Kg * G;
   int64_t Y = rint_(1, 3), X = rint_(1, 3), sh = rint_(1, 3), sw = rint_(1, 3), dh = rint_(1, 2), dw = rint_(1, 2);
@@ -810,7 +811,7 @@ static int random_epilogue(gb *b, cur *c, const kl_type *elem, kl_value **extra,
 }
 
 static void random_anchor_graph(int seed, int *ran) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   gb b = gb_new(ctx, "g");
   bool f16 = coin(15), i32 = !f16 && coin(15);
   const kl_type *elem = kl_type_scalar(ctx, f16 ? KL_TY_F16 : i32 ? KL_TY_I32 : KL_TY_F32);
@@ -883,7 +884,7 @@ static void random_anchor_graph(int seed, int *ran) {
 
 /* element-wise-only graphs with views, reductions, softmax, concat, copies */
 static void random_misc_graph(int seed, int *ran) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   gb b = gb_new(ctx, "m");
   bool ints = coin(25);
   const kl_type *f32 = ints ? kl_type_i32(ctx) : kl_type_f32(ctx);   /* the graph's element type */
@@ -1001,7 +1002,7 @@ static void test_random_graphs(void) {
 
 /* ------------------------------------------------------------------ 3. hand-written cases */
 static void test_shared_and_views(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   gb b = gb_new(ctx, "s");
   const kl_type *f32 = kl_type_f32(ctx);
   kl_value *a = gparam(&b, "a", kl_type_tensor(ctx, f32, 2, (int64_t[]){ 4, 3 }, NULL));
@@ -1022,7 +1023,7 @@ static void test_shared_and_views(void) {
 
   /* a returned view that is also read by another kernel: what is below the view stays
    * available to that kernel (the relu is its own kernel) */
-  ctx = kl_ctx_create();
+  ctx = kl_test_ctx();
   b = gb_new(ctx, "rv");
   f32 = kl_type_f32(ctx);
   kl_value *p = gparam(&b, "p", kl_type_tensor(ctx, f32, 2, (int64_t[]){ 2, 3 }, NULL));
@@ -1033,7 +1034,7 @@ static void test_shared_and_views(void) {
   kl_ctx_destroy(ctx);
 
   /* unknown ops are an error naming the op, not a crash */
-  ctx = kl_ctx_create();
+  ctx = kl_test_ctx();
   b = gb_new(ctx, "u");
   f32 = kl_type_f32(ctx);
   kl_value *x = gparam(&b, "x", kl_type_tensor(ctx, f32, 1, (int64_t[]){ 4 }, NULL));

@@ -3,6 +3,7 @@
  * a callback and KILN_PRINT_IR_AFTER, timing report, callbacks) and the built-in
  * canonicalize / cse / dce passes on hand-built IR. */
 #include "core/pass.h"
+#include "ctx_test_util.h"
 #include "core/rewrite.h"
 #include "core/print.h"
 #include "core/verify.h"
@@ -75,11 +76,18 @@ static kl_status run_pipeline(kl_ctx *ctx, const char *pipeline) {
 }
 
 static void test_registry(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *bare = kl_ctx_create();   /* dialects only: the caller registers the passes */
+  CHECK(kl_pass_count(bare) == 0 && kl_lookup_pass(bare, "cse") == NULL);
+  CHECK(kl_lookup_op(bare, "graph.add") != NULL);
+  kl_register_builtin_passes(bare);
+  CHECK(kl_lookup_pass(bare, "canonicalize") && kl_lookup_pass(bare, "cse") && kl_lookup_pass(bare, "dce"));
+  int nbuiltin = kl_pass_count(bare);
+  kl_ctx_destroy(bare);
+  kl_ctx *ctx = kl_test_ctx();
   const char *builtin[] = { "canonicalize", "cse", "dce" };
   for (int i = 0; i < 3; i++) CHECK(kl_lookup_pass(ctx, builtin[i]) && kl_lookup_pass(ctx, builtin[i])->summary);
   int base = kl_pass_count(ctx);
-  CHECK(base >= 3 && kl_pass_at(ctx, base) == NULL && kl_pass_at(ctx, -1) == NULL);
+  CHECK(base >= 3 && base == nbuiltin && kl_pass_at(ctx, base) == NULL && kl_pass_at(ctx, -1) == NULL);
   CHECK(kl_lookup_pass(ctx, "nope") == NULL && kl_lookup_pass(ctx, NULL) == NULL);
   char name[16]; strcpy(name, "my-pass");
   kl_pass_option opts[4]; memcpy(opts, my_opts, sizeof opts);
@@ -96,7 +104,7 @@ static void test_registry(void) {
   char *desc = kl_pass_describe(ctx);
   CHECK(strstr(desc, "canonicalize: ") && strstr(desc, "  max-iterations (int, default 10): ") && strstr(desc, "my-pass: v2\n"));
   free(desc);
-  kl_ctx *ctx2 = kl_ctx_create();   /* registrations are per context */
+  kl_ctx *ctx2 = kl_test_ctx();   /* registrations are per context */
   CHECK(kl_lookup_pass(ctx2, "my-pass") == NULL && kl_pass_count(ctx2) == base);
   kl_ctx_destroy(ctx2);
   kl_ctx_destroy(ctx);
@@ -104,7 +112,7 @@ static void test_registry(void) {
 }
 
 static void test_options(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   register_my_pass(ctx);
   memset(&seen, 0, sizeof seen);
   CHECK(run_pipeline(ctx, "my-pass") == KL_OK);
@@ -150,7 +158,7 @@ static kl_status get_opts(kl_op *m, const kl_pass_options *o, void *user) {
   return KL_OK;
 }
 static void test_option_conversions(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   double out[5] = {0};
   kl_pass_info info = { "conv", "", my_opts, 4, get_opts, out };
   kl_register_pass(ctx, &info);
@@ -161,7 +169,7 @@ static void test_option_conversions(void) {
 }
 
 static void test_bad_pipelines(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   register_my_pass(ctx);
   struct { const char *pipeline, *diag; } cases[] = {
     { "canonicalize,nosuch", "<pipeline>:1:14: error: unknown pass 'nosuch'\n" },
@@ -234,7 +242,7 @@ static kl_status record(kl_op *m, void *user) {
 }
 
 static void test_verify_after_pass(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   register_my_pass(ctx);
   fixture f = setup(ctx, 2);
   kl_value *s = bin_in(&f, f.b, "arith.addi", f.b->args[0], f.b->args[1]);
@@ -290,7 +298,7 @@ static char *run_captured(kl_pass_manager *pm, kl_op *m, kl_status *st) {
 }
 
 static void test_print_ir_after(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   fixture f = setup(ctx, 2);
   kl_value *s = bin_in(&f, f.b, "arith.addi", f.b->args[0], f.b->args[1]);
   bin_in(&f, f.b, "arith.addi", f.b->args[0], f.b->args[1]);
@@ -338,7 +346,7 @@ static void test_print_ir_after(void) {
 }
 
 static void test_timing(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   fixture f = setup(ctx, 0);
   push(&f, f.b, "func.return", 0, NULL, 0, 0);
   kl_pass_manager *pm = kl_pass_manager_create(ctx);
@@ -376,7 +384,7 @@ static kl_block *region_block(kl_op *op) {
 }
 
 static void test_cse(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_register_op(ctx, &isolated_def);
   fixture f = setup(ctx, 2);
   kl_value *x = f.b->args[0], *y = f.b->args[1];
@@ -444,7 +452,7 @@ static void test_cse(void) {
 }
 
 static void test_dce(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   fixture f = setup(ctx, 2);
   kl_value *x = f.b->args[0], *y = f.b->args[1];
   kl_value *a = bin_in(&f, f.b, "arith.addi", x, y);
@@ -473,7 +481,7 @@ static void test_dce(void) {
 }
 
 static void test_canonicalize_pass(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   fixture f = setup(ctx, 1);
   kl_value *x = f.b->args[0];
   kl_value *v = bin_in(&f, f.b, "arith.addi", cst_in(&f, f.b, 2), x);     /* 2 + x */
@@ -507,7 +515,7 @@ static bool flip_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   return true;
 }
 static void test_canonical_registry(void) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_pattern yes = { "test.op", 1, "canonical.test.tag", tag_fn, "tagged" };
   kl_pattern no = { "test.op", 1, "other.test.tag", tag_fn, "other" };
   kl_register_pattern(ctx, &yes);

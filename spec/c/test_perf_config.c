@@ -11,6 +11,7 @@
  * of small random integers (never zeros), plus an all-ones run (C = K exactly: every k
  * counted once). */
 #include "core/pass.h"
+#include "ctx_test_util.h"
 #include "core/print.h"
 #include "core/verify.h"
 #include "core/dialect_rock.h"
@@ -520,7 +521,7 @@ static kl_status run_pipeline(kl_ctx *ctx, kl_op *m, const char *pipeline) {
 static int64_t cases_run, total_macs;
 /* fill: 0 = random small integers (never 0), 1 = all ones */
 static void run_case(const gcase *c, int fill, bool threadwise) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *fn;
   kl_op *m = build_kernel(ctx, c, &fn);
   char label[256];
@@ -686,7 +687,7 @@ static void test_vectorization(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     gcase c = { 1, 128, 128, 64, cases[i].la, cases[i].lb, cases[i].lc, KL_TY_F32, KL_TY_F32, cases[i].target, cases[i].perf };
-    kl_ctx *ctx = kl_ctx_create();
+    kl_ctx *ctx = kl_test_ctx();
     kl_op *fn;
     kl_op *m = build_kernel(ctx, &c, &fn);
     CHECK(run_pipeline(ctx, m, "rock-gemm-to-gridwise,rock-gridwise-to-blockwise") == KL_OK);
@@ -704,7 +705,7 @@ static void test_vectorization(void) {
 
 /* ------------------------------------------------------------ pass errors */
 static char *run_expect_error(const gcase *c, const char *pipeline) {
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *fn;
   kl_op *m = build_kernel(ctx, c, &fn);
   kl_status st = run_pipeline(ctx, m, pipeline);
@@ -736,7 +737,7 @@ static void test_pass_errors(void) {
   free(d);
   /* the option overrides the attribute */
   c.target = "gfx9000";
-  kl_ctx *ctx = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx();
   kl_op *fn;
   kl_op *m = build_kernel(ctx, &c, &fn);
   CHECK(run_pipeline(ctx, m, "rock-gemm-to-gridwise{target=gfx942,perf-config=\"v1:16,16,8,2,2,1\"}") == KL_OK);

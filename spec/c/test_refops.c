@@ -2,7 +2,7 @@
  * identities (one-hot conv = strided slice, NHWC = NCHW, grouped = concatenated
  * per-group convs, softmax rows sum to 1), dot / conv against naive loops on random
  * shapes and layouts, integer semantics, and shape errors that name the op. */
-#include "runtime/half.h"
+#include "core/dtype.h"
 #include "runtime/refops.h"
 #include "runtime/rng.h"
 #include <math.h>

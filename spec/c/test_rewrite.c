@@ -4,6 +4,7 @@
  * pattern failures, KILN_DEBUG=rewrite logging, the named pattern registry and the
  * arith canonical patterns. */
 #include "core/rewrite.h"
+#include "ctx_test_util.h"
 #include "core/pass.h"
 #include "core/print.h"
 #include "core/verify.h"
@@ -22,7 +23,7 @@ static int line_no = 2;
 static fixture setup(int nargs) {
   fixture f;
   line_no = 2;
-  f.ctx = kl_ctx_create();
+  f.ctx = kl_test_ctx();
   f.m = kl_module_create(f.ctx, kl_loc_make(f.ctx, "t.kir", 1, 1));
   f.i32 = kl_type_i32(f.ctx);
   kl_named_attr a = { "sym_name", kl_attr_str(f.ctx, "f") };
@@ -377,7 +378,7 @@ static void test_debug_log(void) {
 }
 
 static void test_registry(void) {
-  kl_ctx *ctx = kl_ctx_create(), *ctx2 = kl_ctx_create();
+  kl_ctx *ctx = kl_test_ctx(), *ctx2 = kl_test_ctx();
   int base = kl_pattern_count(ctx);
   CHECK(base >= 5);   /* the arith canonical patterns */
   CHECK(kl_lookup_pattern(ctx, "canonical.arith.reassociate-constants") != NULL);

@@ -1,6 +1,6 @@
 /* test_tensor.c — host tensors: f16/bf16 conversions, dtypes, layouts, creation, rand,
- * element access, views, printing and comparison (runtime/tensor.h, half.h, rng.h). */
-#include "runtime/half.h"
+ * element access, views, printing and comparison (runtime/tensor.h, core/dtype.h, rng.h). */
+#include "core/dtype.h"
 #include "runtime/rng.h"
 #include "runtime/tensor.h"
 #include <math.h>

@@ -1,0 +1,73 @@
+/* dtype.h — the element types of host tensors (kl_dtype: names, sizes, int ranges, the
+ * mapping to core/type.h's scalar kl_type kinds, loads and stores through a dtype) and the
+ * IEEE binary16 (f16) / bfloat16 (bf16) conversions under them.
+ * Contract: pure functions, no state, no allocation; f16/bf16 values are bit patterns
+ * held in uint16_t. Storing a double rounds through the dtype: f16/bf16/f32 to nearest
+ * even; into an integer dtype it truncates toward zero and saturates to the dtype's range
+ * (NaN -> 0; i1: nonzero, NaN included, -> 1). Storing an int64 into a narrower integer
+ * dtype wraps (two's complement; i1: nonzero -> 1); into a float dtype it rounds to
+ * nearest even. kl_dtype and core/type.h's kl_type_kind stay two enums for now (the
+ * kind enum also names index, tensor, buffer, vector and token types);
+ * kl_dtype_to_type_kind / kl_dtype_from_type_kind are the one mapping between them.
+ * f16/bf16 rounding:
+ * Narrowing conversions (f32/f64 -> f16/bf16) round to nearest, ties to even, in one
+ * step from the source value (no double rounding through f32); overflow gives +-inf,
+ * values below half the smallest subnormal give a signed zero, subnormal results are
+ * produced exactly. NaN stays NaN (quiet, sign and the top payload bits kept; a payload
+ * that would vanish becomes the canonical quiet NaN). Widening conversions are exact. */
+#ifndef KL_DTYPE_H
+#define KL_DTYPE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum kl_dtype {
+  KL_DT_NONE = -1,  /* "unspecified": ops use their input's dtype */
+  KL_DT_F32 = 0, KL_DT_F16, KL_DT_BF16, KL_DT_I8, KL_DT_I32,
+  KL_DT_F64, KL_DT_I64, KL_DT_I1,        /* internal / extra */
+  KL_DT_COUNT
+} kl_dtype;
+
+const char *kl_dtype_name(kl_dtype dt);          /* "f32" ...; "?" if invalid */
+kl_dtype kl_dtype_from_name(const char *name);   /* KL_DT_NONE if unknown */
+bool   kl_dtype_valid(kl_dtype dt);
+size_t kl_dtype_size(kl_dtype dt);               /* bytes per element (i1: 1) */
+bool   kl_dtype_is_float(kl_dtype dt);
+bool   kl_dtype_is_int(kl_dtype dt);             /* i1 i8 i32 i64 */
+int64_t kl_dtype_int_min(kl_dtype dt);           /* integer dtypes only */
+int64_t kl_dtype_int_max(kl_dtype dt);
+/* Map to / from core/type.h's kl_type_kind (passed as int); -1 / KL_DT_NONE if none. */
+int      kl_dtype_to_type_kind(kl_dtype dt);
+kl_dtype kl_dtype_from_type_kind(int kind);
+
+/* Scalar conversions through a dtype (see the contract for the rounding rules).
+ * p points at one element. */
+double  kl_dtype_load_f64(kl_dtype dt, const void *p);
+int64_t kl_dtype_load_i64(kl_dtype dt, const void *p);  /* floats: trunc + saturate */
+void    kl_dtype_store_f64(kl_dtype dt, void *p, double v);
+void    kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v);
+double  kl_dtype_round(kl_dtype dt, double v);          /* value after store + load */
+int64_t kl_f64_to_i64_sat(double v);                    /* trunc toward 0, saturate, NaN->0 */
+
+/* Result dtype of a contraction (conv2d, dot) of inputs of dtype `in`: i1 / i8 / i32 ->
+ * i32, i64 -> i64 (integers accumulate exactly and return i32, as MIGraphX's quant_dot
+ * and rocMLIR); floats -> `in`. The graph layer infers the same (dialect_graph.h), the
+ * reference kernels (runtime/refops.h) use it as their default result dtype. */
+kl_dtype kl_contraction_dtype(kl_dtype in);
+
+
+uint16_t kl_f64_to_f16(double x);
+uint16_t kl_f32_to_f16(float x);
+double   kl_f16_to_f64(uint16_t h);
+float    kl_f16_to_f32(uint16_t h);
+
+uint16_t kl_f64_to_bf16(double x);
+uint16_t kl_f32_to_bf16(float x);
+double   kl_bf16_to_f64(uint16_t b);
+float    kl_bf16_to_f32(uint16_t b);
+
+/* Round a double to the nearest representable f16 / bf16 / f32 value (as a double). */
+double kl_round_f16(double x);
+double kl_round_bf16(double x);
+double kl_round_f32(double x);
+#endif
