@@ -8,7 +8,8 @@
  *    op U, reached either directly or through a single path of one-to-one views
  *    (transpose, reshape), and U does not broadcast v (v has U's result shape). A chain
  *    may also end in such views feeding the graph's return. The group's result is the
- *    chain's last value; an intermediate used anywhere else ends the chain there.
+ *    chain's last value; an intermediate used anywhere else ends the chain there. An
+ *    anchor with an empty operand (K = 0: its result is a fill) has no chain.
  *    Element-wise ops that only feed the group (side inputs, e.g. a sigmoid of a bias)
  *    join it as well, except those the anchor reads (its operands are kernel inputs).
  *  - Remaining element-wise ops form "elementwise" groups: a root (an element-wise op
@@ -89,7 +90,9 @@ static void build_chain(part *p, kl_op *a) {
   int apos = (int)a->scratch;
   kl_value *v = kl_op_result(a, 0);
   bool view_root = false;
-  for (;;) {
+  /* an empty operand: the anchor fills its result (graph-to-rock), no epilogue to fuse */
+  bool empty = !kl_pu_nonempty(a->opnds[0].value->type) || !kl_pu_nonempty(a->opnds[1].value->type);
+  while (!empty) {
     eff_use e[MAX_EFF];
     int n = eff_uses(v, false, true, e, 0);
     if (n == 0 || n > MAX_EFF) break;

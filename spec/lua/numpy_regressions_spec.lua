@@ -84,4 +84,21 @@ describe("graphs from the numpy cross-check", function()
       assert.is_true(ref:get{ 0, 1, 0, 0 } ~= ref:get{ 0, 1, 0, 0 })   -- a padded tap meets the inf weight: NaN
     end
   end)
+
+  it("a dot or conv with an empty reduction (K = 0) followed by an epilogue", function()
+    -- the fused epilogue read a rock.alloc intermediate that the fill wrote: "kernels
+    -- cannot allocate global intermediates"
+    local g = kiln.graph("dot_k0_epilogue")
+    local a = g:param("a", { 2, 0 }, "f32")
+    local b = g:param("b", { 0, 3 }, "f32")
+    local c = g:param("c", { 2, 3 }, "f32")
+    g:output((g:dot(a, b) + c):relu())
+    check(g, { a = kiln.rand({ 2, 0 }), b = kiln.rand({ 0, 3 }), c = kiln.rand({ 2, 3 }) })
+
+    local h = kiln.graph("conv_c0_epilogue")
+    local x = h:param("x", { 1, 0, 3, 3 }, "f32", { layout = "NHWC" })
+    local w = h:param("w", { 2, 0, 1, 1 }, "f32")
+    h:output(h:conv(x, w) + 1.5)
+    check(h, { x = kiln.rand({ 1, 0, 3, 3 }, "f32", { layout = "NHWC" }), w = kiln.rand({ 2, 0, 1, 1 }) })
+  end)
 end)
