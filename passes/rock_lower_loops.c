@@ -85,15 +85,24 @@ static bool lower_fill(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
   if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
   char err[512];
-  kl_value *under;
-  kl_view *v = flat_access(op->opnds[0].value, &under, err, sizeof err);
-  if (!v) return kl_ll_fail(rw, op, "%s", err);
   const kl_attr *a = kl_op_attr(op, "value");
   double val = 0;
   if (a && (a->kind == KL_AT_FLOAT)) val = a->f;
   else if (a && (a->kind == KL_AT_INT || a->kind == KL_AT_BOOL)) val = (double)a->i;
-  else if (a) { kl_view_free(v); return kl_ll_fail(rw, op, "'value' must be a number, got %s", a->text); }
+  else if (a) return kl_ll_fail(rw, op, "'value' must be a number, got %s", a->text);
   kl_ll L;
+  kl_op *ch[1];
+  int nc;
+  kl_value *under = kl_rock_underlying(op->opnds[0].value, ch, &nc, 0);
+  if (op->opnds[0].value->type->kind == KL_TY_BUFFER && op->opnds[0].value->type->rank == 0 &&
+      under->type->kind == KL_TY_BUFFER && under->type->rank == 0) {   /* a scalar (reduce of an empty tensor to rank 0) */
+    kl_ll_init(&L, rw, op->loc, o->unroll);
+    kl_ll_store(&L, kl_ll_const(&L, under->type->elem, val), under, NULL, NULL);
+    kl_rewriter_erase_op(rw, op);
+    return true;
+  }
+  kl_view *v = flat_access(op->opnds[0].value, &under, err, sizeof err);
+  if (!v) return kl_ll_fail(rw, op, "%s", err);
   kl_ll_init(&L, rw, op->loc, o->unroll);
   int64_t n = kl_view_size(v, 0);
   int64_t vl = kl_ll_vector_len(v, under, 0);

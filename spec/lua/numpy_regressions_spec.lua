@@ -101,4 +101,14 @@ describe("graphs from the numpy cross-check", function()
     h:output(h:conv(x, w) + 1.5)
     check(h, { x = kiln.rand({ 1, 0, 3, 3 }, "f32", { layout = "NHWC" }), w = kiln.rand({ 2, 0, 1, 1 }) })
   end)
+
+  it("a reduction of an empty tensor to a rank-0 result", function()
+    -- rock-lower-loops: "'rock.fill': needs a buffer of rank >= 1"
+    for _, dt in ipairs{ "f32", "i32" } do
+      local g = kiln.graph("empty_to_rank0_" .. dt)
+      local p = g:param("p", { 0, 3 }, dt)
+      g:output(p:sum(), p:reduce_max{ 0, 1 }, p:mean())
+      check(g, { p = kiln.zeros({ 0, 3 }, dt) })
+    end
+  end)
 end)
