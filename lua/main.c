@@ -4,9 +4,10 @@
  *   kiln -e CODE, -i, -l MOD  as lua5.4
  *   kiln opt FILE.kir ...     parse, run a pipeline, print the module (IR tests)
  * The Lua part of kiln (the files in lua/kiln/) is found through package.path, to which this
- * program prepends <dir of the executable>/../lua/?.lua (build/kiln -> lua/) and
- * KILN_SOURCE_DIR/lua/?.lua (the source tree it was built from), so it works from any
- * directory. `kiln opt` needs no Lua files unless --load is given. Errors go to stderr
+ * program prepends, when installed (cmake --install: <prefix>/bin/kiln), only
+ * <prefix>/share/lua/5.4/?.lua; otherwise <dir of the executable>/../lua/?.lua
+ * (build/kiln -> lua/) and KILN_SOURCE_DIR/lua/?.lua (the source tree it was built
+ * from). Either way it works from any directory. `kiln opt` needs no Lua files unless --load is given. Errors go to stderr
  * and give a non-zero exit status. */
 #include "lua/kiln_lua.h"
 #include "core/parse.h"
@@ -68,20 +69,38 @@ static void usage(FILE *f) {
 }
 
 /* ------------------------------------------------------------ Lua state ---- */
+/* Installed (<prefix>/bin/kiln next to <prefix>/share/lua/5.4/kiln/): only the installed
+ * Lua files, so the installed program never depends on the source tree. Otherwise (run
+ * from build/): <exe dir>/../lua (build/kiln -> lua/) and the source tree it was built
+ * from (KILN_SOURCE_DIR). */
 static void prepend_package_path(lua_State *L) {
   char exe[4096], paths[9000] = "";
+  bool installed = false;
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash) {
       *slash = 0;
-      snprintf(paths, sizeof paths, "%s/../lua/?.lua;%s/../lua/?/init.lua;", exe, exe);
+      char prefix[4096], probe[4200];
+      snprintf(prefix, sizeof prefix, "%s", exe);   /* <prefix>/bin -> <prefix> */
+      char *up = strrchr(prefix, '/');
+      if (up) *up = 0;
+      snprintf(probe, sizeof probe, "%s/share/lua/5.4/kiln/lib.lua", prefix);
+      installed = up && access(probe, R_OK) == 0;
+      if (installed)
+        snprintf(paths, sizeof paths, "%s/share/lua/5.4/?.lua;%s/share/lua/5.4/?/init.lua;", prefix, prefix);
+      else
+        snprintf(paths, sizeof paths, "%s/../lua/?.lua;%s/../lua/?/init.lua;", exe, exe);
     }
   }
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
-  lua_pushfstring(L, "%s%s/lua/?.lua;%s/lua/?/init.lua;%s", paths, KILN_SOURCE_DIR, KILN_SOURCE_DIR, lua_tostring(L, -1));
+  if (installed)
+    lua_pushfstring(L, "%s%s", paths, lua_tostring(L, -1));
+  else
+    lua_pushfstring(L, "%s%s/lua/?.lua;%s/lua/?/init.lua;%s", paths, KILN_SOURCE_DIR, KILN_SOURCE_DIR,
+                    lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
 }
