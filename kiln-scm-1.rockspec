@@ -10,7 +10,7 @@ source = {
    url = "git+file://.",
 }
 description = {
-   license = "not chosen yet (the repository has no LICENSE file)",
+   license = "MIT",
    summary = "Embeddable GPU kernel compiler with a Lua 5.4 front end",
    detailed = [[
 kiln compiles tensor graphs built from Lua to kernels for the host (LLVM JIT), AMD GPUs
