@@ -81,12 +81,6 @@ const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in) {
   return kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(kl_contraction_dtype(dt)));
 }
 
-bool kl_graph_is_elementwise(const char *opname) {
-  const char *n = short_name(opname);
-  return kl_binop_from_name(n) >= 0 || kl_unop_from_name(n) >= 0 || !strcmp(n, "clip") ||
-         !strcmp(n, "where") || !strcmp(n, "convert");
-}
-
 static int expected_operands(const char *n) {
   if (kl_binop_from_name(n) >= 0 || !strcmp(n, "conv") || !strcmp(n, "dot")) return 2;
   if (!strcmp(n, "where")) return 3;
@@ -307,24 +301,32 @@ static kl_status verify_launch(kl_op *op) {
 }
 static const char *const need_name[] = { "name", NULL };
 static const char *const need_value[] = { "value", NULL };
-#define GOP(nm, nin, tr) { .name = "graph." nm, .traits = KL_TRAIT_PURE | (tr), .min_operands = nin, .max_operands = nin, \
-                           .min_results = 1, .max_results = 1, .verify = verify_graph_op }
+#define GOP(nm, nin, tr) { .name = "graph." nm, .traits = KL_TRAIT_PURE | (tr), .levels = KL_LEVEL_GRAPH, \
+                           .min_operands = nin, .max_operands = nin, .min_results = 1, .max_results = 1, \
+                           .verify = verify_graph_op }
+#define EW KL_TRAIT_ELEMENTWISE
+#define IVIEW (KL_TRAIT_VIEW | KL_TRAIT_INVERTIBLE_VIEW)
 static const kl_opdef graph_ops[] = {
-  { .name = "graph.param", .max_results = 1, .min_results = 1, .required_attrs = need_name, .verify = verify_graph_op,
-    .summary = "a graph input (kernel argument) named by 'name'" },
-  { .name = "graph.constant", .traits = KL_TRAIT_PURE, .max_results = 1, .min_results = 1, .required_attrs = need_value,
-    .verify = verify_graph_op, .summary = "a constant tensor (flat logical row-major values)" },
-  GOP("conv", 2, 0), GOP("dot", 2, 0),
-  GOP("add", 2, KL_TRAIT_COMMUTATIVE), GOP("sub", 2, 0), GOP("mul", 2, KL_TRAIT_COMMUTATIVE), GOP("div", 2, 0),
-  GOP("max", 2, KL_TRAIT_COMMUTATIVE), GOP("min", 2, KL_TRAIT_COMMUTATIVE), GOP("pow", 2, 0),
-  GOP("neg", 1, 0), GOP("abs", 1, 0), GOP("exp", 1, 0), GOP("log", 1, 0), GOP("sqrt", 1, 0), GOP("rsqrt", 1, 0),
-  GOP("tanh", 1, 0), GOP("sigmoid", 1, 0), GOP("relu", 1, 0), GOP("clip", 1, 0), GOP("where", 3, 0),
-  GOP("convert", 1, 0), GOP("broadcast", 1, 0), GOP("transpose", 1, 0), GOP("reshape", 1, 0), GOP("slice", 1, 0),
-  { .name = "graph.concat", .traits = KL_TRAIT_PURE, .min_operands = 1, .max_operands = -1, .min_results = 1, .max_results = 1, .verify = verify_graph_op },
-  { .name = "graph.launch", .min_operands = 0, .max_operands = -1, .min_results = 0, .max_results = -1, .verify = verify_launch,
+  { .name = "graph.param", .levels = KL_LEVEL_GRAPH, .max_results = 1, .min_results = 1, .required_attrs = need_name,
+    .verify = verify_graph_op, .summary = "a graph input (kernel argument) named by 'name'" },
+  { .name = "graph.constant", .traits = KL_TRAIT_PURE, .levels = KL_LEVEL_GRAPH, .max_results = 1, .min_results = 1,
+    .required_attrs = need_value, .verify = verify_graph_op, .summary = "a constant tensor (flat logical row-major values)" },
+  GOP("conv", 2, KL_TRAIT_GEMM_ANCHOR), GOP("dot", 2, KL_TRAIT_GEMM_ANCHOR),
+  GOP("add", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("sub", 2, EW), GOP("mul", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("div", 2, EW),
+  GOP("max", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("min", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("pow", 2, EW),
+  GOP("neg", 1, EW), GOP("abs", 1, EW), GOP("exp", 1, EW), GOP("log", 1, EW), GOP("sqrt", 1, EW), GOP("rsqrt", 1, EW),
+  GOP("tanh", 1, EW), GOP("sigmoid", 1, EW), GOP("relu", 1, EW), GOP("clip", 1, EW), GOP("where", 3, EW),
+  GOP("convert", 1, EW), GOP("broadcast", 1, KL_TRAIT_VIEW), GOP("transpose", 1, IVIEW), GOP("reshape", 1, IVIEW),
+  GOP("slice", 1, KL_TRAIT_VIEW),
+  { .name = "graph.concat", .traits = KL_TRAIT_PURE, .levels = KL_LEVEL_GRAPH, .min_operands = 1, .max_operands = -1,
+    .min_results = 1, .max_results = 1, .verify = verify_graph_op },
+  { .name = "graph.launch", .levels = KL_LEVEL_GRAPH, .min_operands = 0, .max_operands = -1, .min_results = 0,
+    .max_results = -1, .verify = verify_launch,
     .summary = "host plan step: runs kernel function 'callee' on its operands, producing its results" },
   GOP("reduce_sum", 1, 0), GOP("reduce_max", 1, 0), GOP("reduce_mean", 1, 0), GOP("softmax", 1, 0),
 };
+#undef EW
+#undef IVIEW
 #undef GOP
 void kl_register_graph_dialect(kl_ctx *ctx) {
   for (size_t i = 0; i < sizeof graph_ops / sizeof *graph_ops; i++) kl_register_op(ctx, &graph_ops[i]);

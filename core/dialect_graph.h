@@ -22,7 +22,11 @@
  * MIGraphX's quant_dot and rocMLIR do; float inputs give their own type (a convert of
  * the result is an epilogue like any other). kl_graph_build infers the result type (errors name
  * the op, the operands' shapes and the op's location); each op's verifier re-infers and
- * compares shape and element type. */
+ * compares shape and element type.
+ * Traits (ir.h): the element-wise ops (binary, unary, clip, where, convert) carry
+ * KL_TRAIT_ELEMENTWISE; transpose / reshape / broadcast / slice KL_TRAIT_VIEW (transpose
+ * and reshape also KL_TRAIT_INVERTIBLE_VIEW); conv and dot KL_TRAIT_GEMM_ANCHOR. Every
+ * graph op is legal at KL_LEVEL_GRAPH only. */
 #ifndef KL_DIALECT_GRAPH_H
 #define KL_DIALECT_GRAPH_H
 #include "core/ir.h"
@@ -47,7 +51,6 @@ int kl_graph_params(kl_op *graph, kl_op **out, int max);
 kl_op *kl_graph_param(kl_op *graph, const char *name);
 kl_op *kl_graph_return(kl_op *graph);
 bool kl_is_graph(const kl_op *op);
-bool kl_graph_is_elementwise(const char *opname);   /* binary, unary, clip, where, convert */
 /* The result element type of conv / dot with inputs of element type `in` (see above). */
 const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in);
 void kl_register_graph_dialect(kl_ctx *ctx);

@@ -96,34 +96,53 @@ static kl_status verify_loadstore(kl_op *op) {
   return KL_OK;
 }
 
-#define ROCK(nm, mino, maxo, minr, maxr, nreg, tr, v) \
-  { .name = "rock." nm, .traits = (tr), .min_operands = mino, .max_operands = maxo, .min_results = minr, \
+/* rock.mma: the structure here; the instruction check (passes/rock_accel_lower.c, which
+ * knows the matrix instructions) through the hook installed with kl_rock_set_mma_hook. */
+static const char *const mma_hook_key = "rock.mma.hook";
+void kl_rock_set_mma_hook(kl_ctx *ctx, const kl_rock_mma_hook *hook) { kl_ctx_set_user(ctx, mma_hook_key, (void *)hook); }
+static kl_status verify_mma(kl_op *op) {
+  if (!kl_op_attr_string(op, "instr"))
+    return kl_emit_error(op->ctx, op->loc, "'rock.mma' needs a string attribute 'instr' naming a known matrix instruction, got none");
+  const kl_rock_mma_hook *h = kl_ctx_get_user(op->ctx, mma_hook_key);
+  return h && h->verify ? h->verify(op) : KL_OK;
+}
+
+#define KERN KL_LEVEL_KERNEL
+#define KERN_LOOP (KL_LEVEL_KERNEL | KL_LEVEL_LOOP)
+#define ROCK(nm, mino, maxo, minr, maxr, nreg, tr, v, lv) \
+  { .name = "rock." nm, .traits = (tr), .levels = (lv), .min_operands = mino, .max_operands = maxo, .min_results = minr, \
     .max_results = maxr, .num_regions = nreg, .verify = v }
 static const char *const need_view[] = { "view", NULL };
+static const char *const need_instr[] = { "instr", NULL };
 static const kl_opdef rock_ops[] = {
-  { .name = "rock.transform", .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW, .min_operands = 1, .max_operands = 1, .min_results = 1,
+  { .name = "rock.transform", .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW, .levels = KERN, .min_operands = 1, .max_operands = 1, .min_results = 1,
     .max_results = 1, .required_attrs = need_view, .verify = verify_transform, .summary = "a view of a buffer (no data moves)" },
-  ROCK("alloc", 0, 0, 1, 1, 0, 0, NULL),
-  ROCK("conv", 3, 3, 0, 0, 0, 0, verify_buffers),
-  ROCK("gemm", 3, 3, 0, 0, 0, 0, verify_gemm),
-  ROCK("gridwise_gemm", 3, 3, 0, 0, 0, 0, verify_gemm),
-  ROCK("elementwise", 1, -1, 0, 0, 1, KL_TRAIT_FUSING, verify_elementwise),
-  ROCK("reduce", 2, 2, 0, 0, 0, 0, verify_buffers),
-  ROCK("softmax", 2, 2, 0, 0, 0, 0, verify_buffers),
-  ROCK("yield", 0, -1, 0, 0, 0, KL_TRAIT_TERMINATOR, NULL),
-  ROCK("workgroup_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id),
-  ROCK("workitem_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id),
-  ROCK("barrier", 0, 0, 0, 0, 0, 0, NULL),
-  ROCK("fill", 1, 1, 0, 0, 0, 0, verify_buffers),
-  ROCK("threadwise_read_into", 2, -1, 0, 0, 0, 0, NULL),
-  ROCK("threadwise_write_all", 2, -1, 0, 0, 0, 0, NULL),
-  ROCK("blockwise_gemm", 4, 4, 0, 0, 0, 0, NULL),
-  ROCK("threadwise_gemm", 3, 3, 0, 0, 0, 0, verify_buffers),
-  ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore),
-  ROCK("prefetch", 1, -1, 0, 0, 0, 0, verify_buffers_first),
-  ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore),
+  ROCK("alloc", 0, 0, 1, 1, 0, 0, NULL, KERN_LOOP),
+  ROCK("conv", 3, 3, 0, 0, 0, 0, verify_buffers, KERN),
+  ROCK("gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
+  ROCK("gridwise_gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
+  ROCK("elementwise", 1, -1, 0, 0, 1, KL_TRAIT_FUSING, verify_elementwise, KERN),
+  ROCK("reduce", 2, 2, 0, 0, 0, 0, verify_buffers, KERN),
+  ROCK("softmax", 2, 2, 0, 0, 0, 0, verify_buffers, KERN),
+  ROCK("yield", 0, -1, 0, 0, 0, KL_TRAIT_TERMINATOR, NULL, KERN),
+  ROCK("workgroup_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
+  ROCK("workitem_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
+  ROCK("barrier", 0, 0, 0, 0, 0, 0, NULL, KERN_LOOP),
+  ROCK("fill", 1, 1, 0, 0, 0, 0, verify_buffers, KERN),
+  ROCK("threadwise_read_into", 2, -1, 0, 0, 0, 0, NULL, KERN),
+  ROCK("threadwise_write_all", 2, -1, 0, 0, 0, 0, NULL, KERN),
+  ROCK("blockwise_gemm", 4, 4, 0, 0, 0, 0, NULL, KERN),
+  ROCK("threadwise_gemm", 3, 3, 0, 0, 0, 0, verify_buffers, KERN),
+  ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore, KERN_LOOP),
+  ROCK("prefetch", 1, -1, 0, 0, 0, 0, verify_buffers_first, KERN_LOOP),
+  ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore, KERN_LOOP),
+  { .name = "rock.mma", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
+    .max_results = 1, .required_attrs = need_instr, .verify = verify_mma,
+    .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },
 };
 #undef ROCK
+#undef KERN
+#undef KERN_LOOP
 void kl_register_rock_dialect(kl_ctx *ctx) {
   for (size_t i = 0; i < sizeof rock_ops / sizeof *rock_ops; i++) kl_register_op(ctx, &rock_ops[i]);
 }

@@ -64,6 +64,14 @@
  *   rock.mma(...)                         one matrix instruction (passes/rock_accel.h).
  * plus vector.broadcast / vector.shuffle / math.fma (core/dialect_builtin.c) for
  * register-blocked code.
+ *
+ * IR levels (ir.h, kl_opdef.levels): every rock op is legal at KL_LEVEL_KERNEL; the
+ * loop-level ops above (load, store, prefetch, mma) and rock.alloc / rock.workgroup_id /
+ * rock.workitem_id / rock.barrier also at KL_LEVEL_LOOP. rock.mma is registered here
+ * with its structural contract; the check of its instruction (operand and accumulator
+ * types of a known matrix instruction) needs the instruction table outside core and is
+ * installed as a hook (kl_rock_set_mma_hook; passes/rock_accel_lower.c does it when the
+ * passes are registered).
  */
 #ifndef KL_DIALECT_ROCK_H
 #define KL_DIALECT_ROCK_H
@@ -74,4 +82,8 @@ bool kl_is_kernel(const kl_op *op);   /* func.func with the `kernel` attribute *
 /* Follows rock.transform ops from v down to the underlying buffer (kernel argument or
  * rock.alloc); fills ops[0..*n) with the transforms, top first (max entries). */
 kl_value *kl_rock_underlying(kl_value *v, kl_op **ops, int *n, int max);
+/* The instruction check of rock.mma, per context (the hook must outlive the context;
+ * NULL removes it). verify emits diagnostics at op->loc and returns KL_ERR on failure. */
+typedef struct kl_rock_mma_hook { kl_status (*verify)(kl_op *op); } kl_rock_mma_hook;
+void kl_rock_set_mma_hook(kl_ctx *ctx, const kl_rock_mma_hook *hook);
 #endif

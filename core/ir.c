@@ -328,6 +328,10 @@ kl_op *kl_op_clone(kl_op *op, kl_value_map *map) {
 }
 
 /* ---- traits, symbols ---- */
+bool kl_op_legal_at(const kl_op *op, unsigned level) {
+  if (op->def) return !op->def->levels || (op->def->levels & level);
+  return strncmp(op->name, "rock.", 5) && strncmp(op->name, "graph.", 6);
+}
 bool kl_op_is_constant(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_CONSTANT) && kl_op_attr(op, "value"); }
 const kl_attr *kl_value_constant(const kl_value *v) { return (v->def && kl_op_is_constant(v->def)) ? kl_op_attr(v->def, "value") : NULL; }
 kl_op *kl_module_lookup(kl_op *module, const char *sym) {

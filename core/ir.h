@@ -52,8 +52,22 @@ enum {
   KL_TRAIT_CONSTANT    = 1u << 6,  /* has a "value" attribute and no operands */
   KL_TRAIT_SYMBOL      = 1u << 7,  /* has a "sym_name" string attribute */
   KL_TRAIT_SAME_TYPES  = 1u << 8,  /* all operands and results have one type */
-  KL_TRAIT_NO_TERMINATOR = 1u << 9 /* blocks of its regions need no terminator */
+  KL_TRAIT_NO_TERMINATOR = 1u << 9, /* blocks of its regions need no terminator */
+  KL_TRAIT_ELEMENTWISE = 1u << 10, /* graph op computing each result element from the same
+                                      (broadcast) element of its operands: binary, unary,
+                                      clip, where, convert */
+  KL_TRAIT_INVERTIBLE_VIEW = 1u << 11, /* a view (KL_TRAIT_VIEW) mapping coordinates
+                                          one-to-one (graph.transpose, graph.reshape) */
+  KL_TRAIT_GEMM_ANCHOR = 1u << 12  /* graph op lowered to a GEMM that epilogues fuse onto
+                                      (graph.conv, graph.dot) */
 };
+
+/* IR levels an op is legal at (kl_opdef.levels, a bitmask; 0 = every level, e.g. the
+ * builtin func / arith / scf ops). graph: graph functions and the host plan; kernel:
+ * kernel functions after graph-to-rock (rock.gemm, rock.elementwise, ...); loop: kernel
+ * bodies after rock-lower-loops, what lower-to-llvm accepts. kl_verify_level (verify.h)
+ * checks them. */
+enum { KL_LEVEL_GRAPH = 1u << 0, KL_LEVEL_KERNEL = 1u << 1, KL_LEVEL_LOOP = 1u << 2 };
 
 /* Fold result per op result: a constant attribute or an existing value. */
 typedef struct kl_fold_result { const kl_attr *attr; kl_value *value; } kl_fold_result;
@@ -71,6 +85,7 @@ struct kl_printer; struct kl_parser;
 struct kl_opdef {
   const char *name;
   unsigned traits;
+  unsigned levels;                 /* KL_LEVEL_* bitmask; 0 = legal at every level */
   int min_operands, max_operands;  /* max_operands < 0: unbounded */
   int min_results, max_results;    /* max_results < 0: unbounded */
   int num_regions;                 /* < 0: any number */
@@ -169,6 +184,10 @@ kl_op **kl_collect_ops(kl_op *root, int *n);
 
 /* ---- traits ---- */
 static inline bool kl_op_has_trait(const kl_op *op, unsigned t) { return op->def && (op->def->traits & t); }
+/* Legal at IR level `level` (KL_LEVEL_*): a registered op whose levels are 0 or include
+ * it; an unregistered op only when it is not in a dialect that has levels ("rock.",
+ * "graph."). */
+bool kl_op_legal_at(const kl_op *op, unsigned level);
 bool kl_op_is_constant(const kl_op *op);              /* constant trait with "value" */
 const kl_attr *kl_value_constant(const kl_value *v);  /* its constant attr, or NULL */
 /* Looks up a symbol (sym_name) in the module body; NULL if absent. */

@@ -94,3 +94,25 @@ kl_status kl_verify(kl_op *root) {
   else if (root->def && root->def->verify && root->def->verify(root) != KL_OK) st.errors++;
   return st.errors ? KL_ERR : KL_OK;
 }
+
+const char *kl_level_name(unsigned level) {
+  return level == KL_LEVEL_GRAPH ? "graph" : level == KL_LEVEL_KERNEL ? "kernel" : level == KL_LEVEL_LOOP ? "loop" : "?";
+}
+typedef struct lstate { unsigned level; const char *who; int errors; } lstate;
+static kl_walk_result check_level(kl_op *op, void *user) {
+  lstate *ls = user;
+  if (kl_op_legal_at(op, ls->level)) return KL_WALK_ADVANCE;
+  char legal[32] = "";
+  unsigned mask = op->def ? op->def->levels : 0;
+  for (unsigned b = KL_LEVEL_GRAPH; b <= KL_LEVEL_LOOP; b <<= 1)
+    if (mask & b) { if (*legal) strcat(legal, ", "); strcat(legal, kl_level_name(b)); }
+  kl_emit_error(op->ctx, op->loc, "%s%s'%s' is not legal at the %s level (%s%s)", ls->who ? ls->who : "", ls->who ? ": " : "",
+                op->name, kl_level_name(ls->level), *legal ? "legal at: " : "unregistered", legal);
+  ls->errors++;
+  return KL_WALK_SKIP;
+}
+kl_status kl_verify_level(kl_op *root, unsigned level, const char *who) {
+  lstate ls = { level, who, 0 };
+  kl_walk_pre(root, check_level, &ls);
+  return ls.errors ? KL_ERR : KL_OK;
+}

@@ -338,14 +338,16 @@ static const struct { const char *name; unsigned bit; } trait_names[] = {
   { "pure", KL_TRAIT_PURE }, { "terminator", KL_TRAIT_TERMINATOR }, { "view", KL_TRAIT_VIEW },
   { "fusing", KL_TRAIT_FUSING }, { "isolated", KL_TRAIT_ISOLATED }, { "commutative", KL_TRAIT_COMMUTATIVE },
   { "constant", KL_TRAIT_CONSTANT }, { "symbol", KL_TRAIT_SYMBOL }, { "same_types", KL_TRAIT_SAME_TYPES },
-  { "no_terminator", KL_TRAIT_NO_TERMINATOR }, { NULL, 0 }
+  { "no_terminator", KL_TRAIT_NO_TERMINATOR }, { "elementwise", KL_TRAIT_ELEMENTWISE },
+  { "invertible_view", KL_TRAIT_INVERTIBLE_VIEW }, { "gemm_anchor", KL_TRAIT_GEMM_ANCHOR }, { NULL, 0 }
 };
 static int op_has_trait(lua_State *L) {
   kl_op *op = OP(1);
   const char *t = luaL_checkstring(L, 2);
   for (int i = 0; trait_names[i].name; i++)
     if (!strcmp(trait_names[i].name, t)) { lua_pushboolean(L, kl_op_has_trait(op, trait_names[i].bit)); return 1; }
-  return luaL_argerror(L, 2, "unknown trait (pure, terminator, view, fusing, isolated, commutative, constant, symbol, same_types, no_terminator)");
+  return luaL_argerror(L, 2, "unknown trait (pure, terminator, view, fusing, isolated, commutative, constant, symbol, same_types, no_terminator, "
+                           "elementwise, invertible_view, gemm_anchor)");
 }
 static int op_is_ancestor_of(lua_State *L) {
   kl_op *op = OP(1); kl_op *o = kl_lua__check_op_in(L, 2, op->ctx);

@@ -60,8 +60,9 @@ typedef struct part {
   group *groups;
 } part;
 
-static bool is_ew(const kl_op *op) { return !strncmp(op->name, "graph.", 6) && kl_graph_is_elementwise(op->name); }
-static bool is_view(const kl_op *op) { return kl_pu_is_view_op(op->name); }
+static bool is_ew(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_ELEMENTWISE); }
+static bool is_view(const kl_op *op) { return op->def && op->def->levels == KL_LEVEL_GRAPH && kl_op_has_trait(op, KL_TRAIT_VIEW); }
+static bool is_anchor(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_GEMM_ANCHOR); }
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++) if (a->shape[i] != b->shape[i]) return false;
@@ -76,7 +77,7 @@ static int eff_uses(kl_value *v, bool has_path, bool inv, eff_use *out, int n) {
   for (kl_use *u = v->first_use; u; u = u->next) {
     kl_op *U = u->user;
     if (is_view(U)) {
-      n = eff_uses(kl_op_result(U, 0), true, inv && kl_pu_is_invertible_view_op(U->name), out, n);
+      n = eff_uses(kl_op_result(U, 0), true, inv && kl_op_has_trait(U, KL_TRAIT_INVERTIBLE_VIEW), out, n);
       continue;
     }
     if (n < MAX_EFF) out[n] = (eff_use){ U, u->index, has_path, inv, v };
@@ -167,7 +168,7 @@ static void absorb_operands(part *p, group *g, kl_op *op, bool allow_ew) {
 static bool feeds_anchor(kl_value *v) {
   for (kl_use *u = v->first_use; u; u = u->next) {
     kl_op *U = u->user;
-    if (is_view(U) ? feeds_anchor(kl_op_result(U, 0)) : kl_pu_is_anchor_op(U->name)) return true;
+    if (is_view(U) ? feeds_anchor(kl_op_result(U, 0)) : is_anchor(U)) return true;
   }
   return false;
 }
@@ -312,7 +313,7 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
   kl_status st = KL_OK;
   /* pass 1: epilogue chains */
   for (i = 0; i < p->nops; i++)
-    if (kl_pu_is_anchor_op(p->ops[i]->name)) build_chain(p, p->ops[i]);
+    if (is_anchor(p->ops[i])) build_chain(p, p->ops[i]);
   /* pass 2: groups, last op first */
   for (int pos = p->nops - 1; pos >= 0 && st == KL_OK; pos--) {
     kl_op *op = p->ops[pos];
@@ -340,7 +341,7 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
       g->member[pos] = 1;
       p->assigned[pos] = (int)(g - p->groups);
       absorb_operands(p, g, op, false);
-    } else if (kl_pu_is_anchor_op(n)) {
+    } else if (is_anchor(op)) {
       continue;   /* grouped at its chain root */
     } else {
       st = kl_emit_error(ctx, op->loc, "graph-partition: cannot place op '%s' in a kernel", n);

@@ -36,6 +36,7 @@
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
+#include "core/verify.h"
 #include "passes/pass_util.h"
 #include "runtime/refops.h"
 #include <math.h>
@@ -92,7 +93,9 @@ static kl_value *chain(g2r *g, kl_value *base, int n, const kl_view *const *step
   return r;
 }
 
-static bool is_view_value(kl_value *v) { return v->def && kl_pu_is_view_op(v->def->name); }
+/* A graph view op (rock.transform is a view too, but of buffers, not of graph tensors). */
+static bool is_graph_view(const kl_op *op) { return op->def && op->def->levels == KL_LEVEL_GRAPH && kl_op_has_trait(op, KL_TRAIT_VIEW); }
+static bool is_view_value(kl_value *v) { return v->def && is_graph_view(v->def); }
 
 /* Follows graph view ops from v down to a non-view value, appending their views to
  * *steps. Returns the value below the views (NULL after an error). */
@@ -426,13 +429,13 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
     if (f->stage == SF_NEW) {
       r = memo_find(c, f->v, f->n, f->steps);
       if (r) { ret = r; nf--; continue; }      /* already memoized */
-      if (def && kl_pu_is_view_op(def->name)) {
+      if (def && is_graph_view(def)) {
         const kl_view *vw = keep(g, kl_pu_graph_view(def));
         if (!vw) break;
         f->stage = SF_VIEW;
         child = (sframe){ def->opnds[0].value, f->n + 1, steps_push(g, f->n, f->steps, vw), SF_NEW, 0, { NULL } };
         push = true;
-      } else if (def && f->v != c->special && !strncmp(def->name, "graph.", 6) && kl_graph_is_elementwise(def->name)) {
+      } else if (def && f->v != c->special && kl_op_has_trait(def, KL_TRAIT_ELEMENTWISE)) {
         if (def->nopnds > 3) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: too many operands"); break; }
         f->stage = SF_OPNDS;
         continue;
@@ -566,14 +569,14 @@ static kl_status emit_dot(g2r *g, kl_op *dot, kl_value *target) {
 
 /* ------------------------------------------------------------------ kinds */
 
-static kl_op *find_op(kl_block *b, bool (*pred)(const char *)) {
-  for (kl_op *op = b->first; op; op = op->next) if (pred(op->name)) return op;
+static kl_op *find_op(kl_block *b, unsigned trait) {
+  for (kl_op *op = b->first; op; op = op->next) if (kl_op_has_trait(op, trait)) return op;
   return NULL;
 }
 
 static kl_status lower_gemm(g2r *g, kl_block *ob, kl_value *root, kl_value *out) {
   kl_ctx *ctx = g->ctx;
-  kl_op *anchor = find_op(ob, kl_pu_is_anchor_op);
+  kl_op *anchor = find_op(ob, KL_TRAIT_GEMM_ANCHOR);
   if (!anchor) return kl_emit_error(ctx, root->def ? root->def->loc : KL_LOC_UNKNOWN, "graph-to-rock: gemm group without conv or dot");
   kl_value *ares = kl_op_result(anchor, 0);
   kl_loc loc = anchor->loc;
@@ -774,7 +777,10 @@ kl_status kl_graph_to_rock(kl_op *module) {
   if (!mb) return KL_OK;
   kl_status st = KL_OK;
   for (kl_op *op = mb->first; op && st == KL_OK; op = op->next)
-    if (!strcmp(op->name, "func.func") && kl_op_attr(op, "kernel_group")) st = convert_group(op);
+    if (!strcmp(op->name, "func.func") && kl_op_attr(op, "kernel_group")) {
+      st = convert_group(op);
+      if (st == KL_OK) st = kl_verify_level(op, KL_LEVEL_KERNEL, "graph-to-rock");   /* no graph ops left in the kernel */
+    }
   return st;
 }
 

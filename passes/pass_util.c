@@ -4,13 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-bool kl_pu_is_view_op(const char *n) {
-  return !strcmp(n, "graph.transpose") || !strcmp(n, "graph.reshape") || !strcmp(n, "graph.broadcast") ||
-         !strcmp(n, "graph.slice");
-}
-bool kl_pu_is_anchor_op(const char *n) { return !strcmp(n, "graph.conv") || !strcmp(n, "graph.dot"); }
-bool kl_pu_is_invertible_view_op(const char *n) { return !strcmp(n, "graph.transpose") || !strcmp(n, "graph.reshape"); }
-
 bool kl_pu_nonempty(const kl_type *t) {
   for (int i = 0; i < t->rank; i++) if (t->shape[i] <= 0) return false;
   return true;

@@ -1,5 +1,5 @@
 /* pass_util.h — small helpers shared by the graph-partition, graph-to-rock and
- * rock-conv-to-gemm passes: graph-op classification, views of the graph view ops
+ * rock-conv-to-gemm passes: views of the graph view ops
  * (transpose / reshape / broadcast / slice) as kl_views, and rock.transform creation.
  * Contract: views returned here are heap kl_views owned by the caller (kl_view_free);
  * IR is created through the ir.h primitives and is arena-owned by the context. Failures
@@ -25,11 +25,9 @@ kl_status kl_graph_partition(kl_op *module);
 kl_status kl_graph_to_rock(kl_op *module);
 kl_status kl_rock_conv_to_gemm(kl_op *root);
 
-/* Graph op classes (name is the full op name, "graph.transpose"). */
-bool kl_pu_is_view_op(const char *name);       /* transpose reshape broadcast slice */
-bool kl_pu_is_anchor_op(const char *name);     /* conv dot */
-/* A view op that maps coordinates one-to-one (transpose, reshape). */
-bool kl_pu_is_invertible_view_op(const char *name);
+/* Graph op classes are traits of the op definitions (core/dialect_graph.h):
+ * kl_op_has_trait(op, KL_TRAIT_VIEW / KL_TRAIT_INVERTIBLE_VIEW / KL_TRAIT_GEMM_ANCHOR /
+ * KL_TRAIT_ELEMENTWISE). */
 
 /* The view of one graph view op: upper = its result shape, lower = its operand shape.
  * NULL (+ diagnostic at op->loc) if the view cannot be built (e.g. an empty tensor). */

@@ -23,5 +23,5 @@ void kl_register_builtin_passes(kl_ctx *ctx) {
   { void kl__register_rock_blockwise_to_threadwise(kl_ctx *); kl__register_rock_blockwise_to_threadwise(ctx); }    /* passes/rock_blockwise_to_threadwise.c */
   { void kl__register_rock_align_tiling(kl_ctx *); kl__register_rock_align_tiling(ctx); }  /* passes/rock_align_tiling.c */
   { void kl__register_rock_lower_loops(kl_ctx *); kl__register_rock_lower_loops(ctx); }    /* passes/rock_lower_loops.c */
-  { void kl__register_rock_accel(kl_ctx *); kl__register_rock_accel(ctx); }              /* passes/rock_accel_lower.c: rock.mma, rock-blockwise-to-accel */
+  { void kl__register_rock_accel(kl_ctx *); kl__register_rock_accel(ctx); }              /* passes/rock_accel_lower.c: rock.mma instruction check, rock-blockwise-to-accel */
 }

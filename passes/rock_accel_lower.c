@@ -1,6 +1,7 @@
 /* rock_accel_lower.c — the blockwise lowering of accel GEMMs (rock.blockwise_gemm with
  * accel_instr -> LDS->register reads in the instruction's operand layout + rock.mma),
- * the loop-level op rock.mma, and the pass `rock-blockwise-to-accel` (the same lowering
+ * the instruction check of the loop-level op rock.mma (the op is
+ * registered by core/dialect_rock.c; kl_rock_set_mma_hook), and the pass `rock-blockwise-to-accel` (the same lowering
  * on its own; rock-blockwise-to-threadwise dispatches accel gemms here too). See
  * rock_accel.h for the contract. On NVPTX the K steps of the block tile are emitted
  * unrolled (constant kk), elsewhere as an scf.for over kk. */
@@ -141,7 +142,7 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   return true;
 }
 
-/* ---- rock.mma ---- */
+/* ---- rock.mma's instruction check (the op is registered by core/dialect_rock.c) ---- */
 static bool operand_ok(const kl_type *t, const char *elem, int64_t len) {
   const kl_type *e = t->kind == KL_TY_VECTOR ? t->elem : t;
   int64_t n = t->kind == KL_TY_VECTOR ? t->shape[0] : 1;
@@ -163,12 +164,7 @@ static kl_status verify_mma(kl_op *op) {
                          kl_type_str(op->results[0].type));
   return KL_OK;
 }
-static const char *const mma_attrs[] = { "instr", NULL };
-static const kl_opdef mma_def = {
-  .name = "rock.mma", .traits = KL_TRAIT_PURE, .min_operands = 3, .max_operands = 3, .min_results = 1, .max_results = 1,
-  .num_regions = 0, .required_attrs = mma_attrs, .verify = verify_mma,
-  .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (rock_accel.h)",
-};
+static const kl_rock_mma_hook mma_hook = { verify_mma };
 
 /* ---- the pass ---- */
 static bool lower_pattern(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
@@ -186,7 +182,7 @@ static const kl_pass_option options[] = {
 };
 
 void kl__register_rock_accel(kl_ctx *ctx) {
-  kl_register_op(ctx, &mma_def);
+  kl_rock_set_mma_hook(ctx, &mma_hook);   /* rock.mma itself: core/dialect_rock.c */
   kl_pass_info info = { "rock-blockwise-to-accel",
                         "accel rock.blockwise_gemm (accel_instr) -> LDS->register reads in the matrix instruction's operand "
                         "layout and rock.mma per wave (rock-blockwise-to-threadwise does this too)",

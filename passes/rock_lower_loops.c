@@ -314,14 +314,8 @@ static bool lower_whole(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
 }
 
 /* ---- the pass ---- */
-static bool loop_level(const kl_op *op) {
-  /* what lower-to-llvm accepts (rock.mma: matrix instructions, passes/rock_accel_lower.c) */
-  static const char *const ok[] = { "rock.load", "rock.store", "rock.alloc", "rock.workgroup_id", "rock.workitem_id",
-                                    "rock.barrier", "rock.mma", "rock.prefetch", NULL };
-  if (strncmp(op->name, "rock.", 5)) return true;
-  for (int i = 0; ok[i]; i++) if (!strcmp(op->name, ok[i])) return true;
-  return false;
-}
+/* what lower-to-llvm accepts: ops legal at the loop level (kl_opdef.levels) */
+static bool loop_level(const kl_op *op) { return kl_op_legal_at(op, KL_LEVEL_LOOP); }
 
 /* Pre-checks of one kernel: at most one whole-op kernel op, and none next to an
  * existing grid decomposition (workgroup / workitem ids of a tiled GEMM). */

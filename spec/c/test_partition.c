@@ -438,7 +438,7 @@ static kl_status run_pipeline(kl_op *module, const char *pipeline) {
 static int count_ew(kl_op *fn) {
   int n, c = 0;
   kl_op **ops = kl_collect_ops(fn, &n);
-  for (int i = 0; i < n; i++) if (!strncmp(ops[i]->name, "graph.", 6) && kl_graph_is_elementwise(ops[i]->name)) c++;
+  for (int i = 0; i < n; i++) if (kl_op_has_trait(ops[i], KL_TRAIT_ELEMENTWISE)) c++;
   free(ops);
   return c;
 }
