@@ -3,20 +3,9 @@
 #include "runtime/rng.h"
 #include "core/arena.h"
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int kl_tensor_errf(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return 1;
-}
 
 
 /* ---------------------------------------------------------------- creation */

@@ -30,8 +30,9 @@
 #include <stdint.h>
 
 /* Writes the formatted message into err[errlen] (if err) and returns 1 (an error
- * status), so callers can `return kl_tensor_errf(err, errlen, "...", ...);`. */
-int kl_tensor_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ * status), so callers can `return kl_tensor_errf(err, errlen, "...", ...);`: core's
+ * kl_shape_errf (core/shape.h), under the name the runtime uses. */
+#define kl_tensor_errf kl_shape_errf
 
 /* ---- tensors ---- */
 typedef struct kl_tensor {
