@@ -163,19 +163,27 @@ static int busy_guard_close(lua_State *L) {
   return 0;
 }
 
-void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what) {
-  ctxidx = lua_absindex(L, ctxidx);
-  luaL_checkudata(L, ctxidx, KL_MT_CONTEXT);
-  busy_guard *g = lua_newuserdatauv(L, sizeof *g, 1);
-  g->ctx = NULL; g->active = false;
-  if (luaL_newmetatable(L, MT_BUSYGUARD)) {
-    lua_pushcfunction(L, busy_guard_close);
+/* Pushes a to-be-closed guard userdata of size n (zeroed: inactive) with metatable mt
+ * (__close = close) that anchors the value at idx (absolute). May raise (allocation,
+ * stack); the caller activates the guard afterwards. */
+static void *push_guard(lua_State *L, size_t n, const char *mt, lua_CFunction close, int idx) {
+  void *g = lua_newuserdatauv(L, n, 1);
+  memset(g, 0, n);
+  if (luaL_newmetatable(L, mt)) {
+    lua_pushcfunction(L, close);
     lua_setfield(L, -2, "__close");
   }
   lua_setmetatable(L, -2);
-  lua_pushvalue(L, ctxidx);          /* anchors the context userdata */
+  lua_pushvalue(L, idx);
   lua_setiuservalue(L, -2, 1);
-  lua_toclose(L, -1);                /* may raise (stack); nothing is busy yet */
+  lua_toclose(L, -1);
+  return g;
+}
+
+void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what) {
+  ctxidx = lua_absindex(L, ctxidx);
+  luaL_checkudata(L, ctxidx, KL_MT_CONTEXT);
+  busy_guard *g = push_guard(L, sizeof *g, MT_BUSYGUARD, busy_guard_close, ctxidx);   /* anchors the context userdata */
   /* checked after the allocations above: a finalizer they ran may have destroyed it */
   kl_ctx *ctx = g->ctx = kl_lua__check_ctx(L, ctxidx);
   g->prev = kl_lua__busy_enter(ctx, what, NULL);
@@ -192,17 +200,9 @@ static int pin_guard_close(lua_State *L) {
 }
 
 void kl_lua__pin_guard(lua_State *L, int idx, kl_lua_pin *pin, const char *what) {
-  idx = lua_absindex(L, idx);
-  pin_guard *g = lua_newuserdatauv(L, sizeof *g, 1);
-  g->pin = pin; g->active = false;
-  if (luaL_newmetatable(L, MT_PINGUARD)) {
-    lua_pushcfunction(L, pin_guard_close);
-    lua_setfield(L, -2, "__close");
-  }
-  lua_setmetatable(L, -2);
-  lua_pushvalue(L, idx);             /* anchors the object (and so *pin) */
-  lua_setiuservalue(L, -2, 1);
-  lua_toclose(L, -1);                /* the caller re-checks the object after this call */
+  /* anchors the object (and so *pin); the caller re-checks the object after this call */
+  pin_guard *g = push_guard(L, sizeof *g, MT_PINGUARD, pin_guard_close, lua_absindex(L, idx));
+  g->pin = pin;
   g->prev = pin->what;
   pin->n++;
   pin->what = what;
