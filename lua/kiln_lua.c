@@ -45,7 +45,43 @@ int kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *fallback) {
   return lua_error(L);
 }
 
-static void push_user_where(lua_State *L);
+/* The file of the first Lua level outside kiln into buf (false if none), its line into
+ * *line. Needs no context. */
+static bool caller_file_line(lua_State *L, char *buf, size_t n, int *line) {
+  lua_Debug ar;
+  luaL_checkstack(L, 2, "kiln");
+  lua_getfield(L, LUA_REGISTRYINDEX, REG_LIBPREFIX);
+  size_t plen = 0;
+  const char *prefix = lua_tolstring(L, -1, &plen);
+  bool found = false;
+  for (int level = 0; lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+    if (prefix && plen && strncmp(ar.source, prefix, plen) == 0) continue;
+    snprintf(buf, n, "%s", (ar.source[0] == '@' || ar.source[0] == '=') ? ar.source + 1 : ar.short_src);
+    *line = ar.currentline;
+    found = true;
+    break;
+  }
+  lua_pop(L, 1);
+  return found;
+}
+
+/* "file:line: " of the first Lua stack level outside the kiln library, or "". */
+static void push_user_where(lua_State *L) {
+  char file[1024];
+  int line = 0;
+  if (caller_file_line(L, file, sizeof file, &line)) lua_pushfstring(L, "%s:%d: ", file, line);
+  else lua_pushliteral(L, "");
+}
+
+/* Independent of every context: an error must keep its own message after the default
+ * context is destroyed. */
+void kl_lua__push_where(lua_State *L) {
+  char file[1024];
+  int line = 0;
+  if (caller_file_line(L, file, sizeof file, &line)) lua_pushfstring(L, "%s:%d", file, line);
+  else lua_pushliteral(L, "?");
+}
 
 int kl_lua__diag_error_at(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback) {
   char *d = kl_diag_take(ctx);
@@ -58,23 +94,6 @@ int kl_lua__diag_error_at(lua_State *L, kl_ctx *ctx, const char *what, const cha
   free(d);
   lua_concat(L, 3);
   return lua_error(L);
-}
-
-/* "file:line: " of the first Lua stack level outside the kiln library, or "". */
-static void push_user_where(lua_State *L) {
-  lua_Debug ar;
-  lua_getfield(L, LUA_REGISTRYINDEX, "kiln.libprefix");
-  size_t plen = 0;
-  const char *prefix = lua_tolstring(L, -1, &plen);
-  for (int level = 1; lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
-    if (prefix && plen && strncmp(ar.source, prefix, plen) == 0) continue;
-    lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
-    lua_remove(L, -2);
-    return;
-  }
-  lua_pop(L, 1);
-  lua_pushliteral(L, "");
 }
 
 int kl_lua__error(lua_State *L, const char *fmt, ...) {
@@ -514,39 +533,12 @@ void kl_lua__push_attr_value(lua_State *L, int ctxidx, const kl_attr *a) {
 }
 
 /* ------------------------------------------------------------- locations ---- */
-/* The file of the first Lua level outside kiln into buf (false if none), its line into
- * *line. Needs no context. */
-static bool caller_file_line(lua_State *L, char *buf, size_t n, int *line) {
-  lua_Debug ar;
-  luaL_checkstack(L, 2, "kiln");
-  lua_getfield(L, LUA_REGISTRYINDEX, REG_LIBPREFIX);
-  size_t plen = 0;
-  const char *prefix = lua_tolstring(L, -1, &plen);
-  bool found = false;
-  for (int level = 0; lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
-    if (prefix && plen && strncmp(ar.source, prefix, plen) == 0) continue;
-    snprintf(buf, n, "%s", (ar.source[0] == '@' || ar.source[0] == '=') ? ar.source + 1 : ar.short_src);
-    *line = ar.currentline;
-    found = true;
-    break;
-  }
-  lua_pop(L, 1);
-  return found;
-}
-
 kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx) {
   char file[1024];
   int line = 0;
   return caller_file_line(L, file, sizeof file, &line) ? kl_loc_make(ctx, file, line, 0) : KL_LOC_UNKNOWN;
 }
 
-void kl_lua__push_caller_where(lua_State *L) {
-  char file[1024];
-  int line = 0;
-  if (caller_file_line(L, file, sizeof file, &line)) lua_pushfstring(L, "%s:%d", file, line);
-  else lua_pushliteral(L, "?");
-}
 
 static bool all_digits(const char *s, size_t n) {
   if (!n) return false;

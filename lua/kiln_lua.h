@@ -121,7 +121,7 @@ const kl_type *kl_lua__totype(lua_State *L, int idx, kl_ctx *ctx);   /* string o
 const kl_attr *kl_lua__toattr(lua_State *L, int idx, kl_ctx *ctx);   /* Lua value -> attr (nil -> NULL) */
 void kl_lua__push_attr_value(lua_State *L, int ctxidx, const kl_attr *a); /* attr -> Lua value */
 kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx);   /* first Lua level outside kiln */
-void   kl_lua__push_caller_where(lua_State *L);          /* its "file:line" (or "?"); needs no context */
+void   kl_lua__push_where(lua_State *L);                 /* its "file:line" (or "?"); needs no context */
 kl_loc kl_lua__toloc(lua_State *L, int idx, kl_ctx *ctx); /* nil -> caller loc */
 void   kl_lua__push_loc(lua_State *L, kl_loc loc);       /* "file:line:col" or nil */
 

@@ -19,8 +19,7 @@
 
 /* Raises "file:line: error: <what>: <message>" at the user's Lua line. */
 int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Pushes "file:line" of the user's Lua line (or "?" when unknown). */
-void kl_lua__push_where(lua_State *L);
+/* kl_lua__push_where (kiln_lua.h): "file:line" of the user's Lua line (or "?"). */
 /* Every key of the options table at idx (if it is a table; raw keys) must be one of
  * known (NULL-terminated): else "unknown option 'k' (known: a, b, ...)" at the user's line. */
 void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known);

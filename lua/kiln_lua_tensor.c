@@ -17,10 +17,6 @@
 typedef struct tens_ud { kl_tensor *t; kl_lua_pin pin; } tens_ud;   /* user value 1: device name (or nil = host) */
 
 /* ---------------------------------------------------------------- errors ---- */
-/* Independent of every context: an error must keep its own message after the default
- * context is destroyed. */
-void kl_lua__push_where(lua_State *L) { kl_lua__push_caller_where(L); }
-
 void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known) {
   if (!lua_istable(L, idx)) return;
   idx = lua_absindex(L, idx);
