@@ -566,8 +566,14 @@ static int push_i64s(lua_State *L, int n, const int64_t *v) {
   for (int i = 0; i < n; i++) { lua_pushinteger(L, (lua_Integer)v[i]); lua_rawseti(L, -2, i + 1); }
   return 1;
 }
-static int tp_shape(lua_State *L) { kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor.shape"); return push_i64s(L, t->rank, t->shape); }
-static int tp_strides(lua_State *L) { kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor.strides"); return push_i64s(L, t->rank, t->strides); }
+/* Copied before push_i64s allocates (a finalizer it runs may release the tensor): no pin needed. */
+static int push_dims_copy(lua_State *L, int n, const int64_t *v) {
+  int64_t d[KL_TENSOR_MAX_RANK];
+  memcpy(d, v, (size_t)n * sizeof *d);
+  return push_i64s(L, n, d);
+}
+static int tp_shape(lua_State *L) { kl_tensor *t = T(1); return push_dims_copy(L, t->rank, t->shape); }
+static int tp_strides(lua_State *L) { kl_tensor *t = T(1); return push_dims_copy(L, t->rank, t->strides); }
 static int tp_dtype(lua_State *L) { lua_pushstring(L, kl_dtype_name(T(1)->dtype)); return 1; }
 static int tp_rank(lua_State *L) { lua_pushinteger(L, T(1)->rank); return 1; }
 static int tp_numel(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_tensor_numel(T(1))); return 1; }
