@@ -16,6 +16,12 @@ local function fresh()
   return ctx, ctx:parse(SAMPLE, "cb.kir")
 end
 
+-- e is the busy error, located at line l of this file.
+local function refused(e, l)
+  has(e, BUSY)
+  has(e, this_file() .. ":" .. l .. ":")
+end
+
 -- The context still works after a refused destroy: parse, run a pipeline, print.
 local function still_usable(ctx, m)
   assert.is_true(m:verify())
@@ -39,8 +45,7 @@ describe("ctx:destroy() inside a callback", function()
       ctx:destroy()
     end)
     local e = fails(kiln.run_pipeline, m, "cse,spec-cb-destroyer,dce")
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l .. ":")
+    refused(e, l)
     has(e, "Lua pass 'spec-cb-destroyer'")
     kiln.register_pass("spec-cb-destroyer", function() end)
     still_usable(ctx, m)
@@ -52,13 +57,11 @@ describe("ctx:destroy() inside a callback", function()
     local ctx, m = fresh()
     local l1
     local e = fails(kiln.run_pipeline, m, { "cse", function() l1 = line(); ctx:destroy() end, "dce" })
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l1 .. ":")
+    refused(e, l1)
     still_usable(ctx, m)
     local l2
     e = fails(kiln.run_pipeline, m, "cse", { on_ir = function() l2 = line(); ctx:destroy() end })
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l2 .. ":")
+    refused(e, l2)
     still_usable(ctx, m)
   end)
 
@@ -67,16 +70,14 @@ describe("ctx:destroy() inside a callback", function()
     local l1
     local pat = kiln.pattern{ root = "arith.addf", rewrite = function() l1 = line(); ctx:destroy() end }
     local e = fails(kiln.apply_patterns, m, { pat })
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l1 .. ":")
+    refused(e, l1)
     still_usable(ctx, m)
     local l2
     local pat2 = kiln.pattern{ root = "arith.addf", rewrite = function(op, rw)
       rw:modify(op, function() l2 = line(); ctx:destroy() end)
     end }
     e = fails(kiln.apply_patterns, m, { pat2 })
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l2 .. ":")
+    refused(e, l2)
     still_usable(ctx, m)
   end)
 
@@ -85,13 +86,11 @@ describe("ctx:destroy() inside a callback", function()
     local g = scale_graph("cb_onir", 2.0, ctx)
     local l1
     local e = fails(kiln.compile, g, { pipeline = "graph-partition", on_ir = function() l1 = line(); ctx:destroy() end })
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l1 .. ":")
+    refused(e, l1)
     local l2
     kiln.register_pass("spec-cb-destroyer2", function() l2 = line(); ctx:destroy() end)
     e = fails(kiln.compile, g, { pipeline = "spec-cb-destroyer2," .. kiln.default_pipeline() })
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l2 .. ":")
+    refused(e, l2)
     -- the context and the graph still compile and run correctly
     local p = kiln.compile(g)
     local x = kiln.rand({ 4 }, "f32")
@@ -104,8 +103,7 @@ describe("ctx:destroy() inside a callback", function()
     local ctx, m = fresh()
     local l
     local e = fails(function() m:walk(function() l = line(); ctx:destroy() end) end)
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l .. ":")
+    refused(e, l)
     still_usable(ctx, m)
   end)
 
@@ -116,8 +114,7 @@ describe("ctx:destroy() inside a callback", function()
       l1 = line() + 1
       do local c <close> = ctx end
     end })
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l1 .. ":")
+    refused(e, l1)
     local gc = getmetatable(ctx).__gc
     e = fails(kiln.run_pipeline, m, { function() gc(ctx) end })
     has(e, BUSY)
@@ -129,8 +126,7 @@ describe("ctx:destroy() inside a callback", function()
     local l
     local pipeline = setmetatable({}, { __len = function() l = line(); ctx:destroy(); return 0 end })
     local e = fails(kiln.run_pipeline, m, pipeline)
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l .. ":")
+    refused(e, l)
     local patterns = setmetatable({}, { __len = function() ctx:destroy(); return 0 end })
     has(fails(kiln.apply_patterns, m, patterns), BUSY)
     still_usable(ctx, m)
@@ -144,8 +140,7 @@ describe("ctx:destroy() inside a callback", function()
     local l
     local opts = setmetatable({}, { __index = function() l = line(); ctx:destroy() end })
     local e = fails(p.run, p, inputs, opts)
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l .. ":")
+    refused(e, l)
     assert.is_true(kiln.allclose(p:run(inputs), g:eval(inputs)))
     ctx:destroy()
   end)
@@ -157,8 +152,7 @@ describe("ctx:destroy() inside a callback", function()
     local shape = setmetatable({}, { __len = function() l = line(); ctx:destroy(); return 1 end,
                                      __index = function() return 4 end })
     local e = fails(g.param, g, "x", shape, "f32")
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l .. ":")
+    refused(e, l)
     has(e, "g:param")
     g:output(g:param("x", { 4 }, "f32") * 2.0)
     local inputs = { x = kiln.rand({ 4 }, "f32") }
@@ -173,8 +167,7 @@ describe("ctx:destroy() inside a callback", function()
       if k == "loc" then l = line(); ctx:destroy() end
     end })
     local e = fails(kiln.op, spec)
-    has(e, BUSY)
-    has(e, this_file() .. ":" .. l .. ":")
+    refused(e, l)
     assert.are.equal("test.cb_op", kiln.op{ ctx = ctx, name = "test.cb_op" }.name)
     ctx:destroy()
   end)
