@@ -34,6 +34,7 @@
 #include "runtime/program.h"
 
 #include "check.h"
+#include "graph_test_util.h"
 
 int kl_lua_open(lua_State *L);
 
@@ -434,18 +435,6 @@ static void test_fuzz_synthetic(void) {
 }
 
 /* ---------------------------------------------------------- end to end ---- */
-static kl_op *param(kl_op *g, const char *name, const kl_type *t) {
-  kl_named_attr a = { "name", kl_attr_str(g->ctx, name) };
-  return kl_graph_build(g, "param", kl_loc_make(g->ctx, "test_bundle.c", __LINE__, 0), 0, NULL, 1, &a, t);
-}
-static kl_op *op2(kl_op *g, const char *name, kl_op *a, kl_op *b) {
-  kl_value *v[] = { kl_op_result(a, 0), kl_op_result(b, 0) };
-  return kl_graph_build(g, name, KL_LOC_UNKNOWN, 2, v, 0, NULL, NULL);
-}
-static kl_op *op1(kl_op *g, const char *name, kl_op *a) {
-  kl_value *v = kl_op_result(a, 0);
-  return kl_graph_build(g, name, KL_LOC_UNKNOWN, 1, &v, 0, NULL, NULL);
-}
 
 /* x[3,5] * y[5] + c[5] -> relu (out 0); exp(x) (out 1) */
 static kl_op *ew_graph(kl_ctx *ctx) {

@@ -20,21 +20,9 @@
 #include "runtime/program.h"
 
 #include "check.h"
+#include "graph_test_util.h"
 
 static uint64_t g_seed = 0x5EEDull;
-
-static kl_op *param(kl_op *g, const char *name, const kl_type *t) {
-  kl_named_attr a = { "name", kl_attr_str(g->ctx, name) };
-  return kl_graph_build(g, "param", kl_loc_make(g->ctx, "test_teardown.c", __LINE__, 0), 0, NULL, 1, &a, t);
-}
-static kl_op *op2(kl_op *g, const char *name, kl_op *a, kl_op *b) {
-  kl_value *v[] = { kl_op_result(a, 0), kl_op_result(b, 0) };
-  return kl_graph_build(g, name, KL_LOC_UNKNOWN, 2, v, 0, NULL, NULL);
-}
-static kl_op *op1(kl_op *g, const char *name, kl_op *a) {
-  kl_value *v = kl_op_result(a, 0);
-  return kl_graph_build(g, name, KL_LOC_UNKNOWN, 1, &v, 0, NULL, NULL);
-}
 
 /* relu(x[4,8] * y[8] + x) */
 static kl_op *small_graph(kl_ctx *ctx) {
