@@ -214,22 +214,6 @@ static kl_status check_plan(const kl_program *p, const kl_bundle_target *T, char
   return KL_OK;
 }
 
-/* LDS bytes a kernel declares: its rock.alloc ops in LDS space (program.c's rule for
- * compiled programs). */
-static int64_t ir_lds_bytes(kl_op *kernel) {
-  int n; kl_op **ops = kl_collect_ops(kernel, &n);
-  int64_t bytes = 0;
-  for (int i = 0; i < n; i++) {
-    const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
-    if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS) {
-      int64_t b = kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
-      bytes = (b < 0 || bytes > INT64_MAX - b) ? INT64_MAX : bytes + b;
-    }
-  }
-  free(ops);
-  return bytes;
-}
-
 /* A plan tensor (element type, shape, strides) against the IR type it describes. */
 static kl_status tensor_agrees(const kl_type *t, const kl_bundle_tensor *bt, const char *what, char *why, size_t n) {
   save_mem m = {0};
@@ -254,7 +238,7 @@ static kl_status tensor_agrees(const kl_type *t, const kl_bundle_tensor *bt, con
  * launch sizes (grid, block, LDS bytes: the ones the kernel was compiled for, within the
  * target's limits), kind, perf config, argument names and layouts. */
 static kl_status kernel_agrees(const kl_target *desc, kl_op *f, const kl_bundle_kernel *K, char *why, size_t n) {
-  int64_t grid = 1, block = 1, lds = ir_lds_bytes(f);
+  int64_t grid = 1, block = 1, lds = kl_kernel_lds_bytes(f);
   kl_op_attr_i64(f, "grid_size", &grid);
   kl_op_attr_i64(f, "block_size", &block);
   if (grid < 1 || grid > 0x7fffffff) { snprintf(why, n, "kernel %s: grid_size %lld in the IR is out of range (1..2^31-1)", K->name, (long long)grid); return KL_ERR; }
@@ -333,7 +317,7 @@ static kl_status hsaco_agrees(const kl_bundle_target *T, const kl_bundle_kernel 
     return KL_ERR;
   }
   kl_status st = KL_ERR;
-  int64_t block = 1, lds = ir_lds_bytes(f);
+  int64_t block = 1, lds = kl_kernel_lds_bytes(f);
   kl_op_attr_i64(f, "block_size", &block);
   const kl_hsaco_kernel *hk = kl_hsaco_find_kernel(&info, K->name);
   if (strncmp(info.chip, T->name, strlen(info.chip)) || (T->name[strlen(info.chip)] && T->name[strlen(info.chip)] != ':'))

@@ -9,6 +9,7 @@
 #include "passes/lower_to_llvm.h"
 #include "runtime/codegen_target.h"
 #include "runtime/jit_host.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,13 +243,15 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
 }
 
 /* ---- kernels, binaries, plan ---- */
-static int64_t lds_bytes_of(kl_op *kernel) {
+int64_t kl_kernel_lds_bytes(kl_op *kernel) {
   int n; kl_op **ops = kl_collect_ops(kernel, &n);
   int64_t bytes = 0;
   for (int i = 0; i < n; i++) {
     const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
-    if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS)
-      bytes += kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+    if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS) {
+      int64_t b = kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+      bytes = (b < 0 || bytes > INT64_MAX - b) ? INT64_MAX : bytes + b;
+    }
   }
   free(ops);
   return bytes;
@@ -270,7 +273,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->grid_size = 1; k->block_size = 1;
     kl_op_attr_i64(o, "grid_size", &k->grid_size);
     kl_op_attr_i64(o, "block_size", &k->block_size);
-    k->lds_bytes = lds_bytes_of(o);
+    k->lds_bytes = kl_kernel_lds_bytes(o);
     k->perf_config = kl_op_attr_string(o, "perf_config");
     if (!k->perf_config) k->perf_config = "";
     kl_block *body = o->regions[0].first;

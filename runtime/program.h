@@ -78,6 +78,10 @@ typedef struct kl_plan_step {
 } kl_plan_step;
 
 const char *kl_default_pipeline(void);
+/* LDS bytes a kernel func declares: the sum over its rock.alloc ops in LDS space
+ * (INT64_MAX when that overflows). The plan's lds_bytes of a compiled kernel, and what a
+ * loaded bundle's plan and code objects are checked against (bundle.c). */
+int64_t kl_kernel_lds_bytes(kl_op *kernel);
 /* The registered pass of each top-level entry of pipeline (NULL: the default pipeline)
  * in ctx, in order, into out[0..max) (NULL for an unknown name); returns the number of
  * entries (call with max 0 to count). */
