@@ -1,5 +1,6 @@
 /* type.c — construction and interning of types by their canonical text. */
 #include "core/type.h"
+#include "core/shape.h"
 #include <string.h>
 #include <stdio.h>
 
@@ -45,15 +46,6 @@ const kl_type *kl_type_f32(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F32); }
 const kl_type *kl_type_f64(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F64); }
 const kl_type *kl_type_token(kl_ctx *c) { return kl_type_scalar(c, KL_TY_TOKEN); }
 
-/* "[a,b,c]" into buf (truncated to fit). */
-static const char *dims_text(int rank, const int64_t *d, char *buf, size_t n) {
-  size_t o = 0;
-  o += (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < rank && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)d[i]);
-  if (o < n) snprintf(buf + o, n - o, "]");
-  return buf;
-}
-
 bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
   char b1[256], b2[256];
   if (!err || !errlen) { static char sink[1]; err = sink; errlen = sizeof sink; }
@@ -62,12 +54,12 @@ bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char
   for (int i = 0; i < rank; i++) {
     if (shape[i] < 0 || shape[i] > KL_MAX_DIM) {
       snprintf(err, errlen, "dimension out of range: size %lld of dim %d in shape %s (sizes are 0 to 2^40)",
-               (long long)shape[i], i, dims_text(rank, shape, b1, sizeof b1));
+               (long long)shape[i], i, kl_dims_format(rank, shape, b1, sizeof b1));
       return false;
     }
     int64_t d = shape[i] > 0 ? shape[i] : 1;   /* both <= 2^53: no overflow before the test */
     if (numel > KL_MAX_NUMEL / d) {
-      snprintf(err, errlen, "shape too large: %s has more than 2^53 elements", dims_text(rank, shape, b1, sizeof b1));
+      snprintf(err, errlen, "shape too large: %s has more than 2^53 elements", kl_dims_format(rank, shape, b1, sizeof b1));
       return false;
     }
     numel *= d;
@@ -77,14 +69,14 @@ bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char
   for (int i = 0; i < rank; i++) {
     if (strides[i] < 0 || strides[i] > KL_MAX_NUMEL) {
       snprintf(err, errlen, "stride %lld of dim %d in strides %s out of range (strides are 0 to 2^53)",
-               (long long)strides[i], i, dims_text(rank, strides, b1, sizeof b1));
+               (long long)strides[i], i, kl_dims_format(rank, strides, b1, sizeof b1));
       return false;
     }
     int64_t t;
     if (shape[i] > 0 && (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff) ||
                          maxoff > KL_MAX_NUMEL)) {
-      snprintf(err, errlen, "strides %s for shape %s reach past 2^53 elements", dims_text(rank, strides, b1, sizeof b1),
-               dims_text(rank, shape, b2, sizeof b2));
+      snprintf(err, errlen, "strides %s for shape %s reach past 2^53 elements", kl_dims_format(rank, strides, b1, sizeof b1),
+               kl_dims_format(rank, shape, b2, sizeof b2));
       return false;
     }
   }
