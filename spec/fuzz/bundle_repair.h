@@ -6,7 +6,9 @@
  * zero, its checksum recomputed; the copy ends after the last section; file size, table
  * and header checksums recomputed. The section contents (meta, plan, IR, binaries,
  * constants) are left as they are, so mutations reach the decoder behind the checksums.
- * NULL when size < 48 (nothing to repair). Uses kl_bundle_fnv1a64 (kiln_client.h). */
+ * NULL when size < 48 (nothing to repair). Uses kl_bundle_fnv1a64 (kiln_client.h).
+ * fuzz_bundle_input(check, data, size): both targets' LLVMFuzzerTestOneInput body: check
+ * the bytes as they come, then their repaired copy (if any); returns 0. */
 #ifndef KL_FUZZ_BUNDLE_REPAIR_H
 #define KL_FUZZ_BUNDLE_REPAIR_H
 #include "runtime/kiln_client.h"
@@ -46,5 +48,13 @@ static unsigned char *fuzz_bundle_repair(const uint8_t *data, size_t size, size_
   fr_put64(d + 40, kl_bundle_fnv1a64(d, 40));
   *out_size = pos;
   return d;
+}
+
+static int fuzz_bundle_input(void (*check)(const void *data, size_t size), const uint8_t *data, size_t size) {
+  check(data, size);
+  size_t n = 0;
+  unsigned char *fixed = fuzz_bundle_repair(data, size, &n);
+  if (fixed) { check(fixed, n); free(fixed); }
+  return 0;
 }
 #endif
