@@ -17,9 +17,11 @@ static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef s) {
 }
 static LLVMTypeRef scalar(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t; }
 static LLVMValueRef fc(LLVMTypeRef t, double v) { return splat(t, LLVMConstReal(scalar(t), v)); }
+/* The integer type of t's bit width and shape: i32 for f32, i64 for f64, vectors alike. */
 static LLVMTypeRef int_like(LLVMTypeRef t) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
-  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(i32, LLVMGetVectorSize(t)) : i32;
+  unsigned w = LLVMGetTypeKind(scalar(t)) == LLVMDoubleTypeKind ? 64 : 32;
+  LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), w);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
 }
 static LLVMValueRef ic(LLVMTypeRef t, long long v) { return splat(t, LLVMConstInt(scalar(t), (unsigned long long)v, 1)); }
 static LLVMValueRef fma_(LLVMBuilderRef b, LLVMValueRef a, LLVMValueRef x, LLVMValueRef c) {
@@ -108,9 +110,7 @@ LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
  * `fcmp ogt (fabs x), 0` into `fcmp ugt x, 0` (fcmpImpliesClass drops the fabs; upstream
  * PR 152913), which made relu(abs(x)) return relu(x). */
 static LLVMValueRef order_key(LLVMBuilderRef b, LLVMValueRef v, bool total) {
-  LLVMTypeRef t = ty_of(v), st = scalar(t);
-  LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), LLVMGetTypeKind(st) == LLVMDoubleTypeKind ? 64 : 32);
-  LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
+  LLVMTypeRef it = int_like(ty_of(v)), is = scalar(it);
   unsigned w = LLVMGetIntTypeWidth(is);
   LLVMValueRef bits = LLVMBuildBitCast(b, v, it, "");
   LLVMValueRef maxmag = splat(it, LLVMConstInt(is, ~0ull >> (65 - w), 0));
@@ -150,10 +150,8 @@ static LLVMValueRef key_cmp(LLVMBuilderRef b, int gt, bool total, LLVMValueRef x
   int64_t k;
   if (!const_key(y, total, &k))
     return LLVMBuildICmp(b, gt ? LLVMIntSGT : LLVMIntSLT, order_key(b, x, total), order_key(b, y, total), "");
-  LLVMTypeRef t = ty_of(x), st = scalar(t);
-  unsigned w = LLVMGetTypeKind(st) == LLVMDoubleTypeKind ? 64 : 32;
-  LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), w);
-  LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
+  LLVMTypeRef it = int_like(ty_of(x)), is = scalar(it);
+  unsigned w = LLVMGetIntTypeWidth(is);
   LLVMValueRef bits = LLVMBuildBitCast(b, x, it, "");
   uint64_t neg_bound = (1ull << (w - 1)) + (uint64_t)(k < 0 ? -k - total : 0);   /* MIN + M */
   if (gt) return k >= 0 ? LLVMBuildICmp(b, LLVMIntSGT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
