@@ -375,12 +375,11 @@ static bool operand_path(cluster *c, kl_op *def, int i, int n, const kl_view **s
   return true;
 }
 
-/* A leaf: one operand of the rock.elementwise (found, or added as a body argument). */
+/* A leaf: a new operand of the rock.elementwise (added as a body argument). */
 static kl_value *leaf_scalar(cluster *c, kl_value *v, int n, const kl_view **steps) {
   g2r *g = c->g;
   kl_op *def = v->def;
-  for (int i = 0; i < c->nleaves; i++)
-    if (c->leaves[i].old == v && steps_equal(c->leaves[i].n, c->leaves[i].steps, n, steps)) return c->leaves[i].arg;
+  /* a leaf already seen with this path is found by emit_scalar's memo: every leaf is memoized */
   if (v == c->special)
     for (int i = 0; i < c->nleaves; i++)
       if (c->leaves[i].old == v) {
