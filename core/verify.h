@@ -8,8 +8,8 @@
  * kl_verify_level: every op under root (root included) is legal at IR level `level`
  * (kl_op_legal_at, the opdefs' KL_LEVEL_* masks); each illegal op is an error at its
  * location "WHO: 'rock.gemm' is not legal at the loop level (legal at: kernel)". One
- * walk, no allocation. The passes that change the level call it on what they produce
- * (graph-to-rock: kernel level; rock-lower-loops: loop level). */
+ * walk, no allocation. graph-to-rock calls it on the kernels it produces (kernel level);
+ * rock-lower-loops checks the loop level with kl_op_legal_at and its own message. */
 #ifndef KL_VERIFY_H
 #define KL_VERIFY_H
 #include "core/ir.h"
