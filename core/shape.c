@@ -77,16 +77,16 @@ static const char *const layout_families[] = {
 void kl_strides_row_major(int rank, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
   for (int i = rank - 1; i >= 0; i--) {
-    strides[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    strides[i] = s;   /* saturates instead of overflowing (zero-element shapes are not size-checked) */
+    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s)) s = INT64_MAX;
   }
 }
 
 void kl_strides_from_perm(int rank, const int64_t *shape, const int *perm, int64_t *strides) {
   int64_t s = 1;
   for (int i = rank - 1; i >= 0; i--) {
-    strides[perm[i]] = s;
-    s *= shape[perm[i]] > 0 ? shape[perm[i]] : 1;
+    strides[perm[i]] = s;   /* saturates, as kl_strides_row_major */
+    if (__builtin_mul_overflow(s, shape[perm[i]] > 0 ? shape[perm[i]] : 1, &s)) s = INT64_MAX;
   }
 }
 

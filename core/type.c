@@ -77,13 +77,8 @@ bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char
 }
 #undef FAIL
 
-void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
-  int64_t s = 1;
-  for (int i = rank - 1; i >= 0; i--) {   /* saturates instead of overflowing (callers check the shape) */
-    strides[i] = s;
-    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s)) s = INT64_MAX;
-  }
-}
+/* core/shape's (saturating) row-major strides, for any rank up to KL_MAX_RANK. */
+void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides) { kl_strides_row_major(rank, shape, strides); }
 
 static const kl_type *shaped(kl_ctx *ctx, kl_type_kind kind, const kl_type *elem, int rank,
                              const int64_t *shape, const int64_t *strides, kl_space space) {

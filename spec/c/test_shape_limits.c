@@ -3,6 +3,7 @@
  * overflow int64), and the type constructors and the .kir parser applying the same
  * limits: a shape the constructors accept prints and re-parses to the same type. */
 #include "core/type.h"
+#include "core/shape.h"
 #include "core/parse.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +98,28 @@ static void test_types_and_parser(void) {
   group_end("type constructors and parser");
 }
 
+/* Row-major strides of a zero-element shape whose other sizes multiply past int64 (a
+ * runtime tensor of it has no element and is accepted) saturate at INT64_MAX instead of
+ * overflowing; core/shape's and core/type's helpers agree. */
+static void test_row_major_saturates(void) {
+  group_begin();
+  int64_t sh[5] = { 0, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM }, a[5], b[5], c[5];
+  kl_strides_row_major(5, sh, a);
+  kl_strides_from_perm(5, sh, (int[]){ 0, 1, 2, 3, 4 }, b);
+  kl_row_major_strides(5, sh, c);
+  for (int i = 0; i < 5; i++) {
+    int64_t want = i == 4 ? 1 : i == 3 ? KL_MAX_DIM : INT64_MAX;
+    CHECK(a[i] == want && b[i] == want && c[i] == want, "stride %d: %lld %lld %lld, want %lld", i, (long long)a[i],
+          (long long)b[i], (long long)c[i], (long long)want);
+  }
+  group_end("row-major strides saturate");
+}
+
 int main(void) {
   test_sizes();
   test_elements();
   test_strides();
   test_types_and_parser();
+  test_row_major_saturates();
   return check_summary("test_shape_limits");
 }
