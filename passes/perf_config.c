@@ -3,10 +3,21 @@
 #include "passes/perf_config.h"
 #include "core/dialect_rock.h"
 #include "core/dialect_builtin.h"
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 const char *const kl_perf_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerThread", "nPerThread", "kpack" };
+
+bool kl_perf_errf(char *err, size_t n, const char *fmt, ...) {
+  if (err && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
 
 static int64_t *field(kl_perf_config *pc, int i) {
   int64_t *f[6] = { &pc->m_per_block, &pc->n_per_block, &pc->k_per_block, &pc->m_per_thread, &pc->n_per_thread, &pc->kpack };

@@ -41,7 +41,6 @@
 #include "core/rewrite.h"
 #include "core/view.h"
 #include "core/target.h"
-#include "core/shape.h"
 
 typedef struct kl_perf_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;
@@ -66,7 +65,7 @@ int64_t kl_perf_config_lds_bytes(const kl_perf_config *pc, int elem_bytes);
 
 /* Formats a message into err[n] (if err) and returns false: the error helper of the
  * perf-config modules. */
-#define kl_perf_errf(err, n, ...) (!kl_shape_errf((err), (n), __VA_ARGS__))   /* core/shape.h */
+bool kl_perf_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The six comma-separated positive integer fields after a perf config's "vN:" prefix
  * (`fields` points just after it), for the v1 and v2 formats alike: errors quote s, name
