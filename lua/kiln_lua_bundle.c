@@ -1,5 +1,5 @@
 /* kiln_lua_bundle.c — bundles in Lua: p:save(path) writes a compiled program to one
- * bundle file (runtime/bundle.h); kiln.load([ctx,] path) reads one back into a
+ * bundle file (driver/bundle.h); kiln.load([ctx,] path) reads one back into a
  * "kiln.program" (of ctx, default: the default context) that p:run runs on the device
  * present, with p:kernels, p:plan, p:binary, p:targets as for compiled programs (a loaded
  * program has no IR snapshots: its kernels' `ir` lists are empty and p:ir returns nil).
@@ -9,7 +9,7 @@
  * kl_lua__check_program / kl_lua__push_program. kl_lua__open_bundle runs after
  * kl_lua__open_program (it adds "save" to kiln.methods.program). */
 #include "lua/kiln_lua_rt.h"
-#include "runtime/bundle.h"
+#include "driver/bundle.h"
 #include <string.h>
 
 /* Registration (called by kl_lua_open after kl_lua__open_program; kiln_lua.h). */

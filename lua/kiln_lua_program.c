@@ -10,11 +10,11 @@
  * it runs after the cache is released). Programs keep their context alive; using a
  * program whose context was destroyed explicitly is a Lua error. */
 #include "lua/kiln_lua_rt.h"
-#include "runtime/hsaco.h"
-#include "runtime/disasm.h"
+#include "codegen/hsaco.h"
+#include "codegen/disasm.h"
 #include "core/dialect_graph.h"
 #include "core/target.h"
-#include "runtime/program.h"
+#include "driver/program.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 #include "core/print.h"
 #include "core/verify.h"
 #include "core/dialect_rock.h"
-#include "runtime/code_stats.h"
+#include "driver/code_stats.h"
 #include <lualib.h>
 #include <errno.h>
 #include <signal.h>

@@ -34,11 +34,11 @@
  * Errors (anything the views cannot express) are diagnostics at the op's location. */
 #include "core/dialect_builtin.h"
 #include "core/dialect_graph.h"
+#include "core/scalar_ops.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
 #include "core/verify.h"
 #include "passes/pass_util.h"
-#include "runtime/refops.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* pass_util.c — helpers shared by the first compiler passes (see pass_util.h). */
 #include "passes/pass_util.h"
-#include "runtime/refops.h"
+#include "core/infer.h"
 #include <stdio.h>
 #include <string.h>
 

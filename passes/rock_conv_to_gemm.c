@@ -14,9 +14,9 @@
  * conv's location. */
 #include "core/dialect_rock.h"
 #include "core/pass.h"
+#include "core/shape.h"
 #include "core/view_conv.h"
 #include "passes/pass_util.h"
-#include "runtime/tensor.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 
 #define KL_DEVICE_ERRLEN 1024
 

@@ -19,7 +19,7 @@
  *    (kl_device_watch) and unwatches it when it lets go. kl_device_destroy first calls
  *    every watcher (the device still fully usable: it may unload, free, synchronise),
  *    then releases whatever is left; after that no handle of the device is valid. So a
- *    program or prepared run (runtime/program.h) outlives its device safely, and
+ *    program or prepared run (driver/program.h) outlives its device safely, and
  *    kl_device_destroy always frees everything of the device.
  *  - Device memory is addressed by `void *` (a CUdeviceptr or HIP pointer on GPUs, a
  *    malloc'd pointer on the host device); only kl_device_* copies may touch GPU memory.

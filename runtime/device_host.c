@@ -14,7 +14,7 @@
 
 #include "core/arena.h"
 #include "runtime/device.h"
-#include "runtime/jit_host.h"
+#include "codegen/jit_host.h"
 #include "runtime/threadpool.h"
 
 #define HOST_MAX_SHARED ((size_t)64 << 10)

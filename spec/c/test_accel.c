@@ -35,13 +35,13 @@
 #include "core/print.h"
 #include "passes/lower_to_llvm.h"
 #include "passes/rock_accel.h"
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 #include "runtime/device.h"
-#include "runtime/disasm.h"
+#include "codegen/disasm.h"
 #include "runtime/graph_eval.h"
 #include "core/dtype.h"
-#include "runtime/hsaco.h"
-#include "runtime/program.h"
+#include "codegen/hsaco.h"
+#include "driver/program.h"
 #include "lua/kiln_lua_rt.h"
 #include <lauxlib.h>
 #include <lua.h>

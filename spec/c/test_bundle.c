@@ -1,4 +1,4 @@
-/* test_bundle.c — bundle files (runtime/bundle.h) and the client API (kiln_client.h):
+/* test_bundle.c — bundle files (driver/bundle.h) and the client API (kiln_client.h):
  *  - the container: an independent writer of the documented format (written here from
  *    bundle.h, not from kiln_client.c) is read back field by field; targeted damage
  *    (bad indices, counts, element types, ranks, sizes, duplicate / missing sections,
@@ -29,9 +29,9 @@
 #include "core/dialect_graph.h"
 #include "core/pass.h"
 #include "core/target.h"
-#include "runtime/bundle.h"
-#include "runtime/kiln_client.h"
-#include "runtime/program.h"
+#include "driver/bundle.h"
+#include "client/kiln_client.h"
+#include "driver/program.h"
 
 #include "check.h"
 #include "graph_test_util.h"

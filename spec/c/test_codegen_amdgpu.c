@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/codegen_target.h"
-#include "runtime/disasm.h"
-#include "runtime/hsaco.h"
+#include "codegen/codegen_target.h"
+#include "codegen/disasm.h"
+#include "codegen/hsaco.h"
 
 #include "check.h"
 #include "llvm_kernels.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 
 #include "check.h"
 #include "llvm_kernels.h"

@@ -5,7 +5,7 @@
 #include "core/verify.h"
 #include "core/target.h"
 #include "passes/lower_to_llvm.h"
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 #include "runtime/device.h"
 #include "core/dtype.h"
 #include <math.h>

@@ -16,7 +16,7 @@
 #include "core/view.h"
 #include "core/view_emit.h"
 #include "passes/lower_to_llvm.h"
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 #include "runtime/device.h"
 #include "runtime/refops.h"
 #include "runtime/tensor.h"

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 #include "runtime/device.h"
-#include "runtime/jit_host.h"
+#include "codegen/jit_host.h"
 #include "runtime/threadpool.h"
 
 #include "check.h"

@@ -1,6 +1,6 @@
 /* test_teardown.c — tearing down what a C embedder holds in any order.
  * The objects: the context (core/context.h, whose compile cache keeps the program), the
- * device (runtime/device.h), the program (runtime/program.h, which keeps the modules it
+ * device (runtime/device.h), the program (driver/program.h, which keeps the modules it
  * loaded on the device) and a prepared run of it on the device. For every one of the 24
  * orders, on the host device (and on a CUDA / HIP device where one is present, skipped
  * otherwise), a fresh context compiles a small fused graph (cached), runs it and a
@@ -17,7 +17,7 @@
 #include "core/attr.h"
 #include "core/dialect_graph.h"
 #include "core/pass.h"
-#include "runtime/program.h"
+#include "driver/program.h"
 
 #include "check.h"
 #include "graph_test_util.h"

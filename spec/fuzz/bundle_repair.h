@@ -1,6 +1,6 @@
 /* bundle_repair.h — for the bundle fuzz targets (header-only, static, plain C).
  * Contract: fuzz_bundle_repair(data, size, &n) returns a malloc'd copy of a would-be
- * bundle with its framing made consistent (runtime/bundle.h, format 1): magic, version 1,
+ * bundle with its framing made consistent (driver/bundle.h, format 1): magic, version 1,
  * header size 48, flags 0; the section count cut to what fits; each section's reserved
  * field 0, its offset the next multiple of 8, its size cut to the bytes left, padding
  * zero, its checksum recomputed; the copy ends after the last section; file size, table
@@ -11,7 +11,7 @@
  * the bytes as they come, then their repaired copy (if any); returns 0. */
 #ifndef KL_FUZZ_BUNDLE_REPAIR_H
 #define KL_FUZZ_BUNDLE_REPAIR_H
-#include "runtime/kiln_client.h"
+#include "client/kiln_client.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

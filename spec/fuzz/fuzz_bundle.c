@@ -4,7 +4,7 @@
  * (bundle_repair.h). A rejected bundle must leave a message; a loaded program is
  * introspected (targets, kernels, steps, slots) and released. Binaries are not loaded
  * or run. Seeds: bundles generated at test time by spec/fuzz/gen_bundles.lua. */
-#include "runtime/bundle.h"
+#include "driver/bundle.h"
 #include "spec/fuzz/bundle_repair.h"
 #include "spec/fuzz/fuzz_util.h"
 

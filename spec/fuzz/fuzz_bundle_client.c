@@ -1,11 +1,11 @@
 /* fuzz_bundle_client.c — libFuzzer target: the plain-C bundle reader alone
- * (runtime/kiln_client.c, built without the rest of kiln). Each input is opened as it is
+ * (client/kiln_client.c, built without the rest of kiln). Each input is opened as it is
  * and once more with its framing repaired (bundle_repair.h). A bundle that opens must be
  * readable everywhere it points (every string, shape, argument, binary, constant and the
  * IR are walked under ASan), and re-encoding it must give a bundle that opens and
  * re-encodes to the same bytes (fuzz_bug otherwise). A failed open must leave a message.
  * Seeds: bundles generated at test time by spec/fuzz/gen_bundles.lua. */
-#include "runtime/kiln_client.h"
+#include "client/kiln_client.h"
 #include "spec/fuzz/bundle_repair.h"
 #include <stdio.h>
 

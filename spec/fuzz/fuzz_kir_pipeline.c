@@ -8,7 +8,7 @@
 #include "core/parse.h"
 #include "core/target.h"
 #include "core/verify.h"
-#include "runtime/program.h"
+#include "driver/program.h"
 #include "spec/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -7,7 +7,7 @@
 local kiln = require "kiln"
 local helper = require "spec.lua.helper"
 
--- ---- the container (runtime/bundle.h) ----
+-- ---- the container (driver/bundle.h) ----
 local function fnv(s, i, j)
   local h = -3750763034362895579          -- 0xcbf29ce484222325 as a Lua integer
   for k = i or 1, j or #s do h = (h ~ s:byte(k)) * 0x100000001b3 end

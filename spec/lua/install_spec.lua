@@ -94,9 +94,10 @@ describe("cmake --install", function()
   end)
 
   it("lays out libraries, headers, kiln.pc, the executable and the Lua module", function()
-    for _, f in ipairs { "lib/libkiln_core.a", "lib/libkiln_lib.a", "lib/pkgconfig/kiln.pc", "bin/kiln",
+    for _, f in ipairs { "lib/libkiln_core.a", "lib/libkiln_passes.a", "lib/libkiln_codegen.a", "lib/libkiln_runtime.a",
+                         "lib/libkiln_client.a", "lib/libkiln_driver.a", "lib/libkiln_lua.a", "lib/pkgconfig/kiln.pc", "bin/kiln",
                          "lib/lua/5.4/kiln.so", "share/lua/5.4/kiln/lib.lua", "share/lua/5.4/kiln/graph.lua",
-                         "include/kiln/core/ir.h", "include/kiln/runtime/program.h", "include/kiln/lua/kiln_lua.h" } do
+                         "include/kiln/core/ir.h", "include/kiln/driver/program.h", "include/kiln/lua/kiln_lua.h" } do
       assert.is_true(exists(prefix .. "/" .. f), "not installed: " .. f)
     end
   end)

@@ -83,6 +83,6 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
 typedef struct kl_llvm_diag { int errors; char msg[1024]; } kl_llvm_diag;
 void kl_llvm_diag_install(LLVMContextRef ctx, kl_llvm_diag *d);
 
-/* From runtime/lld_shim.cpp: runs ld.lld in process (argv[0] = "ld.lld"). 0 = success. */
+/* From codegen/lld_shim.cpp: runs ld.lld in process (argv[0] = "ld.lld"). 0 = success. */
 int kl_lld_link_elf(const char **argv, int argc, char *err, size_t errlen);
 #endif

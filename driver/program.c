@@ -1,14 +1,14 @@
 /* program.c — compile driver (pipeline per target, lowering, binaries), plans, the
  * in-memory compile cache and the executor. */
-#include "runtime/program.h"
+#include "driver/program.h"
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
 #include "core/print.h"
 #include "core/verify.h"
 #include "core/target.h"
 #include "passes/lower_to_llvm.h"
-#include "runtime/codegen_target.h"
-#include "runtime/jit_host.h"
+#include "codegen/codegen_target.h"
+#include "codegen/jit_host.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -659,7 +659,7 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
   return st;
 }
 
-/* ---- loading programs from bundles (runtime/bundle.c) ---- */
+/* ---- loading programs from bundles (driver/bundle.c) ---- */
 kl_op *kl_program_module(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->module : NULL; }
 const kl_type *kl_program_slot_type(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);

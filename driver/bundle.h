@@ -28,7 +28,7 @@
  *  - Errors: NULL / KL_ERR plus a message in err[errlen] naming the file and, for a
  *    damaged bundle, the section and what is wrong ("x.klb: bundle: section 3 (binary
  *    of kernel k0, target 'host'): checksum mismatch ..."). Any input bytes give an
- *    error, never a crash. Reading and validating is runtime/kiln_client.c (plain C), so
+ *    error, never a crash. Reading and validating is client/kiln_client.c (plain C), so
  *    kiln and outside clients read bundles with the same code.
  *
  * ==== Bundle file format, version 1 ====
@@ -81,8 +81,8 @@
  * element bytes match the element type; ninputs <= nargs. */
 #ifndef KL_BUNDLE_H
 #define KL_BUNDLE_H
-#include "runtime/kiln_client.h"
-#include "runtime/program.h"
+#include "client/kiln_client.h"
+#include "driver/program.h"
 
 kl_status kl_program_save(const kl_program *p, const char *path, char *err, size_t errlen);
 /* The bundle bytes in memory (malloc'd; caller frees). */

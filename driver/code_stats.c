@@ -1,9 +1,9 @@
 /* code_stats.c — per-kernel code-object statistics for `kiln opt --stats --target T`. */
-#include "runtime/code_stats.h"
+#include "driver/code_stats.h"
 #include "core/target.h"
 #include "passes/lower_to_llvm.h"
-#include "runtime/codegen_target.h"
-#include "runtime/hsaco.h"
+#include "codegen/codegen_target.h"
+#include "codegen/hsaco.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

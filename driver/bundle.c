@@ -1,15 +1,15 @@
 /* bundle.c — kl_program_save / kl_program_load: a program's variants to and from the
  * bundle format of bundle.h (encoding and validation: kiln_client.c). */
-#include "runtime/bundle.h"
+#include "driver/bundle.h"
 #include "core/dialect_rock.h"
 #include "core/parse.h"
 #include "core/print.h"
 #include "core/target.h"
 #include "core/verify.h"
 #include "passes/lower_to_llvm.h"
-#include "runtime/codegen_target.h"
-#include "runtime/hsaco.h"
-#include "runtime/jit_host.h"
+#include "codegen/codegen_target.h"
+#include "codegen/hsaco.h"
+#include "codegen/jit_host.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -115,7 +115,7 @@ bool kl_program_from_cache(const kl_program *p);
 kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
                          int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
 
-/* ---- loading programs from bundles (runtime/bundle.c) ----
+/* ---- loading programs from bundles (driver/bundle.c) ----
  * kl_program_module: the compiled module of a target's variant (its graph func is the
  * plan, its kernel funcs the kernels); owned by the program's context. Slot types and
  * constants of the plan (NULL if out of range / not a constant). */

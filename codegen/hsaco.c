@@ -1,6 +1,6 @@
 /* hsaco.c — AMDGPU code object reader: ELF64 headers, symbols, kernel descriptors and
  * the msgpack metadata note. See hsaco.h for the contract. */
-#include "runtime/hsaco.h"
+#include "codegen/hsaco.h"
 
 #include <elf.h>
 #include <stdarg.h>

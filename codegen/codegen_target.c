@@ -1,6 +1,6 @@
 /* codegen_target.c — LLVM module -> host bitcode / AMDGPU HSACO / NVPTX PTX.
  * See codegen_target.h for the contract. */
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 
 #include <errno.h>
 #include <pthread.h>

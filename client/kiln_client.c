@@ -1,7 +1,7 @@
-/* kiln_client.c — reading and writing kiln bundle files (format: runtime/bundle.h).
+/* kiln_client.c — reading and writing kiln bundle files (format: driver/bundle.h).
  * Plain C11 over bytes: only the C standard library. Every read is bounds-checked; every
  * count is checked against the bytes left before anything is allocated. */
-#include "runtime/kiln_client.h"
+#include "client/kiln_client.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -122,7 +122,7 @@ static size_t parse_type(const char *s, size_t n, ptype *t) {
  * and a kernel is  "func.func"() ({ body }) {..., block_size = B, grid_size = G, kernel,
  * ..., sym_name = "name"} ... on one line. grid_size and block_size default to 1 (as in
  * kiln); the LDS bytes are the sum over the body's "rock.alloc" ops whose result is a
- * buffer<..., lds> (elements x element bytes), kiln's rule (runtime/program.c). */
+ * buffer<..., lds> (elements x element bytes), kiln's rule (driver/program.c). */
 static size_t skip_string(const char *s, size_t n, size_t i) {   /* s[i] == '"' */
   for (i++; i < n; i++) {
     if (s[i] == '\\') i++;

@@ -1,5 +1,5 @@
 /* disasm.c — LLVM C API disassembly of raw code and of HSACO .text. See disasm.h. */
-#include "runtime/disasm.h"
+#include "codegen/disasm.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -10,8 +10,8 @@
 #include <llvm-c/Disassembler.h>
 
 #include "core/arena.h"
-#include "runtime/codegen_target.h"
-#include "runtime/hsaco.h"
+#include "codegen/codegen_target.h"
+#include "codegen/hsaco.h"
 
 static void ds_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void ds_err(char *err, size_t errlen, const char *fmt, ...) {

@@ -3,9 +3,9 @@
  * Contract:
  *  - Self-contained: this header and kiln_client.c need only the C standard library
  *    (no LLVM, no Lua, no other kiln file), so a client may copy the two files into its
- *    own build (kiln_client.c includes "runtime/kiln_client.h": keep that path on the
+ *    own build (kiln_client.c includes "client/kiln_client.h": keep that path on the
  *    include path or edit the one #include). C99 or later, GCC or Clang (it uses
- *    __builtin_mul_overflow). The file format is documented in runtime/bundle.h.
+ *    __builtin_mul_overflow). The file format is documented in driver/bundle.h.
  *  - kl_bundle_open_file / kl_bundle_open_memory read and fully validate a bundle
  *    (magic, format version, header / section-table / per-section checksums, every
  *    count, index, string and size); on any problem they return NULL and write a clear

@@ -1,5 +1,5 @@
 /* jit_host.c — ORC LLJIT (LLVM C API) for host kernels. See jit_host.h. */
-#include "runtime/jit_host.h"
+#include "codegen/jit_host.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "core/arena.h"
-#include "runtime/codegen_target.h"
+#include "codegen/codegen_target.h"
 
 struct kl_jit_module {
   LLVMOrcJITDylibRef jd;
