@@ -103,6 +103,7 @@ describe("cmake --install", function()
                          "include/kiln/lua/kiln_lua.h" } do
       assert.is_true(exists(prefix .. "/" .. f), "not installed: " .. f)
     end
+    assert.is_false(exists(prefix .. "/lib/lua/5.4/kiln_bench.so"), "the benchmarks' module is not installed")
   end)
 
   it("stock lua5.4 requires the installed module and runs a compiled graph", function()
