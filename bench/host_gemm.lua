@@ -1,5 +1,5 @@
 -- bench/host_gemm.lua — sgemm on the host: kiln's compiled kernel vs OpenBLAS
--- (cblas_sgemm, dlopen'ed), side by side in one run; median GFLOP/s of interleaved
+-- (cblas_sgemm, dlopen'ed by bench/kiln_bench.c), side by side in one run; median GFLOP/s of interleaved
 -- repeats after a warm-up, every output checked first. Also compile time per kernel.
 --   KILN_THREADS=2 scripts/kiln bench/host_gemm.lua [sizes...] [--reps N] [--perf v1:...]
 -- Columns:
@@ -19,6 +19,15 @@ while arg and arg[i] do
   i = i + 1
 end
 if #sizes == 0 then sizes = { 1024, 2048 } end
+-- OpenBLAS comes from the benchmarks' own Lua C module (bench/kiln_bench.c): build/kiln_bench.so
+-- next to the kiln executable running this script, else in $KILN_BUILD_DIR, else in build/.
+local function bench_module()
+  local exe_dir = arg and arg[-1] and arg[-1]:match("^(.*)/[^/]+$")
+  local dir = exe_dir or os.getenv("KILN_BUILD_DIR") or "build"
+  package.cpath = dir .. "/?.so;" .. package.cpath
+  return require "kiln_bench"
+end
+local cblas_sgemm = bench_module().cblas_sgemm
 local threads = tonumber(os.getenv("KILN_THREADS") or "") or 2
 
 local function median(t)
@@ -48,7 +57,7 @@ for _, n in ipairs(sizes) do
   local t0 = kiln.clock_ms()
   local got = p:run { a = A, b = B }          -- (without p:load_kernels: the first run loads the kernel)
   local first = kiln.clock_ms() - t0
-  kiln.bench.cblas_sgemm(A, B, C, threads)
+  cblas_sgemm(A, B, C, threads)
   local cmp = kiln.compare(got, C)
   assert(cmp.max_rel < 1e-3 or cmp.max_abs < 1e-3 * n, "kiln and OpenBLAS disagree: " .. cmp.max_abs)
   local r = p.prepare and p:prepare { a = A, b = B } or nil
@@ -61,14 +70,14 @@ for _, n in ipairs(sizes) do
   for _ = 1, 2 do   -- warm-up
     if r then r:launch(); r:sync() end
     p:run { a = A, b = B }
-    kiln.bench.cblas_sgemm(A, B, C, threads)
+    cblas_sgemm(A, B, C, threads)
   end
   for _ = 1, reps do
     if r then
       local t = kiln.clock_ms(); r:launch(); r:sync(); tk[#tk + 1] = kiln.clock_ms() - t
     end
     local t = kiln.clock_ms(); p:run { a = A, b = B }; tr[#tr + 1] = kiln.clock_ms() - t
-    t = kiln.clock_ms(); kiln.bench.cblas_sgemm(A, B, C, threads); tb[#tb + 1] = kiln.clock_ms() - t
+    t = kiln.clock_ms(); cblas_sgemm(A, B, C, threads); tb[#tb + 1] = kiln.clock_ms() - t
     collectgarbage()   -- free the outputs of p:run as we go
   end
   local flop = 2.0 * n * n * n

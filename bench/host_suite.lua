@@ -28,7 +28,7 @@ local function write_row(row)
   f:close()
 end
 local sizes = quick and { "256", "512" } or { "512", "1024" }
-arg = { sizes[1], sizes[2], "--reps", quick and "3" or "7" }
+arg = { [-1] = script_arg and script_arg[-1], sizes[1], sizes[2], "--reps", quick and "3" or "7" }   -- [-1]: finds build/kiln_bench.so
 local ok, rows = pcall(dofile, "bench/host_gemm.lua")
 if not ok then
   print("sgemm vs OpenBLAS: " .. tostring(rows))

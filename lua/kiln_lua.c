@@ -643,7 +643,6 @@ int kl_lua_open(lua_State *L) {
   kl_lua__open_graph(L);
   kl_lua__open_view(L);
   kl_lua__open_program(L);
-  kl_lua__open_bench(L);
   kl_lua__open_bundle(L);
 
   /* The Lua part of the library: require("kiln.lib") returns function(kiln). While it

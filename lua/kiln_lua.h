@@ -158,7 +158,6 @@ void kl_lua__open_tensor(lua_State *L);   /* kiln_lua_tensor.c */
 void kl_lua__open_graph(lua_State *L);    /* kiln_lua_graph.c */
 void kl_lua__open_view(lua_State *L);     /* kiln_lua_view.c */
 void kl_lua__open_program(lua_State *L);  /* kiln_lua_program.c */
-void kl_lua__open_bench(lua_State *L);    /* kiln_lua_bench.c */
 void kl_lua__open_bundle(lua_State *L);   /* kiln_lua_bundle.c: p:save, kiln.load */
 /* Whether a registered pass (kl_lookup_pass) is a Lua pass of kiln.register_pass. */
 struct kl_pass_info;

@@ -14,7 +14,8 @@
 
 #define REG_RAND_COUNTER "kiln.rand_counter"
 
-typedef struct tens_ud { kl_tensor *t; kl_lua_pin pin; } tens_ud;   /* user value 1: device name (or nil = host) */
+/* user value 1: device name (or nil = host). t stays the first member: bench/kiln_bench.c reads it. */
+typedef struct tens_ud { kl_tensor *t; kl_lua_pin pin; } tens_ud;
 
 /* ---------------------------------------------------------------- errors ---- */
 void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known) {

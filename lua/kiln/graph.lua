@@ -38,7 +38,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   p:run{x = t, ...} [, {device = dev}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:binary(k)
   p.compile_ms p.from_cache p.targets   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
   r = p:prepare(inputs, {device=, sets=})  r:launch() r:time{warmup=, reps=} r:outputs() r:free()   p:load_kernels{device=}
-  kiln.clock_ms()  kiln.bench.cblas_sgemm(a, b, c [, threads])
+  kiln.clock_ms()
   v = kiln.view{shape={4, 6}, names={"a", "b"}}  v:pad{a={1,1}} :slice{..} :embed(..) :unmerge(..) :merge(..)
   :broadcast{..} :add_dim(..) :const_dim(..) :transpose{..} :reshape{..} :passthrough(..)
   v:eval{i, j} -> coords, valid  v:compose(w) v:invert() v:simplify() v:vector_len(dim, "f32")

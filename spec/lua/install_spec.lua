@@ -2,7 +2,9 @@
 -- prefix, then from another directory: stock lua5.4 requires the installed module and
 -- checks a compiled graph against g:eval, the installed kiln finds only its installed
 -- Lua files, and a C program built with `pkg-config --cflags --libs --static kiln`
--- parses, runs passes on and prints a module (and reports bad input with its location).
+-- parses, runs passes on and prints a module (and reports bad input with its location), and
+-- the C example of README.md ("Embedding from C", extracted from the README's text) builds
+-- against the installed include/kiln.h alone and prints relu(x + y) of its seeded inputs.
 local helper = require "spec.lua.helper"
 local q, run, has = helper.shell_quote, helper.run, helper.has
 
@@ -97,9 +99,11 @@ describe("cmake --install", function()
     for _, f in ipairs { "lib/libkiln_core.a", "lib/libkiln_passes.a", "lib/libkiln_codegen.a", "lib/libkiln_runtime.a",
                          "lib/libkiln_client.a", "lib/libkiln_driver.a", "lib/libkiln_lua.a", "lib/pkgconfig/kiln.pc", "bin/kiln",
                          "lib/lua/5.4/kiln.so", "share/lua/5.4/kiln/lib.lua", "share/lua/5.4/kiln/graph.lua",
-                         "include/kiln/core/ir.h", "include/kiln/driver/program.h", "include/kiln/lua/kiln_lua.h" } do
+                         "include/kiln.h", "include/kiln/core/ir.h", "include/kiln/driver/program.h",
+                         "include/kiln/lua/kiln_lua.h" } do
       assert.is_true(exists(prefix .. "/" .. f), "not installed: " .. f)
     end
+    assert.is_false(exists(prefix .. "/lib/lua/5.4/kiln_bench.so"), "the benchmarks' module is not installed")
   end)
 
   it("stock lua5.4 requires the installed module and runs a compiled graph", function()
@@ -144,5 +148,44 @@ describe("cmake --install", function()
     assert.are.equal(1, code)
     has(err, "bad.kir:")
     has(err, "error:")
+  end)
+
+  it("the C example of README.md builds against the installed kiln.h and prints relu(x + y)", function()
+    if select(3, run("command -v pkg-config")) ~= 0 then
+      pending("pkg-config is not installed (Debian package pkg-config): the README example is skipped")
+      return
+    end
+    local f = assert(io.open(helper.root .. "/README.md", "rb"))
+    local readme = f:read("a"); f:close()
+    local section = readme:match("\n## Embedding from C\n(.-)\n## ")
+    assert.is_truthy(section, "README.md has no section '## Embedding from C'")
+    local code = section:match("```c\n(.-\n)```")
+    assert.is_truthy(code, "the README's 'Embedding from C' section has no ```c block")
+    assert.is_truthy(code:find("#include <kiln.h>", 1, true))
+    assert.is_falsy(code:find('#include "', 1, true), "the example includes only <kiln.h> and the C library")
+    local src = work .. "/readme_example.c"
+    f = assert(io.open(src, "wb")); f:write(code); f:close()
+    local pc = "PKG_CONFIG_PATH=" .. q(prefix .. "/lib/pkgconfig") .. " pkg-config --static"
+    local cflags = sh(pc .. " --cflags kiln"):gsub("\n", "")
+    local libs = sh(pc .. " --libs kiln"):gsub("\n", "")
+    has(cflags, "-I" .. prefix .. "/lib/pkgconfig/../../include ")
+    sh("cd " .. q(work) .. " && cc -std=c11 -Wall -Wextra -Werror " .. cflags .. " readme_example.c -o readme_example " .. libs)
+    local out = sh("cd / && " .. q(work .. "/readme_example"))
+    -- the example's inputs: kl_tensor_rand f32 [2, 3], uniform, seeds 1 and 2 (kiln.rand's
+    -- generator); its output computed here in Lua
+    local kiln = require "kiln"
+    local x = kiln.rand({ 2, 3 }, "f32", { seed = 1 }):flat()
+    local y = kiln.rand({ 2, 3 }, "f32", { seed = 2 }):flat()
+    local got = {}
+    for line in out:gmatch("[^\n]+") do got[#got + 1] = assert(tonumber(line), "not a number: " .. line) end
+    assert.are.equal(6, #got, out)
+    local positive = 0
+    for i = 1, 6 do
+      local want = math.max(0, x[i] + y[i])
+      if want > 0 then positive = positive + 1 end
+      assert(math.abs(got[i] - want) <= 1e-6 * math.max(1, math.abs(want)),
+             ("element %d: the example printed %.9g, relu(%.9g + %.9g) = %.9g"):format(i, got[i], x[i], y[i], want))
+    end
+    assert(positive > 0 and positive < 6, "the seeds should give both signs: " .. out)
   end)
 end)
