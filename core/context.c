@@ -7,13 +7,15 @@
 
 typedef struct { const char *key; void *val; } kl_slot;
 typedef struct { kl_slot *slots; size_t cap, n; } kl_strmap;
+/* A registered op: its definition and the hooks attached to it (ir.h). */
+typedef struct { const kl_opdef *def; kl_hook_fn hooks[KL_HOOK_COUNT]; } op_entry;
 
 struct kl_ctx {
   kl_arena arena;
   kl_strmap idents;       /* interned strings */
   kl_strmap types;        /* canonical text -> kl_type */
   kl_strmap attrs;        /* canonical text -> kl_attr */
-  kl_strmap ops;          /* name -> kl_opdef */
+  kl_strmap ops;          /* name -> op_entry */
   kl_strmap exts;         /* name -> kl_attr_ext */
   kl_strmap user;         /* user data */
   const kl_opdef **opdefs; int nopdefs, capopdefs;
@@ -121,20 +123,41 @@ void *kl_ctx_get_user(kl_ctx *ctx, const char *key) { kl_slot *s = map_get(ctx, 
 
 void kl_register_op(kl_ctx *ctx, const kl_opdef *def) {
   kl_slot *s = map_get(ctx, &ctx->ops, def->name, strlen(def->name), true);
-  if (s->val) {
-    for (int i = 0; i < ctx->nopdefs; i++) if (ctx->opdefs[i] == s->val) ctx->opdefs[i] = def;
+  op_entry *e = s->val;
+  if (e) {
+    for (int i = 0; i < ctx->nopdefs; i++) if (ctx->opdefs[i] == e->def) ctx->opdefs[i] = def;
   } else {
     if (ctx->nopdefs == ctx->capopdefs) {
       ctx->capopdefs = ctx->capopdefs ? ctx->capopdefs * 2 : 64;
       ctx->opdefs = kl_xrealloc(ctx->opdefs, ctx->capopdefs * sizeof *ctx->opdefs);
     }
     ctx->opdefs[ctx->nopdefs++] = def;
+    e = kl_arena_alloc(&ctx->arena, sizeof *e);
+    memset(e, 0, sizeof *e);
+    s->val = e;
   }
-  s->val = (void *)def;
+  e->def = def;   /* hooks stay: they belong to the op name */
 }
-const kl_opdef *kl_lookup_op(kl_ctx *ctx, const char *name) {
+static op_entry *op_entry_of(kl_ctx *ctx, const char *name) {
   kl_slot *s = map_get(ctx, &ctx->ops, name, strlen(name), false);
   return s ? s->val : NULL;
+}
+const kl_opdef *kl_lookup_op(kl_ctx *ctx, const char *name) {
+  op_entry *e = op_entry_of(ctx, name);
+  return e ? e->def : NULL;
+}
+kl_status kl_opdef_attach(kl_ctx *ctx, kl_hook_kind kind, const char *name, kl_hook_fn fn) {
+  if ((int)kind < 0 || kind >= KL_HOOK_COUNT)
+    return kl_emit_error(ctx, KL_LOC_UNKNOWN, "cannot attach a hook of unknown kind %d to '%s'", (int)kind, name ? name : "");
+  op_entry *e = name ? op_entry_of(ctx, name) : NULL;
+  if (!e) return kl_emit_error(ctx, KL_LOC_UNKNOWN, "cannot attach a hook to '%s': no op of that name is registered", name ? name : "");
+  e->hooks[kind] = fn;
+  return KL_OK;
+}
+kl_hook_fn kl_opdef_hook(kl_ctx *ctx, const kl_opdef *def, kl_hook_kind kind) {
+  if (!def || (int)kind < 0 || kind >= KL_HOOK_COUNT) return NULL;
+  op_entry *e = op_entry_of(ctx, def->name);
+  return e ? e->hooks[kind] : NULL;
 }
 int kl_opdef_count(kl_ctx *ctx) { return ctx->nopdefs; }
 const kl_opdef *kl_opdef_at(kl_ctx *ctx, int i) { return (i >= 0 && i < ctx->nopdefs) ? ctx->opdefs[i] : NULL; }

@@ -60,8 +60,9 @@ void *kl_ctx_get_user(kl_ctx *ctx, const char *key);
  * caches and other objects that layers above the core hang on a context. */
 void  kl_ctx_on_destroy(kl_ctx *ctx, void (*fn)(void *user), void *user);
 
-/* Op registry (see ir.h for kl_opdef). Registering a name twice replaces the earlier
- * definition. Lookup returns NULL for unregistered ops (allowed in generic form). */
+/* Op registry (see ir.h for kl_opdef and the hooks attached to op definitions).
+ * Registering a name twice replaces the earlier definition (its hooks stay). Lookup
+ * returns NULL for unregistered ops (allowed in generic form). */
 void kl_register_op(kl_ctx *ctx, const kl_opdef *def);
 const kl_opdef *kl_lookup_op(kl_ctx *ctx, const char *name);
 /* Iterate registered op definitions (order of registration). */

@@ -81,128 +81,184 @@ const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in) {
   return kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(kl_contraction_dtype(dt)));
 }
 
-static int expected_operands(const char *n) {
-  if (kl_binop_from_name(n) >= 0 || !strcmp(n, "conv") || !strcmp(n, "dot")) return 2;
-  if (!strcmp(n, "where")) return 3;
-  if (!strcmp(n, "param") || !strcmp(n, "constant")) return 0;
-  if (!strcmp(n, "concat")) return -1;
-  return 1;
-}
+/* ---- inference: one rule per op (kl_opdef.infer), around a shared prologue (operand
+ * count, tensor operands) and epilogue (error text, result size, result layout) ---- */
+typedef struct infer_st {
+  kl_ctx *ctx; kl_loc loc; const char *op;   /* op: the short name ("add") */
+  int n; const kl_type *const *ts; int na; const kl_named_attr *attrs; const kl_type *result_elem;
+  kl_shape s[3];
+  /* set by the rule */
+  kl_shape out; const kl_type *elem, *like; int rc; char err[512];
+} infer_st;
+typedef bool (*infer_rule)(infer_st *c);   /* false: an error was emitted */
 
-const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *ts,
-                              int na, const kl_named_attr *attrs, const kl_type *result_elem) {
-  const char *op = short_name(name);
-  char err[512] = "";
-  int want = expected_operands(op);
+/* want: the operand count (-1: at least one). */
+static const kl_type *infer_run(infer_rule rule, int want, kl_ctx *ctx, const char *name, kl_loc loc, int n,
+                                const kl_type *const *ts, int na, const kl_named_attr *attrs, const kl_type *result_elem) {
+  infer_st c = { .ctx = ctx, .loc = loc, .op = short_name(name), .n = n, .ts = ts, .na = na, .attrs = attrs,
+                 .result_elem = result_elem };
+  const char *op = c.op;
   if (want >= 0 && n != want)
     { kl_emit_error(ctx, loc, "%s: expects %d operand%s, got %d", op, want, want == 1 ? "" : "s", n); return NULL; }
   if (want < 0 && n < 1) { kl_emit_error(ctx, loc, "%s: expects at least one operand", op); return NULL; }
   for (int i = 0; i < n; i++)
     if (!ts[i] || ts[i]->kind != KL_TY_TENSOR || ts[i]->rank > KL_TENSOR_MAX_RANK)
       { kl_emit_error(ctx, loc, "%s: operand %d must be a tensor of rank <= %d, got %s", op, i, KL_TENSOR_MAX_RANK, kl_type_str(ts[i])); return NULL; }
-  kl_shape s[3], out = {0};
-  for (int i = 0; i < n && i < 3; i++) s[i] = shape_of(ts[i]);
-  const kl_type *elem = n ? ts[0]->elem : NULL, *like = NULL;
-  int rc = 0;
-  char buf[2][128];
-  if (kl_binop_from_name(op) >= 0) {
-    if (ts[0]->elem != ts[1]->elem) {
-      kl_emit_error(ctx, loc, "%s: element types differ: %s%s vs %s%s", op, kl_dims_format(s[0].rank, s[0].dim, buf[0], 128),
-                    ts[0]->elem->text, kl_dims_format(s[1].rank, s[1].dim, buf[1], 128), ts[1]->elem->text);
-      return NULL;
-    }
-    rc = kl_infer_broadcast(op, &s[0], &s[1], &out, err, sizeof err);
-    like = kl_shape_equal(&s[0], &out) ? ts[0] : ts[1];
-  } else if (kl_unop_from_name(op) >= 0 || !strcmp(op, "softmax")) {
-    out = s[0]; like = ts[0];
-    if (!strcmp(op, "softmax")) {
-      int64_t ax; int axis;
-      if (int_list(ctx, loc, op, na, attrs, "axis", 1, 1, (int64_t[]){-1}, &ax) < 0 ||
-          !axes_in(ctx, loc, op, "axis", 1, &ax, s[0].rank)) return NULL;
-      rc = kl_normalize_axis(op, &s[0], (int)ax, &axis, err, sizeof err);
-    }
-    if (!rc && !kl_type_is_float(elem) && (strcmp(op, "neg") && strcmp(op, "abs") && strcmp(op, "relu")))
-      { kl_emit_error(ctx, loc, "%s: needs a float tensor, got %s", op, ts[0]->text); return NULL; }
-  } else if (!strcmp(op, "clip")) {
-    double lo, hi;
-    if (!num_attr(na, attrs, "min", &lo) || !num_attr(na, attrs, "max", &hi))
-      { kl_emit_error(ctx, loc, "clip: needs numeric attributes 'min' and 'max'"); return NULL; }
-    if (lo > hi) { kl_emit_error(ctx, loc, "clip: min %g is greater than max %g", lo, hi); return NULL; }
-    out = s[0]; like = ts[0];
-  } else if (!strcmp(op, "where")) {
-    if (ts[1]->elem != ts[2]->elem) { kl_emit_error(ctx, loc, "where: branch element types differ: %s vs %s", ts[1]->elem->text, ts[2]->elem->text); return NULL; }
-    rc = kl_infer_where(&s[0], &s[1], &s[2], &out, err, sizeof err);
-    elem = ts[1]->elem;
-    like = kl_shape_equal(&s[1], &out) ? ts[1] : kl_shape_equal(&s[2], &out) ? ts[2] : ts[0];
-  } else if (!strcmp(op, "convert")) {
-    if (!result_elem || !kl_type_is_scalar(result_elem)) { kl_emit_error(ctx, loc, "convert: needs a target dtype"); return NULL; }
-    out = s[0]; like = ts[0]; elem = result_elem;
-  } else if (!strcmp(op, "conv")) {
-    kl_conv2d_params p;
-    if (int_list(ctx, loc, op, na, attrs, "stride", 2, 2, (int64_t[]){1, 1}, p.stride) < 0 ||
-        int_list(ctx, loc, op, na, attrs, "padding", 4, 4, (int64_t[]){0, 0, 0, 0}, p.pad) < 0 ||
-        int_list(ctx, loc, op, na, attrs, "dilation", 2, 2, (int64_t[]){1, 1}, p.dilation) < 0 ||
-        int_list(ctx, loc, op, na, attrs, "groups", 1, 1, (int64_t[]){1}, &p.groups) < 0) return NULL;
-    if (!ints_in(ctx, loc, op, "stride", 2, p.stride, 1, KL_MAX_DIM) || !ints_in(ctx, loc, op, "padding", 4, p.pad, 0, KL_MAX_DIM) ||
-        !ints_in(ctx, loc, op, "dilation", 2, p.dilation, 1, KL_MAX_DIM) || !ints_in(ctx, loc, op, "groups", 1, &p.groups, 1, KL_MAX_DIM))
-      return NULL;
-    if (ts[0]->elem != ts[1]->elem) { kl_emit_error(ctx, loc, "conv: input %s and filter %s element types differ", ts[0]->text, ts[1]->text); return NULL; }
-    rc = kl_infer_conv2d(&s[0], &s[1], &p, &out, err, sizeof err);
-    like = ts[0]; elem = kl_graph_contraction_elem(ctx, elem);
-  } else if (!strcmp(op, "dot")) {
-    if (ts[0]->elem != ts[1]->elem) { kl_emit_error(ctx, loc, "dot: element types differ: %s vs %s", ts[0]->text, ts[1]->text); return NULL; }
-    rc = kl_infer_dot(&s[0], &s[1], bool_attr(na, attrs, "transpose_a"), bool_attr(na, attrs, "transpose_b"), &out, err, sizeof err);
-    elem = kl_graph_contraction_elem(ctx, elem);
-  } else if (!strcmp(op, "broadcast")) {
-    int64_t dims[KL_TENSOR_MAX_RANK];
-    int r = int_list(ctx, loc, op, na, attrs, "shape", -1, KL_TENSOR_MAX_RANK, NULL, dims);
-    if (r < 0) return NULL;
-    if (kl_shape_init(&out, r, dims, op, err, sizeof err) == 0) rc = kl_infer_broadcast_to(op, &s[0], &out, err, sizeof err);
-    else rc = 1;
-  } else if (!strcmp(op, "transpose")) {
-    int64_t p64[KL_TENSOR_MAX_RANK]; int perm[KL_TENSOR_MAX_RANK];
-    int r = int_list(ctx, loc, op, na, attrs, "perm", -1, KL_TENSOR_MAX_RANK, NULL, p64);
-    if (r < 0 || !axes_in(ctx, loc, op, "perm entry", r, p64, s[0].rank)) return NULL;
-    for (int i = 0; i < r; i++) perm[i] = (int)p64[i];
-    rc = kl_infer_transpose(&s[0], r, perm, &out, err, sizeof err);
-  } else if (!strcmp(op, "reshape")) {
-    int64_t dims[KL_TENSOR_MAX_RANK];
-    int r = int_list(ctx, loc, op, na, attrs, "shape", -1, KL_TENSOR_MAX_RANK, NULL, dims);
-    if (r < 0) return NULL;
-    rc = kl_infer_reshape(&s[0], r, dims, &out, err, sizeof err);
-  } else if (!strcmp(op, "slice")) {
-    int64_t b[KL_TENSOR_MAX_RANK], e[KL_TENSOR_MAX_RANK], st[KL_TENSOR_MAX_RANK], ones[KL_TENSOR_MAX_RANK];
-    int r = s[0].rank;
-    for (int i = 0; i < r; i++) ones[i] = 1;
-    if (int_list(ctx, loc, op, na, attrs, "begin", r, r, NULL, b) < 0 || int_list(ctx, loc, op, na, attrs, "end", r, r, NULL, e) < 0 ||
-        int_list(ctx, loc, op, na, attrs, "step", r, r, ones, st) < 0) return NULL;
-    if (!ints_in(ctx, loc, op, "begin", r, b, -KL_MAX_DIM, KL_MAX_DIM) || !ints_in(ctx, loc, op, "end", r, e, -KL_MAX_DIM, KL_MAX_DIM) ||
-        !ints_in(ctx, loc, op, "step", r, st, 1, KL_MAX_DIM)) return NULL;
-    rc = kl_infer_slice(&s[0], b, e, st, &out, NULL, err, sizeof err);
-  } else if (!strcmp(op, "concat")) {
-    kl_shape ins[64];
-    if (n > 64) { kl_emit_error(ctx, loc, "concat: at most 64 operands"); return NULL; }
-    for (int i = 0; i < n; i++) {
-      ins[i] = shape_of(ts[i]);
-      if (ts[i]->elem != elem) { kl_emit_error(ctx, loc, "concat: operand %d has element type %s, expected %s", i, ts[i]->elem->text, elem->text); return NULL; }
-    }
-    int64_t ax;
-    if (int_list(ctx, loc, op, na, attrs, "axis", 1, 1, NULL, &ax) < 0 || !axes_in(ctx, loc, op, "axis", 1, &ax, s[0].rank)) return NULL;
-    rc = kl_infer_concat(n, ins, (int)ax, &out, err, sizeof err);
-  } else if (!strncmp(op, "reduce_", 7)) {
-    int64_t a64[KL_TENSOR_MAX_RANK]; int axes[KL_TENSOR_MAX_RANK];
-    int r = int_list(ctx, loc, op, na, attrs, "axes", -1, KL_TENSOR_MAX_RANK, NULL, a64);
-    if (r < 0 || !axes_in(ctx, loc, op, "axis", r, a64, s[0].rank)) return NULL;
-    for (int i = 0; i < r; i++) axes[i] = (int)a64[i];
-    if (kl_reduce_from_name(op + 7) < 0) { kl_emit_error(ctx, loc, "%s: unknown reduction", op); return NULL; }
-    rc = kl_infer_reduce(op, &s[0], r, axes, bool_attr(na, attrs, "keepdims"), &out, NULL, err, sizeof err);
-  } else {
-    kl_emit_error(ctx, loc, "unknown graph op '%s'", name);
-    return NULL;
+  for (int i = 0; i < n && i < 3; i++) c.s[i] = shape_of(ts[i]);
+  c.elem = n ? ts[0]->elem : NULL;
+  if (!rule(&c)) return NULL;
+  char err[512] = "";
+  if (c.rc) { kl_emit_error(ctx, loc, "%s", c.err); return NULL; }
+  if (!kl_shape_check(c.out.rank, c.out.dim, NULL, err, sizeof err)) { kl_emit_error(ctx, loc, "%s: result %s", op, err); return NULL; }
+  return result_type(ctx, &c.out, c.elem, c.like);
+}
+#define RULE(r, want) \
+  static bool rule_##r(infer_st *c); \
+  static const kl_type *infer_##r(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *ts, int na, \
+                                  const kl_named_attr *attrs, const kl_type *re) { \
+    return infer_run(rule_##r, want, ctx, name, loc, n, ts, na, attrs, re); \
   }
-  if (rc) { kl_emit_error(ctx, loc, "%s", err); return NULL; }
-  if (!kl_shape_check(out.rank, out.dim, NULL, err, sizeof err)) { kl_emit_error(ctx, loc, "%s: result %s", op, err); return NULL; }
-  return result_type(ctx, &out, elem, like);
+RULE(binary, 2) RULE(unary, 1) RULE(softmax, 1) RULE(clip, 1) RULE(where, 3) RULE(convert, 1) RULE(conv, 2) RULE(dot, 2)
+RULE(broadcast, 1) RULE(transpose, 1) RULE(reshape, 1) RULE(slice, 1) RULE(concat, -1) RULE(reduce, 1)
+#undef RULE
+#define ERRBUF c->err, sizeof c->err
+
+static bool rule_binary(infer_st *c) {
+  const kl_type *const *ts = c->ts;
+  char buf[2][128];
+  if (ts[0]->elem != ts[1]->elem) {
+    kl_emit_error(c->ctx, c->loc, "%s: element types differ: %s%s vs %s%s", c->op, kl_dims_format(c->s[0].rank, c->s[0].dim, buf[0], 128),
+                  ts[0]->elem->text, kl_dims_format(c->s[1].rank, c->s[1].dim, buf[1], 128), ts[1]->elem->text);
+    return false;
+  }
+  c->rc = kl_infer_broadcast(c->op, &c->s[0], &c->s[1], &c->out, ERRBUF);
+  c->like = kl_shape_equal(&c->s[0], &c->out) ? ts[0] : ts[1];
+  return true;
+}
+/* neg, abs and relu also take integers (kl_unop_has_int); the others and softmax need floats */
+static bool needs_float(infer_st *c, bool ints_ok) {
+  if (!c->rc && !kl_type_is_float(c->elem) && !ints_ok)
+    { kl_emit_error(c->ctx, c->loc, "%s: needs a float tensor, got %s", c->op, c->ts[0]->text); return false; }
+  return true;
+}
+static bool rule_unary(infer_st *c) {
+  c->out = c->s[0]; c->like = c->ts[0];
+  int u = kl_unop_from_name(c->op);
+  return needs_float(c, u >= 0 && kl_unop_has_int((kl_unop)u));
+}
+static bool rule_softmax(infer_st *c) {
+  c->out = c->s[0]; c->like = c->ts[0];
+  int64_t ax; int axis;
+  if (int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "axis", 1, 1, (int64_t[]){-1}, &ax) < 0 ||
+      !axes_in(c->ctx, c->loc, c->op, "axis", 1, &ax, c->s[0].rank)) return false;
+  c->rc = kl_normalize_axis(c->op, &c->s[0], (int)ax, &axis, ERRBUF);
+  return needs_float(c, false);
+}
+static bool rule_clip(infer_st *c) {
+  double lo, hi;
+  if (!num_attr(c->na, c->attrs, "min", &lo) || !num_attr(c->na, c->attrs, "max", &hi))
+    { kl_emit_error(c->ctx, c->loc, "clip: needs numeric attributes 'min' and 'max'"); return false; }
+  if (lo > hi) { kl_emit_error(c->ctx, c->loc, "clip: min %g is greater than max %g", lo, hi); return false; }
+  c->out = c->s[0]; c->like = c->ts[0];
+  return true;
+}
+static bool rule_where(infer_st *c) {
+  const kl_type *const *ts = c->ts;
+  if (ts[1]->elem != ts[2]->elem) { kl_emit_error(c->ctx, c->loc, "where: branch element types differ: %s vs %s", ts[1]->elem->text, ts[2]->elem->text); return false; }
+  c->rc = kl_infer_where(&c->s[0], &c->s[1], &c->s[2], &c->out, ERRBUF);
+  c->elem = ts[1]->elem;
+  c->like = kl_shape_equal(&c->s[1], &c->out) ? ts[1] : kl_shape_equal(&c->s[2], &c->out) ? ts[2] : ts[0];
+  return true;
+}
+static bool rule_convert(infer_st *c) {
+  if (!c->result_elem || !kl_type_is_scalar(c->result_elem)) { kl_emit_error(c->ctx, c->loc, "convert: needs a target dtype"); return false; }
+  c->out = c->s[0]; c->like = c->ts[0]; c->elem = c->result_elem;
+  return true;
+}
+static bool rule_conv(infer_st *c) {
+  kl_ctx *ctx = c->ctx; kl_loc loc = c->loc; const char *op = c->op; int na = c->na; const kl_named_attr *attrs = c->attrs;
+  kl_conv2d_params p;
+  if (int_list(ctx, loc, op, na, attrs, "stride", 2, 2, (int64_t[]){1, 1}, p.stride) < 0 ||
+      int_list(ctx, loc, op, na, attrs, "padding", 4, 4, (int64_t[]){0, 0, 0, 0}, p.pad) < 0 ||
+      int_list(ctx, loc, op, na, attrs, "dilation", 2, 2, (int64_t[]){1, 1}, p.dilation) < 0 ||
+      int_list(ctx, loc, op, na, attrs, "groups", 1, 1, (int64_t[]){1}, &p.groups) < 0) return false;
+  if (!ints_in(ctx, loc, op, "stride", 2, p.stride, 1, KL_MAX_DIM) || !ints_in(ctx, loc, op, "padding", 4, p.pad, 0, KL_MAX_DIM) ||
+      !ints_in(ctx, loc, op, "dilation", 2, p.dilation, 1, KL_MAX_DIM) || !ints_in(ctx, loc, op, "groups", 1, &p.groups, 1, KL_MAX_DIM))
+    return false;
+  if (c->ts[0]->elem != c->ts[1]->elem) { kl_emit_error(ctx, loc, "conv: input %s and filter %s element types differ", c->ts[0]->text, c->ts[1]->text); return false; }
+  c->rc = kl_infer_conv2d(&c->s[0], &c->s[1], &p, &c->out, ERRBUF);
+  c->like = c->ts[0]; c->elem = kl_graph_contraction_elem(ctx, c->elem);
+  return true;
+}
+static bool rule_dot(infer_st *c) {
+  if (c->ts[0]->elem != c->ts[1]->elem) { kl_emit_error(c->ctx, c->loc, "dot: element types differ: %s vs %s", c->ts[0]->text, c->ts[1]->text); return false; }
+  c->rc = kl_infer_dot(&c->s[0], &c->s[1], bool_attr(c->na, c->attrs, "transpose_a"), bool_attr(c->na, c->attrs, "transpose_b"), &c->out, ERRBUF);
+  c->elem = kl_graph_contraction_elem(c->ctx, c->elem);
+  return true;
+}
+static bool rule_broadcast(infer_st *c) {
+  int64_t dims[KL_TENSOR_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "shape", -1, KL_TENSOR_MAX_RANK, NULL, dims);
+  if (r < 0) return false;
+  if (kl_shape_init(&c->out, r, dims, c->op, ERRBUF) == 0) c->rc = kl_infer_broadcast_to(c->op, &c->s[0], &c->out, ERRBUF);
+  else c->rc = 1;
+  return true;
+}
+static bool rule_transpose(infer_st *c) {
+  int64_t p64[KL_TENSOR_MAX_RANK]; int perm[KL_TENSOR_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "perm", -1, KL_TENSOR_MAX_RANK, NULL, p64);
+  if (r < 0 || !axes_in(c->ctx, c->loc, c->op, "perm entry", r, p64, c->s[0].rank)) return false;
+  for (int i = 0; i < r; i++) perm[i] = (int)p64[i];
+  c->rc = kl_infer_transpose(&c->s[0], r, perm, &c->out, ERRBUF);
+  return true;
+}
+static bool rule_reshape(infer_st *c) {
+  int64_t dims[KL_TENSOR_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "shape", -1, KL_TENSOR_MAX_RANK, NULL, dims);
+  if (r < 0) return false;
+  c->rc = kl_infer_reshape(&c->s[0], r, dims, &c->out, ERRBUF);
+  return true;
+}
+static bool rule_slice(infer_st *c) {
+  kl_ctx *ctx = c->ctx; kl_loc loc = c->loc; const char *op = c->op; int na = c->na; const kl_named_attr *attrs = c->attrs;
+  int64_t b[KL_TENSOR_MAX_RANK], e[KL_TENSOR_MAX_RANK], st[KL_TENSOR_MAX_RANK], ones[KL_TENSOR_MAX_RANK];
+  int r = c->s[0].rank;
+  for (int i = 0; i < r; i++) ones[i] = 1;
+  if (int_list(ctx, loc, op, na, attrs, "begin", r, r, NULL, b) < 0 || int_list(ctx, loc, op, na, attrs, "end", r, r, NULL, e) < 0 ||
+      int_list(ctx, loc, op, na, attrs, "step", r, r, ones, st) < 0) return false;
+  if (!ints_in(ctx, loc, op, "begin", r, b, -KL_MAX_DIM, KL_MAX_DIM) || !ints_in(ctx, loc, op, "end", r, e, -KL_MAX_DIM, KL_MAX_DIM) ||
+      !ints_in(ctx, loc, op, "step", r, st, 1, KL_MAX_DIM)) return false;
+  c->rc = kl_infer_slice(&c->s[0], b, e, st, &c->out, NULL, ERRBUF);
+  return true;
+}
+static bool rule_concat(infer_st *c) {
+  kl_shape ins[64];
+  if (c->n > 64) { kl_emit_error(c->ctx, c->loc, "concat: at most 64 operands"); return false; }
+  for (int i = 0; i < c->n; i++) {
+    ins[i] = shape_of(c->ts[i]);
+    if (c->ts[i]->elem != c->elem) { kl_emit_error(c->ctx, c->loc, "concat: operand %d has element type %s, expected %s", i, c->ts[i]->elem->text, c->elem->text); return false; }
+  }
+  int64_t ax;
+  if (int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "axis", 1, 1, NULL, &ax) < 0 || !axes_in(c->ctx, c->loc, c->op, "axis", 1, &ax, c->s[0].rank)) return false;
+  c->rc = kl_infer_concat(c->n, ins, (int)ax, &c->out, ERRBUF);
+  return true;
+}
+static bool rule_reduce(infer_st *c) {
+  int64_t a64[KL_TENSOR_MAX_RANK]; int axes[KL_TENSOR_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "axes", -1, KL_TENSOR_MAX_RANK, NULL, a64);
+  if (r < 0 || !axes_in(c->ctx, c->loc, c->op, "axis", r, a64, c->s[0].rank)) return false;
+  for (int i = 0; i < r; i++) axes[i] = (int)a64[i];
+  if (strncmp(c->op, "reduce_", 7) || kl_reduce_from_name(c->op + 7) < 0) { kl_emit_error(c->ctx, c->loc, "%s: unknown reduction", c->op); return false; }
+  c->rc = kl_infer_reduce(c->op, &c->s[0], r, axes, bool_attr(c->na, c->attrs, "keepdims"), &c->out, NULL, ERRBUF);
+  return true;
+}
+#undef ERRBUF
+
+const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *ts,
+                              int na, const kl_named_attr *attrs, const kl_type *result_elem) {
+  const kl_opdef *d = name ? kl_lookup_op(ctx, name) : NULL;
+  if (!d || !d->infer) { kl_emit_error(ctx, loc, "unknown graph op '%s'", name ? name : ""); return NULL; }
+  return d->infer(ctx, name, loc, n, ts, na, attrs, result_elem);
 }
 
 /* ---- graph containers ---- */
@@ -225,16 +281,17 @@ void kl_graph_set_outputs(kl_op *graph, int n, kl_value *const *outs, kl_loc loc
   if (ret) { kl_op_set_operands(ret, n, outs); ret->loc = loc; return; }
   kl_block_push_op(kl_graph_body(graph), kl_op_create(graph->ctx, "func.return", loc, n, outs, 0, NULL, 0, NULL, 0));
 }
+bool kl_graph_is_param(const kl_op *op) { return op && !strcmp(op->name, "graph.param"); }
 int kl_graph_params(kl_op *graph, kl_op **out, int max) {
   int n = 0;
   for (kl_op *o = kl_graph_body(graph)->first; o; o = o->next)
-    if (!strcmp(o->name, "graph.param")) { if (n < max) out[n] = o; n++; }
+    if (kl_graph_is_param(o)) { if (n < max) out[n] = o; n++; }
   return n;
 }
 kl_op *kl_graph_param(kl_op *graph, const char *name) {
   for (kl_op *o = kl_graph_body(graph)->first; o; o = o->next) {
     const char *pn = kl_op_attr_string(o, "name");
-    if (!strcmp(o->name, "graph.param") && pn && !strcmp(pn, name)) return o;
+    if (kl_graph_is_param(o) && pn && !strcmp(pn, name)) return o;
   }
   return NULL;
 }
@@ -301,32 +358,48 @@ static kl_status verify_launch(kl_op *op) {
 }
 static const char *const need_name[] = { "name", NULL };
 static const char *const need_value[] = { "value", NULL };
-#define GOP(nm, nin, tr) { .name = "graph." nm, .traits = KL_TRAIT_PURE | (tr), .levels = KL_LEVEL_GRAPH, \
-                           .min_operands = nin, .max_operands = nin, .min_results = 1, .max_results = 1, \
-                           .verify = verify_graph_op }
+#define GOP(nm, nin, tr, ...) { .name = "graph." nm, .traits = KL_TRAIT_PURE | (tr), .levels = KL_LEVEL_GRAPH, \
+                                .min_operands = nin, .max_operands = nin, .min_results = 1, .max_results = 1, \
+                                .verify = verify_graph_op, __VA_ARGS__ }
 #define EW KL_TRAIT_ELEMENTWISE
 #define IVIEW (KL_TRAIT_VIEW | KL_TRAIT_INVERTIBLE_VIEW)
+#define BINARY(nm, code, tr) GOP(nm, 2, EW | (tr), .infer = infer_binary, .scalar = KL_SCALAR_BINARY, .scalar_code = code)
+#define UNARY(nm, code) GOP(nm, 1, EW, .infer = infer_unary, .scalar = KL_SCALAR_UNARY, .scalar_code = code)
+#define REDUCE(nm, code) GOP(nm, 1, 0, .infer = infer_reduce, .kernel = KL_KERNEL_REDUCE, .scalar = KL_SCALAR_REDUCE, .scalar_code = code)
 static const kl_opdef graph_ops[] = {
-  { .name = "graph.param", .levels = KL_LEVEL_GRAPH, .max_results = 1, .min_results = 1, .required_attrs = need_name,
-    .verify = verify_graph_op, .summary = "a graph input (kernel argument) named by 'name'" },
-  { .name = "graph.constant", .traits = KL_TRAIT_PURE, .levels = KL_LEVEL_GRAPH, .max_results = 1, .min_results = 1,
-    .required_attrs = need_value, .verify = verify_graph_op, .summary = "a constant tensor (flat logical row-major values)" },
-  GOP("conv", 2, KL_TRAIT_GEMM_ANCHOR), GOP("dot", 2, KL_TRAIT_GEMM_ANCHOR),
-  GOP("add", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("sub", 2, EW), GOP("mul", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("div", 2, EW),
-  GOP("max", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("min", 2, EW | KL_TRAIT_COMMUTATIVE), GOP("pow", 2, EW),
-  GOP("neg", 1, EW), GOP("abs", 1, EW), GOP("exp", 1, EW), GOP("log", 1, EW), GOP("sqrt", 1, EW), GOP("rsqrt", 1, EW),
-  GOP("tanh", 1, EW), GOP("sigmoid", 1, EW), GOP("relu", 1, EW), GOP("clip", 1, EW), GOP("where", 3, EW),
-  GOP("convert", 1, EW), GOP("broadcast", 1, KL_TRAIT_VIEW), GOP("transpose", 1, IVIEW), GOP("reshape", 1, IVIEW),
-  GOP("slice", 1, KL_TRAIT_VIEW),
+  { .name = "graph.param", .traits = KL_TRAIT_HOST_PLAN | KL_TRAIT_PLAN_INPUT, .levels = KL_LEVEL_GRAPH, .max_results = 1,
+    .min_results = 1, .required_attrs = need_name, .verify = verify_graph_op,
+    .summary = "a graph input (kernel argument) named by 'name'" },
+  { .name = "graph.constant", .traits = KL_TRAIT_PURE | KL_TRAIT_HOST_PLAN | KL_TRAIT_PLAN_INPUT, .levels = KL_LEVEL_GRAPH,
+    .max_results = 1, .min_results = 1, .required_attrs = need_value, .verify = verify_graph_op,
+    .summary = "a constant tensor (flat logical row-major values)" },
+  GOP("conv", 2, KL_TRAIT_GEMM_ANCHOR, .infer = infer_conv, .kernel = KL_KERNEL_CONV),
+  GOP("dot", 2, KL_TRAIT_GEMM_ANCHOR, .infer = infer_dot, .kernel = KL_KERNEL_DOT),
+  BINARY("add", KL_BIN_ADD, KL_TRAIT_COMMUTATIVE), BINARY("sub", KL_BIN_SUB, 0), BINARY("mul", KL_BIN_MUL, KL_TRAIT_COMMUTATIVE),
+  BINARY("div", KL_BIN_DIV, 0), BINARY("max", KL_BIN_MAX, KL_TRAIT_COMMUTATIVE), BINARY("min", KL_BIN_MIN, KL_TRAIT_COMMUTATIVE),
+  BINARY("pow", KL_BIN_POW, 0),
+  UNARY("neg", KL_UN_NEG), UNARY("abs", KL_UN_ABS), UNARY("exp", KL_UN_EXP), UNARY("log", KL_UN_LOG), UNARY("sqrt", KL_UN_SQRT),
+  UNARY("rsqrt", KL_UN_RSQRT), UNARY("tanh", KL_UN_TANH), UNARY("sigmoid", KL_UN_SIGMOID), UNARY("relu", KL_UN_RELU),
+  GOP("clip", 1, EW, .infer = infer_clip, .scalar = KL_SCALAR_CLIP),
+  GOP("where", 3, EW, .infer = infer_where, .scalar = KL_SCALAR_WHERE),
+  GOP("convert", 1, EW, .infer = infer_convert, .scalar = KL_SCALAR_CONVERT),
+  GOP("broadcast", 1, KL_TRAIT_VIEW, .infer = infer_broadcast, .view = KL_VIEWOP_BROADCAST),
+  GOP("transpose", 1, IVIEW, .infer = infer_transpose, .view = KL_VIEWOP_TRANSPOSE),
+  GOP("reshape", 1, IVIEW, .infer = infer_reshape, .view = KL_VIEWOP_RESHAPE),
+  GOP("slice", 1, KL_TRAIT_VIEW, .infer = infer_slice, .view = KL_VIEWOP_SLICE),
   { .name = "graph.concat", .traits = KL_TRAIT_PURE, .levels = KL_LEVEL_GRAPH, .min_operands = 1, .max_operands = -1,
-    .min_results = 1, .max_results = 1, .verify = verify_graph_op },
-  { .name = "graph.launch", .levels = KL_LEVEL_GRAPH, .min_operands = 0, .max_operands = -1, .min_results = 0,
-    .max_results = -1, .verify = verify_launch,
+    .min_results = 1, .max_results = 1, .verify = verify_graph_op, .infer = infer_concat, .kernel = KL_KERNEL_CONCAT },
+  { .name = "graph.launch", .traits = KL_TRAIT_HOST_PLAN, .levels = KL_LEVEL_GRAPH, .min_operands = 0, .max_operands = -1,
+    .min_results = 0, .max_results = -1, .verify = verify_launch,
     .summary = "host plan step: runs kernel function 'callee' on its operands, producing its results" },
-  GOP("reduce_sum", 1, 0), GOP("reduce_max", 1, 0), GOP("reduce_mean", 1, 0), GOP("softmax", 1, 0),
+  REDUCE("reduce_sum", KL_RED_SUM), REDUCE("reduce_max", KL_RED_MAX), REDUCE("reduce_mean", KL_RED_MEAN),
+  GOP("softmax", 1, 0, .infer = infer_softmax, .kernel = KL_KERNEL_SOFTMAX),
 };
 #undef EW
 #undef IVIEW
+#undef BINARY
+#undef UNARY
+#undef REDUCE
 #undef GOP
 void kl_register_graph_dialect(kl_ctx *ctx) {
   for (size_t i = 0; i < sizeof graph_ops / sizeof *graph_ops; i++) kl_register_op(ctx, &graph_ops[i]);

@@ -25,14 +25,24 @@
  * compares shape and element type.
  * Traits (ir.h): the element-wise ops (binary, unary, clip, where, convert) carry
  * KL_TRAIT_ELEMENTWISE; transpose / reshape / broadcast / slice KL_TRAIT_VIEW (transpose
- * and reshape also KL_TRAIT_INVERTIBLE_VIEW); conv and dot KL_TRAIT_GEMM_ANCHOR. Every
- * graph op is legal at KL_LEVEL_GRAPH only. */
+ * and reshape also KL_TRAIT_INVERTIBLE_VIEW); conv and dot KL_TRAIT_GEMM_ANCHOR; param,
+ * constant and launch KL_TRAIT_HOST_PLAN (param and constant also KL_TRAIT_PLAN_INPUT).
+ * Every graph op is legal at KL_LEVEL_GRAPH only.
+ * Data on the definitions (kl_opdef, ir.h), read through kl_op_kernel_kind / view_kind /
+ * scalar_form / scalar_code: kernel = CONV / DOT (conv, dot), REDUCE (reduce_*),
+ * SOFTMAX, CONCAT; view = BROADCAST / TRANSPOSE / RESHAPE / SLICE; scalar = BINARY with
+ * the kl_binop (add ... pow), UNARY with the kl_unop (neg ... relu), CLIP, WHERE,
+ * CONVERT, REDUCE with the kl_reduce_op (reduce_sum, _max, _mean). Each op but param,
+ * constant and launch (whose result types are given) has its shape/type rule as
+ * kl_opdef.infer. Behaviour of other layers hangs on the definitions as hooks (ir.h):
+ * the reference semantics (KL_HOOK_EVAL, runtime/graph_eval.h). */
 #ifndef KL_DIALECT_GRAPH_H
 #define KL_DIALECT_GRAPH_H
 #include "core/ir.h"
 
 /* Infers the result type of graph op `name` ("graph.add") from operand types and
- * attributes. result_elem: the element type for graph.convert (ignored otherwise).
+ * attributes, through the op definition's infer rule (an op without one: "unknown graph
+ * op"). result_elem: the element type for graph.convert (ignored otherwise).
  * Returns NULL after emitting an error at loc. */
 const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *operand_types,
                               int nattrs, const kl_named_attr *attrs, const kl_type *result_elem);
@@ -46,6 +56,8 @@ kl_op *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc)
 /* Sets the graph's outputs (replacing an earlier func.return). */
 void kl_graph_set_outputs(kl_op *graph, int n, kl_value *const *outs, kl_loc loc);
 kl_block *kl_graph_body(kl_op *graph);
+/* The one identity test for graph.param (a unique op: the inputs of a graph). */
+bool kl_graph_is_param(const kl_op *op);
 /* Params in order of creation; returns count, fills up to max. */
 int kl_graph_params(kl_op *graph, kl_op **out, int max);
 kl_op *kl_graph_param(kl_op *graph, const char *name);

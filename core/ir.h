@@ -58,9 +58,31 @@ enum {
                                       clip, where, convert */
   KL_TRAIT_INVERTIBLE_VIEW = 1u << 11, /* a view (KL_TRAIT_VIEW) mapping coordinates
                                           one-to-one (graph.transpose, graph.reshape) */
-  KL_TRAIT_GEMM_ANCHOR = 1u << 12  /* graph op lowered to a GEMM that epilogues fuse onto
+  KL_TRAIT_GEMM_ANCHOR = 1u << 12, /* graph op lowered to a GEMM that epilogues fuse onto
                                       (graph.conv, graph.dot) */
+  KL_TRAIT_HOST_PLAN   = 1u << 13, /* graph op of the host plan, not a computation: it stays in
+                                      the graph when graph-partition moves the computations
+                                      into kernels (graph.param, graph.constant, graph.launch) */
+  KL_TRAIT_PLAN_INPUT  = 1u << 14  /* host-plan op whose result exists before any kernel runs
+                                      (graph.param, graph.constant) */
 };
+
+/* What a graph op computes, as data on its definition (0 = none), so that passes and the
+ * evaluator read a field instead of comparing names (dialect_graph.h says which op has
+ * which). kernel: the kernel of its own that graph-partition gives the op (REDUCE,
+ * SOFTMAX, CONCAT) or the GEMM an anchor becomes (CONV, DOT). view: which view a
+ * KL_TRAIT_VIEW graph op is. scalar: the element-wise (or per-reduction) form, with
+ * scalar_code its kl_binop / kl_unop / kl_reduce_op (core/scalar_ops.h). */
+typedef enum kl_kernel_kind {
+  KL_KERNEL_NONE, KL_KERNEL_CONV, KL_KERNEL_DOT, KL_KERNEL_REDUCE, KL_KERNEL_SOFTMAX, KL_KERNEL_CONCAT
+} kl_kernel_kind;
+typedef enum kl_view_kind {
+  KL_VIEWOP_NONE, KL_VIEWOP_BROADCAST, KL_VIEWOP_TRANSPOSE, KL_VIEWOP_RESHAPE, KL_VIEWOP_SLICE
+} kl_view_kind;
+typedef enum kl_scalar_form {
+  KL_SCALAR_NONE, KL_SCALAR_BINARY, KL_SCALAR_UNARY, KL_SCALAR_CLIP, KL_SCALAR_WHERE, KL_SCALAR_CONVERT,
+  KL_SCALAR_REDUCE
+} kl_scalar_form;
 
 /* IR levels an op is legal at (kl_opdef.levels, a bitmask; 0 = every level, e.g. the
  * builtin func / arith / scf ops). graph: graph functions and the host plan; kernel:
@@ -102,7 +124,36 @@ struct kl_opdef {
   /* Materialize a constant of type t with value attr (for dialects whose fold
    * produces attributes); NULL = use arith.constant. */
   const char *summary;
+  /* Graph ops: result type from operand types and attributes (kl_graph_infer's contract,
+   * dialect_graph.h); NULL for ops whose type is given (graph.param, graph.constant,
+   * graph.launch). */
+  const kl_type *(*infer)(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *operand_types,
+                          int nattrs, const kl_named_attr *attrs, const kl_type *result_elem);
+  unsigned char kernel;        /* kl_kernel_kind */
+  unsigned char view;          /* kl_view_kind */
+  unsigned char scalar;        /* kl_scalar_form */
+  unsigned char scalar_code;   /* kl_binop / kl_unop / kl_reduce_op of the scalar form */
 };
+
+/* ---- hooks: behaviour attached to op definitions by the layers above the core ----
+ * An "external model" in MLIR's sense: core stores one type-erased function per op and
+ * hook kind in the context; the layer that owns the behaviour attaches it (the
+ * reference evaluator its eval hooks, runtime/graph_eval.h; lower-to-llvm its lowering
+ * hooks, passes/lower_to_llvm.h) and casts it back to its own signature. Any registered
+ * op may get hooks, user ops included; re-registering an op keeps its hooks. */
+typedef enum kl_hook_kind {
+  KL_HOOK_EVAL,        /* reference semantics of a graph op (runtime/graph_eval.h: kl_eval_fn) */
+  KL_HOOK_LOWER_LLVM,  /* LLVM lowering of a loop-level op (passes/lower_to_llvm.h: kl_lower_llvm_fn) */
+  KL_HOOK_COUNT
+} kl_hook_kind;
+typedef void (*kl_hook_fn)(void);
+/* Attaches fn (NULL detaches) as the `kind` hook of registered op `name`, replacing an
+ * earlier one. KL_ERR (with a diagnostic) if no op of that name is registered or kind is
+ * out of range. */
+kl_status kl_opdef_attach(kl_ctx *ctx, kl_hook_kind kind, const char *name, kl_hook_fn fn);
+/* The `kind` hook of op definition def in ctx, or NULL. */
+kl_hook_fn kl_opdef_hook(kl_ctx *ctx, const kl_opdef *def, kl_hook_kind kind);
+static inline kl_hook_fn kl_op_hook(const kl_op *op, kl_hook_kind kind) { return op->def ? kl_opdef_hook(op->ctx, op->def, kind) : NULL; }
 
 /* ---- creation ---- */
 /* Creates a detached op with nregions empty regions. attrs need not be sorted. */
@@ -184,6 +235,11 @@ kl_op **kl_collect_ops(kl_op *root, int *n);
 
 /* ---- traits ---- */
 static inline bool kl_op_has_trait(const kl_op *op, unsigned t) { return op->def && (op->def->traits & t); }
+/* The graph-op data of op's definition (0 / KL_*_NONE for unregistered ops). */
+static inline kl_kernel_kind kl_op_kernel_kind(const kl_op *op) { return op->def ? (kl_kernel_kind)op->def->kernel : KL_KERNEL_NONE; }
+static inline kl_view_kind kl_op_view_kind(const kl_op *op) { return op->def ? (kl_view_kind)op->def->view : KL_VIEWOP_NONE; }
+static inline kl_scalar_form kl_op_scalar_form(const kl_op *op) { return op->def ? (kl_scalar_form)op->def->scalar : KL_SCALAR_NONE; }
+static inline int kl_op_scalar_code(const kl_op *op) { return op->def ? op->def->scalar_code : 0; }
 /* Legal at IR level `level` (KL_LEVEL_*): a registered op whose levels are 0 or include
  * it; an unregistered op only when it is not in a dialect that has levels ("rock.",
  * "graph."). */

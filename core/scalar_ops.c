@@ -19,11 +19,12 @@ int kl_binop_from_name(const char *name) { return find_name(binop_names, KL_BIN_
 const char *kl_unop_name(kl_unop op) { return op >= 0 && op < KL_UN_COUNT ? unop_names[op] : "?"; }
 int kl_unop_from_name(const char *name) { return find_name(unop_names, KL_UN_COUNT, name); }
 const char *kl_reduce_name(kl_reduce_op op) { return op >= 0 && op < KL_RED_COUNT ? reduce_names[op] : "?"; }
+static const char *const reduce_kinds[KL_RED_COUNT] = {"sum", "max", "mean", "min"};
+const char *kl_reduce_kind_name(kl_reduce_op op) { return op >= 0 && op < KL_RED_COUNT ? reduce_kinds[op] : "?"; }
 int kl_reduce_from_name(const char *name) {
   int i = find_name(reduce_names, KL_RED_COUNT, name);
   if (i >= 0 || !name) return i;
-  static const char *const shortn[KL_RED_COUNT] = {"sum", "max", "mean", "min"};
-  return find_name(shortn, KL_RED_COUNT, name);
+  return find_name(reduce_kinds, KL_RED_COUNT, name);
 }
 
 /* ---------------------------------------------------------------- scalar semantics */

@@ -24,6 +24,7 @@ int         kl_binop_from_name(const char *name);
 const char *kl_unop_name(kl_unop op);
 int         kl_unop_from_name(const char *name);
 const char *kl_reduce_name(kl_reduce_op op);
+const char *kl_reduce_kind_name(kl_reduce_op op);   /* without the prefix: "sum" (rock.reduce's kind) */
 int         kl_reduce_from_name(const char *name);
 /* Scalar semantics of the element-wise ops (double path and int64 path). */
 double  kl_binop_f64(kl_binop op, double a, double b);

@@ -254,7 +254,7 @@ static int g_params(lua_State *L) {
   lua_newtable(L);
   int i = 0;
   for (kl_op *o = kl_graph_body(g)->first; o; o = o->next) {
-    if (strcmp(o->name, "graph.param")) continue;
+    if (!kl_graph_is_param(o)) continue;
     lua_createtable(L, 0, 2);
     lua_pushstring(L, kl_op_attr_string(o, "name")); lua_setfield(L, -2, "name");
     kl_lua__push(L, c, KL_LH_VALUE, &o->results[0]); lua_setfield(L, -2, "value");

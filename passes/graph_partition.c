@@ -61,7 +61,18 @@ typedef struct part {
 } part;
 
 static bool is_ew(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_ELEMENTWISE); }
-static bool is_view(const kl_op *op) { return op->def && op->def->levels == KL_LEVEL_GRAPH && kl_op_has_trait(op, KL_TRAIT_VIEW); }
+static bool is_view(const kl_op *op) { return kl_pu_is_graph_view(op); }
+static bool is_plan(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_HOST_PLAN); }
+/* The kernel kind of an op that gets a kernel of its own (kl_opdef.kernel), else -1. A
+ * concat is an element-wise kernel (graph-to-rock sees the concat at its root). */
+static int own_kernel(const kl_op *op) {
+  switch (kl_op_kernel_kind(op)) {
+  case KL_KERNEL_REDUCE: return K_REDUCE;
+  case KL_KERNEL_SOFTMAX: return K_SOFTMAX;
+  case KL_KERNEL_CONCAT: return K_EW;
+  default: return -1;
+  }
+}
 static bool is_anchor(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_GEMM_ANCHOR); }
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
@@ -216,8 +227,7 @@ static int cmp_group(const void *x, const void *y) {
 static void remove_dead(kl_block *body) {
   for (kl_op *op = body->last, *prev; op; op = prev) {
     prev = op->prev;
-    if (!strcmp(op->name, "graph.param") || !strcmp(op->name, "graph.constant") || !strcmp(op->name, "graph.launch") ||
-        kl_op_has_trait(op, KL_TRAIT_TERMINATOR) || !kl_op_results_unused(op))
+    if (is_plan(op) || kl_op_has_trait(op, KL_TRAIT_TERMINATOR) || !kl_op_results_unused(op))
       continue;
     kl_op_erase(op);
   }
@@ -317,9 +327,8 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
   /* pass 2: groups, last op first */
   for (int pos = p->nops - 1; pos >= 0 && st == KL_OK; pos--) {
     kl_op *op = p->ops[pos];
-    const char *n = op->name;
     if (p->chain_root_of[pos] >= 0) { build_anchor_group(p, p->chain_root_of[pos]); continue; }
-    if (!strcmp(n, "graph.param") || !strcmp(n, "graph.constant") || !strcmp(n, "graph.launch") || op == ret) continue;
+    if (is_plan(op) || op == ret) continue;
     if (p->assigned[pos] >= 0 || p->chain_owner[pos] >= 0) continue;
     if (is_ew(op)) {
       group *g = new_group(p, K_EW, kl_op_result(op, 0), false, pos);
@@ -335,8 +344,8 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
       g->member[pos] = 1;
       absorb_operands(p, g, op, true);
       grow(p, g, pos);
-    } else if (!strncmp(n, "graph.reduce_", 13) || !strcmp(n, "graph.softmax") || !strcmp(n, "graph.concat")) {
-      int kind = !strcmp(n, "graph.softmax") ? K_SOFTMAX : !strcmp(n, "graph.concat") ? K_EW : K_REDUCE;
+    } else if (own_kernel(op) >= 0) {
+      int kind = own_kernel(op);
       group *g = new_group(p, kind, kl_op_result(op, 0), false, pos);
       g->member[pos] = 1;
       p->assigned[pos] = (int)(g - p->groups);
@@ -344,13 +353,13 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
     } else if (is_anchor(op)) {
       continue;   /* grouped at its chain root */
     } else {
-      st = kl_emit_error(ctx, op->loc, "graph-partition: cannot place op '%s' in a kernel", n);
+      st = kl_emit_error(ctx, op->loc, "graph-partition: cannot place op '%s' in a kernel", op->name);
     }
   }
   /* outputs that are params / constants (or block arguments) themselves: copies */
   for (i = 0; i < ret->nopnds && st == KL_OK; i++) {
     kl_value *v = ret->opnds[i].value;
-    bool copy = !v->def || !strcmp(v->def->name, "graph.param") || !strcmp(v->def->name, "graph.constant");
+    bool copy = !v->def || kl_op_has_trait(v->def, KL_TRAIT_PLAN_INPUT);
     for (int j = 0; j < i && copy; j++) copy = ret->opnds[j].value != v;
     if (copy) new_group(p, K_EW, v, true, p->nops);
   }
@@ -364,14 +373,12 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
     /* everything but params, constants, launches and the return goes */
     for (i = p->nops - 1; i >= 0; i--) {
       kl_op *op = p->ops[i];
-      const char *n = op->name;
-      if (!strcmp(n, "graph.param") || !strcmp(n, "graph.constant") || !strcmp(n, "graph.launch") || op == ret) continue;
+      if (is_plan(op) || op == ret) continue;
       kl_op_drop_all_uses(op);
     }
     for (i = p->nops - 1; i >= 0; i--) {
       kl_op *op = p->ops[i];
-      const char *n = op->name;
-      if (!strcmp(n, "graph.param") || !strcmp(n, "graph.constant") || !strcmp(n, "graph.launch") || op == ret) continue;
+      if (is_plan(op) || op == ret) continue;
       if (kl_op_erase(op) != KL_OK) st = KL_ERR;
     }
   }

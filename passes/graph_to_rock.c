@@ -94,8 +94,7 @@ static kl_value *chain(g2r *g, kl_value *base, int n, const kl_view *const *step
 }
 
 /* A graph view op (rock.transform is a view too, but of buffers, not of graph tensors). */
-static bool is_graph_view(const kl_op *op) { return op->def && op->def->levels == KL_LEVEL_GRAPH && kl_op_has_trait(op, KL_TRAIT_VIEW); }
-static bool is_view_value(kl_value *v) { return v->def && is_graph_view(v->def); }
+static bool is_view_value(kl_value *v) { return v->def && kl_pu_is_graph_view(v->def); }
 
 /* Follows graph view ops from v down to a non-view value, appending their views to
  * *steps. Returns the value below the views (NULL after an error). */
@@ -243,15 +242,15 @@ static void int_range(const kl_type *t, double *lo, double *hi) {
   }
 }
 
-/* The scalar computation of graph element-wise op `op` on operands x[]. */
+/* The scalar computation of graph element-wise op `op` on operands x[] (by its
+ * definition's scalar form and code). */
 static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
-  const char *n = op->name + 6;   /* after "graph." */
   kl_loc loc = op->loc;
   const kl_type *rt = op->results[0].type->elem;
   bool f = kl_type_is_float(rt);
-  int b = kl_binop_from_name(n), u = kl_unop_from_name(n);
-  if (b >= 0) {
-    switch ((kl_binop)b) {
+  kl_scalar_form form = kl_op_scalar_form(op);
+  if (form == KL_SCALAR_BINARY) {
+    switch ((kl_binop)kl_op_scalar_code(op)) {
     case KL_BIN_ADD: return bin(c, f ? "arith.addf" : "arith.addi", loc, x[0], x[1]);
     case KL_BIN_SUB: return bin(c, f ? "arith.subf" : "arith.subi", loc, x[0], x[1]);
     case KL_BIN_MUL: return bin(c, f ? "arith.mulf" : "arith.muli", loc, x[0], x[1]);
@@ -262,9 +261,9 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
     default: break;
     }
   }
-  if (u >= 0) {
+  if (form == KL_SCALAR_UNARY) {
     kl_value *a = x[0];
-    switch ((kl_unop)u) {
+    switch ((kl_unop)kl_op_scalar_code(op)) {
     case KL_UN_NEG: return f ? un(c, "arith.negf", loc, a) : bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a);
     case KL_UN_ABS:
       return f ? un(c, "math.absf", loc, a) : bin(c, "arith.maxsi", loc, a, bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a));
@@ -286,7 +285,7 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
     default: break;
     }
   }
-  if (!strcmp(n, "clip")) {
+  if (form == KL_SCALAR_CLIP) {
     double lo = 0, hi = 0;
     kl_op_attr_f64(op, "min", &lo);
     kl_op_attr_f64(op, "max", &hi);
@@ -302,11 +301,11 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
     hi = hi < tlo ? tlo : hi > thi ? thi : hi;
     return bin(c, "arith.minsi", loc, bin(c, "arith.maxsi", loc, x[0], scst(c, rt, lo, loc)), scst(c, rt, hi, loc));
   }
-  if (!strcmp(n, "where")) {
+  if (form == KL_SCALAR_WHERE) {
     kl_value *cond = x[0]->type->kind == KL_TY_I1 ? x[0] : cmp_ne0(c, loc, x[0]);
     return sel(c, loc, cond, x[1], x[2]);
   }
-  if (!strcmp(n, "convert")) return convert(c, loc, x[0], rt);
+  if (form == KL_SCALAR_CONVERT) return convert(c, loc, x[0], rt);
   kl_emit_error(c->g->ctx, loc, "graph-to-rock: no scalar form for '%s'", op->name);
   c->failed = true;
   return NULL;
@@ -428,7 +427,7 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
     if (f->stage == SF_NEW) {
       r = memo_find(c, f->v, f->n, f->steps);
       if (r) { ret = r; nf--; continue; }      /* already memoized */
-      if (def && is_graph_view(def)) {
+      if (def && kl_pu_is_graph_view(def)) {
         const kl_view *vw = keep(g, kl_pu_graph_view(def));
         if (!vw) break;
         f->stage = SF_VIEW;
@@ -579,7 +578,7 @@ static kl_status lower_gemm(g2r *g, kl_block *ob, kl_value *root, kl_value *out)
   if (!anchor) return kl_emit_error(ctx, root->def ? root->def->loc : KL_LOC_UNKNOWN, "graph-to-rock: gemm group without conv or dot");
   kl_value *ares = kl_op_result(anchor, 0);
   kl_loc loc = anchor->loc;
-  bool is_conv = !strcmp(anchor->name, "graph.conv");
+  bool is_conv = kl_op_kernel_kind(anchor) == KL_KERNEL_CONV;
   if (root == ares) return is_conv ? emit_conv(g, anchor, out) : emit_dot(g, anchor, out);
   /* an epilogue (or output views): build the element-wise body first */
   cluster c = { .g = g, .rb = kl_block_create(ctx), .special = ares };
@@ -622,10 +621,11 @@ static kl_status lower_reduce(g2r *g, kl_op *red, kl_value *out) {
   for (int i = 0; i < na; i++) { int64_t ax = a64[i] < 0 ? a64[i] + it->rank : a64[i]; if (ax >= 0 && ax < it->rank) reduced[ax] = true; }
   int64_t axes[KL_VIEW_MAX_DIMS]; int nax = 0;
   for (int i = 0; i < it->rank; i++) if (reduced[i]) axes[nax++] = i;
-  const char *kind = red->name + strlen("graph.reduce_");
+  kl_reduce_op rop = (kl_reduce_op)kl_op_scalar_code(red);
+  const char *kind = kl_reduce_kind_name(rop);   /* rock.reduce's kind: "sum", "max", ... */
   if (!kl_pu_nonempty(ot)) return KL_OK;
   if (!kl_pu_nonempty(it)) {
-    fill(g, out, !strcmp(kind, "sum") ? 0 : !strcmp(kind, "max") ? -INFINITY : !strcmp(kind, "min") ? INFINITY :
+    fill(g, out, rop == KL_RED_SUM ? 0 : rop == KL_RED_MAX ? -INFINITY : rop == KL_RED_MIN ? INFINITY :
                  (kl_type_is_float(ot->elem) ? NAN : 0), red->loc);
     return KL_OK;
   }
@@ -705,7 +705,7 @@ static kl_status lower_concat(g2r *g, kl_op *cat, kl_value *out) {
 }
 
 static kl_status lower_elementwise(g2r *g, kl_value *root, kl_value *out) {
-  if (root->def && !strcmp(root->def->name, "graph.concat")) return lower_concat(g, root->def, out);
+  if (root->def && kl_op_kernel_kind(root->def) == KL_KERNEL_CONCAT) return lower_concat(g, root->def, out);
   cluster c = { .g = g, .rb = kl_block_create(g->ctx) };
   kl_value *r = emit_scalar(&c, root, 0, NULL);
   if (!r) { cluster_free(&c); return KL_ERR; }
@@ -747,8 +747,8 @@ static kl_status convert_group(kl_op *fn) {
     kl_op *rd = root->def;
     if (!kl_pu_nonempty(root->type)) continue;    /* nothing to write */
     if (!strcmp(kind, "gemm")) st = lower_gemm(g, ob, root, outs[i]);
-    else if (!strcmp(kind, "reduce") && rd && !strncmp(rd->name, "graph.reduce_", 13)) st = lower_reduce(g, rd, outs[i]);
-    else if (!strcmp(kind, "softmax") && rd && !strcmp(rd->name, "graph.softmax")) st = lower_softmax(g, rd, outs[i]);
+    else if (!strcmp(kind, "reduce") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_REDUCE) st = lower_reduce(g, rd, outs[i]);
+    else if (!strcmp(kind, "softmax") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_SOFTMAX) st = lower_softmax(g, rd, outs[i]);
     else if (!strcmp(kind, "elementwise")) st = lower_elementwise(g, root, outs[i]);
     else st = kl_emit_error(ctx, fn->loc, "graph-to-rock: unknown or inconsistent kernel kind '%s'", kind);
   }

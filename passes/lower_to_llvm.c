@@ -1,4 +1,6 @@
-/* lower_to_llvm.c — loop-level kernel IR to LLVM IR (host, NVPTX, AMDGPU hooks). */
+/* lower_to_llvm.c — loop-level kernel IR to LLVM IR (host, NVPTX, AMDGPU): the kernel
+ * ABI, and one lowering hook per loop-level op attached to its op definition
+ * (KL_HOOK_LOWER_LLVM); each op is lowered through its definition's hook. */
 #include "passes/lower_to_llvm.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
@@ -11,7 +13,7 @@
 
 typedef struct { kl_value *k; LLVMValueRef v; } vslot;
 
-typedef struct lw {
+struct kl_llvm_lowering {
   kl_ctx *ctx;
   const kl_target *t;
   LLVMContextRef c;
@@ -24,7 +26,8 @@ typedef struct lw {
   vslot *slots; int nslots, capslots;
   bool failed;
   int nlds;
-} lw;
+};
+typedef kl_llvm_lowering lw;
 
 /* ---- value map ---- */
 static uint64_t hptr(const void *p) { uint64_t x = (uintptr_t)p; x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull; return x ^ (x >> 29); }
@@ -179,98 +182,139 @@ static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
   return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, e, zero, ""), negr, r, "");
 }
 
-static LLVMValueRef lower_arith(lw *L, kl_op *op, LLVMValueRef *a) {
-  const char *n = op->name;
-  const kl_type *t = op->nopnds ? op->opnds[0].value->type : op->results[0].type;
-  const kl_type *rt = op->nresults ? op->results[0].type : NULL;
-  if (!strncmp(n, "arith.", 6) && (n[strlen(n) - 1] == 'f' && strcmp(n, "arith.cmpf") && strcmp(n, "arith.truncf") && strcmp(n, "arith.extf"))) {
-    /* float binary/unary op: compute in f32 for halves */
-    LLVMValueRef x = ext_f32(L, a[0], t), y = op->nopnds > 1 ? ext_f32(L, a[1], t) : NULL, r = NULL;
+/* ---- value ops (arith / math): one result from the lowered operands a[] ---- */
+typedef LLVMValueRef (*value_fn)(lw *L, kl_op *op, LLVMValueRef *a);
+static const kl_type *in_type(const kl_op *op) { return op->nopnds ? op->opnds[0].value->type : op->results[0].type; }
 
-    if (!strcmp(n, "arith.addf")) r = LLVMBuildFAdd(L->b, x, y, "");
-    else if (!strcmp(n, "arith.subf")) r = LLVMBuildFSub(L->b, x, y, "");
-    else if (!strcmp(n, "arith.mulf")) r = LLVMBuildFMul(L->b, x, y, "");
-    else if (!strcmp(n, "arith.divf")) r = LLVMBuildFDiv(L->b, x, y, "");
-    else if (!strcmp(n, "arith.remf")) r = LLVMBuildFRem(L->b, x, y, "");
-    else if (!strcmp(n, "arith.maxf")) r = kl_llvm_max_nan(L->b, x, y, 0);
-    else if (!strcmp(n, "arith.minf")) r = kl_llvm_max_nan(L->b, x, y, 1);
-    else if (!strcmp(n, "arith.negf")) r = LLVMBuildFNeg(L->b, x, "");
-    if (r) return trunc_back(L, r, rt);
+/* float binary/unary ops: computed in f32 for halves (extend, compute, truncate back) */
+typedef enum { F_ADD, F_SUB, F_MUL, F_DIV, F_REM, F_MAX, F_MIN, F_NEG } float_kind;
+static LLVMValueRef float_arith(lw *L, kl_op *op, LLVMValueRef *a, float_kind k) {
+  const kl_type *t = in_type(op);
+  LLVMValueRef x = ext_f32(L, a[0], t), y = op->nopnds > 1 ? ext_f32(L, a[1], t) : NULL, r = NULL;
+  switch (k) {
+  case F_ADD: r = LLVMBuildFAdd(L->b, x, y, ""); break;
+  case F_SUB: r = LLVMBuildFSub(L->b, x, y, ""); break;
+  case F_MUL: r = LLVMBuildFMul(L->b, x, y, ""); break;
+  case F_DIV: r = LLVMBuildFDiv(L->b, x, y, ""); break;
+  case F_REM: r = LLVMBuildFRem(L->b, x, y, ""); break;
+  case F_MAX: r = kl_llvm_max_nan(L->b, x, y, 0); break;
+  case F_MIN: r = kl_llvm_max_nan(L->b, x, y, 1); break;
+  case F_NEG: r = LLVMBuildFNeg(L->b, x, ""); break;
   }
-  if (!strcmp(n, "math.powf")) {
-    LLVMValueRef x = ext_f32(L, a[0], t), y = ext_f32(L, a[1], t);
-    LLVMTypeRef ct = LLVMTypeOf(x);
-    if (LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind) return trunc_back(L, kl_llvm_pow_f32(L->b, x, y), rt);
-    if (L->t->arch != KL_ARCH_HOST) { fail(L, op, "%s", "f64 pow is supported on the host only"); return NULL; }
-    LLVMValueRef xy[2] = { x, y };
-    return call_intr(L, "llvm.pow", &ct, 1, xy, 2);
-  }
-  if (!strcmp(n, "math.ipowi")) return ipow(L, op, a[0], a[1]);
-  if (!strncmp(n, "math.", 5)) {
-    LLVMValueRef x = ext_f32(L, a[0], t), r;
-    LLVMTypeRef ct = LLVMTypeOf(x);
-    bool f32 = LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind;
-    if (!f32 && L->t->arch != KL_ARCH_HOST && strcmp(n, "math.sqrt") && strcmp(n, "math.absf") && strcmp(n, "math.rsqrt")) {
-      fail(L, op, "%s: f64 transcendental functions are supported on the host only", n);
-      return NULL;
-    }
-    if (!strcmp(n, "math.exp")) r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1);
-    else if (!strcmp(n, "math.log")) r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1);
-    else if (!strcmp(n, "math.sqrt")) r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
-    else if (!strcmp(n, "math.absf")) r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1);
-    else if (!strcmp(n, "math.rsqrt")) {
-      LLVMValueRef s = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
-      r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
-    } else if (!strcmp(n, "math.tanh")) {
-      if (!f32) { fail(L, op, "%s", "tanh is implemented for f32 (and f16/bf16 via f32)"); return NULL; }
-      r = kl_llvm_tanh_f32(L->b, x);
-    }
-    else return NULL;
-    return trunc_back(L, r, rt);
-  }
-  if (!strcmp(n, "arith.addi")) return LLVMBuildAdd(L->b, a[0], a[1], "");
-  if (!strcmp(n, "arith.subi")) return LLVMBuildSub(L->b, a[0], a[1], "");
-  if (!strcmp(n, "arith.muli")) return LLVMBuildMul(L->b, a[0], a[1], "");
-  if (!strcmp(n, "arith.divsi")) return safe_sdiv(L, a[0], a[1], t, false);
-  if (!strcmp(n, "arith.remsi")) return safe_sdiv(L, a[0], a[1], t, true);
-  if (!strcmp(n, "arith.andi")) return LLVMBuildAnd(L->b, a[0], a[1], "");
-  if (!strcmp(n, "arith.ori")) return LLVMBuildOr(L->b, a[0], a[1], "");
-  if (!strcmp(n, "arith.xori")) return LLVMBuildXor(L->b, a[0], a[1], "");
-  if (!strcmp(n, "arith.maxsi")) return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a[0], a[1], ""), a[0], a[1], "");
-  if (!strcmp(n, "arith.minsi")) return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a[0], a[1], ""), a[0], a[1], "");
-  if (!strcmp(n, "arith.select")) return LLVMBuildSelect(L->b, a[0], a[1], a[2], "");
-  if (!strcmp(n, "arith.cmpi") || !strcmp(n, "arith.cmpf")) {
-    const char *p = kl_op_attr_string(op, "predicate");
-    static const char *names[] = { "eq", "ne", "lt", "le", "gt", "ge" };
-    static const LLVMIntPredicate ip[] = { LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE };
-    static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE };
-    for (int i = 0; i < 6; i++) if (!strcmp(p, names[i])) {
-      if (n[9] == 'i') return LLVMBuildICmp(L->b, ip[i], a[0], a[1], "");
-      return kl_llvm_fcmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t));
-    }
+  return trunc_back(L, r, op->results[0].type);
+}
+static LLVMValueRef v_addf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_ADD); }
+static LLVMValueRef v_subf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_SUB); }
+static LLVMValueRef v_mulf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_MUL); }
+static LLVMValueRef v_divf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_DIV); }
+static LLVMValueRef v_remf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_REM); }
+static LLVMValueRef v_maxf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_MAX); }
+static LLVMValueRef v_minf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_MIN); }
+static LLVMValueRef v_negf(lw *L, kl_op *op, LLVMValueRef *a) { return float_arith(L, op, a, F_NEG); }
+
+static LLVMValueRef v_powf(lw *L, kl_op *op, LLVMValueRef *a) {
+  const kl_type *t = in_type(op);
+  LLVMValueRef x = ext_f32(L, a[0], t), y = ext_f32(L, a[1], t);
+  LLVMTypeRef ct = LLVMTypeOf(x);
+  if (LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind) return trunc_back(L, kl_llvm_pow_f32(L->b, x, y), op->results[0].type);
+  if (L->t->arch != KL_ARCH_HOST) { fail(L, op, "%s", "f64 pow is supported on the host only"); return NULL; }
+  LLVMValueRef xy[2] = { x, y };
+  return call_intr(L, "llvm.pow", &ct, 1, xy, 2);
+}
+static LLVMValueRef v_ipowi(lw *L, kl_op *op, LLVMValueRef *a) { return ipow(L, op, a[0], a[1]); }
+
+/* math functions: f32 polynomials (llvm_math.h) or LLVM intrinsics; f64 on GPUs only
+ * where the intrinsic is exact (sqrt, fabs, rsqrt) */
+typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH } math_kind;
+static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
+  const kl_type *t = in_type(op);
+  LLVMValueRef x = ext_f32(L, a[0], t), r = NULL;
+  LLVMTypeRef ct = LLVMTypeOf(x);
+  bool f32 = LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind;
+  if (!f32 && L->t->arch != KL_ARCH_HOST && k != M_SQRT && k != M_ABS && k != M_RSQRT) {
+    fail(L, op, "%s: f64 transcendental functions are supported on the host only", op->name);
     return NULL;
   }
-  LLVMTypeRef rty = rt ? ll_type(L, rt) : NULL;
-  bool src_i1 = elem_of(t)->kind == KL_TY_I1;
-  if (!strcmp(n, "arith.sitofp")) return src_i1 ? LLVMBuildUIToFP(L->b, a[0], rty, "") : LLVMBuildSIToFP(L->b, a[0], rty, "");
-  if (!strcmp(n, "arith.fptosi")) {
-    LLVMTypeRef ov[2] = { rty, LLVMTypeOf(a[0]) };
-    return call_intr(L, "llvm.fptosi.sat", ov, 2, a, 1);
+  switch (k) {
+  case M_EXP: r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1); break;
+  case M_LOG: r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1); break;
+  case M_SQRT: r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1); break;
+  case M_ABS: r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1); break;
+  case M_RSQRT: {
+    LLVMValueRef s = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
+    r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
+    break;
   }
-  if (!strcmp(n, "arith.extf")) return LLVMBuildFPExt(L->b, a[0], rty, "");
-  if (!strcmp(n, "arith.truncf")) {
-    /* f32/f64 -> f16/bf16 (or f64 -> f32): a single rounding */
-    return LLVMBuildFPTrunc(L->b, a[0], rty, "");
+  case M_TANH:
+    if (!f32) { fail(L, op, "%s", "tanh is implemented for f32 (and f16/bf16 via f32)"); return NULL; }
+    r = kl_llvm_tanh_f32(L->b, x);
+    break;
   }
-  if (!strcmp(n, "arith.extsi")) return src_i1 ? LLVMBuildZExt(L->b, a[0], rty, "") : LLVMBuildSExt(L->b, a[0], rty, "");
-  if (!strcmp(n, "arith.trunci")) return LLVMBuildTrunc(L->b, a[0], rty, "");
-  if (!strcmp(n, "arith.index_cast")) {
-    unsigned from = LLVMGetIntTypeWidth(scalar_of(LLVMTypeOf(a[0])));
-    unsigned to = LLVMGetIntTypeWidth(scalar_of(rty));
-    if (from == to) return a[0];
-    return from < to ? (src_i1 ? LLVMBuildZExt(L->b, a[0], rty, "") : LLVMBuildSExt(L->b, a[0], rty, "")) : LLVMBuildTrunc(L->b, a[0], rty, "");
+  return trunc_back(L, r, op->results[0].type);
+}
+static LLVMValueRef v_exp(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_EXP); }
+static LLVMValueRef v_log(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_LOG); }
+static LLVMValueRef v_sqrt(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_SQRT); }
+static LLVMValueRef v_absf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ABS); }
+static LLVMValueRef v_rsqrt(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_RSQRT); }
+static LLVMValueRef v_tanh(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_TANH); }
+
+/* integer ops */
+static LLVMValueRef v_addi(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildAdd(L->b, a[0], a[1], ""); }
+static LLVMValueRef v_subi(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildSub(L->b, a[0], a[1], ""); }
+static LLVMValueRef v_muli(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildMul(L->b, a[0], a[1], ""); }
+static LLVMValueRef v_divsi(lw *L, kl_op *op, LLVMValueRef *a) { return safe_sdiv(L, a[0], a[1], in_type(op), false); }
+static LLVMValueRef v_remsi(lw *L, kl_op *op, LLVMValueRef *a) { return safe_sdiv(L, a[0], a[1], in_type(op), true); }
+static LLVMValueRef v_andi(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildAnd(L->b, a[0], a[1], ""); }
+static LLVMValueRef v_ori(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildOr(L->b, a[0], a[1], ""); }
+static LLVMValueRef v_xori(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildXor(L->b, a[0], a[1], ""); }
+static LLVMValueRef v_maxsi(lw *L, kl_op *op, LLVMValueRef *a) {
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a[0], a[1], ""), a[0], a[1], "");
+}
+static LLVMValueRef v_minsi(lw *L, kl_op *op, LLVMValueRef *a) {
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a[0], a[1], ""), a[0], a[1], "");
+}
+static LLVMValueRef v_select(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildSelect(L->b, a[0], a[1], a[2], ""); }
+
+/* comparisons: predicate eq/ne/lt/le/gt/ge (signed; ordered for floats except ne) */
+static LLVMValueRef compare(lw *L, kl_op *op, LLVMValueRef *a, bool ints) {
+  const char *p = kl_op_attr_string(op, "predicate");
+  static const char *names[] = { "eq", "ne", "lt", "le", "gt", "ge" };
+  static const LLVMIntPredicate ip[] = { LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE };
+  static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE };
+  const kl_type *t = in_type(op);
+  for (int i = 0; i < 6; i++) if (!strcmp(p, names[i])) {
+    if (ints) return LLVMBuildICmp(L->b, ip[i], a[0], a[1], "");
+    return kl_llvm_fcmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t));
   }
   return NULL;
+}
+static LLVMValueRef v_cmpi(lw *L, kl_op *op, LLVMValueRef *a) { return compare(L, op, a, true); }
+static LLVMValueRef v_cmpf(lw *L, kl_op *op, LLVMValueRef *a) { return compare(L, op, a, false); }
+
+/* casts (an i1 source is unsigned) */
+static LLVMTypeRef result_ll(lw *L, kl_op *op) { return ll_type(L, op->results[0].type); }
+static bool src_i1(const kl_op *op) { return elem_of(in_type(op))->kind == KL_TY_I1; }
+static LLVMValueRef v_sitofp(lw *L, kl_op *op, LLVMValueRef *a) {
+  return src_i1(op) ? LLVMBuildUIToFP(L->b, a[0], result_ll(L, op), "") : LLVMBuildSIToFP(L->b, a[0], result_ll(L, op), "");
+}
+static LLVMValueRef v_fptosi(lw *L, kl_op *op, LLVMValueRef *a) {
+  LLVMTypeRef ov[2] = { result_ll(L, op), LLVMTypeOf(a[0]) };
+  return call_intr(L, "llvm.fptosi.sat", ov, 2, a, 1);
+}
+static LLVMValueRef v_extf(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildFPExt(L->b, a[0], result_ll(L, op), ""); }
+/* f32/f64 -> f16/bf16 (or f64 -> f32): a single rounding */
+static LLVMValueRef v_truncf(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildFPTrunc(L->b, a[0], result_ll(L, op), ""); }
+static LLVMValueRef v_extsi(lw *L, kl_op *op, LLVMValueRef *a) {
+  return src_i1(op) ? LLVMBuildZExt(L->b, a[0], result_ll(L, op), "") : LLVMBuildSExt(L->b, a[0], result_ll(L, op), "");
+}
+static LLVMValueRef v_trunci(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildTrunc(L->b, a[0], result_ll(L, op), ""); }
+static LLVMValueRef v_index_cast(lw *L, kl_op *op, LLVMValueRef *a) {
+  LLVMTypeRef rty = result_ll(L, op);
+  unsigned from = LLVMGetIntTypeWidth(scalar_of(LLVMTypeOf(a[0])));
+  unsigned to = LLVMGetIntTypeWidth(scalar_of(rty));
+  if (from == to) return a[0];
+  return from < to ? (src_i1(op) ? LLVMBuildZExt(L->b, a[0], rty, "") : LLVMBuildSExt(L->b, a[0], rty, "")) : LLVMBuildTrunc(L->b, a[0], rty, "");
 }
 
 /* ---- memory ---- */
@@ -436,8 +480,95 @@ static bool lower_if(lw *L, kl_op *op) {
   return true;
 }
 
+/* ---- op hooks (KL_HOOK_LOWER_LLVM): one per loop-level op, attached to the op
+ * definitions by kl_lower_llvm_register; lower_op dispatches through op->def ---- */
+
+/* The lowered operands (at most 8), each of which must exist. */
+static bool operands(lw *L, kl_op *op, LLVMValueRef *args) {
+  for (int i = 0; i < op->nopnds && i < 8; i++) {
+    args[i] = vget(L, op->opnds[i].value);
+    if (!args[i]) return fail(L, op, "operand %s has no lowered value", "");
+  }
+  return true;
+}
+static bool value_op(lw *L, kl_op *op, value_fn build) {
+  LLVMValueRef args[8];
+  if (!operands(L, op, args)) return false;
+  if (op->nopnds > 8) return fail(L, op, "%s", "too many operands");
+  if (op->nresults != 1) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
+  LLVMValueRef r = build(L, op, args);
+  if (!r) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
+  vset(L, &op->results[0], r);
+  return true;
+}
+#define VALUE_HOOK(v) static bool h_##v(lw *L, kl_op *op) { return value_op(L, op, v_##v); }
+VALUE_HOOK(addf) VALUE_HOOK(subf) VALUE_HOOK(mulf) VALUE_HOOK(divf) VALUE_HOOK(remf) VALUE_HOOK(maxf) VALUE_HOOK(minf)
+VALUE_HOOK(negf) VALUE_HOOK(powf) VALUE_HOOK(ipowi) VALUE_HOOK(exp) VALUE_HOOK(log) VALUE_HOOK(sqrt) VALUE_HOOK(absf)
+VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
+VALUE_HOOK(andi) VALUE_HOOK(ori) VALUE_HOOK(xori) VALUE_HOOK(maxsi) VALUE_HOOK(minsi) VALUE_HOOK(select) VALUE_HOOK(cmpi)
+VALUE_HOOK(cmpf) VALUE_HOOK(sitofp) VALUE_HOOK(fptosi) VALUE_HOOK(extf) VALUE_HOOK(truncf) VALUE_HOOK(extsi)
+VALUE_HOOK(trunci) VALUE_HOOK(index_cast)
+#undef VALUE_HOOK
+
+static bool h_nothing(lw *L, kl_op *op) { return true; }   /* scf.yield, rock.yield: read by the parent */
+static bool h_return(lw *L, kl_op *op) { LLVMBuildRetVoid(L->b); return true; }
+static bool h_constant(lw *L, kl_op *op) { vset(L, &op->results[0], constant(L, op)); return true; }
+
+/* memory: rock.load / rock.store address their element themselves (address()) */
+static bool h_load(lw *L, kl_op *op) {
+  LLVMTypeRef et;
+  LLVMValueRef p = address(L, op, 0, &et);
+  const kl_type *rt = op->results[0].type;
+  /* i1 buffers hold a byte per element; LLVM's <N x i1> in memory is bit-packed */
+  bool bytes = rt->kind == KL_TY_VECTOR && rt->elem->kind == KL_TY_I1;
+  LLVMTypeRef lt = bytes ? LLVMVectorType(LLVMInt8TypeInContext(L->c), (unsigned)rt->shape[0]) : ll_type(L, rt);
+  LLVMValueRef v = LLVMBuildLoad2(L->b, lt, p, "");
+  LLVMSetAlignment(v, access_align(L, rt));
+  vset(L, &op->results[0], bytes ? LLVMBuildTrunc(L->b, v, ll_type(L, rt), "") : v);
+  return true;
+}
+static bool h_store(lw *L, kl_op *op) {
+  LLVMTypeRef et;
+  LLVMValueRef p = address(L, op, 1, &et), x = vget(L, op->opnds[0].value);
+  const kl_type *vt = op->opnds[0].value->type;
+  if (vt->kind == KL_TY_VECTOR && vt->elem->kind == KL_TY_I1)   /* one byte per element, as rock.load */
+    x = LLVMBuildZExt(L->b, x, LLVMVectorType(LLVMInt8TypeInContext(L->c), (unsigned)vt->shape[0]), "");
+  LLVMValueRef s = LLVMBuildStore(L->b, x, p);
+  LLVMSetAlignment(s, access_align(L, vt));
+  return true;
+}
+/* host copies (passes/lower_loops_host.c): a read hint into L2; nothing on GPUs */
+static bool h_prefetch(lw *L, kl_op *op) {
+  LLVMValueRef args[8];
+  if (!operands(L, op, args)) return false;
+  if (L->t->arch != KL_ARCH_HOST) return true;
+  LLVMTypeRef et;
+  LLVMValueRef pa[4] = { address(L, op, 0, &et), LLVMConstInt(LLVMInt32TypeInContext(L->c), 0, 0),
+                         LLVMConstInt(LLVMInt32TypeInContext(L->c), 2, 0), LLVMConstInt(LLVMInt32TypeInContext(L->c), 1, 0) };
+  LLVMTypeRef pt = LLVMTypeOf(pa[0]);
+  call_intr(L, "llvm.prefetch", &pt, 1, pa, 4);
+  return true;
+}
+static bool h_alloc(lw *L, kl_op *op) {
+  LLVMValueRef a = lower_alloc(L, op);
+  if (!a) return false;
+  vset(L, &op->results[0], a);
+  return true;
+}
+static bool id_op(lw *L, kl_op *op, bool group) {
+  LLVMValueRef v = id_value(L, op, group);
+  if (!v) return false;
+  vset(L, &op->results[0], v);
+  return true;
+}
+static bool h_workgroup_id(lw *L, kl_op *op) { return id_op(L, op, true); }
+static bool h_workitem_id(lw *L, kl_op *op) { return id_op(L, op, false); }
+static bool h_barrier(lw *L, kl_op *op) { barrier(L); return true; }
+
 /* rock.mma (passes/rock_accel.h): one matrix instruction, lowered by passes/lower_accel.c */
-static bool lower_mma(lw *L, kl_op *op, LLVMValueRef *args) {
+static bool h_mma(lw *L, kl_op *op) {
+  LLVMValueRef args[8];
+  if (!operands(L, op, args)) return false;
   char msg[512];
   LLVMValueRef r = kl_lower_accel_mma(L->m, L->b, L->t, op, args[0], args[1], args[2], msg, sizeof msg);
   if (!r) return fail(L, op, "%s", msg);
@@ -448,103 +579,97 @@ static bool lower_mma(lw *L, kl_op *op, LLVMValueRef *args) {
 /* ---- vector ops of the host micro-kernels and copies (passes/lower_loops_host.c) ----
  *   vector.broadcast(s) -> vector<N x T>; math.fma(a, b, c) = a*b + c as llvm.fmuladd
  *   (fused where the target has FMA); vector.shuffle(x, y) {mask} = shufflevector. */
-static bool lower_vector_op(lw *L, kl_op *op, LLVMValueRef *args) {
-  const char *n = op->name;
-  LLVMValueRef r = NULL;
-  if (!strcmp(n, "vector.broadcast")) {
-    const kl_type *rt = op->results[0].type;
-    if (op->nopnds != 1 || rt->kind != KL_TY_VECTOR) return fail(L, op, "%s", "expects one scalar operand and a vector result");
-    LLVMTypeRef vt = ll_type(L, rt), i32 = LLVMInt32TypeInContext(L->c);
-    LLVMValueRef v = LLVMBuildInsertElement(L->b, LLVMGetPoison(vt), args[0], LLVMConstInt(i32, 0, 0), "");
-    r = LLVMBuildShuffleVector(L->b, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32, (unsigned)rt->shape[0])), "");
-  } else if (!strcmp(n, "math.fma")) {
-    if (op->nopnds != 3 || !kl_type_is_float(elem_of(op->results[0].type)) || is_half(op->results[0].type))
-      return fail(L, op, "%s", "expects three f32/f64 (vector) operands");
-    LLVMTypeRef t = LLVMTypeOf(args[2]);
-    r = call_intr(L, "llvm.fmuladd", &t, 1, args, 3);
-  } else if (!strcmp(n, "vector.shuffle")) {
-    int64_t mask[256];
-    int nm = kl_op_attr_i64s(op, "mask", mask, 256);
-    const kl_type *rt = op->results[0].type;
-    if (op->nopnds != 2 || nm < 1 || rt->kind != KL_TY_VECTOR || rt->shape[0] != nm)
-      return fail(L, op, "%s", "expects two vector operands and a mask attribute of the result's length");
-    LLVMValueRef m[256];
-    for (int i = 0; i < nm; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)mask[i], 0);
-    r = LLVMBuildShuffleVector(L->b, args[0], args[1], LLVMConstVector(m, (unsigned)nm), "");
-  } else {
-    return fail(L, op, "%s", "unknown vector op");
-  }
-  vset(L, &op->results[0], r);
+static bool h_vector_broadcast(lw *L, kl_op *op) {
+  LLVMValueRef args[8];
+  if (!operands(L, op, args)) return false;
+  const kl_type *rt = op->results[0].type;
+  if (op->nopnds != 1 || rt->kind != KL_TY_VECTOR) return fail(L, op, "%s", "expects one scalar operand and a vector result");
+  LLVMTypeRef vt = ll_type(L, rt), i32 = LLVMInt32TypeInContext(L->c);
+  LLVMValueRef v = LLVMBuildInsertElement(L->b, LLVMGetPoison(vt), args[0], LLVMConstInt(i32, 0, 0), "");
+  vset(L, &op->results[0], LLVMBuildShuffleVector(L->b, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32, (unsigned)rt->shape[0])), ""));
+  return true;
+}
+static bool h_fma(lw *L, kl_op *op) {
+  LLVMValueRef args[8];
+  if (!operands(L, op, args)) return false;
+  if (op->nopnds != 3 || !kl_type_is_float(elem_of(op->results[0].type)) || is_half(op->results[0].type))
+    return fail(L, op, "%s", "expects three f32/f64 (vector) operands");
+  LLVMTypeRef t = LLVMTypeOf(args[2]);
+  vset(L, &op->results[0], call_intr(L, "llvm.fmuladd", &t, 1, args, 3));
+  return true;
+}
+static bool h_vector_shuffle(lw *L, kl_op *op) {
+  LLVMValueRef args[8];
+  if (!operands(L, op, args)) return false;
+  int64_t mask[256];
+  int nm = kl_op_attr_i64s(op, "mask", mask, 256);
+  const kl_type *rt = op->results[0].type;
+  if (op->nopnds != 2 || nm < 1 || rt->kind != KL_TY_VECTOR || rt->shape[0] != nm)
+    return fail(L, op, "%s", "expects two vector operands and a mask attribute of the result's length");
+  LLVMValueRef m[256];
+  for (int i = 0; i < nm; i++) m[i] = LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)mask[i], 0);
+  vset(L, &op->results[0], LLVMBuildShuffleVector(L->b, args[0], args[1], LLVMConstVector(m, (unsigned)nm), ""));
   return true;
 }
 
+static const struct { const char *op; kl_lower_llvm_fn fn; } builtin_hooks[] = {
+  { "func.return", h_return }, { "scf.yield", h_nothing }, { "rock.yield", h_nothing },
+  { "scf.for", lower_for }, { "scf.if", lower_if }, { "arith.constant", h_constant },
+  { "rock.load", h_load }, { "rock.store", h_store }, { "rock.prefetch", h_prefetch }, { "rock.alloc", h_alloc },
+  { "rock.workgroup_id", h_workgroup_id }, { "rock.workitem_id", h_workitem_id }, { "rock.barrier", h_barrier },
+  { "rock.mma", h_mma },
+  { "vector.broadcast", h_vector_broadcast }, { "vector.shuffle", h_vector_shuffle }, { "math.fma", h_fma },
+  { "arith.addf", h_addf }, { "arith.subf", h_subf }, { "arith.mulf", h_mulf }, { "arith.divf", h_divf },
+  { "arith.remf", h_remf }, { "arith.maxf", h_maxf }, { "arith.minf", h_minf }, { "arith.negf", h_negf },
+  { "math.powf", h_powf }, { "math.ipowi", h_ipowi }, { "math.exp", h_exp }, { "math.log", h_log },
+  { "math.sqrt", h_sqrt }, { "math.absf", h_absf }, { "math.rsqrt", h_rsqrt }, { "math.tanh", h_tanh },
+  { "arith.addi", h_addi }, { "arith.subi", h_subi }, { "arith.muli", h_muli }, { "arith.divsi", h_divsi },
+  { "arith.remsi", h_remsi }, { "arith.andi", h_andi }, { "arith.ori", h_ori }, { "arith.xori", h_xori },
+  { "arith.maxsi", h_maxsi }, { "arith.minsi", h_minsi }, { "arith.select", h_select },
+  { "arith.cmpi", h_cmpi }, { "arith.cmpf", h_cmpf },
+  { "arith.sitofp", h_sitofp }, { "arith.fptosi", h_fptosi }, { "arith.extf", h_extf }, { "arith.truncf", h_truncf },
+  { "arith.extsi", h_extsi }, { "arith.trunci", h_trunci }, { "arith.index_cast", h_index_cast },
+};
+
+kl_status kl_lower_llvm_attach(kl_ctx *ctx, const char *name, kl_lower_llvm_fn fn) {
+  return kl_opdef_attach(ctx, KL_HOOK_LOWER_LLVM, name, (kl_hook_fn)fn);
+}
+kl_lower_llvm_fn kl_lower_llvm_hook(const kl_op *op) { return (kl_lower_llvm_fn)kl_op_hook(op, KL_HOOK_LOWER_LLVM); }
+void kl_lower_llvm_register(kl_ctx *ctx) {
+  static const char key[] = "lower_to_llvm.hooks";
+  if (kl_ctx_get_user(ctx, key)) return;
+  kl_ctx_set_user(ctx, key, (void *)key);
+  for (size_t i = 0; i < sizeof builtin_hooks / sizeof *builtin_hooks; i++) {
+    const kl_opdef *d = kl_lookup_op(ctx, builtin_hooks[i].op);
+    if (d && !kl_opdef_hook(ctx, d, KL_HOOK_LOWER_LLVM)) kl_lower_llvm_attach(ctx, builtin_hooks[i].op, builtin_hooks[i].fn);
+  }
+}
+
 static bool lower_op(lw *L, kl_op *op) {
-  const char *n = op->name;
-  LLVMValueRef args[8];
-  if (!strcmp(n, "scf.yield") || !strcmp(n, "rock.yield")) return true;   /* handled by the parent */
-  if (!strcmp(n, "func.return")) { LLVMBuildRetVoid(L->b); return true; }
-  /* an unregistered op verifies generically but has no meaning to lower (and no arity the
-   * code below may rely on) */
+  /* an unregistered op verifies generically but has no meaning to lower (and no arity a
+   * hook may rely on) */
   if (!op->def) return fail(L, op, "%s", "not a registered op: only loop-level ops can be lowered (run rock-lower-loops first)");
-  if (!strcmp(n, "scf.for")) return lower_for(L, op);
-  if (!strcmp(n, "scf.if")) return lower_if(L, op);
-  if (!strcmp(n, "arith.constant")) { vset(L, &op->results[0], constant(L, op)); return true; }
-  for (int i = 0; i < op->nopnds && i < 8; i++) {
-    args[i] = vget(L, op->opnds[i].value);
-    if (!args[i] && strcmp(n, "rock.load") && strcmp(n, "rock.store")) return fail(L, op, "operand %s has no lowered value", "");
-  }
-  if (!strcmp(n, "rock.load")) {
-    LLVMTypeRef et;
-    LLVMValueRef p = address(L, op, 0, &et);
-    const kl_type *rt = op->results[0].type;
-    /* i1 buffers hold a byte per element; LLVM's <N x i1> in memory is bit-packed */
-    bool bytes = rt->kind == KL_TY_VECTOR && rt->elem->kind == KL_TY_I1;
-    LLVMTypeRef lt = bytes ? LLVMVectorType(LLVMInt8TypeInContext(L->c), (unsigned)rt->shape[0]) : ll_type(L, rt);
-    LLVMValueRef v = LLVMBuildLoad2(L->b, lt, p, "");
-    LLVMSetAlignment(v, access_align(L, rt));
-    vset(L, &op->results[0], bytes ? LLVMBuildTrunc(L->b, v, ll_type(L, rt), "") : v);
-    return true;
-  }
-  if (!strcmp(n, "rock.prefetch")) {   /* host copies (passes/lower_loops_host.c): a read hint into L2 */
-    if (L->t->arch != KL_ARCH_HOST) return true;
-    LLVMTypeRef et;
-    LLVMValueRef pa[4] = { address(L, op, 0, &et), LLVMConstInt(LLVMInt32TypeInContext(L->c), 0, 0),
-                           LLVMConstInt(LLVMInt32TypeInContext(L->c), 2, 0), LLVMConstInt(LLVMInt32TypeInContext(L->c), 1, 0) };
-    LLVMTypeRef pt = LLVMTypeOf(pa[0]);
-    call_intr(L, "llvm.prefetch", &pt, 1, pa, 4);
-    return true;
-  }
-  if (!strcmp(n, "rock.store")) {
-    LLVMTypeRef et;
-    LLVMValueRef p = address(L, op, 1, &et), x = vget(L, op->opnds[0].value);
-    const kl_type *vt = op->opnds[0].value->type;
-    if (vt->kind == KL_TY_VECTOR && vt->elem->kind == KL_TY_I1)   /* one byte per element, as rock.load */
-      x = LLVMBuildZExt(L->b, x, LLVMVectorType(LLVMInt8TypeInContext(L->c), (unsigned)vt->shape[0]), "");
-    LLVMValueRef s = LLVMBuildStore(L->b, x, p);
-    LLVMSetAlignment(s, access_align(L, vt));
-    return true;
-  }
-  if (!strcmp(n, "rock.alloc")) { LLVMValueRef a = lower_alloc(L, op); if (!a) return false; vset(L, &op->results[0], a); return true; }
-  if (!strcmp(n, "rock.workgroup_id") || !strcmp(n, "rock.workitem_id")) {
-    LLVMValueRef v = id_value(L, op, n[5] == 'w' && n[9] == 'g');
-    if (!v) return false;
-    vset(L, &op->results[0], v);
-    return true;
-  }
-  if (!strcmp(n, "rock.barrier")) { barrier(L); return true; }
-  if (!strcmp(n, "rock.mma")) return lower_mma(L, op, args);   /* matrix instructions: passes/lower_accel.c */
-  if (!strncmp(n, "vector.", 7) || !strcmp(n, "math.fma")) return lower_vector_op(L, op, args);
-  if (op->nopnds > 8) return fail(L, op, "%s", "too many operands");
-  if (op->nresults != 1) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
-  LLVMValueRef r = lower_arith(L, op, args);
-  if (!r) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
-  vset(L, &op->results[0], r);
-  return true;
+  kl_lower_llvm_fn hook = kl_lower_llvm_hook(op);
+  if (!hook) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
+  if (hook(L, op)) return true;
+  if (!L->failed) fail(L, op, "%s", "its lowering hook failed without a message");
+  return false;
 }
 static bool lower_block_ops(lw *L, kl_block *blk) {
   for (kl_op *o = blk->first; o; o = o->next) if (!lower_op(L, o)) return false;
   return true;
 }
+
+/* ---- the interface for hooks (lower_to_llvm.h) ---- */
+LLVMBuilderRef kl_llvm_builder(kl_llvm_lowering *L) { return L->b; }
+LLVMContextRef kl_llvm_context(kl_llvm_lowering *L) { return L->c; }
+LLVMModuleRef kl_llvm_module(kl_llvm_lowering *L) { return L->m; }
+const kl_target *kl_llvm_target(kl_llvm_lowering *L) { return L->t; }
+LLVMValueRef kl_llvm_value(kl_llvm_lowering *L, kl_value *v) { return vget(L, v); }
+void kl_llvm_set_value(kl_llvm_lowering *L, kl_value *v, LLVMValueRef r) { vset(L, v, r); }
+LLVMTypeRef kl_llvm_type(kl_llvm_lowering *L, const kl_type *t) { return ll_type(L, t); }
+bool kl_llvm_lower_block(kl_llvm_lowering *L, kl_block *b) { return lower_block_ops(L, b); }
+bool kl_llvm_fail(kl_llvm_lowering *L, kl_op *op, const char *msg) { return fail(L, op, "%s", msg); }
 
 static void add_fn_attr(lw *L, LLVMValueRef fn, const char *k, const char *v) {
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateStringAttribute(L->c, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
@@ -609,6 +734,7 @@ static bool lower_kernel(lw *L, kl_op *k) {
 }
 
 static void lw_init(lw *L, kl_ctx *ctx, const kl_target *t, LLVMContextRef llctx, const char *modname) {
+  kl_lower_llvm_register(ctx);
   memset(L, 0, sizeof *L);
   L->ctx = ctx; L->t = t; L->c = llctx;
   L->m = LLVMModuleCreateWithNameInContext(modname, llctx);
@@ -672,4 +798,8 @@ static const kl_pass_option opts[] = { { "target", KL_OPT_STRING, "host", "targe
 const kl_pass_info kl_pass_lower_to_llvm = {
   "lower-to-llvm", "loop-level kernels -> LLVM IR (attached as the llvm_ir attribute)", opts, 1, run_pass, NULL
 };
-void kl__register_lower_to_llvm(kl_ctx *ctx) { kl_register_pass(ctx, &kl_pass_lower_to_llvm); }
+/* the pass and the loop-level ops' lowering hooks (kl_register_builtin_passes) */
+void kl__register_lower_to_llvm(kl_ctx *ctx) {
+  kl_register_pass(ctx, &kl_pass_lower_to_llvm);
+  kl_lower_llvm_register(ctx);
+}

@@ -12,12 +12,39 @@
  *           private allocas in addrspace 5, workgroup/workitem id intrinsics,
  *           s_barrier with workgroup fences, amdgpu-flat-work-group-size = 1,B.
  * f16/bf16 arithmetic is computed in f32 (extend, compute, truncate). The LLVM module
- * is created in ctx (caller disposes both). Errors: KL_ERR with diagnostics. */
+ * is created in ctx (caller disposes both). Errors: KL_ERR with diagnostics.
+ * Each op is lowered by the lower_llvm hook of its definition (KL_HOOK_LOWER_LLVM,
+ * core/ir.h): kl_lower_llvm_register attaches the builtin ones (every op legal at the
+ * loop level but the containers builtin.module / func.func, which the driver lowers, and
+ * func.call, which kernels do not use) once per context; kl_register_builtin_passes and
+ * the entry points below call it. An op without a hook is an error at its location. */
 #ifndef KL_LOWER_TO_LLVM_H
 #define KL_LOWER_TO_LLVM_H
 #include "core/ir.h"
 #include "core/target.h"
 #include <llvm-c/Core.h>
+
+/* The lowering state of one kernel, for hooks (opaque). */
+typedef struct kl_llvm_lowering kl_llvm_lowering;
+/* A lower_llvm hook: emits op at the builder's position and records its results' values
+ * (kl_llvm_set_value); returns false after reporting an error (kl_llvm_fail). */
+typedef bool (*kl_lower_llvm_fn)(kl_llvm_lowering *L, kl_op *op);
+kl_status kl_lower_llvm_attach(kl_ctx *ctx, const char *name, kl_lower_llvm_fn fn); /* kl_opdef_attach's errors */
+kl_lower_llvm_fn kl_lower_llvm_hook(const kl_op *op);    /* NULL if it has none */
+/* Attaches the builtin hooks, once per context, leaving hooks attached before alone. */
+void kl_lower_llvm_register(kl_ctx *ctx);
+/* For hooks: the builder, context, module and target of the lowering, the lowered value
+ * of v (NULL if none yet), recording one, the LLVM type of a kiln type, lowering a
+ * nested block's ops in order, and a located error ("lower-to-llvm (target): 'op': msg"). */
+LLVMBuilderRef kl_llvm_builder(kl_llvm_lowering *L);
+LLVMContextRef kl_llvm_context(kl_llvm_lowering *L);
+LLVMModuleRef kl_llvm_module(kl_llvm_lowering *L);
+const kl_target *kl_llvm_target(kl_llvm_lowering *L);
+LLVMValueRef kl_llvm_value(kl_llvm_lowering *L, kl_value *v);
+void kl_llvm_set_value(kl_llvm_lowering *L, kl_value *v, LLVMValueRef r);
+LLVMTypeRef kl_llvm_type(kl_llvm_lowering *L, const kl_type *t);
+bool kl_llvm_lower_block(kl_llvm_lowering *L, kl_block *b);
+bool kl_llvm_fail(kl_llvm_lowering *L, kl_op *op, const char *msg);
 
 kl_status kl_lower_to_llvm(kl_op *module, const kl_target *target, LLVMContextRef llctx, LLVMModuleRef *out);
 /* Lowers one kernel func only (into a module of its own). */

@@ -55,6 +55,8 @@ kl_view *kl_pu_broadcast_view(int rf, const int64_t *from, int rt, const int64_t
   return ok ? v : NULL;
 }
 
+bool kl_pu_is_graph_view(const kl_op *op) { return op->def && op->def->levels == KL_LEVEL_GRAPH && kl_op_has_trait(op, KL_TRAIT_VIEW); }
+
 kl_view *kl_pu_graph_view(kl_op *op) {
   kl_ctx *ctx = op->ctx;
   const kl_type *in = op->opnds[0].value->type, *out = op->results[0].type;
@@ -64,9 +66,10 @@ kl_view *kl_pu_graph_view(kl_op *op) {
     return NULL;
   }
   kl_view *v = NULL;
-  if (!strcmp(op->name, "graph.broadcast")) {
+  kl_view_kind kind = kl_op_view_kind(op);
+  if (kind == KL_VIEWOP_BROADCAST) {
     v = kl_pu_broadcast_view(in->rank, in->shape, out->rank, out->shape, &err);
-  } else if (!strcmp(op->name, "graph.transpose")) {
+  } else if (kind == KL_VIEWOP_TRANSPOSE) {
     int64_t p64[KL_VIEW_MAX_DIMS]; int perm[KL_VIEW_MAX_DIMS];
     int n = kl_op_attr_i64s(op, "perm", p64, KL_VIEW_MAX_DIMS);
     if (n != in->rank) { kl_emit_error(ctx, op->loc, "'%s': bad 'perm'", op->name); return NULL; }
@@ -74,11 +77,11 @@ kl_view *kl_pu_graph_view(kl_op *op) {
     v = kl_pu_identity(in->rank, in->shape, &err);
     if (v) step(&v, kl_view_transpose(v, n, perm, &err));
     if (v) step(&v, kl_view_simplify(v));
-  } else if (!strcmp(op->name, "graph.reshape")) {
+  } else if (kind == KL_VIEWOP_RESHAPE) {
     v = kl_pu_identity(in->rank, in->shape, &err);
     if (v) step(&v, kl_view_reshape(v, out->rank, out->shape, NULL, &err));
     if (v) step(&v, kl_view_simplify(v));
-  } else if (!strcmp(op->name, "graph.slice")) {
+  } else if (kind == KL_VIEWOP_SLICE) {
     int r = in->rank;
     int64_t b[KL_VIEW_MAX_DIMS], e[KL_VIEW_MAX_DIMS], s[KL_VIEW_MAX_DIMS], nb[KL_VIEW_MAX_DIMS];
     for (int i = 0; i < r; i++) s[i] = 1;

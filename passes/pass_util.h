@@ -25,11 +25,14 @@ kl_status kl_graph_partition(kl_op *module);
 kl_status kl_graph_to_rock(kl_op *module);
 kl_status kl_rock_conv_to_gemm(kl_op *root);
 
-/* Graph op classes are traits of the op definitions (core/dialect_graph.h):
+/* Graph op classes are traits and data of the op definitions (core/dialect_graph.h):
  * kl_op_has_trait(op, KL_TRAIT_VIEW / KL_TRAIT_INVERTIBLE_VIEW / KL_TRAIT_GEMM_ANCHOR /
- * KL_TRAIT_ELEMENTWISE). */
+ * KL_TRAIT_ELEMENTWISE / KL_TRAIT_HOST_PLAN), kl_op_kernel_kind, kl_op_view_kind, ... */
+/* A graph-level view op (KL_TRAIT_VIEW on an op legal at the graph level only; the
+ * kernel-level view is rock.transform). */
+bool kl_pu_is_graph_view(const kl_op *op);
 
-/* The view of one graph view op: upper = its result shape, lower = its operand shape.
+/* The view of one graph view op (by its kl_opdef.view): upper = its result shape, lower = its operand shape.
  * NULL (+ diagnostic at op->loc) if the view cannot be built (e.g. an empty tensor). */
 kl_view *kl_pu_graph_view(kl_op *op);
 /* numpy broadcast of `from` (rank rf) to `to` (rank rt >= rf): leading new dims are

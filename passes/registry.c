@@ -8,7 +8,7 @@
 void kl__register_canonicalize(kl_ctx *ctx);   /* passes/canonicalize.c */
 void kl__register_cse(kl_ctx *ctx);            /* passes/cse.c */
 void kl__register_dce(kl_ctx *ctx);            /* passes/dce.c */
-void kl__register_lower_to_llvm(kl_ctx *ctx);  /* passes/lower_to_llvm.c */
+void kl__register_lower_to_llvm(kl_ctx *ctx);  /* passes/lower_to_llvm.c: the pass and the lowering hooks */
 
 void kl_register_builtin_passes(kl_ctx *ctx) {
   kl__register_canonicalize(ctx);
