@@ -114,24 +114,19 @@ void kl_program_release(kl_program *p) {
   free(p->v); free(p->key); free(p);
 }
 
-/* ---- the pipeline with snapshots ---- */
-typedef struct snap_ctx { variant *v; const kl_compile_opts *opts; const char *pass; } snap_ctx;
+/* ---- the pipeline with snapshots ----
+ * One pass manager per variant, parsed from the whole pipeline string (core/pass.c);
+ * its after-pass observer keeps the module text (and every function's) after each
+ * pass, once verified, and hands it to on_ir when print_ir_after names the pass. */
+typedef struct snap_ctx { variant *v; const kl_compile_opts *opts; } snap_ctx;
 
-static bool wants(const char *which, const char *pass) {
-  if (!which) return false;
-  if (!strcmp(which, "all")) return true;
-  size_t n = strlen(pass);
-  for (const char *p = which; (p = strstr(p, pass)); p += n)
-    if ((p == which || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
-  return false;
-}
-static kl_status snapshot(kl_op *module, void *user) {
+static void snapshot(kl_op *module, const char *pass, void *user) {
   snap_ctx *s = user;
   variant *v = s->v;
   char *text = kl_print_op(module, 0);
-  if (s->opts->on_ir && wants(s->opts->print_ir_after, s->pass)) s->opts->on_ir(s->pass, text, s->opts->on_ir_user);
+  if (s->opts->on_ir && kl_pass_selected(s->opts->print_ir_after, pass)) s->opts->on_ir(pass, text, s->opts->on_ir_user);
   v->snaps = kl_xrealloc(v->snaps, (v->nsnap + 1) * sizeof *v->snaps);
-  v->snaps[v->nsnap].pass = kl_intern(module->ctx, s->pass);
+  v->snaps[v->nsnap].pass = kl_intern(module->ctx, pass);
   v->snaps[v->nsnap].text = text;
   v->nsnap++;
   /* every function on its own too, for the per-kernel IR of p:kernels() */
@@ -141,93 +136,18 @@ static kl_status snapshot(kl_op *module, void *user) {
     v->fsnaps = kl_xrealloc(v->fsnaps, (v->nfsnap + 1) * sizeof *v->fsnaps);
     v->fsnaps[v->nfsnap++] = (struct fsnap){ v->snaps[v->nsnap - 1].pass, kl_intern(module->ctx, name), kl_print_op(f, 0) };
   }
-  return KL_OK;
-}
-
-/* Splits a pipeline at top-level commas (outside {...}). Quoted option values are read as core/pass.c reads
- * them ('"' right after "name =" inside the braces up to the next unescaped '"'), so a
- * ',' '{' or '}' inside one does not count; an unterminated one runs to the end, where
- * kl_pass_manager_add_pipeline reports it. */
-static int split_pipeline(const char *pl, char ***out) {
-  int n = 0, depth = 0;
-  char **parts = NULL;
-  const char *start = pl;
-  char last = 0;   /* the last non-blank character */
-  for (const char *p = pl;; p++) {
-    if (*p == '"' && depth > 0 && last == '=') {
-      for (p++; *p && *p != '"'; p++) if (*p == '\\' && p[1]) p++;
-      if (!*p) p--;   /* unterminated: stop at the end */
-      last = '"';
-      continue;
-    }
-    if (*p == '{') depth++;
-    else if (*p == '}') depth--;
-    if (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') last = *p;
-    if ((*p == ',' && depth == 0) || !*p) {
-      const char *a = start, *b = p;
-      while (a < b && (*a == ' ' || *a == '\n' || *a == '\t')) a++;
-      while (b > a && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\t')) b--;
-      if (b > a) {
-        parts = kl_xrealloc(parts, (n + 1) * sizeof *parts);
-        parts[n] = kl_xmalloc((size_t)(b - a) + 1);
-        memcpy(parts[n], a, (size_t)(b - a)); parts[n][b - a] = 0;
-        n++;
-      }
-      if (!*p) break;
-      start = p + 1;
-    }
-  }
-  *out = parts;
-  return n;
-}
-static void pass_name_of(const char *entry, char *buf, size_t n) {
-  size_t k = strcspn(entry, "{");
-  if (k >= n) k = n - 1;
-  memcpy(buf, entry, k); buf[k] = 0;
-}
-
-int kl_pipeline_passes(kl_ctx *ctx, const char *pipeline, const kl_pass_info **out, int max) {
-  char **parts;
-  int n = split_pipeline(pipeline ? pipeline : kl_default_pipeline(), &parts);
-  for (int i = 0; i < n; i++) {
-    char name[128];
-    pass_name_of(parts[i], name, sizeof name);
-    if (i < max) out[i] = kl_lookup_pass(ctx, name);
-    free(parts[i]);
-  }
-  free(parts);
-  return n;
-}
-
-typedef struct perf_ctx { const char *perf; } perf_ctx;
-static kl_walk_result set_perf(kl_op *op, void *user) {
-  perf_ctx *pc = user;
-  if (!strcmp(op->name, "rock.gemm") && !kl_op_attr(op, "perf_config"))
-    kl_op_set_attr(op, "perf_config", kl_attr_str(op->ctx, pc->perf));
-  return KL_WALK_ADVANCE;
-}
-static kl_status apply_perf_config(kl_op *module, void *user) {
-  kl_walk_pre(module, set_perf, user);
-  return KL_OK;
 }
 
 static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err, size_t errlen) {
   kl_ctx *ctx = v->module->ctx;
-  char **parts;
-  int n = split_pipeline(opts->pipeline ? opts->pipeline : kl_default_pipeline(), &parts);
-  snap_ctx *sc = kl_xcalloc(n ? n : 1, sizeof *sc);
   kl_pass_manager *pm = kl_pass_manager_create(ctx);
-  kl_status st = KL_OK;
-  perf_ctx pc = { opts->perf_config };
-  for (int i = 0; i < n && st == KL_OK; i++) {
-    char name[128];
-    pass_name_of(parts[i], name, sizeof name);
-    if (opts->perf_config && !strcmp(name, "rock-gemm-to-gridwise"))
-      kl_pass_manager_add_callback(pm, "apply-perf-config", apply_perf_config, &pc);
-    st = kl_pass_manager_add_pipeline(pm, parts[i]);
-    sc[i].v = v; sc[i].opts = opts; sc[i].pass = kl_intern(ctx, name);
-    kl_pass_manager_add_callback(pm, "snapshot", snapshot, &sc[i]);
-  }
+  snap_ctx sc = { v, opts };
+  kl_status st = kl_pass_manager_add_pipeline(pm, opts->pipeline ? opts->pipeline : kl_default_pipeline());
+  /* the perf config is an option of the pass that consumes it (an entry that gives its
+   * own perf-config keeps it) */
+  if (st == KL_OK && opts->perf_config)
+    st = kl_pass_manager_set_option(pm, "rock-gemm-to-gridwise", "perf-config", opts->perf_config);
+  kl_pass_manager_observe(pm, snapshot, &sc);
   if (st == KL_OK) st = kl_pass_manager_run(pm, v->module);
   if (st != KL_OK) {
     char *d = kl_diag_take(ctx);
@@ -237,8 +157,6 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
     free(d);
   }
   kl_pass_manager_destroy(pm);
-  for (int i = 0; i < n; i++) free(parts[i]);
-  free(parts); free(sc);
   return st;
 }
 
@@ -401,9 +319,10 @@ static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
   kl_print_op_to(&sb, graph, KL_PRINT_GENERIC);
   for (int i = 0; i < o->ntargets; i++) kl_sb_printf(&sb, "|t=%s", o->targets[i]);
   kl_sb_printf(&sb, "|p=%s|pl=%s", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "");
-  int n = kl_pipeline_passes(graph->ctx, o->pipeline, NULL, 0);
-  const kl_pass_info **infos = kl_xcalloc(n ? n : 1, sizeof *infos);
-  kl_pipeline_passes(graph->ctx, o->pipeline, infos, n);
+  const char *pipeline = o->pipeline ? o->pipeline : kl_default_pipeline();
+  int n = kl_pipeline_passes(graph->ctx, pipeline, NULL, 0);   /* -1: it does not parse, the compile fails */
+  const kl_pass_info **infos = kl_xcalloc(n > 0 ? n : 1, sizeof *infos);
+  kl_pipeline_passes(graph->ctx, pipeline, infos, n);
   for (int i = 0; i < n; i++) kl_sb_printf(&sb, "|r=%p", (const void *)infos[i]);
   free(infos);
   return kl_sb_take(&sb);

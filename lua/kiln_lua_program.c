@@ -356,7 +356,7 @@ static void on_ir_cb(const char *pass, const char *text, void *user) {
 
 static bool pipeline_has_lua_pass(kl_ctx *ctx, const char *pipeline) {
   const kl_pass_info *infos[64];
-  int n = kl_pipeline_passes(ctx, pipeline, infos, 64);
+  int n = kl_pipeline_passes(ctx, pipeline ? pipeline : kl_default_pipeline(), infos, 64);   /* -1: compile reports it */
   if (n > 64) return true;   /* not worth a heap copy: just do not cache */
   for (int i = 0; i < n; i++) if (kl_lua__is_lua_pass(infos[i])) return true;
   return false;
