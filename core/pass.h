@@ -22,7 +22,7 @@
  * errors naming them, located "<pipeline>:1:COL" (kl_pass_manager_add_pass: option
  * errors "<options>:1:COL"); a bad string adds no pass. Registrations are per context
  * (no globals); kl_ctx_create registers none: the built-in passes are registered with
- * the context by kl_register_builtin_passes (passes/registry.c, outside core: callers
+ * the context by kl_register_builtin_passes (passes/passes.h, outside core: callers
  * that link kiln_core alone cannot call it). Memory: the registry copies what it
  * is given into the context arena; a pass manager owns its entries and option values. */
 #ifndef KL_PASS_H
@@ -53,12 +53,6 @@ int kl_pass_count(kl_ctx *ctx);
 const kl_pass_info *kl_pass_at(kl_ctx *ctx, int i);
 /* "name: summary\n  option (kind, default D): help\n..." for every registered pass (malloc'd). */
 char *kl_pass_describe(kl_ctx *ctx);
-void kl_register_builtin_passes(kl_ctx *ctx);   /* canonicalize, cse, dce, ... */
-/* The built-in passes, callable directly on any op (module or function); they run
- * with default options. See passes/{canonicalize,cse,dce}.c. */
-kl_status kl_canonicalize(kl_op *root);
-kl_status kl_cse(kl_op *root);
-kl_status kl_dce(kl_op *root);
 /* The registered pass of each top-level entry of a pipeline string, in order, into
  * out[0..max); returns the number of entries (call with max 0 to count), or -1 when the
  * string does not parse (no diagnostic: the run that uses the pipeline reports it). */

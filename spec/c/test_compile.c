@@ -12,7 +12,7 @@
 
 #include "core/dialect_graph.h"
 #include "driver/program.h"
-#include "core/pass.h"
+#include "passes/passes.h"
 
 #include "check.h"
 #include "graph_test_util.h"

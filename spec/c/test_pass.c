@@ -81,7 +81,13 @@ static void test_registry(void) {
   CHECK(kl_lookup_op(bare, "graph.add") != NULL);
   kl_register_builtin_passes(bare);
   CHECK(kl_lookup_pass(bare, "canonicalize") && kl_lookup_pass(bare, "cse") && kl_lookup_pass(bare, "dce"));
-  int nbuiltin = kl_pass_count(bare);
+  int nbuiltin = kl_pass_count(bare), ndef = 0;
+  /* passes/passes.def is the list: every line registers its pass, in order, and nothing else does */
+#define KL_PASS(id, pname, pfile, brings) \
+  CHECK(kl_pass_at(bare, ndef) && !strcmp(kl_pass_at(bare, ndef)->name, pname), "passes.def line %d: %s (%s)", ndef + 1, pname, pfile); ndef++;
+#include "passes/passes.def"
+#undef KL_PASS
+  CHECK(ndef == nbuiltin && ndef >= 13, "%d lines, %d passes", ndef, nbuiltin);
   kl_ctx_destroy(bare);
   kl_ctx *ctx = kl_test_ctx();
   const char *builtin[] = { "canonicalize", "cse", "dce" };
