@@ -8,7 +8,6 @@
 #include "core/target.h"
 #include "passes/lower_to_llvm.h"
 #include "codegen/codegen_target.h"
-#include "codegen/jit_host.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@ typedef struct variant {
   int nslots; slot_info *slots;
   int nsteps; kl_plan_step *steps;
   int noutputs; int *outputs;
+  unsigned load_flags;         /* KL_LOAD_TRUSTED for binaries compiled here; 0 from a bundle */
   int nsnap; kl_snapshot *snaps; /* module text after each pass */
   int nfsnap; struct fsnap { const char *pass, *func; char *text; } *fsnaps; /* each function after each pass */
   loaded *loads;
@@ -223,7 +223,6 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->llvm_ir = kl_xstrdup(ir);
     LLVMDisposeMessage(ir);
     kl_status st = kl_codegen_emit(lm, v->target, NULL, &v->bins[ki], err, errlen);
-    if (st == KL_OK && v->desc->arch == KL_ARCH_HOST) kl_jit_trust_bytes(v->bins[ki].data, v->bins[ki].size);   /* kiln's own: no child check */
     LLVMDisposeModule(lm);
     LLVMContextDispose(lc);
     if (st != KL_OK) return KL_ERR;
@@ -303,6 +302,7 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
     return KL_ERR;
   }
   v->module = kl_module_create(ctx, graph->loc);
+  v->load_flags = KL_LOAD_TRUSTED;   /* the binaries are emitted below, by this process */
   kl_op_set_attr(v->module, "target", kl_attr_str(ctx, v->target));
   v->plan = kl_op_clone(graph, NULL);
   kl_block_push_op(kl_module_body(v->module), v->plan);
@@ -441,7 +441,7 @@ static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
   l->mods = kl_xcalloc(v->nkernels + 1, sizeof *l->mods);
   l->kernels = kl_xcalloc(v->nkernels + 1, sizeof *l->kernels);
   for (int i = 0; i < v->nkernels; i++) {
-    if (kl_device_load(dev, v->bins[i].data, v->bins[i].size, &l->mods[i]) != KL_OK ||
+    if (kl_device_load(dev, v->bins[i].data, v->bins[i].size, v->load_flags, &l->mods[i]) != KL_OK ||
         kl_device_get_kernel(l->mods[i], v->kernels[i].name, &l->kernels[i]) != KL_OK) {
       snprintf(err, errlen, "run: loading kernel %s: %s", v->kernels[i].name, kl_device_error(dev));
       for (int j = 0; j <= i; j++) if (l->mods[j]) kl_device_unload(l->mods[j]);

@@ -710,7 +710,7 @@ static int prog_plan(lua_State *L) {
   return 1;
 }
 
-/* p:binary(kernel [, target]) -> string (bitcode / PTX / HSACO) */
+/* p:binary(kernel [, target]) -> string (host object / PTX / HSACO) */
 /* The binary of kernel (arg 2) for the target (arg 3, optional): the shared argument
  * handling of p:binary, p:code_object and p:disasm; what names the method in errors. */
 static const kl_binary_info *binary_arg(lua_State *L, const char *what) {

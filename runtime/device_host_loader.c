@@ -1,5 +1,7 @@
-/* jit_host.c — ORC LLJIT (LLVM C API) for host kernels. See jit_host.h. */
-#include "codegen/jit_host.h"
+/* device_host_loader.c — the host device's loader: ORC LLJIT's object layer links host
+ * objects (ELF relocatable, made by codegen at compile time) into the process. See
+ * device_host_loader.h. Nothing here compiles code. */
+#include "runtime/device_host_loader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,17 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <llvm-c/Analysis.h>
-#include <llvm-c/BitReader.h>
-#include <llvm-c/BitWriter.h>
+#include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
-#include <llvm-c/IRReader.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Object.h>
 #include <llvm-c/Orc.h>
-#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Target.h>
 
 #include "core/arena.h"
-#include "codegen/codegen_target.h"
 
 struct kl_jit_module {
   LLVMOrcJITDylibRef jd;
@@ -37,13 +36,9 @@ struct kl_jit_module {
 struct kl_jit {
   pthread_mutex_t mu;
   LLVMOrcLLJITRef lljit;
-  LLVMTargetMachineRef tm; /* for the IR pipeline (same CPU/features as the JIT's) */
-  int opt_level;
-  char *triple, *dl, *cpu;
   unsigned next_id;
   kl_jit_module *modules;
   char session_err[512]; /* last message from the execution session's error reporter */
-  kl_llvm_diag diag;      /* LLVM error diagnostics of every module context (under mu) */
 };
 
 static void jt_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -224,53 +219,33 @@ uint16_t kl_jit_test_f64_to_bf16(double d) { (void)d; return 0; }
 float kl_jit_test_f16_to_f32(uint16_t h) { (void)h; return 0; }
 #endif
 
-/* ---- the JIT ---- */
+/* ---- the loader ---- */
 
-kl_jit *kl_jit_create(int opt_level, char *err, size_t errlen) {
-  kl_llvm_init_targets();
-  if (opt_level < 0 || opt_level > 3) opt_level = 3;
-  kl_codegen_target t;
-  if (kl_codegen_target_parse("host", &t, err, errlen) != KL_OK) return NULL;
-  LLVMTargetRef target;
-  char *msg = NULL;
-  if (LLVMGetTargetFromTriple(t.triple, &target, &msg)) {
-    jt_err(err, errlen, "host JIT: no LLVM target for %s: %s", t.triple, msg ? msg : "?");
-    LLVMDisposeMessage(msg);
-    return NULL;
-  }
-  LLVMCodeGenOptLevel level = opt_level == 0   ? LLVMCodeGenLevelNone
-                              : opt_level == 1 ? LLVMCodeGenLevelLess
-                              : opt_level == 2 ? LLVMCodeGenLevelDefault
-                                               : LLVMCodeGenLevelAggressive;
-  LLVMTargetMachineRef tm_jit = LLVMCreateTargetMachine(target, t.triple, t.cpu, t.features, level, LLVMRelocPIC,
-                                                        LLVMCodeModelJITDefault);
-  LLVMTargetMachineRef tm_opt = LLVMCreateTargetMachine(target, t.triple, t.cpu, t.features, level, LLVMRelocPIC,
-                                                        LLVMCodeModelJITDefault);
-  if (!tm_jit || !tm_opt) {
-    if (tm_jit) LLVMDisposeTargetMachine(tm_jit);
-    if (tm_opt) LLVMDisposeTargetMachine(tm_opt);
-    jt_err(err, errlen, "host JIT: cannot create a target machine for %s (%s)", t.triple, t.cpu);
-    return NULL;
-  }
-  /* Both take ownership: the builder of the JTMB, the JTMB of tm_jit. */
-  LLVMOrcJITTargetMachineBuilderRef jtmb = LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm_jit);
-  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
-  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
-  LLVMOrcLLJITRef lljit = NULL;
-  LLVMErrorRef e = LLVMOrcCreateLLJIT(&lljit, builder);
+static pthread_once_t native_once = PTHREAD_ONCE_INIT;
+static void init_native(void) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+}
+
+kl_jit *kl_jit_create(char *err, size_t errlen) {
+  pthread_once(&native_once, init_native);
+  LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
+  LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
   if (e) {
-    jt_llvm_err(err, errlen, "host JIT: cannot create LLJIT", e);
-    LLVMDisposeTargetMachine(tm_opt);
+    jt_llvm_err(err, errlen, "host loader: cannot describe the host", e);
+    return NULL;
+  }
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb); /* takes jtmb */
+  LLVMOrcLLJITRef lljit = NULL;
+  e = LLVMOrcCreateLLJIT(&lljit, builder); /* takes builder */
+  if (e) {
+    jt_llvm_err(err, errlen, "host loader: cannot create LLJIT", e);
     return NULL;
   }
   kl_jit *jit = kl_xcalloc(1, sizeof *jit);
   pthread_mutex_init(&jit->mu, NULL);
   jit->lljit = lljit;
-  jit->tm = tm_opt;
-  jit->opt_level = opt_level;
-  jit->triple = kl_xstrdup(LLVMOrcLLJITGetTripleString(lljit));
-  jit->dl = kl_xstrdup(LLVMOrcLLJITGetDataLayoutStr(lljit));
-  jit->cpu = kl_xstrdup(t.cpu);
   LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(lljit), session_error, jit);
   return jit;
 }
@@ -284,69 +259,88 @@ void kl_jit_destroy(kl_jit *jit) {
   }
   LLVMErrorRef e = LLVMOrcDisposeLLJIT(jit->lljit);
   if (e) LLVMConsumeError(e);
-  LLVMDisposeTargetMachine(jit->tm);
-  free(jit->triple);
-  free(jit->dl);
-  free(jit->cpu);
   pthread_mutex_destroy(&jit->mu);
   free(jit);
 }
 
-const char *kl_jit_triple(const kl_jit *jit) { return jit->triple; }
-const char *kl_jit_data_layout(const kl_jit *jit) { return jit->dl; }
-const char *kl_jit_cpu(const kl_jit *jit) { return jit->cpu; }
+const char *kl_jit_triple(const kl_jit *jit) { return LLVMOrcLLJITGetTripleString(jit->lljit); }
 
-static size_t arch_len(const char *t) {
-  const char *d = strchr(t, '-');
-  return d ? (size_t)(d - t) : strlen(t);
+/* An x86-64 (or the host's) ELF relocatable object: magic, 64-bit, ET_REL. */
+static bool is_relocatable_elf(const unsigned char *p, size_t size) {
+  return size >= 64 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F' && p[4] == 2 && p[16] == 1 && p[17] == 0;
 }
 
-/* Parses bitcode or IR text into ctx. */
-static LLVMModuleRef parse_module(LLVMContextRef ctx, const void *data, size_t size, char *err, size_t errlen) {
+static kl_status check_format(const void *data, size_t size, char *err, size_t errlen) {
   const unsigned char *p = data;
+  if (!data || size == 0) {
+    jt_err(err, errlen, "host loader: empty binary");
+    return KL_ERR;
+  }
+#if defined(__x86_64__)
+  enum { HOST_MACHINE = 62 };   /* EM_X86_64 */
+#elif defined(__aarch64__)
+  enum { HOST_MACHINE = 183 };  /* EM_AARCH64 */
+#else
+  enum { HOST_MACHINE = -1 };
+#endif
+  if (is_relocatable_elf(p, size)) {
+    int machine = p[5] == 1 ? p[18] | p[19] << 8 : p[19] | p[18] << 8;
+    if (HOST_MACHINE < 0 || machine == HOST_MACHINE) return KL_OK;
+    jt_err(err, errlen, "host loader: the object is for another architecture (ELF machine %d, the host's is %d)", machine, HOST_MACHINE);
+    return KL_ERR;
+  }
   bool bitcode = size >= 4 && ((p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE) ||
                                (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
-  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, "kiln-host-module");
-  LLVMModuleRef m = NULL;
-  if (bitcode) {
-    if (LLVMParseBitcodeInContext2(ctx, buf, &m)) {
-      jt_err(err, errlen, "host JIT: invalid LLVM bitcode (%zu bytes)", size);
-      m = NULL;
-    }
-    LLVMDisposeMemoryBuffer(buf);
-  } else {
-    char *msg = NULL;
-    if (LLVMParseIRInContext(ctx, buf, &m, &msg)) { /* takes buf */
-      jt_err(err, errlen, "host JIT: cannot parse LLVM IR: %s", msg ? msg : "?");
-      LLVMDisposeMessage(msg);
-      m = NULL;
-    }
+  jt_err(err, errlen, "host loader: the binary (%zu bytes) is %s, not a host object (an ELF relocatable object from kiln's code "
+         "generation: kl_codegen_emit for \"host\")", size, bitcode ? "LLVM bitcode" : "not an ELF relocatable object");
+  return KL_ERR;
+}
+
+/* Adds the object to a fresh JITDylib (helpers, process symbols) under mu; NULL + err. */
+static kl_jit_module *add_object(kl_jit *jit, const void *data, size_t size, char *err, size_t errlen) {
+  char name[64];
+  snprintf(name, sizeof name, "kiln.module.%u", jit->next_id++);
+  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(jit->lljit);
+  LLVMOrcJITDylibRef jd = LLVMOrcExecutionSessionCreateBareJITDylib(es, name);
+  LLVMErrorRef e = define_helpers(jit, jd);
+  if (e) {
+    jt_llvm_err(err, errlen, "host loader: cannot define runtime helpers", e);
+    return NULL;
   }
-  return m;
+  LLVMOrcDefinitionGeneratorRef gen = NULL;
+  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit->lljit), NULL, NULL);
+  if (e) {
+    jt_llvm_err(err, errlen, "host loader: cannot search process symbols", e);
+    return NULL;
+  }
+  LLVMOrcJITDylibAddGenerator(jd, gen);
+  LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(jd);
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, name);
+  e = LLVMOrcLLJITAddObjectFileWithRT(jit->lljit, rt, buf); /* takes buf */
+  if (e) {
+    jt_llvm_err(err, errlen, "host loader: invalid host object", e);
+    LLVMOrcReleaseResourceTracker(rt);
+    return NULL;
+  }
+  kl_jit_module *mod = kl_xcalloc(1, sizeof *mod);
+  mod->jd = jd;
+  mod->rt = rt;
+  mod->next = jit->modules;
+  jit->modules = mod;
+  return mod;
 }
 
-/* ---- bytes from outside kiln: read by LLVM in a child process first ----
- * LLVM's bitcode reader is not safe on malformed input: on some inputs it calls
- * report_bad_alloc_error (a declared count makes it ask for tens of GB: "LLVM ERROR: out
- * of memory", abort), on others report_fatal_error (exit) or it segfaults. A bad-alloc
- * handler must not return (unwinding through LLVM frames built without exceptions is
- * undefined) and nothing turns a segfault into an error, so the only way not to take
- * the host program down is to let a forked child read the bytes first: it parses and
- * verifies them with its address space bounded (RLIMIT_AS: its current size + 4 GiB)
- * and stderr silenced, and exits with a code; a child that dies, exits otherwise, or
- * runs past 30 s refuses the module. Only then does this process parse the same bytes
- * (the reader is deterministic). Bytes that passed, and bytes kiln vouches for
- * (kl_jit_trust_bytes: its own code generation, a bundle's bitcode equal to the one
- * regenerated from its IR), are remembered as exact copies (up to 64 MiB), so they never
- * fork; modules kiln builds itself (kl_jit_add_module) skip the check too. */
-enum { CHILD_OK = 0, CHILD_BAD_BITCODE = 41, CHILD_BAD_MODULE = 42, CHILD_LLVM_ERROR = 43 };
+/* ---- objects from outside this process: linked in a child process first ----
+ * A damaged or crafted object may make LLVM's object reader or JITLink crash or abort
+ * (nothing turns a segfault into an error), so an untrusted object is first added and
+ * linked by a forked child: it loads it into a loader of its own, looks up every symbol
+ * the object names (linking it), with its address space bounded (RLIMIT_AS: its current
+ * size + 4 GiB) and stderr silenced, and exits with a code; a child that dies, exits
+ * otherwise or runs past 30 s refuses the object. Only then does this process add the
+ * same bytes. Objects this process made (KL_LOAD_TRUSTED) are added directly. */
+enum { CHILD_OK = 0, CHILD_REFUSED = 41 };
 
-static void child_diag(LLVMDiagnosticInfoRef di, void *user) {
-  (void)user;
-  if (LLVMGetDiagInfoSeverity(di) == LLVMDSError) _exit(CHILD_LLVM_ERROR);
-}
-
-static void child_read(const void *data, size_t size, bool bitcode) {
+static void child_link(const void *data, size_t size) {
   struct rlimit rl;
   long page = sysconf(_SC_PAGESIZE);
   unsigned long long pages = 0;
@@ -358,58 +352,33 @@ static void child_read(const void *data, size_t size, bool bitcode) {
   }
   int fd = open("/dev/null", O_WRONLY);
   if (fd >= 0) { dup2(fd, 2); dup2(fd, 1); }
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMContextSetDiagnosticHandler(ctx, child_diag, NULL);
-  LLVMModuleRef m = NULL;
-  if (bitcode) {
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(data, size, "kiln-host-module", 0);
-    if (LLVMParseBitcodeInContext2(ctx, buf, &m)) _exit(CHILD_BAD_BITCODE);
-  } else {
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, "kiln-host-module");
-    char *msg = NULL;
-    if (LLVMParseIRInContext(ctx, buf, &m, &msg)) _exit(CHILD_BAD_BITCODE);
-  }
+  char err[512];
+  kl_jit *jit = kl_jit_create(err, sizeof err);
+  if (!jit) _exit(CHILD_REFUSED);
+  kl_jit_module *m = add_object(jit, data, size, err, sizeof err);
+  if (!m) _exit(CHILD_REFUSED);
   char *msg = NULL;
-  if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) _exit(CHILD_BAD_MODULE);
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(data, size, "kiln-host-object", 0);
+  LLVMBinaryRef bin = LLVMCreateBinary(buf, NULL, &msg);
+  if (!bin) _exit(CHILD_REFUSED);
+  LLVMSymbolIteratorRef it = LLVMObjectFileCopySymbolIterator(bin);
+  for (; it && !LLVMObjectFileIsSymbolIteratorAtEnd(bin, it); LLVMMoveToNextSymbol(it)) {
+    const char *sym = LLVMGetSymbolName(it);
+    if (!sym || !*sym) continue;
+    err[0] = '\0';
+    kl_jit_lookup(jit, m, sym, err, sizeof err); /* links the object on the first defined one */
+  }
   _exit(CHILD_OK);
 }
 
-typedef struct checked { size_t size; unsigned char *data; struct checked *next; } checked;
-static pthread_mutex_t checked_mu = PTHREAD_MUTEX_INITIALIZER;
-static checked *checked_list;
-static size_t checked_bytes;
-
-static bool was_checked(const void *data, size_t size) {
-  pthread_mutex_lock(&checked_mu);
-  bool hit = false;
-  for (checked *c = checked_list; c && !hit; c = c->next) hit = c->size == size && !memcmp(c->data, data, size);
-  pthread_mutex_unlock(&checked_mu);
-  return hit;
-}
-void kl_jit_trust_bytes(const void *data, size_t size) {
-  if (!data || !size || was_checked(data, size)) return;
-  pthread_mutex_lock(&checked_mu);
-  if (checked_bytes + size <= (64u << 20)) {
-    checked *c = kl_xmalloc(sizeof *c);
-    c->data = kl_xmalloc(size);
-    memcpy(c->data, data, size);
-    c->size = size;
-    c->next = checked_list;
-    checked_list = c;
-    checked_bytes += size;
-  }
-  pthread_mutex_unlock(&checked_mu);
-}
-
-static kl_status check_in_child(const void *data, size_t size, bool bitcode, char *err, size_t errlen) {
-  if (was_checked(data, size)) return KL_OK;
+static kl_status check_in_child(const void *data, size_t size, char *err, size_t errlen) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
-    jt_err(err, errlen, "host JIT: cannot start the process that checks the module (%s); it is not loaded", strerror(errno));
+    jt_err(err, errlen, "host loader: cannot start the process that checks the object (%s); it is not loaded", strerror(errno));
     return KL_ERR;
   }
-  if (pid == 0) child_read(data, size, bitcode);   /* does not return */
+  if (pid == 0) child_link(data, size); /* does not return */
   int st = 0;
   struct timespec nap = {0, 1000000};
   pid_t r = 0;
@@ -418,137 +387,29 @@ static kl_status check_in_child(const void *data, size_t size, bool bitcode, cha
   if (r == 0) {
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-    jt_err(err, errlen, "host JIT: reading the module took LLVM more than 30 s; it is not loaded");
+    jt_err(err, errlen, "host loader: linking the object took LLVM more than 30 s; it is not loaded");
     return KL_ERR;
   }
-  if (r < 0) { jt_err(err, errlen, "host JIT: lost the process that checks the module (%s)", strerror(errno)); return KL_ERR; }
+  if (r < 0) { jt_err(err, errlen, "host loader: lost the process that checks the object (%s)", strerror(errno)); return KL_ERR; }
   if (WIFSIGNALED(st)) {
     int sig = WTERMSIG(st);
-    jt_err(err, errlen, "host JIT: invalid LLVM %s (%zu bytes): LLVM's reader %s on it (signal %d, %s), so it is not loaded",
-           bitcode ? "bitcode" : "IR", size, sig == SIGABRT ? "aborts (out of memory or a fatal error)" : "crashes", sig, strsignal(sig));
+    jt_err(err, errlen, "host loader: invalid host object (%zu bytes): LLVM %s on it (signal %d, %s), so it is not loaded", size,
+           sig == SIGABRT ? "aborts (out of memory or a fatal error)" : "crashes", sig, strsignal(sig));
     return KL_ERR;
   }
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (code == CHILD_OK) { kl_jit_trust_bytes(data, size); return KL_OK; }
-  if (code == CHILD_BAD_BITCODE || code == CHILD_BAD_MODULE || code == CHILD_LLVM_ERROR) return KL_OK;   /* read again here: a clean error */
-  jt_err(err, errlen, "host JIT: invalid LLVM %s (%zu bytes): LLVM's reader stops the process on it (exit status %d), so it is not loaded",
-         bitcode ? "bitcode" : "IR", size, code);
+  if (code == CHILD_OK || code == CHILD_REFUSED) return KL_OK; /* refused: added again here for a clean error */
+  jt_err(err, errlen, "host loader: invalid host object (%zu bytes): LLVM stops the process on it (exit status %d), so it is not loaded",
+         size, code);
   return KL_ERR;
 }
 
-static kl_status prepare(kl_jit *jit, LLVMModuleRef m, char *err, size_t errlen) {
-  const char *mt = LLVMGetTarget(m);
-  if (mt && mt[0]) {
-    size_t a = arch_len(mt);
-    if (a != arch_len(jit->triple) || strncmp(mt, jit->triple, a) != 0) {
-      jt_err(err, errlen, "host JIT: module triple '%s' is not the host's (%s)", mt, jit->triple);
-      return KL_ERR;
-    }
-  }
-  LLVMSetTarget(m, jit->triple);
-  const char *dl = LLVMGetDataLayoutStr(m);
-  if (dl && dl[0] && strcmp(dl, jit->dl) != 0) {
-    jt_err(err, errlen, "host JIT: module data layout '%s' is not the host's ('%s')", dl, jit->dl);
-    return KL_ERR;
-  }
-  LLVMSetDataLayout(m, jit->dl);
-  char *msg = NULL;
-  if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-    jt_err(err, errlen, "host JIT: invalid LLVM module: %s", msg ? msg : "?");
-    LLVMDisposeMessage(msg);
-    return KL_ERR;
-  }
-  LLVMDisposeMessage(msg);
-  return kl_codegen_optimize(m, jit->tm, jit->opt_level, err, errlen);
-}
-
-static kl_jit_module *add_bytes(kl_jit *jit, const void *data, size_t size, bool trusted, char *err, size_t errlen) {
-  if (!data || size == 0) {
-    jt_err(err, errlen, "host JIT: empty module");
-    return NULL;
-  }
-  if (!trusted) {
-    const unsigned char *p = data;
-    bool bitcode = size >= 4 && ((p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE) ||
-                                 (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
-    if (check_in_child(data, size, bitcode, err, errlen) != KL_OK) return NULL;
-  }
+kl_jit_module *kl_jit_add_object(kl_jit *jit, const void *data, size_t size, bool trusted, char *err, size_t errlen) {
+  if (check_format(data, size, err, errlen) != KL_OK) return NULL;
+  if (!trusted && check_in_child(data, size, err, errlen) != KL_OK) return NULL;
   pthread_mutex_lock(&jit->mu);
-  kl_jit_module *mod = NULL;
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  /* LLVM's default handler would exit(1) on an error diagnostic (bad bitcode, …); the
-   * handler stays installed for the JIT compilation that happens at lookup time. */
-  kl_llvm_diag_install(LLVMOrcThreadSafeContextGetContext(tsc), &jit->diag);
-  LLVMModuleRef m = parse_module(LLVMOrcThreadSafeContextGetContext(tsc), data, size, err, errlen);
-  if (!m) {
-    if (jit->diag.errors) jt_err(err, errlen, "host JIT: invalid LLVM bitcode: %s", jit->diag.msg);
-    goto out;
-  }
-  if (prepare(jit, m, err, errlen) != KL_OK) {
-    LLVMDisposeModule(m);
-    goto out;
-  }
-  if (jit->diag.errors) {
-    jt_err(err, errlen, "host JIT: %s", jit->diag.msg);
-    LLVMDisposeModule(m);
-    goto out;
-  }
-  char name[64];
-  snprintf(name, sizeof name, "kiln.module.%u", jit->next_id++);
-  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(jit->lljit);
-  LLVMOrcJITDylibRef jd = LLVMOrcExecutionSessionCreateBareJITDylib(es, name);
-  LLVMErrorRef e = define_helpers(jit, jd);
-  if (e) {
-    jt_llvm_err(err, errlen, "host JIT: cannot define runtime helpers", e);
-    LLVMDisposeModule(m);
-    goto out;
-  }
-  LLVMOrcDefinitionGeneratorRef gen = NULL;
-  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit->lljit), NULL, NULL);
-  if (e) {
-    jt_llvm_err(err, errlen, "host JIT: cannot search process symbols", e);
-    LLVMDisposeModule(m);
-    goto out;
-  }
-  LLVMOrcJITDylibAddGenerator(jd, gen);
-  LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(jd);
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-  e = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit->lljit, rt, tsm); /* takes tsm */
-  if (e) {
-    jt_llvm_err(err, errlen, "host JIT: cannot add module", e);
-    LLVMOrcReleaseResourceTracker(rt);
-    goto out;
-  }
-  mod = kl_xcalloc(1, sizeof *mod);
-  mod->jd = jd;
-  mod->rt = rt;
-  mod->next = jit->modules;
-  jit->modules = mod;
-out:
-  LLVMOrcDisposeThreadSafeContext(tsc); /* the module (if added) keeps its own reference */
+  kl_jit_module *mod = add_object(jit, data, size, err, errlen);
   pthread_mutex_unlock(&jit->mu);
-  return mod;
-}
-
-kl_jit_module *kl_jit_add_bytes(kl_jit *jit, const void *data, size_t size, char *err, size_t errlen) {
-  return add_bytes(jit, data, size, false, err, errlen);
-}
-
-kl_jit_module *kl_jit_add_module(kl_jit *jit, LLVMModuleRef m, char *err, size_t errlen) {
-  if (!m) {
-    jt_err(err, errlen, "host JIT: no module");
-    return NULL;
-  }
-  char *msg = NULL;
-  if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) { /* before writing bitcode */
-    jt_err(err, errlen, "host JIT: invalid LLVM module: %s", msg ? msg : "?");
-    LLVMDisposeMessage(msg);
-    return NULL;
-  }
-  LLVMDisposeMessage(msg);
-  LLVMMemoryBufferRef buf = LLVMWriteBitcodeToMemoryBuffer(m);
-  kl_jit_module *mod = add_bytes(jit, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf), true, err, errlen);
-  LLVMDisposeMemoryBuffer(buf);
   return mod;
 }
 
@@ -577,13 +438,11 @@ static void lookup_done(LLVMErrorRef e, LLVMOrcCSymbolMapPairs result, size_t n,
 
 void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err, size_t errlen) {
   if (!mod || !name) {
-    jt_err(err, errlen, "host JIT: lookup without module or name");
+    jt_err(err, errlen, "host loader: lookup without module or name");
     return NULL;
   }
   pthread_mutex_lock(&jit->mu);
   jit->session_err[0] = '\0';
-  jit->diag.errors = 0;
-  jit->diag.msg[0] = '\0';
   lookup_wait w = {.done = false, .addr = 0};
   pthread_mutex_init(&w.mu, NULL);
   pthread_cond_init(&w.cv, NULL);
@@ -598,18 +457,13 @@ void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err
   pthread_cond_destroy(&w.cv);
   pthread_mutex_destroy(&w.mu);
   void *addr = (void *)(uintptr_t)w.addr;
-  if (addr && jit->diag.errors) {
-    addr = NULL; /* code generation reported an error: do not run what it produced */
-    jt_err(err, errlen, "host JIT: cannot compile '%s': %s", name, jit->diag.msg);
-  } else if (!addr) {
-    if (jit->diag.errors)
-      jt_err(err, errlen, "host JIT: cannot compile '%s': %s", name, jit->diag.msg);
-    else if (jit->session_err[0])
-      jt_err(err, errlen, "host JIT: cannot compile '%s': %s", name, jit->session_err);
+  if (!addr) {
+    if (jit->session_err[0])
+      jt_err(err, errlen, "host loader: cannot link '%s': %s", name, jit->session_err);
     else if (w.msg[0])
-      jt_err(err, errlen, "host JIT: symbol '%s': %s", name, w.msg);
+      jt_err(err, errlen, "host loader: symbol '%s': %s", name, w.msg);
     else
-      jt_err(err, errlen, "host JIT: symbol '%s' has address 0", name);
+      jt_err(err, errlen, "host loader: symbol '%s' has address 0", name);
   }
   pthread_mutex_unlock(&jit->mu);
   return addr;
@@ -622,14 +476,14 @@ kl_status kl_jit_remove_module(kl_jit *jit, kl_jit_module *mod, char *err, size_
   while (*pp && *pp != mod) pp = &(*pp)->next;
   if (!*pp) {
     pthread_mutex_unlock(&jit->mu);
-    jt_err(err, errlen, "host JIT: module does not belong to this JIT");
+    jt_err(err, errlen, "host loader: module does not belong to this loader");
     return KL_ERR;
   }
   *pp = mod->next;
   LLVMErrorRef e = LLVMOrcResourceTrackerRemove(mod->rt);
   kl_status st = KL_OK;
   if (e) {
-    jt_llvm_err(err, errlen, "host JIT: cannot remove module", e);
+    jt_llvm_err(err, errlen, "host loader: cannot remove module", e);
     st = KL_ERR;
   }
   LLVMOrcReleaseResourceTracker(mod->rt);

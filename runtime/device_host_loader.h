@@ -1,38 +1,33 @@
-/* jit_host.h — ORC LLJIT for host kernels, through the LLVM C API.
- * Contract: one kl_jit per host device. Modules are added from an LLVMModuleRef (not
- * consumed: it is serialised to bitcode and re-read into a fresh thread-safe context, so
- * the caller's context is untouched and may be disposed right away) or from bytes (LLVM
- * bitcode, or LLVM IR text). Each added module gets its own JITDylib (so two modules may
- * define the same kernel name) that can resolve process symbols (libc, libm). Before
- * JIT compilation the module is given the JIT's triple and data layout, verified, and
- * optimised with "default<O3>" (loop + SLP vectorisation) for the host CPU (its name and
- * features, the same target machine the JIT generates code with). Errors: NULL / KL_ERR
- * plus a message in err. All calls on one kl_jit are serialised by an internal mutex;
- * looked-up addresses stay valid until the module is removed or the JIT destroyed.
- * kl_jit_add_bytes reads bytes from outside in a child process first (jit_host.c): bytes
- * LLVM's reader aborts or crashes on give an error instead of ending the process.
- * kl_jit_trust_bytes marks bytes kiln generated itself (they are then read directly). */
-#ifndef KL_JIT_HOST_H
-#define KL_JIT_HOST_H
+/* device_host_loader.h — the host device's loader: ORC LLJIT's object layer (LLVM C
+ * API) links host objects into the process. It loads; it never compiles: a host binary
+ * is an ELF relocatable object that codegen made at compile time (kl_codegen_emit for
+ * "host": optimised and compiled for this CPU).
+ * Contract: one kl_jit per host device. Each added object gets its own JITDylib (so two
+ * objects may define the same kernel name) that resolves process symbols (libc, libm)
+ * and kiln's f16/bf16 conversion helpers. Anything but a relocatable ELF object (LLVM
+ * bitcode, IR text, garbage) is refused with an error saying what it is. An object not
+ * marked trusted is first linked by a forked child (device_host_loader.c), so bytes that
+ * LLVM's object reader or JITLink would crash or abort on give an error instead of
+ * ending the process; trusted objects (KL_LOAD_TRUSTED: made by this process) are added
+ * directly. Errors: NULL / KL_ERR plus a message in err. All calls on one kl_jit are
+ * serialised by an internal mutex; looked-up addresses stay valid until the module is
+ * removed or the loader destroyed. */
+#ifndef KL_DEVICE_HOST_LOADER_H
+#define KL_DEVICE_HOST_LOADER_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <llvm-c/Core.h>
 #include "core/context.h" /* kl_status */
 
 typedef struct kl_jit kl_jit;
 typedef struct kl_jit_module kl_jit_module;
 
-/* opt_level: 0..3 (negative = 3) for both the IR pipeline and the code generator. */
-kl_jit *kl_jit_create(int opt_level, char *err, size_t errlen);
+kl_jit *kl_jit_create(char *err, size_t errlen);
 void kl_jit_destroy(kl_jit *jit);
 const char *kl_jit_triple(const kl_jit *jit);
-const char *kl_jit_data_layout(const kl_jit *jit);
-const char *kl_jit_cpu(const kl_jit *jit);
 
-kl_jit_module *kl_jit_add_module(kl_jit *jit, LLVMModuleRef m, char *err, size_t errlen);
-kl_jit_module *kl_jit_add_bytes(kl_jit *jit, const void *data, size_t size, char *err, size_t errlen);
-void kl_jit_trust_bytes(const void *data, size_t size);
-/* Address of a symbol defined by the module (compiles it on first lookup). */
+kl_jit_module *kl_jit_add_object(kl_jit *jit, const void *data, size_t size, bool trusted, char *err, size_t errlen);
+/* Address of a symbol defined by the module (links the object on first lookup). */
 void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err, size_t errlen);
 /* Frees the module's code and memory; its addresses become invalid. */
 kl_status kl_jit_remove_module(kl_jit *jit, kl_jit_module *mod, char *err, size_t errlen);
