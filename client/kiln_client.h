@@ -31,7 +31,7 @@
  *    args[0..nargs-1], each passed as one pointer-sized kernel argument, in that order
  *    (inputs first, then outputs). A slot's buffer spans `bytes` bytes; element
  *    (i0, i1, ...) lives at element offset sum(i_k * strides[k]).
- *  - Binaries per target: "llvm-bitcode" (host: kiln's host ABI, see runtime/device.h),
+ *  - Binaries per target: "host-object" (host: an ELF relocatable object, kiln's host ABI, see runtime/device.h),
  *    "ptx" (NVIDIA: PTX text for cuModuleLoadData; a NUL byte follows the data, not
  *    counted in binary_size) or "hsaco" (AMDGPU code object for hipModuleLoadData). The
  *    kernel symbol in the binary is the kernel's name. */
@@ -44,7 +44,7 @@
 extern "C" {
 #endif
 
-#define KL_BUNDLE_FORMAT_VERSION 1u
+#define KL_BUNDLE_FORMAT_VERSION 2u   /* 2: host binaries are objects ("host-object"), not bitcode */
 
 typedef struct kl_bundle kl_bundle;
 
@@ -102,7 +102,7 @@ typedef struct kl_bundle_step {
 typedef struct kl_bundle_target {
   const char *name;          /* "host", "gfx942", "sm_90", ... */
   const char *arch;          /* "host", "amdgpu", "nvptx" */
-  const char *binary_format; /* "llvm-bitcode", "hsaco", "ptx" */
+  const char *binary_format; /* "host-object", "hsaco", "ptx" */
   int nkernels; const kl_bundle_kernel *kernels;
   int nslots;   const kl_bundle_slot *slots;
   int nsteps;   const kl_bundle_step *steps;

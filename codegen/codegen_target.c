@@ -214,6 +214,24 @@ LLVMTargetMachineRef kl_codegen_create_tm(const kl_codegen_target *t, int opt_le
   return tm;
 }
 
+/* The target machine of host objects (what the host JIT compiled with): PIC, the JIT
+ * code model. */
+static LLVMTargetMachineRef create_host_object_tm(const kl_codegen_target *t, int opt_level, char *err, size_t errlen) {
+  kl_llvm_init_targets();
+  LLVMTargetRef target = NULL;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
+    cg_err(err, errlen, "no LLVM target for triple %s: %s", t->triple, msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level), LLVMRelocPIC,
+                                                    LLVMCodeModelJITDefault);
+  if (!tm) cg_err(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
+  return tm;
+}
+
 kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *err, size_t errlen) {
   if (opt_level < 0 || opt_level > 3) opt_level = 3;
   char pipeline[32];
@@ -409,7 +427,7 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
     return KL_ERR;
   }
   LLVMDisposeMessage(msg);
-  s->tm = kl_codegen_create_tm(t, level, err, errlen);
+  s->tm = want == KL_TARGET_HOST ? create_host_object_tm(t, level, err, errlen) : kl_codegen_create_tm(t, level, err, errlen);
   if (!s->tm) return KL_ERR;
   /* LLVM's default diagnostic handler calls exit(1) on errors (e.g. too much LDS). */
   s->ctx = LLVMGetModuleContext(m);
@@ -544,21 +562,16 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
   return st;
 }
 
-static kl_status emit_host_bitcode(LLVMModuleRef m, const kl_codegen_opts *opts, kl_binary *out, char *err,
-                                   size_t errlen) {
+/* The host object is compiled exactly as the host device's JIT used to compile bitcode
+ * at load time: O3 for this CPU (its name and features), PIC, the JIT code model (large
+ * on x86-64), so the kernels' code is the same; runtime/device_host_loader.c links it. */
+static kl_status emit_host_object(LLVMModuleRef m, const kl_codegen_opts *opts, kl_binary *out, char *err,
+                                  size_t errlen) {
   emit_state s;
-  /* Not optimised here: the host JIT optimises for the CPU it runs on. */
-  if (begin_emit(&s, m, "host", opts, KL_TARGET_HOST, false, err, errlen) != KL_OK) return KL_ERR;
-  LLVMMemoryBufferRef buf = LLVMWriteBitcodeToMemoryBuffer(s.clone);
-  size_t n = LLVMGetBufferSize(buf);
-  out->kind = KL_TARGET_HOST;
-  out->size = n;
-  out->data = kl_xmalloc(n + 1);
-  memcpy(out->data, LLVMGetBufferStart(buf), n);
-  ((char *)out->data)[n] = '\0';
-  LLVMDisposeMemoryBuffer(buf);
+  if (begin_emit(&s, m, "host", opts, KL_TARGET_HOST, true, err, errlen) != KL_OK) return KL_ERR;
+  kl_status st = emit_to_binary(&s, LLVMObjectFile, out, err, errlen);
   end_emit(&s);
-  return KL_OK;
+  return st;
 }
 
 kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
@@ -566,7 +579,7 @@ kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_
   memset(out, 0, sizeof *out);
   switch (kl_target_kind_of(target)) {
   case KL_TARGET_HOST:
-    return emit_host_bitcode(m, opts, out, err, errlen);
+    return emit_host_object(m, opts, out, err, errlen);
   case KL_TARGET_AMDGPU: {
     kl_binary obj;
     if (kl_codegen_amdgpu_object(m, target, opts, &obj, err, errlen) != KL_OK) return KL_ERR;

@@ -2,7 +2,9 @@
  * Contract: targets are named by strings: "host", an AMDGPU chip ("gfx908", "gfx90a",
  * "gfx942", "gfx1030", "gfx1100", …, optionally with HIP-style feature suffixes such as
  * "gfx90a:sramecc+:xnack-") or an NVIDIA arch ("sm_80", "sm_90", "sm_90a", …).
- *   host   -> LLVM bitcode for the host triple (the host device JIT-compiles it, O3)
+ *   host   -> an ELF relocatable object for the host triple and CPU (its name and
+ *             features), optimised at O3, PIC, the JIT code model: what the host device
+ *             links into the process (runtime/device_host_loader.h)
  *   AMDGPU -> an HSACO: amdgcn-amd-amdhsa object, optimised at O3, linked in process
  *             with lld (-shared --no-undefined) into a loadable code object
  *   NVPTX  -> PTX text (nvptx64-nvidia-cuda), optimised at O3, for cuModuleLoadData

@@ -33,7 +33,7 @@ typedef enum { KL_DIAG_ERROR, KL_DIAG_WARNING, KL_DIAG_NOTE } kl_diag_kind;
 typedef void (*kl_diag_handler)(void *user, kl_diag_kind kind, kl_loc loc, const char *msg);
 
 /* A context with the dialects registered (core/dialects.c) and no passes: whoever runs
- * passes calls kl_register_builtin_passes (core/pass.h) once. */
+ * passes calls kl_register_builtin_passes (passes/passes.h) once. */
 kl_ctx *kl_ctx_create(void);
 void    kl_ctx_destroy(kl_ctx *ctx);
 kl_arena *kl_ctx_arena(kl_ctx *ctx);

@@ -282,6 +282,8 @@ void kl_graph_set_outputs(kl_op *graph, int n, kl_value *const *outs, kl_loc loc
   kl_block_push_op(kl_graph_body(graph), kl_op_create(graph->ctx, "func.return", loc, n, outs, 0, NULL, 0, NULL, 0));
 }
 bool kl_graph_is_param(const kl_op *op) { return op && !strcmp(op->name, "graph.param"); }
+bool kl_graph_is_constant(const kl_op *op) { return op && !strcmp(op->name, "graph.constant"); }
+bool kl_graph_is_launch(const kl_op *op) { return op && !strcmp(op->name, "graph.launch"); }
 int kl_graph_params(kl_op *graph, kl_op **out, int max) {
   int n = 0;
   for (kl_op *o = kl_graph_body(graph)->first; o; o = o->next)

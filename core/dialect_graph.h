@@ -56,8 +56,12 @@ kl_op *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc)
 /* Sets the graph's outputs (replacing an earlier func.return). */
 void kl_graph_set_outputs(kl_op *graph, int n, kl_value *const *outs, kl_loc loc);
 kl_block *kl_graph_body(kl_op *graph);
-/* The one identity test for graph.param (a unique op: the inputs of a graph). */
+/* The identity tests of the host-plan ops (unique ops, each handled on its own by the
+ * driver: graph.param binds an input, graph.constant holds a value, graph.launch runs a
+ * kernel); properties they share are traits (KL_TRAIT_HOST_PLAN, KL_TRAIT_PLAN_INPUT). */
 bool kl_graph_is_param(const kl_op *op);
+bool kl_graph_is_constant(const kl_op *op);
+bool kl_graph_is_launch(const kl_op *op);
 /* Params in order of creation; returns count, fills up to max. */
 int kl_graph_params(kl_op *graph, kl_op **out, int max);
 kl_op *kl_graph_param(kl_op *graph, const char *name);

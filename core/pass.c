@@ -145,10 +145,12 @@ typedef struct {
   kl_ctx *ctx; kl_arena *arena;
   const char *s; size_t len, pos;
   const char *file;     /* location file name for errors */
+  bool quiet;           /* report nothing (kl_pipeline_passes) */
 } cursor;
 
 static kl_status perr(cursor *c, size_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static kl_status perr(cursor *c, size_t pos, const char *fmt, ...) {
+  if (c->quiet) return KL_ERR;
   va_list ap; va_start(ap, fmt);
   kl_emit_vdiag(c->ctx, KL_DIAG_ERROR, kl_loc_make(c->ctx, c->file, 1, (int)pos + 1), fmt, ap);
   va_end(ap);
@@ -203,7 +205,7 @@ static const char *suggest_pass(kl_ctx *ctx, const char *name, size_t n) {
 }
 
 /* Fills o with every option of info at its default value. */
-static kl_status init_options(kl_ctx *ctx, kl_arena *arena, const kl_pass_info *info, kl_pass_options **out) {
+static kl_status init_options(kl_ctx *ctx, kl_arena *arena, const kl_pass_info *info, bool quiet, kl_pass_options **out) {
   kl_pass_options *o = kl_arena_alloc(arena, sizeof *o);
   o->info = info; o->n = info->noptions;
   o->v = kl_arena_alloc(arena, (o->n ? o->n : 1) * sizeof *o->v);
@@ -212,7 +214,7 @@ static kl_status init_options(kl_ctx *ctx, kl_arena *arena, const kl_pass_info *
     const char *txt = d->default_value ? d->default_value : d->kind == KL_OPT_STRING ? "" : d->kind == KL_OPT_BOOL ? "false" : "0";
     o->v[i].def = d; o->v[i].s = txt;
     if (!parse_value(d, txt, &o->v[i]))
-      return kl_emit_error(ctx, KL_LOC_UNKNOWN, "pass '%s': invalid default value '%s' for %s option '%s' (expected %s)",
+      return quiet ? KL_ERR : kl_emit_error(ctx, KL_LOC_UNKNOWN, "pass '%s': invalid default value '%s' for %s option '%s' (expected %s)",
                            info->name, txt, kind_name(d->kind), d->name, expected_text(d->kind));
   }
   *out = o;
@@ -300,6 +302,7 @@ struct kl_pass_manager {
   pm_entry *entries; int n, cap;
   bool verify;
   const char *print_which; kl_ir_callback ir_cb; void *ir_user;
+  kl_pass_observer observer; void *observer_user;
   pm_time *times; int ntimes, captimes;   /* last run: one entry per pass run */
   double verify_ms;                        /* last run: all verification */
 };
@@ -322,8 +325,10 @@ static void push_entry(kl_pass_manager *pm, pm_entry e) {
   pm->entries[pm->n++] = e;
 }
 
-kl_status kl_pass_manager_add_pipeline(kl_pass_manager *pm, const char *pipeline) {
-  cursor c = { pm->ctx, &pm->arena, pipeline ? pipeline : "", pipeline ? strlen(pipeline) : 0, 0, "<pipeline>" };
+/* Parses a pipeline string into entries (malloc'd array, *n of them); option values
+ * live in arena. KL_ERR (+ diagnostic unless quiet) on a bad string, *out then NULL. */
+static kl_status parse_pipeline(kl_ctx *ctx, kl_arena *arena, const char *pipeline, bool quiet, pm_entry **out, int *nout) {
+  cursor c = { ctx, arena, pipeline ? pipeline : "", pipeline ? strlen(pipeline) : 0, 0, "<pipeline>", quiet };
   pm_entry *tmp = NULL; int ntmp = 0;
   kl_status st = KL_OK;
   char fb[16];
@@ -331,15 +336,15 @@ kl_status kl_pass_manager_add_pipeline(kl_pass_manager *pm, const char *pipeline
   while (st == KL_OK && peek(&c) >= 0) {
     size_t npos = c.pos, nlen = read_name(&c);
     if (!nlen) { st = perr(&c, c.pos, "expected a pass name, found %s", found_text(&c, fb)); break; }
-    const kl_pass_info *info = lookup_n(pm->ctx, c.s + npos, nlen);
+    const kl_pass_info *info = lookup_n(ctx, c.s + npos, nlen);
     if (!info) {
-      const char *sug = suggest_pass(pm->ctx, c.s + npos, nlen);
+      const char *sug = suggest_pass(ctx, c.s + npos, nlen);
       if (sug) st = perr(&c, npos, "unknown pass '%.*s' (did you mean '%s'?)", (int)nlen, c.s + npos, sug);
       else st = perr(&c, npos, "unknown pass '%.*s'", (int)nlen, c.s + npos);
       break;
     }
     pm_entry e = { .name = info->name, .info = info };
-    if ((st = init_options(pm->ctx, &pm->arena, info, &e.opts)) != KL_OK) break;
+    if ((st = init_options(ctx, arena, info, quiet, &e.opts)) != KL_OK) break;
     skip_ws(&c);
     if (peek(&c) == '{') {
       c.pos++;
@@ -355,9 +360,28 @@ kl_status kl_pass_manager_add_pipeline(kl_pass_manager *pm, const char *pipeline
     skip_ws(&c);
     if (peek(&c) < 0) { st = perr(&c, c.pos, "expected a pass name after ','"); break; }
   }
-  if (st == KL_OK) for (int i = 0; i < ntmp; i++) push_entry(pm, tmp[i]);
+  if (st != KL_OK) { free(tmp); tmp = NULL; ntmp = 0; }
+  *out = tmp; *nout = ntmp;
+  return st;
+}
+
+kl_status kl_pass_manager_add_pipeline(kl_pass_manager *pm, const char *pipeline) {
+  pm_entry *tmp; int ntmp;
+  kl_status st = parse_pipeline(pm->ctx, &pm->arena, pipeline, false, &tmp, &ntmp);
+  for (int i = 0; i < ntmp; i++) push_entry(pm, tmp[i]);
   free(tmp);
   return st;
+}
+
+int kl_pipeline_passes(kl_ctx *ctx, const char *pipeline, const kl_pass_info **out, int max) {
+  kl_arena arena;
+  kl_arena_init(&arena);
+  pm_entry *es; int n;
+  kl_status st = parse_pipeline(ctx, &arena, pipeline, true, &es, &n);
+  for (int i = 0; st == KL_OK && i < n && i < max; i++) out[i] = es[i].info;
+  free(es);
+  kl_arena_destroy(&arena);
+  return st == KL_OK ? n : -1;
 }
 
 kl_status kl_pass_manager_add_pass(kl_pass_manager *pm, const char *name, const char *options) {
@@ -368,9 +392,9 @@ kl_status kl_pass_manager_add_pass(kl_pass_manager *pm, const char *name, const 
     return kl_emit_error(pm->ctx, KL_LOC_UNKNOWN, "unknown pass '%s'", name ? name : "(null)");
   }
   pm_entry e = { .name = info->name, .info = info };
-  if (init_options(pm->ctx, &pm->arena, info, &e.opts) != KL_OK) return KL_ERR;
+  if (init_options(pm->ctx, &pm->arena, info, false, &e.opts) != KL_OK) return KL_ERR;
   if (options) {
-    cursor c = { pm->ctx, &pm->arena, options, strlen(options), 0, "<options>" };
+    cursor c = { pm->ctx, &pm->arena, options, strlen(options), 0, "<options>", false };
     if (parse_options(&c, info, -1, e.opts) != KL_OK) return KL_ERR;
   }
   push_entry(pm, e);
@@ -386,9 +410,28 @@ void kl_pass_manager_print_ir_after(kl_pass_manager *pm, const char *which, kl_i
   pm->ir_cb = cb; pm->ir_user = user;
 }
 void kl_pass_manager_set_verify(kl_pass_manager *pm, bool on) { pm->verify = on; }
+void kl_pass_manager_observe(kl_pass_manager *pm, kl_pass_observer fn, void *user) { pm->observer = fn; pm->observer_user = user; }
+
+kl_status kl_pass_manager_set_option(kl_pass_manager *pm, const char *pass, const char *option, const char *value) {
+  for (int i = 0; i < pm->n; i++) {
+    pm_entry *e = &pm->entries[i];
+    if (!e->info || !pass || strcmp(e->info->name, pass)) continue;
+    opt_val *v = NULL;
+    for (int j = 0; option && j < e->opts->n; j++) if (!strcmp(e->opts->v[j].def->name, option)) v = &e->opts->v[j];
+    if (!v) return kl_emit_error(pm->ctx, KL_LOC_UNKNOWN, "pass '%s' has no option '%s'", pass, option ? option : "(null)");
+    if (v->given) continue;
+    opt_val parsed = { .def = v->def };
+    if (!value || !parse_value(v->def, value, &parsed))
+      return kl_emit_error(pm->ctx, KL_LOC_UNKNOWN, "invalid value '%s' for %s option '%s' of pass '%s' (expected %s)", value ? value : "(null)",
+                           kind_name(v->def->kind), v->def->name, pass, expected_text(v->def->kind));
+    parsed.s = kl_arena_strdup(&pm->arena, value);
+    *v = parsed;
+  }
+  return KL_OK;
+}
 
 /* Does a "all" / "a,b" selection name pass `name`? */
-static bool selects(const char *which, const char *name) {
+bool kl_pass_selected(const char *which, const char *name) {
   if (!which) return false;
   size_t n = strlen(name);
   for (const char *p = which; *p;) {
@@ -437,7 +480,7 @@ kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module) {
     kl_status st = e->info ? e->info->run(module, e->opts, e->info->user) : e->cb ? e->cb(module, e->user) : KL_OK;
     record_time(pm, e->name, now_ms() - t0);
     if (st != KL_OK) return kl_emit_error(pm->ctx, module->loc, "pass '%s' failed", e->name);
-    bool to_cb = selects(pm->print_which, e->name), to_env = selects(env, e->name);
+    bool to_cb = kl_pass_selected(pm->print_which, e->name), to_env = kl_pass_selected(env, e->name);
     if (to_cb || to_env) {
       char *text = kl_print_op(module, 0);
       if (to_cb && pm->ir_cb) pm->ir_cb(e->name, text, pm->ir_user);
@@ -445,6 +488,7 @@ kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module) {
       free(text);
     }
     if (pm->verify && verify_module(pm, module, e->name) != KL_OK) return KL_ERR;
+    if (pm->observer) pm->observer(module, e->name, pm->observer_user);
   }
   return KL_OK;
 }

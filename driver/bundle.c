@@ -9,7 +9,6 @@
 #include "passes/lower_to_llvm.h"
 #include "codegen/codegen_target.h"
 #include "codegen/hsaco.h"
-#include "codegen/jit_host.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +20,7 @@
 #define IR_FLAGS (KL_PRINT_GENERIC | KL_PRINT_LOCS)
 
 static const char *arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }
-static const char *format_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "hsaco" : a == KL_ARCH_NVPTX ? "ptx" : "llvm-bitcode"; }
+static const char *format_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "hsaco" : a == KL_ARCH_NVPTX ? "ptx" : "host-object"; }
 
 /* ---------------------------------------------------------------- saving ---- */
 typedef struct save_mem {   /* what the descriptions point to, freed after encoding */
@@ -275,10 +274,11 @@ static kl_status kernel_agrees(const kl_target *desc, kl_op *f, const kl_bundle_
   return KL_OK;
 }
 
-/* Host binaries are never handed to LLVM as they come: the kernel is lowered again from
- * the IR (authoritative, already parsed and verified by kiln) and its bitcode must be the
- * bundle's byte for byte. So a damaged or crafted bitcode section gives this error instead
- * of reaching LLVM's bitcode reader (which aborts the process on some inputs). */
+/* Host binaries are never handed to LLVM as they come: the kernel is lowered and compiled
+ * again from the IR (authoritative, already parsed and verified by kiln) and its object
+ * must be the bundle's byte for byte. So a damaged or crafted object section gives this
+ * error instead of reaching LLVM's object reader and JITLink (the loader still treats a
+ * bundle's binaries as untrusted: KL_LOAD_TRUSTED is for binaries compiled in-process). */
 static kl_status host_binary_agrees(kl_ctx *ctx, const kl_target *desc, kl_op *f, const kl_bundle_target *T, const kl_bundle_kernel *K, char *why,
                                     size_t n) {
   LLVMContextRef lc = LLVMContextCreate();
@@ -295,10 +295,10 @@ static kl_status host_binary_agrees(kl_ctx *ctx, const kl_target *desc, kl_op *f
     st = kl_codegen_emit(lm, T->name, NULL, &bin, e, sizeof e);
     if (st != KL_OK) snprintf(why, n, "kernel %s: %s", K->name, e);
     else if (bin.size != K->binary_size || memcmp(bin.data, K->binary, bin.size)) {
-      snprintf(why, n, "the binary of kernel %s (%zu bytes) is not the LLVM bitcode of its IR (%zu bytes): the bundle is damaged, or it was "
-               "written by a kiln with another LLVM version", K->name, K->binary_size, bin.size);
+      snprintf(why, n, "the binary of kernel %s (%zu bytes) is not the host object of its IR (%zu bytes): the bundle is damaged, or it was "
+               "written by a kiln with another LLVM version or for another host CPU", K->name, K->binary_size, bin.size);
       st = KL_ERR;
-    } else kl_jit_trust_bytes(bin.data, bin.size);   /* kiln's own bitcode: the host JIT reads it directly */
+    }
     kl_binary_free(&bin);
     LLVMDisposeModule(lm);
   }

@@ -16,12 +16,14 @@
  *    runs with a launch size it was not compiled for. An AMDGPU code object must define
  *    the kernel for the target's chip with the IR's block size and LDS bytes (its
  *    metadata, read by hsaco.c); PTX text is not read by kiln.
- *  - Host binaries (LLVM bitcode) are never handed to LLVM as they come: each kernel is
- *    lowered again from the verified IR and its bitcode must equal the bundle's byte for
- *    byte (else an error naming the kernel). LLVM's bitcode reader aborts or crashes on
- *    some malformed inputs (a resealed byte flip can make it ask for 30 GB), so this is
- *    the only way loading a bundle can promise not to take the process down. A bundle
- *    written by a kiln with another LLVM version is refused for the host the same way.
+ *  - Host binaries (ELF relocatable objects, compiled for the host CPU) are never handed
+ *    to LLVM as they come: each kernel is lowered and compiled again from the verified IR
+ *    and its object must equal the bundle's byte for byte (else an error naming the
+ *    kernel). LLVM's object reader and linker may crash on malformed input, so this is
+ *    how loading a bundle promises not to take the process down; the binaries of a
+ *    loaded program are still loaded untrusted (without KL_LOAD_TRUSTED, device.h). A
+ *    bundle written by a kiln with another LLVM version, or for another host CPU, is
+ *    refused for the host the same way.
  *    Kernel infos (p:kernels()) come from the bundle; kernel IR snapshots, LLVM IR and
  *    the module snapshots after each pass are NOT saved (a loaded program has none;
  *    kl_program_ir returns NULL). A loaded program is not put in the compile cache.
@@ -31,12 +33,14 @@
  *    error, never a crash. Reading and validating is client/kiln_client.c (plain C), so
  *    kiln and outside clients read bundles with the same code.
  *
- * ==== Bundle file format, version 1 ====
+ * ==== Bundle file format, version 2 ====
+ * (version 1 held host LLVM bitcode; this kiln refuses it: "format version 1 is not
+ * supported (this reader reads version 2)")
  * All integers little-endian. FNV-1a 64 = offset basis 0xcbf29ce484222325, prime
  * 0x100000001b3, over bytes.
  * Header (48 bytes at offset 0):
  *    0  8  magic "KILNBNDL"
- *    8  4  u32 format version (1)
+ *    8  4  u32 format version (2)
  *   12  4  u32 header size (48)
  *   16  4  u32 number of sections N
  *   20  4  u32 flags (0)
@@ -57,7 +61,7 @@
  *           (kl_print_op of the variant's module in generic form with locations: the
  *           graph func holding the plan and the kernel funcs), UTF-8, no NUL.
  *   4 BINARY (target t, index k; one per kernel k of target t): the kernel's binary
- *           (host: LLVM bitcode; sm_*: PTX text; gfx*: HSACO), at least 1 byte.
+ *           (host: ELF relocatable object; sm_*: PTX text; gfx*: HSACO), at least 1 byte.
  *   5 CONST (target t, index s; one per constant slot s whose buffer spans > 0 bytes):
  *           the constant's bytes in the slot's layout (exactly t.bytes bytes).
  *   Readers skip sections of other kinds (additions an old reader may ignore);
@@ -67,7 +71,7 @@
  *            "f32" "f64"), u32 element bytes, u32 rank (<= 16), i64 shape[rank],
  *            i64 strides[rank] (elements)
  *   PLAN   = str target, str arch ("host"|"amdgpu"|"nvptx"), str binary format
- *            ("llvm-bitcode"|"hsaco"|"ptx"),
+ *            ("host-object"|"hsaco"|"ptx"),
  *            u32 K, K x kernel, u32 S, S x slot, u32 P, P x step, u32 O, O x u32 output slot
  *   kernel = str name, str kind, str perf config, i64 grid[3], i64 block[3],
  *            i64 LDS bytes, u32 nargs, u32 ninputs, nargs x (str arg name, tensor)

@@ -42,7 +42,7 @@ char *kl_kernel_code_stats(kl_op *kernel, const char *target, char *err, size_t 
   } else if (t->arch == KL_ARCH_NVPTX) {
     kl_sb_printf(&sb, "ptx=%zu bytes mma.sync=%s", bin.size, strstr((const char *)bin.data, "mma.sync") ? "yes" : "no");
   } else {
-    kl_sb_printf(&sb, "bitcode=%zu bytes", bin.size);
+    kl_sb_printf(&sb, "object=%zu bytes", bin.size);
   }
   kl_binary_free(&bin);
   return kl_sb_take(&sb);

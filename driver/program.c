@@ -8,7 +8,6 @@
 #include "core/target.h"
 #include "passes/lower_to_llvm.h"
 #include "codegen/codegen_target.h"
-#include "codegen/jit_host.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@ typedef struct variant {
   int nslots; slot_info *slots;
   int nsteps; kl_plan_step *steps;
   int noutputs; int *outputs;
+  unsigned load_flags;         /* KL_LOAD_TRUSTED for binaries compiled here; 0 from a bundle */
   int nsnap; kl_snapshot *snaps; /* module text after each pass */
   int nfsnap; struct fsnap { const char *pass, *func; char *text; } *fsnaps; /* each function after each pass */
   loaded *loads;
@@ -114,24 +114,19 @@ void kl_program_release(kl_program *p) {
   free(p->v); free(p->key); free(p);
 }
 
-/* ---- the pipeline with snapshots ---- */
-typedef struct snap_ctx { variant *v; const kl_compile_opts *opts; const char *pass; } snap_ctx;
+/* ---- the pipeline with snapshots ----
+ * One pass manager per variant, parsed from the whole pipeline string (core/pass.c);
+ * its after-pass observer keeps the module text (and every function's) after each
+ * pass, once verified, and hands it to on_ir when print_ir_after names the pass. */
+typedef struct snap_ctx { variant *v; const kl_compile_opts *opts; } snap_ctx;
 
-static bool wants(const char *which, const char *pass) {
-  if (!which) return false;
-  if (!strcmp(which, "all")) return true;
-  size_t n = strlen(pass);
-  for (const char *p = which; (p = strstr(p, pass)); p += n)
-    if ((p == which || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
-  return false;
-}
-static kl_status snapshot(kl_op *module, void *user) {
+static void snapshot(kl_op *module, const char *pass, void *user) {
   snap_ctx *s = user;
   variant *v = s->v;
   char *text = kl_print_op(module, 0);
-  if (s->opts->on_ir && wants(s->opts->print_ir_after, s->pass)) s->opts->on_ir(s->pass, text, s->opts->on_ir_user);
+  if (s->opts->on_ir && kl_pass_selected(s->opts->print_ir_after, pass)) s->opts->on_ir(pass, text, s->opts->on_ir_user);
   v->snaps = kl_xrealloc(v->snaps, (v->nsnap + 1) * sizeof *v->snaps);
-  v->snaps[v->nsnap].pass = kl_intern(module->ctx, s->pass);
+  v->snaps[v->nsnap].pass = kl_intern(module->ctx, pass);
   v->snaps[v->nsnap].text = text;
   v->nsnap++;
   /* every function on its own too, for the per-kernel IR of p:kernels() */
@@ -141,93 +136,18 @@ static kl_status snapshot(kl_op *module, void *user) {
     v->fsnaps = kl_xrealloc(v->fsnaps, (v->nfsnap + 1) * sizeof *v->fsnaps);
     v->fsnaps[v->nfsnap++] = (struct fsnap){ v->snaps[v->nsnap - 1].pass, kl_intern(module->ctx, name), kl_print_op(f, 0) };
   }
-  return KL_OK;
-}
-
-/* Splits a pipeline at top-level commas (outside {...}). Quoted option values are read as core/pass.c reads
- * them ('"' right after "name =" inside the braces up to the next unescaped '"'), so a
- * ',' '{' or '}' inside one does not count; an unterminated one runs to the end, where
- * kl_pass_manager_add_pipeline reports it. */
-static int split_pipeline(const char *pl, char ***out) {
-  int n = 0, depth = 0;
-  char **parts = NULL;
-  const char *start = pl;
-  char last = 0;   /* the last non-blank character */
-  for (const char *p = pl;; p++) {
-    if (*p == '"' && depth > 0 && last == '=') {
-      for (p++; *p && *p != '"'; p++) if (*p == '\\' && p[1]) p++;
-      if (!*p) p--;   /* unterminated: stop at the end */
-      last = '"';
-      continue;
-    }
-    if (*p == '{') depth++;
-    else if (*p == '}') depth--;
-    if (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') last = *p;
-    if ((*p == ',' && depth == 0) || !*p) {
-      const char *a = start, *b = p;
-      while (a < b && (*a == ' ' || *a == '\n' || *a == '\t')) a++;
-      while (b > a && (b[-1] == ' ' || b[-1] == '\n' || b[-1] == '\t')) b--;
-      if (b > a) {
-        parts = kl_xrealloc(parts, (n + 1) * sizeof *parts);
-        parts[n] = kl_xmalloc((size_t)(b - a) + 1);
-        memcpy(parts[n], a, (size_t)(b - a)); parts[n][b - a] = 0;
-        n++;
-      }
-      if (!*p) break;
-      start = p + 1;
-    }
-  }
-  *out = parts;
-  return n;
-}
-static void pass_name_of(const char *entry, char *buf, size_t n) {
-  size_t k = strcspn(entry, "{");
-  if (k >= n) k = n - 1;
-  memcpy(buf, entry, k); buf[k] = 0;
-}
-
-int kl_pipeline_passes(kl_ctx *ctx, const char *pipeline, const kl_pass_info **out, int max) {
-  char **parts;
-  int n = split_pipeline(pipeline ? pipeline : kl_default_pipeline(), &parts);
-  for (int i = 0; i < n; i++) {
-    char name[128];
-    pass_name_of(parts[i], name, sizeof name);
-    if (i < max) out[i] = kl_lookup_pass(ctx, name);
-    free(parts[i]);
-  }
-  free(parts);
-  return n;
-}
-
-typedef struct perf_ctx { const char *perf; } perf_ctx;
-static kl_walk_result set_perf(kl_op *op, void *user) {
-  perf_ctx *pc = user;
-  if (!strcmp(op->name, "rock.gemm") && !kl_op_attr(op, "perf_config"))
-    kl_op_set_attr(op, "perf_config", kl_attr_str(op->ctx, pc->perf));
-  return KL_WALK_ADVANCE;
-}
-static kl_status apply_perf_config(kl_op *module, void *user) {
-  kl_walk_pre(module, set_perf, user);
-  return KL_OK;
 }
 
 static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err, size_t errlen) {
   kl_ctx *ctx = v->module->ctx;
-  char **parts;
-  int n = split_pipeline(opts->pipeline ? opts->pipeline : kl_default_pipeline(), &parts);
-  snap_ctx *sc = kl_xcalloc(n ? n : 1, sizeof *sc);
   kl_pass_manager *pm = kl_pass_manager_create(ctx);
-  kl_status st = KL_OK;
-  perf_ctx pc = { opts->perf_config };
-  for (int i = 0; i < n && st == KL_OK; i++) {
-    char name[128];
-    pass_name_of(parts[i], name, sizeof name);
-    if (opts->perf_config && !strcmp(name, "rock-gemm-to-gridwise"))
-      kl_pass_manager_add_callback(pm, "apply-perf-config", apply_perf_config, &pc);
-    st = kl_pass_manager_add_pipeline(pm, parts[i]);
-    sc[i].v = v; sc[i].opts = opts; sc[i].pass = kl_intern(ctx, name);
-    kl_pass_manager_add_callback(pm, "snapshot", snapshot, &sc[i]);
-  }
+  snap_ctx sc = { v, opts };
+  kl_status st = kl_pass_manager_add_pipeline(pm, opts->pipeline ? opts->pipeline : kl_default_pipeline());
+  /* the perf config is an option of the pass that consumes it (an entry that gives its
+   * own perf-config keeps it) */
+  if (st == KL_OK && opts->perf_config)
+    st = kl_pass_manager_set_option(pm, "rock-gemm-to-gridwise", "perf-config", opts->perf_config);
+  kl_pass_manager_observe(pm, snapshot, &sc);
   if (st == KL_OK) st = kl_pass_manager_run(pm, v->module);
   if (st != KL_OK) {
     char *d = kl_diag_take(ctx);
@@ -237,8 +157,6 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
     free(d);
   }
   kl_pass_manager_destroy(pm);
-  for (int i = 0; i < n; i++) free(parts[i]);
-  free(parts); free(sc);
   return st;
 }
 
@@ -305,7 +223,6 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->llvm_ir = kl_xstrdup(ir);
     LLVMDisposeMessage(ir);
     kl_status st = kl_codegen_emit(lm, v->target, NULL, &v->bins[ki], err, errlen);
-    if (st == KL_OK && v->desc->arch == KL_ARCH_HOST) kl_jit_trust_bytes(v->bins[ki].data, v->bins[ki].size);   /* kiln's own: no child check */
     LLVMDisposeModule(lm);
     LLVMContextDispose(lc);
     if (st != KL_OK) return KL_ERR;
@@ -330,9 +247,9 @@ static kl_status build_plan(variant *v, char *err, size_t errlen) {
   v->steps = kl_xcalloc(nops ? nops : 1, sizeof *v->steps);
   for (kl_op *o = b->first; o; o = o->next) {
     o->scratch = v->nslots;
-    if (!strcmp(o->name, "graph.param")) {
+    if (kl_graph_is_param(o)) {
       v->slots[v->nslots++] = (slot_info){ "param", kl_op_attr_string(o, "name"), o->results[0].type, NULL };
-    } else if (!strcmp(o->name, "graph.constant")) {
+    } else if (kl_graph_is_constant(o)) {
       const kl_type *t = o->results[0].type;
       const kl_attr *val = kl_op_attr(o, "value");
       int64_t n = kl_type_numel(t);
@@ -342,7 +259,7 @@ static kl_status build_plan(variant *v, char *err, size_t errlen) {
       free(d);
       if (!tc) return KL_ERR;
       v->slots[v->nslots++] = (slot_info){ "constant", "", t, tc };
-    } else if (!strcmp(o->name, "graph.launch")) {
+    } else if (kl_graph_is_launch(o)) {
       const kl_attr *callee = kl_op_attr(o, "callee");
       int k = kernel_index(v, callee->s);
       if (k < 0) { snprintf(err, errlen, "compile: launch of unknown kernel @%s", callee->s); return KL_ERR; }
@@ -385,6 +302,7 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
     return KL_ERR;
   }
   v->module = kl_module_create(ctx, graph->loc);
+  v->load_flags = KL_LOAD_TRUSTED;   /* the binaries are emitted below, by this process */
   kl_op_set_attr(v->module, "target", kl_attr_str(ctx, v->target));
   v->plan = kl_op_clone(graph, NULL);
   kl_block_push_op(kl_module_body(v->module), v->plan);
@@ -401,9 +319,10 @@ static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
   kl_print_op_to(&sb, graph, KL_PRINT_GENERIC);
   for (int i = 0; i < o->ntargets; i++) kl_sb_printf(&sb, "|t=%s", o->targets[i]);
   kl_sb_printf(&sb, "|p=%s|pl=%s", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "");
-  int n = kl_pipeline_passes(graph->ctx, o->pipeline, NULL, 0);
-  const kl_pass_info **infos = kl_xcalloc(n ? n : 1, sizeof *infos);
-  kl_pipeline_passes(graph->ctx, o->pipeline, infos, n);
+  const char *pipeline = o->pipeline ? o->pipeline : kl_default_pipeline();
+  int n = kl_pipeline_passes(graph->ctx, pipeline, NULL, 0);   /* -1: it does not parse, the compile fails */
+  const kl_pass_info **infos = kl_xcalloc(n > 0 ? n : 1, sizeof *infos);
+  kl_pipeline_passes(graph->ctx, pipeline, infos, n);
   for (int i = 0; i < n; i++) kl_sb_printf(&sb, "|r=%p", (const void *)infos[i]);
   free(infos);
   return kl_sb_take(&sb);
@@ -522,7 +441,7 @@ static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
   l->mods = kl_xcalloc(v->nkernels + 1, sizeof *l->mods);
   l->kernels = kl_xcalloc(v->nkernels + 1, sizeof *l->kernels);
   for (int i = 0; i < v->nkernels; i++) {
-    if (kl_device_load(dev, v->bins[i].data, v->bins[i].size, &l->mods[i]) != KL_OK ||
+    if (kl_device_load(dev, v->bins[i].data, v->bins[i].size, v->load_flags, &l->mods[i]) != KL_OK ||
         kl_device_get_kernel(l->mods[i], v->kernels[i].name, &l->kernels[i]) != KL_OK) {
       snprintf(err, errlen, "run: loading kernel %s: %s", v->kernels[i].name, kl_device_error(dev));
       for (int j = 0; j <= i; j++) if (l->mods[j]) kl_device_unload(l->mods[j]);
@@ -596,11 +515,11 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
   kl_block *b = kl_graph_body(v->plan);
   for (kl_op *o = b->first; o && st == KL_OK; o = o->next) {
     int s = (int)o->scratch;
-    if (!strcmp(o->name, "graph.param")) {
+    if (kl_graph_is_param(o)) {
       const kl_tensor *t = input_for(o, ninputs, inputs, "run", err, errlen);
       if (!t) { st = KL_ERR; break; }
       tens[s] = kl_tensor_retain((kl_tensor *)t);
-    } else if (!strcmp(o->name, "graph.constant")) {
+    } else if (kl_graph_is_constant(o)) {
       tens[s] = kl_tensor_retain(v->slots[s].constant);
     }
   }
@@ -878,12 +797,12 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
   /* inputs and constants */
   for (kl_op *o = kl_graph_body(v->plan)->first; o; o = o->next) {
     int s = (int)o->scratch;
-    if (!strcmp(o->name, "graph.param")) {
+    if (kl_graph_is_param(o)) {
       const kl_tensor *t = input_for(o, ninputs, inputs, "prepare", err, errlen);
       if (!t) goto fail;
       src[s] = t;
       r->bytes[s] = tensor_bytes_span(t);
-    } else if (!strcmp(o->name, "graph.constant")) {
+    } else if (kl_graph_is_constant(o)) {
       src[s] = v->slots[s].constant;
       r->bytes[s] = tensor_bytes_span(src[s]);
     }

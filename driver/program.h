@@ -82,10 +82,6 @@ const char *kl_default_pipeline(void);
  * (INT64_MAX when that overflows). The plan's lds_bytes of a compiled kernel, and what a
  * loaded bundle's plan and code objects are checked against (bundle.c). */
 int64_t kl_kernel_lds_bytes(kl_op *kernel);
-/* The registered pass of each top-level entry of pipeline (NULL: the default pipeline)
- * in ctx, in order, into out[0..max) (NULL for an unknown name); returns the number of
- * entries (call with max 0 to count). */
-int kl_pipeline_passes(kl_ctx *ctx, const char *pipeline, const kl_pass_info **out, int max);
 
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
 kl_program *kl_program_retain(kl_program *p);

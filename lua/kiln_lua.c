@@ -5,6 +5,7 @@
 #include "lua/kiln_lua.h"
 #include "core/parse.h"
 #include "core/pass.h"
+#include "passes/passes.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>

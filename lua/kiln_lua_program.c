@@ -356,7 +356,7 @@ static void on_ir_cb(const char *pass, const char *text, void *user) {
 
 static bool pipeline_has_lua_pass(kl_ctx *ctx, const char *pipeline) {
   const kl_pass_info *infos[64];
-  int n = kl_pipeline_passes(ctx, pipeline, infos, 64);
+  int n = kl_pipeline_passes(ctx, pipeline ? pipeline : kl_default_pipeline(), infos, 64);   /* -1: compile reports it */
   if (n > 64) return true;   /* not worth a heap copy: just do not cache */
   for (int i = 0; i < n; i++) if (kl_lua__is_lua_pass(infos[i])) return true;
   return false;
@@ -710,7 +710,7 @@ static int prog_plan(lua_State *L) {
   return 1;
 }
 
-/* p:binary(kernel [, target]) -> string (bitcode / PTX / HSACO) */
+/* p:binary(kernel [, target]) -> string (host object / PTX / HSACO) */
 /* The binary of kernel (arg 2) for the target (arg 3, optional): the shared argument
  * handling of p:binary, p:code_object and p:disasm; what names the method in errors. */
 static const kl_binary_info *binary_arg(lua_State *L, const char *what) {

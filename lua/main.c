@@ -12,6 +12,7 @@
 #include "lua/kiln_lua.h"
 #include "core/parse.h"
 #include "core/pass.h"
+#include "passes/passes.h"
 #include "core/print.h"
 #include "core/verify.h"
 #include "core/dialect_rock.h"

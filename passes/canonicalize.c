@@ -12,7 +12,7 @@
  *   canonical.arith.cmpi-self            cmpi(x, x) -> true (eq le ge) / false (ne lt gt)
  * Integer rewrites are exact in wrap-around arithmetic; floats are left alone (not
  * associative, x - x is not 0 for inf/nan). */
-#include "core/pass.h"
+#include "passes/passes.h"
 #include "core/rewrite.h"
 #include "core/dialect_builtin.h"
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * enclosing blocks are visible in nested regions), but never across an op with the
  * ISOLATED trait, and never from another block of the same region (the verifier's
  * dominance rule). */
-#include "core/pass.h"
+#include "passes/passes.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * (inside regions too; a dead pure op with regions goes with everything in it). Ops
  * with side effects, terminators, functions and block arguments are kept. It is the
  * greedy driver with no patterns and no folding: the dead-op removal lives there. */
-#include "core/pass.h"
+#include "passes/passes.h"
 #include "core/rewrite.h"
 #include <limits.h>
 

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "codegen/codegen_target.h"
 
 #define KL_DEVICE_ERRLEN 1024
 
@@ -379,30 +378,12 @@ static kl_dev_module *add_module(kl_device *dev, void *handle) {
   return m;
 }
 
-kl_status kl_device_load(kl_device *dev, const void *binary, size_t size, kl_dev_module **out) {
+kl_status kl_device_load(kl_device *dev, const void *binary, size_t size, unsigned flags, kl_dev_module **out) {
   *out = NULL;
   if (!binary || size == 0) return kl_device_set_error(dev, "%s: load of an empty binary", dev->info.backend);
+  if (flags & ~(unsigned)KL_LOAD_TRUSTED) return kl_device_set_error(dev, "%s: load: unknown flags 0x%x", dev->info.backend, flags);
   void *h = NULL;
-  if (dev->ops->load(dev, binary, size, &h) != KL_OK) return KL_ERR;
-  *out = add_module(dev, h);
-  return KL_OK;
-}
-
-kl_status kl_device_load_llvm(kl_device *dev, LLVMModuleRef m, kl_dev_module **out) {
-  *out = NULL;
-  if (!m) return kl_device_set_error(dev, "%s: load of a NULL LLVM module", dev->info.backend);
-  void *h = NULL;
-  if (dev->ops->load_llvm) {
-    if (dev->ops->load_llvm(dev, m, &h) != KL_OK) return KL_ERR;
-  } else {
-    kl_binary bin;
-    char err[1024];
-    if (kl_codegen_emit(m, dev->info.arch, NULL, &bin, err, sizeof err) != KL_OK)
-      return kl_device_set_error(dev, "%s: %s", dev->info.backend, err);
-    kl_status st = dev->ops->load(dev, bin.data, bin.size, &h);
-    kl_binary_free(&bin);
-    if (st != KL_OK) return KL_ERR;
-  }
+  if (dev->ops->load(dev, binary, size, flags, &h) != KL_OK) return KL_ERR;
   *out = add_module(dev, h);
   return KL_OK;
 }

@@ -29,8 +29,14 @@
  *  - Launch arguments follow cuLaunchKernel: args[i] points to the value of argument i
  *    (for a buffer argument, args[i] points to a variable holding the device pointer),
  *    arg_sizes[i] is its size in bytes.
- *  - Host device ABI. A host "binary" is LLVM bitcode (or LLVM IR text) that the host
- *    JIT compiles (ORC, O3, for the host CPU). A host kernel is a function
+ *  - Code: a device loads binaries only (it never calls code generation): PTX text or a
+ *    cubin (cuda), an HSACO (hip), an ELF relocatable object (host: made by codegen at
+ *    compile time, O3 for the host CPU, linked into the process by ORC's object layer,
+ *    device_host_loader.h). kl_device_load's flags: KL_LOAD_TRUSTED for binaries this
+ *    process produced (loaded as they are); without it the binary is untrusted (a bundle
+ *    from disk, bytes from a client) and a backend whose loader could crash on bad bytes
+ *    checks it first (the host links it in a child process).
+ *  - Host device ABI. A host kernel is a function
  *        void name(void **args, const int64_t *block_id, const int64_t *grid)
  *    (kl_host_kernel_fn): args is the launch's args array unchanged, block_id and grid
  *    point to 3 int64 each. A launch runs grid[0]*grid[1]*grid[2] workgroups on the
@@ -50,7 +56,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <llvm-c/Core.h>
 #include "core/context.h" /* kl_status */
 
 typedef enum { KL_DEVICE_HOST = 0, KL_DEVICE_CUDA = 1, KL_DEVICE_HIP = 2, KL_DEVICE_OTHER = 3 } kl_device_kind;
@@ -104,12 +109,10 @@ kl_status kl_device_copy_dtod(kl_device *dev, void *dst, const void *src, size_t
 kl_status kl_device_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count);
 
 /* ---- code ---- */
-/* A binary for this device: PTX text or a cubin (cuda), an HSACO (hip), LLVM bitcode or
- * IR text (host). */
-kl_status kl_device_load(kl_device *dev, const void *binary, size_t size, kl_dev_module **out);
-/* Compiles an LLVM module for this device's arch (codegen_target.h) and loads it. The
- * module is not modified or consumed. */
-kl_status kl_device_load_llvm(kl_device *dev, LLVMModuleRef m, kl_dev_module **out);
+/* A binary for this device: PTX text or a cubin (cuda), an HSACO (hip), an ELF
+ * relocatable object (host). flags: 0 (untrusted) or KL_LOAD_TRUSTED (see above). */
+enum { KL_LOAD_TRUSTED = 1u };
+kl_status kl_device_load(kl_device *dev, const void *binary, size_t size, unsigned flags, kl_dev_module **out);
 void kl_device_unload(kl_dev_module *mod);
 /* The same name twice gives the same handle. */
 kl_status kl_device_get_kernel(kl_dev_module *mod, const char *name, kl_dev_kernel **out);
@@ -137,9 +140,7 @@ typedef struct kl_device_ops {
   kl_status (*free)(kl_device *dev, void *ptr);
   kl_status (*copy)(kl_device *dev, void *dst, const void *src, size_t bytes, kl_copy_kind kind);
   kl_status (*fill)(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count);
-  kl_status (*load)(kl_device *dev, const void *binary, size_t size, void **module);
-  /* optional: load an LLVM module directly (NULL: device.c emits a binary for info.arch) */
-  kl_status (*load_llvm)(kl_device *dev, LLVMModuleRef m, void **module);
+  kl_status (*load)(kl_device *dev, const void *binary, size_t size, unsigned flags, void **module);
   void (*unload)(kl_device *dev, void *module);
   kl_status (*get_kernel)(kl_device *dev, void *module, const char *name, void **kernel);
   /* optional: release a kernel handle (called before its module is unloaded) */

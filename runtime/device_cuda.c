@@ -264,7 +264,8 @@ static bool is_text_ptx(const unsigned char *p, size_t n) {
   return true;
 }
 
-static kl_status cuda_load(kl_device *dev, const void *binary, size_t size, void **module) {
+static kl_status cuda_load(kl_device *dev, const void *binary, size_t size, unsigned flags, void **module) {
+  (void)flags; /* the driver checks what it loads */
   if (cu_enter(dev) != KL_OK) return KL_ERR;
   const unsigned char *b = binary;
   char *copy = NULL;
@@ -399,7 +400,6 @@ static const kl_device_ops cuda_ops = {
   .copy = cuda_copy,
   .fill = cuda_fill,
   .load = cuda_load,
-  .load_llvm = NULL, /* device.c emits PTX for info.arch */
   .unload = cuda_unload,
   .get_kernel = cuda_get_kernel,
   .release_kernel = cuda_release_kernel,

@@ -202,7 +202,8 @@ static kl_status hip_fill(kl_device *dev, void *dst, uint32_t pattern, int patte
   return KL_OK;
 }
 
-static kl_status hip_load(kl_device *dev, const void *binary, size_t size, void **module) {
+static kl_status hip_load(kl_device *dev, const void *binary, size_t size, unsigned flags, void **module) {
+  (void)flags; /* the driver checks what it loads */
   if (hip_enter(dev) != KL_OK) return KL_ERR;
   hipModule_t m = NULL;
   hipError_t r = g_hip.hipModuleLoadData(&m, binary);
@@ -288,7 +289,6 @@ static const kl_device_ops hip_ops = {
   .copy = hip_copy,
   .fill = hip_fill,
   .load = hip_load,
-  .load_llvm = NULL, /* device.c emits an HSACO for info.arch */
   .unload = hip_unload,
   .get_kernel = hip_get_kernel,
   .release_kernel = NULL,

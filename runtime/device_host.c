@@ -1,6 +1,7 @@
-/* device_host.c — the host device: malloc'd memory, LLVM modules JIT-compiled by ORC
- * (jit_host.c), workgroups run on a thread pool (threadpool.c). The kernel ABI is in
- * device.h (kl_host_kernel_fn). The JIT and the pool are created on first use. */
+/* device_host.c — the host device: malloc'd memory, host objects linked into the process
+ * by ORC's object layer (device_host_loader.c), workgroups run on a thread pool
+ * (threadpool.c). The kernel ABI is in device.h (kl_host_kernel_fn). The loader and the
+ * pool are created on first use. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,12 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm/Config/llvm-config.h>
 
 #include "core/arena.h"
 #include "runtime/device.h"
-#include "codegen/jit_host.h"
+#include "runtime/device_host_loader.h"
 #include "runtime/threadpool.h"
 
 #define HOST_MAX_SHARED ((size_t)64 << 10)
@@ -32,7 +34,7 @@ static kl_status host_need_jit(kl_device *dev) {
   host_dev *h = kl_device_impl(dev);
   if (h->jit) return KL_OK;
   char err[1024];
-  h->jit = kl_jit_create(3, err, sizeof err);
+  h->jit = kl_jit_create(err, sizeof err);
   if (!h->jit) return kl_device_set_error(dev, "host: %s", err);
   return KL_OK;
 }
@@ -80,21 +82,11 @@ static kl_status host_fill(kl_device *dev, void *dst, uint32_t pattern, int patt
   return KL_OK;
 }
 
-static kl_status host_load(kl_device *dev, const void *binary, size_t size, void **module) {
+static kl_status host_load(kl_device *dev, const void *binary, size_t size, unsigned flags, void **module) {
   if (host_need_jit(dev) != KL_OK) return KL_ERR;
   host_dev *h = kl_device_impl(dev);
   char err[2048];
-  kl_jit_module *m = kl_jit_add_bytes(h->jit, binary, size, err, sizeof err);
-  if (!m) return kl_device_set_error(dev, "host: %s", err);
-  *module = m;
-  return KL_OK;
-}
-
-static kl_status host_load_llvm(kl_device *dev, LLVMModuleRef mod, void **module) {
-  if (host_need_jit(dev) != KL_OK) return KL_ERR;
-  host_dev *h = kl_device_impl(dev);
-  char err[2048];
-  kl_jit_module *m = kl_jit_add_module(h->jit, mod, err, sizeof err);
+  kl_jit_module *m = kl_jit_add_object(h->jit, binary, size, (flags & KL_LOAD_TRUSTED) != 0, err, sizeof err);
   if (!m) return kl_device_set_error(dev, "host: %s", err);
   *module = m;
   return KL_OK;
@@ -195,7 +187,6 @@ static const kl_device_ops host_ops = {
   .copy = host_copy,
   .fill = host_fill,
   .load = host_load,
-  .load_llvm = host_load_llvm,
   .unload = host_unload,
   .get_kernel = host_get_kernel,
   .release_kernel = NULL,

@@ -120,7 +120,7 @@ static void w_tensor(bb *b, const char *type, const char *elem, int eb, uint32_t
   for (uint32_t i = 0; i < rank; i++) bb_u64(b, 1);
 }
 static void make_plan(bb *b, const char *target, knobs k) {
-  bb_str(b, target); bb_str(b, "host"); bb_str(b, "llvm-bitcode");
+  bb_str(b, target); bb_str(b, "host"); bb_str(b, "host-object");
   bb_u32(b, 2);
   for (int kk = 0; kk < 2; kk++) {
     bb_str(b, kk ? "k1" : "k0"); bb_str(b, "elementwise"); bb_str(b, "");
@@ -173,7 +173,7 @@ typedef struct variant_opts {
   bool no_binary1, dup_binary, no_ir, no_const, bad_const_size, dup_target, unknown_section, second_meta;
   uint32_t version, meta_targets, binary_kernel;
 } variant_opts;
-static variant_opts VO(void) { variant_opts v = { .k = KN(), .ntargets = 1, .version = 1, .meta_targets = 0, .binary_kernel = 1 }; return v; }
+static variant_opts VO(void) { variant_opts v = { .k = KN(), .ntargets = 1, .version = KL_BUNDLE_FORMAT_VERSION, .meta_targets = 0, .binary_kernel = 1 }; return v; }
 
 static unsigned char *synth(variant_opts o, size_t *size) {
   rsec s[32];
@@ -220,11 +220,11 @@ static void test_container(void) {
   kl_bundle *x = kl_bundle_open_memory(b, n, err, sizeof err);
   CHECK(x != NULL, "%s", err);
   if (x) {
-    CHECK(kl_bundle_format_version(x) == 1, "version");
+    CHECK(kl_bundle_format_version(x) == 2, "version");
     CHECK(!strcmp(kl_bundle_producer(x), "test writer"), "producer");
     CHECK(kl_bundle_ntargets(x) == 1, "ntargets");
     const kl_bundle_target *t = kl_bundle_target_at(x, 0);
-    CHECK(t && !strcmp(t->name, "host") && !strcmp(t->arch, "host") && !strcmp(t->binary_format, "llvm-bitcode"), "target");
+    CHECK(t && !strcmp(t->name, "host") && !strcmp(t->arch, "host") && !strcmp(t->binary_format, "host-object"), "target");
     CHECK(kl_bundle_target_at(x, 1) == NULL && kl_bundle_target_at(x, -1) == NULL, "target range");
     CHECK(kl_bundle_find_target(x, "host") == t && kl_bundle_find_target(x, "gfx942") == NULL, "find target");
     CHECK(t->nkernels == 2, "nkernels %d", t->nkernels);
@@ -320,11 +320,16 @@ static void test_damage(void) {
   b = synth(o, &n);
   CHECK(open_fails_with(b, n, "only params have names", err, sizeof err), "%s", err); free(b);
   /* versions: a future version with a valid header says so; with a damaged header too */
-  o = VO(); o.version = 2;
+  o = VO(); o.version = 3;
   b = synth(o, &n);
-  CHECK(open_fails_with(b, n, "format version 2 is not supported (this reader reads version 1)", err, sizeof err), "%s", err);
+  CHECK(open_fails_with(b, n, "format version 3 is not supported (this reader reads version 2)", err, sizeof err), "%s", err);
   b[44] ^= 1;
-  CHECK(open_fails_with(b, n, "format version 2", err, sizeof err) && strstr(err, "checksum"), "%s", err);
+  CHECK(open_fails_with(b, n, "format version 3", err, sizeof err) && strstr(err, "checksum"), "%s", err);
+  free(b);
+  /* version 1 (host LLVM bitcode, before host objects) is refused as clearly */
+  o = VO(); o.version = 1;
+  b = synth(o, &n);
+  CHECK(open_fails_with(b, n, "format version 1 is not supported (this reader reads version 2)", err, sizeof err), "%s", err);
   free(b);
   /* not a bundle; empty; trailing garbage */
   CHECK(open_fails_with((const unsigned char *)"hello, world, this is not a bundle at all......", 48, "not a kiln bundle", err, sizeof err), "%s", err);
@@ -344,7 +349,7 @@ static void test_damage(void) {
   CHECK(padded && open_fails_with(b, n, "padding byte", err, sizeof err), "%s", err);
   free(b);
   /* the writer rejects bad descriptions */
-  kl_bundle_target t = { .name = "host", .arch = "host", .binary_format = "llvm-bitcode", .ir = "", .ir_size = 0 };
+  kl_bundle_target t = { .name = "host", .arch = "host", .binary_format = "host-object", .ir = "", .ir_size = 0 };
   void *out; size_t on;
   CHECK(kl_bundle_encode(0, &t, "p", &out, &on, err, sizeof err) != 0 && strstr(err, "no targets"), "%s", err);
   kl_bundle_step st = { KL_BUNDLE_LAUNCH, 3, 0, NULL };
@@ -489,7 +494,7 @@ static void check_client_matches(const kl_program *p, const kl_bundle *x, const 
     const kl_bundle_target *t = kl_bundle_target_at(x, ti);
     CHECK(t && !strcmp(t->name, tn), "%s: target %d", what, ti);
     if (!t) continue;
-    const char *fmt = !strncmp(tn, "gfx", 3) ? "hsaco" : !strncmp(tn, "sm_", 3) ? "ptx" : "llvm-bitcode";
+    const char *fmt = !strncmp(tn, "gfx", 3) ? "hsaco" : !strncmp(tn, "sm_", 3) ? "ptx" : "host-object";
     CHECK(!strcmp(t->binary_format, fmt), "%s: %s binary format %s", what, tn, t->binary_format);
     CHECK(t->nkernels == kl_program_nkernels(p, tn), "%s: %s nkernels", what, tn);
     for (int k = 0; k < t->nkernels && k < kl_program_nkernels(p, tn); k++) {
@@ -509,7 +514,7 @@ static void check_client_matches(const kl_program *p, const kl_bundle *x, const 
       CHECK(bi && bin && bs == bi->size && !memcmp(bin, bi->data, bs), "%s: kernel %s binary", what, ki->name);
       if (!strcmp(fmt, "hsaco")) CHECK(bs > 4 && !memcmp(bin, "\x7f" "ELF", 4), "%s: %s is not an ELF", what, ki->name);
       if (!strcmp(fmt, "ptx")) CHECK(strstr(bin, ".entry") != NULL, "%s: %s PTX has no .entry", what, ki->name);
-      if (!strcmp(fmt, "llvm-bitcode")) CHECK(bs > 4 && !memcmp(bin, "BC\xc0\xde", 4), "%s: %s is not bitcode", what, ki->name);
+      if (!strcmp(fmt, "host-object")) CHECK(bs > 18 && !memcmp(bin, "\x7f" "ELF", 4) && ((const unsigned char *)bin)[16] == 1, "%s: %s is not an ELF relocatable object", what, ki->name);
     }
     CHECK(t->nslots == kl_program_nslots(p, tn), "%s: nslots", what);
     for (int s = 0; s < t->nslots && s < kl_program_nslots(p, tn); s++) {
@@ -649,7 +654,7 @@ static void client_run(const kl_bundle_target *t, kl_device *dev, kl_op *g, cons
     CHECK(ok, "%s: upload: %s", what, kl_device_error(dev));
   }
   for (int k = 0; k < t->nkernels && ok; k++) {
-    ok = kl_device_load(dev, t->kernels[k].binary, t->kernels[k].binary_size, &mods[k]) == KL_OK &&
+    ok = kl_device_load(dev, t->kernels[k].binary, t->kernels[k].binary_size, 0, &mods[k]) == KL_OK &&
          kl_device_get_kernel(mods[k], t->kernels[k].name, &ks[k]) == KL_OK;
     CHECK(ok, "%s: load %s: %s", what, t->kernels[k].name, kl_device_error(dev));
   }
@@ -974,11 +979,10 @@ static void test_launch_sizes(kl_device *dev) {
   group_end("edited launch sizes (grid, block, LDS: 6, 64, 100000, device limits) and huge declared sizes");
 }
 
-/* Byte changes in the host bitcode of a real bundle, checksums recomputed: LLVM 19's
- * bitcode reader aborts ("LLVM ERROR: out of memory", a 30 GB request) or segfaults on
- * many of these (offsets ~240-330 are the abbreviations and the type table), so the
- * loader must refuse every one before LLVM reads it. */
-static void test_crafted_bitcode(void) {
+/* Byte changes in the host object of a real bundle, checksums recomputed: the bundle
+ * loader must refuse every one (the object is compiled again from the IR and compared)
+ * before LLVM's object reader or JITLink sees it. */
+static void test_crafted_object(void) {
   group_begin();
   char err[2048];
   const unsigned char *b = g_small;
@@ -999,22 +1003,24 @@ static void test_crafted_bitcode(void) {
       reseal(c, n);
       tried++;
       kl_bundle *x = kl_bundle_open_memory(c, n, err, sizeof err);
-      kl_program *p = x ? kl_program_from_bundle(ctx, x, "bitcode.klb", err, sizeof err) : NULL;
-      if (!p && strstr(err, "is not the LLVM bitcode of its IR")) refused++;
-      else CHECK(false, "bitcode byte %llu: %s", (unsigned long long)at, p ? "(loaded)" : err);
+      kl_program *p = x ? kl_program_from_bundle(ctx, x, "object.klb", err, sizeof err) : NULL;
+      if (!p && strstr(err, "is not the host object of its IR")) refused++;
+      else CHECK(false, "object byte %llu: %s", (unsigned long long)at, p ? "(loaded)" : err);
       kl_program_release(p);
       kl_bundle_close(x);
     }
-  printf("  %d changed bytes of the host bitcode: %d refused before LLVM reads them\n", tried, refused);
+  printf("  %d changed bytes of the host object: %d refused before LLVM reads them\n", tried, refused);
   free(c);
   kl_ctx_destroy(ctx);
-  group_end("crafted host bitcode never reaches LLVM's bitcode reader");
+  group_end("crafted host objects never reach LLVM's object reader");
 }
 
-/* The same bytes through the device layer, as a client that launches the bundle's
- * kernels itself loads them (kl_device_load: nothing compares them with the IR there):
- * every change is a clean error, the ones LLVM's reader dies on included. */
-static void test_crafted_bitcode_device(kl_device *dev) {
+/* Changed bytes of the host object through the device layer, as a client that launches
+ * the bundle's kernels itself loads them (kl_device_load without KL_LOAD_TRUSTED: nothing
+ * compares them with the IR there): every change is a clean error or a load, the ones
+ * LLVM aborts on included (an e_shstrndx past the section table makes LLVM 19's ELF
+ * reader abort), because an untrusted object is linked in a child process first. */
+static void test_crafted_object_device(kl_device *dev) {
   group_begin();
   const unsigned char *b = g_small;
   uint32_t nsec = b ? rd32(b + 16) : 0;
@@ -1024,27 +1030,27 @@ static void test_crafted_bitcode_device(kl_device *dev) {
   CHECK(sz > 0, "no host binary");
   unsigned char *c = malloc(sz ? sz : 1);
   int tried = 0, refused = 0, loaded = 0;
-  for (uint64_t at = 205; at < sz && at < 235; at++)
+  for (uint64_t at = 40; at < sz && at < 64; at++)   /* the ELF header's section table fields: e_shoff .. e_shstrndx */
     for (int v = 0; v < 2; v++) {
       memcpy(c, b + off, sz);
       c[at] = v ? (unsigned char)(c[at] ^ 0x80) : 0;
       if (c[at] == b[off + at]) continue;
       tried++;
       kl_dev_module *m = NULL;
-      if (kl_device_load(dev, c, sz, &m) == KL_OK) { loaded++; kl_device_unload(m); continue; }
+      if (kl_device_load(dev, c, sz, 0, &m) == KL_OK) { loaded++; kl_device_unload(m); continue; }
       const char *e = kl_device_error(dev);
       CHECK(e && strstr(e, "host"), "byte %llu: no message", (unsigned long long)at);
       if (e && strstr(e, "so it is not loaded")) { refused++; if (getenv("KILN_BUNDLE_VERBOSE")) printf("  byte %llu (%d): %s\n", (unsigned long long)at, v, e); }
     }
-  printf("  %d changed bytes of host bitcode through kl_device_load: %d loaded, %d LLVM would have died on (refused), the rest clean errors\n",
+  printf("  %d changed bytes of a host object through kl_device_load: %d loaded, %d LLVM would have died on (refused), the rest clean errors\n",
          tried, loaded, refused);
   CHECK(refused > 0, "no change hit a reader abort or crash: the test no longer covers it");
   /* the device still loads the undamaged kernel */
   kl_dev_module *m = NULL;
-  CHECK(kl_device_load(dev, b + off, sz, &m) == KL_OK, "good bitcode: %s", kl_device_error(dev));
+  CHECK(kl_device_load(dev, b + off, sz, 0, &m) == KL_OK, "good object: %s", kl_device_error(dev));
   if (m) kl_device_unload(m);
   free(c);
-  group_end("crafted host bitcode through kl_device_load: errors, never an abort");
+  group_end("crafted host objects through kl_device_load: errors, never an abort");
 }
 
 static void test_fuzz_real(void) {
@@ -1152,8 +1158,8 @@ int main(void) {
     test_gfx_only(dev);
     test_fuzz_real();
     test_launch_sizes(dev);
-    test_crafted_bitcode();
-    test_crafted_bitcode_device(dev);
+    test_crafted_object();
+    test_crafted_object_device(dev);
     test_lua();
     if (g_gpu) kl_device_destroy(g_gpu);
     kl_device_destroy(dev);

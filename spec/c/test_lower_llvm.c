@@ -7,6 +7,7 @@
 #include "passes/lower_to_llvm.h"
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
+#include "driver/load_llvm.h"
 #include "core/dtype.h"
 #include <math.h>
 #include <stdio.h>

@@ -18,6 +18,7 @@
 #include "passes/lower_to_llvm.h"
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
+#include "driver/load_llvm.h"
 #include "runtime/refops.h"
 #include "runtime/tensor.h"
 #include <math.h>

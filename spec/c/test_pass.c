@@ -81,7 +81,13 @@ static void test_registry(void) {
   CHECK(kl_lookup_op(bare, "graph.add") != NULL);
   kl_register_builtin_passes(bare);
   CHECK(kl_lookup_pass(bare, "canonicalize") && kl_lookup_pass(bare, "cse") && kl_lookup_pass(bare, "dce"));
-  int nbuiltin = kl_pass_count(bare);
+  int nbuiltin = kl_pass_count(bare), ndef = 0;
+  /* passes/passes.def is the list: every line registers its pass, in order, and nothing else does */
+#define KL_PASS(id, pname, pfile, brings) \
+  CHECK(kl_pass_at(bare, ndef) && !strcmp(kl_pass_at(bare, ndef)->name, pname), "passes.def line %d: %s (%s)", ndef + 1, pname, pfile); ndef++;
+#include "passes/passes.def"
+#undef KL_PASS
+  CHECK(ndef == nbuiltin && ndef >= 13, "%d lines, %d passes", ndef, nbuiltin);
   kl_ctx_destroy(bare);
   kl_ctx *ctx = kl_test_ctx();
   const char *builtin[] = { "canonicalize", "cse", "dce" };
@@ -345,6 +351,70 @@ static void test_print_ir_after(void) {
   printf("print IR after passes ok\n");
 }
 
+/* ---- the after-pass observer, driver options, pipeline entries ---- */
+typedef struct { char names[16][32]; int n; int verify_errors; } obs_log;
+static void observe(kl_op *m, const char *pass, void *user) {
+  obs_log *l = user;
+  if (l->n < 16) snprintf(l->names[l->n++], 32, "%s", pass);
+  if (kl_verify(m) != KL_OK) l->verify_errors++;
+}
+static void test_observer_and_options(void) {
+  kl_ctx *ctx = kl_test_ctx();
+  register_my_pass(ctx);
+  fixture f = setup(ctx, 2);
+  kl_value *s = bin_in(&f, f.b, "arith.addi", f.b->args[0], f.b->args[1]);
+  push(&f, f.b, "func.return", 1, &s, 0, 0);
+  /* once per entry, after the pass verified; not after a pass whose result does not verify */
+  kl_pass_manager *pm = kl_pass_manager_create(ctx);
+  CHECK(kl_pass_manager_add_pipeline(pm, "cse,my-pass") == KL_OK);
+  kl_pass_manager_add_callback(pm, "lua-fn", record, "lua-fn");
+  obs_log l = {0};
+  kl_pass_manager_observe(pm, observe, &l);
+  CHECK(kl_pass_manager_run(pm, f.m) == KL_OK);
+  CHECK(l.n == 3 && !strcmp(l.names[0], "cse") && !strcmp(l.names[1], "my-pass") && !strcmp(l.names[2], "lua-fn") && l.verify_errors == 0);
+  kl_pass_manager_add_callback(pm, "breaker", breaker, NULL);
+  l.n = 0;
+  CHECK(kl_pass_manager_run(pm, f.m) == KL_ERR && l.n == 3);
+  free(kl_diag_take(ctx));
+  breaker(f.m, NULL);
+  CHECK(kl_verify(f.m) == KL_OK);
+  kl_pass_manager_destroy(pm);
+  /* set_option: every entry of the pass that did not give the option itself */
+  pm = kl_pass_manager_create(ctx);
+  CHECK(kl_pass_manager_add_pipeline(pm, "my-pass,my-pass{n=3},cse") == KL_OK);
+  CHECK(kl_pass_manager_set_option(pm, "my-pass", "n", "42") == KL_OK);
+  CHECK(kl_pass_manager_set_option(pm, "my-pass", "s", "driver") == KL_OK);
+  int64_t ns[2]; char ss[2][64]; int k = 0;
+  memset(&seen, 0, sizeof seen);
+  kl_pass_manager_observe(pm, NULL, NULL);
+  for (int i = 0; i < 2; i++) {
+    kl_pass_manager *one = kl_pass_manager_create(ctx);
+    CHECK(kl_pass_manager_add_pipeline(one, i ? "my-pass{n=3}" : "my-pass") == KL_OK);
+    CHECK(kl_pass_manager_set_option(one, "my-pass", "n", "42") == KL_OK && kl_pass_manager_set_option(one, "my-pass", "s", "driver") == KL_OK);
+    CHECK(kl_pass_manager_run(one, f.m) == KL_OK);
+    ns[k] = seen.n; memcpy(ss[k], seen.s, sizeof ss[k]); k++;
+    kl_pass_manager_destroy(one);
+  }
+  CHECK(ns[0] == 42 && ns[1] == 3 && !strcmp(ss[0], "driver") && !strcmp(ss[1], "driver"), "%lld %lld", (long long)ns[0], (long long)ns[1]);
+  CHECK(kl_pass_manager_set_option(pm, "my-pass", "bogus", "1") == KL_ERR);
+  CHECK(diag_is(ctx, "<unknown>: error: pass 'my-pass' has no option 'bogus'\n"));
+  CHECK(kl_pass_manager_set_option(pm, "my-pass", "n", "many") == KL_ERR);
+  CHECK(diag_is(ctx, "<unknown>: error: invalid value 'many' for int option 'n' of pass 'my-pass' (expected an integer)\n"));
+  CHECK(kl_pass_manager_set_option(pm, "dce", "anything", "1") == KL_OK);   /* no dce entry: nothing to set */
+  kl_pass_manager_destroy(pm);
+  /* pipeline entries through the one parser: quoted braces and commas, no diagnostics on errors */
+  const kl_pass_info *infos[4];
+  CHECK(kl_pipeline_passes(ctx, "cse, my-pass{s=\"a,}{b\"} ,dce", infos, 4) == 3);
+  CHECK(infos[0] == kl_lookup_pass(ctx, "cse") && infos[1] == kl_lookup_pass(ctx, "my-pass") && infos[2] == kl_lookup_pass(ctx, "dce"));
+  CHECK(kl_pipeline_passes(ctx, "cse,dce", NULL, 0) == 2 && kl_pipeline_passes(ctx, "", NULL, 0) == 0);
+  CHECK(kl_pipeline_passes(ctx, "cse,nosuch", infos, 4) == -1 && kl_pipeline_passes(ctx, "my-pass{n=x}", infos, 4) == -1);
+  CHECK(kl_diag_error_count(ctx) == 0);
+  CHECK(kl_pass_selected("all", "cse") && kl_pass_selected("dce, cse", "cse") && kl_pass_selected("cse", "cse"));
+  CHECK(!kl_pass_selected("csex,dce", "cse") && !kl_pass_selected(NULL, "cse") && !kl_pass_selected("", "cse"));
+  kl_ctx_destroy(ctx);
+  printf("after-pass observer, driver options, pipeline entries ok\n");
+}
+
 static void test_timing(void) {
   kl_ctx *ctx = kl_test_ctx();
   fixture f = setup(ctx, 0);
@@ -545,6 +615,7 @@ int main(void) {
   test_bad_pipelines();
   test_verify_after_pass();
   test_print_ir_after();
+  test_observer_and_options();
   test_timing();
   test_cse();
   test_dce();

@@ -15,7 +15,10 @@
 
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
-#include "codegen/jit_host.h"
+#include "runtime/device_host_loader.h"
+#include "driver/load_llvm.h"
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/IRReader.h>
 #include "runtime/threadpool.h"
 
 #include "check.h"
@@ -542,15 +545,32 @@ static const char *ir_text =
     "  ret void\n"
     "}\n";
 
+/* LLVM IR text -> a host object (what the driver does at compile time); NULL + err. */
+static bool host_object_of(const char *text, kl_binary *bin, char *err, size_t errlen) {
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), "t.ll");
+  LLVMModuleRef m = NULL;
+  char *msg = NULL;
+  bool ok = !LLVMParseIRInContext(c, buf, &m, &msg);   /* takes buf */
+  if (!ok) snprintf(err, errlen, "parse: %s", msg ? msg : "?");
+  LLVMDisposeMessage(msg);
+  if (ok) ok = kl_codegen_emit(m, "host", NULL, bin, err, errlen) == KL_OK;
+  if (m) LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  return ok;
+}
+
 static void test_load_formats(void) {
   group_begin();
   char err[2048];
   kl_device *d = kl_device_open("host", err, sizeof err);
   if (!d) return;
-  /* IR text */
+  /* IR text compiled to a host object, loaded untrusted (linked in a child first) */
   kl_dev_module *m = NULL;
   kl_dev_kernel *kern = NULL;
-  CHECK(kl_device_load(d, ir_text, strlen(ir_text), &m) == KL_OK, "IR text: %s", kl_device_error(d));
+  kl_binary obj = {0};
+  CHECK(host_object_of(ir_text, &obj, err, sizeof err), "axpy: %s", err);
+  CHECK(obj.data && kl_device_load(d, obj.data, obj.size, 0, &m) == KL_OK, "axpy object: %s", kl_device_error(d));
   if (m && kl_device_get_kernel(m, "axpy", &kern) == KL_OK) {
     float x[300], y[300], y0[300], a = 0.75f;
     for (int i = 0; i < 300; i++) {
@@ -567,41 +587,66 @@ static void test_load_formats(void) {
       if (y[i] != a * x[i] + y0[i]) bad++;
     CHECK(bad == 0, "axpy: %d wrong", bad);
   }
-  /* bitcode from codegen_target (what a bundle stores) */
+  /* IR text and bitcode are not host binaries any more: refused, saying what they are */
+  kl_dev_module *mg = NULL;
+  CHECK(kl_device_load(d, ir_text, strlen(ir_text), KL_LOAD_TRUSTED, &mg) == KL_ERR &&
+            strstr(kl_device_error(d), "not an ELF relocatable object"), "IR text: %s", kl_device_error(d));
+  /* an object from codegen_target (what a bundle stores), trusted and not */
   lk k;
   lk_begin(&k, NULL, "bc_mod");
   build_vadd(&k, "vadd", 2.0f);
   kl_binary bin;
   CHECK(kl_codegen_emit(k.mod, "host", NULL, &bin, err, sizeof err) == KL_OK, "host emit: %s", err);
+  LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(k.mod);
+  CHECK(kl_device_load(d, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc), 0, &mg) == KL_ERR && strstr(kl_device_error(d), "is LLVM bitcode"),
+        "bitcode: %s", kl_device_error(d));
+  LLVMDisposeMemoryBuffer(bc);
   lk_end(&k);
   if (bin.data) {
-    CHECK(bin.kind == KL_TARGET_HOST && bin.size > 4 && memcmp(bin.data, "BC\xC0\xDE", 4) == 0, "not bitcode");
-    kl_dev_module *mb = NULL;
-    kl_dev_kernel *kb = NULL;
-    CHECK(kl_device_load(d, bin.data, bin.size, &mb) == KL_OK, "bitcode: %s", kl_device_error(d));
-    if (mb && kl_device_get_kernel(mb, "vadd", &kb) == KL_OK) run_vadd(d, kb, 3000, 2.0f, "bitcode vadd");
-    /* a truncated bitcode file fails cleanly */
+    CHECK(bin.kind == KL_TARGET_HOST && bin.size > 18 && memcmp(bin.data, "\x7f" "ELF", 4) == 0 && ((unsigned char *)bin.data)[16] == 1,
+          "not an ELF relocatable object");
+    for (int trusted = 0; trusted < 2; trusted++) {
+      kl_dev_module *mb = NULL;
+      kl_dev_kernel *kb = NULL;
+      CHECK(kl_device_load(d, bin.data, bin.size, trusted ? KL_LOAD_TRUSTED : 0, &mb) == KL_OK, "object: %s", kl_device_error(d));
+      if (mb && kl_device_get_kernel(mb, "vadd", &kb) == KL_OK) run_vadd(d, kb, 3000, 2.0f, trusted ? "trusted object vadd" : "object vadd");
+    }
+    /* a truncated object fails cleanly */
     kl_dev_module *mt = NULL;
-    CHECK(kl_device_load(d, bin.data, bin.size / 2, &mt) == KL_ERR && strstr(kl_device_error(d), "host"),
-          "truncated bitcode: %s", kl_device_error(d));
+    CHECK(kl_device_load(d, bin.data, bin.size / 2, 0, &mt) == KL_ERR && strstr(kl_device_error(d), "host"),
+          "truncated object: %s", kl_device_error(d));
     kl_binary_free(&bin);
   }
-  /* garbage, empty, wrong triple, invalid IR */
-  kl_dev_module *mg = NULL;
-  CHECK(kl_device_load(d, "this is not IR", 14, &mg) == KL_ERR && strstr(kl_device_error(d), "parse"), "garbage: %s",
+  /* garbage, empty, unknown flags, an object for another architecture */
+  CHECK(kl_device_load(d, "this is not an object", 21, 0, &mg) == KL_ERR && strstr(kl_device_error(d), "not an ELF"), "garbage: %s",
         kl_device_error(d));
-  CHECK(kl_device_load(d, "", 0, &mg) == KL_ERR, "empty");
-  const char *wrong = "target triple = \"amdgcn-amd-amdhsa\"\ndefine void @f() {\n  ret void\n}\n";
-  CHECK(kl_device_load(d, wrong, strlen(wrong), &mg) == KL_ERR && strstr(kl_device_error(d), "triple"),
-        "wrong triple: %s", kl_device_error(d));
+  CHECK(kl_device_load(d, "", 0, 0, &mg) == KL_ERR, "empty");
+  CHECK(obj.data && kl_device_load(d, obj.data, obj.size, 0x80, &mg) == KL_ERR && strstr(kl_device_error(d), "unknown flags"),
+        "flags: %s", kl_device_error(d));
+  lk ka;
+  lk_begin(&ka, NULL, "amd");
+  lk_gpu_vadd(&ka, LK_AMDGPU, "vadd", 256);
+  kl_binary amd = {0};
+  if (kl_codegen_amdgpu_object(ka.mod, "gfx942", NULL, &amd, err, sizeof err) == KL_OK) {
+    CHECK(kl_device_load(d, amd.data, amd.size, 0, &mg) == KL_ERR && strstr(kl_device_error(d), "host"), "AMDGPU object: %s",
+          kl_device_error(d));
+    kl_binary_free(&amd);
+  }
+  lk_end(&ka);
+  kl_binary_free(&obj);
+  /* unresolved symbols load, and fail at lookup naming the symbol */
   const char *undef = "declare void @kiln_no_such_function()\n"
                       "define void @k(ptr %a, ptr %b, ptr %c) {\n  call void @kiln_no_such_function()\n  ret void\n}\n";
-  CHECK(kl_device_load(d, undef, strlen(undef), &mg) == KL_OK, "undef load: %s", kl_device_error(d));
+  kl_binary u = {0};
+  CHECK(host_object_of(undef, &u, err, sizeof err), "undef: %s", err);
+  mg = NULL;
+  CHECK(u.data && kl_device_load(d, u.data, u.size, KL_LOAD_TRUSTED, &mg) == KL_OK, "undef load: %s", kl_device_error(d));
   kl_dev_kernel *ku = NULL;
   CHECK(mg && kl_device_get_kernel(mg, "k", &ku) == KL_ERR && strstr(kl_device_error(d), "kiln_no_such_function"),
         "unresolved symbol: %s", kl_device_error(d));
+  kl_binary_free(&u);
   kl_device_destroy(d);
-  group_end("load: IR text, bitcode from kl_codegen_emit, bad inputs, unresolved symbols");
+  group_end("load: host objects (trusted, untrusted), IR text and bitcode refused, bad inputs, unresolved symbols");
 }
 
 /* Two modules defining the same kernel name, two contexts, two JITs (two host devices). */
@@ -921,7 +966,7 @@ static void test_gpu(const char *backend) {
   if (mma) gpu_mma_check(d, mma);
   /* bad binaries are errors, not crashes */
   kl_dev_module *bad = NULL;
-  CHECK(kl_device_load(d, "not a code object", 17, &bad) == KL_ERR, "garbage loaded");
+  CHECK(kl_device_load(d, "not a code object", 17, 0, &bad) == KL_ERR, "garbage loaded");
   free(ha);
   free(hb);
   free(hc);

@@ -16,7 +16,7 @@
 
 #include "core/attr.h"
 #include "core/dialect_graph.h"
-#include "core/pass.h"
+#include "passes/passes.h"
 #include "driver/program.h"
 
 #include "check.h"

@@ -1,6 +1,6 @@
 /* bundle_repair.h — for the bundle fuzz targets (header-only, static, plain C).
  * Contract: fuzz_bundle_repair(data, size, &n) returns a malloc'd copy of a would-be
- * bundle with its framing made consistent (driver/bundle.h, format 1): magic, version 1,
+ * bundle with its framing made consistent (driver/bundle.h, this format): magic, its version,
  * header size 48, flags 0; the section count cut to what fits; each section's reserved
  * field 0, its offset the next multiple of 8, its size cut to the bytes left, padding
  * zero, its checksum recomputed; the copy ends after the last section; file size, table
@@ -26,7 +26,7 @@ static unsigned char *fuzz_bundle_repair(const uint8_t *data, size_t size, size_
   unsigned char *d = malloc(size);
   memcpy(d, data, size);
   memcpy(d, "KILNBNDL", 8);
-  fr_put32(d + 8, 1); fr_put32(d + 12, 48); fr_put32(d + 20, 0);
+  fr_put32(d + 8, KL_BUNDLE_FORMAT_VERSION); fr_put32(d + 12, 48); fr_put32(d + 20, 0);
   uint32_t nsec = fr_u32(d + 16);
   if (nsec > (size - 48) / 40) nsec = (uint32_t)((size - 48) / 40);
   fr_put32(d + 16, nsec);

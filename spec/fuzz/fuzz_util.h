@@ -10,6 +10,7 @@
 #define KL_FUZZ_UTIL_H
 #include "core/context.h"
 #include "core/pass.h"
+#include "passes/passes.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -338,7 +338,8 @@ case("run option typo", function(g, f) return (f.p:run({ a = f.t }, { devcie = "
 case("binary of an unknown kernel", function(g, f) return (f.p:binary("nokernel")) end, "no kernel named 'nokernel'")
 
 case("pipeline syntax", function(g, f) return (kiln.compile(small(g, f), { pipeline = "cse(" })) end, "<pipeline>:1:4: error: expected ',' between passes")
-case("pipeline without partitioning", function(g, f) return (kiln.compile(small(g, f), { pipeline = "cse,,dce" })) end, "graph-partition must run")
+case("pipeline without partitioning", function(g, f) return (kiln.compile(small(g, f), { pipeline = "cse,dce" })) end, "graph-partition must run")
+case("pipeline empty entry", function(g, f) return (kiln.compile(small(g, f), { pipeline = "cse,,dce" })) end, "<pipeline>:1:5: error: expected a pass name, found ','")
 case("compile without outputs", function(g) return (kiln.compile(g)) end, "the graph has no outputs")
 case("prepare sets 2^62", function(g, f) return (f.p:prepare({ a = f.t }, { sets = BIG })) end, "sets must be between 0 and 4096")
 case("prepare sets -1", function(g, f) return (f.p:prepare({ a = f.t }, { sets = -1 })) end, "sets must be between 0 and 4096")

@@ -40,6 +40,7 @@ local c_program = [[
 #include "core/context.h"
 #include "core/parse.h"
 #include "core/pass.h"
+#include "passes/passes.h"
 #include "core/print.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,149 @@
+/* test_compile.c — the compile driver (driver/program.c) through the pass manager:
+ *  - the pipeline string is parsed once, as a whole, by core/pass.c: an error is located
+ *    at its column in the whole string, not in the entry it is in;
+ *  - the perf config is the perf-config option of rock-gemm-to-gridwise: it reaches the
+ *    kernel, and a pipeline entry that gives its own perf-config keeps it;
+ *  - snapshots come from the pass manager's after-pass observer: one per pass of the
+ *    pipeline, in order, and on_ir gets exactly the passes print_ir_after names;
+ *  - binaries are emitted at compile time and the host binary runs on the host device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dialect_graph.h"
+#include "driver/program.h"
+#include "passes/passes.h"
+
+#include "check.h"
+#include "graph_test_util.h"
+
+/* a[16,32] . b[32,16] */
+static kl_op *gemm_graph(kl_ctx *ctx) {
+  kl_op *g = kl_graph_create(ctx, kl_module_create(ctx, KL_LOC_UNKNOWN), "gemm", KL_LOC_UNKNOWN);
+  const kl_type *f32 = kl_type_f32(ctx);
+  kl_op *a = param(g, "a", kl_type_tensor(ctx, f32, 2, (int64_t[]){ 16, 32 }, NULL));
+  kl_op *b = param(g, "b", kl_type_tensor(ctx, f32, 2, (int64_t[]){ 32, 16 }, NULL));
+  kl_value *out = kl_op_result(op2(g, "dot", a, b), 0);
+  kl_graph_set_outputs(g, 1, &out, KL_LOC_UNKNOWN);
+  return g;
+}
+
+static void test_pipeline_errors(kl_ctx *ctx, kl_op *g) {
+  char err[2048] = "";
+  kl_compile_opts o = { .pipeline = "graph-partition,graph-to-rock,no-such-pass", .no_cache = true };
+  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  CHECK(!p && strstr(err, "<pipeline>:1:31: error: unknown pass 'no-such-pass'"), "%s", err);
+  o.pipeline = "graph-partition, rock-gemm-to-gridwise{perf-config=\"v1:a,b\" accel=maybe}";
+  p = kl_compile(g, &o, err, sizeof err);
+  CHECK(!p && strstr(err, "<pipeline>:1:67: error: invalid value 'maybe' for bool option 'accel'"), "%s", err);
+  kl_program_release(p);
+  free(kl_diag_take(ctx));
+}
+
+static const char *perf_of(kl_op *g, const char *pipeline, const char *perf) {
+  char err[2048] = "";
+  kl_compile_opts o = { .pipeline = pipeline, .perf_config = perf, .no_cache = true };
+  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  CHECK(p != NULL, "compile: %s", err);
+  if (!p) return "";
+  CHECK(kl_program_nkernels(p, NULL) == 1);
+  const char *pc = kl_program_nkernels(p, NULL) ? kl_program_kernel(p, NULL, 0)->perf_config : "";   /* interned */
+  kl_program_release(p);
+  return pc;
+}
+
+static void test_perf_config_option(kl_op *g) {
+  CHECK(!strcmp(perf_of(g, NULL, "v1:16,16,8,16,16,4"), "v1:16,16,8,16,16,4"));
+  char pl[1024];
+  snprintf(pl, sizeof pl, "%s", kl_default_pipeline());
+  char *at = strstr(pl, "rock-gemm-to-gridwise");
+  const char *rest = at + strlen("rock-gemm-to-gridwise");
+  char tail[1024];
+  snprintf(tail, sizeof tail, "%s", rest);
+  snprintf(at, sizeof pl - (size_t)(at - pl), "rock-gemm-to-gridwise{perf-config=\"v1:8,8,8,8,8,4\"}%s", tail);
+  CHECK(!strcmp(perf_of(g, pl, "v1:16,16,8,16,16,4"), "v1:8,8,8,8,8,4"), "%s", pl);
+  CHECK(!strcmp(perf_of(g, pl, NULL), "v1:8,8,8,8,8,4"));
+  /* a bad perf config is the pass's error, as before */
+  char err[2048] = "";
+  kl_compile_opts o = { .perf_config = "v1:0,0,0,0,0,0", .no_cache = true };
+  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  CHECK(!p && strstr(err, "perf"), "%s", err);
+}
+
+typedef struct { char names[32][40]; int n; } ir_log;
+static void on_ir(const char *pass, const char *text, void *user) {
+  ir_log *l = user;
+  if (l->n < 32 && strstr(text, "builtin.module")) snprintf(l->names[l->n++], 40, "%s", pass);
+}
+
+static void test_snapshots(kl_op *g) {
+  char err[2048] = "";
+  ir_log l = {0};
+  kl_compile_opts o = { .print_ir_after = "graph-to-rock, rock-lower-loops", .on_ir = on_ir, .on_ir_user = &l, .no_cache = true };
+  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  CHECK(p != NULL, "%s", err);
+  if (!p) return;
+  CHECK(l.n == 2 && !strcmp(l.names[0], "graph-to-rock") && !strcmp(l.names[1], "rock-lower-loops"), "%d on_ir calls", l.n);
+  const char *want[] = { "graph-partition", "graph-to-rock", "rock-conv-to-gemm", "rock-gemm-to-gridwise", "rock-gridwise-to-blockwise",
+                         "rock-blockwise-to-threadwise", "rock-align-tiling", "rock-lower-loops", "canonicalize", "cse", "dce" };
+  int n = 0;
+  while (kl_program_ir_pass(p, n)) n++;
+  CHECK(n == 11, "%d snapshots", n);
+  for (int i = 0; i < n && i < 11; i++) CHECK(!strcmp(kl_program_ir_pass(p, i), want[i]), "snapshot %d: %s", i, kl_program_ir_pass(p, i));
+  CHECK(kl_program_ir(p, "after:rock-align-tiling") && strstr(kl_program_ir(p, "rock-align-tiling"), "func.func"));
+  const kl_kernel_info *k = kl_program_kernel(p, NULL, 0);
+  CHECK(k && k->nsnapshots == 11, "%d kernel snapshots", k ? k->nsnapshots : -1);   /* graph-partition makes it */
+  kl_program_release(p);
+}
+
+/* the host binary made at compile time runs: a . b against the reference evaluator */
+static void test_runs(kl_op *g) {
+  char err[2048] = "";
+  kl_program *p = kl_compile(g, NULL, err, sizeof err);
+  CHECK(p != NULL, "%s", err);
+  kl_device *dev = kl_device_open("host", err, sizeof err);
+  CHECK(dev != NULL, "%s", err);
+  if (!p || !dev) { kl_program_release(p); kl_device_destroy(dev); return; }
+  kl_named_tensor in[2];
+  const char *names[] = { "a", "b" };
+  int64_t shapes[2][2] = { { 16, 32 }, { 32, 16 } };
+  for (int i = 0; i < 2; i++) {
+    in[i].name = names[i];
+    in[i].tensor = kl_tensor_rand(KL_DT_F32, 2, shapes[i], NULL, 7 + i, KL_DIST_NORMAL, err, sizeof err);
+  }
+  int nout = 0, nref = 0; kl_tensor **out = NULL, **ref = NULL;
+  CHECK(kl_program_run(p, dev, 2, in, &nout, &out, err, sizeof err) == KL_OK, "run: %s", err);
+  CHECK(kl_graph_eval(g, 2, in, &nref, &ref, err, sizeof err) == KL_OK, "eval: %s", err);
+  if (nout == 1 && nref == 1) {
+    kl_compare_result cr;
+    CHECK(kl_tensor_compare(out[0], ref[0], -1, -1, &cr, err, sizeof err) == 0 && cr.mismatches == 0, "%lld mismatches (max abs err %g) %s",
+          (long long)cr.mismatches, cr.max_abs_err, err);
+  }
+  for (int i = 0; i < nout; i++) kl_tensor_release(out[i]);
+  for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
+  free(out); free(ref);
+  for (int i = 0; i < 2; i++) kl_tensor_release(in[i].tensor);
+  kl_device_destroy(dev);
+  kl_program_release(p);
+}
+
+int main(void) {
+  kl_ctx *ctx = kl_ctx_create();
+  kl_register_builtin_passes(ctx);
+  kl_op *g = gemm_graph(ctx);
+  CHECK(g != NULL);
+  group_begin();
+  test_pipeline_errors(ctx, g);
+  group_end("pipeline errors located in the whole string");
+  group_begin();
+  test_perf_config_option(g);
+  group_end("perf config as the option of rock-gemm-to-gridwise");
+  group_begin();
+  test_snapshots(g);
+  group_end("snapshots from the after-pass observer");
+  group_begin();
+  test_runs(g);
+  group_end("the compiled host binary runs");
+  kl_ctx_destroy(ctx);
+  return check_summary("test_compile");
+}
