@@ -76,9 +76,9 @@ static const kl_type *result_type(kl_ctx *ctx, const kl_shape *s, const kl_type 
 
 /* Result element type of a contraction (conv, dot): kl_contraction_dtype's rule. */
 const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in) {
-  kl_dtype dt = in ? kl_dtype_from_type_kind(in->kind) : KL_DT_NONE;
+  kl_dtype dt = kl_type_dtype(in);
   if (dt == KL_DT_NONE || !kl_dtype_is_int(dt)) return in;
-  return kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(kl_contraction_dtype(dt)));
+  return kl_type_scalar(ctx, (kl_type_kind)kl_contraction_dtype(dt));
 }
 
 static int expected_operands(const char *n) {

@@ -12,9 +12,9 @@ static const char *scalar_names[] = {
   [KL_TY_INDEX] = "index", [KL_TY_F16] = "f16", [KL_TY_BF16] = "bf16", [KL_TY_F32] = "f32",
   [KL_TY_F64] = "f64",
 };
-const char *kl_scalar_name(kl_type_kind k) { return k <= KL_TY_F64 ? scalar_names[k] : NULL; }
+const char *kl_scalar_name(kl_type_kind k) { return (unsigned)k <= KL_TY_INDEX ? scalar_names[k] : NULL; }
 int kl_scalar_kind_from_name(const char *s, size_t n) {
-  for (int k = 0; k <= KL_TY_F64; k++)
+  for (int k = 0; k <= KL_TY_INDEX; k++)
     if (strlen(scalar_names[k]) == n && memcmp(scalar_names[k], s, n) == 0) return k;
   return -1;
 }
@@ -34,7 +34,7 @@ static const kl_type *intern(kl_ctx *ctx, kl_type *proto, const char *text) {
 }
 
 const kl_type *kl_type_scalar(kl_ctx *ctx, kl_type_kind kind) {
-  if (kind > KL_TY_F64 && kind != KL_TY_TOKEN) return NULL;
+  if ((unsigned)kind > KL_TY_INDEX && kind != KL_TY_TOKEN) return NULL;
   kl_type proto = { .kind = kind };
   return intern(ctx, &proto, kind == KL_TY_TOKEN ? "token" : scalar_names[kind]);
 }
@@ -120,9 +120,10 @@ const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n) {
   return intern(ctx, &proto, text);
 }
 
-bool kl_type_is_int(const kl_type *t) { return t && t->kind <= KL_TY_INDEX; }
-bool kl_type_is_float(const kl_type *t) { return t && t->kind >= KL_TY_F16 && t->kind <= KL_TY_F64; }
-bool kl_type_is_scalar(const kl_type *t) { return t && t->kind <= KL_TY_F64; }
+bool kl_type_is_int(const kl_type *t) { return t && (t->kind == KL_TY_INDEX || kl_dtype_is_int((kl_dtype)t->kind)); }
+bool kl_type_is_float(const kl_type *t) { return t && kl_dtype_is_float((kl_dtype)t->kind); }
+bool kl_type_is_scalar(const kl_type *t) { return t && (unsigned)t->kind <= KL_TY_INDEX; }
+kl_dtype kl_type_dtype(const kl_type *t) { return t && kl_dtype_valid((kl_dtype)t->kind) ? (kl_dtype)t->kind : KL_DT_NONE; }
 bool kl_type_is_shaped(const kl_type *t) { return t && (t->kind == KL_TY_TENSOR || t->kind == KL_TY_BUFFER); }
 int kl_type_bits(const kl_type *t) {
   static const int bits[] = { [KL_TY_I1] = 1, [KL_TY_I8] = 8, [KL_TY_I32] = 32, [KL_TY_I64] = 64,

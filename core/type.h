@@ -10,10 +10,17 @@
 #ifndef KL_TYPE_H
 #define KL_TYPE_H
 #include "core/context.h"
+#include "core/dtype.h"
 
+/* One element-type enum: the element kinds ARE the kl_dtype values (core/dtype.h), so a
+ * dtype is a kind ((kl_type_kind)dt) and an element kind below KL_DT_COUNT is a dtype
+ * ((kl_dtype)kind); index and the non-scalar kinds follow. Scalar kinds are
+ * 0..KL_TY_INDEX. Nothing stores these numbers (bundles and the text IR spell types
+ * out), so the values may change with kl_dtype. */
 typedef enum {
-  KL_TY_I1, KL_TY_I8, KL_TY_I32, KL_TY_I64, KL_TY_INDEX,
-  KL_TY_F16, KL_TY_BF16, KL_TY_F32, KL_TY_F64,
+  KL_TY_F32 = KL_DT_F32, KL_TY_F16 = KL_DT_F16, KL_TY_BF16 = KL_DT_BF16, KL_TY_I8 = KL_DT_I8,
+  KL_TY_I32 = KL_DT_I32, KL_TY_F64 = KL_DT_F64, KL_TY_I64 = KL_DT_I64, KL_TY_I1 = KL_DT_I1,
+  KL_TY_INDEX = KL_DT_COUNT,
   KL_TY_TENSOR, KL_TY_BUFFER, KL_TY_VECTOR, KL_TY_TOKEN
 } kl_type_kind;
 
@@ -62,6 +69,9 @@ const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n);
 bool kl_type_is_int(const kl_type *t);     /* i1 i8 i32 i64 index */
 bool kl_type_is_float(const kl_type *t);   /* f16 bf16 f32 f64 */
 bool kl_type_is_scalar(const kl_type *t);
+/* The dtype of a scalar type ((kl_dtype)t->kind); KL_DT_NONE for index, non-scalar
+ * types and NULL. */
+kl_dtype kl_type_dtype(const kl_type *t);
 bool kl_type_is_shaped(const kl_type *t);  /* tensor or buffer */
 int  kl_type_bits(const kl_type *t);       /* scalar bit width (index = 64), vector: total */
 int64_t kl_type_numel(const kl_type *t);

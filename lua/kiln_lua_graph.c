@@ -85,7 +85,7 @@ static int g_build(lua_State *L) {
   const kl_type *rt = NULL;
   if (!lua_isnoneornil(L, 5)) {
     kl_dtype dt = kl_lua__opt_dtype(L, 5, KL_DT_NONE, opname);
-    rt = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(dt));
+    rt = kl_type_scalar(ctx, (kl_type_kind)dt);
   }
   kl_loc loc = kl_lua__caller_loc(L, ctx);
   kl_lua__flush_diags(ctx);
@@ -110,7 +110,7 @@ static int g_param(lua_State *L) {
   bool has = kl_lua__opt_layout(L, 5, rank, dims, strides, what);
   char why[512];
   if (!kl_shape_check(rank, dims, has ? strides : NULL, why, sizeof why)) return kl_lua__rt_error(L, what, "'%s': %s", name, why);
-  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(dt));
+  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)dt);
   kl_lua__flush_diags(ctx);
   const kl_type *ty = kl_type_tensor(ctx, elem, rank, dims, has ? strides : NULL);
   if (!ty) return kl_lua__diag_error(L, ctx, "kiln: invalid param type");
@@ -164,7 +164,7 @@ static int g_constant(lua_State *L) {
     kl_tensor_unravel(t, i, idx);
     el[i] = ints ? kl_attr_int(ctx, kl_tensor_get_i64(t, idx)) : kl_attr_float(ctx, kl_tensor_get(t, idx));
   }
-  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(t->dtype));
+  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)t->dtype);
   bool dense = kl_strides_to_perm(t->rank, t->shape, t->strides, NULL);
   if (!kl_shape_check(t->rank, t->shape, NULL, err, sizeof err)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "%s", err); }
   kl_lua__flush_diags(ctx);

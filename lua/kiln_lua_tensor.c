@@ -82,7 +82,7 @@ kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *wha
     /* a kiln.type handle prints as its name */
     if (kl_lua__test(L, idx, KL_LH_TYPE)) {
       const kl_type *ty = kl_lua__check(L, idx, KL_LH_TYPE);
-      kl_dtype d = kl_dtype_from_type_kind(ty->kind);
+      kl_dtype d = kl_type_dtype(ty);
       if (d != KL_DT_NONE) return d;
       kl_lua__rt_error(L, what, "the type %s is not an element type (dtypes: %s)", kl_type_str(ty), DTYPES_TEXT);
     }

@@ -1,6 +1,7 @@
 /* test_tensor.c — host tensors: f16/bf16 conversions, dtypes, layouts, creation, rand,
  * element access, views, printing and comparison (runtime/tensor.h, core/dtype.h, rng.h). */
 #include "core/dtype.h"
+#include "core/type.h"
 #include "runtime/rng.h"
 #include "runtime/tensor.h"
 #include <math.h>
@@ -137,8 +138,20 @@ static void test_dtypes(void) {
   CHECK(strcmp(kl_dtype_name((kl_dtype)99), "?") == 0, "bad dtype name");
   CHECK(kl_dtype_size(KL_DT_BF16) == 2 && kl_dtype_size(KL_DT_I8) == 1 && kl_dtype_size(KL_DT_F64) == 8, "sizes");
   CHECK(kl_dtype_is_float(KL_DT_BF16) && !kl_dtype_is_float(KL_DT_I32) && kl_dtype_is_int(KL_DT_I1), "kinds");
-  for (int i = 0; i < KL_DT_COUNT; i++)
-    CHECK(kl_dtype_from_type_kind(kl_dtype_to_type_kind((kl_dtype)i)) == i, "type kind map %d", i);
+  /* one element-type enum: every dtype is the scalar type kind of the same name */
+  kl_ctx *ctx = kl_ctx_create();
+  for (int i = 0; i < KL_DT_COUNT; i++) {
+    const kl_type *ty = kl_type_scalar(ctx, (kl_type_kind)i);
+    CHECK(ty && strcmp(kl_scalar_name((kl_type_kind)i), kl_dtype_name((kl_dtype)i)) == 0 && strcmp(ty->text, kl_dtype_name((kl_dtype)i)) == 0 &&
+          kl_type_dtype(ty) == (kl_dtype)i && kl_type_is_float(ty) == kl_dtype_is_float((kl_dtype)i) &&
+          kl_type_is_int(ty) == kl_dtype_is_int((kl_dtype)i) && kl_type_bits(ty) == (i == KL_DT_I1 ? 1 : 8 * (int)kl_dtype_size((kl_dtype)i)),
+          "dtype %d is the type kind %s", i, kl_dtype_name((kl_dtype)i));
+  }
+  CHECK(kl_type_dtype(kl_type_index(ctx)) == KL_DT_NONE && kl_type_is_int(kl_type_index(ctx)) && kl_type_is_scalar(kl_type_index(ctx)) &&
+        kl_type_dtype(kl_type_token(ctx)) == KL_DT_NONE && !kl_type_is_scalar(kl_type_token(ctx)) && kl_type_dtype(NULL) == KL_DT_NONE &&
+        kl_scalar_kind_from_name("index", 5) == KL_TY_INDEX && kl_scalar_kind_from_name("bf16", 4) == KL_TY_BF16 &&
+        kl_scalar_name(KL_TY_TENSOR) == NULL && kl_type_scalar(ctx, KL_TY_VECTOR) == NULL, "index and token are not dtypes");
+  kl_ctx_destroy(ctx);
   /* store rules */
   CHECK(kl_dtype_round(KL_DT_I8, 300.7) == 127 && kl_dtype_round(KL_DT_I8, -300) == -128, "i8 saturates");
   CHECK(kl_dtype_round(KL_DT_I8, 3.9) == 3 && kl_dtype_round(KL_DT_I8, -3.9) == -3, "truncates toward zero");
