@@ -1,6 +1,5 @@
 /* type.c — construction and interning of types by their canonical text. */
 #include "core/type.h"
-#include "core/shape.h"
 #include <string.h>
 #include <stdio.h>
 
@@ -46,36 +45,6 @@ const kl_type *kl_type_f32(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F32); }
 const kl_type *kl_type_f64(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F64); }
 const kl_type *kl_type_token(kl_ctx *c) { return kl_type_scalar(c, KL_TY_TOKEN); }
 
-/* Writes the message into err (if any) and returns false from kl_shape_check. */
-#define FAIL(...) return !kl_shape_errf(err, errlen, __VA_ARGS__)
-
-bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  if (rank < 0 || rank > KL_MAX_RANK) FAIL("rank %d out of range (0 to %d)", rank, KL_MAX_RANK);
-  int64_t numel = 1;
-  for (int i = 0; i < rank; i++) {
-    if (shape[i] < 0 || shape[i] > KL_MAX_DIM)
-      FAIL("dimension out of range: size %lld of dim %d in shape %s (sizes are 0 to 2^40)", (long long)shape[i], i,
-           kl_dims_format(rank, shape, b1, sizeof b1));
-    int64_t d = shape[i] > 0 ? shape[i] : 1;   /* both <= 2^53: no overflow before the test */
-    if (numel > KL_MAX_NUMEL / d) FAIL("shape too large: %s has more than 2^53 elements", kl_dims_format(rank, shape, b1, sizeof b1));
-    numel *= d;
-  }
-  if (!strides) return true;
-  int64_t maxoff = 0;
-  for (int i = 0; i < rank; i++) {
-    if (strides[i] < 0 || strides[i] > KL_MAX_NUMEL)
-      FAIL("stride %lld of dim %d in strides %s out of range (strides are 0 to 2^53)", (long long)strides[i], i,
-           kl_dims_format(rank, strides, b1, sizeof b1));
-    int64_t t;
-    if (shape[i] > 0 && (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff) ||
-                         maxoff > KL_MAX_NUMEL))
-      FAIL("strides %s for shape %s reach past 2^53 elements", kl_dims_format(rank, strides, b1, sizeof b1),
-           kl_dims_format(rank, shape, b2, sizeof b2));
-  }
-  return true;
-}
-#undef FAIL
 
 /* core/shape's (saturating) row-major strides, for any rank up to KL_MAX_RANK. */
 void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides) { kl_strides_row_major(rank, shape, strides); }

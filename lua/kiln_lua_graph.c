@@ -104,7 +104,7 @@ static int g_param(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING || !lua_rawlen(L, 2))
     return kl_lua__rt_error(L, what, "the first argument must be the param's name (a non-empty string), got a %s", luaL_typename(L, 2));
   const char *name = lua_tostring(L, 2);
-  int64_t dims[KL_TENSOR_MAX_RANK], strides[KL_TENSOR_MAX_RANK];
+  int64_t dims[KL_MAX_RANK], strides[KL_MAX_RANK];
   int rank = kl_lua__check_shape(L, 3, dims, what);
   kl_dtype dt = kl_lua__opt_dtype(L, 4, KL_DT_F32, what);
   bool has = kl_lua__opt_layout(L, 5, rank, dims, strides, what);
@@ -158,7 +158,7 @@ static int g_constant(lua_State *L) {
   int64_t n = kl_tensor_numel(t);
   if (n > (1 << 22)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "constant with %lld elements is too large (at most %d)", (long long)n, 1 << 22); }
   const kl_attr **el = kl_lua__tmp(L, (size_t)(n ? n : 1) * sizeof *el);
-  int64_t idx[KL_TENSOR_MAX_RANK];
+  int64_t idx[KL_MAX_RANK];
   bool ints = kl_dtype_is_int(t->dtype);
   for (int64_t i = 0; i < n; i++) {
     kl_tensor_unravel(t, i, idx);

@@ -55,7 +55,7 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
 kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *what);
 /* A shape (a list of sizes >= 0, or one integer for rank 1) at idx into dims; returns
  * the rank. The shape must also be within the IR's shape limits (kl_shape_check in
- * core/type.h: rank, each size and the element count bounded), so every checked shape
+ * core/shape.h: rank, each size and the element count bounded), so every checked shape
  * can become a tensor type. Errors name `what`. */
 int kl_lua__check_shape(lua_State *L, int idx, int64_t *dims, const char *what);
 /* A list of at most max integers at idx into out; returns the count. */

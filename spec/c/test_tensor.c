@@ -294,6 +294,19 @@ static void test_create_access(void) {
   CHECK(!kl_tensor_zeros(KL_DT_F32, 9, s23, NULL, err, sizeof err) && strstr(err, "rank"), "%s", err);
   int64_t huge[3] = {1 << 30, 1 << 30, 1 << 30};
   CHECK(!kl_tensor_zeros(KL_DT_F32, 3, huge, NULL, err, sizeof err), "huge: %s", err);
+  /* host tensors have the IR's shape limits (core/shape.h's kl_shape_check), also for
+   * shapes without elements, so every tensor has a tensor type */
+  int64_t ones9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  kl_tensor *r8 = kl_tensor_zeros(KL_DT_F32, KL_MAX_RANK, ones9, NULL, err, sizeof err);
+  CHECK(r8 && r8->rank == 8, "rank 8: %s", err);
+  kl_tensor_release(r8);
+  CHECK(!kl_tensor_zeros(KL_DT_F32, 9, ones9, NULL, err, sizeof err) && !strcmp(err, "tensor: rank 9 out of range (0 to 8)"), "%s", err);
+  int64_t wide0[2] = {0, ((int64_t)1 << 40) + 1};
+  CHECK(!kl_tensor_zeros(KL_DT_F32, 2, wide0, NULL, err, sizeof err) && strstr(err, "tensor: dimension out of range: size 1099511627777 of dim 1"),
+        "zero elements, size past 2^40: %s", err);
+  int64_t sq[2] = {2, 2}, st2[2] = {((int64_t)1 << 53) + 1, 1};
+  CHECK(!kl_tensor_wrap(NULL, 0, false, KL_DT_F32, 2, sq, st2, 0, err, sizeof err) && strstr(err, "tensor: stride 9007199254740993 of dim 0"),
+        "strides past 2^53: %s", err);
   int64_t s0[2] = {0, 3};
   kl_tensor *e = kl_tensor_zeros(KL_DT_F32, 2, s0, NULL, err, sizeof err);
   CHECK(e && kl_tensor_numel(e) == 0 && e->nbytes == 0, "empty tensor");
