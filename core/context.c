@@ -88,18 +88,11 @@ void *kl__ctx_lookup_attr(kl_ctx *ctx, const char *text, size_t n) { kl_slot *s 
 const char *kl__ctx_store_attr(kl_ctx *ctx, const char *text, size_t n, void *a) { kl_slot *s = map_get(ctx, &ctx->attrs, text, n, true); s->val = a; return s->key; }
 
 kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col) { return (kl_loc){ kl_intern(ctx, file), line, col }; }
-void kl_loc_format(kl_loc loc, char *buf, size_t n) {
-  if (!loc.file) snprintf(buf, n, "<unknown>");
-  else if (loc.col > 0) snprintf(buf, n, "%s:%d:%d", loc.file, loc.line, loc.col);
-  else if (loc.line > 0) snprintf(buf, n, "%s:%d", loc.file, loc.line);
-  else snprintf(buf, n, "%s", loc.file);
-}
 void kl_emit_vdiag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, va_list ap) {
-  static const char *names[] = { "error", "warning", "note" };
   kl_sb msg = {0};
   kl_sb_vprintf(&msg, fmt, ap);
   char where[512]; kl_loc_format(loc, where, sizeof where);
-  kl_sb_printf(&ctx->diag, "%s: %s: %s\n", where, names[kind], kl_sb_str(&msg));
+  kl_sb_printf(&ctx->diag, "%s: %s: %s\n", where, kl_diag_kind_name(kind), kl_sb_str(&msg));   /* kl_diag_format's form */
   if (kind == KL_DIAG_ERROR) ctx->nerrors++;
   if (ctx->handler) ctx->handler(ctx->handler_user, kind, loc, kl_sb_str(&msg));
   kl_sb_free(&msg);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include "core/arena.h"
+#include "core/diag.h"
 
 typedef enum { KL_OK = 0, KL_ERR = 1 } kl_status;
 
@@ -21,15 +22,8 @@ typedef struct kl_block kl_block;
 typedef struct kl_region kl_region;
 typedef struct kl_opdef kl_opdef;
 
-/* A source location: file:line:col for text input, or a Lua chunk and line
- * ("script.lua", line, 0). file is interned (or NULL for "unknown"). */
-typedef struct kl_loc { const char *file; int line, col; } kl_loc;
-#define KL_LOC_UNKNOWN ((kl_loc){0, 0, 0})
-kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);
-/* Writes "file:line:col" (or "file:line", or "<unknown>") into buf. */
-void kl_loc_format(kl_loc loc, char *buf, size_t n);
-
-typedef enum { KL_DIAG_ERROR, KL_DIAG_WARNING, KL_DIAG_NOTE } kl_diag_kind;
+/* Locations, severities and the diagnostic value are core/diag.h's. */
+kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);   /* file interned */
 typedef void (*kl_diag_handler)(void *user, kl_diag_kind kind, kl_loc loc, const char *msg);
 
 /* A context with the dialects registered (core/dialects.c) and no passes: whoever runs

@@ -1,19 +1,8 @@
 /* shape.c — logical shapes, layouts and strides (see shape.h). */
 #include "core/shape.h"
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int kl_shape_errf(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return 1;
-}
 
 /* ---------------------------------------------------------------- limits */
 

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/diag.h"
 
 /* The shape limits of IR types (core/type.h), kl_shape and host tensors
  * (runtime/tensor.h), checked by kl_shape_check. Every entry point that takes a shape
@@ -25,8 +26,9 @@
  * spec/c/test_accel.c); the same limit. */
 #define KL_TENSOR_MAX_RANK KL_MAX_RANK
 
-/* Writes the formatted message into err[errlen] (if err) and returns 1 (an error status). */
-int kl_shape_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Writes the formatted message into err[errlen] (if err) and returns 1 (an error status):
+ * core/diag.h's one formatting helper under the name shape users know. */
+#define kl_shape_errf kl_errf
 
 /* Checks rank in [0, KL_MAX_RANK], every size in [0, KL_MAX_DIM], the product of the
  * sizes (zeros counted as 1) <= KL_MAX_NUMEL and, when strides is not NULL, every stride

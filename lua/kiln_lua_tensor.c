@@ -41,7 +41,7 @@ int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) {
   char msg[2048];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  kl_verrf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   kl_lua__push_where(L);
   const char *where = lua_tostring(L, -1);
