@@ -222,9 +222,9 @@ static int g_eval(lua_State *L) {
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   int nout = 0;
   kl_tensor **outs = NULL;
-  char err[2048];
+  char err[2048] = "";
   if (kl_graph_eval(g, k, in, &nout, &outs, err, sizeof err) != KL_OK)
-    return kl_lua__rt_error(L, what, "%s", strncmp(err, "eval: ", 6) ? err : err + 6);
+    return kl_lua__err_error(L, what, "eval", err, "evaluation failed");
   if (!lua_checkstack(L, nout + 4)) {
     for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
     free(outs);

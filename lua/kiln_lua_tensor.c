@@ -50,6 +50,13 @@ int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) {
   return lua_error(L);
 }
 
+int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback) {
+  size_t n = stage ? strlen(stage) : 0;
+  if (!err || !*err) return kl_lua__rt_error(L, what, "%s", fallback);
+  if (n && !strncmp(err, stage, n) && err[n] == ':' && err[n + 1] == ' ') err += n + 2;
+  return kl_lua__rt_error(L, what, "%s", err);
+}
+
 /* ---------------------------------------------------------------- tensors --- */
 kl_tensor *kl_lua__test_tensor(lua_State *L, int idx) {
   tens_ud *u = luaL_testudata(L, idx, KL_MT_TENSOR);
