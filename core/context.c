@@ -71,7 +71,7 @@ void kl_emit_vdiag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, 
   char where[512]; kl_loc_format(loc, where, sizeof where);
   kl_sb_printf(&ctx->diag, "%s: %s: %s\n", where, kl_diag_kind_name(kind), kl_sb_str(&msg));   /* kl_diag_format's form */
   if (kind == KL_DIAG_ERROR) ctx->nerrors++;
-  if (ctx->handler) ctx->handler(ctx->handler_user, kind, loc, kl_sb_str(&msg));
+  if (ctx->handler) ctx->handler(ctx->handler_user, &(kl_diag){ kind, loc, kl_sb_str(&msg) });
   kl_sb_free(&msg);
 }
 void kl_emit_diag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, ...) {

@@ -38,7 +38,7 @@ kl_diag_sink kl_diag_sink_buffer(char *buf, size_t len) {
   if (buf && len) buf[0] = 0;
   return (kl_diag_sink){ .buf = buf, .len = len };
 }
-kl_diag_sink kl_diag_sink_callback(void (*fn)(void *user, const kl_diag *d), void *user) {
+kl_diag_sink kl_diag_sink_callback(kl_diag_handler fn, void *user) {
   return (kl_diag_sink){ .fn = fn, .user = user };
 }
 

@@ -31,17 +31,20 @@ typedef struct kl_diag { kl_diag_kind severity; kl_loc loc; const char *message;
 /* "file:line:col: error: message" into buf[n] (truncated, NUL-terminated); returns buf. */
 char *kl_diag_format(const kl_diag *d, char *buf, size_t n);
 
+/* A receiver of diagnostics: a sink's callback, a context's handler (core/context.h). */
+typedef void (*kl_diag_handler)(void *user, const kl_diag *d);
+
 /* Where diagnostics go when there is no context: fn (if set) is called with each one;
  * otherwise the first error's message (without location or severity, as the
  * `char *err` convention has it) is kept in buf[len] (buf may be NULL: dropped).
  * nerrors counts the errors reported. */
 typedef struct kl_diag_sink {
   char *buf; size_t len;
-  void (*fn)(void *user, const kl_diag *d); void *user;
+  kl_diag_handler fn; void *user;
   int nerrors;
 } kl_diag_sink;
 kl_diag_sink kl_diag_sink_buffer(char *buf, size_t len);
-kl_diag_sink kl_diag_sink_callback(void (*fn)(void *user, const kl_diag *d), void *user);
+kl_diag_sink kl_diag_sink_callback(kl_diag_handler fn, void *user);
 /* Formats and reports one diagnostic to sink (may be NULL: dropped); returns 1 for an
  * error, 0 otherwise. */
 int kl_report(kl_diag_sink *sink, kl_diag_kind kind, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -56,6 +56,20 @@ static void collect(void *user, const kl_diag *d) {
   s->n++;
 }
 
+/* A context hands its diagnostics to a handler as kl_diag values (the sink callback). */
+static void test_ctx_handler(void) {
+  group_begin();
+  kl_ctx *ctx = kl_ctx_create();
+  seen got = {0};
+  kl_ctx_set_diag_handler(ctx, collect, &got);
+  kl_emit_diag(ctx, KL_DIAG_WARNING, kl_loc_make(ctx, "w.kir", 2, 1), "careful %d", 7);
+  kl_emit_error(ctx, kl_loc_make(ctx, "e.kir", 9, 4), "broken");
+  CHECK(got.n == 2 && got.kind[0] == KL_DIAG_WARNING && !strcmp(got.msg[0], "careful 7") && got.line[0] == 2 &&
+        got.kind[1] == KL_DIAG_ERROR && !strcmp(got.msg[1], "broken") && got.line[1] == 9 && kl_diag_error_count(ctx) == 1);
+  kl_ctx_destroy(ctx);
+  group_end("context handler");
+}
+
 static void test_sinks(void) {
   group_begin();
   char err[64] = "stale";
@@ -80,5 +94,6 @@ int main(void) {
   test_errf();
   test_format();
   test_sinks();
+  test_ctx_handler();
   return check_summary("test_diag");
 }
