@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char tomb_key;
+static const char tomb_key = 0;   /* its address marks a removed entry */
 #define TOMB ((const void *)&tomb_key)
 
 uint64_t kl_hash_bytes(const void *s, size_t n) {
