@@ -1,12 +1,13 @@
-/* context.c — context lifetime, identifier interning, diagnostics, op registry. */
+/* context.c — context lifetime, identifier interning, diagnostics, op registry; the
+ * interning tables and registries are core/hashmap.h string maps. */
 #include "core/context.h"
 #include "core/ir.h"
+#include "core/hashmap.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const char *key; void *val; } kl_slot;
-typedef struct { kl_slot *slots; size_t cap, n; } kl_strmap;
+typedef kl_hashmap kl_strmap;   /* core/hashmap.h, string keys (arena copies) */
 /* A registered op: its definition and the hooks attached to it (ir.h). */
 typedef struct { const kl_opdef *def; kl_hook_fn hooks[KL_HOOK_COUNT]; } op_entry;
 
@@ -24,43 +25,19 @@ struct kl_ctx {
   struct { void (*fn)(void *); void *user; } *hooks; int nhooks;
 };
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ull; }
-  return h;
-}
-static kl_slot *map_find(kl_strmap *m, const char *k, size_t n) {
-  if (!m->cap) return NULL;
-  size_t i = hash_bytes(k, n) & (m->cap - 1);
-  for (;;) {
-    kl_slot *s = &m->slots[i];
-    if (!s->key) return s;
-    if (strlen(s->key) == n && memcmp(s->key, k, n) == 0) return s;
-    i = (i + 1) & (m->cap - 1);
-  }
-}
-static void map_grow(kl_strmap *m) {
-  size_t ncap = m->cap ? m->cap * 2 : 64;
-  kl_strmap nm = { kl_xcalloc(ncap, sizeof(kl_slot)), ncap, 0 };
-  for (size_t i = 0; i < m->cap; i++) if (m->slots[i].key) {
-    kl_slot *s = map_find(&nm, m->slots[i].key, strlen(m->slots[i].key));
-    *s = m->slots[i]; nm.n++;
-  }
-  free(m->slots); *m = nm;
-}
-/* Returns the slot for key (creating an empty-valued one with key interned in arena). */
-static kl_slot *map_get(kl_ctx *ctx, kl_strmap *m, const char *k, size_t n, bool create) {
-  kl_slot *s = map_find(m, k, n);
-  if (s && s->key) return s;
-  if (!create) return NULL;
-  if ((m->n + 1) * 2 > m->cap) { map_grow(m); s = map_find(m, k, n); }
-  s->key = kl_arena_strndup(&ctx->arena, k, n); s->val = NULL; m->n++;
-  return s;
+/* The entry for key (creating one, with its key copied into the arena and a NULL value,
+ * if create). */
+static kl_hm_entry *map_get(kl_ctx *ctx, kl_strmap *m, const char *k, size_t n, bool create) {
+  kl_hm_entry *e = kl_strmap_find(m, k, n);
+  if (e || !create) return e;
+  return kl_strmap_put(m, kl_arena_strndup(&ctx->arena, k, n), n, NULL);
 }
 
 kl_ctx *kl_ctx_create(void) {
   kl_ctx *ctx = kl_xcalloc(1, sizeof(kl_ctx));
   kl_arena_init(&ctx->arena);
+  kl_strmap *maps[] = { &ctx->idents, &ctx->types, &ctx->attrs, &ctx->ops, &ctx->exts, &ctx->user };
+  for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) *maps[i] = KL_STRMAP_INIT;
   kl_register_all_dialects(ctx);
   return ctx;
 }
@@ -73,7 +50,7 @@ void kl_ctx_destroy(kl_ctx *ctx) {
   for (int i = ctx->nhooks - 1; i >= 0; i--) ctx->hooks[i].fn(ctx->hooks[i].user);
   free(ctx->hooks);
   kl_strmap *maps[] = { &ctx->idents, &ctx->types, &ctx->attrs, &ctx->ops, &ctx->exts, &ctx->user };
-  for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) free(maps[i]->slots);
+  for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) kl_hashmap_free(maps[i]);
   free(ctx->opdefs);
   kl_sb_free(&ctx->diag);
   kl_arena_destroy(&ctx->arena);
@@ -84,26 +61,19 @@ const char *kl_intern_n(kl_ctx *ctx, const char *s, size_t n) { return map_get(c
 const char *kl_intern(kl_ctx *ctx, const char *s) { return s ? kl_intern_n(ctx, s, strlen(s)) : NULL; }
 
 /* Internal interning tables used by type.c and attr.c (declared in their .c files). */
-void *kl__ctx_lookup_type(kl_ctx *ctx, const char *text) { kl_slot *s = map_get(ctx, &ctx->types, text, strlen(text), false); return s ? s->val : NULL; }
+void *kl__ctx_lookup_type(kl_ctx *ctx, const char *text) { kl_hm_entry *s = map_get(ctx, &ctx->types, text, strlen(text), false); return s ? s->val : NULL; }
 void  kl__ctx_store_type(kl_ctx *ctx, const char *text, void *t) { map_get(ctx, &ctx->types, text, strlen(text), true)->val = t; }
-void *kl__ctx_lookup_attr(kl_ctx *ctx, const char *text, size_t n) { kl_slot *s = map_get(ctx, &ctx->attrs, text, n, false); return s ? s->val : NULL; }
-const char *kl__ctx_store_attr(kl_ctx *ctx, const char *text, size_t n, void *a) { kl_slot *s = map_get(ctx, &ctx->attrs, text, n, true); s->val = a; return s->key; }
+void *kl__ctx_lookup_attr(kl_ctx *ctx, const char *text, size_t n) { kl_hm_entry *s = map_get(ctx, &ctx->attrs, text, n, false); return s ? s->val : NULL; }
+const char *kl__ctx_store_attr(kl_ctx *ctx, const char *text, size_t n, void *a) { kl_hm_entry *s = map_get(ctx, &ctx->attrs, text, n, true); s->val = a; return s->key; }
 
 kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col) { return (kl_loc){ kl_intern(ctx, file), line, col }; }
-void kl_loc_format(kl_loc loc, char *buf, size_t n) {
-  if (!loc.file) snprintf(buf, n, "<unknown>");
-  else if (loc.col > 0) snprintf(buf, n, "%s:%d:%d", loc.file, loc.line, loc.col);
-  else if (loc.line > 0) snprintf(buf, n, "%s:%d", loc.file, loc.line);
-  else snprintf(buf, n, "%s", loc.file);
-}
 void kl_emit_vdiag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, va_list ap) {
-  static const char *names[] = { "error", "warning", "note" };
   kl_sb msg = {0};
   kl_sb_vprintf(&msg, fmt, ap);
   char where[512]; kl_loc_format(loc, where, sizeof where);
-  kl_sb_printf(&ctx->diag, "%s: %s: %s\n", where, names[kind], kl_sb_str(&msg));
+  kl_sb_printf(&ctx->diag, "%s: %s: %s\n", where, kl_diag_kind_name(kind), kl_sb_str(&msg));   /* kl_diag_format's form */
   if (kind == KL_DIAG_ERROR) ctx->nerrors++;
-  if (ctx->handler) ctx->handler(ctx->handler_user, kind, loc, kl_sb_str(&msg));
+  if (ctx->handler) ctx->handler(ctx->handler_user, &(kl_diag){ kind, loc, kl_sb_str(&msg) });
   kl_sb_free(&msg);
 }
 void kl_emit_diag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, ...) {
@@ -119,10 +89,10 @@ int kl_diag_error_count(kl_ctx *ctx) { return ctx->nerrors; }
 void kl_ctx_set_diag_handler(kl_ctx *ctx, kl_diag_handler fn, void *user) { ctx->handler = fn; ctx->handler_user = user; }
 
 void kl_ctx_set_user(kl_ctx *ctx, const char *key, void *value) { map_get(ctx, &ctx->user, key, strlen(key), true)->val = value; }
-void *kl_ctx_get_user(kl_ctx *ctx, const char *key) { kl_slot *s = map_get(ctx, &ctx->user, key, strlen(key), false); return s ? s->val : NULL; }
+void *kl_ctx_get_user(kl_ctx *ctx, const char *key) { kl_hm_entry *s = map_get(ctx, &ctx->user, key, strlen(key), false); return s ? s->val : NULL; }
 
 void kl_register_op(kl_ctx *ctx, const kl_opdef *def) {
-  kl_slot *s = map_get(ctx, &ctx->ops, def->name, strlen(def->name), true);
+  kl_hm_entry *s = map_get(ctx, &ctx->ops, def->name, strlen(def->name), true);
   op_entry *e = s->val;
   if (e) {
     for (int i = 0; i < ctx->nopdefs; i++) if (ctx->opdefs[i] == e->def) ctx->opdefs[i] = def;
@@ -139,7 +109,7 @@ void kl_register_op(kl_ctx *ctx, const kl_opdef *def) {
   e->def = def;   /* hooks stay: they belong to the op name */
 }
 static op_entry *op_entry_of(kl_ctx *ctx, const char *name) {
-  kl_slot *s = map_get(ctx, &ctx->ops, name, strlen(name), false);
+  kl_hm_entry *s = map_get(ctx, &ctx->ops, name, strlen(name), false);
   return s ? s->val : NULL;
 }
 const kl_opdef *kl_lookup_op(kl_ctx *ctx, const char *name) {
@@ -164,6 +134,6 @@ const kl_opdef *kl_opdef_at(kl_ctx *ctx, int i) { return (i >= 0 && i < ctx->nop
 
 void kl_register_attr_ext(kl_ctx *ctx, const kl_attr_ext *ext) { map_get(ctx, &ctx->exts, ext->name, strlen(ext->name), true)->val = (void *)ext; }
 const kl_attr_ext *kl_lookup_attr_ext(kl_ctx *ctx, const char *name, size_t n) {
-  kl_slot *s = map_get(ctx, &ctx->exts, name, n, false);
+  kl_hm_entry *s = map_get(ctx, &ctx->exts, name, n, false);
   return s ? s->val : NULL;
 }

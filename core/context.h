@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include "core/arena.h"
+#include "core/diag.h"
 
 typedef enum { KL_OK = 0, KL_ERR = 1 } kl_status;
 
@@ -21,16 +22,8 @@ typedef struct kl_block kl_block;
 typedef struct kl_region kl_region;
 typedef struct kl_opdef kl_opdef;
 
-/* A source location: file:line:col for text input, or a Lua chunk and line
- * ("script.lua", line, 0). file is interned (or NULL for "unknown"). */
-typedef struct kl_loc { const char *file; int line, col; } kl_loc;
-#define KL_LOC_UNKNOWN ((kl_loc){0, 0, 0})
-kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);
-/* Writes "file:line:col" (or "file:line", or "<unknown>") into buf. */
-void kl_loc_format(kl_loc loc, char *buf, size_t n);
-
-typedef enum { KL_DIAG_ERROR, KL_DIAG_WARNING, KL_DIAG_NOTE } kl_diag_kind;
-typedef void (*kl_diag_handler)(void *user, kl_diag_kind kind, kl_loc loc, const char *msg);
+/* Locations, severities and the diagnostic value are core/diag.h's. */
+kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);   /* file interned */
 
 /* A context with the dialects registered (core/dialects.c) and no passes: whoever runs
  * passes calls kl_register_builtin_passes (passes/passes.h) once. */
@@ -41,8 +34,9 @@ kl_arena *kl_ctx_arena(kl_ctx *ctx);
 const char *kl_intern(kl_ctx *ctx, const char *s);
 const char *kl_intern_n(kl_ctx *ctx, const char *s, size_t n);
 
-/* Diagnostics. kl_emit_error formats "file:line:col: error: msg" into the context's
- * buffer (and calls the handler if one is set). kl_diag_take returns (and clears) all
+/* Diagnostics. kl_emit_error formats "file:line:col: error: msg" (kl_diag_format's form)
+ * into the context's buffer and, if a handler is set, passes it the kl_diag value
+ * (core/diag.h: the same callback a kl_diag_sink takes). kl_diag_take returns (and clears) all
  * diagnostics text since the last take, malloc'd (caller frees); "" if none. */
 kl_status kl_emit_error(kl_ctx *ctx, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void kl_emit_diag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

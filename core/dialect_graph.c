@@ -64,8 +64,8 @@ static bool num_attr(int n, const kl_named_attr *attrs, const char *name, double
  * of `like` (a tensor type of the same rank with a dense permutation layout), else
  * row-major. */
 static const kl_type *result_type(kl_ctx *ctx, const kl_shape *s, const kl_type *elem, const kl_type *like) {
-  int perm[KL_TENSOR_MAX_RANK];
-  int64_t strides[KL_TENSOR_MAX_RANK];
+  int perm[KL_MAX_RANK];
+  int64_t strides[KL_MAX_RANK];
   if (like && like->rank == s->rank && !kl_type_is_row_major(like) &&
       kl_strides_to_perm(like->rank, like->shape, like->strides, perm)) {
     kl_strides_from_perm(s->rank, s->dim, perm, strides);
@@ -76,9 +76,9 @@ static const kl_type *result_type(kl_ctx *ctx, const kl_shape *s, const kl_type 
 
 /* Result element type of a contraction (conv, dot): kl_contraction_dtype's rule. */
 const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in) {
-  kl_dtype dt = in ? kl_dtype_from_type_kind(in->kind) : KL_DT_NONE;
+  kl_dtype dt = kl_type_dtype(in);
   if (dt == KL_DT_NONE || !kl_dtype_is_int(dt)) return in;
-  return kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(kl_contraction_dtype(dt)));
+  return kl_type_scalar(ctx, (kl_type_kind)kl_contraction_dtype(dt));
 }
 
 /* ---- inference: one rule per op (kl_opdef.infer), around a shared prologue (operand
@@ -102,8 +102,8 @@ static const kl_type *infer_run(infer_rule rule, int want, kl_ctx *ctx, const ch
     { kl_emit_error(ctx, loc, "%s: expects %d operand%s, got %d", op, want, want == 1 ? "" : "s", n); return NULL; }
   if (want < 0 && n < 1) { kl_emit_error(ctx, loc, "%s: expects at least one operand", op); return NULL; }
   for (int i = 0; i < n; i++)
-    if (!ts[i] || ts[i]->kind != KL_TY_TENSOR || ts[i]->rank > KL_TENSOR_MAX_RANK)
-      { kl_emit_error(ctx, loc, "%s: operand %d must be a tensor of rank <= %d, got %s", op, i, KL_TENSOR_MAX_RANK, kl_type_str(ts[i])); return NULL; }
+    if (!ts[i] || ts[i]->kind != KL_TY_TENSOR || ts[i]->rank > KL_MAX_RANK)
+      { kl_emit_error(ctx, loc, "%s: operand %d must be a tensor of rank <= %d, got %s", op, i, KL_MAX_RANK, kl_type_str(ts[i])); return NULL; }
   for (int i = 0; i < n && i < 3; i++) c.s[i] = shape_of(ts[i]);
   c.elem = n ? ts[0]->elem : NULL;
   if (!rule(&c)) return NULL;
@@ -197,31 +197,31 @@ static bool rule_dot(infer_st *c) {
   return true;
 }
 static bool rule_broadcast(infer_st *c) {
-  int64_t dims[KL_TENSOR_MAX_RANK];
-  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "shape", -1, KL_TENSOR_MAX_RANK, NULL, dims);
+  int64_t dims[KL_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "shape", -1, KL_MAX_RANK, NULL, dims);
   if (r < 0) return false;
   if (kl_shape_init(&c->out, r, dims, c->op, ERRBUF) == 0) c->rc = kl_infer_broadcast_to(c->op, &c->s[0], &c->out, ERRBUF);
   else c->rc = 1;
   return true;
 }
 static bool rule_transpose(infer_st *c) {
-  int64_t p64[KL_TENSOR_MAX_RANK]; int perm[KL_TENSOR_MAX_RANK];
-  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "perm", -1, KL_TENSOR_MAX_RANK, NULL, p64);
+  int64_t p64[KL_MAX_RANK]; int perm[KL_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "perm", -1, KL_MAX_RANK, NULL, p64);
   if (r < 0 || !axes_in(c->ctx, c->loc, c->op, "perm entry", r, p64, c->s[0].rank)) return false;
   for (int i = 0; i < r; i++) perm[i] = (int)p64[i];
   c->rc = kl_infer_transpose(&c->s[0], r, perm, &c->out, ERRBUF);
   return true;
 }
 static bool rule_reshape(infer_st *c) {
-  int64_t dims[KL_TENSOR_MAX_RANK];
-  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "shape", -1, KL_TENSOR_MAX_RANK, NULL, dims);
+  int64_t dims[KL_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "shape", -1, KL_MAX_RANK, NULL, dims);
   if (r < 0) return false;
   c->rc = kl_infer_reshape(&c->s[0], r, dims, &c->out, ERRBUF);
   return true;
 }
 static bool rule_slice(infer_st *c) {
   kl_ctx *ctx = c->ctx; kl_loc loc = c->loc; const char *op = c->op; int na = c->na; const kl_named_attr *attrs = c->attrs;
-  int64_t b[KL_TENSOR_MAX_RANK], e[KL_TENSOR_MAX_RANK], st[KL_TENSOR_MAX_RANK], ones[KL_TENSOR_MAX_RANK];
+  int64_t b[KL_MAX_RANK], e[KL_MAX_RANK], st[KL_MAX_RANK], ones[KL_MAX_RANK];
   int r = c->s[0].rank;
   for (int i = 0; i < r; i++) ones[i] = 1;
   if (int_list(ctx, loc, op, na, attrs, "begin", r, r, NULL, b) < 0 || int_list(ctx, loc, op, na, attrs, "end", r, r, NULL, e) < 0 ||
@@ -244,8 +244,8 @@ static bool rule_concat(infer_st *c) {
   return true;
 }
 static bool rule_reduce(infer_st *c) {
-  int64_t a64[KL_TENSOR_MAX_RANK]; int axes[KL_TENSOR_MAX_RANK];
-  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "axes", -1, KL_TENSOR_MAX_RANK, NULL, a64);
+  int64_t a64[KL_MAX_RANK]; int axes[KL_MAX_RANK];
+  int r = int_list(c->ctx, c->loc, c->op, c->na, c->attrs, "axes", -1, KL_MAX_RANK, NULL, a64);
   if (r < 0 || !axes_in(c->ctx, c->loc, c->op, "axis", r, a64, c->s[0].rank)) return false;
   for (int i = 0; i < r; i++) axes[i] = (int)a64[i];
   if (strncmp(c->op, "reduce_", 7) || kl_reduce_from_name(c->op + 7) < 0) { kl_emit_error(c->ctx, c->loc, "%s: unknown reduction", c->op); return false; }

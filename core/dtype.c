@@ -2,7 +2,6 @@
  * (see dtype.h). Both narrow formats are handled by one routine parameterised by
  * exponent and mantissa widths, working on the f64 bits. */
 #include "core/dtype.h"
-#include "core/type.h"
 #include <string.h>
 
 static uint64_t f64_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
@@ -122,33 +121,6 @@ int64_t kl_dtype_int_max(kl_dtype dt) {
   case KL_DT_I64: return INT64_MAX;
   case KL_DT_I1: return 1;
   default: return 0;
-  }
-}
-
-int kl_dtype_to_type_kind(kl_dtype dt) {
-  switch (dt) {
-  case KL_DT_F32: return KL_TY_F32;
-  case KL_DT_F16: return KL_TY_F16;
-  case KL_DT_BF16: return KL_TY_BF16;
-  case KL_DT_I8: return KL_TY_I8;
-  case KL_DT_I32: return KL_TY_I32;
-  case KL_DT_F64: return KL_TY_F64;
-  case KL_DT_I64: return KL_TY_I64;
-  case KL_DT_I1: return KL_TY_I1;
-  default: return -1;
-  }
-}
-kl_dtype kl_dtype_from_type_kind(int kind) {
-  switch (kind) {
-  case KL_TY_F32: return KL_DT_F32;
-  case KL_TY_F16: return KL_DT_F16;
-  case KL_TY_BF16: return KL_DT_BF16;
-  case KL_TY_I8: return KL_DT_I8;
-  case KL_TY_I32: return KL_DT_I32;
-  case KL_TY_F64: return KL_DT_F64;
-  case KL_TY_I64: return KL_DT_I64;
-  case KL_TY_I1: return KL_DT_I1;
-  default: return KL_DT_NONE;
   }
 }
 

@@ -1,14 +1,13 @@
-/* dtype.h — the element types of host tensors (kl_dtype: names, sizes, int ranges, the
- * mapping to core/type.h's scalar kl_type kinds, loads and stores through a dtype) and the
- * IEEE binary16 (f16) / bfloat16 (bf16) conversions under them.
+/* dtype.h — the element types (kl_dtype: names, sizes, int ranges, loads and stores
+ * through a dtype) and the IEEE binary16 (f16) / bfloat16 (bf16) conversions under them.
  * Contract: pure functions, no state, no allocation; f16/bf16 values are bit patterns
  * held in uint16_t. Storing a double rounds through the dtype: f16/bf16/f32 to nearest
  * even; into an integer dtype it truncates toward zero and saturates to the dtype's range
  * (NaN -> 0; i1: nonzero, NaN included, -> 1). Storing an int64 into a narrower integer
  * dtype wraps (two's complement; i1: nonzero -> 1); into a float dtype it rounds to
- * nearest even. kl_dtype and core/type.h's kl_type_kind stay two enums for now (the
- * kind enum also names index, tensor, buffer, vector and token types);
- * kl_dtype_to_type_kind / kl_dtype_from_type_kind are the one mapping between them.
+ * nearest even. kl_dtype is the one element-type enum: core/type.h's scalar kinds
+ * KL_TY_F32 ... KL_TY_I1 are these values (a dtype is a kl_type_kind as it is; the kind
+ * enum adds index, tensor, buffer, vector and token after KL_DT_COUNT).
  * f16/bf16 rounding:
  * Narrowing conversions (f32/f64 -> f16/bf16) round to nearest, ties to even, in one
  * step from the source value (no double rounding through f32); overflow gives +-inf,
@@ -36,9 +35,6 @@ bool   kl_dtype_is_float(kl_dtype dt);
 bool   kl_dtype_is_int(kl_dtype dt);             /* i1 i8 i32 i64 */
 int64_t kl_dtype_int_min(kl_dtype dt);           /* integer dtypes only */
 int64_t kl_dtype_int_max(kl_dtype dt);
-/* Map to / from core/type.h's kl_type_kind (passed as int); -1 / KL_DT_NONE if none. */
-int      kl_dtype_to_type_kind(kl_dtype dt);
-kl_dtype kl_dtype_from_type_kind(int kind);
 
 /* Scalar conversions through a dtype (see the contract for the rounding rules).
  * p points at one element. */

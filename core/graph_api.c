@@ -49,12 +49,12 @@ static const kl_type *elem_of(kl_ctx *ctx, kl_dtype dt, const char *what, kl_loc
     kl_emit_error(ctx, loc, "%s: invalid dtype %d", what, (int)dt);
     return NULL;
   }
-  return kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(dt));
+  return kl_type_scalar(ctx, (kl_type_kind)dt);
 }
 static bool check_shape(kl_ctx *ctx, int rank, const int64_t *shape, const int64_t *strides, const char *what, kl_loc loc) {
   char err[256];
-  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
-    return kl_emit_error(ctx, loc, "%s: rank %d is out of range (0..%d)", what, rank, KL_TENSOR_MAX_RANK), false;
+  if (rank < 0 || rank > KL_MAX_RANK)
+    return kl_emit_error(ctx, loc, "%s: rank %d is out of range (0..%d)", what, rank, KL_MAX_RANK), false;
   if (rank > 0 && !shape) return kl_emit_error(ctx, loc, "%s: shape is NULL for rank %d", what, rank), false;
   if (!kl_shape_check(rank, shape, strides, err, sizeof err)) return kl_emit_error(ctx, loc, "%s: %s", what, err), false;
   return true;
@@ -67,7 +67,7 @@ kl_value *kl_graph_add_param(kl_op *graph, const char *name, kl_dtype dt, int ra
   if (!name || !*name) { kl_emit_error(ctx, loc, "param: the name must be a non-empty string"); return NULL; }
   const kl_type *elem = elem_of(ctx, dt, "param", loc);
   if (!elem || !check_shape(ctx, rank, shape, NULL, "param", loc)) return NULL;
-  int64_t strides[KL_TENSOR_MAX_RANK];
+  int64_t strides[KL_MAX_RANK];
   bool has = layout && *layout;
   char err[256];
   if (has && kl_layout_strides(layout, rank, shape, strides, err, sizeof err)) {

@@ -16,7 +16,7 @@
  *    "{transpose_b = true}" for dot, "{axes = [1], keepdims = true}" for reductions,
  *    "{min = 0.0, max = 6.0}" for clip, "{perm = [1, 0]}" for transpose. The names and
  *    defaults are the ops' (dialect_graph.h). Bad text is an error naming the op.
- *  - Shapes are logical, rank 0..KL_TENSOR_MAX_RANK, within kl_shape_check's limits;
+ *  - Shapes are logical, rank 0..KL_MAX_RANK, within kl_shape_check's limits;
  *    layout (NULL or "" = row-major) is a core/shape.h layout string ("NHWC", "KYXC",
  *    "1,0", ...) giving the memory order of a param. */
 #ifndef KL_GRAPH_API_H

@@ -65,7 +65,7 @@ int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool ta, bool tb, kl_shap
   kl_shape ba = kl_shape_make(ra - 2, a->dim), bb = kl_shape_make(rb - 2, b->dim), bo;
   if (kl_infer_broadcast("dot", &ba, &bb, &bo, NULL, 0))
     return kl_shape_errf(err, errlen, "dot: batch dimensions do not broadcast: %s x %s", SHP(a, b1), SHP(b, b2));
-  if (bo.rank + 2 > KL_TENSOR_MAX_RANK)
+  if (bo.rank + 2 > KL_MAX_RANK)
     return kl_shape_errf(err, errlen, "dot: result rank too large: %s x %s", SHP(a, b1), SHP(b, b2));
   bo.dim[bo.rank++] = m;
   bo.dim[bo.rank++] = n;
@@ -75,8 +75,8 @@ int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool ta, bool tb, kl_shap
 
 int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape *out, char *err, size_t errlen) {
   char b1[256], b2[256];
-  int64_t p64[KL_TENSOR_MAX_RANK];
-  bool seen[KL_TENSOR_MAX_RANK] = {0};
+  int64_t p64[KL_MAX_RANK];
+  bool seen[KL_MAX_RANK] = {0};
   if (nperm != in->rank)
     return kl_shape_errf(err, errlen, "transpose: permutation has %d entries for shape %s", nperm, SHP(in, b1));
   for (int i = 0; i < nperm; i++) p64[i] = perm[i];
@@ -94,8 +94,8 @@ int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape 
 
 int kl_infer_reshape(const kl_shape *in, int rank, const int64_t *dims, kl_shape *out, char *err, size_t errlen) {
   char b1[256], b2[256];
-  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
-    return kl_shape_errf(err, errlen, "reshape: rank %d out of range (0..%d)", rank, KL_TENSOR_MAX_RANK);
+  if (rank < 0 || rank > KL_MAX_RANK)
+    return kl_shape_errf(err, errlen, "reshape: rank %d out of range (0..%d)", rank, KL_MAX_RANK);
   kl_shape o;
   memset(&o, 0, sizeof o);
   o.rank = rank;
@@ -129,7 +129,7 @@ int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end,
                    kl_shape *out, int64_t *out_begin, char *err, size_t errlen) {
   char b1[256];
   kl_shape o = *in;
-  int64_t nb[KL_TENSOR_MAX_RANK];
+  int64_t nb[KL_MAX_RANK];
   for (int d = 0; d < in->rank; d++) {
     int64_t n = in->dim[d], s = step ? step[d] : 1;
     int64_t b = begin[d] < 0 ? begin[d] + n : begin[d];
@@ -178,7 +178,7 @@ int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *e
 int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims,
                     kl_shape *out, bool *reduced, char *err, size_t errlen) {
   char b1[256];
-  bool red[KL_TENSOR_MAX_RANK] = {0};
+  bool red[KL_MAX_RANK] = {0};
   if (naxes < 0 || naxes > in->rank)
     return kl_shape_errf(err, errlen, "%s: %d axes for shape %s", op, naxes, SHP(in, b1));
   for (int i = 0; i < naxes; i++) {

@@ -42,7 +42,7 @@ int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end,
 /* All ranks equal, sizes equal except along axis; n >= 1. */
 int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *err, size_t errlen);
 /* axes: naxes distinct axes (naxes 0: nothing reduced); keepdims keeps them as size 1.
- * reduced (may be NULL, KL_TENSOR_MAX_RANK entries) marks the reduced input axes. */
+ * reduced (may be NULL, KL_MAX_RANK entries) marks the reduced input axes. */
 int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims,
                     kl_shape *out, bool *reduced, char *err, size_t errlen);
 /* Checks the axis and returns it normalised (>= 0) in *axis_out. */

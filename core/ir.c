@@ -280,20 +280,12 @@ kl_status kl_op_erase(kl_op *op) {
 }
 
 /* ---- clone ---- */
-void kl_value_map_set(kl_value_map *m, kl_value *from, kl_value *to) {
-  for (int i = 0; i < m->n; i++) if (m->from[i] == from) { m->to[i] = to; return; }
-  if (m->n == m->cap) {
-    m->cap = m->cap ? m->cap * 2 : 16;
-    m->from = kl_xrealloc(m->from, m->cap * sizeof *m->from);
-    m->to = kl_xrealloc(m->to, m->cap * sizeof *m->to);
-  }
-  m->from[m->n] = from; m->to[m->n] = to; m->n++;
-}
+void kl_value_map_set(kl_value_map *m, kl_value *from, kl_value *to) { kl_ptrmap_put(&m->m, from, to); }
 kl_value *kl_value_map_get(const kl_value_map *m, kl_value *v) {
-  if (m) for (int i = m->n - 1; i >= 0; i--) if (m->from[i] == v) return m->to[i];
-  return v;
+  kl_hm_entry *e = m ? kl_ptrmap_find(&m->m, v) : NULL;
+  return e ? e->val : v;
 }
-void kl_value_map_free(kl_value_map *m) { free(m->from); free(m->to); m->from = m->to = NULL; m->n = m->cap = 0; }
+void kl_value_map_free(kl_value_map *m) { kl_hashmap_free(&m->m); }
 
 void kl_region_clone_into(kl_ctx *ctx, kl_region *src, kl_region *dst, kl_value_map *map) {
   /* Blocks first (so that args are mapped), then ops. */

@@ -8,6 +8,7 @@
 #ifndef KL_IR_H
 #define KL_IR_H
 #include "core/attr.h"
+#include "core/hashmap.h"
 
 typedef struct kl_use kl_use;
 struct kl_use { kl_value *value; kl_op *user; int index; kl_use *prev, *next; };
@@ -215,7 +216,7 @@ kl_status kl_op_erase(kl_op *op);
 void kl_op_drop_all_uses(kl_op *op);
 /* Deep copy. map (may be NULL) maps old values to new ones for operands defined
  * outside the cloned op; it is extended with the clone's results/args. */
-typedef struct kl_value_map { int n, cap; kl_value **from, **to; } kl_value_map;
+typedef struct kl_value_map { kl_hashmap m; } kl_value_map;   /* zeroed = empty (core/hashmap.h pointer map) */
 void kl_value_map_set(kl_value_map *m, kl_value *from, kl_value *to);
 kl_value *kl_value_map_get(const kl_value_map *m, kl_value *v); /* v itself if absent */
 void kl_value_map_free(kl_value_map *m);

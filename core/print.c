@@ -1,57 +1,22 @@
 /* print.c — the .kir printer (generic form and custom-syntax dispatch). */
 #include "core/print.h"
+#include "core/hashmap.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { kl_value *v; const char *name; } name_entry;
 struct kl_printer {
   kl_sb *sb;
   unsigned flags;
   int indent;
   int next_id, next_arg;
-  name_entry *names; int nnames, capnames;   /* value -> name (linear-probed hash) */
-  char **used; int nused, capused;           /* names taken (hash set) */
+  kl_hashmap names;   /* value -> name (pointer map) */
+  kl_hashmap used;    /* names taken (string map, values unused) */
   kl_arena arena;
 };
 
-static uint64_t hash_ptr(const void *p) { uint64_t x = (uintptr_t)p; x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; return x; }
-static uint64_t hash_str(const char *s) { uint64_t h = 1469598103934665603ull; while (*s) { h ^= (unsigned char)*s++; h *= 1099511628211ull; } return h; }
-
-static void used_grow(kl_printer *pr);
-static bool used_has(kl_printer *pr, const char *s) {
-  if (!pr->capused) return false;
-  for (uint64_t i = hash_str(s) & (pr->capused - 1);; i = (i + 1) & (pr->capused - 1)) {
-    if (!pr->used[i]) return false;
-    if (!strcmp(pr->used[i], s)) return true;
-  }
-}
-static void used_add(kl_printer *pr, char *s) {
-  if ((pr->nused + 1) * 2 > pr->capused) used_grow(pr);
-  uint64_t i = hash_str(s) & (pr->capused - 1);
-  while (pr->used[i]) i = (i + 1) & (pr->capused - 1);
-  pr->used[i] = s; pr->nused++;
-}
-static void used_grow(kl_printer *pr) {
-  char **old = pr->used; int oldcap = pr->capused;
-  pr->capused = oldcap ? oldcap * 2 : 256;
-  pr->used = kl_xcalloc(pr->capused, sizeof *pr->used); pr->nused = 0;
-  for (int i = 0; i < oldcap; i++) if (old[i]) used_add(pr, old[i]);
-  free(old);
-}
-static void names_grow(kl_printer *pr);
-static name_entry *names_slot(kl_printer *pr, kl_value *v) {
-  if (!pr->capnames) names_grow(pr);
-  for (uint64_t i = hash_ptr(v) & (pr->capnames - 1);; i = (i + 1) & (pr->capnames - 1))
-    if (!pr->names[i].v || pr->names[i].v == v) return &pr->names[i];
-}
-static void names_grow(kl_printer *pr) {
-  name_entry *old = pr->names; int oldcap = pr->capnames;
-  pr->capnames = oldcap ? oldcap * 2 : 256;
-  pr->names = kl_xcalloc(pr->capnames, sizeof *pr->names);
-  for (int i = 0; i < oldcap; i++) if (old[i].v) *names_slot(pr, old[i].v) = old[i];
-  free(old);
-}
+static bool used_has(kl_printer *pr, const char *s) { return kl_strmap_find(&pr->used, s, strlen(s)) != NULL; }
+static void used_add(kl_printer *pr, const char *s) { kl_strmap_put(&pr->used, s, strlen(s), NULL); }
 
 static bool hint_ok(const char *h) {
   if (!h || !*h) return false;
@@ -63,8 +28,8 @@ static bool hint_ok(const char *h) {
 }
 
 const char *kl_printer_value_name(kl_printer *pr, kl_value *v) {
-  name_entry *e = names_slot(pr, v);
-  if (e->v) return e->name;
+  kl_hm_entry *e = kl_ptrmap_find(&pr->names, v);
+  if (e) return e->val;
   char buf[32];
   if (v->def && v->def->nresults > 1 && v->index > 0) {
     /* results of multi-result ops print as %base#i */
@@ -72,8 +37,7 @@ const char *kl_printer_value_name(kl_printer *pr, kl_value *v) {
     size_t cap = strlen(base) + 16;
     char *s = kl_arena_alloc(&pr->arena, cap);
     snprintf(s, cap, "%s#%d", base, v->index);
-    e = names_slot(pr, v);
-    e->v = v; e->name = s;
+    kl_ptrmap_put(&pr->names, v, s);
     return s;
   }
   char *s;
@@ -91,9 +55,7 @@ const char *kl_printer_value_name(kl_printer *pr, kl_value *v) {
     s = kl_arena_strdup(&pr->arena, buf);
   }
   used_add(pr, s);
-  if ((pr->nnames + 1) * 2 > pr->capnames) names_grow(pr);
-  e = names_slot(pr, v);
-  e->v = v; e->name = s; pr->nnames++;
+  kl_ptrmap_put(&pr->names, v, s);
   return s;
 }
 
@@ -202,11 +164,11 @@ static void print_op(kl_printer *pr, kl_op *op) {
 }
 
 void kl_print_op_to(kl_sb *sb, kl_op *op, unsigned flags) {
-  kl_printer pr = { .sb = sb, .flags = flags };
+  kl_printer pr = { .sb = sb, .flags = flags, .names = KL_PTRMAP_INIT, .used = KL_STRMAP_INIT };
   kl_arena_init(&pr.arena);
   print_op(&pr, op);
   kl_sb_putc(sb, '\n');
-  free(pr.names); free(pr.used);
+  kl_hashmap_free(&pr.names); kl_hashmap_free(&pr.used);
   kl_arena_destroy(&pr.arena);
 }
 char *kl_print_op(kl_op *op, unsigned flags) {

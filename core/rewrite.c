@@ -2,53 +2,22 @@
  * removal), the walk driver and the per-context registry of named patterns. */
 #include "core/rewrite.h"
 #include "core/dialect_builtin.h"
+#include "core/hashmap.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- pointer set: open addressing with tombstones ---- */
-#define TOMB ((const void *)1)
-typedef struct { const void **slots; size_t cap, used /* live + tombstones */, live; } ptrset;
-
-static size_t hash_ptr(const void *p) {
-  uint64_t x = (uintptr_t)p;
-  x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33;
-  return (size_t)x;
-}
-static bool ps_add(ptrset *s, const void *p);
-static void ps_rehash(ptrset *s) {
-  size_t ncap = !s->cap ? 64 : (s->live * 4 > s->cap ? s->cap * 2 : s->cap);
-  const void **old = s->slots; size_t ocap = s->cap;
-  s->slots = kl_xcalloc(ncap, sizeof *s->slots); s->cap = ncap; s->used = s->live = 0;
-  for (size_t i = 0; i < ocap; i++) if (old[i] && old[i] != TOMB) ps_add(s, old[i]);
-  free(old);
-}
-static size_t ps_find(const ptrset *s, const void *p) {   /* slot index or SIZE_MAX */
-  if (!s->cap) return SIZE_MAX;
-  for (size_t i = hash_ptr(p) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-    if (!s->slots[i]) return SIZE_MAX;
-    if (s->slots[i] == p) return i;
-  }
-}
-static bool ps_has(const ptrset *s, const void *p) { return ps_find(s, p) != SIZE_MAX; }
+/* ---- pointer sets: core/hashmap.h pointer maps (values unused) ---- */
+typedef kl_hashmap ptrset;
+static bool ps_has(const ptrset *s, const void *p) { return kl_ptrmap_find(s, p) != NULL; }
 static bool ps_add(ptrset *s, const void *p) {       /* true if p was not present */
-  if ((s->used + 1) * 2 > s->cap) ps_rehash(s);
-  size_t i = hash_ptr(p) & (s->cap - 1), tomb = SIZE_MAX;
-  for (;; i = (i + 1) & (s->cap - 1)) {
-    if (!s->slots[i]) break;
-    if (s->slots[i] == p) return false;
-    if (s->slots[i] == TOMB && tomb == SIZE_MAX) tomb = i;
-  }
-  if (tomb != SIZE_MAX) i = tomb; else s->used++;
-  s->slots[i] = p; s->live++;
+  if (ps_has(s, p)) return false;
+  kl_ptrmap_put(s, p, NULL);
   return true;
 }
-static void ps_del(ptrset *s, const void *p) {
-  size_t i = ps_find(s, p);
-  if (i != SIZE_MAX) { s->slots[i] = TOMB; s->live--; }
-}
-static void ps_free(ptrset *s) { free(s->slots); memset(s, 0, sizeof *s); }
+static void ps_del(ptrset *s, const void *p) { kl_ptrmap_remove(s, p); }
+static void ps_free(ptrset *s) { kl_hashmap_free(s); }
 
 /* ---- op lists ---- */
 typedef struct { kl_op **ops; int n, cap; } oplist;

@@ -1,43 +1,73 @@
 /* shape.c — logical shapes, layouts and strides (see shape.h). */
 #include "core/shape.h"
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int kl_shape_errf(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
+/* ---------------------------------------------------------------- limits */
+
+/* Writes the message into err (if any) and returns false from kl_shape_check. */
+#define FAIL(...) return !kl_shape_errf(err, errlen, __VA_ARGS__)
+
+/* The part of kl_shape_check that a kl_shape needs to hold a shape: the rank and the
+ * signs of the sizes (kl_shape_init; kl_shape_check runs it first). */
+static bool check_rank_signs(int rank, const int64_t *shape, char *err, size_t errlen) {
+  char b1[256];
+  if (rank < 0 || rank > KL_MAX_RANK) FAIL("rank %d out of range (0 to %d)", rank, KL_MAX_RANK);
+  for (int i = 0; i < rank; i++)
+    if (shape[i] < 0)
+      FAIL("dimension out of range: negative size %lld of dim %d in shape %s (sizes are 0 to 2^40)", (long long)shape[i], i,
+           kl_dims_format(rank, shape, b1, sizeof b1));
+  return true;
+}
+
+bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
+  char b1[256], b2[256];
+  if (!check_rank_signs(rank, shape, err, errlen)) return false;
+  int64_t numel = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] > KL_MAX_DIM)
+      FAIL("dimension out of range: size %lld of dim %d in shape %s (sizes are 0 to 2^40)", (long long)shape[i], i,
+           kl_dims_format(rank, shape, b1, sizeof b1));
+    int64_t d = shape[i] > 0 ? shape[i] : 1;   /* both <= 2^53: no overflow before the test */
+    if (numel > KL_MAX_NUMEL / d) FAIL("shape too large: %s has more than 2^53 elements", kl_dims_format(rank, shape, b1, sizeof b1));
+    numel *= d;
   }
-  return 1;
+  if (!strides) return true;
+  int64_t maxoff = 0;
+  for (int i = 0; i < rank; i++) {
+    if (strides[i] < 0)
+      FAIL("negative stride %lld of dim %d in strides %s (strides are 0 to 2^53)", (long long)strides[i], i,
+           kl_dims_format(rank, strides, b1, sizeof b1));
+    if (strides[i] > KL_MAX_NUMEL)
+      FAIL("stride %lld of dim %d in strides %s out of range (strides are 0 to 2^53)", (long long)strides[i], i,
+           kl_dims_format(rank, strides, b1, sizeof b1));
+    int64_t t;
+    if (shape[i] > 0 && (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff) ||
+                         maxoff > KL_MAX_NUMEL))
+      FAIL("strides %s for shape %s reach past 2^53 elements", kl_dims_format(rank, strides, b1, sizeof b1),
+           kl_dims_format(rank, shape, b2, sizeof b2));
+  }
+  return true;
 }
 
 /* ---------------------------------------------------------------- shapes */
 
 int kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen) {
-  const char *op = opname ? opname : "tensor";
-  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
-    return kl_shape_errf(err, errlen, "%s: rank %d out of range (0..%d)", op, rank, KL_TENSOR_MAX_RANK);
+  char why[512];
+  if (!check_rank_signs(rank, dims, why, sizeof why)) return kl_shape_errf(err, errlen, "%s: %s", opname ? opname : "tensor", why);
+  memset(s, 0, sizeof *s);
   s->rank = rank;
-  for (int i = 0; i < KL_TENSOR_MAX_RANK; i++) s->dim[i] = 0;
-  for (int i = 0; i < rank; i++) {
-    if (dims[i] < 0) {
-      char b[256];
-      return kl_shape_errf(err, errlen, "%s: negative size in shape %s", op, kl_dims_format(rank, dims, b, sizeof b));
-    }
-    s->dim[i] = dims[i];
-  }
+  for (int i = 0; i < rank; i++) s->dim[i] = dims[i];
   return 0;
 }
+#undef FAIL
 
 kl_shape kl_shape_make(int rank, const int64_t *dims) {
   kl_shape s;
   memset(&s, 0, sizeof s);
   if (rank < 0) rank = 0;
-  if (rank > KL_TENSOR_MAX_RANK) rank = KL_TENSOR_MAX_RANK;
+  if (rank > KL_MAX_RANK) rank = KL_MAX_RANK;
   s.rank = rank;
   for (int i = 0; i < rank; i++) s.dim[i] = dims[i];
   return s;
@@ -91,7 +121,7 @@ void kl_strides_from_perm(int rank, const int64_t *shape, const int *perm, int64
 }
 
 static int check_perm(const int *perm, int rank) {
-  bool seen[KL_TENSOR_MAX_RANK] = {0};
+  bool seen[KL_MAX_RANK] = {0};
   for (int i = 0; i < rank; i++) {
     if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]]) return 1;
     seen[perm[i]] = true;
@@ -101,7 +131,7 @@ static int check_perm(const int *perm, int rank) {
 
 int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t errlen) {
   if (!layout) return kl_shape_errf(err, errlen, "layout: missing layout string");
-  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
+  if (rank < 0 || rank > KL_MAX_RANK)
     return kl_shape_errf(err, errlen, "layout: rank %d out of range", rank);
   if (strcmp(layout, "row_major") == 0) {
     for (int i = 0; i < rank; i++) perm[i] = i;
@@ -145,7 +175,7 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
   for (size_t f = 0; f < sizeof layout_families / sizeof layout_families[0]; f++) {
     const char *fam = layout_families[f];
     if (strlen(fam) != len) continue;
-    int tmp[KL_TENSOR_MAX_RANK];
+    int tmp[KL_MAX_RANK];
     bool ok = true;
     for (int i = 0; i < rank && ok; i++) {
       const char *q = strchr(fam, layout[i]);
@@ -164,7 +194,7 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
 
 int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides,
                       char *err, size_t errlen) {
-  int perm[KL_TENSOR_MAX_RANK];
+  int perm[KL_MAX_RANK];
   if (kl_layout_perm(layout, rank, perm, err, errlen)) return 1;
   kl_strides_from_perm(rank, shape, perm, strides);
   return 0;
@@ -172,7 +202,7 @@ int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_
 
 bool kl_strides_to_perm(int rank, const int64_t *shape, const int64_t *strides, int *perm) {
   /* dense check: dims of size > 1 sorted by stride must nest exactly */
-  int order[KL_TENSOR_MAX_RANK], n = 0;
+  int order[KL_MAX_RANK], n = 0;
   for (int i = 0; i < rank; i++) if (shape[i] > 1) order[n++] = i;
   for (int i = 1; i < n; i++)   /* insertion sort by stride ascending */
     for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
@@ -184,7 +214,7 @@ bool kl_strides_to_perm(int rank, const int64_t *shape, const int64_t *strides, 
     expect *= shape[order[i]];
   }
   if (perm) {
-    int64_t key[KL_TENSOR_MAX_RANK];
+    int64_t key[KL_MAX_RANK];
     for (int i = 0; i < rank; i++) {
       if (shape[i] > 1) { key[i] = strides[i]; continue; }
       key[i] = 0;
@@ -201,8 +231,8 @@ bool kl_strides_to_perm(int rank, const int64_t *shape, const int64_t *strides, 
 }
 
 bool kl_strides_is_row_major(int rank, const int64_t *shape, const int64_t *strides) {
-  int64_t rm[KL_TENSOR_MAX_RANK];
-  if (rank > KL_TENSOR_MAX_RANK) return false;
+  int64_t rm[KL_MAX_RANK];
+  if (rank > KL_MAX_RANK) return false;
   kl_strides_row_major(rank, shape, rm);
   return kl_strides_equivalent(rank, shape, rm, strides);
 }
@@ -214,7 +244,7 @@ bool kl_strides_equivalent(int rank, const int64_t *shape, const int64_t *s1, co
 }
 
 bool kl_strides_nonoverlapping(int rank, const int64_t *shape, const int64_t *strides) {
-  int order[KL_TENSOR_MAX_RANK], n = 0;
+  int order[KL_MAX_RANK], n = 0;
   for (int i = 0; i < rank; i++) {
     if (shape[i] == 0) return true;          /* no elements at all */
     if (shape[i] > 1) order[n++] = i;

@@ -1,5 +1,6 @@
-/* shape.h — logical shapes (rank <= KL_TENSOR_MAX_RANK), their formatting, memory
- * layouts (layout strings <-> permutations) and strides <-> permutations.
+/* shape.h — the shape limits (KL_MAX_RANK and kl_shape_check, the one check every
+ * user-shape entry point calls), logical shapes, their formatting, memory layouts
+ * (layout strings <-> permutations) and strides <-> permutations.
  * Contract: pure functions on caller-owned values; no allocation, no global state.
  * Functions that can fail on user input return an int status (0 ok, 1 error) and write
  * a message naming the op and the shapes into err[errlen] (err may be NULL); they never
@@ -9,18 +10,38 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/diag.h"
 
-#define KL_TENSOR_MAX_RANK 8
+/* The shape limits of IR types (core/type.h), kl_shape and host tensors
+ * (runtime/tensor.h), checked by kl_shape_check. Every entry point that takes a shape
+ * from a user (the .kir parser, the type constructors, g:param and the other Lua shape
+ * arguments, graph-op shape inference, host tensor creation) applies these, so element
+ * counts, strides, offsets and byte sizes (at most 8 bytes an element) never overflow
+ * int64. */
+#define KL_MAX_RANK  8                     /* what kl_shape and kl_tensor hold inline */
+#define KL_MAX_DIM   ((int64_t)1 << 40)   /* a size: 0 .. 2^40 */
+#define KL_MAX_NUMEL ((int64_t)1 << 53)   /* product of the sizes (zeros counted as 1), a stride, an offset */
 
-/* Writes the formatted message into err[errlen] (if err) and returns 1 (an error status). */
-int kl_shape_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Writes the formatted message into err[errlen] (if err) and returns 1 (an error status):
+ * core/diag.h's one formatting helper under the name shape users know. */
+#define kl_shape_errf kl_errf
+
+/* Checks rank in [0, KL_MAX_RANK], every size in [0, KL_MAX_DIM], the product of the
+ * sizes (zeros counted as 1) <= KL_MAX_NUMEL and, when strides is not NULL, every stride
+ * in [0, KL_MAX_NUMEL] and the largest offset sum((size-1)*stride) <= KL_MAX_NUMEL.
+ * Overflow-safe for any int64 input. Returns true if the shape is within the limits;
+ * otherwise false with a message naming the offending entry (dims 0-based) in err (err
+ * may be NULL). */
+bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen);
 
 /* ---- shapes ---- */
-typedef struct kl_shape { int rank; int64_t dim[KL_TENSOR_MAX_RANK]; } kl_shape;
+typedef struct kl_shape { int rank; int64_t dim[KL_MAX_RANK]; } kl_shape;
 
-/* Checks 0 <= rank <= KL_TENSOR_MAX_RANK and sizes >= 0 (opname prefixes the error). */
+/* Fills s after kl_shape_check's rank and sign rules (the same messages, prefixed with
+ * "opname: "); the size and element-count limits are left to whoever makes a type of
+ * the shape (shape inference checks its results with kl_shape_check). */
 int     kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen);
-kl_shape kl_shape_make(int rank, const int64_t *dims);  /* unchecked: rank clamped to 0..8 */
+kl_shape kl_shape_make(int rank, const int64_t *dims);  /* unchecked: rank clamped to 0..KL_MAX_RANK */
 int64_t kl_shape_numel(const kl_shape *s);
 bool    kl_shape_equal(const kl_shape *a, const kl_shape *b);
 /* "[2,3]" ("[]" for rank 0); returns buf. */

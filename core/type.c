@@ -1,6 +1,5 @@
 /* type.c — construction and interning of types by their canonical text. */
 #include "core/type.h"
-#include "core/shape.h"
 #include <string.h>
 #include <stdio.h>
 
@@ -12,9 +11,9 @@ static const char *scalar_names[] = {
   [KL_TY_INDEX] = "index", [KL_TY_F16] = "f16", [KL_TY_BF16] = "bf16", [KL_TY_F32] = "f32",
   [KL_TY_F64] = "f64",
 };
-const char *kl_scalar_name(kl_type_kind k) { return k <= KL_TY_F64 ? scalar_names[k] : NULL; }
+const char *kl_scalar_name(kl_type_kind k) { return (unsigned)k <= KL_TY_INDEX ? scalar_names[k] : NULL; }
 int kl_scalar_kind_from_name(const char *s, size_t n) {
-  for (int k = 0; k <= KL_TY_F64; k++)
+  for (int k = 0; k <= KL_TY_INDEX; k++)
     if (strlen(scalar_names[k]) == n && memcmp(scalar_names[k], s, n) == 0) return k;
   return -1;
 }
@@ -34,7 +33,7 @@ static const kl_type *intern(kl_ctx *ctx, kl_type *proto, const char *text) {
 }
 
 const kl_type *kl_type_scalar(kl_ctx *ctx, kl_type_kind kind) {
-  if (kind > KL_TY_F64 && kind != KL_TY_TOKEN) return NULL;
+  if ((unsigned)kind > KL_TY_INDEX && kind != KL_TY_TOKEN) return NULL;
   kl_type proto = { .kind = kind };
   return intern(ctx, &proto, kind == KL_TY_TOKEN ? "token" : scalar_names[kind]);
 }
@@ -46,36 +45,6 @@ const kl_type *kl_type_f32(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F32); }
 const kl_type *kl_type_f64(kl_ctx *c) { return kl_type_scalar(c, KL_TY_F64); }
 const kl_type *kl_type_token(kl_ctx *c) { return kl_type_scalar(c, KL_TY_TOKEN); }
 
-/* Writes the message into err (if any) and returns false from kl_shape_check. */
-#define FAIL(...) return !kl_shape_errf(err, errlen, __VA_ARGS__)
-
-bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
-  char b1[256], b2[256];
-  if (rank < 0 || rank > KL_MAX_RANK) FAIL("rank %d out of range (0 to %d)", rank, KL_MAX_RANK);
-  int64_t numel = 1;
-  for (int i = 0; i < rank; i++) {
-    if (shape[i] < 0 || shape[i] > KL_MAX_DIM)
-      FAIL("dimension out of range: size %lld of dim %d in shape %s (sizes are 0 to 2^40)", (long long)shape[i], i,
-           kl_dims_format(rank, shape, b1, sizeof b1));
-    int64_t d = shape[i] > 0 ? shape[i] : 1;   /* both <= 2^53: no overflow before the test */
-    if (numel > KL_MAX_NUMEL / d) FAIL("shape too large: %s has more than 2^53 elements", kl_dims_format(rank, shape, b1, sizeof b1));
-    numel *= d;
-  }
-  if (!strides) return true;
-  int64_t maxoff = 0;
-  for (int i = 0; i < rank; i++) {
-    if (strides[i] < 0 || strides[i] > KL_MAX_NUMEL)
-      FAIL("stride %lld of dim %d in strides %s out of range (strides are 0 to 2^53)", (long long)strides[i], i,
-           kl_dims_format(rank, strides, b1, sizeof b1));
-    int64_t t;
-    if (shape[i] > 0 && (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff) ||
-                         maxoff > KL_MAX_NUMEL))
-      FAIL("strides %s for shape %s reach past 2^53 elements", kl_dims_format(rank, strides, b1, sizeof b1),
-           kl_dims_format(rank, shape, b2, sizeof b2));
-  }
-  return true;
-}
-#undef FAIL
 
 /* core/shape's (saturating) row-major strides, for any rank up to KL_MAX_RANK. */
 void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides) { kl_strides_row_major(rank, shape, strides); }
@@ -120,9 +89,10 @@ const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n) {
   return intern(ctx, &proto, text);
 }
 
-bool kl_type_is_int(const kl_type *t) { return t && t->kind <= KL_TY_INDEX; }
-bool kl_type_is_float(const kl_type *t) { return t && t->kind >= KL_TY_F16 && t->kind <= KL_TY_F64; }
-bool kl_type_is_scalar(const kl_type *t) { return t && t->kind <= KL_TY_F64; }
+bool kl_type_is_int(const kl_type *t) { return t && (t->kind == KL_TY_INDEX || kl_dtype_is_int((kl_dtype)t->kind)); }
+bool kl_type_is_float(const kl_type *t) { return t && kl_dtype_is_float((kl_dtype)t->kind); }
+bool kl_type_is_scalar(const kl_type *t) { return t && (unsigned)t->kind <= KL_TY_INDEX; }
+kl_dtype kl_type_dtype(const kl_type *t) { return t && kl_dtype_valid((kl_dtype)t->kind) ? (kl_dtype)t->kind : KL_DT_NONE; }
 bool kl_type_is_shaped(const kl_type *t) { return t && (t->kind == KL_TY_TENSOR || t->kind == KL_TY_BUFFER); }
 int kl_type_bits(const kl_type *t) {
   static const int bits[] = { [KL_TY_I1] = 1, [KL_TY_I8] = 8, [KL_TY_I32] = 32, [KL_TY_I64] = 64,

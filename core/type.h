@@ -10,23 +10,25 @@
 #ifndef KL_TYPE_H
 #define KL_TYPE_H
 #include "core/context.h"
+#include "core/dtype.h"
+#include "core/shape.h"
 
+/* One element-type enum: the element kinds ARE the kl_dtype values (core/dtype.h), so a
+ * dtype is a kind ((kl_type_kind)dt) and an element kind below KL_DT_COUNT is a dtype
+ * ((kl_dtype)kind); index and the non-scalar kinds follow. Scalar kinds are
+ * 0..KL_TY_INDEX. Nothing stores these numbers (bundles and the text IR spell types
+ * out), so the values may change with kl_dtype. */
 typedef enum {
-  KL_TY_I1, KL_TY_I8, KL_TY_I32, KL_TY_I64, KL_TY_INDEX,
-  KL_TY_F16, KL_TY_BF16, KL_TY_F32, KL_TY_F64,
+  KL_TY_F32 = KL_DT_F32, KL_TY_F16 = KL_DT_F16, KL_TY_BF16 = KL_DT_BF16, KL_TY_I8 = KL_DT_I8,
+  KL_TY_I32 = KL_DT_I32, KL_TY_F64 = KL_DT_F64, KL_TY_I64 = KL_DT_I64, KL_TY_I1 = KL_DT_I1,
+  KL_TY_INDEX = KL_DT_COUNT,
   KL_TY_TENSOR, KL_TY_BUFFER, KL_TY_VECTOR, KL_TY_TOKEN
 } kl_type_kind;
 
 typedef enum { KL_SPACE_GLOBAL = 0, KL_SPACE_LDS = 3, KL_SPACE_PRIVATE = 5 } kl_space;
 
-#define KL_MAX_RANK 16
-
-/* The IR's shape limits, checked by kl_shape_check. Every entry point that takes a shape
- * from a user (the .kir parser, the type constructors below, g:param and the other Lua
- * shape arguments, graph-op shape inference) applies these, so element counts, strides,
- * offsets and byte sizes (at most 8 bytes an element) never overflow int64. */
-#define KL_MAX_DIM   ((int64_t)1 << 40)   /* a size: 0 .. 2^40 */
-#define KL_MAX_NUMEL ((int64_t)1 << 53)   /* product of the sizes (zeros counted as 1), a stride, an offset */
+/* The shape limits (KL_MAX_RANK, KL_MAX_DIM, KL_MAX_NUMEL) and their one check,
+ * kl_shape_check, are core/shape.h's: IR types, kl_shape and host tensors share them. */
 
 struct kl_type {
   kl_type_kind kind;
@@ -46,12 +48,6 @@ const kl_type *kl_type_index(kl_ctx *ctx);
 const kl_type *kl_type_f32(kl_ctx *ctx);
 const kl_type *kl_type_f64(kl_ctx *ctx);
 const kl_type *kl_type_token(kl_ctx *ctx);
-/* Checks rank in [0, KL_MAX_RANK], every size in [0, KL_MAX_DIM], the product of the
- * sizes (zeros counted as 1) <= KL_MAX_NUMEL and, when strides is not NULL, every stride
- * in [0, KL_MAX_NUMEL] and the largest offset sum((size-1)*stride) <= KL_MAX_NUMEL.
- * Overflow-safe for any int64 input. Returns true if the shape is within the limits;
- * otherwise false with a message naming the offending entry (dims 0-based) in err. */
-bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen);
 /* strides may be NULL for row-major. Returns NULL (no diagnostic: callers that take user
  * input call kl_shape_check first) for a shape outside kl_shape_check's limits or a
  * non-scalar element type. */
@@ -62,6 +58,9 @@ const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n);
 bool kl_type_is_int(const kl_type *t);     /* i1 i8 i32 i64 index */
 bool kl_type_is_float(const kl_type *t);   /* f16 bf16 f32 f64 */
 bool kl_type_is_scalar(const kl_type *t);
+/* The dtype of a scalar type ((kl_dtype)t->kind); KL_DT_NONE for index, non-scalar
+ * types and NULL. */
+kl_dtype kl_type_dtype(const kl_type *t);
 bool kl_type_is_shaped(const kl_type *t);  /* tensor or buffer */
 int  kl_type_bits(const kl_type *t);       /* scalar bit width (index = 64), vector: total */
 int64_t kl_type_numel(const kl_type *t);

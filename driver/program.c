@@ -686,7 +686,7 @@ int kl_program_target_for_device(const kl_program *p, const kl_device_info *info
 }
 
 /* ---- prepared runs ---- */
-typedef struct prep_out { int slot; kl_dtype dtype; int rank; int64_t shape[KL_TENSOR_MAX_RANK], strides[KL_TENSOR_MAX_RANK]; } prep_out;
+typedef struct prep_out { int slot; kl_dtype dtype; int rank; int64_t shape[KL_MAX_RANK], strides[KL_MAX_RANK]; } prep_out;
 
 struct kl_prepared {
   kl_program *p;
@@ -705,7 +705,7 @@ struct kl_prepared {
 };
 
 static size_t type_bytes_span(const kl_type *t) {
-  int64_t rm[KL_TENSOR_MAX_RANK];
+  int64_t rm[KL_MAX_RANK];
   const int64_t *st = t->strides;
   if (!st) {
     int64_t s = 1;

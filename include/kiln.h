@@ -71,12 +71,18 @@ typedef struct kl_tensor kl_tensor;      /* host tensor */
 typedef struct kl_prepared kl_prepared;  /* a program with device-resident buffers */
 
 /* ---- value types (the same definitions as the internal headers named) ---- */
-#define KL_TENSOR_MAX_RANK 8
+#define KL_MAX_RANK 8
 #ifndef KL_CONTEXT_H /* core/context.h */
 typedef enum { KL_OK = 0, KL_ERR = 1 } kl_status;
+#endif
+#ifndef KL_DIAG_H /* core/diag.h */
 /* A source location: file:line:col (file NULL = unknown). */
 typedef struct kl_loc { const char *file; int line, col; } kl_loc;
 typedef enum { KL_DIAG_ERROR, KL_DIAG_WARNING, KL_DIAG_NOTE } kl_diag_kind;
+/* One diagnostic; message is owned by whoever made the value (valid during a callback). */
+typedef struct kl_diag { kl_diag_kind severity; kl_loc loc; const char *message; } kl_diag;
+/* Receives every diagnostic as it is emitted. */
+typedef void (*kl_diag_handler)(void *user, const kl_diag *d);
 #endif
 #define KL_LOC_UNKNOWN ((kl_loc){0, 0, 0})
 #ifndef KL_DTYPE_H /* core/dtype.h */
@@ -136,8 +142,6 @@ typedef struct kl_prepare_opts {
   bool no_poison;
 } kl_prepare_opts;
 #endif
-/* Receives every diagnostic as it is emitted. */
-typedef void (*kl_diag_handler)(void *user, kl_diag_kind kind, kl_loc loc, const char *msg);
 
 /* ---- contexts and diagnostics ---- */
 kl_ctx *kl_ctx_create(void);
@@ -215,7 +219,7 @@ const kl_device_info *kl_device_get_info(const kl_device *dev);
 const char *kl_device_error(const kl_device *dev);   /* last error ("" if none) */
 
 /* ---- host tensors ----
- * A logical shape (rank <= KL_TENSOR_MAX_RANK) and strides in elements (NULL = row-major);
+ * A logical shape (rank <= KL_MAX_RANK) and strides in elements (NULL = row-major);
  * element values cross the API as double in logical row-major order ("flat"), rounded
  * through the dtype when stored. Creation returns NULL + message on bad input. */
 kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen);

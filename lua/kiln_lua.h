@@ -7,8 +7,19 @@
  * context userdata alive through its user value, and the context userdata destroys
  * the kl_ctx when it is collected. IR memory is arena-owned, so IR handles own
  * nothing (no __gc); one handle per IR object per context is cached (weak table), so
- * handles are also usable as table keys. Errors raised to Lua carry the context's
- * diagnostics text ("file:line:col: error: ..."). C callbacks that run Lua code (Lua
+ * handles are also usable as table keys.
+ * Errors (one convention): a binding function raises a Lua string error
+ *   "<file>:<line>: error: <what>: <message>"
+ * where <file>:<line> is the user's Lua line (the first stack level outside the kiln
+ * library, kl_lua__push_where), <what> names the call ("kiln.zeros", "g:param",
+ * "compile", ...) and <message> says what is wrong and where in the arguments. Misuse
+ * (a bad argument) and runtime failures (compiling, evaluating, a device) take the same
+ * shape: kl_lua__rt_error for a formatted message, kl_lua__err_error for a failure a
+ * lower layer reported in a `char *err` buffer (kiln_lua_rt.h), kl_lua__diag_error_at
+ * for the diagnostics a context collected (their "file:line:col: error: ..." text is the
+ * message). Still in the older shapes, to be converted with kiln_lua.c: kl_lua__error
+ * ("<file>:<line>: kiln: <message>", handle and context misuse) and kl_lua__diag_error
+ * (the diagnostics text alone). C callbacks that run Lua code (Lua
  * patterns, Lua passes, pipeline callbacks, on_ir) always use lua_pcall with a
  * traceback handler: a Lua error never unwinds through core C code.
  * Busy contexts (one rule): while C code works on a context and runs Lua code (a Lua

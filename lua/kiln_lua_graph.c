@@ -85,7 +85,7 @@ static int g_build(lua_State *L) {
   const kl_type *rt = NULL;
   if (!lua_isnoneornil(L, 5)) {
     kl_dtype dt = kl_lua__opt_dtype(L, 5, KL_DT_NONE, opname);
-    rt = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(dt));
+    rt = kl_type_scalar(ctx, (kl_type_kind)dt);
   }
   kl_loc loc = kl_lua__caller_loc(L, ctx);
   kl_lua__flush_diags(ctx);
@@ -104,13 +104,13 @@ static int g_param(lua_State *L) {
   if (lua_type(L, 2) != LUA_TSTRING || !lua_rawlen(L, 2))
     return kl_lua__rt_error(L, what, "the first argument must be the param's name (a non-empty string), got a %s", luaL_typename(L, 2));
   const char *name = lua_tostring(L, 2);
-  int64_t dims[KL_TENSOR_MAX_RANK], strides[KL_TENSOR_MAX_RANK];
+  int64_t dims[KL_MAX_RANK], strides[KL_MAX_RANK];
   int rank = kl_lua__check_shape(L, 3, dims, what);
   kl_dtype dt = kl_lua__opt_dtype(L, 4, KL_DT_F32, what);
   bool has = kl_lua__opt_layout(L, 5, rank, dims, strides, what);
   char why[512];
   if (!kl_shape_check(rank, dims, has ? strides : NULL, why, sizeof why)) return kl_lua__rt_error(L, what, "'%s': %s", name, why);
-  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(dt));
+  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)dt);
   kl_lua__flush_diags(ctx);
   const kl_type *ty = kl_type_tensor(ctx, elem, rank, dims, has ? strides : NULL);
   if (!ty) return kl_lua__diag_error(L, ctx, "kiln: invalid param type");
@@ -158,13 +158,13 @@ static int g_constant(lua_State *L) {
   int64_t n = kl_tensor_numel(t);
   if (n > (1 << 22)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "constant with %lld elements is too large (at most %d)", (long long)n, 1 << 22); }
   const kl_attr **el = kl_lua__tmp(L, (size_t)(n ? n : 1) * sizeof *el);
-  int64_t idx[KL_TENSOR_MAX_RANK];
+  int64_t idx[KL_MAX_RANK];
   bool ints = kl_dtype_is_int(t->dtype);
   for (int64_t i = 0; i < n; i++) {
     kl_tensor_unravel(t, i, idx);
     el[i] = ints ? kl_attr_int(ctx, kl_tensor_get_i64(t, idx)) : kl_attr_float(ctx, kl_tensor_get(t, idx));
   }
-  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)kl_dtype_to_type_kind(t->dtype));
+  const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)t->dtype);
   bool dense = kl_strides_to_perm(t->rank, t->shape, t->strides, NULL);
   if (!kl_shape_check(t->rank, t->shape, NULL, err, sizeof err)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "%s", err); }
   kl_lua__flush_diags(ctx);
@@ -222,9 +222,9 @@ static int g_eval(lua_State *L) {
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   int nout = 0;
   kl_tensor **outs = NULL;
-  char err[2048];
+  char err[2048] = "";
   if (kl_graph_eval(g, k, in, &nout, &outs, err, sizeof err) != KL_OK)
-    return kl_lua__rt_error(L, what, "%s", strncmp(err, "eval: ", 6) ? err : err + 6);
+    return kl_lua__err_error(L, what, "eval", err, "evaluation failed");
   if (!lua_checkstack(L, nout + 4)) {
     for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
     free(outs);

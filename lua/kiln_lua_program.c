@@ -473,7 +473,7 @@ static int l_compile(lua_State *L) {
   if (!p) {
     size_t n = strlen(err);
     while (n && err[n - 1] == '\n') err[--n] = 0;
-    return kl_lua__rt_error(L, what, "%s", !*err ? "compilation failed" : strncmp(err, "compile: ", 9) ? err : err + 9);
+    return kl_lua__err_error(L, what, "compile", err, "compilation failed");
   }
   const char *bad = unknown_ir_after(L, p, o.print_ir_after);
   if (bad) {
@@ -575,7 +575,7 @@ static int prog_run(lua_State *L) {
   kl_tensor **outs = NULL;
   char err[4096] = "";
   if (kl_program_run(p, d->dev, k, in, &nout, &outs, err, sizeof err) != KL_OK)
-    return kl_lua__rt_error(L, what, "%s", !*err ? "the program failed" : strncmp(err, "run: ", 5) ? err : err + 5);
+    return kl_lua__err_error(L, what, "run", err, "the program failed");
   if (!lua_checkstack(L, nout + 4)) {
     for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
     free(outs);
@@ -906,7 +906,7 @@ static int prog_load(lua_State *L) {
   else if (first) d->refs++;
   char err[4096] = "";
   if (kl_program_load_kernels(p, d->dev, err, sizeof err) != KL_OK)
-    return kl_lua__rt_error(L, "load_kernels", "%s", !*err ? "failed" : strncmp(err, "load: ", 6) ? err : err + 6);
+    return kl_lua__err_error(L, "load_kernels", "load", err, "failed");
   lua_settop(L, 1);
   return 1;
 }
@@ -953,7 +953,7 @@ static int prog_prepare(lua_State *L) {
   lua_setiuservalue(L, -2, 1);
   char err[4096] = "";
   r->r = kl_program_prepare(p, d->dev, k, in, &po, err, sizeof err);
-  if (!r->r) return kl_lua__rt_error(L, what, "%s", !*err ? "failed" : strncmp(err, "prepare: ", 9) ? err : err + 9);
+  if (!r->r) return kl_lua__err_error(L, what, "prepare", err, "failed");
   r->d = d;
   d->refs++;
   return 1;

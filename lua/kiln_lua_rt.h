@@ -19,6 +19,12 @@
 
 /* Raises "file:line: error: <what>: <message>" at the user's Lua line. */
 int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Raises a failure that a lower layer (driver/, runtime/) reported in a `char *err`
+ * buffer, in the same shape: "file:line: error: <what>: <err>", where err's own
+ * "<stage>: " prefix (the producer's name for the call: "compile", "run", "eval", ...)
+ * is dropped because <what> already names it; fallback if err is empty. The one place
+ * that knows those producers prefix their messages. */
+int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
 /* kl_lua__push_where (kiln_lua.h): "file:line" of the user's Lua line (or "?"). */
 /* Every key of the options table at idx (if it is a table; raw keys) must be one of
  * known (NULL-terminated): else "unknown option 'k' (known: a, b, ...)" at the user's line. */
@@ -55,7 +61,7 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
 kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *what);
 /* A shape (a list of sizes >= 0, or one integer for rank 1) at idx into dims; returns
  * the rank. The shape must also be within the IR's shape limits (kl_shape_check in
- * core/type.h: rank, each size and the element count bounded), so every checked shape
+ * core/shape.h: rank, each size and the element count bounded), so every checked shape
  * can become a tensor type. Errors name `what`. */
 int kl_lua__check_shape(lua_State *L, int idx, int64_t *dims, const char *what);
 /* A list of at most max integers at idx into out; returns the count. */

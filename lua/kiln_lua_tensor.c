@@ -42,13 +42,20 @@ int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) {
   char msg[2048];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  kl_verrf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   kl_lua__push_where(L);
   const char *where = lua_tostring(L, -1);
   if (what && *what) lua_pushfstring(L, "%s: error: %s: %s", where, what, msg);
   else lua_pushfstring(L, "%s: error: %s", where, msg);
   return lua_error(L);
+}
+
+int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback) {
+  size_t n = stage ? strlen(stage) : 0;
+  if (!err || !*err) return kl_lua__rt_error(L, what, "%s", fallback);
+  if (n && !strncmp(err, stage, n) && err[n] == ':' && err[n + 1] == ' ') err += n + 2;
+  return kl_lua__rt_error(L, what, "%s", err);
 }
 
 /* ---------------------------------------------------------------- tensors --- */
@@ -83,7 +90,7 @@ kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *wha
     /* a kiln.type handle prints as its name */
     if (kl_lua__test(L, idx, KL_LH_TYPE)) {
       const kl_type *ty = kl_lua__check(L, idx, KL_LH_TYPE);
-      kl_dtype d = kl_dtype_from_type_kind(ty->kind);
+      kl_dtype d = kl_type_dtype(ty);
       if (d != KL_DT_NONE) return d;
       kl_lua__rt_error(L, what, "the type %s is not an element type (dtypes: %s)", kl_type_str(ty), DTYPES_TEXT);
     }
@@ -124,13 +131,8 @@ int kl_lua__check_ints(lua_State *L, int idx, int64_t *out, int max, const char 
 
 int kl_lua__check_shape(lua_State *L, int idx, int64_t *dims, const char *what) {
   if (lua_isnoneornil(L, idx)) kl_lua__rt_error(L, what, "a shape (a list of sizes) is required");
-  int rank = kl_lua__check_ints(L, idx, dims, KL_TENSOR_MAX_RANK, what, "shape");
-  for (int i = 0; i < rank; i++)
-    if (dims[i] < 0) {
-      char b[256];
-      kl_lua__rt_error(L, what, "negative size %lld in shape %s (dim %d)", (long long)dims[i], kl_dims_format(rank, dims, b, sizeof b), i);
-    }
-  char why[512];   /* the IR's shape limits (core/type.h) */
+  int rank = kl_lua__check_ints(L, idx, dims, KL_MAX_RANK, what, "shape");
+  char why[512];   /* the shape limits (core/shape.h) */
   if (!kl_shape_check(rank, dims, NULL, why, sizeof why)) kl_lua__rt_error(L, what, "%s", why);
   return rank;
 }
@@ -156,10 +158,8 @@ bool kl_lua__opt_layout(lua_State *L, int idx, int rank, const int64_t *shape, i
       kl_lua__rt_error(L, what, "%s", err);
     have = true;
   } else if (st != LUA_TNIL) {
-    int n = kl_lua__check_ints(L, -1, strides, KL_TENSOR_MAX_RANK, what, "strides");
+    int n = kl_lua__check_ints(L, -1, strides, KL_MAX_RANK, what, "strides");
     if (n != rank) kl_lua__rt_error(L, what, "strides has %d entries, the shape has rank %d", n, rank);
-    for (int i = 0; i < rank; i++)
-      if (strides[i] < 0) kl_lua__rt_error(L, what, "negative stride %lld (dim %d)", (long long)strides[i], i);
     char why[512];
     if (!kl_shape_check(rank, shape, strides, why, sizeof why)) kl_lua__rt_error(L, what, "%s", why);
     if (!kl_strides_nonoverlapping(rank, shape, strides)) {
@@ -174,7 +174,7 @@ bool kl_lua__opt_layout(lua_State *L, int idx, int rank, const int64_t *shape, i
 }
 
 /* ---------------------------------------------------------- constructors ---- */
-typedef struct nested { int rank; int64_t dims[KL_TENSOR_MAX_RANK]; } nested;
+typedef struct nested { int rank; int64_t dims[KL_MAX_RANK]; } nested;
 
 /* Shape of a nested table by following first elements. */
 static void nested_shape(lua_State *L, int idx, nested *s, const char *what) {
@@ -182,7 +182,7 @@ static void nested_shape(lua_State *L, int idx, nested *s, const char *what) {
   lua_pushvalue(L, idx);
   s->rank = 0;
   while (lua_type(L, -1) == LUA_TTABLE) {
-    if (s->rank >= KL_TENSOR_MAX_RANK) kl_lua__rt_error(L, what, "nested deeper than %d levels", KL_TENSOR_MAX_RANK);
+    if (s->rank >= KL_MAX_RANK) kl_lua__rt_error(L, what, "nested deeper than %d levels", KL_MAX_RANK);
     lua_Integer n = luaL_len(L, -1);
     s->dims[s->rank++] = n;
     if (n == 0) break;
@@ -191,7 +191,7 @@ static void nested_shape(lua_State *L, int idx, nested *s, const char *what) {
   lua_settop(L, top);
 }
 
-typedef struct fill_st { kl_dtype dt; bool ints; double *f; int64_t *i; int64_t k; int64_t path[KL_TENSOR_MAX_RANK]; } fill_st;
+typedef struct fill_st { kl_dtype dt; bool ints; double *f; int64_t *i; int64_t k; int64_t path[KL_MAX_RANK]; } fill_st;
 
 static const char *path_text(const fill_st *f, int depth, char *buf, size_t n) {
   size_t o = 0;
@@ -249,7 +249,7 @@ static int l_tensor(lua_State *L) {
     static const char *const copy_opts[] = { "layout", "strides", NULL };
     kl_lua__check_opts(L, 3, what, copy_opts);
     kl_dtype dt = kl_lua__opt_dtype(L, 2, src->dtype, what);
-    int64_t strides[KL_TENSOR_MAX_RANK];
+    int64_t strides[KL_MAX_RANK];
     bool has = kl_lua__opt_layout(L, 3, src->rank, src->shape, strides, what);
     kl_tensor *t = kl_tensor_zeros(dt, src->rank, src->shape, has ? strides : NULL, err, sizeof err);
     if (!t || kl_tensor_copy_into(t, src, err, sizeof err)) { kl_tensor_release(t); return kl_lua__rt_error(L, what, "%s", err); }
@@ -274,7 +274,7 @@ static int l_tensor(lua_State *L) {
   fill_nested(L, 1, 0, &s, &f, what);
   /* {shape = {...}} reshapes a flat (or any) table */
   int rank = s.rank;
-  int64_t dims[KL_TENSOR_MAX_RANK];
+  int64_t dims[KL_MAX_RANK];
   memcpy(dims, s.dims, sizeof dims);
   if (lua_istable(L, 3) && lua_getfield(L, 3, "shape") != LUA_TNIL) {
     rank = kl_lua__check_shape(L, -1, dims, what);
@@ -287,7 +287,7 @@ static int l_tensor(lua_State *L) {
     }
     lua_pop(L, 1);
   }
-  int64_t strides[KL_TENSOR_MAX_RANK];
+  int64_t strides[KL_MAX_RANK];
   bool has = kl_lua__opt_layout(L, 3, rank, dims, strides, what);
   kl_tensor *t = f.ints ? kl_tensor_from_i64(dt, rank, dims, has ? strides : NULL, f.i, err, sizeof err)
                         : kl_tensor_from_f64(dt, rank, dims, has ? strides : NULL, f.f, err, sizeof err);
@@ -297,7 +297,7 @@ static int l_tensor(lua_State *L) {
 }
 
 /* Shared by zeros/ones/full/rand: shape at 1, dtype at dtidx, options at optidx. */
-typedef struct geo { int rank; int64_t dims[KL_TENSOR_MAX_RANK], strides[KL_TENSOR_MAX_RANK]; bool has; kl_dtype dt; } geo;
+typedef struct geo { int rank; int64_t dims[KL_MAX_RANK], strides[KL_MAX_RANK]; bool has; kl_dtype dt; } geo;
 static const char *const GEO_OPTS[] = { "layout", "strides", NULL };
 static void read_geo(lua_State *L, int dtidx, int optidx, geo *g, const char *what, const char *const *known) {
   kl_lua__check_opts(L, optidx, what, known);
@@ -331,7 +331,7 @@ static int l_full(lua_State *L) {
   if (kl_dtype_is_int(g.dt) && to_int(L, 2, &iv)) {
     t = kl_tensor_zeros(g.dt, g.rank, g.dims, g.has ? g.strides : NULL, err, sizeof err);
     if (t) for (int64_t i = 0, n = kl_tensor_numel(t); i < n; i++) {
-      int64_t idx[KL_TENSOR_MAX_RANK];
+      int64_t idx[KL_MAX_RANK];
       kl_tensor_unravel(t, i, idx);
       kl_tensor_set_i64(t, idx, iv);
     }
@@ -431,7 +431,7 @@ static void totable_rec(lua_State *L, const kl_tensor *t, int d, int64_t *idx) {
 }
 static int t_totable(lua_State *L) {
   kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor:totable");   /* allocations: finalizers */
-  int64_t idx[KL_TENSOR_MAX_RANK] = {0};
+  int64_t idx[KL_MAX_RANK] = {0};
   totable_rec(L, t, 0, idx);
   return 1;
 }
@@ -440,7 +440,7 @@ static int t_flat(lua_State *L) {
   kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor:flat");   /* allocations: finalizers */
   int64_t n = kl_tensor_numel(t);
   lua_createtable(L, (int)(n < (1 << 24) ? n : 0), 0);
-  int64_t idx[KL_TENSOR_MAX_RANK];
+  int64_t idx[KL_MAX_RANK];
   for (int64_t i = 0; i < n; i++) {
     kl_tensor_unravel(t, i, idx);
     push_elem(L, t, idx);
@@ -452,11 +452,11 @@ static int t_flat(lua_State *L) {
 /* Index from a table {i, j} at idx, or from the integers idx..last. */
 static void read_index(lua_State *L, const kl_tensor *t, int idx, int last, int64_t *out, const char *what) {
   int n;
-  if (lua_istable(L, idx)) { n = kl_lua__check_ints(L, idx, out, KL_TENSOR_MAX_RANK, what, "index"); }
+  if (lua_istable(L, idx)) { n = kl_lua__check_ints(L, idx, out, KL_MAX_RANK, what, "index"); }
   else {
     n = 0;
     for (int i = idx; i <= last; i++) {
-      if (n >= KL_TENSOR_MAX_RANK) kl_lua__rt_error(L, what, "too many indices");
+      if (n >= KL_MAX_RANK) kl_lua__rt_error(L, what, "too many indices");
       if (!to_int(L, i, &out[n])) kl_lua__rt_error(L, what, "index entries must be integers (0-based), got a %s", luaL_typename(L, i));
       n++;
     }
@@ -467,7 +467,7 @@ static void read_index(lua_State *L, const kl_tensor *t, int idx, int last, int6
 /* t:get{i, j} or t:get(i, j) — 0-based logical index. */
 static int t_get(lua_State *L) {
   kl_tensor *t = T(1);
-  int64_t idx[KL_TENSOR_MAX_RANK];
+  int64_t idx[KL_MAX_RANK];
   if (lua_istable(L, 2)) { lua_settop(L, 2); t = kl_lua__pin_tensor(L, 1, "tensor:get"); }   /* index table: metamethods */
   read_index(L, t, 2, lua_gettop(L), idx, "tensor:get");
   push_elem(L, t, idx);
@@ -476,7 +476,7 @@ static int t_get(lua_State *L) {
 /* t:set({i, j}, v) — 0-based logical index; v rounds through the dtype. */
 static int t_set(lua_State *L) {
   kl_tensor *t = T(1);
-  int64_t idx[KL_TENSOR_MAX_RANK];
+  int64_t idx[KL_MAX_RANK];
   int top = lua_gettop(L);
   if (top < 3) return kl_lua__rt_error(L, "tensor:set", "expected t:set({i, j, ...}, value)");
   if (lua_type(L, top) != LUA_TNUMBER && lua_type(L, top) != LUA_TBOOLEAN)
@@ -498,7 +498,7 @@ static void push_copy_like(lua_State *L, kl_tensor *t) {   /* result keeps the d
 static int t_as_layout(lua_State *L) {
   kl_tensor *t = kl_lua__pin_tensor(L, 1, "tensor:as_layout");   /* options: metamethods */
   char err[512];
-  int64_t strides[KL_TENSOR_MAX_RANK];
+  int64_t strides[KL_MAX_RANK];
   kl_tensor *r;
   if (lua_type(L, 2) == LUA_TSTRING) r = kl_tensor_as_layout(t, lua_tostring(L, 2), err, sizeof err);
   else if (lua_istable(L, 2)) {
@@ -522,7 +522,7 @@ static int t_astype(lua_State *L) {
   kl_tensor *t = T(1);
   kl_dtype dt = kl_lua__opt_dtype(L, 2, t->dtype, "tensor:astype");
   char err[512];
-  int64_t st[KL_TENSOR_MAX_RANK];
+  int64_t st[KL_MAX_RANK];
   bool dense = kl_strides_nonoverlapping(t->rank, t->shape, t->strides) && kl_strides_to_perm(t->rank, t->shape, t->strides, NULL);
   if (dense) memcpy(st, t->strides, sizeof st);
   kl_tensor *r = kl_tensor_zeros(dt, t->rank, t->shape, dense ? st : NULL, err, sizeof err);
@@ -569,7 +569,7 @@ static int push_i64s(lua_State *L, int n, const int64_t *v) {
 }
 /* Copied before push_i64s allocates (a finalizer it runs may release the tensor): no pin needed. */
 static int push_dims_copy(lua_State *L, int n, const int64_t *v) {
-  int64_t d[KL_TENSOR_MAX_RANK];
+  int64_t d[KL_MAX_RANK];
   memcpy(d, v, (size_t)n * sizeof *d);
   return push_i64s(L, n, d);
 }
@@ -583,7 +583,7 @@ static int tp_numel(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_tensor_nu
 static int tp_layout(lua_State *L) {
   kl_tensor *t = T(1);
   static const char *const names[] = { "NHWC", "NWC", "NDHWC", "CHWN", "col_major", NULL };
-  int64_t st[KL_TENSOR_MAX_RANK];
+  int64_t st[KL_MAX_RANK];
   char buf[256];
   if (!kl_tensor_is_row_major(t))
     for (int i = 0; names[i]; i++)
@@ -687,7 +687,7 @@ static int l_default_tolerance(lua_State *L) {
 static int l_is_tensor(lua_State *L) { lua_pushboolean(L, kl_lua__test_tensor(L, 1) != NULL); return 1; }
 /* kiln.layout_strides(layout, shape) -> strides (dense) */
 static int l_layout_strides(lua_State *L) {
-  int64_t dims[KL_TENSOR_MAX_RANK], st[KL_TENSOR_MAX_RANK];
+  int64_t dims[KL_MAX_RANK], st[KL_MAX_RANK];
   const char *layout = luaL_checkstring(L, 1);
   lua_pushvalue(L, 2); lua_replace(L, 1);
   int rank = kl_lua__check_shape(L, 1, dims, "kiln.layout_strides");

@@ -8,13 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void ferr(char *err, size_t n, const char *fmt, ...) {
-  if (!err || !n) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, n, fmt, ap);
-  va_end(ap);
-}
+#define ferr kl_errf   /* core/diag.h */
 
 /* ---- views ---- */
 const kl_view *kl_ll_op_view(const kl_op *op) {
@@ -317,7 +311,7 @@ bool kl_ll_fail(kl_rewriter *rw, kl_op *op, const char *fmt, ...) {
   char msg[768];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  kl_verrf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   kl_rewriter_fail(rw, op->loc, "rock-lower-loops: '%s': %s", op->name, msg);
   return false;

@@ -10,12 +10,10 @@
 const char *const kl_perf_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerThread", "nPerThread", "kpack" };
 
 bool kl_perf_errf(char *err, size_t n, const char *fmt, ...) {
-  if (err && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  kl_verrf(err, n, fmt, ap);   /* core/diag.h's formatting helper */
+  va_end(ap);
   return false;
 }
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-kl_dtype kl_dtype_of_type(const kl_type *t) { return t ? kl_dtype_from_type_kind(t->kind) : KL_DT_NONE; }
+kl_dtype kl_dtype_of_type(const kl_type *t) { return kl_type_dtype(t); }
 
 static kl_status fail_at(kl_op *op, char *err, size_t errlen, const char *msg) {
   char where[256]; kl_loc_format(op->loc, where, sizeof where);

@@ -56,8 +56,8 @@ static int eval_broadcast(kl_op *op, kl_tensor *const *in, kl_tensor **out, char
   return kl_ref_broadcast(in[0], &s, out, err, errlen);
 }
 static int eval_transpose(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  int64_t b[KL_TENSOR_MAX_RANK]; int ax[KL_TENSOR_MAX_RANK], cnt;
-  attr_ints(op, "perm", b, KL_TENSOR_MAX_RANK, &cnt, NULL, 0);
+  int64_t b[KL_MAX_RANK]; int ax[KL_MAX_RANK], cnt;
+  attr_ints(op, "perm", b, KL_MAX_RANK, &cnt, NULL, 0);
   for (int i = 0; i < cnt; i++) ax[i] = (int)b[i];
   return kl_ref_transpose(in[0], cnt, ax, out, err, errlen);
 }
@@ -67,7 +67,7 @@ static int eval_reshape(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *
 }
 static int eval_slice(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
   int r = in[0]->rank, k;
-  int64_t b[KL_TENSOR_MAX_RANK], c[KL_TENSOR_MAX_RANK], d[KL_TENSOR_MAX_RANK], ones[KL_TENSOR_MAX_RANK];
+  int64_t b[KL_MAX_RANK], c[KL_MAX_RANK], d[KL_MAX_RANK], ones[KL_MAX_RANK];
   for (int i = 0; i < r; i++) ones[i] = 1;
   attr_ints(op, "begin", b, r, &k, NULL, 0); attr_ints(op, "end", c, r, &k, NULL, 0); attr_ints(op, "step", d, r, &k, ones, r);
   return kl_ref_slice(in[0], b, c, d, out, err, errlen);
@@ -77,8 +77,8 @@ static int eval_concat(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *e
   return kl_ref_concat(op->nopnds, (const kl_tensor *const *)in, (int)axis, out, err, errlen);
 }
 static int eval_reduce(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  int64_t b[KL_TENSOR_MAX_RANK]; int ax[KL_TENSOR_MAX_RANK], cnt;
-  attr_ints(op, "axes", b, KL_TENSOR_MAX_RANK, &cnt, NULL, 0);
+  int64_t b[KL_MAX_RANK]; int ax[KL_MAX_RANK], cnt;
+  attr_ints(op, "axes", b, KL_MAX_RANK, &cnt, NULL, 0);
   for (int i = 0; i < cnt; i++) ax[i] = (int)b[i];
   int64_t keep = 0; kl_op_attr_i64(op, "keepdims", &keep);
   return kl_ref_reduce((kl_reduce_op)kl_op_scalar_code(op), in[0], cnt, ax, keep, result_dt(op), out, err, errlen);

@@ -46,8 +46,8 @@ int kl_ref_prepare_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_te
 #define MW_MAX 4
 typedef struct {
   int rank, n;
-  int64_t shape[KL_TENSOR_MAX_RANK], idx[KL_TENSOR_MAX_RANK];
-  int64_t off[MW_MAX], st[MW_MAX][KL_TENSOR_MAX_RANK];
+  int64_t shape[KL_MAX_RANK], idx[KL_MAX_RANK];
+  int64_t off[MW_MAX], st[MW_MAX][KL_MAX_RANK];
 } mwalk;
 
 static void mw_init(mwalk *w, const kl_shape *s) {
@@ -64,7 +64,7 @@ static int mw_add(mwalk *w, int64_t off, const int64_t *st) {
 }
 /* An operand broadcast (numpy, right-aligned) to the iteration shape. */
 static int mw_add_bcast(mwalk *w, const kl_tensor *t) {
-  int64_t st[KL_TENSOR_MAX_RANK];
+  int64_t st[KL_MAX_RANK];
   int off = w->rank - t->rank;
   for (int d = 0; d < w->rank; d++) {
     int sd = d - off;
@@ -208,7 +208,7 @@ static void run_copy(mwalk *w, kl_tensor *dst, const kl_tensor *src) {
 
 int kl_ref_broadcast(const kl_tensor *x, const kl_shape *shape, kl_tensor **out, char *err, size_t errlen) {
   kl_shape s = kl_tensor_shape(x);
-  if (shape->rank < 0 || shape->rank > KL_TENSOR_MAX_RANK)
+  if (shape->rank < 0 || shape->rank > KL_MAX_RANK)
     return kl_tensor_errf(err, errlen, "broadcast: target rank %d out of range", shape->rank);
   if (kl_infer_broadcast_to("broadcast", &s, shape, err, errlen)) return 1;
   if (prep_out("broadcast", shape, KL_DT_NONE, x->dtype, out, err, errlen)) return 1;
@@ -224,7 +224,7 @@ int kl_ref_transpose(const kl_tensor *x, int nperm, const int *perm, kl_tensor *
   kl_shape s = kl_tensor_shape(x), so;
   if (kl_infer_transpose(&s, nperm, perm, &so, err, errlen)) return 1;
   if (prep_out("transpose", &so, KL_DT_NONE, x->dtype, out, err, errlen)) return 1;
-  int64_t st[KL_TENSOR_MAX_RANK];
+  int64_t st[KL_MAX_RANK];
   for (int i = 0; i < nperm; i++) st[i] = x->strides[perm[i]];
   mwalk w;
   mw_init(&w, &so);
@@ -252,10 +252,10 @@ int kl_ref_reshape(const kl_tensor *x, int rank, const int64_t *dims, kl_tensor 
 int kl_ref_slice(const kl_tensor *x, const int64_t *begin, const int64_t *end, const int64_t *step,
                  kl_tensor **out, char *err, size_t errlen) {
   kl_shape s = kl_tensor_shape(x), so;
-  int64_t nb[KL_TENSOR_MAX_RANK];
+  int64_t nb[KL_MAX_RANK];
   if (kl_infer_slice(&s, begin, end, step, &so, nb, err, errlen)) return 1;
   if (prep_out("slice", &so, KL_DT_NONE, x->dtype, out, err, errlen)) return 1;
-  int64_t st[KL_TENSOR_MAX_RANK], off = x->offset;
+  int64_t st[KL_MAX_RANK], off = x->offset;
   for (int d = 0; d < s.rank; d++) {
     st[d] = x->strides[d] * (step ? step[d] : 1);
     if (so.dim[d] > 0) off += nb[d] * x->strides[d];
@@ -324,7 +324,7 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
   /* Batch iteration: operand block offsets (in elements of the packed row-major copies),
    * broadcast over the output batch dims. */
   kl_shape bs = kl_shape_make(ro - 2, so.dim);
-  int64_t sta[KL_TENSOR_MAX_RANK] = {0}, stb[KL_TENSOR_MAX_RANK] = {0}, blk;
+  int64_t sta[KL_MAX_RANK] = {0}, stb[KL_MAX_RANK] = {0}, blk;
   blk = sa.dim[ra - 2] * sa.dim[ra - 1];
   for (int d = ra - 3; d >= 0; d--) {
     int od = d + (ro - ra);
@@ -337,7 +337,7 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
     stb[od] = sb.dim[d] == 1 ? 0 : blk;
     blk *= sb.dim[d];
   }
-  int64_t ost[KL_TENSOR_MAX_RANK];
+  int64_t ost[KL_MAX_RANK];
   for (int d = 0; d < ro - 2; d++) ost[d] = o->strides[d];
   mwalk w;
   mw_init(&w, &bs);
@@ -378,12 +378,12 @@ int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axe
   if (op < 0 || op >= KL_RED_COUNT) return kl_tensor_errf(err, errlen, "reduce: unknown op %d", (int)op);
   const char *name = kl_reduce_name(op);
   kl_shape s = kl_tensor_shape(x), so;
-  bool red[KL_TENSOR_MAX_RANK];
+  bool red[KL_MAX_RANK];
   if (kl_infer_reduce(name, &s, naxes, axes, keepdims, &so, red, err, errlen)) return 1;
   if (prep_out(name, &so, out_dt, x->dtype, out, err, errlen)) return 1;
   kl_tensor *o = *out;
   /* accumulators in row-major order of the kept dims (= the output's logical order) */
-  int64_t nacc = kl_shape_numel(&so), count = 1, st[KL_TENSOR_MAX_RANK], acc_stride = 1;
+  int64_t nacc = kl_shape_numel(&so), count = 1, st[KL_MAX_RANK], acc_stride = 1;
   for (int d = s.rank - 1; d >= 0; d--) {
     if (red[d]) { st[d] = 0; count *= s.dim[d]; }
     else { st[d] = acc_stride; acc_stride *= s.dim[d]; }

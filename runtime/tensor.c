@@ -13,33 +13,18 @@
 /* Validates shape/strides, and computes numel and the element span (max offset + 1). */
 static int check_geometry(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides,
                           int64_t *numel_out, int64_t *span_out, char *err, size_t errlen) {
-  char b1[256], b2[256];
   if (!kl_dtype_valid(dt)) return kl_tensor_errf(err, errlen, "tensor: invalid dtype %d", (int)dt);
-  if (rank < 0 || rank > KL_TENSOR_MAX_RANK)
-    return kl_tensor_errf(err, errlen, "tensor: rank %d out of range (0..%d)", rank, KL_TENSOR_MAX_RANK);
+  char why[512];   /* the shape limits (core/shape.h): numel, offsets and bytes fit int64 */
+  if (!kl_shape_check(rank, shape, strides, why, sizeof why)) return kl_tensor_errf(err, errlen, "tensor: %s", why);
   int64_t numel = 1;
-  for (int i = 0; i < rank; i++) {
-    if (shape[i] < 0)
-      return kl_tensor_errf(err, errlen, "tensor: negative size in shape %s", kl_dims_format(rank, shape, b1, sizeof b1));
-    if (strides && strides[i] < 0)
-      return kl_tensor_errf(err, errlen, "tensor: negative stride in strides %s", kl_dims_format(rank, strides, b1, sizeof b1));
-    if (__builtin_mul_overflow(numel, shape[i], &numel))
-      return kl_tensor_errf(err, errlen, "tensor: shape %s is too large", kl_dims_format(rank, shape, b1, sizeof b1));
-  }
+  for (int i = 0; i < rank; i++) numel *= shape[i];
   int64_t span = 0;
   if (numel > 0) {
-    int64_t maxoff = 0, rm[KL_TENSOR_MAX_RANK];
+    int64_t maxoff = 0, rm[KL_MAX_RANK];
     if (!strides) { kl_strides_row_major(rank, shape, rm); strides = rm; }
-    for (int i = 0; i < rank; i++) {
-      int64_t t;
-      if (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff))
-        return kl_tensor_errf(err, errlen, "tensor: strides %s for shape %s overflow",
-                              kl_dims_format(rank, strides, b1, sizeof b1), kl_dims_format(rank, shape, b2, sizeof b2));
-    }
+    for (int i = 0; i < rank; i++) maxoff += (shape[i] - 1) * strides[i];
     span = maxoff + 1;
   }
-  if (span > (int64_t)(INT64_MAX / 16))
-    return kl_tensor_errf(err, errlen, "tensor: shape %s is too large", kl_dims_format(rank, shape, b1, sizeof b1));
   *numel_out = numel;
   *span_out = span;
   return 0;
@@ -79,7 +64,7 @@ kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const in
 }
 
 /* Walks a tensor's elements in logical row-major order; off is the element offset. */
-typedef struct { int rank; const int64_t *shape, *strides; int64_t idx[KL_TENSOR_MAX_RANK], off; } walk;
+typedef struct { int rank; const int64_t *shape, *strides; int64_t idx[KL_MAX_RANK], off; } walk;
 static void walk_init(walk *w, const kl_tensor *t) {
   w->rank = t->rank; w->shape = t->shape; w->strides = t->strides;
   memset(w->idx, 0, sizeof w->idx);
@@ -241,7 +226,7 @@ kl_tensor *kl_tensor_contiguous(const kl_tensor *t, char *err, size_t errlen) {
 }
 
 kl_tensor *kl_tensor_as_layout(const kl_tensor *t, const char *layout, char *err, size_t errlen) {
-  int64_t strides[KL_TENSOR_MAX_RANK];
+  int64_t strides[KL_MAX_RANK];
   if (kl_layout_strides(layout, t->rank, t->shape, strides, err, errlen)) return NULL;
   return kl_tensor_with_strides(t, strides, err, errlen);
 }
@@ -254,11 +239,11 @@ bool kl_tensor_same_layout(const kl_tensor *a, const kl_tensor *b) {
 bool kl_tensor_is_row_major(const kl_tensor *t) { return kl_strides_is_row_major(t->rank, t->shape, t->strides); }
 
 char *kl_tensor_layout_str(const kl_tensor *t, char *buf, size_t n) {
-  int perm[KL_TENSOR_MAX_RANK];
+  int perm[KL_MAX_RANK];
   if (!n) return buf;
   if (kl_tensor_is_row_major(t)) { snprintf(buf, n, "row_major"); return buf; }
   if (kl_strides_to_perm(t->rank, t->shape, t->strides, perm)) {
-    int64_t p64[KL_TENSOR_MAX_RANK];
+    int64_t p64[KL_MAX_RANK];
     for (int i = 0; i < t->rank; i++) p64[i] = perm[i];
     char b[128];
     snprintf(buf, n, "perm=%s", kl_dims_format(t->rank, p64, b, sizeof b));
@@ -302,12 +287,12 @@ void kl_tensor_unravel(const kl_tensor *t, int64_t flat, int64_t *idx) {
   }
 }
 double kl_tensor_get_flat(const kl_tensor *t, int64_t flat) {
-  int64_t idx[KL_TENSOR_MAX_RANK];
+  int64_t idx[KL_MAX_RANK];
   kl_tensor_unravel(t, flat, idx);
   return kl_tensor_get(t, idx);
 }
 void kl_tensor_set_flat(kl_tensor *t, int64_t flat, double v) {
-  int64_t idx[KL_TENSOR_MAX_RANK];
+  int64_t idx[KL_MAX_RANK];
   kl_tensor_unravel(t, flat, idx);
   kl_tensor_set(t, idx, v);
 }
@@ -390,7 +375,7 @@ char *kl_tensor_tostring_ex(const kl_tensor *t, int64_t threshold, int edge, int
     kl_sb_printf(&sb, "[], shape=%s", kl_dims_format(t->rank, t->shape, b1, sizeof b1));
   } else {
     printer p = {t, numel > threshold, edge, precision, 0, 7, &sb};
-    int64_t idx[KL_TENSOR_MAX_RANK] = {0};
+    int64_t idx[KL_MAX_RANK] = {0};
     print_rec(&p, 0, idx, true);
     print_rec(&p, 0, idx, false);
   }

@@ -2,8 +2,9 @@
  * comparison. The element types (kl_dtype) are core/dtype.h's, the shapes, layouts and
  * stride helpers core/shape.h's.
  * Contract:
- *  - A kl_tensor has a logical shape (rank <= KL_TENSOR_MAX_RANK, sizes >= 0) and strides
- *    in elements (>= 0). Strides only decide where an element lives: every API here
+ *  - A kl_tensor has a logical shape and strides in elements within core/shape.h's
+ *    limits (kl_shape_check: rank <= KL_MAX_RANK, sizes 0..2^40, at most 2^53 elements,
+ *    strides and the largest offset at most 2^53), the same as IR types. Strides only decide where an element lives: every API here
  *    (get/set, printing, compare, ops) works in logical coordinates, so an NHWC tensor is
  *    still indexed (n, c, h, w). A stride of 0 (broadcast) is allowed in views only.
  *  - Memory: tensors are heap objects with a reference count (kl_tensor_retain /
@@ -39,8 +40,8 @@ typedef struct kl_tensor {
   int refcount;
   kl_dtype dtype;
   int rank;
-  int64_t shape[KL_TENSOR_MAX_RANK];    /* logical */
-  int64_t strides[KL_TENSOR_MAX_RANK];  /* elements */
+  int64_t shape[KL_MAX_RANK];    /* logical */
+  int64_t strides[KL_MAX_RANK];  /* elements */
   int64_t offset;        /* element offset of logical [0,..,0] from data */
   void *data;            /* host allocation (shared with base for views) */
   size_t nbytes;         /* size of the allocation at data */
@@ -131,7 +132,7 @@ typedef struct kl_compare_result {
   double  max_abs_err, max_rel_err;
   int64_t mismatches;                     /* number of mismatching elements */
   int64_t first_flat;                     /* -1 if all match */
-  int64_t first_index[KL_TENSOR_MAX_RANK];/* logical index of the first mismatch */
+  int64_t first_index[KL_MAX_RANK];/* logical index of the first mismatch */
   int     rank;
   double  first_a, first_b;               /* values at the first mismatch */
   double  rtol, atol;                     /* tolerances used */

@@ -12,10 +12,11 @@ typedef struct kl_layout_entry { const char *what; long long value; } kl_layout_
 #define KL_LAYOUT_ENTRY(e) { #e, (long long)(e) },
 
 #define KL_PUBLIC_LAYOUT(X)                                                                            \
-  X(KL_TENSOR_MAX_RANK)                                                                                \
+  X(KL_MAX_RANK)                                                                                \
   X(sizeof(kl_status)) X(KL_OK) X(KL_ERR)                                                              \
   X(sizeof(kl_loc)) X(offsetof(kl_loc, file)) X(offsetof(kl_loc, line)) X(offsetof(kl_loc, col))      \
   X(sizeof(kl_diag_kind)) X(KL_DIAG_ERROR) X(KL_DIAG_WARNING) X(KL_DIAG_NOTE)                          \
+  X(sizeof(kl_diag)) X(offsetof(kl_diag, severity)) X(offsetof(kl_diag, loc)) X(offsetof(kl_diag, message)) \
   X(sizeof(kl_dtype)) X(KL_DT_NONE) X(KL_DT_F32) X(KL_DT_F16) X(KL_DT_BF16) X(KL_DT_I8) X(KL_DT_I32)   \
   X(KL_DT_F64) X(KL_DT_I64) X(KL_DT_I1) X(KL_DT_COUNT)                                                 \
   X(KL_PRINT_GENERIC) X(KL_PRINT_LOCS)                                                                 \

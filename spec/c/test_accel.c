@@ -923,7 +923,7 @@ static int64_t span_of(const kl_type *t) {
   return s;
 }
 static int64_t offset_of(const kl_type *t, const kl_tensor *like, int64_t flat) {
-  int64_t idx[KL_TENSOR_MAX_RANK], off = 0;
+  int64_t idx[KL_MAX_RANK], off = 0;
   kl_tensor_unravel(like, flat, idx);
   for (int i = 0; i < t->rank; i++) off += idx[i] * t->strides[i];
   return off;

@@ -475,7 +475,8 @@ static void test_limits(void) {
   kl_sb_free(&sb);
   kl_ctx_destroy(ctx);
   expect_error("\"t.a\"() : () -> tensor<1099511627776x1099511627776xf32>", 1, 17, "shape too large");
-  expect_error("\"t.a\"() : () -> tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1xf32>", 1, 56, "too many dimensions");
+  expect_error("\"t.a\"() : () -> tensor<1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1xf32>", 1, 40, "too many dimensions (the limit is 8)");
+  expect_error("\"t.a\"() : () -> tensor<1x1x1x1x1x1x1x1x1xf32>", 1, 40, "too many dimensions (the limit is 8)");   /* rank 9 */
   expect_error("\"t.a\"() : () -> vector<65537xf32>", 1, 17, "a vector type needs one dimension of 1 to 65536 elements");
   expect_error("\"t.a\"() : () -> vector<0xf32>", 1, 17, "a vector type needs one dimension");
   expect_error("\"t.a\"() : () -> tensor<2x2xf32, strides=[1]>", 1, 41, "1 strides given for a rank-2 type");

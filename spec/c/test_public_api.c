@@ -172,7 +172,7 @@ static void test_builders(kl_device *dev) {
     CHECK(va && va->n == 6 && va->elems[5]->f == kl_round_f16(6.0001) && va->elems[0]->f == 1.0);
   }
   kl_value *dh = kl_graph_add_convert(g2, d, KL_DT_F16, HERE(ctx));
-  CHECK(dh && dh->type->elem->kind == (kl_type_kind)kl_dtype_to_type_kind(KL_DT_F16));
+  CHECK(dh && dh->type->elem->kind == KL_TY_F16);
   kl_value *y = kl_graph_add_op(g2, "add", 2, (kl_value *[]){ dh, k }, NULL, HERE(ctx));
   kl_value *tr = kl_graph_add_op(g2, "transpose", 1, &y, "{perm = [1, 0]}", HERE(ctx));
   CHECK(tr && tr->type->shape[0] == 6 && tr->type->shape[1] == 5);

@@ -1,6 +1,7 @@
 /* test_tensor.c — host tensors: f16/bf16 conversions, dtypes, layouts, creation, rand,
  * element access, views, printing and comparison (runtime/tensor.h, core/dtype.h, rng.h). */
 #include "core/dtype.h"
+#include "core/type.h"
 #include "runtime/rng.h"
 #include "runtime/tensor.h"
 #include <math.h>
@@ -137,8 +138,20 @@ static void test_dtypes(void) {
   CHECK(strcmp(kl_dtype_name((kl_dtype)99), "?") == 0, "bad dtype name");
   CHECK(kl_dtype_size(KL_DT_BF16) == 2 && kl_dtype_size(KL_DT_I8) == 1 && kl_dtype_size(KL_DT_F64) == 8, "sizes");
   CHECK(kl_dtype_is_float(KL_DT_BF16) && !kl_dtype_is_float(KL_DT_I32) && kl_dtype_is_int(KL_DT_I1), "kinds");
-  for (int i = 0; i < KL_DT_COUNT; i++)
-    CHECK(kl_dtype_from_type_kind(kl_dtype_to_type_kind((kl_dtype)i)) == i, "type kind map %d", i);
+  /* one element-type enum: every dtype is the scalar type kind of the same name */
+  kl_ctx *ctx = kl_ctx_create();
+  for (int i = 0; i < KL_DT_COUNT; i++) {
+    const kl_type *ty = kl_type_scalar(ctx, (kl_type_kind)i);
+    CHECK(ty && strcmp(kl_scalar_name((kl_type_kind)i), kl_dtype_name((kl_dtype)i)) == 0 && strcmp(ty->text, kl_dtype_name((kl_dtype)i)) == 0 &&
+          kl_type_dtype(ty) == (kl_dtype)i && kl_type_is_float(ty) == kl_dtype_is_float((kl_dtype)i) &&
+          kl_type_is_int(ty) == kl_dtype_is_int((kl_dtype)i) && kl_type_bits(ty) == (i == KL_DT_I1 ? 1 : 8 * (int)kl_dtype_size((kl_dtype)i)),
+          "dtype %d is the type kind %s", i, kl_dtype_name((kl_dtype)i));
+  }
+  CHECK(kl_type_dtype(kl_type_index(ctx)) == KL_DT_NONE && kl_type_is_int(kl_type_index(ctx)) && kl_type_is_scalar(kl_type_index(ctx)) &&
+        kl_type_dtype(kl_type_token(ctx)) == KL_DT_NONE && !kl_type_is_scalar(kl_type_token(ctx)) && kl_type_dtype(NULL) == KL_DT_NONE &&
+        kl_scalar_kind_from_name("index", 5) == KL_TY_INDEX && kl_scalar_kind_from_name("bf16", 4) == KL_TY_BF16 &&
+        kl_scalar_name(KL_TY_TENSOR) == NULL && kl_type_scalar(ctx, KL_TY_VECTOR) == NULL, "index and token are not dtypes");
+  kl_ctx_destroy(ctx);
   /* store rules */
   CHECK(kl_dtype_round(KL_DT_I8, 300.7) == 127 && kl_dtype_round(KL_DT_I8, -300) == -128, "i8 saturates");
   CHECK(kl_dtype_round(KL_DT_I8, 3.9) == 3 && kl_dtype_round(KL_DT_I8, -3.9) == -3, "truncates toward zero");
@@ -281,6 +294,19 @@ static void test_create_access(void) {
   CHECK(!kl_tensor_zeros(KL_DT_F32, 9, s23, NULL, err, sizeof err) && strstr(err, "rank"), "%s", err);
   int64_t huge[3] = {1 << 30, 1 << 30, 1 << 30};
   CHECK(!kl_tensor_zeros(KL_DT_F32, 3, huge, NULL, err, sizeof err), "huge: %s", err);
+  /* host tensors have the IR's shape limits (core/shape.h's kl_shape_check), also for
+   * shapes without elements, so every tensor has a tensor type */
+  int64_t ones9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  kl_tensor *r8 = kl_tensor_zeros(KL_DT_F32, KL_MAX_RANK, ones9, NULL, err, sizeof err);
+  CHECK(r8 && r8->rank == 8, "rank 8: %s", err);
+  kl_tensor_release(r8);
+  CHECK(!kl_tensor_zeros(KL_DT_F32, 9, ones9, NULL, err, sizeof err) && !strcmp(err, "tensor: rank 9 out of range (0 to 8)"), "%s", err);
+  int64_t wide0[2] = {0, ((int64_t)1 << 40) + 1};
+  CHECK(!kl_tensor_zeros(KL_DT_F32, 2, wide0, NULL, err, sizeof err) && strstr(err, "tensor: dimension out of range: size 1099511627777 of dim 1"),
+        "zero elements, size past 2^40: %s", err);
+  int64_t sq[2] = {2, 2}, st2[2] = {((int64_t)1 << 53) + 1, 1};
+  CHECK(!kl_tensor_wrap(NULL, 0, false, KL_DT_F32, 2, sq, st2, 0, err, sizeof err) && strstr(err, "tensor: stride 9007199254740993 of dim 0"),
+        "strides past 2^53: %s", err);
   int64_t s0[2] = {0, 3};
   kl_tensor *e = kl_tensor_zeros(KL_DT_F32, 2, s0, NULL, err, sizeof err);
   CHECK(e && kl_tensor_numel(e) == 0 && e->nbytes == 0, "empty tensor");

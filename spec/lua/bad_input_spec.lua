@@ -112,7 +112,7 @@ case("tensor of a function", function() return (kiln.tensor(print)) end, "expect
 case("tensor unknown dtype", function() return (kiln.tensor({ 1 }, "f8")) end, "unknown dtype 'f8'")
 
 case("tensor __len 2^62", function() return (kiln.tensor(setmetatable({}, { __len = function() return BIG end, __index = function() return 1 end }))) end, "nested table: dimension out of range")
-case("tensor __len -5", function() return (kiln.tensor(setmetatable({}, { __len = function() return -5 end }))) end, "nested table: dimension out of range: size -5")
+case("tensor __len -5", function() return (kiln.tensor(setmetatable({}, { __len = function() return -5 end }))) end, "nested table: dimension out of range: negative size -5")
 case("tensor nested 2^31 x 2^31", function() return (kiln.tensor(setmetatable({}, { __len = function() return 1 << 31 end, __index = function() return setmetatable({}, { __len = function() return 1 << 31 end, __index = function() return 1 end }) end }))) end, "nested table: shape too large")
 case("tensor nested too deep", function() local v = 1; for _ = 1, 20 do v = { v } end; return (kiln.tensor(v)) end, "nested deeper than 8 levels")
 case("tensor stride 2^62", function() return (kiln.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, "f32", { strides = { BIG, 1 } })) end, "kiln.tensor: stride 4611686018427387904 of dim 0")
