@@ -1,6 +1,7 @@
 /* graph_eval_ops.c — the reference semantics of the builtin graph ops: one eval hook
- * (graph_eval.h) per kind of op over the reference kernels (refops.h), attached to the
- * op definitions by kl_graph_eval_register. Element-wise and reduce hooks read their
+ * (graph_eval.h) per kind of op over the reference kernels (refops.h), attached by
+ * kl_graph_eval_register to every op definition whose data (scalar form, view kind,
+ * kernel kind, traits) names one: no list of op names. Element-wise and reduce hooks read their
  * scalar op from the definition (kl_opdef.scalar_code). */
 #include "runtime/graph_eval.h"
 #include "runtime/refops.h"
@@ -99,19 +100,38 @@ static int eval_constant(kl_op *op, kl_tensor *const *in, kl_tensor **out, char 
   return *out ? 0 : 1;
 }
 
-static const struct { const char *op; kl_eval_fn fn; } builtin_hooks[] = {
-  { "graph.constant", eval_constant }, { "graph.conv", eval_conv }, { "graph.dot", eval_dot },
-  { "graph.add", eval_binary }, { "graph.sub", eval_binary }, { "graph.mul", eval_binary }, { "graph.div", eval_binary },
-  { "graph.max", eval_binary }, { "graph.min", eval_binary }, { "graph.pow", eval_binary },
-  { "graph.neg", eval_unary }, { "graph.abs", eval_unary }, { "graph.exp", eval_unary }, { "graph.log", eval_unary },
-  { "graph.sqrt", eval_unary }, { "graph.rsqrt", eval_unary }, { "graph.tanh", eval_unary },
-  { "graph.sigmoid", eval_unary }, { "graph.relu", eval_unary },
-  { "graph.clip", eval_clip }, { "graph.where", eval_where }, { "graph.convert", eval_convert },
-  { "graph.broadcast", eval_broadcast }, { "graph.transpose", eval_transpose }, { "graph.reshape", eval_reshape },
-  { "graph.slice", eval_slice }, { "graph.concat", eval_concat },
-  { "graph.reduce_sum", eval_reduce }, { "graph.reduce_max", eval_reduce }, { "graph.reduce_mean", eval_reduce },
-  { "graph.softmax", eval_softmax },
-};
+/* The evaluator an op gets follows from its definition's data (ir.h): its scalar form,
+ * else its view kind, else its kernel kind, else a plan input that is not a param (a
+ * constant); NULL for ops that have none of these (param, launch, non-graph ops). */
+static kl_eval_fn builtin_hook(const kl_opdef *d) {
+  if (!(d->levels & KL_LEVEL_GRAPH)) return NULL;
+  switch ((kl_scalar_form)d->scalar) {
+    case KL_SCALAR_BINARY: return eval_binary;
+    case KL_SCALAR_UNARY: return eval_unary;
+    case KL_SCALAR_CLIP: return eval_clip;
+    case KL_SCALAR_WHERE: return eval_where;
+    case KL_SCALAR_CONVERT: return eval_convert;
+    case KL_SCALAR_REDUCE: return eval_reduce;
+    case KL_SCALAR_NONE: break;
+  }
+  switch ((kl_view_kind)d->view) {
+    case KL_VIEWOP_BROADCAST: return eval_broadcast;
+    case KL_VIEWOP_TRANSPOSE: return eval_transpose;
+    case KL_VIEWOP_RESHAPE: return eval_reshape;
+    case KL_VIEWOP_SLICE: return eval_slice;
+    case KL_VIEWOP_NONE: break;
+  }
+  switch ((kl_kernel_kind)d->kernel) {
+    case KL_KERNEL_CONV: return eval_conv;
+    case KL_KERNEL_DOT: return eval_dot;
+    case KL_KERNEL_SOFTMAX: return eval_softmax;
+    case KL_KERNEL_CONCAT: return eval_concat;
+    case KL_KERNEL_REDUCE: case KL_KERNEL_NONE: break;
+  }
+  /* a pure plan input is its own value (graph.constant); graph.param is bound to an input */
+  if ((d->traits & KL_TRAIT_PLAN_INPUT) && (d->traits & KL_TRAIT_PURE)) return eval_constant;
+  return NULL;
+}
 
 kl_status kl_eval_attach(kl_ctx *ctx, const char *name, kl_eval_fn fn) {
   return kl_opdef_attach(ctx, KL_HOOK_EVAL, name, (kl_hook_fn)fn);
@@ -122,8 +142,9 @@ void kl_graph_eval_register(kl_ctx *ctx) {
   static const char key[] = "graph_eval.hooks";
   if (kl_ctx_get_user(ctx, key)) return;
   kl_ctx_set_user(ctx, key, (void *)key);
-  for (size_t i = 0; i < sizeof builtin_hooks / sizeof *builtin_hooks; i++) {
-    const kl_opdef *d = kl_lookup_op(ctx, builtin_hooks[i].op);
-    if (d && !kl_opdef_hook(ctx, d, KL_HOOK_EVAL)) kl_eval_attach(ctx, builtin_hooks[i].op, builtin_hooks[i].fn);
+  for (int i = 0; i < kl_opdef_count(ctx); i++) {
+    const kl_opdef *d = kl_opdef_at(ctx, i);
+    kl_eval_fn fn = builtin_hook(d);
+    if (fn && !kl_opdef_hook(ctx, d, KL_HOOK_EVAL)) kl_eval_attach(ctx, d->name, fn);
   }
 }
