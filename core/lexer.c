@@ -1,5 +1,6 @@
 /* lexer.c — the .kir tokenizer (see lexer.h). */
 #include "core/lexer.h"
+#include "core/diag.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +57,7 @@ size_t kl_utf8_len(const unsigned char *s, size_t n) {
 static kl_tok error_at(kl_lexer *lx, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static kl_tok error_at(kl_lexer *lx, int line, int col, const char *fmt, ...) {
   va_list ap; va_start(ap, fmt);
-  vsnprintf(lx->err, sizeof lx->err, fmt, ap);
+  kl_verrf(lx->err, sizeof lx->err, fmt, ap);
   va_end(ap);
   lx->err_line = line; lx->err_col = col;
   kl_tok t = { .kind = KL_TK_ERROR, .p = lx->buf + lx->pos, .line = line, .col = col, .result_no = -1 };

@@ -1,6 +1,7 @@
 /* view.c — transform maps: validation, packing, evaluation, compose, simplify, invert,
  * bounds, builders, text printer and parser. See view.h for the contract. */
 #include "core/view.h"
+#include "core/diag.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ static void verr(kl_view_err *e, int line, int col, const char *fmt, ...) {
   if (!e) return;
   e->line = line; e->col = col;
   va_list ap; va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  kl_verrf(e->msg, sizeof e->msg, fmt, ap);
   va_end(ap);
 }
 
@@ -1344,7 +1345,7 @@ static bool perr(vparser *p, size_t off, const char *fmt, ...) {
   int line, col;
   pos_of(p, off, &line, &col);
   p->err->line = line; p->err->col = col;
-  va_list ap; va_start(ap, fmt); vsnprintf(p->err->msg, sizeof p->err->msg, fmt, ap); va_end(ap);
+  va_list ap; va_start(ap, fmt); kl_verrf(p->err->msg, sizeof p->err->msg, fmt, ap); va_end(ap);
   return false;
 }
 static void skip_ws(vparser *p) { while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r')) p->i++; }
