@@ -19,8 +19,6 @@
  * errors (a missing input, a wrong layout) at the user's original source lines. */
 #define IR_FLAGS (KL_PRINT_GENERIC | KL_PRINT_LOCS)
 
-static const char *arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }
-static const char *format_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "hsaco" : a == KL_ARCH_NVPTX ? "ptx" : "host-object"; }
 
 /* ---------------------------------------------------------------- saving ---- */
 typedef struct save_mem {   /* what the descriptions point to, freed after encoding */
@@ -68,8 +66,8 @@ static kl_status describe_target(const kl_program *p, const char *name, kl_bundl
   kl_op *module = kl_program_module(p, name);
   if (!desc || !module) { snprintf(err, errlen, "save: target '%s' has no compiled module", name); return KL_ERR; }
   T->name = name;
-  T->arch = arch_name(desc->arch);
-  T->binary_format = format_name(desc->arch);
+  T->arch = kl_arch_name(desc->arch);
+  T->binary_format = kl_binary_format_name(desc->arch);
   char *ir = keep(m, kl_print_op(module, IR_FLAGS));
   T->ir = ir; T->ir_size = strlen(ir);
   char what[256];
@@ -359,9 +357,9 @@ kl_program *kl_program_from_bundle(kl_ctx *ctx, const kl_bundle *b, const char *
       kl_sb_free(&sb);
       goto done;
     }
-    if (strcmp(arch_name(desc->arch), T->arch) || strcmp(format_name(desc->arch), T->binary_format)) {
+    if (strcmp(kl_arch_name(desc->arch), T->arch) || strcmp(kl_binary_format_name(desc->arch), T->binary_format)) {
       snprintf(err, errlen, "load: %s: target '%s' is %s with %s binaries, the bundle says %s with %s binaries", where, T->name,
-               arch_name(desc->arch), format_name(desc->arch), T->arch, T->binary_format);
+               kl_arch_name(desc->arch), kl_binary_format_name(desc->arch), T->arch, T->binary_format);
       goto done;
     }
     char fname[512];

@@ -648,7 +648,7 @@ static kl_status assemble_variant(kl_ctx *ctx, variant *v, const kl_program_part
       k->arg_names[a] = kl_intern(ctx, src->arg_names && src->arg_names[a] ? src->arg_names[a] : "");
       k->arg_types[a] = kl_intern(ctx, src->arg_types && src->arg_types[a] ? src->arg_types[a] : kl_type_str(body->args[a]->type));
     }
-    v->bins[i].kind = kl_target_kind_of(v->target);
+    v->bins[i].arch = v->desc->arch;
     v->bins[i].data = kl_xmalloc(b->size + 1);
     memcpy(v->bins[i].data, b->data, b->size);
     ((char *)v->bins[i].data)[b->size] = 0;

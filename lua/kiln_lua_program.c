@@ -149,7 +149,6 @@ static int l_device_backends(lua_State *L) {
 }
 
 /* ---------------------------------------------------------------- targets ---- */
-static const char *arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }
 static const char *accel_name(kl_accel a) {
   switch (a) {
   case KL_ACCEL_MFMA: return "mfma";
@@ -161,7 +160,7 @@ static const char *accel_name(kl_accel a) {
 static void push_target(lua_State *L, const kl_target *t) {
   lua_createtable(L, 0, 12);
   lua_pushstring(L, t->name); lua_setfield(L, -2, "name");
-  lua_pushstring(L, arch_name(t->arch)); lua_setfield(L, -2, "arch");
+  lua_pushstring(L, kl_arch_name(t->arch)); lua_setfield(L, -2, "arch");
   lua_pushstring(L, t->triple); lua_setfield(L, -2, "triple");
   lua_pushstring(L, t->cpu); lua_setfield(L, -2, "cpu");
   lua_pushstring(L, t->features); lua_setfield(L, -2, "features");

@@ -1231,10 +1231,10 @@ static char *compile_case(const gcase *c, const char *what) {
       st = kl_codegen_emit(lm, c->target, NULL, &bin, err, sizeof err);
       CHECK(st == KL_OK, "%s: emit: %s", what, err);
     }
-    if (st == KL_OK && bin.kind == KL_TARGET_NVPTX) {
+    if (st == KL_OK && bin.arch == KL_ARCH_NVPTX) {
       text = strdup(bin.data);
       CHECK(strstr(text, ".local") == NULL, "%s: PTX uses local memory", what);
-    } else if (st == KL_OK && bin.kind == KL_TARGET_AMDGPU) {
+    } else if (st == KL_OK && bin.arch == KL_ARCH_AMDGPU) {
       kl_hsaco_info info;
       if (kl_hsaco_parse(bin.data, bin.size, &info, err, sizeof err) == KL_OK) {
         const kl_hsaco_kernel *kk = kl_hsaco_find_kernel(&info, "gemm");
