@@ -686,7 +686,7 @@ static int prog_plan(lua_State *L) {
   int nst = kl_program_nsteps(p, t);
   lua_createtable(L, nst, 0);
   for (int i = 0; i < nst; i++) {
-    const kl_plan_step *s = kl_program_step(p, t, i);
+    const kl_bundle_step *s = kl_program_step(p, t, i);
     const kl_kernel_info *k = kl_program_kernel(p, t, s->kernel);
     lua_createtable(L, 0, 6);
     lua_pushstring(L, "launch"); lua_setfield(L, -2, "kind");
