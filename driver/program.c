@@ -512,7 +512,7 @@ const kl_tensor *kl_program_slot_constant(const kl_program *p, const char *t, in
   return (v && i >= 0 && i < v->plan.t.nslots) ? v->plan.constants[i] : NULL;
 }
 
-static kl_status assemble_variant(kl_ctx *ctx, variant *v, const kl_program_part *pt, char *err, size_t errlen) {
+static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *err, size_t errlen) {
   v->desc = kl_target_lookup(v->target);
   if (!v->desc) {
     kl_sb sb = {0};
@@ -557,7 +557,6 @@ static kl_status assemble_variant(kl_ctx *ctx, variant *v, const kl_program_part
     const kl_binary_info *b = NULL;
     for (int i = 0; i < n && !b; i++) if (!strcmp(pt->kernels[i].name, K->name)) b = &pt->binaries[i];
     kernel_info_of(&v->kernels[k], K);
-    (void)ctx;
     v->bins[k].arch = v->desc->arch;
     v->bins[k].data = kl_xmalloc(b->size + 1);
     memcpy(v->bins[k].data, b->data, b->size);
@@ -581,7 +580,7 @@ kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *
     p->v[i].target = kl_intern(ctx, parts[i].target);
     for (int j = 0; j < i; j++)
       if (!strcmp(p->v[j].target, p->v[i].target)) { snprintf(err, errlen, "load: target '%s' given twice", p->v[i].target); kl_program_release(p); return NULL; }
-    if (assemble_variant(ctx, &p->v[i], &parts[i], err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
+    if (assemble_variant(&p->v[i], &parts[i], err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
   }
   return p;
 }
