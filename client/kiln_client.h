@@ -125,7 +125,8 @@ int kl_bundle_find_param(const kl_bundle_target *t, const char *name);   /* slot
 /* The binary of kernel `kernel` for target `target` (NULL and *size = 0 if absent). */
 const void *kl_bundle_binary(const kl_bundle *b, const char *target, const char *kernel, size_t *size);
 
-/* ---- writing (kl_program_save uses this; the input is described with the same structs:
+/* ---- writing (kl_program_save uses this: kiln's host plan is these structs, so it encodes
+ * a program's plan as it is; the input is described with the same structs:
  * per target name, arch, binary_format, kernels (with binary / binary_size and args),
  * slots (constants with data / data_size == t.bytes), steps, outputs, ir / ir_size).
  * Derived fields (t.bytes, is_output, output, elem_bytes) are recomputed, not read.

@@ -1,4 +1,4 @@
-/* codegen_target.c — LLVM module -> host bitcode / AMDGPU HSACO / NVPTX PTX.
+/* codegen_target.c — LLVM module -> host object / AMDGPU HSACO / NVPTX PTX.
  * See codegen_target.h for the contract. */
 #include "codegen/codegen_target.h"
 
@@ -68,48 +68,45 @@ void kl_binary_free(kl_binary *b) {
   b->size = 0;
 }
 
-/* ---- target names ---- */
-
-static const char *const kl_amdgpu_chips[] = {
-  "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c",
-  "gfx940", "gfx941", "gfx942", "gfx1010", "gfx1011", "gfx1012", "gfx1013",
-  "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
-  "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1200", "gfx1201",
-};
-
-/* NVIDIA arch -> default PTX ISA feature (the lowest PTX version that supports it, at
- * least 7.0; sm_90 uses 8.0 so that sm_90 features are available). */
-static const struct { const char *sm, *ptx; } kl_nvptx_archs[] = {
-  {"sm_60", "+ptx60"}, {"sm_61", "+ptx60"}, {"sm_70", "+ptx60"}, {"sm_72", "+ptx61"},
-  {"sm_75", "+ptx63"}, {"sm_80", "+ptx70"}, {"sm_86", "+ptx71"}, {"sm_87", "+ptx74"},
-  {"sm_89", "+ptx78"}, {"sm_90", "+ptx80"}, {"sm_90a", "+ptx80"},
-};
+/* ---- targets: a row of core's table resolved for LLVM ---- */
 
 #define KL_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What the LLVM target machine is made from: the row, and the triple, cpu and features
+ * (the row's, the host's detected at run time, a feature suffix's, or the options'). */
+typedef struct llvm_target {
+  const kl_target *desc;
+  char name[64];       /* the chip / arch without feature suffixes: "gfx90a", "sm_90", "host" */
+  char triple[64];
+  char cpu[64];
+  char features[4096];
+} llvm_target;
+
+const char *kl_binary_format_name(kl_arch a) {
+  return a == KL_ARCH_AMDGPU ? "hsaco" : a == KL_ARCH_NVPTX ? "ptx" : "host-object";
+}
 
 static size_t chip_len(const char *target) {
   const char *colon = strchr(target, ':');
   return colon ? (size_t)(colon - target) : strlen(target);
 }
 
-kl_target_kind kl_target_kind_of(const char *target) {
-  if (!target) return KL_TARGET_UNKNOWN;
-  size_t n = chip_len(target);
-  if (n == 4 && strncmp(target, "host", 4) == 0) return KL_TARGET_HOST;
-  for (size_t i = 0; i < KL_NELEM(kl_amdgpu_chips); i++)
-    if (strlen(kl_amdgpu_chips[i]) == n && strncmp(kl_amdgpu_chips[i], target, n) == 0) return KL_TARGET_AMDGPU;
-  for (size_t i = 0; i < KL_NELEM(kl_nvptx_archs); i++)
-    if (strlen(kl_nvptx_archs[i].sm) == n && strncmp(kl_nvptx_archs[i].sm, target, n) == 0) return KL_TARGET_NVPTX;
-  return KL_TARGET_UNKNOWN;
-}
-
-const char *kl_target_kind_name(kl_target_kind k) {
-  switch (k) {
-  case KL_TARGET_HOST: return "host";
-  case KL_TARGET_AMDGPU: return "amdgpu";
-  case KL_TARGET_NVPTX: return "nvptx";
-  default: return "unknown";
+const kl_target *kl_codegen_target_lookup(const char *target, char *err, size_t errlen) {
+  const kl_target *t = NULL;
+  if (target) {
+    size_t n = chip_len(target);
+    char chip[64];
+    if (n < sizeof chip) {
+      memcpy(chip, target, n);
+      chip[n] = '\0';
+      t = kl_target_lookup_emit(chip);
+    }
   }
+  if (!t)
+    cg_err(err, errlen,
+           "unknown target '%s' (expected host, an AMDGPU chip such as gfx90a/gfx942/gfx1100, "
+           "or an NVIDIA arch such as sm_80/sm_90)", target ? target : "(null)");
+  return t;
 }
 
 /* "gfx90a:sramecc+:xnack-" -> "+sramecc,-xnack". */
@@ -136,20 +133,15 @@ static kl_status parse_amdgpu_suffix(const char *target, char *feat, size_t n, c
   return KL_OK;
 }
 
-kl_status kl_codegen_target_parse(const char *target, kl_codegen_target *out, char *err, size_t errlen) {
+static kl_status resolve_target(const char *target, llvm_target *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
-  kl_target_kind kind = kl_target_kind_of(target);
-  if (kind == KL_TARGET_UNKNOWN) {
-    cg_err(err, errlen,
-           "unknown target '%s' (expected host, an AMDGPU chip such as gfx90a/gfx942/gfx1100, "
-           "or an NVIDIA arch such as sm_80/sm_90)", target ? target : "(null)");
-    return KL_ERR;
-  }
+  const kl_target *d = kl_codegen_target_lookup(target, err, errlen);
+  if (!d) return KL_ERR;
   kl_llvm_init_targets();
-  out->kind = kind;
+  out->desc = d;
   size_t n = chip_len(target);
-  snprintf(out->name, sizeof out->name, "%.*s", (int)n, target);
-  if (kind == KL_TARGET_HOST) {
+  snprintf(out->name, sizeof out->name, "%s", d->name);
+  if (d->arch == KL_ARCH_HOST) {
     if (target[n] == ':') {
       cg_err(err, errlen, "target '%s': the host target takes no feature suffix", target);
       return KL_ERR;
@@ -170,21 +162,20 @@ kl_status kl_codegen_target_parse(const char *target, kl_codegen_target *out, ch
     }
     snprintf(out->features, sizeof out->features, "%s", feat);
     LLVMDisposeMessage(feat);
-  } else if (kind == KL_TARGET_AMDGPU) {
-    snprintf(out->triple, sizeof out->triple, "amdgcn-amd-amdhsa");
-    snprintf(out->cpu, sizeof out->cpu, "%s", out->name);
-    if (parse_amdgpu_suffix(target, out->features, sizeof out->features, err, errlen) != KL_OK) return KL_ERR;
-  } else {
-    if (target[n] == ':') {
-      cg_err(err, errlen, "target '%s': NVPTX targets take no feature suffix", target);
-      return KL_ERR;
-    }
-    snprintf(out->triple, sizeof out->triple, "nvptx64-nvidia-cuda");
-    snprintf(out->cpu, sizeof out->cpu, "%s", out->name);
-    for (size_t i = 0; i < KL_NELEM(kl_nvptx_archs); i++)
-      if (strcmp(kl_nvptx_archs[i].sm, out->name) == 0)
-        snprintf(out->features, sizeof out->features, "%s", kl_nvptx_archs[i].ptx);
+    return KL_OK;
   }
+  snprintf(out->triple, sizeof out->triple, "%s", d->triple);
+  snprintf(out->cpu, sizeof out->cpu, "%s", d->cpu);
+  if (d->arch == KL_ARCH_AMDGPU) {
+    if (parse_amdgpu_suffix(target, out->features, sizeof out->features, err, errlen) != KL_OK) return KL_ERR;
+    if (!out->features[0]) snprintf(out->features, sizeof out->features, "%s", d->features);
+    return KL_OK;
+  }
+  if (target[n] == ':') {
+    cg_err(err, errlen, "target '%s': NVPTX targets take no feature suffix", target);
+    return KL_ERR;
+  }
+  snprintf(out->features, sizeof out->features, "%s", d->features);
   return KL_OK;
 }
 
@@ -197,7 +188,7 @@ static LLVMCodeGenOptLevel cg_level(int opt_level) {
   }
 }
 
-LLVMTargetMachineRef kl_codegen_create_tm(const kl_codegen_target *t, int opt_level, char *err, size_t errlen) {
+static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, char *err, size_t errlen) {
   kl_llvm_init_targets();
   LLVMTargetRef target = NULL;
   char *msg = NULL;
@@ -207,7 +198,7 @@ LLVMTargetMachineRef kl_codegen_create_tm(const kl_codegen_target *t, int opt_le
     return NULL;
   }
   LLVMDisposeMessage(msg);
-  LLVMRelocMode reloc = t->kind == KL_TARGET_AMDGPU ? LLVMRelocPIC : LLVMRelocDefault;
+  LLVMRelocMode reloc = t->desc->arch == KL_ARCH_AMDGPU ? LLVMRelocPIC : LLVMRelocDefault;
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level),
                                                     reloc, LLVMCodeModelDefault);
   if (!tm) cg_err(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
@@ -216,7 +207,7 @@ LLVMTargetMachineRef kl_codegen_create_tm(const kl_codegen_target *t, int opt_le
 
 /* The target machine of host objects (what the host JIT compiled with): PIC, the JIT
  * code model. */
-static LLVMTargetMachineRef create_host_object_tm(const kl_codegen_target *t, int opt_level, char *err, size_t errlen) {
+static LLVMTargetMachineRef create_host_object_tm(const llvm_target *t, int opt_level, char *err, size_t errlen) {
   kl_llvm_init_targets();
   LLVMTargetRef target = NULL;
   char *msg = NULL;
@@ -257,8 +248,9 @@ static size_t triple_arch_len(const char *t) {
   return d ? (size_t)(d - t) : strlen(t);
 }
 
-kl_status kl_codegen_prepare_module(LLVMModuleRef m, const kl_codegen_target *t, LLVMTargetMachineRef tm,
-                                    char *err, size_t errlen) {
+/* Sets an empty triple / data layout of m for the target, or checks that the present
+ * ones match. Modifies m. */
+static kl_status prepare_module(LLVMModuleRef m, const llvm_target *t, LLVMTargetMachineRef tm, char *err, size_t errlen) {
   const char *mt = LLVMGetTarget(m);
   if (mt && mt[0]) {
     size_t a = triple_arch_len(mt), b = triple_arch_len(t->triple);
@@ -287,9 +279,9 @@ kl_status kl_codegen_prepare_module(LLVMModuleRef m, const kl_codegen_target *t,
 }
 
 kl_status kl_codegen_target_layout(const char *target, char *triple_out, char **dl, char *err, size_t errlen) {
-  kl_codegen_target t;
-  if (kl_codegen_target_parse(target, &t, err, errlen) != KL_OK) return KL_ERR;
-  LLVMTargetMachineRef tm = kl_codegen_create_tm(&t, 3, err, errlen);
+  llvm_target t;
+  if (resolve_target(target, &t, err, errlen) != KL_OK) return KL_ERR;
+  LLVMTargetMachineRef tm = create_tm(&t, 3, err, errlen);
   if (!tm) return KL_ERR;
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
   char *s = LLVMCopyStringRepOfTargetData(td);
@@ -371,7 +363,7 @@ void kl_llvm_diag_install(LLVMContextRef ctx, kl_llvm_diag *d) {
 /* One emission: the parsed target, the optimised clone and its target machine, with
  * the context's diagnostic handler redirected into diag until end_emit. */
 typedef struct emit_state {
-  kl_codegen_target t;
+  llvm_target t;
   LLVMModuleRef clone;
   LLVMTargetMachineRef tm;
   LLVMContextRef ctx;
@@ -399,16 +391,16 @@ static kl_status diag_check(emit_state *s, const char *stage, char *err, size_t 
 /* Parses the target, applies option features, verifies, clones, prepares and
  * optimises the module. On failure everything is released (end_emit is done). */
 static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, const kl_codegen_opts *opts,
-                            kl_target_kind want, bool optimize, char *err, size_t errlen) {
+                            const kl_arch *want, bool optimize, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   if (!m) {
     cg_err(err, errlen, "codegen: no module");
     return KL_ERR;
   }
-  kl_codegen_target *t = &s->t;
-  if (kl_codegen_target_parse(target, t, err, errlen) != KL_OK) return KL_ERR;
-  if (want != KL_TARGET_UNKNOWN && t->kind != want) {
-    cg_err(err, errlen, "target '%s' is not an %s target", target, kl_target_kind_name(want));
+  llvm_target *t = &s->t;
+  if (resolve_target(target, t, err, errlen) != KL_OK) return KL_ERR;
+  if (want && t->desc->arch != *want) {
+    cg_err(err, errlen, "target '%s' is not an %s target", target, kl_arch_name(*want));
     return KL_ERR;
   }
   if (opts && opts->features) {
@@ -427,7 +419,7 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
     return KL_ERR;
   }
   LLVMDisposeMessage(msg);
-  s->tm = want == KL_TARGET_HOST ? create_host_object_tm(t, level, err, errlen) : kl_codegen_create_tm(t, level, err, errlen);
+  s->tm = want && *want == KL_ARCH_HOST ? create_host_object_tm(t, level, err, errlen) : create_tm(t, level, err, errlen);
   if (!s->tm) return KL_ERR;
   /* LLVM's default diagnostic handler calls exit(1) on errors (e.g. too much LDS). */
   s->ctx = LLVMGetModuleContext(m);
@@ -435,8 +427,8 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
   s->old_diag_ctx = LLVMContextGetDiagnosticContext(s->ctx);
   kl_llvm_diag_install(s->ctx, &s->diag);
   s->clone = LLVMCloneModule(m);
-  if (kl_codegen_prepare_module(s->clone, t, s->tm, err, errlen) != KL_OK) goto fail;
-  if (t->kind == KL_TARGET_AMDGPU && check_amdgpu_intrinsics(s->clone, t->name, err, errlen) != KL_OK) goto fail;
+  if (prepare_module(s->clone, t, s->tm, err, errlen) != KL_OK) goto fail;
+  if (t->desc->arch == KL_ARCH_AMDGPU && check_amdgpu_intrinsics(s->clone, t->name, err, errlen) != KL_OK) goto fail;
   if (optimize && kl_codegen_optimize(s->clone, s->tm, level, err, errlen) != KL_OK) goto fail;
   if (diag_check(s, "optimisation", err, errlen) != KL_OK) goto fail;
   return KL_OK;
@@ -458,9 +450,8 @@ static kl_status emit_to_binary(emit_state *s, LLVMCodeGenFileType ft, kl_binary
     LLVMDisposeMemoryBuffer(buf);
     return KL_ERR;
   }
-  kl_target_kind kind = s->t.kind;
   size_t n = LLVMGetBufferSize(buf);
-  out->kind = kind;
+  out->arch = s->t.desc->arch;
   out->size = n;
   out->data = kl_xmalloc(n + 1);
   memcpy(out->data, LLVMGetBufferStart(buf), n);
@@ -473,7 +464,8 @@ kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl
                                    kl_binary *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   emit_state s;
-  if (begin_emit(&s, m, target, opts, KL_TARGET_AMDGPU, true, err, errlen) != KL_OK) return KL_ERR;
+  static const kl_arch amdgpu = KL_ARCH_AMDGPU;
+  if (begin_emit(&s, m, target, opts, &amdgpu, true, err, errlen) != KL_OK) return KL_ERR;
   kl_status st = emit_to_binary(&s, LLVMObjectFile, out, err, errlen);
   end_emit(&s);
   return st;
@@ -556,7 +548,7 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
     cg_err(err, errlen, "hsaco link: cannot read back %s: %s", out_path, strerror(errno));
     st = KL_ERR;
   }
-  out->kind = KL_TARGET_AMDGPU;
+  out->arch = KL_ARCH_AMDGPU;
   unlink(in_path);
   unlink(out_path);
   return st;
@@ -568,7 +560,8 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
 static kl_status emit_host_object(LLVMModuleRef m, const kl_codegen_opts *opts, kl_binary *out, char *err,
                                   size_t errlen) {
   emit_state s;
-  if (begin_emit(&s, m, "host", opts, KL_TARGET_HOST, true, err, errlen) != KL_OK) return KL_ERR;
+  static const kl_arch host = KL_ARCH_HOST;
+  if (begin_emit(&s, m, "host", opts, &host, true, err, errlen) != KL_OK) return KL_ERR;
   kl_status st = emit_to_binary(&s, LLVMObjectFile, out, err, errlen);
   end_emit(&s);
   return st;
@@ -577,26 +570,26 @@ static kl_status emit_host_object(LLVMModuleRef m, const kl_codegen_opts *opts, 
 kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
                           char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
-  switch (kl_target_kind_of(target)) {
-  case KL_TARGET_HOST:
+  const kl_target *t = kl_codegen_target_lookup(target, err, errlen);
+  if (!t) return KL_ERR;
+  switch (t->arch) {
+  case KL_ARCH_HOST:
     return emit_host_object(m, opts, out, err, errlen);
-  case KL_TARGET_AMDGPU: {
+  case KL_ARCH_AMDGPU: {
     kl_binary obj;
     if (kl_codegen_amdgpu_object(m, target, opts, &obj, err, errlen) != KL_OK) return KL_ERR;
     kl_status st = kl_codegen_link_hsaco(obj.data, obj.size, out, err, errlen);
     kl_binary_free(&obj);
     return st;
   }
-  case KL_TARGET_NVPTX: {
+  case KL_ARCH_NVPTX:
+  default: {
+    static const kl_arch nvptx = KL_ARCH_NVPTX;
     emit_state s;
-    if (begin_emit(&s, m, target, opts, KL_TARGET_NVPTX, true, err, errlen) != KL_OK) return KL_ERR;
+    if (begin_emit(&s, m, target, opts, &nvptx, true, err, errlen) != KL_OK) return KL_ERR;
     kl_status st = emit_to_binary(&s, LLVMAssemblyFile, out, err, errlen);
     end_emit(&s);
     return st;
-  }
-  default: {
-    kl_codegen_target t;
-    return kl_codegen_target_parse(target, &t, err, errlen); /* reports the unknown name */
   }
   }
 }
@@ -605,7 +598,7 @@ kl_status kl_codegen_emit_asm(LLVMModuleRef m, const char *target, const kl_code
                               char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   emit_state s;
-  if (begin_emit(&s, m, target, opts, KL_TARGET_UNKNOWN, true, err, errlen) != KL_OK) return KL_ERR;
+  if (begin_emit(&s, m, target, opts, NULL, true, err, errlen) != KL_OK) return KL_ERR;
   kl_status st = emit_to_binary(&s, LLVMAssemblyFile, out, err, errlen);
   end_emit(&s);
   return st;

@@ -1,7 +1,13 @@
 /* codegen_target.h — turn an LLVM module into a loadable binary for one target.
- * Contract: targets are named by strings: "host", an AMDGPU chip ("gfx908", "gfx90a",
- * "gfx942", "gfx1030", "gfx1100", …, optionally with HIP-style feature suffixes such as
- * "gfx90a:sramecc+:xnack-") or an NVIDIA arch ("sm_80", "sm_90", "sm_90a", …).
+ * Contract: targets are named by strings and looked up in core's target table
+ * (core/target.h, kl_target_lookup_emit: the compile targets plus the chips code can be
+ * emitted for): "host", an AMDGPU chip ("gfx908", "gfx90a", "gfx942", "gfx1030",
+ * "gfx1100", …, optionally with HIP-style feature suffixes such as
+ * "gfx90a:sramecc+:xnack-") or an NVIDIA arch ("sm_80", "sm_90", "sm_90a", …). The
+ * row's arch, triple, cpu and LLVM features are used as they are (an AMDGPU suffix's
+ * features replace the row's; kl_codegen_opts.features replace both); the host row's
+ * are "": the host's triple, CPU and features are detected at run time. This file
+ * keeps only what is about LLVM (target machines, emission, linking).
  *   host   -> an ELF relocatable object for the host triple and CPU (its name and
  *             features), optimised at O3, PIC, the JIT code model: what the host device
  *             links into the process (runtime/device_host_loader.h)
@@ -23,17 +29,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 #include "core/context.h" /* kl_status */
-
-typedef enum { KL_TARGET_UNKNOWN = 0, KL_TARGET_HOST, KL_TARGET_AMDGPU, KL_TARGET_NVPTX } kl_target_kind;
-
-/* A parsed target name. */
-typedef struct kl_codegen_target {
-  kl_target_kind kind;
-  char name[64];      /* the chip / arch without feature suffixes: "gfx90a", "sm_90", "host" */
-  char triple[64];    /* "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda", the host triple */
-  char cpu[64];       /* LLVM CPU name: the chip, the sm, or the host CPU */
-  char features[4096]; /* LLVM feature string ("+sramecc,-xnack", "+ptx80", host features) */
-} kl_codegen_target;
+#include "core/target.h"  /* kl_arch, kl_target */
 
 /* Options for emission; pass NULL for the defaults (O3, default features). */
 typedef struct kl_codegen_opts {
@@ -42,7 +38,7 @@ typedef struct kl_codegen_opts {
 } kl_codegen_opts;
 
 typedef struct kl_binary {
-  kl_target_kind kind;
+  kl_arch arch;
   void *data;  /* malloc'd; for PTX text a NUL follows the data (not counted in size) */
   size_t size;
 } kl_binary;
@@ -50,22 +46,17 @@ typedef struct kl_binary {
 void kl_llvm_init_targets(void);
 void kl_binary_free(kl_binary *b);
 
-/* Name helpers. kl_target_kind_of never fails (KL_TARGET_UNKNOWN for unknown names). */
-kl_target_kind kl_target_kind_of(const char *target);
-const char *kl_target_kind_name(kl_target_kind k); /* "host", "amdgpu", "nvptx", "unknown" */
-kl_status kl_codegen_target_parse(const char *target, kl_codegen_target *out, char *err, size_t errlen);
+/* The binary format codegen emits for an arch: "host-object", "hsaco", "ptx". */
+const char *kl_binary_format_name(kl_arch a);
+/* The row of core's table a target name (with any feature suffix) names, or NULL plus
+ * the "unknown target" message. */
+const kl_target *kl_codegen_target_lookup(const char *target, char *err, size_t errlen);
 /* The LLVM triple and data layout string for a target (what the compiler should set on
  * the modules it builds). dl is malloc'd (caller frees); triple_out has >= 64 bytes. */
 kl_status kl_codegen_target_layout(const char *target, char *triple_out, char **dl, char *err, size_t errlen);
 
-/* A target machine for the target (caller disposes with LLVMDisposeTargetMachine). */
-LLVMTargetMachineRef kl_codegen_create_tm(const kl_codegen_target *t, int opt_level, char *err, size_t errlen);
 /* Runs the "default<On>" pipeline (loop and SLP vectorisation on) on m, in place. */
 kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *err, size_t errlen);
-/* Sets an empty triple / data layout of m for the target, or checks that the present
- * ones match. Modifies m. */
-kl_status kl_codegen_prepare_module(LLVMModuleRef m, const kl_codegen_target *t, LLVMTargetMachineRef tm,
-                                    char *err, size_t errlen);
 
 /* The binary for the target (see the contract above). */
 kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,

@@ -1,8 +1,15 @@
-/* target.h — target descriptors: one table for every target kiln compiles for.
+/* target.h — target descriptors: the one table of every target kiln knows.
  * Contract: kl_target_lookup("gfx942") returns a static, immutable descriptor (or
- * NULL); passes read the fields (never the name) to make decisions. "host" is the CPU
- * target: workgroups of one thread (the thread tile is the whole block tile), no
- * matrix unit, LDS = a per-workgroup local array. */
+ * NULL) of a target kiln compiles for (the full descriptor: wave size, LDS, limits,
+ * matrix instructions); passes read the fields (never the name) to make decisions.
+ * "host" is the CPU target: workgroups of one thread (the thread tile is the whole
+ * block tile), no matrix unit, LDS = a per-workgroup local array; its triple, cpu and
+ * features are "" (codegen detects the host's at run time).
+ * The same table also lists the chips code can only be emitted for (codegen, e.g. a
+ * device's own arch "gfx906" or "sm_86"): kl_target_lookup_emit finds those too; their
+ * rows carry only name, arch, triple, cpu and features (emit_only, the rest 0), and
+ * kl_target_lookup / kl_target_count / kl_target_at never return them.
+ * kl_arch is the one architecture enum of kiln (codegen, binaries, bundles, devices). */
 #ifndef KL_TARGET_H
 #define KL_TARGET_H
 #include <stdbool.h>
@@ -33,11 +40,18 @@ typedef struct kl_target {
   kl_accel accel;
   int ninstrs;
   const kl_accel_instr *instrs;
+  bool emit_only;           /* a chip codegen emits for that kiln does not compile for */
 } kl_target;
 
+/* Compile targets only (what kl_compile accepts, kiln.targets() lists). */
 const kl_target *kl_target_lookup(const char *name);
 int kl_target_count(void);
 const kl_target *kl_target_at(int i);
+/* Any row, compile target or emit-only chip, by exact name ("gfx90a", not
+ * "gfx90a:xnack-"), or NULL. */
+const kl_target *kl_target_lookup_emit(const char *name);
+/* "host", "amdgpu", "nvptx" (the arch names of bundles and kiln.targets()). */
+const char *kl_arch_name(kl_arch a);
 /* The matrix instruction for an input element type name, or NULL. */
 const kl_accel_instr *kl_target_accel_for(const kl_target *t, const char *in_type);
 #endif

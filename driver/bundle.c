@@ -19,36 +19,8 @@
  * errors (a missing input, a wrong layout) at the user's original source lines. */
 #define IR_FLAGS (KL_PRINT_GENERIC | KL_PRINT_LOCS)
 
-static const char *arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }
-static const char *format_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "hsaco" : a == KL_ARCH_NVPTX ? "ptx" : "host-object"; }
 
 /* ---------------------------------------------------------------- saving ---- */
-typedef struct save_mem {   /* what the descriptions point to, freed after encoding */
-  void **ptrs; int n;
-} save_mem;
-static void *keep(save_mem *m, void *p) {
-  m->ptrs = kl_xrealloc(m->ptrs, (size_t)(m->n + 1) * sizeof *m->ptrs);
-  m->ptrs[m->n++] = p;
-  return p;
-}
-
-static kl_status tensor_desc(const kl_type *t, kl_bundle_tensor *out, save_mem *m, char *err, size_t errlen, const char *what) {
-  const kl_type *elem = kl_type_is_shaped(t) ? t->elem : t;
-  const char *en = kl_scalar_name(elem->kind);
-  if (!en) { snprintf(err, errlen, "save: %s has type %s, which a bundle cannot describe", what, kl_type_str(t)); return KL_ERR; }
-  out->type = kl_type_str(t);
-  out->elem = en;
-  out->elem_bytes = (kl_type_bits(elem) + 7) / 8;
-  out->rank = kl_type_is_shaped(t) ? t->rank : 0;
-  int64_t *shape = keep(m, kl_xcalloc(out->rank + 1, sizeof *shape));
-  int64_t *strides = keep(m, kl_xcalloc(out->rank + 1, sizeof *strides));
-  for (int i = 0; i < out->rank; i++) shape[i] = t->shape[i];
-  if (out->rank && t->strides) for (int i = 0; i < out->rank; i++) strides[i] = t->strides[i];
-  else kl_row_major_strides(out->rank, shape, strides);
-  out->shape = shape; out->strides = strides;
-  return KL_OK;
-}
-
 static kl_op *find_kernel(kl_op *module, const char *name) {
   for (kl_op *o = kl_module_body(module)->first; o; o = o->next) {
     const char *s = kl_is_kernel(o) ? kl_op_attr_string(o, "sym_name") : NULL;
@@ -57,80 +29,20 @@ static kl_op *find_kernel(kl_op *module, const char *name) {
   return NULL;
 }
 
-static int64_t span_elems(const kl_bundle_tensor *t) {
-  int64_t span = 1;
-  for (int i = 0; i < t->rank; i++) { if (t->shape[i] == 0) return 0; span += (t->shape[i] - 1) * t->strides[i]; }
-  return span;
-}
-
-static kl_status describe_target(const kl_program *p, const char *name, kl_bundle_target *T, save_mem *m, char *err, size_t errlen) {
-  const kl_target *desc = kl_target_lookup(name);
+/* A target's plan as the program holds it, plus its module's IR text (malloc'd in *ir). */
+static kl_status describe_target(const kl_program *p, const char *name, kl_bundle_target *T, char **ir, char *err, size_t errlen) {
+  const kl_bundle_target *plan = kl_program_plan(p, name);
   kl_op *module = kl_program_module(p, name);
-  if (!desc || !module) { snprintf(err, errlen, "save: target '%s' has no compiled module", name); return KL_ERR; }
-  T->name = name;
-  T->arch = arch_name(desc->arch);
-  T->binary_format = format_name(desc->arch);
-  char *ir = keep(m, kl_print_op(module, IR_FLAGS));
-  T->ir = ir; T->ir_size = strlen(ir);
+  if (!plan || !module) { snprintf(err, errlen, "save: target '%s' has no compiled module", name); return KL_ERR; }
   char what[256];
-  T->nkernels = kl_program_nkernels(p, name);
-  kl_bundle_kernel *ks = keep(m, kl_xcalloc(T->nkernels + 1, sizeof *ks));
-  T->kernels = ks;
-  for (int k = 0; k < T->nkernels; k++) {
-    const kl_kernel_info *ki = kl_program_kernel(p, name, k);
-    const kl_binary_info *bi = kl_program_binary(p, name, ki->name);
-    kl_op *f = find_kernel(module, ki->name);
-    kl_block *body = f ? f->regions[0].first : NULL;
-    if (!bi || !body || body->nargs != ki->nargs) { snprintf(err, errlen, "save: target '%s': kernel %s is incomplete", name, ki->name); return KL_ERR; }
-    kl_bundle_kernel *K = &ks[k];
-    K->name = ki->name; K->kind = ki->kind ? ki->kind : ""; K->perf_config = ki->perf_config ? ki->perf_config : "";
-    K->grid[0] = ki->grid_size; K->grid[1] = K->grid[2] = 1;
-    K->block[0] = ki->block_size; K->block[1] = K->block[2] = 1;
-    K->lds_bytes = ki->lds_bytes;
-    K->nargs = ki->nargs; K->ninputs = ki->ninputs;
-    K->binary = bi->data; K->binary_size = bi->size;
-    kl_bundle_arg *as = keep(m, kl_xcalloc(ki->nargs + 1, sizeof *as));
-    for (int a = 0; a < ki->nargs; a++) {
-      snprintf(what, sizeof what, "kernel %s argument %d", ki->name, a);
-      as[a].name = ki->arg_names[a] ? ki->arg_names[a] : "";
-      if (tensor_desc(body->args[a]->type, &as[a].t, m, err, errlen, what) != KL_OK) return KL_ERR;
-    }
-    K->args = as;
+  const char *type = NULL;
+  *T = *plan;
+  if (kl_plan_describable(plan, what, sizeof what, &type) != KL_OK) {
+    snprintf(err, errlen, "save: %s has type %s, which a bundle cannot describe", what, type);
+    return KL_ERR;
   }
-  T->nslots = kl_program_nslots(p, name);
-  kl_bundle_slot *ss = keep(m, kl_xcalloc(T->nslots + 1, sizeof *ss));
-  T->slots = ss;
-  for (int s = 0; s < T->nslots; s++) {
-    const char *kind = NULL, *pname = NULL;
-    kl_program_slot(p, name, s, &kind, &pname);
-    ss[s].kind = !strcmp(kind, "param") ? KL_BUNDLE_PARAM : !strcmp(kind, "constant") ? KL_BUNDLE_CONSTANT : KL_BUNDLE_RESULT;
-    ss[s].name = ss[s].kind == KL_BUNDLE_PARAM ? pname : "";
-    snprintf(what, sizeof what, "slot %d", s);
-    if (tensor_desc(kl_program_slot_type(p, name, s), &ss[s].t, m, err, errlen, what) != KL_OK) return KL_ERR;
-    if (ss[s].kind == KL_BUNDLE_CONSTANT) {
-      const kl_tensor *c = kl_program_slot_constant(p, name, s);
-      int64_t span = span_elems(&ss[s].t);
-      size_t bytes = (size_t)span * (size_t)ss[s].t.elem_bytes;
-      if (!c || (size_t)kl_dtype_size(c->dtype) != (size_t)ss[s].t.elem_bytes ||
-          (size_t)(c->offset + span) * kl_dtype_size(c->dtype) > c->nbytes) {
-        snprintf(err, errlen, "save: target '%s': constant slot %d does not match its type %s", name, s, ss[s].t.type);
-        return KL_ERR;
-      }
-      ss[s].data = (const char *)c->data + c->offset * (int64_t)kl_dtype_size(c->dtype);
-      ss[s].data_size = bytes;
-    }
-  }
-  T->nsteps = kl_program_nsteps(p, name);
-  kl_bundle_step *st = keep(m, kl_xcalloc(T->nsteps + 1, sizeof *st));
-  T->steps = st;
-  for (int i = 0; i < T->nsteps; i++) {
-    const kl_plan_step *ps = kl_program_step(p, name, i);
-    st[i] = (kl_bundle_step){ KL_BUNDLE_LAUNCH, ps->kernel, ps->nargs, ps->args };
-  }
-  T->noutputs = kl_program_noutputs(p, name);
-  int *outs = keep(m, kl_xcalloc(T->noutputs + 1, sizeof *outs));
-  for (int i = 0; i < T->noutputs; i++) outs[i] = kl_program_output_slot(p, name, i);
-  T->outputs = outs;
+  *ir = kl_print_op(module, IR_FLAGS);
+  T->ir = *ir; T->ir_size = strlen(*ir);
   return KL_OK;
 }
 
@@ -138,12 +50,12 @@ kl_status kl_program_save_memory(const kl_program *p, void **out, size_t *size, 
   *out = NULL; *size = 0;
   int nt = kl_program_ntargets(p);
   kl_bundle_target *ts = kl_xcalloc(nt + 1, sizeof *ts);
-  save_mem m = {0};
+  char **irs = kl_xcalloc(nt + 1, sizeof *irs);
   kl_status st = KL_OK;
-  for (int t = 0; t < nt && st == KL_OK; t++) st = describe_target(p, kl_program_target(p, t), &ts[t], &m, err, errlen);
+  for (int t = 0; t < nt && st == KL_OK; t++) st = describe_target(p, kl_program_target(p, t), &ts[t], &irs[t], err, errlen);
   if (st == KL_OK && kl_bundle_encode(nt, ts, PRODUCER, out, size, err, errlen) != 0) st = KL_ERR;
-  for (int i = 0; i < m.n; i++) free(m.ptrs[i]);
-  free(m.ptrs);
+  for (int t = 0; t < nt; t++) free(irs[t]);
+  free(irs);
   free(ts);
   return st;
 }
@@ -175,101 +87,20 @@ kl_status kl_program_save(const kl_program *p, const char *path, char *err, size
 /* ---------------------------------------------------------------- loading ---- */
 static void chomp(char *s) { size_t n = strlen(s); while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = 0; }
 
-static kl_status check_plan(const kl_program *p, const kl_bundle_target *T, char *why, size_t n) {
-  const char *t = T->name;
-  if (kl_program_nslots(p, t) != T->nslots) { snprintf(why, n, "%d slots in the IR, %d in the plan section", kl_program_nslots(p, t), T->nslots); return KL_ERR; }
-  for (int s = 0; s < T->nslots; s++) {
-    const kl_bundle_slot *S = &T->slots[s];
-    const char *kind = NULL, *name = NULL;
-    const char *type = kl_program_slot(p, t, s, &kind, &name);
-    const char *bk = S->kind == KL_BUNDLE_PARAM ? "param" : S->kind == KL_BUNDLE_CONSTANT ? "constant" : "result";
-    if (strcmp(kind, bk)) { snprintf(why, n, "slot %d is a %s in the IR, a %s in the plan section", s, kind, bk); return KL_ERR; }
-    if (S->kind == KL_BUNDLE_PARAM && strcmp(name, S->name)) { snprintf(why, n, "slot %d is param '%s' in the IR, '%s' in the plan section", s, name, S->name); return KL_ERR; }
-    if (strcmp(type, S->t.type)) { snprintf(why, n, "slot %d has type %s in the IR, %s in the plan section", s, type, S->t.type); return KL_ERR; }
-    if (S->kind == KL_BUNDLE_CONSTANT && S->data_size) {
-      const kl_tensor *c = kl_program_slot_constant(p, t, s);
-      const char *d = c ? (const char *)c->data + c->offset * (int64_t)kl_dtype_size(c->dtype) : NULL;
-      if (!d || (size_t)c->offset * kl_dtype_size(c->dtype) + S->data_size > c->nbytes || memcmp(d, S->data, S->data_size)) {
-        snprintf(why, n, "the data of constant slot %d differs between the IR and the constant section", s);
-        return KL_ERR;
-      }
-    }
-  }
-  if (kl_program_nsteps(p, t) != T->nsteps) { snprintf(why, n, "%d launches in the IR, %d in the plan section", kl_program_nsteps(p, t), T->nsteps); return KL_ERR; }
-  for (int i = 0; i < T->nsteps; i++) {
-    const kl_plan_step *ps = kl_program_step(p, t, i);
-    const kl_bundle_step *bs = &T->steps[i];
-    const kl_kernel_info *k = kl_program_kernel(p, t, ps->kernel);
-    if (strcmp(k->name, T->kernels[bs->kernel].name) || ps->nargs != bs->nargs) {
-      snprintf(why, n, "step %d launches %s in the IR, %s in the plan section", i, k->name, T->kernels[bs->kernel].name);
-      return KL_ERR;
-    }
-    for (int a = 0; a < ps->nargs; a++)
-      if (ps->args[a] != bs->args[a]) { snprintf(why, n, "step %d argument %d is slot %d in the IR, slot %d in the plan section", i, a, ps->args[a], bs->args[a]); return KL_ERR; }
-  }
-  if (kl_program_noutputs(p, t) != T->noutputs) { snprintf(why, n, "%d outputs in the IR, %d in the plan section", kl_program_noutputs(p, t), T->noutputs); return KL_ERR; }
-  for (int i = 0; i < T->noutputs; i++)
-    if (kl_program_output_slot(p, t, i) != T->outputs[i]) { snprintf(why, n, "output %d is slot %d in the IR, slot %d in the plan section", i, kl_program_output_slot(p, t, i), T->outputs[i]); return KL_ERR; }
-  return KL_OK;
-}
-
-/* A plan tensor (element type, shape, strides) against the IR type it describes. */
-static kl_status tensor_agrees(const kl_type *t, const kl_bundle_tensor *bt, const char *what, char *why, size_t n) {
-  save_mem m = {0};
-  kl_bundle_tensor d;
-  char e[256];
-  kl_status st = tensor_desc(t, &d, &m, e, sizeof e, what);
-  if (st != KL_OK) snprintf(why, n, "%s", e);
-  else if (strcmp(d.type, bt->type)) { snprintf(why, n, "%s has type %s in the IR, %s in the plan section", what, d.type, bt->type); st = KL_ERR; }
-  else if (strcmp(d.elem, bt->elem) || d.rank != bt->rank) { snprintf(why, n, "%s: the element type or rank differs from its type %s", what, d.type); st = KL_ERR; }
-  for (int i = 0; st == KL_OK && i < d.rank; i++)
-    if (d.shape[i] != bt->shape[i] || d.strides[i] != bt->strides[i]) {
-      snprintf(why, n, "%s: dimension %d is %lld (stride %lld) in the IR type %s, %lld (stride %lld) in the plan section", what, i,
-               (long long)d.shape[i], (long long)d.strides[i], d.type, (long long)bt->shape[i], (long long)bt->strides[i]);
-      st = KL_ERR;
-    }
-  for (int i = 0; i < m.n; i++) free(m.ptrs[i]);
-  free(m.ptrs);
-  return st;
-}
-
-/* One kernel of the plan section against its func in the IR, which is authoritative: the
- * launch sizes (grid, block, LDS bytes: the ones the kernel was compiled for, within the
- * target's limits), kind, perf config, argument names and layouts. */
-static kl_status kernel_agrees(const kl_target *desc, kl_op *f, const kl_bundle_kernel *K, char *why, size_t n) {
+/* A kernel func of the IR within the target's limits: the launch sizes it was compiled
+ * for (what the plan, rebuilt from the IR, launches it with). */
+static kl_status kernel_in_limits(const kl_target *desc, kl_op *f, const char *name, char *why, size_t n) {
   int64_t grid = 1, block = 1, lds = kl_kernel_lds_bytes(f);
   kl_op_attr_i64(f, "grid_size", &grid);
   kl_op_attr_i64(f, "block_size", &block);
-  if (grid < 1 || grid > 0x7fffffff) { snprintf(why, n, "kernel %s: grid_size %lld in the IR is out of range (1..2^31-1)", K->name, (long long)grid); return KL_ERR; }
+  if (grid < 1 || grid > 0x7fffffff) { snprintf(why, n, "kernel %s: grid_size %lld in the IR is out of range (1..2^31-1)", name, (long long)grid); return KL_ERR; }
   if (block < 1 || block > desc->max_workgroup_size) {
-    snprintf(why, n, "kernel %s: block_size %lld in the IR is out of range for target '%s' (1..%d)", K->name, (long long)block, desc->name, desc->max_workgroup_size);
+    snprintf(why, n, "kernel %s: block_size %lld in the IR is out of range for target '%s' (1..%d)", name, (long long)block, desc->name, desc->max_workgroup_size);
     return KL_ERR;
   }
   if (lds > desc->lds_bytes) {
-    snprintf(why, n, "kernel %s declares %lld LDS bytes in the IR, more than target '%s' has (%lld)", K->name, (long long)lds, desc->name, (long long)desc->lds_bytes);
+    snprintf(why, n, "kernel %s declares %lld LDS bytes in the IR, more than target '%s' has (%lld)", name, (long long)lds, desc->name, (long long)desc->lds_bytes);
     return KL_ERR;
-  }
-  if (K->grid[0] != grid || K->block[0] != block || K->lds_bytes != lds) {
-    snprintf(why, n, "kernel %s launches with grid [%lld,%lld,%lld], block [%lld,%lld,%lld], %lld LDS bytes in the plan section; "
-             "the IR says grid %lld, block %lld, %lld LDS bytes", K->name, (long long)K->grid[0], (long long)K->grid[1], (long long)K->grid[2],
-             (long long)K->block[0], (long long)K->block[1], (long long)K->block[2], (long long)K->lds_bytes, (long long)grid, (long long)block, (long long)lds);
-    return KL_ERR;
-  }
-  const char *kind = kl_op_attr_string(f, "kind"), *pc = kl_op_attr_string(f, "perf_config");
-  if (strcmp(kind ? kind : "", K->kind) || strcmp(pc ? pc : "", K->perf_config)) {
-    snprintf(why, n, "kernel %s is a '%s' kernel with perf config '%s' in the IR, '%s' with '%s' in the plan section", K->name, kind ? kind : "",
-             pc ? pc : "", K->kind, K->perf_config);
-    return KL_ERR;
-  }
-  kl_block *body = f->regions[0].first;
-  if (!body || body->nargs != K->nargs) { snprintf(why, n, "kernel %s takes %d arguments in the IR, %d in the plan section", K->name, body ? body->nargs : 0, K->nargs); return KL_ERR; }
-  const kl_attr *names = kl_op_attr(f, "arg_names");
-  for (int a = 0; a < K->nargs; a++) {
-    const char *nm = (names && names->kind == KL_AT_ARRAY && a < names->n && names->elems[a]->kind == KL_AT_STR) ? names->elems[a]->s : "";
-    char what[160];
-    snprintf(what, sizeof what, "kernel %s argument %d", K->name, a);
-    if (strcmp(nm, K->args[a].name)) { snprintf(why, n, "%s is named '%s' in the IR, '%s' in the plan section", what, nm, K->args[a].name); return KL_ERR; }
-    if (tensor_agrees(body->args[a]->type, &K->args[a].t, what, why, n) != KL_OK) return KL_ERR;
   }
   return KL_OK;
 }
@@ -359,9 +190,9 @@ kl_program *kl_program_from_bundle(kl_ctx *ctx, const kl_bundle *b, const char *
       kl_sb_free(&sb);
       goto done;
     }
-    if (strcmp(arch_name(desc->arch), T->arch) || strcmp(format_name(desc->arch), T->binary_format)) {
+    if (strcmp(kl_arch_name(desc->arch), T->arch) || strcmp(kl_binary_format_name(desc->arch), T->binary_format)) {
       snprintf(err, errlen, "load: %s: target '%s' is %s with %s binaries, the bundle says %s with %s binaries", where, T->name,
-               arch_name(desc->arch), format_name(desc->arch), T->arch, T->binary_format);
+               kl_arch_name(desc->arch), kl_binary_format_name(desc->arch), T->arch, T->binary_format);
       goto done;
     }
     char fname[512];
@@ -384,60 +215,40 @@ kl_program *kl_program_from_bundle(kl_ctx *ctx, const kl_bundle *b, const char *
         goto done;
       }
       kl_op *f = find_kernel(module, K->name);
-      if (f && kernel_agrees(desc, f, K, msg, sizeof msg) != KL_OK) {
+      if (f && kernel_in_limits(desc, f, K->name, msg, sizeof msg) != KL_OK) {
         snprintf(err, errlen, "load: %s: target '%s': the plan section disagrees with the IR: %s", where, T->name, msg);
         goto done;
       }
+    }
+    /* the plan the IR makes (authoritative) must be the plan section, before any binary
+     * is looked at */
+    kl_plan ir_plan;
+    kl_status pst = kl_plan_build(&ir_plan, module, T->name, desc, msg, sizeof msg);
+    if (pst == KL_OK) pst = kl_plan_compare(&ir_plan.t, T, msg, sizeof msg);
+    kl_plan_free(&ir_plan);
+    if (pst != KL_OK) {
+      snprintf(err, errlen, "load: %s: target '%s': the plan section disagrees with the IR: %s", where, T->name, msg);
+      goto done;
+    }
+    for (int k = 0; k < T->nkernels; k++) {
+      const kl_bundle_kernel *K = &T->kernels[k];
+      kl_op *f = find_kernel(module, K->name);
       if (f && ((desc->arch == KL_ARCH_HOST && host_binary_agrees(ctx, desc, f, T, K, msg, sizeof msg) != KL_OK) ||
                 (desc->arch == KL_ARCH_AMDGPU && hsaco_agrees(T, K, f, msg, sizeof msg) != KL_OK))) {
         snprintf(err, errlen, "load: %s: target '%s': %s", where, T->name, msg);
         goto done;
       }
       kl_kernel_info *ki = &kinfos[t][k];
-      ki->name = K->name; ki->kind = K->kind; ki->perf_config = K->perf_config;
-      ki->grid_size = K->grid[0]; ki->block_size = K->block[0]; ki->lds_bytes = K->lds_bytes;
+      ki->name = K->name;
       ki->nargs = K->nargs; ki->ninputs = K->ninputs;
-      ki->arg_names = kl_xcalloc(K->nargs + 1, sizeof *ki->arg_names);
-      ki->arg_types = kl_xcalloc(K->nargs + 1, sizeof *ki->arg_types);
-      for (int a = 0; a < K->nargs; a++) { ki->arg_names[a] = K->args[a].name; ki->arg_types[a] = K->args[a].t.type; }
       bins[t][k] = (kl_binary_info){ T->name, K->binary, K->binary_size };
     }
     parts[t] = (kl_program_part){ T->name, module, T->nkernels, kinfos[t], bins[t] };
   }
   p = kl_program_assemble(ctx, nt, parts, msg, sizeof msg);
   if (!p) { snprintf(err, errlen, "load: %s: %s", where, msg); goto done; }
-  for (int t = 0; t < nt; t++) {
-    const kl_bundle_target *T = kl_bundle_target_at(b, t);
-    /* the kernel argument types of the bundle must be those of the module's kernel funcs */
-    for (int k = 0; k < T->nkernels; k++) {
-      const kl_kernel_info *ki = kl_program_kernel(p, T->name, k);
-      const kl_bundle_kernel *K = kl_bundle_find_kernel(T, ki->name);
-      kl_op *f = find_kernel(kl_program_module(p, T->name), ki->name);
-      for (int a = 0; K && f && a < K->nargs; a++)
-        if (strcmp(kl_type_str(f->regions[0].first->args[a]->type), K->args[a].t.type)) {
-          snprintf(msg, sizeof msg, "kernel %s argument %d has type %s in the IR, %s in the plan section", ki->name, a,
-                   kl_type_str(f->regions[0].first->args[a]->type), K->args[a].t.type);
-          goto mismatch;
-        }
-      if (K && K->ninputs != ki->ninputs) {
-        snprintf(msg, sizeof msg, "kernel %s has %d inputs in the IR, %d in the plan section", ki->name, ki->ninputs, K->ninputs);
-        goto mismatch;
-      }
-    }
-    if (check_plan(p, T, msg, sizeof msg) != KL_OK) goto mismatch;
-    continue;
-  mismatch:
-    snprintf(err, errlen, "load: %s: target '%s': the plan section disagrees with the IR: %s", where, T->name, msg);
-    kl_program_release(p);
-    p = NULL;
-    goto done;
-  }
 done:
-  for (int t = 0; t < nt; t++) {
-    if (kinfos[t])
-      for (int k = 0; k < kl_bundle_target_at(b, t)->nkernels; k++) { free(kinfos[t][k].arg_names); free(kinfos[t][k].arg_types); }
-    free(kinfos[t]); free(bins[t]);
-  }
+  for (int t = 0; t < nt; t++) { free(kinfos[t]); free(bins[t]); }
   free(kinfos); free(bins); free(parts);
   return p;
 }

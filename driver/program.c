@@ -1,5 +1,5 @@
-/* program.c — compile driver (pipeline per target, lowering, binaries), plans, the
- * in-memory compile cache and the executor. */
+/* program.c — compile driver (pipeline per target, lowering, binaries), the
+ * in-memory compile cache and the executor of host plans (driver/plan.h). */
 #include "driver/program.h"
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-typedef struct slot_info { const char *kind, *name; const kl_type *type; kl_tensor *constant; } slot_info;
 
 /* The kernels of one variant loaded on one device. It watches the device: when the
  * device is destroyed first, loaded_device_gone unloads the modules and drops the entry
@@ -31,11 +29,9 @@ typedef struct variant {
   const char *target;
   const kl_target *desc;
   kl_op *module;               /* compiled module (context arena) */
-  kl_op *plan;                 /* the graph func after the pipeline */
+  kl_op *graph;                /* the graph func after the pipeline (the plan's IR) */
+  kl_plan plan;                /* the host plan (driver/plan.h); its kernels are those below, in order */
   int nkernels; kl_kernel_info *kernels; kl_binary *bins; kl_binary_info *bin_info;
-  int nslots; slot_info *slots;
-  int nsteps; kl_plan_step *steps;
-  int noutputs; int *outputs;
   unsigned load_flags;         /* KL_LOAD_TRUSTED for binaries compiled here; 0 from a bundle */
   int nsnap; kl_snapshot *snaps; /* module text after each pass */
   int nfsnap; struct fsnap { const char *pass, *func; char *text; } *fsnaps; /* each function after each pass */
@@ -100,12 +96,11 @@ static void variant_free(variant *v) {
     free(k->ir); free(k->llvm_ir); free(k->arg_names); free(k->arg_types);
     kl_binary_free(&v->bins[i]);
   }
-  for (int i = 0; i < v->nslots; i++) kl_tensor_release(v->slots[i].constant);
-  for (int i = 0; i < v->nsteps; i++) free((void *)v->steps[i].args);
+  kl_plan_free(&v->plan);
   for (int i = 0; i < v->nsnap; i++) free(v->snaps[i].text);
   for (int i = 0; i < v->nfsnap; i++) free(v->fsnaps[i].text);
   free(v->fsnaps);
-  free(v->kernels); free(v->bins); free(v->bin_info); free(v->slots); free(v->steps); free(v->outputs); free(v->snaps);
+  free(v->kernels); free(v->bins); free(v->bin_info); free(v->snaps);
 }
 kl_program *kl_program_retain(kl_program *p) { if (p) p->refcount++; return p; }
 void kl_program_release(kl_program *p) {
@@ -160,24 +155,21 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
   return st;
 }
 
-/* ---- kernels, binaries, plan ---- */
-int64_t kl_kernel_lds_bytes(kl_op *kernel) {
-  int n; kl_op **ops = kl_collect_ops(kernel, &n);
-  int64_t bytes = 0;
-  for (int i = 0; i < n; i++) {
-    const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
-    if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS) {
-      int64_t b = kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
-      bytes = (b < 0 || bytes > INT64_MAX - b) ? INT64_MAX : bytes + b;
-    }
-  }
-  free(ops);
-  return bytes;
+/* ---- kernels, binaries ---- */
+/* The introspection record of a plan kernel (arg names and types point into the plan). */
+static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
+  k->name = K->name; k->kind = K->kind; k->perf_config = K->perf_config;
+  k->grid_size = K->grid[0]; k->block_size = K->block[0]; k->lds_bytes = K->lds_bytes;
+  k->nargs = K->nargs; k->ninputs = K->ninputs;
+  k->arg_names = kl_xcalloc(k->nargs + 1, sizeof *k->arg_names);
+  k->arg_types = kl_xcalloc(k->nargs + 1, sizeof *k->arg_types);
+  for (int a = 0; a < k->nargs; a++) { k->arg_names[a] = K->args[a].name; k->arg_types[a] = K->args[a].t.type; }
 }
 
+/* Kernel infos, IR snapshots, LLVM IR and binaries of the plan's kernels (module order). */
 static kl_status build_kernels(variant *v, char *err, size_t errlen) {
   kl_ctx *ctx = v->module->ctx;
-  for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next) if (kl_is_kernel(o)) v->nkernels++;
+  v->nkernels = v->plan.t.nkernels;
   v->kernels = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->kernels);
   v->bins = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->bins);
   v->bin_info = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->bin_info);
@@ -185,24 +177,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
   for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next) {
     if (!kl_is_kernel(o)) continue;
     kl_kernel_info *k = &v->kernels[ki];
-    k->name = kl_op_attr_string(o, "sym_name");
-    k->kind = kl_op_attr_string(o, "kind");
-    if (!k->kind) k->kind = "";
-    k->grid_size = 1; k->block_size = 1;
-    kl_op_attr_i64(o, "grid_size", &k->grid_size);
-    kl_op_attr_i64(o, "block_size", &k->block_size);
-    k->lds_bytes = kl_kernel_lds_bytes(o);
-    k->perf_config = kl_op_attr_string(o, "perf_config");
-    if (!k->perf_config) k->perf_config = "";
-    kl_block *body = o->regions[0].first;
-    k->nargs = body->nargs;
-    k->arg_names = kl_xcalloc(k->nargs + 1, sizeof *k->arg_names);
-    k->arg_types = kl_xcalloc(k->nargs + 1, sizeof *k->arg_types);
-    const kl_attr *names = kl_op_attr(o, "arg_names");
-    for (int i = 0; i < k->nargs; i++) {
-      k->arg_names[i] = (names && names->kind == KL_AT_ARRAY && i < names->n && names->elems[i]->kind == KL_AT_STR) ? names->elems[i]->s : "";
-      k->arg_types[i] = kl_type_str(body->args[i]->type);
-    }
+    kl_bundle_kernel *K = (kl_bundle_kernel *)&v->plan.t.kernels[ki];
+    kernel_info_of(k, K);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
       k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
@@ -227,66 +203,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     LLVMContextDispose(lc);
     if (st != KL_OK) return KL_ERR;
     v->bin_info[ki] = (kl_binary_info){ v->target, v->bins[ki].data, v->bins[ki].size };
+    K->binary = v->bins[ki].data; K->binary_size = v->bins[ki].size;
     ki++;
-  }
-  return KL_OK;
-}
-
-static int kernel_index(variant *v, const char *name) {
-  for (int i = 0; i < v->nkernels; i++) if (!strcmp(v->kernels[i].name, name)) return i;
-  return -1;
-}
-
-static kl_status build_plan(variant *v, char *err, size_t errlen) {
-  kl_block *b = kl_graph_body(v->plan);
-  int nops = 0;
-  for (kl_op *o = b->first; o; o = o->next) nops++;
-  int cap = 1;
-  for (kl_op *o = b->first; o; o = o->next) cap += o->nresults;
-  v->slots = kl_xcalloc(cap, sizeof *v->slots);
-  v->steps = kl_xcalloc(nops ? nops : 1, sizeof *v->steps);
-  for (kl_op *o = b->first; o; o = o->next) {
-    o->scratch = v->nslots;
-    if (kl_graph_is_param(o)) {
-      v->slots[v->nslots++] = (slot_info){ "param", kl_op_attr_string(o, "name"), o->results[0].type, NULL };
-    } else if (kl_graph_is_constant(o)) {
-      const kl_type *t = o->results[0].type;
-      const kl_attr *val = kl_op_attr(o, "value");
-      int64_t n = kl_type_numel(t);
-      double *d = kl_xmalloc((n ? n : 1) * sizeof *d);
-      for (int64_t i = 0; i < n; i++) d[i] = val->elems[i]->kind == KL_AT_FLOAT ? val->elems[i]->f : (double)val->elems[i]->i;
-      kl_tensor *tc = kl_tensor_from_f64(kl_dtype_of_type(t->elem), t->rank, t->shape, t->strides, d, err, errlen);
-      free(d);
-      if (!tc) return KL_ERR;
-      v->slots[v->nslots++] = (slot_info){ "constant", "", t, tc };
-    } else if (kl_graph_is_launch(o)) {
-      const kl_attr *callee = kl_op_attr(o, "callee");
-      int k = kernel_index(v, callee->s);
-      if (k < 0) { snprintf(err, errlen, "compile: launch of unknown kernel @%s", callee->s); return KL_ERR; }
-      for (int i = 0; i < o->nresults; i++) v->slots[v->nslots++] = (slot_info){ "result", "", o->results[i].type, NULL };
-      int *args = kl_xmalloc((o->nopnds + o->nresults + 1) * sizeof *args);
-      for (int i = 0; i < o->nopnds; i++) {
-        kl_value *a = o->opnds[i].value;
-        args[i] = (int)a->def->scratch + a->index;
-      }
-      for (int i = 0; i < o->nresults; i++) args[o->nopnds + i] = (int)o->scratch + i;
-      if (v->kernels[k].nargs != o->nopnds + o->nresults) {
-        free(args);
-        snprintf(err, errlen, "compile: kernel @%s takes %d arguments, the launch passes %d", callee->s,
-                 v->kernels[k].nargs, o->nopnds + o->nresults);
-        return KL_ERR;
-      }
-      v->kernels[k].ninputs = o->nopnds;
-      v->steps[v->nsteps++] = (kl_plan_step){ KL_STEP_LAUNCH, k, o->nopnds + o->nresults, args };
-    } else if (!strcmp(o->name, "func.return")) {
-      v->noutputs = o->nopnds;
-      v->outputs = kl_xmalloc((o->nopnds + 1) * sizeof *v->outputs);
-      for (int i = 0; i < o->nopnds; i++) { kl_value *a = o->opnds[i].value; v->outputs[i] = (int)a->def->scratch + a->index; }
-    } else {
-      char where[256]; kl_loc_format(o->loc, where, sizeof where);
-      snprintf(err, errlen, "%s: error: compile: '%s' is left in the host plan after the pipeline (graph-partition must run)", where, o->name);
-      return KL_ERR;
-    }
   }
   return KL_OK;
 }
@@ -304,11 +222,11 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
   v->module = kl_module_create(ctx, graph->loc);
   v->load_flags = KL_LOAD_TRUSTED;   /* the binaries are emitted below, by this process */
   kl_op_set_attr(v->module, "target", kl_attr_str(ctx, v->target));
-  v->plan = kl_op_clone(graph, NULL);
-  kl_block_push_op(kl_module_body(v->module), v->plan);
+  v->graph = kl_op_clone(graph, NULL);
+  kl_block_push_op(kl_module_body(v->module), v->graph);
   if (run_pipeline(v, opts, err, errlen) != KL_OK) return KL_ERR;
-  if (build_kernels(v, err, errlen) != KL_OK) return KL_ERR;
-  return build_plan(v, err, errlen);
+  if (kl_plan_build(&v->plan, v->module, v->target, v->desc, err, errlen) != KL_OK) return KL_ERR;
+  return build_kernels(v, err, errlen);
 }
 
 /* The key names the registration of every pass of the pipeline (the registry's copy of
@@ -389,23 +307,26 @@ const kl_binary_info *kl_program_binary(const kl_program *p, const char *t, cons
   for (int i = 0; v && i < v->nkernels; i++) if (!strcmp(v->kernels[i].name, kernel)) return &v->bin_info[i];
   return NULL;
 }
-int kl_program_nsteps(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->nsteps : 0; }
-const kl_plan_step *kl_program_step(const kl_program *p, const char *t, int i) {
+static const char *slot_kind_name(kl_bundle_slot_kind k) { return k == KL_BUNDLE_PARAM ? "param" : k == KL_BUNDLE_CONSTANT ? "constant" : "result"; }
+const kl_bundle_target *kl_program_plan(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? &v->plan.t : NULL; }
+int kl_program_nsteps(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->plan.t.nsteps : 0; }
+const kl_bundle_step *kl_program_step(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
-  return (v && i >= 0 && i < v->nsteps) ? &v->steps[i] : NULL;
+  return (v && i >= 0 && i < v->plan.t.nsteps) ? &v->plan.t.steps[i] : NULL;
 }
-int kl_program_nslots(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->nslots : 0; }
+int kl_program_nslots(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->plan.t.nslots : 0; }
 const char *kl_program_slot(const kl_program *p, const char *t, int i, const char **kind, const char **name) {
   const variant *v = find_variant(p, t);
-  if (!v || i < 0 || i >= v->nslots) return NULL;
-  if (kind) *kind = v->slots[i].kind;
-  if (name) *name = v->slots[i].name;
-  return kl_type_str(v->slots[i].type);
+  if (!v || i < 0 || i >= v->plan.t.nslots) return NULL;
+  const kl_bundle_slot *S = &v->plan.t.slots[i];
+  if (kind) *kind = slot_kind_name(S->kind);
+  if (name) *name = S->name;
+  return S->t.type;
 }
-int kl_program_noutputs(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->noutputs : 0; }
+int kl_program_noutputs(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->plan.t.noutputs : 0; }
 int kl_program_output_slot(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
-  return (v && i >= 0 && i < v->noutputs) ? v->outputs[i] : -1;
+  return (v && i >= 0 && i < v->plan.t.noutputs) ? v->plan.t.outputs[i] : -1;
 }
 const char *kl_program_ir(const kl_program *p, const char *pass) {
   const variant *v = find_variant(p, NULL);
@@ -491,7 +412,7 @@ static variant *variant_with_inputs(kl_program *p, const kl_device_info *info, i
     return NULL;
   }
   for (int i = 0; i < ninputs; i++) {
-    if (!kl_graph_param(v->plan, inputs[i].name)) { snprintf(err, errlen, "%s: the graph has no param named '%s'", what, inputs[i].name); return NULL; }
+    if (!kl_graph_param(v->graph, inputs[i].name)) { snprintf(err, errlen, "%s: the graph has no param named '%s'", what, inputs[i].name); return NULL; }
     for (int j = 0; j < i; j++)
       if (!strcmp(inputs[i].name, inputs[j].name)) { snprintf(err, errlen, "%s: input '%s' given twice", what, inputs[i].name); return NULL; }
   }
@@ -507,12 +428,13 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
   loaded *l = load_on(v, dev, err, errlen);
   if (!l) return KL_ERR;
   bool host = info->kind == KL_DEVICE_HOST;
-  kl_tensor **tens = kl_xcalloc(v->nslots + 1, sizeof *tens);   /* host tensors per slot */
-  void **dptr = kl_xcalloc(v->nslots + 1, sizeof *dptr);          /* device pointers per slot */
-  bool *owned = kl_xcalloc(v->nslots + 1, sizeof *owned);         /* device allocation to free */
+  const kl_bundle_target *P = &v->plan.t;
+  kl_tensor **tens = kl_xcalloc(P->nslots + 1, sizeof *tens);   /* host tensors per slot */
+  void **dptr = kl_xcalloc(P->nslots + 1, sizeof *dptr);          /* device pointers per slot */
+  bool *owned = kl_xcalloc(P->nslots + 1, sizeof *owned);         /* device allocation to free */
   kl_status st = KL_OK;
   /* inputs and constants */
-  kl_block *b = kl_graph_body(v->plan);
+  kl_block *b = kl_graph_body(v->graph);
   for (kl_op *o = b->first; o && st == KL_OK; o = o->next) {
     int s = (int)o->scratch;
     if (kl_graph_is_param(o)) {
@@ -520,35 +442,36 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
       if (!t) { st = KL_ERR; break; }
       tens[s] = kl_tensor_retain((kl_tensor *)t);
     } else if (kl_graph_is_constant(o)) {
-      tens[s] = kl_tensor_retain(v->slots[s].constant);
+      tens[s] = kl_tensor_retain(v->plan.constants[s]);
     }
   }
   /* results of launches: host tensors in the layout of their type */
-  for (int i = 0; i < v->nslots && st == KL_OK; i++) {
-    if (strcmp(v->slots[i].kind, "result")) continue;
-    const kl_type *t = v->slots[i].type;
+  for (int i = 0; i < P->nslots && st == KL_OK; i++) {
+    if (P->slots[i].kind != KL_BUNDLE_RESULT) continue;
+    const kl_type *t = v->plan.slot_types[i];
     tens[i] = kl_tensor_zeros(kl_dtype_of_type(t->elem), t->rank, t->shape, t->strides, err, errlen);
     if (!tens[i]) st = KL_ERR;
   }
   /* device memory */
-  for (int i = 0; i < v->nslots && st == KL_OK; i++) {
+  for (int i = 0; i < P->nslots && st == KL_OK; i++) {
     if (!tens[i]) continue;
     if (host) { dptr[i] = tensor_ptr(tens[i]); continue; }
     size_t bytes = tensor_bytes_span(tens[i]);
     if (kl_device_alloc(dev, bytes, &dptr[i]) != KL_OK) { snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; break; }
     owned[i] = true;
-    if (strcmp(v->slots[i].kind, "result") && kl_device_copy_htod(dev, dptr[i], tensor_ptr(tens[i]), bytes) != KL_OK) {
+    if (P->slots[i].kind != KL_BUNDLE_RESULT && kl_device_copy_htod(dev, dptr[i], tensor_ptr(tens[i]), bytes) != KL_OK) {
       snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR;
     }
   }
   /* launches */
-  for (int s = 0; s < v->nsteps && st == KL_OK; s++) {
-    const kl_plan_step *step = &v->steps[s];
-    const kl_kernel_info *k = &v->kernels[step->kernel];
+  for (int s = 0; s < P->nsteps && st == KL_OK; s++) {
+    const kl_bundle_step *step = &P->steps[s];
+    const kl_bundle_kernel *k = &P->kernels[step->kernel];
     void **args = kl_xmalloc((step->nargs + 1) * sizeof *args);
     size_t *sizes = kl_xmalloc((step->nargs + 1) * sizeof *sizes);
     for (int a = 0; a < step->nargs; a++) { args[a] = &dptr[step->args[a]]; sizes[a] = sizeof(void *); }
-    uint32_t grid[3] = { (uint32_t)k->grid_size, 1, 1 }, block[3] = { (uint32_t)k->block_size, 1, 1 };
+    uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
+             block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
     if (kl_device_launch(l->kernels[step->kernel], grid, block, 0, args, sizes, step->nargs) != KL_OK) {
       snprintf(err, errlen, "run: launch of %s: %s", k->name, kl_device_error(dev));
       st = KL_ERR;
@@ -558,19 +481,19 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
   if (st == KL_OK && kl_device_synchronize(dev) != KL_OK) { snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; }
   /* outputs */
   if (st == KL_OK) {
-    *outputs = kl_xcalloc(v->noutputs + 1, sizeof **outputs);
-    for (int i = 0; i < v->noutputs && st == KL_OK; i++) {
-      int s = v->outputs[i];
-      if (!host && !strcmp(v->slots[s].kind, "result") &&
+    *outputs = kl_xcalloc(P->noutputs + 1, sizeof **outputs);
+    for (int i = 0; i < P->noutputs && st == KL_OK; i++) {
+      int s = P->outputs[i];
+      if (!host && P->slots[s].kind == KL_BUNDLE_RESULT &&
           kl_device_copy_dtoh(dev, tensor_ptr(tens[s]), dptr[s], tensor_bytes_span(tens[s])) != KL_OK) {
         snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; break;
       }
       (*outputs)[i] = kl_tensor_retain(tens[s]);
     }
-    if (st == KL_OK) *noutputs = v->noutputs;
-    else { for (int i = 0; i < v->noutputs; i++) kl_tensor_release((*outputs)[i]); free(*outputs); *outputs = NULL; }
+    if (st == KL_OK) *noutputs = P->noutputs;
+    else { for (int i = 0; i < P->noutputs; i++) kl_tensor_release((*outputs)[i]); free(*outputs); *outputs = NULL; }
   }
-  for (int i = 0; i < v->nslots; i++) {
+  for (int i = 0; i < P->nslots; i++) {
     if (owned[i]) kl_device_free(dev, dptr[i]);
     kl_tensor_release(tens[i]);
   }
@@ -582,26 +505,14 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
 kl_op *kl_program_module(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->module : NULL; }
 const kl_type *kl_program_slot_type(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
-  return (v && i >= 0 && i < v->nslots) ? v->slots[i].type : NULL;
+  return (v && i >= 0 && i < v->plan.t.nslots) ? v->plan.slot_types[i] : NULL;
 }
 const kl_tensor *kl_program_slot_constant(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
-  return (v && i >= 0 && i < v->nslots) ? v->slots[i].constant : NULL;
+  return (v && i >= 0 && i < v->plan.t.nslots) ? v->plan.constants[i] : NULL;
 }
 
-static kl_op *module_kernel(kl_op *module, const char *name, int *count) {
-  kl_op *hit = NULL;
-  *count = 0;
-  for (kl_op *o = kl_module_body(module)->first; o; o = o->next) {
-    if (!kl_is_kernel(o)) continue;
-    (*count)++;
-    const char *s = kl_op_attr_string(o, "sym_name");
-    if (s && !strcmp(s, name)) hit = o;
-  }
-  return hit;
-}
-
-static kl_status assemble_variant(kl_ctx *ctx, variant *v, const kl_program_part *pt, char *err, size_t errlen) {
+static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *err, size_t errlen) {
   v->desc = kl_target_lookup(v->target);
   if (!v->desc) {
     kl_sb sb = {0};
@@ -612,55 +523,49 @@ static kl_status assemble_variant(kl_ctx *ctx, variant *v, const kl_program_part
   }
   if (!pt->module || !kl_module_body(pt->module)) { snprintf(err, errlen, "load: target %s: no module", v->target); return KL_ERR; }
   v->module = pt->module;
-  for (kl_op *o = kl_module_body(v->module)->first; o && !v->plan; o = o->next) if (kl_is_graph(o)) v->plan = o;
-  if (!v->plan) { snprintf(err, errlen, "load: target %s: the module has no graph function (the host plan)", v->target); return KL_ERR; }
+  for (kl_op *o = kl_module_body(v->module)->first; o && !v->graph; o = o->next) if (kl_is_graph(o)) v->graph = o;
+  if (!v->graph) { snprintf(err, errlen, "load: target %s: the module has no graph function (the host plan)", v->target); return KL_ERR; }
   if (pt->nkernels < 0 || (pt->nkernels && (!pt->kernels || !pt->binaries))) { snprintf(err, errlen, "load: target %s: bad kernel list", v->target); return KL_ERR; }
+  if (kl_plan_build(&v->plan, v->module, v->target, v->desc, err, errlen) != KL_OK) return KL_ERR;
+  /* the list names every kernel func of the module once; kernels, infos and binaries
+   * follow the plan's (module) order */
+  const kl_bundle_target *P = &v->plan.t;
   int n = pt->nkernels;
-  v->kernels = kl_xcalloc(n ? n : 1, sizeof *v->kernels);
-  v->bins = kl_xcalloc(n ? n : 1, sizeof *v->bins);
-  v->bin_info = kl_xcalloc(n ? n : 1, sizeof *v->bin_info);
   for (int i = 0; i < n; i++) {
     const kl_kernel_info *src = &pt->kernels[i];
-    int count;
-    kl_op *f = src->name ? module_kernel(v->module, src->name, &count) : NULL;
-    if (!f) { snprintf(err, errlen, "load: target %s: kernel %s is not in the module", v->target, src->name ? src->name : "(null)"); return KL_ERR; }
-    if (count != n) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list %d", v->target, count, n); return KL_ERR; }
+    int k = -1;
+    for (int j = 0; src->name && j < P->nkernels; j++) if (!strcmp(P->kernels[j].name, src->name)) k = j;
+    if (k < 0) { snprintf(err, errlen, "load: target %s: kernel %s is not in the module", v->target, src->name ? src->name : "(null)"); return KL_ERR; }
+    if (P->nkernels != n) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list %d", v->target, P->nkernels, n); return KL_ERR; }
     for (int j = 0; j < i; j++)
-      if (!strcmp(v->kernels[j].name, src->name)) { snprintf(err, errlen, "load: target %s: kernel %s listed twice", v->target, src->name); return KL_ERR; }
-    kl_block *body = f->regions[0].first;
-    if (!body || body->nargs != src->nargs || src->nargs < 0 || src->ninputs < 0 || src->ninputs > src->nargs) {
+      if (!strcmp(pt->kernels[j].name, src->name)) { snprintf(err, errlen, "load: target %s: kernel %s listed twice", v->target, src->name); return KL_ERR; }
+    if (P->kernels[k].nargs != src->nargs || src->nargs < 0 || src->ninputs < 0 || src->ninputs > src->nargs) {
       snprintf(err, errlen, "load: target %s: kernel %s takes %d arguments in the module, the kernel list says %d", v->target, src->name,
-               body ? body->nargs : 0, src->nargs);
+               P->kernels[k].nargs, src->nargs);
       return KL_ERR;
     }
     const kl_binary_info *b = &pt->binaries[i];
     if (!b->data || !b->size) { snprintf(err, errlen, "load: target %s: kernel %s has no binary", v->target, src->name); return KL_ERR; }
-    kl_kernel_info *k = &v->kernels[i];
-    v->nkernels = i + 1;   /* variant_free releases what is filled in so far */
-    k->name = kl_intern(ctx, src->name);
-    k->kind = kl_intern(ctx, src->kind ? src->kind : "");
-    k->perf_config = kl_intern(ctx, src->perf_config ? src->perf_config : "");
-    k->grid_size = src->grid_size; k->block_size = src->block_size; k->lds_bytes = src->lds_bytes;
-    k->nargs = src->nargs; k->ninputs = src->ninputs;
-    k->arg_names = kl_xcalloc(k->nargs + 1, sizeof *k->arg_names);
-    k->arg_types = kl_xcalloc(k->nargs + 1, sizeof *k->arg_types);
-    for (int a = 0; a < k->nargs; a++) {
-      k->arg_names[a] = kl_intern(ctx, src->arg_names && src->arg_names[a] ? src->arg_names[a] : "");
-      k->arg_types[a] = kl_intern(ctx, src->arg_types && src->arg_types[a] ? src->arg_types[a] : kl_type_str(body->args[a]->type));
-    }
-    v->bins[i].kind = kl_target_kind_of(v->target);
-    v->bins[i].data = kl_xmalloc(b->size + 1);
-    memcpy(v->bins[i].data, b->data, b->size);
-    ((char *)v->bins[i].data)[b->size] = 0;
-    v->bins[i].size = b->size;
-    v->bin_info[i] = (kl_binary_info){ v->target, v->bins[i].data, v->bins[i].size };
   }
-  if (n == 0) {
-    int count;
-    module_kernel(v->module, "", &count);
-    if (count) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list none", v->target, count); return KL_ERR; }
+  if (n == 0 && P->nkernels) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list none", v->target, P->nkernels); return KL_ERR; }
+  v->kernels = kl_xcalloc(n ? n : 1, sizeof *v->kernels);
+  v->bins = kl_xcalloc(n ? n : 1, sizeof *v->bins);
+  v->bin_info = kl_xcalloc(n ? n : 1, sizeof *v->bin_info);
+  v->nkernels = n;
+  for (int k = 0; k < n; k++) {
+    kl_bundle_kernel *K = (kl_bundle_kernel *)&P->kernels[k];
+    const kl_binary_info *b = NULL;
+    for (int i = 0; i < n && !b; i++) if (!strcmp(pt->kernels[i].name, K->name)) b = &pt->binaries[i];
+    kernel_info_of(&v->kernels[k], K);
+    v->bins[k].arch = v->desc->arch;
+    v->bins[k].data = kl_xmalloc(b->size + 1);
+    memcpy(v->bins[k].data, b->data, b->size);
+    ((char *)v->bins[k].data)[b->size] = 0;
+    v->bins[k].size = b->size;
+    v->bin_info[k] = (kl_binary_info){ v->target, v->bins[k].data, v->bins[k].size };
+    K->binary = v->bins[k].data; K->binary_size = v->bins[k].size;
   }
-  return build_plan(v, err, errlen);
+  return KL_OK;
 }
 
 kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *parts, char *err, size_t errlen) {
@@ -675,7 +580,7 @@ kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *
     p->v[i].target = kl_intern(ctx, parts[i].target);
     for (int j = 0; j < i; j++)
       if (!strcmp(p->v[j].target, p->v[i].target)) { snprintf(err, errlen, "load: target '%s' given twice", p->v[i].target); kl_program_release(p); return NULL; }
-    if (assemble_variant(ctx, &p->v[i], &parts[i], err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
+    if (assemble_variant(&p->v[i], &parts[i], err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
   }
   return p;
 }
@@ -790,12 +695,13 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
   r->p = kl_program_retain(p);
   r->v = v; r->dev = dev; r->l = l;
   r->watch = kl_device_watch(dev, prep_device_gone, r);
-  r->nslots = v->nslots; r->nsteps = v->nsteps; r->noutputs = v->noutputs;
+  const kl_bundle_target *P = &v->plan.t;
+  r->nslots = P->nslots; r->nsteps = P->nsteps; r->noutputs = P->noutputs;
   r->bytes = kl_xcalloc(r->nslots + 1, sizeof *r->bytes);
   r->is_result = kl_xcalloc(r->nslots + 1, sizeof *r->is_result);
   const kl_tensor **src = kl_xcalloc(r->nslots + 1, sizeof *src);   /* host data of params and constants */
   /* inputs and constants */
-  for (kl_op *o = kl_graph_body(v->plan)->first; o; o = o->next) {
+  for (kl_op *o = kl_graph_body(v->graph)->first; o; o = o->next) {
     int s = (int)o->scratch;
     if (kl_graph_is_param(o)) {
       const kl_tensor *t = input_for(o, ninputs, inputs, "prepare", err, errlen);
@@ -803,19 +709,19 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
       src[s] = t;
       r->bytes[s] = tensor_bytes_span(t);
     } else if (kl_graph_is_constant(o)) {
-      src[s] = v->slots[s].constant;
+      src[s] = v->plan.constants[s];
       r->bytes[s] = tensor_bytes_span(src[s]);
     }
   }
   for (int i = 0; i < r->nslots; i++) {
-    if (!strcmp(v->slots[i].kind, "result")) { r->is_result[i] = true; r->bytes[i] = type_bytes_span(v->slots[i].type); }
+    if (P->slots[i].kind == KL_BUNDLE_RESULT) { r->is_result[i] = true; r->bytes[i] = type_bytes_span(v->plan.slot_types[i]); }
     r->set_bytes += r->bytes[i];
   }
   r->outs = kl_xcalloc(r->noutputs + 1, sizeof *r->outs);
   for (int i = 0; i < r->noutputs; i++) {
     prep_out *po = &r->outs[i];
-    const kl_type *t = v->slots[v->outputs[i]].type;
-    po->slot = v->outputs[i];
+    const kl_type *t = v->plan.slot_types[P->outputs[i]];
+    po->slot = P->outputs[i];
     po->dtype = kl_dtype_of_type(t->elem);
     po->rank = t->rank;
     for (int d = 0; d < t->rank; d++) po->shape[d] = t->shape[d];
@@ -843,13 +749,13 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
   if (!opts.no_poison && kl_prepared_poison(r, err, errlen) != KL_OK) goto fail;
   /* launch arguments per set and step */
   int maxargs = 1;
-  for (int s = 0; s < r->nsteps; s++) if (v->steps[s].nargs > maxargs) maxargs = v->steps[s].nargs;
+  for (int s = 0; s < r->nsteps; s++) if (P->steps[s].nargs > maxargs) maxargs = P->steps[s].nargs;
   r->arg_sizes = kl_xmalloc((size_t)maxargs * sizeof *r->arg_sizes);
   for (int a = 0; a < maxargs; a++) r->arg_sizes[a] = sizeof(void *);
   r->args = kl_xcalloc((size_t)r->nsets * r->nsteps + 1, sizeof *r->args);
   for (int set = 0; set < r->nsets; set++)
     for (int s = 0; s < r->nsteps; s++) {
-      const kl_plan_step *step = &v->steps[s];
+      const kl_bundle_step *step = &P->steps[s];
       void **a = kl_xmalloc((size_t)(step->nargs + 1) * sizeof *a);
       for (int k = 0; k < step->nargs; k++) a[k] = &r->ptr[set * r->nslots + step->args[k]];
       r->args[set * r->nsteps + s] = a;
@@ -867,9 +773,10 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
   if (prep_check_device(r, "launch", err, errlen) != KL_OK) return KL_ERR;
   if (set < 0 || set >= r->nsets) { snprintf(err, errlen, "launch: buffer set %d out of range (0..%d)", set, r->nsets - 1); return KL_ERR; }
   for (int s = 0; s < r->nsteps; s++) {
-    const kl_plan_step *step = &r->v->steps[s];
-    const kl_kernel_info *k = &r->v->kernels[step->kernel];
-    uint32_t grid[3] = { (uint32_t)k->grid_size, 1, 1 }, block[3] = { (uint32_t)k->block_size, 1, 1 };
+    const kl_bundle_step *step = &r->v->plan.t.steps[s];
+    const kl_bundle_kernel *k = &r->v->plan.t.kernels[step->kernel];
+    uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
+             block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
     if (kl_device_launch(r->l->kernels[step->kernel], grid, block, 0, r->args[set * r->nsteps + s], r->arg_sizes, step->nargs) != KL_OK) {
       snprintf(err, errlen, "launch of %s: %s", k->name, kl_device_error(r->dev));
       return KL_ERR;

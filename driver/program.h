@@ -3,7 +3,7 @@
  * Contract:
  *  - kl_compile clones the graph into a module of its own (the user's graph is never
  *    modified), runs the pipeline once per target (module attribute `target`), lowers
- *    every kernel to LLVM IR and emits its binary (host: LLVM bitcode for the ORC JIT,
+ *    every kernel to LLVM IR and emits its binary (host: an ELF relocatable object,
  *    NVPTX: PTX text, AMDGPU: HSACO). It keeps the IR text of every kernel after every
  *    pass, and the whole module after every pass.
  *  - A second compile of the same graph text with the same options in the same context
@@ -13,9 +13,10 @@
  *    Compilation with C passes is deterministic; a pass whose result depends on other
  *    state (the Lua binding's passes) must be compiled with no_cache (kiln.compile does
  *    so unless told cache = true). on_ir compiles bypass the cache.
- *  - The plan of one target: the graph's params (inputs by name), constants, launches
- *    (kernel, grid, block, LDS bytes, argument slots: inputs then outputs) in order, and
- *    the output slots. Intermediate results between kernels are allocated per run.
+ *  - The plan of one target (driver/plan.h, kl_program_plan): the graph's params (inputs
+ *    by name), constants, launches (kernel, grid, block, LDS bytes, argument slots:
+ *    inputs then outputs) in order, and the output slots. Intermediate results between
+ *    kernels are allocated per run.
  *  - kl_program_run picks the variant for the device (same target name, else the same
  *    architecture), loads its binaries on first use (kept per device until the program
  *    is released or the device destroyed, whichever comes first), checks every input against its param (shape, dtype, layout — no hidden
@@ -39,6 +40,7 @@
 #include "core/pass.h"
 #include "runtime/device.h"
 #include "runtime/graph_eval.h"
+#include "driver/plan.h"
 
 typedef struct kl_compile_opts {
   const char *const *targets;  /* NULL / 0: {"host"} */
@@ -70,18 +72,7 @@ typedef struct kl_kernel_info {
 
 typedef struct kl_binary_info { const char *target; const void *data; size_t size; } kl_binary_info;
 
-typedef enum { KL_STEP_LAUNCH } kl_step_kind;
-typedef struct kl_plan_step {
-  kl_step_kind kind;
-  int kernel;                  /* index into the variant's kernels */
-  int nargs; const int *args;  /* slot numbers: inputs, then outputs */
-} kl_plan_step;
-
 const char *kl_default_pipeline(void);
-/* LDS bytes a kernel func declares: the sum over its rock.alloc ops in LDS space
- * (INT64_MAX when that overflows). The plan's lds_bytes of a compiled kernel, and what a
- * loaded bundle's plan and code objects are checked against (bundle.c). */
-int64_t kl_kernel_lds_bytes(kl_op *kernel);
 
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
 kl_program *kl_program_retain(kl_program *p);
@@ -93,8 +84,12 @@ const char *kl_program_target(const kl_program *p, int i);
 int kl_program_nkernels(const kl_program *p, const char *target);
 const kl_kernel_info *kl_program_kernel(const kl_program *p, const char *target, int i);
 const kl_binary_info *kl_program_binary(const kl_program *p, const char *target, const char *kernel);
+/* The host plan of a target (driver/plan.h: the structs of client/kiln_client.h, what
+ * bundles carry; binary pointers are the program's, ir is NULL); the calls below read it. */
+const kl_bundle_target *kl_program_plan(const kl_program *p, const char *target);
 int kl_program_nsteps(const kl_program *p, const char *target);
-const kl_plan_step *kl_program_step(const kl_program *p, const char *target, int i);
+/* A launch step: kernel (index into the target's kernels), nargs, args (slot numbers: inputs, then outputs). */
+const kl_bundle_step *kl_program_step(const kl_program *p, const char *target, int i);
 /* Slots: 0..n; kind "param"/"constant"/"result"; name for params; type text. */
 int kl_program_nslots(const kl_program *p, const char *target);
 const char *kl_program_slot(const kl_program *p, const char *target, int i, const char **kind, const char **name);
@@ -132,7 +127,8 @@ typedef struct kl_program_part {
 } kl_program_part;
 /* Builds a program from parts: every kernel must be a kernel func of the module (same
  * name and argument count) and every kernel func of the module must be listed; the plan
- * is rebuilt from the module's graph func exactly as kl_compile builds it. The program
+ * is rebuilt from the module exactly as kl_compile builds it (kl_plan_build; kernels in
+ * module order, binaries matched by name; the infos' other fields are not read). The program
  * is not put in the compile cache. NULL + message in err on error. */
 kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *parts, char *err, size_t errlen);
 /* The index of the target variant kl_program_run would pick for a device, -1 if none. */

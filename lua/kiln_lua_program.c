@@ -149,7 +149,6 @@ static int l_device_backends(lua_State *L) {
 }
 
 /* ---------------------------------------------------------------- targets ---- */
-static const char *arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }
 static const char *accel_name(kl_accel a) {
   switch (a) {
   case KL_ACCEL_MFMA: return "mfma";
@@ -161,7 +160,7 @@ static const char *accel_name(kl_accel a) {
 static void push_target(lua_State *L, const kl_target *t) {
   lua_createtable(L, 0, 12);
   lua_pushstring(L, t->name); lua_setfield(L, -2, "name");
-  lua_pushstring(L, arch_name(t->arch)); lua_setfield(L, -2, "arch");
+  lua_pushstring(L, kl_arch_name(t->arch)); lua_setfield(L, -2, "arch");
   lua_pushstring(L, t->triple); lua_setfield(L, -2, "triple");
   lua_pushstring(L, t->cpu); lua_setfield(L, -2, "cpu");
   lua_pushstring(L, t->features); lua_setfield(L, -2, "features");
@@ -687,7 +686,7 @@ static int prog_plan(lua_State *L) {
   int nst = kl_program_nsteps(p, t);
   lua_createtable(L, nst, 0);
   for (int i = 0; i < nst; i++) {
-    const kl_plan_step *s = kl_program_step(p, t, i);
+    const kl_bundle_step *s = kl_program_step(p, t, i);
     const kl_kernel_info *k = kl_program_kernel(p, t, s->kernel);
     lua_createtable(L, 0, 6);
     lua_pushstring(L, "launch"); lua_setfield(L, -2, "kind");

@@ -987,7 +987,7 @@ static void run_graph_case(const graph_case *gc) {
   bool ok = true;
   int64_t nmma = 0;
   for (int s = 0; s < kl_program_nsteps(p, T) && ok; s++) {
-    const kl_plan_step *step = kl_program_step(p, T, s);
+    const kl_bundle_step *step = kl_program_step(p, T, s);
     const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
     kl_op *kf = kl_module_lookup(cm, ki->name);
     double *args[32];
@@ -1128,7 +1128,7 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
     bool ok = true, accel = false;
     char err[4096];
     for (int si = 0; si < kl_program_nsteps(p, T) && ok; si++) {
-      const kl_plan_step *step = kl_program_step(p, T, si);
+      const kl_bundle_step *step = kl_program_step(p, T, si);
       const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
       accel |= !strncmp(ki->perf_config, "v2:", 3);
       kl_op *kf = kl_module_lookup(cm, ki->name);
@@ -1231,10 +1231,10 @@ static char *compile_case(const gcase *c, const char *what) {
       st = kl_codegen_emit(lm, c->target, NULL, &bin, err, sizeof err);
       CHECK(st == KL_OK, "%s: emit: %s", what, err);
     }
-    if (st == KL_OK && bin.kind == KL_TARGET_NVPTX) {
+    if (st == KL_OK && bin.arch == KL_ARCH_NVPTX) {
       text = strdup(bin.data);
       CHECK(strstr(text, ".local") == NULL, "%s: PTX uses local memory", what);
-    } else if (st == KL_OK && bin.kind == KL_TARGET_AMDGPU) {
+    } else if (st == KL_OK && bin.arch == KL_ARCH_AMDGPU) {
       kl_hsaco_info info;
       if (kl_hsaco_parse(bin.data, bin.size, &info, err, sizeof err) == KL_OK) {
         const kl_hsaco_kernel *kk = kl_hsaco_find_kernel(&info, "gemm");

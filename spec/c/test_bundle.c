@@ -533,7 +533,7 @@ static void check_client_matches(const kl_program *p, const kl_bundle *x, const 
     }
     CHECK(t->nsteps == kl_program_nsteps(p, tn), "%s: nsteps", what);
     for (int i = 0; i < t->nsteps && i < kl_program_nsteps(p, tn); i++) {
-      const kl_plan_step *ps = kl_program_step(p, tn, i);
+      const kl_bundle_step *ps = kl_program_step(p, tn, i);
       CHECK(t->steps[i].kernel == ps->kernel && t->steps[i].nargs == ps->nargs && !memcmp(t->steps[i].args, ps->args, ps->nargs * sizeof(int)),
             "%s: step %d", what, i);
     }
@@ -541,6 +541,27 @@ static void check_client_matches(const kl_program *p, const kl_bundle *x, const 
     for (int i = 0; i < t->noutputs; i++) {
       CHECK(t->outputs[i] == kl_program_output_slot(p, tn, i), "%s: output %d", what, i);
       CHECK(t->slots[t->outputs[i]].output <= i, "%s: output %d slot marks", what, i);
+    }
+    /* the plan in one shape: the program's plan is the struct the reader returns, and
+     * kl_plan_compare names any part that differs */
+    const kl_bundle_target *pl = kl_program_plan(p, tn);
+    char why[512] = "";
+    CHECK(pl && kl_plan_compare(pl, t, why, sizeof why) == KL_OK, "%s: the program's plan is the bundle's: %s", what, why);
+    if (pl && t->nkernels && t->noutputs && t->nslots > 1) {
+      kl_bundle_target e = *t;
+      kl_bundle_kernel *ks = malloc(t->nkernels * sizeof *ks);
+      memcpy(ks, t->kernels, t->nkernels * sizeof *ks);
+      ks[0].grid[0]++;
+      e.kernels = ks;
+      CHECK(kl_plan_compare(pl, &e, why, sizeof why) == KL_ERR && strstr(why, "launches with grid"), "%s: grid change: %s", what, why);
+      free(ks);
+      e = *t;
+      int *outs = malloc(t->noutputs * sizeof *outs);
+      memcpy(outs, t->outputs, t->noutputs * sizeof *outs);
+      outs[0] = (outs[0] + 1) % t->nslots;
+      e.outputs = outs;
+      CHECK(kl_plan_compare(pl, &e, why, sizeof why) == KL_ERR && strstr(why, "output 0 is slot"), "%s: output change: %s", what, why);
+      free(outs);
     }
   }
 }

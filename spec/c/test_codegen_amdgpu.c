@@ -96,7 +96,7 @@ static unsigned char *emit_hsaco(LLVMModuleRef m, const char *target, size_t *n)
     CHECK(0, "emit %s: %s", target, err);
     return NULL;
   }
-  CHECK(bin.kind == KL_TARGET_AMDGPU, "kind %d", bin.kind);
+  CHECK(bin.arch == KL_ARCH_AMDGPU, "arch %d", bin.arch);
   *n = bin.size;
   return bin.data;
 }

@@ -79,7 +79,7 @@ static char *emit(LLVMModuleRef m, const char *target) {
     CHECK(0, "emit %s: %s", target, err);
     return NULL;
   }
-  CHECK(bin.kind == KL_TARGET_NVPTX, "kind %d", bin.kind);
+  CHECK(bin.arch == KL_ARCH_NVPTX, "arch %d", bin.arch);
   CHECK(strlen(bin.data) == bin.size, "PTX not NUL-terminated text (%zu vs %zu)", strlen(bin.data), bin.size);
   return bin.data;
 }
@@ -171,10 +171,45 @@ static void test_errors(void) {
   CHECK(kl_codegen_emit(k.mod, "sm_90", NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "triple"),
         "wrong triple: %s", err);
   lk_end(&k);
-  CHECK(kl_target_kind_of("sm_90") == KL_TARGET_NVPTX && kl_target_kind_of("gfx942") == KL_TARGET_AMDGPU &&
-            kl_target_kind_of("host") == KL_TARGET_HOST && kl_target_kind_of("cuda") == KL_TARGET_UNKNOWN,
-        "kind_of");
+  const kl_target *t90 = kl_codegen_target_lookup("sm_90", err, sizeof err), *t942 = kl_codegen_target_lookup("gfx942", err, sizeof err),
+                  *th = kl_codegen_target_lookup("host", err, sizeof err);
+  CHECK(t90 && t90->arch == KL_ARCH_NVPTX && t942 && t942->arch == KL_ARCH_AMDGPU && th && th->arch == KL_ARCH_HOST, "lookup");
+  CHECK(!kl_codegen_target_lookup("cuda", err, sizeof err) && strstr(err, "unknown target 'cuda'"), "cuda: %s", err);
   group_end("errors: unknown arch, features override, layouts, wrong triple");
+}
+
+/* core's table is the one table: codegen resolves every name through it. The compile
+ * targets are what kiln.targets() lists; emit-only chips (a device's own arch) are found
+ * by codegen only, with a suffix stripped; binaries carry the row's kl_arch. */
+static void test_target_table(void) {
+  group_begin();
+  char err[1024] = "";
+  CHECK(kl_target_count() == 8, "compile targets %d", kl_target_count());
+  for (int i = 0; i < kl_target_count(); i++) {
+    const kl_target *t = kl_target_at(i);
+    CHECK(!t->emit_only && kl_target_lookup(t->name) == t && kl_target_lookup_emit(t->name) == t &&
+              kl_codegen_target_lookup(t->name, err, sizeof err) == t, "%s", t->name);
+  }
+  const kl_target *sm86 = kl_target_lookup_emit("sm_86"), *g906 = kl_codegen_target_lookup("gfx906:xnack-", err, sizeof err);
+  CHECK(sm86 && sm86->emit_only && sm86->arch == KL_ARCH_NVPTX && !strcmp(sm86->features, "+ptx71") && !kl_target_lookup("sm_86"),
+        "sm_86 is emit-only");
+  CHECK(g906 && g906->emit_only && g906->arch == KL_ARCH_AMDGPU && !strcmp(g906->name, "gfx906") && !kl_target_lookup("gfx906"),
+        "gfx906 is emit-only: %s", err);
+  CHECK(!kl_target_lookup_emit("gfx906:xnack-") && !kl_target_lookup_emit(NULL) && !kl_codegen_target_lookup(NULL, err, sizeof err),
+        "exact names only");
+  CHECK(!strcmp(kl_arch_name(KL_ARCH_HOST), "host") && !strcmp(kl_arch_name(KL_ARCH_AMDGPU), "amdgpu") &&
+            !strcmp(kl_arch_name(KL_ARCH_NVPTX), "nvptx"), "arch names");
+  CHECK(!strcmp(kl_binary_format_name(KL_ARCH_HOST), "host-object") && !strcmp(kl_binary_format_name(KL_ARCH_AMDGPU), "hsaco") &&
+            !strcmp(kl_binary_format_name(KL_ARCH_NVPTX), "ptx"), "binary formats");
+  lk k;
+  lk_begin(&k, NULL, "ptx_mod86");
+  lk_gpu_vadd(&k, LK_PTX, "vadd", 0);
+  kl_binary bin = {0};
+  CHECK(kl_codegen_emit(k.mod, "sm_86", NULL, &bin, err, sizeof err) == KL_OK && bin.arch == KL_ARCH_NVPTX, "sm_86: %s", err);
+  if (bin.data) CHECK(strstr(bin.data, ".version 7.1") && strstr(bin.data, ".target sm_86"), "sm_86 PTX header");
+  kl_binary_free(&bin);
+  lk_end(&k);
+  group_end("target table: compile targets, emit-only chips, arch and format names");
 }
 
 int main(void) {
@@ -183,5 +218,6 @@ int main(void) {
   test_shared();
   test_mma();
   test_errors();
+  test_target_table();
   return check_summary("test_codegen_nvptx");
 }

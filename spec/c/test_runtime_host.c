@@ -603,7 +603,7 @@ static void test_load_formats(void) {
   LLVMDisposeMemoryBuffer(bc);
   lk_end(&k);
   if (bin.data) {
-    CHECK(bin.kind == KL_TARGET_HOST && bin.size > 18 && memcmp(bin.data, "\x7f" "ELF", 4) == 0 && ((unsigned char *)bin.data)[16] == 1,
+    CHECK(bin.arch == KL_ARCH_HOST && bin.size > 18 && memcmp(bin.data, "\x7f" "ELF", 4) == 0 && ((unsigned char *)bin.data)[16] == 1,
           "not an ELF relocatable object");
     for (int trusted = 0; trusted < 2; trusted++) {
       kl_dev_module *mb = NULL;
