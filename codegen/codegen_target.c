@@ -1,6 +1,7 @@
 /* codegen_target.c — LLVM module -> host object / AMDGPU HSACO / NVPTX PTX.
  * See codegen_target.h for the contract. */
 #include "codegen/codegen_target.h"
+#include "core/diag.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,15 +18,6 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "core/arena.h"
-
-static void cg_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cg_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* ---- LLVM target initialisation (process-wide, once) ---- */
 
@@ -103,7 +95,7 @@ const kl_target *kl_codegen_target_lookup(const char *target, char *err, size_t 
     }
   }
   if (!t)
-    cg_err(err, errlen,
+    kl_errf(err, errlen,
            "unknown target '%s' (expected host, an AMDGPU chip such as gfx90a/gfx942/gfx1100, "
            "or an NVIDIA arch such as sm_80/sm_90)", target ? target : "(null)");
   return t;
@@ -119,12 +111,12 @@ static kl_status parse_amdgpu_suffix(const char *target, char *feat, size_t n, c
     const char *end = strchr(p, ':');
     size_t len = end ? (size_t)(end - p) : strlen(p);
     if (len < 2 || (p[len - 1] != '+' && p[len - 1] != '-')) {
-      cg_err(err, errlen, "target '%s': feature '%.*s' must end in '+' or '-'", target, (int)len, p);
+      kl_errf(err, errlen, "target '%s': feature '%.*s' must end in '+' or '-'", target, (int)len, p);
       return KL_ERR;
     }
     int w = snprintf(feat + used, n - used, "%s%c%.*s", used ? "," : "", p[len - 1], (int)(len - 1), p);
     if (w < 0 || (size_t)w >= n - used) {
-      cg_err(err, errlen, "target '%s': feature list too long", target);
+      kl_errf(err, errlen, "target '%s': feature list too long", target);
       return KL_ERR;
     }
     used += (size_t)w;
@@ -143,7 +135,7 @@ static kl_status resolve_target(const char *target, llvm_target *out, char *err,
   snprintf(out->name, sizeof out->name, "%s", d->name);
   if (d->arch == KL_ARCH_HOST) {
     if (target[n] == ':') {
-      cg_err(err, errlen, "target '%s': the host target takes no feature suffix", target);
+      kl_errf(err, errlen, "target '%s': the host target takes no feature suffix", target);
       return KL_ERR;
     }
     char *def = LLVMGetDefaultTargetTriple();
@@ -157,7 +149,7 @@ static kl_status resolve_target(const char *target, llvm_target *out, char *err,
     char *feat = LLVMGetHostCPUFeatures();
     if (strlen(feat) >= sizeof out->features) {
       LLVMDisposeMessage(feat);
-      cg_err(err, errlen, "host CPU feature string too long");
+      kl_errf(err, errlen, "host CPU feature string too long");
       return KL_ERR;
     }
     snprintf(out->features, sizeof out->features, "%s", feat);
@@ -172,7 +164,7 @@ static kl_status resolve_target(const char *target, llvm_target *out, char *err,
     return KL_OK;
   }
   if (target[n] == ':') {
-    cg_err(err, errlen, "target '%s': NVPTX targets take no feature suffix", target);
+    kl_errf(err, errlen, "target '%s': NVPTX targets take no feature suffix", target);
     return KL_ERR;
   }
   snprintf(out->features, sizeof out->features, "%s", d->features);
@@ -193,7 +185,7 @@ static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, char 
   LLVMTargetRef target = NULL;
   char *msg = NULL;
   if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
-    cg_err(err, errlen, "no LLVM target for triple %s: %s", t->triple, msg ? msg : "?");
+    kl_errf(err, errlen, "no LLVM target for triple %s: %s", t->triple, msg ? msg : "?");
     LLVMDisposeMessage(msg);
     return NULL;
   }
@@ -201,7 +193,7 @@ static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, char 
   LLVMRelocMode reloc = t->desc->arch == KL_ARCH_AMDGPU ? LLVMRelocPIC : LLVMRelocDefault;
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level),
                                                     reloc, LLVMCodeModelDefault);
-  if (!tm) cg_err(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
+  if (!tm) kl_errf(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
   return tm;
 }
 
@@ -212,14 +204,14 @@ static LLVMTargetMachineRef create_host_object_tm(const llvm_target *t, int opt_
   LLVMTargetRef target = NULL;
   char *msg = NULL;
   if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
-    cg_err(err, errlen, "no LLVM target for triple %s: %s", t->triple, msg ? msg : "?");
+    kl_errf(err, errlen, "no LLVM target for triple %s: %s", t->triple, msg ? msg : "?");
     LLVMDisposeMessage(msg);
     return NULL;
   }
   LLVMDisposeMessage(msg);
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level), LLVMRelocPIC,
                                                     LLVMCodeModelJITDefault);
-  if (!tm) cg_err(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
+  if (!tm) kl_errf(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
   return tm;
 }
 
@@ -235,7 +227,7 @@ kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *msg = LLVMGetErrorMessage(e);
-    cg_err(err, errlen, "LLVM optimisation (%s) failed: %s", pipeline, msg);
+    kl_errf(err, errlen, "LLVM optimisation (%s) failed: %s", pipeline, msg);
     LLVMDisposeErrorMessage(msg);
     return KL_ERR;
   }
@@ -255,7 +247,7 @@ static kl_status prepare_module(LLVMModuleRef m, const llvm_target *t, LLVMTarge
   if (mt && mt[0]) {
     size_t a = triple_arch_len(mt), b = triple_arch_len(t->triple);
     if (a != b || strncmp(mt, t->triple, a) != 0) {
-      cg_err(err, errlen, "module triple '%s' does not match target %s (%s)", mt, t->name, t->triple);
+      kl_errf(err, errlen, "module triple '%s' does not match target %s (%s)", mt, t->name, t->triple);
       return KL_ERR;
     }
   } else {
@@ -268,7 +260,7 @@ static kl_status prepare_module(LLVMModuleRef m, const llvm_target *t, LLVMTarge
   kl_status st = KL_OK;
   if (have && have[0]) {
     if (strcmp(have, want) != 0) {
-      cg_err(err, errlen, "module data layout '%s' does not match target %s ('%s')", have, t->name, want);
+      kl_errf(err, errlen, "module data layout '%s' does not match target %s ('%s')", have, t->name, want);
       st = KL_ERR;
     }
   } else {
@@ -336,7 +328,7 @@ static kl_status check_amdgpu_intrinsics(LLVMModuleRef m, const char *chip, char
       need = "a WMMA chip (gfx11xx, gfx12xx)";
     }
     if (!ok) {
-      cg_err(err, errlen, "intrinsic %s is not available on %s (needs %s)", name, chip, need);
+      kl_errf(err, errlen, "intrinsic %s is not available on %s (needs %s)", name, chip, need);
       return KL_ERR;
     }
   }
@@ -384,7 +376,7 @@ static void end_emit(emit_state *s) {
 /* Reports an LLVM error diagnostic raised since the handler was installed. */
 static kl_status diag_check(emit_state *s, const char *stage, char *err, size_t errlen) {
   if (s->diag.errors == 0) return KL_OK;
-  cg_err(err, errlen, "LLVM %s for %s: %s", stage, s->t.name, s->diag.msg);
+  kl_errf(err, errlen, "LLVM %s for %s: %s", stage, s->t.name, s->diag.msg);
   return KL_ERR;
 }
 
@@ -394,18 +386,18 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
                             const kl_arch *want, bool optimize, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   if (!m) {
-    cg_err(err, errlen, "codegen: no module");
+    kl_errf(err, errlen, "codegen: no module");
     return KL_ERR;
   }
   llvm_target *t = &s->t;
   if (resolve_target(target, t, err, errlen) != KL_OK) return KL_ERR;
   if (want && t->desc->arch != *want) {
-    cg_err(err, errlen, "target '%s' is not an %s target", target, kl_arch_name(*want));
+    kl_errf(err, errlen, "target '%s' is not an %s target", target, kl_arch_name(*want));
     return KL_ERR;
   }
   if (opts && opts->features) {
     if (strlen(opts->features) >= sizeof t->features) {
-      cg_err(err, errlen, "codegen: feature string too long");
+      kl_errf(err, errlen, "codegen: feature string too long");
       return KL_ERR;
     }
     snprintf(t->features, sizeof t->features, "%s", opts->features);
@@ -414,7 +406,7 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
   /* Verify before cloning: cloning an invalid module can crash. */
   char *msg = NULL;
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-    cg_err(err, errlen, "invalid LLVM module for %s: %s", t->name, msg ? msg : "?");
+    kl_errf(err, errlen, "invalid LLVM module for %s: %s", t->name, msg ? msg : "?");
     LLVMDisposeMessage(msg);
     return KL_ERR;
   }
@@ -441,7 +433,7 @@ static kl_status emit_to_binary(emit_state *s, LLVMCodeGenFileType ft, kl_binary
   LLVMMemoryBufferRef buf = NULL;
   char *msg = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(s->tm, s->clone, ft, &msg, &buf)) {
-    cg_err(err, errlen, "LLVM code generation (%s) failed: %s", s->t.name, msg ? msg : "?");
+    kl_errf(err, errlen, "LLVM code generation (%s) failed: %s", s->t.name, msg ? msg : "?");
     LLVMDisposeMessage(msg);
     return KL_ERR;
   }
@@ -520,11 +512,11 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
   snprintf(out_path, sizeof out_path, "%s/kiln-XXXXXX.hsaco", tmp_dir());
   int fd = mkstemps(in_path, 2);
   if (fd < 0) {
-    cg_err(err, errlen, "hsaco link: cannot create a temporary file in %s: %s", tmp_dir(), strerror(errno));
+    kl_errf(err, errlen, "hsaco link: cannot create a temporary file in %s: %s", tmp_dir(), strerror(errno));
     return KL_ERR;
   }
   if (write_all(fd, obj, size) != KL_OK) {
-    cg_err(err, errlen, "hsaco link: cannot write %s: %s", in_path, strerror(errno));
+    kl_errf(err, errlen, "hsaco link: cannot write %s: %s", in_path, strerror(errno));
     close(fd);
     unlink(in_path);
     return KL_ERR;
@@ -532,7 +524,7 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
   close(fd);
   int ofd = mkstemps(out_path, 6);
   if (ofd < 0) {
-    cg_err(err, errlen, "hsaco link: cannot create a temporary file in %s: %s", tmp_dir(), strerror(errno));
+    kl_errf(err, errlen, "hsaco link: cannot create a temporary file in %s: %s", tmp_dir(), strerror(errno));
     unlink(in_path);
     return KL_ERR;
   }
@@ -542,10 +534,10 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
   int rc = kl_lld_link_elf(argv, (int)KL_NELEM(argv), lerr, sizeof lerr);
   kl_status st = KL_OK;
   if (rc != 0) {
-    cg_err(err, errlen, "hsaco link (lld) failed: %s", lerr);
+    kl_errf(err, errlen, "hsaco link (lld) failed: %s", lerr);
     st = KL_ERR;
   } else if (read_file(out_path, out) != KL_OK) {
-    cg_err(err, errlen, "hsaco link: cannot read back %s: %s", out_path, strerror(errno));
+    kl_errf(err, errlen, "hsaco link: cannot read back %s: %s", out_path, strerror(errno));
     st = KL_ERR;
   }
   out->arch = KL_ARCH_AMDGPU;

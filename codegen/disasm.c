@@ -1,5 +1,6 @@
 /* disasm.c — LLVM C API disassembly of raw code and of HSACO .text. See disasm.h. */
 #include "codegen/disasm.h"
+#include "core/diag.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -12,15 +13,6 @@
 #include "core/arena.h"
 #include "codegen/codegen_target.h"
 #include "codegen/hsaco.h"
-
-static void ds_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void ds_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 typedef struct ds_label { uint64_t addr; char *name; } ds_label;
 
@@ -36,7 +28,7 @@ static char *disasm_range(const char *triple, const char *cpu, const char *featu
   LLVMDisasmContextRef dc =
       LLVMCreateDisasmCPUFeatures(triple, cpu ? cpu : "", features ? features : "", NULL, 0, NULL, NULL);
   if (!dc) {
-    ds_err(err, errlen, "disasm: no LLVM disassembler for %s (cpu '%s')", triple, cpu ? cpu : "");
+    kl_errf(err, errlen, "disasm: no LLVM disassembler for %s (cpu '%s')", triple, cpu ? cpu : "");
     return NULL;
   }
   kl_sb sb = {0};
@@ -69,7 +61,7 @@ static char *disasm_range(const char *triple, const char *cpu, const char *featu
 char *kl_disasm_bytes(const char *triple, const char *cpu, const char *features, const void *code, size_t size,
                       uint64_t pc, char *err, size_t errlen) {
   if (!triple || (!code && size)) {
-    ds_err(err, errlen, "disasm: missing triple or code");
+    kl_errf(err, errlen, "disasm: missing triple or code");
     return NULL;
   }
   return disasm_range(triple, cpu, features, code, size, pc, NULL, 0, err, errlen);
@@ -96,14 +88,14 @@ char *kl_disasm_hsaco(const void *hsaco, size_t size, const char *cpu, char *err
   if (kl_hsaco_parse(hsaco, size, &info, err, errlen) != KL_OK) return NULL;
   if (!cpu) {
     if (strcmp(info.chip, "unknown") == 0) {
-      ds_err(err, errlen, "disasm: unknown AMDGPU chip in ELF flags 0x%x; pass the cpu", (unsigned)info.e_flags);
+      kl_errf(err, errlen, "disasm: unknown AMDGPU chip in ELF flags 0x%x; pass the cpu", (unsigned)info.e_flags);
       kl_hsaco_info_free(&info);
       return NULL;
     }
     cpu = info.chip;
   }
   if (info.text_size == 0) {
-    ds_err(err, errlen, "disasm: the code object has no .text section");
+    kl_errf(err, errlen, "disasm: the code object has no .text section");
     kl_hsaco_info_free(&info);
     return NULL;
   }

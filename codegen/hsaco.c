@@ -1,6 +1,7 @@
 /* hsaco.c — AMDGPU code object reader: ELF64 headers, symbols, kernel descriptors and
  * the msgpack metadata note. See hsaco.h for the contract. */
 #include "codegen/hsaco.h"
+#include "core/diag.h"
 
 #include <elf.h>
 #include <stdarg.h>
@@ -14,15 +15,6 @@
 #define EM_AMDGPU 224
 #endif
 #define KL_NT_AMDGPU_METADATA 32
-
-static void hs_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void hs_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* ---- chip table (EF_AMDGPU_MACH values from llvm/BinaryFormat/ELF.h) ---- */
 
@@ -64,23 +56,23 @@ static kl_status elf_open(elf_view *e, const void *data, size_t size, char *err,
   e->data = data;
   e->size = size;
   if (!data || size < sizeof(Elf64_Ehdr)) {
-    hs_err(err, errlen, "hsaco: %zu bytes is too short for an ELF header", size);
+    kl_errf(err, errlen, "hsaco: %zu bytes is too short for an ELF header", size);
     return KL_ERR;
   }
   memcpy(&e->eh, data, sizeof e->eh);
   const unsigned char *id = e->eh.e_ident;
   if (memcmp(id, ELFMAG, SELFMAG) != 0) {
-    hs_err(err, errlen, "hsaco: not an ELF file (bad magic)");
+    kl_errf(err, errlen, "hsaco: not an ELF file (bad magic)");
     return KL_ERR;
   }
   if (id[EI_CLASS] != ELFCLASS64 || id[EI_DATA] != ELFDATA2LSB) {
-    hs_err(err, errlen, "hsaco: not a 64-bit little-endian ELF file");
+    kl_errf(err, errlen, "hsaco: not a 64-bit little-endian ELF file");
     return KL_ERR;
   }
   if (e->eh.e_shnum) {
     if (e->eh.e_shentsize != sizeof(Elf64_Shdr) ||
         !in_range(size, e->eh.e_shoff, (uint64_t)e->eh.e_shnum * sizeof(Elf64_Shdr))) {
-      hs_err(err, errlen, "hsaco: section header table out of bounds (truncated file?)");
+      kl_errf(err, errlen, "hsaco: section header table out of bounds (truncated file?)");
       return KL_ERR;
     }
     e->sh = e->data + e->eh.e_shoff;
@@ -127,12 +119,12 @@ static kl_status walk_symbols(const elf_view *e, kl_hsaco_symbol_fn fn, void *us
     if (s.sh_type != SHT_SYMTAB && s.sh_type != SHT_DYNSYM) continue;
     const uint8_t *d = sec_data(e, &s);
     if (!d || !get_shdr(e, s.sh_link, &strs)) {
-      hs_err(err, errlen, "hsaco: symbol table out of bounds");
+      kl_errf(err, errlen, "hsaco: symbol table out of bounds");
       return KL_ERR;
     }
     const uint8_t *sd = sec_data(e, &strs);
     if (!sd) {
-      hs_err(err, errlen, "hsaco: symbol string table out of bounds");
+      kl_errf(err, errlen, "hsaco: symbol string table out of bounds");
       return KL_ERR;
     }
     uint64_t n = s.sh_size / sizeof(Elf64_Sym);
@@ -467,11 +459,11 @@ kl_status kl_hsaco_parse(const void *data, size_t size, kl_hsaco_info *out, char
   out->machine = e.eh.e_machine;
   out->e_flags = e.eh.e_flags;
   if (e.eh.e_machine != EM_AMDGPU) {
-    hs_err(err, errlen, "hsaco: ELF machine is %u, not EM_AMDGPU (224)", e.eh.e_machine);
+    kl_errf(err, errlen, "hsaco: ELF machine is %u, not EM_AMDGPU (224)", e.eh.e_machine);
     return KL_ERR;
   }
   if (e.eh.e_type != ET_DYN) {
-    hs_err(err, errlen, "hsaco: ELF type is %u, not ET_DYN (a linked code object is a shared object)",
+    kl_errf(err, errlen, "hsaco: ELF type is %u, not ET_DYN (a linked code object is a shared object)",
            e.eh.e_type);
     return KL_ERR;
   }
@@ -483,7 +475,7 @@ kl_status kl_hsaco_parse(const void *data, size_t size, kl_hsaco_info *out, char
     const char *n = sec_name(&e, &s);
     if (n && strcmp(n, ".text") == 0) {
       if (!sec_data(&e, &s)) {
-        hs_err(err, errlen, "hsaco: .text section out of bounds (truncated file?)");
+        kl_errf(err, errlen, "hsaco: .text section out of bounds (truncated file?)");
         return KL_ERR;
       }
       out->text_offset = s.sh_offset;
@@ -494,11 +486,11 @@ kl_status kl_hsaco_parse(const void *data, size_t size, kl_hsaco_info *out, char
   const uint8_t *md;
   uint32_t mdn;
   if (!find_metadata(&e, &md, &mdn)) {
-    hs_err(err, errlen, "hsaco: no AMDGPU metadata note (NT_AMDGPU_METADATA)");
+    kl_errf(err, errlen, "hsaco: no AMDGPU metadata note (NT_AMDGPU_METADATA)");
     return KL_ERR;
   }
   if (!parse_metadata(md, mdn, out)) {
-    hs_err(err, errlen, "hsaco: malformed AMDGPU metadata (msgpack)");
+    kl_errf(err, errlen, "hsaco: malformed AMDGPU metadata (msgpack)");
     kl_hsaco_info_free(out);
     return KL_ERR;
   }
@@ -598,14 +590,14 @@ char *kl_hsaco_metadata_text(const void *data, size_t size, char *err, size_t er
   const uint8_t *md;
   uint32_t mdn;
   if (!find_metadata(&e, &md, &mdn)) {
-    hs_err(err, errlen, "hsaco: no AMDGPU metadata note (NT_AMDGPU_METADATA)");
+    kl_errf(err, errlen, "hsaco: no AMDGPU metadata note (NT_AMDGPU_METADATA)");
     return NULL;
   }
   mp_rd r = {md, md + mdn};
   kl_sb sb = {0};
   if (!dump_value(&r, &sb, 0)) {
     kl_sb_free(&sb);
-    hs_err(err, errlen, "hsaco: malformed AMDGPU metadata (msgpack)");
+    kl_errf(err, errlen, "hsaco: malformed AMDGPU metadata (msgpack)");
     return NULL;
   }
   return kl_sb_take(&sb);

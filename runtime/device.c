@@ -2,6 +2,7 @@
  * argument validation, allocation tracking, module / kernel / event bookkeeping.
  * See device.h for the contract. */
 #include "runtime/device.h"
+#include "core/diag.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -62,21 +63,12 @@ struct kl_device {
 kl_status kl_device_set_error(kl_device *dev, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(dev->err, sizeof dev->err, fmt, ap);
+  kl_verrf(dev->err, sizeof dev->err, fmt, ap);
   va_end(ap);
   return KL_ERR;
 }
 
 const char *kl_device_error(const kl_device *dev) { return dev ? dev->err : "no device"; }
-
-static void put_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* Appends s to the NUL-terminated dst (capacity cap), truncating. */
 static void str_append(char *dst, size_t cap, const char *s) {
@@ -159,17 +151,17 @@ static const kl_device_backend *find_backend(const char *name, size_t n) {
 
 kl_status kl_device_register_backend(const kl_device_backend *b, char *err, size_t errlen) {
   if (!b || !b->name || !b->name[0] || !b->open || strchr(b->name, ':') || strcmp(b->name, "auto") == 0) {
-    put_err(err, errlen, "device backend: a backend needs a name (no ':', not 'auto') and an open function");
+    kl_errf(err, errlen, "device backend: a backend needs a name (no ':', not 'auto') and an open function");
     return KL_ERR;
   }
   if (find_backend(b->name, strlen(b->name))) {
-    put_err(err, errlen, "device backend '%s' is already registered", b->name);
+    kl_errf(err, errlen, "device backend '%s' is already registered", b->name);
     return KL_ERR;
   }
   pthread_mutex_lock(&registry_mu);
   kl_status st = KL_OK;
   if (n_extra == MAX_EXTRA) {
-    put_err(err, errlen, "device backend table is full (%d extra backends)", MAX_EXTRA);
+    kl_errf(err, errlen, "device backend table is full (%d extra backends)", MAX_EXTRA);
     st = KL_ERR;
   } else {
     extra_backends[n_extra++] = b;
@@ -235,7 +227,7 @@ kl_device *kl_device_open(const char *name, char *err, size_t errlen) {
     char *end;
     long v = strtol(colon + 1, &end, 10);
     if (colon[1] == '\0' || *end != '\0' || v < 0 || v > 1024) {
-      put_err(err, errlen, "device '%s': the ordinal after ':' must be a number >= 0", name);
+      kl_errf(err, errlen, "device '%s': the ordinal after ':' must be a number >= 0", name);
       return NULL;
     }
     ordinal = (int)v;
@@ -247,7 +239,7 @@ kl_device *kl_device_open(const char *name, char *err, size_t errlen) {
       str_append(list, sizeof list, kl_device_backend_name(i));
       str_append(list, sizeof list, ", ");
     }
-    put_err(err, errlen, "unknown device '%s' (known: %sauto)", name, list);
+    kl_errf(err, errlen, "unknown device '%s' (known: %sauto)", name, list);
     return NULL;
   }
   kl_device *d = b->open(ordinal, err, errlen);

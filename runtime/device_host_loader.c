@@ -2,6 +2,7 @@
  * objects (ELF relocatable, made by codegen at compile time) into the process. See
  * device_host_loader.h. Nothing here compiles code. */
 #include "runtime/device_host_loader.h"
+#include "core/diag.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,19 +42,10 @@ struct kl_jit {
   char session_err[512]; /* last message from the execution session's error reporter */
 };
 
-static void jt_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void jt_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 /* Consumes e and formats "what: message". */
 static void jt_llvm_err(char *err, size_t errlen, const char *what, LLVMErrorRef e) {
   char *msg = LLVMGetErrorMessage(e);
-  jt_err(err, errlen, "%s: %s", what, msg);
+  kl_errf(err, errlen, "%s: %s", what, msg);
   LLVMDisposeErrorMessage(msg);
 }
 
@@ -273,7 +265,7 @@ static bool is_relocatable_elf(const unsigned char *p, size_t size) {
 static kl_status check_format(const void *data, size_t size, char *err, size_t errlen) {
   const unsigned char *p = data;
   if (!data || size == 0) {
-    jt_err(err, errlen, "host loader: empty binary");
+    kl_errf(err, errlen, "host loader: empty binary");
     return KL_ERR;
   }
 #if defined(__x86_64__)
@@ -286,12 +278,12 @@ static kl_status check_format(const void *data, size_t size, char *err, size_t e
   if (is_relocatable_elf(p, size)) {
     int machine = p[5] == 1 ? p[18] | p[19] << 8 : p[19] | p[18] << 8;
     if (HOST_MACHINE < 0 || machine == HOST_MACHINE) return KL_OK;
-    jt_err(err, errlen, "host loader: the object is for another architecture (ELF machine %d, the host's is %d)", machine, HOST_MACHINE);
+    kl_errf(err, errlen, "host loader: the object is for another architecture (ELF machine %d, the host's is %d)", machine, HOST_MACHINE);
     return KL_ERR;
   }
   bool bitcode = size >= 4 && ((p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE) ||
                                (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
-  jt_err(err, errlen, "host loader: the binary (%zu bytes) is %s, not a host object (an ELF relocatable object from kiln's code "
+  kl_errf(err, errlen, "host loader: the binary (%zu bytes) is %s, not a host object (an ELF relocatable object from kiln's code "
          "generation: kl_codegen_emit for \"host\")", size, bitcode ? "LLVM bitcode" : "not an ELF relocatable object");
   return KL_ERR;
 }
@@ -375,7 +367,7 @@ static kl_status check_in_child(const void *data, size_t size, char *err, size_t
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
-    jt_err(err, errlen, "host loader: cannot start the process that checks the object (%s); it is not loaded", strerror(errno));
+    kl_errf(err, errlen, "host loader: cannot start the process that checks the object (%s); it is not loaded", strerror(errno));
     return KL_ERR;
   }
   if (pid == 0) child_link(data, size); /* does not return */
@@ -387,19 +379,19 @@ static kl_status check_in_child(const void *data, size_t size, char *err, size_t
   if (r == 0) {
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-    jt_err(err, errlen, "host loader: linking the object took LLVM more than 30 s; it is not loaded");
+    kl_errf(err, errlen, "host loader: linking the object took LLVM more than 30 s; it is not loaded");
     return KL_ERR;
   }
-  if (r < 0) { jt_err(err, errlen, "host loader: lost the process that checks the object (%s)", strerror(errno)); return KL_ERR; }
+  if (r < 0) { kl_errf(err, errlen, "host loader: lost the process that checks the object (%s)", strerror(errno)); return KL_ERR; }
   if (WIFSIGNALED(st)) {
     int sig = WTERMSIG(st);
-    jt_err(err, errlen, "host loader: invalid host object (%zu bytes): LLVM %s on it (signal %d, %s), so it is not loaded", size,
+    kl_errf(err, errlen, "host loader: invalid host object (%zu bytes): LLVM %s on it (signal %d, %s), so it is not loaded", size,
            sig == SIGABRT ? "aborts (out of memory or a fatal error)" : "crashes", sig, strsignal(sig));
     return KL_ERR;
   }
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   if (code == CHILD_OK || code == CHILD_REFUSED) return KL_OK; /* refused: added again here for a clean error */
-  jt_err(err, errlen, "host loader: invalid host object (%zu bytes): LLVM stops the process on it (exit status %d), so it is not loaded",
+  kl_errf(err, errlen, "host loader: invalid host object (%zu bytes): LLVM stops the process on it (exit status %d), so it is not loaded",
          size, code);
   return KL_ERR;
 }
@@ -438,7 +430,7 @@ static void lookup_done(LLVMErrorRef e, LLVMOrcCSymbolMapPairs result, size_t n,
 
 void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err, size_t errlen) {
   if (!mod || !name) {
-    jt_err(err, errlen, "host loader: lookup without module or name");
+    kl_errf(err, errlen, "host loader: lookup without module or name");
     return NULL;
   }
   pthread_mutex_lock(&jit->mu);
@@ -459,11 +451,11 @@ void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err
   void *addr = (void *)(uintptr_t)w.addr;
   if (!addr) {
     if (jit->session_err[0])
-      jt_err(err, errlen, "host loader: cannot link '%s': %s", name, jit->session_err);
+      kl_errf(err, errlen, "host loader: cannot link '%s': %s", name, jit->session_err);
     else if (w.msg[0])
-      jt_err(err, errlen, "host loader: symbol '%s': %s", name, w.msg);
+      kl_errf(err, errlen, "host loader: symbol '%s': %s", name, w.msg);
     else
-      jt_err(err, errlen, "host loader: symbol '%s' has address 0", name);
+      kl_errf(err, errlen, "host loader: symbol '%s' has address 0", name);
   }
   pthread_mutex_unlock(&jit->mu);
   return addr;
@@ -476,7 +468,7 @@ kl_status kl_jit_remove_module(kl_jit *jit, kl_jit_module *mod, char *err, size_
   while (*pp && *pp != mod) pp = &(*pp)->next;
   if (!*pp) {
     pthread_mutex_unlock(&jit->mu);
-    jt_err(err, errlen, "host loader: module does not belong to this loader");
+    kl_errf(err, errlen, "host loader: module does not belong to this loader");
     return KL_ERR;
   }
   *pp = mod->next;
