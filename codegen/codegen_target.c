@@ -180,7 +180,9 @@ static LLVMCodeGenOptLevel cg_level(int opt_level) {
   }
 }
 
-static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, char *err, size_t errlen) {
+/* host_object: the target machine of host objects (what the host JIT compiled with): PIC,
+ * the JIT code model; otherwise PIC for AMDGPU and the defaults elsewhere. */
+static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, bool host_object, char *err, size_t errlen) {
   kl_llvm_init_targets();
   LLVMTargetRef target = NULL;
   char *msg = NULL;
@@ -190,27 +192,10 @@ static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, char 
     return NULL;
   }
   LLVMDisposeMessage(msg);
-  LLVMRelocMode reloc = t->desc->arch == KL_ARCH_AMDGPU ? LLVMRelocPIC : LLVMRelocDefault;
+  LLVMRelocMode reloc = host_object || t->desc->arch == KL_ARCH_AMDGPU ? LLVMRelocPIC : LLVMRelocDefault;
+  LLVMCodeModel model = host_object ? LLVMCodeModelJITDefault : LLVMCodeModelDefault;
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level),
-                                                    reloc, LLVMCodeModelDefault);
-  if (!tm) kl_errf(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
-  return tm;
-}
-
-/* The target machine of host objects (what the host JIT compiled with): PIC, the JIT
- * code model. */
-static LLVMTargetMachineRef create_host_object_tm(const llvm_target *t, int opt_level, char *err, size_t errlen) {
-  kl_llvm_init_targets();
-  LLVMTargetRef target = NULL;
-  char *msg = NULL;
-  if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
-    kl_errf(err, errlen, "no LLVM target for triple %s: %s", t->triple, msg ? msg : "?");
-    LLVMDisposeMessage(msg);
-    return NULL;
-  }
-  LLVMDisposeMessage(msg);
-  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level), LLVMRelocPIC,
-                                                    LLVMCodeModelJITDefault);
+                                                    reloc, model);
   if (!tm) kl_errf(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
   return tm;
 }
@@ -273,7 +258,7 @@ static kl_status prepare_module(LLVMModuleRef m, const llvm_target *t, LLVMTarge
 kl_status kl_codegen_target_layout(const char *target, char *triple_out, char **dl, char *err, size_t errlen) {
   llvm_target t;
   if (resolve_target(target, &t, err, errlen) != KL_OK) return KL_ERR;
-  LLVMTargetMachineRef tm = create_tm(&t, 3, err, errlen);
+  LLVMTargetMachineRef tm = create_tm(&t, 3, false, err, errlen);
   if (!tm) return KL_ERR;
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
   char *s = LLVMCopyStringRepOfTargetData(td);
@@ -411,7 +396,7 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
     return KL_ERR;
   }
   LLVMDisposeMessage(msg);
-  s->tm = want && *want == KL_ARCH_HOST ? create_host_object_tm(t, level, err, errlen) : create_tm(t, level, err, errlen);
+  s->tm = create_tm(t, level, want && *want == KL_ARCH_HOST, err, errlen);
   if (!s->tm) return KL_ERR;
   /* LLVM's default diagnostic handler calls exit(1) on errors (e.g. too much LDS). */
   s->ctx = LLVMGetModuleContext(m);
