@@ -263,6 +263,15 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
 
 /* ---- graph containers ---- */
 bool kl_is_graph(const kl_op *op) { return op && !strcmp(op->name, "func.func") && kl_op_attr(op, "graph"); }
+kl_op *kl_graph_of_value(const kl_value *v) {
+  kl_op *op = kl_value_parent_op(v);
+  while (op && !kl_is_graph(op)) op = kl_op_parent_op(op);
+  return op;
+}
+const char *kl_graph_name(kl_op *graph) {
+  const char *n = kl_op_attr_string(graph, "sym_name");
+  return n ? n : "?";
+}
 kl_block *kl_graph_body(kl_op *graph) { return graph->regions[0].first; }
 kl_op *kl_graph_return(kl_op *graph) {
   kl_block *b = kl_graph_body(graph);

@@ -67,6 +67,10 @@ int kl_graph_params(kl_op *graph, kl_op **out, int max);
 kl_op *kl_graph_param(kl_op *graph, const char *name);
 kl_op *kl_graph_return(kl_op *graph);
 bool kl_is_graph(const kl_op *op);
+/* The graph v is defined in (its nearest enclosing graph function), NULL if none. */
+kl_op *kl_graph_of_value(const kl_value *v);
+/* A graph's symbol name ("?" if it has none). */
+const char *kl_graph_name(kl_op *graph);
 /* The result element type of conv / dot with inputs of element type `in` (see above). */
 const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in);
 void kl_register_graph_dialect(kl_ctx *ctx);

@@ -14,15 +14,6 @@
 
 static const char *short_name(const char *name) { const char *d = strchr(name, '.'); return d ? d + 1 : name; }
 
-static kl_op *graph_of_value(const kl_value *v) {
-  kl_op *op = kl_value_parent_op(v);
-  while (op && !kl_is_graph(op)) op = kl_op_parent_op(op);
-  return op;
-}
-static const char *graph_name(kl_op *g) {
-  const char *n = kl_op_attr_string(g, "sym_name");
-  return n ? n : "?";
-}
 
 /* graph is a graph func; else an error (on its context) and false. */
 static bool check_graph(kl_op *graph, const char *what, kl_loc loc) {
@@ -36,10 +27,10 @@ static bool check_graph(kl_op *graph, const char *what, kl_loc loc) {
 /* v is a value of graph; pos counts from 1 (the message's "operand N"). */
 static bool check_value(kl_op *graph, kl_value *v, const char *what, const char *role, int pos, kl_loc loc) {
   if (!v) return kl_emit_error(graph->ctx, loc, "%s: %s %d is NULL (did an earlier builder fail?)", what, role, pos), false;
-  kl_op *vg = graph_of_value(v);
+  kl_op *vg = kl_graph_of_value(v);
   if (vg != graph) {
     kl_emit_error(graph->ctx, loc, "%s: %s %d is a value of %s%s, not of graph @%s", what, role, pos,
-                  vg ? "graph @" : "no graph", vg ? graph_name(vg) : "", graph_name(graph));
+                  vg ? "graph @" : "no graph", vg ? kl_graph_name(vg) : "", kl_graph_name(graph));
     return false;
   }
   return true;
@@ -163,6 +154,6 @@ kl_op *kl_module_graph(kl_op *module, const char *name) {
   if (!module || strcmp(module->name, "builtin.module")) return NULL;
   kl_block *body = kl_module_body(module);
   for (kl_op *o = body ? body->first : NULL; o; o = o->next)
-    if (kl_is_graph(o) && (!name || !strcmp(graph_name(o), name))) return o;
+    if (kl_is_graph(o) && (!name || !strcmp(kl_graph_name(o), name))) return o;
   return NULL;
 }
