@@ -143,20 +143,6 @@ lua_State *kl_lua__set_current(kl_ctx *ctx, lua_State *L) {
   return prev;
 }
 
-void kl_lua__restore_ip(kl_lua_ctxstate *st) {
-  if (!st->rw) return;
-  if (st->ip_kind == 0 && st->ip_op) kl_rewriter_set_insertion_before(st->rw, st->ip_op);
-  else if (st->ip_kind == 1 && st->ip_op) kl_rewriter_set_insertion_after(st->rw, st->ip_op);
-  else if (st->ip_kind == 2 && st->ip_block) kl_rewriter_set_insertion_end(st->rw, st->ip_block);
-}
-
-void kl_lua__before_erase(kl_lua_ctxstate *st, kl_op *op) {
-  /* Like the rewriter: an insertion point inside an erased op moves past it. */
-  if (!st || !st->rw || !st->ip_op || !kl_op_is_ancestor(op, st->ip_op)) return;
-  if (op->next) { st->ip_kind = 0; st->ip_op = op->next; st->ip_block = NULL; }
-  else { st->ip_kind = 2; st->ip_op = NULL; st->ip_block = op->block; }
-}
-
 /* ---------------------------------------------------------- busy contexts ---- */
 #define MT_BUSYGUARD "kiln.busyguard"
 

@@ -71,9 +71,6 @@ typedef struct kl_lua_ctxstate {
   lua_State *main;          /* main thread of the owning Lua state */
   lua_State *cur;           /* thread running the current pipeline, or NULL */
   kl_rewriter *rw;          /* set while a Lua pattern runs on this context */
-  /* Mirror of the rewriter's insertion point (restored after routed mutations). */
-  int ip_kind;              /* 0 before ip_op, 1 after ip_op, 2 end of ip_block */
-  kl_op *ip_op; kl_block *ip_block;
   int busy;                 /* C frames running Lua code on this context (see above) */
   kl_lua_busy why;          /* the innermost of them, for the error message */
 } kl_lua_ctxstate;
@@ -103,8 +100,6 @@ void        kl_lua__pin_guard(lua_State *L, int idx, kl_lua_pin *pin, const char
 /* Destroys the context of the context userdata at idx (a no-op if already destroyed);
  * raises the busy error if it is busy. Used by ctx:destroy(), __close and __gc. */
 int         kl_lua__ctx_destroy(lua_State *L, int idx);
-void kl_lua__restore_ip(kl_lua_ctxstate *st);
-void kl_lua__before_erase(kl_lua_ctxstate *st, kl_op *op);   /* keeps the mirror valid */
 
 /* Contexts. */
 int      kl_lua__new_ctx(lua_State *L);              /* pushes a new context userdata */

@@ -175,7 +175,6 @@ int kl_lua__erase(lua_State *L, kl_op *op) {
     return kl_lua__error(L, "kiln: cannot erase '%s': its results still have uses", op->name);
   if (rw) {
     if (!op->block) return kl_lua__error(L, "kiln: cannot erase '%s' inside a pattern: it is not in the IR", op->name);
-    kl_lua__before_erase(kl_lua__state(op->ctx), op);
     kl_rewriter_erase_op(rw, op);
   } else if (kl_op_erase(op) != KL_OK) return kl_lua__diag_error(L, op->ctx, "kiln: erase failed");
   return 0;
@@ -204,16 +203,16 @@ void kl_lua__place(lua_State *L, kl_op *op, int where, kl_op *anchor, kl_block *
     kl_lua__error(L, "kiln: cannot insert '%s' into its own region", op->name);
   if (has_null_operand(op))
     kl_lua__error(L, "kiln: cannot insert '%s': it (or an op nested in it) has been erased", op->name);
-  kl_lua_ctxstate *st = kl_lua__state(op->ctx);
-  kl_rewriter *rw = st ? st->rw : NULL;
+  kl_rewriter *rw = active_rw(op->ctx);
   if (op->block) kl_op_unlink(op);
-  if (rw) {
+  if (rw) {   /* the pattern's insertion point is put back afterwards (rewrite.h) */
+    kl_insertion_point saved = kl_rewriter_save_insertion(rw);
     if (where == KL_LUA_AT_BEFORE) kl_rewriter_set_insertion_before(rw, anchor);
     else if (where == KL_LUA_AT_AFTER) kl_rewriter_set_insertion_after(rw, anchor);
     else if (where == KL_LUA_AT_START && block->first) kl_rewriter_set_insertion_before(rw, block->first);
     else kl_rewriter_set_insertion_end(rw, block);
     kl_rewriter_insert(rw, op);
-    kl_lua__restore_ip(st);
+    kl_rewriter_restore_insertion(rw, saved);
     return;
   }
   if (where == KL_LUA_AT_BEFORE) kl_op_insert_before(anchor, op);
@@ -311,7 +310,6 @@ static int op_replace_with(lua_State *L) {   /* replace uses, then erase */
   kl_rewriter *rw = active_rw(op->ctx);
   if (rw) {
     if (!op->block) return kl_lua__error(L, "kiln: cannot replace '%s' inside a pattern: it is not in the IR", op->name);
-    kl_lua__before_erase(kl_lua__state(op->ctx), op);
     kl_rewriter_replace_op(rw, op, vals);
     return 0;
   }

@@ -58,7 +58,7 @@ static int pattern_tostring(lua_State *L) {
 }
 
 /* ------------------------------------------------------------- rewriter ---- */
-typedef struct rw_ud { kl_rewriter *rw; kl_op *root; kl_lua_ctxstate *cst; } rw_ud;
+typedef struct rw_ud { kl_rewriter *rw; kl_op *root; } rw_ud;
 
 static rw_ud *rw_check(lua_State *L) {
   rw_ud *r = luaL_checkudata(L, 1, MT_RW);
@@ -88,7 +88,6 @@ static int rw_replace(lua_State *L) {
   if (!op->block) return luaL_argerror(L, 2, "op is not in the IR");
   kl_value **vals = kl_lua__replacements(L, op, 3);
   kl_op *new_op = kl_lua__test(L, 3, KL_LH_OP);
-  kl_lua__before_erase(r->cst, op);
   if (new_op && !new_op->block) kl_rewriter_replace_op_with(r->rw, op, new_op);
   else kl_rewriter_replace_op(r->rw, op, vals);
   return 0;
@@ -138,23 +137,21 @@ static int rw_move_before(lua_State *L) {
 }
 static int rw_set_ip(lua_State *L, int kind) {
   rw_ud *r = rw_check(L);
-  kl_lua_ctxstate *st = r->cst;
-  if (kind == 2) {
+  if (kind == KL_IP_END) {
     kl_block *b = kl_lua__check(L, 2, KL_LH_BLOCK);
     if (kl_lua__handle_ctx(L, 2) != rw_ctx(r)) return kl_lua__error(L, "kiln: block belongs to another kiln context");
-    st->ip_block = b; st->ip_op = NULL;
-  } else {
-    kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
-    if (!op->block) return luaL_argerror(L, 2, "op is not in a block");
-    st->ip_op = op; st->ip_block = NULL;
+    kl_rewriter_set_insertion_end(r->rw, b);
+    return 0;
   }
-  st->ip_kind = kind;
-  kl_lua__restore_ip(st);
+  kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
+  if (!op->block) return luaL_argerror(L, 2, "op is not in a block");
+  if (kind == KL_IP_BEFORE) kl_rewriter_set_insertion_before(r->rw, op);
+  else kl_rewriter_set_insertion_after(r->rw, op);
   return 0;
 }
-static int rw_set_insertion_before(lua_State *L) { return rw_set_ip(L, 0); }
-static int rw_set_insertion_after(lua_State *L) { return rw_set_ip(L, 1); }
-static int rw_set_insertion_end(lua_State *L) { return rw_set_ip(L, 2); }
+static int rw_set_insertion_before(lua_State *L) { return rw_set_ip(L, KL_IP_BEFORE); }
+static int rw_set_insertion_after(lua_State *L) { return rw_set_ip(L, KL_IP_AFTER); }
+static int rw_set_insertion_end(lua_State *L) { return rw_set_ip(L, KL_IP_END); }
 static int rw_fail(lua_State *L) {   /* return rw:fail("why"): stops the driver with an error */
   rw_ud *r = rw_check(L);
   kl_rewriter_fail(r->rw, r->root->loc, "%s", luaL_optstring(L, 2, "pattern failed"));
@@ -212,8 +209,7 @@ static bool lua_pattern_fn(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   rw_ud *r = lua_touserdata(L, st->rwud);
   r->rw = rw; r->root = op;
   st->cst->rw = rw;
-  st->cst->ip_kind = 0; st->cst->ip_op = op; st->cst->ip_block = NULL;
-  kl_rewriter_set_insertion_before(rw, op);
+  kl_rewriter_set_insertion_before(rw, op);   /* the drivers already did; explicit for the pattern */
   pat_call c = { lp, op, false };
   int top = lua_gettop(L);
   /* none of these pushes allocates, so nothing can raise outside the pcall */
@@ -262,7 +258,7 @@ static int l_apply_patterns(lua_State *L) {
   lua_pushcfunction(L, kl_lua_traceback); int tb = lua_gettop(L);  /* 6 */
   lua_newtable(L); int fns = lua_gettop(L);                       /* 7 */
   rw_ud *r = lua_newuserdatauv(L, sizeof *r, 1);                  /* 8 */
-  r->rw = NULL; r->root = NULL; r->cst = cst;
+  r->rw = NULL; r->root = NULL;
   luaL_setmetatable(L, MT_RW);
   lua_pushvalue(L, ctxud); lua_setiuservalue(L, -2, 1);
   int rwud = lua_gettop(L);
