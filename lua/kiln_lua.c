@@ -1,5 +1,5 @@
 /* kiln_lua.c — the kiln Lua module: opening, contexts, handle plumbing, conversions
- * between Lua values and types/attributes/locations, and error reporting.
+ * between Lua values and types/attributes/locations (errors: kiln_lua_error.c).
  * The IR handle methods live in kiln_lua_ir.c, patterns in kiln_lua_rewrite.c,
  * pipelines and Lua passes in kiln_lua_pass.c. */
 #include "lua/kiln_lua.h"
@@ -18,95 +18,8 @@ const char *const kl_lua__mt_names[KL_LH_NKINDS] = {
 #define REG_CTXMAP   "kiln.ctxmap"      /* lightuserdata(kl_ctx) -> context userdata (weak) */
 #define REG_WEAKV    "kiln.weakv"       /* {__mode = "v"} */
 #define REG_DEFAULT  "kiln.default_ctx"
-#define REG_LIBPREFIX "kiln.libprefix"  /* chunk-name prefix of the Lua part of kiln */
 
 typedef struct lh { const void *p; } lh;
-
-/* ---------------------------------------------------------------- errors ---- */
-int kl_lua_traceback(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (!msg) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) msg = lua_tostring(L, -1);
-    else msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
-int kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *fallback) {
-  char *d = kl_diag_take(ctx);
-  size_t n = strlen(d);
-  while (n && d[n - 1] == '\n') n--;
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  if (n) luaL_addlstring(&b, d, n);
-  else luaL_addstring(&b, fallback ? fallback : "kiln: operation failed");
-  free(d);
-  luaL_pushresult(&b);
-  return lua_error(L);
-}
-
-/* The file of the first Lua level outside kiln into buf (false if none), its line into
- * *line. Needs no context. */
-static bool caller_file_line(lua_State *L, char *buf, size_t n, int *line) {
-  lua_Debug ar;
-  luaL_checkstack(L, 2, "kiln");
-  lua_getfield(L, LUA_REGISTRYINDEX, REG_LIBPREFIX);
-  size_t plen = 0;
-  const char *prefix = lua_tolstring(L, -1, &plen);
-  bool found = false;
-  for (int level = 0; lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
-    if (prefix && plen && strncmp(ar.source, prefix, plen) == 0) continue;
-    snprintf(buf, n, "%s", (ar.source[0] == '@' || ar.source[0] == '=') ? ar.source + 1 : ar.short_src);
-    *line = ar.currentline;
-    found = true;
-    break;
-  }
-  lua_pop(L, 1);
-  return found;
-}
-
-/* "file:line: " of the first Lua stack level outside the kiln library, or "". */
-static void push_user_where(lua_State *L) {
-  char file[1024];
-  int line = 0;
-  if (caller_file_line(L, file, sizeof file, &line)) lua_pushfstring(L, "%s:%d: ", file, line);
-  else lua_pushliteral(L, "");
-}
-
-/* Independent of every context: an error must keep its own message after the default
- * context is destroyed. */
-void kl_lua__push_where(lua_State *L) {
-  char file[1024];
-  int line = 0;
-  if (caller_file_line(L, file, sizeof file, &line)) lua_pushfstring(L, "%s:%d", file, line);
-  else lua_pushliteral(L, "?");
-}
-
-int kl_lua__diag_error_at(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback) {
-  char *d = kl_diag_take(ctx);
-  size_t n = strlen(d);
-  while (n && d[n - 1] == '\n') n--;
-  luaL_checkstack(L, 4, "kiln");
-  push_user_where(L);
-  lua_pushfstring(L, "error: %s: ", what);
-  if (n) lua_pushlstring(L, d, n); else lua_pushstring(L, fallback ? fallback : "operation failed");
-  free(d);
-  lua_concat(L, 3);
-  return lua_error(L);
-}
-
-int kl_lua__error(lua_State *L, const char *fmt, ...) {
-  luaL_checkstack(L, 4, "kiln");
-  push_user_where(L);
-  va_list ap;
-  va_start(ap, fmt);
-  lua_pushvfstring(L, fmt, ap);
-  va_end(ap);
-  lua_concat(L, 2);
-  return lua_error(L);
-}
 
 static const char *type_name(lua_State *L, int idx) {
   if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) {
@@ -117,12 +30,6 @@ static const char *type_name(lua_State *L, int idx) {
   return luaL_typename(L, idx);
 }
 
-void kl_lua__flush_diags(kl_ctx *ctx) {
-  char *d = kl_diag_take(ctx);
-  if (*d) fputs(d, stderr);
-  free(d);
-}
-
 void *kl_lua__tmp(lua_State *L, size_t n) { return lua_newuserdatauv(L, n ? n : 1, 0); }
 
 /* -------------------------------------------------------------- contexts ---- */
@@ -130,8 +37,8 @@ kl_lua_ctxstate *kl_lua__state(kl_ctx *ctx) { return kl_ctx_get_user(ctx, "kiln.
 
 kl_lua_ctxstate *kl_lua__check_not_rewriting(lua_State *L, kl_ctx *ctx, const char *what) {
   kl_lua_ctxstate *st = kl_lua__state(ctx);
-  if (!st) kl_lua__error(L, "kiln: %s: this IR belongs to a context without a Lua handle", what);
-  if (st->rw) kl_lua__error(L, "kiln: %s cannot run inside a pattern of the same context", what);
+  if (!st) kl_lua__rt_error(L, what, "this IR belongs to a context without a Lua handle");
+  if (st->rw) kl_lua__rt_error(L, what, "cannot run inside a pattern of the same context");
   return st;
 }
 
@@ -220,7 +127,7 @@ int kl_lua__ctx_destroy(lua_State *L, int idx) {
   if (!u->ctx) return 0;
   kl_lua_ctxstate *st = kl_lua__state(u->ctx);
   if (st && st->busy > 0)
-    return kl_lua__error(L, "kiln: ctx:destroy() inside a callback that runs on this context (%s%s%s%s); "
+    return kl_lua__rt_error(L, "kiln", "ctx:destroy() inside a callback that runs on this context (%s%s%s%s); "
                          "destroy it after that call returns", st->why.what ? st->why.what : "a kiln call",
                          st->why.name ? " '" : "", st->why.name ? st->why.name : "", st->why.name ? "'" : "");
   kl_ctx *c = u->ctx;
@@ -284,7 +191,7 @@ kl_ctx *kl_lua_default_ctx(lua_State *L) {
 
 kl_ctx *kl_lua__check_ctx(lua_State *L, int idx) {
   kl_lua_ctxud *u = luaL_checkudata(L, idx, KL_MT_CONTEXT);
-  if (!u->ctx) kl_lua__error(L, "kiln: this context has been destroyed");
+  if (!u->ctx) kl_lua__rt_error(L, "kiln", "this context has been destroyed");
   return u->ctx;
 }
 
@@ -300,7 +207,7 @@ int kl_lua__push_ctxud_of(lua_State *L, kl_ctx *ctx) {
   lua_getfield(L, LUA_REGISTRYINDEX, REG_CTXMAP);
   lua_rawgetp(L, -1, ctx);
   lua_remove(L, -2);
-  if (lua_isnil(L, -1)) kl_lua__error(L, "kiln: this IR belongs to a context without a Lua handle");
+  if (lua_isnil(L, -1)) kl_lua__rt_error(L, "kiln", "this IR belongs to a context without a Lua handle");
   return lua_gettop(L);
 }
 
@@ -314,14 +221,14 @@ static kl_lua_ctxud *handle_ctxud(lua_State *L, int idx) {
   lua_getiuservalue(L, idx, 1);
   kl_lua_ctxud *c = luaL_testudata(L, -1, KL_MT_CONTEXT);
   lua_pop(L, 1);   /* still referenced by the handle */
-  if (!c) kl_lua__error(L, "kiln: not a kiln handle");
-  if (!c->ctx) kl_lua__error(L, "kiln: the context of this handle has been destroyed");
+  if (!c) kl_lua__rt_error(L, "kiln", "not a kiln handle");
+  if (!c->ctx) kl_lua__rt_error(L, "kiln", "the context of this handle has been destroyed");
   return c;
 }
 
 void *kl_lua__check(lua_State *L, int idx, int kind) {
   lh *h = luaL_testudata(L, idx, kl_lua__mt_names[kind]);
-  if (!h) kl_lua__error(L, "kiln: expected a %s, got a %s", kl_lua__mt_names[kind], type_name(L, idx));
+  if (!h) kl_lua__rt_error(L, "kiln", "expected a %s, got a %s", kl_lua__mt_names[kind], type_name(L, idx));
   handle_ctxud(L, idx);
   return (void *)h->p;
 }
@@ -359,12 +266,12 @@ void kl_lua_push_op(lua_State *L, kl_op *op) {
 
 kl_op *kl_lua__check_op_in(lua_State *L, int idx, kl_ctx *ctx) {
   kl_op *op = kl_lua__check(L, idx, KL_LH_OP);
-  if (op->ctx != ctx) kl_lua__error(L, "kiln: op '%s' belongs to another kiln context", op->name);
+  if (op->ctx != ctx) kl_lua__rt_error(L, "kiln", "op '%s' belongs to another kiln context", op->name);
   return op;
 }
 kl_value *kl_lua__check_value_in(lua_State *L, int idx, kl_ctx *ctx) {
   kl_value *v = kl_lua__check(L, idx, KL_LH_VALUE);
-  if (kl_lua__handle_ctx(L, idx) != ctx) kl_lua__error(L, "kiln: value belongs to another kiln context");
+  if (kl_lua__handle_ctx(L, idx) != ctx) kl_lua__rt_error(L, "kiln", "value belongs to another kiln context");
   return v;
 }
 
@@ -419,20 +326,20 @@ const kl_type *kl_lua__totype(lua_State *L, int idx, kl_ctx *ctx) {
   if (lua_type(L, idx) == LUA_TSTRING) {
     size_t n; const char *s = lua_tolstring(L, idx, &n);
     const kl_type *t = kl_parse_type(ctx, s, n, "<type>");
-    if (!t) kl_lua__diag_error(L, ctx, "kiln: invalid type");
+    if (!t) kl_lua__diag_error(L, ctx, "kiln", "invalid type");
     return t;
   }
   const kl_type *t = kl_lua__test(L, idx, KL_LH_TYPE);
-  if (!t) kl_lua__error(L, "kiln: expected a type (a kiln.type or a string such as \"f32\"), got a %s", type_name(L, idx));
+  if (!t) kl_lua__rt_error(L, "kiln", "expected a type (a kiln.type or a string such as \"f32\"), got a %s", type_name(L, idx));
   if (kl_lua__handle_ctx(L, idx) == ctx) return t;
   const kl_type *r = kl_parse_type(ctx, t->text, strlen(t->text), "<type>");
-  if (!r) kl_lua__diag_error(L, ctx, "kiln: cannot convert a type between contexts");
+  if (!r) kl_lua__diag_error(L, ctx, "kiln", "cannot convert a type between contexts");
   return r;
 }
 
 static const kl_attr *toattr(lua_State *L, int idx, kl_ctx *ctx, int depth) {
   idx = lua_absindex(L, idx);
-  if (depth > 64) kl_lua__error(L, "kiln: attribute value nested too deeply");
+  if (depth > 64) kl_lua__rt_error(L, "kiln", "attribute value nested too deeply");
   luaL_checkstack(L, 6, "kiln: attribute value nested too deeply");
   switch (lua_type(L, idx)) {
   case LUA_TNONE: case LUA_TNIL: return NULL;
@@ -447,7 +354,7 @@ static const kl_attr *toattr(lua_State *L, int idx, kl_ctx *ctx, int depth) {
       if (kl_lua__handle_ctx(L, idx) == ctx) return a;
       if (a->kind == KL_AT_UNIT) return kl_attr_unit(ctx);
       const kl_attr *r = kl_parse_attr(ctx, a->text, strlen(a->text), "<attribute>");
-      if (!r) kl_lua__diag_error(L, ctx, "kiln: cannot convert an attribute between contexts");
+      if (!r) kl_lua__diag_error(L, ctx, "kiln", "cannot convert an attribute between contexts");
       return r;
     }
     if (kl_lua__test(L, idx, KL_LH_TYPE)) return kl_attr_type(ctx, kl_lua__totype(L, idx, ctx));
@@ -461,20 +368,20 @@ static const kl_attr *toattr(lua_State *L, int idx, kl_ctx *ctx, int depth) {
       count++;
       if (lua_type(L, -2) != LUA_TSTRING) all_str = false;
     }
-    if (count > (1 << 24)) kl_lua__error(L, "kiln: attribute table too large");
+    if (count > (1 << 24)) kl_lua__rt_error(L, "kiln", "attribute table too large");
     if (count == n) {   /* a sequence (or empty): array */
       const kl_attr **el = kl_lua__tmp(L, (size_t)n * sizeof *el);
       for (lua_Integer i = 1; i <= n; i++) {
         lua_geti(L, idx, i);
         el[i - 1] = toattr(L, -1, ctx, depth + 1);
-        if (!el[i - 1]) kl_lua__error(L, "kiln: nil inside an attribute array");
+        if (!el[i - 1]) kl_lua__rt_error(L, "kiln", "nil inside an attribute array");
         lua_pop(L, 1);
       }
       const kl_attr *r = kl_attr_array(ctx, (int)n, el);
       lua_pop(L, 1);
       return r;
     }
-    if (!all_str) kl_lua__error(L, "kiln: a table attribute must be an array (keys 1..n) or a dictionary (string keys)");
+    if (!all_str) kl_lua__rt_error(L, "kiln", "a table attribute must be an array (keys 1..n) or a dictionary (string keys)");
     kl_named_attr *e = kl_lua__tmp(L, (size_t)count * sizeof *e);
     int k = 0;
     for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
@@ -488,7 +395,7 @@ static const kl_attr *toattr(lua_State *L, int idx, kl_ctx *ctx, int depth) {
   }
   default: break;
   }
-  kl_lua__error(L, "kiln: cannot convert a %s to an attribute", luaL_typename(L, idx));
+  kl_lua__rt_error(L, "kiln", "cannot convert a %s to an attribute", luaL_typename(L, idx));
   return NULL;
 }
 const kl_attr *kl_lua__toattr(lua_State *L, int idx, kl_ctx *ctx) { return toattr(L, idx, ctx, 0); }
@@ -520,12 +427,6 @@ void kl_lua__push_attr_value(lua_State *L, int ctxidx, const kl_attr *a) {
 }
 
 /* ------------------------------------------------------------- locations ---- */
-kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx) {
-  char file[1024];
-  int line = 0;
-  return caller_file_line(L, file, sizeof file, &line) ? kl_loc_make(ctx, file, line, 0) : KL_LOC_UNKNOWN;
-}
-
 
 static bool all_digits(const char *s, size_t n) {
   if (!n) return false;
@@ -566,7 +467,7 @@ kl_loc kl_lua__toloc(lua_State *L, int idx, kl_ctx *ctx) {
     if (op) { kl_lua__check(L, idx, KL_LH_OP); return op->ctx == ctx ? op->loc : kl_loc_make(ctx, op->loc.file, op->loc.line, op->loc.col); }
   }
   }
-  kl_lua__error(L, "kiln: a location is a string \"file:line:col\", a table {file=, line=, col=} or an op");
+  kl_lua__rt_error(L, "kiln", "a location is a string \"file:line:col\", a table {file=, line=, col=} or an op");
   return KL_LOC_UNKNOWN;
 }
 
@@ -584,7 +485,7 @@ static int l_set_libprefix(lua_State *L) {
   size_t n; const char *s = luaL_checklstring(L, 1, &n);
   while (n && s[n - 1] != '/' && s[n - 1] != '\\') n--;
   lua_pushlstring(L, s, n);
-  lua_setfield(L, LUA_REGISTRYINDEX, REG_LIBPREFIX);
+  lua_setfield(L, LUA_REGISTRYINDEX, KL_LUA_REG_LIBPREFIX);
   return 0;
 }
 
@@ -640,7 +541,7 @@ int kl_lua_open(lua_State *L) {
   lua_pushvalue(L, mod);
   lua_setfield(L, loaded, "kiln");
   lua_getglobal(L, "require");
-  if (lua_isnil(L, -1)) return kl_lua__error(L, "kiln: the package library is not open (require is missing)");
+  if (lua_isnil(L, -1)) return kl_lua__rt_error(L, "kiln", "the package library is not open (require is missing)");
   lua_pushstring(L, "kiln.lib");
   int st = lua_pcall(L, 1, 1, 0);
   if (st == LUA_OK && !lua_isfunction(L, -1)) {
@@ -653,7 +554,7 @@ int kl_lua_open(lua_State *L) {
   if (st != LUA_OK) {
     lua_pushnil(L);
     lua_setfield(L, loaded, "kiln");
-    return kl_lua__error(L, "kiln: cannot load the Lua part of kiln (module 'kiln.lib'; package.path must "
+    return kl_lua__rt_error(L, "kiln", "cannot load the Lua part of kiln (module 'kiln.lib'; package.path must "
                          "include <kiln>/lua/?.lua):\n%s", lua_tostring(L, -1));
   }
   lua_settop(L, mod);

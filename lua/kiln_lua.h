@@ -11,15 +11,21 @@
  * Errors (one convention): a binding function raises a Lua string error
  *   "<file>:<line>: error: <what>: <message>"
  * where <file>:<line> is the user's Lua line (the first stack level outside the kiln
- * library, kl_lua__push_where), <what> names the call ("kiln.zeros", "g:param",
- * "compile", ...) and <message> says what is wrong and where in the arguments. Misuse
- * (a bad argument) and runtime failures (compiling, evaluating, a device) take the same
- * shape: kl_lua__rt_error for a formatted message, kl_lua__err_error for a failure a
- * lower layer reported in a `char *err` buffer (kiln_lua_rt.h), kl_lua__diag_error_at
- * for the diagnostics a context collected (their "file:line:col: error: ..." text is the
- * message). Still in the older shapes, to be converted with kiln_lua.c: kl_lua__error
- * ("<file>:<line>: kiln: <message>", handle and context misuse) and kl_lua__diag_error
- * (the diagnostics text alone). C callbacks that run Lua code (Lua
+ * library, kl_lua__push_where; "?" if there is none), <what> names the call
+ * ("kiln.zeros", "g:param", "compile", ...; "kiln" in the shared checks of handles,
+ * contexts and conversions, which cannot know it) and <message> says what is wrong and
+ * where in the arguments. Misuse (a bad argument, a destroyed context, a wrong handle)
+ * and runtime failures (compiling, evaluating, a device) take the same shape, through
+ * one helper family (kiln_lua_error.c): kl_lua__rt_error for a formatted message,
+ * kl_lua__err_error for a failure a lower layer reported in a `char *err` buffer,
+ * kl_lua__diag_error for the diagnostics a context collected. Diagnostics keep their
+ * own location, the IR (or Lua) line that built the op, which is the point of them:
+ * their text "file:line:col: error: ..." is the <message>; when it already begins at
+ * the user's Lua line ("<file>:<line>: error: ..." or "<file>:<line>:<col>: error: ...",
+ * an op built by that very line, e.g. a graph op's shape error) it is the error as it
+ * stands instead of repeating the location. Standard argument checks (luaL_argerror,
+ * luaL_checktype, ...) keep Lua's own "bad argument #n to 'f'" shape.
+ * C callbacks that run Lua code (Lua
  * patterns, Lua passes, pipeline callbacks, on_ir) always use lua_pcall with a
  * traceback handler: a Lua error never unwinds through core C code.
  * Busy contexts (one rule): while C code works on a context and runs Lua code (a Lua
@@ -131,12 +137,19 @@ void   kl_lua__push_where(lua_State *L);                 /* its "file:line" (or 
 kl_loc kl_lua__toloc(lua_State *L, int idx, kl_ctx *ctx); /* nil -> caller loc */
 void   kl_lua__push_loc(lua_State *L, kl_loc loc);       /* "file:line:col" or nil */
 
-/* Errors and diagnostics. kl_lua__error raises "file:line: <message>" with the
- * user's Lua line (first stack level outside the kiln library). */
-int  kl_lua__error(lua_State *L, const char *fmt, ...);
-int  kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *fallback); /* raises */
-/* The same, located: "file:line: error: <what>: <diagnostics>" at the user's Lua line. */
-int  kl_lua__diag_error_at(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
+/* Errors (the file comment; kiln_lua_error.c). Each raises, never returns.
+ * rt_error: "<file>:<line>: error: <what>: <message>", printf-style, never truncated.
+ * err_error: a failure a lower layer (driver/, runtime/) reported in a `char *err`
+ * buffer, as "<file>:<line>: error: <what>: <err>", where err's own "<stage>: " prefix
+ * (the producer's name for the call: "compile", "run", "eval", ...) is dropped because
+ * <what> already names it; fallback if err is empty. The one place that knows those
+ * producers prefix their messages.
+ * diag_error: the diagnostics ctx collected (taken), as the message (or as they stand,
+ * see the file comment); fallback if there are none. */
+#define KL_LUA_REG_LIBPREFIX "kiln.libprefix"  /* registry: chunk-name prefix of the Lua part of kiln */
+int  kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int  kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
+int  kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
 void kl_lua__flush_diags(kl_ctx *ctx);   /* pending warnings/notes -> stderr */
 /* A temporary GC-managed buffer (a userdata pushed on the stack). */
 void *kl_lua__tmp(lua_State *L, size_t n);

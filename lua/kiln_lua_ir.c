@@ -60,7 +60,7 @@ static int op_print(lua_State *L) {
 static int op_verify(lua_State *L) {
   kl_op *op = OP(1);
   kl_lua__flush_diags(op->ctx);
-  if (kl_verify(op) != KL_OK) return kl_lua__diag_error(L, op->ctx, "kiln: verification failed");
+  if (kl_verify(op) != KL_OK) return kl_lua__diag_error(L, op->ctx, "op:verify", "verification failed");
   kl_lua__flush_diags(op->ctx);
   lua_pushboolean(L, 1);
   return 1;
@@ -172,11 +172,11 @@ static bool results_used_outside(kl_op *op) {
 int kl_lua__erase(lua_State *L, kl_op *op) {
   kl_rewriter *rw = active_rw(op->ctx);
   if (results_used_outside(op))
-    return kl_lua__error(L, "kiln: cannot erase '%s': its results still have uses", op->name);
+    return kl_lua__rt_error(L, "kiln", "cannot erase '%s': its results still have uses", op->name);
   if (rw) {
-    if (!op->block) return kl_lua__error(L, "kiln: cannot erase '%s' inside a pattern: it is not in the IR", op->name);
+    if (!op->block) return kl_lua__rt_error(L, "kiln", "cannot erase '%s' inside a pattern: it is not in the IR", op->name);
     kl_rewriter_erase_op(rw, op);
-  } else if (kl_op_erase(op) != KL_OK) return kl_lua__diag_error(L, op->ctx, "kiln: erase failed");
+  } else if (kl_op_erase(op) != KL_OK) return kl_lua__diag_error(L, op->ctx, "erase", "erase failed");
   return 0;
 }
 static int op_erase(lua_State *L) { return kl_lua__erase(L, OP(1)); }
@@ -194,15 +194,15 @@ static bool has_null_operand(kl_op *op) {
  * 3 = start of block. Checks context membership and cycles. */
 void kl_lua__place(lua_State *L, kl_op *op, int where, kl_op *anchor, kl_block *block) {
   if (anchor) {
-    if (anchor == op) kl_lua__error(L, "kiln: cannot insert an op next to itself");
-    if (!anchor->block) kl_lua__error(L, "kiln: the anchor op '%s' is not in a block", anchor->name);
+    if (anchor == op) kl_lua__rt_error(L, "kiln", "cannot insert an op next to itself");
+    if (!anchor->block) kl_lua__rt_error(L, "kiln", "the anchor op '%s' is not in a block", anchor->name);
     block = anchor->block;
   }
   kl_op *parent = (block->region) ? block->region->op : NULL;
   if (parent && kl_op_is_ancestor(op, parent))
-    kl_lua__error(L, "kiln: cannot insert '%s' into its own region", op->name);
+    kl_lua__rt_error(L, "kiln", "cannot insert '%s' into its own region", op->name);
   if (has_null_operand(op))
-    kl_lua__error(L, "kiln: cannot insert '%s': it (or an op nested in it) has been erased", op->name);
+    kl_lua__rt_error(L, "kiln", "cannot insert '%s': it (or an op nested in it) has been erased", op->name);
   kl_rewriter *rw = active_rw(op->ctx);
   if (op->block) kl_op_unlink(op);
   if (rw) {   /* the pattern's insertion point is put back afterwards (rewrite.h) */
@@ -231,7 +231,7 @@ static int op_insert_before(lua_State *L) { return op_insert_at(L, KL_LUA_AT_BEF
 static int op_insert_after(lua_State *L) { return op_insert_at(L, KL_LUA_AT_AFTER); }
 static int op_detach(lua_State *L) {
   kl_op *op = OP(1);
-  if (active_rw(op->ctx)) return kl_lua__error(L, "kiln: op:detach() is not allowed inside a pattern (use rw:erase or rw:replace)");
+  if (active_rw(op->ctx)) return kl_lua__rt_error(L, "kiln", "op:detach() is not allowed inside a pattern (use rw:erase or rw:replace)");
   kl_op_unlink(op);
   lua_settop(L, 1);
   return 1;
@@ -276,20 +276,20 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx) {
   if (other) {
     kl_lua__check_op_in(L, idx, op->ctx);
     if (other->nresults != op->nresults)
-      kl_lua__error(L, "kiln: '%s' has %d results but its replacement '%s' has %d", op->name, op->nresults, other->name, other->nresults);
+      kl_lua__rt_error(L, "kiln", "'%s' has %d results but its replacement '%s' has %d", op->name, op->nresults, other->name, other->nresults);
     for (int i = 0; i < op->nresults; i++) vals[i] = &other->results[i];
   } else if (kl_lua__test(L, idx, KL_LH_VALUE)) {
-    if (op->nresults != 1) kl_lua__error(L, "kiln: '%s' has %d results; pass a table of values", op->name, op->nresults);
+    if (op->nresults != 1) kl_lua__rt_error(L, "kiln", "'%s' has %d results; pass a table of values", op->name, op->nresults);
     vals[0] = kl_lua__check_value_in(L, idx, op->ctx);
   } else {
     luaL_checktype(L, idx, LUA_TTABLE);
     if (luaL_len(L, idx) != op->nresults)
-      kl_lua__error(L, "kiln: '%s' has %d results but %d replacement values were given", op->name, op->nresults, (int)luaL_len(L, idx));
+      kl_lua__rt_error(L, "kiln", "'%s' has %d results but %d replacement values were given", op->name, op->nresults, (int)luaL_len(L, idx));
     for (int i = 0; i < op->nresults; i++) { lua_geti(L, idx, i + 1); vals[i] = kl_lua__check_value_in(L, -1, op->ctx); lua_pop(L, 1); }
   }
   for (int i = 0; i < op->nresults; i++)
     if (vals[i]->def && kl_op_is_ancestor(op, vals[i]->def))
-      kl_lua__error(L, "kiln: cannot replace '%s' with a value it defines itself", op->name);
+      kl_lua__rt_error(L, "kiln", "cannot replace '%s' with a value it defines itself", op->name);
   return vals;
 }
 static int op_replace_all_uses_with(lua_State *L) {
@@ -309,7 +309,7 @@ static int op_replace_with(lua_State *L) {   /* replace uses, then erase */
   kl_value **vals = kl_lua__replacements(L, op, 2);
   kl_rewriter *rw = active_rw(op->ctx);
   if (rw) {
-    if (!op->block) return kl_lua__error(L, "kiln: cannot replace '%s' inside a pattern: it is not in the IR", op->name);
+    if (!op->block) return kl_lua__rt_error(L, "kiln", "cannot replace '%s' inside a pattern: it is not in the IR", op->name);
     kl_rewriter_replace_op(rw, op, vals);
     return 0;
   }
@@ -379,7 +379,7 @@ static int walk_call(lua_State *L, walk_st *w, kl_op *op) {
 }
 static bool walk_rec(lua_State *L, walk_st *w, kl_op *op, int depth) {   /* true = stop */
   luaL_checkstack(L, 8, "kiln: walk nested too deeply");
-  if (depth > 10000) kl_lua__error(L, "kiln: walk nested too deeply");
+  if (depth > 10000) kl_lua__rt_error(L, "kiln", "walk nested too deeply");
   if (!w->post) {
     int r = walk_call(L, w, op);
     if (r == 2) return true;
@@ -482,7 +482,7 @@ static int value_replace_uses_except(lua_State *L) {
   kl_ctx *ctx = value_ctx(L, 1);
   kl_value *w = kl_lua__check_value_in(L, 2, ctx);
   kl_op *except = kl_lua__check_op_in(L, 3, ctx);
-  if (active_rw(ctx)) return kl_lua__error(L, "kiln: replace_uses_except is not available inside a pattern");
+  if (active_rw(ctx)) return kl_lua__rt_error(L, "kiln", "replace_uses_except is not available inside a pattern");
   kl_value_replace_uses_except(v, w, except);
   return 0;
 }
@@ -549,7 +549,7 @@ static int block_erase_arg(lua_State *L) {
   kl_block *b = BLOCK(1);
   int i = opt_index(L, 2, b->nargs);
   if (i < 0) return luaL_argerror(L, 2, "argument index out of range");
-  if (kl_value_has_uses(b->args[i])) return kl_lua__error(L, "kiln: cannot erase block argument %d: it still has uses", i + 1);
+  if (kl_value_has_uses(b->args[i])) return kl_lua__rt_error(L, "kiln", "cannot erase block argument %d: it still has uses", i + 1);
   kl_block_erase_arg(b, i);
   return 0;
 }
@@ -617,10 +617,10 @@ static int region_add_block(lua_State *L) {   /* region:add_block([types]) -> ne
 static int region_append(lua_State *L) {   /* region:append(detached block) */
   kl_region *r = REGION(1);
   kl_block *b = BLOCK(2);
-  if (kl_lua__handle_ctx(L, 2) != kl_lua__handle_ctx(L, 1)) return kl_lua__error(L, "kiln: block belongs to another kiln context");
+  if (kl_lua__handle_ctx(L, 2) != kl_lua__handle_ctx(L, 1)) return kl_lua__rt_error(L, "kiln", "block belongs to another kiln context");
   if (b->region) return luaL_argerror(L, 2, "block is already in a region");
   if (r->op) for (kl_op *o = b->first; o; o = o->next)
-    if (kl_op_is_ancestor(o, r->op)) return kl_lua__error(L, "kiln: cannot put a block into a region of an op it contains");
+    if (kl_op_is_ancestor(o, r->op)) return kl_lua__rt_error(L, "kiln", "cannot put a block into a region of an op it contains");
   kl_region_push_block(r, b);
   lua_settop(L, 2);
   return 1;
@@ -729,7 +729,7 @@ static int l_parse(lua_State *L) {
   const char *name = luaL_optstring(L, first + 1, "<string>");
   kl_lua__flush_diags(ctx);
   kl_op *m = kl_parse_module(ctx, text, n, name);
-  if (!m) return kl_lua__diag_error(L, ctx, "kiln: parse failed");
+  if (!m) return kl_lua__diag_error(L, ctx, "kiln.parse", "parse failed");
   kl_lua__flush_diags(ctx);
   kl_lua__push(L, c, KL_LH_OP, m);
   return 1;
@@ -748,17 +748,17 @@ static int l_attr(lua_State *L) {   /* kiln.attr("text") parses; kiln.attr(3, "i
     size_t n; const char *s = lua_tolstring(L, first, &n);
     kl_lua__flush_diags(ctx);
     a = kl_parse_attr(ctx, s, n, "<attribute>");
-    if (!a) return kl_lua__diag_error(L, ctx, "kiln: invalid attribute");
+    if (!a) return kl_lua__diag_error(L, ctx, "kiln.attr", "invalid attribute");
   } else if (lua_type(L, first) == LUA_TNUMBER && !lua_isnoneornil(L, first + 1)) {
     const kl_type *t = kl_lua__totype(L, first + 1, ctx);
     if (kl_type_is_float(t)) a = kl_attr_float_typed(ctx, (double)lua_tonumber(L, first), t);
     else if (kl_type_is_int(t)) {
-      if (!lua_isinteger(L, first)) return kl_lua__error(L, "kiln.attr: an integer attribute needs an integer value");
+      if (!lua_isinteger(L, first)) return kl_lua__rt_error(L, "kiln.attr", "an integer attribute needs an integer value");
       a = kl_attr_int_typed(ctx, (int64_t)lua_tointeger(L, first), t);
-    } else return kl_lua__error(L, "kiln.attr: a number attribute needs an integer or float type");
+    } else return kl_lua__rt_error(L, "kiln.attr", "a number attribute needs an integer or float type");
   } else {
     a = kl_lua__toattr(L, first, ctx);
-    if (!a) return kl_lua__error(L, "kiln.attr: a value is required");
+    if (!a) return kl_lua__rt_error(L, "kiln.attr", "a value is required");
   }
   kl_lua__push(L, c, KL_LH_ATTR, a);
   return 1;
@@ -775,7 +775,7 @@ static int read_list(lua_State *L, int idx, const char *name, kl_ctx *ctx, size_
   int list = lua_gettop(L);
   if (t == LUA_TNIL) return 0;
   lua_Integer n = t == LUA_TTABLE ? luaL_len(L, list) : 1;
-  if (n < 0 || n > (1 << 20)) kl_lua__error(L, "kiln: too many %s", name);
+  if (n < 0 || n > (1 << 20)) kl_lua__rt_error(L, "kiln", "too many %s", name);
   char *arr = kl_lua__tmp(L, (size_t)n * elem);
   if (t != LUA_TTABLE) conv(L, list, ctx, arr);
   else for (lua_Integer i = 1; i <= n; i++) {
@@ -792,7 +792,7 @@ kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx) {
   int top = lua_gettop(L);
   luaL_checktype(L, idx, LUA_TTABLE);
   if (lua_getfield(L, idx, "name") != LUA_TSTRING || !lua_rawlen(L, -1))
-    kl_lua__error(L, "kiln: op{...} needs a name (\"dialect.op\")");
+    kl_lua__rt_error(L, "kiln", "op{...} needs a name (\"dialect.op\")");
   const char *name = kl_intern(ctx, lua_tostring(L, -1));
   /* operands: a list of values; results: a list of types, or one type */
   kl_value **opnds = NULL;
@@ -808,7 +808,7 @@ kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx) {
     for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) count++;
     attrs = kl_lua__tmp(L, (size_t)count * sizeof *attrs);
     for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) {
-      if (lua_type(L, -2) != LUA_TSTRING) kl_lua__error(L, "kiln: attribute names must be strings");
+      if (lua_type(L, -2) != LUA_TSTRING) kl_lua__rt_error(L, "kiln", "attribute names must be strings");
       attrs[nattr].name = kl_intern(ctx, lua_tostring(L, -2));
       attrs[nattr].value = kl_lua__toattr(L, -1, ctx);
       if (attrs[nattr].value) nattr++;
@@ -816,7 +816,7 @@ kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx) {
   }
   lua_getfield(L, idx, "regions");
   lua_Integer nreg = luaL_optinteger(L, -1, 0);
-  if (nreg < 0 || nreg > 64) kl_lua__error(L, "kiln: op{...}.regions must be a count between 0 and 64");
+  if (nreg < 0 || nreg > 64) kl_lua__rt_error(L, "kiln", "op{...}.regions must be a count between 0 and 64");
   lua_getfield(L, idx, "loc");
   kl_loc loc = kl_lua__toloc(L, -1, ctx);
   kl_op *op = kl_op_create(ctx, name, loc, nop, opnds, nres, types, nattr, attrs, (int)nreg);

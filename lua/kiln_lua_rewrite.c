@@ -17,10 +17,10 @@ static int l_pattern(lua_State *L) {
   lua_newuserdatauv(L, 1, 1);
   luaL_setmetatable(L, MT_PATTERN);
   lua_createtable(L, 0, 4);
-  if (lua_getfield(L, 1, "rewrite") != LUA_TFUNCTION) return kl_lua__error(L, "kiln.pattern{...}: 'rewrite' must be a function(op, rw)");
+  if (lua_getfield(L, 1, "rewrite") != LUA_TFUNCTION) return kl_lua__rt_error(L, "kiln.pattern", "'rewrite' must be a function(op, rw)");
   lua_setfield(L, -2, "rewrite");
   int t = lua_getfield(L, 1, "root");
-  if (t != LUA_TNIL && t != LUA_TSTRING) return kl_lua__error(L, "kiln.pattern{...}: 'root' must be an op name (or nil for any op)");
+  if (t != LUA_TNIL && t != LUA_TSTRING) return kl_lua__rt_error(L, "kiln.pattern", "'root' must be an op name (or nil for any op)");
   lua_setfield(L, -2, "root");
   lua_getfield(L, 1, "benefit");
   lua_Integer benefit = luaL_optinteger(L, -1, 1);
@@ -62,7 +62,7 @@ typedef struct rw_ud { kl_rewriter *rw; kl_op *root; } rw_ud;
 
 static rw_ud *rw_check(lua_State *L) {
   rw_ud *r = luaL_checkudata(L, 1, MT_RW);
-  if (!r->rw) kl_lua__error(L, "kiln: a rewriter is only valid inside its pattern's rewrite function");
+  if (!r->rw) kl_lua__rt_error(L, "kiln", "a rewriter is only valid inside its pattern's rewrite function");
   return r;
 }
 static kl_ctx *rw_ctx(rw_ud *r) { return r->root->ctx; }
@@ -139,7 +139,7 @@ static int rw_set_ip(lua_State *L, int kind) {
   rw_ud *r = rw_check(L);
   if (kind == KL_IP_END) {
     kl_block *b = kl_lua__check(L, 2, KL_LH_BLOCK);
-    if (kl_lua__handle_ctx(L, 2) != rw_ctx(r)) return kl_lua__error(L, "kiln: block belongs to another kiln context");
+    if (kl_lua__handle_ctx(L, 2) != rw_ctx(r)) return kl_lua__rt_error(L, "kiln", "block belongs to another kiln context");
     kl_rewriter_set_insertion_end(r->rw, b);
     return 0;
   }
@@ -264,7 +264,7 @@ static int l_apply_patterns(lua_State *L) {
   int rwud = lua_gettop(L);
 
   lua_Integer n = luaL_len(L, 2);
-  if (n < 0 || n > 100000) return kl_lua__error(L, "kiln: too many patterns");
+  if (n < 0 || n > 100000) return kl_lua__rt_error(L, "kiln", "too many patterns");
   int ncp = kl_pattern_count(ctx);
   const kl_pattern **arr = kl_lua__tmp(L, (size_t)(n + ncp) * sizeof *arr);
   lua_pat *lps = kl_lua__tmp(L, (size_t)n * sizeof *lps);
@@ -281,7 +281,7 @@ static int l_apply_patterns(lua_State *L) {
         }
       } else {
         const kl_pattern *p = kl_lookup_pattern(ctx, name);
-        if (!p) return kl_lua__error(L, "kiln: unknown pattern '%s' (kiln.patterns() lists the registered ones)", name);
+        if (!p) return kl_lua__rt_error(L, "kiln", "unknown pattern '%s' (kiln.patterns() lists the registered ones)", name);
         add_c_pattern(arr, &np, p);
       }
     } else {
@@ -308,7 +308,7 @@ static int l_apply_patterns(lua_State *L) {
         lua_replace(L, -5);
         lua_pop(L, 3);
       } else {
-        return kl_lua__error(L, "kiln: patterns[%d] is a %s; expected a kiln.pattern, a function or a pattern name",
+        return kl_lua__rt_error(L, "kiln", "patterns[%d] is a %s; expected a kiln.pattern, a function or a pattern name",
                           (int)i, luaL_typename(L, -1));
       }
       lp->pat.fn = lua_pattern_fn;
@@ -333,7 +333,7 @@ static int l_apply_patterns(lua_State *L) {
   }
   kl_lua__flush_diags(ctx);
   kl_status s = walk ? kl_apply_patterns_walk(root, arr, np) : kl_apply_patterns_greedy(root, arr, np, &cfg);
-  if (s != KL_OK || st.failed) return kl_lua__diag_error_at(L, ctx, "apply_patterns", "pattern application failed");
+  if (s != KL_OK || st.failed) return kl_lua__diag_error(L, ctx, "apply_patterns", "pattern application failed");
   kl_lua__flush_diags(ctx);
   lua_pushboolean(L, 1);
   return 1;

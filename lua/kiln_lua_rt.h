@@ -17,15 +17,7 @@
 #define KL_MT_PROGRAM "kiln.program"
 #define KL_MT_VIEW    "kiln.view"
 
-/* Raises "file:line: error: <what>: <message>" at the user's Lua line. */
-int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Raises a failure that a lower layer (driver/, runtime/) reported in a `char *err`
- * buffer, in the same shape: "file:line: error: <what>: <err>", where err's own
- * "<stage>: " prefix (the producer's name for the call: "compile", "run", "eval", ...)
- * is dropped because <what> already names it; fallback if err is empty. The one place
- * that knows those producers prefix their messages. */
-int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
-/* kl_lua__push_where (kiln_lua.h): "file:line" of the user's Lua line (or "?"). */
+/* Errors: kl_lua__rt_error, kl_lua__err_error (kiln_lua.h). */
 /* Every key of the options table at idx (if it is a table; raw keys) must be one of
  * known (NULL-terminated): else "unknown option 'k' (known: a, b, ...)" at the user's line. */
 void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known);
