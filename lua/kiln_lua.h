@@ -44,6 +44,17 @@
  * Tables are still read with metamethods, not lua_rawget*: option and shape tables with
  * __index/__len (proxies, defaults, class-like objects) are legitimate input, and the
  * guard makes them safe; lua_next is raw anyway (no __pairs).
+ * Files, one per userdata type (the internal to-be-closed guards share one):
+ * kiln_lua.c (kl_lua_open, the class machinery), kiln_lua_context.c ("kiln.context",
+ * busy contexts), kiln_lua_guard.c ("kiln.busyguard", "kiln.pinguard"),
+ * kiln_lua_handle.c (what the IR handles share), kiln_lua_op.c, kiln_lua_value.c,
+ * kiln_lua_block.c, kiln_lua_region.c, kiln_lua_type.c, kiln_lua_attr.c (one IR handle
+ * type each), kiln_lua_ir.c (the module functions that make IR), kiln_lua_convert.c
+ * (Lua values <-> types, attributes, locations), kiln_lua_error.c (errors),
+ * kiln_lua_rewrite.c (patterns, the rewriter object, apply_patterns), kiln_lua_pass.c
+ * (pipelines, Lua passes), kiln_lua_util.c; the front end (kiln_lua_rt.h):
+ * kiln_lua_tensor.c, kiln_lua_view.c, kiln_lua_graph.c, kiln_lua_program.c,
+ * kiln_lua_bundle.c.
  * The kl_lua__* names below are internal to the binding files. */
 #ifndef KL_KILN_LUA_H
 #define KL_KILN_LUA_H
@@ -127,6 +138,18 @@ void     kl_lua__push(lua_State *L, int ctxidx, int kind, const void *p); /* nil
 /* op/value/block checks that also require membership of context ctx. */
 kl_op    *kl_lua__check_op_in(lua_State *L, int idx, kl_ctx *ctx);
 kl_value *kl_lua__check_value_in(lua_State *L, int idx, kl_ctx *ctx);
+/* Small helpers of the IR handle files (kiln_lua_handle.c unless noted). */
+const char *kl_lua__type_name(lua_State *L, int idx);   /* __name of its metatable, or the Lua type */
+void kl_lua__push_like(lua_State *L, int from, int kind, const void *p); /* in the context of handle `from` */
+int  kl_lua__opt_index(lua_State *L, int idx, int n);    /* 1-based Lua index -> 0-based, -1 if out of range */
+/* Pushes the list of handles of values get(obj, 0..n) in the context of handle `from`. */
+int  kl_lua__push_values(lua_State *L, int from, int n, kl_value *(*get)(void *, int), void *obj);
+int  kl_lua__text_eq(lua_State *L, int kind);   /* __eq of types/attributes: equal text (also across contexts) */
+int  kl_lua__push_users(lua_State *L, int from, kl_value *vals, int n);   /* kiln_lua_value.c */
+/* Adds block argument types from the table at idx, or the arguments idx..top (kiln_lua_block.c). */
+void kl_lua__add_arg_types(lua_State *L, kl_ctx *ctx, kl_block *b, int idx, int top);
+/* The rewriter of the Lua pattern running on ctx, or NULL (kiln_lua_context.c). */
+kl_rewriter *kl_lua__active_rw(kl_ctx *ctx);
 
 /* Conversions. */
 const kl_type *kl_lua__totype(lua_State *L, int idx, kl_ctx *ctx);   /* string or type handle */
@@ -169,7 +192,14 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx);
 
 /* Registration of each binding file into the module table at the top of the stack,
  * called in this order by kl_lua_open (a new binding file adds its line there). */
-void kl_lua__open_ir(lua_State *L);
+void kl_lua__open_context(lua_State *L);  /* first: registry tables, the context class */
+void kl_lua__open_op(lua_State *L);
+void kl_lua__open_value(lua_State *L);
+void kl_lua__open_block(lua_State *L);
+void kl_lua__open_region(lua_State *L);
+void kl_lua__open_type(lua_State *L);
+void kl_lua__open_attr(lua_State *L);
+void kl_lua__open_ir(lua_State *L);       /* after the context class: also ctx methods */
 void kl_lua__open_rewrite(lua_State *L);
 void kl_lua__open_pass(lua_State *L);
 void kl_lua__open_util(lua_State *L);     /* kiln_lua_util.c */
