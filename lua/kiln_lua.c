@@ -77,13 +77,16 @@ int kl_lua_open(lua_State *L) {
   kl_lua__open_type(L);
   kl_lua__open_attr(L);
   kl_lua__open_ir(L);
-  kl_lua__open_rewrite(L);
+  kl_lua__open_rewriter(L);
+  kl_lua__open_pattern(L);
   kl_lua__open_pass(L);
   kl_lua__open_util(L);
   kl_lua__open_tensor(L);
   kl_lua__open_graph(L);
   kl_lua__open_view(L);
+  kl_lua__open_device(L);
   kl_lua__open_program(L);
+  kl_lua__open_prepared(L);
   kl_lua__open_bundle(L);
 
   /* The Lua part of the library: require("kiln.lib") returns function(kiln). While it

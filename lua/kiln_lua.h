@@ -51,9 +51,11 @@
  * kiln_lua_block.c, kiln_lua_region.c, kiln_lua_type.c, kiln_lua_attr.c (one IR handle
  * type each), kiln_lua_ir.c (the module functions that make IR), kiln_lua_convert.c
  * (Lua values <-> types, attributes, locations), kiln_lua_error.c (errors),
- * kiln_lua_rewrite.c (patterns, the rewriter object, apply_patterns), kiln_lua_pass.c
+ * kiln_lua_pattern.c ("kiln.pattern", apply_patterns), kiln_lua_rewriter.c
+ * ("kiln.rewriter", the object a Lua pattern gets), kiln_lua_pass.c
  * (pipelines, Lua passes), kiln_lua_util.c; the front end (kiln_lua_rt.h):
- * kiln_lua_tensor.c, kiln_lua_view.c, kiln_lua_graph.c, kiln_lua_program.c,
+ * kiln_lua_tensor.c, kiln_lua_view.c, kiln_lua_graph.c, kiln_lua_device.c,
+ * kiln_lua_program.c (targets, compiling, programs), kiln_lua_prepared.c,
  * kiln_lua_bundle.c.
  * The kl_lua__* names below are internal to the binding files. */
 #ifndef KL_KILN_LUA_H
@@ -177,6 +179,12 @@ void kl_lua__flush_diags(kl_ctx *ctx);   /* pending warnings/notes -> stderr */
 /* A temporary GC-managed buffer (a userdata pushed on the stack). */
 void *kl_lua__tmp(lua_State *L, size_t n);
 
+/* The rewriter object of a Lua pattern ("kiln.rewriter", kiln_lua_rewriter.c): valid
+ * while rw is set (apply_patterns sets rw and root around each Lua rewrite function and
+ * clears them after). push: a new inactive one in the context of the context userdata
+ * at ctxidx. */
+typedef struct kl_lua_rwud { kl_rewriter *rw; kl_op *root; } kl_lua_rwud;
+kl_lua_rwud *kl_lua__push_rewriter(lua_State *L, int ctxidx);
 /* Builds a detached op from the table at idx (kiln.op{...} fields). */
 kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx);
 /* Mutations shared by op methods and the Lua rewriter object; inside a Lua pattern
@@ -200,13 +208,16 @@ void kl_lua__open_region(lua_State *L);
 void kl_lua__open_type(lua_State *L);
 void kl_lua__open_attr(lua_State *L);
 void kl_lua__open_ir(lua_State *L);       /* after the context class: also ctx methods */
-void kl_lua__open_rewrite(lua_State *L);
+void kl_lua__open_rewriter(lua_State *L); /* kiln_lua_rewriter.c */
+void kl_lua__open_pattern(lua_State *L);  /* kiln_lua_pattern.c: kiln.pattern, apply_patterns */
 void kl_lua__open_pass(lua_State *L);
 void kl_lua__open_util(lua_State *L);     /* kiln_lua_util.c */
 void kl_lua__open_tensor(lua_State *L);   /* kiln_lua_tensor.c */
 void kl_lua__open_graph(lua_State *L);    /* kiln_lua_graph.c */
 void kl_lua__open_view(lua_State *L);     /* kiln_lua_view.c */
+void kl_lua__open_device(lua_State *L);   /* kiln_lua_device.c */
 void kl_lua__open_program(lua_State *L);  /* kiln_lua_program.c */
+void kl_lua__open_prepared(lua_State *L); /* kiln_lua_prepared.c */
 void kl_lua__open_bundle(lua_State *L);   /* kiln_lua_bundle.c: p:save, kiln.load */
 /* Whether a registered pass (kl_lookup_pass) is a Lua pass of kiln.register_pass. */
 struct kl_pass_info;
