@@ -42,9 +42,10 @@ kl_ctx *kl_rewriter_ctx(kl_rewriter *rw);
  * point also remembers how it was set (before op, after op, end of block: its anchor)
  * for kl_rewriter_save_insertion. The drivers set it before the op a pattern is tried on.
  * Erasing through the rewriter (kl_rewriter_erase_op, kl_rewriter_replace_op*) moves
- * the point past an erased op: a position or an anchor that is the erased op or nested
- * in it becomes "before the op that followed it" (or "end of its block" if it was the
- * last op). */
+ * the point past an erased op: an op the point inserts before, or its anchor op, that is
+ * the erased op or nested in it becomes "before the op that followed the erased op" (or
+ * "end of its block" if it was the last op). An end-of-block point is never moved, also
+ * when the block is nested in an erased op. */
 void kl_rewriter_set_insertion_before(kl_rewriter *rw, kl_op *before);
 void kl_rewriter_set_insertion_after(kl_rewriter *rw, kl_op *after);
 void kl_rewriter_set_insertion_end(kl_rewriter *rw, kl_block *block);

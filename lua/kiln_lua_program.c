@@ -1,7 +1,8 @@
 /* kiln_lua_program.c — targets and compiled programs in Lua: kiln.targets(),
  * kiln.compile(g, opts) -> "kiln.program" with p:run, p:kernels, p:ir, p:plan, p:binary,
  * p:prepare -> "kiln.prepared" (kiln_lua_prepared.c: device-resident inputs for
- * benchmarks). Devices ("kiln.device") are in kiln_lua_device.c. Lifetimes: a program that ran on a device holds loaded modules of that device, and the
+ * benchmarks). Devices ("kiln.device") are in kiln_lua_device.c.
+ * Lifetimes: a program that ran on a device holds loaded modules of that device, and the
  * context's compile cache may hold the program after every Lua handle is gone. So a
  * device (refcounted devref) is kept open by its Lua handle, by every program holder
  * (one per kl_program, shared by the Lua handles of cache hits) that ran on it and by

@@ -528,12 +528,18 @@ static void test_saved_insertion(void) {
   kl_region_push_block(&outer->regions[0], ib);
   kl_op *inner = add_op(&f, ib, "test.inner", 0, NULL, 0);
   kl_op_insert_before(r, outer);
+  kl_rewriter_set_insertion_end(rw, ib);
+  kl_insertion_point end_ib = kl_rewriter_save_insertion(rw);
   kl_rewriter_set_insertion_after(rw, inner);
   kl_insertion_point in_outer = kl_rewriter_save_insertion(rw);
   kl_rewriter_erase_op(rw, outer);
   kl_rewriter_restore_insertion(rw, in_outer);
   kl_op *s = mk(rw, "test.s");
   CHECK(s->block == f.b && s->next == r);
+  /* an end-of-block point is never moved, also when its block was in the erased op */
+  kl_rewriter_restore_insertion(rw, end_ib);
+  kl_op *q = mk(rw, "test.q");
+  CHECK(q->block == ib && q->prev == inner);
   /* the rewriter's own "after" anchor re-anchors too: saved after the erase, it is
    * "before the op that followed": x0 follows a; erase a; save; restore */
   kl_rewriter_set_insertion_after(rw, a);
