@@ -43,13 +43,20 @@ typedef struct driver {
   oplist wl; ptrset in_wl;   /* worklist (a stack) and its members */
 } driver;
 
+/* An erasure made through the rewriter, for restoring saved insertion points. */
+typedef struct erase_rec { kl_op *op, *next; kl_block *block; } erase_rec;
+
 struct kl_rewriter {
   kl_ctx *ctx;
   driver *drv;               /* NULL for a standalone rewriter */
-  kl_block *ip_block; kl_op *ip_before;
+  kl_block *ip_block; kl_op *ip_before;   /* where inserts go */
+  kl_insertion_point ip;     /* how the point was set (its erased field is unused) */
+  bool logging;              /* a point was saved: erasures are logged */
+  erase_rec *log; int nlog, caplog;
   bool failed;
   kl_sb reason;              /* last no-match reason (debug only) */
 };
+static void rewriter_release(kl_rewriter *rw) { kl_sb_free(&rw->reason); free(rw->log); }
 
 static void wl_push(kl_rewriter *rw, kl_op *op) {
   driver *d = rw->drv;
@@ -97,15 +104,46 @@ kl_rewriter *kl_rewriter_new(kl_ctx *ctx) {
 }
 void kl_rewriter_free(kl_rewriter *rw) {
   if (!rw) return;
-  kl_sb_free(&rw->reason);
+  rewriter_release(rw);
   free(rw);
 }
 bool kl_rewriter_failed(const kl_rewriter *rw) { return rw->failed; }
 kl_ctx *kl_rewriter_ctx(kl_rewriter *rw) { return rw->ctx; }
 
-void kl_rewriter_set_insertion_before(kl_rewriter *rw, kl_op *before) { rw->ip_before = before; rw->ip_block = before->block; }
-void kl_rewriter_set_insertion_after(kl_rewriter *rw, kl_op *after) { rw->ip_before = after->next; rw->ip_block = after->block; }
-void kl_rewriter_set_insertion_end(kl_rewriter *rw, kl_block *block) { rw->ip_before = NULL; rw->ip_block = block; }
+void kl_rewriter_set_insertion_before(kl_rewriter *rw, kl_op *before) {
+  rw->ip_before = before; rw->ip_block = before->block;
+  rw->ip = (kl_insertion_point){ .kind = KL_IP_BEFORE, .anchor = before };
+}
+void kl_rewriter_set_insertion_after(kl_rewriter *rw, kl_op *after) {
+  rw->ip_before = after->next; rw->ip_block = after->block;
+  rw->ip = (kl_insertion_point){ .kind = KL_IP_AFTER, .anchor = after };
+}
+void kl_rewriter_set_insertion_end(kl_rewriter *rw, kl_block *block) {
+  rw->ip_before = NULL; rw->ip_block = block;
+  rw->ip = (kl_insertion_point){ .kind = KL_IP_END, .block = block };
+}
+
+/* The rule of rewrite.h for an anchor when op (next: the op that followed it, block:
+ * its block) is erased. */
+static void move_past_erased(kl_insertion_point *ip, const kl_op *op, kl_op *next, kl_block *block) {
+  if ((ip->kind != KL_IP_BEFORE && ip->kind != KL_IP_AFTER) || !kl_op_is_ancestor(op, ip->anchor)) return;
+  if (next) *ip = (kl_insertion_point){ .kind = KL_IP_BEFORE, .anchor = next, .erased = ip->erased };
+  else *ip = (kl_insertion_point){ .kind = KL_IP_END, .block = block, .erased = ip->erased };
+}
+kl_insertion_point kl_rewriter_save_insertion(kl_rewriter *rw) {
+  rw->logging = true;
+  kl_insertion_point ip = rw->ip;
+  ip.erased = rw->nlog;
+  return ip;
+}
+void kl_rewriter_restore_insertion(kl_rewriter *rw, kl_insertion_point ip) {
+  for (int i = ip.erased < 0 ? 0 : ip.erased; i < rw->nlog; i++)
+    move_past_erased(&ip, rw->log[i].op, rw->log[i].next, rw->log[i].block);
+  if (ip.kind == KL_IP_BEFORE) kl_rewriter_set_insertion_before(rw, ip.anchor);
+  else if (ip.kind == KL_IP_AFTER) kl_rewriter_set_insertion_after(rw, ip.anchor);
+  else if (ip.kind == KL_IP_END) kl_rewriter_set_insertion_end(rw, ip.block);
+  else { rw->ip_before = NULL; rw->ip_block = NULL; rw->ip = (kl_insertion_point){ .kind = KL_IP_NONE }; }
+}
 
 kl_op *kl_rewriter_insert(kl_rewriter *rw, kl_op *op) {
   if (rw->ip_before && rw->ip_before->block) kl_op_insert_before(rw->ip_before, op);
@@ -142,6 +180,11 @@ void kl_rewriter_erase_op(kl_rewriter *rw, kl_op *op) {
     return;
   }
   if (rw->ip_before && kl_op_is_ancestor(op, rw->ip_before)) { rw->ip_before = op->next; rw->ip_block = op->block; }
+  move_past_erased(&rw->ip, op, op->next, op->block);
+  if (rw->logging) {
+    if (rw->nlog == rw->caplog) { rw->caplog = rw->caplog ? rw->caplog * 2 : 16; rw->log = kl_xrealloc(rw->log, rw->caplog * sizeof *rw->log); }
+    rw->log[rw->nlog++] = (erase_rec){ op, op->next, op->block };
+  }
   if (rw->drv) { erase_walk ew = { rw, op }; kl_walk_pre(op, erase_fn, &ew); }
   kl_op_erase(op);
 }
@@ -347,7 +390,7 @@ kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, i
   }
 done:
   free(sp);
-  kl_sb_free(&rw.reason);
+  rewriter_release(&rw);
   driver_free(&d);
   return st;
 }
@@ -366,7 +409,7 @@ kl_status kl_apply_patterns_walk(kl_op *root, const kl_pattern *const *pats, int
     if (try_patterns(&rw, op, sp, npats, &applied) < 0 || rw.failed) { st = KL_ERR; break; }
   }
   free(all.ops); free(sp);
-  kl_sb_free(&rw.reason);
+  rewriter_release(&rw);
   driver_free(&d);
   return st;
 }

@@ -37,10 +37,38 @@ void kl_rewriter_free(kl_rewriter *rw);
 bool kl_rewriter_failed(const kl_rewriter *rw);   /* kl_rewriter_fail was called */
 kl_ctx *kl_rewriter_ctx(kl_rewriter *rw);
 /* Insertion point: new ops created with kl_rewriter_insert go before `before`
- * (or at the end of `block` when before == NULL). */
+ * (set_insertion_after: before the op that follows `after` now; or at the end of
+ * `block`). Inserting does not move it, so consecutive inserts keep their order. The
+ * point also remembers how it was set (before op, after op, end of block: its anchor)
+ * for kl_rewriter_save_insertion. The drivers set it before the op a pattern is tried on.
+ * Erasing through the rewriter (kl_rewriter_erase_op, kl_rewriter_replace_op*) moves
+ * the point past an erased op: an op the point inserts before, or its anchor op, that is
+ * the erased op or nested in it becomes "before the op that followed the erased op" (or
+ * "end of its block" if it was the last op). An end-of-block point is never moved, also
+ * when the block is nested in an erased op. */
 void kl_rewriter_set_insertion_before(kl_rewriter *rw, kl_op *before);
 void kl_rewriter_set_insertion_after(kl_rewriter *rw, kl_op *after);
 void kl_rewriter_set_insertion_end(kl_rewriter *rw, kl_block *block);
+/* A saved insertion point: how the point was set (kind and anchor op or block).
+ * Restoring it sets the point again the same way: before the anchor, after the anchor
+ * where it is at restore time (so ops inserted right after it in between come after the
+ * restored point), or at the end of the block. Saved points stay safe when ops are
+ * erased in between: restoring one first applies, in order, the erasures made through
+ * this rewriter since it was saved, with the rule above (an anchor erased, or nested in
+ * an erased op, becomes "before the op that followed it" / "end of its block"), so it
+ * never names an erased op. Erasures made without the rewriter (kl_op_erase) are not
+ * seen. A point restores into the rewriter it was saved from, any number of times;
+ * from the first save on the rewriter logs its erasures (hence non-const). One saved
+ * before any point was set restores "no insertion point". */
+enum { KL_IP_NONE, KL_IP_BEFORE, KL_IP_AFTER, KL_IP_END };
+typedef struct kl_insertion_point {
+  int kind;             /* KL_IP_* */
+  kl_op *anchor;        /* KL_IP_BEFORE, KL_IP_AFTER */
+  kl_block *block;      /* KL_IP_END */
+  int erased;           /* the rewriter's erase-log length when saved */
+} kl_insertion_point;
+kl_insertion_point kl_rewriter_save_insertion(kl_rewriter *rw);
+void kl_rewriter_restore_insertion(kl_rewriter *rw, kl_insertion_point ip);
 kl_op *kl_rewriter_insert(kl_rewriter *rw, kl_op *op);  /* inserts a detached op, returns it */
 /* Convenience: create + insert. */
 kl_op *kl_rewriter_create(kl_rewriter *rw, const char *name, kl_loc loc, int nopnds, kl_value *const *opnds,

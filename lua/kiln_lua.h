@@ -11,15 +11,21 @@
  * Errors (one convention): a binding function raises a Lua string error
  *   "<file>:<line>: error: <what>: <message>"
  * where <file>:<line> is the user's Lua line (the first stack level outside the kiln
- * library, kl_lua__push_where), <what> names the call ("kiln.zeros", "g:param",
- * "compile", ...) and <message> says what is wrong and where in the arguments. Misuse
- * (a bad argument) and runtime failures (compiling, evaluating, a device) take the same
- * shape: kl_lua__rt_error for a formatted message, kl_lua__err_error for a failure a
- * lower layer reported in a `char *err` buffer (kiln_lua_rt.h), kl_lua__diag_error_at
- * for the diagnostics a context collected (their "file:line:col: error: ..." text is the
- * message). Still in the older shapes, to be converted with kiln_lua.c: kl_lua__error
- * ("<file>:<line>: kiln: <message>", handle and context misuse) and kl_lua__diag_error
- * (the diagnostics text alone). C callbacks that run Lua code (Lua
+ * library, kl_lua__push_where; "?" if there is none), <what> names the call
+ * ("kiln.zeros", "g:param", "compile", ...; "kiln" in the shared checks of handles,
+ * contexts and conversions, which cannot know it) and <message> says what is wrong and
+ * where in the arguments. Misuse (a bad argument, a destroyed context, a wrong handle)
+ * and runtime failures (compiling, evaluating, a device) take the same shape, through
+ * one helper family (kiln_lua_error.c): kl_lua__rt_error for a formatted message,
+ * kl_lua__err_error for a failure a lower layer reported in a `char *err` buffer,
+ * kl_lua__diag_error for the diagnostics a context collected. Diagnostics keep their
+ * own location, the IR (or Lua) line that built the op, which is the point of them:
+ * their text "file:line:col: error: ..." is the <message>; when it already begins at
+ * the user's Lua line ("<file>:<line>: error: ..." or "<file>:<line>:<col>: error: ...",
+ * an op built by that very line, e.g. a graph op's shape error) it is the error as it
+ * stands instead of repeating the location. Standard argument checks (luaL_argerror,
+ * luaL_checktype, ...) keep Lua's own "bad argument #n to 'f'" shape.
+ * C callbacks that run Lua code (Lua
  * patterns, Lua passes, pipeline callbacks, on_ir) always use lua_pcall with a
  * traceback handler: a Lua error never unwinds through core C code.
  * Busy contexts (one rule): while C code works on a context and runs Lua code (a Lua
@@ -38,6 +44,19 @@
  * Tables are still read with metamethods, not lua_rawget*: option and shape tables with
  * __index/__len (proxies, defaults, class-like objects) are legitimate input, and the
  * guard makes them safe; lua_next is raw anyway (no __pairs).
+ * Files, one per userdata type (the internal to-be-closed guards share one):
+ * kiln_lua.c (kl_lua_open, the class machinery), kiln_lua_context.c ("kiln.context",
+ * busy contexts), kiln_lua_guard.c ("kiln.busyguard", "kiln.pinguard"),
+ * kiln_lua_handle.c (what the IR handles share), kiln_lua_op.c, kiln_lua_value.c,
+ * kiln_lua_block.c, kiln_lua_region.c, kiln_lua_type.c, kiln_lua_attr.c (one IR handle
+ * type each), kiln_lua_ir.c (the module functions that make IR), kiln_lua_convert.c
+ * (Lua values <-> types, attributes, locations), kiln_lua_error.c (errors),
+ * kiln_lua_pattern.c ("kiln.pattern", apply_patterns), kiln_lua_rewriter.c
+ * ("kiln.rewriter", the object a Lua pattern gets), kiln_lua_pass.c
+ * (pipelines, Lua passes), kiln_lua_util.c; the front end (kiln_lua_rt.h):
+ * kiln_lua_tensor.c, kiln_lua_view.c, kiln_lua_graph.c, kiln_lua_device.c,
+ * kiln_lua_program.c (targets, compiling, programs), kiln_lua_prepared.c,
+ * kiln_lua_bundle.c.
  * The kl_lua__* names below are internal to the binding files. */
 #ifndef KL_KILN_LUA_H
 #define KL_KILN_LUA_H
@@ -71,9 +90,6 @@ typedef struct kl_lua_ctxstate {
   lua_State *main;          /* main thread of the owning Lua state */
   lua_State *cur;           /* thread running the current pipeline, or NULL */
   kl_rewriter *rw;          /* set while a Lua pattern runs on this context */
-  /* Mirror of the rewriter's insertion point (restored after routed mutations). */
-  int ip_kind;              /* 0 before ip_op, 1 after ip_op, 2 end of ip_block */
-  kl_op *ip_op; kl_block *ip_block;
   int busy;                 /* C frames running Lua code on this context (see above) */
   kl_lua_busy why;          /* the innermost of them, for the error message */
 } kl_lua_ctxstate;
@@ -103,8 +119,6 @@ void        kl_lua__pin_guard(lua_State *L, int idx, kl_lua_pin *pin, const char
 /* Destroys the context of the context userdata at idx (a no-op if already destroyed);
  * raises the busy error if it is busy. Used by ctx:destroy(), __close and __gc. */
 int         kl_lua__ctx_destroy(lua_State *L, int idx);
-void kl_lua__restore_ip(kl_lua_ctxstate *st);
-void kl_lua__before_erase(kl_lua_ctxstate *st, kl_op *op);   /* keeps the mirror valid */
 
 /* Contexts. */
 int      kl_lua__new_ctx(lua_State *L);              /* pushes a new context userdata */
@@ -126,6 +140,18 @@ void     kl_lua__push(lua_State *L, int ctxidx, int kind, const void *p); /* nil
 /* op/value/block checks that also require membership of context ctx. */
 kl_op    *kl_lua__check_op_in(lua_State *L, int idx, kl_ctx *ctx);
 kl_value *kl_lua__check_value_in(lua_State *L, int idx, kl_ctx *ctx);
+/* Small helpers of the IR handle files (kiln_lua_handle.c unless noted). */
+const char *kl_lua__type_name(lua_State *L, int idx);   /* __name of its metatable, or the Lua type */
+void kl_lua__push_like(lua_State *L, int from, int kind, const void *p); /* in the context of handle `from` */
+int  kl_lua__opt_index(lua_State *L, int idx, int n);    /* 1-based Lua index -> 0-based, -1 if out of range */
+/* Pushes the list of handles of values get(obj, 0..n) in the context of handle `from`. */
+int  kl_lua__push_values(lua_State *L, int from, int n, kl_value *(*get)(void *, int), void *obj);
+int  kl_lua__text_eq(lua_State *L, int kind);   /* __eq of types/attributes: equal text (also across contexts) */
+int  kl_lua__push_users(lua_State *L, int from, kl_value *vals, int n);   /* kiln_lua_value.c */
+/* Adds block argument types from the table at idx, or the arguments idx..top (kiln_lua_block.c). */
+void kl_lua__add_arg_types(lua_State *L, kl_ctx *ctx, kl_block *b, int idx, int top);
+/* The rewriter of the Lua pattern running on ctx, or NULL (kiln_lua_context.c). */
+kl_rewriter *kl_lua__active_rw(kl_ctx *ctx);
 
 /* Conversions. */
 const kl_type *kl_lua__totype(lua_State *L, int idx, kl_ctx *ctx);   /* string or type handle */
@@ -136,16 +162,29 @@ void   kl_lua__push_where(lua_State *L);                 /* its "file:line" (or 
 kl_loc kl_lua__toloc(lua_State *L, int idx, kl_ctx *ctx); /* nil -> caller loc */
 void   kl_lua__push_loc(lua_State *L, kl_loc loc);       /* "file:line:col" or nil */
 
-/* Errors and diagnostics. kl_lua__error raises "file:line: <message>" with the
- * user's Lua line (first stack level outside the kiln library). */
-int  kl_lua__error(lua_State *L, const char *fmt, ...);
-int  kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *fallback); /* raises */
-/* The same, located: "file:line: error: <what>: <diagnostics>" at the user's Lua line. */
-int  kl_lua__diag_error_at(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
+/* Errors (the file comment; kiln_lua_error.c). Each raises, never returns.
+ * rt_error: "<file>:<line>: error: <what>: <message>", printf-style, never truncated.
+ * err_error: a failure a lower layer (driver/, runtime/) reported in a `char *err`
+ * buffer, as "<file>:<line>: error: <what>: <err>", where err's own "<stage>: " prefix
+ * (the producer's name for the call: "compile", "run", "eval", ...) is dropped because
+ * <what> already names it; fallback if err is empty. The one place that knows those
+ * producers prefix their messages.
+ * diag_error: the diagnostics ctx collected (taken), as the message (or as they stand,
+ * see the file comment); fallback if there are none. */
+#define KL_LUA_REG_LIBPREFIX "kiln.libprefix"  /* registry: chunk-name prefix of the Lua part of kiln */
+int  kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int  kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
+int  kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
 void kl_lua__flush_diags(kl_ctx *ctx);   /* pending warnings/notes -> stderr */
 /* A temporary GC-managed buffer (a userdata pushed on the stack). */
 void *kl_lua__tmp(lua_State *L, size_t n);
 
+/* The rewriter object of a Lua pattern ("kiln.rewriter", kiln_lua_rewriter.c): valid
+ * while rw is set (apply_patterns sets rw and root around each Lua rewrite function and
+ * clears them after). push: a new inactive one in the context of the context userdata
+ * at ctxidx. */
+typedef struct kl_lua_rwud { kl_rewriter *rw; kl_op *root; } kl_lua_rwud;
+kl_lua_rwud *kl_lua__push_rewriter(lua_State *L, int ctxidx);
 /* Builds a detached op from the table at idx (kiln.op{...} fields). */
 kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx);
 /* Mutations shared by op methods and the Lua rewriter object; inside a Lua pattern
@@ -161,14 +200,24 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx);
 
 /* Registration of each binding file into the module table at the top of the stack,
  * called in this order by kl_lua_open (a new binding file adds its line there). */
-void kl_lua__open_ir(lua_State *L);
-void kl_lua__open_rewrite(lua_State *L);
+void kl_lua__open_context(lua_State *L);  /* first: registry tables, the context class */
+void kl_lua__open_op(lua_State *L);
+void kl_lua__open_value(lua_State *L);
+void kl_lua__open_block(lua_State *L);
+void kl_lua__open_region(lua_State *L);
+void kl_lua__open_type(lua_State *L);
+void kl_lua__open_attr(lua_State *L);
+void kl_lua__open_ir(lua_State *L);       /* after the context class: also ctx methods */
+void kl_lua__open_rewriter(lua_State *L); /* kiln_lua_rewriter.c */
+void kl_lua__open_pattern(lua_State *L);  /* kiln_lua_pattern.c: kiln.pattern, apply_patterns */
 void kl_lua__open_pass(lua_State *L);
 void kl_lua__open_util(lua_State *L);     /* kiln_lua_util.c */
 void kl_lua__open_tensor(lua_State *L);   /* kiln_lua_tensor.c */
 void kl_lua__open_graph(lua_State *L);    /* kiln_lua_graph.c */
 void kl_lua__open_view(lua_State *L);     /* kiln_lua_view.c */
+void kl_lua__open_device(lua_State *L);   /* kiln_lua_device.c */
 void kl_lua__open_program(lua_State *L);  /* kiln_lua_program.c */
+void kl_lua__open_prepared(lua_State *L); /* kiln_lua_prepared.c */
 void kl_lua__open_bundle(lua_State *L);   /* kiln_lua_bundle.c: p:save, kiln.load */
 /* Whether a registered pass (kl_lookup_pass) is a Lua pass of kiln.register_pass. */
 struct kl_pass_info;

@@ -90,7 +90,7 @@ static int g_build(lua_State *L) {
   kl_loc loc = kl_lua__caller_loc(L, ctx);
   kl_lua__flush_diags(ctx);
   kl_op *op = kl_graph_build(g, opname, loc, (int)n, opnds, nattrs, attrs, rt);
-  if (!op) return kl_lua__diag_error(L, ctx, "kiln: building the graph op failed");
+  if (!op) return kl_lua__diag_error(L, ctx, opname, "building the graph op failed");
   kl_lua__push(L, ctxud, KL_LH_VALUE, &op->results[0]);
   return 1;
 }
@@ -113,11 +113,11 @@ static int g_param(lua_State *L) {
   const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)dt);
   kl_lua__flush_diags(ctx);
   const kl_type *ty = kl_type_tensor(ctx, elem, rank, dims, has ? strides : NULL);
-  if (!ty) return kl_lua__diag_error(L, ctx, "kiln: invalid param type");
+  if (!ty) return kl_lua__diag_error(L, ctx, what, "invalid param type");
   kl_named_attr a = { "name", kl_attr_str(ctx, name) };
   int ctxud = kl_lua__push_handle_ctxud(L, 1);
   kl_op *op = kl_graph_build(g, "param", kl_lua__caller_loc(L, ctx), 0, NULL, 1, &a, ty);
-  if (!op) return kl_lua__diag_error(L, ctx, "kiln: param failed");
+  if (!op) return kl_lua__diag_error(L, ctx, what, "param failed");
   op->results[0].name_hint = kl_intern(ctx, name);
   kl_lua__push(L, ctxud, KL_LH_VALUE, &op->results[0]);
   return 1;
@@ -170,11 +170,11 @@ static int g_constant(lua_State *L) {
   kl_lua__flush_diags(ctx);
   const kl_type *ty = kl_type_tensor(ctx, elem, t->rank, t->shape, dense && !kl_tensor_is_row_major(t) ? t->strides : NULL);
   kl_tensor_release(own);
-  if (!ty) return kl_lua__diag_error(L, ctx, "kiln: invalid constant type");
+  if (!ty) return kl_lua__diag_error(L, ctx, what, "invalid constant type");
   kl_named_attr a = { "value", kl_attr_array(ctx, (int)n, el) };
   int ctxud = kl_lua__push_handle_ctxud(L, 1);
   kl_op *op = kl_graph_build(g, "constant", kl_lua__caller_loc(L, ctx), 0, NULL, 1, &a, ty);
-  if (!op) return kl_lua__diag_error(L, ctx, "kiln: constant failed");
+  if (!op) return kl_lua__diag_error(L, ctx, what, "constant failed");
   kl_lua__push(L, ctxud, KL_LH_VALUE, &op->results[0]);
   return 1;
 }

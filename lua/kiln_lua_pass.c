@@ -140,14 +140,14 @@ static int l_register_pass(lua_State *L) {
       lua_Integer n = luaL_len(L, -1);
       for (lua_Integer i = 1; i <= n; i++) {
         lua_geti(L, -1, i);
-        if (!lua_istable(L, -1)) return kl_lua__error(L, "kiln.register_pass: options[%d] must be a table {name=, kind=, default=, help=}", (int)i);
+        if (!lua_istable(L, -1)) return kl_lua__rt_error(L, "kiln.register_pass", "options[%d] must be a table {name=, kind=, default=, help=}", (int)i);
         lua_createtable(L, 0, 4);
-        if (lua_getfield(L, -2, "name") != LUA_TSTRING) return kl_lua__error(L, "kiln.register_pass: options[%d].name must be a string", (int)i);
+        if (lua_getfield(L, -2, "name") != LUA_TSTRING) return kl_lua__rt_error(L, "kiln.register_pass", "options[%d].name must be a string", (int)i);
         lua_setfield(L, -2, "name");
         lua_getfield(L, -2, "kind");
         const char *k = luaL_optstring(L, -1, "string");
         if (strcmp(k, "int") && strcmp(k, "float") && strcmp(k, "bool") && strcmp(k, "string"))
-          return kl_lua__error(L, "kiln.register_pass: options[%d].kind must be int, float, bool or string", (int)i);
+          return kl_lua__rt_error(L, "kiln.register_pass", "options[%d].kind must be int, float, bool or string", (int)i);
         lua_pushstring(L, k); lua_setfield(L, -3, "kind");
         lua_pop(L, 1);
         lua_getfield(L, -2, "default");
@@ -371,14 +371,14 @@ static int l_run_pipeline(lua_State *L) {
         lua_getfield(L, -1, "name");
         const char *name = lua_isstring(L, -1) ? kl_intern(ctx, lua_tostring(L, -1)) : NULL;
         lua_pop(L, 1);
-        if (lua_getfield(L, -1, "run") != LUA_TFUNCTION) return kl_lua__error(L, "kiln: pipeline[%d].run must be a function", (int)i);
+        if (lua_getfield(L, -1, "run") != LUA_TFUNCTION) return kl_lua__rt_error(L, "kiln", "pipeline[%d].run must be a function", (int)i);
         add_lua_fn(L, pm, &st, &nfn, name);
-      } else return kl_lua__error(L, "kiln: pipeline[%d] is a %s; expected a pass string, a function or {name=, run=}",
+      } else return kl_lua__rt_error(L, "kiln", "pipeline[%d] is a %s; expected a pass string, a function or {name=, run=}",
                                (int)i, luaL_typename(L, -1));
       lua_pop(L, 1);
     }
   } else return luaL_typeerror(L, 2, "pipeline string or table");
-  if (s != KL_OK) return kl_lua__diag_error_at(L, ctx, "run_pipeline", "invalid pipeline");
+  if (s != KL_OK) return kl_lua__diag_error(L, ctx, "run_pipeline", "invalid pipeline");
 
   bool verify = true;
   const char *which = NULL;
@@ -394,7 +394,7 @@ static int l_run_pipeline(lua_State *L) {
       for (lua_Integer i = 1; i <= n; i++) {
         if (i > 1) luaL_addchar(&b, ',');
         lua_geti(L, tt, i);
-        if (lua_type(L, -1) != LUA_TSTRING) return kl_lua__error(L, "kiln: print_ir_after must list pass names");
+        if (lua_type(L, -1) != LUA_TSTRING) return kl_lua__rt_error(L, "kiln", "print_ir_after must list pass names");
         luaL_addvalue(&b);
       }
       luaL_pushresult(&b);
@@ -415,10 +415,10 @@ static int l_run_pipeline(lua_State *L) {
   box->pm = NULL;
   lua_pushstring(L, timing ? timing : "");
   free(timing);
-  if (s != KL_OK) return kl_lua__diag_error_at(L, ctx, "run_pipeline", "pipeline failed");
+  if (s != KL_OK) return kl_lua__diag_error(L, ctx, "run_pipeline", "pipeline failed");
   if (st.ir_failed) {
     lua_getfield(L, fns, "ir_error");
-    return kl_lua__error(L, "error: run_pipeline: %s", lua_tostring(L, -1));
+    return kl_lua__rt_error(L, "run_pipeline", "%s", lua_tostring(L, -1));
   }
   kl_lua__flush_diags(ctx);
   const char *text = lua_tostring(L, -1);

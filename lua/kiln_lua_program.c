@@ -1,7 +1,7 @@
-/* kiln_lua_program.c — devices, targets and compiled programs in Lua:
- * kiln.device(name) ("kiln.device" userdata, one per name and Lua state), kiln.targets(),
+/* kiln_lua_program.c — targets and compiled programs in Lua: kiln.targets(),
  * kiln.compile(g, opts) -> "kiln.program" with p:run, p:kernels, p:ir, p:plan, p:binary,
- * p:prepare -> "kiln.prepared" (device-resident inputs for benchmarks: r:launch, r:time).
+ * p:prepare -> "kiln.prepared" (kiln_lua_prepared.c: device-resident inputs for
+ * benchmarks). Devices ("kiln.device") are in kiln_lua_device.c.
  * Lifetimes: a program that ran on a device holds loaded modules of that device, and the
  * context's compile cache may hold the program after every Lua handle is gone. So a
  * device (refcounted devref) is kept open by its Lua handle, by every program holder
@@ -20,133 +20,19 @@
 #include <string.h>
 
 #define MT_HOLDER     "kiln.program.holder"
-#define REG_DEVCACHE  "kiln.devcache"     /* device name -> device userdata */
 #define REG_HOLDERS   "kiln.progholders"  /* lightuserdata(kl_program) -> holder (weak values) */
-#define CTX_DEVHOLD   "kiln.lua.devhold"
 
-/* ---------------------------------------------------------------- devices ---- */
-typedef struct devref { kl_device *dev; int refs; char id[64]; } devref;
-typedef struct dev_ud { devref *d; } dev_ud;
-
-static void devref_release(devref *d) {
-  if (d && --d->refs == 0) { kl_device_destroy(d->dev); free(d); }
-}
-
-static devref *check_dev(lua_State *L, int idx) {
-  dev_ud *u = luaL_checkudata(L, idx, KL_MT_DEVICE);
-  if (!u->d) kl_lua__rt_error(L, "kiln.device", "this device has been closed");
-  return u->d;
-}
-static int dev_gc(lua_State *L) {
-  dev_ud *u = luaL_checkudata(L, 1, KL_MT_DEVICE);
-  devref *d = u->d;
-  u->d = NULL;
-  devref_release(d);
-  return 0;
-}
-static const char *kind_name(kl_device_kind k) {
-  switch (k) {
-  case KL_DEVICE_HOST: return "host";
-  case KL_DEVICE_CUDA: return "cuda";
-  case KL_DEVICE_HIP: return "hip";
-  default: return "other";
-  }
-}
-static int dev_tostring(lua_State *L) {
-  dev_ud *u = luaL_checkudata(L, 1, KL_MT_DEVICE);
-  if (!u->d) { lua_pushstring(L, "kiln.device (closed)"); return 1; }
-  const kl_device_info *i = kl_device_get_info(u->d->dev);
-  lua_pushfstring(L, "kiln.device %s: %s (arch %s)", u->d->id, i->name, i->arch);
-  return 1;
-}
-
-/* kiln.device([name = "auto"]) — one device per name and Lua state. */
-static int l_device(lua_State *L) { return kl_lua__push_device(L, luaL_optstring(L, 1, "auto"), "kiln.device"); }
-
-int kl_lua__push_device(lua_State *L, const char *name, const char *what) {
-  lua_getfield(L, LUA_REGISTRYINDEX, REG_DEVCACHE);
-  if (lua_getfield(L, -1, name) != LUA_TNIL) { lua_remove(L, -2); return 1; }
-  lua_pop(L, 1);
-  char err[1024] = "";
-  kl_device *dev = kl_device_open(name, err, sizeof err);
-  if (!dev) return kl_lua__rt_error(L, what, "cannot open device '%s': %s", name, *err ? err : "unknown error");
-  char id[64];
-  const kl_device_info *i = kl_device_get_info(dev);
-  if (i->kind == KL_DEVICE_HOST) snprintf(id, sizeof id, "host");
-  else snprintf(id, sizeof id, "%s:%d", i->backend, i->ordinal);
-  if (lua_getfield(L, -1, id) != LUA_TNIL) {   /* the same device under another name ("auto") */
-    kl_device_destroy(dev);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, name);
-    lua_remove(L, -2);
-    return 1;
-  }
-  lua_pop(L, 1);
-  devref *d = kl_xcalloc(1, sizeof *d);
-  d->dev = dev;
-  d->refs = 1;
-  memcpy(d->id, id, sizeof d->id);
-  dev_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->d = d;
-  luaL_setmetatable(L, KL_MT_DEVICE);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, name);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, id);
-  lua_remove(L, -2);
-  return 1;
-}
-static const kl_device_info *DI(lua_State *L) { return kl_device_get_info(check_dev(L, 1)->dev); }
-static int dp_id(lua_State *L) { lua_pushstring(L, check_dev(L, 1)->id); return 1; }
-static int dp_name(lua_State *L) { lua_pushstring(L, DI(L)->name); return 1; }
-static int dp_kind(lua_State *L) { lua_pushstring(L, kind_name(DI(L)->kind)); return 1; }
-static int dp_backend(lua_State *L) { lua_pushstring(L, DI(L)->backend); return 1; }
-static int dp_arch(lua_State *L) { lua_pushstring(L, DI(L)->arch); return 1; }
-static int dp_ordinal(lua_State *L) { lua_pushinteger(L, DI(L)->ordinal); return 1; }
-static int dp_total_mem(lua_State *L) { lua_pushinteger(L, (lua_Integer)DI(L)->total_mem); return 1; }
-static int dp_compute_units(lua_State *L) { lua_pushinteger(L, DI(L)->compute_units); return 1; }
-static int dp_wave_size(lua_State *L) { lua_pushinteger(L, DI(L)->wave_size); return 1; }
-static int dp_max_threads(lua_State *L) { lua_pushinteger(L, DI(L)->max_threads_per_block); return 1; }
-static int dp_max_shared(lua_State *L) { lua_pushinteger(L, (lua_Integer)DI(L)->max_shared_per_block); return 1; }
-static int dp_driver(lua_State *L) { lua_pushstring(L, DI(L)->driver); return 1; }
-static int dp_note(lua_State *L) { lua_pushstring(L, DI(L)->note); return 1; }
-static int dp_cc(lua_State *L) {
-  const kl_device_info *i = DI(L);
-  if (i->kind == KL_DEVICE_CUDA) lua_pushfstring(L, "%d.%d", i->cc_major, i->cc_minor); else lua_pushnil(L);
-  return 1;
-}
-static int dp_bytes_in_use(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_device_bytes_in_use(check_dev(L, 1)->dev)); return 1; }
-static int dev_synchronize(lua_State *L) {
-  devref *d = check_dev(L, 1);
-  if (kl_device_synchronize(d->dev) != KL_OK) return kl_lua__rt_error(L, "device:synchronize", "%s", kl_device_error(d->dev));
-  return 0;
-}
-/* dev:info() -> a plain table of every field */
-static int dev_info(lua_State *L) {
-  static const struct { const char *k; lua_CFunction f; } fields[] = {
-    { "id", dp_id }, { "name", dp_name }, { "kind", dp_kind }, { "backend", dp_backend }, { "arch", dp_arch },
-    { "ordinal", dp_ordinal }, { "total_mem", dp_total_mem }, { "compute_units", dp_compute_units },
-    { "wave_size", dp_wave_size }, { "max_threads_per_block", dp_max_threads },
-    { "max_shared_per_block", dp_max_shared }, { "driver", dp_driver }, { "note", dp_note }, { "cc", dp_cc },
-  };
-  check_dev(L, 1);
-  lua_settop(L, 1);
-  lua_newtable(L);
-  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-    lua_pushcfunction(L, fields[i].f);
-    lua_pushvalue(L, 1);
-    lua_call(L, 1, 1);
-    lua_setfield(L, 2, fields[i].k);
-  }
-  return 1;
-}
-/* kiln.device_backends() -> {"host", "cuda", "hip", ...} */
-static int l_device_backends(lua_State *L) {
-  int n = kl_device_backend_count();
-  lua_createtable(L, n, 0);
-  for (int i = 0; i < n; i++) { lua_pushstring(L, kl_device_backend_name(i)); lua_rawseti(L, -2, i + 1); }
-  return 1;
-}
+/* The devices (kiln_lua_device.c) and prepared runs (kiln_lua_prepared.c) of kiln_lua_rt.h
+ * under the short names this file uses. */
+typedef kl_lua_devref devref;
+typedef kl_lua_devhold devhold;
+typedef kl_lua_prepared_ud prep_ud;
+#define MT_PREPARED    KL_MT_PREPARED
+#define devref_release kl_lua__devref_release
+#define check_dev      kl_lua__check_device
+#define l_device       kl_lua__l_device
+#define devs_add       kl_lua__devs_add
+#define ctx_devhold    kl_lua__ctx_devhold
 
 /* ---------------------------------------------------------------- targets ---- */
 static const char *accel_name(kl_accel a) {
@@ -197,33 +83,6 @@ static int l_target(lua_State *L) {
   return 1;
 }
 static int l_default_pipeline(lua_State *L) { lua_pushstring(L, kl_default_pipeline()); return 1; }
-
-/* --------------------------------------------------------- device holding ---- */
-typedef struct devhold { devref **devs; int n; } devhold;
-static bool devs_add(devref ***devs, int *n, devref *d) {
-  for (int i = 0; i < *n; i++) if ((*devs)[i] == d) return false;
-  *devs = kl_xrealloc(*devs, (size_t)(*n + 1) * sizeof **devs);
-  (*devs)[(*n)++] = d;
-  d->refs++;
-  return true;
-}
-static void devhold_destroy(void *u) {
-  devhold *h = u;
-  for (int i = 0; i < h->n; i++) devref_release(h->devs[i]);
-  free(h->devs);
-  free(h);
-}
-/* Must run before the context's first kl_compile (see the file comment). NULL if the
- * compile cache already exists (then devices used with this context are never closed). */
-static devhold *ctx_devhold(kl_ctx *ctx) {
-  devhold *h = kl_ctx_get_user(ctx, CTX_DEVHOLD);
-  if (h) return h == (devhold *)ctx ? NULL : h;
-  if (kl_ctx_get_user(ctx, "kiln.compile_cache")) { kl_ctx_set_user(ctx, CTX_DEVHOLD, ctx); return NULL; }
-  h = kl_xcalloc(1, sizeof *h);
-  kl_ctx_set_user(ctx, CTX_DEVHOLD, h);
-  kl_ctx_on_destroy(ctx, devhold_destroy, h);
-  return h;
-}
 
 /* --------------------------------------------------------------- programs ---- */
 typedef struct holder { kl_program *p; devref **devs; int n; } holder;
@@ -781,113 +640,6 @@ static int pp_targets(lua_State *L) {
 }
 static int pp_nkernels(lua_State *L) { kl_program *p; check_prog(L, 1, &p); lua_pushinteger(L, kl_program_nkernels(p, NULL)); return 1; }
 
-/* ------------------------------------------------------- prepared runs ---- */
-/* r = p:prepare({name = tensor, ...} [, {device=, sets=, rotate_bytes=, max_sets=, poison=}])
- * -> "kiln.prepared": device buffers allocated and the inputs uploaded once (see
- * kl_program_prepare). Methods: r:launch([set]) enqueues one run of the plan on buffer set
- * `set` (1-based, default 1; no copies); r:sync(); r:time{warmup=, reps=} -> list of
- * milliseconds per run (device events; the sets rotate); r:outputs([set]) -> tensors;
- * r:poison(); r:free() (also __gc / __close). Properties: r.sets, r.set_bytes, r.launches.
- * The prepared run keeps its program (uservalue 1) and its device (a devref) alive. */
-#define MT_PREPARED "kiln.prepared"
-typedef struct prep_ud { kl_prepared *r; devref *d; } prep_ud;
-
-static prep_ud *check_prep(lua_State *L, int idx) {
-  prep_ud *u = luaL_checkudata(L, idx, MT_PREPARED);
-  if (!u->r) kl_lua__rt_error(L, "kiln.prepared", "this prepared run has been freed");
-  return u;
-}
-static int prep_free(lua_State *L) {
-  prep_ud *u = luaL_checkudata(L, 1, MT_PREPARED);
-  if (u->r) { kl_prepared_free(u->r); u->r = NULL; }
-  if (u->d) { devref_release(u->d); u->d = NULL; }
-  return 0;
-}
-static int prep_tostring(lua_State *L) {
-  prep_ud *u = luaL_checkudata(L, 1, MT_PREPARED);
-  if (!u->r) { lua_pushstring(L, "kiln.prepared (freed)"); return 1; }
-  lua_pushfstring(L, "kiln.prepared (%s, %d buffer set%s of %I bytes, %d launch%s)", u->d->id, kl_prepared_nsets(u->r),
-                  kl_prepared_nsets(u->r) == 1 ? "" : "s", (lua_Integer)kl_prepared_set_bytes(u->r),
-                  kl_prepared_nlaunches(u->r), kl_prepared_nlaunches(u->r) == 1 ? "" : "es");
-  return 1;
-}
-static int opt_set(lua_State *L, int idx, prep_ud *u, const char *what) {
-  if (lua_isnoneornil(L, idx)) return 0;
-  lua_Integer s = luaL_checkinteger(L, idx);
-  if (s < 1 || s > kl_prepared_nsets(u->r))
-    return kl_lua__rt_error(L, what, "buffer set %lld out of range (1..%d)", (long long)s, kl_prepared_nsets(u->r));
-  return (int)s - 1;
-}
-static int prep_err(lua_State *L, const char *what, const char *err) {
-  return kl_lua__rt_error(L, what, "%s", *err ? err : "failed");
-}
-static int prep_launch(lua_State *L) {
-  prep_ud *u = check_prep(L, 1);
-  int set = opt_set(L, 2, u, "launch");
-  char err[2048] = "";
-  if (kl_prepared_launch(u->r, set, err, sizeof err) != KL_OK) return prep_err(L, "launch", err);
-  return 0;
-}
-static int prep_sync(lua_State *L) {
-  prep_ud *u = check_prep(L, 1);
-  char err[2048] = "";
-  if (kl_prepared_sync(u->r, err, sizeof err) != KL_OK) return prep_err(L, "sync", err);
-  return 0;
-}
-static int prep_poison(lua_State *L) {
-  prep_ud *u = check_prep(L, 1);
-  char err[2048] = "";
-  if (kl_prepared_poison(u->r, err, sizeof err) != KL_OK || kl_prepared_sync(u->r, err, sizeof err) != KL_OK)
-    return prep_err(L, "poison", err);
-  return 0;
-}
-static int prep_time(lua_State *L) {
-  prep_ud *u = check_prep(L, 1);
-  lua_Integer warmup = 3, reps = 10;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    static const char *const opts[] = { "reps", "warmup", NULL };
-    kl_lua__check_opts(L, 2, "time", opts);
-    if (lua_getfield(L, 2, "warmup") != LUA_TNIL) {
-      if (!lua_isinteger(L, -1)) return kl_lua__rt_error(L, "time", "warmup must be an integer");
-      warmup = lua_tointeger(L, -1);
-    }
-    if (lua_getfield(L, 2, "reps") != LUA_TNIL) {
-      if (!lua_isinteger(L, -1)) return kl_lua__rt_error(L, "time", "reps must be an integer");
-      reps = lua_tointeger(L, -1);
-    }
-  }
-  if (warmup < 0 || warmup > 1000000 || reps < 1 || reps > 1000000)
-    return kl_lua__rt_error(L, "time", "need 0 <= warmup <= 1e6 and 1 <= reps <= 1e6 (got %lld, %lld)", (long long)warmup, (long long)reps);
-  float *ms = kl_lua__tmp(L, (size_t)reps * sizeof *ms);
-  char err[2048] = "";
-  if (kl_prepared_time(u->r, (int)warmup, (int)reps, ms, err, sizeof err) != KL_OK) return prep_err(L, "time", err);
-  lua_createtable(L, (int)reps, 0);
-  for (lua_Integer i = 0; i < reps; i++) { lua_pushnumber(L, ms[i]); lua_rawseti(L, -2, i + 1); }
-  return 1;
-}
-static int prep_outputs(lua_State *L) {
-  prep_ud *u = check_prep(L, 1);
-  int set = opt_set(L, 2, u, "outputs");
-  int nout = 0;
-  kl_tensor **outs = NULL;
-  char err[2048] = "";
-  if (kl_prepared_outputs(u->r, set, &nout, &outs, err, sizeof err) != KL_OK) return prep_err(L, "outputs", err);
-  if (!lua_checkstack(L, nout + 4)) {
-    for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
-    free(outs);
-    return luaL_error(L, "kiln: too many outputs");
-  }
-  for (int i = 0; i < nout; i++) {
-    kl_lua__push_tensor(L, outs[i]);
-    if (strcmp(u->d->id, "host")) { lua_pushstring(L, u->d->id); lua_setiuservalue(L, -2, 1); }
-  }
-  free(outs);
-  return nout;
-}
-static int rp_sets(lua_State *L) { lua_pushinteger(L, kl_prepared_nsets(check_prep(L, 1)->r)); return 1; }
-static int rp_set_bytes(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_prepared_set_bytes(check_prep(L, 1)->r)); return 1; }
-static int rp_launches(lua_State *L) { lua_pushinteger(L, kl_prepared_nlaunches(check_prep(L, 1)->r)); return 1; }
 
 /* p:load_kernels([{device = dev | "name"}]) — loads the kernels on the device now (compile-latency
  * benchmarks: graph -> loaded kernel); returns the program. */
@@ -960,7 +712,6 @@ static int prog_prepare(lua_State *L) {
 
 void kl_lua__open_program(lua_State *L) {
   int mod = lua_gettop(L);
-  lua_newtable(L); lua_setfield(L, LUA_REGISTRYINDEX, REG_DEVCACHE);
   lua_newtable(L);
   lua_createtable(L, 0, 1);
   lua_pushstring(L, "v"); lua_setfield(L, -2, "__mode");
@@ -968,16 +719,6 @@ void kl_lua__open_program(lua_State *L) {
   lua_setfield(L, LUA_REGISTRYINDEX, REG_HOLDERS);
   if (luaL_newmetatable(L, MT_HOLDER)) { lua_pushcfunction(L, holder_gc); lua_setfield(L, -2, "__gc"); }
   lua_pop(L, 1);
-
-  static const luaL_Reg dmeta[] = { { "__gc", dev_gc }, { "__tostring", dev_tostring }, { NULL, NULL } };
-  static const luaL_Reg dmethods[] = { { "synchronize", dev_synchronize }, { "info", dev_info }, { NULL, NULL } };
-  static const luaL_Reg dprops[] = {
-    { "id", dp_id }, { "name", dp_name }, { "kind", dp_kind }, { "backend", dp_backend }, { "arch", dp_arch },
-    { "ordinal", dp_ordinal }, { "total_mem", dp_total_mem }, { "compute_units", dp_compute_units },
-    { "wave_size", dp_wave_size }, { "max_threads_per_block", dp_max_threads }, { "max_shared_per_block", dp_max_shared },
-    { "driver", dp_driver }, { "note", dp_note }, { "cc", dp_cc }, { "bytes_in_use", dp_bytes_in_use }, { NULL, NULL }
-  };
-  kl_lua__class(L, mod, KL_MT_DEVICE, "device", dmethods, dprops, dmeta);
 
   static const luaL_Reg pmeta[] = { { "__tostring", prog_tostring }, { NULL, NULL } };
   static const luaL_Reg pmethods[] = {
@@ -990,17 +731,8 @@ void kl_lua__open_program(lua_State *L) {
   };
   kl_lua__class(L, mod, KL_MT_PROGRAM, "program", pmethods, pprops, pmeta);
 
-  static const luaL_Reg rmeta[] = { { "__gc", prep_free }, { "__close", prep_free }, { "__tostring", prep_tostring }, { NULL, NULL } };
-  static const luaL_Reg rmethods[] = {
-    { "launch", prep_launch }, { "sync", prep_sync }, { "time", prep_time }, { "outputs", prep_outputs },
-    { "poison", prep_poison }, { "free", prep_free }, { NULL, NULL }
-  };
-  static const luaL_Reg rprops[] = { { "sets", rp_sets }, { "set_bytes", rp_set_bytes }, { "launches", rp_launches }, { NULL, NULL } };
-  kl_lua__class(L, mod, MT_PREPARED, "prepared", rmethods, rprops, rmeta);
-
   static const luaL_Reg fns[] = {
-    { "device", l_device }, { "device_backends", l_device_backends }, { "targets", l_targets },
-    { "target", l_target }, { "compile", l_compile }, { "default_pipeline", l_default_pipeline }, { NULL, NULL }
+    { "targets", l_targets }, { "target", l_target }, { "compile", l_compile }, { "default_pipeline", l_default_pipeline }, { NULL, NULL }
   };
   luaL_setfuncs(L, fns, 0);
 }

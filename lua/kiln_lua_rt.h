@@ -1,5 +1,6 @@
 /* kiln_lua_rt.h — internal header shared by the front-end binding files
- * (kiln_lua_tensor.c, kiln_lua_graph.c, kiln_lua_program.c, kiln_lua_view.c).
+ * (kiln_lua_tensor.c, kiln_lua_graph.c, kiln_lua_view.c, kiln_lua_device.c,
+ * kiln_lua_program.c, kiln_lua_prepared.c, kiln_lua_bundle.c).
  * Contract: tensors are full userdata "kiln.tensor" holding one reference to a
  * kl_tensor (released by __gc / __close); kl_lua__push_tensor takes over the caller's
  * reference. Errors raised by these helpers are Lua errors of the form
@@ -17,15 +18,7 @@
 #define KL_MT_PROGRAM "kiln.program"
 #define KL_MT_VIEW    "kiln.view"
 
-/* Raises "file:line: error: <what>: <message>" at the user's Lua line. */
-int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Raises a failure that a lower layer (driver/, runtime/) reported in a `char *err`
- * buffer, in the same shape: "file:line: error: <what>: <err>", where err's own
- * "<stage>: " prefix (the producer's name for the call: "compile", "run", "eval", ...)
- * is dropped because <what> already names it; fallback if err is empty. The one place
- * that knows those producers prefix their messages. */
-int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
-/* kl_lua__push_where (kiln_lua.h): "file:line" of the user's Lua line (or "?"). */
+/* Errors: kl_lua__rt_error, kl_lua__err_error (kiln_lua.h). */
 /* Every key of the options table at idx (if it is a table; raw keys) must be one of
  * known (NULL-terminated): else "unknown option 'k' (known: a, b, ...)" at the user's line. */
 void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known);
@@ -45,10 +38,32 @@ typedef struct kl_program kl_program;
 kl_program *kl_lua__check_program(lua_State *L, int idx);
 void        kl_lua__push_program(lua_State *L, int ctxidx, kl_program *p);
 
-/* Devices ("kiln.device", kiln_lua_program.c): pushes the device of this Lua state named
+/* Devices ("kiln.device", kiln_lua_device.c): pushes the device of this Lua state named
  * name (opened on first use, as kiln.device(name)); an unknown or unavailable device raises
  * an error naming `what`. Returns 1. */
 int kl_lua__push_device(lua_State *L, const char *name, const char *what);
+/* An open device, shared (refs) by its Lua handle and everything that keeps it open:
+ * the programs that ran on it, prepared runs and the context (kl_lua__ctx_devhold).
+ * release drops one reference (the last closes the device). */
+typedef struct kl_device kl_device;
+typedef struct kl_lua_devref { kl_device *dev; int refs; char id[64]; } kl_lua_devref;
+void           kl_lua__devref_release(kl_lua_devref *d);
+kl_lua_devref *kl_lua__check_device(lua_State *L, int idx);   /* error if closed */
+int            kl_lua__l_device(lua_State *L);                /* kiln.device([name = "auto"]) */
+/* Adds d to the list (*devs, *n) with a new reference unless it is there; true if added. */
+bool           kl_lua__devs_add(kl_lua_devref ***devs, int *n, kl_lua_devref *d);
+/* The devices the context keeps open until it is destroyed (a destroy hook registered
+ * before the context's compile cache exists, so it runs after the cache is released).
+ * Must run before the context's first kl_compile; NULL if the compile cache already
+ * exists (then devices used with this context are never closed). */
+typedef struct kl_lua_devhold { kl_lua_devref **devs; int n; } kl_lua_devhold;
+kl_lua_devhold *kl_lua__ctx_devhold(kl_ctx *ctx);
+
+/* Prepared runs ("kiln.prepared", kiln_lua_prepared.c; made by p:prepare): the run and
+ * the device it keeps open (one reference). */
+#define KL_MT_PREPARED "kiln.prepared"
+typedef struct kl_prepared kl_prepared;
+typedef struct kl_lua_prepared_ud { kl_prepared *r; kl_lua_devref *d; } kl_lua_prepared_ud;
 
 /* The inputs table at idx ({name = tensor, ...}) as named tensors, in a temporary buffer
  * of the Lua state (kl_lua__tmp); the names are the table's keys (the table must stay

@@ -38,26 +38,6 @@ void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *con
   }
 }
 
-int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) {
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  kl_verrf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  kl_lua__push_where(L);
-  const char *where = lua_tostring(L, -1);
-  if (what && *what) lua_pushfstring(L, "%s: error: %s: %s", where, what, msg);
-  else lua_pushfstring(L, "%s: error: %s", where, msg);
-  return lua_error(L);
-}
-
-int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback) {
-  size_t n = stage ? strlen(stage) : 0;
-  if (!err || !*err) return kl_lua__rt_error(L, what, "%s", fallback);
-  if (n && !strncmp(err, stage, n) && err[n] == ':' && err[n + 1] == ' ') err += n + 2;
-  return kl_lua__rt_error(L, what, "%s", err);
-}
-
 /* ---------------------------------------------------------------- tensors --- */
 kl_tensor *kl_lua__test_tensor(lua_State *L, int idx) {
   tens_ud *u = luaL_testudata(L, idx, KL_MT_TENSOR);

@@ -1,8 +1,8 @@
 /* test_rewrite.c — the rewriter and its drivers: C patterns, benefit order,
  * non-convergence diagnostics (rewrite cap and iteration cap), erased ops never
  * revisited, folding of constant chains, dead pure-op removal, the walk driver,
- * pattern failures, KILN_DEBUG=rewrite logging, the named pattern registry and the
- * arith canonical patterns. */
+ * pattern failures, KILN_DEBUG=rewrite logging, the named pattern registry, saved
+ * insertion points (erasures in between) and the arith canonical patterns. */
 #include "core/rewrite.h"
 #include "ctx_test_util.h"
 #include "core/pass.h"
@@ -444,6 +444,114 @@ static void test_standalone_rewriter(void) {
   printf("standalone rewriter ok\n");
 }
 
+/* Saved insertion points: restore sets the point again the way it was set (after an
+ * op: after it where it is then); erasures through the rewriter in between move a saved
+ * anchor past the erased op (before the op that followed it, or the end of its block),
+ * applied in order; the rewriter's own point moves the same way. */
+static kl_op *mk(kl_rewriter *rw, const char *name) {
+  return kl_rewriter_create(rw, name, KL_LOC_UNKNOWN, 0, NULL, 0, NULL, 0, NULL, 0);
+}
+static void test_saved_insertion(void) {
+  fixture f = setup(0);
+  kl_op *a = add_op(&f, f.b, "test.a", 0, NULL, 0), *b = add_op(&f, f.b, "test.b", 0, NULL, 0);
+  kl_op *c = add_op(&f, f.b, "test.c", 0, NULL, 0), *r = ret(&f, 0, NULL);
+  kl_rewriter *rw = kl_rewriter_new(f.ctx);
+  /* nothing set: restores "no insertion point" */
+  kl_insertion_point none = kl_rewriter_save_insertion(rw);
+  CHECK(none.kind == KL_IP_NONE);
+  kl_rewriter_set_insertion_before(rw, b);
+  kl_rewriter_restore_insertion(rw, none);
+  kl_op *lost = mk(rw, "test.lost");
+  CHECK(kl_rewriter_failed(rw) && lost->block == NULL);
+  free(kl_diag_take(f.ctx));
+  kl_rewriter_free(rw);
+  rw = kl_rewriter_new(f.ctx);
+  /* after an op: consecutive inserts keep their order ... */
+  kl_rewriter_set_insertion_after(rw, a);
+  kl_op *x1 = mk(rw, "test.x1"), *x2 = mk(rw, "test.x2");
+  CHECK(a->next == x1 && x1->next == x2 && x2->next == b);
+  /* ... and a restore re-applies "after a": the next insert goes right after a */
+  kl_insertion_point after_a = kl_rewriter_save_insertion(rw);
+  CHECK(after_a.kind == KL_IP_AFTER && after_a.anchor == a);
+  kl_rewriter_set_insertion_end(rw, f.b);
+  kl_op *e = mk(rw, "test.end");
+  CHECK(r->next == e && f.b->last == e);
+  kl_rewriter_restore_insertion(rw, after_a);
+  kl_op *x0 = mk(rw, "test.x0");
+  CHECK(a->next == x0 && x0->next == x1);
+  /* before an op and end of a block restore as they were */
+  kl_rewriter_set_insertion_before(rw, c);
+  kl_insertion_point before_c = kl_rewriter_save_insertion(rw);
+  kl_rewriter_set_insertion_end(rw, f.b);
+  kl_insertion_point at_end = kl_rewriter_save_insertion(rw);
+  kl_rewriter_restore_insertion(rw, before_c);
+  kl_op *y = mk(rw, "test.y");
+  CHECK(y->next == c);
+  kl_rewriter_restore_insertion(rw, at_end);
+  kl_op *z = mk(rw, "test.z");
+  CHECK(f.b->last == z && z->prev == e);
+  /* erase in between: the saved anchor c is erased -> before the op that followed it (r) */
+  kl_rewriter_set_insertion_before(rw, c);
+  before_c = kl_rewriter_save_insertion(rw);
+  kl_rewriter_set_insertion_end(rw, f.b);
+  kl_rewriter_erase_op(rw, c);
+  CHECK(!kl_rewriter_failed(rw));
+  kl_rewriter_restore_insertion(rw, before_c);
+  kl_op *w = mk(rw, "test.w");
+  CHECK(w->block == f.b && w->next == r && w->prev == y);
+  /* two erasures in order: the anchor b, then the op that followed it (y) -> before w */
+  kl_rewriter_set_insertion_after(rw, b);
+  kl_insertion_point after_b = kl_rewriter_save_insertion(rw);
+  kl_rewriter_erase_op(rw, b);
+  kl_rewriter_erase_op(rw, y);
+  kl_rewriter_set_insertion_end(rw, f.b);
+  kl_rewriter_restore_insertion(rw, after_b);
+  kl_op *v = mk(rw, "test.v");
+  CHECK(v->next == w && v->prev == x2);
+  /* restored again (any number of times): the same */
+  kl_rewriter_restore_insertion(rw, after_b);
+  kl_op *v2 = mk(rw, "test.v2");
+  CHECK(v2->next == w && v2->prev == v);
+  /* the anchor was the last op of its block: end of that block */
+  kl_rewriter_set_insertion_before(rw, z);
+  kl_insertion_point before_z = kl_rewriter_save_insertion(rw);
+  kl_rewriter_erase_op(rw, z);
+  /* the rewriter's own point moved past z too: at the end of the block */
+  kl_op *u = mk(rw, "test.u");
+  CHECK(f.b->last == u && u->prev == e);
+  kl_rewriter_restore_insertion(rw, before_z);
+  kl_op *t = mk(rw, "test.t");
+  CHECK(f.b->last == t && t->prev == u);
+  /* an anchor nested in an erased op: moved past that op */
+  kl_op *outer = kl_op_create(f.ctx, "test.outer", KL_LOC_UNKNOWN, 0, NULL, 0, NULL, 0, NULL, 1);
+  kl_block *ib = kl_block_create(f.ctx);
+  kl_region_push_block(&outer->regions[0], ib);
+  kl_op *inner = add_op(&f, ib, "test.inner", 0, NULL, 0);
+  kl_op_insert_before(r, outer);
+  kl_rewriter_set_insertion_end(rw, ib);
+  kl_insertion_point end_ib = kl_rewriter_save_insertion(rw);
+  kl_rewriter_set_insertion_after(rw, inner);
+  kl_insertion_point in_outer = kl_rewriter_save_insertion(rw);
+  kl_rewriter_erase_op(rw, outer);
+  kl_rewriter_restore_insertion(rw, in_outer);
+  kl_op *s = mk(rw, "test.s");
+  CHECK(s->block == f.b && s->next == r);
+  /* an end-of-block point is never moved, also when its block was in the erased op */
+  kl_rewriter_restore_insertion(rw, end_ib);
+  kl_op *q = mk(rw, "test.q");
+  CHECK(q->block == ib && q->prev == inner);
+  /* the rewriter's own "after" anchor re-anchors too: saved after the erase, it is
+   * "before the op that followed": x0 follows a; erase a; save; restore */
+  kl_rewriter_set_insertion_after(rw, a);
+  kl_rewriter_erase_op(rw, a);
+  kl_insertion_point cur = kl_rewriter_save_insertion(rw);
+  CHECK(cur.kind == KL_IP_BEFORE && cur.anchor == x0);
+  CHECK(!kl_rewriter_failed(rw));
+  kl_rewriter_free(rw);
+  kl_ctx_destroy(f.ctx);
+  printf("saved insertion points ok\n");
+}
+
 static void test_canonical_arith(void) {
   fixture f = setup(2);
   kl_value *x = f.b->args[0], *y = f.b->args[1];
@@ -582,6 +690,7 @@ int main(void) {
   test_debug_log();
   test_registry();
   test_standalone_rewriter();
+  test_saved_insertion();
   test_canonical_arith();
   test_random_arith();
   return check_summary("test_rewrite");

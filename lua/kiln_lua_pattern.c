@@ -1,13 +1,14 @@
-/* kiln_lua_rewrite.c — Lua patterns (kiln.pattern), the Lua rewriter object and
- * kiln.apply_patterns, which runs Lua patterns and registered C patterns on the same
- * C driver. A Lua rewrite function runs under lua_pcall with a traceback handler
- * inside the kl_pattern callback; an error becomes kl_rewriter_fail (the driver stops
- * with the IR valid) and then a Lua error carrying the diagnostic and the traceback. */
+/* kiln_lua_pattern.c — "kiln.pattern" userdata (Lua patterns, kiln.pattern{...}),
+ * kiln.patterns() and kiln.apply_patterns, which runs Lua patterns and registered C
+ * patterns on the same C driver, handing each Lua rewrite function the rewriter object
+ * (kiln_lua_rewriter.c). A Lua rewrite function runs under lua_pcall with a traceback
+ * handler inside the kl_pattern callback; an error becomes kl_rewriter_fail (the driver
+ * stops with the IR valid) and then a Lua error carrying the diagnostic and the
+ * traceback. */
 #include "lua/kiln_lua.h"
 #include <string.h>
 
 #define MT_PATTERN "kiln.pattern"
-#define MT_RW      "kiln.rewriter"
 
 /* ------------------------------------------------------------- patterns ---- */
 /* A pattern object is an empty userdata whose user value is the normalized spec
@@ -17,10 +18,10 @@ static int l_pattern(lua_State *L) {
   lua_newuserdatauv(L, 1, 1);
   luaL_setmetatable(L, MT_PATTERN);
   lua_createtable(L, 0, 4);
-  if (lua_getfield(L, 1, "rewrite") != LUA_TFUNCTION) return kl_lua__error(L, "kiln.pattern{...}: 'rewrite' must be a function(op, rw)");
+  if (lua_getfield(L, 1, "rewrite") != LUA_TFUNCTION) return kl_lua__rt_error(L, "kiln.pattern", "'rewrite' must be a function(op, rw)");
   lua_setfield(L, -2, "rewrite");
   int t = lua_getfield(L, 1, "root");
-  if (t != LUA_TNIL && t != LUA_TSTRING) return kl_lua__error(L, "kiln.pattern{...}: 'root' must be an op name (or nil for any op)");
+  if (t != LUA_TNIL && t != LUA_TSTRING) return kl_lua__rt_error(L, "kiln.pattern", "'root' must be an op name (or nil for any op)");
   lua_setfield(L, -2, "root");
   lua_getfield(L, 1, "benefit");
   lua_Integer benefit = luaL_optinteger(L, -1, 1);
@@ -57,127 +58,6 @@ static int pattern_tostring(lua_State *L) {
   return 1;
 }
 
-/* ------------------------------------------------------------- rewriter ---- */
-typedef struct rw_ud { kl_rewriter *rw; kl_op *root; kl_lua_ctxstate *cst; } rw_ud;
-
-static rw_ud *rw_check(lua_State *L) {
-  rw_ud *r = luaL_checkudata(L, 1, MT_RW);
-  if (!r->rw) kl_lua__error(L, "kiln: a rewriter is only valid inside its pattern's rewrite function");
-  return r;
-}
-static kl_ctx *rw_ctx(rw_ud *r) { return r->root->ctx; }
-
-static int rw_create(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_op *op = kl_lua__build_op(L, 2, rw_ctx(r));
-  kl_rewriter_insert(r->rw, op);
-  kl_lua_push_op(L, op);
-  return 1;
-}
-static int rw_insert(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
-  if (op->block) return luaL_argerror(L, 2, "op is already in a block (use rw:move_before)");
-  kl_rewriter_insert(r->rw, op);
-  lua_settop(L, 2);
-  return 1;
-}
-static int rw_replace(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
-  if (!op->block) return luaL_argerror(L, 2, "op is not in the IR");
-  kl_value **vals = kl_lua__replacements(L, op, 3);
-  kl_op *new_op = kl_lua__test(L, 3, KL_LH_OP);
-  kl_lua__before_erase(r->cst, op);
-  if (new_op && !new_op->block) kl_rewriter_replace_op_with(r->rw, op, new_op);
-  else kl_rewriter_replace_op(r->rw, op, vals);
-  return 0;
-}
-static int rw_erase(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  return kl_lua__erase(L, kl_lua__check_op_in(L, 2, rw_ctx(r)));
-}
-static int rw_set_attr(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_lua__set_attr(L, kl_lua__check_op_in(L, 2, rw_ctx(r)), luaL_checkstring(L, 3), 4);
-  return 0;
-}
-static int rw_set_operand(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
-  lua_Integer i = luaL_checkinteger(L, 3);
-  if (i < 1 || i > op->nopnds) return luaL_argerror(L, 3, "operand index out of range");
-  kl_rewriter_set_operand(r->rw, op, (int)i - 1, kl_lua__check_value_in(L, 4, rw_ctx(r)));
-  return 0;
-}
-static int rw_replace_all_uses(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_value *from = kl_lua__check_value_in(L, 2, rw_ctx(r));
-  kl_value *to = kl_lua__check_value_in(L, 3, rw_ctx(r));
-  kl_rewriter_replace_all_uses(r->rw, from, to);
-  return 0;
-}
-static int rw_modify(lua_State *L) {   /* rw:modify(op, fn): in-place change of op */
-  rw_ud *r = rw_check(L);
-  kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
-  luaL_checktype(L, 3, LUA_TFUNCTION);
-  kl_rewriter_modify_start(r->rw, op);
-  lua_pushvalue(L, 3);
-  lua_pushvalue(L, 2);
-  int rc = lua_pcall(L, 1, 0, 0);
-  kl_rewriter_modify_end(r->rw, op);
-  if (rc != LUA_OK) return lua_error(L);
-  return 0;
-}
-static int rw_move_before(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
-  kl_op *anchor = kl_lua__check_op_in(L, 3, rw_ctx(r));
-  kl_lua__place(L, op, KL_LUA_AT_BEFORE, anchor, NULL);
-  return 0;
-}
-static int rw_set_ip(lua_State *L, int kind) {
-  rw_ud *r = rw_check(L);
-  kl_lua_ctxstate *st = r->cst;
-  if (kind == 2) {
-    kl_block *b = kl_lua__check(L, 2, KL_LH_BLOCK);
-    if (kl_lua__handle_ctx(L, 2) != rw_ctx(r)) return kl_lua__error(L, "kiln: block belongs to another kiln context");
-    st->ip_block = b; st->ip_op = NULL;
-  } else {
-    kl_op *op = kl_lua__check_op_in(L, 2, rw_ctx(r));
-    if (!op->block) return luaL_argerror(L, 2, "op is not in a block");
-    st->ip_op = op; st->ip_block = NULL;
-  }
-  st->ip_kind = kind;
-  kl_lua__restore_ip(st);
-  return 0;
-}
-static int rw_set_insertion_before(lua_State *L) { return rw_set_ip(L, 0); }
-static int rw_set_insertion_after(lua_State *L) { return rw_set_ip(L, 1); }
-static int rw_set_insertion_end(lua_State *L) { return rw_set_ip(L, 2); }
-static int rw_fail(lua_State *L) {   /* return rw:fail("why"): stops the driver with an error */
-  rw_ud *r = rw_check(L);
-  kl_rewriter_fail(r->rw, r->root->loc, "%s", luaL_optstring(L, 2, "pattern failed"));
-  lua_pushboolean(L, 0);
-  return 1;
-}
-static int rw_no_match(lua_State *L) {   /* return rw:no_match("why"): logged with KILN_DEBUG=rewrite */
-  rw_ud *r = rw_check(L);
-  lua_pushboolean(L, kl_rewriter_notify_no_match(r->rw, "%s", luaL_optstring(L, 2, "no match")));
-  return 1;
-}
-static int rw_p_root(lua_State *L) {
-  rw_ud *r = rw_check(L);
-  kl_lua_push_op(L, r->root);
-  return 1;
-}
-static int rw_tostring(lua_State *L) {
-  rw_ud *r = luaL_checkudata(L, 1, MT_RW);
-  if (r->rw) lua_pushfstring(L, "kiln.rewriter(at '%s')", r->root->name);
-  else lua_pushstring(L, "kiln.rewriter (inactive)");
-  return 1;
-}
-
 /* ------------------------------------------------------- apply_patterns ---- */
 typedef struct apply_st {
   lua_State *L;
@@ -209,11 +89,10 @@ static bool lua_pattern_fn(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     kl_rewriter_fail(rw, op->loc, "Lua pattern '%s': Lua stack overflow", pat->name);
     return false;
   }
-  rw_ud *r = lua_touserdata(L, st->rwud);
+  kl_lua_rwud *r = lua_touserdata(L, st->rwud);
   r->rw = rw; r->root = op;
   st->cst->rw = rw;
-  st->cst->ip_kind = 0; st->cst->ip_op = op; st->cst->ip_block = NULL;
-  kl_rewriter_set_insertion_before(rw, op);
+  kl_rewriter_set_insertion_before(rw, op);   /* the drivers already did; explicit for the pattern */
   pat_call c = { lp, op, false };
   int top = lua_gettop(L);
   /* none of these pushes allocates, so nothing can raise outside the pcall */
@@ -261,14 +140,11 @@ static int l_apply_patterns(lua_State *L) {
   kl_lua__busy_guard(L, ctxud, "apply_patterns");                 /* 5: metamethods, patterns */
   lua_pushcfunction(L, kl_lua_traceback); int tb = lua_gettop(L);  /* 6 */
   lua_newtable(L); int fns = lua_gettop(L);                       /* 7 */
-  rw_ud *r = lua_newuserdatauv(L, sizeof *r, 1);                  /* 8 */
-  r->rw = NULL; r->root = NULL; r->cst = cst;
-  luaL_setmetatable(L, MT_RW);
-  lua_pushvalue(L, ctxud); lua_setiuservalue(L, -2, 1);
+  kl_lua__push_rewriter(L, ctxud);                                /* 8 */
   int rwud = lua_gettop(L);
 
   lua_Integer n = luaL_len(L, 2);
-  if (n < 0 || n > 100000) return kl_lua__error(L, "kiln: too many patterns");
+  if (n < 0 || n > 100000) return kl_lua__rt_error(L, "kiln", "too many patterns");
   int ncp = kl_pattern_count(ctx);
   const kl_pattern **arr = kl_lua__tmp(L, (size_t)(n + ncp) * sizeof *arr);
   lua_pat *lps = kl_lua__tmp(L, (size_t)n * sizeof *lps);
@@ -285,7 +161,7 @@ static int l_apply_patterns(lua_State *L) {
         }
       } else {
         const kl_pattern *p = kl_lookup_pattern(ctx, name);
-        if (!p) return kl_lua__error(L, "kiln: unknown pattern '%s' (kiln.patterns() lists the registered ones)", name);
+        if (!p) return kl_lua__rt_error(L, "kiln", "unknown pattern '%s' (kiln.patterns() lists the registered ones)", name);
         add_c_pattern(arr, &np, p);
       }
     } else {
@@ -312,7 +188,7 @@ static int l_apply_patterns(lua_State *L) {
         lua_replace(L, -5);
         lua_pop(L, 3);
       } else {
-        return kl_lua__error(L, "kiln: patterns[%d] is a %s; expected a kiln.pattern, a function or a pattern name",
+        return kl_lua__rt_error(L, "kiln", "patterns[%d] is a %s; expected a kiln.pattern, a function or a pattern name",
                           (int)i, luaL_typename(L, -1));
       }
       lp->pat.fn = lua_pattern_fn;
@@ -337,7 +213,7 @@ static int l_apply_patterns(lua_State *L) {
   }
   kl_lua__flush_diags(ctx);
   kl_status s = walk ? kl_apply_patterns_walk(root, arr, np) : kl_apply_patterns_greedy(root, arr, np, &cfg);
-  if (s != KL_OK || st.failed) return kl_lua__diag_error_at(L, ctx, "apply_patterns", "pattern application failed");
+  if (s != KL_OK || st.failed) return kl_lua__diag_error(L, ctx, "apply_patterns", "pattern application failed");
   kl_lua__flush_diags(ctx);
   lua_pushboolean(L, 1);
   return 1;
@@ -359,7 +235,7 @@ static int l_patterns(lua_State *L) {   /* registered C patterns: {name=, root=,
   return 1;
 }
 
-void kl_lua__open_rewrite(lua_State *L) {
+void kl_lua__open_pattern(lua_State *L) {
   int mod = lua_gettop(L);
   static const luaL_Reg pat_meta[] = { { "__tostring", pattern_tostring }, { NULL, NULL } };
   static const luaL_Reg pat_props[] = {
@@ -367,16 +243,6 @@ void kl_lua__open_rewrite(lua_State *L) {
     { "rewrite", pattern_p_rewrite }, { NULL, NULL }
   };
   kl_lua__class(L, mod, MT_PATTERN, "pattern", NULL, pat_props, pat_meta);
-  static const luaL_Reg rw_meta[] = { { "__tostring", rw_tostring }, { NULL, NULL } };
-  static const luaL_Reg rw_methods[] = {
-    { "create", rw_create }, { "insert", rw_insert }, { "replace", rw_replace }, { "erase", rw_erase },
-    { "set_attr", rw_set_attr }, { "set_operand", rw_set_operand }, { "replace_all_uses", rw_replace_all_uses },
-    { "modify", rw_modify }, { "move_before", rw_move_before },
-    { "set_insertion_before", rw_set_insertion_before }, { "set_insertion_after", rw_set_insertion_after },
-    { "set_insertion_end", rw_set_insertion_end }, { "fail", rw_fail }, { "no_match", rw_no_match }, { NULL, NULL }
-  };
-  static const luaL_Reg rw_props[] = { { "root", rw_p_root }, { NULL, NULL } };
-  kl_lua__class(L, mod, MT_RW, "rewriter", rw_methods, rw_props, rw_meta);
   static const luaL_Reg fns[] = {
     { "pattern", l_pattern }, { "apply_patterns", l_apply_patterns }, { "patterns", l_patterns }, { NULL, NULL }
   };
