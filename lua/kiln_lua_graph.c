@@ -12,15 +12,6 @@
 
 #define OPH(i)    ((kl_op *)kl_lua__check(L, (i), KL_LH_OP))
 
-static kl_op *graph_of_value(const kl_value *v) {
-  kl_op *op = kl_value_parent_op(v);
-  while (op && !kl_is_graph(op)) op = kl_op_parent_op(op);
-  return op;
-}
-static const char *graph_name(kl_op *g) {
-  const char *n = kl_op_attr_string(g, "sym_name");
-  return n ? n : "?";
-}
 static kl_op *check_graph(lua_State *L, int idx) {
   kl_op *g = OPH(idx);
   if (!kl_is_graph(g)) luaL_argerror(L, idx, "a graph function (func.func with the 'graph' attribute) expected");
@@ -33,10 +24,10 @@ static kl_value *graph_value(lua_State *L, int idx, kl_op *g, const char *opname
   if (!v) kl_lua__rt_error(L, opname, "operand %d must be a graph value, got a %s", pos, luaL_typename(L, idx));
   kl_lua__check(L, idx, KL_LH_VALUE);
   if (kl_lua__handle_ctx(L, idx) != g->ctx) kl_lua__rt_error(L, opname, "operand %d belongs to another kiln context", pos);
-  kl_op *vg = graph_of_value(v);
+  kl_op *vg = kl_graph_of_value(v);
   if (vg != g)
     kl_lua__rt_error(L, opname, "operand %d is a value of %s, not of graph @%s", pos,
-                     vg ? lua_pushfstring(L, "graph @%s", graph_name(vg)) : "no graph", graph_name(g));
+                     vg ? lua_pushfstring(L, "graph @%s", kl_graph_name(vg)) : "no graph", kl_graph_name(g));
   return v;
 }
 
@@ -240,7 +231,7 @@ static int g_graph_of(lua_State *L) {
   kl_value *v = kl_lua__test(L, 1, KL_LH_VALUE);
   if (!v) { lua_pushnil(L); return 1; }
   kl_lua__check(L, 1, KL_LH_VALUE);
-  kl_op *g = graph_of_value(v);
+  kl_op *g = kl_graph_of_value(v);
   int c = kl_lua__push_handle_ctxud(L, 1);
   kl_lua__push(L, c, KL_LH_OP, g);
   return 1;

@@ -13,7 +13,7 @@ local EXTENSIONS = { "tensor", "graph", "view", "program", "device" }
 
 local HELP = [[
 kiln — Lua API (handles print with tostring; ops print as IR)
-  m = kiln.parse(text [, name])        module from .kir text (error: file:line:col: error: ...)
+  m = kiln.parse(text [, name])        module from .kir text (errors name name:line:col)
   m = kiln.parse_file(path)            same, from a file
   m:print{generic=, locs=}, tostring(m), m:verify(), m:walk(fn [, {order="post", name=}])
   m:ops([name]), m:find(name)          nested ops (all / first) with that name
@@ -59,7 +59,7 @@ return function(kiln)
 
   function kiln.parse_file(path, ctx)
     local f, err = io.open(path, "rb")
-    if not f then error("kiln: " .. err, 2) end
+    if not f then error("error: kiln.parse_file: " .. err, 2) end
     local text = f:read("a")
     f:close()
     if ctx then return ctx:parse(text, path) end

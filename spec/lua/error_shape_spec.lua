@@ -15,6 +15,12 @@ local function starts(err, l, rest)
 end
 
 describe("binding errors", function()
+  it("the Lua-side library: kiln.parse_file of a missing file", function()
+    local l = line() + 1
+    local e = fails(function() local m = kiln.parse_file("/nonexistent/x.kir"); return m end)
+    starts(e, l, "kiln.parse_file: /nonexistent/x.kir: No such file or directory")
+  end)
+
   it("shared checks: a destroyed context, a wrong handle, a bad conversion", function()
     local ctx = kiln.context(); ctx:destroy()
     local l = line() + 1
