@@ -19,7 +19,9 @@ typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float a
                          const float *b, int ldb, float beta, float *c, int ldc);
 typedef void (*set_threads_fn)(int);
 
-typedef struct tensor_ud_head { kl_tensor *t; } tensor_ud_head;   /* lua/kiln_lua_tensor.c's tens_ud */
+typedef struct tensor_ud_head {
+  kl_tensor *t;
+} tensor_ud_head; /* lua/kiln_lua_tensor.c's tens_ud */
 
 static kl_tensor *check_f32_2d(lua_State *L, int idx) {
   tensor_ud_head *u = luaL_testudata(L, idx, "kiln.tensor");
@@ -46,8 +48,8 @@ static int cblas_sgemm_l(lua_State *L) {
   kl_tensor *a = check_f32_2d(L, 1), *b = check_f32_2d(L, 2), *c = check_f32_2d(L, 3);
   int m = (int)a->shape[0], k = (int)a->shape[1], n = (int)b->shape[1];
   if (b->shape[0] != k || c->shape[0] != m || c->shape[1] != n)
-    return luaL_error(L, "kiln_bench.cblas_sgemm: shapes [%d,%d] x [%d,%d] -> [%d,%d] do not agree",
-                      m, k, (int)b->shape[0], n, (int)c->shape[0], (int)c->shape[1]);
+    return luaL_error(L, "kiln_bench.cblas_sgemm: shapes [%d,%d] x [%d,%d] -> [%d,%d] do not agree", m, k,
+                      (int)b->shape[0], n, (int)c->shape[0], (int)c->shape[1]);
   if (set_threads && lua_isinteger(L, 4)) set_threads((int)lua_tointeger(L, 4));
   sgemm(101 /* row major */, 111, 111, m, n, k, 1.0f, (const float *)a->data + a->offset, k,
         (const float *)b->data + b->offset, n, 0.0f, (float *)c->data + c->offset, n);

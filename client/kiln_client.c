@@ -16,7 +16,10 @@ static const char MAGIC[8] = { 'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L' };
 uint64_t kl_bundle_fnv1a64(const void *data, size_t n) {
   const unsigned char *p = data;
   uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
   return h;
 }
 
@@ -30,12 +33,16 @@ static void errf(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 /* ---- element types ---- */
-static const struct { const char *name; int bytes; } ELEMS[] = {
-  { "i1", 1 }, { "i8", 1 }, { "i32", 4 }, { "i64", 8 }, { "index", 8 },
+static const struct {
+  const char *name;
+  int bytes;
+} ELEMS[] = {
+  { "i1", 1 },  { "i8", 1 },   { "i32", 4 }, { "i64", 8 }, { "index", 8 },
   { "f16", 2 }, { "bf16", 2 }, { "f32", 4 }, { "f64", 8 },
 };
 static int elem_bytes_of(const char *name) {
-  for (size_t i = 0; i < sizeof ELEMS / sizeof *ELEMS; i++) if (name && !strcmp(ELEMS[i].name, name)) return ELEMS[i].bytes;
+  for (size_t i = 0; i < sizeof ELEMS / sizeof *ELEMS; i++)
+    if (name && !strcmp(ELEMS[i].name, name)) return ELEMS[i].bytes;
   return 0;
 }
 /* Bytes spanned by a buffer; false on overflow (limit 2^62). */
@@ -44,7 +51,12 @@ static bool span_bytes(int rank, const int64_t *shape, const int64_t *strides, i
   uint64_t span = 1;
   for (int i = 0; i < rank; i++) {
     if (shape[i] < 0 || strides[i] < 0) return false;
-    if (shape[i] == 0) { *out = 0; for (int j = i; j < rank; j++) if (shape[j] < 0 || strides[j] < 0) return false; return true; }
+    if (shape[i] == 0) {
+      *out = 0;
+      for (int j = i; j < rank; j++)
+        if (shape[j] < 0 || strides[j] < 0) return false;
+      return true;
+    }
   }
   for (int i = 0; i < rank; i++) {
     uint64_t t;
@@ -62,8 +74,12 @@ static bool span_bytes(int rank, const int64_t *shape, const int64_t *strides, i
  * "tensor<4x6xf32>", "buffer<64x64xf32, strides=[1,64], lds>", "tensor<f32>" (rank 0) or a
  * bare scalar "f32"; strides are printed only when not row-major (core/type.c). */
 enum { SPACE_GLOBAL, SPACE_LDS, SPACE_PRIVATE };
-typedef struct ptype { int elem_bytes, rank, space; char elem[8]; int64_t shape[MAX_RANK], strides[MAX_RANK]; } ptype;
-static size_t p_int(const char *s, size_t n, size_t i, int64_t *v) {   /* digits at s[i..]; 0 if none or overflow */
+typedef struct ptype {
+  int elem_bytes, rank, space;
+  char elem[8];
+  int64_t shape[MAX_RANK], strides[MAX_RANK];
+} ptype;
+static size_t p_int(const char *s, size_t n, size_t i, int64_t *v) { /* digits at s[i..]; 0 if none or overflow */
   size_t j = i;
   int64_t x = 0;
   while (j < n && s[j] >= '0' && s[j] <= '9') {
@@ -85,7 +101,7 @@ static size_t parse_type(const char *s, size_t n, ptype *t) {
   size_t i = 0;
   bool shaped = p_lit(s, n, &i, "tensor<") || p_lit(s, n, &i, "buffer<");
   bool buffer = shaped && s[0] == 'b';
-  for (;;) {   /* dims "Nx", then the element type */
+  for (;;) { /* dims "Nx", then the element type */
     int64_t v;
     size_t k = shaped ? p_int(s, n, i, &v) : 0;
     if (!k) break;
@@ -100,7 +116,10 @@ static size_t parse_type(const char *s, size_t n, ptype *t) {
   if (!(t->elem_bytes = elem_bytes_of(t->elem))) return 0;
   i = e;
   int64_t st = 1;
-  for (int d = t->rank - 1; d >= 0; d--) { t->strides[d] = st; if (t->shape[d] > 1 && __builtin_mul_overflow(st, t->shape[d], &st)) st = INT64_MAX; }
+  for (int d = t->rank - 1; d >= 0; d--) {
+    t->strides[d] = st;
+    if (t->shape[d] > 1 && __builtin_mul_overflow(st, t->shape[d], &st)) st = INT64_MAX;
+  }
   if (!shaped) return i;
   if (p_lit(s, n, &i, ", strides=[")) {
     for (int d = 0; d < t->rank; d++) {
@@ -111,8 +130,10 @@ static size_t parse_type(const char *s, size_t n, ptype *t) {
     }
     if (!p_lit(s, n, &i, "]")) return 0;
   }
-  if (buffer && p_lit(s, n, &i, ", lds")) t->space = SPACE_LDS;
-  else if (buffer && p_lit(s, n, &i, ", private")) t->space = SPACE_PRIVATE;
+  if (buffer && p_lit(s, n, &i, ", lds"))
+    t->space = SPACE_LDS;
+  else if (buffer && p_lit(s, n, &i, ", private"))
+    t->space = SPACE_PRIVATE;
   return p_lit(s, n, &i, ">") ? i : 0;
 }
 
@@ -123,10 +144,12 @@ static size_t parse_type(const char *s, size_t n, ptype *t) {
  * ..., sym_name = "name"} ... on one line. grid_size and block_size default to 1 (as in
  * kiln); the LDS bytes are the sum over the body's "rock.alloc" ops whose result is a
  * buffer<..., lds> (elements x element bytes), kiln's rule (driver/program.c). */
-static size_t skip_string(const char *s, size_t n, size_t i) {   /* s[i] == '"' */
+static size_t skip_string(const char *s, size_t n, size_t i) { /* s[i] == '"' */
   for (i++; i < n; i++) {
-    if (s[i] == '\\') i++;
-    else if (s[i] == '"') return i + 1;
+    if (s[i] == '\\')
+      i++;
+    else if (s[i] == '"')
+      return i + 1;
   }
   return n;
 }
@@ -136,22 +159,35 @@ static bool closer(char c) { return c == ')' || c == ']' || c == '}'; }
 static size_t skip_group(const char *s, size_t n, size_t i) {
   size_t depth = 0;
   while (i < n) {
-    if (s[i] == '"') { i = skip_string(s, n, i); continue; }
-    if (opener(s[i])) depth++;
-    else if (closer(s[i]) && --depth == 0) return i + 1;
+    if (s[i] == '"') {
+      i = skip_string(s, n, i);
+      continue;
+    }
+    if (opener(s[i]))
+      depth++;
+    else if (closer(s[i]) && --depth == 0)
+      return i + 1;
     i++;
   }
   return n;
 }
-static size_t skip_ws(const char *s, size_t n, size_t i) { while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t')) i++; return i; }
+static size_t skip_ws(const char *s, size_t n, size_t i) {
+  while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t')) i++;
+  return i;
+}
 
-typedef struct ir_kernel { int64_t grid, block, lds; } ir_kernel;
+typedef struct ir_kernel {
+  int64_t grid, block, lds;
+} ir_kernel;
 
 /* The LDS bytes of the "rock.alloc" ops in s[b..e); -1 if one has a type the client cannot read. */
 static int64_t region_lds(const char *s, size_t b, size_t e) {
   int64_t lds = 0;
   for (size_t i = b; i < e;) {
-    if (s[i] != '"') { i++; continue; }
+    if (s[i] != '"') {
+      i++;
+      continue;
+    }
     size_t j = skip_string(s, e, i);
     if (j - i == 12 && !memcmp(s + i, "\"rock.alloc\"", 12)) {
       size_t k = skip_ws(s, e, j);
@@ -162,8 +198,10 @@ static int64_t region_lds(const char *s, size_t b, size_t e) {
       if (!parse_type(s + k, e - k, &t)) return -1;
       if (t.space == SPACE_LDS) {
         int64_t numel = 1;
-        for (int d = 0; d < t.rank; d++) if (__builtin_mul_overflow(numel, t.shape[d], &numel)) return -1;
-        if (__builtin_mul_overflow(numel, (int64_t)t.elem_bytes, &numel) || __builtin_add_overflow(lds, numel, &lds)) return -1;
+        for (int d = 0; d < t.rank; d++)
+          if (__builtin_mul_overflow(numel, t.shape[d], &numel)) return -1;
+        if (__builtin_mul_overflow(numel, (int64_t)t.elem_bytes, &numel) || __builtin_add_overflow(lds, numel, &lds))
+          return -1;
       }
     }
     i = j;
@@ -176,25 +214,45 @@ static int64_t region_lds(const char *s, size_t b, size_t e) {
 static bool ir_find_kernel(const char *s, size_t n, const char *name, ir_kernel *out, char *why, size_t wn) {
   size_t depth = 0;
   for (size_t i = 0; i < n;) {
-    if (opener(s[i])) { depth++; i++; continue; }
-    if (closer(s[i])) { depth--; i++; continue; }
-    if (s[i] != '"') { i++; continue; }
+    if (opener(s[i])) {
+      depth++;
+      i++;
+      continue;
+    }
+    if (closer(s[i])) {
+      depth--;
+      i++;
+      continue;
+    }
+    if (s[i] != '"') {
+      i++;
+      continue;
+    }
     size_t j = skip_string(s, n, i);
-    if (depth != 2 || j - i != 11 || memcmp(s + i, "\"func.func\"", 11)) { i = j; continue; }
+    if (depth != 2 || j - i != 11 || memcmp(s + i, "\"func.func\"", 11)) {
+      i = j;
+      continue;
+    }
     /* a function of the module: operands, the body region, the attribute dictionary */
     size_t k = skip_ws(s, n, j);
     if (k < n && s[k] == '(') k = skip_ws(s, n, skip_group(s, n, k));
-    if (k >= n || s[k] != '(') { i = k; continue; }
+    if (k >= n || s[k] != '(') {
+      i = k;
+      continue;
+    }
     size_t rb = k, re = skip_group(s, n, rb);
     k = skip_ws(s, n, re);
-    if (k >= n || s[k] != '{') { i = k; continue; }
-    size_t ab = k + 1, ae = skip_group(s, n, k) - 1;   /* the closing brace */
+    if (k >= n || s[k] != '{') {
+      i = k;
+      continue;
+    }
+    size_t ab = k + 1, ae = skip_group(s, n, k) - 1; /* the closing brace */
     if (ae >= n || s[ae] != '}') break;
     i = ae + 1;
     bool kernel = false, named = false;
     int64_t grid = 1, block = 1;
     int seen_grid = 0, seen_block = 0;
-    for (size_t a = ab; a < ae;) {   /* entries "key" or "key = value", separated by commas */
+    for (size_t a = ab; a < ae;) { /* entries "key" or "key = value", separated by commas */
       a = skip_ws(s, ae, a);
       size_t kb = a;
       while (a < ae && s[a] != ' ' && s[a] != '=' && s[a] != ',') a++;
@@ -203,13 +261,16 @@ static bool ir_find_kernel(const char *s, size_t n, const char *name, ir_kernel 
       size_t vb = a, ve = a;
       if (a < ae && s[a] == '=') {
         vb = ve = skip_ws(s, ae, a + 1);
-        while (ve < ae && s[ve] != ',') ve = s[ve] == '"' ? skip_string(s, ae, ve) : opener(s[ve]) ? skip_group(s, ae, ve) : ve + 1;
+        while (ve < ae && s[ve] != ',')
+          ve = s[ve] == '"' ? skip_string(s, ae, ve) : opener(s[ve]) ? skip_group(s, ae, ve) : ve + 1;
       }
       a = ve < ae ? ve + 1 : ae;
       int64_t v;
-      if (kl == 6 && !memcmp(s + kb, "kernel", 6)) kernel = true;
+      if (kl == 6 && !memcmp(s + kb, "kernel", 6))
+        kernel = true;
       else if (kl == 8 && !memcmp(s + kb, "sym_name", 8))
-        named = ve - vb == strlen(name) + 2 && s[vb] == '"' && !memcmp(s + vb + 1, name, ve - vb - 2) && !memchr(s + vb, '\\', ve - vb);
+        named = ve - vb == strlen(name) + 2 && s[vb] == '"' && !memcmp(s + vb + 1, name, ve - vb - 2) &&
+            !memchr(s + vb, '\\', ve - vb);
       else if ((kl == 9 && !memcmp(s + kb, "grid_size", 9)) || (kl == 10 && !memcmp(s + kb, "block_size", 10))) {
         size_t d = p_int(s, ve, vb, &v);
         bool g = kl == 9;
@@ -217,13 +278,20 @@ static bool ir_find_kernel(const char *s, size_t n, const char *name, ir_kernel 
           snprintf(why, wn, "a function has an unreadable or repeated %.*s attribute", (int)kl, s + kb);
           return false;
         }
-        if (g) grid = v; else block = v;
+        if (g)
+          grid = v;
+        else
+          block = v;
       }
     }
     if (!kernel || !named) continue;
-    out->grid = grid; out->block = block;
+    out->grid = grid;
+    out->block = block;
     out->lds = region_lds(s, rb, re);
-    if (out->lds < 0) { snprintf(why, wn, "kernel %s: a rock.alloc has a type this reader cannot size", name); return false; }
+    if (out->lds < 0) {
+      snprintf(why, wn, "kernel %s: a rock.alloc has a type this reader cannot size", name);
+      return false;
+    }
     return true;
   }
   snprintf(why, wn, "kernel %s is not a kernel function of the IR", name);
@@ -231,7 +299,10 @@ static bool ir_find_kernel(const char *s, size_t n, const char *name, ir_kernel 
 }
 
 /* ---- the bundle object and its arena ---- */
-typedef struct chunk { struct chunk *next; size_t used, cap; } chunk;
+typedef struct chunk {
+  struct chunk *next;
+  size_t used, cap;
+} chunk;
 struct kl_bundle {
   unsigned version;
   const char *producer;
@@ -248,10 +319,22 @@ static void *ar_alloc(kl_bundle *b, size_t n) {
   if (!c || c->cap - c->used < n) {
     size_t cap = n > 65536 ? n : 65536;
     chunk *nc = malloc(CHUNK_HDR + cap);
-    if (!nc) { b->oom = true; return NULL; }
-    nc->cap = cap; nc->used = 0;
-    if (c && n > 65536) { nc->next = c->next; c->next = nc; c = nc; }   /* big block: keep the current chunk on top */
-    else { nc->next = c; b->chunks = nc; c = nc; }
+    if (!nc) {
+      b->oom = true;
+      return NULL;
+    }
+    nc->cap = cap;
+    nc->used = 0;
+    if (c && n > 65536) {
+      nc->next = c->next;
+      c->next = nc;
+      c = nc;
+    } /* big block: keep the current chunk on top */
+    else {
+      nc->next = c;
+      b->chunks = nc;
+      c = nc;
+    }
   }
   void *p = (char *)c + CHUNK_HDR + c->used;
   c->used += n;
@@ -260,7 +343,10 @@ static void *ar_alloc(kl_bundle *b, size_t n) {
 }
 void kl_bundle_close(kl_bundle *b) {
   if (!b) return;
-  for (chunk *c = b->chunks, *n; c; c = n) { n = c->next; free(c); }
+  for (chunk *c = b->chunks, *n; c; c = n) {
+    n = c->next;
+    free(c);
+  }
   free(b);
 }
 
@@ -269,9 +355,10 @@ typedef struct rd {
   kl_bundle *b;
   const unsigned char *p;
   size_t n, pos;
-  char sec[160];     /* "section 3 (plan of target 0)" */
-  char where[160];   /* "kernel 1 argument 0" */
-  char *err; size_t errlen;
+  char sec[160];   /* "section 3 (plan of target 0)" */
+  char where[160]; /* "kernel 1 argument 0" */
+  char *err;
+  size_t errlen;
   bool failed;
 } rd;
 
@@ -289,10 +376,13 @@ static bool rfail(rd *r, const char *fmt, ...) {
 }
 static bool need(rd *r, size_t k, const char *what) {
   if (r->failed) return false;
-  if (r->n - r->pos < k) return rfail(r, "truncated: %s needs %zu bytes at section offset %zu, %zu left", what, k, r->pos, r->n - r->pos);
+  if (r->n - r->pos < k)
+    return rfail(r, "truncated: %s needs %zu bytes at section offset %zu, %zu left", what, k, r->pos, r->n - r->pos);
   return true;
 }
-static uint32_t get_u32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t get_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 static uint64_t get_u64(const unsigned char *p) { return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
 static uint32_t r_u32(rd *r, const char *what) {
   if (!need(r, 4, what)) return 0;
@@ -311,9 +401,15 @@ static const char *r_str(rd *r, const char *what) {
   uint32_t len = r_u32(r, what);
   if (!need(r, len, what)) return "";
   const char *s = (const char *)r->p + r->pos;
-  if (memchr(s, 0, len)) { rfail(r, "%s contains a NUL byte", what); return ""; }
+  if (memchr(s, 0, len)) {
+    rfail(r, "%s contains a NUL byte", what);
+    return "";
+  }
   char *d = ar_alloc(r->b, (size_t)len + 1);
-  if (!d) { rfail(r, "out of memory"); return ""; }
+  if (!d) {
+    rfail(r, "out of memory");
+    return "";
+  }
   memcpy(d, s, len);
   r->pos += len;
   return d;
@@ -347,7 +443,8 @@ static bool r_tensor(rd *r, kl_bundle_tensor *t, const char *what) {
   if (!*t->type) return rfail(r, "%s has an empty type", what);
   int eb = elem_bytes_of(t->elem);
   if (!eb) return rfail(r, "%s has an unknown element type '%s'", what, t->elem);
-  if (t->elem_bytes != eb) return rfail(r, "%s: element type %s has %d bytes, the bundle says %d", what, t->elem, eb, t->elem_bytes);
+  if (t->elem_bytes != eb)
+    return rfail(r, "%s: element type %s has %d bytes, the bundle says %d", what, t->elem, eb, t->elem_bytes);
   if (rank > MAX_RANK) return rfail(r, "%s has rank %u (at most %d)", what, rank, MAX_RANK);
   t->rank = (int)rank;
   int64_t *sh = r_array(r, rank + 1, sizeof *sh), *st = r_array(r, rank + 1, sizeof *st);
@@ -358,7 +455,8 @@ static bool r_tensor(rd *r, kl_bundle_tensor *t, const char *what) {
     if (sh[i] < 0) return rfail(r, "%s: negative size %lld in dimension %u", what, (long long)sh[i], i);
     if (st[i] < 0) return rfail(r, "%s: negative stride %lld in dimension %u", what, (long long)st[i], i);
   }
-  t->shape = sh; t->strides = st;
+  t->shape = sh;
+  t->strides = st;
   if (!span_bytes(t->rank, sh, st, eb, &t->bytes)) return rfail(r, "%s: the buffer is too large (size overflow)", what);
   ptype pt;
   size_t tl = strlen(t->type);
@@ -391,15 +489,19 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
     if (r->failed) return false;
     if (!*K->name) return rfail(r, "empty kernel name");
     snprintf(r->where, sizeof r->where, "kernel %d (%s)", k, K->name);
-    for (int j = 0; j < k; j++) if (!strcmp(ks[j].name, K->name)) return rfail(r, "kernel name given twice");
+    for (int j = 0; j < k; j++)
+      if (!strcmp(ks[j].name, K->name)) return rfail(r, "kernel name given twice");
     for (int i = 0; i < 3; i++)
       if (K->grid[i] < 1 || K->grid[i] > 0x7fffffff || K->block[i] < 1 || K->block[i] > 0x7fffffff)
-        return rfail(r, "bad launch dims grid=[%lld,%lld,%lld] block=[%lld,%lld,%lld]", (long long)K->grid[0], (long long)K->grid[1],
-                     (long long)K->grid[2], (long long)K->block[0], (long long)K->block[1], (long long)K->block[2]);
+        return rfail(r, "bad launch dims grid=[%lld,%lld,%lld] block=[%lld,%lld,%lld]", (long long)K->grid[0],
+                     (long long)K->grid[1], (long long)K->grid[2], (long long)K->block[0], (long long)K->block[1],
+                     (long long)K->block[2]);
     if (K->lds_bytes < 0 || K->lds_bytes > 0x7fffffff) return rfail(r, "bad LDS size %lld", (long long)K->lds_bytes);
-    if (nargs > 0x7fffffffu || (uint64_t)nargs * 20 > r->n - r->pos) return rfail(r, "argument count %u is impossible", nargs);
+    if (nargs > 0x7fffffffu || (uint64_t)nargs * 20 > r->n - r->pos)
+      return rfail(r, "argument count %u is impossible", nargs);
     if (nin > nargs) return rfail(r, "%u inputs but only %u arguments", nin, nargs);
-    K->nargs = (int)nargs; K->ninputs = (int)nin;
+    K->nargs = (int)nargs;
+    K->ninputs = (int)nin;
     kl_bundle_arg *as = r_array(r, nargs + 1, sizeof *as);
     for (uint32_t a = 0; a < nargs && !r->failed; a++) {
       char what[64];
@@ -426,8 +528,10 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
     if (kind == KL_BUNDLE_PARAM) {
       if (!*ss[s].name) return rfail(r, "param without a name");
       for (int j = 0; j < s; j++)
-        if (ss[j].kind == KL_BUNDLE_PARAM && !strcmp(ss[j].name, ss[s].name)) return rfail(r, "param '%s' given twice", ss[s].name);
-    } else if (*ss[s].name) return rfail(r, "only params have names");
+        if (ss[j].kind == KL_BUNDLE_PARAM && !strcmp(ss[j].name, ss[s].name))
+          return rfail(r, "param '%s' given twice", ss[s].name);
+    } else if (*ss[s].name)
+      return rfail(r, "only params have names");
   }
   t->slots = ss;
   r->where[0] = 0;
@@ -440,7 +544,8 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
     if (r->failed) return false;
     if (kind != KL_BUNDLE_LAUNCH) return rfail(r, "unknown step kind %u", kind);
     if (k >= (uint32_t)t->nkernels) return rfail(r, "kernel index %u out of range (%d kernels)", k, t->nkernels);
-    if (n != (uint32_t)ks[k].nargs) return rfail(r, "launch of %s passes %u arguments, the kernel takes %d", ks[k].name, n, ks[k].nargs);
+    if (n != (uint32_t)ks[k].nargs)
+      return rfail(r, "launch of %s passes %u arguments, the kernel takes %d", ks[k].name, n, ks[k].nargs);
     if (!need(r, (size_t)n * 4, "argument slots")) return false;
     int *args = r_array(r, (size_t)n + 1, sizeof *args);
     for (uint32_t a = 0; a < n; a++) {
@@ -449,7 +554,9 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
       const kl_bundle_tensor *x = &ss[s].t, *y = &ks[k].args[a].t;
       bool same = !strcmp(x->elem, y->elem) && x->rank == y->rank;
       for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == y->shape[d] && x->strides[d] == y->strides[d];
-      if (!same) return rfail(r, "argument %u: slot %u (%s) does not have the layout of %s's argument (%s)", a, s, x->type, ks[k].name, y->type);
+      if (!same)
+        return rfail(r, "argument %u: slot %u (%s) does not have the layout of %s's argument (%s)", a, s, x->type,
+                     ks[k].name, y->type);
       args[a] = (int)s;
     }
     st[i] = (kl_bundle_step){ KL_BUNDLE_LAUNCH, (int)k, (int)n, args };
@@ -470,171 +577,315 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
   return !r->failed;
 }
 
-typedef struct entry { uint32_t kind, target, index, reserved; uint64_t offset, size, sum; } entry;
+typedef struct entry {
+  uint32_t kind, target, index, reserved;
+  uint64_t offset, size, sum;
+} entry;
 
 static void describe(char *buf, size_t n, int i, const entry *e, const kl_bundle *b) {
-  const char *tn = (b && b->targets && e->target < (uint32_t)b->ntargets && b->targets[e->target].name) ? b->targets[e->target].name : NULL;
+  const char *tn = (b && b->targets && e->target < (uint32_t)b->ntargets && b->targets[e->target].name)
+      ? b->targets[e->target].name
+      : NULL;
   char tgt[96];
-  if (tn) snprintf(tgt, sizeof tgt, "target '%s'", tn); else snprintf(tgt, sizeof tgt, "target %u", e->target);
+  if (tn)
+    snprintf(tgt, sizeof tgt, "target '%s'", tn);
+  else
+    snprintf(tgt, sizeof tgt, "target %u", e->target);
   switch (e->kind) {
-  case SEC_META: snprintf(buf, n, "section %d (meta)", i); break;
-  case SEC_PLAN: snprintf(buf, n, "section %d (plan of %s)", i, tgt); break;
-  case SEC_IR: snprintf(buf, n, "section %d (IR of %s)", i, tgt); break;
-  case SEC_BINARY: {
-    const kl_bundle_target *t = tn ? &b->targets[e->target] : NULL;
-    if (t && t->kernels && e->index < (uint32_t)t->nkernels) snprintf(buf, n, "section %d (binary of kernel %s, %s)", i, t->kernels[e->index].name, tgt);
-    else snprintf(buf, n, "section %d (binary of kernel %u, %s)", i, e->index, tgt);
-    break;
-  }
-  case SEC_CONST: snprintf(buf, n, "section %d (data of constant slot %u, %s)", i, e->index, tgt); break;
-  default: snprintf(buf, n, "section %d (kind %u)", i, e->kind); break;
+    case SEC_META: snprintf(buf, n, "section %d (meta)", i); break;
+    case SEC_PLAN: snprintf(buf, n, "section %d (plan of %s)", i, tgt); break;
+    case SEC_IR: snprintf(buf, n, "section %d (IR of %s)", i, tgt); break;
+    case SEC_BINARY: {
+      const kl_bundle_target *t = tn ? &b->targets[e->target] : NULL;
+      if (t && t->kernels && e->index < (uint32_t)t->nkernels)
+        snprintf(buf, n, "section %d (binary of kernel %s, %s)", i, t->kernels[e->index].name, tgt);
+      else
+        snprintf(buf, n, "section %d (binary of kernel %u, %s)", i, e->index, tgt);
+      break;
+    }
+    case SEC_CONST: snprintf(buf, n, "section %d (data of constant slot %u, %s)", i, e->index, tgt); break;
+    default: snprintf(buf, n, "section %d (kind %u)", i, e->kind); break;
   }
 }
 
 static kl_bundle *open_checked(const unsigned char *d, size_t size, char *err, size_t errlen) {
-  if (size < 8) { errf(err, errlen, "bundle: not a kiln bundle: the file has only %zu bytes (truncated?)", size); return NULL; }
-  if (memcmp(d, MAGIC, 8)) { errf(err, errlen, "bundle: not a kiln bundle (the file does not start with \"KILNBNDL\")"); return NULL; }
-  if (size < HEADER_BYTES) { errf(err, errlen, "bundle: header: truncated: the header needs %d bytes, the file has %zu", HEADER_BYTES, size); return NULL; }
+  if (size < 8) {
+    errf(err, errlen, "bundle: not a kiln bundle: the file has only %zu bytes (truncated?)", size);
+    return NULL;
+  }
+  if (memcmp(d, MAGIC, 8)) {
+    errf(err, errlen, "bundle: not a kiln bundle (the file does not start with \"KILNBNDL\")");
+    return NULL;
+  }
+  if (size < HEADER_BYTES) {
+    errf(err, errlen, "bundle: header: truncated: the header needs %d bytes, the file has %zu", HEADER_BYTES, size);
+    return NULL;
+  }
   uint32_t version = get_u32(d + 8);
   uint64_t hsum = get_u64(d + 40);
   if (kl_bundle_fnv1a64(d, 40) != hsum) {
     if (version != KL_BUNDLE_FORMAT_VERSION)
-      errf(err, errlen, "bundle: header: checksum mismatch: the bundle is corrupted, or it has format version %u, which this reader (version %u) cannot read",
+      errf(err, errlen,
+           "bundle: header: checksum mismatch: the bundle is corrupted, or it has format version %u, which this reader "
+           "(version %u) cannot read",
            version, KL_BUNDLE_FORMAT_VERSION);
-    else errf(err, errlen, "bundle: header: checksum mismatch (stored %016llx, computed %016llx): the header is corrupted",
-              (unsigned long long)hsum, (unsigned long long)kl_bundle_fnv1a64(d, 40));
+    else
+      errf(err, errlen, "bundle: header: checksum mismatch (stored %016llx, computed %016llx): the header is corrupted",
+           (unsigned long long)hsum, (unsigned long long)kl_bundle_fnv1a64(d, 40));
     return NULL;
   }
   if (version != KL_BUNDLE_FORMAT_VERSION) {
-    errf(err, errlen, "bundle: format version %u is not supported (this reader reads version %u)", version, KL_BUNDLE_FORMAT_VERSION);
+    errf(err, errlen, "bundle: format version %u is not supported (this reader reads version %u)", version,
+         KL_BUNDLE_FORMAT_VERSION);
     return NULL;
   }
   uint32_t hbytes = get_u32(d + 12), nsec = get_u32(d + 16), flags = get_u32(d + 20);
   uint64_t fbytes = get_u64(d + 24), tsum = get_u64(d + 32);
-  if (hbytes != HEADER_BYTES) { errf(err, errlen, "bundle: header: header size %u, expected %d", hbytes, HEADER_BYTES); return NULL; }
-  if (flags) { errf(err, errlen, "bundle: header: unknown flags 0x%x", flags); return NULL; }
-  if (fbytes > size) { errf(err, errlen, "bundle: truncated: the header says the bundle has %llu bytes, only %zu are there", (unsigned long long)fbytes, size); return NULL; }
-  if (fbytes < size) { errf(err, errlen, "bundle: %llu unexpected bytes after the end of the bundle (the header says %llu bytes)", (unsigned long long)(size - fbytes), (unsigned long long)fbytes); return NULL; }
-  if (nsec > (size - HEADER_BYTES) / ENTRY_BYTES) { errf(err, errlen, "bundle: header: %u sections do not fit in %zu bytes", nsec, size); return NULL; }
+  if (hbytes != HEADER_BYTES) {
+    errf(err, errlen, "bundle: header: header size %u, expected %d", hbytes, HEADER_BYTES);
+    return NULL;
+  }
+  if (flags) {
+    errf(err, errlen, "bundle: header: unknown flags 0x%x", flags);
+    return NULL;
+  }
+  if (fbytes > size) {
+    errf(err, errlen, "bundle: truncated: the header says the bundle has %llu bytes, only %zu are there",
+         (unsigned long long)fbytes, size);
+    return NULL;
+  }
+  if (fbytes < size) {
+    errf(err, errlen, "bundle: %llu unexpected bytes after the end of the bundle (the header says %llu bytes)",
+         (unsigned long long)(size - fbytes), (unsigned long long)fbytes);
+    return NULL;
+  }
+  if (nsec > (size - HEADER_BYTES) / ENTRY_BYTES) {
+    errf(err, errlen, "bundle: header: %u sections do not fit in %zu bytes", nsec, size);
+    return NULL;
+  }
   size_t tbytes = (size_t)nsec * ENTRY_BYTES;
-  if (kl_bundle_fnv1a64(d + HEADER_BYTES, tbytes) != tsum) { errf(err, errlen, "bundle: section table: checksum mismatch: the table of sections is corrupted"); return NULL; }
+  if (kl_bundle_fnv1a64(d + HEADER_BYTES, tbytes) != tsum) {
+    errf(err, errlen, "bundle: section table: checksum mismatch: the table of sections is corrupted");
+    return NULL;
+  }
   entry *es = calloc(nsec + 1, sizeof *es);
-  if (!es) { errf(err, errlen, "bundle: out of memory"); return NULL; }
+  if (!es) {
+    errf(err, errlen, "bundle: out of memory");
+    return NULL;
+  }
   uint64_t pos = HEADER_BYTES + tbytes;
   for (uint32_t i = 0; i < nsec; i++) {
     const unsigned char *p = d + HEADER_BYTES + (size_t)i * ENTRY_BYTES;
     entry *e = &es[i];
-    *e = (entry){ get_u32(p), get_u32(p + 4), get_u32(p + 8), get_u32(p + 12), get_u64(p + 16), get_u64(p + 24), get_u64(p + 32) };
+    *e = (entry){ get_u32(p),      get_u32(p + 4),  get_u32(p + 8), get_u32(p + 12),
+                  get_u64(p + 16), get_u64(p + 24), get_u64(p + 32) };
     char sec[160];
     describe(sec, sizeof sec, (int)i, e, NULL);
     uint64_t start = (pos + 7) & ~(uint64_t)7;
-    if (e->reserved) { errf(err, errlen, "bundle: %s: reserved field is %u, expected 0", sec, e->reserved); free(es); return NULL; }
+    if (e->reserved) {
+      errf(err, errlen, "bundle: %s: reserved field is %u, expected 0", sec, e->reserved);
+      free(es);
+      return NULL;
+    }
     if (e->offset != start) {
       errf(err, errlen, "bundle: %s: offset %llu, expected %llu (sections follow each other in table order)", sec,
            (unsigned long long)e->offset, (unsigned long long)start);
-      free(es); return NULL;
+      free(es);
+      return NULL;
     }
     if (start > size || e->size > size - start) {
       errf(err, errlen, "bundle: %s: %llu bytes at offset %llu run past the end of the bundle (%zu bytes)", sec,
            (unsigned long long)e->size, (unsigned long long)e->offset, size);
-      free(es); return NULL;
+      free(es);
+      return NULL;
     }
     for (uint64_t q = pos; q < start; q++)
-      if (d[q]) { errf(err, errlen, "bundle: %s: padding byte at offset %llu is not zero", sec, (unsigned long long)q); free(es); return NULL; }
+      if (d[q]) {
+        errf(err, errlen, "bundle: %s: padding byte at offset %llu is not zero", sec, (unsigned long long)q);
+        free(es);
+        return NULL;
+      }
     if (kl_bundle_fnv1a64(d + start, (size_t)e->size) != e->sum) {
-      errf(err, errlen, "bundle: %s: checksum mismatch (stored %016llx, computed %016llx): the section is corrupted", sec,
-           (unsigned long long)e->sum, (unsigned long long)kl_bundle_fnv1a64(d + start, (size_t)e->size));
-      free(es); return NULL;
+      errf(err, errlen, "bundle: %s: checksum mismatch (stored %016llx, computed %016llx): the section is corrupted",
+           sec, (unsigned long long)e->sum, (unsigned long long)kl_bundle_fnv1a64(d + start, (size_t)e->size));
+      free(es);
+      return NULL;
     }
     pos = start + e->size;
   }
-  if (pos != size) { errf(err, errlen, "bundle: %llu bytes after the last section", (unsigned long long)(size - pos)); free(es); return NULL; }
+  if (pos != size) {
+    errf(err, errlen, "bundle: %llu bytes after the last section", (unsigned long long)(size - pos));
+    free(es);
+    return NULL;
+  }
 
   /* ---- decode ---- */
   kl_bundle *b = calloc(1, sizeof *b);
-  if (!b) { free(es); errf(err, errlen, "bundle: out of memory"); return NULL; }
+  if (!b) {
+    free(es);
+    errf(err, errlen, "bundle: out of memory");
+    return NULL;
+  }
   b->version = version;
   rd r = { .b = b, .err = err, .errlen = errlen };
   int meta = -1;
   for (uint32_t i = 0; i < nsec; i++)
     if (es[i].kind == SEC_META) {
-      if (meta >= 0) { errf(err, errlen, "bundle: section %u: a second meta section (the first is section %d)", i, meta); goto fail; }
+      if (meta >= 0) {
+        errf(err, errlen, "bundle: section %u: a second meta section (the first is section %d)", i, meta);
+        goto fail;
+      }
       meta = (int)i;
     }
-  if (meta < 0) { errf(err, errlen, "bundle: no meta section"); goto fail; }
-  r.p = d + es[meta].offset; r.n = (size_t)es[meta].size; r.pos = 0;
+  if (meta < 0) {
+    errf(err, errlen, "bundle: no meta section");
+    goto fail;
+  }
+  r.p = d + es[meta].offset;
+  r.n = (size_t)es[meta].size;
+  r.pos = 0;
   describe(r.sec, sizeof r.sec, meta, &es[meta], NULL);
   uint32_t nt = r_u32(&r, "target count");
   b->producer = r_str(&r, "producer");
   if (r.failed) goto fail;
-  if (r.pos != r.n) { rfail(&r, "%zu unexpected bytes", r.n - r.pos); goto fail; }
-  if (nt == 0 || nt > nsec) { rfail(&r, "target count %u is impossible (%u sections)", nt, nsec); goto fail; }
-  if (es[meta].target || es[meta].index) { rfail(&r, "target and index must be 0"); goto fail; }
+  if (r.pos != r.n) {
+    rfail(&r, "%zu unexpected bytes", r.n - r.pos);
+    goto fail;
+  }
+  if (nt == 0 || nt > nsec) {
+    rfail(&r, "target count %u is impossible (%u sections)", nt, nsec);
+    goto fail;
+  }
+  if (es[meta].target || es[meta].index) {
+    rfail(&r, "target and index must be 0");
+    goto fail;
+  }
   b->ntargets = (int)nt;
   b->targets = ar_alloc(b, nt * sizeof *b->targets);
-  if (!b->targets) { errf(err, errlen, "bundle: out of memory"); goto fail; }
+  if (!b->targets) {
+    errf(err, errlen, "bundle: out of memory");
+    goto fail;
+  }
   /* plans first: they give names and counts for the other sections */
   for (uint32_t t = 0; t < nt; t++) {
     int found = -1;
     for (uint32_t i = 0; i < nsec; i++)
       if (es[i].kind == SEC_PLAN && es[i].target == t) {
-        if (found >= 0) { errf(err, errlen, "bundle: section %u: a second plan for target %u (the first is section %d)", i, t, found); goto fail; }
+        if (found >= 0) {
+          errf(err, errlen, "bundle: section %u: a second plan for target %u (the first is section %d)", i, t, found);
+          goto fail;
+        }
         found = (int)i;
       }
-    if (found < 0) { errf(err, errlen, "bundle: no plan section for target %u", t); goto fail; }
+    if (found < 0) {
+      errf(err, errlen, "bundle: no plan section for target %u", t);
+      goto fail;
+    }
     r = (rd){ .b = b, .p = d + es[found].offset, .n = (size_t)es[found].size, .err = err, .errlen = errlen };
     describe(r.sec, sizeof r.sec, found, &es[found], NULL);
-    if (es[found].index) { rfail(&r, "index must be 0"); goto fail; }
+    if (es[found].index) {
+      rfail(&r, "index must be 0");
+      goto fail;
+    }
     if (!decode_plan(&r, &b->targets[t])) goto fail;
     for (uint32_t u = 0; u < t; u++)
-      if (!strcmp(b->targets[u].name, b->targets[t].name)) { rfail(&r, "target '%s' is in the bundle twice", b->targets[t].name); goto fail; }
+      if (!strcmp(b->targets[u].name, b->targets[t].name)) {
+        rfail(&r, "target '%s' is in the bundle twice", b->targets[t].name);
+        goto fail;
+      }
   }
   /* IR, binaries, constants */
   for (uint32_t i = 0; i < nsec; i++) {
     entry *e = &es[i];
     char sec[160];
     describe(sec, sizeof sec, (int)i, e, b);
-    if (e->kind == SEC_PLAN && e->target >= nt) { errf(err, errlen, "bundle: %s: target %u out of range (%u targets)", sec, e->target, nt); goto fail; }
+    if (e->kind == SEC_PLAN && e->target >= nt) {
+      errf(err, errlen, "bundle: %s: target %u out of range (%u targets)", sec, e->target, nt);
+      goto fail;
+    }
     if (e->kind == SEC_META || e->kind == SEC_PLAN) continue;
-    if (e->kind != SEC_IR && e->kind != SEC_BINARY && e->kind != SEC_CONST) continue;   /* unknown kinds are skipped */
-    if (e->target >= nt) { errf(err, errlen, "bundle: %s: target %u out of range (%u targets)", sec, e->target, nt); goto fail; }
+    if (e->kind != SEC_IR && e->kind != SEC_BINARY && e->kind != SEC_CONST) continue; /* unknown kinds are skipped */
+    if (e->target >= nt) {
+      errf(err, errlen, "bundle: %s: target %u out of range (%u targets)", sec, e->target, nt);
+      goto fail;
+    }
     kl_bundle_target *t = &b->targets[e->target];
     const unsigned char *src = d + e->offset;
     size_t n = (size_t)e->size;
     char *copy = ar_alloc(b, n + 1);
-    if (!copy) { errf(err, errlen, "bundle: out of memory"); goto fail; }
+    if (!copy) {
+      errf(err, errlen, "bundle: out of memory");
+      goto fail;
+    }
     memcpy(copy, src, n);
     if (e->kind == SEC_IR) {
-      if (e->index) { errf(err, errlen, "bundle: %s: index must be 0", sec); goto fail; }
-      if (t->ir) { errf(err, errlen, "bundle: %s: a second IR section for target '%s'", sec, t->name); goto fail; }
-      if (memchr(src, 0, n)) { errf(err, errlen, "bundle: %s: the IR text contains a NUL byte", sec); goto fail; }
-      t->ir = copy; t->ir_size = n;
-    } else if (e->kind == SEC_BINARY) {
-      if (e->index >= (uint32_t)t->nkernels) { errf(err, errlen, "bundle: %s: kernel %u out of range (%d kernels)", sec, e->index, t->nkernels); goto fail; }
-      kl_bundle_kernel *k = (kl_bundle_kernel *)&t->kernels[e->index];
-      if (k->binary) { errf(err, errlen, "bundle: %s: a second binary for kernel %s of target '%s'", sec, k->name, t->name); goto fail; }
-      if (!n) { errf(err, errlen, "bundle: %s: empty binary", sec); goto fail; }
-      k->binary = copy; k->binary_size = n;
-    } else {
-      if (e->index >= (uint32_t)t->nslots) { errf(err, errlen, "bundle: %s: slot %u out of range (%d slots)", sec, e->index, t->nslots); goto fail; }
-      kl_bundle_slot *s = (kl_bundle_slot *)&t->slots[e->index];
-      if (s->kind != KL_BUNDLE_CONSTANT) { errf(err, errlen, "bundle: %s: slot %u is not a constant", sec, e->index); goto fail; }
-      if (s->data) { errf(err, errlen, "bundle: %s: a second data section for slot %u of target '%s'", sec, e->index, t->name); goto fail; }
-      if (n != s->t.bytes) {
-        errf(err, errlen, "bundle: %s: %zu bytes of data, the constant (%s) needs %llu", sec, n, s->t.type, (unsigned long long)s->t.bytes);
+      if (e->index) {
+        errf(err, errlen, "bundle: %s: index must be 0", sec);
         goto fail;
       }
-      s->data = copy; s->data_size = n;
+      if (t->ir) {
+        errf(err, errlen, "bundle: %s: a second IR section for target '%s'", sec, t->name);
+        goto fail;
+      }
+      if (memchr(src, 0, n)) {
+        errf(err, errlen, "bundle: %s: the IR text contains a NUL byte", sec);
+        goto fail;
+      }
+      t->ir = copy;
+      t->ir_size = n;
+    } else if (e->kind == SEC_BINARY) {
+      if (e->index >= (uint32_t)t->nkernels) {
+        errf(err, errlen, "bundle: %s: kernel %u out of range (%d kernels)", sec, e->index, t->nkernels);
+        goto fail;
+      }
+      kl_bundle_kernel *k = (kl_bundle_kernel *)&t->kernels[e->index];
+      if (k->binary) {
+        errf(err, errlen, "bundle: %s: a second binary for kernel %s of target '%s'", sec, k->name, t->name);
+        goto fail;
+      }
+      if (!n) {
+        errf(err, errlen, "bundle: %s: empty binary", sec);
+        goto fail;
+      }
+      k->binary = copy;
+      k->binary_size = n;
+    } else {
+      if (e->index >= (uint32_t)t->nslots) {
+        errf(err, errlen, "bundle: %s: slot %u out of range (%d slots)", sec, e->index, t->nslots);
+        goto fail;
+      }
+      kl_bundle_slot *s = (kl_bundle_slot *)&t->slots[e->index];
+      if (s->kind != KL_BUNDLE_CONSTANT) {
+        errf(err, errlen, "bundle: %s: slot %u is not a constant", sec, e->index);
+        goto fail;
+      }
+      if (s->data) {
+        errf(err, errlen, "bundle: %s: a second data section for slot %u of target '%s'", sec, e->index, t->name);
+        goto fail;
+      }
+      if (n != s->t.bytes) {
+        errf(err, errlen, "bundle: %s: %zu bytes of data, the constant (%s) needs %llu", sec, n, s->t.type,
+             (unsigned long long)s->t.bytes);
+        goto fail;
+      }
+      s->data = copy;
+      s->data_size = n;
     }
   }
   for (int t = 0; t < b->ntargets; t++) {
     kl_bundle_target *T = &b->targets[t];
-    if (!T->ir) { errf(err, errlen, "bundle: target '%s' has no IR section", T->name); goto fail; }
+    if (!T->ir) {
+      errf(err, errlen, "bundle: target '%s' has no IR section", T->name);
+      goto fail;
+    }
     for (int k = 0; k < T->nkernels; k++)
-      if (!T->kernels[k].binary) { errf(err, errlen, "bundle: target '%s': kernel %s has no binary section", T->name, T->kernels[k].name); goto fail; }
+      if (!T->kernels[k].binary) {
+        errf(err, errlen, "bundle: target '%s': kernel %s has no binary section", T->name, T->kernels[k].name);
+        goto fail;
+      }
     for (int s = 0; s < T->nslots; s++)
       if (T->slots[s].kind == KL_BUNDLE_CONSTANT && !T->slots[s].data) {
-        if (T->slots[s].t.bytes == 0) continue;   /* an empty constant has no data section */
+        if (T->slots[s].t.bytes == 0) continue; /* an empty constant has no data section */
         errf(err, errlen, "bundle: target '%s': constant slot %d has no data section", T->name, s);
         goto fail;
       }
@@ -643,19 +894,30 @@ static kl_bundle *open_checked(const unsigned char *d, size_t size, char *err, s
       const kl_bundle_kernel *K = &T->kernels[k];
       ir_kernel ik;
       char why[256];
-      if (!ir_find_kernel(T->ir, T->ir_size, K->name, &ik, why, sizeof why)) { errf(err, errlen, "bundle: target '%s': IR section: %s", T->name, why); goto fail; }
-      if (K->grid[0] != ik.grid || K->grid[1] != 1 || K->grid[2] != 1 || K->block[0] != ik.block || K->block[1] != 1 || K->block[2] != 1 ||
-          K->lds_bytes != ik.lds) {
-        errf(err, errlen, "bundle: target '%s': the plan section disagrees with the IR: kernel %s launches with grid [%lld,%lld,%lld], "
-             "block [%lld,%lld,%lld], %lld LDS bytes in the plan; the IR says grid_size %lld, block_size %lld, %lld LDS bytes", T->name, K->name,
-             (long long)K->grid[0], (long long)K->grid[1], (long long)K->grid[2], (long long)K->block[0], (long long)K->block[1],
-             (long long)K->block[2], (long long)K->lds_bytes, (long long)ik.grid, (long long)ik.block, (long long)ik.lds);
+      if (!ir_find_kernel(T->ir, T->ir_size, K->name, &ik, why, sizeof why)) {
+        errf(err, errlen, "bundle: target '%s': IR section: %s", T->name, why);
+        goto fail;
+      }
+      if (K->grid[0] != ik.grid || K->grid[1] != 1 || K->grid[2] != 1 || K->block[0] != ik.block || K->block[1] != 1 ||
+          K->block[2] != 1 || K->lds_bytes != ik.lds) {
+        errf(err, errlen,
+             "bundle: target '%s': the plan section disagrees with the IR: kernel %s launches with grid "
+             "[%lld,%lld,%lld], "
+             "block [%lld,%lld,%lld], %lld LDS bytes in the plan; the IR says grid_size %lld, block_size %lld, %lld "
+             "LDS bytes",
+             T->name, K->name, (long long)K->grid[0], (long long)K->grid[1], (long long)K->grid[2],
+             (long long)K->block[0], (long long)K->block[1], (long long)K->block[2], (long long)K->lds_bytes,
+             (long long)ik.grid, (long long)ik.block, (long long)ik.lds);
         goto fail;
       }
     }
   }
   free(es);
-  if (b->oom) { kl_bundle_close(b); errf(err, errlen, "bundle: out of memory"); return NULL; }
+  if (b->oom) {
+    kl_bundle_close(b);
+    errf(err, errlen, "bundle: out of memory");
+    return NULL;
+  }
   return b;
 fail:
   free(es);
@@ -665,18 +927,28 @@ fail:
 
 kl_bundle *kl_bundle_open_memory(const void *data, size_t size, char *err, size_t errlen) {
   if (err && errlen) err[0] = 0;
-  if (!data && size) { errf(err, errlen, "bundle: no data"); return NULL; }
+  if (!data && size) {
+    errf(err, errlen, "bundle: no data");
+    return NULL;
+  }
   return open_checked(data ? data : "", size, err, errlen);
 }
 
 kl_bundle *kl_bundle_open_file(const char *path, char *err, size_t errlen) {
   if (err && errlen) err[0] = 0;
   FILE *f = fopen(path, "rb");
-  if (!f) { errf(err, errlen, "bundle: cannot open '%s': %s", path, strerror(errno)); return NULL; }
+  if (!f) {
+    errf(err, errlen, "bundle: cannot open '%s': %s", path, strerror(errno));
+    return NULL;
+  }
   size_t cap = 1 << 16, n = 0;
   unsigned char *buf = malloc(cap);
   for (;;) {
-    if (!buf) { fclose(f); errf(err, errlen, "bundle: '%s': out of memory", path); return NULL; }
+    if (!buf) {
+      fclose(f);
+      errf(err, errlen, "bundle: '%s': out of memory", path);
+      return NULL;
+    }
     n += fread(buf + n, 1, cap - n, f);
     if (n < cap) break;
     unsigned char *nb = cap > (SIZE_MAX / 2) ? NULL : realloc(buf, cap * 2);
@@ -684,7 +956,12 @@ kl_bundle *kl_bundle_open_file(const char *path, char *err, size_t errlen) {
     buf = nb;
     cap *= 2;
   }
-  if (ferror(f)) { errf(err, errlen, "bundle: cannot read '%s': %s", path, strerror(errno)); fclose(f); free(buf); return NULL; }
+  if (ferror(f)) {
+    errf(err, errlen, "bundle: cannot read '%s': %s", path, strerror(errno));
+    fclose(f);
+    free(buf);
+    return NULL;
+  }
   fclose(f);
   char msg[1024] = "";
   kl_bundle *b = open_checked(buf, n, msg, sizeof msg);
@@ -700,11 +977,13 @@ const kl_bundle_target *kl_bundle_target_at(const kl_bundle *b, int i) {
   return (i >= 0 && i < b->ntargets) ? &b->targets[i] : NULL;
 }
 const kl_bundle_target *kl_bundle_find_target(const kl_bundle *b, const char *name) {
-  for (int i = 0; name && i < b->ntargets; i++) if (!strcmp(b->targets[i].name, name)) return &b->targets[i];
+  for (int i = 0; name && i < b->ntargets; i++)
+    if (!strcmp(b->targets[i].name, name)) return &b->targets[i];
   return NULL;
 }
 const kl_bundle_kernel *kl_bundle_find_kernel(const kl_bundle_target *t, const char *name) {
-  for (int i = 0; t && name && i < t->nkernels; i++) if (!strcmp(t->kernels[i].name, name)) return &t->kernels[i];
+  for (int i = 0; t && name && i < t->nkernels; i++)
+    if (!strcmp(t->kernels[i].name, name)) return &t->kernels[i];
   return NULL;
 }
 int kl_bundle_find_param(const kl_bundle_target *t, const char *name) {
@@ -719,53 +998,103 @@ const void *kl_bundle_binary(const kl_bundle *b, const char *target, const char 
 }
 
 /* ---------------------------------------------------------------- writing ---- */
-typedef struct wb { unsigned char *p; size_t n, cap; bool oom; } wb;
+typedef struct wb {
+  unsigned char *p;
+  size_t n, cap;
+  bool oom;
+} wb;
 static void w_bytes(wb *w, const void *s, size_t n) {
   if (w->oom) return;
   if (w->cap - w->n < n) {
     size_t cap = w->cap ? w->cap : 4096;
     while (cap - w->n < n) cap *= 2;
     unsigned char *np = realloc(w->p, cap);
-    if (!np) { w->oom = true; return; }
-    w->p = np; w->cap = cap;
+    if (!np) {
+      w->oom = true;
+      return;
+    }
+    w->p = np;
+    w->cap = cap;
   }
   if (n) memcpy(w->p + w->n, s, n);
   w->n += n;
 }
-static void w_u32(wb *w, uint32_t v) { unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24) }; w_bytes(w, b, 4); }
-static void w_u64(wb *w, uint64_t v) { w_u32(w, (uint32_t)v); w_u32(w, (uint32_t)(v >> 32)); }
-static void w_str(wb *w, const char *s) { size_t n = s ? strlen(s) : 0; w_u32(w, (uint32_t)n); w_bytes(w, s, n); }
+static void w_u32(wb *w, uint32_t v) {
+  unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                         (unsigned char)(v >> 24) };
+  w_bytes(w, b, 4);
+}
+static void w_u64(wb *w, uint64_t v) {
+  w_u32(w, (uint32_t)v);
+  w_u32(w, (uint32_t)(v >> 32));
+}
+static void w_str(wb *w, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  w_u32(w, (uint32_t)n);
+  w_bytes(w, s, n);
+}
 static bool w_tensor(wb *w, const kl_bundle_tensor *t, char *err, size_t errlen, const char *what) {
   int eb = elem_bytes_of(t->elem);
-  if (!eb) { errf(err, errlen, "bundle: %s: unknown element type '%s'", what, t->elem ? t->elem : "(null)"); return false; }
-  if (t->rank < 0 || t->rank > MAX_RANK || (t->rank && (!t->shape || !t->strides))) { errf(err, errlen, "bundle: %s: bad rank or shape", what); return false; }
+  if (!eb) {
+    errf(err, errlen, "bundle: %s: unknown element type '%s'", what, t->elem ? t->elem : "(null)");
+    return false;
+  }
+  if (t->rank < 0 || t->rank > MAX_RANK || (t->rank && (!t->shape || !t->strides))) {
+    errf(err, errlen, "bundle: %s: bad rank or shape", what);
+    return false;
+  }
   uint64_t bytes;
-  if (!span_bytes(t->rank, t->shape, t->strides, eb, &bytes)) { errf(err, errlen, "bundle: %s: bad shape or strides", what); return false; }
-  w_str(w, t->type); w_str(w, t->elem); w_u32(w, (uint32_t)eb); w_u32(w, (uint32_t)t->rank);
+  if (!span_bytes(t->rank, t->shape, t->strides, eb, &bytes)) {
+    errf(err, errlen, "bundle: %s: bad shape or strides", what);
+    return false;
+  }
+  w_str(w, t->type);
+  w_str(w, t->elem);
+  w_u32(w, (uint32_t)eb);
+  w_u32(w, (uint32_t)t->rank);
   for (int i = 0; i < t->rank; i++) w_u64(w, (uint64_t)t->shape[i]);
   for (int i = 0; i < t->rank; i++) w_u64(w, (uint64_t)t->strides[i]);
   return true;
 }
-static void put_u32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-static void put_u64(unsigned char *p, uint64_t v) { put_u32(p, (uint32_t)v); put_u32(p + 4, (uint32_t)(v >> 32)); }
+static void put_u32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_u64(unsigned char *p, uint64_t v) {
+  put_u32(p, (uint32_t)v);
+  put_u32(p + 4, (uint32_t)(v >> 32));
+}
 
-typedef struct psec { uint32_t kind, target, index; const void *data; size_t size; unsigned char *owned; } psec;
+typedef struct psec {
+  uint32_t kind, target, index;
+  const void *data;
+  size_t size;
+  unsigned char *owned;
+} psec;
 
 static bool encode_plan(wb *w, const kl_bundle_target *t, char *err, size_t errlen) {
   char what[128];
-  w_str(w, t->name); w_str(w, t->arch); w_str(w, t->binary_format);
+  w_str(w, t->name);
+  w_str(w, t->arch);
+  w_str(w, t->binary_format);
   w_u32(w, (uint32_t)t->nkernels);
   for (int k = 0; k < t->nkernels; k++) {
     const kl_bundle_kernel *K = &t->kernels[k];
-    if (!K->name || !*K->name) { errf(err, errlen, "bundle: target '%s': kernel %d has no name", t->name, k); return false; }
-    if (K->nargs < 0 || K->ninputs < 0 || K->ninputs > K->nargs || (K->nargs && !K->args)) {
-      errf(err, errlen, "bundle: target '%s': kernel %s: bad argument counts", t->name, K->name); return false;
+    if (!K->name || !*K->name) {
+      errf(err, errlen, "bundle: target '%s': kernel %d has no name", t->name, k);
+      return false;
     }
-    w_str(w, K->name); w_str(w, K->kind); w_str(w, K->perf_config);
+    if (K->nargs < 0 || K->ninputs < 0 || K->ninputs > K->nargs || (K->nargs && !K->args)) {
+      errf(err, errlen, "bundle: target '%s': kernel %s: bad argument counts", t->name, K->name);
+      return false;
+    }
+    w_str(w, K->name);
+    w_str(w, K->kind);
+    w_str(w, K->perf_config);
     for (int i = 0; i < 3; i++) w_u64(w, (uint64_t)K->grid[i]);
     for (int i = 0; i < 3; i++) w_u64(w, (uint64_t)K->block[i]);
     w_u64(w, (uint64_t)K->lds_bytes);
-    w_u32(w, (uint32_t)K->nargs); w_u32(w, (uint32_t)K->ninputs);
+    w_u32(w, (uint32_t)K->nargs);
+    w_u32(w, (uint32_t)K->ninputs);
     for (int a = 0; a < K->nargs; a++) {
       snprintf(what, sizeof what, "target '%s': kernel %s argument %d", t->name, K->name, a);
       w_str(w, K->args[a].name);
@@ -784,17 +1113,26 @@ static bool encode_plan(wb *w, const kl_bundle_target *t, char *err, size_t errl
   for (int i = 0; i < t->nsteps; i++) {
     const kl_bundle_step *S = &t->steps[i];
     if (S->kernel < 0 || S->kernel >= t->nkernels || S->nargs < 0 || (S->nargs && !S->args)) {
-      errf(err, errlen, "bundle: target '%s': step %d: bad kernel or arguments", t->name, i); return false;
+      errf(err, errlen, "bundle: target '%s': step %d: bad kernel or arguments", t->name, i);
+      return false;
     }
-    w_u32(w, (uint32_t)S->kind); w_u32(w, (uint32_t)S->kernel); w_u32(w, (uint32_t)S->nargs);
+    w_u32(w, (uint32_t)S->kind);
+    w_u32(w, (uint32_t)S->kernel);
+    w_u32(w, (uint32_t)S->nargs);
     for (int a = 0; a < S->nargs; a++) {
-      if (S->args[a] < 0 || S->args[a] >= t->nslots) { errf(err, errlen, "bundle: target '%s': step %d: bad slot", t->name, i); return false; }
+      if (S->args[a] < 0 || S->args[a] >= t->nslots) {
+        errf(err, errlen, "bundle: target '%s': step %d: bad slot", t->name, i);
+        return false;
+      }
       w_u32(w, (uint32_t)S->args[a]);
     }
   }
   w_u32(w, (uint32_t)t->noutputs);
   for (int i = 0; i < t->noutputs; i++) {
-    if (t->outputs[i] < 0 || t->outputs[i] >= t->nslots) { errf(err, errlen, "bundle: target '%s': output %d: bad slot", t->name, i); return false; }
+    if (t->outputs[i] < 0 || t->outputs[i] >= t->nslots) {
+      errf(err, errlen, "bundle: target '%s': output %d: bad slot", t->name, i);
+      return false;
+    }
     w_u32(w, (uint32_t)t->outputs[i]);
   }
   return true;
@@ -802,33 +1140,61 @@ static bool encode_plan(wb *w, const kl_bundle_target *t, char *err, size_t errl
 
 int kl_bundle_encode(int ntargets, const kl_bundle_target *targets, const char *producer, void **out, size_t *size,
                      char *err, size_t errlen) {
-  *out = NULL; *size = 0;
+  *out = NULL;
+  *size = 0;
   if (err && errlen) err[0] = 0;
-  if (ntargets < 1 || !targets) { errf(err, errlen, "bundle: nothing to write (no targets)"); return -1; }
+  if (ntargets < 1 || !targets) {
+    errf(err, errlen, "bundle: nothing to write (no targets)");
+    return -1;
+  }
   /* section list: meta, then per target: plan, IR, binaries, constants */
   size_t cap = 1, n = 0;
-  for (int t = 0; t < ntargets; t++) cap += 2 + (size_t)(targets[t].nkernels > 0 ? targets[t].nkernels : 0) + (size_t)(targets[t].nslots > 0 ? targets[t].nslots : 0);
+  for (int t = 0; t < ntargets; t++)
+    cap += 2 + (size_t)(targets[t].nkernels > 0 ? targets[t].nkernels : 0) +
+        (size_t)(targets[t].nslots > 0 ? targets[t].nslots : 0);
   psec *secs = calloc(cap, sizeof *secs);
-  if (!secs) { errf(err, errlen, "bundle: out of memory"); return -1; }
+  if (!secs) {
+    errf(err, errlen, "bundle: out of memory");
+    return -1;
+  }
   int rc = -1;
-  wb meta = {0};
+  wb meta = { 0 };
   w_u32(&meta, (uint32_t)ntargets);
   w_str(&meta, producer ? producer : "");
   secs[n++] = (psec){ SEC_META, 0, 0, meta.p, meta.n, meta.p };
   for (int t = 0; t < ntargets; t++) {
     const kl_bundle_target *T = &targets[t];
-    if (!T->name || !*T->name) { errf(err, errlen, "bundle: target %d has no name", t); goto done; }
-    for (int u = 0; u < t; u++) if (!strcmp(targets[u].name, T->name)) { errf(err, errlen, "bundle: target '%s' given twice", T->name); goto done; }
-    if (T->nkernels < 0 || T->nslots < 0 || T->nsteps < 0 || T->noutputs < 0) { errf(err, errlen, "bundle: target '%s': negative count", T->name); goto done; }
-    wb plan = {0};
+    if (!T->name || !*T->name) {
+      errf(err, errlen, "bundle: target %d has no name", t);
+      goto done;
+    }
+    for (int u = 0; u < t; u++)
+      if (!strcmp(targets[u].name, T->name)) {
+        errf(err, errlen, "bundle: target '%s' given twice", T->name);
+        goto done;
+      }
+    if (T->nkernels < 0 || T->nslots < 0 || T->nsteps < 0 || T->noutputs < 0) {
+      errf(err, errlen, "bundle: target '%s': negative count", T->name);
+      goto done;
+    }
+    wb plan = { 0 };
     bool ok = encode_plan(&plan, T, err, errlen);
     secs[n++] = (psec){ SEC_PLAN, (uint32_t)t, 0, plan.p, plan.n, plan.p };
     if (!ok) goto done;
-    if (plan.oom) { errf(err, errlen, "bundle: out of memory"); goto done; }
-    if (!T->ir) { errf(err, errlen, "bundle: target '%s' has no IR text", T->name); goto done; }
+    if (plan.oom) {
+      errf(err, errlen, "bundle: out of memory");
+      goto done;
+    }
+    if (!T->ir) {
+      errf(err, errlen, "bundle: target '%s' has no IR text", T->name);
+      goto done;
+    }
     secs[n++] = (psec){ SEC_IR, (uint32_t)t, 0, T->ir, T->ir_size, NULL };
     for (int k = 0; k < T->nkernels; k++) {
-      if (!T->kernels[k].binary || !T->kernels[k].binary_size) { errf(err, errlen, "bundle: target '%s': kernel %s has no binary", T->name, T->kernels[k].name); goto done; }
+      if (!T->kernels[k].binary || !T->kernels[k].binary_size) {
+        errf(err, errlen, "bundle: target '%s': kernel %s has no binary", T->name, T->kernels[k].name);
+        goto done;
+      }
       secs[n++] = (psec){ SEC_BINARY, (uint32_t)t, (uint32_t)k, T->kernels[k].binary, T->kernels[k].binary_size, NULL };
     }
     for (int s = 0; s < T->nslots; s++) {
@@ -837,22 +1203,36 @@ int kl_bundle_encode(int ntargets, const kl_bundle_target *targets, const char *
       uint64_t bytes = 0;
       span_bytes(S->t.rank, S->t.shape, S->t.strides, elem_bytes_of(S->t.elem), &bytes);
       if (S->data_size != bytes || (bytes && !S->data)) {
-        errf(err, errlen, "bundle: target '%s': constant slot %d has %zu bytes of data, its type %s needs %llu", T->name, s, S->data_size,
-             S->t.type ? S->t.type : "?", (unsigned long long)bytes);
+        errf(err, errlen, "bundle: target '%s': constant slot %d has %zu bytes of data, its type %s needs %llu",
+             T->name, s, S->data_size, S->t.type ? S->t.type : "?", (unsigned long long)bytes);
         goto done;
       }
       if (bytes) secs[n++] = (psec){ SEC_CONST, (uint32_t)t, (uint32_t)s, S->data, S->data_size, NULL };
     }
   }
-  if (meta.oom) { errf(err, errlen, "bundle: out of memory"); goto done; }
+  if (meta.oom) {
+    errf(err, errlen, "bundle: out of memory");
+    goto done;
+  }
   {
     /* layout */
     uint64_t pos = HEADER_BYTES + (uint64_t)n * ENTRY_BYTES;
     uint64_t *offs = calloc(n + 1, sizeof *offs);
-    if (!offs) { errf(err, errlen, "bundle: out of memory"); goto done; }
-    for (size_t i = 0; i < n; i++) { pos = (pos + 7) & ~(uint64_t)7; offs[i] = pos; pos += secs[i].size; }
+    if (!offs) {
+      errf(err, errlen, "bundle: out of memory");
+      goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+      pos = (pos + 7) & ~(uint64_t)7;
+      offs[i] = pos;
+      pos += secs[i].size;
+    }
     unsigned char *buf = calloc(1, (size_t)pos);
-    if (!buf) { free(offs); errf(err, errlen, "bundle: out of memory (%llu bytes)", (unsigned long long)pos); goto done; }
+    if (!buf) {
+      free(offs);
+      errf(err, errlen, "bundle: out of memory (%llu bytes)", (unsigned long long)pos);
+      goto done;
+    }
     memcpy(buf, MAGIC, 8);
     put_u32(buf + 8, KL_BUNDLE_FORMAT_VERSION);
     put_u32(buf + 12, HEADER_BYTES);
@@ -862,14 +1242,19 @@ int kl_bundle_encode(int ntargets, const kl_bundle_target *targets, const char *
     for (size_t i = 0; i < n; i++) {
       unsigned char *e = buf + HEADER_BYTES + i * ENTRY_BYTES;
       if (secs[i].size) memcpy(buf + offs[i], secs[i].data, secs[i].size);
-      put_u32(e, secs[i].kind); put_u32(e + 4, secs[i].target); put_u32(e + 8, secs[i].index); put_u32(e + 12, 0);
-      put_u64(e + 16, offs[i]); put_u64(e + 24, secs[i].size);
+      put_u32(e, secs[i].kind);
+      put_u32(e + 4, secs[i].target);
+      put_u32(e + 8, secs[i].index);
+      put_u32(e + 12, 0);
+      put_u64(e + 16, offs[i]);
+      put_u64(e + 24, secs[i].size);
       put_u64(e + 32, kl_bundle_fnv1a64(buf + offs[i], secs[i].size));
     }
     put_u64(buf + 32, kl_bundle_fnv1a64(buf + HEADER_BYTES, n * ENTRY_BYTES));
     put_u64(buf + 40, kl_bundle_fnv1a64(buf, 40));
     free(offs);
-    *out = buf; *size = (size_t)pos;
+    *out = buf;
+    *size = (size_t)pos;
     rc = 0;
   }
 done:

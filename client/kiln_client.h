@@ -44,25 +44,25 @@
 extern "C" {
 #endif
 
-#define KL_BUNDLE_FORMAT_VERSION 2u   /* 2: host binaries are objects ("host-object"), not bitcode */
+#define KL_BUNDLE_FORMAT_VERSION 2u /* 2: host binaries are objects ("host-object"), not bitcode */
 
 typedef struct kl_bundle kl_bundle;
 
 /* The element type and memory layout of a buffer. */
 typedef struct kl_bundle_tensor {
-  const char *type;        /* kiln type text: "tensor<2x3xf32>", "buffer<4x4xf16, strides=[1,4]>" */
-  const char *elem;        /* "i1", "i8", "i32", "i64", "index", "f16", "bf16", "f32", "f64" */
-  int elem_bytes;          /* 1, 2, 4 or 8 (i1 takes one byte) */
-  int rank;                /* 0..16 */
-  const int64_t *shape;    /* rank entries (>= 0) */
-  const int64_t *strides;  /* rank entries, in elements (>= 0) */
-  uint64_t bytes;          /* bytes the buffer spans: (1 + sum((shape-1)*strides)) * elem_bytes, 0 if empty */
+  const char *type;       /* kiln type text: "tensor<2x3xf32>", "buffer<4x4xf16, strides=[1,4]>" */
+  const char *elem;       /* "i1", "i8", "i32", "i64", "index", "f16", "bf16", "f32", "f64" */
+  int elem_bytes;         /* 1, 2, 4 or 8 (i1 takes one byte) */
+  int rank;               /* 0..16 */
+  const int64_t *shape;   /* rank entries (>= 0) */
+  const int64_t *strides; /* rank entries, in elements (>= 0) */
+  uint64_t bytes;         /* bytes the buffer spans: (1 + sum((shape-1)*strides)) * elem_bytes, 0 if empty */
 } kl_bundle_tensor;
 
 typedef struct kl_bundle_arg {
-  const char *name;        /* "" if the kernel did not name it */
+  const char *name; /* "" if the kernel did not name it */
   kl_bundle_tensor t;
-  int is_output;           /* 0: read by the kernel (input), 1: written (output) */
+  int is_output; /* 0: read by the kernel (input), 1: written (output) */
 } kl_bundle_arg;
 
 typedef struct kl_bundle_kernel {
@@ -74,7 +74,7 @@ typedef struct kl_bundle_kernel {
   int64_t lds_bytes;       /* workgroup memory the kernel declares (static) */
   int nargs, ninputs;      /* arguments: ninputs inputs, then nargs - ninputs outputs */
   const kl_bundle_arg *args;
-  const void *binary;      /* this target's code for the kernel (see binary_format) */
+  const void *binary; /* this target's code for the kernel (see binary_format) */
   size_t binary_size;
 } kl_bundle_kernel;
 
@@ -82,11 +82,11 @@ typedef enum { KL_BUNDLE_PARAM = 0, KL_BUNDLE_CONSTANT = 1, KL_BUNDLE_RESULT = 2
 
 typedef struct kl_bundle_slot {
   kl_bundle_slot_kind kind;
-  const char *name;        /* params: the input's name; "" otherwise */
+  const char *name; /* params: the input's name; "" otherwise */
   kl_bundle_tensor t;
-  const void *data;        /* constants: t.bytes bytes in the slot's layout; NULL otherwise */
+  const void *data; /* constants: t.bytes bytes in the slot's layout; NULL otherwise */
   size_t data_size;
-  int output;              /* position in the target's outputs, or -1 (a RESULT slot with
+  int output; /* position in the target's outputs, or -1 (a RESULT slot with
                               output -1 is an intermediate: workspace for the run) */
 } kl_bundle_slot;
 
@@ -94,34 +94,39 @@ typedef enum { KL_BUNDLE_LAUNCH = 0 } kl_bundle_step_kind;
 
 typedef struct kl_bundle_step {
   kl_bundle_step_kind kind;
-  int kernel;              /* index into the target's kernels */
-  int nargs;               /* == kernels[kernel].nargs */
-  const int *args;         /* slot indices, one per kernel argument */
+  int kernel;      /* index into the target's kernels */
+  int nargs;       /* == kernels[kernel].nargs */
+  const int *args; /* slot indices, one per kernel argument */
 } kl_bundle_step;
 
 typedef struct kl_bundle_target {
   const char *name;          /* "host", "gfx942", "sm_90", ... */
   const char *arch;          /* "host", "amdgpu", "nvptx" */
   const char *binary_format; /* "host-object", "hsaco", "ptx" */
-  int nkernels; const kl_bundle_kernel *kernels;
-  int nslots;   const kl_bundle_slot *slots;
-  int nsteps;   const kl_bundle_step *steps;
-  int noutputs; const int *outputs;   /* slot indices, in the order of the graph's outputs */
-  const char *ir; size_t ir_size;     /* the compiled module's IR text (NUL-terminated) */
+  int nkernels;
+  const kl_bundle_kernel *kernels;
+  int nslots;
+  const kl_bundle_slot *slots;
+  int nsteps;
+  const kl_bundle_step *steps;
+  int noutputs;
+  const int *outputs; /* slot indices, in the order of the graph's outputs */
+  const char *ir;
+  size_t ir_size; /* the compiled module's IR text (NUL-terminated) */
 } kl_bundle_target;
 
 /* ---- reading ---- */
 kl_bundle *kl_bundle_open_file(const char *path, char *err, size_t errlen);
 kl_bundle *kl_bundle_open_memory(const void *data, size_t size, char *err, size_t errlen);
-void kl_bundle_close(kl_bundle *b);   /* NULL is fine */
+void kl_bundle_close(kl_bundle *b); /* NULL is fine */
 
 unsigned kl_bundle_format_version(const kl_bundle *b);
-const char *kl_bundle_producer(const kl_bundle *b);   /* "kiln 0.1.0" */
+const char *kl_bundle_producer(const kl_bundle *b); /* "kiln 0.1.0" */
 int kl_bundle_ntargets(const kl_bundle *b);
-const kl_bundle_target *kl_bundle_target_at(const kl_bundle *b, int i);   /* NULL if out of range */
-const kl_bundle_target *kl_bundle_find_target(const kl_bundle *b, const char *name);   /* NULL if absent */
+const kl_bundle_target *kl_bundle_target_at(const kl_bundle *b, int i);              /* NULL if out of range */
+const kl_bundle_target *kl_bundle_find_target(const kl_bundle *b, const char *name); /* NULL if absent */
 const kl_bundle_kernel *kl_bundle_find_kernel(const kl_bundle_target *t, const char *name);
-int kl_bundle_find_param(const kl_bundle_target *t, const char *name);   /* slot index or -1 */
+int kl_bundle_find_param(const kl_bundle_target *t, const char *name); /* slot index or -1 */
 /* The binary of kernel `kernel` for target `target` (NULL and *size = 0 if absent). */
 const void *kl_bundle_binary(const kl_bundle *b, const char *target, const char *kernel, size_t *size);
 
@@ -131,8 +136,8 @@ const void *kl_bundle_binary(const kl_bundle *b, const char *target, const char 
  * slots (constants with data / data_size == t.bytes), steps, outputs, ir / ir_size).
  * Derived fields (t.bytes, is_output, output, elem_bytes) are recomputed, not read.
  * Returns 0 and a malloc'd buffer (*out, *size; caller frees), or -1 with a message. */
-int kl_bundle_encode(int ntargets, const kl_bundle_target *targets, const char *producer,
-                     void **out, size_t *size, char *err, size_t errlen);
+int kl_bundle_encode(int ntargets, const kl_bundle_target *targets, const char *producer, void **out, size_t *size,
+                     char *err, size_t errlen);
 
 /* FNV-1a 64-bit hash (offset basis 0xcbf29ce484222325, prime 0x100000001b3): the
  * checksum of the format. */

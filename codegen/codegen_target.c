@@ -68,7 +68,7 @@ void kl_binary_free(kl_binary *b) {
  * (the row's, the host's detected at run time, a feature suffix's, or the options'). */
 typedef struct llvm_target {
   const kl_target *desc;
-  char name[64];       /* the chip / arch without feature suffixes: "gfx90a", "sm_90", "host" */
+  char name[64]; /* the chip / arch without feature suffixes: "gfx90a", "sm_90", "host" */
   char triple[64];
   char cpu[64];
   char features[4096];
@@ -96,8 +96,9 @@ const kl_target *kl_codegen_target_lookup(const char *target, char *err, size_t 
   }
   if (!t)
     kl_errf(err, errlen,
-           "unknown target '%s' (expected host, an AMDGPU chip such as gfx90a/gfx942/gfx1100, "
-           "or an NVIDIA arch such as sm_80/sm_90)", target ? target : "(null)");
+            "unknown target '%s' (expected host, an AMDGPU chip such as gfx90a/gfx942/gfx1100, "
+            "or an NVIDIA arch such as sm_80/sm_90)",
+            target ? target : "(null)");
   return t;
 }
 
@@ -173,10 +174,10 @@ static kl_status resolve_target(const char *target, llvm_target *out, char *err,
 
 static LLVMCodeGenOptLevel cg_level(int opt_level) {
   switch (opt_level) {
-  case 0: return LLVMCodeGenLevelNone;
-  case 1: return LLVMCodeGenLevelLess;
-  case 2: return LLVMCodeGenLevelDefault;
-  default: return LLVMCodeGenLevelAggressive;
+    case 0: return LLVMCodeGenLevelNone;
+    case 1: return LLVMCodeGenLevelLess;
+    case 2: return LLVMCodeGenLevelDefault;
+    default: return LLVMCodeGenLevelAggressive;
   }
 }
 
@@ -194,8 +195,8 @@ static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, bool 
   LLVMDisposeMessage(msg);
   LLVMRelocMode reloc = host_object || t->desc->arch == KL_ARCH_AMDGPU ? LLVMRelocPIC : LLVMRelocDefault;
   LLVMCodeModel model = host_object ? LLVMCodeModelJITDefault : LLVMCodeModelDefault;
-  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level),
-                                                    reloc, model);
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, cg_level(opt_level), reloc,
+                                                    model);
   if (!tm) kl_errf(err, errlen, "could not create an LLVM target machine for %s (cpu %s)", t->triple, t->cpu);
   return tm;
 }
@@ -227,7 +228,8 @@ static size_t triple_arch_len(const char *t) {
 
 /* Sets an empty triple / data layout of m for the target, or checks that the present
  * ones match. Modifies m. */
-static kl_status prepare_module(LLVMModuleRef m, const llvm_target *t, LLVMTargetMachineRef tm, char *err, size_t errlen) {
+static kl_status prepare_module(LLVMModuleRef m, const llvm_target *t, LLVMTargetMachineRef tm, char *err,
+                                size_t errlen) {
   const char *mt = LLVMGetTarget(m);
   if (mt && mt[0]) {
     size_t a = triple_arch_len(mt), b = triple_arch_len(t->triple);
@@ -285,9 +287,9 @@ static bool chip_in(const char *chip, const char *const *list) {
 }
 
 static kl_status check_amdgpu_intrinsics(LLVMModuleRef m, const char *chip, char *err, size_t errlen) {
-  static const char *const mfma_chips[] = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", NULL};
-  static const char *const mfma90a_chips[] = {"gfx90a", "gfx940", "gfx941", "gfx942", NULL};
-  static const char *const gfx94x[] = {"gfx940", "gfx941", "gfx942", NULL};
+  static const char *const mfma_chips[] = { "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", NULL };
+  static const char *const mfma90a_chips[] = { "gfx90a", "gfx940", "gfx941", "gfx942", NULL };
+  static const char *const gfx94x[] = { "gfx940", "gfx941", "gfx942", NULL };
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     size_t len;
     const char *name = LLVMGetValueName2(f, &len);
@@ -437,8 +439,8 @@ static kl_status emit_to_binary(emit_state *s, LLVMCodeGenFileType ft, kl_binary
   return KL_OK;
 }
 
-kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts,
-                                   kl_binary *out, char *err, size_t errlen) {
+kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                                   char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   emit_state s;
   static const kl_arch amdgpu = KL_ARCH_AMDGPU;
@@ -514,7 +516,7 @@ kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, ch
     return KL_ERR;
   }
   close(ofd);
-  const char *argv[] = {"ld.lld", "-shared", "--no-undefined", in_path, "-o", out_path};
+  const char *argv[] = { "ld.lld", "-shared", "--no-undefined", in_path, "-o", out_path };
   char lerr[1024];
   int rc = kl_lld_link_elf(argv, (int)KL_NELEM(argv), lerr, sizeof lerr);
   kl_status st = KL_OK;
@@ -544,30 +546,29 @@ static kl_status emit_host_object(LLVMModuleRef m, const kl_codegen_opts *opts, 
   return st;
 }
 
-kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
-                          char *err, size_t errlen) {
+kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out, char *err,
+                          size_t errlen) {
   memset(out, 0, sizeof *out);
   const kl_target *t = kl_codegen_target_lookup(target, err, errlen);
   if (!t) return KL_ERR;
   switch (t->arch) {
-  case KL_ARCH_HOST:
-    return emit_host_object(m, opts, out, err, errlen);
-  case KL_ARCH_AMDGPU: {
-    kl_binary obj;
-    if (kl_codegen_amdgpu_object(m, target, opts, &obj, err, errlen) != KL_OK) return KL_ERR;
-    kl_status st = kl_codegen_link_hsaco(obj.data, obj.size, out, err, errlen);
-    kl_binary_free(&obj);
-    return st;
-  }
-  case KL_ARCH_NVPTX:
-  default: {
-    static const kl_arch nvptx = KL_ARCH_NVPTX;
-    emit_state s;
-    if (begin_emit(&s, m, target, opts, &nvptx, true, err, errlen) != KL_OK) return KL_ERR;
-    kl_status st = emit_to_binary(&s, LLVMAssemblyFile, out, err, errlen);
-    end_emit(&s);
-    return st;
-  }
+    case KL_ARCH_HOST: return emit_host_object(m, opts, out, err, errlen);
+    case KL_ARCH_AMDGPU: {
+      kl_binary obj;
+      if (kl_codegen_amdgpu_object(m, target, opts, &obj, err, errlen) != KL_OK) return KL_ERR;
+      kl_status st = kl_codegen_link_hsaco(obj.data, obj.size, out, err, errlen);
+      kl_binary_free(&obj);
+      return st;
+    }
+    case KL_ARCH_NVPTX:
+    default: {
+      static const kl_arch nvptx = KL_ARCH_NVPTX;
+      emit_state s;
+      if (begin_emit(&s, m, target, opts, &nvptx, true, err, errlen) != KL_OK) return KL_ERR;
+      kl_status st = emit_to_binary(&s, LLVMAssemblyFile, out, err, errlen);
+      end_emit(&s);
+      return st;
+    }
   }
 }
 

@@ -39,7 +39,7 @@ typedef struct kl_codegen_opts {
 
 typedef struct kl_binary {
   kl_arch arch;
-  void *data;  /* malloc'd; for PTX text a NUL follows the data (not counted in size) */
+  void *data; /* malloc'd; for PTX text a NUL follows the data (not counted in size) */
   size_t size;
 } kl_binary;
 
@@ -59,21 +59,24 @@ kl_status kl_codegen_target_layout(const char *target, char *triple_out, char **
 kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *err, size_t errlen);
 
 /* The binary for the target (see the contract above). */
-kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
-                          char *err, size_t errlen);
+kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out, char *err,
+                          size_t errlen);
 /* Optimised target assembly text (AMDGPU ISA, PTX, host assembly), for inspection. */
 kl_status kl_codegen_emit_asm(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
                               char *err, size_t errlen);
 /* AMDGPU only: the relocatable object before linking, and the link step on its own. */
-kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts,
-                                   kl_binary *out, char *err, size_t errlen);
+kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                                   char *err, size_t errlen);
 kl_status kl_codegen_link_hsaco(const void *obj, size_t size, kl_binary *out, char *err, size_t errlen);
 
 /* Routes a context's diagnostics into d (error count + first error text) instead of
  * LLVM's default handler, which prints and calls exit(1) on errors. The caller keeps d
  * alive while the handler is installed (restore the old one with
  * LLVMContextSetDiagnosticHandler). Emission does this by itself. */
-typedef struct kl_llvm_diag { int errors; char msg[1024]; } kl_llvm_diag;
+typedef struct kl_llvm_diag {
+  int errors;
+  char msg[1024];
+} kl_llvm_diag;
 void kl_llvm_diag_install(LLVMContextRef ctx, kl_llvm_diag *d);
 
 /* From codegen/lld_shim.cpp: runs ld.lld in process (argv[0] = "ld.lld"). 0 = success. */

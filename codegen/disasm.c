@@ -14,7 +14,10 @@
 #include "codegen/codegen_target.h"
 #include "codegen/hsaco.h"
 
-typedef struct ds_label { uint64_t addr; char *name; } ds_label;
+typedef struct ds_label {
+  uint64_t addr;
+  char *name;
+} ds_label;
 
 static int label_cmp(const void *a, const void *b) {
   const ds_label *x = a, *y = b;
@@ -22,16 +25,16 @@ static int label_cmp(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-static char *disasm_range(const char *triple, const char *cpu, const char *features, const uint8_t *code,
-                          size_t size, uint64_t pc, const ds_label *labels, int nlabels, char *err, size_t errlen) {
+static char *disasm_range(const char *triple, const char *cpu, const char *features, const uint8_t *code, size_t size,
+                          uint64_t pc, const ds_label *labels, int nlabels, char *err, size_t errlen) {
   kl_llvm_init_targets();
-  LLVMDisasmContextRef dc =
-      LLVMCreateDisasmCPUFeatures(triple, cpu ? cpu : "", features ? features : "", NULL, 0, NULL, NULL);
+  LLVMDisasmContextRef dc = LLVMCreateDisasmCPUFeatures(triple, cpu ? cpu : "", features ? features : "", NULL, 0, NULL,
+                                                        NULL);
   if (!dc) {
     kl_errf(err, errlen, "disasm: no LLVM disassembler for %s (cpu '%s')", triple, cpu ? cpu : "");
     return NULL;
   }
-  kl_sb sb = {0};
+  kl_sb sb = { 0 };
   char line[512];
   size_t off = 0;
   int li = 0;
@@ -67,7 +70,11 @@ char *kl_disasm_bytes(const char *triple, const char *cpu, const char *features,
   return disasm_range(triple, cpu, features, code, size, pc, NULL, 0, err, errlen);
 }
 
-typedef struct ds_syms { uint64_t lo, hi; ds_label *v; int n, cap; } ds_syms;
+typedef struct ds_syms {
+  uint64_t lo, hi;
+  ds_label *v;
+  int n, cap;
+} ds_syms;
 
 static void collect_symbol(void *user, const char *name, uint64_t value, uint64_t size, int type) {
   ds_syms *s = user;
@@ -99,7 +106,7 @@ char *kl_disasm_hsaco(const void *hsaco, size_t size, const char *cpu, char *err
     kl_hsaco_info_free(&info);
     return NULL;
   }
-  ds_syms syms = {info.text_addr, info.text_addr + info.text_size, NULL, 0, 0};
+  ds_syms syms = { info.text_addr, info.text_addr + info.text_size, NULL, 0, 0 };
   char *out = NULL;
   if (kl_hsaco_symbols(hsaco, size, collect_symbol, &syms, err, errlen) == KL_OK) {
     if (syms.n) qsort(syms.v, (size_t)syms.n, sizeof *syms.v, label_cmp);

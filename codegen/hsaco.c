@@ -18,13 +18,16 @@
 
 /* ---- chip table (EF_AMDGPU_MACH values from llvm/BinaryFormat/ELF.h) ---- */
 
-static const struct { uint32_t mach; const char *chip; } kl_amdgpu_machs[] = {
-  {0x02c, "gfx900"}, {0x02d, "gfx902"}, {0x02e, "gfx904"}, {0x02f, "gfx906"}, {0x030, "gfx908"},
-  {0x031, "gfx909"}, {0x032, "gfx90c"}, {0x033, "gfx1010"}, {0x034, "gfx1011"}, {0x035, "gfx1012"},
-  {0x036, "gfx1030"}, {0x037, "gfx1031"}, {0x038, "gfx1032"}, {0x039, "gfx1033"}, {0x03d, "gfx1035"},
-  {0x03e, "gfx1034"}, {0x03f, "gfx90a"}, {0x040, "gfx940"}, {0x041, "gfx1100"}, {0x042, "gfx1013"},
-  {0x043, "gfx1150"}, {0x044, "gfx1103"}, {0x045, "gfx1036"}, {0x046, "gfx1101"}, {0x047, "gfx1102"},
-  {0x048, "gfx1200"}, {0x04a, "gfx1151"}, {0x04b, "gfx941"}, {0x04c, "gfx942"}, {0x04e, "gfx1201"},
+static const struct {
+  uint32_t mach;
+  const char *chip;
+} kl_amdgpu_machs[] = {
+  { 0x02c, "gfx900" },  { 0x02d, "gfx902" },  { 0x02e, "gfx904" },  { 0x02f, "gfx906" },  { 0x030, "gfx908" },
+  { 0x031, "gfx909" },  { 0x032, "gfx90c" },  { 0x033, "gfx1010" }, { 0x034, "gfx1011" }, { 0x035, "gfx1012" },
+  { 0x036, "gfx1030" }, { 0x037, "gfx1031" }, { 0x038, "gfx1032" }, { 0x039, "gfx1033" }, { 0x03d, "gfx1035" },
+  { 0x03e, "gfx1034" }, { 0x03f, "gfx90a" },  { 0x040, "gfx940" },  { 0x041, "gfx1100" }, { 0x042, "gfx1013" },
+  { 0x043, "gfx1150" }, { 0x044, "gfx1103" }, { 0x045, "gfx1036" }, { 0x046, "gfx1101" }, { 0x047, "gfx1102" },
+  { 0x048, "gfx1200" }, { 0x04a, "gfx1151" }, { 0x04b, "gfx941" },  { 0x04c, "gfx942" },  { 0x04e, "gfx1201" },
 };
 
 const char *kl_hsaco_chip_from_flags(uint32_t e_flags) {
@@ -140,8 +143,7 @@ static kl_status walk_symbols(const elf_view *e, kl_hsaco_symbol_fn fn, void *us
   return KL_OK;
 }
 
-kl_status kl_hsaco_symbols(const void *data, size_t size, kl_hsaco_symbol_fn fn, void *user, char *err,
-                           size_t errlen) {
+kl_status kl_hsaco_symbols(const void *data, size_t size, kl_hsaco_symbol_fn fn, void *user, char *err, size_t errlen) {
   elf_view e;
   if (elf_open(&e, data, size, err, errlen) != KL_OK) return KL_ERR;
   return walk_symbols(&e, fn, user, err, errlen);
@@ -196,14 +198,16 @@ static bool find_metadata(const elf_view *e, const uint8_t **desc, uint32_t *des
 /* ---- a small msgpack reader ---- */
 
 typedef enum { MP_NIL, MP_BOOL, MP_INT, MP_FLOAT, MP_STR, MP_BIN, MP_ARRAY, MP_MAP, MP_EXT } mp_type;
-typedef struct mp_rd { const uint8_t *p, *end; } mp_rd;
+typedef struct mp_rd {
+  const uint8_t *p, *end;
+} mp_rd;
 typedef struct mp_val {
   mp_type t;
   bool b;
-  int64_t i;       /* MP_INT (unsigned values above INT64_MAX are clamped) */
-  double f;        /* MP_FLOAT */
-  const char *s;   /* MP_STR, MP_BIN, MP_EXT payload */
-  uint32_t n;      /* payload length, or element count of MP_ARRAY / MP_MAP */
+  int64_t i;     /* MP_INT (unsigned values above INT64_MAX are clamped) */
+  double f;      /* MP_FLOAT */
+  const char *s; /* MP_STR, MP_BIN, MP_EXT payload */
+  uint32_t n;    /* payload length, or element count of MP_ARRAY / MP_MAP */
 } mp_val;
 
 #define MP_MAX_DEPTH 64
@@ -242,70 +246,143 @@ static bool mp_next(mp_rd *r, mp_val *v) {
   if (!mp_take(r, 1, &b)) return false;
   uint8_t c = *b;
   uint64_t x;
-  if (c <= 0x7f) { v->t = MP_INT; v->i = c; return true; }
-  if (c >= 0xe0) { v->t = MP_INT; v->i = (int8_t)c; return true; }
-  if ((c & 0xf0) == 0x80) { v->t = MP_MAP; v->n = c & 0x0f; return true; }
-  if ((c & 0xf0) == 0x90) { v->t = MP_ARRAY; v->n = c & 0x0f; return true; }
+  if (c <= 0x7f) {
+    v->t = MP_INT;
+    v->i = c;
+    return true;
+  }
+  if (c >= 0xe0) {
+    v->t = MP_INT;
+    v->i = (int8_t)c;
+    return true;
+  }
+  if ((c & 0xf0) == 0x80) {
+    v->t = MP_MAP;
+    v->n = c & 0x0f;
+    return true;
+  }
+  if ((c & 0xf0) == 0x90) {
+    v->t = MP_ARRAY;
+    v->n = c & 0x0f;
+    return true;
+  }
   if ((c & 0xe0) == 0xa0) {
     const uint8_t *s;
     if (!mp_take(r, c & 0x1f, &s)) return false;
-    v->t = MP_STR; v->s = (const char *)s; v->n = c & 0x1f;
+    v->t = MP_STR;
+    v->s = (const char *)s;
+    v->n = c & 0x1f;
     return true;
   }
   switch (c) {
-  case 0xc0: v->t = MP_NIL; return true;
-  case 0xc2: v->t = MP_BOOL; v->b = false; return true;
-  case 0xc3: v->t = MP_BOOL; v->b = true; return true;
-  case 0xc4: return mp_payload(r, v, MP_BIN, 1);
-  case 0xc5: return mp_payload(r, v, MP_BIN, 2);
-  case 0xc6: return mp_payload(r, v, MP_BIN, 4);
-  case 0xc7: case 0xc8: case 0xc9: { /* ext 8/16/32: length, type byte, data */
-    int lb = c == 0xc7 ? 1 : c == 0xc8 ? 2 : 4;
-    if (!mp_be(r, lb, &x)) return false;
-    const uint8_t *t, *d;
-    if (!mp_take(r, 1, &t) || !mp_take(r, (size_t)x, &d)) return false;
-    v->t = MP_EXT; v->s = (const char *)d; v->n = (uint32_t)x;
-    return true;
-  }
-  case 0xca: {
-    if (!mp_be(r, 4, &x)) return false;
-    uint32_t u = (uint32_t)x; float f;
-    memcpy(&f, &u, 4);
-    v->t = MP_FLOAT; v->f = f;
-    return true;
-  }
-  case 0xcb: {
-    if (!mp_be(r, 8, &x)) return false;
-    double d;
-    memcpy(&d, &x, 8);
-    v->t = MP_FLOAT; v->f = d;
-    return true;
-  }
-  case 0xcc: case 0xcd: case 0xce: case 0xcf: {
-    int nb = 1 << (c - 0xcc);
-    if (!mp_be(r, nb, &x)) return false;
-    v->t = MP_INT; v->i = x > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)x;
-    return true;
-  }
-  case 0xd0: if (!mp_be(r, 1, &x)) return false; v->t = MP_INT; v->i = (int8_t)x; return true;
-  case 0xd1: if (!mp_be(r, 2, &x)) return false; v->t = MP_INT; v->i = (int16_t)x; return true;
-  case 0xd2: if (!mp_be(r, 4, &x)) return false; v->t = MP_INT; v->i = (int32_t)x; return true;
-  case 0xd3: if (!mp_be(r, 8, &x)) return false; v->t = MP_INT; v->i = (int64_t)x; return true;
-  case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8: { /* fixext 1..16 */
-    size_t n = (size_t)1 << (c - 0xd4);
-    const uint8_t *t, *d;
-    if (!mp_take(r, 1, &t) || !mp_take(r, n, &d)) return false;
-    v->t = MP_EXT; v->s = (const char *)d; v->n = (uint32_t)n;
-    return true;
-  }
-  case 0xd9: return mp_payload(r, v, MP_STR, 1);
-  case 0xda: return mp_payload(r, v, MP_STR, 2);
-  case 0xdb: return mp_payload(r, v, MP_STR, 4);
-  case 0xdc: if (!mp_be(r, 2, &x)) return false; v->t = MP_ARRAY; v->n = (uint32_t)x; return true;
-  case 0xdd: if (!mp_be(r, 4, &x)) return false; v->t = MP_ARRAY; v->n = (uint32_t)x; return true;
-  case 0xde: if (!mp_be(r, 2, &x)) return false; v->t = MP_MAP; v->n = (uint32_t)x; return true;
-  case 0xdf: if (!mp_be(r, 4, &x)) return false; v->t = MP_MAP; v->n = (uint32_t)x; return true;
-  default: return false; /* 0xc1 is never used */
+    case 0xc0: v->t = MP_NIL; return true;
+    case 0xc2:
+      v->t = MP_BOOL;
+      v->b = false;
+      return true;
+    case 0xc3:
+      v->t = MP_BOOL;
+      v->b = true;
+      return true;
+    case 0xc4: return mp_payload(r, v, MP_BIN, 1);
+    case 0xc5: return mp_payload(r, v, MP_BIN, 2);
+    case 0xc6: return mp_payload(r, v, MP_BIN, 4);
+    case 0xc7:
+    case 0xc8:
+    case 0xc9: { /* ext 8/16/32: length, type byte, data */
+      int lb = c == 0xc7 ? 1 : c == 0xc8 ? 2 : 4;
+      if (!mp_be(r, lb, &x)) return false;
+      const uint8_t *t, *d;
+      if (!mp_take(r, 1, &t) || !mp_take(r, (size_t)x, &d)) return false;
+      v->t = MP_EXT;
+      v->s = (const char *)d;
+      v->n = (uint32_t)x;
+      return true;
+    }
+    case 0xca: {
+      if (!mp_be(r, 4, &x)) return false;
+      uint32_t u = (uint32_t)x;
+      float f;
+      memcpy(&f, &u, 4);
+      v->t = MP_FLOAT;
+      v->f = f;
+      return true;
+    }
+    case 0xcb: {
+      if (!mp_be(r, 8, &x)) return false;
+      double d;
+      memcpy(&d, &x, 8);
+      v->t = MP_FLOAT;
+      v->f = d;
+      return true;
+    }
+    case 0xcc:
+    case 0xcd:
+    case 0xce:
+    case 0xcf: {
+      int nb = 1 << (c - 0xcc);
+      if (!mp_be(r, nb, &x)) return false;
+      v->t = MP_INT;
+      v->i = x > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)x;
+      return true;
+    }
+    case 0xd0:
+      if (!mp_be(r, 1, &x)) return false;
+      v->t = MP_INT;
+      v->i = (int8_t)x;
+      return true;
+    case 0xd1:
+      if (!mp_be(r, 2, &x)) return false;
+      v->t = MP_INT;
+      v->i = (int16_t)x;
+      return true;
+    case 0xd2:
+      if (!mp_be(r, 4, &x)) return false;
+      v->t = MP_INT;
+      v->i = (int32_t)x;
+      return true;
+    case 0xd3:
+      if (!mp_be(r, 8, &x)) return false;
+      v->t = MP_INT;
+      v->i = (int64_t)x;
+      return true;
+    case 0xd4:
+    case 0xd5:
+    case 0xd6:
+    case 0xd7:
+    case 0xd8: { /* fixext 1..16 */
+      size_t n = (size_t)1 << (c - 0xd4);
+      const uint8_t *t, *d;
+      if (!mp_take(r, 1, &t) || !mp_take(r, n, &d)) return false;
+      v->t = MP_EXT;
+      v->s = (const char *)d;
+      v->n = (uint32_t)n;
+      return true;
+    }
+    case 0xd9: return mp_payload(r, v, MP_STR, 1);
+    case 0xda: return mp_payload(r, v, MP_STR, 2);
+    case 0xdb: return mp_payload(r, v, MP_STR, 4);
+    case 0xdc:
+      if (!mp_be(r, 2, &x)) return false;
+      v->t = MP_ARRAY;
+      v->n = (uint32_t)x;
+      return true;
+    case 0xdd:
+      if (!mp_be(r, 4, &x)) return false;
+      v->t = MP_ARRAY;
+      v->n = (uint32_t)x;
+      return true;
+    case 0xde:
+      if (!mp_be(r, 2, &x)) return false;
+      v->t = MP_MAP;
+      v->n = (uint32_t)x;
+      return true;
+    case 0xdf:
+      if (!mp_be(r, 4, &x)) return false;
+      v->t = MP_MAP;
+      v->n = (uint32_t)x;
+      return true;
+    default: return false; /* 0xc1 is never used */
   }
 }
 
@@ -354,18 +431,21 @@ static void kernel_init(kl_hsaco_kernel *k) {
 static bool parse_kernel(mp_rd *r, kl_hsaco_kernel *k) {
   mp_val m;
   if (!mp_next(r, &m) || m.t != MP_MAP) return false;
-  static const struct { const char *key; size_t off; } ints[] = {
-    {".vgpr_count", offsetof(kl_hsaco_kernel, vgpr_count)},
-    {".sgpr_count", offsetof(kl_hsaco_kernel, sgpr_count)},
-    {".agpr_count", offsetof(kl_hsaco_kernel, agpr_count)},
-    {".group_segment_fixed_size", offsetof(kl_hsaco_kernel, lds_bytes)},
-    {".private_segment_fixed_size", offsetof(kl_hsaco_kernel, scratch_bytes)},
-    {".kernarg_segment_size", offsetof(kl_hsaco_kernel, kernarg_size)},
-    {".kernarg_segment_align", offsetof(kl_hsaco_kernel, kernarg_align)},
-    {".max_flat_workgroup_size", offsetof(kl_hsaco_kernel, max_flat_workgroup_size)},
-    {".wavefront_size", offsetof(kl_hsaco_kernel, wavefront_size)},
-    {".vgpr_spill_count", offsetof(kl_hsaco_kernel, vgpr_spill_count)},
-    {".sgpr_spill_count", offsetof(kl_hsaco_kernel, sgpr_spill_count)},
+  static const struct {
+    const char *key;
+    size_t off;
+  } ints[] = {
+    { ".vgpr_count", offsetof(kl_hsaco_kernel, vgpr_count) },
+    { ".sgpr_count", offsetof(kl_hsaco_kernel, sgpr_count) },
+    { ".agpr_count", offsetof(kl_hsaco_kernel, agpr_count) },
+    { ".group_segment_fixed_size", offsetof(kl_hsaco_kernel, lds_bytes) },
+    { ".private_segment_fixed_size", offsetof(kl_hsaco_kernel, scratch_bytes) },
+    { ".kernarg_segment_size", offsetof(kl_hsaco_kernel, kernarg_size) },
+    { ".kernarg_segment_align", offsetof(kl_hsaco_kernel, kernarg_align) },
+    { ".max_flat_workgroup_size", offsetof(kl_hsaco_kernel, max_flat_workgroup_size) },
+    { ".wavefront_size", offsetof(kl_hsaco_kernel, wavefront_size) },
+    { ".vgpr_spill_count", offsetof(kl_hsaco_kernel, vgpr_spill_count) },
+    { ".sgpr_spill_count", offsetof(kl_hsaco_kernel, sgpr_spill_count) },
   };
   for (uint32_t e = 0; e < m.n; e++) {
     mp_val key, v;
@@ -398,7 +478,7 @@ static bool parse_kernel(mp_rd *r, kl_hsaco_kernel *k) {
 }
 
 static bool parse_metadata(const uint8_t *d, uint32_t n, kl_hsaco_info *info) {
-  mp_rd r = {d, d + n};
+  mp_rd r = { d, d + n };
   mp_val top;
   if (!mp_next(&r, &top) || top.t != MP_MAP) return false;
   for (uint32_t e = 0; e < top.n; e++) {
@@ -417,7 +497,7 @@ static bool parse_metadata(const uint8_t *d, uint32_t n, kl_hsaco_info *info) {
         if (!mp_skip_body(&r, &x, 1)) return false;
       }
     } else if (mp_key_is(&key, "amdhsa.kernels") && v.t == MP_ARRAY) {
-      if (info->kernels) return false; /* duplicate key */
+      if (info->kernels) return false;                 /* duplicate key */
       if (v.n > (uint32_t)(r.end - r.p)) return false; /* each kernel needs >= 1 byte */
       info->kernels = kl_xcalloc(v.n ? v.n : 1, sizeof(kl_hsaco_kernel));
       for (uint32_t q = 0; q < v.n; q++) {
@@ -435,7 +515,9 @@ static bool parse_metadata(const uint8_t *d, uint32_t n, kl_hsaco_info *info) {
 
 /* ---- symbols -> kernels ---- */
 
-typedef struct sym_ctx { kl_hsaco_info *info; } sym_ctx;
+typedef struct sym_ctx {
+  kl_hsaco_info *info;
+} sym_ctx;
 
 static void on_symbol(void *user, const char *name, uint64_t value, uint64_t size, int type) {
   kl_hsaco_info *info = ((sym_ctx *)user)->info;
@@ -463,8 +545,7 @@ kl_status kl_hsaco_parse(const void *data, size_t size, kl_hsaco_info *out, char
     return KL_ERR;
   }
   if (e.eh.e_type != ET_DYN) {
-    kl_errf(err, errlen, "hsaco: ELF type is %u, not ET_DYN (a linked code object is a shared object)",
-           e.eh.e_type);
+    kl_errf(err, errlen, "hsaco: ELF type is %u, not ET_DYN (a linked code object is a shared object)", e.eh.e_type);
     return KL_ERR;
   }
   const char *chip = kl_hsaco_chip_from_flags(e.eh.e_flags);
@@ -494,7 +575,7 @@ kl_status kl_hsaco_parse(const void *data, size_t size, kl_hsaco_info *out, char
     kl_hsaco_info_free(out);
     return KL_ERR;
   }
-  sym_ctx sc = {out};
+  sym_ctx sc = { out };
   if (walk_symbols(&e, on_symbol, &sc, err, errlen) != KL_OK) {
     kl_hsaco_info_free(out);
     return KL_ERR;
@@ -555,31 +636,31 @@ static bool dump_value(mp_rd *r, kl_sb *sb, int depth) {
   mp_val v;
   if (!mp_next(r, &v)) return false;
   switch (v.t) {
-  case MP_NIL: kl_sb_puts(sb, "null"); return true;
-  case MP_BOOL: kl_sb_puts(sb, v.b ? "true" : "false"); return true;
-  case MP_INT: kl_sb_printf(sb, "%lld", (long long)v.i); return true;
-  case MP_FLOAT: kl_sb_printf(sb, "%.17g", v.f); return true;
-  case MP_STR: put_quoted(sb, v.s, v.n); return true;
-  case MP_BIN: kl_sb_printf(sb, "\"<%u bytes>\"", v.n); return true;
-  case MP_EXT: kl_sb_printf(sb, "\"<ext %u bytes>\"", v.n); return true;
-  case MP_ARRAY:
-    kl_sb_putc(sb, '[');
-    for (uint32_t i = 0; i < v.n; i++) {
-      if (i) kl_sb_puts(sb, ", ");
-      if (!dump_value(r, sb, depth + 1)) return false;
-    }
-    kl_sb_putc(sb, ']');
-    return true;
-  case MP_MAP:
-    kl_sb_putc(sb, '{');
-    for (uint32_t i = 0; i < v.n; i++) {
-      if (i) kl_sb_puts(sb, ", ");
-      if (!dump_value(r, sb, depth + 1)) return false;
-      kl_sb_puts(sb, ": ");
-      if (!dump_value(r, sb, depth + 1)) return false;
-    }
-    kl_sb_putc(sb, '}');
-    return true;
+    case MP_NIL: kl_sb_puts(sb, "null"); return true;
+    case MP_BOOL: kl_sb_puts(sb, v.b ? "true" : "false"); return true;
+    case MP_INT: kl_sb_printf(sb, "%lld", (long long)v.i); return true;
+    case MP_FLOAT: kl_sb_printf(sb, "%.17g", v.f); return true;
+    case MP_STR: put_quoted(sb, v.s, v.n); return true;
+    case MP_BIN: kl_sb_printf(sb, "\"<%u bytes>\"", v.n); return true;
+    case MP_EXT: kl_sb_printf(sb, "\"<ext %u bytes>\"", v.n); return true;
+    case MP_ARRAY:
+      kl_sb_putc(sb, '[');
+      for (uint32_t i = 0; i < v.n; i++) {
+        if (i) kl_sb_puts(sb, ", ");
+        if (!dump_value(r, sb, depth + 1)) return false;
+      }
+      kl_sb_putc(sb, ']');
+      return true;
+    case MP_MAP:
+      kl_sb_putc(sb, '{');
+      for (uint32_t i = 0; i < v.n; i++) {
+        if (i) kl_sb_puts(sb, ", ");
+        if (!dump_value(r, sb, depth + 1)) return false;
+        kl_sb_puts(sb, ": ");
+        if (!dump_value(r, sb, depth + 1)) return false;
+      }
+      kl_sb_putc(sb, '}');
+      return true;
   }
   return false;
 }
@@ -593,8 +674,8 @@ char *kl_hsaco_metadata_text(const void *data, size_t size, char *err, size_t er
     kl_errf(err, errlen, "hsaco: no AMDGPU metadata note (NT_AMDGPU_METADATA)");
     return NULL;
   }
-  mp_rd r = {md, md + mdn};
-  kl_sb sb = {0};
+  mp_rd r = { md, md + mdn };
+  kl_sb sb = { 0 };
   if (!dump_value(&r, &sb, 0)) {
     kl_sb_free(&sb);
     kl_errf(err, errlen, "hsaco: malformed AMDGPU metadata (msgpack)");

@@ -15,15 +15,15 @@
 #include "core/context.h" /* kl_status */
 
 typedef struct kl_hsaco_kernel {
-  char *name;    /* ".name" */
-  char *symbol;  /* ".symbol" (the descriptor symbol, "name.kd") */
+  char *name;               /* ".name" */
+  char *symbol;             /* ".symbol" (the descriptor symbol, "name.kd") */
   bool has_function_symbol; /* an STT_FUNC symbol named `name` exists */
   bool has_kd_symbol;       /* an STT_OBJECT symbol named `symbol` exists (64 bytes) */
   uint64_t kd_addr;         /* virtual address of the kernel descriptor */
   /* From the metadata (-1 when absent). */
   int64_t vgpr_count, sgpr_count, agpr_count;
-  int64_t lds_bytes;      /* .group_segment_fixed_size */
-  int64_t scratch_bytes;  /* .private_segment_fixed_size */
+  int64_t lds_bytes;     /* .group_segment_fixed_size */
+  int64_t scratch_bytes; /* .private_segment_fixed_size */
   int64_t kernarg_size, kernarg_align;
   int64_t max_flat_workgroup_size, wavefront_size;
   int64_t vgpr_spill_count, sgpr_spill_count;
@@ -36,8 +36,8 @@ typedef struct kl_hsaco_kernel {
 typedef struct kl_hsaco_info {
   uint16_t elf_type, machine;
   uint32_t e_flags;
-  const char *chip;    /* from e_flags: "gfx942", …; "unknown" if not in kiln's table (static) */
-  char *target;        /* "amdhsa.target", e.g. "amdgcn-amd-amdhsa--gfx942" (NULL if absent) */
+  const char *chip;                 /* from e_flags: "gfx942", …; "unknown" if not in kiln's table (static) */
+  char *target;                     /* "amdhsa.target", e.g. "amdgcn-amd-amdhsa--gfx942" (NULL if absent) */
   int version_major, version_minor; /* "amdhsa.version" (-1 if absent) */
   int nkernels;
   kl_hsaco_kernel *kernels;
@@ -57,6 +57,5 @@ char *kl_hsaco_metadata_text(const void *data, size_t size, char *err, size_t er
 /* Symbols (name, value, size, ELF type) of .symtab and .dynsym, for the disassembler.
  * Calls fn for each named symbol; returns KL_ERR on malformed input. */
 typedef void (*kl_hsaco_symbol_fn)(void *user, const char *name, uint64_t value, uint64_t size, int type);
-kl_status kl_hsaco_symbols(const void *data, size_t size, kl_hsaco_symbol_fn fn, void *user, char *err,
-                           size_t errlen);
+kl_status kl_hsaco_symbols(const void *data, size_t size, kl_hsaco_symbol_fn fn, void *user, char *err, size_t errlen);
 #endif

@@ -23,7 +23,7 @@ LLD_HAS_DRIVER(elf)
 
 static void kl_no_polly(llvm::PassBuilder &) {}
 __attribute__((weak)) llvm::PassPluginLibraryInfo getPollyPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "Polly (not linked into kiln)", "0", kl_no_polly};
+  return { LLVM_PLUGIN_API_VERSION, "Polly (not linked into kiln)", "0", kl_no_polly };
 }
 
 static std::mutex kl_lld_mutex;
@@ -50,7 +50,7 @@ extern "C" int kl_lld_link_elf(const char **argv, int argc, char *err, size_t er
   std::string out, errs;
   llvm::raw_string_ostream os(out), es(errs);
   lld::Result r = lld::lldMain(llvm::ArrayRef<const char *>(argv, (size_t)argc), os, es,
-                               {{lld::Gnu, &lld::elf::link}});
+                               { { lld::Gnu, &lld::elf::link } });
   os.flush();
   es.flush();
   if (!r.canRunAgain) kl_lld_broken = true;

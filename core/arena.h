@@ -9,11 +9,14 @@
 #include <stdarg.h>
 
 typedef struct kl_arena_chunk kl_arena_chunk;
-typedef struct kl_arena { kl_arena_chunk *head; size_t total; } kl_arena;
+typedef struct kl_arena {
+  kl_arena_chunk *head;
+  size_t total;
+} kl_arena;
 
-void  kl_arena_init(kl_arena *a);
-void  kl_arena_destroy(kl_arena *a);
-void *kl_arena_alloc(kl_arena *a, size_t n);             /* zeroed */
+void kl_arena_init(kl_arena *a);
+void kl_arena_destroy(kl_arena *a);
+void *kl_arena_alloc(kl_arena *a, size_t n); /* zeroed */
 void *kl_arena_dup(kl_arena *a, const void *p, size_t n);
 char *kl_arena_strdup(kl_arena *a, const char *s);
 char *kl_arena_strndup(kl_arena *a, const char *s, size_t n);
@@ -24,13 +27,16 @@ void *kl_xcalloc(size_t n, size_t m);
 void *kl_xrealloc(void *p, size_t n);
 char *kl_xstrdup(const char *s);
 
-typedef struct kl_sb { char *buf; size_t len, cap; } kl_sb;
-void  kl_sb_putc(kl_sb *sb, char c);
-void  kl_sb_puts(kl_sb *sb, const char *s);
-void  kl_sb_putn(kl_sb *sb, const char *s, size_t n);
-void  kl_sb_printf(kl_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void  kl_sb_vprintf(kl_sb *sb, const char *fmt, va_list ap);
-char *kl_sb_take(kl_sb *sb);        /* returns the malloc'd string (never NULL), resets sb */
-void  kl_sb_free(kl_sb *sb);
-const char *kl_sb_str(kl_sb *sb);   /* NUL-terminated view, never NULL */
+typedef struct kl_sb {
+  char *buf;
+  size_t len, cap;
+} kl_sb;
+void kl_sb_putc(kl_sb *sb, char c);
+void kl_sb_puts(kl_sb *sb, const char *s);
+void kl_sb_putn(kl_sb *sb, const char *s, size_t n);
+void kl_sb_printf(kl_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kl_sb_vprintf(kl_sb *sb, const char *fmt, va_list ap);
+char *kl_sb_take(kl_sb *sb); /* returns the malloc'd string (never NULL), resets sb */
+void kl_sb_free(kl_sb *sb);
+const char *kl_sb_str(kl_sb *sb); /* NUL-terminated view, never NULL */
 #endif

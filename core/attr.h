@@ -11,11 +11,22 @@
 #include "core/type.h"
 
 typedef enum {
-  KL_AT_INT, KL_AT_FLOAT, KL_AT_STR, KL_AT_BOOL, KL_AT_UNIT,
-  KL_AT_ARRAY, KL_AT_DICT, KL_AT_TYPE, KL_AT_SYMREF, KL_AT_EXT
+  KL_AT_INT,
+  KL_AT_FLOAT,
+  KL_AT_STR,
+  KL_AT_BOOL,
+  KL_AT_UNIT,
+  KL_AT_ARRAY,
+  KL_AT_DICT,
+  KL_AT_TYPE,
+  KL_AT_SYMREF,
+  KL_AT_EXT
 } kl_attr_kind;
 
-typedef struct kl_named_attr { const char *name; const kl_attr *value; } kl_named_attr;
+typedef struct kl_named_attr {
+  const char *name;
+  const kl_attr *value;
+} kl_named_attr;
 
 /* An extension attribute kind: `#name<body>`. print appends the body (without the
  * "#name<" and ">") to sb. parse gets the raw body text (between the '<' and its
@@ -43,9 +54,9 @@ struct kl_attr {
   const char *text;             /* canonical printed form (interned) */
 };
 
-const kl_attr *kl_attr_int(kl_ctx *ctx, int64_t v);                       /* : i64 */
+const kl_attr *kl_attr_int(kl_ctx *ctx, int64_t v); /* : i64 */
 const kl_attr *kl_attr_int_typed(kl_ctx *ctx, int64_t v, const kl_type *t);
-const kl_attr *kl_attr_float(kl_ctx *ctx, double v);                      /* : f64 */
+const kl_attr *kl_attr_float(kl_ctx *ctx, double v); /* : f64 */
 const kl_attr *kl_attr_float_typed(kl_ctx *ctx, double v, const kl_type *t);
 const kl_attr *kl_attr_str(kl_ctx *ctx, const char *s);
 const kl_attr *kl_attr_strn(kl_ctx *ctx, const char *s, size_t n);

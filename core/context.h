@@ -23,12 +23,12 @@ typedef struct kl_region kl_region;
 typedef struct kl_opdef kl_opdef;
 
 /* Locations, severities and the diagnostic value are core/diag.h's. */
-kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);   /* file interned */
+kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col); /* file interned */
 
 /* A context with the dialects registered (core/dialects.c) and no passes: whoever runs
  * passes calls kl_register_builtin_passes (passes/passes.h) once. */
 kl_ctx *kl_ctx_create(void);
-void    kl_ctx_destroy(kl_ctx *ctx);
+void kl_ctx_destroy(kl_ctx *ctx);
 kl_arena *kl_ctx_arena(kl_ctx *ctx);
 /* Interned identifier: equal strings give the same pointer. */
 const char *kl_intern(kl_ctx *ctx, const char *s);
@@ -39,20 +39,21 @@ const char *kl_intern_n(kl_ctx *ctx, const char *s, size_t n);
  * (core/diag.h: the same callback a kl_diag_sink takes). kl_diag_take returns (and clears) all
  * diagnostics text since the last take, malloc'd (caller frees); "" if none. */
 kl_status kl_emit_error(kl_ctx *ctx, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void kl_emit_diag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void kl_emit_diag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void kl_emit_vdiag(kl_ctx *ctx, kl_diag_kind kind, kl_loc loc, const char *fmt, va_list ap);
 char *kl_diag_take(kl_ctx *ctx);
-bool  kl_diag_has_error(kl_ctx *ctx);
-int   kl_diag_error_count(kl_ctx *ctx);
-void  kl_ctx_set_diag_handler(kl_ctx *ctx, kl_diag_handler fn, void *user);
+bool kl_diag_has_error(kl_ctx *ctx);
+int kl_diag_error_count(kl_ctx *ctx);
+void kl_ctx_set_diag_handler(kl_ctx *ctx, kl_diag_handler fn, void *user);
 
 /* Per-context user data slots, for layers above the core (Lua bindings, runtime). */
-void  kl_ctx_set_user(kl_ctx *ctx, const char *key, void *value);
+void kl_ctx_set_user(kl_ctx *ctx, const char *key, void *value);
 void *kl_ctx_get_user(kl_ctx *ctx, const char *key);
 
 /* Runs fn(user) when the context is destroyed (last registered runs first); for
  * caches and other objects that layers above the core hang on a context. */
-void  kl_ctx_on_destroy(kl_ctx *ctx, void (*fn)(void *user), void *user);
+void kl_ctx_on_destroy(kl_ctx *ctx, void (*fn)(void *user), void *user);
 
 /* Op registry (see ir.h for kl_opdef and the hooks attached to op definitions).
  * Registering a name twice replaces the earlier definition (its hooks stay). Lookup

@@ -18,16 +18,23 @@
 /* A source location: file:line:col for text input, or a Lua chunk and line
  * ("script.lua", line, 0). file is interned by a context (kl_loc_make) or a string
  * that outlives the location (NULL for "unknown"). */
-typedef struct kl_loc { const char *file; int line, col; } kl_loc;
-#define KL_LOC_UNKNOWN ((kl_loc){0, 0, 0})
+typedef struct kl_loc {
+  const char *file;
+  int line, col;
+} kl_loc;
+#define KL_LOC_UNKNOWN ((kl_loc){ 0, 0, 0 })
 /* Writes "file:line:col" (or "file:line", or "file", or "<unknown>") into buf. */
 void kl_loc_format(kl_loc loc, char *buf, size_t n);
 
 typedef enum { KL_DIAG_ERROR, KL_DIAG_WARNING, KL_DIAG_NOTE } kl_diag_kind;
-const char *kl_diag_kind_name(kl_diag_kind kind);   /* "error", "warning", "note" */
+const char *kl_diag_kind_name(kl_diag_kind kind); /* "error", "warning", "note" */
 
 /* One diagnostic; message is owned by whoever made the value (valid during a callback). */
-typedef struct kl_diag { kl_diag_kind severity; kl_loc loc; const char *message; } kl_diag;
+typedef struct kl_diag {
+  kl_diag_kind severity;
+  kl_loc loc;
+  const char *message;
+} kl_diag;
 /* "file:line:col: error: message" into buf[n] (truncated, NUL-terminated); returns buf. */
 char *kl_diag_format(const kl_diag *d, char *buf, size_t n);
 
@@ -39,15 +46,18 @@ typedef void (*kl_diag_handler)(void *user, const kl_diag *d);
  * `char *err` convention has it) is kept in buf[len] (buf may be NULL: dropped).
  * nerrors counts the errors reported. */
 typedef struct kl_diag_sink {
-  char *buf; size_t len;
-  kl_diag_handler fn; void *user;
+  char *buf;
+  size_t len;
+  kl_diag_handler fn;
+  void *user;
   int nerrors;
 } kl_diag_sink;
 kl_diag_sink kl_diag_sink_buffer(char *buf, size_t len);
 kl_diag_sink kl_diag_sink_callback(kl_diag_handler fn, void *user);
 /* Formats and reports one diagnostic to sink (may be NULL: dropped); returns 1 for an
  * error, 0 otherwise. */
-int kl_report(kl_diag_sink *sink, kl_diag_kind kind, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int kl_report(kl_diag_sink *sink, kl_diag_kind kind, kl_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* The formatting helper (see the contract). */
 int kl_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -9,19 +9,19 @@
 
 double kl_round_to_type(const kl_type *t, double v) {
   switch (t->kind) {
-  case KL_TY_F64: return v;
-  case KL_TY_F32: return kl_round_f32(v);
-  case KL_TY_BF16: return kl_round_bf16(v);
-  case KL_TY_F16: return kl_round_f16(v);
-  default: return (double)kl_wrap_int(t, (int64_t)v);
+    case KL_TY_F64: return v;
+    case KL_TY_F32: return kl_round_f32(v);
+    case KL_TY_BF16: return kl_round_bf16(v);
+    case KL_TY_F16: return kl_round_f16(v);
+    default: return (double)kl_wrap_int(t, (int64_t)v);
   }
 }
 int64_t kl_wrap_int(const kl_type *t, int64_t v) {
   switch (t->kind) {
-  case KL_TY_I1: return v & 1;
-  case KL_TY_I8: return (int8_t)v;
-  case KL_TY_I32: return (int32_t)v;
-  default: return v;
+    case KL_TY_I1: return v & 1;
+    case KL_TY_I8: return (int8_t)v;
+    case KL_TY_I32: return (int32_t)v;
+    default: return v;
   }
 }
 const kl_attr *kl_const_attr_for(kl_ctx *ctx, const kl_type *t, double v) {
@@ -42,18 +42,20 @@ static kl_status verify_constant(kl_op *op) {
       (v->kind == KL_AT_FLOAT && kl_type_is_float(et) && v->type == et) ||
       (v->kind == KL_AT_BOOL && et->kind == KL_TY_I1))
     return KL_OK;
-  return kl_emit_error(op->ctx, op->loc, "'arith.constant': value %s does not match result type %s",
-                       v->text, kl_type_str(t));
+  return kl_emit_error(op->ctx, op->loc, "'arith.constant': value %s does not match result type %s", v->text,
+                       kl_type_str(t));
 }
 static const kl_type *elem_of(const kl_type *t) { return t->kind == KL_TY_VECTOR ? t->elem : t; }
 static kl_status verify_int_op(kl_op *op) {
   if (!kl_type_is_int(elem_of(op->results[0].type)))
-    return kl_emit_error(op->ctx, op->loc, "'%s' expects integer operands, got %s", op->name, kl_type_str(op->results[0].type));
+    return kl_emit_error(op->ctx, op->loc, "'%s' expects integer operands, got %s", op->name,
+                         kl_type_str(op->results[0].type));
   return KL_OK;
 }
 static kl_status verify_float_op(kl_op *op) {
   if (!kl_type_is_float(elem_of(op->results[0].type)))
-    return kl_emit_error(op->ctx, op->loc, "'%s' expects float operands, got %s", op->name, kl_type_str(op->results[0].type));
+    return kl_emit_error(op->ctx, op->loc, "'%s' expects float operands, got %s", op->name,
+                         kl_type_str(op->results[0].type));
   return KL_OK;
 }
 static kl_status verify_cmp(kl_op *op) {
@@ -62,21 +64,23 @@ static kl_status verify_cmp(kl_op *op) {
                          kl_type_str(op->opnds[0].value->type), kl_type_str(op->opnds[1].value->type));
   const char *p = kl_op_attr_string(op, "predicate");
   static const char *preds[] = { "eq", "ne", "lt", "le", "gt", "ge", NULL };
-  for (int i = 0; preds[i]; i++) if (p && !strcmp(p, preds[i])) return KL_OK;
+  for (int i = 0; preds[i]; i++)
+    if (p && !strcmp(p, preds[i])) return KL_OK;
   return kl_emit_error(op->ctx, op->loc, "'%s': predicate must be one of eq, ne, lt, le, gt, ge", op->name);
 }
 static kl_status verify_select(kl_op *op) {
   if (elem_of(op->opnds[0].value->type)->kind != KL_TY_I1)
-    return kl_emit_error(op->ctx, op->loc, "'arith.select': condition must be i1, got %s", kl_type_str(op->opnds[0].value->type));
+    return kl_emit_error(op->ctx, op->loc, "'arith.select': condition must be i1, got %s",
+                         kl_type_str(op->opnds[0].value->type));
   if (op->opnds[1].value->type != op->results[0].type || op->opnds[2].value->type != op->results[0].type)
-    return kl_emit_error(op->ctx, op->loc, "'arith.select': branches must have the result type %s", kl_type_str(op->results[0].type));
+    return kl_emit_error(op->ctx, op->loc, "'arith.select': branches must have the result type %s",
+                         kl_type_str(op->results[0].type));
   return KL_OK;
 }
 static kl_status verify_func(kl_op *op) {
   if (!kl_op_attr_string(op, "sym_name"))
     return kl_emit_error(op->ctx, op->loc, "'func.func' needs a string attribute 'sym_name'");
-  if (!op->regions[0].first)
-    return kl_emit_error(op->ctx, op->loc, "'func.func' needs a body block");
+  if (!op->regions[0].first) return kl_emit_error(op->ctx, op->loc, "'func.func' needs a body block");
   return KL_OK;
 }
 static kl_status verify_for(kl_op *op) {
@@ -86,7 +90,8 @@ static kl_status verify_for(kl_op *op) {
   if (niter != op->nresults)
     return kl_emit_error(op->ctx, op->loc, "'scf.for': %d loop-carried values but %d results", niter, op->nresults);
   if (!b || b->nargs != 1 + niter)
-    return kl_emit_error(op->ctx, op->loc, "'scf.for': body must take the induction variable and %d iteration values", niter);
+    return kl_emit_error(op->ctx, op->loc, "'scf.for': body must take the induction variable and %d iteration values",
+                         niter);
   for (int i = 0; i < 3; i++)
     if (op->opnds[i].value->type->kind != KL_TY_INDEX)
       return kl_emit_error(op->ctx, op->loc, "'scf.for': bounds and step must be index");
@@ -99,7 +104,8 @@ static kl_status verify_yield(kl_op *op) {
   kl_op *parent = kl_op_parent_op(op);
   if (!parent) return KL_OK;
   if (parent->nresults != op->nopnds)
-    return kl_emit_error(op->ctx, op->loc, "'%s' yields %d values but '%s' has %d results", op->name, op->nopnds, parent->name, parent->nresults);
+    return kl_emit_error(op->ctx, op->loc, "'%s' yields %d values but '%s' has %d results", op->name, op->nopnds,
+                         parent->name, parent->nresults);
   for (int i = 0; i < op->nopnds; i++)
     if (op->opnds[i].value->type != parent->results[i].type)
       return kl_emit_error(op->ctx, op->loc, "'%s' value %d has type %s, expected %s", op->name, i,
@@ -110,11 +116,20 @@ static kl_status verify_yield(kl_op *op) {
 /* ---- folds ---- */
 static bool cst_num(const kl_attr *a, double *d) {
   if (!a) return false;
-  if (a->kind == KL_AT_INT || a->kind == KL_AT_BOOL) { *d = (double)a->i; return true; }
-  if (a->kind == KL_AT_FLOAT) { *d = a->f; return true; }
+  if (a->kind == KL_AT_INT || a->kind == KL_AT_BOOL) {
+    *d = (double)a->i;
+    return true;
+  }
+  if (a->kind == KL_AT_FLOAT) {
+    *d = a->f;
+    return true;
+  }
   return false;
 }
-static bool is_value(const kl_attr *a, double v) { double d; return cst_num(a, &d) && d == v && !(v == 0 && signbit(d)); }
+static bool is_value(const kl_attr *a, double v) {
+  double d;
+  return cst_num(a, &d) && d == v && !(v == 0 && signbit(d));
+}
 
 typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_REM, B_MAX, B_MIN, B_AND, B_OR, B_XOR } binkind;
 static binkind bin_kind(const char *name) {
@@ -138,37 +153,62 @@ static bool fold_binary(kl_op *op, const kl_attr *const *cst, kl_fold_result *ou
   double a, b;
   if (cst_num(cst[0], &a) && cst_num(cst[1], &b)) {
     if (isf) {
-      double r = k == B_ADD ? a + b : k == B_SUB ? a - b : k == B_MUL ? a * b : k == B_DIV ? a / b :
-                 k == B_REM ? fmod(a, b) : kl_binop_f64(k == B_MAX ? KL_BIN_MAX : KL_BIN_MIN, a, b);   /* the reference's max/min */
+      double r = k == B_ADD ? a + b
+          : k == B_SUB      ? a - b
+          : k == B_MUL      ? a * b
+          : k == B_DIV      ? a / b
+          : k == B_REM      ? fmod(a, b)
+                            : kl_binop_f64(k == B_MAX ? KL_BIN_MAX : KL_BIN_MIN, a, b); /* the reference's max/min */
       out[0].attr = kl_const_attr_for(op->ctx, t, r);
       return true;
     }
     int64_t x = (int64_t)a, y = (int64_t)b, r;
-    if ((k == B_DIV || k == B_REM) && y == 0) return false;   /* UB: leave it */
+    if ((k == B_DIV || k == B_REM) && y == 0) return false; /* UB: leave it */
     if ((k == B_DIV || k == B_REM) && y == -1 && x == INT64_MIN) return false;
     switch (k) {
-    case B_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
-    case B_SUB: r = (int64_t)((uint64_t)x - (uint64_t)y); break;
-    case B_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
-    case B_DIV: r = x / y; break;
-    case B_REM: r = x % y; break;
-    case B_MAX: r = x > y ? x : y; break;
-    case B_MIN: r = x < y ? x : y; break;
-    case B_AND: r = x & y; break;
-    case B_OR: r = x | y; break;
-    default: r = x ^ y; break;
+      case B_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
+      case B_SUB: r = (int64_t)((uint64_t)x - (uint64_t)y); break;
+      case B_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+      case B_DIV: r = x / y; break;
+      case B_REM: r = x % y; break;
+      case B_MAX: r = x > y ? x : y; break;
+      case B_MIN: r = x < y ? x : y; break;
+      case B_AND: r = x & y; break;
+      case B_OR: r = x | y; break;
+      default: r = x ^ y; break;
     }
     out[0].attr = kl_attr_int_typed(op->ctx, kl_wrap_int(t, r), t);
     return true;
   }
   /* Algebraic identities (exact for ints; for floats only those IEEE allows). */
-  if ((k == B_ADD || k == B_SUB || k == B_OR || k == B_XOR) && !isf && is_value(cst[1], 0)) { out[0].value = op->opnds[0].value; return true; }
-  if (k == B_ADD && !isf && is_value(cst[0], 0)) { out[0].value = op->opnds[1].value; return true; }
-  if ((k == B_MUL || k == B_DIV) && is_value(cst[1], 1)) { out[0].value = op->opnds[0].value; return true; }
-  if (k == B_MUL && is_value(cst[0], 1)) { out[0].value = op->opnds[1].value; return true; }
-  if (k == B_MUL && !isf && (is_value(cst[0], 0) || is_value(cst[1], 0))) { out[0].attr = kl_attr_int_typed(op->ctx, 0, t); return true; }
-  if (k == B_SUB && !isf && op->opnds[0].value == op->opnds[1].value) { out[0].attr = kl_attr_int_typed(op->ctx, 0, t); return true; }
-  if ((k == B_MAX || k == B_MIN || k == B_AND || k == B_OR) && op->opnds[0].value == op->opnds[1].value) { out[0].value = op->opnds[0].value; return true; }
+  if ((k == B_ADD || k == B_SUB || k == B_OR || k == B_XOR) && !isf && is_value(cst[1], 0)) {
+    out[0].value = op->opnds[0].value;
+    return true;
+  }
+  if (k == B_ADD && !isf && is_value(cst[0], 0)) {
+    out[0].value = op->opnds[1].value;
+    return true;
+  }
+  if ((k == B_MUL || k == B_DIV) && is_value(cst[1], 1)) {
+    out[0].value = op->opnds[0].value;
+    return true;
+  }
+  if (k == B_MUL && is_value(cst[0], 1)) {
+    out[0].value = op->opnds[1].value;
+    return true;
+  }
+  if (k == B_MUL && !isf && (is_value(cst[0], 0) || is_value(cst[1], 0))) {
+    out[0].attr = kl_attr_int_typed(op->ctx, 0, t);
+    return true;
+  }
+  if (k == B_SUB && !isf && op->opnds[0].value == op->opnds[1].value) {
+    out[0].attr = kl_attr_int_typed(op->ctx, 0, t);
+    return true;
+  }
+  if ((k == B_MAX || k == B_MIN || k == B_AND || k == B_OR) && op->opnds[0].value == op->opnds[1].value) {
+    out[0].value = op->opnds[0].value;
+    return true;
+  }
   return false;
 }
 /* Integer power with the graph's semantics: a negative exponent gives 1/x^-e truncated
@@ -176,15 +216,21 @@ static bool fold_binary(kl_op *op, const kl_attr *const *cst, kl_fold_result *ou
 int64_t kl_ipow(int64_t x, int64_t e) {
   if (e < 0) return x == 1 ? 1 : x == -1 ? ((-e) & 1 ? -1 : 1) : 0;
   uint64_t r = 1, b = (uint64_t)x;
-  while (e > 0) { if (e & 1) r *= b; b *= b; e >>= 1; }
+  while (e > 0) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
   return (int64_t)r;
 }
 static bool fold_pow(kl_op *op, const kl_attr *const *cst, kl_fold_result *out) {
   double a, b;
   const kl_type *t = op->results[0].type;
   if (t->kind == KL_TY_VECTOR || !cst_num(cst[0], &a) || !cst_num(cst[1], &b)) return false;
-  if (kl_type_is_float(t)) out[0].attr = kl_const_attr_for(op->ctx, t, pow(a, b));
-  else out[0].attr = kl_attr_int_typed(op->ctx, kl_wrap_int(t, kl_ipow((int64_t)a, (int64_t)b)), t);
+  if (kl_type_is_float(t))
+    out[0].attr = kl_const_attr_for(op->ctx, t, pow(a, b));
+  else
+    out[0].attr = kl_attr_int_typed(op->ctx, kl_wrap_int(t, kl_ipow((int64_t)a, (int64_t)b)), t);
   return true;
 }
 static bool fold_unary_math(kl_op *op, const kl_attr *const *cst, kl_fold_result *out) {
@@ -193,24 +239,35 @@ static bool fold_unary_math(kl_op *op, const kl_attr *const *cst, kl_fold_result
   if (t->kind == KL_TY_VECTOR || !cst_num(cst[0], &a)) return false;
   const char *n = strchr(op->name, '.') + 1;
   double r;
-  if (!strcmp(n, "negf")) r = -a;
-  else if (!strcmp(n, "exp")) r = exp(a);
-  else if (!strcmp(n, "log")) r = log(a);
-  else if (!strcmp(n, "sqrt")) r = sqrt(a);
-  else if (!strcmp(n, "rsqrt")) r = 1.0 / sqrt(a);
-  else if (!strcmp(n, "tanh")) r = tanh(a);
-  else if (!strcmp(n, "absf")) r = fabs(a);
-  else return false;
+  if (!strcmp(n, "negf"))
+    r = -a;
+  else if (!strcmp(n, "exp"))
+    r = exp(a);
+  else if (!strcmp(n, "log"))
+    r = log(a);
+  else if (!strcmp(n, "sqrt"))
+    r = sqrt(a);
+  else if (!strcmp(n, "rsqrt"))
+    r = 1.0 / sqrt(a);
+  else if (!strcmp(n, "tanh"))
+    r = tanh(a);
+  else if (!strcmp(n, "absf"))
+    r = fabs(a);
+  else
+    return false;
   out[0].attr = kl_const_attr_for(op->ctx, t, r);
   return true;
 }
 static bool fold_cast(kl_op *op, const kl_attr *const *cst, kl_fold_result *out) {
   const kl_type *t = op->results[0].type;
-  if (op->opnds[0].value->type == t) { out[0].value = op->opnds[0].value; return true; }
+  if (op->opnds[0].value->type == t) {
+    out[0].value = op->opnds[0].value;
+    return true;
+  }
   double a;
   if (t->kind == KL_TY_VECTOR || !cst_num(cst[0], &a)) return false;
   if (kl_type_is_int(t) && kl_type_is_float(op->opnds[0].value->type)) {
-    if (!(fabs(a) < 9.2e18)) return false;  /* out of range: leave it to run time */
+    if (!(fabs(a) < 9.2e18)) return false; /* out of range: leave it to run time */
     a = trunc(a);
   }
   out[0].attr = kl_const_attr_for(op->ctx, t, a);
@@ -220,14 +277,21 @@ static bool fold_cmp(kl_op *op, const kl_attr *const *cst, kl_fold_result *out) 
   double a, b;
   if (op->results[0].type->kind == KL_TY_VECTOR || !cst_num(cst[0], &a) || !cst_num(cst[1], &b)) return false;
   const char *p = kl_op_attr_string(op, "predicate");
-  bool r = !strcmp(p, "eq") ? a == b : !strcmp(p, "ne") ? a != b : !strcmp(p, "lt") ? a < b :
-           !strcmp(p, "le") ? a <= b : !strcmp(p, "gt") ? a > b : a >= b;
+  bool r = !strcmp(p, "eq") ? a == b
+      : !strcmp(p, "ne")    ? a != b
+      : !strcmp(p, "lt")    ? a < b
+      : !strcmp(p, "le")    ? a <= b
+      : !strcmp(p, "gt")    ? a > b
+                            : a >= b;
   out[0].attr = kl_attr_int_typed(op->ctx, r, op->results[0].type);
   return true;
 }
 static bool fold_select(kl_op *op, const kl_attr *const *cst, kl_fold_result *out) {
   double c;
-  if (op->opnds[1].value == op->opnds[2].value) { out[0].value = op->opnds[1].value; return true; }
+  if (op->opnds[1].value == op->opnds[2].value) {
+    out[0].value = op->opnds[1].value;
+    return true;
+  }
   if (!cst_num(cst[0], &c)) return false;
   out[0].value = op->opnds[c != 0 ? 1 : 2].value;
   return true;
@@ -253,11 +317,17 @@ static void print_types(kl_printer *pr, int n, const kl_type *const *ts, size_t 
 
 void kl_print_generic_escape(kl_printer *pr, kl_op *op) {
   kl_printer_puts(pr, " generic(");
-  for (int i = 0; i < op->nopnds; i++) { if (i) kl_printer_puts(pr, ", "); kl_printer_value(pr, op->opnds[i].value); }
+  for (int i = 0; i < op->nopnds; i++) {
+    if (i) kl_printer_puts(pr, ", ");
+    kl_printer_value(pr, op->opnds[i].value);
+  }
   kl_printer_puts(pr, ")");
   if (op->nregions) {
     kl_printer_puts(pr, " (");
-    for (int i = 0; i < op->nregions; i++) { if (i) kl_printer_puts(pr, ", "); kl_printer_region(pr, &op->regions[i], true); }
+    for (int i = 0; i < op->nregions; i++) {
+      if (i) kl_printer_puts(pr, ", ");
+      kl_printer_region(pr, &op->regions[i], true);
+    }
     kl_printer_puts(pr, ")");
   }
   kl_printer_attr_dict(pr, op, NULL);
@@ -271,7 +341,8 @@ void kl_print_generic_escape(kl_printer *pr, kl_op *op) {
 }
 
 static bool operands_present(const kl_op *op) {
-  for (int i = 0; i < op->nopnds; i++) if (!op->opnds[i].value) return false;
+  for (int i = 0; i < op->nopnds; i++)
+    if (!op->opnds[i].value) return false;
   return true;
 }
 static const kl_type *elem_or_self(const kl_type *t) { return t->elem ? t->elem : t; }
@@ -282,18 +353,21 @@ static const char *func_symbol(const kl_op *op) {
   return a && a->kind == KL_AT_STR && strlen(a->s) == a->len ? a->s : NULL;
 }
 static void print_func(kl_printer *pr, kl_op *op) {
-  if (op->nopnds || op->nresults || op->nregions != 1) { kl_print_generic_escape(pr, op); return; }
+  if (op->nopnds || op->nresults || op->nregions != 1) {
+    kl_print_generic_escape(pr, op);
+    return;
+  }
   static const char *const elide_sym[] = { "sym_name", NULL };
   const char *sym = func_symbol(op);
   if (sym) {
-    kl_sb sb = {0};
+    kl_sb sb = { 0 };
     kl_sb_puts(&sb, " @");
     kl_print_ident_or_string(&sb, sym);
     kl_printer_puts(pr, kl_sb_str(&sb));
     kl_sb_free(&sb);
   }
   kl_printer_puts(pr, sym ? "(" : " (");
-  kl_block *entry = op->regions[0].first;     /* NULL: a body without blocks prints "{}" */
+  kl_block *entry = op->regions[0].first; /* NULL: a body without blocks prints "{}" */
   for (int i = 0; entry && i < entry->nargs; i++) {
     kl_printer_printf(pr, "%s%s: ", i ? ", " : "", kl_printer_value_name(pr, entry->args[i]));
     kl_printer_type(pr, entry->args[i]->type);
@@ -348,12 +422,21 @@ static kl_status parse_operand_types(kl_parser *p, kl_op_state *st) {
 
 /* func.return */
 static void print_return(kl_printer *pr, kl_op *op) {
-  if (op->nresults || op->nregions || op->next || !operands_present(op)) { kl_print_generic_escape(pr, op); return; }
-  for (int i = 0; i < op->nopnds; i++) { kl_printer_puts(pr, i ? ", " : " "); kl_printer_value(pr, op->opnds[i].value); }
+  if (op->nresults || op->nregions || op->next || !operands_present(op)) {
+    kl_print_generic_escape(pr, op);
+    return;
+  }
+  for (int i = 0; i < op->nopnds; i++) {
+    kl_printer_puts(pr, i ? ", " : " ");
+    kl_printer_value(pr, op->opnds[i].value);
+  }
   kl_printer_attr_dict(pr, op, NULL);
   if (!op->nopnds) return;
   kl_printer_puts(pr, " : ");
-  for (int i = 0; i < op->nopnds; i++) { if (i) kl_printer_puts(pr, ", "); kl_printer_type(pr, op->opnds[i].value->type); }
+  for (int i = 0; i < op->nopnds; i++) {
+    if (i) kl_printer_puts(pr, ", ");
+    kl_printer_type(pr, op->opnds[i].value->type);
+  }
 }
 static kl_status parse_return(kl_parser *p, kl_op_state *st) {
   if (kl_parser_peek_operand(p)) {
@@ -375,13 +458,21 @@ static bool constant_short(const kl_op *op, const kl_attr *v) {
 }
 static void print_constant(kl_printer *pr, kl_op *op) {
   const kl_attr *v = kl_op_attr(op, "value");
-  if (op->nopnds || op->nresults != 1 || op->nregions || !v) { kl_print_generic_escape(pr, op); return; }
+  if (op->nopnds || op->nresults != 1 || op->nregions || !v) {
+    kl_print_generic_escape(pr, op);
+    return;
+  }
   static const char *const elide_value[] = { "value", NULL };
   if (constant_short(op, v)) {
-    kl_sb sb = {0};
-    if (v->kind == KL_AT_INT) kl_sb_printf(&sb, " %lld", (long long)v->i);
-    else if (v->kind == KL_AT_BOOL) kl_sb_puts(&sb, v->i ? " true" : " false");
-    else { kl_sb_putc(&sb, ' '); kl_print_double(&sb, v->f); }
+    kl_sb sb = { 0 };
+    if (v->kind == KL_AT_INT)
+      kl_sb_printf(&sb, " %lld", (long long)v->i);
+    else if (v->kind == KL_AT_BOOL)
+      kl_sb_puts(&sb, v->i ? " true" : " false");
+    else {
+      kl_sb_putc(&sb, ' ');
+      kl_print_double(&sb, v->f);
+    }
     kl_printer_puts(pr, kl_sb_str(&sb));
     kl_sb_free(&sb);
     kl_printer_attr_dict(pr, op, elide_value);
@@ -402,19 +493,22 @@ static kl_status parse_constant(kl_parser *p, kl_op_state *st) {
   if (kl_parser_type(p, &t) != KL_OK) return KL_ERR;
   kl_op_state_add_result_type(p, st, t);
   bool in_dict = false;
-  for (int i = 0; i < st->nattrs; i++) if (!strcmp(st->attrs[i].name, "value")) in_dict = true;
+  for (int i = 0; i < st->nattrs; i++)
+    if (!strcmp(st->attrs[i].name, "value")) in_dict = true;
   if (!v) return in_dict ? KL_OK : kl_parser_error_at(p, vloc, "'arith.constant' needs a value");
   if (in_dict) return kl_parser_error_at(p, vloc, "'arith.constant' has a value and a 'value' attribute");
   const kl_type *et = elem_or_self(t);
   if (v->kind == KL_AT_FLOAT || v->kind == KL_AT_INT) {
     bool isf = v->kind == KL_AT_FLOAT;
-    if (kl_type_is_float(et)) v = kl_attr_float_typed(ctx, isf ? v->f : (double)v->i, et);
+    if (kl_type_is_float(et))
+      v = kl_attr_float_typed(ctx, isf ? v->f : (double)v->i, et);
     else if (kl_type_is_int(et) && !isf) {
       if (!kl_int_literal_fits(et, v->i))
         return kl_parser_error_at(p, vloc, "integer %lld out of range for type %s", (long long)v->i, kl_type_str(et));
       v = kl_attr_int_typed(ctx, v->i, et);
     } else {
-      return kl_parser_error_at(p, vloc, "%s constant cannot have type %s", isf ? "a floating-point" : "an integer", kl_type_str(t));
+      return kl_parser_error_at(p, vloc, "%s constant cannot have type %s", isf ? "a floating-point" : "an integer",
+                                kl_type_str(t));
     }
   }
   kl_op_state_add_attr(p, st, "value", v);
@@ -459,7 +553,8 @@ static kl_status parse_binary(kl_parser *p, kl_op_state *st) {
 static kl_status verify_broadcast(kl_op *op) {
   const kl_type *t = op->results[0].type;
   if (t->kind != KL_TY_VECTOR || t->elem != op->opnds[0].value->type)
-    return kl_emit_error(op->ctx, op->loc, "'vector.broadcast' makes a vector of its scalar operand's type, got %s from %s",
+    return kl_emit_error(op->ctx, op->loc,
+                         "'vector.broadcast' makes a vector of its scalar operand's type, got %s from %s",
                          kl_type_str(t), kl_type_str(op->opnds[0].value->type));
   return KL_OK;
 }
@@ -468,77 +563,202 @@ static kl_status verify_shuffle(kl_op *op) {
   const kl_attr *m = kl_op_attr(op, "mask");
   if (op->opnds[0].value->type != op->opnds[1].value->type || op->opnds[0].value->type->kind != KL_TY_VECTOR ||
       t->elem != op->opnds[0].value->type->elem)
-    return kl_emit_error(op->ctx, op->loc, "'vector.shuffle' takes two vectors of one type and returns their element type");
+    return kl_emit_error(op->ctx, op->loc,
+                         "'vector.shuffle' takes two vectors of one type and returns their element type");
   if (t->kind != KL_TY_VECTOR || !m || m->kind != KL_AT_ARRAY || m->n != t->shape[0])
-    return kl_emit_error(op->ctx, op->loc, "'vector.shuffle' needs a vector result and a 'mask' with one index per lane");
+    return kl_emit_error(op->ctx, op->loc,
+                         "'vector.shuffle' needs a vector result and a 'mask' with one index per lane");
   int64_t lanes = 2 * op->opnds[0].value->type->shape[0];
   for (int i = 0; i < m->n; i++)
     if (m->elems[i]->kind != KL_AT_INT || m->elems[i]->i < 0 || m->elems[i]->i >= lanes)
-      return kl_emit_error(op->ctx, op->loc, "'vector.shuffle' mask entry %d must be an index in [0, %lld)", i, (long long)lanes);
+      return kl_emit_error(op->ctx, op->loc, "'vector.shuffle' mask entry %d must be an index in [0, %lld)", i,
+                           (long long)lanes);
   return KL_OK;
 }
 static kl_status verify_fma(kl_op *op) {
-  return kl_type_is_float(elem_of(op->results[0].type)) ? KL_OK :
-         kl_emit_error(op->ctx, op->loc, "'math.fma' needs float operands, got %s", kl_type_str(op->results[0].type));
+  return kl_type_is_float(elem_of(op->results[0].type))
+      ? KL_OK
+      : kl_emit_error(op->ctx, op->loc, "'math.fma' needs float operands, got %s", kl_type_str(op->results[0].type));
 }
 
-#define P KL_TRAIT_PURE
+#define P  KL_TRAIT_PURE
 #define ST KL_TRAIT_SAME_TYPES
 static const char *const need_value[] = { "value", NULL };
 static const char *const need_pred[] = { "predicate", NULL };
 static const kl_opdef builtin_ops[] = {
-  { .name = "builtin.module", .traits = KL_TRAIT_ISOLATED | KL_TRAIT_NO_TERMINATOR, .max_operands = 0, .max_results = 0, .num_regions = 1,
+  { .name = "builtin.module",
+    .traits = KL_TRAIT_ISOLATED | KL_TRAIT_NO_TERMINATOR,
+    .max_operands = 0,
+    .max_results = 0,
+    .num_regions = 1,
     .summary = "top-level container of functions" },
-  { .name = "func.func", .traits = KL_TRAIT_ISOLATED | KL_TRAIT_SYMBOL, .max_operands = 0, .max_results = 0, .num_regions = 1,
-    .print = print_func, .parse = parse_func,
-    .verify = verify_func, .summary = "a function; entry block arguments are its parameters" },
-  { .name = "func.return", .traits = KL_TRAIT_TERMINATOR, .max_operands = -1, .max_results = 0, .num_regions = 0,
-    .print = print_return, .parse = parse_return,
+  { .name = "func.func",
+    .traits = KL_TRAIT_ISOLATED | KL_TRAIT_SYMBOL,
+    .max_operands = 0,
+    .max_results = 0,
+    .num_regions = 1,
+    .print = print_func,
+    .parse = parse_func,
+    .verify = verify_func,
+    .summary = "a function; entry block arguments are its parameters" },
+  { .name = "func.return",
+    .traits = KL_TRAIT_TERMINATOR,
+    .max_operands = -1,
+    .max_results = 0,
+    .num_regions = 0,
+    .print = print_return,
+    .parse = parse_return,
     .summary = "returns from a func.func" },
-  { .name = "func.call", .max_operands = -1, .max_results = -1, .num_regions = 0,
+  { .name = "func.call",
+    .max_operands = -1,
+    .max_results = -1,
+    .num_regions = 0,
     .summary = "calls the function named by the symbol attribute 'callee'" },
-  { .name = "arith.constant", .traits = P | KL_TRAIT_CONSTANT, .max_operands = 0, .min_results = 1, .max_results = 1,
-    .print = print_constant, .parse = parse_constant,
-    .required_attrs = need_value, .verify = verify_constant, .summary = "a scalar or splat constant" },
-#define BIN(n, v, extra) { .name = n, .traits = P | ST | extra, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1, .verify = v, .fold = fold_binary, .print = print_binary, .parse = parse_binary }
-  BIN("arith.addi", verify_int_op, KL_TRAIT_COMMUTATIVE), BIN("arith.subi", verify_int_op, 0),
-  BIN("arith.muli", verify_int_op, KL_TRAIT_COMMUTATIVE), BIN("arith.divsi", verify_int_op, 0),
-  BIN("arith.remsi", verify_int_op, 0), BIN("arith.maxsi", verify_int_op, KL_TRAIT_COMMUTATIVE),
-  BIN("arith.minsi", verify_int_op, KL_TRAIT_COMMUTATIVE), BIN("arith.andi", verify_int_op, KL_TRAIT_COMMUTATIVE),
-  BIN("arith.ori", verify_int_op, KL_TRAIT_COMMUTATIVE), BIN("arith.xori", verify_int_op, KL_TRAIT_COMMUTATIVE),
-  BIN("arith.addf", verify_float_op, KL_TRAIT_COMMUTATIVE), BIN("arith.subf", verify_float_op, 0),
-  BIN("arith.mulf", verify_float_op, KL_TRAIT_COMMUTATIVE), BIN("arith.divf", verify_float_op, 0),
-  BIN("arith.remf", verify_float_op, 0), BIN("arith.maxf", verify_float_op, KL_TRAIT_COMMUTATIVE),
+  { .name = "arith.constant",
+    .traits = P | KL_TRAIT_CONSTANT,
+    .max_operands = 0,
+    .min_results = 1,
+    .max_results = 1,
+    .print = print_constant,
+    .parse = parse_constant,
+    .required_attrs = need_value,
+    .verify = verify_constant,
+    .summary = "a scalar or splat constant" },
+#define BIN(n, v, extra)                                                                                           \
+  {                                                                                                                \
+    .name = n, .traits = P | ST | extra, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1, \
+    .verify = v, .fold = fold_binary, .print = print_binary, .parse = parse_binary                                 \
+  }
+  BIN("arith.addi", verify_int_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.subi", verify_int_op, 0),
+  BIN("arith.muli", verify_int_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.divsi", verify_int_op, 0),
+  BIN("arith.remsi", verify_int_op, 0),
+  BIN("arith.maxsi", verify_int_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.minsi", verify_int_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.andi", verify_int_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.ori", verify_int_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.xori", verify_int_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.addf", verify_float_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.subf", verify_float_op, 0),
+  BIN("arith.mulf", verify_float_op, KL_TRAIT_COMMUTATIVE),
+  BIN("arith.divf", verify_float_op, 0),
+  BIN("arith.remf", verify_float_op, 0),
+  BIN("arith.maxf", verify_float_op, KL_TRAIT_COMMUTATIVE),
   BIN("arith.minf", verify_float_op, KL_TRAIT_COMMUTATIVE),
 #undef BIN
-#define UN(n) { .name = n, .traits = P | ST, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .verify = verify_float_op, .fold = fold_unary_math }
-  { .name = "vector.broadcast", .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1,
-    .verify = verify_broadcast, .summary = "a vector with every lane = the scalar operand" },
-  { .name = "vector.shuffle", .traits = P, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
-    .verify = verify_shuffle, .summary = "lanes picked from the concatenation of two vectors by 'mask'" },
-  { .name = "math.fma", .traits = P | ST, .min_operands = 3, .max_operands = 3, .min_results = 1, .max_results = 1,
-    .verify = verify_fma, .summary = "a*b + c (fused where the target has it)" },
-  { .name = "math.powf", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
-    .verify = verify_float_op, .fold = fold_pow, .summary = "x^y (C pow semantics)" },
-  { .name = "math.ipowi", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
-    .verify = verify_int_op, .fold = fold_pow, .summary = "x^e on integers; negative e: 1/x^-e truncated" },
-  UN("arith.negf"), UN("math.exp"), UN("math.log"), UN("math.sqrt"), UN("math.rsqrt"), UN("math.tanh"), UN("math.absf"),
+#define UN(n)                                                                                              \
+  {                                                                                                        \
+    .name = n, .traits = P | ST, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, \
+    .verify = verify_float_op, .fold = fold_unary_math                                                     \
+  }
+  { .name = "vector.broadcast",
+    .traits = P,
+    .min_operands = 1,
+    .max_operands = 1,
+    .min_results = 1,
+    .max_results = 1,
+    .verify = verify_broadcast,
+    .summary = "a vector with every lane = the scalar operand" },
+  { .name = "vector.shuffle",
+    .traits = P,
+    .min_operands = 2,
+    .max_operands = 2,
+    .min_results = 1,
+    .max_results = 1,
+    .verify = verify_shuffle,
+    .summary = "lanes picked from the concatenation of two vectors by 'mask'" },
+  { .name = "math.fma",
+    .traits = P | ST,
+    .min_operands = 3,
+    .max_operands = 3,
+    .min_results = 1,
+    .max_results = 1,
+    .verify = verify_fma,
+    .summary = "a*b + c (fused where the target has it)" },
+  { .name = "math.powf",
+    .traits = P | ST,
+    .min_operands = 2,
+    .max_operands = 2,
+    .min_results = 1,
+    .max_results = 1,
+    .verify = verify_float_op,
+    .fold = fold_pow,
+    .summary = "x^y (C pow semantics)" },
+  { .name = "math.ipowi",
+    .traits = P | ST,
+    .min_operands = 2,
+    .max_operands = 2,
+    .min_results = 1,
+    .max_results = 1,
+    .verify = verify_int_op,
+    .fold = fold_pow,
+    .summary = "x^e on integers; negative e: 1/x^-e truncated" },
+  UN("arith.negf"),
+  UN("math.exp"),
+  UN("math.log"),
+  UN("math.sqrt"),
+  UN("math.rsqrt"),
+  UN("math.tanh"),
+  UN("math.absf"),
 #undef UN
-#define CAST(n) { .name = n, .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .fold = fold_cast }
-  CAST("arith.sitofp"), CAST("arith.fptosi"), CAST("arith.extf"), CAST("arith.truncf"), CAST("arith.extsi"),
-  CAST("arith.trunci"), CAST("arith.index_cast"),
+#define CAST(n)                                                                                       \
+  {                                                                                                   \
+    .name = n, .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, \
+    .fold = fold_cast                                                                                 \
+  }
+  CAST("arith.sitofp"),
+  CAST("arith.fptosi"),
+  CAST("arith.extf"),
+  CAST("arith.truncf"),
+  CAST("arith.extsi"),
+  CAST("arith.trunci"),
+  CAST("arith.index_cast"),
 #undef CAST
-  { .name = "arith.cmpi", .traits = P, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
-    .required_attrs = need_pred, .verify = verify_cmp, .fold = fold_cmp },
-  { .name = "arith.cmpf", .traits = P, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
-    .required_attrs = need_pred, .verify = verify_cmp, .fold = fold_cmp },
-  { .name = "arith.select", .traits = P, .min_operands = 3, .max_operands = 3, .min_results = 1, .max_results = 1,
-    .verify = verify_select, .fold = fold_select },
-  { .name = "scf.for", .min_operands = 3, .max_operands = -1, .max_results = -1, .num_regions = 1, .verify = verify_for,
+  { .name = "arith.cmpi",
+    .traits = P,
+    .min_operands = 2,
+    .max_operands = 2,
+    .min_results = 1,
+    .max_results = 1,
+    .required_attrs = need_pred,
+    .verify = verify_cmp,
+    .fold = fold_cmp },
+  { .name = "arith.cmpf",
+    .traits = P,
+    .min_operands = 2,
+    .max_operands = 2,
+    .min_results = 1,
+    .max_results = 1,
+    .required_attrs = need_pred,
+    .verify = verify_cmp,
+    .fold = fold_cmp },
+  { .name = "arith.select",
+    .traits = P,
+    .min_operands = 3,
+    .max_operands = 3,
+    .min_results = 1,
+    .max_results = 1,
+    .verify = verify_select,
+    .fold = fold_select },
+  { .name = "scf.for",
+    .min_operands = 3,
+    .max_operands = -1,
+    .max_results = -1,
+    .num_regions = 1,
+    .verify = verify_for,
     .summary = "for %iv = lb to ub step s, carrying iteration values; body ends in scf.yield" },
-  { .name = "scf.if", .min_operands = 1, .max_operands = 1, .max_results = -1, .num_regions = 2,
+  { .name = "scf.if",
+    .min_operands = 1,
+    .max_operands = 1,
+    .max_results = -1,
+    .num_regions = 2,
     .summary = "if (i1) then-region else-region, each ending in scf.yield" },
-  { .name = "scf.yield", .traits = KL_TRAIT_TERMINATOR, .max_operands = -1, .max_results = 0, .verify = verify_yield,
+  { .name = "scf.yield",
+    .traits = KL_TRAIT_TERMINATOR,
+    .max_operands = -1,
+    .max_results = 0,
+    .verify = verify_yield,
     .summary = "yields values to the enclosing scf op" },
 };
 #undef P

@@ -49,8 +49,8 @@ const kl_type *kl_graph_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, 
 /* Creates graph op `name` with its inferred result and inserts it into the graph body
  * (before the func.return if there is one). graph.param/graph.constant take their
  * result type from `type`. Returns NULL (with a diagnostic at loc) on error. */
-kl_op *kl_graph_build(kl_op *graph, const char *name, kl_loc loc, int n, kl_value *const *opnds,
-                      int nattrs, const kl_named_attr *attrs, const kl_type *type);
+kl_op *kl_graph_build(kl_op *graph, const char *name, kl_loc loc, int n, kl_value *const *opnds, int nattrs,
+                      const kl_named_attr *attrs, const kl_type *type);
 /* A new graph function @name in module (created if module is NULL: returned via *module). */
 kl_op *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc);
 /* Sets the graph's outputs (replacing an earlier func.return). */

@@ -18,13 +18,15 @@ static bool is_buffer(const kl_value *v) { return v->type->kind == KL_TY_BUFFER;
 static kl_status all_buffers(kl_op *op, int from, int to) {
   for (int i = from; i < to && i < op->nopnds; i++)
     if (!is_buffer(op->opnds[i].value))
-      return kl_emit_error(op->ctx, op->loc, "'%s' operand %d must be a buffer, got %s", op->name, i, kl_type_str(op->opnds[i].value->type));
+      return kl_emit_error(op->ctx, op->loc, "'%s' operand %d must be a buffer, got %s", op->name, i,
+                           kl_type_str(op->opnds[i].value->type));
   return KL_OK;
 }
 static kl_status verify_buffers(kl_op *op) { return all_buffers(op, 0, op->nopnds); }
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++) if (a->shape[i] != b->shape[i]) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return false;
   return true;
 }
 static kl_status verify_transform(kl_op *op) {
@@ -43,8 +45,9 @@ static kl_status verify_gemm(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc, "'%s' needs rank-3 operands [G,K,M], [G,K,N], [G,M,N]", op->name);
   if (a->shape[0] != b->shape[0] || a->shape[0] != c->shape[0] || a->shape[1] != b->shape[1] ||
       a->shape[2] != c->shape[1] || b->shape[2] != c->shape[2])
-    return kl_emit_error(op->ctx, op->loc, "'%s' shapes do not agree: a %s, b %s, c %s (want [G,K,M], [G,K,N], [G,M,N])",
-                         op->name, a->text, b->text, c->text);
+    return kl_emit_error(op->ctx, op->loc,
+                         "'%s' shapes do not agree: a %s, b %s, c %s (want [G,K,M], [G,K,N], [G,M,N])", op->name,
+                         a->text, b->text, c->text);
   if (a->elem != b->elem) return kl_emit_error(op->ctx, op->loc, "'%s' a and b element types differ", op->name);
   return KL_OK;
 }
@@ -54,28 +57,34 @@ static kl_status verify_elementwise(kl_op *op) {
   const kl_type *out = op->opnds[op->nopnds - 1].value->type;
   for (int i = 0; i + 1 < op->nopnds; i++)
     if (!same_shape(op->opnds[i].value->type, out))
-      return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' input %d %s does not have the output's shape %s (apply a view)",
-                           i, op->opnds[i].value->type->text, out->text);
+      return kl_emit_error(op->ctx, op->loc,
+                           "'rock.elementwise' input %d %s does not have the output's shape %s (apply a view)", i,
+                           op->opnds[i].value->type->text, out->text);
   kl_block *b = op->regions[0].first;
   if (!b || b->nargs != op->nopnds - 1)
-    return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body must take one scalar per input (%d)", op->nopnds - 1);
+    return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body must take one scalar per input (%d)",
+                         op->nopnds - 1);
   for (int i = 0; i < b->nargs; i++)
     if (b->args[i]->type != op->opnds[i].value->type->elem)
       return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body argument %d is %s, input element type is %s", i,
                            b->args[i]->type->text, op->opnds[i].value->type->elem->text);
   kl_op *y = b->last;
   if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1 || y->opnds[0].value->type != out->elem)
-    return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body must end with rock.yield of one %s", out->elem->text);
+    return kl_emit_error(op->ctx, op->loc, "'rock.elementwise' body must end with rock.yield of one %s",
+                         out->elem->text);
   return KL_OK;
 }
 static kl_status verify_buffers_first(kl_op *op) {
-  if (!is_buffer(op->opnds[0].value)) return kl_emit_error(op->ctx, op->loc, "'%s' operand 0 must be a buffer", op->name);
+  if (!is_buffer(op->opnds[0].value))
+    return kl_emit_error(op->ctx, op->loc, "'%s' operand 0 must be a buffer", op->name);
   for (int i = 1; i < op->nopnds; i++)
-    if (op->opnds[i].value->type->kind != KL_TY_INDEX) return kl_emit_error(op->ctx, op->loc, "'%s' index %d must be index", op->name, i - 1);
+    if (op->opnds[i].value->type->kind != KL_TY_INDEX)
+      return kl_emit_error(op->ctx, op->loc, "'%s' index %d must be index", op->name, i - 1);
   return KL_OK;
 }
 static kl_status verify_id(kl_op *op) {
-  if (op->results[0].type->kind != KL_TY_INDEX) return kl_emit_error(op->ctx, op->loc, "'%s' produces an index", op->name);
+  if (op->results[0].type->kind != KL_TY_INDEX)
+    return kl_emit_error(op->ctx, op->loc, "'%s' produces an index", op->name);
   return KL_OK;
 }
 static kl_status verify_loadstore(kl_op *op) {
@@ -85,38 +94,53 @@ static kl_status verify_loadstore(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc, "'%s' needs a buffer operand", op->name);
   const kl_type *bt = op->opnds[bi].value->type;
   if (op->nopnds - bi - 1 != bt->rank)
-    return kl_emit_error(op->ctx, op->loc, "'%s' needs %d indices for %s, got %d", op->name, bt->rank, bt->text, op->nopnds - bi - 1);
+    return kl_emit_error(op->ctx, op->loc, "'%s' needs %d indices for %s, got %d", op->name, bt->rank, bt->text,
+                         op->nopnds - bi - 1);
   for (int i = bi + 1; i < op->nopnds; i++)
     if (op->opnds[i].value->type->kind != KL_TY_INDEX)
       return kl_emit_error(op->ctx, op->loc, "'%s' index %d must be index", op->name, i - bi - 1);
   const kl_type *vt = load ? op->results[0].type : op->opnds[0].value->type;
   const kl_type *et = vt->kind == KL_TY_VECTOR ? vt->elem : vt;
   if (et != bt->elem)
-    return kl_emit_error(op->ctx, op->loc, "'%s' value type %s does not match the buffer's element type %s", op->name, vt->text, bt->elem->text);
+    return kl_emit_error(op->ctx, op->loc, "'%s' value type %s does not match the buffer's element type %s", op->name,
+                         vt->text, bt->elem->text);
   return KL_OK;
 }
 
 /* rock.mma: the structure here; the instruction check (passes/rock_accel_lower.c, which
  * knows the matrix instructions) through the hook installed with kl_rock_set_mma_hook. */
 static const char *const mma_hook_key = "rock.mma.hook";
-void kl_rock_set_mma_hook(kl_ctx *ctx, const kl_rock_mma_hook *hook) { kl_ctx_set_user(ctx, mma_hook_key, (void *)hook); }
+void kl_rock_set_mma_hook(kl_ctx *ctx, const kl_rock_mma_hook *hook) {
+  kl_ctx_set_user(ctx, mma_hook_key, (void *)hook);
+}
 static kl_status verify_mma(kl_op *op) {
   if (!kl_op_attr_string(op, "instr"))
-    return kl_emit_error(op->ctx, op->loc, "'rock.mma' needs a string attribute 'instr' naming a known matrix instruction, got none");
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.mma' needs a string attribute 'instr' naming a known matrix instruction, got none");
   const kl_rock_mma_hook *h = kl_ctx_get_user(op->ctx, mma_hook_key);
   return h && h->verify ? h->verify(op) : KL_OK;
 }
 
-#define KERN KL_LEVEL_KERNEL
+#define KERN      KL_LEVEL_KERNEL
 #define KERN_LOOP (KL_LEVEL_KERNEL | KL_LEVEL_LOOP)
-#define ROCK(nm, mino, maxo, minr, maxr, nreg, tr, v, lv) \
-  { .name = "rock." nm, .traits = (tr), .levels = (lv), .min_operands = mino, .max_operands = maxo, .min_results = minr, \
-    .max_results = maxr, .num_regions = nreg, .verify = v }
+#define ROCK(nm, mino, maxo, minr, maxr, nreg, tr, v, lv)                                           \
+  {                                                                                                 \
+    .name = "rock." nm, .traits = (tr), .levels = (lv), .min_operands = mino, .max_operands = maxo, \
+    .min_results = minr, .max_results = maxr, .num_regions = nreg, .verify = v                      \
+  }
 static const char *const need_view[] = { "view", NULL };
 static const char *const need_instr[] = { "instr", NULL };
 static const kl_opdef rock_ops[] = {
-  { .name = "rock.transform", .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW, .levels = KERN, .min_operands = 1, .max_operands = 1, .min_results = 1,
-    .max_results = 1, .required_attrs = need_view, .verify = verify_transform, .summary = "a view of a buffer (no data moves)" },
+  { .name = "rock.transform",
+    .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW,
+    .levels = KERN,
+    .min_operands = 1,
+    .max_operands = 1,
+    .min_results = 1,
+    .max_results = 1,
+    .required_attrs = need_view,
+    .verify = verify_transform,
+    .summary = "a view of a buffer (no data moves)" },
   ROCK("alloc", 0, 0, 1, 1, 0, 0, NULL, KERN_LOOP),
   ROCK("conv", 3, 3, 0, 0, 0, 0, verify_buffers, KERN),
   ROCK("gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
@@ -136,9 +160,17 @@ static const kl_opdef rock_ops[] = {
   ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore, KERN_LOOP),
   ROCK("prefetch", 1, -1, 0, 0, 0, 0, verify_buffers_first, KERN_LOOP),
   ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore, KERN_LOOP),
-  { .name = "rock.mma", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
-    .max_results = 1, .required_attrs = need_instr, .verify = verify_mma,
-    .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },
+  { .name = "rock.mma",
+    .traits = KL_TRAIT_PURE,
+    .levels = KERN_LOOP,
+    .min_operands = 3,
+    .max_operands = 3,
+    .min_results = 1,
+    .max_results = 1,
+    .required_attrs = need_instr,
+    .verify = verify_mma,
+    .summary =
+        "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },
 };
 #undef ROCK
 #undef KERN

@@ -78,12 +78,14 @@
 #include "core/ir.h"
 
 void kl_register_rock_dialect(kl_ctx *ctx);
-bool kl_is_kernel(const kl_op *op);   /* func.func with the `kernel` attribute */
+bool kl_is_kernel(const kl_op *op); /* func.func with the `kernel` attribute */
 /* Follows rock.transform ops from v down to the underlying buffer (kernel argument or
  * rock.alloc); fills ops[0..*n) with the transforms, top first (max entries). */
 kl_value *kl_rock_underlying(kl_value *v, kl_op **ops, int *n, int max);
 /* The instruction check of rock.mma, per context (the hook must outlive the context;
  * NULL removes it). verify emits diagnostics at op->loc and returns KL_ERR on failure. */
-typedef struct kl_rock_mma_hook { kl_status (*verify)(kl_op *op); } kl_rock_mma_hook;
+typedef struct kl_rock_mma_hook {
+  kl_status (*verify)(kl_op *op);
+} kl_rock_mma_hook;
 void kl_rock_set_mma_hook(kl_ctx *ctx, const kl_rock_mma_hook *hook);
 #endif

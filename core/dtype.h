@@ -21,29 +21,35 @@
 #include <stdint.h>
 
 typedef enum kl_dtype {
-  KL_DT_NONE = -1,  /* "unspecified": ops use their input's dtype */
-  KL_DT_F32 = 0, KL_DT_F16, KL_DT_BF16, KL_DT_I8, KL_DT_I32,
-  KL_DT_F64, KL_DT_I64, KL_DT_I1,        /* internal / extra */
+  KL_DT_NONE = -1, /* "unspecified": ops use their input's dtype */
+  KL_DT_F32 = 0,
+  KL_DT_F16,
+  KL_DT_BF16,
+  KL_DT_I8,
+  KL_DT_I32,
+  KL_DT_F64,
+  KL_DT_I64,
+  KL_DT_I1, /* internal / extra */
   KL_DT_COUNT
 } kl_dtype;
 
-const char *kl_dtype_name(kl_dtype dt);          /* "f32" ...; "?" if invalid */
-kl_dtype kl_dtype_from_name(const char *name);   /* KL_DT_NONE if unknown */
-bool   kl_dtype_valid(kl_dtype dt);
-size_t kl_dtype_size(kl_dtype dt);               /* bytes per element (i1: 1) */
-bool   kl_dtype_is_float(kl_dtype dt);
-bool   kl_dtype_is_int(kl_dtype dt);             /* i1 i8 i32 i64 */
-int64_t kl_dtype_int_min(kl_dtype dt);           /* integer dtypes only */
+const char *kl_dtype_name(kl_dtype dt);        /* "f32" ...; "?" if invalid */
+kl_dtype kl_dtype_from_name(const char *name); /* KL_DT_NONE if unknown */
+bool kl_dtype_valid(kl_dtype dt);
+size_t kl_dtype_size(kl_dtype dt); /* bytes per element (i1: 1) */
+bool kl_dtype_is_float(kl_dtype dt);
+bool kl_dtype_is_int(kl_dtype dt);     /* i1 i8 i32 i64 */
+int64_t kl_dtype_int_min(kl_dtype dt); /* integer dtypes only */
 int64_t kl_dtype_int_max(kl_dtype dt);
 
 /* Scalar conversions through a dtype (see the contract for the rounding rules).
  * p points at one element. */
-double  kl_dtype_load_f64(kl_dtype dt, const void *p);
-int64_t kl_dtype_load_i64(kl_dtype dt, const void *p);  /* floats: trunc + saturate */
-void    kl_dtype_store_f64(kl_dtype dt, void *p, double v);
-void    kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v);
-double  kl_dtype_round(kl_dtype dt, double v);          /* value after store + load */
-int64_t kl_f64_to_i64_sat(double v);                    /* trunc toward 0, saturate, NaN->0 */
+double kl_dtype_load_f64(kl_dtype dt, const void *p);
+int64_t kl_dtype_load_i64(kl_dtype dt, const void *p); /* floats: trunc + saturate */
+void kl_dtype_store_f64(kl_dtype dt, void *p, double v);
+void kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v);
+double kl_dtype_round(kl_dtype dt, double v); /* value after store + load */
+int64_t kl_f64_to_i64_sat(double v);          /* trunc toward 0, saturate, NaN->0 */
 
 /* Result dtype of a contraction (conv2d, dot) of inputs of dtype `in`: i1 / i8 / i32 ->
  * i32, i64 -> i64 (integers accumulate exactly and return i32, as MIGraphX's quant_dot
@@ -54,13 +60,13 @@ kl_dtype kl_contraction_dtype(kl_dtype in);
 
 uint16_t kl_f64_to_f16(double x);
 uint16_t kl_f32_to_f16(float x);
-double   kl_f16_to_f64(uint16_t h);
-float    kl_f16_to_f32(uint16_t h);
+double kl_f16_to_f64(uint16_t h);
+float kl_f16_to_f32(uint16_t h);
 
 uint16_t kl_f64_to_bf16(double x);
 uint16_t kl_f32_to_bf16(float x);
-double   kl_bf16_to_f64(uint16_t b);
-float    kl_bf16_to_f32(uint16_t b);
+double kl_bf16_to_f64(uint16_t b);
+float kl_bf16_to_f32(uint16_t b);
 
 /* Round a double to the nearest representable f16 / bf16 / f32 value (as a double). */
 double kl_round_f16(double x);

@@ -12,21 +12,26 @@
 #define MAX_OPERANDS 64
 #define MAX_CONSTANT (1 << 22)
 
-static const char *short_name(const char *name) { const char *d = strchr(name, '.'); return d ? d + 1 : name; }
+static const char *short_name(const char *name) {
+  const char *d = strchr(name, '.');
+  return d ? d + 1 : name;
+}
 
 
 /* graph is a graph func; else an error (on its context) and false. */
 static bool check_graph(kl_op *graph, const char *what, kl_loc loc) {
   if (!graph) return false;
   if (!kl_is_graph(graph)) {
-    kl_emit_error(graph->ctx, loc, "%s: '%s' is not a graph (a func.func with the 'graph' attribute)", what, graph->name);
+    kl_emit_error(graph->ctx, loc, "%s: '%s' is not a graph (a func.func with the 'graph' attribute)", what,
+                  graph->name);
     return false;
   }
   return true;
 }
 /* v is a value of graph; pos counts from 1 (the message's "operand N"). */
 static bool check_value(kl_op *graph, kl_value *v, const char *what, const char *role, int pos, kl_loc loc) {
-  if (!v) return kl_emit_error(graph->ctx, loc, "%s: %s %d is NULL (did an earlier builder fail?)", what, role, pos), false;
+  if (!v)
+    return kl_emit_error(graph->ctx, loc, "%s: %s %d is NULL (did an earlier builder fail?)", what, role, pos), false;
   kl_op *vg = kl_graph_of_value(v);
   if (vg != graph) {
     kl_emit_error(graph->ctx, loc, "%s: %s %d is a value of %s%s, not of graph @%s", what, role, pos,
@@ -42,12 +47,14 @@ static const kl_type *elem_of(kl_ctx *ctx, kl_dtype dt, const char *what, kl_loc
   }
   return kl_type_scalar(ctx, (kl_type_kind)dt);
 }
-static bool check_shape(kl_ctx *ctx, int rank, const int64_t *shape, const int64_t *strides, const char *what, kl_loc loc) {
+static bool check_shape(kl_ctx *ctx, int rank, const int64_t *shape, const int64_t *strides, const char *what,
+                        kl_loc loc) {
   char err[256];
   if (rank < 0 || rank > KL_MAX_RANK)
     return kl_emit_error(ctx, loc, "%s: rank %d is out of range (0..%d)", what, rank, KL_MAX_RANK), false;
   if (rank > 0 && !shape) return kl_emit_error(ctx, loc, "%s: shape is NULL for rank %d", what, rank), false;
-  if (!kl_shape_check(rank, shape, strides, err, sizeof err)) return kl_emit_error(ctx, loc, "%s: %s", what, err), false;
+  if (!kl_shape_check(rank, shape, strides, err, sizeof err))
+    return kl_emit_error(ctx, loc, "%s: %s", what, err), false;
   return true;
 }
 
@@ -55,7 +62,10 @@ kl_value *kl_graph_add_param(kl_op *graph, const char *name, kl_dtype dt, int ra
                              const char *layout, kl_loc loc) {
   if (!check_graph(graph, "param", loc)) return NULL;
   kl_ctx *ctx = graph->ctx;
-  if (!name || !*name) { kl_emit_error(ctx, loc, "param: the name must be a non-empty string"); return NULL; }
+  if (!name || !*name) {
+    kl_emit_error(ctx, loc, "param: the name must be a non-empty string");
+    return NULL;
+  }
   const kl_type *elem = elem_of(ctx, dt, "param", loc);
   if (!elem || !check_shape(ctx, rank, shape, NULL, "param", loc)) return NULL;
   int64_t strides[KL_MAX_RANK];
@@ -66,7 +76,10 @@ kl_value *kl_graph_add_param(kl_op *graph, const char *name, kl_dtype dt, int ra
     return NULL;
   }
   const kl_type *ty = kl_type_tensor(ctx, elem, rank, shape, has ? strides : NULL);
-  if (!ty) { kl_emit_error(ctx, loc, "param '%s': invalid tensor type", name); return NULL; }
+  if (!ty) {
+    kl_emit_error(ctx, loc, "param '%s': invalid tensor type", name);
+    return NULL;
+  }
   kl_named_attr a = { "name", kl_attr_str(ctx, name) };
   kl_op *op = kl_graph_build(graph, "param", loc, 0, NULL, 1, &a, ty);
   if (!op) return NULL;
@@ -78,10 +91,16 @@ kl_value *kl_graph_add_op(kl_op *graph, const char *op, int n, kl_value *const *
                           kl_loc loc) {
   if (!check_graph(graph, op ? op : "graph op", loc)) return NULL;
   kl_ctx *ctx = graph->ctx;
-  if (!op || !*op) { kl_emit_error(ctx, loc, "graph op: the op name must be a non-empty string"); return NULL; }
+  if (!op || !*op) {
+    kl_emit_error(ctx, loc, "graph op: the op name must be a non-empty string");
+    return NULL;
+  }
   const char *s = short_name(op);
   if (!strcmp(s, "param") || !strcmp(s, "constant") || !strcmp(s, "convert") || !strcmp(s, "launch")) {
-    kl_emit_error(ctx, loc, "%s: not built by kl_graph_add_op (params, constants and converts have their own builders; launches are made by graph-partition)", s);
+    kl_emit_error(ctx, loc,
+                  "%s: not built by kl_graph_add_op (params, constants and converts have their own builders; launches "
+                  "are made by graph-partition)",
+                  s);
     return NULL;
   }
   if (n < 0 || n > MAX_OPERANDS || (n > 0 && !operands)) {
@@ -96,7 +115,10 @@ kl_value *kl_graph_add_op(kl_op *graph, const char *op, int n, kl_value *const *
     char file[96];
     snprintf(file, sizeof file, "attributes of graph.%s", s);
     const kl_attr *d = kl_parse_attr(ctx, attrs, strlen(attrs), file);
-    if (!d) { kl_emit_error(ctx, loc, "%s: cannot read the attributes \"%s\"", s, attrs); return NULL; }
+    if (!d) {
+      kl_emit_error(ctx, loc, "%s: cannot read the attributes \"%s\"", s, attrs);
+      return NULL;
+    }
     if (d->kind != KL_AT_DICT) {
       kl_emit_error(ctx, loc, "%s: the attributes must be a dictionary {name = value, ...}, got %s", s, d->text);
       return NULL;
@@ -128,14 +150,20 @@ kl_value *kl_graph_add_constant(kl_op *graph, kl_dtype dt, int rank, const int64
     kl_emit_error(ctx, loc, "constant with %lld elements is too large (at most %d)", (long long)n, MAX_CONSTANT);
     return NULL;
   }
-  if (n > 0 && !values) { kl_emit_error(ctx, loc, "constant: values is NULL for %lld elements", (long long)n); return NULL; }
+  if (n > 0 && !values) {
+    kl_emit_error(ctx, loc, "constant: values is NULL for %lld elements", (long long)n);
+    return NULL;
+  }
   const kl_attr **el = kl_arena_alloc(kl_ctx_arena(ctx), (size_t)(n ? n : 1) * sizeof *el);
   for (int64_t i = 0; i < n; i++) {
     double v = kl_dtype_round(dt, values[i]);
     el[i] = kl_dtype_is_int(dt) ? kl_attr_int(ctx, (int64_t)v) : kl_attr_float(ctx, v);
   }
   const kl_type *ty = kl_type_tensor(ctx, elem, rank, shape, NULL);
-  if (!ty) { kl_emit_error(ctx, loc, "constant: invalid tensor type"); return NULL; }
+  if (!ty) {
+    kl_emit_error(ctx, loc, "constant: invalid tensor type");
+    return NULL;
+  }
   kl_named_attr a = { "value", kl_attr_array(ctx, (int)n, el) };
   kl_op *o = kl_graph_build(graph, "constant", loc, 0, NULL, 1, &a, ty);
   return o ? &o->results[0] : NULL;

@@ -16,8 +16,10 @@ int kl_infer_broadcast(const char *op, const kl_shape *a, const kl_shape *b, kl_
   for (int i = 0; i < r; i++) {
     int ia = i - (r - a->rank), ib = i - (r - b->rank);
     int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
-    if (da == db || db == 1) o.dim[i] = da;
-    else if (da == 1) o.dim[i] = db;
+    if (da == db || db == 1)
+      o.dim[i] = da;
+    else if (da == 1)
+      o.dim[i] = db;
     else
       return kl_shape_errf(err, errlen, "%s: shapes do not broadcast: %s vs %s", op, SHP(a, b1), SHP(b, b2));
   }
@@ -29,7 +31,8 @@ int kl_infer_broadcast_to(const char *op, const kl_shape *in, const kl_shape *ta
   char b1[256], b2[256];
   int r = target->rank;
   if (in->rank > r)
-    return kl_shape_errf(err, errlen, "%s: cannot broadcast %s to the lower-rank shape %s", op, SHP(in, b1), SHP(target, b2));
+    return kl_shape_errf(err, errlen, "%s: cannot broadcast %s to the lower-rank shape %s", op, SHP(in, b1),
+                         SHP(target, b2));
   for (int i = 0; i < r; i++) {
     if (target->dim[i] < 0)
       return kl_shape_errf(err, errlen, "%s: negative size in target shape %s", op, SHP(target, b2));
@@ -37,16 +40,18 @@ int kl_infer_broadcast_to(const char *op, const kl_shape *in, const kl_shape *ta
     if (ii < 0) continue;
     if (in->dim[ii] != target->dim[i] && in->dim[ii] != 1)
       return kl_shape_errf(err, errlen, "%s: cannot broadcast %s to %s (dim %d: %lld vs %lld)", op, SHP(in, b1),
-                            SHP(target, b2), i, (long long)in->dim[ii], (long long)target->dim[i]);
+                           SHP(target, b2), i, (long long)in->dim[ii], (long long)target->dim[i]);
   }
   return 0;
 }
 
-int kl_infer_where(const kl_shape *cond, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err, size_t errlen) {
+int kl_infer_where(const kl_shape *cond, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err,
+                   size_t errlen) {
   kl_shape t;
   char b1[256], b2[256], b3[256];
   if (kl_infer_broadcast("where", a, b, &t, NULL, 0) || kl_infer_broadcast("where", cond, &t, out, NULL, 0))
-    return kl_shape_errf(err, errlen, "where: shapes do not broadcast: cond %s, a %s, b %s", SHP(cond, b1), SHP(a, b2), SHP(b, b3));
+    return kl_shape_errf(err, errlen, "where: shapes do not broadcast: cond %s, a %s, b %s", SHP(cond, b1), SHP(a, b2),
+                         SHP(b, b3));
   return 0;
 }
 
@@ -61,7 +66,7 @@ int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool ta, bool tb, kl_shap
   int64_t n = tb ? b->dim[rb - 2] : b->dim[rb - 1];
   if (ka != kb)
     return kl_shape_errf(err, errlen, "dot: inner dimensions differ: %s%s x %s%s (K = %lld vs %lld)", SHP(a, b1),
-                          ta ? "^T" : "", SHP(b, b2), tb ? "^T" : "", (long long)ka, (long long)kb);
+                         ta ? "^T" : "", SHP(b, b2), tb ? "^T" : "", (long long)ka, (long long)kb);
   kl_shape ba = kl_shape_make(ra - 2, a->dim), bb = kl_shape_make(rb - 2, b->dim), bo;
   if (kl_infer_broadcast("dot", &ba, &bb, &bo, NULL, 0))
     return kl_shape_errf(err, errlen, "dot: batch dimensions do not broadcast: %s x %s", SHP(a, b1), SHP(b, b2));
@@ -76,14 +81,14 @@ int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool ta, bool tb, kl_shap
 int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape *out, char *err, size_t errlen) {
   char b1[256], b2[256];
   int64_t p64[KL_MAX_RANK];
-  bool seen[KL_MAX_RANK] = {0};
+  bool seen[KL_MAX_RANK] = { 0 };
   if (nperm != in->rank)
     return kl_shape_errf(err, errlen, "transpose: permutation has %d entries for shape %s", nperm, SHP(in, b1));
   for (int i = 0; i < nperm; i++) p64[i] = perm[i];
   for (int i = 0; i < nperm; i++) {
     if (perm[i] < 0 || perm[i] >= in->rank || seen[perm[i]])
       return kl_shape_errf(err, errlen, "transpose: %s is not a permutation of the axes of %s",
-                            kl_dims_format(nperm, p64, b2, sizeof b2), SHP(in, b1));
+                           kl_dims_format(nperm, p64, b2, sizeof b2), SHP(in, b1));
     seen[perm[i]] = true;
   }
   kl_shape o = *in;
@@ -102,31 +107,35 @@ int kl_infer_reshape(const kl_shape *in, int rank, const int64_t *dims, kl_shape
   int infer = -1;
   int64_t known = 1;
   for (int i = 0; i < rank; i++) {
-    if (dims[i] == -1 && infer < 0) { infer = i; continue; }
+    if (dims[i] == -1 && infer < 0) {
+      infer = i;
+      continue;
+    }
     if (dims[i] < 0)
       return kl_shape_errf(err, errlen, "reshape: bad target shape %s (sizes >= 0, at most one -1)",
-                            kl_dims_format(rank, dims, b1, sizeof b1));
+                           kl_dims_format(rank, dims, b1, sizeof b1));
     o.dim[i] = dims[i];
     if (__builtin_mul_overflow(known, dims[i], &known))
-      return kl_shape_errf(err, errlen, "reshape: target shape %s too large", kl_dims_format(rank, dims, b1, sizeof b1));
+      return kl_shape_errf(err, errlen, "reshape: target shape %s too large",
+                           kl_dims_format(rank, dims, b1, sizeof b1));
   }
   int64_t n = kl_shape_numel(in);
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
       return kl_shape_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s", SHP(in, b1), (long long)n,
-                            kl_dims_format(rank, dims, b2, sizeof b2));
+                           kl_dims_format(rank, dims, b2, sizeof b2));
     o.dim[infer] = n / known;
     known = n;
   }
   if (known != n)
     return kl_shape_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s (%lld elements)", SHP(in, b1),
-                          (long long)n, kl_dims_format(rank, dims, b2, sizeof b2), (long long)known);
+                         (long long)n, kl_dims_format(rank, dims, b2, sizeof b2), (long long)known);
   *out = o;
   return 0;
 }
 
-int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end, const int64_t *step,
-                   kl_shape *out, int64_t *out_begin, char *err, size_t errlen) {
+int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end, const int64_t *step, kl_shape *out,
+                   int64_t *out_begin, char *err, size_t errlen) {
   char b1[256];
   kl_shape o = *in;
   int64_t nb[KL_MAX_RANK];
@@ -138,7 +147,7 @@ int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end,
       return kl_shape_errf(err, errlen, "slice: step %lld on axis %d of %s must be >= 1", (long long)s, d, SHP(in, b1));
     if (b < 0 || b > n || e < 0 || e > n)
       return kl_shape_errf(err, errlen, "slice: range [%lld, %lld) out of bounds on axis %d of %s", (long long)begin[d],
-                            (long long)end[d], d, SHP(in, b1));
+                           (long long)end[d], d, SHP(in, b1));
     o.dim[d] = e > b ? (e - b + s - 1) / s : 0;
     nb[d] = b;
   }
@@ -168,17 +177,17 @@ int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *e
       if (d != a && ins[i].dim[d] != ins[0].dim[d]) ok = false;
     if (!ok)
       return kl_shape_errf(err, errlen, "concat: input %d has shape %s, incompatible with %s along axis %d", i,
-                            SHP(&ins[i], b1), SHP(&ins[0], b2), a);
+                           SHP(&ins[i], b1), SHP(&ins[0], b2), a);
     o.dim[a] += ins[i].dim[a];
   }
   *out = o;
   return 0;
 }
 
-int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims,
-                    kl_shape *out, bool *reduced, char *err, size_t errlen) {
+int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims, kl_shape *out,
+                    bool *reduced, char *err, size_t errlen) {
   char b1[256];
-  bool red[KL_MAX_RANK] = {0};
+  bool red[KL_MAX_RANK] = { 0 };
   if (naxes < 0 || naxes > in->rank)
     return kl_shape_errf(err, errlen, "%s: %d axes for shape %s", op, naxes, SHP(in, b1));
   for (int i = 0; i < naxes; i++) {
@@ -190,8 +199,10 @@ int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *ax
   kl_shape o;
   memset(&o, 0, sizeof o);
   for (int d = 0; d < in->rank; d++) {
-    if (!red[d]) o.dim[o.rank++] = in->dim[d];
-    else if (keepdims) o.dim[o.rank++] = 1;
+    if (!red[d])
+      o.dim[o.rank++] = in->dim[d];
+    else if (keepdims)
+      o.dim[o.rank++] = 1;
   }
   if (reduced) memcpy(reduced, red, sizeof red);
   *out = o;
@@ -201,43 +212,51 @@ int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *ax
 
 /* ---------------------------------------------------------------- conv2d */
 
-int kl_infer_conv2d(const kl_shape *in, const kl_shape *f, const kl_conv2d_params *p, kl_shape *out, char *err, size_t errlen) {
+int kl_infer_conv2d(const kl_shape *in, const kl_shape *f, const kl_conv2d_params *p, kl_shape *out, char *err,
+                    size_t errlen) {
   char b1[256], b2[256];
   if (!p) return kl_shape_errf(err, errlen, "conv2d: missing parameters");
   if (in->rank != 4) return kl_shape_errf(err, errlen, "conv2d: input must have rank 4 (N,C,H,W), got %s", SHP(in, b1));
-  if (f->rank != 4) return kl_shape_errf(err, errlen, "conv2d: filter must have rank 4 (K,C/G,Y,X), got %s", SHP(f, b1));
+  if (f->rank != 4)
+    return kl_shape_errf(err, errlen, "conv2d: filter must have rank 4 (K,C/G,Y,X), got %s", SHP(f, b1));
   const int64_t lim = (int64_t)1 << 31;
   for (int i = 0; i < 2; i++) {
     if (p->stride[i] < 1 || p->stride[i] > lim)
-      return kl_shape_errf(err, errlen, "conv2d: stride must be >= 1, got [%lld,%lld]", (long long)p->stride[0], (long long)p->stride[1]);
+      return kl_shape_errf(err, errlen, "conv2d: stride must be >= 1, got [%lld,%lld]", (long long)p->stride[0],
+                           (long long)p->stride[1]);
     if (p->dilation[i] < 1 || p->dilation[i] > lim)
-      return kl_shape_errf(err, errlen, "conv2d: dilation must be >= 1, got [%lld,%lld]", (long long)p->dilation[0], (long long)p->dilation[1]);
+      return kl_shape_errf(err, errlen, "conv2d: dilation must be >= 1, got [%lld,%lld]", (long long)p->dilation[0],
+                           (long long)p->dilation[1]);
   }
   for (int i = 0; i < 4; i++)
     if (p->pad[i] < 0 || p->pad[i] > lim)
       return kl_shape_errf(err, errlen, "conv2d: padding must be >= 0, got [%lld,%lld,%lld,%lld]", (long long)p->pad[0],
-                            (long long)p->pad[1], (long long)p->pad[2], (long long)p->pad[3]);
+                           (long long)p->pad[1], (long long)p->pad[2], (long long)p->pad[3]);
   int64_t G = p->groups;
   if (G < 1) return kl_shape_errf(err, errlen, "conv2d: groups must be >= 1, got %lld", (long long)G);
   int64_t N = in->dim[0], C = in->dim[1], H = in->dim[2], W = in->dim[3];
   int64_t K = f->dim[0], CG = f->dim[1], Y = f->dim[2], X = f->dim[3];
   if (C % G != 0)
-    return kl_shape_errf(err, errlen, "conv2d: input %s has C=%lld, not divisible by groups=%lld", SHP(in, b1), (long long)C, (long long)G);
+    return kl_shape_errf(err, errlen, "conv2d: input %s has C=%lld, not divisible by groups=%lld", SHP(in, b1),
+                         (long long)C, (long long)G);
   if (K % G != 0)
-    return kl_shape_errf(err, errlen, "conv2d: filter %s has K=%lld, not divisible by groups=%lld", SHP(f, b1), (long long)K, (long long)G);
+    return kl_shape_errf(err, errlen, "conv2d: filter %s has K=%lld, not divisible by groups=%lld", SHP(f, b1),
+                         (long long)K, (long long)G);
   if (CG * G != C)
-    return kl_shape_errf(err, errlen, "conv2d: channels differ: input %s has C=%lld but filter %s has C/G=%lld (groups=%lld, expects %lld)",
-                          SHP(in, b1), (long long)C, SHP(f, b2), (long long)CG, (long long)G, (long long)(C / G));
-  if (Y < 1 || X < 1)
-    return kl_shape_errf(err, errlen, "conv2d: filter %s has an empty window", SHP(f, b1));
+    return kl_shape_errf(
+        err, errlen,
+        "conv2d: channels differ: input %s has C=%lld but filter %s has C/G=%lld (groups=%lld, expects %lld)",
+        SHP(in, b1), (long long)C, SHP(f, b2), (long long)CG, (long long)G, (long long)(C / G));
+  if (Y < 1 || X < 1) return kl_shape_errf(err, errlen, "conv2d: filter %s has an empty window", SHP(f, b1));
   if (Y > lim || X > lim || H > ((int64_t)1 << 40) || W > ((int64_t)1 << 40))
     return kl_shape_errf(err, errlen, "conv2d: sizes too large: input %s, filter %s", SHP(in, b1), SHP(f, b2));
   int64_t hp = H + p->pad[0] + p->pad[1], wp = W + p->pad[2] + p->pad[3];
   int64_t ey = p->dilation[0] * (Y - 1) + 1, ex = p->dilation[1] * (X - 1) + 1;
   if (ey > hp || ex > wp)
-    return kl_shape_errf(err, errlen,
-                          "conv2d: dilated filter window %lldx%lld of filter %s does not fit the padded input %lldx%lld of input %s",
-                          (long long)ey, (long long)ex, SHP(f, b2), (long long)hp, (long long)wp, SHP(in, b1));
+    return kl_shape_errf(
+        err, errlen,
+        "conv2d: dilated filter window %lldx%lld of filter %s does not fit the padded input %lldx%lld of input %s",
+        (long long)ey, (long long)ex, SHP(f, b2), (long long)hp, (long long)wp, SHP(in, b1));
   kl_shape o;
   memset(&o, 0, sizeof o);
   o.rank = 4;
@@ -248,4 +267,3 @@ int kl_infer_conv2d(const kl_shape *in, const kl_shape *f, const kl_conv2d_param
   *out = o;
   return 0;
 }
-

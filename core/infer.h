@@ -10,12 +10,12 @@
 #include "core/shape.h"
 
 typedef struct kl_conv2d_params {
-  int64_t stride[2];    /* h, w; >= 1 */
-  int64_t pad[4];       /* top, bottom, left, right; >= 0 */
-  int64_t dilation[2];  /* h, w; >= 1 */
-  int64_t groups;       /* >= 1 */
+  int64_t stride[2];   /* h, w; >= 1 */
+  int64_t pad[4];      /* top, bottom, left, right; >= 0 */
+  int64_t dilation[2]; /* h, w; >= 1 */
+  int64_t groups;      /* >= 1 */
 } kl_conv2d_params;
-#define KL_CONV2D_DEFAULT ((kl_conv2d_params){{1, 1}, {0, 0, 0, 0}, {1, 1}, 1})
+#define KL_CONV2D_DEFAULT ((kl_conv2d_params){ { 1, 1 }, { 0, 0, 0, 0 }, { 1, 1 }, 1 })
 
 /* ---- output shape inference (pure; op names the op in messages) ---- */
 /* numpy broadcasting of two shapes. */
@@ -26,10 +26,12 @@ int kl_infer_where(const kl_shape *cond, const kl_shape *a, const kl_shape *b, k
 /* Ho = (H + pt + pb - dil_h*(Y-1) - 1)/stride_h + 1 (likewise Wo); errors if the
  * (dilated) filter does not fit the padded input, on C != (C/G)*G, K % G != 0, bad
  * parameters or ranks other than 4. */
-int kl_infer_conv2d(const kl_shape *in, const kl_shape *filter, const kl_conv2d_params *p, kl_shape *out, char *err, size_t errlen);
+int kl_infer_conv2d(const kl_shape *in, const kl_shape *filter, const kl_conv2d_params *p, kl_shape *out, char *err,
+                    size_t errlen);
 /* a: [..., M, K] ([..., K, M] if trans_a); b: [..., K, N] ([..., N, K] if trans_b);
  * ranks >= 2; batch dims broadcast numpy-style; out: [batch..., M, N]. */
-int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool trans_a, bool trans_b, kl_shape *out, char *err, size_t errlen);
+int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool trans_a, bool trans_b, kl_shape *out, char *err,
+                 size_t errlen);
 /* out.dim[i] = in.dim[perm[i]]; nperm must equal the rank. */
 int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape *out, char *err, size_t errlen);
 /* dims may hold one -1 (inferred); the element counts must match. */
@@ -37,14 +39,14 @@ int kl_infer_reshape(const kl_shape *in, int rank, const int64_t *dims, kl_shape
 /* begin/end/step: rank entries each (step NULL = all 1). begin and end may be negative
  * (+ size), must then lie in [0, size]; end < begin gives an empty axis; step >= 1.
  * out_begin (may be NULL) receives the normalised begins. */
-int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end, const int64_t *step,
-                   kl_shape *out, int64_t *out_begin, char *err, size_t errlen);
+int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end, const int64_t *step, kl_shape *out,
+                   int64_t *out_begin, char *err, size_t errlen);
 /* All ranks equal, sizes equal except along axis; n >= 1. */
 int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *err, size_t errlen);
 /* axes: naxes distinct axes (naxes 0: nothing reduced); keepdims keeps them as size 1.
  * reduced (may be NULL, KL_MAX_RANK entries) marks the reduced input axes. */
-int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims,
-                    kl_shape *out, bool *reduced, char *err, size_t errlen);
+int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *axes, bool keepdims, kl_shape *out,
+                    bool *reduced, char *err, size_t errlen);
 /* Checks the axis and returns it normalised (>= 0) in *axis_out. */
 int kl_normalize_axis(const char *op, const kl_shape *in, int axis, int *axis_out, char *err, size_t errlen);
 

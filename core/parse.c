@@ -19,14 +19,16 @@ void kl__parser_init(kl_parser *p, kl_ctx *ctx, const char *text, size_t len, co
   kl__next(p);
 }
 void kl__parser_fini(kl_parser *p) {
-  free(p->ents); free(p->table); free(p->defs); free(p->pending);
+  free(p->ents);
+  free(p->table);
+  free(p->defs);
+  free(p->pending);
   kl_sb_free(&p->sb);
 }
 void kl__next(kl_parser *p) {
-  if (p->tok.kind == KL_TK_ERROR) return;            /* stay on the error */
+  if (p->tok.kind == KL_TK_ERROR) return; /* stay on the error */
   p->tok = kl_lex_next(&p->lx);
-  if (p->tok.kind == KL_TK_ERROR)
-    kl__error_at(p, (kl_loc){ p->file, p->lx.err_line, p->lx.err_col }, "%s", p->lx.err);
+  if (p->tok.kind == KL_TK_ERROR) kl__error_at(p, (kl_loc){ p->file, p->lx.err_line, p->lx.err_col }, "%s", p->lx.err);
 }
 bool kl__is(const kl_parser *p, kl_tok_kind kind, const char *text) {
   if (p->tok.kind != kind) return false;
@@ -34,13 +36,14 @@ bool kl__is(const kl_parser *p, kl_tok_kind kind, const char *text) {
 }
 kl_loc kl__tok_loc(const kl_parser *p, const kl_tok *t) { return (kl_loc){ p->file, t->line, t->col }; }
 static kl_status verror(kl_parser *p, kl_loc loc, const char *fmt, va_list ap) {
-  if (p->failed) return KL_ERR;       /* only the first error is reported */
+  if (p->failed) return KL_ERR; /* only the first error is reported */
   p->failed = true;
   kl_emit_vdiag(p->ctx, KL_DIAG_ERROR, loc, fmt, ap);
   return KL_ERR;
 }
 kl_status kl__error_at(kl_parser *p, kl_loc loc, const char *fmt, ...) {
-  va_list ap; va_start(ap, fmt);
+  va_list ap;
+  va_start(ap, fmt);
   kl_status s = verror(p, loc, fmt, ap);
   va_end(ap);
   return s;
@@ -67,7 +70,8 @@ static kl_status expected(kl_parser *p, const char *what) {
 }
 static kl_status expect_punct(kl_parser *p, const char *s) {
   if (!is_punct(p, s)) {
-    char what[16]; snprintf(what, sizeof what, "'%s'", s);
+    char what[16];
+    snprintf(what, sizeof what, "'%s'", s);
     return expected(p, what);
   }
   kl__next(p);
@@ -105,7 +109,10 @@ void kl_op_state_add_region(kl_parser *p, kl_op_state *st, kl_region *r) {
 
 static uint64_t hash_name(const char *s, size_t n) {
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ull; }
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ull;
+  }
   return h;
 }
 static int *name_slot(kl_parser *p, const char *key, size_t n, int region) {
@@ -134,7 +141,8 @@ static kl_status define_name_in(kl_parser *p, const kl_tok *t, kl_value *first, 
   if ((p->nents + 1) * 2 > p->tcap) table_grow(p);
   int *slot = name_slot(p, t->p, t->n, region);
   if (*slot && p->ents[*slot - 1].live)
-    return kl__error_at(p, kl__tok_loc(p, t), "redefinition of %s '%.*s'", t->kind == KL_TK_BLOCK ? "block" : "value", SHOWN(t));
+    return kl__error_at(p, kl__tok_loc(p, t), "redefinition of %s '%.*s'", t->kind == KL_TK_BLOCK ? "block" : "value",
+                        SHOWN(t));
   if (!*slot) {
     if (p->nents == p->capents) {
       p->capents = p->capents ? p->capents * 2 : 64;
@@ -144,7 +152,9 @@ static kl_status define_name_in(kl_parser *p, const kl_tok *t, kl_value *first, 
     *slot = ++p->nents;
   }
   kl_name_ent *e = &p->ents[*slot - 1];
-  e->first = first; e->count = count; e->live = true;
+  e->first = first;
+  e->count = count;
+  e->live = true;
   if (p->ndefs == p->capdefs) {
     p->capdefs = p->capdefs ? p->capdefs * 2 : 64;
     p->defs = kl_xrealloc(p->defs, (size_t)p->capdefs * sizeof *p->defs);
@@ -160,7 +170,8 @@ static void pop_scope(kl_parser *p, int mark) {
 }
 /* Names other than the printer's generated %N / %argN become name hints. */
 static void set_hint(kl_parser *p, kl_value *v, const kl_tok *t) {
-  const char *s = t->p + 1; size_t n = t->n - 1;
+  const char *s = t->p + 1;
+  size_t n = t->n - 1;
   if (!n || !kl_lex_is_ident_start((unsigned char)s[0])) return;
   for (size_t i = 0; i < n; i++)
     if (!(kl_lex_is_ident_start((unsigned char)s[i]) || (s[i] >= '0' && s[i] <= '9'))) return;
@@ -174,17 +185,23 @@ static void set_hint(kl_parser *p, kl_value *v, const kl_tok *t) {
 
 static kl_value *parse_use(kl_parser *p) {
   kl_tok t = p->tok;
-  if (t.kind != KL_TK_VALUE) { expected(p, "a value (%name)"); return NULL; }
-  kl_name_ent *e = find_name(p, &t);     /* t.p/t.n hold "%name" without the #N */
-  if (!e) { kl__error_at(p, kl__tok_loc(p, &t), "use of undefined value '%.*s'", SHOWN(&t)); return NULL; }
+  if (t.kind != KL_TK_VALUE) {
+    expected(p, "a value (%name)");
+    return NULL;
+  }
+  kl_name_ent *e = find_name(p, &t); /* t.p/t.n hold "%name" without the #N */
+  if (!e) {
+    kl__error_at(p, kl__tok_loc(p, &t), "use of undefined value '%.*s'", SHOWN(&t));
+    return NULL;
+  }
   if (t.result_no < 0 && e->count > 1) {
     kl__error_at(p, kl__tok_loc(p, &t), "'%.*s' names %d results; use '%.*s#N'", SHOWN(&t), e->count, SHOWN(&t));
     return NULL;
   }
   int64_t idx = t.result_no < 0 ? 0 : t.result_no;
   if (idx >= e->count) {
-    kl__error_at(p, kl__tok_loc(p, &t), "result #%lld of '%.*s' does not exist (it has %d result%s)",
-                 (long long)idx, SHOWN(&t), e->count, e->count == 1 ? "" : "s");
+    kl__error_at(p, kl__tok_loc(p, &t), "result #%lld of '%.*s' does not exist (it has %d result%s)", (long long)idx,
+                 SHOWN(&t), e->count, e->count == 1 ? "" : "s");
     return NULL;
   }
   kl__next(p);
@@ -200,7 +217,10 @@ static kl_status define_pending(kl_parser *p, kl_block *entry) {
   int keep = 0;
   kl_status st = KL_OK;
   for (int i = 0; i < p->npending; i++) {
-    if (p->pending[i].block != entry) { p->pending[keep++] = p->pending[i]; continue; }
+    if (p->pending[i].block != entry) {
+      p->pending[keep++] = p->pending[i];
+      continue;
+    }
     if (st == KL_OK) st = define_name(p, &p->pending[i].name, p->pending[i].v, 1);
   }
   p->npending = keep;
@@ -213,7 +233,10 @@ static kl_status parse_label(kl_parser *p, kl_region *r, int region_id, kl_block
   kl_tok lab = p->tok;
   kl__next(p);
   kl_block *b = entry;
-  if (!b) { b = kl_block_create(p->ctx); kl_region_push_block(r, b); }
+  if (!b) {
+    b = kl_block_create(p->ctx);
+    kl_region_push_block(r, b);
+  }
   if (define_name_in(p, &lab, NULL, 0, region_id) != KL_OK) return KL_ERR;
   int nargs = 0;
   if (is_punct(p, "(")) {
@@ -229,7 +252,8 @@ static kl_status parse_label(kl_parser *p, kl_region *r, int region_id, kl_block
       if (entry) {
         kl_name_ent *e = find_name(p, &at);
         if (nargs >= entry->nargs || !e || e->first != entry->args[nargs])
-          return kl__error_at(p, kl__tok_loc(p, &at), "block argument '%.*s' does not match the entry block's signature", SHOWN(&at));
+          return kl__error_at(p, kl__tok_loc(p, &at),
+                              "block argument '%.*s' does not match the entry block's signature", SHOWN(&at));
         if (t != entry->args[nargs]->type)
           return kl__error_at(p, kl__tok_loc(p, &tt), "type %s of '%.*s' does not match the signature type %s",
                               kl_type_str(t), SHOWN(&at), kl_type_str(entry->args[nargs]->type));
@@ -239,8 +263,11 @@ static kl_status parse_label(kl_parser *p, kl_region *r, int region_id, kl_block
         set_hint(p, v, &at);
       }
       nargs++;
-      if (is_punct(p, ",")) { kl__next(p); if (is_punct(p, ")")) return expected(p, "a block argument"); }
-      else if (!is_punct(p, ")")) return expected(p, "',' or ')'");
+      if (is_punct(p, ",")) {
+        kl__next(p);
+        if (is_punct(p, ")")) return expected(p, "a block argument");
+      } else if (!is_punct(p, ")"))
+        return expected(p, "',' or ')'");
     }
     kl__next(p);
   }
@@ -264,19 +291,28 @@ static kl_status parse_region(kl_parser *p, kl_region **out, kl_block *entry) {
   kl_region *r = kl_region_create_detached(p->ctx);
   kl_status st = KL_OK;
   kl_block *cur = entry;
-  if (entry) { kl_region_push_block(r, entry); st = define_pending(p, entry); }
+  if (entry) {
+    kl_region_push_block(r, entry);
+    st = define_pending(p, entry);
+  }
   bool first = true;
   while (st == KL_OK && !is_punct(p, "}")) {
-    if (p->tok.kind == KL_TK_EOF) { st = kl__error_at(p, here(p), "expected '}' to close the region opened at %d:%d", open.line, open.col); break; }
+    if (p->tok.kind == KL_TK_EOF) {
+      st = kl__error_at(p, here(p), "expected '}' to close the region opened at %d:%d", open.line, open.col);
+      break;
+    }
     if (p->tok.kind == KL_TK_BLOCK) {
       st = parse_label(p, r, region_id, first ? entry : NULL, &cur);
     } else {
-      if (!cur) { cur = kl_block_create(p->ctx); kl_region_push_block(r, cur); }
+      if (!cur) {
+        cur = kl_block_create(p->ctx);
+        kl_region_push_block(r, cur);
+      }
       st = parse_op(p, cur);
     }
     first = false;
   }
-  if (st == KL_OK) kl__next(p);   /* '}' */
+  if (st == KL_OK) kl__next(p); /* '}' */
   pop_scope(p, mark);
   p->region_depth--;
   *out = r;
@@ -320,13 +356,17 @@ static kl_status parse_generic_tail(kl_parser *p, kl_op_state *st) {
     const kl_type *t = kl__parse_type(p);
     if (!t) return KL_ERR;
     if (n >= st->nopnds)
-      return kl__error_at(p, kl__tok_loc(p, &tt), "too many operand types: the op has %d operand%s", st->nopnds, st->nopnds == 1 ? "" : "s");
+      return kl__error_at(p, kl__tok_loc(p, &tt), "too many operand types: the op has %d operand%s", st->nopnds,
+                          st->nopnds == 1 ? "" : "s");
     if (st->opnds[n]->type != t)
-      return kl__error_at(p, kl__tok_loc(p, &tt), "operand #%d has type %s, but the signature says %s",
-                          n, kl_type_str(st->opnds[n]->type), kl_type_str(t));
+      return kl__error_at(p, kl__tok_loc(p, &tt), "operand #%d has type %s, but the signature says %s", n,
+                          kl_type_str(st->opnds[n]->type), kl_type_str(t));
     n++;
-    if (is_punct(p, ",")) { kl__next(p); if (is_punct(p, ")")) return expected(p, "a type"); }
-    else if (!is_punct(p, ")")) return expected(p, "',' or ')'");
+    if (is_punct(p, ",")) {
+      kl__next(p);
+      if (is_punct(p, ")")) return expected(p, "a type");
+    } else if (!is_punct(p, ")"))
+      return expected(p, "',' or ')'");
   }
   if (n != st->nopnds)
     return kl__error_at(p, kl__tok_loc(p, &list), "the signature lists %d operand type%s but the op has %d operand%s",
@@ -339,8 +379,11 @@ static kl_status parse_generic_tail(kl_parser *p, kl_op_state *st) {
       const kl_type *t = kl__parse_type(p);
       if (!t) return KL_ERR;
       kl_op_state_add_result_type(p, st, t);
-      if (is_punct(p, ",")) { kl__next(p); if (is_punct(p, ")")) return expected(p, "a type"); }
-      else if (!is_punct(p, ")")) return expected(p, "',' or ')'");
+      if (is_punct(p, ",")) {
+        kl__next(p);
+        if (is_punct(p, ")")) return expected(p, "a type");
+      } else if (!is_punct(p, ")"))
+        return expected(p, "',' or ')'");
     }
     kl__next(p);
   } else {
@@ -355,7 +398,11 @@ static kl_status parse_generic_tail(kl_parser *p, kl_op_state *st) {
 static kl_status parse_loc(kl_parser *p, kl_loc *loc) {
   kl__next(p);
   if (expect_punct(p, "(") != KL_OK) return KL_ERR;
-  if (is_word(p, "unknown")) { kl__next(p); *loc = KL_LOC_UNKNOWN; return expect_punct(p, ")"); }
+  if (is_word(p, "unknown")) {
+    kl__next(p);
+    *loc = KL_LOC_UNKNOWN;
+    return expect_punct(p, ")");
+  }
   if (p->tok.kind != KL_TK_STRING) return expected(p, "a file name string or 'unknown' in loc(...)");
   kl_tok ft = p->tok;
   const char *file = kl__string_ident(p, &ft, "a location file name");
@@ -375,10 +422,14 @@ static kl_status parse_loc(kl_parser *p, kl_loc *loc) {
 }
 
 static bool state_complete(const kl_op_state *st) {
-  for (int i = 0; i < st->nopnds; i++) if (!st->opnds[i]) return false;
-  for (int i = 0; i < st->nresults; i++) if (!st->result_types[i]) return false;
-  for (int i = 0; i < st->nattrs; i++) if (!st->attrs[i].name || !st->attrs[i].value) return false;
-  for (int i = 0; i < st->nregions; i++) if (!st->regions[i]) return false;
+  for (int i = 0; i < st->nopnds; i++)
+    if (!st->opnds[i]) return false;
+  for (int i = 0; i < st->nresults; i++)
+    if (!st->result_types[i]) return false;
+  for (int i = 0; i < st->nattrs; i++)
+    if (!st->attrs[i].name || !st->attrs[i].value) return false;
+  for (int i = 0; i < st->nregions; i++)
+    if (!st->regions[i]) return false;
   return true;
 }
 
@@ -428,10 +479,10 @@ static kl_status parse_op(kl_parser *p, kl_block *b) {
   }
   if (is_word(p, "loc") && parse_loc(p, &st.loc) != KL_OK) return KL_ERR;
   if (st.nresults != nnames)
-    return kl__error_at(p, kl__tok_loc(p, &first), "'%s' has %d result%s but %d result name%s given",
-                        st.name, st.nresults, st.nresults == 1 ? "" : "s", nnames, nnames == 1 ? " is" : "s are");
+    return kl__error_at(p, kl__tok_loc(p, &first), "'%s' has %d result%s but %d result name%s given", st.name,
+                        st.nresults, st.nresults == 1 ? "" : "s", nnames, nnames == 1 ? " is" : "s are");
   kl_op *op = kl_op_create_state(p->ctx, &st);
-  if (!strcmp(op->name, "builtin.module"))             /* a module always has a body block */
+  if (!strcmp(op->name, "builtin.module")) /* a module always has a body block */
     for (int i = 0; i < op->nregions; i++)
       if (!op->regions[i].first) kl_region_push_block(&op->regions[i], kl_block_create(p->ctx));
   kl_block_push_op(b, op);
@@ -494,7 +545,7 @@ bool kl_parser_accept(kl_parser *p, const char *s) {
 }
 kl_status kl_parser_expect(kl_parser *p, const char *s) {
   if (kl_parser_accept(p, s)) return KL_OK;
-  kl_sb what = {0};
+  kl_sb what = { 0 };
   kl_sb_printf(&what, "'%s'", s);
   expected(p, kl_sb_str(&what));
   kl_sb_free(&what);
@@ -521,8 +572,12 @@ kl_status kl_parser_symbol(kl_parser *p, const char **out) {
   return KL_OK;
 }
 kl_status kl_parser_type(kl_parser *p, const kl_type **out) { return (*out = kl__parse_type(p)) ? KL_OK : KL_ERR; }
-kl_status kl_parser_attr(kl_parser *p, const kl_attr **out) { return (*out = kl__parse_attr(p, true)) ? KL_OK : KL_ERR; }
-kl_status kl_parser_attr_untyped(kl_parser *p, const kl_attr **out) { return (*out = kl__parse_attr(p, false)) ? KL_OK : KL_ERR; }
+kl_status kl_parser_attr(kl_parser *p, const kl_attr **out) {
+  return (*out = kl__parse_attr(p, true)) ? KL_OK : KL_ERR;
+}
+kl_status kl_parser_attr_untyped(kl_parser *p, const kl_attr **out) {
+  return (*out = kl__parse_attr(p, false)) ? KL_OK : KL_ERR;
+}
 kl_status kl_parser_operand(kl_parser *p, kl_value **out) { return (*out = parse_use(p)) ? KL_OK : KL_ERR; }
 kl_status kl_parser_block_arg(kl_parser *p, kl_block *b) {
   kl_tok at = p->tok;
@@ -545,13 +600,15 @@ kl_status kl_parser_attr_dict(kl_parser *p, kl_op_state *st) {
   return is_punct(p, "{") ? kl__parse_dict_body(p, st) : KL_OK;
 }
 kl_status kl_parser_error(kl_parser *p, const char *fmt, ...) {
-  va_list ap; va_start(ap, fmt);
+  va_list ap;
+  va_start(ap, fmt);
   kl_status s = verror(p, here(p), fmt, ap);
   va_end(ap);
   return s;
 }
 kl_status kl_parser_error_at(kl_parser *p, kl_loc loc, const char *fmt, ...) {
-  va_list ap; va_start(ap, fmt);
+  va_list ap;
+  va_start(ap, fmt);
   kl_status s = verror(p, loc, fmt, ap);
   va_end(ap);
   return s;

@@ -31,20 +31,20 @@ const kl_attr *kl_parse_attr(kl_ctx *ctx, const char *text, size_t len, const ch
 
 /* For custom-syntax parse hooks (kl_opdef.parse): the parser stands just after the op
  * name. All return KL_ERR after emitting a located error. */
-bool      kl_parser_accept(kl_parser *p, const char *punct_or_keyword); /* consumes if next */
-bool      kl_parser_peek(kl_parser *p, const char *punct_or_keyword);   /* is next, not consumed */
-bool      kl_parser_peek_operand(kl_parser *p);                          /* next is a %value */
-bool      kl_parser_peek_symbol(kl_parser *p);                           /* next is an @symbol */
+bool kl_parser_accept(kl_parser *p, const char *punct_or_keyword); /* consumes if next */
+bool kl_parser_peek(kl_parser *p, const char *punct_or_keyword);   /* is next, not consumed */
+bool kl_parser_peek_operand(kl_parser *p);                         /* next is a %value */
+bool kl_parser_peek_symbol(kl_parser *p);                          /* next is an @symbol */
 kl_status kl_parser_expect(kl_parser *p, const char *punct_or_keyword);
 kl_status kl_parser_int(kl_parser *p, int64_t *out);
-kl_status kl_parser_ident(kl_parser *p, const char **out);      /* bare identifier, interned */
-kl_status kl_parser_symbol(kl_parser *p, const char **out);     /* @name, interned */
+kl_status kl_parser_ident(kl_parser *p, const char **out);  /* bare identifier, interned */
+kl_status kl_parser_symbol(kl_parser *p, const char **out); /* @name, interned */
 kl_status kl_parser_type(kl_parser *p, const kl_type **out);
-kl_status kl_parser_attr(kl_parser *p, const kl_attr **out);     /* a number may take ": type" */
+kl_status kl_parser_attr(kl_parser *p, const kl_attr **out); /* a number may take ": type" */
 /* An attribute whose number literals do not take a ": type" suffix (they come back as
  * i64 / f64 attributes; e.g. "arith.constant 3 : i32" retypes them itself). */
 kl_status kl_parser_attr_untyped(kl_parser *p, const kl_attr **out);
-kl_status kl_parser_operand(kl_parser *p, kl_value **out);     /* %name use */
+kl_status kl_parser_operand(kl_parser *p, kl_value **out); /* %name use */
 /* Parses "%name: type" as a new argument of block b; the name becomes visible inside
  * the region later parsed with b as its entry (kl_parser_region(p, &r, b)). */
 kl_status kl_parser_block_arg(kl_parser *p, kl_block *b);
@@ -57,8 +57,8 @@ kl_status kl_parser_attr_dict(kl_parser *p, kl_op_state *st);
 kl_status kl_parser_error(kl_parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* As kl_parser_error, at a location saved earlier with kl_parser_loc. */
 kl_status kl_parser_error_at(kl_parser *p, kl_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-kl_loc    kl_parser_loc(kl_parser *p);
-kl_ctx   *kl_parser_ctx(kl_parser *p);
+kl_loc kl_parser_loc(kl_parser *p);
+kl_ctx *kl_parser_ctx(kl_parser *p);
 /* Does integer literal v fit integer type t? (signless ranges: i1 0..1, i8 -128..255,
  * i32 -2^31..2^32-1; i64 and index: all). */
 bool kl_int_literal_fits(const kl_type *t, int64_t v);

@@ -9,34 +9,46 @@
 #include "core/parse.h"
 #include "core/lexer.h"
 
-#define KL_PARSE_MAX_DEPTH 256       /* region nesting and attribute nesting limits */
-#define KL_PARSE_MAX_RESULTS 65536   /* %r:N */
-#define KL_PARSE_MAX_VECTOR 65536    /* vector<Nx..> */
-#define KL_PARSE_MAX_DIM KL_MAX_DIM      /* the IR's limits (core/type.h, kl_shape_check) */
+#define KL_PARSE_MAX_DEPTH   256        /* region nesting and attribute nesting limits */
+#define KL_PARSE_MAX_RESULTS 65536      /* %r:N */
+#define KL_PARSE_MAX_VECTOR  65536      /* vector<Nx..> */
+#define KL_PARSE_MAX_DIM     KL_MAX_DIM /* the IR's limits (core/type.h, kl_shape_check) */
 
 /* A name visible in some scope: "%x" (values; count results from first) or "^bb1"
  * (labels; `region` tells regions apart, as each region numbers its blocks anew). */
 typedef struct kl_name_ent {
-  const char *key; size_t n; int region;
-  kl_value *first; kl_value *const *args; int count; /* results: first[i]; block arg: args[0] */
+  const char *key;
+  size_t n;
+  int region;
+  kl_value *first;
+  kl_value *const *args;
+  int count; /* results: first[i]; block arg: args[0] */
   bool live;
 } kl_name_ent;
 
-typedef struct kl_pending_arg { kl_block *block; kl_value *v; kl_tok name; } kl_pending_arg;
+typedef struct kl_pending_arg {
+  kl_block *block;
+  kl_value *v;
+  kl_tok name;
+} kl_pending_arg;
 
 struct kl_parser {
   kl_ctx *ctx;
   kl_lexer lx;
-  kl_tok tok;                      /* the current (not yet consumed) token */
-  const char *file;                /* interned */
+  kl_tok tok;       /* the current (not yet consumed) token */
+  const char *file; /* interned */
   bool failed;
   int region_depth, attr_depth;
-  int nregions_seen;               /* label namespace ids */
-  kl_name_ent *ents; int nents, capents;
-  int *table; int tcap;            /* open addressing: entity index + 1; 0 = empty */
-  int *defs; int ndefs, capdefs;   /* stack of defined entity indices (scopes) */
-  kl_pending_arg *pending; int npending, cappending;
-  kl_sb sb;                        /* scratch for decoded strings */
+  int nregions_seen; /* label namespace ids */
+  kl_name_ent *ents;
+  int nents, capents;
+  int *table;
+  int tcap; /* open addressing: entity index + 1; 0 = empty */
+  int *defs;
+  int ndefs, capdefs; /* stack of defined entity indices (scopes) */
+  kl_pending_arg *pending;
+  int npending, cappending;
+  kl_sb sb; /* scratch for decoded strings */
 };
 
 void kl__parser_init(kl_parser *p, kl_ctx *ctx, const char *text, size_t len, const char *filename);

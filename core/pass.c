@@ -11,7 +11,10 @@
 
 /* ---- registry (per context, arena-owned) ---- */
 #define REGISTRY_KEY "kiln.pass.registry"
-typedef struct { const kl_pass_info **items; int n, cap; } pass_registry;
+typedef struct {
+  const kl_pass_info **items;
+  int n, cap;
+} pass_registry;
 
 static pass_registry *registry(kl_ctx *ctx, bool create) {
   pass_registry *r = kl_ctx_get_user(ctx, REGISTRY_KEY);
@@ -37,16 +40,21 @@ void kl_register_pass(kl_ctx *ctx, const kl_pass_info *info) {
     }
     c->options = o;
   } else {
-    c->options = NULL; c->noptions = 0;
+    c->options = NULL;
+    c->noptions = 0;
   }
   pass_registry *r = registry(ctx, true);
   for (int i = 0; i < r->n; i++)
-    if (r->items[i]->name == c->name) { r->items[i] = c; return; }
-  if (r->n == r->cap) {   /* arena arrays: the old one is simply abandoned */
+    if (r->items[i]->name == c->name) {
+      r->items[i] = c;
+      return;
+    }
+  if (r->n == r->cap) { /* arena arrays: the old one is simply abandoned */
     int cap = r->cap ? r->cap * 2 : 32;
     const kl_pass_info **items = kl_arena_alloc(a, cap * sizeof *items);
     if (r->n) memcpy(items, r->items, r->n * sizeof *items);
-    r->items = items; r->cap = cap;
+    r->items = items;
+    r->cap = cap;
   }
   r->items[r->n++] = c;
 }
@@ -56,8 +64,13 @@ static const kl_pass_info *lookup_n(kl_ctx *ctx, const char *name, size_t n) {
     if (strlen(r->items[i]->name) == n && !memcmp(r->items[i]->name, name, n)) return r->items[i];
   return NULL;
 }
-const kl_pass_info *kl_lookup_pass(kl_ctx *ctx, const char *name) { return name ? lookup_n(ctx, name, strlen(name)) : NULL; }
-int kl_pass_count(kl_ctx *ctx) { pass_registry *r = registry(ctx, false); return r ? r->n : 0; }
+const kl_pass_info *kl_lookup_pass(kl_ctx *ctx, const char *name) {
+  return name ? lookup_n(ctx, name, strlen(name)) : NULL;
+}
+int kl_pass_count(kl_ctx *ctx) {
+  pass_registry *r = registry(ctx, false);
+  return r ? r->n : 0;
+}
 const kl_pass_info *kl_pass_at(kl_ctx *ctx, int i) {
   pass_registry *r = registry(ctx, false);
   return (r && i >= 0 && i < r->n) ? r->items[i] : NULL;
@@ -67,7 +80,7 @@ static const char *kind_name(kl_opt_kind k) {
   return k == KL_OPT_INT ? "int" : k == KL_OPT_FLOAT ? "float" : k == KL_OPT_BOOL ? "bool" : "string";
 }
 char *kl_pass_describe(kl_ctx *ctx) {
-  kl_sb sb = {0};
+  kl_sb sb = { 0 };
   for (int i = 0; i < kl_pass_count(ctx); i++) {
     const kl_pass_info *p = kl_pass_at(ctx, i);
     kl_sb_printf(&sb, "%s: %s\n", p->name, p->summary ? p->summary : "");
@@ -81,11 +94,23 @@ char *kl_pass_describe(kl_ctx *ctx) {
 }
 
 /* ---- option values ---- */
-typedef struct { const kl_pass_option *def; int64_t i; double f; bool b; const char *s; bool given; } opt_val;
-struct kl_pass_options { const kl_pass_info *info; int n; opt_val *v; };
+typedef struct {
+  const kl_pass_option *def;
+  int64_t i;
+  double f;
+  bool b;
+  const char *s;
+  bool given;
+} opt_val;
+struct kl_pass_options {
+  const kl_pass_info *info;
+  int n;
+  opt_val *v;
+};
 
 static const opt_val *find_opt(const kl_pass_options *o, const char *name) {
-  for (int i = 0; o && name && i < o->n; i++) if (!strcmp(o->v[i].def->name, name)) return &o->v[i];
+  for (int i = 0; o && name && i < o->n; i++)
+    if (!strcmp(o->v[i].def->name, name)) return &o->v[i];
   return NULL;
 }
 int64_t kl_pass_opt_int(const kl_pass_options *o, const char *name) {
@@ -105,53 +130,64 @@ bool kl_pass_opt_bool(const kl_pass_options *o, const char *name) {
 }
 const char *kl_pass_opt_string(const kl_pass_options *o, const char *name) {
   const opt_val *v = find_opt(o, name);
-  return v ? v->s : NULL;   /* the text of any option */
+  return v ? v->s : NULL; /* the text of any option */
 }
 
 /* Parses text (NUL-terminated) as a value of def's kind into v; false if invalid. */
 static bool parse_value(const kl_pass_option *def, const char *text, opt_val *v) {
   char *end;
   switch (def->kind) {
-  case KL_OPT_INT: {
-    const char *p = text + (*text == '-' || *text == '+');
-    int base = (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) ? 16 : 10;
-    if (!*p || *p == ' ' || *p == '-' || *p == '+') return false;
-    errno = 0;
-    long long x = strtoll(text, &end, base);
-    if (errno || *end) return false;
-    v->i = x;
-    return true;
-  }
-  case KL_OPT_FLOAT:
-    if (!*text || *text == ' ') return false;
-    errno = 0;
-    v->f = strtod(text, &end);
-    return !errno && !*end;
-  case KL_OPT_BOOL:
-    if (!strcmp(text, "true") || !strcmp(text, "1")) { v->b = true; return true; }
-    if (!strcmp(text, "false") || !strcmp(text, "0")) { v->b = false; return true; }
-    return false;
-  case KL_OPT_STRING:
-    return true;
+    case KL_OPT_INT: {
+      const char *p = text + (*text == '-' || *text == '+');
+      int base = (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) ? 16 : 10;
+      if (!*p || *p == ' ' || *p == '-' || *p == '+') return false;
+      errno = 0;
+      long long x = strtoll(text, &end, base);
+      if (errno || *end) return false;
+      v->i = x;
+      return true;
+    }
+    case KL_OPT_FLOAT:
+      if (!*text || *text == ' ') return false;
+      errno = 0;
+      v->f = strtod(text, &end);
+      return !errno && !*end;
+    case KL_OPT_BOOL:
+      if (!strcmp(text, "true") || !strcmp(text, "1")) {
+        v->b = true;
+        return true;
+      }
+      if (!strcmp(text, "false") || !strcmp(text, "0")) {
+        v->b = false;
+        return true;
+      }
+      return false;
+    case KL_OPT_STRING: return true;
   }
   return false;
 }
 static const char *expected_text(kl_opt_kind k) {
-  return k == KL_OPT_INT ? "an integer" : k == KL_OPT_FLOAT ? "a number" : k == KL_OPT_BOOL ? "true or false" : "a string";
+  return k == KL_OPT_INT  ? "an integer"
+      : k == KL_OPT_FLOAT ? "a number"
+      : k == KL_OPT_BOOL  ? "true or false"
+                          : "a string";
 }
 
 /* ---- pipeline and option-string parsing ---- */
 typedef struct {
-  kl_ctx *ctx; kl_arena *arena;
-  const char *s; size_t len, pos;
-  const char *file;     /* location file name for errors */
-  bool quiet;           /* report nothing (kl_pipeline_passes) */
+  kl_ctx *ctx;
+  kl_arena *arena;
+  const char *s;
+  size_t len, pos;
+  const char *file; /* location file name for errors */
+  bool quiet;       /* report nothing (kl_pipeline_passes) */
 } cursor;
 
 static kl_status perr(cursor *c, size_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static kl_status perr(cursor *c, size_t pos, const char *fmt, ...) {
   if (c->quiet) return KL_ERR;
-  va_list ap; va_start(ap, fmt);
+  va_list ap;
+  va_start(ap, fmt);
   kl_emit_vdiag(c->ctx, KL_DIAG_ERROR, kl_loc_make(c->ctx, c->file, 1, (int)pos + 1), fmt, ap);
   va_end(ap);
   return KL_ERR;
@@ -159,11 +195,14 @@ static kl_status perr(cursor *c, size_t pos, const char *fmt, ...) {
 static int peek(const cursor *c) { return c->pos < c->len ? (unsigned char)c->s[c->pos] : -1; }
 static bool skip_ws(cursor *c) {
   size_t p0 = c->pos;
-  while (c->pos < c->len && (c->s[c->pos] == ' ' || c->s[c->pos] == '\t' || c->s[c->pos] == '\n' || c->s[c->pos] == '\r')) c->pos++;
+  while (c->pos < c->len &&
+         (c->s[c->pos] == ' ' || c->s[c->pos] == '\t' || c->s[c->pos] == '\n' || c->s[c->pos] == '\r'))
+    c->pos++;
   return c->pos != p0;
 }
 static bool name_char(int ch) {
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.';
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+      ch == '.';
 }
 static size_t read_name(cursor *c) {
   size_t p0 = c->pos;
@@ -174,7 +213,10 @@ static size_t read_name(cursor *c) {
 static const char *found_text(cursor *c, char buf[16]) {
   int ch = peek(c);
   if (ch < 0) return "the end of the string";
-  if (ch >= 32 && ch < 127) snprintf(buf, 16, "'%c'", ch); else snprintf(buf, 16, "byte 0x%02x", ch);
+  if (ch >= 32 && ch < 127)
+    snprintf(buf, 16, "'%c'", ch);
+  else
+    snprintf(buf, 16, "byte 0x%02x", ch);
   return buf;
 }
 
@@ -184,38 +226,52 @@ static int edit_distance(const char *a, size_t na, const char *b) {
   int row[65];
   for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
   for (size_t i = 1; i <= na; i++) {
-    int prev = row[0]; row[0] = (int)i;
+    int prev = row[0];
+    row[0] = (int)i;
     for (size_t j = 1; j <= nb; j++) {
       int cur = row[j];
       int best = prev + (a[i - 1] != b[j - 1]);
       if (row[j] + 1 < best) best = row[j] + 1;
       if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best; prev = cur;
+      row[j] = best;
+      prev = cur;
     }
   }
   return row[nb];
 }
 static const char *suggest_pass(kl_ctx *ctx, const char *name, size_t n) {
-  const char *best = NULL; int bd = 1000;
+  const char *best = NULL;
+  int bd = 1000;
   for (int i = 0; i < kl_pass_count(ctx); i++) {
     int d = edit_distance(name, n, kl_pass_at(ctx, i)->name);
-    if (d < bd) { bd = d; best = kl_pass_at(ctx, i)->name; }
+    if (d < bd) {
+      bd = d;
+      best = kl_pass_at(ctx, i)->name;
+    }
   }
   return (best && bd <= 2 && (size_t)bd < n) ? best : NULL;
 }
 
 /* Fills o with every option of info at its default value. */
-static kl_status init_options(kl_ctx *ctx, kl_arena *arena, const kl_pass_info *info, bool quiet, kl_pass_options **out) {
+static kl_status init_options(kl_ctx *ctx, kl_arena *arena, const kl_pass_info *info, bool quiet,
+                              kl_pass_options **out) {
   kl_pass_options *o = kl_arena_alloc(arena, sizeof *o);
-  o->info = info; o->n = info->noptions;
+  o->info = info;
+  o->n = info->noptions;
   o->v = kl_arena_alloc(arena, (o->n ? o->n : 1) * sizeof *o->v);
   for (int i = 0; i < o->n; i++) {
     const kl_pass_option *d = &info->options[i];
-    const char *txt = d->default_value ? d->default_value : d->kind == KL_OPT_STRING ? "" : d->kind == KL_OPT_BOOL ? "false" : "0";
-    o->v[i].def = d; o->v[i].s = txt;
+    const char *txt = d->default_value ? d->default_value
+        : d->kind == KL_OPT_STRING     ? ""
+        : d->kind == KL_OPT_BOOL       ? "false"
+                                       : "0";
+    o->v[i].def = d;
+    o->v[i].s = txt;
     if (!parse_value(d, txt, &o->v[i]))
-      return quiet ? KL_ERR : kl_emit_error(ctx, KL_LOC_UNKNOWN, "pass '%s': invalid default value '%s' for %s option '%s' (expected %s)",
-                           info->name, txt, kind_name(d->kind), d->name, expected_text(d->kind));
+      return quiet
+          ? KL_ERR
+          : kl_emit_error(ctx, KL_LOC_UNKNOWN, "pass '%s': invalid default value '%s' for %s option '%s' (expected %s)",
+                          info->name, txt, kind_name(d->kind), d->name, expected_text(d->kind));
   }
   *out = o;
   return KL_OK;
@@ -234,11 +290,12 @@ static kl_status parse_options(cursor *c, const kl_pass_info *info, int close, k
     for (int i = 0; i < o->n; i++)
       if (strlen(o->v[i].def->name) == klen && !memcmp(o->v[i].def->name, c->s + kpos, klen)) v = &o->v[i];
     if (!v) {
-      kl_sb known = {0};
+      kl_sb known = { 0 };
       for (int i = 0; i < info->noptions; i++) kl_sb_printf(&known, "%s%s", i ? ", " : "", info->options[i].name);
-      kl_status st = info->noptions
-        ? perr(c, kpos, "unknown option '%.*s' for pass '%s' (options: %s)", (int)klen, c->s + kpos, info->name, kl_sb_str(&known))
-        : perr(c, kpos, "unknown option '%.*s' for pass '%s' (it takes no options)", (int)klen, c->s + kpos, info->name);
+      kl_status st = info->noptions ? perr(c, kpos, "unknown option '%.*s' for pass '%s' (options: %s)", (int)klen,
+                                           c->s + kpos, info->name, kl_sb_str(&known))
+                                    : perr(c, kpos, "unknown option '%.*s' for pass '%s' (it takes no options)",
+                                           (int)klen, c->s + kpos, info->name);
       kl_sb_free(&known);
       return st;
     }
@@ -247,64 +304,90 @@ static kl_status parse_options(cursor *c, const kl_pass_info *info, int close, k
     skip_ws(c);
     if (peek(c) != '=') {
       if (v->def->kind != KL_OPT_BOOL)
-        return perr(c, kpos, "option '%s' of pass '%s' needs a value (%s)", v->def->name, info->name, expected_text(v->def->kind));
-      v->b = true; v->s = "true";
+        return perr(c, kpos, "option '%s' of pass '%s' needs a value (%s)", v->def->name, info->name,
+                    expected_text(v->def->kind));
+      v->b = true;
+      v->s = "true";
     } else {
       c->pos++;
       skip_ws(c);
       size_t vpos = c->pos;
-      kl_sb val = {0};
+      kl_sb val = { 0 };
       if (peek(c) == '"') {
         c->pos++;
         for (;;) {
           int ch = peek(c);
-          if (ch < 0) { kl_sb_free(&val); return perr(c, vpos, "unterminated string in the options of pass '%s'", info->name); }
+          if (ch < 0) {
+            kl_sb_free(&val);
+            return perr(c, vpos, "unterminated string in the options of pass '%s'", info->name);
+          }
           c->pos++;
           if (ch == '"') break;
-          if (ch == '\\' && peek(c) >= 0) { ch = peek(c); c->pos++; }
+          if (ch == '\\' && peek(c) >= 0) {
+            ch = peek(c);
+            c->pos++;
+          }
           kl_sb_putc(&val, (char)ch);
         }
       } else {
-        while (peek(c) >= 0 && peek(c) != ',' && peek(c) != '}' && peek(c) != '{' && peek(c) != ' ' && peek(c) != '\t' && peek(c) != '\n')
+        while (peek(c) >= 0 && peek(c) != ',' && peek(c) != '}' && peek(c) != '{' && peek(c) != ' ' &&
+               peek(c) != '\t' && peek(c) != '\n')
           c->pos++;
-        if (c->pos == vpos) return perr(c, vpos, "option '%s' of pass '%s' needs a value (%s)", v->def->name, info->name, expected_text(v->def->kind));
+        if (c->pos == vpos)
+          return perr(c, vpos, "option '%s' of pass '%s' needs a value (%s)", v->def->name, info->name,
+                      expected_text(v->def->kind));
         kl_sb_putn(&val, c->s + vpos, c->pos - vpos);
       }
       const char *txt = kl_arena_strdup(c->arena, kl_sb_str(&val));
       kl_sb_free(&val);
       v->s = txt;
       if (!parse_value(v->def, txt, v))
-        return perr(c, vpos, "invalid value '%s' for %s option '%s' of pass '%s' (expected %s)", txt, kind_name(v->def->kind),
-                    v->def->name, info->name, expected_text(v->def->kind));
+        return perr(c, vpos, "invalid value '%s' for %s option '%s' of pass '%s' (expected %s)", txt,
+                    kind_name(v->def->kind), v->def->name, info->name, expected_text(v->def->kind));
     }
     bool ws = skip_ws(c);
-    if (peek(c) == ',') { c->pos++; skip_ws(c); if (peek(c) == close) return perr(c, c->pos, "expected an option name after ','"); continue; }
+    if (peek(c) == ',') {
+      c->pos++;
+      skip_ws(c);
+      if (peek(c) == close) return perr(c, c->pos, "expected an option name after ','");
+      continue;
+    }
     if (peek(c) == close) return KL_OK;
     if (!ws) {
       if (peek(c) < 0) return perr(c, c->pos, "missing '}' to close the options of pass '%s'", info->name);
-      return perr(c, c->pos, "expected ',' or '}' after option '%s' of pass '%s', found %s", v->def->name, info->name, found_text(c, fb));
+      return perr(c, c->pos, "expected ',' or '}' after option '%s' of pass '%s', found %s", v->def->name, info->name,
+                  found_text(c, fb));
     }
   }
 }
 
 /* ---- pass manager ---- */
 typedef struct {
-  const char *name;               /* pass name or callback label */
-  const kl_pass_info *info;       /* NULL for callbacks */
+  const char *name;         /* pass name or callback label */
+  const kl_pass_info *info; /* NULL for callbacks */
   kl_pass_options *opts;
-  kl_pass_callback cb; void *user;
+  kl_pass_callback cb;
+  void *user;
 } pm_entry;
-typedef struct { const char *name; double ms; } pm_time;
+typedef struct {
+  const char *name;
+  double ms;
+} pm_time;
 
 struct kl_pass_manager {
   kl_ctx *ctx;
-  kl_arena arena;                 /* names, option values */
-  pm_entry *entries; int n, cap;
+  kl_arena arena; /* names, option values */
+  pm_entry *entries;
+  int n, cap;
   bool verify;
-  const char *print_which; kl_ir_callback ir_cb; void *ir_user;
-  kl_pass_observer observer; void *observer_user;
-  pm_time *times; int ntimes, captimes;   /* last run: one entry per pass run */
-  double verify_ms;                        /* last run: all verification */
+  const char *print_which;
+  kl_ir_callback ir_cb;
+  void *ir_user;
+  kl_pass_observer observer;
+  void *observer_user;
+  pm_time *times;
+  int ntimes, captimes; /* last run: one entry per pass run */
+  double verify_ms;     /* last run: all verification */
 };
 
 kl_pass_manager *kl_pass_manager_create(kl_ctx *ctx) {
@@ -316,31 +399,42 @@ kl_pass_manager *kl_pass_manager_create(kl_ctx *ctx) {
 }
 void kl_pass_manager_destroy(kl_pass_manager *pm) {
   if (!pm) return;
-  free(pm->entries); free(pm->times);
+  free(pm->entries);
+  free(pm->times);
   kl_arena_destroy(&pm->arena);
   free(pm);
 }
 static void push_entry(kl_pass_manager *pm, pm_entry e) {
-  if (pm->n == pm->cap) { pm->cap = pm->cap ? pm->cap * 2 : 8; pm->entries = kl_xrealloc(pm->entries, pm->cap * sizeof *pm->entries); }
+  if (pm->n == pm->cap) {
+    pm->cap = pm->cap ? pm->cap * 2 : 8;
+    pm->entries = kl_xrealloc(pm->entries, pm->cap * sizeof *pm->entries);
+  }
   pm->entries[pm->n++] = e;
 }
 
 /* Parses a pipeline string into entries (malloc'd array, *n of them); option values
  * live in arena. KL_ERR (+ diagnostic unless quiet) on a bad string, *out then NULL. */
-static kl_status parse_pipeline(kl_ctx *ctx, kl_arena *arena, const char *pipeline, bool quiet, pm_entry **out, int *nout) {
+static kl_status parse_pipeline(kl_ctx *ctx, kl_arena *arena, const char *pipeline, bool quiet, pm_entry **out,
+                                int *nout) {
   cursor c = { ctx, arena, pipeline ? pipeline : "", pipeline ? strlen(pipeline) : 0, 0, "<pipeline>", quiet };
-  pm_entry *tmp = NULL; int ntmp = 0;
+  pm_entry *tmp = NULL;
+  int ntmp = 0;
   kl_status st = KL_OK;
   char fb[16];
   skip_ws(&c);
   while (st == KL_OK && peek(&c) >= 0) {
     size_t npos = c.pos, nlen = read_name(&c);
-    if (!nlen) { st = perr(&c, c.pos, "expected a pass name, found %s", found_text(&c, fb)); break; }
+    if (!nlen) {
+      st = perr(&c, c.pos, "expected a pass name, found %s", found_text(&c, fb));
+      break;
+    }
     const kl_pass_info *info = lookup_n(ctx, c.s + npos, nlen);
     if (!info) {
       const char *sug = suggest_pass(ctx, c.s + npos, nlen);
-      if (sug) st = perr(&c, npos, "unknown pass '%.*s' (did you mean '%s'?)", (int)nlen, c.s + npos, sug);
-      else st = perr(&c, npos, "unknown pass '%.*s'", (int)nlen, c.s + npos);
+      if (sug)
+        st = perr(&c, npos, "unknown pass '%.*s' (did you mean '%s'?)", (int)nlen, c.s + npos, sug);
+      else
+        st = perr(&c, npos, "unknown pass '%.*s'", (int)nlen, c.s + npos);
       break;
     }
     pm_entry e = { .name = info->name, .info = info };
@@ -349,24 +443,36 @@ static kl_status parse_pipeline(kl_ctx *ctx, kl_arena *arena, const char *pipeli
     if (peek(&c) == '{') {
       c.pos++;
       if ((st = parse_options(&c, info, '}', e.opts)) != KL_OK) break;
-      c.pos++;   /* the '}' */
+      c.pos++; /* the '}' */
       skip_ws(&c);
     }
     tmp = kl_xrealloc(tmp, (ntmp + 1) * sizeof *tmp);
     tmp[ntmp++] = e;
     if (peek(&c) < 0) break;
-    if (peek(&c) != ',') { st = perr(&c, c.pos, "expected ',' between passes, found %s", found_text(&c, fb)); break; }
+    if (peek(&c) != ',') {
+      st = perr(&c, c.pos, "expected ',' between passes, found %s", found_text(&c, fb));
+      break;
+    }
     c.pos++;
     skip_ws(&c);
-    if (peek(&c) < 0) { st = perr(&c, c.pos, "expected a pass name after ','"); break; }
+    if (peek(&c) < 0) {
+      st = perr(&c, c.pos, "expected a pass name after ','");
+      break;
+    }
   }
-  if (st != KL_OK) { free(tmp); tmp = NULL; ntmp = 0; }
-  *out = tmp; *nout = ntmp;
+  if (st != KL_OK) {
+    free(tmp);
+    tmp = NULL;
+    ntmp = 0;
+  }
+  *out = tmp;
+  *nout = ntmp;
   return st;
 }
 
 kl_status kl_pass_manager_add_pipeline(kl_pass_manager *pm, const char *pipeline) {
-  pm_entry *tmp; int ntmp;
+  pm_entry *tmp;
+  int ntmp;
   kl_status st = parse_pipeline(pm->ctx, &pm->arena, pipeline, false, &tmp, &ntmp);
   for (int i = 0; i < ntmp; i++) push_entry(pm, tmp[i]);
   free(tmp);
@@ -376,7 +482,8 @@ kl_status kl_pass_manager_add_pipeline(kl_pass_manager *pm, const char *pipeline
 int kl_pipeline_passes(kl_ctx *ctx, const char *pipeline, const kl_pass_info **out, int max) {
   kl_arena arena;
   kl_arena_init(&arena);
-  pm_entry *es; int n;
+  pm_entry *es;
+  int n;
   kl_status st = parse_pipeline(ctx, &arena, pipeline, true, &es, &n);
   for (int i = 0; st == KL_OK && i < n && i < max; i++) out[i] = es[i].info;
   free(es);
@@ -407,23 +514,30 @@ void kl_pass_manager_add_callback(kl_pass_manager *pm, const char *name, kl_pass
 }
 void kl_pass_manager_print_ir_after(kl_pass_manager *pm, const char *which, kl_ir_callback cb, void *user) {
   pm->print_which = which ? kl_arena_strdup(&pm->arena, which) : NULL;
-  pm->ir_cb = cb; pm->ir_user = user;
+  pm->ir_cb = cb;
+  pm->ir_user = user;
 }
 void kl_pass_manager_set_verify(kl_pass_manager *pm, bool on) { pm->verify = on; }
-void kl_pass_manager_observe(kl_pass_manager *pm, kl_pass_observer fn, void *user) { pm->observer = fn; pm->observer_user = user; }
+void kl_pass_manager_observe(kl_pass_manager *pm, kl_pass_observer fn, void *user) {
+  pm->observer = fn;
+  pm->observer_user = user;
+}
 
 kl_status kl_pass_manager_set_option(kl_pass_manager *pm, const char *pass, const char *option, const char *value) {
   for (int i = 0; i < pm->n; i++) {
     pm_entry *e = &pm->entries[i];
     if (!e->info || !pass || strcmp(e->info->name, pass)) continue;
     opt_val *v = NULL;
-    for (int j = 0; option && j < e->opts->n; j++) if (!strcmp(e->opts->v[j].def->name, option)) v = &e->opts->v[j];
-    if (!v) return kl_emit_error(pm->ctx, KL_LOC_UNKNOWN, "pass '%s' has no option '%s'", pass, option ? option : "(null)");
+    for (int j = 0; option && j < e->opts->n; j++)
+      if (!strcmp(e->opts->v[j].def->name, option)) v = &e->opts->v[j];
+    if (!v)
+      return kl_emit_error(pm->ctx, KL_LOC_UNKNOWN, "pass '%s' has no option '%s'", pass, option ? option : "(null)");
     if (v->given) continue;
     opt_val parsed = { .def = v->def };
     if (!value || !parse_value(v->def, value, &parsed))
-      return kl_emit_error(pm->ctx, KL_LOC_UNKNOWN, "invalid value '%s' for %s option '%s' of pass '%s' (expected %s)", value ? value : "(null)",
-                           kind_name(v->def->kind), v->def->name, pass, expected_text(v->def->kind));
+      return kl_emit_error(pm->ctx, KL_LOC_UNKNOWN, "invalid value '%s' for %s option '%s' of pass '%s' (expected %s)",
+                           value ? value : "(null)", kind_name(v->def->kind), v->def->name, pass,
+                           expected_text(v->def->kind));
     parsed.s = kl_arena_strdup(&pm->arena, value);
     *v = parsed;
   }
@@ -453,7 +567,10 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 static void record_time(kl_pass_manager *pm, const char *name, double ms) {
-  if (pm->ntimes == pm->captimes) { pm->captimes = pm->captimes ? pm->captimes * 2 : 16; pm->times = kl_xrealloc(pm->times, pm->captimes * sizeof *pm->times); }
+  if (pm->ntimes == pm->captimes) {
+    pm->captimes = pm->captimes ? pm->captimes * 2 : 16;
+    pm->times = kl_xrealloc(pm->times, pm->captimes * sizeof *pm->times);
+  }
   pm->times[pm->ntimes++] = (pm_time){ name, ms };
 }
 
@@ -465,12 +582,15 @@ static kl_status verify_module(kl_pass_manager *pm, kl_op *module, const char *a
   if (st == KL_OK) return KL_OK;
   int n = kl_diag_error_count(pm->ctx) - before;
   if (after)
-    return kl_emit_error(pm->ctx, module->loc, "after pass '%s': the IR does not verify (%d error%s above)", after, n, n == 1 ? "" : "s");
-  return kl_emit_error(pm->ctx, module->loc, "before the pipeline: the input IR does not verify (%d error%s above)", n, n == 1 ? "" : "s");
+    return kl_emit_error(pm->ctx, module->loc, "after pass '%s': the IR does not verify (%d error%s above)", after, n,
+                         n == 1 ? "" : "s");
+  return kl_emit_error(pm->ctx, module->loc, "before the pipeline: the input IR does not verify (%d error%s above)", n,
+                       n == 1 ? "" : "s");
 }
 
 kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module) {
-  pm->ntimes = 0; pm->verify_ms = 0;
+  pm->ntimes = 0;
+  pm->verify_ms = 0;
   const char *env = getenv("KILN_PRINT_IR_AFTER");
   if (env && !*env) env = NULL;
   if (pm->verify && verify_module(pm, module, NULL) != KL_OK) return KL_ERR;
@@ -484,7 +604,8 @@ kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module) {
     if (to_cb || to_env) {
       char *text = kl_print_op(module, 0);
       if (to_cb && pm->ir_cb) pm->ir_cb(e->name, text, pm->ir_user);
-      if ((to_cb && !pm->ir_cb) || to_env) fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", e->name, text);
+      if ((to_cb && !pm->ir_cb) || to_env)
+        fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", e->name, text);
       free(text);
     }
     if (pm->verify && verify_module(pm, module, e->name) != KL_OK) return KL_ERR;
@@ -494,8 +615,8 @@ kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module) {
 }
 
 char *kl_pass_manager_timing(kl_pass_manager *pm) {
-  kl_sb sb = {0};
-  int w = 10;   /* "(verifier)" */
+  kl_sb sb = { 0 };
+  int w = 10; /* "(verifier)" */
   double total = pm->verify_ms;
   for (int i = 0; i < pm->ntimes; i++) {
     int l = (int)strlen(pm->times[i].name);

@@ -31,23 +31,27 @@
 
 typedef enum { KL_OPT_INT, KL_OPT_FLOAT, KL_OPT_BOOL, KL_OPT_STRING } kl_opt_kind;
 typedef struct kl_pass_option {
-  const char *name; kl_opt_kind kind; const char *default_value; const char *help;
+  const char *name;
+  kl_opt_kind kind;
+  const char *default_value;
+  const char *help;
 } kl_pass_option;
-typedef struct kl_pass_options kl_pass_options;   /* parsed values of one pass instance */
-int64_t     kl_pass_opt_int(const kl_pass_options *o, const char *name);
-double      kl_pass_opt_float(const kl_pass_options *o, const char *name);
-bool        kl_pass_opt_bool(const kl_pass_options *o, const char *name);
+typedef struct kl_pass_options kl_pass_options; /* parsed values of one pass instance */
+int64_t kl_pass_opt_int(const kl_pass_options *o, const char *name);
+double kl_pass_opt_float(const kl_pass_options *o, const char *name);
+bool kl_pass_opt_bool(const kl_pass_options *o, const char *name);
 const char *kl_pass_opt_string(const kl_pass_options *o, const char *name);
 
 typedef struct kl_pass_info {
   const char *name;
   const char *summary;
-  const kl_pass_option *options; int noptions;
+  const kl_pass_option *options;
+  int noptions;
   kl_status (*run)(kl_op *module, const kl_pass_options *opts, void *user);
   void *user;
 } kl_pass_info;
 
-void kl_register_pass(kl_ctx *ctx, const kl_pass_info *info);   /* replaces same name */
+void kl_register_pass(kl_ctx *ctx, const kl_pass_info *info); /* replaces same name */
 const kl_pass_info *kl_lookup_pass(kl_ctx *ctx, const char *name);
 int kl_pass_count(kl_ctx *ctx);
 const kl_pass_info *kl_pass_at(kl_ctx *ctx, int i);

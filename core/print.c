@@ -10,8 +10,8 @@ struct kl_printer {
   unsigned flags;
   int indent;
   int next_id, next_arg;
-  kl_hashmap names;   /* value -> name (pointer map) */
-  kl_hashmap used;    /* names taken (string map, values unused) */
+  kl_hashmap names; /* value -> name (pointer map) */
+  kl_hashmap used;  /* names taken (string map, values unused) */
   kl_arena arena;
 };
 
@@ -49,8 +49,10 @@ const char *kl_printer_value_name(kl_printer *pr, kl_value *v) {
     for (int k = 1; used_has(pr, s); k++) snprintf(s, cap, "%%%s_%d", v->name_hint, k);
   } else {
     do {
-      if (v->def) snprintf(buf, sizeof buf, "%%%d", pr->next_id++);
-      else snprintf(buf, sizeof buf, "%%arg%d", pr->next_arg++);
+      if (v->def)
+        snprintf(buf, sizeof buf, "%%%d", pr->next_id++);
+      else
+        snprintf(buf, sizeof buf, "%%arg%d", pr->next_arg++);
     } while (used_has(pr, buf));
     s = kl_arena_strdup(&pr->arena, buf);
   }
@@ -60,12 +62,22 @@ const char *kl_printer_value_name(kl_printer *pr, kl_value *v) {
 }
 
 void kl_printer_puts(kl_printer *pr, const char *s) { kl_sb_puts(pr->sb, s); }
-void kl_printer_printf(kl_printer *pr, const char *fmt, ...) { va_list ap; va_start(ap, fmt); kl_sb_vprintf(pr->sb, fmt, ap); va_end(ap); }
+void kl_printer_printf(kl_printer *pr, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  kl_sb_vprintf(pr->sb, fmt, ap);
+  va_end(ap);
+}
 void kl_printer_value(kl_printer *pr, kl_value *v) {
-  if (!v) { kl_sb_puts(pr->sb, "%<null>"); return; }
+  if (!v) {
+    kl_sb_puts(pr->sb, "%<null>");
+    return;
+  }
   const char *n = kl_printer_value_name(pr, v);
-  if (v->def && v->def->nresults > 1 && v->index == 0) kl_sb_printf(pr->sb, "%s#0", n);
-  else kl_sb_puts(pr->sb, n);
+  if (v->def && v->def->nresults > 1 && v->index == 0)
+    kl_sb_printf(pr->sb, "%s#0", n);
+  else
+    kl_sb_puts(pr->sb, n);
 }
 void kl_printer_type(kl_printer *pr, const kl_type *t) { kl_sb_puts(pr->sb, kl_type_str(t)); }
 void kl_printer_attr(kl_printer *pr, const kl_attr *a) { kl_sb_puts(pr->sb, kl_attr_str_of(a)); }
@@ -73,17 +85,23 @@ void kl_printer_attr_dict(kl_printer *pr, kl_op *op, const char *const *elided) 
   bool first = true;
   for (int i = 0; i < op->nattrs; i++) {
     bool skip = false;
-    for (const char *const *e = elided; e && *e; e++) if (!strcmp(*e, op->attrs[i].name)) skip = true;
+    for (const char *const *e = elided; e && *e; e++)
+      if (!strcmp(*e, op->attrs[i].name)) skip = true;
     if (skip) continue;
     kl_sb_puts(pr->sb, first ? " {" : ", ");
     first = false;
     kl_print_ident_or_string(pr->sb, op->attrs[i].name);
-    if (op->attrs[i].value->kind != KL_AT_UNIT) { kl_sb_puts(pr->sb, " = "); kl_sb_puts(pr->sb, op->attrs[i].value->text); }
+    if (op->attrs[i].value->kind != KL_AT_UNIT) {
+      kl_sb_puts(pr->sb, " = ");
+      kl_sb_puts(pr->sb, op->attrs[i].value->text);
+    }
   }
   if (!first) kl_sb_putc(pr->sb, '}');
 }
 
-static void indent(kl_printer *pr) { for (int i = 0; i < pr->indent; i++) kl_sb_puts(pr->sb, "  "); }
+static void indent(kl_printer *pr) {
+  for (int i = 0; i < pr->indent; i++) kl_sb_puts(pr->sb, "  ");
+}
 static void print_op(kl_printer *pr, kl_op *op);
 
 static void print_loc(kl_printer *pr, kl_loc loc) {
@@ -100,7 +118,9 @@ void kl_printer_region(kl_printer *pr, kl_region *r, bool print_entry_args) {
   for (kl_block *b = r->first; b; b = b->next, bi++) {
     bool label = bi > 0 || r->first != r->last || (print_entry_args && b->nargs > 0);
     if (label) {
-      pr->indent--; indent(pr); pr->indent++;
+      pr->indent--;
+      indent(pr);
+      pr->indent++;
       kl_sb_printf(pr->sb, "^bb%d", bi);
       if (b->nargs) {
         kl_sb_putc(pr->sb, '(');
@@ -114,15 +134,24 @@ void kl_printer_region(kl_printer *pr, kl_region *r, bool print_entry_args) {
       }
       kl_sb_puts(pr->sb, ":\n");
     }
-    for (kl_op *o = b->first; o; o = o->next) { indent(pr); print_op(pr, o); kl_sb_putc(pr->sb, '\n'); }
+    for (kl_op *o = b->first; o; o = o->next) {
+      indent(pr);
+      print_op(pr, o);
+      kl_sb_putc(pr->sb, '\n');
+    }
   }
-  pr->indent--; indent(pr); pr->indent++;
+  pr->indent--;
+  indent(pr);
+  pr->indent++;
   kl_sb_putc(pr->sb, '}');
 }
 
 static void print_types(kl_printer *pr, int n, const kl_type *const *ts, bool parens) {
   if (parens) kl_sb_putc(pr->sb, '(');
-  for (int i = 0; i < n; i++) { if (i) kl_sb_puts(pr->sb, ", "); kl_printer_type(pr, ts[i]); }
+  for (int i = 0; i < n; i++) {
+    if (i) kl_sb_puts(pr->sb, ", ");
+    kl_printer_type(pr, ts[i]);
+  }
   if (parens) kl_sb_putc(pr->sb, ')');
 }
 
@@ -142,12 +171,18 @@ static void print_op(kl_printer *pr, kl_op *op) {
   }
   kl_print_string_literal(pr->sb, op->name, strlen(op->name));
   kl_sb_putc(pr->sb, '(');
-  for (int i = 0; i < op->nopnds; i++) { if (i) kl_sb_puts(pr->sb, ", "); kl_printer_value(pr, op->opnds[i].value); }
+  for (int i = 0; i < op->nopnds; i++) {
+    if (i) kl_sb_puts(pr->sb, ", ");
+    kl_printer_value(pr, op->opnds[i].value);
+  }
   kl_sb_putc(pr->sb, ')');
   if (op->nregions) {
     kl_sb_puts(pr->sb, " (");
     pr->indent++;
-    for (int i = 0; i < op->nregions; i++) { if (i) kl_sb_puts(pr->sb, ", "); kl_printer_region(pr, &op->regions[i], true); }
+    for (int i = 0; i < op->nregions; i++) {
+      if (i) kl_sb_puts(pr->sb, ", ");
+      kl_printer_region(pr, &op->regions[i], true);
+    }
     pr->indent--;
     kl_sb_putc(pr->sb, ')');
   }
@@ -168,11 +203,12 @@ void kl_print_op_to(kl_sb *sb, kl_op *op, unsigned flags) {
   kl_arena_init(&pr.arena);
   print_op(&pr, op);
   kl_sb_putc(sb, '\n');
-  kl_hashmap_free(&pr.names); kl_hashmap_free(&pr.used);
+  kl_hashmap_free(&pr.names);
+  kl_hashmap_free(&pr.used);
   kl_arena_destroy(&pr.arena);
 }
 char *kl_print_op(kl_op *op, unsigned flags) {
-  kl_sb sb = {0};
+  kl_sb sb = { 0 };
   kl_print_op_to(&sb, op, flags);
   return kl_sb_take(&sb);
 }

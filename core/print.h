@@ -9,12 +9,14 @@
 #define KL_PRINT_H
 #include "core/ir.h"
 
-enum { KL_PRINT_GENERIC = 1u << 0, /* ignore custom syntax */
-       KL_PRINT_LOCS    = 1u << 1  /* append loc("file":line:col) */ };
+enum {
+  KL_PRINT_GENERIC = 1u << 0, /* ignore custom syntax */
+  KL_PRINT_LOCS = 1u << 1     /* append loc("file":line:col) */
+};
 
 typedef struct kl_printer kl_printer;
-char *kl_print_op(kl_op *op, unsigned flags);           /* malloc'd text, trailing newline */
-void  kl_print_op_to(kl_sb *sb, kl_op *op, unsigned flags);
+char *kl_print_op(kl_op *op, unsigned flags); /* malloc'd text, trailing newline */
+void kl_print_op_to(kl_sb *sb, kl_op *op, unsigned flags);
 
 /* For custom-syntax hooks. */
 void kl_printer_puts(kl_printer *pr, const char *s);

@@ -11,7 +11,7 @@
 /* ---- pointer sets: core/hashmap.h pointer maps (values unused) ---- */
 typedef kl_hashmap ptrset;
 static bool ps_has(const ptrset *s, const void *p) { return kl_ptrmap_find(s, p) != NULL; }
-static bool ps_add(ptrset *s, const void *p) {       /* true if p was not present */
+static bool ps_add(ptrset *s, const void *p) { /* true if p was not present */
   if (ps_has(s, p)) return false;
   kl_ptrmap_put(s, p, NULL);
   return true;
@@ -20,43 +20,61 @@ static void ps_del(ptrset *s, const void *p) { kl_ptrmap_remove(s, p); }
 static void ps_free(ptrset *s) { kl_hashmap_free(s); }
 
 /* ---- op lists ---- */
-typedef struct { kl_op **ops; int n, cap; } oplist;
+typedef struct {
+  kl_op **ops;
+  int n, cap;
+} oplist;
 static void ol_push(oplist *l, kl_op *op) {
-  if (l->n == l->cap) { l->cap = l->cap ? l->cap * 2 : 64; l->ops = kl_xrealloc(l->ops, l->cap * sizeof *l->ops); }
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 64;
+    l->ops = kl_xrealloc(l->ops, l->cap * sizeof *l->ops);
+  }
   l->ops[l->n++] = op;
 }
-static kl_walk_result collect_fn(kl_op *op, void *user) { ol_push(user, op); return KL_WALK_ADVANCE; }
+static kl_walk_result collect_fn(kl_op *op, void *user) {
+  ol_push(user, op);
+  return KL_WALK_ADVANCE;
+}
 /* Every op under root in post-order, root excluded. */
 static oplist collect_post(kl_op *root) {
-  oplist l = {0};
+  oplist l = { 0 };
   kl_walk_post(root, collect_fn, &l);
-  if (l.n) l.n--;            /* root comes last in post-order */
+  if (l.n) l.n--; /* root comes last in post-order */
   return l;
 }
 
 /* ---- driver state shared with the rewriter ---- */
 typedef struct driver {
   kl_op *root;
-  bool walk_mode;            /* no worklist: only track erased ops */
-  bool debug;                /* KILN_DEBUG=rewrite */
-  ptrset erased;             /* erased ops (arena memory stays valid, so pointers never recur) */
-  oplist wl; ptrset in_wl;   /* worklist (a stack) and its members */
+  bool walk_mode; /* no worklist: only track erased ops */
+  bool debug;     /* KILN_DEBUG=rewrite */
+  ptrset erased;  /* erased ops (arena memory stays valid, so pointers never recur) */
+  oplist wl;
+  ptrset in_wl; /* worklist (a stack) and its members */
 } driver;
 
 /* An erasure made through the rewriter, for restoring saved insertion points. */
-typedef struct erase_rec { kl_op *op, *next; kl_block *block; } erase_rec;
+typedef struct erase_rec {
+  kl_op *op, *next;
+  kl_block *block;
+} erase_rec;
 
 struct kl_rewriter {
   kl_ctx *ctx;
-  driver *drv;               /* NULL for a standalone rewriter */
-  kl_block *ip_block; kl_op *ip_before;   /* where inserts go */
-  kl_insertion_point ip;     /* how the point was set (its erased field is unused) */
-  bool logging;              /* a point was saved: erasures are logged */
-  erase_rec *log; int nlog, caplog;
+  driver *drv; /* NULL for a standalone rewriter */
+  kl_block *ip_block;
+  kl_op *ip_before;      /* where inserts go */
+  kl_insertion_point ip; /* how the point was set (its erased field is unused) */
+  bool logging;          /* a point was saved: erasures are logged */
+  erase_rec *log;
+  int nlog, caplog;
   bool failed;
-  kl_sb reason;              /* last no-match reason (debug only) */
+  kl_sb reason; /* last no-match reason (debug only) */
 };
-static void rewriter_release(kl_rewriter *rw) { kl_sb_free(&rw->reason); free(rw->log); }
+static void rewriter_release(kl_rewriter *rw) {
+  kl_sb_free(&rw->reason);
+  free(rw->log);
+}
 
 static void wl_push(kl_rewriter *rw, kl_op *op) {
   driver *d = rw->drv;
@@ -76,9 +94,13 @@ static void wl_push_result_users(kl_rewriter *rw, kl_op *op) {
   for (int i = 0; i < op->nresults; i++) wl_push_users(rw, &op->results[i]);
 }
 static void wl_push_operand_defs(kl_rewriter *rw, kl_op *op) {
-  for (int i = 0; i < op->nopnds; i++) if (op->opnds[i].value) wl_push(rw, op->opnds[i].value->def);
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i].value) wl_push(rw, op->opnds[i].value->def);
 }
-static kl_walk_result push_fn(kl_op *op, void *user) { wl_push(user, op); return KL_WALK_ADVANCE; }
+static kl_walk_result push_fn(kl_op *op, void *user) {
+  wl_push(user, op);
+  return KL_WALK_ADVANCE;
+}
 
 static bool debug_enabled(void) {
   const char *e = getenv("KILN_DEBUG");
@@ -92,7 +114,8 @@ static bool debug_enabled(void) {
 }
 static void debug_log(const driver *d, const kl_op *op, const char *what, const char *outcome) {
   if (!d || !d->debug) return;
-  char where[256]; kl_loc_format(op->loc, where, sizeof where);
+  char where[256];
+  kl_loc_format(op->loc, where, sizeof where);
   fprintf(stderr, "[rewrite] '%s' at %s -> %s -> %s\n", op->name, where, what, outcome);
 }
 
@@ -111,15 +134,18 @@ bool kl_rewriter_failed(const kl_rewriter *rw) { return rw->failed; }
 kl_ctx *kl_rewriter_ctx(kl_rewriter *rw) { return rw->ctx; }
 
 void kl_rewriter_set_insertion_before(kl_rewriter *rw, kl_op *before) {
-  rw->ip_before = before; rw->ip_block = before->block;
+  rw->ip_before = before;
+  rw->ip_block = before->block;
   rw->ip = (kl_insertion_point){ .kind = KL_IP_BEFORE, .anchor = before };
 }
 void kl_rewriter_set_insertion_after(kl_rewriter *rw, kl_op *after) {
-  rw->ip_before = after->next; rw->ip_block = after->block;
+  rw->ip_before = after->next;
+  rw->ip_block = after->block;
   rw->ip = (kl_insertion_point){ .kind = KL_IP_AFTER, .anchor = after };
 }
 void kl_rewriter_set_insertion_end(kl_rewriter *rw, kl_block *block) {
-  rw->ip_before = NULL; rw->ip_block = block;
+  rw->ip_before = NULL;
+  rw->ip_block = block;
   rw->ip = (kl_insertion_point){ .kind = KL_IP_END, .block = block };
 }
 
@@ -127,8 +153,10 @@ void kl_rewriter_set_insertion_end(kl_rewriter *rw, kl_block *block) {
  * its block) is erased. */
 static void move_past_erased(kl_insertion_point *ip, const kl_op *op, kl_op *next, kl_block *block) {
   if ((ip->kind != KL_IP_BEFORE && ip->kind != KL_IP_AFTER) || !kl_op_is_ancestor(op, ip->anchor)) return;
-  if (next) *ip = (kl_insertion_point){ .kind = KL_IP_BEFORE, .anchor = next, .erased = ip->erased };
-  else *ip = (kl_insertion_point){ .kind = KL_IP_END, .block = block, .erased = ip->erased };
+  if (next)
+    *ip = (kl_insertion_point){ .kind = KL_IP_BEFORE, .anchor = next, .erased = ip->erased };
+  else
+    *ip = (kl_insertion_point){ .kind = KL_IP_END, .block = block, .erased = ip->erased };
 }
 kl_insertion_point kl_rewriter_save_insertion(kl_rewriter *rw) {
   rw->logging = true;
@@ -139,22 +167,36 @@ kl_insertion_point kl_rewriter_save_insertion(kl_rewriter *rw) {
 void kl_rewriter_restore_insertion(kl_rewriter *rw, kl_insertion_point ip) {
   for (int i = ip.erased < 0 ? 0 : ip.erased; i < rw->nlog; i++)
     move_past_erased(&ip, rw->log[i].op, rw->log[i].next, rw->log[i].block);
-  if (ip.kind == KL_IP_BEFORE) kl_rewriter_set_insertion_before(rw, ip.anchor);
-  else if (ip.kind == KL_IP_AFTER) kl_rewriter_set_insertion_after(rw, ip.anchor);
-  else if (ip.kind == KL_IP_END) kl_rewriter_set_insertion_end(rw, ip.block);
-  else { rw->ip_before = NULL; rw->ip_block = NULL; rw->ip = (kl_insertion_point){ .kind = KL_IP_NONE }; }
+  if (ip.kind == KL_IP_BEFORE)
+    kl_rewriter_set_insertion_before(rw, ip.anchor);
+  else if (ip.kind == KL_IP_AFTER)
+    kl_rewriter_set_insertion_after(rw, ip.anchor);
+  else if (ip.kind == KL_IP_END)
+    kl_rewriter_set_insertion_end(rw, ip.block);
+  else {
+    rw->ip_before = NULL;
+    rw->ip_block = NULL;
+    rw->ip = (kl_insertion_point){ .kind = KL_IP_NONE };
+  }
 }
 
 kl_op *kl_rewriter_insert(kl_rewriter *rw, kl_op *op) {
-  if (rw->ip_before && rw->ip_before->block) kl_op_insert_before(rw->ip_before, op);
-  else if (rw->ip_block) kl_block_push_op(rw->ip_block, op);
-  else { kl_rewriter_fail(rw, op->loc, "rewriter: no insertion point set for '%s'", op->name); return op; }
+  if (rw->ip_before && rw->ip_before->block)
+    kl_op_insert_before(rw->ip_before, op);
+  else if (rw->ip_block)
+    kl_block_push_op(rw->ip_block, op);
+  else {
+    kl_rewriter_fail(rw, op->loc, "rewriter: no insertion point set for '%s'", op->name);
+    return op;
+  }
   kl_walk_pre(op, push_fn, rw);
   return op;
 }
 kl_op *kl_rewriter_create(kl_rewriter *rw, const char *name, kl_loc loc, int nopnds, kl_value *const *opnds,
-                          int nresults, const kl_type *const *types, int nattrs, const kl_named_attr *attrs, int nregions) {
-  return kl_rewriter_insert(rw, kl_op_create(rw->ctx, name, loc, nopnds, opnds, nresults, types, nattrs, attrs, nregions));
+                          int nresults, const kl_type *const *types, int nattrs, const kl_named_attr *attrs,
+                          int nregions) {
+  return kl_rewriter_insert(rw,
+                            kl_op_create(rw->ctx, name, loc, nopnds, opnds, nresults, types, nattrs, attrs, nregions));
 }
 
 static bool used_outside(const kl_op *op) {
@@ -163,11 +205,14 @@ static bool used_outside(const kl_op *op) {
       if (!kl_op_is_ancestor(op, u->user)) return true;
   return false;
 }
-typedef struct { kl_rewriter *rw; kl_op *top; } erase_walk;
+typedef struct {
+  kl_rewriter *rw;
+  kl_op *top;
+} erase_walk;
 static kl_walk_result erase_fn(kl_op *o, void *user) {
   erase_walk *ew = user;
   ps_add(&ew->rw->drv->erased, o);
-  for (int i = 0; i < o->nopnds; i++) {   /* defs outside the erased subtree may become dead */
+  for (int i = 0; i < o->nopnds; i++) { /* defs outside the erased subtree may become dead */
     kl_value *v = o->opnds[i].value;
     if (v && v->def && !kl_op_is_ancestor(ew->top, v->def)) wl_push(ew->rw, v->def);
   }
@@ -179,13 +224,22 @@ void kl_rewriter_erase_op(kl_rewriter *rw, kl_op *op) {
     kl_rewriter_fail(rw, op->loc, "cannot erase '%s': its results still have uses", op->name);
     return;
   }
-  if (rw->ip_before && kl_op_is_ancestor(op, rw->ip_before)) { rw->ip_before = op->next; rw->ip_block = op->block; }
+  if (rw->ip_before && kl_op_is_ancestor(op, rw->ip_before)) {
+    rw->ip_before = op->next;
+    rw->ip_block = op->block;
+  }
   move_past_erased(&rw->ip, op, op->next, op->block);
   if (rw->logging) {
-    if (rw->nlog == rw->caplog) { rw->caplog = rw->caplog ? rw->caplog * 2 : 16; rw->log = kl_xrealloc(rw->log, rw->caplog * sizeof *rw->log); }
+    if (rw->nlog == rw->caplog) {
+      rw->caplog = rw->caplog ? rw->caplog * 2 : 16;
+      rw->log = kl_xrealloc(rw->log, rw->caplog * sizeof *rw->log);
+    }
     rw->log[rw->nlog++] = (erase_rec){ op, op->next, op->block };
   }
-  if (rw->drv) { erase_walk ew = { rw, op }; kl_walk_pre(op, erase_fn, &ew); }
+  if (rw->drv) {
+    erase_walk ew = { rw, op };
+    kl_walk_pre(op, erase_fn, &ew);
+  }
   kl_op_erase(op);
 }
 void kl_rewriter_replace_op(kl_rewriter *rw, kl_op *op, kl_value *const *vals) {
@@ -197,8 +251,8 @@ void kl_rewriter_replace_op(kl_rewriter *rw, kl_op *op, kl_value *const *vals) {
 }
 void kl_rewriter_replace_op_with(kl_rewriter *rw, kl_op *op, kl_op *new_op) {
   if (new_op->nresults != op->nresults) {
-    kl_rewriter_fail(rw, op->loc, "cannot replace '%s' (%d results) with '%s' (%d results)",
-                     op->name, op->nresults, new_op->name, new_op->nresults);
+    kl_rewriter_fail(rw, op->loc, "cannot replace '%s' (%d results) with '%s' (%d results)", op->name, op->nresults,
+                     new_op->name, new_op->nresults);
     return;
   }
   if (!new_op->block) {
@@ -213,7 +267,7 @@ void kl_rewriter_replace_op_with(kl_rewriter *rw, kl_op *op, kl_op *new_op) {
 void kl_rewriter_replace_all_uses(kl_rewriter *rw, kl_value *from, kl_value *to) {
   wl_push_users(rw, from);
   kl_value_replace_all_uses(from, to);
-  wl_push(rw, from->def);   /* may be dead now */
+  wl_push(rw, from->def); /* may be dead now */
 }
 void kl_rewriter_modify_start(kl_rewriter *rw, kl_op *op) { wl_push_operand_defs(rw, op); }
 void kl_rewriter_modify_end(kl_rewriter *rw, kl_op *op) {
@@ -237,7 +291,8 @@ void kl_rewriter_move_before(kl_rewriter *rw, kl_op *op, kl_op *anchor) {
   wl_push(rw, op);
 }
 void kl_rewriter_fail(kl_rewriter *rw, kl_loc loc, const char *fmt, ...) {
-  va_list ap; va_start(ap, fmt);
+  va_list ap;
+  va_start(ap, fmt);
   kl_emit_vdiag(rw->ctx, KL_DIAG_ERROR, loc, fmt, ap);
   va_end(ap);
   rw->failed = true;
@@ -246,14 +301,19 @@ bool kl_rewriter_notify_no_match(kl_rewriter *rw, const char *fmt, ...) {
   if (!rw->drv || !rw->drv->debug) return false;
   rw->reason.len = 0;
   if (rw->reason.buf) rw->reason.buf[0] = 0;
-  va_list ap; va_start(ap, fmt);
+  va_list ap;
+  va_start(ap, fmt);
   kl_sb_vprintf(&rw->reason, fmt, ap);
   va_end(ap);
   return false;
 }
 
 /* ---- patterns sorted for a driver run ---- */
-typedef struct { const kl_pattern *p; const char *root; int idx; } sorted_pat;
+typedef struct {
+  const kl_pattern *p;
+  const char *root;
+  int idx;
+} sorted_pat;
 static int cmp_pat(const void *a, const void *b) {
   const sorted_pat *x = a, *y = b;
   if (x->p->benefit != y->p->benefit) return x->p->benefit > y->p->benefit ? -1 : 1;
@@ -261,7 +321,11 @@ static int cmp_pat(const void *a, const void *b) {
 }
 static sorted_pat *sort_patterns(kl_ctx *ctx, const kl_pattern *const *pats, int npats) {
   sorted_pat *s = kl_xmalloc((npats + 1) * sizeof *s);
-  for (int i = 0; i < npats; i++) { s[i].p = pats[i]; s[i].root = kl_intern(ctx, pats[i]->root); s[i].idx = i; }
+  for (int i = 0; i < npats; i++) {
+    s[i].p = pats[i];
+    s[i].root = kl_intern(ctx, pats[i]->root);
+    s[i].idx = i;
+  }
   qsort(s, npats, sizeof *s, cmp_pat);
   return s;
 }
@@ -277,7 +341,8 @@ static int try_patterns(kl_rewriter *rw, kl_op *op, const sorted_pat *pats, int 
     kl_rewriter_set_insertion_before(rw, op);
     rw->reason.len = 0;
     if (rw->reason.buf) rw->reason.buf[0] = 0;
-    const char *opname = op->name; kl_loc oploc = op->loc;
+    const char *opname = op->name;
+    kl_loc oploc = op->loc;
     bool ok = p->fn(p, op, rw);
     if (rw->failed) {
       kl_emit_diag(rw->ctx, KL_DIAG_NOTE, oploc, "while applying pattern '%s' to '%s'", pat_name(p), opname);
@@ -316,14 +381,18 @@ static bool try_fold(kl_rewriter *rw, kl_op *op) {
     kl_value **vals = kl_xmalloc(op->nresults * sizeof *vals);
     kl_rewriter_set_insertion_before(rw, op);
     for (int i = 0; i < op->nresults; i++) {
-      if (out[i].value) { vals[i] = out[i].value; continue; }
+      if (out[i].value) {
+        vals[i] = out[i].value;
+        continue;
+      }
       kl_op *c = kl_rewriter_insert(rw, kl_build_constant(rw->ctx, op->loc, out[i].attr, op->results[i].type));
       vals[i] = &c->results[0];
     }
     kl_rewriter_replace_op(rw, op, vals);
     free(vals);
   }
-  free(cst); free(out);
+  free(cst);
+  free(out);
   return ok;
 }
 
@@ -332,13 +401,14 @@ kl_greedy_config kl_greedy_default(void) {
 }
 
 static void driver_free(driver *d) {
-  ps_free(&d->erased); ps_free(&d->in_wl); free(d->wl.ops);
+  ps_free(&d->erased);
+  ps_free(&d->in_wl);
+  free(d->wl.ops);
 }
-static bool under_root(const driver *d, const kl_op *op) {
-  return op != d->root && kl_op_is_ancestor(d->root, op);
-}
+static bool under_root(const driver *d, const kl_op *op) { return op != d->root && kl_op_is_ancestor(d->root, op); }
 
-kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, int npats, const kl_greedy_config *cfg_in) {
+kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, int npats,
+                                   const kl_greedy_config *cfg_in) {
   kl_greedy_config cfg = cfg_in ? *cfg_in : kl_greedy_default();
   if (cfg.max_iterations <= 0) cfg.max_iterations = 10;
   if (cfg.max_rewrites <= 0) cfg.max_rewrites = 100000;
@@ -348,21 +418,24 @@ kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, i
   sorted_pat *sp = sort_patterns(ctx, pats, npats);
   kl_status st = KL_OK;
   int rewrites = 0;
-  const char *last = NULL, *last_op = NULL; kl_loc last_loc = KL_LOC_UNKNOWN;
+  const char *last = NULL, *last_op = NULL;
+  kl_loc last_loc = KL_LOC_UNKNOWN;
   for (int iter = 0;; iter++) {
     if (iter == cfg.max_iterations) {
-      st = kl_emit_error(ctx, last_loc, "pattern rewriting did not converge in %d iterations; last pattern applied: '%s' on '%s'",
+      st = kl_emit_error(ctx, last_loc,
+                         "pattern rewriting did not converge in %d iterations; last pattern applied: '%s' on '%s'",
                          cfg.max_iterations, last, last_op);
       break;
     }
     oplist all = collect_post(root);
-    for (int i = all.n - 1; i >= 0; i--) wl_push(&rw, all.ops[i]);   /* popped in program order */
+    for (int i = all.n - 1; i >= 0; i--) wl_push(&rw, all.ops[i]); /* popped in program order */
     free(all.ops);
     bool changed = false;
     for (kl_op *op; (op = wl_pop(&d));) {
       if (ps_has(&d.erased, op) || !under_root(&d, op)) continue;
       const char *applied = NULL;
-      const char *opname = op->name; kl_loc oploc = op->loc;
+      const char *opname = op->name;
+      kl_loc oploc = op->loc;
       if (cfg.remove_dead && is_dead(op)) {
         debug_log(&d, op, "dead-op removal", "erased");
         kl_rewriter_set_insertion_before(&rw, op);
@@ -373,15 +446,24 @@ kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, i
         applied = "fold";
       } else {
         int r = try_patterns(&rw, op, sp, npats, &applied);
-        if (r < 0) { st = KL_ERR; goto done; }
+        if (r < 0) {
+          st = KL_ERR;
+          goto done;
+        }
         if (r > 0 && !ps_has(&d.erased, op)) wl_push(&rw, op);
       }
-      if (rw.failed) { st = KL_ERR; goto done; }
+      if (rw.failed) {
+        st = KL_ERR;
+        goto done;
+      }
       if (!applied) continue;
       changed = true;
-      last = applied; last_op = opname; last_loc = oploc;
+      last = applied;
+      last_op = opname;
+      last_loc = oploc;
       if (++rewrites > cfg.max_rewrites) {
-        st = kl_emit_error(ctx, last_loc, "pattern rewriting did not converge after %d rewrites; last pattern applied: '%s' on '%s'",
+        st = kl_emit_error(ctx, last_loc,
+                           "pattern rewriting did not converge after %d rewrites; last pattern applied: '%s' on '%s'",
                            cfg.max_rewrites, last, last_op);
         goto done;
       }
@@ -406,9 +488,13 @@ kl_status kl_apply_patterns_walk(kl_op *root, const kl_pattern *const *pats, int
     kl_op *op = all.ops[i];
     if (ps_has(&d.erased, op) || !under_root(&d, op)) continue;
     const char *applied = NULL;
-    if (try_patterns(&rw, op, sp, npats, &applied) < 0 || rw.failed) { st = KL_ERR; break; }
+    if (try_patterns(&rw, op, sp, npats, &applied) < 0 || rw.failed) {
+      st = KL_ERR;
+      break;
+    }
   }
-  free(all.ops); free(sp);
+  free(all.ops);
+  free(sp);
   rewriter_release(&rw);
   driver_free(&d);
   return st;
@@ -416,7 +502,10 @@ kl_status kl_apply_patterns_walk(kl_op *root, const kl_pattern *const *pats, int
 
 /* ---- named pattern registry (per context) ---- */
 #define REGISTRY_KEY "kiln.rewrite.patterns"
-typedef struct { const kl_pattern **items; int n, cap; } pat_registry;
+typedef struct {
+  const kl_pattern **items;
+  int n, cap;
+} pat_registry;
 
 static pat_registry *registry(kl_ctx *ctx, bool create) {
   pat_registry *r = kl_ctx_get_user(ctx, REGISTRY_KEY);
@@ -433,12 +522,16 @@ void kl_register_pattern(kl_ctx *ctx, const kl_pattern *pat) {
   copy->name = kl_intern(ctx, pat->name);
   if (copy->name)
     for (int i = 0; i < r->n; i++)
-      if (r->items[i]->name == copy->name) { r->items[i] = copy; return; }
-  if (r->n == r->cap) {   /* arena arrays: the old one is simply abandoned */
+      if (r->items[i]->name == copy->name) {
+        r->items[i] = copy;
+        return;
+      }
+  if (r->n == r->cap) { /* arena arrays: the old one is simply abandoned */
     int cap = r->cap ? r->cap * 2 : 32;
     const kl_pattern **items = kl_arena_alloc(kl_ctx_arena(ctx), cap * sizeof *items);
     if (r->n) memcpy(items, r->items, r->n * sizeof *items);
-    r->items = items; r->cap = cap;
+    r->items = items;
+    r->cap = cap;
   }
   r->items[r->n++] = copy;
 }
@@ -448,7 +541,10 @@ const kl_pattern *kl_lookup_pattern(kl_ctx *ctx, const char *name) {
     if (r->items[i]->name && !strcmp(r->items[i]->name, name)) return r->items[i];
   return NULL;
 }
-int kl_pattern_count(kl_ctx *ctx) { pat_registry *r = registry(ctx, false); return r ? r->n : 0; }
+int kl_pattern_count(kl_ctx *ctx) {
+  pat_registry *r = registry(ctx, false);
+  return r ? r->n : 0;
+}
 const kl_pattern *kl_pattern_at(kl_ctx *ctx, int i) {
   pat_registry *r = registry(ctx, false);
   return (r && i >= 0 && i < r->n) ? r->items[i] : NULL;

@@ -22,11 +22,11 @@ typedef struct kl_rewriter kl_rewriter;
 typedef struct kl_pattern kl_pattern;
 typedef bool (*kl_rewrite_fn)(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
 struct kl_pattern {
-  const char *root;     /* op name or NULL for any */
+  const char *root; /* op name or NULL for any */
   int benefit;
-  const char *name;     /* debug name */
+  const char *name; /* debug name */
   kl_rewrite_fn fn;
-  void *user;           /* pattern state (e.g. Lua registry reference) */
+  void *user; /* pattern state (e.g. Lua registry reference) */
 };
 
 /* ---- rewriter API (for use inside patterns and lowerings) ---- */
@@ -34,7 +34,7 @@ struct kl_pattern {
  * mutates IR outside the drivers; the drivers make their own. */
 kl_rewriter *kl_rewriter_new(kl_ctx *ctx);
 void kl_rewriter_free(kl_rewriter *rw);
-bool kl_rewriter_failed(const kl_rewriter *rw);   /* kl_rewriter_fail was called */
+bool kl_rewriter_failed(const kl_rewriter *rw); /* kl_rewriter_fail was called */
 kl_ctx *kl_rewriter_ctx(kl_rewriter *rw);
 /* Insertion point: new ops created with kl_rewriter_insert go before `before`
  * (set_insertion_after: before the op that follows `after` now; or at the end of
@@ -62,21 +62,22 @@ void kl_rewriter_set_insertion_end(kl_rewriter *rw, kl_block *block);
  * before any point was set restores "no insertion point". */
 enum { KL_IP_NONE, KL_IP_BEFORE, KL_IP_AFTER, KL_IP_END };
 typedef struct kl_insertion_point {
-  int kind;             /* KL_IP_* */
-  kl_op *anchor;        /* KL_IP_BEFORE, KL_IP_AFTER */
-  kl_block *block;      /* KL_IP_END */
-  int erased;           /* the rewriter's erase-log length when saved */
+  int kind;        /* KL_IP_* */
+  kl_op *anchor;   /* KL_IP_BEFORE, KL_IP_AFTER */
+  kl_block *block; /* KL_IP_END */
+  int erased;      /* the rewriter's erase-log length when saved */
 } kl_insertion_point;
 kl_insertion_point kl_rewriter_save_insertion(kl_rewriter *rw);
 void kl_rewriter_restore_insertion(kl_rewriter *rw, kl_insertion_point ip);
-kl_op *kl_rewriter_insert(kl_rewriter *rw, kl_op *op);  /* inserts a detached op, returns it */
+kl_op *kl_rewriter_insert(kl_rewriter *rw, kl_op *op); /* inserts a detached op, returns it */
 /* Convenience: create + insert. */
 kl_op *kl_rewriter_create(kl_rewriter *rw, const char *name, kl_loc loc, int nopnds, kl_value *const *opnds,
-                          int nresults, const kl_type *const *types, int nattrs, const kl_named_attr *attrs, int nregions);
+                          int nresults, const kl_type *const *types, int nattrs, const kl_named_attr *attrs,
+                          int nregions);
 /* Replace all results of op with vals (same count) and erase op. */
 void kl_rewriter_replace_op(kl_rewriter *rw, kl_op *op, kl_value *const *vals);
 void kl_rewriter_replace_op_with(kl_rewriter *rw, kl_op *op, kl_op *new_op); /* inserts new_op before op */
-void kl_rewriter_erase_op(kl_rewriter *rw, kl_op *op);   /* results must be unused */
+void kl_rewriter_erase_op(kl_rewriter *rw, kl_op *op);                       /* results must be unused */
 void kl_rewriter_replace_all_uses(kl_rewriter *rw, kl_value *from, kl_value *to);
 /* In-place modification: call start before and finalize after changing op's
  * operands/attributes/types (the driver revisits op and its users). */
@@ -93,10 +94,10 @@ bool kl_rewriter_notify_no_match(kl_rewriter *rw, const char *fmt, ...) __attrib
 
 /* ---- drivers ---- */
 typedef struct kl_greedy_config {
-  int max_iterations;   /* whole-worklist rounds; default 10 when 0 */
-  int max_rewrites;     /* total rewrites before "did not converge"; default 100000 when 0 */
-  bool fold;            /* use fold hooks (default true via kl_greedy_default) */
-  bool remove_dead;     /* erase unused pure ops */
+  int max_iterations; /* whole-worklist rounds; default 10 when 0 */
+  int max_rewrites;   /* total rewrites before "did not converge"; default 100000 when 0 */
+  bool fold;          /* use fold hooks (default true via kl_greedy_default) */
+  bool remove_dead;   /* erase unused pure ops */
 } kl_greedy_config;
 kl_greedy_config kl_greedy_default(void);
 /* Applies patterns under root (root itself excluded) to a fixed point. */

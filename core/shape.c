@@ -16,8 +16,8 @@ static bool check_rank_signs(int rank, const int64_t *shape, char *err, size_t e
   if (rank < 0 || rank > KL_MAX_RANK) FAIL("rank %d out of range (0 to %d)", rank, KL_MAX_RANK);
   for (int i = 0; i < rank; i++)
     if (shape[i] < 0)
-      FAIL("dimension out of range: negative size %lld of dim %d in shape %s (sizes are 0 to 2^40)", (long long)shape[i], i,
-           kl_dims_format(rank, shape, b1, sizeof b1));
+      FAIL("dimension out of range: negative size %lld of dim %d in shape %s (sizes are 0 to 2^40)",
+           (long long)shape[i], i, kl_dims_format(rank, shape, b1, sizeof b1));
   return true;
 }
 
@@ -29,8 +29,9 @@ bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char
     if (shape[i] > KL_MAX_DIM)
       FAIL("dimension out of range: size %lld of dim %d in shape %s (sizes are 0 to 2^40)", (long long)shape[i], i,
            kl_dims_format(rank, shape, b1, sizeof b1));
-    int64_t d = shape[i] > 0 ? shape[i] : 1;   /* both <= 2^53: no overflow before the test */
-    if (numel > KL_MAX_NUMEL / d) FAIL("shape too large: %s has more than 2^53 elements", kl_dims_format(rank, shape, b1, sizeof b1));
+    int64_t d = shape[i] > 0 ? shape[i] : 1; /* both <= 2^53: no overflow before the test */
+    if (numel > KL_MAX_NUMEL / d)
+      FAIL("shape too large: %s has more than 2^53 elements", kl_dims_format(rank, shape, b1, sizeof b1));
     numel *= d;
   }
   if (!strides) return true;
@@ -43,8 +44,9 @@ bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char
       FAIL("stride %lld of dim %d in strides %s out of range (strides are 0 to 2^53)", (long long)strides[i], i,
            kl_dims_format(rank, strides, b1, sizeof b1));
     int64_t t;
-    if (shape[i] > 0 && (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff) ||
-                         maxoff > KL_MAX_NUMEL))
+    if (shape[i] > 0 &&
+        (__builtin_mul_overflow(shape[i] - 1, strides[i], &t) || __builtin_add_overflow(maxoff, t, &maxoff) ||
+         maxoff > KL_MAX_NUMEL))
       FAIL("strides %s for shape %s reach past 2^53 elements", kl_dims_format(rank, strides, b1, sizeof b1),
            kl_dims_format(rank, shape, b2, sizeof b2));
   }
@@ -55,7 +57,8 @@ bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char
 
 int kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen) {
   char why[512];
-  if (!check_rank_signs(rank, dims, why, sizeof why)) return kl_shape_errf(err, errlen, "%s: %s", opname ? opname : "tensor", why);
+  if (!check_rank_signs(rank, dims, why, sizeof why))
+    return kl_shape_errf(err, errlen, "%s: %s", opname ? opname : "tensor", why);
   memset(s, 0, sizeof *s);
   s->rank = rank;
   for (int i = 0; i < rank; i++) s->dim[i] = dims[i];
@@ -107,7 +110,7 @@ static const char *const layout_families[] = {
 void kl_strides_row_major(int rank, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
   for (int i = rank - 1; i >= 0; i--) {
-    strides[i] = s;   /* saturates instead of overflowing (zero-element shapes are not size-checked) */
+    strides[i] = s; /* saturates instead of overflowing (zero-element shapes are not size-checked) */
     if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s)) s = INT64_MAX;
   }
 }
@@ -115,13 +118,13 @@ void kl_strides_row_major(int rank, const int64_t *shape, int64_t *strides) {
 void kl_strides_from_perm(int rank, const int64_t *shape, const int *perm, int64_t *strides) {
   int64_t s = 1;
   for (int i = rank - 1; i >= 0; i--) {
-    strides[perm[i]] = s;   /* saturates, as kl_strides_row_major */
+    strides[perm[i]] = s; /* saturates, as kl_strides_row_major */
     if (__builtin_mul_overflow(s, shape[perm[i]] > 0 ? shape[perm[i]] : 1, &s)) s = INT64_MAX;
   }
 }
 
 static int check_perm(const int *perm, int rank) {
-  bool seen[KL_MAX_RANK] = {0};
+  bool seen[KL_MAX_RANK] = { 0 };
   for (int i = 0; i < rank; i++) {
     if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]]) return 1;
     seen[perm[i]] = true;
@@ -131,8 +134,7 @@ static int check_perm(const int *perm, int rank) {
 
 int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t errlen) {
   if (!layout) return kl_shape_errf(err, errlen, "layout: missing layout string");
-  if (rank < 0 || rank > KL_MAX_RANK)
-    return kl_shape_errf(err, errlen, "layout: rank %d out of range", rank);
+  if (rank < 0 || rank > KL_MAX_RANK) return kl_shape_errf(err, errlen, "layout: rank %d out of range", rank);
   if (strcmp(layout, "row_major") == 0) {
     for (int i = 0; i < rank; i++) perm[i] = i;
     return 0;
@@ -149,8 +151,7 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
     for (;;) {
       while (*p == ' ') p++;
       if (*p == ']' || *p == 0) break;
-      if (!(*p >= '0' && *p <= '9'))
-        return kl_shape_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
+      if (!(*p >= '0' && *p <= '9')) return kl_shape_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
       long v = strtol(p, (char **)&p, 10);
       if (n >= rank)
         return kl_shape_errf(err, errlen, "layout: permutation \"%s\" does not have %d entries", layout, rank);
@@ -170,8 +171,7 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
     return 0;
   }
   size_t len = strlen(layout);
-  if ((int)len != rank)
-    return kl_shape_errf(err, errlen, "layout: \"%s\" does not fit a rank-%d tensor", layout, rank);
+  if ((int)len != rank) return kl_shape_errf(err, errlen, "layout: \"%s\" does not fit a rank-%d tensor", layout, rank);
   for (size_t f = 0; f < sizeof layout_families / sizeof layout_families[0]; f++) {
     const char *fam = layout_families[f];
     if (strlen(fam) != len) continue;
@@ -179,8 +179,10 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
     bool ok = true;
     for (int i = 0; i < rank && ok; i++) {
       const char *q = strchr(fam, layout[i]);
-      if (!q || layout[i] == 0) ok = false;
-      else tmp[i] = (int)(q - fam);
+      if (!q || layout[i] == 0)
+        ok = false;
+      else
+        tmp[i] = (int)(q - fam);
     }
     if (ok && check_perm(tmp, rank) == 0) {
       memcpy(perm, tmp, sizeof(int) * (size_t)rank);
@@ -188,12 +190,12 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
     }
   }
   return kl_shape_errf(err, errlen,
-                        "layout: unknown layout \"%s\" (expected a permutation of NCHW, NKHW, KCYX, NCW, "
-                        "KCX, NCDHW, KCZYX, \"row_major\", \"col_major\" or \"0,2,3,1\")", layout);
+                       "layout: unknown layout \"%s\" (expected a permutation of NCHW, NKHW, KCYX, NCW, "
+                       "KCX, NCDHW, KCZYX, \"row_major\", \"col_major\" or \"0,2,3,1\")",
+                       layout);
 }
 
-int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides,
-                      char *err, size_t errlen) {
+int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides, char *err, size_t errlen) {
   int perm[KL_MAX_RANK];
   if (kl_layout_perm(layout, rank, perm, err, errlen)) return 1;
   kl_strides_from_perm(rank, shape, perm, strides);
@@ -203,10 +205,13 @@ int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_
 bool kl_strides_to_perm(int rank, const int64_t *shape, const int64_t *strides, int *perm) {
   /* dense check: dims of size > 1 sorted by stride must nest exactly */
   int order[KL_MAX_RANK], n = 0;
-  for (int i = 0; i < rank; i++) if (shape[i] > 1) order[n++] = i;
-  for (int i = 1; i < n; i++)   /* insertion sort by stride ascending */
+  for (int i = 0; i < rank; i++)
+    if (shape[i] > 1) order[n++] = i;
+  for (int i = 1; i < n; i++) /* insertion sort by stride ascending */
     for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
-      int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
     }
   int64_t expect = 1;
   for (int i = 0; i < n; i++) {
@@ -216,15 +221,23 @@ bool kl_strides_to_perm(int rank, const int64_t *shape, const int64_t *strides, 
   if (perm) {
     int64_t key[KL_MAX_RANK];
     for (int i = 0; i < rank; i++) {
-      if (shape[i] > 1) { key[i] = strides[i]; continue; }
+      if (shape[i] > 1) {
+        key[i] = strides[i];
+        continue;
+      }
       key[i] = 0;
       for (int j = i + 1; j < rank; j++)
-        if (shape[j] > 1) { key[i] = strides[j]; break; }
+        if (shape[j] > 1) {
+          key[i] = strides[j];
+          break;
+        }
     }
     for (int i = 0; i < rank; i++) perm[i] = i;
-    for (int i = 1; i < rank; i++)  /* stable: descending key */
+    for (int i = 1; i < rank; i++) /* stable: descending key */
       for (int j = i; j > 0 && key[perm[j]] > key[perm[j - 1]]; j--) {
-        int t = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = t;
+        int t = perm[j];
+        perm[j] = perm[j - 1];
+        perm[j - 1] = t;
       }
   }
   return true;
@@ -246,14 +259,16 @@ bool kl_strides_equivalent(int rank, const int64_t *shape, const int64_t *s1, co
 bool kl_strides_nonoverlapping(int rank, const int64_t *shape, const int64_t *strides) {
   int order[KL_MAX_RANK], n = 0;
   for (int i = 0; i < rank; i++) {
-    if (shape[i] == 0) return true;          /* no elements at all */
+    if (shape[i] == 0) return true; /* no elements at all */
     if (shape[i] > 1) order[n++] = i;
   }
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; j--) {
-      int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
     }
-  int64_t extent = 0;   /* largest offset reachable by the dims so far */
+  int64_t extent = 0; /* largest offset reachable by the dims so far */
   for (int i = 0; i < n; i++) {
     int64_t s = strides[order[i]];
     if (s <= extent) return false;

@@ -18,9 +18,9 @@
  * arguments, graph-op shape inference, host tensor creation) applies these, so element
  * counts, strides, offsets and byte sizes (at most 8 bytes an element) never overflow
  * int64. */
-#define KL_MAX_RANK  8                     /* what kl_shape and kl_tensor hold inline */
-#define KL_MAX_DIM   ((int64_t)1 << 40)   /* a size: 0 .. 2^40 */
-#define KL_MAX_NUMEL ((int64_t)1 << 53)   /* product of the sizes (zeros counted as 1), a stride, an offset */
+#define KL_MAX_RANK  8                  /* what kl_shape and kl_tensor hold inline */
+#define KL_MAX_DIM   ((int64_t)1 << 40) /* a size: 0 .. 2^40 */
+#define KL_MAX_NUMEL ((int64_t)1 << 53) /* product of the sizes (zeros counted as 1), a stride, an offset */
 
 /* Writes the formatted message into err[errlen] (if err) and returns 1 (an error status):
  * core/diag.h's one formatting helper under the name shape users know. */
@@ -35,18 +35,21 @@
 bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen);
 
 /* ---- shapes ---- */
-typedef struct kl_shape { int rank; int64_t dim[KL_MAX_RANK]; } kl_shape;
+typedef struct kl_shape {
+  int rank;
+  int64_t dim[KL_MAX_RANK];
+} kl_shape;
 
 /* Fills s after kl_shape_check's rank and sign rules (the same messages, prefixed with
  * "opname: "); the size and element-count limits are left to whoever makes a type of
  * the shape (shape inference checks its results with kl_shape_check). */
-int     kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen);
-kl_shape kl_shape_make(int rank, const int64_t *dims);  /* unchecked: rank clamped to 0..KL_MAX_RANK */
+int kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen);
+kl_shape kl_shape_make(int rank, const int64_t *dims); /* unchecked: rank clamped to 0..KL_MAX_RANK */
 int64_t kl_shape_numel(const kl_shape *s);
-bool    kl_shape_equal(const kl_shape *a, const kl_shape *b);
+bool kl_shape_equal(const kl_shape *a, const kl_shape *b);
 /* "[2,3]" ("[]" for rank 0); returns buf. */
-char   *kl_dims_format(int rank, const int64_t *dims, char *buf, size_t n);
-char   *kl_shape_format(const kl_shape *s, char *buf, size_t n);
+char *kl_dims_format(int rank, const int64_t *dims, char *buf, size_t n);
+char *kl_shape_format(const kl_shape *s, char *buf, size_t n);
 
 /* ---- layouts ----
  * A layout string names the memory order of the logical dims, outermost first:
@@ -58,9 +61,8 @@ char   *kl_shape_format(const kl_shape *s, char *buf, size_t n);
  *  - an explicit permutation "0,2,3,1" or "[0,2,3,1]" (perm[i] = the logical dim that is
  *    i-th outermost in memory).
  * Strides computed from a layout are dense (no gaps). */
-int  kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t errlen);
-int  kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides,
-                       char *err, size_t errlen);
+int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t errlen);
+int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides, char *err, size_t errlen);
 void kl_strides_row_major(int rank, const int64_t *shape, int64_t *strides);
 void kl_strides_from_perm(int rank, const int64_t *shape, const int *perm, int64_t *strides);
 /* True if strides are a dense permutation layout of shape; fills perm (outermost first;

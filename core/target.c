@@ -34,23 +34,60 @@ static const kl_accel_instr mma_sm80[] = {
 #define N(a) (int)(sizeof a / sizeof *a), a
 static const kl_target targets[] = {
   { "host", KL_ARCH_HOST, "", "", "", 1, 64 * 1024, 1, 0, 0, KL_ACCEL_NONE, 0, NULL, false },
-  { "gfx908", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx908", "", 64, 65536, 1024, 256, 120, KL_ACCEL_MFMA, N(mfma_gfx908), false },
-  { "gfx90a", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx90a", "", 64, 65536, 1024, 512, 104, KL_ACCEL_MFMA, N(mfma_gfx90a), false },
-  { "gfx942", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx942", "", 64, 65536, 1024, 512, 304, KL_ACCEL_MFMA, N(mfma_gfx942), false },
-  { "gfx1030", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1030", "+wavefrontsize32", 32, 65536, 1024, 256, 80, KL_ACCEL_NONE, 0, NULL, false },
-  { "gfx1100", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1100", "+wavefrontsize32", 32, 65536, 1024, 256, 96, KL_ACCEL_WMMA, N(wmma_gfx1100), false },
-  { "sm_80", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", 32, 163 * 1024, 1024, 255, 108, KL_ACCEL_MMA_SYNC, N(mma_sm80), false },
-  { "sm_90", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90", "+ptx80", 32, 227 * 1024, 1024, 255, 132, KL_ACCEL_MMA_SYNC, N(mma_sm80), false },
-#define AMD(chip) { chip, KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", chip, "", 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true }
-  /* emit only; an NVIDIA arch's feature is the lowest PTX ISA that supports it, at least
+  { "gfx908", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx908", "", 64, 65536, 1024, 256, 120, KL_ACCEL_MFMA,
+    N(mfma_gfx908), false },
+  { "gfx90a", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx90a", "", 64, 65536, 1024, 512, 104, KL_ACCEL_MFMA,
+    N(mfma_gfx90a), false },
+  { "gfx942", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx942", "", 64, 65536, 1024, 512, 304, KL_ACCEL_MFMA,
+    N(mfma_gfx942), false },
+  { "gfx1030", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1030", "+wavefrontsize32", 32, 65536, 1024, 256, 80,
+    KL_ACCEL_NONE, 0, NULL, false },
+  { "gfx1100", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1100", "+wavefrontsize32", 32, 65536, 1024, 256, 96,
+    KL_ACCEL_WMMA, N(wmma_gfx1100), false },
+  { "sm_80", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", 32, 163 * 1024, 1024, 255, 108, KL_ACCEL_MMA_SYNC,
+    N(mma_sm80), false },
+  { "sm_90", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90", "+ptx80", 32, 227 * 1024, 1024, 255, 132, KL_ACCEL_MMA_SYNC,
+    N(mma_sm80), false },
+#define AMD(chip) \
+  { chip, KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", chip, "", 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true }
+/* emit only; an NVIDIA arch's feature is the lowest PTX ISA that supports it, at least
    * 7.0 (sm_90 uses 8.0 so that sm_90 features are available) */
-#define NV(sm, ptx) { sm, KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", sm, ptx, 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true }
-  AMD("gfx900"), AMD("gfx902"), AMD("gfx904"), AMD("gfx906"), AMD("gfx909"), AMD("gfx90c"), AMD("gfx940"),
-  AMD("gfx941"), AMD("gfx1010"), AMD("gfx1011"), AMD("gfx1012"), AMD("gfx1013"), AMD("gfx1031"), AMD("gfx1032"),
-  AMD("gfx1033"), AMD("gfx1034"), AMD("gfx1035"), AMD("gfx1036"), AMD("gfx1101"), AMD("gfx1102"), AMD("gfx1103"),
-  AMD("gfx1150"), AMD("gfx1151"), AMD("gfx1200"), AMD("gfx1201"),
-  NV("sm_60", "+ptx60"), NV("sm_61", "+ptx60"), NV("sm_70", "+ptx60"), NV("sm_72", "+ptx61"), NV("sm_75", "+ptx63"),
-  NV("sm_86", "+ptx71"), NV("sm_87", "+ptx74"), NV("sm_89", "+ptx78"), NV("sm_90a", "+ptx80"),
+#define NV(sm, ptx) \
+  { sm, KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", sm, ptx, 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true }
+  AMD("gfx900"),
+  AMD("gfx902"),
+  AMD("gfx904"),
+  AMD("gfx906"),
+  AMD("gfx909"),
+  AMD("gfx90c"),
+  AMD("gfx940"),
+  AMD("gfx941"),
+  AMD("gfx1010"),
+  AMD("gfx1011"),
+  AMD("gfx1012"),
+  AMD("gfx1013"),
+  AMD("gfx1031"),
+  AMD("gfx1032"),
+  AMD("gfx1033"),
+  AMD("gfx1034"),
+  AMD("gfx1035"),
+  AMD("gfx1036"),
+  AMD("gfx1101"),
+  AMD("gfx1102"),
+  AMD("gfx1103"),
+  AMD("gfx1150"),
+  AMD("gfx1151"),
+  AMD("gfx1200"),
+  AMD("gfx1201"),
+  NV("sm_60", "+ptx60"),
+  NV("sm_61", "+ptx60"),
+  NV("sm_70", "+ptx60"),
+  NV("sm_72", "+ptx61"),
+  NV("sm_75", "+ptx63"),
+  NV("sm_86", "+ptx71"),
+  NV("sm_87", "+ptx74"),
+  NV("sm_89", "+ptx78"),
+  NV("sm_90a", "+ptx80"),
 #undef AMD
 #undef NV
 };
@@ -63,17 +100,20 @@ static size_t ncompile(void) {
   return n;
 }
 const kl_target *kl_target_lookup(const char *name) {
-  for (size_t i = 0, n = ncompile(); name && i < n; i++) if (!strcmp(targets[i].name, name)) return &targets[i];
+  for (size_t i = 0, n = ncompile(); name && i < n; i++)
+    if (!strcmp(targets[i].name, name)) return &targets[i];
   return NULL;
 }
 const kl_target *kl_target_lookup_emit(const char *name) {
-  for (size_t i = 0; name && i < NROWS; i++) if (!strcmp(targets[i].name, name)) return &targets[i];
+  for (size_t i = 0; name && i < NROWS; i++)
+    if (!strcmp(targets[i].name, name)) return &targets[i];
   return NULL;
 }
 int kl_target_count(void) { return (int)ncompile(); }
 const kl_target *kl_target_at(int i) { return (i >= 0 && i < kl_target_count()) ? &targets[i] : NULL; }
 const kl_accel_instr *kl_target_accel_for(const kl_target *t, const char *in_type) {
-  for (int i = 0; t && i < t->ninstrs; i++) if (!strcmp(t->instrs[i].in_type, in_type)) return &t->instrs[i];
+  for (int i = 0; t && i < t->ninstrs; i++)
+    if (!strcmp(t->instrs[i].in_type, in_type)) return &t->instrs[i];
   return NULL;
 }
 const char *kl_arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }

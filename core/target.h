@@ -20,27 +20,27 @@ typedef enum { KL_ACCEL_NONE, KL_ACCEL_MFMA, KL_ACCEL_WMMA, KL_ACCEL_MMA_SYNC } 
 
 /* One matrix instruction: D[m x n] += A[m x k] * B[k x n] per wave/warp. */
 typedef struct kl_accel_instr {
-  const char *in_type;    /* "f32", "f16", "bf16", "i8" */
-  const char *acc_type;   /* "f32", "i32" */
+  const char *in_type;  /* "f32", "f16", "bf16", "i8" */
+  const char *acc_type; /* "f32", "i32" */
   int m, n, k;
-  const char *intrinsic;  /* LLVM intrinsic name */
+  const char *intrinsic; /* LLVM intrinsic name */
 } kl_accel_instr;
 
 typedef struct kl_target {
-  const char *name;         /* "gfx942", "sm_90", "host" */
+  const char *name; /* "gfx942", "sm_90", "host" */
   kl_arch arch;
-  const char *triple;       /* LLVM triple */
-  const char *cpu;          /* LLVM CPU name ("" = host CPU detected at run time) */
-  const char *features;     /* LLVM feature string */
-  int wave_size;            /* 64 (gfx9), 32 (gfx10+/NVIDIA), 1 (host) */
-  int64_t lds_bytes;        /* workgroup memory per workgroup */
+  const char *triple;   /* LLVM triple */
+  const char *cpu;      /* LLVM CPU name ("" = host CPU detected at run time) */
+  const char *features; /* LLVM feature string */
+  int wave_size;        /* 64 (gfx9), 32 (gfx10+/NVIDIA), 1 (host) */
+  int64_t lds_bytes;    /* workgroup memory per workgroup */
   int max_workgroup_size;
-  int max_vgprs;            /* per thread (AMDGPU) / registers per thread (NVPTX); 0 host */
-  int compute_units;        /* CU / SM count default */
+  int max_vgprs;     /* per thread (AMDGPU) / registers per thread (NVPTX); 0 host */
+  int compute_units; /* CU / SM count default */
   kl_accel accel;
   int ninstrs;
   const kl_accel_instr *instrs;
-  bool emit_only;           /* a chip codegen emits for that kiln does not compile for */
+  bool emit_only; /* a chip codegen emits for that kiln does not compile for */
 } kl_target;
 
 /* Compile targets only (what kl_compile accepts, kiln.targets() lists). */

@@ -4,12 +4,11 @@
 #include <stdio.h>
 
 void *kl__ctx_lookup_type(kl_ctx *ctx, const char *text);
-void  kl__ctx_store_type(kl_ctx *ctx, const char *text, void *t);
+void kl__ctx_store_type(kl_ctx *ctx, const char *text, void *t);
 
 static const char *scalar_names[] = {
-  [KL_TY_I1] = "i1", [KL_TY_I8] = "i8", [KL_TY_I32] = "i32", [KL_TY_I64] = "i64",
-  [KL_TY_INDEX] = "index", [KL_TY_F16] = "f16", [KL_TY_BF16] = "bf16", [KL_TY_F32] = "f32",
-  [KL_TY_F64] = "f64",
+  [KL_TY_I1] = "i1",   [KL_TY_I8] = "i8",     [KL_TY_I32] = "i32", [KL_TY_I64] = "i64", [KL_TY_INDEX] = "index",
+  [KL_TY_F16] = "f16", [KL_TY_BF16] = "bf16", [KL_TY_F32] = "f32", [KL_TY_F64] = "f64",
 };
 const char *kl_scalar_name(kl_type_kind k) { return (unsigned)k <= KL_TY_INDEX ? scalar_names[k] : NULL; }
 int kl_scalar_kind_from_name(const char *s, size_t n) {
@@ -47,16 +46,20 @@ const kl_type *kl_type_token(kl_ctx *c) { return kl_type_scalar(c, KL_TY_TOKEN);
 
 
 /* core/shape's (saturating) row-major strides, for any rank up to KL_MAX_RANK. */
-void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides) { kl_strides_row_major(rank, shape, strides); }
+void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides) {
+  kl_strides_row_major(rank, shape, strides);
+}
 
-static const kl_type *shaped(kl_ctx *ctx, kl_type_kind kind, const kl_type *elem, int rank,
-                             const int64_t *shape, const int64_t *strides, kl_space space) {
+static const kl_type *shaped(kl_ctx *ctx, kl_type_kind kind, const kl_type *elem, int rank, const int64_t *shape,
+                             const int64_t *strides, kl_space space) {
   if (!elem || !kl_type_is_scalar(elem) || !kl_shape_check(rank, shape, strides, NULL, 0)) return NULL;
   int64_t rm[KL_MAX_RANK];
   kl_row_major_strides(rank, shape, rm);
   bool row_major = true;
-  if (strides) for (int i = 0; i < rank; i++) if (strides[i] != rm[i]) row_major = false;
-  kl_sb sb = {0};
+  if (strides)
+    for (int i = 0; i < rank; i++)
+      if (strides[i] != rm[i]) row_major = false;
+  kl_sb sb = { 0 };
   kl_sb_puts(&sb, kind == KL_TY_TENSOR ? "tensor<" : "buffer<");
   for (int i = 0; i < rank; i++) kl_sb_printf(&sb, "%lldx", (long long)shape[i]);
   kl_sb_puts(&sb, elem->text);
@@ -68,22 +71,26 @@ static const kl_type *shaped(kl_ctx *ctx, kl_type_kind kind, const kl_type *elem
   if (kind == KL_TY_BUFFER && space == KL_SPACE_LDS) kl_sb_puts(&sb, ", lds");
   if (kind == KL_TY_BUFFER && space == KL_SPACE_PRIVATE) kl_sb_puts(&sb, ", private");
   kl_sb_puts(&sb, ">");
-  kl_type proto = { .kind = kind, .elem = elem, .rank = rank, .shape = shape,
-                    .strides = row_major ? rm : strides, .space = space };
+  kl_type proto = {
+    .kind = kind, .elem = elem, .rank = rank, .shape = shape, .strides = row_major ? rm : strides, .space = space
+  };
   const kl_type *t = intern(ctx, &proto, kl_sb_str(&sb));
   kl_sb_free(&sb);
   return t;
 }
-const kl_type *kl_type_tensor(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides) {
+const kl_type *kl_type_tensor(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape,
+                              const int64_t *strides) {
   return shaped(ctx, KL_TY_TENSOR, elem, rank, shape, strides, KL_SPACE_GLOBAL);
 }
-const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides, kl_space space) {
+const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides,
+                              kl_space space) {
   if (space != KL_SPACE_GLOBAL && space != KL_SPACE_LDS && space != KL_SPACE_PRIVATE) return NULL;
   return shaped(ctx, KL_TY_BUFFER, elem, rank, shape, strides, space);
 }
 const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n) {
   if (!elem || !kl_type_is_scalar(elem) || n <= 0) return NULL;
-  char text[64]; snprintf(text, sizeof text, "vector<%dx%s>", n, elem->text);
+  char text[64];
+  snprintf(text, sizeof text, "vector<%dx%s>", n, elem->text);
   int64_t shape = n;
   kl_type proto = { .kind = KL_TY_VECTOR, .elem = elem, .rank = 1, .shape = &shape };
   return intern(ctx, &proto, text);
@@ -92,11 +99,15 @@ const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n) {
 bool kl_type_is_int(const kl_type *t) { return t && (t->kind == KL_TY_INDEX || kl_dtype_is_int((kl_dtype)t->kind)); }
 bool kl_type_is_float(const kl_type *t) { return t && kl_dtype_is_float((kl_dtype)t->kind); }
 bool kl_type_is_scalar(const kl_type *t) { return t && (unsigned)t->kind <= KL_TY_INDEX; }
-kl_dtype kl_type_dtype(const kl_type *t) { return t && kl_dtype_valid((kl_dtype)t->kind) ? (kl_dtype)t->kind : KL_DT_NONE; }
+kl_dtype kl_type_dtype(const kl_type *t) {
+  return t && kl_dtype_valid((kl_dtype)t->kind) ? (kl_dtype)t->kind : KL_DT_NONE;
+}
 bool kl_type_is_shaped(const kl_type *t) { return t && (t->kind == KL_TY_TENSOR || t->kind == KL_TY_BUFFER); }
 int kl_type_bits(const kl_type *t) {
-  static const int bits[] = { [KL_TY_I1] = 1, [KL_TY_I8] = 8, [KL_TY_I32] = 32, [KL_TY_I64] = 64,
-    [KL_TY_INDEX] = 64, [KL_TY_F16] = 16, [KL_TY_BF16] = 16, [KL_TY_F32] = 32, [KL_TY_F64] = 64 };
+  static const int bits[] = {
+    [KL_TY_I1] = 1,   [KL_TY_I8] = 8,    [KL_TY_I32] = 32, [KL_TY_I64] = 64, [KL_TY_INDEX] = 64,
+    [KL_TY_F16] = 16, [KL_TY_BF16] = 16, [KL_TY_F32] = 32, [KL_TY_F64] = 64
+  };
   if (kl_type_is_scalar(t)) return bits[t->kind];
   if (t && t->kind == KL_TY_VECTOR) return (int)t->shape[0] * kl_type_bits(t->elem);
   return 0;
@@ -109,7 +120,8 @@ int64_t kl_type_numel(const kl_type *t) {
 bool kl_type_is_row_major(const kl_type *t) {
   int64_t rm[KL_MAX_RANK];
   kl_row_major_strides(t->rank, t->shape, rm);
-  for (int i = 0; i < t->rank; i++) if (t->strides && t->strides[i] != rm[i]) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (t->strides && t->strides[i] != rm[i]) return false;
   return true;
 }
 const char *kl_type_str(const kl_type *t) { return t ? t->text : "<null-type>"; }

@@ -19,10 +19,19 @@
  * 0..KL_TY_INDEX. Nothing stores these numbers (bundles and the text IR spell types
  * out), so the values may change with kl_dtype. */
 typedef enum {
-  KL_TY_F32 = KL_DT_F32, KL_TY_F16 = KL_DT_F16, KL_TY_BF16 = KL_DT_BF16, KL_TY_I8 = KL_DT_I8,
-  KL_TY_I32 = KL_DT_I32, KL_TY_F64 = KL_DT_F64, KL_TY_I64 = KL_DT_I64, KL_TY_I1 = KL_DT_I1,
+  KL_TY_F32 = KL_DT_F32,
+  KL_TY_F16 = KL_DT_F16,
+  KL_TY_BF16 = KL_DT_BF16,
+  KL_TY_I8 = KL_DT_I8,
+  KL_TY_I32 = KL_DT_I32,
+  KL_TY_F64 = KL_DT_F64,
+  KL_TY_I64 = KL_DT_I64,
+  KL_TY_I1 = KL_DT_I1,
   KL_TY_INDEX = KL_DT_COUNT,
-  KL_TY_TENSOR, KL_TY_BUFFER, KL_TY_VECTOR, KL_TY_TOKEN
+  KL_TY_TENSOR,
+  KL_TY_BUFFER,
+  KL_TY_VECTOR,
+  KL_TY_TOKEN
 } kl_type_kind;
 
 typedef enum { KL_SPACE_GLOBAL = 0, KL_SPACE_LDS = 3, KL_SPACE_PRIVATE = 5 } kl_space;
@@ -32,12 +41,12 @@ typedef enum { KL_SPACE_GLOBAL = 0, KL_SPACE_LDS = 3, KL_SPACE_PRIVATE = 5 } kl_
 
 struct kl_type {
   kl_type_kind kind;
-  const kl_type *elem;      /* tensor/buffer/vector */
+  const kl_type *elem; /* tensor/buffer/vector */
   int rank;
-  const int64_t *shape;     /* rank entries */
-  const int64_t *strides;   /* rank entries (tensor/buffer) */
-  kl_space space;           /* buffer */
-  const char *text;         /* canonical printed form (interned) */
+  const int64_t *shape;   /* rank entries */
+  const int64_t *strides; /* rank entries (tensor/buffer) */
+  kl_space space;         /* buffer */
+  const char *text;       /* canonical printed form (interned) */
 };
 
 const kl_type *kl_type_scalar(kl_ctx *ctx, kl_type_kind kind);
@@ -52,17 +61,18 @@ const kl_type *kl_type_token(kl_ctx *ctx);
  * input call kl_shape_check first) for a shape outside kl_shape_check's limits or a
  * non-scalar element type. */
 const kl_type *kl_type_tensor(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides);
-const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides, kl_space space);
+const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const int64_t *shape, const int64_t *strides,
+                              kl_space space);
 const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n);
 
-bool kl_type_is_int(const kl_type *t);     /* i1 i8 i32 i64 index */
-bool kl_type_is_float(const kl_type *t);   /* f16 bf16 f32 f64 */
+bool kl_type_is_int(const kl_type *t);   /* i1 i8 i32 i64 index */
+bool kl_type_is_float(const kl_type *t); /* f16 bf16 f32 f64 */
 bool kl_type_is_scalar(const kl_type *t);
 /* The dtype of a scalar type ((kl_dtype)t->kind); KL_DT_NONE for index, non-scalar
  * types and NULL. */
 kl_dtype kl_type_dtype(const kl_type *t);
-bool kl_type_is_shaped(const kl_type *t);  /* tensor or buffer */
-int  kl_type_bits(const kl_type *t);       /* scalar bit width (index = 64), vector: total */
+bool kl_type_is_shaped(const kl_type *t); /* tensor or buffer */
+int kl_type_bits(const kl_type *t);       /* scalar bit width (index = 64), vector: total */
 int64_t kl_type_numel(const kl_type *t);
 bool kl_type_is_row_major(const kl_type *t);
 void kl_row_major_strides(int rank, const int64_t *shape, int64_t *strides);

@@ -15,5 +15,5 @@
 #include "core/ir.h"
 kl_status kl_verify(kl_op *root);
 kl_status kl_verify_level(kl_op *root, unsigned level, const char *who);
-const char *kl_level_name(unsigned level);   /* "graph", "kernel", "loop" (one bit), else "?" */
+const char *kl_level_name(unsigned level); /* "graph", "kernel", "loop" (one bit), else "?" */
 #endif

@@ -50,20 +50,30 @@
 #include <stdint.h>
 #include "core/arena.h"
 
-#define KL_VIEW_MAX_DIMS 16
-#define KL_VIEW_MAX_TRANS (2 * KL_VIEW_MAX_DIMS)
+#define KL_VIEW_MAX_DIMS   16
+#define KL_VIEW_MAX_TRANS  (2 * KL_VIEW_MAX_DIMS)
 #define KL_VIEW_MAX_PARAMS (2 * KL_VIEW_MAX_DIMS)
-#define KL_VIEW_MAX_SIZE ((int64_t)1 << 40)
-#define KL_VIEW_MAX_NAME 63
-#define KL_VIEW_MAX_MAPS 1024
+#define KL_VIEW_MAX_SIZE   ((int64_t)1 << 40)
+#define KL_VIEW_MAX_NAME   63
+#define KL_VIEW_MAX_MAPS   1024
 
 typedef enum kl_vkind {
-  KL_VT_PASSTHROUGH, KL_VT_PAD, KL_VT_SLICE, KL_VT_EMBED, KL_VT_UNMERGE,
-  KL_VT_MERGE, KL_VT_ADDDIM, KL_VT_BROADCAST, KL_VT_CONSTDIM
+  KL_VT_PASSTHROUGH,
+  KL_VT_PAD,
+  KL_VT_SLICE,
+  KL_VT_EMBED,
+  KL_VT_UNMERGE,
+  KL_VT_MERGE,
+  KL_VT_ADDDIM,
+  KL_VT_BROADCAST,
+  KL_VT_CONSTDIM
 } kl_vkind;
 #define KL_VT_COUNT 9
 
-typedef struct kl_view_err { int line, col; char msg[256]; } kl_view_err;
+typedef struct kl_view_err {
+  int line, col;
+  char msg[256];
+} kl_view_err;
 
 /* One transform of a map; upper/lower hold dim indices of the map's sides. */
 typedef struct kl_vtrans {
@@ -75,20 +85,22 @@ typedef struct kl_vtrans {
 
 typedef struct kl_vmap {
   int nupper, nlower, ntrans;
-  const char *const *upper_names;  const int64_t *upper_sizes;
-  const char *const *lower_names;  const int64_t *lower_sizes;
+  const char *const *upper_names;
+  const int64_t *upper_sizes;
+  const char *const *lower_names;
+  const int64_t *lower_sizes;
   const kl_vtrans *trans;
 } kl_vmap;
 
 typedef struct kl_view {
   int nmaps;
-  const kl_vmap *maps;   /* maps[0] is the top (its upper side is the view's shape) */
-  size_t nbytes;         /* size of the single block holding the view */
+  const kl_vmap *maps; /* maps[0] is the top (its upper side is the view's shape) */
+  size_t nbytes;       /* size of the single block holding the view */
 } kl_view;
 
 /* ---- kinds ---- */
-const char *kl_vkind_name(kl_vkind k);               /* "PassThrough", ... */
-int kl_vkind_from_name(const char *s, size_t n);     /* -1 if unknown */
+const char *kl_vkind_name(kl_vkind k);           /* "PassThrough", ... */
+int kl_vkind_from_name(const char *s, size_t n); /* -1 if unknown */
 
 /* ---- construction, copies ---- */
 /* Validates (coverage, parameter counts, size consistency, adjacent shapes, names) and
@@ -102,17 +114,17 @@ kl_view *kl_view_clone(const kl_view *v);
 kl_view *kl_view_copy_with(const kl_view *v, void *(*alloc)(void *ud, size_t n), void *ud);
 kl_view *kl_view_copy_to_arena(const kl_view *v, kl_arena *a);
 void kl_view_free(kl_view *v);
-bool kl_view_equal(const kl_view *a, const kl_view *b);   /* structure, params, names */
+bool kl_view_equal(const kl_view *a, const kl_view *b); /* structure, params, names */
 
 /* ---- shape accessors ---- */
-int kl_view_rank(const kl_view *v);                      /* upper (top) rank */
-int64_t kl_view_size(const kl_view *v, int dim);         /* upper size of dim */
-const char *kl_view_name(const kl_view *v, int dim);     /* upper name of dim */
-int kl_view_dim(const kl_view *v, const char *name);     /* upper dim index or -1 */
-int kl_view_lower_rank(const kl_view *v);                /* buffer rank */
+int kl_view_rank(const kl_view *v);                  /* upper (top) rank */
+int64_t kl_view_size(const kl_view *v, int dim);     /* upper size of dim */
+const char *kl_view_name(const kl_view *v, int dim); /* upper name of dim */
+int kl_view_dim(const kl_view *v, const char *name); /* upper dim index or -1 */
+int kl_view_lower_rank(const kl_view *v);            /* buffer rank */
 int64_t kl_view_lower_size(const kl_view *v, int dim);
 const char *kl_view_lower_name(const kl_view *v, int dim);
-int64_t kl_view_numel(const kl_view *v);                 /* product of upper sizes (INT64_MAX if it overflows) */
+int64_t kl_view_numel(const kl_view *v); /* product of upper sizes (INT64_MAX if it overflows) */
 
 /* ---- evaluate ---- */
 /* Maps an upper coordinate (kl_view_rank entries) to the buffer coordinate (lower rank
@@ -172,7 +184,8 @@ int64_t kl_view_max_vectorization(const kl_view *v, int dim, const int64_t *stri
 kl_view *kl_view_identity(int rank, const int64_t *shape, const char *const *names, kl_view_err *err);
 /* Rename / permute: new upper dim i is named names[i] and is lower dim from[i]
  * (a permutation of all current names). */
-kl_view *kl_view_passthrough(const kl_view *v, int n, const char *const *names, const char *const *from, kl_view_err *err);
+kl_view *kl_view_passthrough(const kl_view *v, int n, const char *const *names, const char *const *from,
+                             kl_view_err *err);
 /* New upper dim i = current dim perm[i] (names follow). */
 kl_view *kl_view_transpose(const kl_view *v, int n, const int *perm, kl_view_err *err);
 /* Pad dims names[i] by lr[2i] (left) and lr[2i+1] (right). */
@@ -181,11 +194,11 @@ kl_view *kl_view_pad(const kl_view *v, int n, const char *const *names, const in
 kl_view *kl_view_slice(const kl_view *v, int n, const char *const *names, const int64_t *be, kl_view_err *err);
 /* Replace dim `dim` by n new dims (in its place) with sizes and coefficients:
  * dim = sum coeffs[i]*new[i]. */
-kl_view *kl_view_embed(const kl_view *v, const char *dim, int n, const char *const *names,
-                       const int64_t *sizes, const int64_t *coeffs, kl_view_err *err);
+kl_view *kl_view_embed(const kl_view *v, const char *dim, int n, const char *const *names, const int64_t *sizes,
+                       const int64_t *coeffs, kl_view_err *err);
 /* Split dim `dim` into n dims (in its place), row-major; prod sizes = its size. */
-kl_view *kl_view_unmerge(const kl_view *v, const char *dim, int n, const char *const *names,
-                         const int64_t *sizes, kl_view_err *err);
+kl_view *kl_view_unmerge(const kl_view *v, const char *dim, int n, const char *const *names, const int64_t *sizes,
+                         kl_view_err *err);
 /* Fuse dims from[0..n) (most significant first) into one dim `name`, placed where the
  * first (lowest-position) of them was. */
 kl_view *kl_view_merge(const kl_view *v, const char *name, int n, const char *const *from, kl_view_err *err);
@@ -201,7 +214,7 @@ kl_view *kl_view_reshape(const kl_view *v, int rank, const int64_t *shape, const
 
 /* ---- text ---- */
 void kl_view_print_sb(kl_sb *sb, const kl_view *v);
-char *kl_view_print(const kl_view *v);     /* malloc'd, caller frees */
+char *kl_view_print(const kl_view *v); /* malloc'd, caller frees */
 void kl_vmap_print_sb(kl_sb *sb, const kl_vmap *m);
 void kl_vtrans_print_sb(kl_sb *sb, const kl_vmap *m, const kl_vtrans *t);
 /* text need not be NUL-terminated. On error err->msg holds the message and err->line /

@@ -12,8 +12,12 @@ static const void *view_attr_parse(kl_ctx *ctx, const char *body, size_t len, kl
   kl_view *v = kl_view_parse(body, len, &e);
   if (!v) {
     kl_loc at = loc;
-    if (e.line <= 1) at.col = loc.col + (e.col > 0 ? e.col - 1 : 0);
-    else { at.line = loc.line + e.line - 1; at.col = e.col; }
+    if (e.line <= 1)
+      at.col = loc.col + (e.col > 0 ? e.col - 1 : 0);
+    else {
+      at.line = loc.line + e.line - 1;
+      at.col = e.col;
+    }
     kl_emit_error(ctx, at, "bad view: %s", e.msg);
     return NULL;
   }
@@ -34,6 +38,9 @@ const kl_view *kl_attr_view(const kl_attr *a) {
 const kl_attr *kl_attr_from_view(kl_ctx *ctx, const kl_view *v) {
   if (!v) return NULL;
   const kl_attr_ext *ext = kl_lookup_attr_ext(ctx, "view", 4);
-  if (!ext) { kl_register_view_attr(ctx); ext = &view_ext; }
+  if (!ext) {
+    kl_register_view_attr(ctx);
+    ext = &view_ext;
+  }
   return kl_attr_ext_make(ctx, ext, kl_view_copy_to_arena(v, kl_ctx_arena(ctx)));
 }

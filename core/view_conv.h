@@ -27,19 +27,19 @@ typedef enum { KL_CONV_KCYX, KL_CONV_KYXC } kl_conv_filter_layout;
 typedef enum { KL_CONV_NKHW, KL_CONV_NHWK } kl_conv_out_layout;
 
 typedef struct kl_conv2d {
-  int64_t n, c, hi, wi;          /* input: batch, channels (all groups), height, width */
-  int64_t k, y, x;               /* filter: output channels (all groups), height, width */
-  int64_t groups;                /* >= 1, divides c and k */
-  int64_t stride_h, stride_w;    /* >= 1 */
-  int64_t dil_h, dil_w;          /* >= 1 */
-  int64_t pad_top, pad_bottom, pad_left, pad_right;  /* >= 0 */
+  int64_t n, c, hi, wi;                             /* input: batch, channels (all groups), height, width */
+  int64_t k, y, x;                                  /* filter: output channels (all groups), height, width */
+  int64_t groups;                                   /* >= 1, divides c and k */
+  int64_t stride_h, stride_w;                       /* >= 1 */
+  int64_t dil_h, dil_w;                             /* >= 1 */
+  int64_t pad_top, pad_bottom, pad_left, pad_right; /* >= 0 */
   kl_conv_in_layout in_layout;
   kl_conv_filter_layout filter_layout;
   kl_conv_out_layout out_layout;
 } kl_conv2d;
 
 typedef struct kl_conv_views {
-  kl_view *filter, *input, *output;      /* A, B, C */
+  kl_view *filter, *input, *output; /* A, B, C */
   int64_t g, gemm_k, gemm_m, gemm_n, ho, wo;
 } kl_conv_views;
 

@@ -60,8 +60,12 @@ kl_value *kl_emit_cmp(kl_emitter *e, const char *pred, kl_value *a, kl_value *b)
   const kl_type *i1 = kl_type_i1(ctx);
   int64_t x, y;
   if (kl_emit_const_of(a, &x) && kl_emit_const_of(b, &y)) {
-    bool r = !strcmp(pred, "eq") ? x == y : !strcmp(pred, "ne") ? x != y : !strcmp(pred, "lt") ? x < y :
-             !strcmp(pred, "le") ? x <= y : !strcmp(pred, "gt") ? x > y : x >= y;
+    bool r = !strcmp(pred, "eq") ? x == y
+        : !strcmp(pred, "ne")    ? x != y
+        : !strcmp(pred, "lt")    ? x < y
+        : !strcmp(pred, "le")    ? x <= y
+        : !strcmp(pred, "gt")    ? x > y
+                                 : x >= y;
     kl_named_attr at = { "value", kl_attr_int_typed(ctx, r, i1) };
     return kl_op_result(kl_rewriter_create(e->rw, "arith.constant", e->loc, 0, NULL, 1, &i1, 1, &at, 0), 0);
   }
@@ -93,45 +97,50 @@ kl_status kl_view_emit(kl_emitter *e, const kl_view *v, kl_value *const *upper, 
       const int64_t *p = t->params;
       bool check = kl_view_trans_may_be_invalid(v, mi, ti);
       switch (t->kind) {
-      case KL_VT_PASSTHROUGH:
-        for (int i = 0; i < t->nupper; i++) next[t->lower[i]] = cur[t->upper[i]];
-        break;
-      case KL_VT_PAD:
-        for (int i = 0; i < t->nupper; i++) {
-          kl_value *l = kl_emit_sub(e, cur[t->upper[i]], kl_emit_index(e, p[2 * i]));
-          next[t->lower[i]] = l;
-          if (check && (p[2 * i] || p[2 * i + 1])) ok = kl_emit_and(e, ok, in_range(e, l, m->lower_sizes[t->lower[i]]));
+        case KL_VT_PASSTHROUGH:
+          for (int i = 0; i < t->nupper; i++) next[t->lower[i]] = cur[t->upper[i]];
+          break;
+        case KL_VT_PAD:
+          for (int i = 0; i < t->nupper; i++) {
+            kl_value *l = kl_emit_sub(e, cur[t->upper[i]], kl_emit_index(e, p[2 * i]));
+            next[t->lower[i]] = l;
+            if (check && (p[2 * i] || p[2 * i + 1]))
+              ok = kl_emit_and(e, ok, in_range(e, l, m->lower_sizes[t->lower[i]]));
+          }
+          break;
+        case KL_VT_SLICE:
+          for (int i = 0; i < t->nupper; i++)
+            next[t->lower[i]] = kl_emit_add(e, cur[t->upper[i]], kl_emit_index(e, p[2 * i]));
+          break;
+        case KL_VT_EMBED: {
+          kl_value *s = kl_emit_index(e, 0);
+          for (int i = 0; i < t->nupper; i++) s = kl_emit_add(e, s, kl_emit_muli(e, cur[t->upper[i]], p[i]));
+          next[t->lower[0]] = s;
+          if (check) ok = kl_emit_and(e, ok, in_range(e, s, m->lower_sizes[t->lower[0]]));
+          break;
         }
-        break;
-      case KL_VT_SLICE:
-        for (int i = 0; i < t->nupper; i++) next[t->lower[i]] = kl_emit_add(e, cur[t->upper[i]], kl_emit_index(e, p[2 * i]));
-        break;
-      case KL_VT_EMBED: {
-        kl_value *s = kl_emit_index(e, 0);
-        for (int i = 0; i < t->nupper; i++) s = kl_emit_add(e, s, kl_emit_muli(e, cur[t->upper[i]], p[i]));
-        next[t->lower[0]] = s;
-        if (check) ok = kl_emit_and(e, ok, in_range(e, s, m->lower_sizes[t->lower[0]]));
-        break;
-      }
-      case KL_VT_UNMERGE: {
-        kl_value *s = kl_emit_index(e, 0);
-        for (int i = 0; i < t->nupper; i++) s = kl_emit_add(e, kl_emit_muli(e, s, p[i]), cur[t->upper[i]]);
-        next[t->lower[0]] = s;
-        break;
-      }
-      case KL_VT_MERGE: {
-        kl_value *u = cur[t->upper[0]];
-        for (int i = t->nlower - 1; i > 0; i--) { next[t->lower[i]] = kl_emit_remi(e, u, p[i]); u = kl_emit_divi(e, u, p[i]); }
-        next[t->lower[0]] = u;
-        break;
-      }
-      case KL_VT_ADDDIM: break;
-      case KL_VT_BROADCAST:
-        for (int i = 0; i < t->nupper; i++) next[t->lower[i]] = kl_emit_remi(e, cur[t->upper[i]], p[i]);
-        break;
-      case KL_VT_CONSTDIM:
-        for (int i = 0; i < t->nlower; i++) next[t->lower[i]] = kl_emit_index(e, p[2 * i]);
-        break;
+        case KL_VT_UNMERGE: {
+          kl_value *s = kl_emit_index(e, 0);
+          for (int i = 0; i < t->nupper; i++) s = kl_emit_add(e, kl_emit_muli(e, s, p[i]), cur[t->upper[i]]);
+          next[t->lower[0]] = s;
+          break;
+        }
+        case KL_VT_MERGE: {
+          kl_value *u = cur[t->upper[0]];
+          for (int i = t->nlower - 1; i > 0; i--) {
+            next[t->lower[i]] = kl_emit_remi(e, u, p[i]);
+            u = kl_emit_divi(e, u, p[i]);
+          }
+          next[t->lower[0]] = u;
+          break;
+        }
+        case KL_VT_ADDDIM: break;
+        case KL_VT_BROADCAST:
+          for (int i = 0; i < t->nupper; i++) next[t->lower[i]] = kl_emit_remi(e, cur[t->upper[i]], p[i]);
+          break;
+        case KL_VT_CONSTDIM:
+          for (int i = 0; i < t->nlower; i++) next[t->lower[i]] = kl_emit_index(e, p[2 * i]);
+          break;
       }
     }
     for (int i = 0; i < m->nlower; i++) cur[i] = next[i];

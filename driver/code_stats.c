@@ -11,7 +11,10 @@
 char *kl_kernel_code_stats(kl_op *kernel, const char *target, char *err, size_t errlen) {
   const kl_target *t = kl_target_lookup(target);
   const char *name = kl_op_attr_string(kernel, "sym_name");
-  if (!t) { snprintf(err, errlen, "unknown target '%s'", target); return NULL; }
+  if (!t) {
+    snprintf(err, errlen, "unknown target '%s'", target);
+    return NULL;
+  }
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef m;
   if (kl_lower_kernel_to_llvm(kernel, t, c, &m) != KL_OK) {
@@ -21,23 +24,30 @@ char *kl_kernel_code_stats(kl_op *kernel, const char *target, char *err, size_t 
     LLVMContextDispose(c);
     return NULL;
   }
-  kl_binary bin = {0};
+  kl_binary bin = { 0 };
   kl_status st = kl_codegen_emit(m, target, NULL, &bin, err, errlen);
   LLVMDisposeModule(m);
   LLVMContextDispose(c);
   if (st != KL_OK) return NULL;
-  kl_sb sb = {0};
+  kl_sb sb = { 0 };
   kl_sb_printf(&sb, "%s (%s): ", name, target);
   if (t->arch == KL_ARCH_AMDGPU) {
     kl_hsaco_info info;
-    if (kl_hsaco_parse(bin.data, bin.size, &info, err, errlen) != KL_OK) { kl_binary_free(&bin); kl_sb_free(&sb); return NULL; }
+    if (kl_hsaco_parse(bin.data, bin.size, &info, err, errlen) != KL_OK) {
+      kl_binary_free(&bin);
+      kl_sb_free(&sb);
+      return NULL;
+    }
     const kl_hsaco_kernel *k = kl_hsaco_find_kernel(&info, name);
     if (k)
-      kl_sb_printf(&sb, "vgpr=%lld sgpr=%lld agpr=%lld lds=%lld scratch=%lld kernarg=%lld spills=%lld/%lld wave=%lld hsaco=%zu bytes",
-                   (long long)k->vgpr_count, (long long)k->sgpr_count, (long long)k->agpr_count, (long long)k->lds_bytes,
-                   (long long)k->scratch_bytes, (long long)k->kernarg_size, (long long)k->vgpr_spill_count,
-                   (long long)k->sgpr_spill_count, (long long)k->wavefront_size, bin.size);
-    else kl_sb_printf(&sb, "kernel not found in the code object");
+      kl_sb_printf(
+          &sb,
+          "vgpr=%lld sgpr=%lld agpr=%lld lds=%lld scratch=%lld kernarg=%lld spills=%lld/%lld wave=%lld hsaco=%zu bytes",
+          (long long)k->vgpr_count, (long long)k->sgpr_count, (long long)k->agpr_count, (long long)k->lds_bytes,
+          (long long)k->scratch_bytes, (long long)k->kernarg_size, (long long)k->vgpr_spill_count,
+          (long long)k->sgpr_spill_count, (long long)k->wavefront_size, bin.size);
+    else
+      kl_sb_printf(&sb, "kernel not found in the code object");
     kl_hsaco_info_free(&info);
   } else if (t->arch == KL_ARCH_NVPTX) {
     kl_sb_printf(&sb, "ptx=%zu bytes mma.sync=%s", bin.size, strstr((const char *)bin.data, "mma.sync") ? "yes" : "no");

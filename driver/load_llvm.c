@@ -8,7 +8,8 @@ kl_status kl_device_load_llvm(kl_device *dev, LLVMModuleRef m, kl_dev_module **o
   if (!m) return kl_device_set_error(dev, "%s: load of a NULL LLVM module", info->backend);
   kl_binary bin;
   char err[1024];
-  if (kl_codegen_emit(m, info->arch, NULL, &bin, err, sizeof err) != KL_OK) return kl_device_set_error(dev, "%s: %s", info->backend, err);
+  if (kl_codegen_emit(m, info->arch, NULL, &bin, err, sizeof err) != KL_OK)
+    return kl_device_set_error(dev, "%s: %s", info->backend, err);
   kl_status st = kl_device_load(dev, bin.data, bin.size, KL_LOAD_TRUSTED, out);
   kl_binary_free(&bin);
   return st;

@@ -31,9 +31,10 @@
 
 typedef struct kl_plan {
   kl_bundle_target t;
-  const kl_type **slot_types;   /* t.nslots entries */
-  kl_tensor **constants;        /* t.nslots entries, NULL but for constants */
-  int nmem; void **mem;         /* arrays the descriptions point to */
+  const kl_type **slot_types; /* t.nslots entries */
+  kl_tensor **constants;      /* t.nslots entries, NULL but for constants */
+  int nmem;
+  void **mem; /* arrays the descriptions point to */
 } kl_plan;
 
 /* LDS bytes a kernel func declares: the sum over its rock.alloc ops in LDS space
@@ -41,7 +42,8 @@ typedef struct kl_plan {
  * bundle's code objects are checked against (bundle.c). */
 int64_t kl_kernel_lds_bytes(kl_op *kernel);
 
-kl_status kl_plan_build(kl_plan *plan, kl_op *module, const char *target, const kl_target *desc, char *err, size_t errlen);
+kl_status kl_plan_build(kl_plan *plan, kl_op *module, const char *target, const kl_target *desc, char *err,
+                        size_t errlen);
 void kl_plan_free(kl_plan *plan);
 /* "slot 3" / "kernel k0 argument 1" and its type text when a tensor of the plan has an
  * element type a bundle cannot describe; KL_OK otherwise. */

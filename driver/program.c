@@ -21,27 +21,37 @@ typedef struct loaded {
   kl_device *dev;
   struct variant *v;
   kl_dev_watch *watch;
-  kl_dev_module **mods; kl_dev_kernel **kernels;
+  kl_dev_module **mods;
+  kl_dev_kernel **kernels;
   struct loaded *next;
 } loaded;
 
 typedef struct variant {
   const char *target;
   const kl_target *desc;
-  kl_op *module;               /* compiled module (context arena) */
-  kl_op *graph;                /* the graph func after the pipeline (the plan's IR) */
-  kl_plan plan;                /* the host plan (driver/plan.h); its kernels are those below, in order */
-  int nkernels; kl_kernel_info *kernels; kl_binary *bins; kl_binary_info *bin_info;
-  unsigned load_flags;         /* KL_LOAD_TRUSTED for binaries compiled here; 0 from a bundle */
-  int nsnap; kl_snapshot *snaps; /* module text after each pass */
-  int nfsnap; struct fsnap { const char *pass, *func; char *text; } *fsnaps; /* each function after each pass */
+  kl_op *module; /* compiled module (context arena) */
+  kl_op *graph;  /* the graph func after the pipeline (the plan's IR) */
+  kl_plan plan;  /* the host plan (driver/plan.h); its kernels are those below, in order */
+  int nkernels;
+  kl_kernel_info *kernels;
+  kl_binary *bins;
+  kl_binary_info *bin_info;
+  unsigned load_flags; /* KL_LOAD_TRUSTED for binaries compiled here; 0 from a bundle */
+  int nsnap;
+  kl_snapshot *snaps; /* module text after each pass */
+  int nfsnap;
+  struct fsnap {
+    const char *pass, *func;
+    char *text;
+  } * fsnaps; /* each function after each pass */
   loaded *loads;
 } variant;
 
 struct kl_program {
   int refcount;
   kl_ctx *ctx;
-  int nvariants; variant *v;
+  int nvariants;
+  variant *v;
   double compile_ms;
   bool from_cache;
   char *key;
@@ -52,14 +62,22 @@ const char *kl_default_pipeline(void) {
          "rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
 }
 
-static double now_ms(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6; }
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 /* ---- cache ---- */
-typedef struct cache { kl_program **progs; int n; } cache;
+typedef struct cache {
+  kl_program **progs;
+  int n;
+} cache;
 static void cache_free(void *u) {
   cache *c = u;
   for (int i = 0; i < c->n; i++) kl_program_release(c->progs[i]);
-  free(c->progs); free(c);
+  free(c->progs);
+  free(c);
 }
 static cache *get_cache(kl_ctx *ctx) {
   cache *c = kl_ctx_get_user(ctx, "kiln.compile_cache");
@@ -73,8 +91,11 @@ static cache *get_cache(kl_ctx *ctx) {
 
 /* ---- program lifetime ---- */
 static void loaded_free(loaded *l) {
-  for (int i = 0; i < l->v->nkernels; i++) if (l->mods[i]) kl_device_unload(l->mods[i]);
-  free(l->mods); free(l->kernels); free(l);
+  for (int i = 0; i < l->v->nkernels; i++)
+    if (l->mods[i]) kl_device_unload(l->mods[i]);
+  free(l->mods);
+  free(l->kernels);
+  free(l);
 }
 static void loaded_device_gone(kl_device *dev, void *user) {
   (void)dev;
@@ -82,7 +103,7 @@ static void loaded_device_gone(kl_device *dev, void *user) {
   loaded **pp = &l->v->loads;
   while (*pp && *pp != l) pp = &(*pp)->next;
   if (*pp) *pp = l->next;
-  loaded_free(l);   /* the watch is already gone */
+  loaded_free(l); /* the watch is already gone */
 }
 static void variant_free(variant *v) {
   for (loaded *l = v->loads, *n; l; l = n) {
@@ -93,33 +114,48 @@ static void variant_free(variant *v) {
   for (int i = 0; i < v->nkernels; i++) {
     kl_kernel_info *k = &v->kernels[i];
     for (int j = 0; j < k->nsnapshots; j++) free(k->ir[j].text);
-    free(k->ir); free(k->llvm_ir); free(k->arg_names); free(k->arg_types);
+    free(k->ir);
+    free(k->llvm_ir);
+    free(k->arg_names);
+    free(k->arg_types);
     kl_binary_free(&v->bins[i]);
   }
   kl_plan_free(&v->plan);
   for (int i = 0; i < v->nsnap; i++) free(v->snaps[i].text);
   for (int i = 0; i < v->nfsnap; i++) free(v->fsnaps[i].text);
   free(v->fsnaps);
-  free(v->kernels); free(v->bins); free(v->bin_info); free(v->snaps);
+  free(v->kernels);
+  free(v->bins);
+  free(v->bin_info);
+  free(v->snaps);
 }
-kl_program *kl_program_retain(kl_program *p) { if (p) p->refcount++; return p; }
+kl_program *kl_program_retain(kl_program *p) {
+  if (p) p->refcount++;
+  return p;
+}
 void kl_program_release(kl_program *p) {
   if (!p || --p->refcount > 0) return;
   for (int i = 0; i < p->nvariants; i++) variant_free(&p->v[i]);
-  free(p->v); free(p->key); free(p);
+  free(p->v);
+  free(p->key);
+  free(p);
 }
 
 /* ---- the pipeline with snapshots ----
  * One pass manager per variant, parsed from the whole pipeline string (core/pass.c);
  * its after-pass observer keeps the module text (and every function's) after each
  * pass, once verified, and hands it to on_ir when print_ir_after names the pass. */
-typedef struct snap_ctx { variant *v; const kl_compile_opts *opts; } snap_ctx;
+typedef struct snap_ctx {
+  variant *v;
+  const kl_compile_opts *opts;
+} snap_ctx;
 
 static void snapshot(kl_op *module, const char *pass, void *user) {
   snap_ctx *s = user;
   variant *v = s->v;
   char *text = kl_print_op(module, 0);
-  if (s->opts->on_ir && kl_pass_selected(s->opts->print_ir_after, pass)) s->opts->on_ir(pass, text, s->opts->on_ir_user);
+  if (s->opts->on_ir && kl_pass_selected(s->opts->print_ir_after, pass))
+    s->opts->on_ir(pass, text, s->opts->on_ir_user);
   v->snaps = kl_xrealloc(v->snaps, (v->nsnap + 1) * sizeof *v->snaps);
   v->snaps[v->nsnap].pass = kl_intern(module->ctx, pass);
   v->snaps[v->nsnap].text = text;
@@ -129,7 +165,8 @@ static void snapshot(kl_op *module, const char *pass, void *user) {
     const char *name = kl_op_attr_string(f, "sym_name");
     if (!name) continue;
     v->fsnaps = kl_xrealloc(v->fsnaps, (v->nfsnap + 1) * sizeof *v->fsnaps);
-    v->fsnaps[v->nfsnap++] = (struct fsnap){ v->snaps[v->nsnap - 1].pass, kl_intern(module->ctx, name), kl_print_op(f, 0) };
+    v->fsnaps[v->nfsnap++] = (struct fsnap){ v->snaps[v->nsnap - 1].pass, kl_intern(module->ctx, name),
+                                             kl_print_op(f, 0) };
   }
 }
 
@@ -158,12 +195,20 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
 /* ---- kernels, binaries ---- */
 /* The introspection record of a plan kernel (arg names and types point into the plan). */
 static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
-  k->name = K->name; k->kind = K->kind; k->perf_config = K->perf_config;
-  k->grid_size = K->grid[0]; k->block_size = K->block[0]; k->lds_bytes = K->lds_bytes;
-  k->nargs = K->nargs; k->ninputs = K->ninputs;
+  k->name = K->name;
+  k->kind = K->kind;
+  k->perf_config = K->perf_config;
+  k->grid_size = K->grid[0];
+  k->block_size = K->block[0];
+  k->lds_bytes = K->lds_bytes;
+  k->nargs = K->nargs;
+  k->ninputs = K->ninputs;
   k->arg_names = kl_xcalloc(k->nargs + 1, sizeof *k->arg_names);
   k->arg_types = kl_xcalloc(k->nargs + 1, sizeof *k->arg_types);
-  for (int a = 0; a < k->nargs; a++) { k->arg_names[a] = K->args[a].name; k->arg_types[a] = K->args[a].t.type; }
+  for (int a = 0; a < k->nargs; a++) {
+    k->arg_names[a] = K->args[a].name;
+    k->arg_types[a] = K->args[a].t.type;
+  }
 }
 
 /* Kernel infos, IR snapshots, LLVM IR and binaries of the plan's kernels (module order). */
@@ -203,7 +248,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     LLVMContextDispose(lc);
     if (st != KL_OK) return KL_ERR;
     v->bin_info[ki] = (kl_binary_info){ v->target, v->bins[ki].data, v->bins[ki].size };
-    K->binary = v->bins[ki].data; K->binary_size = v->bins[ki].size;
+    K->binary = v->bins[ki].data;
+    K->binary_size = v->bins[ki].size;
     ki++;
   }
   return KL_OK;
@@ -213,14 +259,14 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
   kl_ctx *ctx = graph->ctx;
   v->desc = kl_target_lookup(v->target);
   if (!v->desc) {
-    kl_sb sb = {0};
+    kl_sb sb = { 0 };
     for (int i = 0; i < kl_target_count(); i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", kl_target_at(i)->name);
     snprintf(err, errlen, "compile: unknown target '%s' (known: %s)", v->target, kl_sb_str(&sb));
     kl_sb_free(&sb);
     return KL_ERR;
   }
   v->module = kl_module_create(ctx, graph->loc);
-  v->load_flags = KL_LOAD_TRUSTED;   /* the binaries are emitted below, by this process */
+  v->load_flags = KL_LOAD_TRUSTED; /* the binaries are emitted below, by this process */
   kl_op_set_attr(v->module, "target", kl_attr_str(ctx, v->target));
   v->graph = kl_op_clone(graph, NULL);
   kl_block_push_op(kl_module_body(v->module), v->graph);
@@ -233,12 +279,12 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
  * its kl_pass_info: a new one, at a new address of the context arena, each time a name
  * is registered again), so re-registering a pass under the same name misses. */
 static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
-  kl_sb sb = {0};
+  kl_sb sb = { 0 };
   kl_print_op_to(&sb, graph, KL_PRINT_GENERIC);
   for (int i = 0; i < o->ntargets; i++) kl_sb_printf(&sb, "|t=%s", o->targets[i]);
   kl_sb_printf(&sb, "|p=%s|pl=%s", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "");
   const char *pipeline = o->pipeline ? o->pipeline : kl_default_pipeline();
-  int n = kl_pipeline_passes(graph->ctx, pipeline, NULL, 0);   /* -1: it does not parse, the compile fails */
+  int n = kl_pipeline_passes(graph->ctx, pipeline, NULL, 0); /* -1: it does not parse, the compile fails */
   const kl_pass_info **infos = kl_xcalloc(n > 0 ? n : 1, sizeof *infos);
   kl_pipeline_passes(graph->ctx, pipeline, infos, n);
   for (int i = 0; i < n; i++) kl_sb_printf(&sb, "|r=%p", (const void *)infos[i]);
@@ -247,12 +293,21 @@ static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
 }
 
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, size_t errlen) {
-  kl_compile_opts opts = opts_in ? *opts_in : (kl_compile_opts){0};
+  kl_compile_opts opts = opts_in ? *opts_in : (kl_compile_opts){ 0 };
   static const char *const host[] = { "host" };
-  if (!opts.targets || opts.ntargets <= 0) { opts.targets = host; opts.ntargets = 1; }
-  if (!kl_is_graph(graph)) { snprintf(err, errlen, "compile: not a graph function"); return NULL; }
+  if (!opts.targets || opts.ntargets <= 0) {
+    opts.targets = host;
+    opts.ntargets = 1;
+  }
+  if (!kl_is_graph(graph)) {
+    snprintf(err, errlen, "compile: not a graph function");
+    return NULL;
+  }
   kl_op *ret = kl_graph_return(graph);
-  if (!ret || ret->nopnds == 0) { snprintf(err, errlen, "compile: the graph has no outputs (call g:output first)"); return NULL; }
+  if (!ret || ret->nopnds == 0) {
+    snprintf(err, errlen, "compile: the graph has no outputs (call g:output first)");
+    return NULL;
+  }
   if (kl_verify(graph) != KL_OK) {
     char *d = kl_diag_take(graph->ctx);
     snprintf(err, errlen, "%s", d);
@@ -278,8 +333,15 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
   for (int i = 0; i < opts.ntargets; i++) {
     p->v[i].target = kl_intern(graph->ctx, opts.targets[i]);
     for (int j = 0; j < i; j++)
-      if (!strcmp(opts.targets[j], opts.targets[i])) { snprintf(err, errlen, "compile: target '%s' given twice", opts.targets[i]); kl_program_release(p); return NULL; }
-    if (compile_variant(&p->v[i], graph, &opts, err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
+      if (!strcmp(opts.targets[j], opts.targets[i])) {
+        snprintf(err, errlen, "compile: target '%s' given twice", opts.targets[i]);
+        kl_program_release(p);
+        return NULL;
+      }
+    if (compile_variant(&p->v[i], graph, &opts, err, errlen) != KL_OK) {
+      kl_program_release(p);
+      return NULL;
+    }
   }
   p->compile_ms = now_ms() - t0;
   if (!opts.no_cache && !opts.on_ir) {
@@ -292,29 +354,47 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
 /* ---- introspection ---- */
 static const variant *find_variant(const kl_program *p, const char *target) {
   if (!target) return p->nvariants ? &p->v[0] : NULL;
-  for (int i = 0; i < p->nvariants; i++) if (!strcmp(p->v[i].target, target)) return &p->v[i];
+  for (int i = 0; i < p->nvariants; i++)
+    if (!strcmp(p->v[i].target, target)) return &p->v[i];
   return NULL;
 }
 int kl_program_ntargets(const kl_program *p) { return p->nvariants; }
-const char *kl_program_target(const kl_program *p, int i) { return (i >= 0 && i < p->nvariants) ? p->v[i].target : NULL; }
-int kl_program_nkernels(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->nkernels : 0; }
+const char *kl_program_target(const kl_program *p, int i) {
+  return (i >= 0 && i < p->nvariants) ? p->v[i].target : NULL;
+}
+int kl_program_nkernels(const kl_program *p, const char *t) {
+  const variant *v = find_variant(p, t);
+  return v ? v->nkernels : 0;
+}
 const kl_kernel_info *kl_program_kernel(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
   return (v && i >= 0 && i < v->nkernels) ? &v->kernels[i] : NULL;
 }
 const kl_binary_info *kl_program_binary(const kl_program *p, const char *t, const char *kernel) {
   const variant *v = find_variant(p, t);
-  for (int i = 0; v && i < v->nkernels; i++) if (!strcmp(v->kernels[i].name, kernel)) return &v->bin_info[i];
+  for (int i = 0; v && i < v->nkernels; i++)
+    if (!strcmp(v->kernels[i].name, kernel)) return &v->bin_info[i];
   return NULL;
 }
-static const char *slot_kind_name(kl_bundle_slot_kind k) { return k == KL_BUNDLE_PARAM ? "param" : k == KL_BUNDLE_CONSTANT ? "constant" : "result"; }
-const kl_bundle_target *kl_program_plan(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? &v->plan.t : NULL; }
-int kl_program_nsteps(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->plan.t.nsteps : 0; }
+static const char *slot_kind_name(kl_bundle_slot_kind k) {
+  return k == KL_BUNDLE_PARAM ? "param" : k == KL_BUNDLE_CONSTANT ? "constant" : "result";
+}
+const kl_bundle_target *kl_program_plan(const kl_program *p, const char *t) {
+  const variant *v = find_variant(p, t);
+  return v ? &v->plan.t : NULL;
+}
+int kl_program_nsteps(const kl_program *p, const char *t) {
+  const variant *v = find_variant(p, t);
+  return v ? v->plan.t.nsteps : 0;
+}
 const kl_bundle_step *kl_program_step(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
   return (v && i >= 0 && i < v->plan.t.nsteps) ? &v->plan.t.steps[i] : NULL;
 }
-int kl_program_nslots(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->plan.t.nslots : 0; }
+int kl_program_nslots(const kl_program *p, const char *t) {
+  const variant *v = find_variant(p, t);
+  return v ? v->plan.t.nslots : 0;
+}
 const char *kl_program_slot(const kl_program *p, const char *t, int i, const char **kind, const char **name) {
   const variant *v = find_variant(p, t);
   if (!v || i < 0 || i >= v->plan.t.nslots) return NULL;
@@ -323,7 +403,10 @@ const char *kl_program_slot(const kl_program *p, const char *t, int i, const cha
   if (name) *name = S->name;
   return S->t.type;
 }
-int kl_program_noutputs(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->plan.t.noutputs : 0; }
+int kl_program_noutputs(const kl_program *p, const char *t) {
+  const variant *v = find_variant(p, t);
+  return v ? v->plan.t.noutputs : 0;
+}
 int kl_program_output_slot(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
   return (v && i >= 0 && i < v->plan.t.noutputs) ? v->plan.t.outputs[i] : -1;
@@ -332,7 +415,8 @@ const char *kl_program_ir(const kl_program *p, const char *pass) {
   const variant *v = find_variant(p, NULL);
   if (!v) return NULL;
   if (!strncmp(pass, "after:", 6)) pass += 6;
-  for (int i = v->nsnap - 1; i >= 0; i--) if (!strcmp(v->snaps[i].pass, pass)) return v->snaps[i].text;
+  for (int i = v->nsnap - 1; i >= 0; i--)
+    if (!strcmp(v->snaps[i].pass, pass)) return v->snaps[i].text;
   return NULL;
 }
 const char *kl_program_ir_pass(const kl_program *p, int i) {
@@ -344,8 +428,11 @@ bool kl_program_from_cache(const kl_program *p) { return p->from_cache; }
 
 /* ---- running ---- */
 static variant *variant_for(kl_program *p, const kl_device_info *info) {
-  for (int i = 0; i < p->nvariants; i++) if (!strcmp(p->v[i].target, info->arch)) return &p->v[i];
-  kl_arch want = info->kind == KL_DEVICE_HOST ? KL_ARCH_HOST : info->kind == KL_DEVICE_CUDA ? KL_ARCH_NVPTX : KL_ARCH_AMDGPU;
+  for (int i = 0; i < p->nvariants; i++)
+    if (!strcmp(p->v[i].target, info->arch)) return &p->v[i];
+  kl_arch want = info->kind == KL_DEVICE_HOST ? KL_ARCH_HOST
+      : info->kind == KL_DEVICE_CUDA          ? KL_ARCH_NVPTX
+                                              : KL_ARCH_AMDGPU;
   for (int i = 0; i < p->nvariants; i++) {
     const kl_target *t = p->v[i].desc;
     if (t->arch != want) continue;
@@ -355,7 +442,8 @@ static variant *variant_for(kl_program *p, const kl_device_info *info) {
   return NULL;
 }
 static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
-  for (loaded *l = v->loads; l; l = l->next) if (l->dev == dev) return l;
+  for (loaded *l = v->loads; l; l = l->next)
+    if (l->dev == dev) return l;
   loaded *l = kl_xcalloc(1, sizeof *l);
   l->dev = dev;
   l->v = v;
@@ -365,34 +453,43 @@ static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
     if (kl_device_load(dev, v->bins[i].data, v->bins[i].size, v->load_flags, &l->mods[i]) != KL_OK ||
         kl_device_get_kernel(l->mods[i], v->kernels[i].name, &l->kernels[i]) != KL_OK) {
       snprintf(err, errlen, "run: loading kernel %s: %s", v->kernels[i].name, kl_device_error(dev));
-      for (int j = 0; j <= i; j++) if (l->mods[j]) kl_device_unload(l->mods[j]);
-      free(l->mods); free(l->kernels); free(l);
+      for (int j = 0; j <= i; j++)
+        if (l->mods[j]) kl_device_unload(l->mods[j]);
+      free(l->mods);
+      free(l->kernels);
+      free(l);
       return NULL;
     }
   }
   l->watch = kl_device_watch(dev, loaded_device_gone, l);
-  l->next = v->loads; v->loads = l;
+  l->next = v->loads;
+  v->loads = l;
   return l;
 }
 
 static size_t tensor_bytes_span(const kl_tensor *t) {
   int64_t span = 1;
-  for (int i = 0; i < t->rank; i++) if (t->shape[i] > 0) span += (t->shape[i] - 1) * t->strides[i];
-  for (int i = 0; i < t->rank; i++) if (t->shape[i] == 0) span = 0;
+  for (int i = 0; i < t->rank; i++)
+    if (t->shape[i] > 0) span += (t->shape[i] - 1) * t->strides[i];
+  for (int i = 0; i < t->rank; i++)
+    if (t->shape[i] == 0) span = 0;
   return (size_t)span * kl_dtype_size(t->dtype);
 }
 static void *tensor_ptr(const kl_tensor *t) { return (char *)t->data + t->offset * (int64_t)kl_dtype_size(t->dtype); }
 
 /* The input tensor for param op `param`, checked against it (shape, dtype, layout);
  * NULL with a located "<what>: missing input" or check error in err. */
-static const kl_tensor *input_for(kl_op *param, int ninputs, const kl_named_tensor *inputs, const char *what,
-                                  char *err, size_t errlen) {
+static const kl_tensor *input_for(kl_op *param, int ninputs, const kl_named_tensor *inputs, const char *what, char *err,
+                                  size_t errlen) {
   const char *pn = kl_op_attr_string(param, "name");
   const kl_tensor *t = NULL;
-  for (int i = 0; i < ninputs; i++) if (!strcmp(inputs[i].name, pn)) t = inputs[i].tensor;
+  for (int i = 0; i < ninputs; i++)
+    if (!strcmp(inputs[i].name, pn)) t = inputs[i].tensor;
   if (!t) {
-    char where[256]; kl_loc_format(param->loc, where, sizeof where);
-    snprintf(err, errlen, "%s: error: %s: missing input '%s' (%s)", where, what, pn, kl_type_str(param->results[0].type));
+    char where[256];
+    kl_loc_format(param->loc, where, sizeof where);
+    snprintf(err, errlen, "%s: error: %s: missing input '%s' (%s)", where, what, pn,
+             kl_type_str(param->results[0].type));
     return NULL;
   }
   return kl_graph_check_input(param, t, err, errlen) == KL_OK ? t : NULL;
@@ -400,28 +497,35 @@ static const kl_tensor *input_for(kl_op *param, int ninputs, const kl_named_tens
 
 /* The variant for the device, after checking that every input names a param once;
  * NULL with "<what>: ..." in err otherwise. */
-static variant *variant_with_inputs(kl_program *p, const kl_device_info *info, int ninputs, const kl_named_tensor *inputs,
-                                    const char *what, char *err, size_t errlen) {
+static variant *variant_with_inputs(kl_program *p, const kl_device_info *info, int ninputs,
+                                    const kl_named_tensor *inputs, const char *what, char *err, size_t errlen) {
   variant *v = variant_for(p, info);
   if (!v) {
-    kl_sb sb = {0};
+    kl_sb sb = { 0 };
     for (int i = 0; i < p->nvariants; i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", p->v[i].target);
-    snprintf(err, errlen, "%s: the program has no binary for device %s (%s); compiled for: %s", what, info->name, info->arch,
-             kl_sb_str(&sb));
+    snprintf(err, errlen, "%s: the program has no binary for device %s (%s); compiled for: %s", what, info->name,
+             info->arch, kl_sb_str(&sb));
     kl_sb_free(&sb);
     return NULL;
   }
   for (int i = 0; i < ninputs; i++) {
-    if (!kl_graph_param(v->graph, inputs[i].name)) { snprintf(err, errlen, "%s: the graph has no param named '%s'", what, inputs[i].name); return NULL; }
+    if (!kl_graph_param(v->graph, inputs[i].name)) {
+      snprintf(err, errlen, "%s: the graph has no param named '%s'", what, inputs[i].name);
+      return NULL;
+    }
     for (int j = 0; j < i; j++)
-      if (!strcmp(inputs[i].name, inputs[j].name)) { snprintf(err, errlen, "%s: input '%s' given twice", what, inputs[i].name); return NULL; }
+      if (!strcmp(inputs[i].name, inputs[j].name)) {
+        snprintf(err, errlen, "%s: input '%s' given twice", what, inputs[i].name);
+        return NULL;
+      }
   }
   return v;
 }
 
-kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
-                         int *noutputs, kl_tensor ***outputs, char *err, size_t errlen) {
-  *noutputs = 0; *outputs = NULL;
+kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
+                         kl_tensor ***outputs, char *err, size_t errlen) {
+  *noutputs = 0;
+  *outputs = NULL;
   const kl_device_info *info = kl_device_get_info(dev);
   variant *v = variant_with_inputs(p, info, ninputs, inputs, "run", err, errlen);
   if (!v) return KL_ERR;
@@ -429,9 +533,9 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
   if (!l) return KL_ERR;
   bool host = info->kind == KL_DEVICE_HOST;
   const kl_bundle_target *P = &v->plan.t;
-  kl_tensor **tens = kl_xcalloc(P->nslots + 1, sizeof *tens);   /* host tensors per slot */
-  void **dptr = kl_xcalloc(P->nslots + 1, sizeof *dptr);          /* device pointers per slot */
-  bool *owned = kl_xcalloc(P->nslots + 1, sizeof *owned);         /* device allocation to free */
+  kl_tensor **tens = kl_xcalloc(P->nslots + 1, sizeof *tens); /* host tensors per slot */
+  void **dptr = kl_xcalloc(P->nslots + 1, sizeof *dptr);      /* device pointers per slot */
+  bool *owned = kl_xcalloc(P->nslots + 1, sizeof *owned);     /* device allocation to free */
   kl_status st = KL_OK;
   /* inputs and constants */
   kl_block *b = kl_graph_body(v->graph);
@@ -439,7 +543,10 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
     int s = (int)o->scratch;
     if (kl_graph_is_param(o)) {
       const kl_tensor *t = input_for(o, ninputs, inputs, "run", err, errlen);
-      if (!t) { st = KL_ERR; break; }
+      if (!t) {
+        st = KL_ERR;
+        break;
+      }
       tens[s] = kl_tensor_retain((kl_tensor *)t);
     } else if (kl_graph_is_constant(o)) {
       tens[s] = kl_tensor_retain(v->plan.constants[s]);
@@ -455,12 +562,21 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
   /* device memory */
   for (int i = 0; i < P->nslots && st == KL_OK; i++) {
     if (!tens[i]) continue;
-    if (host) { dptr[i] = tensor_ptr(tens[i]); continue; }
+    if (host) {
+      dptr[i] = tensor_ptr(tens[i]);
+      continue;
+    }
     size_t bytes = tensor_bytes_span(tens[i]);
-    if (kl_device_alloc(dev, bytes, &dptr[i]) != KL_OK) { snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; break; }
+    if (kl_device_alloc(dev, bytes, &dptr[i]) != KL_OK) {
+      snprintf(err, errlen, "run: %s", kl_device_error(dev));
+      st = KL_ERR;
+      break;
+    }
     owned[i] = true;
-    if (P->slots[i].kind != KL_BUNDLE_RESULT && kl_device_copy_htod(dev, dptr[i], tensor_ptr(tens[i]), bytes) != KL_OK) {
-      snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR;
+    if (P->slots[i].kind != KL_BUNDLE_RESULT &&
+        kl_device_copy_htod(dev, dptr[i], tensor_ptr(tens[i]), bytes) != KL_OK) {
+      snprintf(err, errlen, "run: %s", kl_device_error(dev));
+      st = KL_ERR;
     }
   }
   /* launches */
@@ -469,16 +585,23 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
     const kl_bundle_kernel *k = &P->kernels[step->kernel];
     void **args = kl_xmalloc((step->nargs + 1) * sizeof *args);
     size_t *sizes = kl_xmalloc((step->nargs + 1) * sizeof *sizes);
-    for (int a = 0; a < step->nargs; a++) { args[a] = &dptr[step->args[a]]; sizes[a] = sizeof(void *); }
+    for (int a = 0; a < step->nargs; a++) {
+      args[a] = &dptr[step->args[a]];
+      sizes[a] = sizeof(void *);
+    }
     uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
              block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
     if (kl_device_launch(l->kernels[step->kernel], grid, block, 0, args, sizes, step->nargs) != KL_OK) {
       snprintf(err, errlen, "run: launch of %s: %s", k->name, kl_device_error(dev));
       st = KL_ERR;
     }
-    free(args); free(sizes);
+    free(args);
+    free(sizes);
   }
-  if (st == KL_OK && kl_device_synchronize(dev) != KL_OK) { snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; }
+  if (st == KL_OK && kl_device_synchronize(dev) != KL_OK) {
+    snprintf(err, errlen, "run: %s", kl_device_error(dev));
+    st = KL_ERR;
+  }
   /* outputs */
   if (st == KL_OK) {
     *outputs = kl_xcalloc(P->noutputs + 1, sizeof **outputs);
@@ -486,23 +609,35 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
       int s = P->outputs[i];
       if (!host && P->slots[s].kind == KL_BUNDLE_RESULT &&
           kl_device_copy_dtoh(dev, tensor_ptr(tens[s]), dptr[s], tensor_bytes_span(tens[s])) != KL_OK) {
-        snprintf(err, errlen, "run: %s", kl_device_error(dev)); st = KL_ERR; break;
+        snprintf(err, errlen, "run: %s", kl_device_error(dev));
+        st = KL_ERR;
+        break;
       }
       (*outputs)[i] = kl_tensor_retain(tens[s]);
     }
-    if (st == KL_OK) *noutputs = P->noutputs;
-    else { for (int i = 0; i < P->noutputs; i++) kl_tensor_release((*outputs)[i]); free(*outputs); *outputs = NULL; }
+    if (st == KL_OK)
+      *noutputs = P->noutputs;
+    else {
+      for (int i = 0; i < P->noutputs; i++) kl_tensor_release((*outputs)[i]);
+      free(*outputs);
+      *outputs = NULL;
+    }
   }
   for (int i = 0; i < P->nslots; i++) {
     if (owned[i]) kl_device_free(dev, dptr[i]);
     kl_tensor_release(tens[i]);
   }
-  free(tens); free(dptr); free(owned);
+  free(tens);
+  free(dptr);
+  free(owned);
   return st;
 }
 
 /* ---- loading programs from bundles (driver/bundle.c) ---- */
-kl_op *kl_program_module(const kl_program *p, const char *t) { const variant *v = find_variant(p, t); return v ? v->module : NULL; }
+kl_op *kl_program_module(const kl_program *p, const char *t) {
+  const variant *v = find_variant(p, t);
+  return v ? v->module : NULL;
+}
 const kl_type *kl_program_slot_type(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
   return (v && i >= 0 && i < v->plan.t.nslots) ? v->plan.slot_types[i] : NULL;
@@ -515,17 +650,27 @@ const kl_tensor *kl_program_slot_constant(const kl_program *p, const char *t, in
 static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *err, size_t errlen) {
   v->desc = kl_target_lookup(v->target);
   if (!v->desc) {
-    kl_sb sb = {0};
+    kl_sb sb = { 0 };
     for (int i = 0; i < kl_target_count(); i++) kl_sb_printf(&sb, "%s%s", i ? ", " : "", kl_target_at(i)->name);
     snprintf(err, errlen, "load: unknown target '%s' (this kiln knows: %s)", v->target, kl_sb_str(&sb));
     kl_sb_free(&sb);
     return KL_ERR;
   }
-  if (!pt->module || !kl_module_body(pt->module)) { snprintf(err, errlen, "load: target %s: no module", v->target); return KL_ERR; }
+  if (!pt->module || !kl_module_body(pt->module)) {
+    snprintf(err, errlen, "load: target %s: no module", v->target);
+    return KL_ERR;
+  }
   v->module = pt->module;
-  for (kl_op *o = kl_module_body(v->module)->first; o && !v->graph; o = o->next) if (kl_is_graph(o)) v->graph = o;
-  if (!v->graph) { snprintf(err, errlen, "load: target %s: the module has no graph function (the host plan)", v->target); return KL_ERR; }
-  if (pt->nkernels < 0 || (pt->nkernels && (!pt->kernels || !pt->binaries))) { snprintf(err, errlen, "load: target %s: bad kernel list", v->target); return KL_ERR; }
+  for (kl_op *o = kl_module_body(v->module)->first; o && !v->graph; o = o->next)
+    if (kl_is_graph(o)) v->graph = o;
+  if (!v->graph) {
+    snprintf(err, errlen, "load: target %s: the module has no graph function (the host plan)", v->target);
+    return KL_ERR;
+  }
+  if (pt->nkernels < 0 || (pt->nkernels && (!pt->kernels || !pt->binaries))) {
+    snprintf(err, errlen, "load: target %s: bad kernel list", v->target);
+    return KL_ERR;
+  }
   if (kl_plan_build(&v->plan, v->module, v->target, v->desc, err, errlen) != KL_OK) return KL_ERR;
   /* the list names every kernel func of the module once; kernels, infos and binaries
    * follow the plan's (module) order */
@@ -534,20 +679,38 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
   for (int i = 0; i < n; i++) {
     const kl_kernel_info *src = &pt->kernels[i];
     int k = -1;
-    for (int j = 0; src->name && j < P->nkernels; j++) if (!strcmp(P->kernels[j].name, src->name)) k = j;
-    if (k < 0) { snprintf(err, errlen, "load: target %s: kernel %s is not in the module", v->target, src->name ? src->name : "(null)"); return KL_ERR; }
-    if (P->nkernels != n) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list %d", v->target, P->nkernels, n); return KL_ERR; }
+    for (int j = 0; src->name && j < P->nkernels; j++)
+      if (!strcmp(P->kernels[j].name, src->name)) k = j;
+    if (k < 0) {
+      snprintf(err, errlen, "load: target %s: kernel %s is not in the module", v->target,
+               src->name ? src->name : "(null)");
+      return KL_ERR;
+    }
+    if (P->nkernels != n) {
+      snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list %d", v->target, P->nkernels,
+               n);
+      return KL_ERR;
+    }
     for (int j = 0; j < i; j++)
-      if (!strcmp(pt->kernels[j].name, src->name)) { snprintf(err, errlen, "load: target %s: kernel %s listed twice", v->target, src->name); return KL_ERR; }
+      if (!strcmp(pt->kernels[j].name, src->name)) {
+        snprintf(err, errlen, "load: target %s: kernel %s listed twice", v->target, src->name);
+        return KL_ERR;
+      }
     if (P->kernels[k].nargs != src->nargs || src->nargs < 0 || src->ninputs < 0 || src->ninputs > src->nargs) {
-      snprintf(err, errlen, "load: target %s: kernel %s takes %d arguments in the module, the kernel list says %d", v->target, src->name,
-               P->kernels[k].nargs, src->nargs);
+      snprintf(err, errlen, "load: target %s: kernel %s takes %d arguments in the module, the kernel list says %d",
+               v->target, src->name, P->kernels[k].nargs, src->nargs);
       return KL_ERR;
     }
     const kl_binary_info *b = &pt->binaries[i];
-    if (!b->data || !b->size) { snprintf(err, errlen, "load: target %s: kernel %s has no binary", v->target, src->name); return KL_ERR; }
+    if (!b->data || !b->size) {
+      snprintf(err, errlen, "load: target %s: kernel %s has no binary", v->target, src->name);
+      return KL_ERR;
+    }
   }
-  if (n == 0 && P->nkernels) { snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list none", v->target, P->nkernels); return KL_ERR; }
+  if (n == 0 && P->nkernels) {
+    snprintf(err, errlen, "load: target %s: the module has %d kernels, the kernel list none", v->target, P->nkernels);
+    return KL_ERR;
+  }
   v->kernels = kl_xcalloc(n ? n : 1, sizeof *v->kernels);
   v->bins = kl_xcalloc(n ? n : 1, sizeof *v->bins);
   v->bin_info = kl_xcalloc(n ? n : 1, sizeof *v->bin_info);
@@ -555,7 +718,8 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
   for (int k = 0; k < n; k++) {
     kl_bundle_kernel *K = (kl_bundle_kernel *)&P->kernels[k];
     const kl_binary_info *b = NULL;
-    for (int i = 0; i < n && !b; i++) if (!strcmp(pt->kernels[i].name, K->name)) b = &pt->binaries[i];
+    for (int i = 0; i < n && !b; i++)
+      if (!strcmp(pt->kernels[i].name, K->name)) b = &pt->binaries[i];
     kernel_info_of(&v->kernels[k], K);
     v->bins[k].arch = v->desc->arch;
     v->bins[k].data = kl_xmalloc(b->size + 1);
@@ -563,24 +727,39 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     ((char *)v->bins[k].data)[b->size] = 0;
     v->bins[k].size = b->size;
     v->bin_info[k] = (kl_binary_info){ v->target, v->bins[k].data, v->bins[k].size };
-    K->binary = v->bins[k].data; K->binary_size = v->bins[k].size;
+    K->binary = v->bins[k].data;
+    K->binary_size = v->bins[k].size;
   }
   return KL_OK;
 }
 
 kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *parts, char *err, size_t errlen) {
-  if (nparts < 1 || !parts) { snprintf(err, errlen, "load: no targets"); return NULL; }
+  if (nparts < 1 || !parts) {
+    snprintf(err, errlen, "load: no targets");
+    return NULL;
+  }
   kl_program *p = kl_xcalloc(1, sizeof *p);
   p->refcount = 1;
   p->ctx = ctx;
   p->nvariants = nparts;
   p->v = kl_xcalloc(nparts, sizeof *p->v);
   for (int i = 0; i < nparts; i++) {
-    if (!parts[i].target) { snprintf(err, errlen, "load: target %d has no name", i); kl_program_release(p); return NULL; }
+    if (!parts[i].target) {
+      snprintf(err, errlen, "load: target %d has no name", i);
+      kl_program_release(p);
+      return NULL;
+    }
     p->v[i].target = kl_intern(ctx, parts[i].target);
     for (int j = 0; j < i; j++)
-      if (!strcmp(p->v[j].target, p->v[i].target)) { snprintf(err, errlen, "load: target '%s' given twice", p->v[i].target); kl_program_release(p); return NULL; }
-    if (assemble_variant(&p->v[i], &parts[i], err, errlen) != KL_OK) { kl_program_release(p); return NULL; }
+      if (!strcmp(p->v[j].target, p->v[i].target)) {
+        snprintf(err, errlen, "load: target '%s' given twice", p->v[i].target);
+        kl_program_release(p);
+        return NULL;
+      }
+    if (assemble_variant(&p->v[i], &parts[i], err, errlen) != KL_OK) {
+      kl_program_release(p);
+      return NULL;
+    }
   }
   return p;
 }
@@ -591,21 +770,26 @@ int kl_program_target_for_device(const kl_program *p, const kl_device_info *info
 }
 
 /* ---- prepared runs ---- */
-typedef struct prep_out { int slot; kl_dtype dtype; int rank; int64_t shape[KL_MAX_RANK], strides[KL_MAX_RANK]; } prep_out;
+typedef struct prep_out {
+  int slot;
+  kl_dtype dtype;
+  int rank;
+  int64_t shape[KL_MAX_RANK], strides[KL_MAX_RANK];
+} prep_out;
 
 struct kl_prepared {
   kl_program *p;
   variant *v;
-  kl_device *dev;         /* NULL once the device was destroyed (prep_device_gone) */
+  kl_device *dev; /* NULL once the device was destroyed (prep_device_gone) */
   loaded *l;
   kl_dev_watch *watch;
   int nsets, nslots, nsteps, noutputs;
   size_t set_bytes;
-  size_t *bytes;          /* per slot */
-  bool *is_result;        /* per slot */
-  void **ptr;             /* [set * nslots + slot] device pointers */
-  void ***args;           /* [set * nsteps + step] launch argument arrays (point into ptr) */
-  size_t *arg_sizes;      /* sizeof(void *) for the widest launch */
+  size_t *bytes;     /* per slot */
+  bool *is_result;   /* per slot */
+  void **ptr;        /* [set * nslots + slot] device pointers */
+  void ***args;      /* [set * nsteps + step] launch argument arrays (point into ptr) */
+  size_t *arg_sizes; /* sizeof(void *) for the widest launch */
   prep_out *outs;
 };
 
@@ -614,7 +798,10 @@ static size_t type_bytes_span(const kl_type *t) {
   const int64_t *st = t->strides;
   if (!st) {
     int64_t s = 1;
-    for (int i = t->rank - 1; i >= 0; i--) { rm[i] = s; s *= t->shape[i] > 0 ? t->shape[i] : 1; }
+    for (int i = t->rank - 1; i >= 0; i--) {
+      rm[i] = s;
+      s *= t->shape[i] > 0 ? t->shape[i] : 1;
+    }
     st = rm;
   }
   int64_t span = 1;
@@ -628,14 +815,19 @@ static size_t type_bytes_span(const kl_type *t) {
 static void prep_free_buffers(kl_prepared *r) {
   if (r->ptr && r->dev)
     for (int i = 0; i < r->nsets * r->nslots; i++)
-      if (r->ptr[i]) { kl_device_free(r->dev, r->ptr[i]); r->ptr[i] = NULL; }
+      if (r->ptr[i]) {
+        kl_device_free(r->dev, r->ptr[i]);
+        r->ptr[i] = NULL;
+      }
 }
 /* The device is being destroyed: free the buffers while it still works, forget it. */
 static void prep_device_gone(kl_device *dev, void *user) {
   (void)dev;
   kl_prepared *r = user;
   prep_free_buffers(r);
-  r->dev = NULL; r->l = NULL; r->watch = NULL;
+  r->dev = NULL;
+  r->l = NULL;
+  r->watch = NULL;
 }
 static kl_status prep_check_device(kl_prepared *r, const char *what, char *err, size_t errlen) {
   if (r->dev) return KL_OK;
@@ -649,7 +841,12 @@ void kl_prepared_free(kl_prepared *r) {
   kl_device_unwatch(r->watch);
   if (r->args)
     for (int i = 0; i < r->nsets * r->nsteps; i++) free(r->args[i]);
-  free(r->args); free(r->ptr); free(r->bytes); free(r->is_result); free(r->arg_sizes); free(r->outs);
+  free(r->args);
+  free(r->ptr);
+  free(r->bytes);
+  free(r->is_result);
+  free(r->arg_sizes);
+  free(r->outs);
   kl_program_release(r->p);
   free(r);
 }
@@ -667,7 +864,8 @@ kl_status kl_prepared_poison(kl_prepared *r, char *err, size_t errlen) {
   if (prep_check_device(r, "prepare: poisoning the results", err, errlen) != KL_OK) return KL_ERR;
   for (int s = 0; s < r->nsets; s++)
     for (int i = 0; i < r->nslots; i++)
-      if (r->is_result[i] && r->bytes[i] && kl_device_fill(r->dev, r->ptr[s * r->nslots + i], 0xff, 1, r->bytes[i]) != KL_OK)
+      if (r->is_result[i] && r->bytes[i] &&
+          kl_device_fill(r->dev, r->ptr[s * r->nslots + i], 0xff, 1, r->bytes[i]) != KL_OK)
         return prep_fail(r, err, errlen, "prepare: poisoning the results");
   return KL_OK;
 }
@@ -675,31 +873,47 @@ kl_status kl_prepared_poison(kl_prepared *r, char *err, size_t errlen) {
 kl_status kl_program_load_kernels(kl_program *p, kl_device *dev, char *err, size_t errlen) {
   const kl_device_info *info = kl_device_get_info(dev);
   variant *v = variant_for(p, info);
-  if (!v) { snprintf(err, errlen, "load: the program has no binary for device %s (%s)", info->name, info->arch); return KL_ERR; }
+  if (!v) {
+    snprintf(err, errlen, "load: the program has no binary for device %s (%s)", info->name, info->arch);
+    return KL_ERR;
+  }
   char lerr[1024];
-  if (!load_on(v, dev, lerr, sizeof lerr)) { snprintf(err, errlen, "load: %s", strncmp(lerr, "run: ", 5) ? lerr : lerr + 5); return KL_ERR; }
+  if (!load_on(v, dev, lerr, sizeof lerr)) {
+    snprintf(err, errlen, "load: %s", strncmp(lerr, "run: ", 5) ? lerr : lerr + 5);
+    return KL_ERR;
+  }
   return KL_OK;
 }
 
 kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
                                 const kl_prepare_opts *opts_in, char *err, size_t errlen) {
-  kl_prepare_opts opts = opts_in ? *opts_in : (kl_prepare_opts){0};
+  kl_prepare_opts opts = opts_in ? *opts_in : (kl_prepare_opts){ 0 };
   const kl_device_info *info = kl_device_get_info(dev);
   variant *v = variant_with_inputs(p, info, ninputs, inputs, "prepare", err, errlen);
   if (!v) return NULL;
-  if (opts.sets < 0 || opts.max_sets < 0) { snprintf(err, errlen, "prepare: sets and max_sets must be >= 0"); return NULL; }
+  if (opts.sets < 0 || opts.max_sets < 0) {
+    snprintf(err, errlen, "prepare: sets and max_sets must be >= 0");
+    return NULL;
+  }
   char lerr[1024];
   loaded *l = load_on(v, dev, lerr, sizeof lerr);
-  if (!l) { snprintf(err, errlen, "prepare: %s", strncmp(lerr, "run: ", 5) ? lerr : lerr + 5); return NULL; }
+  if (!l) {
+    snprintf(err, errlen, "prepare: %s", strncmp(lerr, "run: ", 5) ? lerr : lerr + 5);
+    return NULL;
+  }
   kl_prepared *r = kl_xcalloc(1, sizeof *r);
   r->p = kl_program_retain(p);
-  r->v = v; r->dev = dev; r->l = l;
+  r->v = v;
+  r->dev = dev;
+  r->l = l;
   r->watch = kl_device_watch(dev, prep_device_gone, r);
   const kl_bundle_target *P = &v->plan.t;
-  r->nslots = P->nslots; r->nsteps = P->nsteps; r->noutputs = P->noutputs;
+  r->nslots = P->nslots;
+  r->nsteps = P->nsteps;
+  r->noutputs = P->noutputs;
   r->bytes = kl_xcalloc(r->nslots + 1, sizeof *r->bytes);
   r->is_result = kl_xcalloc(r->nslots + 1, sizeof *r->is_result);
-  const kl_tensor **src = kl_xcalloc(r->nslots + 1, sizeof *src);   /* host data of params and constants */
+  const kl_tensor **src = kl_xcalloc(r->nslots + 1, sizeof *src); /* host data of params and constants */
   /* inputs and constants */
   for (kl_op *o = kl_graph_body(v->graph)->first; o; o = o->next) {
     int s = (int)o->scratch;
@@ -714,7 +928,10 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
     }
   }
   for (int i = 0; i < r->nslots; i++) {
-    if (P->slots[i].kind == KL_BUNDLE_RESULT) { r->is_result[i] = true; r->bytes[i] = type_bytes_span(v->plan.slot_types[i]); }
+    if (P->slots[i].kind == KL_BUNDLE_RESULT) {
+      r->is_result[i] = true;
+      r->bytes[i] = type_bytes_span(v->plan.slot_types[i]);
+    }
     r->set_bytes += r->bytes[i];
   }
   r->outs = kl_xcalloc(r->noutputs + 1, sizeof *r->outs);
@@ -725,31 +942,42 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
     po->dtype = kl_dtype_of_type(t->elem);
     po->rank = t->rank;
     for (int d = 0; d < t->rank; d++) po->shape[d] = t->shape[d];
-    if (t->strides) for (int d = 0; d < t->rank; d++) po->strides[d] = t->strides[d];
-    else kl_strides_row_major(t->rank, po->shape, po->strides);
+    if (t->strides)
+      for (int d = 0; d < t->rank; d++) po->strides[d] = t->strides[d];
+    else
+      kl_strides_row_major(t->rank, po->shape, po->strides);
   }
   /* how many buffer sets */
-  if (opts.sets > 0) r->nsets = opts.sets;
+  if (opts.sets > 0)
+    r->nsets = opts.sets;
   else if (opts.rotate_bytes > 0 && r->set_bytes > 0) {
     size_t n = (opts.rotate_bytes + r->set_bytes - 1) / r->set_bytes;
     size_t cap = opts.max_sets > 0 ? (size_t)opts.max_sets : 64;
     r->nsets = (int)(n < 1 ? 1 : n > cap ? cap : n);
-  } else r->nsets = 1;
+  } else
+    r->nsets = 1;
   /* device memory: set 0 from the host, the others copied on the device */
   r->ptr = kl_xcalloc((size_t)r->nsets * r->nslots + 1, sizeof *r->ptr);
   for (int s = 0; s < r->nsets; s++)
     for (int i = 0; i < r->nslots; i++) {
       void **d = &r->ptr[s * r->nslots + i];
-      if (kl_device_alloc(dev, r->bytes[i], d) != KL_OK) { prep_fail(r, err, errlen, "prepare"); goto fail; }
+      if (kl_device_alloc(dev, r->bytes[i], d) != KL_OK) {
+        prep_fail(r, err, errlen, "prepare");
+        goto fail;
+      }
       if (r->is_result[i] || !r->bytes[i]) continue;
       kl_status st = s == 0 ? kl_device_copy_htod(dev, *d, tensor_ptr(src[i]), r->bytes[i])
                             : kl_device_copy_dtod(dev, *d, r->ptr[i], r->bytes[i]);
-      if (st != KL_OK) { prep_fail(r, err, errlen, "prepare: uploading the inputs"); goto fail; }
+      if (st != KL_OK) {
+        prep_fail(r, err, errlen, "prepare: uploading the inputs");
+        goto fail;
+      }
     }
   if (!opts.no_poison && kl_prepared_poison(r, err, errlen) != KL_OK) goto fail;
   /* launch arguments per set and step */
   int maxargs = 1;
-  for (int s = 0; s < r->nsteps; s++) if (P->steps[s].nargs > maxargs) maxargs = P->steps[s].nargs;
+  for (int s = 0; s < r->nsteps; s++)
+    if (P->steps[s].nargs > maxargs) maxargs = P->steps[s].nargs;
   r->arg_sizes = kl_xmalloc((size_t)maxargs * sizeof *r->arg_sizes);
   for (int a = 0; a < maxargs; a++) r->arg_sizes[a] = sizeof(void *);
   r->args = kl_xcalloc((size_t)r->nsets * r->nsteps + 1, sizeof *r->args);
@@ -760,7 +988,10 @@ kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, cons
       for (int k = 0; k < step->nargs; k++) a[k] = &r->ptr[set * r->nslots + step->args[k]];
       r->args[set * r->nsteps + s] = a;
     }
-  if (kl_device_synchronize(dev) != KL_OK) { prep_fail(r, err, errlen, "prepare"); goto fail; }
+  if (kl_device_synchronize(dev) != KL_OK) {
+    prep_fail(r, err, errlen, "prepare");
+    goto fail;
+  }
   free(src);
   return r;
 fail:
@@ -771,13 +1002,17 @@ fail:
 
 kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) {
   if (prep_check_device(r, "launch", err, errlen) != KL_OK) return KL_ERR;
-  if (set < 0 || set >= r->nsets) { snprintf(err, errlen, "launch: buffer set %d out of range (0..%d)", set, r->nsets - 1); return KL_ERR; }
+  if (set < 0 || set >= r->nsets) {
+    snprintf(err, errlen, "launch: buffer set %d out of range (0..%d)", set, r->nsets - 1);
+    return KL_ERR;
+  }
   for (int s = 0; s < r->nsteps; s++) {
     const kl_bundle_step *step = &r->v->plan.t.steps[s];
     const kl_bundle_kernel *k = &r->v->plan.t.kernels[step->kernel];
     uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
              block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
-    if (kl_device_launch(r->l->kernels[step->kernel], grid, block, 0, r->args[set * r->nsteps + s], r->arg_sizes, step->nargs) != KL_OK) {
+    if (kl_device_launch(r->l->kernels[step->kernel], grid, block, 0, r->args[set * r->nsteps + s], r->arg_sizes,
+                         step->nargs) != KL_OK) {
       snprintf(err, errlen, "launch of %s: %s", k->name, kl_device_error(r->dev));
       return KL_ERR;
     }
@@ -793,7 +1028,10 @@ kl_status kl_prepared_sync(kl_prepared *r, char *err, size_t errlen) {
 
 kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, char *err, size_t errlen) {
   if (prep_check_device(r, "time", err, errlen) != KL_OK) return KL_ERR;
-  if (warmup < 0 || reps < 1) { snprintf(err, errlen, "time: warmup must be >= 0 and reps >= 1"); return KL_ERR; }
+  if (warmup < 0 || reps < 1) {
+    snprintf(err, errlen, "time: warmup must be >= 0 and reps >= 1");
+    return KL_ERR;
+  }
   int set = 0;
   for (int i = 0; i < warmup; i++, set = (set + 1) % r->nsets)
     if (kl_prepared_launch(r, set, err, errlen) != KL_OK) return KL_ERR;
@@ -810,15 +1048,20 @@ kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, 
   if (st == KL_OK) st = kl_prepared_sync(r, err, errlen);
   for (int i = 0; i < reps && st == KL_OK; i++)
     if (kl_device_event_elapsed_ms(ev[i], ev[i + 1], &ms_out[i]) != KL_OK) st = prep_fail(r, err, errlen, "time");
-  for (int i = 0; i <= reps; i++) if (ev[i]) kl_device_event_destroy(ev[i]);
+  for (int i = 0; i <= reps; i++)
+    if (ev[i]) kl_device_event_destroy(ev[i]);
   free(ev);
   return st;
 }
 
 kl_status kl_prepared_outputs(kl_prepared *r, int set, int *noutputs, kl_tensor ***outputs, char *err, size_t errlen) {
-  *noutputs = 0; *outputs = NULL;
+  *noutputs = 0;
+  *outputs = NULL;
   if (prep_check_device(r, "outputs", err, errlen) != KL_OK) return KL_ERR;
-  if (set < 0 || set >= r->nsets) { snprintf(err, errlen, "outputs: buffer set %d out of range (0..%d)", set, r->nsets - 1); return KL_ERR; }
+  if (set < 0 || set >= r->nsets) {
+    snprintf(err, errlen, "outputs: buffer set %d out of range (0..%d)", set, r->nsets - 1);
+    return KL_ERR;
+  }
   if (kl_prepared_sync(r, err, errlen) != KL_OK) return KL_ERR;
   kl_tensor **outs = kl_xcalloc(r->noutputs + 1, sizeof *outs);
   for (int i = 0; i < r->noutputs; i++) {
@@ -826,7 +1069,8 @@ kl_status kl_prepared_outputs(kl_prepared *r, int set, int *noutputs, kl_tensor 
     outs[i] = kl_tensor_zeros(po->dtype, po->rank, po->shape, po->strides, err, errlen);
     size_t n = outs[i] ? tensor_bytes_span(outs[i]) : 0;
     if (n > r->bytes[po->slot]) n = r->bytes[po->slot];
-    if (!outs[i] || (n && kl_device_copy_dtoh(r->dev, tensor_ptr(outs[i]), r->ptr[set * r->nslots + po->slot], n) != KL_OK)) {
+    if (!outs[i] ||
+        (n && kl_device_copy_dtoh(r->dev, tensor_ptr(outs[i]), r->ptr[set * r->nslots + po->slot], n) != KL_OK)) {
       if (outs[i]) prep_fail(r, err, errlen, "outputs");
       for (int j = 0; j <= i; j++) kl_tensor_release(outs[j]);
       free(outs);

@@ -43,34 +43,41 @@
 #include "driver/plan.h"
 
 typedef struct kl_compile_opts {
-  const char *const *targets;  /* NULL / 0: {"host"} */
+  const char *const *targets; /* NULL / 0: {"host"} */
   int ntargets;
-  const char *perf_config;     /* applied to every GEMM; NULL = heuristic */
-  const char *pipeline;        /* NULL = kl_default_pipeline() */
-  const char *print_ir_after;  /* NULL, "all" or "pass-a,pass-b" */
-  kl_ir_callback on_ir;        /* receives (pass, module text) for print_ir_after */
+  const char *perf_config;    /* applied to every GEMM; NULL = heuristic */
+  const char *pipeline;       /* NULL = kl_default_pipeline() */
+  const char *print_ir_after; /* NULL, "all" or "pass-a,pass-b" */
+  kl_ir_callback on_ir;       /* receives (pass, module text) for print_ir_after */
   void *on_ir_user;
   bool no_cache;
 } kl_compile_opts;
 
 typedef struct kl_program kl_program;
 
-typedef struct kl_snapshot { const char *pass; char *text; } kl_snapshot;
+typedef struct kl_snapshot {
+  const char *pass;
+  char *text;
+} kl_snapshot;
 
 typedef struct kl_kernel_info {
   const char *name;
-  const char *kind;            /* "gemm", "elementwise", "reduce", "softmax" */
+  const char *kind; /* "gemm", "elementwise", "reduce", "softmax" */
   int64_t grid_size, block_size, lds_bytes;
-  const char *perf_config;     /* "" if none */
-  int nargs, ninputs;          /* arguments: inputs first, then outputs */
+  const char *perf_config; /* "" if none */
+  int nargs, ninputs;      /* arguments: inputs first, then outputs */
   const char **arg_names;
-  const char **arg_types;      /* buffer types as text */
+  const char **arg_types; /* buffer types as text */
   int nsnapshots;
-  kl_snapshot *ir;             /* this kernel's IR after each pass that had it */
-  char *llvm_ir;               /* the LLVM IR handed to code generation */
+  kl_snapshot *ir; /* this kernel's IR after each pass that had it */
+  char *llvm_ir;   /* the LLVM IR handed to code generation */
 } kl_kernel_info;
 
-typedef struct kl_binary_info { const char *target; const void *data; size_t size; } kl_binary_info;
+typedef struct kl_binary_info {
+  const char *target;
+  const void *data;
+  size_t size;
+} kl_binary_info;
 
 const char *kl_default_pipeline(void);
 
@@ -103,8 +110,8 @@ const char *kl_program_ir_pass(const kl_program *p, int i);
 double kl_program_compile_ms(const kl_program *p);
 bool kl_program_from_cache(const kl_program *p);
 
-kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
-                         int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
+kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
+                         kl_tensor ***outputs, char *err, size_t errlen);
 
 /* ---- loading programs from bundles (driver/bundle.c) ----
  * kl_program_module: the compiled module of a target's variant (its graph func is the
@@ -123,7 +130,7 @@ typedef struct kl_program_part {
   kl_op *module;
   int nkernels;
   const kl_kernel_info *kernels;
-  const kl_binary_info *binaries;   /* nkernels entries */
+  const kl_binary_info *binaries; /* nkernels entries */
 } kl_program_part;
 /* Builds a program from parts: every kernel must be a kernel func of the module (same
  * name and argument count) and every kernel func of the module must be listed; the plan
@@ -160,19 +167,19 @@ int kl_program_target_for_device(const kl_program *p, const kl_device_info *info
 kl_status kl_program_load_kernels(kl_program *p, kl_device *dev, char *err, size_t errlen);
 typedef struct kl_prepared kl_prepared;
 typedef struct kl_prepare_opts {
-  int sets;                /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */
-  size_t rotate_bytes;     /* with sets == 0: the fewest sets spanning at least this many bytes */
-  int max_sets;            /* cap for derived sets (0: 64) */
+  int sets;            /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */
+  size_t rotate_bytes; /* with sets == 0: the fewest sets spanning at least this many bytes */
+  int max_sets;        /* cap for derived sets (0: 64) */
   bool no_poison;
 } kl_prepare_opts;
 kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
                                 const kl_prepare_opts *opts, char *err, size_t errlen);
 int kl_prepared_nsets(const kl_prepared *r);
-size_t kl_prepared_set_bytes(const kl_prepared *r);   /* device bytes of one buffer set */
-int kl_prepared_nlaunches(const kl_prepared *r);      /* kernel launches per run of the plan */
+size_t kl_prepared_set_bytes(const kl_prepared *r); /* device bytes of one buffer set */
+int kl_prepared_nlaunches(const kl_prepared *r);    /* kernel launches per run of the plan */
 kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen);
 kl_status kl_prepared_sync(kl_prepared *r, char *err, size_t errlen);
-kl_status kl_prepared_poison(kl_prepared *r, char *err, size_t errlen);   /* result buffers of every set */
+kl_status kl_prepared_poison(kl_prepared *r, char *err, size_t errlen); /* result buffers of every set */
 kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, char *err, size_t errlen);
 kl_status kl_prepared_outputs(kl_prepared *r, int set, int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
 void kl_prepared_free(kl_prepared *r);

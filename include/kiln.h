@@ -62,13 +62,13 @@ extern "C" {
 #endif
 
 /* ---- opaque types ---- */
-typedef struct kl_ctx kl_ctx;            /* context: owns IR */
-typedef struct kl_op kl_op;              /* an op: a module or a graph here */
-typedef struct kl_value kl_value;        /* a graph value (an op's result) */
-typedef struct kl_program kl_program;    /* compiled: host plan + binaries per target */
-typedef struct kl_device kl_device;      /* host CPU, CUDA or HIP GPU */
-typedef struct kl_tensor kl_tensor;      /* host tensor */
-typedef struct kl_prepared kl_prepared;  /* a program with device-resident buffers */
+typedef struct kl_ctx kl_ctx;           /* context: owns IR */
+typedef struct kl_op kl_op;             /* an op: a module or a graph here */
+typedef struct kl_value kl_value;       /* a graph value (an op's result) */
+typedef struct kl_program kl_program;   /* compiled: host plan + binaries per target */
+typedef struct kl_device kl_device;     /* host CPU, CUDA or HIP GPU */
+typedef struct kl_tensor kl_tensor;     /* host tensor */
+typedef struct kl_prepared kl_prepared; /* a program with device-resident buffers */
 
 /* ---- value types (the same definitions as the internal headers named) ---- */
 #define KL_MAX_RANK 8
@@ -77,89 +77,108 @@ typedef enum { KL_OK = 0, KL_ERR = 1 } kl_status;
 #endif
 #ifndef KL_DIAG_H /* core/diag.h */
 /* A source location: file:line:col (file NULL = unknown). */
-typedef struct kl_loc { const char *file; int line, col; } kl_loc;
+typedef struct kl_loc {
+  const char *file;
+  int line, col;
+} kl_loc;
 typedef enum { KL_DIAG_ERROR, KL_DIAG_WARNING, KL_DIAG_NOTE } kl_diag_kind;
 /* One diagnostic; message is owned by whoever made the value (valid during a callback). */
-typedef struct kl_diag { kl_diag_kind severity; kl_loc loc; const char *message; } kl_diag;
+typedef struct kl_diag {
+  kl_diag_kind severity;
+  kl_loc loc;
+  const char *message;
+} kl_diag;
 /* Receives every diagnostic as it is emitted. */
 typedef void (*kl_diag_handler)(void *user, const kl_diag *d);
 #endif
-#define KL_LOC_UNKNOWN ((kl_loc){0, 0, 0})
+#define KL_LOC_UNKNOWN ((kl_loc){ 0, 0, 0 })
 #ifndef KL_DTYPE_H /* core/dtype.h */
 typedef enum kl_dtype {
-  KL_DT_NONE = -1,  /* "unspecified": ops use their input's dtype */
-  KL_DT_F32 = 0, KL_DT_F16, KL_DT_BF16, KL_DT_I8, KL_DT_I32,
-  KL_DT_F64, KL_DT_I64, KL_DT_I1,        /* internal / extra */
+  KL_DT_NONE = -1, /* "unspecified": ops use their input's dtype */
+  KL_DT_F32 = 0,
+  KL_DT_F16,
+  KL_DT_BF16,
+  KL_DT_I8,
+  KL_DT_I32,
+  KL_DT_F64,
+  KL_DT_I64,
+  KL_DT_I1, /* internal / extra */
   KL_DT_COUNT
 } kl_dtype;
 #endif
 #ifndef KL_PRINT_H /* core/print.h */
-enum { KL_PRINT_GENERIC = 1u << 0, /* ignore custom syntax */
-       KL_PRINT_LOCS    = 1u << 1  /* append loc("file":line:col) */ };
+enum {
+  KL_PRINT_GENERIC = 1u << 0, /* ignore custom syntax */
+  KL_PRINT_LOCS = 1u << 1     /* append loc("file":line:col) */
+};
 #endif
 #ifndef KL_TENSOR_H /* runtime/tensor.h */
 typedef enum kl_dist { KL_DIST_UNIFORM = 0, KL_DIST_NORMAL = 1 } kl_dist;
 #endif
 #ifndef KL_GRAPH_EVAL_H /* runtime/graph_eval.h */
 /* An input of a run: the param's name and a tensor of its shape, dtype and layout. */
-typedef struct kl_named_tensor { const char *name; kl_tensor *tensor; } kl_named_tensor;
+typedef struct kl_named_tensor {
+  const char *name;
+  kl_tensor *tensor;
+} kl_named_tensor;
 #endif
 #ifndef KL_DEVICE_H /* runtime/device.h */
 typedef enum { KL_DEVICE_HOST = 0, KL_DEVICE_CUDA = 1, KL_DEVICE_HIP = 2, KL_DEVICE_OTHER = 3 } kl_device_kind;
 typedef struct kl_device_info {
   kl_device_kind kind;
-  char backend[16];          /* "host", "cuda", "hip" */
-  int ordinal;               /* GPU index (0 on the host) */
-  char name[256];            /* "NVIDIA H200", "AMD Instinct MI300X", "host (znver3, 16 threads)" */
-  char arch[64];             /* the codegen target: "sm_90", "gfx942", "host" */
-  int cc_major, cc_minor;    /* CUDA compute capability (0 otherwise) */
-  size_t total_mem;          /* bytes, 0 if unknown */
-  int compute_units;         /* SMs, CUs, or host threads */
-  int wave_size;             /* 32 / 64; 1 on the host */
+  char backend[16];       /* "host", "cuda", "hip" */
+  int ordinal;            /* GPU index (0 on the host) */
+  char name[256];         /* "NVIDIA H200", "AMD Instinct MI300X", "host (znver3, 16 threads)" */
+  char arch[64];          /* the codegen target: "sm_90", "gfx942", "host" */
+  int cc_major, cc_minor; /* CUDA compute capability (0 otherwise) */
+  size_t total_mem;       /* bytes, 0 if unknown */
+  int compute_units;      /* SMs, CUs, or host threads */
+  int wave_size;          /* 32 / 64; 1 on the host */
   int max_threads_per_block;
   size_t max_shared_per_block; /* bytes, including opt-in (CUDA > 48 KiB) */
-  char driver[64];           /* driver / runtime version text */
-  char note[512];            /* "auto": why hip / cuda were skipped */
+  char driver[64];             /* driver / runtime version text */
+  char note[512];              /* "auto": why hip / cuda were skipped */
 } kl_device_info;
 #endif
 /* print_ir_after's receiver: (pass, module text after it, user). */
 typedef void (*kl_ir_callback)(const char *pass_name, const char *ir_text, void *user);
 #ifndef KL_PROGRAM_H /* driver/program.h */
 typedef struct kl_compile_opts {
-  const char *const *targets;  /* NULL / 0: {"host"}; "sm_90", "gfx942", ... (one variant each) */
+  const char *const *targets; /* NULL / 0: {"host"}; "sm_90", "gfx942", ... (one variant each) */
   int ntargets;
-  const char *perf_config;     /* "v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack" for every GEMM; NULL = heuristic */
-  const char *pipeline;        /* NULL = kl_default_pipeline() */
-  const char *print_ir_after;  /* NULL, "all" or "pass-a,pass-b" */
-  kl_ir_callback on_ir;        /* receives (pass, module text) for print_ir_after */
+  const char *
+      perf_config; /* "v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack" for every GEMM; NULL = heuristic */
+  const char *pipeline;       /* NULL = kl_default_pipeline() */
+  const char *print_ir_after; /* NULL, "all" or "pass-a,pass-b" */
+  kl_ir_callback on_ir;       /* receives (pass, module text) for print_ir_after */
   void *on_ir_user;
   bool no_cache;
 } kl_compile_opts;
 typedef struct kl_prepare_opts {
-  int sets;                /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */
-  size_t rotate_bytes;     /* with sets == 0: the fewest sets spanning at least this many bytes */
-  int max_sets;            /* cap for derived sets (0: 64) */
+  int sets;            /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */
+  size_t rotate_bytes; /* with sets == 0: the fewest sets spanning at least this many bytes */
+  int max_sets;        /* cap for derived sets (0: 64) */
   bool no_poison;
 } kl_prepare_opts;
 #endif
 
 /* ---- contexts and diagnostics ---- */
 kl_ctx *kl_ctx_create(void);
-void    kl_ctx_destroy(kl_ctx *ctx);
-void    kl_register_builtin_passes(kl_ctx *ctx);   /* once per context, before compiling */
+void kl_ctx_destroy(kl_ctx *ctx);
+void kl_register_builtin_passes(kl_ctx *ctx); /* once per context, before compiling */
 /* A location whose file name is copied into ctx. */
-kl_loc  kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);
+kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col);
 #define KL_HERE(ctx) kl_loc_make((ctx), __FILE__, __LINE__, 0)
-void    kl_loc_format(kl_loc loc, char *buf, size_t n);   /* "file:line:col" */
-char   *kl_diag_take(kl_ctx *ctx);                        /* malloc'd; "" if none */
-bool    kl_diag_has_error(kl_ctx *ctx);
-int     kl_diag_error_count(kl_ctx *ctx);
-void    kl_ctx_set_diag_handler(kl_ctx *ctx, kl_diag_handler fn, void *user);
+void kl_loc_format(kl_loc loc, char *buf, size_t n); /* "file:line:col" */
+char *kl_diag_take(kl_ctx *ctx);                     /* malloc'd; "" if none */
+bool kl_diag_has_error(kl_ctx *ctx);
+int kl_diag_error_count(kl_ctx *ctx);
+void kl_ctx_set_diag_handler(kl_ctx *ctx, kl_diag_handler fn, void *user);
 
 /* ---- element types ---- */
-const char *kl_dtype_name(kl_dtype dt);          /* "f32" ...; "?" if invalid */
-kl_dtype    kl_dtype_from_name(const char *name);   /* KL_DT_NONE if unknown */
-size_t      kl_dtype_size(kl_dtype dt);          /* bytes per element */
+const char *kl_dtype_name(kl_dtype dt);        /* "f32" ...; "?" if invalid */
+kl_dtype kl_dtype_from_name(const char *name); /* KL_DT_NONE if unknown */
+size_t kl_dtype_size(kl_dtype dt);             /* bytes per element */
 
 /* ---- graphs ----
  * A module holds graph funcs; shapes are logical (conv input N,C,H,W, filter K,C/G,Y,X;
@@ -169,9 +188,9 @@ size_t      kl_dtype_size(kl_dtype dt);          /* bytes per element */
  * broadcast {shape}, transpose {perm}, reshape {shape}, slice {begin, end, step}, concat
  * {axis}, reduce_sum / reduce_max / reduce_mean {axes, keepdims}, softmax {axis}. Results
  * are shape-inferred as they are built; errors name the op, the operands' shapes and loc. */
-kl_op    *kl_module_create(kl_ctx *ctx, kl_loc loc);
+kl_op *kl_module_create(kl_ctx *ctx, kl_loc loc);
 /* A new graph func @name (non-empty) in module. */
-kl_op    *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc);
+kl_op *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc);
 /* A param of dtype dt and shape[rank], memory order layout ("NHWC", "KYXC", "1,0"; NULL = row-major). */
 kl_value *kl_graph_add_param(kl_op *graph, const char *name, kl_dtype dt, int rank, const int64_t *shape,
                              const char *layout, kl_loc loc);
@@ -185,14 +204,14 @@ kl_value *kl_graph_add_constant(kl_op *graph, kl_dtype dt, int rank, const int64
 kl_status kl_graph_output(kl_op *graph, int n, kl_value *const *outs, kl_loc loc);
 /* .kir text -> a module (NULL + diagnostics "file:line:col: error: ..." on error; the
  * text need not be NUL-terminated). Verify it (kl_verify) before use. */
-kl_op    *kl_parse_module(kl_ctx *ctx, const char *text, size_t len, const char *filename);
+kl_op *kl_parse_module(kl_ctx *ctx, const char *text, size_t len, const char *filename);
 /* The graph func @name of module (name NULL: the first one); NULL if none. */
-kl_op    *kl_module_graph(kl_op *module, const char *name);
+kl_op *kl_module_graph(kl_op *module, const char *name);
 kl_status kl_verify(kl_op *root);
-char     *kl_print_op(kl_op *op, unsigned flags);   /* .kir text, malloc'd; flags KL_PRINT_* */
+char *kl_print_op(kl_op *op, unsigned flags); /* .kir text, malloc'd; flags KL_PRINT_* */
 /* The float64 reference evaluator: the graph's outputs for inputs (by param name). */
-kl_status kl_graph_eval(kl_op *graph, int ninputs, const kl_named_tensor *inputs,
-                        int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
+kl_status kl_graph_eval(kl_op *graph, int ninputs, const kl_named_tensor *inputs, int *noutputs, kl_tensor ***outputs,
+                        char *err, size_t errlen);
 
 /* ---- compiling and programs ----
  * kl_compile never modifies the graph; the same graph and options compile once per
@@ -200,13 +219,13 @@ kl_status kl_graph_eval(kl_op *graph, int ninputs, const kl_named_tensor *inputs
 const char *kl_default_pipeline(void);
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
 kl_program *kl_program_retain(kl_program *p);
-void        kl_program_release(kl_program *p);   /* NULL ok */
-int         kl_program_ntargets(const kl_program *p);
+void kl_program_release(kl_program *p); /* NULL ok */
+int kl_program_ntargets(const kl_program *p);
 const char *kl_program_target(const kl_program *p, int i);
-int         kl_program_nkernels(const kl_program *p, const char *target);   /* target NULL: the first */
-int         kl_program_noutputs(const kl_program *p, const char *target);
-double      kl_program_compile_ms(const kl_program *p);
-bool        kl_program_from_cache(const kl_program *p);
+int kl_program_nkernels(const kl_program *p, const char *target); /* target NULL: the first */
+int kl_program_noutputs(const kl_program *p, const char *target);
+double kl_program_compile_ms(const kl_program *p);
+bool kl_program_from_cache(const kl_program *p);
 /* The module text after a pass ("rock-align-tiling"), for the first target; NULL if that
  * pass did not run (or the program was loaded from a bundle). */
 const char *kl_program_ir(const kl_program *p, const char *pass);
@@ -214,61 +233,66 @@ const char *kl_program_ir(const kl_program *p, const char *pass);
 /* ---- devices ---- */
 /* "host", "cuda", "hip", "cuda:N", "auto" (NULL or ""): hip, then cuda, then host. */
 kl_device *kl_device_open(const char *name, char *err, size_t errlen);
-void       kl_device_destroy(kl_device *dev);   /* NULL ok */
+void kl_device_destroy(kl_device *dev); /* NULL ok */
 const kl_device_info *kl_device_get_info(const kl_device *dev);
-const char *kl_device_error(const kl_device *dev);   /* last error ("" if none) */
+const char *kl_device_error(const kl_device *dev); /* last error ("" if none) */
 
 /* ---- host tensors ----
  * A logical shape (rank <= KL_MAX_RANK) and strides in elements (NULL = row-major);
  * element values cross the API as double in logical row-major order ("flat"), rounded
  * through the dtype when stored. Creation returns NULL + message on bad input. */
-kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen);
-kl_tensor *kl_tensor_from_f64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const double *values, char *err, size_t errlen);
-kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const int64_t *values, char *err, size_t errlen);
+kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err,
+                           size_t errlen);
+kl_tensor *kl_tensor_from_f64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const double *values,
+                              char *err, size_t errlen);
+kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides,
+                              const int64_t *values, char *err, size_t errlen);
 /* PCG32 values from seed: floats uniform in [-1, 1) or N(0, 1). */
-kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed, kl_dist dist, char *err, size_t errlen);
+kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed,
+                          kl_dist dist, char *err, size_t errlen);
 /* Wraps nbytes of the caller's memory (free()d on the last release with take_ownership). */
-kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, int64_t offset, char *err, size_t errlen);
-kl_tensor *kl_tensor_as_layout(const kl_tensor *t, const char *layout, char *err, size_t errlen);   /* a copy */
+kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dtype dt, int rank, const int64_t *shape,
+                          const int64_t *strides, int64_t offset, char *err, size_t errlen);
+kl_tensor *kl_tensor_as_layout(const kl_tensor *t, const char *layout, char *err, size_t errlen); /* a copy */
 kl_tensor *kl_tensor_contiguous(const kl_tensor *t, char *err, size_t errlen);                    /* a row-major copy */
 kl_tensor *kl_tensor_retain(kl_tensor *t);
-void       kl_tensor_release(kl_tensor *t);   /* NULL ok */
-kl_dtype   kl_tensor_dtype(const kl_tensor *t);
-int        kl_tensor_rank(const kl_tensor *t);
-int64_t    kl_tensor_dim(const kl_tensor *t, int axis);      /* -1 outside [0, rank) */
-int64_t    kl_tensor_stride(const kl_tensor *t, int axis);   /* elements; -1 outside [0, rank) */
-int64_t    kl_tensor_numel(const kl_tensor *t);
-void      *kl_tensor_data(const kl_tensor *t);               /* element [0, ..., 0] */
-double     kl_tensor_get_flat(const kl_tensor *t, int64_t flat);   /* flat in [0, numel) */
-void       kl_tensor_set_flat(kl_tensor *t, int64_t flat, double v);
-void       kl_tensor_to_f64(const kl_tensor *t, double *out);      /* numel values */
-char      *kl_tensor_tostring(const kl_tensor *t);                 /* numpy-like, malloc'd */
+void kl_tensor_release(kl_tensor *t); /* NULL ok */
+kl_dtype kl_tensor_dtype(const kl_tensor *t);
+int kl_tensor_rank(const kl_tensor *t);
+int64_t kl_tensor_dim(const kl_tensor *t, int axis);    /* -1 outside [0, rank) */
+int64_t kl_tensor_stride(const kl_tensor *t, int axis); /* elements; -1 outside [0, rank) */
+int64_t kl_tensor_numel(const kl_tensor *t);
+void *kl_tensor_data(const kl_tensor *t);                    /* element [0, ..., 0] */
+double kl_tensor_get_flat(const kl_tensor *t, int64_t flat); /* flat in [0, numel) */
+void kl_tensor_set_flat(kl_tensor *t, int64_t flat, double v);
+void kl_tensor_to_f64(const kl_tensor *t, double *out); /* numel values */
+char *kl_tensor_tostring(const kl_tensor *t);           /* numpy-like, malloc'd */
 /* |a - b| <= atol + rtol * |b| everywhere (b the reference; rtol/atol < 0: the dtype's defaults). */
-int        kl_tensor_allclose(const kl_tensor *a, const kl_tensor *b, double rtol, double atol,
-                              bool *close, char *err, size_t errlen);
+int kl_tensor_allclose(const kl_tensor *a, const kl_tensor *b, double rtol, double atol, bool *close, char *err,
+                       size_t errlen);
 
 /* ---- running and timing ----
  * kl_program_run picks the program's variant for dev (same target, else same arch),
  * loads its kernels on first use, checks every input against its param (shape, dtype,
  * layout: no hidden copies) and returns new host tensors for the outputs. */
-kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
-                         int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
+kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
+                         kl_tensor ***outputs, char *err, size_t errlen);
 kl_status kl_program_load_kernels(kl_program *p, kl_device *dev, char *err, size_t errlen);
 /* Device-resident inputs (uploaded once; opts NULL: one buffer set) for launches without
  * copies: launch enqueues the plan on buffer set `set`, time runs warmup + reps launches
  * and writes each one's device milliseconds to ms_out[reps], outputs downloads a set. */
 kl_prepared *kl_program_prepare(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs,
                                 const kl_prepare_opts *opts, char *err, size_t errlen);
-int       kl_prepared_nsets(const kl_prepared *r);
+int kl_prepared_nsets(const kl_prepared *r);
 kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen);
 kl_status kl_prepared_sync(kl_prepared *r, char *err, size_t errlen);
 kl_status kl_prepared_time(kl_prepared *r, int warmup, int reps, float *ms_out, char *err, size_t errlen);
 kl_status kl_prepared_outputs(kl_prepared *r, int set, int *noutputs, kl_tensor ***outputs, char *err, size_t errlen);
-void      kl_prepared_free(kl_prepared *r);
+void kl_prepared_free(kl_prepared *r);
 
 /* ---- bundles: a program in one file (host plan + one binary per kernel per target) ---- */
-kl_status   kl_program_save(const kl_program *p, const char *path, char *err, size_t errlen);
-kl_status   kl_program_save_memory(const kl_program *p, void **out, size_t *size, char *err, size_t errlen);
+kl_status kl_program_save(const kl_program *p, const char *path, char *err, size_t errlen);
+kl_status kl_program_save_memory(const kl_program *p, void **out, size_t *size, char *err, size_t errlen);
 /* Into ctx; every byte is checked (a damaged bundle is an error naming the section). */
 kl_program *kl_program_load(kl_ctx *ctx, const char *path, char *err, size_t errlen);
 /* As kl_program_load, failing at once unless the bundle has a variant that runs on dev. */

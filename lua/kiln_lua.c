@@ -17,8 +17,8 @@ static int class_index(lua_State *L) {
   lua_call(L, 1, 1);
   return 1;
 }
-void kl_lua__class(lua_State *L, int modidx, const char *name, const char *short_name,
-                   const luaL_Reg *methods, const luaL_Reg *props, const luaL_Reg *meta) {
+void kl_lua__class(lua_State *L, int modidx, const char *name, const char *short_name, const luaL_Reg *methods,
+                   const luaL_Reg *props, const luaL_Reg *meta) {
   modidx = lua_absindex(L, modidx);
   luaL_newmetatable(L, name);
   if (meta) luaL_setfuncs(L, meta, 0);
@@ -44,14 +44,16 @@ void kl_lua__class(lua_State *L, int modidx, const char *name, const char *short
 static int l_set_libprefix(lua_State *L) {
   /* Called by lua/kiln/lib.lua with its own chunk name ("@.../kiln/lib.lua"):
    * ops built from code in that directory get the location of their caller. */
-  size_t n; const char *s = luaL_checklstring(L, 1, &n);
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
   while (n && s[n - 1] != '/' && s[n - 1] != '\\') n--;
   lua_pushlstring(L, s, n);
   lua_setfield(L, LUA_REGISTRYINDEX, KL_LUA_REG_LIBPREFIX);
   return 0;
 }
 static int l_caller_loc(lua_State *L) {
-  int first; int c = kl_lua__ctx_arg(L, &first);
+  int first;
+  int c = kl_lua__ctx_arg(L, &first);
   kl_lua__push_loc(L, kl_lua__caller_loc(L, kl_lua__check_ctx(L, c)));
   return 1;
 }
@@ -59,17 +61,20 @@ int kl_lua_open(lua_State *L) {
   luaL_checkversion(L);
   lua_newtable(L);
   int mod = lua_gettop(L);
-  lua_newtable(L); lua_setfield(L, mod, "methods");
-  lua_newtable(L); lua_setfield(L, mod, "props");
-  lua_pushstring(L, "0.1.0"); lua_setfield(L, mod, "version");
+  lua_newtable(L);
+  lua_setfield(L, mod, "methods");
+  lua_newtable(L);
+  lua_setfield(L, mod, "props");
+  lua_pushstring(L, "0.1.0");
+  lua_setfield(L, mod, "version");
 
-  static const luaL_Reg fns[] = {
-    { "_set_libprefix", l_set_libprefix }, { "caller_loc", l_caller_loc },
-    { "traceback", kl_lua_traceback }, { NULL, NULL }
-  };
+  static const luaL_Reg fns[] = { { "_set_libprefix", l_set_libprefix },
+                                  { "caller_loc", l_caller_loc },
+                                  { "traceback", kl_lua_traceback },
+                                  { NULL, NULL } };
   luaL_setfuncs(L, fns, 0);
 
-  kl_lua__open_context(L);   /* first: registry tables, the context class */
+  kl_lua__open_context(L); /* first: registry tables, the context class */
   kl_lua__open_op(L);
   kl_lua__open_value(L);
   kl_lua__open_block(L);
@@ -110,8 +115,10 @@ int kl_lua_open(lua_State *L) {
   if (st != LUA_OK) {
     lua_pushnil(L);
     lua_setfield(L, loaded, "kiln");
-    return kl_lua__rt_error(L, "kiln", "cannot load the Lua part of kiln (module 'kiln.lib'; package.path must "
-                         "include <kiln>/lua/?.lua):\n%s", lua_tostring(L, -1));
+    return kl_lua__rt_error(L, "kiln",
+                            "cannot load the Lua part of kiln (module 'kiln.lib'; package.path must "
+                            "include <kiln>/lua/?.lua):\n%s",
+                            lua_tostring(L, -1));
   }
   lua_settop(L, mod);
   return 1;

@@ -66,7 +66,7 @@
 #include "core/rewrite.h"
 
 /* ---- public ---- */
-int kl_lua_open(lua_State *L);             /* pushes the kiln module table */
+int kl_lua_open(lua_State *L); /* pushes the kiln module table */
 /* The default context of this Lua state (created on first use; kiln must be open). */
 kl_ctx *kl_lua_default_ctx(lua_State *L);
 /* Pushes a handle for op (op->ctx must be a context made by these bindings). */
@@ -79,19 +79,23 @@ enum { KL_LH_OP, KL_LH_VALUE, KL_LH_BLOCK, KL_LH_REGION, KL_LH_TYPE, KL_LH_ATTR,
 extern const char *const kl_lua__mt_names[KL_LH_NKINDS];
 #define KL_MT_CONTEXT "kiln.context"
 
-typedef struct kl_lua_ctxud { kl_ctx *ctx; } kl_lua_ctxud;   /* context userdata */
+typedef struct kl_lua_ctxud {
+  kl_ctx *ctx;
+} kl_lua_ctxud; /* context userdata */
 
 /* What keeps a context busy: "Lua pass" + "'name'" (name may be NULL); both strings
  * live at least as long as the busy period. */
-typedef struct kl_lua_busy { const char *what, *name; } kl_lua_busy;
+typedef struct kl_lua_busy {
+  const char *what, *name;
+} kl_lua_busy;
 
 /* Per-context binding state (arena-allocated, kl_ctx user slot "kiln.lua"). */
 typedef struct kl_lua_ctxstate {
-  lua_State *main;          /* main thread of the owning Lua state */
-  lua_State *cur;           /* thread running the current pipeline, or NULL */
-  kl_rewriter *rw;          /* set while a Lua pattern runs on this context */
-  int busy;                 /* C frames running Lua code on this context (see above) */
-  kl_lua_busy why;          /* the innermost of them, for the error message */
+  lua_State *main; /* main thread of the owning Lua state */
+  lua_State *cur;  /* thread running the current pipeline, or NULL */
+  kl_rewriter *rw; /* set while a Lua pattern runs on this context */
+  int busy;        /* C frames running Lua code on this context (see above) */
+  kl_lua_busy why; /* the innermost of them, for the error message */
 } kl_lua_ctxstate;
 kl_lua_ctxstate *kl_lua__state(kl_ctx *ctx);
 /* Binding code that runs a pass manager or pattern driver on ctx from a Lua function
@@ -107,60 +111,63 @@ kl_lua_ctxstate *kl_lua__check_not_rewriting(lua_State *L, kl_ctx *ctx, const ch
  * userdata at ctxidx busy (and anchored) until the calling C function returns or
  * raises; nothing may be removed from the stack below it except by lua_settop/lua_pop. */
 kl_lua_busy kl_lua__busy_enter(kl_ctx *ctx, const char *what, const char *name);
-void        kl_lua__busy_leave(kl_ctx *ctx, kl_lua_busy prev);
-void        kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what);
+void kl_lua__busy_leave(kl_ctx *ctx, kl_lua_busy prev);
+void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what);
 /* Pins (the same rule for the objects a binding function reads: tensors, views). A
  * userdata that owns memory embeds a kl_lua_pin; pin_guard pushes a to-be-closed value
  * that keeps it pinned (n > 0, what = the call) and anchored until the calling C
  * function returns or raises (same stack rule as busy_guard). Its release/__close/__gc
  * then raises a located error and frees nothing. */
-typedef struct kl_lua_pin { int n; const char *what; } kl_lua_pin;
-void        kl_lua__pin_guard(lua_State *L, int idx, kl_lua_pin *pin, const char *what);
+typedef struct kl_lua_pin {
+  int n;
+  const char *what;
+} kl_lua_pin;
+void kl_lua__pin_guard(lua_State *L, int idx, kl_lua_pin *pin, const char *what);
 /* Destroys the context of the context userdata at idx (a no-op if already destroyed);
  * raises the busy error if it is busy. Used by ctx:destroy(), __close and __gc. */
-int         kl_lua__ctx_destroy(lua_State *L, int idx);
+int kl_lua__ctx_destroy(lua_State *L, int idx);
 
 /* Contexts. */
-int      kl_lua__new_ctx(lua_State *L);              /* pushes a new context userdata */
-int      kl_lua__default_ctxud(lua_State *L);        /* pushes it; returns its abs index */
-kl_ctx  *kl_lua__check_ctx(lua_State *L, int idx);   /* context handle at idx (alive) */
+int kl_lua__new_ctx(lua_State *L);                /* pushes a new context userdata */
+int kl_lua__default_ctxud(lua_State *L);          /* pushes it; returns its abs index */
+kl_ctx *kl_lua__check_ctx(lua_State *L, int idx); /* context handle at idx (alive) */
 /* Makes stack slot 1 a context: arg 1 if it is a context handle, else the default
  * context is inserted there (shifting the arguments). Returns 1; *first = 2, the
  * first argument after the context. */
-int      kl_lua__ctx_arg(lua_State *L, int *first);
+int kl_lua__ctx_arg(lua_State *L, int *first);
 /* Pushes the context userdata registered for ctx (error if none). */
-int      kl_lua__push_ctxud_of(lua_State *L, kl_ctx *ctx);
+int kl_lua__push_ctxud_of(lua_State *L, kl_ctx *ctx);
 
 /* Handles. check returns the pointer (error if wrong kind or context destroyed). */
-void    *kl_lua__check(lua_State *L, int idx, int kind);
-void    *kl_lua__test(lua_State *L, int idx, int kind);   /* NULL if not that kind */
-kl_ctx  *kl_lua__handle_ctx(lua_State *L, int idx);      /* context of handle at idx */
-int      kl_lua__push_handle_ctxud(lua_State *L, int idx); /* pushes its context ud */
-void     kl_lua__push(lua_State *L, int ctxidx, int kind, const void *p); /* nil if p NULL */
+void *kl_lua__check(lua_State *L, int idx, int kind);
+void *kl_lua__test(lua_State *L, int idx, int kind);                  /* NULL if not that kind */
+kl_ctx *kl_lua__handle_ctx(lua_State *L, int idx);                    /* context of handle at idx */
+int kl_lua__push_handle_ctxud(lua_State *L, int idx);                 /* pushes its context ud */
+void kl_lua__push(lua_State *L, int ctxidx, int kind, const void *p); /* nil if p NULL */
 /* op/value/block checks that also require membership of context ctx. */
-kl_op    *kl_lua__check_op_in(lua_State *L, int idx, kl_ctx *ctx);
+kl_op *kl_lua__check_op_in(lua_State *L, int idx, kl_ctx *ctx);
 kl_value *kl_lua__check_value_in(lua_State *L, int idx, kl_ctx *ctx);
 /* Small helpers of the IR handle files (kiln_lua_handle.c unless noted). */
-const char *kl_lua__type_name(lua_State *L, int idx);   /* __name of its metatable, or the Lua type */
+const char *kl_lua__type_name(lua_State *L, int idx);                    /* __name of its metatable, or the Lua type */
 void kl_lua__push_like(lua_State *L, int from, int kind, const void *p); /* in the context of handle `from` */
-int  kl_lua__opt_index(lua_State *L, int idx, int n);    /* 1-based Lua index -> 0-based, -1 if out of range */
+int kl_lua__opt_index(lua_State *L, int idx, int n); /* 1-based Lua index -> 0-based, -1 if out of range */
 /* Pushes the list of handles of values get(obj, 0..n) in the context of handle `from`. */
-int  kl_lua__push_values(lua_State *L, int from, int n, kl_value *(*get)(void *, int), void *obj);
-int  kl_lua__text_eq(lua_State *L, int kind);   /* __eq of types/attributes: equal text (also across contexts) */
-int  kl_lua__push_users(lua_State *L, int from, kl_value *vals, int n);   /* kiln_lua_value.c */
+int kl_lua__push_values(lua_State *L, int from, int n, kl_value *(*get)(void *, int), void *obj);
+int kl_lua__text_eq(lua_State *L, int kind); /* __eq of types/attributes: equal text (also across contexts) */
+int kl_lua__push_users(lua_State *L, int from, kl_value *vals, int n); /* kiln_lua_value.c */
 /* Adds block argument types from the table at idx, or the arguments idx..top (kiln_lua_block.c). */
 void kl_lua__add_arg_types(lua_State *L, kl_ctx *ctx, kl_block *b, int idx, int top);
 /* The rewriter of the Lua pattern running on ctx, or NULL (kiln_lua_context.c). */
 kl_rewriter *kl_lua__active_rw(kl_ctx *ctx);
 
 /* Conversions. */
-const kl_type *kl_lua__totype(lua_State *L, int idx, kl_ctx *ctx);   /* string or type handle */
-const kl_attr *kl_lua__toattr(lua_State *L, int idx, kl_ctx *ctx);   /* Lua value -> attr (nil -> NULL) */
+const kl_type *kl_lua__totype(lua_State *L, int idx, kl_ctx *ctx);        /* string or type handle */
+const kl_attr *kl_lua__toattr(lua_State *L, int idx, kl_ctx *ctx);        /* Lua value -> attr (nil -> NULL) */
 void kl_lua__push_attr_value(lua_State *L, int ctxidx, const kl_attr *a); /* attr -> Lua value */
-kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx);   /* first Lua level outside kiln */
-void   kl_lua__push_where(lua_State *L);                 /* its "file:line" (or "?"); needs no context */
+kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx);                     /* first Lua level outside kiln */
+void kl_lua__push_where(lua_State *L);                    /* its "file:line" (or "?"); needs no context */
 kl_loc kl_lua__toloc(lua_State *L, int idx, kl_ctx *ctx); /* nil -> caller loc */
-void   kl_lua__push_loc(lua_State *L, kl_loc loc);       /* "file:line:col" or nil */
+void kl_lua__push_loc(lua_State *L, kl_loc loc);          /* "file:line:col" or nil */
 
 /* Errors (the file comment; kiln_lua_error.c). Each raises, never returns.
  * rt_error: "<file>:<line>: error: <what>: <message>", printf-style, never truncated.
@@ -171,11 +178,11 @@ void   kl_lua__push_loc(lua_State *L, kl_loc loc);       /* "file:line:col" or n
  * producers prefix their messages.
  * diag_error: the diagnostics ctx collected (taken), as the message (or as they stand,
  * see the file comment); fallback if there are none. */
-#define KL_LUA_REG_LIBPREFIX "kiln.libprefix"  /* registry: chunk-name prefix of the Lua part of kiln */
-int  kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int  kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
-int  kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
-void kl_lua__flush_diags(kl_ctx *ctx);   /* pending warnings/notes -> stderr */
+#define KL_LUA_REG_LIBPREFIX "kiln.libprefix" /* registry: chunk-name prefix of the Lua part of kiln */
+int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
+int kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
+void kl_lua__flush_diags(kl_ctx *ctx); /* pending warnings/notes -> stderr */
 /* A temporary GC-managed buffer (a userdata pushed on the stack). */
 void *kl_lua__tmp(lua_State *L, size_t n);
 
@@ -183,14 +190,17 @@ void *kl_lua__tmp(lua_State *L, size_t n);
  * while rw is set (apply_patterns sets rw and root around each Lua rewrite function and
  * clears them after). push: a new inactive one in the context of the context userdata
  * at ctxidx. */
-typedef struct kl_lua_rwud { kl_rewriter *rw; kl_op *root; } kl_lua_rwud;
+typedef struct kl_lua_rwud {
+  kl_rewriter *rw;
+  kl_op *root;
+} kl_lua_rwud;
 kl_lua_rwud *kl_lua__push_rewriter(lua_State *L, int ctxidx);
 /* Builds a detached op from the table at idx (kiln.op{...} fields). */
 kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx);
 /* Mutations shared by op methods and the Lua rewriter object; inside a Lua pattern
  * they go through the context's active rewriter. */
 void kl_lua__set_attr(lua_State *L, kl_op *op, const char *name, int vidx);
-int  kl_lua__erase(lua_State *L, kl_op *op);            /* error if results still used */
+int kl_lua__erase(lua_State *L, kl_op *op); /* error if results still used */
 enum { KL_LUA_AT_BEFORE, KL_LUA_AT_AFTER, KL_LUA_AT_END, KL_LUA_AT_START };
 /* Moves or inserts op relative to anchor (BEFORE/AFTER) or into block (END/START). */
 void kl_lua__place(lua_State *L, kl_op *op, int where, kl_op *anchor, kl_block *block);
@@ -200,7 +210,7 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx);
 
 /* Registration of each binding file into the module table at the top of the stack,
  * called in this order by kl_lua_open (a new binding file adds its line there). */
-void kl_lua__open_context(lua_State *L);  /* first: registry tables, the context class */
+void kl_lua__open_context(lua_State *L); /* first: registry tables, the context class */
 void kl_lua__open_op(lua_State *L);
 void kl_lua__open_value(lua_State *L);
 void kl_lua__open_block(lua_State *L);
@@ -228,8 +238,8 @@ void kl_lua__register_lua_passes(lua_State *L, kl_ctx *ctx);
  * then property getters (called with the handle); leaves nothing on the stack. Both
  * tables are reachable as kiln.methods[short] and kiln.props[short], so the Lua part
  * of the library (and users) can add methods. methods/props/meta may be NULL. */
-void kl_lua__class(lua_State *L, int modidx, const char *name, const char *short_name,
-                   const luaL_Reg *methods, const luaL_Reg *props, const luaL_Reg *meta);
+void kl_lua__class(lua_State *L, int modidx, const char *name, const char *short_name, const luaL_Reg *methods,
+                   const luaL_Reg *props, const luaL_Reg *meta);
 /* __eq for IR handles: same kind and same underlying pointer. */
 int kl_lua__handle_eq(lua_State *L);
 #endif

@@ -2,9 +2,12 @@
  * (kl_lua__push_attr_value); equal when their text is. */
 #include "lua/kiln_lua.h"
 
-#define ATTR(i)   ((const kl_attr *)kl_lua__check(L, (i), KL_LH_ATTR))
+#define ATTR(i) ((const kl_attr *)kl_lua__check(L, (i), KL_LH_ATTR))
 
-static int attr_tostring(lua_State *L) { lua_pushstring(L, kl_attr_str_of(ATTR(1))); return 1; }
+static int attr_tostring(lua_State *L) {
+  lua_pushstring(L, kl_attr_str_of(ATTR(1)));
+  return 1;
+}
 static int attr_eq(lua_State *L) { return kl_lua__text_eq(L, KL_LH_ATTR); }
 static int attr_p_kind(lua_State *L) {
   static const char *names[] = { "int", "float", "string", "bool", "unit", "array", "dict", "type", "symref", "ext" };
@@ -13,10 +16,11 @@ static int attr_p_kind(lua_State *L) {
 }
 static int attr_p_type(lua_State *L) {
   const kl_attr *a = ATTR(1);
-  kl_lua__push_like(L, 1, KL_LH_TYPE, (a->kind == KL_AT_INT || a->kind == KL_AT_FLOAT || a->kind == KL_AT_TYPE) ? a->type : NULL);
+  kl_lua__push_like(L, 1, KL_LH_TYPE,
+                    (a->kind == KL_AT_INT || a->kind == KL_AT_FLOAT || a->kind == KL_AT_TYPE) ? a->type : NULL);
   return 1;
 }
-static int attr_p_name(lua_State *L) {   /* extension kind name or symbol name */
+static int attr_p_name(lua_State *L) { /* extension kind name or symbol name */
   const kl_attr *a = ATTR(1);
   lua_pushstring(L, a->kind == KL_AT_EXT ? a->ext->name : a->kind == KL_AT_SYMREF ? a->s : NULL);
   return 1;

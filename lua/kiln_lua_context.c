@@ -7,9 +7,9 @@
 #include "passes/passes.h"
 #include <string.h>
 
-#define REG_CTXMAP   "kiln.ctxmap"      /* lightuserdata(kl_ctx) -> context userdata (weak) */
-#define REG_WEAKV    "kiln.weakv"       /* {__mode = "v"} */
-#define REG_DEFAULT  "kiln.default_ctx"
+#define REG_CTXMAP  "kiln.ctxmap" /* lightuserdata(kl_ctx) -> context userdata (weak) */
+#define REG_WEAKV   "kiln.weakv"  /* {__mode = "v"} */
+#define REG_DEFAULT "kiln.default_ctx"
 
 kl_lua_ctxstate *kl_lua__state(kl_ctx *ctx) { return kl_ctx_get_user(ctx, "kiln.lua"); }
 kl_lua_ctxstate *kl_lua__check_not_rewriting(lua_State *L, kl_ctx *ctx, const char *what) {
@@ -50,9 +50,11 @@ int kl_lua__ctx_destroy(lua_State *L, int idx) {
   if (!u->ctx) return 0;
   kl_lua_ctxstate *st = kl_lua__state(u->ctx);
   if (st && st->busy > 0)
-    return kl_lua__rt_error(L, "kiln", "ctx:destroy() inside a callback that runs on this context (%s%s%s%s); "
-                         "destroy it after that call returns", st->why.what ? st->why.what : "a kiln call",
-                         st->why.name ? " '" : "", st->why.name ? st->why.name : "", st->why.name ? "'" : "");
+    return kl_lua__rt_error(L, "kiln",
+                            "ctx:destroy() inside a callback that runs on this context (%s%s%s%s); "
+                            "destroy it after that call returns",
+                            st->why.what ? st->why.what : "a kiln call", st->why.name ? " '" : "",
+                            st->why.name ? st->why.name : "", st->why.name ? "'" : "");
   kl_ctx *c = u->ctx;
   u->ctx = NULL;
   kl_ctx_destroy(c);
@@ -61,8 +63,10 @@ int kl_lua__ctx_destroy(lua_State *L, int idx) {
 static int ctx_gc(lua_State *L) { return kl_lua__ctx_destroy(L, 1); }
 static int ctx_tostring(lua_State *L) {
   kl_lua_ctxud *u = luaL_checkudata(L, 1, KL_MT_CONTEXT);
-  if (u->ctx) lua_pushfstring(L, "kiln.context: %p", (void *)u->ctx);
-  else lua_pushstring(L, "kiln.context (destroyed)");
+  if (u->ctx)
+    lua_pushfstring(L, "kiln.context: %p", (void *)u->ctx);
+  else
+    lua_pushstring(L, "kiln.context (destroyed)");
   return 1;
 }
 int kl_lua__new_ctx(lua_State *L) {
@@ -76,7 +80,7 @@ int kl_lua__new_ctx(lua_State *L) {
     lua_setiuservalue(L, -2, k + 1);
   }
   u->ctx = kl_ctx_create();
-  kl_register_builtin_passes(u->ctx);   /* kl_ctx_create registers the dialects only */
+  kl_register_builtin_passes(u->ctx); /* kl_ctx_create registers the dialects only */
   kl_lua_ctxstate *st = kl_arena_alloc(kl_ctx_arena(u->ctx), sizeof *st);
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   st->main = lua_tothread(L, -1);
@@ -100,7 +104,10 @@ int kl_lua__default_ctxud(lua_State *L) {
   kl_lua__check_ctx(L, -1);
   return lua_gettop(L);
 }
-static int l_default_context(lua_State *L) { kl_lua__default_ctxud(L); return 1; }
+static int l_default_context(lua_State *L) {
+  kl_lua__default_ctxud(L);
+  return 1;
+}
 kl_ctx *kl_lua_default_ctx(lua_State *L) {
   kl_lua__default_ctxud(L);
   kl_ctx *c = ((kl_lua_ctxud *)lua_touserdata(L, -1))->ctx;
@@ -114,7 +121,10 @@ kl_ctx *kl_lua__check_ctx(lua_State *L, int idx) {
 }
 int kl_lua__ctx_arg(lua_State *L, int *first) {
   *first = 2;
-  if (luaL_testudata(L, 1, KL_MT_CONTEXT)) { kl_lua__check_ctx(L, 1); return 1; }
+  if (luaL_testudata(L, 1, KL_MT_CONTEXT)) {
+    kl_lua__check_ctx(L, 1);
+    return 1;
+  }
   kl_lua__default_ctxud(L);
   lua_insert(L, 1);
   return 1;
@@ -126,12 +136,15 @@ int kl_lua__push_ctxud_of(lua_State *L, kl_ctx *ctx) {
   if (lua_isnil(L, -1)) kl_lua__rt_error(L, "kiln", "this IR belongs to a context without a Lua handle");
   return lua_gettop(L);
 }
-static int ctx_destroy(lua_State *L) { return kl_lua__ctx_destroy(L, 1); }   /* refused while busy */
+static int ctx_destroy(lua_State *L) { return kl_lua__ctx_destroy(L, 1); } /* refused while busy */
 
 void kl_lua__open_context(lua_State *L) {
   int mod = lua_gettop(L);
   /* registry tables (idempotent if kiln is opened twice in one state) */
-  if (luaL_newmetatable(L, REG_WEAKV)) { lua_pushstring(L, "v"); lua_setfield(L, -2, "__mode"); }
+  if (luaL_newmetatable(L, REG_WEAKV)) {
+    lua_pushstring(L, "v");
+    lua_setfield(L, -2, "__mode");
+  }
   lua_pop(L, 1);
   if (lua_getfield(L, LUA_REGISTRYINDEX, REG_CTXMAP) == LUA_TNIL) {
     lua_newtable(L);
@@ -142,7 +155,9 @@ void kl_lua__open_context(lua_State *L) {
   lua_pop(L, 1);
   static const luaL_Reg fns[] = { { "context", l_context }, { "default_context", l_default_context }, { NULL, NULL } };
   luaL_setfuncs(L, fns, 0);
-  static const luaL_Reg ctx_meta[] = { { "__gc", ctx_gc }, { "__close", ctx_gc }, { "__tostring", ctx_tostring }, { NULL, NULL } };
-  static const luaL_Reg ctx_methods[] = { { "destroy", ctx_destroy }, { NULL, NULL } };   /* refused while busy */
+  static const luaL_Reg ctx_meta[] = {
+    { "__gc", ctx_gc }, { "__close", ctx_gc }, { "__tostring", ctx_tostring }, { NULL, NULL }
+  };
+  static const luaL_Reg ctx_methods[] = { { "destroy", ctx_destroy }, { NULL, NULL } }; /* refused while busy */
   kl_lua__class(L, mod, KL_MT_CONTEXT, "context", ctx_methods, NULL, ctx_meta);
 }

@@ -10,8 +10,10 @@
 int kl_lua_traceback(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (!msg) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) msg = lua_tostring(L, -1);
-    else msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      msg = lua_tostring(L, -1);
+    else
+      msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
   return 1;
@@ -43,8 +45,10 @@ static bool caller_file_line(lua_State *L, char *buf, size_t n, int *line) {
 void kl_lua__push_where(lua_State *L) {
   char file[1024];
   int line = 0;
-  if (caller_file_line(L, file, sizeof file, &line)) lua_pushfstring(L, "%s:%d", file, line);
-  else lua_pushliteral(L, "?");
+  if (caller_file_line(L, file, sizeof file, &line))
+    lua_pushfstring(L, "%s:%d", file, line);
+  else
+    lua_pushliteral(L, "?");
 }
 
 kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx) {
@@ -57,7 +61,10 @@ kl_loc kl_lua__caller_loc(lua_State *L, kl_ctx *ctx) {
 static int raise_at_user_line(lua_State *L, const char *what, const char *msg, size_t n) {
   luaL_checkstack(L, 4, "kiln");
   kl_lua__push_where(L);
-  if (what && *what) lua_pushfstring(L, ": error: %s: ", what); else lua_pushliteral(L, ": error: ");
+  if (what && *what)
+    lua_pushfstring(L, ": error: %s: ", what);
+  else
+    lua_pushliteral(L, ": error: ");
   lua_pushlstring(L, msg, n);
   lua_concat(L, 3);
   return lua_error(L);
@@ -68,7 +75,7 @@ int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) {
   va_list ap, again;
   va_start(ap, fmt);
   va_copy(again, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);   /* the whole message, however long (a traceback) */
+  int n = vsnprintf(NULL, 0, fmt, ap); /* the whole message, however long (a traceback) */
   va_end(ap);
   char *msg = buf;
   if (n < 0) n = 0;
@@ -105,13 +112,16 @@ int kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *what, const char *
   kl_lua__push_where(L);
   bool as_is = n && starts_at(d, lua_tostring(L, -1));
   lua_pop(L, 1);
-  if (as_is) {   /* already "<file>:<line>: error: ..." at the user's line */
+  if (as_is) { /* already "<file>:<line>: error: ..." at the user's line */
     lua_pushlstring(L, d, n);
     free(d);
     return lua_error(L);
   }
-  if (!n) { free(d); return kl_lua__rt_error(L, what, "%s", fallback ? fallback : "operation failed"); }
-  luaL_Buffer b;   /* the text outlives d: copy it into a Lua string first */
+  if (!n) {
+    free(d);
+    return kl_lua__rt_error(L, what, "%s", fallback ? fallback : "operation failed");
+  }
+  luaL_Buffer b; /* the text outlives d: copy it into a Lua string first */
   luaL_buffinit(L, &b);
   luaL_addlstring(&b, d, n);
   free(d);

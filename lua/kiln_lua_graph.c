@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OPH(i)    ((kl_op *)kl_lua__check(L, (i), KL_LH_OP))
+#define OPH(i) ((kl_op *)kl_lua__check(L, (i), KL_LH_OP))
 
 static kl_op *check_graph(lua_State *L, int idx) {
   kl_op *g = OPH(idx);
@@ -23,7 +23,8 @@ static kl_value *graph_value(lua_State *L, int idx, kl_op *g, const char *opname
   kl_value *v = kl_lua__test(L, idx, KL_LH_VALUE);
   if (!v) kl_lua__rt_error(L, opname, "operand %d must be a graph value, got a %s", pos, luaL_typename(L, idx));
   kl_lua__check(L, idx, KL_LH_VALUE);
-  if (kl_lua__handle_ctx(L, idx) != g->ctx) kl_lua__rt_error(L, opname, "operand %d belongs to another kiln context", pos);
+  if (kl_lua__handle_ctx(L, idx) != g->ctx)
+    kl_lua__rt_error(L, opname, "operand %d belongs to another kiln context", pos);
   kl_op *vg = kl_graph_of_value(v);
   if (vg != g)
     kl_lua__rt_error(L, opname, "operand %d is a value of %s, not of graph @%s", pos,
@@ -33,7 +34,8 @@ static kl_value *graph_value(lua_State *L, int idx, kl_op *g, const char *opname
 
 /* _g.new([ctx,] name) -> module, func */
 static int g_new(lua_State *L) {
-  int first; int c = kl_lua__ctx_arg(L, &first);
+  int first;
+  int c = kl_lua__ctx_arg(L, &first);
   kl_ctx *ctx = kl_lua__check_ctx(L, c);
   const char *name = luaL_optstring(L, first, "graph");
   if (!*name) return kl_lua__rt_error(L, "kiln.graph", "the graph name must not be empty");
@@ -53,7 +55,7 @@ static int g_build(lua_State *L) {
   luaL_checktype(L, 3, LUA_TTABLE);
   lua_settop(L, 5);
   int ctxud = kl_lua__push_handle_ctxud(L, 1);
-  kl_lua__busy_guard(L, ctxud, "a graph op builder");   /* metamethods of the tables, finalizers */
+  kl_lua__busy_guard(L, ctxud, "a graph op builder"); /* metamethods of the tables, finalizers */
   lua_Integer n = luaL_len(L, 3);
   if (n > 64) return kl_lua__rt_error(L, opname, "too many operands (%lld)", (long long)n);
   kl_value *opnds[64];
@@ -91,16 +93,19 @@ static int g_param(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   kl_ctx *ctx = g->ctx;
   const char *what = "param";
-  lua_settop(L, 5); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:param");   /* shape/opts metamethods */
+  lua_settop(L, 5);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:param"); /* shape/opts metamethods */
   if (lua_type(L, 2) != LUA_TSTRING || !lua_rawlen(L, 2))
-    return kl_lua__rt_error(L, what, "the first argument must be the param's name (a non-empty string), got a %s", luaL_typename(L, 2));
+    return kl_lua__rt_error(L, what, "the first argument must be the param's name (a non-empty string), got a %s",
+                            luaL_typename(L, 2));
   const char *name = lua_tostring(L, 2);
   int64_t dims[KL_MAX_RANK], strides[KL_MAX_RANK];
   int rank = kl_lua__check_shape(L, 3, dims, what);
   kl_dtype dt = kl_lua__opt_dtype(L, 4, KL_DT_F32, what);
   bool has = kl_lua__opt_layout(L, 5, rank, dims, strides, what);
   char why[512];
-  if (!kl_shape_check(rank, dims, has ? strides : NULL, why, sizeof why)) return kl_lua__rt_error(L, what, "'%s': %s", name, why);
+  if (!kl_shape_check(rank, dims, has ? strides : NULL, why, sizeof why))
+    return kl_lua__rt_error(L, what, "'%s': %s", name, why);
   const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)dt);
   kl_lua__flush_diags(ctx);
   const kl_type *ty = kl_type_tensor(ctx, elem, rank, dims, has ? strides : NULL);
@@ -119,9 +124,10 @@ static int g_constant(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   kl_ctx *ctx = g->ctx;
   const char *what = "constant";
-  lua_settop(L, 3); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:constant");   /* finalizers */
+  lua_settop(L, 3);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:constant"); /* finalizers */
   kl_tensor *t = kl_lua__test_tensor(L, 2);
-  if (t) kl_lua__pin_tensor(L, 2, "g:constant");   /* read after allocations: finalizers */
+  if (t) kl_lua__pin_tensor(L, 2, "g:constant"); /* read after allocations: finalizers */
   kl_tensor *own = NULL;
   char err[512];
   if (t) {
@@ -130,15 +136,20 @@ static int g_constant(lua_State *L) {
       kl_dtype dt = kl_lua__opt_dtype(L, 3, t->dtype, what);
       if (dt != t->dtype) {
         own = kl_tensor_zeros(dt, t->rank, t->shape, NULL, err, sizeof err);
-        if (!own || kl_tensor_copy_into(own, t, err, sizeof err)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "%s", err); }
+        if (!own || kl_tensor_copy_into(own, t, err, sizeof err)) {
+          kl_tensor_release(own);
+          return kl_lua__rt_error(L, what, "%s", err);
+        }
         t = own;
       }
     }
   } else if (lua_type(L, 2) == LUA_TNUMBER) {
     kl_dtype dt = kl_lua__opt_dtype(L, 3, KL_DT_F32, what);
-    int isint; lua_Integer iv = lua_tointegerx(L, 2, &isint);
-    own = (kl_dtype_is_int(dt) && isint) ? kl_tensor_from_i64(dt, 0, NULL, NULL, (int64_t[]){ (int64_t)iv }, err, sizeof err)
-                                         : kl_tensor_from_f64(dt, 0, NULL, NULL, (double[]){ (double)lua_tonumber(L, 2) }, err, sizeof err);
+    int isint;
+    lua_Integer iv = lua_tointegerx(L, 2, &isint);
+    own = (kl_dtype_is_int(dt) && isint)
+        ? kl_tensor_from_i64(dt, 0, NULL, NULL, (int64_t[]){ (int64_t)iv }, err, sizeof err)
+        : kl_tensor_from_f64(dt, 0, NULL, NULL, (double[]){ (double)lua_tonumber(L, 2) }, err, sizeof err);
     if (!own) return kl_lua__rt_error(L, what, "%s", err);
     t = own;
   } else if (luaL_testudata(L, 2, KL_MT_TENSOR)) {
@@ -147,7 +158,10 @@ static int g_constant(lua_State *L) {
     return kl_lua__rt_error(L, what, "expected a tensor or a number, got a %s", luaL_typename(L, 2));
   }
   int64_t n = kl_tensor_numel(t);
-  if (n > (1 << 22)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "constant with %lld elements is too large (at most %d)", (long long)n, 1 << 22); }
+  if (n > (1 << 22)) {
+    kl_tensor_release(own);
+    return kl_lua__rt_error(L, what, "constant with %lld elements is too large (at most %d)", (long long)n, 1 << 22);
+  }
   const kl_attr **el = kl_lua__tmp(L, (size_t)(n ? n : 1) * sizeof *el);
   int64_t idx[KL_MAX_RANK];
   bool ints = kl_dtype_is_int(t->dtype);
@@ -157,9 +171,13 @@ static int g_constant(lua_State *L) {
   }
   const kl_type *elem = kl_type_scalar(ctx, (kl_type_kind)t->dtype);
   bool dense = kl_strides_to_perm(t->rank, t->shape, t->strides, NULL);
-  if (!kl_shape_check(t->rank, t->shape, NULL, err, sizeof err)) { kl_tensor_release(own); return kl_lua__rt_error(L, what, "%s", err); }
+  if (!kl_shape_check(t->rank, t->shape, NULL, err, sizeof err)) {
+    kl_tensor_release(own);
+    return kl_lua__rt_error(L, what, "%s", err);
+  }
   kl_lua__flush_diags(ctx);
-  const kl_type *ty = kl_type_tensor(ctx, elem, t->rank, t->shape, dense && !kl_tensor_is_row_major(t) ? t->strides : NULL);
+  const kl_type *ty = kl_type_tensor(ctx, elem, t->rank, t->shape,
+                                     dense && !kl_tensor_is_row_major(t) ? t->strides : NULL);
   kl_tensor_release(own);
   if (!ty) return kl_lua__diag_error(L, ctx, what, "invalid constant type");
   kl_named_attr a = { "value", kl_attr_array(ctx, (int)n, el) };
@@ -192,10 +210,13 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
     if (lua_type(L, -2) != LUA_TSTRING)
       kl_lua__rt_error(L, what, "inputs are given by param name ({x = tensor}); got a %s key", luaL_typename(L, -2));
     kl_tensor *t = kl_lua__test_tensor(L, -1);
-    if (!t && luaL_testudata(L, -1, KL_MT_TENSOR)) kl_lua__rt_error(L, what, "input '%s' is a tensor that has been released", lua_tostring(L, -2));
-    if (!t) kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2), luaL_typename(L, -1));
+    if (!t && luaL_testudata(L, -1, KL_MT_TENSOR))
+      kl_lua__rt_error(L, what, "input '%s' is a tensor that has been released", lua_tostring(L, -2));
+    if (!t)
+      kl_lua__rt_error(L, what, "input '%s' must be a kiln.tensor, got a %s", lua_tostring(L, -2),
+                       luaL_typename(L, -1));
     kl_lua__check_tensor(L, -1);
-    in[k].name = lua_tostring(L, -2);   /* the key string stays alive in the table */
+    in[k].name = lua_tostring(L, -2); /* the key string stays alive in the table */
     in[k].tensor = t;
     k++;
   }
@@ -207,8 +228,10 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
 static int g_eval(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   const char *what = "eval";
-  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:eval");   /* finalizers */
-  if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
+  lua_settop(L, 2);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "g:eval"); /* finalizers */
+  if (!lua_istable(L, 2))
+    return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   int nout = 0;
@@ -229,7 +252,10 @@ static int g_eval(lua_State *L) {
 /* _g.graph_of(value) -> graph func op or nil */
 static int g_graph_of(lua_State *L) {
   kl_value *v = kl_lua__test(L, 1, KL_LH_VALUE);
-  if (!v) { lua_pushnil(L); return 1; }
+  if (!v) {
+    lua_pushnil(L);
+    return 1;
+  }
   kl_lua__check(L, 1, KL_LH_VALUE);
   kl_op *g = kl_graph_of_value(v);
   int c = kl_lua__push_handle_ctxud(L, 1);
@@ -241,26 +267,35 @@ static int g_graph_of(lua_State *L) {
 static int g_params(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   int c = kl_lua__push_handle_ctxud(L, 1);
-  kl_lua__busy_guard(L, c, "g:params");   /* allocations: finalizers */
+  kl_lua__busy_guard(L, c, "g:params"); /* allocations: finalizers */
   lua_newtable(L);
   int i = 0;
   for (kl_op *o = kl_graph_body(g)->first; o; o = o->next) {
     if (!kl_graph_is_param(o)) continue;
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, kl_op_attr_string(o, "name")); lua_setfield(L, -2, "name");
-    kl_lua__push(L, c, KL_LH_VALUE, &o->results[0]); lua_setfield(L, -2, "value");
-    lua_pushstring(L, kl_type_str(o->results[0].type)); lua_setfield(L, -2, "type");
+    lua_pushstring(L, kl_op_attr_string(o, "name"));
+    lua_setfield(L, -2, "name");
+    kl_lua__push(L, c, KL_LH_VALUE, &o->results[0]);
+    lua_setfield(L, -2, "value");
+    lua_pushstring(L, kl_type_str(o->results[0].type));
+    lua_setfield(L, -2, "type");
     lua_rawseti(L, -2, ++i);
   }
   return 1;
 }
 
 /* _g.metatable(name) -> the registry metatable */
-static int g_metatable(lua_State *L) { luaL_getmetatable(L, luaL_checkstring(L, 1)); return 1; }
+static int g_metatable(lua_State *L) {
+  luaL_getmetatable(L, luaL_checkstring(L, 1));
+  return 1;
+}
 /* _g.raise(msg) — "file:line: error: msg" at the user's line */
 static int g_raise(lua_State *L) { return kl_lua__rt_error(L, NULL, "%s", luaL_checkstring(L, 1)); }
 /* _g.where() -> "file:line" of the user's line */
-static int g_where(lua_State *L) { kl_lua__push_where(L); return 1; }
+static int g_where(lua_State *L) {
+  kl_lua__push_where(L);
+  return 1;
+}
 
 /* ---- value props (tensor-typed values) ---- */
 static const kl_type *value_tensor_type(lua_State *L) {
@@ -269,14 +304,23 @@ static const kl_type *value_tensor_type(lua_State *L) {
 }
 static int vp_shape(lua_State *L) {
   const kl_type *t = value_tensor_type(L);
-  if (!t) { lua_pushnil(L); return 1; }
+  if (!t) {
+    lua_pushnil(L);
+    return 1;
+  }
   lua_createtable(L, t->rank, 0);
-  for (int i = 0; i < t->rank; i++) { lua_pushinteger(L, (lua_Integer)t->shape[i]); lua_rawseti(L, -2, i + 1); }
+  for (int i = 0; i < t->rank; i++) {
+    lua_pushinteger(L, (lua_Integer)t->shape[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 static int vp_rank(lua_State *L) {
   const kl_type *t = value_tensor_type(L);
-  if (t) lua_pushinteger(L, t->rank); else lua_pushnil(L);
+  if (t)
+    lua_pushinteger(L, t->rank);
+  else
+    lua_pushnil(L);
   return 1;
 }
 static int vp_dtype(lua_State *L) {
@@ -284,20 +328,24 @@ static int vp_dtype(lua_State *L) {
   const kl_type *t = v->type;
   if (t && (t->kind == KL_TY_TENSOR || t->kind == KL_TY_BUFFER || t->kind == KL_TY_VECTOR)) t = t->elem;
   const char *n = t ? kl_scalar_name(t->kind) : NULL;
-  if (n) lua_pushstring(L, n); else lua_pushnil(L);
+  if (n)
+    lua_pushstring(L, n);
+  else
+    lua_pushnil(L);
   return 1;
 }
 
 void kl_lua__open_graph(lua_State *L) {
   int mod = lua_gettop(L);
-  static const luaL_Reg g_fns[] = {
-    { "new", g_new }, { "build", g_build }, { "param", g_param }, { "constant", g_constant },
-    { "output", g_output }, { "eval", g_eval }, { "graph_of", g_graph_of }, { "params", g_params },
-    { "metatable", g_metatable }, { "raise", g_raise }, { "where", g_where }, { NULL, NULL }
-  };
+  static const luaL_Reg g_fns[] = { { "new", g_new },           { "build", g_build },   { "param", g_param },
+                                    { "constant", g_constant }, { "output", g_output }, { "eval", g_eval },
+                                    { "graph_of", g_graph_of }, { "params", g_params }, { "metatable", g_metatable },
+                                    { "raise", g_raise },       { "where", g_where },   { NULL, NULL } };
   luaL_newlib(L, g_fns);
   lua_setfield(L, mod, "_g");
-  static const luaL_Reg vprops[] = { { "shape", vp_shape }, { "rank", vp_rank }, { "dtype", vp_dtype }, { NULL, NULL } };
+  static const luaL_Reg vprops[] = {
+    { "shape", vp_shape }, { "rank", vp_rank }, { "dtype", vp_dtype }, { NULL, NULL }
+  };
   lua_getfield(L, mod, "props");
   if (lua_getfield(L, -1, "value") == LUA_TTABLE) luaL_setfuncs(L, vprops, 0);
   lua_pop(L, 2);

@@ -5,10 +5,17 @@
 #include <string.h>
 
 #define MT_BUSYGUARD "kiln.busyguard"
-typedef struct busy_guard { kl_ctx *ctx; kl_lua_busy prev; bool active; } busy_guard;
+typedef struct busy_guard {
+  kl_ctx *ctx;
+  kl_lua_busy prev;
+  bool active;
+} busy_guard;
 static int busy_guard_close(lua_State *L) {
   busy_guard *g = luaL_checkudata(L, 1, MT_BUSYGUARD);
-  if (g->active) { g->active = false; kl_lua__busy_leave(g->ctx, g->prev); }
+  if (g->active) {
+    g->active = false;
+    kl_lua__busy_leave(g->ctx, g->prev);
+  }
   return 0;
 }
 
@@ -31,7 +38,7 @@ static void *push_guard(lua_State *L, size_t n, const char *mt, lua_CFunction cl
 void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what) {
   ctxidx = lua_absindex(L, ctxidx);
   luaL_checkudata(L, ctxidx, KL_MT_CONTEXT);
-  busy_guard *g = push_guard(L, sizeof *g, MT_BUSYGUARD, busy_guard_close, ctxidx);   /* anchors the context userdata */
+  busy_guard *g = push_guard(L, sizeof *g, MT_BUSYGUARD, busy_guard_close, ctxidx); /* anchors the context userdata */
   /* checked after the allocations above: a finalizer they ran may have destroyed it */
   kl_ctx *ctx = g->ctx = kl_lua__check_ctx(L, ctxidx);
   g->prev = kl_lua__busy_enter(ctx, what, NULL);
@@ -40,10 +47,18 @@ void kl_lua__busy_guard(lua_State *L, int ctxidx, const char *what) {
 
 /* A pin guard: like the busy guard, for one object (its userdata at idx holds *pin). */
 #define MT_PINGUARD "kiln.pinguard"
-typedef struct pin_guard { kl_lua_pin *pin; const char *prev; bool active; } pin_guard;
+typedef struct pin_guard {
+  kl_lua_pin *pin;
+  const char *prev;
+  bool active;
+} pin_guard;
 static int pin_guard_close(lua_State *L) {
   pin_guard *g = luaL_checkudata(L, 1, MT_PINGUARD);
-  if (g->active) { g->active = false; g->pin->n--; g->pin->what = g->prev; }
+  if (g->active) {
+    g->active = false;
+    g->pin->n--;
+    g->pin->what = g->prev;
+  }
   return 0;
 }
 

@@ -7,16 +7,17 @@
 #include "lua/kiln_lua.h"
 #include <string.h>
 
-const char *const kl_lua__mt_names[KL_LH_NKINDS] = {
-  "kiln.op", "kiln.value", "kiln.block", "kiln.region", "kiln.type", "kiln.attr"
-};
+const char *const kl_lua__mt_names[KL_LH_NKINDS] = { "kiln.op",     "kiln.value", "kiln.block",
+                                                     "kiln.region", "kiln.type",  "kiln.attr" };
 
-typedef struct lh { const void *p; } lh;
+typedef struct lh {
+  const void *p;
+} lh;
 
 const char *kl_lua__type_name(lua_State *L, int idx) {
   if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) {
     const char *n = lua_tostring(L, -1);
-    lua_pop(L, 1);   /* the name stays alive in the metatable */
+    lua_pop(L, 1); /* the name stays alive in the metatable */
     return n;
   }
   return luaL_typename(L, idx);
@@ -29,7 +30,7 @@ void *kl_lua__test(lua_State *L, int idx, int kind) {
 static kl_lua_ctxud *handle_ctxud(lua_State *L, int idx) {
   lua_getiuservalue(L, idx, 1);
   kl_lua_ctxud *c = luaL_testudata(L, -1, KL_MT_CONTEXT);
-  lua_pop(L, 1);   /* still referenced by the handle */
+  lua_pop(L, 1); /* still referenced by the handle */
   if (!c) kl_lua__rt_error(L, "kiln", "not a kiln handle");
   if (!c->ctx) kl_lua__rt_error(L, "kiln", "the context of this handle has been destroyed");
   return c;
@@ -47,11 +48,17 @@ int kl_lua__push_handle_ctxud(lua_State *L, int idx) {
   return lua_gettop(L);
 }
 void kl_lua__push(lua_State *L, int ctxidx, int kind, const void *p) {
-  if (!p) { lua_pushnil(L); return; }
+  if (!p) {
+    lua_pushnil(L);
+    return;
+  }
   ctxidx = lua_absindex(L, ctxidx);
   luaL_checkstack(L, 4, "kiln");
   lua_getiuservalue(L, ctxidx, kind + 1);
-  if (lua_rawgetp(L, -1, p) != LUA_TNIL) { lua_remove(L, -2); return; }
+  if (lua_rawgetp(L, -1, p) != LUA_TNIL) {
+    lua_remove(L, -2);
+    return;
+  }
   lua_pop(L, 1);
   lh *h = lua_newuserdatauv(L, sizeof *h, 1);
   h->p = p;
@@ -79,10 +86,9 @@ kl_value *kl_lua__check_value_in(lua_State *L, int idx, kl_ctx *ctx) {
 }
 int kl_lua__handle_eq(lua_State *L) {
   bool eq = false;
-  if (lua_type(L, 1) == LUA_TUSERDATA && lua_type(L, 2) == LUA_TUSERDATA &&
-      lua_getmetatable(L, 1) && lua_getmetatable(L, 2)) {
-    eq = lua_rawequal(L, -1, -2) &&
-         ((lh *)lua_touserdata(L, 1))->p == ((lh *)lua_touserdata(L, 2))->p;
+  if (lua_type(L, 1) == LUA_TUSERDATA && lua_type(L, 2) == LUA_TUSERDATA && lua_getmetatable(L, 1) &&
+      lua_getmetatable(L, 2)) {
+    eq = lua_rawequal(L, -1, -2) && ((lh *)lua_touserdata(L, 1))->p == ((lh *)lua_touserdata(L, 2))->p;
   }
   lua_pushboolean(L, eq);
   return 1;
@@ -94,14 +100,17 @@ void kl_lua__push_like(lua_State *L, int from, int kind, const void *p) {
   kl_lua__push(L, c, kind, p);
   lua_remove(L, c);
 }
-int kl_lua__opt_index(lua_State *L, int idx, int n) {   /* 1-based Lua index -> 0-based, -1 if out of range */
+int kl_lua__opt_index(lua_State *L, int idx, int n) { /* 1-based Lua index -> 0-based, -1 if out of range */
   lua_Integer i = luaL_checkinteger(L, idx);
   return (i >= 1 && i <= n) ? (int)(i - 1) : -1;
 }
 int kl_lua__push_values(lua_State *L, int from, int n, kl_value *(*get)(void *, int), void *obj) {
   int c = kl_lua__push_handle_ctxud(L, from);
   lua_createtable(L, n, 0);
-  for (int i = 0; i < n; i++) { kl_lua__push(L, c, KL_LH_VALUE, get(obj, i)); lua_rawseti(L, -2, i + 1); }
+  for (int i = 0; i < n; i++) {
+    kl_lua__push(L, c, KL_LH_VALUE, get(obj, i));
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 /* Types and attributes are interned per context: equal text means equal value, also

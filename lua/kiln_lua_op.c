@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OP(i)     ((kl_op *)kl_lua__check(L, (i), KL_LH_OP))
+#define OP(i) ((kl_op *)kl_lua__check(L, (i), KL_LH_OP))
 
 static int op_tostring(lua_State *L) {
   char *s = kl_print_op(OP(1), 0);
@@ -22,15 +22,19 @@ static int op_tostring(lua_State *L) {
 static unsigned print_flags(lua_State *L, int idx) {
   unsigned f = 0;
   if (lua_istable(L, idx)) {
-    lua_getfield(L, idx, "generic"); if (lua_toboolean(L, -1)) f |= KL_PRINT_GENERIC;
-    lua_getfield(L, idx, "locs"); if (lua_toboolean(L, -1)) f |= KL_PRINT_LOCS;
+    lua_getfield(L, idx, "generic");
+    if (lua_toboolean(L, -1)) f |= KL_PRINT_GENERIC;
+    lua_getfield(L, idx, "locs");
+    if (lua_toboolean(L, -1)) f |= KL_PRINT_LOCS;
     lua_pop(L, 2);
-  } else if (!lua_isnoneornil(L, idx)) luaL_typeerror(L, idx, "table {generic=, locs=}");
+  } else if (!lua_isnoneornil(L, idx))
+    luaL_typeerror(L, idx, "table {generic=, locs=}");
   return f;
 }
 static int op_print(lua_State *L) {
   kl_op *op = OP(1);
-  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:print");   /* options: metamethods */
+  lua_settop(L, 2);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:print"); /* options: metamethods */
   char *s = kl_print_op(op, print_flags(L, 2));
   lua_pushstring(L, s);
   free(s);
@@ -48,28 +52,45 @@ static int op_verify(lua_State *L) {
 static kl_value *get_operand(void *o, int i) { return ((kl_op *)o)->opnds[i].value; }
 static kl_value *get_result(void *o, int i) { return &((kl_op *)o)->results[i]; }
 
-static int op_operands(lua_State *L) { kl_op *op = OP(1); return kl_lua__push_values(L, 1, op->nopnds, get_operand, op); }
-static int op_results(lua_State *L) { kl_op *op = OP(1); return kl_lua__push_values(L, 1, op->nresults, get_result, op); }
+static int op_operands(lua_State *L) {
+  kl_op *op = OP(1);
+  return kl_lua__push_values(L, 1, op->nopnds, get_operand, op);
+}
+static int op_results(lua_State *L) {
+  kl_op *op = OP(1);
+  return kl_lua__push_values(L, 1, op->nresults, get_result, op);
+}
 static int op_operand(lua_State *L) {
-  kl_op *op = OP(1); int i = kl_lua__opt_index(L, 2, op->nopnds);
+  kl_op *op = OP(1);
+  int i = kl_lua__opt_index(L, 2, op->nopnds);
   kl_lua__push_like(L, 1, KL_LH_VALUE, i < 0 ? NULL : op->opnds[i].value);
   return 1;
 }
 static int op_result(lua_State *L) {
-  kl_op *op = OP(1); int i = lua_isnoneornil(L, 2) ? (op->nresults ? 0 : -1) : kl_lua__opt_index(L, 2, op->nresults);
+  kl_op *op = OP(1);
+  int i = lua_isnoneornil(L, 2) ? (op->nresults ? 0 : -1) : kl_lua__opt_index(L, 2, op->nresults);
   kl_lua__push_like(L, 1, KL_LH_VALUE, i < 0 ? NULL : &op->results[i]);
   return 1;
 }
 static int push_types(lua_State *L, int from, int n, const kl_type *(*get)(kl_op *, int), kl_op *op) {
   int c = kl_lua__push_handle_ctxud(L, from);
   lua_createtable(L, n, 0);
-  for (int i = 0; i < n; i++) { kl_lua__push(L, c, KL_LH_TYPE, get(op, i)); lua_rawseti(L, -2, i + 1); }
+  for (int i = 0; i < n; i++) {
+    kl_lua__push(L, c, KL_LH_TYPE, get(op, i));
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 static const kl_type *operand_type(kl_op *op, int i) { return op->opnds[i].value ? op->opnds[i].value->type : NULL; }
 static const kl_type *result_type(kl_op *op, int i) { return op->results[i].type; }
-static int op_operand_types(lua_State *L) { kl_op *op = OP(1); return push_types(L, 1, op->nopnds, operand_type, op); }
-static int op_result_types(lua_State *L) { kl_op *op = OP(1); return push_types(L, 1, op->nresults, result_type, op); }
+static int op_operand_types(lua_State *L) {
+  kl_op *op = OP(1);
+  return push_types(L, 1, op->nopnds, operand_type, op);
+}
+static int op_result_types(lua_State *L) {
+  kl_op *op = OP(1);
+  return push_types(L, 1, op->nresults, result_type, op);
+}
 
 static int op_attr(lua_State *L) {
   kl_op *op = OP(1);
@@ -88,8 +109,10 @@ static int op_attrs_impl(lua_State *L, bool handles) {
   int c = kl_lua__push_handle_ctxud(L, 1);
   lua_createtable(L, 0, op->nattrs);
   for (int i = 0; i < op->nattrs; i++) {
-    if (handles) kl_lua__push(L, c, KL_LH_ATTR, op->attrs[i].value);
-    else kl_lua__push_attr_value(L, c, op->attrs[i].value);
+    if (handles)
+      kl_lua__push(L, c, KL_LH_ATTR, op->attrs[i].value);
+    else
+      kl_lua__push_attr_value(L, c, op->attrs[i].value);
     lua_setfield(L, -2, op->attrs[i].name);
   }
   return 1;
@@ -101,8 +124,10 @@ void kl_lua__set_attr(lua_State *L, kl_op *op, const char *name, int vidx) {
   const kl_attr *a = kl_lua__toattr(L, vidx, op->ctx);
   kl_rewriter *rw = kl_lua__active_rw(op->ctx);
   name = kl_intern(op->ctx, name);
-  if (rw) kl_rewriter_set_attr(rw, op, name, a);
-  else kl_op_set_attr(op, name, a);
+  if (rw)
+    kl_rewriter_set_attr(rw, op, name, a);
+  else
+    kl_op_set_attr(op, name, a);
 }
 static int op_set_attr(lua_State *L) {
   kl_lua__set_attr(L, OP(1), luaL_checkstring(L, 2), 3);
@@ -119,20 +144,27 @@ static int op_regions(lua_State *L) {
   kl_op *op = OP(1);
   int c = kl_lua__push_handle_ctxud(L, 1);
   lua_createtable(L, op->nregions, 0);
-  for (int i = 0; i < op->nregions; i++) { kl_lua__push(L, c, KL_LH_REGION, &op->regions[i]); lua_rawseti(L, -2, i + 1); }
+  for (int i = 0; i < op->nregions; i++) {
+    kl_lua__push(L, c, KL_LH_REGION, &op->regions[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 static int op_region(lua_State *L) {
-  kl_op *op = OP(1); int i = lua_isnoneornil(L, 2) ? (op->nregions ? 0 : -1) : kl_lua__opt_index(L, 2, op->nregions);
+  kl_op *op = OP(1);
+  int i = lua_isnoneornil(L, 2) ? (op->nregions ? 0 : -1) : kl_lua__opt_index(L, 2, op->nregions);
   kl_lua__push_like(L, 1, KL_LH_REGION, i < 0 ? NULL : &op->regions[i]);
   return 1;
 }
-static int op_body(lua_State *L) {   /* entry block of region 1 */
+static int op_body(lua_State *L) { /* entry block of region 1 */
   kl_op *op = OP(1);
   kl_lua__push_like(L, 1, KL_LH_BLOCK, op->nregions ? op->regions[0].first : NULL);
   return 1;
 }
-static int op_parent(lua_State *L) { kl_lua__push_like(L, 1, KL_LH_OP, kl_op_parent_op(OP(1))); return 1; }
+static int op_parent(lua_State *L) {
+  kl_lua__push_like(L, 1, KL_LH_OP, kl_op_parent_op(OP(1)));
+  return 1;
+}
 
 /* Every result's uses must lie inside op itself. */
 static bool results_used_outside(kl_op *op) {
@@ -146,18 +178,25 @@ int kl_lua__erase(lua_State *L, kl_op *op) {
   if (results_used_outside(op))
     return kl_lua__rt_error(L, "kiln", "cannot erase '%s': its results still have uses", op->name);
   if (rw) {
-    if (!op->block) return kl_lua__rt_error(L, "kiln", "cannot erase '%s' inside a pattern: it is not in the IR", op->name);
+    if (!op->block)
+      return kl_lua__rt_error(L, "kiln", "cannot erase '%s' inside a pattern: it is not in the IR", op->name);
     kl_rewriter_erase_op(rw, op);
-  } else if (kl_op_erase(op) != KL_OK) return kl_lua__diag_error(L, op->ctx, "erase", "erase failed");
+  } else if (kl_op_erase(op) != KL_OK)
+    return kl_lua__diag_error(L, op->ctx, "erase", "erase failed");
   return 0;
 }
 static int op_erase(lua_State *L) { return kl_lua__erase(L, OP(1)); }
 
 static bool has_null_operand(kl_op *op) {
-  int n; kl_op **ops = kl_collect_ops(op, &n);
+  int n;
+  kl_op **ops = kl_collect_ops(op, &n);
   bool bad = false;
   for (int k = 0; k < n && !bad; k++)
-    for (int i = 0; i < ops[k]->nopnds; i++) if (!ops[k]->opnds[i].value) { bad = true; break; }
+    for (int i = 0; i < ops[k]->nopnds; i++)
+      if (!ops[k]->opnds[i].value) {
+        bad = true;
+        break;
+      }
   free(ops);
   return bad;
 }
@@ -177,20 +216,28 @@ void kl_lua__place(lua_State *L, kl_op *op, int where, kl_op *anchor, kl_block *
     kl_lua__rt_error(L, "kiln", "cannot insert '%s': it (or an op nested in it) has been erased", op->name);
   kl_rewriter *rw = kl_lua__active_rw(op->ctx);
   if (op->block) kl_op_unlink(op);
-  if (rw) {   /* the pattern's insertion point is put back afterwards (rewrite.h) */
+  if (rw) { /* the pattern's insertion point is put back afterwards (rewrite.h) */
     kl_insertion_point saved = kl_rewriter_save_insertion(rw);
-    if (where == KL_LUA_AT_BEFORE) kl_rewriter_set_insertion_before(rw, anchor);
-    else if (where == KL_LUA_AT_AFTER) kl_rewriter_set_insertion_after(rw, anchor);
-    else if (where == KL_LUA_AT_START && block->first) kl_rewriter_set_insertion_before(rw, block->first);
-    else kl_rewriter_set_insertion_end(rw, block);
+    if (where == KL_LUA_AT_BEFORE)
+      kl_rewriter_set_insertion_before(rw, anchor);
+    else if (where == KL_LUA_AT_AFTER)
+      kl_rewriter_set_insertion_after(rw, anchor);
+    else if (where == KL_LUA_AT_START && block->first)
+      kl_rewriter_set_insertion_before(rw, block->first);
+    else
+      kl_rewriter_set_insertion_end(rw, block);
     kl_rewriter_insert(rw, op);
     kl_rewriter_restore_insertion(rw, saved);
     return;
   }
-  if (where == KL_LUA_AT_BEFORE) kl_op_insert_before(anchor, op);
-  else if (where == KL_LUA_AT_AFTER) kl_op_insert_after(anchor, op);
-  else if (where == KL_LUA_AT_START && block->first) kl_op_insert_before(block->first, op);
-  else kl_block_push_op(block, op);
+  if (where == KL_LUA_AT_BEFORE)
+    kl_op_insert_before(anchor, op);
+  else if (where == KL_LUA_AT_AFTER)
+    kl_op_insert_after(anchor, op);
+  else if (where == KL_LUA_AT_START && block->first)
+    kl_op_insert_before(block->first, op);
+  else
+    kl_block_push_op(block, op);
 }
 static int op_insert_at(lua_State *L, int where) {
   kl_op *op = OP(1);
@@ -203,17 +250,23 @@ static int op_insert_before(lua_State *L) { return op_insert_at(L, KL_LUA_AT_BEF
 static int op_insert_after(lua_State *L) { return op_insert_at(L, KL_LUA_AT_AFTER); }
 static int op_detach(lua_State *L) {
   kl_op *op = OP(1);
-  if (kl_lua__active_rw(op->ctx)) return kl_lua__rt_error(L, "kiln", "op:detach() is not allowed inside a pattern (use rw:erase or rw:replace)");
+  if (kl_lua__active_rw(op->ctx))
+    return kl_lua__rt_error(L, "kiln", "op:detach() is not allowed inside a pattern (use rw:erase or rw:replace)");
   kl_op_unlink(op);
   lua_settop(L, 1);
   return 1;
 }
-static int op_clone(lua_State *L) { kl_lua__push_like(L, 1, KL_LH_OP, kl_op_clone(OP(1), NULL)); return 1; }
+static int op_clone(lua_State *L) {
+  kl_lua__push_like(L, 1, KL_LH_OP, kl_op_clone(OP(1), NULL));
+  return 1;
+}
 
 static void set_operand(lua_State *L, kl_op *op, int i, kl_value *v) {
   kl_rewriter *rw = kl_lua__active_rw(op->ctx);
-  if (rw) kl_rewriter_set_operand(rw, op, i, v);
-  else kl_op_set_operand(op, i, v);
+  if (rw)
+    kl_rewriter_set_operand(rw, op, i, v);
+  else
+    kl_op_set_operand(op, i, v);
 }
 static int op_set_operand(lua_State *L) {
   kl_op *op = OP(1);
@@ -225,12 +278,17 @@ static int op_set_operand(lua_State *L) {
 }
 static int op_set_operands(lua_State *L) {
   kl_op *op = OP(1);
-  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:set_operands");   /* the list: metamethods */
+  lua_settop(L, 2);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:set_operands"); /* the list: metamethods */
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 2);
   if (n < 0 || n > (1 << 20)) return luaL_argerror(L, 2, "too many operands");
   kl_value **vals = kl_lua__tmp(L, (size_t)n * sizeof *vals);
-  for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 2, i); vals[i - 1] = kl_lua__check_value_in(L, -1, op->ctx); lua_pop(L, 1); }
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 2, i);
+    vals[i - 1] = kl_lua__check_value_in(L, -1, op->ctx);
+    lua_pop(L, 1);
+  }
   kl_rewriter *rw = kl_lua__active_rw(op->ctx);
   if (rw) kl_rewriter_modify_start(rw, op);
   kl_op_set_operands(op, (int)n, vals);
@@ -248,16 +306,23 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx) {
   if (other) {
     kl_lua__check_op_in(L, idx, op->ctx);
     if (other->nresults != op->nresults)
-      kl_lua__rt_error(L, "kiln", "'%s' has %d results but its replacement '%s' has %d", op->name, op->nresults, other->name, other->nresults);
+      kl_lua__rt_error(L, "kiln", "'%s' has %d results but its replacement '%s' has %d", op->name, op->nresults,
+                       other->name, other->nresults);
     for (int i = 0; i < op->nresults; i++) vals[i] = &other->results[i];
   } else if (kl_lua__test(L, idx, KL_LH_VALUE)) {
-    if (op->nresults != 1) kl_lua__rt_error(L, "kiln", "'%s' has %d results; pass a table of values", op->name, op->nresults);
+    if (op->nresults != 1)
+      kl_lua__rt_error(L, "kiln", "'%s' has %d results; pass a table of values", op->name, op->nresults);
     vals[0] = kl_lua__check_value_in(L, idx, op->ctx);
   } else {
     luaL_checktype(L, idx, LUA_TTABLE);
     if (luaL_len(L, idx) != op->nresults)
-      kl_lua__rt_error(L, "kiln", "'%s' has %d results but %d replacement values were given", op->name, op->nresults, (int)luaL_len(L, idx));
-    for (int i = 0; i < op->nresults; i++) { lua_geti(L, idx, i + 1); vals[i] = kl_lua__check_value_in(L, -1, op->ctx); lua_pop(L, 1); }
+      kl_lua__rt_error(L, "kiln", "'%s' has %d results but %d replacement values were given", op->name, op->nresults,
+                       (int)luaL_len(L, idx));
+    for (int i = 0; i < op->nresults; i++) {
+      lua_geti(L, idx, i + 1);
+      vals[i] = kl_lua__check_value_in(L, -1, op->ctx);
+      lua_pop(L, 1);
+    }
   }
   for (int i = 0; i < op->nresults; i++)
     if (vals[i]->def && kl_op_is_ancestor(op, vals[i]->def))
@@ -266,56 +331,81 @@ kl_value **kl_lua__replacements(lua_State *L, kl_op *op, int idx) {
 }
 static int op_replace_all_uses_with(lua_State *L) {
   kl_op *op = OP(1);
-  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:replace_all_uses_with");   /* the list: metamethods */
+  lua_settop(L, 2);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:replace_all_uses_with"); /* the list: metamethods */
   kl_value **vals = kl_lua__replacements(L, op, 2);
   kl_rewriter *rw = kl_lua__active_rw(op->ctx);
   for (int i = 0; i < op->nresults; i++) {
-    if (rw) kl_rewriter_replace_all_uses(rw, &op->results[i], vals[i]);
-    else kl_value_replace_all_uses(&op->results[i], vals[i]);
+    if (rw)
+      kl_rewriter_replace_all_uses(rw, &op->results[i], vals[i]);
+    else
+      kl_value_replace_all_uses(&op->results[i], vals[i]);
   }
   return 0;
 }
-static int op_replace_with(lua_State *L) {   /* replace uses, then erase */
+static int op_replace_with(lua_State *L) { /* replace uses, then erase */
   kl_op *op = OP(1);
-  lua_settop(L, 2); kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:replace_with");   /* the list: metamethods */
+  lua_settop(L, 2);
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, 1), "op:replace_with"); /* the list: metamethods */
   kl_value **vals = kl_lua__replacements(L, op, 2);
   kl_rewriter *rw = kl_lua__active_rw(op->ctx);
   if (rw) {
-    if (!op->block) return kl_lua__rt_error(L, "kiln", "cannot replace '%s' inside a pattern: it is not in the IR", op->name);
+    if (!op->block)
+      return kl_lua__rt_error(L, "kiln", "cannot replace '%s' inside a pattern: it is not in the IR", op->name);
     kl_rewriter_replace_op(rw, op, vals);
     return 0;
   }
   for (int i = 0; i < op->nresults; i++) kl_value_replace_all_uses(&op->results[i], vals[i]);
   return kl_lua__erase(L, op);
 }
-static int op_users(lua_State *L) { kl_op *op = OP(1); return kl_lua__push_users(L, 1, op->results, op->nresults); }
+static int op_users(lua_State *L) {
+  kl_op *op = OP(1);
+  return kl_lua__push_users(L, 1, op->results, op->nresults);
+}
 
-static const struct { const char *name; unsigned bit; } trait_names[] = {
-  { "pure", KL_TRAIT_PURE }, { "terminator", KL_TRAIT_TERMINATOR }, { "view", KL_TRAIT_VIEW },
-  { "fusing", KL_TRAIT_FUSING }, { "isolated", KL_TRAIT_ISOLATED }, { "commutative", KL_TRAIT_COMMUTATIVE },
-  { "constant", KL_TRAIT_CONSTANT }, { "symbol", KL_TRAIT_SYMBOL }, { "same_types", KL_TRAIT_SAME_TYPES },
-  { "no_terminator", KL_TRAIT_NO_TERMINATOR }, { "elementwise", KL_TRAIT_ELEMENTWISE },
-  { "invertible_view", KL_TRAIT_INVERTIBLE_VIEW }, { "gemm_anchor", KL_TRAIT_GEMM_ANCHOR }, { NULL, 0 }
-};
+static const struct {
+  const char *name;
+  unsigned bit;
+} trait_names[] = { { "pure", KL_TRAIT_PURE },
+                    { "terminator", KL_TRAIT_TERMINATOR },
+                    { "view", KL_TRAIT_VIEW },
+                    { "fusing", KL_TRAIT_FUSING },
+                    { "isolated", KL_TRAIT_ISOLATED },
+                    { "commutative", KL_TRAIT_COMMUTATIVE },
+                    { "constant", KL_TRAIT_CONSTANT },
+                    { "symbol", KL_TRAIT_SYMBOL },
+                    { "same_types", KL_TRAIT_SAME_TYPES },
+                    { "no_terminator", KL_TRAIT_NO_TERMINATOR },
+                    { "elementwise", KL_TRAIT_ELEMENTWISE },
+                    { "invertible_view", KL_TRAIT_INVERTIBLE_VIEW },
+                    { "gemm_anchor", KL_TRAIT_GEMM_ANCHOR },
+                    { NULL, 0 } };
 static int op_has_trait(lua_State *L) {
   kl_op *op = OP(1);
   const char *t = luaL_checkstring(L, 2);
   for (int i = 0; trait_names[i].name; i++)
-    if (!strcmp(trait_names[i].name, t)) { lua_pushboolean(L, kl_op_has_trait(op, trait_names[i].bit)); return 1; }
-  return luaL_argerror(L, 2, "unknown trait (pure, terminator, view, fusing, isolated, commutative, constant, symbol, same_types, no_terminator, "
-                           "elementwise, invertible_view, gemm_anchor)");
+    if (!strcmp(trait_names[i].name, t)) {
+      lua_pushboolean(L, kl_op_has_trait(op, trait_names[i].bit));
+      return 1;
+    }
+  return luaL_argerror(L, 2,
+                       "unknown trait (pure, terminator, view, fusing, isolated, commutative, constant, symbol, "
+                       "same_types, no_terminator, "
+                       "elementwise, invertible_view, gemm_anchor)");
 }
 static int op_is_ancestor_of(lua_State *L) {
-  kl_op *op = OP(1); kl_op *o = kl_lua__check_op_in(L, 2, op->ctx);
+  kl_op *op = OP(1);
+  kl_op *o = kl_lua__check_op_in(L, 2, op->ctx);
   lua_pushboolean(L, kl_op_is_ancestor(op, o));
   return 1;
 }
 static int op_is_before(lua_State *L) {
-  kl_op *op = OP(1); kl_op *o = kl_lua__check_op_in(L, 2, op->ctx);
+  kl_op *op = OP(1);
+  kl_op *o = kl_lua__check_op_in(L, 2, op->ctx);
   lua_pushboolean(L, op->block && op->block == o->block && kl_op_is_before_in_block(op, o));
   return 1;
 }
-static int op_lookup(lua_State *L) {   /* symbol lookup in a module */
+static int op_lookup(lua_State *L) { /* symbol lookup in a module */
   kl_op *op = OP(1);
   kl_lua__push_like(L, 1, KL_LH_OP, kl_module_lookup(op, luaL_checkstring(L, 2)));
   return 1;
@@ -324,7 +414,11 @@ static int op_lookup(lua_State *L) {   /* symbol lookup in a module */
 /* walk(fn [, opts]): pre-order (or opts.order == "post") over op and everything nested
  * in it; fn(op) may return "skip" (pre-order: do not visit its regions) or "stop". The
  * next op is read before fn runs, so fn may erase the op it is given. */
-typedef struct { int fn, ctxud; bool post; const char *name; } walk_st;
+typedef struct {
+  int fn, ctxud;
+  bool post;
+  const char *name;
+} walk_st;
 static int walk_call(lua_State *L, walk_st *w, kl_op *op) {
   if (w->name && strcmp(op->name, w->name) != 0) return 0;
   lua_pushvalue(L, w->fn);
@@ -335,7 +429,7 @@ static int walk_call(lua_State *L, walk_st *w, kl_op *op) {
   lua_pop(L, 1);
   return res;
 }
-static bool walk_rec(lua_State *L, walk_st *w, kl_op *op, int depth) {   /* true = stop */
+static bool walk_rec(lua_State *L, walk_st *w, kl_op *op, int depth) { /* true = stop */
   luaL_checkstack(L, 8, "kiln: walk nested too deeply");
   if (depth > 10000) kl_lua__rt_error(L, "kiln", "walk nested too deeply");
   if (!w->post) {
@@ -355,33 +449,73 @@ static int op_walk(lua_State *L) {
   kl_op *op = OP(1);
   walk_st w = { 0 };
   int fn = 2, o = 3;
-  if (lua_type(L, 2) == LUA_TSTRING) { w.name = lua_tostring(L, 2); fn = 3; o = 4; }   /* walk("name", fn) */
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    w.name = lua_tostring(L, 2);
+    fn = 3;
+    o = 4;
+  } /* walk("name", fn) */
   luaL_checktype(L, fn, LUA_TFUNCTION);
   w.fn = fn;
   if (lua_istable(L, o)) {
     lua_getfield(L, o, "order");
     w.post = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "post");
     lua_getfield(L, o, "name");
-    if (lua_type(L, -1) == LUA_TSTRING) w.name = lua_tostring(L, -1);   /* anchored by opts */
+    if (lua_type(L, -1) == LUA_TSTRING) w.name = lua_tostring(L, -1); /* anchored by opts */
     lua_pop(L, 2);
-  } else if (lua_type(L, o) == LUA_TSTRING) w.post = !strcmp(lua_tostring(L, o), "post");
+  } else if (lua_type(L, o) == LUA_TSTRING)
+    w.post = !strcmp(lua_tostring(L, o), "post");
   w.ctxud = kl_lua__push_handle_ctxud(L, 1);
   kl_lua__busy_guard(L, w.ctxud, "op:walk");
   lua_pushboolean(L, !walk_rec(L, &w, op, 0));
   return 1;
 }
 
-static int op_p_name(lua_State *L) { lua_pushstring(L, OP(1)->name); return 1; }
-static int op_p_loc(lua_State *L) { kl_lua__push_loc(L, OP(1)->loc); return 1; }
-static int op_p_ctx(lua_State *L) { OP(1); kl_lua__push_handle_ctxud(L, 1); return 1; }
-static int op_p_block(lua_State *L) { kl_lua__push_like(L, 1, KL_LH_BLOCK, OP(1)->block); return 1; }
-static int op_p_next(lua_State *L) { kl_lua__push_like(L, 1, KL_LH_OP, OP(1)->next); return 1; }
-static int op_p_prev(lua_State *L) { kl_lua__push_like(L, 1, KL_LH_OP, OP(1)->prev); return 1; }
-static int op_p_num_operands(lua_State *L) { lua_pushinteger(L, OP(1)->nopnds); return 1; }
-static int op_p_num_results(lua_State *L) { lua_pushinteger(L, OP(1)->nresults); return 1; }
-static int op_p_num_regions(lua_State *L) { lua_pushinteger(L, OP(1)->nregions); return 1; }
-static int op_p_registered(lua_State *L) { lua_pushboolean(L, OP(1)->def != NULL); return 1; }
-static int op_p_summary(lua_State *L) { kl_op *op = OP(1); lua_pushstring(L, op->def ? op->def->summary : NULL); return 1; }
+static int op_p_name(lua_State *L) {
+  lua_pushstring(L, OP(1)->name);
+  return 1;
+}
+static int op_p_loc(lua_State *L) {
+  kl_lua__push_loc(L, OP(1)->loc);
+  return 1;
+}
+static int op_p_ctx(lua_State *L) {
+  OP(1);
+  kl_lua__push_handle_ctxud(L, 1);
+  return 1;
+}
+static int op_p_block(lua_State *L) {
+  kl_lua__push_like(L, 1, KL_LH_BLOCK, OP(1)->block);
+  return 1;
+}
+static int op_p_next(lua_State *L) {
+  kl_lua__push_like(L, 1, KL_LH_OP, OP(1)->next);
+  return 1;
+}
+static int op_p_prev(lua_State *L) {
+  kl_lua__push_like(L, 1, KL_LH_OP, OP(1)->prev);
+  return 1;
+}
+static int op_p_num_operands(lua_State *L) {
+  lua_pushinteger(L, OP(1)->nopnds);
+  return 1;
+}
+static int op_p_num_results(lua_State *L) {
+  lua_pushinteger(L, OP(1)->nresults);
+  return 1;
+}
+static int op_p_num_regions(lua_State *L) {
+  lua_pushinteger(L, OP(1)->nregions);
+  return 1;
+}
+static int op_p_registered(lua_State *L) {
+  lua_pushboolean(L, OP(1)->def != NULL);
+  return 1;
+}
+static int op_p_summary(lua_State *L) {
+  kl_op *op = OP(1);
+  lua_pushstring(L, op->def ? op->def->summary : NULL);
+  return 1;
+}
 static int op_set_loc(lua_State *L) {
   kl_op *op = OP(1);
   op->loc = kl_lua__toloc(L, 2, op->ctx);
@@ -389,8 +523,12 @@ static int op_set_loc(lua_State *L) {
   return 1;
 }
 
-static void conv_value(lua_State *L, int idx, kl_ctx *ctx, void *out) { *(kl_value **)out = kl_lua__check_value_in(L, idx, ctx); }
-static void conv_type(lua_State *L, int idx, kl_ctx *ctx, void *out) { *(const kl_type **)out = kl_lua__totype(L, idx, ctx); }
+static void conv_value(lua_State *L, int idx, kl_ctx *ctx, void *out) {
+  *(kl_value **)out = kl_lua__check_value_in(L, idx, ctx);
+}
+static void conv_type(lua_State *L, int idx, kl_ctx *ctx, void *out) {
+  *(const kl_type **)out = kl_lua__totype(L, idx, ctx);
+}
 
 /* Reads field `name` of the table at idx: nil (0 entries), a list, or a single item;
  * each item converted by conv into a GC-managed array left on the stack (*out). */
@@ -402,12 +540,14 @@ static int read_list(lua_State *L, int idx, const char *name, kl_ctx *ctx, size_
   lua_Integer n = t == LUA_TTABLE ? luaL_len(L, list) : 1;
   if (n < 0 || n > (1 << 20)) kl_lua__rt_error(L, "kiln", "too many %s", name);
   char *arr = kl_lua__tmp(L, (size_t)n * elem);
-  if (t != LUA_TTABLE) conv(L, list, ctx, arr);
-  else for (lua_Integer i = 1; i <= n; i++) {
-    lua_geti(L, list, i);
-    conv(L, -1, ctx, arr + (size_t)(i - 1) * elem);
-    lua_pop(L, 1);
-  }
+  if (t != LUA_TTABLE)
+    conv(L, list, ctx, arr);
+  else
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, list, i);
+      conv(L, -1, ctx, arr + (size_t)(i - 1) * elem);
+      lua_pop(L, 1);
+    }
   *out = arr;
   return (int)n;
 }
@@ -425,7 +565,8 @@ kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx) {
   const kl_type **types = NULL;
   int nres = read_list(L, idx, "results", ctx, sizeof *types, conv_type, (void **)&types);
   /* attributes */
-  int nattr = 0; kl_named_attr *attrs = NULL;
+  int nattr = 0;
+  kl_named_attr *attrs = NULL;
   if (lua_getfield(L, idx, "attrs") != LUA_TNIL) {
     int t = lua_gettop(L);
     luaL_checktype(L, t, LUA_TTABLE);
@@ -456,26 +597,55 @@ kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx) {
 
 void kl_lua__open_op(lua_State *L) {
   int mod = lua_gettop(L);
-  static const luaL_Reg handle_meta_op[] = { { "__tostring", op_tostring }, { "__eq", kl_lua__handle_eq }, { NULL, NULL } };
-  static const luaL_Reg op_methods[] = {
-    { "print", op_print }, { "verify", op_verify }, { "walk", op_walk },
-    { "operands", op_operands }, { "operand", op_operand }, { "results", op_results }, { "result", op_result },
-    { "operand_types", op_operand_types }, { "result_types", op_result_types },
-    { "attr", op_attr }, { "attribute", op_attribute }, { "attrs", op_attrs }, { "attributes", op_attributes },
-    { "set_attr", op_set_attr }, { "remove_attr", op_remove_attr },
-    { "regions", op_regions }, { "region", op_region }, { "body", op_body }, { "parent", op_parent },
-    { "erase", op_erase }, { "insert_before", op_insert_before }, { "insert_after", op_insert_after },
-    { "detach", op_detach }, { "clone", op_clone },
-    { "set_operand", op_set_operand }, { "set_operands", op_set_operands },
-    { "replace_all_uses_with", op_replace_all_uses_with }, { "replace_with", op_replace_with },
-    { "users", op_users }, { "has_trait", op_has_trait }, { "is_ancestor_of", op_is_ancestor_of },
-    { "is_before", op_is_before }, { "lookup", op_lookup }, { "set_loc", op_set_loc }, { NULL, NULL }
-  };
-  static const luaL_Reg op_props[] = {
-    { "name", op_p_name }, { "loc", op_p_loc }, { "ctx", op_p_ctx }, { "block", op_p_block },
-    { "next", op_p_next }, { "prev", op_p_prev }, { "num_operands", op_p_num_operands },
-    { "num_results", op_p_num_results }, { "num_regions", op_p_num_regions },
-    { "registered", op_p_registered }, { "summary", op_p_summary }, { NULL, NULL }
-  };
+  static const luaL_Reg handle_meta_op[] = { { "__tostring", op_tostring },
+                                             { "__eq", kl_lua__handle_eq },
+                                             { NULL, NULL } };
+  static const luaL_Reg op_methods[] = { { "print", op_print },
+                                         { "verify", op_verify },
+                                         { "walk", op_walk },
+                                         { "operands", op_operands },
+                                         { "operand", op_operand },
+                                         { "results", op_results },
+                                         { "result", op_result },
+                                         { "operand_types", op_operand_types },
+                                         { "result_types", op_result_types },
+                                         { "attr", op_attr },
+                                         { "attribute", op_attribute },
+                                         { "attrs", op_attrs },
+                                         { "attributes", op_attributes },
+                                         { "set_attr", op_set_attr },
+                                         { "remove_attr", op_remove_attr },
+                                         { "regions", op_regions },
+                                         { "region", op_region },
+                                         { "body", op_body },
+                                         { "parent", op_parent },
+                                         { "erase", op_erase },
+                                         { "insert_before", op_insert_before },
+                                         { "insert_after", op_insert_after },
+                                         { "detach", op_detach },
+                                         { "clone", op_clone },
+                                         { "set_operand", op_set_operand },
+                                         { "set_operands", op_set_operands },
+                                         { "replace_all_uses_with", op_replace_all_uses_with },
+                                         { "replace_with", op_replace_with },
+                                         { "users", op_users },
+                                         { "has_trait", op_has_trait },
+                                         { "is_ancestor_of", op_is_ancestor_of },
+                                         { "is_before", op_is_before },
+                                         { "lookup", op_lookup },
+                                         { "set_loc", op_set_loc },
+                                         { NULL, NULL } };
+  static const luaL_Reg op_props[] = { { "name", op_p_name },
+                                       { "loc", op_p_loc },
+                                       { "ctx", op_p_ctx },
+                                       { "block", op_p_block },
+                                       { "next", op_p_next },
+                                       { "prev", op_p_prev },
+                                       { "num_operands", op_p_num_operands },
+                                       { "num_results", op_p_num_results },
+                                       { "num_regions", op_p_num_regions },
+                                       { "registered", op_p_registered },
+                                       { "summary", op_p_summary },
+                                       { NULL, NULL } };
   kl_lua__class(L, mod, kl_lua__mt_names[KL_LH_OP], "op", op_methods, op_props, handle_meta_op);
 }

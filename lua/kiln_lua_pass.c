@@ -10,20 +10,24 @@
 #include <string.h>
 
 #define MT_PM         "kiln.passmanager"
-#define REG_LUAPASSES "kiln.luapasses"   /* name -> {fn=, summary=, options={...}} */
+#define REG_LUAPASSES "kiln.luapasses" /* name -> {fn=, summary=, options={...}} */
 
 /* ------------------------------------------------------------ Lua passes ---- */
-typedef struct pass_call { kl_op *module; const kl_pass_options *opts; const kl_pass_info *info; } pass_call;
+typedef struct pass_call {
+  kl_op *module;
+  const kl_pass_options *opts;
+  const kl_pass_info *info;
+} pass_call;
 
 static void push_pass_options(lua_State *L, const kl_pass_info *info, const kl_pass_options *opts) {
   lua_createtable(L, 0, info->noptions);
   for (int i = 0; i < info->noptions; i++) {
     const kl_pass_option *o = &info->options[i];
     switch (o->kind) {
-    case KL_OPT_INT: lua_pushinteger(L, (lua_Integer)kl_pass_opt_int(opts, o->name)); break;
-    case KL_OPT_FLOAT: lua_pushnumber(L, kl_pass_opt_float(opts, o->name)); break;
-    case KL_OPT_BOOL: lua_pushboolean(L, kl_pass_opt_bool(opts, o->name)); break;
-    default: lua_pushstring(L, kl_pass_opt_string(opts, o->name)); break;
+      case KL_OPT_INT: lua_pushinteger(L, (lua_Integer)kl_pass_opt_int(opts, o->name)); break;
+      case KL_OPT_FLOAT: lua_pushnumber(L, kl_pass_opt_float(opts, o->name)); break;
+      case KL_OPT_BOOL: lua_pushboolean(L, kl_pass_opt_bool(opts, o->name)); break;
+      default: lua_pushstring(L, kl_pass_opt_string(opts, o->name)); break;
     }
     lua_setfield(L, -2, o->name);
   }
@@ -47,7 +51,8 @@ static int pass_tramp(lua_State *L) {
 static kl_status finish_lua_call(lua_State *L, int rc, kl_ctx *ctx, kl_loc loc, const char *what, const char *name) {
   if (rc != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
-    return kl_emit_error(ctx, loc, "%s '%s' raised an error: %s", what, name, msg ? msg : "(error object is not a string)");
+    return kl_emit_error(ctx, loc, "%s '%s' raised an error: %s", what, name,
+                         msg ? msg : "(error object is not a string)");
   }
   if (lua_type(L, -2) == LUA_TBOOLEAN && !lua_toboolean(L, -2)) {
     const char *msg = lua_tostring(L, -1);
@@ -96,12 +101,18 @@ static void register_in(lua_State *L, kl_ctx *ctx, const char *name, int idx) {
   kl_pass_option *o = kl_arena_alloc(a, (size_t)(n ? n : 1) * sizeof *o);
   for (int i = 0; i < n; i++) {
     lua_geti(L, -1, i + 1);
-    lua_getfield(L, -1, "name"); o[i].name = kl_arena_strdup(a, lua_tostring(L, -1));
+    lua_getfield(L, -1, "name");
+    o[i].name = kl_arena_strdup(a, lua_tostring(L, -1));
     lua_getfield(L, -2, "kind");
     const char *k = lua_tostring(L, -1);
-    o[i].kind = !strcmp(k, "int") ? KL_OPT_INT : !strcmp(k, "float") ? KL_OPT_FLOAT : !strcmp(k, "bool") ? KL_OPT_BOOL : KL_OPT_STRING;
-    lua_getfield(L, -3, "default"); o[i].default_value = kl_arena_strdup(a, lua_tostring(L, -1));
-    lua_getfield(L, -4, "help"); o[i].help = kl_arena_strdup(a, lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+    o[i].kind = !strcmp(k, "int") ? KL_OPT_INT
+        : !strcmp(k, "float")     ? KL_OPT_FLOAT
+        : !strcmp(k, "bool")      ? KL_OPT_BOOL
+                                  : KL_OPT_STRING;
+    lua_getfield(L, -3, "default");
+    o[i].default_value = kl_arena_strdup(a, lua_tostring(L, -1));
+    lua_getfield(L, -4, "help");
+    o[i].help = kl_arena_strdup(a, lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
     lua_pop(L, 5);
   }
   lua_pop(L, 1);
@@ -113,7 +124,10 @@ static void register_in(lua_State *L, kl_ctx *ctx, const char *name, int idx) {
 }
 
 void kl_lua__register_lua_passes(lua_State *L, kl_ctx *ctx) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, REG_LUAPASSES) != LUA_TTABLE) { lua_pop(L, 1); return; }
+  if (lua_getfield(L, LUA_REGISTRYINDEX, REG_LUAPASSES) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
   for (lua_pushnil(L); lua_next(L, -2); lua_pop(L, 1)) register_in(L, ctx, lua_tostring(L, -2), -1);
   lua_pop(L, 1);
 }
@@ -125,38 +139,51 @@ static int l_register_pass(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TFUNCTION);
   for (const char *p = name; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+          *p == '.'))
       return luaL_argerror(L, 1, "pass names may use letters, digits, '-', '_' and '.'");
   if (!*name) return luaL_argerror(L, 1, "empty pass name");
   lua_createtable(L, 0, 3);
   int e = lua_gettop(L);
-  lua_pushvalue(L, 2); lua_setfield(L, e, "fn");
-  if (lua_type(L, 3) == LUA_TSTRING) { lua_pushvalue(L, 3); lua_setfield(L, e, "summary"); }
+  lua_pushvalue(L, 2);
+  lua_setfield(L, e, "fn");
+  if (lua_type(L, 3) == LUA_TSTRING) {
+    lua_pushvalue(L, 3);
+    lua_setfield(L, e, "summary");
+  }
   lua_newtable(L);
   int opts = lua_gettop(L);
   if (lua_istable(L, 3)) {
-    lua_getfield(L, 3, "summary"); lua_setfield(L, e, "summary");
+    lua_getfield(L, 3, "summary");
+    lua_setfield(L, e, "summary");
     if (lua_getfield(L, 3, "options") == LUA_TTABLE) {
       lua_Integer n = luaL_len(L, -1);
       for (lua_Integer i = 1; i <= n; i++) {
         lua_geti(L, -1, i);
-        if (!lua_istable(L, -1)) return kl_lua__rt_error(L, "kiln.register_pass", "options[%d] must be a table {name=, kind=, default=, help=}", (int)i);
+        if (!lua_istable(L, -1))
+          return kl_lua__rt_error(L, "kiln.register_pass",
+                                  "options[%d] must be a table {name=, kind=, default=, help=}", (int)i);
         lua_createtable(L, 0, 4);
-        if (lua_getfield(L, -2, "name") != LUA_TSTRING) return kl_lua__rt_error(L, "kiln.register_pass", "options[%d].name must be a string", (int)i);
+        if (lua_getfield(L, -2, "name") != LUA_TSTRING)
+          return kl_lua__rt_error(L, "kiln.register_pass", "options[%d].name must be a string", (int)i);
         lua_setfield(L, -2, "name");
         lua_getfield(L, -2, "kind");
         const char *k = luaL_optstring(L, -1, "string");
         if (strcmp(k, "int") && strcmp(k, "float") && strcmp(k, "bool") && strcmp(k, "string"))
-          return kl_lua__rt_error(L, "kiln.register_pass", "options[%d].kind must be int, float, bool or string", (int)i);
-        lua_pushstring(L, k); lua_setfield(L, -3, "kind");
+          return kl_lua__rt_error(L, "kiln.register_pass", "options[%d].kind must be int, float, bool or string",
+                                  (int)i);
+        lua_pushstring(L, k);
+        lua_setfield(L, -3, "kind");
         lua_pop(L, 1);
         lua_getfield(L, -2, "default");
         if (lua_isnil(L, -1)) {
           lua_pop(L, 1);
           lua_pushstring(L, !strcmp(k, "bool") ? "false" : !strcmp(k, "string") ? "" : "0");
-        } else luaL_tolstring(L, -1, NULL), lua_remove(L, -2);
+        } else
+          luaL_tolstring(L, -1, NULL), lua_remove(L, -2);
         lua_setfield(L, -2, "default");
-        lua_getfield(L, -2, "help"); lua_setfield(L, -2, "help");
+        lua_getfield(L, -2, "help");
+        lua_setfield(L, -2, "help");
         lua_rawseti(L, opts, (lua_Integer)luaL_len(L, opts) + 1);
         lua_pop(L, 1);
       }
@@ -182,8 +209,9 @@ static int l_register_pass(lua_State *L) {
 static int cmp_info(const void *a, const void *b) {
   return strcmp((*(const kl_pass_info *const *)a)->name, (*(const kl_pass_info *const *)b)->name);
 }
-static int l_passes(lua_State *L) {   /* {name=, summary=, lua=, options={...}} sorted by name */
-  int first; int c = kl_lua__ctx_arg(L, &first);
+static int l_passes(lua_State *L) { /* {name=, summary=, lua=, options={...}} sorted by name */
+  int first;
+  int c = kl_lua__ctx_arg(L, &first);
   kl_ctx *ctx = kl_lua__check_ctx(L, c);
   int n = kl_pass_count(ctx);
   const kl_pass_info **v = kl_lua__tmp(L, (size_t)n * sizeof *v);
@@ -192,17 +220,24 @@ static int l_passes(lua_State *L) {   /* {name=, summary=, lua=, options={...}} 
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     lua_createtable(L, 0, 4);
-    lua_pushstring(L, v[i]->name); lua_setfield(L, -2, "name");
-    lua_pushstring(L, v[i]->summary); lua_setfield(L, -2, "summary");
-    lua_pushboolean(L, v[i]->run == lua_pass_run); lua_setfield(L, -2, "lua");
+    lua_pushstring(L, v[i]->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, v[i]->summary);
+    lua_setfield(L, -2, "summary");
+    lua_pushboolean(L, v[i]->run == lua_pass_run);
+    lua_setfield(L, -2, "lua");
     lua_createtable(L, v[i]->noptions, 0);
     for (int k = 0; k < v[i]->noptions; k++) {
       const kl_pass_option *o = &v[i]->options[k];
       lua_createtable(L, 0, 4);
-      lua_pushstring(L, o->name); lua_setfield(L, -2, "name");
-      lua_pushstring(L, opt_kind_name(o->kind)); lua_setfield(L, -2, "kind");
-      lua_pushstring(L, o->default_value); lua_setfield(L, -2, "default");
-      lua_pushstring(L, o->help); lua_setfield(L, -2, "help");
+      lua_pushstring(L, o->name);
+      lua_setfield(L, -2, "name");
+      lua_pushstring(L, opt_kind_name(o->kind));
+      lua_setfield(L, -2, "kind");
+      lua_pushstring(L, o->default_value);
+      lua_setfield(L, -2, "default");
+      lua_pushstring(L, o->help);
+      lua_setfield(L, -2, "help");
       lua_rawseti(L, -2, k + 1);
     }
     lua_setfield(L, -2, "options");
@@ -212,21 +247,36 @@ static int l_passes(lua_State *L) {   /* {name=, summary=, lua=, options={...}} 
 }
 
 /* ---------------------------------------------------------- run_pipeline ---- */
-typedef struct pm_box { kl_pass_manager *pm; } pm_box;
+typedef struct pm_box {
+  kl_pass_manager *pm;
+} pm_box;
 static int pm_gc(lua_State *L) {
   pm_box *b = luaL_checkudata(L, 1, MT_PM);
-  if (b->pm) { kl_pass_manager_destroy(b->pm); b->pm = NULL; }
+  if (b->pm) {
+    kl_pass_manager_destroy(b->pm);
+    b->pm = NULL;
+  }
   return 0;
 }
 
 typedef struct pipe_st {
   lua_State *L;
-  int tb, fns, ctxud, on_ir;   /* stack slots; on_ir 0 = print to stderr */
+  int tb, fns, ctxud, on_ir; /* stack slots; on_ir 0 = print to stderr */
   kl_ctx *ctx;
   bool ir_failed;
 } pipe_st;
-typedef struct pipe_cb { pipe_st *st; int fn; const char *name; kl_loc loc; } pipe_cb;
-typedef struct cb_call { pipe_cb *cb; kl_op *module; const char *pass; const char *text; } cb_call;
+typedef struct pipe_cb {
+  pipe_st *st;
+  int fn;
+  const char *name;
+  kl_loc loc;
+} pipe_cb;
+typedef struct cb_call {
+  pipe_cb *cb;
+  kl_op *module;
+  const char *pass;
+  const char *text;
+} cb_call;
 
 /* Runs in its own frame: args (call, fn, context ud). */
 static int cb_tramp(lua_State *L) {
@@ -238,7 +288,7 @@ static int cb_tramp(lua_State *L) {
 }
 static kl_status pipe_callback(kl_op *module, void *user) {
   pipe_cb *cb = user;
-  lua_State *L = cb->st->L;   /* the frame of l_run_pipeline: its slots are valid */
+  lua_State *L = cb->st->L; /* the frame of l_run_pipeline: its slots are valid */
   if (!lua_checkstack(L, 16)) return kl_emit_error(module->ctx, cb->loc, "Lua pass '%s': Lua stack overflow", cb->name);
   int top = lua_gettop(L);
   cb_call c = { cb, module, NULL, NULL };
@@ -265,7 +315,10 @@ static int ir_tramp(lua_State *L) {
 }
 static void ir_callback(const char *pass, const char *text, void *user) {
   pipe_st *st = user;
-  if (!st->on_ir) { fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass, text); return; }
+  if (!st->on_ir) {
+    fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass, text);
+    return;
+  }
   lua_State *L = st->L;
   if (st->ir_failed || !lua_checkstack(L, 16)) return;
   int top = lua_gettop(L);
@@ -290,10 +343,13 @@ static void add_lua_fn(lua_State *L, kl_pass_manager *pm, pipe_st *st, int *nfn,
   lua_pushvalue(L, -1);
   lua_getinfo(L, ">S", &ar);
   pipe_cb *cb = kl_lua__tmp(L, sizeof *cb);
-  lua_rawsetp(L, st->fns, cb);   /* anchor the callback record */
+  lua_rawsetp(L, st->fns, cb); /* anchor the callback record */
   lua_rawseti(L, st->fns, ++*nfn);
   char buf[256];
-  if (!name) { snprintf(buf, sizeof buf, "lua@%s:%d", ar.short_src, ar.linedefined); name = buf; }
+  if (!name) {
+    snprintf(buf, sizeof buf, "lua@%s:%d", ar.short_src, ar.linedefined);
+    name = buf;
+  }
   const char *file = (ar.source[0] == '@' || ar.source[0] == '=') ? ar.source + 1 : ar.short_src;
   *cb = (pipe_cb){ st, *nfn, kl_intern(st->ctx, name), kl_loc_make(st->ctx, file, ar.linedefined, 0) };
   kl_pass_manager_add_callback(pm, cb->name, pipe_callback, cb);
@@ -303,23 +359,33 @@ static void add_lua_fn(lua_State *L, kl_pass_manager *pm, pipe_st *st, int *nfn,
  * verify_ms=, total_ms=, text=}; "(verifier)" and "(total)" lines fill the totals. */
 static void push_timing(lua_State *L, const char *text) {
   lua_createtable(L, 0, 4);
-  lua_pushstring(L, text); lua_setfield(L, -2, "text");
+  lua_pushstring(L, text);
+  lua_setfield(L, -2, "text");
   lua_newtable(L);
-  int n = 0; double total = 0, verify = 0; bool have_total = false;
+  int n = 0;
+  double total = 0, verify = 0;
+  bool have_total = false;
   for (const char *line = text; *line;) {
     const char *end = strchr(line, '\n');
     size_t len = end ? (size_t)(end - line) : strlen(line);
     char buf[512];
     if (len >= sizeof buf) len = sizeof buf - 1;
-    memcpy(buf, line, len); buf[len] = 0;
-    char name[256]; double ms;
+    memcpy(buf, line, len);
+    buf[len] = 0;
+    char name[256];
+    double ms;
     if (sscanf(buf, " %255s %lf", name, &ms) == 2) {
-      if (!strcmp(name, "(total)")) { total = ms; have_total = true; }
-      else if (!strcmp(name, "(verifier)")) verify = ms;
+      if (!strcmp(name, "(total)")) {
+        total = ms;
+        have_total = true;
+      } else if (!strcmp(name, "(verifier)"))
+        verify = ms;
       else {
         lua_createtable(L, 0, 2);
-        lua_pushstring(L, name); lua_setfield(L, -2, "name");
-        lua_pushnumber(L, ms); lua_setfield(L, -2, "ms");
+        lua_pushstring(L, name);
+        lua_setfield(L, -2, "name");
+        lua_pushnumber(L, ms);
+        lua_setfield(L, -2, "ms");
         lua_rawseti(L, -2, ++n);
         if (!have_total) total += ms;
       }
@@ -328,8 +394,10 @@ static void push_timing(lua_State *L, const char *text) {
     line = end + 1;
   }
   lua_setfield(L, -2, "passes");
-  lua_pushnumber(L, verify); lua_setfield(L, -2, "verify_ms");
-  lua_pushnumber(L, have_total ? total : total + verify); lua_setfield(L, -2, "total_ms");
+  lua_pushnumber(L, verify);
+  lua_setfield(L, -2, "verify_ms");
+  lua_pushnumber(L, have_total ? total : total + verify);
+  lua_setfield(L, -2, "total_ms");
 }
 
 /* run_pipeline(module, "a,b{k=v}" | {entries...} [, {print_ir_after="all"|"a,b"|{names},
@@ -343,16 +411,21 @@ static int l_run_pipeline(lua_State *L) {
   lua_settop(L, 3);
   if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
   int ctxud = kl_lua__push_handle_ctxud(L, 1);
-  kl_lua__busy_guard(L, ctxud, "run_pipeline");   /* metamethods of the arguments, callbacks */
-  lua_pushcfunction(L, kl_lua_traceback); int tb = lua_gettop(L);
-  lua_newtable(L); int fns = lua_gettop(L);
+  kl_lua__busy_guard(L, ctxud, "run_pipeline"); /* metamethods of the arguments, callbacks */
+  lua_pushcfunction(L, kl_lua_traceback);
+  int tb = lua_gettop(L);
+  lua_newtable(L);
+  int fns = lua_gettop(L);
   pm_box *box = lua_newuserdatauv(L, sizeof *box, 0);
   box->pm = NULL;
   luaL_setmetatable(L, MT_PM);
   int on_ir = 0;
   if (lua_istable(L, 3)) {
-    if (lua_getfield(L, 3, "on_ir") != LUA_TNIL) { luaL_checktype(L, -1, LUA_TFUNCTION); on_ir = lua_gettop(L); }
-    else lua_pop(L, 1);
+    if (lua_getfield(L, 3, "on_ir") != LUA_TNIL) {
+      luaL_checktype(L, -1, LUA_TFUNCTION);
+      on_ir = lua_gettop(L);
+    } else
+      lua_pop(L, 1);
   }
   pipe_st st = { L, tb, fns, ctxud, on_ir, ctx, false };
   box->pm = kl_pass_manager_create(ctx);
@@ -360,37 +433,48 @@ static int l_run_pipeline(lua_State *L) {
   kl_lua__flush_diags(ctx);
   int nfn = 0;
   kl_status s = KL_OK;
-  if (lua_type(L, 2) == LUA_TSTRING) s = kl_pass_manager_add_pipeline(pm, lua_tostring(L, 2));
+  if (lua_type(L, 2) == LUA_TSTRING)
+    s = kl_pass_manager_add_pipeline(pm, lua_tostring(L, 2));
   else if (lua_istable(L, 2)) {
     lua_Integer n = luaL_len(L, 2);
     for (lua_Integer i = 1; i <= n && s == KL_OK; i++) {
       int t = lua_geti(L, 2, i);
-      if (t == LUA_TSTRING) s = kl_pass_manager_add_pipeline(pm, lua_tostring(L, -1));
-      else if (t == LUA_TFUNCTION) { add_lua_fn(L, pm, &st, &nfn, NULL); continue; }
-      else if (t == LUA_TTABLE) {
+      if (t == LUA_TSTRING)
+        s = kl_pass_manager_add_pipeline(pm, lua_tostring(L, -1));
+      else if (t == LUA_TFUNCTION) {
+        add_lua_fn(L, pm, &st, &nfn, NULL);
+        continue;
+      } else if (t == LUA_TTABLE) {
         lua_getfield(L, -1, "name");
         const char *name = lua_isstring(L, -1) ? kl_intern(ctx, lua_tostring(L, -1)) : NULL;
         lua_pop(L, 1);
-        if (lua_getfield(L, -1, "run") != LUA_TFUNCTION) return kl_lua__rt_error(L, "kiln", "pipeline[%d].run must be a function", (int)i);
+        if (lua_getfield(L, -1, "run") != LUA_TFUNCTION)
+          return kl_lua__rt_error(L, "kiln", "pipeline[%d].run must be a function", (int)i);
         add_lua_fn(L, pm, &st, &nfn, name);
-      } else return kl_lua__rt_error(L, "kiln", "pipeline[%d] is a %s; expected a pass string, a function or {name=, run=}",
-                               (int)i, luaL_typename(L, -1));
+      } else
+        return kl_lua__rt_error(L, "kiln", "pipeline[%d] is a %s; expected a pass string, a function or {name=, run=}",
+                                (int)i, luaL_typename(L, -1));
       lua_pop(L, 1);
     }
-  } else return luaL_typeerror(L, 2, "pipeline string or table");
+  } else
+    return luaL_typeerror(L, 2, "pipeline string or table");
   if (s != KL_OK) return kl_lua__diag_error(L, ctx, "run_pipeline", "invalid pipeline");
 
   bool verify = true;
   const char *which = NULL;
   if (lua_istable(L, 3)) {
-    lua_getfield(L, 3, "verify"); if (!lua_isnil(L, -1)) verify = lua_toboolean(L, -1);
-    lua_getfield(L, 3, "verify_each"); if (!lua_isnil(L, -1)) verify = lua_toboolean(L, -1);
+    lua_getfield(L, 3, "verify");
+    if (!lua_isnil(L, -1)) verify = lua_toboolean(L, -1);
+    lua_getfield(L, 3, "verify_each");
+    if (!lua_isnil(L, -1)) verify = lua_toboolean(L, -1);
     int t = lua_getfield(L, 3, "print_ir_after");
-    if (t == LUA_TSTRING) which = kl_intern(ctx, lua_tostring(L, -1));
+    if (t == LUA_TSTRING)
+      which = kl_intern(ctx, lua_tostring(L, -1));
     else if (t == LUA_TTABLE) {
       int tt = lua_gettop(L);
       lua_Integer n = luaL_len(L, tt);
-      luaL_Buffer b; luaL_buffinit(L, &b);   /* may push a placeholder: tt first */
+      luaL_Buffer b;
+      luaL_buffinit(L, &b); /* may push a placeholder: tt first */
       for (lua_Integer i = 1; i <= n; i++) {
         if (i > 1) luaL_addchar(&b, ',');
         lua_geti(L, tt, i);
@@ -400,7 +484,8 @@ static int l_run_pipeline(lua_State *L) {
       luaL_pushresult(&b);
       which = kl_intern(ctx, lua_tostring(L, -1));
       lua_pop(L, 1);
-    } else if (t == LUA_TBOOLEAN && lua_toboolean(L, -1)) which = "all";
+    } else if (t == LUA_TBOOLEAN && lua_toboolean(L, -1))
+      which = "all";
     lua_pop(L, 3);
     if (!which && on_ir) which = "all";
   }
@@ -428,7 +513,10 @@ static int l_run_pipeline(lua_State *L) {
 }
 
 void kl_lua__open_pass(lua_State *L) {
-  if (luaL_newmetatable(L, MT_PM)) { lua_pushcfunction(L, pm_gc); lua_setfield(L, -2, "__gc"); }
+  if (luaL_newmetatable(L, MT_PM)) {
+    lua_pushcfunction(L, pm_gc);
+    lua_setfield(L, -2, "__gc");
+  }
   lua_pop(L, 1);
   if (lua_getfield(L, LUA_REGISTRYINDEX, REG_LUAPASSES) == LUA_TNIL) {
     lua_newtable(L);

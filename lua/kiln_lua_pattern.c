@@ -18,10 +18,12 @@ static int l_pattern(lua_State *L) {
   lua_newuserdatauv(L, 1, 1);
   luaL_setmetatable(L, MT_PATTERN);
   lua_createtable(L, 0, 4);
-  if (lua_getfield(L, 1, "rewrite") != LUA_TFUNCTION) return kl_lua__rt_error(L, "kiln.pattern", "'rewrite' must be a function(op, rw)");
+  if (lua_getfield(L, 1, "rewrite") != LUA_TFUNCTION)
+    return kl_lua__rt_error(L, "kiln.pattern", "'rewrite' must be a function(op, rw)");
   lua_setfield(L, -2, "rewrite");
   int t = lua_getfield(L, 1, "root");
-  if (t != LUA_TNIL && t != LUA_TSTRING) return kl_lua__rt_error(L, "kiln.pattern", "'root' must be an op name (or nil for any op)");
+  if (t != LUA_TNIL && t != LUA_TSTRING)
+    return kl_lua__rt_error(L, "kiln.pattern", "'root' must be an op name (or nil for any op)");
   lua_setfield(L, -2, "root");
   lua_getfield(L, 1, "benefit");
   lua_Integer benefit = luaL_optinteger(L, -1, 1);
@@ -61,12 +63,20 @@ static int pattern_tostring(lua_State *L) {
 /* ------------------------------------------------------- apply_patterns ---- */
 typedef struct apply_st {
   lua_State *L;
-  int fns, ctxud, tb, rwud;   /* stack slots of the apply call */
+  int fns, ctxud, tb, rwud; /* stack slots of the apply call */
   kl_lua_ctxstate *cst;
-  bool failed;                /* a Lua rewrite function raised an error */
+  bool failed; /* a Lua rewrite function raised an error */
 } apply_st;
-typedef struct lua_pat { kl_pattern pat; apply_st *st; int fn; } lua_pat;
-typedef struct pat_call { lua_pat *lp; kl_op *op; bool changed; } pat_call;
+typedef struct lua_pat {
+  kl_pattern pat;
+  apply_st *st;
+  int fn;
+} lua_pat;
+typedef struct pat_call {
+  lua_pat *lp;
+  kl_op *op;
+  bool changed;
+} pat_call;
 
 /* Runs in its own frame: args (call, rewrite fn, context ud, rewriter ud). */
 static int pattern_tramp(lua_State *L) {
@@ -82,7 +92,7 @@ static int pattern_tramp(lua_State *L) {
 static bool lua_pattern_fn(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   lua_pat *lp = pat->user;
   apply_st *st = lp->st;
-  lua_State *L = st->L;   /* runs in the frame of l_apply_patterns: its slots are valid */
+  lua_State *L = st->L; /* runs in the frame of l_apply_patterns: its slots are valid */
   if (st->failed) return false;
   if (!lua_checkstack(L, 16)) {
     st->failed = true;
@@ -90,9 +100,10 @@ static bool lua_pattern_fn(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     return false;
   }
   kl_lua_rwud *r = lua_touserdata(L, st->rwud);
-  r->rw = rw; r->root = op;
+  r->rw = rw;
+  r->root = op;
   st->cst->rw = rw;
-  kl_rewriter_set_insertion_before(rw, op);   /* the drivers already did; explicit for the pattern */
+  kl_rewriter_set_insertion_before(rw, op); /* the drivers already did; explicit for the pattern */
   pat_call c = { lp, op, false };
   int top = lua_gettop(L);
   /* none of these pushes allocates, so nothing can raise outside the pcall */
@@ -104,12 +115,14 @@ static bool lua_pattern_fn(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_lua_busy prev = kl_lua__busy_enter(op->ctx, "Lua pattern", pat->name);
   int rc = lua_pcall(L, 4, 0, st->tb);
   kl_lua__busy_leave(op->ctx, prev);
-  r->rw = NULL; r->root = NULL;
+  r->rw = NULL;
+  r->root = NULL;
   st->cst->rw = NULL;
   if (rc != LUA_OK) {
     const char *msg = lua_tostring(L, -1);
     st->failed = true;
-    kl_rewriter_fail(rw, op->loc, "Lua pattern '%s' raised an error: %s", pat->name, msg ? msg : "(error object is not a string)");
+    kl_rewriter_fail(rw, op->loc, "Lua pattern '%s' raised an error: %s", pat->name,
+                     msg ? msg : "(error object is not a string)");
   }
   lua_settop(L, top);
   return rc == LUA_OK && c.changed;
@@ -117,7 +130,8 @@ static bool lua_pattern_fn(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
 
 /* Adds a registered C pattern unless already present. */
 static void add_c_pattern(const kl_pattern **arr, int *np, const kl_pattern *p) {
-  for (int i = 0; i < *np; i++) if (arr[i] == p) return;
+  for (int i = 0; i < *np; i++)
+    if (arr[i] == p) return;
   arr[(*np)++] = p;
 }
 
@@ -129,18 +143,20 @@ static int l_apply_patterns(lua_State *L) {
   kl_ctx *ctx = root->ctx;
   kl_lua_ctxstate *cst = kl_lua__check_not_rewriting(L, ctx, "apply_patterns");
   lua_settop(L, 3);
-  if (!lua_istable(L, 2) || luaL_testudata(L, 2, MT_PATTERN)) {   /* a single pattern */
+  if (!lua_istable(L, 2) || luaL_testudata(L, 2, MT_PATTERN)) { /* a single pattern */
     lua_createtable(L, 1, 0);
     lua_pushvalue(L, 2);
     lua_rawseti(L, -2, 1);
     lua_replace(L, 2);
   }
   if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
-  int ctxud = kl_lua__push_handle_ctxud(L, 1);                 /* 4 */
-  kl_lua__busy_guard(L, ctxud, "apply_patterns");                 /* 5: metamethods, patterns */
-  lua_pushcfunction(L, kl_lua_traceback); int tb = lua_gettop(L);  /* 6 */
-  lua_newtable(L); int fns = lua_gettop(L);                       /* 7 */
-  kl_lua__push_rewriter(L, ctxud);                                /* 8 */
+  int ctxud = kl_lua__push_handle_ctxud(L, 1);    /* 4 */
+  kl_lua__busy_guard(L, ctxud, "apply_patterns"); /* 5: metamethods, patterns */
+  lua_pushcfunction(L, kl_lua_traceback);
+  int tb = lua_gettop(L); /* 6 */
+  lua_newtable(L);
+  int fns = lua_gettop(L);         /* 7 */
+  kl_lua__push_rewriter(L, ctxud); /* 8 */
   int rwud = lua_gettop(L);
 
   lua_Integer n = luaL_len(L, 2);
@@ -153,7 +169,8 @@ static int l_apply_patterns(lua_State *L) {
   for (lua_Integer i = 1; i <= n; i++) {
     int t = lua_geti(L, 2, i);
     if (t == LUA_TSTRING) {
-      size_t len; const char *name = lua_tolstring(L, -1, &len);
+      size_t len;
+      const char *name = lua_tolstring(L, -1, &len);
       if (len && name[len - 1] == '*') {
         for (int k = 0; k < ncp; k++) {
           const kl_pattern *p = kl_pattern_at(ctx, k);
@@ -161,7 +178,8 @@ static int l_apply_patterns(lua_State *L) {
         }
       } else {
         const kl_pattern *p = kl_lookup_pattern(ctx, name);
-        if (!p) return kl_lua__rt_error(L, "kiln", "unknown pattern '%s' (kiln.patterns() lists the registered ones)", name);
+        if (!p)
+          return kl_lua__rt_error(L, "kiln", "unknown pattern '%s' (kiln.patterns() lists the registered ones)", name);
         add_c_pattern(arr, &np, p);
       }
     } else {
@@ -188,14 +206,15 @@ static int l_apply_patterns(lua_State *L) {
         lua_replace(L, -5);
         lua_pop(L, 3);
       } else {
-        return kl_lua__rt_error(L, "kiln", "patterns[%d] is a %s; expected a kiln.pattern, a function or a pattern name",
-                          (int)i, luaL_typename(L, -1));
+        return kl_lua__rt_error(L, "kiln",
+                                "patterns[%d] is a %s; expected a kiln.pattern, a function or a pattern name", (int)i,
+                                luaL_typename(L, -1));
       }
       lp->pat.fn = lua_pattern_fn;
       lp->pat.user = lp;
       lp->st = &st;
       lp->fn = ++nl;
-      lua_rawseti(L, fns, nl);   /* the rewrite function */
+      lua_rawseti(L, fns, nl); /* the rewrite function */
       arr[np++] = &lp->pat;
     }
     lua_pop(L, 1);
@@ -204,11 +223,16 @@ static int l_apply_patterns(lua_State *L) {
   kl_greedy_config cfg = kl_greedy_default();
   bool walk = false;
   if (lua_istable(L, 3)) {
-    lua_getfield(L, 3, "walk"); walk = lua_toboolean(L, -1);
-    lua_getfield(L, 3, "max_iterations"); if (!lua_isnil(L, -1)) cfg.max_iterations = (int)luaL_checkinteger(L, -1);
-    lua_getfield(L, 3, "max_rewrites"); if (!lua_isnil(L, -1)) cfg.max_rewrites = (int)luaL_checkinteger(L, -1);
-    lua_getfield(L, 3, "fold"); if (!lua_isnil(L, -1)) cfg.fold = lua_toboolean(L, -1);
-    lua_getfield(L, 3, "remove_dead"); if (!lua_isnil(L, -1)) cfg.remove_dead = lua_toboolean(L, -1);
+    lua_getfield(L, 3, "walk");
+    walk = lua_toboolean(L, -1);
+    lua_getfield(L, 3, "max_iterations");
+    if (!lua_isnil(L, -1)) cfg.max_iterations = (int)luaL_checkinteger(L, -1);
+    lua_getfield(L, 3, "max_rewrites");
+    if (!lua_isnil(L, -1)) cfg.max_rewrites = (int)luaL_checkinteger(L, -1);
+    lua_getfield(L, 3, "fold");
+    if (!lua_isnil(L, -1)) cfg.fold = lua_toboolean(L, -1);
+    lua_getfield(L, 3, "remove_dead");
+    if (!lua_isnil(L, -1)) cfg.remove_dead = lua_toboolean(L, -1);
     lua_pop(L, 5);
   }
   kl_lua__flush_diags(ctx);
@@ -219,17 +243,21 @@ static int l_apply_patterns(lua_State *L) {
   return 1;
 }
 
-static int l_patterns(lua_State *L) {   /* registered C patterns: {name=, root=, benefit=} */
-  int first; int c = kl_lua__ctx_arg(L, &first);
+static int l_patterns(lua_State *L) { /* registered C patterns: {name=, root=, benefit=} */
+  int first;
+  int c = kl_lua__ctx_arg(L, &first);
   kl_ctx *ctx = kl_lua__check_ctx(L, c);
   int n = kl_pattern_count(ctx);
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     const kl_pattern *p = kl_pattern_at(ctx, i);
     lua_createtable(L, 0, 3);
-    lua_pushstring(L, p->name); lua_setfield(L, -2, "name");
-    lua_pushstring(L, p->root); lua_setfield(L, -2, "root");
-    lua_pushinteger(L, p->benefit); lua_setfield(L, -2, "benefit");
+    lua_pushstring(L, p->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, p->root);
+    lua_setfield(L, -2, "root");
+    lua_pushinteger(L, p->benefit);
+    lua_setfield(L, -2, "benefit");
     lua_rawseti(L, -2, i + 1);
   }
   return 1;
@@ -238,10 +266,11 @@ static int l_patterns(lua_State *L) {   /* registered C patterns: {name=, root=,
 void kl_lua__open_pattern(lua_State *L) {
   int mod = lua_gettop(L);
   static const luaL_Reg pat_meta[] = { { "__tostring", pattern_tostring }, { NULL, NULL } };
-  static const luaL_Reg pat_props[] = {
-    { "name", pattern_p_name }, { "root", pattern_p_root }, { "benefit", pattern_p_benefit },
-    { "rewrite", pattern_p_rewrite }, { NULL, NULL }
-  };
+  static const luaL_Reg pat_props[] = { { "name", pattern_p_name },
+                                        { "root", pattern_p_root },
+                                        { "benefit", pattern_p_benefit },
+                                        { "rewrite", pattern_p_rewrite },
+                                        { NULL, NULL } };
   kl_lua__class(L, mod, MT_PATTERN, "pattern", NULL, pat_props, pat_meta);
   static const luaL_Reg fns[] = {
     { "pattern", l_pattern }, { "apply_patterns", l_apply_patterns }, { "patterns", l_patterns }, { NULL, NULL }

@@ -19,13 +19,22 @@ static kl_lua_prepared_ud *check_prep(lua_State *L, int idx) {
 }
 static int prep_free(lua_State *L) {
   kl_lua_prepared_ud *u = luaL_checkudata(L, 1, KL_MT_PREPARED);
-  if (u->r) { kl_prepared_free(u->r); u->r = NULL; }
-  if (u->d) { kl_lua__devref_release(u->d); u->d = NULL; }
+  if (u->r) {
+    kl_prepared_free(u->r);
+    u->r = NULL;
+  }
+  if (u->d) {
+    kl_lua__devref_release(u->d);
+    u->d = NULL;
+  }
   return 0;
 }
 static int prep_tostring(lua_State *L) {
   kl_lua_prepared_ud *u = luaL_checkudata(L, 1, KL_MT_PREPARED);
-  if (!u->r) { lua_pushstring(L, "kiln.prepared (freed)"); return 1; }
+  if (!u->r) {
+    lua_pushstring(L, "kiln.prepared (freed)");
+    return 1;
+  }
   lua_pushfstring(L, "kiln.prepared (%s, %d buffer set%s of %I bytes, %d launch%s)", u->d->id, kl_prepared_nsets(u->r),
                   kl_prepared_nsets(u->r) == 1 ? "" : "s", (lua_Integer)kl_prepared_set_bytes(u->r),
                   kl_prepared_nlaunches(u->r), kl_prepared_nlaunches(u->r) == 1 ? "" : "es");
@@ -78,12 +87,16 @@ static int prep_time(lua_State *L) {
     }
   }
   if (warmup < 0 || warmup > 1000000 || reps < 1 || reps > 1000000)
-    return kl_lua__rt_error(L, "time", "need 0 <= warmup <= 1e6 and 1 <= reps <= 1e6 (got %lld, %lld)", (long long)warmup, (long long)reps);
+    return kl_lua__rt_error(L, "time", "need 0 <= warmup <= 1e6 and 1 <= reps <= 1e6 (got %lld, %lld)",
+                            (long long)warmup, (long long)reps);
   float *ms = kl_lua__tmp(L, (size_t)reps * sizeof *ms);
   char err[2048] = "";
   if (kl_prepared_time(u->r, (int)warmup, (int)reps, ms, err, sizeof err) != KL_OK) return prep_err(L, "time", err);
   lua_createtable(L, (int)reps, 0);
-  for (lua_Integer i = 0; i < reps; i++) { lua_pushnumber(L, ms[i]); lua_rawseti(L, -2, i + 1); }
+  for (lua_Integer i = 0; i < reps; i++) {
+    lua_pushnumber(L, ms[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 static int prep_outputs(lua_State *L) {
@@ -100,22 +113,38 @@ static int prep_outputs(lua_State *L) {
   }
   for (int i = 0; i < nout; i++) {
     kl_lua__push_tensor(L, outs[i]);
-    if (strcmp(u->d->id, "host")) { lua_pushstring(L, u->d->id); lua_setiuservalue(L, -2, 1); }
+    if (strcmp(u->d->id, "host")) {
+      lua_pushstring(L, u->d->id);
+      lua_setiuservalue(L, -2, 1);
+    }
   }
   free(outs);
   return nout;
 }
-static int rp_sets(lua_State *L) { lua_pushinteger(L, kl_prepared_nsets(check_prep(L, 1)->r)); return 1; }
-static int rp_set_bytes(lua_State *L) { lua_pushinteger(L, (lua_Integer)kl_prepared_set_bytes(check_prep(L, 1)->r)); return 1; }
-static int rp_launches(lua_State *L) { lua_pushinteger(L, kl_prepared_nlaunches(check_prep(L, 1)->r)); return 1; }
+static int rp_sets(lua_State *L) {
+  lua_pushinteger(L, kl_prepared_nsets(check_prep(L, 1)->r));
+  return 1;
+}
+static int rp_set_bytes(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)kl_prepared_set_bytes(check_prep(L, 1)->r));
+  return 1;
+}
+static int rp_launches(lua_State *L) {
+  lua_pushinteger(L, kl_prepared_nlaunches(check_prep(L, 1)->r));
+  return 1;
+}
 
 void kl_lua__open_prepared(lua_State *L) {
   int mod = lua_gettop(L);
-  static const luaL_Reg rmeta[] = { { "__gc", prep_free }, { "__close", prep_free }, { "__tostring", prep_tostring }, { NULL, NULL } };
+  static const luaL_Reg rmeta[] = {
+    { "__gc", prep_free }, { "__close", prep_free }, { "__tostring", prep_tostring }, { NULL, NULL }
+  };
   static const luaL_Reg rmethods[] = {
     { "launch", prep_launch }, { "sync", prep_sync }, { "time", prep_time }, { "outputs", prep_outputs },
     { "poison", prep_poison }, { "free", prep_free }, { NULL, NULL }
   };
-  static const luaL_Reg rprops[] = { { "sets", rp_sets }, { "set_bytes", rp_set_bytes }, { "launches", rp_launches }, { NULL, NULL } };
+  static const luaL_Reg rprops[] = {
+    { "sets", rp_sets }, { "set_bytes", rp_set_bytes }, { "launches", rp_launches }, { NULL, NULL }
+  };
   kl_lua__class(L, mod, KL_MT_PREPARED, "prepared", rmethods, rprops, rmeta);
 }

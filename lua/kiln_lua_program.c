@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MT_HOLDER     "kiln.program.holder"
-#define REG_HOLDERS   "kiln.progholders"  /* lightuserdata(kl_program) -> holder (weak values) */
+#define MT_HOLDER   "kiln.program.holder"
+#define REG_HOLDERS "kiln.progholders" /* lightuserdata(kl_program) -> holder (weak values) */
 
 /* The devices (kiln_lua_device.c) and prepared runs (kiln_lua_prepared.c) of kiln_lua_rt.h
  * under the short names this file uses. */
@@ -37,35 +37,52 @@ typedef kl_lua_prepared_ud prep_ud;
 /* ---------------------------------------------------------------- targets ---- */
 static const char *accel_name(kl_accel a) {
   switch (a) {
-  case KL_ACCEL_MFMA: return "mfma";
-  case KL_ACCEL_WMMA: return "wmma";
-  case KL_ACCEL_MMA_SYNC: return "mma.sync";
-  default: return "none";
+    case KL_ACCEL_MFMA: return "mfma";
+    case KL_ACCEL_WMMA: return "wmma";
+    case KL_ACCEL_MMA_SYNC: return "mma.sync";
+    default: return "none";
   }
 }
 static void push_target(lua_State *L, const kl_target *t) {
   lua_createtable(L, 0, 12);
-  lua_pushstring(L, t->name); lua_setfield(L, -2, "name");
-  lua_pushstring(L, kl_arch_name(t->arch)); lua_setfield(L, -2, "arch");
-  lua_pushstring(L, t->triple); lua_setfield(L, -2, "triple");
-  lua_pushstring(L, t->cpu); lua_setfield(L, -2, "cpu");
-  lua_pushstring(L, t->features); lua_setfield(L, -2, "features");
-  lua_pushinteger(L, t->wave_size); lua_setfield(L, -2, "wave_size");
-  lua_pushinteger(L, (lua_Integer)t->lds_bytes); lua_setfield(L, -2, "lds_bytes");
-  lua_pushinteger(L, t->max_workgroup_size); lua_setfield(L, -2, "max_workgroup_size");
-  lua_pushinteger(L, t->max_vgprs); lua_setfield(L, -2, "max_vgprs");
-  lua_pushinteger(L, t->compute_units); lua_setfield(L, -2, "compute_units");
-  lua_pushstring(L, accel_name(t->accel)); lua_setfield(L, -2, "accel");
+  lua_pushstring(L, t->name);
+  lua_setfield(L, -2, "name");
+  lua_pushstring(L, kl_arch_name(t->arch));
+  lua_setfield(L, -2, "arch");
+  lua_pushstring(L, t->triple);
+  lua_setfield(L, -2, "triple");
+  lua_pushstring(L, t->cpu);
+  lua_setfield(L, -2, "cpu");
+  lua_pushstring(L, t->features);
+  lua_setfield(L, -2, "features");
+  lua_pushinteger(L, t->wave_size);
+  lua_setfield(L, -2, "wave_size");
+  lua_pushinteger(L, (lua_Integer)t->lds_bytes);
+  lua_setfield(L, -2, "lds_bytes");
+  lua_pushinteger(L, t->max_workgroup_size);
+  lua_setfield(L, -2, "max_workgroup_size");
+  lua_pushinteger(L, t->max_vgprs);
+  lua_setfield(L, -2, "max_vgprs");
+  lua_pushinteger(L, t->compute_units);
+  lua_setfield(L, -2, "compute_units");
+  lua_pushstring(L, accel_name(t->accel));
+  lua_setfield(L, -2, "accel");
   lua_createtable(L, t->ninstrs, 0);
   for (int i = 0; i < t->ninstrs; i++) {
     const kl_accel_instr *in = &t->instrs[i];
     lua_createtable(L, 0, 6);
-    lua_pushstring(L, in->in_type); lua_setfield(L, -2, "in_type");
-    lua_pushstring(L, in->acc_type); lua_setfield(L, -2, "acc_type");
-    lua_pushinteger(L, in->m); lua_setfield(L, -2, "m");
-    lua_pushinteger(L, in->n); lua_setfield(L, -2, "n");
-    lua_pushinteger(L, in->k); lua_setfield(L, -2, "k");
-    lua_pushstring(L, in->intrinsic); lua_setfield(L, -2, "intrinsic");
+    lua_pushstring(L, in->in_type);
+    lua_setfield(L, -2, "in_type");
+    lua_pushstring(L, in->acc_type);
+    lua_setfield(L, -2, "acc_type");
+    lua_pushinteger(L, in->m);
+    lua_setfield(L, -2, "m");
+    lua_pushinteger(L, in->n);
+    lua_setfield(L, -2, "n");
+    lua_pushinteger(L, in->k);
+    lua_setfield(L, -2, "k");
+    lua_pushstring(L, in->intrinsic);
+    lua_setfield(L, -2, "intrinsic");
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "instrs");
@@ -74,27 +91,47 @@ static void push_target(lua_State *L, const kl_target *t) {
 static int l_targets(lua_State *L) {
   int n = kl_target_count();
   lua_createtable(L, n, 0);
-  for (int i = 0; i < n; i++) { push_target(L, kl_target_at(i)); lua_rawseti(L, -2, i + 1); }
+  for (int i = 0; i < n; i++) {
+    push_target(L, kl_target_at(i));
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 static int l_target(lua_State *L) {
   const kl_target *t = kl_target_lookup(luaL_checkstring(L, 1));
-  if (t) push_target(L, t); else lua_pushnil(L);
+  if (t)
+    push_target(L, t);
+  else
+    lua_pushnil(L);
   return 1;
 }
-static int l_default_pipeline(lua_State *L) { lua_pushstring(L, kl_default_pipeline()); return 1; }
+static int l_default_pipeline(lua_State *L) {
+  lua_pushstring(L, kl_default_pipeline());
+  return 1;
+}
 
 /* --------------------------------------------------------------- programs ---- */
-typedef struct holder { kl_program *p; devref **devs; int n; } holder;
-typedef struct prog_ud { holder *h; bool from_cache; } prog_ud;   /* uv 1: ctx ud, uv 2: holder ud */
+typedef struct holder {
+  kl_program *p;
+  devref **devs;
+  int n;
+} holder;
+typedef struct prog_ud {
+  holder *h;
+  bool from_cache;
+} prog_ud; /* uv 1: ctx ud, uv 2: holder ud */
 static void push_program(lua_State *L, int ctxidx, kl_program *p, bool from_cache);
 
 static int holder_gc(lua_State *L) {
   holder *h = luaL_checkudata(L, 1, MT_HOLDER);
-  if (h->p) { kl_program_release(h->p); h->p = NULL; }
+  if (h->p) {
+    kl_program_release(h->p);
+    h->p = NULL;
+  }
   for (int i = 0; i < h->n; i++) devref_release(h->devs[i]);
   free(h->devs);
-  h->devs = NULL; h->n = 0;
+  h->devs = NULL;
+  h->n = 0;
   return 0;
 }
 /* Pushes the holder of p (taking over the caller's reference to p). */
@@ -102,7 +139,7 @@ static holder *push_holder(lua_State *L, kl_program *p) {
   lua_getfield(L, LUA_REGISTRYINDEX, REG_HOLDERS);
   if (lua_rawgetp(L, -1, p) != LUA_TNIL) {
     lua_remove(L, -2);
-    kl_program_release(p);   /* the holder has its own */
+    kl_program_release(p); /* the holder has its own */
     return lua_touserdata(L, -1);
   }
   lua_pop(L, 1);
@@ -143,9 +180,14 @@ static kl_ctx *prog_ctx(lua_State *L, int idx) {
  * or a module holding one. Returns the op; its handle is at the top of the stack. */
 static kl_op *graph_arg(lua_State *L, int idx, const char *what) {
   idx = lua_absindex(L, idx);
-  if (lua_istable(L, idx)) lua_getfield(L, idx, "func"); else lua_pushvalue(L, idx);
+  if (lua_istable(L, idx))
+    lua_getfield(L, idx, "func");
+  else
+    lua_pushvalue(L, idx);
   kl_op *op = kl_lua__test(L, -1, KL_LH_OP);
-  if (!op) kl_lua__rt_error(L, what, "expected a graph (kiln.graph(...)) or a graph function op, got a %s", luaL_typename(L, idx));
+  if (!op)
+    kl_lua__rt_error(L, what, "expected a graph (kiln.graph(...)) or a graph function op, got a %s",
+                     luaL_typename(L, idx));
   kl_lua__check(L, -1, KL_LH_OP);
   if (kl_is_graph(op)) return op;
   if (!strcmp(op->name, "builtin.module") || !strcmp(op->name, "module")) {
@@ -167,8 +209,14 @@ static kl_op *graph_arg(lua_State *L, int idx, const char *what) {
  * pushed on the stack; returns it (NULL for nil). */
 static const char *join_names(lua_State *L, int idx, const char *what, const char *field) {
   idx = lua_absindex(L, idx);
-  if (lua_isnil(L, idx)) { lua_pushnil(L); return NULL; }
-  if (lua_type(L, idx) == LUA_TSTRING) { lua_pushvalue(L, idx); return lua_tostring(L, -1); }
+  if (lua_isnil(L, idx)) {
+    lua_pushnil(L);
+    return NULL;
+  }
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    lua_pushvalue(L, idx);
+    return lua_tostring(L, -1);
+  }
   if (!lua_istable(L, idx)) kl_lua__rt_error(L, what, "%s must be a string or a list of strings", field);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
@@ -177,7 +225,8 @@ static const char *join_names(lua_State *L, int idx, const char *what, const cha
     lua_geti(L, idx, i);
     if (lua_type(L, -1) != LUA_TSTRING) {
       if (lua_isfunction(L, -1))
-        kl_lua__rt_error(L, what, "%s entry %lld is a function; register it with kiln.register_pass(name, fn) and use its name",
+        kl_lua__rt_error(L, what,
+                         "%s entry %lld is a function; register it with kiln.register_pass(name, fn) and use its name",
                          field, (long long)i);
       kl_lua__rt_error(L, what, "%s entry %lld must be a string", field, (long long)i);
     }
@@ -188,13 +237,24 @@ static const char *join_names(lua_State *L, int idx, const char *what, const cha
   return lua_tostring(L, -1);
 }
 
-typedef struct on_ir_st { lua_State *L; int fn; bool failed; kl_ctx *ctx; } on_ir_st;
+typedef struct on_ir_st {
+  lua_State *L;
+  int fn;
+  bool failed;
+  kl_ctx *ctx;
+} on_ir_st;
 static void on_ir_cb(const char *pass, const char *text, void *user) {
   on_ir_st *s = user;
   lua_State *L = s->L;
   if (s->failed) return;
-  if (!s->fn) { fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass, text); return; }
-  if (!lua_checkstack(L, 5)) { s->failed = true; return; }
+  if (!s->fn) {
+    fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass, text);
+    return;
+  }
+  if (!lua_checkstack(L, 5)) {
+    s->failed = true;
+    return;
+  }
   lua_pushcfunction(L, kl_lua_traceback);
   int tb = lua_gettop(L);
   lua_pushvalue(L, s->fn);
@@ -205,7 +265,7 @@ static void on_ir_cb(const char *pass, const char *text, void *user) {
   kl_lua__busy_leave(s->ctx, prev);
   if (rc != LUA_OK) {
     s->failed = true;
-    lua_remove(L, tb);    /* leave the message on the stack at a known place: replace fn slot later */
+    lua_remove(L, tb); /* leave the message on the stack at a known place: replace fn slot later */
     lua_setfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
     return;
   }
@@ -214,9 +274,10 @@ static void on_ir_cb(const char *pass, const char *text, void *user) {
 
 static bool pipeline_has_lua_pass(kl_ctx *ctx, const char *pipeline) {
   const kl_pass_info *infos[64];
-  int n = kl_pipeline_passes(ctx, pipeline ? pipeline : kl_default_pipeline(), infos, 64);   /* -1: compile reports it */
-  if (n > 64) return true;   /* not worth a heap copy: just do not cache */
-  for (int i = 0; i < n; i++) if (kl_lua__is_lua_pass(infos[i])) return true;
+  int n = kl_pipeline_passes(ctx, pipeline ? pipeline : kl_default_pipeline(), infos, 64); /* -1: compile reports it */
+  if (n > 64) return true; /* not worth a heap copy: just do not cache */
+  for (int i = 0; i < n; i++)
+    if (kl_lua__is_lua_pass(infos[i])) return true;
   return false;
 }
 
@@ -242,13 +303,17 @@ static const char *unknown_ir_after(lua_State *L, const kl_program *p, const cha
     bool found = false;
     for (int i = 0; kl_program_ir_pass(p, i) && !found; i++)
       found = strlen(kl_program_ir_pass(p, i)) == n && !strncmp(kl_program_ir_pass(p, i), s, n);
-    if (!found) { lua_pushlstring(L, s, n); return lua_tostring(L, -1); }
+    if (!found) {
+      lua_pushlstring(L, s, n);
+      return lua_tostring(L, -1);
+    }
     s += n + (s[n] == ',');
   }
   return NULL;
 }
 
-static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline", "print_ir_after", "on_ir", "cache", NULL };
+static const char *const COMPILE_OPTS[] = { "target",         "targets", "perf_config", "pipeline",
+                                            "print_ir_after", "on_ir",   "cache",       NULL };
 
 /* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=})
  * cache: nil = use the context's compile cache unless the pipeline has a Lua pass (its
@@ -260,8 +325,8 @@ static int l_compile(lua_State *L) {
   kl_op *g = graph_arg(L, 1, what);
   int gh = lua_gettop(L);
   kl_ctx *ctx = kl_lua__handle_ctx(L, gh);
-  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, gh), "compile");   /* metamethods, callbacks */
-  kl_compile_opts o = {0};
+  kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, gh), "compile"); /* metamethods, callbacks */
+  kl_compile_opts o = { 0 };
   const char **targets = NULL;
   bool cache_given = false;
   on_ir_st st = { L, 0, false, ctx };
@@ -274,12 +339,14 @@ static int l_compile(lua_State *L) {
       if (tt != LUA_TSTRING) return kl_lua__rt_error(L, what, "target must be a string such as \"host\" or \"gfx942\"");
       targets = kl_lua__tmp(L, sizeof *targets);
       targets[0] = lua_tostring(L, -3);
-      o.targets = targets; o.ntargets = 1;
+      o.targets = targets;
+      o.ntargets = 1;
     } else if (ts != LUA_TNIL) {
       if (ts == LUA_TSTRING) {
         targets = kl_lua__tmp(L, sizeof *targets);
         targets[0] = lua_tostring(L, -2);
-        o.targets = targets; o.ntargets = 1;
+        o.targets = targets;
+        o.ntargets = 1;
       } else {
         if (ts != LUA_TTABLE) return kl_lua__rt_error(L, what, "targets must be a list of target names");
         lua_Integer n = luaL_len(L, -1);
@@ -287,15 +354,18 @@ static int l_compile(lua_State *L) {
         int tix = lua_gettop(L);
         targets = kl_lua__tmp(L, (size_t)n * sizeof *targets);
         for (lua_Integer i = 1; i <= n; i++) {
-          if (lua_geti(L, tix, i) != LUA_TSTRING) return kl_lua__rt_error(L, what, "targets entry %lld must be a string", (long long)i);
-          targets[i - 1] = kl_intern(ctx, lua_tostring(L, -1));   /* callbacks may change the table */
+          if (lua_geti(L, tix, i) != LUA_TSTRING)
+            return kl_lua__rt_error(L, what, "targets entry %lld must be a string", (long long)i);
+          targets[i - 1] = kl_intern(ctx, lua_tostring(L, -1)); /* callbacks may change the table */
           lua_pop(L, 1);
         }
-        o.targets = targets; o.ntargets = (int)n;
+        o.targets = targets;
+        o.ntargets = (int)n;
       }
     }
     if (lua_getfield(L, 2, "perf_config") != LUA_TNIL) {
-      if (lua_type(L, -1) != LUA_TSTRING) return kl_lua__rt_error(L, what, "perf_config must be a string such as \"v1:64,64,16,...\"");
+      if (lua_type(L, -1) != LUA_TSTRING)
+        return kl_lua__rt_error(L, what, "perf_config must be a string such as \"v1:64,64,16,...\"");
       o.perf_config = lua_tostring(L, -1);
     }
     lua_getfield(L, 2, "pipeline");
@@ -307,18 +377,24 @@ static int l_compile(lua_State *L) {
       st.fn = lua_gettop(L);
       if (!o.print_ir_after) o.print_ir_after = "all";
     }
-    if (lua_getfield(L, 2, "cache") != LUA_TNIL) { o.no_cache = !lua_toboolean(L, -1); cache_given = true; }
+    if (lua_getfield(L, 2, "cache") != LUA_TNIL) {
+      o.no_cache = !lua_toboolean(L, -1);
+      cache_given = true;
+    }
     lua_pop(L, 1);
   }
   /* A Lua pass may read any Lua state (upvalues, globals, other patterns): no key can
    * name what it does, so its pipelines bypass the cache unless cache = true (then the
    * key names each pass's registration: registering it again still misses). */
   if (!cache_given && pipeline_has_lua_pass(ctx, o.pipeline)) o.no_cache = true;
-  if (o.print_ir_after) { o.on_ir = on_ir_cb; o.on_ir_user = &st; }
-  ctx_devhold(ctx);   /* before the compile cache exists */
+  if (o.print_ir_after) {
+    o.on_ir = on_ir_cb;
+    o.on_ir_user = &st;
+  }
+  ctx_devhold(ctx); /* before the compile cache exists */
   char err[4096] = "";
   kl_lua__flush_diags(ctx);
-  lua_State *saved = kl_lua__set_current(ctx, L);   /* Lua passes run on this thread */
+  lua_State *saved = kl_lua__set_current(ctx, L); /* Lua passes run on this thread */
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   kl_lua__set_current(ctx, saved);
   if (st.failed) {
@@ -326,7 +402,8 @@ static int l_compile(lua_State *L) {
     lua_getfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
     lua_pushnil(L);
     lua_setfield(L, LUA_REGISTRYINDEX, "kiln.on_ir_error");
-    return kl_lua__rt_error(L, what, "the on_ir callback failed: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+    return kl_lua__rt_error(L, what, "the on_ir callback failed: %s",
+                            lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
   }
   if (!p) {
     size_t n = strlen(err);
@@ -337,7 +414,8 @@ static int l_compile(lua_State *L) {
   if (bad) {
     push_ir_passes(L, p);
     kl_program_release(p);
-    return kl_lua__rt_error(L, what, "print_ir_after: unknown pass '%s': not a pass of the pipeline (passes: %s)", bad, lua_tostring(L, -1));
+    return kl_lua__rt_error(L, what, "print_ir_after: unknown pass '%s': not a pass of the pipeline (passes: %s)", bad,
+                            lua_tostring(L, -1));
   }
   int c = kl_lua__push_handle_ctxud(L, gh);
   push_program(L, c, p, kl_program_from_cache(p));
@@ -349,7 +427,7 @@ static int l_compile(lua_State *L) {
 static void push_program(lua_State *L, int ctxidx, kl_program *p, bool from_cache) {
   ctxidx = lua_absindex(L, ctxidx);
   kl_lua__check_ctx(L, ctxidx);
-  ctx_devhold(kl_lua__check_ctx(L, ctxidx));   /* before a compile cache exists, if it does not yet */
+  ctx_devhold(kl_lua__check_ctx(L, ctxidx)); /* before a compile cache exists, if it does not yet */
   prog_ud *u = lua_newuserdatauv(L, sizeof *u, 2);
   u->h = NULL;
   u->from_cache = from_cache;
@@ -369,10 +447,16 @@ kl_program *kl_lua__check_program(lua_State *L, int idx) {
 
 static int prog_tostring(lua_State *L) {
   prog_ud *u = luaL_checkudata(L, 1, KL_MT_PROGRAM);
-  if (!u->h || !u->h->p) { lua_pushstring(L, "kiln.program (released)"); return 1; }
+  if (!u->h || !u->h->p) {
+    lua_pushstring(L, "kiln.program (released)");
+    return 1;
+  }
   lua_getiuservalue(L, 1, 1);
   kl_lua_ctxud *c = luaL_testudata(L, -1, KL_MT_CONTEXT);
-  if (!c || !c->ctx) { lua_pushstring(L, "kiln.program (context destroyed)"); return 1; }
+  if (!c || !c->ctx) {
+    lua_pushstring(L, "kiln.program (context destroyed)");
+    return 1;
+  }
   kl_program *p = u->h->p;
   luaL_Buffer b;
   luaL_buffinit(L, &b);
@@ -388,7 +472,7 @@ static int prog_tostring(lua_State *L) {
   return 1;
 }
 
-static const char *const DEVICE_OPTS[] = { "device", NULL };   /* p:run, p:load_kernels */
+static const char *const DEVICE_OPTS[] = { "device", NULL }; /* p:run, p:load_kernels */
 /* Pushes the device to run on: opts.device (device or name), else the default. */
 static devref *run_device(lua_State *L, kl_program *p, int optidx) {
   if (lua_istable(L, optidx) && lua_getfield(L, optidx, "device") != LUA_TNIL) {
@@ -418,8 +502,10 @@ static int prog_run(lua_State *L) {
   prog_ud *u = check_prog(L, 1, &p);
   lua_settop(L, 3);
   busy_program(L, "p:run");
-  if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
-  if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
+  if (!lua_istable(L, 2))
+    return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
+  if (!lua_isnil(L, 3) && !lua_istable(L, 3))
+    return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
   kl_lua__check_opts(L, 3, what, DEVICE_OPTS);
   devref *d = run_device(L, p, 3);
   int k = 0;
@@ -427,8 +513,10 @@ static int prog_run(lua_State *L) {
   /* keep the device open as long as the program (and the context's cache) may hold its modules */
   bool first = devs_add(&u->h->devs, &u->h->n, d);
   devhold *dh = ctx_devhold(prog_ctx(L, 1));
-  if (dh) devs_add(&dh->devs, &dh->n, d);
-  else if (first) d->refs++;   /* cannot tie it to the context: never close it */
+  if (dh)
+    devs_add(&dh->devs, &dh->n, d);
+  else if (first)
+    d->refs++; /* cannot tie it to the context: never close it */
   int nout = 0;
   kl_tensor **outs = NULL;
   char err[4096] = "";
@@ -441,7 +529,10 @@ static int prog_run(lua_State *L) {
   }
   for (int i = 0; i < nout; i++) {
     kl_lua__push_tensor(L, outs[i]);
-    if (strcmp(d->id, "host")) { lua_pushstring(L, d->id); lua_setiuservalue(L, -2, 1); }
+    if (strcmp(d->id, "host")) {
+      lua_pushstring(L, d->id);
+      lua_setiuservalue(L, -2, 1);
+    }
   }
   free(outs);
   return nout;
@@ -450,7 +541,8 @@ static int prog_run(lua_State *L) {
 static const char *opt_target(lua_State *L, int idx, kl_program *p, const char *what) {
   if (lua_isnoneornil(L, idx)) return NULL;
   const char *t = luaL_checkstring(L, idx);
-  for (int i = 0; i < kl_program_ntargets(p); i++) if (!strcmp(kl_program_target(p, i), t)) return t;
+  for (int i = 0; i < kl_program_ntargets(p); i++)
+    if (!strcmp(kl_program_target(p, i), t)) return t;
   kl_lua__rt_error(L, what, "the program was not compiled for target '%s'", t);
   return NULL;
 }
@@ -466,33 +558,48 @@ static int prog_kernels(lua_State *L) {
   for (int i = 0; i < n; i++) {
     const kl_kernel_info *k = kl_program_kernel(p, t, i);
     lua_createtable(L, 0, 12);
-    lua_pushstring(L, k->name); lua_setfield(L, -2, "name");
-    lua_pushstring(L, k->kind); lua_setfield(L, -2, "kind");
-    lua_pushinteger(L, (lua_Integer)k->grid_size); lua_setfield(L, -2, "grid");
-    lua_pushinteger(L, (lua_Integer)k->block_size); lua_setfield(L, -2, "block");
-    lua_pushinteger(L, (lua_Integer)k->lds_bytes); lua_setfield(L, -2, "lds_bytes");
-    lua_pushstring(L, k->perf_config); lua_setfield(L, -2, "perf_config");
-    lua_pushinteger(L, k->ninputs); lua_setfield(L, -2, "ninputs");
+    lua_pushstring(L, k->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, k->kind);
+    lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, (lua_Integer)k->grid_size);
+    lua_setfield(L, -2, "grid");
+    lua_pushinteger(L, (lua_Integer)k->block_size);
+    lua_setfield(L, -2, "block");
+    lua_pushinteger(L, (lua_Integer)k->lds_bytes);
+    lua_setfield(L, -2, "lds_bytes");
+    lua_pushstring(L, k->perf_config);
+    lua_setfield(L, -2, "perf_config");
+    lua_pushinteger(L, k->ninputs);
+    lua_setfield(L, -2, "ninputs");
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {
       lua_createtable(L, 0, 3);
-      lua_pushstring(L, k->arg_names[a]); lua_setfield(L, -2, "name");
-      lua_pushstring(L, k->arg_types[a]); lua_setfield(L, -2, "type");
-      lua_pushboolean(L, a < k->ninputs); lua_setfield(L, -2, "input");
+      lua_pushstring(L, k->arg_names[a]);
+      lua_setfield(L, -2, "name");
+      lua_pushstring(L, k->arg_types[a]);
+      lua_setfield(L, -2, "type");
+      lua_pushboolean(L, a < k->ninputs);
+      lua_setfield(L, -2, "input");
       lua_rawseti(L, -2, a + 1);
     }
     lua_setfield(L, -2, "args");
     lua_createtable(L, k->nsnapshots, 0);
     for (int s = 0; s < k->nsnapshots; s++) {
       lua_createtable(L, 0, 2);
-      lua_pushstring(L, k->ir[s].pass); lua_setfield(L, -2, "pass");
-      lua_pushstring(L, k->ir[s].text); lua_setfield(L, -2, "text");
+      lua_pushstring(L, k->ir[s].pass);
+      lua_setfield(L, -2, "pass");
+      lua_pushstring(L, k->ir[s].text);
+      lua_setfield(L, -2, "text");
       lua_rawseti(L, -2, s + 1);
     }
     lua_setfield(L, -2, "ir");
-    if (k->llvm_ir) { lua_pushstring(L, k->llvm_ir); lua_setfield(L, -2, "llvm_ir"); }
+    if (k->llvm_ir) {
+      lua_pushstring(L, k->llvm_ir);
+      lua_setfield(L, -2, "llvm_ir");
+    }
     const kl_binary_info *b = kl_program_binary(p, t, k->name);
-    if (b && !strncmp(b->target, "gfx", 3)) {   /* the HSACO metadata, as p:code_object */
+    if (b && !strncmp(b->target, "gfx", 3)) { /* the HSACO metadata, as p:code_object */
       lua_pushcfunction(L, prog_code_object);
       lua_pushvalue(L, 1);
       lua_pushstring(L, k->name);
@@ -513,9 +620,12 @@ static int prog_ir(lua_State *L) {
   const char *name = luaL_checkstring(L, 2);
   const char *s = kl_program_ir(p, name);
   if (!s) {
-    if (!kl_program_ir_pass(p, 0)) return kl_lua__rt_error(L, "program:ir", "no IR after '%s': this program keeps no IR snapshots (a loaded bundle)", name);
+    if (!kl_program_ir_pass(p, 0))
+      return kl_lua__rt_error(L, "program:ir", "no IR after '%s': this program keeps no IR snapshots (a loaded bundle)",
+                              name);
     push_ir_passes(L, p);
-    return kl_lua__rt_error(L, "program:ir", "no IR after '%s': not a pass of this program's pipeline (passes: %s)", name, lua_tostring(L, -1));
+    return kl_lua__rt_error(L, "program:ir", "no IR after '%s': not a pass of this program's pipeline (passes: %s)",
+                            name, lua_tostring(L, -1));
   }
   lua_pushstring(L, s);
   return 1;
@@ -529,16 +639,22 @@ static int prog_plan(lua_State *L) {
   check_prog(L, 1, &p);
   const char *t = opt_target(L, 2, p, "plan");
   lua_createtable(L, 0, 4);
-  lua_pushstring(L, t ? t : kl_program_target(p, 0)); lua_setfield(L, -2, "target");
+  lua_pushstring(L, t ? t : kl_program_target(p, 0));
+  lua_setfield(L, -2, "target");
   int ns = kl_program_nslots(p, t);
   lua_createtable(L, ns, 0);
   for (int i = 0; i < ns; i++) {
     const char *kind = NULL, *name = NULL;
     const char *type = kl_program_slot(p, t, i, &kind, &name);
     lua_createtable(L, 0, 3);
-    lua_pushstring(L, kind); lua_setfield(L, -2, "kind");
-    if (name && *name) { lua_pushstring(L, name); lua_setfield(L, -2, "name"); }
-    lua_pushstring(L, type); lua_setfield(L, -2, "type");
+    lua_pushstring(L, kind);
+    lua_setfield(L, -2, "kind");
+    if (name && *name) {
+      lua_pushstring(L, name);
+      lua_setfield(L, -2, "name");
+    }
+    lua_pushstring(L, type);
+    lua_setfield(L, -2, "type");
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "slots");
@@ -548,22 +664,33 @@ static int prog_plan(lua_State *L) {
     const kl_bundle_step *s = kl_program_step(p, t, i);
     const kl_kernel_info *k = kl_program_kernel(p, t, s->kernel);
     lua_createtable(L, 0, 6);
-    lua_pushstring(L, "launch"); lua_setfield(L, -2, "kind");
-    lua_pushstring(L, k ? k->name : "?"); lua_setfield(L, -2, "kernel");
+    lua_pushstring(L, "launch");
+    lua_setfield(L, -2, "kind");
+    lua_pushstring(L, k ? k->name : "?");
+    lua_setfield(L, -2, "kernel");
     if (k) {
-      lua_pushinteger(L, (lua_Integer)k->grid_size); lua_setfield(L, -2, "grid");
-      lua_pushinteger(L, (lua_Integer)k->block_size); lua_setfield(L, -2, "block");
-      lua_pushinteger(L, (lua_Integer)k->lds_bytes); lua_setfield(L, -2, "lds_bytes");
+      lua_pushinteger(L, (lua_Integer)k->grid_size);
+      lua_setfield(L, -2, "grid");
+      lua_pushinteger(L, (lua_Integer)k->block_size);
+      lua_setfield(L, -2, "block");
+      lua_pushinteger(L, (lua_Integer)k->lds_bytes);
+      lua_setfield(L, -2, "lds_bytes");
     }
     lua_createtable(L, s->nargs, 0);
-    for (int a = 0; a < s->nargs; a++) { lua_pushinteger(L, s->args[a] + 1); lua_rawseti(L, -2, a + 1); }
+    for (int a = 0; a < s->nargs; a++) {
+      lua_pushinteger(L, s->args[a] + 1);
+      lua_rawseti(L, -2, a + 1);
+    }
     lua_setfield(L, -2, "args");
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "steps");
   int no = kl_program_noutputs(p, t);
   lua_createtable(L, no, 0);
-  for (int i = 0; i < no; i++) { lua_pushinteger(L, kl_program_output_slot(p, t, i) + 1); lua_rawseti(L, -2, i + 1); }
+  for (int i = 0; i < no; i++) {
+    lua_pushinteger(L, kl_program_output_slot(p, t, i) + 1);
+    lua_rawseti(L, -2, i + 1);
+  }
   lua_setfield(L, -2, "outputs");
   return 1;
 }
@@ -577,7 +704,8 @@ static const kl_binary_info *binary_arg(lua_State *L, const char *what) {
   const char *kernel = luaL_checkstring(L, 2);
   const char *t = opt_target(L, 3, p, what);
   const kl_binary_info *b = kl_program_binary(p, t, kernel);
-  if (!b) kl_lua__rt_error(L, what, "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "", t ? t : "");
+  if (!b)
+    kl_lua__rt_error(L, what, "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "", t ? t : "");
   return b;
 }
 static int prog_binary(lua_State *L) {
@@ -593,24 +721,42 @@ static int prog_binary(lua_State *L) {
 static int prog_code_object(lua_State *L) {
   const kl_binary_info *b = binary_arg(L, "code_object");
   const char *kernel = lua_tostring(L, 2);
-  if (strncmp(b->target, "gfx", 3)) return kl_lua__rt_error(L, "code_object", "target %s has no AMDGPU code object", b->target);
+  if (strncmp(b->target, "gfx", 3))
+    return kl_lua__rt_error(L, "code_object", "target %s has no AMDGPU code object", b->target);
   kl_hsaco_info info;
   char err[256];
-  if (kl_hsaco_parse(b->data, b->size, &info, err, sizeof err) != KL_OK) return kl_lua__rt_error(L, "code_object", "%s", err);
+  if (kl_hsaco_parse(b->data, b->size, &info, err, sizeof err) != KL_OK)
+    return kl_lua__rt_error(L, "code_object", "%s", err);
   const kl_hsaco_kernel *k = kl_hsaco_find_kernel(&info, kernel);
   lua_newtable(L);
-  lua_pushstring(L, info.elf_type == 3 ? "DYN" : "other"); lua_setfield(L, -2, "elf_type");
-  lua_pushinteger(L, info.machine); lua_setfield(L, -2, "machine");
-  lua_pushstring(L, info.chip); lua_setfield(L, -2, "chip");
-  lua_pushboolean(L, k && k->has_function_symbol); lua_setfield(L, -2, "has_symbol");
-  lua_pushboolean(L, k && k->has_kd_symbol); lua_setfield(L, -2, "has_descriptor");
+  lua_pushstring(L, info.elf_type == 3 ? "DYN" : "other");
+  lua_setfield(L, -2, "elf_type");
+  lua_pushinteger(L, info.machine);
+  lua_setfield(L, -2, "machine");
+  lua_pushstring(L, info.chip);
+  lua_setfield(L, -2, "chip");
+  lua_pushboolean(L, k && k->has_function_symbol);
+  lua_setfield(L, -2, "has_symbol");
+  lua_pushboolean(L, k && k->has_kd_symbol);
+  lua_setfield(L, -2, "has_descriptor");
   if (k) {
-    const struct { const char *name; int64_t v; } f[] = {
-      { "vgpr", k->vgpr_count }, { "sgpr", k->sgpr_count }, { "agpr", k->agpr_count }, { "lds_bytes", k->lds_bytes },
-      { "scratch_bytes", k->scratch_bytes }, { "kernarg_size", k->kernarg_size }, { "wavefront_size", k->wavefront_size },
-      { "max_flat_workgroup_size", k->max_flat_workgroup_size }, { "vgpr_spills", k->vgpr_spill_count },
-      { "sgpr_spills", k->sgpr_spill_count } };
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++) { lua_pushinteger(L, f[i].v); lua_setfield(L, -2, f[i].name); }
+    const struct {
+      const char *name;
+      int64_t v;
+    } f[] = { { "vgpr", k->vgpr_count },
+              { "sgpr", k->sgpr_count },
+              { "agpr", k->agpr_count },
+              { "lds_bytes", k->lds_bytes },
+              { "scratch_bytes", k->scratch_bytes },
+              { "kernarg_size", k->kernarg_size },
+              { "wavefront_size", k->wavefront_size },
+              { "max_flat_workgroup_size", k->max_flat_workgroup_size },
+              { "vgpr_spills", k->vgpr_spill_count },
+              { "sgpr_spills", k->sgpr_spill_count } };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+      lua_pushinteger(L, f[i].v);
+      lua_setfield(L, -2, f[i].name);
+    }
   }
   kl_hsaco_info_free(&info);
   return 1;
@@ -619,7 +765,10 @@ static int prog_code_object(lua_State *L) {
  * HSACO for AMDGPU targets, the PTX for NVIDIA targets. */
 static int prog_disasm(lua_State *L) {
   const kl_binary_info *b = binary_arg(L, "disasm");
-  if (!strncmp(b->target, "sm_", 3)) { lua_pushlstring(L, b->data, b->size); return 1; }
+  if (!strncmp(b->target, "sm_", 3)) {
+    lua_pushlstring(L, b->data, b->size);
+    return 1;
+  }
   if (strncmp(b->target, "gfx", 3)) return kl_lua__rt_error(L, "disasm", "no disassembler for target %s", b->target);
   char err[256];
   char *text = kl_disasm_hsaco(b->data, b->size, b->target, err, sizeof err);
@@ -629,16 +778,34 @@ static int prog_disasm(lua_State *L) {
   return 1;
 }
 
-static int pp_compile_ms(lua_State *L) { kl_program *p; check_prog(L, 1, &p); lua_pushnumber(L, kl_program_compile_ms(p)); return 1; }
-static int pp_from_cache(lua_State *L) { prog_ud *u = check_prog(L, 1, NULL); lua_pushboolean(L, u->from_cache); return 1; }
-static int pp_targets(lua_State *L) {
-  kl_program *p; check_prog(L, 1, &p);
-  int n = kl_program_ntargets(p);
-  lua_createtable(L, n, 0);
-  for (int i = 0; i < n; i++) { lua_pushstring(L, kl_program_target(p, i)); lua_rawseti(L, -2, i + 1); }
+static int pp_compile_ms(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  lua_pushnumber(L, kl_program_compile_ms(p));
   return 1;
 }
-static int pp_nkernels(lua_State *L) { kl_program *p; check_prog(L, 1, &p); lua_pushinteger(L, kl_program_nkernels(p, NULL)); return 1; }
+static int pp_from_cache(lua_State *L) {
+  prog_ud *u = check_prog(L, 1, NULL);
+  lua_pushboolean(L, u->from_cache);
+  return 1;
+}
+static int pp_targets(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  int n = kl_program_ntargets(p);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushstring(L, kl_program_target(p, i));
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+static int pp_nkernels(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  lua_pushinteger(L, kl_program_nkernels(p, NULL));
+  return 1;
+}
 
 
 /* p:load_kernels([{device = dev | "name"}]) — loads the kernels on the device now (compile-latency
@@ -648,13 +815,16 @@ static int prog_load(lua_State *L) {
   prog_ud *u = check_prog(L, 1, &p);
   lua_settop(L, 2);
   busy_program(L, "p:load_kernels");
-  if (!lua_isnil(L, 2) && !lua_istable(L, 2)) return kl_lua__rt_error(L, "load_kernels", "options must be a table {device = ...}");
+  if (!lua_isnil(L, 2) && !lua_istable(L, 2))
+    return kl_lua__rt_error(L, "load_kernels", "options must be a table {device = ...}");
   kl_lua__check_opts(L, 2, "load_kernels", DEVICE_OPTS);
   devref *d = run_device(L, p, 2);
   bool first = devs_add(&u->h->devs, &u->h->n, d);
   devhold *dh = ctx_devhold(prog_ctx(L, 1));
-  if (dh) devs_add(&dh->devs, &dh->n, d);
-  else if (first) d->refs++;
+  if (dh)
+    devs_add(&dh->devs, &dh->n, d);
+  else if (first)
+    d->refs++;
   char err[4096] = "";
   if (kl_program_load_kernels(p, d->dev, err, sizeof err) != KL_OK)
     return kl_lua__err_error(L, "load_kernels", "load", err, "failed");
@@ -669,20 +839,31 @@ static int prog_prepare(lua_State *L) {
   prog_ud *u = check_prog(L, 1, &p);
   lua_settop(L, 3);
   busy_program(L, "p:prepare");
-  if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
-  if (!lua_isnil(L, 3) && !lua_istable(L, 3)) return kl_lua__rt_error(L, what, "options must be a table {device = ..., sets = ...}");
-  kl_prepare_opts po = {0};
+  if (!lua_istable(L, 2))
+    return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
+  if (!lua_isnil(L, 3) && !lua_istable(L, 3))
+    return kl_lua__rt_error(L, what, "options must be a table {device = ..., sets = ...}");
+  kl_prepare_opts po = { 0 };
   if (lua_istable(L, 3)) {
     kl_lua__check_opts(L, 3, what, PREPARE_OPTS);
     static const char *const ints[] = { "sets", "rotate_bytes", "max_sets" };
     for (int i = 0; i < 3; i++) {
       if (lua_getfield(L, 3, ints[i]) != LUA_TNIL) {
         lua_Integer n;
-        if (lua_isinteger(L, -1)) n = lua_tointeger(L, -1);
-        else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == (lua_Number)(lua_Integer)lua_tonumber(L, -1)) n = (lua_Integer)lua_tonumber(L, -1);
-        else return kl_lua__rt_error(L, what, "%s must be an integer", ints[i]);
-        if (n < 0 || (i != 1 && n > 4096)) return kl_lua__rt_error(L, what, "%s must be between 0 and %s", ints[i], i == 1 ? "2^63" : "4096");
-        if (i == 0) po.sets = (int)n; else if (i == 1) po.rotate_bytes = (size_t)n; else po.max_sets = (int)n;
+        if (lua_isinteger(L, -1))
+          n = lua_tointeger(L, -1);
+        else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == (lua_Number)(lua_Integer)lua_tonumber(L, -1))
+          n = (lua_Integer)lua_tonumber(L, -1);
+        else
+          return kl_lua__rt_error(L, what, "%s must be an integer", ints[i]);
+        if (n < 0 || (i != 1 && n > 4096))
+          return kl_lua__rt_error(L, what, "%s must be between 0 and %s", ints[i], i == 1 ? "2^63" : "4096");
+        if (i == 0)
+          po.sets = (int)n;
+        else if (i == 1)
+          po.rotate_bytes = (size_t)n;
+        else
+          po.max_sets = (int)n;
       }
       lua_pop(L, 1);
     }
@@ -695,10 +876,13 @@ static int prog_prepare(lua_State *L) {
   /* the program keeps modules loaded on the device: keep the device open as p:run does */
   bool first = devs_add(&u->h->devs, &u->h->n, d);
   devhold *dh = ctx_devhold(prog_ctx(L, 1));
-  if (dh) devs_add(&dh->devs, &dh->n, d);
-  else if (first) d->refs++;
+  if (dh)
+    devs_add(&dh->devs, &dh->n, d);
+  else if (first)
+    d->refs++;
   prep_ud *r = lua_newuserdatauv(L, sizeof *r, 1);
-  r->r = NULL; r->d = NULL;
+  r->r = NULL;
+  r->d = NULL;
   luaL_setmetatable(L, MT_PREPARED);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
@@ -714,25 +898,38 @@ void kl_lua__open_program(lua_State *L) {
   int mod = lua_gettop(L);
   lua_newtable(L);
   lua_createtable(L, 0, 1);
-  lua_pushstring(L, "v"); lua_setfield(L, -2, "__mode");
+  lua_pushstring(L, "v");
+  lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
   lua_setfield(L, LUA_REGISTRYINDEX, REG_HOLDERS);
-  if (luaL_newmetatable(L, MT_HOLDER)) { lua_pushcfunction(L, holder_gc); lua_setfield(L, -2, "__gc"); }
+  if (luaL_newmetatable(L, MT_HOLDER)) {
+    lua_pushcfunction(L, holder_gc);
+    lua_setfield(L, -2, "__gc");
+  }
   lua_pop(L, 1);
 
   static const luaL_Reg pmeta[] = { { "__tostring", prog_tostring }, { NULL, NULL } };
-  static const luaL_Reg pmethods[] = {
-    { "run", prog_run }, { "kernels", prog_kernels }, { "ir", prog_ir }, { "plan", prog_plan },
-    { "binary", prog_binary }, { "code_object", prog_code_object }, { "disasm", prog_disasm }, { "prepare", prog_prepare }, { "load_kernels", prog_load }, { NULL, NULL }
-  };
-  static const luaL_Reg pprops[] = {
-    { "compile_ms", pp_compile_ms }, { "from_cache", pp_from_cache }, { "targets", pp_targets },
-    { "nkernels", pp_nkernels }, { NULL, NULL }
-  };
+  static const luaL_Reg pmethods[] = { { "run", prog_run },
+                                       { "kernels", prog_kernels },
+                                       { "ir", prog_ir },
+                                       { "plan", prog_plan },
+                                       { "binary", prog_binary },
+                                       { "code_object", prog_code_object },
+                                       { "disasm", prog_disasm },
+                                       { "prepare", prog_prepare },
+                                       { "load_kernels", prog_load },
+                                       { NULL, NULL } };
+  static const luaL_Reg pprops[] = { { "compile_ms", pp_compile_ms },
+                                     { "from_cache", pp_from_cache },
+                                     { "targets", pp_targets },
+                                     { "nkernels", pp_nkernels },
+                                     { NULL, NULL } };
   kl_lua__class(L, mod, KL_MT_PROGRAM, "program", pmethods, pprops, pmeta);
 
-  static const luaL_Reg fns[] = {
-    { "targets", l_targets }, { "target", l_target }, { "compile", l_compile }, { "default_pipeline", l_default_pipeline }, { NULL, NULL }
-  };
+  static const luaL_Reg fns[] = { { "targets", l_targets },
+                                  { "target", l_target },
+                                  { "compile", l_compile },
+                                  { "default_pipeline", l_default_pipeline },
+                                  { NULL, NULL } };
   luaL_setfuncs(L, fns, 0);
 }

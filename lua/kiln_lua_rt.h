@@ -25,8 +25,8 @@ void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *con
 
 /* Tensors. */
 kl_tensor *kl_lua__check_tensor(lua_State *L, int idx);
-kl_tensor *kl_lua__test_tensor(lua_State *L, int idx);       /* NULL if not a tensor */
-void       kl_lua__push_tensor(lua_State *L, kl_tensor *t);  /* takes the reference */
+kl_tensor *kl_lua__test_tensor(lua_State *L, int idx); /* NULL if not a tensor */
+void kl_lua__push_tensor(lua_State *L, kl_tensor *t);  /* takes the reference */
 /* check_tensor, and pins the tensor (kl_lua__pin_guard) until the caller returns: for a
  * C function that keeps the pointer while Lua code may run (metamethods, finalizers). */
 kl_tensor *kl_lua__pin_tensor(lua_State *L, int idx, const char *what);
@@ -36,7 +36,7 @@ kl_tensor *kl_lua__pin_tensor(lua_State *L, int idx, const char *what);
  * context of the context userdata at ctxidx, taking over the caller's reference to p. */
 typedef struct kl_program kl_program;
 kl_program *kl_lua__check_program(lua_State *L, int idx);
-void        kl_lua__push_program(lua_State *L, int ctxidx, kl_program *p);
+void kl_lua__push_program(lua_State *L, int ctxidx, kl_program *p);
 
 /* Devices ("kiln.device", kiln_lua_device.c): pushes the device of this Lua state named
  * name (opened on first use, as kiln.device(name)); an unknown or unavailable device raises
@@ -46,24 +46,34 @@ int kl_lua__push_device(lua_State *L, const char *name, const char *what);
  * the programs that ran on it, prepared runs and the context (kl_lua__ctx_devhold).
  * release drops one reference (the last closes the device). */
 typedef struct kl_device kl_device;
-typedef struct kl_lua_devref { kl_device *dev; int refs; char id[64]; } kl_lua_devref;
-void           kl_lua__devref_release(kl_lua_devref *d);
-kl_lua_devref *kl_lua__check_device(lua_State *L, int idx);   /* error if closed */
-int            kl_lua__l_device(lua_State *L);                /* kiln.device([name = "auto"]) */
+typedef struct kl_lua_devref {
+  kl_device *dev;
+  int refs;
+  char id[64];
+} kl_lua_devref;
+void kl_lua__devref_release(kl_lua_devref *d);
+kl_lua_devref *kl_lua__check_device(lua_State *L, int idx); /* error if closed */
+int kl_lua__l_device(lua_State *L);                         /* kiln.device([name = "auto"]) */
 /* Adds d to the list (*devs, *n) with a new reference unless it is there; true if added. */
-bool           kl_lua__devs_add(kl_lua_devref ***devs, int *n, kl_lua_devref *d);
+bool kl_lua__devs_add(kl_lua_devref ***devs, int *n, kl_lua_devref *d);
 /* The devices the context keeps open until it is destroyed (a destroy hook registered
  * before the context's compile cache exists, so it runs after the cache is released).
  * Must run before the context's first kl_compile; NULL if the compile cache already
  * exists (then devices used with this context are never closed). */
-typedef struct kl_lua_devhold { kl_lua_devref **devs; int n; } kl_lua_devhold;
+typedef struct kl_lua_devhold {
+  kl_lua_devref **devs;
+  int n;
+} kl_lua_devhold;
 kl_lua_devhold *kl_lua__ctx_devhold(kl_ctx *ctx);
 
 /* Prepared runs ("kiln.prepared", kiln_lua_prepared.c; made by p:prepare): the run and
  * the device it keeps open (one reference). */
 #define KL_MT_PREPARED "kiln.prepared"
 typedef struct kl_prepared kl_prepared;
-typedef struct kl_lua_prepared_ud { kl_prepared *r; kl_lua_devref *d; } kl_lua_prepared_ud;
+typedef struct kl_lua_prepared_ud {
+  kl_prepared *r;
+  kl_lua_devref *d;
+} kl_lua_prepared_ud;
 
 /* The inputs table at idx ({name = tensor, ...}) as named tensors, in a temporary buffer
  * of the Lua state (kl_lua__tmp); the names are the table's keys (the table must stay

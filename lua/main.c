@@ -38,35 +38,35 @@ static const char *progname = "kiln";
 
 static void usage(FILE *f) {
   fprintf(f,
-    "usage: kiln [options] [script.lua [args...]]\n"
-    "       kiln opt FILE.kir [opt options]\n"
-    "\n"
-    "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
-    "Without a script: an interactive REPL (prints returned values; incomplete chunks continue\n"
-    "on the next line; history in ~/.kiln_history).\n"
-    "\n"
-    "options:\n"
-    "  -e CODE        run CODE\n"
-    "  -l NAME        require library NAME into global NAME\n"
-    "  -i             enter the REPL after running the script / -e code\n"
-    "  -              run standard input as a script\n"
-    "  --             stop handling options\n"
-    "  -h, --help     show this help\n"
-    "  -v, --version  show the version\n"
-    "\n"
-    "kiln opt FILE.kir (FILE may be - for standard input):\n"
-    "  --pipeline P, -p P           pass pipeline, e.g. \"canonicalize,cse\" or \"pass{opt=3}\"\n"
-    "  --print-ir-after=all|a,b     print the IR after all / the named passes to stderr\n"
-    "  --generic                    print ops in generic form\n"
-    "  --locs                       print locations\n"
-    "  --verify-each=true|false     verify after every pass (default true)\n"
-    "  --timing                     print per-pass wall time to stderr\n"
-    "  --stats                      print op counts of the result to stderr\n"
-    "  --target T                   with --stats: lower every kernel for T (gfx942, sm_90, host)\n"
-    "                               and print its code-object statistics (VGPRs, LDS, scratch ...)\n"
-    "  --load FILE.lua              run a Lua script first (it may register passes)\n"
-    "  --list-passes                list the registered passes and exit\n"
-    "  -o FILE                      write the module to FILE instead of stdout\n");
+          "usage: kiln [options] [script.lua [args...]]\n"
+          "       kiln opt FILE.kir [opt options]\n"
+          "\n"
+          "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
+          "Without a script: an interactive REPL (prints returned values; incomplete chunks continue\n"
+          "on the next line; history in ~/.kiln_history).\n"
+          "\n"
+          "options:\n"
+          "  -e CODE        run CODE\n"
+          "  -l NAME        require library NAME into global NAME\n"
+          "  -i             enter the REPL after running the script / -e code\n"
+          "  -              run standard input as a script\n"
+          "  --             stop handling options\n"
+          "  -h, --help     show this help\n"
+          "  -v, --version  show the version\n"
+          "\n"
+          "kiln opt FILE.kir (FILE may be - for standard input):\n"
+          "  --pipeline P, -p P           pass pipeline, e.g. \"canonicalize,cse\" or \"pass{opt=3}\"\n"
+          "  --print-ir-after=all|a,b     print the IR after all / the named passes to stderr\n"
+          "  --generic                    print ops in generic form\n"
+          "  --locs                       print locations\n"
+          "  --verify-each=true|false     verify after every pass (default true)\n"
+          "  --timing                     print per-pass wall time to stderr\n"
+          "  --stats                      print op counts of the result to stderr\n"
+          "  --target T                   with --stats: lower every kernel for T (gfx942, sm_90, host)\n"
+          "                               and print its code-object statistics (VGPRs, LDS, scratch ...)\n"
+          "  --load FILE.lua              run a Lua script first (it may register passes)\n"
+          "  --list-passes                list the registered passes and exit\n"
+          "  -o FILE                      write the module to FILE instead of stdout\n");
 }
 
 /* ------------------------------------------------------------ Lua state ---- */
@@ -84,7 +84,7 @@ static void prepend_package_path(lua_State *L) {
     if (slash) {
       *slash = 0;
       char prefix[4096], probe[4200];
-      snprintf(prefix, sizeof prefix, "%s", exe);   /* <prefix>/bin -> <prefix> */
+      snprintf(prefix, sizeof prefix, "%s", exe); /* <prefix>/bin -> <prefix> */
       char *up = strrchr(prefix, '/');
       if (up) *up = 0;
       snprintf(probe, sizeof probe, "%s/share/lua/5.4/kiln/lib.lua", prefix);
@@ -160,8 +160,14 @@ static int open_kiln(lua_State *L) {
 
 static lua_State *new_state(void) {
   lua_State *L = luaL_newstate();
-  if (!L) { fprintf(stderr, "%s: cannot create a Lua state (out of memory)\n", progname); return NULL; }
-  if (open_kiln(L) != LUA_OK) { lua_close(L); return NULL; }
+  if (!L) {
+    fprintf(stderr, "%s: cannot create a Lua state (out of memory)\n", progname);
+    return NULL;
+  }
+  if (open_kiln(L) != LUA_OK) {
+    lua_close(L);
+    return NULL;
+  }
   return L;
 }
 
@@ -183,23 +189,37 @@ static char *read_line(const char *prompt, bool tty) {
 #ifdef KILN_HAVE_READLINE
   if (tty) return readline(prompt);
 #endif
-  if (tty || prompt) { fputs(prompt, stdout); fflush(stdout); }
+  if (tty || prompt) {
+    fputs(prompt, stdout);
+    fflush(stdout);
+  }
   size_t cap = 256, len = 0;
   char *buf = malloc(cap);
   if (!buf) return NULL;
   int c;
   while ((c = getchar()) != EOF && c != '\n') {
-    if (len + 2 > cap) { char *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); return NULL; } buf = nb; }
+    if (len + 2 > cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) {
+        free(buf);
+        return NULL;
+      }
+      buf = nb;
+    }
     buf[len++] = (char)c;
   }
-  if (c == EOF && len == 0) { free(buf); return NULL; }
+  if (c == EOF && len == 0) {
+    free(buf);
+    return NULL;
+  }
   buf[len] = 0;
   return buf;
 }
 
 static bool incomplete(lua_State *L, int status) {
   if (status != LUA_ERRSYNTAX) return false;
-  size_t n; const char *msg = lua_tolstring(L, -1, &n);
+  size_t n;
+  const char *msg = lua_tolstring(L, -1, &n);
   const char *mark = "<eof>";
   size_t m = strlen(mark);
   return n >= m && strcmp(msg + n - m, mark) == 0;
@@ -213,7 +233,11 @@ static int load_entry(lua_State *L, bool tty, char **entry) {
   if (!line) return -1;
   const char *ret = lua_pushfstring(L, "return %s", line);
   int st = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
-  if (st == LUA_OK) { lua_remove(L, -2); *entry = line; return st; }
+  if (st == LUA_OK) {
+    lua_remove(L, -2);
+    *entry = line;
+    return st;
+  }
   lua_pop(L, 2);
   for (;;) {
     st = luaL_loadbuffer(L, line, strlen(line), "=stdin");
@@ -223,9 +247,15 @@ static int load_entry(lua_State *L, bool tty, char **entry) {
     if (!more) break;
     size_t a = strlen(line), b = strlen(more);
     char *joined = malloc(a + b + 2);
-    if (!joined) { free(more); break; }
-    memcpy(joined, line, a); joined[a] = '\n'; memcpy(joined + a + 1, more, b + 1);
-    free(line); free(more);
+    if (!joined) {
+      free(more);
+      break;
+    }
+    memcpy(joined, line, a);
+    joined[a] = '\n';
+    memcpy(joined + a + 1, more, b + 1);
+    free(line);
+    free(more);
     line = joined;
   }
   if (st != LUA_OK && lua_gettop(L) == 0) st = luaL_loadbuffer(L, line, strlen(line), "=stdin");
@@ -244,8 +274,12 @@ static void print_results(lua_State *L, int base) {
     if (pretty) {
       lua_pushvalue(L, pf);
       lua_pushvalue(L, base + i);
-      if (docall(L, 1, 1) != LUA_OK || !lua_isstring(L, -1)) { lua_pop(L, 1); luaL_tolstring(L, base + i, NULL); }
-    } else luaL_tolstring(L, base + i, NULL);
+      if (docall(L, 1, 1) != LUA_OK || !lua_isstring(L, -1)) {
+        lua_pop(L, 1);
+        luaL_tolstring(L, base + i, NULL);
+      }
+    } else
+      luaL_tolstring(L, base + i, NULL);
     fputs(lua_tostring(L, -1), stdout);
     fputs(i < n ? "\t" : "\n", stdout);
     lua_pop(L, 1);
@@ -278,8 +312,10 @@ static void repl(lua_State *L) {
 #endif
     free(entry);
     if (st == LUA_OK) st = docall(L, 0, LUA_MULTRET);
-    if (st == LUA_OK) print_results(L, 0);
-    else report(L, st);
+    if (st == LUA_OK)
+      print_results(L, 0);
+    else
+      report(L, st);
   }
   if (tty) putchar('\n');
   free(hist);
@@ -298,7 +334,7 @@ static void create_arg_table(lua_State *L, int argc, char **argv, int script) {
 
 static int run_script(lua_State *L, int argc, char **argv, int script) {
   const char *fname = argv[script];
-  if (!strcmp(fname, "-") && (script == 0 || strcmp(argv[script - 1], "--"))) fname = NULL;  /* stdin */
+  if (!strcmp(fname, "-") && (script == 0 || strcmp(argv[script - 1], "--"))) fname = NULL; /* stdin */
   int st = luaL_loadfile(L, fname);
   if (st != LUA_OK) return report(L, st);
   int n = argc - script - 1;
@@ -327,13 +363,32 @@ static int lua_main(int argc, char **argv) {
   bool interactive = false, ran = false, version = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--")) { if (i + 1 < argc) script = i + 1; break; }
-    if (a[0] != '-' || !strcmp(a, "-")) { script = i; break; }
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-    if (!strcmp(a, "-v") || !strcmp(a, "--version")) { version = true; continue; }
-    if (!strcmp(a, "-i")) { interactive = true; continue; }
+    if (!strcmp(a, "--")) {
+      if (i + 1 < argc) script = i + 1;
+      break;
+    }
+    if (a[0] != '-' || !strcmp(a, "-")) {
+      script = i;
+      break;
+    }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
+      version = true;
+      continue;
+    }
+    if (!strcmp(a, "-i")) {
+      interactive = true;
+      continue;
+    }
     if (!strcmp(a, "-e") || !strcmp(a, "-l")) {
-      if (++i >= argc) { fprintf(stderr, "%s: '%s' needs an argument\n", progname, a); usage(stderr); return 2; }
+      if (++i >= argc) {
+        fprintf(stderr, "%s: '%s' needs an argument\n", progname, a);
+        usage(stderr);
+        return 2;
+      }
       continue;
     }
     fprintf(stderr, "%s: unknown option '%s'\n", progname, a);
@@ -350,15 +405,22 @@ static int lua_main(int argc, char **argv) {
   int status = LUA_OK;
   int end = script ? script : argc;
   for (int i = 1; i < end && status == LUA_OK; i++) {
-    if (!strcmp(argv[i], "-e")) { status = run_string(L, argv[++i], "=(command line)"); ran = true; }
-    else if (!strcmp(argv[i], "-l")) status = require_lib(L, argv[++i]);
+    if (!strcmp(argv[i], "-e")) {
+      status = run_string(L, argv[++i], "=(command line)");
+      ran = true;
+    } else if (!strcmp(argv[i], "-l"))
+      status = require_lib(L, argv[++i]);
   }
-  if (status == LUA_OK && script) { status = run_script(L, argc, argv, script); ran = true; }
+  if (status == LUA_OK && script) {
+    status = run_script(L, argc, argv, script);
+    ran = true;
+  }
   if (status == LUA_OK && (interactive || (!ran && !version))) {
-    if (!interactive && !isatty(0) && !ran) {   /* `kiln < file`: run stdin as a script */
+    if (!interactive && !isatty(0) && !ran) { /* `kiln < file`: run stdin as a script */
       status = report(L, luaL_loadfile(L, NULL));
       if (status == LUA_OK) status = report(L, docall(L, 0, 0));
-    } else repl(L);
+    } else
+      repl(L);
   }
   lua_close(L);
   return status == LUA_OK ? 0 : 1;
@@ -373,11 +435,21 @@ static char *read_all(const char *path, size_t *len) {
   size_t r;
   while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
     n += r;
-    if (n == cap) { char *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
+    if (n == cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+      } else
+        buf = nb;
+    }
   }
   bool err = ferror(f);
   if (f != stdin) fclose(f);
-  if (err) { free(buf); return NULL; }
+  if (err) {
+    free(buf);
+    return NULL;
+  }
   *len = n;
   return buf;
 }
@@ -392,7 +464,10 @@ static void ir_to_stderr(const char *pass, const char *text, void *user) {
   fprintf(stderr, "// -----// IR Dump After %s //----- //\n%s\n", pass, text);
 }
 
-typedef struct { const char *name; int n; } op_count;
+typedef struct {
+  const char *name;
+  int n;
+} op_count;
 static int cmp_count(const void *a, const void *b) {
   const op_count *x = a, *y = b;
   return x->n != y->n ? y->n - x->n : strcmp(x->name, y->name);
@@ -403,8 +478,10 @@ static void print_code_stats(kl_op *m, const char *target) {
     if (!kl_is_kernel(o)) continue;
     char err[1024];
     char *line = kl_kernel_code_stats(o, target, err, sizeof err);
-    if (line) fprintf(stderr, "// %s\n", line);
-    else fprintf(stderr, "// %s (%s): %s\n", kl_op_attr_string(o, "sym_name"), target, err);
+    if (line)
+      fprintf(stderr, "// %s\n", line);
+    else
+      fprintf(stderr, "// %s (%s): %s\n", kl_op_attr_string(o, "sym_name"), target, err);
     free(line);
   }
 }
@@ -415,7 +492,7 @@ static void print_stats(kl_op *m) {
   int nc = 0;
   for (int i = 0; c && i < n; i++) {
     int k = 0;
-    while (k < nc && c[k].name != ops[i]->name) k++;   /* names are interned */
+    while (k < nc && c[k].name != ops[i]->name) k++; /* names are interned */
     if (k == nc) c[nc++].name = ops[i]->name;
     c[k].n++;
   }
@@ -429,14 +506,21 @@ static void print_stats(kl_op *m) {
 static bool flag_value(int argc, char **argv, int *i, const char *flag, const char **out) {
   size_t n = strlen(flag);
   if (strncmp(argv[*i], flag, n)) return false;
-  if (argv[*i][n] == '=') { *out = argv[*i] + n + 1; return true; }
-  if (argv[*i][n] == 0 && *i + 1 < argc) { *out = argv[++*i]; return true; }
+  if (argv[*i][n] == '=') {
+    *out = argv[*i] + n + 1;
+    return true;
+  }
+  if (argv[*i][n] == 0 && *i + 1 < argc) {
+    *out = argv[++*i];
+    return true;
+  }
   return false;
 }
 
 static int opt_main(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *print_after = NULL, *v = NULL, *target = NULL;
-  const char *loads[64]; int nloads = 0;
+  const char *loads[64];
+  int nloads = 0;
   char *pipeline = NULL;
   size_t plen = 0;
   bool generic = false, locs = false, verify_each = true, timing = false, stats = false, list = false;
@@ -447,40 +531,69 @@ static int opt_main(int argc, char **argv) {
         flag_value(argc, argv, &i, "--pass-pipeline", &v)) {
       size_t n = strlen(v);
       char *np = realloc(pipeline, plen + n + 2);
-      if (!np) { free(pipeline); return 1; }
+      if (!np) {
+        free(pipeline);
+        return 1;
+      }
       pipeline = np;
       if (plen && n) pipeline[plen++] = ',';
       memcpy(pipeline + plen, v, n + 1);
       plen += n;
-    } else if (flag_value(argc, argv, &i, "--print-ir-after", &v)) print_after = v;
-    else if (!strcmp(a, "--print-ir-after-all")) print_after = "all";
-    else if (!strcmp(a, "--generic")) generic = true;
-    else if (!strcmp(a, "--locs")) locs = true;
-    else if (!strcmp(a, "--timing")) timing = true;
-    else if (!strcmp(a, "--stats")) stats = true;
-    else if (flag_value(argc, argv, &i, "--target", &v)) target = v;
-    else if (!strcmp(a, "--list-passes")) list = true;
-    else if (!strcmp(a, "--verify-each") || !strcmp(a, "--verify-each=true")) verify_each = true;
-    else if (!strcmp(a, "--verify-each=false")) verify_each = false;
+    } else if (flag_value(argc, argv, &i, "--print-ir-after", &v))
+      print_after = v;
+    else if (!strcmp(a, "--print-ir-after-all"))
+      print_after = "all";
+    else if (!strcmp(a, "--generic"))
+      generic = true;
+    else if (!strcmp(a, "--locs"))
+      locs = true;
+    else if (!strcmp(a, "--timing"))
+      timing = true;
+    else if (!strcmp(a, "--stats"))
+      stats = true;
+    else if (flag_value(argc, argv, &i, "--target", &v))
+      target = v;
+    else if (!strcmp(a, "--list-passes"))
+      list = true;
+    else if (!strcmp(a, "--verify-each") || !strcmp(a, "--verify-each=true"))
+      verify_each = true;
+    else if (!strcmp(a, "--verify-each=false"))
+      verify_each = false;
     else if (flag_value(argc, argv, &i, "--load", &v)) {
-      if (nloads == 64) { fprintf(stderr, "%s opt: too many --load\n", progname); free(pipeline); return 2; }
+      if (nloads == 64) {
+        fprintf(stderr, "%s opt: too many --load\n", progname);
+        free(pipeline);
+        return 2;
+      }
       loads[nloads++] = v;
-    } else if (flag_value(argc, argv, &i, "-o", &v)) out = v;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); free(pipeline); return 0; }
-    else if ((a[0] != '-' || !strcmp(a, "-")) && !file) file = a;
+    } else if (flag_value(argc, argv, &i, "-o", &v))
+      out = v;
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      free(pipeline);
+      return 0;
+    } else if ((a[0] != '-' || !strcmp(a, "-")) && !file)
+      file = a;
     else {
       fprintf(stderr, "%s opt: unknown or incomplete argument '%s'\n", progname, a);
       free(pipeline);
       return 2;
     }
   }
-  if (!file && !list) { fprintf(stderr, "%s opt: no input file (use - for stdin)\n", progname); free(pipeline); return 2; }
+  if (!file && !list) {
+    fprintf(stderr, "%s opt: no input file (use - for stdin)\n", progname);
+    free(pipeline);
+    return 2;
+  }
 
   /* A Lua state only when scripts are loaded (their passes join the registry). */
   lua_State *L = NULL;
   kl_ctx *ctx = NULL;
   if (nloads) {
-    if (!(L = new_state())) { free(pipeline); return 1; }
+    if (!(L = new_state())) {
+      free(pipeline);
+      return 1;
+    }
     create_arg_table(L, 0, argv, 0);
     for (int i = 0; i < nloads; i++) {
       if (report(L, luaL_loadfile(L, loads[i])) != LUA_OK || report(L, docall(L, 0, 0)) != LUA_OK) goto done;
@@ -488,7 +601,7 @@ static int opt_main(int argc, char **argv) {
     ctx = kl_lua_default_ctx(L);
   } else {
     ctx = kl_ctx_create();
-    kl_register_builtin_passes(ctx);   /* kl_ctx_create registers the dialects only */
+    kl_register_builtin_passes(ctx); /* kl_ctx_create registers the dialects only */
   }
   if (list) {
     for (int i = 0; i < kl_pass_count(ctx); i++) {
@@ -496,9 +609,12 @@ static int opt_main(int argc, char **argv) {
       printf("%-28s %s\n", p->name, p->summary ? p->summary : "");
       for (int k = 0; k < p->noptions; k++)
         printf("    %s=<%s> (default %s) %s\n", p->options[k].name,
-               p->options[k].kind == KL_OPT_INT ? "int" : p->options[k].kind == KL_OPT_FLOAT ? "float" :
-               p->options[k].kind == KL_OPT_BOOL ? "bool" : "string",
-               p->options[k].default_value ? p->options[k].default_value : "", p->options[k].help ? p->options[k].help : "");
+               p->options[k].kind == KL_OPT_INT         ? "int"
+                   : p->options[k].kind == KL_OPT_FLOAT ? "float"
+                   : p->options[k].kind == KL_OPT_BOOL  ? "bool"
+                                                        : "string",
+               p->options[k].default_value ? p->options[k].default_value : "",
+               p->options[k].help ? p->options[k].help : "");
     }
     rc = 0;
     goto done;
@@ -506,11 +622,20 @@ static int opt_main(int argc, char **argv) {
   {
     size_t len = 0;
     char *text = read_all(file, &len);
-    if (!text) { fprintf(stderr, "%s opt: cannot read '%s': %s\n", progname, file, strerror(errno)); goto done; }
+    if (!text) {
+      fprintf(stderr, "%s opt: cannot read '%s': %s\n", progname, file, strerror(errno));
+      goto done;
+    }
     kl_op *m = kl_parse_module(ctx, text, len, strcmp(file, "-") ? file : "<stdin>");
     free(text);
-    if (!m) { flush_diags(ctx); goto done; }
-    if (kl_verify(m) != KL_OK) { flush_diags(ctx); goto done; }
+    if (!m) {
+      flush_diags(ctx);
+      goto done;
+    }
+    if (kl_verify(m) != KL_OK) {
+      flush_diags(ctx);
+      goto done;
+    }
     kl_pass_manager *pm = kl_pass_manager_create(ctx);
     kl_status s = (pipeline && *pipeline) ? kl_pass_manager_add_pipeline(pm, pipeline) : KL_OK;
     if (s == KL_OK) {
@@ -530,16 +655,25 @@ static int opt_main(int argc, char **argv) {
     if (stats && target) print_code_stats(m, target);
     char *ir = kl_print_op(m, (generic ? KL_PRINT_GENERIC : 0) | (locs ? KL_PRINT_LOCS : 0));
     FILE *f = out ? fopen(out, "w") : stdout;
-    if (!f) { fprintf(stderr, "%s opt: cannot write '%s': %s\n", progname, out, strerror(errno)); free(ir); goto done; }
+    if (!f) {
+      fprintf(stderr, "%s opt: cannot write '%s': %s\n", progname, out, strerror(errno));
+      free(ir);
+      goto done;
+    }
     fputs(ir, f);
     free(ir);
-    if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) { fprintf(stderr, "%s opt: write error\n", progname); goto done; }
+    if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) {
+      fprintf(stderr, "%s opt: write error\n", progname);
+      goto done;
+    }
     rc = 0;
   }
 done:
   free(pipeline);
-  if (L) lua_close(L);
-  else kl_ctx_destroy(ctx);
+  if (L)
+    lua_close(L);
+  else
+    kl_ctx_destroy(ctx);
   return rc;
 }
 

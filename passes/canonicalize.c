@@ -31,7 +31,8 @@ static kl_value *make_int_constant(kl_rewriter *rw, kl_loc loc, const kl_type *t
 static void replace_with_value(kl_rewriter *rw, kl_op *op, kl_value *v) { kl_rewriter_replace_op(rw, op, &v); }
 
 static bool constant_to_rhs(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
-  if (!kl_op_has_trait(op, KL_TRAIT_COMMUTATIVE) || op->nopnds != 2) return kl_rewriter_notify_no_match(rw, "not a commutative binary op");
+  if (!kl_op_has_trait(op, KL_TRAIT_COMMUTATIVE) || op->nopnds != 2)
+    return kl_rewriter_notify_no_match(rw, "not a commutative binary op");
   kl_value *a = opnd(op, 0), *b = opnd(op, 1);
   if (!is_const(a) || is_const(b)) return kl_rewriter_notify_no_match(rw, "the lhs is not the only constant operand");
   kl_rewriter_modify_start(rw, op);
@@ -41,12 +42,14 @@ static bool constant_to_rhs(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   return true;
 }
 
-static const char *const assoc_ops[] = { "arith.addi", "arith.muli", "arith.andi", "arith.ori", "arith.xori",
-                                         "arith.maxsi", "arith.minsi", NULL };
+static const char *const assoc_ops[] = { "arith.addi", "arith.muli",  "arith.andi",  "arith.ori",
+                                         "arith.xori", "arith.maxsi", "arith.minsi", NULL };
 static bool reassociate(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   bool assoc = false;
-  for (int i = 0; assoc_ops[i]; i++) if (name_is(op, assoc_ops[i])) assoc = true;
-  if (!assoc || op->nopnds != 2 || !is_scalar_int(op->results[0].type)) return kl_rewriter_notify_no_match(rw, "not an associative integer op");
+  for (int i = 0; assoc_ops[i]; i++)
+    if (name_is(op, assoc_ops[i])) assoc = true;
+  if (!assoc || op->nopnds != 2 || !is_scalar_int(op->results[0].type))
+    return kl_rewriter_notify_no_match(rw, "not an associative integer op");
   kl_value *lhs = opnd(op, 0), *c2 = opnd(op, 1);
   kl_op *inner = lhs->def;
   if (!is_const(c2) || !inner || inner->name != op->name || inner->nopnds != 2)
@@ -66,7 +69,8 @@ static bool subi_constant(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   kl_value *x = opnd(op, 0), *c = opnd(op, 1);
   const kl_attr *ca = kl_value_constant(c);
   const kl_type *t = op->results[0].type;
-  if (!ca || ca->kind != KL_AT_INT || is_const(x) || !is_scalar_int(t)) return kl_rewriter_notify_no_match(rw, "not x - constant");
+  if (!ca || ca->kind != KL_AT_INT || is_const(x) || !is_scalar_int(t))
+    return kl_rewriter_notify_no_match(rw, "not x - constant");
   kl_value *neg = make_int_constant(rw, op->loc, t, (int64_t)(0u - (uint64_t)ca->i));
   kl_value *ops[] = { x, neg };
   kl_op *add = kl_rewriter_create(rw, "arith.addi", op->loc, 2, ops, 1, &t, 0, NULL, 0);
@@ -75,19 +79,32 @@ static bool subi_constant(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
 }
 
 static bool add_sub_cancel(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
-  if (op->nopnds != 2 || !is_scalar_int(op->results[0].type)) return kl_rewriter_notify_no_match(rw, "not an integer binary op");
+  if (op->nopnds != 2 || !is_scalar_int(op->results[0].type))
+    return kl_rewriter_notify_no_match(rw, "not an integer binary op");
   kl_value *a = opnd(op, 0), *b = opnd(op, 1);
   kl_op *d = a->def;
   if (name_is(op, "arith.addi")) {
     /* (x - y) + y -> x, and y + (x - y) -> x */
-    if (d && name_is(d, "arith.subi") && opnd(d, 1) == b) { replace_with_value(rw, op, opnd(d, 0)); return true; }
+    if (d && name_is(d, "arith.subi") && opnd(d, 1) == b) {
+      replace_with_value(rw, op, opnd(d, 0));
+      return true;
+    }
     kl_op *e = b->def;
-    if (e && name_is(e, "arith.subi") && opnd(e, 1) == a) { replace_with_value(rw, op, opnd(e, 0)); return true; }
+    if (e && name_is(e, "arith.subi") && opnd(e, 1) == a) {
+      replace_with_value(rw, op, opnd(e, 0));
+      return true;
+    }
     return kl_rewriter_notify_no_match(rw, "no (x - y) + y");
   }
   if (d && name_is(d, "arith.addi")) {
-    if (opnd(d, 1) == b) { replace_with_value(rw, op, opnd(d, 0)); return true; }   /* (x + y) - y */
-    if (opnd(d, 0) == b) { replace_with_value(rw, op, opnd(d, 1)); return true; }   /* (x + y) - x */
+    if (opnd(d, 1) == b) {
+      replace_with_value(rw, op, opnd(d, 0));
+      return true;
+    } /* (x + y) - y */
+    if (opnd(d, 0) == b) {
+      replace_with_value(rw, op, opnd(d, 1));
+      return true;
+    } /* (x + y) - x */
   }
   return kl_rewriter_notify_no_match(rw, "no (x + y) - y");
 }
@@ -127,7 +144,7 @@ static kl_status run_canonicalize(kl_op *root, const kl_pass_options *o, void *u
     if (p->name && !strncmp(p->name, "canonical.", 10)) pats[np++] = p;
   }
   kl_greedy_config cfg = kl_greedy_default();
-  cfg.max_iterations = (int)kl_pass_opt_int(o, "max-iterations");   /* 0 (or no options): default */
+  cfg.max_iterations = (int)kl_pass_opt_int(o, "max-iterations"); /* 0 (or no options): default */
   cfg.max_rewrites = (int)kl_pass_opt_int(o, "max-rewrites");
   kl_status st = kl_apply_patterns_greedy(root, pats, np, &cfg);
   free(pats);
@@ -142,8 +159,12 @@ static const kl_pass_option canon_options[] = {
 };
 
 void kl__register_canonicalize(kl_ctx *ctx) {
-  for (size_t i = 0; i < sizeof arith_patterns / sizeof *arith_patterns; i++) kl_register_pattern(ctx, &arith_patterns[i]);
-  kl_pass_info info = { "canonicalize", "folds, dead pure-op removal and every 'canonical.*' pattern, to a fixed point",
-                        canon_options, 2, run_canonicalize, NULL };
+  for (size_t i = 0; i < sizeof arith_patterns / sizeof *arith_patterns; i++)
+    kl_register_pattern(ctx, &arith_patterns[i]);
+  kl_pass_info info = {
+    "canonicalize",   "folds, dead pure-op removal and every 'canonical.*' pattern, to a fixed point",
+    canon_options,    2,
+    run_canonicalize, NULL
+  };
   kl_register_pass(ctx, &info);
 }

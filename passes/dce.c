@@ -11,7 +11,7 @@ kl_status kl_dce(kl_op *root) {
   kl_greedy_config cfg = kl_greedy_default();
   cfg.fold = false;
   cfg.remove_dead = true;
-  cfg.max_rewrites = INT_MAX;   /* removal always terminates: no cap on the number of ops */
+  cfg.max_rewrites = INT_MAX; /* removal always terminates: no cap on the number of ops */
   return kl_apply_patterns_greedy(root, NULL, 0, &cfg);
 }
 

@@ -40,21 +40,21 @@ static const char *const kind_names[] = { "gemm", "elementwise", "reduce", "soft
 
 typedef struct group {
   int kind;
-  kl_value *root;       /* the group's result */
-  bool return_only;     /* replace only the func.return uses of root (view / copy roots) */
-  int pos, seq;         /* ordering key */
+  kl_value *root;   /* the group's result */
+  bool return_only; /* replace only the func.return uses of root (view / copy roots) */
+  int pos, seq;     /* ordering key */
   unsigned char *member;
 } group;
 
 typedef struct part {
   kl_ctx *ctx;
   int nops;
-  kl_op **ops;          /* block order; op->scratch = index */
-  int *assigned;        /* group index (creation order) of non-view ops, -1 */
-  int *chain_root_of;   /* at the position of a chain root: the anchor's position, else -1 */
-  kl_value **chain_root;/* per anchor position: its group's root value */
+  kl_op **ops;           /* block order; op->scratch = index */
+  int *assigned;         /* group index (creation order) of non-view ops, -1 */
+  int *chain_root_of;    /* at the position of a chain root: the anchor's position, else -1 */
+  kl_value **chain_root; /* per anchor position: its group's root value */
   bool *chain_view_root;
-  int *chain_owner;     /* per position: anchor position owning this chain op, -1 */
+  int *chain_owner; /* per position: anchor position owning this chain op, -1 */
   unsigned char *cand;
   int ngroups, capgroups;
   group *groups;
@@ -67,21 +67,27 @@ static bool is_plan(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_HOST_
  * concat is an element-wise kernel (graph-to-rock sees the concat at its root). */
 static int own_kernel(const kl_op *op) {
   switch (kl_op_kernel_kind(op)) {
-  case KL_KERNEL_REDUCE: return K_REDUCE;
-  case KL_KERNEL_SOFTMAX: return K_SOFTMAX;
-  case KL_KERNEL_CONCAT: return K_EW;
-  default: return -1;
+    case KL_KERNEL_REDUCE: return K_REDUCE;
+    case KL_KERNEL_SOFTMAX: return K_SOFTMAX;
+    case KL_KERNEL_CONCAT: return K_EW;
+    default: return -1;
   }
 }
 static bool is_anchor(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_GEMM_ANCHOR); }
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++) if (a->shape[i] != b->shape[i]) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return false;
   return true;
 }
 
 /* ---- effective uses (through views) ---- */
-typedef struct eff_use { kl_op *user; int index; bool has_path, invertible; kl_value *top; } eff_use;
+typedef struct eff_use {
+  kl_op *user;
+  int index;
+  bool has_path, invertible;
+  kl_value *top;
+} eff_use;
 #define MAX_EFF 32
 /* Returns the number of effective uses (may exceed MAX_EFF: then only MAX_EFF stored). */
 static int eff_uses(kl_value *v, bool has_path, bool inv, eff_use *out, int n) {
@@ -113,7 +119,10 @@ static void build_chain(part *p, kl_op *a) {
     for (int i = 1; i < n; i++) ok = ok && e[i].user == U && !e[i].has_path && !e[0].has_path;
     if (!ok) break;
     if (!strcmp(U->name, "func.return")) {
-      if (n == 1 && e[0].has_path && e[0].invertible) { v = e[0].top; view_root = true; }
+      if (n == 1 && e[0].has_path && e[0].invertible) {
+        v = e[0].top;
+        view_root = true;
+      }
       break;
     }
     if (!is_ew(U) || p->chain_owner[U->scratch] >= 0) break;
@@ -192,7 +201,8 @@ static void grow(part *p, group *g, int from) {
     p->cand[pos] = 0;
     kl_op *op = p->ops[pos];
     if (p->assigned[pos] >= 0 || p->chain_owner[pos] >= 0 || !uses_inside(g, kl_op_result(op, 0)) ||
-        (g->kind == K_GEMM && feeds_anchor(kl_op_result(op, 0)))) continue;
+        (g->kind == K_GEMM && feeds_anchor(kl_op_result(op, 0))))
+      continue;
     g->member[pos] = 1;
     p->assigned[pos] = gi;
     absorb_operands(p, g, op, true);
@@ -209,7 +219,10 @@ static void build_anchor_group(part *p, int apos) {
   p->assigned[apos] = gi;
   absorb_operands(p, g, a, false);
   for (int pos = apos + 1; pos < p->nops; pos++)
-    if (p->chain_owner[pos] == apos) { g->member[pos] = 1; p->assigned[pos] = gi; }
+    if (p->chain_owner[pos] == apos) {
+      g->member[pos] = 1;
+      p->assigned[pos] = gi;
+    }
   /* views on the chain (between chain ops, or the root views) */
   if (p->chain_view_root[apos]) absorb_operand(p, g, root, false);
   for (int pos = apos + 1; pos < p->nops; pos++)
@@ -227,8 +240,7 @@ static int cmp_group(const void *x, const void *y) {
 static void remove_dead(kl_block *body) {
   for (kl_op *op = body->last, *prev; op; op = prev) {
     prev = op->prev;
-    if (is_plan(op) || kl_op_has_trait(op, KL_TRAIT_TERMINATOR) || !kl_op_results_unused(op))
-      continue;
+    if (is_plan(op) || kl_op_has_trait(op, KL_TRAIT_TERMINATOR) || !kl_op_results_unused(op)) continue;
     kl_op_erase(op);
   }
 }
@@ -263,12 +275,13 @@ static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, k
       leaves[nleaves++] = w;
     }
   }
-  if (!any_member) leaves[nleaves++] = g->root;   /* a copy of a param / constant */
+  if (!any_member) leaves[nleaves++] = g->root; /* a copy of a param / constant */
 
   const char *gname = kl_op_attr_string(graph, "sym_name");
   char name[256];
   unique_name(module, gname ? gname : "graph", index, name, sizeof name);
-  kl_named_attr fa[] = { { "kernel_group", kl_attr_unit(ctx) }, { "kind", kl_attr_str(ctx, kind_names[g->kind]) },
+  kl_named_attr fa[] = { { "kernel_group", kl_attr_unit(ctx) },
+                         { "kind", kl_attr_str(ctx, kind_names[g->kind]) },
                          { "sym_name", kl_attr_str(ctx, name) } };
   kl_loc loc = g->root->def ? g->root->def->loc : graph->loc;
   kl_op *fn = kl_op_create(ctx, "func.func", loc, 0, NULL, 0, NULL, 3, fa, 1);
@@ -291,7 +304,8 @@ static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, k
   kl_value *lr = kl_op_result(launch, 0);
   lr->name_hint = g->root->name_hint;
   if (g->return_only) {
-    for (int i = 0; i < ret->nopnds; i++) if (ret->opnds[i].value == g->root) kl_op_set_operand(ret, i, lr);
+    for (int i = 0; i < ret->nopnds; i++)
+      if (ret->opnds[i].value == g->root) kl_op_set_operand(ret, i, lr);
   } else {
     kl_value_replace_all_uses(g->root, lr);
   }
@@ -327,7 +341,10 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
   /* pass 2: groups, last op first */
   for (int pos = p->nops - 1; pos >= 0 && st == KL_OK; pos--) {
     kl_op *op = p->ops[pos];
-    if (p->chain_root_of[pos] >= 0) { build_anchor_group(p, p->chain_root_of[pos]); continue; }
+    if (p->chain_root_of[pos] >= 0) {
+      build_anchor_group(p, p->chain_root_of[pos]);
+      continue;
+    }
     if (is_plan(op) || op == ret) continue;
     if (p->assigned[pos] >= 0 || p->chain_owner[pos] >= 0) continue;
     if (is_ew(op)) {
@@ -351,7 +368,7 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
       p->assigned[pos] = (int)(g - p->groups);
       absorb_operands(p, g, op, false);
     } else if (is_anchor(op)) {
-      continue;   /* grouped at its chain root */
+      continue; /* grouped at its chain root */
     } else {
       st = kl_emit_error(ctx, op->loc, "graph-partition: cannot place op '%s' in a kernel", op->name);
     }
@@ -383,8 +400,14 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
     }
   }
   for (i = 0; i < p->ngroups; i++) free(p->groups[i].member);
-  free(p->groups); free(p->ops); free(p->assigned); free(p->chain_root_of); free(p->chain_owner);
-  free(p->chain_root); free(p->chain_view_root); free(p->cand);
+  free(p->groups);
+  free(p->ops);
+  free(p->assigned);
+  free(p->chain_root_of);
+  free(p->chain_owner);
+  free(p->chain_root);
+  free(p->chain_view_root);
+  free(p->cand);
   return st;
 }
 
@@ -392,23 +415,32 @@ kl_status kl_graph_partition(kl_op *module) {
   kl_block *mb = kl_module_body(module);
   if (!mb) return KL_OK;
   int n = 0;
-  for (kl_op *op = mb->first; op; op = op->next) if (kl_is_graph(op)) n++;
+  for (kl_op *op = mb->first; op; op = op->next)
+    if (kl_is_graph(op)) n++;
   kl_op **graphs = kl_xmalloc((size_t)(n ? n : 1) * sizeof *graphs);
   n = 0;
-  for (kl_op *op = mb->first; op; op = op->next) if (kl_is_graph(op)) graphs[n++] = op;
+  for (kl_op *op = mb->first; op; op = op->next)
+    if (kl_is_graph(op)) graphs[n++] = op;
   kl_status st = KL_OK;
   for (int i = 0; i < n && st == KL_OK; i++) st = partition_graph(module, graphs[i]);
   free(graphs);
   return st;
 }
 
-static kl_status run_partition(kl_op *module, const kl_pass_options *o, void *user) { return kl_graph_partition(module); }
+static kl_status run_partition(kl_op *module, const kl_pass_options *o, void *user) {
+  return kl_graph_partition(module);
+}
 
 void kl__register_graph_partition(kl_ctx *ctx);
 void kl__register_graph_partition(kl_ctx *ctx) {
-  kl_pass_info info = { "graph-partition",
-                        "groups every graph's ops into kernels (conv/dot + element-wise epilogue, element-wise, reduce, "
-                        "softmax, concat, copies) and replaces each group by a graph.launch of a kernel_group function",
-                        NULL, 0, run_partition, NULL };
+  kl_pass_info info = {
+    "graph-partition",
+    "groups every graph's ops into kernels (conv/dot + element-wise epilogue, element-wise, reduce, "
+    "softmax, concat, copies) and replaces each group by a graph.launch of a kernel_group function",
+    NULL,
+    0,
+    run_partition,
+    NULL
+  };
   kl_register_pass(ctx, &info);
 }

@@ -46,13 +46,18 @@
 
 /* ------------------------------------------------------------------ state */
 
-typedef struct tchain { kl_value *base; int n; const kl_view **steps; kl_value *result; } tchain;
+typedef struct tchain {
+  kl_value *base;
+  int n;
+  const kl_view **steps;
+  kl_value *result;
+} tchain;
 
 typedef struct g2r {
   kl_ctx *ctx;
-  kl_block *nb;            /* the new entry block */
-  kl_value_map args;       /* old block args -> new buffer args */
-  kl_arena ar;             /* views and step arrays of this kernel */
+  kl_block *nb;      /* the new entry block */
+  kl_value_map args; /* old block args -> new buffer args */
+  kl_arena ar;       /* views and step arrays of this kernel */
   int nchains, capchains;
   tchain *chains;
 } g2r;
@@ -67,7 +72,8 @@ static const kl_view *keep(g2r *g, kl_view *v) {
 
 static bool steps_equal(int n, const kl_view *const *a, int m, const kl_view *const *b) {
   if (n != m) return false;
-  for (int i = 0; i < n; i++) if (a[i] != b[i] && !kl_view_equal(a[i], b[i])) return false;
+  for (int i = 0; i < n; i++)
+    if (a[i] != b[i] && !kl_view_equal(a[i], b[i])) return false;
   return true;
 }
 static const kl_view **steps_push(g2r *g, int n, const kl_view *const *steps, const kl_view *v) {
@@ -82,14 +88,16 @@ static const kl_view **steps_push(g2r *g, int n, const kl_view *const *steps, co
 static kl_value *chain(g2r *g, kl_value *base, int n, const kl_view *const *steps, kl_loc loc) {
   if (n == 0) return base;
   for (int i = 0; i < g->nchains; i++)
-    if (g->chains[i].base == base && steps_equal(g->chains[i].n, g->chains[i].steps, n, steps)) return g->chains[i].result;
+    if (g->chains[i].base == base && steps_equal(g->chains[i].n, g->chains[i].steps, n, steps))
+      return g->chains[i].result;
   kl_value *below = chain(g, base, n - 1, steps + 1, loc);
   kl_value *r = kl_pu_transform(g->ctx, loc, below, steps[0], g->nb, NULL);
   if (g->nchains == g->capchains) {
     g->capchains = g->capchains ? 2 * g->capchains : 16;
     g->chains = kl_xrealloc(g->chains, (size_t)g->capchains * sizeof *g->chains);
   }
-  g->chains[g->nchains++] = (tchain){ base, n, (const kl_view **)kl_arena_dup(&g->ar, steps, (size_t)n * sizeof *steps), r };
+  g->chains[g->nchains++] = (tchain){ base, n, (const kl_view **)kl_arena_dup(&g->ar, steps, (size_t)n * sizeof *steps),
+                                      r };
   return r;
 }
 
@@ -115,7 +123,10 @@ static kl_value *buffer_of(g2r *g, kl_value *v, kl_loc loc) {
   kl_value *base = resolve(g, v, &n, &steps);
   if (!base) return NULL;
   kl_value *nbase = kl_value_map_get(&g->args, base);
-  if (nbase == base) { kl_emit_error(g->ctx, loc, "graph-to-rock: value is not a kernel input"); return NULL; }
+  if (nbase == base) {
+    kl_emit_error(g->ctx, loc, "graph-to-rock: value is not a kernel input");
+    return NULL;
+  }
   return chain(g, nbase, n, steps, loc);
 }
 
@@ -142,22 +153,32 @@ static void fill(g2r *g, kl_value *buf, double value, kl_loc loc) {
 
 /* ------------------------------------------------------------------ scalar bodies */
 
-typedef struct leaf { kl_value *old; int n; const kl_view **steps; kl_value *arg; } leaf;
-typedef struct memo { kl_value *old; int n; const kl_view **steps; kl_value *scalar; } memo;
+typedef struct leaf {
+  kl_value *old;
+  int n;
+  const kl_view **steps;
+  kl_value *arg;
+} leaf;
+typedef struct memo {
+  kl_value *old;
+  int n;
+  const kl_view **steps;
+  kl_value *scalar;
+} memo;
 typedef struct cluster {
   g2r *g;
-  kl_block *rb;            /* body block (detached until the op is made) */
-  kl_value *special;       /* old anchor result: read from the intermediate directly */
+  kl_block *rb;      /* body block (detached until the op is made) */
+  kl_value *special; /* old anchor result: read from the intermediate directly */
   int nleaves, capleaves;
   leaf *leaves;
   int nmemo, capmemo;
   memo *memos;
-  int *mtab, mcap;         /* open-addressing index into memos (1-based; 0 = empty) */
+  int *mtab, mcap; /* open-addressing index into memos (1-based; 0 = empty) */
   bool failed;
 } cluster;
 
-static kl_value *sop(cluster *c, const char *name, kl_loc loc, int n, kl_value *const *opnds, const kl_type *t,
-                     int na, const kl_named_attr *attrs) {
+static kl_value *sop(cluster *c, const char *name, kl_loc loc, int n, kl_value *const *opnds, const kl_type *t, int na,
+                     const kl_named_attr *attrs) {
   kl_op *op = kl_op_create(c->g->ctx, name, loc, n, opnds, 1, &t, na, attrs, 0);
   kl_block_push_op(c->rb, op);
   return kl_op_result(op, 0);
@@ -171,18 +192,24 @@ static kl_value *bin(cluster *c, const char *name, kl_loc loc, kl_value *a, kl_v
   kl_value *o[] = { a, b };
   return sop(c, name, loc, 2, o, a->type, 0, NULL);
 }
-static kl_value *un(cluster *c, const char *name, kl_loc loc, kl_value *a) { return sop(c, name, loc, 1, &a, a->type, 0, NULL); }
-static kl_value *cast(cluster *c, const char *name, kl_loc loc, kl_value *a, const kl_type *t) { return sop(c, name, loc, 1, &a, t, 0, NULL); }
+static kl_value *un(cluster *c, const char *name, kl_loc loc, kl_value *a) {
+  return sop(c, name, loc, 1, &a, a->type, 0, NULL);
+}
+static kl_value *cast(cluster *c, const char *name, kl_loc loc, kl_value *a, const kl_type *t) {
+  return sop(c, name, loc, 1, &a, t, 0, NULL);
+}
 static kl_value *cmp_ne0(cluster *c, kl_loc loc, kl_value *a) {
   const kl_type *t = a->type;
   kl_value *o[] = { a, scst(c, t, 0, loc) };
   kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, "ne") };
-  return sop(c, kl_type_is_float(t) ? "arith.cmpf" : "arith.cmpi", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
+  return sop(c, kl_type_is_float(t) ? "arith.cmpf" : "arith.cmpi", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1), 1,
+             &p);
 }
 static kl_value *cmp_eq0(cluster *c, kl_loc loc, kl_value *a) {
   kl_value *o[] = { a, scst(c, a->type, 0, loc) };
   kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, "eq") };
-  return sop(c, kl_type_is_float(a->type) ? "arith.cmpf" : "arith.cmpi", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
+  return sop(c, kl_type_is_float(a->type) ? "arith.cmpf" : "arith.cmpi", loc, 2, o, kl_type_scalar(c->g->ctx, KL_TY_I1),
+             1, &p);
 }
 static kl_value *cmpf(cluster *c, kl_loc loc, const char *pred, kl_value *a, kl_value *b) {
   kl_value *o[] = { a, b };
@@ -205,11 +232,11 @@ static kl_value *convert(cluster *c, kl_loc loc, kl_value *x, const kl_type *t) 
     int sb = kl_type_bits(s), tb = kl_type_bits(t);
     if (sb < tb) return cast(c, "arith.extf", loc, x, t);
     if (sb > tb) return cast(c, "arith.truncf", loc, x, t);
-    return cast(c, "arith.truncf", loc, cast(c, "arith.extf", loc, x, kl_type_f32(ctx)), t);  /* f16 <-> bf16 */
+    return cast(c, "arith.truncf", loc, cast(c, "arith.extf", loc, x, kl_type_f32(ctx)), t); /* f16 <-> bf16 */
   }
   if (s->kind == KL_TY_I1) return sel(c, loc, x, scst(c, t, 1, loc), scst(c, t, 0, loc));
   if (!sf && tf) return cast(c, "arith.sitofp", loc, x, t);
-  if (sf && !tf) return cast(c, "arith.fptosi", loc, x, t);   /* saturating, NaN -> 0 (lowering's contract) */
+  if (sf && !tf) return cast(c, "arith.fptosi", loc, x, t); /* saturating, NaN -> 0 (lowering's contract) */
   int sb = kl_type_bits(s), tb = kl_type_bits(t);
   return cast(c, sb < tb ? "arith.extsi" : "arith.trunci", loc, x, t);
 }
@@ -235,10 +262,22 @@ static kl_value *int_div(cluster *c, kl_loc loc, kl_value *a, kl_value *b) {
 
 static void int_range(const kl_type *t, double *lo, double *hi) {
   switch (t->kind) {
-  case KL_TY_I1: *lo = 0; *hi = 1; break;
-  case KL_TY_I8: *lo = -128; *hi = 127; break;
-  case KL_TY_I32: *lo = -2147483648.0; *hi = 2147483647.0; break;
-  default: *lo = -9.2e18; *hi = 9.2e18; break;
+    case KL_TY_I1:
+      *lo = 0;
+      *hi = 1;
+      break;
+    case KL_TY_I8:
+      *lo = -128;
+      *hi = 127;
+      break;
+    case KL_TY_I32:
+      *lo = -2147483648.0;
+      *hi = 2147483647.0;
+      break;
+    default:
+      *lo = -9.2e18;
+      *hi = 9.2e18;
+      break;
   }
 }
 
@@ -251,52 +290,55 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
   kl_scalar_form form = kl_op_scalar_form(op);
   if (form == KL_SCALAR_BINARY) {
     switch ((kl_binop)kl_op_scalar_code(op)) {
-    case KL_BIN_ADD: return bin(c, f ? "arith.addf" : "arith.addi", loc, x[0], x[1]);
-    case KL_BIN_SUB: return bin(c, f ? "arith.subf" : "arith.subi", loc, x[0], x[1]);
-    case KL_BIN_MUL: return bin(c, f ? "arith.mulf" : "arith.muli", loc, x[0], x[1]);
-    case KL_BIN_DIV: return f ? bin(c, "arith.divf", loc, x[0], x[1]) : int_div(c, loc, x[0], x[1]);
-    case KL_BIN_MAX: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, x[0], x[1]);
-    case KL_BIN_MIN: return bin(c, f ? "arith.minf" : "arith.minsi", loc, x[0], x[1]);
-    case KL_BIN_POW: return bin(c, f ? "math.powf" : "math.ipowi", loc, x[0], x[1]);
-    default: break;
+      case KL_BIN_ADD: return bin(c, f ? "arith.addf" : "arith.addi", loc, x[0], x[1]);
+      case KL_BIN_SUB: return bin(c, f ? "arith.subf" : "arith.subi", loc, x[0], x[1]);
+      case KL_BIN_MUL: return bin(c, f ? "arith.mulf" : "arith.muli", loc, x[0], x[1]);
+      case KL_BIN_DIV: return f ? bin(c, "arith.divf", loc, x[0], x[1]) : int_div(c, loc, x[0], x[1]);
+      case KL_BIN_MAX: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, x[0], x[1]);
+      case KL_BIN_MIN: return bin(c, f ? "arith.minf" : "arith.minsi", loc, x[0], x[1]);
+      case KL_BIN_POW: return bin(c, f ? "math.powf" : "math.ipowi", loc, x[0], x[1]);
+      default: break;
     }
   }
   if (form == KL_SCALAR_UNARY) {
     kl_value *a = x[0];
     switch ((kl_unop)kl_op_scalar_code(op)) {
-    case KL_UN_NEG: return f ? un(c, "arith.negf", loc, a) : bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a);
-    case KL_UN_ABS:
-      return f ? un(c, "math.absf", loc, a) : bin(c, "arith.maxsi", loc, a, bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a));
-    case KL_UN_EXP: return un(c, "math.exp", loc, a);
-    case KL_UN_LOG: return un(c, "math.log", loc, a);
-    case KL_UN_SQRT: return un(c, "math.sqrt", loc, a);
-    case KL_UN_RSQRT: return un(c, "math.rsqrt", loc, a);
-    case KL_UN_TANH: return un(c, "math.tanh", loc, a);
-    case KL_UN_SIGMOID: {
-      /* the reference's form, x >= 0 ? 1 / (1 + e) : e / (1 + e) with e = exp(-|x|) (no
+      case KL_UN_NEG: return f ? un(c, "arith.negf", loc, a) : bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a);
+      case KL_UN_ABS:
+        return f ? un(c, "math.absf", loc, a)
+                 : bin(c, "arith.maxsi", loc, a, bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a));
+      case KL_UN_EXP: return un(c, "math.exp", loc, a);
+      case KL_UN_LOG: return un(c, "math.log", loc, a);
+      case KL_UN_SQRT: return un(c, "math.sqrt", loc, a);
+      case KL_UN_RSQRT: return un(c, "math.rsqrt", loc, a);
+      case KL_UN_TANH: return un(c, "math.tanh", loc, a);
+      case KL_UN_SIGMOID: {
+        /* the reference's form, x >= 0 ? 1 / (1 + e) : e / (1 + e) with e = exp(-|x|) (no
        * overflow for x << 0); composite: in f32 for f16/bf16, rounded once */
-      kl_value *w = widen_half(c, loc, a), *one = scst(c, w->type, 1, loc);
-      kl_value *e = un(c, "math.exp", loc, un(c, "arith.negf", loc, un(c, "math.absf", loc, w)));
-      kl_value *d = bin(c, "arith.addf", loc, one, e);
-      kl_value *pos = cmpf(c, loc, "ge", w, scst(c, w->type, 0, loc));
-      return convert(c, loc, sel(c, loc, pos, bin(c, "arith.divf", loc, one, d), bin(c, "arith.divf", loc, e, d)), rt);
-    }
-    case KL_UN_RELU: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, a, scst(c, rt, 0, loc));
-    default: break;
+        kl_value *w = widen_half(c, loc, a), *one = scst(c, w->type, 1, loc);
+        kl_value *e = un(c, "math.exp", loc, un(c, "arith.negf", loc, un(c, "math.absf", loc, w)));
+        kl_value *d = bin(c, "arith.addf", loc, one, e);
+        kl_value *pos = cmpf(c, loc, "ge", w, scst(c, w->type, 0, loc));
+        return convert(c, loc, sel(c, loc, pos, bin(c, "arith.divf", loc, one, d), bin(c, "arith.divf", loc, e, d)),
+                       rt);
+      }
+      case KL_UN_RELU: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, a, scst(c, rt, 0, loc));
+      default: break;
     }
   }
   if (form == KL_SCALAR_CLIP) {
     double lo = 0, hi = 0;
     kl_op_attr_f64(op, "min", &lo);
     kl_op_attr_f64(op, "max", &hi);
-    if (f) {   /* the reference's order: x < lo ? lo : x, then > hi ? hi : (ties and NaN keep x) */
+    if (f) { /* the reference's order: x < lo ? lo : x, then > hi ? hi : (ties and NaN keep x) */
       kl_value *clo = scst(c, rt, lo, loc), *chi = scst(c, rt, hi, loc);
       kl_value *v = sel(c, loc, cmpf(c, loc, "lt", x[0], clo), clo, x[0]);
       return sel(c, loc, cmpf(c, loc, "gt", v, chi), chi, v);
     }
     double tlo, thi;
     int_range(rt, &tlo, &thi);
-    lo = ceil(lo); hi = floor(hi);
+    lo = ceil(lo);
+    hi = floor(hi);
     lo = lo < tlo ? tlo : lo > thi ? thi : lo;
     hi = hi < tlo ? tlo : hi > thi ? thi : hi;
     return bin(c, "arith.minsi", loc, bin(c, "arith.maxsi", loc, x[0], scst(c, rt, lo, loc)), scst(c, rt, hi, loc));
@@ -313,14 +355,16 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
 
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++) if (a->shape[i] != b->shape[i]) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return false;
   return true;
 }
 
 /* ---- memo: (old value, view path) -> scalar, hashed on (value, path length) ---- */
 static uint64_t memo_hash(kl_value *v, int n) {
   uint64_t x = (uint64_t)(uintptr_t)v ^ ((uint64_t)n << 48);
-  x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull;
+  x ^= x >> 31;
+  x *= 0x9e3779b97f4a7c15ull;
   return x ^ (x >> 29);
 }
 static kl_value *memo_find(cluster *c, kl_value *v, int n, const kl_view **steps) {
@@ -359,7 +403,8 @@ static void memo_add(cluster *c, kl_value *v, int n, const kl_view **steps, kl_v
 static bool operand_path(cluster *c, kl_op *def, int i, int n, const kl_view **steps, int *m, const kl_view ***s) {
   g2r *g = c->g;
   kl_value *w = def->opnds[i].value;
-  *s = steps; *m = n;
+  *s = steps;
+  *m = n;
   if (same_shape(w->type, def->results[0].type)) return true;
   kl_view_err err = { 0 };
   const kl_type *wt = w->type, *ot = def->results[0].type;
@@ -368,7 +413,10 @@ static bool operand_path(cluster *c, kl_op *def, int i, int n, const kl_view **s
     return false;
   }
   const kl_view *bv = keep(g, kl_pu_broadcast_view(wt->rank, wt->shape, ot->rank, ot->shape, &err));
-  if (!bv) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: operand %d: %s", i, err.msg); return false; }
+  if (!bv) {
+    kl_emit_error(g->ctx, def->loc, "graph-to-rock: operand %d: %s", i, err.msg);
+    return false;
+  }
   *s = steps_push(g, n, steps, bv);
   *m = n + 1;
   return true;
@@ -382,7 +430,8 @@ static kl_value *leaf_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
   if (v == c->special)
     for (int i = 0; i < c->nleaves; i++)
       if (c->leaves[i].old == v) {
-        kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN, "graph-to-rock: the GEMM result is read through two different views");
+        kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN,
+                      "graph-to-rock: the GEMM result is read through two different views");
         return NULL;
       }
   if (v != c->special && kl_value_map_get(&g->args, v) == v) {
@@ -403,8 +452,10 @@ static kl_value *leaf_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
  * may be hundreds of thousands of ops long; recursion overflowed the C stack). */
 enum { SF_NEW, SF_VIEW, SF_OPNDS };
 typedef struct sframe {
-  kl_value *v; int n; const kl_view **steps;
-  int stage;             /* SF_*; SF_VIEW waits for the view's source, SF_OPNDS for operand next - 1 */
+  kl_value *v;
+  int n;
+  const kl_view **steps;
+  int stage; /* SF_*; SF_VIEW waits for the view's source, SF_OPNDS for operand next - 1 */
   int next;
   kl_value *x[3];
 } sframe;
@@ -417,7 +468,7 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
   int nf = 0, capf = 64;
   sframe *st = kl_xmalloc((size_t)capf * sizeof *st);
   st[nf++] = (sframe){ v, n, steps, SF_NEW, 0, { NULL } };
-  kl_value *ret = NULL;          /* the result of the frame popped last */
+  kl_value *ret = NULL; /* the result of the frame popped last */
   while (nf) {
     sframe *f = &st[nf - 1];
     kl_op *def = f->v->def;
@@ -426,7 +477,11 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
     bool push = false;
     if (f->stage == SF_NEW) {
       r = memo_find(c, f->v, f->n, f->steps);
-      if (r) { ret = r; nf--; continue; }      /* already memoized */
+      if (r) {
+        ret = r;
+        nf--;
+        continue;
+      } /* already memoized */
       if (def && kl_pu_is_graph_view(def)) {
         const kl_view *vw = keep(g, kl_pu_graph_view(def));
         if (!vw) break;
@@ -434,7 +489,10 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
         child = (sframe){ def->opnds[0].value, f->n + 1, steps_push(g, f->n, f->steps, vw), SF_NEW, 0, { NULL } };
         push = true;
       } else if (def && f->v != c->special && kl_op_has_trait(def, KL_TRAIT_ELEMENTWISE)) {
-        if (def->nopnds > 3) { kl_emit_error(g->ctx, def->loc, "graph-to-rock: too many operands"); break; }
+        if (def->nopnds > 3) {
+          kl_emit_error(g->ctx, def->loc, "graph-to-rock: too many operands");
+          break;
+        }
         f->stage = SF_OPNDS;
         continue;
       } else {
@@ -446,7 +504,8 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
     } else {
       if (f->next > 0) f->x[f->next - 1] = ret;
       if (f->next < def->nopnds) {
-        int m; const kl_view **s;
+        int m;
+        const kl_view **s;
         if (!operand_path(c, def, f->next, f->n, f->steps, &m, &s)) break;
         child = (sframe){ def->opnds[f->next].value, m, s, SF_NEW, 0, { NULL } };
         f->next++;
@@ -457,7 +516,10 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
       }
     }
     if (push) {
-      if (nf == capf) { capf *= 2; st = kl_xrealloc(st, (size_t)capf * sizeof *st); }
+      if (nf == capf) {
+        capf *= 2;
+        st = kl_xrealloc(st, (size_t)capf * sizeof *st);
+      }
       st[nf++] = child;
       continue;
     }
@@ -466,11 +528,18 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
     nf--;
   }
   free(st);
-  if (nf) { c->failed = true; return NULL; }   /* an error was reported */
+  if (nf) {
+    c->failed = true;
+    return NULL;
+  } /* an error was reported */
   return ret;
 }
 
-static void cluster_free(cluster *c) { free(c->leaves); free(c->memos); free(c->mtab); }
+static void cluster_free(cluster *c) {
+  free(c->leaves);
+  free(c->memos);
+  free(c->mtab);
+}
 
 /* Emits rock.elementwise(leaves..., out) from a built cluster whose body computes
  * `result`. special_buf: the buffer the special leaf reads. */
@@ -481,7 +550,10 @@ static void emit_elementwise(g2r *g, cluster *c, kl_value *result, kl_value *out
   kl_value **opnds = kl_xmalloc((size_t)n * sizeof *opnds);
   for (int i = 0; i < c->nleaves; i++) {
     leaf *l = &c->leaves[i];
-    if (l->old == c->special) { opnds[i] = special_buf; continue; }
+    if (l->old == c->special) {
+      opnds[i] = special_buf;
+      continue;
+    }
     kl_value *base = kl_value_map_get(&g->args, l->old);
     opnds[i] = chain(g, base, l->n, l->steps, loc);
   }
@@ -503,11 +575,16 @@ static kl_status emit_conv(g2r *g, kl_op *conv, kl_value *target) {
   kl_op_attr_i64s(conv, "dilation", dil, 2);
   if (!kl_op_attr_i64(conv, "groups", &groups)) kl_op_attr_i64s(conv, "groups", &groups, 1);
   kl_value *in = conv->opnds[0].value, *w = conv->opnds[1].value;
-  if (!kl_pu_nonempty(in->type) || !kl_pu_nonempty(w->type)) { fill(g, target, 0, conv->loc); return KL_OK; }
+  if (!kl_pu_nonempty(in->type) || !kl_pu_nonempty(w->type)) {
+    fill(g, target, 0, conv->loc);
+    return KL_OK;
+  }
   kl_value *o[3] = { buffer_of(g, in, conv->loc), buffer_of(g, w, conv->loc), target };
   if (!o[0] || !o[1]) return KL_ERR;
-  kl_named_attr a[] = { { "dilation", kl_attr_i64_array(ctx, 2, dil) }, { "groups", kl_attr_int(ctx, groups) },
-                        { "padding", kl_attr_i64_array(ctx, 4, pad) }, { "stride", kl_attr_i64_array(ctx, 2, stride) } };
+  kl_named_attr a[] = { { "dilation", kl_attr_i64_array(ctx, 2, dil) },
+                        { "groups", kl_attr_int(ctx, groups) },
+                        { "padding", kl_attr_i64_array(ctx, 4, pad) },
+                        { "stride", kl_attr_i64_array(ctx, 2, stride) } };
   emit(g, "rock.conv", conv->loc, 3, o, 0, NULL, 4, a);
   return KL_OK;
 }
@@ -516,21 +593,36 @@ static kl_status emit_conv(g2r *g, kl_op *conv, kl_value *target) {
  * [g, first, second]; batch dims broadcast to out_batch. */
 static kl_view *gemm_operand_view(int rank, const int64_t *shape, const char *n0, const char *n1, int nb,
                                   const int64_t *out_batch, const char *first, const char *second, kl_view_err *err) {
-  static const char *const bnames[] = { "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7",
+  static const char *const bnames[] = { "b0", "b1", "b2",  "b3",  "b4",  "b5",  "b6",  "b7",
                                         "b8", "b9", "b10", "b11", "b12", "b13", "b14", "b15" };
   const char *names[KL_VIEW_MAX_DIMS];
   int ob = rank - 2, lead = nb - ob;
   for (int i = 0; i < ob; i++) names[i] = bnames[lead + i];
-  names[ob] = n0; names[ob + 1] = n1;
+  names[ob] = n0;
+  names[ob + 1] = n1;
   kl_view *v = kl_view_identity(rank, shape, names, err), *t;
-#define STEP(expr) do { if (!v) return NULL; t = (expr); kl_view_free(v); v = t; } while (0)
-  const char *bn[KL_VIEW_MAX_DIMS]; int64_t bs[KL_VIEW_MAX_DIMS]; int nbc = 0;
+#define STEP(expr)       \
+  do {                   \
+    if (!v) return NULL; \
+    t = (expr);          \
+    kl_view_free(v);     \
+    v = t;               \
+  } while (0)
+  const char *bn[KL_VIEW_MAX_DIMS];
+  int64_t bs[KL_VIEW_MAX_DIMS];
+  int nbc = 0;
   for (int i = 0; i < ob; i++)
-    if (shape[i] != out_batch[lead + i]) { bn[nbc] = names[i]; bs[nbc] = out_batch[lead + i]; nbc++; }
+    if (shape[i] != out_batch[lead + i]) {
+      bn[nbc] = names[i];
+      bs[nbc] = out_batch[lead + i];
+      nbc++;
+    }
   if (nbc) STEP(kl_view_broadcast(v, nbc, bn, bs, err));
   for (int i = 0; i < lead; i++) STEP(kl_view_add_dim(v, bnames[i], out_batch[i], i, err));
-  if (nb) STEP(kl_view_merge(v, "g", nb, bnames, err));
-  else STEP(kl_view_add_dim(v, "g", 1, 0, err));
+  if (nb)
+    STEP(kl_view_merge(v, "g", nb, bnames, err));
+  else
+    STEP(kl_view_add_dim(v, "g", 1, 0, err));
   const char *ord[] = { "g", first, second };
   STEP(kl_view_passthrough(v, 3, ord, ord, err));
   STEP(kl_view_simplify(v));
@@ -545,21 +637,36 @@ static kl_status emit_dot(g2r *g, kl_op *dot, kl_value *target) {
   bool ta = ta_a && (ta_a->kind == KL_AT_UNIT || (ta_a->kind == KL_AT_BOOL && ta_a->i));
   bool tb = tb_a && (tb_a->kind == KL_AT_UNIT || (tb_a->kind == KL_AT_BOOL && tb_a->i));
   if (!kl_pu_nonempty(ct)) return KL_OK;
-  if (!kl_pu_nonempty(at) || !kl_pu_nonempty(bt)) { fill(g, target, 0, dot->loc); return KL_OK; }
+  if (!kl_pu_nonempty(at) || !kl_pu_nonempty(bt)) {
+    fill(g, target, 0, dot->loc);
+    return KL_OK;
+  }
   int nb = ct->rank - 2;
   kl_view_err err = { 0 };
   kl_view *va = gemm_operand_view(at->rank, at->shape, ta ? "k" : "m", ta ? "m" : "k", nb, ct->shape, "k", "m", &err);
-  kl_view *vb = va ? gemm_operand_view(bt->rank, bt->shape, tb ? "n" : "k", tb ? "k" : "n", nb, ct->shape, "k", "n", &err) : NULL;
+  kl_view *vb = va
+      ? gemm_operand_view(bt->rank, bt->shape, tb ? "n" : "k", tb ? "k" : "n", nb, ct->shape, "k", "n", &err)
+      : NULL;
   kl_view *vc = vb ? gemm_operand_view(ct->rank, ct->shape, "m", "n", nb, ct->shape, "m", "n", &err) : NULL;
   if (!vc) {
-    kl_view_free(va); kl_view_free(vb);
+    kl_view_free(va);
+    kl_view_free(vb);
     return kl_emit_error(ctx, dot->loc, "graph-to-rock: cannot build the GEMM views of the dot: %s", err.msg);
   }
-  kl_value *a = buffer_of(g, dot->opnds[0].value, dot->loc), *b = a ? buffer_of(g, dot->opnds[1].value, dot->loc) : NULL;
-  if (!b) { kl_view_free(va); kl_view_free(vb); kl_view_free(vc); return KL_ERR; }
-  kl_value *o[3] = { kl_pu_transform(ctx, dot->loc, a, va, g->nb, NULL), kl_pu_transform(ctx, dot->loc, b, vb, g->nb, NULL),
+  kl_value *a = buffer_of(g, dot->opnds[0].value, dot->loc),
+           *b = a ? buffer_of(g, dot->opnds[1].value, dot->loc) : NULL;
+  if (!b) {
+    kl_view_free(va);
+    kl_view_free(vb);
+    kl_view_free(vc);
+    return KL_ERR;
+  }
+  kl_value *o[3] = { kl_pu_transform(ctx, dot->loc, a, va, g->nb, NULL),
+                     kl_pu_transform(ctx, dot->loc, b, vb, g->nb, NULL),
                      kl_pu_transform(ctx, dot->loc, target, vc, g->nb, NULL) };
-  kl_view_free(va); kl_view_free(vb); kl_view_free(vc);
+  kl_view_free(va);
+  kl_view_free(vb);
+  kl_view_free(vc);
   kl_named_attr st = { "store", kl_attr_str(ctx, "set") };
   emit(g, "rock.gemm", dot->loc, 3, o, 0, NULL, 1, &st);
   return KL_OK;
@@ -568,14 +675,17 @@ static kl_status emit_dot(g2r *g, kl_op *dot, kl_value *target) {
 /* ------------------------------------------------------------------ kinds */
 
 static kl_op *find_op(kl_block *b, unsigned trait) {
-  for (kl_op *op = b->first; op; op = op->next) if (kl_op_has_trait(op, trait)) return op;
+  for (kl_op *op = b->first; op; op = op->next)
+    if (kl_op_has_trait(op, trait)) return op;
   return NULL;
 }
 
 static kl_status lower_gemm(g2r *g, kl_block *ob, kl_value *root, kl_value *out) {
   kl_ctx *ctx = g->ctx;
   kl_op *anchor = find_op(ob, KL_TRAIT_GEMM_ANCHOR);
-  if (!anchor) return kl_emit_error(ctx, root->def ? root->def->loc : KL_LOC_UNKNOWN, "graph-to-rock: gemm group without conv or dot");
+  if (!anchor)
+    return kl_emit_error(ctx, root->def ? root->def->loc : KL_LOC_UNKNOWN,
+                         "graph-to-rock: gemm group without conv or dot");
   kl_value *ares = kl_op_result(anchor, 0);
   kl_loc loc = anchor->loc;
   bool is_conv = kl_op_kernel_kind(anchor) == KL_KERNEL_CONV;
@@ -583,29 +693,51 @@ static kl_status lower_gemm(g2r *g, kl_block *ob, kl_value *root, kl_value *out)
   /* an epilogue (or output views): build the element-wise body first */
   cluster c = { .g = g, .rb = kl_block_create(ctx), .special = ares };
   kl_value *r = emit_scalar(&c, root, 0, NULL);
-  if (!r) { cluster_free(&c); return KL_ERR; }
+  if (!r) {
+    cluster_free(&c);
+    return KL_ERR;
+  }
   leaf *sl = NULL;
-  for (int i = 0; i < c.nleaves; i++) if (c.leaves[i].old == ares) sl = &c.leaves[i];
-  if (!sl) { cluster_free(&c); return kl_emit_error(ctx, loc, "graph-to-rock: the epilogue does not read the GEMM result"); }
-  bool pure_views = c.nleaves == 1 && r == sl->arg;   /* output = views of the anchor result */
+  for (int i = 0; i < c.nleaves; i++)
+    if (c.leaves[i].old == ares) sl = &c.leaves[i];
+  if (!sl) {
+    cluster_free(&c);
+    return kl_emit_error(ctx, loc, "graph-to-rock: the epilogue does not read the GEMM result");
+  }
+  bool pure_views = c.nleaves == 1 && r == sl->arg; /* output = views of the anchor result */
   kl_value *buf = pure_views ? out : alloc_like(g, root->type, ares->type->elem, loc);
   kl_value *target = buf;
   if (sl->n) {
     /* the epilogue reads the anchor result through one-to-one views: invert them onto the write */
     kl_view_err err = { 0 };
     kl_view *v = kl_view_clone(sl->steps[0]), *t;
-    for (int i = 1; i < sl->n && v; i++) { t = kl_view_compose(v, sl->steps[i], &err); kl_view_free(v); v = t; }
-    if (v) { t = kl_view_simplify(v); kl_view_free(v); v = t; }
+    for (int i = 1; i < sl->n && v; i++) {
+      t = kl_view_compose(v, sl->steps[i], &err);
+      kl_view_free(v);
+      v = t;
+    }
+    if (v) {
+      t = kl_view_simplify(v);
+      kl_view_free(v);
+      v = t;
+    }
     kl_view *inv = v ? kl_view_invert(v, &err) : NULL;
     kl_view_free(v);
-    if (!inv) { cluster_free(&c); return kl_emit_error(ctx, loc, "graph-to-rock: cannot invert the epilogue's view of the GEMM result: %s", err.msg); }
+    if (!inv) {
+      cluster_free(&c);
+      return kl_emit_error(ctx, loc, "graph-to-rock: cannot invert the epilogue's view of the GEMM result: %s",
+                           err.msg);
+    }
     target = kl_pu_transform(ctx, loc, buf, inv, g->nb, NULL);
     kl_view_free(inv);
   }
   kl_status st = is_conv ? emit_conv(g, anchor, target) : emit_dot(g, anchor, target);
   if (st == KL_OK && !pure_views) emit_elementwise(g, &c, r, out, buf, root->def ? root->def->loc : loc);
   if (c.rb) { /* not used: drop the detached body */
-    for (kl_op *op = c.rb->last; op; op = c.rb->last) { kl_op_drop_all_uses(op); kl_op_unlink(op); }
+    for (kl_op *op = c.rb->last; op; op = c.rb->last) {
+      kl_op_drop_all_uses(op);
+      kl_op_unlink(op);
+    }
   }
   cluster_free(&c);
   return st;
@@ -616,17 +748,27 @@ static kl_status lower_reduce(g2r *g, kl_op *red, kl_value *out) {
   const kl_type *it = red->opnds[0].value->type, *ot = red->results[0].type;
   int64_t a64[KL_VIEW_MAX_DIMS];
   int na = kl_op_attr_i64s(red, "axes", a64, KL_VIEW_MAX_DIMS);
-  bool keep_dims = kl_op_attr(red, "keepdims") && (kl_op_attr(red, "keepdims")->kind == KL_AT_UNIT || kl_op_attr(red, "keepdims")->i);
+  bool keep_dims = kl_op_attr(red, "keepdims") &&
+      (kl_op_attr(red, "keepdims")->kind == KL_AT_UNIT || kl_op_attr(red, "keepdims")->i);
   bool reduced[KL_VIEW_MAX_DIMS] = { 0 };
-  for (int i = 0; i < na; i++) { int64_t ax = a64[i] < 0 ? a64[i] + it->rank : a64[i]; if (ax >= 0 && ax < it->rank) reduced[ax] = true; }
-  int64_t axes[KL_VIEW_MAX_DIMS]; int nax = 0;
-  for (int i = 0; i < it->rank; i++) if (reduced[i]) axes[nax++] = i;
+  for (int i = 0; i < na; i++) {
+    int64_t ax = a64[i] < 0 ? a64[i] + it->rank : a64[i];
+    if (ax >= 0 && ax < it->rank) reduced[ax] = true;
+  }
+  int64_t axes[KL_VIEW_MAX_DIMS];
+  int nax = 0;
+  for (int i = 0; i < it->rank; i++)
+    if (reduced[i]) axes[nax++] = i;
   kl_reduce_op rop = (kl_reduce_op)kl_op_scalar_code(red);
-  const char *kind = kl_reduce_kind_name(rop);   /* rock.reduce's kind: "sum", "max", ... */
+  const char *kind = kl_reduce_kind_name(rop); /* rock.reduce's kind: "sum", "max", ... */
   if (!kl_pu_nonempty(ot)) return KL_OK;
   if (!kl_pu_nonempty(it)) {
-    fill(g, out, rop == KL_RED_SUM ? 0 : rop == KL_RED_MAX ? -INFINITY : rop == KL_RED_MIN ? INFINITY :
-                 (kl_type_is_float(ot->elem) ? NAN : 0), red->loc);
+    fill(g, out,
+         rop == KL_RED_SUM       ? 0
+             : rop == KL_RED_MAX ? -INFINITY
+             : rop == KL_RED_MIN ? INFINITY
+                                 : (kl_type_is_float(ot->elem) ? NAN : 0),
+         red->loc);
     return KL_OK;
   }
   kl_value *in = buffer_of(g, red->opnds[0].value, red->loc);
@@ -635,9 +777,18 @@ static kl_status lower_reduce(g2r *g, kl_op *red, kl_value *out) {
   if (!keep_dims && nax) {
     kl_view_err err = { 0 };
     kl_view *v = kl_pu_identity(ot->rank, ot->shape, &err), *t;
-    static const char *const rn[] = { "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
-    for (int i = 0; i < nax && v; i++) { t = kl_view_add_dim(v, rn[i], 1, (int)axes[i], &err); kl_view_free(v); v = t; }
-    if (v) { t = kl_view_simplify(v); kl_view_free(v); v = t; }
+    static const char *const rn[] = { "r0", "r1", "r2",  "r3",  "r4",  "r5",  "r6",  "r7",
+                                      "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+    for (int i = 0; i < nax && v; i++) {
+      t = kl_view_add_dim(v, rn[i], 1, (int)axes[i], &err);
+      kl_view_free(v);
+      v = t;
+    }
+    if (v) {
+      t = kl_view_simplify(v);
+      kl_view_free(v);
+      v = t;
+    }
     if (!v) return kl_emit_error(ctx, red->loc, "graph-to-rock: reduce output view: %s", err.msg);
     dst = kl_pu_transform(ctx, red->loc, out, v, g->nb, NULL);
     kl_view_free(v);
@@ -680,7 +831,10 @@ static kl_status lower_concat(g2r *g, kl_op *cat, kl_value *out) {
     kl_value *in = cat->opnds[i].value;
     const kl_type *it = in->type;
     int64_t len = it->shape[ax];
-    if (!kl_pu_nonempty(it)) { off += len; continue; }
+    if (!kl_pu_nonempty(it)) {
+      off += len;
+      continue;
+    }
     const kl_view **steps = NULL;
     int n = 0;
     if (len != ot->shape[ax]) {
@@ -688,14 +842,28 @@ static kl_status lower_concat(g2r *g, kl_op *cat, kl_value *out) {
       kl_view *v = kl_pu_identity(it->rank, it->shape, &err), *t;
       const char *nm = v ? kl_view_name(v, (int)ax) : NULL;
       int64_t lr[2] = { off, ot->shape[ax] - off - len };
-      if (v) { t = kl_view_pad(v, 1, &nm, lr, &err); kl_view_free(v); v = t; }
-      if (v) { t = kl_view_simplify(v); kl_view_free(v); v = t; }
-      if (!v) { cluster_free(&c); return kl_emit_error(ctx, cat->loc, "graph-to-rock: concat input view: %s", err.msg); }
+      if (v) {
+        t = kl_view_pad(v, 1, &nm, lr, &err);
+        kl_view_free(v);
+        v = t;
+      }
+      if (v) {
+        t = kl_view_simplify(v);
+        kl_view_free(v);
+        v = t;
+      }
+      if (!v) {
+        cluster_free(&c);
+        return kl_emit_error(ctx, cat->loc, "graph-to-rock: concat input view: %s", err.msg);
+      }
       steps = steps_push(g, 0, NULL, keep(g, v));
       n = 1;
     }
     kl_value *x = emit_scalar(&c, in, n, steps);
-    if (!x) { cluster_free(&c); return KL_ERR; }
+    if (!x) {
+      cluster_free(&c);
+      return KL_ERR;
+    }
     sum = sum ? bin(&c, isf ? "arith.addf" : "arith.addi", cat->loc, sum, x) : x;
     off += len;
   }
@@ -708,7 +876,10 @@ static kl_status lower_elementwise(g2r *g, kl_value *root, kl_value *out) {
   if (root->def && kl_op_kernel_kind(root->def) == KL_KERNEL_CONCAT) return lower_concat(g, root->def, out);
   cluster c = { .g = g, .rb = kl_block_create(g->ctx) };
   kl_value *r = emit_scalar(&c, root, 0, NULL);
-  if (!r) { cluster_free(&c); return KL_ERR; }
+  if (!r) {
+    cluster_free(&c);
+    return KL_ERR;
+  }
   emit_elementwise(g, &c, r, out, NULL, root->def ? root->def->loc : KL_LOC_UNKNOWN);
   cluster_free(&c);
   return KL_OK;
@@ -730,27 +901,38 @@ static kl_status convert_group(kl_op *fn) {
   const kl_attr **names = kl_xmalloc((size_t)(nin + nout + 1) * sizeof *names);
   for (int i = 0; i < nin; i++) {
     const kl_type *t = ob->args[i]->type;
-    if (t->kind != KL_TY_TENSOR) { free(names); kl_arena_destroy(&g->ar); return kl_emit_error(ctx, fn->loc, "graph-to-rock: argument %d is not a tensor", i); }
+    if (t->kind != KL_TY_TENSOR) {
+      free(names);
+      kl_arena_destroy(&g->ar);
+      return kl_emit_error(ctx, fn->loc, "graph-to-rock: argument %d is not a tensor", i);
+    }
     kl_value_map_set(&g->args, ob->args[i], kl_block_add_arg(ctx, g->nb, kl_pu_buffer_like(ctx, t)));
-    char nm[32]; snprintf(nm, sizeof nm, "in%d", i);
+    char nm[32];
+    snprintf(nm, sizeof nm, "in%d", i);
     names[i] = kl_attr_str(ctx, nm);
   }
   kl_value **outs = kl_xmalloc((size_t)(nout + 1) * sizeof *outs);
   for (int i = 0; i < nout; i++) {
     outs[i] = kl_block_add_arg(ctx, g->nb, kl_pu_buffer_like(ctx, ret->opnds[i].value->type));
-    char nm[32]; snprintf(nm, sizeof nm, "out%d", i);
+    char nm[32];
+    snprintf(nm, sizeof nm, "out%d", i);
     names[nin + i] = kl_attr_str(ctx, nm);
   }
   kl_status st = KL_OK;
   for (int i = 0; i < nout && st == KL_OK; i++) {
     kl_value *root = ret->opnds[i].value;
     kl_op *rd = root->def;
-    if (!kl_pu_nonempty(root->type)) continue;    /* nothing to write */
-    if (!strcmp(kind, "gemm")) st = lower_gemm(g, ob, root, outs[i]);
-    else if (!strcmp(kind, "reduce") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_REDUCE) st = lower_reduce(g, rd, outs[i]);
-    else if (!strcmp(kind, "softmax") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_SOFTMAX) st = lower_softmax(g, rd, outs[i]);
-    else if (!strcmp(kind, "elementwise")) st = lower_elementwise(g, root, outs[i]);
-    else st = kl_emit_error(ctx, fn->loc, "graph-to-rock: unknown or inconsistent kernel kind '%s'", kind);
+    if (!kl_pu_nonempty(root->type)) continue; /* nothing to write */
+    if (!strcmp(kind, "gemm"))
+      st = lower_gemm(g, ob, root, outs[i]);
+    else if (!strcmp(kind, "reduce") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_REDUCE)
+      st = lower_reduce(g, rd, outs[i]);
+    else if (!strcmp(kind, "softmax") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_SOFTMAX)
+      st = lower_softmax(g, rd, outs[i]);
+    else if (!strcmp(kind, "elementwise"))
+      st = lower_elementwise(g, root, outs[i]);
+    else
+      st = kl_emit_error(ctx, fn->loc, "graph-to-rock: unknown or inconsistent kernel kind '%s'", kind);
   }
   if (st == KL_OK) {
     kl_block_push_op(g->nb, kl_op_create(ctx, "func.return", ret->loc, 0, NULL, 0, NULL, 0, NULL, 0));
@@ -765,7 +947,9 @@ static kl_status convert_group(kl_op *fn) {
     for (kl_op *op = g->nb->first; op; op = op->next) kl_op_drop_all_uses(op);
     while (g->nb->last) kl_op_erase(g->nb->last);
   }
-  free(names); free(outs); free(g->chains);
+  free(names);
+  free(outs);
+  free(g->chains);
   kl_value_map_free(&g->args);
   kl_arena_destroy(&g->ar);
   return st;
@@ -778,7 +962,7 @@ kl_status kl_graph_to_rock(kl_op *module) {
   for (kl_op *op = mb->first; op && st == KL_OK; op = op->next)
     if (!strcmp(op->name, "func.func") && kl_op_attr(op, "kernel_group")) {
       st = convert_group(op);
-      if (st == KL_OK) st = kl_verify_level(op, KL_LEVEL_KERNEL, "graph-to-rock");   /* no graph ops left in the kernel */
+      if (st == KL_OK) st = kl_verify_level(op, KL_LEVEL_KERNEL, "graph-to-rock"); /* no graph ops left in the kernel */
     }
   return st;
 }
@@ -787,9 +971,14 @@ static kl_status run_g2r(kl_op *module, const kl_pass_options *o, void *user) { 
 
 void kl__register_graph_to_rock(kl_ctx *ctx);
 void kl__register_graph_to_rock(kl_ctx *ctx) {
-  kl_pass_info info = { "graph-to-rock",
-                        "turns each kernel_group function into a kernel over buffers: views -> rock.transform, conv/dot -> "
-                        "rock.conv/rock.gemm, element-wise -> one regular rock.elementwise, reduce/softmax -> rock ops",
-                        NULL, 0, run_g2r, NULL };
+  kl_pass_info info = {
+    "graph-to-rock",
+    "turns each kernel_group function into a kernel over buffers: views -> rock.transform, conv/dot -> "
+    "rock.conv/rock.gemm, element-wise -> one regular rock.elementwise, reduce/softmax -> rock ops",
+    NULL,
+    0,
+    run_g2r,
+    NULL
+  };
   kl_register_pass(ctx, &info);
 }

@@ -15,7 +15,9 @@ static LLVMValueRef splat(LLVMTypeRef t, LLVMValueRef s) {
   for (unsigned i = 0; i < n; i++) e[i] = s;
   return LLVMConstVector(e, n);
 }
-static LLVMTypeRef scalar(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t; }
+static LLVMTypeRef scalar(LLVMTypeRef t) {
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
 static LLVMValueRef fc(LLVMTypeRef t, double v) { return splat(t, LLVMConstReal(scalar(t), v)); }
 /* The integer type of t's bit width and shape: i32 for f32, i64 for f64, vectors alike. */
 static LLVMTypeRef int_like(LLVMTypeRef t) {
@@ -23,7 +25,9 @@ static LLVMTypeRef int_like(LLVMTypeRef t) {
   LLVMTypeRef is = LLVMIntTypeInContext(LLVMGetTypeContext(t), w);
   return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(is, LLVMGetVectorSize(t)) : is;
 }
-static LLVMValueRef ic(LLVMTypeRef t, long long v) { return splat(t, LLVMConstInt(scalar(t), (unsigned long long)v, 1)); }
+static LLVMValueRef ic(LLVMTypeRef t, long long v) {
+  return splat(t, LLVMConstInt(scalar(t), (unsigned long long)v, 1));
+}
 static LLVMValueRef fma_(LLVMBuilderRef b, LLVMValueRef a, LLVMValueRef x, LLVMValueRef c) {
   return LLVMBuildFAdd(b, LLVMBuildFMul(b, a, x, ""), c, "");
 }
@@ -44,7 +48,7 @@ LLVMValueRef kl_llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x) {
   /* round to nearest: floor(v + 0.5) via conversion of a biased value */
   LLVMValueRef ni = LLVMBuildFPToSI(b, LLVMBuildFAdd(b, nf, fc(t, 0.5), ""), it, "");
   LLVMValueRef neg = LLVMBuildFCmp(b, LLVMRealOLT, LLVMBuildFAdd(b, nf, fc(t, 0.5), ""), fc(t, 0.0), "");
-  ni = LLVMBuildSelect(b, neg, LLVMBuildSub(b, ni, ic(it, 1), ""), ni, "");  /* fptosi truncates */
+  ni = LLVMBuildSelect(b, neg, LLVMBuildSub(b, ni, ic(it, 1), ""), ni, ""); /* fptosi truncates */
   LLVMValueRef n = LLVMBuildSIToFP(b, ni, t, "");
   LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, fc(t, 0.693145751953125), ""), "");
   r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(t, 1.428606765330187e-06), ""), "");
@@ -71,7 +75,7 @@ LLVMValueRef kl_llvm_log_f32(LLVMBuilderRef b, LLVMValueRef x) {
   LLVMValueRef bits = LLVMBuildBitCast(b, xs, it, "");
   LLVMValueRef e = LLVMBuildSub(b, LLVMBuildLShr(b, bits, ic(it, 23), ""), ic(it, 127), "");
   LLVMValueRef mbits = LLVMBuildOr(b, LLVMBuildAnd(b, bits, ic(it, 0x7fffff), ""), ic(it, 0x3f800000), "");
-  LLVMValueRef m = LLVMBuildBitCast(b, mbits, t, "");          /* [1, 2) */
+  LLVMValueRef m = LLVMBuildBitCast(b, mbits, t, ""); /* [1, 2) */
   LLVMValueRef big = LLVMBuildFCmp(b, LLVMRealOGT, m, fc(t, 1.4142135623730951), "");
   m = LLVMBuildSelect(b, big, LLVMBuildFMul(b, m, fc(t, 0.5), ""), m, "");
   LLVMValueRef ef = LLVMBuildFAdd(b, LLVMBuildSIToFP(b, e, t, ""), eadj, "");
@@ -93,7 +97,8 @@ LLVMValueRef kl_llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
   LLVMValueRef ax = LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, x, ""), x, "");
   /* large: 1 - 2/(exp(2|x|)+1) (saturates to 1) */
   LLVMValueRef e = kl_llvm_exp_f32(b, LLVMBuildFMul(b, ax, fc(t, 2.0), ""));
-  LLVMValueRef large = LLVMBuildFSub(b, fc(t, 1.0), LLVMBuildFDiv(b, fc(t, 2.0), LLVMBuildFAdd(b, e, fc(t, 1.0), ""), ""), "");
+  LLVMValueRef large = LLVMBuildFSub(b, fc(t, 1.0),
+                                     LLVMBuildFDiv(b, fc(t, 2.0), LLVMBuildFAdd(b, e, fc(t, 1.0), ""), ""), "");
   /* small: odd Taylor series */
   static const double c[] = { 1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075 };
   LLVMValueRef small = LLVMBuildFMul(b, ax, poly(b, LLVMBuildFMul(b, ax, ax, ""), c, 7), "");
@@ -115,7 +120,8 @@ static LLVMValueRef order_key(LLVMBuilderRef b, LLVMValueRef v, bool total) {
   LLVMValueRef bits = LLVMBuildBitCast(b, v, it, "");
   LLVMValueRef maxmag = splat(it, LLVMConstInt(is, ~0ull >> (65 - w), 0));
   if (total)
-    return LLVMBuildXor(b, bits, LLVMBuildAnd(b, LLVMBuildAShr(b, bits, splat(it, LLVMConstInt(is, w - 1, 0)), ""), maxmag, ""), "");
+    return LLVMBuildXor(
+        b, bits, LLVMBuildAnd(b, LLVMBuildAShr(b, bits, splat(it, LLVMConstInt(is, w - 1, 0)), ""), maxmag, ""), "");
   LLVMValueRef mag = LLVMBuildAnd(b, bits, maxmag, "");
   LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstNull(it), "");
   return LLVMBuildSelect(b, neg, LLVMBuildNeg(b, mag, ""), mag, "");
@@ -128,15 +134,23 @@ static bool const_key(LLVMValueRef c, bool total, int64_t *key) {
   if (LLVMGetTypeKind(ty_of(c)) == LLVMVectorTypeKind) {
     unsigned n = LLVMGetVectorSize(ty_of(c));
     e = LLVMGetAggregateElement(c, 0);
-    for (unsigned i = 1; i < n && e; i++) if (LLVMGetAggregateElement(c, i) != e) return false;
+    for (unsigned i = 1; i < n && e; i++)
+      if (LLVMGetAggregateElement(c, i) != e) return false;
   }
   if (!e || !LLVMIsAConstantFP(e)) return false;
   LLVMBool loses;
   double d = LLVMConstRealGetDouble(e, &loses);
   if (isnan(d)) return false;
   uint64_t mag;
-  if (LLVMGetTypeKind(ty_of(e)) == LLVMDoubleTypeKind) { memcpy(&mag, &d, 8); mag &= INT64_MAX; }
-  else { float f = (float)d; uint32_t u; memcpy(&u, &f, 4); mag = u & 0x7fffffffu; }
+  if (LLVMGetTypeKind(ty_of(e)) == LLVMDoubleTypeKind) {
+    memcpy(&mag, &d, 8);
+    mag &= INT64_MAX;
+  } else {
+    float f = (float)d;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    mag = u & 0x7fffffffu;
+  }
   *key = signbit(d) ? -(int64_t)mag - total : (int64_t)mag;
   return true;
 }
@@ -153,11 +167,13 @@ static LLVMValueRef key_cmp(LLVMBuilderRef b, int gt, bool total, LLVMValueRef x
   LLVMTypeRef it = int_like(ty_of(x)), is = scalar(it);
   unsigned w = LLVMGetIntTypeWidth(is);
   LLVMValueRef bits = LLVMBuildBitCast(b, x, it, "");
-  uint64_t neg_bound = (1ull << (w - 1)) + (uint64_t)(k < 0 ? -k - total : 0);   /* MIN + M */
-  if (gt) return k >= 0 ? LLVMBuildICmp(b, LLVMIntSGT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
-                        : LLVMBuildICmp(b, LLVMIntULT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
-  return k > 0 || (total && k == 0) ? LLVMBuildICmp(b, LLVMIntSLT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
-               : LLVMBuildICmp(b, LLVMIntUGT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
+  uint64_t neg_bound = (1ull << (w - 1)) + (uint64_t)(k < 0 ? -k - total : 0); /* MIN + M */
+  if (gt)
+    return k >= 0 ? LLVMBuildICmp(b, LLVMIntSGT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
+                  : LLVMBuildICmp(b, LLVMIntULT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
+  return k > 0 || (total && k == 0)
+      ? LLVMBuildICmp(b, LLVMIntSLT, bits, splat(it, LLVMConstInt(is, (uint64_t)k, 1)), "")
+      : LLVMBuildICmp(b, LLVMIntUGT, bits, splat(it, LLVMConstInt(is, neg_bound, 0)), "");
 }
 
 /* The reference's max/min: NaN if either operand is NaN, else x if x > y (x < y for min) in
@@ -171,11 +187,11 @@ LLVMValueRef kl_llvm_max_nan(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y, i
 LLVMValueRef kl_llvm_fcmp(LLVMBuilderRef b, LLVMRealPredicate p, LLVMValueRef x, LLVMValueRef y) {
   LLVMValueRef c;
   switch (p) {
-  case LLVMRealOLT: c = key_cmp(b, 0, false, x, y); break;
-  case LLVMRealOGT: c = key_cmp(b, 1, false, x, y); break;
-  case LLVMRealOLE: c = LLVMBuildNot(b, key_cmp(b, 1, false, x, y), ""); break;
-  case LLVMRealOGE: c = LLVMBuildNot(b, key_cmp(b, 0, false, x, y), ""); break;
-  default: return LLVMBuildFCmp(b, p, x, y, "");
+    case LLVMRealOLT: c = key_cmp(b, 0, false, x, y); break;
+    case LLVMRealOGT: c = key_cmp(b, 1, false, x, y); break;
+    case LLVMRealOLE: c = LLVMBuildNot(b, key_cmp(b, 1, false, x, y), ""); break;
+    case LLVMRealOGE: c = LLVMBuildNot(b, key_cmp(b, 0, false, x, y), ""); break;
+    default: return LLVMBuildFCmp(b, p, x, y, "");
   }
   return LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealORD, x, y, ""), c, "");
 }
@@ -193,6 +209,7 @@ LLVMValueRef kl_llvm_pow_f32(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y) {
   rn = LLVMBuildSelect(b, yi, rn, fc(t, NAN), "");
   r = LLVMBuildSelect(b, neg, rn, r, "");
   /* x^0 = 1 and 1^y = 1, even for NaN */
-  LLVMValueRef one = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, fc(t, 0.0), ""), LLVMBuildFCmp(b, LLVMRealOEQ, x, fc(t, 1.0), ""), "");
+  LLVMValueRef one = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, fc(t, 0.0), ""),
+                                 LLVMBuildFCmp(b, LLVMRealOEQ, x, fc(t, 1.0), ""), "");
   return LLVMBuildSelect(b, one, fc(t, 1.0), r, "");
 }

@@ -7,7 +7,10 @@
 static LLVMValueRef call(LLVMModuleRef m, LLVMBuilderRef b, const char *name, LLVMTypeRef *over, int nover,
                          LLVMValueRef *args, int nargs, char *err, size_t errlen) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  if (!id) { snprintf(err, errlen, "LLVM has no intrinsic %s", name); return NULL; }
+  if (!id) {
+    snprintf(err, errlen, "LLVM has no intrinsic %s", name);
+    return NULL;
+  }
   if (!LLVMIntrinsicIsOverloaded(id)) nover = 0;
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMValueRef f = LLVMGetIntrinsicDeclaration(m, id, over, nover);
@@ -32,11 +35,12 @@ static LLVMValueRef call(LLVMModuleRef m, LLVMBuilderRef b, const char *name, LL
 static unsigned total_bits(LLVMTypeRef t) {
   if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) return LLVMGetVectorSize(t) * total_bits(LLVMGetElementType(t));
   switch (LLVMGetTypeKind(t)) {
-  case LLVMHalfTypeKind: case LLVMBFloatTypeKind: return 16;
-  case LLVMFloatTypeKind: return 32;
-  case LLVMDoubleTypeKind: return 64;
-  case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(t);
-  default: return 0;
+    case LLVMHalfTypeKind:
+    case LLVMBFloatTypeKind: return 16;
+    case LLVMFloatTypeKind: return 32;
+    case LLVMDoubleTypeKind: return 64;
+    case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(t);
+    default: return 0;
   }
 }
 
@@ -59,10 +63,17 @@ LLVMValueRef kl_lower_accel_mma(LLVMModuleRef m, LLVMBuilderRef b, const kl_targ
                                 LLVMValueRef bv, LLVMValueRef c, char *err, size_t errlen) {
   const char *instr = kl_op_attr_string(op, "instr");
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(instr);
-  if (!d) { snprintf(err, errlen, "unknown matrix instruction \"%s\"", instr ? instr : ""); return NULL; }
+  if (!d) {
+    snprintf(err, errlen, "unknown matrix instruction \"%s\"", instr ? instr : "");
+    return NULL;
+  }
   if (!t || t->accel != d->kind || t->wave_size != d->wave) {
     snprintf(err, errlen, "%s is not available on target %s (matrix unit: %s)", d->intrinsic, t ? t->name : "?",
-             t ? (t->accel == KL_ACCEL_MFMA ? "mfma" : t->accel == KL_ACCEL_WMMA ? "wmma" : t->accel == KL_ACCEL_MMA_SYNC ? "mma_sync" : "none") : "none");
+             t ? (t->accel == KL_ACCEL_MFMA           ? "mfma"
+                      : t->accel == KL_ACCEL_WMMA     ? "wmma"
+                      : t->accel == KL_ACCEL_MMA_SYNC ? "mma_sync"
+                                                      : "none")
+               : "none");
     return NULL;
   }
   LLVMContextRef ctx = LLVMGetModuleContext(m);
@@ -70,46 +81,53 @@ LLVMValueRef kl_lower_accel_mma(LLVMModuleRef m, LLVMBuilderRef b, const kl_targ
   bool is_i8 = !strcmp(d->in_type, "i8"), is_bf16 = !strcmp(d->in_type, "bf16");
   unsigned abits = total_bits(LLVMTypeOf(a)), bbits = total_bits(LLVMTypeOf(bv));
   switch (d->kind) {
-  case KL_ACCEL_MFMA: {
-    LLVMValueRef ab[2] = { a, bv };
-    for (int i = 0; i < 2; i++) {
-      unsigned bits = i ? bbits : abits;
-      if (is_i8) ab[i] = cast(b, ab[i], LLVMIntTypeInContext(ctx, bits));
-      else if (is_bf16) ab[i] = cast(b, ab[i], LLVMVectorType(i16, bits / 16));
+    case KL_ACCEL_MFMA: {
+      LLVMValueRef ab[2] = { a, bv };
+      for (int i = 0; i < 2; i++) {
+        unsigned bits = i ? bbits : abits;
+        if (is_i8)
+          ab[i] = cast(b, ab[i], LLVMIntTypeInContext(ctx, bits));
+        else if (is_bf16)
+          ab[i] = cast(b, ab[i], LLVMVectorType(i16, bits / 16));
+      }
+      LLVMValueRef z = LLVMConstInt(i32, 0, 0);
+      LLVMValueRef args[6] = { ab[0], ab[1], c, z, z, z };
+      return call(m, b, d->intrinsic, NULL, 0, args, 6, err, errlen);
     }
-    LLVMValueRef z = LLVMConstInt(i32, 0, 0);
-    LLVMValueRef args[6] = { ab[0], ab[1], c, z, z, z };
-    return call(m, b, d->intrinsic, NULL, 0, args, 6, err, errlen);
-  }
-  case KL_ACCEL_WMMA: {
-    LLVMTypeRef abt = is_i8 ? LLVMVectorType(i32, abits / 32) : is_bf16 ? LLVMVectorType(i16, abits / 16) : LLVMTypeOf(a);
-    LLVMValueRef x = cast(b, a, abt), y = cast(b, bv, abt);
-    LLVMTypeRef over[2] = { LLVMTypeOf(c), abt };
-    if (is_i8) {
-      LLVMValueRef one = LLVMConstInt(i1, 1, 0), zero = LLVMConstInt(i1, 0, 0);
-      LLVMValueRef args[6] = { one, x, one, y, c, zero };   /* signed A, signed B, no clamp */
-      return call(m, b, d->intrinsic, over, 2, args, 6, err, errlen);
+    case KL_ACCEL_WMMA: {
+      LLVMTypeRef abt = is_i8 ? LLVMVectorType(i32, abits / 32)
+          : is_bf16           ? LLVMVectorType(i16, abits / 16)
+                              : LLVMTypeOf(a);
+      LLVMValueRef x = cast(b, a, abt), y = cast(b, bv, abt);
+      LLVMTypeRef over[2] = { LLVMTypeOf(c), abt };
+      if (is_i8) {
+        LLVMValueRef one = LLVMConstInt(i1, 1, 0), zero = LLVMConstInt(i1, 0, 0);
+        LLVMValueRef args[6] = { one, x, one, y, c, zero }; /* signed A, signed B, no clamp */
+        return call(m, b, d->intrinsic, over, 2, args, 6, err, errlen);
+      }
+      LLVMValueRef args[3] = { x, y, c };
+      return call(m, b, d->intrinsic, over, 2, args, 3, err, errlen);
     }
-    LLVMValueRef args[3] = { x, y, c };
-    return call(m, b, d->intrinsic, over, 2, args, 3, err, errlen);
-  }
-  case KL_ACCEL_MMA_SYNC: {
-    int na = (int)(abits / 32), nb = (int)(bbits / 32), nc = (int)LLVMGetVectorSize(LLVMTypeOf(c));
-    if (na > 4 || nb > 2 || nc > 4) { snprintf(err, errlen, "mma.sync operands too large (%d, %d, %d registers)", na, nb, nc); return NULL; }
-    LLVMTypeRef piece = (is_i8 || is_bf16) ? i32 : LLVMVectorType(LLVMHalfTypeInContext(ctx), 2);
-    LLVMValueRef args[10];
-    split32(ctx, b, a, na, piece, args);
-    split32(ctx, b, bv, nb, piece, args + na);
-    for (int i = 0; i < nc; i++) args[na + nb + i] = LLVMBuildExtractElement(b, c, LLVMConstInt(i32, (unsigned)i, 0), "");
-    LLVMValueRef r = call(m, b, d->intrinsic, NULL, 0, args, na + nb + nc, err, errlen);
-    if (!r) return NULL;
-    LLVMValueRef v = LLVMGetUndef(LLVMTypeOf(c));
-    for (int i = 0; i < nc; i++)
-      v = LLVMBuildInsertElement(b, v, LLVMBuildExtractValue(b, r, (unsigned)i, ""), LLVMConstInt(i32, (unsigned)i, 0), "");
-    return v;
-  }
-  default:
-    snprintf(err, errlen, "target %s has no matrix unit", t->name);
-    return NULL;
+    case KL_ACCEL_MMA_SYNC: {
+      int na = (int)(abits / 32), nb = (int)(bbits / 32), nc = (int)LLVMGetVectorSize(LLVMTypeOf(c));
+      if (na > 4 || nb > 2 || nc > 4) {
+        snprintf(err, errlen, "mma.sync operands too large (%d, %d, %d registers)", na, nb, nc);
+        return NULL;
+      }
+      LLVMTypeRef piece = (is_i8 || is_bf16) ? i32 : LLVMVectorType(LLVMHalfTypeInContext(ctx), 2);
+      LLVMValueRef args[10];
+      split32(ctx, b, a, na, piece, args);
+      split32(ctx, b, bv, nb, piece, args + na);
+      for (int i = 0; i < nc; i++)
+        args[na + nb + i] = LLVMBuildExtractElement(b, c, LLVMConstInt(i32, (unsigned)i, 0), "");
+      LLVMValueRef r = call(m, b, d->intrinsic, NULL, 0, args, na + nb + nc, err, errlen);
+      if (!r) return NULL;
+      LLVMValueRef v = LLVMGetUndef(LLVMTypeOf(c));
+      for (int i = 0; i < nc; i++)
+        v = LLVMBuildInsertElement(b, v, LLVMBuildExtractValue(b, r, (unsigned)i, ""),
+                                   LLVMConstInt(i32, (unsigned)i, 0), "");
+      return v;
+    }
+    default: snprintf(err, errlen, "target %s has no matrix unit", t->name); return NULL;
   }
 }

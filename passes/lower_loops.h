@@ -28,7 +28,7 @@
 #include "core/view_emit.h"
 
 /* ---- views ---- */
-const kl_view *kl_ll_op_view(const kl_op *op);   /* the #view attribute "view", or NULL */
+const kl_view *kl_ll_op_view(const kl_op *op); /* the #view attribute "view", or NULL */
 const kl_attr *kl_ll_view_attr(kl_ctx *ctx, const kl_view *v);
 /* Identity view over the shape of buffer type t (dims d0, d1, ...). */
 kl_view *kl_ll_identity(const kl_type *t, char *err, size_t n);
@@ -41,17 +41,17 @@ int64_t kl_ll_vector_len(const kl_view *full, kl_value *under, int dim);
 
 /* ---- emission ---- */
 typedef struct kl_ll {
-  kl_emitter e;        /* e.rw: the rewriter, e.loc: location of the emitted ops */
+  kl_emitter e; /* e.rw: the rewriter, e.loc: location of the emitted ops */
   kl_ctx *ctx;
-  int64_t unroll;      /* max trip count of a loop emitted unrolled (0: never unroll) */
+  int64_t unroll; /* max trip count of a loop emitted unrolled (0: never unroll) */
 } kl_ll;
 void kl_ll_init(kl_ll *L, kl_rewriter *rw, kl_loc loc, int64_t unroll);
 
 kl_value *kl_ll_idx(kl_ll *L, int64_t v);
-kl_value *kl_ll_const(kl_ll *L, const kl_type *t, double v);   /* scalar, or vector splat */
+kl_value *kl_ll_const(kl_ll *L, const kl_type *t, double v); /* scalar, or vector splat */
 kl_value *kl_ll_op1(kl_ll *L, const char *name, kl_value *a, const kl_type *rt);
 kl_value *kl_ll_op2(kl_ll *L, const char *name, kl_value *a, kl_value *b, const kl_type *rt);
-kl_value *kl_ll_cmp(kl_ll *L, const char *name, const char *pred, kl_value *a, kl_value *b);  /* arith.cmpi/cmpf */
+kl_value *kl_ll_cmp(kl_ll *L, const char *name, const char *pred, kl_value *a, kl_value *b); /* arith.cmpi/cmpf */
 kl_value *kl_ll_select(kl_ll *L, kl_value *c, kl_value *a, kl_value *b);
 kl_value *kl_ll_min_index(kl_ll *L, kl_value *a, kl_value *b);
 /* Value conversion to element type `to` (vector-aware): float<->float (extf/truncf,
@@ -73,16 +73,21 @@ void kl_ll_store_view(kl_ll *L, kl_value *val, kl_value *buf, const kl_view *v, 
 /* Loops and conditionals. The body gets the induction variable and the carried values
  * (carry[0..ncarry), updated in place by the body); after the call carry holds the
  * final values. */
-#define KL_LL_MAX_CARRY 64   /* carried values per loop */
+#define KL_LL_MAX_CARRY 64 /* carried values per loop */
 typedef void (*kl_ll_body)(kl_ll *L, kl_value *iv, kl_value **carry, void *ud);
-void kl_ll_for(kl_ll *L, kl_value *lb, kl_value *ub, int64_t step, int ncarry, kl_value **carry, kl_ll_body fn, void *ud);
+void kl_ll_for(kl_ll *L, kl_value *lb, kl_value *ub, int64_t step, int ncarry, kl_value **carry, kl_ll_body fn,
+               void *ud);
 /* Starts `scf.if cond` (no results): the insertion point moves into the then-block. */
 kl_op *kl_ll_if_begin(kl_ll *L, kl_value *cond);
 void kl_ll_if_end(kl_ll *L, kl_op *ifop);
 
 /* ---- host target (lower_loops_host.c) ---- */
 /* Host SIMD model and micro-kernel shape; 0 = from the host CPU (kl__ll_host_simd). */
-typedef struct kl_ll_host_opts { int simd_bytes, simd_regs; int64_t mr, nv; bool gemm, copies, prefetch; } kl_ll_host_opts;
+typedef struct kl_ll_host_opts {
+  int simd_bytes, simd_regs;
+  int64_t mr, nv;
+  bool gemm, copies, prefetch;
+} kl_ll_host_opts;
 /* Vector register width (bytes) and count of the host CPU (LLVM's host features). */
 void kl__ll_host_simd(int *bytes, int *regs);
 /* The register-blocked GEMM micro-kernels of a block_size-1 kernel (see

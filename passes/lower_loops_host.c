@@ -94,9 +94,16 @@ void kl__ll_host_simd(int *bytes, int *regs) {
     char *f = LLVMGetHostCPUFeatures();
     int b = 16, r = 16;
     if (f) {
-      if (has_feat(f, "avx512f") && !strstr(f, "-evex512")) { b = 64; r = 32; }
-      else if (has_feat(f, "avx")) { b = 32; r = 16; }
-      else if (has_feat(f, "neon")) { b = 16; r = 32; }
+      if (has_feat(f, "avx512f") && !strstr(f, "-evex512")) {
+        b = 64;
+        r = 32;
+      } else if (has_feat(f, "avx")) {
+        b = 32;
+        r = 16;
+      } else if (has_feat(f, "neon")) {
+        b = 16;
+        r = 32;
+      }
       LLVMDisposeMessage(f);
     }
     cr = r;
@@ -109,7 +116,10 @@ void kl__ll_host_simd(int *bytes, int *regs) {
 /* ---- affine fits by exhaustive evaluation ---- */
 #define AF_VARS 3
 typedef bool (*pt_eval)(void *ud, const int64_t *vars, int64_t *lower);
-typedef struct { int rank, nv; int64_t c0[KL_VIEW_MAX_DIMS], c[AF_VARS][KL_VIEW_MAX_DIMS]; } affine;
+typedef struct {
+  int rank, nv;
+  int64_t c0[KL_VIEW_MAX_DIMS], c[AF_VARS][KL_VIEW_MAX_DIMS];
+} affine;
 
 /* Fits lower = c0 + sum_j c[j] * vars[j] over the box [0, ext) and checks every point
  * (and its validity). */
@@ -183,8 +193,8 @@ static kl_value *mul_add(kl_ll *L, kl_value *a, kl_value *b, kl_value *acc) {
 /* ================= 1. the GEMM micro-kernel ================= */
 
 typedef struct {
-  const kl_view *regs;   /* [K, D] -> private flat [n] */
-  const kl_view *rd;     /* (extras..., iter) -> source coordinates */
+  const kl_view *regs; /* [K, D] -> private flat [n] */
+  const kl_view *rd;   /* (extras..., iter) -> source coordinates */
   int nextra, kk_pos[16], nkk;
   int64_t extra[16];
 } opnd_ev;
@@ -197,12 +207,14 @@ static bool opnd_f(void *ud, const int64_t *v, int64_t *lower) {
   u[o->nextra] = p;
   return kl_view_eval(o->rd, u, lower);
 }
-typedef struct { const kl_view *v; } view_ev;
+typedef struct {
+  const kl_view *v;
+} view_ev;
 static bool view_f(void *ud, const int64_t *v, int64_t *lower) { return kl_view_eval(((view_ev *)ud)->v, v, lower); }
 
 typedef struct {
-  kl_value *sa, *sb, *sc;      /* underlying buffers of A, B, C */
-  affine fa, fb, fc;           /* A, B: vars (kk, k', d); C: vars (m, n) */
+  kl_value *sa, *sb, *sc; /* underlying buffers of A, B, C */
+  affine fa, fb, fc;      /* A, B: vars (kk, k', d); C: vars (m, n) */
   int64_t KK, K1, MT, NT;
   const kl_type *acc;
   int64_t V, MR, NV;
@@ -231,7 +243,7 @@ static void mk_kbody(kl_ll *L, kl_value *kk, kl_value **carry, void *ud) {
       int64_t off[3] = { 0, k1, i };
       affine_emit(L, &s->fa, vals, off, co);
       kl_value *a = kl_ll_convert(L, kl_ll_load(L, s->sa, co, NULL, 1), s->acc);
-      kl_value *bc[8] = { 0 };   /* by log2 width */
+      kl_value *bc[8] = { 0 }; /* by log2 width */
       for (int j = 0; j < in->ncols; j++) {
         int lw = 0;
         while (((int64_t)1 << lw) < in->w[j]) lw++;
@@ -270,7 +282,11 @@ static void mk_tile(kl_ll *L, mk_inst *in) {
 
 /* Column groups: [0, nmain) in steps of NV vectors of V; the tail in vectors of V, then
  * of the binary digits of the rest. */
-typedef struct { mk *s; mk_inst cols; int64_t mmain, mtail; } mk_rows;
+typedef struct {
+  mk *s;
+  mk_inst cols;
+  int64_t mmain, mtail;
+} mk_rows;
 static void mk_mbody(kl_ll *L, kl_value *m0, kl_value **carry, void *ud) {
   mk_rows *r = ud;
   r->cols.m0 = m0;
@@ -305,15 +321,26 @@ static void emit_micro(kl_ll *L, mk *s) {
   int64_t nr = s->NV * s->V, nmain = s->NT / nr * nr;
   if (nmain) {
     r.cols.ncols = (int)s->NV;
-    for (int j = 0; j < s->NV; j++) { r.cols.w[j] = s->V; r.cols.off[j] = j * s->V; }
+    for (int j = 0; j < s->NV; j++) {
+      r.cols.w[j] = s->V;
+      r.cols.off[j] = j * s->V;
+    }
     kl_ll_for(L, kl_ll_idx(L, 0), kl_ll_idx(L, nmain), nr, 0, NULL, mk_nbody, &r);
   }
   int64_t rest = s->NT - nmain, off = 0;
   if (rest) {
     int nc = 0;
-    while (rest - off >= s->V) { r.cols.w[nc] = s->V; r.cols.off[nc++] = off; off += s->V; }
+    while (rest - off >= s->V) {
+      r.cols.w[nc] = s->V;
+      r.cols.off[nc++] = off;
+      off += s->V;
+    }
     for (int64_t w = s->V / 2; w >= 1; w /= 2)
-      if (rest - off >= w) { r.cols.w[nc] = w; r.cols.off[nc++] = off; off += w; }
+      if (rest - off >= w) {
+        r.cols.w[nc] = w;
+        r.cols.off[nc++] = off;
+        off += w;
+      }
     r.cols.ncols = nc;
     r.cols.n0 = kl_ll_idx(L, nmain);
     mk_columns(L, &r);
@@ -331,8 +358,18 @@ static bool only_used_by(kl_value *v, kl_op *reader, kl_op *gemm) {
   return true;
 }
 
-typedef struct { kl_op *rd; kl_value *priv; kl_view *regs, *rv; kl_value *src; opnd_ev ev; } opnd_match;
-static void opnd_free(opnd_match *o) { kl_view_free(o->regs); kl_view_free(o->rv); o->regs = o->rv = NULL; }
+typedef struct {
+  kl_op *rd;
+  kl_value *priv;
+  kl_view *regs, *rv;
+  kl_value *src;
+  opnd_ev ev;
+} opnd_match;
+static void opnd_free(opnd_match *o) {
+  kl_view_free(o->regs);
+  kl_view_free(o->rv);
+  o->regs = o->rv = NULL;
+}
 
 /* Operand `x` of gemm g inside loop `loop`: its private buffer, the read that fills it
  * each iteration and the evaluators. */
@@ -346,7 +383,10 @@ static bool match_operand(kl_op *g, kl_op *loop, kl_value *x, opnd_match *o) {
     return false;
   kl_block *body = loop->regions[0].first;
   for (kl_op *y = body->first; y; y = y->next)
-    if (!strcmp(y->name, "rock.threadwise_read_into") && y->opnds[1].value == p) { o->rd = y; break; }
+    if (!strcmp(y->name, "rock.threadwise_read_into") && y->opnds[1].value == p) {
+      o->rd = y;
+      break;
+    }
   if (!o->rd || !kl_ll_before(o->rd, g) || !only_used_by(p, o->rd, g)) return false;
   kl_op *rd = o->rd;
   const kl_view *w = kl_ll_op_view(rd);
@@ -357,16 +397,23 @@ static bool match_operand(kl_op *g, kl_op *loop, kl_value *x, opnd_match *o) {
   for (int i = 0; i < nextra; i++) {
     kl_value *e = rd->opnds[2 + i].value;
     int64_t c;
-    if (e == iv) o->ev.kk_pos[o->ev.nkk++] = i;
-    else if (kl_emit_const_of(e, &c)) o->ev.extra[i] = c;
-    else if (e->def && !strcmp(e->def->name, "rock.workitem_id")) o->ev.extra[i] = 0;   /* block_size 1 */
-    else return false;
+    if (e == iv)
+      o->ev.kk_pos[o->ev.nkk++] = i;
+    else if (kl_emit_const_of(e, &c))
+      o->ev.extra[i] = c;
+    else if (e->def && !strcmp(e->def->name, "rock.workitem_id"))
+      o->ev.extra[i] = 0; /* block_size 1 */
+    else
+      return false;
   }
   char err[256];
   o->priv = p;
   o->regs = kl_ll_access_view(NULL, x, NULL, err, sizeof err);
   o->rv = o->regs ? kl_ll_access_view(w, rd->opnds[0].value, &o->src, err, sizeof err) : NULL;
-  if (!o->rv || kl_view_rank(o->regs) != 2 || kl_view_lower_rank(o->regs) != 1) { opnd_free(o); return false; }
+  if (!o->rv || kl_view_rank(o->regs) != 2 || kl_view_lower_rank(o->regs) != 1) {
+    opnd_free(o);
+    return false;
+  }
   o->ev.regs = o->regs;
   o->ev.rd = o->rv;
   return true;
@@ -376,9 +423,18 @@ static void pick_tile(const kl_ll_host_opts *ho, int elem_bytes, int64_t *V, int
   int bytes = ho->simd_bytes, regs = ho->simd_regs;
   if (bytes <= 0 || regs <= 0) kl__ll_host_simd(&bytes, &regs);
   *V = bytes / elem_bytes >= 1 ? bytes / elem_bytes : 1;
-  if (ho->mr > 0 && ho->nv > 0) { *MR = ho->mr; *NV = ho->nv; return; }
-  if (regs >= 32) { *MR = 8; *NV = 2; }
-  else { *MR = 6; *NV = 2; }
+  if (ho->mr > 0 && ho->nv > 0) {
+    *MR = ho->mr;
+    *NV = ho->nv;
+    return;
+  }
+  if (regs >= 32) {
+    *MR = 8;
+    *NV = 2;
+  } else {
+    *MR = 6;
+    *NV = 2;
+  }
 }
 
 /* Tries the micro-kernel for gemm g; true if it replaced g's loop. */
@@ -397,18 +453,24 @@ static bool fuse_gemm(kl_op *g, const kl_ll_host_opts *ho) {
   const kl_type *ta = g->opnds[0].value->type, *tb = g->opnds[1].value->type, *tc = g->opnds[2].value->type;
   if (ta->rank != 2 || tb->rank != 2 || ta->shape[0] != tb->shape[0] || tc->kind != KL_TY_BUFFER) return false;
   int64_t K1 = ta->shape[0], MT = ta->shape[1], NT = tb->shape[1];
-  if (!((tc->rank == 2 && tc->shape[0] == MT && tc->shape[1] == NT) || (tc->rank == 1 && tc->shape[0] == MT * NT))) return false;
-  if (kl_type_is_float(ta->elem) != kl_type_is_float(tc->elem) || kl_type_is_float(tb->elem) != kl_type_is_float(tc->elem))
+  if (!((tc->rank == 2 && tc->shape[0] == MT && tc->shape[1] == NT) || (tc->rank == 1 && tc->shape[0] == MT * NT)))
+    return false;
+  if (kl_type_is_float(ta->elem) != kl_type_is_float(tc->elem) ||
+      kl_type_is_float(tb->elem) != kl_type_is_float(tc->elem))
     return false;
   opnd_match oa, ob;
   if (!match_operand(g, loop, g->opnds[0].value, &oa)) return false;
-  if (!match_operand(g, loop, g->opnds[1].value, &ob) || ob.priv == oa.priv || ob.rd == oa.rd) { opnd_free(&oa); opnd_free(&ob); return false; }
+  if (!match_operand(g, loop, g->opnds[1].value, &ob) || ob.priv == oa.priv || ob.rd == oa.rd) {
+    opnd_free(&oa);
+    opnd_free(&ob);
+    return false;
+  }
   bool ok = false;
   char err[256];
   mk s = { .KK = ub, .K1 = K1, .MT = MT, .NT = NT, .acc = tc->elem, .sa = oa.src, .sb = ob.src };
   kl_view *cv = kl_ll_access_view(NULL, g->opnds[2].value, &s.sc, err, sizeof err);
   kl_view *cv2 = NULL;
-  if (cv && tc->rank == 1) {   /* flat acc: view it as [MT, NT] */
+  if (cv && tc->rank == 1) { /* flat acc: view it as [MT, NT] */
     kl_vb b;
     int64_t flat = MT * NT, sh[2] = { MT, NT };
     const char *nm[1] = { "i" }, *mn[2] = { "m", "n" };
@@ -421,8 +483,8 @@ static bool fuse_gemm(kl_op *g, const kl_ll_host_opts *ho) {
     kl_view_free(cv);
     cv = cv2;
   }
-  if (!cv || s.sc == oa.priv || s.sc == ob.priv || s.sc == oa.src || s.sc == ob.src || oa.src->type->kind != KL_TY_BUFFER ||
-      ob.src->type->kind != KL_TY_BUFFER)
+  if (!cv || s.sc == oa.priv || s.sc == ob.priv || s.sc == oa.src || s.sc == ob.src ||
+      oa.src->type->kind != KL_TY_BUFFER || ob.src->type->kind != KL_TY_BUFFER)
     goto done;
   int64_t ext[3] = { ub, K1, MT };
   if (!affine_fit(opnd_f, &oa.ev, 3, ext, oa.src->type->rank, &s.fa)) goto done;
@@ -434,7 +496,7 @@ static bool fuse_gemm(kl_op *g, const kl_ll_host_opts *ho) {
   if ((NT > 1 && (affine_lin(&s.fb, 2, ob.src->type) != 1 || affine_lin(&s.fc, 1, s.sc->type) != 1))) goto done;
   int eb = (kl_type_bits(s.acc) + 7) / 8;
   pick_tile(ho, eb, &s.V, &s.MR, &s.NV);
-  {   /* every micro-tile (the column tail too: vectors of V, then V/2, ..., 1) carries <= 64 values */
+  { /* every micro-tile (the column tail too: vectors of V, then V/2, ..., 1) carries <= 64 values */
     int64_t rest = NT % (s.NV * s.V), tail = rest / s.V;
     for (int64_t w = s.V / 2; w >= 1; w /= 2) tail += (rest % s.V) & w ? 1 : 0;
     int64_t cols = tail > s.NV ? tail : s.NV, rows = s.MR < MT ? s.MR : MT;
@@ -482,7 +544,7 @@ static int divmods(const kl_view *v, uint32_t mask) {
       bool hit = false;
       for (int i = 0; i < t->nupper; i++) hit |= (mask >> t->upper[i]) & 1;
       if (!hit) continue;
-      if (t->kind == KL_VT_MERGE)   /* a factor of 1 costs nothing (the emitter folds it) */
+      if (t->kind == KL_VT_MERGE) /* a factor of 1 costs nothing (the emitter folds it) */
         for (int i = 1; i < t->nlower; i++) n += t->params[i] > 1;
       if (t->kind == KL_VT_BROADCAST)
         for (int i = 0; i < t->nupper; i++) n += t->params[i] > 1;
@@ -498,7 +560,10 @@ static kl_view *split_iter(const kl_view *v, int64_t S) {
   int rank = kl_view_rank(v);
   int64_t shape[KL_VIEW_MAX_DIMS];
   const char *names[KL_VIEW_MAX_DIMS];
-  for (int i = 0; i < rank; i++) { shape[i] = kl_view_size(v, i); names[i] = kl_view_name(v, i); }
+  for (int i = 0; i < rank; i++) {
+    shape[i] = kl_view_size(v, i);
+    names[i] = kl_view_name(v, i);
+  }
   kl_view_err e = { 0 };
   kl_view *id = kl_view_identity(rank, shape, names, &e);
   const char *qr[2] = { "kiln.q", "kiln.r" };
@@ -506,7 +571,9 @@ static kl_view *split_iter(const kl_view *v, int64_t S) {
   kl_view *u = id ? kl_view_unmerge(id, names[rank - 1], 2, qr, sz, &e) : NULL;
   kl_view *c = u ? kl_view_compose(u, v, &e) : NULL;
   kl_view *r = c ? kl_view_simplify(c) : NULL;
-  kl_view_free(id); kl_view_free(u); kl_view_free(c);
+  kl_view_free(id);
+  kl_view_free(u);
+  kl_view_free(c);
   return r;
 }
 
@@ -562,16 +629,16 @@ static bool can_relayout(kl_value *lds, kl_op *w) {
 #define CP_ROWS 64
 typedef struct {
   kl_value *buf;
-  kl_view *v;                          /* (extras..., q, r) */
+  kl_view *v; /* (extras..., q, r) */
   kl_value *e[KL_VIEW_MAX_DIMS];
   int ne;
   bool lin, rlin;
-  int nrows;                           /* rlin: rows with a base (q + 0 .. q + nrows - 1) */
+  int nrows; /* rlin: rows with a base (q + 0 .. q + nrows - 1) */
   int64_t cq[KL_VIEW_MAX_DIMS], cr[KL_VIEW_MAX_DIMS];
   kl_value *base[KL_VIEW_MAX_DIMS], *valid;
   kl_value *rbase[CP_ROWS][KL_VIEW_MAX_DIMS], *rvalid[CP_ROWS];
-  int kpos;                            /* extra that is the enclosing K loop's variable (-1: none) */
-  kl_value *next[KL_VIEW_MAX_DIMS];    /* base of the next K iteration (prefetch), or next[0] NULL */
+  int kpos;                         /* extra that is the enclosing K loop's variable (-1: none) */
+  kl_value *next[KL_VIEW_MAX_DIMS]; /* base of the next K iteration (prefetch), or next[0] NULL */
 } cp_side;
 
 static void side_init(cp_side *sd) {
@@ -582,7 +649,7 @@ static void side_init(cp_side *sd) {
   if (!sd->lin && !sd->rlin) return;
   int64_t up[KL_VIEW_MAX_DIMS] = { 0 }, l0[KL_VIEW_MAX_DIMS], l1[KL_VIEW_MAX_DIMS];
   kl_view_eval(sd->v, up, l0);
-  for (int j = 0; j < 2; j++) {   /* unit steps along q and r (0 for a dim of size 1: never stepped) */
+  for (int j = 0; j < 2; j++) { /* unit steps along q and r (0 for a dim of size 1: never stepped) */
     int64_t *c = j ? sd->cr : sd->cq;
     memset(up, 0, sizeof up);
     up[ne + j] = 1;
@@ -608,7 +675,7 @@ static void side_base(kl_ll *L, cp_side *sd, kl_value *q) {
   up[sd->ne + 1] = kl_ll_idx(L, 0);
   kl_view_emit(&L->e, sd->v, up, sd->base, &sd->valid);
   sd->next[0] = NULL;
-  if (sd->kpos >= 0) {   /* the same tile one K iteration ahead (may be past the end: prefetches never fault) */
+  if (sd->kpos >= 0) { /* the same tile one K iteration ahead (may be past the end: prefetches never fault) */
     kl_value *nv;
     up[sd->kpos] = kl_emit_add(&L->e, sd->e[sd->kpos], kl_ll_idx(L, 1));
     kl_view_emit(&L->e, sd->v, up, sd->next, &nv);
@@ -639,10 +706,10 @@ static void side_coords(kl_ll *L, cp_side *sd, kl_value *q, kl_value *r, int64_t
 }
 
 typedef struct {
-  cp_side g, w;                       /* source (global) and destination (LDS) */
-  const kl_type *tp;                  /* the private (staging) element type */
-  int64_t nq, S, t;                   /* q extent, r extent, vector / block length */
-  int mode;                           /* 0: vectors along r on both sides; 1: transposing (g along r, l along q);
+  cp_side g, w;      /* source (global) and destination (LDS) */
+  const kl_type *tp; /* the private (staging) element type */
+  int64_t nq, S, t;  /* q extent, r extent, vector / block length */
+  int mode;          /* 0: vectors along r on both sides; 1: transposing (g along r, l along q);
                                          2: transposing (g along q, l along r) */
   kl_value *q;
 } cp_st;
@@ -651,7 +718,7 @@ static kl_value *cp_load(kl_ll *L, cp_st *s, kl_value *r, int64_t di, int64_t dj
   kl_value *co[KL_VIEW_MAX_DIMS], *valid;
   side_coords(L, &s->g, s->q, r, di, dj, co, &valid);
   kl_value *x = kl_ll_load(L, s->g.buf, co, valid, w);
-  if (s->g.lin && s->g.next[0]) {   /* prefetch: one per 64-byte line */
+  if (s->g.lin && s->g.next[0]) { /* prefetch: one per 64-byte line */
     int64_t eb = (kl_type_bits(s->g.buf->type->elem) + 7) / 8, per = 64 / eb > 0 ? 64 / eb : 1;
     int64_t lin = 0;
     for (int d = 0; d < kl_view_lower_rank(s->g.v); d++)
@@ -686,8 +753,8 @@ static void transpose(kl_ll *L, kl_value **rows, int64_t t) {
   int64_t lo[64], hi[64];
   for (int64_t b = t / 2; b >= 1; b /= 2) {
     for (int64_t k = 0; k < t; k++) {
-      lo[k] = (k & b) ? t + k - b : k;       /* row i: its low blocks, then row j's low blocks */
-      hi[k] = (k & b) ? t + k : k + b;       /* row j: row i's high blocks, then its own */
+      lo[k] = (k & b) ? t + k - b : k; /* row i: its low blocks, then row j's low blocks */
+      hi[k] = (k & b) ? t + k : k + b; /* row j: row i's high blocks, then its own */
     }
     for (int64_t i = 0; i < t; i++) {
       if (i & b) continue;
@@ -714,7 +781,7 @@ static void cp_qbody(kl_ll *L, kl_value *q, kl_value **carry, void *ud) {
   s->q = q;
   side_base(L, &s->g, q);
   side_base(L, &s->w, q);
-  if (s->mode == 0 && s->S / s->t <= 16) {   /* unrolled: every load first (memory-level parallelism) */
+  if (s->mode == 0 && s->S / s->t <= 16) { /* unrolled: every load first (memory-level parallelism) */
     kl_value *x[16];
     int64_t nr = s->S / s->t;
     kl_value *z = kl_ll_idx(L, 0);
@@ -749,8 +816,8 @@ static kl_value *underlying(kl_value *v) {
 /* Tries to fuse write_all w with the read_into that fills its private source. */
 static bool fuse_copy(kl_op *w, const kl_ll_host_opts *ho) {
   kl_value *p = w->opnds[0].value;
-  if (!p->def || strcmp(p->def->name, "rock.alloc") || p->type->kind != KL_TY_BUFFER || p->type->space != KL_SPACE_PRIVATE ||
-      p->type->rank != 1 || kl_value_use_count(p) != 2)
+  if (!p->def || strcmp(p->def->name, "rock.alloc") || p->type->kind != KL_TY_BUFFER ||
+      p->type->space != KL_SPACE_PRIVATE || p->type->rank != 1 || kl_value_use_count(p) != 2)
     return false;
   const char *store = kl_op_attr_string(w, "store");
   if (store && strcmp(store, "set")) return false;
@@ -768,7 +835,8 @@ static bool fuse_copy(kl_op *w, const kl_ll_host_opts *ho) {
     if (rd || wr) {
       kl_value *dst = underlying(x->opnds[1].value), *src = underlying(x->opnds[0].value);
       if (dst == gsrc || dst == ldst || src == ldst) return false;
-    } else if (touches(x, gsrc) || touches(x, ldst)) return false;
+    } else if (touches(x, gsrc) || touches(x, ldst))
+      return false;
   }
   const kl_view *vr = kl_ll_op_view(r), *vw = kl_ll_op_view(w);
   int ner = r->nopnds - 2, new_ = w->nopnds - 2;
@@ -780,12 +848,18 @@ static bool fuse_copy(kl_op *w, const kl_ll_host_opts *ho) {
   kl_value *gb, *lb;
   kl_view *gfull = kl_ll_access_view(vr, r->opnds[0].value, &gb, err, sizeof err);
   kl_view *wfull = gfull ? kl_ll_access_view(vw, w->opnds[1].value, &lb, err, sizeof err) : NULL;
-  if (!wfull) { kl_view_free(gfull); return false; }
+  if (!wfull) {
+    kl_view_free(gfull);
+    return false;
+  }
   int bytes = ho->simd_bytes, regs = ho->simd_regs;
   if (bytes <= 0 || regs <= 0) kl__ll_host_simd(&bytes, &regs);
   int eb = 1;
   const kl_type *ets[3] = { gb->type->elem, p->type->elem, lb->type->elem };
-  for (int i = 0; i < 3; i++) { int b = (kl_type_bits(ets[i]) + 7) / 8; if (b > eb) eb = b; }
+  for (int i = 0; i < 3; i++) {
+    int b = (kl_type_bits(ets[i]) + 7) / 8;
+    if (b > eb) eb = b;
+  }
   int64_t lanes = bytes / eb >= 1 ? bytes / eb : 1;
   /* candidate splits: every divisor S of n; cost per element of each access scheme */
   cp_st best = { 0 };
@@ -813,11 +887,14 @@ static bool fuse_copy(kl_op *w, const kl_ll_host_opts *ho) {
     int64_t S = cand[ci];
     if (n % S) continue;
     kl_view *gv = split_iter(gfull, S), *wv = gv ? split_iter(wfull, S) : NULL;
-    if (!wv) { kl_view_free(gv); continue; }
+    if (!wv) {
+      kl_view_free(gv);
+      continue;
+    }
     int gq = ner, gr = ner + 1, wq = new_, wr = new_ + 1;
     int64_t g_r = vec_len(gv, gb, NULL, gr, lanes), w_r = vec_len(wv, lb, ws, wr, lanes);
     int64_t g_q = vec_len(gv, gb, NULL, gq, lanes), w_q = vec_len(wv, lb, ws, wq, lanes);
-    double dm = 2.0 * (divmods(gv, 3u << ner) + divmods(wv, 3u << new_));   /* a div/mod by a constant: a few ops */
+    double dm = 2.0 * (divmods(gv, 3u << ner) + divmods(wv, 3u << new_)); /* a div/mod by a constant: a few ops */
     int mode = 0;
     int64_t t = g_r < w_r ? g_r : w_r;
     double cost = 2.0 / (double)t + dm / (double)t;
@@ -826,20 +903,29 @@ static bool fuse_copy(kl_op *w, const kl_ll_host_opts *ho) {
     int64_t t1 = g_r < w_q ? g_r : w_q, t2 = g_q < w_r ? g_q : w_r;
     if (t1 > 16) t1 = 16;
     if (t2 > 16) t2 = 16;
-    if (t1 >= 4 && n / S % t1 == 0) {   /* transposing blocks: 2t memory ops + t log t shuffles per t*t */
+    if (t1 >= 4 && n / S % t1 == 0) { /* transposing blocks: 2t memory ops + t log t shuffles per t*t */
       double lg = 0;
       for (int64_t x = t1; x > 1; x /= 2) lg++;
       double c1 = (2.0 * t1 + t1 * lg + dm) / (double)(t1 * t1);
-      if (c1 < cost) { cost = c1; mode = 1; t = t1; }
+      if (c1 < cost) {
+        cost = c1;
+        mode = 1;
+        t = t1;
+      }
     }
     if (t2 >= 4 && S % t2 == 0) {
       double lg = 0;
       for (int64_t x = t2; x > 1; x /= 2) lg++;
       double c2 = (2.0 * t2 + t2 * lg + dm) / (double)(t2 * t2);
-      if (c2 < cost) { cost = c2; mode = 2; t = t2; }
+      if (c2 < cost) {
+        cost = c2;
+        mode = 2;
+        t = t2;
+      }
     }
     if (!have || cost < best_cost - 1e-9) {
-      kl_view_free(best.g.v); kl_view_free(best.w.v);
+      kl_view_free(best.g.v);
+      kl_view_free(best.w.v);
       best = (cp_st){ .S = S, .nq = n / S, .t = t, .mode = mode };
       best.g.v = gv;
       best.w.v = wv;
@@ -847,13 +933,14 @@ static bool fuse_copy(kl_op *w, const kl_ll_host_opts *ho) {
       best_lay = lay;
       have = true;
     } else {
-      kl_view_free(gv); kl_view_free(wv);
+      kl_view_free(gv);
+      kl_view_free(wv);
     }
   }
   kl_view_free(gfull);
   kl_view_free(wfull);
   if (!have) return false;
-  if (best_lay == 1)   /* the LDS tile in the source's order: no transpose */
+  if (best_lay == 1) /* the LDS tile in the source's order: no transpose */
     kl_value_set_type(lb, kl_type_buffer(w->ctx, lb->type->elem, 2, lb->type->shape, lay_strides[1], KL_SPACE_LDS));
   best.g.buf = gb;
   best.w.buf = lb;
@@ -864,10 +951,11 @@ static bool fuse_copy(kl_op *w, const kl_ll_host_opts *ho) {
   for (int i = 0; i < new_; i++) best.w.e[i] = w->opnds[2 + i].value;
   best.g.kpos = best.w.kpos = -1;
   kl_op *kloop = kl_op_parent_op(r);
-  if (ho->prefetch && kloop && !strcmp(kloop->name, "scf.for") && kloop->regions[0].first && kloop->regions[0].first->nargs)
+  if (ho->prefetch && kloop && !strcmp(kloop->name, "scf.for") && kloop->regions[0].first &&
+      kloop->regions[0].first->nargs)
     for (int i = 0; i < ner; i++)
       if (best.g.e[i] == kloop->regions[0].first->args[0]) best.g.kpos = i;
-  best.g.nrows = best.mode == 1 ? (int)best.t : 1;   /* rows q + di read (g) / written (w) per q iteration */
+  best.g.nrows = best.mode == 1 ? (int)best.t : 1; /* rows q + di read (g) / written (w) per q iteration */
   best.w.nrows = best.mode == 2 ? (int)best.t : 1;
   side_init(&best.g);
   side_init(&best.w);
@@ -891,7 +979,7 @@ kl_status kl__ll_host_copies(kl_op *fn, const kl_ll_host_opts *ho) {
   int nw = 0;
   for (int i = 0; i < n; i++)
     if (!strcmp(ops[i]->name, "rock.threadwise_write_all")) ops[nw++] = ops[i];
-  for (int i = nw - 1; i >= 0; i--) fuse_copy(ops[i], ho);   /* last first: earlier pairs then have nothing new between */
+  for (int i = nw - 1; i >= 0; i--) fuse_copy(ops[i], ho); /* last first: earlier pairs then have nothing new between */
   free(ops);
   return KL_OK;
 }

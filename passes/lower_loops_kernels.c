@@ -30,7 +30,7 @@
 kl_value *kl__ll_inline_body(kl_ll *L, kl_region *r, kl_value *const *args);
 
 #define HOST_CHUNK 4096
-#define GPU_BLOCK 256
+#define GPU_BLOCK  256
 
 bool kl__ll_is_whole_op(kl_op *op) {
   if (!strcmp(op->name, "rock.reduce") || !strcmp(op->name, "rock.softmax")) return true;
@@ -68,7 +68,11 @@ static void host_row(kl_ll *L, kl_value *row, kl_value **carry, void *ud) {
   delinearize(L, row, s->r - 1, s->S, s->outer);
   kl_ll_for(L, kl_ll_idx(L, 0), kl_ll_idx(L, s->S[s->r - 1]), 1, 0, NULL, host_inner, s);
 }
-typedef struct { par_st *p; kl_value *bid, *tid; int64_t e, numel; } gpu_st;
+typedef struct {
+  par_st *p;
+  kl_value *bid, *tid;
+  int64_t e, numel;
+} gpu_st;
 static void gpu_elem(kl_ll *L, kl_value *j, kl_value **carry, void *ud) {
   gpu_st *g = ud;
   kl_emitter *e = &L->e;
@@ -82,16 +86,17 @@ static void gpu_elem(kl_ll *L, kl_value *j, kl_value **carry, void *ud) {
 
 /* Emits the iteration over the points of S for target t and sets block/grid sizes on the
  * kernel func. per_elem: work per point (elements touched). */
-static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, const int64_t *S, int64_t per_elem, bool ew,
-                            point_fn fn, void *ud) {
+static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, const int64_t *S, int64_t per_elem,
+                            bool ew, point_fn fn, void *ud) {
   int64_t numel = 1;
   for (int i = 0; i < r; i++) numel *= S[i];
   const kl_type *idx = kl_type_index(L->ctx);
-  kl_value *bid = kl_op_result(kl_rewriter_create(L->e.rw, "rock.workgroup_id", L->e.loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+  kl_value *bid = kl_op_result(kl_rewriter_create(L->e.rw, "rock.workgroup_id", L->e.loc, 0, NULL, 1, &idx, 0, NULL, 0),
+                               0);
   par_st s = { .r = r, .S = S, .fn = fn, .ud = ud };
   int64_t grid = 1, block = 1;
   int64_t save = L->unroll;
-  L->unroll = 1;   /* whole-op loops are left to LLVM (trip-count-1 loops still vanish) */
+  L->unroll = 1; /* whole-op loops are left to LLVM (trip-count-1 loops still vanish) */
   if (numel == 0) {
     /* nothing to do: one empty workgroup */
   } else if (r == 0) {
@@ -104,7 +109,8 @@ static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, co
       if (R > rows) R = rows;
       grid = (rows + R - 1) / R;
       kl_value *row0 = kl_emit_muli(&L->e, bid, R);
-      kl_value *end = grid == 1 ? kl_ll_idx(L, rows) : kl_ll_min_index(L, kl_emit_add(&L->e, row0, kl_ll_idx(L, R)), kl_ll_idx(L, rows));
+      kl_value *end = grid == 1 ? kl_ll_idx(L, rows)
+                                : kl_ll_min_index(L, kl_emit_add(&L->e, row0, kl_ll_idx(L, R)), kl_ll_idx(L, rows));
       kl_ll_for(L, row0, end, 1, 0, NULL, host_row, &s);
     } else {
       /* long rows: each workgroup takes a chunk of CH points of one row */
@@ -118,9 +124,10 @@ static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, co
     }
   } else {
     block = GPU_BLOCK;
-    kl_value *tid = kl_op_result(kl_rewriter_create(L->e.rw, "rock.workitem_id", L->e.loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+    kl_value *tid = kl_op_result(
+        kl_rewriter_create(L->e.rw, "rock.workitem_id", L->e.loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
     int64_t e = ew ? 4 : 1;
-    if (numel <= GPU_BLOCK * 64) e = 1;   /* small problems: more workgroups */
+    if (numel <= GPU_BLOCK * 64) e = 1; /* small problems: more workgroups */
     grid = (numel + GPU_BLOCK * e - 1) / (GPU_BLOCK * e);
     gpu_st g = { &s, bid, tid, e, numel };
     L->unroll = e;
@@ -132,7 +139,10 @@ static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, co
 }
 
 /* ---- operand access ---- */
-typedef struct { kl_value *buf; kl_view *v; } access;
+typedef struct {
+  kl_value *buf;
+  kl_view *v;
+} access;
 static bool make_access(kl_rewriter *rw, kl_op *op, int i, access *a) {
   char err[512];
   kl_value *val = op->opnds[i].value;
@@ -156,12 +166,18 @@ static kl_value *acc_load(kl_ll *L, const access *a, kl_value *const *c) {
 }
 static void acc_store(kl_ll *L, kl_value *x, const access *a, kl_value *const *c) {
   x = kl_ll_convert(L, x, a->buf->type->elem);
-  if (!a->v) kl_ll_store(L, x, a->buf, NULL, NULL);
-  else kl_ll_store_view(L, x, a->buf, a->v, c);
+  if (!a->v)
+    kl_ll_store(L, x, a->buf, NULL, NULL);
+  else
+    kl_ll_store_view(L, x, a->buf, a->v, c);
 }
 
 /* ---- element-wise ---- */
-typedef struct { kl_op *op; int n; access acc[64]; } ew_st;
+typedef struct {
+  kl_op *op;
+  int n;
+  access acc[64];
+} ew_st;
 static void ew_point(kl_ll *L, kl_value *const *c, void *ud) {
   ew_st *s = ud;
   kl_value *args[64];
@@ -186,8 +202,9 @@ typedef struct {
 } red_st;
 static kl_value *combine(kl_ll *L, rkind k, kl_value *a, kl_value *x) {
   bool f = kl_type_is_float(a->type);
-  const char *name = k == R_MAX ? (f ? "arith.maxf" : "arith.maxsi") : k == R_MIN ? (f ? "arith.minf" : "arith.minsi")
-                                                                      : (f ? "arith.addf" : "arith.addi");
+  const char *name = k == R_MAX ? (f ? "arith.maxf" : "arith.maxsi")
+      : k == R_MIN              ? (f ? "arith.minf" : "arith.minsi")
+                                : (f ? "arith.addf" : "arith.addi");
   return kl_ll_op2(L, name, a, x, a->type);
 }
 static void red_level(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
@@ -209,8 +226,7 @@ static void red_point(kl_ll *L, kl_value *const *c, void *ud) {
   bool f = kl_type_is_float(s->acc);
   if (s->kind == R_MAX) init = f ? -INFINITY : -9.2233720368547758e18;
   if (s->kind == R_MIN) init = f ? INFINITY : 9.2233720368547758e18;
-  kl_value *a = f ? kl_ll_const(L, s->acc, init)
-                  : kl_ll_const(L, s->acc, 0);
+  kl_value *a = f ? kl_ll_const(L, s->acc, init) : kl_ll_const(L, s->acc, 0);
   if (!f && (s->kind == R_MAX || s->kind == R_MIN)) {
     kl_ctx *ctx = L->ctx;
     kl_named_attr na = { "value", kl_attr_int_typed(ctx, s->kind == R_MAX ? INT64_MIN : INT64_MAX, s->acc) };
@@ -225,11 +241,13 @@ static void red_point(kl_ll *L, kl_value *const *c, void *ud) {
   }
   if (s->kind == R_MEAN) {
     const kl_type *ot = s->out.buf->type->elem;
-    if (f) a = kl_ll_op2(L, "arith.divf", a, kl_ll_const(L, s->acc, (double)s->count), s->acc);
+    if (f)
+      a = kl_ll_op2(L, "arith.divf", a, kl_ll_const(L, s->acc, (double)s->count), s->acc);
     else if (kl_type_is_float(ot)) {
       const kl_type *f64 = kl_type_f64(L->ctx);
       a = kl_ll_op2(L, "arith.divf", kl_ll_convert(L, a, f64), kl_ll_const(L, f64, (double)s->count), f64);
-    } else a = kl_ll_op2(L, "arith.divsi", a, kl_ll_const(L, s->acc, (double)s->count), s->acc);
+    } else
+      a = kl_ll_op2(L, "arith.divsi", a, kl_ll_const(L, s->acc, (double)s->count), s->acc);
   }
   acc_store(L, a, &s->out, c);
 }
@@ -248,9 +266,15 @@ static void sm_iter(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   sm_st *s = ud;
   s->coords[s->axis] = iv;
   kl_value *x = kl_ll_convert(L, acc_load(L, &s->in, s->coords), s->acc);
-  if (s->phase == 0) { carry[0] = kl_ll_op2(L, "arith.maxf", carry[0], x, s->acc); return; }
+  if (s->phase == 0) {
+    carry[0] = kl_ll_op2(L, "arith.maxf", carry[0], x, s->acc);
+    return;
+  }
   kl_value *e = kl_ll_op1(L, "math.exp", kl_ll_op2(L, "arith.subf", x, s->mx, s->acc), s->acc);
-  if (s->phase == 1) { carry[0] = kl_ll_op2(L, "arith.addf", carry[0], e, s->acc); return; }
+  if (s->phase == 1) {
+    carry[0] = kl_ll_op2(L, "arith.addf", carry[0], e, s->acc);
+    return;
+  }
   acc_store(L, kl_ll_op2(L, "arith.divf", e, s->sum, s->acc), &s->out, s->coords);
 }
 static void sm_point(kl_ll *L, kl_value *const *c, void *ud) {
@@ -269,7 +293,8 @@ static void sm_point(kl_ll *L, kl_value *const *c, void *ud) {
 
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++) if (a->shape[i] != b->shape[i]) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return false;
   return true;
 }
 
@@ -285,7 +310,8 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     if (op->nopnds > 64) return kl_ll_fail(rw, op, "too many operands (%d > 64)", op->nopnds);
     kl_block *b = op->regions[0].first;
     kl_op *y = b ? b->last : NULL;
-    if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1) return kl_ll_fail(rw, op, "the body must end with rock.yield of one value");
+    if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1)
+      return kl_ll_fail(rw, op, "the body must end with rock.yield of one value");
     ew_st s = { .op = op, .n = op->nopnds };
     int i = 0;
     for (; i < s.n && ok; i++) ok = make_access(rw, op, i, &s.acc[i]);
@@ -297,32 +323,45 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   } else if (!strcmp(op->name, "rock.reduce")) {
     if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
     const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
-    if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || ti->rank != to->rank)   /* rank 0: one point, no axes */
-      return kl_ll_fail(rw, op, "in and out must be buffers of one rank, got %s and %s", kl_type_str(ti), kl_type_str(to));
+    if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || ti->rank != to->rank) /* rank 0: one point, no axes */
+      return kl_ll_fail(rw, op, "in and out must be buffers of one rank, got %s and %s", kl_type_str(ti),
+                        kl_type_str(to));
     const char *k = kl_op_attr_string(op, "kind");
     red_st s = { .r = ti->rank, .Si = ti->shape, .count = 1 };
     if (!k) return kl_ll_fail(rw, op, "needs a string attribute 'kind' (sum, max, min or mean)");
-    if (!strcmp(k, "sum")) s.kind = R_SUM;
-    else if (!strcmp(k, "max")) s.kind = R_MAX;
-    else if (!strcmp(k, "min")) s.kind = R_MIN;
-    else if (!strcmp(k, "mean")) s.kind = R_MEAN;
-    else return kl_ll_fail(rw, op, "unknown reduction kind '%s' (sum, max, min or mean)", k);
+    if (!strcmp(k, "sum"))
+      s.kind = R_SUM;
+    else if (!strcmp(k, "max"))
+      s.kind = R_MAX;
+    else if (!strcmp(k, "min"))
+      s.kind = R_MIN;
+    else if (!strcmp(k, "mean"))
+      s.kind = R_MEAN;
+    else
+      return kl_ll_fail(rw, op, "unknown reduction kind '%s' (sum, max, min or mean)", k);
     int64_t axes[KL_MAX_RANK];
     int na = kl_op_attr_i64s(op, "axes", axes, KL_MAX_RANK);
     if (na < 0) return kl_ll_fail(rw, op, "needs an integer array attribute 'axes'");
     for (int i = 0; i < na; i++) {
       int64_t a = axes[i] < 0 ? axes[i] + s.r : axes[i];
-      if (a < 0 || a >= s.r || s.reduced[a]) return kl_ll_fail(rw, op, "bad or repeated axis %lld for rank %d", (long long)axes[i], s.r);
+      if (a < 0 || a >= s.r || s.reduced[a])
+        return kl_ll_fail(rw, op, "bad or repeated axis %lld for rank %d", (long long)axes[i], s.r);
       s.reduced[a] = true;
     }
     for (int d = 0; d < s.r; d++) {
-      if (s.reduced[d]) { s.raxes[s.nred++] = d; s.count *= ti->shape[d]; }
+      if (s.reduced[d]) {
+        s.raxes[s.nred++] = d;
+        s.count *= ti->shape[d];
+      }
       if (to->shape[d] != (s.reduced[d] ? 1 : ti->shape[d]))
         return kl_ll_fail(rw, op, "out %s must have in's shape %s with the reduced axes of size 1", to->text, ti->text);
     }
     s.acc = kl_ll_float_acc(L.ctx, ti->elem);
     if (!make_access(rw, op, 0, &s.in)) return false;
-    if (!make_access(rw, op, 1, &s.out)) { kl_view_free(s.in.v); return false; }
+    if (!make_access(rw, op, 1, &s.out)) {
+      kl_view_free(s.in.v);
+      return false;
+    }
     parallel_points(&L, func, t, to->rank, to->shape, s.count, false, red_point, &s);
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
@@ -330,7 +369,8 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
     const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
     if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || !same_shape(ti, to) || ti->rank < 1)
-      return kl_ll_fail(rw, op, "in and out must be buffers of one shape and rank >= 1, got %s and %s", kl_type_str(ti), kl_type_str(to));
+      return kl_ll_fail(rw, op, "in and out must be buffers of one shape and rank >= 1, got %s and %s", kl_type_str(ti),
+                        kl_type_str(to));
     if (!kl_type_is_float(to->elem)) return kl_ll_fail(rw, op, "the output must be a float buffer, got %s", to->text);
     int64_t axis;
     if (!kl_op_attr_i64(op, "axis", &axis)) return kl_ll_fail(rw, op, "needs an integer attribute 'axis'");
@@ -339,7 +379,10 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     sm_st s = { .axis = (int)axis, .r = ti->rank, .len = ti->shape[axis] };
     s.acc = ti->elem->kind == KL_TY_F64 || to->elem->kind == KL_TY_F64 ? kl_type_f64(L.ctx) : kl_type_f32(L.ctx);
     if (!make_access(rw, op, 0, &s.in)) return false;
-    if (!make_access(rw, op, 1, &s.out)) { kl_view_free(s.in.v); return false; }
+    if (!make_access(rw, op, 1, &s.out)) {
+      kl_view_free(s.in.v);
+      return false;
+    }
     int64_t rows[KL_MAX_RANK];
     for (int i = 0; i < ti->rank; i++) rows[i] = i == axis ? 1 : ti->shape[i];
     parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, false, sm_point, &s);

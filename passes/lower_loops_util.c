@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ferr kl_errf   /* core/diag.h */
+#define ferr kl_errf /* core/diag.h */
 
 /* ---- views ---- */
 const kl_view *kl_ll_op_view(const kl_op *op) {
@@ -19,9 +19,12 @@ const kl_view *kl_ll_op_view(const kl_op *op) {
 const kl_attr *kl_ll_view_attr(kl_ctx *ctx, const kl_view *v) { return kl_attr_from_view(ctx, v); }
 
 kl_view *kl_ll_identity(const kl_type *t, char *err, size_t n) {
-  static const char *const names[KL_VIEW_MAX_DIMS] = { "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7",
+  static const char *const names[KL_VIEW_MAX_DIMS] = { "d0", "d1", "d2",  "d3",  "d4",  "d5",  "d6",  "d7",
                                                        "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15" };
-  if (t->kind != KL_TY_BUFFER || t->rank > KL_VIEW_MAX_DIMS) { ferr(err, n, "not a buffer of rank <= 16: %s", kl_type_str(t)); return NULL; }
+  if (t->kind != KL_TY_BUFFER || t->rank > KL_VIEW_MAX_DIMS) {
+    ferr(err, n, "not a buffer of rank <= 16: %s", kl_type_str(t));
+    return NULL;
+  }
   if (t->rank == 0) {
     /* a rank-0 buffer: a view over one dim of size 1 cannot address it; callers handle rank 0 themselves */
     ferr(err, n, "rank-0 buffers have no view");
@@ -37,13 +40,20 @@ kl_view *kl_ll_access_view(const kl_view *top, kl_value *v, kl_value **under, ch
   kl_op *chain[64];
   int nc = 0;
   kl_value *u = kl_rock_underlying(v, chain, &nc, 64);
-  if (nc > 64) { ferr(err, n, "transform chain too long (%d)", nc); return NULL; }
+  if (nc > 64) {
+    ferr(err, n, "transform chain too long (%d)", nc);
+    return NULL;
+  }
   kl_view *cur = NULL;
   int i = 0;
-  if (top) cur = kl_view_clone(top);
+  if (top)
+    cur = kl_view_clone(top);
   else if (nc > 0) {
     const kl_view *tv = kl_ll_op_view(chain[0]);
-    if (!tv) { ferr(err, n, "rock.transform without a #view attribute"); return NULL; }
+    if (!tv) {
+      ferr(err, n, "rock.transform without a #view attribute");
+      return NULL;
+    }
     cur = kl_view_clone(tv);
     i = 1;
   } else {
@@ -52,15 +62,23 @@ kl_view *kl_ll_access_view(const kl_view *top, kl_value *v, kl_value **under, ch
   }
   for (; i < nc; i++) {
     const kl_view *tv = kl_ll_op_view(chain[i]);
-    if (!tv) { ferr(err, n, "rock.transform without a #view attribute"); kl_view_free(cur); return NULL; }
+    if (!tv) {
+      ferr(err, n, "rock.transform without a #view attribute");
+      kl_view_free(cur);
+      return NULL;
+    }
     kl_view_err ve = { 0 };
     kl_view *nv = kl_view_compose(cur, tv, &ve);
     kl_view_free(cur);
-    if (!nv) { ferr(err, n, "cannot compose the views of the transform chain: %s", ve.msg); return NULL; }
+    if (!nv) {
+      ferr(err, n, "cannot compose the views of the transform chain: %s", ve.msg);
+      return NULL;
+    }
     cur = nv;
   }
   if (u->type->kind != KL_TY_BUFFER || kl_view_lower_rank(cur) != u->type->rank) {
-    ferr(err, n, "the view's lower rank %d does not match the buffer %s", kl_view_lower_rank(cur), kl_type_str(u->type));
+    ferr(err, n, "the view's lower rank %d does not match the buffer %s", kl_view_lower_rank(cur),
+         kl_type_str(u->type));
     kl_view_free(cur);
     return NULL;
   }
@@ -144,13 +162,17 @@ kl_value *kl_ll_convert(kl_ll *L, kl_value *v, const kl_type *to) {
     return kl_ll_cmp(L, ff ? "arith.cmpf" : "arith.cmpi", "ne", v, z);
   }
   if (ff && tf) {
-    bool half_pair = (from->kind == KL_TY_F16 && to->kind == KL_TY_BF16) || (from->kind == KL_TY_BF16 && to->kind == KL_TY_F16);
-    if (half_pair) return kl_ll_op1(L, "arith.truncf", kl_ll_op1(L, "arith.extf", v, like(L, vt, kl_type_f32(L->ctx))), rt);
+    bool half_pair = (from->kind == KL_TY_F16 && to->kind == KL_TY_BF16) ||
+        (from->kind == KL_TY_BF16 && to->kind == KL_TY_F16);
+    if (half_pair)
+      return kl_ll_op1(L, "arith.truncf", kl_ll_op1(L, "arith.extf", v, like(L, vt, kl_type_f32(L->ctx))), rt);
     return kl_ll_op1(L, kl_type_bits(to) > kl_type_bits(from) ? "arith.extf" : "arith.truncf", v, rt);
   }
   if (from->kind == KL_TY_INDEX || to->kind == KL_TY_INDEX) {
-    if (tf) return kl_ll_op1(L, "arith.sitofp", kl_ll_op1(L, "arith.index_cast", v, like(L, vt, kl_type_i64(L->ctx))), rt);
-    if (ff) return kl_ll_op1(L, "arith.index_cast", kl_ll_op1(L, "arith.fptosi", v, like(L, vt, kl_type_i64(L->ctx))), rt);
+    if (tf)
+      return kl_ll_op1(L, "arith.sitofp", kl_ll_op1(L, "arith.index_cast", v, like(L, vt, kl_type_i64(L->ctx))), rt);
+    if (ff)
+      return kl_ll_op1(L, "arith.index_cast", kl_ll_op1(L, "arith.fptosi", v, like(L, vt, kl_type_i64(L->ctx))), rt);
     return kl_ll_op1(L, "arith.index_cast", v, rt);
   }
   if (!ff && !tf) return kl_ll_op1(L, kl_type_bits(to) > kl_type_bits(from) ? "arith.extsi" : "arith.trunci", v, rt);
@@ -214,7 +236,8 @@ void kl_ll_store_view(kl_ll *L, kl_value *val, kl_value *buf, const kl_view *v, 
 }
 
 /* ---- loops ---- */
-void kl_ll_for(kl_ll *L, kl_value *lb, kl_value *ub, int64_t step, int ncarry, kl_value **carry, kl_ll_body fn, void *ud) {
+void kl_ll_for(kl_ll *L, kl_value *lb, kl_value *ub, int64_t step, int ncarry, kl_value **carry, kl_ll_body fn,
+               void *ud) {
   int64_t l, u;
   if (kl_emit_const_of(lb, &l) && kl_emit_const_of(ub, &u)) {
     int64_t trips = u > l ? (u - l + step - 1) / step : 0;
@@ -227,9 +250,14 @@ void kl_ll_for(kl_ll *L, kl_value *lb, kl_value *ub, int64_t step, int ncarry, k
   kl_ctx *ctx = L->ctx;
   kl_value *o[3 + KL_LL_MAX_CARRY];
   const kl_type *rt[KL_LL_MAX_CARRY];
-  if (ncarry > KL_LL_MAX_CARRY) ncarry = KL_LL_MAX_CARRY;   /* callers stay below (the host micro-kernel: <= 64) */
-  o[0] = lb; o[1] = ub; o[2] = kl_ll_idx(L, step);
-  for (int i = 0; i < ncarry; i++) { o[3 + i] = carry[i]; rt[i] = carry[i]->type; }
+  if (ncarry > KL_LL_MAX_CARRY) ncarry = KL_LL_MAX_CARRY; /* callers stay below (the host micro-kernel: <= 64) */
+  o[0] = lb;
+  o[1] = ub;
+  o[2] = kl_ll_idx(L, step);
+  for (int i = 0; i < ncarry; i++) {
+    o[3 + i] = carry[i];
+    rt[i] = carry[i]->type;
+  }
   kl_op *loop = kl_rewriter_create(L->e.rw, "scf.for", L->e.loc, 3 + ncarry, o, ncarry, rt, 0, NULL, 1);
   kl_block *body = kl_block_create(ctx);
   kl_value *iv = kl_block_add_arg(ctx, body, kl_type_index(ctx));
@@ -250,7 +278,7 @@ void kl_ll_erase_dead(kl_op *root, bool allocs) {
     again = false;
     int n;
     kl_op **ops = kl_collect_ops(root, &n);
-    for (int i = n - 1; i >= 0; i--) {   /* users before their definitions */
+    for (int i = n - 1; i >= 0; i--) { /* users before their definitions */
       kl_op *x = ops[i];
       if (x != root && (!strcmp(x->name, "rock.transform") || (allocs && !strcmp(x->name, "rock.alloc"))) &&
           kl_op_results_unused(x)) {

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { kl_value *k; LLVMValueRef v; } vslot;
+typedef struct {
+  kl_value *k;
+  LLVMValueRef v;
+} vslot;
 
 struct kl_llvm_lowering {
   kl_ctx *ctx;
@@ -20,32 +23,41 @@ struct kl_llvm_lowering {
   LLVMModuleRef m;
   LLVMBuilderRef b;
   LLVMValueRef fn;
-  LLVMBasicBlockRef entry;     /* allocas go here */
-  LLVMValueRef host_block_id;  /* host ABI: const int64_t *block_id */
+  LLVMBasicBlockRef entry;    /* allocas go here */
+  LLVMValueRef host_block_id; /* host ABI: const int64_t *block_id */
   int64_t block_size;
-  vslot *slots; int nslots, capslots;
+  vslot *slots;
+  int nslots, capslots;
   bool failed;
   int nlds;
 };
 typedef kl_llvm_lowering lw;
 
 /* ---- value map ---- */
-static uint64_t hptr(const void *p) { uint64_t x = (uintptr_t)p; x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull; return x ^ (x >> 29); }
+static uint64_t hptr(const void *p) {
+  uint64_t x = (uintptr_t)p;
+  x ^= x >> 31;
+  x *= 0x9e3779b97f4a7c15ull;
+  return x ^ (x >> 29);
+}
 static vslot *slot(lw *L, kl_value *k) {
   for (uint64_t i = hptr(k) & (L->capslots - 1);; i = (i + 1) & (L->capslots - 1))
     if (!L->slots[i].k || L->slots[i].k == k) return &L->slots[i];
 }
 static void vset(lw *L, kl_value *k, LLVMValueRef v) {
   if ((L->nslots + 1) * 2 > L->capslots) {
-    vslot *old = L->slots; int oldcap = L->capslots;
+    vslot *old = L->slots;
+    int oldcap = L->capslots;
     L->capslots = oldcap ? oldcap * 2 : 256;
     L->slots = kl_xcalloc(L->capslots, sizeof *L->slots);
-    for (int i = 0; i < oldcap; i++) if (old[i].k) *slot(L, old[i].k) = old[i];
+    for (int i = 0; i < oldcap; i++)
+      if (old[i].k) *slot(L, old[i].k) = old[i];
     free(old);
   }
   vslot *s = slot(L, k);
   if (!s->k) L->nslots++;
-  s->k = k; s->v = v;
+  s->k = k;
+  s->v = v;
 }
 static LLVMValueRef vget(lw *L, kl_value *k) {
   if (!L->capslots) return NULL;
@@ -70,15 +82,16 @@ static unsigned space_as(lw *L, kl_space s) {
 }
 static LLVMTypeRef scalar_type(lw *L, const kl_type *t) {
   switch (t->kind) {
-  case KL_TY_I1: return LLVMInt1TypeInContext(L->c);
-  case KL_TY_I8: return LLVMInt8TypeInContext(L->c);
-  case KL_TY_I32: return LLVMInt32TypeInContext(L->c);
-  case KL_TY_I64: case KL_TY_INDEX: return LLVMInt64TypeInContext(L->c);
-  case KL_TY_F16: return LLVMHalfTypeInContext(L->c);
-  case KL_TY_BF16: return LLVMBFloatTypeInContext(L->c);
-  case KL_TY_F32: return LLVMFloatTypeInContext(L->c);
-  case KL_TY_F64: return LLVMDoubleTypeInContext(L->c);
-  default: return NULL;
+    case KL_TY_I1: return LLVMInt1TypeInContext(L->c);
+    case KL_TY_I8: return LLVMInt8TypeInContext(L->c);
+    case KL_TY_I32: return LLVMInt32TypeInContext(L->c);
+    case KL_TY_I64:
+    case KL_TY_INDEX: return LLVMInt64TypeInContext(L->c);
+    case KL_TY_F16: return LLVMHalfTypeInContext(L->c);
+    case KL_TY_BF16: return LLVMBFloatTypeInContext(L->c);
+    case KL_TY_F32: return LLVMFloatTypeInContext(L->c);
+    case KL_TY_F64: return LLVMDoubleTypeInContext(L->c);
+    default: return NULL;
   }
 }
 static LLVMTypeRef ll_type(lw *L, const kl_type *t) {
@@ -87,13 +100,20 @@ static LLVMTypeRef ll_type(lw *L, const kl_type *t) {
   return scalar_type(L, t);
 }
 static const kl_type *elem_of(const kl_type *t) { return t->kind == KL_TY_VECTOR ? t->elem : t; }
-static bool is_half(const kl_type *t) { t = elem_of(t); return t->kind == KL_TY_F16 || t->kind == KL_TY_BF16; }
+static bool is_half(const kl_type *t) {
+  t = elem_of(t);
+  return t->kind == KL_TY_F16 || t->kind == KL_TY_BF16;
+}
 static LLVMTypeRef with_elem(lw *L, const kl_type *t, LLVMTypeRef e) {
   return t->kind == KL_TY_VECTOR ? LLVMVectorType(e, (unsigned)t->shape[0]) : e;
 }
 
-static LLVMTypeRef scalar_of(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t; }
-static LLVMValueRef i64c(lw *L, int64_t v) { return LLVMConstInt(LLVMInt64TypeInContext(L->c), (unsigned long long)v, 1); }
+static LLVMTypeRef scalar_of(LLVMTypeRef t) {
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetElementType(t) : t;
+}
+static LLVMValueRef i64c(lw *L, int64_t v) {
+  return LLVMConstInt(LLVMInt64TypeInContext(L->c), (unsigned long long)v, 1);
+}
 
 static LLVMValueRef call_intr(lw *L, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *args, int nargs) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
@@ -108,8 +128,10 @@ static LLVMValueRef constant(lw *L, kl_op *op) {
   const kl_type *t = op->results[0].type;
   LLVMTypeRef st = scalar_type(L, elem_of(t));
   LLVMValueRef s;
-  if (a->kind == KL_AT_FLOAT) s = LLVMConstReal(st, a->f);
-  else s = LLVMConstInt(st, (unsigned long long)a->i, 1);
+  if (a->kind == KL_AT_FLOAT)
+    s = LLVMConstReal(st, a->f);
+  else
+    s = LLVMConstInt(st, (unsigned long long)a->i, 1);
   if (t->kind != KL_TY_VECTOR) return s;
   int n = (int)t->shape[0];
   LLVMValueRef *e = kl_xmalloc(n * sizeof *e);
@@ -144,7 +166,8 @@ static LLVMValueRef safe_sdiv(lw *L, LLVMValueRef x, LLVMValueRef y, const kl_ty
   LLVMValueRef minv = splat_like(L, t, LLVMConstInt(st, 1ull << (bits - 1), 0));
   LLVMValueRef negone = LLVMConstAllOnes(ty);
   LLVMValueRef yz = LLVMBuildICmp(L->b, LLVMIntEQ, y, zero, "");
-  LLVMValueRef ovf = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, minv, ""), LLVMBuildICmp(L->b, LLVMIntEQ, y, negone, ""), "");
+  LLVMValueRef ovf = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, minv, ""),
+                                  LLVMBuildICmp(L->b, LLVMIntEQ, y, negone, ""), "");
   LLVMValueRef ys = LLVMBuildSelect(L->b, LLVMBuildOr(L->b, yz, ovf, ""), one, y, "");
   LLVMValueRef r = rem ? LLVMBuildSRem(L->b, x, ys, "") : LLVMBuildSDiv(L->b, x, ys, "");
   if (rem) r = LLVMBuildSelect(L->b, ovf, zero, r, "");
@@ -155,7 +178,10 @@ static LLVMValueRef safe_sdiv(lw *L, LLVMValueRef x, LLVMValueRef y, const kl_ty
  * 1 for x = 1, +-1 for x = -1, else 0). Scalars only. */
 static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
   LLVMTypeRef ty = LLVMTypeOf(x);
-  if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind) { fail(L, op, "%s", "vector integer pow is not supported"); return NULL; }
+  if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind) {
+    fail(L, op, "%s", "vector integer pow is not supported");
+    return NULL;
+  }
   LLVMValueRef zero = LLVMConstInt(ty, 0, 0), one = LLVMConstInt(ty, 1, 0), m1 = LLVMConstAllOnes(ty);
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(L->b);
   LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(L->c, L->fn, "ipow.head");
@@ -173,12 +199,16 @@ static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
   LLVMBuildBr(L->b, head);
   LLVMValueRef rin[2] = { one, r2 }, bin_[2] = { x, b2 }, ein[2] = { e, e2 };
   LLVMBasicBlockRef from[2] = { pre, body };
-  LLVMAddIncoming(r, rin, from, 2); LLVMAddIncoming(bse, bin_, from, 2); LLVMAddIncoming(ex, ein, from, 2);
+  LLVMAddIncoming(r, rin, from, 2);
+  LLVMAddIncoming(bse, bin_, from, 2);
+  LLVMAddIncoming(ex, ein, from, 2);
   LLVMPositionBuilderAtEnd(L->b, done);
   /* negative exponents */
   LLVMValueRef eodd = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, e, one, ""), zero, "");
   LLVMValueRef negr = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, one, ""), one,
-                        LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, m1, ""), LLVMBuildSelect(L->b, eodd, m1, one, ""), zero, ""), "");
+                                      LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, m1, ""),
+                                                      LLVMBuildSelect(L->b, eodd, m1, one, ""), zero, ""),
+                                      "");
   return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, e, zero, ""), negr, r, "");
 }
 
@@ -192,14 +222,14 @@ static LLVMValueRef float_arith(lw *L, kl_op *op, LLVMValueRef *a, float_kind k)
   const kl_type *t = in_type(op);
   LLVMValueRef x = ext_f32(L, a[0], t), y = op->nopnds > 1 ? ext_f32(L, a[1], t) : NULL, r = NULL;
   switch (k) {
-  case F_ADD: r = LLVMBuildFAdd(L->b, x, y, ""); break;
-  case F_SUB: r = LLVMBuildFSub(L->b, x, y, ""); break;
-  case F_MUL: r = LLVMBuildFMul(L->b, x, y, ""); break;
-  case F_DIV: r = LLVMBuildFDiv(L->b, x, y, ""); break;
-  case F_REM: r = LLVMBuildFRem(L->b, x, y, ""); break;
-  case F_MAX: r = kl_llvm_max_nan(L->b, x, y, 0); break;
-  case F_MIN: r = kl_llvm_max_nan(L->b, x, y, 1); break;
-  case F_NEG: r = LLVMBuildFNeg(L->b, x, ""); break;
+    case F_ADD: r = LLVMBuildFAdd(L->b, x, y, ""); break;
+    case F_SUB: r = LLVMBuildFSub(L->b, x, y, ""); break;
+    case F_MUL: r = LLVMBuildFMul(L->b, x, y, ""); break;
+    case F_DIV: r = LLVMBuildFDiv(L->b, x, y, ""); break;
+    case F_REM: r = LLVMBuildFRem(L->b, x, y, ""); break;
+    case F_MAX: r = kl_llvm_max_nan(L->b, x, y, 0); break;
+    case F_MIN: r = kl_llvm_max_nan(L->b, x, y, 1); break;
+    case F_NEG: r = LLVMBuildFNeg(L->b, x, ""); break;
   }
   return trunc_back(L, r, op->results[0].type);
 }
@@ -216,8 +246,12 @@ static LLVMValueRef v_powf(lw *L, kl_op *op, LLVMValueRef *a) {
   const kl_type *t = in_type(op);
   LLVMValueRef x = ext_f32(L, a[0], t), y = ext_f32(L, a[1], t);
   LLVMTypeRef ct = LLVMTypeOf(x);
-  if (LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind) return trunc_back(L, kl_llvm_pow_f32(L->b, x, y), op->results[0].type);
-  if (L->t->arch != KL_ARCH_HOST) { fail(L, op, "%s", "f64 pow is supported on the host only"); return NULL; }
+  if (LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind)
+    return trunc_back(L, kl_llvm_pow_f32(L->b, x, y), op->results[0].type);
+  if (L->t->arch != KL_ARCH_HOST) {
+    fail(L, op, "%s", "f64 pow is supported on the host only");
+    return NULL;
+  }
   LLVMValueRef xy[2] = { x, y };
   return call_intr(L, "llvm.pow", &ct, 1, xy, 2);
 }
@@ -236,19 +270,22 @@ static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
     return NULL;
   }
   switch (k) {
-  case M_EXP: r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1); break;
-  case M_LOG: r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1); break;
-  case M_SQRT: r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1); break;
-  case M_ABS: r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1); break;
-  case M_RSQRT: {
-    LLVMValueRef s = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
-    r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
-    break;
-  }
-  case M_TANH:
-    if (!f32) { fail(L, op, "%s", "tanh is implemented for f32 (and f16/bf16 via f32)"); return NULL; }
-    r = kl_llvm_tanh_f32(L->b, x);
-    break;
+    case M_EXP: r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1); break;
+    case M_LOG: r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1); break;
+    case M_SQRT: r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1); break;
+    case M_ABS: r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1); break;
+    case M_RSQRT: {
+      LLVMValueRef s = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
+      r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
+      break;
+    }
+    case M_TANH:
+      if (!f32) {
+        fail(L, op, "%s", "tanh is implemented for f32 (and f16/bf16 via f32)");
+        return NULL;
+      }
+      r = kl_llvm_tanh_f32(L->b, x);
+      break;
   }
   return trunc_back(L, r, op->results[0].type);
 }
@@ -281,12 +318,15 @@ static LLVMValueRef compare(lw *L, kl_op *op, LLVMValueRef *a, bool ints) {
   const char *p = kl_op_attr_string(op, "predicate");
   static const char *names[] = { "eq", "ne", "lt", "le", "gt", "ge" };
   static const LLVMIntPredicate ip[] = { LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE };
-  static const LLVMRealPredicate fp[] = { LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE };
+  static const LLVMRealPredicate fp[] = {
+    LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE
+  };
   const kl_type *t = in_type(op);
-  for (int i = 0; i < 6; i++) if (!strcmp(p, names[i])) {
-    if (ints) return LLVMBuildICmp(L->b, ip[i], a[0], a[1], "");
-    return kl_llvm_fcmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t));
-  }
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(p, names[i])) {
+      if (ints) return LLVMBuildICmp(L->b, ip[i], a[0], a[1], "");
+      return kl_llvm_fcmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t));
+    }
   return NULL;
 }
 static LLVMValueRef v_cmpi(lw *L, kl_op *op, LLVMValueRef *a) { return compare(L, op, a, true); }
@@ -296,25 +336,33 @@ static LLVMValueRef v_cmpf(lw *L, kl_op *op, LLVMValueRef *a) { return compare(L
 static LLVMTypeRef result_ll(lw *L, kl_op *op) { return ll_type(L, op->results[0].type); }
 static bool src_i1(const kl_op *op) { return elem_of(in_type(op))->kind == KL_TY_I1; }
 static LLVMValueRef v_sitofp(lw *L, kl_op *op, LLVMValueRef *a) {
-  return src_i1(op) ? LLVMBuildUIToFP(L->b, a[0], result_ll(L, op), "") : LLVMBuildSIToFP(L->b, a[0], result_ll(L, op), "");
+  return src_i1(op) ? LLVMBuildUIToFP(L->b, a[0], result_ll(L, op), "")
+                    : LLVMBuildSIToFP(L->b, a[0], result_ll(L, op), "");
 }
 static LLVMValueRef v_fptosi(lw *L, kl_op *op, LLVMValueRef *a) {
   LLVMTypeRef ov[2] = { result_ll(L, op), LLVMTypeOf(a[0]) };
   return call_intr(L, "llvm.fptosi.sat", ov, 2, a, 1);
 }
-static LLVMValueRef v_extf(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildFPExt(L->b, a[0], result_ll(L, op), ""); }
+static LLVMValueRef v_extf(lw *L, kl_op *op, LLVMValueRef *a) {
+  return LLVMBuildFPExt(L->b, a[0], result_ll(L, op), "");
+}
 /* f32/f64 -> f16/bf16 (or f64 -> f32): a single rounding */
-static LLVMValueRef v_truncf(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildFPTrunc(L->b, a[0], result_ll(L, op), ""); }
+static LLVMValueRef v_truncf(lw *L, kl_op *op, LLVMValueRef *a) {
+  return LLVMBuildFPTrunc(L->b, a[0], result_ll(L, op), "");
+}
 static LLVMValueRef v_extsi(lw *L, kl_op *op, LLVMValueRef *a) {
   return src_i1(op) ? LLVMBuildZExt(L->b, a[0], result_ll(L, op), "") : LLVMBuildSExt(L->b, a[0], result_ll(L, op), "");
 }
-static LLVMValueRef v_trunci(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildTrunc(L->b, a[0], result_ll(L, op), ""); }
+static LLVMValueRef v_trunci(lw *L, kl_op *op, LLVMValueRef *a) {
+  return LLVMBuildTrunc(L->b, a[0], result_ll(L, op), "");
+}
 static LLVMValueRef v_index_cast(lw *L, kl_op *op, LLVMValueRef *a) {
   LLVMTypeRef rty = result_ll(L, op);
   unsigned from = LLVMGetIntTypeWidth(scalar_of(LLVMTypeOf(a[0])));
   unsigned to = LLVMGetIntTypeWidth(scalar_of(rty));
   if (from == to) return a[0];
-  return from < to ? (src_i1(op) ? LLVMBuildZExt(L->b, a[0], rty, "") : LLVMBuildSExt(L->b, a[0], rty, "")) : LLVMBuildTrunc(L->b, a[0], rty, "");
+  return from < to ? (src_i1(op) ? LLVMBuildZExt(L->b, a[0], rty, "") : LLVMBuildSExt(L->b, a[0], rty, ""))
+                   : LLVMBuildTrunc(L->b, a[0], rty, "");
 }
 
 /* ---- memory ---- */
@@ -343,14 +391,17 @@ static unsigned access_align(lw *L, const kl_type *t) {
   if (!eb) eb = 1;
   if (t->kind != KL_TY_VECTOR || L->t->arch == KL_ARCH_HOST) return eb;
   unsigned a = eb * (unsigned)t->shape[0];
-  while (a & (a - 1)) a &= a - 1;          /* largest power of two <= the size */
+  while (a & (a - 1)) a &= a - 1; /* largest power of two <= the size */
   return a > 16 ? 16 : a;
 }
 
 static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef ty, unsigned align) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(L->c);
   LLVMValueRef first = LLVMGetFirstInstruction(L->entry);
-  if (first) LLVMPositionBuilderBefore(b, first); else LLVMPositionBuilderAtEnd(b, L->entry);
+  if (first)
+    LLVMPositionBuilderBefore(b, first);
+  else
+    LLVMPositionBuilderAtEnd(b, L->entry);
   LLVMValueRef a = LLVMBuildAlloca(b, ty, "");
   LLVMSetAlignment(a, align);
   LLVMDisposeBuilder(b);
@@ -364,10 +415,12 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
   }
   /* the allocation spans the largest address the strides reach */
   int64_t span = 1;
-  for (int i = 0; i < t->rank; i++) if (t->shape[i] > 0) span += (t->shape[i] - 1) * t->strides[i];
+  for (int i = 0; i < t->rank; i++)
+    if (t->shape[i] > 0) span += (t->shape[i] - 1) * t->strides[i];
   LLVMTypeRef at = LLVMArrayType2(scalar_type(L, t->elem), (uint64_t)span);
   if (t->space == KL_SPACE_LDS && L->t->arch != KL_ARCH_HOST) {
-    char name[32]; snprintf(name, sizeof name, "__kiln_lds%d", L->nlds++);
+    char name[32];
+    snprintf(name, sizeof name, "__kiln_lds%d", L->nlds++);
     LLVMValueRef g = LLVMAddGlobalInAddressSpace(L->m, at, name, 3);
     LLVMSetInitializer(g, LLVMGetUndef(at));
     LLVMSetLinkage(g, LLVMInternalLinkage);
@@ -383,26 +436,32 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
 static LLVMValueRef id_value(lw *L, kl_op *op, bool group) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(L->c), i64 = LLVMInt64TypeInContext(L->c);
   switch (L->t->arch) {
-  case KL_ARCH_HOST:
-    if (!group) {
-      if (L->block_size != 1) { fail(L, op, "host kernels run one thread per workgroup (block_size %s != 1)", "> 1"); return NULL; }
-      return i64c(L, 0);
+    case KL_ARCH_HOST:
+      if (!group) {
+        if (L->block_size != 1) {
+          fail(L, op, "host kernels run one thread per workgroup (block_size %s != 1)", "> 1");
+          return NULL;
+        }
+        return i64c(L, 0);
+      }
+      return LLVMBuildLoad2(L->b, i64, L->host_block_id, "bid");
+    case KL_ARCH_NVPTX: {
+      LLVMValueRef v = call_intr(L, group ? "llvm.nvvm.read.ptx.sreg.ctaid.x" : "llvm.nvvm.read.ptx.sreg.tid.x", NULL,
+                                 0, NULL, 0);
+      (void)i32;
+      return LLVMBuildZExt(L->b, v, i64, "");
     }
-    return LLVMBuildLoad2(L->b, i64, L->host_block_id, "bid");
-  case KL_ARCH_NVPTX: {
-    LLVMValueRef v = call_intr(L, group ? "llvm.nvvm.read.ptx.sreg.ctaid.x" : "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
-    (void)i32;
-    return LLVMBuildZExt(L->b, v, i64, "");
-  }
-  case KL_ARCH_AMDGPU: {
-    LLVMValueRef v = call_intr(L, group ? "llvm.amdgcn.workgroup.id.x" : "llvm.amdgcn.workitem.id.x", NULL, 0, NULL, 0);
-    return LLVMBuildZExt(L->b, v, i64, "");
-  }
+    case KL_ARCH_AMDGPU: {
+      LLVMValueRef v = call_intr(L, group ? "llvm.amdgcn.workgroup.id.x" : "llvm.amdgcn.workitem.id.x", NULL, 0, NULL,
+                                 0);
+      return LLVMBuildZExt(L->b, v, i64, "");
+    }
   }
   return NULL;
 }
 static void barrier(lw *L) {
-  if (L->t->arch == KL_ARCH_NVPTX) call_intr(L, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+  if (L->t->arch == KL_ARCH_NVPTX)
+    call_intr(L, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
   else if (L->t->arch == KL_ARCH_AMDGPU) {
     LLVMBuildFence(L->b, LLVMAtomicOrderingRelease, 0, "");
     call_intr(L, "llvm.amdgcn.s.barrier", NULL, 0, NULL, 0);
@@ -412,7 +471,10 @@ static void barrier(lw *L) {
 
 /* ---- structured control flow ---- */
 static bool lower_block_ops(lw *L, kl_block *blk);
-static kl_op *region_yield(kl_region *r) { kl_block *b = r->first; return (b && b->last && !strcmp(b->last->name, "scf.yield")) ? b->last : NULL; }
+static kl_op *region_yield(kl_region *r) {
+  kl_block *b = r->first;
+  return (b && b->last && !strcmp(b->last->name, "scf.yield")) ? b->last : NULL;
+}
 
 static bool lower_for(lw *L, kl_op *op) {
   LLVMValueRef lb = vget(L, op->opnds[0].value), ub = vget(L, op->opnds[1].value), step = vget(L, op->opnds[2].value);
@@ -434,7 +496,10 @@ static bool lower_for(lw *L, kl_op *op) {
   vset(L, body->args[0], iv);
   LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, iv, ub, ""), bb, exit);
   LLVMPositionBuilderAtEnd(L->b, bb);
-  if (!lower_block_ops(L, body)) { free(phis); return false; }
+  if (!lower_block_ops(L, body)) {
+    free(phis);
+    return false;
+  }
   kl_op *y = region_yield(&op->regions[0]);
   LLVMValueRef next = LLVMBuildAdd(L->b, iv, step, "");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
@@ -443,7 +508,10 @@ static bool lower_for(lw *L, kl_op *op) {
   LLVMAddIncoming(iv, &next, &latch, 1);
   for (int i = 0; i < niter; i++) {
     LLVMValueRef init = vget(L, op->opnds[3 + i].value), nv = y ? vget(L, y->opnds[i].value) : NULL;
-    if (!nv) { free(phis); return fail(L, op, "%s", "body must end with scf.yield of the iteration values"); }
+    if (!nv) {
+      free(phis);
+      return fail(L, op, "%s", "body must end with scf.yield of the iteration values");
+    }
     LLVMAddIncoming(phis[i], &init, &pre, 1);
     LLVMAddIncoming(phis[i], &nv, &latch, 1);
   }
@@ -457,7 +525,8 @@ static bool lower_if(lw *L, kl_op *op) {
   LLVMBasicBlockRef eb = LLVMAppendBasicBlockInContext(L->c, L->fn, "if.else");
   LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(L->c, L->fn, "if.end");
   LLVMBuildCondBr(L->b, cond, tb, eb);
-  LLVMValueRef vals[2][16]; LLVMBasicBlockRef from[2];
+  LLVMValueRef vals[2][16];
+  LLVMBasicBlockRef from[2];
   if (op->nresults > 16) return fail(L, op, "%s", "at most 16 results");
   for (int r = 0; r < 2; r++) {
     LLVMPositionBuilderAtEnd(L->b, r ? eb : tb);
@@ -501,18 +570,29 @@ static bool value_op(lw *L, kl_op *op, value_fn build) {
   vset(L, &op->results[0], r);
   return true;
 }
-#define VALUE_HOOK(v) static bool h_##v(lw *L, kl_op *op) { return value_op(L, op, v_##v); }
+#define VALUE_HOOK(v) \
+  static bool h_##v(lw *L, kl_op *op) { return value_op(L, op, v_##v); }
+// clang-format off
 VALUE_HOOK(addf) VALUE_HOOK(subf) VALUE_HOOK(mulf) VALUE_HOOK(divf) VALUE_HOOK(remf) VALUE_HOOK(maxf) VALUE_HOOK(minf)
 VALUE_HOOK(negf) VALUE_HOOK(powf) VALUE_HOOK(ipowi) VALUE_HOOK(exp) VALUE_HOOK(log) VALUE_HOOK(sqrt) VALUE_HOOK(absf)
 VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
 VALUE_HOOK(andi) VALUE_HOOK(ori) VALUE_HOOK(xori) VALUE_HOOK(maxsi) VALUE_HOOK(minsi) VALUE_HOOK(select) VALUE_HOOK(cmpi)
 VALUE_HOOK(cmpf) VALUE_HOOK(sitofp) VALUE_HOOK(fptosi) VALUE_HOOK(extf) VALUE_HOOK(truncf) VALUE_HOOK(extsi)
 VALUE_HOOK(trunci) VALUE_HOOK(index_cast)
+// clang-format on
 #undef VALUE_HOOK
 
-static bool h_nothing(lw *L, kl_op *op) { return true; }   /* scf.yield, rock.yield: read by the parent */
-static bool h_return(lw *L, kl_op *op) { LLVMBuildRetVoid(L->b); return true; }
-static bool h_constant(lw *L, kl_op *op) { vset(L, &op->results[0], constant(L, op)); return true; }
+                        static bool h_nothing(lw *L, kl_op *op) {
+  return true;
+} /* scf.yield, rock.yield: read by the parent */
+static bool h_return(lw *L, kl_op *op) {
+  LLVMBuildRetVoid(L->b);
+  return true;
+}
+static bool h_constant(lw *L, kl_op *op) {
+  vset(L, &op->results[0], constant(L, op));
+  return true;
+}
 
 /* memory: rock.load / rock.store address their element themselves (address()) */
 static bool h_load(lw *L, kl_op *op) {
@@ -531,7 +611,7 @@ static bool h_store(lw *L, kl_op *op) {
   LLVMTypeRef et;
   LLVMValueRef p = address(L, op, 1, &et), x = vget(L, op->opnds[0].value);
   const kl_type *vt = op->opnds[0].value->type;
-  if (vt->kind == KL_TY_VECTOR && vt->elem->kind == KL_TY_I1)   /* one byte per element, as rock.load */
+  if (vt->kind == KL_TY_VECTOR && vt->elem->kind == KL_TY_I1) /* one byte per element, as rock.load */
     x = LLVMBuildZExt(L->b, x, LLVMVectorType(LLVMInt8TypeInContext(L->c), (unsigned)vt->shape[0]), "");
   LLVMValueRef s = LLVMBuildStore(L->b, x, p);
   LLVMSetAlignment(s, access_align(L, vt));
@@ -544,7 +624,8 @@ static bool h_prefetch(lw *L, kl_op *op) {
   if (L->t->arch != KL_ARCH_HOST) return true;
   LLVMTypeRef et;
   LLVMValueRef pa[4] = { address(L, op, 0, &et), LLVMConstInt(LLVMInt32TypeInContext(L->c), 0, 0),
-                         LLVMConstInt(LLVMInt32TypeInContext(L->c), 2, 0), LLVMConstInt(LLVMInt32TypeInContext(L->c), 1, 0) };
+                         LLVMConstInt(LLVMInt32TypeInContext(L->c), 2, 0),
+                         LLVMConstInt(LLVMInt32TypeInContext(L->c), 1, 0) };
   LLVMTypeRef pt = LLVMTypeOf(pa[0]);
   call_intr(L, "llvm.prefetch", &pt, 1, pa, 4);
   return true;
@@ -563,7 +644,10 @@ static bool id_op(lw *L, kl_op *op, bool group) {
 }
 static bool h_workgroup_id(lw *L, kl_op *op) { return id_op(L, op, true); }
 static bool h_workitem_id(lw *L, kl_op *op) { return id_op(L, op, false); }
-static bool h_barrier(lw *L, kl_op *op) { barrier(L); return true; }
+static bool h_barrier(lw *L, kl_op *op) {
+  barrier(L);
+  return true;
+}
 
 /* rock.mma (passes/rock_accel.h): one matrix instruction, lowered by passes/lower_accel.c */
 static bool h_mma(lw *L, kl_op *op) {
@@ -583,10 +667,13 @@ static bool h_vector_broadcast(lw *L, kl_op *op) {
   LLVMValueRef args[8];
   if (!operands(L, op, args)) return false;
   const kl_type *rt = op->results[0].type;
-  if (op->nopnds != 1 || rt->kind != KL_TY_VECTOR) return fail(L, op, "%s", "expects one scalar operand and a vector result");
+  if (op->nopnds != 1 || rt->kind != KL_TY_VECTOR)
+    return fail(L, op, "%s", "expects one scalar operand and a vector result");
   LLVMTypeRef vt = ll_type(L, rt), i32 = LLVMInt32TypeInContext(L->c);
   LLVMValueRef v = LLVMBuildInsertElement(L->b, LLVMGetPoison(vt), args[0], LLVMConstInt(i32, 0, 0), "");
-  vset(L, &op->results[0], LLVMBuildShuffleVector(L->b, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32, (unsigned)rt->shape[0])), ""));
+  vset(L, &op->results[0],
+       LLVMBuildShuffleVector(L->b, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32, (unsigned)rt->shape[0])),
+                              ""));
   return true;
 }
 static bool h_fma(lw *L, kl_op *op) {
@@ -612,23 +699,63 @@ static bool h_vector_shuffle(lw *L, kl_op *op) {
   return true;
 }
 
-static const struct { const char *op; kl_lower_llvm_fn fn; } builtin_hooks[] = {
-  { "func.return", h_return }, { "scf.yield", h_nothing }, { "rock.yield", h_nothing },
-  { "scf.for", lower_for }, { "scf.if", lower_if }, { "arith.constant", h_constant },
-  { "rock.load", h_load }, { "rock.store", h_store }, { "rock.prefetch", h_prefetch }, { "rock.alloc", h_alloc },
-  { "rock.workgroup_id", h_workgroup_id }, { "rock.workitem_id", h_workitem_id }, { "rock.barrier", h_barrier },
+static const struct {
+  const char *op;
+  kl_lower_llvm_fn fn;
+} builtin_hooks[] = {
+  { "func.return", h_return },
+  { "scf.yield", h_nothing },
+  { "rock.yield", h_nothing },
+  { "scf.for", lower_for },
+  { "scf.if", lower_if },
+  { "arith.constant", h_constant },
+  { "rock.load", h_load },
+  { "rock.store", h_store },
+  { "rock.prefetch", h_prefetch },
+  { "rock.alloc", h_alloc },
+  { "rock.workgroup_id", h_workgroup_id },
+  { "rock.workitem_id", h_workitem_id },
+  { "rock.barrier", h_barrier },
   { "rock.mma", h_mma },
-  { "vector.broadcast", h_vector_broadcast }, { "vector.shuffle", h_vector_shuffle }, { "math.fma", h_fma },
-  { "arith.addf", h_addf }, { "arith.subf", h_subf }, { "arith.mulf", h_mulf }, { "arith.divf", h_divf },
-  { "arith.remf", h_remf }, { "arith.maxf", h_maxf }, { "arith.minf", h_minf }, { "arith.negf", h_negf },
-  { "math.powf", h_powf }, { "math.ipowi", h_ipowi }, { "math.exp", h_exp }, { "math.log", h_log },
-  { "math.sqrt", h_sqrt }, { "math.absf", h_absf }, { "math.rsqrt", h_rsqrt }, { "math.tanh", h_tanh },
-  { "arith.addi", h_addi }, { "arith.subi", h_subi }, { "arith.muli", h_muli }, { "arith.divsi", h_divsi },
-  { "arith.remsi", h_remsi }, { "arith.andi", h_andi }, { "arith.ori", h_ori }, { "arith.xori", h_xori },
-  { "arith.maxsi", h_maxsi }, { "arith.minsi", h_minsi }, { "arith.select", h_select },
-  { "arith.cmpi", h_cmpi }, { "arith.cmpf", h_cmpf },
-  { "arith.sitofp", h_sitofp }, { "arith.fptosi", h_fptosi }, { "arith.extf", h_extf }, { "arith.truncf", h_truncf },
-  { "arith.extsi", h_extsi }, { "arith.trunci", h_trunci }, { "arith.index_cast", h_index_cast },
+  { "vector.broadcast", h_vector_broadcast },
+  { "vector.shuffle", h_vector_shuffle },
+  { "math.fma", h_fma },
+  { "arith.addf", h_addf },
+  { "arith.subf", h_subf },
+  { "arith.mulf", h_mulf },
+  { "arith.divf", h_divf },
+  { "arith.remf", h_remf },
+  { "arith.maxf", h_maxf },
+  { "arith.minf", h_minf },
+  { "arith.negf", h_negf },
+  { "math.powf", h_powf },
+  { "math.ipowi", h_ipowi },
+  { "math.exp", h_exp },
+  { "math.log", h_log },
+  { "math.sqrt", h_sqrt },
+  { "math.absf", h_absf },
+  { "math.rsqrt", h_rsqrt },
+  { "math.tanh", h_tanh },
+  { "arith.addi", h_addi },
+  { "arith.subi", h_subi },
+  { "arith.muli", h_muli },
+  { "arith.divsi", h_divsi },
+  { "arith.remsi", h_remsi },
+  { "arith.andi", h_andi },
+  { "arith.ori", h_ori },
+  { "arith.xori", h_xori },
+  { "arith.maxsi", h_maxsi },
+  { "arith.minsi", h_minsi },
+  { "arith.select", h_select },
+  { "arith.cmpi", h_cmpi },
+  { "arith.cmpf", h_cmpf },
+  { "arith.sitofp", h_sitofp },
+  { "arith.fptosi", h_fptosi },
+  { "arith.extf", h_extf },
+  { "arith.truncf", h_truncf },
+  { "arith.extsi", h_extsi },
+  { "arith.trunci", h_trunci },
+  { "arith.index_cast", h_index_cast },
 };
 
 kl_status kl_lower_llvm_attach(kl_ctx *ctx, const char *name, kl_lower_llvm_fn fn) {
@@ -641,14 +768,16 @@ void kl_lower_llvm_register(kl_ctx *ctx) {
   kl_ctx_set_user(ctx, key, (void *)key);
   for (size_t i = 0; i < sizeof builtin_hooks / sizeof *builtin_hooks; i++) {
     const kl_opdef *d = kl_lookup_op(ctx, builtin_hooks[i].op);
-    if (d && !kl_opdef_hook(ctx, d, KL_HOOK_LOWER_LLVM)) kl_lower_llvm_attach(ctx, builtin_hooks[i].op, builtin_hooks[i].fn);
+    if (d && !kl_opdef_hook(ctx, d, KL_HOOK_LOWER_LLVM))
+      kl_lower_llvm_attach(ctx, builtin_hooks[i].op, builtin_hooks[i].fn);
   }
 }
 
 static bool lower_op(lw *L, kl_op *op) {
   /* an unregistered op verifies generically but has no meaning to lower (and no arity a
    * hook may rely on) */
-  if (!op->def) return fail(L, op, "%s", "not a registered op: only loop-level ops can be lowered (run rock-lower-loops first)");
+  if (!op->def)
+    return fail(L, op, "%s", "not a registered op: only loop-level ops can be lowered (run rock-lower-loops first)");
   kl_lower_llvm_fn hook = kl_lower_llvm_hook(op);
   if (!hook) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
   if (hook(L, op)) return true;
@@ -656,7 +785,8 @@ static bool lower_op(lw *L, kl_op *op) {
   return false;
 }
 static bool lower_block_ops(lw *L, kl_block *blk) {
-  for (kl_op *o = blk->first; o; o = o->next) if (!lower_op(L, o)) return false;
+  for (kl_op *o = blk->first; o; o = o->next)
+    if (!lower_op(L, o)) return false;
   return true;
 }
 
@@ -672,7 +802,8 @@ bool kl_llvm_lower_block(kl_llvm_lowering *L, kl_block *b) { return lower_block_
 bool kl_llvm_fail(kl_llvm_lowering *L, kl_op *op, const char *msg) { return fail(L, op, "%s", msg); }
 
 static void add_fn_attr(lw *L, LLVMValueRef fn, const char *k, const char *v) {
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateStringAttribute(L->c, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(L->c, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
 }
 static void add_enum_attr(lw *L, LLVMValueRef fn, unsigned idx, const char *name) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
@@ -696,7 +827,8 @@ static bool lower_kernel(lw *L, kl_op *k) {
     L->fn = LLVMAddFunction(L->m, name, LLVMFunctionType(voidt, ps, body->nargs, 0));
     free(ps);
     for (int i = 0; i < body->nargs; i++) add_enum_attr(L, L->fn, (unsigned)i + 1, "noalias");
-    char fw[32]; snprintf(fw, sizeof fw, "1,%lld", (long long)bs);
+    char fw[32];
+    snprintf(fw, sizeof fw, "1,%lld", (long long)bs);
     if (L->t->arch == KL_ARCH_AMDGPU) {
       LLVMSetFunctionCallConv(L->fn, 91 /* AMDGPU_KERNEL */);
       add_fn_attr(L, L->fn, "amdgpu-flat-work-group-size", fw);
@@ -705,10 +837,13 @@ static bool lower_kernel(lw *L, kl_op *k) {
       LLVMSetFunctionCallConv(L->fn, 71 /* PTX_Kernel */);
       LLVMMetadataRef md[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "kernel", 6),
                                 LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(L->c), 1, 0)) };
-      LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations", LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, md, 3)));
+      LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
+                                  LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, md, 3)));
       LLVMMetadataRef mx[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "maxntidx", 8),
-                                LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)bs, 0)) };
-      LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations", LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, mx, 3)));
+                                LLVMValueAsMetadata(
+                                    LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)bs, 0)) };
+      LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
+                                  LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, mx, 3)));
     }
   }
   add_fn_attr(L, L->fn, "kiln-kernel", "true");
@@ -729,19 +864,25 @@ static bool lower_kernel(lw *L, kl_op *k) {
   bool ok = lower_block_ops(L, body);
   LLVMPositionBuilderAtEnd(L->b, L->entry);
   LLVMBuildBr(L->b, start);
-  if (ok && !LLVMGetBasicBlockTerminator(LLVMGetLastBasicBlock(L->fn))) return fail(L, k, "%s", "kernel body must end with func.return");
+  if (ok && !LLVMGetBasicBlockTerminator(LLVMGetLastBasicBlock(L->fn)))
+    return fail(L, k, "%s", "kernel body must end with func.return");
   return ok;
 }
 
 static void lw_init(lw *L, kl_ctx *ctx, const kl_target *t, LLVMContextRef llctx, const char *modname) {
   kl_lower_llvm_register(ctx);
   memset(L, 0, sizeof *L);
-  L->ctx = ctx; L->t = t; L->c = llctx;
+  L->ctx = ctx;
+  L->t = t;
+  L->c = llctx;
   L->m = LLVMModuleCreateWithNameInContext(modname, llctx);
   L->b = LLVMCreateBuilderInContext(llctx);
   if (t->arch != KL_ARCH_HOST) LLVMSetTarget(L->m, t->triple);
   if (t->arch == KL_ARCH_AMDGPU)
-    LLVMSetDataLayout(L->m, "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9");
+    LLVMSetDataLayout(L->m,
+                      "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128-p9:"
+                      "192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-"
+                      "v2048:2048-n32:64-S32-A5-G1-ni:7:8:9");
   else if (t->arch == KL_ARCH_NVPTX)
     LLVMSetDataLayout(L->m, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
 }
@@ -754,7 +895,11 @@ static kl_status lw_finish(lw *L, LLVMModuleRef *out) {
     L->failed = true;
   }
   if (msg) LLVMDisposeMessage(msg);
-  if (L->failed) { LLVMDisposeModule(L->m); *out = NULL; return KL_ERR; }
+  if (L->failed) {
+    LLVMDisposeModule(L->m);
+    *out = NULL;
+    return KL_ERR;
+  }
   *out = L->m;
   return KL_OK;
 }
@@ -780,12 +925,17 @@ kl_status kl_lower_to_llvm(kl_op *module, const kl_target *target, LLVMContextRe
 /* ---- the pass: attaches each kernel's LLVM IR text (attribute llvm_ir) ---- */
 static kl_status run_pass(kl_op *module, const kl_pass_options *opts, void *user) {
   const kl_target *t = kl_target_lookup(kl_pass_opt_string(opts, "target"));
-  if (!t) return kl_emit_error(module->ctx, module->loc, "lower-to-llvm: unknown target '%s'", kl_pass_opt_string(opts, "target"));
+  if (!t)
+    return kl_emit_error(module->ctx, module->loc, "lower-to-llvm: unknown target '%s'",
+                         kl_pass_opt_string(opts, "target"));
   for (kl_op *o = kl_module_body(module)->first; o; o = o->next) {
     if (!kl_is_kernel(o)) continue;
     LLVMContextRef c = LLVMContextCreate();
     LLVMModuleRef m;
-    if (kl_lower_kernel_to_llvm(o, t, c, &m) != KL_OK) { LLVMContextDispose(c); return KL_ERR; }
+    if (kl_lower_kernel_to_llvm(o, t, c, &m) != KL_OK) {
+      LLVMContextDispose(c);
+      return KL_ERR;
+    }
     char *text = LLVMPrintModuleToString(m);
     kl_op_set_attr(o, "llvm_ir", kl_attr_str(module->ctx, text));
     LLVMDisposeMessage(text);

@@ -30,7 +30,7 @@ typedef struct kl_llvm_lowering kl_llvm_lowering;
  * (kl_llvm_set_value); returns false after reporting an error (kl_llvm_fail). */
 typedef bool (*kl_lower_llvm_fn)(kl_llvm_lowering *L, kl_op *op);
 kl_status kl_lower_llvm_attach(kl_ctx *ctx, const char *name, kl_lower_llvm_fn fn); /* kl_opdef_attach's errors */
-kl_lower_llvm_fn kl_lower_llvm_hook(const kl_op *op);    /* NULL if it has none */
+kl_lower_llvm_fn kl_lower_llvm_hook(const kl_op *op);                               /* NULL if it has none */
 /* Attaches the builtin hooks, once per context, leaving hooks attached before alone. */
 void kl_lower_llvm_register(kl_ctx *ctx);
 /* For hooks: the builder, context, module and target of the lowering, the lowered value

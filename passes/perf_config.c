@@ -7,18 +7,20 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const kl_perf_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerThread", "nPerThread", "kpack" };
+const char *const kl_perf_config_fields[6] = { "mPerBlock",  "nPerBlock",  "kPerBlock",
+                                               "mPerThread", "nPerThread", "kpack" };
 
 bool kl_perf_errf(char *err, size_t n, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  kl_verrf(err, n, fmt, ap);   /* core/diag.h's formatting helper */
+  kl_verrf(err, n, fmt, ap); /* core/diag.h's formatting helper */
   va_end(ap);
   return false;
 }
 
 static int64_t *field(kl_perf_config *pc, int i) {
-  int64_t *f[6] = { &pc->m_per_block, &pc->n_per_block, &pc->k_per_block, &pc->m_per_thread, &pc->n_per_thread, &pc->kpack };
+  int64_t *f[6] = { &pc->m_per_block,  &pc->n_per_block,  &pc->k_per_block,
+                    &pc->m_per_thread, &pc->n_per_thread, &pc->kpack };
   return f[i];
 }
 static int64_t cfield(const kl_perf_config *pc, int i) { return *field((kl_perf_config *)pc, i); }
@@ -36,18 +38,24 @@ bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *
       const char *name = names[nfields];
       const char *q = start;
       bool neg = false;
-      if (q < p && (*q == '-' || *q == '+')) { neg = *q == '-'; q++; }
+      if (q < p && (*q == '-' || *q == '+')) {
+        neg = *q == '-';
+        q++;
+      }
       if (q == p) return kl_perf_errf(err, errlen, "perf config \"%s\": field %s is empty", s, name);
       int64_t v = 0;
       for (; q < p; q++) {
         if (*q < '0' || *q > '9')
           return kl_perf_errf(err, errlen, "perf config \"%s\": field %s \"%.*s\" is not an integer", s, name,
-                      (int)(p - start > 32 ? 32 : p - start), start);
-        if (v > (int64_t)1 << 40) return kl_perf_errf(err, errlen, "perf config \"%s\": field %s is too large", s, name);
+                              (int)(p - start > 32 ? 32 : p - start), start);
+        if (v > (int64_t)1 << 40)
+          return kl_perf_errf(err, errlen, "perf config \"%s\": field %s is too large", s, name);
         v = v * 10 + (*q - '0');
       }
       if (neg) v = -v;
-      if (v <= 0) return kl_perf_errf(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name, (long long)v);
+      if (v <= 0)
+        return kl_perf_errf(err, errlen, "perf config \"%s\": field %s must be positive, got %lld", s, name,
+                            (long long)v);
       out[nfields] = v;
     }
     nfields++;
@@ -55,9 +63,10 @@ bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *
     p++;
   }
   if (nfields < 6)
-    return kl_perf_errf(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: %s), missing %s", s, nfields, fmt,
-                names[nfields]);
-  if (nfields > 6) return kl_perf_errf(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: %s)", s, nfields, fmt);
+    return kl_perf_errf(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: %s), missing %s", s, nfields,
+                        fmt, names[nfields]);
+  if (nfields > 6)
+    return kl_perf_errf(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: %s)", s, nfields, fmt);
   return true;
 }
 
@@ -68,7 +77,7 @@ bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t 
   if (!colon) return kl_perf_errf(err, errlen, "perf config \"%s\": missing version prefix (expected " FMT ")", s);
   if (colon - s != 2 || strncmp(s, "v1", 2))
     return kl_perf_errf(err, errlen, "perf config \"%s\": bad version \"%.*s\" (only v1 is supported: " FMT ")", s,
-                (int)(colon - s > 16 ? 16 : colon - s), s);
+                        (int)(colon - s > 16 ? 16 : colon - s), s);
   int64_t v[6];
   if (!kl_perf_fields_parse(s, colon + 1, kl_perf_config_fields, FMT, v, err, errlen)) return false;
   kl_perf_config pc;
@@ -84,7 +93,8 @@ char *kl_perf_config_print(const kl_perf_config *pc, char *buf, size_t n) {
 }
 
 int64_t kl_perf_config_block_size(const kl_perf_config *pc) {
-  if (pc->m_per_thread <= 0 || pc->n_per_thread <= 0 || pc->m_per_block % pc->m_per_thread || pc->n_per_block % pc->n_per_thread)
+  if (pc->m_per_thread <= 0 || pc->n_per_thread <= 0 || pc->m_per_block % pc->m_per_thread ||
+      pc->n_per_block % pc->n_per_thread)
     return 0;
   return (pc->m_per_block / pc->m_per_thread) * (pc->n_per_block / pc->n_per_thread);
 }
@@ -98,35 +108,44 @@ bool kl_perf_config_validate(const kl_perf_config *pc, const kl_target *t, int e
   kl_perf_config_print(pc, s, sizeof s);
   for (int i = 0; i < 6; i++) {
     if (cfield(pc, i) <= 0)
-      return kl_perf_errf(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
+      return kl_perf_errf(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_perf_config_fields[i],
+                          (long long)cfield(pc, i));
     if (cfield(pc, i) > ((int64_t)1 << 20))
-      return kl_perf_errf(err, errlen, "perf config %s: %s = %lld is too large", s, kl_perf_config_fields[i], (long long)cfield(pc, i));
+      return kl_perf_errf(err, errlen, "perf config %s: %s = %lld is too large", s, kl_perf_config_fields[i],
+                          (long long)cfield(pc, i));
   }
   if (pc->m_per_block % pc->m_per_thread)
     return kl_perf_errf(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerThread (%lld)", s,
-                (long long)pc->m_per_block, (long long)pc->m_per_thread);
+                        (long long)pc->m_per_block, (long long)pc->m_per_thread);
   if (pc->n_per_block % pc->n_per_thread)
     return kl_perf_errf(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerThread (%lld)", s,
-                (long long)pc->n_per_block, (long long)pc->n_per_thread);
+                        (long long)pc->n_per_block, (long long)pc->n_per_thread);
   if (pc->k_per_block % pc->kpack)
     return kl_perf_errf(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
-                (long long)pc->k_per_block, (long long)pc->kpack);
+                        (long long)pc->k_per_block, (long long)pc->kpack);
   int64_t bs = kl_perf_config_block_size(pc);
   if (t && bs > t->max_workgroup_size)
-    return kl_perf_errf(err, errlen,
-                "perf config %s: block size (mPerBlock/mPerThread)*(nPerBlock/nPerThread) = %lld exceeds the max workgroup "
-                "size %d of target %s (raise mPerThread/nPerThread)", s, (long long)bs, t->max_workgroup_size, t->name);
+    return kl_perf_errf(
+        err, errlen,
+        "perf config %s: block size (mPerBlock/mPerThread)*(nPerBlock/nPerThread) = %lld exceeds the max workgroup "
+        "size %d of target %s (raise mPerThread/nPerThread)",
+        s, (long long)bs, t->max_workgroup_size, t->name);
   if ((pc->k_per_block * pc->m_per_block) % bs)
-    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
-                "(threads copy equal shares of the A tile)", s, (long long)(pc->k_per_block * pc->m_per_block), (long long)bs);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
+                        "(threads copy equal shares of the A tile)",
+                        s, (long long)(pc->k_per_block * pc->m_per_block), (long long)bs);
   if ((pc->k_per_block * pc->n_per_block) % bs)
-    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
-                "(threads copy equal shares of the B tile)", s, (long long)(pc->k_per_block * pc->n_per_block), (long long)bs);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
+                        "(threads copy equal shares of the B tile)",
+                        s, (long long)(pc->k_per_block * pc->n_per_block), (long long)bs);
   int64_t lds = kl_perf_config_lds_bytes(pc, elem_bytes);
   if (t && lds > t->lds_bytes)
-    return kl_perf_errf(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
-                "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes, (long long)lds,
-                (long long)t->lds_bytes, t->name);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
+                        "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)",
+                        s, elem_bytes, (long long)lds, (long long)t->lds_bytes, t->name);
   return true;
 }
 
@@ -157,7 +176,7 @@ static double cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int6
  * choice does not depend on the machine); padding to tile multiples is paid for. */
 static int64_t host_vec_ops(int64_t nb, int64_t lanes) {
   int64_t ops = nb / lanes;
-  for (int64_t r = nb % lanes; r; r &= r - 1) ops++;   /* the tail in vectors of lanes/2, ..., 1 */
+  for (int64_t r = nb % lanes; r; r &= r - 1) ops++; /* the tail in vectors of lanes/2, ..., 1 */
   return ops;
 }
 static double host_cost(const kl_perf_config *pc, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes) {
@@ -180,7 +199,11 @@ static bool host_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, 
         kl_perf_config pc = { mn[a], mn[b], ks[c], mn[a], mn[b], 1 };
         if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) continue;
         double cst = host_cost(&pc, g, m, n, k, elem_bytes);
-        if (!found || cst < best) { best = cst; *out = pc; found = true; }
+        if (!found || cst < best) {
+          best = cst;
+          *out = pc;
+          found = true;
+        }
       }
   return found;
 }
@@ -188,7 +211,8 @@ static bool host_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, 
 bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes,
                               kl_perf_config *out) {
   if (!t || g < 1 || m < 1 || n < 1 || k < 1 || elem_bytes < 1) return false;
-  if (t->max_workgroup_size <= 1 && t->arch == KL_ARCH_HOST && host_heuristic(t, g, m, n, k, elem_bytes, out)) return true;
+  if (t->max_workgroup_size <= 1 && t->arch == KL_ARCH_HOST && host_heuristic(t, g, m, n, k, elem_bytes, out))
+    return true;
   static const int64_t host_mn[] = { 64, 32, 16, 8, 4, 2, 1 };
   static const int64_t host_k[] = { 64, 32, 16, 8, 4, 2, 1 };
   static const int64_t gpu_mn[] = { 128, 64, 32, 16, 8, 4, 2, 1 };
@@ -213,9 +237,13 @@ bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t 
             if (!host && (bs < min_bs || bs > 256 || bs % wave)) continue;
             if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) continue;
             double cst = cost(&pc, t, g, m, n, k);
-            if (!found || cst < best) { best = cst; *out = pc; found = true; }
+            if (!found || cst < best) {
+              best = cst;
+              *out = pc;
+              found = true;
+            }
           }
-  if (!found) {   /* a target with tiny limits: the 1x1x1 single-thread config */
+  if (!found) { /* a target with tiny limits: the 1x1x1 single-thread config */
     kl_perf_config pc = { 1, 1, 1, 1, 1, 1 };
     if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) return false;
     *out = pc;
@@ -248,25 +276,30 @@ const kl_target *kl_perf_resolve_target(kl_op *op, const char *option, char *err
 
 const char *kl_accel_kind_name(kl_accel a) {
   switch (a) {
-  case KL_ACCEL_MFMA: return "mfma";
-  case KL_ACCEL_WMMA: return "wmma";
-  case KL_ACCEL_MMA_SYNC: return "mma_sync";
-  default: return "none";
+    case KL_ACCEL_MFMA: return "mfma";
+    case KL_ACCEL_WMMA: return "wmma";
+    case KL_ACCEL_MMA_SYNC: return "mma_sync";
+    default: return "none";
   }
 }
 
 const kl_type *kl_gemm_acc_type(kl_ctx *ctx, const kl_type *in) {
   switch (in->kind) {
-  case KL_TY_F64: return kl_type_f64(ctx);
-  case KL_TY_F16: case KL_TY_BF16: case KL_TY_F32: return kl_type_f32(ctx);
-  case KL_TY_I64: return kl_type_i64(ctx);
-  default: return kl_type_i32(ctx);
+    case KL_TY_F64: return kl_type_f64(ctx);
+    case KL_TY_F16:
+    case KL_TY_BF16:
+    case KL_TY_F32: return kl_type_f32(ctx);
+    case KL_TY_I64: return kl_type_i64(ctx);
+    default: return kl_type_i32(ctx);
   }
 }
 
 /* ---- view builder chain ---- */
 static void vb_step(kl_vb *b, kl_view *nv) {
-  if (!nv) { b->bad = true; return; }
+  if (!nv) {
+    b->bad = true;
+    return;
+  }
   kl_view_free(b->v);
   b->v = nv;
 }
@@ -306,11 +339,18 @@ kl_view *kl_tile_compose_to_buffer(const kl_view *top, kl_value *v, kl_value **u
   kl_op *chain[64];
   int n = 0;
   kl_value *u = kl_rock_underlying(v, chain, &n, 64);
-  if (n > 64) { kl_perf_errf(err, errlen, "transform chain too long (%d)", n); return NULL; }
+  if (n > 64) {
+    kl_perf_errf(err, errlen, "transform chain too long (%d)", n);
+    return NULL;
+  }
   kl_view *cur = kl_view_clone(top);
   for (int i = 0; i < n && cur; i++) {
     const kl_view *tv = kl_attr_view(kl_op_attr(chain[i], "view"));
-    if (!tv) { kl_perf_errf(err, errlen, "rock.transform without a #view attribute"); kl_view_free(cur); return NULL; }
+    if (!tv) {
+      kl_perf_errf(err, errlen, "rock.transform without a #view attribute");
+      kl_view_free(cur);
+      return NULL;
+    }
     kl_view_err verr = { 0 };
     kl_view *nv = kl_view_compose(cur, tv, &verr);
     kl_view_free(cur);

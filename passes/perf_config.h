@@ -107,13 +107,17 @@ const kl_type *kl_gemm_acc_type(kl_ctx *ctx, const kl_type *in);
  * kl_vb chains view builders (core/view.h) without checking every step: the first
  * failing step keeps its message and later steps do nothing; kl_vb_finish returns the
  * simplified view (caller frees) or NULL + the first message. */
-typedef struct kl_vb { kl_view *v; bool bad; kl_view_err err; } kl_vb;
+typedef struct kl_vb {
+  kl_view *v;
+  bool bad;
+  kl_view_err err;
+} kl_vb;
 void kl_vb_identity(kl_vb *b, int rank, const int64_t *shape, const char *const *names);
 void kl_vb_unmerge(kl_vb *b, const char *dim, int n, const char *const *names, const int64_t *sizes);
 void kl_vb_merge(kl_vb *b, const char *name, int n, const char *const *from);
-void kl_vb_add_dim(kl_vb *b, const char *name, int64_t size);            /* appended last */
+void kl_vb_add_dim(kl_vb *b, const char *name, int64_t size); /* appended last */
 void kl_vb_pad(kl_vb *b, int n, const char *const *names, const int64_t *lr);
-void kl_vb_order(kl_vb *b, int n, const char *const *names);            /* permute to this order */
+void kl_vb_order(kl_vb *b, int n, const char *const *names); /* permute to this order */
 kl_view *kl_vb_finish(kl_vb *b, char *err, size_t errlen);
 /* The view of value v (a buffer or a rock.transform chain over one) composed under
  * `top` (top's lower shape = v's shape): a view from top's upper space to the underlying

@@ -20,24 +20,49 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LD(i) { 'l', i }
-#define ED(i) { 'e', i }
+#define LD(i) \
+  { 'l', i }
+#define ED(i) \
+  { 'e', i }
 /* MFMA 32x32: lanes = [2, 32] (hi, lo) */
-#define MFMA_AB(P) { 2, { 2, 32 }, 1, { P }, 1, { LD(1) }, 2, { LD(0), ED(0) } }
-#define MFMA_C     { 2, { 2, 32 }, 2, { 4, 4 }, 3, { ED(0), LD(0), ED(1) }, 1, { LD(1) } }
+#define MFMA_AB(P)                                            \
+  {                                                           \
+    2, { 2, 32 }, 1, { P }, 1, { LD(1) }, 2, { LD(0), ED(0) } \
+  }
+#define MFMA_C                                                          \
+  {                                                                     \
+    2, { 2, 32 }, 2, { 4, 4 }, 3, { ED(0), LD(0), ED(1) }, 1, { LD(1) } \
+  }
 /* WMMA 16x16x16: lanes = [2, 16] */
-#define WMMA_AB    { 2, { 2, 16 }, 1, { 16 }, 1, { LD(1) }, 1, { ED(0) } }
-#define WMMA_C     { 2, { 2, 16 }, 1, { 8 }, 2, { ED(0), LD(0) }, 1, { LD(1) } }
+#define WMMA_AB                                         \
+  {                                                     \
+    2, { 2, 16 }, 1, { 16 }, 1, { LD(1) }, 1, { ED(0) } \
+  }
+#define WMMA_C                                                \
+  {                                                           \
+    2, { 2, 16 }, 1, { 8 }, 2, { ED(0), LD(0) }, 1, { LD(1) } \
+  }
 /* mma.sync m16n8k(8P): lanes = [8 (g), 4 (t)] */
-#define MMA_A(P)   { 2, { 8, 4 }, 3, { 2, 2, P }, 2, { ED(1), LD(0) }, 3, { ED(0), LD(1), ED(2) } }
-#define MMA_B(P)   { 2, { 8, 4 }, 2, { 2, P }, 1, { LD(0) }, 3, { ED(0), LD(1), ED(1) } }
-#define MMA_C      { 2, { 8, 4 }, 2, { 2, 2 }, 2, { ED(0), LD(0) }, 2, { LD(1), ED(1) } }
+#define MMA_A(P)                                                                 \
+  {                                                                              \
+    2, { 8, 4 }, 3, { 2, 2, P }, 2, { ED(1), LD(0) }, 3, { ED(0), LD(1), ED(2) } \
+  }
+#define MMA_B(P)                                                       \
+  {                                                                    \
+    2, { 8, 4 }, 2, { 2, P }, 1, { LD(0) }, 3, { ED(0), LD(1), ED(1) } \
+  }
+#define MMA_C                                                          \
+  {                                                                    \
+    2, { 8, 4 }, 2, { 2, 2 }, 2, { ED(0), LD(0) }, 2, { LD(1), ED(1) } \
+  }
 
 static const kl_accel_desc descs[] = {
   { KL_ACCEL_MFMA, "f32", "f32", 32, 32, 2, 64, "llvm.amdgcn.mfma.f32.32x32x2f32", 1, MFMA_AB(1), MFMA_AB(1), MFMA_C },
   { KL_ACCEL_MFMA, "f16", "f32", 32, 32, 8, 64, "llvm.amdgcn.mfma.f32.32x32x8f16", 4, MFMA_AB(4), MFMA_AB(4), MFMA_C },
-  { KL_ACCEL_MFMA, "bf16", "f32", 32, 32, 4, 64, "llvm.amdgcn.mfma.f32.32x32x4bf16", 2, MFMA_AB(2), MFMA_AB(2), MFMA_C },
-  { KL_ACCEL_MFMA, "bf16", "f32", 32, 32, 8, 64, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k", 4, MFMA_AB(4), MFMA_AB(4), MFMA_C },
+  { KL_ACCEL_MFMA, "bf16", "f32", 32, 32, 4, 64, "llvm.amdgcn.mfma.f32.32x32x4bf16", 2, MFMA_AB(2), MFMA_AB(2),
+    MFMA_C },
+  { KL_ACCEL_MFMA, "bf16", "f32", 32, 32, 8, 64, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k", 4, MFMA_AB(4), MFMA_AB(4),
+    MFMA_C },
   { KL_ACCEL_MFMA, "i8", "i32", 32, 32, 8, 64, "llvm.amdgcn.mfma.i32.32x32x8i8", 4, MFMA_AB(4), MFMA_AB(4), MFMA_C },
   { KL_ACCEL_MFMA, "i8", "i32", 32, 32, 16, 64, "llvm.amdgcn.mfma.i32.32x32x16.i8", 8, MFMA_AB(8), MFMA_AB(8), MFMA_C },
   { KL_ACCEL_WMMA, "f16", "f32", 16, 16, 16, 32, "llvm.amdgcn.wmma.f32.16x16x16.f16", 16, WMMA_AB, WMMA_AB, WMMA_C },
@@ -45,8 +70,10 @@ static const kl_accel_desc descs[] = {
   { KL_ACCEL_WMMA, "i8", "i32", 16, 16, 16, 32, "llvm.amdgcn.wmma.i32.16x16x16.iu8", 16, WMMA_AB, WMMA_AB, WMMA_C },
   /* the target table names the f16 instruction llvm.nvvm.mma.m16n8k16.row.col.f32.f16,
    * which in LLVM has an f16 accumulator; kiln accumulates in f32: .f32.f32 */
-  { KL_ACCEL_MMA_SYNC, "f16", "f32", 16, 8, 16, 32, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 2, MMA_A(2), MMA_B(2), MMA_C },
-  { KL_ACCEL_MMA_SYNC, "bf16", "f32", 16, 8, 16, 32, "llvm.nvvm.mma.m16n8k16.row.col.bf16", 2, MMA_A(2), MMA_B(2), MMA_C },
+  { KL_ACCEL_MMA_SYNC, "f16", "f32", 16, 8, 16, 32, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 2, MMA_A(2), MMA_B(2),
+    MMA_C },
+  { KL_ACCEL_MMA_SYNC, "bf16", "f32", 16, 8, 16, 32, "llvm.nvvm.mma.m16n8k16.row.col.bf16", 2, MMA_A(2), MMA_B(2),
+    MMA_C },
   { KL_ACCEL_MMA_SYNC, "i8", "i32", 16, 8, 32, 32, "llvm.nvvm.mma.m16n8k32.row.col.s8", 4, MMA_A(4), MMA_B(4), MMA_C },
 };
 
@@ -84,9 +111,13 @@ int64_t kl_accel_frag_len(const kl_accel_frag *f) {
 
 /* digit values of a mixed-radix number (most significant first) */
 static void digits(int64_t v, int n, const int64_t *sizes, int64_t *out) {
-  for (int i = n - 1; i >= 0; i--) { out[i] = v % sizes[i]; v /= sizes[i]; }
+  for (int i = n - 1; i >= 0; i--) {
+    out[i] = v % sizes[i];
+    v /= sizes[i];
+  }
 }
-static int64_t compose_digits(int n, const kl_accel_digit *ds, const kl_accel_frag *f, const int64_t *lv, const int64_t *ev) {
+static int64_t compose_digits(int n, const kl_accel_digit *ds, const kl_accel_frag *f, const int64_t *lv,
+                              const int64_t *ev) {
   int64_t r = 0;
   for (int i = 0; i < n; i++) {
     int64_t size = ds[i].who == 'l' ? f->lane[ds[i].idx] : f->elem[ds[i].idx];
@@ -107,10 +138,14 @@ void kl_accel_frag_eval(const kl_accel_frag *f, int64_t lane, int64_t e, int64_t
 static const char *const lane_names[4] = { "l0", "l1", "l2", "l3" };
 static const char *const elem_names[4] = { "e0", "e1", "e2", "e3" };
 static const char *digit_name(kl_accel_digit d) { return d.who == 'l' ? lane_names[d.idx] : elem_names[d.idx]; }
-static int64_t digit_size(const kl_accel_frag *f, kl_accel_digit d) { return d.who == 'l' ? f->lane[d.idx] : f->elem[d.idx]; }
+static int64_t digit_size(const kl_accel_frag *f, kl_accel_digit d) {
+  return d.who == 'l' ? f->lane[d.idx] : f->elem[d.idx];
+}
 static bool lane_used(const kl_accel_frag *f, int i) {
-  for (int j = 0; j < f->nx; j++) if (f->x[j].who == 'l' && f->x[j].idx == i) return true;
-  for (int j = 0; j < f->ny; j++) if (f->y[j].who == 'l' && f->y[j].idx == i) return true;
+  for (int j = 0; j < f->nx; j++)
+    if (f->x[j].who == 'l' && f->x[j].idx == i) return true;
+  for (int j = 0; j < f->ny; j++)
+    if (f->y[j].who == 'l' && f->y[j].idx == i) return true;
   return false;
 }
 
@@ -120,8 +155,14 @@ static void split_dim(kl_vb *b, const char *dim, int npre, const char *const *pr
   const char *names[12];
   int64_t sizes[12];
   int n = 0;
-  for (int i = 0; i < npre; i++) { names[n] = pre[i]; sizes[n++] = pre_sizes[i]; }
-  for (int i = 0; i < nd; i++) { names[n] = digit_name(ds[i]); sizes[n++] = digit_size(f, ds[i]); }
+  for (int i = 0; i < npre; i++) {
+    names[n] = pre[i];
+    sizes[n++] = pre_sizes[i];
+  }
+  for (int i = 0; i < nd; i++) {
+    names[n] = digit_name(ds[i]);
+    sizes[n++] = digit_size(f, ds[i]);
+  }
   kl_vb_unmerge(b, dim, n, names, sizes);
 }
 
@@ -144,11 +185,14 @@ static void merge_lanes_elems(kl_vb *b, const kl_accel_frag *f, int npre, const 
 kl_view *kl_accel_lds_view(const kl_accel_desc *d, const kl_accel_config *c, bool is_a, char *err, size_t errlen) {
   const kl_accel_frag *f = is_a ? &d->a : &d->b;
   int64_t DB = is_a ? c->m_per_block : c->n_per_block, DW = is_a ? c->m_per_wave : c->n_per_wave;
-  int64_t ID = is_a ? d->m : d->n, OB = is_a ? c->n_per_block : c->m_per_block, OW = is_a ? c->n_per_wave : c->m_per_wave;
+  int64_t ID = is_a ? d->m : d->n, OB = is_a ? c->n_per_block : c->m_per_block,
+          OW = is_a ? c->n_per_wave : c->m_per_wave;
   if (DW % ID || DB % DW || OB % OW || c->k_per_block % d->k) {
-    snprintf(err, errlen, "accel tiles %lldx%lld per block, %lldx%lld per wave, kPerBlock %lld do not fit the %dx%dx%d "
-             "instruction", (long long)c->m_per_block, (long long)c->n_per_block, (long long)c->m_per_wave,
-             (long long)c->n_per_wave, (long long)c->k_per_block, d->m, d->n, d->k);
+    snprintf(err, errlen,
+             "accel tiles %lldx%lld per block, %lldx%lld per wave, kPerBlock %lld do not fit the %dx%dx%d "
+             "instruction",
+             (long long)c->m_per_block, (long long)c->n_per_block, (long long)c->m_per_wave, (long long)c->n_per_wave,
+             (long long)c->k_per_block, d->m, d->n, d->k);
     return NULL;
   }
   const char *dn = is_a ? "m" : "n";
@@ -173,11 +217,13 @@ kl_view *kl_accel_lds_view(const kl_accel_desc *d, const kl_accel_config *c, boo
 kl_view *kl_accel_out_view(const kl_accel_desc *d, const kl_accel_config *c, int64_t G, int64_t Mp, int64_t Np,
                            char *err, size_t errlen) {
   const kl_accel_frag *f = &d->c;
-  if (c->m_per_wave % d->m || c->n_per_wave % d->n || c->m_per_block % c->m_per_wave || c->n_per_block % c->n_per_wave ||
-      Mp % c->m_per_block || Np % c->n_per_block) {
-    snprintf(err, errlen, "accel tiles %lldx%lld per block, %lldx%lld per wave do not fit the %dx%d instruction or C "
-             "[%lld, %lld, %lld]", (long long)c->m_per_block, (long long)c->n_per_block, (long long)c->m_per_wave,
-             (long long)c->n_per_wave, d->m, d->n, (long long)G, (long long)Mp, (long long)Np);
+  if (c->m_per_wave % d->m || c->n_per_wave % d->n || c->m_per_block % c->m_per_wave ||
+      c->n_per_block % c->n_per_wave || Mp % c->m_per_block || Np % c->n_per_block) {
+    snprintf(err, errlen,
+             "accel tiles %lldx%lld per block, %lldx%lld per wave do not fit the %dx%d instruction or C "
+             "[%lld, %lld, %lld]",
+             (long long)c->m_per_block, (long long)c->n_per_block, (long long)c->m_per_wave, (long long)c->n_per_wave,
+             d->m, d->n, (long long)G, (long long)Mp, (long long)Np);
     return NULL;
   }
   kl_vb b;
@@ -222,13 +268,17 @@ int kl_accel_gridwise_attrs(kl_ctx *ctx, const kl_accel_config *c, const kl_acce
 kl_view *kl_accel_c_view(const kl_op *op, int64_t G, int64_t Mp, int64_t Np, char *err, size_t errlen) {
   const char *instr = kl_op_attr_string(op, "accel_instr");
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(instr);
-  if (!d) { snprintf(err, errlen, "unknown accel_instr \"%s\"", instr ? instr : ""); return NULL; }
+  if (!d) {
+    snprintf(err, errlen, "unknown accel_instr \"%s\"", instr ? instr : "");
+    return NULL;
+  }
   kl_accel_config c;
   if (!kl_op_attr_i64(op, "m_per_block", &c.m_per_block) || !kl_op_attr_i64(op, "n_per_block", &c.n_per_block) ||
       !kl_op_attr_i64(op, "k_per_block", &c.k_per_block) || !kl_op_attr_i64(op, "m_per_wave", &c.m_per_wave) ||
       !kl_op_attr_i64(op, "n_per_wave", &c.n_per_wave) || !kl_op_attr_i64(op, "kpack", &c.kpack) || c.m_per_wave < 1 ||
       c.n_per_wave < 1 || c.m_per_block < 1 || c.n_per_block < 1) {
-    snprintf(err, errlen, "accel GEMM needs positive integer attributes m_per_block, n_per_block, k_per_block, "
+    snprintf(err, errlen,
+             "accel GEMM needs positive integer attributes m_per_block, n_per_block, k_per_block, "
              "m_per_wave, n_per_wave, kpack");
     return NULL;
   }

@@ -64,21 +64,28 @@
  * (mixed radix, most significant first); each coordinate of the operand's matrix is a
  * concatenation of digits (most significant first). Lane digits that no coordinate
  * uses mean the operand is replicated across them; every element digit is used. */
-typedef struct kl_accel_digit { char who; int idx; } kl_accel_digit;   /* who: 'l' lane, 'e' element */
+typedef struct kl_accel_digit {
+  char who;
+  int idx;
+} kl_accel_digit; /* who: 'l' lane, 'e' element */
 typedef struct kl_accel_frag {
-  int nlane; int64_t lane[4];        /* lane digit sizes; product = wave size */
-  int nelem; int64_t elem[4];        /* element digit sizes; product = elements per lane */
-  int nx; kl_accel_digit x[4];       /* A, C: the m coordinate; B: n */
-  int ny; kl_accel_digit y[4];       /* A, B: the k coordinate; C: n */
+  int nlane;
+  int64_t lane[4]; /* lane digit sizes; product = wave size */
+  int nelem;
+  int64_t elem[4]; /* element digit sizes; product = elements per lane */
+  int nx;
+  kl_accel_digit x[4]; /* A, C: the m coordinate; B: n */
+  int ny;
+  kl_accel_digit y[4]; /* A, B: the k coordinate; C: n */
 } kl_accel_frag;
 
 typedef struct kl_accel_desc {
   kl_accel kind;
-  const char *in_type, *acc_type;    /* "f16" ... ; "f32" / "i32" */
-  int m, n, k;                       /* D[m x n] += A[m x k] * B[k x n] per wave */
-  int wave;                          /* lanes */
-  const char *intrinsic;             /* the LLVM intrinsic lower-to-llvm calls */
-  int kpack;                         /* K elements contiguous per lane (LDS kpack default) */
+  const char *in_type, *acc_type; /* "f16" ... ; "f32" / "i32" */
+  int m, n, k;                    /* D[m x n] += A[m x k] * B[k x n] per wave */
+  int wave;                       /* lanes */
+  const char *intrinsic;          /* the LLVM intrinsic lower-to-llvm calls */
+  int kpack;                      /* K elements contiguous per lane (LDS kpack default) */
   kl_accel_frag a, b, c;
 } kl_accel_desc;
 
@@ -97,11 +104,11 @@ void kl_accel_frag_eval(const kl_accel_frag *f, int64_t lane, int64_t e, int64_t
 typedef struct kl_accel_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_wave, n_per_wave, kpack;
 } kl_accel_config;
-extern const char *const kl_accel_config_fields[6];   /* "mPerBlock", ..., "kpack" */
+extern const char *const kl_accel_config_fields[6]; /* "mPerBlock", ..., "kpack" */
 
 bool kl_accel_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen);
-char *kl_accel_config_print(const kl_accel_config *c, char *buf, size_t n);   /* "v2:..." */
-int64_t kl_accel_block_size(const kl_accel_config *c, const kl_accel_desc *d);  /* 0 if not exact */
+char *kl_accel_config_print(const kl_accel_config *c, char *buf, size_t n);    /* "v2:..." */
+int64_t kl_accel_block_size(const kl_accel_config *c, const kl_accel_desc *d); /* 0 if not exact */
 int64_t kl_accel_acc_per_lane(const kl_accel_config *c, const kl_accel_desc *d);
 /* The rules above for target t, instruction d and input element size elem_bytes. */
 bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const kl_accel_config_fields[6] = { "mPerBlock", "nPerBlock", "kPerBlock", "mPerWave", "nPerWave", "kpack" };
+const char *const kl_accel_config_fields[6] = {
+  "mPerBlock", "nPerBlock", "kPerBlock", "mPerWave", "nPerWave", "kpack"
+};
 #define FMT "v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack"
 
 
@@ -17,7 +19,8 @@ static int64_t *field(kl_accel_config *c, int i) {
 
 bool kl_accel_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen) {
   if (!s) return kl_perf_errf(err, errlen, "accel perf config: missing string (expected " FMT ")");
-  if (strncmp(s, "v2:", 3)) return kl_perf_errf(err, errlen, "accel perf config \"%s\": expected the version prefix \"v2:\" (" FMT ")", s);
+  if (strncmp(s, "v2:", 3))
+    return kl_perf_errf(err, errlen, "accel perf config \"%s\": expected the version prefix \"v2:\" (" FMT ")", s);
   int64_t v[6];
   if (!kl_perf_fields_parse(s, s + 3, kl_accel_config_fields, FMT, v, err, errlen)) return false;
   kl_accel_config c;
@@ -34,7 +37,8 @@ char *kl_accel_config_print(const kl_accel_config *c, char *buf, size_t n) {
 }
 
 int64_t kl_accel_block_size(const kl_accel_config *c, const kl_accel_desc *d) {
-  if (c->m_per_wave < 1 || c->n_per_wave < 1 || c->m_per_block % c->m_per_wave || c->n_per_block % c->n_per_wave) return 0;
+  if (c->m_per_wave < 1 || c->n_per_wave < 1 || c->m_per_block % c->m_per_wave || c->n_per_block % c->n_per_wave)
+    return 0;
   return (c->m_per_block / c->m_per_wave) * (c->n_per_block / c->n_per_wave) * d->wave;
 }
 
@@ -48,56 +52,75 @@ bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, cons
   kl_accel_config_print(c, s, sizeof s);
   for (int i = 0; i < 6; i++) {
     int64_t v = *field((kl_accel_config *)c, i);
-    if (v <= 0) return kl_perf_errf(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_accel_config_fields[i], (long long)v);
-    if (v > ((int64_t)1 << 20)) return kl_perf_errf(err, errlen, "perf config %s: %s = %lld is too large", s, kl_accel_config_fields[i], (long long)v);
+    if (v <= 0)
+      return kl_perf_errf(err, errlen, "perf config %s: %s must be positive, got %lld", s, kl_accel_config_fields[i],
+                          (long long)v);
+    if (v > ((int64_t)1 << 20))
+      return kl_perf_errf(err, errlen, "perf config %s: %s = %lld is too large", s, kl_accel_config_fields[i],
+                          (long long)v);
   }
   if (c->m_per_wave % d->m)
-    return kl_perf_errf(err, errlen, "perf config %s: mPerWave (%lld) is not a multiple of the instruction's M (%d, %s)", s,
-                (long long)c->m_per_wave, d->m, d->intrinsic);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: mPerWave (%lld) is not a multiple of the instruction's M (%d, %s)", s,
+                        (long long)c->m_per_wave, d->m, d->intrinsic);
   if (c->n_per_wave % d->n)
-    return kl_perf_errf(err, errlen, "perf config %s: nPerWave (%lld) is not a multiple of the instruction's N (%d, %s)", s,
-                (long long)c->n_per_wave, d->n, d->intrinsic);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: nPerWave (%lld) is not a multiple of the instruction's N (%d, %s)", s,
+                        (long long)c->n_per_wave, d->n, d->intrinsic);
   if (c->m_per_block % c->m_per_wave)
     return kl_perf_errf(err, errlen, "perf config %s: mPerBlock (%lld) is not a multiple of mPerWave (%lld)", s,
-                (long long)c->m_per_block, (long long)c->m_per_wave);
+                        (long long)c->m_per_block, (long long)c->m_per_wave);
   if (c->n_per_block % c->n_per_wave)
     return kl_perf_errf(err, errlen, "perf config %s: nPerBlock (%lld) is not a multiple of nPerWave (%lld)", s,
-                (long long)c->n_per_block, (long long)c->n_per_wave);
+                        (long long)c->n_per_block, (long long)c->n_per_wave);
   if (c->k_per_block % d->k)
-    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of the instruction's K (%d, %s)", s,
-                (long long)c->k_per_block, d->k, d->intrinsic);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: kPerBlock (%lld) is not a multiple of the instruction's K (%d, %s)", s,
+                        (long long)c->k_per_block, d->k, d->intrinsic);
   if (c->k_per_block % c->kpack)
     return kl_perf_errf(err, errlen, "perf config %s: kPerBlock (%lld) is not a multiple of kpack (%lld)", s,
-                (long long)c->k_per_block, (long long)c->kpack);
+                        (long long)c->k_per_block, (long long)c->kpack);
   int64_t bs = kl_accel_block_size(c, d);
   if (t && bs > t->max_workgroup_size)
-    return kl_perf_errf(err, errlen, "perf config %s: block size (mPerBlock/mPerWave)*(nPerBlock/nPerWave)*%d = %lld exceeds the max "
-                "workgroup size %d of target %s (raise mPerWave/nPerWave)", s, d->wave, (long long)bs,
-                t->max_workgroup_size, t->name);
+    return kl_perf_errf(
+        err, errlen,
+        "perf config %s: block size (mPerBlock/mPerWave)*(nPerBlock/nPerWave)*%d = %lld exceeds the max "
+        "workgroup size %d of target %s (raise mPerWave/nPerWave)",
+        s, d->wave, (long long)bs, t->max_workgroup_size, t->name);
   if ((c->k_per_block * c->m_per_block) % bs)
-    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
-                "(threads copy equal shares of the A tile)", s, (long long)(c->k_per_block * c->m_per_block), (long long)bs);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: kPerBlock*mPerBlock (%lld) is not a multiple of the block size %lld "
+                        "(threads copy equal shares of the A tile)",
+                        s, (long long)(c->k_per_block * c->m_per_block), (long long)bs);
   if ((c->k_per_block * c->n_per_block) % bs)
-    return kl_perf_errf(err, errlen, "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
-                "(threads copy equal shares of the B tile)", s, (long long)(c->k_per_block * c->n_per_block), (long long)bs);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: kPerBlock*nPerBlock (%lld) is not a multiple of the block size %lld "
+                        "(threads copy equal shares of the B tile)",
+                        s, (long long)(c->k_per_block * c->n_per_block), (long long)bs);
   int64_t lds = c->k_per_block * (c->m_per_block + c->n_per_block) * (int64_t)elem_bytes;
   if (t && lds > t->lds_bytes)
-    return kl_perf_errf(err, errlen, "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
-                "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes, (long long)lds,
-                (long long)t->lds_bytes, t->name);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = %lld > %lld "
+                        "bytes of target %s (reduce kPerBlock, mPerBlock or nPerBlock)",
+                        s, elem_bytes, (long long)lds, (long long)t->lds_bytes, t->name);
   if (t && t->arch == KL_ARCH_NVPTX && lds > 48 * 1024)
-    return kl_perf_errf(err, errlen, "perf config %s: tile larger than static shared memory: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = "
-                "%lld > 49152 bytes (NVIDIA's limit without an opt-in; reduce kPerBlock, mPerBlock or nPerBlock)", s, elem_bytes,
-                (long long)lds);
-  int64_t accs = kl_accel_acc_per_lane(c, d), limit = t && t->max_vgprs > 0 ? (t->max_vgprs + 1) / 2 : 128;   /* 255 (NVPTX) -> 128 */
+    return kl_perf_errf(
+        err, errlen,
+        "perf config %s: tile larger than static shared memory: kPerBlock*(mPerBlock+nPerBlock)*%d bytes = "
+        "%lld > 49152 bytes (NVIDIA's limit without an opt-in; reduce kPerBlock, mPerBlock or nPerBlock)",
+        s, elem_bytes, (long long)lds);
+  int64_t accs = kl_accel_acc_per_lane(c, d),
+          limit = t && t->max_vgprs > 0 ? (t->max_vgprs + 1) / 2 : 128; /* 255 (NVPTX) -> 128 */
   if (accs > limit)
-    return kl_perf_errf(err, errlen, "perf config %s: %lld accumulators per lane (mPerWave/%d * nPerWave/%d * %lld) exceed %lld "
-                "registers (reduce mPerWave or nPerWave)", s, (long long)accs, d->m, d->n,
-                (long long)kl_accel_frag_len(&d->c), (long long)limit);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: %lld accumulators per lane (mPerWave/%d * nPerWave/%d * %lld) exceed %lld "
+                        "registers (reduce mPerWave or nPerWave)",
+                        s, (long long)accs, d->m, d->n, (long long)kl_accel_frag_len(&d->c), (long long)limit);
   int64_t mt, nt;
   if (!kl_accel_thread_tile(c, d, &mt, &nt))
-    return kl_perf_errf(err, errlen, "perf config %s: the %lld accumulators per thread do not factor into the block tile", s,
-                (long long)accs);
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: the %lld accumulators per thread do not factor into the block tile", s,
+                        (long long)accs);
   return true;
 }
 
@@ -119,8 +142,8 @@ bool kl_accel_thread_tile(const kl_accel_config *c, const kl_accel_desc *d, int6
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n,
-                   int64_t k, int eb) {
+static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
+                   int64_t n, int64_t k, int eb) {
   double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
   double cus = t->compute_units > 0 ? t->compute_units : 1;
   double rounds = (double)(int64_t)((tiles + cus - 1) / cus);
@@ -130,7 +153,8 @@ static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_
   double per_cycle = strcmp(d->in_type, "f32") ? 128.0 : 32.0;
   double mma = rm * rn * ks * d->m * d->n * d->k / per_cycle * (waves > 4 ? waves / 4 : 1);
   double global = (double)(c->k_per_block * (c->m_per_block + c->n_per_block) * eb) / 64.0;
-  double lds = (rm * (double)kl_accel_frag_len(&d->a) + rn * (double)kl_accel_frag_len(&d->b)) * ks * d->wave * eb * waves / 128.0;
+  double lds = (rm * (double)kl_accel_frag_len(&d->a) + rn * (double)kl_accel_frag_len(&d->b)) * ks * d->wave * eb *
+      waves / 128.0;
   double step = mma > global ? mma : global;
   if (lds > step) step = lds;
   return rounds * iters * (step + 64.0);
@@ -177,7 +201,8 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
               c.m_per_block = waves[wa] * c.m_per_wave;
               c.n_per_block = waves[wb] * c.n_per_wave;
               c.k_per_block = ksteps[ki] * d->k;
-              if (c.m_per_wave > 64 || c.n_per_wave > 64 || c.m_per_block > 256 || c.n_per_block > 256 || c.k_per_block > 64)
+              if (c.m_per_wave > 64 || c.n_per_wave > 64 || c.m_per_block > 256 || c.n_per_block > 256 ||
+                  c.k_per_block > 64)
                 continue;
               if (kl_accel_block_size(&c, d) > 256) continue;
               /* static shared memory above 48 KiB needs an opt-in on NVIDIA GPUs: stay below */
@@ -191,10 +216,16 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
               while (c.kpack > 1 && c.k_per_block % c.kpack) c.kpack /= 2;
               if (!kl_accel_config_validate(&c, t, d, elem_bytes, NULL, 0)) continue;
               double cst = cost(&c, t, d, g, m, n, k, elem_bytes);
-              double pad = (double)(ceil_div(m, c.m_per_block) * c.m_per_block) * (double)(ceil_div(n, c.n_per_block) * c.n_per_block) *
-                           (double)(ceil_div(k, c.k_per_block) * c.k_per_block);
+              double pad = (double)(ceil_div(m, c.m_per_block) * c.m_per_block) *
+                  (double)(ceil_div(n, c.n_per_block) * c.n_per_block) *
+                  (double)(ceil_div(k, c.k_per_block) * c.k_per_block);
               if (pass == 0) {
-                if (!found || cst < best || (cst == best && pad < best_pad)) { best = cst; best_pad = pad; *out = c; found = true; }
+                if (!found || cst < best || (cst == best && pad < best_pad)) {
+                  best = cst;
+                  best_pad = pad;
+                  *out = c;
+                  found = true;
+                }
                 continue;
               }
               if (cst > first_best * 1.05) continue;
@@ -209,7 +240,13 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
               for (int i = 0; i < 6 && !cmp; i++) cmp = key[i] > bkey[i] ? 1 : key[i] < bkey[i] ? -1 : 0;
               bool better = !pfound || cmp > 0;
               if (better) {
-                *out = c; pfound = true; best = cst; best_pad = pad; best_db = db; best_area = area; best_waves = nw;
+                *out = c;
+                pfound = true;
+                best = cst;
+                best_pad = pad;
+                best_db = db;
+                best_area = area;
+                best_waves = nw;
                 best_reuse = reuse;
               }
             }
@@ -222,20 +259,22 @@ int kl_accel_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
                     int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
                     size_t errlen) {
   bool v2 = given && !strncmp(given, "v2:", 3);
-  if (given && !v2) return 0;   /* "v1:" (or malformed: the v1 parser reports it) */
+  if (given && !v2) return 0; /* "v1:" (or malformed: the v1 parser reports it) */
   const kl_accel_desc *dd = in_a == in_b ? kl_accel_desc_for(t, in_a) : NULL;
   if (!dd) {
     if (!v2) return 0;
-    kl_perf_errf(err, errlen, "perf config \"%s\": a v2 (matrix instruction) config needs a matrix instruction for %s inputs, and "
-         "target %s has none (matrix unit: %s); use a v1 config", given, kl_type_str(in_a), t ? t->name : "?",
-         t ? kl_accel_kind_name(t->accel) : "none");
+    kl_perf_errf(err, errlen,
+                 "perf config \"%s\": a v2 (matrix instruction) config needs a matrix instruction for %s inputs, and "
+                 "target %s has none (matrix unit: %s); use a v1 config",
+                 given, kl_type_str(in_a), t ? t->name : "?", t ? kl_accel_kind_name(t->accel) : "none");
     return -1;
   }
   int eb = (kl_type_bits(in_a) + 7) / 8;
   if (v2) {
-    if (!kl_accel_config_parse(given, c, err, errlen) || !kl_accel_config_validate(c, t, dd, eb, err, errlen)) return -1;
+    if (!kl_accel_config_parse(given, c, err, errlen) || !kl_accel_config_validate(c, t, dd, eb, err, errlen))
+      return -1;
   } else if (!kl_accel_config_heuristic(t, dd, g, m, n, k, eb, c)) {
-    return 0;   /* nothing fits: the FMA path */
+    return 0; /* nothing fits: the FMA path */
   }
   *d = dd;
   return 1;

@@ -24,7 +24,8 @@ static kl_op *read_into(kl_rewriter *rw, kl_loc loc, kl_value *lds, kl_value *re
                         const kl_view *v) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
   kl_value *o[4] = { lds, regs, tid, kk };
-  kl_named_attr a[2] = { { "view", kl_attr_from_view(ctx, v) }, { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(v, lds, 2)) } };
+  kl_named_attr a[2] = { { "view", kl_attr_from_view(ctx, v) },
+                         { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(v, lds, 2)) } };
   return kl_rewriter_create(rw, "rock.threadwise_read_into", loc, 4, o, 0, NULL, 2, a, 0);
 }
 
@@ -32,38 +33,53 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   kl_ctx *ctx = op->ctx;
   kl_loc loc = op->loc;
   char err[512];
-  if (op->nopnds != 4) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm needs 4 operands (lds_a, lds_b, acc, tid)"); return false; }
+  if (op->nopnds != 4) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm needs 4 operands (lds_a, lds_b, acc, tid)");
+    return false;
+  }
   kl_value *la = op->opnds[0].value, *lb = op->opnds[1].value, *acc = op->opnds[2].value, *tid = op->opnds[3].value;
   const char *instr = kl_op_attr_string(op, "accel_instr");
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(instr);
-  if (!d) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: unknown accel_instr \"%s\"", instr ? instr : ""); return false; }
+  if (!d) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: unknown accel_instr \"%s\"", instr ? instr : "");
+    return false;
+  }
   kl_accel_config c;
   if (!attr_i64(op, "m_per_block", &c.m_per_block) || !attr_i64(op, "n_per_block", &c.n_per_block) ||
       !attr_i64(op, "k_per_block", &c.k_per_block) || !attr_i64(op, "m_per_wave", &c.m_per_wave) ||
       !attr_i64(op, "n_per_wave", &c.n_per_wave) || !attr_i64(op, "kpack", &c.kpack)) {
-    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (accel): needs positive integer attributes m_per_block, n_per_block, "
-                              "k_per_block, m_per_wave, n_per_wave, kpack");
+    kl_rewriter_fail(rw, loc,
+                     "rock.blockwise_gemm (accel): needs positive integer attributes m_per_block, n_per_block, "
+                     "k_per_block, m_per_wave, n_per_wave, kpack");
     return false;
   }
   const kl_target *t = kl_perf_resolve_target(op, target, err, sizeof err);
-  if (!t) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (accel): %s", err); return false; }
+  if (!t) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (accel): %s", err);
+    return false;
+  }
   const kl_type *ta = la->type, *tb = lb->type, *tacc = acc->type;
   if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || tacc->kind != KL_TY_BUFFER) {
     kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (accel): operands must be buffers");
     return false;
   }
   if (kl_accel_desc_for(t, ta->elem) != d || tb->elem != ta->elem) {
-    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: accel_instr %s does not apply to %s x %s inputs on target %s (its "
-                              "matrix unit: %s, wave %d)", d->intrinsic, kl_type_str(ta->elem), kl_type_str(tb->elem),
-                     t->name, kl_accel_kind_name(t->accel), t->wave_size);
+    kl_rewriter_fail(rw, loc,
+                     "rock.blockwise_gemm: accel_instr %s does not apply to %s x %s inputs on target %s (its "
+                     "matrix unit: %s, wave %d)",
+                     d->intrinsic, kl_type_str(ta->elem), kl_type_str(tb->elem), t->name, kl_accel_kind_name(t->accel),
+                     t->wave_size);
     return false;
   }
   int eb = (kl_type_bits(ta->elem) + 7) / 8;
-  if (!kl_accel_config_validate(&c, t, d, eb, err, sizeof err)) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: %s", err); return false; }
+  if (!kl_accel_config_validate(&c, t, d, eb, err, sizeof err)) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: %s", err);
+    return false;
+  }
   int64_t bs = kl_accel_block_size(&c, d), bs_attr;
   if (kl_op_attr_i64(op, "block_size", &bs_attr) && bs_attr != bs) {
-    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: block_size %lld does not match the wave tiles (%lld)", (long long)bs_attr,
-                     (long long)bs);
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: block_size %lld does not match the wave tiles (%lld)",
+                     (long long)bs_attr, (long long)bs);
     return false;
   }
   int64_t mrep = c.m_per_wave / d->m, nrep = c.n_per_wave / d->n;
@@ -72,22 +88,27 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   const char *acc_name = kl_scalar_name(tacc->elem->kind);
   if (ta->rank != 2 || tb->rank != 2 || ta->shape[0] != c.k_per_block || ta->shape[1] != c.m_per_block ||
       tb->shape[0] != c.k_per_block || tb->shape[1] != c.n_per_block || tacc->rank != 1 || tacc->shape[0] != nacc ||
-      tacc->space != KL_SPACE_PRIVATE || !acc_name || strcmp(acc_name, d->acc_type) || (acc->def && !strcmp(acc->def->name, "rock.transform")) ||
-      tid->type->kind != KL_TY_INDEX) {
-    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (accel %s): operands must be lds_a [%lld,%lld], lds_b [%lld,%lld], a "
-                              "private acc buffer [%lld] of %s (no view) and the tid; got %s, %s, %s, %s", d->intrinsic,
-                     (long long)c.k_per_block, (long long)c.m_per_block, (long long)c.k_per_block, (long long)c.n_per_block,
-                     (long long)nacc, d->acc_type, ta->text, tb->text, tacc->text, kl_type_str(tid->type));
+      tacc->space != KL_SPACE_PRIVATE || !acc_name || strcmp(acc_name, d->acc_type) ||
+      (acc->def && !strcmp(acc->def->name, "rock.transform")) || tid->type->kind != KL_TY_INDEX) {
+    kl_rewriter_fail(rw, loc,
+                     "rock.blockwise_gemm (accel %s): operands must be lds_a [%lld,%lld], lds_b [%lld,%lld], a "
+                     "private acc buffer [%lld] of %s (no view) and the tid; got %s, %s, %s, %s",
+                     d->intrinsic, (long long)c.k_per_block, (long long)c.m_per_block, (long long)c.k_per_block,
+                     (long long)c.n_per_block, (long long)nacc, d->acc_type, ta->text, tb->text, tacc->text,
+                     kl_type_str(tid->type));
     return false;
   }
   if (mrep > 64 || nrep > 64) {
-    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (accel): too many instructions per wave (%lld x %lld)", (long long)mrep,
-                     (long long)nrep);
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (accel): too many instructions per wave (%lld x %lld)",
+                     (long long)mrep, (long long)nrep);
     return false;
   }
   kl_op *fn = kl_tile_func_of(op);
   kl_block *entry = fn ? kl_region_entry(&fn->regions[0]) : NULL;
-  if (!entry || !entry->first) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm must be inside a func.func"); return false; }
+  if (!entry || !entry->first) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm must be inside a func.func");
+    return false;
+  }
   kl_view *va = kl_accel_lds_view(d, &c, true, err, sizeof err);
   kl_view *vb = va ? kl_accel_lds_view(d, &c, false, err, sizeof err) : NULL;
   if (!vb) {
@@ -122,10 +143,18 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     kl_ll L;
     kl_ll_init(&L, rw, loc, 0);
     kl_value *av[64], *bv[64];
-    for (int64_t i = 0; i < mrep; i++) { kl_value *ix = kl_ll_idx(&L, i * alen); av[i] = kl_ll_load(&L, ra, &ix, NULL, alen); }
-    for (int64_t j = 0; j < nrep; j++) { kl_value *ix = kl_ll_idx(&L, j * blen); bv[j] = kl_ll_load(&L, rb, &ix, NULL, blen); }
-    kl_named_attr ma[4] = { { "instr", kl_attr_str(ctx, d->intrinsic) }, { "m", kl_attr_int(ctx, d->m) },
-                            { "n", kl_attr_int(ctx, d->n) }, { "k", kl_attr_int(ctx, d->k) } };
+    for (int64_t i = 0; i < mrep; i++) {
+      kl_value *ix = kl_ll_idx(&L, i * alen);
+      av[i] = kl_ll_load(&L, ra, &ix, NULL, alen);
+    }
+    for (int64_t j = 0; j < nrep; j++) {
+      kl_value *ix = kl_ll_idx(&L, j * blen);
+      bv[j] = kl_ll_load(&L, rb, &ix, NULL, blen);
+    }
+    kl_named_attr ma[4] = { { "instr", kl_attr_str(ctx, d->intrinsic) },
+                            { "m", kl_attr_int(ctx, d->m) },
+                            { "n", kl_attr_int(ctx, d->n) },
+                            { "k", kl_attr_int(ctx, d->k) } };
     for (int64_t i = 0; i < mrep; i++)
       for (int64_t j = 0; j < nrep; j++) {
         kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
@@ -152,16 +181,19 @@ static bool operand_ok(const kl_type *t, const char *elem, int64_t len) {
 static kl_status verify_mma(kl_op *op) {
   const char *instr = kl_op_attr_string(op, "instr");
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(instr);
-  if (!d) return kl_emit_error(op->ctx, op->loc, "'rock.mma' needs a string attribute 'instr' naming a known matrix instruction, got %s",
-                               instr ? instr : "none");
+  if (!d)
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.mma' needs a string attribute 'instr' naming a known matrix instruction, got %s",
+                         instr ? instr : "none");
   int64_t alen = kl_accel_frag_len(&d->a), blen = kl_accel_frag_len(&d->b), clen = kl_accel_frag_len(&d->c);
   const kl_type *a = op->opnds[0].value->type, *b = op->opnds[1].value->type, *c = op->opnds[2].value->type;
   if (!operand_ok(a, d->in_type, alen) || !operand_ok(b, d->in_type, blen) || !operand_ok(c, d->acc_type, clen) ||
       op->results[0].type != c)
-    return kl_emit_error(op->ctx, op->loc, "'rock.mma' %s takes (%lld x %s, %lld x %s, %lld x %s) -> the accumulator type; got "
-                         "(%s, %s, %s) -> %s", d->intrinsic, (long long)alen, d->in_type, (long long)blen, d->in_type,
-                         (long long)clen, d->acc_type, kl_type_str(a), kl_type_str(b), kl_type_str(c),
-                         kl_type_str(op->results[0].type));
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.mma' %s takes (%lld x %s, %lld x %s, %lld x %s) -> the accumulator type; got "
+                         "(%s, %s, %s) -> %s",
+                         d->intrinsic, (long long)alen, d->in_type, (long long)blen, d->in_type, (long long)clen,
+                         d->acc_type, kl_type_str(a), kl_type_str(b), kl_type_str(c), kl_type_str(op->results[0].type));
   return KL_OK;
 }
 static const kl_rock_mma_hook mma_hook = { verify_mma };
@@ -172,7 +204,8 @@ static bool lower_pattern(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   return kl_accel_lower_blockwise(op, rw, pat->user);
 }
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  kl_pattern p = { "rock.blockwise_gemm", 1, "rock-blockwise-to-accel", lower_pattern, (void *)kl_pass_opt_string(po, "target") };
+  kl_pattern p = { "rock.blockwise_gemm", 1, "rock-blockwise-to-accel", lower_pattern,
+                   (void *)kl_pass_opt_string(po, "target") };
   const kl_pattern *ps[] = { &p };
   return kl_apply_patterns_walk(module, ps, 1);
 }
@@ -182,10 +215,15 @@ static const kl_pass_option options[] = {
 };
 
 void kl__register_rock_accel(kl_ctx *ctx) {
-  kl_rock_set_mma_hook(ctx, &mma_hook);   /* rock.mma itself: core/dialect_rock.c */
-  kl_pass_info info = { "rock-blockwise-to-accel",
-                        "accel rock.blockwise_gemm (accel_instr) -> LDS->register reads in the matrix instruction's operand "
-                        "layout and rock.mma per wave (rock-blockwise-to-threadwise does this too)",
-                        options, 1, run, NULL };
+  kl_rock_set_mma_hook(ctx, &mma_hook); /* rock.mma itself: core/dialect_rock.c */
+  kl_pass_info info = {
+    "rock-blockwise-to-accel",
+    "accel rock.blockwise_gemm (accel_instr) -> LDS->register reads in the matrix instruction's operand "
+    "layout and rock.mma per wave (rock-blockwise-to-threadwise does this too)",
+    options,
+    1,
+    run,
+    NULL
+  };
   kl_register_pass(ctx, &info);
 }

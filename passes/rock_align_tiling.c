@@ -33,8 +33,15 @@
 #include <string.h>
 
 /* One use of a buffer, possibly through rock.transform ops. */
-typedef struct { kl_op *user; int index; bool via_view; } use_rec;
-typedef struct { use_rec *r; int n, cap; } use_list;
+typedef struct {
+  kl_op *user;
+  int index;
+  bool via_view;
+} use_rec;
+typedef struct {
+  use_rec *r;
+  int n, cap;
+} use_list;
 
 static void collect_uses(kl_value *v, bool via_view, use_list *l) {
   for (kl_use *u = v->first_use; u; u = u->next) {
@@ -65,7 +72,9 @@ static bool writes_operand(const kl_op *op, int index) {
 }
 
 /* op runs strictly between a and b. */
-static bool between(const kl_op *op, const kl_op *a, const kl_op *b) { return kl_ll_before(a, op) && kl_ll_before(op, b); }
+static bool between(const kl_op *op, const kl_op *a, const kl_op *b) {
+  return kl_ll_before(a, op) && kl_ll_before(op, b);
+}
 
 /* Makes v available before `at`: returns v if it is, else a clone of its transform
  * chain before `at` (an alloc is moved there). NULL if impossible. */
@@ -120,8 +129,8 @@ static bool body_ok(kl_op *ew, kl_op *at) {
     for (int j = 0; j < ops[i]->nopnds && ok; j++) {
       kl_value *v = ops[i]->opnds[j].value;
       kl_op *p = kl_value_parent_op(v);
-      if (p && kl_op_is_ancestor(ew, p) && p != ew) continue;      /* defined inside the body */
-      if (!v->def && v->block && v->block->region && v->block->region->op == ew) continue;  /* a body argument */
+      if (p && kl_op_is_ancestor(ew, p) && p != ew) continue;                              /* defined inside the body */
+      if (!v->def && v->block && v->block->region && v->block->region->op == ew) continue; /* a body argument */
       if (!kl_ll_dominates(v, at)) ok = false;
     }
   free(ops);
@@ -130,8 +139,10 @@ static bool body_ok(kl_op *ew, kl_op *at) {
 
 static kl_value *alloc_tile(kl_rewriter *rw, kl_loc loc, kl_block *entry, const kl_type *elem, int64_t n) {
   const kl_type *t = kl_type_buffer(kl_rewriter_ctx(rw), elem, 1, &n, NULL, KL_SPACE_PRIVATE);
-  if (entry->first) kl_rewriter_set_insertion_before(rw, entry->first);
-  else kl_rewriter_set_insertion_end(rw, entry);
+  if (entry->first)
+    kl_rewriter_set_insertion_before(rw, entry->first);
+  else
+    kl_rewriter_set_insertion_end(rw, entry);
   return kl_op_result(kl_rewriter_create(rw, "rock.alloc", loc, 0, NULL, 1, &t, 0, NULL, 0), 0);
 }
 
@@ -140,7 +151,8 @@ static kl_op *threadwise(kl_rewriter *rw, kl_loc loc, const char *name, kl_value
   kl_ctx *ctx = kl_rewriter_ctx(rw);
   kl_value *o[2 + KL_VIEW_MAX_DIMS] = { src, dst };
   for (int i = 0; i < nextra; i++) o[2 + i] = extra[i];
-  kl_named_attr a[3] = { { "view", kl_ll_view_attr(ctx, view) }, { "vector_len", kl_attr_int(ctx, vlen) },
+  kl_named_attr a[3] = { { "view", kl_ll_view_attr(ctx, view) },
+                         { "vector_len", kl_attr_int(ctx, vlen) },
                          { "store", kl_attr_str(ctx, "set") } };
   return kl_rewriter_create(rw, name, loc, 2 + nextra, o, 0, NULL, store ? 3 : 2, a, 0);
 }
@@ -160,7 +172,7 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
   static char why[600];
   kl_ctx *ctx = ew->ctx;
   kl_value *c = ew->opnds[ci].value;
-  kl_op *calloc = c->def;   /* NULL: a kernel argument (written in the kernel and read back: kept) */
+  kl_op *calloc = c->def; /* NULL: a kernel argument (written in the kernel and read back: kept) */
   int nin = ew->nopnds - 1;
   *fused = false;
   /* 1. the uses of %c */
@@ -172,26 +184,33 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
   for (int i = 0; i < l.n && !fail; i++) {
     use_rec *u = &l.r[i];
     if (u->user == ew) {
-      if (u->via_view) fail = "the elementwise also reads the GEMM result through a view";
-      else if (u->index == ew->nopnds - 1) fail = "the elementwise writes the GEMM result buffer";
+      if (u->via_view)
+        fail = "the elementwise also reads the GEMM result through a view";
+      else if (u->index == ew->nopnds - 1)
+        fail = "the elementwise writes the GEMM result buffer";
     } else if (!strcmp(u->user->name, "rock.threadwise_write_all") && u->index == 1) {
       if (write) fail = "the GEMM result buffer has several writers";
       write = u->user;
     } else if (writes_operand(u->user, u->index)) {
       snprintf(why, sizeof why, "the GEMM result buffer is also written by '%s'", u->user->name);
       fail = why;
-    } else keep = true;   /* another reader: keep the old write */
+    } else
+      keep = true; /* another reader: keep the old write */
   }
   free(l.r);
   if (fail) return fail;
   if (!write) return "no rock.threadwise_write_all writes the buffer";
   /* 2. the write */
   const char *store = kl_op_attr_string(write, "store");
-  if (store && strcmp(store, "set")) { snprintf(why, sizeof why, "store method '%s' of the write is not \"set\"", store); return why; }
+  if (store && strcmp(store, "set")) {
+    snprintf(why, sizeof why, "store method '%s' of the write is not \"set\"", store);
+    return why;
+  }
   const kl_view *W = kl_ll_op_view(write);
   if (!W) return "the write has no #view attribute";
   kl_value *acc = write->opnds[0].value;
-  if (kl_ll_space(acc) != KL_SPACE_PRIVATE || acc->type->rank != 1) return "the written tile is not a 1-D private buffer";
+  if (kl_ll_space(acc) != KL_SPACE_PRIVATE || acc->type->rank != 1)
+    return "the written tile is not a 1-D private buffer";
   int nextra = write->nopnds - 2;
   if (kl_view_rank(W) != nextra + 1 || kl_view_size(W, nextra) != acc->type->shape[0])
     return "the write's view does not match its extra indices and tile";
@@ -203,8 +222,14 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
   char err[512];
   kl_value *under;
   kl_view *T = kl_ll_access_view(W, write->opnds[1].value, &under, err, sizeof err);
-  if (!T) { snprintf(why, sizeof why, "cannot compose the write's views: %s", err); return why; }
-  if (under != c) { kl_view_free(T); return "the write's destination chain does not end at the buffer"; }
+  if (!T) {
+    snprintf(why, sizeof why, "cannot compose the write's views: %s", err);
+    return why;
+  }
+  if (under != c) {
+    kl_view_free(T);
+    return "the write's destination chain does not end at the buffer";
+  }
   /* 4. the other operands must be available at the write and not change in between */
   for (int i = 0; i <= nin && !fail; i++) {
     kl_value *v = ew->opnds[i].value;
@@ -213,22 +238,33 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
     if (!fail && !kl_ll_dominates(v, write)) {
       /* only chains of rock.transform over allocs / arguments can be moved */
       kl_value *x = v;
-      while (x->def && !strcmp(x->def->name, "rock.transform") && !kl_ll_dominates(x, write)) x = x->def->opnds[0].value;
+      while (x->def && !strcmp(x->def->name, "rock.transform") && !kl_ll_dominates(x, write))
+        x = x->def->opnds[0].value;
       if (!kl_ll_dominates(x, write) && !(x->def && !strcmp(x->def->name, "rock.alloc")))
         fail = "an operand of the elementwise is not available at the GEMM's write";
     }
   }
-  if (!fail && !body_ok(ew, write)) fail = "the elementwise body uses values that are not available at the GEMM's write";
-  if (fail) { kl_view_free(T); return fail; }
+  if (!fail && !body_ok(ew, write))
+    fail = "the elementwise body uses values that are not available at the GEMM's write";
+  if (fail) {
+    kl_view_free(T);
+    return fail;
+  }
 
   /* ---- rewrite ---- */
   kl_loc loc = ew->loc;
   int64_t n = acc->type->shape[0];
   kl_value *ex[KL_VIEW_MAX_DIMS];
-  if (nextra > KL_VIEW_MAX_DIMS - 1) { kl_view_free(T); return "too many extra indices"; }
+  if (nextra > KL_VIEW_MAX_DIMS - 1) {
+    kl_view_free(T);
+    return "too many extra indices";
+  }
   for (int i = 0; i < nextra; i++) ex[i] = write->opnds[2 + i].value;
   kl_value *tiles[64];
-  if (nin + 1 > 64) { kl_view_free(T); return "too many operands"; }
+  if (nin + 1 > 64) {
+    kl_view_free(T);
+    return "too many operands";
+  }
   /* the accumulator converted to %c's element type */
   kl_value *ctile = acc;
   if (acc->type->elem != c->type->elem) {
@@ -247,10 +283,17 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
   }
   for (int i = 0; i < nin; i++) {
     kl_value *v = ew->opnds[i].value;
-    if (v == c) { tiles[i] = ctile; continue; }
+    if (v == c) {
+      tiles[i] = ctile;
+      continue;
+    }
     int same = -1;
-    for (int j = 0; j < i; j++) if (ew->opnds[j].value == v) same = j;
-    if (same >= 0) { tiles[i] = tiles[same]; continue; }
+    for (int j = 0; j < i; j++)
+      if (ew->opnds[j].value == v) same = j;
+    if (same >= 0) {
+      tiles[i] = tiles[same];
+      continue;
+    }
     kl_value *t = alloc_tile(rw, loc, entry, v->type->elem, n);
     kl_value *src = materialize(rw, v, write);
     kl_rewriter_set_insertion_before(rw, write);
@@ -316,7 +359,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   cfg.fold = false;
   cfg.remove_dead = false;
   if (kl_apply_patterns_greedy(module, ps, 1, &cfg) != KL_OK) return KL_ERR;
-  kl_ll_erase_dead(module, false);   /* views left behind by moved operands */
+  kl_ll_erase_dead(module, false); /* views left behind by moved operands */
   return KL_OK;
 }
 
@@ -324,6 +367,9 @@ void kl__register_rock_align_tiling(kl_ctx *ctx) {
   kl_pass_info info = { "rock-align-tiling",
                         "output fusion: element-wise consumers of a GEMM result run on the register tile before the "
                         "single global write (rock.threadwise_write_all); the intermediate buffer disappears",
-                        NULL, 0, run, NULL };
+                        NULL,
+                        0,
+                        run,
+                        NULL };
   kl_register_pass(ctx, &info);
 }

@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct { const char *target; } opts;
+typedef struct {
+  const char *target;
+} opts;
 
 /* (tid, kk, iter) -> (k, d) of the [KB, DB] LDS operand. */
 static kl_view *lds_read_view(int64_t KB, int64_t DB, int64_t DT, int64_t other_threads, int64_t kpack, bool is_a,
@@ -92,36 +94,51 @@ static bool lower_blockwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_ctx *ctx = op->ctx;
   kl_loc loc = op->loc;
   char err[512];
-  if (op->nopnds != 4) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm needs 4 operands (lds_a, lds_b, acc, tid)"); return false; }
-  if (kl_accel_is_accel(op)) return kl_accel_lower_blockwise(op, rw, o->target);   /* matrix instructions: passes/rock_accel_lower.c */
+  if (op->nopnds != 4) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm needs 4 operands (lds_a, lds_b, acc, tid)");
+    return false;
+  }
+  if (kl_accel_is_accel(op))
+    return kl_accel_lower_blockwise(op, rw, o->target); /* matrix instructions: passes/rock_accel_lower.c */
   kl_value *la = op->opnds[0].value, *lb = op->opnds[1].value, *acc = op->opnds[2].value, *tid = op->opnds[3].value;
   int64_t MB, NB, KB, MT, NT, kpack;
   if (!kl_op_attr_i64(op, "m_per_block", &MB) || !kl_op_attr_i64(op, "n_per_block", &NB) ||
       !kl_op_attr_i64(op, "k_per_block", &KB) || !kl_op_attr_i64(op, "m_per_thread", &MT) ||
       !kl_op_attr_i64(op, "n_per_thread", &NT) || !kl_op_attr_i64(op, "kpack", &kpack)) {
-    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm needs integer attributes m_per_block, n_per_block, k_per_block, "
-                              "m_per_thread, n_per_thread, kpack");
+    kl_rewriter_fail(rw, loc,
+                     "rock.blockwise_gemm needs integer attributes m_per_block, n_per_block, k_per_block, "
+                     "m_per_thread, n_per_thread, kpack");
     return false;
   }
   kl_perf_config pc = { MB, NB, KB, MT, NT, kpack };
-  if (!kl_perf_config_validate(&pc, NULL, 1, err, sizeof err)) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: %s", err); return false; }
+  if (!kl_perf_config_validate(&pc, NULL, 1, err, sizeof err)) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: %s", err);
+    return false;
+  }
   const kl_type *ta = la->type, *tb = lb->type, *tacc = acc->type;
   bool acc_flat = tacc->kind == KL_TY_BUFFER && tacc->rank == 1 && tacc->shape[0] == MT * NT;
   bool acc_2d = tacc->kind == KL_TY_BUFFER && tacc->rank == 2 && tacc->shape[0] == MT && tacc->shape[1] == NT;
   if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || ta->rank != 2 || tb->rank != 2 || ta->shape[0] != KB ||
       ta->shape[1] != MB || tb->shape[0] != KB || tb->shape[1] != NB || !(acc_flat || acc_2d) ||
       tid->type->kind != KL_TY_INDEX) {
-    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: operands must be lds_a [%lld,%lld], lds_b [%lld,%lld], acc [%lld] "
-                              "or [%lld,%lld], tid index; got %s, %s, %s, %s", (long long)KB, (long long)MB, (long long)KB,
-                     (long long)NB, (long long)(MT * NT), (long long)MT, (long long)NT, ta->text, tb->text, tacc->text,
-                     kl_type_str(tid->type));
+    kl_rewriter_fail(rw, loc,
+                     "rock.blockwise_gemm: operands must be lds_a [%lld,%lld], lds_b [%lld,%lld], acc [%lld] "
+                     "or [%lld,%lld], tid index; got %s, %s, %s, %s",
+                     (long long)KB, (long long)MB, (long long)KB, (long long)NB, (long long)(MT * NT), (long long)MT,
+                     (long long)NT, ta->text, tb->text, tacc->text, kl_type_str(tid->type));
     return false;
   }
   const kl_target *t = kl_perf_resolve_target(op, o->target, err, sizeof err);
-  if (!t) { kl_rewriter_fail(rw, loc, "rock-blockwise-to-threadwise: %s", err); return false; }
+  if (!t) {
+    kl_rewriter_fail(rw, loc, "rock-blockwise-to-threadwise: %s", err);
+    return false;
+  }
   kl_op *fn = kl_tile_func_of(op);
   kl_block *entry = fn ? kl_region_entry(&fn->regions[0]) : NULL;
-  if (!entry || !entry->first) { kl_rewriter_fail(rw, loc, "rock.blockwise_gemm must be inside a func.func"); return false; }
+  if (!entry || !entry->first) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm must be inside a func.func");
+    return false;
+  }
 
   kl_view *ra_v = lds_read_view(KB, MB, MT, NB / NT, kpack, true, err, sizeof err);
   kl_view *rb_v = ra_v ? lds_read_view(KB, NB, NT, MB / MT, kpack, false, err, sizeof err) : NULL;
@@ -129,7 +146,10 @@ static bool lower_blockwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_view *b2 = a2 ? regs_view(NT, kpack, err, sizeof err) : NULL;
   kl_view *c2 = b2 && acc_flat ? acc_view(MT, NT, err, sizeof err) : NULL;
   if (!b2 || (acc_flat && !c2)) {
-    kl_view_free(ra_v); kl_view_free(rb_v); kl_view_free(a2); kl_view_free(b2);
+    kl_view_free(ra_v);
+    kl_view_free(rb_v);
+    kl_view_free(a2);
+    kl_view_free(b2);
     kl_rewriter_fail(rw, loc, "rock-blockwise-to-threadwise: %s", err);
     return false;
   }
@@ -138,8 +158,10 @@ static bool lower_blockwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_value *ra = alloc(rw, loc, ta->elem, MT * kpack), *rb = alloc(rw, loc, tb->elem, NT * kpack);
   kl_value *ra2 = view_of(rw, loc, ra, a2), *rb2 = view_of(rw, loc, rb, b2);
   /* the accumulator view next to the accumulator (outside the K loop when it is there) */
-  if (acc->def && acc->def->block == entry) kl_rewriter_set_insertion_after(rw, acc->def);
-  else kl_rewriter_set_insertion_before(rw, op);
+  if (acc->def && acc->def->block == entry)
+    kl_rewriter_set_insertion_after(rw, acc->def);
+  else
+    kl_rewriter_set_insertion_before(rw, op);
   kl_value *acc2 = acc_flat ? view_of(rw, loc, acc, c2) : acc;
   kl_rewriter_set_insertion_before(rw, op);
   const kl_type *idx = kl_type_index(ctx);
@@ -150,8 +172,10 @@ static bool lower_blockwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_region_push_block(&loop->regions[0], body);
   kl_rewriter_set_insertion_end(rw, body);
   kl_value *oa[4] = { la, ra, tid, kk }, *ob[4] = { lb, rb, tid, kk };
-  kl_named_attr aa[2] = { { "view", kl_attr_from_view(ctx, ra_v) }, { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(ra_v, la, 2)) } };
-  kl_named_attr ab[2] = { { "view", kl_attr_from_view(ctx, rb_v) }, { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(rb_v, lb, 2)) } };
+  kl_named_attr aa[2] = { { "view", kl_attr_from_view(ctx, ra_v) },
+                          { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(ra_v, la, 2)) } };
+  kl_named_attr ab[2] = { { "view", kl_attr_from_view(ctx, rb_v) },
+                          { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(rb_v, lb, 2)) } };
   kl_rewriter_create(rw, "rock.threadwise_read_into", loc, 4, oa, 0, NULL, 2, aa, 0);
   kl_rewriter_create(rw, "rock.threadwise_read_into", loc, 4, ob, 0, NULL, 2, ab, 0);
   kl_value *g[3] = { ra2, rb2, acc2 };
@@ -179,6 +203,9 @@ void kl__register_rock_blockwise_to_threadwise(kl_ctx *ctx) {
   kl_pass_info info = { "rock-blockwise-to-threadwise",
                         "rock.blockwise_gemm -> per-thread LDS->register reads and rock.threadwise_gemm (abstract, "
                         "with the target's accel kind)",
-                        options, 1, run, NULL };
+                        options,
+                        1,
+                        run,
+                        NULL };
   kl_register_pass(ctx, &info);
 }

@@ -35,7 +35,9 @@ static bool to_logical(kl_view **v, const int64_t *logical, const char *const *n
   kl_view *p = id ? kl_view_transpose(id, 4, (const int[]){ 0, 2, 3, 1 }, err) : NULL;
   kl_view *c = p ? kl_view_compose(*v, p, err) : NULL;
   kl_view *s = c ? kl_view_simplify(c) : NULL;
-  kl_view_free(id); kl_view_free(p); kl_view_free(c);
+  kl_view_free(id);
+  kl_view_free(p);
+  kl_view_free(c);
   if (!s) return false;
   kl_view_free(*v);
   *v = s;
@@ -47,36 +49,57 @@ static kl_status lower_conv(kl_op *conv) {
   kl_value *in = conv->opnds[0].value, *fil = conv->opnds[1].value, *out = conv->opnds[2].value;
   const kl_type *it = in->type, *ft = fil->type, *ot = out->type;
   if (it->rank != 4 || ft->rank != 4 || ot->rank != 4)
-    return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: rock.conv needs rank-4 buffers, got %s, %s, %s", it->text, ft->text, ot->text);
+    return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: rock.conv needs rank-4 buffers, got %s, %s, %s", it->text,
+                         ft->text, ot->text);
   int64_t stride[2] = { 1, 1 }, pad[4] = { 0, 0, 0, 0 }, dil[2] = { 1, 1 }, groups = 1;
   if ((kl_op_attr(conv, "stride") && kl_op_attr_i64s(conv, "stride", stride, 2) != 2) ||
       (kl_op_attr(conv, "padding") && kl_op_attr_i64s(conv, "padding", pad, 4) != 4) ||
       (kl_op_attr(conv, "dilation") && kl_op_attr_i64s(conv, "dilation", dil, 2) != 2) ||
-      (kl_op_attr(conv, "groups") && !kl_op_attr_i64(conv, "groups", &groups) && kl_op_attr_i64s(conv, "groups", &groups, 1) != 1))
+      (kl_op_attr(conv, "groups") && !kl_op_attr_i64(conv, "groups", &groups) &&
+       kl_op_attr_i64s(conv, "groups", &groups, 1) != 1))
     return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: bad stride / padding / dilation / groups attribute");
   bool nhwc = channels_last(in), kyxc = channels_last(fil), nhwk = channels_last(out);
-  kl_conv2d d = { .n = it->shape[0], .c = it->shape[1], .hi = it->shape[2], .wi = it->shape[3],
-                  .k = ft->shape[0], .y = ft->shape[2], .x = ft->shape[3], .groups = groups,
-                  .stride_h = stride[0], .stride_w = stride[1], .dil_h = dil[0], .dil_w = dil[1],
-                  .pad_top = pad[0], .pad_bottom = pad[1], .pad_left = pad[2], .pad_right = pad[3],
-                  .in_layout = nhwc ? KL_CONV_NHWC : KL_CONV_NCHW, .filter_layout = kyxc ? KL_CONV_KYXC : KL_CONV_KCYX,
+  kl_conv2d d = { .n = it->shape[0],
+                  .c = it->shape[1],
+                  .hi = it->shape[2],
+                  .wi = it->shape[3],
+                  .k = ft->shape[0],
+                  .y = ft->shape[2],
+                  .x = ft->shape[3],
+                  .groups = groups,
+                  .stride_h = stride[0],
+                  .stride_w = stride[1],
+                  .dil_h = dil[0],
+                  .dil_w = dil[1],
+                  .pad_top = pad[0],
+                  .pad_bottom = pad[1],
+                  .pad_left = pad[2],
+                  .pad_right = pad[3],
+                  .in_layout = nhwc ? KL_CONV_NHWC : KL_CONV_NCHW,
+                  .filter_layout = kyxc ? KL_CONV_KYXC : KL_CONV_KCYX,
                   .out_layout = nhwk ? KL_CONV_NHWK : KL_CONV_NKHW };
   kl_view_err err = { 0 };
   int64_t ho, wo;
   if (!kl_conv_out_size(&d, &ho, &wo, &err)) return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg);
   if (groups < 1 || d.c % groups || ft->shape[1] != d.c / groups || ot->shape[0] != d.n || ot->shape[1] != d.k ||
       ot->shape[2] != ho || ot->shape[3] != wo)
-    return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: shapes disagree: input %s, filter %s, output %s "
-                         "(expected filter [%lld,%lld,Y,X] and output [%lld,%lld,%lld,%lld])", it->text, ft->text, ot->text,
-                         (long long)d.k, (long long)(groups ? d.c / groups : 0), (long long)d.n, (long long)d.k, (long long)ho, (long long)wo);
+    return kl_emit_error(ctx, conv->loc,
+                         "rock-conv-to-gemm: shapes disagree: input %s, filter %s, output %s "
+                         "(expected filter [%lld,%lld,Y,X] and output [%lld,%lld,%lld,%lld])",
+                         it->text, ft->text, ot->text, (long long)d.k, (long long)(groups ? d.c / groups : 0),
+                         (long long)d.n, (long long)d.k, (long long)ho, (long long)wo);
   kl_conv_views cv;
   if (!kl_conv_views_build(&d, &cv, &err)) return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg);
   /* the logical dims keep the names view_conv.h gives them in the NCHW / KCYX / NKHW layouts */
   static const char *const in_names[4] = { "ni", "ci", "hi", "wi" }, *const fil_names[4] = { "k", "c", "y", "x" },
                            *const out_names[4] = { "no", "ko", "ho", "wo" };
-  bool ok = (!nhwc || to_logical(&cv.input, it->shape, in_names, &err)) && (!kyxc || to_logical(&cv.filter, ft->shape, fil_names, &err)) &&
-            (!nhwk || to_logical(&cv.output, ot->shape, out_names, &err));
-  if (!ok) { kl_conv_views_free(&cv); return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg); }
+  bool ok = (!nhwc || to_logical(&cv.input, it->shape, in_names, &err)) &&
+      (!kyxc || to_logical(&cv.filter, ft->shape, fil_names, &err)) &&
+      (!nhwk || to_logical(&cv.output, ot->shape, out_names, &err));
+  if (!ok) {
+    kl_conv_views_free(&cv);
+    return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg);
+  }
   kl_value *o[3] = { kl_pu_transform(ctx, conv->loc, fil, cv.filter, NULL, conv),
                      kl_pu_transform(ctx, conv->loc, in, cv.input, NULL, conv),
                      kl_pu_transform(ctx, conv->loc, out, cv.output, NULL, conv) };
@@ -104,6 +127,9 @@ void kl__register_rock_conv_to_gemm(kl_ctx *ctx) {
   kl_pass_info info = { "rock-conv-to-gemm",
                         "rewrites rock.conv as rock.gemm over the implicit-GEMM views of filter, input and output "
                         "(any layout, stride, padding, dilation, groups)",
-                        NULL, 0, run_c2g, NULL };
+                        NULL,
+                        0,
+                        run_c2g,
+                        NULL };
   kl_register_pass(ctx, &info);
 }

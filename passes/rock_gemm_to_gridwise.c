@@ -34,21 +34,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const char *target, *perf; bool accel; } opts;
+typedef struct {
+  const char *target, *perf;
+  bool accel;
+} opts;
 
 static kl_value *pad_operand(kl_rewriter *rw, kl_op *op, kl_value *v, const char *const *names, const int64_t *padded,
                              bool *ok) {
   const kl_type *t = v->type;
   int64_t lr[6] = { 0 };
   bool any = false;
-  for (int i = 0; i < 3; i++) { lr[2 * i + 1] = padded[i] - t->shape[i]; any |= lr[2 * i + 1] > 0; }
+  for (int i = 0; i < 3; i++) {
+    lr[2 * i + 1] = padded[i] - t->shape[i];
+    any |= lr[2 * i + 1] > 0;
+  }
   if (!any) return v;
   kl_vb b;
   kl_vb_identity(&b, 3, t->shape, names);
   kl_vb_pad(&b, 3, names, lr);
   char err[300];
   kl_view *view = kl_vb_finish(&b, err, sizeof err);
-  if (!view) { kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err); *ok = false; return v; }
+  if (!view) {
+    kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err);
+    *ok = false;
+    return v;
+  }
   kl_value *r = kl_tile_transform(rw, op->loc, v, view);
   kl_view_free(view);
   return r;
@@ -61,10 +71,13 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_ctx *ctx = op->ctx;
   kl_op *fn = kl_tile_func_of(op);
   if (!fn || !kl_is_kernel(fn)) return kl_rewriter_notify_no_match(rw, "not inside a kernel func");
-  if (op->nopnds != 3) { kl_rewriter_fail(rw, op->loc, "rock.gemm needs 3 operands"); return false; }
+  if (op->nopnds != 3) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm needs 3 operands");
+    return false;
+  }
   const kl_type *ta = op->opnds[0].value->type, *tb = op->opnds[1].value->type, *tc = op->opnds[2].value->type;
-  if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || tc->kind != KL_TY_BUFFER || ta->rank != 3 || tb->rank != 3 ||
-      tc->rank != 3) {
+  if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || tc->kind != KL_TY_BUFFER || ta->rank != 3 ||
+      tb->rank != 3 || tc->rank != 3) {
     kl_rewriter_fail(rw, op->loc, "rock.gemm needs rank-3 buffers a [G,K,M], b [G,K,N], c [G,M,N]");
     return false;
   }
@@ -80,7 +93,10 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   }
   char err[512];
   const kl_target *t = kl_perf_resolve_target(op, o->target, err, sizeof err);
-  if (!t) { kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err); return false; }
+  if (!t) {
+    kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err);
+    return false;
+  }
   int eb = (kl_type_bits(ta->elem) + 7) / 8;
   if ((kl_type_bits(tb->elem) + 7) / 8 > eb) eb = (kl_type_bits(tb->elem) + 7) / 8;
 
@@ -93,7 +109,10 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_accel_config ac;
   const kl_accel_desc *ad = NULL;
   int accel = o->accel ? kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err) : 0;
-  if (accel < 0) { kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err); return false; }
+  if (accel < 0) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err);
+    return false;
+  }
   /* mma.sync keeps pairs of C columns (N) in a lane: when C is contiguous along M instead
    * (e.g. an NHWC convolution output), compute C^T = B^T A^T (operands swapped, C viewed
    * as [G,N,M]) so C's accesses are vectors. Only for the heuristic's configs (a given
@@ -107,11 +126,19 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     if (cid && kl_tile_vector_len(cid, op->opnds[2].value, 1) > kl_tile_vector_len(cid, op->opnds[2].value, 2)) {
       kl_accel_config sc;
       const kl_accel_desc *sd = NULL;
-      if (kl_accel_select(t, tb->elem, ta->elem, NULL, G, N, M, K, &sc, &sd, err, sizeof err) > 0) { swap = true; ac = sc; ad = sd; }
+      if (kl_accel_select(t, tb->elem, ta->elem, NULL, G, N, M, K, &sc, &sd, err, sizeof err) > 0) {
+        swap = true;
+        ac = sc;
+        ad = sd;
+      }
     }
     kl_view_free(cid);
   }
-  if (swap) { int64_t tmp = M; M = N; N = tmp; }
+  if (swap) {
+    int64_t tmp = M;
+    M = N;
+    N = tmp;
+  }
   if (accel) {
     pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack };
     kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
@@ -125,8 +152,10 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     return false;
   }
   char pcs[160];
-  if (accel) kl_accel_config_print(&ac, pcs, sizeof pcs);
-  else kl_perf_config_print(&pc, pcs, sizeof pcs);
+  if (accel)
+    kl_accel_config_print(&ac, pcs, sizeof pcs);
+  else
+    kl_perf_config_print(&pc, pcs, sizeof pcs);
   int64_t Mp = round_up(M, pc.m_per_block), Np = round_up(N, pc.n_per_block), Kp = round_up(K, pc.k_per_block);
   int64_t bs = kl_perf_config_block_size(&pc), grid = kl_perf_config_grid_size(&pc, G, M, N);
 
@@ -136,14 +165,19 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   bool ok = true;
   kl_value *opnds[3];
   kl_value *va = op->opnds[0].value, *vb = op->opnds[1].value, *vc = op->opnds[2].value;
-  if (swap) {   /* a <- b, b <- a, c <- c viewed as [G, N, M] */
-    kl_value *tmp = va; va = vb; vb = tmp;
+  if (swap) { /* a <- b, b <- a, c <- c viewed as [G, N, M] */
+    kl_value *tmp = va;
+    va = vb;
+    vb = tmp;
     kl_vb b;
     static const char *const tn[] = { "g", "n", "m" };
     kl_vb_identity(&b, 3, tc->shape, cn);
     kl_vb_order(&b, 3, tn);
     kl_view *tv = kl_vb_finish(&b, err, sizeof err);
-    if (!tv) { kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err); return false; }
+    if (!tv) {
+      kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err);
+      return false;
+    }
     vc = kl_tile_transform(rw, op->loc, vc, tv);
     kl_view_free(tv);
   }
@@ -166,7 +200,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   attrs[na++] = (kl_named_attr){ "block_size", kl_attr_int(ctx, bs) };
   attrs[na++] = (kl_named_attr){ "grid_size", kl_attr_int(ctx, grid) };
   attrs[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, store ? store : "set") };
-  if (accel) na += kl_accel_gridwise_attrs(ctx, &ac, ad, attrs + na);   /* m_per_wave, n_per_wave, accel_instr, accel */
+  if (accel) na += kl_accel_gridwise_attrs(ctx, &ac, ad, attrs + na); /* m_per_wave, n_per_wave, accel_instr, accel */
   /* kl_op_create sorts; later duplicates of a name replace the gemm's own entries */
   kl_named_attr *dedup = kl_xmalloc(na * sizeof *dedup);
   int nd = 0;
@@ -189,12 +223,18 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   return true;
 }
 
-typedef struct { kl_op *fn; kl_op *first; kl_op *dup; } count_state;
+typedef struct {
+  kl_op *fn;
+  kl_op *first;
+  kl_op *dup;
+} count_state;
 static kl_walk_result find_gemms(kl_op *op, void *user) {
   count_state *s = user;
   if (!strcmp(op->name, "rock.gemm")) {
-    if (!s->first) s->first = op;
-    else if (!s->dup) s->dup = op;
+    if (!s->first)
+      s->first = op;
+    else if (!s->dup)
+      s->dup = op;
   }
   return KL_WALK_ADVANCE;
 }
@@ -206,9 +246,11 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
     count_state s = { fn, NULL, NULL };
     kl_walk_pre(fn, find_gemms, &s);
     if (s.dup)
-      return kl_emit_error(module->ctx, s.dup->loc,
-                           "rock-gemm-to-gridwise: kernel '%s' has more than one rock.gemm (one per kernel: block and grid "
-                           "sizes are per kernel)", kl_op_attr_string(fn, "sym_name"));
+      return kl_emit_error(
+          module->ctx, s.dup->loc,
+          "rock-gemm-to-gridwise: kernel '%s' has more than one rock.gemm (one per kernel: block and grid "
+          "sizes are per kernel)",
+          kl_op_attr_string(fn, "sym_name"));
   }
   opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config"), kl_pass_opt_bool(po, "accel") };
   kl_pattern p = { "rock.gemm", 1, "rock-gemm-to-gridwise", gemm_to_gridwise, &o };
@@ -218,16 +260,24 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 
 static const kl_pass_option options[] = {
   { "target", KL_OPT_STRING, "", "target name (overrides the kernel's / module's \"target\" attribute; default host)" },
-  { "perf-config", KL_OPT_STRING, "", "perf config v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack (or v2:..., matrix instructions) for every gemm "
-                                      "(overrides perf_config attributes; default: the heuristic)" },
-  { "accel", KL_OPT_BOOL, "true", "matrix instructions (MFMA/WMMA/mma.sync) when the target has one for the input type: "
-                                  "a v2:... config (passes/rock_accel.h) or the accel heuristic; false: always the FMA path" },
+  { "perf-config", KL_OPT_STRING, "",
+    "perf config v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack (or v2:..., matrix instructions) for "
+    "every gemm "
+    "(overrides perf_config attributes; default: the heuristic)" },
+  { "accel", KL_OPT_BOOL, "true",
+    "matrix instructions (MFMA/WMMA/mma.sync) when the target has one for the input type: "
+    "a v2:... config (passes/rock_accel.h) or the accel heuristic; false: always the FMA path" },
 };
 
 void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
-  kl_pass_info info = { "rock-gemm-to-gridwise",
-                        "rock.gemm -> rock.gridwise_gemm: perf config (given or heuristic), Pad views to tile multiples, "
-                        "block/grid sizes on the kernel",
-                        options, 3, run, NULL };
+  kl_pass_info info = {
+    "rock-gemm-to-gridwise",
+    "rock.gemm -> rock.gridwise_gemm: perf config (given or heuristic), Pad views to tile multiples, "
+    "block/grid sizes on the kernel",
+    options,
+    3,
+    run,
+    NULL
+  };
   kl_register_pass(ctx, &info);
 }

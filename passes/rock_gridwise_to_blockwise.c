@@ -62,7 +62,12 @@ typedef struct {
 } tiles;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
-typedef struct { int64_t ck, cd; bool iter_d, tid_d; int64_t vlen, lines, run; bool vd; } layout;
+typedef struct {
+  int64_t ck, cd;
+  bool iter_d, tid_d;
+  int64_t vlen, lines, run;
+  bool vd;
+} layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
 static kl_view *global_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n) {
@@ -139,7 +144,10 @@ static kl_view *output_view(const tiles *t, char *err, size_t n) {
 static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_t vlen) {
   kl_value *u = NULL;
   kl_view *full = kl_tile_compose_to_buffer(v, src, &u, NULL, 0);
-  if (!full || u->type->kind != KL_TY_BUFFER || kl_view_lower_rank(full) != u->type->rank) { kl_view_free(full); return 1 << 30; }
+  if (!full || u->type->kind != KL_TY_BUFFER || kl_view_lower_rank(full) != u->type->rank) {
+    kl_view_free(full);
+    return 1 << 30;
+  }
   int64_t eb = (kl_type_bits(u->type->elem) + 7) / 8, nt = bs < 64 ? bs : 64, n = 0;
   int64_t *lines = kl_xmalloc(nt * vlen * sizeof *lines);
   for (int64_t t = 0; t < nt; t++)
@@ -167,7 +175,8 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, layout *best
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
       layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false };
-      if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1)) continue;   /* same as the other order */
+      if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
+        continue; /* same as the other order */
       l.vd = l.iter_d;
       l.run = l.vd ? l.cd : l.ck;
       kl_view *v = global_copy_view(t, is_a, &l, err, n);
@@ -176,13 +185,18 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, layout *best
       l.lines = lines_touched(v, src, t->BS, l.vlen);
       kl_view_free(v);
       bool better = !found || l.vlen > best->vlen ||
-                    (l.vlen == best->vlen && (l.lines < best->lines ||
-                    (l.lines == best->lines && (l.run < best->run || (l.run == best->run && l.vd && !best->vd)))));
-      if (better) { *best = l; found = true; }
+          (l.vlen == best->vlen &&
+           (l.lines < best->lines ||
+            (l.lines == best->lines && (l.run < best->run || (l.run == best->run && l.vd && !best->vd)))));
+      if (better) {
+        *best = l;
+        found = true;
+      }
     }
   }
-  if (!found) snprintf(err, n, "no per-thread copy layout for a %lldx%lld tile over %lld threads", (long long)t->KB,
-                       (long long)DB, (long long)t->BS);
+  if (!found)
+    snprintf(err, n, "no per-thread copy layout for a %lldx%lld tile over %lld threads", (long long)t->KB,
+             (long long)DB, (long long)t->BS);
   return found;
 }
 
@@ -200,17 +214,24 @@ static int64_t lds_rows(int64_t DB, int skew) { return skew == 2 ? DB + DB / 8 +
  * viewed as [KB, DB]. */
 static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
                           const char *d, char *err, size_t n) {
-  if (t->kpack == 1) { int64_t s[2] = { t->KB, DB }; return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS); }
+  if (t->kpack == 1) {
+    int64_t s[2] = { t->KB, DB };
+    return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS);
+  }
   int64_t s[3] = { t->KB / t->kpack, lds_rows(DB, skew), t->kpack };
   kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
   kl_vb b;
   const char *names[3] = { "ko", skew ? "row" : d, "ki" };
   kl_vb_identity(&b, 3, s, names);
-  if (skew && !b.bad) {   /* row = 9 * (d / 8) + d % 8 (skew 2) or row = d (skew 1) */
+  if (skew && !b.bad) { /* row = 9 * (d / 8) + d % 8 (skew 2) or row = d (skew 1) */
     const char *dn[2] = { "dh", "dl" };
     int64_t sz[2] = { skew == 2 ? DB / 8 : DB, skew == 2 ? 8 : 1 }, co[2] = { skew == 2 ? 9 : 1, 1 };
     kl_view *nv = kl_view_embed(b.v, "row", 2, dn, sz, co, &b.err);
-    if (nv) { kl_view_free(b.v); b.v = nv; } else b.bad = true;
+    if (nv) {
+      kl_view_free(b.v);
+      b.v = nv;
+    } else
+      b.bad = true;
     kl_vb_merge(&b, d, 2, dn);
   }
   const char *kf[2] = { "ko", "ki" }, *ord[2] = { "k", d };
@@ -236,33 +257,40 @@ static kl_op *threadwise(kl_rewriter *rw, kl_loc loc, const char *name, kl_value
 
 /* The pieces of the K loop (see the header comment). */
 typedef struct {
-  kl_rewriter *rw; kl_loc loc; const tiles *t; kl_op *gw;
+  kl_rewriter *rw;
+  kl_loc loc;
+  const tiles *t;
+  kl_op *gw;
   kl_value *a, *b, *copy_a, *copy_b, *acc, *bid, *tid;
   const kl_view *ga, *gb, *wa, *wb;
   int64_t vla, vlb;
 } kloop;
-static void kl_read(const kloop *k, kl_value *kidx) {   /* global tiles of K step kidx -> private copies */
+static void kl_read(const kloop *k, kl_value *kidx) { /* global tiles of K step kidx -> private copies */
   kl_value *ex[3] = { k->bid, k->tid, kidx };
   threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->a, k->copy_a, 3, ex, k->ga, k->vla, NULL);
   threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->b, k->copy_b, 3, ex, k->gb, k->vlb, NULL);
 }
-static void kl_write(const kloop *k, kl_value *la, kl_value *lb) {   /* private copies -> LDS tiles */
-  threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_a, la, 1, &k->tid, k->wa, kl_tile_vector_len(k->wa, la, 1), "set");
-  threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, lb, 1, &k->tid, k->wb, kl_tile_vector_len(k->wb, lb, 1), "set");
+static void kl_write(const kloop *k, kl_value *la, kl_value *lb) { /* private copies -> LDS tiles */
+  threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_a, la, 1, &k->tid, k->wa,
+             kl_tile_vector_len(k->wa, la, 1), "set");
+  threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, lb, 1, &k->tid, k->wb,
+             kl_tile_vector_len(k->wb, lb, 1), "set");
 }
-static void kl_barrier(const kloop *k) { kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0); }
+static void kl_barrier(const kloop *k) {
+  kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+}
 static void kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
   kl_ctx *ctx = kl_rewriter_ctx(k->rw);
   const tiles *t = k->t;
   kl_value *bg[4] = { la, lb, k->acc, k->tid };
   kl_named_attr ba[7] = {
-    { "m_per_block", kl_attr_int(ctx, t->MB) }, { "n_per_block", kl_attr_int(ctx, t->NB) },
-    { "k_per_block", kl_attr_int(ctx, t->KB) }, { "m_per_thread", kl_attr_int(ctx, t->MT) },
+    { "m_per_block", kl_attr_int(ctx, t->MB) },  { "n_per_block", kl_attr_int(ctx, t->NB) },
+    { "k_per_block", kl_attr_int(ctx, t->KB) },  { "m_per_thread", kl_attr_int(ctx, t->MT) },
     { "n_per_thread", kl_attr_int(ctx, t->NT) }, { "kpack", kl_attr_int(ctx, t->kpack) },
     { "block_size", kl_attr_int(ctx, t->BS) },
   };
   kl_op *bw = kl_rewriter_create(k->rw, "rock.blockwise_gemm", k->loc, 4, bg, 0, NULL, 7, ba, 0);
-  kl_accel_copy_attrs(k->gw, bw);   /* accel GEMMs: m_per_wave, n_per_wave, accel_instr, accel */
+  kl_accel_copy_attrs(k->gw, bw); /* accel GEMMs: m_per_wave, n_per_wave, accel_instr, accel */
 }
 /* (kl + off) mod nk */
 static kl_value *kl_next(const kloop *k, kl_value *kl, int64_t off, int64_t nk) {
@@ -280,11 +308,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_ctx *ctx = op->ctx;
   kl_loc loc = op->loc;
   char err[512];
-  if (op->nopnds != 3) { kl_rewriter_fail(rw, loc, "rock.gridwise_gemm needs 3 operands"); return false; }
+  if (op->nopnds != 3) {
+    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm needs 3 operands");
+    return false;
+  }
   kl_value *a = op->opnds[0].value, *b = op->opnds[1].value, *c = op->opnds[2].value;
   const kl_type *ta = a->type, *tb = b->type, *tc = c->type;
-  if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || tc->kind != KL_TY_BUFFER || ta->rank != 3 || tb->rank != 3 ||
-      tc->rank != 3) {
+  if (ta->kind != KL_TY_BUFFER || tb->kind != KL_TY_BUFFER || tc->kind != KL_TY_BUFFER || ta->rank != 3 ||
+      tb->rank != 3 || tc->rank != 3) {
     kl_rewriter_fail(rw, loc, "rock.gridwise_gemm needs rank-3 buffers a [G,K,M], b [G,K,N], c [G,M,N]");
     return false;
   }
@@ -294,16 +325,21 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       !get_attr(rw, op, "n_per_thread", &t.NT) || !get_attr(rw, op, "kpack", &t.kpack))
     return false;
   kl_perf_config pc = { t.MB, t.NB, t.KB, t.MT, t.NT, t.kpack };
-  if (!kl_perf_config_validate(&pc, NULL, 1, err, sizeof err)) { kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: %s", err); return false; }
+  if (!kl_perf_config_validate(&pc, NULL, 1, err, sizeof err)) {
+    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: %s", err);
+    return false;
+  }
   t.BS = kl_perf_config_block_size(&pc);
   int64_t bs_attr;
   if (kl_op_attr_i64(op, "block_size", &bs_attr) && bs_attr != t.BS) {
-    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: block_size %lld does not match the tiles (%lld)", (long long)bs_attr, (long long)t.BS);
+    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: block_size %lld does not match the tiles (%lld)", (long long)bs_attr,
+                     (long long)t.BS);
     return false;
   }
   if (t.Kp % t.KB || t.Mp % t.MB || t.Np % t.NB || tb->shape[0] != t.G || tb->shape[1] != t.Kp || tc->shape[0] != t.G ||
       tc->shape[1] != t.Mp || tc->shape[2] != t.Np) {
-    kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: operands a %s, b %s, c %s are not padded to the %lldx%lldx%lld tiles",
+    kl_rewriter_fail(rw, loc,
+                     "rock.gridwise_gemm: operands a %s, b %s, c %s are not padded to the %lldx%lldx%lld tiles",
                      ta->text, tb->text, tc->text, (long long)t.MB, (long long)t.NB, (long long)t.KB);
     return false;
   }
@@ -322,8 +358,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_view *wa = gb ? lds_copy_view(&t, true, &la, err, sizeof err) : NULL;
   kl_view *wb = wa ? lds_copy_view(&t, false, &lb, err, sizeof err) : NULL;
   /* accel GEMMs (passes/rock_accel.h): C is written in the matrix instruction's layout */
-  kl_view *cv = !wb ? NULL : kl_accel_is_accel(op) ? kl_accel_c_view(op, t.G, t.Mp, t.Np, err, sizeof err)
-                                                   : output_view(&t, err, sizeof err);
+  kl_view *cv = !wb           ? NULL
+      : kl_accel_is_accel(op) ? kl_accel_c_view(op, t.G, t.Mp, t.Np, err, sizeof err)
+                              : output_view(&t, err, sizeof err);
   bool ok = cv != NULL;
   if (ok) {
     kl_rewriter_set_insertion_before(rw, op);
@@ -368,20 +405,24 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       bool dbuf = prefetch && accel && !strcmp(accel, "mma_sync") && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
       kl_value *lds_a2 = dbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
       kl_value *lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
-      if (dbuf && !lds_b2) { ok = false; goto done; }
+      if (dbuf && !lds_b2) {
+        ok = false;
+        goto done;
+      }
       if (prefetch) kl_read(&K, kl_tile_index(rw, loc, 0));
       if (dbuf) {
         kl_write(&K, lds_a, lds_b);
         kl_barrier(&K);
         kl_read(&K, kl_tile_index(rw, loc, 1));
       }
-      kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, nk), kl_tile_index(rw, loc, dbuf ? 2 : 1) };
+      kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, nk),
+                           kl_tile_index(rw, loc, dbuf ? 2 : 1) };
       kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
       kl_block *body = kl_block_create(ctx);
       kl_value *kl = kl_block_add_arg(ctx, body, idx);
       kl_region_push_block(&loop->regions[0], body);
       kl_rewriter_set_insertion_end(rw, body);
-      if (dbuf) {   /* steps kl (tile in lds_a/b) and kl + 1 (lds_a2/b2); the copies hold step kl + 1 */
+      if (dbuf) { /* steps kl (tile in lds_a/b) and kl + 1 (lds_a2/b2); the copies hold step kl + 1 */
         kl_gemm(&K, lds_a, lds_b);
         kl_write(&K, lds_a2, lds_b2);
         kl_barrier(&K);
@@ -394,7 +435,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (!prefetch) kl_read(&K, kl);
         kl_write(&K, lds_a, lds_b);
         kl_barrier(&K);
-        if (prefetch) kl_read(&K, kl_next(&K, kl, 1, nk));   /* the last step reloads step 0: in bounds, unused */
+        if (prefetch) kl_read(&K, kl_next(&K, kl, 1, nk)); /* the last step reloads step 0: in bounds, unused */
         kl_gemm(&K, lds_a, lds_b);
         kl_barrier(&K);
       }
@@ -414,7 +455,11 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   }
 done:
   if (!ok) kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
-  kl_view_free(ga); kl_view_free(gb); kl_view_free(wa); kl_view_free(wb); kl_view_free(cv);
+  kl_view_free(ga);
+  kl_view_free(gb);
+  kl_view_free(wa);
+  kl_view_free(wb);
+  kl_view_free(cv);
   return ok;
 }
 
@@ -428,6 +473,9 @@ void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {
   kl_pass_info info = { "rock-gridwise-to-blockwise",
                         "rock.gridwise_gemm -> K loop of global->LDS copies (threadwise_read_into / write_all), "
                         "barriers and rock.blockwise_gemm into a register accumulator; one global write of C",
-                        NULL, 0, run, NULL };
+                        NULL,
+                        0,
+                        run,
+                        NULL };
   kl_register_pass(ctx, &info);
 }

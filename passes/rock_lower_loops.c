@@ -44,7 +44,10 @@
 bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll);
 bool kl__ll_is_whole_op(kl_op *op);
 
-typedef struct { int64_t unroll_opt, unroll; kl_ll_host_opts host; } opts;
+typedef struct {
+  int64_t unroll_opt, unroll;
+  kl_ll_host_opts host;
+} opts;
 
 
 static bool in_kernel(kl_op *op) { return kl_is_kernel(kl_ll_func_of(op)); }
@@ -52,7 +55,10 @@ static bool in_kernel(kl_op *op) { return kl_is_kernel(kl_ll_func_of(op)); }
 /* A view from a flat index [numel(v)] to the coordinates of v's underlying buffer. */
 static kl_view *flat_access(kl_value *v, kl_value **under, char *err, size_t n) {
   const kl_type *t = v->type;
-  if (t->kind != KL_TY_BUFFER || t->rank < 1) { snprintf(err, n, "needs a buffer of rank >= 1, got %s", kl_type_str(t)); return NULL; }
+  if (t->kind != KL_TY_BUFFER || t->rank < 1) {
+    snprintf(err, n, "needs a buffer of rank >= 1, got %s", kl_type_str(t));
+    return NULL;
+  }
   kl_view *id = kl_ll_identity(t, err, n);
   if (!id) return NULL;
   if (t->rank > 1) {
@@ -61,7 +67,10 @@ static kl_view *flat_access(kl_value *v, kl_value **under, char *err, size_t n) 
     kl_view_err ve = { 0 };
     kl_view *m = kl_view_merge(id, "flat", t->rank, names, &ve);
     kl_view_free(id);
-    if (!m) { snprintf(err, n, "%s", ve.msg); return NULL; }
+    if (!m) {
+      snprintf(err, n, "%s", ve.msg);
+      return NULL;
+    }
     id = m;
   }
   kl_view *full = kl_ll_access_view(id, v, under, err, n);
@@ -76,7 +85,12 @@ static int64_t attr_vlen(kl_op *op) {
 }
 
 /* ---- rock.fill ---- */
-typedef struct { kl_value *buf; const kl_view *v; kl_value *val; int64_t vlen; } fill_st;
+typedef struct {
+  kl_value *buf;
+  const kl_view *v;
+  kl_value *val;
+  int64_t vlen;
+} fill_st;
 static void fill_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   fill_st *s = ud;
   kl_ll_store_view(L, s->val, s->buf, s->v, &iv);
@@ -87,15 +101,19 @@ static bool lower_fill(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   char err[512];
   const kl_attr *a = kl_op_attr(op, "value");
   double val = 0;
-  if (a && (a->kind == KL_AT_FLOAT)) val = a->f;
-  else if (a && (a->kind == KL_AT_INT || a->kind == KL_AT_BOOL)) val = (double)a->i;
-  else if (a) return kl_ll_fail(rw, op, "'value' must be a number, got %s", a->text);
+  if (a && (a->kind == KL_AT_FLOAT))
+    val = a->f;
+  else if (a && (a->kind == KL_AT_INT || a->kind == KL_AT_BOOL))
+    val = (double)a->i;
+  else if (a)
+    return kl_ll_fail(rw, op, "'value' must be a number, got %s", a->text);
   kl_ll L;
   kl_op *ch[1];
   int nc;
   kl_value *under = kl_rock_underlying(op->opnds[0].value, ch, &nc, 0);
   if (op->opnds[0].value->type->kind == KL_TY_BUFFER && op->opnds[0].value->type->rank == 0 &&
-      under->type->kind == KL_TY_BUFFER && under->type->rank == 0) {   /* a scalar (reduce of an empty tensor to rank 0) */
+      under->type->kind == KL_TY_BUFFER &&
+      under->type->rank == 0) { /* a scalar (reduce of an empty tensor to rank 0) */
     kl_ll_init(&L, rw, op->loc, o->unroll);
     kl_ll_store(&L, kl_ll_const(&L, under->type->elem, val), under, NULL, NULL);
     kl_rewriter_erase_op(rw, op);
@@ -116,12 +134,12 @@ static bool lower_fill(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
 
 /* ---- threadwise_read_into / threadwise_write_all ---- */
 typedef struct {
-  kl_value *gbuf, *pbuf;          /* the viewed ("global") side and the flat ("private") side */
+  kl_value *gbuf, *pbuf; /* the viewed ("global") side and the flat ("private") side */
   const kl_view *gv, *pv;
   kl_value *extra[KL_VIEW_MAX_DIMS];
   int nextra;
   int64_t vlen;
-  bool read;                      /* read_into: g -> p; write_all: p -> g */
+  bool read; /* read_into: g -> p; write_all: p -> g */
 } copy_st;
 static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   copy_st *s = ud;
@@ -151,21 +169,27 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   if (!w) return kl_ll_fail(rw, op, "needs a #view<...> attribute 'view'");
   int nextra = op->nopnds - 2;
   if (kl_view_rank(w) != nextra + 1)
-    return kl_ll_fail(rw, op, "the view has %d upper dims, expected %d (the extra indices and iter)", kl_view_rank(w), nextra + 1);
+    return kl_ll_fail(rw, op, "the view has %d upper dims, expected %d (the extra indices and iter)", kl_view_rank(w),
+                      nextra + 1);
   for (int i = 0; i < nextra; i++)
-    if (op->opnds[2 + i].value->type->kind != KL_TY_INDEX) return kl_ll_fail(rw, op, "extra index %d is not an index", i);
+    if (op->opnds[2 + i].value->type->kind != KL_TY_INDEX)
+      return kl_ll_fail(rw, op, "extra index %d is not an index", i);
   kl_value *gval = op->opnds[read ? 0 : 1].value, *pval = op->opnds[read ? 1 : 0].value;
   char err[512];
   kl_value *gb, *pb;
   kl_view *gv = kl_ll_access_view(w, gval, &gb, err, sizeof err);
   if (!gv) return kl_ll_fail(rw, op, "%s operand: %s", read ? "source" : "destination", err);
   kl_view *pv = flat_access(pval, &pb, err, sizeof err);
-  if (!pv) { kl_view_free(gv); return kl_ll_fail(rw, op, "%s operand: %s", read ? "destination" : "source", err); }
+  if (!pv) {
+    kl_view_free(gv);
+    return kl_ll_fail(rw, op, "%s operand: %s", read ? "destination" : "source", err);
+  }
   int64_t n = kl_view_size(w, nextra);
   if (kl_view_size(pv, 0) != n) {
-    kl_view_free(gv); kl_view_free(pv);
-    return kl_ll_fail(rw, op, "the register tile has %lld elements but the view iterates over %lld", (long long)kl_view_size(pv, 0),
-                 (long long)n);
+    kl_view_free(gv);
+    kl_view_free(pv);
+    return kl_ll_fail(rw, op, "the register tile has %lld elements but the view iterates over %lld",
+                      (long long)kl_view_size(pv, 0), (long long)n);
   }
   int64_t vl = min64(kl_ll_vector_len(gv, gb, nextra), kl_ll_vector_len(pv, pb, 0));
   vl = min64(vl, attr_vlen(op));
@@ -201,8 +225,12 @@ static void gemm_k(kl_ll *L, kl_value *k, kl_value **carry, void *ud) {
   carry[0] = kl_ll_op2(L, f ? "arith.addf" : "arith.addi", carry[0], p, s->acc);
 }
 static void c_upper(kl_ll *L, gemm_st *s, kl_value **up) {
-  if (s->cflat) up[0] = kl_emit_add(&L->e, kl_emit_muli(&L->e, s->m, s->N), s->n);
-  else { up[0] = s->m; up[1] = s->n; }
+  if (s->cflat)
+    up[0] = kl_emit_add(&L->e, kl_emit_muli(&L->e, s->m, s->N), s->n);
+  else {
+    up[0] = s->m;
+    up[1] = s->n;
+  }
 }
 static void gemm_n(kl_ll *L, kl_value *n, kl_value **carry, void *ud) {
   gemm_st *s = ud;
@@ -234,15 +262,22 @@ static bool lower_tgemm(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   if (ta->rank != 2 || tb->rank != 2 || ta->shape[0] != tb->shape[0] ||
       !((tc->rank == 2 && tc->shape[0] == ta->shape[1] && tc->shape[1] == tb->shape[1]) ||
         (tc->rank == 1 && tc->shape[0] == ta->shape[1] * tb->shape[1])))
-    return kl_ll_fail(rw, op, "operands must be a [K,M], b [K,N], c [M,N] (or [M*N]); got %s, %s, %s", ta->text, tb->text, tc->text);
+    return kl_ll_fail(rw, op, "operands must be a [K,M], b [K,N], c [M,N] (or [M*N]); got %s, %s, %s", ta->text,
+                      tb->text, tc->text);
   gemm_st s = { .K = ta->shape[0], .M = ta->shape[1], .N = tb->shape[1], .cflat = tc->rank == 1, .acc = tc->elem };
-  if (kl_type_is_float(ta->elem) != kl_type_is_float(tc->elem) || kl_type_is_float(tb->elem) != kl_type_is_float(tc->elem))
-    return kl_ll_fail(rw, op, "mixed float / integer operands (%s, %s -> %s)", ta->elem->text, tb->elem->text, tc->elem->text);
+  if (kl_type_is_float(ta->elem) != kl_type_is_float(tc->elem) ||
+      kl_type_is_float(tb->elem) != kl_type_is_float(tc->elem))
+    return kl_ll_fail(rw, op, "mixed float / integer operands (%s, %s -> %s)", ta->elem->text, tb->elem->text,
+                      tc->elem->text);
   char err[512];
   s.av = kl_ll_access_view(NULL, op->opnds[0].value, &s.ab, err, sizeof err);
   s.bv = s.av ? kl_ll_access_view(NULL, op->opnds[1].value, &s.bb, err, sizeof err) : NULL;
   s.cv = s.bv ? kl_ll_access_view(NULL, op->opnds[2].value, &s.cb, err, sizeof err) : NULL;
-  if (!s.cv) { kl_view_free(s.av); kl_view_free(s.bv); return kl_ll_fail(rw, op, "%s", err); }
+  if (!s.cv) {
+    kl_view_free(s.av);
+    kl_view_free(s.bv);
+    return kl_ll_fail(rw, op, "%s", err);
+  }
   int64_t U = o->unroll;
   s.unroll_k = s.K <= U;
   s.unroll_n = s.unroll_k && s.K * s.N <= U;
@@ -250,7 +285,9 @@ static bool lower_tgemm(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, s.unroll_m ? INT64_MAX : 0);
   kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, s.M), 1, 0, NULL, gemm_m, &s);
-  kl_view_free(s.av); kl_view_free(s.bv); kl_view_free(s.cv);
+  kl_view_free(s.av);
+  kl_view_free(s.bv);
+  kl_view_free(s.cv);
   kl_rewriter_erase_op(rw, op);
   return true;
 }
@@ -264,14 +301,22 @@ kl_value *kl__ll_inline_body(kl_ll *L, kl_region *r, kl_value *const *args) {
   for (int i = 0; i < b->nargs; i++) kl_value_map_set(&map, b->args[i], args[i]);
   kl_value *res = NULL;
   for (kl_op *x = b->first; x; x = x->next) {
-    if (!strcmp(x->name, "rock.yield")) { res = kl_value_map_get(&map, x->opnds[0].value); break; }
+    if (!strcmp(x->name, "rock.yield")) {
+      res = kl_value_map_get(&map, x->opnds[0].value);
+      break;
+    }
     kl_rewriter_insert(L->e.rw, kl_op_clone(x, &map));
   }
   kl_value_map_free(&map);
   return res;
 }
 
-typedef struct { kl_op *op; int n; kl_value *bufs[64]; kl_view *views[64]; } ew_st;
+typedef struct {
+  kl_op *op;
+  int n;
+  kl_value *bufs[64];
+  kl_view *views[64];
+} ew_st;
 static void ew_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   ew_st *s = ud;
   kl_value *args[64];
@@ -326,16 +371,22 @@ static kl_status check_kernel(kl_op *fn) {
   int nwhole = 0;
   kl_status st = KL_OK;
   for (int i = 0; i < n; i++) {
-    if (kl__ll_is_whole_op(ops[i])) { if (!whole) whole = ops[i]; nwhole++; }
+    if (kl__ll_is_whole_op(ops[i])) {
+      if (!whole) whole = ops[i];
+      nwhole++;
+    }
     if (!strcmp(ops[i]->name, "rock.workgroup_id") || !strcmp(ops[i]->name, "rock.workitem_id")) ids = ops[i];
   }
   if (nwhole > 1)
-    st = kl_emit_error(fn->ctx, whole->loc, "rock-lower-loops: kernel @%s has %d whole-op kernel ops (global rock.elementwise / "
-                       "rock.reduce / rock.softmax); each needs a kernel of its own", kl_op_attr_string(fn, "sym_name"), nwhole);
+    st = kl_emit_error(fn->ctx, whole->loc,
+                       "rock-lower-loops: kernel @%s has %d whole-op kernel ops (global rock.elementwise / "
+                       "rock.reduce / rock.softmax); each needs a kernel of its own",
+                       kl_op_attr_string(fn, "sym_name"), nwhole);
   else if (whole && ids)
-    st = kl_emit_error(fn->ctx, whole->loc, "rock-lower-loops: '%s' on global buffers in kernel @%s, which already has a grid "
-                       "decomposition (it was not fused into the tiled kernel and needs a kernel of its own)", whole->name,
-                       kl_op_attr_string(fn, "sym_name"));
+    st = kl_emit_error(fn->ctx, whole->loc,
+                       "rock-lower-loops: '%s' on global buffers in kernel @%s, which already has a grid "
+                       "decomposition (it was not fused into the tiled kernel and needs a kernel of its own)",
+                       whole->name, kl_op_attr_string(fn, "sym_name"));
   free(ops);
   return st;
 }
@@ -347,14 +398,18 @@ static kl_status final_check(kl_op *fn) {
   for (int i = 0; i < n; i++) {
     kl_op *x = ops[i];
     if (!loop_level(x)) {
-      st = kl_emit_error(fn->ctx, x->loc, "rock-lower-loops: cannot lower '%s' (not handled by this pass; run the earlier "
-                         "rock passes first)", x->name);
+      st = kl_emit_error(fn->ctx, x->loc,
+                         "rock-lower-loops: cannot lower '%s' (not handled by this pass; run the earlier "
+                         "rock passes first)",
+                         x->name);
       break;
     }
     if (!strcmp(x->name, "rock.alloc") && x->nresults == 1 && x->results[0].type->kind == KL_TY_BUFFER &&
         x->results[0].type->space == KL_SPACE_GLOBAL) {
-      st = kl_emit_error(fn->ctx, x->loc, "rock-lower-loops: 'rock.alloc' of global %s is still used: kernels cannot allocate "
-                         "global intermediates (the host plan must provide them)", x->results[0].type->text);
+      st = kl_emit_error(fn->ctx, x->loc,
+                         "rock-lower-loops: 'rock.alloc' of global %s is still used: kernels cannot allocate "
+                         "global intermediates (the host plan must provide them)",
+                         x->results[0].type->text);
       break;
     }
   }
@@ -368,14 +423,19 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   o.host.copies = kl_pass_opt_bool(po, "host-copies");
   o.host.prefetch = kl_pass_opt_bool(po, "host-prefetch");
   const char *simd = kl_pass_opt_string(po, "host-simd"), *tile = kl_pass_opt_string(po, "host-tile");
-  if (simd && strcmp(simd, "auto") && (sscanf(simd, "%dx%d", &o.host.simd_bytes, &o.host.simd_regs) != 2 ||
-                                       o.host.simd_bytes < 4 || o.host.simd_bytes > 256 || o.host.simd_regs < 8))
-    return kl_emit_error(module->ctx, module->loc, "rock-lower-loops: host-simd must be \"auto\" or BYTESxREGS "
-                         "(e.g. 64x32, bytes 4..256, at least 8 registers), got \"%s\"", simd);
+  if (simd && strcmp(simd, "auto") &&
+      (sscanf(simd, "%dx%d", &o.host.simd_bytes, &o.host.simd_regs) != 2 || o.host.simd_bytes < 4 ||
+       o.host.simd_bytes > 256 || o.host.simd_regs < 8))
+    return kl_emit_error(module->ctx, module->loc,
+                         "rock-lower-loops: host-simd must be \"auto\" or BYTESxREGS "
+                         "(e.g. 64x32, bytes 4..256, at least 8 registers), got \"%s\"",
+                         simd);
   long long mr = 0, nv = 0;
   if (tile && strcmp(tile, "auto") && (sscanf(tile, "%lldx%lld", &mr, &nv) != 2 || mr < 1 || nv < 1 || mr * nv > 64))
-    return kl_emit_error(module->ctx, module->loc, "rock-lower-loops: host-tile must be \"auto\" or MRxNV (rows x "
-                         "vectors, at most 64 accumulators), got \"%s\"", tile);
+    return kl_emit_error(module->ctx, module->loc,
+                         "rock-lower-loops: host-tile must be \"auto\" or MRxNV (rows x "
+                         "vectors, at most 64 accumulators), got \"%s\"",
+                         tile);
   o.host.mr = mr;
   o.host.nv = nv;
   kl_pattern pats[] = {
@@ -418,20 +478,28 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 }
 
 static const kl_pass_option options[] = {
-  { "unroll", KL_OPT_INT, "-1", "loops with a constant trip count up to this are emitted unrolled (0: never; -1: by "
-                                "target, 256 on GPUs, 4 on the host)" },
-  { "host-gemm", KL_OPT_BOOL, "true", "host (block size 1): register-blocked micro-kernels for the blockwise K loop "
-                                      "(passes/lower_loops_host.c)" },
+  { "unroll", KL_OPT_INT, "-1",
+    "loops with a constant trip count up to this are emitted unrolled (0: never; -1: by "
+    "target, 256 on GPUs, 4 on the host)" },
+  { "host-gemm", KL_OPT_BOOL, "true",
+    "host (block size 1): register-blocked micro-kernels for the blockwise K loop "
+    "(passes/lower_loops_host.c)" },
   { "host-copies", KL_OPT_BOOL, "true", "host (block size 1): fused, vectorized global -> LDS copies" },
   { "host-prefetch", KL_OPT_BOOL, "true", "host: fused copies prefetch the next K iteration's tile (rock.prefetch)" },
   { "host-simd", KL_OPT_STRING, "auto", "host vector model BYTESxREGS (e.g. 64x32 for AVX-512; auto: the host CPU)" },
-  { "host-tile", KL_OPT_STRING, "auto", "host micro-kernel MRxNV: rows x vectors of accumulators (auto: by the SIMD model)" },
+  { "host-tile", KL_OPT_STRING, "auto",
+    "host micro-kernel MRxNV: rows x vectors of accumulators (auto: by the SIMD model)" },
 };
 
 void kl__register_rock_lower_loops(kl_ctx *ctx) {
-  kl_pass_info info = { "rock-lower-loops",
-                        "threadwise ops, private element-wise tiles and whole-op kernels (element-wise, reduce, softmax) "
-                        "-> scf loops over rock.load / rock.store with view index arithmetic",
-                        options, 6, run, NULL };
+  kl_pass_info info = {
+    "rock-lower-loops",
+    "threadwise ops, private element-wise tiles and whole-op kernels (element-wise, reduce, softmax) "
+    "-> scf loops over rock.load / rock.store with view index arithmetic",
+    options,
+    6,
+    run,
+    NULL
+  };
   kl_register_pass(ctx, &info);
 }

@@ -43,7 +43,10 @@ struct kl_dev_watch {
 };
 
 /* Open-addressing set of live allocations: base pointer -> size. */
-typedef struct alloc_slot { uintptr_t key; size_t size; } alloc_slot; /* key 0 empty, 1 deleted */
+typedef struct alloc_slot {
+  uintptr_t key;
+  size_t size;
+} alloc_slot; /* key 0 empty, 1 deleted */
 
 struct kl_device {
   const kl_device_ops *ops;
@@ -126,9 +129,9 @@ static alloc_slot *find_alloc(kl_device *d, void *p) {
 /* ---- registry ---- */
 
 static const kl_device_backend builtin_backends[] = {
-  {"host", kl_device_open_host},
-  {"cuda", kl_device_open_cuda},
-  {"hip", kl_device_open_hip},
+  { "host", kl_device_open_host },
+  { "cuda", kl_device_open_cuda },
+  { "hip", kl_device_open_hip },
 };
 #define N_BUILTIN ((int)(sizeof builtin_backends / sizeof builtin_backends[0]))
 #define MAX_EXTRA 16
@@ -205,7 +208,7 @@ kl_device *kl_device_open(const char *name, char *err, size_t errlen) {
   if (!name || !name[0]) name = "auto";
   if (strcmp(name, "auto") == 0) {
     char note[512] = "", e[512];
-    static const char *const order[] = {"hip", "cuda"};
+    static const char *const order[] = { "hip", "cuda" };
     for (int i = 0; i < 2; i++) {
       e[0] = '\0';
       kl_device *d = kl_device_open(order[i], e, sizeof e);
@@ -319,8 +322,8 @@ kl_status kl_device_free(kl_device *dev, void *ptr) {
   if (!ptr) return KL_OK;
   alloc_slot *s = find_alloc(dev, ptr);
   if (!s)
-    return kl_device_set_error(dev, "%s: free of %p, which is not a live allocation of this device",
-                               dev->info.backend, ptr);
+    return kl_device_set_error(dev, "%s: free of %p, which is not a live allocation of this device", dev->info.backend,
+                               ptr);
   size_t size = s->size;
   if (dev->ops->free(dev, ptr) != KL_OK) return KL_ERR;
   s->key = 1; /* deleted */
@@ -333,7 +336,8 @@ size_t kl_device_bytes_in_use(const kl_device *dev) { return dev->bytes_in_use; 
 
 static kl_status do_copy(kl_device *dev, void *dst, const void *src, size_t bytes, kl_copy_kind kind) {
   if (bytes == 0) return KL_OK;
-  if (!dst || !src) return kl_device_set_error(dev, "%s: copy of %zu bytes with a NULL pointer", dev->info.backend, bytes);
+  if (!dst || !src)
+    return kl_device_set_error(dev, "%s: copy of %zu bytes with a NULL pointer", dev->info.backend, bytes);
   return dev->ops->copy(dev, dst, src, bytes, kind);
 }
 
@@ -373,7 +377,8 @@ static kl_dev_module *add_module(kl_device *dev, void *handle) {
 kl_status kl_device_load(kl_device *dev, const void *binary, size_t size, unsigned flags, kl_dev_module **out) {
   *out = NULL;
   if (!binary || size == 0) return kl_device_set_error(dev, "%s: load of an empty binary", dev->info.backend);
-  if (flags & ~(unsigned)KL_LOAD_TRUSTED) return kl_device_set_error(dev, "%s: load: unknown flags 0x%x", dev->info.backend, flags);
+  if (flags & ~(unsigned)KL_LOAD_TRUSTED)
+    return kl_device_set_error(dev, "%s: load: unknown flags 0x%x", dev->info.backend, flags);
   void *h = NULL;
   if (dev->ops->load(dev, binary, size, flags, &h) != KL_OK) return KL_ERR;
   *out = add_module(dev, h);
@@ -414,7 +419,8 @@ kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint3
                            void **args, const size_t *arg_sizes, int nargs) {
   if (!k) return KL_ERR;
   kl_device *d = k->mod->dev;
-  if (!grid || !block) return kl_device_set_error(d, "%s: launch of %s without grid or block", d->info.backend, k->name);
+  if (!grid || !block)
+    return kl_device_set_error(d, "%s: launch of %s without grid or block", d->info.backend, k->name);
   for (int i = 0; i < 3; i++)
     if (grid[i] == 0 || block[i] == 0)
       return kl_device_set_error(d, "%s: launch of %s: grid (%u,%u,%u) and block (%u,%u,%u) must be >= 1",

@@ -62,18 +62,18 @@ typedef enum { KL_DEVICE_HOST = 0, KL_DEVICE_CUDA = 1, KL_DEVICE_HIP = 2, KL_DEV
 
 typedef struct kl_device_info {
   kl_device_kind kind;
-  char backend[16];          /* "host", "cuda", "hip" */
-  int ordinal;               /* GPU index (0 on the host) */
-  char name[256];            /* "NVIDIA H200", "AMD Instinct MI300X", "host (znver3, 16 threads)" */
-  char arch[64];             /* the codegen target: "sm_90", "gfx942", "host" */
-  int cc_major, cc_minor;    /* CUDA compute capability (0 otherwise) */
-  size_t total_mem;          /* bytes, 0 if unknown */
-  int compute_units;         /* SMs, CUs, or host threads */
-  int wave_size;             /* 32 / 64; 1 on the host */
+  char backend[16];       /* "host", "cuda", "hip" */
+  int ordinal;            /* GPU index (0 on the host) */
+  char name[256];         /* "NVIDIA H200", "AMD Instinct MI300X", "host (znver3, 16 threads)" */
+  char arch[64];          /* the codegen target: "sm_90", "gfx942", "host" */
+  int cc_major, cc_minor; /* CUDA compute capability (0 otherwise) */
+  size_t total_mem;       /* bytes, 0 if unknown */
+  int compute_units;      /* SMs, CUs, or host threads */
+  int wave_size;          /* 32 / 64; 1 on the host */
   int max_threads_per_block;
   size_t max_shared_per_block; /* bytes, including opt-in (CUDA > 48 KiB) */
-  char driver[64];           /* driver / runtime version text */
-  char note[512];            /* "auto": why hip / cuda were skipped */
+  char driver[64];             /* driver / runtime version text */
+  char note[512];              /* "auto": why hip / cuda were skipped */
 } kl_device_info;
 
 typedef struct kl_device kl_device;

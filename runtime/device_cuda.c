@@ -34,27 +34,27 @@ enum {
   CUDA_ERROR_NO_DEVICE = 100,
 };
 enum { /* CUdevice_attribute */
-  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
-  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
-  CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
-  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
-  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+       CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+       CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
 enum { /* CUfunction_attribute */
-  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
-  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
-  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
-  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+       CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+       CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+       CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 enum { /* CUjit_option */
-  CU_JIT_INFO_LOG_BUFFER = 3,
-  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
-  CU_JIT_ERROR_LOG_BUFFER = 5,
-  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+       CU_JIT_INFO_LOG_BUFFER = 3,
+       CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+       CU_JIT_ERROR_LOG_BUFFER = 5,
+       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
-#define CU_EVENT_DEFAULT 0u
+#define CU_EVENT_DEFAULT            0u
 #define CUDA_DEFAULT_DYNAMIC_SHARED (48u * 1024u)
 
 typedef struct cuda_api {
@@ -108,8 +108,11 @@ static void cuda_load_once(void) {
     lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return;
   }
-  static const struct { const char *name; size_t off; } syms[] = {
-#define S(field, sym) {sym, offsetof(cuda_api, field)}
+  static const struct {
+    const char *name;
+    size_t off;
+  } syms[] = {
+#define S(field, sym) { sym, offsetof(cuda_api, field) }
     S(cuInit, "cuInit"),
     S(cuDriverGetVersion, "cuDriverGetVersion"),
     S(cuDeviceGetCount, "cuDeviceGetCount"),
@@ -172,9 +175,9 @@ static kl_status cu_fail(kl_device *dev, CUresult r, const char *what) {
   return kl_device_set_error(dev, "cuda: %s: %s", what, d);
 }
 
-#define CU_CHECK(dev, call, what)               \
-  do {                                          \
-    CUresult r_ = (call);                       \
+#define CU_CHECK(dev, call, what)                          \
+  do {                                                     \
+    CUresult r_ = (call);                                  \
     if (r_ != CUDA_SUCCESS) return cu_fail(dev, r_, what); \
   } while (0)
 
@@ -231,18 +234,18 @@ static kl_status cuda_copy(kl_device *dev, void *dst, const void *src, size_t by
   char what[64];
   CUresult r;
   switch (kind) {
-  case KL_COPY_HTOD:
-    r = g_cu.cuMemcpyHtoD(dptr(dst), src, bytes);
-    snprintf(what, sizeof what, "cuMemcpyHtoD(%zu bytes)", bytes);
-    break;
-  case KL_COPY_DTOH:
-    r = g_cu.cuMemcpyDtoH(dst, dptr(src), bytes);
-    snprintf(what, sizeof what, "cuMemcpyDtoH(%zu bytes)", bytes);
-    break;
-  default:
-    r = g_cu.cuMemcpyDtoD(dptr(dst), dptr(src), bytes);
-    snprintf(what, sizeof what, "cuMemcpyDtoD(%zu bytes)", bytes);
-    break;
+    case KL_COPY_HTOD:
+      r = g_cu.cuMemcpyHtoD(dptr(dst), src, bytes);
+      snprintf(what, sizeof what, "cuMemcpyHtoD(%zu bytes)", bytes);
+      break;
+    case KL_COPY_DTOH:
+      r = g_cu.cuMemcpyDtoH(dst, dptr(src), bytes);
+      snprintf(what, sizeof what, "cuMemcpyDtoH(%zu bytes)", bytes);
+      break;
+    default:
+      r = g_cu.cuMemcpyDtoD(dptr(dst), dptr(src), bytes);
+      snprintf(what, sizeof what, "cuMemcpyDtoD(%zu bytes)", bytes);
+      break;
   }
   if (r != CUDA_SUCCESS) return cu_fail(dev, r, what);
   return KL_OK;
@@ -250,9 +253,12 @@ static kl_status cuda_copy(kl_device *dev, void *dst, const void *src, size_t by
 
 static kl_status cuda_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count) {
   if (cu_enter(dev) != KL_OK) return KL_ERR;
-  if (pattern_bytes == 1) CU_CHECK(dev, g_cu.cuMemsetD8(dptr(dst), (unsigned char)pattern, count), "cuMemsetD8");
-  else if (pattern_bytes == 2) CU_CHECK(dev, g_cu.cuMemsetD16(dptr(dst), (unsigned short)pattern, count), "cuMemsetD16");
-  else CU_CHECK(dev, g_cu.cuMemsetD32(dptr(dst), pattern, count), "cuMemsetD32");
+  if (pattern_bytes == 1)
+    CU_CHECK(dev, g_cu.cuMemsetD8(dptr(dst), (unsigned char)pattern, count), "cuMemsetD8");
+  else if (pattern_bytes == 2)
+    CU_CHECK(dev, g_cu.cuMemsetD16(dptr(dst), (unsigned short)pattern, count), "cuMemsetD16");
+  else
+    CU_CHECK(dev, g_cu.cuMemsetD32(dptr(dst), pattern, count), "cuMemsetD32");
   return KL_OK;
 }
 
@@ -278,9 +284,9 @@ static kl_status cuda_load(kl_device *dev, const void *binary, size_t size, unsi
   }
   enum { LOG = 8192 };
   char *err_log = kl_xcalloc(1, LOG), *info_log = kl_xcalloc(1, LOG);
-  CUjit_option opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
-                          CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void *vals[4] = {err_log, (void *)(uintptr_t)LOG, info_log, (void *)(uintptr_t)LOG};
+  CUjit_option opts[4] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                           CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES };
+  void *vals[4] = { err_log, (void *)(uintptr_t)LOG, info_log, (void *)(uintptr_t)LOG };
   CUmodule m = NULL;
   CUresult r = g_cu.cuModuleLoadDataEx(&m, image, 4, opts, vals);
   free(copy);
@@ -414,23 +420,25 @@ static const kl_device_ops cuda_ops = {
 /* The newest NVPTX arch kiln compiles for that the GPU can run (PTX is forward
  * compatible: the driver JIT-compiles sm_90 PTX for newer GPUs). */
 static void arch_for_cc(int major, int minor, char *out, size_t n) {
-  static const int known[] = {60, 61, 70, 72, 75, 80, 86, 87, 89, 90};
+  static const int known[] = { 60, 61, 70, 72, 75, 80, 86, 87, 89, 90 };
   int cc = major * 10 + minor, best = 0;
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (known[i] <= cc) best = known[i];
-  if (best) snprintf(out, n, "sm_%d", best);
-  else snprintf(out, n, "sm_%d%d", major, minor); /* older than kiln supports: codegen will say so */
+  if (best)
+    snprintf(out, n, "sm_%d", best);
+  else
+    snprintf(out, n, "sm_%d%d", major, minor); /* older than kiln supports: codegen will say so */
 }
 
-#define OPEN_CHECK(call, what)                                               \
-  do {                                                                       \
-    CUresult r_ = (call);                                                    \
-    if (r_ != CUDA_SUCCESS) {                                                \
-      char d_[256];                                                          \
-      cu_describe(r_, d_, sizeof d_);                                        \
-      if (err && errlen) snprintf(err, errlen, "cuda: %s: %s", what, d_);    \
-      goto fail;                                                             \
-    }                                                                        \
+#define OPEN_CHECK(call, what)                                            \
+  do {                                                                    \
+    CUresult r_ = (call);                                                 \
+    if (r_ != CUDA_SUCCESS) {                                             \
+      char d_[256];                                                       \
+      cu_describe(r_, d_, sizeof d_);                                     \
+      if (err && errlen) snprintf(err, errlen, "cuda: %s: %s", what, d_); \
+      goto fail;                                                          \
+    }                                                                     \
   } while (0)
 
 kl_device *kl_device_open_cuda(int ordinal, char *err, size_t errlen) {
@@ -443,8 +451,8 @@ kl_device *kl_device_open_cuda(int ordinal, char *err, size_t errlen) {
     char d[256];
     cu_describe(g_cu_init_result, d, sizeof d);
     if (err && errlen)
-      snprintf(err, errlen, "cuda: %s: %s", g_cu_init_result == CUDA_ERROR_NO_DEVICE ? "no NVIDIA GPU (cuInit)" : "cuInit",
-               d);
+      snprintf(err, errlen, "cuda: %s: %s",
+               g_cu_init_result == CUDA_ERROR_NO_DEVICE ? "no NVIDIA GPU (cuInit)" : "cuInit", d);
     return NULL;
   }
   cuda_dev *c = kl_xcalloc(1, sizeof *c);

@@ -35,10 +35,10 @@ typedef struct ihipStream_t *hipStream_t;
 enum { hipSuccess = 0, hipErrorNoDevice = 100 };
 enum { hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2, hipMemcpyDeviceToDevice = 3 };
 enum { /* hipDeviceAttribute_t (ROCm >= 5.0) */
-  hipDeviceAttributeMaxThreadsPerBlock = 56,
-  hipDeviceAttributeMultiprocessorCount = 63,
-  hipDeviceAttributeMaxSharedMemoryPerBlock = 74,
-  hipDeviceAttributeWarpSize = 87,
+       hipDeviceAttributeMaxThreadsPerBlock = 56,
+       hipDeviceAttributeMultiprocessorCount = 63,
+       hipDeviceAttributeMaxSharedMemoryPerBlock = 74,
+       hipDeviceAttributeWarpSize = 87,
 };
 
 typedef struct hip_api {
@@ -79,7 +79,7 @@ static char g_hip_load_err[512];
 static pthread_once_t g_hip_once = PTHREAD_ONCE_INIT;
 
 static void hip_load_once(void) {
-  static const char *const names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
+  static const char *const names[] = { "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5" };
   void *lib = NULL;
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], KL_HIP_DLOPEN_FLAGS);
   if (!lib) {
@@ -87,8 +87,11 @@ static void hip_load_once(void) {
              "hip: libamdhip64.so not found (no ROCm runtime; tried libamdhip64.so, .so.6, .so.5)");
     return;
   }
-  static const struct { const char *name, *alt; size_t off; } syms[] = {
-#define S(field, sym, alt) {sym, alt, offsetof(hip_api, field)}
+  static const struct {
+    const char *name, *alt;
+    size_t off;
+  } syms[] = {
+#define S(field, sym, alt) { sym, alt, offsetof(hip_api, field) }
     S(hipInit, "hipInit", NULL),
     S(hipGetDeviceCount, "hipGetDeviceCount", NULL),
     S(hipSetDevice, "hipSetDevice", NULL),
@@ -144,13 +147,15 @@ static kl_status hip_fail(kl_device *dev, hipError_t r, const char *what) {
   return kl_device_set_error(dev, "hip: %s: %s", what, d);
 }
 
-#define HIP_CHECK(dev, call, what)                            \
-  do {                                                        \
-    hipError_t r_ = (call);                                   \
-    if (r_ != hipSuccess) return hip_fail(dev, r_, what);     \
+#define HIP_CHECK(dev, call, what)                        \
+  do {                                                    \
+    hipError_t r_ = (call);                               \
+    if (r_ != hipSuccess) return hip_fail(dev, r_, what); \
   } while (0)
 
-typedef struct hip_dev { int ordinal; } hip_dev;
+typedef struct hip_dev {
+  int ordinal;
+} hip_dev;
 
 static kl_status hip_enter(kl_device *dev) {
   hip_dev *h = kl_device_impl(dev);
@@ -182,13 +187,16 @@ static kl_status hip_free(kl_device *dev, void *ptr) {
 
 static kl_status hip_copy(kl_device *dev, void *dst, const void *src, size_t bytes, kl_copy_kind kind) {
   if (hip_enter(dev) != KL_OK) return KL_ERR;
-  int k = kind == KL_COPY_HTOD ? hipMemcpyHostToDevice : kind == KL_COPY_DTOH ? hipMemcpyDeviceToHost
-                                                                              : hipMemcpyDeviceToDevice;
+  int k = kind == KL_COPY_HTOD ? hipMemcpyHostToDevice
+      : kind == KL_COPY_DTOH   ? hipMemcpyDeviceToHost
+                               : hipMemcpyDeviceToDevice;
   hipError_t r = g_hip.hipMemcpy(dst, src, bytes, k);
   if (r != hipSuccess) {
     char what[64];
     snprintf(what, sizeof what, "hipMemcpy(%zu bytes, %s)", bytes,
-             kind == KL_COPY_HTOD ? "host to device" : kind == KL_COPY_DTOH ? "device to host" : "device to device");
+             kind == KL_COPY_HTOD       ? "host to device"
+                 : kind == KL_COPY_DTOH ? "device to host"
+                                        : "device to device");
     return hip_fail(dev, r, what);
   }
   return KL_OK;
@@ -196,9 +204,12 @@ static kl_status hip_copy(kl_device *dev, void *dst, const void *src, size_t byt
 
 static kl_status hip_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count) {
   if (hip_enter(dev) != KL_OK) return KL_ERR;
-  if (pattern_bytes == 1) HIP_CHECK(dev, g_hip.hipMemsetD8(dst, (unsigned char)pattern, count), "hipMemsetD8");
-  else if (pattern_bytes == 2) HIP_CHECK(dev, g_hip.hipMemsetD16(dst, (unsigned short)pattern, count), "hipMemsetD16");
-  else HIP_CHECK(dev, g_hip.hipMemsetD32(dst, (int)pattern, count), "hipMemsetD32");
+  if (pattern_bytes == 1)
+    HIP_CHECK(dev, g_hip.hipMemsetD8(dst, (unsigned char)pattern, count), "hipMemsetD8");
+  else if (pattern_bytes == 2)
+    HIP_CHECK(dev, g_hip.hipMemsetD16(dst, (unsigned short)pattern, count), "hipMemsetD16");
+  else
+    HIP_CHECK(dev, g_hip.hipMemsetD32(dst, (int)pattern, count), "hipMemsetD32");
   return KL_OK;
 }
 
@@ -316,15 +327,15 @@ static bool find_gcn_arch(const char *buf, size_t n, char *out, size_t outn) {
   return false;
 }
 
-#define HOPEN_CHECK(call, what)                                             \
-  do {                                                                      \
-    hipError_t r_ = (call);                                                 \
-    if (r_ != hipSuccess) {                                                 \
-      char d_[256];                                                         \
-      hip_describe(r_, d_, sizeof d_);                                      \
-      if (err && errlen) snprintf(err, errlen, "hip: %s: %s", what, d_);    \
-      goto fail;                                                            \
-    }                                                                       \
+#define HOPEN_CHECK(call, what)                                          \
+  do {                                                                   \
+    hipError_t r_ = (call);                                              \
+    if (r_ != hipSuccess) {                                              \
+      char d_[256];                                                      \
+      hip_describe(r_, d_, sizeof d_);                                   \
+      if (err && errlen) snprintf(err, errlen, "hip: %s: %s", what, d_); \
+      goto fail;                                                         \
+    }                                                                    \
   } while (0)
 
 kl_device *kl_device_open_hip(int ordinal, char *err, size_t errlen) {
@@ -376,7 +387,8 @@ kl_device *kl_device_open_hip(int ordinal, char *err, size_t errlen) {
   props = kl_xcalloc(1, PROPS);
   HOPEN_CHECK(g_hip.hipGetDeviceProperties(props, ordinal), "hipGetDeviceProperties");
   if (!find_gcn_arch(props, PROPS, info.arch, sizeof info.arch)) {
-    if (err && errlen) snprintf(err, errlen, "hip: cannot find the gfx architecture of GPU %d (%s)", ordinal, info.name);
+    if (err && errlen)
+      snprintf(err, errlen, "hip: cannot find the gfx architecture of GPU %d (%s)", ordinal, info.name);
     goto fail;
   }
   free(props);

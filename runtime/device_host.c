@@ -20,7 +20,7 @@
 #include "runtime/threadpool.h"
 
 #define HOST_MAX_SHARED ((size_t)64 << 10)
-#define HOST_ALIGN 64
+#define HOST_ALIGN      64
 
 typedef struct host_dev {
   kl_jit *jit;
@@ -28,7 +28,9 @@ typedef struct host_dev {
   int nthreads;
 } host_dev;
 
-typedef struct host_event { double t; } host_event;
+typedef struct host_event {
+  double t;
+} host_event;
 
 static kl_status host_need_jit(kl_device *dev) {
   host_dev *h = kl_device_impl(dev);

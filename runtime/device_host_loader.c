@@ -172,10 +172,13 @@ static float kl_rt_extendhfsf2(_Float16 h) {
 
 static LLVMErrorRef define_helpers(kl_jit *jit, LLVMOrcJITDylibRef jd) {
 #ifdef KL_HAVE_HALF_HELPERS
-  static const struct { const char *name; void *fn; } helpers[] = {
-    {"__truncsfhf2", (void *)kl_rt_truncsfhf2}, {"__truncdfhf2", (void *)kl_rt_truncdfhf2},
-    {"__truncsfbf2", (void *)kl_rt_truncsfbf2}, {"__truncdfbf2", (void *)kl_rt_truncdfbf2},
-    {"__extendhfsf2", (void *)kl_rt_extendhfsf2},
+  static const struct {
+    const char *name;
+    void *fn;
+  } helpers[] = {
+    { "__truncsfhf2", (void *)kl_rt_truncsfhf2 },   { "__truncdfhf2", (void *)kl_rt_truncdfhf2 },
+    { "__truncsfbf2", (void *)kl_rt_truncsfbf2 },   { "__truncdfbf2", (void *)kl_rt_truncdfbf2 },
+    { "__extendhfsf2", (void *)kl_rt_extendhfsf2 },
   };
   enum { N = sizeof helpers / sizeof helpers[0] };
   LLVMOrcCSymbolMapPair pairs[N];
@@ -204,11 +207,26 @@ uint16_t kl_jit_test_f32_to_bf16(float f) { return f32_to_bf16_bits(f); }
 uint16_t kl_jit_test_f64_to_bf16(double d) { return f64_to_bf16_bits(d); }
 float kl_jit_test_f16_to_f32(uint16_t h) { return f16_bits_to_f32(h); }
 #else
-uint16_t kl_jit_test_f32_to_f16(float f) { (void)f; return 0; }
-uint16_t kl_jit_test_f64_to_f16(double d) { (void)d; return 0; }
-uint16_t kl_jit_test_f32_to_bf16(float f) { (void)f; return 0; }
-uint16_t kl_jit_test_f64_to_bf16(double d) { (void)d; return 0; }
-float kl_jit_test_f16_to_f32(uint16_t h) { (void)h; return 0; }
+uint16_t kl_jit_test_f32_to_f16(float f) {
+  (void)f;
+  return 0;
+}
+uint16_t kl_jit_test_f64_to_f16(double d) {
+  (void)d;
+  return 0;
+}
+uint16_t kl_jit_test_f32_to_bf16(float f) {
+  (void)f;
+  return 0;
+}
+uint16_t kl_jit_test_f64_to_bf16(double d) {
+  (void)d;
+  return 0;
+}
+float kl_jit_test_f16_to_f32(uint16_t h) {
+  (void)h;
+  return 0;
+}
 #endif
 
 /* ---- the loader ---- */
@@ -259,7 +277,8 @@ const char *kl_jit_triple(const kl_jit *jit) { return LLVMOrcLLJITGetTripleStrin
 
 /* An x86-64 (or the host's) ELF relocatable object: magic, 64-bit, ET_REL. */
 static bool is_relocatable_elf(const unsigned char *p, size_t size) {
-  return size >= 64 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F' && p[4] == 2 && p[16] == 1 && p[17] == 0;
+  return size >= 64 && p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F' && p[4] == 2 && p[16] == 1 &&
+      p[17] == 0;
 }
 
 static kl_status check_format(const void *data, size_t size, char *err, size_t errlen) {
@@ -269,22 +288,26 @@ static kl_status check_format(const void *data, size_t size, char *err, size_t e
     return KL_ERR;
   }
 #if defined(__x86_64__)
-  enum { HOST_MACHINE = 62 };   /* EM_X86_64 */
+  enum { HOST_MACHINE = 62 }; /* EM_X86_64 */
 #elif defined(__aarch64__)
-  enum { HOST_MACHINE = 183 };  /* EM_AARCH64 */
+  enum { HOST_MACHINE = 183 }; /* EM_AARCH64 */
 #else
   enum { HOST_MACHINE = -1 };
 #endif
   if (is_relocatable_elf(p, size)) {
     int machine = p[5] == 1 ? p[18] | p[19] << 8 : p[19] | p[18] << 8;
     if (HOST_MACHINE < 0 || machine == HOST_MACHINE) return KL_OK;
-    kl_errf(err, errlen, "host loader: the object is for another architecture (ELF machine %d, the host's is %d)", machine, HOST_MACHINE);
+    kl_errf(err, errlen, "host loader: the object is for another architecture (ELF machine %d, the host's is %d)",
+            machine, HOST_MACHINE);
     return KL_ERR;
   }
-  bool bitcode = size >= 4 && ((p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE) ||
-                               (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
-  kl_errf(err, errlen, "host loader: the binary (%zu bytes) is %s, not a host object (an ELF relocatable object from kiln's code "
-         "generation: kl_codegen_emit for \"host\")", size, bitcode ? "LLVM bitcode" : "not an ELF relocatable object");
+  bool bitcode = size >= 4 &&
+      ((p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE) ||
+       (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
+  kl_errf(err, errlen,
+          "host loader: the binary (%zu bytes) is %s, not a host object (an ELF relocatable object from kiln's code "
+          "generation: kl_codegen_emit for \"host\")",
+          size, bitcode ? "LLVM bitcode" : "not an ELF relocatable object");
   return KL_ERR;
 }
 
@@ -337,13 +360,19 @@ static void child_link(const void *data, size_t size) {
   long page = sysconf(_SC_PAGESIZE);
   unsigned long long pages = 0;
   FILE *f = fopen("/proc/self/statm", "r");
-  if (f) { if (fscanf(f, "%llu", &pages) != 1) pages = 0; fclose(f); }
+  if (f) {
+    if (fscanf(f, "%llu", &pages) != 1) pages = 0;
+    fclose(f);
+  }
   if (pages && page > 0) {
     rl.rlim_cur = rl.rlim_max = (rlim_t)(pages * (unsigned long long)page + (4ull << 30));
     setrlimit(RLIMIT_AS, &rl);
   }
   int fd = open("/dev/null", O_WRONLY);
-  if (fd >= 0) { dup2(fd, 2); dup2(fd, 1); }
+  if (fd >= 0) {
+    dup2(fd, 2);
+    dup2(fd, 1);
+  }
   char err[512];
   kl_jit *jit = kl_jit_create(err, sizeof err);
   if (!jit) _exit(CHILD_REFUSED);
@@ -367,12 +396,13 @@ static kl_status check_in_child(const void *data, size_t size, char *err, size_t
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
-    kl_errf(err, errlen, "host loader: cannot start the process that checks the object (%s); it is not loaded", strerror(errno));
+    kl_errf(err, errlen, "host loader: cannot start the process that checks the object (%s); it is not loaded",
+            strerror(errno));
     return KL_ERR;
   }
   if (pid == 0) child_link(data, size); /* does not return */
   int st = 0;
-  struct timespec nap = {0, 1000000};
+  struct timespec nap = { 0, 1000000 };
   pid_t r = 0;
   for (long waited = 0; (r = waitpid(pid, &st, WNOHANG)) == 0 && waited < 30000; waited++) nanosleep(&nap, NULL);
   while (r < 0 && errno == EINTR) r = waitpid(pid, &st, WNOHANG);
@@ -382,17 +412,23 @@ static kl_status check_in_child(const void *data, size_t size, char *err, size_t
     kl_errf(err, errlen, "host loader: linking the object took LLVM more than 30 s; it is not loaded");
     return KL_ERR;
   }
-  if (r < 0) { kl_errf(err, errlen, "host loader: lost the process that checks the object (%s)", strerror(errno)); return KL_ERR; }
+  if (r < 0) {
+    kl_errf(err, errlen, "host loader: lost the process that checks the object (%s)", strerror(errno));
+    return KL_ERR;
+  }
   if (WIFSIGNALED(st)) {
     int sig = WTERMSIG(st);
-    kl_errf(err, errlen, "host loader: invalid host object (%zu bytes): LLVM %s on it (signal %d, %s), so it is not loaded", size,
-           sig == SIGABRT ? "aborts (out of memory or a fatal error)" : "crashes", sig, strsignal(sig));
+    kl_errf(err, errlen,
+            "host loader: invalid host object (%zu bytes): LLVM %s on it (signal %d, %s), so it is not loaded", size,
+            sig == SIGABRT ? "aborts (out of memory or a fatal error)" : "crashes", sig, strsignal(sig));
     return KL_ERR;
   }
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   if (code == CHILD_OK || code == CHILD_REFUSED) return KL_OK; /* refused: added again here for a clean error */
-  kl_errf(err, errlen, "host loader: invalid host object (%zu bytes): LLVM stops the process on it (exit status %d), so it is not loaded",
-         size, code);
+  kl_errf(err, errlen,
+          "host loader: invalid host object (%zu bytes): LLVM stops the process on it (exit status %d), so it is not "
+          "loaded",
+          size, code);
   return KL_ERR;
 }
 
@@ -435,14 +471,14 @@ void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err
   }
   pthread_mutex_lock(&jit->mu);
   jit->session_err[0] = '\0';
-  lookup_wait w = {.done = false, .addr = 0};
+  lookup_wait w = { .done = false, .addr = 0 };
   pthread_mutex_init(&w.mu, NULL);
   pthread_cond_init(&w.cv, NULL);
-  LLVMOrcCJITDylibSearchOrderElement order = {mod->jd, LLVMOrcJITDylibLookupFlagsMatchAllSymbols};
-  LLVMOrcCLookupSetElement sym = {LLVMOrcLLJITMangleAndIntern(jit->lljit, name),
-                                  LLVMOrcSymbolLookupFlagsRequiredSymbol};
-  LLVMOrcExecutionSessionLookup(LLVMOrcLLJITGetExecutionSession(jit->lljit), LLVMOrcLookupKindStatic, &order, 1,
-                                &sym, 1, lookup_done, &w);
+  LLVMOrcCJITDylibSearchOrderElement order = { mod->jd, LLVMOrcJITDylibLookupFlagsMatchAllSymbols };
+  LLVMOrcCLookupSetElement sym = { LLVMOrcLLJITMangleAndIntern(jit->lljit, name),
+                                   LLVMOrcSymbolLookupFlagsRequiredSymbol };
+  LLVMOrcExecutionSessionLookup(LLVMOrcLLJITGetExecutionSession(jit->lljit), LLVMOrcLookupKindStatic, &order, 1, &sym,
+                                1, lookup_done, &w);
   pthread_mutex_lock(&w.mu);
   while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
   pthread_mutex_unlock(&w.mu);

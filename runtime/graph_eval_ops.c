@@ -13,11 +13,17 @@ static int64_t *attr_ints(kl_op *op, const char *name, int64_t *buf, int max, in
   int k = kl_op_attr_i64s(op, name, buf, max);
   if (k < 0) {
     int64_t one;
-    if (kl_op_attr_i64(op, name, &one)) { buf[0] = one; *n = 1; return buf; }
+    if (kl_op_attr_i64(op, name, &one)) {
+      buf[0] = one;
+      *n = 1;
+      return buf;
+    }
     for (int i = 0; i < ndflt; i++) buf[i] = dflt[i];
-    *n = ndflt; return buf;
+    *n = ndflt;
+    return buf;
   }
-  *n = k; return buf;
+  *n = k;
+  return buf;
 }
 
 static int eval_binary(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
@@ -28,7 +34,8 @@ static int eval_unary(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *er
 }
 static int eval_clip(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
   double lo = 0, hi = 0;
-  kl_op_attr_f64(op, "min", &lo); kl_op_attr_f64(op, "max", &hi);
+  kl_op_attr_f64(op, "min", &lo);
+  kl_op_attr_f64(op, "max", &hi);
   return kl_ref_clip(in[0], lo, hi, result_dt(op), out, err, errlen);
 }
 static int eval_where(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
@@ -48,7 +55,8 @@ static int eval_conv(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err
 }
 static int eval_dot(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
   int64_t ta = 0, tb = 0;
-  kl_op_attr_i64(op, "transpose_a", &ta); kl_op_attr_i64(op, "transpose_b", &tb);
+  kl_op_attr_i64(op, "transpose_a", &ta);
+  kl_op_attr_i64(op, "transpose_b", &tb);
   return kl_ref_dot(in[0], in[1], ta, tb, result_dt(op), out, err, errlen);
 }
 static int eval_broadcast(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
@@ -57,7 +65,8 @@ static int eval_broadcast(kl_op *op, kl_tensor *const *in, kl_tensor **out, char
   return kl_ref_broadcast(in[0], &s, out, err, errlen);
 }
 static int eval_transpose(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  int64_t b[KL_MAX_RANK]; int ax[KL_MAX_RANK], cnt;
+  int64_t b[KL_MAX_RANK];
+  int ax[KL_MAX_RANK], cnt;
   attr_ints(op, "perm", b, KL_MAX_RANK, &cnt, NULL, 0);
   for (int i = 0; i < cnt; i++) ax[i] = (int)b[i];
   return kl_ref_transpose(in[0], cnt, ax, out, err, errlen);
@@ -70,22 +79,28 @@ static int eval_slice(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *er
   int r = in[0]->rank, k;
   int64_t b[KL_MAX_RANK], c[KL_MAX_RANK], d[KL_MAX_RANK], ones[KL_MAX_RANK];
   for (int i = 0; i < r; i++) ones[i] = 1;
-  attr_ints(op, "begin", b, r, &k, NULL, 0); attr_ints(op, "end", c, r, &k, NULL, 0); attr_ints(op, "step", d, r, &k, ones, r);
+  attr_ints(op, "begin", b, r, &k, NULL, 0);
+  attr_ints(op, "end", c, r, &k, NULL, 0);
+  attr_ints(op, "step", d, r, &k, ones, r);
   return kl_ref_slice(in[0], b, c, d, out, err, errlen);
 }
 static int eval_concat(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  int64_t axis = 0; kl_op_attr_i64(op, "axis", &axis);
+  int64_t axis = 0;
+  kl_op_attr_i64(op, "axis", &axis);
   return kl_ref_concat(op->nopnds, (const kl_tensor *const *)in, (int)axis, out, err, errlen);
 }
 static int eval_reduce(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  int64_t b[KL_MAX_RANK]; int ax[KL_MAX_RANK], cnt;
+  int64_t b[KL_MAX_RANK];
+  int ax[KL_MAX_RANK], cnt;
   attr_ints(op, "axes", b, KL_MAX_RANK, &cnt, NULL, 0);
   for (int i = 0; i < cnt; i++) ax[i] = (int)b[i];
-  int64_t keep = 0; kl_op_attr_i64(op, "keepdims", &keep);
+  int64_t keep = 0;
+  kl_op_attr_i64(op, "keepdims", &keep);
   return kl_ref_reduce((kl_reduce_op)kl_op_scalar_code(op), in[0], cnt, ax, keep, result_dt(op), out, err, errlen);
 }
 static int eval_softmax(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  int64_t axis = -1; kl_op_attr_i64(op, "axis", &axis);
+  int64_t axis = -1;
+  kl_op_attr_i64(op, "axis", &axis);
   return kl_ref_softmax(in[0], (int)axis, result_dt(op), out, err, errlen);
 }
 /* A plan input: makes its tensor (*out is NULL on entry), flat logical values. */
@@ -94,7 +109,8 @@ static int eval_constant(kl_op *op, kl_tensor *const *in, kl_tensor **out, char 
   const kl_attr *v = kl_op_attr(op, "value");
   int64_t numel = kl_type_numel(rt);
   double *vals = kl_xmalloc((numel ? numel : 1) * sizeof *vals);
-  for (int64_t i = 0; i < numel; i++) vals[i] = v->elems[i]->kind == KL_AT_FLOAT ? v->elems[i]->f : (double)v->elems[i]->i;
+  for (int64_t i = 0; i < numel; i++)
+    vals[i] = v->elems[i]->kind == KL_AT_FLOAT ? v->elems[i]->f : (double)v->elems[i]->i;
   *out = kl_tensor_from_f64(result_dt(op), rt->rank, rt->shape, rt->strides, vals, err, errlen);
   free(vals);
   return *out ? 0 : 1;
@@ -126,7 +142,8 @@ static kl_eval_fn builtin_hook(const kl_opdef *d) {
     case KL_KERNEL_DOT: return eval_dot;
     case KL_KERNEL_SOFTMAX: return eval_softmax;
     case KL_KERNEL_CONCAT: return eval_concat;
-    case KL_KERNEL_REDUCE: case KL_KERNEL_NONE: break;
+    case KL_KERNEL_REDUCE:
+    case KL_KERNEL_NONE: break;
   }
   /* a pure plan input is its own value (graph.constant); graph.param is bound to an input */
   if ((d->traits & KL_TRAIT_PLAN_INPUT) && (d->traits & KL_TRAIT_PURE)) return eval_constant;

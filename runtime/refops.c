@@ -11,8 +11,8 @@
 
 /* ---------------------------------------------------------------- output */
 
-static int prep_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_dtype dflt, kl_tensor **out,
-                    char *err, size_t errlen) {
+static int prep_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_dtype dflt, kl_tensor **out, char *err,
+                    size_t errlen) {
   char b1[256], b2[256];
   if (dt != KL_DT_NONE && !kl_dtype_valid(dt))
     return kl_tensor_errf(err, errlen, "%s: invalid output dtype %d", op, (int)dt);
@@ -22,9 +22,11 @@ static int prep_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_dtype
     if (!kl_shape_equal(&os, shape))
       return kl_tensor_errf(err, errlen, "%s: output has shape %s, expected %s", op, SHP(&os, b1), SHP(shape, b2));
     if (dt != KL_DT_NONE && dt != o->dtype)
-      return kl_tensor_errf(err, errlen, "%s: output has dtype %s, expected %s", op, kl_dtype_name(o->dtype), kl_dtype_name(dt));
+      return kl_tensor_errf(err, errlen, "%s: output has dtype %s, expected %s", op, kl_dtype_name(o->dtype),
+                            kl_dtype_name(dt));
     if (!kl_strides_nonoverlapping(o->rank, o->shape, o->strides))
-      return kl_tensor_errf(err, errlen, "%s: output strides %s overlap", op, kl_dims_format(o->rank, o->strides, b1, sizeof b1));
+      return kl_tensor_errf(err, errlen, "%s: output strides %s overlap", op,
+                            kl_dims_format(o->rank, o->strides, b1, sizeof b1));
     return 0;
   }
   if (dt == KL_DT_NONE) dt = dflt;
@@ -86,21 +88,27 @@ static int64_t shape_numel(const int64_t *shape, int rank) {
   return n;
 }
 
-static inline void *ptr(const kl_tensor *t, int64_t off) { return (char *)t->data + off * (int64_t)kl_dtype_size(t->dtype); }
+static inline void *ptr(const kl_tensor *t, int64_t off) {
+  return (char *)t->data + off * (int64_t)kl_dtype_size(t->dtype);
+}
 static inline double ldf(const kl_tensor *t, int64_t off) { return kl_dtype_load_f64(t->dtype, ptr(t, off)); }
 static inline int64_t ldi(const kl_tensor *t, int64_t off) { return kl_dtype_load_i64(t->dtype, ptr(t, off)); }
 static inline void stf(kl_tensor *t, int64_t off, double v) { kl_dtype_store_f64(t->dtype, ptr(t, off), v); }
 static inline void sti(kl_tensor *t, int64_t off, int64_t v) { kl_dtype_store_i64(t->dtype, ptr(t, off), v); }
 /* Copies one element between tensors, converting like kl_ref_convert. */
 static inline void copy_elem(kl_tensor *d, int64_t doff, const kl_tensor *s, int64_t soff) {
-  if (d->dtype == s->dtype) memcpy(ptr(d, doff), ptr(s, soff), kl_dtype_size(d->dtype));
-  else if (kl_dtype_is_int(d->dtype) && kl_dtype_is_int(s->dtype)) sti(d, doff, ldi(s, soff));
-  else stf(d, doff, ldf(s, soff));
+  if (d->dtype == s->dtype)
+    memcpy(ptr(d, doff), ptr(s, soff), kl_dtype_size(d->dtype));
+  else if (kl_dtype_is_int(d->dtype) && kl_dtype_is_int(s->dtype))
+    sti(d, doff, ldi(s, soff));
+  else
+    stf(d, doff, ldf(s, soff));
 }
 
 /* ---------------------------------------------------------------- element-wise */
 
-int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
+int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err,
+                  size_t errlen) {
   if (op < 0 || op >= KL_BIN_COUNT) return kl_tensor_errf(err, errlen, "binary: unknown op %d", (int)op);
   const char *name = kl_binop_name(op);
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b), so;
@@ -115,8 +123,10 @@ int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype 
   mw_add_bcast(&w, b);
   int64_t n = kl_shape_numel(&so);
   for (int64_t i = 0; i < n; i++, mw_next(&w)) {
-    if (ints) sti(o, w.off[0], kl_binop_i64(op, ldi(a, w.off[1]), ldi(b, w.off[2])));
-    else stf(o, w.off[0], kl_binop_f64(op, ldf(a, w.off[1]), ldf(b, w.off[2])));
+    if (ints)
+      sti(o, w.off[0], kl_binop_i64(op, ldi(a, w.off[1]), ldi(b, w.off[2])));
+    else
+      stf(o, w.off[0], kl_binop_f64(op, ldf(a, w.off[1]), ldf(b, w.off[2])));
   }
   return 0;
 }
@@ -133,8 +143,10 @@ int kl_ref_unary(kl_unop op, const kl_tensor *x, kl_dtype out_dt, kl_tensor **ou
   mw_add(&w, x->offset, x->strides);
   int64_t n = kl_shape_numel(&s);
   for (int64_t i = 0; i < n; i++, mw_next(&w)) {
-    if (ints) sti(o, w.off[0], kl_unop_i64(op, ldi(x, w.off[1])));
-    else stf(o, w.off[0], kl_unop_f64(op, ldf(x, w.off[1])));
+    if (ints)
+      sti(o, w.off[0], kl_unop_i64(op, ldi(x, w.off[1])));
+    else
+      stf(o, w.off[0], kl_unop_f64(op, ldf(x, w.off[1])));
   }
   return 0;
 }
@@ -160,7 +172,7 @@ int kl_ref_clip(const kl_tensor *x, double lo, double hi, kl_dtype out_dt, kl_te
       sti(o, w.off[0], v);
     } else {
       double v = ldf(x, w.off[1]);
-      v = v < lo ? lo : v;      /* NaN passes through */
+      v = v < lo ? lo : v; /* NaN passes through */
       v = v > hi ? hi : v;
       stf(o, w.off[0], v);
     }
@@ -168,7 +180,8 @@ int kl_ref_clip(const kl_tensor *x, double lo, double hi, kl_dtype out_dt, kl_te
   return 0;
 }
 
-int kl_ref_where(const kl_tensor *cond, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
+int kl_ref_where(const kl_tensor *cond, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out,
+                 char *err, size_t errlen) {
   kl_shape sc = kl_tensor_shape(cond), sa = kl_tensor_shape(a), sb = kl_tensor_shape(b), so;
   if (kl_infer_where(&sc, &sa, &sb, &so, err, errlen)) return 1;
   if (prep_out("where", &so, out_dt, a->dtype, out, err, errlen)) return 1;
@@ -185,8 +198,10 @@ int kl_ref_where(const kl_tensor *cond, const kl_tensor *a, const kl_tensor *b, 
     bool c = ldf(cond, w.off[1]) != 0;
     const kl_tensor *src = c ? a : b;
     int64_t off = c ? w.off[2] : w.off[3];
-    if (ints) sti(o, w.off[0], ldi(src, off));
-    else stf(o, w.off[0], ldf(src, off));
+    if (ints)
+      sti(o, w.off[0], ldi(src, off));
+    else
+      stf(o, w.off[0], ldf(src, off));
   }
   return 0;
 }
@@ -249,8 +264,8 @@ int kl_ref_reshape(const kl_tensor *x, int rank, const int64_t *dims, kl_tensor 
   return 0;
 }
 
-int kl_ref_slice(const kl_tensor *x, const int64_t *begin, const int64_t *end, const int64_t *step,
-                 kl_tensor **out, char *err, size_t errlen) {
+int kl_ref_slice(const kl_tensor *x, const int64_t *begin, const int64_t *end, const int64_t *step, kl_tensor **out,
+                 char *err, size_t errlen) {
   kl_shape s = kl_tensor_shape(x), so;
   int64_t nb[KL_MAX_RANK];
   if (kl_infer_slice(&s, begin, end, step, &so, nb, err, errlen)) return 1;
@@ -277,8 +292,8 @@ int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, 
   if (rc) return 1;
   for (int i = 1; i < n; i++)
     if (xs[i]->dtype != xs[0]->dtype)
-      return kl_tensor_errf(err, errlen, "concat: input %d has dtype %s, input 0 has %s", i, kl_dtype_name(xs[i]->dtype),
-                            kl_dtype_name(xs[0]->dtype));
+      return kl_tensor_errf(err, errlen, "concat: input %d has dtype %s, input 0 has %s", i,
+                            kl_dtype_name(xs[i]->dtype), kl_dtype_name(xs[0]->dtype));
   int a = axis < 0 ? axis + so.rank : axis;
   if (prep_out("concat", &so, KL_DT_NONE, xs[0]->dtype, out, err, errlen)) return 1;
   kl_tensor *o = *out;
@@ -298,7 +313,8 @@ int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, 
 /* ---------------------------------------------------------------- dot */
 
 
-int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
+int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtype out_dt, kl_tensor **out, char *err,
+               size_t errlen) {
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b), so;
   if (kl_infer_dot(&sa, &sb, ta, tb, &so, err, errlen)) return 1;
   if (prep_out("dot", &so, out_dt, kl_contraction_dtype(a->dtype), out, err, errlen)) return 1;
@@ -324,7 +340,7 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
   /* Batch iteration: operand block offsets (in elements of the packed row-major copies),
    * broadcast over the output batch dims. */
   kl_shape bs = kl_shape_make(ro - 2, so.dim);
-  int64_t sta[KL_MAX_RANK] = {0}, stb[KL_MAX_RANK] = {0}, blk;
+  int64_t sta[KL_MAX_RANK] = { 0 }, stb[KL_MAX_RANK] = { 0 }, blk;
   blk = sa.dim[ra - 2] * sa.dim[ra - 1];
   for (int d = ra - 3; d >= 0; d--) {
     int od = d + (ro - ra);
@@ -358,8 +374,10 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
           uint64_t acc = 0;
           for (int64_t k = 0; k < K; k++)
             acc += (uint64_t)ia[oa + m * am + k * ak] * (uint64_t)ib[ob + k * bk + n * bn];
-          if (kl_dtype_is_int(o->dtype)) sti(o, dst, (int64_t)acc);
-          else stf(o, dst, (double)(int64_t)acc);
+          if (kl_dtype_is_int(o->dtype))
+            sti(o, dst, (int64_t)acc);
+          else
+            stf(o, dst, (double)(int64_t)acc);
         } else {
           double acc = 0;
           for (int64_t k = 0; k < K; k++) acc += fa[oa + m * am + k * ak] * fb[ob + k * bk + n * bn];
@@ -367,14 +385,17 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
         }
       }
   }
-  free(fa); free(fb); free(ia); free(ib);
+  free(fa);
+  free(fb);
+  free(ia);
+  free(ib);
   return 0;
 }
 
 /* ---------------------------------------------------------------- reduce, softmax */
 
-int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axes, bool keepdims,
-                  kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
+int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axes, bool keepdims, kl_dtype out_dt,
+                  kl_tensor **out, char *err, size_t errlen) {
   if (op < 0 || op >= KL_RED_COUNT) return kl_tensor_errf(err, errlen, "reduce: unknown op %d", (int)op);
   const char *name = kl_reduce_name(op);
   kl_shape s = kl_tensor_shape(x), so;
@@ -385,8 +406,13 @@ int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axe
   /* accumulators in row-major order of the kept dims (= the output's logical order) */
   int64_t nacc = kl_shape_numel(&so), count = 1, st[KL_MAX_RANK], acc_stride = 1;
   for (int d = s.rank - 1; d >= 0; d--) {
-    if (red[d]) { st[d] = 0; count *= s.dim[d]; }
-    else { st[d] = acc_stride; acc_stride *= s.dim[d]; }
+    if (red[d]) {
+      st[d] = 0;
+      count *= s.dim[d];
+    } else {
+      st[d] = acc_stride;
+      acc_stride *= s.dim[d];
+    }
   }
   bool ints = kl_dtype_is_int(x->dtype);
   double *fa = NULL;
@@ -411,16 +437,20 @@ int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axe
     if (ints) {
       int64_t v = ldi(x, w.off[0]);
       switch (op) {
-      case KL_RED_MAX: if (v > ia[j]) ia[j] = v; break;
-      case KL_RED_MIN: if (v < ia[j]) ia[j] = v; break;
-      default: ia[j] = (int64_t)((uint64_t)ia[j] + (uint64_t)v); break;
+        case KL_RED_MAX:
+          if (v > ia[j]) ia[j] = v;
+          break;
+        case KL_RED_MIN:
+          if (v < ia[j]) ia[j] = v;
+          break;
+        default: ia[j] = (int64_t)((uint64_t)ia[j] + (uint64_t)v); break;
       }
     } else {
       double v = ldf(x, w.off[0]);
       switch (op) {
-      case KL_RED_MAX: fa[j] = kl_binop_f64(KL_BIN_MAX, fa[j], v); break;
-      case KL_RED_MIN: fa[j] = kl_binop_f64(KL_BIN_MIN, fa[j], v); break;
-      default: fa[j] += v; break;
+        case KL_RED_MAX: fa[j] = kl_binop_f64(KL_BIN_MAX, fa[j], v); break;
+        case KL_RED_MIN: fa[j] = kl_binop_f64(KL_BIN_MIN, fa[j], v); break;
+        default: fa[j] += v; break;
       }
     }
   }
@@ -431,8 +461,10 @@ int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axe
   for (int64_t j = 0; j < nacc; j++, mw_next(&wo)) {
     int64_t dst = wo.off[0];
     if (op == KL_RED_MEAN) {
-      if (ints && oint) sti(o, dst, count ? ia[j] / count : 0);
-      else stf(o, dst, (ints ? (double)ia[j] : fa[j]) / (double)count);
+      if (ints && oint)
+        sti(o, dst, count ? ia[j] / count : 0);
+      else
+        stf(o, dst, (ints ? (double)ia[j] : fa[j]) / (double)count);
     } else if (ints) {
       sti(o, dst, ia[j]);
     } else {
@@ -465,7 +497,10 @@ int kl_ref_softmax(const kl_tensor *x, int axis, kl_dtype out_dt, kl_tensor **ou
       row[k] = ldf(x, w.off[1] + k * xs);
       if (isnan(row[k]) || row[k] > mx) mx = isnan(mx) ? mx : row[k];
     }
-    for (int64_t k = 0; k < len; k++) { row[k] = exp(row[k] - mx); sum += row[k]; }
+    for (int64_t k = 0; k < len; k++) {
+      row[k] = exp(row[k] - mx);
+      sum += row[k];
+    }
     for (int64_t k = 0; k < len; k++) stf(o, w.off[0] + k * os, row[k] / sum);
   }
   free(row);

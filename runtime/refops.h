@@ -44,19 +44,21 @@ int kl_ref_prepare_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_te
 
 /* ---- kernels ---- */
 /* conv2d: default dtype = kl_contraction_dtype(input's). */
-int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p,
-                  kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
+int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p, kl_dtype out_dt,
+                  kl_tensor **out, char *err, size_t errlen);
 /* Batched matmul; default dtype = kl_contraction_dtype(a's). */
-int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool trans_a, bool trans_b,
-               kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
+int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool trans_a, bool trans_b, kl_dtype out_dt, kl_tensor **out,
+               char *err, size_t errlen);
 /* Element-wise with numpy broadcasting; default dtype = a's (unary: x's). */
-int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
+int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err,
+                  size_t errlen);
 int kl_ref_unary(kl_unop op, const kl_tensor *x, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
 /* min(max(x, lo), hi); lo <= hi required; default dtype = x's. For integer x and output
  * the bounds are ceil(lo) / floor(hi). */
 int kl_ref_clip(const kl_tensor *x, double lo, double hi, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
 /* cond != 0 ? a : b, all three broadcast together; default dtype = a's. */
-int kl_ref_where(const kl_tensor *cond, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
+int kl_ref_where(const kl_tensor *cond, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out,
+                 char *err, size_t errlen);
 /* dtype cast: float -> float rounds to nearest even; float -> int truncates toward zero
  * and saturates to the target range (NaN -> 0); int -> int wraps (two's complement);
  * int -> float rounds to nearest even; anything -> i1 is (x != 0). */
@@ -65,14 +67,14 @@ int kl_ref_convert(const kl_tensor *x, kl_dtype dt, kl_tensor **out, char *err, 
 int kl_ref_broadcast(const kl_tensor *x, const kl_shape *shape, kl_tensor **out, char *err, size_t errlen);
 int kl_ref_transpose(const kl_tensor *x, int nperm, const int *perm, kl_tensor **out, char *err, size_t errlen);
 int kl_ref_reshape(const kl_tensor *x, int rank, const int64_t *dims, kl_tensor **out, char *err, size_t errlen);
-int kl_ref_slice(const kl_tensor *x, const int64_t *begin, const int64_t *end, const int64_t *step,
-                 kl_tensor **out, char *err, size_t errlen);
+int kl_ref_slice(const kl_tensor *x, const int64_t *begin, const int64_t *end, const int64_t *step, kl_tensor **out,
+                 char *err, size_t errlen);
 /* All inputs must have the same dtype. */
 int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, char *err, size_t errlen);
 /* Reduce over axes (see kl_infer_reduce); default dtype = x's. max/min of an empty
  * extent give -inf/+inf (integer input: the input dtype's min/max), mean of none is NaN (ints: 0). */
-int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axes, bool keepdims,
-                  kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
+int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axes, bool keepdims, kl_dtype out_dt,
+                  kl_tensor **out, char *err, size_t errlen);
 /* exp(x - max) / sum(exp(x - max)) along axis, in double; default dtype = x's. */
 int kl_ref_softmax(const kl_tensor *x, int axis, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen);
 #endif

@@ -11,8 +11,8 @@
 
 #define SHP(s, b) kl_shape_format((s), (b), sizeof(b))
 
-int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p,
-                  kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
+int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p, kl_dtype out_dt,
+                  kl_tensor **out, char *err, size_t errlen) {
   kl_shape si = kl_tensor_shape(input), sf = kl_tensor_shape(filter), so;
   if (kl_infer_conv2d(&si, &sf, p, &so, err, errlen)) return 1;
   if (!*out && out_dt == KL_DT_NONE) out_dt = kl_contraction_dtype(input->dtype);
@@ -54,23 +54,31 @@ int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv
               int64_t h = ho * sh - pt + y * dh;
               for (int64_t x = 0; x < X; x++) {
                 int64_t w = wo * sw - pl + x * dw, b = fbase + y * X + x;
-                if (h < 0 || h >= H || w < 0 || w >= W) {   /* zero padding: 0 * an inf / NaN weight is NaN */
+                if (h < 0 || h >= H || w < 0 || w >= W) { /* zero padding: 0 * an inf / NaN weight is NaN */
                   if (!ints) facc += 0.0 * ff[b];
                   continue;
                 }
                 int64_t a = ibase + h * W + w;
-                if (ints) iacc += (uint64_t)ii[a] * (uint64_t)iff[b];
-                else facc += fi[a] * ff[b];
+                if (ints)
+                  iacc += (uint64_t)ii[a] * (uint64_t)iff[b];
+                else
+                  facc += fi[a] * ff[b];
               }
             }
           }
           int64_t off = o->offset + n * o->strides[0] + k * o->strides[1] + ho * o->strides[2] + wo * o->strides[3];
           void *dst = (char *)o->data + off * (int64_t)esz;
-          if (ints && oint) kl_dtype_store_i64(o->dtype, dst, (int64_t)iacc);
-          else if (ints) kl_dtype_store_f64(o->dtype, dst, (double)(int64_t)iacc);
-          else kl_dtype_store_f64(o->dtype, dst, facc);
+          if (ints && oint)
+            kl_dtype_store_i64(o->dtype, dst, (int64_t)iacc);
+          else if (ints)
+            kl_dtype_store_f64(o->dtype, dst, (double)(int64_t)iacc);
+          else
+            kl_dtype_store_f64(o->dtype, dst, facc);
         }
     }
-  free(fi); free(ff); free(ii); free(iff);
+  free(fi);
+  free(ff);
+  free(ii);
+  free(iff);
   return 0;
 }

@@ -34,17 +34,15 @@ uint32_t kl_rng_below(kl_rng *r, uint32_t bound) {
   }
 }
 
-double kl_rng_uniform(kl_rng *r) {
-  return (double)(kl_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-}
+double kl_rng_uniform(kl_rng *r) { return (double)(kl_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0); }
 
 double kl_rng_uniform_range(kl_rng *r, double lo, double hi) {
   double v = lo + (hi - lo) * kl_rng_uniform(r);
-  return v < hi ? v : lo;   /* guard against rounding up to hi */
+  return v < hi ? v : lo; /* guard against rounding up to hi */
 }
 
 double kl_rng_normal(kl_rng *r) {
-  double u1 = 1.0 - kl_rng_uniform(r);   /* (0, 1] */
+  double u1 = 1.0 - kl_rng_uniform(r); /* (0, 1] */
   double u2 = kl_rng_uniform(r);
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }

@@ -7,19 +7,21 @@
 #define KL_RNG_H
 #include <stdint.h>
 
-typedef struct kl_rng { uint64_t state, inc; } kl_rng;
+typedef struct kl_rng {
+  uint64_t state, inc;
+} kl_rng;
 
 /* Seed; different streams with the same seed give independent sequences. */
-void     kl_rng_seed(kl_rng *r, uint64_t seed, uint64_t stream);
+void kl_rng_seed(kl_rng *r, uint64_t seed, uint64_t stream);
 uint32_t kl_rng_u32(kl_rng *r);
 uint64_t kl_rng_u64(kl_rng *r);
 /* Uniform integer in [0, bound) without modulo bias; bound 0 returns 0. */
 uint32_t kl_rng_below(kl_rng *r, uint32_t bound);
 /* Uniform double in [0, 1) with 53 random bits. */
-double   kl_rng_uniform(kl_rng *r);
+double kl_rng_uniform(kl_rng *r);
 /* Uniform double in [lo, hi). */
-double   kl_rng_uniform_range(kl_rng *r, double lo, double hi);
+double kl_rng_uniform_range(kl_rng *r, double lo, double hi);
 /* Standard normal N(0, 1) (Box-Muller; consumes two uniforms per call, no caching, so
  * each value depends only on the generator state). */
-double   kl_rng_normal(kl_rng *r);
+double kl_rng_normal(kl_rng *r);
 #endif

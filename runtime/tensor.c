@@ -11,17 +11,20 @@
 /* ---------------------------------------------------------------- creation */
 
 /* Validates shape/strides, and computes numel and the element span (max offset + 1). */
-static int check_geometry(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides,
-                          int64_t *numel_out, int64_t *span_out, char *err, size_t errlen) {
+static int check_geometry(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, int64_t *numel_out,
+                          int64_t *span_out, char *err, size_t errlen) {
   if (!kl_dtype_valid(dt)) return kl_tensor_errf(err, errlen, "tensor: invalid dtype %d", (int)dt);
-  char why[512];   /* the shape limits (core/shape.h): numel, offsets and bytes fit int64 */
+  char why[512]; /* the shape limits (core/shape.h): numel, offsets and bytes fit int64 */
   if (!kl_shape_check(rank, shape, strides, why, sizeof why)) return kl_tensor_errf(err, errlen, "tensor: %s", why);
   int64_t numel = 1;
   for (int i = 0; i < rank; i++) numel *= shape[i];
   int64_t span = 0;
   if (numel > 0) {
     int64_t maxoff = 0, rm[KL_MAX_RANK];
-    if (!strides) { kl_strides_row_major(rank, shape, rm); strides = rm; }
+    if (!strides) {
+      kl_strides_row_major(rank, shape, rm);
+      strides = rm;
+    }
     for (int i = 0; i < rank; i++) maxoff += (shape[i] - 1) * strides[i];
     span = maxoff + 1;
   }
@@ -36,12 +39,15 @@ static kl_tensor *new_header(kl_dtype dt, int rank, const int64_t *shape, const 
   t->dtype = dt;
   t->rank = rank;
   for (int i = 0; i < rank; i++) t->shape[i] = shape[i];
-  if (strides) for (int i = 0; i < rank; i++) t->strides[i] = strides[i];
-  else kl_strides_row_major(rank, shape, t->strides);
+  if (strides)
+    for (int i = 0; i < rank; i++) t->strides[i] = strides[i];
+  else
+    kl_strides_row_major(rank, shape, t->strides);
   return t;
 }
 
-kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
+kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err,
+                           size_t errlen) {
   int64_t numel, span;
   if (check_geometry(dt, rank, shape, strides, &numel, &span, err, errlen)) return NULL;
   if (strides && !kl_strides_nonoverlapping(rank, shape, strides)) {
@@ -64,9 +70,15 @@ kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const in
 }
 
 /* Walks a tensor's elements in logical row-major order; off is the element offset. */
-typedef struct { int rank; const int64_t *shape, *strides; int64_t idx[KL_MAX_RANK], off; } walk;
+typedef struct {
+  int rank;
+  const int64_t *shape, *strides;
+  int64_t idx[KL_MAX_RANK], off;
+} walk;
 static void walk_init(walk *w, const kl_tensor *t) {
-  w->rank = t->rank; w->shape = t->shape; w->strides = t->strides;
+  w->rank = t->rank;
+  w->shape = t->shape;
+  w->strides = t->strides;
   memset(w->idx, 0, sizeof w->idx);
   w->off = t->offset;
 }
@@ -82,38 +94,46 @@ static inline void *at(const kl_tensor *t, int64_t off) {
   return (char *)t->data + off * (int64_t)kl_dtype_size(t->dtype);
 }
 
-kl_tensor *kl_tensor_full(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, double value, char *err, size_t errlen) {
+kl_tensor *kl_tensor_full(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, double value, char *err,
+                          size_t errlen) {
   kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
-  if (!t || (value == 0 && !signbit(value))) return t;   /* already +0 */
+  if (!t || (value == 0 && !signbit(value))) return t; /* already +0 */
   int64_t n = kl_tensor_numel(t);
-  walk w; walk_init(&w, t);
+  walk w;
+  walk_init(&w, t);
   for (int64_t i = 0; i < n; i++, walk_next(&w)) kl_dtype_store_f64(dt, at(t, w.off), value);
   return t;
 }
 
-kl_tensor *kl_tensor_ones(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err, size_t errlen) {
+kl_tensor *kl_tensor_ones(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, char *err,
+                          size_t errlen) {
   return kl_tensor_full(dt, rank, shape, strides, 1.0, err, errlen);
 }
 
-kl_tensor *kl_tensor_from_f64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const double *values, char *err, size_t errlen) {
+kl_tensor *kl_tensor_from_f64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const double *values,
+                              char *err, size_t errlen) {
   kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
   if (!t || !values) return t;
   int64_t n = kl_tensor_numel(t);
-  walk w; walk_init(&w, t);
+  walk w;
+  walk_init(&w, t);
   for (int64_t i = 0; i < n; i++, walk_next(&w)) kl_dtype_store_f64(dt, at(t, w.off), values[i]);
   return t;
 }
 
-kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, const int64_t *values, char *err, size_t errlen) {
+kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides,
+                              const int64_t *values, char *err, size_t errlen) {
   kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
   if (!t || !values) return t;
   int64_t n = kl_tensor_numel(t);
-  walk w; walk_init(&w, t);
+  walk w;
+  walk_init(&w, t);
   for (int64_t i = 0; i < n; i++, walk_next(&w)) kl_dtype_store_i64(dt, at(t, w.off), values[i]);
   return t;
 }
 
-kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed, kl_dist dist, char *err, size_t errlen) {
+kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed,
+                          kl_dist dist, char *err, size_t errlen) {
   if (dist != KL_DIST_UNIFORM && dist != KL_DIST_NORMAL) {
     kl_tensor_errf(err, errlen, "rand: unknown distribution %d", (int)dist);
     return NULL;
@@ -123,7 +143,8 @@ kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int
   kl_rng r;
   kl_rng_seed(&r, seed, 0);
   int64_t n = kl_tensor_numel(t);
-  walk w; walk_init(&w, t);
+  walk w;
+  walk_init(&w, t);
   bool isint = kl_dtype_is_int(dt);
   for (int64_t i = 0; i < n; i++, walk_next(&w)) {
     void *p = at(t, w.off);
@@ -140,7 +161,8 @@ kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int
   return t;
 }
 
-kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, int64_t offset, char *err, size_t errlen) {
+kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dtype dt, int rank, const int64_t *shape,
+                          const int64_t *strides, int64_t offset, char *err, size_t errlen) {
   int64_t numel, span;
   if (check_geometry(dt, rank, shape, strides, &numel, &span, err, errlen)) return NULL;
   if (offset < 0 || offset > INT64_MAX / 16 - span) {
@@ -149,7 +171,8 @@ kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dty
   }
   if (numel > 0 && (!data || (uint64_t)(offset + span) * kl_dtype_size(dt) > nbytes)) {
     char b1[256];
-    kl_tensor_errf(err, errlen, "tensor: shape %s with these strides and offset %lld needs %llu bytes, the memory has %zu",
+    kl_tensor_errf(err, errlen,
+                   "tensor: shape %s with these strides and offset %lld needs %llu bytes, the memory has %zu",
                    kl_dims_format(rank, shape, b1, sizeof b1), (long long)offset,
                    (unsigned long long)((uint64_t)(offset + span) * kl_dtype_size(dt)), nbytes);
     return NULL;
@@ -162,9 +185,14 @@ kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dty
   return t;
 }
 
-kl_tensor *kl_tensor_view(kl_tensor *base, int rank, const int64_t *shape, const int64_t *strides, int64_t offset, char *err, size_t errlen) {
-  if (!base) { kl_tensor_errf(err, errlen, "view: no base tensor"); return NULL; }
-  kl_tensor *t = kl_tensor_wrap(base->data, base->nbytes, false, base->dtype, rank, shape, strides, offset, err, errlen);
+kl_tensor *kl_tensor_view(kl_tensor *base, int rank, const int64_t *shape, const int64_t *strides, int64_t offset,
+                          char *err, size_t errlen) {
+  if (!base) {
+    kl_tensor_errf(err, errlen, "view: no base tensor");
+    return NULL;
+  }
+  kl_tensor *t = kl_tensor_wrap(base->data, base->nbytes, false, base->dtype, rank, shape, strides, offset, err,
+                                errlen);
   if (!t) return NULL;
   kl_tensor *owner = base->base ? base->base : base;
   t->base = kl_tensor_retain(owner);
@@ -196,7 +224,8 @@ int kl_tensor_copy_into(kl_tensor *dst, const kl_tensor *src, char *err, size_t 
   kl_shape a = kl_tensor_shape(dst), b = kl_tensor_shape(src);
   if (!kl_shape_equal(&a, &b)) {
     char b1[256], b2[256];
-    return kl_tensor_errf(err, errlen, "copy: shapes differ: %s <- %s", kl_shape_format(&a, b1, sizeof b1), kl_shape_format(&b, b2, sizeof b2));
+    return kl_tensor_errf(err, errlen, "copy: shapes differ: %s <- %s", kl_shape_format(&a, b1, sizeof b1),
+                          kl_shape_format(&b, b2, sizeof b2));
   }
   int64_t n = kl_tensor_numel(src);
   walk ws, wd;
@@ -207,9 +236,12 @@ int kl_tensor_copy_into(kl_tensor *dst, const kl_tensor *src, char *err, size_t 
   for (int64_t i = 0; i < n; i++, walk_next(&ws), walk_next(&wd)) {
     const void *ps = at(src, ws.off);
     void *pd = at(dst, wd.off);
-    if (src->dtype == dst->dtype) memmove(pd, ps, es);
-    else if (ints) kl_dtype_store_i64(dst->dtype, pd, kl_dtype_load_i64(src->dtype, ps));
-    else kl_dtype_store_f64(dst->dtype, pd, kl_dtype_load_f64(src->dtype, ps));
+    if (src->dtype == dst->dtype)
+      memmove(pd, ps, es);
+    else if (ints)
+      kl_dtype_store_i64(dst->dtype, pd, kl_dtype_load_i64(src->dtype, ps));
+    else
+      kl_dtype_store_f64(dst->dtype, pd, kl_dtype_load_f64(src->dtype, ps));
   }
   return 0;
 }
@@ -241,7 +273,10 @@ bool kl_tensor_is_row_major(const kl_tensor *t) { return kl_strides_is_row_major
 char *kl_tensor_layout_str(const kl_tensor *t, char *buf, size_t n) {
   int perm[KL_MAX_RANK];
   if (!n) return buf;
-  if (kl_tensor_is_row_major(t)) { snprintf(buf, n, "row_major"); return buf; }
+  if (kl_tensor_is_row_major(t)) {
+    snprintf(buf, n, "row_major");
+    return buf;
+  }
   if (kl_strides_to_perm(t->rank, t->shape, t->strides, perm)) {
     int64_t p64[KL_MAX_RANK];
     for (int i = 0; i < t->rank; i++) p64[i] = perm[i];
@@ -274,10 +309,18 @@ int64_t kl_tensor_elem_offset(const kl_tensor *t, const int64_t *idx) {
   return off;
 }
 void *kl_tensor_elem_ptr(const kl_tensor *t, const int64_t *idx) { return at(t, kl_tensor_elem_offset(t, idx)); }
-double kl_tensor_get(const kl_tensor *t, const int64_t *idx) { return kl_dtype_load_f64(t->dtype, kl_tensor_elem_ptr(t, idx)); }
-void kl_tensor_set(kl_tensor *t, const int64_t *idx, double v) { kl_dtype_store_f64(t->dtype, kl_tensor_elem_ptr(t, idx), v); }
-int64_t kl_tensor_get_i64(const kl_tensor *t, const int64_t *idx) { return kl_dtype_load_i64(t->dtype, kl_tensor_elem_ptr(t, idx)); }
-void kl_tensor_set_i64(kl_tensor *t, const int64_t *idx, int64_t v) { kl_dtype_store_i64(t->dtype, kl_tensor_elem_ptr(t, idx), v); }
+double kl_tensor_get(const kl_tensor *t, const int64_t *idx) {
+  return kl_dtype_load_f64(t->dtype, kl_tensor_elem_ptr(t, idx));
+}
+void kl_tensor_set(kl_tensor *t, const int64_t *idx, double v) {
+  kl_dtype_store_f64(t->dtype, kl_tensor_elem_ptr(t, idx), v);
+}
+int64_t kl_tensor_get_i64(const kl_tensor *t, const int64_t *idx) {
+  return kl_dtype_load_i64(t->dtype, kl_tensor_elem_ptr(t, idx));
+}
+void kl_tensor_set_i64(kl_tensor *t, const int64_t *idx, int64_t v) {
+  kl_dtype_store_i64(t->dtype, kl_tensor_elem_ptr(t, idx), v);
+}
 
 void kl_tensor_unravel(const kl_tensor *t, int64_t flat, int64_t *idx) {
   for (int i = t->rank - 1; i >= 0; i--) {
@@ -299,12 +342,14 @@ void kl_tensor_set_flat(kl_tensor *t, int64_t flat, double v) {
 
 void kl_tensor_to_f64(const kl_tensor *t, double *out) {
   int64_t n = kl_tensor_numel(t);
-  walk w; walk_init(&w, t);
+  walk w;
+  walk_init(&w, t);
   for (int64_t i = 0; i < n; i++, walk_next(&w)) out[i] = kl_dtype_load_f64(t->dtype, at(t, w.off));
 }
 void kl_tensor_to_i64(const kl_tensor *t, int64_t *out) {
   int64_t n = kl_tensor_numel(t);
-  walk w; walk_init(&w, t);
+  walk w;
+  walk_init(&w, t);
   for (int64_t i = 0; i < n; i++, walk_next(&w)) out[i] = kl_dtype_load_i64(t->dtype, at(t, w.off));
 }
 
@@ -319,9 +364,12 @@ typedef struct {
 
 static void format_elem(const printer *p, const int64_t *idx, char *buf, size_t n) {
   const kl_tensor *t = p->t;
-  if (t->dtype == KL_DT_I1) snprintf(buf, n, "%s", kl_tensor_get_i64(t, idx) ? "true" : "false");
-  else if (kl_dtype_is_int(t->dtype)) snprintf(buf, n, "%lld", (long long)kl_tensor_get_i64(t, idx));
-  else snprintf(buf, n, "%.*g", p->precision, kl_tensor_get(t, idx));
+  if (t->dtype == KL_DT_I1)
+    snprintf(buf, n, "%s", kl_tensor_get_i64(t, idx) ? "true" : "false");
+  else if (kl_dtype_is_int(t->dtype))
+    snprintf(buf, n, "%lld", (long long)kl_tensor_get_i64(t, idx));
+  else
+    snprintf(buf, n, "%.*g", p->precision, kl_tensor_get(t, idx));
 }
 
 /* Visits the displayed elements (fn may be NULL: printing mode). */
@@ -331,7 +379,10 @@ static void print_rec(printer *p, int d, int64_t *idx, bool measure) {
     char buf[64];
     format_elem(p, idx, buf, sizeof buf);
     int len = (int)strlen(buf);
-    if (measure) { if (len > p->width) p->width = len; return; }
+    if (measure) {
+      if (len > p->width) p->width = len;
+      return;
+    }
     for (int i = len; i < p->width; i++) kl_sb_putc(p->sb, ' ');
     kl_sb_puts(p->sb, buf);
     return;
@@ -345,7 +396,8 @@ static void print_rec(printer *p, int d, int64_t *idx, bool measure) {
     if (cut && i == p->edge) { ell = true; }
     if (!measure && !first) {
       kl_sb_putc(p->sb, ',');
-      if (d == t->rank - 1) kl_sb_putc(p->sb, ' ');
+      if (d == t->rank - 1)
+        kl_sb_putc(p->sb, ' ');
       else {
         for (int k = 0; k < t->rank - 1 - d; k++) kl_sb_putc(p->sb, '\n');
         for (int k = 0; k < p->indent + d + 1; k++) kl_sb_putc(p->sb, ' ');
@@ -364,7 +416,7 @@ static void print_rec(printer *p, int d, int64_t *idx, bool measure) {
 }
 
 char *kl_tensor_tostring_ex(const kl_tensor *t, int64_t threshold, int edge, int precision) {
-  kl_sb sb = {0};
+  kl_sb sb = { 0 };
   char b1[256];
   if (edge < 1) edge = 1;
   if (precision < 1) precision = 1;
@@ -374,8 +426,8 @@ char *kl_tensor_tostring_ex(const kl_tensor *t, int64_t threshold, int edge, int
   if (numel == 0) {
     kl_sb_printf(&sb, "[], shape=%s", kl_dims_format(t->rank, t->shape, b1, sizeof b1));
   } else {
-    printer p = {t, numel > threshold, edge, precision, 0, 7, &sb};
-    int64_t idx[KL_MAX_RANK] = {0};
+    printer p = { t, numel > threshold, edge, precision, 0, 7, &sb };
+    int64_t idx[KL_MAX_RANK] = { 0 };
     print_rec(&p, 0, idx, true);
     print_rec(&p, 0, idx, false);
   }
@@ -393,18 +445,30 @@ char *kl_tensor_tostring(const kl_tensor *t) { return kl_tensor_tostring_ex(t, 1
 void kl_default_tolerance(kl_dtype dt, double *rtol, double *atol) {
   double r = 0, a = 0;
   switch (dt) {
-  case KL_DT_F32: r = 1e-5; a = 1e-6; break;
-  case KL_DT_F16: r = 1e-2; a = 1e-3; break;
-  case KL_DT_BF16: r = 2e-2; a = 1e-2; break;
-  case KL_DT_F64: r = 1e-12; a = 1e-14; break;
-  default: break;   /* integers: exact */
+    case KL_DT_F32:
+      r = 1e-5;
+      a = 1e-6;
+      break;
+    case KL_DT_F16:
+      r = 1e-2;
+      a = 1e-3;
+      break;
+    case KL_DT_BF16:
+      r = 2e-2;
+      a = 1e-2;
+      break;
+    case KL_DT_F64:
+      r = 1e-12;
+      a = 1e-14;
+      break;
+    default: break; /* integers: exact */
   }
   if (rtol) *rtol = r;
   if (atol) *atol = a;
 }
 
-int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, double atol,
-                      kl_compare_result *res, char *err, size_t errlen) {
+int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, double atol, kl_compare_result *res,
+                      char *err, size_t errlen) {
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b);
   memset(res, 0, sizeof *res);
   res->first_flat = -1;
@@ -431,7 +495,8 @@ int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, doubl
     bool ok;
     if (ints) {
       int64_t xi = kl_dtype_load_i64(a->dtype, at(a, wa.off)), yi = kl_dtype_load_i64(b->dtype, at(b, wb.off));
-      x = (double)xi; y = (double)yi;
+      x = (double)xi;
+      y = (double)yi;
       uint64_t d = xi > yi ? (uint64_t)xi - (uint64_t)yi : (uint64_t)yi - (uint64_t)xi;
       abs_err = (double)d;
       ok = abs_err <= atol + rtol * fabs(y);
@@ -468,8 +533,8 @@ int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, doubl
   return 0;
 }
 
-int kl_tensor_allclose(const kl_tensor *a, const kl_tensor *b, double rtol, double atol,
-                       bool *close, char *err, size_t errlen) {
+int kl_tensor_allclose(const kl_tensor *a, const kl_tensor *b, double rtol, double atol, bool *close, char *err,
+                       size_t errlen) {
   kl_compare_result r;
   *close = false;
   if (kl_tensor_compare(a, b, rtol, atol, &r, err, errlen)) return 1;

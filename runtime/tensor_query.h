@@ -10,8 +10,8 @@
 #include "runtime/tensor.h"
 
 kl_dtype kl_tensor_dtype(const kl_tensor *t);
-int      kl_tensor_rank(const kl_tensor *t);
-int64_t  kl_tensor_dim(const kl_tensor *t, int axis);
-int64_t  kl_tensor_stride(const kl_tensor *t, int axis);   /* elements */
-void    *kl_tensor_data(const kl_tensor *t);
+int kl_tensor_rank(const kl_tensor *t);
+int64_t kl_tensor_dim(const kl_tensor *t, int axis);
+int64_t kl_tensor_stride(const kl_tensor *t, int axis); /* elements */
+void *kl_tensor_data(const kl_tensor *t);
 #endif

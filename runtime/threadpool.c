@@ -30,7 +30,10 @@ struct kl_threadpool {
   bool stop;
 };
 
-typedef struct worker_arg { kl_threadpool *pool; int index; } worker_arg;
+typedef struct worker_arg {
+  kl_threadpool *pool;
+  int index;
+} worker_arg;
 
 static __thread kl_threadpool *tl_pool; /* the pool whose job this thread is running */
 static __thread int tl_worker;
@@ -102,7 +105,8 @@ kl_threadpool *kl_threadpool_create(int nthreads, char *err, size_t errlen) {
     int rc = pthread_create(&p->threads[i], &attr, worker_main, wa);
     if (rc != 0) {
       free(wa);
-      if (err && errlen) snprintf(err, errlen, "threadpool: cannot start thread %d of %d: %s", i, nthreads, strerror(rc));
+      if (err && errlen)
+        snprintf(err, errlen, "threadpool: cannot start thread %d of %d: %s", i, nthreads, strerror(rc));
       pthread_attr_destroy(&attr);
       kl_threadpool_destroy(p);
       return NULL;

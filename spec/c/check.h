@@ -31,8 +31,8 @@ static const char *check_note;
 
 /* Counts a failure and, within the report limit, prints its line; returns whether it
  * printed (the caller may add detail lines). fmt is ": " (no message) or ": message". */
-__attribute__((format(printf, 4, 5)))
-static inline bool check_failed_(const char *file, int line, const char *cond, const char *fmt, ...) {
+__attribute__((format(printf, 4, 5))) static inline bool check_failed_(const char *file, int line, const char *cond,
+                                                                       const char *fmt, ...) {
   failures++;
   if (CHECK_REPORT_LIMIT > 0 && failures > CHECK_REPORT_LIMIT) return false;
   fprintf(stderr, "%s:%d: CHECK failed: %s", file, line, cond);
@@ -47,10 +47,10 @@ static inline bool check_failed_(const char *file, int line, const char *cond, c
   return true;
 }
 
-#define CHECK(c, ...)                                                        \
-  do {                                                                       \
-    checks++;                                                                \
-    if (!(c)) check_failed_(__FILE__, __LINE__, #c, ": " __VA_ARGS__);       \
+#define CHECK(c, ...)                                                  \
+  do {                                                                 \
+    checks++;                                                          \
+    if (!(c)) check_failed_(__FILE__, __LINE__, #c, ": " __VA_ARGS__); \
   } while (0)
 
 /* ---- group lines ---- */

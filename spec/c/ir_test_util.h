@@ -17,7 +17,8 @@
 static inline int count_named(kl_op *root, const char *name) {
   int n, k = 0;
   kl_op **ops = kl_collect_ops(root, &n);
-  for (int i = 0; i < n; i++) if (!strcmp(ops[i]->name, name)) k++;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(ops[i]->name, name)) k++;
   free(ops);
   return k;
 }
@@ -54,7 +55,7 @@ static inline char *capture_stderr(void (*fn)(void *), void *arg) {
   dup2(saved, 2);
   close(saved);
   lseek(fd, 0, SEEK_SET);
-  kl_sb sb = {0};
+  kl_sb sb = { 0 };
   char buf[4096];
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) > 0) kl_sb_putn(&sb, buf, (size_t)n);

@@ -21,8 +21,8 @@ typedef struct lk {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   LLVMBuilderRef b;
-  LLVMValueRef fn;                       /* the kernel being built */
-  LLVMTypeRef ptr, gptr, i32, i64, f32;  /* gptr: pointer to global memory (address space 1) */
+  LLVMValueRef fn;                      /* the kernel being built */
+  LLVMTypeRef ptr, gptr, i32, i64, f32; /* gptr: pointer to global memory (address space 1) */
   bool own_ctx;
 } lk;
 
@@ -56,19 +56,20 @@ typedef enum lk_abi { LK_HOST, LK_AMDGPU, LK_PTX, LK_PTX_ANNOTATED } lk_abi;
 /* Adds kernel `name` (void result) and positions the builder in its "entry" block. */
 static inline LLVMValueRef lk_kernel(lk *k, lk_abi abi, const char *name, LLVMTypeRef *params, unsigned np,
                                      const char *wgsize) {
-  LLVMTypeRef host[3] = {k->ptr, k->ptr, k->ptr};
+  LLVMTypeRef host[3] = { k->ptr, k->ptr, k->ptr };
   if (abi == LK_HOST) params = host, np = 3;
   k->fn = LLVMAddFunction(k->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(k->ctx), params, np, 0));
   if (abi == LK_AMDGPU) {
     LLVMSetFunctionCallConv(k->fn, LLVMAMDGPUKERNELCallConv);
     const char *key = "amdgpu-flat-work-group-size";
-    LLVMAddAttributeAtIndex(k->fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(k->ctx, key, (unsigned)strlen(key), wgsize, (unsigned)strlen(wgsize)));
+    LLVMAddAttributeAtIndex(
+        k->fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(k->ctx, key, (unsigned)strlen(key), wgsize, (unsigned)strlen(wgsize)));
   } else if (abi == LK_PTX) {
     LLVMSetFunctionCallConv(k->fn, LLVMPTXKernelCallConv);
   } else if (abi == LK_PTX_ANNOTATED) {
-    LLVMMetadataRef ops[3] = {LLVMValueAsMetadata(k->fn), LLVMMDStringInContext2(k->ctx, "kernel", 6),
-                              LLVMValueAsMetadata(LLVMConstInt(k->i32, 1, 0))};
+    LLVMMetadataRef ops[3] = { LLVMValueAsMetadata(k->fn), LLVMMDStringInContext2(k->ctx, "kernel", 6),
+                               LLVMValueAsMetadata(LLVMConstInt(k->i32, 1, 0)) };
     LLVMAddNamedMetadataOperand(k->mod, "nvvm.annotations",
                                 LLVMMetadataAsValue(k->ctx, LLVMMDNodeInContext2(k->ctx, ops, 3)));
   }
@@ -111,18 +112,21 @@ static inline LLVMValueRef lk_barrier(lk *k, bool amd) {
  * size is the constant wg_size, or (wg_size 0, NVPTX only) the %ntid.x register. */
 static inline void lk_gpu_vadd(lk *k, lk_abi abi, const char *name, unsigned wg_size) {
   bool amd = abi == LK_AMDGPU;
-  LLVMTypeRef ps[4] = {k->gptr, k->gptr, k->gptr, k->i32};
+  LLVMTypeRef ps[4] = { k->gptr, k->gptr, k->gptr, k->i32 };
   lk_kernel(k, abi, name, ps, 4, "1,256");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "body");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(k->ctx, k->fn, "done");
   LLVMValueRef tid = lk_tid(k, amd), wg = lk_ctaid(k, amd);
-  LLVMValueRef size = wg_size ? LLVMConstInt(k->i32, wg_size, 0) : lk_call(k, "llvm.nvvm.read.ptx.sreg.ntid.x", NULL, 0);
+  LLVMValueRef size = wg_size ? LLVMConstInt(k->i32, wg_size, 0)
+                              : lk_call(k, "llvm.nvvm.read.ptx.sreg.ntid.x", NULL, 0);
   LLVMValueRef i = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, wg, size, ""), tid, "i");
   LLVMBuildCondBr(k->b, LLVMBuildICmp(k->b, LLVMIntSLT, i, LLVMGetParam(k->fn, 3), ""), body, done);
   LLVMPositionBuilderAtEnd(k->b, body);
   LLVMValueRef i64 = LLVMBuildSExt(k->b, i, k->i64, "");
-  LLVMValueRef va = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &i64, 1, ""), "");
-  LLVMValueRef vb = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 1), &i64, 1, ""), "");
+  LLVMValueRef va = LLVMBuildLoad2(k->b, k->f32,
+                                   LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &i64, 1, ""), "");
+  LLVMValueRef vb = LLVMBuildLoad2(k->b, k->f32,
+                                   LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 1), &i64, 1, ""), "");
   LLVMBuildStore(k->b, LLVMBuildFAdd(k->b, va, vb, ""),
                  LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 2), &i64, 1, ""));
   LLVMBuildBr(k->b, done);

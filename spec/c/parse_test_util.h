@@ -42,7 +42,10 @@ static inline const void *testpair_parse(kl_ctx *ctx, const char *body, size_t l
   for (int k = 0; k < 2; k++) {
     while (i < len && body[i] == ' ') i++;
     if (k == 1) {
-      if (i >= len || body[i] != ',') { kl_emit_error(ctx, (kl_loc){ loc.file, loc.line, loc.col + (int)i }, "testpair: expected ','"); return NULL; }
+      if (i >= len || body[i] != ',') {
+        kl_emit_error(ctx, (kl_loc){ loc.file, loc.line, loc.col + (int)i }, "testpair: expected ','");
+        return NULL;
+      }
       i++;
       while (i < len && body[i] == ' ') i++;
     }
@@ -57,7 +60,10 @@ static inline const void *testpair_parse(kl_ctx *ctx, const char *body, size_t l
     v[k] = neg ? -x : x;
   }
   while (i < len && body[i] == ' ') i++;
-  if (i != len) { kl_emit_error(ctx, (kl_loc){ loc.file, loc.line, loc.col + (int)i }, "testpair: unexpected text"); return NULL; }
+  if (i != len) {
+    kl_emit_error(ctx, (kl_loc){ loc.file, loc.line, loc.col + (int)i }, "testpair: unexpected text");
+    return NULL;
+  }
   return kl_arena_dup(kl_ctx_arena(ctx), v, sizeof v);
 }
 static const kl_attr_ext testpair_ext = { "testpair", testpair_print, testpair_parse };
@@ -69,16 +75,24 @@ static inline kl_ctx *test_ctx(void) {
 }
 
 /* ---- structural soundness ---- */
-typedef struct { const void **v; size_t n, cap; } ptrset;
+typedef struct {
+  const void **v;
+  size_t n, cap;
+} ptrset;
 static inline void ptrset_add(ptrset *s, const void *p) {
-  if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 256; s->v = realloc(s->v, s->cap * sizeof *s->v); }
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 256;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+  }
   s->v[s->n++] = p;
 }
 static inline int ptr_cmp(const void *a, const void *b) {
-  uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
+  uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
   return x < y ? -1 : x > y;
 }
-static inline bool ptrset_has(const ptrset *s, const void *p) { return s->n && bsearch(&p, s->v, s->n, sizeof *s->v, ptr_cmp) != NULL; }
+static inline bool ptrset_has(const ptrset *s, const void *p) {
+  return s->n && bsearch(&p, s->v, s->n, sizeof *s->v, ptr_cmp) != NULL;
+}
 
 static inline void collect_values(kl_op *op, ptrset *vals) {
   for (int i = 0; i < op->nresults; i++) ptrset_add(vals, &op->results[i]);
@@ -89,7 +103,8 @@ static inline void collect_values(kl_op *op, ptrset *vals) {
     }
 }
 static inline bool use_listed(const kl_use *u) {
-  for (const kl_use *x = u->value->first_use; x; x = x->next) if (x == u) return true;
+  for (const kl_use *x = u->value->first_use; x; x = x->next)
+    if (x == u) return true;
   return false;
 }
 /* Returns the number of broken invariants found under op (0 = sound). */
@@ -105,14 +120,16 @@ static inline int sound_op(kl_op *op, const ptrset *vals) {
     kl_use *u = &op->opnds[i];
     if (!u->value || u->user != op || u->index != i || !ptrset_has(vals, u->value) || !use_listed(u)) bad++;
   }
-  for (int i = 0; i + 1 < op->nattrs; i++) if (strcmp(op->attrs[i].name, op->attrs[i + 1].name) >= 0) bad++;
+  for (int i = 0; i + 1 < op->nattrs; i++)
+    if (strcmp(op->attrs[i].name, op->attrs[i + 1].name) >= 0) bad++;
   for (int r = 0; r < op->nregions; r++) {
     kl_region *reg = &op->regions[r];
     if (reg->op != op) bad++;
     kl_block *prevb = NULL;
     for (kl_block *b = reg->first; b; prevb = b, b = b->next) {
       if (b->region != reg || b->prev != prevb) bad++;
-      for (int i = 0; i < b->nargs; i++) if (b->args[i]->block != b || b->args[i]->index != i || b->args[i]->def) bad++;
+      for (int i = 0; i < b->nargs; i++)
+        if (b->args[i]->block != b || b->args[i]->index != i || b->args[i]->def) bad++;
       kl_op *prevo = NULL;
       for (kl_op *o = b->first; o; prevo = o, o = o->next) {
         if (o->block != b || o->prev != prevo || kl_op_parent_op(o) != op) bad++;
@@ -125,7 +142,7 @@ static inline int sound_op(kl_op *op, const ptrset *vals) {
   return bad;
 }
 static inline int sound(kl_op *root) {
-  ptrset vals = {0};
+  ptrset vals = { 0 };
   collect_values(root, &vals);
   if (vals.n) qsort(vals.v, vals.n, sizeof *vals.v, ptr_cmp);
   int bad = sound_op(root, &vals) + (root->block != NULL);
@@ -143,8 +160,10 @@ static inline bool same_locs(kl_op *a, kl_op *b) {
   bool same = na == nb;
   for (int i = 0; same && i < na; i++)
     same = x[i]->loc.line == y[i]->loc.line && x[i]->loc.col == y[i]->loc.col &&
-           (x[i]->loc.file == y[i]->loc.file || (x[i]->loc.file && y[i]->loc.file && !strcmp(x[i]->loc.file, y[i]->loc.file)));
-  free(x); free(y);
+        (x[i]->loc.file == y[i]->loc.file ||
+         (x[i]->loc.file && y[i]->loc.file && !strcmp(x[i]->loc.file, y[i]->loc.file)));
+  free(x);
+  free(y);
   return same;
 }
 /* m was parsed from some text. Checks: structure sound; print(parse(print(m))) ==
@@ -156,7 +175,8 @@ static inline bool roundtrip_module(kl_ctx *ctx, kl_op *m, const char *what) {
   char *t1 = kl_print_op(m, 0);
   kl_op *m2 = parse_text(ctx, t1, strlen(t1), "rt.kir");
   char *t2 = m2 ? kl_print_op(m2, 0) : NULL;
-  CHECK(t2 && !strcmp(t1, t2), "%s: print(parse(print(m))) != print(m)\n--- first\n%s--- second\n%s", what, t1, t2 ? t2 : "(parse failed)\n");
+  CHECK(t2 && !strcmp(t1, t2), "%s: print(parse(print(m))) != print(m)\n--- first\n%s--- second\n%s", what, t1,
+        t2 ? t2 : "(parse failed)\n");
   char *g = kl_print_op(m, KL_PRINT_GENERIC);
   kl_op *m3 = parse_text(ctx, g, strlen(g), "gen.kir");
   char *t3 = m3 ? kl_print_op(m3, 0) : NULL, *g3 = m3 ? kl_print_op(m3, KL_PRINT_GENERIC) : NULL;
@@ -167,8 +187,18 @@ static inline bool roundtrip_module(kl_ctx *ctx, kl_op *m, const char *what) {
   char *l2 = m4 ? kl_print_op(m4, KL_PRINT_LOCS) : NULL;
   CHECK(l2 && !strcmp(l1, l2), "%s: located print does not round-trip\n%s", what, l1);
   CHECK(m4 && same_locs(m, m4), "%s: loc(...) did not restore the op locations", what);
-  if (failures != before) { char *d = kl_diag_take(ctx); fprintf(stderr, "%s", d); free(d); }
-  free(t1); free(t2); free(g); free(t3); free(g3); free(l1); free(l2);
+  if (failures != before) {
+    char *d = kl_diag_take(ctx);
+    fprintf(stderr, "%s", d);
+    free(d);
+  }
+  free(t1);
+  free(t2);
+  free(g);
+  free(t3);
+  free(g3);
+  free(l1);
+  free(l2);
   return failures == before;
 }
 
@@ -181,7 +211,8 @@ static inline bool diag_located(const char *diag, const char *file, int *line, i
   if (*end != ':') return false;
   long c = strtol(end + 1, &end, 10);
   if (strncmp(end, ": error: ", 9)) return false;
-  *line = (int)l; *col = (int)c;
+  *line = (int)l;
+  *col = (int)c;
   return l > 0 && c > 0;
 }
 #endif

@@ -8,9 +8,13 @@
 #define KL_SPEC_PUBLIC_API_LAYOUT_H
 #include <stddef.h>
 
-typedef struct kl_layout_entry { const char *what; long long value; } kl_layout_entry;
+typedef struct kl_layout_entry {
+  const char *what;
+  long long value;
+} kl_layout_entry;
 #define KL_LAYOUT_ENTRY(e) { #e, (long long)(e) },
 
+// clang-format off
 #define KL_PUBLIC_LAYOUT(X)                                                                            \
   X(KL_MAX_RANK)                                                                                \
   X(sizeof(kl_status)) X(KL_OK) X(KL_ERR)                                                              \
@@ -39,4 +43,5 @@ typedef struct kl_layout_entry { const char *what; long long value; } kl_layout_
   X(offsetof(kl_compile_opts, on_ir_user)) X(offsetof(kl_compile_opts, no_cache))                      \
   X(sizeof(kl_prepare_opts)) X(offsetof(kl_prepare_opts, sets)) X(offsetof(kl_prepare_opts, rotate_bytes)) \
   X(offsetof(kl_prepare_opts, max_sets)) X(offsetof(kl_prepare_opts, no_poison))
+// clang-format on
 #endif

@@ -14,19 +14,26 @@ const int kl_layout_public_n = (int)(sizeof kl_layout_public / sizeof kl_layout_
 #define F(f) (void (*)(void))(f),
 void (*const kl_public_fns[])(void) = {
   F(kl_ctx_create) F(kl_ctx_destroy) F(kl_register_builtin_passes) F(kl_loc_make) F(kl_loc_format) F(kl_diag_take)
-  F(kl_diag_has_error) F(kl_diag_error_count) F(kl_ctx_set_diag_handler) F(kl_dtype_name) F(kl_dtype_from_name)
-  F(kl_dtype_size) F(kl_module_create) F(kl_graph_create) F(kl_graph_add_param) F(kl_graph_add_op)
-  F(kl_graph_add_convert) F(kl_graph_add_constant) F(kl_graph_output) F(kl_parse_module) F(kl_module_graph)
-  F(kl_verify) F(kl_print_op) F(kl_graph_eval) F(kl_default_pipeline) F(kl_compile) F(kl_program_retain)
-  F(kl_program_release) F(kl_program_ntargets) F(kl_program_target) F(kl_program_nkernels) F(kl_program_noutputs)
-  F(kl_program_compile_ms) F(kl_program_from_cache) F(kl_program_ir) F(kl_device_open) F(kl_device_destroy)
-  F(kl_device_get_info) F(kl_device_error) F(kl_tensor_zeros) F(kl_tensor_from_f64) F(kl_tensor_from_i64)
-  F(kl_tensor_rand) F(kl_tensor_wrap) F(kl_tensor_as_layout) F(kl_tensor_contiguous) F(kl_tensor_retain)
-  F(kl_tensor_release) F(kl_tensor_dtype) F(kl_tensor_rank) F(kl_tensor_dim) F(kl_tensor_stride) F(kl_tensor_numel)
-  F(kl_tensor_data) F(kl_tensor_get_flat) F(kl_tensor_set_flat) F(kl_tensor_to_f64) F(kl_tensor_tostring)
-  F(kl_tensor_allclose) F(kl_program_run) F(kl_program_load_kernels) F(kl_program_prepare) F(kl_prepared_nsets)
-  F(kl_prepared_launch) F(kl_prepared_sync) F(kl_prepared_time) F(kl_prepared_outputs) F(kl_prepared_free)
-  F(kl_program_save) F(kl_program_save_memory) F(kl_program_load) F(kl_program_load_for_device)
+      F(kl_diag_has_error) F(kl_diag_error_count) F(kl_ctx_set_diag_handler) F(kl_dtype_name) F(kl_dtype_from_name)
+          F(kl_dtype_size) F(kl_module_create) F(kl_graph_create) F(kl_graph_add_param) F(kl_graph_add_op)
+              F(kl_graph_add_convert) F(kl_graph_add_constant) F(kl_graph_output) F(kl_parse_module) F(kl_module_graph)
+                  F(kl_verify) F(kl_print_op) F(kl_graph_eval) F(kl_default_pipeline) F(kl_compile) F(kl_program_retain)
+                      F(kl_program_release) F(kl_program_ntargets) F(kl_program_target) F(kl_program_nkernels)
+                          F(kl_program_noutputs) F(kl_program_compile_ms) F(kl_program_from_cache) F(kl_program_ir)
+                              F(kl_device_open) F(kl_device_destroy) F(kl_device_get_info) F(kl_device_error)
+                                  F(kl_tensor_zeros) F(kl_tensor_from_f64) F(kl_tensor_from_i64) F(kl_tensor_rand)
+                                      F(kl_tensor_wrap) F(kl_tensor_as_layout) F(kl_tensor_contiguous)
+                                          F(kl_tensor_retain) F(kl_tensor_release) F(kl_tensor_dtype) F(kl_tensor_rank)
+                                              F(kl_tensor_dim) F(kl_tensor_stride) F(kl_tensor_numel) F(kl_tensor_data)
+                                                  F(kl_tensor_get_flat) F(kl_tensor_set_flat) F(kl_tensor_to_f64)
+                                                      F(kl_tensor_tostring) F(kl_tensor_allclose) F(kl_program_run)
+                                                          F(kl_program_load_kernels) F(kl_program_prepare)
+                                                              F(kl_prepared_nsets) F(kl_prepared_launch)
+                                                                  F(kl_prepared_sync) F(kl_prepared_time)
+                                                                      F(kl_prepared_outputs) F(kl_prepared_free)
+                                                                          F(kl_program_save) F(kl_program_save_memory)
+                                                                              F(kl_program_load)
+                                                                                  F(kl_program_load_for_device)
 };
 const int kl_public_nfns = (int)(sizeof kl_public_fns / sizeof kl_public_fns[0]);
 
@@ -60,7 +67,8 @@ int public_mul_add_relu(kl_device *dev, const double x[6], const double w[3], do
         kl_tensor_to_f64(outs[0], out);
         rc = 0;
       } else {
-        snprintf(err, errlen, "%d outputs, the first of %lld elements", nout, nout ? (long long)kl_tensor_numel(outs[0]) : 0LL);
+        snprintf(err, errlen, "%d outputs, the first of %lld elements", nout,
+                 nout ? (long long)kl_tensor_numel(outs[0]) : 0LL);
       }
     }
   }

@@ -48,15 +48,15 @@
 #include <lualib.h>
 
 static int g_checks, g_fail, g_group_fail;
-#define CHECK(c, ...)                                                  \
-  do {                                                                 \
-    g_checks++;                                                        \
-    if (!(c)) {                                                        \
-      g_fail++;                                                        \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);     \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fputc('\n', stderr);                                             \
-    }                                                                  \
+#define CHECK(c, ...)                                              \
+  do {                                                             \
+    g_checks++;                                                    \
+    if (!(c)) {                                                    \
+      g_fail++;                                                    \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
+      fprintf(stderr, __VA_ARGS__);                                \
+      fputc('\n', stderr);                                         \
+    }                                                              \
   } while (0)
 static void group_begin(void) { g_group_fail = g_fail; }
 static void group_end(const char *what) { printf("%s: %s\n", what, g_fail == g_group_fail ? "ok" : "FAILED"); }
@@ -64,41 +64,52 @@ static void group_end(const char *what) { printf("%s: %s\n", what, g_fail == g_g
 /* ---------------------------------------------------------------------------------
  * The hardware model: where each instruction keeps its operands (ISA documents).
  * --------------------------------------------------------------------------------- */
-static int in_bits(const kl_accel_desc *d) { return !strcmp(d->in_type, "f32") ? 32 : !strcmp(d->in_type, "i8") ? 8 : 16; }
+static int in_bits(const kl_accel_desc *d) {
+  return !strcmp(d->in_type, "f32") ? 32 : !strcmp(d->in_type, "i8") ? 8 : 16;
+}
 
 /* A[i][k] held by (lane, e) */
 static void hw_a(const kl_accel_desc *d, int lane, int e, int *i, int *k) {
-  if (d->kind == KL_ACCEL_MFMA) {          /* lane i + 32*(k/P), item k%P, P = K/2 */
+  if (d->kind == KL_ACCEL_MFMA) { /* lane i + 32*(k/P), item k%P, P = K/2 */
     int P = d->k / 2;
-    *i = lane % 32; *k = (lane / 32) * P + e;
-  } else if (d->kind == KL_ACCEL_WMMA) {   /* lanes i and i+16, item k */
-    *i = lane % 16; *k = e;
-  } else {                                 /* mma.sync: g = lane/4, t = lane%4 */
+    *i = lane % 32;
+    *k = (lane / 32) * P + e;
+  } else if (d->kind == KL_ACCEL_WMMA) { /* lanes i and i+16, item k */
+    *i = lane % 16;
+    *k = e;
+  } else { /* mma.sync: g = lane/4, t = lane%4 */
     int P = 32 / in_bits(d), g = lane / 4, t = lane % 4, q = e / P, w = e % P;
-    *i = g + 8 * (q % 2); *k = P * t + w + 4 * P * (q / 2);
+    *i = g + 8 * (q % 2);
+    *k = P * t + w + 4 * P * (q / 2);
   }
 }
 /* B[k][j] held by (lane, e) */
 static void hw_b(const kl_accel_desc *d, int lane, int e, int *k, int *j) {
   if (d->kind == KL_ACCEL_MFMA) {
     int P = d->k / 2;
-    *j = lane % 32; *k = (lane / 32) * P + e;
+    *j = lane % 32;
+    *k = (lane / 32) * P + e;
   } else if (d->kind == KL_ACCEL_WMMA) {
-    *j = lane % 16; *k = e;
+    *j = lane % 16;
+    *k = e;
   } else {
     int P = 32 / in_bits(d), g = lane / 4, t = lane % 4, q = e / P, w = e % P;
-    *k = P * t + w + 4 * P * q; *j = g;
+    *k = P * t + w + 4 * P * q;
+    *j = g;
   }
 }
 /* D[i][j] held by (lane, register r) */
 static void hw_c(const kl_accel_desc *d, int lane, int r, int *i, int *j) {
-  if (d->kind == KL_ACCEL_MFMA) {          /* lane j + 32*((i/4)%2), register 4*(i/8) + i%4 */
-    *j = lane % 32; *i = 8 * (r / 4) + 4 * (lane / 32) + r % 4;
-  } else if (d->kind == KL_ACCEL_WMMA) {   /* lane j + 16*(i%2), register i/2 */
-    *j = lane % 16; *i = 2 * r + lane / 16;
-  } else {                                 /* row g + 8*(r/2), column 2t + r%2 */
+  if (d->kind == KL_ACCEL_MFMA) { /* lane j + 32*((i/4)%2), register 4*(i/8) + i%4 */
+    *j = lane % 32;
+    *i = 8 * (r / 4) + 4 * (lane / 32) + r % 4;
+  } else if (d->kind == KL_ACCEL_WMMA) { /* lane j + 16*(i%2), register i/2 */
+    *j = lane % 16;
+    *i = 2 * r + lane / 16;
+  } else { /* row g + 8*(r/2), column 2t + r%2 */
     int g = lane / 4, t = lane % 4;
-    *i = g + 8 * (r / 2); *j = 2 * t + r % 2;
+    *i = g + 8 * (r / 2);
+    *j = 2 * t + r % 2;
   }
 }
 
@@ -107,24 +118,28 @@ static void test_layouts(void) {
   for (int di = 0; di < kl_accel_desc_count(); di++) {
     const kl_accel_desc *d = kl_accel_desc_at(di);
     int64_t al = kl_accel_frag_len(&d->a), bl = kl_accel_frag_len(&d->b), cl = kl_accel_frag_len(&d->c);
-    CHECK(al * d->wave >= (int64_t)d->m * d->k && bl * d->wave >= (int64_t)d->n * d->k && cl * d->wave == (int64_t)d->m * d->n,
+    CHECK(al * d->wave >= (int64_t)d->m * d->k && bl * d->wave >= (int64_t)d->n * d->k &&
+              cl * d->wave == (int64_t)d->m * d->n,
           "%s: fragment sizes %lld %lld %lld", d->intrinsic, (long long)al, (long long)bl, (long long)cl);
     int bad = 0;
     for (int lane = 0; lane < d->wave; lane++) {
       for (int e = 0; e < al; e++) {
-        int64_t x, y; int i, k;
+        int64_t x, y;
+        int i, k;
         kl_accel_frag_eval(&d->a, lane, e, &x, &y);
         hw_a(d, lane, e, &i, &k);
         if (x != i || y != k || i >= d->m || k >= d->k) bad++;
       }
       for (int e = 0; e < bl; e++) {
-        int64_t x, y; int k, j;
+        int64_t x, y;
+        int k, j;
         kl_accel_frag_eval(&d->b, lane, e, &x, &y);
         hw_b(d, lane, e, &k, &j);
         if (x != j || y != k || j >= d->n || k >= d->k) bad++;
       }
       for (int r = 0; r < cl; r++) {
-        int64_t x, y; int i, j;
+        int64_t x, y;
+        int i, j;
         kl_accel_frag_eval(&d->c, lane, r, &x, &y);
         hw_c(d, lane, r, &i, &j);
         if (x != i || y != j) bad++;
@@ -136,16 +151,28 @@ static void test_layouts(void) {
     CHECK(id != 0, "LLVM has no %s", d->intrinsic);
   }
   /* which instruction each target uses */
-  static const struct { const char *target, *type, *want; } sel[] = {
-    { "gfx908", "f32", "llvm.amdgcn.mfma.f32.32x32x2f32" }, { "gfx908", "f16", "llvm.amdgcn.mfma.f32.32x32x8f16" },
-    { "gfx908", "bf16", "llvm.amdgcn.mfma.f32.32x32x4bf16" }, { "gfx908", "i8", "llvm.amdgcn.mfma.i32.32x32x8i8" },
-    { "gfx90a", "bf16", "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" }, { "gfx90a", "f16", "llvm.amdgcn.mfma.f32.32x32x8f16" },
-    { "gfx942", "i8", "llvm.amdgcn.mfma.i32.32x32x16.i8" }, { "gfx942", "f32", "llvm.amdgcn.mfma.f32.32x32x2f32" },
-    { "gfx1100", "f16", "llvm.amdgcn.wmma.f32.16x16x16.f16" }, { "gfx1100", "bf16", "llvm.amdgcn.wmma.f32.16x16x16.bf16" },
-    { "gfx1100", "i8", "llvm.amdgcn.wmma.i32.16x16x16.iu8" }, { "gfx1100", "f32", NULL },
-    { "sm_80", "f16", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32" }, { "sm_90", "bf16", "llvm.nvvm.mma.m16n8k16.row.col.bf16" },
-    { "sm_90", "i8", "llvm.nvvm.mma.m16n8k32.row.col.s8" }, { "sm_90", "f32", NULL }, { "gfx1030", "f16", NULL },
-    { "host", "f16", NULL }, { "gfx942", "f64", NULL },
+  static const struct {
+    const char *target, *type, *want;
+  } sel[] = {
+    { "gfx908", "f32", "llvm.amdgcn.mfma.f32.32x32x2f32" },
+    { "gfx908", "f16", "llvm.amdgcn.mfma.f32.32x32x8f16" },
+    { "gfx908", "bf16", "llvm.amdgcn.mfma.f32.32x32x4bf16" },
+    { "gfx908", "i8", "llvm.amdgcn.mfma.i32.32x32x8i8" },
+    { "gfx90a", "bf16", "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" },
+    { "gfx90a", "f16", "llvm.amdgcn.mfma.f32.32x32x8f16" },
+    { "gfx942", "i8", "llvm.amdgcn.mfma.i32.32x32x16.i8" },
+    { "gfx942", "f32", "llvm.amdgcn.mfma.f32.32x32x2f32" },
+    { "gfx1100", "f16", "llvm.amdgcn.wmma.f32.16x16x16.f16" },
+    { "gfx1100", "bf16", "llvm.amdgcn.wmma.f32.16x16x16.bf16" },
+    { "gfx1100", "i8", "llvm.amdgcn.wmma.i32.16x16x16.iu8" },
+    { "gfx1100", "f32", NULL },
+    { "sm_80", "f16", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32" },
+    { "sm_90", "bf16", "llvm.nvvm.mma.m16n8k16.row.col.bf16" },
+    { "sm_90", "i8", "llvm.nvvm.mma.m16n8k32.row.col.s8" },
+    { "sm_90", "f32", NULL },
+    { "gfx1030", "f16", NULL },
+    { "host", "f16", NULL },
+    { "gfx942", "f64", NULL },
   };
   kl_ctx *ctx = kl_test_ctx();
   for (size_t i = 0; i < sizeof sel / sizeof *sel; i++) {
@@ -166,22 +193,34 @@ static void test_configs(void) {
   char err[512], buf[160];
   kl_accel_config c;
   CHECK(kl_accel_config_parse("v2:64,64,32,32,32,4", &c, err, sizeof err), "%s", err);
-  CHECK(c.m_per_block == 64 && c.n_per_block == 64 && c.k_per_block == 32 && c.m_per_wave == 32 && c.n_per_wave == 32 && c.kpack == 4,
+  CHECK(c.m_per_block == 64 && c.n_per_block == 64 && c.k_per_block == 32 && c.m_per_wave == 32 && c.n_per_wave == 32 &&
+            c.kpack == 4,
         "fields");
   CHECK(!strcmp(kl_accel_config_print(&c, buf, sizeof buf), "v2:64,64,32,32,32,4"), "print %s", buf);
-  static const struct { const char *s, *want; } bad[] = {
-    { "v1:64,64,32,32,32,4", "v2:" }, { "v2:64,64,32,32,32", "missing kpack" }, { "v2:64,64,32,32,32,4,1", "too many" },
-    { "v2:64,x,32,32,32,4", "nPerBlock" }, { "v2:64,64,0,32,32,4", "kPerBlock must be positive" }, { "v2:64,64,,32,32,4", "kPerBlock is empty" },
+  static const struct {
+    const char *s, *want;
+  } bad[] = {
+    { "v1:64,64,32,32,32,4", "v2:" },
+    { "v2:64,64,32,32,32", "missing kpack" },
+    { "v2:64,64,32,32,32,4,1", "too many" },
+    { "v2:64,x,32,32,32,4", "nPerBlock" },
+    { "v2:64,64,0,32,32,4", "kPerBlock must be positive" },
+    { "v2:64,64,,32,32,4", "kPerBlock is empty" },
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     err[0] = 0;
     CHECK(!kl_accel_config_parse(bad[i].s, &c, err, sizeof err) && strstr(err, bad[i].want), "%s: %s", bad[i].s, err);
   }
-  const kl_target *g942 = kl_target_lookup("gfx942"), *s90 = kl_target_lookup("sm_90"), *g11 = kl_target_lookup("gfx1100");
+  const kl_target *g942 = kl_target_lookup("gfx942"), *s90 = kl_target_lookup("sm_90"),
+                  *g11 = kl_target_lookup("gfx1100");
   kl_ctx *ctx = kl_test_ctx();
   const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16);
-  const kl_accel_desc *mf = kl_accel_desc_for(g942, f16), *mm = kl_accel_desc_for(s90, f16), *wm = kl_accel_desc_for(g11, f16);
-  static const struct { const char *s, *want; int which; } inval[] = {
+  const kl_accel_desc *mf = kl_accel_desc_for(g942, f16), *mm = kl_accel_desc_for(s90, f16),
+                      *wm = kl_accel_desc_for(g11, f16);
+  static const struct {
+    const char *s, *want;
+    int which;
+  } inval[] = {
     { "v2:64,64,32,48,32,4", "mPerWave (48) is not a multiple of the instruction's M (32", 0 },
     { "v2:64,64,32,32,24,4", "nPerWave (24)", 0 },
     { "v2:96,64,32,64,32,4", "mPerBlock (96) is not a multiple of mPerWave (64)", 0 },
@@ -199,18 +238,22 @@ static void test_configs(void) {
   for (size_t i = 0; i < sizeof inval / sizeof *inval; i++) {
     err[0] = 0;
     CHECK(kl_accel_config_parse(inval[i].s, &c, err, sizeof err), "%s", err);
-    CHECK(!kl_accel_config_validate(&c, ts[inval[i].which], ds[inval[i].which], 2, err, sizeof err) && strstr(err, inval[i].want),
+    CHECK(!kl_accel_config_validate(&c, ts[inval[i].which], ds[inval[i].which], 2, err, sizeof err) &&
+              strstr(err, inval[i].want),
           "%s: %s", inval[i].s, err);
   }
-  CHECK(kl_accel_config_parse("v2:64,64,32,32,32,4", &c, err, sizeof err) && kl_accel_config_validate(&c, g942, mf, 2, err, sizeof err),
+  CHECK(kl_accel_config_parse("v2:64,64,32,32,32,4", &c, err, sizeof err) &&
+            kl_accel_config_validate(&c, g942, mf, 2, err, sizeof err),
         "%s", err);
-  CHECK(kl_accel_block_size(&c, mf) == 256 && kl_accel_acc_per_lane(&c, mf) == 16, "bs %lld", (long long)kl_accel_block_size(&c, mf));
+  CHECK(kl_accel_block_size(&c, mf) == 256 && kl_accel_acc_per_lane(&c, mf) == 16, "bs %lld",
+        (long long)kl_accel_block_size(&c, mf));
   int64_t mt, nt;
-  CHECK(kl_accel_thread_tile(&c, mf, &mt, &nt) && mt * nt == 16 && (64 / mt) * (64 / nt) == 256, "tile %lldx%lld", (long long)mt,
-        (long long)nt);
+  CHECK(kl_accel_thread_tile(&c, mf, &mt, &nt) && mt * nt == 16 && (64 / mt) * (64 / nt) == 256, "tile %lldx%lld",
+        (long long)mt, (long long)nt);
   /* the heuristic: valid and deterministic on every target / type / shape */
-  static const int64_t shapes[][4] = { { 1, 1, 1, 1 }, { 1, 7, 3, 5 }, { 2, 17, 129, 33 }, { 1, 1024, 1024, 1024 },
-                                       { 1, 4096, 4096, 4096 }, { 8, 64, 64, 4096 }, { 1, 49, 512, 2048 }, { 3, 1000, 30, 8 } };
+  static const int64_t shapes[][4] = { { 1, 1, 1, 1 },          { 1, 7, 3, 5 },          { 2, 17, 129, 33 },
+                                       { 1, 1024, 1024, 1024 }, { 1, 4096, 4096, 4096 }, { 8, 64, 64, 4096 },
+                                       { 1, 49, 512, 2048 },    { 3, 1000, 30, 8 } };
   static const char *const tnames[] = { "gfx908", "gfx90a", "gfx942", "gfx1100", "sm_80", "sm_90" };
   static const char *const types[] = { "f32", "f16", "bf16", "i8" };
   int nvalid = 0;
@@ -226,49 +269,73 @@ static void test_configs(void) {
         bool ok = kl_accel_config_heuristic(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb, &a);
         CHECK(ok, "%s %s: no config", tnames[ti], types[ty]);
         if (!ok) continue;
-        CHECK(kl_accel_config_validate(&a, t, d, eb, err, sizeof err), "%s %s: heuristic config invalid: %s", tnames[ti],
-              types[ty], err);
+        CHECK(kl_accel_config_validate(&a, t, d, eb, err, sizeof err), "%s %s: heuristic config invalid: %s",
+              tnames[ti], types[ty], err);
         CHECK(kl_accel_config_heuristic(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb, &b) &&
-              !memcmp(&a, &b, sizeof a), "not deterministic");
+                  !memcmp(&a, &b, sizeof a),
+              "not deterministic");
         CHECK(a.k_per_block * (a.m_per_block + a.n_per_block) * eb <= 48 * 1024 && kl_accel_block_size(&a, d) <= 256,
-              "%s %s: heuristic tile %s beyond 48 KiB LDS / 256 threads", tnames[ti], types[ty], kl_accel_config_print(&a, buf, sizeof buf));
+              "%s %s: heuristic tile %s beyond 48 KiB LDS / 256 threads", tnames[ti], types[ty],
+              kl_accel_config_print(&a, buf, sizeof buf));
         nvalid++;
       }
     }
   CHECK(nvalid == 21 * 8, "%d heuristic configs", nvalid);
   /* big problems get big tiles, tiny ones small tiles */
   kl_accel_config big, small;
-  CHECK(kl_accel_config_heuristic(g942, mf, 1, 8192, 8192, 8192, 2, &big) && big.m_per_block * big.n_per_block >= 64 * 128,
+  CHECK(kl_accel_config_heuristic(g942, mf, 1, 8192, 8192, 8192, 2, &big) &&
+            big.m_per_block * big.n_per_block >= 64 * 128,
         "8192^3 tile %lldx%lld", (long long)big.m_per_block, (long long)big.n_per_block);
-  CHECK(kl_accel_config_heuristic(g942, mf, 1, 32, 32, 32, 2, &small) && small.m_per_block == 32 && small.n_per_block == 32,
+  CHECK(kl_accel_config_heuristic(g942, mf, 1, 32, 32, 32, 2, &small) && small.m_per_block == 32 &&
+            small.n_per_block == 32,
         "32^3 tile %lldx%lld", (long long)small.m_per_block, (long long)small.n_per_block);
   /* path selection */
   kl_accel_config sc;
   const kl_accel_desc *sd = NULL;
-  CHECK(kl_accel_select(g942, f16, f16, NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 1 && sd == mf, "heuristic -> accel");
-  CHECK(kl_accel_select(g942, f16, f16, "v1:64,64,16,4,4,1", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0, "v1 -> FMA");
-  CHECK(kl_accel_select(kl_target_lookup("gfx1030"), f16, f16, NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0, "gfx1030 -> FMA");
-  CHECK(kl_accel_select(s90, kl_type_f32(ctx), kl_type_f32(ctx), NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0, "f32 sm_90 -> FMA");
-  CHECK(kl_accel_select(s90, kl_type_f32(ctx), kl_type_f32(ctx), "v2:32,32,16,16,16,2", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == -1 &&
-        strstr(err, "needs a matrix instruction for f32") && strstr(err, "sm_90"), "v2 on f32/sm_90: %s", err);
-  CHECK(kl_accel_select(g942, f16, f16, "v2:64,64,32,48,32,4", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == -1 && strstr(err, "mPerWave"),
+  CHECK(kl_accel_select(g942, f16, f16, NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 1 && sd == mf,
+        "heuristic -> accel");
+  CHECK(kl_accel_select(g942, f16, f16, "v1:64,64,16,4,4,1", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0,
+        "v1 -> FMA");
+  CHECK(kl_accel_select(kl_target_lookup("gfx1030"), f16, f16, NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0,
+        "gfx1030 -> FMA");
+  CHECK(kl_accel_select(s90, kl_type_f32(ctx), kl_type_f32(ctx), NULL, 1, 64, 64, 64, &sc, &sd, err, sizeof err) == 0,
+        "f32 sm_90 -> FMA");
+  CHECK(kl_accel_select(s90, kl_type_f32(ctx), kl_type_f32(ctx), "v2:32,32,16,16,16,2", 1, 64, 64, 64, &sc, &sd, err,
+                        sizeof err) == -1 &&
+            strstr(err, "needs a matrix instruction for f32") && strstr(err, "sm_90"),
+        "v2 on f32/sm_90: %s", err);
+  CHECK(kl_accel_select(g942, f16, f16, "v2:64,64,32,48,32,4", 1, 64, 64, 64, &sc, &sd, err, sizeof err) == -1 &&
+            strstr(err, "mPerWave"),
         "bad v2: %s", err);
   kl_ctx_destroy(ctx);
-  group_end("configs: v2 parse/print, validation errors name the field, heuristic valid and deterministic, path selection");
+  group_end(
+      "configs: v2 parse/print, validation errors name the field, heuristic valid and deterministic, path selection");
 }
 
 /* ---------------------------------------------------------------------------------
  * A lockstep SIMT interpreter of loop-level kernels
  * --------------------------------------------------------------------------------- */
-typedef struct vslot { kl_value *k; double *v; int w; } vslot;
-typedef struct mem { kl_value *k; double *data; int64_t span; bool per_thread; } mem;
+typedef struct vslot {
+  kl_value *k;
+  double *v;
+  int w;
+} vslot;
+typedef struct mem {
+  kl_value *k;
+  double *data;
+  int64_t span;
+  bool per_thread;
+} mem;
 typedef struct sim {
-  int nt;                 /* threads per workgroup */
+  int nt; /* threads per workgroup */
   int64_t bid;
   const kl_target *t;
-  vslot *slots; int cap, n;
-  mem mems[512]; int nmems;
-  bool bad; char err[600];
+  vslot *slots;
+  int cap, n;
+  mem mems[512];
+  int nmems;
+  bool bad;
+  char err[600];
   int64_t nmma;
   /* LDS bank accounting (NVIDIA: 32 banks of 4 bytes, warps of 32 lanes): per LDS
    * rock.load ([0]) / rock.store ([1]) of a warp, the wavefronts it needs (per phase of
@@ -289,7 +356,12 @@ static void sfail(sim *s, kl_op *op, const char *fmt, ...) {
   va_end(ap);
 }
 
-static uint64_t hp(const void *p) { uint64_t x = (uintptr_t)p; x ^= x >> 31; x *= 0x9e3779b97f4a7c15ull; return x ^ (x >> 29); }
+static uint64_t hp(const void *p) {
+  uint64_t x = (uintptr_t)p;
+  x ^= x >> 31;
+  x *= 0x9e3779b97f4a7c15ull;
+  return x ^ (x >> 29);
+}
 static vslot *find_slot(sim *s, kl_value *k) {
   for (uint64_t i = hp(k) & (s->cap - 1);; i = (i + 1) & (s->cap - 1))
     if (!s->slots[i].k || s->slots[i].k == k) return &s->slots[i];
@@ -298,15 +370,18 @@ static int width_of(const kl_type *t) { return t->kind == KL_TY_VECTOR ? (int)t-
 /* storage of value k (created on first use) */
 static double *val_w(sim *s, kl_value *k) {
   if ((s->n + 1) * 2 > s->cap) {
-    vslot *old = s->slots; int oc = s->cap;
+    vslot *old = s->slots;
+    int oc = s->cap;
     s->cap = oc ? oc * 2 : 1024;
     s->slots = calloc(s->cap, sizeof *s->slots);
-    for (int i = 0; i < oc; i++) if (old[i].k) *find_slot(s, old[i].k) = old[i];
+    for (int i = 0; i < oc; i++)
+      if (old[i].k) *find_slot(s, old[i].k) = old[i];
     free(old);
   }
   vslot *sl = find_slot(s, k);
   if (!sl->k) {
-    sl->k = k; sl->w = width_of(k->type);
+    sl->k = k;
+    sl->w = width_of(k->type);
     sl->v = malloc(sizeof(double) * s->nt * sl->w);
     for (int i = 0; i < s->nt * sl->w; i++) sl->v[i] = NAN;
     s->n++;
@@ -315,33 +390,39 @@ static double *val_w(sim *s, kl_value *k) {
 }
 static double *val_r(sim *s, kl_op *op, kl_value *k) {
   vslot *sl = s->cap ? find_slot(s, k) : NULL;
-  if (!sl || !sl->k) { sfail(s, op, "operand used before its definition"); return NULL; }
+  if (!sl || !sl->k) {
+    sfail(s, op, "operand used before its definition");
+    return NULL;
+  }
   return sl->v;
 }
 static void sim_reset_values(sim *s) {
   for (int i = 0; i < s->cap; i++) free(s->slots[i].v);
   free(s->slots);
-  s->slots = NULL; s->cap = s->n = 0;
+  s->slots = NULL;
+  s->cap = s->n = 0;
 }
 static mem *find_mem(sim *s, kl_value *k) {
-  for (int i = 0; i < s->nmems; i++) if (s->mems[i].k == k) return &s->mems[i];
+  for (int i = 0; i < s->nmems; i++)
+    if (s->mems[i].k == k) return &s->mems[i];
   return NULL;
 }
 
 static double round_to(const kl_type *t, double x) {
   switch (t->kind) {
-  case KL_TY_F16: return kl_round_f16(x);
-  case KL_TY_BF16: return kl_round_bf16(x);
-  case KL_TY_F32: return kl_round_f32(x);
-  case KL_TY_I1: return x != 0;
-  case KL_TY_I8: return (double)(int8_t)(int64_t)x;
-  case KL_TY_I32: return (double)(int32_t)(int64_t)x;
-  default: return x;
+    case KL_TY_F16: return kl_round_f16(x);
+    case KL_TY_BF16: return kl_round_bf16(x);
+    case KL_TY_F32: return kl_round_f32(x);
+    case KL_TY_I1: return x != 0;
+    case KL_TY_I8: return (double)(int8_t)(int64_t)x;
+    case KL_TY_I32: return (double)(int32_t)(int64_t)x;
+    default: return x;
   }
 }
 static const kl_type *elem_t(const kl_type *t) { return t->kind == KL_TY_VECTOR ? t->elem : t; }
 
-static double arith(sim *s, kl_op *op, const char *n, double x, double y, double z, const kl_type *rt, const kl_type *at) {
+static double arith(sim *s, kl_op *op, const char *n, double x, double y, double z, const kl_type *rt,
+                    const kl_type *at) {
   if (!strcmp(n, "arith.addf") || !strcmp(n, "arith.addi")) return round_to(rt, x + y);
   if (!strcmp(n, "arith.subf") || !strcmp(n, "arith.subi")) return round_to(rt, x - y);
   if (!strcmp(n, "arith.mulf") || !strcmp(n, "arith.muli")) return round_to(rt, x * y);
@@ -362,7 +443,10 @@ static double arith(sim *s, kl_op *op, const char *n, double x, double y, double
   if (!strcmp(n, "arith.select")) return x != 0 ? y : z;
   if (!strcmp(n, "arith.cmpi") || !strcmp(n, "arith.cmpf")) {
     const char *p = kl_op_attr_string(op, "predicate");
-    if (!p) { sfail(s, op, "no predicate"); return 0; }
+    if (!p) {
+      sfail(s, op, "no predicate");
+      return 0;
+    }
     if (n[9] == 'f' && (isnan(x) || isnan(y))) return !strcmp(p, "ne");
     if (!strcmp(p, "eq")) return x == y;
     if (!strcmp(p, "ne")) return x != y;
@@ -383,10 +467,16 @@ static double arith(sim *s, kl_op *op, const char *n, double x, double y, double
   }
   if (!strcmp(n, "arith.extsi")) return at->kind == KL_TY_I1 ? (x != 0) : x;
   if (!strcmp(n, "arith.trunci") || !strcmp(n, "arith.index_cast")) return round_to(rt, x);
-  if (!strncmp(n, "math.", 5)) {   /* transcendental: computed in f32 on the GPU; exact here */
+  if (!strncmp(n, "math.", 5)) { /* transcendental: computed in f32 on the GPU; exact here */
     const char *f = n + 5;
-    double r = !strcmp(f, "exp") ? exp(x) : !strcmp(f, "log") ? log(x) : !strcmp(f, "tanh") ? tanh(x) : !strcmp(f, "sqrt") ? sqrt(x)
-             : !strcmp(f, "rsqrt") ? 1 / sqrt(x) : !strcmp(f, "absf") ? fabs(x) : !strcmp(f, "powf") ? pow(x, y) : NAN;
+    double r = !strcmp(f, "exp") ? exp(x)
+        : !strcmp(f, "log")      ? log(x)
+        : !strcmp(f, "tanh")     ? tanh(x)
+        : !strcmp(f, "sqrt")     ? sqrt(x)
+        : !strcmp(f, "rsqrt")    ? 1 / sqrt(x)
+        : !strcmp(f, "absf")     ? fabs(x)
+        : !strcmp(f, "powf")     ? pow(x, y)
+                                 : NAN;
     if (isnan(r) && !isnan(x) && strcmp(f, "log") && strcmp(f, "sqrt") && strcmp(f, "rsqrt") && strcmp(f, "powf"))
       sfail(s, op, "unsupported by the test interpreter");
     return round_to(rt, r);
@@ -403,8 +493,13 @@ static bool uniform(sim *s, kl_op *op, kl_value *v, const bool *mask, int64_t *o
   bool first = true;
   for (int t = 0; t < s->nt; t++) {
     if (!mask[t]) continue;
-    if (first) { *out = (int64_t)x[t]; first = false; }
-    else if ((int64_t)x[t] != *out) { sfail(s, op, "loop bound differs between threads"); return false; }
+    if (first) {
+      *out = (int64_t)x[t];
+      first = false;
+    } else if ((int64_t)x[t] != *out) {
+      sfail(s, op, "loop bound differs between threads");
+      return false;
+    }
   }
   if (first) *out = 0;
   return true;
@@ -414,7 +509,10 @@ static bool uniform(sim *s, kl_op *op, kl_value *v, const bool *mask, int64_t *o
 static bool addr(sim *s, kl_op *op, int bi, int th, int w, mem **mo, int64_t *a) {
   kl_value *buf = op->opnds[bi].value;
   mem *m = find_mem(s, buf);
-  if (!m) { sfail(s, op, "buffer operand is not an argument or an executed rock.alloc"); return false; }
+  if (!m) {
+    sfail(s, op, "buffer operand is not an argument or an executed rock.alloc");
+    return false;
+  }
   const kl_type *bt = buf->type;
   int64_t x = 0;
   for (int i = 0; i < bt->rank; i++) {
@@ -439,7 +537,8 @@ static void count_banks(sim *s, int st, const int64_t *a, const bool *mask, int 
   if (per_phase < 1) per_phase = 1;
   for (int w0 = 0; w0 < s->nt; w0 += 32)
     for (int p0 = w0; p0 < w0 + 32 && p0 < s->nt; p0 += per_phase) {
-      int64_t words[32 * 4]; int nw = 0, any = 0;
+      int64_t words[32 * 4];
+      int nw = 0, any = 0;
       for (int t = p0; t < p0 + per_phase && t < s->nt; t++) {
         if (!mask[t]) continue;
         any = 1;
@@ -451,7 +550,10 @@ static void count_banks(sim *s, int st, const int64_t *a, const bool *mask, int 
       }
       if (!any) continue;
       int per_bank[32] = { 0 }, worst = 0;
-      for (int j = 0; j < nw; j++) { int bk = (int)(words[j] % 32); if (++per_bank[bk] > worst) worst = per_bank[bk]; }
+      for (int j = 0; j < nw; j++) {
+        int bk = (int)(words[j] % 32);
+        if (++per_bank[bk] > worst) worst = per_bank[bk];
+      }
       s->lds_wavefronts[st] += worst;
       s->lds_ideal[st] += 1;
     }
@@ -459,13 +561,24 @@ static void count_banks(sim *s, int st, const int64_t *a, const bool *mask, int 
 
 static void exec_mma(sim *s, kl_op *op, const bool *mask) {
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(kl_op_attr_string(op, "instr"));
-  if (!d) { sfail(s, op, "unknown instr"); return; }
-  if (s->t->accel != d->kind || s->t->wave_size != d->wave) { sfail(s, op, "instruction not available on %s", s->t->name); return; }
-  double *a = val_r(s, op, op->opnds[0].value), *b = val_r(s, op, op->opnds[1].value), *c = val_r(s, op, op->opnds[2].value);
+  if (!d) {
+    sfail(s, op, "unknown instr");
+    return;
+  }
+  if (s->t->accel != d->kind || s->t->wave_size != d->wave) {
+    sfail(s, op, "instruction not available on %s", s->t->name);
+    return;
+  }
+  double *a = val_r(s, op, op->opnds[0].value), *b = val_r(s, op, op->opnds[1].value),
+         *c = val_r(s, op, op->opnds[2].value);
   if (!a || !b || !c) return;
-  int aw = width_of(op->opnds[0].value->type), bw = width_of(op->opnds[1].value->type), cw = width_of(op->opnds[2].value->type);
+  int aw = width_of(op->opnds[0].value->type), bw = width_of(op->opnds[1].value->type),
+      cw = width_of(op->opnds[2].value->type);
   double *out = val_w(s, &op->results[0]);
-  if (s->nt % d->wave) { sfail(s, op, "workgroup of %d threads is not whole waves", s->nt); return; }
+  if (s->nt % d->wave) {
+    sfail(s, op, "workgroup of %d threads is not whole waves", s->nt);
+    return;
+  }
   int M = d->m, N = d->n, K = d->k;
   double *A = malloc(sizeof(double) * M * K), *B = malloc(sizeof(double) * K * N), *C = malloc(sizeof(double) * M * N);
   char *sa = malloc(M * K), *sb = malloc(K * N), *sc = malloc(M * N);
@@ -473,31 +586,47 @@ static void exec_mma(sim *s, kl_op *op, const bool *mask) {
     int active = 0;
     for (int l = 0; l < d->wave; l++) active += mask[w0 + l];
     if (active == 0) continue;
-    if (active != d->wave) { sfail(s, op, "executed by %d of %d lanes of a wave", active, d->wave); break; }
-    memset(sa, 0, M * K); memset(sb, 0, K * N); memset(sc, 0, M * N);
+    if (active != d->wave) {
+      sfail(s, op, "executed by %d of %d lanes of a wave", active, d->wave);
+      break;
+    }
+    memset(sa, 0, M * K);
+    memset(sb, 0, K * N);
+    memset(sc, 0, M * N);
     for (int l = 0; l < d->wave; l++) {
       int th = w0 + l;
       for (int e = 0; e < aw; e++) {
-        int i, k; hw_a(d, l, e, &i, &k);
+        int i, k;
+        hw_a(d, l, e, &i, &k);
         double v = a[th * aw + e];
-        if (sa[i * K + k] && A[i * K + k] != v && !(isnan(v) && isnan(A[i * K + k]))) sfail(s, op, "replicated A[%d][%d] differs between lanes", i, k);
-        A[i * K + k] = v; sa[i * K + k] = 1;
+        if (sa[i * K + k] && A[i * K + k] != v && !(isnan(v) && isnan(A[i * K + k])))
+          sfail(s, op, "replicated A[%d][%d] differs between lanes", i, k);
+        A[i * K + k] = v;
+        sa[i * K + k] = 1;
       }
       for (int e = 0; e < bw; e++) {
-        int k, j; hw_b(d, l, e, &k, &j);
+        int k, j;
+        hw_b(d, l, e, &k, &j);
         double v = b[th * bw + e];
-        if (sb[k * N + j] && B[k * N + j] != v && !(isnan(v) && isnan(B[k * N + j]))) sfail(s, op, "replicated B[%d][%d] differs between lanes", k, j);
-        B[k * N + j] = v; sb[k * N + j] = 1;
+        if (sb[k * N + j] && B[k * N + j] != v && !(isnan(v) && isnan(B[k * N + j])))
+          sfail(s, op, "replicated B[%d][%d] differs between lanes", k, j);
+        B[k * N + j] = v;
+        sb[k * N + j] = 1;
       }
       for (int r = 0; r < cw; r++) {
-        int i, j; hw_c(d, l, r, &i, &j);
+        int i, j;
+        hw_c(d, l, r, &i, &j);
         if (sc[i * N + j]) sfail(s, op, "C[%d][%d] held twice", i, j);
-        C[i * N + j] = c[th * cw + r]; sc[i * N + j] = 1;
+        C[i * N + j] = c[th * cw + r];
+        sc[i * N + j] = 1;
       }
     }
-    for (int i = 0; i < M * K; i++) if (!sa[i]) sfail(s, op, "A element %d not held by any lane", i);
-    for (int i = 0; i < K * N; i++) if (!sb[i]) sfail(s, op, "B element %d not held by any lane", i);
-    for (int i = 0; i < M * N; i++) if (!sc[i]) sfail(s, op, "C element %d not held by any lane", i);
+    for (int i = 0; i < M * K; i++)
+      if (!sa[i]) sfail(s, op, "A element %d not held by any lane", i);
+    for (int i = 0; i < K * N; i++)
+      if (!sb[i]) sfail(s, op, "B element %d not held by any lane", i);
+    for (int i = 0; i < M * N; i++)
+      if (!sc[i]) sfail(s, op, "C element %d not held by any lane", i);
     const kl_type *ct = elem_t(op->results[0].type);
     for (int i = 0; i < M; i++)
       for (int j = 0; j < N; j++) {
@@ -507,12 +636,18 @@ static void exec_mma(sim *s, kl_op *op, const bool *mask) {
       }
     for (int l = 0; l < d->wave; l++)
       for (int r = 0; r < cw; r++) {
-        int i, j; hw_c(d, l, r, &i, &j);
+        int i, j;
+        hw_c(d, l, r, &i, &j);
         out[(w0 + l) * cw + r] = C[i * N + j];
       }
     s->nmma++;
   }
-  free(A); free(B); free(C); free(sa); free(sb); free(sc);
+  free(A);
+  free(B);
+  free(C);
+  free(sa);
+  free(sb);
+  free(sc);
 }
 
 static void exec_op(sim *s, kl_op *op, const bool *mask) {
@@ -532,21 +667,33 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     return;
   }
   if (!strcmp(n, "rock.barrier")) {
-    for (int t = 0; t < nt; t++) if (!mask[t]) { sfail(s, op, "barrier in divergent code"); return; }
+    for (int t = 0; t < nt; t++)
+      if (!mask[t]) {
+        sfail(s, op, "barrier in divergent code");
+        return;
+      }
     return;
   }
   if (!strcmp(n, "rock.alloc")) {
     const kl_type *bt = op->results[0].type;
-    if (bt->space == KL_SPACE_GLOBAL) { sfail(s, op, "global alloc in a loop-level kernel"); return; }
-    if (s->nmems == 512) { sfail(s, op, "too many allocs"); return; }
+    if (bt->space == KL_SPACE_GLOBAL) {
+      sfail(s, op, "global alloc in a loop-level kernel");
+      return;
+    }
+    if (s->nmems == 512) {
+      sfail(s, op, "too many allocs");
+      return;
+    }
     int64_t span = 1;
     for (int i = 0; i < bt->rank; i++) span += (bt->shape[i] - 1) * bt->strides[i];
     bool pt = bt->space == KL_SPACE_PRIVATE;
     mem *m = &s->mems[s->nmems++];
-    m->k = &op->results[0]; m->span = span; m->per_thread = pt;
+    m->k = &op->results[0];
+    m->span = span;
+    m->per_thread = pt;
     int64_t tot = span * (pt ? nt : 1);
     m->data = malloc(sizeof(double) * tot);
-    for (int64_t i = 0; i < tot; i++) m->data[i] = NAN;   /* uninitialized */
+    for (int64_t i = 0; i < tot; i++) m->data[i] = NAN; /* uninitialized */
     return;
   }
   if (!strcmp(n, "rock.load") || !strcmp(n, "rock.store")) {
@@ -559,12 +706,18 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     for (int t = 0; t < nt && !s->bad; t++) {
       as[t] = 0;
       if (!mask[t]) continue;
-      mem *m; int64_t a;
-      if (!addr(s, op, bi, t, w, &m, &a)) { free(as); return; }
+      mem *m;
+      int64_t a;
+      if (!addr(s, op, bi, t, w, &m, &a)) {
+        free(as);
+        return;
+      }
       as[t] = a;
       for (int i = 0; i < w; i++) {
-        if (ld) o[t * w + i] = m->data[a + i];
-        else m->data[a + i] = round_to(bt->elem, x[t * w + i]);
+        if (ld)
+          o[t * w + i] = m->data[a + i];
+        else
+          m->data[a + i] = round_to(bt->elem, x[t * w + i]);
       }
     }
     if (!s->bad && bt->space == KL_SPACE_LDS && s->t && s->t->arch == KL_ARCH_NVPTX)
@@ -572,17 +725,26 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     free(as);
     return;
   }
-  if (!strcmp(n, "rock.mma")) { exec_mma(s, op, mask); return; }
+  if (!strcmp(n, "rock.mma")) {
+    exec_mma(s, op, mask);
+    return;
+  }
   if (!strcmp(n, "scf.for")) {
     int64_t lb, ub, st;
     if (!uniform(s, op, op->opnds[0].value, mask, &lb) || !uniform(s, op, op->opnds[1].value, mask, &ub) ||
         !uniform(s, op, op->opnds[2].value, mask, &st))
       return;
-    if (st <= 0) { sfail(s, op, "step %lld", (long long)st); return; }
+    if (st <= 0) {
+      sfail(s, op, "step %lld", (long long)st);
+      return;
+    }
     kl_block *body = op->regions[0].first;
     int niter = op->nopnds - 3;
     double *tmp[16];
-    if (niter > 16) { sfail(s, op, "too many iteration values"); return; }
+    if (niter > 16) {
+      sfail(s, op, "too many iteration values");
+      return;
+    }
     for (int i = 0; i < niter; i++) {
       int w = width_of(op->results[i].type);
       double *src = val_r(s, op, op->opnds[3 + i].value), *dst = val_w(s, body->args[1 + i]);
@@ -603,7 +765,9 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
         memcpy(val_w(s, body->args[1 + i]), tmp[i], sizeof(double) * nt * width_of(op->results[i].type));
     }
     for (int i = 0; i < niter; i++) {
-      if (!s->bad) memcpy(val_w(s, &op->results[i]), val_w(s, body->args[1 + i]), sizeof(double) * nt * width_of(op->results[i].type));
+      if (!s->bad)
+        memcpy(val_w(s, &op->results[i]), val_w(s, body->args[1 + i]),
+               sizeof(double) * nt * width_of(op->results[i].type));
       free(tmp[i]);
     }
     return;
@@ -614,21 +778,28 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     bool *m2 = malloc(nt);
     for (int r = 0; r < 2 && !s->bad; r++) {
       bool any = false;
-      for (int t = 0; t < nt; t++) { m2[t] = mask[t] && ((c[t] != 0) == (r == 0)); any |= m2[t]; }
+      for (int t = 0; t < nt; t++) {
+        m2[t] = mask[t] && ((c[t] != 0) == (r == 0));
+        any |= m2[t];
+      }
       kl_block *b = op->nregions > r ? op->regions[r].first : NULL;
       if (!b || !any) continue;
       exec_block(s, b, m2);
       for (int i = 0; i < op->nresults && !s->bad; i++) {
         int w = width_of(op->results[i].type);
         double *src = val_r(s, b->last, b->last->opnds[i].value), *dst = val_w(s, &op->results[i]);
-        for (int t = 0; src && t < nt; t++) if (m2[t]) memcpy(dst + t * w, src + t * w, sizeof(double) * w);
+        for (int t = 0; src && t < nt; t++)
+          if (m2[t]) memcpy(dst + t * w, src + t * w, sizeof(double) * w);
       }
     }
     free(m2);
     return;
   }
   if (!strcmp(n, "scf.yield") || !strcmp(n, "func.return")) return;
-  if (op->nresults != 1 || op->nopnds < 1 || op->nopnds > 3) { sfail(s, op, "unsupported by the test interpreter"); return; }
+  if (op->nresults != 1 || op->nopnds < 1 || op->nopnds > 3) {
+    sfail(s, op, "unsupported by the test interpreter");
+    return;
+  }
   double *x[3] = { NULL, NULL, NULL };
   int ws[3] = { 1, 1, 1 };
   for (int i = 0; i < op->nopnds; i++) {
@@ -656,7 +827,7 @@ static void exec_block(sim *s, kl_block *b, const bool *mask) {
 
 /* Runs kernel func k over its grid; args[i] = the data of kernel argument i (span
  * elements each, in the argument's buffer layout). */
-static int64_t g_lds_wavefronts[2], g_lds_ideal[2];   /* of the last sim_run: [0] loads, [1] stores */
+static int64_t g_lds_wavefronts[2], g_lds_ideal[2]; /* of the last sim_run: [0] loads, [1] stores */
 static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size_t errlen, int64_t *nmma) {
   int64_t bs = 1, grid = 1;
   kl_op_attr_i64(k, "block_size", &bs);
@@ -682,7 +853,10 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
   free(mask);
   if (s.bad) snprintf(err, errlen, "%s", s.err);
   *nmma = s.nmma;
-  for (int i = 0; i < 2; i++) { g_lds_wavefronts[i] = s.lds_wavefronts[i]; g_lds_ideal[i] = s.lds_ideal[i]; }
+  for (int i = 0; i < 2; i++) {
+    g_lds_wavefronts[i] = s.lds_wavefronts[i];
+    g_lds_ideal[i] = s.lds_ideal[i];
+  }
   return !s.bad;
 }
 
@@ -692,10 +866,10 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
 typedef struct gcase {
   const char *target, *type;
   int64_t G, M, N, K;
-  bool at, bt;           /* A stored [G,M,K] / B stored [G,N,K] (transposed views) */
-  bool epi;              /* fused epilogue: relu(c + bias[n]) converted to the output type */
-  const char *perf;      /* NULL: heuristic */
-  const char *out;       /* output element type */
+  bool at, bt;      /* A stored [G,M,K] / B stored [G,N,K] (transposed views) */
+  bool epi;         /* fused epilogue: relu(c + bias[n]) converted to the output type */
+  const char *perf; /* NULL: heuristic */
+  const char *out;  /* output element type */
 } gcase;
 
 static const char *acc_of(const char *type) { return !strcmp(type, "i8") ? "i32" : "f32"; }
@@ -705,34 +879,51 @@ static char *gemm_kir(const gcase *c) {
   long long G = c->G, M = c->M, N = c->N, K = c->K;
   const char *T = c->type, *To = c->out, *Ta = acc_of(T);
   char ta[128], tb[128], perf[96] = "";
-  if (c->at) snprintf(ta, sizeof ta, "buffer<%lldx%lldx%lldx%s>", G, M, K, T);
-  else snprintf(ta, sizeof ta, "buffer<%lldx%lldx%lldx%s>", G, K, M, T);
-  if (c->bt) snprintf(tb, sizeof tb, "buffer<%lldx%lldx%lldx%s>", G, N, K, T);
-  else snprintf(tb, sizeof tb, "buffer<%lldx%lldx%lldx%s>", G, K, N, T);
+  if (c->at)
+    snprintf(ta, sizeof ta, "buffer<%lldx%lldx%lldx%s>", G, M, K, T);
+  else
+    snprintf(ta, sizeof ta, "buffer<%lldx%lldx%lldx%s>", G, K, M, T);
+  if (c->bt)
+    snprintf(tb, sizeof tb, "buffer<%lldx%lldx%lldx%s>", G, N, K, T);
+  else
+    snprintf(tb, sizeof tb, "buffer<%lldx%lldx%lldx%s>", G, K, N, T);
   if (c->perf) snprintf(perf, sizeof perf, ", perf_config = \"%s\"", c->perf);
   char bias[64] = "";
   if (c->epi) snprintf(bias, sizeof bias, ", %%bias: buffer<%lldxf32>", N);
-  int n = snprintf(buf, sizeof buf, "func.func @gemm(%%a: %s, %%b: %s%s, %%out: buffer<%lldx%lldx%lldx%s>) attributes {kernel, target = \"%s\"%s} {\n",
+  int n = snprintf(buf, sizeof buf,
+                   "func.func @gemm(%%a: %s, %%b: %s%s, %%out: buffer<%lldx%lldx%lldx%s>) attributes {kernel, target = "
+                   "\"%s\"%s} {\n",
                    ta, tb, bias, G, M, N, To, c->target, perf);
   const char *A = "%a", *B = "%b";
   if (c->at) {
-    n += snprintf(buf + n, sizeof buf - n, "  %%at = \"rock.transform\"(%%a) {view = #view<[PassThrough [\"g\",\"k\",\"m\"] at [0,1,2] -> [\"g\",\"k\",\"m\"] at [0,2,1]] bounds=[%lld,%lld,%lld] -> [%lld,%lld,%lld]>} : (%s) -> buffer<%lldx%lldx%lldx%s>\n",
+    n += snprintf(buf + n, sizeof buf - n,
+                  "  %%at = \"rock.transform\"(%%a) {view = #view<[PassThrough [\"g\",\"k\",\"m\"] at [0,1,2] -> "
+                  "[\"g\",\"k\",\"m\"] at [0,2,1]] bounds=[%lld,%lld,%lld] -> [%lld,%lld,%lld]>} : (%s) -> "
+                  "buffer<%lldx%lldx%lldx%s>\n",
                   G, K, M, G, M, K, ta, G, K, M, T);
     A = "%at";
   }
   if (c->bt) {
-    n += snprintf(buf + n, sizeof buf - n, "  %%bt = \"rock.transform\"(%%b) {view = #view<[PassThrough [\"g\",\"k\",\"n\"] at [0,1,2] -> [\"g\",\"k\",\"n\"] at [0,2,1]] bounds=[%lld,%lld,%lld] -> [%lld,%lld,%lld]>} : (%s) -> buffer<%lldx%lldx%lldx%s>\n",
+    n += snprintf(buf + n, sizeof buf - n,
+                  "  %%bt = \"rock.transform\"(%%b) {view = #view<[PassThrough [\"g\",\"k\",\"n\"] at [0,1,2] -> "
+                  "[\"g\",\"k\",\"n\"] at [0,2,1]] bounds=[%lld,%lld,%lld] -> [%lld,%lld,%lld]>} : (%s) -> "
+                  "buffer<%lldx%lldx%lldx%s>\n",
                   G, K, N, G, N, K, tb, G, K, N, T);
     B = "%bt";
   }
   if (!c->epi) {
-    n += snprintf(buf + n, sizeof buf - n, "  \"rock.gemm\"(%s, %s, %%out) {store = \"set\"} : (buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>) -> ()\n",
+    n += snprintf(buf + n, sizeof buf - n,
+                  "  \"rock.gemm\"(%s, %s, %%out) {store = \"set\"} : (buffer<%lldx%lldx%lldx%s>, "
+                  "buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>) -> ()\n",
                   A, B, G, K, M, T, G, K, N, T, G, M, N, To);
   } else {
     n += snprintf(buf + n, sizeof buf - n,
                   "  %%c = \"rock.alloc\"() : () -> buffer<%lldx%lldx%lldx%s>\n"
-                  "  \"rock.gemm\"(%s, %s, %%c) {store = \"set\"} : (buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>) -> ()\n"
-                  "  %%bb = \"rock.transform\"(%%bias) {view = #view<[AddDim{%lld} [\"g\"] at [0] -> [] at [], AddDim{%lld} [\"m\"] at [1] -> [] at [], PassThrough [\"n\"] at [2] -> [\"n\"] at [0]] bounds=[%lld,%lld,%lld] -> [%lld]>} : (buffer<%lldxf32>) -> buffer<%lldx%lldx%lldxf32>\n"
+                  "  \"rock.gemm\"(%s, %s, %%c) {store = \"set\"} : (buffer<%lldx%lldx%lldx%s>, "
+                  "buffer<%lldx%lldx%lldx%s>, buffer<%lldx%lldx%lldx%s>) -> ()\n"
+                  "  %%bb = \"rock.transform\"(%%bias) {view = #view<[AddDim{%lld} [\"g\"] at [0] -> [] at [], "
+                  "AddDim{%lld} [\"m\"] at [1] -> [] at [], PassThrough [\"n\"] at [2] -> [\"n\"] at [0]] "
+                  "bounds=[%lld,%lld,%lld] -> [%lld]>} : (buffer<%lldxf32>) -> buffer<%lldx%lldx%lldxf32>\n"
                   "  \"rock.elementwise\"(%%c, %%bb, %%out) ({\n"
                   "  ^bb0(%%x: f32, %%y: f32):\n"
                   "    %%s = arith.addf %%x, %%y : f32\n"
@@ -740,11 +931,13 @@ static char *gemm_kir(const gcase *c) {
                   "    %%r = arith.maxf %%s, %%z : f32\n",
                   G, M, N, Ta, A, B, G, K, M, T, G, K, N, T, G, M, N, Ta, G, M, G, M, N, N, N, G, M, N);
     if (strcmp(To, "f32")) {
-      n += snprintf(buf + n, sizeof buf - n, "    %%h = \"arith.truncf\"(%%r) : (f32) -> %s\n    \"rock.yield\"(%%h) : (%s) -> ()\n", To, To);
+      n += snprintf(buf + n, sizeof buf - n,
+                    "    %%h = \"arith.truncf\"(%%r) : (f32) -> %s\n    \"rock.yield\"(%%h) : (%s) -> ()\n", To, To);
     } else {
       n += snprintf(buf + n, sizeof buf - n, "    \"rock.yield\"(%%r) : (f32) -> ()\n");
     }
-    n += snprintf(buf + n, sizeof buf - n, "  }) : (buffer<%lldx%lldx%lldxf32>, buffer<%lldx%lldx%lldxf32>, buffer<%lldx%lldx%lldx%s>) -> ()\n",
+    n += snprintf(buf + n, sizeof buf - n,
+                  "  }) : (buffer<%lldx%lldx%lldxf32>, buffer<%lldx%lldx%lldxf32>, buffer<%lldx%lldx%lldx%s>) -> ()\n",
                   G, M, N, G, M, N, G, M, N, To);
   }
   snprintf(buf + n, sizeof buf - n, "  func.return\n}\n");
@@ -758,16 +951,27 @@ static const char *k_pipeline = "rock-gemm-to-gridwise,rock-gridwise-to-blockwis
 static kl_op *lower_case(kl_ctx *ctx, const gcase *c, const char *pipeline, char *err, size_t errlen) {
   const char *text = gemm_kir(c);
   kl_op *m = kl_parse_module(ctx, text, strlen(text), "accel.kir");
-  if (!m) { char *d = kl_diag_take(ctx); snprintf(err, errlen, "parse: %s\n%s", d, text); free(d); return NULL; }
+  if (!m) {
+    char *d = kl_diag_take(ctx);
+    snprintf(err, errlen, "parse: %s\n%s", d, text);
+    free(d);
+    return NULL;
+  }
   kl_pass_manager *pm = kl_pass_manager_create(ctx);
   kl_status st = kl_pass_manager_add_pipeline(pm, pipeline ? pipeline : k_pipeline);
   if (st == KL_OK) st = kl_pass_manager_run(pm, m);
   kl_pass_manager_destroy(pm);
-  if (st != KL_OK) { char *d = kl_diag_take(ctx); snprintf(err, errlen, "%s", d); free(d); return NULL; }
+  if (st != KL_OK) {
+    char *d = kl_diag_take(ctx);
+    snprintf(err, errlen, "%s", d);
+    free(d);
+    return NULL;
+  }
   return m;
 }
 static kl_op *kernel_of(kl_op *m) {
-  for (kl_op *o = kl_module_body(m)->first; o; o = o->next) if (kl_is_kernel(o)) return o;
+  for (kl_op *o = kl_module_body(m)->first; o; o = o->next)
+    if (kl_is_kernel(o)) return o;
   return NULL;
 }
 static int count_ops(kl_op *root, const char *name) {
@@ -787,27 +991,33 @@ static double rnd_val(uint64_t *st) {
 /* Lowers, interprets and checks one case against a direct matmul. */
 static void run_case(const gcase *c) {
   char err[4096], what[256];
-  snprintf(what, sizeof what, "%s %s G=%lld M=%lld N=%lld K=%lld%s%s%s perf=%s -> %s", c->target, c->type, (long long)c->G,
-           (long long)c->M, (long long)c->N, (long long)c->K, c->at ? " A^T" : "", c->bt ? " B^T" : "", c->epi ? " +bias,relu" : "",
-           c->perf ? c->perf : "heuristic", c->out);
+  snprintf(what, sizeof what, "%s %s G=%lld M=%lld N=%lld K=%lld%s%s%s perf=%s -> %s", c->target, c->type,
+           (long long)c->G, (long long)c->M, (long long)c->N, (long long)c->K, c->at ? " A^T" : "", c->bt ? " B^T" : "",
+           c->epi ? " +bias,relu" : "", c->perf ? c->perf : "heuristic", c->out);
   kl_ctx *ctx = kl_test_ctx();
   kl_op *m = lower_case(ctx, c, NULL, err, sizeof err);
   CHECK(m != NULL, "%s: %s", what, err);
   kl_op *k = m ? kernel_of(m) : NULL;
-  if (!k) { kl_ctx_destroy(ctx); return; }
+  if (!k) {
+    kl_ctx_destroy(ctx);
+    return;
+  }
   const kl_target *t = kl_target_lookup(c->target);
-  bool want_accel = (!c->perf || !strncmp(c->perf, "v2:", 3)) && kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
-  CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what, count_ops(k, "rock.mma"), want_accel);
+  bool want_accel = (!c->perf || !strncmp(c->perf, "v2:", 3)) &&
+      kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
+  CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what,
+        count_ops(k, "rock.mma"), want_accel);
   const char *pc = kl_op_attr_string(k, "perf_config");
   CHECK(pc && !strncmp(pc, want_accel ? "v2:" : "v1:", 3), "%s: perf_config %s", what, pc ? pc : "none");
   int64_t G = c->G, M = c->M, N = c->N, K = c->K;
-  double *A = malloc(sizeof(double) * G * M * K), *B = malloc(sizeof(double) * G * N * K), *bias = malloc(sizeof(double) * N);
+  double *A = malloc(sizeof(double) * G * M * K), *B = malloc(sizeof(double) * G * N * K),
+         *bias = malloc(sizeof(double) * N);
   double *O = malloc(sizeof(double) * G * M * N);
   uint64_t st = (uint64_t)(M * 1000003 + N * 1009 + K * 7 + G);
   for (int64_t i = 0; i < G * M * K; i++) A[i] = rnd_val(&st);
   for (int64_t i = 0; i < G * N * K; i++) B[i] = rnd_val(&st);
   for (int64_t i = 0; i < N; i++) bias[i] = rnd_val(&st) + 0.5;
-  for (int64_t i = 0; i < G * M * N; i++) O[i] = NAN;   /* never written: stays NaN */
+  for (int64_t i = 0; i < G * M * N; i++) O[i] = NAN; /* never written: stays NaN */
   double *args[4] = { A, B, c->epi ? bias : O, O };
   int64_t nmma = 0;
   bool ok = sim_run(k, t, args, err, sizeof err, &nmma);
@@ -825,13 +1035,26 @@ static void run_case(const gcase *c) {
           double b = c->bt ? B[(g * N + j) * K + kk] : B[(g * K + kk) * N + j];
           acc += a * b;
         }
-        if (c->epi) { acc += bias[j]; if (acc < 0) acc = 0; }
+        if (c->epi) {
+          acc += bias[j];
+          if (acc < 0) acc = 0;
+        }
         double want = round_to(ot, acc), got = O[(g * M + i) * N + j];
-        if (!(got == want)) { if (first < 0) { first = (g * M + i) * N + j; got0 = got; want0 = want; } bad++; }
+        if (!(got == want)) {
+          if (first < 0) {
+            first = (g * M + i) * N + j;
+            got0 = got;
+            want0 = want;
+          }
+          bad++;
+        }
       }
-  CHECK(bad == 0, "%s: %lld of %lld outputs differ (first at %lld: got %g, want %g)", what, (long long)bad, (long long)(G * M * N),
-        (long long)first, got0, want0);
-  free(A); free(B); free(bias); free(O);
+  CHECK(bad == 0, "%s: %lld of %lld outputs differ (first at %lld: got %g, want %g)", what, (long long)bad,
+        (long long)(G * M * N), (long long)first, got0, want0);
+  free(A);
+  free(B);
+  free(bias);
+  free(O);
   kl_ctx_destroy(ctx);
 }
 
@@ -872,7 +1095,8 @@ static void test_numerics(void) {
     { "gfx1030", "f16", 1, 19, 23, 17, false, false, false, NULL, "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
-  group_end("numerics: lane-level interpretation of the lowered kernels equals a direct matmul (mma.sync, MFMA, WMMA, FMA)");
+  group_end(
+      "numerics: lane-level interpretation of the lowered kernels equals a direct matmul (mma.sync, MFMA, WMMA, FMA)");
 }
 
 /* mma.sync LDS layout (passes/rock_gridwise_to_blockwise.c): kpack 8 (16 bytes of K per
@@ -885,7 +1109,10 @@ static void test_numerics(void) {
  * conflicts on the fragment reads (so the count can fail). */
 static void test_banks(void) {
   group_begin();
-  static const struct { gcase c; bool loads_free, stores_free; } cases[] = {
+  static const struct {
+    gcase c;
+    bool loads_free, stores_free;
+  } cases[] = {
     { { "sm_90", "f16", 1, 128, 128, 64, true, true, true, "v2:128,128,32,64,64,8", "f16" }, true, true },
     { { "sm_90", "f16", 1, 128, 128, 64, true, false, false, "v2:128,128,32,64,64,8", "f32" }, true, false },
     { { "sm_90", "bf16", 1, 128, 64, 96, true, true, false, "v2:128,64,32,64,32,8", "f32" }, true, false },
@@ -896,22 +1123,25 @@ static void test_banks(void) {
     const gcase *c = &cases[i].c;
     for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
     run_case(c);
-    printf("  banks: %s %s %lldx%lldx%lld%s%s %s: LDS loads %lld wavefronts for %lld phases, stores %lld for %lld\n", c->target,
-           c->type, (long long)c->M, (long long)c->N, (long long)c->K, c->at ? " A^T" : "", c->bt ? " B^T" : "", c->perf,
-           (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0], (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
+    printf("  banks: %s %s %lldx%lldx%lld%s%s %s: LDS loads %lld wavefronts for %lld phases, stores %lld for %lld\n",
+           c->target, c->type, (long long)c->M, (long long)c->N, (long long)c->K, c->at ? " A^T" : "",
+           c->bt ? " B^T" : "", c->perf, (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0],
+           (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
     CHECK(g_lds_ideal[0] > 0 && g_lds_ideal[1] > 0, "%s: no LDS access counted", c->perf);
     if (cases[i].loads_free)
-      CHECK(g_lds_wavefronts[0] == g_lds_ideal[0], "%s: fragment reads: %lld LDS wavefronts for %lld phases (bank conflicts)",
-            c->perf, (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0]);
+      CHECK(g_lds_wavefronts[0] == g_lds_ideal[0],
+            "%s: fragment reads: %lld LDS wavefronts for %lld phases (bank conflicts)", c->perf,
+            (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0]);
     else
-      CHECK(g_lds_wavefronts[0] >= 4 * g_lds_ideal[0], "%s: expected 4-way conflicts on the fragment reads without the layout",
-            c->perf);
+      CHECK(g_lds_wavefronts[0] >= 4 * g_lds_ideal[0],
+            "%s: expected 4-way conflicts on the fragment reads without the layout", c->perf);
     if (cases[i].stores_free)
-      CHECK(g_lds_wavefronts[1] == g_lds_ideal[1], "%s: copies: %lld LDS wavefronts for %lld phases (bank conflicts)", c->perf,
-            (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
+      CHECK(g_lds_wavefronts[1] == g_lds_ideal[1], "%s: copies: %lld LDS wavefronts for %lld phases (bank conflicts)",
+            c->perf, (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
   }
-  group_end("banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
-            "skewed LDS rows");
+  group_end(
+      "banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
+      "skewed LDS rows");
 }
 
 /* ---------------------------------------------------------------------------------
@@ -929,26 +1159,42 @@ static int64_t offset_of(const kl_type *t, const kl_tensor *like, int64_t flat) 
   return off;
 }
 
-typedef struct graph_case { const char *target, *text; double tol; int min_accel; bool one_kernel; } graph_case;
+typedef struct graph_case {
+  const char *target, *text;
+  double tol;
+  int min_accel;
+  bool one_kernel;
+} graph_case;
 
 static void run_graph_case(const graph_case *gc) {
   char err[4096];
   kl_ctx *ctx = kl_test_ctx();
   kl_op *mod = kl_parse_module(ctx, gc->text, strlen(gc->text), "graph.kir");
   kl_op *g = mod ? kl_module_body(mod)->first : NULL;
-  if (!g) { char *d = kl_diag_take(ctx); CHECK(0, "parse: %s", d); free(d); kl_ctx_destroy(ctx); return; }
+  if (!g) {
+    char *d = kl_diag_take(ctx);
+    CHECK(0, "parse: %s", d);
+    free(d);
+    kl_ctx_destroy(ctx);
+    return;
+  }
   const char *gname = kl_op_attr_string(g, "sym_name");
   const char *targets[1] = { gc->target };
   kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true };
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   CHECK(p != NULL, "%s on %s: compile: %s", gname, gc->target, err);
-  if (!p) { kl_ctx_destroy(ctx); return; }
+  if (!p) {
+    kl_ctx_destroy(ctx);
+    return;
+  }
   const char *T = gc->target;
   const kl_target *tgt = kl_target_lookup(T);
   int naccel = 0;
-  for (int i = 0; i < kl_program_nkernels(p, T); i++) naccel += !strncmp(kl_program_kernel(p, T, i)->perf_config, "v2:", 3);
+  for (int i = 0; i < kl_program_nkernels(p, T); i++)
+    naccel += !strncmp(kl_program_kernel(p, T, i)->perf_config, "v2:", 3);
   CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
-  CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T, kl_program_nkernels(p, T));
+  CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T,
+        kl_program_nkernels(p, T));
   /* inputs: random tensors in the params' layouts */
   int nslots = kl_program_nslots(p, T);
   double **mem = calloc(nslots + 1, sizeof *mem);
@@ -958,8 +1204,9 @@ static void run_graph_case(const graph_case *gc) {
     if (strcmp(x->name, "graph.param") || nin == 16) continue;
     const kl_type *pt = x->results[0].type;
     in[nin].name = kl_op_attr_string(x, "name");
-    in[nin].tensor = kl_tensor_rand(kl_dtype_of_type(pt->elem), pt->rank, pt->shape, pt->strides, 1000 + nin, KL_DIST_NORMAL, err, sizeof err);
-    if (pt->elem->kind == KL_TY_I8) {   /* the full range -128..127 (no zeros), so that sums leave it */
+    in[nin].tensor = kl_tensor_rand(kl_dtype_of_type(pt->elem), pt->rank, pt->shape, pt->strides, 1000 + nin,
+                                    KL_DIST_NORMAL, err, sizeof err);
+    if (pt->elem->kind == KL_TY_I8) { /* the full range -128..127 (no zeros), so that sums leave it */
       uint64_t st = 77 + (uint64_t)nin;
       for (int64_t f = 0; f < kl_tensor_numel(in[nin].tensor); f++) {
         st = st * 6364136223846793005ull + 1442695040888963407ull;
@@ -974,7 +1221,9 @@ static void run_graph_case(const graph_case *gc) {
     kl_program_slot(p, T, i, &kind, &name);
     const kl_type *st = kl_program_slot_type(p, T, i);
     const kl_tensor *src = NULL;
-    if (!strcmp(kind, "param")) for (int j = 0; j < nin; j++) if (!strcmp(in[j].name, name)) src = in[j].tensor;
+    if (!strcmp(kind, "param"))
+      for (int j = 0; j < nin; j++)
+        if (!strcmp(in[j].name, name)) src = in[j].tensor;
     if (!strcmp(kind, "constant")) src = kl_program_slot_constant(p, T, i);
     int64_t span = span_of(st);
     mem[i] = malloc(sizeof(double) * span);
@@ -1009,13 +1258,16 @@ static void run_graph_case(const graph_case *gc) {
     int64_t nan_count = 0;
     for (int64_t f = 0; f < kl_tensor_numel(ref[oi]); f++) {
       double want = kl_tensor_get_flat(ref[oi], f), got = mem[sl][offset_of(st, ref[oi], f)];
-      if (isnan(got) != isnan(want)) { nan_count++; continue; }
+      if (isnan(got) != isnan(want)) {
+        nan_count++;
+        continue;
+      }
       double e = fabs(got - want) / (fabs(want) > 1 ? fabs(want) : 1);
       if (e > maxerr) maxerr = e;
       if (fabs(want) > maxref) maxref = fabs(want);
     }
-    CHECK(nan_count == 0 && maxerr <= gc->tol, "%s on %s: output %d: %lld NaN mismatches, max error %g (tolerance %g)", gname, T, oi,
-          (long long)nan_count, maxerr, gc->tol);
+    CHECK(nan_count == 0 && maxerr <= gc->tol, "%s on %s: output %d: %lld NaN mismatches, max error %g (tolerance %g)",
+          gname, T, oi, (long long)nan_count, maxerr, gc->tol);
   }
   for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
   free(ref);
@@ -1027,72 +1279,92 @@ static void run_graph_case(const graph_case *gc) {
 }
 
 static const char *const conv_nhwc_f16 =
-  "func.func @conv_bias_relu() attributes {graph} {\n"
-  "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x16x9x7xf16, strides=[1008,1,112,16]>\n"
-  "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<24x16x3x3xf16>\n"
-  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<24x1x1xf16>\n"
-  "  %c = \"graph.conv\"(%x, %w) {stride = [2, 1], padding = [1, 1, 0, 2], dilation = [1, 1], groups = 1} : (tensor<2x16x9x7xf16, strides=[1008,1,112,16]>, tensor<24x16x3x3xf16>) -> tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n"
-  "  %cb = \"graph.add\"(%c, %b) : (tensor<2x24x5x7xf16, strides=[840,1,168,24]>, tensor<24x1x1xf16>) -> tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n"
-  "  %y = \"graph.relu\"(%cb) : (tensor<2x24x5x7xf16, strides=[840,1,168,24]>) -> tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n"
-  "  func.return %y : tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n}\n";
+    "func.func @conv_bias_relu() attributes {graph} {\n"
+    "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x16x9x7xf16, strides=[1008,1,112,16]>\n"
+    "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<24x16x3x3xf16>\n"
+    "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<24x1x1xf16>\n"
+    "  %c = \"graph.conv\"(%x, %w) {stride = [2, 1], padding = [1, 1, 0, 2], dilation = [1, 1], groups = 1} : "
+    "(tensor<2x16x9x7xf16, strides=[1008,1,112,16]>, tensor<24x16x3x3xf16>) -> tensor<2x24x5x7xf16, "
+    "strides=[840,1,168,24]>\n"
+    "  %cb = \"graph.add\"(%c, %b) : (tensor<2x24x5x7xf16, strides=[840,1,168,24]>, tensor<24x1x1xf16>) -> "
+    "tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n"
+    "  %y = \"graph.relu\"(%cb) : (tensor<2x24x5x7xf16, strides=[840,1,168,24]>) -> tensor<2x24x5x7xf16, "
+    "strides=[840,1,168,24]>\n"
+    "  func.return %y : tensor<2x24x5x7xf16, strides=[840,1,168,24]>\n}\n";
 static const char *const dot_bf16 =
-  "func.func @dot_t_res() attributes {graph} {\n"
-  "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<3x19x33xbf16>\n"
-  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<41x19xbf16>\n"
-  "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<3x33x41xbf16>\n"
-  "  %d = \"graph.dot\"(%a, %b) {transpose_a = true, transpose_b = true} : (tensor<3x19x33xbf16>, tensor<41x19xbf16>) -> tensor<3x33x41xbf16>\n"
-  "  %e = \"graph.add\"(%d, %r) : (tensor<3x33x41xbf16>, tensor<3x33x41xbf16>) -> tensor<3x33x41xbf16>\n"
-  "  %y = \"graph.clip\"(%e) {min = -1.5, max = 0.75} : (tensor<3x33x41xbf16>) -> tensor<3x33x41xbf16>\n"
-  "  func.return %y : tensor<3x33x41xbf16>\n}\n";
+    "func.func @dot_t_res() attributes {graph} {\n"
+    "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<3x19x33xbf16>\n"
+    "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<41x19xbf16>\n"
+    "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<3x33x41xbf16>\n"
+    "  %d = \"graph.dot\"(%a, %b) {transpose_a = true, transpose_b = true} : (tensor<3x19x33xbf16>, "
+    "tensor<41x19xbf16>) -> tensor<3x33x41xbf16>\n"
+    "  %e = \"graph.add\"(%d, %r) : (tensor<3x33x41xbf16>, tensor<3x33x41xbf16>) -> tensor<3x33x41xbf16>\n"
+    "  %y = \"graph.clip\"(%e) {min = -1.5, max = 0.75} : (tensor<3x33x41xbf16>) -> tensor<3x33x41xbf16>\n"
+    "  func.return %y : tensor<3x33x41xbf16>\n}\n";
 static const char *const dot_f32 =
-  "func.func @dot_f32_sigmoid() attributes {graph} {\n"
-  "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<37x29xf32>\n"
-  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<29x45xf32>\n"
-  "  %d = \"graph.dot\"(%a, %b) : (tensor<37x29xf32>, tensor<29x45xf32>) -> tensor<37x45xf32>\n"
-  "  %y = \"graph.sigmoid\"(%d) : (tensor<37x45xf32>) -> tensor<37x45xf32>\n"
-  "  %h = \"graph.convert\"(%y) : (tensor<37x45xf32>) -> tensor<37x45xf16>\n"
-  "  func.return %h : tensor<37x45xf16>\n}\n";
+    "func.func @dot_f32_sigmoid() attributes {graph} {\n"
+    "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<37x29xf32>\n"
+    "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<29x45xf32>\n"
+    "  %d = \"graph.dot\"(%a, %b) : (tensor<37x29xf32>, tensor<29x45xf32>) -> tensor<37x45xf32>\n"
+    "  %y = \"graph.sigmoid\"(%d) : (tensor<37x45xf32>) -> tensor<37x45xf32>\n"
+    "  %h = \"graph.convert\"(%y) : (tensor<37x45xf32>) -> tensor<37x45xf16>\n"
+    "  func.return %h : tensor<37x45xf16>\n}\n";
 
 /* integer contractions: i8 x i8 -> i32 (exact), epilogues in i32, converts to f32 / i8 */
 static const char *const conv_nhwc_i8 =
-  "func.func @conv_i8_clip() attributes {graph} {\n"
-  "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x16x9x7xi8, strides=[1008,1,112,16]>\n"
-  "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<24x16x3x3xi8>\n"
-  "  %c = \"graph.conv\"(%x, %w) {stride = [2, 1], padding = [1, 1, 0, 2], dilation = [1, 1], groups = 1} : (tensor<2x16x9x7xi8, strides=[1008,1,112,16]>, tensor<24x16x3x3xi8>) -> tensor<2x24x5x7xi32, strides=[840,1,168,24]>\n"
-  "  %y = \"graph.clip\"(%c) {min = -20000, max = 20000} : (tensor<2x24x5x7xi32, strides=[840,1,168,24]>) -> tensor<2x24x5x7xi32, strides=[840,1,168,24]>\n"
-  "  %h = \"graph.convert\"(%y) : (tensor<2x24x5x7xi32, strides=[840,1,168,24]>) -> tensor<2x24x5x7xi8, strides=[840,1,168,24]>\n"
-  "  func.return %h : tensor<2x24x5x7xi8, strides=[840,1,168,24]>\n}\n";
+    "func.func @conv_i8_clip() attributes {graph} {\n"
+    "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x16x9x7xi8, strides=[1008,1,112,16]>\n"
+    "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<24x16x3x3xi8>\n"
+    "  %c = \"graph.conv\"(%x, %w) {stride = [2, 1], padding = [1, 1, 0, 2], dilation = [1, 1], groups = 1} : "
+    "(tensor<2x16x9x7xi8, strides=[1008,1,112,16]>, tensor<24x16x3x3xi8>) -> tensor<2x24x5x7xi32, "
+    "strides=[840,1,168,24]>\n"
+    "  %y = \"graph.clip\"(%c) {min = -20000, max = 20000} : (tensor<2x24x5x7xi32, strides=[840,1,168,24]>) -> "
+    "tensor<2x24x5x7xi32, strides=[840,1,168,24]>\n"
+    "  %h = \"graph.convert\"(%y) : (tensor<2x24x5x7xi32, strides=[840,1,168,24]>) -> tensor<2x24x5x7xi8, "
+    "strides=[840,1,168,24]>\n"
+    "  func.return %h : tensor<2x24x5x7xi8, strides=[840,1,168,24]>\n}\n";
 static const char *const dot_i8 =
-  "func.func @dot_i8_bias_relu() attributes {graph} {\n"
-  "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<2x37x70xi8>\n"
-  "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<45x70xi8>\n"
-  "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<45xi32>\n"
-  "  %d = \"graph.dot\"(%a, %b) {transpose_b = true} : (tensor<2x37x70xi8>, tensor<45x70xi8>) -> tensor<2x37x45xi32>\n"
-  "  %e = \"graph.add\"(%d, %r) : (tensor<2x37x45xi32>, tensor<45xi32>) -> tensor<2x37x45xi32>\n"
-  "  %y = \"graph.relu\"(%e) : (tensor<2x37x45xi32>) -> tensor<2x37x45xi32>\n"
-  "  %f = \"graph.convert\"(%y) : (tensor<2x37x45xi32>) -> tensor<2x37x45xf32>\n"
-  "  func.return %f : tensor<2x37x45xf32>\n}\n";
+    "func.func @dot_i8_bias_relu() attributes {graph} {\n"
+    "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<2x37x70xi8>\n"
+    "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<45x70xi8>\n"
+    "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<45xi32>\n"
+    "  %d = \"graph.dot\"(%a, %b) {transpose_b = true} : (tensor<2x37x70xi8>, tensor<45x70xi8>) -> "
+    "tensor<2x37x45xi32>\n"
+    "  %e = \"graph.add\"(%d, %r) : (tensor<2x37x45xi32>, tensor<45xi32>) -> tensor<2x37x45xi32>\n"
+    "  %y = \"graph.relu\"(%e) : (tensor<2x37x45xi32>) -> tensor<2x37x45xi32>\n"
+    "  %f = \"graph.convert\"(%y) : (tensor<2x37x45xi32>) -> tensor<2x37x45xf32>\n"
+    "  func.return %f : tensor<2x37x45xf32>\n}\n";
 
 static void test_graphs(void) {
   group_begin();
   static const graph_case cases[] = {
-    { "sm_90", NULL, 2e-2, 1, false }, { "gfx942", NULL, 2e-2, 1, false }, { "gfx1100", NULL, 2e-2, 1, false },
-    { "sm_80", NULL, 3e-2, 1, false }, { "gfx90a", NULL, 3e-2, 1, false }, { "gfx1100", NULL, 3e-2, 1, false },
-    { "gfx942", NULL, 2e-3, 1, false }, { "sm_90", NULL, 2e-3, 0, false },
+    { "sm_90", NULL, 2e-2, 1, false },
+    { "gfx942", NULL, 2e-2, 1, false },
+    { "gfx1100", NULL, 2e-2, 1, false },
+    { "sm_80", NULL, 3e-2, 1, false },
+    { "gfx90a", NULL, 3e-2, 1, false },
+    { "gfx1100", NULL, 3e-2, 1, false },
+    { "gfx942", NULL, 2e-3, 1, false },
+    { "sm_90", NULL, 2e-3, 0, false },
     /* each integer matrix instruction at least once (gfx90a shares gfx908's, sm_80 sm_90's) */
-    { "gfx908", NULL, 0, 1, true }, { "gfx1100", NULL, 0, 1, true }, { "sm_90", NULL, 0, 1, true },
-    { "gfx942", NULL, 0, 1, true }, { "sm_80", NULL, 0, 1, true },
+    { "gfx908", NULL, 0, 1, true },
+    { "gfx1100", NULL, 0, 1, true },
+    { "sm_90", NULL, 0, 1, true },
+    { "gfx942", NULL, 0, 1, true },
+    { "sm_80", NULL, 0, 1, true },
   };
-  const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16, dot_bf16, dot_bf16, dot_f32, dot_f32,
-                          conv_nhwc_i8, conv_nhwc_i8, conv_nhwc_i8, dot_i8, dot_i8 };
+  const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16,     dot_bf16, dot_bf16, dot_f32,
+                          dot_f32,       conv_nhwc_i8,  conv_nhwc_i8,  conv_nhwc_i8, dot_i8,   dot_i8 };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     graph_case gc = cases[i];
     gc.text = texts[i];
     run_graph_case(&gc);
   }
-  group_end("graphs: conv NHWC + bias + relu (f16), batched transposed dot + residual + clip (bf16), dot + sigmoid (f32), "
-            "i8 conv -> i32 + clip -> i8 and i8 dot -> i32 + bias + relu -> f32 (exact) compiled for GPU targets, every launch "
-            "interpreted, against g:eval");
+  group_end(
+      "graphs: conv NHWC + bias + relu (f16), batched transposed dot + residual + clip (bf16), dot + sigmoid (f32), "
+      "i8 conv -> i32 + clip -> i8 and i8 dot -> i32 + bias + relu -> f32 (exact) compiled for GPU targets, every "
+      "launch "
+      "interpreted, against g:eval");
 }
 
 /* The random fused-graph suite of the busted specs (spec/lua/fused_gen.lua: conv / dot
@@ -1101,8 +1373,10 @@ static void test_graphs(void) {
 static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraphs, int *naccel) {
   for (int seed = 1; seed <= nseeds; seed++) {
     char code[512];
-    snprintf(code, sizeof code, "local c = gen.gen(%d); local p = kiln.compile(c.g, {target = '%s', cache = false}); "
-             "return p, c.inputs, c.g:eval(c.inputs), c.name, c.dtype", seed, T);
+    snprintf(code, sizeof code,
+             "local c = gen.gen(%d); local p = kiln.compile(c.g, {target = '%s', cache = false}); "
+             "return p, c.inputs, c.g:eval(c.inputs), c.name, c.dtype",
+             seed, T);
     if (luaL_dostring(L, code) != LUA_OK) {
       CHECK(0, "fused seed %d on %s: %s", seed, T, lua_tostring(L, -1));
       lua_settop(L, 0);
@@ -1117,12 +1391,17 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
       kl_program_slot(p, T, i, &kind, &sn);
       const kl_type *st = kl_program_slot_type(p, T, i);
       const kl_tensor *src = NULL;
-      if (!strcmp(kind, "param")) { lua_getfield(L, 2, sn); src = kl_lua__test_tensor(L, -1); lua_pop(L, 1); }
+      if (!strcmp(kind, "param")) {
+        lua_getfield(L, 2, sn);
+        src = kl_lua__test_tensor(L, -1);
+        lua_pop(L, 1);
+      }
       if (!strcmp(kind, "constant")) src = kl_program_slot_constant(p, T, i);
       int64_t span = span_of(st);
       mem[i] = malloc(sizeof(double) * span);
       for (int64_t e = 0; e < span; e++) mem[i][e] = NAN;
-      if (src) for (int64_t f = 0; f < kl_tensor_numel(src); f++) mem[i][offset_of(st, src, f)] = kl_tensor_get_flat(src, f);
+      if (src)
+        for (int64_t f = 0; f < kl_tensor_numel(src); f++) mem[i][offset_of(st, src, f)] = kl_tensor_get_flat(src, f);
     }
     kl_op *cm = kl_program_module(p, T);
     bool ok = true, accel = false;
@@ -1142,8 +1421,15 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
     double tol = !strcmp(dtype, "f32") ? 1e-5 : 1e-2;
     for (int oi = 0; ok && oi < kl_program_noutputs(p, T); oi++) {
       kl_tensor *want = kl_lua__test_tensor(L, 3);
-      if (!want) { lua_rawgeti(L, 3, oi + 1); want = kl_lua__test_tensor(L, -1); lua_pop(L, 1); }
-      if (!want) { CHECK(0, "%s: no reference output %d", name, oi); break; }
+      if (!want) {
+        lua_rawgeti(L, 3, oi + 1);
+        want = kl_lua__test_tensor(L, -1);
+        lua_pop(L, 1);
+      }
+      if (!want) {
+        CHECK(0, "%s: no reference output %d", name, oi);
+        break;
+      }
       int sl = kl_program_output_slot(p, T, oi);
       const kl_type *st = kl_program_slot_type(p, T, sl);
       double scale = 0, maxe = 0;
@@ -1154,8 +1440,8 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
         if (!(e <= tol * fabs(w) + tol * scale)) bad++;
         if (!(e <= maxe)) maxe = e;
       }
-      CHECK(bad == 0, "%s on %s (%s kernel): %lld elements off, max error %g (scale %g)", name, T, accel ? "accel" : "FMA",
-            (long long)bad, maxe, scale);
+      CHECK(bad == 0, "%s on %s (%s kernel): %lld elements off, max error %g (scale %g)", name, T,
+            accel ? "accel" : "FMA", (long long)bad, maxe, scale);
     }
     (*ngraphs)++;
     for (int i = 0; i < nslots; i++) free(mem[i]);
@@ -1168,11 +1454,20 @@ static void test_fused_suite(void) {
   /* the repository root from this file's path (CMake passes absolute source paths) */
   char root[1024];
   snprintf(root, sizeof root, "%s", __FILE__);
-  for (int up = 0; up < 3; up++) { char *sl = strrchr(root, '/'); if (sl) *sl = 0; else root[0] = 0; }
+  for (int up = 0; up < 3; up++) {
+    char *sl = strrchr(root, '/');
+    if (sl)
+      *sl = 0;
+    else
+      root[0] = 0;
+  }
   char gen_path[1200];
   snprintf(gen_path, sizeof gen_path, "%s/spec/lua/fused_gen.lua", root[0] ? root : ".");
   FILE *f = fopen(gen_path, "r");
-  if (!f) { printf("fused suite: skipped (%s not found)\n", gen_path); return; }
+  if (!f) {
+    printf("fused suite: skipped (%s not found)\n", gen_path);
+    return;
+  }
   fclose(f);
   group_begin();
   lua_State *L = luaL_newstate();
@@ -1184,11 +1479,16 @@ static void test_fused_suite(void) {
   lua_setfield(L, -2, "kiln");
   lua_pop(L, 2);
   char code[4096];
-  snprintf(code, sizeof code, "package.path = '%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/lua/?.lua;' .. package.path; "
-           "kiln = require 'kiln'; gen = require 'fused_gen'", root, root, root);
+  snprintf(code, sizeof code,
+           "package.path = '%s/lua/?.lua;%s/lua/?/init.lua;%s/spec/lua/?.lua;' .. package.path; "
+           "kiln = require 'kiln'; gen = require 'fused_gen'",
+           root, root, root);
   bool loaded = luaL_dostring(L, code) == LUA_OK;
   CHECK(loaded, "fused_gen: %s", lua_tostring(L, -1));
-  static const struct { const char *target; int seeds; } runs[] = { { "sm_90", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
+  static const struct {
+    const char *target;
+    int seeds;
+  } runs[] = { { "sm_90", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
   for (size_t i = 0; loaded && i < sizeof runs / sizeof *runs; i++) {
     int ng = 0, na = 0;
     run_fused_suite(L, runs[i].target, runs[i].seeds, &ng, &na);
@@ -1196,7 +1496,8 @@ static void test_fused_suite(void) {
     printf("fused suite on %s: %d graphs interpreted, %d with accel kernels\n", runs[i].target, ng, na);
   }
   lua_close(L);
-  group_end("fused suite: the random fused graphs of spec/lua/fused_gen.lua compiled for sm_90 / gfx942 / gfx1100, interpreted, "
+  group_end("fused suite: the random fused graphs of spec/lua/fused_gen.lua compiled for sm_90 / gfx942 / gfx1100, "
+            "interpreted, "
             "against g:eval");
 }
 
@@ -1225,7 +1526,11 @@ static char *compile_case(const gcase *c, const char *what) {
     LLVMContextRef lc = LLVMContextCreate();
     LLVMModuleRef lm = NULL;
     kl_status st = kl_lower_kernel_to_llvm(k, t, lc, &lm);
-    if (st != KL_OK) { char *d = kl_diag_take(ctx); CHECK(0, "%s: lower-to-llvm: %s", what, d); free(d); }
+    if (st != KL_OK) {
+      char *d = kl_diag_take(ctx);
+      CHECK(0, "%s: lower-to-llvm: %s", what, d);
+      free(d);
+    }
     kl_binary bin = { 0 };
     if (st == KL_OK) {
       st = kl_codegen_emit(lm, c->target, NULL, &bin, err, sizeof err);
@@ -1240,16 +1545,18 @@ static char *compile_case(const gcase *c, const char *what) {
         const kl_hsaco_kernel *kk = kl_hsaco_find_kernel(&info, "gemm");
         CHECK(kk != NULL, "%s: no kernel in the code object", what);
         if (kk) {
-          CHECK(kk->scratch_bytes == 0 && kk->kd_private_segment_size == 0, "%s: scratch %lld", what, (long long)kk->scratch_bytes);
+          CHECK(kk->scratch_bytes == 0 && kk->kd_private_segment_size == 0, "%s: scratch %lld", what,
+                (long long)kk->scratch_bytes);
           CHECK(kk->vgpr_spill_count <= 0 && kk->sgpr_spill_count <= 0, "%s: spills %lld/%lld", what,
                 (long long)kk->vgpr_spill_count, (long long)kk->sgpr_spill_count);
-          CHECK(kk->vgpr_count > 0 && kk->vgpr_count <= t->max_vgprs, "%s: %lld VGPRs (max %d)", what, (long long)kk->vgpr_count,
-                t->max_vgprs);
-          CHECK(kk->agpr_count <= 0 || kk->vgpr_count + kk->agpr_count <= 512, "%s: %lld AGPRs", what, (long long)kk->agpr_count);
+          CHECK(kk->vgpr_count > 0 && kk->vgpr_count <= t->max_vgprs, "%s: %lld VGPRs (max %d)", what,
+                (long long)kk->vgpr_count, t->max_vgprs);
+          CHECK(kk->agpr_count <= 0 || kk->vgpr_count + kk->agpr_count <= 512, "%s: %lld AGPRs", what,
+                (long long)kk->agpr_count);
           CHECK(kk->lds_bytes >= lds && kk->lds_bytes <= t->lds_bytes, "%s: LDS %lld (kernel %lld, max %lld)", what,
                 (long long)kk->lds_bytes, (long long)lds, (long long)t->lds_bytes);
-          CHECK(kk->max_flat_workgroup_size == bs, "%s: max workgroup %lld, block %lld", what, (long long)kk->max_flat_workgroup_size,
-                (long long)bs);
+          CHECK(kk->max_flat_workgroup_size == bs, "%s: max workgroup %lld, block %lld", what,
+                (long long)kk->max_flat_workgroup_size, (long long)bs);
           CHECK(kk->wavefront_size == t->wave_size, "%s: wave %lld", what, (long long)kk->wavefront_size);
         }
         text = kl_disasm_hsaco(bin.data, bin.size, NULL, err, sizeof err);
@@ -1269,16 +1576,31 @@ static char *compile_case(const gcase *c, const char *what) {
 
 static void test_codegen(void) {
   group_begin();
-  static const struct { gcase c; const char *want, *not; } cases[] = {
-    { { "sm_80", "f16", 1, 128, 128, 128, false, false, true, NULL, "f16" }, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", NULL },
-    { { "sm_90", "f16", 1, 1024, 1024, 1024, false, true, false, NULL, "f32" }, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", NULL },
-    { { "sm_90", "bf16", 1, 100, 77, 300, true, false, true, NULL, "bf16" }, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", NULL },
-    { { "sm_80", "bf16", 4, 64, 64, 64, false, false, false, "v2:64,64,32,32,32,8", "f32" }, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", NULL },
-    { { "sm_90", "i8", 1, 64, 64, 128, false, false, false, NULL, "i32" }, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", NULL },
+  static const struct {
+    gcase c;
+    const char *want, *not ;
+  } cases[] = {
+    { { "sm_80", "f16", 1, 128, 128, 128, false, false, true, NULL, "f16" },
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+      NULL },
+    { { "sm_90", "f16", 1, 1024, 1024, 1024, false, true, false, NULL, "f32" },
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+      NULL },
+    { { "sm_90", "bf16", 1, 100, 77, 300, true, false, true, NULL, "bf16" },
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+      NULL },
+    { { "sm_80", "bf16", 4, 64, 64, 64, false, false, false, "v2:64,64,32,32,32,8", "f32" },
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+      NULL },
+    { { "sm_90", "i8", 1, 64, 64, 128, false, false, false, NULL, "i32" },
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+      NULL },
     { { "gfx90a", "f16", 1, 256, 256, 256, false, false, true, NULL, "f16" }, "v_mfma_f32_32x32x8", "v_wmma" },
     { { "gfx90a", "bf16", 1, 129, 65, 33, true, false, false, NULL, "f32" }, "v_mfma_f32_32x32x8bf16_1k", "v_wmma" },
     { { "gfx942", "f16", 1, 1024, 1024, 1024, false, false, false, NULL, "f32" }, "v_mfma_f32_32x32x8", "v_wmma" },
-    { { "gfx942", "bf16", 2, 70, 50, 40, false, true, true, "v2:64,64,16,32,32,4", "bf16" }, "v_mfma_f32_32x32x8", "v_wmma" },
+    { { "gfx942", "bf16", 2, 70, 50, 40, false, true, true, "v2:64,64,16,32,32,4", "bf16" },
+      "v_mfma_f32_32x32x8",
+      "v_wmma" },
     { { "gfx942", "i8", 1, 128, 128, 128, false, false, false, NULL, "i32" }, "v_mfma_i32_32x32x16", "v_wmma" },
     { { "gfx942", "f32", 1, 64, 64, 64, false, false, false, NULL, "f32" }, "v_mfma_f32_32x32x2", "v_wmma" },
     { { "gfx1100", "f16", 1, 256, 256, 256, false, false, true, NULL, "f16" }, "v_wmma_f32_16x16x16_f16", "v_mfma" },
@@ -1297,11 +1619,12 @@ static void test_codegen(void) {
     char *text = compile_case(c, what);
     if (!text) continue;
     CHECK(strstr(text, cases[i].want) != NULL, "%s: no %s in the code", what, cases[i].want);
-    if (cases[i].not) CHECK(strstr(text, cases[i].not) == NULL, "%s: unexpected %s", what, cases[i].not);
+    if (cases[i].not ) CHECK(strstr(text, cases[i].not ) == NULL, "%s: unexpected %s", what, cases[i].not );
     if (!strncmp(c->target, "gfx", 3)) CHECK(count_sub(text, "; invalid") == 0, "%s: undecodable bytes", what);
     free(text);
   }
-  group_end("codegen: mma.sync in PTX (sm_80, sm_90), v_mfma (gfx90a, gfx942), v_wmma (gfx1100); scratch 0, limits; FMA fallback");
+  group_end("codegen: mma.sync in PTX (sm_80, sm_90), v_mfma (gfx90a, gfx942), v_wmma (gfx1100); scratch 0, limits; "
+            "FMA fallback");
 }
 
 /* ---------------------------------------------------------------------------------
@@ -1309,19 +1632,27 @@ static void test_codegen(void) {
  * --------------------------------------------------------------------------------- */
 static void test_errors(void) {
   group_begin();
-  static const struct { gcase c; const char *want; } cases[] = {
-    { { "host", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" }, "needs a matrix instruction for f16" },
-    { { "gfx1030", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" }, "target gfx1030 has none" },
-    { { "sm_90", "f32", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" }, "needs a matrix instruction for f32" },
+  static const struct {
+    gcase c;
+    const char *want;
+  } cases[] = {
+    { { "host", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" },
+      "needs a matrix instruction for f16" },
+    { { "gfx1030", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" },
+      "target gfx1030 has none" },
+    { { "sm_90", "f32", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,2", "f32" },
+      "needs a matrix instruction for f32" },
     { { "gfx942", "f16", 1, 16, 16, 16, false, false, false, "v2:64,64,16,32,48,4", "f32" }, "nPerWave (48)" },
-    { { "gfx1100", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,7", "f32" }, "kPerBlock (16) is not a multiple of kpack (7)" },
+    { { "gfx1100", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16,7", "f32" },
+      "kPerBlock (16) is not a multiple of kpack (7)" },
     { { "sm_80", "f16", 1, 16, 16, 16, false, false, false, "v2:32,32,16,16,16", "f32" }, "missing kpack" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char err[4096] = "";
     kl_ctx *ctx = kl_test_ctx();
     kl_op *m = lower_case(ctx, &cases[i].c, "rock-gemm-to-gridwise", err, sizeof err);
-    CHECK(m == NULL && strstr(err, cases[i].want), "%s %s: want '%s', got: %s", cases[i].c.target, cases[i].c.perf, cases[i].want, err);
+    CHECK(m == NULL && strstr(err, cases[i].want), "%s %s: want '%s', got: %s", cases[i].c.target, cases[i].c.perf,
+          cases[i].want, err);
     kl_ctx_destroy(ctx);
   }
   /* rock.mma for the wrong target is an error of lower-to-llvm, not an LLVM crash */
@@ -1361,8 +1692,14 @@ static void test_gpu(void) {
   }
   group_begin();
   const kl_device_info *info = kl_device_get_info(dev);
-  static const struct { const char *type; int64_t M, N, K; } cases[] = {
-    { "f16", 127, 65, 200 }, { "bf16", 64, 96, 64 }, { "f16", 1024, 512, 256 }, { "f16", 7, 3, 5 },
+  static const struct {
+    const char *type;
+    int64_t M, N, K;
+  } cases[] = {
+    { "f16", 127, 65, 200 },
+    { "bf16", 64, 96, 64 },
+    { "f16", 1024, 512, 256 },
+    { "f16", 7, 3, 5 },
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
     const char *T = cases[ci].type;
@@ -1382,7 +1719,10 @@ static void test_gpu(void) {
     kl_op *mod = kl_parse_module(ctx, text, strlen(text), "gpu.kir");
     kl_op *g = mod ? kl_module_lookup(mod, "mm") : NULL;
     CHECK(g != NULL, "parse: %s", mod ? "no @mm" : kl_diag_take(ctx));
-    if (!g) { kl_ctx_destroy(ctx); continue; }
+    if (!g) {
+      kl_ctx_destroy(ctx);
+      continue;
+    }
     const char *targets[1] = { info->arch };
     kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true };
     kl_program *p = kl_compile(g, &o, err, sizeof err);
@@ -1411,15 +1751,18 @@ static void test_gpu(void) {
           if (fabs(y) > maxref) maxref = fabs(y);
         }
         double tol = (!strcmp(T, "bf16") ? 2e-2 : 1e-2) * (maxref > 1 ? maxref : 1);
-        CHECK(maxerr <= tol, "%s %s %lldx%lldx%lld on %s: max error %g (max |ref| %g, tolerance %g)", info->arch, T, M, N, K,
-              info->name, maxerr, maxref, tol);
+        CHECK(maxerr <= tol, "%s %s %lldx%lldx%lld on %s: max error %g (max |ref| %g, tolerance %g)", info->arch, T, M,
+              N, K, info->name, maxerr, maxref, tol);
         printf("gpu: %s %s %lldx%lldx%lld (%s): max error %g, max |ref| %g\n", info->arch, T, M, N, K,
                ki ? ki->perf_config : "?", maxerr, maxref);
       }
       for (int i = 0; i < nout; i++) kl_tensor_release(out[i]);
       for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
-      free(out); free(ref);
-      kl_tensor_release(ta); kl_tensor_release(tb); kl_tensor_release(tc);
+      free(out);
+      free(ref);
+      kl_tensor_release(ta);
+      kl_tensor_release(tb);
+      kl_tensor_release(tc);
       kl_program_release(p);
     }
     kl_ctx_destroy(ctx);

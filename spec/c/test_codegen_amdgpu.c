@@ -36,7 +36,7 @@ static void build_vadd_in(lk *k, bool preset_layout, const char *target) {
 /* out[wg*256 + t] = in[wg*256 + 255 - t] through a 1 KiB LDS array and a barrier. */
 static void build_lds_reverse(lk *k) {
   lk_begin(k, NULL, "lds_mod");
-  LLVMTypeRef ps[] = {k->gptr, k->gptr};
+  LLVMTypeRef ps[] = { k->gptr, k->gptr };
   lk_kernel(k, LK_AMDGPU, "lds_reverse", ps, 2, "256,256");
   LLVMTypeRef arr = LLVMArrayType2(k->f32, 256);
   LLVMValueRef lds = LLVMAddGlobalInAddressSpace(k->mod, arr, "tile", 3);
@@ -47,9 +47,10 @@ static void build_lds_reverse(lk *k) {
   LLVMValueRef wg = lk_ctaid(k, true);
   LLVMValueRef base = LLVMBuildMul(k->b, wg, LLVMConstInt(k->i32, 256, 0), "");
   LLVMValueRef gi = LLVMBuildSExt(k->b, LLVMBuildAdd(k->b, base, tid, ""), k->i64, "");
-  LLVMValueRef v = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &gi, 1, ""), "");
+  LLVMValueRef v = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &gi, 1, ""),
+                                  "");
   LLVMValueRef zero = LLVMConstInt(k->i32, 0, 0);
-  LLVMValueRef idx[2] = {zero, tid};
+  LLVMValueRef idx[2] = { zero, tid };
   LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, arr, lds, idx, 2, ""));
   lk_barrier(k, true);
   idx[1] = LLVMBuildSub(k->b, LLVMConstInt(k->i32, 255, 0), tid, "");
@@ -64,23 +65,23 @@ static void build_matrix(lk *k, const char *fname, const char *intr, unsigned a_
                          const char *wgsize) {
   lk_begin(k, NULL, "mm_mod");
   LLVMTypeRef av = LLVMVectorType(LLVMHalfTypeInContext(k->ctx), a_len), cv = LLVMVectorType(k->f32, c_len);
-  LLVMTypeRef ps[] = {k->gptr, k->gptr, k->gptr};
+  LLVMTypeRef ps[] = { k->gptr, k->gptr, k->gptr };
   lk_kernel(k, LK_AMDGPU, fname, ps, 3, wgsize);
   LLVMValueRef tid = LLVMBuildZExt(k->b, lk_tid(k, true), k->i64, "");
   LLVMValueRef a = LLVMBuildLoad2(k->b, av, LLVMBuildInBoundsGEP2(k->b, av, LLVMGetParam(k->fn, 0), &tid, 1, ""), "");
   LLVMValueRef bb = LLVMBuildLoad2(k->b, av, LLVMBuildInBoundsGEP2(k->b, av, LLVMGetParam(k->fn, 1), &tid, 1, ""), "");
   LLVMValueRef cptr = LLVMBuildInBoundsGEP2(k->b, cv, LLVMGetParam(k->fn, 2), &tid, 1, "");
   LLVMValueRef c = LLVMBuildLoad2(k->b, cv, cptr, "");
-  LLVMTypeRef over[2] = {cv, av};
+  LLVMTypeRef over[2] = { cv, av };
   LLVMTypeRef fty;
   LLVMValueRef f = lk_intrinsic(k, intr, over, 2, &fty);
   LLVMValueRef r;
   if (mfma) {
     LLVMValueRef zero = LLVMConstInt(k->i32, 0, 0);
-    LLVMValueRef args[6] = {a, bb, c, zero, zero, zero};
+    LLVMValueRef args[6] = { a, bb, c, zero, zero, zero };
     r = LLVMBuildCall2(k->b, fty, f, args, 6, "");
   } else {
-    LLVMValueRef args[3] = {a, bb, c};
+    LLVMValueRef args[3] = { a, bb, c };
     r = LLVMBuildCall2(k->b, fty, f, args, 3, "");
   }
   LLVMBuildStore(k->b, r, cptr);
@@ -145,7 +146,7 @@ static int count_substr(const char *s, const char *sub) {
 
 static void test_vadd(void) {
   group_begin();
-  static const char *chips[] = {"gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100"};
+  static const char *chips[] = { "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100" };
   for (size_t c = 0; c < sizeof chips / sizeof chips[0]; c++) {
     lk k;
     build_vadd_in(&k, c % 2 == 1, chips[c]); /* alternate: preset vs. empty triple/layout */
@@ -212,11 +213,16 @@ static void test_lds(void) {
 
 static void test_matrix(void) {
   group_begin();
-  static const struct { const char *chip, *intr, *want; unsigned alen, clen; bool mfma; const char *wg; } cases[] = {
-    {"gfx90a", "llvm.amdgcn.mfma.f32.32x32x8f16", "v_mfma_f32_32x32x8", 4, 16, true, "1,256"},
-    {"gfx942", "llvm.amdgcn.mfma.f32.32x32x8f16", "v_mfma_f32_32x32x8", 4, 16, true, "1,256"},
-    {"gfx908", "llvm.amdgcn.mfma.f32.32x32x8f16", "v_mfma_f32_32x32x8", 4, 16, true, "1,256"},
-    {"gfx1100", "llvm.amdgcn.wmma.f32.16x16x16.f16", "v_wmma_f32_16x16x16_f16", 16, 8, false, "1,256"},
+  static const struct {
+    const char *chip, *intr, *want;
+    unsigned alen, clen;
+    bool mfma;
+    const char *wg;
+  } cases[] = {
+    { "gfx90a", "llvm.amdgcn.mfma.f32.32x32x8f16", "v_mfma_f32_32x32x8", 4, 16, true, "1,256" },
+    { "gfx942", "llvm.amdgcn.mfma.f32.32x32x8f16", "v_mfma_f32_32x32x8", 4, 16, true, "1,256" },
+    { "gfx908", "llvm.amdgcn.mfma.f32.32x32x8f16", "v_mfma_f32_32x32x8", 4, 16, true, "1,256" },
+    { "gfx1100", "llvm.amdgcn.wmma.f32.16x16x16.f16", "v_wmma_f32_16x16x16_f16", 16, 8, false, "1,256" },
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     lk k;
@@ -244,11 +250,15 @@ static void test_matrix(void) {
   }
   /* Chips without the matrix unit: a clear error instead of LLVM's "Cannot select"
    * abort. */
-  static const struct { const char *chip, *intr; unsigned alen, clen; bool mfma; } bad[] = {
-    {"gfx1030", "llvm.amdgcn.mfma.f32.32x32x8f16", 4, 16, true},
-    {"gfx1100", "llvm.amdgcn.mfma.f32.32x32x8f16", 4, 16, true},
-    {"gfx942", "llvm.amdgcn.wmma.f32.16x16x16.f16", 16, 8, false},
-    {"gfx1030", "llvm.amdgcn.wmma.f32.16x16x16.f16", 16, 8, false},
+  static const struct {
+    const char *chip, *intr;
+    unsigned alen, clen;
+    bool mfma;
+  } bad[] = {
+    { "gfx1030", "llvm.amdgcn.mfma.f32.32x32x8f16", 4, 16, true },
+    { "gfx1100", "llvm.amdgcn.mfma.f32.32x32x8f16", 4, 16, true },
+    { "gfx942", "llvm.amdgcn.wmma.f32.16x16x16.f16", 16, 8, false },
+    { "gfx1030", "llvm.amdgcn.wmma.f32.16x16x16.f16", 16, 8, false },
   };
   for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
     lk k;
@@ -327,7 +337,7 @@ static void test_errors(void) {
     LLVMSetInitializer(g, LLVMGetUndef(arr));
     LLVMSetLinkage(g, LLVMInternalLinkage);
     LLVMValueRef tid = lk_tid(&big, true);
-    LLVMValueRef idx[2] = {LLVMConstInt(big.i32, 0, 0), tid};
+    LLVMValueRef idx[2] = { LLVMConstInt(big.i32, 0, 0), tid };
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(big.b, arr, g, idx, 2, "");
     LLVMBuildStore(big.b, LLVMConstReal(big.f32, 1.0), slot);
     lk_barrier(&big, true);
@@ -369,8 +379,10 @@ static void test_corrupt(void) {
   for (size_t cut = 0; cut < n; cut += (cut < 128 ? 1 : 37)) {
     unsigned char *t = malloc(cut ? cut : 1);
     memcpy(t, h, cut);
-    if (kl_hsaco_parse(t, cut, &info, err, sizeof err) == KL_ERR) rejected++;
-    else kl_hsaco_info_free(&info);
+    if (kl_hsaco_parse(t, cut, &info, err, sizeof err) == KL_ERR)
+      rejected++;
+    else
+      kl_hsaco_info_free(&info);
     char *md = kl_hsaco_metadata_text(t, cut, err, sizeof err);
     free(md);
     free(t);

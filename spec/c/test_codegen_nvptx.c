@@ -25,7 +25,7 @@ static void add_shared(lk *k) {
   LLVMAddAttributeAtIndex(twice, LLVMAttributeFunctionIndex,
                           LLVMCreateEnumAttribute(k->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0));
 
-  LLVMTypeRef ps[] = {k->gptr, k->gptr};
+  LLVMTypeRef ps[] = { k->gptr, k->gptr };
   LLVMValueRef fn = lk_kernel(k, LK_PTX, "rev", ps, 2, NULL);
   LLVMTypeRef arr = LLVMArrayType2(f32, 256);
   LLVMValueRef tile = LLVMAddGlobalInAddressSpace(k->mod, arr, "tile", 3);
@@ -35,7 +35,7 @@ static void add_shared(lk *k) {
   LLVMValueRef tid = lk_tid(k, false);
   LLVMValueRef t64 = LLVMBuildZExt(k->b, tid, k->i64, "");
   LLVMValueRef v = LLVMBuildLoad2(k->b, f32, LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(fn, 0), &t64, 1, ""), "");
-  LLVMValueRef idx[2] = {LLVMConstInt(k->i32, 0, 0), tid};
+  LLVMValueRef idx[2] = { LLVMConstInt(k->i32, 0, 0), tid };
   LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, arr, tile, idx, 2, ""));
   lk_barrier(k, false);
   idx[1] = LLVMBuildSub(k->b, LLVMConstInt(k->i32, 255, 0), tid, "");
@@ -49,7 +49,7 @@ static void add_shared(lk *k) {
 /* One mma.sync.m16n8k16 (f16 x f16 -> f32) per warp: fragments loaded per lane. */
 static void add_mma(lk *k) {
   LLVMTypeRef h2 = LLVMVectorType(LLVMHalfTypeInContext(k->ctx), 2);
-  LLVMTypeRef ps[] = {k->gptr, k->gptr, k->gptr};
+  LLVMTypeRef ps[] = { k->gptr, k->gptr, k->gptr };
   LLVMValueRef fn = lk_kernel(k, LK_PTX, "mma", ps, 3, NULL);
   LLVMValueRef tid = LLVMBuildZExt(k->b, lk_tid(k, false), k->i64, "");
   LLVMValueRef args[10];
@@ -86,7 +86,7 @@ static char *emit(LLVMModuleRef m, const char *target) {
 
 static void test_vadd(void) {
   group_begin();
-  static const struct { const char *sm, *version; } t[] = {{"sm_90", ".version 8.0"}, {"sm_80", ".version 7.0"}};
+  static const struct { const char *sm, *version; } t[] = { { "sm_90", ".version 8.0" }, { "sm_80", ".version 7.0" } };
   for (int use_cc = 0; use_cc < 2; use_cc++)
     for (size_t c = 0; c < 2; c++) {
       lk k;
@@ -153,7 +153,7 @@ static void test_errors(void) {
         "sm_99: %s", err);
   CHECK(kl_codegen_emit(k.mod, "sm_90:foo+", NULL, &bin, err, sizeof err) == KL_ERR, "suffix accepted");
   /* features override: PTX ISA 7.8 instead of the default 8.0 */
-  kl_codegen_opts o = {3, "+ptx78"};
+  kl_codegen_opts o = { 3, "+ptx78" };
   CHECK(kl_codegen_emit(k.mod, "sm_90", &o, &bin, err, sizeof err) == KL_OK, "ptx78: %s", err);
   if (bin.data) CHECK(strstr(bin.data, ".version 7.8") != NULL, "override ignored");
   kl_binary_free(&bin);
@@ -171,9 +171,11 @@ static void test_errors(void) {
   CHECK(kl_codegen_emit(k.mod, "sm_90", NULL, &bin, err, sizeof err) == KL_ERR && strstr(err, "triple"),
         "wrong triple: %s", err);
   lk_end(&k);
-  const kl_target *t90 = kl_codegen_target_lookup("sm_90", err, sizeof err), *t942 = kl_codegen_target_lookup("gfx942", err, sizeof err),
+  const kl_target *t90 = kl_codegen_target_lookup("sm_90", err, sizeof err),
+                  *t942 = kl_codegen_target_lookup("gfx942", err, sizeof err),
                   *th = kl_codegen_target_lookup("host", err, sizeof err);
-  CHECK(t90 && t90->arch == KL_ARCH_NVPTX && t942 && t942->arch == KL_ARCH_AMDGPU && th && th->arch == KL_ARCH_HOST, "lookup");
+  CHECK(t90 && t90->arch == KL_ARCH_NVPTX && t942 && t942->arch == KL_ARCH_AMDGPU && th && th->arch == KL_ARCH_HOST,
+        "lookup");
   CHECK(!kl_codegen_target_lookup("cuda", err, sizeof err) && strstr(err, "unknown target 'cuda'"), "cuda: %s", err);
   group_end("errors: unknown arch, features override, layouts, wrong triple");
 }
@@ -188,24 +190,33 @@ static void test_target_table(void) {
   for (int i = 0; i < kl_target_count(); i++) {
     const kl_target *t = kl_target_at(i);
     CHECK(!t->emit_only && kl_target_lookup(t->name) == t && kl_target_lookup_emit(t->name) == t &&
-              kl_codegen_target_lookup(t->name, err, sizeof err) == t, "%s", t->name);
+              kl_codegen_target_lookup(t->name, err, sizeof err) == t,
+          "%s", t->name);
   }
-  const kl_target *sm86 = kl_target_lookup_emit("sm_86"), *g906 = kl_codegen_target_lookup("gfx906:xnack-", err, sizeof err);
-  CHECK(sm86 && sm86->emit_only && sm86->arch == KL_ARCH_NVPTX && !strcmp(sm86->features, "+ptx71") && !kl_target_lookup("sm_86"),
+  const kl_target *sm86 = kl_target_lookup_emit("sm_86"),
+                  *g906 = kl_codegen_target_lookup("gfx906:xnack-", err, sizeof err);
+  CHECK(sm86 && sm86->emit_only && sm86->arch == KL_ARCH_NVPTX && !strcmp(sm86->features, "+ptx71") &&
+            !kl_target_lookup("sm_86"),
         "sm_86 is emit-only");
-  CHECK(g906 && g906->emit_only && g906->arch == KL_ARCH_AMDGPU && !strcmp(g906->name, "gfx906") && !kl_target_lookup("gfx906"),
+  CHECK(g906 && g906->emit_only && g906->arch == KL_ARCH_AMDGPU && !strcmp(g906->name, "gfx906") &&
+            !kl_target_lookup("gfx906"),
         "gfx906 is emit-only: %s", err);
-  CHECK(!kl_target_lookup_emit("gfx906:xnack-") && !kl_target_lookup_emit(NULL) && !kl_codegen_target_lookup(NULL, err, sizeof err),
+  CHECK(!kl_target_lookup_emit("gfx906:xnack-") && !kl_target_lookup_emit(NULL) &&
+            !kl_codegen_target_lookup(NULL, err, sizeof err),
         "exact names only");
   CHECK(!strcmp(kl_arch_name(KL_ARCH_HOST), "host") && !strcmp(kl_arch_name(KL_ARCH_AMDGPU), "amdgpu") &&
-            !strcmp(kl_arch_name(KL_ARCH_NVPTX), "nvptx"), "arch names");
-  CHECK(!strcmp(kl_binary_format_name(KL_ARCH_HOST), "host-object") && !strcmp(kl_binary_format_name(KL_ARCH_AMDGPU), "hsaco") &&
-            !strcmp(kl_binary_format_name(KL_ARCH_NVPTX), "ptx"), "binary formats");
+            !strcmp(kl_arch_name(KL_ARCH_NVPTX), "nvptx"),
+        "arch names");
+  CHECK(!strcmp(kl_binary_format_name(KL_ARCH_HOST), "host-object") &&
+            !strcmp(kl_binary_format_name(KL_ARCH_AMDGPU), "hsaco") &&
+            !strcmp(kl_binary_format_name(KL_ARCH_NVPTX), "ptx"),
+        "binary formats");
   lk k;
   lk_begin(&k, NULL, "ptx_mod86");
   lk_gpu_vadd(&k, LK_PTX, "vadd", 0);
-  kl_binary bin = {0};
-  CHECK(kl_codegen_emit(k.mod, "sm_86", NULL, &bin, err, sizeof err) == KL_OK && bin.arch == KL_ARCH_NVPTX, "sm_86: %s", err);
+  kl_binary bin = { 0 };
+  CHECK(kl_codegen_emit(k.mod, "sm_86", NULL, &bin, err, sizeof err) == KL_OK && bin.arch == KL_ARCH_NVPTX, "sm_86: %s",
+        err);
   if (bin.data) CHECK(strstr(bin.data, ".version 7.1") && strstr(bin.data, ".target sm_86"), "sm_86 PTX header");
   kl_binary_free(&bin);
   lk_end(&k);

@@ -47,7 +47,7 @@ static const char *perf_of(kl_op *g, const char *pipeline, const char *perf) {
   CHECK(p != NULL, "compile: %s", err);
   if (!p) return "";
   CHECK(kl_program_nkernels(p, NULL) == 1);
-  const char *pc = kl_program_nkernels(p, NULL) ? kl_program_kernel(p, NULL, 0)->perf_config : "";   /* interned */
+  const char *pc = kl_program_nkernels(p, NULL) ? kl_program_kernel(p, NULL, 0)->perf_config : ""; /* interned */
   kl_program_release(p);
   return pc;
 }
@@ -70,7 +70,10 @@ static void test_perf_config_option(kl_op *g) {
   CHECK(!p && strstr(err, "perf"), "%s", err);
 }
 
-typedef struct { char names[32][40]; int n; } ir_log;
+typedef struct {
+  char names[32][40];
+  int n;
+} ir_log;
 static void on_ir(const char *pass, const char *text, void *user) {
   ir_log *l = user;
   if (l->n < 32 && strstr(text, "builtin.module")) snprintf(l->names[l->n++], 40, "%s", pass);
@@ -78,21 +81,34 @@ static void on_ir(const char *pass, const char *text, void *user) {
 
 static void test_snapshots(kl_op *g) {
   char err[2048] = "";
-  ir_log l = {0};
-  kl_compile_opts o = { .print_ir_after = "graph-to-rock, rock-lower-loops", .on_ir = on_ir, .on_ir_user = &l, .no_cache = true };
+  ir_log l = { 0 };
+  kl_compile_opts o = {
+    .print_ir_after = "graph-to-rock, rock-lower-loops", .on_ir = on_ir, .on_ir_user = &l, .no_cache = true
+  };
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   CHECK(p != NULL, "%s", err);
   if (!p) return;
-  CHECK(l.n == 2 && !strcmp(l.names[0], "graph-to-rock") && !strcmp(l.names[1], "rock-lower-loops"), "%d on_ir calls", l.n);
-  const char *want[] = { "graph-partition", "graph-to-rock", "rock-conv-to-gemm", "rock-gemm-to-gridwise", "rock-gridwise-to-blockwise",
-                         "rock-blockwise-to-threadwise", "rock-align-tiling", "rock-lower-loops", "canonicalize", "cse", "dce" };
+  CHECK(l.n == 2 && !strcmp(l.names[0], "graph-to-rock") && !strcmp(l.names[1], "rock-lower-loops"), "%d on_ir calls",
+        l.n);
+  const char *want[] = { "graph-partition",
+                         "graph-to-rock",
+                         "rock-conv-to-gemm",
+                         "rock-gemm-to-gridwise",
+                         "rock-gridwise-to-blockwise",
+                         "rock-blockwise-to-threadwise",
+                         "rock-align-tiling",
+                         "rock-lower-loops",
+                         "canonicalize",
+                         "cse",
+                         "dce" };
   int n = 0;
   while (kl_program_ir_pass(p, n)) n++;
   CHECK(n == 11, "%d snapshots", n);
-  for (int i = 0; i < n && i < 11; i++) CHECK(!strcmp(kl_program_ir_pass(p, i), want[i]), "snapshot %d: %s", i, kl_program_ir_pass(p, i));
+  for (int i = 0; i < n && i < 11; i++)
+    CHECK(!strcmp(kl_program_ir_pass(p, i), want[i]), "snapshot %d: %s", i, kl_program_ir_pass(p, i));
   CHECK(kl_program_ir(p, "after:rock-align-tiling") && strstr(kl_program_ir(p, "rock-align-tiling"), "func.func"));
   const kl_kernel_info *k = kl_program_kernel(p, NULL, 0);
-  CHECK(k && k->nsnapshots == 11, "%d kernel snapshots", k ? k->nsnapshots : -1);   /* graph-partition makes it */
+  CHECK(k && k->nsnapshots == 11, "%d kernel snapshots", k ? k->nsnapshots : -1); /* graph-partition makes it */
   kl_program_release(p);
 }
 
@@ -103,7 +119,11 @@ static void test_runs(kl_op *g) {
   CHECK(p != NULL, "%s", err);
   kl_device *dev = kl_device_open("host", err, sizeof err);
   CHECK(dev != NULL, "%s", err);
-  if (!p || !dev) { kl_program_release(p); kl_device_destroy(dev); return; }
+  if (!p || !dev) {
+    kl_program_release(p);
+    kl_device_destroy(dev);
+    return;
+  }
   kl_named_tensor in[2];
   const char *names[] = { "a", "b" };
   int64_t shapes[2][2] = { { 16, 32 }, { 32, 16 } };
@@ -111,17 +131,19 @@ static void test_runs(kl_op *g) {
     in[i].name = names[i];
     in[i].tensor = kl_tensor_rand(KL_DT_F32, 2, shapes[i], NULL, 7 + i, KL_DIST_NORMAL, err, sizeof err);
   }
-  int nout = 0, nref = 0; kl_tensor **out = NULL, **ref = NULL;
+  int nout = 0, nref = 0;
+  kl_tensor **out = NULL, **ref = NULL;
   CHECK(kl_program_run(p, dev, 2, in, &nout, &out, err, sizeof err) == KL_OK, "run: %s", err);
   CHECK(kl_graph_eval(g, 2, in, &nref, &ref, err, sizeof err) == KL_OK, "eval: %s", err);
   if (nout == 1 && nref == 1) {
     kl_compare_result cr;
-    CHECK(kl_tensor_compare(out[0], ref[0], -1, -1, &cr, err, sizeof err) == 0 && cr.mismatches == 0, "%lld mismatches (max abs err %g) %s",
-          (long long)cr.mismatches, cr.max_abs_err, err);
+    CHECK(kl_tensor_compare(out[0], ref[0], -1, -1, &cr, err, sizeof err) == 0 && cr.mismatches == 0,
+          "%lld mismatches (max abs err %g) %s", (long long)cr.mismatches, cr.max_abs_err, err);
   }
   for (int i = 0; i < nout; i++) kl_tensor_release(out[i]);
   for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
-  free(out); free(ref);
+  free(out);
+  free(ref);
   for (int i = 0; i < 2; i++) kl_tensor_release(in[i].tensor);
   kl_device_destroy(dev);
   kl_program_release(p);

@@ -20,7 +20,7 @@ static void test_strings(void) {
   CHECK(kl_strmap_find(&m, "alphabet", 5) && kl_strmap_find(&m, "alphabet", 5)->val == &one);
   CHECK(!kl_strmap_find(&m, "alp", 3) && !kl_strmap_find(&m, "alphabet", 8));
   char copy[] = "alpha";
-  e = kl_strmap_put(&m, copy, 5, &two);            /* replaces the value, keeps the stored key */
+  e = kl_strmap_put(&m, copy, 5, &two); /* replaces the value, keeps the stored key */
   CHECK(e->val == &two && e->key == k1 && kl_hashmap_count(&m) == 1);
   CHECK(kl_strmap_put(&m, "", 0, &one) && kl_strmap_find(&m, "x", 0) && kl_hashmap_count(&m) == 2, "the empty key");
   CHECK(kl_strmap_remove(&m, "alpha", 5) && !kl_strmap_find(&m, "alpha", 5) && kl_hashmap_count(&m) == 1);
@@ -32,12 +32,15 @@ static void test_strings(void) {
 
 static void test_pointers(void) {
   group_begin();
-  kl_hashmap m = {0};                               /* zeroed: a pointer map */
+  kl_hashmap m = { 0 }; /* zeroed: a pointer map */
   static int objs[5000];
   for (int i = 0; i < 5000; i++) kl_ptrmap_put(&m, &objs[i], (void *)(intptr_t)(i + 1));
   CHECK(kl_hashmap_count(&m) == 5000 && m.cap >= 10000, "grows to stay at most half full (cap %zu)", m.cap);
   int bad = 0;
-  for (int i = 0; i < 5000; i++) { kl_hm_entry *e = kl_ptrmap_find(&m, &objs[i]); bad += !e || e->val != (void *)(intptr_t)(i + 1); }
+  for (int i = 0; i < 5000; i++) {
+    kl_hm_entry *e = kl_ptrmap_find(&m, &objs[i]);
+    bad += !e || e->val != (void *)(intptr_t)(i + 1);
+  }
   CHECK(bad == 0, "%d lookups wrong", bad);
   for (int i = 0; i < 5000; i += 2) CHECK(kl_ptrmap_remove(&m, &objs[i]));
   bad = 0;
@@ -57,15 +60,20 @@ static void test_random(void) {
   group_begin();
   enum { K = 300 };
   static char names[K][8];
-  void *ref[K] = {0};
+  void *ref[K] = { 0 };
   kl_hashmap m = KL_STRMAP_INIT;
   uint64_t st = 12345;
   for (int i = 0; i < K; i++) snprintf(names[i], sizeof names[i], "k%d", i);
   int bad = 0;
   for (int step = 0; step < 200000; step++) {
     int k = (int)(xorshift64(&st) % K);
-    if (xorshift64(&st) % 3) { ref[k] = (void *)(intptr_t)(step + 1); kl_strmap_put(&m, names[k], strlen(names[k]), ref[k]); }
-    else { bad += kl_strmap_remove(&m, names[k], strlen(names[k])) != (ref[k] != NULL); ref[k] = NULL; }
+    if (xorshift64(&st) % 3) {
+      ref[k] = (void *)(intptr_t)(step + 1);
+      kl_strmap_put(&m, names[k], strlen(names[k]), ref[k]);
+    } else {
+      bad += kl_strmap_remove(&m, names[k], strlen(names[k])) != (ref[k] != NULL);
+      ref[k] = NULL;
+    }
   }
   size_t n = 0;
   for (int k = 0; k < K; k++) {

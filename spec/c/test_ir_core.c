@@ -26,11 +26,11 @@ static void test_interning(void) {
   kl_ctx *ctx = kl_ctx_create();
   int64_t shape[] = { 2, 3 }, nhwc[] = { 1, 3 };
   const kl_type *f32 = kl_type_f32(ctx);
-  CHECK(kl_type_tensor(ctx, f32, 2, shape, NULL) == kl_type_tensor(ctx, f32, 2, shape, (int64_t[]){3, 1}));
+  CHECK(kl_type_tensor(ctx, f32, 2, shape, NULL) == kl_type_tensor(ctx, f32, 2, shape, (int64_t[]){ 3, 1 }));
   CHECK(kl_type_tensor(ctx, f32, 2, shape, nhwc) != kl_type_tensor(ctx, f32, 2, shape, NULL));
   CHECK(!strcmp(kl_type_str(kl_type_tensor(ctx, f32, 2, shape, nhwc)), "tensor<2x3xf32, strides=[1,3]>"));
   CHECK(!strcmp(kl_type_str(kl_type_buffer(ctx, f32, 2, shape, NULL, KL_SPACE_LDS)), "buffer<2x3xf32, lds>"));
-  CHECK(kl_type_tensor(ctx, f32, 1, (int64_t[]){-1}, NULL) == NULL);
+  CHECK(kl_type_tensor(ctx, f32, 1, (int64_t[]){ -1 }, NULL) == NULL);
   CHECK(kl_attr_int(ctx, 3) == kl_attr_int(ctx, 3));
   CHECK(kl_attr_int(ctx, 3) != kl_attr_int_typed(ctx, 3, kl_type_i32(ctx)));
   CHECK(!strcmp(kl_attr_float(ctx, 1.0)->text, "1.0"));
@@ -79,16 +79,18 @@ static void test_ops(void) {
   kl_op *m2 = kl_op_clone(m, NULL);
   char *t1 = kl_print_op(m, 0), *t2 = kl_print_op(m2, 0);
   CHECK(!strcmp(t1, t2));
-  free(t1); free(t2);
+  free(t1);
+  free(t2);
   /* use before def is caught */
   kl_op_unlink(mul);
-  kl_block_push_op(b, mul);   /* now after the return */
+  kl_block_push_op(b, mul); /* now after the return */
   CHECK(kl_verify(m) == KL_ERR);
   char *d = kl_diag_take(ctx);
   CHECK(strstr(d, "before its definition") != NULL || strstr(d, "terminator") != NULL);
   free(d);
   /* walk counts */
-  int n; kl_op **all = kl_collect_ops(m2, &n);
+  int n;
+  kl_op **all = kl_collect_ops(m2, &n);
   CHECK(n == 4); /* module, func, mul, return */
   free(all);
   kl_ctx_destroy(ctx);

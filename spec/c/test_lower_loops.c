@@ -28,15 +28,31 @@
 #include <string.h>
 
 static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
-#define CHECKF(c, ...) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(c)                                                            \
+  do {                                                                      \
+    checks++;                                                               \
+    if (!(c)) {                                                             \
+      failures++;                                                           \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+    }                                                                       \
+  } while (0)
+#define CHECKF(c, ...)                                                      \
+  do {                                                                      \
+    checks++;                                                               \
+    if (!(c)) {                                                             \
+      failures++;                                                           \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
+      fprintf(stderr, __VA_ARGS__);                                         \
+      fputc('\n', stderr);                                                  \
+    }                                                                       \
+  } while (0)
 
 static kl_device *g_dev;
 static uint64_t g_seed = 0x5eed;
 static const char *const PIPE = "rock-align-tiling,rock-lower-loops,canonicalize,cse";
 static kl_ctx *new_ctx(void) {
   kl_ctx *ctx = kl_test_ctx();
-  if (!kl_lookup_attr_ext(ctx, "view", 4)) kl_register_view_attr(ctx);   /* #view<...> in the kernels' text */
+  if (!kl_lookup_attr_ext(ctx, "view", 4)) kl_register_view_attr(ctx); /* #view<...> in the kernels' text */
   return ctx;
 }
 static void dump_diags(kl_ctx *ctx) {
@@ -46,29 +62,57 @@ static void dump_diags(kl_ctx *ctx) {
 }
 
 /* ---- small view builder (first failure sticks) ---- */
-typedef struct { kl_view *v; kl_view_err err; bool bad; } vb;
+typedef struct {
+  kl_view *v;
+  kl_view_err err;
+  bool bad;
+} vb;
 static void vstep(vb *b, kl_view *n) {
-  if (!n) { b->bad = true; fprintf(stderr, "view builder: %s\n", b->err.msg); return; }
+  if (!n) {
+    b->bad = true;
+    fprintf(stderr, "view builder: %s\n", b->err.msg);
+    return;
+  }
   kl_view_free(b->v);
   b->v = n;
 }
-static void v_id(vb *b, int r, const int64_t *s, const char *const *names) { memset(b, 0, sizeof *b); vstep(b, kl_view_identity(r, s, names, &b->err)); }
+static void v_id(vb *b, int r, const int64_t *s, const char *const *names) {
+  memset(b, 0, sizeof *b);
+  vstep(b, kl_view_identity(r, s, names, &b->err));
+}
 static void v_unmerge(vb *b, const char *d, const char *n0, const char *n1, int64_t s0, int64_t s1) {
-  const char *n[2] = { n0, n1 }; int64_t s[2] = { s0, s1 };
+  const char *n[2] = { n0, n1 };
+  int64_t s[2] = { s0, s1 };
   if (!b->bad) vstep(b, kl_view_unmerge(b->v, d, 2, n, s, &b->err));
 }
-static void v_merge(vb *b, const char *name, int n, const char *const *from) { if (!b->bad) vstep(b, kl_view_merge(b->v, name, n, from, &b->err)); }
-static void v_merge2(vb *b, const char *name, const char *a, const char *c) { const char *f[2] = { a, c }; v_merge(b, name, 2, f); }
-static void v_order(vb *b, int n, const char *const *names) { if (!b->bad) vstep(b, kl_view_passthrough(b->v, n, names, names, &b->err)); }
-static void v_pad(vb *b, int n, const char *const *names, const int64_t *lr) { if (!b->bad) vstep(b, kl_view_pad(b->v, n, names, lr, &b->err)); }
-static void v_embed2(vb *b, const char *d, const char *n0, const char *n1, int64_t s0, int64_t s1, int64_t c0, int64_t c1) {
-  const char *n[2] = { n0, n1 }; int64_t s[2] = { s0, s1 }, c[2] = { c0, c1 };
+static void v_merge(vb *b, const char *name, int n, const char *const *from) {
+  if (!b->bad) vstep(b, kl_view_merge(b->v, name, n, from, &b->err));
+}
+static void v_merge2(vb *b, const char *name, const char *a, const char *c) {
+  const char *f[2] = { a, c };
+  v_merge(b, name, 2, f);
+}
+static void v_order(vb *b, int n, const char *const *names) {
+  if (!b->bad) vstep(b, kl_view_passthrough(b->v, n, names, names, &b->err));
+}
+static void v_pad(vb *b, int n, const char *const *names, const int64_t *lr) {
+  if (!b->bad) vstep(b, kl_view_pad(b->v, n, names, lr, &b->err));
+}
+static void v_embed2(vb *b, const char *d, const char *n0, const char *n1, int64_t s0, int64_t s1, int64_t c0,
+                     int64_t c1) {
+  const char *n[2] = { n0, n1 };
+  int64_t s[2] = { s0, s1 }, c[2] = { c0, c1 };
   if (!b->bad) vstep(b, kl_view_embed(b->v, d, 2, n, s, c, &b->err));
 }
-static void v_add_dim(vb *b, const char *name, int64_t size, int pos) { if (!b->bad) vstep(b, kl_view_add_dim(b->v, name, size, pos, &b->err)); }
+static void v_add_dim(vb *b, const char *name, int64_t size, int pos) {
+  if (!b->bad) vstep(b, kl_view_add_dim(b->v, name, size, pos, &b->err));
+}
 /* The view's text (malloc'd); the builder's view is freed. */
 static char *v_text(vb *b) {
-  if (b->bad || !b->v) { kl_view_free(b->v); return strdup("<bad view>"); }
+  if (b->bad || !b->v) {
+    kl_view_free(b->v);
+    return strdup("<bad view>");
+  }
   kl_view *s = kl_view_simplify(b->v);
   char *t = kl_view_print(s);
   kl_view_free(s);
@@ -80,10 +124,13 @@ static char *v_text(vb *b) {
 /* ---- running kernels ---- */
 static kl_op *parse(kl_ctx *ctx, const char *text, const char *name) {
   kl_op *m = kl_parse_module(ctx, text, strlen(text), name);
-  if (!m) { dump_diags(ctx); fprintf(stderr, "--- text:\n%s\n", text); }
+  if (!m) {
+    dump_diags(ctx);
+    fprintf(stderr, "--- text:\n%s\n", text);
+  }
   return m;
 }
-static bool g_quiet;   /* expected failures: keep the diagnostics for the test to read */
+static bool g_quiet; /* expected failures: keep the diagnostics for the test to read */
 static kl_status pipeline(kl_op *m, const char *pipe) {
   kl_pass_manager *pm = kl_pass_manager_create(m->ctx);
   kl_status st = kl_pass_manager_add_pipeline(pm, pipe);
@@ -113,7 +160,10 @@ static bool jit_run(kl_op *m, const char *name, int nbufs, void **bufs) {
   if (ok) {
     void *args[16];
     size_t sizes[16];
-    for (int i = 0; i < nbufs; i++) { args[i] = &bufs[i]; sizes[i] = sizeof(void *); }
+    for (int i = 0; i < nbufs; i++) {
+      args[i] = &bufs[i];
+      sizes[i] = sizeof(void *);
+    }
     uint32_t g[3] = { (uint32_t)grid, 1, 1 }, b[3] = { (uint32_t)block, 1, 1 };
     ok = kl_device_launch(k, g, b, 0, args, sizes, nbufs) == KL_OK;
   }
@@ -132,7 +182,10 @@ static void check_gpu_targets(const char *text, const char *name) {
     kl_sb sb = { 0 };
     for (const char *p = text; *p;) {
       const char *q = strstr(p, "@TARGET@");
-      if (!q) { kl_sb_puts(&sb, p); break; }
+      if (!q) {
+        kl_sb_puts(&sb, p);
+        break;
+      }
       kl_sb_putn(&sb, p, (size_t)(q - p));
       kl_sb_puts(&sb, targets[i]);
       p = q + 8;
@@ -162,8 +215,10 @@ static bool compare(const kl_tensor *got, const kl_tensor *want, double tol, con
   double maxb = 0, maxd = 0;
   for (int64_t i = 0; i < n; i++) {
     double a = kl_tensor_get_flat(got, i), b = kl_tensor_get_flat(want, i);
-    if (isnan(a) != isnan(b)) maxd = INFINITY;
-    else if (!isnan(a)) maxd = fmax(maxd, fabs(a - b));
+    if (isnan(a) != isnan(b))
+      maxd = INFINITY;
+    else if (!isnan(a))
+      maxd = fmax(maxd, fabs(a - b));
     if (!isnan(b)) maxb = fmax(maxb, fabs(b));
   }
   double rel = maxd / (maxb > 0 ? maxb : 1);
@@ -173,8 +228,8 @@ static bool compare(const kl_tensor *got, const kl_tensor *want, double tol, con
   bool ok = st == 0 && r.mismatches == 0 && rel < tol;
   printf("  %-52s rel err %.2e%s\n", what, rel, ok ? "" : "  <-- FAIL");
   if (!ok && st == 0 && r.first_flat >= 0)
-    fprintf(stderr, "    %lld mismatches, first at flat %lld: got %g want %g\n", (long long)r.mismatches, (long long)r.first_flat,
-            r.first_a, r.first_b);
+    fprintf(stderr, "    %lld mismatches, first at flat %lld: got %g want %g\n", (long long)r.mismatches,
+            (long long)r.first_flat, r.first_a, r.first_b);
   return ok;
 }
 
@@ -190,7 +245,7 @@ typedef struct {
   int64_t N, C, H, W, K, Y, X, sh, sw, pt, pb, pl, pr, dh, dw;
   int64_t MB, NB, KB;
   kl_dtype dt;
-  int epilogue;   /* 0: write the conv result; 1: + bias, relu (two chained elementwise ops), NHWC output */
+  int epilogue; /* 0: write the conv result; 1: + bias, relu (two chained elementwise ops), NHWC output */
 } conv_case;
 
 static int64_t rup(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -237,10 +292,17 @@ static char *conv_text(const conv_case *cc, const char *target) {
   /* padding of the GEMM dims to tile multiples */
   const char *p2[2] = { "d0", "d1" };
   int64_t s_b[2] = { Kg, Ng }, s_a[2] = { Kg, M }, s_c[2] = { M, Ng };
-  int64_t lr_b[4] = { 0, Kp - Kg, 0, Np - Ng }, lr_a[4] = { 0, Kp - Kg, 0, Mp - M }, lr_c[4] = { 0, Mp - M, 0, Np - Ng };
-  v_id(&b, 2, s_b, p2); v_pad(&b, 2, p2, lr_b); char *pb_ = v_text(&b);
-  v_id(&b, 2, s_a, p2); v_pad(&b, 2, p2, lr_a); char *pa_ = v_text(&b);
-  v_id(&b, 2, s_c, p2); v_pad(&b, 2, p2, lr_c); char *pc_ = v_text(&b);
+  int64_t lr_b[4] = { 0, Kp - Kg, 0, Np - Ng }, lr_a[4] = { 0, Kp - Kg, 0, Mp - M },
+          lr_c[4] = { 0, Mp - M, 0, Np - Ng };
+  v_id(&b, 2, s_b, p2);
+  v_pad(&b, 2, p2, lr_b);
+  char *pb_ = v_text(&b);
+  v_id(&b, 2, s_a, p2);
+  v_pad(&b, 2, p2, lr_a);
+  char *pa_ = v_text(&b);
+  v_id(&b, 2, s_c, p2);
+  v_pad(&b, 2, p2, lr_c);
+  char *pc_ = v_text(&b);
   /* tile views: (bid, kl, iter) -> (k, m) / (k, n); (bid, iter) -> (m, n) */
   const char *kd[2] = { "k", "d" };
   int64_t ta[2] = { Kp, Mp }, tb[2] = { Kp, Np }, tc[2] = { Mp, Np };
@@ -272,9 +334,15 @@ static char *conv_text(const conv_case *cc, const char *target) {
   /* register tiles viewed as [KB, MB], [KB, NB], [MB, NB] */
   const char *fl[1] = { "i" };
   int64_t na = cc->KB * cc->MB, nb = cc->KB * cc->NB, nc = cc->MB * cc->NB;
-  v_id(&b, 1, &na, fl); v_unmerge(&b, "i", "k", "m", cc->KB, cc->MB); char *r2a = v_text(&b);
-  v_id(&b, 1, &nb, fl); v_unmerge(&b, "i", "k", "n", cc->KB, cc->NB); char *r2b = v_text(&b);
-  v_id(&b, 1, &nc, fl); v_unmerge(&b, "i", "m", "n", cc->MB, cc->NB); char *r2c = v_text(&b);
+  v_id(&b, 1, &na, fl);
+  v_unmerge(&b, "i", "k", "m", cc->KB, cc->MB);
+  char *r2a = v_text(&b);
+  v_id(&b, 1, &nb, fl);
+  v_unmerge(&b, "i", "k", "n", cc->KB, cc->NB);
+  char *r2b = v_text(&b);
+  v_id(&b, 1, &nc, fl);
+  v_unmerge(&b, "i", "m", "n", cc->MB, cc->NB);
+  char *r2c = v_text(&b);
   /* epilogue views: bias [K] -> [N,K,Ho,Wo]; NHWC out [N,Ho,Wo,K] -> [N,K,Ho,Wo] */
   int64_t ks = cc->K;
   const char *kk[1] = { "ko" };
@@ -291,75 +359,127 @@ static char *conv_text(const conv_case *cc, const char *target) {
 
   kl_sb sb = { 0 };
   const char *acc = "f32";
-  kl_sb_printf(&sb, "\"func.func\"() ({\n^bb0(%%in: buffer<%lldx%lldx%lldx%lldx%s>, %%w: buffer<%lldx%lldx%lldx%lldx%s>",
-               (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W, T, (long long)cc->K, (long long)cc->C,
-               (long long)cc->Y, (long long)cc->X, T);
-  if (cc->epilogue) kl_sb_printf(&sb, ", %%bias: buffer<%lldx%s>, %%out: buffer<%lldx%lldx%lldx%lldx%s>):\n", (long long)cc->K, T,
-                                 (long long)cc->N, (long long)Ho, (long long)Wo, (long long)cc->K, T);
-  else kl_sb_printf(&sb, ", %%out: buffer<%lldx%lldx%lldx%lldx%s>):\n", (long long)cc->N, (long long)cc->K, (long long)Ho, (long long)Wo, T);
+  kl_sb_printf(&sb,
+               "\"func.func\"() ({\n^bb0(%%in: buffer<%lldx%lldx%lldx%lldx%s>, %%w: buffer<%lldx%lldx%lldx%lldx%s>",
+               (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W, T, (long long)cc->K,
+               (long long)cc->C, (long long)cc->Y, (long long)cc->X, T);
+  if (cc->epilogue)
+    kl_sb_printf(&sb, ", %%bias: buffer<%lldx%s>, %%out: buffer<%lldx%lldx%lldx%lldx%s>):\n", (long long)cc->K, T,
+                 (long long)cc->N, (long long)Ho, (long long)Wo, (long long)cc->K, T);
+  else
+    kl_sb_printf(&sb, ", %%out: buffer<%lldx%lldx%lldx%lldx%s>):\n", (long long)cc->N, (long long)cc->K, (long long)Ho,
+                 (long long)Wo, T);
   kl_sb_printf(&sb, "  %%bid = \"rock.workgroup_id\"() : () -> index\n");
   kl_sb_printf(&sb, "  %%ra = \"rock.alloc\"() : () -> buffer<%lldx%s, private>\n", (long long)na, T);
   kl_sb_printf(&sb, "  %%rb = \"rock.alloc\"() : () -> buffer<%lldx%s, private>\n", (long long)nb, T);
   kl_sb_printf(&sb, "  %%acc = \"rock.alloc\"() : () -> buffer<%lldx%s, private>\n", (long long)nc, acc);
-  kl_sb_printf(&sb, "  %%ra2 = \"rock.transform\"(%%ra) {view = #view<%s>} : (buffer<%lldx%s, private>) -> buffer<%lldx%lldx%s, private>\n",
+  kl_sb_printf(&sb,
+               "  %%ra2 = \"rock.transform\"(%%ra) {view = #view<%s>} : (buffer<%lldx%s, private>) -> "
+               "buffer<%lldx%lldx%s, private>\n",
                r2a, (long long)na, T, (long long)cc->KB, (long long)cc->MB, T);
-  kl_sb_printf(&sb, "  %%rb2 = \"rock.transform\"(%%rb) {view = #view<%s>} : (buffer<%lldx%s, private>) -> buffer<%lldx%lldx%s, private>\n",
+  kl_sb_printf(&sb,
+               "  %%rb2 = \"rock.transform\"(%%rb) {view = #view<%s>} : (buffer<%lldx%s, private>) -> "
+               "buffer<%lldx%lldx%s, private>\n",
                r2b, (long long)nb, T, (long long)cc->KB, (long long)cc->NB, T);
-  kl_sb_printf(&sb, "  %%acc2 = \"rock.transform\"(%%acc) {view = #view<%s>} : (buffer<%lldx%s, private>) -> buffer<%lldx%lldx%s, private>\n",
+  kl_sb_printf(&sb,
+               "  %%acc2 = \"rock.transform\"(%%acc) {view = #view<%s>} : (buffer<%lldx%s, private>) -> "
+               "buffer<%lldx%lldx%s, private>\n",
                r2c, (long long)nc, acc, (long long)cc->MB, (long long)cc->NB, acc);
-  kl_sb_printf(&sb, "  %%A0 = \"rock.transform\"(%%w) {view = #view<%s>} : (buffer<%lldx%lldx%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n", vf,
-               (long long)cc->K, (long long)cc->C, (long long)cc->Y, (long long)cc->X, T, (long long)Kg, (long long)M, T);
-  kl_sb_printf(&sb, "  %%A = \"rock.transform\"(%%A0) {view = #view<%s>} : (buffer<%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n", pa_,
-               (long long)Kg, (long long)M, T, (long long)Kp, (long long)Mp, T);
-  kl_sb_printf(&sb, "  %%B0 = \"rock.transform\"(%%in) {view = #view<%s>} : (buffer<%lldx%lldx%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n", vin,
-               (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W, T, (long long)Kg, (long long)Ng, T);
-  kl_sb_printf(&sb, "  %%B = \"rock.transform\"(%%B0) {view = #view<%s>} : (buffer<%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n", pb_,
-               (long long)Kg, (long long)Ng, T, (long long)Kp, (long long)Np, T);
+  kl_sb_printf(&sb,
+               "  %%A0 = \"rock.transform\"(%%w) {view = #view<%s>} : (buffer<%lldx%lldx%lldx%lldx%s>) -> "
+               "buffer<%lldx%lldx%s>\n",
+               vf, (long long)cc->K, (long long)cc->C, (long long)cc->Y, (long long)cc->X, T, (long long)Kg,
+               (long long)M, T);
+  kl_sb_printf(&sb,
+               "  %%A = \"rock.transform\"(%%A0) {view = #view<%s>} : (buffer<%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n",
+               pa_, (long long)Kg, (long long)M, T, (long long)Kp, (long long)Mp, T);
+  kl_sb_printf(&sb,
+               "  %%B0 = \"rock.transform\"(%%in) {view = #view<%s>} : (buffer<%lldx%lldx%lldx%lldx%s>) -> "
+               "buffer<%lldx%lldx%s>\n",
+               vin, (long long)cc->N, (long long)cc->C, (long long)cc->H, (long long)cc->W, T, (long long)Kg,
+               (long long)Ng, T);
+  kl_sb_printf(&sb,
+               "  %%B = \"rock.transform\"(%%B0) {view = #view<%s>} : (buffer<%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n",
+               pb_, (long long)Kg, (long long)Ng, T, (long long)Kp, (long long)Np, T);
   char cbuf[128];
-  snprintf(cbuf, sizeof cbuf, "buffer<%lldx%lldx%lldx%lldx%s>", (long long)cc->N, (long long)cc->K, (long long)Ho, (long long)Wo, T);
+  snprintf(cbuf, sizeof cbuf, "buffer<%lldx%lldx%lldx%lldx%s>", (long long)cc->N, (long long)cc->K, (long long)Ho,
+           (long long)Wo, T);
   if (cc->epilogue) {
     kl_sb_printf(&sb, "  %%c = \"rock.alloc\"() : () -> %s\n", cbuf);
     kl_sb_printf(&sb, "  %%d = \"rock.alloc\"() : () -> %s\n", cbuf);
   }
-  kl_sb_printf(&sb, "  %%C0 = \"rock.transform\"(%s) {view = #view<%s>} : (%s) -> buffer<%lldx%lldx%s>\n", cc->epilogue ? "%c" : "%out", vo,
-               cbuf, (long long)M, (long long)Ng, T);
-  kl_sb_printf(&sb, "  %%C = \"rock.transform\"(%%C0) {view = #view<%s>} : (buffer<%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n", pc_,
-               (long long)M, (long long)Ng, T, (long long)Mp, (long long)Np, T);
+  kl_sb_printf(&sb, "  %%C0 = \"rock.transform\"(%s) {view = #view<%s>} : (%s) -> buffer<%lldx%lldx%s>\n",
+               cc->epilogue ? "%c" : "%out", vo, cbuf, (long long)M, (long long)Ng, T);
+  kl_sb_printf(&sb,
+               "  %%C = \"rock.transform\"(%%C0) {view = #view<%s>} : (buffer<%lldx%lldx%s>) -> buffer<%lldx%lldx%s>\n",
+               pc_, (long long)M, (long long)Ng, T, (long long)Mp, (long long)Np, T);
   kl_sb_printf(&sb, "  \"rock.fill\"(%%acc) {value = 0.0} : (buffer<%lldx%s, private>) -> ()\n", (long long)nc, acc);
   kl_sb_printf(&sb, "  %%c0 = \"arith.constant\"() {value = 0 : index} : () -> index\n");
   kl_sb_printf(&sb, "  %%c1 = \"arith.constant\"() {value = 1 : index} : () -> index\n");
   kl_sb_printf(&sb, "  %%nk = \"arith.constant\"() {value = %lld : index} : () -> index\n", (long long)(Kp / cc->KB));
   kl_sb_printf(&sb, "  \"scf.for\"(%%c0, %%nk, %%c1) ({\n  ^bb0(%%kl: index):\n");
-  kl_sb_printf(&sb, "    \"rock.threadwise_read_into\"(%%A, %%ra, %%bid, %%kl) {view = #view<%s>} : (buffer<%lldx%lldx%s>, buffer<%lldx%s, private>, index, index) -> ()\n",
+  kl_sb_printf(&sb,
+               "    \"rock.threadwise_read_into\"(%%A, %%ra, %%bid, %%kl) {view = #view<%s>} : (buffer<%lldx%lldx%s>, "
+               "buffer<%lldx%s, private>, index, index) -> ()\n",
                ra, (long long)Kp, (long long)Mp, T, (long long)na, T);
-  kl_sb_printf(&sb, "    \"rock.threadwise_read_into\"(%%B, %%rb, %%bid, %%kl) {view = #view<%s>} : (buffer<%lldx%lldx%s>, buffer<%lldx%s, private>, index, index) -> ()\n",
+  kl_sb_printf(&sb,
+               "    \"rock.threadwise_read_into\"(%%B, %%rb, %%bid, %%kl) {view = #view<%s>} : (buffer<%lldx%lldx%s>, "
+               "buffer<%lldx%s, private>, index, index) -> ()\n",
                rb, (long long)Kp, (long long)Np, T, (long long)nb, T);
-  kl_sb_printf(&sb, "    \"rock.threadwise_gemm\"(%%ra2, %%rb2, %%acc2) : (buffer<%lldx%lldx%s, private>, buffer<%lldx%lldx%s, private>, buffer<%lldx%lldx%s, private>) -> ()\n",
-               (long long)cc->KB, (long long)cc->MB, T, (long long)cc->KB, (long long)cc->NB, T, (long long)cc->MB, (long long)cc->NB, acc);
+  kl_sb_printf(&sb,
+               "    \"rock.threadwise_gemm\"(%%ra2, %%rb2, %%acc2) : (buffer<%lldx%lldx%s, private>, "
+               "buffer<%lldx%lldx%s, private>, buffer<%lldx%lldx%s, private>) -> ()\n",
+               (long long)cc->KB, (long long)cc->MB, T, (long long)cc->KB, (long long)cc->NB, T, (long long)cc->MB,
+               (long long)cc->NB, acc);
   kl_sb_printf(&sb, "    \"scf.yield\"() : () -> ()\n  }) : (index, index, index) -> ()\n");
-  kl_sb_printf(&sb, "  \"rock.threadwise_write_all\"(%%acc, %%C, %%bid) {store = \"set\", view = #view<%s>} : (buffer<%lldx%s, private>, buffer<%lldx%lldx%s>, index) -> ()\n",
+  kl_sb_printf(&sb,
+               "  \"rock.threadwise_write_all\"(%%acc, %%C, %%bid) {store = \"set\", view = #view<%s>} : "
+               "(buffer<%lldx%s, private>, buffer<%lldx%lldx%s>, index) -> ()\n",
                wc, (long long)nc, acc, (long long)Mp, (long long)Np, T);
   if (cc->epilogue) {
-    kl_sb_printf(&sb, "  %%bt = \"rock.transform\"(%%bias) {view = #view<%s>} : (buffer<%lldx%s>) -> %s\n", vbias, (long long)cc->K, T, cbuf);
-    kl_sb_printf(&sb, "  \"rock.elementwise\"(%%c, %%bt, %%d) ({\n  ^bb0(%%x: %s, %%y: %s):\n    %%s = \"arith.addf\"(%%x, %%y) : (%s, %s) -> %s\n"
-                      "    \"rock.yield\"(%%s) : (%s) -> ()\n  }) : (%s, %s, %s) -> ()\n", T, T, T, T, T, T, cbuf, cbuf, cbuf);
-    kl_sb_printf(&sb, "  %%ot = \"rock.transform\"(%%out) {view = #view<%s>} : (buffer<%lldx%lldx%lldx%lldx%s>) -> %s\n", vnhwc,
-                 (long long)cc->N, (long long)Ho, (long long)Wo, (long long)cc->K, T, cbuf);
-    kl_sb_printf(&sb, "  \"rock.elementwise\"(%%d, %%ot) ({\n  ^bb0(%%x: %s):\n    %%z = \"arith.constant\"() {value = 0.0 : %s} : () -> %s\n"
-                      "    %%r = \"arith.maxf\"(%%x, %%z) : (%s, %s) -> %s\n    \"rock.yield\"(%%r) : (%s) -> ()\n  }) : (%s, %s) -> ()\n",
+    kl_sb_printf(&sb, "  %%bt = \"rock.transform\"(%%bias) {view = #view<%s>} : (buffer<%lldx%s>) -> %s\n", vbias,
+                 (long long)cc->K, T, cbuf);
+    kl_sb_printf(&sb,
+                 "  \"rock.elementwise\"(%%c, %%bt, %%d) ({\n  ^bb0(%%x: %s, %%y: %s):\n    %%s = \"arith.addf\"(%%x, "
+                 "%%y) : (%s, %s) -> %s\n"
+                 "    \"rock.yield\"(%%s) : (%s) -> ()\n  }) : (%s, %s, %s) -> ()\n",
+                 T, T, T, T, T, T, cbuf, cbuf, cbuf);
+    kl_sb_printf(&sb,
+                 "  %%ot = \"rock.transform\"(%%out) {view = #view<%s>} : (buffer<%lldx%lldx%lldx%lldx%s>) -> %s\n",
+                 vnhwc, (long long)cc->N, (long long)Ho, (long long)Wo, (long long)cc->K, T, cbuf);
+    kl_sb_printf(&sb,
+                 "  \"rock.elementwise\"(%%d, %%ot) ({\n  ^bb0(%%x: %s):\n    %%z = \"arith.constant\"() {value = 0.0 "
+                 ": %s} : () -> %s\n"
+                 "    %%r = \"arith.maxf\"(%%x, %%z) : (%s, %s) -> %s\n    \"rock.yield\"(%%r) : (%s) -> ()\n  }) : "
+                 "(%s, %s) -> ()\n",
                  T, T, T, T, T, T, T, cbuf, cbuf);
   }
-  kl_sb_printf(&sb, "  \"func.return\"() : () -> ()\n}) {block_size = 1, grid_size = %lld, kernel, sym_name = \"conv\", target = \"%s\"} : () -> ()\n",
+  kl_sb_printf(&sb,
+               "  \"func.return\"() : () -> ()\n}) {block_size = 1, grid_size = %lld, kernel, sym_name = \"conv\", "
+               "target = \"%s\"} : () -> ()\n",
                (long long)grid, target);
-  free(vin); free(vf); free(vo); free(pa_); free(pb_); free(pc_); free(ra); free(rb); free(wc); free(r2a); free(r2b); free(r2c);
-  free(vbias); free(vnhwc);
+  free(vin);
+  free(vf);
+  free(vo);
+  free(pa_);
+  free(pb_);
+  free(pc_);
+  free(ra);
+  free(rb);
+  free(wc);
+  free(r2a);
+  free(r2b);
+  free(r2c);
+  free(vbias);
+  free(vnhwc);
   return kl_sb_take(&sb);
 }
 
 static int count_ops(kl_op *root, const char *name) {
   int n, c = 0;
   kl_op **ops = kl_collect_ops(root, &n);
-  for (int i = 0; i < n; i++) if (!strcmp(ops[i]->name, name)) c++;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(ops[i]->name, name)) c++;
   free(ops);
   return c;
 }
@@ -369,7 +489,11 @@ static void test_conv(const conv_case *cc, const char *label) {
   kl_ctx *ctx = new_ctx();
   kl_op *m = parse(ctx, text, label);
   CHECK(m != NULL);
-  if (!m) { free(text); kl_ctx_destroy(ctx); return; }
+  if (!m) {
+    free(text);
+    kl_ctx_destroy(ctx);
+    return;
+  }
   CHECK(kl_verify(m) == KL_OK);
   if (cc->epilogue) {
     /* after align-tiling: one global write (into %out), no global alloc left */
@@ -381,8 +505,9 @@ static void test_conv(const conv_case *cc, const char *label) {
       if (!strcmp(ops[i]->name, "rock.alloc") && ops[i]->results[0].type->space == KL_SPACE_GLOBAL) galloc++;
     }
     free(ops);
-    CHECKF(writes == 1 && galloc == 0, "%s: after rock-align-tiling: %d writes, %d global allocs", label, writes, galloc);
-    CHECK(count_ops(m, "rock.threadwise_read_into") == 3);   /* A, B and the bias */
+    CHECKF(writes == 1 && galloc == 0, "%s: after rock-align-tiling: %d writes, %d global allocs", label, writes,
+           galloc);
+    CHECK(count_ops(m, "rock.threadwise_read_into") == 3); /* A, B and the bias */
     CHECK(pipeline(m, "rock-lower-loops,canonicalize,cse") == KL_OK);
   } else {
     CHECK(pipeline(m, PIPE) == KL_OK);
@@ -426,7 +551,11 @@ static void test_conv(const conv_case *cc, const char *label) {
   char what[160];
   snprintf(what, sizeof what, "%s (%s)", label, dtn(cc->dt));
   CHECK(ran && compare(out, ref, cc->dt == KL_DT_F32 ? 1e-5 : 1e-2, what));
-  kl_tensor_release(in); kl_tensor_release(w); kl_tensor_release(bias); kl_tensor_release(out); kl_tensor_release(ref);
+  kl_tensor_release(in);
+  kl_tensor_release(w);
+  kl_tensor_release(bias);
+  kl_tensor_release(out);
+  kl_tensor_release(ref);
   kl_ctx_destroy(ctx);
   free(text);
   /* the same kernel for the GPU targets */
@@ -478,7 +607,10 @@ static char *ew_text(int64_t A, int64_t B, int64_t C, kl_dtype odt, const char *
   shape_str(tu, 64, 3, us, "f32");
   shape_str(to, 64, 3, us, O);
   kl_sb sb = { 0 };
-  kl_sb_printf(&sb, "\"func.func\"() ({\n^bb0(%%a: buffer<%s>, %%b: buffer<%s>, %%c: buffer<%s>, %%s: buffer<%s>, %%out: buffer<%s>):\n", ta, tb, tc, ts, to);
+  kl_sb_printf(&sb,
+               "\"func.func\"() ({\n^bb0(%%a: buffer<%s>, %%b: buffer<%s>, %%c: buffer<%s>, %%s: buffer<%s>, %%out: "
+               "buffer<%s>):\n",
+               ta, tb, tc, ts, to);
   kl_sb_printf(&sb, "  %%at = \"rock.transform\"(%%a) {view = #view<%s>} : (buffer<%s>) -> buffer<%s>\n", va, ta, tu);
   kl_sb_printf(&sb, "  %%bt = \"rock.transform\"(%%b) {view = #view<%s>} : (buffer<%s>) -> buffer<%s>\n", vbb, tb, tu);
   shape_str(tu, 64, 3, us, "f16");
@@ -487,28 +619,37 @@ static char *ew_text(int64_t A, int64_t B, int64_t C, kl_dtype odt, const char *
   snprintf(tcu, sizeof tcu, "%s", tu);
   shape_str(tu, 64, 3, us, "f32");
   kl_sb_printf(&sb, "  %%st = \"rock.transform\"(%%s) {view = #view<%s>} : (buffer<%s>) -> buffer<%s>\n", vs, ts, tu);
-  kl_sb_printf(&sb, "  \"rock.elementwise\"(%%at, %%bt, %%ct, %%st, %%out) ({\n  ^bb0(%%x: f32, %%y: f32, %%z: f16, %%w: f32):\n"
-                    "    %%z32 = \"arith.extf\"(%%z) : (f16) -> f32\n    %%m = arith.mulf %%x, %%y : f32\n"
-                    "    %%r = arith.addf %%m, %%z32 : f32\n    %%r2 = arith.subf %%r, %%w : f32\n");
-  if (odt == KL_DT_F16) kl_sb_printf(&sb, "    %%o = \"arith.truncf\"(%%r2) : (f32) -> f16\n    \"rock.yield\"(%%o) : (f16) -> ()\n");
-  else kl_sb_printf(&sb, "    \"rock.yield\"(%%r2) : (f32) -> ()\n");
+  kl_sb_printf(
+      &sb,
+      "  \"rock.elementwise\"(%%at, %%bt, %%ct, %%st, %%out) ({\n  ^bb0(%%x: f32, %%y: f32, %%z: f16, %%w: f32):\n"
+      "    %%z32 = \"arith.extf\"(%%z) : (f16) -> f32\n    %%m = arith.mulf %%x, %%y : f32\n"
+      "    %%r = arith.addf %%m, %%z32 : f32\n    %%r2 = arith.subf %%r, %%w : f32\n");
+  if (odt == KL_DT_F16)
+    kl_sb_printf(&sb, "    %%o = \"arith.truncf\"(%%r2) : (f32) -> f16\n    \"rock.yield\"(%%o) : (f16) -> ()\n");
+  else
+    kl_sb_printf(&sb, "    \"rock.yield\"(%%r2) : (f32) -> ()\n");
   kl_sb_printf(&sb, "  }) : (buffer<%s>, buffer<%s>, buffer<%s>, buffer<%s>, buffer<%s>) -> ()\n", tu, tu, tcu, tu, to);
-  kl_sb_printf(&sb, "  \"func.return\"() : () -> ()\n}) {kernel, sym_name = \"ew\", target = \"%s\"} : () -> ()\n", target);
-  free(va); free(vbb); free(vc); free(vs);
+  kl_sb_printf(&sb, "  \"func.return\"() : () -> ()\n}) {kernel, sym_name = \"ew\", target = \"%s\"} : () -> ()\n",
+               target);
+  free(va);
+  free(vbb);
+  free(vc);
+  free(vs);
   return kl_sb_take(&sb);
 }
 
 static void test_ew(int64_t A, int64_t B, int64_t C, kl_dtype odt) {
   char label[128];
-  snprintf(label, sizeof label, "elementwise [%lld,%lld,%lld] transpose/broadcast/slice -> %s", (long long)A, (long long)B,
-           (long long)C, dtn(odt));
+  snprintf(label, sizeof label, "elementwise [%lld,%lld,%lld] transpose/broadcast/slice -> %s", (long long)A,
+           (long long)B, (long long)C, dtn(odt));
   char *text = ew_text(A, B, C, odt, "host");
   kl_ctx *ctx = new_ctx();
   kl_op *m = parse(ctx, text, "ew.kir");
   bool ok = m && kl_verify(m) == KL_OK && pipeline(m, PIPE) == KL_OK;
   CHECK(ok);
   int64_t as[3] = { C, A, B }, cs[3] = { 1, B, 1 }, ss[3] = { A + 2, B + 1, C + 3 }, us[3] = { A, B, C };
-  kl_tensor *a = rnd(KL_DT_F32, 3, as), *bb = rnd(KL_DT_F32, 1, &B), *c = rnd(KL_DT_F16, 3, cs), *sl = rnd(KL_DT_F32, 3, ss);
+  kl_tensor *a = rnd(KL_DT_F32, 3, as), *bb = rnd(KL_DT_F32, 1, &B), *c = rnd(KL_DT_F16, 3, cs),
+            *sl = rnd(KL_DT_F32, 3, ss);
   kl_tensor *out = kl_tensor_zeros(odt, 3, us, NULL, NULL, 0), *want = kl_tensor_zeros(KL_DT_F64, 3, us, NULL, NULL, 0);
   if (ok) {
     void *bufs[5] = { a->data, bb->data, c->data, sl->data, out->data };
@@ -524,8 +665,12 @@ static void test_ew(int64_t A, int64_t B, int64_t C, kl_dtype odt) {
         kl_tensor_set(want, oi, (double)(r - (float)kl_tensor_get(sl, si)));
       }
   CHECK(ok && compare(out, want, odt == KL_DT_F32 ? 1e-5 : 1e-2, label));
-  kl_tensor_release(a); kl_tensor_release(bb); kl_tensor_release(c); kl_tensor_release(sl);
-  kl_tensor_release(out); kl_tensor_release(want);
+  kl_tensor_release(a);
+  kl_tensor_release(bb);
+  kl_tensor_release(c);
+  kl_tensor_release(sl);
+  kl_tensor_release(out);
+  kl_tensor_release(want);
   kl_ctx_destroy(ctx);
   free(text);
   text = ew_text(A, B, C, odt, "@TARGET@");
@@ -535,13 +680,17 @@ static void test_ew(int64_t A, int64_t B, int64_t C, kl_dtype odt) {
 
 /* rock.reduce / rock.softmax kernels; the input is read through a transposed view when
  * transposed (buffer dims reversed). */
-static char *red_text(const char *kind, int r, const int64_t *in, int naxes, const int *axes, int softmax_axis, kl_dtype dt,
-                      bool transposed, const char *target) {
+static char *red_text(const char *kind, int r, const int64_t *in, int naxes, const int *axes, int softmax_axis,
+                      kl_dtype dt, bool transposed, const char *target) {
   const char *T = dtn(dt);
   int64_t outs[8], bufs[8];
-  for (int i = 0; i < r; i++) { outs[i] = in[i]; bufs[i] = in[r - 1 - i]; }
+  for (int i = 0; i < r; i++) {
+    outs[i] = in[i];
+    bufs[i] = in[r - 1 - i];
+  }
   for (int i = 0; i < naxes; i++) outs[axes[i]] = 1;
-  if (!kind) for (int i = 0; i < r; i++) outs[i] = in[i];
+  if (!kind)
+    for (int i = 0; i < r; i++) outs[i] = in[i];
   char ti[96], to[96], tb[96];
   shape_str(ti, 96, r, in, T);
   shape_str(to, 96, r, outs, T);
@@ -566,14 +715,16 @@ static char *red_text(const char *kind, int r, const int64_t *in, int naxes, con
     for (int i = 0; i < naxes; i++) kl_sb_printf(&sb, "%s%d", i ? ", " : "", axes[i]);
     kl_sb_printf(&sb, "], kind = \"%s\"} : (buffer<%s>, buffer<%s>) -> ()\n", kind, ti, to);
   } else {
-    kl_sb_printf(&sb, "  \"rock.softmax\"(%s, %%out) {axis = %d} : (buffer<%s>, buffer<%s>) -> ()\n", src, softmax_axis, ti, to);
+    kl_sb_printf(&sb, "  \"rock.softmax\"(%s, %%out) {axis = %d} : (buffer<%s>, buffer<%s>) -> ()\n", src, softmax_axis,
+                 ti, to);
   }
-  kl_sb_printf(&sb, "  \"func.return\"() : () -> ()\n}) {kernel, sym_name = \"red\", target = \"%s\"} : () -> ()\n", target);
+  kl_sb_printf(&sb, "  \"func.return\"() : () -> ()\n}) {kernel, sym_name = \"red\", target = \"%s\"} : () -> ()\n",
+               target);
   return kl_sb_take(&sb);
 }
 
-static void test_red(const char *kind, int r, const int64_t *in, int naxes, const int *axes, int softmax_axis, kl_dtype dt,
-                     bool transposed) {
+static void test_red(const char *kind, int r, const int64_t *in, int naxes, const int *axes, int softmax_axis,
+                     kl_dtype dt, bool transposed) {
   char label[160], dims[64];
   shape_str(dims, sizeof dims, r, in, dtn(dt));
   if (kind) {
@@ -601,8 +752,9 @@ static void test_red(const char *kind, int r, const int64_t *in, int naxes, cons
   }
   kl_tensor *want = NULL;
   char err[256];
-  int st = kind ? kl_ref_reduce((kl_reduce_op)kl_reduce_from_name(kind), xl, naxes, axes, true, KL_DT_F64, &want, err, sizeof err)
-                : kl_ref_softmax(xl, softmax_axis, KL_DT_F64, &want, err, sizeof err);
+  int st = kind
+      ? kl_ref_reduce((kl_reduce_op)kl_reduce_from_name(kind), xl, naxes, axes, true, KL_DT_F64, &want, err, sizeof err)
+      : kl_ref_softmax(xl, softmax_axis, KL_DT_F64, &want, err, sizeof err);
   CHECKF(st == 0, "%s", err);
   kl_tensor *out = NULL;
   if (want) {
@@ -615,7 +767,9 @@ static void test_red(const char *kind, int r, const int64_t *in, int naxes, cons
     CHECK(ok && compare(out, want, dt == KL_DT_F32 ? 1e-5 : 1e-2, label));
   }
   if (xl != x) kl_tensor_release(xl);
-  kl_tensor_release(x); kl_tensor_release(out); kl_tensor_release(want);
+  kl_tensor_release(x);
+  kl_tensor_release(out);
+  kl_tensor_release(want);
   kl_ctx_destroy(ctx);
   free(text);
   text = red_text(kind, r, in, naxes, axes, softmax_axis, dt, transposed, "@TARGET@");
@@ -628,7 +782,12 @@ static void test_red(const char *kind, int r, const int64_t *in, int naxes, cons
  *    and JIT-run, against kl_view_eval (coordinates where valid, and the validity bit)
  * ===================================================================================== */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng(void) { rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17; return rng_state; }
+static uint64_t rng(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
 static int64_t rint_(int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); }
 
 static kl_view *random_view(int *name_counter) {
@@ -656,34 +815,84 @@ static kl_view *random_view(int *name_counter) {
     *name_counter += 2;
     kl_view *n = NULL;
     switch (rint_(0, 8)) {
-    case 0: { int64_t lr[2] = { rint_(0, 2), rint_(0, 2) }; n = kl_view_pad(v, 1, &dn, lr, &err); break; }
-    case 1: if (ds >= 2) { int64_t b = rint_(0, ds - 2), e = rint_(b + 1, ds); int64_t be[2] = { b, e }; n = kl_view_slice(v, 1, &dn, be, &err); } break;
-    case 2: { const char *nn[2] = { fresh0, fresh1 }; int64_t sz[2] = { rint_(1, 4), rint_(1, 4) }, cf[2] = { rint_(-2, 3), rint_(-1, 3) };
-              n = kl_view_embed(v, dn, 2, nn, sz, cf, &err); break; }
-    case 3: for (int64_t a = 2; a < ds; a++) if (ds % a == 0 && rng() % 2) {
-              const char *nn[2] = { fresh0, fresh1 }; int64_t sz[2] = { a, ds / a };
-              n = kl_view_unmerge(v, dn, 2, nn, sz, &err); break; }
+      case 0: {
+        int64_t lr[2] = { rint_(0, 2), rint_(0, 2) };
+        n = kl_view_pad(v, 1, &dn, lr, &err);
+        break;
+      }
+      case 1:
+        if (ds >= 2) {
+          int64_t b = rint_(0, ds - 2), e = rint_(b + 1, ds);
+          int64_t be[2] = { b, e };
+          n = kl_view_slice(v, 1, &dn, be, &err);
+        }
+        break;
+      case 2: {
+        const char *nn[2] = { fresh0, fresh1 };
+        int64_t sz[2] = { rint_(1, 4), rint_(1, 4) }, cf[2] = { rint_(-2, 3), rint_(-1, 3) };
+        n = kl_view_embed(v, dn, 2, nn, sz, cf, &err);
+        break;
+      }
+      case 3:
+        for (int64_t a = 2; a < ds; a++)
+          if (ds % a == 0 && rng() % 2) {
+            const char *nn[2] = { fresh0, fresh1 };
+            int64_t sz[2] = { a, ds / a };
+            n = kl_view_unmerge(v, dn, 2, nn, sz, &err);
             break;
-    case 4: if (rank >= 2) { int d2 = (d + 1) % rank; const char *f[2] = { dn, kl_view_name(v, d2) };
-              if (ds * kl_view_size(v, d2) <= 64) n = kl_view_merge(v, fresh0, 2, f, &err); } break;
-    case 5: if (ds == 1 || rng() % 3 == 0) { int64_t sz = rint_(1, 5); n = kl_view_broadcast(v, 1, &dn, &sz, &err); } break;
-    case 6: if (rank < 6) n = kl_view_add_dim(v, fresh0, rint_(1, 3), (int)rint_(0, rank), &err); break;
-    case 7: if (rank >= 2) { int perm[KL_VIEW_MAX_DIMS]; for (int i = 0; i < rank; i++) perm[i] = i;
-              for (int i = rank - 1; i > 0; i--) { int j = (int)rint_(0, i); int t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
-              n = kl_view_transpose(v, rank, perm, &err); } break;
-    default: if (rank >= 2) n = kl_view_const_dim(v, dn, rint_(0, ds - 1), &err); break;
+          }
+        break;
+      case 4:
+        if (rank >= 2) {
+          int d2 = (d + 1) % rank;
+          const char *f[2] = { dn, kl_view_name(v, d2) };
+          if (ds * kl_view_size(v, d2) <= 64) n = kl_view_merge(v, fresh0, 2, f, &err);
+        }
+        break;
+      case 5:
+        if (ds == 1 || rng() % 3 == 0) {
+          int64_t sz = rint_(1, 5);
+          n = kl_view_broadcast(v, 1, &dn, &sz, &err);
+        }
+        break;
+      case 6:
+        if (rank < 6) n = kl_view_add_dim(v, fresh0, rint_(1, 3), (int)rint_(0, rank), &err);
+        break;
+      case 7:
+        if (rank >= 2) {
+          int perm[KL_VIEW_MAX_DIMS];
+          for (int i = 0; i < rank; i++) perm[i] = i;
+          for (int i = rank - 1; i > 0; i--) {
+            int j = (int)rint_(0, i);
+            int t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+          }
+          n = kl_view_transpose(v, rank, perm, &err);
+        }
+        break;
+      default:
+        if (rank >= 2) n = kl_view_const_dim(v, dn, rint_(0, ds - 1), &err);
+        break;
     }
     if (n) {
-      if (kl_view_numel(n) <= 4096 && kl_view_rank(n) <= 6) { kl_view_free(v); v = n; }
-      else kl_view_free(n);
+      if (kl_view_numel(n) <= 4096 && kl_view_rank(n) <= 6) {
+        kl_view_free(v);
+        v = n;
+      } else
+        kl_view_free(n);
     }
   }
-  if (v && rng() % 2) { kl_view *sv = kl_view_simplify(v); kl_view_free(v); v = sv; }
+  if (v && rng() % 2) {
+    kl_view *sv = kl_view_simplify(v);
+    kl_view_free(v);
+    v = sv;
+  }
   return v;
 }
 
 #define NVIEWS 120
-#define NPTS 48
+#define NPTS   48
 static void test_view_emit(void) {
   kl_ctx *ctx = new_ctx();
   kl_view *views[NVIEWS];
@@ -693,33 +902,49 @@ static void test_view_emit(void) {
   for (int i = 0; i < NVIEWS; i++) {
     views[i] = random_view(&counter);
     int R = kl_view_rank(views[i]), Lr = kl_view_lower_rank(views[i]);
-    kl_sb_printf(&sb, "\"func.func\"() ({\n^bb0(%%in: buffer<%dx%dxi64>, %%out: buffer<%dx%dxi64>, %%ok: buffer<%dxi64>):\n", NPTS, R,
-                 NPTS, Lr, NPTS);
-    kl_sb_printf(&sb, "  %%c0 = \"arith.constant\"() {value = 0 : index} : () -> index\n  %%c1 = \"arith.constant\"() {value = 1 : index} : () -> index\n"
-                      "  %%n = \"arith.constant\"() {value = %d : index} : () -> index\n  \"scf.for\"(%%c0, %%n, %%c1) ({\n  ^bb0(%%p: index):\n", NPTS);
+    kl_sb_printf(&sb,
+                 "\"func.func\"() ({\n^bb0(%%in: buffer<%dx%dxi64>, %%out: buffer<%dx%dxi64>, %%ok: buffer<%dxi64>):\n",
+                 NPTS, R, NPTS, Lr, NPTS);
+    kl_sb_printf(&sb,
+                 "  %%c0 = \"arith.constant\"() {value = 0 : index} : () -> index\n  %%c1 = \"arith.constant\"() "
+                 "{value = 1 : index} : () -> index\n"
+                 "  %%n = \"arith.constant\"() {value = %d : index} : () -> index\n  \"scf.for\"(%%c0, %%n, %%c1) ({\n "
+                 " ^bb0(%%p: index):\n",
+                 NPTS);
     for (int d = 0; d < R; d++)
-      kl_sb_printf(&sb, "    %%k%d = \"arith.constant\"() {value = %d : index} : () -> index\n    %%l%d = \"rock.load\"(%%in, %%p, %%k%d) : (buffer<%dx%dxi64>, index, index) -> i64\n"
-                        "    %%u%d = \"arith.index_cast\"(%%l%d) : (i64) -> index\n", d, d, d, d, NPTS, R, d, d);
+      kl_sb_printf(&sb,
+                   "    %%k%d = \"arith.constant\"() {value = %d : index} : () -> index\n    %%l%d = "
+                   "\"rock.load\"(%%in, %%p, %%k%d) : (buffer<%dx%dxi64>, index, index) -> i64\n"
+                   "    %%u%d = \"arith.index_cast\"(%%l%d) : (i64) -> index\n",
+                   d, d, d, d, NPTS, R, d, d);
     kl_sb_puts(&sb, "    \"test.marker\"(");
     for (int d = 0; d < R; d++) kl_sb_printf(&sb, "%%u%d, ", d);
     kl_sb_puts(&sb, "%p) : (");
     for (int d = 0; d < R; d++) kl_sb_puts(&sb, "index, ");
-    kl_sb_printf(&sb, "index) -> ()\n    \"scf.yield\"() : () -> ()\n  }) : (index, index, index) -> ()\n  \"func.return\"() : () -> ()\n"
-                      "}) {block_size = 1, grid_size = 1, kernel, sym_name = \"ve%d\"} : () -> ()\n", i);
+    kl_sb_printf(&sb,
+                 "index) -> ()\n    \"scf.yield\"() : () -> ()\n  }) : (index, index, index) -> ()\n  "
+                 "\"func.return\"() : () -> ()\n"
+                 "}) {block_size = 1, grid_size = 1, kernel, sym_name = \"ve%d\"} : () -> ()\n",
+                 i);
   }
   kl_sb_puts(&sb, "}) : () -> ()\n");
   kl_op *m = parse(ctx, kl_sb_str(&sb), "ve.kir");
   kl_sb_free(&sb);
   CHECK(m != NULL);
-  if (!m) { kl_ctx_destroy(ctx); return; }
+  if (!m) {
+    kl_ctx_destroy(ctx);
+    return;
+  }
   /* replace each marker by the emitted view arithmetic + stores */
   kl_rewriter *rw = kl_rewriter_new(ctx);
   int vi = 0;
   for (kl_op *fn = kl_module_body(m)->first; fn; fn = fn->next, vi++) {
-    kl_op **ops; int n;
+    kl_op **ops;
+    int n;
     ops = kl_collect_ops(fn, &n);
     kl_op *mk = NULL;
-    for (int i = 0; i < n; i++) if (!strcmp(ops[i]->name, "test.marker")) mk = ops[i];
+    for (int i = 0; i < n; i++)
+      if (!strcmp(ops[i]->name, "test.marker")) mk = ops[i];
     free(ops);
     kl_block *entry = kl_region_entry(&fn->regions[0]);
     kl_value *out = entry->args[1], *ok = entry->args[2], *p = mk->opnds[mk->nopnds - 1].value;
@@ -730,12 +955,14 @@ static void test_view_emit(void) {
     CHECK(kl_view_emit(&e, views[vi], upper, lower, &valid) == KL_OK);
     const kl_type *i64 = kl_type_i64(ctx), *i1 = kl_type_i1(ctx);
     for (int j = 0; j < kl_view_lower_rank(views[vi]); j++) {
-      kl_value *x = kl_op_result(kl_rewriter_create(rw, "arith.index_cast", mk->loc, 1, &lower[j], 1, &i64, 0, NULL, 0), 0);
+      kl_value *x = kl_op_result(kl_rewriter_create(rw, "arith.index_cast", mk->loc, 1, &lower[j], 1, &i64, 0, NULL, 0),
+                                 0);
       kl_value *st[4] = { x, out, p, kl_emit_index(&e, j) };
       kl_rewriter_create(rw, "rock.store", mk->loc, 4, st, 0, NULL, 0, NULL, 0);
     }
     kl_value *vb64;
-    if (valid) vb64 = kl_op_result(kl_rewriter_create(rw, "arith.extsi", mk->loc, 1, &valid, 1, &i64, 0, NULL, 0), 0);
+    if (valid)
+      vb64 = kl_op_result(kl_rewriter_create(rw, "arith.extsi", mk->loc, 1, &valid, 1, &i64, 0, NULL, 0), 0);
     else {
       kl_named_attr one = { "value", kl_attr_int_typed(ctx, 1, i64) };
       vb64 = kl_op_result(kl_rewriter_create(rw, "arith.constant", mk->loc, 0, NULL, 1, &i64, 1, &one, 0), 0);
@@ -776,7 +1003,8 @@ static void test_view_emit(void) {
       npoints++;
       if (!valid) ninvalid++;
       if ((ok[p] != 0) != valid) good = false;
-      for (int j = 0; valid && j < Lr; j++) if (out[p * Lr + j] != lo[j]) good = false;
+      for (int j = 0; valid && j < Lr; j++)
+        if (out[p * Lr + j] != lo[j]) good = false;
     }
     if (!good) {
       char *t = kl_view_print(v);
@@ -801,9 +1029,10 @@ static void test_errors(void) {
   kl_ctx *ctx = new_ctx();
   /* an op rock-lower-loops cannot lower: an error naming it and its location */
   const char *gemm =
-    "func.func @g(%a: buffer<1x4x4xf32>, %b: buffer<1x4x4xf32>, %c: buffer<1x4x4xf32>) attributes {kernel} {\n"
-    "  \"rock.gemm\"(%a, %b, %c) {store = \"set\"} : (buffer<1x4x4xf32>, buffer<1x4x4xf32>, buffer<1x4x4xf32>) -> ()\n"
-    "  func.return\n}\n";
+      "func.func @g(%a: buffer<1x4x4xf32>, %b: buffer<1x4x4xf32>, %c: buffer<1x4x4xf32>) attributes {kernel} {\n"
+      "  \"rock.gemm\"(%a, %b, %c) {store = \"set\"} : (buffer<1x4x4xf32>, buffer<1x4x4xf32>, buffer<1x4x4xf32>) -> "
+      "()\n"
+      "  func.return\n}\n";
   kl_op *m = parse(ctx, gemm, "errs.kir");
   CHECK(m != NULL);
   kl_pass_manager *pm = kl_pass_manager_create(ctx);
@@ -815,17 +1044,19 @@ static void test_errors(void) {
   free(d);
   /* a fusion that does not apply (the elementwise reads the GEMM result through a view)
    * leaves the IR exactly as it was */
-  const char *view =
-    "func.func @v(%out: buffer<4x4xf32>) attributes {block_size = 1, grid_size = 1, kernel} {\n"
-    "  %bid = \"rock.workgroup_id\"() : () -> index\n"
-    "  %acc = \"rock.alloc\"() : () -> buffer<16xf32, private>\n"
-    "  %c = \"rock.alloc\"() : () -> buffer<4x4xf32>\n"
-    "  \"rock.threadwise_write_all\"(%acc, %c, %bid) {store = \"set\", view = #view<[AddDim{1} [\"bid\"] at [0] -> [] at [], "
-    "Merge{4,4} [\"iter\"] at [1] -> [\"m\",\"n\"] at [0,1]] bounds=[1,16] -> [4,4]>} : (buffer<16xf32, private>, buffer<4x4xf32>, index) -> ()\n"
-    "  %ct = \"rock.transform\"(%c) {view = #view<[PassThrough [\"a\",\"b\"] at [0,1] -> [\"a\",\"b\"] at [1,0]] bounds=[4,4] -> [4,4]>} : "
-    "(buffer<4x4xf32>) -> buffer<4x4xf32>\n"
-    "  \"rock.elementwise\"(%ct, %out) ({\n  ^bb0(%x: f32):\n    \"rock.yield\"(%x) : (f32) -> ()\n"
-    "  }) : (buffer<4x4xf32>, buffer<4x4xf32>) -> ()\n  func.return\n}\n";
+  const char *view = "func.func @v(%out: buffer<4x4xf32>) attributes {block_size = 1, grid_size = 1, kernel} {\n"
+                     "  %bid = \"rock.workgroup_id\"() : () -> index\n"
+                     "  %acc = \"rock.alloc\"() : () -> buffer<16xf32, private>\n"
+                     "  %c = \"rock.alloc\"() : () -> buffer<4x4xf32>\n"
+                     "  \"rock.threadwise_write_all\"(%acc, %c, %bid) {store = \"set\", view = #view<[AddDim{1} "
+                     "[\"bid\"] at [0] -> [] at [], "
+                     "Merge{4,4} [\"iter\"] at [1] -> [\"m\",\"n\"] at [0,1]] bounds=[1,16] -> [4,4]>} : "
+                     "(buffer<16xf32, private>, buffer<4x4xf32>, index) -> ()\n"
+                     "  %ct = \"rock.transform\"(%c) {view = #view<[PassThrough [\"a\",\"b\"] at [0,1] -> "
+                     "[\"a\",\"b\"] at [1,0]] bounds=[4,4] -> [4,4]>} : "
+                     "(buffer<4x4xf32>) -> buffer<4x4xf32>\n"
+                     "  \"rock.elementwise\"(%ct, %out) ({\n  ^bb0(%x: f32):\n    \"rock.yield\"(%x) : (f32) -> ()\n"
+                     "  }) : (buffer<4x4xf32>, buffer<4x4xf32>) -> ()\n  func.return\n}\n";
   m = parse(ctx, view, "view.kir");
   CHECK(m != NULL);
   if (m) {
@@ -841,7 +1072,8 @@ static void test_errors(void) {
     g_quiet = false;
   }
   d = kl_diag_take(ctx);
-  CHECKF(strstr(d, "view.kir:7:3: error: rock-lower-loops: 'rock.elementwise' on global buffers in kernel @v") != NULL, "diagnostics: %s", d);
+  CHECKF(strstr(d, "view.kir:7:3: error: rock-lower-loops: 'rock.elementwise' on global buffers in kernel @v") != NULL,
+         "diagnostics: %s", d);
   free(d);
   kl_ctx_destroy(ctx);
   printf("  errors are located; an unmatched fusion leaves the IR unchanged\n");
@@ -850,8 +1082,11 @@ static void test_errors(void) {
 int main(void) {
   char err[512];
   g_dev = kl_device_open("host", err, sizeof err);
-  if (!g_dev) { fprintf(stderr, "host device: %s\n", err); return 1; }
-  const char *seed = getenv("KILN_TEST_SEED");   /* reproduce / vary the random inputs */
+  if (!g_dev) {
+    fprintf(stderr, "host device: %s\n", err);
+    return 1;
+  }
+  const char *seed = getenv("KILN_TEST_SEED"); /* reproduce / vary the random inputs */
   if (seed && *seed) g_seed = rng_state = strtoull(seed, NULL, 0) | 1;
   printf("seed %llu\n", (unsigned long long)g_seed);
   printf("threadwise-level implicit-GEMM conv kernels\n");
@@ -869,7 +1104,7 @@ int main(void) {
   test_ew(1, 129, 3, KL_DT_F32);
   test_ew(17, 1, 7, KL_DT_F16);
   test_ew(129, 3, 1, KL_DT_F32);
-  test_ew(2, 3, 4099, KL_DT_F32);   /* rows longer than a host workgroup's chunk */
+  test_ew(2, 3, 4099, KL_DT_F32); /* rows longer than a host workgroup's chunk */
   printf("reduce kernels\n");
   static const char *const kinds[] = { "sum", "max", "mean", "min" };
   int64_t s3[3] = { 3, 17, 7 }, s2[2] = { 129, 5 }, s1[1] = { 129 };

@@ -24,7 +24,8 @@
 #include "ir_test_util.h"
 
 static bool in_list(const char *name, const char *const *list) {
-  for (int i = 0; list[i]; i++) if (!strcmp(name, list[i])) return true;
+  for (int i = 0; list[i]; i++)
+    if (!strcmp(name, list[i])) return true;
   return false;
 }
 static bool graph_level(const kl_opdef *d) { return d->levels & KL_LEVEL_GRAPH; }
@@ -48,20 +49,24 @@ static int incomplete(kl_ctx *ctx, char *out, size_t n) {
   for (int i = 0; i < kl_opdef_count(ctx); i++) {
     const kl_opdef *d = kl_opdef_at(ctx, i);
     char line[160] = "";
-    if (graph_level(d) && !d->infer != in_list(d->name, no_infer)) snprintf(line, sizeof line, "infer:%s ", d->name);
+    if (graph_level(d) && !d->infer != in_list(d->name, no_infer))
+      snprintf(line, sizeof line, "infer:%s ", d->name);
     else if (graph_level(d) && !kl_opdef_hook(ctx, d, KL_HOOK_EVAL) != in_list(d->name, no_eval))
       snprintf(line, sizeof line, "eval:%s ", d->name);
     else if (loop_level(d) && !kl_opdef_hook(ctx, d, KL_HOOK_LOWER_LLVM) != in_list(d->name, no_lowering))
       snprintf(line, sizeof line, "lower_llvm:%s ", d->name);
-    if (line[0]) { bad++; strncat(out, line, n - strlen(out) - 1); }
+    if (line[0]) {
+      bad++;
+      strncat(out, line, n - strlen(out) - 1);
+    }
   }
   return bad;
 }
 
 static void test_completeness(void) {
   group_begin();
-  kl_ctx *ctx = kl_test_ctx();   /* the passes bring the lowering hooks */
-  kl_graph_eval_register(ctx);  /* the evaluator its eval hooks (kl_graph_eval does it too) */
+  kl_ctx *ctx = kl_test_ctx(); /* the passes bring the lowering hooks */
+  kl_graph_eval_register(ctx); /* the evaluator its eval hooks (kl_graph_eval does it too) */
   char miss[2048];
   int ngraph = 0, nloop = 0;
   for (int i = 0; i < kl_opdef_count(ctx); i++) {
@@ -74,7 +79,9 @@ static void test_completeness(void) {
   CHECK(kl_opdef_attach(ctx, KL_HOOK_EVAL, "graph.add", NULL) == KL_OK);
   CHECK(kl_opdef_attach(ctx, KL_HOOK_LOWER_LLVM, "math.exp", NULL) == KL_OK);
   CHECK(kl_opdef_attach(ctx, KL_HOOK_EVAL, "graph.launch", (kl_hook_fn)test_completeness) == KL_OK);
-  CHECK(incomplete(ctx, miss, sizeof miss) == 3 && !strcmp(miss, "lower_llvm:math.exp eval:graph.add eval:graph.launch "), "%s", miss);
+  CHECK(incomplete(ctx, miss, sizeof miss) == 3 &&
+            !strcmp(miss, "lower_llvm:math.exp eval:graph.add eval:graph.launch "),
+        "%s", miss);
   kl_ctx_destroy(ctx);
   group_end("every graph op has infer + eval, every loop-level op lower_llvm");
 }
@@ -85,13 +92,20 @@ static void test_graph_data(void) {
   kl_ctx *ctx = kl_ctx_create();
   static const char *const plan[] = { "graph.param", "graph.constant", "graph.launch", NULL };
   static const char *const plan_in[] = { "graph.param", "graph.constant", NULL };
-  static const struct { const char *op; int kind; } kernels[] = {
-    { "graph.conv", KL_KERNEL_CONV }, { "graph.dot", KL_KERNEL_DOT }, { "graph.softmax", KL_KERNEL_SOFTMAX },
-    { "graph.concat", KL_KERNEL_CONCAT }, { "graph.reduce_sum", KL_KERNEL_REDUCE }, { "graph.reduce_max", KL_KERNEL_REDUCE },
-    { "graph.reduce_mean", KL_KERNEL_REDUCE } };
-  static const struct { const char *op; int kind; } views[] = {
-    { "graph.broadcast", KL_VIEWOP_BROADCAST }, { "graph.transpose", KL_VIEWOP_TRANSPOSE },
-    { "graph.reshape", KL_VIEWOP_RESHAPE }, { "graph.slice", KL_VIEWOP_SLICE } };
+  static const struct {
+    const char *op;
+    int kind;
+  } kernels[] = { { "graph.conv", KL_KERNEL_CONV },         { "graph.dot", KL_KERNEL_DOT },
+                  { "graph.softmax", KL_KERNEL_SOFTMAX },   { "graph.concat", KL_KERNEL_CONCAT },
+                  { "graph.reduce_sum", KL_KERNEL_REDUCE }, { "graph.reduce_max", KL_KERNEL_REDUCE },
+                  { "graph.reduce_mean", KL_KERNEL_REDUCE } };
+  static const struct {
+    const char *op;
+    int kind;
+  } views[] = { { "graph.broadcast", KL_VIEWOP_BROADCAST },
+                { "graph.transpose", KL_VIEWOP_TRANSPOSE },
+                { "graph.reshape", KL_VIEWOP_RESHAPE },
+                { "graph.slice", KL_VIEWOP_SLICE } };
   for (int i = 0; i < kl_opdef_count(ctx); i++) {
     const kl_opdef *d = kl_opdef_at(ctx, i);
     const char *sn = strchr(d->name, '.') + 1;
@@ -99,20 +113,27 @@ static void test_graph_data(void) {
     CHECK(!!(d->traits & KL_TRAIT_HOST_PLAN) == in_list(d->name, plan));
     CHECK(!!(d->traits & KL_TRAIT_PLAN_INPUT) == in_list(d->name, plan_in));
     int kind = KL_KERNEL_NONE, view = KL_VIEWOP_NONE;
-    for (size_t k = 0; k < sizeof kernels / sizeof *kernels; k++) if (!strcmp(d->name, kernels[k].op)) kind = kernels[k].kind;
-    for (size_t k = 0; k < sizeof views / sizeof *views; k++) if (!strcmp(d->name, views[k].op)) view = views[k].kind;
+    for (size_t k = 0; k < sizeof kernels / sizeof *kernels; k++)
+      if (!strcmp(d->name, kernels[k].op)) kind = kernels[k].kind;
+    for (size_t k = 0; k < sizeof views / sizeof *views; k++)
+      if (!strcmp(d->name, views[k].op)) view = views[k].kind;
     CHECK(d->kernel == kind, "kernel %d", d->kernel);
-    CHECK(d->view == view && (view != KL_VIEWOP_NONE) == (graph_level(d) && (d->traits & KL_TRAIT_VIEW)), "view %d", d->view);
+    CHECK(d->view == view && (view != KL_VIEWOP_NONE) == (graph_level(d) && (d->traits & KL_TRAIT_VIEW)), "view %d",
+          d->view);
     /* scalar forms: the codes name the op */
     bool ew = d->traits & KL_TRAIT_ELEMENTWISE;
     switch (d->scalar) {
-    case KL_SCALAR_BINARY: CHECK(ew && !strcmp(kl_binop_name((kl_binop)d->scalar_code), sn)); break;
-    case KL_SCALAR_UNARY: CHECK(ew && !strcmp(kl_unop_name((kl_unop)d->scalar_code), sn)); break;
-    case KL_SCALAR_REDUCE: CHECK(!ew && d->kernel == KL_KERNEL_REDUCE && !strcmp(kl_reduce_name((kl_reduce_op)d->scalar_code), sn)); break;
-    case KL_SCALAR_CLIP: CHECK(ew && !strcmp(sn, "clip")); break;
-    case KL_SCALAR_WHERE: CHECK(ew && !strcmp(sn, "where")); break;
-    case KL_SCALAR_CONVERT: CHECK(ew && !strcmp(sn, "convert")); break;
-    default: CHECK(d->scalar == KL_SCALAR_NONE && !ew && d->kernel != KL_KERNEL_REDUCE, "scalar %d", d->scalar); break;
+      case KL_SCALAR_BINARY: CHECK(ew && !strcmp(kl_binop_name((kl_binop)d->scalar_code), sn)); break;
+      case KL_SCALAR_UNARY: CHECK(ew && !strcmp(kl_unop_name((kl_unop)d->scalar_code), sn)); break;
+      case KL_SCALAR_REDUCE:
+        CHECK(!ew && d->kernel == KL_KERNEL_REDUCE && !strcmp(kl_reduce_name((kl_reduce_op)d->scalar_code), sn));
+        break;
+      case KL_SCALAR_CLIP: CHECK(ew && !strcmp(sn, "clip")); break;
+      case KL_SCALAR_WHERE: CHECK(ew && !strcmp(sn, "where")); break;
+      case KL_SCALAR_CONVERT: CHECK(ew && !strcmp(sn, "convert")); break;
+      default:
+        CHECK(d->scalar == KL_SCALAR_NONE && !ew && d->kernel != KL_KERNEL_REDUCE, "scalar %d", d->scalar);
+        break;
     }
   }
   check_note = NULL;
@@ -121,19 +142,26 @@ static void test_graph_data(void) {
 }
 
 /* ---- evaluation through hooks ---- */
-static const kl_type *twice_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *ts,
-                                  int na, const kl_named_attr *attrs, const kl_type *re) {
+static const kl_type *twice_infer(kl_ctx *ctx, const char *name, kl_loc loc, int n, const kl_type *const *ts, int na,
+                                  const kl_named_attr *attrs, const kl_type *re) {
   return n == 1 ? ts[0] : NULL;
 }
-static const kl_opdef twice_def = { .name = "test.twice", .traits = KL_TRAIT_PURE, .levels = KL_LEVEL_GRAPH,
-                                    .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1,
-                                    .infer = twice_infer, .summary = "2x (a user op)" };
+static const kl_opdef twice_def = { .name = "test.twice",
+                                    .traits = KL_TRAIT_PURE,
+                                    .levels = KL_LEVEL_GRAPH,
+                                    .min_operands = 1,
+                                    .max_operands = 1,
+                                    .min_results = 1,
+                                    .max_results = 1,
+                                    .infer = twice_infer,
+                                    .summary = "2x (a user op)" };
 static int twice_eval(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
   for (int64_t i = 0; i < kl_tensor_numel(in[0]); i++) kl_tensor_set_flat(*out, i, 2 * kl_tensor_get_flat(in[0], i));
   return 0;
 }
 static int add_is_sub(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  for (int64_t i = 0; i < kl_tensor_numel(in[0]); i++) kl_tensor_set_flat(*out, i, kl_tensor_get_flat(in[0], i) - kl_tensor_get_flat(in[1], i));
+  for (int64_t i = 0; i < kl_tensor_numel(in[0]); i++)
+    kl_tensor_set_flat(*out, i, kl_tensor_get_flat(in[0], i) - kl_tensor_get_flat(in[1], i));
   return 0;
 }
 
@@ -149,7 +177,8 @@ static double eval1(kl_ctx *ctx, const char *opname, int arity, char *err, size_
   kl_value *xs[] = { kl_op_result(x, 0), kl_op_result(x, 0) };
   kl_loc loc = kl_loc_make(ctx, "hooks.lua", 7, 0);
   kl_op *y;
-  if (!strncmp(opname, "graph.", 6)) y = kl_graph_build(g, opname, loc, arity, xs, 0, NULL, NULL);
+  if (!strncmp(opname, "graph.", 6))
+    y = kl_graph_build(g, opname, loc, arity, xs, 0, NULL, NULL);
   else {
     y = kl_op_create(ctx, opname, loc, arity, xs, 1, &tt, 0, NULL, 0);
     kl_op_insert_before(kl_graph_return(g), y);
@@ -159,7 +188,8 @@ static double eval1(kl_ctx *ctx, const char *opname, int arity, char *err, size_
   double vals[] = { 1, 2, 3, 4 }, got = NAN;
   kl_tensor *t = kl_tensor_from_f64(kl_dtype_of_type(f32), 1, shape, NULL, vals, err, errlen);
   kl_named_tensor in = { "x", t };
-  int nout; kl_tensor **outs;
+  int nout;
+  kl_tensor **outs;
   if (kl_graph_eval(g, 1, &in, &nout, &outs, err, errlen) == KL_OK) {
     got = kl_tensor_get_flat(outs[0], 3);
     for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
@@ -208,17 +238,21 @@ static bool lower_twice(kl_llvm_lowering *L, kl_op *op) {
   kl_llvm_set_value(L, &op->results[0], LLVMBuildFAdd(kl_llvm_builder(L), x, x, "twice"));
   return true;
 }
-static const kl_opdef twice_loop_def = { .name = "test.twice_loop", .traits = KL_TRAIT_PURE, .levels = KL_LEVEL_LOOP,
-                                         .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1 };
-static const char kernel_fmt[] =
-  "\"func.func\"() ({\n"
-  "^bb0(%%x: buffer<4xf32>, %%o: buffer<4xf32>):\n"
-  "  %%i = \"arith.constant\"() {value = 0 : index} : () -> index\n"
-  "  %%v = \"rock.load\"(%%x, %%i) : (buffer<4xf32>, index) -> f32\n"
-  "  %%e = \"%s\"(%%v) : (f32) -> f32\n"
-  "  \"rock.store\"(%%e, %%o, %%i) : (f32, buffer<4xf32>, index) -> ()\n"
-  "  \"func.return\"() : () -> ()\n"
-  "}) {block_size = 1, grid_size = 1, kernel, sym_name = \"k\"} : () -> ()\n";
+static const kl_opdef twice_loop_def = { .name = "test.twice_loop",
+                                         .traits = KL_TRAIT_PURE,
+                                         .levels = KL_LEVEL_LOOP,
+                                         .min_operands = 1,
+                                         .max_operands = 1,
+                                         .min_results = 1,
+                                         .max_results = 1 };
+static const char kernel_fmt[] = "\"func.func\"() ({\n"
+                                 "^bb0(%%x: buffer<4xf32>, %%o: buffer<4xf32>):\n"
+                                 "  %%i = \"arith.constant\"() {value = 0 : index} : () -> index\n"
+                                 "  %%v = \"rock.load\"(%%x, %%i) : (buffer<4xf32>, index) -> f32\n"
+                                 "  %%e = \"%s\"(%%v) : (f32) -> f32\n"
+                                 "  \"rock.store\"(%%e, %%o, %%i) : (f32, buffer<4xf32>, index) -> ()\n"
+                                 "  \"func.return\"() : () -> ()\n"
+                                 "}) {block_size = 1, grid_size = 1, kernel, sym_name = \"k\"} : () -> ()\n";
 
 /* Lowers the kernel above with op `name` for the host; the LLVM IR text (malloc'd) or
  * NULL, leaving the diagnostics on ctx. */
@@ -249,11 +283,14 @@ static void test_lower_hooks(void) {
   /* an op without a lowering hook: a located error */
   CHECK(kl_lower_llvm_attach(ctx, "math.sqrt", NULL) == KL_OK);
   CHECK(lower1(ctx, "math.sqrt") == NULL);
-  CHECK(diag_is(ctx, "k.kir:5:3: error: lower-to-llvm (host): 'math.sqrt': not a loop-level op (run rock-lower-loops first)\n"));
+  CHECK(diag_is(
+      ctx, "k.kir:5:3: error: lower-to-llvm (host): 'math.sqrt': not a loop-level op (run rock-lower-loops first)\n"));
   /* a user's loop-level op: an error until it has a hook, then lowered through it */
   kl_register_op(ctx, &twice_loop_def);
   CHECK(lower1(ctx, "test.twice_loop") == NULL);
-  CHECK(diag_is(ctx, "k.kir:5:3: error: lower-to-llvm (host): 'test.twice_loop': not a loop-level op (run rock-lower-loops first)\n"));
+  CHECK(diag_is(
+      ctx,
+      "k.kir:5:3: error: lower-to-llvm (host): 'test.twice_loop': not a loop-level op (run rock-lower-loops first)\n"));
   CHECK(kl_lower_llvm_attach(ctx, "test.twice_loop", lower_twice) == KL_OK);
   ir = lower1(ctx, "test.twice_loop");
   CHECK(ir && strstr(ir, "%twice = fadd float"), "%s", ir ? ir : "(failed)");

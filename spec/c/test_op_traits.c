@@ -13,7 +13,8 @@
 #include "ir_test_util.h"
 
 static bool in_list(const char *name, const char *const *list) {
-  for (int i = 0; list[i]; i++) if (!strcmp(name, list[i])) return true;
+  for (int i = 0; list[i]; i++)
+    if (!strcmp(name, list[i])) return true;
   return false;
 }
 
@@ -21,10 +22,10 @@ static bool in_list(const char *name, const char *const *list) {
  * the graph level only. */
 static void test_graph_traits(void) {
   group_begin();
-  static const char *const ew[] = { "graph.add", "graph.sub", "graph.mul", "graph.div", "graph.max", "graph.min",
-                                    "graph.pow", "graph.neg", "graph.abs", "graph.exp", "graph.log", "graph.sqrt",
-                                    "graph.rsqrt", "graph.tanh", "graph.sigmoid", "graph.relu", "graph.clip",
-                                    "graph.where", "graph.convert", NULL };
+  static const char *const ew[] = { "graph.add",  "graph.sub",  "graph.mul",   "graph.div",     "graph.max",
+                                    "graph.min",  "graph.pow",  "graph.neg",   "graph.abs",     "graph.exp",
+                                    "graph.log",  "graph.sqrt", "graph.rsqrt", "graph.tanh",    "graph.sigmoid",
+                                    "graph.relu", "graph.clip", "graph.where", "graph.convert", NULL };
   static const char *const view[] = { "graph.transpose", "graph.reshape", "graph.broadcast", "graph.slice", NULL };
   static const char *const inv[] = { "graph.transpose", "graph.reshape", NULL };
   static const char *const anchor[] = { "graph.conv", "graph.dot", NULL };
@@ -57,8 +58,9 @@ static void test_graph_traits(void) {
  * registered by the rock dialect itself (a bare context has no passes). */
 static void test_rock_levels(void) {
   group_begin();
-  static const char *const loop[] = { "rock.load", "rock.store", "rock.prefetch", "rock.mma", "rock.alloc",
-                                      "rock.workgroup_id", "rock.workitem_id", "rock.barrier", NULL };
+  static const char *const loop[] = { "rock.load",        "rock.store",   "rock.prefetch",
+                                      "rock.mma",         "rock.alloc",   "rock.workgroup_id",
+                                      "rock.workitem_id", "rock.barrier", NULL };
   kl_ctx *ctx = kl_ctx_create();
   const kl_opdef *mma = kl_lookup_op(ctx, "rock.mma");
   CHECK(mma != NULL, "rock.mma is not registered on a bare context");
@@ -67,7 +69,8 @@ static void test_rock_levels(void) {
     const kl_opdef *d = kl_opdef_at(ctx, i);
     if (strncmp(d->name, "rock.", 5)) continue;
     nrock++;
-    CHECK(d->levels == (KL_LEVEL_KERNEL | (in_list(d->name, loop) ? KL_LEVEL_LOOP : 0)), "%s levels %u", d->name, d->levels);
+    CHECK(d->levels == (KL_LEVEL_KERNEL | (in_list(d->name, loop) ? KL_LEVEL_LOOP : 0)), "%s levels %u", d->name,
+          d->levels);
   }
   CHECK(nrock == 21, "%d rock ops", nrock);
   /* builtin ops are legal everywhere */
@@ -99,14 +102,16 @@ static void test_verify_level(void) {
   kl_block_push_op(b, kl_op_create(ctx, "func.return", KL_LOC_UNKNOWN, 0, NULL, 0, NULL, 0, NULL, 0));
   CHECK(kl_verify_level(m, KL_LEVEL_GRAPH, "t") == KL_OK);
   CHECK(kl_verify_level(m, KL_LEVEL_KERNEL, "graph-to-rock") == KL_ERR);
-  CHECK(diag_is(ctx, "lvl.kir:3:5: error: graph-to-rock: 'graph.add' is not legal at the kernel level (legal at: graph)\n"));
+  CHECK(diag_is(ctx,
+                "lvl.kir:3:5: error: graph-to-rock: 'graph.add' is not legal at the kernel level (legal at: graph)\n"));
   kl_op_erase(add);
   kl_value *bufs[] = { buf, buf, buf };
   kl_op *gemm = kl_op_create(ctx, "rock.gemm", kl_loc_make(ctx, "lvl.kir", 4, 3), 3, bufs, 0, NULL, 0, NULL, 0);
   kl_op_insert_before(b->last, gemm);
   CHECK(kl_verify_level(m, KL_LEVEL_KERNEL, "t") == KL_OK);
   CHECK(kl_verify_level(m, KL_LEVEL_LOOP, "rock-lower-loops") == KL_ERR);
-  CHECK(diag_is(ctx, "lvl.kir:4:3: error: rock-lower-loops: 'rock.gemm' is not legal at the loop level (legal at: kernel)\n"));
+  CHECK(diag_is(
+      ctx, "lvl.kir:4:3: error: rock-lower-loops: 'rock.gemm' is not legal at the loop level (legal at: kernel)\n"));
   CHECK(!kl_diag_has_error(ctx));
   kl_ctx_destroy(ctx);
   group_end("kl_verify_level");

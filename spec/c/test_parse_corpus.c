@@ -34,7 +34,10 @@ static char **list_kir(const char *dir, int *n) {
   if (*n) qsort(v, *n, sizeof *v, str_cmp);
   return v;
 }
-static void free_list(char **v, int n) { for (int i = 0; i < n; i++) free(v[i]); free(v); }
+static void free_list(char **v, int n) {
+  for (int i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
 
 /* The text of header line `line` (1-based) after prefix, or NULL. malloc'd. */
 static char *header(const char *buf, size_t len, int line, const char *prefix) {
@@ -77,9 +80,13 @@ static void test_bad(void) {
     if (at) {
       int wl = 0, wc = 0;
       with_at++;
-      CHECK(sscanf(at, "%d:%d", &wl, &wc) == 2 && wl == l && wc == c, "%s: wanted the error at %s, got: %s", files[i], at, d);
+      CHECK(sscanf(at, "%d:%d", &wl, &wc) == 2 && wl == l && wc == c, "%s: wanted the error at %s, got: %s", files[i],
+            at, d);
     }
-    free(d); free(want); free(at); free(buf);
+    free(d);
+    free(want);
+    free(at);
+    free(buf);
     kl_ctx_destroy(ctx);
   }
   free_list(files, n);
@@ -90,10 +97,11 @@ static void test_bad(void) {
 static void test_deep(void) {
   const int depth = 100000;
   static const char *const open[] = { "\"t.n\"() ({\n", "\"t.a\"() {x = [", "\"t.a\"() {x = {a = " };
-  static const char *const msg[] = { "regions nested too deeply", "attributes nested too deeply", "attributes nested too deeply" };
+  static const char *const msg[] = { "regions nested too deeply", "attributes nested too deeply",
+                                     "attributes nested too deeply" };
   static const int line[] = { 257, 1, 1 }, col[] = { 10, 14 + 256, 14 + 5 * 256 };
   for (int k = 0; k < 3; k++) {
-    kl_sb sb = {0};
+    kl_sb sb = { 0 };
     kl_sb_puts(&sb, open[k]);
     for (int i = 1; i < depth; i++) kl_sb_puts(&sb, k == 0 ? open[0] : k == 1 ? "[" : "{a = ");
     kl_ctx *ctx = test_ctx();
@@ -123,7 +131,8 @@ static void test_good(void) {
     char *d = kl_diag_take(ctx);
     CHECK(m, "%s: %s", files[i], d);
     if (m) roundtrip_module(ctx, m, files[i]);
-    free(d); free(buf);
+    free(d);
+    free(buf);
     kl_ctx_destroy(ctx);
   }
   free_list(files, n);
@@ -153,10 +162,14 @@ static void fuzz_one(const char *text, size_t len, const char *what) {
     char *t1 = kl_print_op(m, 0);
     kl_op *m2 = kl_parse_module(ctx, t1, strlen(t1), "fuzz2.kir");
     char *t2 = m2 ? kl_print_op(m2, 0) : NULL;
-    if (!m2) { free(d); d = kl_diag_take(ctx); }
+    if (!m2) {
+      free(d);
+      d = kl_diag_take(ctx);
+    }
     CHECK(t2 && !strcmp(t1, t2), "%s: printing is not stable\n--- input\n%.*s\n--- print\n%s--- reprint\n%s%s", what,
-           (int)len, copy, t1, t2 ? t2 : "(failed)\n", d);
-    free(t1); free(t2);
+          (int)len, copy, t1, t2 ? t2 : "(failed)\n", d);
+    free(t1);
+    free(t2);
   }
   free(d);
   kl_ctx_destroy(ctx);
@@ -169,7 +182,8 @@ static void test_fuzz(void) {
   int mutations = 0, truncations = 0, scale = 1;
   /* Longer campaigns by hand: KILN_PARSE_FUZZ_SCALE=100 KILN_PARSE_FUZZ_SEED=7 test_parse_corpus */
   if (getenv("KILN_PARSE_FUZZ_SCALE")) scale = atoi(getenv("KILN_PARSE_FUZZ_SCALE"));
-  if (getenv("KILN_PARSE_FUZZ_SEED")) rng_state += strtoull(getenv("KILN_PARSE_FUZZ_SEED"), NULL, 10) * 0x2545f4914f6cdd1dull;
+  if (getenv("KILN_PARSE_FUZZ_SEED"))
+    rng_state += strtoull(getenv("KILN_PARSE_FUZZ_SEED"), NULL, 10) * 0x2545f4914f6cdd1dull;
   if (scale < 1) scale = 1;
   for (int di = 0; di < 2; di++) {
     int n;
@@ -189,10 +203,17 @@ static void test_fuzz(void) {
         for (int e = 0; e < edits && mlen; e++) {
           size_t pos = rnd() % mlen;
           switch (rnd() % 4) {
-          case 0: mut[pos] = (char)(rnd() & 0xff); break;                                    /* random byte */
-          case 1: mut[pos] = interesting[rnd() % (sizeof interesting - 1)]; break;           /* syntax byte */
-          case 2: memmove(mut + pos, mut + pos + 1, mlen - pos - 1); mlen--; break;          /* delete */
-          default: memmove(mut + pos + 1, mut + pos, mlen - pos); mut[pos] = interesting[rnd() % (sizeof interesting - 1)]; mlen++; break;
+            case 0: mut[pos] = (char)(rnd() & 0xff); break;                          /* random byte */
+            case 1: mut[pos] = interesting[rnd() % (sizeof interesting - 1)]; break; /* syntax byte */
+            case 2:
+              memmove(mut + pos, mut + pos + 1, mlen - pos - 1);
+              mlen--;
+              break; /* delete */
+            default:
+              memmove(mut + pos + 1, mut + pos, mlen - pos);
+              mut[pos] = interesting[rnd() % (sizeof interesting - 1)];
+              mlen++;
+              break;
           }
         }
         fuzz_one(mut, mlen, files[i]);
@@ -202,7 +223,8 @@ static void test_fuzz(void) {
     }
     free_list(files, n);
   }
-  printf("fuzz ok (%d truncations, %d mutations: %d parsed, %d rejected)\n", truncations, mutations, fuzz_parsed, fuzz_failed);
+  printf("fuzz ok (%d truncations, %d mutations: %d parsed, %d rejected)\n", truncations, mutations, fuzz_parsed,
+         fuzz_failed);
 }
 
 int main(void) {

@@ -39,12 +39,12 @@ const kl_view *kl_attr_view(const kl_attr *a);
 #include "check.h"
 #include "ir_test_util.h"
 
-static int stat_epilogue, stat_inverted, stat_f16;   /* coverage of the random graphs */
+static int stat_epilogue, stat_inverted, stat_f16; /* coverage of the random graphs */
 
 /* ------------------------------------------------------------------ rng */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) { return (uint32_t)(xorshift64(&rng_state) >> 11); }
-static int rint_(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }   /* [lo, hi] */
+static int rint_(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); } /* [lo, hi] */
 static bool coin(int percent) { return (int)(rnd() % 100) < percent; }
 
 /* ------------------------------------------------------------------ views of operands */
@@ -68,30 +68,53 @@ static kl_view *composed_view(kl_value *v, kl_value **base) {
 
 /* ------------------------------------------------------------------ interpreter */
 /* Host buffers of doubles addressed by sum(idx * stride) (strides of the buffer type). */
-typedef struct ibuf { const kl_type *t; double *d; int64_t n; } ibuf;
-typedef struct interp { int n, cap; kl_value **keys; ibuf **bufs; bool failed; char msg[512]; } interp;
+typedef struct ibuf {
+  const kl_type *t;
+  double *d;
+  int64_t n;
+} ibuf;
+typedef struct interp {
+  int n, cap;
+  kl_value **keys;
+  ibuf **bufs;
+  bool failed;
+  char msg[512];
+} interp;
 
 static int64_t span_of(const kl_type *t) {
   int64_t s = 1;
-  for (int i = 0; i < t->rank; i++) { if (t->shape[i] == 0) return 1; s += (t->shape[i] - 1) * t->strides[i]; }
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] == 0) return 1;
+    s += (t->shape[i] - 1) * t->strides[i];
+  }
   return s;
 }
 static ibuf *ibuf_new(const kl_type *t) {
   ibuf *b = kl_xcalloc(1, sizeof *b);
-  b->t = t; b->n = span_of(t); b->d = kl_xcalloc((size_t)b->n, sizeof(double));
+  b->t = t;
+  b->n = span_of(t);
+  b->d = kl_xcalloc((size_t)b->n, sizeof(double));
   return b;
 }
-static void ibuf_free(ibuf *b) { if (b) { free(b->d); free(b); } }
+static void ibuf_free(ibuf *b) {
+  if (b) {
+    free(b->d);
+    free(b);
+  }
+}
 static void bind(interp *I, kl_value *v, ibuf *b) {
   if (I->n == I->cap) {
     I->cap = I->cap ? 2 * I->cap : 32;
     I->keys = kl_xrealloc(I->keys, (size_t)I->cap * sizeof *I->keys);
     I->bufs = kl_xrealloc(I->bufs, (size_t)I->cap * sizeof *I->bufs);
   }
-  I->keys[I->n] = v; I->bufs[I->n] = b; I->n++;
+  I->keys[I->n] = v;
+  I->bufs[I->n] = b;
+  I->n++;
 }
 static ibuf *lookup(interp *I, kl_value *v) {
-  for (int i = I->n - 1; i >= 0; i--) if (I->keys[i] == v) return I->bufs[i];
+  for (int i = I->n - 1; i >= 0; i--)
+    if (I->keys[i] == v) return I->bufs[i];
   return NULL;
 }
 static void ifail(interp *I, const char *fmt, const char *a) {
@@ -100,14 +123,23 @@ static void ifail(interp *I, const char *fmt, const char *a) {
 }
 
 /* An operand: its buffer and the composed view (NULL = direct). */
-typedef struct opnd { ibuf *b; kl_view *v; int rank; int64_t shape[16]; } opnd;
+typedef struct opnd {
+  ibuf *b;
+  kl_view *v;
+  int rank;
+  int64_t shape[16];
+} opnd;
 static bool opnd_get(interp *I, kl_value *v, opnd *o) {
   kl_value *base;
   o->v = composed_view(v, &base);
   o->b = lookup(I, base);
   o->rank = v->type->rank;
   for (int i = 0; i < o->rank; i++) o->shape[i] = v->type->shape[i];
-  if (!o->b) { ifail(I, "operand buffer not found (%s)", base->def ? base->def->name : "arg"); kl_view_free(o->v); return false; }
+  if (!o->b) {
+    ifail(I, "operand buffer not found (%s)", base->def ? base->def->name : "arg");
+    kl_view_free(o->v);
+    return false;
+  }
   return true;
 }
 static int64_t opnd_addr(const opnd *o, const int64_t *u, bool *valid) {
@@ -119,47 +151,87 @@ static int64_t opnd_addr(const opnd *o, const int64_t *u, bool *valid) {
   }
   return kl_view_eval_addr(o->v, u, o->b->t->strides, valid);
 }
-static interp *cur_interp;   /* for out-of-bounds reports */
+static interp *cur_interp; /* for out-of-bounds reports */
 static double opnd_read(const opnd *o, const int64_t *u) {
   bool valid;
   int64_t a = opnd_addr(o, u, &valid);
-  if (valid && (a < 0 || a >= o->b->n)) { ifail(cur_interp, "out-of-bounds read of a %s", o->b->t->text); return 0; }
+  if (valid && (a < 0 || a >= o->b->n)) {
+    ifail(cur_interp, "out-of-bounds read of a %s", o->b->t->text);
+    return 0;
+  }
   return valid ? o->b->d[a] : 0.0;
 }
 static void opnd_write(const opnd *o, const int64_t *u, double x) {
   bool valid;
   int64_t a = opnd_addr(o, u, &valid);
-  if (valid && (a < 0 || a >= o->b->n)) { ifail(cur_interp, "out-of-bounds write of a %s", o->b->t->text); return; }
+  if (valid && (a < 0 || a >= o->b->n)) {
+    ifail(cur_interp, "out-of-bounds write of a %s", o->b->t->text);
+    return;
+  }
   if (valid) o->b->d[a] = kl_round_to_type(o->b->t->elem, x);
 }
 static bool next_idx(int rank, const int64_t *shape, int64_t *idx) {
-  for (int i = rank - 1; i >= 0; i--) { if (++idx[i] < shape[i]) return true; idx[i] = 0; }
+  for (int i = rank - 1; i >= 0; i--) {
+    if (++idx[i] < shape[i]) return true;
+    idx[i] = 0;
+  }
   return false;
 }
-static int64_t numel(int rank, const int64_t *shape) { int64_t n = 1; for (int i = 0; i < rank; i++) n *= shape[i]; return n; }
+static int64_t numel(int rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) n *= shape[i];
+  return n;
+}
 
 static double sat_int(const kl_type *t, double x) {
   if (isnan(x)) return 0;
   x = trunc(x);
   double lo, hi;
   switch (t->kind) {
-  case KL_TY_I1: return x != 0;
-  case KL_TY_I8: lo = -128; hi = 127; break;
-  case KL_TY_I32: lo = -2147483648.0; hi = 2147483647.0; break;
-  default: lo = -9.2e18; hi = 9.2e18; break;
+    case KL_TY_I1: return x != 0;
+    case KL_TY_I8:
+      lo = -128;
+      hi = 127;
+      break;
+    case KL_TY_I32:
+      lo = -2147483648.0;
+      hi = 2147483647.0;
+      break;
+    default:
+      lo = -9.2e18;
+      hi = 9.2e18;
+      break;
   }
   return x < lo ? lo : x > hi ? hi : x;
 }
 static int64_t ipow_(int64_t b, int64_t e) {
   if (e < 0) return (b == 1) ? 1 : (b == -1) ? ((e & 1) ? -1 : 1) : 0;
   int64_t r = 1;
-  while (e) { if (e & 1) r = (int64_t)((uint64_t)r * (uint64_t)b); b = (int64_t)((uint64_t)b * (uint64_t)b); e >>= 1; }
+  while (e) {
+    if (e & 1) r = (int64_t)((uint64_t)r * (uint64_t)b);
+    b = (int64_t)((uint64_t)b * (uint64_t)b);
+    e >>= 1;
+  }
   return r;
 }
 
-typedef struct smap { int n; kl_value *k[256]; double v[256]; } smap;
-static double sget(smap *m, kl_value *k) { for (int i = m->n - 1; i >= 0; i--) if (m->k[i] == k) return m->v[i]; return NAN; }
-static void sset(smap *m, kl_value *k, double v) { if (m->n < 256) { m->k[m->n] = k; m->v[m->n] = v; m->n++; } }
+typedef struct smap {
+  int n;
+  kl_value *k[256];
+  double v[256];
+} smap;
+static double sget(smap *m, kl_value *k) {
+  for (int i = m->n - 1; i >= 0; i--)
+    if (m->k[i] == k) return m->v[i];
+  return NAN;
+}
+static void sset(smap *m, kl_value *k, double v) {
+  if (m->n < 256) {
+    m->k[m->n] = k;
+    m->v[m->n] = v;
+    m->n++;
+  }
+}
 
 /* Evaluates an element-wise body; returns the yielded value. */
 static double eval_body(interp *I, kl_block *b, const double *args) {
@@ -169,45 +241,78 @@ static double eval_body(interp *I, kl_block *b, const double *args) {
     const char *n = op->name;
     if (!strcmp(n, "rock.yield")) return sget(&m, op->opnds[0].value);
     const kl_type *t = op->nresults ? op->results[0].type : NULL;
-    double a = op->nopnds > 0 ? sget(&m, op->opnds[0].value) : 0, c = op->nopnds > 1 ? sget(&m, op->opnds[1].value) : 0, r = 0;
+    double a = op->nopnds > 0 ? sget(&m, op->opnds[0].value) : 0, c = op->nopnds > 1 ? sget(&m, op->opnds[1].value) : 0,
+           r = 0;
     int64_t ia = (int64_t)a, ic = (int64_t)c;
     if (!strcmp(n, "arith.constant")) {
       const kl_attr *v = kl_op_attr(op, "value");
       r = v->kind == KL_AT_FLOAT ? v->f : (double)v->i;
-    } else if (!strcmp(n, "arith.addf")) r = a + c;
-    else if (!strcmp(n, "arith.subf")) r = a - c;
-    else if (!strcmp(n, "arith.mulf")) r = a * c;
-    else if (!strcmp(n, "arith.divf")) r = a / c;
-    else if (!strcmp(n, "arith.maxf")) r = (isnan(a) || isnan(c)) ? NAN : a > c ? a : c;
-    else if (!strcmp(n, "arith.minf")) r = (isnan(a) || isnan(c)) ? NAN : a < c ? a : c;
-    else if (!strcmp(n, "arith.negf")) r = -a;
-    else if (!strcmp(n, "math.exp")) r = exp(a);
-    else if (!strcmp(n, "math.log")) r = log(a);
-    else if (!strcmp(n, "math.sqrt")) r = sqrt(a);
-    else if (!strcmp(n, "math.rsqrt")) r = 1.0 / sqrt(a);
-    else if (!strcmp(n, "math.tanh")) r = tanh(a);
-    else if (!strcmp(n, "math.absf")) r = fabs(a);
-    else if (!strcmp(n, "math.powf")) r = pow(a, c);
+    } else if (!strcmp(n, "arith.addf"))
+      r = a + c;
+    else if (!strcmp(n, "arith.subf"))
+      r = a - c;
+    else if (!strcmp(n, "arith.mulf"))
+      r = a * c;
+    else if (!strcmp(n, "arith.divf"))
+      r = a / c;
+    else if (!strcmp(n, "arith.maxf"))
+      r = (isnan(a) || isnan(c)) ? NAN : a > c ? a : c;
+    else if (!strcmp(n, "arith.minf"))
+      r = (isnan(a) || isnan(c)) ? NAN : a < c ? a : c;
+    else if (!strcmp(n, "arith.negf"))
+      r = -a;
+    else if (!strcmp(n, "math.exp"))
+      r = exp(a);
+    else if (!strcmp(n, "math.log"))
+      r = log(a);
+    else if (!strcmp(n, "math.sqrt"))
+      r = sqrt(a);
+    else if (!strcmp(n, "math.rsqrt"))
+      r = 1.0 / sqrt(a);
+    else if (!strcmp(n, "math.tanh"))
+      r = tanh(a);
+    else if (!strcmp(n, "math.absf"))
+      r = fabs(a);
+    else if (!strcmp(n, "math.powf"))
+      r = pow(a, c);
     /* integer results wrap to the result type before they become doubles (exact) */
-    else if (!strcmp(n, "math.ipowi")) r = (double)kl_wrap_int(t, ipow_(ia, ic));
-    else if (!strcmp(n, "arith.addi")) r = (double)kl_wrap_int(t, (int64_t)((uint64_t)ia + (uint64_t)ic));
-    else if (!strcmp(n, "arith.subi")) r = (double)kl_wrap_int(t, (int64_t)((uint64_t)ia - (uint64_t)ic));
-    else if (!strcmp(n, "arith.muli")) r = (double)kl_wrap_int(t, (int64_t)((uint64_t)ia * (uint64_t)ic));
-    else if (!strcmp(n, "arith.divsi")) {   /* UB on hardware: the lowering must guard it */
-      if (ic == 0) { ifail(I, "interpreter: %s by zero", n); return NAN; }
+    else if (!strcmp(n, "math.ipowi"))
+      r = (double)kl_wrap_int(t, ipow_(ia, ic));
+    else if (!strcmp(n, "arith.addi"))
+      r = (double)kl_wrap_int(t, (int64_t)((uint64_t)ia + (uint64_t)ic));
+    else if (!strcmp(n, "arith.subi"))
+      r = (double)kl_wrap_int(t, (int64_t)((uint64_t)ia - (uint64_t)ic));
+    else if (!strcmp(n, "arith.muli"))
+      r = (double)kl_wrap_int(t, (int64_t)((uint64_t)ia * (uint64_t)ic));
+    else if (!strcmp(n, "arith.divsi")) { /* UB on hardware: the lowering must guard it */
+      if (ic == 0) {
+        ifail(I, "interpreter: %s by zero", n);
+        return NAN;
+      }
       r = (double)kl_wrap_int(t, ia / ic);
-    }
-    else if (!strcmp(n, "arith.maxsi")) r = (double)(ia > ic ? ia : ic);
-    else if (!strcmp(n, "arith.minsi")) r = (double)(ia < ic ? ia : ic);
+    } else if (!strcmp(n, "arith.maxsi"))
+      r = (double)(ia > ic ? ia : ic);
+    else if (!strcmp(n, "arith.minsi"))
+      r = (double)(ia < ic ? ia : ic);
     else if (!strcmp(n, "arith.extf") || !strcmp(n, "arith.truncf") || !strcmp(n, "arith.sitofp") ||
-             !strcmp(n, "arith.extsi") || !strcmp(n, "arith.trunci")) r = a;
-    else if (!strcmp(n, "arith.fptosi")) r = sat_int(t, a);
+             !strcmp(n, "arith.extsi") || !strcmp(n, "arith.trunci"))
+      r = a;
+    else if (!strcmp(n, "arith.fptosi"))
+      r = sat_int(t, a);
     else if (!strcmp(n, "arith.cmpf") || !strcmp(n, "arith.cmpi")) {
       const char *p = kl_op_attr_string(op, "predicate");
-      r = !strcmp(p, "eq") ? a == c : !strcmp(p, "ne") ? a != c : !strcmp(p, "lt") ? a < c : !strcmp(p, "le") ? a <= c :
-          !strcmp(p, "gt") ? a > c : a >= c;
-    } else if (!strcmp(n, "arith.select")) r = a != 0 ? c : sget(&m, op->opnds[2].value);
-    else { ifail(I, "interpreter: unknown scalar op %s", n); return NAN; }
+      r = !strcmp(p, "eq")   ? a == c
+          : !strcmp(p, "ne") ? a != c
+          : !strcmp(p, "lt") ? a < c
+          : !strcmp(p, "le") ? a <= c
+          : !strcmp(p, "gt") ? a > c
+                             : a >= c;
+    } else if (!strcmp(n, "arith.select"))
+      r = a != 0 ? c : sget(&m, op->opnds[2].value);
+    else {
+      ifail(I, "interpreter: unknown scalar op %s", n);
+      return NAN;
+    }
     sset(&m, kl_op_result(op, 0), t ? kl_round_to_type(t, r) : r);
   }
   ifail(I, "interpreter: body without %s", "rock.yield");
@@ -217,16 +322,28 @@ static double eval_body(interp *I, kl_block *b, const double *args) {
 static void run_op(interp *I, kl_op *op) {
   const char *n = op->name;
   if (!strcmp(n, "rock.transform") || !strcmp(n, "func.return")) return;
-  if (!strcmp(n, "rock.alloc")) { bind(I, kl_op_result(op, 0), ibuf_new(op->results[0].type)); return; }
+  if (!strcmp(n, "rock.alloc")) {
+    bind(I, kl_op_result(op, 0), ibuf_new(op->results[0].type));
+    return;
+  }
   int no = op->nopnds;
   opnd o[16];
-  if (no > 16) { ifail(I, "too many operands for %s", n); return; }
-  for (int i = 0; i < no; i++) if (!opnd_get(I, op->opnds[i].value, &o[i])) { for (int j = 0; j < i; j++) kl_view_free(o[j].v); return; }
+  if (no > 16) {
+    ifail(I, "too many operands for %s", n);
+    return;
+  }
+  for (int i = 0; i < no; i++)
+    if (!opnd_get(I, op->opnds[i].value, &o[i])) {
+      for (int j = 0; j < i; j++) kl_view_free(o[j].v);
+      return;
+    }
   int64_t u[16] = { 0 };
   if (!strcmp(n, "rock.fill")) {
     double v = 0;
     kl_op_attr_f64(op, "value", &v);
-    if (numel(o[0].rank, o[0].shape)) do opnd_write(&o[0], u, v); while (next_idx(o[0].rank, o[0].shape, u));
+    if (numel(o[0].rank, o[0].shape)) do
+        opnd_write(&o[0], u, v);
+      while (next_idx(o[0].rank, o[0].shape, u));
   } else if (!strcmp(n, "rock.gemm")) {
     int64_t G = o[0].shape[0], K = o[0].shape[1], M = o[0].shape[2], N = o[1].shape[2];
     for (int64_t g = 0; g < G; g++)
@@ -240,17 +357,20 @@ static void run_op(interp *I, kl_op *op) {
   } else if (!strcmp(n, "rock.elementwise")) {
     opnd *out = &o[no - 1];
     double args[16];
-    if (numel(out->rank, out->shape))
-      do {
+    if (numel(out->rank, out->shape)) do {
         for (int i = 0; i + 1 < no; i++) args[i] = opnd_read(&o[i], u);
         opnd_write(out, u, eval_body(I, op->regions[0].first, args));
       } while (next_idx(out->rank, out->shape, u) && !I->failed);
   } else if (!strcmp(n, "rock.reduce")) {
     const char *kind = kl_op_attr_string(op, "kind");
-    int64_t axes[16]; int na = kl_op_attr_i64s(op, "axes", axes, 16);
+    int64_t axes[16];
+    int na = kl_op_attr_i64s(op, "axes", axes, 16);
     bool red[16] = { 0 };
     for (int i = 0; i < na; i++) red[axes[i]] = true;
-    if (o[1].rank != o[0].rank) { ifail(I, "rock.reduce: output rank differs from the input's (%s)", o[1].b->t->text); goto done; }
+    if (o[1].rank != o[0].rank) {
+      ifail(I, "rock.reduce: output rank differs from the input's (%s)", o[1].b->t->text);
+      goto done;
+    }
     int64_t on = numel(o[1].rank, o[1].shape);
     double *acc = kl_xcalloc((size_t)on, sizeof(double));
     int64_t cnt = 0;
@@ -261,14 +381,20 @@ static void run_op(interp *I, kl_op *op) {
       for (int d = 0; d < o[0].rank; d++) fo = fo * o[1].shape[d] + (red[d] ? 0 : u[d]);
       double x = opnd_read(&o[0], u);
       if (fo == 0) cnt++;
-      if (is_max) acc[fo] = (isnan(acc[fo]) || isnan(x)) ? NAN : (x > acc[fo] ? x : acc[fo]);
-      else if (is_min) acc[fo] = (isnan(acc[fo]) || isnan(x)) ? NAN : (x < acc[fo] ? x : acc[fo]);
-      else acc[fo] += x;
+      if (is_max)
+        acc[fo] = (isnan(acc[fo]) || isnan(x)) ? NAN : (x > acc[fo] ? x : acc[fo]);
+      else if (is_min)
+        acc[fo] = (isnan(acc[fo]) || isnan(x)) ? NAN : (x < acc[fo] ? x : acc[fo]);
+      else
+        acc[fo] += x;
     } while (next_idx(o[0].rank, o[0].shape, u));
     int64_t w[16] = { 0 };
     for (int64_t i = 0; i < on; i++) {
       double r = acc[i];
-      if (!strcmp(kind, "mean")) { r = r / (double)cnt; if (!kl_type_is_float(o[1].b->t->elem)) r = trunc(r); }
+      if (!strcmp(kind, "mean")) {
+        r = r / (double)cnt;
+        if (!kl_type_is_float(o[1].b->t->elem)) r = trunc(r);
+      }
       opnd_write(&o[1], w, r);
       next_idx(o[1].rank, o[1].shape, w);
     }
@@ -282,9 +408,19 @@ static void run_op(interp *I, kl_op *op) {
     sh[ax] = 1;
     do {
       double mx = -INFINITY, s = 0;
-      for (int64_t j = 0; j < L; j++) { u[ax] = j; double x = opnd_read(&o[0], u); if (x > mx) mx = x; }
-      for (int64_t j = 0; j < L; j++) { u[ax] = j; s += exp(opnd_read(&o[0], u) - mx); }
-      for (int64_t j = 0; j < L; j++) { u[ax] = j; opnd_write(&o[1], u, exp(opnd_read(&o[0], u) - mx) / s); }
+      for (int64_t j = 0; j < L; j++) {
+        u[ax] = j;
+        double x = opnd_read(&o[0], u);
+        if (x > mx) mx = x;
+      }
+      for (int64_t j = 0; j < L; j++) {
+        u[ax] = j;
+        s += exp(opnd_read(&o[0], u) - mx);
+      }
+      for (int64_t j = 0; j < L; j++) {
+        u[ax] = j;
+        opnd_write(&o[1], u, exp(opnd_read(&o[0], u) - mx) / s);
+      }
       u[ax] = 0;
     } while (next_idx(o[0].rank, sh, u));
   } else {
@@ -296,7 +432,10 @@ done:
 
 static void run_kernel(interp *I, kl_op *fn, int nargs, ibuf *const *args) {
   kl_block *b = kl_region_entry(&fn->regions[0]);
-  if (b->nargs != nargs) { ifail(I, "kernel argument count mismatch in %s", kl_op_attr_string(fn, "sym_name")); return; }
+  if (b->nargs != nargs) {
+    ifail(I, "kernel argument count mismatch in %s", kl_op_attr_string(fn, "sym_name"));
+    return;
+  }
   for (int i = 0; i < nargs; i++) bind(I, b->args[i], args[i]);
   for (kl_op *op = b->first; op && !I->failed; op = op->next) run_op(I, op);
 }
@@ -304,8 +443,7 @@ static void run_kernel(interp *I, kl_op *fn, int nargs, ibuf *const *args) {
 static ibuf *ibuf_from_tensor(const kl_type *t, const kl_tensor *x) {
   ibuf *b = ibuf_new(t);
   int64_t u[16] = { 0 };
-  if (numel(t->rank, t->shape))
-    do {
+  if (numel(t->rank, t->shape)) do {
       int64_t a = 0;
       for (int i = 0; i < t->rank; i++) a += u[i] * t->strides[i];
       b->d[a] = kl_tensor_get(x, u);
@@ -317,8 +455,7 @@ static ibuf *ibuf_from_constant(kl_op *c) {
   const kl_attr *v = kl_op_attr(c, "value");
   ibuf *b = ibuf_new(t);
   int64_t u[16] = { 0 }, flat = 0;
-  if (numel(t->rank, t->shape))
-    do {
+  if (numel(t->rank, t->shape)) do {
       int64_t a = 0;
       for (int i = 0; i < t->rank; i++) a += u[i] * t->strides[i];
       const kl_attr *e = v->elems[flat++];
@@ -330,22 +467,30 @@ static ibuf *ibuf_from_constant(kl_op *c) {
 /* Runs the partitioned + lowered graph; returns the output buffers (caller frees). */
 static ibuf **run_plan(interp *I, kl_op *module, kl_op *graph, int nin, const kl_named_tensor *ins, int *nout) {
   cur_interp = I;
-  ibuf **owned = NULL; int nowned = 0;
+  ibuf **owned = NULL;
+  int nowned = 0;
   ibuf **outs = NULL;
   *nout = 0;
   for (kl_op *op = kl_graph_body(graph)->first; op && !I->failed; op = op->next) {
     ibuf *nb = NULL;
     if (!strcmp(op->name, "graph.param")) {
       const char *pn = kl_op_attr_string(op, "name");
-      for (int i = 0; i < nin; i++) if (!strcmp(ins[i].name, pn)) nb = ibuf_from_tensor(op->results[0].type, ins[i].tensor);
-      if (!nb) { ifail(I, "no input for %s", pn); break; }
+      for (int i = 0; i < nin; i++)
+        if (!strcmp(ins[i].name, pn)) nb = ibuf_from_tensor(op->results[0].type, ins[i].tensor);
+      if (!nb) {
+        ifail(I, "no input for %s", pn);
+        break;
+      }
       bind(I, kl_op_result(op, 0), nb);
     } else if (!strcmp(op->name, "graph.constant")) {
       nb = ibuf_from_constant(op);
       bind(I, kl_op_result(op, 0), nb);
     } else if (!strcmp(op->name, "graph.launch")) {
       kl_op *fn = kl_module_lookup(module, kl_op_attr(op, "callee")->s);
-      if (!fn) { ifail(I, "no kernel %s", kl_op_attr(op, "callee")->s); break; }
+      if (!fn) {
+        ifail(I, "no kernel %s", kl_op_attr(op, "callee")->s);
+        break;
+      }
       ibuf *args[64];
       int na = 0;
       for (int i = 0; i < op->nopnds; i++) args[na++] = lookup(I, op->opnds[i].value);
@@ -364,7 +509,10 @@ static ibuf **run_plan(interp *I, kl_op *module, kl_op *graph, int nin, const kl
     } else {
       ifail(I, "unexpected op %s in the plan", op->name);
     }
-    if (nb) { owned = kl_xrealloc(owned, (size_t)(nowned + 1) * sizeof *owned); owned[nowned++] = nb; }
+    if (nb) {
+      owned = kl_xrealloc(owned, (size_t)(nowned + 1) * sizeof *owned);
+      owned[nowned++] = nb;
+    }
   }
   for (int i = 0; i < nowned; i++) ibuf_free(owned[i]);
   free(owned);
@@ -372,17 +520,30 @@ static ibuf **run_plan(interp *I, kl_op *module, kl_op *graph, int nin, const kl
 }
 
 /* ------------------------------------------------------------------ graph building */
-typedef struct gb { kl_ctx *ctx; kl_op *module, *graph; int nparams; bool failed; } gb;
+typedef struct gb {
+  kl_ctx *ctx;
+  kl_op *module, *graph;
+  int nparams;
+  bool failed;
+} gb;
 static kl_value *gparam(gb *b, const char *name, const kl_type *t) {
   kl_named_attr a = { "name", kl_attr_str(b->ctx, name) };
   kl_op *o = kl_graph_build(b->graph, "param", KL_LOC_UNKNOWN, 0, NULL, 1, &a, t);
-  if (!o) { b->failed = true; return NULL; }
+  if (!o) {
+    b->failed = true;
+    return NULL;
+  }
   b->nparams++;
   return kl_op_result(o, 0);
 }
-static kl_value *gop(gb *b, const char *name, int n, kl_value *const *x, int na, const kl_named_attr *attrs, const kl_type *t) {
+static kl_value *gop(gb *b, const char *name, int n, kl_value *const *x, int na, const kl_named_attr *attrs,
+                     const kl_type *t) {
   if (b->failed) return NULL;
-  for (int i = 0; i < n; i++) if (!x[i]) { b->failed = true; return NULL; }
+  for (int i = 0; i < n; i++)
+    if (!x[i]) {
+      b->failed = true;
+      return NULL;
+    }
   kl_op *o = kl_graph_build(b->graph, name, KL_LOC_UNKNOWN, n, x, na, attrs, t);
   if (!o) {
     char *d = kl_diag_take(b->ctx);
@@ -394,7 +555,10 @@ static kl_value *gop(gb *b, const char *name, int n, kl_value *const *x, int na,
   return kl_op_result(o, 0);
 }
 static kl_value *g1(gb *b, const char *name, kl_value *x) { return gop(b, name, 1, &x, 0, NULL, NULL); }
-static kl_value *g2(gb *b, const char *name, kl_value *x, kl_value *y) { kl_value *v[] = { x, y }; return gop(b, name, 2, v, 0, NULL, NULL); }
+static kl_value *g2(gb *b, const char *name, kl_value *x, kl_value *y) {
+  kl_value *v[] = { x, y };
+  return gop(b, name, 2, v, 0, NULL, NULL);
+}
 static kl_value *gperm(gb *b, kl_value *x, int r, const int64_t *perm) {
   kl_named_attr a = { "perm", kl_attr_i64_array(b->ctx, r, perm) };
   return gop(b, "transpose", 1, &x, 1, &a, NULL);
@@ -403,7 +567,9 @@ static kl_value *greshape(gb *b, kl_value *x, int r, const int64_t *shape) {
   kl_named_attr a = { "shape", kl_attr_i64_array(b->ctx, r, shape) };
   return gop(b, "reshape", 1, &x, 1, &a, NULL);
 }
-static kl_value *gconvert(gb *b, kl_value *x, kl_type_kind k) { return gop(b, "convert", 1, &x, 0, NULL, kl_type_scalar(b->ctx, k)); }
+static kl_value *gconvert(gb *b, kl_value *x, kl_type_kind k) {
+  return gop(b, "convert", 1, &x, 0, NULL, kl_type_scalar(b->ctx, k));
+}
 static kl_value *gconst_scalar(gb *b, double v, const kl_type *elem) {
   const kl_attr *e = kl_const_attr_for(b->ctx, elem, v);
   kl_named_attr a = { "value", kl_attr_array(b->ctx, 1, &e) };
@@ -416,7 +582,12 @@ static const kl_type *tensor_t(gb *b, const kl_type *elem, int r, const int64_t 
   /* a random dense permutation layout */
   int perm[16];
   for (int i = 0; i < r; i++) perm[i] = i;
-  for (int i = r - 1; i > 0; i--) { int j = rint_(0, i); int t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+  for (int i = r - 1; i > 0; i--) {
+    int j = rint_(0, i);
+    int t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
   int64_t st[16];
   kl_strides_from_perm(r, shape, perm, st);
   return kl_type_tensor(b->ctx, elem, r, shape, st);
@@ -438,7 +609,8 @@ static kl_status run_pipeline(kl_op *module, const char *pipeline) {
 static int count_ew(kl_op *fn) {
   int n, c = 0;
   kl_op **ops = kl_collect_ops(fn, &n);
-  for (int i = 0; i < n; i++) if (kl_op_has_trait(ops[i], KL_TRAIT_ELEMENTWISE)) c++;
+  for (int i = 0; i < n; i++)
+    if (kl_op_has_trait(ops[i], KL_TRAIT_ELEMENTWISE)) c++;
   free(ops);
   return c;
 }
@@ -447,7 +619,10 @@ static kl_op *find_kind(kl_op *module, const char *kind, int *count) {
   *count = 0;
   for (kl_op *op = kl_module_body(module)->first; op; op = op->next) {
     const char *k = kl_op_attr_string(op, "kind");
-    if (k && !strcmp(k, kind)) { r = r ? r : op; (*count)++; }
+    if (k && !strcmp(k, kind)) {
+      r = r ? r : op;
+      (*count)++;
+    }
   }
   return r;
 }
@@ -472,10 +647,16 @@ static double max_rel_err(const ibuf *got, const kl_tensor *want, int *bad_at) {
     for (int i = 0; i < t->rank; i++) a += u[i] * t->strides[i];
     double g = got->d[a], w = kl_tensor_get(want, u);
     double e;
-    if (isnan(w) || isnan(g)) e = (isnan(w) && isnan(g)) ? 0 : INFINITY;
-    else if (isinf(w) || isinf(g)) e = (g == w) ? 0 : INFINITY;
-    else e = fabs(g - w) / (fabs(w) > 1 ? fabs(w) : 1);
-    if (e > worst) { worst = e; *bad_at = (int)flat; }
+    if (isnan(w) || isnan(g))
+      e = (isnan(w) && isnan(g)) ? 0 : INFINITY;
+    else if (isinf(w) || isinf(g))
+      e = (g == w) ? 0 : INFINITY;
+    else
+      e = fabs(g - w) / (fabs(w) > 1 ? fabs(w) : 1);
+    if (e > worst) {
+      worst = e;
+      *bad_at = (int)flat;
+    }
     flat++;
   } while (next_idx(t->rank, t->shape, u));
   return worst;
@@ -483,10 +664,18 @@ static double max_rel_err(const ibuf *got, const kl_tensor *want, int *bad_at) {
 
 /* Evaluates the graph, runs the pipeline (checking structure), interprets, compares.
  * expect_ew < 0: no gemm-kernel check. Returns false on a failure. */
-static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, double tol, const char *what, int seed) {
-  if (b->failed) { CHECK(0, "%s #%d: graph construction failed", what, seed); return false; }
+static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, double tol, const char *what,
+                        int seed) {
+  if (b->failed) {
+    CHECK(0, "%s #%d: graph construction failed", what, seed);
+    return false;
+  }
   kl_graph_set_outputs(b->graph, nouts, outs, KL_LOC_UNKNOWN);
-  if (kl_verify(b->module) != KL_OK) { dump(b->module, "input does not verify"); CHECK(0); return false; }
+  if (kl_verify(b->module) != KL_OK) {
+    dump(b->module, "input does not verify");
+    CHECK(0);
+    return false;
+  }
   /* inputs and reference outputs */
   kl_op *params[64];
   int np = kl_graph_params(b->graph, params, 64);
@@ -495,8 +684,8 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
   for (int i = 0; i < np; i++) {
     const kl_type *t = params[i]->results[0].type;
     ins[i].name = kl_op_attr_string(params[i], "name");
-    ins[i].tensor = kl_tensor_rand(kl_dtype_of_type(t->elem), t->rank, t->shape, t->strides, 1000 + 17 * (uint64_t)seed + (uint64_t)i,
-                                   KL_DIST_NORMAL, err, sizeof err);
+    ins[i].tensor = kl_tensor_rand(kl_dtype_of_type(t->elem), t->rank, t->shape, t->strides,
+                                   1000 + 17 * (uint64_t)seed + (uint64_t)i, KL_DIST_NORMAL, err, sizeof err);
   }
   int nref = 0;
   kl_tensor **ref = NULL;
@@ -511,8 +700,9 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
     /* the graph holds only params, constants, launches and the return */
     bool only = true;
     for (kl_op *op = kl_graph_body(b->graph)->first; op; op = op->next)
-      only = only && (!strcmp(op->name, "graph.param") || !strcmp(op->name, "graph.constant") ||
-                      !strcmp(op->name, "graph.launch") || !strcmp(op->name, "func.return"));
+      only = only &&
+          (!strcmp(op->name, "graph.param") || !strcmp(op->name, "graph.constant") ||
+           !strcmp(op->name, "graph.launch") || !strcmp(op->name, "func.return"));
     CHECK(only, "%s #%d: graph not fully partitioned", what, seed);
     if (expect_ew >= 0) {
       int ng;
@@ -520,8 +710,9 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
       CHECK(ng == 1, "%s #%d: %d gemm kernels", what, seed, ng);
       if (gk) {
         int anchors = count_named(gk, "graph.conv") + count_named(gk, "graph.dot"), ew = count_ew(gk);
-        CHECK(anchors == 1 && ew == expect_ew, "%s #%d: gemm kernel has %d anchors and %d element-wise ops, expected 1 and %d",
-               what, seed, anchors, ew, expect_ew);
+        CHECK(anchors == 1 && ew == expect_ew,
+              "%s #%d: gemm kernel has %d anchors and %d element-wise ops, expected 1 and %d", what, seed, anchors, ew,
+              expect_ew);
         if (anchors != 1 || ew != expect_ew) dump(b->module, "epilogue mismatch");
       }
     }
@@ -558,9 +749,12 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
       for (int i = 0; i < n; i++)
         if (!strcmp(ops[i]->name, "rock.conv") || !strcmp(ops[i]->name, "rock.gemm")) {
           kl_op *d = ops[i]->opnds[2].value->def;
-          while (d && !strcmp(d->name, "rock.transform") && d->opnds[0].value->def && !strcmp(d->opnds[0].value->def->name, "rock.transform"))
+          while (d && !strcmp(d->name, "rock.transform") && d->opnds[0].value->def &&
+                 !strcmp(d->opnds[0].value->def->name, "rock.transform"))
             d = d->opnds[0].value->def;
-          if (d && !strcmp(d->name, "rock.transform") && (!strcmp(ops[i]->name, "rock.conv") || d != ops[i]->opnds[2].value->def)) stat_inverted++;
+          if (d && !strcmp(d->name, "rock.transform") &&
+              (!strcmp(ops[i]->name, "rock.conv") || d != ops[i]->opnds[2].value->def))
+            stat_inverted++;
         }
       free(ops);
     }
@@ -581,7 +775,10 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
         int at;
         double e = max_rel_err(got[i], ref[i], &at);
         CHECK(e <= tol, "%s #%d: output %d differs: rel err %g at flat %d", what, seed, i, e, at);
-        if (e > tol) { dump(b->module, "numeric mismatch"); ok = false; }
+        if (e > tol) {
+          dump(b->module, "numeric mismatch");
+          ok = false;
+        }
       }
     }
     for (int i = 0; i < nout; i++) ibuf_free(got[i]);
@@ -589,7 +786,8 @@ static bool check_graph(gb *b, kl_value *const *outs, int nouts, int expect_ew, 
     /* allocs made by the interpreter (rock.alloc) are the only buffers it owns */
     for (int i = 0; i < I.n; i++)
       if (I.keys[i]->def && !strcmp(I.keys[i]->def->name, "rock.alloc")) ibuf_free(I.bufs[i]);
-    free(I.keys); free(I.bufs);
+    free(I.keys);
+    free(I.bufs);
   }
   for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
   free(ref);
@@ -613,7 +811,10 @@ static int conv_numeric_one(int seed) {
   int64_t pt = rint_(0, 2), pb = rint_(0, 2), pl = rint_(0, 2), pr = rint_(0, 2);
   int64_t Hi = rint_(1, 9), Wi = rint_(1, 9);
   int64_t eh = Hi + pt + pb - dh * (Y - 1) - 1, ew = Wi + pl + pr - dw * (X - 1) - 1;
-  if (eh < 0 || ew < 0) { kl_ctx_destroy(ctx); return 0; }
+  if (eh < 0 || ew < 0) {
+    kl_ctx_destroy(ctx);
+    return 0;
+  }
   int64_t Ho = eh / sh + 1, Wo = ew / sw + 1;
   bool nhwc = coin(50), kyxc = coin(50), nhwk = coin(50);
   int64_t ish[4] = { N, C, Hi, Wi }, fsh[4] = { K, Cg, Y, X }, osh[4] = { N, K, Ho, Wo };
@@ -623,7 +824,8 @@ static int conv_numeric_one(int seed) {
   kl_strides_from_perm(4, fsh, kyxc ? cl : rm, fst);
   kl_strides_from_perm(4, osh, nhwk ? cl : rm, ost);
   const kl_type *f32 = kl_type_f32(ctx);
-  const kl_type *bt[3] = { kl_type_buffer(ctx, f32, 4, ish, ist, KL_SPACE_GLOBAL), kl_type_buffer(ctx, f32, 4, fsh, fst, KL_SPACE_GLOBAL),
+  const kl_type *bt[3] = { kl_type_buffer(ctx, f32, 4, ish, ist, KL_SPACE_GLOBAL),
+                           kl_type_buffer(ctx, f32, 4, fsh, fst, KL_SPACE_GLOBAL),
                            kl_type_buffer(ctx, f32, 4, osh, ost, KL_SPACE_GLOBAL) };
   kl_op *m = kl_module_create(ctx, KL_LOC_UNKNOWN);
   kl_named_attr fa[] = { { "kernel", kl_attr_unit(ctx) }, { "sym_name", kl_attr_str(ctx, "conv") } };
@@ -635,14 +837,21 @@ static int conv_numeric_one(int seed) {
   for (int i = 0; i < 3; i++) args[i] = kl_block_add_arg(ctx, body, bt[i]);
   kl_named_attr ca[] = { { "stride", kl_attr_i64_array(ctx, 2, (int64_t[]){ sh, sw }) },
                          { "padding", kl_attr_i64_array(ctx, 4, (int64_t[]){ pt, pb, pl, pr }) },
-                         { "dilation", kl_attr_i64_array(ctx, 2, (int64_t[]){ dh, dw }) }, { "groups", kl_attr_int(ctx, G) } };
+                         { "dilation", kl_attr_i64_array(ctx, 2, (int64_t[]){ dh, dw }) },
+                         { "groups", kl_attr_int(ctx, G) } };
   kl_block_push_op(body, kl_op_create(ctx, "rock.conv", KL_LOC_UNKNOWN, 3, args, 0, NULL, 4, ca, 0));
   kl_block_push_op(body, kl_op_create(ctx, "func.return", KL_LOC_UNKNOWN, 0, NULL, 0, NULL, 0, NULL, 0));
   int bad = 0;
-  if (kl_verify(m) != KL_OK || run_pipeline(m, "rock-conv-to-gemm") != KL_OK) { dump(m, "conv-to-gemm failed"); CHECK(0); kl_ctx_destroy(ctx); return 1; }
+  if (kl_verify(m) != KL_OK || run_pipeline(m, "rock-conv-to-gemm") != KL_OK) {
+    dump(m, "conv-to-gemm failed");
+    CHECK(0);
+    kl_ctx_destroy(ctx);
+    return 1;
+  }
   CHECK(count_named(m, "rock.conv") == 0 && count_named(m, "rock.gemm") == 1);
   kl_op *gemm = NULL;
-  for (kl_op *op = body->first; op; op = op->next) if (!strcmp(op->name, "rock.gemm")) gemm = op;
+  for (kl_op *op = body->first; op; op = op->next)
+    if (!strcmp(op->name, "rock.gemm")) gemm = op;
   /* data */
   char err[256];
   kl_tensor *tin = kl_tensor_rand(KL_DT_F32, 4, ish, ist, 7 + (uint64_t)seed, KL_DIST_NORMAL, err, sizeof err);
@@ -670,11 +879,14 @@ static int conv_numeric_one(int seed) {
           int64_t aa = kl_view_eval_addr(v[0], (int64_t[]){ g, k, mm }, fst, &va);
           int64_t ab = kl_view_eval_addr(v[1], (int64_t[]){ g, k, nn }, ist, &vb);
           if (va && vb) acc += (double)df[aa] * (double)di[ab];
-          if (!va) bad++;   /* the filter view is never padded */
+          if (!va) bad++; /* the filter view is never padded */
         }
         bool vc;
         int64_t ac = kl_view_eval_addr(v[2], (int64_t[]){ g, mm, nn }, ost, &vc);
-        if (!vc || ac < 0 || ac >= osz) { bad++; continue; }
+        if (!vc || ac < 0 || ac >= osz) {
+          bad++;
+          continue;
+        }
         out[ac] = acc;
         hits[ac]++;
       }
@@ -686,13 +898,18 @@ static int conv_numeric_one(int seed) {
     double w = kl_tensor_get(ref, u), e = fabs(out[a] - w) / (fabs(w) > 1 ? fabs(w) : 1);
     if (e > worst) worst = e;
   } while (next_idx(4, osh, u));
-  CHECK(bad == 0 && worst < 1e-9, "conv #%d N%lld C%lld K%lld G%d %lldx%lld Y%lld X%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld %s/%s/%s: "
-         "%d bad coordinates, max rel err %g", seed, (long long)N, (long long)C, (long long)K, G, (long long)Hi, (long long)Wi,
-         (long long)Y, (long long)X, (long long)sh, (long long)sw, (long long)dh, (long long)dw, (long long)pt, (long long)pb,
-         (long long)pl, (long long)pr, nhwc ? "NHWC" : "NCHW", kyxc ? "KYXC" : "KCYX", nhwk ? "NHWK" : "NKHW", bad, worst);
-  free(out); free(hits);
+  CHECK(bad == 0 && worst < 1e-9,
+        "conv #%d N%lld C%lld K%lld G%d %lldx%lld Y%lld X%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld %s/%s/%s: "
+        "%d bad coordinates, max rel err %g",
+        seed, (long long)N, (long long)C, (long long)K, G, (long long)Hi, (long long)Wi, (long long)Y, (long long)X,
+        (long long)sh, (long long)sw, (long long)dh, (long long)dw, (long long)pt, (long long)pb, (long long)pl,
+        (long long)pr, nhwc ? "NHWC" : "NCHW", kyxc ? "KYXC" : "KCYX", nhwk ? "NHWK" : "NKHW", bad, worst);
+  free(out);
+  free(hits);
   for (int i = 0; i < 3; i++) kl_view_free(v[i]);
-  kl_tensor_release(tin); kl_tensor_release(tf); kl_tensor_release(ref);
+  kl_tensor_release(tin);
+  kl_tensor_release(tf);
+  kl_tensor_release(ref);
   kl_ctx_destroy(ctx);
   return 1;
 }
@@ -705,7 +922,11 @@ static void test_conv_numerics(void) {
 }
 
 /* ------------------------------------------------------------------ 2. random graphs */
-typedef struct cur { kl_value *v; int rank; int64_t shape[8]; } cur;
+typedef struct cur {
+  kl_value *v;
+  int rank;
+  int64_t shape[8];
+} cur;
 static void cur_set(cur *c, kl_value *v) {
   c->v = v;
   if (!v) return;
@@ -723,84 +944,103 @@ static int random_epilogue(gb *b, cur *c, const kl_type *elem, kl_value **extra,
     kl_value *nv = NULL;
     bool is_ew = true, breaks = false;
     const kl_type *et = c->v->type->elem;
-    if (!kl_type_is_float(et) && (kind == 3 || kind == 4)) kind = coin(50) ? 12 : 7;   /* float-only activations */
+    if (!kl_type_is_float(et) && (kind == 3 || kind == 4)) kind = coin(50) ? 12 : 7; /* float-only activations */
     switch (kind) {
-    case 0: { /* bias broadcast along dim 1 (conv) or the last dim (dot) */
-      int64_t sh[8];
-      int r = c->rank;
-      for (int i = 0; i < r; i++) sh[i] = 1;
-      int d = c->rank == 4 ? 1 : c->rank - 1;
-      sh[d] = c->shape[d];
-      int drop = coin(50) ? d : 0;   /* sometimes with fewer leading dims */
-      kl_value *bias = rparam(b, et, r - drop, sh + drop);
-      nv = coin(50) ? g2(b, "add", c->v, bias) : g2(b, "add", bias, c->v);
-      break;
-    }
-    case 1: nv = g2(b, coin(50) ? "add" : "max", c->v, rparam(b, et, c->rank, c->shape)); break;
-    case 2: nv = g1(b, "relu", c->v); break;
-    case 3: nv = g1(b, "sigmoid", c->v); break;
-    case 4: nv = g1(b, "tanh", c->v); break;
-    case 5: {
-      kl_named_attr a[] = { { "min", kl_attr_float(b->ctx, -2.5) }, { "max", kl_attr_float(b->ctx, 3.75) } };
-      nv = gop(b, "clip", 1, &c->v, 2, a, NULL);
-      break;
-    }
-    case 6: nv = g2(b, "mul", c->v, gconst_scalar(b, kl_type_is_float(et) ? 0.5 : 3, et)); break;
-    case 7: /* cast to f16 and back (or just to f16); integers to f32 */
-      if (et->kind == KL_TY_F32) { nv = gconvert(b, c->v, KL_TY_F16); *f16_used = true; }
-      else nv = gconvert(b, c->v, KL_TY_F32);
-      break;
-    case 8: { /* an invertible view in the chain: transpose or reshape */
-      is_ew = false;
-      if (coin(50) && c->rank >= 2) {
-        int64_t perm[8];
-        for (int i = 0; i < c->rank; i++) perm[i] = i;
-        for (int i = c->rank - 1; i > 0; i--) { int j = rint_(0, i); int64_t t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
-        nv = gperm(b, c->v, c->rank, perm);
-      } else {
+      case 0: { /* bias broadcast along dim 1 (conv) or the last dim (dot) */
         int64_t sh[8];
-        int r = 0;
-        if (c->rank >= 2 && coin(50)) { /* merge the last two dims */
-          for (int i = 0; i + 2 < c->rank; i++) sh[r++] = c->shape[i];
-          sh[r++] = c->shape[c->rank - 2] * c->shape[c->rank - 1];
-        } else { /* add a leading unit dim */
-          sh[r++] = 1;
-          for (int i = 0; i < c->rank; i++) sh[r++] = c->shape[i];
+        int r = c->rank;
+        for (int i = 0; i < r; i++) sh[i] = 1;
+        int d = c->rank == 4 ? 1 : c->rank - 1;
+        sh[d] = c->shape[d];
+        int drop = coin(50) ? d : 0; /* sometimes with fewer leading dims */
+        kl_value *bias = rparam(b, et, r - drop, sh + drop);
+        nv = coin(50) ? g2(b, "add", c->v, bias) : g2(b, "add", bias, c->v);
+        break;
+      }
+      case 1: nv = g2(b, coin(50) ? "add" : "max", c->v, rparam(b, et, c->rank, c->shape)); break;
+      case 2: nv = g1(b, "relu", c->v); break;
+      case 3: nv = g1(b, "sigmoid", c->v); break;
+      case 4: nv = g1(b, "tanh", c->v); break;
+      case 5: {
+        kl_named_attr a[] = { { "min", kl_attr_float(b->ctx, -2.5) }, { "max", kl_attr_float(b->ctx, 3.75) } };
+        nv = gop(b, "clip", 1, &c->v, 2, a, NULL);
+        break;
+      }
+      case 6: nv = g2(b, "mul", c->v, gconst_scalar(b, kl_type_is_float(et) ? 0.5 : 3, et)); break;
+      case 7: /* cast to f16 and back (or just to f16); integers to f32 */
+        if (et->kind == KL_TY_F32) {
+          nv = gconvert(b, c->v, KL_TY_F16);
+          *f16_used = true;
+        } else
+          nv = gconvert(b, c->v, KL_TY_F32);
+        break;
+      case 8: { /* an invertible view in the chain: transpose or reshape */
+        is_ew = false;
+        if (coin(50) && c->rank >= 2) {
+          int64_t perm[8];
+          for (int i = 0; i < c->rank; i++) perm[i] = i;
+          for (int i = c->rank - 1; i > 0; i--) {
+            int j = rint_(0, i);
+            int64_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+          }
+          nv = gperm(b, c->v, c->rank, perm);
+        } else {
+          int64_t sh[8];
+          int r = 0;
+          if (c->rank >= 2 && coin(50)) { /* merge the last two dims */
+            for (int i = 0; i + 2 < c->rank; i++) sh[r++] = c->shape[i];
+            sh[r++] = c->shape[c->rank - 2] * c->shape[c->rank - 1];
+          } else { /* add a leading unit dim */
+            sh[r++] = 1;
+            for (int i = 0; i < c->rank; i++) sh[r++] = c->shape[i];
+          }
+          nv = greshape(b, c->v, r, sh);
         }
-        nv = greshape(b, c->v, r, sh);
+        break;
       }
-      break;
-    }
-    case 9: { /* a shared intermediate: the current value is also a graph output */
-      if (*nextra < 4) extra[(*nextra)++] = c->v;
-      breaks = true;
-      nv = g1(b, "relu", c->v);
-      break;
-    }
-    case 10: { /* a non-invertible view (slice) ends the chain */
-      int64_t be[8], en[8];
-      bool any = false;
-      for (int i = 0; i < c->rank; i++) {
-        be[i] = 0; en[i] = c->shape[i];
-        if (c->shape[i] > 1 && !any) { be[i] = 1; any = true; }
+      case 9: { /* a shared intermediate: the current value is also a graph output */
+        if (*nextra < 4) extra[(*nextra)++] = c->v;
+        breaks = true;
+        nv = g1(b, "relu", c->v);
+        break;
       }
-      if (!any) { s--; continue; }
-      kl_named_attr a[] = { { "begin", kl_attr_i64_array(b->ctx, c->rank, be) }, { "end", kl_attr_i64_array(b->ctx, c->rank, en) } };
-      kl_value *sl = gop(b, "slice", 1, &c->v, 2, a, NULL);
-      nv = g1(b, "abs", sl);
-      breaks = true;
-      break;
-    }
-    case 11: { /* the chain value gets broadcast by its user: the chain ends */
-      int64_t sh[8];
-      sh[0] = 2;
-      for (int i = 0; i < c->rank; i++) sh[i + 1] = c->shape[i];
-      if (c->rank + 1 > 6) { s--; continue; }
-      nv = g2(b, "sub", c->v, rparam(b, et, c->rank + 1, sh));
-      breaks = true;
-      break;
-    }
-    default: nv = g1(b, "neg", c->v); break;
+      case 10: { /* a non-invertible view (slice) ends the chain */
+        int64_t be[8], en[8];
+        bool any = false;
+        for (int i = 0; i < c->rank; i++) {
+          be[i] = 0;
+          en[i] = c->shape[i];
+          if (c->shape[i] > 1 && !any) {
+            be[i] = 1;
+            any = true;
+          }
+        }
+        if (!any) {
+          s--;
+          continue;
+        }
+        kl_named_attr a[] = { { "begin", kl_attr_i64_array(b->ctx, c->rank, be) },
+                              { "end", kl_attr_i64_array(b->ctx, c->rank, en) } };
+        kl_value *sl = gop(b, "slice", 1, &c->v, 2, a, NULL);
+        nv = g1(b, "abs", sl);
+        breaks = true;
+        break;
+      }
+      case 11: { /* the chain value gets broadcast by its user: the chain ends */
+        int64_t sh[8];
+        sh[0] = 2;
+        for (int i = 0; i < c->rank; i++) sh[i + 1] = c->shape[i];
+        if (c->rank + 1 > 6) {
+          s--;
+          continue;
+        }
+        nv = g2(b, "sub", c->v, rparam(b, et, c->rank + 1, sh));
+        breaks = true;
+        break;
+      }
+      default: nv = g1(b, "neg", c->v); break;
     }
     if (!nv) return -1;
     if (breaks) alive = false;
@@ -820,10 +1060,14 @@ static void random_anchor_graph(int seed, int *ran) {
   if (coin(50)) {
     what = "conv";
     int G = coin(70) ? 1 : rint_(2, 3);
-    int64_t N = rint_(1, 2), Cg = rint_(1, 3), Kg = rint_(1, 3), Hi = rint_(1, 7), Wi = rint_(1, 7), Y = rint_(1, 3), X = rint_(1, 3);
+    int64_t N = rint_(1, 2), Cg = rint_(1, 3), Kg = rint_(1, 3), Hi = rint_(1, 7), Wi = rint_(1, 7), Y = rint_(1, 3),
+            X = rint_(1, 3);
     int64_t st[2] = { rint_(1, 2), rint_(1, 2) }, dl[2] = { rint_(1, 2), rint_(1, 2) };
     int64_t pd[4] = { rint_(0, 1), rint_(0, 1), rint_(0, 1), rint_(0, 1) };
-    if (Hi + pd[0] + pd[1] - dl[0] * (Y - 1) - 1 < 0 || Wi + pd[2] + pd[3] - dl[1] * (X - 1) - 1 < 0) { Y = 1; X = 1; }
+    if (Hi + pd[0] + pd[1] - dl[0] * (Y - 1) - 1 < 0 || Wi + pd[2] + pd[3] - dl[1] * (X - 1) - 1 < 0) {
+      Y = 1;
+      X = 1;
+    }
     int64_t xs[4] = { N, Cg * G, Hi, Wi }, ws[4] = { Kg * G, Cg, Y, X };
     kl_value *x;
     if (coin(25)) { /* input given NHWC-shaped and transposed by a view */
@@ -837,8 +1081,10 @@ static void random_anchor_graph(int seed, int *ran) {
     int64_t s4[4];
     kl_strides_from_perm(4, ws, coin(50) ? (const int[]){ 0, 2, 3, 1 } : (const int[]){ 0, 1, 2, 3 }, s4);
     kl_value *w = gparam(&b, "w", kl_type_tensor(ctx, elem, 4, ws, s4));
-    kl_named_attr ca[] = { { "stride", kl_attr_i64_array(ctx, 2, st) }, { "padding", kl_attr_i64_array(ctx, 4, pd) },
-                           { "dilation", kl_attr_i64_array(ctx, 2, dl) }, { "groups", kl_attr_int(ctx, G) } };
+    kl_named_attr ca[] = { { "stride", kl_attr_i64_array(ctx, 2, st) },
+                           { "padding", kl_attr_i64_array(ctx, 4, pd) },
+                           { "dilation", kl_attr_i64_array(ctx, 2, dl) },
+                           { "groups", kl_attr_int(ctx, G) } };
     kl_value *xw[] = { x, w };
     cur_set(&c, gop(&b, "conv", 2, xw, 4, ca, NULL));
   } else {
@@ -851,14 +1097,21 @@ static void random_anchor_graph(int seed, int *ran) {
     int64_t as[4], bs[4];
     for (int i = 0; i < ra; i++) as[i] = coin(20) ? 1 : batch[nb - ra + i];
     for (int i = 0; i < rb; i++) bs[i] = coin(20) ? 1 : batch[nb - rb + i];
-    as[ra] = ta ? K : M; as[ra + 1] = ta ? M : K;
-    bs[rb] = tb ? N : K; bs[rb + 1] = tb ? K : N;
+    as[ra] = ta ? K : M;
+    as[ra + 1] = ta ? M : K;
+    bs[rb] = tb ? N : K;
+    bs[rb + 1] = tb ? K : N;
     kl_value *a;
     if (coin(30)) { /* a given transposed, the transpose absorbed as a view */
       int64_t ps[4], perm[4];
-      for (int i = 0; i < ra; i++) { ps[i] = as[i]; perm[i] = i; }
-      ps[ra] = as[ra + 1]; ps[ra + 1] = as[ra];
-      perm[ra] = ra + 1; perm[ra + 1] = ra;
+      for (int i = 0; i < ra; i++) {
+        ps[i] = as[i];
+        perm[i] = i;
+      }
+      ps[ra] = as[ra + 1];
+      ps[ra + 1] = as[ra];
+      perm[ra] = ra + 1;
+      perm[ra + 1] = ra;
       a = gperm(&b, rparam(&b, elem, ra + 2, ps), ra + 2, perm);
     } else {
       a = rparam(&b, elem, ra + 2, as);
@@ -887,7 +1140,7 @@ static void random_misc_graph(int seed, int *ran) {
   kl_ctx *ctx = kl_test_ctx();
   gb b = gb_new(ctx, "m");
   bool ints = coin(25);
-  const kl_type *f32 = ints ? kl_type_i32(ctx) : kl_type_f32(ctx);   /* the graph's element type */
+  const kl_type *f32 = ints ? kl_type_i32(ctx) : kl_type_f32(ctx); /* the graph's element type */
   int r = rint_(1, 4);
   int64_t sh[4];
   for (int i = 0; i < r; i++) sh[i] = rint_(1, 5);
@@ -914,22 +1167,35 @@ static void random_misc_graph(int seed, int *ran) {
       nv = g2(&b, "add", x, gperm(&b, gperm(&b, y, r, perm), r, perm));
     } else if (k == 6) { /* a broadcast operand: a slice of y along dim 0 to size 1 */
       int64_t be[4], en[4];
-      for (int d = 0; d < r; d++) { be[d] = 0; en[d] = sh[d]; }
+      for (int d = 0; d < r; d++) {
+        be[d] = 0;
+        en[d] = sh[d];
+      }
       be[0] = sh[0] - 1;
       kl_named_attr a[] = { { "begin", kl_attr_i64_array(ctx, r, be) }, { "end", kl_attr_i64_array(ctx, r, en) } };
       nv = g2(&b, "mul", x, gop(&b, "slice", 1, &y, 2, a, NULL));
 
     } else if (k == 7) { /* a stepped slice broadcast back */
       int64_t be[4], en[4], stp[4];
-      for (int d = 0; d < r; d++) { be[d] = 0; en[d] = sh[d]; stp[d] = 1; }
-      stp[r - 1] = 2; en[r - 1] = sh[r - 1] == 1 ? 1 : 2;  /* one element with step 2 */
+      for (int d = 0; d < r; d++) {
+        be[d] = 0;
+        en[d] = sh[d];
+        stp[d] = 1;
+      }
+      stp[r - 1] = 2;
+      en[r - 1] = sh[r - 1] == 1 ? 1 : 2; /* one element with step 2 */
       be[r - 1] = 0;
-      if (sh[r - 1] >= 3) { be[r - 1] = 1; en[r - 1] = sh[r - 1]; }
-      kl_named_attr a[] = { { "begin", kl_attr_i64_array(ctx, r, be) }, { "end", kl_attr_i64_array(ctx, r, en) },
+      if (sh[r - 1] >= 3) {
+        be[r - 1] = 1;
+        en[r - 1] = sh[r - 1];
+      }
+      kl_named_attr a[] = { { "begin", kl_attr_i64_array(ctx, r, be) },
+                            { "end", kl_attr_i64_array(ctx, r, en) },
                             { "step", kl_attr_i64_array(ctx, r, stp) } };
       kl_value *s = gop(&b, "slice", 1, &y, 3, a, NULL);
       if (s && s->type->shape[r - 1] != 1) { /* reduce it to one column with a max so it broadcasts */
-        kl_named_attr ra[] = { { "axes", kl_attr_i64_array(ctx, 1, (int64_t[]){ r - 1 }) }, { "keepdims", kl_attr_bool(ctx, true) } };
+        kl_named_attr ra[] = { { "axes", kl_attr_i64_array(ctx, 1, (int64_t[]){ r - 1 }) },
+                               { "keepdims", kl_attr_bool(ctx, true) } };
         s = gop(&b, "reduce_max", 1, &s, 2, ra, NULL);
       }
       nv = g2(&b, "add", x, s);
@@ -949,8 +1215,10 @@ static void random_misc_graph(int seed, int *ran) {
   int tail = rint_(0, 5);
   if (tail == 1) { /* a reduction, then element-wise */
     what = "reduce";
-    int64_t axes[4]; int na = 0;
-    for (int d = 0; d < r; d++) if (coin(50)) axes[na++] = coin(50) ? d : d - r;
+    int64_t axes[4];
+    int na = 0;
+    for (int d = 0; d < r; d++)
+      if (coin(50)) axes[na++] = coin(50) ? d : d - r;
     static const char *const reds[] = { "reduce_sum", "reduce_max", "reduce_mean" };
     kl_named_attr a[] = { { "axes", kl_attr_i64_array(ctx, na, axes) }, { "keepdims", kl_attr_bool(ctx, coin(50)) } };
     last = gop(&b, reds[rint_(0, 2)], 1, &last, 2, a, NULL);
@@ -996,8 +1264,8 @@ static void test_random_graphs(void) {
   for (int seed = 0; seed < 250; seed++) random_misc_graph(seed, &nm);
   CHECK(na >= 290 && nm >= 240);
   printf("random graphs: %d conv/dot (%d with an epilogue, %d writing through inverted views, %d with f16), "
-         "%d element-wise/reduce/softmax/concat/copy (%s)\n", na, stat_epilogue, stat_inverted, stat_f16, nm,
-         failures == fails0 ? "ok" : "FAILED");
+         "%d element-wise/reduce/softmax/concat/copy (%s)\n",
+         na, stat_epilogue, stat_inverted, stat_f16, nm, failures == fails0 ? "ok" : "FAILED");
 }
 
 /* ------------------------------------------------------------------ 3. hand-written cases */
@@ -1008,9 +1276,9 @@ static void test_shared_and_views(void) {
   kl_value *a = gparam(&b, "a", kl_type_tensor(ctx, f32, 2, (int64_t[]){ 4, 3 }, NULL));
   kl_value *w = gparam(&b, "w", kl_type_tensor(ctx, f32, 2, (int64_t[]){ 3, 5 }, NULL));
   kl_value *r = gparam(&b, "r", kl_type_tensor(ctx, f32, 2, (int64_t[]){ 4, 5 }, NULL));
-  kl_value *t = gperm(&b, r, 2, (int64_t[]){ 1, 0 });            /* used by two groups: duplicated */
+  kl_value *t = gperm(&b, r, 2, (int64_t[]){ 1, 0 }); /* used by two groups: duplicated */
   kl_value *d = g2(&b, "dot", a, w);
-  kl_value *e = g2(&b, "add", d, r);                              /* shared: output and used below */
+  kl_value *e = g2(&b, "add", d, r); /* shared: output and used below */
   kl_value *f = g1(&b, "relu", e);
   kl_value *h = g2(&b, "mul", g1(&b, "exp", gperm(&b, f, 2, (int64_t[]){ 1, 0 })), t);
   kl_value *outs[] = { e, h, t };

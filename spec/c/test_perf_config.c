@@ -24,11 +24,32 @@
 #include <string.h>
 
 static int checks, failures;
-#define CHECK(c) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
-#define CHECK_MSG(c, ...) do { checks++; if (!(c)) { failures++; fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(c)                                                            \
+  do {                                                                      \
+    checks++;                                                               \
+    if (!(c)) {                                                             \
+      failures++;                                                           \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+    }                                                                       \
+  } while (0)
+#define CHECK_MSG(c, ...)                                                   \
+  do {                                                                      \
+    checks++;                                                               \
+    if (!(c)) {                                                             \
+      failures++;                                                           \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
+      fprintf(stderr, __VA_ARGS__);                                         \
+      fputc('\n', stderr);                                                  \
+    }                                                                       \
+  } while (0)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static uint64_t rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
 static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
 
 /* ------------------------------------------------------------ parse / validate */
@@ -40,7 +61,9 @@ static void test_parse(void) {
         pc.n_per_thread == 4 && pc.kpack == 2);
   CHECK(!strcmp(kl_perf_config_print(&pc, buf, sizeof buf), "v1:64,32,16,8,4,2"));
   CHECK(kl_perf_config_block_size(&pc) == 64);
-  struct { const char *s, *want; } bad[] = {
+  struct {
+    const char *s, *want;
+  } bad[] = {
     { "v2:64,64,16,64,64,1", "bad version \"v2\"" },
     { "64,64,16,64,64,1", "missing version prefix" },
     { "v1:64,64,16,64,64", "too few fields (5" },
@@ -65,9 +88,14 @@ static void test_parse(void) {
 static void test_validate(void) {
   const kl_target *host = kl_target_lookup("host"), *gfx = kl_target_lookup("gfx942"), *sm = kl_target_lookup("sm_90");
   char err[512];
-  struct { const char *s; const kl_target *t; int eb; const char *want; } cases[] = {
+  struct {
+    const char *s;
+    const kl_target *t;
+    int eb;
+    const char *want;
+  } cases[] = {
     { "v1:64,64,16,64,64,1", NULL, 4, NULL },
-    { "v1:64,64,64,64,64,1", NULL, 8, NULL },                 /* exactly 64 KiB */
+    { "v1:64,64,64,64,64,1", NULL, 8, NULL }, /* exactly 64 KiB */
     { "v1:64,64,65,64,64,1", NULL, 8, "tile larger than LDS" },
     { "v1:64,64,16,32,64,1", NULL, 4, "block size (mPerBlock/mPerThread)*(nPerBlock/nPerThread) = 2 exceeds" },
     { "v1:64,64,16,3,64,1", NULL, 4, "mPerBlock (64) is not a multiple of mPerThread (3)" },
@@ -75,10 +103,14 @@ static void test_validate(void) {
     { "v1:64,64,12,64,64,8", NULL, 4, "kPerBlock (12) is not a multiple of kpack (8)" },
     { "v1:128,128,16,8,8,1", (const kl_target *)1, 4, NULL },
     { "v1:128,128,16,8,8,4", (const kl_target *)1, 2, NULL },
-    { "v1:256,256,64,8,8,1", (const kl_target *)1, 4, "tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*4 bytes = 131072 > 65536" },
-    { "v1:256,256,16,4,4,1", (const kl_target *)1, 4, "block size (mPerBlock/mPerThread)*(nPerBlock/nPerThread) = 4096 exceeds the max workgroup size 1024" },
-    { "v1:128,128,1,8,8,1", (const kl_target *)1, 4, "kPerBlock*mPerBlock (128) is not a multiple of the block size 256" },
-    { "v1:128,8,8,1,1,1", (const kl_target *)1, 4, "kPerBlock*nPerBlock (64) is not a multiple of the block size 1024" },
+    { "v1:256,256,64,8,8,1", (const kl_target *)1, 4,
+      "tile larger than LDS: kPerBlock*(mPerBlock+nPerBlock)*4 bytes = 131072 > 65536" },
+    { "v1:256,256,16,4,4,1", (const kl_target *)1, 4,
+      "block size (mPerBlock/mPerThread)*(nPerBlock/nPerThread) = 4096 exceeds the max workgroup size 1024" },
+    { "v1:128,128,1,8,8,1", (const kl_target *)1, 4,
+      "kPerBlock*mPerBlock (128) is not a multiple of the block size 256" },
+    { "v1:128,8,8,1,1,1", (const kl_target *)1, 4,
+      "kPerBlock*nPerBlock (64) is not a multiple of the block size 1024" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     kl_perf_config pc;
@@ -86,8 +118,11 @@ static void test_validate(void) {
     CHECK(kl_perf_config_parse(cases[i].s, &pc, err, sizeof err));
     err[0] = 0;
     bool ok = kl_perf_config_validate(&pc, t, cases[i].eb, err, sizeof err);
-    if (!cases[i].want) CHECK_MSG(ok, "%s on %s: %s", cases[i].s, t->name, err);
-    else CHECK_MSG(!ok && strstr(err, cases[i].want), "%s on %s: got \"%s\", want \"%s\"", cases[i].s, t->name, err, cases[i].want);
+    if (!cases[i].want)
+      CHECK_MSG(ok, "%s on %s: %s", cases[i].s, t->name, err);
+    else
+      CHECK_MSG(!ok && strstr(err, cases[i].want), "%s on %s: got \"%s\", want \"%s\"", cases[i].s, t->name, err,
+                cases[i].want);
   }
   /* sm_90 has more LDS: 256x256x64 f16 fits (64 KiB), 1024 threads ok */
   kl_perf_config pc = { 256, 256, 64, 8, 8, 1 };
@@ -113,7 +148,8 @@ static void test_heuristic(void) {
           CHECK_MSG(ok, "heuristic failed on %s", t->name);
           if (!ok) continue;
           CHECK_MSG(kl_perf_config_validate(&pc, t, ebs[e], err, sizeof err), "%s: %s", t->name, err);
-          CHECK(kl_perf_config_heuristic(t, 1, M, N, K, ebs[e], &pc2) && !memcmp(&pc, &pc2, sizeof pc));  /* deterministic */
+          CHECK(kl_perf_config_heuristic(t, 1, M, N, K, ebs[e], &pc2) &&
+                !memcmp(&pc, &pc2, sizeof pc)); /* deterministic */
           if (t->max_workgroup_size == 1) CHECK(kl_perf_config_block_size(&pc) == 1);
         }
   }
@@ -137,32 +173,52 @@ static void test_heuristic(void) {
 /* ------------------------------------------------------------ interpreter */
 typedef struct mem {
   kl_value *base;
-  int space;            /* KL_SPACE_* */
-  int64_t n;            /* elements per copy */
-  int copies;           /* private: block size */
+  int space;  /* KL_SPACE_* */
+  int64_t n;  /* elements per copy */
+  int copies; /* private: block size */
   double *data;
-  int64_t *wr_ep, *rd_ep; int *wr_tid, *rd_tid;   /* LDS race tracking */
+  int64_t *wr_ep, *rd_ep;
+  int *wr_tid, *rd_tid; /* LDS race tracking */
   int *writes;          /* global: write count per element */
 } mem;
-typedef struct slot { kl_value *v; int64_t *iv; mem *m; } slot;
+typedef struct slot {
+  kl_value *v;
+  int64_t *iv;
+  mem *m;
+} slot;
 typedef struct sim {
-  int bs; int64_t bid; int64_t epoch;
-  slot *slots; int nslots, cap;
-  mem *mems[64]; int nmems;
-  int errors; char first_err[512];
+  int bs;
+  int64_t bid;
+  int64_t epoch;
+  slot *slots;
+  int nslots, cap;
+  mem *mems[64];
+  int nmems;
+  int errors;
+  char first_err[512];
   int64_t macs;
 } sim;
 
 static void sim_err(sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sim_err(sim *s, const char *fmt, ...) {
-  if (!s->errors++) { va_list ap; va_start(ap, fmt); vsnprintf(s->first_err, sizeof s->first_err, fmt, ap); va_end(ap); }
+  if (!s->errors++) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->first_err, sizeof s->first_err, fmt, ap);
+    va_end(ap);
+  }
 }
 static slot *get_slot(sim *s, kl_value *v, bool create) {
   size_t h = ((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < s->cap; i++) {
     slot *sl = &s->slots[(h + i) & (s->cap - 1)];
     if (sl->v == v) return sl;
-    if (!sl->v) { if (!create) return NULL; sl->v = v; s->nslots++; return sl; }
+    if (!sl->v) {
+      if (!create) return NULL;
+      sl->v = v;
+      s->nslots++;
+      return sl;
+    }
   }
   return NULL;
 }
@@ -173,13 +229,21 @@ static int64_t *ivals(sim *s, kl_value *v) {
 }
 static mem *new_mem(sim *s, kl_value *base, int space, int64_t n, int copies) {
   mem *m = kl_xcalloc(1, sizeof *m);
-  m->base = base; m->space = space; m->n = n; m->copies = copies;
+  m->base = base;
+  m->space = space;
+  m->n = n;
+  m->copies = copies;
   m->data = kl_xmalloc(n * copies * sizeof *m->data);
   for (int64_t i = 0; i < n * copies; i++) m->data[i] = NAN;
   if (space == KL_SPACE_LDS) {
-    m->wr_ep = kl_xmalloc(n * sizeof *m->wr_ep); m->rd_ep = kl_xmalloc(n * sizeof *m->rd_ep);
-    m->wr_tid = kl_xmalloc(n * sizeof *m->wr_tid); m->rd_tid = kl_xmalloc(n * sizeof *m->rd_tid);
-    for (int64_t i = 0; i < n; i++) { m->wr_ep[i] = m->rd_ep[i] = -1; m->wr_tid[i] = m->rd_tid[i] = -1; }
+    m->wr_ep = kl_xmalloc(n * sizeof *m->wr_ep);
+    m->rd_ep = kl_xmalloc(n * sizeof *m->rd_ep);
+    m->wr_tid = kl_xmalloc(n * sizeof *m->wr_tid);
+    m->rd_tid = kl_xmalloc(n * sizeof *m->rd_tid);
+    for (int64_t i = 0; i < n; i++) {
+      m->wr_ep[i] = m->rd_ep[i] = -1;
+      m->wr_tid[i] = m->rd_tid[i] = -1;
+    }
   }
   if (space == KL_SPACE_GLOBAL) m->writes = kl_xcalloc(n, sizeof *m->writes);
   get_slot(s, base, true)->m = m;
@@ -187,7 +251,13 @@ static mem *new_mem(sim *s, kl_value *base, int space, int64_t n, int copies) {
   return m;
 }
 static void free_mem(mem *m) {
-  free(m->data); free(m->wr_ep); free(m->rd_ep); free(m->wr_tid); free(m->rd_tid); free(m->writes); free(m);
+  free(m->data);
+  free(m->wr_ep);
+  free(m->rd_ep);
+  free(m->wr_tid);
+  free(m->rd_tid);
+  free(m->writes);
+  free(m);
 }
 static int64_t buf_extent(const kl_type *t) {
   int64_t e = 1;
@@ -201,7 +271,10 @@ static bool locate(sim *s, kl_value *v, const int64_t *coords, int tid, mem **mo
   int rank = v->type->rank;
   for (int i = 0; i < rank; i++) cur[i] = coords[i];
   for (int i = 0; i < rank; i++)
-    if (cur[i] < 0 || cur[i] >= v->type->shape[i]) { sim_err(s, "coordinate out of range of %s", v->type->text); return false; }
+    if (cur[i] < 0 || cur[i] >= v->type->shape[i]) {
+      sim_err(s, "coordinate out of range of %s", v->type->text);
+      return false;
+    }
   bool valid = true;
   while (v->def && !strcmp(v->def->name, "rock.transform")) {
     const kl_view *vw = kl_attr_view(kl_op_attr(v->def, "view"));
@@ -212,10 +285,16 @@ static bool locate(sim *s, kl_value *v, const int64_t *coords, int tid, mem **mo
     if (!valid) return false;
   }
   slot *sl = get_slot(s, v, false);
-  if (!sl || !sl->m) { sim_err(s, "access to a buffer with no memory"); return false; }
+  if (!sl || !sl->m) {
+    sim_err(s, "access to a buffer with no memory");
+    return false;
+  }
   int64_t a = 0;
   for (int i = 0; i < rank; i++) {
-    if (cur[i] < 0 || cur[i] >= v->type->shape[i]) { sim_err(s, "valid coordinate out of range of %s", v->type->text); return false; }
+    if (cur[i] < 0 || cur[i] >= v->type->shape[i]) {
+      sim_err(s, "valid coordinate out of range of %s", v->type->text);
+      return false;
+    }
     a += cur[i] * v->type->strides[i];
   }
   *mo = sl->m;
@@ -224,17 +303,25 @@ static bool locate(sim *s, kl_value *v, const int64_t *coords, int tid, mem **mo
 }
 static double rd(sim *s, mem *m, int64_t i, int tid) {
   if (m->space == KL_SPACE_LDS) {
-    if (m->wr_ep[i] == s->epoch && m->wr_tid[i] != tid) sim_err(s, "LDS race: read after another thread's write without a barrier");
-    if (m->rd_ep[i] == s->epoch && m->rd_tid[i] != tid) m->rd_tid[i] = -2;
-    else { m->rd_ep[i] = s->epoch; m->rd_tid[i] = tid; }
+    if (m->wr_ep[i] == s->epoch && m->wr_tid[i] != tid)
+      sim_err(s, "LDS race: read after another thread's write without a barrier");
+    if (m->rd_ep[i] == s->epoch && m->rd_tid[i] != tid)
+      m->rd_tid[i] = -2;
+    else {
+      m->rd_ep[i] = s->epoch;
+      m->rd_tid[i] = tid;
+    }
   }
   return m->data[i];
 }
 static void wr(sim *s, mem *m, int64_t i, int tid, double v) {
   if (m->space == KL_SPACE_LDS) {
-    if (m->wr_ep[i] == s->epoch && m->wr_tid[i] != tid) sim_err(s, "LDS race: two threads write one element without a barrier");
-    if (m->rd_ep[i] == s->epoch && m->rd_tid[i] != tid) sim_err(s, "LDS race: write after another thread's read without a barrier");
-    m->wr_ep[i] = s->epoch; m->wr_tid[i] = tid;
+    if (m->wr_ep[i] == s->epoch && m->wr_tid[i] != tid)
+      sim_err(s, "LDS race: two threads write one element without a barrier");
+    if (m->rd_ep[i] == s->epoch && m->rd_tid[i] != tid)
+      sim_err(s, "LDS race: write after another thread's read without a barrier");
+    m->wr_ep[i] = s->epoch;
+    m->wr_tid[i] = tid;
   }
   if (m->writes) m->writes[i]++;
   m->data[i] = v;
@@ -274,13 +361,19 @@ static void exec_threadwise(sim *s, kl_op *op, bool read) {
     for (int64_t it = 0; it < n; it++) {
       up[ne] = it;
       bool valid = kl_view_eval(vw, up, lo);
-      mem *gm = NULL, *rm = NULL; int64_t gi = 0, ri = 0;
-      if (!locate(s, reg, &it, t, &rm, &ri)) { sim_err(s, "register access failed"); goto out; }
+      mem *gm = NULL, *rm = NULL;
+      int64_t gi = 0, ri = 0;
+      if (!locate(s, reg, &it, t, &rm, &ri)) {
+        sim_err(s, "register access failed");
+        goto out;
+      }
       if (valid) valid = locate(s, glob, lo, t, &gm, &gi);
       gms[it] = valid ? gm : NULL;
       gis[it] = valid ? gi - (gm->space == KL_SPACE_PRIVATE ? (int64_t)t * gm->n : 0) : 0;
-      if (read) wr(s, rm, ri, t, valid ? round_to(reg->type->elem, rd(s, gm, gi, t)) : 0.0);
-      else if (valid) wr(s, gm, gi, t, round_to(glob->type->elem, rd(s, rm, ri, t)));
+      if (read)
+        wr(s, rm, ri, t, valid ? round_to(reg->type->elem, rd(s, gm, gi, t)) : 0.0);
+      else if (valid)
+        wr(s, gm, gi, t, round_to(glob->type->elem, rd(s, rm, ri, t)));
     }
     /* the recorded vector length must hold: each aligned run all invalid, or all valid,
      * contiguous and aligned in one buffer */
@@ -289,17 +382,24 @@ static void exec_threadwise(sim *s, kl_op *op, bool read) {
       for (int64_t i = 0; i < vlen; i++) all_invalid &= gms[r + i] == NULL;
       if (all_invalid) continue;
       for (int64_t i = 0; i < vlen && ok; i++) ok = gms[r + i] == gms[r] && gis[r + i] == gis[r] + i;
-      if (!ok || gis[r] % vlen) { sim_err(s, "%s: vector_len %lld does not hold at iter %lld", op->name, (long long)vlen, (long long)r); goto out; }
+      if (!ok || gis[r] % vlen) {
+        sim_err(s, "%s: vector_len %lld does not hold at iter %lld", op->name, (long long)vlen, (long long)r);
+        goto out;
+      }
     }
   }
 out:
-  free(gms); free(gis);
+  free(gms);
+  free(gis);
 }
 static void exec_blockwise(sim *s, kl_op *op) {
   kl_value *A = op->opnds[0].value, *B = op->opnds[1].value, *acc = op->opnds[2].value, *tidv = op->opnds[3].value;
   int64_t MT, NT, NB, KB, MB;
-  kl_op_attr_i64(op, "m_per_thread", &MT); kl_op_attr_i64(op, "n_per_thread", &NT);
-  kl_op_attr_i64(op, "n_per_block", &NB); kl_op_attr_i64(op, "k_per_block", &KB); kl_op_attr_i64(op, "m_per_block", &MB);
+  kl_op_attr_i64(op, "m_per_thread", &MT);
+  kl_op_attr_i64(op, "n_per_thread", &NT);
+  kl_op_attr_i64(op, "n_per_block", &NB);
+  kl_op_attr_i64(op, "k_per_block", &KB);
+  kl_op_attr_i64(op, "m_per_block", &MB);
   mem **ma = kl_xmalloc(KB * MB * sizeof *ma), **mb = kl_xmalloc(KB * NB * sizeof *mb);
   int64_t *ia = kl_xmalloc(KB * MB * sizeof *ia), *ib = kl_xmalloc(KB * NB * sizeof *ib);
   table2(s, A, 0, ma, ia);
@@ -308,8 +408,12 @@ static void exec_blockwise(sim *s, kl_op *op) {
     int64_t tid = ivals(s, tidv)[t], tm = tid / (NB / NT), tn = tid % (NB / NT);
     for (int64_t i = 0; i < MT; i++)
       for (int64_t j = 0; j < NT; j++) {
-        mem *cm; int64_t ci, flat = i * NT + j;
-        if (!locate(s, acc, &flat, t, &cm, &ci)) { sim_err(s, "acc access failed"); goto out; }
+        mem *cm;
+        int64_t ci, flat = i * NT + j;
+        if (!locate(s, acc, &flat, t, &cm, &ci)) {
+          sim_err(s, "acc access failed");
+          goto out;
+        }
         double sum = rd(s, cm, ci, t);
         for (int64_t k = 0; k < KB; k++) {
           int64_t xa = k * MB + tm * MT + i, xb = k * NB + tn * NT + j;
@@ -321,19 +425,32 @@ static void exec_blockwise(sim *s, kl_op *op) {
       }
   }
 out:
-  free(ma); free(mb); free(ia); free(ib);
+  free(ma);
+  free(mb);
+  free(ia);
+  free(ib);
 }
 static void exec_threadwise_gemm(sim *s, kl_op *op) {
   kl_value *A = op->opnds[0].value, *B = op->opnds[1].value, *C = op->opnds[2].value;
   int64_t K = A->type->shape[0], M = A->type->shape[1], N = B->type->shape[1];
-  if (B->type->shape[0] != K || C->type->shape[0] != M || C->type->shape[1] != N) { sim_err(s, "threadwise_gemm shapes"); return; }
-  mem **ma = kl_xmalloc(K * M * sizeof *ma), **mb = kl_xmalloc(K * N * sizeof *mb), **mc = kl_xmalloc(M * N * sizeof *mc);
-  int64_t *ia = kl_xmalloc(K * M * sizeof *ia), *ib = kl_xmalloc(K * N * sizeof *ib), *ic = kl_xmalloc(M * N * sizeof *ic);
+  if (B->type->shape[0] != K || C->type->shape[0] != M || C->type->shape[1] != N) {
+    sim_err(s, "threadwise_gemm shapes");
+    return;
+  }
+  mem **ma = kl_xmalloc(K * M * sizeof *ma), **mb = kl_xmalloc(K * N * sizeof *mb),
+      **mc = kl_xmalloc(M * N * sizeof *mc);
+  int64_t *ia = kl_xmalloc(K * M * sizeof *ia), *ib = kl_xmalloc(K * N * sizeof *ib),
+          *ic = kl_xmalloc(M * N * sizeof *ic);
   for (int t = 0; t < s->bs; t++) {
-    table2(s, A, t, ma, ia); table2(s, B, t, mb, ib); table2(s, C, t, mc, ic);
+    table2(s, A, t, ma, ia);
+    table2(s, B, t, mb, ib);
+    table2(s, C, t, mc, ic);
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {
-        if (!mc[m * N + n]) { sim_err(s, "threadwise_gemm: invalid accumulator element"); goto out; }
+        if (!mc[m * N + n]) {
+          sim_err(s, "threadwise_gemm: invalid accumulator element");
+          goto out;
+        }
         double sum = rd(s, mc[m * N + n], ic[m * N + n], t);
         for (int64_t k = 0; k < K; k++) {
           double av = ma[k * M + m] ? rd(s, ma[k * M + m], ia[k * M + m], t) : 0;
@@ -345,7 +462,12 @@ static void exec_threadwise_gemm(sim *s, kl_op *op) {
       }
   }
 out:
-  free(ma); free(mb); free(mc); free(ia); free(ib); free(ic);
+  free(ma);
+  free(mb);
+  free(mc);
+  free(ia);
+  free(ib);
+  free(ic);
 }
 static void exec_op(sim *s, kl_op *op) {
   const char *n = op->name;
@@ -362,21 +484,27 @@ static void exec_op(sim *s, kl_op *op) {
   } else if (!strcmp(n, "rock.alloc")) {
     const kl_type *t = op->results[0].type;
     slot *sl = get_slot(s, kl_op_result(op, 0), false);
-    if (sl && sl->m) {   /* re-executed alloc (inside a loop): keep one buffer per block */
+    if (sl && sl->m) { /* re-executed alloc (inside a loop): keep one buffer per block */
       for (int64_t i = 0; i < sl->m->n * sl->m->copies; i++) sl->m->data[i] = NAN;
-    } else if (t->space == KL_SPACE_GLOBAL) sim_err(s, "global rock.alloc in a GEMM kernel");
-    else new_mem(s, kl_op_result(op, 0), t->space, buf_extent(t), t->space == KL_SPACE_PRIVATE ? s->bs : 1);
+    } else if (t->space == KL_SPACE_GLOBAL)
+      sim_err(s, "global rock.alloc in a GEMM kernel");
+    else
+      new_mem(s, kl_op_result(op, 0), t->space, buf_extent(t), t->space == KL_SPACE_PRIVATE ? s->bs : 1);
   } else if (!strcmp(n, "rock.transform") || !strcmp(n, "scf.yield") || !strcmp(n, "func.return")) {
   } else if (!strcmp(n, "rock.fill")) {
     const kl_attr *v = kl_op_attr(op, "value");
     double x = v->kind == KL_AT_FLOAT ? v->f : (double)v->i;
     kl_value *b = op->opnds[0].value;
-    if (b->def && !strcmp(b->def->name, "rock.transform")) { sim_err(s, "fill through a view"); return; }
+    if (b->def && !strcmp(b->def->name, "rock.transform")) {
+      sim_err(s, "fill through a view");
+      return;
+    }
     mem *m = get_slot(s, b, false)->m;
     for (int t = 0; t < m->copies; t++)
       for (int64_t i = 0; i < m->n; i++) wr(s, m, t * m->n + i, t, x);
   } else if (!strcmp(n, "scf.for")) {
-    int64_t lb = ivals(s, op->opnds[0].value)[0], ub = ivals(s, op->opnds[1].value)[0], st = ivals(s, op->opnds[2].value)[0];
+    int64_t lb = ivals(s, op->opnds[0].value)[0], ub = ivals(s, op->opnds[1].value)[0],
+            st = ivals(s, op->opnds[2].value)[0];
     for (int i = 0; i < 3; i++)
       for (int t = 1; t < s->bs; t++)
         if (ivals(s, op->opnds[i].value)[t] != ivals(s, op->opnds[i].value)[0]) sim_err(s, "non-uniform loop bounds");
@@ -420,8 +548,12 @@ static int simulate(kl_op *fn, double **args, int **writes, int64_t *macs, char 
     s.slots = kl_xcalloc(s.cap, sizeof *s.slots);
     for (int i = 0; i < entry->nargs; i++) {
       mem *m = kl_xcalloc(1, sizeof *m);
-      m->base = entry->args[i]; m->space = KL_SPACE_GLOBAL; m->n = buf_extent(entry->args[i]->type); m->copies = 1;
-      m->data = args[i]; m->writes = writes[i];
+      m->base = entry->args[i];
+      m->space = KL_SPACE_GLOBAL;
+      m->n = buf_extent(entry->args[i]->type);
+      m->copies = 1;
+      m->data = args[i];
+      m->writes = writes[i];
       get_slot(&s, entry->args[i], true)->m = m;
       s.mems[s.nmems++] = m;
     }
@@ -430,8 +562,10 @@ static int simulate(kl_op *fn, double **args, int **writes, int64_t *macs, char 
     *macs += s.macs;
     if (s.errors) snprintf(err, errlen, "workgroup %lld: %s", (long long)bid, s.first_err);
     for (int i = 0; i < s.nmems; i++) {
-      if (i < entry->nargs) free(s.mems[i]);   /* args: data/writes belong to the caller */
-      else free_mem(s.mems[i]);
+      if (i < entry->nargs)
+        free(s.mems[i]); /* args: data/writes belong to the caller */
+      else
+        free_mem(s.mems[i]);
     }
     for (int i = 0; i < s.cap; i++) free(s.slots[i].iv);
     free(s.slots);
@@ -452,9 +586,15 @@ typedef struct {
 
 static const kl_type *stored_type(kl_ctx *ctx, kl_type_kind et, int64_t d0, int64_t d1, int64_t d2, int layout) {
   const kl_type *e = kl_type_scalar(ctx, et);
-  if (layout == 1) { int64_t s[3] = { d0, d2, d1 }; return kl_type_buffer(ctx, e, 3, s, NULL, KL_SPACE_GLOBAL); }
+  if (layout == 1) {
+    int64_t s[3] = { d0, d2, d1 };
+    return kl_type_buffer(ctx, e, 3, s, NULL, KL_SPACE_GLOBAL);
+  }
   int64_t s[3] = { d0, d1, d2 };
-  if (layout == 2) { int64_t st[3] = { d1 * d2, 1, d1 }; return kl_type_buffer(ctx, e, 3, s, st, KL_SPACE_GLOBAL); }
+  if (layout == 2) {
+    int64_t st[3] = { d1 * d2, 1, d1 };
+    return kl_type_buffer(ctx, e, 3, s, st, KL_SPACE_GLOBAL);
+  }
   return kl_type_buffer(ctx, e, 3, s, NULL, KL_SPACE_GLOBAL);
 }
 /* address of logical element (i0, i1, i2) of an operand with logical dims d0 x d1 x d2 */
@@ -476,7 +616,8 @@ static kl_value *logical(kl_ctx *ctx, kl_block *b, kl_value *arg, int layout, co
   kl_named_attr a = { "view", kl_attr_from_view(ctx, v) };
   kl_op *op = kl_op_create(ctx, "rock.transform", KL_LOC_UNKNOWN, 1, &arg, 1, &rt, 1, &a, 0);
   kl_block_push_op(b, op);
-  kl_view_free(id); kl_view_free(v);
+  kl_view_free(id);
+  kl_view_free(v);
   return kl_op_result(op, 0);
 }
 static kl_op *build_kernel(kl_ctx *ctx, const gcase *c, kl_op **fn_out) {
@@ -505,7 +646,8 @@ static kl_op *build_kernel(kl_ctx *ctx, const gcase *c, kl_op **fn_out) {
 static int count_named(kl_op *root, const char *name) {
   int n, k = 0;
   kl_op **ops = kl_collect_ops(root, &n);
-  for (int i = 0; i < n; i++) if (!strcmp(ops[i]->name, name)) k++;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(ops[i]->name, name)) k++;
   free(ops);
   return k;
 }
@@ -527,15 +669,19 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
   char label[256];
   snprintf(label, sizeof label, "G=%lld M=%lld N=%lld K=%lld layouts %d%d%d %s->%s target %s perf %s%s%s",
            (long long)c->G, (long long)c->M, (long long)c->N, (long long)c->K, c->la, c->lb, c->lc,
-           kl_scalar_name(c->in), kl_scalar_name(c->out), c->target ? c->target : "(default)", c->perf ? c->perf : "(heuristic)",
-           fill ? " ones" : "", threadwise ? " +threadwise" : "");
-  const char *pipe = threadwise ? "rock-gemm-to-gridwise{accel=false},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise"
-                                : "rock-gemm-to-gridwise{accel=false},rock-gridwise-to-blockwise";
+           kl_scalar_name(c->in), kl_scalar_name(c->out), c->target ? c->target : "(default)",
+           c->perf ? c->perf : "(heuristic)", fill ? " ones" : "", threadwise ? " +threadwise" : "");
+  const char *pipe = threadwise
+      ? "rock-gemm-to-gridwise{accel=false},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise"
+      : "rock-gemm-to-gridwise{accel=false},rock-gridwise-to-blockwise";
   kl_status st = run_pipeline(ctx, m, pipe);
   char *d = kl_diag_take(ctx);
   CHECK_MSG(st == KL_OK, "%s: pipeline failed: %s", label, d);
   free(d);
-  if (st != KL_OK) { kl_ctx_destroy(ctx); return; }
+  if (st != KL_OK) {
+    kl_ctx_destroy(ctx);
+    return;
+  }
   CHECK(count_named(m, "rock.gemm") == 0 && count_named(m, "rock.gridwise_gemm") == 0);
   CHECK(count_named(m, "rock.blockwise_gemm") == (threadwise ? 0 : 1));
   CHECK(count_named(m, "rock.threadwise_gemm") == (threadwise ? 1 : 0));
@@ -545,7 +691,8 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
   kl_op **ops = kl_collect_ops(m, &n);
   for (int i = 0; i < n; i++)
     if (!strcmp(ops[i]->name, "rock.threadwise_write_all")) {
-      kl_op *chain[16]; int nc;
+      kl_op *chain[16];
+      int nc;
       kl_value *u = kl_rock_underlying(ops[i]->opnds[1].value, chain, &nc, 16);
       if (u->type->space == KL_SPACE_GLOBAL) gw++;
     }
@@ -560,8 +707,14 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
   int *wa = kl_xcalloc(na, sizeof *wa), *wb = kl_xcalloc(nb, sizeof *wb), *wc = kl_xcalloc(nc, sizeof *wc);
   double *Al = kl_xmalloc(na * sizeof *Al), *Bl = kl_xmalloc(nb * sizeof *Bl);
   int lim = c->in == KL_TY_F16 || c->in == KL_TY_BF16 ? 2 : 4;
-  for (int64_t i = 0; i < na; i++) { int64_t v = fill ? 1 : rnd_in(-lim, lim - 1); Al[i] = v >= 0 && !fill ? v + 1 : v; }
-  for (int64_t i = 0; i < nb; i++) { int64_t v = fill ? 1 : rnd_in(-lim, lim - 1); Bl[i] = v >= 0 && !fill ? v + 1 : v; }
+  for (int64_t i = 0; i < na; i++) {
+    int64_t v = fill ? 1 : rnd_in(-lim, lim - 1);
+    Al[i] = v >= 0 && !fill ? v + 1 : v;
+  }
+  for (int64_t i = 0; i < nb; i++) {
+    int64_t v = fill ? 1 : rnd_in(-lim, lim - 1);
+    Bl[i] = v >= 0 && !fill ? v + 1 : v;
+  }
   for (int64_t g = 0; g < G; g++)
     for (int64_t k = 0; k < K; k++) {
       for (int64_t x = 0; x < M; x++) A[addr_of(g, k, x, K, M, c->la)] = Al[(g * K + k) * M + x];
@@ -583,11 +736,15 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
         ref = kl_round_to_type(ot, kl_round_to_type(kl_gemm_acc_type(ctx, et), ref));
         int64_t ad = addr_of(g, i, j, M, N, c->lc);
         if (!(C[ad] == ref)) {
-          if (!bad) fprintf(stderr, "  %s: C[%lld,%lld,%lld] = %g, want %g\n", label, (long long)g, (long long)i, (long long)j, C[ad], ref);
+          if (!bad)
+            fprintf(stderr, "  %s: C[%lld,%lld,%lld] = %g, want %g\n", label, (long long)g, (long long)i, (long long)j,
+                    C[ad], ref);
           bad++;
         }
         if (wc[ad] != 1) {
-          if (!badw) fprintf(stderr, "  %s: C[%lld,%lld,%lld] written %d times\n", label, (long long)g, (long long)i, (long long)j, wc[ad]);
+          if (!badw)
+            fprintf(stderr, "  %s: C[%lld,%lld,%lld] written %d times\n", label, (long long)g, (long long)i,
+                    (long long)j, wc[ad]);
           badw++;
         }
       }
@@ -606,11 +763,19 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
     mb = (M + pc.m_per_block - 1) / pc.m_per_block * pc.m_per_block;
     nbk = (N + pc.n_per_block - 1) / pc.n_per_block * pc.n_per_block;
     kb = (K + pc.k_per_block - 1) / pc.k_per_block * pc.k_per_block;
-    CHECK_MSG(macs == G * mb * nbk * kb, "%s: %lld multiply-adds, want %lld", label, (long long)macs, (long long)(G * mb * nbk * kb));
+    CHECK_MSG(macs == G * mb * nbk * kb, "%s: %lld multiply-adds, want %lld", label, (long long)macs,
+              (long long)(G * mb * nbk * kb));
   }
   total_macs += macs;
   cases_run++;
-  free(A); free(B); free(C); free(wa); free(wb); free(wc); free(Al); free(Bl);
+  free(A);
+  free(B);
+  free(C);
+  free(wa);
+  free(wb);
+  free(wc);
+  free(Al);
+  free(Bl);
   kl_ctx_destroy(ctx);
 }
 
@@ -623,12 +788,12 @@ static void test_numeric(void) {
     { 1, 129, 3, 7, 2, 2, 2, KL_TY_F32, KL_TY_F32, "host", "v1:64,4,8,64,4,4" },
     { 3, 9, 10, 11, 1, 0, 2, KL_TY_F16, KL_TY_F32, "host", "v1:4,8,4,4,8,2" },
     { 1, 17, 17, 17, 0, 1, 0, KL_TY_I8, KL_TY_I32, "host", NULL },
-    { 1, 33, 20, 19, 0, 0, 0, KL_TY_F32, KL_TY_F32, "gfx942", "v1:32,16,8,4,2,1" },     /* 64 threads */
-    { 2, 17, 31, 9, 1, 1, 1, KL_TY_F32, KL_TY_F32, "gfx942", "v1:16,16,4,2,2,2" },      /* kpack 2 */
-    { 1, 40, 24, 13, 2, 0, 1, KL_TY_F16, KL_TY_F16, "gfx1100", "v1:8,8,8,1,2,8" },      /* 32 threads, kpack 8 */
+    { 1, 33, 20, 19, 0, 0, 0, KL_TY_F32, KL_TY_F32, "gfx942", "v1:32,16,8,4,2,1" }, /* 64 threads */
+    { 2, 17, 31, 9, 1, 1, 1, KL_TY_F32, KL_TY_F32, "gfx942", "v1:16,16,4,2,2,2" },  /* kpack 2 */
+    { 1, 40, 24, 13, 2, 0, 1, KL_TY_F16, KL_TY_F16, "gfx1100", "v1:8,8,8,1,2,8" },  /* 32 threads, kpack 8 */
     { 1, 3, 130, 5, 0, 1, 0, KL_TY_F32, KL_TY_F32, "sm_90", NULL },
     { 1, 129, 129, 3, 0, 0, 0, KL_TY_F32, KL_TY_F32, "gfx90a", NULL },
-    { 1, 128, 128, 64, 1, 1, 0, KL_TY_F32, KL_TY_F32, "gfx942", "v1:128,128,16,8,8,4" },  /* 256 threads */
+    { 1, 128, 128, 64, 1, 1, 0, KL_TY_F32, KL_TY_F32, "gfx942", "v1:128,128,16,8,8,4" }, /* 256 threads */
   };
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
     run_case(&fixed[i], 0, false);
@@ -640,14 +805,17 @@ static void test_numeric(void) {
   static const char *const tg[] = { NULL, "host", "gfx908", "gfx1030" };
   static const char *const perfs[] = { NULL, NULL, "v1:4,4,4,4,4,1", "v1:2,8,2,2,8,2", "v1:16,8,4,16,8,4" };
   for (int i = 0; i < 24; i++) {
-    gcase c = { rnd_in(1, 2), 0, 0, 0, (int)rnd_in(0, 2), (int)rnd_in(0, 2), (int)rnd_in(0, 2), KL_TY_F32, KL_TY_F32, NULL, NULL };
+    gcase c = { rnd_in(1, 2), 0,         0,    0,   (int)rnd_in(0, 2), (int)rnd_in(0, 2), (int)rnd_in(0, 2),
+                KL_TY_F32,    KL_TY_F32, NULL, NULL };
     c.M = rnd() % 2 ? odd[rnd() % 5] : rnd_in(1, 40);
     c.N = rnd() % 2 ? odd[rnd() % 5] : rnd_in(1, 40);
     c.K = rnd() % 2 ? odd[rnd() % 5] : rnd_in(1, 40);
     if (c.M * c.N * c.K * c.G > 300000) c.K = 3;
     c.target = tg[rnd() % 4];
-    if (!c.target || !strcmp(c.target, "host")) c.perf = perfs[rnd() % 5];
-    else if (rnd() % 2) c.perf = "v1:16,16,8,2,2,2";
+    if (!c.target || !strcmp(c.target, "host"))
+      c.perf = perfs[rnd() % 5];
+    else if (rnd() % 2)
+      c.perf = "v1:16,16,8,2,2,2";
     run_case(&c, 0, i % 2 == 1);
   }
   printf("numeric: %lld kernels simulated, %lld multiply-adds: ok\n", (long long)cases_run, (long long)total_macs);
@@ -663,7 +831,8 @@ static int64_t vlen_of(kl_op *m, kl_op *fn, const char *name, int arg, int nth) 
   for (int i = 0; i < n && !r; i++) {
     if (strcmp(ops[i]->name, name)) continue;
     bool read = !strcmp(name, "rock.threadwise_read_into");
-    kl_op *chain[16]; int nc;
+    kl_op *chain[16];
+    int nc;
     kl_value *u = kl_rock_underlying(ops[i]->opnds[read ? 0 : 1].value, chain, &nc, 16);
     bool hit = arg >= 0 ? u == fn->regions[0].first->args[arg] : u->type->space == KL_SPACE_LDS;
     if (hit && nth-- == 0) kl_op_attr_i64(ops[i], "vector_len", &r);
@@ -672,7 +841,11 @@ static int64_t vlen_of(kl_op *m, kl_op *fn, const char *name, int arg, int nth) 
   return r;
 }
 static void test_vectorization(void) {
-  struct { int la, lb, lc; const char *perf, *target; int64_t ra, rb, wa, wb, wc; } cases[] = {
+  struct {
+    int la, lb, lc;
+    const char *perf, *target;
+    int64_t ra, rb, wa, wb, wc;
+  } cases[] = {
     /* plain layouts: M and N contiguous everywhere */
     { 0, 0, 0, "v1:64,64,16,64,64,1", "host", 4, 4, 4, 4, 4 },
     /* A stored [G,M,K] (K contiguous): the copy runs along K; LDS [K,M] then takes scalars */
@@ -686,13 +859,17 @@ static void test_vectorization(void) {
     { 1, 1, 0, "v1:128,128,16,8,8,4", "gfx942", 4, 4, 4, 4, 4 },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    gcase c = { 1, 128, 128, 64, cases[i].la, cases[i].lb, cases[i].lc, KL_TY_F32, KL_TY_F32, cases[i].target, cases[i].perf };
+    gcase c = {
+      1, 128, 128, 64, cases[i].la, cases[i].lb, cases[i].lc, KL_TY_F32, KL_TY_F32, cases[i].target, cases[i].perf
+    };
     kl_ctx *ctx = kl_test_ctx();
     kl_op *fn;
     kl_op *m = build_kernel(ctx, &c, &fn);
     CHECK(run_pipeline(ctx, m, "rock-gemm-to-gridwise,rock-gridwise-to-blockwise") == KL_OK);
-    int64_t ra = vlen_of(m, fn, "rock.threadwise_read_into", 0, 0), rb = vlen_of(m, fn, "rock.threadwise_read_into", 1, 0);
-    int64_t wa = vlen_of(m, fn, "rock.threadwise_write_all", -1, 0), wb = vlen_of(m, fn, "rock.threadwise_write_all", -1, 1);
+    int64_t ra = vlen_of(m, fn, "rock.threadwise_read_into", 0, 0),
+            rb = vlen_of(m, fn, "rock.threadwise_read_into", 1, 0);
+    int64_t wa = vlen_of(m, fn, "rock.threadwise_write_all", -1, 0),
+            wb = vlen_of(m, fn, "rock.threadwise_write_all", -1, 1);
     int64_t wc = vlen_of(m, fn, "rock.threadwise_write_all", 2, 0);
     CHECK_MSG(ra == cases[i].ra && rb == cases[i].rb && wa == cases[i].wa && wb == cases[i].wb && wc == cases[i].wc,
               "case %zu: vector lengths read a %lld b %lld, LDS write a %lld b %lld, C write %lld", i, (long long)ra,
@@ -771,6 +948,9 @@ int main(void) {
   test_vectorization();
   test_pass_errors();
   printf("test_perf_config: %d checks passed\n", checks - failures);
-  if (failures) { printf("test_perf_config: %d checks FAILED\n", failures); return 1; }
+  if (failures) {
+    printf("test_perf_config: %d checks FAILED\n", failures);
+    return 1;
+  }
   return 0;
 }

@@ -32,7 +32,7 @@
 #include "runtime/graph_eval.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_query.h"
-#include "kiln.h"   /* after the internal headers: its declarations are checked against theirs */
+#include "kiln.h" /* after the internal headers: its declarations are checked against theirs */
 
 #include "check.h"
 #include "public_api_layout.h"
@@ -84,7 +84,7 @@ static void check_diag(kl_ctx *ctx, const char *what, const char *const *want) {
   free(d);
 }
 #define DIAG(ctx, what, ...) check_diag((ctx), (what), (const char *const[]){ __VA_ARGS__, NULL })
-#define HERE(ctx) kl_loc_make((ctx), "api.c", __LINE__, 0)
+#define HERE(ctx)            kl_loc_make((ctx), "api.c", __LINE__, 0)
 
 /* Compiles g for the host, runs it on rand inputs and compares with kl_graph_eval. */
 static void run_vs_eval(kl_op *g, kl_device *dev, const char *what) {
@@ -113,7 +113,8 @@ static void run_vs_eval(kl_op *g, kl_device *dev, const char *what) {
   }
   for (int i = 0; i < nout; i++) kl_tensor_release(out[i]);
   for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
-  free(out); free(ref);
+  free(out);
+  free(ref);
   for (int i = 0; i < np; i++) kl_tensor_release(in[i].tensor);
   kl_program_release(p);
 }
@@ -140,7 +141,8 @@ static void test_builders(kl_device *dev) {
   CHECK(c != NULL);
   if (c) {
     CHECK(c->type->rank == 4 && c->type->shape[0] == 1 && c->type->shape[1] == 4 && c->type->shape[2] == 4 &&
-          c->type->shape[3] == 4, "conv: %s", kl_type_str(c->type));
+              c->type->shape[3] == 4,
+          "conv: %s", kl_type_str(c->type));
     /* the same op as kl_graph_build with the attributes built in C */
     kl_op *co = kl_value_parent_op(c);
     CHECK(!strcmp(co->name, "graph.conv"));
@@ -150,7 +152,8 @@ static void test_builders(kl_device *dev) {
   }
   kl_value *r = kl_graph_add_op(g, "graph.relu", 1, &c, NULL, HERE(ctx));
   kl_value *sum = kl_graph_add_op(g, "reduce_sum", 1, &r, "{axes = [1], keepdims = true}", HERE(ctx));
-  CHECK(sum && sum->type->rank == 4 && sum->type->shape[1] == 1, "reduce_sum: %s", sum ? kl_type_str(sum->type) : "NULL");
+  CHECK(sum && sum->type->rank == 4 && sum->type->shape[1] == 1, "reduce_sum: %s",
+        sum ? kl_type_str(sum->type) : "NULL");
   kl_value *cl = kl_graph_add_op(g, "clip", 1, &r, "{min = 0.0, max = 6.0}", HERE(ctx));
   CHECK(cl != NULL);
   CHECK(kl_graph_output(g, 2, (kl_value *[]){ cl, sum }, HERE(ctx)) == KL_OK);
@@ -167,7 +170,7 @@ static void test_builders(kl_device *dev) {
   double cv[6] = { 1, 2, 3, 4, 5, 6.0001 };
   kl_value *k = kl_graph_add_constant(g2, KL_DT_F16, 1, (int64_t[]){ 6 }, cv, HERE(ctx));
   CHECK(k != NULL);
-  if (k) {   /* values rounded through f16 */
+  if (k) { /* values rounded through f16 */
     const kl_attr *va = kl_op_attr(kl_value_parent_op(k), "value");
     CHECK(va && va->n == 6 && va->elems[5]->f == kl_round_f16(6.0001) && va->elems[0]->f == 1.0);
   }
@@ -179,7 +182,7 @@ static void test_builders(kl_device *dev) {
   double iv[2] = { 3.7, -1000 };
   kl_value *ki = kl_graph_add_constant(g2, KL_DT_I8, 1, (int64_t[]){ 2 }, iv, HERE(ctx));
   CHECK(ki != NULL);
-  if (ki) {   /* ints: truncated and saturated as an i8 tensor stores them */
+  if (ki) { /* ints: truncated and saturated as an i8 tensor stores them */
     const kl_attr *va = kl_op_attr(kl_value_parent_op(ki), "value");
     CHECK(va && va->n == 2 && va->elems[0]->kind == KL_AT_INT && va->elems[0]->i == 3 && va->elems[1]->i == -128);
   }
@@ -291,19 +294,18 @@ static void test_builder_errors(kl_device *dev) {
 static void test_module_graph(void) {
   group_begin();
   kl_ctx *ctx = kl_ctx_create();
-  static const char text[] =
-    "func.func @first() attributes {graph} {\n"
-    "  %0 = \"graph.param\"() {name = \"x\"} : () -> tensor<2x3xf32>\n"
-    "  %1 = \"graph.relu\"(%0) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
-    "  func.return %1 : tensor<2x3xf32>\n"
-    "}\n"
-    "func.func @plain() {\n"
-    "  func.return\n"
-    "}\n"
-    "func.func @second() attributes {graph} {\n"
-    "  %0 = \"graph.param\"() {name = \"y\"} : () -> tensor<4xf32>\n"
-    "  func.return %0 : tensor<4xf32>\n"
-    "}\n";
+  static const char text[] = "func.func @first() attributes {graph} {\n"
+                             "  %0 = \"graph.param\"() {name = \"x\"} : () -> tensor<2x3xf32>\n"
+                             "  %1 = \"graph.relu\"(%0) : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+                             "  func.return %1 : tensor<2x3xf32>\n"
+                             "}\n"
+                             "func.func @plain() {\n"
+                             "  func.return\n"
+                             "}\n"
+                             "func.func @second() attributes {graph} {\n"
+                             "  %0 = \"graph.param\"() {name = \"y\"} : () -> tensor<4xf32>\n"
+                             "  func.return %0 : tensor<4xf32>\n"
+                             "}\n";
   kl_op *m = kl_parse_module(ctx, text, sizeof text - 1, "two.kir");
   char *d = kl_diag_take(ctx);
   CHECK(m != NULL, "parse: %s", d);
@@ -313,9 +315,9 @@ static void test_module_graph(void) {
     kl_op *g1 = kl_module_graph(m, NULL), *g2 = kl_module_graph(m, "second");
     CHECK(g1 && !strcmp(kl_op_attr_string(g1, "sym_name"), "first"));
     CHECK(g2 && kl_graph_param(g2, "y") != NULL);
-    CHECK(kl_module_graph(m, "plain") == NULL);   /* not a graph */
+    CHECK(kl_module_graph(m, "plain") == NULL); /* not a graph */
     CHECK(kl_module_graph(m, "missing") == NULL);
-    CHECK(g1 && kl_module_graph(g1, NULL) == NULL);   /* not a module */
+    CHECK(g1 && kl_module_graph(g1, NULL) == NULL); /* not a module */
   }
   CHECK(kl_module_graph(NULL, NULL) == NULL);
   kl_ctx_destroy(ctx);
@@ -343,8 +345,8 @@ static void test_tensor_query(void) {
     CHECK(kl_f16_to_f64(p[off]) == kl_tensor_get(t, idx));
   }
   /* a view with an offset: data points at its element [0] */
-  kl_tensor *base = kl_tensor_from_f64(KL_DT_F32, 1, (int64_t[]){ 10 }, NULL, (double[]){ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 },
-                                       err, sizeof err);
+  kl_tensor *base = kl_tensor_from_f64(KL_DT_F32, 1, (int64_t[]){ 10 }, NULL,
+                                       (double[]){ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 }, err, sizeof err);
   kl_tensor *v = base ? kl_tensor_view(base, 1, (int64_t[]){ 4 }, (int64_t[]){ 2 }, 3, err, sizeof err) : NULL;
   CHECK(v != NULL, "%s", err);
   if (v) {

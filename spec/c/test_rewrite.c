@@ -17,7 +17,12 @@
 #include "ir_test_util.h"
 
 /* ---- IR building helpers ---- */
-typedef struct { kl_ctx *ctx; kl_op *m; kl_block *b; const kl_type *i32; } fixture;
+typedef struct {
+  kl_ctx *ctx;
+  kl_op *m;
+  kl_block *b;
+  const kl_type *i32;
+} fixture;
 static int line_no = 2;
 
 static fixture setup(int nargs) {
@@ -41,7 +46,8 @@ static kl_op *add_op(fixture *f, kl_block *b, const char *name, int n, kl_value 
   return op;
 }
 static kl_value *cst(fixture *f, int64_t v) {
-  kl_op *c = kl_build_constant(f->ctx, kl_loc_make(f->ctx, "t.kir", line_no++, 3), kl_attr_int_typed(f->ctx, v, f->i32), f->i32);
+  kl_op *c = kl_build_constant(f->ctx, kl_loc_make(f->ctx, "t.kir", line_no++, 3), kl_attr_int_typed(f->ctx, v, f->i32),
+                               f->i32);
   kl_block_push_op(f->b, c);
   return kl_op_result(c, 0);
 }
@@ -57,9 +63,11 @@ static bool rename_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   const kl_type **t = kl_xmalloc((op->nresults + 1) * sizeof *t);
   for (int i = 0; i < op->nopnds; i++) o[i] = op->opnds[i].value;
   for (int i = 0; i < op->nresults; i++) t[i] = op->results[i].type;
-  kl_op *n = kl_op_create(kl_rewriter_ctx(rw), (const char *)p->user, op->loc, op->nopnds, o, op->nresults, t, op->nattrs, op->attrs, 0);
+  kl_op *n = kl_op_create(kl_rewriter_ctx(rw), (const char *)p->user, op->loc, op->nopnds, o, op->nresults, t,
+                          op->nattrs, op->attrs, 0);
   kl_rewriter_replace_op_with(rw, op, n);
-  free(o); free(t);
+  free(o);
+  free(t);
   return true;
 }
 
@@ -94,7 +102,7 @@ static void test_benefit(void) {
     ret(&f, 1, &x);
     kl_pattern lo = { "test.foo", 1, "low", rename_fn, (void *)"test.low" };
     kl_pattern hi = { "test.foo", 5, "high", rename_fn, (void *)"test.high" };
-    kl_pattern any = { NULL, 3, "any", rename_foo_fn, (void *)"test.any" };   /* root NULL matches any op */
+    kl_pattern any = { NULL, 3, "any", rename_foo_fn, (void *)"test.any" }; /* root NULL matches any op */
     const kl_pattern *ps0[] = { &lo, &any, &hi }, *ps1[] = { &hi, &lo, &any };
     CHECK(kl_apply_patterns_greedy(f.m, order ? ps1 : ps0, 3, NULL) == KL_OK);
     CHECK(count_named(f.m, "test.high") == 1);
@@ -134,8 +142,10 @@ static void test_non_convergence(void) {
   kl_greedy_config cfg = kl_greedy_default();
   cfg.max_rewrites = 50;
   CHECK(kl_apply_patterns_greedy(f.m, ps, 2, &cfg) == KL_ERR);
-  CHECK(diag_has(f.ctx, "error: pattern rewriting did not converge after 50 rewrites; last pattern applied: 'a-to-b' on 'test.a'"));
-  CHECK(kl_verify(f.m) == KL_OK);   /* the IR stays valid */
+  CHECK(diag_has(
+      f.ctx,
+      "error: pattern rewriting did not converge after 50 rewrites; last pattern applied: 'a-to-b' on 'test.a'"));
+  CHECK(kl_verify(f.m) == KL_OK); /* the IR stays valid */
   /* default cap (100000) too */
   CHECK(kl_apply_patterns_greedy(f.m, ps, 2, NULL) == KL_ERR);
   CHECK(diag_has(f.ctx, "did not converge after 100000 rewrites; last pattern applied: 'b-to-a' on 'test.b'"));
@@ -150,7 +160,9 @@ static void test_non_convergence(void) {
   const kl_pattern *pl[] = { &liar };
   cfg.max_rewrites = 7;
   CHECK(kl_apply_patterns_greedy(f.m, pl, 1, &cfg) == KL_ERR);
-  CHECK(diag_has(f.ctx, "t.kir:2:3: error: pattern rewriting did not converge after 7 rewrites; last pattern applied: 'liar' on 'test.x'"));
+  CHECK(diag_has(f.ctx,
+                 "t.kir:2:3: error: pattern rewriting did not converge after 7 rewrites; last pattern applied: 'liar' "
+                 "on 'test.x'"));
   kl_ctx_destroy(f.ctx);
 
   /* changes the driver is not told about surface one round later: the round cap */
@@ -162,7 +174,8 @@ static void test_non_convergence(void) {
   cfg = kl_greedy_default();
   cfg.max_iterations = 3;
   CHECK(kl_apply_patterns_greedy(f.m, pn, 1, &cfg) == KL_ERR);
-  CHECK(diag_has(f.ctx, "error: pattern rewriting did not converge in 3 iterations; last pattern applied: 'sneaky' on 'test.x'"));
+  CHECK(diag_has(
+      f.ctx, "error: pattern rewriting did not converge in 3 iterations; last pattern applied: 'sneaky' on 'test.x'"));
   CHECK(count_named(f.m, "test.x") == 1);
   kl_ctx_destroy(f.ctx);
   printf("non-convergence diagnostics ok\n");
@@ -175,7 +188,10 @@ static bool erase_next_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   kl_rewriter_set_attr(rw, op, "done", kl_attr_unit(kl_rewriter_ctx(rw)));
   return true;
 }
-static bool count_visit_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) { ((int *)p->user)[0]++; return false; }
+static bool count_visit_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
+  ((int *)p->user)[0]++;
+  return false;
+}
 
 static void test_erased_not_revisited(void) {
   for (int walk = 0; walk < 2; walk++) {
@@ -197,7 +213,7 @@ static void test_erased_not_revisited(void) {
     kl_status st = walk ? kl_apply_patterns_walk(f.m, ps, 4) : kl_apply_patterns_greedy(f.m, ps, 4, NULL);
     CHECK(st == KL_OK);
     CHECK(victim_visits == 0);
-    CHECK(inner_visits == 0);   /* post-order: test.first comes before the victim's region */
+    CHECK(inner_visits == 0); /* post-order: test.first comes before the victim's region */
     CHECK(after_visits >= 1);
     CHECK(count_named(f.m, "test.victim") == 0 && count_named(f.m, "test.inner") == 0);
     CHECK(kl_verify(f.m) == KL_OK);
@@ -209,11 +225,11 @@ static void test_erased_not_revisited(void) {
 static void test_fold_chain(void) {
   fixture f = setup(1);
   kl_value *c1 = cst(&f, 1), *c2 = cst(&f, 2), *c4 = cst(&f, 4);
-  kl_value *a = bin(&f, "arith.addi", c1, c2);      /* 3 */
-  kl_value *m = bin(&f, "arith.muli", a, c4);       /* 12 */
-  kl_value *s = bin(&f, "arith.subi", m, c1);       /* 11 */
-  kl_value *z = bin(&f, "arith.addi", f.b->args[0], bin(&f, "arith.subi", c2, c2));  /* x + 0 -> x */
-  bin(&f, "arith.muli", c4, c4);   /* dead */
+  kl_value *a = bin(&f, "arith.addi", c1, c2);                                      /* 3 */
+  kl_value *m = bin(&f, "arith.muli", a, c4);                                       /* 12 */
+  kl_value *s = bin(&f, "arith.subi", m, c1);                                       /* 11 */
+  kl_value *z = bin(&f, "arith.addi", f.b->args[0], bin(&f, "arith.subi", c2, c2)); /* x + 0 -> x */
+  bin(&f, "arith.muli", c4, c4);                                                    /* dead */
   kl_value *rv[] = { s, z };
   ret(&f, 2, rv);
   CHECK(kl_apply_patterns_greedy(f.m, NULL, 0, NULL) == KL_OK);
@@ -223,7 +239,8 @@ static void test_fold_chain(void) {
   CHECK(v && v->kind == KL_AT_INT && v->i == 11 && v->type == f.i32);
   CHECK(r->opnds[1].value == f.b->args[0]);
   CHECK(count_named(f.m, "arith.constant") == 1);
-  CHECK(count_named(f.m, "arith.addi") == 0 && count_named(f.m, "arith.muli") == 0 && count_named(f.m, "arith.subi") == 0);
+  CHECK(count_named(f.m, "arith.addi") == 0 && count_named(f.m, "arith.muli") == 0 &&
+        count_named(f.m, "arith.subi") == 0);
   CHECK(kl_verify(f.m) == KL_OK);
   kl_ctx_destroy(f.ctx);
 
@@ -232,14 +249,16 @@ static void test_fold_chain(void) {
   const kl_type *f32 = kl_type_f32(f.ctx);
   kl_op *fa = kl_build_constant(f.ctx, KL_LOC_UNKNOWN, kl_attr_float_typed(f.ctx, 1.5, f32), f32);
   kl_op *fb = kl_build_constant(f.ctx, KL_LOC_UNKNOWN, kl_attr_float_typed(f.ctx, 2.25, f32), f32);
-  kl_block_push_op(f.b, fa); kl_block_push_op(f.b, fb);
+  kl_block_push_op(f.b, fa);
+  kl_block_push_op(f.b, fb);
   kl_value *ab[] = { kl_op_result(fa, 0), kl_op_result(fb, 0) };
   kl_op *sum = kl_op_create(f.ctx, "arith.addf", KL_LOC_UNKNOWN, 2, ab, 1, &f32, 0, NULL, 0);
   kl_block_push_op(f.b, sum);
   kl_value *sv = kl_op_result(sum, 0);
   ret(&f, 1, &sv);
   kl_greedy_config off = kl_greedy_default();
-  off.fold = false; off.remove_dead = false;
+  off.fold = false;
+  off.remove_dead = false;
   CHECK(kl_apply_patterns_greedy(f.m, NULL, 0, &off) == KL_OK);
   CHECK(count_named(f.m, "arith.addf") == 1 && count_named(f.m, "arith.constant") == 2);
   CHECK(kl_apply_patterns_greedy(f.m, NULL, 0, NULL) == KL_OK);
@@ -255,8 +274,8 @@ static void test_dead_removal(void) {
   fixture f = setup(2);
   kl_value *a = bin(&f, "arith.addi", f.b->args[0], f.b->args[1]);
   kl_value *b = bin(&f, "arith.muli", a, a);
-  bin(&f, "arith.subi", b, a);                                   /* dead chain: subi -> muli -> addi */
-  add_op(&f, f.b, "test.effect", 1, &a, 0);                      /* unregistered: has effects, keeps addi */
+  bin(&f, "arith.subi", b, a);              /* dead chain: subi -> muli -> addi */
+  add_op(&f, f.b, "test.effect", 1, &a, 0); /* unregistered: has effects, keeps addi */
   ret(&f, 0, NULL);
   kl_greedy_config cfg = kl_greedy_default();
   cfg.fold = false;
@@ -268,7 +287,10 @@ static void test_dead_removal(void) {
   printf("dead pure-op removal ok\n");
 }
 
-typedef struct { char names[16][32]; int n; } visit_log;
+typedef struct {
+  char names[16][32];
+  int n;
+} visit_log;
 static bool log_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   visit_log *l = p->user;
   if (l->n < 16) snprintf(l->names[l->n++], 32, "%s", op->name);
@@ -277,7 +299,8 @@ static bool log_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
 /* test.foo -> test.foo (a fresh op): the walk applies it once per original op. */
 static bool refresh_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
   ((int *)p->user)[0]++;
-  kl_op *n = kl_rewriter_create(rw, op->name, op->loc, 0, NULL, op->nresults, (const kl_type *[]){ op->nresults ? op->results[0].type : NULL }, 0, NULL, 0);
+  kl_op *n = kl_rewriter_create(rw, op->name, op->loc, 0, NULL, op->nresults,
+                                (const kl_type *[]){ op->nresults ? op->results[0].type : NULL }, 0, NULL, 0);
   kl_rewriter_replace_op_with(rw, op, n);
   return true;
 }
@@ -292,7 +315,7 @@ static void test_walk(void) {
   add_op(&f, f.b, "test.before", 0, NULL, 0);
   kl_block_push_op(f.b, outer);
   ret(&f, 0, NULL);
-  visit_log l = {0};
+  visit_log l = { 0 };
   kl_pattern any = { NULL, 1, "log", log_fn, &l };
   const kl_pattern *ps[] = { &any };
   CHECK(kl_apply_patterns_walk(f.m, ps, 1) == KL_OK);
@@ -344,7 +367,9 @@ static void test_fail(void) {
   printf("pattern failure reporting ok\n");
 }
 
-static bool never_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) { return kl_rewriter_notify_no_match(rw, "operand %d is not a constant", 0); }
+static bool never_fn(const kl_pattern *p, kl_op *op, kl_rewriter *rw) {
+  return kl_rewriter_notify_no_match(rw, "operand %d is not a constant", 0);
+}
 static void run_debug(void *arg) {
   fixture *f = arg;
   kl_pattern a = { "test.foo", 2, "never", never_fn, NULL };
@@ -356,19 +381,21 @@ static void test_debug_log(void) {
   fixture f = setup(2);
   kl_value *s = bin(&f, "arith.addi", f.b->args[0], f.b->args[1]);
   bin(&f, "test.foo", s, s);
-  bin(&f, "arith.muli", s, s);   /* dead */
+  bin(&f, "arith.muli", s, s); /* dead */
   ret(&f, 0, NULL);
   setenv("KILN_DEBUG", "parse,rewrite", 1);
   char *log = capture_stderr(run_debug, &f);
   unsetenv("KILN_DEBUG");
-  CHECK(strstr(log, "[rewrite] 'test.foo' at t.kir:3:3 -> never -> not applied (operand 0 is not a constant)\n") != NULL);
+  CHECK(strstr(log, "[rewrite] 'test.foo' at t.kir:3:3 -> never -> not applied (operand 0 is not a constant)\n") !=
+        NULL);
   CHECK(strstr(log, "[rewrite] 'test.foo' at t.kir:3:3 -> foo-to-bar -> applied\n") != NULL);
   CHECK(strstr(log, "[rewrite] 'arith.muli' at t.kir:4:3 -> dead-op removal -> erased\n") != NULL);
   if (failures) fprintf(stderr, "log was:\n%s", log);
   free(log);
   /* without KILN_DEBUG nothing is logged */
   kl_op *bar = NULL;
-  for (kl_op *o = f.b->first; o; o = o->next) if (!strcmp(o->name, "test.bar")) bar = o;
+  for (kl_op *o = f.b->first; o; o = o->next)
+    if (!strcmp(o->name, "test.bar")) bar = o;
   CHECK(bar != NULL);
   log = capture_stderr(run_debug, &f);
   CHECK(!strcmp(log, ""));
@@ -380,25 +407,27 @@ static void test_debug_log(void) {
 static void test_registry(void) {
   kl_ctx *ctx = kl_test_ctx(), *ctx2 = kl_test_ctx();
   int base = kl_pattern_count(ctx);
-  CHECK(base >= 5);   /* the arith canonical patterns */
+  CHECK(base >= 5); /* the arith canonical patterns */
   CHECK(kl_lookup_pattern(ctx, "canonical.arith.reassociate-constants") != NULL);
   CHECK(kl_lookup_pattern(ctx, "canonical.commutative-constant-rhs")->root == NULL);
-  char name[32]; strcpy(name, "test.rename");
+  char name[32];
+  strcpy(name, "test.rename");
   kl_pattern p = { "test.foo", 3, name, rename_fn, (void *)"test.bar" };
   kl_register_pattern(ctx, &p);
-  strcpy(name, "clobbered");   /* the registry keeps its own copy of the name */
+  strcpy(name, "clobbered"); /* the registry keeps its own copy of the name */
   const kl_pattern *q = kl_lookup_pattern(ctx, "test.rename");
   CHECK(q && q->benefit == 3 && !strcmp(q->root, "test.foo") && q->fn == rename_fn);
   CHECK(kl_pattern_count(ctx) == base + 1);
   CHECK(kl_pattern_at(ctx, base) == q && kl_pattern_at(ctx, base + 1) == NULL && kl_pattern_at(ctx, -1) == NULL);
   kl_pattern p2 = { "test.foo", 7, "test.rename", rename_fn, (void *)"test.baz" };
-  kl_register_pattern(ctx, &p2);   /* same name replaces */
+  kl_register_pattern(ctx, &p2); /* same name replaces */
   CHECK(kl_pattern_count(ctx) == base + 1 && kl_lookup_pattern(ctx, "test.rename")->benefit == 7);
-  CHECK(q->benefit == 3);          /* an old pointer stays valid */
+  CHECK(q->benefit == 3); /* an old pointer stays valid */
   CHECK(kl_lookup_pattern(ctx2, "test.rename") == NULL && kl_pattern_count(ctx2) == base);
   CHECK(kl_lookup_pattern(ctx, "nope") == NULL && kl_lookup_pattern(ctx, NULL) == NULL);
-  for (int i = 0; i < 100; i++) {   /* growth */
-    char n[32]; snprintf(n, sizeof n, "test.p%d", i);
+  for (int i = 0; i < 100; i++) { /* growth */
+    char n[32];
+    snprintf(n, sizeof n, "test.p%d", i);
     kl_pattern pi = { NULL, i, n, rename_fn, NULL };
     kl_register_pattern(ctx, &pi);
   }
@@ -426,15 +455,16 @@ static void test_standalone_rewriter(void) {
   kl_rewriter_set_operand(rw, r, 0, kl_op_result(m, 0));
   CHECK(r->prev == m && r->opnds[0].value == kl_op_result(m, 0));
   kl_rewriter_set_insertion_after(rw, s->def);
-  kl_op *c = kl_rewriter_insert(rw, kl_build_constant(f.ctx, KL_LOC_UNKNOWN, kl_attr_int_typed(f.ctx, 5, f.i32), f.i32));
+  kl_op *c = kl_rewriter_insert(rw,
+                                kl_build_constant(f.ctx, KL_LOC_UNKNOWN, kl_attr_int_typed(f.ctx, 5, f.i32), f.i32));
   CHECK(c->prev == s->def && c->next == m);
   kl_rewriter_replace_all_uses(rw, f.b->args[0], kl_op_result(c, 0));
   CHECK(m->opnds[1].value == kl_op_result(c, 0));
-  CHECK(kl_verify(f.m) != KL_OK);      /* addi now uses c before it is defined */
+  CHECK(kl_verify(f.m) != KL_OK); /* addi now uses c before it is defined */
   free(kl_diag_take(f.ctx));
   kl_rewriter_move_before(rw, c, s->def);
   CHECK(kl_verify(f.m) == KL_OK);
-  kl_rewriter_erase_op(rw, s->def);   /* still used: refused with a diagnostic */
+  kl_rewriter_erase_op(rw, s->def); /* still used: refused with a diagnostic */
   CHECK(kl_rewriter_failed(rw) && diag_has(f.ctx, "cannot erase 'arith.addi': its results still have uses"));
   CHECK(count_named(f.m, "arith.addi") == 1);
   kl_rewriter_set_insertion_end(rw, f.b);
@@ -555,11 +585,11 @@ static void test_saved_insertion(void) {
 static void test_canonical_arith(void) {
   fixture f = setup(2);
   kl_value *x = f.b->args[0], *y = f.b->args[1];
-  kl_value *a1 = bin(&f, "arith.addi", cst(&f, 1), x);            /* 1 + x -> x + 1 */
-  kl_value *a2 = bin(&f, "arith.addi", a1, cst(&f, 2));           /* (x + 1) + 2 -> x + 3 */
-  kl_value *s1 = bin(&f, "arith.subi", a2, cst(&f, 10));          /* (x + 3) - 10 -> x + -7 */
-  kl_value *d = bin(&f, "arith.subi", bin(&f, "arith.addi", x, y), y);   /* (x + y) - y -> x */
-  kl_value *z = bin(&f, "arith.xori", y, y);                      /* 0 */
+  kl_value *a1 = bin(&f, "arith.addi", cst(&f, 1), x);                 /* 1 + x -> x + 1 */
+  kl_value *a2 = bin(&f, "arith.addi", a1, cst(&f, 2));                /* (x + 1) + 2 -> x + 3 */
+  kl_value *s1 = bin(&f, "arith.subi", a2, cst(&f, 10));               /* (x + 3) - 10 -> x + -7 */
+  kl_value *d = bin(&f, "arith.subi", bin(&f, "arith.addi", x, y), y); /* (x + y) - y -> x */
+  kl_value *z = bin(&f, "arith.xori", y, y);                           /* 0 */
   kl_value *rv[] = { s1, d, z };
   ret(&f, 3, rv);
   CHECK(kl_canonicalize(f.m) == KL_OK);
@@ -570,21 +600,32 @@ static void test_canonical_arith(void) {
   CHECK(k && k->i == -7);
   CHECK(r->opnds[1].value == x);
   CHECK(kl_value_constant(r->opnds[2].value) && kl_value_constant(r->opnds[2].value)->i == 0);
-  CHECK(count_named(f.m, "arith.addi") == 1 && count_named(f.m, "arith.subi") == 0 && count_named(f.m, "arith.xori") == 0);
+  CHECK(count_named(f.m, "arith.addi") == 1 && count_named(f.m, "arith.subi") == 0 &&
+        count_named(f.m, "arith.xori") == 0);
   CHECK(kl_verify(f.m) == KL_OK);
   kl_ctx_destroy(f.ctx);
   printf("arith canonical patterns ok\n");
 }
 
 /* ---- random integer arithmetic keeps its value through canonicalize, cse, dce ---- */
-typedef struct { kl_value *v[512]; int64_t x[512]; int n; } env;
+typedef struct {
+  kl_value *v[512];
+  int64_t x[512];
+  int n;
+} env;
 static int64_t env_get(env *e, kl_value *v) {
-  for (int i = 0; i < e->n; i++) if (e->v[i] == v) return e->x[i];
+  for (int i = 0; i < e->n; i++)
+    if (e->v[i] == v) return e->x[i];
   fprintf(stderr, "interp: unknown value\n");
   failures++;
   return 0;
 }
-static void env_set(env *e, kl_value *v, int64_t x) { if (e->n < 512) { e->v[e->n] = v; e->x[e->n++] = x; } }
+static void env_set(env *e, kl_value *v, int64_t x) {
+  if (e->n < 512) {
+    e->v[e->n] = v;
+    e->x[e->n++] = x;
+  }
+}
 static int64_t w32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
 /* Interprets the function body (i32 arith only); returns the returned values. */
 static int interp(kl_block *b, const int64_t *args, int64_t *out) {
@@ -592,22 +633,44 @@ static int interp(kl_block *b, const int64_t *args, int64_t *out) {
   for (int i = 0; i < b->nargs; i++) env_set(&e, b->args[i], args[i]);
   for (kl_op *op = b->first; op; op = op->next) {
     const char *n = op->name;
-    int64_t a = op->nopnds > 0 ? env_get(&e, op->opnds[0].value) : 0, c = op->nopnds > 1 ? env_get(&e, op->opnds[1].value) : 0, r = 0;
-    if (!strcmp(n, "func.return")) { for (int i = 0; i < op->nopnds; i++) out[i] = env_get(&e, op->opnds[i].value); return op->nopnds; }
-    if (!strcmp(n, "arith.constant")) r = kl_op_attr(op, "value")->i;
-    else if (!strcmp(n, "arith.addi")) r = (int64_t)((uint64_t)a + (uint64_t)c);
-    else if (!strcmp(n, "arith.subi")) r = (int64_t)((uint64_t)a - (uint64_t)c);
-    else if (!strcmp(n, "arith.muli")) r = (int64_t)((uint64_t)a * (uint64_t)c);
-    else if (!strcmp(n, "arith.andi")) r = a & c;
-    else if (!strcmp(n, "arith.ori")) r = a | c;
-    else if (!strcmp(n, "arith.xori")) r = a ^ c;
-    else if (!strcmp(n, "arith.maxsi")) r = a > c ? a : c;
-    else if (!strcmp(n, "arith.minsi")) r = a < c ? a : c;
+    int64_t a = op->nopnds > 0 ? env_get(&e, op->opnds[0].value) : 0,
+            c = op->nopnds > 1 ? env_get(&e, op->opnds[1].value) : 0, r = 0;
+    if (!strcmp(n, "func.return")) {
+      for (int i = 0; i < op->nopnds; i++) out[i] = env_get(&e, op->opnds[i].value);
+      return op->nopnds;
+    }
+    if (!strcmp(n, "arith.constant"))
+      r = kl_op_attr(op, "value")->i;
+    else if (!strcmp(n, "arith.addi"))
+      r = (int64_t)((uint64_t)a + (uint64_t)c);
+    else if (!strcmp(n, "arith.subi"))
+      r = (int64_t)((uint64_t)a - (uint64_t)c);
+    else if (!strcmp(n, "arith.muli"))
+      r = (int64_t)((uint64_t)a * (uint64_t)c);
+    else if (!strcmp(n, "arith.andi"))
+      r = a & c;
+    else if (!strcmp(n, "arith.ori"))
+      r = a | c;
+    else if (!strcmp(n, "arith.xori"))
+      r = a ^ c;
+    else if (!strcmp(n, "arith.maxsi"))
+      r = a > c ? a : c;
+    else if (!strcmp(n, "arith.minsi"))
+      r = a < c ? a : c;
     else if (!strcmp(n, "arith.cmpi")) {
       const char *p = kl_op_attr_string(op, "predicate");
-      r = !strcmp(p, "eq") ? a == c : !strcmp(p, "ne") ? a != c : !strcmp(p, "lt") ? a < c : !strcmp(p, "le") ? a <= c : !strcmp(p, "gt") ? a > c : a >= c;
-    } else if (!strcmp(n, "arith.select")) r = a ? c : env_get(&e, op->opnds[2].value);
-    else { fprintf(stderr, "interp: unexpected op %s\n", n); failures++; }
+      r = !strcmp(p, "eq")   ? a == c
+          : !strcmp(p, "ne") ? a != c
+          : !strcmp(p, "lt") ? a < c
+          : !strcmp(p, "le") ? a <= c
+          : !strcmp(p, "gt") ? a > c
+                             : a >= c;
+    } else if (!strcmp(n, "arith.select"))
+      r = a ? c : env_get(&e, op->opnds[2].value);
+    else {
+      fprintf(stderr, "interp: unexpected op %s\n", n);
+      failures++;
+    }
     if (op->nresults) env_set(&e, &op->results[0], op->results[0].type->kind == KL_TY_I1 ? r & 1 : w32(r));
   }
   return 0;
@@ -616,20 +679,23 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) { return (uint32_t)xorshift64(&rng_state); }
 
 static void test_random_arith(void) {
-  static const char *ops[] = { "arith.addi", "arith.subi", "arith.muli", "arith.andi", "arith.ori", "arith.xori", "arith.maxsi", "arith.minsi" };
+  static const char *ops[] = { "arith.addi", "arith.subi", "arith.muli",  "arith.andi",
+                               "arith.ori",  "arith.xori", "arith.maxsi", "arith.minsi" };
   static const char *preds[] = { "eq", "ne", "lt", "le", "gt", "ge" };
   int mismatches = 0, shrunk = 0;
   for (int trial = 0; trial < 300; trial++) {
     fixture f = setup(3);
-    kl_value *pool[128]; int np = 0;
+    kl_value *pool[128];
+    int np = 0;
     for (int i = 0; i < 3; i++) pool[np++] = f.b->args[i];
     static const int64_t consts[] = { 0, 1, -1, 2, 3, 7, 255, -8, 2147483647, -2147483647 - 1 };
     for (int i = 0; i < 4; i++) pool[np++] = cst(&f, consts[rnd() % 10]);
     int nops = 10 + rnd() % 30;
     for (int i = 0; i < nops && np < 120; i++) {
       kl_value *a = pool[rnd() % np], *b = rnd() % 4 == 0 ? a : pool[rnd() % np];
-      if (rnd() % 3 == 0 && a->def && a->def->nopnds == 2) b = a->def->opnds[rnd() % 2].value;   /* (x op y) op y */
-      if (rnd() % 10 == 0) pool[np++] = cst(&f, consts[rnd() % 10]);
+      if (rnd() % 3 == 0 && a->def && a->def->nopnds == 2) b = a->def->opnds[rnd() % 2].value; /* (x op y) op y */
+      if (rnd() % 10 == 0)
+        pool[np++] = cst(&f, consts[rnd() % 10]);
       else if (rnd() % 8 == 0) {
         kl_named_attr pa = { "predicate", kl_attr_str(f.ctx, preds[rnd() % 6]) };
         kl_value *o[] = { a, b };
@@ -640,7 +706,8 @@ static void test_random_arith(void) {
         kl_op *s = kl_op_create(f.ctx, "arith.select", KL_LOC_UNKNOWN, 3, so, 1, &f.i32, 0, NULL, 0);
         kl_block_push_op(f.b, s);
         pool[np++] = kl_op_result(s, 0);
-      } else pool[np++] = bin(&f, ops[rnd() % 8], a, b);
+      } else
+        pool[np++] = bin(&f, ops[rnd() % 8], a, b);
     }
     kl_value *rv[] = { pool[np - 1], pool[np - 2], pool[np - 3] };
     ret(&f, 3, rv);

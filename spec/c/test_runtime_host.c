@@ -46,7 +46,10 @@ static LLVMValueRef hk_i64_at(lk *k, LLVMValueRef base, int i) {
 }
 
 /* for (t = 0; t < n; t++) body(t): returns t (i64) with the builder in the body; hk_loop_end closes. */
-typedef struct hk_loop { LLVMBasicBlockRef head, body, exit; LLVMValueRef t, n; } hk_loop;
+typedef struct hk_loop {
+  LLVMBasicBlockRef head, body, exit;
+  LLVMValueRef t, n;
+} hk_loop;
 
 static LLVMValueRef hk_loop_begin(lk *k, hk_loop *l, LLVMValueRef n) {
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(k->b);
@@ -113,9 +116,9 @@ static void run_vadd(kl_device *dev, kl_dev_kernel *kern, int n, float scale, co
   /* the guard after the end must stay untouched */
   CHECK(kl_device_fill(dev, dc, 0x7fc00000u, 4, (size_t)n + 16) == KL_OK, "%s", kl_device_error(dev));
   int32_t nn = n;
-  void *args[4] = {&da, &db, &dc, &nn};
-  size_t sizes[4] = {8, 8, 8, 4};
-  uint32_t grid[3] = {(uint32_t)((n + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
+  void *args[4] = { &da, &db, &dc, &nn };
+  size_t sizes[4] = { 8, 8, 8, 4 };
+  uint32_t grid[3] = { (uint32_t)((n + 255) / 256), 1, 1 }, block[3] = { 256, 1, 1 };
   CHECK(kl_device_launch(kern, grid, block, 0, args, sizes, 4) == KL_OK, "%s", kl_device_error(dev));
   CHECK(kl_device_synchronize(dev) == KL_OK, "sync");
   float *out = malloc(bytes + 64);
@@ -161,8 +164,8 @@ static void test_open(void) {
   CHECK(d != NULL, "host: %s", err);
   if (d) {
     const kl_device_info *in = kl_device_get_info(d);
-    CHECK(in->kind == KL_DEVICE_HOST && strcmp(in->backend, "host") == 0 && strcmp(in->arch, "host") == 0,
-          "info %s %s", in->backend, in->arch);
+    CHECK(in->kind == KL_DEVICE_HOST && strcmp(in->backend, "host") == 0 && strcmp(in->arch, "host") == 0, "info %s %s",
+          in->backend, in->arch);
     CHECK(in->compute_units >= 1 && in->total_mem > 0 && strstr(in->name, "host"), "info %s", in->name);
     kl_device_destroy(d);
   }
@@ -260,13 +263,13 @@ static void test_vadd(void) {
           kl_device_error(d));
   }
   if (kern) {
-    static const int sizes[] = {1, 255, 256, 257, 1000, 65536 + 77};
+    static const int sizes[] = { 1, 255, 256, 257, 1000, 65536 + 77 };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) run_vadd(d, kern, sizes[i], 1.0f, "vadd");
     /* launch validation */
     void *p = NULL;
     int32_t n = 1;
-    void *args[4] = {&p, &p, &p, &n};
-    uint32_t g0[3] = {0, 1, 1}, g1[3] = {1, 1, 1}, b1[3] = {1, 1, 1}, bbig[3] = {2048, 1, 1};
+    void *args[4] = { &p, &p, &p, &n };
+    uint32_t g0[3] = { 0, 1, 1 }, g1[3] = { 1, 1, 1 }, b1[3] = { 1, 1, 1 }, bbig[3] = { 2048, 1, 1 };
     CHECK(kl_device_launch(kern, g0, b1, 0, args, NULL, 4) == KL_ERR && strstr(kl_device_error(d), "grid"),
           "grid 0: %s", kl_device_error(d));
     CHECK(kl_device_launch(kern, g1, bbig, 0, args, NULL, 4) == KL_ERR && strstr(kl_device_error(d), "threads"),
@@ -279,7 +282,7 @@ static void test_vadd(void) {
           "NULL arg: %s", kl_device_error(d));
     CHECK(kl_device_launch(kern, g1, b1, 0, NULL, NULL, 4) == KL_ERR, "no args");
     args[1] = &p;
-    uint32_t ghuge[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};
+    uint32_t ghuge[3] = { 0xffffffffu, 0xffffffffu, 0xffffffffu };
     CHECK(kl_device_launch(kern, ghuge, b1, 0, args, NULL, 4) == KL_ERR && strstr(kl_device_error(d), "too many"),
           "huge grid: %s", kl_device_error(d));
   }
@@ -301,8 +304,8 @@ static void test_grid3d(void) {
   LLVMValueRef bid = LLVMGetParam(k.fn, 1), grid = LLVMGetParam(k.fn, 2);
   LLVMValueRef x = hk_i64_at(&k, bid, 0), y = hk_i64_at(&k, bid, 1), z = hk_i64_at(&k, bid, 2);
   LLVMValueRef gx = hk_i64_at(&k, grid, 0), gy = hk_i64_at(&k, grid, 1);
-  LLVMValueRef lin = LLVMBuildAdd(k.b, LLVMBuildMul(k.b, LLVMBuildAdd(k.b, LLVMBuildMul(k.b, z, gy, ""), y, ""), gx, ""),
-                                  x, "");
+  LLVMValueRef lin = LLVMBuildAdd(
+      k.b, LLVMBuildMul(k.b, LLVMBuildAdd(k.b, LLVMBuildMul(k.b, z, gy, ""), y, ""), gx, ""), x, "");
   LLVMValueRef pc = LLVMBuildInBoundsGEP2(k.b, k.i32, cnt, &lin, 1, "");
   LLVMBuildStore(k.b, LLVMBuildAdd(k.b, LLVMBuildLoad2(k.b, k.i32, pc, ""), LLVMConstInt(k.i32, 1, 0), ""), pc);
   LLVMValueRef cv = LLVMBuildAdd(k.b, LLVMBuildAdd(k.b, x, LLVMBuildMul(k.b, y, c64(&k, 1000), ""), ""),
@@ -311,7 +314,7 @@ static void test_grid3d(void) {
   LLVMBuildRetVoid(k.b);
   kl_dev_kernel *kern = load_kernel(d, &k, "ids");
   if (kern) {
-    uint32_t grid3[3] = {7, 5, 3}, block[3] = {1, 1, 1};
+    uint32_t grid3[3] = { 7, 5, 3 }, block[3] = { 1, 1, 1 };
     int total = 7 * 5 * 3;
     int32_t *hc = calloc((size_t)total, 4);
     int64_t *hcode = calloc((size_t)total, 8);
@@ -319,7 +322,7 @@ static void test_grid3d(void) {
     kl_device_alloc(d, (size_t)total * 4, &dc);
     kl_device_alloc(d, (size_t)total * 8, &dcode);
     kl_device_fill(d, dc, 0, 4, (size_t)total);
-    void *args[2] = {&dc, &dcode};
+    void *args[2] = { &dc, &dcode };
     for (int rep = 0; rep < 3; rep++)
       CHECK(kl_device_launch(kern, grid3, block, 0, args, NULL, 2) == KL_OK, "%s", kl_device_error(d));
     kl_device_copy_dtoh(d, hc, dc, (size_t)total * 4);
@@ -360,7 +363,7 @@ static void test_local_and_libm(void) {
   LLVMValueRef gi = LLVMBuildAdd(k.b, base, t, "");
   LLVMValueRef v = LLVMBuildLoad2(k.b, f32, LLVMBuildInBoundsGEP2(k.b, f32, in, &gi, 1, ""), "");
   LLVMValueRef e = LLVMBuildCall2(k.b, LLVMFunctionType(f32, &f32, 1, 0), expf_fn, &v, 1, "");
-  LLVMValueRef idx[2] = {c64(&k, 0), t};
+  LLVMValueRef idx[2] = { c64(&k, 0), t };
   LLVMBuildStore(k.b, e, LLVMBuildInBoundsGEP2(k.b, arr, tile, idx, 2, ""));
   hk_loop_end(&k, &l1);
   /* second phase ("after the barrier"): sequential sum */
@@ -384,8 +387,8 @@ static void test_local_and_libm(void) {
     kl_device_alloc(d, NB * 256 * 4, &din);
     kl_device_alloc(d, NB * 4, &dout);
     kl_device_copy_htod(d, din, hin, NB * 256 * 4);
-    void *args[2] = {&din, &dout};
-    uint32_t grid[3] = {NB, 1, 1}, block[3] = {256, 1, 1};
+    void *args[2] = { &din, &dout };
+    uint32_t grid[3] = { NB, 1, 1 }, block[3] = { 256, 1, 1 };
     CHECK(kl_device_launch(kern, grid, block, 1024, args, NULL, 2) == KL_OK, "%s", kl_device_error(d));
     kl_device_copy_dtoh(d, hout, dout, NB * 4);
     double maxrel = 0;
@@ -424,9 +427,10 @@ static __attribute__((unused)) bool is_nan16(uint16_t h) { return (h & 0x7c00) =
 static bool is_nanbf(uint16_t h) { return (h & 0x7f80) == 0x7f80 && (h & 0x7f); }
 
 static float special_f32(int i) {
-  static const float v[] = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.99f, 65520.0f, 70000.0f, 5.96e-8f, 2.98e-8f,
-                            2.99e-8f, 6.1e-5f, 6.0e-5f, 1e-10f, 3.0e38f, 1e30f, 0.1f, 0.333333f, 1.0009765625f,
-                            1.00048828125f, 1.00146484375f, -2.5e-6f};
+  static const float v[] = { 0.0f,          -0.0f,          1.0f,           -1.0f,    65504.0f, 65519.99f,
+                             65520.0f,      70000.0f,       5.96e-8f,       2.98e-8f, 2.99e-8f, 6.1e-5f,
+                             6.0e-5f,       1e-10f,         3.0e38f,        1e30f,    0.1f,     0.333333f,
+                             1.0009765625f, 1.00048828125f, 1.00146484375f, -2.5e-6f };
   return v[i % (int)(sizeof v / sizeof v[0])];
 }
 
@@ -446,7 +450,7 @@ static void test_half(void) {
       f = ldexpf(rndf(), (int)(rnd32() % 40) - 28);
     }
     double dd = (double)f * (1.0 + ldexp((double)(rnd32() % 1024), -40));
-    (void)dd;   /* only used where the compiler has _Float16 (not clang 14) */
+    (void)dd; /* only used where the compiler has _Float16 (not clang 14) */
 #ifdef __FLT16_MAX__
     _Float16 hr = (_Float16)f, hd = (_Float16)dd;
     uint16_t br, bdr;
@@ -474,7 +478,8 @@ static void test_half(void) {
   lk k;
   lk_begin(&k, NULL, "cvt_mod");
   lk_kernel(&k, LK_HOST, "cvt", NULL, 0, NULL);
-  LLVMTypeRef f64 = LLVMDoubleTypeInContext(k.ctx), h = LLVMHalfTypeInContext(k.ctx), bf = LLVMBFloatTypeInContext(k.ctx);
+  LLVMTypeRef f64 = LLVMDoubleTypeInContext(k.ctx), h = LLVMHalfTypeInContext(k.ctx),
+              bf = LLVMBFloatTypeInContext(k.ctx);
   LLVMValueRef pin = hk_arg(&k, 0, k.ptr), pind = hk_arg(&k, 1, k.ptr), ph = hk_arg(&k, 2, k.ptr);
   LLVMValueRef phh = hk_arg(&k, 3, k.ptr), pbf = hk_arg(&k, 4, k.ptr), pf = hk_arg(&k, 5, k.ptr);
   LLVMValueRef pbd = hk_arg(&k, 6, k.ptr);
@@ -504,8 +509,8 @@ static void test_half(void) {
     /* the host device's memory is host memory: pass the arrays directly */
     void *a0 = fin, *a1 = din, *a2 = oh, *a3 = ohh, *a4 = obf, *a5 = fout, *a6 = obd;
     int32_t nn = N;
-    void *args[8] = {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &nn};
-    uint32_t g[3] = {1, 1, 1};
+    void *args[8] = { &a0, &a1, &a2, &a3, &a4, &a5, &a6, &nn };
+    uint32_t g[3] = { 1, 1, 1 };
     CHECK(kl_device_launch(kern, g, g, 0, args, NULL, 8) == KL_OK, "%s", kl_device_error(d));
     int e1 = 0, e2 = 0, e3 = 0, e4 = 0, e5 = 0;
     for (int j = 0; j < N; j++) {
@@ -523,27 +528,26 @@ static void test_half(void) {
   group_end("half: f16/bf16 helpers vs _Float16 and a reference, JIT'd conversions");
 }
 
-static const char *ir_text =
-    "define void @axpy(ptr %args, ptr %bid, ptr %grid) {\n"
-    "entry:\n"
-    "  %pa = load ptr, ptr %args\n"
-    "  %a = load float, ptr %pa\n"
-    "  %s1 = getelementptr ptr, ptr %args, i64 1\n"
-    "  %px = load ptr, ptr %s1\n"
-    "  %x = load ptr, ptr %px\n"
-    "  %s2 = getelementptr ptr, ptr %args, i64 2\n"
-    "  %py = load ptr, ptr %s2\n"
-    "  %y = load ptr, ptr %py\n"
-    "  %b = load i64, ptr %bid\n"
-    "  %xi = getelementptr float, ptr %x, i64 %b\n"
-    "  %yi = getelementptr float, ptr %y, i64 %b\n"
-    "  %xv = load float, ptr %xi\n"
-    "  %yv = load float, ptr %yi\n"
-    "  %m = fmul float %a, %xv\n"
-    "  %r = fadd float %m, %yv\n"
-    "  store float %r, ptr %yi\n"
-    "  ret void\n"
-    "}\n";
+static const char *ir_text = "define void @axpy(ptr %args, ptr %bid, ptr %grid) {\n"
+                             "entry:\n"
+                             "  %pa = load ptr, ptr %args\n"
+                             "  %a = load float, ptr %pa\n"
+                             "  %s1 = getelementptr ptr, ptr %args, i64 1\n"
+                             "  %px = load ptr, ptr %s1\n"
+                             "  %x = load ptr, ptr %px\n"
+                             "  %s2 = getelementptr ptr, ptr %args, i64 2\n"
+                             "  %py = load ptr, ptr %s2\n"
+                             "  %y = load ptr, ptr %py\n"
+                             "  %b = load i64, ptr %bid\n"
+                             "  %xi = getelementptr float, ptr %x, i64 %b\n"
+                             "  %yi = getelementptr float, ptr %y, i64 %b\n"
+                             "  %xv = load float, ptr %xi\n"
+                             "  %yv = load float, ptr %yi\n"
+                             "  %m = fmul float %a, %xv\n"
+                             "  %r = fadd float %m, %yv\n"
+                             "  store float %r, ptr %yi\n"
+                             "  ret void\n"
+                             "}\n";
 
 /* LLVM IR text -> a host object (what the driver does at compile time); NULL + err. */
 static bool host_object_of(const char *text, kl_binary *bin, char *err, size_t errlen) {
@@ -551,7 +555,7 @@ static bool host_object_of(const char *text, kl_binary *bin, char *err, size_t e
   LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), "t.ll");
   LLVMModuleRef m = NULL;
   char *msg = NULL;
-  bool ok = !LLVMParseIRInContext(c, buf, &m, &msg);   /* takes buf */
+  bool ok = !LLVMParseIRInContext(c, buf, &m, &msg); /* takes buf */
   if (!ok) snprintf(err, errlen, "parse: %s", msg ? msg : "?");
   LLVMDisposeMessage(msg);
   if (ok) ok = kl_codegen_emit(m, "host", NULL, bin, err, errlen) == KL_OK;
@@ -568,7 +572,7 @@ static void test_load_formats(void) {
   /* IR text compiled to a host object, loaded untrusted (linked in a child first) */
   kl_dev_module *m = NULL;
   kl_dev_kernel *kern = NULL;
-  kl_binary obj = {0};
+  kl_binary obj = { 0 };
   CHECK(host_object_of(ir_text, &obj, err, sizeof err), "axpy: %s", err);
   CHECK(obj.data && kl_device_load(d, obj.data, obj.size, 0, &m) == KL_OK, "axpy object: %s", kl_device_error(d));
   if (m && kl_device_get_kernel(m, "axpy", &kern) == KL_OK) {
@@ -578,9 +582,9 @@ static void test_load_formats(void) {
       y[i] = y0[i] = rndf();
     }
     float *px = x, *py = y;
-    void *args[3] = {&a, &px, &py};
-    size_t sizes[3] = {4, 8, 8};
-    uint32_t g[3] = {300, 1, 1}, b[3] = {1, 1, 1};
+    void *args[3] = { &a, &px, &py };
+    size_t sizes[3] = { 4, 8, 8 };
+    uint32_t g[3] = { 300, 1, 1 }, b[3] = { 1, 1, 1 };
     CHECK(kl_device_launch(kern, g, b, 0, args, sizes, 3) == KL_OK, "%s", kl_device_error(d));
     int bad = 0;
     for (int i = 0; i < 300; i++)
@@ -590,7 +594,8 @@ static void test_load_formats(void) {
   /* IR text and bitcode are not host binaries any more: refused, saying what they are */
   kl_dev_module *mg = NULL;
   CHECK(kl_device_load(d, ir_text, strlen(ir_text), KL_LOAD_TRUSTED, &mg) == KL_ERR &&
-            strstr(kl_device_error(d), "not an ELF relocatable object"), "IR text: %s", kl_device_error(d));
+            strstr(kl_device_error(d), "not an ELF relocatable object"),
+        "IR text: %s", kl_device_error(d));
   /* an object from codegen_target (what a bundle stores), trusted and not */
   lk k;
   lk_begin(&k, NULL, "bc_mod");
@@ -598,18 +603,26 @@ static void test_load_formats(void) {
   kl_binary bin;
   CHECK(kl_codegen_emit(k.mod, "host", NULL, &bin, err, sizeof err) == KL_OK, "host emit: %s", err);
   LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(k.mod);
-  CHECK(kl_device_load(d, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc), 0, &mg) == KL_ERR && strstr(kl_device_error(d), "is LLVM bitcode"),
+  CHECK(kl_device_load(d, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc), 0, &mg) == KL_ERR &&
+            strstr(kl_device_error(d), "is LLVM bitcode"),
         "bitcode: %s", kl_device_error(d));
   LLVMDisposeMemoryBuffer(bc);
   lk_end(&k);
   if (bin.data) {
-    CHECK(bin.arch == KL_ARCH_HOST && bin.size > 18 && memcmp(bin.data, "\x7f" "ELF", 4) == 0 && ((unsigned char *)bin.data)[16] == 1,
+    CHECK(bin.arch == KL_ARCH_HOST && bin.size > 18 &&
+              memcmp(bin.data,
+                     "\x7f"
+                     "ELF",
+                     4) == 0 &&
+              ((unsigned char *)bin.data)[16] == 1,
           "not an ELF relocatable object");
     for (int trusted = 0; trusted < 2; trusted++) {
       kl_dev_module *mb = NULL;
       kl_dev_kernel *kb = NULL;
-      CHECK(kl_device_load(d, bin.data, bin.size, trusted ? KL_LOAD_TRUSTED : 0, &mb) == KL_OK, "object: %s", kl_device_error(d));
-      if (mb && kl_device_get_kernel(mb, "vadd", &kb) == KL_OK) run_vadd(d, kb, 3000, 2.0f, trusted ? "trusted object vadd" : "object vadd");
+      CHECK(kl_device_load(d, bin.data, bin.size, trusted ? KL_LOAD_TRUSTED : 0, &mb) == KL_OK, "object: %s",
+            kl_device_error(d));
+      if (mb && kl_device_get_kernel(mb, "vadd", &kb) == KL_OK)
+        run_vadd(d, kb, 3000, 2.0f, trusted ? "trusted object vadd" : "object vadd");
     }
     /* a truncated object fails cleanly */
     kl_dev_module *mt = NULL;
@@ -618,18 +631,19 @@ static void test_load_formats(void) {
     kl_binary_free(&bin);
   }
   /* garbage, empty, unknown flags, an object for another architecture */
-  CHECK(kl_device_load(d, "this is not an object", 21, 0, &mg) == KL_ERR && strstr(kl_device_error(d), "not an ELF"), "garbage: %s",
-        kl_device_error(d));
+  CHECK(kl_device_load(d, "this is not an object", 21, 0, &mg) == KL_ERR && strstr(kl_device_error(d), "not an ELF"),
+        "garbage: %s", kl_device_error(d));
   CHECK(kl_device_load(d, "", 0, 0, &mg) == KL_ERR, "empty");
-  CHECK(obj.data && kl_device_load(d, obj.data, obj.size, 0x80, &mg) == KL_ERR && strstr(kl_device_error(d), "unknown flags"),
+  CHECK(obj.data && kl_device_load(d, obj.data, obj.size, 0x80, &mg) == KL_ERR &&
+            strstr(kl_device_error(d), "unknown flags"),
         "flags: %s", kl_device_error(d));
   lk ka;
   lk_begin(&ka, NULL, "amd");
   lk_gpu_vadd(&ka, LK_AMDGPU, "vadd", 256);
-  kl_binary amd = {0};
+  kl_binary amd = { 0 };
   if (kl_codegen_amdgpu_object(ka.mod, "gfx942", NULL, &amd, err, sizeof err) == KL_OK) {
-    CHECK(kl_device_load(d, amd.data, amd.size, 0, &mg) == KL_ERR && strstr(kl_device_error(d), "host"), "AMDGPU object: %s",
-          kl_device_error(d));
+    CHECK(kl_device_load(d, amd.data, amd.size, 0, &mg) == KL_ERR && strstr(kl_device_error(d), "host"),
+          "AMDGPU object: %s", kl_device_error(d));
     kl_binary_free(&amd);
   }
   lk_end(&ka);
@@ -637,10 +651,11 @@ static void test_load_formats(void) {
   /* unresolved symbols load, and fail at lookup naming the symbol */
   const char *undef = "declare void @kiln_no_such_function()\n"
                       "define void @k(ptr %a, ptr %b, ptr %c) {\n  call void @kiln_no_such_function()\n  ret void\n}\n";
-  kl_binary u = {0};
+  kl_binary u = { 0 };
   CHECK(host_object_of(undef, &u, err, sizeof err), "undef: %s", err);
   mg = NULL;
-  CHECK(u.data && kl_device_load(d, u.data, u.size, KL_LOAD_TRUSTED, &mg) == KL_OK, "undef load: %s", kl_device_error(d));
+  CHECK(u.data && kl_device_load(d, u.data, u.size, KL_LOAD_TRUSTED, &mg) == KL_OK, "undef load: %s",
+        kl_device_error(d));
   kl_dev_kernel *ku = NULL;
   CHECK(mg && kl_device_get_kernel(mg, "k", &ku) == KL_ERR && strstr(kl_device_error(d), "kiln_no_such_function"),
         "unresolved symbol: %s", kl_device_error(d));
@@ -722,7 +737,13 @@ static void test_events(void) {
   group_end("events: elapsed time, unrecorded events refused");
 }
 
-typedef struct tp_check { _Atomic int *hits; int nthreads; _Atomic int bad_worker; kl_threadpool *pool; _Atomic long nested; } tp_check;
+typedef struct tp_check {
+  _Atomic int *hits;
+  int nthreads;
+  _Atomic int bad_worker;
+  kl_threadpool *pool;
+  _Atomic long nested;
+} tp_check;
 
 static void tp_body(void *user, int64_t i, int worker) {
   tp_check *c = user;
@@ -750,7 +771,7 @@ static void test_threadpool(void) {
   setenv("KILN_THREADS", "zero", 1);
   CHECK(kl_threadpool_default_threads() >= 1, "bad KILN_THREADS");
   unsetenv("KILN_THREADS");
-  int sizes[] = {1, 2, 4, 7};
+  int sizes[] = { 1, 2, 4, 7 };
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
     char err[128];
     kl_threadpool *p = kl_threadpool_create(sizes[s], err, sizeof err);
@@ -792,7 +813,7 @@ static void build_gpu_module(lk *k, bool amd) {
   LLVMValueRef dyn = LLVMAddGlobalInAddressSpace(k->mod, arr0, "dyn", 3);
   LLVMSetLinkage(dyn, LLVMExternalLinkage);
   LLVMSetAlignment(dyn, 16);
-  LLVMTypeRef ps2[3] = {k->gptr, k->gptr, k->i32};
+  LLVMTypeRef ps2[3] = { k->gptr, k->gptr, k->i32 };
   lk_kernel(k, abi, "gshm", ps2, 3, "1,256");
   LLVMValueRef t = LLVMBuildZExt(k->b, lk_tid(k, amd), k->i64, "");
   LLVMValueRef nper = LLVMBuildZExt(k->b, LLVMGetParam(k->fn, 2), k->i64, "");
@@ -800,8 +821,9 @@ static void build_gpu_module(lk *k, bool amd) {
   hk_loop l1;
   LLVMValueRef j = hk_loop_begin(k, &l1, nper);
   LLVMValueRef idx = LLVMBuildAdd(k->b, LLVMBuildMul(k->b, j, c64(k, 256), ""), t, "");
-  LLVMValueRef v = LLVMBuildLoad2(k->b, k->f32, LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &idx, 1, ""), "");
-  LLVMValueRef gi[2] = {c64(k, 0), idx};
+  LLVMValueRef v = LLVMBuildLoad2(k->b, k->f32,
+                                  LLVMBuildInBoundsGEP2(k->b, k->f32, LLVMGetParam(k->fn, 0), &idx, 1, ""), "");
+  LLVMValueRef gi[2] = { c64(k, 0), idx };
   LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, arr0, dyn, gi, 2, ""));
   hk_loop_end(k, &l1);
   lk_barrier(k, amd);
@@ -815,7 +837,7 @@ static void build_gpu_module(lk *k, bool amd) {
   LLVMBuildRetVoid(k->b);
 
   if (!amd) { /* gmma(A, B, D): one mma.sync m16n8k16 per warp, fragments in PTX ISA order */
-    LLVMTypeRef ps3[3] = {k->gptr, k->gptr, k->gptr};
+    LLVMTypeRef ps3[3] = { k->gptr, k->gptr, k->gptr };
     lk_kernel(k, LK_PTX, "gmma", ps3, 3, NULL);
     LLVMTypeRef h2 = LLVMVectorType(LLVMHalfTypeInContext(k->ctx), 2);
     LLVMValueRef tt = LLVMBuildZExt(k->b, lk_tid(k, false), k->i64, "");
@@ -823,7 +845,8 @@ static void build_gpu_module(lk *k, bool amd) {
     for (int q = 0; q < 6; q++) {
       LLVMValueRef base = LLVMBuildMul(k->b, tt, c64(k, q < 4 ? 4 : 2), "");
       LLVMValueRef ix = LLVMBuildAdd(k->b, base, c64(k, q < 4 ? q : q - 4), "");
-      args[q] = LLVMBuildLoad2(k->b, h2, LLVMBuildInBoundsGEP2(k->b, h2, LLVMGetParam(k->fn, q < 4 ? 0 : 1), &ix, 1, ""), "");
+      args[q] = LLVMBuildLoad2(k->b, h2,
+                               LLVMBuildInBoundsGEP2(k->b, h2, LLVMGetParam(k->fn, q < 4 ? 0 : 1), &ix, 1, ""), "");
     }
     for (int q = 6; q < 10; q++) args[q] = LLVMConstReal(k->f32, 0.0);
     LLVMValueRef r = lk_call(k, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", args, 10);
@@ -837,8 +860,8 @@ static void build_gpu_module(lk *k, bool amd) {
 }
 
 static void gpu_mma_check(kl_device *d, kl_dev_kernel *kern) {
-  static const uint16_t hbits[9] = {0x0000, 0x3800, 0x3C00, 0x3E00, 0x4000, 0xB800, 0xBC00, 0xBE00, 0xC000};
-  static const float hval[9] = {0, 0.5f, 1, 1.5f, 2, -0.5f, -1, -1.5f, -2};
+  static const uint16_t hbits[9] = { 0x0000, 0x3800, 0x3C00, 0x3E00, 0x4000, 0xB800, 0xBC00, 0xBE00, 0xC000 };
+  static const float hval[9] = { 0, 0.5f, 1, 1.5f, 2, -0.5f, -1, -1.5f, -2 };
   int A[16][16], B[16][8];
   for (int r = 0; r < 16; r++)
     for (int c = 0; c < 16; c++) A[r][c] = (int)(rnd32() % 9);
@@ -847,9 +870,9 @@ static void gpu_mma_check(kl_device *d, kl_dev_kernel *kern) {
   uint16_t af[32 * 8], bf[32 * 4];
   for (int l = 0; l < 32; l++) {
     int g = l >> 2, q = l & 3;
-    int ar[8] = {g, g, g + 8, g + 8, g, g, g + 8, g + 8};
-    int ac[8] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9, 2 * q + 8, 2 * q + 9};
-    int bk[4] = {2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9};
+    int ar[8] = { g, g, g + 8, g + 8, g, g, g + 8, g + 8 };
+    int ac[8] = { 2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9, 2 * q + 8, 2 * q + 9 };
+    int bk[4] = { 2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9 };
     for (int e = 0; e < 8; e++) af[l * 8 + e] = hbits[A[ar[e]][ac[e]]];
     for (int e = 0; e < 4; e++) bf[l * 4 + e] = hbits[B[bk[e]][g]];
   }
@@ -859,15 +882,15 @@ static void gpu_mma_check(kl_device *d, kl_dev_kernel *kern) {
   kl_device_alloc(d, 128 * 4, &dD);
   kl_device_copy_htod(d, dA, af, sizeof af);
   kl_device_copy_htod(d, dB, bf, sizeof bf);
-  void *args[3] = {&dA, &dB, &dD};
-  uint32_t g1[3] = {1, 1, 1}, w[3] = {32, 1, 1};
+  void *args[3] = { &dA, &dB, &dD };
+  uint32_t g1[3] = { 1, 1, 1 }, w[3] = { 32, 1, 1 };
   CHECK(kl_device_launch(kern, g1, w, 0, args, NULL, 3) == KL_OK, "mma: %s", kl_device_error(d));
   float df[128];
   CHECK(kl_device_copy_dtoh(d, df, dD, sizeof df) == KL_OK, "%s", kl_device_error(d));
   int bad = 0;
   for (int l = 0; l < 32; l++) {
     int g = l >> 2, q = l & 3;
-    int dr[4] = {g, g, g + 8, g + 8}, dc[4] = {2 * q, 2 * q + 1, 2 * q, 2 * q + 1};
+    int dr[4] = { g, g, g + 8, g + 8 }, dc[4] = { 2 * q, 2 * q + 1, 2 * q, 2 * q + 1 };
     for (int e = 0; e < 4; e++) {
       float ref = 0;
       for (int kk = 0; kk < 16; kk++) ref += hval[A[dr[e]][kk]] * hval[B[kk][dc[e]]];
@@ -901,8 +924,8 @@ static void test_gpu(const char *backend) {
   }
   bool amd = kl_device_get_info(d)->kind == KL_DEVICE_HIP;
   const kl_device_info *in = kl_device_get_info(d);
-  snprintf(title, sizeof title, "gpu %s (%.200s, %.60s): vadd, dynamic shared memory%s, events", backend, in->name, in->arch,
-           amd ? "" : ", mma.sync");
+  snprintf(title, sizeof title, "gpu %s (%.200s, %.60s): vadd, dynamic shared memory%s, events", backend, in->name,
+           in->arch, amd ? "" : ", mma.sync");
   lk k;
   lk_begin(&k, NULL, "gpu_mod");
   build_gpu_module(&k, amd);
@@ -929,9 +952,9 @@ static void test_gpu(const char *backend) {
   kl_device_copy_htod(d, db, hb, bytes);
   if (vadd) {
     int32_t nn = (int32_t)n;
-    void *args[4] = {&da, &db, &dc, &nn};
-    size_t sizes[4] = {8, 8, 8, 4};
-    uint32_t grid[3] = {(uint32_t)((n + 255) / 256), 1, 1}, block[3] = {256, 1, 1};
+    void *args[4] = { &da, &db, &dc, &nn };
+    size_t sizes[4] = { 8, 8, 8, 4 };
+    uint32_t grid[3] = { (uint32_t)((n + 255) / 256), 1, 1 }, block[3] = { 256, 1, 1 };
     kl_dev_event *e0 = NULL, *e1 = NULL;
     kl_device_event_create(d, &e0);
     kl_device_event_create(d, &e1);
@@ -950,10 +973,10 @@ static void test_gpu(const char *backend) {
   if (shm) { /* as much dynamic shared memory as the device allows (> 48 KiB on NVIDIA) */
     int32_t nper = (int32_t)((in->max_shared_per_block - 1024) / (256 * 4));
     if (nper > 200) nper = 200;
-    void *args[3] = {&da, &dc, &nper};
-    uint32_t g1[3] = {1, 1, 1}, block[3] = {256, 1, 1};
-    CHECK(kl_device_launch(shm, g1, block, (size_t)nper * 256 * 4, args, NULL, 3) == KL_OK, "gshm %d KiB: %s",
-          nper, kl_device_error(d));
+    void *args[3] = { &da, &dc, &nper };
+    uint32_t g1[3] = { 1, 1, 1 }, block[3] = { 256, 1, 1 };
+    CHECK(kl_device_launch(shm, g1, block, (size_t)nper * 256 * 4, args, NULL, 3) == KL_OK, "gshm %d KiB: %s", nper,
+          kl_device_error(d));
     CHECK(kl_device_copy_dtoh(d, hc, dc, (size_t)nper * 256 * 4) == KL_OK, "%s", kl_device_error(d));
     int bad = 0;
     for (int i = 0; i < nper * 256; i++)
@@ -982,7 +1005,7 @@ static kl_device *open_fake(int ordinal, char *err, size_t errlen) {
 static void test_registry(void) {
   group_begin();
   char err[256];
-  static const kl_device_backend fake = {"fake", open_fake}, dup = {"host", open_fake}, bad = {"a:b", open_fake};
+  static const kl_device_backend fake = { "fake", open_fake }, dup = { "host", open_fake }, bad = { "a:b", open_fake };
   int before = kl_device_backend_count();
   CHECK(before >= 3 && strcmp(kl_device_backend_name(0), "host") == 0, "builtins");
   CHECK(kl_device_register_backend(&fake, err, sizeof err) == KL_OK, "%s", err);

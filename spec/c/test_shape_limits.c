@@ -13,7 +13,9 @@
 
 #define BIG ((int64_t)1 << 62)
 
-static bool ok(int rank, const int64_t *shape, const int64_t *strides) { return kl_shape_check(rank, shape, strides, NULL, 0); }
+static bool ok(int rank, const int64_t *shape, const int64_t *strides) {
+  return kl_shape_check(rank, shape, strides, NULL, 0);
+}
 /* Fails with a message containing `want`. */
 static bool fails_with(int rank, const int64_t *shape, const int64_t *strides, const char *want) {
   char err[512] = "";
@@ -42,19 +44,23 @@ static void test_sizes(void) {
   CHECK(kl_shape_init(&s, KL_MAX_RANK, (int64_t[KL_MAX_RANK]){ 2, 1, 1, 1, 1, 1, 1, 3 }, "op", err, sizeof err) == 0 &&
         s.rank == KL_MAX_RANK && s.dim[7] == 3);
   CHECK(kl_shape_init(&s, KL_MAX_RANK + 1, (int64_t[KL_MAX_RANK + 1]){ 1 }, "op", err, sizeof err) == 1 &&
-        !strcmp(err, "op: rank 9 out of range (0 to 8)"), "%s", err);
+            !strcmp(err, "op: rank 9 out of range (0 to 8)"),
+        "%s", err);
   CHECK(kl_shape_init(&s, 2, (int64_t[]){ 2, -3 }, NULL, err, sizeof err) == 1 &&
-        strstr(err, "tensor: dimension out of range: negative size -3 of dim 1 in shape [2,-3]"), "%s", err);
+            strstr(err, "tensor: dimension out of range: negative size -3 of dim 1 in shape [2,-3]"),
+        "%s", err);
   group_end("sizes and ranks");
 }
 
 static void test_elements(void) {
   group_begin();
-  CHECK(ok(2, (int64_t[]){ KL_MAX_DIM, (int64_t)1 << 13 }, NULL));                 /* exactly 2^53 */
+  CHECK(ok(2, (int64_t[]){ KL_MAX_DIM, (int64_t)1 << 13 }, NULL)); /* exactly 2^53 */
   CHECK(fails_with(2, (int64_t[]){ KL_MAX_DIM, ((int64_t)1 << 13) + 1 }, NULL, "more than 2^53 elements"));
   CHECK(fails_with(2, (int64_t[]){ KL_MAX_DIM, KL_MAX_DIM }, NULL, "shape too large"));
-  CHECK(fails_with(KL_MAX_RANK, (int64_t[KL_MAX_RANK]){ KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM,
-                                                       KL_MAX_DIM, KL_MAX_DIM }, NULL, "shape too large"));
+  CHECK(fails_with(KL_MAX_RANK,
+                   (int64_t[KL_MAX_RANK]){ KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM, KL_MAX_DIM,
+                                           KL_MAX_DIM, KL_MAX_DIM },
+                   NULL, "shape too large"));
   /* zeros count as 1: a zero-element shape is still bounded, so row-major strides fit */
   CHECK(fails_with(3, (int64_t[]){ 0, KL_MAX_DIM, KL_MAX_DIM }, NULL, "shape too large"));
   CHECK(ok(3, (int64_t[]){ 0, KL_MAX_DIM, 1 << 13 }, NULL));
@@ -64,14 +70,15 @@ static void test_elements(void) {
 static void test_strides(void) {
   group_begin();
   CHECK(ok(2, (int64_t[]){ 2, 3 }, (int64_t[]){ 1, 2 }));
-  CHECK(ok(2, (int64_t[]){ 2, 3 }, (int64_t[]){ 0, 0 }));                          /* broadcast */
-  CHECK(ok(1, (int64_t[]){ 2 }, (int64_t[]){ KL_MAX_NUMEL }));                     /* offset exactly 2^53 */
+  CHECK(ok(2, (int64_t[]){ 2, 3 }, (int64_t[]){ 0, 0 }));      /* broadcast */
+  CHECK(ok(1, (int64_t[]){ 2 }, (int64_t[]){ KL_MAX_NUMEL })); /* offset exactly 2^53 */
   CHECK(fails_with(1, (int64_t[]){ 2 }, (int64_t[]){ KL_MAX_NUMEL + 1 }, "stride 9007199254740993 of dim 0"));
   CHECK(fails_with(2, (int64_t[]){ 3, 2 }, (int64_t[]){ 1, -1 }, "stride -1 of dim 1"));
   CHECK(fails_with(2, (int64_t[]){ 3, 2 }, (int64_t[]){ INT64_MIN, 1 }, "stride -9223372036854775808"));
   CHECK(fails_with(2, (int64_t[]){ 3, 2 }, (int64_t[]){ KL_MAX_NUMEL, 1 }, "reach past 2^53 elements"));
-  CHECK(fails_with(1, (int64_t[]){ KL_MAX_DIM }, (int64_t[]){ KL_MAX_NUMEL }, "reach past 2^53 elements"));   /* (2^40-1)*2^53 overflows int64 */
-  CHECK(ok(2, (int64_t[]){ 0, 4 }, (int64_t[]){ KL_MAX_NUMEL, 1 }));              /* an empty dim adds no offset */
+  CHECK(fails_with(1, (int64_t[]){ KL_MAX_DIM }, (int64_t[]){ KL_MAX_NUMEL },
+                   "reach past 2^53 elements"));                     /* (2^40-1)*2^53 overflows int64 */
+  CHECK(ok(2, (int64_t[]){ 0, 4 }, (int64_t[]){ KL_MAX_NUMEL, 1 })); /* an empty dim adds no offset */
   group_end("strides and offsets");
 }
 

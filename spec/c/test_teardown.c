@@ -36,7 +36,10 @@ static kl_op *small_graph(kl_ctx *ctx) {
   return g;
 }
 
-typedef struct inputs { int n; kl_named_tensor t[4]; } inputs;
+typedef struct inputs {
+  int n;
+  kl_named_tensor t[4];
+} inputs;
 
 static void make_inputs(kl_op *g, inputs *in) {
   kl_op *ps[4];
@@ -68,7 +71,8 @@ static void compare_ref(int nref, kl_tensor **ref, int nout, kl_tensor **out, co
 }
 static void eval_ref(kl_op *g, const inputs *in, int *nref, kl_tensor ***ref, const char *what) {
   char err[1024];
-  *nref = 0; *ref = NULL;
+  *nref = 0;
+  *ref = NULL;
   CHECK(kl_graph_eval(g, in->n, in->t, nref, ref, err, sizeof err) == KL_OK, "%s: eval: %s", what, err);
 }
 static void free_ref(int nref, kl_tensor **ref) {
@@ -102,20 +106,27 @@ static const char *const obj_name[NOBJ] = { "context", "device", "program", "pre
 /* One order: build everything on device `devname`, check it, destroy in `order`. */
 static void one_order(const char *devname, const int order[NOBJ]) {
   char what[128], err[4096];
-  snprintf(what, sizeof what, "%s: %s, %s, %s, %s", devname, obj_name[order[0]], obj_name[order[1]],
-           obj_name[order[2]], obj_name[order[3]]);
+  snprintf(what, sizeof what, "%s: %s, %s, %s, %s", devname, obj_name[order[0]], obj_name[order[1]], obj_name[order[2]],
+           obj_name[order[3]]);
   check_note = what;
   kl_ctx *ctx = kl_ctx_create();
   if (kl_pass_count(ctx) == 0) kl_register_builtin_passes(ctx);
   kl_device *dev = kl_device_open(devname, err, sizeof err);
   CHECK(dev != NULL, "open: %s", err);
-  if (!dev) { kl_ctx_destroy(ctx); return; }
+  if (!dev) {
+    kl_ctx_destroy(ctx);
+    return;
+  }
   kl_op *g = small_graph(ctx);
   const char *target = kl_device_get_info(dev)->arch;
-  kl_compile_opts o = { .targets = &target, .ntargets = 1 };   /* cached: the context holds it too */
+  kl_compile_opts o = { .targets = &target, .ntargets = 1 }; /* cached: the context holds it too */
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   CHECK(p != NULL, "compile: %s", err);
-  if (!p) { kl_device_destroy(dev); kl_ctx_destroy(ctx); return; }
+  if (!p) {
+    kl_device_destroy(dev);
+    kl_ctx_destroy(ctx);
+    return;
+  }
   run_and_check(p, dev, g, what);
 
   inputs in;
@@ -138,10 +149,22 @@ static void one_order(const char *devname, const int order[NOBJ]) {
   bool alive[NOBJ] = { true, true, true, r != NULL };
   for (int s = 0; s < NOBJ; s++) {
     switch (order[s]) {
-    case O_CTX: kl_ctx_destroy(ctx); ctx = NULL; break;
-    case O_DEV: kl_device_destroy(dev); dev = NULL; break;
-    case O_PROG: kl_program_release(p); p = NULL; break;
-    case O_PREP: kl_prepared_free(r); r = NULL; break;
+      case O_CTX:
+        kl_ctx_destroy(ctx);
+        ctx = NULL;
+        break;
+      case O_DEV:
+        kl_device_destroy(dev);
+        dev = NULL;
+        break;
+      case O_PROG:
+        kl_program_release(p);
+        p = NULL;
+        break;
+      case O_PREP:
+        kl_prepared_free(r);
+        r = NULL;
+        break;
     }
     alive[order[s]] = false;
     /* what is still alive still works (the graph and the program's plan live in ctx) */
@@ -160,9 +183,12 @@ static void one_order(const char *devname, const int order[NOBJ]) {
             "a prepared run whose device is gone: launch says '%s'", err);
     }
     if (alive[O_PROG] && alive[O_CTX] && !alive[O_DEV] && order[s] == O_DEV) {
-      kl_device *d2 = kl_device_open(devname, err, sizeof err);   /* often at the old address */
+      kl_device *d2 = kl_device_open(devname, err, sizeof err); /* often at the old address */
       CHECK(d2 != NULL, "reopen: %s", err);
-      if (d2) { run_and_check(p, d2, g, what); kl_device_destroy(d2); }
+      if (d2) {
+        run_and_check(p, d2, g, what);
+        kl_device_destroy(d2);
+      }
     }
   }
   free_ref(nref, ref);
@@ -172,11 +198,18 @@ static void one_order(const char *devname, const int order[NOBJ]) {
 
 static int g_orders[24][NOBJ], g_norders;
 static void permute(int *a, int k) {
-  if (k == NOBJ) { memcpy(g_orders[g_norders++], a, sizeof g_orders[0]); return; }
+  if (k == NOBJ) {
+    memcpy(g_orders[g_norders++], a, sizeof g_orders[0]);
+    return;
+  }
   for (int i = k; i < NOBJ; i++) {
-    int t = a[k]; a[k] = a[i]; a[i] = t;
+    int t = a[k];
+    a[k] = a[i];
+    a[i] = t;
     permute(a, k + 1);
-    t = a[k]; a[k] = a[i]; a[i] = t;
+    t = a[k];
+    a[k] = a[i];
+    a[i] = t;
   }
 }
 
@@ -202,7 +235,10 @@ int main(void) {
   for (int i = 0; i < 2; i++) {
     char err[1024];
     kl_device *d = kl_device_open(gpus[i], err, sizeof err);
-    if (!d) { printf("%s: skipped (%s)\n", gpus[i], err); continue; }
+    if (!d) {
+      printf("%s: skipped (%s)\n", gpus[i], err);
+      continue;
+    }
     kl_device_destroy(d);
     all_orders(gpus[i]);
   }

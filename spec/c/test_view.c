@@ -12,7 +12,7 @@
 
 #include "check.h"
 
-#define I64(...) ((const int64_t[]){ __VA_ARGS__ })
+#define I64(...)   ((const int64_t[]){ __VA_ARGS__ })
 #define NAMES(...) ((const char *const[]){ __VA_ARGS__ })
 
 static kl_view *P(const char *text) {
@@ -52,8 +52,8 @@ static void test_kinds(void) {
   CHECK(base && kl_view_rank(base) == 2 && kl_view_numel(base) == 12 && !strcmp(kl_view_name(base, 1), "b"));
   CHECK(kl_view_dim(base, "b") == 1 && kl_view_dim(base, "zz") == -1);
   CHECK(ev(base, I64(2, 3), I64(2, 3), true));
-  CHECK(!kl_view_eval(base, I64(3, 0), (int64_t[2]){0}));          /* upper coordinate out of range */
-  CHECK(!kl_view_eval(base, I64(0, -1), (int64_t[2]){0}));
+  CHECK(!kl_view_eval(base, I64(3, 0), (int64_t[2]){ 0 })); /* upper coordinate out of range */
+  CHECK(!kl_view_eval(base, I64(0, -1), (int64_t[2]){ 0 }));
 
   /* PassThrough permutes */
   kl_view *t = kl_view_transpose(base, 2, (const int[]){ 1, 0 }, &e);
@@ -78,7 +78,7 @@ static void test_kinds(void) {
   kl_view *emb = kl_view_embed(base, "b", 2, NAMES("y", "o"), I64(2, 3), I64(2, 1), &e);
   CHECK(emb && kl_view_rank(emb) == 3 && !strcmp(kl_view_name(emb, 1), "y"));
   CHECK(ev(emb, I64(1, 1, 1), I64(1, 3), true));
-  CHECK(ev(emb, I64(1, 1, 2), NULL, false));                         /* 2 + 2 = 4 >= 4 */
+  CHECK(ev(emb, I64(1, 1, 2), NULL, false)); /* 2 + 2 = 4 >= 4 */
   kl_view *embn = kl_view_embed(base, "b", 2, NAMES("y", "o"), I64(2, 4), I64(-1, 1), &e);
   CHECK(embn && ev(embn, I64(0, 1, 3), I64(0, 2), true) && ev(embn, I64(0, 1, 0), NULL, false));
   kl_view *emb0 = kl_view_embed(base, "b", 2, NAMES("y", "o"), I64(5, 4), I64(0, 1), &e);
@@ -92,7 +92,7 @@ static void test_kinds(void) {
   kl_view *mg = kl_view_merge(base, "ab", 2, NAMES("a", "b"), &e);
   CHECK(mg && kl_view_rank(mg) == 1 && kl_view_size(mg, 0) == 12);
   CHECK(ev(mg, I64(7), I64(1, 3), true) && ev(mg, I64(11), I64(2, 3), true));
-  kl_view *mgr = kl_view_merge(base, "ba", 2, NAMES("b", "a"), &e);   /* b most significant */
+  kl_view *mgr = kl_view_merge(base, "ba", 2, NAMES("b", "a"), &e); /* b most significant */
   CHECK(mgr && ev(mgr, I64(7), I64(1, 2), true));
 
   /* AddDim: an ignored upper dim */
@@ -153,21 +153,34 @@ static void test_kinds(void) {
   kl_view_free(c);
 
   /* kl_view_make rejects malformed maps with a message */
-  kl_vtrans tr = { .kind = KL_VT_MERGE, .nparams = 2, .nupper = 1, .nlower = 2, .params = I64(3, 4),
-                   .upper = (const int[]){ 0 }, .lower = (const int[]){ 0, 1 } };
-  kl_vmap m = { .nupper = 1, .nlower = 2, .ntrans = 1, .upper_names = NAMES("m"), .upper_sizes = I64(11),
-                .lower_names = NAMES("x", "y"), .lower_sizes = I64(3, 4), .trans = &tr };
+  kl_vtrans tr = { .kind = KL_VT_MERGE,
+                   .nparams = 2,
+                   .nupper = 1,
+                   .nlower = 2,
+                   .params = I64(3, 4),
+                   .upper = (const int[]){ 0 },
+                   .lower = (const int[]){ 0, 1 } };
+  kl_vmap m = { .nupper = 1,
+                .nlower = 2,
+                .ntrans = 1,
+                .upper_names = NAMES("m"),
+                .upper_sizes = I64(11),
+                .lower_names = NAMES("x", "y"),
+                .lower_sizes = I64(3, 4),
+                .trans = &tr };
   CHECK(!kl_view_make(1, &m, &e) && strstr(e.msg, "product"));
   m.upper_sizes = I64(12);
   kl_view *mk = kl_view_make(1, &m, &e);
   CHECK(mk && ev(mk, I64(5), I64(1, 1), true));
   kl_view *cl = kl_view_clone(mk);
   CHECK(kl_view_equal(cl, mk) && !kl_view_equal(cl, mg));
-  kl_arena ar; kl_arena_init(&ar);
+  kl_arena ar;
+  kl_arena_init(&ar);
   kl_view *in_arena = kl_view_copy_to_arena(mk, &ar);
   CHECK(kl_view_equal(in_arena, mk));
   kl_arena_destroy(&ar);
-  kl_view_free(cl); kl_view_free(mk);
+  kl_view_free(cl);
+  kl_view_free(mk);
 
   kl_view *all[] = { base, t, pt, pad, sl, emb, embn, emb0, un, mg, mgr, ad, one, bc, bc3, cd, r1, r2, r3 };
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kl_view_free(all[i]);
@@ -183,17 +196,19 @@ static void test_text(void) {
     "[Slice{2,5,0,1} [\"x\",\"y\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[3,1] -> [9,2]",
     "[Embed{2,-1,0} [\"y\",\"o\",\"z\"] at [0,1,2] -> [\"h\"] at [0]] bounds=[3,4,2] -> [7]",
     "[Unmerge{2,3} [\"g\",\"c\"] at [0,1] -> [\"gc\"] at [0]] bounds=[2,3] -> [6]",
-    "[Merge{4,8} [\"gk\"] at [0] -> [\"g\",\"k\"] at [0,1], PassThrough [\"m\"] at [1] -> [\"m\"] at [2]] bounds=[32,5] -> [4,8,5]",
+    "[Merge{4,8} [\"gk\"] at [0] -> [\"g\",\"k\"] at [0,1], PassThrough [\"m\"] at [1] -> [\"m\"] at [2]] "
+    "bounds=[32,5] -> [4,8,5]",
     "[AddDim{5} [\"z\"] at [0] -> [] at [], PassThrough [\"a\"] at [1] -> [\"a\"] at [0]] bounds=[5,2] -> [2]",
     "[Broadcast{1,3} [\"n\",\"c\"] at [0,1] -> [\"n\",\"c\"] at [0,1]] bounds=[6,9] -> [1,3]",
-    "[ConstDim{0,1,2,4} [] at [] -> [\"u\",\"v\"] at [0,2], PassThrough [\"a\"] at [0] -> [\"a\"] at [1]] bounds=[7] -> [1,7,4]",
+    "[ConstDim{0,1,2,4} [] at [] -> [\"u\",\"v\"] at [0,2], PassThrough [\"a\"] at [0] -> [\"a\"] at [1]] bounds=[7] "
+    "-> [1,7,4]",
     "[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1]] bounds=[6] -> [2,3] | "
-      "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"f\"] at [0]] bounds=[2,3] -> [6] | "
-      "[Pad{0,2} [\"f\"] at [0] -> [\"f\"] at [0]] bounds=[6] -> [4]",
+    "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"f\"] at [0]] bounds=[2,3] -> [6] | "
+    "[Pad{0,2} [\"f\"] at [0] -> [\"f\"] at [0]] bounds=[6] -> [4]",
     "[] bounds=[] -> []",
     "[Merge{2,2,2} [\"a.b$c_1\"] at [0] -> [\"A\",\"B\",\"C\"] at [2,1,0]] bounds=[8] -> [2,2,2]",
   };
-  bool seen[KL_VT_COUNT] = {false};
+  bool seen[KL_VT_COUNT] = { false };
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     kl_view *v = P(texts[i]);
     CHECK(v != NULL);
@@ -202,8 +217,11 @@ static void test_text(void) {
     char *t = kl_view_print(v);
     kl_view *w = P(t);
     CHECK(w && kl_view_equal(v, w));
-    for (int m = 0; m < v->nmaps; m++) for (int k = 0; k < v->maps[m].ntrans; k++) seen[v->maps[m].trans[k].kind] = true;
-    free(t); kl_view_free(w); kl_view_free(v);
+    for (int m = 0; m < v->nmaps; m++)
+      for (int k = 0; k < v->maps[m].ntrans; k++) seen[v->maps[m].trans[k].kind] = true;
+    free(t);
+    kl_view_free(w);
+    kl_view_free(v);
   }
   for (int k = 0; k < KL_VT_COUNT; k++) CHECK(seen[k]);
   /* whitespace and newlines anywhere; text need not be NUL-terminated */
@@ -225,12 +243,22 @@ static void test_text(void) {
   char *t4 = kl_view_print(b4);
   kl_view *p4 = P(t4);
   CHECK(p4 && kl_view_equal(p4, b4));
-  free(t4); kl_view_free(p4); kl_view_free(b); kl_view_free(b2); kl_view_free(b3); kl_view_free(b4);
-  printf("text: %zu canonical texts round-trip (every kind), loose whitespace, length-bounded input\n", sizeof texts / sizeof texts[0]);
+  free(t4);
+  kl_view_free(p4);
+  kl_view_free(b);
+  kl_view_free(b2);
+  kl_view_free(b3);
+  kl_view_free(b4);
+  printf("text: %zu canonical texts round-trip (every kind), loose whitespace, length-bounded input\n",
+         sizeof texts / sizeof texts[0]);
 }
 
 /* ---------------------------------------------------------------- malformed */
-typedef struct bad_text { const char *text; int line, col; const char *msg; } bad_text;
+typedef struct bad_text {
+  const char *text;
+  int line, col;
+  const char *msg;
+} bad_text;
 static void test_malformed(void) {
   static const bad_text bad[] = {
     { "", 1, 1, "expected '['" },
@@ -238,26 +266,36 @@ static void test_malformed(void) {
     { "[Pad{1} [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[3] -> [2]", 1, 2, "takes 2 parameter(s), got 1" },
     { "[PassThrough{1} [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[1] -> [1]", 1, 2, "takes 0 parameter(s)" },
     { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[2,3] -> [2]", 1, 44, "upper dim 1 is not covered" },
-    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0], PassThrough [\"b\"] at [0] -> [\"b\"] at [1]] bounds=[2] -> [2,2]", 1, 56, "covered twice" },
-    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[2] -> [3]", 1, 2, "has size 2 but lower dim 0 has size 3" },
-    { "[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1]] bounds=[7] -> [2,3]", 1, 2, "upper size 7 != product of parts 6" },
+    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0], PassThrough [\"b\"] at [0] -> [\"b\"] at [1]] bounds=[2] -> "
+      "[2,2]",
+      1, 56, "covered twice" },
+    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[2] -> [3]", 1, 2,
+      "has size 2 but lower dim 0 has size 3" },
+    { "[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1]] bounds=[7] -> [2,3]", 1, 2,
+      "upper size 7 != product of parts 6" },
     { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] [1] -> [1]", 1, 44, "expected 'bounds'" },
     { "[PassThrough [\"a\"] at [0] [\"a\"] at [0]] bounds=[1] -> [1]", 1, 27, "expected '->'" },
     { "[PassThrough [\"a", 1, 15, "unterminated dim name" },
     { "[PassThrough [\"a] at [0] -> [\"a\"] at [0]] bounds=[1] -> [1]", 1, 15, "bad dim name \"a] at [0] -> [\"" },
     { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[1] -> [1] extra", 1, 62, "expected '|' or the end" },
-    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[2] -> [2] |\n  [PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[3] -> [3]",
+    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[2] -> [2] |\n  [PassThrough [\"a\"] at [0] -> [\"a\"] at "
+      "[0]] bounds=[3] -> [3]",
       2, 3, "map 1 upper bounds do not match map 0 lower bounds: [3] != [2]" },
-    { "[PassThrough [\"a\",\"b\"] at [0] -> [\"a\"] at [0]] bounds=[1] -> [1]", 1, 24, "2 upper dim names but 1 upper dims" },
+    { "[PassThrough [\"a\",\"b\"] at [0] -> [\"a\"] at [0]] bounds=[1] -> [1]", 1, 24,
+      "2 upper dim names but 1 upper dims" },
     { "[PassThrough [\"a\"] at [3] -> [\"a\"] at [0]] bounds=[1] -> [1]", 1, 14, "upper dim 3 out of range" },
-    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[99999999999999999999] -> [1]", 1, 52, "integer too large" },
+    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[99999999999999999999] -> [1]", 1, 52,
+      "integer too large" },
     { "[PassThrough [\"a b\"] at [0] -> [\"a\"] at [0]] bounds=[1] -> [1]", 1, 15, "bad dim name \"a b\"" },
     { "[Pad{-1,2} [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[2] -> [1]", 1, 2, "Pad amounts" },
     { "[Slice{0,9} [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[9] -> [4]", 1, 2, "end <= lower size 4" },
     { "[ConstDim{4,4} [] at [] -> [\"a\"] at [0]] bounds=[] -> [4]", 1, 2, "ConstDim value 4 outside [0, 4)" },
-    { "[PassThrough [\"a\",\"a\"] at [0,1] -> [\"b\",\"c\"] at [0,1]] bounds=[1,1] -> [1,1]", 1, 56, "same name \"a\"" },
-    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0] bounds=[1] -> [1]", 1, 43, "expected ']' to close the transform list" },
-    { "[Merge{2,3} [\"m\",\"n\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[6,1] -> [2,3]", 1, 2, "Merge maps 1 upper dim" },
+    { "[PassThrough [\"a\",\"a\"] at [0,1] -> [\"b\",\"c\"] at [0,1]] bounds=[1,1] -> [1,1]", 1, 56,
+      "same name \"a\"" },
+    { "[PassThrough [\"a\"] at [0] -> [\"a\"] at [0] bounds=[1] -> [1]", 1, 43,
+      "expected ']' to close the transform list" },
+    { "[Merge{2,3} [\"m\",\"n\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[6,1] -> [2,3]", 1, 2,
+      "Merge maps 1 upper dim" },
     { "[Broadcast{5} [\"a\"] at [0] -> [\"a\"] at [0]] bounds=[8] -> [4]", 1, 2, "Broadcast modulus 5" },
     { "[Unmerge{2,x} [\"a\",\"b\"] at [0,1] -> [\"c\"] at [0]] bounds=[2,3] -> [6]", 1, 12, "expected an integer" },
     { "[AddDim{2} [\"z\"] at [0] -> [] at []] bounds=[0] -> []", 1, 38, "size 0 outside [1, 2^40]" },
@@ -267,13 +305,16 @@ static void test_malformed(void) {
     kl_view_err e = { 0 };
     kl_view *v = kl_view_parse(bad[i].text, strlen(bad[i].text), &e);
     bool ok = !v && e.line == bad[i].line && e.col == bad[i].col && strstr(e.msg, bad[i].msg);
-    if (!ok) fprintf(stderr, "  malformed %d: got %d:%d: %s\n  want %d:%d: ...%s...\n", i, e.line, e.col, e.msg, bad[i].line, bad[i].col, bad[i].msg);
+    if (!ok)
+      fprintf(stderr, "  malformed %d: got %d:%d: %s\n  want %d:%d: ...%s...\n", i, e.line, e.col, e.msg, bad[i].line,
+              bad[i].col, bad[i].msg);
     CHECK(ok);
     kl_view_free(v);
-    CHECK(kl_view_parse(bad[i].text, strlen(bad[i].text), NULL) == NULL);   /* no err struct: still fine */
+    CHECK(kl_view_parse(bad[i].text, strlen(bad[i].text), NULL) == NULL); /* no err struct: still fine */
   }
   /* truncations of a valid text never crash and always fail (except the full text) */
-  const char *good = "[Merge{4,8} [\"gk\"] at [0] -> [\"g\",\"k\"] at [0,1], PassThrough [\"m\"] at [1] -> [\"m\"] at [2]] bounds=[32,5] -> [4,8,5]";
+  const char *good = "[Merge{4,8} [\"gk\"] at [0] -> [\"g\",\"k\"] at [0,1], PassThrough [\"m\"] at [1] -> [\"m\"] at "
+                     "[2]] bounds=[32,5] -> [4,8,5]";
   int fails = 0;
   for (size_t k = 0; k < strlen(good); k++) {
     kl_view_err e;
@@ -292,7 +333,8 @@ static void test_malformed(void) {
   kl_view *none = many ? kl_view_simplify(many) : NULL;
   CHECK(none && none->nmaps == 1);
   CHECK(many && !kl_view_compose(many, many, &e) && strstr(e.msg, "at most"));
-  kl_view_free(many); kl_view_free(none);
+  kl_view_free(many);
+  kl_view_free(none);
   kl_sb_free(&sb);
   /* mutations: each either parses (and then round-trips) or fails with a position */
   static const char alphabet[] = "[]{}\",|->= 0123456789-azPadMergeSliceat\n";
@@ -306,9 +348,16 @@ static void test_malformed(void) {
       xorshift64(&x);
       size_t pos = (size_t)(x % len), op = (x >> 20) % 3;
       char c = alphabet[(x >> 32) % (sizeof alphabet - 1)];
-      if (op == 0) buf[pos] = c;
-      else if (op == 1 && len > 1) { memmove(buf + pos, buf + pos + 1, len - pos - 1); len--; }
-      else if (len + 1 < sizeof buf) { memmove(buf + pos + 1, buf + pos, len - pos); buf[pos] = c; len++; }
+      if (op == 0)
+        buf[pos] = c;
+      else if (op == 1 && len > 1) {
+        memmove(buf + pos, buf + pos + 1, len - pos - 1);
+        len--;
+      } else if (len + 1 < sizeof buf) {
+        memmove(buf + pos + 1, buf + pos, len - pos);
+        buf[pos] = c;
+        len++;
+      }
     }
     kl_view_err e = { 0 };
     kl_view *v = kl_view_parse(buf, len, &e);
@@ -316,21 +365,26 @@ static void test_malformed(void) {
       char *t = kl_view_print(v);
       kl_view *w = kl_view_parse(t, strlen(t), NULL);
       CHECK(w && kl_view_equal(v, w));
-      free(t); kl_view_free(w); kl_view_free(v);
+      free(t);
+      kl_view_free(w);
+      kl_view_free(v);
       parsed++;
     } else {
       CHECK(e.line >= 1 && e.col >= 1 && e.msg[0]);
       rejected++;
     }
   }
-  printf("malformed: %d bad texts give located errors; %zu truncations and %d mutations (%d still valid) handled\n",
-         n, strlen(good), parsed + rejected, parsed);
+  printf("malformed: %d bad texts give located errors; %zu truncations and %d mutations (%d still valid) handled\n", n,
+         strlen(good), parsed + rejected, parsed);
 }
 
 /* ---------------------------------------------------------------- invert */
 static void test_invert(void) {
-  static const struct { const char *text, *named; } non[] = {
-    { "[Pad{1,2} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[8] -> [5]", "Pad{1,2} [\"h\"] at [0] -> [\"h\"] at [0] is not invertible" },
+  static const struct {
+    const char *text, *named;
+  } non[] = {
+    { "[Pad{1,2} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[8] -> [5]",
+      "Pad{1,2} [\"h\"] at [0] -> [\"h\"] at [0] is not invertible" },
     { "[Slice{1,3} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[2] -> [5]", "Slice{1,3}" },
     { "[Embed{1,1} [\"y\",\"o\"] at [0,1] -> [\"h\"] at [0]] bounds=[3,3] -> [5]", "Embed{1,1}" },
     { "[Broadcast{1} [\"n\"] at [0] -> [\"n\"] at [0]] bounds=[4] -> [1]", "Broadcast{1}" },
@@ -346,16 +400,23 @@ static void test_invert(void) {
   }
   /* the failing transform is named with its map index inside a stack */
   kl_view *st = P("[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1]] bounds=[6] -> [2,3] | "
-                  "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Pad{1,0} [\"y\"] at [1] -> [\"y\"] at [1]] bounds=[2,3] -> [2,2]");
+                  "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Pad{1,0} [\"y\"] at [1] -> [\"y\"] at [1]] "
+                  "bounds=[2,3] -> [2,2]");
   kl_view_err e;
   CHECK(st && !kl_view_invert(st, &e) && strstr(e.msg, "map 1 transform 1 Pad{1,0}"));
   kl_view_free(st);
   /* invertible: PassThrough, Merge <-> Unmerge, AddDim{1} <-> ConstDim{0,1} */
-  kl_view *v = P("[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], AddDim{1} [\"one\"] at [1] -> [] at []] bounds=[6,1] -> [2,3] | "
-                 "[PassThrough [\"x\",\"y\"] at [0,1] -> [\"b\",\"a\"] at [1,0], ConstDim{0,1} [] at [] -> [\"c\"] at [2]] bounds=[2,3] -> [3,2,1]");
+  kl_view *v = P("[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], AddDim{1} [\"one\"] at [1] -> [] at []] "
+                 "bounds=[6,1] -> [2,3] | "
+                 "[PassThrough [\"x\",\"y\"] at [0,1] -> [\"b\",\"a\"] at [1,0], ConstDim{0,1} [] at [] -> [\"c\"] at "
+                 "[2]] bounds=[2,3] -> [3,2,1]");
   kl_view *w = v ? kl_view_invert(v, &e) : NULL;
-  CHECK(w && same_text(w, "[PassThrough [\"b\",\"a\"] at [1,0] -> [\"x\",\"y\"] at [0,1], AddDim{1} [\"c\"] at [2] -> [] at []] bounds=[3,2,1] -> [2,3] | "
-                          "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"m\"] at [0], ConstDim{0,1} [] at [] -> [\"one\"] at [1]] bounds=[2,3] -> [6,1]"));
+  CHECK(w &&
+        same_text(w,
+                  "[PassThrough [\"b\",\"a\"] at [1,0] -> [\"x\",\"y\"] at [0,1], AddDim{1} [\"c\"] at [2] -> [] at "
+                  "[]] bounds=[3,2,1] -> [2,3] | "
+                  "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"m\"] at [0], ConstDim{0,1} [] at [] -> [\"one\"] at [1]] "
+                  "bounds=[2,3] -> [6,1]"));
   bool ok = true;
   for (int64_t a = 0; a < 3; a++)
     for (int64_t b = 0; b < 2; b++) {
@@ -363,69 +424,97 @@ static void test_invert(void) {
       ok &= kl_view_eval(w, (int64_t[]){ a, b, 0 }, u) && kl_view_eval(v, u, x) && x[0] == a && x[1] == b && x[2] == 0;
     }
   CHECK(ok);
-  kl_view_free(v); kl_view_free(w);
-  printf("invert: errors name the transform (Pad, Slice, Embed, Broadcast, AddDim{2}, ConstDim{1,2}); Merge/Unmerge/AddDim/ConstDim inverse\n");
+  kl_view_free(v);
+  kl_view_free(w);
+  printf("invert: errors name the transform (Pad, Slice, Embed, Broadcast, AddDim{2}, ConstDim{1,2}); "
+         "Merge/Unmerge/AddDim/ConstDim inverse\n");
 }
 
 /* ---------------------------------------------------------------- bounds */
 static void test_bounds(void) {
-  kl_view *v = P("[PassThrough [\"n\"] at [0] -> [\"n\"] at [0], Pad{1,1} [\"h\"] at [1] -> [\"h\"] at [1], PassThrough [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[2,6,4] -> [2,4,4]");
-  CHECK(v && kl_view_invalid_dims(v) == 2u && kl_view_trans_may_be_invalid(v, 0, 1) && !kl_view_trans_may_be_invalid(v, 0, 0));
+  kl_view *v = P("[PassThrough [\"n\"] at [0] -> [\"n\"] at [0], Pad{1,1} [\"h\"] at [1] -> [\"h\"] at [1], "
+                 "PassThrough [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[2,6,4] -> [2,4,4]");
+  CHECK(v && kl_view_invalid_dims(v) == 2u && kl_view_trans_may_be_invalid(v, 0, 1) &&
+        !kl_view_trans_may_be_invalid(v, 0, 0));
   /* a slice that cuts the padding away makes the view always valid */
   kl_view *s = kl_view_slice(v, 1, NAMES("h"), I64(1, 5), NULL);
   CHECK(s && kl_view_invalid_dims(s) == 0 && !kl_view_trans_may_be_invalid(s, 1, 1));
   /* a window that always fits: no check; one that can leave the range: both window dims */
-  kl_view *e1 = P("[Embed{1,1} [\"y\",\"o\"] at [0,1] -> [\"h\"] at [0], PassThrough [\"c\"] at [2] -> [\"c\"] at [1]] bounds=[3,4,2] -> [6,2]");
-  kl_view *e2 = P("[Embed{1,1} [\"y\",\"o\"] at [0,1] -> [\"h\"] at [0], PassThrough [\"c\"] at [2] -> [\"c\"] at [1]] bounds=[3,5,2] -> [6,2]");
+  kl_view *e1 = P("[Embed{1,1} [\"y\",\"o\"] at [0,1] -> [\"h\"] at [0], PassThrough [\"c\"] at [2] -> [\"c\"] at [1]] "
+                  "bounds=[3,4,2] -> [6,2]");
+  kl_view *e2 = P("[Embed{1,1} [\"y\",\"o\"] at [0,1] -> [\"h\"] at [0], PassThrough [\"c\"] at [2] -> [\"c\"] at [1]] "
+                  "bounds=[3,5,2] -> [6,2]");
   CHECK(e1 && kl_view_invalid_dims(e1) == 0);
   CHECK(e2 && kl_view_invalid_dims(e2) == 3u && kl_view_trans_may_be_invalid(e2, 0, 0));
   /* the dims that feed a pad through a merge are all reported */
-  kl_view *m = P("[Merge{2,6} [\"nh\"] at [0] -> [\"n\",\"h\"] at [0,1], PassThrough [\"w\"] at [1] -> [\"w\"] at [2]] bounds=[12,4] -> [2,6,4] | "
-                 "[PassThrough [\"n\"] at [0] -> [\"n\"] at [0], Pad{1,1} [\"h\"] at [1] -> [\"h\"] at [1], PassThrough [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[2,6,4] -> [2,4,4]");
+  kl_view *m = P("[Merge{2,6} [\"nh\"] at [0] -> [\"n\",\"h\"] at [0,1], PassThrough [\"w\"] at [1] -> [\"w\"] at [2]] "
+                 "bounds=[12,4] -> [2,6,4] | "
+                 "[PassThrough [\"n\"] at [0] -> [\"n\"] at [0], Pad{1,1} [\"h\"] at [1] -> [\"h\"] at [1], "
+                 "PassThrough [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[2,6,4] -> [2,4,4]");
   CHECK(m && kl_view_invalid_dims(m) == 1u && kl_view_trans_may_be_invalid(m, 1, 1));
-  kl_view_free(v); kl_view_free(s); kl_view_free(e1); kl_view_free(e2); kl_view_free(m);
+  kl_view_free(v);
+  kl_view_free(s);
+  kl_view_free(e1);
+  kl_view_free(e2);
+  kl_view_free(m);
   printf("bounds: invalid dims through pad, slice, embed windows and merges\n");
 }
 
 /* ---------------------------------------------------------------- simplify */
 static void test_simplify(void) {
   /* identity maps are dropped, top and bottom names are kept */
-  CHECK(simplifies_to("[PassThrough [\"a\",\"b\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[2,3] -> [2,3] | "
-                      "[Pad{0,0} [\"x\"] at [0] -> [\"p\"] at [0], Slice{0,3} [\"y\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> [2,3]",
-                      "[PassThrough [\"a\"] at [0] -> [\"p\"] at [0], PassThrough [\"b\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> [2,3]"));
+  CHECK(simplifies_to(
+      "[PassThrough [\"a\",\"b\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[2,3] -> [2,3] | "
+      "[Pad{0,0} [\"x\"] at [0] -> [\"p\"] at [0], Slice{0,3} [\"y\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> [2,3]",
+      "[PassThrough [\"a\"] at [0] -> [\"p\"] at [0], PassThrough [\"b\"] at [1] -> [\"q\"] at [1]] bounds=[2,3] -> "
+      "[2,3]"));
   /* Merge then Unmerge of the same parts is a PassThrough; Pad + Pad, Slice + Slice fold */
-  CHECK(simplifies_to("[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], Pad{1,0} [\"h\"] at [1] -> [\"h\"] at [2], Slice{1,4} [\"w\"] at [2] -> [\"w\"] at [3]] bounds=[6,5,3] -> [2,3,4,6] | "
-                      "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"f\"] at [0], Pad{0,2} [\"h\"] at [2] -> [\"h\"] at [1], Slice{2,8} [\"w\"] at [3] -> [\"w\"] at [2]] bounds=[2,3,4,6] -> [6,2,9]",
-                      "[PassThrough [\"m\"] at [0] -> [\"f\"] at [0], Pad{1,2} [\"h\"] at [1] -> [\"h\"] at [1], Slice{3,6} [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[6,5,3] -> [6,2,9]"));
+  CHECK(simplifies_to("[Merge{2,3} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], Pad{1,0} [\"h\"] at [1] -> [\"h\"] at "
+                      "[2], Slice{1,4} [\"w\"] at [2] -> [\"w\"] at [3]] bounds=[6,5,3] -> [2,3,4,6] | "
+                      "[Unmerge{2,3} [\"x\",\"y\"] at [0,1] -> [\"f\"] at [0], Pad{0,2} [\"h\"] at [2] -> [\"h\"] at "
+                      "[1], Slice{2,8} [\"w\"] at [3] -> [\"w\"] at [2]] bounds=[2,3,4,6] -> [6,2,9]",
+                      "[PassThrough [\"m\"] at [0] -> [\"f\"] at [0], Pad{1,2} [\"h\"] at [1] -> [\"h\"] at [1], "
+                      "Slice{3,6} [\"w\"] at [2] -> [\"w\"] at [2]] bounds=[6,5,3] -> [6,2,9]"));
   /* collapse contiguous merges: Merge{2,3,4} whose (3,4) parts are recombined by an Unmerge */
-  CHECK(simplifies_to("[Merge{2,3,4} [\"m\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2], PassThrough [\"k\"] at [1] -> [\"k\"] at [3]] bounds=[24,5] -> [2,3,4,5] | "
-                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{3,4,5} [\"y\",\"z\",\"k\"] at [1,2,3] -> [\"f\"] at [1]] bounds=[2,3,4,5] -> [2,60]",
-                      "[Merge{2,12} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"k\"] at [1] -> [\"k\"] at [2]] bounds=[24,5] -> [2,12,5] | "
-                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{12,5} [\"y\",\"k\"] at [1,2] -> [\"f\"] at [1]] bounds=[2,12,5] -> [2,60]"));
+  CHECK(simplifies_to("[Merge{2,3,4} [\"m\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2], PassThrough [\"k\"] at [1] -> "
+                      "[\"k\"] at [3]] bounds=[24,5] -> [2,3,4,5] | "
+                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{3,4,5} [\"y\",\"z\",\"k\"] at [1,2,3] -> "
+                      "[\"f\"] at [1]] bounds=[2,3,4,5] -> [2,60]",
+                      "[Merge{2,12} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"k\"] at [1] -> [\"k\"] at "
+                      "[2]] bounds=[24,5] -> [2,12,5] | "
+                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Unmerge{12,5} [\"y\",\"k\"] at [1,2] -> [\"f\"] "
+                      "at [1]] bounds=[2,12,5] -> [2,60]"));
   /* Unmerge then Merge is a reshape: per group of equal prefix products */
-  CHECK(simplifies_to("[Unmerge{32,3} [\"a\",\"b\"] at [0,1] -> [\"t\"] at [0]] bounds=[32,3] -> [96] | [Merge{8,4,3} [\"t\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2]] bounds=[96] -> [8,4,3]",
-                      "[Merge{8,4} [\"a\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"b\"] at [1] -> [\"z\"] at [2]] bounds=[32,3] -> [8,4,3]"));
+  CHECK(simplifies_to("[Unmerge{32,3} [\"a\",\"b\"] at [0,1] -> [\"t\"] at [0]] bounds=[32,3] -> [96] | [Merge{8,4,3} "
+                      "[\"t\"] at [0] -> [\"x\",\"y\",\"z\"] at [0,1,2]] bounds=[96] -> [8,4,3]",
+                      "[Merge{8,4} [\"a\"] at [0] -> [\"x\",\"y\"] at [0,1], PassThrough [\"b\"] at [1] -> [\"z\"] at "
+                      "[2]] bounds=[32,3] -> [8,4,3]"));
   /* merges flatten; a constant that is ignored disappears */
-  CHECK(simplifies_to("[Merge{4,6} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], ConstDim{0,1} [] at [] -> [\"c\"] at [2]] bounds=[24] -> [4,6,1] | "
-                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Merge{2,3} [\"y\"] at [1] -> [\"p\",\"q\"] at [1,2], AddDim{1} [\"c\"] at [2] -> [] at []] bounds=[4,6,1] -> [4,2,3]",
+  CHECK(simplifies_to("[Merge{4,6} [\"m\"] at [0] -> [\"x\",\"y\"] at [0,1], ConstDim{0,1} [] at [] -> [\"c\"] at [2]] "
+                      "bounds=[24] -> [4,6,1] | "
+                      "[PassThrough [\"x\"] at [0] -> [\"x\"] at [0], Merge{2,3} [\"y\"] at [1] -> [\"p\",\"q\"] at "
+                      "[1,2], AddDim{1} [\"c\"] at [2] -> [] at []] bounds=[4,6,1] -> [4,2,3]",
                       "[Merge{4,2,3} [\"m\"] at [0] -> [\"x\",\"p\",\"q\"] at [0,1,2]] bounds=[24] -> [4,2,3]"));
   /* things that must not fold stay: Pad then Merge */
-  kl_view *v = P("[Pad{1,1} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[8] -> [6] | [Merge{2,3} [\"h\"] at [0] -> [\"a\",\"b\"] at [0,1]] bounds=[6] -> [2,3]");
+  kl_view *v = P("[Pad{1,1} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[8] -> [6] | [Merge{2,3} [\"h\"] at [0] -> "
+                 "[\"a\",\"b\"] at [0,1]] bounds=[6] -> [2,3]");
   kl_view *s = kl_view_simplify(v);
   CHECK(s && kl_view_equal(s, v));
-  kl_view_free(v); kl_view_free(s);
-  printf("simplify: identity maps, PassThrough/Pad/Slice folds, Merge->Unmerge, reshapes, contiguous merges collapsed\n");
+  kl_view_free(v);
+  kl_view_free(s);
+  printf(
+      "simplify: identity maps, PassThrough/Pad/Slice folds, Merge->Unmerge, reshapes, contiguous merges collapsed\n");
 }
 
 /* ---------------------------------------------------------------- vectorization */
 static void test_vector(void) {
   kl_view *v = kl_view_identity(2, I64(4, 8), NAMES("m", "n"), NULL);
-  CHECK(kl_view_max_vectorization(v, 1, NULL, 32) == 4);        /* dwordx4 of f32 */
+  CHECK(kl_view_max_vectorization(v, 1, NULL, 32) == 4); /* dwordx4 of f32 */
   CHECK(kl_view_max_vectorization(v, 1, NULL, 16) == 8);
-  CHECK(kl_view_max_vectorization(v, 1, NULL, 8) == 8);         /* the row is 8 long */
+  CHECK(kl_view_max_vectorization(v, 1, NULL, 8) == 8); /* the row is 8 long */
   CHECK(kl_view_max_vectorization(v, 0, NULL, 32) == 1);
-  CHECK(kl_view_max_vectorization(v, 0, I64(1, 4), 32) == 4);   /* column-major buffer */
-  CHECK(kl_view_max_vectorization(v, 1, I64(10, 1), 16) == 2);  /* padded rows: gcd(10, 8) */
+  CHECK(kl_view_max_vectorization(v, 0, I64(1, 4), 32) == 4);  /* column-major buffer */
+  CHECK(kl_view_max_vectorization(v, 1, I64(10, 1), 16) == 2); /* padded rows: gcd(10, 8) */
   CHECK(kl_view_vector_len(v, 2, NULL, 4) == -1 && kl_view_vector_len(v, 0, NULL, 0) == -1);
   kl_view *t = kl_view_transpose(v, 2, (const int[]){ 1, 0 }, NULL);
   CHECK(kl_view_max_vectorization(t, 1, NULL, 32) == 1 && kl_view_max_vectorization(t, 0, NULL, 32) == 4);
@@ -444,9 +533,25 @@ static void test_vector(void) {
   kl_view *bc = kl_view_broadcast(one, 1, NAMES("a"), I64(4), NULL);
   CHECK(kl_view_max_vectorization(bc, 0, NULL, 32) == 1 && kl_view_max_vectorization(bc, 1, NULL, 32) == 4);
   /* a conv input in NHWC: contiguous along gemmK when C is a multiple of 4 */
-  kl_conv2d d = { .n = 1, .c = 8, .hi = 6, .wi = 6, .k = 4, .y = 3, .x = 3, .groups = 1, .stride_h = 1, .stride_w = 1,
-                  .dil_h = 1, .dil_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1,
-                  .in_layout = KL_CONV_NHWC, .filter_layout = KL_CONV_KYXC, .out_layout = KL_CONV_NHWK };
+  kl_conv2d d = { .n = 1,
+                  .c = 8,
+                  .hi = 6,
+                  .wi = 6,
+                  .k = 4,
+                  .y = 3,
+                  .x = 3,
+                  .groups = 1,
+                  .stride_h = 1,
+                  .stride_w = 1,
+                  .dil_h = 1,
+                  .dil_w = 1,
+                  .pad_top = 1,
+                  .pad_bottom = 1,
+                  .pad_left = 1,
+                  .pad_right = 1,
+                  .in_layout = KL_CONV_NHWC,
+                  .filter_layout = KL_CONV_KYXC,
+                  .out_layout = KL_CONV_NHWK };
   kl_conv_views cv;
   CHECK(kl_conv_views_build(&d, &cv, NULL));
   CHECK(kl_view_max_vectorization(cv.input, 1, NULL, 16) == 8 && kl_view_max_vectorization(cv.input, 2, NULL, 16) == 1);
@@ -461,16 +566,18 @@ static void test_vector(void) {
 static void test_attr(void) {
   kl_ctx *ctx = kl_ctx_create();
   kl_register_view_attr(ctx);
-  kl_view *v = P("[Merge{4,8} [\"gk\"] at [0] -> [\"g\",\"k\"] at [0,1], PassThrough [\"m\"] at [1] -> [\"m\"] at [2]] bounds=[32,5] -> [4,8,5] | "
-                 "[Pad{1,1} [\"g\"] at [0] -> [\"g\"] at [0], PassThrough [\"k\",\"m\"] at [1,2] -> [\"k\",\"m\"] at [1,2]] bounds=[4,8,5] -> [2,8,5]");
+  kl_view *v = P("[Merge{4,8} [\"gk\"] at [0] -> [\"g\",\"k\"] at [0,1], PassThrough [\"m\"] at [1] -> [\"m\"] at [2]] "
+                 "bounds=[32,5] -> [4,8,5] | "
+                 "[Pad{1,1} [\"g\"] at [0] -> [\"g\"] at [0], PassThrough [\"k\",\"m\"] at [1,2] -> [\"k\",\"m\"] at "
+                 "[1,2]] bounds=[4,8,5] -> [2,8,5]");
   const kl_attr *a = kl_attr_from_view(ctx, v);
   CHECK(a && a->kind == KL_AT_EXT && kl_attr_view(a) && kl_view_equal(kl_attr_view(a), v));
-  CHECK(kl_attr_view(a) != v);                            /* a copy in the context arena */
+  CHECK(kl_attr_view(a) != v); /* a copy in the context arena */
   char *t = kl_view_print(v);
   char *want = malloc(strlen(t) + 16);
   sprintf(want, "#view<%s>", t);
   CHECK(!strcmp(kl_attr_str_of(a), want));
-  CHECK(kl_attr_from_view(ctx, v) == a);                  /* interned */
+  CHECK(kl_attr_from_view(ctx, v) == a); /* interned */
   const kl_attr *b = kl_parse_attr(ctx, want, strlen(want), "t.kir");
   CHECK(b == a);
   CHECK(kl_attr_view(kl_attr_int(ctx, 3)) == NULL && kl_attr_view(NULL) == NULL);
@@ -480,7 +587,8 @@ static void test_attr(void) {
   free(diag);
   CHECK(kl_parse_attr(ctx, bad, strlen(bad), "t.kir") == NULL);
   diag = kl_diag_take(ctx);
-  CHECK(strstr(diag, "t.kir:1:8:") && strstr(diag, "bad view") && strstr(diag, "has size 2 but lower dim 0 has size 3"));
+  CHECK(strstr(diag, "t.kir:1:8:") && strstr(diag, "bad view") &&
+        strstr(diag, "has size 2 but lower dim 0 has size 3"));
   if (!strstr(diag, "t.kir:1:8:")) fprintf(stderr, "  diag: %s\n", diag);
   free(diag);
   const char *bad2 = "#view<[PassThrough [\"a\"] at [0] -> [\"a\"] at [0]]\n  bounds=[1] => [1]>";
@@ -494,7 +602,8 @@ static void test_attr(void) {
   const kl_attr *c = kl_attr_from_view(ctx2, v);
   CHECK(c && kl_view_equal(kl_attr_view(c), v) && kl_parse_attr(ctx2, want, strlen(want), "u.kir") == c);
   kl_ctx_destroy(ctx2);
-  free(t); free(want);
+  free(t);
+  free(want);
   kl_view_free(v);
   kl_ctx_destroy(ctx);
   printf("attr: #view<...> round trip through the IR attribute parser, interning, located body errors\n");

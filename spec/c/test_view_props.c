@@ -14,14 +14,14 @@
 #include "check.h"
 
 /* CHECK that also prints the view v of a (reported) failure */
-#define CHECKV(c, v)                                                                    \
-  do {                                                                                  \
-    checks++;                                                                           \
-    if (!(c) && check_failed_(__FILE__, __LINE__, #c, ": ")) {                          \
-      char *t_ = kl_view_print(v);                                                      \
-      fprintf(stderr, "  view: %s\n", t_);                                              \
-      free(t_);                                                                         \
-    }                                                                                   \
+#define CHECKV(c, v)                                           \
+  do {                                                         \
+    checks++;                                                  \
+    if (!(c) && check_failed_(__FILE__, __LINE__, #c, ": ")) { \
+      char *t_ = kl_view_print(v);                             \
+      fprintf(stderr, "  view: %s\n", t_);                     \
+      free(t_);                                                \
+    }                                                          \
   } while (0)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -29,10 +29,13 @@ static uint64_t rnd64(void) { return xorshift64(&rng_state); }
 static int rnd(int n) { return n <= 1 ? 0 : (int)(rnd64() % (uint64_t)n); }
 
 #define MAX_NUMEL 4096
-#define MAX_RANK 4
+#define MAX_RANK  4
 
 static int name_counter;
-static const char *fresh(char buf[][16], int i) { snprintf(buf[i], 16, "n%d", name_counter++); return buf[i]; }
+static const char *fresh(char buf[][16], int i) {
+  snprintf(buf[i], 16, "n%d", name_counter++);
+  return buf[i];
+}
 
 static int kind_count[KL_VT_COUNT];
 static void count_kinds(const kl_view *v) {
@@ -43,12 +46,29 @@ static void count_kinds(const kl_view *v) {
 /* Splits n into k factors (random distribution of prime factors). */
 static void factor_into(int64_t n, int k, int64_t *out) {
   for (int i = 0; i < k; i++) out[i] = 1;
-  for (int64_t p = 2; n > 1; ) {
-    if (n % p == 0) { out[rnd(k)] *= p; n /= p; } else p++;
+  for (int64_t p = 2; n > 1;) {
+    if (n % p == 0) {
+      out[rnd(k)] *= p;
+      n /= p;
+    } else
+      p++;
   }
 }
 
-enum { S_TRANSPOSE, S_PAD, S_SLICE, S_EMBED, S_UNMERGE, S_MERGE, S_BROADCAST, S_ADDDIM, S_CONSTDIM, S_RESHAPE, S_RENAME, S_COUNT };
+enum {
+  S_TRANSPOSE,
+  S_PAD,
+  S_SLICE,
+  S_EMBED,
+  S_UNMERGE,
+  S_MERGE,
+  S_BROADCAST,
+  S_ADDDIM,
+  S_CONSTDIM,
+  S_RESHAPE,
+  S_RENAME,
+  S_COUNT
+};
 
 /* One random builder step on top of v (NULL if the step does not apply). */
 static kl_view *rand_step(const kl_view *v, bool invertible) {
@@ -60,87 +80,110 @@ static kl_view *rand_step(const kl_view *v, bool invertible) {
   const char *dn = kl_view_name(v, d);
   int64_t S = kl_view_size(v, d);
   switch (kind) {
-  case S_TRANSPOSE: {
-    int perm[MAX_RANK + 4];
-    for (int i = 0; i < r; i++) perm[i] = i;
-    for (int i = r - 1; i > 0; i--) { int j = rnd(i + 1), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
-    return kl_view_transpose(v, r, perm, NULL);
-  }
-  case S_PAD: {
-    int64_t lr[2] = { rnd(4), rnd(4) };
-    if (rnd(3) == 0) lr[0] = 0;
-    return kl_view_pad(v, 1, &dn, lr, NULL);
-  }
-  case S_SLICE: {
-    if (S < 2) return NULL;
-    int64_t b = rnd((int)S - 1), e = b + 1 + rnd((int)(S - b));
-    if (rnd(3) == 0) b = 0;
-    int64_t be[2] = { b, e };
-    return kl_view_slice(v, 1, &dn, be, NULL);
-  }
-  case S_EMBED: {
-    if (r >= MAX_RANK) return NULL;
-    int64_t sizes[2], coef[2];
-    const char *nm[2] = { fresh(nb, 0), fresh(nb, 1) };
-    if (rnd(2)) {            /* conv-like window: y*dil + o*stride */
-      sizes[0] = 1 + rnd(3); coef[0] = 1 + rnd(2); coef[1] = 1 + rnd(2);
-      int64_t span = S - coef[0] * (sizes[0] - 1);
-      sizes[1] = span > 0 ? (span - 1) / coef[1] + 1 + rnd(2) : 1 + rnd(3);
-    } else {
-      static const int64_t cs[] = { -1, 0, 1, 1, 2, 3, 4, 8 };
-      sizes[0] = 1 + rnd(4); sizes[1] = 1 + rnd(8);
-      coef[0] = cs[rnd(8)]; coef[1] = cs[rnd(8)];
-      if (rnd(2)) coef[1] = 1;
+    case S_TRANSPOSE: {
+      int perm[MAX_RANK + 4];
+      for (int i = 0; i < r; i++) perm[i] = i;
+      for (int i = r - 1; i > 0; i--) {
+        int j = rnd(i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+      }
+      return kl_view_transpose(v, r, perm, NULL);
     }
-    return kl_view_embed(v, dn, 2, nm, sizes, coef, NULL);
-  }
-  case S_UNMERGE: {
-    int k = 2 + rnd(2);
-    if (r + k - 1 > MAX_RANK) k = 2;
-    if (r + k - 1 > MAX_RANK) return NULL;
-    int64_t sizes[3];
-    factor_into(S, k, sizes);
-    const char *nm[3] = { fresh(nb, 0), fresh(nb, 1), fresh(nb, 2) };
-    return kl_view_unmerge(v, dn, k, nm, sizes, NULL);
-  }
-  case S_MERGE: {
-    if (r < 2) return NULL;
-    int k = 2 + rnd(r - 1 < 2 ? 1 : 2), idx[MAX_RANK + 4];
-    if (k > r) k = r;
-    for (int i = 0; i < r; i++) idx[i] = i;
-    for (int i = r - 1; i > 0; i--) { int j = rnd(i + 1), t = idx[i]; idx[i] = idx[j]; idx[j] = t; }
-    if (rnd(2)) for (int i = 0; i < k; i++) for (int j = i + 1; j < k; j++) if (idx[j] < idx[i]) { int t = idx[i]; idx[i] = idx[j]; idx[j] = t; }
-    const char *from[4];
-    for (int i = 0; i < k; i++) from[i] = kl_view_name(v, idx[i]);
-    return kl_view_merge(v, fresh(nb, 0), k, from, NULL);
-  }
-  case S_BROADCAST: {
-    int64_t ns = rnd(2) ? S * (1 + rnd(4)) : 1 + rnd(8);
-    return kl_view_broadcast(v, 1, &dn, &ns, NULL);
-  }
-  case S_ADDDIM:
-    if (r >= MAX_RANK) return NULL;
-    return kl_view_add_dim(v, fresh(nb, 0), invertible ? 1 : 1 + rnd(3), rnd(r + 1), NULL);
-  case S_CONSTDIM:
-    if (r < 2) return NULL;
-    if (invertible) {
-      for (int i = 0; i < r; i++) if (kl_view_size(v, i) == 1) return kl_view_const_dim(v, kl_view_name(v, i), 0, NULL);
-      return NULL;
+    case S_PAD: {
+      int64_t lr[2] = { rnd(4), rnd(4) };
+      if (rnd(3) == 0) lr[0] = 0;
+      return kl_view_pad(v, 1, &dn, lr, NULL);
     }
-    return kl_view_const_dim(v, dn, rnd((int)S), NULL);
-  case S_RESHAPE: {
-    int k = 1 + rnd(MAX_RANK);
-    int64_t shape[MAX_RANK];
-    factor_into(kl_view_numel(v), k, shape);
-    const char *nm[MAX_RANK];
-    for (int i = 0; i < k; i++) nm[i] = fresh(nb, i);
-    return kl_view_reshape(v, k, shape, nm, NULL);
-  }
-  case S_RENAME: {
-    const char *nm[MAX_RANK + 4], *from[MAX_RANK + 4];
-    for (int i = 0; i < r; i++) { nm[i] = fresh(nb, i); from[i] = kl_view_name(v, i); }
-    return kl_view_passthrough(v, r, nm, from, NULL);
-  }
+    case S_SLICE: {
+      if (S < 2) return NULL;
+      int64_t b = rnd((int)S - 1), e = b + 1 + rnd((int)(S - b));
+      if (rnd(3) == 0) b = 0;
+      int64_t be[2] = { b, e };
+      return kl_view_slice(v, 1, &dn, be, NULL);
+    }
+    case S_EMBED: {
+      if (r >= MAX_RANK) return NULL;
+      int64_t sizes[2], coef[2];
+      const char *nm[2] = { fresh(nb, 0), fresh(nb, 1) };
+      if (rnd(2)) { /* conv-like window: y*dil + o*stride */
+        sizes[0] = 1 + rnd(3);
+        coef[0] = 1 + rnd(2);
+        coef[1] = 1 + rnd(2);
+        int64_t span = S - coef[0] * (sizes[0] - 1);
+        sizes[1] = span > 0 ? (span - 1) / coef[1] + 1 + rnd(2) : 1 + rnd(3);
+      } else {
+        static const int64_t cs[] = { -1, 0, 1, 1, 2, 3, 4, 8 };
+        sizes[0] = 1 + rnd(4);
+        sizes[1] = 1 + rnd(8);
+        coef[0] = cs[rnd(8)];
+        coef[1] = cs[rnd(8)];
+        if (rnd(2)) coef[1] = 1;
+      }
+      return kl_view_embed(v, dn, 2, nm, sizes, coef, NULL);
+    }
+    case S_UNMERGE: {
+      int k = 2 + rnd(2);
+      if (r + k - 1 > MAX_RANK) k = 2;
+      if (r + k - 1 > MAX_RANK) return NULL;
+      int64_t sizes[3];
+      factor_into(S, k, sizes);
+      const char *nm[3] = { fresh(nb, 0), fresh(nb, 1), fresh(nb, 2) };
+      return kl_view_unmerge(v, dn, k, nm, sizes, NULL);
+    }
+    case S_MERGE: {
+      if (r < 2) return NULL;
+      int k = 2 + rnd(r - 1 < 2 ? 1 : 2), idx[MAX_RANK + 4];
+      if (k > r) k = r;
+      for (int i = 0; i < r; i++) idx[i] = i;
+      for (int i = r - 1; i > 0; i--) {
+        int j = rnd(i + 1), t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+      }
+      if (rnd(2))
+        for (int i = 0; i < k; i++)
+          for (int j = i + 1; j < k; j++)
+            if (idx[j] < idx[i]) {
+              int t = idx[i];
+              idx[i] = idx[j];
+              idx[j] = t;
+            }
+      const char *from[4];
+      for (int i = 0; i < k; i++) from[i] = kl_view_name(v, idx[i]);
+      return kl_view_merge(v, fresh(nb, 0), k, from, NULL);
+    }
+    case S_BROADCAST: {
+      int64_t ns = rnd(2) ? S * (1 + rnd(4)) : 1 + rnd(8);
+      return kl_view_broadcast(v, 1, &dn, &ns, NULL);
+    }
+    case S_ADDDIM:
+      if (r >= MAX_RANK) return NULL;
+      return kl_view_add_dim(v, fresh(nb, 0), invertible ? 1 : 1 + rnd(3), rnd(r + 1), NULL);
+    case S_CONSTDIM:
+      if (r < 2) return NULL;
+      if (invertible) {
+        for (int i = 0; i < r; i++)
+          if (kl_view_size(v, i) == 1) return kl_view_const_dim(v, kl_view_name(v, i), 0, NULL);
+        return NULL;
+      }
+      return kl_view_const_dim(v, dn, rnd((int)S), NULL);
+    case S_RESHAPE: {
+      int k = 1 + rnd(MAX_RANK);
+      int64_t shape[MAX_RANK];
+      factor_into(kl_view_numel(v), k, shape);
+      const char *nm[MAX_RANK];
+      for (int i = 0; i < k; i++) nm[i] = fresh(nb, i);
+      return kl_view_reshape(v, k, shape, nm, NULL);
+    }
+    case S_RENAME: {
+      const char *nm[MAX_RANK + 4], *from[MAX_RANK + 4];
+      for (int i = 0; i < r; i++) {
+        nm[i] = fresh(nb, i);
+        from[i] = kl_view_name(v, i);
+      }
+      return kl_view_passthrough(v, r, nm, from, NULL);
+    }
   }
   return NULL;
 }
@@ -149,7 +192,11 @@ static kl_view *rand_base(void) {
   static const int64_t sz[] = { 1, 2, 3, 4, 4, 5, 6, 8, 8, 16 };
   int r = 1 + rnd(MAX_RANK);
   int64_t shape[MAX_RANK], n = 1;
-  for (int i = 0; i < r; i++) { shape[i] = sz[rnd(10)]; if (n * shape[i] > 1024) shape[i] = 1; n *= shape[i]; }
+  for (int i = 0; i < r; i++) {
+    shape[i] = sz[rnd(10)];
+    if (n * shape[i] > 1024) shape[i] = 1;
+    n *= shape[i];
+  }
   char nb[MAX_RANK][16];
   const char *nm[MAX_RANK];
   for (int i = 0; i < r; i++) nm[i] = fresh(nb, i);
@@ -161,7 +208,10 @@ static kl_view *grow(kl_view *v, int steps, bool invertible) {
   for (int s = 0, tries = 0; s < steps && tries < 50; tries++) {
     kl_view *w = rand_step(v, invertible);
     if (!w) continue;
-    if (kl_view_rank(w) < 1 || kl_view_rank(w) > MAX_RANK || kl_view_numel(w) > MAX_NUMEL) { kl_view_free(w); continue; }
+    if (kl_view_rank(w) < 1 || kl_view_rank(w) > MAX_RANK || kl_view_numel(w) > MAX_NUMEL) {
+      kl_view_free(w);
+      continue;
+    }
     kl_view_free(v);
     v = w;
     s++;
@@ -185,7 +235,8 @@ static bool next_lower(const kl_view *v, int64_t *x) {
   return false;
 }
 static bool in_range_lower(const kl_view *v, const int64_t *x) {
-  for (int d = 0; d < kl_view_lower_rank(v); d++) if (x[d] < 0 || x[d] >= kl_view_lower_size(v, d)) return false;
+  for (int d = 0; d < kl_view_lower_rank(v); d++)
+    if (x[d] < 0 || x[d] >= kl_view_lower_size(v, d)) return false;
   return true;
 }
 
@@ -198,7 +249,10 @@ static void test_compose(int n) {
     int r = kl_view_rank(b);
     int64_t shape[KL_VIEW_MAX_DIMS];
     const char *names[KL_VIEW_MAX_DIMS];
-    for (int d = 0; d < r; d++) { shape[d] = kl_view_size(b, d); names[d] = kl_view_name(b, d); }
+    for (int d = 0; d < r; d++) {
+      shape[d] = kl_view_size(b, d);
+      names[d] = kl_view_name(b, d);
+    }
     kl_view *a = grow(kl_view_identity(r, shape, names, NULL), 1 + rnd(3), false);
     kl_view_err err;
     kl_view *c = kl_view_compose(a, b, &err);
@@ -206,7 +260,7 @@ static void test_compose(int n) {
     if (!c) continue;
     count_kinds(c);
     CHECK(c->nmaps == a->nmaps + b->nmaps);
-    int64_t u[KL_VIEW_MAX_DIMS] = {0}, x[KL_VIEW_MAX_DIMS], y[KL_VIEW_MAX_DIMS], z[KL_VIEW_MAX_DIMS];
+    int64_t u[KL_VIEW_MAX_DIMS] = { 0 }, x[KL_VIEW_MAX_DIMS], y[KL_VIEW_MAX_DIMS], z[KL_VIEW_MAX_DIMS];
     bool ok = true;
     do {
       bool va = kl_view_eval(a, u, x);
@@ -227,14 +281,16 @@ static void test_compose(int n) {
       kl_view_free(bad);
     }
     done++;
-    kl_view_free(a); kl_view_free(b); kl_view_free(c);
+    kl_view_free(a);
+    kl_view_free(b);
+    kl_view_free(c);
   }
   printf("compose: %d random pairs, %ld coordinates compared\n", done, evals);
 }
 
 /* ---------------------------------------------------------------- invert */
 static bool check_identity(const kl_view *v) {
-  int64_t u[KL_VIEW_MAX_DIMS] = {0}, x[KL_VIEW_MAX_DIMS];
+  int64_t u[KL_VIEW_MAX_DIMS] = { 0 }, x[KL_VIEW_MAX_DIMS];
   do {
     bool valid = kl_view_eval(v, u, x);
     if (valid && memcmp(u, x, kl_view_rank(v) * sizeof(int64_t))) return false;
@@ -261,8 +317,11 @@ static void test_invert(int n) {
     /* w then v and v then w are identities; also elementwise */
     kl_view *wv = kl_view_compose(w, v, NULL), *vw = kl_view_compose(v, w, NULL);
     CHECK(wv && vw);
-    if (wv && vw) { CHECKV(check_identity(wv), v); CHECKV(check_identity(vw), v); }
-    int64_t x[KL_VIEW_MAX_DIMS] = {0}, u[KL_VIEW_MAX_DIMS], x2[KL_VIEW_MAX_DIMS];
+    if (wv && vw) {
+      CHECKV(check_identity(wv), v);
+      CHECKV(check_identity(vw), v);
+    }
+    int64_t x[KL_VIEW_MAX_DIMS] = { 0 }, u[KL_VIEW_MAX_DIMS], x2[KL_VIEW_MAX_DIMS];
     bool ok = true;
     do {
       bool a = kl_view_eval(w, x, u), b = kl_view_eval(v, u, x2);
@@ -273,13 +332,19 @@ static void test_invert(int n) {
     kl_view *ww = kl_view_invert(w, NULL);
     CHECK(ww != NULL);
     if (ww) {
-      int64_t uu[KL_VIEW_MAX_DIMS] = {0}, p[KL_VIEW_MAX_DIMS], q[KL_VIEW_MAX_DIMS];
+      int64_t uu[KL_VIEW_MAX_DIMS] = { 0 }, p[KL_VIEW_MAX_DIMS], q[KL_VIEW_MAX_DIMS];
       bool same = true;
-      do { if (kl_view_eval(v, uu, p) != kl_view_eval(ww, uu, q) || memcmp(p, q, kl_view_lower_rank(v) * sizeof(int64_t))) same = false; }
-      while (same && next_coord(v, uu));
+      do {
+        if (kl_view_eval(v, uu, p) != kl_view_eval(ww, uu, q) || memcmp(p, q, kl_view_lower_rank(v) * sizeof(int64_t)))
+          same = false;
+      } while (same && next_coord(v, uu));
       CHECKV(same, v);
     }
-    kl_view_free(ww); kl_view_free(wv); kl_view_free(vw); kl_view_free(w); kl_view_free(v);
+    kl_view_free(ww);
+    kl_view_free(wv);
+    kl_view_free(vw);
+    kl_view_free(w);
+    kl_view_free(v);
   }
   printf("invert: %d stacks inverted (%d of them from unrestricted random stacks), %d refused with a named transform\n",
          ok_count, random_ok, refused);
@@ -288,8 +353,10 @@ static void test_invert(int n) {
 /* ---------------------------------------------------------------- simplify + vectorization */
 
 typedef struct vec_stats {
-  long claims, claims_gt1, ratio1, ratio2, ratio_gt2; double sum_ratio; int64_t worst;
-  long vacuous_views, vacuous_claims, vacuous_gt2;   /* views with no valid coordinate at all */
+  long claims, claims_gt1, ratio1, ratio2, ratio_gt2;
+  double sum_ratio;
+  int64_t worst;
+  long vacuous_views, vacuous_claims, vacuous_gt2; /* views with no valid coordinate at all */
 } vec_stats;
 
 static int64_t *g_addr;
@@ -315,7 +382,7 @@ static bool brute_ok(const kl_view *v, int dim, int64_t L) {
 
 static void vec_check(const kl_view *v, const int64_t *strides, vec_stats *st) {
   int64_t N = kl_view_numel(v);
-  int64_t u[KL_VIEW_MAX_DIMS] = {0};
+  int64_t u[KL_VIEW_MAX_DIMS] = { 0 };
   bool any_valid = false;
   for (int64_t i = 0; i < N; i++) {
     bool ok;
@@ -327,28 +394,35 @@ static void vec_check(const kl_view *v, const int64_t *strides, vec_stats *st) {
   if (!any_valid) st->vacuous_views++;
   for (int dim = 0; dim < kl_view_rank(v); dim++) {
     int64_t S = kl_view_size(v, dim), best = 1;
-    for (int64_t L = 2; L <= 16 && S % L == 0; L *= 2) if (brute_ok(v, dim, L)) best = L;
+    for (int64_t L = 2; L <= 16 && S % L == 0; L *= 2)
+      if (brute_ok(v, dim, L)) best = L;
     for (int64_t cap = 4; cap <= 16; cap *= 2) {
       int64_t claim = kl_view_vector_len(v, dim, strides, cap);
       CHECKV(claim >= 1 && claim <= cap && (claim & (claim - 1)) == 0 && S % claim == 0, v);
       if (claim < 1) continue;
       CHECKV(brute_ok(v, dim, claim), v);
       int64_t bm = best < cap ? best : cap;
-      if (!any_valid) {        /* every length passes vacuously: claims are checked above, no ratio */
+      if (!any_valid) { /* every length passes vacuously: claims are checked above, no ratio */
         st->vacuous_claims++;
         if (bm > 2 * claim) st->vacuous_gt2++;
         continue;
       }
       CHECKV(bm <= 2 * claim, v);
       if (bm > 2 * claim && failures < 30) {
-        fprintf(stderr, "  dim %d cap %lld: claim %lld brute %lld strides", dim, (long long)cap, (long long)claim, (long long)bm);
+        fprintf(stderr, "  dim %d cap %lld: claim %lld brute %lld strides", dim, (long long)cap, (long long)claim,
+                (long long)bm);
         for (int d = 0; strides && d < kl_view_lower_rank(v); d++) fprintf(stderr, " %lld", (long long)strides[d]);
         fprintf(stderr, "\n");
       }
       st->claims++;
       if (claim > 1) st->claims_gt1++;
       int64_t ratio = bm / claim;
-      if (ratio <= 1) st->ratio1++; else if (ratio == 2) st->ratio2++; else st->ratio_gt2++;
+      if (ratio <= 1)
+        st->ratio1++;
+      else if (ratio == 2)
+        st->ratio2++;
+      else
+        st->ratio_gt2++;
       st->sum_ratio += (double)bm / (double)claim;
       if (ratio > st->worst) st->worst = ratio;
     }
@@ -361,7 +435,12 @@ static bool rand_strides(const kl_view *v, int variant, int64_t *st) {
   if (variant == 0 || r == 0) return false;
   int order[KL_VIEW_MAX_DIMS];
   for (int i = 0; i < r; i++) order[i] = i;
-  if (variant == 1) for (int i = r - 1; i > 0; i--) { int j = rnd(i + 1), t = order[i]; order[i] = order[j]; order[j] = t; }
+  if (variant == 1)
+    for (int i = r - 1; i > 0; i--) {
+      int j = rnd(i + 1), t = order[i];
+      order[i] = order[j];
+      order[j] = t;
+    }
   int64_t s = 1;
   for (int i = r - 1; i >= 0; i--) {
     st[order[i]] = s;
@@ -372,7 +451,7 @@ static bool rand_strides(const kl_view *v, int variant, int64_t *st) {
 }
 
 static void test_simplify_vec(int n) {
-  vec_stats vs = {0};
+  vec_stats vs = { 0 };
   int maps_before = 0, maps_after = 0, trans_before = 0, trans_after = 0;
   long evals = 0;
   g_addr = malloc(MAX_NUMEL * sizeof *g_addr);
@@ -382,15 +461,20 @@ static void test_simplify_vec(int n) {
     count_kinds(v);
     kl_view *s = kl_view_simplify(v);
     CHECK(s != NULL);
-    if (!s) { kl_view_free(v); continue; }
-    maps_before += v->nmaps; maps_after += s->nmaps;
+    if (!s) {
+      kl_view_free(v);
+      continue;
+    }
+    maps_before += v->nmaps;
+    maps_after += s->nmaps;
     for (int m = 0; m < v->nmaps; m++) trans_before += v->maps[m].ntrans;
     for (int m = 0; m < s->nmaps; m++) trans_after += s->maps[m].ntrans;
     CHECK(s->nmaps <= v->nmaps);
     CHECK(kl_view_rank(s) == kl_view_rank(v) && kl_view_lower_rank(s) == kl_view_lower_rank(v));
     for (int d = 0; d < kl_view_rank(v); d++) CHECK(strcmp(kl_view_name(s, d), kl_view_name(v, d)) == 0);
-    for (int d = 0; d < kl_view_lower_rank(v); d++) CHECK(strcmp(kl_view_lower_name(s, d), kl_view_lower_name(v, d)) == 0);
-    int64_t u[KL_VIEW_MAX_DIMS] = {0}, x[KL_VIEW_MAX_DIMS], y[KL_VIEW_MAX_DIMS];
+    for (int d = 0; d < kl_view_lower_rank(v); d++)
+      CHECK(strcmp(kl_view_lower_name(s, d), kl_view_lower_name(v, d)) == 0);
+    int64_t u[KL_VIEW_MAX_DIMS] = { 0 }, x[KL_VIEW_MAX_DIMS], y[KL_VIEW_MAX_DIMS];
     bool ok = true;
     do {
       bool a = kl_view_eval(v, u, x), b = kl_view_eval(s, u, y);
@@ -403,7 +487,8 @@ static void test_simplify_vec(int n) {
     char *t = kl_view_print(s);
     kl_view *p = kl_view_parse(t, strlen(t), NULL);
     CHECK(p && kl_view_equal(p, s));
-    free(t); kl_view_free(p);
+    free(t);
+    kl_view_free(p);
     /* vectorization claims on the original and the simplified view, 3 stride variants */
     for (int variant = 0; variant < 3; variant++) {
       int64_t st[KL_VIEW_MAX_DIMS];
@@ -411,28 +496,36 @@ static void test_simplify_vec(int n) {
       vec_check(v, has ? st : NULL, &vs);
       if (variant == 0) vec_check(s, NULL, &vs);
     }
-    kl_view_free(s); kl_view_free(v);
+    kl_view_free(s);
+    kl_view_free(v);
   }
-  free(g_addr); free(g_valid);
-  printf("simplify: %d random stacks, %ld coordinates compared; maps %d -> %d, transforms %d -> %d\n",
-         n, evals, maps_before, maps_after, trans_before, trans_after);
-  printf("vectorization: %ld claims brute-force checked (%ld claims > 1); brute max / claim: =1 %ld, =2 %ld, >2 %ld; mean %.4f, worst %lld\n",
-         vs.claims, vs.claims_gt1, vs.ratio1, vs.ratio2, vs.ratio_gt2, vs.sum_ratio / (double)(vs.claims ? vs.claims : 1), (long long)vs.worst);
-  printf("vectorization: plus %ld claims on %ld views with no valid coordinate (checked, no ratio: any length passes; %ld of them > 2x)\n",
+  free(g_addr);
+  free(g_valid);
+  printf("simplify: %d random stacks, %ld coordinates compared; maps %d -> %d, transforms %d -> %d\n", n, evals,
+         maps_before, maps_after, trans_before, trans_after);
+  printf("vectorization: %ld claims brute-force checked (%ld claims > 1); brute max / claim: =1 %ld, =2 %ld, >2 %ld; "
+         "mean %.4f, worst %lld\n",
+         vs.claims, vs.claims_gt1, vs.ratio1, vs.ratio2, vs.ratio_gt2,
+         vs.sum_ratio / (double)(vs.claims ? vs.claims : 1), (long long)vs.worst);
+  printf("vectorization: plus %ld claims on %ld views with no valid coordinate (checked, no ratio: any length passes; "
+         "%ld of them > 2x)\n",
          vs.vacuous_claims, vs.vacuous_views, vs.vacuous_gt2);
   CHECK(vs.ratio_gt2 == 0);
-  CHECK(vs.claims_gt1 > vs.claims / 10);   /* the corpus is not trivially length 1 */
+  CHECK(vs.claims_gt1 > vs.claims / 10); /* the corpus is not trivially length 1 */
 }
 
 int main(void) {
-  const char *seed = getenv("KL_VIEW_SEED");   /* default: the fixed corpus */
+  const char *seed = getenv("KL_VIEW_SEED"); /* default: the fixed corpus */
   if (seed && *seed) rng_state ^= strtoull(seed, NULL, 10) * 0x2545f4914f6cdd1dull;
   printf("seed state %llu\n", (unsigned long long)rng_state);
   test_compose(1000);
   test_invert(1200);
   test_simplify_vec(2000);
   printf("transform kinds in the corpus:");
-  for (int k = 0; k < KL_VT_COUNT; k++) { printf(" %s=%d", kl_vkind_name((kl_vkind)k), kind_count[k]); CHECK(kind_count[k] >= 50); }
+  for (int k = 0; k < KL_VT_COUNT; k++) {
+    printf(" %s=%d", kl_vkind_name((kl_vkind)k), kind_count[k]);
+    CHECK(kind_count[k] >= 50);
+  }
   printf("\n");
   return check_summary("test_view_props");
 }

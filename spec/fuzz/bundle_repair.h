@@ -16,17 +16,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t fr_u32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t fr_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 static uint64_t fr_u64(const unsigned char *p) { return (uint64_t)fr_u32(p) | (uint64_t)fr_u32(p + 4) << 32; }
-static void fr_put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-static void fr_put64(unsigned char *p, uint64_t v) { fr_put32(p, (uint32_t)v); fr_put32(p + 4, (uint32_t)(v >> 32)); }
+static void fr_put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void fr_put64(unsigned char *p, uint64_t v) {
+  fr_put32(p, (uint32_t)v);
+  fr_put32(p + 4, (uint32_t)(v >> 32));
+}
 
 static unsigned char *fuzz_bundle_repair(const uint8_t *data, size_t size, size_t *out_size) {
   if (size < 48) return NULL;
   unsigned char *d = malloc(size);
   memcpy(d, data, size);
   memcpy(d, "KILNBNDL", 8);
-  fr_put32(d + 8, KL_BUNDLE_FORMAT_VERSION); fr_put32(d + 12, 48); fr_put32(d + 20, 0);
+  fr_put32(d + 8, KL_BUNDLE_FORMAT_VERSION);
+  fr_put32(d + 12, 48);
+  fr_put32(d + 20, 0);
   uint32_t nsec = fr_u32(d + 16);
   if (nsec > (size - 48) / 40) nsec = (uint32_t)((size - 48) / 40);
   fr_put32(d + 16, nsec);
@@ -39,7 +48,8 @@ static unsigned char *fuzz_bundle_repair(const uint8_t *data, size_t size, size_
     uint64_t n = fr_u64(e + 24);
     if (n > size - start) n = size - start;
     fr_put32(e + 12, 0);
-    fr_put64(e + 16, start); fr_put64(e + 24, n);
+    fr_put64(e + 16, start);
+    fr_put64(e + 24, n);
     fr_put64(e + 32, kl_bundle_fnv1a64(d + start, (size_t)n));
     pos = start + (size_t)n;
   }
@@ -54,7 +64,10 @@ static int fuzz_bundle_input(void (*check)(const void *data, size_t size), const
   check(data, size);
   size_t n = 0;
   unsigned char *fixed = fuzz_bundle_repair(data, size, &n);
-  if (fixed) { check(fixed, n); free(fixed); }
+  if (fixed) {
+    check(fixed, n);
+    free(fixed);
+  }
   return 0;
 }
 #endif

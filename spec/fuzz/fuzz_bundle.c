@@ -13,7 +13,7 @@ static volatile size_t sink;
 static void check(const void *data, size_t size) {
   char err[1024];
   kl_bundle *b = kl_bundle_open_memory(data, size, err, sizeof err);
-  if (!b) return;   /* fuzz_bundle_client checks the reader itself */
+  if (!b) return; /* fuzz_bundle_client checks the reader itself */
   kl_ctx *ctx = fuzz_ctx();
   err[0] = 0;
   kl_program *p = kl_program_from_bundle(ctx, b, "fuzz.klb", err, sizeof err);

@@ -18,8 +18,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kl_pass_manager_destroy(pm);
     char *text = kl_print_op(m, 0);
     kl_op *again = kl_parse_module(ctx, text, strlen(text), "printed.kir");
-    if (!again) { fprintf(stderr, "%s", text); fuzz_bug(ctx, "the printed result does not parse"); }
-    if (kl_verify(again) != KL_OK) { fprintf(stderr, "%s", text); fuzz_bug(ctx, "the printed result does not verify"); }
+    if (!again) {
+      fprintf(stderr, "%s", text);
+      fuzz_bug(ctx, "the printed result does not parse");
+    }
+    if (kl_verify(again) != KL_OK) {
+      fprintf(stderr, "%s", text);
+      fuzz_bug(ctx, "the printed result does not verify");
+    }
     free(text);
   }
   kl_ctx_destroy(ctx);

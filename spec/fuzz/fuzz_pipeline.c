@@ -37,8 +37,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kl_op *m = kl_parse_module(ctx, modules[i], strlen(modules[i]), "fixed.kir");
     if (!m || kl_verify(m) != KL_OK) fuzz_bug(ctx, "a fixed module does not parse and verify");
     kl_pass_manager *pm = kl_pass_manager_create(ctx);
-    if (kl_pass_manager_add_pipeline(pm, pipeline) == KL_OK) kl_pass_manager_run(pm, m);
-    else if (!kl_diag_has_error(ctx)) fuzz_bug(ctx, "a rejected pipeline left no diagnostic");
+    if (kl_pass_manager_add_pipeline(pm, pipeline) == KL_OK)
+      kl_pass_manager_run(pm, m);
+    else if (!kl_diag_has_error(ctx))
+      fuzz_bug(ctx, "a rejected pipeline left no diagnostic");
     kl_pass_manager_destroy(pm);
     fuzz_drop_diags(ctx);
   }
