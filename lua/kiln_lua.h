@@ -242,4 +242,21 @@ void kl_lua__class(lua_State *L, int modidx, const char *name, const char *short
                    const luaL_Reg *props, const luaL_Reg *meta);
 /* __eq for IR handles: same kind and same underlying pointer. */
 int kl_lua__handle_eq(lua_State *L);
+/* t[k] = v for the table at the top of the stack (the result tables of the binding). */
+static inline void kl_lua__set_str(lua_State *L, const char *k, const char *v) {
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+static inline void kl_lua__set_int(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+static inline void kl_lua__set_num(lua_State *L, const char *k, lua_Number v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+static inline void kl_lua__set_bool(lua_State *L, const char *k, int v) {
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, k);
+}
 #endif

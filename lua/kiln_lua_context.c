@@ -141,10 +141,7 @@ static int ctx_destroy(lua_State *L) { return kl_lua__ctx_destroy(L, 1); } /* re
 void kl_lua__open_context(lua_State *L) {
   int mod = lua_gettop(L);
   /* registry tables (idempotent if kiln is opened twice in one state) */
-  if (luaL_newmetatable(L, REG_WEAKV)) {
-    lua_pushstring(L, "v");
-    lua_setfield(L, -2, "__mode");
-  }
+  if (luaL_newmetatable(L, REG_WEAKV)) { kl_lua__set_str(L, "__mode", "v"); }
   lua_pop(L, 1);
   if (lua_getfield(L, LUA_REGISTRYINDEX, REG_CTXMAP) == LUA_TNIL) {
     lua_newtable(L);

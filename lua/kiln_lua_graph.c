@@ -273,12 +273,10 @@ static int g_params(lua_State *L) {
   for (kl_op *o = kl_graph_body(g)->first; o; o = o->next) {
     if (!kl_graph_is_param(o)) continue;
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, kl_op_attr_string(o, "name"));
-    lua_setfield(L, -2, "name");
+    kl_lua__set_str(L, "name", kl_op_attr_string(o, "name"));
     kl_lua__push(L, c, KL_LH_VALUE, &o->results[0]);
     lua_setfield(L, -2, "value");
-    lua_pushstring(L, kl_type_str(o->results[0].type));
-    lua_setfield(L, -2, "type");
+    kl_lua__set_str(L, "type", kl_type_str(o->results[0].type));
     lua_rawseti(L, -2, ++i);
   }
   return 1;

@@ -116,10 +116,8 @@ static int l_ops(lua_State *L) { /* registered op definitions: {name=, summary=}
   for (int i = 0; i < n; i++) {
     const kl_opdef *d = kl_opdef_at(ctx, i);
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, d->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, d->summary);
-    lua_setfield(L, -2, "summary");
+    kl_lua__set_str(L, "name", d->name);
+    kl_lua__set_str(L, "summary", d->summary);
     lua_rawseti(L, -2, i + 1);
   }
   return 1;

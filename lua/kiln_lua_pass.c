@@ -220,24 +220,17 @@ static int l_passes(lua_State *L) { /* {name=, summary=, lua=, options={...}} so
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     lua_createtable(L, 0, 4);
-    lua_pushstring(L, v[i]->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, v[i]->summary);
-    lua_setfield(L, -2, "summary");
-    lua_pushboolean(L, v[i]->run == lua_pass_run);
-    lua_setfield(L, -2, "lua");
+    kl_lua__set_str(L, "name", v[i]->name);
+    kl_lua__set_str(L, "summary", v[i]->summary);
+    kl_lua__set_bool(L, "lua", v[i]->run == lua_pass_run);
     lua_createtable(L, v[i]->noptions, 0);
     for (int k = 0; k < v[i]->noptions; k++) {
       const kl_pass_option *o = &v[i]->options[k];
       lua_createtable(L, 0, 4);
-      lua_pushstring(L, o->name);
-      lua_setfield(L, -2, "name");
-      lua_pushstring(L, opt_kind_name(o->kind));
-      lua_setfield(L, -2, "kind");
-      lua_pushstring(L, o->default_value);
-      lua_setfield(L, -2, "default");
-      lua_pushstring(L, o->help);
-      lua_setfield(L, -2, "help");
+      kl_lua__set_str(L, "name", o->name);
+      kl_lua__set_str(L, "kind", opt_kind_name(o->kind));
+      kl_lua__set_str(L, "default", o->default_value);
+      kl_lua__set_str(L, "help", o->help);
       lua_rawseti(L, -2, k + 1);
     }
     lua_setfield(L, -2, "options");
@@ -359,8 +352,7 @@ static void add_lua_fn(lua_State *L, kl_pass_manager *pm, pipe_st *st, int *nfn,
  * verify_ms=, total_ms=, text=}; "(verifier)" and "(total)" lines fill the totals. */
 static void push_timing(lua_State *L, const char *text) {
   lua_createtable(L, 0, 4);
-  lua_pushstring(L, text);
-  lua_setfield(L, -2, "text");
+  kl_lua__set_str(L, "text", text);
   lua_newtable(L);
   int n = 0;
   double total = 0, verify = 0;
@@ -382,10 +374,8 @@ static void push_timing(lua_State *L, const char *text) {
         verify = ms;
       else {
         lua_createtable(L, 0, 2);
-        lua_pushstring(L, name);
-        lua_setfield(L, -2, "name");
-        lua_pushnumber(L, ms);
-        lua_setfield(L, -2, "ms");
+        kl_lua__set_str(L, "name", name);
+        kl_lua__set_num(L, "ms", ms);
         lua_rawseti(L, -2, ++n);
         if (!have_total) total += ms;
       }
@@ -394,10 +384,8 @@ static void push_timing(lua_State *L, const char *text) {
     line = end + 1;
   }
   lua_setfield(L, -2, "passes");
-  lua_pushnumber(L, verify);
-  lua_setfield(L, -2, "verify_ms");
-  lua_pushnumber(L, have_total ? total : total + verify);
-  lua_setfield(L, -2, "total_ms");
+  kl_lua__set_num(L, "verify_ms", verify);
+  kl_lua__set_num(L, "total_ms", have_total ? total : total + verify);
 }
 
 /* run_pipeline(module, "a,b{k=v}" | {entries...} [, {print_ir_after="all"|"a,b"|{names},

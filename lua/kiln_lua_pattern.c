@@ -28,8 +28,7 @@ static int l_pattern(lua_State *L) {
   lua_getfield(L, 1, "benefit");
   lua_Integer benefit = luaL_optinteger(L, -1, 1);
   lua_pop(L, 1);
-  lua_pushinteger(L, benefit);
-  lua_setfield(L, -2, "benefit");
+  kl_lua__set_int(L, "benefit", benefit);
   if (lua_getfield(L, 1, "name") != LUA_TSTRING) {
     lua_pop(L, 1);
     lua_Debug ar;
@@ -252,12 +251,9 @@ static int l_patterns(lua_State *L) { /* registered C patterns: {name=, root=, b
   for (int i = 0; i < n; i++) {
     const kl_pattern *p = kl_pattern_at(ctx, i);
     lua_createtable(L, 0, 3);
-    lua_pushstring(L, p->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, p->root);
-    lua_setfield(L, -2, "root");
-    lua_pushinteger(L, p->benefit);
-    lua_setfield(L, -2, "benefit");
+    kl_lua__set_str(L, "name", p->name);
+    kl_lua__set_str(L, "root", p->root);
+    kl_lua__set_int(L, "benefit", p->benefit);
     lua_rawseti(L, -2, i + 1);
   }
   return 1;

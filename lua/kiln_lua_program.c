@@ -45,44 +45,27 @@ static const char *accel_name(kl_accel a) {
 }
 static void push_target(lua_State *L, const kl_target *t) {
   lua_createtable(L, 0, 12);
-  lua_pushstring(L, t->name);
-  lua_setfield(L, -2, "name");
-  lua_pushstring(L, kl_arch_name(t->arch));
-  lua_setfield(L, -2, "arch");
-  lua_pushstring(L, t->triple);
-  lua_setfield(L, -2, "triple");
-  lua_pushstring(L, t->cpu);
-  lua_setfield(L, -2, "cpu");
-  lua_pushstring(L, t->features);
-  lua_setfield(L, -2, "features");
-  lua_pushinteger(L, t->wave_size);
-  lua_setfield(L, -2, "wave_size");
-  lua_pushinteger(L, (lua_Integer)t->lds_bytes);
-  lua_setfield(L, -2, "lds_bytes");
-  lua_pushinteger(L, t->max_workgroup_size);
-  lua_setfield(L, -2, "max_workgroup_size");
-  lua_pushinteger(L, t->max_vgprs);
-  lua_setfield(L, -2, "max_vgprs");
-  lua_pushinteger(L, t->compute_units);
-  lua_setfield(L, -2, "compute_units");
-  lua_pushstring(L, accel_name(t->accel));
-  lua_setfield(L, -2, "accel");
+  kl_lua__set_str(L, "name", t->name);
+  kl_lua__set_str(L, "arch", kl_arch_name(t->arch));
+  kl_lua__set_str(L, "triple", t->triple);
+  kl_lua__set_str(L, "cpu", t->cpu);
+  kl_lua__set_str(L, "features", t->features);
+  kl_lua__set_int(L, "wave_size", t->wave_size);
+  kl_lua__set_int(L, "lds_bytes", (lua_Integer)t->lds_bytes);
+  kl_lua__set_int(L, "max_workgroup_size", t->max_workgroup_size);
+  kl_lua__set_int(L, "max_vgprs", t->max_vgprs);
+  kl_lua__set_int(L, "compute_units", t->compute_units);
+  kl_lua__set_str(L, "accel", accel_name(t->accel));
   lua_createtable(L, t->ninstrs, 0);
   for (int i = 0; i < t->ninstrs; i++) {
     const kl_accel_instr *in = &t->instrs[i];
     lua_createtable(L, 0, 6);
-    lua_pushstring(L, in->in_type);
-    lua_setfield(L, -2, "in_type");
-    lua_pushstring(L, in->acc_type);
-    lua_setfield(L, -2, "acc_type");
-    lua_pushinteger(L, in->m);
-    lua_setfield(L, -2, "m");
-    lua_pushinteger(L, in->n);
-    lua_setfield(L, -2, "n");
-    lua_pushinteger(L, in->k);
-    lua_setfield(L, -2, "k");
-    lua_pushstring(L, in->intrinsic);
-    lua_setfield(L, -2, "intrinsic");
+    kl_lua__set_str(L, "in_type", in->in_type);
+    kl_lua__set_str(L, "acc_type", in->acc_type);
+    kl_lua__set_int(L, "m", in->m);
+    kl_lua__set_int(L, "n", in->n);
+    kl_lua__set_int(L, "k", in->k);
+    kl_lua__set_str(L, "intrinsic", in->intrinsic);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "instrs");
@@ -558,46 +541,31 @@ static int prog_kernels(lua_State *L) {
   for (int i = 0; i < n; i++) {
     const kl_kernel_info *k = kl_program_kernel(p, t, i);
     lua_createtable(L, 0, 12);
-    lua_pushstring(L, k->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, k->kind);
-    lua_setfield(L, -2, "kind");
-    lua_pushinteger(L, (lua_Integer)k->grid_size);
-    lua_setfield(L, -2, "grid");
-    lua_pushinteger(L, (lua_Integer)k->block_size);
-    lua_setfield(L, -2, "block");
-    lua_pushinteger(L, (lua_Integer)k->lds_bytes);
-    lua_setfield(L, -2, "lds_bytes");
-    lua_pushstring(L, k->perf_config);
-    lua_setfield(L, -2, "perf_config");
-    lua_pushinteger(L, k->ninputs);
-    lua_setfield(L, -2, "ninputs");
+    kl_lua__set_str(L, "name", k->name);
+    kl_lua__set_str(L, "kind", k->kind);
+    kl_lua__set_int(L, "grid", (lua_Integer)k->grid_size);
+    kl_lua__set_int(L, "block", (lua_Integer)k->block_size);
+    kl_lua__set_int(L, "lds_bytes", (lua_Integer)k->lds_bytes);
+    kl_lua__set_str(L, "perf_config", k->perf_config);
+    kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {
       lua_createtable(L, 0, 3);
-      lua_pushstring(L, k->arg_names[a]);
-      lua_setfield(L, -2, "name");
-      lua_pushstring(L, k->arg_types[a]);
-      lua_setfield(L, -2, "type");
-      lua_pushboolean(L, a < k->ninputs);
-      lua_setfield(L, -2, "input");
+      kl_lua__set_str(L, "name", k->arg_names[a]);
+      kl_lua__set_str(L, "type", k->arg_types[a]);
+      kl_lua__set_bool(L, "input", a < k->ninputs);
       lua_rawseti(L, -2, a + 1);
     }
     lua_setfield(L, -2, "args");
     lua_createtable(L, k->nsnapshots, 0);
     for (int s = 0; s < k->nsnapshots; s++) {
       lua_createtable(L, 0, 2);
-      lua_pushstring(L, k->ir[s].pass);
-      lua_setfield(L, -2, "pass");
-      lua_pushstring(L, k->ir[s].text);
-      lua_setfield(L, -2, "text");
+      kl_lua__set_str(L, "pass", k->ir[s].pass);
+      kl_lua__set_str(L, "text", k->ir[s].text);
       lua_rawseti(L, -2, s + 1);
     }
     lua_setfield(L, -2, "ir");
-    if (k->llvm_ir) {
-      lua_pushstring(L, k->llvm_ir);
-      lua_setfield(L, -2, "llvm_ir");
-    }
+    if (k->llvm_ir) { kl_lua__set_str(L, "llvm_ir", k->llvm_ir); }
     const kl_binary_info *b = kl_program_binary(p, t, k->name);
     if (b && !strncmp(b->target, "gfx", 3)) { /* the HSACO metadata, as p:code_object */
       lua_pushcfunction(L, prog_code_object);
@@ -639,22 +607,16 @@ static int prog_plan(lua_State *L) {
   check_prog(L, 1, &p);
   const char *t = opt_target(L, 2, p, "plan");
   lua_createtable(L, 0, 4);
-  lua_pushstring(L, t ? t : kl_program_target(p, 0));
-  lua_setfield(L, -2, "target");
+  kl_lua__set_str(L, "target", t ? t : kl_program_target(p, 0));
   int ns = kl_program_nslots(p, t);
   lua_createtable(L, ns, 0);
   for (int i = 0; i < ns; i++) {
     const char *kind = NULL, *name = NULL;
     const char *type = kl_program_slot(p, t, i, &kind, &name);
     lua_createtable(L, 0, 3);
-    lua_pushstring(L, kind);
-    lua_setfield(L, -2, "kind");
-    if (name && *name) {
-      lua_pushstring(L, name);
-      lua_setfield(L, -2, "name");
-    }
-    lua_pushstring(L, type);
-    lua_setfield(L, -2, "type");
+    kl_lua__set_str(L, "kind", kind);
+    if (name && *name) { kl_lua__set_str(L, "name", name); }
+    kl_lua__set_str(L, "type", type);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "slots");
@@ -664,17 +626,12 @@ static int prog_plan(lua_State *L) {
     const kl_bundle_step *s = kl_program_step(p, t, i);
     const kl_kernel_info *k = kl_program_kernel(p, t, s->kernel);
     lua_createtable(L, 0, 6);
-    lua_pushstring(L, "launch");
-    lua_setfield(L, -2, "kind");
-    lua_pushstring(L, k ? k->name : "?");
-    lua_setfield(L, -2, "kernel");
+    kl_lua__set_str(L, "kind", "launch");
+    kl_lua__set_str(L, "kernel", k ? k->name : "?");
     if (k) {
-      lua_pushinteger(L, (lua_Integer)k->grid_size);
-      lua_setfield(L, -2, "grid");
-      lua_pushinteger(L, (lua_Integer)k->block_size);
-      lua_setfield(L, -2, "block");
-      lua_pushinteger(L, (lua_Integer)k->lds_bytes);
-      lua_setfield(L, -2, "lds_bytes");
+      kl_lua__set_int(L, "grid", (lua_Integer)k->grid_size);
+      kl_lua__set_int(L, "block", (lua_Integer)k->block_size);
+      kl_lua__set_int(L, "lds_bytes", (lua_Integer)k->lds_bytes);
     }
     lua_createtable(L, s->nargs, 0);
     for (int a = 0; a < s->nargs; a++) {
@@ -729,16 +686,11 @@ static int prog_code_object(lua_State *L) {
     return kl_lua__rt_error(L, "code_object", "%s", err);
   const kl_hsaco_kernel *k = kl_hsaco_find_kernel(&info, kernel);
   lua_newtable(L);
-  lua_pushstring(L, info.elf_type == 3 ? "DYN" : "other");
-  lua_setfield(L, -2, "elf_type");
-  lua_pushinteger(L, info.machine);
-  lua_setfield(L, -2, "machine");
-  lua_pushstring(L, info.chip);
-  lua_setfield(L, -2, "chip");
-  lua_pushboolean(L, k && k->has_function_symbol);
-  lua_setfield(L, -2, "has_symbol");
-  lua_pushboolean(L, k && k->has_kd_symbol);
-  lua_setfield(L, -2, "has_descriptor");
+  kl_lua__set_str(L, "elf_type", info.elf_type == 3 ? "DYN" : "other");
+  kl_lua__set_int(L, "machine", info.machine);
+  kl_lua__set_str(L, "chip", info.chip);
+  kl_lua__set_bool(L, "has_symbol", k && k->has_function_symbol);
+  kl_lua__set_bool(L, "has_descriptor", k && k->has_kd_symbol);
   if (k) {
     const struct {
       const char *name;
@@ -898,8 +850,7 @@ void kl_lua__open_program(lua_State *L) {
   int mod = lua_gettop(L);
   lua_newtable(L);
   lua_createtable(L, 0, 1);
-  lua_pushstring(L, "v");
-  lua_setfield(L, -2, "__mode");
+  kl_lua__set_str(L, "__mode", "v");
   lua_setmetatable(L, -2);
   lua_setfield(L, LUA_REGISTRYINDEX, REG_HOLDERS);
   if (luaL_newmetatable(L, MT_HOLDER)) {

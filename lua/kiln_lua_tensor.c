@@ -737,26 +737,18 @@ static void read_tols(lua_State *L, int idx, double *rtol, double *atol, const c
 
 static void push_report(lua_State *L, const kl_compare_result *r) {
   lua_createtable(L, 0, 10);
-  lua_pushnumber(L, r->max_abs_err);
-  lua_setfield(L, -2, "max_abs");
-  lua_pushnumber(L, r->max_rel_err);
-  lua_setfield(L, -2, "max_rel");
-  lua_pushinteger(L, (lua_Integer)r->mismatches);
-  lua_setfield(L, -2, "mismatches");
-  lua_pushnumber(L, r->rtol);
-  lua_setfield(L, -2, "rtol");
-  lua_pushnumber(L, r->atol);
-  lua_setfield(L, -2, "atol");
-  lua_pushboolean(L, r->mismatches == 0);
-  lua_setfield(L, -2, "ok");
+  kl_lua__set_num(L, "max_abs", r->max_abs_err);
+  kl_lua__set_num(L, "max_rel", r->max_rel_err);
+  kl_lua__set_int(L, "mismatches", (lua_Integer)r->mismatches);
+  kl_lua__set_num(L, "rtol", r->rtol);
+  kl_lua__set_num(L, "atol", r->atol);
+  kl_lua__set_bool(L, "ok", r->mismatches == 0);
   char text[1024];
   if (r->first_flat >= 0) {
     push_i64s(L, r->rank, r->first_index);
     lua_setfield(L, -2, "first_index");
-    lua_pushnumber(L, r->first_a);
-    lua_setfield(L, -2, "first_a");
-    lua_pushnumber(L, r->first_b);
-    lua_setfield(L, -2, "first_b");
+    kl_lua__set_num(L, "first_a", r->first_a);
+    kl_lua__set_num(L, "first_b", r->first_b);
     char ib[256];
     snprintf(text, sizeof text,
              "%lld mismatch%s (rtol %g, atol %g); max abs err %g, max rel err %g; first at %s: %.9g vs %.9g",
@@ -766,8 +758,7 @@ static void push_report(lua_State *L, const kl_compare_result *r) {
     snprintf(text, sizeof text, "all close (rtol %g, atol %g); max abs err %g, max rel err %g", r->rtol, r->atol,
              r->max_abs_err, r->max_rel_err);
   }
-  lua_pushstring(L, text);
-  lua_setfield(L, -2, "summary");
+  kl_lua__set_str(L, "summary", text);
 }
 /* kiln.compare(a, b [, {rtol=, atol=}]) -> report (b is the reference) */
 static int l_compare(lua_State *L) {

@@ -51,8 +51,7 @@ static int value_uses(lua_State *L) {
     lua_createtable(L, 0, 2);
     kl_lua__push(L, c, KL_LH_OP, u->user);
     lua_setfield(L, -2, "op");
-    lua_pushinteger(L, u->index + 1);
-    lua_setfield(L, -2, "index");
+    kl_lua__set_int(L, "index", u->index + 1);
     lua_rawseti(L, -2, ++n);
   }
   return 1;

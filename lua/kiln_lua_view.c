@@ -506,8 +506,7 @@ static int v_maps(lua_State *L) {
     for (int t = 0; t < m->ntrans; t++) {
       const kl_vtrans *tr = &m->trans[t];
       lua_createtable(L, 0, 4);
-      lua_pushstring(L, kl_vkind_name(tr->kind));
-      lua_setfield(L, -2, "kind");
+      kl_lua__set_str(L, "kind", kl_vkind_name(tr->kind));
       push_i64s(L, tr->nparams, tr->params);
       lua_setfield(L, -2, "params");
       lua_createtable(L, tr->nupper, 0);
@@ -763,18 +762,12 @@ static int l_conv_views(lua_State *L) {
   lua_setfield(L, -3, "output");
   lua_setfield(L, -2, "c");
   cv.filter = cv.input = cv.output = NULL; /* owned by the userdata now */
-  lua_pushinteger(L, (lua_Integer)cv.g);
-  lua_setfield(L, -2, "g");
-  lua_pushinteger(L, (lua_Integer)cv.gemm_k);
-  lua_setfield(L, -2, "gemm_k");
-  lua_pushinteger(L, (lua_Integer)cv.gemm_m);
-  lua_setfield(L, -2, "gemm_m");
-  lua_pushinteger(L, (lua_Integer)cv.gemm_n);
-  lua_setfield(L, -2, "gemm_n");
-  lua_pushinteger(L, (lua_Integer)cv.ho);
-  lua_setfield(L, -2, "ho");
-  lua_pushinteger(L, (lua_Integer)cv.wo);
-  lua_setfield(L, -2, "wo");
+  kl_lua__set_int(L, "g", (lua_Integer)cv.g);
+  kl_lua__set_int(L, "gemm_k", (lua_Integer)cv.gemm_k);
+  kl_lua__set_int(L, "gemm_m", (lua_Integer)cv.gemm_m);
+  kl_lua__set_int(L, "gemm_n", (lua_Integer)cv.gemm_n);
+  kl_lua__set_int(L, "ho", (lua_Integer)cv.ho);
+  kl_lua__set_int(L, "wo", (lua_Integer)cv.wo);
   push_i64s(L, 4, in);
   lua_setfield(L, -2, "input_shape");
   push_i64s(L, 4, fs);
