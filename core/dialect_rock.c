@@ -130,17 +130,10 @@ static kl_status verify_mma(kl_op *op) {
   }
 static const char *const need_view[] = { "view", NULL };
 static const char *const need_instr[] = { "instr", NULL };
+// clang-format off
 static const kl_opdef rock_ops[] = {
-  { .name = "rock.transform",
-    .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW,
-    .levels = KERN,
-    .min_operands = 1,
-    .max_operands = 1,
-    .min_results = 1,
-    .max_results = 1,
-    .required_attrs = need_view,
-    .verify = verify_transform,
-    .summary = "a view of a buffer (no data moves)" },
+  { .name = "rock.transform", .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW, .levels = KERN, .min_operands = 1, .max_operands = 1, .min_results = 1,
+    .max_results = 1, .required_attrs = need_view, .verify = verify_transform, .summary = "a view of a buffer (no data moves)" },
   ROCK("alloc", 0, 0, 1, 1, 0, 0, NULL, KERN_LOOP),
   ROCK("conv", 3, 3, 0, 0, 0, 0, verify_buffers, KERN),
   ROCK("gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
@@ -160,18 +153,11 @@ static const kl_opdef rock_ops[] = {
   ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore, KERN_LOOP),
   ROCK("prefetch", 1, -1, 0, 0, 0, 0, verify_buffers_first, KERN_LOOP),
   ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore, KERN_LOOP),
-  { .name = "rock.mma",
-    .traits = KL_TRAIT_PURE,
-    .levels = KERN_LOOP,
-    .min_operands = 3,
-    .max_operands = 3,
-    .min_results = 1,
-    .max_results = 1,
-    .required_attrs = need_instr,
-    .verify = verify_mma,
-    .summary =
-        "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },
+  { .name = "rock.mma", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
+    .max_results = 1, .required_attrs = need_instr, .verify = verify_mma,
+    .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },
 };
+// clang-format on
 #undef ROCK
 #undef KERN
 #undef KERN_LOOP
