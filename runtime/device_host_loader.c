@@ -3,6 +3,7 @@
  * device_host_loader.h. Nothing here compiles code. */
 #include "runtime/device_host_loader.h"
 #include "core/diag.h"
+#include "core/dtype.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,96 +63,10 @@ static void session_error(void *ctx, LLVMErrorRef e) {
  * kiln binary, or an old libgcc, may not provide them, so every module's JITDylib gets
  * kiln's own definitions. The x86-64 ABI passes half and bfloat in XMM registers, as it
  * does _Float16, so these C functions are call-compatible (bits are moved with memcpy,
- * no _Float16 arithmetic is done). */
+ * no _Float16 arithmetic is done); the rounding is core/dtype.h's, the same as the
+ * reference evaluator's. */
 #if defined(__x86_64__) && defined(__FLT16_MAX__)
 #define KL_HAVE_HALF_HELPERS 1
-
-/* Rounds the magnitude (biased exponent `e` of the target format, mantissa `m` with
- * `extra` more bits than the target's `mbits`, implicit bit not included) to nearest
- * even. Handles overflow (inf) and the subnormal range. */
-static uint32_t round_to_format(int32_t e, uint64_t m, int extra, int mbits, int emax, int srcbits) {
-  if (e >= emax) return (uint32_t)emax << mbits; /* overflow -> inf */
-  uint64_t q, rem, halfway;
-  int shift;
-  if (e <= 0) {
-    /* subnormal: value = (1.m) * 2^(e-1-bias) -> q = (implicit|m) >> (extra + 1 - e) */
-    m |= (uint64_t)1 << srcbits;
-    shift = extra + 1 - e;
-    if (shift > srcbits + 1) return 0;
-    q = m >> shift;
-    rem = m & (((uint64_t)1 << shift) - 1);
-    halfway = (uint64_t)1 << (shift - 1);
-    if (rem > halfway || (rem == halfway && (q & 1))) q++;
-    return (uint32_t)q;
-  }
-  q = ((uint64_t)e << mbits) | (m >> extra);
-  rem = m & (((uint64_t)1 << extra) - 1);
-  halfway = (uint64_t)1 << (extra - 1);
-  if (rem > halfway || (rem == halfway && (q & 1))) q++; /* a carry into the exponent is correct */
-  return (uint32_t)q;
-}
-
-static uint16_t f32_to_f16_bits(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  uint32_t exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
-  if (exp == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 | (mant >> 13) : 0));
-  if (exp == 0) return sign; /* zero or float subnormal: far below half's range */
-  return (uint16_t)(sign | round_to_format((int32_t)exp - 127 + 15, mant, 13, 10, 31, 23));
-}
-
-static uint16_t f64_to_f16_bits(double d) {
-  uint64_t x;
-  memcpy(&x, &d, 8);
-  uint16_t sign = (uint16_t)((x >> 48) & 0x8000);
-  uint32_t exp = (uint32_t)((x >> 52) & 0x7ff);
-  uint64_t mant = x & 0xfffffffffffffULL;
-  if (exp == 0x7ff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 | (uint32_t)(mant >> 42) : 0));
-  if (exp == 0) return sign;
-  return (uint16_t)(sign | round_to_format((int32_t)exp - 1023 + 15, mant, 42, 10, 31, 52));
-}
-
-static uint16_t f32_to_bf16_bits(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-  return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
-static uint16_t f64_to_bf16_bits(double d) {
-  uint64_t x;
-  memcpy(&x, &d, 8);
-  uint16_t sign = (uint16_t)((x >> 48) & 0x8000);
-  uint32_t exp = (uint32_t)((x >> 52) & 0x7ff);
-  uint64_t mant = x & 0xfffffffffffffULL;
-  if (exp == 0x7ff) return (uint16_t)(sign | 0x7f80 | (mant ? 0x40 | (uint32_t)(mant >> 45) : 0));
-  if (exp == 0) return sign;
-  return (uint16_t)(sign | round_to_format((int32_t)exp - 1023 + 127, mant, 45, 7, 255, 52));
-}
-
-static float f16_bits_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, x;
-  if (exp == 0x1f) {
-    x = sign | 0x7f800000 | (mant << 13);
-  } else if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      int e = -14;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        e--;
-      }
-      x = sign | ((uint32_t)(e + 127) << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else {
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
 
 static _Float16 bits_h(uint16_t b) {
   _Float16 h;
@@ -159,14 +74,14 @@ static _Float16 bits_h(uint16_t b) {
   return h;
 }
 
-static _Float16 kl_rt_truncsfhf2(float f) { return bits_h(f32_to_f16_bits(f)); }
-static _Float16 kl_rt_truncdfhf2(double d) { return bits_h(f64_to_f16_bits(d)); }
-static _Float16 kl_rt_truncsfbf2(float f) { return bits_h(f32_to_bf16_bits(f)); }
-static _Float16 kl_rt_truncdfbf2(double d) { return bits_h(f64_to_bf16_bits(d)); }
+static _Float16 kl_rt_truncsfhf2(float f) { return bits_h(kl_f32_to_f16(f)); }
+static _Float16 kl_rt_truncdfhf2(double d) { return bits_h(kl_f64_to_f16(d)); }
+static _Float16 kl_rt_truncsfbf2(float f) { return bits_h(kl_f32_to_bf16(f)); }
+static _Float16 kl_rt_truncdfbf2(double d) { return bits_h(kl_f64_to_bf16(d)); }
 static float kl_rt_extendhfsf2(_Float16 h) {
   uint16_t b;
   memcpy(&b, &h, 2);
-  return f16_bits_to_f32(b);
+  return kl_f16_to_f32(b);
 }
 #endif
 
@@ -199,35 +114,6 @@ static LLVMErrorRef define_helpers(kl_jit *jit, LLVMOrcJITDylibRef jd) {
 #endif
 }
 
-/* Test entry points (jit_host.h). */
-#ifdef KL_HAVE_HALF_HELPERS
-uint16_t kl_jit_test_f32_to_f16(float f) { return f32_to_f16_bits(f); }
-uint16_t kl_jit_test_f64_to_f16(double d) { return f64_to_f16_bits(d); }
-uint16_t kl_jit_test_f32_to_bf16(float f) { return f32_to_bf16_bits(f); }
-uint16_t kl_jit_test_f64_to_bf16(double d) { return f64_to_bf16_bits(d); }
-float kl_jit_test_f16_to_f32(uint16_t h) { return f16_bits_to_f32(h); }
-#else
-uint16_t kl_jit_test_f32_to_f16(float f) {
-  (void)f;
-  return 0;
-}
-uint16_t kl_jit_test_f64_to_f16(double d) {
-  (void)d;
-  return 0;
-}
-uint16_t kl_jit_test_f32_to_bf16(float f) {
-  (void)f;
-  return 0;
-}
-uint16_t kl_jit_test_f64_to_bf16(double d) {
-  (void)d;
-  return 0;
-}
-float kl_jit_test_f16_to_f32(uint16_t h) {
-  (void)h;
-  return 0;
-}
-#endif
 
 /* ---- the loader ---- */
 

@@ -32,12 +32,7 @@ void *kl_jit_lookup(kl_jit *jit, kl_jit_module *mod, const char *name, char *err
 /* Frees the module's code and memory; its addresses become invalid. */
 kl_status kl_jit_remove_module(kl_jit *jit, kl_jit_module *mod, char *err, size_t errlen);
 
-/* For tests: the f16 / bf16 conversions (round to nearest even) that every module's
- * JITDylib gets as __truncsfhf2, __truncdfhf2, __truncsfbf2, __truncdfbf2 and
- * __extendhfsf2 on x86-64 (a static kiln binary may lack libgcc's). Bits in / out. */
-uint16_t kl_jit_test_f32_to_f16(float f);
-uint16_t kl_jit_test_f64_to_f16(double d);
-uint16_t kl_jit_test_f32_to_bf16(float f);
-uint16_t kl_jit_test_f64_to_bf16(double d);
-float kl_jit_test_f16_to_f32(uint16_t h);
+/* Every module's JITDylib gets __truncsfhf2, __truncdfhf2, __truncsfbf2, __truncdfbf2 and
+ * __extendhfsf2 on x86-64 (a static kiln binary may lack libgcc's), computed by
+ * core/dtype.h's conversions. */
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "codegen/codegen_target.h"
+#include "core/dtype.h"
 #include "runtime/device.h"
 #include "runtime/device_host_loader.h"
 #include "driver/load_llvm.h"
@@ -437,7 +438,7 @@ static float special_f32(int i) {
 /* cvt(in_f32, in_f64, out_h, out_hh, out_bf, out_f, n): JIT'd fptrunc / fpext. */
 static void test_half(void) {
   group_begin();
-  /* the helpers against the compiler's own _Float16 conversions */
+  /* core/dtype.h's conversions (the JIT's libcall helpers) against the compiler's own _Float16 ones */
   int bad = 0, badd = 0, badb = 0, bade = 0;
   for (int i = 0; i < 200000; i++) {
     float f;
@@ -456,15 +457,15 @@ static void test_half(void) {
     uint16_t br, bdr;
     memcpy(&br, &hr, 2);
     memcpy(&bdr, &hd, 2);
-    uint16_t mine = kl_jit_test_f32_to_f16(f), mined = kl_jit_test_f64_to_f16(dd);
+    uint16_t mine = kl_f32_to_f16(f), mined = kl_f64_to_f16(dd);
     if (mine != br && !(is_nan16(mine) && is_nan16(br))) bad++;
     if (!isnan(dd) && mined != bdr) badd++;
-    float back = kl_jit_test_f16_to_f32(br);
+    float back = kl_f16_to_f32(br);
     if (!is_nan16(br) && back != (float)hr) bade++;
 #endif
-    uint16_t bm = kl_jit_test_f32_to_bf16(f), bref = ref_f32_to_bf16(f);
+    uint16_t bm = kl_f32_to_bf16(f), bref = ref_f32_to_bf16(f);
     if (bm != bref && !(is_nanbf(bm) && is_nanbf(bref))) badb++;
-    uint16_t bmd = kl_jit_test_f64_to_bf16((double)f);
+    uint16_t bmd = kl_f64_to_bf16((double)f);
     if (bmd != bm && !(is_nanbf(bmd) && is_nanbf(bm))) badb++;
   }
   CHECK(bad == 0, "f32->f16: %d mismatches vs _Float16", bad);
@@ -514,11 +515,11 @@ static void test_half(void) {
     CHECK(kl_device_launch(kern, g, g, 0, args, NULL, 8) == KL_OK, "%s", kl_device_error(d));
     int e1 = 0, e2 = 0, e3 = 0, e4 = 0, e5 = 0;
     for (int j = 0; j < N; j++) {
-      if (oh[j] != kl_jit_test_f32_to_f16(fin[j])) e1++;
-      if (ohh[j] != kl_jit_test_f64_to_f16(din[j])) e2++;
-      if (obf[j] != kl_jit_test_f32_to_bf16(fin[j])) e3++;
-      if (fout[j] != kl_jit_test_f16_to_f32(oh[j])) e4++;
-      if (obd[j] != kl_jit_test_f64_to_bf16(din[j])) e5++;
+      if (oh[j] != kl_f32_to_f16(fin[j])) e1++;
+      if (ohh[j] != kl_f64_to_f16(din[j])) e2++;
+      if (obf[j] != kl_f32_to_bf16(fin[j])) e3++;
+      if (fout[j] != kl_f16_to_f32(oh[j])) e4++;
+      if (obd[j] != kl_f64_to_bf16(din[j])) e5++;
     }
     CHECK(e1 == 0 && e2 == 0 && e3 == 0 && e4 == 0 && e5 == 0,
           "JIT conversions differ: f32->f16 %d, f64->f16 %d, f32->bf16 %d, f16->f32 %d, f64->bf16 %d", e1, e2, e3, e4,
