@@ -14,15 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    checks++;                                                               \
-    if (!(c)) {                                                             \
-      failures++;                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 /* c[i] = tanh(a[i]) + b[i] * 2 for 1000 elements in workgroups of 100, with a loop-carried
  * sum written to d[bid] (exercises scf.for iter args and scf.if). */

@@ -27,25 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    checks++;                                                               \
-    if (!(c)) {                                                             \
-      failures++;                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                       \
-  } while (0)
-#define CHECKF(c, ...)                                                      \
-  do {                                                                      \
-    checks++;                                                               \
-    if (!(c)) {                                                             \
-      failures++;                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
-      fprintf(stderr, __VA_ARGS__);                                         \
-      fputc('\n', stderr);                                                  \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 static kl_device *g_dev;
 static uint64_t g_seed = 0x5eed;
@@ -199,7 +181,7 @@ static void check_gpu_targets(const char *text, const char *name) {
     kl_binary bin = { 0 };
     char err[1024] = "";
     if (ok) ok = kl_codegen_emit_asm(lm, targets[i], NULL, &bin, err, sizeof err) == KL_OK;
-    CHECKF(ok, "%s for %s: %s", name, targets[i], err);
+    CHECK(ok, "%s for %s: %s", name, targets[i], err);
     kl_binary_free(&bin);
     if (lm) LLVMDisposeModule(lm);
     LLVMContextDispose(c);
@@ -505,8 +487,8 @@ static void test_conv(const conv_case *cc, const char *label) {
       if (!strcmp(ops[i]->name, "rock.alloc") && ops[i]->results[0].type->space == KL_SPACE_GLOBAL) galloc++;
     }
     free(ops);
-    CHECKF(writes == 1 && galloc == 0, "%s: after rock-align-tiling: %d writes, %d global allocs", label, writes,
-           galloc);
+    CHECK(writes == 1 && galloc == 0, "%s: after rock-align-tiling: %d writes, %d global allocs", label, writes,
+          galloc);
     CHECK(count_ops(m, "rock.threadwise_read_into") == 3); /* A, B and the bias */
     CHECK(pipeline(m, "rock-lower-loops,canonicalize,cse") == KL_OK);
   } else {
@@ -755,7 +737,7 @@ static void test_red(const char *kind, int r, const int64_t *in, int naxes, cons
   int st = kind
       ? kl_ref_reduce((kl_reduce_op)kl_reduce_from_name(kind), xl, naxes, axes, true, KL_DT_F64, &want, err, sizeof err)
       : kl_ref_softmax(xl, softmax_axis, KL_DT_F64, &want, err, sizeof err);
-  CHECKF(st == 0, "%s", err);
+  CHECK(st == 0, "%s", err);
   kl_tensor *out = NULL;
   if (want) {
     out = kl_tensor_zeros(dt, want->rank, want->shape, NULL, NULL, 0);
@@ -1040,7 +1022,7 @@ static void test_errors(void) {
   CHECK(m && kl_pass_manager_run(pm, m) == KL_ERR);
   kl_pass_manager_destroy(pm);
   char *d = kl_diag_take(ctx);
-  CHECKF(strstr(d, "errs.kir:2:3: error: rock-lower-loops: cannot lower 'rock.gemm'") != NULL, "diagnostics: %s", d);
+  CHECK(strstr(d, "errs.kir:2:3: error: rock-lower-loops: cannot lower 'rock.gemm'") != NULL, "diagnostics: %s", d);
   free(d);
   /* a fusion that does not apply (the elementwise reads the GEMM result through a view)
    * leaves the IR exactly as it was */
@@ -1072,8 +1054,8 @@ static void test_errors(void) {
     g_quiet = false;
   }
   d = kl_diag_take(ctx);
-  CHECKF(strstr(d, "view.kir:7:3: error: rock-lower-loops: 'rock.elementwise' on global buffers in kernel @v") != NULL,
-         "diagnostics: %s", d);
+  CHECK(strstr(d, "view.kir:7:3: error: rock-lower-loops: 'rock.elementwise' on global buffers in kernel @v") != NULL,
+        "diagnostics: %s", d);
   free(d);
   kl_ctx_destroy(ctx);
   printf("  errors are located; an unmatched fusion leaves the IR unchanged\n");

@@ -23,25 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    checks++;                                                               \
-    if (!(c)) {                                                             \
-      failures++;                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                       \
-  } while (0)
-#define CHECK_MSG(c, ...)                                                   \
-  do {                                                                      \
-    checks++;                                                               \
-    if (!(c)) {                                                             \
-      failures++;                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
-      fprintf(stderr, __VA_ARGS__);                                         \
-      fputc('\n', stderr);                                                  \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void) {
@@ -80,7 +62,7 @@ static void test_parse(void) {
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     err[0] = 0;
     bool ok = kl_perf_config_parse(bad[i].s, &pc, err, sizeof err);
-    CHECK_MSG(!ok && strstr(err, bad[i].want), "\"%s\": got \"%s\", want \"%s\"", bad[i].s, err, bad[i].want);
+    CHECK(!ok && strstr(err, bad[i].want), "\"%s\": got \"%s\", want \"%s\"", bad[i].s, err, bad[i].want);
   }
   printf("parse/print: ok\n");
 }
@@ -119,10 +101,10 @@ static void test_validate(void) {
     err[0] = 0;
     bool ok = kl_perf_config_validate(&pc, t, cases[i].eb, err, sizeof err);
     if (!cases[i].want)
-      CHECK_MSG(ok, "%s on %s: %s", cases[i].s, t->name, err);
+      CHECK(ok, "%s on %s: %s", cases[i].s, t->name, err);
     else
-      CHECK_MSG(!ok && strstr(err, cases[i].want), "%s on %s: got \"%s\", want \"%s\"", cases[i].s, t->name, err,
-                cases[i].want);
+      CHECK(!ok && strstr(err, cases[i].want), "%s on %s: got \"%s\", want \"%s\"", cases[i].s, t->name, err,
+            cases[i].want);
   }
   /* sm_90 has more LDS: 256x256x64 f16 fits (64 KiB), 1024 threads ok */
   kl_perf_config pc = { 256, 256, 64, 8, 8, 1 };
@@ -145,9 +127,9 @@ static void test_heuristic(void) {
           kl_perf_config pc, pc2;
           char err[512];
           bool ok = kl_perf_config_heuristic(t, 1, M, N, K, ebs[e], &pc);
-          CHECK_MSG(ok, "heuristic failed on %s", t->name);
+          CHECK(ok, "heuristic failed on %s", t->name);
           if (!ok) continue;
-          CHECK_MSG(kl_perf_config_validate(&pc, t, ebs[e], err, sizeof err), "%s: %s", t->name, err);
+          CHECK(kl_perf_config_validate(&pc, t, ebs[e], err, sizeof err), "%s: %s", t->name, err);
           CHECK(kl_perf_config_heuristic(t, 1, M, N, K, ebs[e], &pc2) &&
                 !memcmp(&pc, &pc2, sizeof pc)); /* deterministic */
           if (t->max_workgroup_size == 1) CHECK(kl_perf_config_block_size(&pc) == 1);
@@ -676,7 +658,7 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
       : "rock-gemm-to-gridwise{accel=false},rock-gridwise-to-blockwise";
   kl_status st = run_pipeline(ctx, m, pipe);
   char *d = kl_diag_take(ctx);
-  CHECK_MSG(st == KL_OK, "%s: pipeline failed: %s", label, d);
+  CHECK(st == KL_OK, "%s: pipeline failed: %s", label, d);
   free(d);
   if (st != KL_OK) {
     kl_ctx_destroy(ctx);
@@ -726,7 +708,7 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
   char err[600] = "";
   int64_t macs = 0;
   int errors = simulate(fn, args, writes, &macs, err, sizeof err);
-  CHECK_MSG(errors == 0, "%s: simulation: %s", label, err);
+  CHECK(errors == 0, "%s: simulation: %s", label, err);
   int bad = 0, badw = 0;
   for (int64_t g = 0; g < G; g++)
     for (int64_t i = 0; i < M; i++)
@@ -751,8 +733,8 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
   int wrote_inputs = 0;
   for (int64_t i = 0; i < na; i++) wrote_inputs += wa[i];
   for (int64_t i = 0; i < nb; i++) wrote_inputs += wb[i];
-  CHECK_MSG(bad == 0, "%s: %d wrong elements", label, bad);
-  CHECK_MSG(badw == 0, "%s: %d elements not written exactly once", label, badw);
+  CHECK(bad == 0, "%s: %d wrong elements", label, bad);
+  CHECK(badw == 0, "%s: %d elements not written exactly once", label, badw);
   CHECK(wrote_inputs == 0);
   /* the padded work is what the tiles say: every (g, m, n, k) of the padded problem once */
   int64_t mb, nbk, kb;
@@ -763,8 +745,8 @@ static void run_case(const gcase *c, int fill, bool threadwise) {
     mb = (M + pc.m_per_block - 1) / pc.m_per_block * pc.m_per_block;
     nbk = (N + pc.n_per_block - 1) / pc.n_per_block * pc.n_per_block;
     kb = (K + pc.k_per_block - 1) / pc.k_per_block * pc.k_per_block;
-    CHECK_MSG(macs == G * mb * nbk * kb, "%s: %lld multiply-adds, want %lld", label, (long long)macs,
-              (long long)(G * mb * nbk * kb));
+    CHECK(macs == G * mb * nbk * kb, "%s: %lld multiply-adds, want %lld", label, (long long)macs,
+          (long long)(G * mb * nbk * kb));
   }
   total_macs += macs;
   cases_run++;
@@ -871,9 +853,9 @@ static void test_vectorization(void) {
     int64_t wa = vlen_of(m, fn, "rock.threadwise_write_all", -1, 0),
             wb = vlen_of(m, fn, "rock.threadwise_write_all", -1, 1);
     int64_t wc = vlen_of(m, fn, "rock.threadwise_write_all", 2, 0);
-    CHECK_MSG(ra == cases[i].ra && rb == cases[i].rb && wa == cases[i].wa && wb == cases[i].wb && wc == cases[i].wc,
-              "case %zu: vector lengths read a %lld b %lld, LDS write a %lld b %lld, C write %lld", i, (long long)ra,
-              (long long)rb, (long long)wa, (long long)wb, (long long)wc);
+    CHECK(ra == cases[i].ra && rb == cases[i].rb && wa == cases[i].wa && wb == cases[i].wb && wc == cases[i].wc,
+          "case %zu: vector lengths read a %lld b %lld, LDS write a %lld b %lld, C write %lld", i, (long long)ra,
+          (long long)rb, (long long)wa, (long long)wb, (long long)wc);
     free(kl_diag_take(ctx));
     kl_ctx_destroy(ctx);
   }
@@ -894,23 +876,23 @@ static char *run_expect_error(const gcase *c, const char *pipeline) {
 static void test_pass_errors(void) {
   gcase c = { 1, 8, 8, 8, 0, 0, 0, KL_TY_F32, KL_TY_F32, "host", "v1:64,64,16,32,64,1" };
   char *d = run_expect_error(&c, "rock-gemm-to-gridwise");
-  CHECK_MSG(strstr(d, "gemm.kir:3:3") && strstr(d, "block size") && strstr(d, "max workgroup size 1"), "%s", d);
+  CHECK(strstr(d, "gemm.kir:3:3") && strstr(d, "block size") && strstr(d, "max workgroup size 1"), "%s", d);
   free(d);
   c.perf = "v1:64,64,512,64,64,1";
   d = run_expect_error(&c, "rock-gemm-to-gridwise");
-  CHECK_MSG(strstr(d, "tile larger than LDS"), "%s", d);
+  CHECK(strstr(d, "tile larger than LDS"), "%s", d);
   free(d);
   c.perf = "v1:64,64,16,64,64";
   d = run_expect_error(&c, "rock-gemm-to-gridwise");
-  CHECK_MSG(strstr(d, "too few fields"), "%s", d);
+  CHECK(strstr(d, "too few fields"), "%s", d);
   free(d);
   c.perf = NULL;
   d = run_expect_error(&c, "rock-gemm-to-gridwise{perf-config=\"v1:8,8,8,3,8,1\"}");
-  CHECK_MSG(strstr(d, "mPerBlock (8) is not a multiple of mPerThread (3)"), "%s", d);
+  CHECK(strstr(d, "mPerBlock (8) is not a multiple of mPerThread (3)"), "%s", d);
   free(d);
   c.target = "gfx9000";
   d = run_expect_error(&c, "rock-gemm-to-gridwise");
-  CHECK_MSG(strstr(d, "unknown target \"gfx9000\""), "%s", d);
+  CHECK(strstr(d, "unknown target \"gfx9000\""), "%s", d);
   free(d);
   /* the option overrides the attribute */
   c.target = "gfx9000";
