@@ -106,20 +106,7 @@ static int prep_outputs(lua_State *L) {
   kl_tensor **outs = NULL;
   char err[2048] = "";
   if (kl_prepared_outputs(u->r, set, &nout, &outs, err, sizeof err) != KL_OK) return prep_err(L, "outputs", err);
-  if (!lua_checkstack(L, nout + 4)) {
-    for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
-    free(outs);
-    return luaL_error(L, "kiln: too many outputs");
-  }
-  for (int i = 0; i < nout; i++) {
-    kl_lua__push_tensor(L, outs[i]);
-    if (strcmp(u->d->id, "host")) {
-      lua_pushstring(L, u->d->id);
-      lua_setiuservalue(L, -2, 1);
-    }
-  }
-  free(outs);
-  return nout;
+  return kl_lua__push_outputs(L, nout, outs, u->d->id);
 }
 static int rp_sets(lua_State *L) {
   lua_pushinteger(L, kl_prepared_nsets(check_prep(L, 1)->r));

@@ -505,20 +505,7 @@ static int prog_run(lua_State *L) {
   char err[4096] = "";
   if (kl_program_run(p, d->dev, k, in, &nout, &outs, err, sizeof err) != KL_OK)
     return kl_lua__err_error(L, what, "run", err, "the program failed");
-  if (!lua_checkstack(L, nout + 4)) {
-    for (int i = 0; i < nout; i++) kl_tensor_release(outs[i]);
-    free(outs);
-    return luaL_error(L, "kiln: too many outputs");
-  }
-  for (int i = 0; i < nout; i++) {
-    kl_lua__push_tensor(L, outs[i]);
-    if (strcmp(d->id, "host")) {
-      lua_pushstring(L, d->id);
-      lua_setiuservalue(L, -2, 1);
-    }
-  }
-  free(outs);
-  return nout;
+  return kl_lua__push_outputs(L, nout, outs, d->id);
 }
 
 static const char *opt_target(lua_State *L, int idx, kl_program *p, const char *what) {

@@ -27,6 +27,10 @@ void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *con
 kl_tensor *kl_lua__check_tensor(lua_State *L, int idx);
 kl_tensor *kl_lua__test_tensor(lua_State *L, int idx); /* NULL if not a tensor */
 void kl_lua__push_tensor(lua_State *L, kl_tensor *t);  /* takes the reference */
+/* Pushes the n result tensors of a run (taking their references and freeing the array),
+ * each tagged with the device id it came from unless that is "host"; returns n. Raises
+ * (after releasing them) when the Lua stack cannot hold them. */
+int kl_lua__push_outputs(lua_State *L, int n, kl_tensor **outs, const char *device_id);
 /* check_tensor, and pins the tensor (kl_lua__pin_guard) until the caller returns: for a
  * C function that keeps the pointer while Lua code may run (metamethods, finalizers). */
 kl_tensor *kl_lua__pin_tensor(lua_State *L, int idx, const char *what);

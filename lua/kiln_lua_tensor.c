@@ -67,6 +67,22 @@ void kl_lua__push_tensor(lua_State *L, kl_tensor *t) {
   u->pin = (kl_lua_pin){ 0, NULL };
   luaL_setmetatable(L, KL_MT_TENSOR);
 }
+int kl_lua__push_outputs(lua_State *L, int n, kl_tensor **outs, const char *device_id) {
+  if (!lua_checkstack(L, n + 4)) {
+    for (int i = 0; i < n; i++) kl_tensor_release(outs[i]);
+    free(outs);
+    return luaL_error(L, "kiln: too many outputs");
+  }
+  for (int i = 0; i < n; i++) {
+    kl_lua__push_tensor(L, outs[i]);
+    if (strcmp(device_id, "host")) {
+      lua_pushstring(L, device_id);
+      lua_setiuservalue(L, -2, 1);
+    }
+  }
+  free(outs);
+  return n;
+}
 #define T(i) kl_lua__check_tensor(L, (i))
 
 /* ---------------------------------------------------------- conversions ---- */
