@@ -372,11 +372,8 @@ static bool uses_outside(kl_op *root, kl_op *op) {
   return false;
 }
 kl_status kl_op_erase(kl_op *op) {
-  if (uses_outside(op, op)) {
-    char where[256];
-    kl_loc_format(op->loc, where, sizeof where);
+  if (uses_outside(op, op))
     return kl_emit_error(op->ctx, op->loc, "cannot erase '%s': its results still have uses", op->name);
-  }
   kl_op_drop_all_uses(op);
   kl_op_unlink(op);
   return KL_OK;
