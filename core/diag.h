@@ -6,7 +6,7 @@
  * message into err[errlen] (truncated, always NUL-terminated; nothing when err is NULL
  * or errlen 0) and returns 1, an error status, so that callers can `return
  * kl_errf(err, errlen, ...)`; the `char *err, size_t errlen` helpers of every layer
- * (kl_shape_errf, kl_tensor_errf, kl_perf_errf, ...) are this function. A diagnostic's
+ * call this function (kl_perf_errf wraps it to return false). A diagnostic's
  * text form is "file:line:col: error: message" (kl_loc_format's location, "<unknown>"
  * without a file), the form kl_emit_error (core/context.h) writes to a context. */
 #ifndef KL_DIAG_H

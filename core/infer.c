@@ -21,7 +21,7 @@ int kl_infer_broadcast(const char *op, const kl_shape *a, const kl_shape *b, kl_
     else if (da == 1)
       o.dim[i] = db;
     else
-      return kl_shape_errf(err, errlen, "%s: shapes do not broadcast: %s vs %s", op, SHP(a, b1), SHP(b, b2));
+      return kl_errf(err, errlen, "%s: shapes do not broadcast: %s vs %s", op, SHP(a, b1), SHP(b, b2));
   }
   *out = o;
   return 0;
@@ -31,16 +31,14 @@ int kl_infer_broadcast_to(const char *op, const kl_shape *in, const kl_shape *ta
   char b1[256], b2[256];
   int r = target->rank;
   if (in->rank > r)
-    return kl_shape_errf(err, errlen, "%s: cannot broadcast %s to the lower-rank shape %s", op, SHP(in, b1),
-                         SHP(target, b2));
+    return kl_errf(err, errlen, "%s: cannot broadcast %s to the lower-rank shape %s", op, SHP(in, b1), SHP(target, b2));
   for (int i = 0; i < r; i++) {
-    if (target->dim[i] < 0)
-      return kl_shape_errf(err, errlen, "%s: negative size in target shape %s", op, SHP(target, b2));
+    if (target->dim[i] < 0) return kl_errf(err, errlen, "%s: negative size in target shape %s", op, SHP(target, b2));
     int ii = i - (r - in->rank);
     if (ii < 0) continue;
     if (in->dim[ii] != target->dim[i] && in->dim[ii] != 1)
-      return kl_shape_errf(err, errlen, "%s: cannot broadcast %s to %s (dim %d: %lld vs %lld)", op, SHP(in, b1),
-                           SHP(target, b2), i, (long long)in->dim[ii], (long long)target->dim[i]);
+      return kl_errf(err, errlen, "%s: cannot broadcast %s to %s (dim %d: %lld vs %lld)", op, SHP(in, b1),
+                     SHP(target, b2), i, (long long)in->dim[ii], (long long)target->dim[i]);
   }
   return 0;
 }
@@ -50,28 +48,28 @@ int kl_infer_where(const kl_shape *cond, const kl_shape *a, const kl_shape *b, k
   kl_shape t;
   char b1[256], b2[256], b3[256];
   if (kl_infer_broadcast("where", a, b, &t, NULL, 0) || kl_infer_broadcast("where", cond, &t, out, NULL, 0))
-    return kl_shape_errf(err, errlen, "where: shapes do not broadcast: cond %s, a %s, b %s", SHP(cond, b1), SHP(a, b2),
-                         SHP(b, b3));
+    return kl_errf(err, errlen, "where: shapes do not broadcast: cond %s, a %s, b %s", SHP(cond, b1), SHP(a, b2),
+                   SHP(b, b3));
   return 0;
 }
 
 int kl_infer_dot(const kl_shape *a, const kl_shape *b, bool ta, bool tb, kl_shape *out, char *err, size_t errlen) {
   char b1[256], b2[256];
   if (a->rank < 2 || b->rank < 2)
-    return kl_shape_errf(err, errlen, "dot: operands need rank >= 2: %s x %s", SHP(a, b1), SHP(b, b2));
+    return kl_errf(err, errlen, "dot: operands need rank >= 2: %s x %s", SHP(a, b1), SHP(b, b2));
   int ra = a->rank, rb = b->rank;
   int64_t m = ta ? a->dim[ra - 1] : a->dim[ra - 2];
   int64_t ka = ta ? a->dim[ra - 2] : a->dim[ra - 1];
   int64_t kb = tb ? b->dim[rb - 1] : b->dim[rb - 2];
   int64_t n = tb ? b->dim[rb - 2] : b->dim[rb - 1];
   if (ka != kb)
-    return kl_shape_errf(err, errlen, "dot: inner dimensions differ: %s%s x %s%s (K = %lld vs %lld)", SHP(a, b1),
-                         ta ? "^T" : "", SHP(b, b2), tb ? "^T" : "", (long long)ka, (long long)kb);
+    return kl_errf(err, errlen, "dot: inner dimensions differ: %s%s x %s%s (K = %lld vs %lld)", SHP(a, b1),
+                   ta ? "^T" : "", SHP(b, b2), tb ? "^T" : "", (long long)ka, (long long)kb);
   kl_shape ba = kl_shape_make(ra - 2, a->dim), bb = kl_shape_make(rb - 2, b->dim), bo;
   if (kl_infer_broadcast("dot", &ba, &bb, &bo, NULL, 0))
-    return kl_shape_errf(err, errlen, "dot: batch dimensions do not broadcast: %s x %s", SHP(a, b1), SHP(b, b2));
+    return kl_errf(err, errlen, "dot: batch dimensions do not broadcast: %s x %s", SHP(a, b1), SHP(b, b2));
   if (bo.rank + 2 > KL_MAX_RANK)
-    return kl_shape_errf(err, errlen, "dot: result rank too large: %s x %s", SHP(a, b1), SHP(b, b2));
+    return kl_errf(err, errlen, "dot: result rank too large: %s x %s", SHP(a, b1), SHP(b, b2));
   bo.dim[bo.rank++] = m;
   bo.dim[bo.rank++] = n;
   *out = bo;
@@ -83,12 +81,12 @@ int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape 
   int64_t p64[KL_MAX_RANK];
   bool seen[KL_MAX_RANK] = { 0 };
   if (nperm != in->rank)
-    return kl_shape_errf(err, errlen, "transpose: permutation has %d entries for shape %s", nperm, SHP(in, b1));
+    return kl_errf(err, errlen, "transpose: permutation has %d entries for shape %s", nperm, SHP(in, b1));
   for (int i = 0; i < nperm; i++) p64[i] = perm[i];
   for (int i = 0; i < nperm; i++) {
     if (perm[i] < 0 || perm[i] >= in->rank || seen[perm[i]])
-      return kl_shape_errf(err, errlen, "transpose: %s is not a permutation of the axes of %s",
-                           kl_dims_format(nperm, p64, b2, sizeof b2), SHP(in, b1));
+      return kl_errf(err, errlen, "transpose: %s is not a permutation of the axes of %s",
+                     kl_dims_format(nperm, p64, b2, sizeof b2), SHP(in, b1));
     seen[perm[i]] = true;
   }
   kl_shape o = *in;
@@ -100,7 +98,7 @@ int kl_infer_transpose(const kl_shape *in, int nperm, const int *perm, kl_shape 
 int kl_infer_reshape(const kl_shape *in, int rank, const int64_t *dims, kl_shape *out, char *err, size_t errlen) {
   char b1[256], b2[256];
   if (rank < 0 || rank > KL_MAX_RANK)
-    return kl_shape_errf(err, errlen, "reshape: rank %d out of range (0..%d)", rank, KL_MAX_RANK);
+    return kl_errf(err, errlen, "reshape: rank %d out of range (0..%d)", rank, KL_MAX_RANK);
   kl_shape o;
   memset(&o, 0, sizeof o);
   o.rank = rank;
@@ -112,24 +110,23 @@ int kl_infer_reshape(const kl_shape *in, int rank, const int64_t *dims, kl_shape
       continue;
     }
     if (dims[i] < 0)
-      return kl_shape_errf(err, errlen, "reshape: bad target shape %s (sizes >= 0, at most one -1)",
-                           kl_dims_format(rank, dims, b1, sizeof b1));
+      return kl_errf(err, errlen, "reshape: bad target shape %s (sizes >= 0, at most one -1)",
+                     kl_dims_format(rank, dims, b1, sizeof b1));
     o.dim[i] = dims[i];
     if (__builtin_mul_overflow(known, dims[i], &known))
-      return kl_shape_errf(err, errlen, "reshape: target shape %s too large",
-                           kl_dims_format(rank, dims, b1, sizeof b1));
+      return kl_errf(err, errlen, "reshape: target shape %s too large", kl_dims_format(rank, dims, b1, sizeof b1));
   }
   int64_t n = kl_shape_numel(in);
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
-      return kl_shape_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s", SHP(in, b1), (long long)n,
-                           kl_dims_format(rank, dims, b2, sizeof b2));
+      return kl_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s", SHP(in, b1), (long long)n,
+                     kl_dims_format(rank, dims, b2, sizeof b2));
     o.dim[infer] = n / known;
     known = n;
   }
   if (known != n)
-    return kl_shape_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s (%lld elements)", SHP(in, b1),
-                         (long long)n, kl_dims_format(rank, dims, b2, sizeof b2), (long long)known);
+    return kl_errf(err, errlen, "reshape: cannot reshape %s (%lld elements) to %s (%lld elements)", SHP(in, b1),
+                   (long long)n, kl_dims_format(rank, dims, b2, sizeof b2), (long long)known);
   *out = o;
   return 0;
 }
@@ -144,10 +141,10 @@ int kl_infer_slice(const kl_shape *in, const int64_t *begin, const int64_t *end,
     int64_t b = begin[d] < 0 ? begin[d] + n : begin[d];
     int64_t e = end[d] < 0 ? end[d] + n : end[d];
     if (s < 1)
-      return kl_shape_errf(err, errlen, "slice: step %lld on axis %d of %s must be >= 1", (long long)s, d, SHP(in, b1));
+      return kl_errf(err, errlen, "slice: step %lld on axis %d of %s must be >= 1", (long long)s, d, SHP(in, b1));
     if (b < 0 || b > n || e < 0 || e > n)
-      return kl_shape_errf(err, errlen, "slice: range [%lld, %lld) out of bounds on axis %d of %s", (long long)begin[d],
-                           (long long)end[d], d, SHP(in, b1));
+      return kl_errf(err, errlen, "slice: range [%lld, %lld) out of bounds on axis %d of %s", (long long)begin[d],
+                     (long long)end[d], d, SHP(in, b1));
     o.dim[d] = e > b ? (e - b + s - 1) / s : 0;
     nb[d] = b;
   }
@@ -160,14 +157,14 @@ int kl_normalize_axis(const char *op, const kl_shape *in, int axis, int *axis_ou
   char b1[256];
   int a = axis < 0 ? axis + in->rank : axis;
   if (a < 0 || a >= in->rank)
-    return kl_shape_errf(err, errlen, "%s: axis %d out of range for shape %s", op, axis, SHP(in, b1));
+    return kl_errf(err, errlen, "%s: axis %d out of range for shape %s", op, axis, SHP(in, b1));
   *axis_out = a;
   return 0;
 }
 
 int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *err, size_t errlen) {
   char b1[256], b2[256];
-  if (n < 1) return kl_shape_errf(err, errlen, "concat: needs at least one input");
+  if (n < 1) return kl_errf(err, errlen, "concat: needs at least one input");
   int a = 0;
   if (kl_normalize_axis("concat", &ins[0], axis, &a, err, errlen)) return 1;
   kl_shape o = ins[0];
@@ -176,8 +173,8 @@ int kl_infer_concat(int n, const kl_shape *ins, int axis, kl_shape *out, char *e
     for (int d = 0; ok && d < o.rank; d++)
       if (d != a && ins[i].dim[d] != ins[0].dim[d]) ok = false;
     if (!ok)
-      return kl_shape_errf(err, errlen, "concat: input %d has shape %s, incompatible with %s along axis %d", i,
-                           SHP(&ins[i], b1), SHP(&ins[0], b2), a);
+      return kl_errf(err, errlen, "concat: input %d has shape %s, incompatible with %s along axis %d", i,
+                     SHP(&ins[i], b1), SHP(&ins[0], b2), a);
     o.dim[a] += ins[i].dim[a];
   }
   *out = o;
@@ -188,12 +185,11 @@ int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *ax
                     bool *reduced, char *err, size_t errlen) {
   char b1[256];
   bool red[KL_MAX_RANK] = { 0 };
-  if (naxes < 0 || naxes > in->rank)
-    return kl_shape_errf(err, errlen, "%s: %d axes for shape %s", op, naxes, SHP(in, b1));
+  if (naxes < 0 || naxes > in->rank) return kl_errf(err, errlen, "%s: %d axes for shape %s", op, naxes, SHP(in, b1));
   for (int i = 0; i < naxes; i++) {
     int a = 0;
     if (kl_normalize_axis(op, in, axes[i], &a, err, errlen)) return 1;
-    if (red[a]) return kl_shape_errf(err, errlen, "%s: axis %d given twice for shape %s", op, axes[i], SHP(in, b1));
+    if (red[a]) return kl_errf(err, errlen, "%s: axis %d given twice for shape %s", op, axes[i], SHP(in, b1));
     red[a] = true;
   }
   kl_shape o;
@@ -215,45 +211,44 @@ int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *ax
 int kl_infer_conv2d(const kl_shape *in, const kl_shape *f, const kl_conv2d_params *p, kl_shape *out, char *err,
                     size_t errlen) {
   char b1[256], b2[256];
-  if (!p) return kl_shape_errf(err, errlen, "conv2d: missing parameters");
-  if (in->rank != 4) return kl_shape_errf(err, errlen, "conv2d: input must have rank 4 (N,C,H,W), got %s", SHP(in, b1));
-  if (f->rank != 4)
-    return kl_shape_errf(err, errlen, "conv2d: filter must have rank 4 (K,C/G,Y,X), got %s", SHP(f, b1));
+  if (!p) return kl_errf(err, errlen, "conv2d: missing parameters");
+  if (in->rank != 4) return kl_errf(err, errlen, "conv2d: input must have rank 4 (N,C,H,W), got %s", SHP(in, b1));
+  if (f->rank != 4) return kl_errf(err, errlen, "conv2d: filter must have rank 4 (K,C/G,Y,X), got %s", SHP(f, b1));
   const int64_t lim = (int64_t)1 << 31;
   for (int i = 0; i < 2; i++) {
     if (p->stride[i] < 1 || p->stride[i] > lim)
-      return kl_shape_errf(err, errlen, "conv2d: stride must be >= 1, got [%lld,%lld]", (long long)p->stride[0],
-                           (long long)p->stride[1]);
+      return kl_errf(err, errlen, "conv2d: stride must be >= 1, got [%lld,%lld]", (long long)p->stride[0],
+                     (long long)p->stride[1]);
     if (p->dilation[i] < 1 || p->dilation[i] > lim)
-      return kl_shape_errf(err, errlen, "conv2d: dilation must be >= 1, got [%lld,%lld]", (long long)p->dilation[0],
-                           (long long)p->dilation[1]);
+      return kl_errf(err, errlen, "conv2d: dilation must be >= 1, got [%lld,%lld]", (long long)p->dilation[0],
+                     (long long)p->dilation[1]);
   }
   for (int i = 0; i < 4; i++)
     if (p->pad[i] < 0 || p->pad[i] > lim)
-      return kl_shape_errf(err, errlen, "conv2d: padding must be >= 0, got [%lld,%lld,%lld,%lld]", (long long)p->pad[0],
-                           (long long)p->pad[1], (long long)p->pad[2], (long long)p->pad[3]);
+      return kl_errf(err, errlen, "conv2d: padding must be >= 0, got [%lld,%lld,%lld,%lld]", (long long)p->pad[0],
+                     (long long)p->pad[1], (long long)p->pad[2], (long long)p->pad[3]);
   int64_t G = p->groups;
-  if (G < 1) return kl_shape_errf(err, errlen, "conv2d: groups must be >= 1, got %lld", (long long)G);
+  if (G < 1) return kl_errf(err, errlen, "conv2d: groups must be >= 1, got %lld", (long long)G);
   int64_t N = in->dim[0], C = in->dim[1], H = in->dim[2], W = in->dim[3];
   int64_t K = f->dim[0], CG = f->dim[1], Y = f->dim[2], X = f->dim[3];
   if (C % G != 0)
-    return kl_shape_errf(err, errlen, "conv2d: input %s has C=%lld, not divisible by groups=%lld", SHP(in, b1),
-                         (long long)C, (long long)G);
+    return kl_errf(err, errlen, "conv2d: input %s has C=%lld, not divisible by groups=%lld", SHP(in, b1), (long long)C,
+                   (long long)G);
   if (K % G != 0)
-    return kl_shape_errf(err, errlen, "conv2d: filter %s has K=%lld, not divisible by groups=%lld", SHP(f, b1),
-                         (long long)K, (long long)G);
+    return kl_errf(err, errlen, "conv2d: filter %s has K=%lld, not divisible by groups=%lld", SHP(f, b1), (long long)K,
+                   (long long)G);
   if (CG * G != C)
-    return kl_shape_errf(
+    return kl_errf(
         err, errlen,
         "conv2d: channels differ: input %s has C=%lld but filter %s has C/G=%lld (groups=%lld, expects %lld)",
         SHP(in, b1), (long long)C, SHP(f, b2), (long long)CG, (long long)G, (long long)(C / G));
-  if (Y < 1 || X < 1) return kl_shape_errf(err, errlen, "conv2d: filter %s has an empty window", SHP(f, b1));
+  if (Y < 1 || X < 1) return kl_errf(err, errlen, "conv2d: filter %s has an empty window", SHP(f, b1));
   if (Y > lim || X > lim || H > ((int64_t)1 << 40) || W > ((int64_t)1 << 40))
-    return kl_shape_errf(err, errlen, "conv2d: sizes too large: input %s, filter %s", SHP(in, b1), SHP(f, b2));
+    return kl_errf(err, errlen, "conv2d: sizes too large: input %s, filter %s", SHP(in, b1), SHP(f, b2));
   int64_t hp = H + p->pad[0] + p->pad[1], wp = W + p->pad[2] + p->pad[3];
   int64_t ey = p->dilation[0] * (Y - 1) + 1, ex = p->dilation[1] * (X - 1) + 1;
   if (ey > hp || ex > wp)
-    return kl_shape_errf(
+    return kl_errf(
         err, errlen,
         "conv2d: dilated filter window %lldx%lld of filter %s does not fit the padded input %lldx%lld of input %s",
         (long long)ey, (long long)ex, SHP(f, b2), (long long)hp, (long long)wp, SHP(in, b1));

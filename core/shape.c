@@ -7,7 +7,7 @@
 /* ---------------------------------------------------------------- limits */
 
 /* Writes the message into err (if any) and returns false from kl_shape_check. */
-#define FAIL(...) return !kl_shape_errf(err, errlen, __VA_ARGS__)
+#define FAIL(...) return !kl_errf(err, errlen, __VA_ARGS__)
 
 /* The part of kl_shape_check that a kl_shape needs to hold a shape: the rank and the
  * signs of the sizes (kl_shape_init; kl_shape_check runs it first). */
@@ -58,7 +58,7 @@ bool kl_shape_check(int rank, const int64_t *shape, const int64_t *strides, char
 int kl_shape_init(kl_shape *s, int rank, const int64_t *dims, const char *opname, char *err, size_t errlen) {
   char why[512];
   if (!check_rank_signs(rank, dims, why, sizeof why))
-    return kl_shape_errf(err, errlen, "%s: %s", opname ? opname : "tensor", why);
+    return kl_errf(err, errlen, "%s: %s", opname ? opname : "tensor", why);
   memset(s, 0, sizeof *s);
   s->rank = rank;
   for (int i = 0; i < rank; i++) s->dim[i] = dims[i];
@@ -133,8 +133,8 @@ static int check_perm(const int *perm, int rank) {
 }
 
 int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t errlen) {
-  if (!layout) return kl_shape_errf(err, errlen, "layout: missing layout string");
-  if (rank < 0 || rank > KL_MAX_RANK) return kl_shape_errf(err, errlen, "layout: rank %d out of range", rank);
+  if (!layout) return kl_errf(err, errlen, "layout: missing layout string");
+  if (rank < 0 || rank > KL_MAX_RANK) return kl_errf(err, errlen, "layout: rank %d out of range", rank);
   if (strcmp(layout, "row_major") == 0) {
     for (int i = 0; i < rank; i++) perm[i] = i;
     return 0;
@@ -151,27 +151,24 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
     for (;;) {
       while (*p == ' ') p++;
       if (*p == ']' || *p == 0) break;
-      if (!(*p >= '0' && *p <= '9')) return kl_shape_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
+      if (!(*p >= '0' && *p <= '9')) return kl_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
       long v = strtol(p, (char **)&p, 10);
-      if (n >= rank)
-        return kl_shape_errf(err, errlen, "layout: permutation \"%s\" does not have %d entries", layout, rank);
-      if (v >= rank)
-        return kl_shape_errf(err, errlen, "layout: \"%s\" is not a permutation of 0..%d", layout, rank - 1);
+      if (n >= rank) return kl_errf(err, errlen, "layout: permutation \"%s\" does not have %d entries", layout, rank);
+      if (v >= rank) return kl_errf(err, errlen, "layout: \"%s\" is not a permutation of 0..%d", layout, rank - 1);
       perm[n++] = (int)v;
       while (*p == ' ') p++;
       if (*p == ',') p++;
     }
     if (*p == ']') p++;
     while (*p == ' ') p++;
-    if (*p != 0) return kl_shape_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
-    if (n != rank)
-      return kl_shape_errf(err, errlen, "layout: permutation \"%s\" does not have %d entries", layout, rank);
+    if (*p != 0) return kl_errf(err, errlen, "layout: bad permutation \"%s\"", layout);
+    if (n != rank) return kl_errf(err, errlen, "layout: permutation \"%s\" does not have %d entries", layout, rank);
     if (check_perm(perm, rank))
-      return kl_shape_errf(err, errlen, "layout: \"%s\" is not a permutation of 0..%d", layout, rank - 1);
+      return kl_errf(err, errlen, "layout: \"%s\" is not a permutation of 0..%d", layout, rank - 1);
     return 0;
   }
   size_t len = strlen(layout);
-  if ((int)len != rank) return kl_shape_errf(err, errlen, "layout: \"%s\" does not fit a rank-%d tensor", layout, rank);
+  if ((int)len != rank) return kl_errf(err, errlen, "layout: \"%s\" does not fit a rank-%d tensor", layout, rank);
   for (size_t f = 0; f < sizeof layout_families / sizeof layout_families[0]; f++) {
     const char *fam = layout_families[f];
     if (strlen(fam) != len) continue;
@@ -189,10 +186,10 @@ int kl_layout_perm(const char *layout, int rank, int *perm, char *err, size_t er
       return 0;
     }
   }
-  return kl_shape_errf(err, errlen,
-                       "layout: unknown layout \"%s\" (expected a permutation of NCHW, NKHW, KCYX, NCW, "
-                       "KCX, NCDHW, KCZYX, \"row_major\", \"col_major\" or \"0,2,3,1\")",
-                       layout);
+  return kl_errf(err, errlen,
+                 "layout: unknown layout \"%s\" (expected a permutation of NCHW, NKHW, KCYX, NCW, "
+                 "KCX, NCDHW, KCZYX, \"row_major\", \"col_major\" or \"0,2,3,1\")",
+                 layout);
 }
 
 int kl_layout_strides(const char *layout, int rank, const int64_t *shape, int64_t *strides, char *err, size_t errlen) {

@@ -22,9 +22,6 @@
 #define KL_MAX_DIM   ((int64_t)1 << 40) /* a size: 0 .. 2^40 */
 #define KL_MAX_NUMEL ((int64_t)1 << 53) /* product of the sizes (zeros counted as 1), a stride, an offset */
 
-/* Writes the formatted message into err[errlen] (if err) and returns 1 (an error status):
- * core/diag.h's one formatting helper under the name shape users know. */
-#define kl_shape_errf kl_errf
 
 /* Checks rank in [0, KL_MAX_RANK], every size in [0, KL_MAX_DIM], the product of the
  * sizes (zeros counted as 1) <= KL_MAX_NUMEL and, when strides is not NULL, every stride

@@ -14,31 +14,30 @@
 static int prep_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_dtype dflt, kl_tensor **out, char *err,
                     size_t errlen) {
   char b1[256], b2[256];
-  if (dt != KL_DT_NONE && !kl_dtype_valid(dt))
-    return kl_tensor_errf(err, errlen, "%s: invalid output dtype %d", op, (int)dt);
+  if (dt != KL_DT_NONE && !kl_dtype_valid(dt)) return kl_errf(err, errlen, "%s: invalid output dtype %d", op, (int)dt);
   if (*out) {
     kl_tensor *o = *out;
     kl_shape os = kl_tensor_shape(o);
     if (!kl_shape_equal(&os, shape))
-      return kl_tensor_errf(err, errlen, "%s: output has shape %s, expected %s", op, SHP(&os, b1), SHP(shape, b2));
+      return kl_errf(err, errlen, "%s: output has shape %s, expected %s", op, SHP(&os, b1), SHP(shape, b2));
     if (dt != KL_DT_NONE && dt != o->dtype)
-      return kl_tensor_errf(err, errlen, "%s: output has dtype %s, expected %s", op, kl_dtype_name(o->dtype),
-                            kl_dtype_name(dt));
+      return kl_errf(err, errlen, "%s: output has dtype %s, expected %s", op, kl_dtype_name(o->dtype),
+                     kl_dtype_name(dt));
     if (!kl_strides_nonoverlapping(o->rank, o->shape, o->strides))
-      return kl_tensor_errf(err, errlen, "%s: output strides %s overlap", op,
-                            kl_dims_format(o->rank, o->strides, b1, sizeof b1));
+      return kl_errf(err, errlen, "%s: output strides %s overlap", op,
+                     kl_dims_format(o->rank, o->strides, b1, sizeof b1));
     return 0;
   }
   if (dt == KL_DT_NONE) dt = dflt;
   char e2[200];
   kl_tensor *t = kl_tensor_zeros(dt, shape->rank, shape->dim, NULL, e2, sizeof e2);
-  if (!t) return kl_tensor_errf(err, errlen, "%s: %s", op, e2);
+  if (!t) return kl_errf(err, errlen, "%s: %s", op, e2);
   *out = t;
   return 0;
 }
 
 int kl_ref_prepare_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_tensor **out, char *err, size_t errlen) {
-  if (!*out && !kl_dtype_valid(dt)) return kl_tensor_errf(err, errlen, "%s: no output dtype", op);
+  if (!*out && !kl_dtype_valid(dt)) return kl_errf(err, errlen, "%s: no output dtype", op);
   return prep_out(op, shape, dt, dt, out, err, errlen);
 }
 
@@ -109,7 +108,7 @@ static inline void copy_elem(kl_tensor *d, int64_t doff, const kl_tensor *s, int
 
 int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype out_dt, kl_tensor **out, char *err,
                   size_t errlen) {
-  if (op < 0 || op >= KL_BIN_COUNT) return kl_tensor_errf(err, errlen, "binary: unknown op %d", (int)op);
+  if (op < 0 || op >= KL_BIN_COUNT) return kl_errf(err, errlen, "binary: unknown op %d", (int)op);
   const char *name = kl_binop_name(op);
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b), so;
   if (kl_infer_broadcast(name, &sa, &sb, &so, err, errlen)) return 1;
@@ -132,7 +131,7 @@ int kl_ref_binary(kl_binop op, const kl_tensor *a, const kl_tensor *b, kl_dtype 
 }
 
 int kl_ref_unary(kl_unop op, const kl_tensor *x, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
-  if (op < 0 || op >= KL_UN_COUNT) return kl_tensor_errf(err, errlen, "unary: unknown op %d", (int)op);
+  if (op < 0 || op >= KL_UN_COUNT) return kl_errf(err, errlen, "unary: unknown op %d", (int)op);
   kl_shape s = kl_tensor_shape(x);
   if (prep_out(kl_unop_name(op), &s, out_dt, x->dtype, out, err, errlen)) return 1;
   kl_tensor *o = *out;
@@ -153,7 +152,7 @@ int kl_ref_unary(kl_unop op, const kl_tensor *x, kl_dtype out_dt, kl_tensor **ou
 
 int kl_ref_clip(const kl_tensor *x, double lo, double hi, kl_dtype out_dt, kl_tensor **out, char *err, size_t errlen) {
   if (isnan(lo) || isnan(hi) || lo > hi)
-    return kl_tensor_errf(err, errlen, "clip: bounds must satisfy lo <= hi, got lo=%g hi=%g", lo, hi);
+    return kl_errf(err, errlen, "clip: bounds must satisfy lo <= hi, got lo=%g hi=%g", lo, hi);
   kl_shape s = kl_tensor_shape(x);
   if (prep_out("clip", &s, out_dt, x->dtype, out, err, errlen)) return 1;
   kl_tensor *o = *out;
@@ -208,7 +207,7 @@ int kl_ref_where(const kl_tensor *cond, const kl_tensor *a, const kl_tensor *b, 
 
 int kl_ref_convert(const kl_tensor *x, kl_dtype dt, kl_tensor **out, char *err, size_t errlen) {
   kl_shape s = kl_tensor_shape(x);
-  if (!*out && !kl_dtype_valid(dt)) return kl_tensor_errf(err, errlen, "convert: invalid target dtype %d", (int)dt);
+  if (!*out && !kl_dtype_valid(dt)) return kl_errf(err, errlen, "convert: invalid target dtype %d", (int)dt);
   if (prep_out("convert", &s, dt, dt, out, err, errlen)) return 1;
   return kl_tensor_copy_into(*out, x, err, errlen);
 }
@@ -224,7 +223,7 @@ static void run_copy(mwalk *w, kl_tensor *dst, const kl_tensor *src) {
 int kl_ref_broadcast(const kl_tensor *x, const kl_shape *shape, kl_tensor **out, char *err, size_t errlen) {
   kl_shape s = kl_tensor_shape(x);
   if (shape->rank < 0 || shape->rank > KL_MAX_RANK)
-    return kl_tensor_errf(err, errlen, "broadcast: target rank %d out of range", shape->rank);
+    return kl_errf(err, errlen, "broadcast: target rank %d out of range", shape->rank);
   if (kl_infer_broadcast_to("broadcast", &s, shape, err, errlen)) return 1;
   if (prep_out("broadcast", shape, KL_DT_NONE, x->dtype, out, err, errlen)) return 1;
   mwalk w;
@@ -284,7 +283,7 @@ int kl_ref_slice(const kl_tensor *x, const int64_t *begin, const int64_t *end, c
 }
 
 int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, char *err, size_t errlen) {
-  if (n < 1) return kl_tensor_errf(err, errlen, "concat: needs at least one input");
+  if (n < 1) return kl_errf(err, errlen, "concat: needs at least one input");
   kl_shape *shapes = kl_xmalloc(sizeof(kl_shape) * (size_t)n), so;
   for (int i = 0; i < n; i++) shapes[i] = kl_tensor_shape(xs[i]);
   int rc = kl_infer_concat(n, shapes, axis, &so, err, errlen);
@@ -292,8 +291,8 @@ int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, 
   if (rc) return 1;
   for (int i = 1; i < n; i++)
     if (xs[i]->dtype != xs[0]->dtype)
-      return kl_tensor_errf(err, errlen, "concat: input %d has dtype %s, input 0 has %s", i,
-                            kl_dtype_name(xs[i]->dtype), kl_dtype_name(xs[0]->dtype));
+      return kl_errf(err, errlen, "concat: input %d has dtype %s, input 0 has %s", i, kl_dtype_name(xs[i]->dtype),
+                     kl_dtype_name(xs[0]->dtype));
   int a = axis < 0 ? axis + so.rank : axis;
   if (prep_out("concat", &so, KL_DT_NONE, xs[0]->dtype, out, err, errlen)) return 1;
   kl_tensor *o = *out;
@@ -396,7 +395,7 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
 
 int kl_ref_reduce(kl_reduce_op op, const kl_tensor *x, int naxes, const int *axes, bool keepdims, kl_dtype out_dt,
                   kl_tensor **out, char *err, size_t errlen) {
-  if (op < 0 || op >= KL_RED_COUNT) return kl_tensor_errf(err, errlen, "reduce: unknown op %d", (int)op);
+  if (op < 0 || op >= KL_RED_COUNT) return kl_errf(err, errlen, "reduce: unknown op %d", (int)op);
   const char *name = kl_reduce_name(op);
   kl_shape s = kl_tensor_shape(x), so;
   bool red[KL_MAX_RANK];

@@ -13,9 +13,9 @@
 /* Validates shape/strides, and computes numel and the element span (max offset + 1). */
 static int check_geometry(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, int64_t *numel_out,
                           int64_t *span_out, char *err, size_t errlen) {
-  if (!kl_dtype_valid(dt)) return kl_tensor_errf(err, errlen, "tensor: invalid dtype %d", (int)dt);
+  if (!kl_dtype_valid(dt)) return kl_errf(err, errlen, "tensor: invalid dtype %d", (int)dt);
   char why[512]; /* the shape limits (core/shape.h): numel, offsets and bytes fit int64 */
-  if (!kl_shape_check(rank, shape, strides, why, sizeof why)) return kl_tensor_errf(err, errlen, "tensor: %s", why);
+  if (!kl_shape_check(rank, shape, strides, why, sizeof why)) return kl_errf(err, errlen, "tensor: %s", why);
   int64_t numel = 1;
   for (int i = 0; i < rank; i++) numel *= shape[i];
   int64_t span = 0;
@@ -52,14 +52,14 @@ kl_tensor *kl_tensor_zeros(kl_dtype dt, int rank, const int64_t *shape, const in
   if (check_geometry(dt, rank, shape, strides, &numel, &span, err, errlen)) return NULL;
   if (strides && !kl_strides_nonoverlapping(rank, shape, strides)) {
     char b1[256], b2[256];
-    kl_tensor_errf(err, errlen, "tensor: strides %s overlap for shape %s (broadcast strides are for views only)",
-                   kl_dims_format(rank, strides, b1, sizeof b1), kl_dims_format(rank, shape, b2, sizeof b2));
+    kl_errf(err, errlen, "tensor: strides %s overlap for shape %s (broadcast strides are for views only)",
+            kl_dims_format(rank, strides, b1, sizeof b1), kl_dims_format(rank, shape, b2, sizeof b2));
     return NULL;
   }
   size_t nbytes = (size_t)span * kl_dtype_size(dt);
   void *data = calloc(nbytes ? nbytes : 1, 1);
   if (!data) {
-    kl_tensor_errf(err, errlen, "tensor: cannot allocate %zu bytes", nbytes);
+    kl_errf(err, errlen, "tensor: cannot allocate %zu bytes", nbytes);
     return NULL;
   }
   kl_tensor *t = new_header(dt, rank, shape, strides);
@@ -135,7 +135,7 @@ kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const
 kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed,
                           kl_dist dist, char *err, size_t errlen) {
   if (dist != KL_DIST_UNIFORM && dist != KL_DIST_NORMAL) {
-    kl_tensor_errf(err, errlen, "rand: unknown distribution %d", (int)dist);
+    kl_errf(err, errlen, "rand: unknown distribution %d", (int)dist);
     return NULL;
   }
   kl_tensor *t = kl_tensor_zeros(dt, rank, shape, strides, err, errlen);
@@ -166,15 +166,14 @@ kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dty
   int64_t numel, span;
   if (check_geometry(dt, rank, shape, strides, &numel, &span, err, errlen)) return NULL;
   if (offset < 0 || offset > INT64_MAX / 16 - span) {
-    kl_tensor_errf(err, errlen, "tensor: offset %lld out of range", (long long)offset);
+    kl_errf(err, errlen, "tensor: offset %lld out of range", (long long)offset);
     return NULL;
   }
   if (numel > 0 && (!data || (uint64_t)(offset + span) * kl_dtype_size(dt) > nbytes)) {
     char b1[256];
-    kl_tensor_errf(err, errlen,
-                   "tensor: shape %s with these strides and offset %lld needs %llu bytes, the memory has %zu",
-                   kl_dims_format(rank, shape, b1, sizeof b1), (long long)offset,
-                   (unsigned long long)((uint64_t)(offset + span) * kl_dtype_size(dt)), nbytes);
+    kl_errf(err, errlen, "tensor: shape %s with these strides and offset %lld needs %llu bytes, the memory has %zu",
+            kl_dims_format(rank, shape, b1, sizeof b1), (long long)offset,
+            (unsigned long long)((uint64_t)(offset + span) * kl_dtype_size(dt)), nbytes);
     return NULL;
   }
   kl_tensor *t = new_header(dt, rank, shape, strides);
@@ -188,7 +187,7 @@ kl_tensor *kl_tensor_wrap(void *data, size_t nbytes, bool take_ownership, kl_dty
 kl_tensor *kl_tensor_view(kl_tensor *base, int rank, const int64_t *shape, const int64_t *strides, int64_t offset,
                           char *err, size_t errlen) {
   if (!base) {
-    kl_tensor_errf(err, errlen, "view: no base tensor");
+    kl_errf(err, errlen, "view: no base tensor");
     return NULL;
   }
   kl_tensor *t = kl_tensor_wrap(base->data, base->nbytes, false, base->dtype, rank, shape, strides, offset, err,
@@ -224,8 +223,8 @@ int kl_tensor_copy_into(kl_tensor *dst, const kl_tensor *src, char *err, size_t 
   kl_shape a = kl_tensor_shape(dst), b = kl_tensor_shape(src);
   if (!kl_shape_equal(&a, &b)) {
     char b1[256], b2[256];
-    return kl_tensor_errf(err, errlen, "copy: shapes differ: %s <- %s", kl_shape_format(&a, b1, sizeof b1),
-                          kl_shape_format(&b, b2, sizeof b2));
+    return kl_errf(err, errlen, "copy: shapes differ: %s <- %s", kl_shape_format(&a, b1, sizeof b1),
+                   kl_shape_format(&b, b2, sizeof b2));
   }
   int64_t n = kl_tensor_numel(src);
   walk ws, wd;
@@ -294,12 +293,12 @@ char *kl_tensor_layout_str(const kl_tensor *t, char *buf, size_t n) {
 int kl_tensor_check_index(const kl_tensor *t, int n, const int64_t *idx, char *err, size_t errlen) {
   char b1[256], b2[256];
   if (n != t->rank)
-    return kl_tensor_errf(err, errlen, "index: %d indices for a rank-%d tensor of shape %s", n, t->rank,
-                          kl_dims_format(t->rank, t->shape, b1, sizeof b1));
+    return kl_errf(err, errlen, "index: %d indices for a rank-%d tensor of shape %s", n, t->rank,
+                   kl_dims_format(t->rank, t->shape, b1, sizeof b1));
   for (int i = 0; i < n; i++)
     if (idx[i] < 0 || idx[i] >= t->shape[i])
-      return kl_tensor_errf(err, errlen, "index: %s out of bounds for shape %s", kl_dims_format(n, idx, b1, sizeof b1),
-                            kl_dims_format(t->rank, t->shape, b2, sizeof b2));
+      return kl_errf(err, errlen, "index: %s out of bounds for shape %s", kl_dims_format(n, idx, b1, sizeof b1),
+                     kl_dims_format(t->rank, t->shape, b2, sizeof b2));
   return 0;
 }
 
@@ -474,8 +473,8 @@ int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, doubl
   res->first_flat = -1;
   if (!kl_shape_equal(&sa, &sb)) {
     char b1[256], b2[256];
-    return kl_tensor_errf(err, errlen, "compare: shapes differ: %s vs %s", kl_shape_format(&sa, b1, sizeof b1),
-                          kl_shape_format(&sb, b2, sizeof b2));
+    return kl_errf(err, errlen, "compare: shapes differ: %s vs %s", kl_shape_format(&sa, b1, sizeof b1),
+                   kl_shape_format(&sb, b2, sizeof b2));
   }
   double ra, aa, rb, ab;
   kl_default_tolerance(a->dtype, &ra, &aa);

@@ -30,10 +30,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Writes the formatted message into err[errlen] (if err) and returns 1 (an error
- * status), so callers can `return kl_tensor_errf(err, errlen, "...", ...);`: core's
- * kl_shape_errf (core/shape.h), under the name the runtime uses. */
-#define kl_tensor_errf kl_shape_errf
 
 /* ---- tensors ---- */
 typedef struct kl_tensor {
