@@ -4,7 +4,7 @@
  * benchmarks). Devices ("kiln.device") are in kiln_lua_device.c.
  * Lifetimes: a program that ran on a device holds loaded modules of that device, and the
  * context's compile cache may hold the program after every Lua handle is gone. So a
- * device (refcounted devref) is kept open by its Lua handle, by every program holder
+ * device (refcounted kl_lua_devref) is kept open by its Lua handle, by every program holder
  * (one per kl_program, shared by the Lua handles of cache hits) that ran on it and by
  * the context (a destroy hook registered before the context's compile cache exists, so
  * it runs after the cache is released). Programs keep their context alive; using a
@@ -22,17 +22,6 @@
 #define MT_HOLDER   "kiln.program.holder"
 #define REG_HOLDERS "kiln.progholders" /* lightuserdata(kl_program) -> holder (weak values) */
 
-/* The devices (kiln_lua_device.c) and prepared runs (kiln_lua_prepared.c) of kiln_lua_rt.h
- * under the short names this file uses. */
-typedef kl_lua_devref devref;
-typedef kl_lua_devhold devhold;
-typedef kl_lua_prepared_ud prep_ud;
-#define MT_PREPARED    KL_MT_PREPARED
-#define devref_release kl_lua__devref_release
-#define check_dev      kl_lua__check_device
-#define l_device       kl_lua__l_device
-#define devs_add       kl_lua__devs_add
-#define ctx_devhold    kl_lua__ctx_devhold
 
 /* ---------------------------------------------------------------- targets ---- */
 static const char *accel_name(kl_accel a) {
@@ -96,7 +85,7 @@ static int l_default_pipeline(lua_State *L) {
 /* --------------------------------------------------------------- programs ---- */
 typedef struct holder {
   kl_program *p;
-  devref **devs;
+  kl_lua_devref **devs;
   int n;
 } holder;
 typedef struct prog_ud {
@@ -111,7 +100,7 @@ static int holder_gc(lua_State *L) {
     kl_program_release(h->p);
     h->p = NULL;
   }
-  for (int i = 0; i < h->n; i++) devref_release(h->devs[i]);
+  for (int i = 0; i < h->n; i++) kl_lua__devref_release(h->devs[i]);
   free(h->devs);
   h->devs = NULL;
   h->n = 0;
@@ -374,7 +363,7 @@ static int l_compile(lua_State *L) {
     o.on_ir = on_ir_cb;
     o.on_ir_user = &st;
   }
-  ctx_devhold(ctx); /* before the compile cache exists */
+  kl_lua__ctx_devhold(ctx); /* before the compile cache exists */
   char err[4096] = "";
   kl_lua__flush_diags(ctx);
   lua_State *saved = kl_lua__set_current(ctx, L); /* Lua passes run on this thread */
@@ -410,7 +399,7 @@ static int l_compile(lua_State *L) {
 static void push_program(lua_State *L, int ctxidx, kl_program *p, bool from_cache) {
   ctxidx = lua_absindex(L, ctxidx);
   kl_lua__check_ctx(L, ctxidx);
-  ctx_devhold(kl_lua__check_ctx(L, ctxidx)); /* before a compile cache exists, if it does not yet */
+  kl_lua__ctx_devhold(kl_lua__check_ctx(L, ctxidx)); /* before a compile cache exists, if it does not yet */
   prog_ud *u = lua_newuserdatauv(L, sizeof *u, 2);
   u->h = NULL;
   u->from_cache = from_cache;
@@ -457,14 +446,14 @@ static int prog_tostring(lua_State *L) {
 
 static const char *const DEVICE_OPTS[] = { "device", NULL }; /* p:run, p:load_kernels */
 /* Pushes the device to run on: opts.device (device or name), else the default. */
-static devref *run_device(lua_State *L, kl_program *p, int optidx) {
+static kl_lua_devref *run_device(lua_State *L, kl_program *p, int optidx) {
   if (lua_istable(L, optidx) && lua_getfield(L, optidx, "device") != LUA_TNIL) {
     if (lua_type(L, -1) == LUA_TSTRING) {
-      lua_pushcfunction(L, l_device);
+      lua_pushcfunction(L, kl_lua__l_device);
       lua_insert(L, -2);
       lua_call(L, 1, 1);
     }
-    return check_dev(L, lua_gettop(L));
+    return kl_lua__check_device(L, lua_gettop(L));
   }
   if (lua_istable(L, optidx)) lua_pop(L, 1);
   bool all_host = true;
@@ -472,10 +461,10 @@ static devref *run_device(lua_State *L, kl_program *p, int optidx) {
     const kl_target *t = kl_target_lookup(kl_program_target(p, i));
     if (!t || t->arch != KL_ARCH_HOST) all_host = false;
   }
-  lua_pushcfunction(L, l_device);
+  lua_pushcfunction(L, kl_lua__l_device);
   lua_pushstring(L, all_host ? "host" : "auto");
   lua_call(L, 1, 1);
-  return check_dev(L, lua_gettop(L));
+  return kl_lua__check_device(L, lua_gettop(L));
 }
 
 /* p:run({name = tensor, ...} [, {device = dev | "name"}]) -> output tensors */
@@ -490,14 +479,14 @@ static int prog_run(lua_State *L) {
   if (!lua_isnil(L, 3) && !lua_istable(L, 3))
     return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
   kl_lua__check_opts(L, 3, what, DEVICE_OPTS);
-  devref *d = run_device(L, p, 3);
+  kl_lua_devref *d = run_device(L, p, 3);
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   /* keep the device open as long as the program (and the context's cache) may hold its modules */
-  bool first = devs_add(&u->h->devs, &u->h->n, d);
-  devhold *dh = ctx_devhold(prog_ctx(L, 1));
+  bool first = kl_lua__devs_add(&u->h->devs, &u->h->n, d);
+  kl_lua_devhold *dh = kl_lua__ctx_devhold(prog_ctx(L, 1));
   if (dh)
-    devs_add(&dh->devs, &dh->n, d);
+    kl_lua__devs_add(&dh->devs, &dh->n, d);
   else if (first)
     d->refs++; /* cannot tie it to the context: never close it */
   int nout = 0;
@@ -757,11 +746,11 @@ static int prog_load(lua_State *L) {
   if (!lua_isnil(L, 2) && !lua_istable(L, 2))
     return kl_lua__rt_error(L, "load_kernels", "options must be a table {device = ...}");
   kl_lua__check_opts(L, 2, "load_kernels", DEVICE_OPTS);
-  devref *d = run_device(L, p, 2);
-  bool first = devs_add(&u->h->devs, &u->h->n, d);
-  devhold *dh = ctx_devhold(prog_ctx(L, 1));
+  kl_lua_devref *d = run_device(L, p, 2);
+  bool first = kl_lua__devs_add(&u->h->devs, &u->h->n, d);
+  kl_lua_devhold *dh = kl_lua__ctx_devhold(prog_ctx(L, 1));
   if (dh)
-    devs_add(&dh->devs, &dh->n, d);
+    kl_lua__devs_add(&dh->devs, &dh->n, d);
   else if (first)
     d->refs++;
   char err[4096] = "";
@@ -809,20 +798,20 @@ static int prog_prepare(lua_State *L) {
     if (lua_getfield(L, 3, "poison") != LUA_TNIL) po.no_poison = !lua_toboolean(L, -1);
     lua_pop(L, 1);
   }
-  devref *d = run_device(L, p, 3);
+  kl_lua_devref *d = run_device(L, p, 3);
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
   /* the program keeps modules loaded on the device: keep the device open as p:run does */
-  bool first = devs_add(&u->h->devs, &u->h->n, d);
-  devhold *dh = ctx_devhold(prog_ctx(L, 1));
+  bool first = kl_lua__devs_add(&u->h->devs, &u->h->n, d);
+  kl_lua_devhold *dh = kl_lua__ctx_devhold(prog_ctx(L, 1));
   if (dh)
-    devs_add(&dh->devs, &dh->n, d);
+    kl_lua__devs_add(&dh->devs, &dh->n, d);
   else if (first)
     d->refs++;
-  prep_ud *r = lua_newuserdatauv(L, sizeof *r, 1);
+  kl_lua_prepared_ud *r = lua_newuserdatauv(L, sizeof *r, 1);
   r->r = NULL;
   r->d = NULL;
-  luaL_setmetatable(L, MT_PREPARED);
+  luaL_setmetatable(L, KL_MT_PREPARED);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   char err[4096] = "";
