@@ -15,6 +15,10 @@
  *   rock.threadwise_write_all(%r, %out, %e...) {view = T, store = "set", vector_len}
  * and the old write, the elementwise and %c (with its now dead views) are erased. When
  * %c has other readers the old write and %c stay (the fused write is an extra output);
+ * each reader is fused in turn at the same write, the last one erases the old write and
+ * %c, and an input that an earlier fused reader already read at the same coordinates
+ * into a register tile (same view, same extra indices, its buffer not written since) is
+ * not read again: several epilogues of one GEMM result read every input once;
  * %c may also be a kernel argument (a GEMM output that an epilogue reads back: the
  * other workgroups' tiles would not be ready), which always stays.
  * The pattern does not apply (recorded for KILN_DEBUG=rewrite, IR unchanged) when: %c
@@ -197,6 +201,44 @@ static int64_t access_vlen(const kl_view *T, kl_value *v, int dim) {
   return r;
 }
 
+/* A register tile that already holds input v at the write's coordinates: an earlier
+ * fused epilogue of the same write read it (rock.threadwise_read_into before `write`
+ * in its block, same extra indices, same composed view down to the same buffer, a tile
+ * of n elements of v's type written by nothing else), and nothing between that read and
+ * the write writes v's buffer. NULL if there is none. */
+static kl_value *same_read(kl_op *write, kl_value *v, const kl_view *T, kl_value *const *ex, int nextra, int64_t n) {
+  kl_value *vu;
+  kl_view *want = kl_ll_access_view(T, v, &vu, NULL, 0);
+  if (!want) return NULL;
+  kl_value *found = NULL;
+  for (kl_op *o = write->prev; o && !found; o = o->prev) {
+    if (strcmp(o->name, "rock.threadwise_read_into") || o->nopnds != nextra + 2) continue;
+    kl_value *t = o->opnds[1].value;
+    if (t->type->kind != KL_TY_BUFFER || t->type->rank != 1 || t->type->shape[0] != n ||
+        t->type->elem != v->type->elem || kl_ll_space(t) != KL_SPACE_PRIVATE)
+      continue;
+    bool same = true;
+    for (int i = 0; i < nextra && same; i++) same = o->opnds[2 + i].value == ex[i];
+    const kl_view *ov = kl_ll_op_view(o);
+    kl_value *ou;
+    kl_view *have = same && ov ? kl_ll_access_view(ov, o->opnds[0].value, &ou, NULL, 0) : NULL;
+    same = have && ou == vu && kl_view_equal(have, want);
+    kl_view_free(have);
+    for (kl_use *u = t->first_use; u && same; u = u->next) /* only o writes the tile */
+      if (u->user != o && writes_operand(u->user, u->index)) same = false;
+    for (kl_op *x = o->next; x && x != write && same; x = x->next) {
+      if (x->nregions > 0 && !kl_op_has_trait(x, KL_TRAIT_FUSING)) same = false; /* what runs inside: unknown */
+      for (int i = 0; i < x->nopnds && same; i++) {
+        int nc;
+        if (writes_operand(x, i) && kl_rock_underlying(x->opnds[i].value, NULL, &nc, 0) == vu) same = false;
+      }
+    }
+    if (same) found = t;
+  }
+  kl_view_free(want);
+  return found;
+}
+
 /* Tries to fuse ew (reading %c = operand ci directly) into the write of %c. Returns
  * NULL on success, else the reason it does not apply (IR unchanged). */
 static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
@@ -325,10 +367,13 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
       tiles[i] = tiles[same];
       continue;
     }
-    kl_value *t = alloc_tile(rw, loc, entry, v->type->elem, n);
-    kl_value *src = materialize(rw, v, write);
-    kl_rewriter_set_insertion_before(rw, write);
-    threadwise(rw, loc, "rock.threadwise_read_into", src, t, nextra, ex, T, access_vlen(T, src, nextra), false);
+    kl_value *t = same_read(write, v, T, ex, nextra, n);
+    if (!t) {
+      t = alloc_tile(rw, loc, entry, v->type->elem, n);
+      kl_value *src = materialize(rw, v, write);
+      kl_rewriter_set_insertion_before(rw, write);
+      threadwise(rw, loc, "rock.threadwise_read_into", src, t, nextra, ex, T, access_vlen(T, src, nextra), false);
+    }
     tiles[i] = t;
   }
   kl_value *out = ew->opnds[nin].value;

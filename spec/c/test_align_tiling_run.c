@@ -28,7 +28,7 @@
 #include "check.h"
 
 #define PIPE_TILED "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-align-tiling"
-#define PIPE_REST "rock-lower-loops,canonicalize,cse,dce"
+#define PIPE_REST  "rock-lower-loops,canonicalize,cse,dce"
 
 static uint64_t rng;
 /* uniform in [-1, -0.05] U [0.05, 1]: never zero */
@@ -50,6 +50,7 @@ typedef struct {
   arg_spec args[8];
   ref_fn ref;
   const char *gone; /* text that must not appear after rock-align-tiling (the intermediate) */
+  const char *once; /* NULL, or text that must appear exactly once after it */
 } run_case;
 
 /* ---- references (row-major, batch G = 1): C[m,n] = sum_k A[k,m] * B[k,n] ---- */
@@ -83,13 +84,14 @@ static void ref_f16(double *const *a) {
   for (int i = 0; i < 63; i++) A[i] = kl_f16_to_f64(kl_f64_to_f16(a[0][i] * a[1][0]));
   gemm_ref(A, a[2], a[3], 7, 9, 5);
 }
-/* two epilogues of one GEMM result: o1 = relu(c), o2 = 2c + 1 written through a Pad
- * view of an [M-1, N] output (row M-1 is not written) */
+/* two epilogues of one GEMM result sharing a per-column bias: o1 = relu(c + bias),
+ * o2 = 2c + bias + 1 written through a Pad view of an [M-1, N] output (row M-1 is not
+ * written: the guard elements after o2 keep their sentinel) */
 static void ref_multi(double *const *a) {
   double C[7 * 6];
   gemm_ref(a[0], a[1], C, 5, 7, 6);
-  for (int i = 0; i < 42; i++) a[2][i] = C[i] > 0 ? C[i] : 0;
-  for (int i = 0; i < 36; i++) a[3][i] = 2 * C[i] + 1;
+  for (int i = 0; i < 42; i++) a[3][i] = C[i] + a[2][i % 6] > 0 ? C[i] + a[2][i % 6] : 0;
+  for (int i = 0; i < 36; i++) a[4][i] = 2 * C[i] + a[2][i % 6] + 1;
 }
 
 // clang-format off
@@ -104,7 +106,7 @@ static const run_case cases[] = {
     "  }) : (buffer<1x5x7xf16>, buffer<1x5x7xf32>) -> ()\n"
     "  \"rock.gemm\"(%p, %b, %c) {store = \"set\", perf_config = \"v1:4,4,2,4,4,1\"} : (buffer<1x5x7xf32>, buffer<1x5x6xf32>, buffer<1x7x6xf32>) -> ()\n"
     "  func.return\n}\n",
-    3, { { "x", true, false, 35 }, { "b", false, false, 30 }, { "c", false, true, 42 } }, ref_convert, "%p =" },
+    3, { { "x", true, false, 35 }, { "b", false, false, 30 }, { "c", false, true, 42 } }, ref_convert, "%p =", NULL },
   { "input fusion: dequant (x - z) * s with broadcast z, s",
     "func.func @k(%x: buffer<1x9x7xf16>, %z: buffer<7xf32>, %s: buffer<7xf32>, %b: buffer<1x9x6xf32>, %c: buffer<1x7x6xf32>) attributes {kernel} {\n"
     "  %p = \"rock.alloc\"() : () -> buffer<1x9x7xf32>\n"
@@ -120,7 +122,7 @@ static const run_case cases[] = {
     "  \"rock.gemm\"(%p, %b, %c) {store = \"set\", perf_config = \"v1:4,4,2,4,4,1\"} : (buffer<1x9x7xf32>, buffer<1x9x6xf32>, buffer<1x7x6xf32>) -> ()\n"
     "  func.return\n}\n",
     5, { { "x", true, false, 63 }, { "z", false, false, 7 }, { "s", false, false, 7 }, { "b", false, false, 54 }, { "c", false, true, 42 } },
-    ref_dequant, "%p =" },
+    ref_dequant, "%p =", NULL },
   { "input fusion: both operands, bodies that do not keep 0 (padding re-masked)",
     "func.func @k(%x: buffer<1x5x7xf32>, %y: buffer<1x5x6xf32>, %c: buffer<1x7x6xf32>) attributes {kernel} {\n"
     "  %pa = \"rock.alloc\"() : () -> buffer<1x5x7xf32>\n"
@@ -141,7 +143,7 @@ static const run_case cases[] = {
     "  }) : (buffer<1x5x6xf32>, buffer<1x5x6xf32>) -> ()\n"
     "  \"rock.gemm\"(%pa, %pb, %c) {store = \"set\", perf_config = \"v1:4,4,2,4,4,1\"} : (buffer<1x5x7xf32>, buffer<1x5x6xf32>, buffer<1x7x6xf32>) -> ()\n"
     "  func.return\n}\n",
-    3, { { "x", false, false, 35 }, { "y", false, false, 30 }, { "c", false, true, 42 } }, ref_two, "%pa =" },
+    3, { { "x", false, false, 35 }, { "y", false, false, 30 }, { "c", false, true, 42 } }, ref_two, "%pa =", NULL },
   { "input fusion: f16 GEMM, scale by a broadcast scalar",
     "func.func @k(%x: buffer<1x7x9xf16>, %s: buffer<1xf16>, %b: buffer<1x7x5xf16>, %c: buffer<1x9x5xf16>) attributes {kernel} {\n"
     "  %p = \"rock.alloc\"() : () -> buffer<1x7x9xf16>\n"
@@ -153,29 +155,32 @@ static const run_case cases[] = {
     "  }) : (buffer<1x7x9xf16>, buffer<1x7x9xf16>, buffer<1x7x9xf16>) -> ()\n"
     "  \"rock.gemm\"(%p, %b, %c) {store = \"set\", perf_config = \"v1:4,4,2,4,4,1\"} : (buffer<1x7x9xf16>, buffer<1x7x5xf16>, buffer<1x9x5xf16>) -> ()\n"
     "  func.return\n}\n",
-    4, { { "x", true, false, 63 }, { "s", true, false, 1 }, { "b", true, false, 35 }, { "c", true, true, 45 } }, ref_f16, "%p =" },
-  { "output fusion: two readers of the GEMM result, one through a Pad view",
-    "func.func @k(%a: buffer<1x5x7xf32>, %b: buffer<1x5x6xf32>, %o1: buffer<1x7x6xf32>, %o2: buffer<1x6x6xf32>) attributes {kernel} {\n"
+    4, { { "x", true, false, 63 }, { "s", true, false, 1 }, { "b", true, false, 35 }, { "c", true, true, 45 } }, ref_f16, "%p =", NULL },
+  { "output fusion: two readers of the GEMM result sharing a bias, one through a Pad view",
+    "func.func @k(%a: buffer<1x5x7xf32>, %b: buffer<1x5x6xf32>, %bias: buffer<6xf32>, %o1: buffer<1x7x6xf32>, %o2: buffer<1x6x6xf32>) attributes {kernel} {\n"
     "  %c = \"rock.alloc\"() : () -> buffer<1x7x6xf32>\n"
     "  \"rock.gemm\"(%a, %b, %c) {store = \"set\", perf_config = \"v1:4,4,2,4,4,1\"} : (buffer<1x5x7xf32>, buffer<1x5x6xf32>, buffer<1x7x6xf32>) -> ()\n"
-    "  \"rock.elementwise\"(%c, %o1) ({\n"
-    "  ^bb0(%v: f32):\n"
+    "  %bv = \"rock.transform\"(%bias) {view = #view<[AddDim{1} [\"g\"] at [0] -> [] at [], AddDim{7} [\"m\"] at [1] -> [] at [], PassThrough [\"n\"] at [2] -> [\"n\"] at [0]] bounds=[1,7,6] -> [6]>} : (buffer<6xf32>) -> buffer<1x7x6xf32>\n"
+    "  \"rock.elementwise\"(%c, %bv, %o1) ({\n"
+    "  ^bb0(%v: f32, %w: f32):\n"
+    "    %s = arith.addf %v, %w : f32\n"
     "    %z = arith.constant 0.0 : f32\n"
-    "    %r = arith.maxf %v, %z : f32\n"
+    "    %r = arith.maxf %s, %z : f32\n"
     "    \"rock.yield\"(%r) : (f32) -> ()\n"
-    "  }) : (buffer<1x7x6xf32>, buffer<1x7x6xf32>) -> ()\n"
+    "  }) : (buffer<1x7x6xf32>, buffer<1x7x6xf32>, buffer<1x7x6xf32>) -> ()\n"
     "  %ov = \"rock.transform\"(%o2) {view = #view<[PassThrough [\"g\"] at [0] -> [\"g\"] at [0], Pad{0,1} [\"m\"] at [1] -> [\"m\"] at [1], PassThrough [\"n\"] at [2] -> [\"n\"] at [2]] bounds=[1,7,6] -> [1,6,6]>} : (buffer<1x6x6xf32>) -> buffer<1x7x6xf32>\n"
-    "  \"rock.elementwise\"(%c, %ov) ({\n"
-    "  ^bb0(%v: f32):\n"
+    "  \"rock.elementwise\"(%c, %bv, %ov) ({\n"
+    "  ^bb0(%v: f32, %w: f32):\n"
     "    %one = arith.constant 1.0 : f32\n"
     "    %two = arith.constant 2.0 : f32\n"
     "    %d = arith.mulf %v, %two : f32\n"
-    "    %r = arith.addf %d, %one : f32\n"
+    "    %e = arith.addf %d, %w : f32\n"
+    "    %r = arith.addf %e, %one : f32\n"
     "    \"rock.yield\"(%r) : (f32) -> ()\n"
-    "  }) : (buffer<1x7x6xf32>, buffer<1x7x6xf32>) -> ()\n"
+    "  }) : (buffer<1x7x6xf32>, buffer<1x7x6xf32>, buffer<1x7x6xf32>) -> ()\n"
     "  func.return\n}\n",
-    4, { { "a", false, false, 35 }, { "b", false, false, 30 }, { "o1", false, true, 42 }, { "o2", false, true, 36 } }, ref_multi,
-    "%c =" },
+    5, { { "a", false, false, 35 }, { "b", false, false, 30 }, { "bias", false, false, 6 }, { "o1", false, true, 42 }, { "o2", false, true, 36 } },
+    ref_multi, "%c =", "\"rock.threadwise_read_into\"(%bv," },
 };
 // clang-format on
 
@@ -186,7 +191,7 @@ static void keep_ir(const char *pass, const char *text, void *user) {
   kl_sb_printf(&((ir_after *)user)->sb, "%s", text);
 }
 
-#define GUARD 16 /* elements after each output that must stay untouched */
+#define GUARD    16 /* elements after each output that must stay untouched */
 #define SENTINEL 12345.0
 
 static void run(kl_ctx *ctx, kl_device *dev, const run_case *rc) {
@@ -218,6 +223,10 @@ static void run(kl_ctx *ctx, kl_device *dev, const run_case *rc) {
   const char *after = kl_sb_str(&ir.sb);
   CHECK(strstr(after, rc->gone) == NULL, "the intermediate buffer survives rock-align-tiling:\n%s", after);
   CHECK(strstr(after, "rock.threadwise_read_into") != NULL);
+  if (rc->once) {
+    const char *f = strstr(after, rc->once);
+    CHECK(f && !strstr(f + 1, rc->once), "'%s' does not appear exactly once:\n%s", rc->once, after);
+  }
   kl_sb_free(&ir.sb);
   kl_op *fn = kl_module_lookup(m, "k");
   int64_t grid = 1, block = 1;
