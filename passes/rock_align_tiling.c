@@ -616,6 +616,7 @@ static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t
   kl_value *ex[KL_VIEW_MAX_DIMS];
   for (int i = 0; i < nextra; i++) ex[i] = R->opnds[2 + i].value;
   kl_value **tiles = kl_xmalloc((nin + 2) * sizeof *tiles);
+  kl_op **reads = kl_xmalloc(nin * sizeof *reads);
   for (int i = 0; i < nin; i++) {
     kl_value *v = ew->opnds[i].value;
     int same = -1;
@@ -623,15 +624,15 @@ static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t
       if (ew->opnds[j].value == v) same = j;
     if (same >= 0) {
       tiles[i] = tiles[same];
-      continue;
+      reads[i] = reads[same];
+    } else {
+      tiles[i] = alloc_tile(rw, loc, entry, v->type->elem, n);
+      kl_value *src = materialize(rw, v, R);
+      kl_rewriter_set_insertion_before(rw, R);
+      reads[i] = threadwise(rw, loc, "rock.threadwise_read_into", src, tiles[i], nextra, ex, ir->full,
+                            access_vlen(ir->full, src, nextra), false);
     }
-    kl_value *t = alloc_tile(rw, loc, entry, v->type->elem, n);
-    kl_value *src = materialize(rw, v, R);
-    kl_rewriter_set_insertion_before(rw, R);
-    kl_op *rd = threadwise(rw, loc, "rock.threadwise_read_into", src, t, nextra, ex, ir->full,
-                           access_vlen(ir->full, src, nextra), false);
-    if (i == primary) kl_rewriter_set_attr(rw, rd, "primary", kl_attr_unit(ctx));
-    tiles[i] = t;
+    if (i == primary) kl_rewriter_set_attr(rw, reads[i], "primary", kl_attr_unit(ctx));
   }
   int nt = nin;
   kl_value *mtile = NULL;
@@ -671,6 +672,7 @@ static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t
     kl_rewriter_set_operand(rw, y, 0, r);
   }
   free(tiles);
+  free(reads);
   kl_rewriter_erase_op(rw, R);
 }
 
