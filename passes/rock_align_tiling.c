@@ -1,4 +1,4 @@
-/* rock_align_tiling.c — the `rock-align-tiling` pass (output fusion).
+/* rock_align_tiling.c — the `rock-align-tiling` pass (output fusion and input fusion).
  *
  * Pattern (greedy driver, root rock.elementwise, repeated to a fixed point so chained
  * epilogues fuse one after the other):
@@ -15,6 +15,10 @@
  *   rock.threadwise_write_all(%r, %out, %e...) {view = T, store = "set", vector_len}
  * and the old write, the elementwise and %c (with its now dead views) are erased. When
  * %c has other readers the old write and %c stay (the fused write is an extra output);
+ * each reader is fused in turn at the same write, the last one erases the old write and
+ * %c, and an input that an earlier fused reader already read at the same coordinates
+ * into a register tile (same view, same extra indices, its buffer not written since) is
+ * not read again: several epilogues of one GEMM result read every input once;
  * %c may also be a kernel argument (a GEMM output that an epilogue reads back: the
  * other workgroups' tiles would not be ready), which always stays.
  * The pattern does not apply (recorded for KILN_DEBUG=rewrite, IR unchanged) when: %c
@@ -23,7 +27,38 @@
  * tile is not 1-D, the write does not precede the elementwise, an input or the output
  * is not available at the write (or its buffer is written / used between the write and
  * the elementwise), or the body uses values not available at the write. vector_len is
- * the longest vector kl_view_max_vectorization proves along iter for each access. */
+ * the longest vector kl_view_max_vectorization proves along iter for each access.
+ *
+ * Input fusion (pattern rock-align-tiling-input, tried first; root rock.elementwise):
+ *   %p = rock.alloc : buffer<S x T>                        (global: a GEMM operand)
+ *   rock.elementwise(%x0, ..., %xk, %p) ({body}) [{primary_input = i}]
+ *        %p written directly; the %xi (buffers of shape S, usually transform chains over
+ *        kernel arguments) are not written anywhere after the elementwise
+ *   rock.threadwise_read_into(%pv, %tile, %e...) {view = V, vector_len}   (one or more:
+ *        the global -> private copies of the K loop; %pv a transform chain ending at %p;
+ *        nothing else uses %p)
+ * becomes, at every read (tiles at the top of the kernel func):
+ *   F = V composed with the views of %pv: (e..., iter) -> coordinates of %p
+ *   for every distinct input %xi: %ti = rock.alloc private [n x Txi];
+ *        rock.threadwise_read_into(%xi, %ti, %e...) {view = F, vector_len[, primary]}
+ *        (`primary` on the input named by primary_input; vector_len: what F and %xi's
+ *        views allow)
+ *   [mask, see below: rock.threadwise_read_into(%one, %m, %e...) {view = F o (S -> [1])}
+ *        with %one = rock.alloc private [1 x i32] filled with 1, %m private [n x i32]]
+ *   rock.elementwise(%t0, ..., %tk[, %m], %tile) ({body; convert to %tile's type;
+ *        [select(%m != 0, result, 0)]})
+ * and the read is erased; then the elementwise, %p's views and %p go. The padding
+ * mask: where F can produce invalid (padded) coordinates (kl_view_invalid_dims: the
+ * Pad views of rock-gemm-to-gridwise, or padding in the operand's own views) the
+ * reads of the inputs give 0, and the body then gives body(0, ..., 0), which must be 0
+ * for the GEMM; when the body, evaluated with zero inputs through the fold hooks, is not
+ * provably 0, the result is re-masked with the validity of F (the 1 read through F is 0
+ * exactly at the invalid points). The pattern does not apply (IR unchanged, reason
+ * under KILN_DEBUG=rewrite) when: the elementwise has no inputs, its output is not a
+ * global rock.alloc written directly, it reads its own output, %p has a user other than
+ * rock.transform chains ending in threadwise_read_into sources, a read does not come
+ * after the elementwise or does not fill a 1-D private tile, an input is written after
+ * the elementwise, or an input / a value of the body is not available at a read. */
 #include "passes/lower_loops.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
@@ -166,6 +201,44 @@ static int64_t access_vlen(const kl_view *T, kl_value *v, int dim) {
   return r;
 }
 
+/* A register tile that already holds input v at the write's coordinates: an earlier
+ * fused epilogue of the same write read it (rock.threadwise_read_into before `write`
+ * in its block, same extra indices, same composed view down to the same buffer, a tile
+ * of n elements of v's type written by nothing else), and nothing between that read and
+ * the write writes v's buffer. NULL if there is none. */
+static kl_value *same_read(kl_op *write, kl_value *v, const kl_view *T, kl_value *const *ex, int nextra, int64_t n) {
+  kl_value *vu;
+  kl_view *want = kl_ll_access_view(T, v, &vu, NULL, 0);
+  if (!want) return NULL;
+  kl_value *found = NULL;
+  for (kl_op *o = write->prev; o && !found; o = o->prev) {
+    if (strcmp(o->name, "rock.threadwise_read_into") || o->nopnds != nextra + 2) continue;
+    kl_value *t = o->opnds[1].value;
+    if (t->type->kind != KL_TY_BUFFER || t->type->rank != 1 || t->type->shape[0] != n ||
+        t->type->elem != v->type->elem || kl_ll_space(t) != KL_SPACE_PRIVATE)
+      continue;
+    bool same = true;
+    for (int i = 0; i < nextra && same; i++) same = o->opnds[2 + i].value == ex[i];
+    const kl_view *ov = kl_ll_op_view(o);
+    kl_value *ou;
+    kl_view *have = same && ov ? kl_ll_access_view(ov, o->opnds[0].value, &ou, NULL, 0) : NULL;
+    same = have && ou == vu && kl_view_equal(have, want);
+    kl_view_free(have);
+    for (kl_use *u = t->first_use; u && same; u = u->next) /* only o writes the tile */
+      if (u->user != o && writes_operand(u->user, u->index)) same = false;
+    for (kl_op *x = o->next; x && x != write && same; x = x->next) {
+      if (x->nregions > 0 && !kl_op_has_trait(x, KL_TRAIT_FUSING)) same = false; /* what runs inside: unknown */
+      for (int i = 0; i < x->nopnds && same; i++) {
+        int nc;
+        if (writes_operand(x, i) && kl_rock_underlying(x->opnds[i].value, NULL, &nc, 0) == vu) same = false;
+      }
+    }
+    if (same) found = t;
+  }
+  kl_view_free(want);
+  return found;
+}
+
 /* Tries to fuse ew (reading %c = operand ci directly) into the write of %c. Returns
  * NULL on success, else the reason it does not apply (IR unchanged). */
 static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
@@ -294,10 +367,13 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
       tiles[i] = tiles[same];
       continue;
     }
-    kl_value *t = alloc_tile(rw, loc, entry, v->type->elem, n);
-    kl_value *src = materialize(rw, v, write);
-    kl_rewriter_set_insertion_before(rw, write);
-    threadwise(rw, loc, "rock.threadwise_read_into", src, t, nextra, ex, T, access_vlen(T, src, nextra), false);
+    kl_value *t = same_read(write, v, T, ex, nextra, n);
+    if (!t) {
+      t = alloc_tile(rw, loc, entry, v->type->elem, n);
+      kl_value *src = materialize(rw, v, write);
+      kl_rewriter_set_insertion_before(rw, write);
+      threadwise(rw, loc, "rock.threadwise_read_into", src, t, nextra, ex, T, access_vlen(T, src, nextra), false);
+    }
     tiles[i] = t;
   }
   kl_value *out = ew->opnds[nin].value;
@@ -324,6 +400,323 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
   }
   *fused = true;
   return NULL;
+}
+
+/* ---- input fusion ---- */
+
+/* Whether ew's body provably maps all-zero inputs to 0: the body is evaluated through
+ * the ops' fold hooks (and constants) with every argument 0. Anything that does not
+ * fold (nested regions, ops without folds) counts as "not provably 0". */
+static bool body_maps_zero_to_zero(kl_op *ew) {
+  kl_ctx *ctx = ew->ctx;
+  kl_block *b = kl_region_entry(&ew->regions[0]);
+  if (!b) return false;
+  int cap = b->nargs + 8, n = 0;
+  kl_value **keys = kl_xmalloc(cap * sizeof *keys);
+  const kl_attr **vals = kl_xmalloc(cap * sizeof *vals);
+#define ZPUT(k, a)                                  \
+  do {                                              \
+    if (n == cap) {                                 \
+      cap *= 2;                                     \
+      keys = kl_xrealloc(keys, cap * sizeof *keys); \
+      vals = kl_xrealloc(vals, cap * sizeof *vals); \
+    }                                               \
+    keys[n] = (k);                                  \
+    vals[n++] = (a);                                \
+  } while (0)
+  for (int i = 0; i < b->nargs; i++) ZPUT(b->args[i], kl_const_attr_for(ctx, b->args[i]->type, 0));
+  bool zero = false;
+  for (kl_op *op = b->first; op; op = op->next) {
+    const kl_attr *cst[8] = { 0 };
+    if (op->nopnds > 8 || op->nregions > 0) break;
+    for (int i = 0; i < op->nopnds; i++)
+      for (int j = n - 1; j >= 0 && !cst[i]; j--)
+        if (keys[j] == op->opnds[i].value) cst[i] = vals[j];
+    if (op == b->last) { /* rock.yield (the verifier checks it) */
+      const kl_attr *a = op->nopnds == 1 ? cst[0] : NULL;
+      zero = a && ((a->kind == KL_AT_INT && a->i == 0) || (a->kind == KL_AT_FLOAT && a->f == 0.0));
+      break;
+    }
+    if (op->nresults != 1) break;
+    const kl_attr *r = NULL;
+    if (kl_op_has_trait(op, KL_TRAIT_CONSTANT))
+      r = kl_op_attr(op, "value");
+    else if (op->def && op->def->fold) {
+      kl_fold_result fr = { 0 };
+      if (op->def->fold(op, cst, &fr)) {
+        r = fr.attr;
+        for (int j = n - 1; j >= 0 && !r && fr.value; j--)
+          if (keys[j] == fr.value) r = vals[j];
+      }
+    }
+    if (!r) break;
+    ZPUT(&op->results[0], r);
+  }
+#undef ZPUT
+  free(keys);
+  free(vals);
+  return zero;
+}
+
+/* The view S -> [1] (every coordinate of a buffer of shape S reads element 0), composed
+ * under full: (e..., iter) -> [1], valid exactly where full is. */
+static kl_view *ones_view(const kl_view *full) {
+  kl_view_err ve = { 0 };
+  int64_t one = 1;
+  const char *nm = "one_";
+  kl_view *v = kl_view_identity(1, &one, &nm, &ve);
+  int r = kl_view_lower_rank(full);
+  for (int i = 0; v && i < r; i++) {
+    kl_view *nv = kl_view_add_dim(v, kl_view_lower_name(full, i), kl_view_lower_size(full, i), i, &ve);
+    kl_view_free(v);
+    v = nv;
+  }
+  if (v) {
+    kl_view *nv = kl_view_const_dim(v, nm, 0, &ve);
+    kl_view_free(v);
+    v = nv;
+  }
+  kl_view *c = v ? kl_view_compose(full, v, &ve) : NULL;
+  kl_view_free(v);
+  if (!c) return NULL;
+  kl_view *s = kl_view_simplify(c);
+  kl_view_free(c);
+  return s;
+}
+
+/* The kernel func's entry block (tiles are allocated at its top). */
+static kl_block *func_entry(kl_op *op) {
+  kl_op *func = kl_ll_func_of(op);
+  return func ? kl_region_entry(&func->regions[0]) : NULL;
+}
+
+/* One read of the intermediate buffer to fuse: its view composed down to %p. */
+typedef struct {
+  kl_op *read;
+  kl_view *full, *mask; /* mask: F o (S -> [1]) when the fused copy must be re-masked */
+} in_read;
+
+/* Checks the input-fusion pattern rooted at ew (see the header comment); on success
+ * fills reads[0..*nr) (caller frees the views) and returns NULL, else the reason. */
+static const char *check_input(kl_op *ew, in_read **reads, int *nr) {
+  static char why[600];
+  bool mask_body = !body_maps_zero_to_zero(ew);
+  int nin = ew->nopnds - 1;
+  kl_value *p = ew->opnds[nin].value;
+  *reads = NULL;
+  *nr = 0;
+  if (nin < 1) return "the elementwise has no inputs";
+  if (!p->def || !strcmp(p->def->name, "rock.transform"))
+    return "the elementwise's output is not a rock.alloc written directly";
+  if (strcmp(p->def->name, "rock.alloc") || kl_ll_space(p) != KL_SPACE_GLOBAL)
+    return "the elementwise's output is not a global rock.alloc";
+  for (int i = 0; i < nin; i++)
+    if (kl_rock_underlying(ew->opnds[i].value, NULL, &(int){ 0 }, 0) == p)
+      return "the elementwise reads its own output";
+  use_list l = { 0 };
+  collect_uses(p, false, &l);
+  const char *fail = NULL;
+  in_read *rs = kl_xcalloc(l.n ? l.n : 1, sizeof *rs);
+  int n = 0;
+  for (int i = 0; i < l.n && !fail; i++) {
+    use_rec *u = &l.r[i];
+    if (u->user == ew) {
+      if (u->via_view || u->index != nin) fail = "the elementwise also uses its output through a view";
+      continue;
+    }
+    if (strcmp(u->user->name, "rock.threadwise_read_into") || u->index != 0) {
+      snprintf(why, sizeof why, "the intermediate buffer is used by '%s' (only threadwise_read_into reads fuse)",
+               u->user->name);
+      fail = why;
+      continue;
+    }
+    kl_op *r = u->user;
+    const kl_view *V = kl_ll_op_view(r);
+    kl_value *tile = r->opnds[1].value;
+    int nextra = r->nopnds - 2;
+    if (!V || kl_view_rank(V) != nextra + 1 || nextra > KL_VIEW_MAX_DIMS - 1)
+      fail = "a read of the intermediate buffer has no matching #view";
+    else if (tile->def == NULL || kl_ll_space(tile) != KL_SPACE_PRIVATE || tile->type->rank != 1 ||
+             tile->type->shape[0] != kl_view_size(V, nextra))
+      fail = "a read of the intermediate buffer does not fill a 1-D private tile";
+    else if (!kl_ll_before(ew, r))
+      fail = "a read of the intermediate buffer does not come after the elementwise";
+    else if (!body_ok(ew, r))
+      fail = "the elementwise body uses values that are not available at the read";
+    if (fail) continue;
+    char err[512];
+    kl_value *under;
+    kl_view *full = kl_ll_access_view(V, r->opnds[0].value, &under, err, sizeof err);
+    if (!full) {
+      snprintf(why, sizeof why, "cannot compose the read's views: %s", err);
+      fail = why;
+      continue;
+    }
+    if (under != p) {
+      kl_view_free(full);
+      fail = "a read's source chain does not end at the intermediate buffer";
+      continue;
+    }
+    kl_view *mv = NULL;
+    if (mask_body && kl_view_invalid_dims(full) != 0 && !(mv = ones_view(full))) {
+      kl_view_free(full);
+      fail = "cannot build the padding mask view";
+      continue;
+    }
+    rs[n++] = (in_read){ r, full, mv };
+  }
+  free(l.r);
+  if (!fail && n == 0) fail = "the intermediate buffer has no threadwise_read_into readers";
+  /* the inputs must be available at every read and not be written after the elementwise */
+  for (int i = 0; i < nin && !fail; i++) {
+    kl_value *v = ew->opnds[i].value;
+    if (v->type->kind != KL_TY_BUFFER) {
+      fail = "an input of the elementwise is not a buffer";
+      break;
+    }
+    kl_value *u = kl_rock_underlying(v, NULL, &(int){ 0 }, 0);
+    use_list ul = { 0 };
+    collect_uses(u, false, &ul);
+    for (int j = 0; j < ul.n && !fail; j++)
+      if (ul.r[j].user != ew && writes_operand(ul.r[j].user, ul.r[j].index) && !kl_ll_before(ul.r[j].user, ew))
+        fail = "an input buffer of the elementwise is written after it";
+    free(ul.r);
+    for (int j = 0; j < n && !fail; j++) {
+      kl_value *x = v;
+      while (x->def && !strcmp(x->def->name, "rock.transform") && !kl_ll_dominates(x, rs[j].read))
+        x = x->def->opnds[0].value;
+      if (!kl_ll_dominates(x, rs[j].read)) fail = "an input of the elementwise is not available at a read";
+    }
+  }
+  if (fail) {
+    for (int i = 0; i < n; i++) {
+      kl_view_free(rs[i].full);
+      kl_view_free(rs[i].mask);
+    }
+    free(rs);
+    return fail;
+  }
+  *reads = rs;
+  *nr = n;
+  return NULL;
+}
+
+/* Replaces one read R of %p by reads of ew's inputs through R's composed view, the
+ * body on the tiles (converted to the tile's type, re-masked when ir->mask is set) into
+ * R's tile, and erases R. */
+static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t primary) {
+  kl_ctx *ctx = ew->ctx;
+  kl_op *R = ir->read;
+  kl_loc loc = R->loc;
+  int nin = ew->nopnds - 1, nextra = R->nopnds - 2;
+  kl_value *tile = R->opnds[1].value;
+  int64_t n = tile->type->shape[0];
+  kl_block *entry = func_entry(R);
+  bool mask = ir->mask != NULL;
+  kl_value *ex[KL_VIEW_MAX_DIMS];
+  for (int i = 0; i < nextra; i++) ex[i] = R->opnds[2 + i].value;
+  kl_value **tiles = kl_xmalloc((nin + 2) * sizeof *tiles);
+  kl_op **reads = kl_xmalloc(nin * sizeof *reads);
+  for (int i = 0; i < nin; i++) {
+    kl_value *v = ew->opnds[i].value;
+    int same = -1;
+    for (int j = 0; j < i; j++)
+      if (ew->opnds[j].value == v) same = j;
+    if (same >= 0) {
+      tiles[i] = tiles[same];
+      reads[i] = reads[same];
+    } else {
+      tiles[i] = alloc_tile(rw, loc, entry, v->type->elem, n);
+      kl_value *src = materialize(rw, v, R);
+      kl_rewriter_set_insertion_before(rw, R);
+      reads[i] = threadwise(rw, loc, "rock.threadwise_read_into", src, tiles[i], nextra, ex, ir->full,
+                            access_vlen(ir->full, src, nextra), false);
+    }
+    if (i == primary) kl_rewriter_set_attr(rw, reads[i], "primary", kl_attr_unit(ctx));
+  }
+  int nt = nin;
+  kl_value *mtile = NULL;
+  if (mask) { /* a tile of 1 (valid) / 0 (padding): a 1-element register of 1 read through the view */
+    const kl_type *i32 = kl_type_i32(ctx);
+    kl_value *one = alloc_tile(rw, loc, entry, i32, 1);
+    kl_rewriter_set_insertion_after(rw, one->def);
+    kl_named_attr fv = { "value", kl_const_attr_for(ctx, i32, 1) };
+    kl_rewriter_create(rw, "rock.fill", loc, 1, &one, 0, NULL, 1, &fv, 0);
+    mtile = alloc_tile(rw, loc, entry, i32, n);
+    kl_rewriter_set_insertion_before(rw, R);
+    threadwise(rw, loc, "rock.threadwise_read_into", one, mtile, nextra, ex, ir->mask, 1, false);
+    tiles[nt++] = mtile;
+  }
+  tiles[nt] = tile;
+  kl_rewriter_set_insertion_before(rw, R);
+  int na = 0;
+  kl_named_attr *attrs = kl_xmalloc((ew->nattrs + 1) * sizeof *attrs);
+  for (int i = 0; i < ew->nattrs; i++)
+    if (strcmp(ew->attrs[i].name, "primary_input")) attrs[na++] = ew->attrs[i];
+  kl_op *ew2 = kl_rewriter_create(rw, "rock.elementwise", loc, nt + 1, tiles, 0, NULL, na, attrs, 1);
+  free(attrs);
+  kl_value_map map = { 0 };
+  kl_region_clone_into(ctx, &ew->regions[0], &ew2->regions[0], &map);
+  kl_value_map_free(&map);
+  kl_block *b = kl_region_entry(&ew2->regions[0]);
+  kl_value *marg = mask ? kl_block_add_arg(ctx, b, mtile->type->elem) : NULL;
+  kl_op *y = b->last;
+  kl_value *r = y->opnds[0].value;
+  const kl_type *te = tile->type->elem;
+  if (r->type != te || mask) {
+    kl_ll L;
+    kl_ll_init(&L, rw, loc, 0);
+    kl_rewriter_set_insertion_before(rw, y);
+    if (r->type != te) r = kl_ll_convert(&L, r, te);
+    if (mask) r = kl_ll_select(&L, kl_ll_convert(&L, marg, kl_type_i1(ctx)), r, kl_ll_const(&L, te, 0));
+    kl_rewriter_set_operand(rw, y, 0, r);
+  }
+  free(tiles);
+  free(reads);
+  kl_rewriter_erase_op(rw, R);
+}
+
+/* The primary input index recorded on ew (rock-gridwise-to-blockwise sets it), or -1. */
+static int64_t primary_of(kl_op *ew) {
+  int64_t p;
+  return kl_op_attr_i64(ew, "primary_input", &p) && p >= 0 && p < ew->nopnds - 1 ? p : -1;
+}
+
+/* Erases the rock.transform ops over v whose results end up unused (leaves first). */
+static void erase_dead_views(kl_rewriter *rw, kl_value *v) {
+  int n = 0;
+  for (kl_use *u = v->first_use; u; u = u->next) n++;
+  kl_op **users = kl_xmalloc((n ? n : 1) * sizeof *users);
+  n = 0;
+  for (kl_use *u = v->first_use; u; u = u->next)
+    if (!strcmp(u->user->name, "rock.transform") && u->index == 0) users[n++] = u->user;
+  for (int i = 0; i < n; i++) {
+    erase_dead_views(rw, &users[i]->results[0]);
+    if (!kl_value_has_uses(&users[i]->results[0])) kl_rewriter_erase_op(rw, users[i]);
+  }
+  free(users);
+}
+
+static bool fuse_input_pattern(const kl_pattern *pat, kl_op *ew, kl_rewriter *rw) {
+  kl_op *func = kl_ll_func_of(ew);
+  if (!func || !kl_is_kernel(func)) return kl_rewriter_notify_no_match(rw, "not inside a kernel func");
+  in_read *rs;
+  int nr;
+  const char *why = check_input(ew, &rs, &nr);
+  if (why) return kl_rewriter_notify_no_match(rw, "input fusion: %s", why);
+  kl_value *p = ew->opnds[ew->nopnds - 1].value;
+  int64_t primary = primary_of(ew);
+  for (int i = 0; i < nr; i++) {
+    fuse_one_read(rw, ew, &rs[i], primary);
+    kl_view_free(rs[i].full);
+    kl_view_free(rs[i].mask);
+  }
+  free(rs);
+  /* every reader is fused: the elementwise, %p's dead views and %p go */
+  kl_rewriter_erase_op(rw, ew);
+  erase_dead_views(rw, p);
+  if (!kl_value_has_uses(p)) kl_rewriter_erase_op(rw, p->def);
+  return true;
 }
 
 static bool fuse_pattern(const kl_pattern *pat, kl_op *ew, kl_rewriter *rw) {
@@ -354,11 +747,12 @@ static bool fuse_pattern(const kl_pattern *pat, kl_op *ew, kl_rewriter *rw) {
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   kl_pattern p = { "rock.elementwise", 1, "rock-align-tiling", fuse_pattern, NULL };
-  const kl_pattern *ps[] = { &p };
+  kl_pattern q = { "rock.elementwise", 2, "rock-align-tiling-input", fuse_input_pattern, NULL };
+  const kl_pattern *ps[] = { &q, &p };
   kl_greedy_config cfg = kl_greedy_default();
   cfg.fold = false;
   cfg.remove_dead = false;
-  if (kl_apply_patterns_greedy(module, ps, 1, &cfg) != KL_OK) return KL_ERR;
+  if (kl_apply_patterns_greedy(module, ps, 2, &cfg) != KL_OK) return KL_ERR;
   kl_ll_erase_dead(module, false); /* views left behind by moved operands */
   return KL_OK;
 }
@@ -366,7 +760,9 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 void kl__register_rock_align_tiling(kl_ctx *ctx) {
   kl_pass_info info = { "rock-align-tiling",
                         "output fusion: element-wise consumers of a GEMM result run on the register tile before the "
-                        "single global write (rock.threadwise_write_all); the intermediate buffer disappears",
+                        "single global write (rock.threadwise_write_all); input fusion: an element-wise producer of a "
+                        "GEMM operand runs on the global -> private copies of the K loop; the intermediate buffers "
+                        "disappear",
                         NULL,
                         0,
                         run,

@@ -28,7 +28,14 @@
  * (kl_view_max_vectorization), the fewest 64-byte lines touched when the first wave
  * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
  * the shortest per-thread run along the vector dim, vectors along M/N rather than K.
- * vector_len records the vector length.
+ * vector_len records the vector length. When an operand is a view of a global
+ * rock.alloc written directly by one fusing op (a rock.elementwise prologue, fused into
+ * the copies by rock-align-tiling), the layout is chosen for the view of its primary
+ * input instead (the copy view composed down to the alloc, then through the input's
+ * views): the `primary_input` attribute of the elementwise when given (an index that is
+ * not an input is an error at the elementwise), else the largest input by elements of
+ * its buffer, then the longest vector its views allow along any dim, then the lowest
+ * index; with several inputs the choice is recorded as primary_input.
  * Accel GEMMs with more than one K step are software pipelined: the tiles of step 0 are
  * read into the private copies before the loop, and each step, after writing its copies
  * to LDS and the first barrier, reads the next step's tiles ((kl + 1) mod (Kp/KB): the
@@ -168,7 +175,7 @@ static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_
 /* The copy layout (see the header comment): longest vector along iter, then fewest
  * lines touched by a wave's first vector reads, then the shortest run per thread along
  * the vectorized dim, then vectors along M/N rather than K. */
-static bool choose_layout(const tiles *t, bool is_a, kl_value *src, layout *best, char *err, size_t n) {
+static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, layout *best, char *err, size_t n) {
   int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
   bool found = false;
   for (int64_t ck = 1; ck <= t->KB; ck++) {
@@ -181,8 +188,16 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, layout *best
       l.run = l.vd ? l.cd : l.ck;
       kl_view *v = global_copy_view(t, is_a, &l, err, n);
       if (!v) return false;
-      l.vlen = kl_tile_vector_len(v, src, 3);
-      l.lines = lines_touched(v, src, t->BS, l.vlen);
+      if (prim) { /* the primary input of the prologue: v down to the intermediate, then its views */
+        kl_value *u;
+        kl_view *vp = kl_tile_compose_to_buffer(v, src, &u, NULL, 0);
+        l.vlen = vp ? kl_tile_vector_len(vp, prim, 3) : 1;
+        l.lines = vp ? lines_touched(vp, prim, t->BS, l.vlen) : 1 << 30;
+        kl_view_free(vp);
+      } else {
+        l.vlen = kl_tile_vector_len(v, src, 3);
+        l.lines = lines_touched(v, src, t->BS, l.vlen);
+      }
       kl_view_free(v);
       bool better = !found || l.vlen > best->vlen ||
           (l.vlen == best->vlen &&
@@ -198,6 +213,80 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, layout *best
     snprintf(err, n, "no per-thread copy layout for a %lldx%lld tile over %lld threads", (long long)t->KB,
              (long long)DB, (long long)t->BS);
   return found;
+}
+
+/* ---- the primary input of a prologue (input fusion, see the header comment) ---- */
+/* The one fusing writer (KL_TRAIT_FUSING, writing its last operand) of the global
+ * rock.alloc under operand v, writing it directly and having at least one input; NULL
+ * when there is none (or several writers). */
+static kl_op *prologue_of(kl_value *v) {
+  int nc;
+  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+  if (!u->def || strcmp(u->def->name, "rock.alloc") || u->type->kind != KL_TY_BUFFER ||
+      u->type->space != KL_SPACE_GLOBAL)
+    return NULL;
+  kl_op *w = NULL;
+  for (kl_use *x = u->first_use; x; x = x->next) {
+    kl_op *o = x->user;
+    if (!kl_op_has_trait(o, KL_TRAIT_FUSING) || x->index != o->nopnds - 1) continue;
+    if (w || o->nopnds < 2) return NULL;
+    w = o;
+  }
+  return w;
+}
+
+/* The longest vector any dim of input v's views (down to its buffer) allows. */
+static int64_t input_vector_len(kl_value *v) {
+  kl_view_err ve = { 0 };
+  kl_view *id = kl_view_identity(v->type->rank, v->type->shape, NULL, &ve);
+  int64_t best = 1;
+  for (int d = 0; id && d < v->type->rank; d++) {
+    int64_t l = kl_tile_vector_len(id, v, d);
+    if (l > best) best = l;
+  }
+  kl_view_free(id);
+  return best;
+}
+
+/* The primary input of prologue ew: its `primary_input` attribute when given (checked),
+ * else the largest input by elements of its buffer, then the longest vector its views
+ * allow, then the lowest index; recorded on ew when it has several inputs. -1 (after
+ * kl_rewriter_fail) on a bad attribute. */
+static int64_t primary_input(kl_rewriter *rw, kl_op *ew) {
+  int nin = ew->nopnds - 1;
+  const kl_attr *a = kl_op_attr(ew, "primary_input");
+  if (a) {
+    if (a->kind != KL_AT_INT || a->i < 0 || a->i >= nin) {
+      kl_rewriter_fail(rw, ew->loc, "rock.elementwise: primary_input must be an input index in [0, %d), got %s", nin,
+                       kl_attr_str_of(a));
+      return -1;
+    }
+    return a->i;
+  }
+  int64_t best = 0, best_n = -1, best_v = 0;
+  for (int i = 0; i < nin; i++) {
+    kl_value *v = ew->opnds[i].value;
+    int nc;
+    kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+    if (v->type->kind != KL_TY_BUFFER || u->type->kind != KL_TY_BUFFER) continue;
+    int64_t n = kl_type_numel(u->type), vl = input_vector_len(v);
+    if (n > best_n || (n == best_n && vl > best_v)) best = i, best_n = n, best_v = vl;
+  }
+  if (nin > 1) kl_rewriter_set_attr(rw, ew, "primary_input", kl_attr_int(kl_rewriter_ctx(rw), best));
+  return best;
+}
+
+/* The value whose views decide operand v's global load vectorization: the primary
+ * input of its prologue, or NULL (v itself). *bad after a reported error. */
+static kl_value *load_driver(kl_rewriter *rw, kl_value *v, bool *bad) {
+  kl_op *ew = prologue_of(v);
+  if (!ew) return NULL;
+  int64_t p = primary_input(rw, ew);
+  if (p < 0) {
+    *bad = true;
+    return NULL;
+  }
+  return ew->opnds[p].value;
 }
 
 static kl_value *alloc(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int rank, const int64_t *shape, kl_space sp) {
@@ -349,7 +438,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const kl_type *idx = kl_type_index(ctx), *acc_t = kl_gemm_acc_type(ctx, ta->elem);
 
   layout la, lb;
-  if (!choose_layout(&t, true, a, &la, err, sizeof err) || !choose_layout(&t, false, b, &lb, err, sizeof err)) {
+  bool bad = false;
+  kl_value *pa = load_driver(rw, a, &bad), *pb = bad ? NULL : load_driver(rw, b, &bad);
+  if (bad) return false;
+  if (!choose_layout(&t, true, a, pa, &la, err, sizeof err) || !choose_layout(&t, false, b, pb, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
