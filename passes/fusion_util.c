@@ -67,8 +67,7 @@ static int fail(char *err, size_t n, const char *msg) {
   return -1;
 }
 
-int kl_fu_operand_inputs(kl_value *opnd, kl_op **writer, kl_value **alloc, kl_fu_input **inputs, char *err,
-                         size_t n) {
+int kl_fu_operand_inputs(kl_value *opnd, kl_op **writer, kl_value **alloc, kl_fu_input **inputs, char *err, size_t n) {
   char e[512];
   *inputs = NULL;
   kl_value *a;
@@ -84,8 +83,10 @@ int kl_fu_operand_inputs(kl_value *opnd, kl_op **writer, kl_value **alloc, kl_fu
   const char *why = NULL;
   for (int i = 0; i < nu && !why; i++) {
     if (!kl_fu_fusing_write(us[i].user, us[i].index)) continue;
-    if (w) why = "the buffer has several fusing writers";
-    else if (us[i].depth) why = "the buffer's fusing writer writes it through a view (not regular: run rock-regularize)";
+    if (w)
+      why = "the buffer has several fusing writers";
+    else if (us[i].depth)
+      why = "the buffer's fusing writer writes it through a view (not regular: run rock-regularize)";
     w = us[i].user;
   }
   for (int i = 0; i < nu && !why && w; i++)

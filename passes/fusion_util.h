@@ -32,10 +32,10 @@
 #include "core/view.h"
 
 typedef struct kl_fu_use {
-  kl_op *user;    /* the op using the buffer */
-  int index;      /* its operand index */
-  kl_value *top;  /* the operand value (the buffer itself when depth is 0) */
-  int depth;      /* number of rock.transform ops between the buffer and the operand */
+  kl_op *user;   /* the op using the buffer */
+  int index;     /* its operand index */
+  kl_value *top; /* the operand value (the buffer itself when depth is 0) */
+  int depth;     /* number of rock.transform ops between the buffer and the operand */
 } kl_fu_use;
 
 /* Every use of buf through views, in use-list order (depth-first). *out is malloc'd
@@ -56,9 +56,9 @@ const char *kl_fu_value_name(const kl_value *v, char *buf, size_t n);
 /* Input fusion: see the file comment. Returns E's input count (inputs[j], views[j] for
  * each; views[j] owned by the caller), or -1 with the reason in err. */
 typedef struct kl_fu_input {
-  kl_value *base;      /* the buffer input j of the writer reads (kernel argument or alloc) */
-  kl_view *view;       /* GEMM operand coordinates -> base coordinates */
-  int writer_operand;  /* j: the operand index of the writer */
+  kl_value *base;     /* the buffer input j of the writer reads (kernel argument or alloc) */
+  kl_view *view;      /* GEMM operand coordinates -> base coordinates */
+  int writer_operand; /* j: the operand index of the writer */
 } kl_fu_input;
 int kl_fu_operand_inputs(kl_value *opnd, kl_op **writer, kl_value **alloc, kl_fu_input **inputs, char *err, size_t n);
 void kl_fu_inputs_free(kl_fu_input *inputs, int n);

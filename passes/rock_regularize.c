@@ -286,8 +286,9 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 }
 
 static const kl_pass_option options[] = {
-  { "strict", KL_OPT_BOOL, "false", "end with the strict check: any view left between a global alloc and a fusing op "
-                                    "(e.g. a broadcast read) is an error" },
+  { "strict", KL_OPT_BOOL, "false",
+    "end with the strict check: any view left between a global alloc and a fusing op "
+    "(e.g. a broadcast read) is an error" },
 };
 
 void kl__register_rock_regularize(kl_ctx *ctx);
