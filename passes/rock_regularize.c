@@ -68,9 +68,10 @@ static const char *r1_why_not(kl_value *a, kl_op **writer, kl_view **inv, char *
   return NULL;
 }
 
-/* Erases the rock.transform chain above v's bottom that has no uses left, from v down. */
+/* Erases the rock.transform chain above v's bottom that has no uses left, from v down
+ * (stops at an op already erased: v->def unlinked). */
 static void erase_dead_chain(kl_rewriter *rw, kl_value *v) {
-  while (v->def && kl_op_has_trait(v->def, KL_TRAIT_VIEW) && !kl_value_has_uses(v)) {
+  while (v && v->def && v->def->block && kl_op_has_trait(v->def, KL_TRAIT_VIEW) && !kl_value_has_uses(v)) {
     kl_op *t = v->def;
     v = t->opnds[0].value;
     kl_rewriter_erase_op(rw, t);
@@ -186,7 +187,7 @@ static bool r2_pattern(const kl_pattern *pat, kl_op *e, kl_rewriter *rw) {
     }
     kl_value *x = e->opnds[i].value;
     int no = e->nopnds;
-    kl_value **nv = kl_xmalloc((size_t)no * sizeof *nv), **old = kl_xmalloc((size_t)no * sizeof *old);
+    kl_value **nv = kl_xmalloc((size_t)no * sizeof *nv), **old = kl_xmalloc((size_t)(no + 1) * sizeof *old);
     int nold = 0;
     kl_rewriter_set_insertion_before(rw, e);
     for (int j = 0; j < no; j++) {
