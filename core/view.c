@@ -1091,7 +1091,7 @@ kl_view *kl_view_simplify(const kl_view *v) {
 
 /* ------------------------------------------------------------------ invert */
 
-kl_view *kl_view_invert(const kl_view *v, kl_view_err *err) {
+static kl_view *invert_with(const kl_view *v, unsigned flags, kl_view_err *err) {
   int n = v->nmaps;
   wmap *w = kl_xmalloc(n * sizeof *w);
   for (int i = 0; i < n; i++) {
@@ -1139,6 +1139,22 @@ kl_view *kl_view_invert(const kl_view *v, kl_view_err *err) {
             x->p[j] = 1;
           }
           break;
+        case KL_VT_SLICE: /* l = u + b  ->  u = l - b: Pad{b, size - e}, outside [b, e) invalid */
+          ok = (flags & KL_VIEW_INVERT_SLICE) != 0;
+          x->kind = KL_VT_PAD;
+          for (int j = 0; j < t->nupper; j++) {
+            x->p[2 * j] = t->params[2 * j];
+            x->p[2 * j + 1] = m->lower_sizes[t->lower[j]] - t->params[2 * j + 1];
+          }
+          break;
+        case KL_VT_PAD: /* l = u - left  ->  u = l + left: Slice{left, left + size} */
+          ok = (flags & KL_VIEW_INVERT_PAD) != 0;
+          x->kind = KL_VT_SLICE;
+          for (int j = 0; j < t->nupper; j++) {
+            x->p[2 * j] = t->params[2 * j];
+            x->p[2 * j + 1] = t->params[2 * j] + m->lower_sizes[t->lower[j]];
+          }
+          break;
         default: ok = false;
       }
       if (!ok) {
@@ -1154,6 +1170,10 @@ kl_view *kl_view_invert(const kl_view *v, kl_view_err *err) {
   kl_view *r = wmaps_make(n, w, err);
   free(w);
   return r;
+}
+kl_view *kl_view_invert(const kl_view *v, kl_view_err *err) { return invert_with(v, 0, err); }
+kl_view *kl_view_invert_partial(const kl_view *v, unsigned flags, kl_view_err *err) {
+  return invert_with(v, flags & (KL_VIEW_INVERT_SLICE | KL_VIEW_INVERT_PAD), err);
 }
 
 /* ------------------------------------------------------------------ bounds */

@@ -156,6 +156,21 @@ kl_view *kl_view_simplify(const kl_view *v);
  * (Pad, Slice, Embed, Broadcast, AddDim{n>1}, other ConstDim) fails with a message
  * naming the map and the transform as printed. */
 kl_view *kl_view_invert(const kl_view *v, kl_view_err *err);
+/* Partial inverse, for moving a view from one side of an access to the other where that
+ * is sound (rock-regularize). As kl_view_invert, plus, per flag:
+ *   KL_VIEW_INVERT_SLICE: Slice{b,e} (lower size S) -> Pad{b, S-e}: the lower points
+ *     outside [b, e) become INVALID upper points of the inverse (a read of one gives 0,
+ *     a write to one is skipped). Sound for reads and writes: a Slice is total and
+ *     one-to-one.
+ *   KL_VIEW_INVERT_PAD: Pad{l,r} (lower size L) -> Slice{l, l+L}: the padding points
+ *     (invalid in v) are simply not reached by the inverse. Sound only when v is the view
+ *     of a WRITE (invalid points were skipped); a read through a Pad produced zeros
+ *     that the inverse cannot give back.
+ * For every valid upper point u of v, inverse(v(u)) = u; for every lower point l that v
+ * does not reach, the inverse gives an invalid point. Without flags it is kl_view_invert.
+ * kl_view_invalid_dims(result) != 0 says the inverse can produce invalid points. */
+enum { KL_VIEW_INVERT_SLICE = 1u << 0, KL_VIEW_INVERT_PAD = 1u << 1 };
+kl_view *kl_view_invert_partial(const kl_view *v, unsigned flags, kl_view_err *err);
 
 /* ---- bounds ---- */
 /* Bit i set = upper dim i can make the coordinate invalid (it feeds a Pad or Embed that

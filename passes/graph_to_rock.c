@@ -8,7 +8,7 @@
  *    permutation, reshape = Merge/Unmerge, broadcast (explicit, or the implicit numpy
  *    broadcast of an element-wise operand) = Broadcast/AddDim, slice = Slice (+ Embed
  *    for steps > 1). A chain is emitted once per (buffer, views) pair.
- *  - Element-wise ops: ONE rock.elementwise per group, in regular form. Its iteration
+ *  - Element-wise ops: ONE rock.elementwise per group result. Its iteration
  *    space is the group result's shape; each distinct (input, view path) pair is one
  *    operand, read through a rock.transform chain so that it has the output's shape;
  *    the body holds the scalar ops (arith / math; relu = maxf x 0; sigmoid = x >= 0 ?
@@ -21,10 +21,35 @@
  *    may be hundreds of thousands of ops long).
  *  - graph.conv -> rock.conv and graph.dot -> rock.gemm (views a [G,K,M], b [G,K,N],
  *    c [G,M,N]; batch dims merged into G, broadcast batch dims by Broadcast/AddDim).
- *    With an epilogue, the anchor writes a rock.alloc global buffer that has the
- *    group result's shape and strides, and the rock.elementwise reads that buffer
- *    DIRECTLY; views between the anchor and the epilogue (transpose / reshape) are
- *    inverted onto the anchor's write (the regular form that output fusion needs).
+ *  - A "gemm" kernel_group is emitted in the PLAIN form (the contract rock-regularize and
+ *    the fusion passes build on; views are NOT inverted here):
+ *      * The anchor (conv / dot) is emitted ONCE per group. It writes the output buffer of
+ *        the first func.return operand that IS the anchor result (unless another result
+ *        reads the anchor result through graph views: that read would stay a view on a
+ *        kernel argument, which rock-regularize does not move), else a fresh global
+ *        `rock.alloc` with the anchor result's shape and strides, directly (for a dot the
+ *        only views on that write are the [G,M,N] GEMM view; an output returning the
+ *        anchor result is then an identity-body copy).
+ *      * Every other (non-empty) group result is ONE rock.elementwise writing its output
+ *        buffer directly; its iteration space is that result's shape and its body
+ *        computes the result from leaves: the anchor result, read from the anchor's
+ *        buffer through the rock.transform chain of the graph views in between
+ *        (transpose, reshape, slice, broadcast, numpy broadcasts), and kernel inputs
+ *        through theirs. Values shared by several results are recomputed in each body;
+ *        nothing is written twice. A result that is only views of the anchor result is an
+ *        identity-body elementwise (a copy). A result that does not read the anchor
+ *        result, or one body reading it through two different views, is an error.
+ *      * Prologues: an anchor operand that (below its graph views) is produced in the
+ *        group by element-wise ops becomes ONE rock.elementwise (per producer value)
+ *        that writes a fresh global rock.alloc of the producer's shape and strides
+ *        directly, computing the whole producer tree from its leaves (kernel inputs
+ *        through their views); the anchor reads that alloc through the remaining graph
+ *        views and its GEMM operand view. Prologues are emitted before the anchor.
+ *      * Primary input: when the kernel_group function has `primary = [i, ...]` (entry
+ *        block argument indices), a prologue whose leaves include one of them gets
+ *        `primary_input = k : i64`, k = the index among its inputs of the first such
+ *        leaf. Without the attribute nothing is set.
+ *    rock-regularize then moves the views off the fusing ops' accesses of the allocs.
  *  - graph.reduce_* -> rock.reduce (a keepdims=false output is written through AddDim
  *    views), graph.softmax -> rock.softmax, graph.concat -> ONE rock.elementwise over
  *    the output that reads each input through a Pad view along the axis (0 outside its
@@ -53,13 +78,22 @@ typedef struct tchain {
   kl_value *result;
 } tchain;
 
+typedef struct prologue {
+  kl_value *old; /* the anchor operand's producer (below its graph views) */
+  kl_value *buf; /* the global rock.alloc its rock.elementwise writes */
+} prologue;
+
 typedef struct g2r {
   kl_ctx *ctx;
+  kl_op *fn;         /* the kernel_group function being converted */
+  kl_block *ob;      /* its (old) entry block */
   kl_block *nb;      /* the new entry block */
   kl_value_map args; /* old block args -> new buffer args */
   kl_arena ar;       /* views and step arrays of this kernel */
   int nchains, capchains;
   tchain *chains;
+  int nprologues, capprologues;
+  prologue *prologues;
 } g2r;
 
 /* Copies a heap view into the arena and frees it. */
@@ -117,12 +151,17 @@ static kl_value *resolve(g2r *g, kl_value *v, int *n, const kl_view ***steps) {
   return v;
 }
 /* The new buffer of an old value through its views (inputs of conv, dot, reduce, ...). */
+static kl_value *prologue_buffer(g2r *g, kl_value *v);
 static kl_value *buffer_of(g2r *g, kl_value *v, kl_loc loc) {
   int n = 0;
   const kl_view **steps = NULL;
   kl_value *base = resolve(g, v, &n, &steps);
   if (!base) return NULL;
   kl_value *nbase = kl_value_map_get(&g->args, base);
+  if (nbase == base && base->def && kl_op_has_trait(base->def, KL_TRAIT_ELEMENTWISE)) {
+    nbase = prologue_buffer(g, base); /* produced in the group by element-wise ops: a prologue */
+    if (!nbase) return NULL;
+  }
   if (nbase == base) {
     kl_emit_error(g->ctx, loc, "graph-to-rock: value is not a kernel input");
     return NULL;
@@ -542,19 +581,16 @@ static void cluster_free(cluster *c) {
 }
 
 /* Emits rock.elementwise(leaves..., out) from a built cluster whose body computes
- * `result`. special_buf: the buffer the special leaf reads. */
-static void emit_elementwise(g2r *g, cluster *c, kl_value *result, kl_value *out, kl_value *special_buf, kl_loc loc) {
+ * `result`. special_buf: the buffer holding the special leaf (the anchor result), read
+ * through the leaf's graph views like any input (the plain form). */
+static kl_op *emit_elementwise(g2r *g, cluster *c, kl_value *result, kl_value *out, kl_value *special_buf, kl_loc loc) {
   kl_value *y = convert(c, loc, result, out->type->elem);
   kl_block_push_op(c->rb, kl_op_create(g->ctx, "rock.yield", loc, 1, &y, 0, NULL, 0, NULL, 0));
   int n = c->nleaves + 1;
   kl_value **opnds = kl_xmalloc((size_t)n * sizeof *opnds);
   for (int i = 0; i < c->nleaves; i++) {
     leaf *l = &c->leaves[i];
-    if (l->old == c->special) {
-      opnds[i] = special_buf;
-      continue;
-    }
-    kl_value *base = kl_value_map_get(&g->args, l->old);
+    kl_value *base = l->old == c->special ? special_buf : kl_value_map_get(&g->args, l->old);
     opnds[i] = chain(g, base, l->n, l->steps, loc);
   }
   opnds[n - 1] = out;
@@ -563,6 +599,50 @@ static void emit_elementwise(g2r *g, cluster *c, kl_value *result, kl_value *out
   c->rb = NULL;
   kl_block_push_op(g->nb, op);
   free(opnds);
+  return op;
+}
+
+/* The index (among the op's inputs) of the first leaf that is an entry block argument
+ * the kernel_group function's `primary = [i, ...]` attribute names, else -1. */
+static int primary_leaf(g2r *g, const cluster *c) {
+  int64_t prim[64];
+  int np = kl_op_attr_i64s(g->fn, "primary", prim, 64);
+  for (int i = 0; i < c->nleaves; i++) {
+    kl_value *v = c->leaves[i].old;
+    if (v->def || v->block != g->ob) continue;
+    for (int k = 0; k < np; k++)
+      if (prim[k] == v->index) return i;
+  }
+  return -1;
+}
+
+/* A prologue: the element-wise producer tree of an anchor operand (value v, below its
+ * graph views) becomes ONE rock.elementwise that writes a fresh global rock.alloc of v's
+ * shape directly; the anchor reads that buffer. Emitted once per producer. */
+static kl_value *prologue_buffer(g2r *g, kl_value *v) {
+  for (int i = 0; i < g->nprologues; i++)
+    if (g->prologues[i].old == v) return g->prologues[i].buf;
+  if (!kl_pu_nonempty(v->type)) {
+    kl_emit_error(g->ctx, v->def->loc, "graph-to-rock: an empty GEMM operand cannot have a prologue");
+    return NULL;
+  }
+  cluster c = { .g = g, .rb = kl_block_create(g->ctx) };
+  kl_value *r = emit_scalar(&c, v, 0, NULL);
+  if (!r) {
+    cluster_free(&c);
+    return NULL;
+  }
+  kl_value *buf = alloc_like(g, v->type, v->type->elem, v->def->loc);
+  kl_op *ew = emit_elementwise(g, &c, r, buf, NULL, v->def->loc);
+  int pi = primary_leaf(g, &c);
+  if (pi >= 0) kl_op_set_attr(ew, "primary_input", kl_attr_int(g->ctx, pi));
+  cluster_free(&c);
+  if (g->nprologues == g->capprologues) {
+    g->capprologues = g->capprologues ? 2 * g->capprologues : 4;
+    g->prologues = kl_xrealloc(g->prologues, (size_t)g->capprologues * sizeof *g->prologues);
+  }
+  g->prologues[g->nprologues++] = (prologue){ v, buf };
+  return buf;
 }
 
 /* ------------------------------------------------------------------ anchors */
@@ -680,66 +760,75 @@ static kl_op *find_op(kl_block *b, unsigned trait) {
   return NULL;
 }
 
-static kl_status lower_gemm(g2r *g, kl_block *ob, kl_value *root, kl_value *out) {
+/* A "gemm" kernel_group (the plain form, see the file comment): the anchor once, writing
+ * the output buffer that returns its result (unless another result reads it through
+ * views) or else a fresh global rock.alloc of its result's shape; then one
+ * rock.elementwise per other result, reading the anchor's buffer through the graph
+ * views in between. */
+static kl_status lower_gemm(g2r *g, kl_block *ob, kl_op *ret, kl_value *const *outs) {
   kl_ctx *ctx = g->ctx;
   kl_op *anchor = find_op(ob, KL_TRAIT_GEMM_ANCHOR);
-  if (!anchor)
-    return kl_emit_error(ctx, root->def ? root->def->loc : KL_LOC_UNKNOWN,
-                         "graph-to-rock: gemm group without conv or dot");
+  if (!anchor) return kl_emit_error(ctx, ret->loc, "graph-to-rock: gemm group without conv or dot");
   kl_value *ares = kl_op_result(anchor, 0);
   kl_loc loc = anchor->loc;
   bool is_conv = kl_op_kernel_kind(anchor) == KL_KERNEL_CONV;
-  if (root == ares) return is_conv ? emit_conv(g, anchor, out) : emit_dot(g, anchor, out);
-  /* an epilogue (or output views): build the element-wise body first */
-  cluster c = { .g = g, .rb = kl_block_create(ctx), .special = ares };
-  kl_value *r = emit_scalar(&c, root, 0, NULL);
-  if (!r) {
-    cluster_free(&c);
-    return KL_ERR;
+  int nout = ret->nopnds, direct = -1, live = 0;
+  for (int i = 0; i < nout; i++) {
+    if (!kl_pu_nonempty(ret->opnds[i].value->type)) continue; /* nothing to write */
+    live++;
+    if (direct < 0 && ret->opnds[i].value == ares) direct = i;
   }
-  leaf *sl = NULL;
-  for (int i = 0; i < c.nleaves; i++)
-    if (c.leaves[i].old == ares) sl = &c.leaves[i];
-  if (!sl) {
-    cluster_free(&c);
-    return kl_emit_error(ctx, loc, "graph-to-rock: the epilogue does not read the GEMM result");
+  if (!live) return KL_OK;
+  /* the bodies of the other results first (they say how they read the anchor result) */
+  cluster *cs = kl_xcalloc((size_t)nout, sizeof *cs);
+  kl_value **rs = kl_xcalloc((size_t)nout, sizeof *rs);
+  kl_status st = KL_OK;
+  bool viewed = false;
+  for (int i = 0; i < nout && st == KL_OK; i++) {
+    kl_value *root = ret->opnds[i].value;
+    if (!kl_pu_nonempty(root->type) || root == ares) continue;
+    cs[i] = (cluster){ .g = g, .rb = kl_block_create(ctx), .special = ares };
+    rs[i] = emit_scalar(&cs[i], root, 0, NULL);
+    bool reads = false;
+    for (int k = 0; rs[i] && k < cs[i].nleaves; k++)
+      if (cs[i].leaves[k].old == ares) {
+        reads = true;
+        viewed |= cs[i].leaves[k].n > 0;
+      }
+    if (!rs[i])
+      st = KL_ERR;
+    else if (!reads)
+      st = kl_emit_error(ctx, root->def ? root->def->loc : loc,
+                         "graph-to-rock: group result %d does not read the GEMM result", i);
   }
-  bool pure_views = c.nleaves == 1 && r == sl->arg; /* output = views of the anchor result */
-  kl_value *buf = pure_views ? out : alloc_like(g, root->type, ares->type->elem, loc);
-  kl_value *target = buf;
-  if (sl->n) {
-    /* the epilogue reads the anchor result through one-to-one views: invert them onto the write */
-    kl_view_err err = { 0 };
-    kl_view *v = kl_view_clone(sl->steps[0]), *t;
-    for (int i = 1; i < sl->n && v; i++) {
-      t = kl_view_compose(v, sl->steps[i], &err);
-      kl_view_free(v);
-      v = t;
-    }
-    if (v) {
-      t = kl_view_simplify(v);
-      kl_view_free(v);
-      v = t;
-    }
-    kl_view *inv = v ? kl_view_invert(v, &err) : NULL;
-    kl_view_free(v);
-    if (!inv) {
-      cluster_free(&c);
-      return kl_emit_error(ctx, loc, "graph-to-rock: cannot invert the epilogue's view of the GEMM result: %s",
-                           err.msg);
-    }
-    target = kl_pu_transform(ctx, loc, buf, inv, g->nb, NULL);
-    kl_view_free(inv);
+  /* an output read back through views would stay a view on a kernel argument (only
+   * rock.alloc intermediates are regularized): then the anchor writes an alloc and that
+   * output is a copy like any other result */
+  if (viewed) direct = -1;
+  kl_value *abuf = NULL;
+  if (st == KL_OK) {
+    abuf = direct >= 0 ? outs[direct] : alloc_like(g, ares->type, ares->type->elem, loc);
+    st = is_conv ? emit_conv(g, anchor, abuf) : emit_dot(g, anchor, abuf);
   }
-  kl_status st = is_conv ? emit_conv(g, anchor, target) : emit_dot(g, anchor, target);
-  if (st == KL_OK && !pure_views) emit_elementwise(g, &c, r, out, buf, root->def ? root->def->loc : loc);
-  if (c.rb) { /* not used: drop the detached body */
-    for (kl_op *op = c.rb->last; op; op = c.rb->last) {
-      kl_op_drop_all_uses(op);
-      kl_op_unlink(op);
+  for (int i = 0; i < nout; i++) {
+    kl_value *root = ret->opnds[i].value;
+    if (st == KL_OK && i != direct && kl_pu_nonempty(root->type)) {
+      if (root == ares) { /* the anchor result returned again (or read through views elsewhere): a copy */
+        cs[i] = (cluster){ .g = g, .rb = kl_block_create(ctx), .special = ares };
+        rs[i] = emit_scalar(&cs[i], root, 0, NULL);
+      }
+      if (rs[i]) emit_elementwise(g, &cs[i], rs[i], outs[i], abuf, root->def ? root->def->loc : loc);
     }
+    if (cs[i].rb) { /* not used: drop the detached body */
+      for (kl_op *op = cs[i].rb->last; op; op = cs[i].rb->last) {
+        kl_op_drop_all_uses(op);
+        kl_op_unlink(op);
+      }
+    }
+    cluster_free(&cs[i]);
   }
-  cluster_free(&c);
+  free(cs);
+  free(rs);
   return st;
 }
 
@@ -894,7 +983,7 @@ static kl_status convert_group(kl_op *fn) {
   const char *kind = kl_op_attr_string(fn, "kind");
   if (!ret || strcmp(ret->name, "func.return") || !kind)
     return kl_emit_error(ctx, fn->loc, "graph-to-rock: a kernel_group function needs a 'kind' and a func.return");
-  g2r G = { .ctx = ctx, .nb = kl_block_create(ctx) };
+  g2r G = { .ctx = ctx, .fn = fn, .ob = ob, .nb = kl_block_create(ctx) };
   g2r *g = &G;
   kl_arena_init(&g->ar);
   int nin = ob->nargs, nout = ret->nopnds;
@@ -918,14 +1007,12 @@ static kl_status convert_group(kl_op *fn) {
     snprintf(nm, sizeof nm, "out%d", i);
     names[nin + i] = kl_attr_str(ctx, nm);
   }
-  kl_status st = KL_OK;
-  for (int i = 0; i < nout && st == KL_OK; i++) {
+  kl_status st = !strcmp(kind, "gemm") ? lower_gemm(g, ob, ret, outs) : KL_OK;
+  for (int i = 0; i < nout && st == KL_OK && strcmp(kind, "gemm"); i++) {
     kl_value *root = ret->opnds[i].value;
     kl_op *rd = root->def;
     if (!kl_pu_nonempty(root->type)) continue; /* nothing to write */
-    if (!strcmp(kind, "gemm"))
-      st = lower_gemm(g, ob, root, outs[i]);
-    else if (!strcmp(kind, "reduce") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_REDUCE)
+    if (!strcmp(kind, "reduce") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_REDUCE)
       st = lower_reduce(g, rd, outs[i]);
     else if (!strcmp(kind, "softmax") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_SOFTMAX)
       st = lower_softmax(g, rd, outs[i]);
@@ -950,6 +1037,7 @@ static kl_status convert_group(kl_op *fn) {
   free(names);
   free(outs);
   free(g->chains);
+  free(g->prologues);
   kl_value_map_free(&g->args);
   kl_arena_destroy(&g->ar);
   return st;
@@ -974,7 +1062,8 @@ void kl__register_graph_to_rock(kl_ctx *ctx) {
   kl_pass_info info = {
     "graph-to-rock",
     "turns each kernel_group function into a kernel over buffers: views -> rock.transform, conv/dot -> "
-    "rock.conv/rock.gemm, element-wise -> one regular rock.elementwise, reduce/softmax -> rock ops",
+    "rock.conv/rock.gemm (once per group; epilogues and prologues as plain rock.elementwise ops over rock.alloc "
+    "intermediates), element-wise -> rock.elementwise, reduce/softmax -> rock ops",
     NULL,
     0,
     run_g2r,

@@ -63,6 +63,7 @@
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
+#include "passes/rock_regularize.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -746,6 +747,7 @@ static bool fuse_pattern(const kl_pattern *pat, kl_op *ew, kl_rewriter *rw) {
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
+  if (kl_verify_regular(module, false) != KL_OK) return KL_ERR; /* regular form in (passes/rock_regularize.h) */
   kl_pattern p = { "rock.elementwise", 1, "rock-align-tiling", fuse_pattern, NULL };
   kl_pattern q = { "rock.elementwise", 2, "rock-align-tiling-input", fuse_input_pattern, NULL };
   const kl_pattern *ps[] = { &q, &p };

@@ -430,6 +430,92 @@ static void test_invert(void) {
          "Merge/Unmerge/AddDim/ConstDim inverse\n");
 }
 
+/* Round trip of a partial inverse w of v by evaluation: every valid upper point u of v
+ * comes back (w(v(u)) = u, valid), and every lower point of v is either reached by v and
+ * maps back to its preimage or gives an invalid point of w. */
+static bool partial_round_trip(const kl_view *v, const kl_view *w) {
+  int64_t nu = kl_view_numel(v), nl = kl_view_numel(w);
+  int ru = kl_view_rank(v), rl = kl_view_lower_rank(v);
+  if (kl_view_rank(w) != rl || kl_view_lower_rank(w) != ru) return false;
+  bool *hit = calloc((size_t)nl, 1);
+  bool ok = true;
+  for (int64_t f = 0; f < nu && ok; f++) {
+    int64_t u[KL_VIEW_MAX_DIMS], l[KL_VIEW_MAX_DIMS], b[KL_VIEW_MAX_DIMS];
+    int64_t q = f;
+    for (int d = ru - 1; d >= 0; d--) {
+      u[d] = q % kl_view_size(v, d);
+      q /= kl_view_size(v, d);
+    }
+    if (!kl_view_eval(v, u, l)) continue; /* an invalid point of v (Pad): never reached */
+    ok &= kl_view_eval(w, l, b) && memcmp(b, u, (size_t)ru * sizeof *u) == 0;
+    int64_t lin = 0;
+    for (int d = 0; d < rl; d++) lin = lin * kl_view_size(w, d) + l[d];
+    hit[lin] = true;
+  }
+  for (int64_t f = 0; f < nl && ok; f++) {
+    int64_t l[KL_VIEW_MAX_DIMS], b[KL_VIEW_MAX_DIMS], q = f;
+    for (int d = rl - 1; d >= 0; d--) {
+      l[d] = q % kl_view_size(w, d);
+      q /= kl_view_size(w, d);
+    }
+    if (!hit[f]) ok &= !kl_view_eval(w, l, b); /* not reached by v: invalid in the inverse */
+  }
+  free(hit);
+  return ok;
+}
+
+static void test_invert_partial(void) {
+  kl_view_err e = { 0 };
+  /* Slice{1,3} of [5] -> Pad{1,2}: 0 and 3, 4 invalid */
+  kl_view *s = P("[Slice{1,3} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[2] -> [5]");
+  kl_view *si = s ? kl_view_invert_partial(s, KL_VIEW_INVERT_SLICE, &e) : NULL;
+  CHECK(si && same_text(si, "[Pad{1,2} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[5] -> [2]"));
+  CHECK(si && ev(si, I64(0), I64(0), false) && ev(si, I64(1), I64(0), true) && ev(si, I64(2), I64(1), true) &&
+        ev(si, I64(3), I64(0), false) && ev(si, I64(4), I64(0), false));
+  CHECK(si && kl_view_invalid_dims(si) == 1);
+  CHECK(si && partial_round_trip(s, si));
+  /* the exact inverse keeps its contract; the Pad flag alone does not invert a Slice */
+  CHECK(s && !kl_view_invert(s, &e) && strstr(e.msg, "Slice{1,3}"));
+  CHECK(s && !kl_view_invert_partial(s, KL_VIEW_INVERT_PAD, &e) && strstr(e.msg, "not invertible"));
+  /* Pad{1,2} of [5] (a write view) -> Slice{1,6} of [8] */
+  kl_view *p = P("[Pad{1,2} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[8] -> [5]");
+  kl_view *pi = p ? kl_view_invert_partial(p, KL_VIEW_INVERT_PAD, &e) : NULL;
+  CHECK(pi && same_text(pi, "[Slice{1,6} [\"h\"] at [0] -> [\"h\"] at [0]] bounds=[5] -> [8]"));
+  CHECK(pi && kl_view_invalid_dims(pi) == 0 && partial_round_trip(p, pi));
+  CHECK(p && !kl_view_invert_partial(p, KL_VIEW_INVERT_SLICE, &e) && strstr(e.msg, "Pad{1,2}"));
+  /* inverse of the inverse is the view again */
+  kl_view *sii = si ? kl_view_invert_partial(si, KL_VIEW_INVERT_PAD, &e) : NULL;
+  CHECK(sii && s && kl_view_equal(sii, s));
+  /* a stack: transpose + 2-D slice over a reshape */
+  kl_view *st = P("[PassThrough [\"a\",\"b\"] at [0,1] -> [\"b\",\"a\"] at [1,0]] bounds=[2,3] -> [3,2] | "
+                  "[Slice{1,4,0,2} [\"b\",\"a\"] at [0,1] -> [\"x\",\"y\"] at [0,1]] bounds=[3,2] -> [4,3] | "
+                  "[Unmerge{4,3} [\"x\",\"y\"] at [0,1] -> [\"f\"] at [0]] bounds=[4,3] -> [12]");
+  kl_view *sti = st ? kl_view_invert_partial(st, KL_VIEW_INVERT_SLICE | KL_VIEW_INVERT_PAD, &e) : NULL;
+  CHECK(sti && kl_view_rank(sti) == 1 && kl_view_size(sti, 0) == 12 && kl_view_lower_rank(sti) == 2);
+  CHECK(sti && partial_round_trip(st, sti));
+  /* Broadcast, AddDim{n>1}, Embed stay non-invertible under every flag */
+  static const char *const non[] = {
+    "[Broadcast{1} [\"n\"] at [0] -> [\"n\"] at [0]] bounds=[4] -> [1]",
+    "[AddDim{2} [\"z\"] at [0] -> [] at []] bounds=[2] -> []",
+    "[Embed{1,1} [\"y\",\"o\"] at [0,1] -> [\"h\"] at [0]] bounds=[3,3] -> [5]",
+  };
+  for (size_t i = 0; i < sizeof non / sizeof non[0]; i++) {
+    kl_view *v = P(non[i]);
+    CHECK(v && !kl_view_invert_partial(v, KL_VIEW_INVERT_SLICE | KL_VIEW_INVERT_PAD, &e) &&
+          strstr(e.msg, "not invertible"));
+    kl_view_free(v);
+  }
+  kl_view_free(s);
+  kl_view_free(si);
+  kl_view_free(sii);
+  kl_view_free(p);
+  kl_view_free(pi);
+  kl_view_free(st);
+  kl_view_free(sti);
+  printf("invert_partial: Slice <-> Pad (flags), points outside a slice invalid, round trips by evaluation, "
+         "Broadcast/AddDim/Embed refused\n");
+}
+
 /* ---------------------------------------------------------------- bounds */
 static void test_bounds(void) {
   kl_view *v = P("[PassThrough [\"n\"] at [0] -> [\"n\"] at [0], Pad{1,1} [\"h\"] at [1] -> [\"h\"] at [1], "
@@ -614,6 +700,7 @@ int main(void) {
   test_text();
   test_malformed();
   test_invert();
+  test_invert_partial();
   test_bounds();
   test_simplify();
   test_vector();
