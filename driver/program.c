@@ -58,7 +58,7 @@ struct kl_program {
 };
 
 const char *kl_default_pipeline(void) {
-  return "graph-partition,graph-to-rock,rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise,"
+  return "cse,graph-partition,graph-to-rock,rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise,"
          "rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
 }
 
