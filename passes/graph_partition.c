@@ -18,6 +18,9 @@
  *    anchor's operands (looking through views) whose uses are all inside the group —
  *    converts, scales, dequantization, a broadcast bias, chains of them; graph-to-rock
  *    gives each the form that rock-align-tiling fuses into the anchor's global loads.
+ *    A producer that something else reads too gets a copy of its own for the anchor
+ *    (attribute `recomputed`: the kernel computes it from the producer's inputs) when
+ *    its operands have no more bytes than its result; otherwise the anchor reads it.
  *  - the views that its members read through (each group that reads through a view
  *    gets a copy of it).
  * The group's results are every member value used outside the group (by another group
@@ -581,6 +584,68 @@ static void reset(part *p) {
   }
 }
 
+static bool immediate(kl_value *w);
+/* Bytes of a tensor value (its elements; i1 counts a byte). */
+static double tensor_bytes(const kl_type *t) {
+  double n = 1;
+  for (int i = 0; i < t->rank; i++) n *= (double)t->shape[i];
+  int bits = kl_type_bits(t->elem);
+  return n * (bits < 8 ? 1 : bits / 8);
+}
+/* Input fusion of a producer that something else reads too: the anchor gets its own
+ * copy of the producer (and of the views between), marked `recomputed`, which joins the
+ * anchor's kernel and is computed in its loads from the producer's inputs, while the
+ * original stays for its other users (written once, by its own kernel). Done when that
+ * is cheaper than reading the written result: the producer's operands have no more
+ * bytes than its result (a convert to a wider type, a scale by a broadcast vector).
+ * Otherwise the anchor reads the result. Returns the number of copies made. */
+static int recompute_shared_producers(kl_op *graph) {
+  kl_block *body = kl_graph_body(graph);
+  int made = 0;
+  for (kl_op *a = body->first; a; a = a->next) {
+    if (!is_anchor(a)) continue;
+    for (int i = 0; i < a->nopnds; i++) {
+      kl_op *chain[64];
+      int n = 0;
+      kl_value *w = a->opnds[i].value;
+      while (w->def && is_view(w->def) && n < 63) {
+        chain[n++] = w->def;
+        w = w->def->opnds[0].value;
+      }
+      kl_op *prod = w->def;
+      if (!prod || !is_ew(prod) || kl_op_attr(prod, "recomputed")) continue;
+      /* used only along this chain: it joins the kernel as it is */
+      int uses = 0;
+      for (kl_use *u = w->first_use; u; u = u->next) uses++;
+      bool exclusive = uses == 1;
+      for (int k = 0; k < n && exclusive; k++) {
+        int vu = 0;
+        for (kl_use *u = chain[k]->results[0].first_use; u; u = u->next) vu++;
+        exclusive = vu == 1;
+      }
+      if (exclusive) continue;
+      double in = 0;
+      for (int k = 0; k < prod->nopnds; k++)
+        if (!immediate(prod->opnds[k].value)) in += tensor_bytes(prod->opnds[k].value->type);
+      if (in > tensor_bytes(prod->results[0].type)) continue;
+      kl_value_map map = { 0 };
+      kl_op *c = kl_op_clone(prod, &map);
+      kl_op_set_attr(c, "recomputed", kl_attr_unit(graph->ctx));
+      kl_op_insert_before(a, c);
+      kl_value *top = kl_op_result(c, 0);
+      for (int k = n - 1; k >= 0; k--) {
+        kl_op *v = kl_op_clone(chain[k], &map);
+        kl_op_insert_before(a, v);
+        top = kl_op_result(v, 0);
+      }
+      kl_value_map_free(&map);
+      kl_op_set_operand(a, i, top);
+      made++;
+    }
+  }
+  return made;
+}
+
 static kl_status build_groups(part *p) {
   kl_ctx *ctx = p->ctx;
   kl_op *ret = p->ret;
@@ -631,6 +696,7 @@ static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion)
   kl_op *ret = kl_graph_return(graph);
   if (!ret) return kl_emit_error(ctx, graph->loc, "graph-partition: graph has no func.return");
   remove_dead(body);
+  if (input_fusion) recompute_shared_producers(graph);
   part P = { .ctx = ctx, .input_fusion = input_fusion, .ret = ret };
   part *p = &P;
   for (kl_op *op = body->first; op; op = op->next) p->nops++;
