@@ -58,9 +58,9 @@ struct kl_program {
 };
 
 const char *kl_default_pipeline(void) {
-  return "graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-"
-         "blockwise,"
-         "rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
+  return "graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-gridwise,"
+         "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,"
+         "dce";
 }
 
 static double now_ms(void) {

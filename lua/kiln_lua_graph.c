@@ -1,7 +1,7 @@
 /* kiln_lua_graph.c — the C half of the graph DSL (lua/kiln/graph.lua is the other half):
  * graph creation, typed op building through kl_graph_build (shape inference, errors that
  * name the op, the operands' shapes and the user's Lua line), params, constants,
- * outputs and the reference evaluator (kl_graph_eval). The functions live in the
+ * outputs, hints (g:hint) and the reference evaluator (kl_graph_eval). The functions live in the
  * private table kiln._g; the value props shape/dtype/rank are added to kiln.props.value.
  * Ops get the location of the first Lua stack level outside the kiln library. */
 #include "lua/kiln_lua_rt.h"
@@ -200,6 +200,27 @@ static int g_output(lua_State *L) {
   return 0;
 }
 
+/* _g.hint(func, value, {primary = bool}) -> value: compiler hints on a value, stored on
+ * its defining op as attributes. primary: where a kernel reads the value as an input of
+ * a fused producer, it drives the vectorization of the fused loads (graph-partition
+ * lists it in the kernel's `primary` attribute). */
+static int g_hint(lua_State *L) {
+  kl_op *g = check_graph(L, 1);
+  kl_value *v = graph_value(L, 2, g, "hint", 1);
+  if (!lua_istable(L, 3))
+    return kl_lua__rt_error(L, "hint", "options must be a table {primary = true}, got a %s", luaL_typename(L, 3));
+  for (lua_pushnil(L); lua_next(L, 3); lua_pop(L, 1)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (!k || strcmp(k, "primary"))
+      return kl_lua__rt_error(L, "hint", "unknown option '%s' (known: primary)", k ? k : luaL_typename(L, -2));
+    if (!lua_isboolean(L, -1))
+      return kl_lua__rt_error(L, "hint", "primary must be a boolean, got a %s", luaL_typename(L, -1));
+    kl_op_set_attr(v->def, "primary", lua_toboolean(L, -1) ? kl_attr_unit(g->ctx) : NULL);
+  }
+  lua_settop(L, 2);
+  return 1;
+}
+
 kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *what, int *n) {
   idx = lua_absindex(L, idx);
   int count = 0;
@@ -335,10 +356,19 @@ static int vp_dtype(lua_State *L) {
 
 void kl_lua__open_graph(lua_State *L) {
   int mod = lua_gettop(L);
-  static const luaL_Reg g_fns[] = { { "new", g_new },           { "build", g_build },   { "param", g_param },
-                                    { "constant", g_constant }, { "output", g_output }, { "eval", g_eval },
-                                    { "graph_of", g_graph_of }, { "params", g_params }, { "metatable", g_metatable },
-                                    { "raise", g_raise },       { "where", g_where },   { NULL, NULL } };
+  static const luaL_Reg g_fns[] = { { "new", g_new },
+                                    { "build", g_build },
+                                    { "param", g_param },
+                                    { "constant", g_constant },
+                                    { "output", g_output },
+                                    { "eval", g_eval },
+                                    { "graph_of", g_graph_of },
+                                    { "params", g_params },
+                                    { "metatable", g_metatable },
+                                    { "raise", g_raise },
+                                    { "where", g_where },
+                                    { "hint", g_hint },
+                                    { NULL, NULL } };
   luaL_newlib(L, g_fns);
   lua_setfield(L, mod, "_g");
   static const luaL_Reg vprops[] = {

@@ -1,33 +1,59 @@
 /* graph_partition.c — the `graph-partition` pass: groups the ops of every graph
  * function into kernels and replaces each group by a graph.launch of a new function.
  *
- * Grouping rules (deterministic; every graph-dialect op is handled):
- *  - An anchor (graph.conv, graph.dot) starts a "gemm" group. Its epilogue is the chain
- *    of element-wise ops that consume the anchor result: the chain goes on from value v
- *    while all uses of v (seen through view ops) are by ONE not yet grouped element-wise
- *    op U, reached either directly or through a single path of one-to-one views
- *    (transpose, reshape), and U does not broadcast v (v has U's result shape). A chain
- *    may also end in such views feeding the graph's return. The group's result is the
- *    chain's last value; an intermediate used anywhere else ends the chain there. An
- *    anchor with an empty operand (K = 0: its result is a fill) has no chain.
- *    Element-wise ops that only feed the group (side inputs, e.g. a sigmoid of a bias)
- *    join it as well, except those the anchor reads (its operands are kernel inputs).
- *  - Remaining element-wise ops form "elementwise" groups: a root (an element-wise op
- *    whose result is needed outside) plus every element-wise producer whose uses are all
- *    inside the group (looking through views).
+ * Grouping rules (deterministic; every graph-dialect op is handled). Anchors (graph.conv,
+ * graph.dot) are taken first, in block order; each starts a "gemm" group of:
+ *  - its epilogue: one sweep in block order over the ops after the anchor takes every
+ *    element-wise op U that reads a value of the group and can run at the anchor's
+ *    output coordinates: each operand of U that depends on the group is read through
+ *    views the regularization can move (transpose, reshape, slice — no broadcast, and no
+ *    implicit numpy broadcast: the operand has U's result shape), all such operands see
+ *    the anchor result through the same view path (compared view by view), and every
+ *    other operand depends on nothing of the group (else the group would wait on
+ *    itself). Values of the group may be used any number of times (fan-out: swish
+ *    `v * sigmoid(v)`, `where(c, -v, v)`), and any of them may be a result.
+ *  - side inputs: element-wise ops whose uses are all inside the group and that do not
+ *    depend on it (a bias computed from params).
+ *  - its prologues (option input-fusion, default true): element-wise producers of the
+ *    anchor's operands (looking through views) whose uses are all inside the group —
+ *    converts, scales, dequantization, a broadcast bias, chains of them; graph-to-rock
+ *    gives each the form that rock-align-tiling fuses into the anchor's global loads.
+ *    A producer that something else reads too gets a copy of its own for the anchor
+ *    (attribute `recomputed`: the kernel computes it from the producer's inputs) when
+ *    its operands have no more bytes than its result; otherwise the anchor reads it.
+ *  - the views that its members read through (each group that reads through a view
+ *    gets a copy of it).
+ * The group's results are every member value used outside the group (by another group
+ * or the graph's return, looking through views), and the views of member values that
+ * the return reads directly when they are views the regularization can move; a group
+ * has as many results as that (one write each). Epilogue ops that could join two
+ * anchors join the first. If such choices would make two groups wait on each other,
+ * the graph is grouped again with epilogue side inputs restricted to values that no
+ * anchor result reaches.
+ * Remaining ops:
+ *  - element-wise ops form "elementwise" groups: a root (an element-wise op whose result
+ *    is needed outside) plus every element-wise producer whose uses are all inside the
+ *    group (looking through views).
  *  - graph.reduce_* -> "reduce", graph.softmax -> "softmax", graph.concat ->
  *    "elementwise" (one group each).
- *  - View ops (transpose, reshape, broadcast, slice) belong to no group of their own:
- *    each group that reads through one gets a copy. A graph output that is a view
- *    becomes an "elementwise" group rooted at the view (absorbing element-wise producers
- *    as above); an output that is a param or constant itself becomes a copy group.
+ *  - a graph output that is a view of no group's member becomes an "elementwise" group
+ *    rooted at the view (absorbing element-wise producers as above); an output that is a
+ *    param or constant itself becomes a copy group.
  *  - graph.param, graph.constant and existing graph.launch ops stay in the graph.
- * Groups are numbered in the order of their result's definition, which is a topological
- * order of the launches. Unused computations are removed first.
+ * Scalar constants (one element) read by a group's element-wise ops are copied into the
+ * group (graph-to-rock makes them immediates), not passed as kernel arguments. A value
+ * marked with the unit attribute `primary` on its defining op (g:hint(x, {primary =
+ * true})) that a group reads as an input is listed in the group function's `primary`
+ * attribute (argument indices): the input that drives the vectorization of a fused load.
+ * Launches are placed in a topological order of the groups (ties: the group's position
+ * in the graph). First, identical conv / dot / reduce / softmax / concat, view and
+ * constant ops are merged (graph-level CSE: two g:dot(a, b) are one GEMM; element-wise
+ * ops are not merged, each kernel recomputes its own copy) and unused computations are
+ * removed.
  * Output per group: func.func @<graph>_k<i> {kernel_group, kind = "..."} whose entry
  * block arguments are the group's inputs (order of first use) and whose func.return
- * returns the group's result; in the graph the group becomes
- * %r = "graph.launch"(inputs...) {callee = @<graph>_k<i>}. */
+ * returns the group's results; in the graph the group becomes
+ * %r0, %r1, ... = "graph.launch"(inputs...) {callee = @<graph>_k<i>}. */
 #include "core/dialect_graph.h"
 #include "core/pass.h"
 #include "passes/pass_util.h"
@@ -40,29 +66,36 @@ static const char *const kind_names[] = { "gemm", "elementwise", "reduce", "soft
 
 typedef struct group {
   int kind;
-  kl_value *root;   /* the group's result */
-  bool return_only; /* replace only the func.return uses of root (view / copy roots) */
-  int pos, seq;     /* ordering key */
+  int anchor; /* position of the anchor, -1 */
+  int pos;    /* ordering key: the position of its root / anchor */
   unsigned char *member;
+  int nres, capres;
+  kl_value **res;
+  bool *return_only; /* replace only the func.return uses of res[i] (view / copy roots) */
+  int order;         /* topological rank */
 } group;
 
 typedef struct part {
   kl_ctx *ctx;
+  bool input_fusion;
+  bool strict_side; /* epilogue side inputs must not depend on any anchor result */
   int nops;
   kl_op **ops;           /* block order; op->scratch = index */
-  int *assigned;         /* group index (creation order) of non-view ops, -1 */
-  int *chain_root_of;    /* at the position of a chain root: the anchor's position, else -1 */
-  kl_value **chain_root; /* per anchor position: its group's root value */
-  bool *chain_view_root;
-  int *chain_owner; /* per position: anchor position owning this chain op, -1 */
+  int *assigned;         /* group index of non-view ops, -1 */
+  unsigned char *dep;    /* per position: depends on the group being built */
+  unsigned char *anydep; /* per position: depends on some anchor result */
+  int *tag_n;            /* per position: view path length to the anchor result, -1 = none */
+  kl_op ***tag;          /* per position: that path (view ops, top first) */
   unsigned char *cand;
   int ngroups, capgroups;
   group *groups;
+  kl_op *ret;
 } part;
 
 static bool is_ew(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_ELEMENTWISE); }
 static bool is_view(const kl_op *op) { return kl_pu_is_graph_view(op); }
 static bool is_plan(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_HOST_PLAN); }
+static bool is_anchor(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_GEMM_ANCHOR); }
 /* The kernel kind of an op that gets a kernel of its own (kl_opdef.kernel), else -1. A
  * concat is an element-wise kernel (graph-to-rock sees the concat at its root). */
 static int own_kernel(const kl_op *op) {
@@ -73,99 +106,65 @@ static int own_kernel(const kl_op *op) {
     default: return -1;
   }
 }
-static bool is_anchor(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_GEMM_ANCHOR); }
+/* Views the regularization can move off a fusing op (their inverse, or partial
+ * inverse for a slice, exists). */
+static bool movable_view(const kl_op *op) {
+  return kl_op_has_trait(op, KL_TRAIT_INVERTIBLE_VIEW) || kl_op_view_kind(op) == KL_VIEWOP_SLICE;
+}
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++)
     if (a->shape[i] != b->shape[i]) return false;
   return true;
 }
-
-/* ---- effective uses (through views) ---- */
-typedef struct eff_use {
-  kl_op *user;
-  int index;
-  bool has_path, invertible;
-  kl_value *top;
-} eff_use;
-#define MAX_EFF 32
-/* Returns the number of effective uses (may exceed MAX_EFF: then only MAX_EFF stored). */
-static int eff_uses(kl_value *v, bool has_path, bool inv, eff_use *out, int n) {
-  for (kl_use *u = v->first_use; u; u = u->next) {
-    kl_op *U = u->user;
-    if (is_view(U)) {
-      n = eff_uses(kl_op_result(U, 0), true, inv && kl_op_has_trait(U, KL_TRAIT_INVERTIBLE_VIEW), out, n);
-      continue;
-    }
-    if (n < MAX_EFF) out[n] = (eff_use){ U, u->index, has_path, inv, v };
-    n++;
-  }
-  return n;
+/* Position of v's defining op in the graph body, or -1 (block argument, other block). */
+static int pos_of(part *p, const kl_value *v) {
+  kl_op *d = v->def;
+  if (!d || d->scratch < 0 || d->scratch >= p->nops || p->ops[d->scratch] != d) return -1;
+  return (int)d->scratch;
 }
-
-/* Pass 1: the epilogue chain of anchor a. */
-static void build_chain(part *p, kl_op *a) {
-  int apos = (int)a->scratch;
-  kl_value *v = kl_op_result(a, 0);
-  bool view_root = false;
-  /* an empty operand: the anchor fills its result (graph-to-rock), no epilogue to fuse */
-  bool empty = !kl_pu_nonempty(a->opnds[0].value->type) || !kl_pu_nonempty(a->opnds[1].value->type);
-  while (!empty) {
-    eff_use e[MAX_EFF];
-    int n = eff_uses(v, false, true, e, 0);
-    if (n == 0 || n > MAX_EFF) break;
-    kl_op *U = e[0].user;
-    bool ok = true;
-    for (int i = 1; i < n; i++) ok = ok && e[i].user == U && !e[i].has_path && !e[0].has_path;
-    if (!ok) break;
-    if (!strcmp(U->name, "func.return")) {
-      if (n == 1 && e[0].has_path && e[0].invertible) {
-        v = e[0].top;
-        view_root = true;
-      }
-      break;
-    }
-    if (!is_ew(U) || p->chain_owner[U->scratch] >= 0) break;
-    if (e[0].has_path && !e[0].invertible) break;
-    for (int i = 0; i < n; i++) ok = ok && same_shape(U->opnds[e[i].index].value->type, U->results[0].type);
-    if (!ok) break;
-    p->chain_owner[U->scratch] = apos;
-    v = kl_op_result(U, 0);
-  }
-  p->chain_root[apos] = v;
-  p->chain_view_root[apos] = view_root;
-  p->chain_root_of[v->def->scratch] = apos;
+static bool member_value(part *p, group *g, const kl_value *v) {
+  int q = pos_of(p, v);
+  return q >= 0 && g->member[q];
 }
 
 /* ---- groups ---- */
-static group *new_group(part *p, int kind, kl_value *root, bool return_only, int pos) {
+static group *new_group(part *p, int kind, int pos) {
   if (p->ngroups == p->capgroups) {
     p->capgroups = p->capgroups ? 2 * p->capgroups : 8;
     p->groups = kl_xrealloc(p->groups, (size_t)p->capgroups * sizeof *p->groups);
   }
   group *g = &p->groups[p->ngroups];
-  *g = (group){ kind, root, return_only, pos, p->ngroups, kl_xcalloc((size_t)p->nops + 1, 1) };
+  *g = (group){ kind, -1, pos, kl_xcalloc((size_t)p->nops + 1, 1), 0, 0, NULL, NULL, 0 };
   p->ngroups++;
   return g;
 }
+static void add_result(group *g, kl_value *v, bool return_only) {
+  for (int i = 0; i < g->nres; i++)
+    if (g->res[i] == v) return;
+  if (g->nres == g->capres) {
+    g->capres = g->capres ? 2 * g->capres : 4;
+    g->res = kl_xrealloc(g->res, (size_t)g->capres * sizeof *g->res);
+    g->return_only = kl_xrealloc(g->return_only, (size_t)g->capres * sizeof *g->return_only);
+  }
+  g->res[g->nres] = v;
+  g->return_only[g->nres++] = return_only;
+}
+static void take(part *p, group *g, int pos) {
+  g->member[pos] = 1;
+  if (!is_view(p->ops[pos])) p->assigned[pos] = (int)(g - p->groups);
+}
 
-/* Is every use of v (looking through views) by a member of g, or by the group's root
- * view when only the graph's return reads that view (other readers of a root view read
- * through it, so they need what is below it)? */
-static bool uses_inside(group *g, kl_value *v) {
+/* Is every use of v (looking through views) by a member of g? */
+static bool uses_inside(part *p, group *g, kl_value *v) {
   for (kl_use *u = v->first_use; u; u = u->next) {
     kl_op *U = u->user;
+    if (U == p->ret) return false;
     if (is_view(U)) {
-      kl_value *r = kl_op_result(U, 0);
-      if (r == g->root) {
-        for (kl_use *ru = r->first_use; ru; ru = ru->next)
-          if (strcmp(ru->user->name, "func.return")) return false;
-        continue;
-      }
-      if (!uses_inside(g, r)) return false;
+      if (!uses_inside(p, g, kl_op_result(U, 0))) return false;
       continue;
     }
-    if (!g->member[U->scratch]) return false;
+    if (U->scratch < 0 || U->scratch >= p->nops || p->ops[U->scratch] != U || !g->member[U->scratch]) return false;
   }
   return true;
 }
@@ -173,18 +172,19 @@ static bool uses_inside(group *g, kl_value *v) {
 /* Absorbs the views above operand w into g; marks an element-wise producer below them
  * as a candidate when allow_ew. */
 static void absorb_operand(part *p, group *g, kl_value *w, bool allow_ew) {
-  while (w->def && is_view(w->def)) {
+  while (w->def && is_view(w->def) && pos_of(p, w) >= 0) {
     g->member[w->def->scratch] = 1;
     w = w->def->opnds[0].value;
   }
-  if (allow_ew && w->def && is_ew(w->def) && p->assigned[w->def->scratch] < 0) p->cand[w->def->scratch] = 1;
+  int q = pos_of(p, w);
+  if (allow_ew && q >= 0 && is_ew(p->ops[q]) && p->assigned[q] < 0) p->cand[q] = 1;
 }
 static void absorb_operands(part *p, group *g, kl_op *op, bool allow_ew) {
   for (int i = 0; i < op->nopnds; i++) absorb_operand(p, g, op->opnds[i].value, allow_ew);
 }
 
-/* Does an anchor (conv, dot) read v (looking through views)? Its operands must stay
- * kernel inputs, so such a producer never joins the anchor's group as a side input. */
+/* Does an anchor (conv, dot) read v (looking through views)? Without input fusion its
+ * operands stay kernel inputs, so such a producer never joins a gemm group. */
 static bool feeds_anchor(kl_value *v) {
   for (kl_use *u = v->first_use; u; u = u->next) {
     kl_op *U = u->user;
@@ -193,47 +193,197 @@ static bool feeds_anchor(kl_value *v) {
   return false;
 }
 
-/* Grows g backwards from position `from` (exclusive) over element-wise candidates. */
+/* Grows g backwards from position `from` (exclusive) over element-wise candidates whose
+ * uses are all inside the group (and, in a gemm group, that do not depend on it). */
 static void grow(part *p, group *g, int from) {
-  int gi = (int)(g - p->groups);
   for (int pos = from - 1; pos >= 0; pos--) {
     if (!p->cand[pos]) continue;
     p->cand[pos] = 0;
     kl_op *op = p->ops[pos];
-    if (p->assigned[pos] >= 0 || p->chain_owner[pos] >= 0 || !uses_inside(g, kl_op_result(op, 0)) ||
-        (g->kind == K_GEMM && feeds_anchor(kl_op_result(op, 0))))
-      continue;
-    g->member[pos] = 1;
-    p->assigned[pos] = gi;
+    kl_value *r = kl_op_result(op, 0);
+    if (p->assigned[pos] >= 0 || !uses_inside(p, g, r)) continue;
+    if (g->kind == K_GEMM && (p->dep[pos] || (!p->input_fusion && feeds_anchor(r)))) continue;
+    take(p, g, pos);
     absorb_operands(p, g, op, true);
   }
   memset(p->cand, 0, (size_t)p->nops);
 }
 
-static void build_anchor_group(part *p, int apos) {
-  kl_op *a = p->ops[apos];
-  kl_value *root = p->chain_root[apos];
-  group *g = new_group(p, K_GEMM, root, p->chain_view_root[apos], (int)root->def->scratch);
-  int gi = (int)(g - p->groups);
-  g->member[apos] = 1;
-  p->assigned[apos] = gi;
-  absorb_operands(p, g, a, false);
-  for (int pos = apos + 1; pos < p->nops; pos++)
-    if (p->chain_owner[pos] == apos) {
-      g->member[pos] = 1;
-      p->assigned[pos] = gi;
-    }
-  /* views on the chain (between chain ops, or the root views) */
-  if (p->chain_view_root[apos]) absorb_operand(p, g, root, false);
-  for (int pos = apos + 1; pos < p->nops; pos++)
-    if (p->chain_owner[pos] == apos) absorb_operands(p, g, p->ops[pos], true);
-  grow(p, g, (int)root->def->scratch);
+/* ---- epilogue ---- */
+
+/* Operand w of an epilogue candidate: the views above it (top first, into vs[]) and the
+ * value below them. Returns the count, or -1 when a view is not movable. */
+static int operand_views(part *p, kl_value *w, kl_op **vs, int cap, kl_value **base) {
+  int n = 0;
+  while (w->def && is_view(w->def) && pos_of(p, w) >= 0) {
+    if (!movable_view(w->def) || n == cap) return -1;
+    vs[n++] = w->def;
+    w = w->def->opnds[0].value;
+  }
+  *base = w;
+  return n;
+}
+static bool view_ops_equal(kl_op *a, kl_op *b) {
+  if (a == b) return true;
+  if (strcmp(a->name, b->name) || !same_shape(a->results[0].type, b->results[0].type) ||
+      !same_shape(a->opnds[0].value->type, b->opnds[0].value->type))
+    return false;
+  kl_view *va = kl_pu_graph_view(a), *vb = va ? kl_pu_graph_view(b) : NULL;
+  bool eq = va && vb && kl_view_equal(va, vb);
+  kl_view_free(va);
+  kl_view_free(vb);
+  return eq;
 }
 
-static int cmp_group(const void *x, const void *y) {
-  const group *a = *(group *const *)x, *b = *(group *const *)y;
-  if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
-  return a->seq < b->seq ? -1 : a->seq > b->seq;
+/* The view a path of graph view ops (top first) makes over the anchor result (shape of
+ * `below`), simplified; NULL if a view cannot be built. */
+static kl_view *path_view(kl_op *const *ops, int n, const kl_type *below) {
+  kl_view_err err = { 0 };
+  kl_view *v = kl_pu_identity(below->rank, below->shape, &err), *t;
+  for (int i = n - 1; i >= 0 && v; i--) {
+    kl_view *s = kl_pu_graph_view(ops[i]);
+    if (!s) {
+      kl_view_free(v);
+      return NULL;
+    }
+    t = kl_view_compose(s, v, &err);
+    kl_view_free(s);
+    kl_view_free(v);
+    v = t;
+  }
+  if (!v) return NULL;
+  t = kl_view_simplify(v);
+  kl_view_free(v);
+  return t;
+}
+/* Do two view paths read the anchor result at the same coordinates? Op by op, else by
+ * their composed views (a transpose and its inverse read like no view). */
+static bool paths_equal(kl_op *const *a, int na, kl_op *const *b, int nb, const kl_type *below) {
+  bool same = na == nb;
+  for (int k = 0; k < na && same; k++) same = view_ops_equal(a[k], b[k]);
+  if (same) return true;
+  kl_view *va = path_view(a, na, below), *vb = va ? path_view(b, nb, below) : NULL;
+  bool eq = va && vb && kl_view_rank(va) == kl_view_rank(vb) && kl_view_equal(va, vb);
+  kl_view_free(va);
+  kl_view_free(vb);
+  return eq;
+}
+
+#define MAX_PATH 64
+/* Can element-wise op U (position pos) join anchor group g's epilogue? On success its
+ * view path is stored in p->tag[pos]. */
+static bool try_epilogue(part *p, group *g, int pos) {
+  kl_op *U = p->ops[pos];
+  kl_op *path[MAX_PATH];
+  int npath = -1;
+  bool any = false;
+  for (int i = 0; i < U->nopnds; i++) {
+    kl_value *w = U->opnds[i].value, *b = w;
+    kl_op *vs[MAX_PATH];
+    int wq = pos_of(p, w);
+    if (wq < 0 || !p->dep[wq]) {
+      if (wq >= 0 && p->strict_side && p->anydep[wq]) return false;
+      continue; /* a side input */
+    }
+    int nv = operand_views(p, w, vs, MAX_PATH, &b);
+    if (nv < 0) return false;
+    int bq = pos_of(p, b);
+    if (bq < 0 || !g->member[bq] || p->tag_n[bq] < 0) return false; /* reaches the group outside it */
+    if (!same_shape(w->type, U->results[0].type)) return false;     /* a broadcast of a group value */
+    int n = nv + p->tag_n[bq];
+    if (n > MAX_PATH) return false;
+    kl_op *t[MAX_PATH];
+    memcpy(t, vs, (size_t)nv * sizeof *t);
+    memcpy(t + nv, p->tag[bq], (size_t)p->tag_n[bq] * sizeof *t);
+    if (any) {
+      if (!paths_equal(t, n, path, npath, kl_op_result(p->ops[g->anchor], 0)->type)) return false;
+    } else {
+      memcpy(path, t, (size_t)n * sizeof *t);
+      npath = n;
+      any = true;
+    }
+  }
+  if (!any) return false;
+  take(p, g, pos);
+  for (int i = 0; i < U->nopnds; i++) {
+    int wq = pos_of(p, U->opnds[i].value);
+    if (wq >= 0 && p->dep[wq]) absorb_operand(p, g, U->opnds[i].value, false);
+  }
+  p->tag_n[pos] = npath;
+  p->tag[pos] = kl_xmalloc((size_t)(npath ? npath : 1) * sizeof(kl_op *));
+  memcpy(p->tag[pos], path, (size_t)npath * sizeof *path);
+  return true;
+}
+
+/* Adds v (a member value) to g's results when something outside reads it (looking
+ * through views); a movable view chain that the return reads directly is a result of
+ * its own. */
+static void collect_results(part *p, group *g, kl_value *v, kl_value *base, bool movable) {
+  for (kl_use *u = v->first_use; u; u = u->next) {
+    kl_op *U = u->user;
+    if (U == p->ret) {
+      if (v == base)
+        add_result(g, v, false);
+      else if (movable) {
+        for (kl_value *w = v; w != base; w = w->def->opnds[0].value) g->member[w->def->scratch] = 1;
+        add_result(g, v, true);
+      } else {
+        add_result(g, base, false);
+      }
+      continue;
+    }
+    if (is_view(U) && pos_of(p, kl_op_result(U, 0)) >= 0) {
+      collect_results(p, g, kl_op_result(U, 0), base, movable && movable_view(U));
+      continue;
+    }
+    int q = (U->scratch >= 0 && U->scratch < p->nops && p->ops[U->scratch] == U) ? (int)U->scratch : -1;
+    if (q < 0 || !g->member[q]) add_result(g, base, false);
+  }
+}
+
+static void build_anchor_group(part *p, int apos) {
+  kl_op *a = p->ops[apos];
+  group *g = new_group(p, K_GEMM, apos);
+  g->anchor = apos;
+  take(p, g, apos);
+  memset(p->dep, 0, (size_t)p->nops);
+  p->dep[apos] = 1;
+  p->tag_n[apos] = 0;
+  p->tag[apos] = NULL;
+  /* an empty operand: the anchor fills its result (graph-to-rock), no epilogue to fuse */
+  bool empty = !kl_pu_nonempty(a->opnds[0].value->type) || !kl_pu_nonempty(a->opnds[1].value->type);
+  for (int pos = apos + 1; pos < p->nops; pos++) {
+    kl_op *op = p->ops[pos];
+    if (!empty && is_ew(op) && p->assigned[pos] < 0) try_epilogue(p, g, pos);
+    if (g->member[pos] && !is_view(op)) {
+      p->dep[pos] = 1;
+      continue;
+    }
+    for (int i = 0; i < op->nopnds && !p->dep[pos]; i++) {
+      int q = pos_of(p, op->opnds[i].value);
+      p->dep[pos] = q >= 0 && p->dep[q];
+    }
+  }
+  /* results: member values read outside */
+  for (int pos = apos; pos < p->nops; pos++)
+    if (g->member[pos] && !is_view(p->ops[pos]))
+      collect_results(p, g, kl_op_result(p->ops[pos], 0), kl_op_result(p->ops[pos], 0), true);
+  /* side inputs of the epilogue, then the prologues */
+  for (int pos = apos + 1; pos < p->nops; pos++)
+    if (g->member[pos] && !is_view(p->ops[pos])) absorb_operands(p, g, p->ops[pos], true);
+  grow(p, g, p->nops);
+  absorb_operands(p, g, a, p->input_fusion);
+  grow(p, g, apos);
+}
+
+static void build_ew_group(part *p, int pos, bool view_root) {
+  kl_op *op = p->ops[pos];
+  group *g = new_group(p, K_EW, pos);
+  add_result(g, kl_op_result(op, 0), view_root);
+  take(p, g, pos);
+  memset(p->dep, 0, (size_t)p->nops);
+  absorb_operands(p, g, op, true);
+  grow(p, g, pos);
 }
 
 /* Erases unused computations (not params, constants, launches or the return). */
@@ -251,143 +401,415 @@ static const char *unique_name(kl_op *module, const char *base, int i, char *buf
   return buf;
 }
 
-/* Extracts group g into a kernel function inserted after *after; replaces it in the
- * graph by a graph.launch. */
-static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, kl_op **after, kl_op *ret) {
-  kl_ctx *ctx = p->ctx;
-  /* leaves, in order of first use */
-  int nleaves = 0, capl = 8;
-  kl_value **leaves = kl_xmalloc((size_t)capl * sizeof *leaves);
-  bool any_member = false;
+/* A one-element constant that the group's element-wise ops (directly or through views)
+ * read: it is copied into the kernel. */
+static bool immediate(kl_value *w) {
+  if (!w->def || !kl_graph_is_constant(w->def) || !kl_op_attr(w->def, "value")) return false;
+  int64_t n = 1;
+  for (int i = 0; i < w->type->rank; i++) n *= w->type->shape[i];
+  return n == 1;
+}
+static bool ew_reader(part *p, group *g, kl_value *w) {
+  for (kl_use *u = w->first_use; u; u = u->next) {
+    kl_op *U = u->user;
+    int q = (U->scratch >= 0 && U->scratch < p->nops && p->ops[U->scratch] == U) ? (int)U->scratch : -1;
+    if (q < 0 || !g->member[q]) continue;
+    if (is_view(U) ? !ew_reader(p, g, kl_op_result(U, 0)) : !is_ew(U)) return false;
+  }
+  return true;
+}
+
+/* Index of the group that computes v for other groups, or -1 (results only the
+ * return reads — copies, returned views — feed no group). */
+static int producer_group(part *p, kl_value *v) {
+  for (int i = 0; i < p->ngroups; i++)
+    for (int r = 0; r < p->groups[i].nres; r++)
+      if (p->groups[i].res[r] == v && !p->groups[i].return_only[r]) return i;
+  return -1;
+}
+
+/* The group's inputs in order of first use (values defined outside it). */
+static int group_leaves(part *p, group *g, kl_value ***out, kl_op ***imm, int *nimm) {
+  int n = 0, cap = 8, ni = 0, capi = 4;
+  kl_value **leaves = kl_xmalloc((size_t)cap * sizeof *leaves);
+  kl_op **im = kl_xmalloc((size_t)capi * sizeof *im);
   for (int pos = 0; pos < p->nops; pos++) {
     if (!g->member[pos]) continue;
-    any_member = true;
     kl_op *op = p->ops[pos];
     for (int i = 0; i < op->nopnds; i++) {
       kl_value *w = op->opnds[i].value;
-      if (w->def && w->def->block == op->block && w->def->scratch >= 0 && w->def->scratch < p->nops &&
-          p->ops[w->def->scratch] == w->def && g->member[w->def->scratch])
+      if (member_value(p, g, w)) continue;
+      if (immediate(w) && ew_reader(p, g, w)) {
+        bool seen = false;
+        for (int j = 0; j < ni && !seen; j++) seen = im[j] == w->def;
+        if (!seen) {
+          if (ni == capi) im = kl_xrealloc(im, (size_t)(capi *= 2) * sizeof *im);
+          im[ni++] = w->def;
+        }
         continue;
+      }
       bool seen = false;
-      for (int j = 0; j < nleaves && !seen; j++) seen = leaves[j] == w;
+      for (int j = 0; j < n && !seen; j++) seen = leaves[j] == w;
       if (seen) continue;
-      if (nleaves == capl) leaves = kl_xrealloc(leaves, (size_t)(capl *= 2) * sizeof *leaves);
-      leaves[nleaves++] = w;
+      if (n == cap) leaves = kl_xrealloc(leaves, (size_t)(cap *= 2) * sizeof *leaves);
+      leaves[n++] = w;
     }
   }
-  if (!any_member) leaves[nleaves++] = g->root; /* a copy of a param / constant */
+  *out = leaves;
+  *imm = im;
+  *nimm = ni;
+  return n;
+}
+
+/* Topological ranks of the groups (Kahn, ties by position). Returns false on a cycle. */
+static bool order_groups(part *p) {
+  int n = p->ngroups;
+  if (!n) return true;
+  unsigned char *edge = kl_xcalloc((size_t)n * (size_t)n, 1); /* edge[a*n+b]: a before b */
+  int *indeg = kl_xcalloc((size_t)n, sizeof(int));
+  for (int b = 0; b < n; b++) {
+    kl_value **leaves;
+    kl_op **imm;
+    int ni;
+    int nl = group_leaves(p, &p->groups[b], &leaves, &imm, &ni);
+    for (int j = 0; j < nl; j++) {
+      int a = producer_group(p, leaves[j]);
+      if (a >= 0 && a != b && !edge[(size_t)a * n + b]) {
+        edge[(size_t)a * n + b] = 1;
+        indeg[b]++;
+      }
+    }
+    free(leaves);
+    free(imm);
+  }
+  bool *done = kl_xcalloc((size_t)n, sizeof(bool));
+  bool ok = true;
+  for (int rank = 0; rank < n && ok; rank++) {
+    int best = -1;
+    for (int i = 0; i < n; i++)
+      if (!done[i] && !indeg[i] && (best < 0 || p->groups[i].pos < p->groups[best].pos)) best = i;
+    if (best < 0) {
+      ok = false;
+      break;
+    }
+    done[best] = true;
+    p->groups[best].order = rank;
+    for (int j = 0; j < n; j++)
+      if (edge[(size_t)best * n + j]) indeg[j]--;
+  }
+  free(edge);
+  free(indeg);
+  free(done);
+  return ok;
+}
+
+static int cmp_group(const void *x, const void *y) {
+  const group *a = *(group *const *)x, *b = *(group *const *)y;
+  return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Extracts group g into a kernel function inserted after *after; replaces it in the
+ * graph by a graph.launch inserted before `at`. */
+static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, kl_op **after, kl_op *at) {
+  kl_ctx *ctx = p->ctx;
+  kl_value **leaves;
+  kl_op **imm;
+  int nimm;
+  int nleaves = group_leaves(p, g, &leaves, &imm, &nimm);
+  bool any_member = false;
+  for (int pos = 0; pos < p->nops && !any_member; pos++) any_member = g->member[pos];
+  if (!any_member) leaves[nleaves++] = g->res[0]; /* a copy of a param / constant (leaves has room: cap 8) */
 
   const char *gname = kl_op_attr_string(graph, "sym_name");
   char name[256];
   unique_name(module, gname ? gname : "graph", index, name, sizeof name);
+  int64_t prim[64];
+  int nprim = 0;
+  for (int j = 0; j < nleaves && nprim < 64; j++)
+    if (leaves[j]->def && kl_op_attr(leaves[j]->def, "primary")) prim[nprim++] = j;
   kl_named_attr fa[] = { { "kernel_group", kl_attr_unit(ctx) },
                          { "kind", kl_attr_str(ctx, kind_names[g->kind]) },
-                         { "sym_name", kl_attr_str(ctx, name) } };
-  kl_loc loc = g->root->def ? g->root->def->loc : graph->loc;
-  kl_op *fn = kl_op_create(ctx, "func.func", loc, 0, NULL, 0, NULL, 3, fa, 1);
+                         { "sym_name", kl_attr_str(ctx, name) },
+                         { "primary", kl_attr_i64_array(ctx, nprim, prim) } };
+  kl_loc loc = g->res[0]->def ? g->res[0]->def->loc : graph->loc;
+  if (g->anchor >= 0) loc = p->ops[g->anchor]->loc;
+  kl_op *fn = kl_op_create(ctx, "func.func", loc, 0, NULL, 0, NULL, nprim ? 4 : 3, fa, 1);
   kl_block *body = kl_block_create(ctx);
   kl_region_push_block(&fn->regions[0], body);
   kl_value_map map = { 0 };
   for (int j = 0; j < nleaves; j++) kl_value_map_set(&map, leaves[j], kl_block_add_arg(ctx, body, leaves[j]->type));
+  for (int j = 0; j < nimm; j++) kl_block_push_op(body, kl_op_clone(imm[j], &map));
   for (int pos = 0; pos < p->nops; pos++)
     if (g->member[pos]) kl_block_push_op(body, kl_op_clone(p->ops[pos], &map));
-  kl_value *r = kl_value_map_get(&map, g->root);
-  kl_block_push_op(body, kl_op_create(ctx, "func.return", loc, 1, &r, 0, NULL, 0, NULL, 0));
+  kl_value **rs = kl_xmalloc((size_t)g->nres * sizeof *rs);
+  const kl_type **rt = kl_xmalloc((size_t)g->nres * sizeof *rt);
+  for (int r = 0; r < g->nres; r++) {
+    rs[r] = kl_value_map_get(&map, g->res[r]);
+    rt[r] = g->res[r]->type;
+  }
+  kl_block_push_op(body, kl_op_create(ctx, "func.return", loc, g->nres, rs, 0, NULL, 0, NULL, 0));
   kl_value_map_free(&map);
   kl_op_insert_after(*after, fn);
   *after = fn;
 
   /* the launch */
   kl_named_attr la = { "callee", kl_attr_symref(ctx, name) };
-  kl_op *launch = kl_op_create(ctx, "graph.launch", loc, nleaves, leaves, 1, &g->root->type, 1, &la, 0);
-  kl_op_insert_before(any_member ? g->root->def : ret, launch);
-  kl_value *lr = kl_op_result(launch, 0);
-  lr->name_hint = g->root->name_hint;
-  if (g->return_only) {
-    for (int i = 0; i < ret->nopnds; i++)
-      if (ret->opnds[i].value == g->root) kl_op_set_operand(ret, i, lr);
-  } else {
-    kl_value_replace_all_uses(g->root, lr);
+  kl_op *launch = kl_op_create(ctx, "graph.launch", loc, nleaves, leaves, g->nres, rt, 1, &la, 0);
+  kl_op_insert_before(at, launch);
+  for (int r = 0; r < g->nres; r++) {
+    kl_value *lr = kl_op_result(launch, r);
+    lr->name_hint = g->res[r]->name_hint;
+    if (g->return_only[r]) {
+      for (int i = 0; i < p->ret->nopnds; i++)
+        if (p->ret->opnds[i].value == g->res[r]) kl_op_set_operand(p->ret, i, lr);
+    } else {
+      kl_value_replace_all_uses(g->res[r], lr);
+    }
   }
+  free(rs);
+  free(rt);
   free(leaves);
+  free(imm);
 }
 
-static kl_status partition_graph(kl_op *module, kl_op *graph) {
+static void reset(part *p) {
+  for (int i = 0; i < p->ngroups; i++) {
+    free(p->groups[i].member);
+    free(p->groups[i].res);
+    free(p->groups[i].return_only);
+  }
+  p->ngroups = 0;
+  for (int i = 0; i < p->nops; i++) {
+    free(p->tag[i]);
+    p->tag[i] = NULL;
+    p->tag_n[i] = -1;
+    p->assigned[i] = -1;
+  }
+}
+
+/* Graph-level common subexpressions, before grouping: a conv / dot / reduce / softmax /
+ * concat, view or constant equal to an earlier one (same op, operands in order,
+ * attributes, result types) is replaced by it — two identical g:dot(a, b) are one GEMM.
+ * Element-wise ops are not merged: a value that several kernels read would become a
+ * kernel of its own, where each kernel now recomputes its copy in registers. Returns the
+ * number of ops merged. */
+static int merge_duplicates(kl_op *graph) {
+  kl_block *body = kl_graph_body(graph);
+  kl_hashmap seen = KL_STRMAP_INIT;
+  int nkeys = 0, capkeys = 0, merged = 0;
+  void **keys = NULL;
+  for (kl_op *op = body->first, *next; op; op = next) {
+    next = op->next;
+    bool cand = op->nresults > 0 && op->nregions == 0 && kl_op_has_trait(op, KL_TRAIT_PURE) &&
+        (kl_op_kernel_kind(op) != KL_KERNEL_NONE || is_view(op) || kl_graph_is_constant(op));
+    if (!cand) continue;
+    size_t n = (size_t)(1 + op->nopnds + 2 * op->nattrs + op->nresults);
+    const void **key = kl_xmalloc(n * sizeof *key);
+    size_t k = 0;
+    key[k++] = op->name; /* names, attributes and types are interned in the context */
+    for (int i = 0; i < op->nopnds; i++) key[k++] = op->opnds[i].value;
+    for (int i = 0; i < op->nattrs; i++) {
+      key[k++] = op->attrs[i].name;
+      key[k++] = op->attrs[i].value;
+    }
+    for (int i = 0; i < op->nresults; i++) key[k++] = op->results[i].type;
+    kl_hm_entry *e = kl_strmap_find(&seen, (const char *)key, n * sizeof *key);
+    if (e) {
+      kl_op *prev = e->val;
+      for (int i = 0; i < op->nresults; i++) kl_value_replace_all_uses(&op->results[i], &prev->results[i]);
+      kl_op_erase(op);
+      merged++;
+      free(key);
+      continue;
+    }
+    kl_strmap_put(&seen, (const char *)key, n * sizeof *key, op);
+    if (nkeys == capkeys) keys = kl_xrealloc(keys, (size_t)(capkeys = capkeys ? 2 * capkeys : 64) * sizeof *keys);
+    keys[nkeys++] = key;
+  }
+  kl_hashmap_free(&seen);
+  for (int i = 0; i < nkeys; i++) free(keys[i]);
+  free(keys);
+  return merged;
+}
+
+static bool immediate(kl_value *w);
+/* Bytes of a tensor value (its elements; i1 counts a byte). */
+static double tensor_bytes(const kl_type *t) {
+  double n = 1;
+  for (int i = 0; i < t->rank; i++) n *= (double)t->shape[i];
+  int bits = kl_type_bits(t->elem);
+  return n * (bits < 8 ? 1 : bits / 8);
+}
+/* Input fusion of a producer that something else reads too: the anchor gets its own
+ * copy of the producer (and of the views between), marked `recomputed`, which joins the
+ * anchor's kernel and is computed in its loads from the producer's inputs, while the
+ * original stays for its other users (written once, by its own kernel). Done when that
+ * is cheaper than reading the written result: the producer's operands have no more
+ * bytes than its result (a convert to a wider type, a scale by a broadcast vector).
+ * Otherwise the anchor reads the result. Returns the number of copies made. */
+static int recompute_shared_producers(kl_op *graph) {
+  kl_block *body = kl_graph_body(graph);
+  int made = 0;
+  for (kl_op *a = body->first; a; a = a->next) {
+    if (!is_anchor(a)) continue;
+    for (int i = 0; i < a->nopnds; i++) {
+      kl_op *chain[64];
+      int n = 0;
+      kl_value *w = a->opnds[i].value;
+      while (w->def && is_view(w->def) && n < 63) {
+        chain[n++] = w->def;
+        w = w->def->opnds[0].value;
+      }
+      kl_op *prod = w->def;
+      if (!prod || !is_ew(prod) || kl_op_attr(prod, "recomputed")) continue;
+      /* used only along this chain: it joins the kernel as it is */
+      int uses = 0;
+      for (kl_use *u = w->first_use; u; u = u->next) uses++;
+      bool exclusive = uses == 1;
+      for (int k = 0; k < n && exclusive; k++) {
+        int vu = 0;
+        for (kl_use *u = chain[k]->results[0].first_use; u; u = u->next) vu++;
+        exclusive = vu == 1;
+      }
+      if (exclusive) continue;
+      double in = 0;
+      for (int k = 0; k < prod->nopnds; k++)
+        if (!immediate(prod->opnds[k].value)) in += tensor_bytes(prod->opnds[k].value->type);
+      if (in > tensor_bytes(prod->results[0].type)) continue;
+      kl_value_map map = { 0 };
+      kl_op *c = kl_op_clone(prod, &map);
+      kl_op_set_attr(c, "recomputed", kl_attr_unit(graph->ctx));
+      kl_op_insert_before(a, c);
+      kl_value *top = kl_op_result(c, 0);
+      for (int k = n - 1; k >= 0; k--) {
+        kl_op *v = kl_op_clone(chain[k], &map);
+        kl_op_insert_before(a, v);
+        top = kl_op_result(v, 0);
+      }
+      kl_value_map_free(&map);
+      kl_op_set_operand(a, i, top);
+      made++;
+    }
+  }
+  return made;
+}
+
+static kl_status build_groups(part *p) {
+  kl_ctx *ctx = p->ctx;
+  kl_op *ret = p->ret;
+  /* anchors first, in block order */
+  for (int pos = 0; pos < p->nops; pos++)
+    if (is_anchor(p->ops[pos])) build_anchor_group(p, pos);
+  /* the rest, last op first */
+  for (int pos = p->nops - 1; pos >= 0; pos--) {
+    kl_op *op = p->ops[pos];
+    if (is_plan(op) || op == ret || p->assigned[pos] >= 0 || is_anchor(op)) continue;
+    if (is_ew(op)) {
+      build_ew_group(p, pos, false);
+    } else if (is_view(op)) {
+      bool returned = false;
+      for (kl_use *u = op->results[0].first_use; u; u = u->next) returned = returned || u->user == ret;
+      bool covered = false; /* already a result of a group */
+      for (int i = 0; i < p->ngroups && !covered; i++)
+        for (int r = 0; r < p->groups[i].nres && !covered; r++) covered = p->groups[i].res[r] == kl_op_result(op, 0);
+      if (!returned || covered) continue;
+      group *g = new_group(p, K_EW, pos);
+      add_result(g, kl_op_result(op, 0), true);
+      g->member[pos] = 1;
+      memset(p->dep, 0, (size_t)p->nops);
+      absorb_operands(p, g, op, true);
+      grow(p, g, pos);
+    } else if (own_kernel(op) >= 0) {
+      group *g = new_group(p, own_kernel(op), pos);
+      add_result(g, kl_op_result(op, 0), false);
+      take(p, g, pos);
+      absorb_operands(p, g, op, false);
+    } else {
+      return kl_emit_error(ctx, op->loc, "graph-partition: cannot place op '%s' in a kernel", op->name);
+    }
+  }
+  /* outputs that are params / constants (or block arguments) themselves: copies */
+  for (int i = 0; i < ret->nopnds; i++) {
+    kl_value *v = ret->opnds[i].value;
+    bool copy = !v->def || kl_op_has_trait(v->def, KL_TRAIT_PLAN_INPUT);
+    for (int j = 0; j < i && copy; j++) copy = ret->opnds[j].value != v;
+    if (copy) add_result(new_group(p, K_EW, p->nops), v, true);
+  }
+  return KL_OK;
+}
+
+static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion) {
   kl_ctx *ctx = graph->ctx;
   kl_block *body = kl_graph_body(graph);
   kl_op *ret = kl_graph_return(graph);
   if (!ret) return kl_emit_error(ctx, graph->loc, "graph-partition: graph has no func.return");
+  merge_duplicates(graph);
   remove_dead(body);
-  part P = { .ctx = ctx };
+  if (input_fusion) recompute_shared_producers(graph);
+  part P = { .ctx = ctx, .input_fusion = input_fusion, .ret = ret };
   part *p = &P;
   for (kl_op *op = body->first; op; op = op->next) p->nops++;
   p->ops = kl_xmalloc((size_t)p->nops * sizeof *p->ops);
-  p->assigned = kl_xmalloc((size_t)p->nops * sizeof(int));
-  p->chain_root_of = kl_xmalloc((size_t)p->nops * sizeof(int));
-  p->chain_owner = kl_xmalloc((size_t)p->nops * sizeof(int));
-  p->chain_root = kl_xcalloc((size_t)p->nops, sizeof *p->chain_root);
-  p->chain_view_root = kl_xcalloc((size_t)p->nops, sizeof(bool));
+  p->assigned = kl_xmalloc((size_t)(p->nops + 1) * sizeof(int));
+  p->dep = kl_xcalloc((size_t)p->nops + 1, 1);
+  p->anydep = kl_xcalloc((size_t)p->nops + 1, 1);
+  p->tag_n = kl_xmalloc((size_t)(p->nops + 1) * sizeof(int));
+  p->tag = kl_xcalloc((size_t)p->nops + 1, sizeof *p->tag);
   p->cand = kl_xcalloc((size_t)p->nops + 1, 1);
   int i = 0;
   for (kl_op *op = body->first; op; op = op->next, i++) {
     p->ops[i] = op;
     op->scratch = i;
-    p->assigned[i] = p->chain_root_of[i] = p->chain_owner[i] = -1;
-  }
-  kl_status st = KL_OK;
-  /* pass 1: epilogue chains */
-  for (i = 0; i < p->nops; i++)
-    if (is_anchor(p->ops[i])) build_chain(p, p->ops[i]);
-  /* pass 2: groups, last op first */
-  for (int pos = p->nops - 1; pos >= 0 && st == KL_OK; pos--) {
-    kl_op *op = p->ops[pos];
-    if (p->chain_root_of[pos] >= 0) {
-      build_anchor_group(p, p->chain_root_of[pos]);
-      continue;
-    }
-    if (is_plan(op) || op == ret) continue;
-    if (p->assigned[pos] >= 0 || p->chain_owner[pos] >= 0) continue;
-    if (is_ew(op)) {
-      group *g = new_group(p, K_EW, kl_op_result(op, 0), false, pos);
-      g->member[pos] = 1;
-      p->assigned[pos] = (int)(g - p->groups);
-      absorb_operands(p, g, op, true);
-      grow(p, g, pos);
-    } else if (is_view(op)) {
-      bool returned = false;
-      for (kl_use *u = op->results[0].first_use; u; u = u->next) returned = returned || u->user == ret;
-      if (!returned) continue;
-      group *g = new_group(p, K_EW, kl_op_result(op, 0), true, pos);
-      g->member[pos] = 1;
-      absorb_operands(p, g, op, true);
-      grow(p, g, pos);
-    } else if (own_kernel(op) >= 0) {
-      int kind = own_kernel(op);
-      group *g = new_group(p, kind, kl_op_result(op, 0), false, pos);
-      g->member[pos] = 1;
-      p->assigned[pos] = (int)(g - p->groups);
-      absorb_operands(p, g, op, false);
-    } else if (is_anchor(op)) {
-      continue; /* grouped at its chain root */
-    } else {
-      st = kl_emit_error(ctx, op->loc, "graph-partition: cannot place op '%s' in a kernel", op->name);
+    p->assigned[i] = p->tag_n[i] = -1;
+    p->anydep[i] = is_anchor(op);
+    for (int k = 0; k < op->nopnds && !p->anydep[i]; k++) {
+      int q = pos_of(p, op->opnds[k].value);
+      p->anydep[i] = q >= 0 && q < i && p->anydep[q];
     }
   }
-  /* outputs that are params / constants (or block arguments) themselves: copies */
-  for (i = 0; i < ret->nopnds && st == KL_OK; i++) {
-    kl_value *v = ret->opnds[i].value;
-    bool copy = !v->def || kl_op_has_trait(v->def, KL_TRAIT_PLAN_INPUT);
-    for (int j = 0; j < i && copy; j++) copy = ret->opnds[j].value != v;
-    if (copy) new_group(p, K_EW, v, true, p->nops);
+  kl_status st = build_groups(p);
+  if (st == KL_OK && !order_groups(p)) {
+    /* two groups would wait on each other: group again without epilogue side inputs
+     * that an anchor result reaches (acyclic by construction) */
+    reset(p);
+    p->strict_side = true;
+    st = build_groups(p);
+    if (st == KL_OK && !order_groups(p))
+      st = kl_emit_error(ctx, graph->loc, "graph-partition: the kernels of this graph depend on each other");
   }
   if (st == KL_OK && p->ngroups) {
     group **order = kl_xmalloc((size_t)p->ngroups * sizeof *order);
     for (i = 0; i < p->ngroups; i++) order[i] = &p->groups[i];
     qsort(order, (size_t)p->ngroups, sizeof *order, cmp_group);
+    /* params and constants (no operands) and the launches already there that read only
+     * those go to the top, in their order; the new launches follow in group order; the
+     * other existing launches (they read graph ops) go before the return */
+    kl_op *top = NULL;
+    for (i = 0; i < p->nops; i++) {
+      kl_op *op = p->ops[i];
+      if (!is_plan(op)) continue;
+      bool early = true;
+      for (int k = 0; k < op->nopnds && early; k++) {
+        kl_op *d = op->opnds[k].value->def;
+        early = !d || (d->block == body && is_plan(d) && d->scratch >= 0 && d->scratch < i && p->ops[d->scratch] == d);
+      }
+      kl_op_unlink(op);
+      if (!early) {
+        kl_op_insert_before(ret, op);
+        op->scratch = -2;
+      } else if (top) {
+        kl_op_insert_after(top, op);
+      } else if (body->first) {
+        kl_op_insert_before(body->first, op);
+      } else {
+        kl_block_push_op(body, op);
+      }
+      if (early) top = op;
+    }
+    kl_op *at = top ? top->next : body->first;
     kl_op *after = graph;
-    for (i = 0; i < p->ngroups; i++) extract(p, module, graph, order[i], i, &after, ret);
+    for (i = 0; i < p->ngroups; i++) extract(p, module, graph, order[i], i, &after, at);
     free(order);
-    /* everything but params, constants, launches and the return goes */
     for (i = p->nops - 1; i >= 0; i--) {
       kl_op *op = p->ops[i];
       if (is_plan(op) || op == ret) continue;
@@ -398,20 +820,25 @@ static kl_status partition_graph(kl_op *module, kl_op *graph) {
       if (is_plan(op) || op == ret) continue;
       if (kl_op_erase(op) != KL_OK) st = KL_ERR;
     }
+    /* constants the kernels took as immediates */
+    for (kl_op *op = body->first, *next; op; op = next) {
+      next = op->next;
+      if (kl_graph_is_constant(op) && kl_op_results_unused(op)) kl_op_erase(op);
+    }
   }
-  for (i = 0; i < p->ngroups; i++) free(p->groups[i].member);
+  reset(p);
   free(p->groups);
   free(p->ops);
   free(p->assigned);
-  free(p->chain_root_of);
-  free(p->chain_owner);
-  free(p->chain_root);
-  free(p->chain_view_root);
+  free(p->dep);
+  free(p->anydep);
+  free(p->tag_n);
+  free(p->tag);
   free(p->cand);
   return st;
 }
 
-kl_status kl_graph_partition(kl_op *module) {
+kl_status kl_graph_partition_with(kl_op *module, bool input_fusion) {
   kl_block *mb = kl_module_body(module);
   if (!mb) return KL_OK;
   int n = 0;
@@ -422,23 +849,31 @@ kl_status kl_graph_partition(kl_op *module) {
   for (kl_op *op = mb->first; op; op = op->next)
     if (kl_is_graph(op)) graphs[n++] = op;
   kl_status st = KL_OK;
-  for (int i = 0; i < n && st == KL_OK; i++) st = partition_graph(module, graphs[i]);
+  for (int i = 0; i < n && st == KL_OK; i++) st = partition_graph(module, graphs[i], input_fusion);
   free(graphs);
   return st;
 }
+kl_status kl_graph_partition(kl_op *module) { return kl_graph_partition_with(module, true); }
 
 static kl_status run_partition(kl_op *module, const kl_pass_options *o, void *user) {
-  return kl_graph_partition(module);
+  return kl_graph_partition_with(module, kl_pass_opt_bool(o, "input-fusion"));
 }
+
+static const kl_pass_option options[] = {
+  { "input-fusion", KL_OPT_BOOL, "true",
+    "element-wise producers of a conv/dot operand join its kernel (fused into its global loads); false: they "
+    "become kernels of their own" },
+};
 
 void kl__register_graph_partition(kl_ctx *ctx);
 void kl__register_graph_partition(kl_ctx *ctx) {
   kl_pass_info info = {
     "graph-partition",
-    "groups every graph's ops into kernels (conv/dot + element-wise epilogue, element-wise, reduce, "
-    "softmax, concat, copies) and replaces each group by a graph.launch of a kernel_group function",
-    NULL,
-    0,
+    "groups every graph's ops into kernels (conv/dot with element-wise prologues and epilogues, fan-out and "
+    "several outputs; element-wise; reduce; softmax; concat; copies) and replaces each group by a graph.launch "
+    "of a kernel_group function",
+    options,
+    1,
     run_partition,
     NULL
   };

@@ -54,6 +54,8 @@
  *    views), graph.softmax -> rock.softmax, graph.concat -> ONE rock.elementwise over
  *    the output that reads each input through a Pad view along the axis (0 outside its
  *    slice) and adds them (exact, except that -0.0 becomes +0.0).
+ *  - A one-element graph.constant inside a group (graph-partition copies scalar constants
+ *    into the kernels that read them) is an immediate (arith.constant) in the body.
  *  - Empty tensors: a kernel whose output is empty does nothing; a dot / conv / reduce
  *    with an empty input fills its output with the op's identity (rock.fill).
  * Errors (anything the views cannot express) are diagnostics at the op's location. */
@@ -527,6 +529,18 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
         f->stage = SF_VIEW;
         child = (sframe){ def->opnds[0].value, f->n + 1, steps_push(g, f->n, f->steps, vw), SF_NEW, 0, { NULL } };
         push = true;
+      } else if (def && kl_graph_is_constant(def) && kl_op_attr(def, "value") &&
+                 kl_op_attr(def, "value")->kind == KL_AT_ARRAY && kl_op_attr(def, "value")->n == 1) {
+        /* a one-element constant that graph-partition copied into the kernel: an immediate */
+        const kl_attr *e = kl_op_attr(def, "value")->elems[0];
+        const kl_type *et = f->v->type->elem;
+        if (e->kind == KL_AT_FLOAT || kl_type_is_float(et)) {
+          r = scst(c, et, e->kind == KL_AT_FLOAT ? e->f : (double)e->i, def->loc);
+        } else { /* integers keep all 64 bits */
+          kl_op *k = kl_build_constant(g->ctx, def->loc, kl_attr_int_typed(g->ctx, e->i, et), et);
+          kl_block_push_op(c->rb, k);
+          r = kl_op_result(k, 0);
+        }
       } else if (def && f->v != c->special && kl_op_has_trait(def, KL_TRAIT_ELEMENTWISE)) {
         if (def->nopnds > 3) {
           kl_emit_error(g->ctx, def->loc, "graph-to-rock: too many operands");

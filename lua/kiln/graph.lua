@@ -293,6 +293,7 @@ return function(kiln)
     G.output(self.func, table.unpack(vals, 1, vals.n))
     return self
   end
+  function Graph:hint(x, opts) return G.hint(self.func, x, opts) end
   function Graph:print(opts) return self.module:print(opts) end
   function Graph:verify() return self.module:verify() end
   function Graph:eval(inputs) return G.eval(self.func, inputs) end

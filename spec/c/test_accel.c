@@ -1375,7 +1375,7 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
     char code[512];
     snprintf(code, sizeof code,
              "local c = gen.gen(%d); local p = kiln.compile(c.g, {target = '%s', cache = false}); "
-             "return p, c.inputs, c.g:eval(c.inputs), c.name, c.dtype",
+             "return p, c.inputs, {c.g:eval(c.inputs)}, c.name, c.dtype, c.dtypes",
              seed, T);
     if (luaL_dostring(L, code) != LUA_OK) {
       CHECK(0, "fused seed %d on %s: %s", seed, T, lua_tostring(L, -1));
@@ -1418,8 +1418,11 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
       CHECK(ok, "%s on %s: kernel %s (%s): %s", name, T, ki->name, ki->perf_config, kf ? err : "not in the module");
     }
     *naccel += accel;
-    double tol = !strcmp(dtype, "f32") ? 1e-5 : 1e-2;
     for (int oi = 0; ok && oi < kl_program_noutputs(p, T); oi++) {
+      lua_rawgeti(L, 6, oi + 1); /* each output's own dtype */
+      const char *odt = lua_isstring(L, -1) ? lua_tostring(L, -1) : dtype;
+      double tol = !strcmp(odt, "f32") ? 1e-5 : 1e-2;
+      lua_pop(L, 1);
       kl_tensor *want = kl_lua__test_tensor(L, 3);
       if (!want) {
         lua_rawgeti(L, 3, oi + 1);

@@ -1,17 +1,21 @@
 -- fused_gen.lua — seeded random fused graphs for the compile specs: a conv (random
 local kiln = require "kiln"
 -- layout, stride, padding, dilation, groups) or a dot (random transposes and batch)
--- with a random epilogue (bias broadcast, residual add, relu/sigmoid/tanh/clip, casts),
--- plus element-wise-only, reduction and softmax graphs. Odd sizes on purpose.
--- gen(seed) -> {name=, g=, inputs=, dtype=, kind=}
+-- with random element-wise prologues on its operands (converts from narrower types,
+-- scales, dequantization, relu, a broadcast bias, a transpose behind a convert, chains),
+-- a random epilogue (bias broadcast, residual add, relu/sigmoid/tanh/clip, casts, values
+-- used twice: swish, where(c, -v, v)) and several outputs ({c, relu(c)}, an intermediate
+-- that is an output too), plus element-wise-only, reduction and softmax graphs. Odd
+-- sizes on purpose. A conv/dot graph must compile to exactly one kernel.
+-- gen(seed) -> {name=, g=, inputs=, dtype=, dtypes=, kind=, kernels=}
 local M = {}
 
 local function pick(r, t) return t[r(#t)] end
 
-local function epilogue(g, r, y, dtype, shape, make_param)
+local function epilogue(g, r, y, dtype, shape, make_param, extra)
   local n = r(3) - 1          -- 0..2 epilogue ops
   for i = 1, n do
-    local k = r(6)
+    local k = r(9)
     if k == 1 then            -- bias broadcast along dim 1 (channels / N)
       local bshape = {}
       for d = 1, #shape do bshape[d] = 1 end
@@ -22,13 +26,50 @@ local function epilogue(g, r, y, dtype, shape, make_param)
     elseif k == 3 then y = y:relu()
     elseif k == 4 then y = (dtype == "f32") and y:sigmoid() or y:relu()
     elseif k == 5 then y = (dtype == "f32") and y:tanh() or y:clip(-0.5, 0.5)
+    elseif k == 6 then y = y * y:sigmoid()                            -- swish: y used twice
+    elseif k == 7 then y = g:where(y:convert("i1"), -y, y)            -- three uses of y
+    elseif k == 8 then extra[#extra + 1] = y; y = y:relu()            -- an intermediate is an output too
     else y = y:clip(-1.5, 0.75) end
   end
+  if r(6) == 1 then extra[#extra + 1] = y * 2 + 1 end                 -- a second epilogue of the result
   if r(5) == 1 then
     local to = dtype == "f32" and "f16" or "f32"
     y = y:convert(to)
   end
   return y
+end
+
+-- A random element-wise producer of a conv/dot operand of `shape` (in dtype): what the
+-- kernel's global loads compute. Returns the operand and a description.
+local function prologue(g, r, param, shape, dtype, name)
+  local k = r(8)
+  if k == 1 then        -- convert from a narrower type
+    local from = dtype == "f32" and "f16" or "f32"
+    return param(name, shape, nil, from):convert(dtype), "convert"
+  elseif k == 2 then    -- scale by a scalar constant
+    return param(name, shape) * 0.5, "scale"
+  elseif k == 3 then    -- dequantize (x - z) * s with a per-last-dim scale
+    local sshape = {}
+    for d = 1, #shape do sshape[d] = 1 end
+    sshape[#shape] = shape[#shape]
+    return (param(name, shape) - param(name .. "_z", shape)) * param(name .. "_s", sshape), "dequant"
+  elseif k == 4 then    -- relu
+    return param(name, shape):relu(), "relu"
+  elseif k == 5 then    -- a chain: convert, scale, add of a broadcast bias
+    local bshape = {}
+    for d = 1, #shape do bshape[d] = 1 end
+    bshape[#shape] = shape[#shape]
+    local from = dtype == "f32" and "f16" or "f32"
+    return (param(name, shape, nil, from):convert(dtype) * 2 + param(name .. "_b", bshape)), "chain"
+  elseif k == 6 and #shape >= 2 then -- a transpose behind a convert
+    local t, perm = {}, {}
+    for d = 1, #shape do t[d] = shape[d]; perm[d] = d - 1 end
+    t[#shape], t[#shape - 1] = shape[#shape - 1], shape[#shape]
+    perm[#shape], perm[#shape - 1] = #shape - 2, #shape - 1
+    local from = dtype == "f32" and "f16" or "f32"
+    return param(name, t, nil, from):convert(dtype):transpose(perm), "convert+transpose"
+  end
+  return param(name, shape), nil
 end
 
 function M.gen(seed)
@@ -42,9 +83,16 @@ function M.gen(seed)
   local dtype = (r(4) == 1) and "f16" or "f32"
   local g = kiln.graph("rand" .. seed)
   local inputs = {}
-  local function param(name, shape, opts)
-    inputs[name] = kiln.rand(shape, dtype, { seed = seed * 100 + #name, layout = opts and opts.layout })
-    return g:param(name, shape, dtype, opts)
+  local function param(name, shape, opts, dt)
+    inputs[name] = kiln.rand(shape, dt or dtype, { seed = seed * 100 + #name, layout = opts and opts.layout })
+    return g:param(name, shape, dt or dtype, opts)
+  end
+  local extra, pro = {}, {}
+  local function operand(name, shape, opts)
+    if opts or r(3) ~= 1 then return param(name, shape, opts) end
+    local v, what = prologue(g, r, param, shape, dtype, name)
+    if what then pro[#pro + 1] = name .. ":" .. what end
+    return v
   end
   local odd = { 1, 3, 5, 7, 9, 17 }
   local y, desc
@@ -60,14 +108,14 @@ function M.gen(seed)
     while (w + pad[3] + pad[4]) < dil[2] * (fx - 1) + 1 do pad[4] = pad[4] + 1 end
     local n = pick(r, { 1, 2 })
     local layout = r(2) == 1 and "NHWC" or "NCHW"
-    local x = param("x", { n, c, h, w }, { layout = layout })
+    local x = layout == "NCHW" and operand("x", { n, c, h, w }) or param("x", { n, c, h, w }, { layout = layout })
     local wt = param("w", { k, c // groups, fy, fx }, { layout = layout == "NHWC" and "KYXC" or "KCYX" })
     y = g:conv(x, wt, { stride = stride, padding = pad, dilation = dil, groups = groups })
     local ho = (h + pad[1] + pad[2] - dil[1] * (fy - 1) - 1) // stride[1] + 1
     local wo = (w + pad[3] + pad[4] - dil[2] * (fx - 1) - 1) // stride[2] + 1
     desc = string.format("conv %s n%d c%d k%d %dx%d f%dx%d s%d,%d d%d p%d,%d,%d,%d g%d", layout, n, c, k, h, w, fy, fx,
       stride[1], stride[2], dil[1], pad[1], pad[2], pad[3], pad[4], groups)
-    y = epilogue(g, r, y, dtype, { n, k, ho, wo }, function(nm, s) return param(nm, s, { layout = layout }) end)
+    y = epilogue(g, r, y, dtype, { n, k, ho, wo }, function(nm, s) return param(nm, s, { layout = layout }) end, extra)
   elseif kind == "dot" then
     local m, n, k = pick(r, odd), pick(r, { 1, 4, 7, 17, 33 }), pick(r, { 1, 3, 8, 17, 64 })
     local ta, tb = r(2) == 1, r(2) == 1
@@ -75,7 +123,7 @@ function M.gen(seed)
     local ash = ta and { k, m } or { m, k }
     local bsh = tb and { n, k } or { k, n }
     if batch then table.insert(ash, 1, batch); table.insert(bsh, 1, batch) end
-    local a, b = param("a", ash), param("b", bsh)
+    local a, b = operand("a", ash), operand("b", bsh)
     y = g:dot(a, b, { transpose_a = ta, transpose_b = tb })
     desc = string.format("dot m%d n%d k%d ta=%s tb=%s batch=%s", m, n, k, ta, tb, batch or "-")
     local osh = batch and { batch, m, n } or { m, n }
@@ -83,7 +131,7 @@ function M.gen(seed)
       if #s == 2 and nm:sub(1, 4) == "bias" then s = { 1, n } end
       if #s == 3 and nm:sub(1, 4) == "bias" then s = { 1, 1, n } end
       return param(nm, s)
-    end)
+    end, extra)
   elseif kind == "elementwise" then
     local shape = { pick(r, odd), pick(r, odd), pick(r, { 1, 4, 129 }) }
     local a, b = param("a", shape), param("b", { 1, shape[2], shape[3] })
@@ -102,8 +150,16 @@ function M.gen(seed)
     y = param("a", shape):softmax(r(2) == 1 and -1 or 0)
     desc = string.format("softmax %dx%d", shape[1], shape[2])
   end
-  g:output(y)
-  return { name = string.format("#%d %s %s", seed, dtype, desc), g = g, inputs = inputs, dtype = y.dtype, in_dtype = dtype, kind = kind }
+  if r(8) == 1 and (kind == "conv" or kind == "dot") then extra[#extra + 1] = y:relu() end -- {c, relu(c)}
+  local outs = { y }
+  for _, e in ipairs(extra) do outs[#outs + 1] = e end
+  g:output(table.unpack(outs))
+  local dtypes = {}
+  for i, o in ipairs(outs) do dtypes[i] = o.dtype end
+  if #pro > 0 then desc = desc .. " prologue " .. table.concat(pro, ",") end
+  if #outs > 1 then desc = desc .. " outputs " .. #outs end
+  return { name = string.format("#%d %s %s", seed, dtype, desc), g = g, inputs = inputs, dtype = y.dtype, dtypes = dtypes,
+           in_dtype = dtype, kind = kind, kernels = (kind == "conv" or kind == "dot") and 1 or nil }
 end
 
 -- Compares got with the reference: |got - ref| <= tol * (|ref| + scale), where scale is
