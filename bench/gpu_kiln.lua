@@ -402,10 +402,9 @@ end
 -- (input fusion on: the producer fused into the kernel's global loads, one kernel) and impl
 -- "kiln.nofuse" with kiln.default_pipeline() where graph-partition becomes
 -- graph-partition{input-fusion=false} (the producer a kernel of its own writing a full-size
--- intermediate that the GEMM/conv kernel reads). A graph-partition without that option has
--- no input fusion at all, so there the default pipeline is the unfused baseline (said in the
--- note). A kiln.nofuse program of one kernel is an error (not the baseline); a "kiln"
--- program of several kernels is timed as it is, its note saying fused=NO.
+-- intermediate that the GEMM/conv kernel reads). A kiln.nofuse program of one kernel is an
+-- error (not the baseline); a "kiln" program of several kernels is timed as it is, its note
+-- saying fused=NO.
 local NOFUSE_PIPELINE
 do
   local n
@@ -418,13 +417,8 @@ local function compile_impl(g, impl)
   if not NOFUSE_PIPELINE then
     error("kiln.default_pipeline() does not start with graph-partition: cannot turn input fusion off")
   end
-  local ok, p = pcall(kiln.compile, g, { target = dev.arch, pipeline = NOFUSE_PIPELINE })
-  if ok then return p, "pipeline=default with graph-partition{input-fusion=false}" end
-  if tostring(p):find("unknown option 'input-fusion'", 1, true) then
-    return kiln.compile(g, { target = dev.arch }),
-           "pipeline=default (this build's graph-partition has no input-fusion option: no input fusion to turn off)"
-  end
-  error(p, 0)
+  return kiln.compile(g, { target = dev.arch, pipeline = NOFUSE_PIPELINE }),
+         "pipeline=default with graph-partition{input-fusion=false}"
 end
 
 -- Runs impls kiln and kiln.nofuse of case c: graph g, inputs (name -> tensor), check(outputs)
