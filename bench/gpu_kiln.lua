@@ -1,5 +1,6 @@
 -- bench/gpu_kiln.lua — kiln's side of the GPU suite (issue 7): GEMM, the fused conv+add+relu,
--- element-wise add and compile latency on the present device, one TSV row per measurement.
+-- element-wise add, compile latency and the input-fusion cases (a convert or a scale of a
+-- GEMM/conv operand; rows kiln and kiln.nofuse) on the present device, one TSV row per measurement.
 --
 --   build/kiln bench/gpu_kiln.lua OUT.tsv [--case ID]... [--cases FILE] [--device NAME]
 --                                 [--budget-ms MS] [--samples N] [--ptx DIR] [--suffix S] [--list]
@@ -143,8 +144,18 @@ local function rel_report(num, den, n, dtype)
   return ok, string.format("%s rel=%.2e (tol %.0e) on %d sampled outputs; all outputs finite", ok and "ok" or "FAIL", rel, TOL[dtype], n)
 end
 
--- C = A @ B: nsamples rows x nsamples columns of C against float64 dot products.
-local function check_gemm(A, B, C, M, N, K, dtype)
+-- The values of the list t (float64) rounded to dtype, as a list (through a kiln tensor:
+-- the same rounding as kiln's conversions).
+local function rounded(t, dtype)
+  local x, r = kiln.tensor(t, dtype), {}
+  for k = 1, #t do r[k] = x:get { k - 1 } end
+  return r
+end
+
+-- C = A @ B: nsamples rows x nsamples columns of C against float64 dot products. a_row(t, i),
+-- when given, maps the sampled row i of A (a list of K values) to the row the GEMM multiplies
+-- (the input-fusion cases: A converted to f16, or A * S rounded to f16).
+local function check_gemm(A, B, C, M, N, K, dtype, a_row)
   local fin, bad = all_finite(C)
   if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
   local rnd = lcg(7)
@@ -152,7 +163,11 @@ local function check_gemm(A, B, C, M, N, K, dtype)
   while #rows < nsamples do rows[#rows + 1] = rnd(M) end
   while #cols < nsamples do cols[#cols + 1] = rnd(N) end
   local arow, bcol = {}, {}
-  for ri, i in ipairs(rows) do local t = {} for k = 0, K - 1 do t[k + 1] = A:get { i, k } end arow[ri] = t end
+  for ri, i in ipairs(rows) do
+    local t = {}
+    for k = 0, K - 1 do t[k + 1] = A:get { i, k } end
+    arow[ri] = a_row and a_row(t, i) or t
+  end
   for ci, j in ipairs(cols) do local t = {} for k = 0, K - 1 do t[k + 1] = B:get { k, j } end bcol[ci] = t end
   local num, den = 0.0, 0.0
   for ri, i in ipairs(rows) do
@@ -167,8 +182,9 @@ local function check_gemm(A, B, C, M, N, K, dtype)
   return rel_report(num, den, #rows * #cols, dtype)
 end
 
--- out[n,k,h,w] = relu(sum_c x[n,c,h,w] * w[k,c,0,0] + r[n,k,h,w]).
-local function check_conv(X, W, R, O, Nb, C, H, Wd, K, dtype)
+-- out[n,k,h,w] = relu(sum_c x[n,c,h,w] * w[k,c,0,0] + r[n,k,h,w]). x_pix(t), when given, maps
+-- the C values of a sampled pixel of X to the ones the conv reads (conv_cvt: rounded to f16).
+local function check_conv(X, W, R, O, Nb, C, H, Wd, K, dtype, x_pix)
   local fin, bad = all_finite(O)
   if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
   local rnd = lcg(11)
@@ -176,7 +192,11 @@ local function check_conv(X, W, R, O, Nb, C, H, Wd, K, dtype)
   while #pix < nsamples do pix[#pix + 1] = { rnd(Nb), rnd(H), rnd(Wd) } end
   while #chans < nsamples do chans[#chans + 1] = rnd(K) end
   local xs, ws = {}, {}
-  for pi, q in ipairs(pix) do local t = {} for c = 0, C - 1 do t[c + 1] = X:get { q[1], c, q[2], q[3] } end xs[pi] = t end
+  for pi, q in ipairs(pix) do
+    local t = {}
+    for c = 0, C - 1 do t[c + 1] = X:get { q[1], c, q[2], q[3] } end
+    xs[pi] = x_pix and x_pix(t) or t
+  end
   for ki, k in ipairs(chans) do local t = {} for c = 0, C - 1 do t[c + 1] = W:get { k, c, 0, 0 } end ws[ki] = t end
   local num, den = 0.0, 0.0
   for pi, q in ipairs(pix) do
@@ -377,6 +397,116 @@ function run.compile(c)
   end
 end
 
+-- -------------------------------------------------------- input fusion ----
+-- The input-fusion cases compile each graph twice: impl "kiln" with the default pipeline
+-- (input fusion on: the producer fused into the kernel's global loads, one kernel) and impl
+-- "kiln.nofuse" with kiln.default_pipeline() where graph-partition becomes
+-- graph-partition{input-fusion=false} (the producer a kernel of its own writing a full-size
+-- intermediate that the GEMM/conv kernel reads). A kiln.nofuse program of one kernel is an
+-- error (not the baseline); a "kiln" program of several kernels is timed as it is, its note
+-- saying fused=NO.
+local NOFUSE_PIPELINE
+do
+  local n
+  NOFUSE_PIPELINE, n = kiln.default_pipeline():gsub("^graph%-partition,", "graph-partition{input-fusion=false},")
+  if n ~= 1 then NOFUSE_PIPELINE = nil end   -- the pipeline changed shape: the nofuse rows say so
+end
+
+local function compile_impl(g, impl)
+  if impl == "kiln" then return kiln.compile(g, { target = dev.arch }), "pipeline=default" end
+  if not NOFUSE_PIPELINE then
+    error("kiln.default_pipeline() does not start with graph-partition: cannot turn input fusion off")
+  end
+  return kiln.compile(g, { target = dev.arch, pipeline = NOFUSE_PIPELINE }),
+         "pipeline=default with graph-partition{input-fusion=false}"
+end
+
+-- Runs impls kiln and kiln.nofuse of case c: graph g, inputs (name -> tensor), check(outputs)
+-- -> ok, text; base: the row's fixed columns; amount: TFLOP of one launch. A failure of one
+-- impl (compile, check, timing) is an ERROR row, and the other still runs.
+local pair_errors = 0   -- ERROR rows of run_fusion_pair (the exit status counts them)
+local function run_fusion_pair(c, g, inputs, check, base, amount)
+  for _, impl in ipairs { "kiln", "kiln.nofuse" } do
+    local row = {}
+    for k, v in pairs(base) do row[k] = v end
+    row.case, row.impl, row.unit = c.id, impl, "TFLOP/s"
+    local ok, err = pcall(function()
+      local p, how = compile_impl(g, impl)
+      local nk = #p:kernels()
+      if impl == "kiln.nofuse" and nk < 2 then
+        error(string.format("kiln.nofuse compiled to %d kernel: input fusion was not off (%s)", nk, how))
+      end
+      dump_binaries(c.name .. (impl == "kiln" and "" or ".nofuse"), p)
+      local r = p:prepare(inputs, { device = dev, rotate_bytes = ROTATE_BYTES })
+      r:launch()
+      local okc, text = check(r:outputs())
+      row.sets, row.check = r.sets, text
+      row.note = string.format("fused=%s path=%s compile=%.0fms %s; %s", nk == 1 and "yes" or "NO", gemm_path(p), p.compile_ms,
+                               kernel_note(p), how)
+      time_and_write(row, r, okc, amount)
+    end)
+    if not ok then
+      row.check = "ERROR " .. tostring(err)
+      write_row(row)
+      pair_errors = pair_errors + 1
+    end
+  end
+end
+
+-- C = dot(convert(A f32 -> dtype), B): f32 accumulate, output in dtype.
+function run.gemm_cvt(c)
+  local M, N, K = c.dims[1], c.dims[2], c.dims[3]
+  local g = kiln.graph(c.name)
+  local a = g:param("a", { M, K }, "f32")
+  local b = g:param("b", { K, N }, c.dtype)
+  g:output(g:dot(a:convert(c.dtype), b))
+  local A, B = kiln.rand({ M, K }, "f32"), kiln.rand({ K, N }, c.dtype)
+  local base = { kind = "gemm_cvt", dtype = c.dtype, shape = shape_str(c.dims), flop = 2.0 * M * N * K,
+                 bytes = M * K * 4 + (K * N + M * N) * 2 }
+  run_fusion_pair(c, g, { a = A, b = B }, function(C)
+    return check_gemm(A, B, C, M, N, K, c.dtype, function(t) return rounded(t, c.dtype) end)
+  end, base, base.flop / 1e12)
+end
+
+-- C = dot(A * S, B), S [1, K] broadcast over A's rows; A * S in dtype (rounded), f32 accumulate.
+function run.gemm_scale(c)
+  local M, N, K = c.dims[1], c.dims[2], c.dims[3]
+  local g = kiln.graph(c.name)
+  local a = g:param("a", { M, K }, c.dtype)
+  local s = g:param("s", { 1, K }, c.dtype)
+  local b = g:param("b", { K, N }, c.dtype)
+  g:output(g:dot(a * s, b))
+  local A, S, B = kiln.rand({ M, K }, c.dtype), kiln.rand({ 1, K }, c.dtype), kiln.rand({ K, N }, c.dtype)
+  local sv = {}
+  for k = 0, K - 1 do sv[k + 1] = S:get { 0, k } end
+  local base = { kind = "gemm_scale", dtype = c.dtype, shape = shape_str(c.dims), flop = 2.0 * M * N * K,
+                 bytes = (M * K + K + K * N + M * N) * 2 }
+  run_fusion_pair(c, g, { a = A, s = S, b = B }, function(C)
+    return check_gemm(A, B, C, M, N, K, c.dtype, function(t)
+      for k = 1, K do t[k] = t[k] * sv[k] end
+      return rounded(t, c.dtype)
+    end)
+  end, base, base.flop / 1e12)
+end
+
+-- relu(conv(convert(x f32 -> dtype), w) + r): the conv case with its input arriving as f32 NHWC.
+function run.conv_cvt(c)
+  local Nb, C, H, W, K = table.unpack(c.dims)
+  local g = kiln.graph(c.name)
+  local x = g:param("x", { Nb, C, H, W }, "f32", { layout = "NHWC" })
+  local w = g:param("w", { K, C, 1, 1 }, c.dtype, { layout = "KYXC" })
+  local r = g:param("r", { Nb, K, H, W }, c.dtype, { layout = "NHWC" })
+  g:output((g:conv(x:convert(c.dtype), w) + r):relu())
+  local X = kiln.rand({ Nb, C, H, W }, "f32", { layout = "NHWC" })
+  local Wt = kiln.rand({ K, C, 1, 1 }, c.dtype, { layout = "KYXC" })
+  local R = kiln.rand({ Nb, K, H, W }, c.dtype, { layout = "NHWC" })
+  local base = { kind = "conv_cvt", dtype = c.dtype, shape = shape_str(c.dims), flop = 2.0 * Nb * H * W * K * C,
+                 bytes = Nb * C * H * W * 4 + (K * C + 2 * Nb * K * H * W) * 2 }
+  run_fusion_pair(c, g, { x = X, w = Wt, r = R }, function(O)
+    return check_conv(X, Wt, R, O, Nb, C, H, W, K, c.dtype, function(t) return rounded(t, c.dtype) end)
+  end, base, base.flop / 1e12)
+end
+
 -- ----------------------------------------------------------------- main ----
 if not dev_ok then
   for _, c in ipairs(cases) do
@@ -404,4 +534,4 @@ for _, c in ipairs(cases) do
   io.stderr:write(string.format("  [%s: %.1f s]\n", c.id, (kiln.clock_ms() - t0) / 1e3))
   collectgarbage(); collectgarbage()
 end
-if failed > 0 then os.exit(1) end
+if failed + pair_errors > 0 then os.exit(1) end

@@ -16,6 +16,9 @@ process appending its own rows), then the peers, so that drift of the machine hi
   compile  Triton's cold compile (+ load and first launch) of one kernel, in a child process
            with an empty cache, and again from its disk cache; torch.compile's first call of
            the conv graph is written by the conv case
+  gemm_cvt, gemm_scale, conv_cvt (input fusion: kiln's side writes rows kiln and kiln.nofuse)
+           torch eager torch.matmul(A.half(), B) / torch.matmul(A * S, B) /
+           relu(conv2d(x.half(), w) + r) on channels_last, and the same captured in a CUDA graph
 At the end, with --kiln, kiln and cuBLAS are timed once more on the first GEMM case (rows
 with case ID#2) to show the run-to-run spread. Rows have the columns of bench/gpu_kiln.lua;
 bench/gpu_report.py prints the merged table and draws the plot.
@@ -466,7 +469,131 @@ def case_compile(c, args, out):
                             "an in-process launch afterwards %.3f ms" % warm["matmul_again_ms"]})
 
 
-CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile}
+# ----------------------------------------------------------- input fusion ----
+def graph_replays(fn, nsets):
+    """fn(i) -> output tensor, captured once per set in a CUDA graph (after warm-up launches on a
+    side stream, as torch's CUDA-graph docs do). Returns (replay(i), outputs): outputs[i] is the
+    tensor set i's replay writes."""
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(nsets):
+            for _ in range(2):
+                fn(i)
+    torch.cuda.current_stream().wait_stream(s)
+    graphs, outs = [], []
+    for i in range(nsets):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            o = fn(i)
+        graphs.append(g)
+        outs.append(o)
+    return (lambda i: graphs[i].replay()), outs
+
+
+def fusion_peers(base, eager, eager_note, nsets, check, args, out, flop):
+    """The peers of an input-fusion case: torch eager (eager(i) -> output) and, on CUDA, the
+    same captured in a CUDA graph; check(output) -> (ok, text) before timing."""
+    impls = [("torch.eager", eager_note)]
+    if CUDA:
+        impls.append(("torch.eager+graph", "the eager ops captured in a CUDA graph (no Python launch gaps)"))
+    for name, note in impls:
+        row = dict(base, impl=name, note=note)
+        try:
+            if name == "torch.eager":
+                fn = eager
+                got = eager(0)
+                sync()
+            else:
+                fn, outs = graph_replays(eager, nsets)
+                poison(outs[0])
+                fn(0)
+                sync()
+                got = outs[0]
+            ok, row["check"] = check(got)
+            if ok:
+                time_row(row, fn, nsets, args.budget_ms, flop / 1e12)
+        except Exception as e:
+            row["check"] = "ERROR %s: %s" % (type(e).__name__, str(e)[:300])
+        write_row(out, row)
+
+
+def case_gemm_cvt(c, args, out):
+    """C = A.to(dtype) @ B with A f32: eager is a convert kernel and a cuBLAS GEMM."""
+    M, N, K = c["dims"]
+    dt = DT[c["dtype"]]
+    flop, nbytes = 2.0 * M * N * K, float(M * K * 4 + (K * N + M * N) * 2)
+    nsets = nsets_for(int(nbytes))
+    A = [rand((M, K), torch.float32) for _ in range(nsets)]
+    B = [rand((K, N), dt) for _ in range(nsets)]
+    C = [torch.empty((M, N), device=DEV, dtype=dt) for _ in range(nsets)]
+    ref = A[0].to(dt).double() @ B[0].double()      # the rounded A: what the convert produces
+    base = {"case": c["id"] + args.suffix, "kind": "gemm_cvt", "dtype": c["dtype"], "shape": shape_str(c["dims"]),
+            "flop": flop, "bytes": nbytes, "unit": "TFLOP/s"}
+
+    def eager(i):
+        return torch.matmul(A[i].to(dt), B[i], out=C[i])
+
+    poison(C[0])
+    fusion_peers(base, eager, "torch.matmul(A.to(%s), B): 2 launches (convert, cuBLAS)" % c["dtype"], nsets,
+                 lambda got: rel_check(got, ref, c["dtype"]), args, out, flop)
+    del A, B, C, ref
+
+
+def case_gemm_scale(c, args, out):
+    """C = (A * S) @ B, S [1, K] broadcast over A's rows: eager is a mul kernel and a cuBLAS GEMM."""
+    M, N, K = c["dims"]
+    dt = DT[c["dtype"]]
+    esz = torch.tensor([], dtype=dt).element_size()
+    flop, nbytes = 2.0 * M * N * K, float((M * K + K + K * N + M * N) * esz)
+    nsets = nsets_for(int(nbytes))
+    A = [rand((M, K), dt) for _ in range(nsets)]
+    S = [rand((1, K), dt) for _ in range(nsets)]
+    B = [rand((K, N), dt) for _ in range(nsets)]
+    C = [torch.empty((M, N), device=DEV, dtype=dt) for _ in range(nsets)]
+    ref = (A[0] * S[0]).double() @ B[0].double()    # A * S rounded to dtype, as the graph's mul
+    base = {"case": c["id"] + args.suffix, "kind": "gemm_scale", "dtype": c["dtype"], "shape": shape_str(c["dims"]),
+            "flop": flop, "bytes": nbytes, "unit": "TFLOP/s"}
+
+    def eager(i):
+        return torch.matmul(A[i] * S[i], B[i], out=C[i])
+
+    poison(C[0])
+    fusion_peers(base, eager, "torch.matmul(A * S, B): 2 launches (mul, cuBLAS)", nsets,
+                 lambda got: rel_check(got, ref, c["dtype"]), args, out, flop)
+    del A, S, B, C, ref
+
+
+def case_conv_cvt(c, args, out):
+    """relu(conv2d(x.to(dtype), w) + r), x f32 channels_last: eager is convert, conv, add, relu."""
+    Nb, Cc, H, W, K = c["dims"]
+    dt = DT[c["dtype"]]
+    esz = torch.tensor([], dtype=dt).element_size()
+    flop = 2.0 * Nb * H * W * K * Cc
+    nbytes = float(Nb * Cc * H * W * 4 + (K * Cc + 2 * Nb * K * H * W) * esz)
+    nsets = nsets_for(int(nbytes))
+    cl = torch.channels_last
+    X = [rand((Nb, Cc, H, W), torch.float32, cl) for _ in range(nsets)]
+    Wt = [rand((K, Cc, 1, 1), dt, cl) for _ in range(nsets)]
+    R = [rand((Nb, K, H, W), dt, cl) for _ in range(nsets)]
+    x2 = X[0].to(dt).permute(0, 2, 3, 1).reshape(-1, Cc).double()    # the rounded x: what the convert produces
+    w2 = Wt[0].reshape(K, Cc).double()
+    ref = torch.relu(x2 @ w2.t() + R[0].permute(0, 2, 3, 1).reshape(-1, K).double())
+    del x2
+    base = {"case": c["id"] + args.suffix, "kind": "conv_cvt", "dtype": c["dtype"], "shape": shape_str(c["dims"]),
+            "flop": flop, "bytes": nbytes, "unit": "TFLOP/s"}
+
+    def eager(i):
+        return torch.relu(F.conv2d(X[i].to(dt), Wt[i]) + R[i])
+
+    fusion_peers(base, eager, "x.to(%s), conv2d, add, relu: 4 launches (cuDNN conv), channels_last" % c["dtype"], nsets,
+                 lambda got: rel_check(got.permute(0, 2, 3, 1).reshape(-1, K), ref, c["dtype"]), args, out, flop)
+    del X, Wt, R, ref
+
+
+CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile,
+         "gemm_cvt": case_gemm_cvt, "gemm_scale": case_gemm_scale, "conv_cvt": case_conv_cvt}
 
 
 def run_kiln(args, case_id, out, suffix=""):

@@ -2,8 +2,10 @@
 """bench/gpu_report.py — merges the rows of bench/gpu_kiln.lua and bench/gpu_peers.py (one
 TSV) into the suite's table: per case kiln's number, each peer's, and kiln's speed relative
 to the peer (kiln/peer for rates, peer/kiln for milliseconds: above 1 means kiln is faster);
-the issue's targets; and the fraction of the floor each kernel reaches (floor = the larger of
-FLOPs / tensor-core peak and bytes / the copy bandwidth measured in the same run).
+the issue's targets; the input-fusion summary (cases gemm_cvt / gemm_scale / conv_cvt: kiln,
+kiln.nofuse — input fusion off — and torch eager side by side, with kiln's speed ÷ each); and the
+fraction of the floor each kernel reaches (floor = the larger of FLOPs / tensor-core peak and
+bytes / the copy bandwidth measured in the same run).
 
     python3 bench/gpu_report.py RESULTS.tsv [--md TABLE.md] [--png PLOT.png] [--machine FILE]
 """
@@ -15,6 +17,8 @@ import sys
 
 PEAK_TC = {"f16": 989.4e12, "bf16": 989.4e12, "f32": 66.9e12}   # H100/H200 SXM datasheet, dense (leads)
 DEFAULT_BW = 4.8e12                                                # H200 datasheet; replaced by the measured copy
+FUSION_KINDS = ("gemm_cvt", "gemm_scale", "conv_cvt")              # input fusion: rows kiln, kiln.nofuse, peers
+FLOP_KINDS = ("gemm", "conv") + FUSION_KINDS                       # the floor counts their FLOPs
 
 
 def num(s):
@@ -66,7 +70,7 @@ def floor_ms(r, bw):
         return None
     t_mem = r["bytes"] / bw
     t_flop = 0.0
-    if r["kind"] in ("gemm", "conv") and r["flop"]:
+    if r["kind"] in FLOP_KINDS and r["flop"]:
         t_flop = r["flop"] / PEAK_TC.get(r["dtype"], PEAK_TC["f32"])
     return max(t_mem, t_flop) * 1e3
 
@@ -128,6 +132,34 @@ def targets(by, bw):
     return out
 
 
+def fusion_summary(order, by):
+    """One line per input-fusion case: (case, kiln ms, kiln.nofuse ms, torch eager ms, torch
+    eager+graph ms, kiln speed ÷ torch eager, kiln speed ÷ kiln.nofuse, kiln's kernels) as strings."""
+    out = []
+    for c in order:
+        rs = by[c]
+        if not any(r["kind"] in FUSION_KINDS for r in rs):
+            continue
+        get = {r["impl"]: r for r in rs}
+        k, nf, te, tg = (get.get(n) for n in ("kiln", "kiln.nofuse", "torch.eager", "torch.eager+graph"))
+
+        def ms(r):
+            return "%.4g" % r["ms"] if r and r["ms"] is not None else "-"
+
+        def ratio(p):
+            v = speed_ratio(k, p) if k and p else None
+            return "%.3fx" % v if v else "-"
+        note = (k["note"] or "") if k else ""
+        kernels = note.split(" kernel(s)")[0].split()[-1] if " kernel(s)" in note else "-"
+        fused = "fused" if "fused=yes" in note else "NOT fused" if "fused=NO" in note else "-"
+        out.append((c, ms(k), ms(nf), ms(te), ms(tg), ratio(te), ratio(nf), "%s (%s)" % (kernels, fused)))
+    return out
+
+
+FUSION_HDR = ("case", "kiln ms", "kiln.nofuse ms", "torch.eager ms", "torch.eager+graph ms", "kiln ÷ torch.eager",
+              "kiln ÷ kiln.nofuse", "kiln kernels")
+
+
 def table(order, by, bw):
     lines = []
     hdr = "%-26s %-18s %-20s %-24s %-10s %-10s %s" % ("case", "impl", "value", "median ms (p10–p90)", "kiln ÷", "of floor",
@@ -160,7 +192,7 @@ def plot(order, by, bw, path):
     labels, ratios, colors = [], [], []
     palette = {"torch.matmul": "tab:blue", "triton": "tab:orange", "torch.eager": "tab:green",
                "torch.eager+graph": "tab:olive", "torch.compile": "tab:red", "torch.copy": "tab:purple",
-               "torch.add": "tab:brown"}
+               "torch.add": "tab:brown", "kiln.nofuse": "tab:cyan"}
     for c in order:
         k = next((r for r in by[c] if r["impl"] == "kiln"), None)
         for r in by[c]:
@@ -174,7 +206,7 @@ def plot(order, by, bw, path):
     fr_labels, fracs, fr_colors = [], [], []
     for c in order:
         for r in by[c]:
-            fl = floor_ms(r, bw) if r["ms"] and r["kind"] in ("gemm", "conv", "ew") else None
+            fl = floor_ms(r, bw) if r["ms"] and r["kind"] in FLOP_KINDS + ("ew",) else None
             if fl:
                 fr_labels.append("%s %s" % (c.replace("gemm_", ""), r["impl"]))
                 fracs.append(fl / r["ms"])
@@ -218,7 +250,15 @@ def main():
     bw = copy_bw(rows)     # no measured copy (a host run): no floor column
     lines, md = table(order, by, bw)
     tg = targets(by, bw)
+    fs = fusion_summary(order, by)
     out = list(lines)
+    if fs:
+        out.append("")
+        out.append("input fusion (kiln: default pipeline; kiln.nofuse: input fusion off; ÷: kiln's speed ÷, > 1 kiln faster):")
+        fmt = "  %-24s %10s %15s %15s %21s %19s %19s  %s"
+        out.append(fmt % FUSION_HDR)
+        for line in fs:
+            out.append(fmt % line)
     out.append("")
     out.append("targets (issue 7):")
     for name, where, ok in tg:
@@ -237,6 +277,13 @@ def main():
             if args.machine and os.path.exists(args.machine):
                 f.write("```\n" + open(args.machine).read().strip() + "\n```\n\n")
             f.write("\n".join(md) + "\n\n")
+            if fs:
+                f.write("Input fusion (kiln: default pipeline; kiln.nofuse: input fusion off; ratios are kiln's speed ÷ "
+                        "the other's, above 1 kiln is faster):\n\n")
+                f.write("| " + " | ".join(FUSION_HDR) + " |\n|" + "---|" * len(FUSION_HDR) + "\n")
+                for line in fs:
+                    f.write("| " + " | ".join(line) + " |\n")
+                f.write("\n")
             f.write("Targets (issue 7):\n\n")
             for name, where, ok in tg:
                 f.write("- %s — %s: %s\n" % (name, "met" if ok else "**missed**", where))
