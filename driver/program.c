@@ -194,11 +194,25 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
 }
 
 /* ---- kernels, binaries ---- */
+/* The kernel func's primary_inputs (rock-gridwise-to-blockwise) as "in0,in2" (interned). */
+static const char *primary_inputs_of(kl_op *module, const char *name) {
+  kl_op *fn = module ? kl_module_lookup(module, name) : NULL;
+  const kl_attr *a = fn ? kl_op_attr(fn, "primary_inputs") : NULL;
+  if (!a || a->kind != KL_AT_ARRAY) return "";
+  kl_sb sb = { 0 };
+  for (int i = 0; i < a->n; i++)
+    if (a->elems[i]->kind == KL_AT_STR) kl_sb_printf(&sb, "%s%s", sb.len ? "," : "", a->elems[i]->s);
+  const char *r = kl_intern(module->ctx, sb.len ? kl_sb_str(&sb) : "");
+  kl_sb_free(&sb);
+  return r;
+}
+
 /* The introspection record of a plan kernel (arg names and types point into the plan). */
 static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->name = K->name;
   k->kind = K->kind;
   k->perf_config = K->perf_config;
+  k->primary_inputs = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -225,6 +239,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     kl_kernel_info *k = &v->kernels[ki];
     kl_bundle_kernel *K = (kl_bundle_kernel *)&v->plan.t.kernels[ki];
     kernel_info_of(k, K);
+    k->primary_inputs = primary_inputs_of(v->module, k->name);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
       k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
@@ -722,6 +737,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     for (int i = 0; i < n && !b; i++)
       if (!strcmp(pt->kernels[i].name, K->name)) b = &pt->binaries[i];
     kernel_info_of(&v->kernels[k], K);
+    v->kernels[k].primary_inputs = primary_inputs_of(v->module, K->name);
     v->bins[k].arch = v->desc->arch;
     v->bins[k].data = kl_xmalloc(b->size + 1);
     memcpy(v->bins[k].data, b->data, b->size);

@@ -65,7 +65,9 @@ typedef struct kl_kernel_info {
   const char *kind; /* "gemm", "elementwise", "reduce", "softmax" */
   int64_t grid_size, block_size, lds_bytes;
   const char *perf_config; /* "" if none */
-  int nargs, ninputs;      /* arguments: inputs first, then outputs */
+  const char
+      *primary_inputs; /* arg names of the inputs that drive fused loads' vectorization, comma-separated ("" if none) */
+  int nargs, ninputs;  /* arguments: inputs first, then outputs */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
   int nsnapshots;

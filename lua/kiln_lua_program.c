@@ -523,6 +523,16 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_int(L, "block", (lua_Integer)k->block_size);
     kl_lua__set_int(L, "lds_bytes", (lua_Integer)k->lds_bytes);
     kl_lua__set_str(L, "perf_config", k->perf_config);
+    /* primary_inputs: the argument names of the inputs whose views drive the
+     * vectorization of fused loads (input fusion), in GEMM operand order */
+    lua_newtable(L);
+    for (const char *s = k->primary_inputs ? k->primary_inputs : "", *e; *s; s = *e ? e + 1 : e) {
+      e = strchr(s, ',');
+      if (!e) e = s + strlen(s);
+      lua_pushlstring(L, s, (size_t)(e - s));
+      lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+    }
+    lua_setfield(L, -2, "primary_inputs");
     kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {

@@ -276,6 +276,32 @@ static int64_t primary_input(kl_rewriter *rw, kl_op *ew) {
   return best;
 }
 
+/* Records the kernel argument under primary input v (through its views) in the kernel
+ * function's `primary_inputs` (its arg_names, in the order of the GEMM operands): what
+ * p:kernels() shows as the inputs that drive the fused loads' vectorization. */
+static void record_primary(kl_rewriter *rw, kl_op *ew, kl_value *v) {
+  int nc;
+  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+  kl_op *fn = ew;
+  while (fn && !kl_is_kernel(fn)) fn = kl_op_parent_op(fn);
+  if (!fn || u->def || kl_value_parent_op(u) != fn) return; /* not a kernel argument */
+  kl_block *entry = kl_region_entry(&fn->regions[0]);
+  const kl_attr *names = kl_op_attr(fn, "arg_names");
+  int idx = -1;
+  for (int i = 0; entry && i < entry->nargs; i++)
+    if (entry->args[i] == u) idx = i;
+  if (idx < 0 || !names || names->kind != KL_AT_ARRAY || idx >= names->n) return;
+  const kl_attr *name = names->elems[idx], *old = kl_op_attr(fn, "primary_inputs");
+  const kl_attr *list[32];
+  int n = 0;
+  for (int i = 0; old && old->kind == KL_AT_ARRAY && i < old->n && n < 31; i++) {
+    if (old->elems[i] == name) return; /* already listed */
+    list[n++] = old->elems[i];
+  }
+  list[n++] = name;
+  kl_rewriter_set_attr(rw, fn, "primary_inputs", kl_attr_array(kl_rewriter_ctx(rw), n, list));
+}
+
 /* The value whose views decide operand v's global load vectorization: the primary
  * input of its prologue, or NULL (v itself). *bad after a reported error. */
 static kl_value *load_driver(kl_rewriter *rw, kl_value *v, bool *bad) {
@@ -286,6 +312,7 @@ static kl_value *load_driver(kl_rewriter *rw, kl_value *v, bool *bad) {
     *bad = true;
     return NULL;
   }
+  record_primary(rw, ew, ew->opnds[p].value);
   return ew->opnds[p].value;
 }
 
