@@ -1,6 +1,7 @@
 -- scripts/gpu_suite.lua — the GPU acceptance run without busted (the GPU machine has no
 -- Lua installation: run it with a static build/kiln): the random fused-graph suite on
--- the CUDA (or HIP) device against the reference evaluator, then the integer-contraction
+-- the CUDA (or HIP) device against the reference evaluator (every output, and one kernel
+-- for each conv/dot graph), the fusion shapes of spec/lua/fusion_cases.lua, then the integer-contraction
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
@@ -16,12 +17,35 @@ for seed = 1, count do
   local case = gen.gen(seed)
   local ok, err = pcall(function()
     local p = kiln.compile(case.g, { target = dev.arch, cache = false })
-    local got = p:run(case.inputs, { device = dev })
-    local want = case.g:eval(case.inputs)
-    local good, report = gen.check(got, want, case.dtype)
-    if not good then error(tostring(report and report.summary or report), 0) end
+    if case.kernels and #p:kernels() ~= case.kernels then error(#p:kernels() .. " kernels, want " .. case.kernels, 0) end
+    local got = table.pack(p:run(case.inputs, { device = dev }))
+    local want = table.pack(case.g:eval(case.inputs))
+    for i = 1, want.n do
+      local good, report = gen.check(got[i], want[i], case.dtypes[i])
+      if not good then error("output " .. i .. ": " .. tostring(report and report.summary or report), 0) end
+    end
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = case.name .. ": " .. tostring(err) end
+end
+-- the fusion shapes (spec/lua/fusion_cases.lua): kernel counts and every output against g:eval
+local F = require "fusion_cases"
+local shim = { are = {}, truthy = function(v, m) if not v then error(m or "expected a true value", 0) end end }
+function shim.are.equal(a, b, m) if a ~= b then error((m or "") .. ": " .. tostring(b) .. " ~= " .. tostring(a), 0) end end
+function shim.are.same(a, b, m)
+  if table.concat(a, ",") ~= table.concat(b, ",") then error((m or "") .. ": {" .. table.concat(b, ",") .. "}", 0) end
+end
+for _, c in ipairs(F.cases()) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    if #p:kernels() ~= c.kernels then error(#p:kernels() .. " kernels, want " .. c.kernels, 0) end
+    if c.check then c.check(p, shim) end
+    local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
+    for i = 1, want.n do
+      local good, rep = F.check(got[i], want[i], c.dtypes[i])
+      if not good then error("output " .. i .. ": " .. tostring(rep and rep.summary), 0) end
+    end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
 -- integer contractions (spec/lua/int8_cases.lua): one kernel each, exact against g:eval
 local i8 = require "int8_cases"
@@ -47,5 +71,5 @@ for _, dt in ipairs(ew.DTYPES) do
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs, integer contractions and element-wise pairs on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs, fusion shapes, integer contractions and element-wise pairs on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end
