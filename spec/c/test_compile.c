@@ -97,18 +97,19 @@ static void test_snapshots(kl_op *g) {
                          "rock-gridwise-to-blockwise",
                          "rock-blockwise-to-threadwise",
                          "rock-align-tiling",
+                         "rock-plan-steps",
                          "rock-lower-loops",
                          "canonicalize",
                          "cse",
                          "dce" };
   int n = 0;
   while (kl_program_ir_pass(p, n)) n++;
-  CHECK(n == 11, "%d snapshots", n);
-  for (int i = 0; i < n && i < 11; i++)
+  CHECK(n == 12, "%d snapshots", n);
+  for (int i = 0; i < n && i < 12; i++)
     CHECK(!strcmp(kl_program_ir_pass(p, i), want[i]), "snapshot %d: %s", i, kl_program_ir_pass(p, i));
   CHECK(kl_program_ir(p, "after:rock-align-tiling") && strstr(kl_program_ir(p, "rock-align-tiling"), "func.func"));
   const kl_kernel_info *k = kl_program_kernel(p, NULL, 0);
-  CHECK(k && k->nsnapshots == 11, "%d kernel snapshots", k ? k->nsnapshots : -1); /* graph-partition makes it */
+  CHECK(k && k->nsnapshots == 12, "%d kernel snapshots", k ? k->nsnapshots : -1); /* graph-partition makes it */
   kl_program_release(p);
 }
 
