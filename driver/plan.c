@@ -478,7 +478,7 @@ static const char *slot_kind_name(kl_bundle_slot_kind k) {
   return k == KL_BUNDLE_PARAM ? "param" : k == KL_BUNDLE_CONSTANT ? "constant" : "result";
 }
 
-kl_status kl_plan_compare(const kl_bundle_target *I, const kl_bundle_target *F, char *why, size_t n) {
+static kl_status compare(const kl_bundle_target *I, const kl_bundle_target *F, bool v2, char *why, size_t n) {
   if (I->nkernels != F->nkernels) {
     snprintf(why, n, "%d kernels in the IR, %d in the plan section", I->nkernels, F->nkernels);
     return KL_ERR;
@@ -515,47 +515,72 @@ kl_status kl_plan_compare(const kl_bundle_target *I, const kl_bundle_target *F, 
       return KL_ERR;
     }
   }
-  if (I->nsteps != F->nsteps) {
-    snprintf(why, n, "%d steps in the IR, %d in the plan section", I->nsteps, F->nsteps);
-    return KL_ERR;
-  }
-  for (int i = 0; i < F->nsteps; i++) {
-    const kl_bundle_step *ps = &I->steps[i], *bs = &F->steps[i];
-    if (ps->kind != bs->kind) {
-      snprintf(why, n, "step %d is a %s in the IR, a %s in the plan section", i, kl_bundle_step_kind_name(ps->kind),
-               kl_bundle_step_kind_name(bs->kind));
-      return KL_ERR;
-    }
-    if (ps->kind == KL_BUNDLE_LAUNCH) {
-      const char *ik = I->kernels[ps->kernel].name, *fk = F->kernels[bs->kernel].name;
-      if (strcmp(ik, fk) || ps->nargs != bs->nargs) {
-        snprintf(why, n, "step %d launches %s in the IR, %s in the plan section", i, ik, fk);
+  if (v2) { /* the file's launches are the IR plan's launches; the IR plan adds workspace steps only */
+    int j = 0;
+    for (int i = 0; i < I->nsteps; i++) {
+      const kl_bundle_step *ps = &I->steps[i];
+      if (ps->kind == KL_BUNDLE_ALLOC_WORKSPACE || ps->kind == KL_BUNDLE_FREE) continue;
+      if (ps->kind != KL_BUNDLE_LAUNCH) {
+        snprintf(why, n, "step %d is a %s in the IR, which a format version 2 plan section cannot hold", i,
+                 kl_bundle_step_kind_name(ps->kind));
         return KL_ERR;
       }
-      for (int a = 0; a < ps->nargs; a++)
-        if (ps->args[a] != bs->args[a]) {
-          snprintf(why, n, "step %d argument %d is slot %d in the IR, slot %d in the plan section", i, a, ps->args[a],
-                   bs->args[a]);
+      const kl_bundle_step *bs = j < F->nsteps ? &F->steps[j] : NULL;
+      if (!bs || strcmp(I->kernels[ps->kernel].name, F->kernels[bs->kernel].name) || ps->nargs != bs->nargs ||
+          (ps->nargs && memcmp(ps->args, bs->args, (size_t)ps->nargs * sizeof *ps->args))) {
+        snprintf(why, n, "launch %d of the IR (%s) is not step %d of the format version 2 plan section", j,
+                 I->kernels[ps->kernel].name, j);
+        return KL_ERR;
+      }
+      j++;
+    }
+    if (j != F->nsteps) {
+      snprintf(why, n, "%d launches in the IR, %d in the plan section", j, F->nsteps);
+      return KL_ERR;
+    }
+  } else {
+    if (I->nsteps != F->nsteps) {
+      snprintf(why, n, "%d steps in the IR, %d in the plan section", I->nsteps, F->nsteps);
+      return KL_ERR;
+    }
+    for (int i = 0; i < F->nsteps; i++) {
+      const kl_bundle_step *ps = &I->steps[i], *bs = &F->steps[i];
+      if (ps->kind != bs->kind) {
+        snprintf(why, n, "step %d is a %s in the IR, a %s in the plan section", i, kl_bundle_step_kind_name(ps->kind),
+                 kl_bundle_step_kind_name(bs->kind));
+        return KL_ERR;
+      }
+      if (ps->kind == KL_BUNDLE_LAUNCH) {
+        const char *ik = I->kernels[ps->kernel].name, *fk = F->kernels[bs->kernel].name;
+        if (strcmp(ik, fk) || ps->nargs != bs->nargs) {
+          snprintf(why, n, "step %d launches %s in the IR, %s in the plan section", i, ik, fk);
           return KL_ERR;
         }
-    }
-    if (ps->slot != bs->slot || ps->src != bs->src || ps->dst != bs->dst || ps->bytes != bs->bytes ||
-        memcmp(&ps->value, &bs->value, sizeof ps->value)) {
-      snprintf(why, n,
-               "step %d (%s) has slot %d, src %d, dst %d, %llu bytes, value %g in the IR; slot %d, src %d, dst %d, "
-               "%llu bytes, value %g in the plan section",
-               i, kl_bundle_step_kind_name(ps->kind), ps->slot, ps->src, ps->dst, (unsigned long long)ps->bytes,
-               ps->value, bs->slot, bs->src, bs->dst, (unsigned long long)bs->bytes, bs->value);
-      return KL_ERR;
-    }
-    bool same = ps->token == bs->token && ps->nwaits == bs->nwaits;
-    for (int w = 0; same && w < ps->nwaits; w++) same = ps->waits[w] == bs->waits[w];
-    if (!same) {
-      snprintf(why, n,
-               "step %d yields token %d after %d waits in the IR, token %d after %d waits (or other tokens) in "
-               "the plan section",
-               i, ps->token, ps->nwaits, bs->token, bs->nwaits);
-      return KL_ERR;
+        for (int a = 0; a < ps->nargs; a++)
+          if (ps->args[a] != bs->args[a]) {
+            snprintf(why, n, "step %d argument %d is slot %d in the IR, slot %d in the plan section", i, a, ps->args[a],
+                     bs->args[a]);
+            return KL_ERR;
+          }
+      }
+      if (ps->slot != bs->slot || ps->src != bs->src || ps->dst != bs->dst || ps->bytes != bs->bytes ||
+          memcmp(&ps->value, &bs->value, sizeof ps->value)) {
+        snprintf(why, n,
+                 "step %d (%s) has slot %d, src %d, dst %d, %llu bytes, value %g in the IR; slot %d, src %d, dst %d, "
+                 "%llu bytes, value %g in the plan section",
+                 i, kl_bundle_step_kind_name(ps->kind), ps->slot, ps->src, ps->dst, (unsigned long long)ps->bytes,
+                 ps->value, bs->slot, bs->src, bs->dst, (unsigned long long)bs->bytes, bs->value);
+        return KL_ERR;
+      }
+      bool same = ps->token == bs->token && ps->nwaits == bs->nwaits;
+      for (int w = 0; same && w < ps->nwaits; w++) same = ps->waits[w] == bs->waits[w];
+      if (!same) {
+        snprintf(why, n,
+                 "step %d yields token %d after %d waits in the IR, token %d after %d waits (or other tokens) in "
+                 "the plan section",
+                 i, ps->token, ps->nwaits, bs->token, bs->nwaits);
+        return KL_ERR;
+      }
     }
   }
   if (I->noutputs != F->noutputs) {
@@ -568,6 +593,13 @@ kl_status kl_plan_compare(const kl_bundle_target *I, const kl_bundle_target *F, 
       return KL_ERR;
     }
   return KL_OK;
+}
+
+kl_status kl_plan_compare(const kl_bundle_target *I, const kl_bundle_target *F, char *why, size_t n) {
+  return compare(I, F, false, why, n);
+}
+kl_status kl_plan_compare_v2(const kl_bundle_target *I, const kl_bundle_target *F, char *why, size_t n) {
+  return compare(I, F, true, why, n);
 }
 
 /* ---- the listing ---- */

@@ -74,5 +74,10 @@ void kl_plan_free(kl_plan *plan);
  * element type a bundle cannot describe; KL_OK otherwise. */
 kl_status kl_plan_describable(const kl_bundle_target *plan, char *what, size_t n, const char **type);
 kl_status kl_plan_compare(const kl_bundle_target *ir, const kl_bundle_target *file, char *why, size_t n);
+/* For a plan section of format version 2 (launches only, tokens a chain): as
+ * kl_plan_compare, but the file's steps must be the IR plan's launch steps in order and
+ * the IR plan may add nothing but workspace steps (a prefill or copy step cannot be in a
+ * version 2 section). The program then runs the IR's plan. */
+kl_status kl_plan_compare_v2(const kl_bundle_target *ir, const kl_bundle_target *file, char *why, size_t n);
 char *kl_plan_text(const kl_bundle_target *plan);
 #endif

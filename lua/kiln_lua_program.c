@@ -1,5 +1,6 @@
 /* kiln_lua_program.c — targets and compiled programs in Lua: kiln.targets(),
- * kiln.compile(g, opts) -> "kiln.program" with p:run, p:kernels, p:ir, p:plan, p:binary,
+ * kiln.compile(g, opts) -> "kiln.program" with p:run (opts: device, timing), p:kernels,
+ * p:ir, p:plan, p:plan_text, p:binary,
  * p:prepare -> "kiln.prepared" (kiln_lua_prepared.c: device-resident inputs for
  * benchmarks). Devices ("kiln.device") are in kiln_lua_device.c.
  * Lifetimes: a program that ran on a device holds loaded modules of that device, and the

@@ -81,8 +81,8 @@ static void check_invariants(const kl_bundle_target *T, const char *what) {
     bool inter = T->slots[s].kind == KL_BUNDLE_RESULT && T->slots[s].output < 0;
     CHECK(inter == (alloc[s] >= 0) && inter == (freed[s] >= 0), "%s: slot %d workspace steps", what, s);
     if (inter) {
-      CHECK(alloc[s] < lastuse[s] && freed[s] > lastuse[s], "%s: slot %d lives %d..%d, used up to %d", what, s, alloc[s],
-            freed[s], lastuse[s]);
+      CHECK(alloc[s] < lastuse[s] && freed[s] > lastuse[s], "%s: slot %d lives %d..%d, used up to %d", what, s,
+            alloc[s], freed[s], lastuse[s]);
       CHECK(depends(T, freed[s], lastuse[s]), "%s: the free of slot %d waits on its last use", what, s);
       CHECK(T->steps[alloc[s]].bytes == T->slots[s].t.bytes, "%s: workspace bytes", what);
     }
@@ -150,11 +150,17 @@ static void test_diamond(kl_ctx *ctx) {
   CHECK(st == KL_OK, "%s", err);
   const kl_bundle_target *T = &p.t;
   /* alloc a, a, alloc b, b, alloc c, c, free a, prefill d, d, free b, free c */
-  static const kl_bundle_step_kind kinds[] = {
-    KL_BUNDLE_ALLOC_WORKSPACE, KL_BUNDLE_LAUNCH,  KL_BUNDLE_ALLOC_WORKSPACE, KL_BUNDLE_LAUNCH,
-    KL_BUNDLE_ALLOC_WORKSPACE, KL_BUNDLE_LAUNCH,  KL_BUNDLE_FREE,            KL_BUNDLE_PREFILL,
-    KL_BUNDLE_LAUNCH,          KL_BUNDLE_FREE,    KL_BUNDLE_FREE
-  };
+  static const kl_bundle_step_kind kinds[] = { KL_BUNDLE_ALLOC_WORKSPACE,
+                                               KL_BUNDLE_LAUNCH,
+                                               KL_BUNDLE_ALLOC_WORKSPACE,
+                                               KL_BUNDLE_LAUNCH,
+                                               KL_BUNDLE_ALLOC_WORKSPACE,
+                                               KL_BUNDLE_LAUNCH,
+                                               KL_BUNDLE_FREE,
+                                               KL_BUNDLE_PREFILL,
+                                               KL_BUNDLE_LAUNCH,
+                                               KL_BUNDLE_FREE,
+                                               KL_BUNDLE_FREE };
   int n = (int)(sizeof kinds / sizeof *kinds);
   CHECK(st == KL_OK && T->nsteps == n, "%d steps", T->nsteps);
   if (st != KL_OK || T->nsteps != n) {
@@ -230,8 +236,7 @@ static void test_diamond(kl_ctx *ctx) {
   refused(T, m, e, n, "reads slot 4, which no earlier step writes", "read before write");
   RESET();
   e[7].value = 1e39;
-  refused(T, m, e, n, "is not representable in slot 4's element type f32",
-          "prefill value");
+  refused(T, m, e, n, "is not representable in slot 4's element type f32", "prefill value");
   RESET();
   e[6].waits = (int[]){ 1, 3 }; /* a freed while c may still read it */
   e[6].nwaits = 2;
@@ -265,9 +270,9 @@ static void test_host_steps(kl_ctx *ctx) {
   CHECK(m && kl_plan_build(&p, m, "host", kl_target_lookup("host"), err, sizeof err) == KL_OK, "%s", err);
   if (m) {
     const kl_bundle_target *T = &p.t;
-    CHECK(T->nsteps == 2 && T->steps[0].kind == KL_BUNDLE_PREFILL && T->steps[0].slot == 1 &&
-              T->steps[0].value == -7 && T->steps[1].kind == KL_BUNDLE_COPY && T->steps[1].src == 0 &&
-              T->steps[1].dst == 2 && T->steps[1].bytes == 4,
+    CHECK(T->nsteps == 2 && T->steps[0].kind == KL_BUNDLE_PREFILL && T->steps[0].slot == 1 && T->steps[0].value == -7 &&
+              T->steps[1].kind == KL_BUNDLE_COPY && T->steps[1].src == 0 && T->steps[1].dst == 2 &&
+              T->steps[1].bytes == 4,
           "a prefill and a copy instead of two launches");
     CHECK(T->nsteps == 2 && T->steps[1].nwaits == 0, "independent");
     check_invariants(T, "host steps");
@@ -285,7 +290,8 @@ static void test_host_steps(kl_ctx *ctx) {
     { "prefill = {\"1\" = -7 : i8}", "prefill = {\"0\" = -7 : i8}",
       "plan.kir:7:1: error: compile: kernel @kf: prefill names argument '0', which is not an output argument (outputs: "
       "1..1)" },
-    { "prefill = {\"1\" = -7 : i8}", "prefill = {\"1\" = 300}", "prefill value 300 of argument 1 does not fit its element type i8" },
+    { "prefill = {\"1\" = -7 : i8}", "prefill = {\"1\" = 300}",
+      "prefill value 300 of argument 1 does not fit its element type i8" },
     { "prefill = {\"1\" = -7 : i8}", "prefill = {\"1\" = \"zero\"}", "is \"zero\", not a number" },
     { "plan_step = \"prefill\", prefill = {\"1\" = -7 : i8}", "plan_step = \"prefill\"",
       "plan_step = \"prefill\" needs a prefill value for every output argument" },
