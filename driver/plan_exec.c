@@ -52,8 +52,9 @@ static kl_status prefill(kl_plan_exec *x, const kl_bundle_step *s, char *err, si
     count *= 2;
   }
   if (eb < 8) {
-    if (kl_device_fill(x->dev, dst, (uint32_t)bits, eb, count) != KL_OK) return fail(x, err, errlen, "prefill");
-    return KL_OK;
+    kl_status st = x->stream ? kl_device_fill_on(x->stream, dst, (uint32_t)bits, eb, count)
+                             : kl_device_fill(x->dev, dst, (uint32_t)bits, eb, count);
+    return st == KL_OK ? KL_OK : fail(x, err, errlen, "prefill");
   }
   uint64_t *h = kl_xmalloc(count * sizeof *h);
   for (size_t i = 0; i < count; i++) h[i] = bits;
@@ -76,7 +77,9 @@ kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen) {
       }
       uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
                block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
-      kl_status st = kl_device_launch(x->kernels[s->kernel], grid, block, 0, args, sizes, s->nargs);
+      kl_status st = x->stream
+          ? kl_device_launch_on(x->stream, x->kernels[s->kernel], grid, block, 0, args, sizes, s->nargs)
+          : kl_device_launch(x->kernels[s->kernel], grid, block, 0, args, sizes, s->nargs);
       free(args);
       free(sizes);
       if (st != KL_OK) snprintf(err, errlen, "launch of %s: %s", k->name, kl_device_error(x->dev));
@@ -89,7 +92,8 @@ kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen) {
         memcpy(x->ptr[s->dst], x->ptr[s->src], (size_t)s->bytes);
         return KL_OK;
       }
-      if (kl_device_copy_dtod(x->dev, x->ptr[s->dst], x->ptr[s->src], (size_t)s->bytes) != KL_OK)
+      if ((x->stream ? kl_device_copy_dtod_on(x->stream, x->ptr[s->dst], x->ptr[s->src], (size_t)s->bytes)
+                     : kl_device_copy_dtod(x->dev, x->ptr[s->dst], x->ptr[s->src], (size_t)s->bytes)) != KL_OK)
         return fail(x, err, errlen, "copy");
       return KL_OK;
     case KL_BUNDLE_ALLOC_WORKSPACE:
@@ -108,4 +112,46 @@ kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen) {
   }
   snprintf(err, errlen, "step %d: unknown kind %d", i, (int)s->kind);
   return KL_ERR;
+}
+
+enum { MAX_STREAMS = 4 };
+
+kl_status kl_plan_exec_all(kl_plan_exec *x, char *err, size_t errlen) {
+  const kl_bundle_target *P = x->plan;
+  if (x->host || P->nsteps < 2) {
+    for (int i = 0; i < P->nsteps; i++)
+      if (kl_plan_exec_step(x, i, err, errlen) != KL_OK) return KL_ERR;
+    return KL_OK;
+  }
+  int ns = P->nsteps < MAX_STREAMS ? P->nsteps : MAX_STREAMS;
+  kl_dev_stream *streams[MAX_STREAMS] = { 0 };
+  kl_dev_event **ev = kl_xcalloc((size_t)P->nsteps + 1, sizeof *ev);
+  kl_status st = KL_OK;
+  for (int k = 0; k < ns && st == KL_OK; k++)
+    if (kl_device_stream_create(x->dev, &streams[k]) != KL_OK) st = fail(x, err, errlen, "stream");
+  for (int i = 0; i < P->nsteps && st == KL_OK; i++) {
+    const kl_bundle_step *s = &P->steps[i];
+    kl_dev_stream *on = streams[i % ns];
+    for (int w = 0; w < s->nwaits && st == KL_OK; w++) {
+      int j = i - 1;
+      while (j >= 0 && P->steps[j].token != s->waits[w]) j--;
+      if (j < 0 || !ev[j]) {
+        snprintf(err, errlen, "step %d waits on token %d of no earlier step", i, s->waits[w]);
+        st = KL_ERR;
+      } else if (kl_device_stream_wait_event(on, ev[j]) != KL_OK)
+        st = fail(x, err, errlen, "stream wait");
+    }
+    if (st != KL_OK) break;
+    x->stream = on;
+    st = kl_plan_exec_step(x, i, err, errlen);
+    x->stream = NULL;
+    if (st == KL_OK &&
+        (kl_device_event_create(x->dev, &ev[i]) != KL_OK || kl_device_event_record_on(ev[i], on) != KL_OK))
+      st = fail(x, err, errlen, "event");
+  }
+  if (kl_device_synchronize(x->dev) != KL_OK && st == KL_OK) st = fail(x, err, errlen, "synchronize");
+  for (int i = 0; i < P->nsteps; i++) kl_device_event_destroy(ev[i]);
+  free(ev);
+  for (int k = 0; k < ns; k++) kl_device_stream_destroy(streams[k]);
+  return st;
 }

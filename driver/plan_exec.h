@@ -7,9 +7,11 @@
  *    or a workspace allocation / free (kl_device_alloc / kl_device_free, after a
  *    synchronize on GPUs) unless x->preallocated (then the buffers exist and these two
  *    are no-ops).
- *  - Order: the caller runs the steps in the plan's order. That order honours every
- *    token (each wait names an earlier step), and the device queue (the default stream)
- *    runs work in submission order, so the result is the sequential result. The host
+ *  - Order: kl_plan_exec_step runs the steps in the caller's order, the plan's order:
+ *    that order honours every token (each wait names an earlier step) and the device
+ *    queue (the default stream, or x->stream) runs work in submission order, so the result
+ *    is the sequential result; kl_plan_exec_all (below) overlaps independent GPU steps on
+ *    streams, ordered by events made from the tokens. The host
  *    device runs each launch's workgroups on its thread pool; steps themselves run one
  *    after the other (the pool runs a nested parallel_for serially and the device is not
  *    thread-safe, so running independent steps on it concurrently would not be faster).
@@ -30,9 +32,16 @@ typedef struct kl_plan_exec {
   kl_dev_kernel *const *kernels; /* per plan kernel (NULL for kernels no step launches) */
   void **ptr;                    /* per slot */
   bool *owned;                   /* per slot */
+  kl_dev_stream *stream;         /* launches, fills and copies go here (NULL: the default stream) */
 } kl_plan_exec;
 
 kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen);
+/* Every step of the plan. On a GPU: asynchronously on up to 4 streams (step i on stream
+ * i % 4), each step first waiting (kl_device_stream_wait_event) on the events its waits
+ * name and then recording its own event, so independent steps may overlap and dependent
+ * ones run in order; a free synchronizes the device first. Returns once all is issued
+ * (the caller synchronizes). On the host: kl_plan_exec_step in the plan's order. */
+kl_status kl_plan_exec_all(kl_plan_exec *x, char *err, size_t errlen);
 /* The element bit pattern of v in element type elem ("f32", ...): its size in bytes
  * (1, 2, 4, 8), 0 for an unknown type. */
 int kl_plan_value_bits(const char *elem, double v, uint64_t *bits);

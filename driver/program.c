@@ -589,9 +589,14 @@ kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const
       st = KL_ERR;
     }
   }
-  /* the steps, in the plan's order (plan_exec.h) */
-  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned };
-  for (int s = 0; s < P->nsteps && st == KL_OK; s++) {
+  /* the steps (plan_exec.h): all at once, or one by one when timed */
+  char msg0[2048];
+  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned, NULL };
+  if (!step_ms && st == KL_OK && kl_plan_exec_all(&x, msg0, sizeof msg0) != KL_OK) {
+    snprintf(err, errlen, "run: %s", msg0);
+    st = KL_ERR;
+  }
+  for (int s = 0; step_ms && s < P->nsteps && st == KL_OK; s++) {
     double t0 = step_ms ? now_ms() : 0;
     char msg[2048];
     if (kl_plan_exec_step(&x, s, msg, sizeof msg) != KL_OK) {
@@ -1022,7 +1027,7 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
   for (int s = 0; s < r->nsteps; s++) {
     const kl_bundle_step *step = &P->steps[s];
     if (step->kind != KL_BUNDLE_LAUNCH) { /* every slot has its buffer: workspace steps are no-ops */
-      kl_plan_exec x = { r->dev, host, true, P, r->l->kernels, &r->ptr[set * r->nslots], NULL };
+      kl_plan_exec x = { r->dev, host, true, P, r->l->kernels, &r->ptr[set * r->nslots], NULL, NULL };
       if (kl_plan_exec_step(&x, s, err, errlen) != KL_OK) return KL_ERR;
       continue;
     }
