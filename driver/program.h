@@ -97,7 +97,8 @@ const kl_binary_info *kl_program_binary(const kl_program *p, const char *target,
  * bundles carry; binary pointers are the program's, ir is NULL); the calls below read it. */
 const kl_bundle_target *kl_program_plan(const kl_program *p, const char *target);
 int kl_program_nsteps(const kl_program *p, const char *target);
-/* A launch step: kernel (index into the target's kernels), nargs, args (slot numbers: inputs, then outputs). */
+/* Step i of the plan (client/kiln_client.h: kind, token, waits; a launch's kernel index,
+ * nargs and args (slot numbers: inputs, then outputs); a prefill's slot and value; ...). */
 const kl_bundle_step *kl_program_step(const kl_program *p, const char *target, int i);
 /* Slots: 0..n; kind "param"/"constant"/"result"; name for params; type text. */
 int kl_program_nslots(const kl_program *p, const char *target);
