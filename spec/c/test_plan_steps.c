@@ -214,6 +214,30 @@ static void test_diamond(kl_ctx *ctx) {
     free(cp);
     kl_bundle_close(b);
   }
+  /* a format version 2 plan section holds the launches only */
+  kl_bundle_step launches[4];
+  int nl = 0;
+  for (int i = 0; i < n; i++)
+    if (T->steps[i].kind == KL_BUNDLE_LAUNCH) launches[nl++] = T->steps[i];
+  kl_bundle_target V2 = *T;
+  V2.steps = launches;
+  V2.nsteps = nl;
+  CHECK(nl == 4 && kl_plan_compare_v2(T, &V2, err, sizeof err) != KL_OK &&
+            strstr(err, "step 7 is a prefill in the IR, which a format version 2 plan section cannot hold"),
+        "%s", err);
+  kl_bundle_target T3 = *T; /* the same plan without the prefill: launches and workspace steps */
+  kl_bundle_step *np = malloc(n * sizeof *np);
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (T->steps[i].kind != KL_BUNDLE_PREFILL) np[k++] = T->steps[i];
+  T3.steps = np;
+  T3.nsteps = k;
+  CHECK(kl_plan_compare_v2(&T3, &V2, err, sizeof err) == KL_OK, "%s", err);
+  launches[1].args = (int[]){ 1, 3 };
+  CHECK(kl_plan_compare_v2(&T3, &V2, err, sizeof err) != KL_OK &&
+            strstr(err, "launch 1 of the IR (kb) is not step 1 of the format version 2 plan section"),
+        "%s", err);
+  free(np);
   group_end("the plan's steps survive a bundle round trip; kl_plan_compare compares them");
 
   group_begin();
