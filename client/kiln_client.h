@@ -25,8 +25,9 @@
  *    layout; prefill values representable in the slot's element type (integers: exact and
  *    in range; floats: inf, nan or a finite value within the type's range, rounded to the
  *    nearest); at most 4096 steps. A format version 2 bundle still opens: its steps are
- *    launches in order, step i yielding token i and waiting on token i - 1. (Checksums are not signatures: a plan and IR edited alike
- *    are a different program, which no reader can tell from the original.)
+ *    launches in order, step i yielding token i and waiting on token i - 1. (Checksums
+ *    are not signatures: a plan and IR edited alike are a different program, which no
+ *    reader can tell from the original.)
  *  - Memory: kl_bundle_open_memory copies the bytes. Everything reachable from a
  *    kl_bundle (structs, strings, binaries, constant data, IR text) is owned by it and
  *    stays valid until kl_bundle_close. All pointers returned are const: do not modify.
@@ -139,10 +140,12 @@ typedef struct kl_bundle_step {
   uint64_t bytes; /* ALLOC_WORKSPACE, COPY: buffer bytes (the slot's t.bytes); 0 otherwise */
 } kl_bundle_step;
 
-/* Running a plan with HIP (CUDA is the same with cu* calls), one stream a step kind or
- * several streams: tokens become events. A sketch, error checks left out:
+/* Running a plan with HIP on nstreams streams (CUDA is the same with the cu* calls):
+ * each step's token becomes an event, each wait a hipStreamWaitEvent. A sketch, error
+ * checks left out (kiln's own executor: driver/plan_exec.c):
  *
- *   hipDeviceptr_t ptr[nslots]; hipEvent_t ev[nsteps]; hipModule_t mod[nkernels]; ...
+ *   hipDeviceptr_t ptr[nslots]; hipEvent_t ev[nsteps]; hipFunction_t fn[nkernels]; ...
+ *   // fn[k]: hipModuleLoadData(kernels[k].binary) + hipModuleGetFunction(kernels[k].name)
  *   // params: the caller's device buffers; constants: hipMalloc + hipMemcpyHtoD(slot.data);
  *   // outputs and intermediates without an ALLOC_WORKSPACE step: hipMalloc(slot.t.bytes)
  *   for (int i = 0; i < t->nsteps; i++) {
@@ -162,9 +165,10 @@ typedef struct kl_bundle_step {
  *       hipMemsetD32Async(ptr[s->slot], f32_bits(s->value), t->slots[s->slot].t.bytes / 4, st); break;
  *     case KL_BUNDLE_COPY: hipMemcpyAsync(ptr[s->dst], ptr[s->src], s->bytes, hipMemcpyDeviceToDevice, st); break;
  *     case KL_BUNDLE_ALLOC_WORKSPACE: hipMalloc(&ptr[s->slot], s->bytes); break;  // or a pool
- *     case KL_BUNDLE_FREE: hipStreamSynchronize(st); hipFree(ptr[s->slot]); break; // or hipFreeAsync
+ *     case KL_BUNDLE_FREE:  // st waited on every reader: once st is done, so are they
+ *       hipStreamSynchronize(st); hipFree(ptr[s->slot]); break;  // or hipFreeAsync(ptr, st)
  *     }
- *     hipEventRecord(ev[i], st);
+ *     hipEventCreate(&ev[i]); hipEventRecord(ev[i], st);
  *   }
  *   hipDeviceSynchronize();  // then copy the outputs' slots back
  */
