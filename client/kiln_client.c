@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { HEADER_BYTES = 48, ENTRY_BYTES = 40, MAX_RANK = 16 };
+enum { HEADER_BYTES = 48, ENTRY_BYTES = 40, MAX_RANK = 16, MAX_STEPS = 4096 };
 enum { SEC_META = 1, SEC_PLAN = 2, SEC_IR = 3, SEC_BINARY = 4, SEC_CONST = 5 };
 static const char MAGIC[8] = { 'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L' };
 
@@ -298,6 +298,57 @@ static bool ir_find_kernel(const char *s, size_t n, const char *name, ir_kernel 
   return false;
 }
 
+/* ---- plan helpers (kiln_client.h) ---- */
+int kl_bundle_step_naccess(const kl_bundle_step *s) {
+  switch (s->kind) {
+    case KL_BUNDLE_LAUNCH: return s->nargs > 0 ? s->nargs : 0;
+    case KL_BUNDLE_COPY: return 2;
+    case KL_BUNDLE_PREFILL:
+    case KL_BUNDLE_ALLOC_WORKSPACE:
+    case KL_BUNDLE_FREE: return 1;
+  }
+  return 0;
+}
+int kl_bundle_step_access(const kl_bundle_target *t, const kl_bundle_step *s, int i, int *writes) {
+  *writes = 1;
+  switch (s->kind) {
+    case KL_BUNDLE_LAUNCH: *writes = i >= t->kernels[s->kernel].ninputs; return s->args[i];
+    case KL_BUNDLE_COPY: *writes = i == 1; return i == 1 ? s->dst : s->src;
+    default: return s->slot;
+  }
+}
+const char *kl_bundle_step_kind_name(kl_bundle_step_kind k) {
+  static const char *const names[] = { "launch", "prefill", "copy", "alloc_workspace", "free" };
+  return (unsigned)k < 5 ? names[k] : "?";
+}
+int kl_bundle_value_fits(const char *elem, double v) {
+  static const struct {
+    const char *name;
+    double lo, hi;
+    bool integral;
+  } R[] = {
+    { "i1", 0, 1, true },
+    { "i8", -128, 127, true },
+    { "i32", -2147483648.0, 2147483647.0, true },
+    { "i64", -9223372036854775808.0, 9223372036854775807.0, true }, /* hi rounds to 2^63: checked below */
+    { "index", -9223372036854775808.0, 9223372036854775807.0, true },
+    { "f16", -65504.0, 65504.0, false },
+    { "bf16", -3.3895313892515355e38, 3.3895313892515355e38, false },
+    { "f32", -3.4028234663852886e38, 3.4028234663852886e38, false },
+    { "f64", -1.7976931348623157e308, 1.7976931348623157e308, false },
+  };
+  for (size_t i = 0; elem && i < sizeof R / sizeof *R; i++) {
+    if (strcmp(R[i].name, elem)) continue;
+    if (v != v) return !R[i].integral; /* nan */
+    if (!R[i].integral)
+      return (v >= R[i].lo && v <= R[i].hi) || v > 1.7976931348623157e308 ||
+          v < -1.7976931348623157e308; /* finite in range, or inf */
+    if (!(v >= R[i].lo && v <= R[i].hi) || v >= 9223372036854775808.0) return 0;
+    return (double)(int64_t)v == v;
+  }
+  return 0;
+}
+
 /* ---- the bundle object and its arena ---- */
 typedef struct chunk {
   struct chunk *next;
@@ -467,6 +518,107 @@ static bool r_tensor(rd *r, kl_bundle_tensor *t, const char *what) {
   return !r->failed;
 }
 
+/* The steps are a program that runs (kiln_client.h): tokens, order, slot lifetimes. */
+static bool is_ancestor(const uint64_t *anc, int words, int i, int j) { /* step j before step i */
+  return (anc[(size_t)i * words + j / 64] >> (j % 64)) & 1;
+}
+static bool check_steps(rd *r, kl_bundle_target *t) {
+  int n = t->nsteps, ns = t->nslots, words = (n + 63) / 64;
+  const kl_bundle_step *st = t->steps;
+  uint64_t *anc = r_array(r, (size_t)n * (size_t)words + 1, sizeof *anc);
+  int *lastw = r_array(r, (size_t)ns + 1, sizeof *lastw), *ws = r_array(r, (size_t)ns + 1, sizeof *ws);
+  int *nread = r_array(r, (size_t)ns + 1, sizeof *nread), *allocs = r_array(r, (size_t)ns + 1, sizeof *allocs);
+  bool *written = r_array(r, (size_t)ns + 1, sizeof *written);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) total += (size_t)kl_bundle_step_naccess(&st[i]);
+  int *readers = r_array(r, total + 1, sizeof *readers), *rnext = r_array(r, total + 1, sizeof *rnext);
+  int *rhead = r_array(r, (size_t)ns + 1, sizeof *rhead), nr = 0;
+  if (r->failed) return false;
+  for (int s = 0; s < ns; s++) {
+    lastw[s] = -1;
+    rhead[s] = -1;
+    written[s] = t->slots[s].kind != KL_BUNDLE_RESULT;
+  }
+  for (int i = 0; i < n; i++)
+    if (st[i].kind == KL_BUNDLE_ALLOC_WORKSPACE) allocs[st[i].slot]++;
+  for (int i = 0; i < n; i++) {
+    const kl_bundle_step *S = &st[i];
+    snprintf(r->where, sizeof r->where, "step %d (%s, token %d)", i, kl_bundle_step_kind_name(S->kind), S->token);
+    for (int j = 0; j < i; j++)
+      if (st[j].token == S->token) return rfail(r, "token %d is also yielded by step %d", S->token, j);
+    uint64_t *a = &anc[(size_t)i * words];
+    for (int w = 0; w < S->nwaits; w++) {
+      int j = i - 1;
+      while (j >= 0 && st[j].token != S->waits[w]) j--;
+      if (j < 0) return rfail(r, "waits on token %d, which no earlier step yields", S->waits[w]);
+      a[j / 64] |= 1ull << (j % 64);
+      for (int x = 0; x < words; x++) a[x] |= anc[(size_t)j * words + x];
+    }
+    if (S->kind == KL_BUNDLE_PREFILL) {
+      const kl_bundle_slot *sl = &t->slots[S->slot];
+      if (!kl_bundle_value_fits(sl->t.elem, S->value))
+        return rfail(r, "the prefill value %.17g is not representable in slot %d's element type %s", S->value, S->slot,
+                     sl->t.elem);
+    }
+    if (S->kind == KL_BUNDLE_COPY) {
+      const kl_bundle_tensor *x = &t->slots[S->src].t, *y = &t->slots[S->dst].t;
+      bool same = !strcmp(x->elem, y->elem) && x->rank == y->rank && S->bytes == y->bytes;
+      for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == y->shape[d] && x->strides[d] == y->strides[d];
+      if (!same)
+        return rfail(r, "copy from slot %d (%s) to slot %d (%s, %llu bytes): the layouts differ", S->src, x->type,
+                     S->dst, y->type, (unsigned long long)S->bytes);
+    }
+    if (S->kind == KL_BUNDLE_ALLOC_WORKSPACE) {
+      const kl_bundle_slot *sl = &t->slots[S->slot];
+      if (sl->kind != KL_BUNDLE_RESULT || sl->output >= 0)
+        return rfail(r, "slot %d is not an intermediate result: it cannot be a workspace", S->slot);
+      if (allocs[S->slot] != 1) return rfail(r, "slot %d is allocated %d times", S->slot, allocs[S->slot]);
+      if (S->bytes != sl->t.bytes)
+        return rfail(r, "allocates %llu bytes for slot %d, which spans %llu", (unsigned long long)S->bytes, S->slot,
+                     (unsigned long long)sl->t.bytes);
+    }
+    if (S->kind == KL_BUNDLE_FREE && ws[S->slot] != 1)
+      return rfail(r, "frees slot %d, which is %s", S->slot, ws[S->slot] ? "already freed" : "not allocated before");
+    int na = kl_bundle_step_naccess(S);
+    for (int k = 0; k < na; k++) {
+      int wr, s = kl_bundle_step_access(t, S, k, &wr);
+      if (ws[s] == 2) return rfail(r, "uses slot %d after its free step", s);
+      if (allocs[s] && !ws[s] && S->kind != KL_BUNDLE_ALLOC_WORKSPACE)
+        return rfail(r, "uses slot %d before its alloc_workspace step", s);
+      if (wr && t->slots[s].kind != KL_BUNDLE_RESULT)
+        return rfail(r, "writes slot %d, a %s", s, t->slots[s].kind == KL_BUNDLE_PARAM ? "param" : "constant");
+      if (!wr && !written[s]) return rfail(r, "reads slot %d, which no earlier step writes", s);
+      if (lastw[s] >= 0 && !is_ancestor(anc, words, i, lastw[s]))
+        return rfail(r, "%s slot %d but does not wait (directly or through its waits) on step %d, which writes it",
+                     wr ? "writes" : "reads", s, lastw[s]);
+      for (int q = rhead[s]; wr && q >= 0; q = rnext[q])
+        if (readers[q] != i && !is_ancestor(anc, words, i, readers[q]))
+          return rfail(r, "writes slot %d but does not wait (directly or through its waits) on step %d, which reads it",
+                       s, readers[q]);
+    }
+    for (int k = 0; k < na; k++) {
+      int wr, s = kl_bundle_step_access(t, S, k, &wr);
+      if (wr) {
+        lastw[s] = i;
+        rhead[s] = -1;
+        if (S->kind != KL_BUNDLE_ALLOC_WORKSPACE && S->kind != KL_BUNDLE_FREE) written[s] = true;
+        if (S->kind == KL_BUNDLE_ALLOC_WORKSPACE) ws[s] = 1;
+        if (S->kind == KL_BUNDLE_FREE) ws[s] = 2;
+      } else {
+        readers[nr] = i;
+        rnext[nr] = rhead[s];
+        rhead[s] = nr++;
+      }
+    }
+  }
+  r->where[0] = 0;
+  for (int s = 0; s < ns; s++)
+    if (ws[s] == 1) return rfail(r, "workspace slot %d is never freed", s);
+  for (int o = 0; o < t->noutputs; o++)
+    if (!written[t->outputs[o]]) return rfail(r, "output %d (slot %d) is never written by a step", o, t->outputs[o]);
+  return true;
+}
+
 static bool decode_plan(rd *r, kl_bundle_target *t) {
   t->name = r_str(r, "target name");
   t->arch = r_str(r, "arch");
@@ -535,31 +687,80 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
   }
   t->slots = ss;
   r->where[0] = 0;
-  t->nsteps = r_count(r, 12, "step count");
+  bool v3 = r->b->version >= 3;
+  t->nsteps = r_count(r, v3 ? 16 : 12, "step count");
+  if (!r->failed && t->nsteps > MAX_STEPS) return rfail(r, "%d steps (at most %d)", t->nsteps, MAX_STEPS);
   kl_bundle_step *st = r_array(r, (size_t)t->nsteps + 1, sizeof *st);
   for (int i = 0; i < t->nsteps && !r->failed; i++) {
     snprintf(r->where, sizeof r->where, "step %d", i);
-    uint32_t kind = r_u32(r, "step kind"), k = r_u32(r, "kernel index");
-    uint32_t n = r_u32(r, "argument count");
-    if (r->failed) return false;
-    if (kind != KL_BUNDLE_LAUNCH) return rfail(r, "unknown step kind %u", kind);
-    if (k >= (uint32_t)t->nkernels) return rfail(r, "kernel index %u out of range (%d kernels)", k, t->nkernels);
-    if (n != (uint32_t)ks[k].nargs)
-      return rfail(r, "launch of %s passes %u arguments, the kernel takes %d", ks[k].name, n, ks[k].nargs);
-    if (!need(r, (size_t)n * 4, "argument slots")) return false;
-    int *args = r_array(r, (size_t)n + 1, sizeof *args);
-    for (uint32_t a = 0; a < n; a++) {
-      uint32_t s = r_u32(r, "argument slot");
-      if (s >= (uint32_t)t->nslots) return rfail(r, "argument %u: slot %u out of range (%d slots)", a, s, t->nslots);
-      const kl_bundle_tensor *x = &ss[s].t, *y = &ks[k].args[a].t;
-      bool same = !strcmp(x->elem, y->elem) && x->rank == y->rank;
-      for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == y->shape[d] && x->strides[d] == y->strides[d];
-      if (!same)
-        return rfail(r, "argument %u: slot %u (%s) does not have the layout of %s's argument (%s)", a, s, x->type,
-                     ks[k].name, y->type);
-      args[a] = (int)s;
+    kl_bundle_step *S = &st[i];
+    *S = (kl_bundle_step){ .kernel = -1, .slot = -1, .src = -1, .dst = -1 };
+    uint32_t kind = r_u32(r, "step kind");
+    if (v3) {
+      uint32_t tok = r_u32(r, "token");
+      uint32_t nw = (uint32_t)r_count(r, 4, "wait count");
+      if (r->failed) return false;
+      if (tok > 0x7fffffffu) return rfail(r, "token %u out of range", tok);
+      S->token = (int)tok;
+      int *w = r_array(r, (size_t)nw + 1, sizeof *w);
+      for (uint32_t k = 0; k < nw && !r->failed; k++) {
+        uint32_t x = r_u32(r, "wait");
+        if (x > 0x7fffffffu) return rfail(r, "wait %u: token %u out of range", k, x);
+        if (w) w[k] = (int)x;
+      }
+      S->nwaits = (int)nw;
+      S->waits = w;
+    } else { /* version 2: launches in order, a token chain */
+      S->token = i;
+      int *w = r_array(r, 2, sizeof *w);
+      if (w && i > 0) w[0] = i - 1;
+      S->nwaits = i > 0;
+      S->waits = w;
     }
-    st[i] = (kl_bundle_step){ KL_BUNDLE_LAUNCH, (int)k, (int)n, args };
+    if (r->failed) return false;
+    if (kind > KL_BUNDLE_FREE || (!v3 && kind != KL_BUNDLE_LAUNCH)) return rfail(r, "unknown step kind %u", kind);
+    S->kind = (kl_bundle_step_kind)kind;
+    if (kind == KL_BUNDLE_LAUNCH) {
+      uint32_t k = r_u32(r, "kernel index");
+      uint32_t n = r_u32(r, "argument count");
+      if (r->failed) return false;
+      if (k >= (uint32_t)t->nkernels) return rfail(r, "kernel index %u out of range (%d kernels)", k, t->nkernels);
+      if (n != (uint32_t)ks[k].nargs)
+        return rfail(r, "launch of %s passes %u arguments, the kernel takes %d", ks[k].name, n, ks[k].nargs);
+      if (!need(r, (size_t)n * 4, "argument slots")) return false;
+      int *args = r_array(r, (size_t)n + 1, sizeof *args);
+      for (uint32_t a = 0; a < n; a++) {
+        uint32_t s = r_u32(r, "argument slot");
+        if (s >= (uint32_t)t->nslots) return rfail(r, "argument %u: slot %u out of range (%d slots)", a, s, t->nslots);
+        const kl_bundle_tensor *x = &ss[s].t, *y = &ks[k].args[a].t;
+        bool same = !strcmp(x->elem, y->elem) && x->rank == y->rank;
+        for (int d = 0; same && d < x->rank; d++) same = x->shape[d] == y->shape[d] && x->strides[d] == y->strides[d];
+        if (!same)
+          return rfail(r, "argument %u: slot %u (%s) does not have the layout of %s's argument (%s)", a, s, x->type,
+                       ks[k].name, y->type);
+        args[a] = (int)s;
+      }
+      S->kernel = (int)k;
+      S->nargs = (int)n;
+      S->args = args;
+      continue;
+    }
+    uint32_t a = r_u32(r, kind == KL_BUNDLE_COPY ? "source slot" : "slot"), b = 0;
+    if (kind == KL_BUNDLE_COPY) b = r_u32(r, "destination slot");
+    if (kind == KL_BUNDLE_PREFILL) {
+      uint64_t bits = (uint64_t)r_i64(r, "prefill value");
+      memcpy(&S->value, &bits, sizeof S->value);
+    }
+    if (kind == KL_BUNDLE_COPY || kind == KL_BUNDLE_ALLOC_WORKSPACE) S->bytes = (uint64_t)r_i64(r, "bytes");
+    if (r->failed) return false;
+    if (a >= (uint32_t)t->nslots || (kind == KL_BUNDLE_COPY && b >= (uint32_t)t->nslots))
+      return rfail(r, "%s: slot %u out of range (%d slots)", kl_bundle_step_kind_name(S->kind),
+                   a >= (uint32_t)t->nslots ? a : b, t->nslots);
+    if (kind == KL_BUNDLE_COPY) {
+      S->src = (int)a;
+      S->dst = (int)b;
+    } else
+      S->slot = (int)a;
   }
   t->steps = st;
   r->where[0] = 0;
@@ -574,7 +775,7 @@ static bool decode_plan(rd *r, kl_bundle_target *t) {
   }
   t->outputs = outs;
   if (!r->failed && r->pos != r->n) return rfail(r, "%zu unexpected bytes after the plan", r->n - r->pos);
-  return !r->failed;
+  return !r->failed && check_steps(r, t);
 }
 
 typedef struct entry {
@@ -623,19 +824,20 @@ static kl_bundle *open_checked(const unsigned char *d, size_t size, char *err, s
   }
   uint32_t version = get_u32(d + 8);
   uint64_t hsum = get_u64(d + 40);
+  bool known = version == 2 || version == KL_BUNDLE_FORMAT_VERSION;
   if (kl_bundle_fnv1a64(d, 40) != hsum) {
-    if (version != KL_BUNDLE_FORMAT_VERSION)
+    if (!known)
       errf(err, errlen,
            "bundle: header: checksum mismatch: the bundle is corrupted, or it has format version %u, which this reader "
-           "(version %u) cannot read",
+           "(versions 2 and %u) cannot read",
            version, KL_BUNDLE_FORMAT_VERSION);
     else
       errf(err, errlen, "bundle: header: checksum mismatch (stored %016llx, computed %016llx): the header is corrupted",
            (unsigned long long)hsum, (unsigned long long)kl_bundle_fnv1a64(d, 40));
     return NULL;
   }
-  if (version != KL_BUNDLE_FORMAT_VERSION) {
-    errf(err, errlen, "bundle: format version %u is not supported (this reader reads version %u)", version,
+  if (!known) {
+    errf(err, errlen, "bundle: format version %u is not supported (this reader reads versions 2 and %u)", version,
          KL_BUNDLE_FORMAT_VERSION);
     return NULL;
   }
@@ -1112,20 +1314,38 @@ static bool encode_plan(wb *w, const kl_bundle_target *t, char *err, size_t errl
   w_u32(w, (uint32_t)t->nsteps);
   for (int i = 0; i < t->nsteps; i++) {
     const kl_bundle_step *S = &t->steps[i];
-    if (S->kernel < 0 || S->kernel >= t->nkernels || S->nargs < 0 || (S->nargs && !S->args)) {
-      errf(err, errlen, "bundle: target '%s': step %d: bad kernel or arguments", t->name, i);
+    bool launch = S->kind == KL_BUNDLE_LAUNCH, copy = S->kind == KL_BUNDLE_COPY;
+    if ((unsigned)S->kind > KL_BUNDLE_FREE || S->token < 0 || S->nwaits < 0 || (S->nwaits && !S->waits) ||
+        (launch && (S->kernel < 0 || S->kernel >= t->nkernels || S->nargs < 0 || (S->nargs && !S->args))) ||
+        (copy && (S->src < 0 || S->src >= t->nslots || S->dst < 0 || S->dst >= t->nslots)) ||
+        (!launch && !copy && (S->slot < 0 || S->slot >= t->nslots))) {
+      errf(err, errlen, "bundle: target '%s': step %d: bad kind, token, kernel, arguments or slots", t->name, i);
       return false;
     }
     w_u32(w, (uint32_t)S->kind);
-    w_u32(w, (uint32_t)S->kernel);
-    w_u32(w, (uint32_t)S->nargs);
-    for (int a = 0; a < S->nargs; a++) {
-      if (S->args[a] < 0 || S->args[a] >= t->nslots) {
-        errf(err, errlen, "bundle: target '%s': step %d: bad slot", t->name, i);
-        return false;
+    w_u32(w, (uint32_t)S->token);
+    w_u32(w, (uint32_t)S->nwaits);
+    for (int k = 0; k < S->nwaits; k++) w_u32(w, (uint32_t)S->waits[k]);
+    if (launch) {
+      w_u32(w, (uint32_t)S->kernel);
+      w_u32(w, (uint32_t)S->nargs);
+      for (int a = 0; a < S->nargs; a++) {
+        if (S->args[a] < 0 || S->args[a] >= t->nslots) {
+          errf(err, errlen, "bundle: target '%s': step %d: bad slot", t->name, i);
+          return false;
+        }
+        w_u32(w, (uint32_t)S->args[a]);
       }
-      w_u32(w, (uint32_t)S->args[a]);
+      continue;
     }
+    w_u32(w, (uint32_t)(copy ? S->src : S->slot));
+    if (copy) w_u32(w, (uint32_t)S->dst);
+    if (S->kind == KL_BUNDLE_PREFILL) {
+      uint64_t bits;
+      memcpy(&bits, &S->value, sizeof bits);
+      w_u64(w, bits);
+    }
+    if (copy || S->kind == KL_BUNDLE_ALLOC_WORKSPACE) w_u64(w, S->bytes);
   }
   w_u32(w, (uint32_t)t->noutputs);
   for (int i = 0; i < t->noutputs; i++) {

@@ -16,21 +16,49 @@
  *    grid_size / block_size attributes (default 1) and the sum of its rock.alloc LDS
  *    buffers in the IR text; every tensor's element type, shape and strides must be
  *    those its type text spells; and each launch argument's slot must have the layout of
- *    the kernel's argument. (Checksums are not signatures: a plan and IR edited alike
- *    are a different program, which no reader can tell from the original.)
+ *    the kernel's argument. The steps must be a program that runs: tokens unique, every
+ *    wait the token of an earlier step; every slot a step reads written before (params
+ *    and constants count as written) by a step it waits on (directly or through other
+ *    waits), and every write / free ordered after the earlier accesses of its slot the
+ *    same way; a workspace allocated once, before its first use, freed after its last,
+ *    never used after its free, and only for an intermediate; copies between slots of one
+ *    layout; prefill values representable in the slot's element type (integers: exact and
+ *    in range; floats: inf, nan or a finite value within the type's range, rounded to the
+ *    nearest); at most 4096 steps. A format version 2 bundle still opens: its steps are
+ *    launches in order, step i yielding token i and waiting on token i - 1. (Checksums
+ *    are not signatures: a plan and IR edited alike are a different program, which no
+ *    reader can tell from the original.)
  *  - Memory: kl_bundle_open_memory copies the bytes. Everything reachable from a
  *    kl_bundle (structs, strings, binaries, constant data, IR text) is owned by it and
  *    stays valid until kl_bundle_close. All pointers returned are const: do not modify.
  *  - The plan of one target: slots are the buffers of the computation (params, given by
- *    the caller by name; constants, whose bytes are in the bundle; results of launches,
- *    of which the ones listed in `outputs` are returned to the caller and the others are
- *    intermediates the client allocates for the run). Steps run in order; a launch step
- *    launches kernel `kernel` with grid x block threads (grid[0..2], block[0..2]) and
- *    lds_bytes of workgroup memory already declared inside the kernel (pass 0 as the
- *    dynamic shared memory size); its arguments are the device pointers of the slots
- *    args[0..nargs-1], each passed as one pointer-sized kernel argument, in that order
- *    (inputs first, then outputs). A slot's buffer spans `bytes` bytes; element
- *    (i0, i1, ...) lives at element offset sum(i_k * strides[k]).
+ *    the caller by name; constants, whose bytes are in the bundle; results, of which the
+ *    ones listed in `outputs` are returned to the caller and the others, output -1, are
+ *    intermediates). A slot's buffer spans `bytes` bytes; element (i0, i1, ...) lives at
+ *    element offset sum(i_k * strides[k]).
+ *    Steps form a small host program connected by tokens: step i yields token `token`
+ *    (unique in the plan; kiln writes token == i) and may start once the steps that
+ *    yielded its waits[0..nwaits-1] have completed (every wait names the token of an
+ *    EARLIER step, so the list order is one valid sequential order). Steps whose waits
+ *    are satisfied may run concurrently: the waits already order every access to a slot
+ *    (a step waits on the last writer of each slot it reads, and on the last writer and
+ *    the readers since of each slot it writes, frees or allocates). Kinds:
+ *      LAUNCH: launch kernel `kernel` with grid x block threads (grid[0..2], block[0..2])
+ *        and lds_bytes of workgroup memory already declared inside the kernel (pass 0 as
+ *        the dynamic shared memory size); its arguments are the device pointers of the
+ *        slots args[0..nargs-1], each passed as one pointer-sized kernel argument, in
+ *        that order (inputs first, then outputs).
+ *      PREFILL: set every element of slot `slot` to `value` (converted to the slot's
+ *        element type: 0, -inf, +inf, 1, any scalar the type holds) — a memset/fill the
+ *        client may do itself; it comes before an accumulating launch or replaces a
+ *        kernel whose whole body was the fill.
+ *      COPY: copy the `bytes`-byte buffer of slot `src` into slot `dst` (same layout).
+ *      ALLOC_WORKSPACE: allocate the buffer of intermediate slot `slot` (`bytes` bytes,
+ *        the slot's t.bytes); FREE: release it. An intermediate with an ALLOC_WORKSPACE
+ *        step lives from that step to its FREE step (after its last reader); one without
+ *        (plans of format version 2) lives for the whole run.
+ *    Fields a kind does not use are -1 (kernel, slot, src, dst), 0 / NULL (nargs, args,
+ *    bytes, value). kl_bundle_open_* check all of this (see kl_bundle_open_memory).
  *  - Binaries per target: "host-object" (host: an ELF relocatable object, kiln's host ABI, see runtime/device.h),
  *    "ptx" (NVIDIA: PTX text for cuModuleLoadData; a NUL byte follows the data, not
  *    counted in binary_size) or "hsaco" (AMDGPU code object for hipModuleLoadData). The
@@ -44,7 +72,7 @@
 extern "C" {
 #endif
 
-#define KL_BUNDLE_FORMAT_VERSION 2u /* 2: host binaries are objects ("host-object"), not bitcode */
+#define KL_BUNDLE_FORMAT_VERSION 3u /* 3: plan steps with tokens and kinds; 2 (launches only) still reads */
 
 typedef struct kl_bundle kl_bundle;
 
@@ -90,14 +118,60 @@ typedef struct kl_bundle_slot {
                               output -1 is an intermediate: workspace for the run) */
 } kl_bundle_slot;
 
-typedef enum { KL_BUNDLE_LAUNCH = 0 } kl_bundle_step_kind;
+typedef enum {
+  KL_BUNDLE_LAUNCH = 0,
+  KL_BUNDLE_PREFILL = 1,
+  KL_BUNDLE_COPY = 2,
+  KL_BUNDLE_ALLOC_WORKSPACE = 3,
+  KL_BUNDLE_FREE = 4
+} kl_bundle_step_kind;
 
 typedef struct kl_bundle_step {
   kl_bundle_step_kind kind;
-  int kernel;      /* index into the target's kernels */
-  int nargs;       /* == kernels[kernel].nargs */
-  const int *args; /* slot indices, one per kernel argument */
+  int kernel;      /* LAUNCH: index into the target's kernels; -1 otherwise */
+  int nargs;       /* LAUNCH: == kernels[kernel].nargs; 0 otherwise */
+  const int *args; /* LAUNCH: slot indices, one per kernel argument */
+  int token;       /* the token this step yields */
+  int nwaits;      /* tokens this step waits on (of earlier steps) */
+  const int *waits;
+  int slot;       /* PREFILL, ALLOC_WORKSPACE, FREE: the slot; -1 otherwise */
+  double value;   /* PREFILL: the value every element gets */
+  int src, dst;   /* COPY: slots; -1 otherwise */
+  uint64_t bytes; /* ALLOC_WORKSPACE, COPY: buffer bytes (the slot's t.bytes); 0 otherwise */
 } kl_bundle_step;
+
+/* Running a plan with HIP on nstreams streams (CUDA is the same with the cu* calls):
+ * each step's token becomes an event, each wait a hipStreamWaitEvent. A sketch, error
+ * checks left out (kiln's own executor: driver/plan_exec.c):
+ *
+ *   hipDeviceptr_t ptr[nslots]; hipEvent_t ev[nsteps]; hipFunction_t fn[nkernels]; ...
+ *   // fn[k]: hipModuleLoadData(kernels[k].binary) + hipModuleGetFunction(kernels[k].name)
+ *   // params: the caller's device buffers; constants: hipMalloc + hipMemcpyHtoD(slot.data);
+ *   // outputs and intermediates without an ALLOC_WORKSPACE step: hipMalloc(slot.t.bytes)
+ *   for (int i = 0; i < t->nsteps; i++) {
+ *     const kl_bundle_step *s = &t->steps[i];
+ *     hipStream_t st = streams[i % nstreams];
+ *     for (int w = 0; w < s->nwaits; w++) hipStreamWaitEvent(st, ev[index_of_token(s->waits[w])], 0);
+ *     switch (s->kind) {
+ *     case KL_BUNDLE_LAUNCH: {
+ *       void *args[64]; for (int a = 0; a < s->nargs; a++) args[a] = &ptr[s->args[a]];
+ *       const kl_bundle_kernel *k = &t->kernels[s->kernel];
+ *       hipModuleLaunchKernel(fn[s->kernel], k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+ *                             k->block[2], 0, st, args, NULL);
+ *       break; }
+ *     case KL_BUNDLE_PREFILL:  // the value's bit pattern in the slot's element type:
+ *       // 1-byte: hipMemsetAsync(ptr, byte, bytes, st); 2 bytes: hipMemsetD16Async;
+ *       // 4 bytes: hipMemsetD32Async(ptr, bits, bytes / 4, st); 8 bytes: a fill kernel of your own
+ *       hipMemsetD32Async(ptr[s->slot], f32_bits(s->value), t->slots[s->slot].t.bytes / 4, st); break;
+ *     case KL_BUNDLE_COPY: hipMemcpyAsync(ptr[s->dst], ptr[s->src], s->bytes, hipMemcpyDeviceToDevice, st); break;
+ *     case KL_BUNDLE_ALLOC_WORKSPACE: hipMalloc(&ptr[s->slot], s->bytes); break;  // or a pool
+ *     case KL_BUNDLE_FREE:  // st waited on every reader: once st is done, so are they
+ *       hipStreamSynchronize(st); hipFree(ptr[s->slot]); break;  // or hipFreeAsync(ptr, st)
+ *     }
+ *     hipEventCreate(&ev[i]); hipEventRecord(ev[i], st);
+ *   }
+ *   hipDeviceSynchronize();  // then copy the outputs' slots back
+ */
 
 typedef struct kl_bundle_target {
   const char *name;          /* "host", "gfx942", "sm_90", ... */
@@ -138,6 +212,19 @@ const void *kl_bundle_binary(const kl_bundle *b, const char *target, const char 
  * Returns 0 and a malloc'd buffer (*out, *size; caller frees), or -1 with a message. */
 int kl_bundle_encode(int ntargets, const kl_bundle_target *targets, const char *producer, void **out, size_t *size,
                      char *err, size_t errlen);
+
+/* ---- plan helpers ----
+ * The slots step s accesses: kl_bundle_step_naccess of them; access i (0 <= i < that)
+ * returns the slot and sets *writes (1: written, freed or allocated; 0: read). A launch
+ * reads its input arguments and writes its outputs, a copy reads src and writes dst, a
+ * prefill, workspace allocation or free writes its slot. */
+int kl_bundle_step_naccess(const kl_bundle_step *s);
+int kl_bundle_step_access(const kl_bundle_target *t, const kl_bundle_step *s, int i, int *writes);
+/* 1 if every element of a slot of element type elem ("f32", "i8", ...) can be set to v
+ * (the PREFILL rule above), else 0. */
+int kl_bundle_value_fits(const char *elem, double v);
+/* The step kind's name: "launch", "prefill", "copy", "alloc_workspace", "free" ("?" else). */
+const char *kl_bundle_step_kind_name(kl_bundle_step_kind k);
 
 /* FNV-1a 64-bit hash (offset basis 0xcbf29ce484222325, prime 0x100000001b3): the
  * checksum of the format. */

@@ -1,5 +1,9 @@
 /* bundle.c — kl_program_save / kl_program_load: a program's variants to and from the
- * bundle format of bundle.h (encoding and validation: kiln_client.c). */
+ * bundle format of bundle.h (encoding and validation: kiln_client.c). Saving writes format
+ * version 3 (steps with tokens and waits); a version 2 bundle still loads (its steps are
+ * launches in order with a token chain; the plan rebuilt from its IR must have those
+ * launches plus workspace steps only, kl_plan_compare_v2, and the program runs the
+ * rebuilt plan). */
 #include "driver/bundle.h"
 #include "core/dialect_rock.h"
 #include "core/parse.h"
@@ -261,7 +265,8 @@ kl_program *kl_program_from_bundle(kl_ctx *ctx, const kl_bundle *b, const char *
      * is looked at */
     kl_plan ir_plan;
     kl_status pst = kl_plan_build(&ir_plan, module, T->name, desc, msg, sizeof msg);
-    if (pst == KL_OK) pst = kl_plan_compare(&ir_plan.t, T, msg, sizeof msg);
+    if (pst == KL_OK)
+      pst = (kl_bundle_format_version(b) == 2 ? kl_plan_compare_v2 : kl_plan_compare)(&ir_plan.t, T, msg, sizeof msg);
     kl_plan_free(&ir_plan);
     if (pst != KL_OK) {
       snprintf(err, errlen, "load: %s: target '%s': the plan section disagrees with the IR: %s", where, T->name, msg);

@@ -8,7 +8,8 @@
  *    (kl_program_load_for_device checks that at load time instead.)
  *  - Loading parses each target's module IR text into ctx (kl_parse_module), verifies it,
  *    and rebuilds the plan from its graph func exactly as kl_compile does (params,
- *    constants, launches, outputs); the plan section of the bundle must agree with it.
+ *    constants, steps with their tokens, outputs); the plan section of the bundle must
+ *    agree with it.
  *    The IR is authoritative: every kernel's grid, block and LDS bytes in the plan must
  *    be those of its kernel func (grid_size, block_size, the rock.alloc ops in LDS), within
  *    the target's limits (block <= max_workgroup_size, LDS <= the target's LDS), and its
@@ -33,9 +34,12 @@
  *    error, never a crash. Reading and validating is client/kiln_client.c (plain C), so
  *    kiln and outside clients read bundles with the same code.
  *
- * ==== Bundle file format, version 2 ====
+ * ==== Bundle file format, version 3 ====
  * (version 1 held host LLVM bitcode; this kiln refuses it: "format version 1 is not
- * supported (this reader reads version 2)")
+ * supported (this reader reads versions 2 and 3)". Version 2 is version 3 with steps that
+ * are launches only, without token and waits (step = u32 kind 0, u32 kernel index, u32
+ * nargs, nargs x u32 slot); it still loads: its steps are launches in order, step i
+ * yielding token i and waiting on token i - 1. kiln writes version 3.)
  * All integers little-endian. FNV-1a 64 = offset basis 0xcbf29ce484222325, prime
  * 0x100000001b3, over bytes.
  * Header (48 bytes at offset 0):
@@ -77,8 +81,14 @@
  *            i64 LDS bytes, u32 nargs, u32 ninputs, nargs x (str arg name, tensor)
  *   slot   = u32 kind (0 param, 1 constant, 2 result of a launch), str name (params
  *            only, else empty), tensor
- *   step   = u32 kind (0 launch), u32 kernel index, u32 nargs (== the kernel's),
- *            nargs x u32 slot
+ *   step   = u32 kind (0 launch, 1 prefill, 2 copy, 3 alloc_workspace, 4 free),
+ *            u32 token, u32 W, W x u32 token waited on, then by kind:
+ *              launch:          u32 kernel index, u32 nargs (== the kernel's), nargs x u32 slot
+ *              prefill:         u32 slot, u64 value (the bits of an IEEE binary64)
+ *              copy:            u32 source slot, u32 destination slot, u64 bytes
+ *              alloc_workspace: u32 slot, u64 bytes
+ *              free:            u32 slot
+ *            (at most 4096 steps; the rules the steps obey: client/kiln_client.h)
  * A section must be consumed exactly; indices must be in range; names of targets,
  * kernels (per target) and params (per target) are non-empty and unique, other slots
  * have empty names; grid and block entries are in 1..2^31-1, LDS bytes in 0..2^31-1;

@@ -1,6 +1,7 @@
 /* program.c — compile driver (pipeline per target, lowering, binaries), the
  * in-memory compile cache and the executor of host plans (driver/plan.h). */
 #include "driver/program.h"
+#include "driver/plan_exec.h"
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
 #include "core/print.h"
@@ -59,8 +60,8 @@ struct kl_program {
 
 const char *kl_default_pipeline(void) {
   return "graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-gridwise,"
-         "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,"
-         "dce";
+         "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-align-tiling,rock-plan-steps,rock-lower-loops,"
+         "canonicalize,cse,dce";
 }
 
 static double now_ms(void) {
@@ -540,6 +541,11 @@ static variant *variant_with_inputs(kl_program *p, const kl_device_info *info, i
 
 kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
                          kl_tensor ***outputs, char *err, size_t errlen) {
+  return kl_program_run_timed(p, dev, ninputs, inputs, noutputs, outputs, NULL, err, errlen);
+}
+
+kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
+                               kl_tensor ***outputs, double *step_ms, char *err, size_t errlen) {
   *noutputs = 0;
   *outputs = NULL;
   const kl_device_info *info = kl_device_get_info(dev);
@@ -568,9 +574,13 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
       tens[s] = kl_tensor_retain(v->plan.constants[s]);
     }
   }
-  /* results of launches: host tensors in the layout of their type */
+  /* results of launches: host tensors in the layout of their type; workspaces (slots
+   * with an alloc_workspace step) are allocated and freed by their steps */
+  bool *ws = kl_xcalloc(P->nslots + 1, sizeof *ws);
+  for (int i = 0; i < P->nsteps; i++)
+    if (P->steps[i].kind == KL_BUNDLE_ALLOC_WORKSPACE) ws[P->steps[i].slot] = true;
   for (int i = 0; i < P->nslots && st == KL_OK; i++) {
-    if (P->slots[i].kind != KL_BUNDLE_RESULT) continue;
+    if (P->slots[i].kind != KL_BUNDLE_RESULT || ws[i]) continue;
     const kl_type *t = v->plan.slot_types[i];
     tens[i] = kl_tensor_zeros(kl_dtype_of_type(t->elem), t->rank, t->shape, t->strides, err, errlen);
     if (!tens[i]) st = KL_ERR;
@@ -595,25 +605,27 @@ kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_na
       st = KL_ERR;
     }
   }
-  /* launches */
-  for (int s = 0; s < P->nsteps && st == KL_OK; s++) {
-    const kl_bundle_step *step = &P->steps[s];
-    const kl_bundle_kernel *k = &P->kernels[step->kernel];
-    void **args = kl_xmalloc((step->nargs + 1) * sizeof *args);
-    size_t *sizes = kl_xmalloc((step->nargs + 1) * sizeof *sizes);
-    for (int a = 0; a < step->nargs; a++) {
-      args[a] = &dptr[step->args[a]];
-      sizes[a] = sizeof(void *);
-    }
-    uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
-             block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
-    if (kl_device_launch(l->kernels[step->kernel], grid, block, 0, args, sizes, step->nargs) != KL_OK) {
-      snprintf(err, errlen, "run: launch of %s: %s", k->name, kl_device_error(dev));
+  /* the steps (plan_exec.h): all at once, or one by one when timed */
+  char msg0[2048];
+  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned, NULL };
+  if (!step_ms && st == KL_OK && kl_plan_exec_all(&x, msg0, sizeof msg0) != KL_OK) {
+    snprintf(err, errlen, "run: %s", msg0);
+    st = KL_ERR;
+  }
+  for (int s = 0; step_ms && s < P->nsteps && st == KL_OK; s++) {
+    double t0 = step_ms ? now_ms() : 0;
+    char msg[2048];
+    if (kl_plan_exec_step(&x, s, msg, sizeof msg) != KL_OK) {
+      snprintf(err, errlen, "run: %s", msg);
       st = KL_ERR;
     }
-    free(args);
-    free(sizes);
+    if (step_ms && !host && st == KL_OK && kl_device_synchronize(dev) != KL_OK) {
+      snprintf(err, errlen, "run: %s", kl_device_error(dev));
+      st = KL_ERR;
+    }
+    if (step_ms) step_ms[s] = now_ms() - t0;
   }
+  free(ws);
   if (st == KL_OK && kl_device_synchronize(dev) != KL_OK) {
     snprintf(err, errlen, "run: %s", kl_device_error(dev));
     st = KL_ERR;
@@ -870,7 +882,11 @@ void kl_prepared_free(kl_prepared *r) {
 
 int kl_prepared_nsets(const kl_prepared *r) { return r->nsets; }
 size_t kl_prepared_set_bytes(const kl_prepared *r) { return r->set_bytes; }
-int kl_prepared_nlaunches(const kl_prepared *r) { return r->nsteps; }
+int kl_prepared_nlaunches(const kl_prepared *r) {
+  int n = 0;
+  for (int s = 0; s < r->nsteps; s++) n += r->v->plan.t.steps[s].kind == KL_BUNDLE_LAUNCH;
+  return n;
+}
 
 static kl_status prep_fail(kl_prepared *r, char *err, size_t errlen, const char *what) {
   snprintf(err, errlen, "%s: %s", what, kl_device_error(r->dev));
@@ -1023,9 +1039,16 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
     snprintf(err, errlen, "launch: buffer set %d out of range (0..%d)", set, r->nsets - 1);
     return KL_ERR;
   }
+  const kl_bundle_target *P = &r->v->plan.t;
+  bool host = kl_device_get_info(r->dev)->kind == KL_DEVICE_HOST;
   for (int s = 0; s < r->nsteps; s++) {
-    const kl_bundle_step *step = &r->v->plan.t.steps[s];
-    const kl_bundle_kernel *k = &r->v->plan.t.kernels[step->kernel];
+    const kl_bundle_step *step = &P->steps[s];
+    if (step->kind != KL_BUNDLE_LAUNCH) { /* every slot has its buffer: workspace steps are no-ops */
+      kl_plan_exec x = { r->dev, host, true, P, r->l->kernels, &r->ptr[set * r->nslots], NULL, NULL };
+      if (kl_plan_exec_step(&x, s, err, errlen) != KL_OK) return KL_ERR;
+      continue;
+    }
+    const kl_bundle_kernel *k = &P->kernels[step->kernel];
     uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
              block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
     if (kl_device_launch(r->l->kernels[step->kernel], grid, block, 0, r->args[set * r->nsteps + s], r->arg_sizes,

@@ -14,13 +14,15 @@
  *    state (the Lua binding's passes) must be compiled with no_cache (kiln.compile does
  *    so unless told cache = true). on_ir compiles bypass the cache.
  *  - The plan of one target (driver/plan.h, kl_program_plan): the graph's params (inputs
- *    by name), constants, launches (kernel, grid, block, LDS bytes, argument slots:
- *    inputs then outputs) in order, and the output slots. Intermediate results between
- *    kernels are allocated per run.
+ *    by name), constants, steps (launches: kernel, grid, block, LDS bytes, argument slots,
+ *    inputs then outputs; prefills, copies, workspace allocations and frees; each with
+ *    its token and waits) in order, and the output slots. Intermediate results between
+ *    kernels live from their alloc_workspace step to their free step.
  *  - kl_program_run picks the variant for the device (same target name, else the same
  *    architecture), loads its binaries on first use (kept per device until the program
  *    is released or the device destroyed, whichever comes first), checks every input against its param (shape, dtype, layout — no hidden
- *    copies), runs the launches and returns new host tensors for the outputs.
+ *    copies), runs the steps (driver/plan_exec.h: in the plan's order, which honours
+ *    its tokens) and returns new host tensors for the outputs.
  *  - Programs are reference counted (kl_program_retain/release). Errors: NULL / KL_ERR
  *    plus a message in err (diagnostics carry file:line:col or the Lua line).
  *  - Teardown works in any order of context, device, program and prepared run:
@@ -97,7 +99,8 @@ const kl_binary_info *kl_program_binary(const kl_program *p, const char *target,
  * bundles carry; binary pointers are the program's, ir is NULL); the calls below read it. */
 const kl_bundle_target *kl_program_plan(const kl_program *p, const char *target);
 int kl_program_nsteps(const kl_program *p, const char *target);
-/* A launch step: kernel (index into the target's kernels), nargs, args (slot numbers: inputs, then outputs). */
+/* Step i of the plan (client/kiln_client.h: kind, token, waits; a launch's kernel index,
+ * nargs and args (slot numbers: inputs, then outputs); a prefill's slot and value; ...). */
 const kl_bundle_step *kl_program_step(const kl_program *p, const char *target, int i);
 /* Slots: 0..n; kind "param"/"constant"/"result"; name for params; type text. */
 int kl_program_nslots(const kl_program *p, const char *target);
@@ -114,6 +117,11 @@ bool kl_program_from_cache(const kl_program *p);
 
 kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
                          kl_tensor ***outputs, char *err, size_t errlen);
+/* kl_program_run, also timing each step: step_ms[i] (the plan's nsteps entries, or NULL
+ * for no timing) gets the milliseconds of step i, measured on the host around the step
+ * (on a GPU each step is then followed by a synchronize, so the steps do not overlap). */
+kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
+                               kl_tensor ***outputs, double *step_ms, char *err, size_t errlen);
 
 /* ---- loading programs from bundles (driver/bundle.c) ----
  * kl_program_module: the compiled module of a target's variant (its graph func is the

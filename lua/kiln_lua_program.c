@@ -1,5 +1,6 @@
 /* kiln_lua_program.c — targets and compiled programs in Lua: kiln.targets(),
- * kiln.compile(g, opts) -> "kiln.program" with p:run, p:kernels, p:ir, p:plan, p:binary,
+ * kiln.compile(g, opts) -> "kiln.program" with p:run (opts: device, timing), p:kernels,
+ * p:ir, p:plan, p:plan_text, p:binary,
  * p:prepare -> "kiln.prepared" (kiln_lua_prepared.c: device-resident inputs for
  * benchmarks). Devices ("kiln.device") are in kiln_lua_device.c.
  * Lifetimes: a program that ran on a device holds loaded modules of that device, and the
@@ -478,7 +479,13 @@ static int prog_run(lua_State *L) {
     return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   if (!lua_isnil(L, 3) && !lua_istable(L, 3))
     return kl_lua__rt_error(L, what, "options must be a table {device = ...}");
-  kl_lua__check_opts(L, 3, what, DEVICE_OPTS);
+  static const char *const RUN_OPTS[] = { "device", "timing", NULL };
+  kl_lua__check_opts(L, 3, what, RUN_OPTS);
+  bool timing = lua_istable(L, 3) && lua_getfield(L, 3, "timing") != LUA_TNIL;
+  if (timing && !lua_istable(L, -1))
+    return kl_lua__rt_error(L, what, "timing must be a table (it receives one {kind=, token=, ms=} per step), got a %s",
+                            luaL_typename(L, -1));
+  if (lua_istable(L, 3)) lua_pop(L, 1);
   kl_lua_devref *d = run_device(L, p, 3);
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
@@ -492,8 +499,23 @@ static int prog_run(lua_State *L) {
   int nout = 0;
   kl_tensor **outs = NULL;
   char err[4096] = "";
-  if (kl_program_run(p, d->dev, k, in, &nout, &outs, err, sizeof err) != KL_OK)
+  const kl_bundle_target *P = kl_program_plan(
+      p, kl_program_target(p, kl_program_target_for_device(p, kl_device_get_info(d->dev))));
+  double *ms = timing && P ? lua_newuserdatauv(L, (P->nsteps + 1) * sizeof *ms, 0) : NULL;
+  if (kl_program_run_timed(p, d->dev, k, in, &nout, &outs, ms, err, sizeof err) != KL_OK)
     return kl_lua__err_error(L, what, "run", err, "the program failed");
+  if (ms) { /* opts.timing[i] = {kind=, token=, ms=} */
+    lua_getfield(L, 3, "timing");
+    for (int i = 0; i < P->nsteps; i++) {
+      lua_createtable(L, 0, 3);
+      kl_lua__set_str(L, "kind", kl_bundle_step_kind_name(P->steps[i].kind));
+      kl_lua__set_int(L, "token", P->steps[i].token);
+      lua_pushnumber(L, ms[i]);
+      lua_setfield(L, -2, "ms");
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_pop(L, 2);
+  }
   return kl_lua__push_outputs(L, nout, outs, d->id);
 }
 
@@ -585,56 +607,91 @@ static int prog_ir(lua_State *L) {
   return 1;
 }
 
-/* p:plan([target]) -> {target=, slots={{kind=, name=, type=}}, steps={{kind="launch",
- * kernel=, args={slot numbers}}}, outputs={slot numbers}} — slot numbers are 1-based
- * positions in slots. */
+/* p:plan([target]) -> {target=, slots={{kind=, name=, type=, bytes=, output=}},
+ * steps={...}, outputs={slot numbers}}; every step has kind ("launch", "prefill", "copy",
+ * "alloc_workspace", "free"), token (the token it yields) and waits (tokens, ascending),
+ * plus: launch kernel=, grid=, block=, lds_bytes=, args={slot numbers}, ninputs=;
+ * prefill slot=, value=; copy src=, dst=, bytes=; alloc_workspace slot=, bytes=; free slot=.
+ * Slot numbers are 1-based positions in slots; tokens are the plan's own numbers. */
 static int prog_plan(lua_State *L) {
   kl_program *p;
   check_prog(L, 1, &p);
   const char *t = opt_target(L, 2, p, "plan");
+  const kl_bundle_target *P = kl_program_plan(p, t);
   lua_createtable(L, 0, 4);
-  kl_lua__set_str(L, "target", t ? t : kl_program_target(p, 0));
-  int ns = kl_program_nslots(p, t);
-  lua_createtable(L, ns, 0);
-  for (int i = 0; i < ns; i++) {
-    const char *kind = NULL, *name = NULL;
-    const char *type = kl_program_slot(p, t, i, &kind, &name);
-    lua_createtable(L, 0, 3);
-    kl_lua__set_str(L, "kind", kind);
-    if (name && *name) { kl_lua__set_str(L, "name", name); }
-    kl_lua__set_str(L, "type", type);
+  kl_lua__set_str(L, "target", P->name);
+  lua_createtable(L, P->nslots, 0);
+  for (int i = 0; i < P->nslots; i++) {
+    const kl_bundle_slot *S = &P->slots[i];
+    lua_createtable(L, 0, 5);
+    kl_lua__set_str(L, "kind",
+                    S->kind == KL_BUNDLE_PARAM          ? "param"
+                        : S->kind == KL_BUNDLE_CONSTANT ? "constant"
+                                                        : "result");
+    if (S->name && *S->name) { kl_lua__set_str(L, "name", S->name); }
+    kl_lua__set_str(L, "type", S->t.type);
+    kl_lua__set_int(L, "bytes", (lua_Integer)S->t.bytes);
+    if (S->output >= 0) { kl_lua__set_int(L, "output", S->output + 1); }
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "slots");
-  int nst = kl_program_nsteps(p, t);
-  lua_createtable(L, nst, 0);
-  for (int i = 0; i < nst; i++) {
-    const kl_bundle_step *s = kl_program_step(p, t, i);
-    const kl_kernel_info *k = kl_program_kernel(p, t, s->kernel);
-    lua_createtable(L, 0, 6);
-    kl_lua__set_str(L, "kind", "launch");
-    kl_lua__set_str(L, "kernel", k ? k->name : "?");
-    if (k) {
-      kl_lua__set_int(L, "grid", (lua_Integer)k->grid_size);
-      kl_lua__set_int(L, "block", (lua_Integer)k->block_size);
+  lua_createtable(L, P->nsteps, 0);
+  for (int i = 0; i < P->nsteps; i++) {
+    const kl_bundle_step *s = &P->steps[i];
+    lua_createtable(L, 0, 8);
+    kl_lua__set_str(L, "kind", kl_bundle_step_kind_name(s->kind));
+    kl_lua__set_int(L, "token", s->token);
+    lua_createtable(L, s->nwaits, 0);
+    for (int w = 0; w < s->nwaits; w++) {
+      lua_pushinteger(L, s->waits[w]);
+      lua_rawseti(L, -2, w + 1);
+    }
+    lua_setfield(L, -2, "waits");
+    if (s->kind == KL_BUNDLE_LAUNCH) {
+      const kl_bundle_kernel *k = &P->kernels[s->kernel];
+      kl_lua__set_str(L, "kernel", k->name);
+      kl_lua__set_int(L, "grid", (lua_Integer)k->grid[0]);
+      kl_lua__set_int(L, "block", (lua_Integer)k->block[0]);
       kl_lua__set_int(L, "lds_bytes", (lua_Integer)k->lds_bytes);
+      kl_lua__set_int(L, "ninputs", k->ninputs);
+      lua_createtable(L, s->nargs, 0);
+      for (int a = 0; a < s->nargs; a++) {
+        lua_pushinteger(L, s->args[a] + 1);
+        lua_rawseti(L, -2, a + 1);
+      }
+      lua_setfield(L, -2, "args");
+    } else if (s->kind == KL_BUNDLE_COPY) {
+      kl_lua__set_int(L, "src", s->src + 1);
+      kl_lua__set_int(L, "dst", s->dst + 1);
+      kl_lua__set_int(L, "bytes", (lua_Integer)s->bytes);
+    } else {
+      kl_lua__set_int(L, "slot", s->slot + 1);
+      if (s->kind == KL_BUNDLE_PREFILL) {
+        lua_pushnumber(L, s->value);
+        lua_setfield(L, -2, "value");
+      }
+      if (s->kind == KL_BUNDLE_ALLOC_WORKSPACE) { kl_lua__set_int(L, "bytes", (lua_Integer)s->bytes); }
     }
-    lua_createtable(L, s->nargs, 0);
-    for (int a = 0; a < s->nargs; a++) {
-      lua_pushinteger(L, s->args[a] + 1);
-      lua_rawseti(L, -2, a + 1);
-    }
-    lua_setfield(L, -2, "args");
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "steps");
-  int no = kl_program_noutputs(p, t);
-  lua_createtable(L, no, 0);
-  for (int i = 0; i < no; i++) {
-    lua_pushinteger(L, kl_program_output_slot(p, t, i) + 1);
+  lua_createtable(L, P->noutputs, 0);
+  for (int i = 0; i < P->noutputs; i++) {
+    lua_pushinteger(L, P->outputs[i] + 1);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "outputs");
+  return 1;
+}
+
+/* p:plan_text([target]) -> the plan as a listing, one slot or step a line (plan.h). */
+static int prog_plan_text(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *t = opt_target(L, 2, p, "plan_text");
+  char *text = kl_plan_text(kl_program_plan(p, t));
+  lua_pushstring(L, text);
+  free(text);
   return 1;
 }
 
@@ -850,6 +907,7 @@ void kl_lua__open_program(lua_State *L) {
                                        { "kernels", prog_kernels },
                                        { "ir", prog_ir },
                                        { "plan", prog_plan },
+                                       { "plan_text", prog_plan_text },
                                        { "binary", prog_binary },
                                        { "code_object", prog_code_object },
                                        { "disasm", prog_disasm },

@@ -35,6 +35,12 @@ struct kl_dev_event {
   kl_dev_event *next;
 };
 
+struct kl_dev_stream {
+  kl_device *dev;
+  void *handle; /* NULL on devices without streams */
+  kl_dev_stream *next;
+};
+
 struct kl_dev_watch {
   kl_device *dev;
   void (*fn)(kl_device *dev, void *user);
@@ -55,6 +61,7 @@ struct kl_device {
   char err[KL_DEVICE_ERRLEN];
   kl_dev_module *modules;
   kl_dev_event *events;
+  kl_dev_stream *streams;
   kl_dev_watch *watches;
   alloc_slot *slots;
   size_t nslots, nlive, nused; /* nused counts live + deleted */
@@ -299,6 +306,11 @@ void kl_device_destroy(kl_device *dev) {
     dev->ops->event_destroy(dev, e->handle);
     free(e);
   }
+  for (kl_dev_stream *st = dev->streams, *n; st; st = n) {
+    n = st->next;
+    if (st->handle) dev->ops->stream_destroy(dev, st->handle);
+    free(st);
+  }
   for (size_t i = 0; i < dev->nslots; i++)
     if (dev->slots[i].key > 1) dev->ops->free(dev, (void *)dev->slots[i].key);
   free(dev->slots);
@@ -488,4 +500,80 @@ void kl_device_event_destroy(kl_dev_event *ev) {
   if (*pp) *pp = ev->next;
   d->ops->event_destroy(d, ev->handle);
   free(ev);
+}
+
+/* ---- streams ---- */
+kl_status kl_device_stream_create(kl_device *dev, kl_dev_stream **out) {
+  *out = NULL;
+  void *h = NULL;
+  if (dev->ops->stream_create && dev->ops->stream_create(dev, &h) != KL_OK) return KL_ERR;
+  kl_dev_stream *st = kl_xcalloc(1, sizeof *st);
+  st->dev = dev;
+  st->handle = h;
+  st->next = dev->streams;
+  dev->streams = st;
+  *out = st;
+  return KL_OK;
+}
+
+void kl_device_stream_destroy(kl_dev_stream *st) {
+  if (!st) return;
+  kl_device *d = st->dev;
+  kl_dev_stream **pp = &d->streams;
+  while (*pp && *pp != st) pp = &(*pp)->next;
+  if (*pp) *pp = st->next;
+  if (st->handle) d->ops->stream_destroy(d, st->handle);
+  free(st);
+}
+
+/* Runs one call with the backend's current stream set to st (and back to the default). */
+static void on_stream(kl_dev_stream *st, bool set) {
+  if (st->handle && st->dev->ops->set_stream) st->dev->ops->set_stream(st->dev, set ? st->handle : NULL);
+}
+
+kl_status kl_device_launch_on(kl_dev_stream *st, kl_dev_kernel *k, const uint32_t grid[3], const uint32_t block[3],
+                              size_t shared_bytes, void **args, const size_t *arg_sizes, int nargs) {
+  if (!st || !k) return KL_ERR;
+  if (k->mod->dev != st->dev)
+    return kl_device_set_error(st->dev, "%s: launch of %s on a stream of another device", st->dev->info.backend,
+                               k->name);
+  on_stream(st, true);
+  kl_status r = kl_device_launch(k, grid, block, shared_bytes, args, arg_sizes, nargs);
+  on_stream(st, false);
+  return r;
+}
+
+kl_status kl_device_fill_on(kl_dev_stream *st, void *dst, uint32_t pattern, int pattern_bytes, size_t count) {
+  if (!st) return KL_ERR;
+  on_stream(st, true);
+  kl_status r = kl_device_fill(st->dev, dst, pattern, pattern_bytes, count);
+  on_stream(st, false);
+  return r;
+}
+
+kl_status kl_device_copy_dtod_on(kl_dev_stream *st, void *dst, const void *src, size_t bytes) {
+  if (!st) return KL_ERR;
+  on_stream(st, true);
+  kl_status r = kl_device_copy_dtod(st->dev, dst, src, bytes);
+  on_stream(st, false);
+  return r;
+}
+
+kl_status kl_device_event_record_on(kl_dev_event *ev, kl_dev_stream *st) {
+  if (!ev || !st) return KL_ERR;
+  if (ev->dev != st->dev)
+    return kl_device_set_error(st->dev, "%s: event and stream of different devices", st->dev->info.backend);
+  on_stream(st, true);
+  kl_status r = kl_device_event_record(ev);
+  on_stream(st, false);
+  return r;
+}
+
+kl_status kl_device_stream_wait_event(kl_dev_stream *st, kl_dev_event *ev) {
+  if (!ev || !st) return KL_ERR;
+  kl_device *d = st->dev;
+  if (ev->dev != d) return kl_device_set_error(d, "%s: event and stream of different devices", d->info.backend);
+  if (!ev->recorded) return kl_device_set_error(d, "%s: waiting on an event that was never recorded", d->info.backend);
+  if (!st->handle || !d->ops->stream_wait_event) return KL_OK; /* no streams: the work is done already */
+  return d->ops->stream_wait_event(d, st->handle, ev->handle);
 }

@@ -120,6 +120,26 @@ kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint3
                            void **args, const size_t *arg_sizes, int nargs);
 kl_status kl_device_synchronize(kl_device *dev);
 
+/* ---- streams ----
+ * A stream is an ordered queue of device work; work on different streams may overlap.
+ * The _on calls issue a launch, a fill or a device-to-device copy on stream s and
+ * return without waiting (errors surface at a later synchronize); event_record_on
+ * records ev when the work issued on s so far is done; stream_wait_event makes work
+ * issued on s later wait until ev is recorded (the CUDA/HIP semantics: cuStreamWaitEvent,
+ * hipStreamWaitEvent). kl_device_synchronize waits for every stream. The device owns its
+ * streams (kl_device_destroy releases those left). On a device without streams (the
+ * host: every call completes before it returns) a stream is a handle only, the _on calls
+ * are the plain calls and stream_wait_event does nothing. */
+typedef struct kl_dev_stream kl_dev_stream;
+kl_status kl_device_stream_create(kl_device *dev, kl_dev_stream **out);
+void kl_device_stream_destroy(kl_dev_stream *s); /* waits for its work first; NULL is fine */
+kl_status kl_device_launch_on(kl_dev_stream *s, kl_dev_kernel *k, const uint32_t grid[3], const uint32_t block[3],
+                              size_t shared_bytes, void **args, const size_t *arg_sizes, int nargs);
+kl_status kl_device_fill_on(kl_dev_stream *s, void *dst, uint32_t pattern, int pattern_bytes, size_t count);
+kl_status kl_device_copy_dtod_on(kl_dev_stream *s, void *dst, const void *src, size_t bytes);
+kl_status kl_device_event_record_on(kl_dev_event *ev, kl_dev_stream *s);
+kl_status kl_device_stream_wait_event(kl_dev_stream *s, kl_dev_event *ev);
+
 /* ---- timing ---- */
 kl_status kl_device_event_create(kl_device *dev, kl_dev_event **out);
 kl_status kl_device_event_record(kl_dev_event *ev);
@@ -152,6 +172,14 @@ typedef struct kl_device_ops {
   kl_status (*event_record)(kl_device *dev, void *event);
   kl_status (*event_elapsed)(kl_device *dev, void *start, void *end, float *ms);
   void (*event_destroy)(kl_device *dev, void *event);
+  /* optional (NULL: the device has no streams, see "streams" above): create / destroy a
+   * stream; set_stream(dev, stream or NULL) makes launch, fill, device-to-device copy and
+   * event_record work on that stream (asynchronously) until the next set_stream;
+   * stream_wait_event as kl_device_stream_wait_event. */
+  kl_status (*stream_create)(kl_device *dev, void **stream);
+  void (*stream_destroy)(kl_device *dev, void *stream);
+  void (*set_stream)(kl_device *dev, void *stream);
+  kl_status (*stream_wait_event)(kl_device *dev, void *stream, void *event);
 } kl_device_ops;
 
 typedef struct kl_device_backend {

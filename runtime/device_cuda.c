@@ -55,6 +55,7 @@ enum { /* CUjit_option */
        CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
 #define CU_EVENT_DEFAULT            0u
+#define CU_STREAM_DEFAULT           0u /* a blocking stream: ordered with the legacy default stream */
 #define CUDA_DEFAULT_DYNAMIC_SHARED (48u * 1024u)
 
 typedef struct cuda_api {
@@ -91,6 +92,14 @@ typedef struct cuda_api {
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned int);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
 } cuda_api;
 
 static cuda_api g_cu;
@@ -145,6 +154,14 @@ static void cuda_load_once(void) {
     S(cuEventDestroy, "cuEventDestroy_v2"),
     S(cuGetErrorString, "cuGetErrorString"),
     S(cuGetErrorName, "cuGetErrorName"),
+    S(cuStreamCreate, "cuStreamCreate"),
+    S(cuStreamDestroy, "cuStreamDestroy_v2"),
+    S(cuStreamSynchronize, "cuStreamSynchronize"),
+    S(cuStreamWaitEvent, "cuStreamWaitEvent"),
+    S(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+    S(cuMemsetD8Async, "cuMemsetD8Async"),
+    S(cuMemsetD16Async, "cuMemsetD16Async"),
+    S(cuMemsetD32Async, "cuMemsetD32Async"),
 #undef S
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -187,6 +204,7 @@ typedef struct cuda_dev {
   CUdevice dev;
   CUcontext ctx;
   size_t optin_shared;
+  CUstream stream; /* where launches, fills, device-to-device copies and event records go (NULL: default) */
 } cuda_dev;
 
 typedef struct cuda_kernel {
@@ -242,10 +260,12 @@ static kl_status cuda_copy(kl_device *dev, void *dst, const void *src, size_t by
       r = g_cu.cuMemcpyDtoH(dst, dptr(src), bytes);
       snprintf(what, sizeof what, "cuMemcpyDtoH(%zu bytes)", bytes);
       break;
-    default:
-      r = g_cu.cuMemcpyDtoD(dptr(dst), dptr(src), bytes);
-      snprintf(what, sizeof what, "cuMemcpyDtoD(%zu bytes)", bytes);
+    default: {
+      CUstream st = ((cuda_dev *)kl_device_impl(dev))->stream;
+      r = st ? g_cu.cuMemcpyDtoDAsync(dptr(dst), dptr(src), bytes, st) : g_cu.cuMemcpyDtoD(dptr(dst), dptr(src), bytes);
+      snprintf(what, sizeof what, "cuMemcpyDtoD%s(%zu bytes)", st ? "Async" : "", bytes);
       break;
+    }
   }
   if (r != CUDA_SUCCESS) return cu_fail(dev, r, what);
   return KL_OK;
@@ -253,7 +273,14 @@ static kl_status cuda_copy(kl_device *dev, void *dst, const void *src, size_t by
 
 static kl_status cuda_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count) {
   if (cu_enter(dev) != KL_OK) return KL_ERR;
-  if (pattern_bytes == 1)
+  CUstream st = ((cuda_dev *)kl_device_impl(dev))->stream;
+  if (st && pattern_bytes == 1)
+    CU_CHECK(dev, g_cu.cuMemsetD8Async(dptr(dst), (unsigned char)pattern, count, st), "cuMemsetD8Async");
+  else if (st && pattern_bytes == 2)
+    CU_CHECK(dev, g_cu.cuMemsetD16Async(dptr(dst), (unsigned short)pattern, count, st), "cuMemsetD16Async");
+  else if (st)
+    CU_CHECK(dev, g_cu.cuMemsetD32Async(dptr(dst), pattern, count, st), "cuMemsetD32Async");
+  else if (pattern_bytes == 1)
     CU_CHECK(dev, g_cu.cuMemsetD8(dptr(dst), (unsigned char)pattern, count), "cuMemsetD8");
   else if (pattern_bytes == 2)
     CU_CHECK(dev, g_cu.cuMemsetD16(dptr(dst), (unsigned short)pattern, count), "cuMemsetD16");
@@ -357,7 +384,7 @@ static kl_status cuda_launch(kl_device *dev, void *kernel, const uint32_t grid[3
     k->dyn_limit = (unsigned)shared_bytes;
   }
   CUresult r = g_cu.cuLaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                   (unsigned)shared_bytes, NULL, args, NULL);
+                                   (unsigned)shared_bytes, c->stream, args, NULL);
   if (r != CUDA_SUCCESS) {
     char what[160];
     snprintf(what, sizeof what, "cuLaunchKernel(grid %u,%u,%u block %u,%u,%u shared %zu)", grid[0], grid[1], grid[2],
@@ -383,7 +410,7 @@ static kl_status cuda_event_create(kl_device *dev, void **event) {
 
 static kl_status cuda_event_record(kl_device *dev, void *event) {
   if (cu_enter(dev) != KL_OK) return KL_ERR;
-  CU_CHECK(dev, g_cu.cuEventRecord((CUevent)event, NULL), "cuEventRecord");
+  CU_CHECK(dev, g_cu.cuEventRecord((CUevent)event, ((cuda_dev *)kl_device_impl(dev))->stream), "cuEventRecord");
   return KL_OK;
 }
 
@@ -397,6 +424,28 @@ static kl_status cuda_event_elapsed(kl_device *dev, void *start, void *end, floa
 static void cuda_event_destroy(kl_device *dev, void *event) {
   if (cu_enter(dev) != KL_OK) return;
   g_cu.cuEventDestroy((CUevent)event);
+}
+
+static kl_status cuda_stream_create(kl_device *dev, void **stream) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CUstream st = NULL;
+  CU_CHECK(dev, g_cu.cuStreamCreate(&st, CU_STREAM_DEFAULT), "cuStreamCreate");
+  *stream = st;
+  return KL_OK;
+}
+
+static void cuda_stream_destroy(kl_device *dev, void *stream) {
+  if (cu_enter(dev) != KL_OK) return;
+  g_cu.cuStreamSynchronize((CUstream)stream);
+  g_cu.cuStreamDestroy((CUstream)stream);
+}
+
+static void cuda_set_stream(kl_device *dev, void *stream) { ((cuda_dev *)kl_device_impl(dev))->stream = stream; }
+
+static kl_status cuda_stream_wait_event(kl_device *dev, void *stream, void *event) {
+  if (cu_enter(dev) != KL_OK) return KL_ERR;
+  CU_CHECK(dev, g_cu.cuStreamWaitEvent((CUstream)stream, (CUevent)event, 0), "cuStreamWaitEvent");
+  return KL_OK;
 }
 
 static const kl_device_ops cuda_ops = {
@@ -415,6 +464,10 @@ static const kl_device_ops cuda_ops = {
   .event_record = cuda_event_record,
   .event_elapsed = cuda_event_elapsed,
   .event_destroy = cuda_event_destroy,
+  .stream_create = cuda_stream_create,
+  .stream_destroy = cuda_stream_destroy,
+  .set_stream = cuda_set_stream,
+  .stream_wait_event = cuda_stream_wait_event,
 };
 
 /* The newest NVPTX arch kiln compiles for that the GPU can run (PTX is forward

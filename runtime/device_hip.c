@@ -58,6 +58,14 @@ typedef struct hip_api {
   hipError_t (*hipMemsetD8)(void *, unsigned char, size_t);
   hipError_t (*hipMemsetD16)(void *, unsigned short, size_t);
   hipError_t (*hipMemsetD32)(void *, int, size_t);
+  hipError_t (*hipMemsetD8Async)(void *, unsigned char, size_t, hipStream_t);
+  hipError_t (*hipMemsetD16Async)(void *, unsigned short, size_t, hipStream_t);
+  hipError_t (*hipMemsetD32Async)(void *, int, size_t, hipStream_t);
+  hipError_t (*hipMemcpyAsync)(void *, const void *, size_t, int, hipStream_t);
+  hipError_t (*hipStreamCreate)(hipStream_t *);
+  hipError_t (*hipStreamDestroy)(hipStream_t);
+  hipError_t (*hipStreamSynchronize)(hipStream_t);
+  hipError_t (*hipStreamWaitEvent)(hipStream_t, hipEvent_t, unsigned int);
   hipError_t (*hipModuleLoadData)(hipModule_t *, const void *);
   hipError_t (*hipModuleUnload)(hipModule_t);
   hipError_t (*hipModuleGetFunction)(hipFunction_t *, hipModule_t, const char *);
@@ -108,6 +116,14 @@ static void hip_load_once(void) {
     S(hipMemsetD8, "hipMemsetD8", NULL),
     S(hipMemsetD16, "hipMemsetD16", NULL),
     S(hipMemsetD32, "hipMemsetD32", NULL),
+    S(hipMemsetD8Async, "hipMemsetD8Async", NULL),
+    S(hipMemsetD16Async, "hipMemsetD16Async", NULL),
+    S(hipMemsetD32Async, "hipMemsetD32Async", NULL),
+    S(hipMemcpyAsync, "hipMemcpyAsync", NULL),
+    S(hipStreamCreate, "hipStreamCreate", NULL),
+    S(hipStreamDestroy, "hipStreamDestroy", NULL),
+    S(hipStreamSynchronize, "hipStreamSynchronize", NULL),
+    S(hipStreamWaitEvent, "hipStreamWaitEvent", NULL),
     S(hipModuleLoadData, "hipModuleLoadData", NULL),
     S(hipModuleUnload, "hipModuleUnload", NULL),
     S(hipModuleGetFunction, "hipModuleGetFunction", NULL),
@@ -155,6 +171,7 @@ static kl_status hip_fail(kl_device *dev, hipError_t r, const char *what) {
 
 typedef struct hip_dev {
   int ordinal;
+  hipStream_t stream; /* where launches, fills, device-to-device copies and event records go (NULL: default) */
 } hip_dev;
 
 static kl_status hip_enter(kl_device *dev) {
@@ -190,7 +207,9 @@ static kl_status hip_copy(kl_device *dev, void *dst, const void *src, size_t byt
   int k = kind == KL_COPY_HTOD ? hipMemcpyHostToDevice
       : kind == KL_COPY_DTOH   ? hipMemcpyDeviceToHost
                                : hipMemcpyDeviceToDevice;
-  hipError_t r = g_hip.hipMemcpy(dst, src, bytes, k);
+  hipStream_t st = ((hip_dev *)kl_device_impl(dev))->stream;
+  hipError_t r = st && kind == KL_COPY_DTOD ? g_hip.hipMemcpyAsync(dst, src, bytes, k, st)
+                                            : g_hip.hipMemcpy(dst, src, bytes, k);
   if (r != hipSuccess) {
     char what[64];
     snprintf(what, sizeof what, "hipMemcpy(%zu bytes, %s)", bytes,
@@ -204,7 +223,14 @@ static kl_status hip_copy(kl_device *dev, void *dst, const void *src, size_t byt
 
 static kl_status hip_fill(kl_device *dev, void *dst, uint32_t pattern, int pattern_bytes, size_t count) {
   if (hip_enter(dev) != KL_OK) return KL_ERR;
-  if (pattern_bytes == 1)
+  hipStream_t st = ((hip_dev *)kl_device_impl(dev))->stream;
+  if (st && pattern_bytes == 1)
+    HIP_CHECK(dev, g_hip.hipMemsetD8Async(dst, (unsigned char)pattern, count, st), "hipMemsetD8Async");
+  else if (st && pattern_bytes == 2)
+    HIP_CHECK(dev, g_hip.hipMemsetD16Async(dst, (unsigned short)pattern, count, st), "hipMemsetD16Async");
+  else if (st)
+    HIP_CHECK(dev, g_hip.hipMemsetD32Async(dst, (int)pattern, count, st), "hipMemsetD32Async");
+  else if (pattern_bytes == 1)
     HIP_CHECK(dev, g_hip.hipMemsetD8(dst, (unsigned char)pattern, count), "hipMemsetD8");
   else if (pattern_bytes == 2)
     HIP_CHECK(dev, g_hip.hipMemsetD16(dst, (unsigned short)pattern, count), "hipMemsetD16");
@@ -251,7 +277,8 @@ static kl_status hip_launch(kl_device *dev, void *kernel, const uint32_t grid[3]
   (void)nargs;
   if (hip_enter(dev) != KL_OK) return KL_ERR;
   hipError_t r = g_hip.hipModuleLaunchKernel((hipFunction_t)kernel, grid[0], grid[1], grid[2], block[0], block[1],
-                                             block[2], (unsigned)shared_bytes, NULL, args, NULL);
+                                             block[2], (unsigned)shared_bytes, ((hip_dev *)kl_device_impl(dev))->stream,
+                                             args, NULL);
   if (r != hipSuccess) {
     char what[160];
     snprintf(what, sizeof what, "hipModuleLaunchKernel(grid %u,%u,%u block %u,%u,%u shared %zu)", grid[0], grid[1],
@@ -277,7 +304,7 @@ static kl_status hip_event_create(kl_device *dev, void **event) {
 
 static kl_status hip_event_record(kl_device *dev, void *event) {
   if (hip_enter(dev) != KL_OK) return KL_ERR;
-  HIP_CHECK(dev, g_hip.hipEventRecord((hipEvent_t)event, NULL), "hipEventRecord");
+  HIP_CHECK(dev, g_hip.hipEventRecord((hipEvent_t)event, ((hip_dev *)kl_device_impl(dev))->stream), "hipEventRecord");
   return KL_OK;
 }
 
@@ -291,6 +318,28 @@ static kl_status hip_event_elapsed(kl_device *dev, void *start, void *end, float
 static void hip_event_destroy(kl_device *dev, void *event) {
   if (hip_enter(dev) != KL_OK) return;
   g_hip.hipEventDestroy((hipEvent_t)event);
+}
+
+static kl_status hip_stream_create(kl_device *dev, void **stream) {
+  if (hip_enter(dev) != KL_OK) return KL_ERR;
+  hipStream_t st = NULL;
+  HIP_CHECK(dev, g_hip.hipStreamCreate(&st), "hipStreamCreate");
+  *stream = st;
+  return KL_OK;
+}
+
+static void hip_stream_destroy(kl_device *dev, void *stream) {
+  if (hip_enter(dev) != KL_OK) return;
+  g_hip.hipStreamSynchronize((hipStream_t)stream);
+  g_hip.hipStreamDestroy((hipStream_t)stream);
+}
+
+static void hip_set_stream(kl_device *dev, void *stream) { ((hip_dev *)kl_device_impl(dev))->stream = stream; }
+
+static kl_status hip_stream_wait_event(kl_device *dev, void *stream, void *event) {
+  if (hip_enter(dev) != KL_OK) return KL_ERR;
+  HIP_CHECK(dev, g_hip.hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, 0), "hipStreamWaitEvent");
+  return KL_OK;
 }
 
 static const kl_device_ops hip_ops = {
@@ -309,6 +358,10 @@ static const kl_device_ops hip_ops = {
   .event_record = hip_event_record,
   .event_elapsed = hip_event_elapsed,
   .event_destroy = hip_event_destroy,
+  .stream_create = hip_stream_create,
+  .stream_destroy = hip_stream_destroy,
+  .set_stream = hip_set_stream,
+  .stream_wait_event = hip_stream_wait_event,
 };
 
 /* The chip ("gfx942") from hipDeviceProp_t.gcnArchName ("gfx942:sramecc+:xnack-").

@@ -164,7 +164,7 @@ static void w_tensor(bb *b, const char *type, const char *elem, int eb, uint32_t
   for (uint32_t i = 0; i < rank; i++) bb_u64(b, (uint64_t)(i ? 1 : n0));
   for (uint32_t i = 0; i < rank; i++) bb_u64(b, 1);
 }
-static void make_plan(bb *b, const char *target, knobs k) {
+static void make_plan(bb *b, const char *target, knobs k, uint32_t version) {
   bb_str(b, target);
   bb_str(b, "host");
   bb_str(b, "host-object");
@@ -212,10 +212,19 @@ static void make_plan(bb *b, const char *target, knobs k) {
   }
   bb_u32(b, 2);
   bb_u32(b, k.step_kind);
+  if (version >= 3) { /* token 0, no waits */
+    bb_u32(b, 0);
+    bb_u32(b, 0);
+  }
   bb_u32(b, k.step_kernel);
   bb_u32(b, k.step_nargs);
   for (uint32_t a = 0; a < k.step_nargs; a++) bb_u32(b, a == 0 ? k.step_slot : 1);
   bb_u32(b, 0);
+  if (version >= 3) { /* token 1, waits on token 0 */
+    bb_u32(b, 1);
+    bb_u32(b, 1);
+    bb_u32(b, 0);
+  }
   bb_u32(b, 1);
   bb_u32(b, 3);
   bb_u32(b, 1);
@@ -246,9 +255,7 @@ typedef struct variant_opts {
   uint32_t version, meta_targets, binary_kernel;
 } variant_opts;
 static variant_opts VO(void) {
-  variant_opts v = {
-    .k = KN(), .ntargets = 1, .version = KL_BUNDLE_FORMAT_VERSION, .meta_targets = 0, .binary_kernel = 1
-  };
+  variant_opts v = { .k = KN(), .ntargets = 1, .version = 2, .meta_targets = 0, .binary_kernel = 1 };
   return v;
 }
 
@@ -268,7 +275,7 @@ static unsigned char *synth(variant_opts o, size_t *size) {
   for (int t = 0; t < o.ntargets; t++) {
     const char *name = (t == 1 && !o.dup_target) ? "gfx942" : "host";
     s[n] = (rsec){ 2, (uint32_t)t, 0, { 0 } };
-    make_plan(&s[n].data, name, o.k);
+    make_plan(&s[n].data, name, o.k, o.version);
     n++;
     if (!o.no_ir) {
       s[n] = (rsec){ 3, (uint32_t)t, 0, { 0 } };
@@ -358,9 +365,25 @@ static void test_container(void) {
     CHECK(c->kind == KL_BUNDLE_CONSTANT && c->data_size == 16 && ((const float *)c->data)[1] == -2.0f, "constant data");
     CHECK(kl_bundle_find_param(t, "x") == 0 && kl_bundle_find_param(t, "y") == -1, "find param");
     CHECK(t->nsteps == 2 && t->steps[1].kernel == 1 && t->steps[1].nargs == 3 && t->steps[1].args[1] == 2, "steps");
+    /* format version 2: launches in order, a token chain */
+    CHECK(t->steps[0].kind == KL_BUNDLE_LAUNCH && t->steps[0].token == 0 && t->steps[0].nwaits == 0 &&
+              t->steps[1].token == 1 && t->steps[1].nwaits == 1 && t->steps[1].waits[0] == 0,
+          "v2 tokens");
     CHECK(t->noutputs == 1 && t->outputs[0] == 3, "outputs");
     CHECK(t->ir_size == strlen(SYNTH_IR) && !strcmp(t->ir, SYNTH_IR), "ir");
-    /* re-encoding with the library writer gives the same bytes (same format, independently written) */
+    kl_bundle_close(x);
+  }
+  free(b);
+  /* version 3, written independently: re-encoding with the library writer gives the same bytes */
+  variant_opts o3 = VO();
+  o3.version = 3;
+  b = synth(o3, &n);
+  x = kl_bundle_open_memory(b, n, err, sizeof err);
+  CHECK(x != NULL, "%s", err);
+  if (x) {
+    const kl_bundle_target *t = kl_bundle_target_at(x, 0);
+    CHECK(kl_bundle_format_version(x) == 3 && t->nsteps == 2 && t->steps[1].nwaits == 1 && t->steps[1].waits[0] == 0,
+          "v3 steps");
     void *re;
     size_t rn;
     CHECK(kl_bundle_encode(1, t, "test writer", &re, &rn, err, sizeof err) == 0, "%s", err);
@@ -457,19 +480,21 @@ static void test_damage(void) {
   free(b);
   /* versions: a future version with a valid header says so; with a damaged header too */
   o = VO();
-  o.version = 3;
+  o.version = 4;
   b = synth(o, &n);
-  CHECK(open_fails_with(b, n, "format version 3 is not supported (this reader reads version 2)", err, sizeof err), "%s",
-        err);
+  CHECK(
+      open_fails_with(b, n, "format version 4 is not supported (this reader reads versions 2 and 3)", err, sizeof err),
+      "%s", err);
   b[44] ^= 1;
-  CHECK(open_fails_with(b, n, "format version 3", err, sizeof err) && strstr(err, "checksum"), "%s", err);
+  CHECK(open_fails_with(b, n, "format version 4", err, sizeof err) && strstr(err, "checksum"), "%s", err);
   free(b);
   /* version 1 (host LLVM bitcode, before host objects) is refused as clearly */
   o = VO();
   o.version = 1;
   b = synth(o, &n);
-  CHECK(open_fails_with(b, n, "format version 1 is not supported (this reader reads version 2)", err, sizeof err), "%s",
-        err);
+  CHECK(
+      open_fails_with(b, n, "format version 1 is not supported (this reader reads versions 2 and 3)", err, sizeof err),
+      "%s", err);
   free(b);
   /* not a bundle; empty; trailing garbage */
   CHECK(open_fails_with((const unsigned char *)"hello, world, this is not a bundle at all......", 48,
@@ -498,7 +523,7 @@ static void test_damage(void) {
   void *out;
   size_t on;
   CHECK(kl_bundle_encode(0, &t, "p", &out, &on, err, sizeof err) != 0 && strstr(err, "no targets"), "%s", err);
-  kl_bundle_step st = { KL_BUNDLE_LAUNCH, 3, 0, NULL };
+  kl_bundle_step st = { .kind = KL_BUNDLE_LAUNCH, .kernel = 3 };
   t.nsteps = 1;
   t.steps = &st;
   CHECK(kl_bundle_encode(1, &t, "p", &out, &on, err, sizeof err) != 0 && strstr(err, "step 0"), "%s", err);

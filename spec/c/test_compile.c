@@ -98,6 +98,7 @@ static void test_snapshots(kl_op *g) {
                          "rock-gridwise-to-blockwise",
                          "rock-blockwise-to-threadwise",
                          "rock-align-tiling",
+                         "rock-plan-steps",
                          "rock-lower-loops",
                          "canonicalize",
                          "cse",

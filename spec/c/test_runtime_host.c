@@ -738,6 +738,34 @@ static void test_events(void) {
   group_end("events: elapsed time, unrecorded events refused");
 }
 
+/* Streams on the host: handles only, every call completes at once (device.h). */
+static void test_streams(void) {
+  group_begin();
+  kl_device *d = open_host();
+  if (!d) return;
+  kl_dev_stream *s = NULL, *s2 = NULL;
+  CHECK(kl_device_stream_create(d, &s) == KL_OK && s && kl_device_stream_create(d, &s2) == KL_OK, "create");
+  uint32_t *a = NULL, *b = NULL;
+  CHECK(kl_device_alloc(d, 64, (void **)&a) == KL_OK && kl_device_alloc(d, 64, (void **)&b) == KL_OK, "alloc");
+  kl_dev_event *e = NULL;
+  CHECK(kl_device_event_create(d, &e) == KL_OK, "event");
+  CHECK(kl_device_stream_wait_event(s2, e) == KL_ERR && strstr(kl_device_error(d), "never recorded"), "unrecorded: %s",
+        kl_device_error(d));
+  CHECK(kl_device_fill_on(s, a, 0xff800000u, 4, 16) == KL_OK, "fill_on: %s", kl_device_error(d));
+  CHECK(kl_device_event_record_on(e, s) == KL_OK && kl_device_stream_wait_event(s2, e) == KL_OK, "record / wait");
+  CHECK(kl_device_copy_dtod_on(s2, b, a, 64) == KL_OK, "copy_on: %s", kl_device_error(d));
+  bool same = true;
+  for (int i = 0; i < 16; i++) same = same && b[i] == 0xff800000u;
+  CHECK(same, "-inf copied");
+  CHECK(kl_device_fill_on(s, a, 0, 3, 4) == KL_ERR, "the checks of kl_device_fill apply on a stream");
+  kl_device_stream_destroy(s);
+  kl_device_stream_destroy(NULL);
+  kl_device_free(d, a);
+  kl_device_free(d, b);
+  kl_device_destroy(d); /* s2 and e go with the device */
+  group_end("streams on the host: fill / copy / record / wait on a stream complete at once");
+}
+
 typedef struct tp_check {
   _Atomic int *hits;
   int nthreads;
@@ -1028,6 +1056,7 @@ int main(void) {
   test_load_formats();
   test_two_jits();
   test_events();
+  test_streams();
   test_threadpool();
   test_registry();
   test_gpu("hip");

@@ -62,9 +62,17 @@ static void check(const void *data, size_t size) {
     }
     for (int s = 0; s < t->nsteps; s++) {
       const kl_bundle_step *S = &t->steps[s];
-      if (S->kernel < 0 || S->kernel >= t->nkernels) bug("step kernel out of range");
-      for (int a = 0; a < S->nargs; a++)
-        if (S->args[a] < 0 || S->args[a] >= t->nslots) bug("step slot out of range");
+      if ((unsigned)S->kind > KL_BUNDLE_FREE) bug("step kind out of range");
+      if (S->kind == KL_BUNDLE_LAUNCH && (S->kernel < 0 || S->kernel >= t->nkernels)) bug("step kernel out of range");
+      for (int a = 0; a < kl_bundle_step_naccess(S); a++) {
+        int wr, slot = kl_bundle_step_access(t, S, a, &wr);
+        if (slot < 0 || slot >= t->nslots) bug("step slot out of range");
+      }
+      for (int w = 0; w < S->nwaits; w++) {
+        int j = s - 1;
+        while (j >= 0 && t->steps[j].token != S->waits[w]) j--;
+        if (j < 0) bug("a wait names no earlier step's token");
+      }
     }
     for (int o = 0; o < t->noutputs; o++)
       if (t->outputs[o] < 0 || t->outputs[o] >= t->nslots) bug("output slot out of range");

@@ -334,7 +334,7 @@ case("run missing input", function(g, f) return (f.p:run {}) end, "run")
 case("run a number input", function(g, f) return (f.p:run { a = 1 }) end, "input 'a' must be a kiln.tensor")
 case("run released input", function(g, f) return (f.p:run { a = released_tensor() }) end, "released")
 case("run bad options", function(g, f) return (f.p:run({ a = f.t }, 5)) end, "options must be a table")
-case("run option typo", function(g, f) return (f.p:run({ a = f.t }, { devcie = "host" })) end, "run: unknown option 'devcie' (known: device)")
+case("run option typo", function(g, f) return (f.p:run({ a = f.t }, { devcie = "host" })) end, "run: unknown option 'devcie' (known: device, timing)")
 case("binary of an unknown kernel", function(g, f) return (f.p:binary("nokernel")) end, "no kernel named 'nokernel'")
 
 case("pipeline syntax", function(g, f) return (kiln.compile(small(g, f), { pipeline = "cse(" })) end, "<pipeline>:1:4: error: expected ',' between passes")

@@ -1,0 +1,58 @@
+-- plan_steps_gpu_spec.lua — host plans with prefill, copy and workspace steps run on a GPU
+-- (tag gpu): the plan runs asynchronously on streams ordered by events made from its
+-- tokens (driver/plan_exec.c); the results must match g:eval, and the per-step timing
+-- path (synchronous) must give the same results. Without a CUDA or HIP device every case
+-- is reported pending with the reason.
+local kiln = require "kiln"
+local helper = require "spec.lua.helper"
+local fg = require "fused_gen"
+
+local function kinds(plan)
+  local t = {}
+  for _, s in ipairs(plan.steps) do t[#t + 1] = s.kind end
+  return table.concat(t, ",")
+end
+
+describe("plans with prefill, copy and workspace steps on the GPU #gpu", function()
+  local dev, why = helper.gpu_device()
+  if not dev then
+    pending("no CUDA or HIP device present: " .. why)
+    return
+  end
+  local function check(g, inputs, want_kinds)
+    local p = kiln.compile(g, { target = dev.arch, cache = false })
+    assert.are.equal(want_kinds, kinds(p:plan()))
+    local want = table.pack(g:eval(inputs))
+    for _, opts in ipairs { { device = dev }, { device = dev, timing = {} } } do
+      local got = table.pack(p:run(inputs, opts))
+      for i = 1, want.n do
+        local ok, report = fg.check(got[i], want[i], want[i].dtype)
+        assert(ok, ("output %d on %s: %s"):format(i, dev.arch, report.summary))
+      end
+    end
+  end
+
+  it("a dot with K = 0 (a prefill into a workspace), an empty reduce_max (-inf) and a copy", function()
+    local g = kiln.graph("gpu_prefill")
+    local a = g:param("a", { 64, 0 }, "f32")
+    local b = g:param("b", { 0, 32 }, "f32")
+    local x = g:param("x", { 64, 32 }, "f32")
+    g:output((a:dot(b) + x):relu(), x)
+    check(g, { a = kiln.rand({ 64, 0 }, "f32"), b = kiln.rand({ 0, 32 }, "f32"), x = kiln.rand({ 64, 32 }, "f32", { dist = "normal" }) },
+          "alloc_workspace,prefill,launch,free,copy")
+    local g2 = kiln.graph("gpu_rmax0")
+    local e = g2:param("e", { 33, 0 }, "f32")
+    local z = g2:param("z", { 33 }, "f32")
+    g2:output(e:reduce_max({ 1 }):max(z))   -- max(-inf, z) = z: a wrong fill value shows
+    check(g2, { e = kiln.rand({ 33, 0 }, "f32"), z = kiln.rand({ 33 }, "f32", { dist = "normal" }) }, "alloc_workspace,prefill,launch,free")
+  end)
+
+  it("a chain of three kernels with two workspaces", function()
+    local g = kiln.graph("gpu_chain3")
+    local x = g:param("x", { 1, 16, 10, 10 }, "f32")
+    local w = g:param("w", { 8, 16, 3, 3 }, "f32")
+    g:output((g:conv(x, w):reduce_max({ 2, 3 }) * 2):relu())
+    check(g, { x = kiln.rand({ 1, 16, 10, 10 }, "f32", { dist = "normal" }), w = kiln.rand({ 8, 16, 3, 3 }, "f32", { dist = "normal" }) },
+          "alloc_workspace,launch,alloc_workspace,launch,free,launch,free")
+  end)
+end)
