@@ -70,6 +70,45 @@ for _, dt in ipairs(ew.DTYPES) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
+-- host plans with prefill, copy and workspace steps on streams (spec/lua/plan_steps_gpu_spec.lua's cases)
+local function plan_kinds(plan)
+  local t = {}
+  for _, st in ipairs(plan.steps) do t[#t + 1] = st.kind end
+  return table.concat(t, ",")
+end
+local function plan_case(name, g, inputs, want_kinds)
+  local ok, err = pcall(function()
+    local p = kiln.compile(g, { target = dev.arch, cache = false })
+    if plan_kinds(p:plan()) ~= want_kinds then error("steps " .. plan_kinds(p:plan()) .. ", want " .. want_kinds, 0) end
+    local want = table.pack(g:eval(inputs))
+    for _, opts in ipairs { { device = dev }, { device = dev, timing = {} } } do
+      local got = table.pack(p:run(inputs, opts))
+      for i = 1, want.n do
+        local good, report = gen.check(got[i], want[i], want[i].dtype)
+        if not good then error(("output %d%s: %s"):format(i, opts.timing and " (timed)" or "", report.summary), 0) end
+      end
+    end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
+end
+do
+  local g = kiln.graph("gpu_prefill")
+  local a, b, x = g:param("a", { 64, 0 }, "f32"), g:param("b", { 0, 32 }, "f32"), g:param("x", { 64, 32 }, "f32")
+  g:output((a:dot(b) + x):relu(), x)
+  plan_case("plan: K = 0 dot (prefill) and a copy", g, { a = kiln.rand({ 64, 0 }, "f32"), b = kiln.rand({ 0, 32 }, "f32"),
+            x = kiln.rand({ 64, 32 }, "f32", { dist = "normal" }) }, "alloc_workspace,prefill,launch,free,copy")
+  local g2 = kiln.graph("gpu_rmax0")
+  local e, z = g2:param("e", { 33, 0 }, "f32"), g2:param("z", { 33 }, "f32")
+  g2:output(e:reduce_max({ 1 }):max(z))
+  plan_case("plan: empty reduce_max (prefill -inf)", g2, { e = kiln.rand({ 33, 0 }, "f32"),
+            z = kiln.rand({ 33 }, "f32", { dist = "normal" }) }, "alloc_workspace,prefill,launch,free")
+  local g3 = kiln.graph("gpu_chain3")
+  local x3, w3 = g3:param("x", { 1, 16, 10, 10 }, "f32"), g3:param("w", { 8, 16, 3, 3 }, "f32")
+  g3:output((g3:conv(x3, w3):reduce_max({ 2, 3 }) * 2):relu())
+  plan_case("plan: three kernels, two workspaces", g3, { x = kiln.rand({ 1, 16, 10, 10 }, "f32", { dist = "normal" }),
+            w = kiln.rand({ 8, 16, 3, 3 }, "f32", { dist = "normal" }) },
+            "alloc_workspace,launch,alloc_workspace,launch,free,launch,free")
+end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs, fusion shapes, integer contractions and element-wise pairs on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs and plans on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end
