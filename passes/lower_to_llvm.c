@@ -6,6 +6,7 @@
 #include "core/pass.h"
 #include "passes/llvm_math.h"
 #include "passes/lower_accel.h"
+#include "passes/lower_lane.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -716,6 +717,7 @@ static const struct {
   { "rock.workgroup_id", h_workgroup_id },
   { "rock.workitem_id", h_workitem_id },
   { "rock.barrier", h_barrier },
+  { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
   { "vector.broadcast", h_vector_broadcast },
   { "vector.shuffle", h_vector_shuffle },
