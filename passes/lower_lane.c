@@ -44,7 +44,8 @@ bool kl__lower_lane_shuffle(kl_llvm_lowering *L, kl_op *op) {
   LLVMBuilderRef b = kl_llvm_builder(L);
   LLVMTypeRef ty = LLVMTypeOf(v), i32 = LLVMInt32TypeInContext(c);
   LLVMValueRef r;
-  if (LLVMGetTypeKind(ty) == LLVMDoubleTypeKind || (LLVMGetTypeKind(ty) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(ty) == 64)) {
+  if (LLVMGetTypeKind(ty) == LLVMDoubleTypeKind ||
+      (LLVMGetTypeKind(ty) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(ty) == 64)) {
     LLVMTypeRef v2 = LLVMVectorType(i32, 2);
     LLVMValueRef p = LLVMBuildBitCast(b, v, v2, ""), z = LLVMConstInt(i32, 0, 0), o = LLVMConstInt(i32, 1, 0);
     LLVMValueRef lo = shuffle32(L, LLVMBuildExtractElement(b, p, z, ""), x);

@@ -14,7 +14,8 @@
  *   those: every lane ends with the row's result. A workgroup holds R = B / G rows.
  *  COL (the innermost dim is kept): TX consecutive threads own TX consecutive output
  *   points (coalesced loads), TY thread rows split the reduced extent (stride TY);
- *   partials go through LDS [TY x TX] and a barrier, and every thread folds its column.
+ *   partials go through LDS [TY x TX] and a barrier, and every thread folds its column
+ *   (a loop over the TY thread rows, in order).
  *
  * Heuristic (GPU targets; W = wave size, CU = compute units, 1024 = max workgroup):
  *   ROW: G = pow2ceil(ceil(C / P)) with P = 8 chunks per thread for reductions and
@@ -48,11 +49,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define BLOCK         256
-#define PER_THREAD    8
-#define FITS_VALUES   32
-#define HOST_CHUNK    4096
-#define COL_MAX_TY    32
+#define BLOCK       256
+#define PER_THREAD  8
+#define FITS_VALUES 32
+#define HOST_CHUNK  4096
+#define COL_MAX_TY  32
 
 typedef struct rs rs;
 typedef void (*chunk_fn)(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **carry);
@@ -178,6 +179,18 @@ static void group_row(kl_ll *L, rs *s, kl_value **a, kl_value *tid, int64_t G, i
   for (int i = 0; i < nvals(s); i++) a[i] = kl_ll_load(L, lds[i], &ix, NULL, 1);
   butterfly(L, s, a, NWG / 2);
 }
+typedef struct {
+  rs *s;
+  kl_value **lds, *tx;
+  int64_t TX;
+} col_st;
+/* one thread row j of the LDS partials folded into the carried values, in order */
+static void col_fold(kl_ll *L, kl_value *j, kl_value **a, void *ud) {
+  col_st *c = ud;
+  kl_value *ix = kl_emit_add(&L->e, kl_emit_muli(&L->e, j, c->TX), c->tx), *b[2];
+  for (int i = 0; i < nvals(c->s); i++) b[i] = kl_ll_load(L, c->lds[i], &ix, NULL, 1);
+  combine_vals(L, c->s, a, b);
+}
 static void group_col(kl_ll *L, rs *s, kl_value **a, kl_value *tx, kl_value *ty, int64_t TX, int64_t TY) {
   if (TY <= 1) return;
   kl_emitter *e = &L->e;
@@ -186,14 +199,9 @@ static void group_col(kl_ll *L, rs *s, kl_value **a, kl_value *tx, kl_value *ty,
   kl_value *mine = kl_emit_add(e, kl_emit_muli(e, ty, TX), tx);
   for (int i = 0; i < nvals(s); i++) kl_ll_store(L, a[i], lds[i], &mine, NULL);
   barrier(L);
-  for (int64_t j = 0; j < TY; j++) {
-    kl_value *ix = kl_emit_add(e, kl_ll_idx(L, j * TX), tx), *b[2];
-    for (int i = 0; i < nvals(s); i++) b[i] = kl_ll_load(L, lds[i], &ix, NULL, 1);
-    if (j == 0)
-      for (int i = 0; i < nvals(s); i++) a[i] = b[i];
-    else
-      combine_vals(L, s, a, b);
-  }
+  for (int i = 0; i < nvals(s); i++) a[i] = kl_ll_load(L, lds[i], &tx, NULL, 1);
+  col_st c = { s, lds, tx, TX };
+  kl_ll_for(L, kl_ll_idx(L, 1), kl_ll_idx(L, TY), 1, nvals(s), a, col_fold, &c);
 }
 
 /* ---- the chunk loop ---- */
@@ -222,9 +230,7 @@ static void chunks(kl_ll *L, rs *s, chunk_fn fn, int ncarry, kl_value **carry) {
   s->fn = fn;
   kl_ll_for(L, kl_ll_idx(L, 0), kl_ll_idx(L, s->J / s->U), 1, ncarry, carry, chunk_iter, s);
 }
-static kl_value *load_in(kl_ll *L, rs *s) {
-  return kl_ll_load_view(L, s->d->in_buf, s->d->in_v, s->coords, s->V);
-}
+static kl_value *load_in(kl_ll *L, rs *s) { return kl_ll_load_view(L, s->d->in_buf, s->d->in_v, s->coords, s->V); }
 
 /* reduce: carry[0] (vt) combined with the chunk */
 static void red_chunk(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **carry) {
@@ -381,9 +387,9 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
   L->unroll = 1;
   const kl_type *idx = kl_type_index(L->ctx);
   kl_value *bid = kl_op_result(kl_rewriter_create(e->rw, "rock.workgroup_id", e->loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
-  kl_value *tid = host ? NULL
-                       : kl_op_result(
-                             kl_rewriter_create(e->rw, "rock.workitem_id", e->loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+  kl_value *tid = host
+      ? NULL
+      : kl_op_result(kl_rewriter_create(e->rw, "rock.workitem_id", e->loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
   int64_t W = t->wave_size < 1 ? 1 : t->wave_size, maxwg = t->max_workgroup_size < 1 ? 1 : t->max_workgroup_size;
   if (maxwg > 1024) maxwg = 1024;
   if (row) {
@@ -428,7 +434,8 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
       s.limit = kl_ll_idx(L, C);
       s.guard = false;
       kl_value *row0 = kl_emit_muli(e, bid, R);
-      kl_value *end = grid == 1 ? kl_ll_idx(L, rows) : kl_ll_min_index(L, kl_emit_add(e, row0, kl_ll_idx(L, R)), kl_ll_idx(L, rows));
+      kl_value *end = grid == 1 ? kl_ll_idx(L, rows)
+                                : kl_ll_min_index(L, kl_emit_add(e, row0, kl_ll_idx(L, R)), kl_ll_idx(L, rows));
       host_row_st hs = { &s, NULL };
       kl_ll_for(L, row0, end, 1, 0, NULL, host_row, &hs);
     } else {

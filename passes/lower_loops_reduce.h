@@ -18,11 +18,11 @@ typedef struct kl_red_desc {
   kl_red_kind kind;
   kl_value *in_buf, *out_buf;
   const kl_view *in_v, *out_v;
-  int r;             /* rank of in (and out) */
-  const int64_t *S;  /* in's shape */
+  int r;                     /* rank of in (and out) */
+  const int64_t *S;          /* in's shape */
   bool reduced[KL_MAX_RANK]; /* softmax: the axis */
-  const kl_type *acc; /* accumulator: f32 (f16/bf16/f32), f64, i64 (integers) */
-  int64_t count;      /* elements per output point (mean's divisor) */
+  const kl_type *acc;        /* accumulator: f32 (f16/bf16/f32), f64, i64 (integers) */
+  int64_t count;             /* elements per output point (mean's divisor) */
 } kl_red_desc;
 
 bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl_red_desc *d);
