@@ -119,10 +119,15 @@ static kl_value *shuffle(kl_ll *L, kl_value *v, int64_t x) {
   return kl_op_result(kl_rewriter_create(L->e.rw, "rock.lane_shuffle", L->e.loc, 1, &v, 1, &v->type, 1, &na, 0), 0);
 }
 
+/* math.exp {approx}: the GPUs' hardware exp2 (passes/lower_to_llvm.c; the host ignores it) */
+static kl_value *fexp(kl_ll *L, kl_value *x) {
+  kl_named_attr na = { "approx", kl_attr_unit(L->ctx) };
+  return kl_op_result(kl_rewriter_create(L->e.rw, "math.exp", L->e.loc, 1, &x, 1, &x->type, 1, &na, 0), 0);
+}
 /* softmax: exp(a - m) for a <= m, 1 when a == m (also -inf == -inf) */
 static kl_value *rescale(kl_ll *L, kl_value *a, kl_value *m) {
   const kl_type *f = a->type;
-  kl_value *e = kl_ll_op1(L, "math.exp", kl_ll_op2(L, "arith.subf", a, m, f), f);
+  kl_value *e = fexp(L, kl_ll_op2(L, "arith.subf", a, m, f));
   return kl_ll_select(L, kl_ll_cmp(L, "arith.cmpf", "eq", a, m), kl_ll_const(L, f, 1), e);
 }
 /* the subtrahend for exp(x - m): m, or 0 while m is -inf (every x so far is -inf) */
@@ -244,7 +249,7 @@ static void sm_chunk(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **c
   kl_value *x = kl_ll_convert(L, load_in(L, s), f);
   kl_value *xm = valid ? kl_ll_select(L, valid, x, kl_ll_const(L, s->vt, -INFINITY)) : x;
   kl_value *mn = kl_ll_op2(L, "arith.maxf", carry[0], hfold(L, s, KL_RED_MAX, xm), f);
-  kl_value *ex = kl_ll_op1(L, "math.exp", kl_ll_op2(L, "arith.subf", x, splat(L, s, safe_max(L, mn)), s->vt), s->vt);
+  kl_value *ex = fexp(L, kl_ll_op2(L, "arith.subf", x, splat(L, s, safe_max(L, mn)), s->vt));
   if (valid) ex = kl_ll_select(L, valid, ex, kl_ll_const(L, s->vt, 0));
   kl_value *sc = kl_ll_op2(L, "arith.mulf", carry[1], rescale(L, carry[0], mn), f);
   carry[1] = kl_ll_op2(L, "arith.addf", sc, hfold(L, s, KL_RED_SUM, ex), f);
@@ -253,7 +258,7 @@ static void sm_chunk(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **c
 /* softmax write pass: out = exp(x - m) * (1 / s) */
 static void sm_write(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **carry) {
   kl_value *x = kl_ll_convert(L, load_in(L, s), s->d->acc);
-  kl_value *ex = kl_ll_op1(L, "math.exp", kl_ll_op2(L, "arith.subf", x, splat(L, s, s->m), s->vt), s->vt);
+  kl_value *ex = fexp(L, kl_ll_op2(L, "arith.subf", x, splat(L, s, s->m), s->vt));
   kl_value *o = kl_ll_op2(L, "arith.mulf", ex, splat(L, s, s->inv), s->vt);
   kl_op *ifop = valid ? kl_ll_if_begin(L, valid) : NULL;
   o = kl_ll_convert(L, o, s->d->out_buf->type->elem);
@@ -310,7 +315,7 @@ static void sm_registers(kl_ll *L, rs *s, kl_value *tid, int64_t G, int64_t B) {
   kl_value *tm = hfold(L, s, KL_RED_MAX, tmv), *ms = splat(L, s, safe_max(L, tm));
   kl_value *ts = kl_ll_const(L, s->vt, 0);
   for (int64_t j = 0; j < s->J; j++) {
-    x[j] = kl_ll_op1(L, "math.exp", kl_ll_op2(L, "arith.subf", x[j], ms, s->vt), s->vt);
+    x[j] = fexp(L, kl_ll_op2(L, "arith.subf", x[j], ms, s->vt));
     if (valid[j]) x[j] = kl_ll_select(L, valid[j], x[j], kl_ll_const(L, s->vt, 0));
     ts = kl_ll_op2(L, "arith.addf", ts, x[j], s->vt);
   }
