@@ -42,7 +42,8 @@
  *   kept in registers as e = exp(x - m_thread), written as e * (exp(m_thread - m) / s);
  *   else two passes by the same workgroup: the online pass, then out = exp(x - m) * (1/s).
  *   COL softmax is the online pass per element, then the write pass. Computed in f32
- *   (f64 for f64), rounded once at the store. */
+ *   (f64 for f64), rounded once at the store; the exps are math.exp {approx} (the GPUs'
+ *   hardware exp2, passes/lower_to_llvm.c; the host's f32 polynomial). */
 #include "passes/lower_loops_reduce.h"
 #include "core/dialect_rock.h"
 #include <math.h>
@@ -355,14 +356,7 @@ static void row_body(kl_ll *L, rs *s, kl_value *row, kl_value *rv, kl_value *tid
   chunks(L, s, sm_write, 0, NULL);
 }
 
-typedef struct {
-  rs *s;
-  kl_value *rv;
-} host_row_st;
-static void host_row(kl_ll *L, kl_value *row, kl_value **carry, void *ud) {
-  rs *s = ((host_row_st *)ud)->s;
-  row_body(L, s, row, NULL, NULL, 1, 1);
-}
+static void host_row(kl_ll *L, kl_value *row, kl_value **carry, void *ud) { row_body(L, ud, row, NULL, NULL, 1, 1); }
 
 static void set_sizes(kl_ll *L, kl_op *func, int64_t block, int64_t grid) {
   kl_rewriter_set_attr(L->e.rw, func, "block_size", kl_attr_int(L->ctx, block));
@@ -441,8 +435,7 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
       kl_value *row0 = kl_emit_muli(e, bid, R);
       kl_value *end = grid == 1 ? kl_ll_idx(L, rows)
                                 : kl_ll_min_index(L, kl_emit_add(e, row0, kl_ll_idx(L, R)), kl_ll_idx(L, rows));
-      host_row_st hs = { &s, NULL };
-      kl_ll_for(L, row0, end, 1, 0, NULL, host_row, &hs);
+      kl_ll_for(L, row0, end, 1, 0, NULL, host_row, &s);
     } else {
       s.lane = G > 1 ? kl_emit_remi(e, tid, G) : kl_ll_idx(L, 0);
       kl_value *gi = R > 1 ? kl_emit_divi(e, tid, G) : kl_ll_idx(L, 0);
