@@ -107,6 +107,22 @@ static kl_status verify_loadstore(kl_op *op) {
   return KL_OK;
 }
 
+/* rock.lane_shuffle(%x) {xor = N}: x of lane (this lane XOR N) of the wave; N a power of
+ * two in [1, 32]; x and the result one scalar of f32, f64, i32 or i64. */
+static kl_status verify_lane_shuffle(kl_op *op) {
+  const kl_type *t = op->opnds[0].value->type;
+  int64_t x;
+  if (t->kind != KL_TY_F32 && t->kind != KL_TY_F64 && t->kind != KL_TY_I32 && t->kind != KL_TY_I64)
+    return kl_emit_error(op->ctx, op->loc, "'rock.lane_shuffle' operand must be f32, f64, i32 or i64, got %s",
+                         kl_type_str(t));
+  if (op->results[0].type != t)
+    return kl_emit_error(op->ctx, op->loc, "'rock.lane_shuffle' result must have the operand's type %s", t->text);
+  if (!kl_op_attr_i64(op, "xor", &x) || x < 1 || x > 32 || (x & (x - 1)))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.lane_shuffle' needs an integer attribute 'xor', a power of two in [1, 32]");
+  return KL_OK;
+}
+
 /* rock.mma: the structure here; the instruction check (passes/rock_accel_lower.c, which
  * knows the matrix instructions) through the hook installed with kl_rock_set_mma_hook. */
 static const char *const mma_hook_key = "rock.mma.hook";
@@ -145,6 +161,9 @@ static const kl_opdef rock_ops[] = {
   ROCK("workgroup_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
   ROCK("workitem_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
   ROCK("barrier", 0, 0, 0, 0, 0, 0, NULL, KERN_LOOP),
+  { .name = "rock.lane_shuffle", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 1, .max_operands = 1,
+    .min_results = 1, .max_results = 1, .verify = verify_lane_shuffle,
+    .summary = "the operand of lane (lane XOR xor) of the wave; a lane outside the wave (the host: 1 lane) reads its own" },
   ROCK("fill", 1, 1, 0, 0, 0, 0, verify_buffers, KERN),
   ROCK("threadwise_read_into", 2, -1, 0, 0, 0, 0, NULL, KERN),
   ROCK("threadwise_write_all", 2, -1, 0, 0, 0, 0, NULL, KERN),

@@ -39,6 +39,11 @@
  * Blockwise / threadwise level:
  *   %i = rock.workgroup_id() : () -> index      %t = rock.workitem_id() : () -> index
  *   rock.barrier()                               workgroup barrier (LDS visibility)
+ *   %y = rock.lane_shuffle(%x) {xor = N} : (T) -> T   (loop level too) x of lane
+ *        (lane ^ N) of the executing wave (NVPTX shfl.sync.bfly, AMDGPU ds_bpermute); N a
+ *        power of two in [1, 32]; a lane past the wave (N >= wave size; the host's wave
+ *        has one lane) reads its own x. T is f32, f64, i32 or i64. All lanes of the wave
+ *        must execute it together (not under divergent control flow).
  *   rock.fill(%buf) {value}                      every element of buf = value
  *   rock.threadwise_read_into(%src, %dst, %e0, ..., %ek) {view = #view<...>}
  *        dst: a private 1-D buffer [n]. The view maps (e0..ek, iter) -> coordinates of
@@ -67,7 +72,7 @@
  *
  * IR levels (ir.h, kl_opdef.levels): every rock op is legal at KL_LEVEL_KERNEL; the
  * loop-level ops above (load, store, prefetch, mma) and rock.alloc / rock.workgroup_id /
- * rock.workitem_id / rock.barrier also at KL_LEVEL_LOOP. rock.mma is registered here
+ * rock.workitem_id / rock.barrier / rock.lane_shuffle also at KL_LEVEL_LOOP. rock.mma is registered here
  * with its structural contract; the check of its instruction (operand and accumulator
  * types of a known matrix instruction) needs the instruction table outside core and is
  * installed as a hook (kl_rock_set_mma_hook; passes/rock_accel_lower.c does it when the

@@ -15,11 +15,16 @@
  *           for j in [0, e): f = (bid*e + j)*256 + tid; if f < numel: point(coords(f))
  * block_size and grid_size are set on the kernel func.
  * Points: element-wise loads every input through its view, inlines the body and stores
- * the result; reduce loops over the reduced extent accumulating in f32 (f64 for f64
- * input, i64 for integers) and stores sum / max / min / mean (= sum / count); softmax
- * makes three passes over the row: max, sum of exp(x - max), then exp(x - max) / sum
- * (math.exp, computed in f32 or f64). */
+ * the result.
+ * rock.reduce and rock.softmax are blockwise kernels (lower_loops_reduce.c: a group of
+ * threads per output row, vector loads, cross-lane and LDS combines, online softmax);
+ * what that file does not take (rank 0, no reduced axis, empty tensors, host reductions
+ * whose innermost dim is kept) is one point per iteration as above: reduce loops over
+ * the reduced extent accumulating in f32 (f64 for f64 input, i64 for integers) and
+ * stores sum / max / min / mean (= sum / count); softmax makes three passes over the
+ * row: max, sum of exp(x - max), then exp(x - max) / sum (math.exp, in f32 or f64). */
 #include "passes/lower_loops.h"
+#include "passes/lower_loops_reduce.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
 #include <math.h>
@@ -362,7 +367,21 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
       kl_view_free(s.in.v);
       return false;
     }
-    parallel_points(&L, func, t, to->rank, to->shape, s.count, false, red_point, &s);
+    kl_red_desc d = { .kind = s.kind == R_SUM ? KL_RED_SUM
+                          : s.kind == R_MAX   ? KL_RED_MAX
+                          : s.kind == R_MIN   ? KL_RED_MIN
+                                              : KL_RED_MEAN,
+                      .in_buf = s.in.buf,
+                      .out_buf = s.out.buf,
+                      .in_v = s.in.v,
+                      .out_v = s.out.v,
+                      .r = s.r,
+                      .S = ti->shape,
+                      .acc = s.acc,
+                      .count = s.count };
+    memcpy(d.reduced, s.reduced, sizeof d.reduced);
+    if (!kl__ll_blockwise_reduce(&L, func, t, &d))
+      parallel_points(&L, func, t, to->rank, to->shape, s.count, false, red_point, &s);
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else if (!strcmp(op->name, "rock.softmax")) {
@@ -385,7 +404,18 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     }
     int64_t rows[KL_MAX_RANK];
     for (int i = 0; i < ti->rank; i++) rows[i] = i == axis ? 1 : ti->shape[i];
-    parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, false, sm_point, &s);
+    kl_red_desc d = { .kind = KL_RED_SOFTMAX,
+                      .in_buf = s.in.buf,
+                      .out_buf = s.out.buf,
+                      .in_v = s.in.v,
+                      .out_v = s.out.v,
+                      .r = s.r,
+                      .S = ti->shape,
+                      .acc = s.acc,
+                      .count = s.len };
+    d.reduced[axis] = true;
+    if (!kl__ll_blockwise_reduce(&L, func, t, &d))
+      parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, false, sm_point, &s);
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else {

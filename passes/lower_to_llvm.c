@@ -6,6 +6,7 @@
 #include "core/pass.h"
 #include "passes/llvm_math.h"
 #include "passes/lower_accel.h"
+#include "passes/lower_lane.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,7 +259,9 @@ static LLVMValueRef v_powf(lw *L, kl_op *op, LLVMValueRef *a) {
 static LLVMValueRef v_ipowi(lw *L, kl_op *op, LLVMValueRef *a) { return ipow(L, op, a[0], a[1]); }
 
 /* math functions: f32 polynomials (llvm_math.h) or LLVM intrinsics; f64 on GPUs only
- * where the intrinsic is exact (sqrt, fabs, rsqrt) */
+ * where the intrinsic is exact (sqrt, fabs, rsqrt); math.exp {approx} in f32 on GPUs is
+ * exp2(x * log2 e) through the hardware exp2 (relative error ~1e-6 near |x| ~ 20, for
+ * the softmax kernels of lower_loops_reduce.c) */
 typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH } math_kind;
 static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
   const kl_type *t = in_type(op);
@@ -270,7 +273,24 @@ static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
     return NULL;
   }
   switch (k) {
-    case M_EXP: r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1); break;
+    case M_EXP:
+      if (f32 && L->t->arch != KL_ARCH_HOST && kl_op_attr(op, "approx")) { /* the hardware exp2 (ex2.approx, v_exp) */
+        LLVMValueRef y = LLVMBuildFMul(L->b, x, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.4426950408889634)), "");
+        if (L->t->arch == KL_ARCH_AMDGPU)
+          r = call_intr(L, "llvm.exp2", &ct, 1, &y, 1);
+        else if (LLVMGetTypeKind(ct) != LLVMVectorTypeKind)
+          r = call_intr(L, "llvm.nvvm.ex2.approx.f", NULL, 0, &y, 1);
+        else { /* NVPTX has no vector exp2: per element */
+          r = LLVMGetPoison(ct);
+          for (unsigned i = 0; i < LLVMGetVectorSize(ct); i++) {
+            LLVMValueRef ix = LLVMConstInt(LLVMInt32TypeInContext(L->c), i, 0),
+                         e = LLVMBuildExtractElement(L->b, y, ix, "");
+            r = LLVMBuildInsertElement(L->b, r, call_intr(L, "llvm.nvvm.ex2.approx.f", NULL, 0, &e, 1), ix, "");
+          }
+        }
+      } else
+        r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1);
+      break;
     case M_LOG: r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1); break;
     case M_SQRT: r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1); break;
     case M_ABS: r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1); break;
@@ -716,6 +736,7 @@ static const struct {
   { "rock.workgroup_id", h_workgroup_id },
   { "rock.workitem_id", h_workitem_id },
   { "rock.barrier", h_barrier },
+  { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
   { "vector.broadcast", h_vector_broadcast },
   { "vector.shuffle", h_vector_shuffle },

@@ -1,7 +1,7 @@
 /* lower_to_llvm.h — loop-level kernel IR -> LLVM IR through the LLVM C API.
  * Contract: every kernel func (kl_is_kernel) of the module must be at loop level
  * (dialect_rock.h): arith/math/scf ops, rock.load/store, rock.alloc (lds/private),
- * rock.workgroup_id/workitem_id/barrier, func.return. Anything else is an error naming
+ * rock.workgroup_id/workitem_id/barrier/lane_shuffle (passes/lower_lane.h), func.return. Anything else is an error naming
  * the op and its location. The target decides the kernel ABI:
  *   host  : void name(void **args, const int64_t *block_id, const int64_t *grid)
  *           (runtime/device.h); workitem id 0 (host kernels have block size 1, else an

@@ -70,6 +70,16 @@ for _, dt in ipairs(ew.DTYPES) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
+-- blockwise reductions and softmax (spec/lua/reduce_blockwise_cases.lua) against g:eval
+local RB = require "reduce_blockwise_cases"
+for _, c in ipairs(RB.cases()) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    local good, msg = RB.check(table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs)), c.dtype, c.k)
+    if not good then error(msg, 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
+end
 -- host plans with prefill, copy and workspace steps on streams (spec/lua/plan_steps_gpu_spec.lua's cases)
 local function plan_kinds(plan)
   local t = {}
@@ -110,5 +120,5 @@ do
             "alloc_workspace,launch,alloc_workspace,launch,free,launch,free")
 end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs and plans on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions and plans on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

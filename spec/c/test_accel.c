@@ -441,6 +441,7 @@ static double arith(sim *s, kl_op *op, const char *n, double x, double y, double
   if (!strcmp(n, "arith.maxsi")) return x > y ? x : y;
   if (!strcmp(n, "arith.minsi")) return x < y ? x : y;
   if (!strcmp(n, "arith.select")) return x != 0 ? y : z;
+  if (!strcmp(n, "vector.broadcast")) return x;
   if (!strcmp(n, "arith.cmpi") || !strcmp(n, "arith.cmpf")) {
     const char *p = kl_op_attr_string(op, "predicate");
     if (!p) {
@@ -672,6 +673,19 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
         sfail(s, op, "barrier in divergent code");
         return;
       }
+    return;
+  }
+  if (!strcmp(n, "rock.lane_shuffle")) { /* x of lane (lane ^ xor) of the wave; past the wave: its own */
+    int64_t xr = 0, W = s->t && s->t->wave_size > 0 ? s->t->wave_size : 1;
+    double *x = val_r(s, op, op->opnds[0].value), *o = val_w(s, &op->results[0]);
+    kl_op_attr_i64(op, "xor", &xr);
+    for (int t = 0; x && t < nt && !s->bad; t++) {
+      if (!mask[t]) continue;
+      int u = t ^ (int)xr;
+      bool in = xr < W && u < nt && u / W == t / W;
+      if (in && !mask[u]) sfail(s, op, "thread %d reads inactive lane %d", t, u);
+      o[t] = in ? x[u] : x[t];
+    }
     return;
   }
   if (!strcmp(n, "rock.alloc")) {
@@ -1370,13 +1384,15 @@ static void test_graphs(void) {
 /* The random fused-graph suite of the busted specs (spec/lua/fused_gen.lua: conv / dot
  * with epilogues, element-wise, reductions, softmax) compiled for a GPU target, every
  * launch interpreted, against g:eval with the suite's tolerances. */
-static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraphs, int *naccel) {
+/* gen: the Lua expression of case number %d (a table with g, inputs, name, dtype) */
+static void run_fused_suite(lua_State *L, const char *T, int nseeds, const char *gen, int *ngraphs, int *naccel) {
   for (int seed = 1; seed <= nseeds; seed++) {
-    char code[512];
+    char code[512], expr[128];
+    snprintf(expr, sizeof expr, gen, seed);
     snprintf(code, sizeof code,
-             "local c = gen.gen(%d); local p = kiln.compile(c.g, {target = '%s', cache = false}); "
-             "return p, c.inputs, {c.g:eval(c.inputs)}, c.name, c.dtype, c.dtypes",
-             seed, T);
+             "local c = %s; local p = kiln.compile(c.g, {target = '%s', cache = false}); "
+             "return p, c.inputs, table.pack(c.g:eval(c.inputs)), c.name, c.dtype, c.dtypes",
+             expr, T);
     if (luaL_dostring(L, code) != LUA_OK) {
       CHECK(0, "fused seed %d on %s: %s", seed, T, lua_tostring(L, -1));
       lua_settop(L, 0);
@@ -1408,6 +1424,7 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
     char err[4096];
     for (int si = 0; si < kl_program_nsteps(p, T) && ok; si++) {
       const kl_bundle_step *step = kl_program_step(p, T, si);
+      if (step->kind != KL_BUNDLE_LAUNCH) continue; /* workspaces: the slots are all allocated here */
       const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
       accel |= !strncmp(ki->perf_config, "v2:", 3);
       kl_op *kf = kl_module_lookup(cm, ki->name);
@@ -1419,7 +1436,10 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, int *ngraph
     }
     *naccel += accel;
     for (int oi = 0; ok && oi < kl_program_noutputs(p, T); oi++) {
-      lua_rawgeti(L, 6, oi + 1); /* each output's own dtype */
+      if (lua_istable(L, 6))
+        lua_rawgeti(L, 6, oi + 1); /* each output's own dtype */
+      else
+        lua_pushnil(L);
       const char *odt = lua_isstring(L, -1) ? lua_tostring(L, -1) : dtype;
       double tol = !strcmp(odt, "f32") ? 1e-5 : 1e-2;
       lua_pop(L, 1);
@@ -1494,9 +1514,23 @@ static void test_fused_suite(void) {
   } runs[] = { { "sm_90", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
   for (size_t i = 0; loaded && i < sizeof runs / sizeof *runs; i++) {
     int ng = 0, na = 0;
-    run_fused_suite(L, runs[i].target, runs[i].seeds, &ng, &na);
+    run_fused_suite(L, runs[i].target, runs[i].seeds, "gen.gen(%d)", &ng, &na);
     CHECK(ng == runs[i].seeds && na > 0, "%s: %d graphs, %d with accel kernels", runs[i].target, ng, na);
     printf("fused suite on %s: %d graphs interpreted, %d with accel kernels\n", runs[i].target, ng, na);
+  }
+  /* the blockwise reduction / softmax cases of spec/lua/reduce_blockwise_cases.lua (lane
+   * shuffles, LDS across waves, column mappings) */
+  int nrb = 0;
+  if (loaded && luaL_dostring(L, "rb = require 'reduce_blockwise_cases'; rbc = rb.cases(); return #rbc") == LUA_OK)
+    nrb = (int)lua_tointeger(L, -1);
+  lua_settop(L, 0);
+  CHECK(nrb > 0, "reduce_blockwise_cases: no cases");
+  static const char *const rb_targets[] = { "sm_90", "gfx942", "gfx1100" };
+  for (size_t i = 0; nrb > 0 && i < sizeof rb_targets / sizeof *rb_targets; i++) {
+    int ng = 0, na = 0;
+    run_fused_suite(L, rb_targets[i], nrb, "rbc[%d]", &ng, &na);
+    CHECK(ng == nrb, "%s: %d of %d reduction cases", rb_targets[i], ng, nrb);
+    printf("reduction cases on %s: %d graphs interpreted\n", rb_targets[i], ng);
   }
   lua_close(L);
   group_end("fused suite: the random fused graphs of spec/lua/fused_gen.lua compiled for sm_90 / gfx942 / gfx1100, "

@@ -1,0 +1,79 @@
+-- reduce_codegen_spec.lua — code objects of the blockwise reduction / softmax kernels
+-- without a GPU: compiled for sm_80, sm_90 (PTX), gfx90a, gfx942, gfx1100 (HSACO). Row
+-- kernels use the cross-lane shuffles (shfl.sync.bfly / ds_bpermute) and barriers;
+-- AMDGPU code objects have no scratch, VGPRs and LDS within the chip's limits; with the
+-- CUDA toolkit's ptxas present (else skipped with a message), `ptxas -v` assembles every
+-- PTX with no spills and at most 255 registers.
+local kiln = require "kiln"
+local helper = require "helper"
+
+local AMD = { gfx90a = 512, gfx942 = 512, gfx1100 = 256 }
+local targets = { "sm_80", "sm_90", "gfx90a", "gfx942", "gfx1100" }
+
+local function ptxas()
+  for _, p in ipairs { os.getenv("PTXAS") or "", "/usr/local/cuda/bin/ptxas" } do
+    if p ~= "" and io.open(p, "r") then return p end
+  end
+  local h = io.popen("command -v ptxas 2>/dev/null")
+  local p = h:read("*l")
+  h:close()
+  return p ~= "" and p or nil
+end
+
+local function graph(name, shape, dtype, build)
+  local g = kiln.graph(name)
+  g:output(build(g:param("x", shape, dtype)))
+  return g
+end
+-- { name, graph, row mapping (shuffles), barrier (LDS across waves / thread rows) }
+local CASES = {
+  { "sum rows 64x8192 f32", graph("sum_rows", { 64, 8192 }, "f32", function(x) return x:sum { 1 } end), true, true },
+  { "max rows 4096x33 f16 (a wave per row at most: no barrier)",
+    graph("max_rows", { 4096, 33 }, "f16", function(x) return x:reduce_max { 1 } end), true, false },
+  { "mean cols 4096x512 bf16", graph("mean_cols", { 4096, 512 }, "bf16", function(x) return x:mean { 0 } end), false,
+    true },
+  { "softmax rows 512x8192 f16", graph("sm_rows", { 512, 8192 }, "f16", function(x) return x:softmax(-1) end), true,
+    true },
+  { "softmax rows 8x262144 f32", graph("sm_long", { 8, 262144 }, "f32", function(x) return x:softmax(-1) end), true,
+    true },
+  { "softmax cols 1000x300 f32", graph("sm_cols", { 1000, 300 }, "f32", function(x) return x:softmax(0) end), false,
+    true },
+}
+
+describe("GPU code objects of blockwise reductions and softmax", function()
+  local pa = ptxas()
+  for _, c in ipairs(CASES) do
+    local name, g, row, bar = c[1], c[2], c[3], c[4]
+    it(name, function()
+      local p = kiln.compile(g, { targets = targets, cache = false })
+      for _, t in ipairs(targets) do
+        local ks = p:kernels(t)
+        assert.are.equal(1, #ks, t .. ": one kernel")
+        local k = ks[1]
+        local code = p:disasm(k.name, t)
+        if AMD[t] then
+          local co = p:code_object(k.name, t)
+          assert.are.equal(0, co.scratch_bytes, t .. ": scratch")
+          assert.is_true(co.vgpr >= 0 and co.vgpr <= AMD[t], t .. ": VGPRs within the limit")
+          assert.is_true(co.lds_bytes >= 0 and co.lds_bytes <= 65536, t .. ": LDS within the limit")
+          assert.are.equal(row, code:find("ds_bpermute_b32", 1, true) ~= nil, t .. ": ds_bpermute presence")
+          assert.are.equal(bar, code:find("s_barrier", 1, true) ~= nil, t .. ": s_barrier presence")
+        else
+          assert.are.equal(row, code:find("shfl.sync.bfly.b32", 1, true) ~= nil, t .. ": shfl.sync.bfly presence")
+          local has_bar = code:find("bar.sync", 1, true) or code:find("barrier.sync", 1, true)
+          assert.are.equal(bar, has_bar ~= nil, t .. ": barrier presence")
+          if pa then
+            local f = helper.write_temp(code, ".ptx")
+            local o, e = helper.run(("%s -arch=%s -v %s -o /dev/null"):format(pa, t, f))
+            local out = (o or "") .. (e or "")
+            os.remove(f)
+            local regs = tonumber(out:match("Used (%d+) registers"))
+            assert(regs and regs <= 255, t .. ": ptxas -v: " .. out)
+            assert.is_falsy(out:find("[1-9]%d* bytes spill"), t .. ": spills: " .. out)
+          end
+        end
+      end
+    end)
+  end
+  if not pa then pending("ptxas not found (CUDA toolkit absent): PTX not assembled") end
+end)
