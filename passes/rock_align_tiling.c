@@ -47,7 +47,13 @@
  *        with %one = rock.alloc private [1 x i32] filled with 1, %m private [n x i32]]
  *   rock.elementwise(%t0, ..., %tk[, %m], %tile) ({body; convert to %tile's type;
  *        [select(%m != 0, result, 0)]})
- * and the read is erased; then the elementwise, %p's views and %p go. The padding
+ * and the read is erased; then the elementwise, %p's views and %p go. Where %tile's only
+ * other users are the threadwise_write_all ops copying it to LDS (the K loop's form) and
+ * its reads agree on the mask, the body is deferred: the reads load into tiles shared by
+ * all reads of %tile, and the rock.elementwise runs right before each write of %tile, so
+ * the next K tile's loads are in flight during the current tile's matrix instructions
+ * (computing right after the loads stalled every iteration on their latency: 2x slower
+ * on the H200). The padding
  * mask: where F can produce invalid (padded) coordinates (kl_view_invalid_dims: the
  * Pad views of rock-gemm-to-gridwise, or padding in the operand's own views) the
  * reads of the inputs give 0, and the body then gives body(0, ..., 0), which must be 0
@@ -602,54 +608,59 @@ static const char *check_input(kl_op *ew, in_read **reads, int *nr) {
   return NULL;
 }
 
-/* Replaces one read R of %p by reads of ew's inputs through R's composed view, the
- * body on the tiles (converted to the tile's type, re-masked when ir->mask is set) into
- * R's tile, and erases R. */
-static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t primary) {
+/* Reads for one read R of %p: every distinct input of ew into its register tile
+ * (tiles[i]; allocated when NULL) through R's composed view, the validity tile
+ * (*mtile; allocated when NULL) when ir->mask is set, all before R. */
+static void emit_input_reads(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t primary, kl_value **tiles,
+                             kl_value **mtile) {
   kl_ctx *ctx = ew->ctx;
   kl_op *R = ir->read;
   kl_loc loc = R->loc;
   int nin = ew->nopnds - 1, nextra = R->nopnds - 2;
-  kl_value *tile = R->opnds[1].value;
-  int64_t n = tile->type->shape[0];
+  int64_t n = R->opnds[1].value->type->shape[0];
   kl_block *entry = func_entry(R);
-  bool mask = ir->mask != NULL;
   kl_value *ex[KL_VIEW_MAX_DIMS];
   for (int i = 0; i < nextra; i++) ex[i] = R->opnds[2 + i].value;
-  kl_value **tiles = kl_xmalloc((nin + 2) * sizeof *tiles);
-  kl_op **reads = kl_xmalloc(nin * sizeof *reads);
   for (int i = 0; i < nin; i++) {
     kl_value *v = ew->opnds[i].value;
     int same = -1;
-    for (int j = 0; j < i; j++)
+    for (int j = 0; j < i && same < 0; j++)
       if (ew->opnds[j].value == v) same = j;
     if (same >= 0) {
       tiles[i] = tiles[same];
-      reads[i] = reads[same];
-    } else {
-      tiles[i] = alloc_tile(rw, loc, entry, v->type->elem, n);
-      kl_value *src = materialize(rw, v, R);
-      kl_rewriter_set_insertion_before(rw, R);
-      reads[i] = threadwise(rw, loc, "rock.threadwise_read_into", src, tiles[i], nextra, ex, ir->full,
-                            access_vlen(ir->full, src, nextra), false);
+      continue;
     }
-    if (i == primary) kl_rewriter_set_attr(rw, reads[i], "primary", kl_attr_unit(ctx));
+    if (!tiles[i]) tiles[i] = alloc_tile(rw, loc, entry, v->type->elem, n);
+    kl_value *src = materialize(rw, v, R);
+    kl_rewriter_set_insertion_before(rw, R);
+    kl_op *rd = threadwise(rw, loc, "rock.threadwise_read_into", src, tiles[i], nextra, ex, ir->full,
+                           access_vlen(ir->full, src, nextra), false);
+    if (i == primary) kl_rewriter_set_attr(rw, rd, "primary", kl_attr_unit(ctx));
   }
-  int nt = nin;
-  kl_value *mtile = NULL;
-  if (mask) { /* a tile of 1 (valid) / 0 (padding): a 1-element register of 1 read through the view */
+  if (ir->mask) { /* a tile of 1 (valid) / 0 (padding): a 1-element register of 1 read through the view */
     const kl_type *i32 = kl_type_i32(ctx);
     kl_value *one = alloc_tile(rw, loc, entry, i32, 1);
     kl_rewriter_set_insertion_after(rw, one->def);
     kl_named_attr fv = { "value", kl_const_attr_for(ctx, i32, 1) };
     kl_rewriter_create(rw, "rock.fill", loc, 1, &one, 0, NULL, 1, &fv, 0);
-    mtile = alloc_tile(rw, loc, entry, i32, n);
+    if (!*mtile) *mtile = alloc_tile(rw, loc, entry, i32, n);
     kl_rewriter_set_insertion_before(rw, R);
-    threadwise(rw, loc, "rock.threadwise_read_into", one, mtile, nextra, ex, ir->mask, 1, false);
-    tiles[nt++] = mtile;
+    threadwise(rw, loc, "rock.threadwise_read_into", one, *mtile, nextra, ex, ir->mask, 1, false);
   }
+}
+
+/* ew's body on the register tiles (inputs, then the validity tile when mtile) into
+ * tile, converted to the tile's type and re-masked, inserted before `at`. */
+static void emit_tile_body(kl_rewriter *rw, kl_op *ew, kl_value *const *in_tiles, kl_value *mtile, kl_value *tile,
+                           kl_op *at) {
+  kl_ctx *ctx = ew->ctx;
+  kl_loc loc = at->loc;
+  int nin = ew->nopnds - 1, nt = nin;
+  kl_value **tiles = kl_xmalloc((nin + 2) * sizeof *tiles);
+  for (int i = 0; i < nin; i++) tiles[i] = in_tiles[i];
+  if (mtile) tiles[nt++] = mtile;
   tiles[nt] = tile;
-  kl_rewriter_set_insertion_before(rw, R);
+  kl_rewriter_set_insertion_before(rw, at);
   int na = 0;
   kl_named_attr *attrs = kl_xmalloc((ew->nattrs + 1) * sizeof *attrs);
   for (int i = 0; i < ew->nattrs; i++)
@@ -660,21 +671,83 @@ static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t
   kl_region_clone_into(ctx, &ew->regions[0], &ew2->regions[0], &map);
   kl_value_map_free(&map);
   kl_block *b = kl_region_entry(&ew2->regions[0]);
-  kl_value *marg = mask ? kl_block_add_arg(ctx, b, mtile->type->elem) : NULL;
+  kl_value *marg = mtile ? kl_block_add_arg(ctx, b, mtile->type->elem) : NULL;
   kl_op *y = b->last;
   kl_value *r = y->opnds[0].value;
   const kl_type *te = tile->type->elem;
-  if (r->type != te || mask) {
+  if (r->type != te || mtile) {
     kl_ll L;
     kl_ll_init(&L, rw, loc, 0);
     kl_rewriter_set_insertion_before(rw, y);
     if (r->type != te) r = kl_ll_convert(&L, r, te);
-    if (mask) r = kl_ll_select(&L, kl_ll_convert(&L, marg, kl_type_i1(ctx)), r, kl_ll_const(&L, te, 0));
+    if (mtile) r = kl_ll_select(&L, kl_ll_convert(&L, marg, kl_type_i1(ctx)), r, kl_ll_const(&L, te, 0));
     kl_rewriter_set_operand(rw, y, 0, r);
   }
   free(tiles);
-  free(reads);
-  kl_rewriter_erase_op(rw, R);
+}
+
+/* Replaces one read R of %p by reads of ew's inputs through R's composed view, the
+ * body on the tiles (converted to the tile's type, re-masked when ir->mask is set) into
+ * R's tile, and erases R. */
+static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t primary) {
+  int nin = ew->nopnds - 1;
+  kl_value **tiles = kl_xcalloc(nin + 1, sizeof *tiles), *mtile = NULL;
+  emit_input_reads(rw, ew, ir, primary, tiles, &mtile);
+  emit_tile_body(rw, ew, tiles, mtile, ir->read->opnds[1].value, ir->read);
+  free(tiles);
+  kl_rewriter_erase_op(rw, ir->read);
+}
+
+/* The deferred form, for the reads rs[0..nr) of %p that fill register tile T when T's
+ * only other users are threadwise_write_all ops reading it (the K loop's copies to LDS)
+ * and the reads agree on the mask: the reads load the inputs into register tiles shared
+ * by all of them, and the body runs right before each write of T. The loads of the next
+ * K tile are then issued before the current tile's matrix instructions and the
+ * conversion waits for them only at the LDS store, as an unfused copy does; computing
+ * the body right after the loads would stall each iteration on the load latency.
+ * Returns false (nothing changed) when the form does not apply. */
+static bool fuse_reads_deferred(kl_rewriter *rw, kl_op *ew, in_read *rs, int nr, int64_t primary, kl_value *T) {
+  int nt = 0;
+  for (int i = 0; i < nr; i++)
+    if (rs[i].read->opnds[1].value == T) {
+      nt++;
+      if ((rs[i].mask != NULL) != (rs[0].mask != NULL)) return false;
+    }
+  kl_op *first = NULL;
+  for (int i = 0; i < nr && !first; i++)
+    if (rs[i].read->opnds[1].value == T) first = rs[i].read;
+  if (!first) return false;
+  bool mask = false;
+  int nw = 0;
+  for (kl_use *u = T->first_use; u; u = u->next) {
+    kl_op *o = u->user;
+    bool ours = false;
+    for (int i = 0; i < nr && !ours; i++) {
+      ours = o == rs[i].read && u->index == 1;
+      mask = mask || (ours && rs[i].mask);
+    }
+    if (ours) continue;
+    if (strcmp(o->name, "rock.threadwise_write_all") || u->index != 0) return false;
+    nw++;
+  }
+  if (!nw) return false;
+  int nin = ew->nopnds - 1;
+  kl_value **tiles = kl_xcalloc(nin + 1, sizeof *tiles), *mtile = NULL;
+  kl_op **writes = kl_xmalloc(nw * sizeof *writes);
+  nw = 0;
+  for (kl_use *u = T->first_use; u; u = u->next)
+    if (!strcmp(u->user->name, "rock.threadwise_write_all") && u->index == 0) writes[nw++] = u->user;
+  for (int i = 0; i < nr; i++)
+    if (rs[i].read->opnds[1].value == T) {
+      emit_input_reads(rw, ew, &rs[i], primary, tiles, &mtile);
+      kl_rewriter_erase_op(rw, rs[i].read);
+      rs[i].read = NULL;
+    }
+  for (int k = 0; k < nw; k++) emit_tile_body(rw, ew, tiles, mask ? mtile : NULL, T, writes[k]);
+  free(writes);
+  free(tiles);
+  (void)nt;
+  return true;
 }
 
 /* The primary input index recorded on ew (rock-gridwise-to-blockwise sets it), or -1. */
@@ -707,8 +780,10 @@ static bool fuse_input_pattern(const kl_pattern *pat, kl_op *ew, kl_rewriter *rw
   if (why) return kl_rewriter_notify_no_match(rw, "input fusion: %s", why);
   kl_value *p = ew->opnds[ew->nopnds - 1].value;
   int64_t primary = primary_of(ew);
+  for (int i = 0; i < nr; i++) /* the deferred form per register tile where it applies */
+    if (rs[i].read) fuse_reads_deferred(rw, ew, rs, nr, primary, rs[i].read->opnds[1].value);
   for (int i = 0; i < nr; i++) {
-    fuse_one_read(rw, ew, &rs[i], primary);
+    if (rs[i].read) fuse_one_read(rw, ew, &rs[i], primary);
     kl_view_free(rs[i].full);
     kl_view_free(rs[i].mask);
   }
