@@ -832,6 +832,18 @@ static bool fuse(const wmap *A, const wmap *B, wmap *C) {
     } /* ConstDim */
     if (nA == 1 && nB == 1 && A->t[as[0]].kind == KL_VT_CONSTDIM && B->t[bs[0]].kind == KL_VT_ADDDIM)
       continue; /* a constant that is ignored */
+    if (nA == 1 && nB == 1 && A->t[as[0]].kind == KL_VT_CONSTDIM && A->t[as[0]].nl == 1 &&
+        B->t[bs[0]].kind == KL_VT_BROADCAST && B->t[bs[0]].nu == 1) { /* a constant read mod m: a constant */
+      const wtr *ta = &A->t[as[0]], *tb = &B->t[bs[0]];
+      wtr *o = wadd_tr(C, KL_VT_CONSTDIM);
+      o->nu = 0;
+      o->nl = 1;
+      o->l[0] = tb->l[0];
+      o->np = 2;
+      o->p[0] = ta->p[0] % tb->p[0];
+      o->p[1] = B->ls[tb->l[0]];
+      continue;
+    }
     if (nA == 1 && allBPT) {
       wtr *o = wadd_tr(C, A->t[as[0]].kind);
       *o = A->t[as[0]];

@@ -146,7 +146,7 @@ kl_view *kl_view_compose(const kl_view *a, const kl_view *b, kl_view_err *err);
  * (PassThrough into anything; Merge->Unmerge of the same dims becomes PassThrough;
  * Unmerge->Merge is a reshape and becomes PassThrough/Merge/Unmerge per group of equal
  * prefix products; Pad+Pad, Slice+Slice, Merge+Merge, Unmerge+Unmerge and
- * Unmerge+Embed flatten); a Merge
+ * Unmerge+Embed flatten; a ConstDim read through a Broadcast is a ConstDim); a Merge
  * whose consecutive outputs are recombined in order by an Unmerge of the next map is
  * collapsed so both use one combined dim (fewer div/mod). Top and bottom dim names
  * are kept; intermediate shapes may change. Never fails. */

@@ -31,6 +31,12 @@
 #include "core/ir.h"
 #include "core/view.h"
 
+/* An epilogue that reads the GEMM result through a broadcast (new dims, or size-1 dims
+ * grown) is split by rock-regularize into one fusing op per combination of the broadcast
+ * coordinates, each reading the result directly; graph-partition keeps such an
+ * epilogue in the GEMM's kernel only up to this many copies. */
+#define KL_FU_MAX_BROADCAST_COPIES 16
+
 typedef struct kl_fu_use {
   kl_op *user;   /* the op using the buffer */
   int index;     /* its operand index */

@@ -57,6 +57,8 @@
 #include "core/dialect_graph.h"
 #include "core/pass.h"
 #include "passes/pass_util.h"
+#include "passes/fusion_util.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +87,9 @@ typedef struct part {
   unsigned char *dep;    /* per position: depends on the group being built */
   unsigned char *anydep; /* per position: depends on some anchor result */
   int *tag_n;            /* per position: view path length to the anchor result, -1 = none */
-  kl_op ***tag;          /* per position: that path (view ops, top first) */
+  kl_op ***tag;          /* per position: that path (view ops, top first; an implicit numpy
+                          * broadcast is the operand's type with the low bit set) */
+  int64_t *bfac;         /* per position: copies the broadcasts on that path make */
   unsigned char *cand;
   int ngroups, capgroups;
   group *groups;
@@ -211,20 +215,32 @@ static void grow(part *p, group *g, int from) {
 
 /* ---- epilogue ---- */
 
+static int64_t numel_of(const kl_type *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) n *= t->shape[i];
+  return n;
+}
 /* Operand w of an epilogue candidate: the views above it (top first, into vs[]) and the
- * value below them. Returns the count, or -1 when a view is not movable. */
-static int operand_views(part *p, kl_value *w, kl_op **vs, int cap, kl_value **base) {
+ * value below them; *fac the copies its broadcast views make. Returns the count, or -1
+ * when a view is not movable (a broadcast is: rock-regularize splits its reader). */
+static int operand_views(part *p, kl_value *w, kl_op **vs, int cap, kl_value **base, int64_t *fac) {
   int n = 0;
+  *fac = 1;
   while (w->def && is_view(w->def) && pos_of(p, w) >= 0) {
-    if (!movable_view(w->def) || n == cap) return -1;
+    bool bc = kl_op_view_kind(w->def) == KL_VIEWOP_BROADCAST;
+    if ((!movable_view(w->def) && !bc) || n == cap) return -1;
+    int64_t below = numel_of(w->def->opnds[0].value->type);
+    if (bc) *fac *= numel_of(w->type) / (below ? below : 1);
     vs[n++] = w->def;
     w = w->def->opnds[0].value;
   }
   *base = w;
   return n;
 }
+static bool is_implicit(const kl_op *e) { return ((uintptr_t)e & 1) != 0; }
 static bool view_ops_equal(kl_op *a, kl_op *b) {
   if (a == b) return true;
+  if (is_implicit(a) || is_implicit(b)) return false;
   if (strcmp(a->name, b->name) || !same_shape(a->results[0].type, b->results[0].type) ||
       !same_shape(a->opnds[0].value->type, b->opnds[0].value->type))
     return false;
@@ -238,6 +254,8 @@ static bool view_ops_equal(kl_op *a, kl_op *b) {
 /* The view a path of graph view ops (top first) makes over the anchor result (shape of
  * `below`), simplified; NULL if a view cannot be built. */
 static kl_view *path_view(kl_op *const *ops, int n, const kl_type *below) {
+  for (int i = 0; i < n; i++)
+    if (is_implicit(ops[i])) return NULL;
   kl_view_err err = { 0 };
   kl_view *v = kl_pu_identity(below->rank, below->shape, &err), *t;
   for (int i = n - 1; i >= 0 && v; i--) {
@@ -276,6 +294,7 @@ static bool try_epilogue(part *p, group *g, int pos) {
   kl_op *U = p->ops[pos];
   kl_op *path[MAX_PATH];
   int npath = -1;
+  int64_t pfac = 1;
   bool any = false;
   for (int i = 0; i < U->nopnds; i++) {
     kl_value *w = U->opnds[i].value, *b = w;
@@ -285,16 +304,26 @@ static bool try_epilogue(part *p, group *g, int pos) {
       if (wq >= 0 && p->strict_side && p->anydep[wq]) return false;
       continue; /* a side input */
     }
-    int nv = operand_views(p, w, vs, MAX_PATH, &b);
+    int64_t fac;
+    int nv = operand_views(p, w, vs, MAX_PATH - 1, &b, &fac);
     if (nv < 0) return false;
     int bq = pos_of(p, b);
     if (bq < 0 || !g->member[bq] || p->tag_n[bq] < 0) return false; /* reaches the group outside it */
-    if (!same_shape(w->type, U->results[0].type)) return false;     /* a broadcast of a group value */
-    int n = nv + p->tag_n[bq];
-    if (n > MAX_PATH) return false;
     kl_op *t[MAX_PATH];
-    memcpy(t, vs, (size_t)nv * sizeof *t);
-    memcpy(t + nv, p->tag[bq], (size_t)p->tag_n[bq] * sizeof *t);
+    int k0 = 0;
+    if (!same_shape(w->type, U->results[0].type)) { /* U broadcasts the group value */
+      int64_t wn = numel_of(w->type);
+      t[k0++] = (kl_op *)((uintptr_t)w->type | 1);
+      fac *= numel_of(U->results[0].type) / (wn ? wn : 1);
+    }
+    fac *= p->bfac[bq];
+    if (fac > KL_FU_MAX_BROADCAST_COPIES) return false; /* too many copies: the broadcast splits the kernel */
+    int n = k0 + nv + p->tag_n[bq];
+    if (n > MAX_PATH) return false;
+    memcpy(t + k0, vs, (size_t)nv * sizeof *t);
+    memcpy(t + k0 + nv, p->tag[bq], (size_t)p->tag_n[bq] * sizeof *t);
+    if (any && fac != pfac) return false;
+    pfac = fac;
     if (any) {
       if (!paths_equal(t, n, path, npath, kl_op_result(p->ops[g->anchor], 0)->type)) return false;
     } else {
@@ -310,6 +339,7 @@ static bool try_epilogue(part *p, group *g, int pos) {
     if (wq >= 0 && p->dep[wq]) absorb_operand(p, g, U->opnds[i].value, false);
   }
   p->tag_n[pos] = npath;
+  p->bfac[pos] = pfac;
   p->tag[pos] = kl_xmalloc((size_t)(npath ? npath : 1) * sizeof(kl_op *));
   memcpy(p->tag[pos], path, (size_t)npath * sizeof *path);
   return true;
@@ -349,6 +379,7 @@ static void build_anchor_group(part *p, int apos) {
   memset(p->dep, 0, (size_t)p->nops);
   p->dep[apos] = 1;
   p->tag_n[apos] = 0;
+  p->bfac[apos] = 1;
   p->tag[apos] = NULL;
   /* an empty operand: the anchor fills its result (graph-to-rock), no epilogue to fuse */
   bool empty = !kl_pu_nonempty(a->opnds[0].value->type) || !kl_pu_nonempty(a->opnds[1].value->type);
@@ -755,6 +786,7 @@ static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion)
   p->anydep = kl_xcalloc((size_t)p->nops + 1, 1);
   p->tag_n = kl_xmalloc((size_t)(p->nops + 1) * sizeof(int));
   p->tag = kl_xcalloc((size_t)p->nops + 1, sizeof *p->tag);
+  p->bfac = kl_xcalloc((size_t)p->nops + 1, sizeof *p->bfac);
   p->cand = kl_xcalloc((size_t)p->nops + 1, 1);
   int i = 0;
   for (kl_op *op = body->first; op; op = op->next, i++) {
@@ -834,6 +866,7 @@ static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion)
   free(p->anydep);
   free(p->tag_n);
   free(p->tag);
+  free(p->bfac);
   free(p->cand);
   return st;
 }

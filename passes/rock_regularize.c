@@ -1,4 +1,4 @@
-/* rock_regularize.c — the `rock-regularize` pass (patterns R1 and R2) and the regular-form
+/* rock_regularize.c — the `rock-regularize` pass (patterns R1, R2 and the broadcast split R3) and the regular-form
  * check kl_verify_regular; the contract is in passes/rock_regularize.h. */
 #include "passes/rock_regularize.h"
 #include "core/dialect_rock.h"
@@ -216,6 +216,113 @@ static bool r2_pattern(const kl_pattern *pat, kl_op *e, kl_rewriter *rw) {
   return kl_rewriter_notify_no_match(rw, "%s", first);
 }
 
+/* ---- R3: a fusing op reads a global alloc through a broadcast ---- */
+
+/* The upper dims of v's top map that the view ignores (AddDim, Broadcast of a size-1
+ * dim), into dims[] (ascending); their count. */
+static int ignored_dims(const kl_view *v, int *dims) {
+  const kl_vmap *m = &v->maps[0];
+  bool ign[KL_VIEW_MAX_DIMS] = { false };
+  for (int t = 0; t < m->ntrans; t++) {
+    const kl_vtrans *x = &m->trans[t];
+    for (int k = 0; k < x->nupper; k++)
+      if (x->kind == KL_VT_ADDDIM || (x->kind == KL_VT_BROADCAST && x->params[k] == 1)) ign[x->upper[k]] = true;
+  }
+  int n = 0;
+  for (int d = 0; d < m->nupper; d++)
+    if (ign[d]) dims[n++] = d;
+  return n;
+}
+
+/* The view fixing dims[0..nd) of shape (rank) at coordinate j (mixed radix, last dim
+ * fastest): upper = the other dims, lower = shape. */
+static kl_view *fix_dims(int rank, const int64_t *shape, const int *dims, int nd, int64_t j, kl_view_err *err) {
+  kl_view *v = kl_view_identity(rank, shape, NULL, err), *t;
+  for (int k = nd - 1; k >= 0 && v; k--) {
+    int64_t c = j % shape[dims[k]];
+    j /= shape[dims[k]];
+    char nm[16];
+    snprintf(nm, sizeof nm, "d%d", dims[k]);
+    t = kl_view_const_dim(v, nm, c, err);
+    kl_view_free(v);
+    v = t;
+  }
+  return v;
+}
+
+/* R3: an input read through a view whose top map ignores some dims of the op's
+ * iteration space (a broadcast of the GEMM result over new or size-1 dims: R2 cannot
+ * invert it) is split into one copy of the op per combination of those coordinates
+ * (at most KL_FU_MAX_BROADCAST_COPIES), each iterating the remaining dims with every
+ * operand read through the view that fixes them; the copies then read the alloc
+ * through views R2 can move. */
+static bool r3_pattern(const kl_pattern *pat, kl_op *e, kl_rewriter *rw) {
+  (void)pat;
+  if (!kl_op_has_trait(e, KL_TRAIT_FUSING)) return kl_rewriter_notify_no_match(rw, "not a fusing op");
+  if (!in_kernel(e)) return kl_rewriter_notify_no_match(rw, "not inside a kernel func");
+  for (int i = 0; i + 1 < e->nopnds; i++) {
+    kl_value *x = e->opnds[i].value, *a;
+    kl_view *inv;
+    char why[768];
+    if (!r2_why_not(e, i, &a, &inv, why, sizeof why)) { /* R2 applies */
+      kl_view_free(inv);
+      continue;
+    }
+    if (x == a || !kl_fu_is_global_alloc(a)) continue;
+    kl_value *under;
+    kl_view *V = kl_fu_chain_view(x, &under, why, sizeof why);
+    if (!V) continue;
+    kl_view *S = kl_view_simplify(V);
+    kl_view_free(V);
+    int dims[KL_VIEW_MAX_DIMS], nd = ignored_dims(S, dims);
+    const kl_type *xt = x->type;
+    int64_t copies = 1;
+    for (int k = 0; k < nd; k++) copies *= xt->shape[dims[k]];
+    kl_view_err ve = { 0 };
+    kl_view *P0 = nd ? fix_dims(xt->rank, xt->shape, dims, nd, 0, &ve) : NULL;
+    kl_view *C = P0 ? kl_view_compose(P0, S, &ve) : NULL;
+    kl_view *Cs = C ? kl_view_simplify(C) : NULL;
+    kl_view *I = Cs ? kl_view_invert_partial(Cs, KL_VIEW_INVERT_SLICE, &ve) : NULL;
+    bool ok = nd && copies <= KL_FU_MAX_BROADCAST_COPIES && I;
+    kl_view_free(P0);
+    kl_view_free(C);
+    kl_view_free(Cs);
+    kl_view_free(I);
+    kl_view_free(S);
+    if (!ok) continue;
+    kl_ctx *ctx = e->ctx;
+    int no = e->nopnds;
+    kl_value **nv = kl_xmalloc((size_t)no * sizeof *nv), **old = kl_xmalloc((size_t)no * sizeof *old);
+    int nold = 0;
+    for (int j = 0; j < no; j++) {
+      bool seen = false;
+      for (int k = 0; k < nold && !seen; k++) seen = old[k] == e->opnds[j].value;
+      if (!seen) old[nold++] = e->opnds[j].value;
+    }
+    for (int64_t c = 0; c < copies; c++) {
+      kl_view *P = fix_dims(xt->rank, xt->shape, dims, nd, c, &ve);
+      kl_rewriter_set_insertion_before(rw, e);
+      for (int j = 0; j < no; j++) {
+        nv[j] = NULL;
+        for (int k = 0; k < j && !nv[j]; k++)
+          if (e->opnds[k].value == e->opnds[j].value) nv[j] = nv[k];
+        if (!nv[j]) nv[j] = kl_tile_transform(rw, e->loc, e->opnds[j].value, P);
+      }
+      kl_view_free(P);
+      kl_op *cp = kl_rewriter_create(rw, e->name, e->loc, no, nv, 0, NULL, e->nattrs, e->attrs, 1);
+      kl_value_map map = { 0 };
+      kl_region_clone_into(ctx, &e->regions[0], &cp->regions[0], &map);
+      kl_value_map_free(&map);
+    }
+    kl_rewriter_erase_op(rw, e);
+    for (int k = 0; k < nold; k++) erase_dead_chain(rw, old[k]);
+    free(nv);
+    free(old);
+    return true;
+  }
+  return kl_rewriter_notify_no_match(rw, "no input reads a global rock.alloc through a broadcast it can split");
+}
+
 /* ---- the check ---- */
 
 static kl_status check_kernel(kl_op *fn, bool strict) {
@@ -276,13 +383,14 @@ kl_status kl_verify_regular(kl_op *root, bool strict) {
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   (void)user;
-  kl_pattern r1 = { "rock.alloc", 2, "rock-regularize-write", r1_pattern, NULL };
-  kl_pattern r2 = { NULL, 1, "rock-regularize-read", r2_pattern, NULL };
-  const kl_pattern *ps[] = { &r1, &r2 };
+  kl_pattern r1 = { "rock.alloc", 3, "rock-regularize-write", r1_pattern, NULL };
+  kl_pattern r2 = { NULL, 2, "rock-regularize-read", r2_pattern, NULL };
+  kl_pattern r3 = { NULL, 1, "rock-regularize-split-broadcast", r3_pattern, NULL };
+  const kl_pattern *ps[] = { &r1, &r2, &r3 };
   kl_greedy_config cfg = kl_greedy_default();
   cfg.fold = false;
   cfg.remove_dead = false;
-  if (kl_apply_patterns_greedy(module, ps, 2, &cfg) != KL_OK) return KL_ERR;
+  if (kl_apply_patterns_greedy(module, ps, 3, &cfg) != KL_OK) return KL_ERR;
   return kl_verify_regular(module, kl_pass_opt_bool(po, "strict"));
 }
 

@@ -99,6 +99,19 @@ function M.cases()
       return ((c + 1):transpose { 1, 0 }:relu():reshape { N_ * M_ } * 2):sigmoid()
     end)
     case(L, dt .. " slice after the dot", 1, AB, function(g, p) return dotab(g, p):slice(0, 3, 30):abs() end)
+    case(L, dt .. " broadcast after the dot (new leading dim): the epilogue is split per copy", 1, AB,
+      function(g, p) return dotab(g, p):broadcast({ 3, M_, N_ }):relu() end)
+    case(L, dt .. " implicit broadcast of the dot by its epilogue, and the dot an output too", 1,
+      { { "a", A, dt }, { "b", B, dt }, { "y", { 2, M_, N_ }, dt } },
+      function(g, p)
+        local c = dotab(g, p)
+        return c, (c - p.y):abs()
+      end)
+    case(L, dt .. " a size-1 dim of the dot grown by its epilogue", 1,
+      { { "a", A, dt }, { "b", { K_, 1 }, dt }, { "y", { M_, 13 }, dt } },
+      function(g, p) return (g:dot(p.a, p.b) * p.y):relu() end)
+    case(L, dt .. " a broadcast into more than 16 copies is a kernel of its own", 2, AB,
+      function(g, p) return dotab(g, p):broadcast({ 17, M_, N_ }) + 1 end)
     case(L, dt .. " a producer that is also an output (recomputed in the GEMM's loads)", 2,
       { { "a", A, dt == "f32" and "f16" or "f32" }, { "b", B, dt } },
       function(g, p)
