@@ -307,6 +307,10 @@ static bool try_epilogue(part *p, group *g, int pos) {
     int64_t fac;
     int nv = operand_views(p, w, vs, MAX_PATH - 1, &b, &fac);
     if (nv < 0) return false;
+    /* a broadcast must be the last view of the path (rock-regularize splits a read whose
+     * outermost view broadcasts; under a reshape its dims would be merged away) */
+    for (int k = 1; k < nv; k++)
+      if (kl_op_view_kind(vs[k]) == KL_VIEWOP_BROADCAST) return false;
     int bq = pos_of(p, b);
     if (bq < 0 || !g->member[bq] || p->tag_n[bq] < 0) return false; /* reaches the group outside it */
     kl_op *t[MAX_PATH];
@@ -316,6 +320,7 @@ static bool try_epilogue(part *p, group *g, int pos) {
       t[k0++] = (kl_op *)((uintptr_t)w->type | 1);
       fac *= numel_of(U->results[0].type) / (wn ? wn : 1);
     }
+    if (p->bfac[bq] > 1 && (nv > 0 || k0 > 0)) return false; /* a view or broadcast over a broadcast */
     fac *= p->bfac[bq];
     if (fac > KL_FU_MAX_BROADCAST_COPIES) return false; /* too many copies: the broadcast splits the kernel */
     int n = k0 + nv + p->tag_n[bq];
