@@ -326,7 +326,7 @@ static bool try_epilogue(part *p, group *g, int pos) {
     int n = k0 + nv + p->tag_n[bq];
     if (n > MAX_PATH) return false;
     memcpy(t + k0, vs, (size_t)nv * sizeof *t);
-    memcpy(t + k0 + nv, p->tag[bq], (size_t)p->tag_n[bq] * sizeof *t);
+    if (p->tag_n[bq]) memcpy(t + k0 + nv, p->tag[bq], (size_t)p->tag_n[bq] * sizeof *t);
     if (any && fac != pfac) return false;
     pfac = fac;
     if (any) {
@@ -346,7 +346,7 @@ static bool try_epilogue(part *p, group *g, int pos) {
   p->tag_n[pos] = npath;
   p->bfac[pos] = pfac;
   p->tag[pos] = kl_xmalloc((size_t)(npath ? npath : 1) * sizeof(kl_op *));
-  memcpy(p->tag[pos], path, (size_t)npath * sizeof *path);
+  if (npath) memcpy(p->tag[pos], path, (size_t)npath * sizeof *path);
   return true;
 }
 
