@@ -707,16 +707,12 @@ static void fuse_one_read(kl_rewriter *rw, kl_op *ew, const in_read *ir, int64_t
  * the body right after the loads would stall each iteration on the load latency.
  * Returns false (nothing changed) when the form does not apply. */
 static bool fuse_reads_deferred(kl_rewriter *rw, kl_op *ew, in_read *rs, int nr, int64_t primary, kl_value *T) {
-  int nt = 0;
-  for (int i = 0; i < nr; i++)
-    if (rs[i].read->opnds[1].value == T) {
-      nt++;
-      if ((rs[i].mask != NULL) != (rs[0].mask != NULL)) return false;
-    }
-  kl_op *first = NULL;
-  for (int i = 0; i < nr && !first; i++)
-    if (rs[i].read->opnds[1].value == T) first = rs[i].read;
-  if (!first) return false;
+  int f = -1; /* the first read of T not fused yet (earlier groups set .read to NULL) */
+  for (int i = 0; i < nr && f < 0; i++)
+    if (rs[i].read && rs[i].read->opnds[1].value == T) f = i;
+  if (f < 0) return false;
+  for (int i = f + 1; i < nr; i++)
+    if (rs[i].read && rs[i].read->opnds[1].value == T && (rs[i].mask != NULL) != (rs[f].mask != NULL)) return false;
   bool mask = false;
   int nw = 0;
   for (kl_use *u = T->first_use; u; u = u->next) {
@@ -738,7 +734,7 @@ static bool fuse_reads_deferred(kl_rewriter *rw, kl_op *ew, in_read *rs, int nr,
   for (kl_use *u = T->first_use; u; u = u->next)
     if (!strcmp(u->user->name, "rock.threadwise_write_all") && u->index == 0) writes[nw++] = u->user;
   for (int i = 0; i < nr; i++)
-    if (rs[i].read->opnds[1].value == T) {
+    if (rs[i].read && rs[i].read->opnds[1].value == T) {
       emit_input_reads(rw, ew, &rs[i], primary, tiles, &mtile);
       kl_rewriter_erase_op(rw, rs[i].read);
       rs[i].read = NULL;
@@ -746,7 +742,6 @@ static bool fuse_reads_deferred(kl_rewriter *rw, kl_op *ew, in_read *rs, int nr,
   for (int k = 0; k < nw; k++) emit_tile_body(rw, ew, tiles, mask ? mtile : NULL, T, writes[k]);
   free(writes);
   free(tiles);
-  (void)nt;
   return true;
 }
 
