@@ -405,6 +405,38 @@ def case_ew(c, args, out):
     del X, Y, Z
 
 
+def case_rows(c, args, out):
+    """rowsum: z[r] = sum_s x[r, s]; softmax: z = softmax(x, -1); GB/s of read + write."""
+    Rr, S = c["dims"]
+    dt = DT[c["dtype"]]
+    esz = torch.tensor([], dtype=dt).element_size()
+    n = Rr * S
+    rowsum = c["kind"] == "rowsum"
+    nbytes = float(n * esz + (Rr if rowsum else n) * esz)
+    nsets = nsets_for(int(nbytes))
+    X = [rand((Rr, S), dt) for _ in range(nsets)]
+    Z = [torch.empty((Rr,) if rowsum else (Rr, S), device=DEV, dtype=dt) for _ in range(nsets)]
+    base = {"case": c["id"] + args.suffix, "kind": c["kind"], "dtype": c["dtype"], "shape": shape_str(c["dims"]),
+            "unit": "GB/s", "bytes": nbytes, "flop": float(n)}
+    if rowsum:
+        ref = X[0].double().sum(-1)
+        name, fn, note = "torch.sum", (lambda i: torch.sum(X[i], dim=-1, out=Z[i])), "torch.sum(x, -1): read 1, write a row"
+    else:
+        ref = torch.softmax(X[0].double(), -1)
+        name, fn, note = "torch.softmax", (lambda i: torch.softmax(X[i], dim=-1)), "torch.softmax(x, -1): read 1, write 1"
+    row = dict(base, impl=name, note=note)
+    try:
+        got = fn(0)
+        sync()
+        ok, row["check"] = rel_check(Z[0] if rowsum else got, ref, c["dtype"])
+        if ok:
+            time_row(row, fn, nsets, args.budget_ms, nbytes / 1e9)
+    except Exception as e:
+        row["check"] = "ERROR %s: %s" % (type(e).__name__, str(e)[:300])
+    write_row(out, row)
+    del X, Z, ref
+
+
 def probe_triton_compile():
     """Child process: times Triton's first launch (compile + load + run) of the add kernel
     (the first kernel in the process) and of the tutorial matmul with one fixed config,
@@ -592,7 +624,8 @@ def case_conv_cvt(c, args, out):
     del X, Wt, R, ref
 
 
-CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile,
+CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile, "rowsum": case_rows,
+         "softmax": case_rows,
          "gemm_cvt": case_gemm_cvt, "gemm_scale": case_gemm_scale, "conv_cvt": case_conv_cvt}
 
 
