@@ -251,40 +251,11 @@ static bool view_ops_equal(kl_op *a, kl_op *b) {
   return eq;
 }
 
-/* The view a path of graph view ops (top first) makes over the anchor result (shape of
- * `below`), simplified; NULL if a view cannot be built. */
-static kl_view *path_view(kl_op *const *ops, int n, const kl_type *below) {
-  for (int i = 0; i < n; i++)
-    if (is_implicit(ops[i])) return NULL;
-  kl_view_err err = { 0 };
-  kl_view *v = kl_pu_identity(below->rank, below->shape, &err), *t;
-  for (int i = n - 1; i >= 0 && v; i--) {
-    kl_view *s = kl_pu_graph_view(ops[i]);
-    if (!s) {
-      kl_view_free(v);
-      return NULL;
-    }
-    t = kl_view_compose(s, v, &err);
-    kl_view_free(s);
-    kl_view_free(v);
-    v = t;
-  }
-  if (!v) return NULL;
-  t = kl_view_simplify(v);
-  kl_view_free(v);
-  return t;
-}
-/* Do two view paths read the anchor result at the same coordinates? Op by op, else by
- * their composed views (a transpose and its inverse read like no view). */
-static bool paths_equal(kl_op *const *a, int na, kl_op *const *b, int nb, const kl_type *below) {
+/* Do two view paths read the anchor result at the same coordinates (op by op)? */
+static bool paths_equal(kl_op *const *a, int na, kl_op *const *b, int nb) {
   bool same = na == nb;
   for (int k = 0; k < na && same; k++) same = view_ops_equal(a[k], b[k]);
-  if (same) return true;
-  kl_view *va = path_view(a, na, below), *vb = va ? path_view(b, nb, below) : NULL;
-  bool eq = va && vb && kl_view_rank(va) == kl_view_rank(vb) && kl_view_equal(va, vb);
-  kl_view_free(va);
-  kl_view_free(vb);
-  return eq;
+  return same;
 }
 
 #define MAX_PATH 64
@@ -330,7 +301,7 @@ static bool try_epilogue(part *p, group *g, int pos) {
     if (any && fac != pfac) return false;
     pfac = fac;
     if (any) {
-      if (!paths_equal(t, n, path, npath, kl_op_result(p->ops[g->anchor], 0)->type)) return false;
+      if (!paths_equal(t, n, path, npath)) return false;
     } else {
       memcpy(path, t, (size_t)n * sizeof *t);
       npath = n;
@@ -417,7 +388,6 @@ static void build_ew_group(part *p, int pos, bool view_root) {
   group *g = new_group(p, K_EW, pos);
   add_result(g, kl_op_result(op, 0), view_root);
   take(p, g, pos);
-  memset(p->dep, 0, (size_t)p->nops);
   absorb_operands(p, g, op, true);
   grow(p, g, pos);
 }
@@ -752,7 +722,6 @@ static kl_status build_groups(part *p) {
       group *g = new_group(p, K_EW, pos);
       add_result(g, kl_op_result(op, 0), true);
       g->member[pos] = 1;
-      memset(p->dep, 0, (size_t)p->nops);
       absorb_operands(p, g, op, true);
       grow(p, g, pos);
     } else if (own_kernel(op) >= 0) {

@@ -489,6 +489,8 @@ static kl_value *leaf_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
   return r;
 }
 
+static bool one_element(const kl_attr *v) { return v && v->kind == KL_AT_ARRAY && v->n == 1; }
+
 /* One pending value of emit_scalar's walk. The walk keeps its own stack (a fused chain
  * may be hundreds of thousands of ops long; recursion overflowed the C stack). */
 enum { SF_NEW, SF_VIEW, SF_OPNDS };
@@ -529,8 +531,7 @@ static kl_value *emit_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
         f->stage = SF_VIEW;
         child = (sframe){ def->opnds[0].value, f->n + 1, steps_push(g, f->n, f->steps, vw), SF_NEW, 0, { NULL } };
         push = true;
-      } else if (def && kl_graph_is_constant(def) && kl_op_attr(def, "value") &&
-                 kl_op_attr(def, "value")->kind == KL_AT_ARRAY && kl_op_attr(def, "value")->n == 1) {
+      } else if (def && kl_graph_is_constant(def) && one_element(kl_op_attr(def, "value"))) {
         /* a one-element constant that graph-partition copied into the kernel: an immediate */
         const kl_attr *e = kl_op_attr(def, "value")->elems[0];
         const kl_type *et = f->v->type->elem;

@@ -713,15 +713,12 @@ static bool fuse_reads_deferred(kl_rewriter *rw, kl_op *ew, in_read *rs, int nr,
   if (f < 0) return false;
   for (int i = f + 1; i < nr; i++)
     if (rs[i].read && rs[i].read->opnds[1].value == T && (rs[i].mask != NULL) != (rs[f].mask != NULL)) return false;
-  bool mask = false;
+  bool mask = rs[f].mask != NULL; /* the reads of T agree on it (checked above) */
   int nw = 0;
   for (kl_use *u = T->first_use; u; u = u->next) {
     kl_op *o = u->user;
     bool ours = false;
-    for (int i = 0; i < nr && !ours; i++) {
-      ours = o == rs[i].read && u->index == 1;
-      mask = mask || (ours && rs[i].mask);
-    }
+    for (int i = 0; i < nr && !ours; i++) ours = o == rs[i].read && u->index == 1;
     if (ours) continue;
     if (strcmp(o->name, "rock.threadwise_write_all") || u->index != 0) return false;
     nw++;

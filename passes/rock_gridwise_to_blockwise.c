@@ -58,6 +58,7 @@
 #include "core/dialect_rock.h"
 #include "core/dialect_builtin.h"
 #include "core/view_emit.h"
+#include "passes/fusion_util.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include <stdio.h>
@@ -216,23 +217,17 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
 }
 
 /* ---- the primary input of a prologue (input fusion, see the header comment) ---- */
-/* The one fusing writer (KL_TRAIT_FUSING, writing its last operand) of the global
- * rock.alloc under operand v, writing it directly and having at least one input; NULL
- * when there is none (or several writers). */
+/* The fusing writer of the global rock.alloc under operand v when it writes it directly
+ * and has at least one input (passes/fusion_util.h); NULL otherwise. */
 static kl_op *prologue_of(kl_value *v) {
-  int nc;
-  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
-  if (!u->def || strcmp(u->def->name, "rock.alloc") || u->type->kind != KL_TY_BUFFER ||
-      u->type->space != KL_SPACE_GLOBAL)
-    return NULL;
-  kl_op *w = NULL;
-  for (kl_use *x = u->first_use; x; x = x->next) {
-    kl_op *o = x->user;
-    if (!kl_op_has_trait(o, KL_TRAIT_FUSING) || x->index != o->nopnds - 1) continue;
-    if (w || o->nopnds < 2) return NULL;
-    w = o;
-  }
-  return w;
+  kl_op *w;
+  kl_value *a;
+  kl_fu_input *in;
+  char err[256];
+  int n = kl_fu_operand_inputs(v, &w, &a, &in, err, sizeof err);
+  if (n < 0) return NULL;
+  kl_fu_inputs_free(in, n);
+  return n >= 1 ? w : NULL;
 }
 
 /* The longest vector any dim of input v's views (down to its buffer) allows. */

@@ -35,11 +35,10 @@ function M.cases()
   for _, dt in ipairs { "f32", "f16", "bf16" } do
     local M_, N_, K_ = 37, 29, 45 -- odd sizes: every tile padded
     local A, B = { M_, K_ }, { K_, N_ }
-    local wide = dt == "f32" and "f32" or "f32" -- the narrow-to-wide producers convert into dt
-    local narrow = dt == "f32" and "f16" or dt
+    local wide = "f32"                           -- dequantization computes in f32
+    local other = dt == "f32" and "f16" or "f32" -- the type a convert producer starts from
     -- prologues
-    case(L, dt .. " dot(convert(a " .. (dt == "f32" and "f16" or "f32") .. "), b)", 1,
-      { { "a", A, dt == "f32" and "f16" or "f32" }, { "b", B, dt } },
+    case(L, dt .. " dot(convert(a " .. other .. "), b)", 1, { { "a", A, other }, { "b", B, dt } },
       function(g, p) return g:dot(p.a:convert(dt), p.b) end)
     if dt == "f16" then
       case(L, "f16 dot(convert(a i8), b)", 1, { { "a", A, "i8" }, { "b", B, "f16" } },
@@ -57,10 +56,10 @@ function M.cases()
       { { "a", A, dt }, { "b", B, dt }, { "bias", { 1, N_ }, dt } },
       function(g, p) return g:dot(p.a:relu(), p.b + p.bias) end)
     case(L, dt .. " dot(convert(a^T), b) (a transpose behind a convert)", 1,
-      { { "a", { K_, M_ }, narrow == dt and "f32" or narrow }, { "b", B, dt } },
+      { { "a", { K_, M_ }, other }, { "b", B, dt } },
       function(g, p) return g:dot(p.a:convert(dt):transpose { 1, 0 }, p.b) end)
     case(L, dt .. " dot(convert(a) * 2 + 1, b) chain (zero not kept: the padding is masked)", 1,
-      { { "a", A, dt == "f32" and "f16" or "f32" }, { "b", B, dt } },
+      { { "a", A, other }, { "b", B, dt } },
       function(g, p) return g:dot(p.a:convert(dt) * 2 + 1, p.b) end)
     -- primary input: default (the largest input) and hinted
     case(L, dt .. " primary input by default: the largest", 1,
@@ -113,7 +112,7 @@ function M.cases()
     case(L, dt .. " a broadcast into more than 16 copies is a kernel of its own", 2, AB,
       function(g, p) return dotab(g, p):broadcast({ 17, M_, N_ }) + 1 end)
     case(L, dt .. " a producer that is also an output (recomputed in the GEMM's loads)", 2,
-      { { "a", A, dt == "f32" and "f16" or "f32" }, { "b", B, dt } },
+      { { "a", A, other }, { "b", B, dt } },
       function(g, p)
         local ac = p.a:convert(dt)
         return g:dot(ac, p.b), ac
@@ -121,7 +120,7 @@ function M.cases()
       function(p, A) A.truthy(p:ir("graph-partition"):find("recomputed", 1, true)) end)
     -- conv with a fused convert of its input and the seed epilogue
     case(L, dt .. " conv(convert(x), w) + r, relu", 1,
-      { { "x", { 2, 6, 7, 9 }, dt == "f32" and "f16" or "f32" }, { "w", { 5, 6, 3, 3 }, dt }, { "r", { 2, 5, 7, 9 }, dt } },
+      { { "x", { 2, 6, 7, 9 }, other }, { "w", { 5, 6, 3, 3 }, dt }, { "r", { 2, 5, 7, 9 }, dt } },
       function(g, p) return (g:conv(p.x:convert(dt), p.w, { padding = { 1, 1, 1, 1 } }) + p.r):relu() end)
     case(L, dt .. " conv(x + 1, w): padding stays zero after the producer", 1,
       { { "x", { 1, 4, 6, 5 }, dt }, { "w", { 3, 4, 3, 3 }, dt } },
