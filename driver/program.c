@@ -60,7 +60,8 @@ struct kl_program {
 
 const char *kl_default_pipeline(void) {
   return "graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-gridwise,"
-         "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-align-tiling,rock-plan-steps,rock-lower-loops,"
+         "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-"
+         "steps,rock-lower-loops,"
          "canonicalize,cse,dce";
 }
 
@@ -208,12 +209,20 @@ static const char *primary_inputs_of(kl_op *module, const char *name) {
   return r;
 }
 
+/* The kernel func's output_swizzle decision (rock-output-swizzle), "" if none. */
+static const char *output_swizzle_of(kl_op *module, const char *name) {
+  kl_op *fn = module ? kl_module_lookup(module, name) : NULL;
+  const char *s = fn ? kl_op_attr_string(fn, "output_swizzle") : NULL;
+  return s ? s : "";
+}
+
 /* The introspection record of a plan kernel (arg names and types point into the plan). */
 static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->name = K->name;
   k->kind = K->kind;
   k->perf_config = K->perf_config;
   k->primary_inputs = "";
+  k->output_swizzle = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -241,6 +250,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     kl_bundle_kernel *K = (kl_bundle_kernel *)&v->plan.t.kernels[ki];
     kernel_info_of(k, K);
     k->primary_inputs = primary_inputs_of(v->module, k->name);
+    k->output_swizzle = output_swizzle_of(v->module, k->name);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
       k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
@@ -750,6 +760,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
       if (!strcmp(pt->kernels[i].name, K->name)) b = &pt->binaries[i];
     kernel_info_of(&v->kernels[k], K);
     v->kernels[k].primary_inputs = primary_inputs_of(v->module, K->name);
+    v->kernels[k].output_swizzle = output_swizzle_of(v->module, K->name);
     v->bins[k].arch = v->desc->arch;
     v->bins[k].data = kl_xmalloc(b->size + 1);
     memcpy(v->bins[k].data, b->data, b->size);

@@ -69,6 +69,7 @@
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
+#include "passes/rock_output_swizzle.h"
 #include "passes/rock_regularize.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -822,8 +823,8 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   cfg.fold = false;
   cfg.remove_dead = false;
   if (kl_apply_patterns_greedy(module, ps, 2, &cfg) != KL_OK) return KL_ERR;
-  kl_ll_erase_dead(module, false); /* views left behind by moved operands */
-  return KL_OK;
+  kl_ll_erase_dead(module, false);         /* views left behind by moved operands */
+  return kl_output_swizzle_verify(module); /* fused ops never write into an output swizzle's LDS */
 }
 
 void kl__register_rock_align_tiling(kl_ctx *ctx) {
