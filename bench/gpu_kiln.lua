@@ -560,6 +560,74 @@ function run.conv_cvt(c)
   end, base, base.flop / 1e12)
 end
 
+-- ------------------------------------------------------- output swizzle ----
+-- relu(conv(x, w) + r), x NHWC, w KYXC [K,C,S,S] (padding S/2), the output NHWC ([N,H,W,K]),
+-- r NHWC (A = 1) or NCHW (A = 0); timed three times: impl "kiln" (the default pipeline:
+-- rock-output-swizzle's guard decides), "kiln.swz_on" and "kiln.swz_off" (the pass forced).
+-- Check: sampled outputs against a float64 sum (padding read as 0).
+local function check_swz(X, Wt, R, O, Nb, C, H, Wd, K, S, dtype)
+  local fin, bad = all_finite(O)
+  if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
+  local rnd, pad = lcg(17), (S - 1) // 2
+  local pix, chans = { { 0, 0, 0 }, { Nb - 1, H - 1, Wd - 1 } }, { 0, K - 1 }
+  while #pix < nsamples do pix[#pix + 1] = { rnd(Nb), rnd(H), rnd(Wd) } end
+  while #chans < nsamples do chans[#chans + 1] = rnd(K) end
+  local num, den = 0.0, 0.0
+  for _, q in ipairs(pix) do
+    for _, k in ipairs(chans) do
+      local acc = 0.0
+      for ky = 0, S - 1 do
+        for kx = 0, S - 1 do
+          local y, xx = q[2] + ky - pad, q[3] + kx - pad
+          if y >= 0 and y < H and xx >= 0 and xx < Wd then
+            for c = 0, C - 1 do acc = acc + X:get { q[1], c, y, xx } * Wt:get { k, c, ky, kx } end
+          end
+        end
+      end
+      acc = acc + R:get { q[1], k, q[2], q[3] }
+      local ref = acc > 0 and acc or 0.0
+      local d = O:get { q[1], q[2], q[3], k } - ref
+      num = num + d * d; den = den + ref * ref
+    end
+  end
+  return rel_report(num, den, #pix * #chans, dtype)
+end
+
+function run.swz(c)
+  local Nb, C, H, W, K, S, A = table.unpack(c.dims)
+  local g = kiln.graph(c.name)
+  local x = g:param("x", { Nb, C, H, W }, c.dtype, { layout = "NHWC" })
+  local w = g:param("w", { K, C, S, S }, c.dtype, { layout = "KYXC" })
+  local r = g:param("r", { Nb, K, H, W }, c.dtype, A == 1 and { layout = "NHWC" } or nil)
+  g:output(((g:conv(x, w, { padding = (S - 1) // 2 }) + r):relu()):transpose { 0, 2, 3, 1 })
+  local X = kiln.rand({ Nb, C, H, W }, c.dtype, { layout = "NHWC" })
+  local Wt = kiln.rand({ K, C, S, S }, c.dtype, { layout = "KYXC" })
+  local R = kiln.rand({ Nb, K, H, W }, c.dtype, A == 1 and { layout = "NHWC" } or nil)
+  local esz = c.dtype == "f32" and 4 or 2
+  for _, impl in ipairs { { "kiln", "auto" }, { "kiln.swz_on", "on" }, { "kiln.swz_off", "off" } } do
+    local row = { case = c.id, kind = "swz", impl = impl[1], dtype = c.dtype, shape = shape_str(c.dims),
+                  flop = 2.0 * Nb * H * W * K * C * S * S, bytes = (Nb * C * H * W + K * C * S * S + 2 * Nb * K * H * W) * esz,
+                  unit = "TFLOP/s" }
+    local ok, err = pcall(function()
+      local pipe = kiln.default_pipeline():gsub("rock%-output%-swizzle,", "rock-output-swizzle{force=" .. impl[2] .. "},", 1)
+      local p = kiln.compile(g, { target = dev.arch, pipeline = pipe })
+      dump_binaries(c.name .. (impl[2] == "auto" and "" or "." .. impl[2]), p)
+      local rr = p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES })
+      rr:launch()
+      local okc, text = check_swz(X, Wt, R, rr:outputs(), Nb, C, H, W, K, S, c.dtype)
+      row.sets, row.check = rr.sets, text
+      row.note = string.format("output_swizzle=%s compile=%.0fms %s", p:kernels()[1].output_swizzle, p.compile_ms,
+                               kernel_note(p))
+      time_and_write(row, rr, okc, row.flop / 1e12)
+    end)
+    if not ok then
+      row.check = "ERROR " .. tostring(err)
+      write_row(row)
+      pair_errors = pair_errors + 1
+    end
+  end
+end
+
 -- ----------------------------------------------------------------- main ----
 if not dev_ok then
   for _, c in ipairs(cases) do

@@ -624,9 +624,36 @@ def case_conv_cvt(c, args, out):
     del X, Wt, R, ref
 
 
+def case_swz(c, args, out):
+    """The output-swizzle cases: relu(conv2d(x, w, padding=S//2) + r), x channels_last, the
+    output NHWC, r channels_last (A = 1) or contiguous NCHW (A = 0); torch eager and graphed."""
+    Nb, Cc, H, W, K, S, A = c["dims"]
+    dt = DT[c["dtype"]]
+    esz = torch.tensor([], dtype=dt).element_size()
+    flop = 2.0 * Nb * H * W * K * Cc * S * S
+    nbytes = float((Nb * Cc * H * W + K * Cc * S * S + 2 * Nb * K * H * W) * esz)
+    nsets = nsets_for(int(nbytes))
+    cl = torch.channels_last
+    X = [rand((Nb, Cc, H, W), dt, cl) for _ in range(nsets)]
+    Wt = [rand((K, Cc, S, S), dt, cl) for _ in range(nsets)]
+    R = [rand((Nb, K, H, W), dt, cl if A == 1 else None) for _ in range(nsets)]
+    ref = torch.relu(F.conv2d(X[0].double(), Wt[0].double(), padding=S // 2) + R[0].double()).permute(0, 2, 3, 1)
+    base = {"case": c["id"] + args.suffix, "kind": "swz", "dtype": c["dtype"], "shape": shape_str(c["dims"]),
+            "flop": flop, "bytes": nbytes, "unit": "TFLOP/s"}
+
+    def eager(i):
+        return torch.relu(F.conv2d(X[i], Wt[i], padding=S // 2) + R[i]).permute(0, 2, 3, 1)
+
+    fusion_peers(base, eager, "conv2d, add, relu: 3 launches (cuDNN conv), x channels_last, r %s" %
+                 ("channels_last" if A == 1 else "NCHW"), nsets,
+                 lambda got: rel_check(got, ref, c["dtype"]), args, out, flop)
+    del X, Wt, R, ref
+
+
 CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile, "rowsum": case_rows,
          "softmax": case_rows,
-         "gemm_cvt": case_gemm_cvt, "gemm_scale": case_gemm_scale, "conv_cvt": case_conv_cvt}
+         "gemm_cvt": case_gemm_cvt, "gemm_scale": case_gemm_scale, "conv_cvt": case_conv_cvt,
+         "swz": case_swz}
 
 
 def run_kiln(args, case_id, out, suffix=""):
