@@ -1,7 +1,8 @@
 -- scripts/gpu_suite.lua — the GPU acceptance run without busted (the GPU machine has no
 -- Lua installation: run it with a static build/kiln): the random fused-graph suite on
 -- the CUDA (or HIP) device against the reference evaluator (every output, and one kernel
--- for each conv/dot graph), the fusion shapes of spec/lua/fusion_cases.lua, then the integer-contraction
+-- for each conv/dot graph), the fusion shapes of spec/lua/fusion_cases.lua, the output-swizzle cases
+-- (spec/lua/output_swizzle_cases.lua: forced on / off / the guard), then the integer-contraction
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
@@ -46,6 +47,29 @@ for _, c in ipairs(F.cases()) do
     end
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
+end
+-- the output swizzle (spec/lua/output_swizzle_cases.lua): every case forced on, forced off
+-- and under the guard, and every fusion shape forced on and off, against g:eval
+local SW = require "output_swizzle_cases"
+for _, c in ipairs(SW.cases()) do
+  for _, mode in ipairs(SW.modes) do
+    local ok, err = pcall(SW.run, c, mode, dev.arch, dev)
+    if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. " force=" .. mode .. ": " .. tostring(err) end
+  end
+end
+for _, c in ipairs(F.cases()) do
+  for _, mode in ipairs { "on", "off" } do
+    local ok, err = pcall(function()
+      local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = SW.pipeline(mode) })
+      if #p:kernels() ~= c.kernels then error(#p:kernels() .. " kernels, want " .. c.kernels, 0) end
+      local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
+      for i = 1, want.n do
+        local good, rep = F.check(got[i], want[i], c.dtypes[i])
+        if not good then error("output " .. i .. ": " .. tostring(rep and rep.summary), 0) end
+      end
+    end)
+    if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. " swizzle force=" .. mode .. ": " .. tostring(err) end
+  end
 end
 -- integer contractions (spec/lua/int8_cases.lua): one kernel each, exact against g:eval
 local i8 = require "int8_cases"
