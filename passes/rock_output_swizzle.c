@@ -92,7 +92,8 @@ static kl_value *underlying(kl_value *v) { return kl_rock_underlying(v, NULL, &(
 static const char *buffer_name(kl_op *func, kl_value *v) {
   kl_value *u = underlying(v);
   const kl_attr *names = kl_op_attr(func, "arg_names");
-  if (!u->def && names && names->kind == KL_AT_ARRAY && u->index < names->n && names->elems[u->index]->kind == KL_AT_STR)
+  if (!u->def && names && names->kind == KL_AT_ARRAY && u->index < names->n &&
+      names->elems[u->index]->kind == KL_AT_STR)
     return names->elems[u->index]->s;
   if (!u->def && u->name_hint) return u->name_hint;
   return u->def ? "an intermediate" : "an argument";
@@ -101,7 +102,8 @@ static const char *buffer_name(kl_op *func, kl_value *v) {
 /* ---- the block tile ---- */
 static const char *tile_of(const kl_view *W, tile *t) {
   static char why[200];
-  if (kl_view_rank(W) != 3 || kl_view_lower_rank(W) != 3) return "the write's view is not (bid, tid, iter) -> (g, m, n)";
+  if (kl_view_rank(W) != 3 || kl_view_lower_rank(W) != 3)
+    return "the write's view is not (bid, tid, iter) -> (g, m, n)";
   *t = (tile){ .G = kl_view_lower_size(W, 0),
                .Mp = kl_view_lower_size(W, 1),
                .Np = kl_view_lower_size(W, 2),
@@ -299,7 +301,7 @@ static kl_value *reusable_lds(kl_op *func, const kl_type *et, int64_t need) {
     bool ours = false; /* another swizzle's buffer is not a K-loop tile */
     for (kl_use *u = o->results[0].first_use; u && !ours; u = u->next)
       ours = u->user->name && !strcmp(u->user->name, "rock.transform") && u->user->results[0].first_use &&
-             kl_op_attr(u->user->results[0].first_use->user, "swizzle");
+          kl_op_attr(u->user->results[0].first_use->user, "swizzle");
     if (!ours && (!best || kl_type_numel(t) < kl_type_numel(best->type))) best = &o->results[0];
   }
   return best;
@@ -404,8 +406,8 @@ static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile 
 static bool is_gemm_write(kl_op *w) {
   if (strcmp(w->name, "rock.threadwise_write_all") || w->nopnds != 4 || kl_op_attr(w, "swizzle")) return false;
   kl_value *acc = w->opnds[0].value;
-  if (acc->type->kind != KL_TY_BUFFER || acc->type->rank != 1 || kl_ll_space(acc) != KL_SPACE_PRIVATE ||
-      !acc->def || strcmp(acc->def->name, "rock.alloc"))
+  if (acc->type->kind != KL_TY_BUFFER || acc->type->rank != 1 || kl_ll_space(acc) != KL_SPACE_PRIVATE || !acc->def ||
+      strcmp(acc->def->name, "rock.alloc"))
     return false;
   if (kl_ll_space(w->opnds[1].value) != KL_SPACE_GLOBAL) return false;
   /* the accumulator is written by the K loop's GEMM (directly or through a view) */
@@ -445,8 +447,7 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
     goto record;
   }
   if (store && strcmp(store, "set")) {
-    snprintf(decision, sizeof decision, "refused: the output is written with store method '%s' (atomic writes)",
-             store);
+    snprintf(decision, sizeof decision, "refused: the output is written with store method '%s' (atomic writes)", store);
     goto record;
   }
   if (!W || (why = tile_of(W, &t))) {
@@ -525,8 +526,8 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
       snprintf(err, sizeof err,
                "the swizzle tile (%lldx%lld %s, %lld bytes) and the kernel's %lld bytes of LDS exceed the %lld "
                "bytes of target %s",
-               (long long)t.MB, (long long)t.NB, kl_type_str(tc), (long long)bytes, (long long)have,
-               (long long)budget, tg->name);
+               (long long)t.MB, (long long)t.NB, kl_type_str(tc), (long long)bytes, (long long)have, (long long)budget,
+               tg->name);
       if (on) {
         kl_emit_error(ctx, write->loc, "rock-output-swizzle{force=on}: %s", err);
         return KL_ERR;
@@ -570,8 +571,9 @@ static kl_status verify_func(kl_op *func) {
           underlying(x->opnds[0].value) == lds)
         rd = x;
     kl_op *b0 = w->prev;
-    while (b0 && (!strcmp(b0->name, "rock.elementwise") || !strcmp(b0->name, "rock.transform") ||
-                  kl_op_has_trait(b0, KL_TRAIT_CONSTANT)))
+    while (b0 &&
+           (!strcmp(b0->name, "rock.elementwise") || !strcmp(b0->name, "rock.transform") ||
+            kl_op_has_trait(b0, KL_TRAIT_CONSTANT)))
       b0 = b0->prev;
     if (!rd || !b0 || strcmp(b0->name, "rock.barrier") || !rd->prev || strcmp(rd->prev->name, "rock.barrier")) {
       kl_emit_error(func->ctx, w->loc,
