@@ -188,7 +188,7 @@ static kl_view *lds_view(const tile *t, bool nfast, const kl_type *raw, char *er
     kl_vb_identity(&b, 2, ts, tn);
   else { /* a K-loop tile: flatten, take the first MB*NB elements */
     const char *rn[KL_VIEW_MAX_DIMS];
-    char buf[KL_VIEW_MAX_DIMS][8];
+    char buf[KL_VIEW_MAX_DIMS][16];
     for (int i = 0; i < raw->rank; i++) {
       snprintf(buf[i], sizeof buf[i], "r%d", i);
       rn[i] = buf[i];
@@ -238,8 +238,12 @@ static bool only_to(kl_value *v, kl_op *op) {
 /* Collects the accesses of the element-wise ops that read buffer c (C's shape, written
  * at C's coordinates) directly; recurses into global intermediates they write directly. */
 static void collect(kl_value *c, kl_op *write, kl_op *func, access *a, int *na, int depth) {
-  bool stays = !c->def || depth > 8;
-  for (kl_use *u = c->first_use; u && !stays; u = u->next) {
+  bool stays = !c->def; /* a kernel argument stays; its element-wise readers fuse too */
+  if (depth > 8) {
+    add_access(a, na, c, true, func);
+    return;
+  }
+  for (kl_use *u = c->first_use; u; u = u->next) {
     kl_op *x = u->user;
     if (x == write) continue;
     if (!strcmp(x->name, "rock.transform")) {

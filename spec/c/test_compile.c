@@ -97,6 +97,7 @@ static void test_snapshots(kl_op *g) {
                          "rock-gemm-to-gridwise",
                          "rock-gridwise-to-blockwise",
                          "rock-blockwise-to-threadwise",
+                         "rock-output-swizzle",
                          "rock-align-tiling",
                          "rock-plan-steps",
                          "rock-lower-loops",
