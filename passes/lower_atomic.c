@@ -46,7 +46,7 @@ static LLVMValueRef amdgpu_helper(kl_llvm_lowering *L, const char *op, LLVMTypeR
   LLVMSetDataLayout(h, LLVMGetDataLayoutStr(m));
   snprintf(why, whylen, "linking the helper failed");
   if (LLVMLinkModules2(m, h)) return NULL; /* destroys h */
-  f = LLVMGetNamedFunction(m, name); /* linked external (an unused internal one would be dropped) */
+  f = LLVMGetNamedFunction(m, name);       /* linked external (an unused internal one would be dropped) */
   if (f) LLVMSetLinkage(f, LLVMInternalLinkage);
   return f;
 }

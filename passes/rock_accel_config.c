@@ -199,6 +199,7 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
           for (int wb = 0; wb < 3; wb++)
             for (int ki = 0; ki < 4; ki++) {
               kl_accel_config c;
+              c.split_k = 1;
               c.m_per_wave = reps[a] * d->m;
               c.n_per_wave = reps[b] * d->n;
               c.m_per_block = waves[wa] * c.m_per_wave;

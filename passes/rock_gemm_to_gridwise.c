@@ -18,6 +18,19 @@
  *     * ceil(N/nPerBlock)) and store (default "set");
  *  5. the kernel func gets block_size, grid_size, perf_config and target (the resolved
  *     target name).
+ * Split-K (the config's splitK field S, perf_config.h; without a config the heuristic:
+ * when the output tiles fill under half the target's compute_units, S doubles up to 64
+ * while every slice keeps >= 4 kPerBlock iterations; never on the host, whose
+ * compute_units is 0): slices of Kc = ceil(ceil(K/S)/kPerBlock)*kPerBlock, S reduced to
+ * ceil(K/Kc) (no slice of padding only) and printed in the config; a and b are viewed as
+ * [G*S, Kc, X] (K padded to S*Kc, split into (s, kc), s merged into the batch), c as
+ * [G*S, M, N] with s ignored (AddDim), so the grid is G*S*tiles and every split writes
+ * the same C element: the gridwise op gets store = "atomic_add" and split_k = S, and the
+ * kernel func split_k = S and prefill = {"<c's argument>" = 0.0} (driver/plan.c fills c
+ * before the launch). Only when c is a kernel argument that nothing else in the kernel
+ * touches (no fused epilogue reads the accumulator), of f32, on a target with native f32
+ * atomic adds (kl_target.atomic_add), with store "set"; a given S > 1 otherwise, or
+ * S > K, is an error naming the reason. The heuristic stays at 1 then.
  * mma.sync (heuristic configs only): when C is contiguous along M rather than N (longer
  * vectors along M), the gemm is computed transposed, C^T = B^T A^T: the gridwise op gets
  * (b, a, c under a rock.transform viewing it as [G,N,M]) and the config is chosen for
@@ -186,6 +199,8 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
    * instruction for the input type; the thread tile then only fixes block size and
    * accumulator count (the C layout is the instruction's) */
   kl_accel_config ac;
+  memset(&ac, 0, sizeof ac);
+  pc.split_k = 1;
   const kl_accel_desc *ad = NULL;
   int accel = o->accel ? kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err) : 0;
   if (accel < 0) {
@@ -204,6 +219,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     kl_view *cid = kl_vb_finish(&vb, err, sizeof err);
     if (cid && kl_tile_vector_len(cid, op->opnds[2].value, 1) > kl_tile_vector_len(cid, op->opnds[2].value, 2)) {
       kl_accel_config sc;
+      memset(&sc, 0, sizeof sc);
       const kl_accel_desc *sd = NULL;
       if (kl_accel_select(t, tb->elem, ta->elem, NULL, G, N, M, K, &sc, &sd, err, sizeof err) > 0) {
         swap = true;

@@ -59,8 +59,8 @@ static void test_graph_traits(void) {
 static void test_rock_levels(void) {
   group_begin();
   static const char *const loop[] = {
-    "rock.load",         "rock.store",       "rock.prefetch", "rock.mma",          "rock.alloc",
-    "rock.workgroup_id", "rock.workitem_id", "rock.barrier",  "rock.lane_shuffle", "rock.atomic_rmw", NULL
+    "rock.load",        "rock.store",   "rock.prefetch",     "rock.mma",        "rock.alloc", "rock.workgroup_id",
+    "rock.workitem_id", "rock.barrier", "rock.lane_shuffle", "rock.atomic_rmw", NULL
   };
   kl_ctx *ctx = kl_ctx_create();
   const kl_opdef *mma = kl_lookup_op(ctx, "rock.mma");
