@@ -4,7 +4,7 @@
 -- for each conv/dot graph), the fusion shapes of spec/lua/fusion_cases.lua, then the integer-contraction
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
--- reductions, plan steps and split-K GEMMs (atomic adds after a prefill).
+-- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
@@ -159,6 +159,24 @@ do
   gc:output(gc:conv(x, w, { padding = { 1, 1, 1, 1 } }))
   splitk_case("split-K: conv splitK 5", gc, { x = kiln.rand({ 2, 37, 5, 6 }, "f32", { dist = "normal" }),
               w = kiln.rand({ 3, 37, 3, 3 }, "f32", { dist = "normal" }) }, "v1:16,16,16,1,1,1,5", "prefill,launch")
+end
+-- GEMM + reduce fusion (spec/lua/gemm_reduce_spec.lua): one kernel with atomic adds after a
+-- prefill where the device adds f32 atomically, every axis set and keepdims
+do
+  local one = dev.arch ~= "gfx1030"
+  for _, sh in ipairs({ { { 7, 33 }, { 33, 5 } }, { { 64, 4096 }, { 4096, 48 } }, { { 2, 9, 40 }, { 2, 40, 3 } } }) do
+    local sets = #sh[1] == 2 and { { 0 }, { 1 }, { 0, 1 } } or { { 0 }, { 2 }, { 0, 1, 2 } }
+    for _, axes in ipairs(sets) do
+      for _, keep in ipairs({ false, true }) do
+        local g = kiln.graph("gpu_gemm_reduce")
+        local a, b = g:param("a", sh[1], "f32"), g:param("b", sh[2], "f32")
+        g:output(a:dot(b):reduce_sum(axes, keep))
+        splitk_case(("gemm+reduce: %s sum {%s} keepdims %s"):format(table.concat(sh[1], "x"), table.concat(axes, ","),
+                    tostring(keep)), g, { a = kiln.rand(sh[1], "f32", { dist = "normal" }),
+                    b = kiln.rand(sh[2], "f32", { dist = "normal" }) }, nil, one and "prefill,launch" or nil)
+      end
+    end
+  end
 end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
 print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions and plans on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
