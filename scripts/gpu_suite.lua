@@ -178,6 +178,20 @@ do
     end
   end
 end
+-- random reductions after GEMMs (fused_gen.gen_gemm_reduce): kernel count and output
+for seed = 1, 40 do
+  local case = gen.gen_gemm_reduce(seed)
+  local ok, err = pcall(function()
+    local p = kiln.compile(case.g, { target = dev.arch, cache = false })
+    if dev.arch ~= "gfx1030" and #p:kernels() ~= case.kernels then
+      error(#p:kernels() .. " kernels, want " .. case.kernels, 0)
+    end
+    local got, want = p:run(case.inputs, { device = dev }), case.g:eval(case.inputs)
+    local good, report = gen.check(got, want, case.dtype)
+    if not good then error(report.summary, 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "gemm+reduce " .. case.name .. ": " .. tostring(err) end
+end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
 print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions and plans on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

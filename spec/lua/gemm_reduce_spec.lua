@@ -4,7 +4,7 @@
 -- f32 atomically (host, gfx942, sm_90); on gfx1030 the reduction stays a second kernel. Every
 -- axis set, keepdims, batched dots and odd sizes match g:eval on the host; reduce_mean / max,
 -- f16 sums and a dot read elsewhere too keep two kernels; a bundle for gfx942 + gfx1030 keeps
--- the two plans (one kernel against two).
+-- the two plans (one kernel against two); random reductions after GEMMs (fused_gen) match too.
 local kiln = require "kiln"
 local fg = require "fused_gen"
 
@@ -91,6 +91,17 @@ describe("GEMM + reduce fusion on the host", function()
     assert.are.equal(2, #p:kernels())
     check(p, g, { a = kiln.rand({ 5, 24 }, "f32", { dist = "normal" }), b = kiln.rand({ 24, 6 }, "f32", { dist = "normal" }) })
   end)
+end)
+
+describe("random reductions after GEMMs (fused_gen.gen_gemm_reduce)", function()
+  for seed = 1, tonumber(os.getenv("KILN_GEMM_REDUCE_COUNT") or "") or 40 do
+    local case = fg.gen_gemm_reduce(seed)
+    it(case.name, function()
+      local p = kiln.compile(case.g, { cache = false })
+      assert.are.equal(case.kernels, #p:kernels())
+      check(p, case.g, case.inputs)
+    end)
+  end
 end)
 
 describe("GEMM + reduce fusion per target (static)", function()
