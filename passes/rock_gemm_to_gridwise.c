@@ -29,7 +29,8 @@
  * kernel func split_k = S and prefill = {"<c's argument>" = 0.0} (driver/plan.c fills c
  * before the launch). Only when c is a kernel argument that nothing else in the kernel
  * touches (no fused epilogue reads the accumulator), of f32, on a target with native f32
- * atomic adds (kl_target.atomic_add), with store "set"; a given S > 1 otherwise, or
+ * atomic adds (kl_target.atomic_add), with store "set" or already "atomic_add" (a GEMM +
+ * reduce of graph-to-rock: the split adds into the same sums); a given S > 1 otherwise, or
  * S > K, is an error naming the reason. The heuristic stays at 1 then.
  * mma.sync (heuristic configs only): when C is contiguous along M rather than N (longer
  * vectors along M), the gemm is computed transposed, C^T = B^T A^T: the gridwise op gets
@@ -84,7 +85,7 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
  * atomically into c after the plan prefills it with 0, so c must be a kernel output
  * argument that only this gemm touches (through views; no fused epilogue reads the
  * accumulator), of an element type the target adds atomically (f32 here), with store
- * "set" (plain writes otherwise). *arg = the argument index. */
+ * "set" or "atomic_add" (GEMM + reduce). *arg = the argument index. */
 static const char *split_blocker(kl_op *gemm, kl_op *fn, const kl_target *t, int *arg) {
   kl_op *chain[16];
   int nc = 0;
@@ -94,7 +95,8 @@ static const char *split_blocker(kl_op *gemm, kl_op *fn, const kl_target *t, int
   if (u->type->elem->kind != KL_TY_F32) return "the output is not f32 (only f32 partial products are added atomically)";
   if (!(t->atomic_add & KL_ATOMIC_ADD_F32)) return "the target has no native f32 atomic add";
   const char *store = kl_op_attr_string(gemm, "store");
-  if (store && strcmp(store, "set")) return "the GEMM's store is not \"set\"";
+  if (store && strcmp(store, "set") && strcmp(store, "atomic_add")) /* atomic_add: GEMM + reduce, splits too */
+    return "the GEMM's store is neither \"set\" nor \"atomic_add\"";
   /* every use of the argument leads to this gemm through transforms */
   kl_value *stack[64];
   int ns = 0;

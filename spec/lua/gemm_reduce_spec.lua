@@ -64,6 +64,20 @@ describe("GEMM + reduce fusion on the host", function()
     check(p, g, inputs)
   end)
 
+  it("split-K of a GEMM + reduce (the splits add into the same sums)", function()
+    local g, inputs = graph({ 3, 20480 }, { 20480, 5 }, "f32", function(d) return d:reduce_sum({ 1 }) end)
+    for _, S in ipairs({ 2, 7, 64 }) do
+      local p = kiln.compile(g, { cache = false, perf_config = ("v1:4,8,16,4,8,1,%d"):format(S) })
+      assert.are.equal(1, #p:kernels())
+      assert.are.equal(("v1:4,8,16,4,8,1,%d"):format(S), p:kernels()[1].perf_config)
+      assert.are.equal("prefill,launch", kinds(p:plan()))
+      check(p, g, inputs)
+    end
+    local h = graph({ 16, 65536 }, { 65536, 16 }, "f32", function(d) return d:reduce_sum({ 0 }) end)
+    local q = kiln.compile(h, { cache = false, targets = { "gfx942" } })
+    assert.is_truthy(q:kernels("gfx942")[1].perf_config:match("^v2:%d+,%d+,%d+,%d+,%d+,%d+,%d+$"), "the heuristic splits")
+  end)
+
   it("element-wise work after the sum runs in its own kernel", function()
     local g, inputs = graph({ 6, 20 }, { 20, 7 }, "f32", function(d) return (d:reduce_sum({ 0 }) * 2):relu() end)
     local p = kiln.compile(g, { cache = false })
