@@ -107,6 +107,15 @@ static kl_status verify_loadstore(kl_op *op) {
   return KL_OK;
 }
 
+/* rock.atomic_rmw(%x, %buf, %i...) {kind = "add" | "max"}: rock.store's operands; the
+ * element becomes elem + x (or max(elem, x)) atomically (passes/lower_atomic.h). */
+static kl_status verify_atomic_rmw(kl_op *op) {
+  const char *k = kl_op_attr_string(op, "kind");
+  if (!k || (strcmp(k, "add") && strcmp(k, "max")))
+    return kl_emit_error(op->ctx, op->loc, "'rock.atomic_rmw' needs kind = \"add\" or \"max\"");
+  return verify_loadstore(op);
+}
+
 /* rock.lane_shuffle(%x) {xor = N}: x of lane (this lane XOR N) of the wave; N a power of
  * two in [1, 32]; x and the result one scalar of f32, f64, i32 or i64. */
 static kl_status verify_lane_shuffle(kl_op *op) {
@@ -172,6 +181,7 @@ static const kl_opdef rock_ops[] = {
   ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore, KERN_LOOP),
   ROCK("prefetch", 1, -1, 0, 0, 0, 0, verify_buffers_first, KERN_LOOP),
   ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore, KERN_LOOP),
+  ROCK("atomic_rmw", 2, -1, 0, 0, 0, 0, verify_atomic_rmw, KERN_LOOP),
   { .name = "rock.mma", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
     .max_results = 1, .required_attrs = need_instr, .verify = verify_mma,
     .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },

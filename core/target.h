@@ -40,8 +40,25 @@ typedef struct kl_target {
   kl_accel accel;
   int ninstrs;
   const kl_accel_instr *instrs;
-  bool emit_only; /* a chip codegen emits for that kiln does not compile for */
+  bool emit_only;      /* a chip codegen emits for that kiln does not compile for */
+  unsigned atomic_add; /* KL_ATOMIC_ADD_* bits: float atomic adds to global memory that
+                          the hardware does natively (host: f32 through LLVM's CAS loop) */
 } kl_target;
+
+/* Native float atomic adds to global memory, as LLVM 19 emits them (checked with llc on
+ * `atomicrmw fadd ptr addrspace(1)` at agent scope, with the amdgpu-unsafe-fp-atomics
+ * attribute and !amdgpu.no.fine.grained.memory): gfx908 global_atomic_add_f32 /
+ * global_atomic_pk_add_f16 without a returned value only, gfx90a and gfx942 both (f32
+ * flushes denormals on gfx90a), gfx1100 global_atomic_add_f32 only, gfx1030 none (a
+ * cmpswap loop); NVPTX red/atom.global.add.f32, .noftz.f16x2 (sm_60+), .noftz.bf16x2
+ * (sm_90). A target without the bit still gets correct code (LLVM's CAS loop), only
+ * slower; passes choose atomic forms by these bits. */
+enum {
+  KL_ATOMIC_ADD_F32 = 1u << 0,
+  KL_ATOMIC_ADD_F16X2 = 1u << 1,
+  KL_ATOMIC_ADD_BF16X2 = 1u << 2,
+  KL_ATOMIC_ADD_NORET = 1u << 3, /* only the form that returns nothing (gfx908) */
+};
 
 /* Compile targets only (what kl_compile accepts, kiln.targets() lists). */
 const kl_target *kl_target_lookup(const char *name);

@@ -56,6 +56,10 @@
  *    slice) and adds them (exact, except that -0.0 becomes +0.0).
  *  - A one-element graph.constant inside a group (graph-partition copies scalar constants
  *    into the kernels that read them) is an immediate (arith.constant) in the body.
+ *  - A gemm group returning reduce_sum(dot) (graph-partition's GEMM + reduce fusion): the
+ *    dot writes the reduce's output through a view of the dot's shape that ignores the
+ *    reduced dims, rock.gemm {store = "atomic_add"}, and the kernel gets prefill = {"<out
+ *    argument>" = 0.0} (lower_gemm_reduce).
  *  - Empty tensors: a kernel whose output is empty does nothing; a dot / conv / reduce
  *    with an empty input fills its output with the op's identity (rock.fill).
  * Errors (anything the views cannot express) are diagnostics at the op's location. */
@@ -775,6 +779,57 @@ static kl_op *find_op(kl_block *b, unsigned trait) {
   return NULL;
 }
 
+/* GEMM + reduce fusion (graph-partition's gemm_reduce_of): the group returns
+ * reduce_sum(dot) only. The dot writes the reduce's output through a view that takes the
+ * dot result's shape (reduced dims ignored: AddDim, or Broadcast of a kept size-1 dim),
+ * with store = "atomic_add": every element of the dot adds into its sum; the kernel asks
+ * the plan to prefill the output with 0 (attribute prefill). */
+static kl_status lower_gemm_reduce(g2r *g, kl_op *dot, kl_op *red, kl_value *out) {
+  kl_ctx *ctx = g->ctx;
+  const kl_type *it = dot->results[0].type, *ot = red->results[0].type;
+  int64_t a64[KL_VIEW_MAX_DIMS];
+  int na = kl_op_attr_i64s(red, "axes", a64, KL_VIEW_MAX_DIMS);
+  bool keep = kl_op_attr(red, "keepdims") &&
+      (kl_op_attr(red, "keepdims")->kind == KL_AT_UNIT || kl_op_attr(red, "keepdims")->i);
+  bool reduced[KL_VIEW_MAX_DIMS] = { 0 };
+  for (int i = 0; i < na; i++) {
+    int64_t ax = a64[i] < 0 ? a64[i] + it->rank : a64[i];
+    if (ax >= 0 && ax < it->rank) reduced[ax] = true;
+  }
+  static const char *const nm[] = { "d0", "d1", "d2",  "d3",  "d4",  "d5",  "d6",  "d7",
+                                    "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15" };
+  if (it->rank > 16) return kl_emit_error(ctx, red->loc, "graph-to-rock: rank %d too large", it->rank);
+  const char *on[KL_VIEW_MAX_DIMS];
+  int ro = 0;
+  for (int d = 0; d < it->rank; d++)
+    if (keep || !reduced[d]) on[ro++] = nm[d];
+  if (ro != ot->rank) return kl_emit_error(ctx, red->loc, "graph-to-rock: the reduce's result rank does not match");
+  kl_view_err err = { 0 };
+  kl_view *v = kl_view_identity(ot->rank, ot->shape, on, &err), *t;
+  for (int d = 0; d < it->rank && v; d++) {
+    if (!reduced[d]) continue;
+    if (keep) {
+      int64_t sz = it->shape[d];
+      t = kl_view_broadcast(v, 1, &nm[d], &sz, &err);
+    } else
+      t = kl_view_add_dim(v, nm[d], it->shape[d], d, &err);
+    kl_view_free(v);
+    v = t;
+  }
+  if (!v) return kl_emit_error(ctx, red->loc, "graph-to-rock: cannot build the reduce's write view: %s", err.msg);
+  kl_value *c = kl_pu_transform(ctx, red->loc, out, v, g->nb, NULL);
+  kl_view_free(v);
+  kl_status st = emit_dot(g, dot, c);
+  kl_op *gemm = g->nb->last;
+  if (st != KL_OK || !gemm || strcmp(gemm->name, "rock.gemm")) return st;
+  kl_op_set_attr(gemm, "store", kl_attr_str(ctx, "atomic_add"));
+  char key[16];
+  snprintf(key, sizeof key, "%d", out->index);
+  kl_named_attr e = { kl_intern(ctx, key), kl_attr_float(ctx, 0.0) };
+  kl_op_set_attr(g->fn, "prefill", kl_attr_dict(ctx, 1, &e));
+  return KL_OK;
+}
+
 /* A "gemm" kernel_group (the plain form, see the file comment): the anchor once, writing
  * the output buffer that returns its result (unless another result reads it through
  * views) or else a fresh global rock.alloc of its result's shape; then one
@@ -788,6 +843,9 @@ static kl_status lower_gemm(g2r *g, kl_block *ob, kl_op *ret, kl_value *const *o
   kl_loc loc = anchor->loc;
   bool is_conv = kl_op_kernel_kind(anchor) == KL_KERNEL_CONV;
   int nout = ret->nopnds, direct = -1, live = 0;
+  kl_op *red = nout == 1 ? ret->opnds[0].value->def : NULL;
+  if (!is_conv && red && kl_op_kernel_kind(red) == KL_KERNEL_REDUCE && red->opnds[0].value == ares)
+    return lower_gemm_reduce(g, anchor, red, outs[0]);
   for (int i = 0; i < nout; i++) {
     if (!kl_pu_nonempty(ret->opnds[i].value->type)) continue; /* nothing to write */
     live++;

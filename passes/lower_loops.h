@@ -43,7 +43,8 @@ int64_t kl_ll_vector_len(const kl_view *full, kl_value *under, int dim);
 typedef struct kl_ll {
   kl_emitter e; /* e.rw: the rewriter, e.loc: location of the emitted ops */
   kl_ctx *ctx;
-  int64_t unroll; /* max trip count of a loop emitted unrolled (0: never unroll) */
+  int64_t unroll;  /* max trip count of a loop emitted unrolled (0: never unroll) */
+  const char *rmw; /* NULL: kl_ll_store emits rock.store; "add": rock.atomic_rmw {kind = "add"} */
 } kl_ll;
 void kl_ll_init(kl_ll *L, kl_rewriter *rw, kl_loc loc, int64_t unroll);
 

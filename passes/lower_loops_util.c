@@ -108,6 +108,7 @@ void kl_ll_init(kl_ll *L, kl_rewriter *rw, kl_loc loc, int64_t unroll) {
   L->e.loc = loc;
   L->ctx = kl_rewriter_ctx(rw);
   L->unroll = unroll;
+  L->rmw = NULL;
 }
 kl_value *kl_ll_idx(kl_ll *L, int64_t v) { return kl_emit_index(&L->e, v); }
 
@@ -220,7 +221,11 @@ void kl_ll_store(kl_ll *L, kl_value *val, kl_value *buf, kl_value *const *coords
   o[0] = val;
   o[1] = buf;
   for (int i = 0; i < bt->rank; i++) o[2 + i] = coords[i];
-  kl_rewriter_create(L->e.rw, "rock.store", L->e.loc, 2 + bt->rank, o, 0, NULL, 0, NULL, 0);
+  if (L->rmw) {
+    kl_named_attr k = { "kind", kl_attr_str(L->ctx, L->rmw) };
+    kl_rewriter_create(L->e.rw, "rock.atomic_rmw", L->e.loc, 2 + bt->rank, o, 0, NULL, 1, &k, 0);
+  } else
+    kl_rewriter_create(L->e.rw, "rock.store", L->e.loc, 2 + bt->rank, o, 0, NULL, 0, NULL, 0);
   if (ifop) kl_ll_if_end(L, ifop);
 }
 

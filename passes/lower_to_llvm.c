@@ -7,6 +7,7 @@
 #include "passes/llvm_math.h"
 #include "passes/lower_accel.h"
 #include "passes/lower_lane.h"
+#include "passes/lower_atomic.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -731,6 +732,7 @@ static const struct {
   { "arith.constant", h_constant },
   { "rock.load", h_load },
   { "rock.store", h_store },
+  { "rock.atomic_rmw", kl__lower_atomic_rmw },
   { "rock.prefetch", h_prefetch },
   { "rock.alloc", h_alloc },
   { "rock.workgroup_id", h_workgroup_id },
@@ -821,6 +823,9 @@ void kl_llvm_set_value(kl_llvm_lowering *L, kl_value *v, LLVMValueRef r) { vset(
 LLVMTypeRef kl_llvm_type(kl_llvm_lowering *L, const kl_type *t) { return ll_type(L, t); }
 bool kl_llvm_lower_block(kl_llvm_lowering *L, kl_block *b) { return lower_block_ops(L, b); }
 bool kl_llvm_fail(kl_llvm_lowering *L, kl_op *op, const char *msg) { return fail(L, op, "%s", msg); }
+LLVMValueRef kl_llvm_address(kl_llvm_lowering *L, kl_op *op, int bi, LLVMTypeRef *elem_ty) {
+  return address(L, op, bi, elem_ty);
+}
 
 static void add_fn_attr(lw *L, LLVMValueRef fn, const char *k, const char *v) {
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,

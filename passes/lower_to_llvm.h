@@ -45,6 +45,9 @@ void kl_llvm_set_value(kl_llvm_lowering *L, kl_value *v, LLVMValueRef r);
 LLVMTypeRef kl_llvm_type(kl_llvm_lowering *L, const kl_type *t);
 bool kl_llvm_lower_block(kl_llvm_lowering *L, kl_block *b);
 bool kl_llvm_fail(kl_llvm_lowering *L, kl_op *op, const char *msg);
+/* The address of the element that a load/store-like op addresses: operand bi is the
+ * buffer, the next rank operands its indices; *elem_ty = the buffer's LLVM element type. */
+LLVMValueRef kl_llvm_address(kl_llvm_lowering *L, kl_op *op, int bi, LLVMTypeRef *elem_ty);
 
 kl_status kl_lower_to_llvm(kl_op *module, const kl_target *target, LLVMContextRef llctx, LLVMModuleRef *out);
 /* Lowers one kernel func only (into a module of its own). */

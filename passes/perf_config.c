@@ -27,15 +27,15 @@ static int64_t cfield(const kl_perf_config *pc, int i) { return *field((kl_perf_
 
 /* The six comma-separated positive integer fields after a perf config's "vN:" prefix
  * (shared by the v1 and the v2 accel formats); errors quote s and name the field. */
-bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *names, const char *fmt, int64_t out[6],
+bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *names, const char *fmt, int64_t out[7],
                           char *err, size_t errlen) {
   const char *p = fields;
   int nfields = 0;
   for (;;) {
     const char *start = p;
     while (*p && *p != ',') p++;
-    if (nfields < 6) {
-      const char *name = names[nfields];
+    if (nfields < 7) {
+      const char *name = nfields < 6 ? names[nfields] : "splitK";
       const char *q = start;
       bool neg = false;
       if (q < p && (*q == '-' || *q == '+')) {
@@ -65,8 +65,10 @@ bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *
   if (nfields < 6)
     return kl_perf_errf(err, errlen, "perf config \"%s\": too few fields (%d; expected 6: %s), missing %s", s, nfields,
                         fmt, names[nfields]);
-  if (nfields > 6)
-    return kl_perf_errf(err, errlen, "perf config \"%s\": too many fields (%d; expected 6: %s)", s, nfields, fmt);
+  if (nfields > 7)
+    return kl_perf_errf(err, errlen, "perf config \"%s\": too many fields (%d; expected 6 or 7: %s[,splitK])", s,
+                        nfields, fmt);
+  if (nfields == 6) out[6] = 1;
   return true;
 }
 
@@ -78,17 +80,20 @@ bool kl_perf_config_parse(const char *s, kl_perf_config *out, char *err, size_t 
   if (colon - s != 2 || strncmp(s, "v1", 2))
     return kl_perf_errf(err, errlen, "perf config \"%s\": bad version \"%.*s\" (only v1 is supported: " FMT ")", s,
                         (int)(colon - s > 16 ? 16 : colon - s), s);
-  int64_t v[6];
+  int64_t v[7];
   if (!kl_perf_fields_parse(s, colon + 1, kl_perf_config_fields, FMT, v, err, errlen)) return false;
   kl_perf_config pc;
   for (int i = 0; i < 6; i++) *field(&pc, i) = v[i];
+  pc.split_k = v[6];
   *out = pc;
   return true;
 }
 
 char *kl_perf_config_print(const kl_perf_config *pc, char *buf, size_t n) {
-  snprintf(buf, n, "v1:%lld,%lld,%lld,%lld,%lld,%lld", (long long)pc->m_per_block, (long long)pc->n_per_block,
-           (long long)pc->k_per_block, (long long)pc->m_per_thread, (long long)pc->n_per_thread, (long long)pc->kpack);
+  int len = snprintf(buf, n, "v1:%lld,%lld,%lld,%lld,%lld,%lld", (long long)pc->m_per_block, (long long)pc->n_per_block,
+                     (long long)pc->k_per_block, (long long)pc->m_per_thread, (long long)pc->n_per_thread,
+                     (long long)pc->kpack);
+  if (pc->split_k > 1 && len > 0 && (size_t)len < n) snprintf(buf + len, n - len, ",%lld", (long long)pc->split_k);
   return buf;
 }
 
@@ -196,7 +201,7 @@ static bool host_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, 
   for (int a = 0; a < 9; a++)
     for (int b = 0; b < 9; b++)
       for (int c = 0; c < 9; c++) {
-        kl_perf_config pc = { mn[a], mn[b], ks[c], mn[a], mn[b], 1 };
+        kl_perf_config pc = { mn[a], mn[b], ks[c], mn[a], mn[b], 1, 1 };
         if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) continue;
         double cst = host_cost(&pc, g, m, n, k, elem_bytes);
         if (!found || cst < best) {
@@ -231,7 +236,7 @@ bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t 
       for (int c = 0; c < nks; c++)
         for (int d = 0; d < nt; d++)
           for (int e = 0; e < nt; e++) {
-            kl_perf_config pc = { mn[a], mn[b], ks[c], host ? mn[a] : gpu_t[d], host ? mn[b] : gpu_t[e], 1 };
+            kl_perf_config pc = { mn[a], mn[b], ks[c], host ? mn[a] : gpu_t[d], host ? mn[b] : gpu_t[e], 1, 1 };
             if (pc.m_per_thread > pc.m_per_block || pc.n_per_thread > pc.n_per_block) continue;
             int64_t bs = kl_perf_config_block_size(&pc);
             if (!host && (bs < min_bs || bs > 256 || bs % wave)) continue;
@@ -244,7 +249,7 @@ bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t 
             }
           }
   if (!found) { /* a target with tiny limits: the 1x1x1 single-thread config */
-    kl_perf_config pc = { 1, 1, 1, 1, 1, 1 };
+    kl_perf_config pc = { 1, 1, 1, 1, 1, 1, 1 };
     if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) return false;
     *out = pc;
   }

@@ -16,6 +16,14 @@
  *                         threadwise GEMM step
  *   e.g. "v1:64,64,16,64,64,1" (host: one thread per workgroup computes the whole
  *   64x64 tile) or "v1:128,128,16,8,8,1" (GPU: 256 threads, 8x8 per thread).
+ *   splitK                optional 7th field (v1 and v2 alike; a 6-field string is
+ *                         splitK 1): K is split into splitK slices of
+ *                         ceil(ceil(K/splitK)/kPerBlock)*kPerBlock (K padded with 0s), each
+ *                         computed by its own workgroups (the grid gains a split
+ *                         dimension) whose partial products are added atomically into the
+ *                         output after a plan prefill of 0 (rock-gemm-to-gridwise has the
+ *                         conditions). Printed only when > 1: "v1:64,64,16,8,8,1,4".
+ *                         splitK > K is an error naming the field (rock-gemm-to-gridwise).
  * Validation (per target and element size): every field >= 1; mPerBlock % mPerThread,
  * nPerBlock % nPerThread and kPerBlock % kpack == 0; block size <= the target's
  * max_workgroup_size; the block size divides kPerBlock*mPerBlock and kPerBlock*nPerBlock
@@ -44,6 +52,7 @@
 
 typedef struct kl_perf_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;
+  int64_t split_k; /* the optional 7th field; 0 (left out of an initializer) or 1: no split */
 } kl_perf_config;
 
 /* Field names in string order ("mPerBlock", ..., "kpack"). */
@@ -68,9 +77,10 @@ int64_t kl_perf_config_lds_bytes(const kl_perf_config *pc, int elem_bytes);
 bool kl_perf_errf(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The six comma-separated positive integer fields after a perf config's "vN:" prefix
- * (`fields` points just after it), for the v1 and v2 formats alike: errors quote s, name
- * the field (names[i]) and show fmt, the expected format. */
-bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *names, const char *fmt, int64_t out[6],
+ * (`fields` points just after it), plus the optional 7th, splitK (out[6], 1 when left
+ * out), for the v1 and v2 formats alike: errors quote s, name the field (names[i],
+ * "splitK") and show fmt, the expected format. */
+bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *names, const char *fmt, int64_t out[7],
                           char *err, size_t errlen);
 
 /* Picks a valid config for a G x M x N x K GEMM on target t (deterministic).

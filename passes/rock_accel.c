@@ -273,6 +273,7 @@ kl_view *kl_accel_c_view(const kl_op *op, int64_t G, int64_t Mp, int64_t Np, cha
     return NULL;
   }
   kl_accel_config c;
+  c.split_k = 1;
   if (!kl_op_attr_i64(op, "m_per_block", &c.m_per_block) || !kl_op_attr_i64(op, "n_per_block", &c.n_per_block) ||
       !kl_op_attr_i64(op, "k_per_block", &c.k_per_block) || !kl_op_attr_i64(op, "m_per_wave", &c.m_per_wave) ||
       !kl_op_attr_i64(op, "n_per_wave", &c.n_per_wave) || !kl_op_attr_i64(op, "kpack", &c.kpack) || c.m_per_wave < 1 ||

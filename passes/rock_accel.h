@@ -13,6 +13,8 @@
  *   kpack                 K elements contiguous in LDS (layout [kPerBlock/kpack, D, kpack])
  *   block size = (mPerBlock/mPerWave) * (nPerBlock/nPerWave) * wave size; e.g.
  *   "v2:64,64,32,32,32,4" on gfx942 with f16: 4 waves (256 threads), 32x32x8 MFMAs.
+ *   An optional 7th field splitK (">= 1", default 1) splits K as in v1 (perf_config.h):
+ *   "v2:64,64,32,32,32,4,8".
  * Validation: fields >= 1; mPerWave % M, nPerWave % N, mPerBlock % mPerWave,
  * nPerBlock % nPerWave, kPerBlock % K (the instruction's) and kPerBlock % kpack == 0;
  * block size <= the target's max workgroup size and dividing kPerBlock*mPerBlock and
@@ -103,6 +105,7 @@ void kl_accel_frag_eval(const kl_accel_frag *f, int64_t lane, int64_t e, int64_t
 /* ---- perf config ---- */
 typedef struct kl_accel_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_wave, n_per_wave, kpack;
+  int64_t split_k; /* optional 7th field (0 or 1: no split); see perf_config.h */
 } kl_accel_config;
 extern const char *const kl_accel_config_fields[6]; /* "mPerBlock", ..., "kpack" */
 

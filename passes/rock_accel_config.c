@@ -21,18 +21,21 @@ bool kl_accel_config_parse(const char *s, kl_accel_config *out, char *err, size_
   if (!s) return kl_perf_errf(err, errlen, "accel perf config: missing string (expected " FMT ")");
   if (strncmp(s, "v2:", 3))
     return kl_perf_errf(err, errlen, "accel perf config \"%s\": expected the version prefix \"v2:\" (" FMT ")", s);
-  int64_t v[6];
+  int64_t v[7];
   if (!kl_perf_fields_parse(s, s + 3, kl_accel_config_fields, FMT, v, err, errlen)) return false;
   kl_accel_config c;
   memset(&c, 0, sizeof c);
   for (int i = 0; i < 6; i++) *field(&c, i) = v[i];
+  c.split_k = v[6];
   *out = c;
   return true;
 }
 
 char *kl_accel_config_print(const kl_accel_config *c, char *buf, size_t n) {
-  snprintf(buf, n, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block, (long long)c->n_per_block,
-           (long long)c->k_per_block, (long long)c->m_per_wave, (long long)c->n_per_wave, (long long)c->kpack);
+  int len = snprintf(buf, n, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block, (long long)c->n_per_block,
+                     (long long)c->k_per_block, (long long)c->m_per_wave, (long long)c->n_per_wave,
+                     (long long)c->kpack);
+  if (c->split_k > 1 && len > 0 && (size_t)len < n) snprintf(buf + len, n - len, ",%lld", (long long)c->split_k);
   return buf;
 }
 
@@ -196,6 +199,7 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
           for (int wb = 0; wb < 3; wb++)
             for (int ki = 0; ki < 4; ki++) {
               kl_accel_config c;
+              c.split_k = 1;
               c.m_per_wave = reps[a] * d->m;
               c.n_per_wave = reps[b] * d->n;
               c.m_per_block = waves[wa] * c.m_per_wave;

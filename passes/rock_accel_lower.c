@@ -45,6 +45,7 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     return false;
   }
   kl_accel_config c;
+  c.split_k = 1;
   if (!attr_i64(op, "m_per_block", &c.m_per_block) || !attr_i64(op, "n_per_block", &c.n_per_block) ||
       !attr_i64(op, "k_per_block", &c.k_per_block) || !attr_i64(op, "m_per_wave", &c.m_per_wave) ||
       !attr_i64(op, "n_per_wave", &c.n_per_wave) || !attr_i64(op, "kpack", &c.kpack)) {

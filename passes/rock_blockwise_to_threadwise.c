@@ -110,7 +110,7 @@ static bool lower_blockwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                      "m_per_thread, n_per_thread, kpack");
     return false;
   }
-  kl_perf_config pc = { MB, NB, KB, MT, NT, kpack };
+  kl_perf_config pc = { MB, NB, KB, MT, NT, kpack, 1 };
   if (!kl_perf_config_validate(&pc, NULL, 1, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: %s", err);
     return false;

@@ -18,6 +18,20 @@
  *     * ceil(N/nPerBlock)) and store (default "set");
  *  5. the kernel func gets block_size, grid_size, perf_config and target (the resolved
  *     target name).
+ * Split-K (the config's splitK field S, perf_config.h; without a config the heuristic:
+ * when the output tiles fill under half the target's compute_units, S doubles up to 64
+ * while every slice keeps >= 4 kPerBlock iterations; never on the host, whose
+ * compute_units is 0): slices of Kc = ceil(ceil(K/S)/kPerBlock)*kPerBlock, S reduced to
+ * ceil(K/Kc) (no slice of padding only) and printed in the config; a and b are viewed as
+ * [G*S, Kc, X] (K padded to S*Kc, split into (s, kc), s merged into the batch), c as
+ * [G*S, M, N] with s ignored (AddDim), so the grid is G*S*tiles and every split writes
+ * the same C element: the gridwise op gets store = "atomic_add" and split_k = S, and the
+ * kernel func split_k = S and prefill = {"<c's argument>" = 0.0} (driver/plan.c fills c
+ * before the launch). Only when c is a kernel argument that nothing else in the kernel
+ * touches (no fused epilogue reads the accumulator), of f32, on a target with native f32
+ * atomic adds (kl_target.atomic_add), with store "set" or already "atomic_add" (a GEMM +
+ * reduce of graph-to-rock: the split adds into the same sums); a given S > 1 otherwise, or
+ * S > K, is an error naming the reason. The heuristic stays at 1 then.
  * mma.sync (heuristic configs only): when C is contiguous along M rather than N (longer
  * vectors along M), the gemm is computed transposed, C^T = B^T A^T: the gridwise op gets
  * (b, a, c under a rock.transform viewing it as [G,N,M]) and the config is chosen for
@@ -66,6 +80,86 @@ static kl_value *pad_operand(kl_rewriter *rw, kl_op *op, kl_value *v, const char
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+/* ---- split-K ---- */
+/* Why a split-K GEMM cannot write c (NULL: it can): the partial products are added
+ * atomically into c after the plan prefills it with 0, so c must be a kernel output
+ * argument that only this gemm touches (through views; no fused epilogue reads the
+ * accumulator), of an element type the target adds atomically (f32 here), with store
+ * "set" or "atomic_add" (GEMM + reduce). *arg = the argument index. */
+static const char *split_blocker(kl_op *gemm, kl_op *fn, const kl_target *t, int *arg) {
+  kl_op *chain[16];
+  int nc = 0;
+  kl_value *c = gemm->opnds[2].value, *u = kl_rock_underlying(c, chain, &nc, 16);
+  kl_block *entry = fn->nregions ? fn->regions[0].first : NULL;
+  if (!u || u->def || u->block != entry) return "the GEMM writes an intermediate (a fused epilogue reads it)";
+  if (u->type->elem->kind != KL_TY_F32) return "the output is not f32 (only f32 partial products are added atomically)";
+  if (!(t->atomic_add & KL_ATOMIC_ADD_F32)) return "the target has no native f32 atomic add";
+  const char *store = kl_op_attr_string(gemm, "store");
+  if (store && strcmp(store, "set") && strcmp(store, "atomic_add")) /* atomic_add: GEMM + reduce, splits too */
+    return "the GEMM's store is neither \"set\" nor \"atomic_add\"";
+  /* every use of the argument leads to this gemm through transforms */
+  kl_value *stack[64];
+  int ns = 0;
+  stack[ns++] = u;
+  while (ns) {
+    kl_value *v = stack[--ns];
+    for (kl_use *us = v->first_use; us; us = us->next) {
+      kl_op *x = us->user;
+      if (x == gemm) continue;
+      if (strcmp(x->name, "rock.transform") || x->nresults != 1 || ns >= 64)
+        return "the output is read or written by another op of the kernel";
+      stack[ns++] = &x->results[0];
+    }
+  }
+  *arg = u->index;
+  return NULL;
+}
+
+/* The heuristic's split: when the output tiles leave most compute units idle and K is
+ * long, split K so that the tiles fill about the compute units, keeping at least 4 K
+ * iterations per split (slices of >= 4*kPerBlock); powers of two up to 64. The host
+ * (compute_units 0) never splits by itself. */
+static int64_t split_heuristic(const kl_target *t, int64_t tiles, int64_t K, int64_t KB) {
+  if (t->compute_units <= 0 || tiles <= 0) return 1;
+  int64_t s = 1;
+  while (s < 64 && tiles * s * 2 <= t->compute_units && K / (s * 2) >= 4 * KB) s *= 2;
+  return s;
+}
+
+/* v [G, K, X] (names g, k, x) viewed as [G*S, Kc, X]: K padded to S*Kc, split (s, kc)
+ * with s merged into the batch; c [G, M, N] as [G*S, M, N] with s ignored (every split
+ * writes the same element: the adds are atomic). */
+static kl_value *split_view(kl_rewriter *rw, kl_op *op, kl_value *v, bool is_c, int64_t S, int64_t Kc, bool *ok) {
+  const kl_type *t = v->type;
+  kl_vb b;
+  static const char *const in[] = { "g", "k", "x" }, *const cn[] = { "g", "m", "n" };
+  kl_vb_identity(&b, 3, t->shape, is_c ? cn : in);
+  if (is_c) {
+    static const char *const ord[] = { "g", "s", "m", "n" }, *const gs[] = { "g", "s" };
+    kl_vb_add_dim(&b, "s", S);
+    kl_vb_order(&b, 4, ord);
+    kl_vb_merge(&b, "gs", 2, gs);
+  } else {
+    static const char *const kn[] = { "k" }, *const parts[] = { "s", "kc" }, *const ord[] = { "g", "s", "kc", "x" },
+                             *const gs[] = { "g", "s" };
+    int64_t lr[2] = { 0, S * Kc - t->shape[1] }, sizes[2] = { S, Kc };
+    if (lr[1] > 0) kl_vb_pad(&b, 1, kn, lr);
+    kl_vb_unmerge(&b, "k", 2, parts, sizes);
+    kl_vb_order(&b, 4, ord);
+    kl_vb_merge(&b, "gs", 2, gs);
+  }
+  char err[300];
+  kl_view *view = kl_vb_finish(&b, err, sizeof err);
+  if (!view) {
+    kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: split-K: %s", err);
+    *ok = false;
+    return v;
+  }
+  kl_value *r = kl_tile_transform(rw, op->loc, v, view);
+  kl_view_free(view);
+  return r;
+}
+
 static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
   kl_ctx *ctx = op->ctx;
@@ -107,6 +201,8 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
    * instruction for the input type; the thread tile then only fixes block size and
    * accumulator count (the C layout is the instruction's) */
   kl_accel_config ac;
+  memset(&ac, 0, sizeof ac);
+  pc.split_k = 1;
   const kl_accel_desc *ad = NULL;
   int accel = o->accel ? kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err) : 0;
   if (accel < 0) {
@@ -125,6 +221,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     kl_view *cid = kl_vb_finish(&vb, err, sizeof err);
     if (cid && kl_tile_vector_len(cid, op->opnds[2].value, 1) > kl_tile_vector_len(cid, op->opnds[2].value, 2)) {
       kl_accel_config sc;
+      memset(&sc, 0, sizeof sc);
       const kl_accel_desc *sd = NULL;
       if (kl_accel_select(t, tb->elem, ta->elem, NULL, G, N, M, K, &sc, &sd, err, sizeof err) > 0) {
         swap = true;
@@ -140,7 +237,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     N = tmp;
   }
   if (accel) {
-    pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack };
+    pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, ac.split_k };
     kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
   } else if (given) {
     if (!kl_perf_config_parse(given, &pc, err, sizeof err) || !kl_perf_config_validate(&pc, t, eb, err, sizeof err)) {
@@ -156,12 +253,38 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     kl_accel_config_print(&ac, pcs, sizeof pcs);
   else
     kl_perf_config_print(&pc, pcs, sizeof pcs);
-  int64_t Mp = round_up(M, pc.m_per_block), Np = round_up(N, pc.n_per_block), Kp = round_up(K, pc.k_per_block);
-  int64_t bs = kl_perf_config_block_size(&pc), grid = kl_perf_config_grid_size(&pc, G, M, N);
+  /* split-K: the given config's splitK, else the heuristic's where the output allows it */
+  int64_t S = given ? (accel ? ac.split_k : pc.split_k) : 1, KB = pc.k_per_block;
+  if (S < 1) S = 1;
+  int out_arg = -1;
+  const char *blocker = split_blocker(op, fn, t, &out_arg);
+  if (S > K) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm: perf config %s: splitK (%lld) is larger than K (%lld)", pcs, (long long)S,
+                     (long long)K);
+    return false;
+  }
+  if (S > 1 && blocker) {
+    kl_rewriter_fail(rw, op->loc, "rock.gemm: perf config %s: splitK %lld is not possible here: %s", pcs, (long long)S,
+                     blocker);
+    return false;
+  }
+  if (!given && !blocker) S = split_heuristic(t, kl_perf_config_grid_size(&pc, G, M, N), K, KB);
+  int64_t Kc = round_up((K + S - 1) / S, KB);
+  if (S > 1) S = (K + Kc - 1) / Kc; /* no split of only padding */
+  if (S > 1 || given) {             /* the printed config carries the split that runs (1: none) */
+    pc.split_k = ac.split_k = S;
+    if (accel)
+      kl_accel_config_print(&ac, pcs, sizeof pcs);
+    else
+      kl_perf_config_print(&pc, pcs, sizeof pcs);
+  }
+  int64_t GS = G * S, KS = S > 1 ? Kc : K;
+  int64_t Mp = round_up(M, pc.m_per_block), Np = round_up(N, pc.n_per_block), Kp = round_up(KS, pc.k_per_block);
+  int64_t bs = kl_perf_config_block_size(&pc), grid = kl_perf_config_grid_size(&pc, GS, M, N);
 
   kl_rewriter_set_insertion_before(rw, op);
   static const char *const an[] = { "g", "k", "m" }, *const bn[] = { "g", "k", "n" }, *const cn[] = { "g", "m", "n" };
-  int64_t pa[3] = { G, Kp, Mp }, pb[3] = { G, Kp, Np }, pcc[3] = { G, Mp, Np };
+  int64_t pa[3] = { GS, Kp, Mp }, pb[3] = { GS, Kp, Np }, pcc[3] = { GS, Mp, Np };
   bool ok = true;
   kl_value *opnds[3];
   kl_value *va = op->opnds[0].value, *vb = op->opnds[1].value, *vc = op->opnds[2].value;
@@ -181,6 +304,12 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     vc = kl_tile_transform(rw, op->loc, vc, tv);
     kl_view_free(tv);
   }
+  if (S > 1) {
+    va = split_view(rw, op, va, false, S, Kc, &ok);
+    if (ok) vb = split_view(rw, op, vb, false, S, Kc, &ok);
+    if (ok) vc = split_view(rw, op, vc, true, S, Kc, &ok);
+    if (!ok) return false;
+  }
   opnds[0] = pad_operand(rw, op, va, an, pa, &ok);
   if (ok) opnds[1] = pad_operand(rw, op, vb, bn, pb, &ok);
   if (ok) opnds[2] = pad_operand(rw, op, vc, cn, pcc, &ok);
@@ -199,7 +328,8 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   attrs[na++] = (kl_named_attr){ "kpack", kl_attr_int(ctx, pc.kpack) };
   attrs[na++] = (kl_named_attr){ "block_size", kl_attr_int(ctx, bs) };
   attrs[na++] = (kl_named_attr){ "grid_size", kl_attr_int(ctx, grid) };
-  attrs[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, store ? store : "set") };
+  attrs[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, S > 1 ? "atomic_add" : store ? store : "set") };
+  if (S > 1) attrs[na++] = (kl_named_attr){ "split_k", kl_attr_int(ctx, S) };
   if (accel) na += kl_accel_gridwise_attrs(ctx, &ac, ad, attrs + na); /* m_per_wave, n_per_wave, accel_instr, accel */
   /* kl_op_create sorts; later duplicates of a name replace the gemm's own entries */
   kl_named_attr *dedup = kl_xmalloc(na * sizeof *dedup);
@@ -219,6 +349,13 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_op_set_attr(fn, "grid_size", kl_attr_int(ctx, grid));
   kl_op_set_attr(fn, "perf_config", kl_attr_str(ctx, pcs));
   kl_op_set_attr(fn, "target", kl_attr_str(ctx, t->name));
+  if (S > 1) { /* the plan fills the output with 0 before the launch (driver/plan.c) */
+    char key[16];
+    snprintf(key, sizeof key, "%d", out_arg);
+    kl_named_attr e = { kl_intern(ctx, key), kl_attr_float(ctx, 0.0) };
+    kl_op_set_attr(fn, "prefill", kl_attr_dict(ctx, 1, &e));
+    kl_op_set_attr(fn, "split_k", kl_attr_int(ctx, S));
+  }
   kl_rewriter_modify_end(rw, fn);
   return true;
 }

@@ -435,7 +435,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       !get_attr(rw, op, "k_per_block", &t.KB) || !get_attr(rw, op, "m_per_thread", &t.MT) ||
       !get_attr(rw, op, "n_per_thread", &t.NT) || !get_attr(rw, op, "kpack", &t.kpack))
     return false;
-  kl_perf_config pc = { t.MB, t.NB, t.KB, t.MT, t.NT, t.kpack };
+  kl_perf_config pc = { t.MB, t.NB, t.KB, t.MT, t.NT, t.kpack, 1 };
   if (!kl_perf_config_validate(&pc, NULL, 1, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock.gridwise_gemm: %s", err);
     return false;

@@ -162,8 +162,8 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   bool read = !strcmp(op->name, "rock.threadwise_read_into");
   if (!read) {
     const char *store = kl_op_attr_string(op, "store");
-    if (store && strcmp(store, "set"))
-      return kl_ll_fail(rw, op, "store method '%s' is not supported (only \"set\")", store);
+    if (store && strcmp(store, "set") && strcmp(store, "atomic_add"))
+      return kl_ll_fail(rw, op, "store method '%s' is not supported (\"set\" or \"atomic_add\")", store);
   }
   const kl_view *w = kl_ll_op_view(op);
   if (!w) return kl_ll_fail(rw, op, "needs a #view<...> attribute 'view'");
@@ -198,6 +198,8 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   for (int i = 0; i < nextra; i++) s.extra[i] = op->opnds[2 + i].value;
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, o->unroll);
+  const char *store = read ? NULL : kl_op_attr_string(op, "store");
+  if (store && !strcmp(store, "atomic_add")) L.rmw = "add"; /* the global side's stores only */
   kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), vl, 0, NULL, copy_body, &s);
   kl_view_free(gv);
   kl_view_free(pv);

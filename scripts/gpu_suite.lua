@@ -4,7 +4,8 @@
 -- for each conv/dot graph), the fusion shapes of spec/lua/fusion_cases.lua, the output-swizzle cases
 -- (spec/lua/output_swizzle_cases.lua: forced on / off / the guard), then the integer-contraction
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
--- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec).
+-- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
+-- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
@@ -142,6 +143,78 @@ do
   plan_case("plan: three kernels, two workspaces", g3, { x = kiln.rand({ 1, 16, 10, 10 }, "f32", { dist = "normal" }),
             w = kiln.rand({ 8, 16, 3, 3 }, "f32", { dist = "normal" }) },
             "alloc_workspace,launch,alloc_workspace,launch,free,launch,free")
+end
+-- split-K (spec/lua/splitk_spec.lua's cases on the device): the heuristic's split of a
+-- 16x16x65536 f32 GEMM (prefill + launch with atomic adds), forced splits of odd dots over
+-- K = 1 .. 65536 and of a conv, each against g:eval
+local function splitk_case(name, g, inputs, pc, want_kinds)
+  local ok, err = pcall(function()
+    local p = kiln.compile(g, { target = dev.arch, cache = false, perf_config = pc })
+    if want_kinds and plan_kinds(p:plan()) ~= want_kinds then
+      error("steps " .. plan_kinds(p:plan()) .. ", want " .. want_kinds, 0)
+    end
+    local got, want = table.pack(p:run(inputs, { device = dev })), table.pack(g:eval(inputs))
+    for i = 1, want.n do
+      local good, report = gen.check(got[i], want[i], want[i].dtype)
+      if not good then error(("output %d: %s"):format(i, report.summary), 0) end
+    end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
+end
+local function dot_case(M, N, K)
+  local g = kiln.graph("gpu_splitk")
+  local a, b = g:param("a", { M, K }, "f32"), g:param("b", { K, N }, "f32")
+  g:output(a:dot(b))
+  return g, { a = kiln.rand({ M, K }, "f32", { dist = "normal" }), b = kiln.rand({ K, N }, "f32", { dist = "normal" }) }
+end
+do
+  local g, inputs = dot_case(16, 16, 65536)
+  splitk_case("split-K: heuristic 16x16x65536 f32", g, inputs, nil, "prefill,launch")
+  for _, K in ipairs({ 1, 5, 100, 1000, 4097, 65536 }) do
+    for _, S in ipairs({ 1, 2, 3, 4, 8, 16, 1000 }) do
+      if S <= K then
+        local gk, ik = dot_case(7, 13, K)
+        splitk_case(("split-K: 7x13x%d splitK %d"):format(K, S), gk, ik, ("v1:16,16,16,1,1,1,%d"):format(S))
+      end
+    end
+  end
+  local gc = kiln.graph("gpu_splitk_conv")
+  local x, w = gc:param("x", { 2, 37, 5, 6 }, "f32"), gc:param("w", { 3, 37, 3, 3 }, "f32")
+  gc:output(gc:conv(x, w, { padding = { 1, 1, 1, 1 } }))
+  splitk_case("split-K: conv splitK 5", gc, { x = kiln.rand({ 2, 37, 5, 6 }, "f32", { dist = "normal" }),
+              w = kiln.rand({ 3, 37, 3, 3 }, "f32", { dist = "normal" }) }, "v1:16,16,16,1,1,1,5", "prefill,launch")
+end
+-- GEMM + reduce fusion (spec/lua/gemm_reduce_spec.lua): one kernel with atomic adds after a
+-- prefill where the device adds f32 atomically, every axis set and keepdims
+do
+  local one = dev.arch ~= "gfx1030"
+  for _, sh in ipairs({ { { 7, 33 }, { 33, 5 } }, { { 64, 4096 }, { 4096, 48 } }, { { 2, 9, 40 }, { 2, 40, 3 } } }) do
+    local sets = #sh[1] == 2 and { { 0 }, { 1 }, { 0, 1 } } or { { 0 }, { 2 }, { 0, 1, 2 } }
+    for _, axes in ipairs(sets) do
+      for _, keep in ipairs({ false, true }) do
+        local g = kiln.graph("gpu_gemm_reduce")
+        local a, b = g:param("a", sh[1], "f32"), g:param("b", sh[2], "f32")
+        g:output(a:dot(b):reduce_sum(axes, keep))
+        splitk_case(("gemm+reduce: %s sum {%s} keepdims %s"):format(table.concat(sh[1], "x"), table.concat(axes, ","),
+                    tostring(keep)), g, { a = kiln.rand(sh[1], "f32", { dist = "normal" }),
+                    b = kiln.rand(sh[2], "f32", { dist = "normal" }) }, nil, one and "prefill,launch" or nil)
+      end
+    end
+  end
+end
+-- random reductions after GEMMs (fused_gen.gen_gemm_reduce): kernel count and output
+for seed = 1, 40 do
+  local case = gen.gen_gemm_reduce(seed)
+  local ok, err = pcall(function()
+    local p = kiln.compile(case.g, { target = dev.arch, cache = false })
+    if dev.arch ~= "gfx1030" and #p:kernels() ~= case.kernels then
+      error(#p:kernels() .. " kernels, want " .. case.kernels, 0)
+    end
+    local got, want = p:run(case.inputs, { device = dev }), case.g:eval(case.inputs)
+    local good, report = gen.check(got, want, case.dtype)
+    if not good then error(report.summary, 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "gemm+reduce " .. case.name .. ": " .. tostring(err) end
 end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
 print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions and plans on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))

@@ -197,12 +197,16 @@ static void test_configs(void) {
             c.kpack == 4,
         "fields");
   CHECK(!strcmp(kl_accel_config_print(&c, buf, sizeof buf), "v2:64,64,32,32,32,4"), "print %s", buf);
+  CHECK(c.split_k == 1, "no splitK field: 1");
+  CHECK(kl_accel_config_parse("v2:64,64,32,32,32,4,16", &c, err, sizeof err) && c.split_k == 16, "%s", err);
+  CHECK(!strcmp(kl_accel_config_print(&c, buf, sizeof buf), "v2:64,64,32,32,32,4,16"), "print %s", buf);
   static const struct {
     const char *s, *want;
   } bad[] = {
     { "v1:64,64,32,32,32,4", "v2:" },
     { "v2:64,64,32,32,32", "missing kpack" },
-    { "v2:64,64,32,32,32,4,1", "too many" },
+    { "v2:64,64,32,32,32,4,1,1", "too many" },
+    { "v2:64,64,32,32,32,4,0", "splitK must be positive" },
     { "v2:64,x,32,32,32,4", "nPerBlock" },
     { "v2:64,64,0,32,32,4", "kPerBlock must be positive" },
     { "v2:64,64,,32,32,4", "kPerBlock is empty" },

@@ -43,6 +43,13 @@ static void test_parse(void) {
         pc.n_per_thread == 4 && pc.kpack == 2);
   CHECK(!strcmp(kl_perf_config_print(&pc, buf, sizeof buf), "v1:64,32,16,8,4,2"));
   CHECK(kl_perf_config_block_size(&pc) == 64);
+  CHECK(pc.split_k == 1); /* six fields: no split */
+  /* the optional 7th field, splitK: printed only when > 1 */
+  CHECK(kl_perf_config_parse("v1:64,32,16,8,4,2,8", &pc, err, sizeof err) && pc.split_k == 8 && pc.kpack == 2);
+  CHECK(!strcmp(kl_perf_config_print(&pc, buf, sizeof buf), "v1:64,32,16,8,4,2,8"));
+  CHECK(kl_perf_config_parse("v1:64,32,16,8,4,2,1", &pc, err, sizeof err) && pc.split_k == 1);
+  CHECK(!strcmp(kl_perf_config_print(&pc, buf, sizeof buf), "v1:64,32,16,8,4,2"));
+  CHECK(kl_perf_config_parse("v1:64,32,16,8,4,2", &pc, err, sizeof err));
   struct {
     const char *s, *want;
   } bad[] = {
@@ -50,7 +57,10 @@ static void test_parse(void) {
     { "64,64,16,64,64,1", "missing version prefix" },
     { "v1:64,64,16,64,64", "too few fields (5" },
     { "v1:64,64,16,64,64", "missing kpack" },
-    { "v1:64,64,16,64,64,1,1", "too many fields (7" },
+    { "v1:64,64,16,64,64,1,1,1", "too many fields (8; expected 6 or 7" },
+    { "v1:64,64,16,64,64,1,0", "field splitK must be positive, got 0" },
+    { "v1:64,64,16,64,64,1,-3", "field splitK must be positive, got -3" },
+    { "v1:64,64,16,64,64,1,", "field splitK is empty" },
     { "v1:64,x,16,64,64,1", "field nPerBlock \"x\" is not an integer" },
     { "v1:64,64,0,64,64,1", "field kPerBlock must be positive, got 0" },
     { "v1:64,64,16,-4,64,1", "field mPerThread must be positive, got -4" },
@@ -107,11 +117,11 @@ static void test_validate(void) {
             cases[i].want);
   }
   /* sm_90 has more LDS: 256x256x64 f16 fits (64 KiB), 1024 threads ok */
-  kl_perf_config pc = { 256, 256, 64, 8, 8, 1 };
+  kl_perf_config pc = { 256, 256, 64, 8, 8, 1, 1 };
   CHECK(kl_perf_config_validate(&pc, sm, 2, err, sizeof err));
   pc.m_per_block = 0;
   CHECK(!kl_perf_config_validate(&pc, sm, 2, err, sizeof err) && strstr(err, "mPerBlock must be positive"));
-  CHECK(kl_perf_config_grid_size(&(kl_perf_config){ 64, 32, 1, 1, 1, 1 }, 3, 129, 33) == 3 * 3 * 2);
+  CHECK(kl_perf_config_grid_size(&(kl_perf_config){ 64, 32, 1, 1, 1, 1, 1 }, 3, 129, 33) == 3 * 3 * 2);
   printf("validate: ok\n");
 }
 

@@ -164,6 +164,48 @@ end
 
 -- Compares got with the reference: |got - ref| <= tol * (|ref| + scale), where scale is
 -- the largest |ref| (accumulated sums lose absolute, not relative, precision near zero).
+-- A random reduction after a GEMM (GEMM + reduce fusion): dot (odd sizes, transposes, a
+-- batch, prologues) then reduce_sum / reduce_mean / reduce_max over random axes (keepdims or
+-- not), sometimes an element-wise op after it (a kernel of its own). `kernels`: the dot and
+-- the reduction are 1 where graph-partition fuses them (an f32 sum, on a target with f32
+-- atomic adds), else 2.
+function M.gen_gemm_reduce(seed)
+  local state = (seed * 2246822519 + 7) % 4294967296
+  local function r(n)
+    state = (state * 1103515245 + 12345) % 2147483648
+    return state % n + 1
+  end
+  local dtype = (r(4) == 1) and "f16" or "f32"
+  local g = kiln.graph("randgr" .. seed)
+  local inputs = {}
+  local function param(name, shape, opts, dt)
+    inputs[name] = kiln.rand(shape, dt or dtype, { seed = seed * 100 + #name, dist = "normal" })
+    return g:param(name, shape, dt or dtype, opts)
+  end
+  local m, n, k = pick(r, { 1, 3, 7, 17, 33 }), pick(r, { 1, 4, 9, 17 }), pick(r, { 1, 5, 16, 64, 300 })
+  local ta, tb = r(2) == 1, r(2) == 1
+  local batch = r(3) == 1 and pick(r, { 2, 3 }) or nil
+  local ash, bsh = ta and { k, m } or { m, k }, tb and { n, k } or { k, n }
+  if batch then table.insert(ash, 1, batch); table.insert(bsh, 1, batch) end
+  local a = r(3) == 1 and (prologue(g, r, param, ash, dtype, "a")) or param("a", ash)
+  local b = param("b", bsh)
+  local y = g:dot(a, b, { transpose_a = ta, transpose_b = tb })
+  local rank = batch and 3 or 2
+  local axes = {}
+  for d = 0, rank - 1 do if r(2) == 1 then axes[#axes + 1] = d end end
+  if #axes == 0 then axes[1] = rank - 1 end
+  local red = pick(r, { "reduce_sum", "reduce_sum", "reduce_sum", "reduce_mean", "reduce_max" })
+  local keep = r(2) == 1
+  y = y[red](y, axes, keep)
+  local after = r(4) == 1
+  if after then y = (y * 0.5):relu() end
+  g:output(y)
+  local fused = dtype == "f32" and red == "reduce_sum"
+  return { name = string.format("#%d %s dot m%d n%d k%d ta=%s tb=%s batch=%s %s {%s} keepdims=%s%s", seed, dtype, m, n, k,
+             ta, tb, batch or "-", red, table.concat(axes, ","), keep, after and " relu after" or ""),
+           g = g, inputs = inputs, dtype = y.dtype, fused = fused, kernels = (fused and 1 or 2) + (after and 1 or 0) }
+end
+
 function M.check(got, want, dtype)
   local tol = (dtype == "f32") and 1e-5 or 1e-2
   local scale = 0

@@ -1,0 +1,143 @@
+-- gemm_reduce_spec.lua — GEMM + reduce fusion (graph-partition's gemm_reduce_of, graph-to-rock's
+-- lower_gemm_reduce): reduce_sum(dot(a, b), axes) of f32 is one GEMM kernel whose output write
+-- adds each element into its sum atomically after a plan prefill of 0, where the target adds
+-- f32 atomically (host, gfx942, sm_90); on gfx1030 the reduction stays a second kernel. Every
+-- axis set, keepdims, batched dots and odd sizes match g:eval on the host; reduce_mean / max,
+-- f16 sums and a dot read elsewhere too keep two kernels; a bundle for gfx942 + gfx1030 keeps
+-- the two plans (one kernel against two); random reductions after GEMMs (fused_gen) match too.
+local kiln = require "kiln"
+local fg = require "fused_gen"
+
+local function kinds(plan)
+  local t = {}
+  for _, s in ipairs(plan.steps) do t[#t + 1] = s.kind end
+  return table.concat(t, ",")
+end
+local function launches(plan)
+  local n = 0
+  for _, s in ipairs(plan.steps) do if s.kind == "launch" then n = n + 1 end end
+  return n
+end
+local function check(p, g, inputs)
+  local got, want = table.pack(p:run(inputs)), table.pack(g:eval(inputs))
+  assert.are.equal(want.n, got.n)
+  for i = 1, want.n do
+    local ok, report = fg.check(got[i], want[i], want[i].dtype)
+    assert(ok, ("output %d: %s"):format(i, report.summary))
+  end
+end
+local function graph(ash, bsh, dt, f)
+  local g = kiln.graph("gr")
+  local a, b = g:param("a", ash, dt or "f32"), g:param("b", bsh, dt or "f32")
+  g:output(f(a:dot(b)))
+  local inputs = { a = kiln.rand(ash, dt or "f32", { dist = "normal" }), b = kiln.rand(bsh, dt or "f32", { dist = "normal" }) }
+  return g, inputs
+end
+
+describe("GEMM + reduce fusion on the host", function()
+  local shapes = { { { 7, 33 }, { 33, 5 } }, { { 1, 300 }, { 300, 17 } }, { { 2, 9, 40 }, { 2, 40, 3 } } }
+  for _, sh in ipairs(shapes) do
+    local rank = #sh[1]
+    local axis_sets = rank == 2 and { { 0 }, { 1 }, { 0, 1 }, { -1 } } or { { 0 }, { 1 }, { 2 }, { 0, 2 }, { 0, 1, 2 } }
+    for _, axes in ipairs(axis_sets) do
+      for _, keep in ipairs({ false, true }) do
+        it(("sum over {%s} of a %s dot, keepdims %s"):format(table.concat(axes, ","), table.concat(sh[1], "x"), tostring(keep)), function()
+          local g, inputs = graph(sh[1], sh[2], "f32", function(d) return d:reduce_sum(axes, keep) end)
+          local p = kiln.compile(g, { cache = false })
+          assert.are.equal(1, #p:kernels())
+          assert.are.equal("gemm", p:kernels()[1].kind)
+          local plan = p:plan()
+          assert.are.equal("prefill,launch", kinds(plan))
+          assert.are.equal(0, plan.steps[1].value)
+          assert.are.equal(plan.outputs[1], plan.steps[1].slot)
+          assert.are.same({ plan.steps[1].token }, plan.steps[2].waits)
+          check(p, g, inputs)
+        end)
+      end
+    end
+  end
+
+  it("a long K and a given perf config", function()
+    local g, inputs = graph({ 3, 4096 }, { 4096, 9 }, "f32", function(d) return d:reduce_sum({ 1 }) end)
+    local p = kiln.compile(g, { cache = false, perf_config = "v1:4,8,16,4,8,1" })
+    assert.are.equal(1, #p:kernels())
+    check(p, g, inputs)
+  end)
+
+  it("split-K of a GEMM + reduce (the splits add into the same sums)", function()
+    local g, inputs = graph({ 3, 20480 }, { 20480, 5 }, "f32", function(d) return d:reduce_sum({ 1 }) end)
+    for _, S in ipairs({ 2, 7, 64 }) do
+      local p = kiln.compile(g, { cache = false, perf_config = ("v1:4,8,16,4,8,1,%d"):format(S) })
+      assert.are.equal(1, #p:kernels())
+      assert.are.equal(("v1:4,8,16,4,8,1,%d"):format(S), p:kernels()[1].perf_config)
+      assert.are.equal("prefill,launch", kinds(p:plan()))
+      check(p, g, inputs)
+    end
+    local h = graph({ 16, 65536 }, { 65536, 16 }, "f32", function(d) return d:reduce_sum({ 0 }) end)
+    local q = kiln.compile(h, { cache = false, targets = { "gfx942" } })
+    assert.is_truthy(q:kernels("gfx942")[1].perf_config:match("^v2:%d+,%d+,%d+,%d+,%d+,%d+,%d+$"), "the heuristic splits")
+  end)
+
+  it("element-wise work after the sum runs in its own kernel", function()
+    local g, inputs = graph({ 6, 20 }, { 20, 7 }, "f32", function(d) return (d:reduce_sum({ 0 }) * 2):relu() end)
+    local p = kiln.compile(g, { cache = false })
+    assert.are.equal(2, #p:kernels())
+    check(p, g, inputs)
+  end)
+
+  it("mean, max, an f16 sum, a dot read elsewhere too: the reduction stays a separate kernel", function()
+    local cases = {
+      { "f32", function(d) return d:reduce_mean({ 1 }) end },
+      { "f32", function(d) return d:reduce_max({ 0 }) end },
+      { "f16", function(d) return d:reduce_sum({ 1 }) end },
+    }
+    for _, c in ipairs(cases) do
+      local g, inputs = graph({ 5, 24 }, { 24, 6 }, c[1], c[2])
+      local p = kiln.compile(g, { cache = false })
+      assert.are.equal(2, #p:kernels())
+      check(p, g, inputs)
+    end
+    local g = kiln.graph("gr2")
+    local a, b = g:param("a", { 5, 24 }, "f32"), g:param("b", { 24, 6 }, "f32")
+    local d = a:dot(b)
+    g:output(d:reduce_sum({ 1 }), d)
+    local p = kiln.compile(g, { cache = false })
+    assert.are.equal(2, #p:kernels())
+    check(p, g, { a = kiln.rand({ 5, 24 }, "f32", { dist = "normal" }), b = kiln.rand({ 24, 6 }, "f32", { dist = "normal" }) })
+  end)
+end)
+
+describe("random reductions after GEMMs (fused_gen.gen_gemm_reduce)", function()
+  for seed = 1, tonumber(os.getenv("KILN_GEMM_REDUCE_COUNT") or "") or 40 do
+    local case = fg.gen_gemm_reduce(seed)
+    it(case.name, function()
+      local p = kiln.compile(case.g, { cache = false })
+      assert.are.equal(case.kernels, #p:kernels())
+      check(p, case.g, case.inputs)
+    end)
+  end
+end)
+
+describe("GEMM + reduce fusion per target (static)", function()
+  it("gfx942 and sm_90: one kernel with atomic adds; gfx1030: two kernels; a bundle keeps both plans", function()
+    local g, inputs = graph({ 64, 512 }, { 512, 48 }, "f32", function(d) return d:reduce_sum({ 1 }) end)
+    local p = kiln.compile(g, { targets = { "gfx942", "gfx1030", "sm_90", "host" }, cache = false })
+    assert.are.equal(1, #p:kernels("gfx942"))
+    assert.are.equal(1, #p:kernels("sm_90"))
+    assert.are.equal(2, #p:kernels("gfx1030"))
+    assert.are.equal("prefill,launch", kinds(p:plan("gfx942")))
+    assert.are.equal(2, launches(p:plan("gfx1030")))
+    assert.is_truthy(p:disasm(p:kernels("gfx942")[1].name, "gfx942"):find("global_atomic_add_f32", 1, true))
+    local ptx = p:disasm(p:kernels("sm_90")[1].name, "sm_90")
+    assert.is_truthy(ptx:find("red[%.%w]*%.add%.f32") or ptx:find("atom[%.%w]*%.add%.f32"))
+    local path = os.tmpname()
+    p:save(path)
+    local q = kiln.load(path)
+    os.remove(path)
+    assert.are.same(p:plan("gfx942"), q:plan("gfx942"))
+    assert.are.same(p:plan("gfx1030"), q:plan("gfx1030"))
+    assert.are.equal(1, launches(q:plan("gfx942")))
+    assert.are.equal(2, launches(q:plan("gfx1030")))
+    check(q, g, inputs)   -- the host's plan (one kernel)
+  end)
+end)
