@@ -322,11 +322,10 @@ static void int_range(const kl_type *t, double *lo, double *hi) {
   }
 }
 
-/* a `fp` b (ordered: NaN gives 0) or a `ip` b on integers, as 1 / 0 of type rt */
-static kl_value *compare(cluster *c, kl_loc loc, const char *fp, const char *ip, kl_value *a, kl_value *b,
-                         const kl_type *rt) {
+/* a `pred` b (floats ordered: NaN gives 0; integers signed), as 1 / 0 of type rt */
+static kl_value *compare(cluster *c, kl_loc loc, const char *pred, kl_value *a, kl_value *b, const kl_type *rt) {
   kl_value *o[] = { a, b };
-  kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, kl_type_is_float(a->type) ? fp : ip) };
+  kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, pred) };
   kl_value *t = sop(c, kl_type_is_float(a->type) ? "arith.cmpf" : "arith.cmpi", loc, 2, o,
                     kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
   return sel(c, loc, t, scst(c, rt, 1, loc), scst(c, rt, 0, loc));
@@ -369,8 +368,8 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
       case KL_BIN_MAX: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, x[0], x[1]);
       case KL_BIN_MIN: return bin(c, f ? "arith.minf" : "arith.minsi", loc, x[0], x[1]);
       case KL_BIN_POW: return bin(c, f ? "math.powf" : "math.ipowi", loc, x[0], x[1]);
-      case KL_BIN_GREATER: return compare(c, loc, "gt", "sgt", x[0], x[1], rt);
-      case KL_BIN_GREATER_EQUAL: return compare(c, loc, "ge", "sge", x[0], x[1], rt);
+      case KL_BIN_GREATER: return compare(c, loc, "gt", x[0], x[1], rt);
+      case KL_BIN_GREATER_EQUAL: return compare(c, loc, "ge", x[0], x[1], rt);
       default: break;
     }
   }

@@ -26,7 +26,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   kiln.allclose(a, ref [, {rtol=, atol=}]) -> bool, report        (tolerances default by dtype)
   g = kiln.graph("name")  g:param(name, shape, dtype [, {layout=}|{strides=}])  g:constant(t | n [, dtype])
   g:conv(x, w, {stride=, padding= n|{ph,pw}|{t,b,l,r}, dilation=, groups=})  g:dot(a, b, {transpose_a=, transpose_b=})
-    (rank-3 x: a 1-D conv, stride= dilation= n, padding= n|{begin,end})  g:quant_dot g:quant_conv (i8 -> i32)
+    (rank-3 / rank-5 x: 1-D / 3-D, stride= dilation= n|{per dim}, padding= n|{per dim}|{begin,end per dim})  g:quant_dot g:quant_conv (i8 -> i32)
   g:quantize(x, scale [, zp]) (-> i8, ties to even, saturating)  g:dequantize(q, scale [, zp])
   g:greater/greater_equal(a, b) (1/0 in the operands' dtype)
   g:add/sub/mul/div/max/min/pow(a, b)  a + b  a * 2  -a  a ^ b   g:where(c, a, b)  g:concat({a, b}, axis)
@@ -148,27 +148,24 @@ return function(kiln)
 
   local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
   -- conv / quant_conv: 2-D (rank 4) as {h, w} pairs, padding {t, b, l, r}; 1-D (rank 3)
-  -- as one number each, padding p or {begin, end}
+  -- and 3-D (rank 5): a number or one per spatial dim, padding also {begin, end} per dim
   local function conv_attrs(x, opts, what)
     opts = check_opts(opts, what, CONV_OPTS)
     local attrs = {}
-    local one_d = is_value(x) and x.rank == 3
+    local sp = is_value(x) and x.rank - 2 or 2
     local function spatial(v, field)
-      if one_d then
-        local r = ints(v, what, field)
-        if #r ~= 1 then raise(fmt("%s: a 1-D conv's %s must be a number or {n}, got %d entries", what, field, #r)) end
-        return r
-      end
-      return pair(v, what, field)
+      if sp == 2 then return pair(v, what, field) end
+      local r = ints(v, what, field)
+      if type(v) == "number" then for i = 2, sp do r[i] = r[1] end end
+      return r
     end
     if opts.stride ~= nil then attrs.stride = spatial(opts.stride, "stride") end
     if opts.dilation ~= nil then attrs.dilation = spatial(opts.dilation, "dilation") end
     if opts.groups ~= nil then attrs.groups = int(opts.groups, what, "groups") end
     if opts.padding ~= nil then
       local p = ints(opts.padding, what, "padding")
-      if one_d then
-        if #p == 1 then p = { p[1], p[1] }
-        elseif #p ~= 2 then raise(fmt("%s: a 1-D conv's padding must be a number or {begin, end}, got %d entries", what, #p)) end
+      if sp ~= 2 then
+        if type(opts.padding) == "number" then for i = 2, 2 * sp do p[i] = p[1] end end
       elseif #p == 1 then p = { p[1], p[1], p[1], p[1] }
       elseif #p == 2 then p = { p[1], p[1], p[2], p[2] }
       elseif #p ~= 4 then raise(fmt("%s: padding must be a number, {ph, pw} or {top, bottom, left, right}, got %d entries", what, #p)) end
