@@ -328,7 +328,8 @@ static kl_value *compare(cluster *c, kl_loc loc, const char *pred, kl_value *a, 
   kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, pred) };
   kl_value *t = sop(c, kl_type_is_float(a->type) ? "arith.cmpf" : "arith.cmpi", loc, 2, o,
                     kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
-  return sel(c, loc, t, scst(c, rt, 1, loc), scst(c, rt, 0, loc));
+  kl_value *one = scst(c, rt, 1, loc);
+  return sel(c, loc, t, one, scst(c, rt, 0, loc));
 }
 
 /* erf(x) in f32 (x: f32 or f64, computed at x's type): x clamped to [-4, 4] (erf is +-1 in
@@ -342,7 +343,8 @@ static kl_value *erf_f32(cluster *c, kl_loc loc, kl_value *x) {
   static const double beta[] = { -1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03,
                                  -2.13374055278905e-04, -1.45660718464996e-05 };
   const kl_type *t = x->type;
-  kl_value *xc = bin(c, "arith.minf", loc, bin(c, "arith.maxf", loc, x, scst(c, t, -4, loc)), scst(c, t, 4, loc));
+  kl_value *xl = bin(c, "arith.maxf", loc, x, scst(c, t, -4, loc));
+  kl_value *xc = bin(c, "arith.minf", loc, xl, scst(c, t, 4, loc));
   kl_value *x2 = bin(c, "arith.mulf", loc, xc, xc);
   kl_value *p = scst(c, t, alpha[6], loc), *q = scst(c, t, beta[4], loc);
   for (int i = 5; i >= 0; i--)

@@ -60,6 +60,22 @@ describe("N-D conv", function()
     assert.are.equal(4, #kiln.compile(g3, { target = "host", cache = false }):kernels())
   end)
 
+  it("params and tensors with permuted strides (NWC, NDHWC) feed 1-D and 3-D convs", function()
+    for _, sp in ipairs { 1, 3 } do
+      local xs = sp == 1 and { 2, 3, 9 } or { 1, 3, 4, 5, 6 }
+      local st = sp == 1 and { 27, 1, 3 } or { 360, 1, 90, 18, 3 }  -- channels last
+      local ws = sp == 1 and { 4, 3, 2 } or { 4, 3, 2, 2, 3 }
+      local g = kiln.graph("strided_conv" .. sp)
+      local x, w = g:param("x", xs, "f32", { strides = st }), g:param("w", ws, "f32")
+      g:output(g:conv(x, w, { padding = 1 }))
+      local tx = kiln.rand(xs, "f32", { strides = st, dist = "normal" })
+      assert.are.same(st, tx.strides)
+      local ins = { x = tx, w = C.rand(ws, "f32") }
+      local ok, s = C.check(select(2, run_host(g, ins))[1], g:eval(ins), "f32")
+      assert(ok, s)
+    end
+  end)
+
   it("bad N-D conv operands and attributes are located errors", function()
     local g = kiln.graph("conv_bad")
     local x, w4 = g:param("x", { 1, 4, 5, 5, 5 }, "f32"), g:param("w", { 2, 4, 3, 3 }, "f32")
@@ -183,9 +199,12 @@ describe("element-wise ops for MIGraphX", function()
     assert.are.same({ 3, 4 }, gt.shape)
     local ia, ib = g:param("ia", { 4 }, "i32"), g:param("ib", { 4 }, "i32")
     assert.are.equal("i32", g:greater(ia, ib).dtype)
-    g:output(gt, ge, g:where(gt, a, b), g:where(ge, 2, b), g:greater(ia, ib), g:greater_equal(ia, ib))
+    local c8 = g:param("c8", { 3, 4 }, "i8") -- MIGraphX's booleans: an i8 condition
+    g:output(gt, ge, g:where(gt, a, b), g:where(ge, 2, b), g:greater(ia, ib), g:greater_equal(ia, ib),
+             g:where(c8, a, b))
     local ins = { a = kiln.tensor({ { 1 }, { 0 / 0 }, { -2 } }, "f32"), b = kiln.tensor({ { 1, -3, 0 / 0, 4 } }, "f32"),
-                  ia = kiln.tensor({ 1, 5, -7, 3 }, "i32"), ib = kiln.tensor({ 1, 4, -6, 9 }, "i32") }
+                  ia = kiln.tensor({ 1, 5, -7, 3 }, "i32"), ib = kiln.tensor({ 1, 4, -6, 9 }, "i32"),
+                  c8 = kiln.tensor({ { 1, 0, 0, 1 }, { 0, 1, 0, 0 }, { 0, 0, -3, 0 } }, "i8") }
     local N = 0 / 0
     local want = { { 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 }, { 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 } }
     for _, r in ipairs { table.pack(g:eval(ins)), select(2, run_host(g, ins)) } do
@@ -196,6 +215,8 @@ describe("element-wise ops for MIGraphX", function()
       for i = 1, 12 do assert((w3[i] ~= w3[i] and e3[i] ~= e3[i]) or w3[i] == e3[i], "where element " .. (i - 1)) end
       assert.are.same({ 0, 1, 0, 0 }, r[5]:flat())
       assert.are.same({ 1, 1, 0, 0 }, r[6]:flat())
+      local w7, e7 = r[7]:flat(), { 1, -3, N, 1, 1, N, N, 4, 1, -3, -2, 4 }
+      for i = 1, 12 do assert((w7[i] ~= w7[i] and e7[i] ~= e7[i]) or w7[i] == e7[i], "i8 where element " .. (i - 1)) end
     end
   end)
 
