@@ -399,7 +399,11 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
       }
       case KL_UN_RELU: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, a, scst(c, rt, 0, loc));
       case KL_UN_ERF:
-        if (rt->kind == KL_TY_F64) break; /* the f32 form is not accurate to f64: an error below */
+        if (rt->kind == KL_TY_F64) { /* the f32 form is not accurate to f64 */
+          kl_emit_error(c->g->ctx, loc, "graph-to-rock: erf is implemented for f32, f16 and bf16, not f64");
+          c->failed = true;
+          return NULL;
+        }
         return convert(c, loc, erf_f32(c, loc, widen_half(c, loc, a)), rt);
       case KL_UN_RECIP: return bin(c, "arith.divf", loc, scst(c, rt, 1, loc), a);
       case KL_UN_ROUND: return un(c, "math.roundeven", loc, a);
