@@ -253,6 +253,8 @@ static bool fold_unary_math(kl_op *op, const kl_attr *const *cst, kl_fold_result
     r = tanh(a);
   else if (!strcmp(n, "absf"))
     r = fabs(a);
+  else if (!strcmp(n, "roundeven"))
+    r = nearbyint(a); /* the default rounding mode: ties to even */
   else
     return false;
   out[0].attr = kl_const_attr_for(op->ctx, t, r);
@@ -623,6 +625,7 @@ static const kl_opdef builtin_ops[] = {
   { .name = "math.ipowi", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
     .verify = verify_int_op, .fold = fold_pow, .summary = "x^e on integers; negative e: 1/x^-e truncated" },
   UN("arith.negf"), UN("math.exp"), UN("math.log"), UN("math.sqrt"), UN("math.rsqrt"), UN("math.tanh"), UN("math.absf"),
+  UN("math.roundeven"),
 #undef UN
 #define CAST(n) { .name = n, .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .fold = fold_cast }
   CAST("arith.sitofp"), CAST("arith.fptosi"), CAST("arith.extf"), CAST("arith.truncf"), CAST("arith.extsi"),

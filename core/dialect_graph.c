@@ -1,6 +1,7 @@
 /* dialect_graph.c — graph ops: registration, inference, builders, verifiers. */
 #include "core/dialect_graph.h"
 #include "core/dtype.h"
+#include "core/graph_composite.h"
 #include "core/infer.h"
 #include "core/scalar_ops.h"
 #include <stdio.h>
@@ -460,6 +461,9 @@ kl_op *kl_graph_build(kl_op *graph, const char *name, kl_loc loc, int n, kl_valu
     }
     rt = type;
   } else {
+    bool composite = false;
+    kl_op *c = kl_graph_build_composite(graph, op, loc, n, opnds, nattrs, attrs, &composite);
+    if (composite) return c;
     const kl_type *ts[64];
     if (n > 64) {
       kl_emit_error(ctx, loc, "%s: too many operands", op);
@@ -541,9 +545,10 @@ static const kl_opdef graph_ops[] = {
   GOP("dot", 2, KL_TRAIT_GEMM_ANCHOR, .infer = infer_dot, .kernel = KL_KERNEL_DOT),
   BINARY("add", KL_BIN_ADD, KL_TRAIT_COMMUTATIVE), BINARY("sub", KL_BIN_SUB, 0), BINARY("mul", KL_BIN_MUL, KL_TRAIT_COMMUTATIVE),
   BINARY("div", KL_BIN_DIV, 0), BINARY("max", KL_BIN_MAX, KL_TRAIT_COMMUTATIVE), BINARY("min", KL_BIN_MIN, KL_TRAIT_COMMUTATIVE),
-  BINARY("pow", KL_BIN_POW, 0),
+  BINARY("pow", KL_BIN_POW, 0), BINARY("greater", KL_BIN_GREATER, 0), BINARY("greater_equal", KL_BIN_GREATER_EQUAL, 0),
   UNARY("neg", KL_UN_NEG), UNARY("abs", KL_UN_ABS), UNARY("exp", KL_UN_EXP), UNARY("log", KL_UN_LOG), UNARY("sqrt", KL_UN_SQRT),
   UNARY("rsqrt", KL_UN_RSQRT), UNARY("tanh", KL_UN_TANH), UNARY("sigmoid", KL_UN_SIGMOID), UNARY("relu", KL_UN_RELU),
+  UNARY("erf", KL_UN_ERF), UNARY("recip", KL_UN_RECIP), UNARY("round", KL_UN_ROUND),
   GOP("clip", 1, EW, .infer = infer_clip, .scalar = KL_SCALAR_CLIP),
   GOP("where", 3, EW, .infer = infer_where, .scalar = KL_SCALAR_WHERE),
   GOP("convert", 1, EW, .infer = infer_convert, .scalar = KL_SCALAR_CONVERT),

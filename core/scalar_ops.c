@@ -5,9 +5,10 @@
 
 /* ---------------------------------------------------------------- names */
 
-static const char *const binop_names[KL_BIN_COUNT] = { "add", "sub", "mul", "div", "max", "min", "pow" };
-static const char *const unop_names[KL_UN_COUNT] = { "neg",   "abs",  "exp",     "log", "sqrt",
-                                                     "rsqrt", "tanh", "sigmoid", "relu" };
+static const char *const binop_names[KL_BIN_COUNT] = { "add", "sub", "mul",     "div",          "max",
+                                                       "min", "pow", "greater", "greater_equal" };
+static const char *const unop_names[KL_UN_COUNT] = { "neg",  "abs",     "exp",  "log", "sqrt",  "rsqrt",
+                                                     "tanh", "sigmoid", "relu", "erf", "recip", "round" };
 static const char *const reduce_names[KL_RED_COUNT] = { "reduce_sum", "reduce_max", "reduce_mean", "reduce_min" };
 
 static int find_name(const char *const *names, int n, const char *name) {
@@ -41,6 +42,8 @@ double kl_binop_f64(kl_binop op, double a, double b) {
     case KL_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b || (a == b && signbit(b))) ? a : b;
     case KL_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b || (a == b && signbit(a))) ? a : b;
     case KL_BIN_POW: return pow(a, b);
+    case KL_BIN_GREATER: return a > b ? 1.0 : 0.0;
+    case KL_BIN_GREATER_EQUAL: return a >= b ? 1.0 : 0.0;
     default: return NAN;
   }
 }
@@ -73,6 +76,8 @@ int64_t kl_binop_i64(kl_binop op, int64_t a, int64_t b) {
     case KL_BIN_MAX: return a > b ? a : b;
     case KL_BIN_MIN: return a < b ? a : b;
     case KL_BIN_POW: return ipow(a, b);
+    case KL_BIN_GREATER: return a > b;
+    case KL_BIN_GREATER_EQUAL: return a >= b;
     default: return 0;
   }
 }
@@ -88,6 +93,9 @@ double kl_unop_f64(kl_unop op, double x) {
     case KL_UN_TANH: return tanh(x);
     case KL_UN_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case KL_UN_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
+    case KL_UN_ERF: return erf(x);
+    case KL_UN_RECIP: return 1.0 / x;
+    case KL_UN_ROUND: return nearbyint(x); /* the default rounding mode: ties to even */
     default: return NAN;
   }
 }

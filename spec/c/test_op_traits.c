@@ -22,10 +22,13 @@ static bool in_list(const char *name, const char *const *list) {
  * the graph level only. */
 static void test_graph_traits(void) {
   group_begin();
-  static const char *const ew[] = { "graph.add",  "graph.sub",  "graph.mul",   "graph.div",     "graph.max",
-                                    "graph.min",  "graph.pow",  "graph.neg",   "graph.abs",     "graph.exp",
-                                    "graph.log",  "graph.sqrt", "graph.rsqrt", "graph.tanh",    "graph.sigmoid",
-                                    "graph.relu", "graph.clip", "graph.where", "graph.convert", NULL };
+  static const char *const ew[] = {
+    "graph.add",           "graph.sub",  "graph.mul",   "graph.div",     "graph.max",
+    "graph.min",           "graph.pow",  "graph.neg",   "graph.abs",     "graph.exp",
+    "graph.log",           "graph.sqrt", "graph.rsqrt", "graph.tanh",    "graph.sigmoid",
+    "graph.relu",          "graph.clip", "graph.where", "graph.convert", "graph.greater",
+    "graph.greater_equal", "graph.erf",  "graph.recip", "graph.round",   NULL
+  };
   static const char *const view[] = { "graph.transpose", "graph.reshape", "graph.broadcast", "graph.slice", NULL };
   static const char *const inv[] = { "graph.transpose", "graph.reshape", NULL };
   static const char *const anchor[] = { "graph.conv", "graph.dot", NULL };
@@ -43,7 +46,7 @@ static void test_graph_traits(void) {
     CHECK(d->levels == KL_LEVEL_GRAPH);
   }
   check_note = NULL;
-  CHECK(ngraph == 33, "%d graph ops", ngraph);
+  CHECK(ngraph == 38, "%d graph ops", ngraph);
   /* no other dialect claims the graph-op traits */
   for (int i = 0; i < kl_opdef_count(ctx); i++) {
     const kl_opdef *d = kl_opdef_at(ctx, i);

@@ -851,6 +851,16 @@ static void test_maxmin_signed_zero(void) {
     }
   CHECK(bad == 0, "max/min over all ordered pairs of -0 +0 -1 1 nan -inf inf");
   CHECK(bits_eq(kl_unop_f64(KL_UN_RELU, -0.0), 0.0), "relu(-0) = +0");
+  CHECK(kl_unop_f64(KL_UN_ROUND, 2.5) == 2 && kl_unop_f64(KL_UN_ROUND, 3.5) == 4 &&
+            bits_eq(kl_unop_f64(KL_UN_ROUND, -0.5), -0.0) && kl_unop_f64(KL_UN_ROUND, -1.5) == -2,
+        "round: ties to even");
+  CHECK(kl_binop_f64(KL_BIN_GREATER, NAN, 1) == 0 && kl_binop_f64(KL_BIN_GREATER_EQUAL, 1, NAN) == 0 &&
+            kl_binop_f64(KL_BIN_GREATER_EQUAL, 2, 2) == 1 && kl_binop_f64(KL_BIN_GREATER, 2, 2) == 0 &&
+            kl_binop_i64(KL_BIN_GREATER, -1, -2) == 1 && kl_binop_i64(KL_BIN_GREATER_EQUAL, -3, -2) == 0,
+        "greater / greater_equal: 1 / 0, NaN gives 0");
+  CHECK(fabs(kl_unop_f64(KL_UN_ERF, 1.0) - 0.8427007929497149) < 1e-15 && kl_unop_f64(KL_UN_RECIP, 4) == 0.25 &&
+            strcmp(kl_unop_name(KL_UN_ERF), "erf") == 0 && kl_binop_from_name("greater_equal") == KL_BIN_GREATER_EQUAL,
+        "erf, recip, names");
   kl_tensor *x = T(KL_DT_F32, 2, S(2, 2), V(-0.0, 0.0, 0.0, -0.0)), *o = NULL;
   CHECK(kl_ref_reduce(KL_RED_MAX, x, 1, (int[]){ 1 }, false, KL_DT_NONE, &o, err, sizeof err) == 0 &&
             bits_eq(kl_tensor_get_flat(o, 0), 0.0) && bits_eq(kl_tensor_get_flat(o, 1), 0.0),

@@ -3,7 +3,7 @@
 -- Every pair (unary∘unary, unary∘binary and binary∘unary with a constant) in f32, f16 and
 -- bf16, packed PACK pairs to a kernel, on fresh random inputs plus NaN, ±0, ±inf and negatives,
 -- compared with the float64 reference evaluator (g:eval) under this rule:
---  - A pair of exact ops (neg abs relu clip max min add sub mul div sqrt: one correctly rounded
+--  - A pair of exact ops (neg abs relu clip max min add sub mul div sqrt round greater: one correctly rounded
 --    result per op) must match the reference bit for bit (NaN for NaN, the sign of zero).
 --  - Other pairs: NaN and inf must match. f32: |got - ref| <= 2^-12 |ref| + 2^-19 (an inner
 --    f32 result off by an ulp is amplified by the outer op: log near 1, exp of large values).
@@ -38,6 +38,9 @@ M.UNARY = {
   { "rsqrt", function(x) return x:rsqrt() end, false },
   { "tanh", function(x) return x:tanh() end, false },
   { "sigmoid", function(x) return x:sigmoid() end, false },
+  { "erf", function(x) return x:erf() end, false },
+  { "recip", function(x) return x:recip() end, false },
+  { "round", function(x) return x:round() end, true },
 }
 -- binary ops with a constant operand
 M.BINARY = {
@@ -50,6 +53,7 @@ M.BINARY = {
   { "max-0.5", function(x) return x:max(-0.5) end, true },
   { "min0.5", function(x) return x:min(0.5) end, true },
   { "^2", function(x) return x ^ 2 end, false },
+  { ">0.5", function(x) return x:greater(0.5) end, true },
 }
 
 -- Every pair: {name, build(x), exact}.
