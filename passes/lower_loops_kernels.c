@@ -1,21 +1,20 @@
 /* lower_loops_kernels.c — rock-lower-loops for whole-op kernels: rock.elementwise on
- * global buffers, rock.reduce and rock.softmax that reach the pass without a GEMM.
+ * global buffers (vectorized, lower_loops_elementwise.c), rock.reduce and rock.softmax
+ * that reach the pass without a GEMM.
  *
- * Grid decomposition (per kernel func; target = the func's "target" attribute, else the
- * module's, else "host"). The iteration space is the output's points (softmax: the rows,
- * i.e. every coordinate but the axis), each point costing w elements of work:
+ * Grid decomposition of the point-wise fallbacks below (per kernel func; target = the
+ * func's "target" attribute, else the module's, else "host"). The iteration space is the
+ * output's points (softmax: the rows, i.e. every coordinate but the axis), each point
+ * costing w elements of work:
  *   host: block_size 1; the points are taken as rows of the last dim (L = its size);
  *         when a row costs at most 4096 (L * w), a workgroup handles R = 4096 / (L * w)
  *         consecutive rows:
  *           for row in [bid*R, min(bid*R + R, rows)): coords(row) ; for l in [0, L): point
  *         else every row is split into chunks of CH = max(1, 4096 / w) points, one
  *         chunk per workgroup (bid = row * chunks + chunk).
- *   GPUs: block_size 256, e elements per thread (4 for element-wise kernels of more
- *         than 16384 points, else 1):
- *           for j in [0, e): f = (bid*e + j)*256 + tid; if f < numel: point(coords(f))
+ *   GPUs: block_size 256, one point per thread:
+ *           f = bid*256 + tid; if f < numel: point(coords(f))
  * block_size and grid_size are set on the kernel func.
- * Points: element-wise loads every input through its view, inlines the body and stores
- * the result.
  * rock.reduce and rock.softmax are blockwise kernels (lower_loops_reduce.c: a group of
  * threads per output row, vector loads, cross-lane and LDS combines, online softmax);
  * what that file does not take (rank 0, no reduced axis, empty tensors, host reductions
@@ -33,6 +32,7 @@
 #include <string.h>
 
 kl_value *kl__ll_inline_body(kl_ll *L, kl_region *r, kl_value *const *args);
+bool kl__ll_lower_ew_kernel(kl_ll *L, kl_op *op, kl_op *func, const kl_target *t); /* lower_loops_elementwise.c */
 
 #define HOST_CHUNK 4096
 #define GPU_BLOCK  256
@@ -92,7 +92,7 @@ static void gpu_elem(kl_ll *L, kl_value *j, kl_value **carry, void *ud) {
 /* Emits the iteration over the points of S for target t and sets block/grid sizes on the
  * kernel func. per_elem: work per point (elements touched). */
 static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, const int64_t *S, int64_t per_elem,
-                            bool ew, point_fn fn, void *ud) {
+                            point_fn fn, void *ud) {
   int64_t numel = 1;
   for (int i = 0; i < r; i++) numel *= S[i];
   const kl_type *idx = kl_type_index(L->ctx);
@@ -131,8 +131,7 @@ static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, co
     block = GPU_BLOCK;
     kl_value *tid = kl_op_result(
         kl_rewriter_create(L->e.rw, "rock.workitem_id", L->e.loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
-    int64_t e = ew ? 4 : 1;
-    if (numel <= GPU_BLOCK * 64) e = 1; /* small problems: more workgroups */
+    int64_t e = 1;
     grid = (numel + GPU_BLOCK * e - 1) / (GPU_BLOCK * e);
     gpu_st g = { &s, bid, tid, e, numel };
     L->unroll = e;
@@ -175,20 +174,6 @@ static void acc_store(kl_ll *L, kl_value *x, const access *a, kl_value *const *c
     kl_ll_store(L, x, a->buf, NULL, NULL);
   else
     kl_ll_store_view(L, x, a->buf, a->v, c);
-}
-
-/* ---- element-wise ---- */
-typedef struct {
-  kl_op *op;
-  int n;
-  access acc[64];
-} ew_st;
-static void ew_point(kl_ll *L, kl_value *const *c, void *ud) {
-  ew_st *s = ud;
-  kl_value *args[64];
-  for (int i = 0; i + 1 < s->n; i++) args[i] = acc_load(L, &s->acc[i], c);
-  kl_value *r = kl__ll_inline_body(L, &s->op->regions[0], args);
-  acc_store(L, r, &s->acc[s->n - 1], c);
 }
 
 /* ---- reduce ---- */
@@ -312,19 +297,7 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   kl_ll_init(&L, rw, op->loc, unroll);
   bool ok = true;
   if (!strcmp(op->name, "rock.elementwise")) {
-    if (op->nopnds > 64) return kl_ll_fail(rw, op, "too many operands (%d > 64)", op->nopnds);
-    kl_block *b = op->regions[0].first;
-    kl_op *y = b ? b->last : NULL;
-    if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1)
-      return kl_ll_fail(rw, op, "the body must end with rock.yield of one value");
-    ew_st s = { .op = op, .n = op->nopnds };
-    int i = 0;
-    for (; i < s.n && ok; i++) ok = make_access(rw, op, i, &s.acc[i]);
-    if (ok) {
-      const kl_type *ot = op->opnds[s.n - 1].value->type;
-      parallel_points(&L, func, t, ot->rank, ot->shape, 1, true, ew_point, &s);
-    }
-    for (int j = 0; j < i; j++) kl_view_free(s.acc[j].v);
+    ok = kl__ll_lower_ew_kernel(&L, op, func, t);
   } else if (!strcmp(op->name, "rock.reduce")) {
     if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
     const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
@@ -381,7 +354,7 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
                       .count = s.count };
     memcpy(d.reduced, s.reduced, sizeof d.reduced);
     if (!kl__ll_blockwise_reduce(&L, func, t, &d))
-      parallel_points(&L, func, t, to->rank, to->shape, s.count, false, red_point, &s);
+      parallel_points(&L, func, t, to->rank, to->shape, s.count, red_point, &s);
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else if (!strcmp(op->name, "rock.softmax")) {
@@ -415,7 +388,7 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
                       .count = s.len };
     d.reduced[axis] = true;
     if (!kl__ll_blockwise_reduce(&L, func, t, &d))
-      parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, false, sm_point, &s);
+      parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, sm_point, &s);
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else {
