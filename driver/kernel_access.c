@@ -64,7 +64,7 @@ kl_access_info *kl_kernel_accesses(kl_op *fn, const char *const *arg_names, int 
       kl_access_info *x = &s.a[j - 1], *y = &s.a[j];
       int ax = s.argi[j - 1], ay = s.argi[j];
       bool lx = x->kind[0] == 'l', ly = y->kind[0] == 'l';
-      bool after = ax > ay || (ax == ay && (( !lx && ly) || (lx == ly && x->bytes > y->bytes)));
+      bool after = ax > ay || (ax == ay && ((!lx && ly) || (lx == ly && x->bytes > y->bytes)));
       if (!after) break;
       kl_access_info t = *x;
       *x = *y;

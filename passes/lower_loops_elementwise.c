@@ -3,17 +3,24 @@
  *
  * Vectors. Every operand is addressed through its flat access view (kl_ll_flat_access: the
  * flat index of the output's points down to the coordinates of its underlying buffer).
- * Each operand's view gives the longest vector it allows along the flat index
+ * Each operand's view gives the longest vector it allows along the flat index, vl
  * (kl_view_vector_len with the buffer's strides, capped at 16 bytes of that operand's
- * elements); the kernel's vector length V is the smallest of them (inputs of one element,
- * rank 0 or broadcast from a one-element buffer, are loaded as one value and broadcast). A point of the loop is one vector: V consecutive flat indices,
- * loaded and stored as vector<V x T> (aligned to its size: the analysis only accepts
- * blocks whose first address is a multiple of V), the body applied lane-wise (its ops
- * re-created on vector types; a body with an op that has no vector form, integer pow,
- * makes V = 1).
+ * elements; a power of two dividing numel). The kernel's vector length V is the largest
+ * vl: a point of the loop is V consecutive flat indices, the body applied lane-wise on
+ * vector<V> values (its ops re-created on vector types; a body with an op that has no
+ * vector form, integer pow, makes V = 1). An operand with vl < V is accessed as V / vl
+ * vectors of vl elements (vector<1> for one element), joined (vector.shuffle) into, or
+ * split out of, the vector<V>: every access is as wide as its own view allows, e.g. an
+ * f16 input of an f32 output reads 16 bytes and the f32 side two 16-byte vectors, a
+ * transposed input one element at a time next to 16-byte accesses of the others. Inputs
+ * of one element (rank 0, or broadcast from a one-element buffer) are loaded as one value
+ * and broadcast. Vector accesses are aligned to their size: the analysis only accepts
+ * blocks whose first address is a multiple of the length, and GPU buffers are device
+ * allocations (256-byte aligned).
  *
  * Iteration over the nvec = numel / V vectors:
- *   GPUs: block_size 256, U vectors per thread (4 when nvec > 16384, else 1), vector j of
+ *   GPUs: block_size 256, U vectors per thread (for nvec > 16384: 4 when V elements of the
+ *         widest operand are at most 16 bytes, 2 up to 32, else 1; else 1), vector j of
  *         thread tid in workgroup bid is c = (bid*U + j)*256 + tid (coalesced). The first
  *         nfull = nvec / (256*U) workgroups are full: they load all U vectors of every
  *         input first (U loads in flight per input), then compute and store, without a
@@ -34,18 +41,21 @@ kl_value *kl__ll_inline_body(kl_ll *L, kl_region *r, kl_value *const *args);
 #define EW_HOST_CHUNK   4096
 #define EW_MAX_BYTES    16
 #define EW_MAX_UNROLL   4
+#define EW_MAX_LANES    16 /* 16 bytes of one-byte elements */
 
 typedef struct {
   kl_value *buf;
-  kl_view *v;  /* flat view; for a rank-0 operand its rank-0 view or NULL (the buffer itself) */
-  bool scalar; /* a rank-0 operand: one value */
+  kl_view *v;   /* flat view; for a rank-0 operand its rank-0 view or NULL (the buffer itself) */
+  bool scalar;  /* a rank-0 operand: one value */
   bool uniform; /* the underlying buffer has one element (a broadcast scalar): loaded once per vector */
+  int64_t vl;   /* the width of one access: the longest vector this operand's view allows, <= V */
 } ew_acc;
 typedef struct {
   kl_op *op;
   int n; /* operands: inputs, then the output */
   ew_acc acc[EW_MAX_OPERANDS];
   int64_t V;
+  int64_t vbytes; /* bytes of the widest operand's V elements */
 } ew_st;
 
 static int64_t storage_bytes(const kl_type *t) {
@@ -102,17 +112,35 @@ static kl_value *inline_vector_body(kl_ll *L, kl_region *r, kl_value *const *arg
   return res;
 }
 
+static kl_value *shuffle(kl_ll *L, kl_value *x, kl_value *y, int64_t first, int64_t n) {
+  int64_t mask[EW_MAX_LANES];
+  for (int64_t i = 0; i < n; i++) mask[i] = first + i;
+  kl_value *o[2] = { x, y };
+  kl_named_attr a = { "mask", kl_attr_i64_array(L->ctx, (int)n, mask) };
+  const kl_type *rt = kl_type_vector(L->ctx, x->type->elem, (int)n);
+  return kl_op_result(kl_rewriter_create(L->e.rw, "vector.shuffle", L->e.loc, 2, o, 1, &rt, 1, &a, 0), 0);
+}
+/* One access of a->vl elements at flat index f, as vector<vl> (vector<1> for one element). */
+static kl_value *load_piece(kl_ll *L, const ew_acc *a, kl_value *f) {
+  kl_value *x = kl_ll_load_view(L, a->buf, a->v, &f, a->vl);
+  return a->vl > 1 ? x : kl_ll_op1(L, "vector.broadcast", x, kl_type_vector(L->ctx, x->type, 1));
+}
 static kl_value *ew_load(kl_ll *L, ew_st *s, int i, kl_value *f) {
   const ew_acc *a = &s->acc[i];
-  if (a->scalar) {
-    kl_value *x = a->v ? kl_ll_load_view(L, a->buf, a->v, NULL, 1) : kl_ll_load(L, a->buf, NULL, NULL, 1);
+  if (a->scalar || (a->uniform && s->V > 1)) {
+    kl_value *x = !a->v ? kl_ll_load(L, a->buf, NULL, NULL, 1)
+        : a->scalar     ? kl_ll_load_view(L, a->buf, a->v, NULL, 1)
+                        : kl_ll_load_view(L, a->buf, a->v, &f, 1);
     return s->V > 1 ? kl_ll_op1(L, "vector.broadcast", x, kl_type_vector(L->ctx, x->type, (int)s->V)) : x;
   }
-  if (a->uniform && s->V > 1) {
-    kl_value *x = kl_ll_load_view(L, a->buf, a->v, &f, 1);
-    return kl_ll_op1(L, "vector.broadcast", x, kl_type_vector(L->ctx, x->type, (int)s->V));
-  }
-  return kl_ll_load_view(L, a->buf, a->v, &f, s->V);
+  if (a->vl == s->V) return kl_ll_load_view(L, a->buf, a->v, &f, s->V);
+  /* V / vl accesses of vl elements, joined pairwise into vector<V> */
+  kl_value *p[EW_MAX_LANES];
+  int64_t m = s->V / a->vl;
+  for (int64_t k = 0; k < m; k++) p[k] = load_piece(L, a, kl_emit_add(&L->e, f, kl_ll_idx(L, k * a->vl)));
+  for (int64_t w = a->vl; m > 1; w *= 2, m /= 2)
+    for (int64_t k = 0; k < m / 2; k++) p[k] = shuffle(L, p[2 * k], p[2 * k + 1], 0, 2 * w);
+  return p[0];
 }
 static void ew_compute_store(kl_ll *L, ew_st *s, kl_value *const *args, kl_value *f) {
   kl_region *r = &s->op->regions[0];
@@ -121,8 +149,13 @@ static void ew_compute_store(kl_ll *L, ew_st *s, kl_value *const *args, kl_value
   x = kl_ll_convert(L, x, a->buf->type->elem);
   if (!a->v)
     kl_ll_store(L, x, a->buf, NULL, NULL);
-  else
+  else if (a->scalar || a->vl == s->V)
     kl_ll_store_view(L, x, a->buf, a->v, a->scalar ? NULL : &f);
+  else /* V / vl accesses of vl elements */
+    for (int64_t k = 0; k < s->V / a->vl; k++) {
+      kl_value *fk = kl_emit_add(&L->e, f, kl_ll_idx(L, k * a->vl));
+      kl_ll_store_view(L, shuffle(L, x, x, k * a->vl, a->vl), a->buf, a->v, &fk);
+    }
 }
 /* Vector c: load, compute, store. */
 static void ew_vector(kl_ll *L, ew_st *s, kl_value *c) {
@@ -176,7 +209,11 @@ static void emit_loops(kl_ll *L, kl_op *func, const kl_target *t, ew_st *s, int6
   } else {
     block = EW_GPU_BLOCK;
     kl_value *tid = kl_op_result(kl_rewriter_create(rw, "rock.workitem_id", L->e.loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
-    int64_t U = nvec > 16384 ? EW_MAX_UNROLL : 1, per = EW_GPU_BLOCK * U, nfull = nvec / per;
+    int64_t U = nvec <= 16384 ? 1
+        : s->vbytes <= 16     ? EW_MAX_UNROLL
+        : s->vbytes <= 32     ? 2
+                              : 1,
+            per = EW_GPU_BLOCK * U, nfull = nvec / per;
     grid = (nvec + per - 1) / per;
     if (nfull == grid)
       gpu_block(L, s, bid, tid, U, nvec, false);
@@ -248,12 +285,19 @@ bool kl__ll_lower_ew_kernel(kl_ll *L, kl_op *op, kl_op *func, const kl_target *t
   if (numel > 0)
     for (; i < s.n && ok; i++) ok = make_acc(rw, op, i, numel, &s.acc[i]);
   if (ok) {
-    s.V = numel > 0 && body_vectorizes(&op->regions[0]) ? INT64_MAX : 1;
-    for (int j = 0; j < s.n && s.V > 1; j++) {
-      int64_t v = acc_vlen(&s.acc[j]);
-      if (v < s.V) s.V = v;
+    /* V: the longest width any operand allows (every width is a power of two dividing
+     * numel, so each access of vl elements is a V / vl-th of an aligned block of V) */
+    bool vec = numel > 0 && body_vectorizes(&op->regions[0]);
+    s.V = 1;
+    for (int j = 0; j < s.n; j++) {
+      s.acc[j].vl = vec ? acc_vlen(&s.acc[j]) : 1;
+      if (s.acc[j].vl != INT64_MAX && s.acc[j].vl > s.V) s.V = s.acc[j].vl;
     }
-    if (s.V == INT64_MAX) s.V = 1; /* every operand a single value */
+    for (int j = 0; j < s.n; j++) {
+      if (s.acc[j].vl > s.V) s.acc[j].vl = s.V; /* single values */
+      int64_t b = s.V * storage_bytes(s.acc[j].buf->type->elem);
+      if (b > s.vbytes) s.vbytes = b;
+    }
     emit_loops(L, func, t, &s, numel);
   }
   for (int j = 0; j < i; j++) kl_view_free(s.acc[j].v);

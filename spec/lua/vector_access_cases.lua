@@ -2,8 +2,9 @@
 -- their views allow: the cases of vector_access_spec.lua (host) and scripts/gpu_suite.lua
 -- (the device). Each case is one element-wise kernel, fresh random inputs, and the width
 -- in bytes p:kernels() must report for every argument (loads of the inputs, the store of
--- the output): contiguous views get 16 bytes, odd sizes and transposes fall back to one
--- element, a slice starting at column 2 of f32 rows to 8 bytes.
+-- the output): each access as wide as its own view allows — contiguous views 16 bytes, odd
+-- sizes one element, a transposed or column-broadcast input one element next to 16-byte
+-- accesses of the others, a slice starting at column 2 of f32 rows 8 bytes.
 local kiln = require "kiln"
 local gen = require "fused_gen"
 local M = {}
@@ -37,28 +38,31 @@ function M.cases()
     case(dt .. " add 1000003", { { 1000003 }, { 1000003 } }, { dt, dt }, add, { in0 = w, in1 = w, out0 = w })
     case(dt .. " mul 3x5x7", { { 3, 5, 7 }, { 3, 5, 7 } }, { dt, dt }, function(a, b) return a * b end,
          { in0 = w, in1 = w, out0 = w })
-    -- a transposed read: one element per access (the kernel's vector length is the smallest)
+    -- a transposed read: one element per access there, 16 bytes for the others
     case(dt .. " transpose 384x512 + 512x384", { { 384, 512 }, { 512, 384 } }, { dt, dt },
-         function(a, b) return a:transpose { 1, 0 } + b end, { in0 = w, in1 = w, out0 = w })
+         function(a, b) return a:transpose { 1, 0 } + b end, { in0 = w, in1 = 16, out0 = 16 })
   end
   -- a slice starting at column 2: two f32 (8 bytes) stay aligned
   case("f32 slice cols 2..258 of 300x260 + 300x256", { { 300, 260 }, { 300, 256 } }, { "f32", "f32" },
-       function(a, b) return a:slice(1, 2, 258) + b end, { in0 = 8, in1 = 8, out0 = 8 })
-  -- a row broadcast keeps 16 bytes (its rows are 1000 long); a column broadcast reads one element
+       function(a, b) return a:slice(1, 2, 258) + b end, { in0 = 8, in1 = 16, out0 = 16 })
+  -- a row broadcast keeps 16 bytes (its rows are 1000 long); a column broadcast reads one
+  -- element at a time
   case("f32 row broadcast 64x1000 + 1000", { { 64, 1000 }, { 1000 } }, { "f32", "f32" }, add,
        { in0 = 16, in1 = 16, out0 = 16 })
   case("f16 column broadcast 1000x64 + 1000x1", { { 1000, 64 }, { 1000, 1 } }, { "f16", "f16" }, add,
-       { in0 = 2, in1 = 2, out0 = 2 })
+       { in0 = 16, in1 = 2, out0 = 16 })
   -- a rank-0 operand is one value, broadcast into the vectors
   case("f32 scale by a scalar 4096", { { 4096 }, {} }, { "f32", "f32" }, function(a, s) return a * s end,
        { in0 = 16, in1 = 4, out0 = 16 })
-  -- a body of several ops (math on vectors), and a mixed-dtype one: the f16 input is read
-  -- at the f32 output's vector length
+  -- a body of several ops (math on vectors), and a mixed-dtype one: 16 bytes of f16 and
+  -- two 16-byte vectors of f32 per point
   case("f32 exp/tanh/relu/clip chain 8192", { { 8192 }, { 8192 } }, { "f32", "f32" }, function(a, b)
     return (a:exp() * 0.5 + b:tanh()):relu():clip(-1, 3)
   end, { in0 = 16, in1 = 16, out0 = 16 })
   case("f16 + f32 -> f32 4096", { { 4096 }, { 4096 } }, { "f16", "f32" }, function(a, b) return a:convert("f32") + b end,
-       { in0 = 8, in1 = 16, out0 = 16 }, "f32")
+       { in0 = 16, in1 = 16, out0 = 16 }, "f32")
+  case("f64 * f16 -> f16 2048x8", { { 2048, 8 }, { 2048, 8 } }, { "f64", "f16" },
+       function(a, b) return (a * b:convert("f64")):convert("f16") end, { in0 = 16, in1 = 16, out0 = 16 }, "f16")
   case("i32 add 4096", { { 4096 }, { 4096 } }, { "i32", "i32" }, add, { in0 = 16, in1 = 16, out0 = 16 })
   return out
 end

@@ -1,7 +1,7 @@
 -- vector_access_spec.lua — element-wise kernels on the host with their global accesses as
 -- wide as the views allow (spec/lua/vector_access_cases.lua): every case against g:eval on
 -- fresh random inputs, and the widths p:kernels() reports per argument (derived from the
--- lowered IR) — 16 bytes where the views are contiguous, less where they forbid it.
+-- lowered IR) — 16 bytes where a view is contiguous, less where it forbids it.
 local kiln = require "kiln"
 local C = require "vector_access_cases"
 
@@ -21,16 +21,15 @@ describe("element-wise kernels read and write as wide as their views allow (host
     local x, y = g:param("x", { 64, 256 }, "f32"), g:param("y", { 256, 64 }, "f32")
     g:output(x + y:transpose { 1, 0 })
     local k = kiln.compile(g, { cache = false }):kernels()[1]
-    assert.are.same({ { arg = "in0", kind = "load", bytes = 4 }, { arg = "in1", kind = "load", bytes = 4 },
-                      { arg = "out0", kind = "store", bytes = 4 } },
-                    (function()
-                      local t = {}
-                      for _, a in ipairs(k.accesses) do
-                        assert.is_true(a.count >= 1)
-                        t[#t + 1] = { arg = a.arg, kind = a.kind, bytes = a.bytes }
-                      end
-                      return t
-                    end)())
+    local got = {}
+    for _, a in ipairs(k.accesses) do
+      assert.is_true(a.count >= 1)
+      got[#got + 1] = a.kind .. " " .. a.bytes
+    end
+    table.sort(got)
+    -- the contiguous input and the output at 16 bytes, the transposed input at 4
+    assert.are.same({ "load 16", "load 4", "store 16" }, got)
+    assert.are_not.equal(k.accesses[1].arg, k.accesses[2].arg)
   end)
 
   it("reports the vectorized loads of GEMM operands and reductions too", function()
