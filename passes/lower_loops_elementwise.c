@@ -76,7 +76,11 @@ static int64_t acc_vlen(const ew_acc *a) {
 static bool body_vectorizes(kl_region *r) {
   for (kl_op *x = r->first->first; x; x = x->next) {
     if (!strcmp(x->name, "rock.yield")) continue;
-    if (x->nregions || !strcmp(x->name, "math.ipowi")) return false;
+    if (x->nregions || !strcmp(x->name, "math.ipowi") || x->nresults > 4 || x->nopnds > 16) return false;
+    for (int i = 0; i < x->nopnds; i++) { /* values of the body only (they all get vector forms) */
+      kl_value *v = x->opnds[i].value;
+      if (v->def ? v->def->block != r->first : v->block != r->first) return false;
+    }
     for (int i = 0; i < x->nresults; i++) {
       const kl_type *t = x->results[i].type;
       if (t->kind == KL_TY_VECTOR || t->kind == KL_TY_INDEX || t->kind == KL_TY_BUFFER) return false;
