@@ -84,7 +84,9 @@ end
 -- element-wise kernels with vector accesses (spec/lua/vector_access_cases.lua): odd sizes,
 -- transposes, slices, broadcasts against g:eval, and the widths p:kernels() reports
 local VA = require "vector_access_cases"
-for _, c in ipairs(VA.cases()) do
+local va_cases = VA.cases()
+for _, c in ipairs(VA.reductions()) do va_cases[#va_cases + 1] = c end
+for _, c in ipairs(va_cases) do
   local ok, err = pcall(function()
     local p = kiln.compile(c.g, { target = dev.arch, cache = false })
     local werr = VA.check_widths(p, c, dev.arch)

@@ -67,6 +67,25 @@ function M.cases()
   return out
 end
 
+-- Reductions that keep the innermost dim (vectors of consecutive output points, lane-wise
+-- accumulators; on GPUs at most 32 bytes of them per thread): same fields.
+function M.reductions()
+  local out = {}
+  for _, c in ipairs {
+    { "f32 sum over axis 0 of 333x64", { 333, 64 }, "f32", function(x) return x:sum { 0 } end, 16 },
+    { "bf16 mean over axis 0 of 300x512", { 300, 512 }, "bf16", function(x) return x:mean { 0 } end, 16 },
+    { "f16 max over axis 1 of 7x9x24", { 7, 9, 24 }, "f16", function(x) return x:reduce_max { 1 } end, 16 },
+    { "i32 max over axis 0 of 100x8", { 100, 8 }, "i32", function(x) return x:reduce_max { 0 } end, 16 },
+    { "f32 sum over axis 0 of 50x6 (two points per vector)", { 50, 6 }, "f32", function(x) return x:sum { 0 } end, 8 },
+  } do
+    local g = kiln.graph("red")
+    g:output(c[4](g:param("x", c[2], c[3])))
+    out[#out + 1] = { name = c[1], g = g, inputs = { x = rand(c[2], c[3]) }, dtype = c[3],
+                      widths = { in0 = c[5], out0 = c[5] } }
+  end
+  return out
+end
+
 -- The widths p:kernels() reports against want: nil or an error message.
 function M.check_widths(p, c, target)
   local ks = p:kernels(target)

@@ -32,22 +32,13 @@ describe("element-wise kernels read and write as wide as their views allow (host
     assert.are_not.equal(k.accesses[1].arg, k.accesses[2].arg)
   end)
 
-  -- host reductions that keep the innermost dim: vectors of consecutive output points
-  for _, c in ipairs {
-    { "f32 sum over axis 0 of 333x64", { 333, 64 }, "f32", function(x) return x:sum { 0 } end, 16, 16 },
-    { "bf16 mean over axis 0 of 300x512", { 300, 512 }, "bf16", function(x) return x:mean { 0 } end, 16, 16 },
-    { "f16 max over axis 1 of 7x9x24", { 7, 9, 24 }, "f16", function(x) return x:reduce_max { 1 } end, 16, 16 },
-    { "i32 max over axis 0 of 100x8", { 100, 8 }, "i32", function(x) return x:reduce_max { 0 } end, 16, 16 },
-    { "f32 sum over axis 0 of 50x6 (two points per vector)", { 50, 6 }, "f32", function(x) return x:sum { 0 } end, 8, 8 },
-  } do
-    it("host reduction " .. c[1] .. ": vector loads and stores, against g:eval", function()
-      local g = kiln.graph("red")
-      g:output(c[4](g:param("x", c[2], c[3])))
-      local p = kiln.compile(g, { cache = false })
-      local k = p:kernels()[1]
-      for _, a in ipairs(k.accesses) do assert.are.equal(a.kind == "load" and c[5] or c[6], a.bytes, a.kind) end
-      local ins = { x = kiln.rand(c[2], c[3]) }
-      local good, rep = C.check(p:run(ins), g:eval(ins), c[3])
+  -- reductions that keep the innermost dim: vectors of consecutive output points
+  for _, c in ipairs(C.reductions()) do
+    it("reduction " .. c.name .. ": vector loads and stores, against g:eval", function()
+      local p = kiln.compile(c.g, { cache = false })
+      local err = C.check_widths(p, c, "host")
+      assert.is_nil(err, err)
+      local good, rep = C.check(p:run(c.inputs), c.g:eval(c.inputs), c.dtype)
       assert.is_true(good, rep and rep.summary)
     end)
   end

@@ -5,6 +5,7 @@
 -- vectors has no branch at all (no per-element bounds check); with a partial last
 -- workgroup only that one checks, at most once per vector of a thread (4), while the
 -- full workgroups' accesses stay wide; odd sizes keep a correct, checked tail of scalars.
+-- Row and column reductions and softmax load (and columns store) 16 bytes.
 local kiln = require "kiln"
 
 local function add_graph(n, dt)
@@ -72,6 +73,14 @@ describe("wide global accesses in element-wise code objects", function()
       g:output(g:param("x", { 512, 8192 }, "f16"):softmax(-1))
       local asm = code(g, t)
       assert.is_true(count(asm, w.load) >= 1 and count(asm, w.store) >= 1, "softmax rows f16")
+    end)
+    it(t .. " column reductions load and store 16 bytes", function()
+      local g = kiln.graph("c")
+      g:output(g:param("x", { 4096, 512 }, "bf16"):mean { 0 })
+      local asm, k = code(g, t)
+      assert.is_true(count(asm, w.load) >= 1 and count(asm, w.store) >= 1, "mean cols bf16")
+      for _, n in ipairs(w.narrow) do assert.are.equal(0, count(asm, n), n) end
+      for _, a in ipairs(k.accesses) do assert.are.equal(16, a.bytes, a.kind) end
     end)
   end
 end)
