@@ -27,7 +27,8 @@
  *        G > 1 (shuffles need whole waves); R = B / G; grid = ceil(rows / R).
  *        Short rows (K <= 8 V): one thread per row, 256 rows per workgroup; rows of 33:
  *        G = 8, 32 rows per workgroup; long rows: one workgroup of up to 1024 threads.
- *   COL: TX = min(W, pow2ceil(points / V)), halved (down to 8) while there are fewer than CU
+ *   COL: TX = min(W, pow2ceil(points / V)), halved (down to 8, or to TX * V elements of
+ *        64 bytes when that is fewer threads) while there are fewer than CU
  *        groups of TX points; TY = pow2ceil(ceil(K / 8)) in [1, min(32, 1024 / TX)], capped at 256 / TX when there are >= 2 CU groups of TX points;
  *        B = TX * TY, grid = ceil(points / TX).
  *   host: ROW only, G = 1 (a workgroup is one thread): R = max(1, 4096 / K) rows per
@@ -466,7 +467,11 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
     P /= s.V; /* vectors of V output points */
     int64_t TX = pow2ceil(P), TY;
     if (TX > W) TX = W;
-    while (TX > 8 && cdiv(P, TX) < (int64_t)t->compute_units) TX /= 2; /* few points: more workgroups */
+    /* few points: more workgroups, down to 8 threads or 64 contiguous bytes a row */
+    int64_t eb = (kl_type_bits(d->in_buf->type->elem) + 7) / 8, txmin = 64 / (s.V * (eb < 1 ? 1 : eb));
+    if (txmin > 8) txmin = 8;
+    if (txmin < 1) txmin = 1;
+    while (TX > txmin && cdiv(P, TX) < (int64_t)t->compute_units) TX /= 2;
     int64_t tymax = maxwg / TX < COL_MAX_TY ? maxwg / TX : COL_MAX_TY;
     TY = pow2ceil(cdiv(K, PER_THREAD));
     if (TY > tymax) TY = tymax;
