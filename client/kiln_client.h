@@ -47,7 +47,9 @@
  *        and lds_bytes of workgroup memory already declared inside the kernel (pass 0 as
  *        the dynamic shared memory size); its arguments are the device pointers of the
  *        slots args[0..nargs-1], each passed as one pointer-sized kernel argument, in
- *        that order (inputs first, then outputs).
+ *        that order (inputs first, then outputs). On GPUs every pointer must be aligned to
+ *        16 bytes (the kernels use 16-byte vector accesses; cuMemAlloc / hipMalloc give
+ *        256); host kernels need element alignment only.
  *      PREFILL: set every element of slot `slot` to `value` (converted to the slot's
  *        element type: 0, -inf, +inf, 1, any scalar the type holds) — a memset/fill the
  *        client may do itself; it comes before an accumulating launch or replaces a

@@ -119,6 +119,7 @@ static void variant_free(variant *v) {
     for (int j = 0; j < k->nsnapshots; j++) free(k->ir[j].text);
     free(k->ir);
     free(k->llvm_ir);
+    free(k->accesses);
     free(k->arg_names);
     free(k->arg_types);
     kl_binary_free(&v->bins[i]);
@@ -251,6 +252,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     kernel_info_of(k, K);
     k->primary_inputs = primary_inputs_of(v->module, k->name);
     k->output_swizzle = output_swizzle_of(v->module, k->name);
+    k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
       k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
@@ -761,6 +763,8 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     kernel_info_of(&v->kernels[k], K);
     v->kernels[k].primary_inputs = primary_inputs_of(v->module, K->name);
     v->kernels[k].output_swizzle = output_swizzle_of(v->module, K->name);
+    v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
+                                                v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;
     v->bins[k].data = kl_xmalloc(b->size + 1);
     memcpy(v->bins[k].data, b->data, b->size);

@@ -43,6 +43,7 @@
 #include "runtime/device.h"
 #include "runtime/graph_eval.h"
 #include "driver/plan.h"
+#include "driver/kernel_access.h"
 
 typedef struct kl_compile_opts {
   const char *const *targets; /* NULL / 0: {"host"} */
@@ -76,6 +77,8 @@ typedef struct kl_kernel_info {
   int nsnapshots;
   kl_snapshot *ir; /* this kernel's IR after each pass that had it */
   char *llvm_ir;   /* the LLVM IR handed to code generation */
+  int naccesses;   /* global loads and stores as emitted (driver/kernel_access.h) */
+  kl_access_info *accesses;
 } kl_kernel_info;
 
 typedef struct kl_binary_info {

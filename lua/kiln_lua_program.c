@@ -567,6 +567,17 @@ static int prog_kernels(lua_State *L) {
       lua_rawseti(L, -2, a + 1);
     }
     lua_setfield(L, -2, "args");
+    /* accesses: the kernel's global loads and stores as emitted, per argument and width */
+    lua_createtable(L, k->naccesses, 0);
+    for (int a = 0; a < k->naccesses; a++) {
+      lua_createtable(L, 0, 4);
+      kl_lua__set_str(L, "arg", k->accesses[a].arg);
+      kl_lua__set_str(L, "kind", k->accesses[a].kind);
+      kl_lua__set_int(L, "bytes", (lua_Integer)k->accesses[a].bytes);
+      kl_lua__set_int(L, "count", k->accesses[a].count);
+      lua_rawseti(L, -2, a + 1);
+    }
+    lua_setfield(L, -2, "accesses");
     lua_createtable(L, k->nsnapshots, 0);
     for (int s = 0; s < k->nsnapshots; s++) {
       lua_createtable(L, 0, 2);

@@ -1,26 +1,27 @@
 /* lower_loops_kernels.c — rock-lower-loops for whole-op kernels: rock.elementwise on
- * global buffers, rock.reduce and rock.softmax that reach the pass without a GEMM.
+ * global buffers (vectorized, lower_loops_elementwise.c), rock.reduce and rock.softmax
+ * that reach the pass without a GEMM.
  *
- * Grid decomposition (per kernel func; target = the func's "target" attribute, else the
- * module's, else "host"). The iteration space is the output's points (softmax: the rows,
- * i.e. every coordinate but the axis), each point costing w elements of work:
+ * Grid decomposition of the point-wise fallbacks below (per kernel func; target = the
+ * func's "target" attribute, else the module's, else "host"). The iteration space is the
+ * output's points (softmax: the rows, i.e. every coordinate but the axis), each point
+ * costing w elements of work:
  *   host: block_size 1; the points are taken as rows of the last dim (L = its size);
  *         when a row costs at most 4096 (L * w), a workgroup handles R = 4096 / (L * w)
  *         consecutive rows:
  *           for row in [bid*R, min(bid*R + R, rows)): coords(row) ; for l in [0, L): point
  *         else every row is split into chunks of CH = max(1, 4096 / w) points, one
  *         chunk per workgroup (bid = row * chunks + chunk).
- *   GPUs: block_size 256, e elements per thread (4 for element-wise kernels of more
- *         than 16384 points, else 1):
- *           for j in [0, e): f = (bid*e + j)*256 + tid; if f < numel: point(coords(f))
+ *   GPUs: block_size 256, one point per thread:
+ *           f = bid*256 + tid; if f < numel: point(coords(f))
  * block_size and grid_size are set on the kernel func.
- * Points: element-wise loads every input through its view, inlines the body and stores
- * the result.
  * rock.reduce and rock.softmax are blockwise kernels (lower_loops_reduce.c: a group of
  * threads per output row, vector loads, cross-lane and LDS combines, online softmax);
  * what that file does not take (rank 0, no reduced axis, empty tensors, host reductions
  * whose innermost dim is kept) is one point per iteration as above: reduce loops over
- * the reduced extent accumulating in f32 (f64 for f64 input, i64 for integers) and
+ * the reduced extent accumulating in f32 (f64 for f64 input, i64 for integers; on the
+ * host with the innermost dim kept, a point is V consecutive outputs along it, V the
+ * vector length both views allow there, accumulated lane-wise in vectors) and
  * stores sum / max / min / mean (= sum / count); softmax makes three passes over the
  * row: max, sum of exp(x - max), then exp(x - max) / sum (math.exp, in f32 or f64). */
 #include "passes/lower_loops.h"
@@ -33,6 +34,7 @@
 #include <string.h>
 
 kl_value *kl__ll_inline_body(kl_ll *L, kl_region *r, kl_value *const *args);
+bool kl__ll_lower_ew_kernel(kl_ll *L, kl_op *op, kl_op *func, const kl_target *t); /* lower_loops_elementwise.c */
 
 #define HOST_CHUNK 4096
 #define GPU_BLOCK  256
@@ -92,7 +94,7 @@ static void gpu_elem(kl_ll *L, kl_value *j, kl_value **carry, void *ud) {
 /* Emits the iteration over the points of S for target t and sets block/grid sizes on the
  * kernel func. per_elem: work per point (elements touched). */
 static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, const int64_t *S, int64_t per_elem,
-                            bool ew, point_fn fn, void *ud) {
+                            point_fn fn, void *ud) {
   int64_t numel = 1;
   for (int i = 0; i < r; i++) numel *= S[i];
   const kl_type *idx = kl_type_index(L->ctx);
@@ -131,8 +133,7 @@ static void parallel_points(kl_ll *L, kl_op *func, const kl_target *t, int r, co
     block = GPU_BLOCK;
     kl_value *tid = kl_op_result(
         kl_rewriter_create(L->e.rw, "rock.workitem_id", L->e.loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
-    int64_t e = ew ? 4 : 1;
-    if (numel <= GPU_BLOCK * 64) e = 1; /* small problems: more workgroups */
+    int64_t e = 1;
     grid = (numel + GPU_BLOCK * e - 1) / (GPU_BLOCK * e);
     gpu_st g = { &s, bid, tid, e, numel };
     L->unroll = e;
@@ -177,20 +178,6 @@ static void acc_store(kl_ll *L, kl_value *x, const access *a, kl_value *const *c
     kl_ll_store_view(L, x, a->buf, a->v, c);
 }
 
-/* ---- element-wise ---- */
-typedef struct {
-  kl_op *op;
-  int n;
-  access acc[64];
-} ew_st;
-static void ew_point(kl_ll *L, kl_value *const *c, void *ud) {
-  ew_st *s = ud;
-  kl_value *args[64];
-  for (int i = 0; i + 1 < s->n; i++) args[i] = acc_load(L, &s->acc[i], c);
-  kl_value *r = kl__ll_inline_body(L, &s->op->regions[0], args);
-  acc_store(L, r, &s->acc[s->n - 1], c);
-}
-
 /* ---- reduce ---- */
 typedef enum { R_SUM, R_MAX, R_MIN, R_MEAN } rkind;
 typedef struct {
@@ -204,9 +191,18 @@ typedef struct {
   int64_t count;
   kl_value *coords[KL_MAX_RANK];
   int level;
+  int64_t V; /* host, innermost dim kept: V consecutive output points per iteration (vectors) */
 } red_st;
+/* t, or vector<V x t> */
+static const kl_type *red_vt(kl_ll *L, const red_st *s, const kl_type *t) {
+  return s->V > 1 ? kl_type_vector(L->ctx, t, (int)s->V) : t;
+}
+static kl_value *red_load(kl_ll *L, red_st *s) {
+  if (!s->in.v) return kl_ll_load(L, s->in.buf, NULL, NULL, 1);
+  return kl_ll_load_view(L, s->in.buf, s->in.v, s->coords, s->V);
+}
 static kl_value *combine(kl_ll *L, rkind k, kl_value *a, kl_value *x) {
-  bool f = kl_type_is_float(a->type);
+  bool f = kl_type_is_float(a->type->kind == KL_TY_VECTOR ? a->type->elem : a->type);
   const char *name = k == R_MAX ? (f ? "arith.maxf" : "arith.maxsi")
       : k == R_MIN              ? (f ? "arith.minf" : "arith.minsi")
                                 : (f ? "arith.addf" : "arith.addi");
@@ -221,24 +217,27 @@ static void red_level(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
     s->level--;
     return;
   }
-  kl_value *x = kl_ll_convert(L, acc_load(L, &s->in, s->coords), s->acc);
+  kl_value *x = kl_ll_convert(L, red_load(L, s), s->acc);
   carry[0] = combine(L, s->kind, carry[0], x);
 }
 static void red_point(kl_ll *L, kl_value *const *c, void *ud) {
   red_st *s = ud;
-  for (int i = 0; i < s->r; i++) s->coords[i] = c[i];
+  kl_value *oc[KL_MAX_RANK];
+  for (int i = 0; i < s->r; i++) s->coords[i] = oc[i] = c[i];
+  if (s->V > 1) s->coords[s->r - 1] = oc[s->r - 1] = kl_emit_muli(&L->e, c[s->r - 1], s->V);
+  const kl_type *vacc = red_vt(L, s, s->acc);
   double init = 0;
   bool f = kl_type_is_float(s->acc);
   if (s->kind == R_MAX) init = f ? -INFINITY : -9.2233720368547758e18;
   if (s->kind == R_MIN) init = f ? INFINITY : 9.2233720368547758e18;
-  kl_value *a = f ? kl_ll_const(L, s->acc, init) : kl_ll_const(L, s->acc, 0);
+  kl_value *a = f ? kl_ll_const(L, vacc, init) : kl_ll_const(L, vacc, 0);
   if (!f && (s->kind == R_MAX || s->kind == R_MIN)) {
     kl_ctx *ctx = L->ctx;
     kl_named_attr na = { "value", kl_attr_int_typed(ctx, s->kind == R_MAX ? INT64_MIN : INT64_MAX, s->acc) };
-    a = kl_op_result(kl_rewriter_create(L->e.rw, "arith.constant", L->e.loc, 0, NULL, 1, &s->acc, 1, &na, 0), 0);
+    a = kl_op_result(kl_rewriter_create(L->e.rw, "arith.constant", L->e.loc, 0, NULL, 1, &vacc, 1, &na, 0), 0);
   }
   if (s->nred == 0) {
-    kl_value *x = kl_ll_convert(L, acc_load(L, &s->in, s->coords), s->acc);
+    kl_value *x = kl_ll_convert(L, red_load(L, s), s->acc);
     a = combine(L, s->kind, a, x);
   } else {
     s->level = 0;
@@ -247,14 +246,15 @@ static void red_point(kl_ll *L, kl_value *const *c, void *ud) {
   if (s->kind == R_MEAN) {
     const kl_type *ot = s->out.buf->type->elem;
     if (f)
-      a = kl_ll_op2(L, "arith.divf", a, kl_ll_const(L, s->acc, (double)s->count), s->acc);
+      a = kl_ll_op2(L, "arith.divf", a, kl_ll_const(L, vacc, (double)s->count), vacc);
     else if (kl_type_is_float(ot)) {
-      const kl_type *f64 = kl_type_f64(L->ctx);
-      a = kl_ll_op2(L, "arith.divf", kl_ll_convert(L, a, f64), kl_ll_const(L, f64, (double)s->count), f64);
+      const kl_type *f64 = red_vt(L, s, kl_type_f64(L->ctx));
+      a = kl_ll_op2(L, "arith.divf", kl_ll_convert(L, a, kl_type_f64(L->ctx)), kl_ll_const(L, f64, (double)s->count),
+                    f64);
     } else
-      a = kl_ll_op2(L, "arith.divsi", a, kl_ll_const(L, s->acc, (double)s->count), s->acc);
+      a = kl_ll_op2(L, "arith.divsi", a, kl_ll_const(L, vacc, (double)s->count), vacc);
   }
-  acc_store(L, a, &s->out, c);
+  acc_store(L, a, &s->out, oc);
 }
 
 /* ---- softmax ---- */
@@ -312,19 +312,7 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   kl_ll_init(&L, rw, op->loc, unroll);
   bool ok = true;
   if (!strcmp(op->name, "rock.elementwise")) {
-    if (op->nopnds > 64) return kl_ll_fail(rw, op, "too many operands (%d > 64)", op->nopnds);
-    kl_block *b = op->regions[0].first;
-    kl_op *y = b ? b->last : NULL;
-    if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1)
-      return kl_ll_fail(rw, op, "the body must end with rock.yield of one value");
-    ew_st s = { .op = op, .n = op->nopnds };
-    int i = 0;
-    for (; i < s.n && ok; i++) ok = make_access(rw, op, i, &s.acc[i]);
-    if (ok) {
-      const kl_type *ot = op->opnds[s.n - 1].value->type;
-      parallel_points(&L, func, t, ot->rank, ot->shape, 1, true, ew_point, &s);
-    }
-    for (int j = 0; j < i; j++) kl_view_free(s.acc[j].v);
+    ok = kl__ll_lower_ew_kernel(&L, op, func, t);
   } else if (!strcmp(op->name, "rock.reduce")) {
     if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
     const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
@@ -380,8 +368,18 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
                       .acc = s.acc,
                       .count = s.count };
     memcpy(d.reduced, s.reduced, sizeof d.reduced);
-    if (!kl__ll_blockwise_reduce(&L, func, t, &d))
-      parallel_points(&L, func, t, to->rank, to->shape, s.count, false, red_point, &s);
+    if (!kl__ll_blockwise_reduce(&L, func, t, &d)) {
+      /* host, innermost dim kept: vectors of consecutive output points (as wide as both
+       * views allow along it), each lane its own reduction */
+      int64_t S2[KL_MAX_RANK];
+      s.V = 1;
+      if (t->arch == KL_ARCH_HOST && s.r >= 1 && !s.reduced[s.r - 1] && s.in.v && s.out.v) {
+        int64_t vi = kl_ll_vector_len(s.in.v, s.in.buf, s.r - 1), vo = kl_ll_vector_len(s.out.v, s.out.buf, s.r - 1);
+        s.V = vi < vo ? vi : vo;
+      }
+      for (int i = 0; i < to->rank; i++) S2[i] = to->shape[i] / (i == to->rank - 1 ? s.V : 1);
+      parallel_points(&L, func, t, to->rank, S2, s.count * s.V, red_point, &s);
+    }
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else if (!strcmp(op->name, "rock.softmax")) {
@@ -415,7 +413,7 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
                       .count = s.len };
     d.reduced[axis] = true;
     if (!kl__ll_blockwise_reduce(&L, func, t, &d))
-      parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, false, sm_point, &s);
+      parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, sm_point, &s);
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else {

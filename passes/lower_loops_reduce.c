@@ -12,10 +12,12 @@
  *   wave (W lanes) butterflies the wave, lane 0 of each wave writes its partial to LDS,
  *   rock.barrier, and each thread re-reads the G/W partials of its group and butterflies
  *   those: every lane ends with the row's result. A workgroup holds R = B / G rows.
- *  COL (the innermost dim is kept): TX consecutive threads own TX consecutive output
- *   points (coalesced loads), TY thread rows split the reduced extent (stride TY);
- *   partials go through LDS [TY x TX] and a barrier, and every thread folds its column
- *   (a loop over the TY thread rows, in order).
+ *  COL (the innermost dim is kept): TX consecutive threads own TX consecutive vectors of
+ *   V output points (coalesced vector loads; V: the vector length the input's and the
+ *   output's views prove along the innermost dim, at most 32 bytes of accumulators;
+ *   softmax: V = 1), TY thread rows split the reduced extent (stride TY); partials go
+ *   through LDS [TY x TX x V] and a barrier, and every thread folds its column (a loop
+ *   over the TY thread rows, in order), lane-wise.
  *
  * Heuristic (GPU targets; W = wave size, CU = compute units, 1024 = max workgroup):
  *   ROW: G = pow2ceil(ceil(C / P)) with P = 8 chunks per thread for reductions and
@@ -25,7 +27,8 @@
  *        G > 1 (shuffles need whole waves); R = B / G; grid = ceil(rows / R).
  *        Short rows (K <= 8 V): one thread per row, 256 rows per workgroup; rows of 33:
  *        G = 8, 32 rows per workgroup; long rows: one workgroup of up to 1024 threads.
- *   COL: TX = min(W, pow2ceil(points)), halved (down to 8) while there are fewer than CU
+ *   COL: TX = min(W, pow2ceil(points / V)), halved (down to 8, or to TX * V elements of
+ *        64 bytes when that is fewer threads) while there are fewer than CU
  *        groups of TX points; TY = pow2ceil(ceil(K / 8)) in [1, min(32, 1024 / TX)], capped at 256 / TX when there are >= 2 CU groups of TX points;
  *        B = TX * TY, grid = ceil(points / TX).
  *   host: ROW only, G = 1 (a workgroup is one thread): R = max(1, 4096 / K) rows per
@@ -50,11 +53,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#define BLOCK       256
-#define PER_THREAD  8
-#define FITS_VALUES 32
-#define HOST_CHUNK  4096
-#define COL_MAX_TY  32
+#define BLOCK             256
+#define PER_THREAD        8
+#define FITS_VALUES       32
+#define HOST_CHUNK        4096
+#define COL_MAX_TY        32
+#define COL_MAX_ACC_BYTES 32
 
 typedef struct rs rs;
 typedef void (*chunk_fn)(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **carry);
@@ -193,19 +197,21 @@ typedef struct {
 /* one thread row j of the LDS partials folded into the carried values, in order */
 static void col_fold(kl_ll *L, kl_value *j, kl_value **a, void *ud) {
   col_st *c = ud;
-  kl_value *ix = kl_emit_add(&L->e, kl_emit_muli(&L->e, j, c->TX), c->tx), *b[2];
-  for (int i = 0; i < nvals(c->s); i++) b[i] = kl_ll_load(L, c->lds[i], &ix, NULL, 1);
+  int64_t V = c->s->V;
+  kl_value *ix = kl_emit_muli(&L->e, kl_emit_add(&L->e, kl_emit_muli(&L->e, j, c->TX), c->tx), V), *b[2];
+  for (int i = 0; i < nvals(c->s); i++) b[i] = kl_ll_load(L, c->lds[i], &ix, NULL, V);
   combine_vals(L, c->s, a, b);
 }
 static void group_col(kl_ll *L, rs *s, kl_value **a, kl_value *tx, kl_value *ty, int64_t TX, int64_t TY) {
   if (TY <= 1) return;
   kl_emitter *e = &L->e;
   kl_value *lds[2];
-  for (int i = 0; i < nvals(s); i++) lds[i] = lds_alloc(L, a[i]->type, TX * TY);
-  kl_value *mine = kl_emit_add(e, kl_emit_muli(e, ty, TX), tx);
+  int64_t V = s->V; /* V consecutive output points per thread (vectors) */
+  for (int i = 0; i < nvals(s); i++) lds[i] = lds_alloc(L, elem(a[i]->type), TX * TY * V);
+  kl_value *mine = kl_emit_muli(e, kl_emit_add(e, kl_emit_muli(e, ty, TX), tx), V), *txv = kl_emit_muli(e, tx, V);
   for (int i = 0; i < nvals(s); i++) kl_ll_store(L, a[i], lds[i], &mine, NULL);
   barrier(L);
-  for (int i = 0; i < nvals(s); i++) a[i] = kl_ll_load(L, lds[i], &tx, NULL, 1);
+  for (int i = 0; i < nvals(s); i++) a[i] = kl_ll_load(L, lds[i], &txv, NULL, V);
   col_st c = { s, lds, tx, TX };
   kl_ll_for(L, kl_ll_idx(L, 1), kl_ll_idx(L, TY), 1, nvals(s), a, col_fold, &c);
 }
@@ -272,11 +278,12 @@ static void store_result(kl_ll *L, rs *s, kl_value *a, kl_value *cond) {
   const kl_type *ot = s->d->out_buf->type->elem, *acc = a->type;
   if (s->k == KL_RED_MEAN) {
     double n = (double)s->d->count;
-    if (kl_type_is_float(acc))
+    if (kl_type_is_float(elem(acc)))
       a = kl_ll_op2(L, "arith.divf", a, kl_ll_const(L, acc, n), acc);
     else if (kl_type_is_float(ot)) {
-      const kl_type *f64 = kl_type_f64(L->ctx);
-      a = kl_ll_op2(L, "arith.divf", kl_ll_convert(L, a, f64), kl_ll_const(L, f64, n), f64);
+      const kl_type *f64 = kl_type_f64(L->ctx),
+                    *ft = acc->kind == KL_TY_VECTOR ? kl_type_vector(L->ctx, f64, (int)acc->shape[0]) : f64;
+      a = kl_ll_op2(L, "arith.divf", kl_ll_convert(L, a, f64), kl_ll_const(L, ft, n), ft);
     } else
       a = kl_ll_op2(L, "arith.divsi", a, kl_ll_const(L, acc, n), acc);
   }
@@ -400,9 +407,18 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
     }
     if (s.V > 16) s.V = 16;
     s.ext[last] = d->S[last] / s.V;
+  } else if (s.k != KL_RED_SOFTMAX) {
+    /* COL: V consecutive output points per thread along the kept innermost dim, as wide
+     * as the input's and the output's views allow, at most 32 bytes of accumulators (the
+     * LDS partials: TX * TY * V of them) */
+    int last = d->r - 1;
+    int64_t vi = kl_ll_vector_len(d->in_v, d->in_buf, last), vo = kl_ll_vector_len(d->out_v, d->out_buf, last);
+    int64_t ab = (kl_type_bits(d->acc) + 7) / 8;
+    s.V = vi < vo ? vi : vo;
+    while (s.V > 1 && s.V * ab > COL_MAX_ACC_BYTES) s.V /= 2;
   }
   s.vt = s.V > 1 ? kl_type_vector(L->ctx, d->acc, (int)s.V) : d->acc;
-  if (s.V > 1) {
+  if (s.V > 1 && row) {
     const kl_type *pt = kl_type_buffer(L->ctx, d->acc, 1, &s.V, NULL, KL_SPACE_PRIVATE);
     s.priv = kl_op_result(kl_rewriter_create(e->rw, "rock.alloc", e->loc, 0, NULL, 1, &pt, 0, NULL, 0), 0);
   }
@@ -448,9 +464,14 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
     }
     set_sizes(L, func, B, grid);
   } else {
+    P /= s.V; /* vectors of V output points */
     int64_t TX = pow2ceil(P), TY;
     if (TX > W) TX = W;
-    while (TX > 8 && cdiv(P, TX) < (int64_t)t->compute_units) TX /= 2; /* few points: more workgroups */
+    /* few points: more workgroups, down to 8 threads or 64 contiguous bytes a row */
+    int64_t eb = (kl_type_bits(d->in_buf->type->elem) + 7) / 8, txmin = 64 / (s.V * (eb < 1 ? 1 : eb));
+    if (txmin > 8) txmin = 8;
+    if (txmin < 1) txmin = 1;
+    while (TX > txmin && cdiv(P, TX) < (int64_t)t->compute_units) TX /= 2;
     int64_t tymax = maxwg / TX < COL_MAX_TY ? maxwg / TX : COL_MAX_TY;
     TY = pow2ceil(cdiv(K, PER_THREAD));
     if (TY > tymax) TY = tymax;
@@ -461,7 +482,7 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
     kl_value *p = kl_emit_add(e, kl_emit_muli(e, bid, TX), tx);
     kl_value *pv = grid * TX == P ? NULL : kl_emit_cmp(e, "lt", p, kl_ll_idx(L, P));
     if (pv) p = kl_ll_select(L, pv, p, kl_ll_idx(L, 0));
-    kept_coords(L, &s, p);
+    kept_coords(L, &s, s.V > 1 ? kl_emit_muli(e, p, s.V) : p);
     s.stride = TY;
     s.lane = ty;
     s.J = cdiv(K, TY);

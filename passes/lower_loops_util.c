@@ -95,6 +95,31 @@ kl_view *kl_ll_access_view(const kl_view *top, kl_value *v, kl_value **under, ch
   return s;
 }
 
+kl_view *kl_ll_flat_access(kl_value *v, kl_value **under, char *err, size_t n) {
+  const kl_type *t = v->type;
+  if (t->kind != KL_TY_BUFFER || t->rank < 1) {
+    snprintf(err, n, "needs a buffer of rank >= 1, got %s", kl_type_str(t));
+    return NULL;
+  }
+  kl_view *id = kl_ll_identity(t, err, n);
+  if (!id) return NULL;
+  if (t->rank > 1) {
+    const char *names[KL_VIEW_MAX_DIMS];
+    for (int i = 0; i < t->rank; i++) names[i] = kl_view_name(id, i);
+    kl_view_err ve = { 0 };
+    kl_view *m = kl_view_merge(id, "flat", t->rank, names, &ve);
+    kl_view_free(id);
+    if (!m) {
+      snprintf(err, n, "%s", ve.msg);
+      return NULL;
+    }
+    id = m;
+  }
+  kl_view *full = kl_ll_access_view(id, v, under, err, n);
+  kl_view_free(id);
+  return full;
+}
+
 int64_t kl_ll_vector_len(const kl_view *full, kl_value *under, int dim) {
   const kl_type *bt = under->type;
   if (bt->kind != KL_TY_BUFFER || kl_view_lower_rank(full) != bt->rank) return 1;

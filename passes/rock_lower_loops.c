@@ -52,32 +52,6 @@ typedef struct {
 
 static bool in_kernel(kl_op *op) { return kl_is_kernel(kl_ll_func_of(op)); }
 
-/* A view from a flat index [numel(v)] to the coordinates of v's underlying buffer. */
-static kl_view *flat_access(kl_value *v, kl_value **under, char *err, size_t n) {
-  const kl_type *t = v->type;
-  if (t->kind != KL_TY_BUFFER || t->rank < 1) {
-    snprintf(err, n, "needs a buffer of rank >= 1, got %s", kl_type_str(t));
-    return NULL;
-  }
-  kl_view *id = kl_ll_identity(t, err, n);
-  if (!id) return NULL;
-  if (t->rank > 1) {
-    const char *names[KL_VIEW_MAX_DIMS];
-    for (int i = 0; i < t->rank; i++) names[i] = kl_view_name(id, i);
-    kl_view_err ve = { 0 };
-    kl_view *m = kl_view_merge(id, "flat", t->rank, names, &ve);
-    kl_view_free(id);
-    if (!m) {
-      snprintf(err, n, "%s", ve.msg);
-      return NULL;
-    }
-    id = m;
-  }
-  kl_view *full = kl_ll_access_view(id, v, under, err, n);
-  kl_view_free(id);
-  return full;
-}
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t attr_vlen(kl_op *op) {
   int64_t v;
@@ -119,7 +93,7 @@ static bool lower_fill(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     kl_rewriter_erase_op(rw, op);
     return true;
   }
-  kl_view *v = flat_access(op->opnds[0].value, &under, err, sizeof err);
+  kl_view *v = kl_ll_flat_access(op->opnds[0].value, &under, err, sizeof err);
   if (!v) return kl_ll_fail(rw, op, "%s", err);
   kl_ll_init(&L, rw, op->loc, o->unroll);
   int64_t n = kl_view_size(v, 0);
@@ -179,7 +153,7 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_value *gb, *pb;
   kl_view *gv = kl_ll_access_view(w, gval, &gb, err, sizeof err);
   if (!gv) return kl_ll_fail(rw, op, "%s operand: %s", read ? "source" : "destination", err);
-  kl_view *pv = flat_access(pval, &pb, err, sizeof err);
+  kl_view *pv = kl_ll_flat_access(pval, &pb, err, sizeof err);
   if (!pv) {
     kl_view_free(gv);
     return kl_ll_fail(rw, op, "%s operand: %s", read ? "destination" : "source", err);
@@ -334,7 +308,7 @@ static bool lower_ew(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   ew_st s = { .op = op, .n = op->nopnds };
   char err[512];
   for (int i = 0; i < s.n; i++) {
-    s.views[i] = flat_access(op->opnds[i].value, &s.bufs[i], err, sizeof err);
+    s.views[i] = kl_ll_flat_access(op->opnds[i].value, &s.bufs[i], err, sizeof err);
     if (!s.views[i]) {
       for (int j = 0; j < i; j++) kl_view_free(s.views[j]);
       return kl_ll_fail(rw, op, "operand %d: %s", i, err);

@@ -6,7 +6,8 @@
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
 -- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
--- then the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua.
+-- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
+-- vector-access element-wise cases of spec/lua/vector_access_cases.lua.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
@@ -105,6 +106,21 @@ for _, c in ipairs(RB.cases()) do
     if not good then error(msg, 0) end
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
+end
+-- element-wise kernels with vector accesses (spec/lua/vector_access_cases.lua): odd sizes,
+-- transposes, slices, broadcasts against g:eval, and the widths p:kernels() reports
+local VA = require "vector_access_cases"
+local va_cases = VA.cases()
+for _, c in ipairs(VA.reductions()) do va_cases[#va_cases + 1] = c end
+for _, c in ipairs(va_cases) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    local werr = VA.check_widths(p, c, dev.arch)
+    if werr then error(werr, 0) end
+    local good, rep = VA.check(p:run(c.inputs, { device = dev }), c.g:eval(c.inputs), c.dtype)
+    if not good then error(rep and rep.summary or "mismatch", 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "vector access " .. c.name .. ": " .. tostring(err) end
 end
 -- host plans with prefill, copy and workspace steps on streams (spec/lua/plan_steps_gpu_spec.lua's cases)
 local function plan_kinds(plan)
@@ -246,5 +262,5 @@ for _, c in ipairs(nq) do
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans and MIGraphX ops on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans, MIGraphX ops and vector accesses on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end
