@@ -36,8 +36,8 @@
 #define MIN_PER_SPLIT 16384
 
 typedef struct split_opts {
-  int64_t split;             /* the pass option: 0 heuristic, 1 never, N */
-  const kl_target *t;        /* the module's target */
+  int64_t split;      /* the pass option: 0 heuristic, 1 never, N */
+  const kl_target *t; /* the module's target */
 } split_opts;
 
 static kl_op *make(kl_rewriter *rw, const char *name, kl_loc loc, kl_value *x, int na, const kl_named_attr *at) {
@@ -85,8 +85,10 @@ static kl_status split_one(kl_rewriter *rw, kl_op *red, const split_opts *o) {
   int64_t P = 1, K = 1;
   for (int d = 0; d < r; d++) {
     if (red_ax[d] && a < 0) a = d;
-    if (red_ax[d]) K *= it->shape[d];
-    else P *= it->shape[d];
+    if (red_ax[d])
+      K *= it->shape[d];
+    else
+      P *= it->shape[d];
   }
   if (a < 0 || K == 0 || P == 0) return KL_OK;
   int64_t E = it->shape[a], S = 0;

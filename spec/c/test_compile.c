@@ -90,7 +90,8 @@ static void test_snapshots(kl_op *g) {
   if (!p) return;
   CHECK(l.n == 2 && !strcmp(l.names[0], "graph-to-rock") && !strcmp(l.names[1], "rock-lower-loops"), "%d on_ir calls",
         l.n);
-  const char *want[] = { "graph-partition",
+  const char *want[] = { "reduce-split",
+                         "graph-partition",
                          "graph-to-rock",
                          "rock-regularize",
                          "rock-conv-to-gemm",

@@ -4,7 +4,8 @@
 -- rank-3 tensor with and without keepdims, sum/mean/max/min, f32/f16/bf16, the split
 -- forced by g:hint); the plan's shape (alloc_workspace, two launches, the second waiting
 -- on the first, free) and its slots; the heuristic on GPU targets (compiled, not run:
--- scripts/gpu_suite.lua runs it on a device); bad split hints.
+-- scripts/gpu_suite.lua runs it on a device) and a bundle whose per-target plans differ;
+-- bad split hints.
 local kiln = require "kiln"
 local helper = require "spec.lua.helper"
 local RB = require "reduce_blockwise_cases"
@@ -74,6 +75,24 @@ describe("multi-block reductions", function()
       end
     end)
   end
+
+  it("plans differ per target: one bundle, a split plan for sm_90 and one launch for the host", function()
+    local g = kiln.graph("split_targets")
+    local x = g:param("x", { 2, 1048576 }, "f32")
+    g:output(x:mean { 1 })
+    local p = kiln.compile(g, { targets = { "host", "sm_90" }, cache = false })
+    assert.are.equal("launch", kinds(p:plan("host")))
+    assert.are.equal("alloc_workspace,launch,launch,free", kinds(p:plan("sm_90")))
+    local path = os.tmpname()
+    p:save(path)
+    local q = kiln.load(path)
+    os.remove(path)
+    assert.are.equal("launch", kinds(q:plan("host")))
+    assert.are.equal("alloc_workspace,launch,launch,free", kinds(q:plan("sm_90")))
+    local xi = kiln.rand({ 2, 1048576 }, "f32")
+    local ok, msg = RB.check(table.pack(q:run { x = xi }), table.pack(g:eval { x = xi }), "f32", 1048576)
+    assert(ok, msg)
+  end)
 
   it("the host heuristic never splits", function()
     local g = kiln.graph("heur_host")
