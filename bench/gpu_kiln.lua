@@ -340,10 +340,11 @@ function run.ew(c)
   time_and_write(row, r, ok, row.bytes / 1e9)
 end
 
--- rows: z[r] = sum_s x[r, s] (rowsum) or z = softmax(x, -1) over [R, S]; GB/s of read + write.
+-- rows: z[r] = sum_s x[r, s] (rowsum), z[r] = sqrt(mean_s x[r, s]^2) (rms) or z = softmax(x, -1)
+-- over [R, S]; GB/s of read + write.
 -- Check: nsamples rows against float64 (the sum's error relative to the l2 norm of the row, the
 -- scale of its rounding; softmax relative to the row's values).
-local function check_rows(X, Z, R, S, rowsum, dtype)
+local function check_rows(X, Z, R, S, rowsum, dtype, rms)
   local fin, bad = all_finite(Z)
   if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
   local rnd = lcg(17)
@@ -353,7 +354,13 @@ local function check_rows(X, Z, R, S, rowsum, dtype)
   for _, i in ipairs(rows) do
     local x = {}
     for j = 0, S - 1 do x[j + 1] = X:get { i, j } end
-    if rowsum then
+    if rms then
+      local sq = 0.0
+      for j = 1, S do sq = sq + x[j] * x[j] end
+      local ref = math.sqrt(sq / S)
+      local d = Z:get { i } - ref
+      num = num + d * d; den = den + ref * ref
+    elseif rowsum then
       local sum, sq = 0.0, 0.0
       for j = 1, S do sum = sum + x[j]; sq = sq + x[j] * x[j] end
       local d = Z:get { i } - sum
@@ -375,23 +382,24 @@ end
 
 local function run_rows(c)
   local R, S = c.dims[1], c.dims[2]
-  local rowsum = c.kind == "rowsum"
+  local rms = c.kind == "rms"
+  local rowsum = c.kind == "rowsum" or rms
   local g = kiln.graph(c.name)
   local x = g:param("x", { R, S }, c.dtype)
-  g:output(rowsum and x:sum({ 1 }) or x:softmax(-1))
+  g:output(rms and (x * x):mean({ 1 }):sqrt() or rowsum and x:sum({ 1 }) or x:softmax(-1))
   local p = kiln.compile(g, { target = dev.arch })
   dump_binaries(c.name, p)
   local X = kiln.rand({ R, S }, c.dtype)
   local r = p:prepare({ x = X }, { device = dev, rotate_bytes = ROTATE_BYTES })
   r:launch()
-  local ok, check = check_rows(X, r:outputs(), R, S, rowsum, c.dtype)
+  local ok, check = check_rows(X, r:outputs(), R, S, rowsum, c.dtype, rms)
   local esz = c.dtype == "f32" and 4 or 2
   local row = { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
                 flop = 1.0 * R * S, bytes = (R * S + (rowsum and R or R * S)) * esz, unit = "GB/s", check = check,
                 note = string.format("bytes=read + write; compile=%.0fms %s", p.compile_ms, kernel_note(p)) }
   time_and_write(row, r, ok, row.bytes / 1e9)
 end
-run.rowsum, run.softmax = run_rows, run_rows
+run.rowsum, run.softmax, run.rms = run_rows, run_rows, run_rows
 
 -- Compile latency of the conv+add+relu graph: graph -> loaded kernel. Cold: cache=false
 -- (a new program each time: the whole pipeline, code generation and, where this process
@@ -632,7 +640,7 @@ end
 if not dev_ok then
   for _, c in ipairs(cases) do
     write_row { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
-                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "softmax") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
+                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "rms" or c.kind == "softmax") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
                 check = "ERROR cannot open device '" .. device_name .. "': " .. tostring(dev) }
   end
   os.exit(1)
@@ -649,7 +657,7 @@ for _, c in ipairs(cases) do
   if not ok then
     failed = failed + 1
     write_row { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
-                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "softmax") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
+                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "rms" or c.kind == "softmax") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
                 check = "ERROR " .. tostring(err) }
   end
   io.stderr:write(string.format("  [%s: %.1f s]\n", c.id, (kiln.clock_ms() - t0) / 1e3))

@@ -406,19 +406,25 @@ def case_ew(c, args, out):
 
 
 def case_rows(c, args, out):
-    """rowsum: z[r] = sum_s x[r, s]; softmax: z = softmax(x, -1); GB/s of read + write."""
+    """rowsum: z[r] = sum_s x[r, s]; rms: z[r] = sqrt(mean_s x[r, s]^2); softmax: z = softmax(x, -1);
+    GB/s of read + write."""
     Rr, S = c["dims"]
     dt = DT[c["dtype"]]
     esz = torch.tensor([], dtype=dt).element_size()
     n = Rr * S
-    rowsum = c["kind"] == "rowsum"
+    rms = c["kind"] == "rms"
+    rowsum = c["kind"] == "rowsum" or rms
     nbytes = float(n * esz + (Rr if rowsum else n) * esz)
     nsets = nsets_for(int(nbytes))
     X = [rand((Rr, S), dt) for _ in range(nsets)]
     Z = [torch.empty((Rr,) if rowsum else (Rr, S), device=DEV, dtype=dt) for _ in range(nsets)]
     base = {"case": c["id"] + args.suffix, "kind": c["kind"], "dtype": c["dtype"], "shape": shape_str(c["dims"]),
             "unit": "GB/s", "bytes": nbytes, "flop": float(n)}
-    if rowsum:
+    if rms:
+        ref = X[0].double().square().mean(-1).sqrt()
+        name, note = "torch.eager", "torch.sqrt(torch.mean(x * x, -1)): eager, three kernels"
+        fn = lambda i: torch.sqrt(torch.mean(X[i] * X[i], dim=-1), out=Z[i])
+    elif rowsum:
         ref = X[0].double().sum(-1)
         name, fn, note = "torch.sum", (lambda i: torch.sum(X[i], dim=-1, out=Z[i])), "torch.sum(x, -1): read 1, write a row"
     else:
@@ -651,7 +657,7 @@ def case_swz(c, args, out):
 
 
 CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile, "rowsum": case_rows,
-         "softmax": case_rows,
+         "rms": case_rows, "softmax": case_rows,
          "gemm_cvt": case_gemm_cvt, "gemm_scale": case_gemm_scale, "conv_cvt": case_conv_cvt,
          "swz": case_swz}
 

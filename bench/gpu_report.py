@@ -206,7 +206,7 @@ def plot(order, by, bw, path):
     fr_labels, fracs, fr_colors = [], [], []
     for c in order:
         for r in by[c]:
-            fl = floor_ms(r, bw) if r["ms"] and r["kind"] in FLOP_KINDS + ("ew", "rowsum", "softmax") else None
+            fl = floor_ms(r, bw) if r["ms"] and r["kind"] in FLOP_KINDS + ("ew", "rowsum", "rms", "softmax") else None
             if fl:
                 fr_labels.append("%s %s" % (c.replace("gemm_", ""), r["impl"]))
                 fracs.append(fl / r["ms"])

@@ -369,6 +369,17 @@ static bool rule_reduce(infer_st *c) {
     return false;
   }
   c->rc = kl_infer_reduce(c->op, &c->s[0], r, axes, bool_attr(c->na, c->attrs, "keepdims"), &c->out, NULL, ERRBUF);
+  /* dtype: a float result type for a float input (reduce-split's f32 partials of f16 sums
+   * and the final f16 result read from them) */
+  for (int i = 0; i < c->na; i++)
+    if (!strcmp(c->attrs[i].name, "dtype")) {
+      const kl_attr *a = c->attrs[i].value;
+      if (!a || a->kind != KL_AT_TYPE || !kl_type_is_float(a->type) || !kl_type_is_float(c->ts[0]->elem)) {
+        kl_emit_error(c->ctx, c->loc, "%s: dtype must be a float type for a float input", c->op);
+        return false;
+      }
+      c->elem = a->type;
+    }
   return true;
 }
 #undef ERRBUF

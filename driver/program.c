@@ -59,7 +59,7 @@ struct kl_program {
 };
 
 const char *kl_default_pipeline(void) {
-  return "graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-gridwise,"
+  return "reduce-split,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-gridwise,"
          "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-"
          "steps,rock-lower-loops,"
          "canonicalize,cse,dce";

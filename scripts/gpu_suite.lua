@@ -122,6 +122,37 @@ for _, c in ipairs(va_cases) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "vector access " .. c.name .. ": " .. tostring(err) end
 end
+-- multi-block reductions (spec/lua/reduce_split_cases.lua): forced splits, and the
+-- heuristic's shapes on this device (two kernels through a workspace where it splits)
+local RS = require "reduce_split_cases"
+for _, c in ipairs(RS.cases()) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    if #p:kernels() ~= c.kernels then error(#p:kernels() .. " kernels, want " .. c.kernels, 0) end
+    local good, msg = RB.check(table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs)), c.dtype, c.k)
+    if not good then error(msg, 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "split " .. c.name .. ": " .. tostring(err) end
+end
+for _, h in ipairs(RS.HEURISTIC) do
+  for _, dt in ipairs(h[2][1] * h[2][2] > 16777216 and { "f32" } or { "f32", "f16", "bf16" }) do
+    local name = ("heuristic %s %s"):format(h[1], dt)
+    local ok, err = pcall(function()
+      local g = kiln.graph("heur")
+      local x = g:param("x", h[2], dt)
+      g:output(x:sum(h[3]), x:mean(h[3]), x:reduce_max(h[3]))
+      local p = kiln.compile(g, { target = dev.arch, cache = false })
+      local k = 1
+      for _, a in ipairs(h[3]) do k = k * h[2][a + 1] end
+      local want_k = h[4] and 6 or 3
+      if #p:kernels() ~= want_k then error(#p:kernels() .. " kernels, want " .. want_k, 0) end
+      local inputs = { x = kiln.rand(h[2], dt) }
+      local good, msg = RB.check(table.pack(p:run(inputs, { device = dev })), table.pack(g:eval(inputs)), dt, k)
+      if not good then error(msg, 0) end
+    end)
+    if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
+  end
+end
 -- host plans with prefill, copy and workspace steps on streams (spec/lua/plan_steps_gpu_spec.lua's cases)
 local function plan_kinds(plan)
   local t = {}
