@@ -3,6 +3,8 @@
  *   kiln FILE.lua ARGS...     runs a script; `arg` is set up as by lua5.4
  *   kiln -e CODE, -i, -l MOD  as lua5.4
  *   kiln opt FILE.kir ...     parse, run a pipeline, print the module (IR tests)
+ *   kiln migraphx FILE.mlir   parse a MIGraphX-dialect file, compile, run, verify (lua/kiln/migraphx.lua)
+ *   kiln conv-config "ARGS"   an MIOpenDriver conv spec: build, verify, time
  * The Lua part of kiln (the files in lua/kiln/) is found through package.path, to which this
  * program prepends, when installed (cmake --install: <prefix>/bin/kiln), only
  * <prefix>/share/lua/5.4/?.lua; otherwise <dir of the executable>/../lua/?.lua
@@ -37,36 +39,40 @@
 static const char *progname = "kiln";
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: kiln [options] [script.lua [args...]]\n"
-          "       kiln opt FILE.kir [opt options]\n"
-          "\n"
-          "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
-          "Without a script: an interactive REPL (prints returned values; incomplete chunks continue\n"
-          "on the next line; history in ~/.kiln_history).\n"
-          "\n"
-          "options:\n"
-          "  -e CODE        run CODE\n"
-          "  -l NAME        require library NAME into global NAME\n"
-          "  -i             enter the REPL after running the script / -e code\n"
-          "  -              run standard input as a script\n"
-          "  --             stop handling options\n"
-          "  -h, --help     show this help\n"
-          "  -v, --version  show the version\n"
-          "\n"
-          "kiln opt FILE.kir (FILE may be - for standard input):\n"
-          "  --pipeline P, -p P           pass pipeline, e.g. \"canonicalize,cse\" or \"pass{opt=3}\"\n"
-          "  --print-ir-after=all|a,b     print the IR after all / the named passes to stderr\n"
-          "  --generic                    print ops in generic form\n"
-          "  --locs                       print locations\n"
-          "  --verify-each=true|false     verify after every pass (default true)\n"
-          "  --timing                     print per-pass wall time to stderr\n"
-          "  --stats                      print op counts of the result to stderr\n"
-          "  --target T                   with --stats: lower every kernel for T (gfx942, sm_90, host)\n"
-          "                               and print its code-object statistics (VGPRs, LDS, scratch ...)\n"
-          "  --load FILE.lua              run a Lua script first (it may register passes)\n"
-          "  --list-passes                list the registered passes and exit\n"
-          "  -o FILE                      write the module to FILE instead of stdout\n");
+  fprintf(
+      f,
+      "usage: kiln [options] [script.lua [args...]]\n"
+      "       kiln opt FILE.kir [opt options]\n"
+      "       kiln migraphx FILE.mlir [--target T] [--func NAME] [--rand uniform|ones|seed=N] [--verify]\n"
+      "                     [--print-results] [--time]\n"
+      "       kiln conv-config \"-n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 ... -t f16 -F 1\" [--layout NHWC]\n"
+      "\n"
+      "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
+      "Without a script: an interactive REPL (prints returned values; incomplete chunks continue\n"
+      "on the next line; history in ~/.kiln_history).\n"
+      "\n"
+      "options:\n"
+      "  -e CODE        run CODE\n"
+      "  -l NAME        require library NAME into global NAME\n"
+      "  -i             enter the REPL after running the script / -e code\n"
+      "  -              run standard input as a script\n"
+      "  --             stop handling options\n"
+      "  -h, --help     show this help\n"
+      "  -v, --version  show the version\n"
+      "\n"
+      "kiln opt FILE.kir (FILE may be - for standard input):\n"
+      "  --pipeline P, -p P           pass pipeline, e.g. \"canonicalize,cse\" or \"pass{opt=3}\"\n"
+      "  --print-ir-after=all|a,b     print the IR after all / the named passes to stderr\n"
+      "  --generic                    print ops in generic form\n"
+      "  --locs                       print locations\n"
+      "  --verify-each=true|false     verify after every pass (default true)\n"
+      "  --timing                     print per-pass wall time to stderr\n"
+      "  --stats                      print op counts of the result to stderr\n"
+      "  --target T                   with --stats: lower every kernel for T (gfx942, sm_90, host)\n"
+      "                               and print its code-object statistics (VGPRs, LDS, scratch ...)\n"
+      "  --load FILE.lua              run a Lua script first (it may register passes)\n"
+      "  --list-passes                list the registered passes and exit\n"
+      "  -o FILE                      write the module to FILE instead of stdout\n");
 }
 
 /* ------------------------------------------------------------ Lua state ---- */
@@ -677,11 +683,39 @@ done:
   return rc;
 }
 
+/* ------------------------------------------------- migraphx, conv-config ---- */
+/* `kiln migraphx ...` / `kiln conv-config ...`: kiln.migraphx_main / kiln.conv_config_main
+ * (lua/kiln/migraphx.lua) with the arguments after the subcommand; their result is the
+ * exit status. */
+static int lua_subcommand(int argc, char **argv, const char *fn) {
+  lua_State *L = new_state();
+  if (!L) return 1;
+  create_arg_table(L, argc, argv, 1);
+  lua_getglobal(L, "kiln");
+  lua_getfield(L, -1, fn);
+  lua_remove(L, -2);
+  lua_createtable(L, argc - 2, 0);
+  for (int i = 2; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - 1);
+  }
+  int st = docall(L, 1, 1);
+  int rc = 1;
+  if (st == LUA_OK)
+    rc = (int)lua_tointeger(L, -1);
+  else
+    report(L, st);
+  lua_close(L);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc > 0 && argv[0] && *argv[0]) {
     const char *slash = strrchr(argv[0], '/');
     progname = slash ? slash + 1 : argv[0];
   }
   if (argc > 1 && !strcmp(argv[1], "opt")) return opt_main(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "migraphx")) return lua_subcommand(argc, argv, "migraphx_main");
+  if (argc > 1 && !strcmp(argv[1], "conv-config")) return lua_subcommand(argc, argv, "conv_config_main");
   return lua_main(argc, argv);
 }
