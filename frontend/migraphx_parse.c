@@ -31,6 +31,7 @@ typedef struct {
   mgx_sym *syms;
   int nsyms, capsyms;
   bool failed;
+  const char *only; /* build only the function of this name (NULL: all) */
 } P;
 
 static kl_loc here(P *p) { return kl_loc_make(p->ctx, p->file, p->line, p->col); }
@@ -328,30 +329,43 @@ static bool opt_scalar_type(P *p) {
   return true;
 }
 
-static void push_val(P *p, double **vals, int64_t *n, int64_t *cap, double v) {
-  if (*n == *cap) {
-    *cap = *cap ? *cap * 2 : 64;
-    *vals = kl_xrealloc(*vals, (size_t)*cap * sizeof(double));
+/* A dense literal's elements while they are read: values, and which were written as hex
+ * integers (for a float element type those are bit patterns, as in MLIR: 0xFC00 : f16 is
+ * -inf). */
+typedef struct {
+  double *vals;
+  unsigned char *hex;
+  int64_t n, cap;
+} dense_buf;
+static void push_val(dense_buf *d, double v, bool hex) {
+  if (d->n == d->cap) {
+    d->cap = d->cap ? d->cap * 2 : 64;
+    d->vals = kl_xrealloc(d->vals, (size_t)d->cap * sizeof(double));
+    d->hex = kl_xrealloc(d->hex, (size_t)d->cap);
   }
-  (*vals)[(*n)++] = v;
+  d->hex[d->n] = hex;
+  d->vals[d->n++] = v;
 }
-static bool dense_elems(P *p, double **vals, int64_t *n, int64_t *cap) {
+static bool dense_elems(P *p, dense_buf *d, int depth) {
+  if (depth > 64) return FAIL(p, "dense literal nested too deeply");
   if (eat(p, '[')) {
     if (eat(p, ']')) return true;
     do {
-      if (!dense_elems(p, vals, n, cap)) return false;
+      if (!dense_elems(p, d, depth + 1)) return false;
     } while (eat(p, ','));
     return expect(p, ']', "closing a dense list");
   }
+  ws(p);
   kl_mgx_attr x = { .loc = here(p) };
+  bool hex = cur(p) == '0' && (peekc(p, 1) == 'x' || peekc(p, 1) == 'X');
   if (keyword(p, "true"))
     x.f = 1;
   else if (keyword(p, "false"))
     x.f = 0;
   else if (!number(p, &x))
     return false;
-  if (*n >= KL_MAX_NUMEL) return FAIL(p, "literal too large");
-  push_val(p, vals, n, cap, x.f);
+  if (d->n >= ((int64_t)1 << 24)) return FAIL(p, "dense literal too large");
+  push_val(d, x.f, hex && x.kind == KL_MGX_INT);
   return true;
 }
 static double blob_elem(const unsigned char *b, kl_dtype dt) {
@@ -386,24 +400,37 @@ static double blob_elem(const unsigned char *b, kl_dtype dt) {
 static bool dense(P *p, kl_mgx_attr *a) {
   a->kind = KL_MGX_DENSE;
   if (!expect(p, '<', "after dense")) return false;
-  double *vals = NULL;
-  int64_t n = 0, cap = 0;
+  dense_buf d = { 0 };
   const char *blob = NULL;
+  ws(p);
   kl_loc bloc = here(p);
   if (at(p, '"')) {
     if (!string_lit(p, &blob)) return false;
-  } else if (!at(p, '>') && !dense_elems(p, &vals, &n, &cap)) {
-    free(vals);
+  } else if (!at(p, '>') && !dense_elems(p, &d, 0)) {
+    free(d.vals), free(d.hex);
     return false;
   }
   if (!expect(p, '>', "closing dense<...>") || !expect(p, ':', "before a dense literal's type") ||
       !mgx_type(p, &a->type, false)) {
-    free(vals);
+    free(d.vals), free(d.hex);
     return false;
   }
+  double *vals = d.vals;
+  int64_t n = d.n;
+  if (kl_dtype_is_float(a->type.dt)) /* hex integers are the elements' bit patterns */
+    for (int64_t i = 0; i < n; i++) {
+      if (!d.hex[i]) continue;
+      uint64_t bits = (uint64_t)(int64_t)vals[i];
+      unsigned char b[8];
+      for (int k = 0; k < 8; k++) b[k] = (unsigned char)(bits >> (8 * k));
+      vals[i] = blob_elem(b, a->type.dt);
+    }
+  free(d.hex);
   kl_shape shp = kl_shape_make(a->type.rank, a->type.dims);
   int64_t numel = kl_shape_numel(&shp);
   if (blob) {
+    free(vals);
+    vals = NULL;
     size_t len = strlen(blob), esz = kl_dtype_size(a->type.dt);
     if (len < 2 || blob[0] != '0' || (blob[1] != 'x' && blob[1] != 'X') || (len - 2) % 2)
       return fail_at(p, bloc, "a dense string must be a hex blob \"0x...\"");
@@ -780,6 +807,47 @@ static bool check_result_strides(P *p, const kl_mgx_type *t, int k) {
   return fail_at(p, t->loc, "result %d: strides %s are not a dense layout (kiln writes results densely)", k, buf);
 }
 
+/* Skips a group from open to its matching close, counting only those two characters
+ * (strings and // comments skipped whole). */
+static bool skip_group(P *p, char open, char close) {
+  if (!expect(p, open, "opening a group")) return false;
+  for (int depth = 1; depth > 0;) {
+    int c = cur(p);
+    if (!c) return FAIL(p, "missing '%c'", close);
+    if (c == '"') {
+      const char *str;
+      if (!string_lit(p, &str)) return false;
+      continue;
+    }
+    if (c == '/' && peekc(p, 1) == '/') {
+      ws(p);
+      continue;
+    }
+    if (c == open) depth++;
+    if (c == close) depth--;
+    adv(p);
+  }
+  return true;
+}
+/* A function not selected (P.only): its signature and body, unread. */
+static bool skip_func(P *p) {
+  if (!skip_group(p, '(', ')')) return false;
+  for (;;) {
+    ws(p);
+    int c = cur(p);
+    if (!c) return FAIL(p, "missing the function body");
+    if (c == '{') return skip_group(p, '{', '}');
+    if (c == '(') {
+      if (!skip_group(p, '(', ')')) return false;
+    } else if (c == '<') {
+      if (!skip_group(p, '<', '>')) return false;
+    } else if (keyword(p, "attributes")) {
+      if (!skip_group(p, '{', '}')) return false;
+    } else
+      adv(p);
+  }
+}
+
 static bool parse_func(P *p) {
   kl_loc floc = here(p);
   if (!keyword(p, "private")) keyword(p, "public");
@@ -787,6 +855,8 @@ static bool parse_func(P *p) {
   if (!name) return FAIL(p, "expected the function's @name");
   const char *plain = name + 1;
   if (*plain == '"') plain = kl_arena_strndup(&p->arena, plain + 1, strlen(plain) - 2);
+  /* with a selected name, later copies of it (a test file's kernel module) are skipped too */
+  if (p->only && (strcmp(plain, p->only) || kl_module_graph(p->module, plain))) return skip_func(p);
   if (kl_module_graph(p->module, plain)) return fail_at(p, floc, "function @%s is defined twice", plain);
   kl_op *g = kl_graph_create(p->ctx, p->module, plain, floc);
   if (!g) return p->failed = true, false;
@@ -862,11 +932,24 @@ static bool parse_items(P *p, bool nested) {
 }
 
 kl_op *kl_migraphx_parse(kl_ctx *ctx, const char *text, size_t len, const char *file) {
-  P p = { .ctx = ctx, .s = text, .end = text + len, .p = text, .file = file ? file : "<string>", .line = 1, .col = 1 };
+  return kl_migraphx_parse_func(ctx, text, len, file, NULL);
+}
+
+kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const char *file, const char *only) {
+  P p = { .ctx = ctx,
+          .s = text,
+          .end = text + len,
+          .p = text,
+          .file = file ? file : "<string>",
+          .line = 1,
+          .col = 1,
+          .only = only && *only ? only : NULL };
   kl_arena_init(&p.arena);
   p.module = kl_module_create(ctx, kl_loc_make(ctx, p.file, 1, 1));
   bool ok = parse_items(&p, false);
-  if (ok && !kl_module_graph(p.module, NULL)) ok = fail_at(&p, here(&p), "no func.func in the input");
+  if (ok && !kl_module_graph(p.module, NULL))
+    ok = p.only ? fail_at(&p, here(&p), "no function @%s in the input", p.only)
+                : fail_at(&p, here(&p), "no func.func in the input");
   free(p.syms);
   kl_arena_destroy(&p.arena);
   if (!ok) {

@@ -77,6 +77,9 @@ typedef struct kl_mgx_op {
 } kl_mgx_op;
 
 kl_op *kl_migraphx_parse(kl_ctx *ctx, const char *text, size_t len, const char *file);
+/* The same, building only the first function named only (the others, and later copies of
+ * it such as those of a nested kernel module, are skipped unread); only NULL or "": all. */
+kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const char *file, const char *only);
 
 /* The op table (migraphx_ops.c): builds op into graph, returning its result values in
  * out[0..op->nresults); false after a located diagnostic. */

@@ -210,6 +210,8 @@ kl_op *kl_parse_module(kl_ctx *ctx, const char *text, size_t len, const char *fi
  * argument strides become params (a permuted layout, a broadcast, a slice of a larger
  * buffer that the caller passes whole). */
 kl_op *kl_migraphx_parse(kl_ctx *ctx, const char *text, size_t len, const char *filename);
+/* The same, building only the first func.func named only (the others are skipped unread). */
+kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const char *filename, const char *only);
 /* The graph func @name of module (name NULL: the first one); NULL if none. */
 kl_op *kl_module_graph(kl_op *module, const char *name);
 kl_status kl_verify(kl_op *root);

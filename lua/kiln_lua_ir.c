@@ -22,7 +22,8 @@ static int l_parse(lua_State *L) {
   kl_lua__push(L, c, KL_LH_OP, m);
   return 1;
 }
-/* kiln.migraphx_module(text [, name]) -> the module of graphs (lua/kiln/migraphx.lua wraps it) */
+/* kiln.migraphx_module(text [, name [, func]]) -> the module of graphs (all, or only func's);
+ * lua/kiln/migraphx.lua wraps it */
 static int l_migraphx_module(lua_State *L) {
   int first;
   int c = kl_lua__ctx_arg(L, &first);
@@ -30,8 +31,9 @@ static int l_migraphx_module(lua_State *L) {
   size_t n;
   const char *text = luaL_checklstring(L, first, &n);
   const char *name = luaL_optstring(L, first + 1, "<string>");
+  const char *only = luaL_optstring(L, first + 2, NULL);
   kl_lua__flush_diags(ctx);
-  kl_op *m = kl_migraphx_parse(ctx, text, n, name);
+  kl_op *m = kl_migraphx_parse_func(ctx, text, n, name, only);
   if (!m) return kl_lua__diag_error(L, ctx, "kiln.migraphx", "parse failed");
   kl_lua__flush_diags(ctx);
   kl_lua__push(L, c, KL_LH_OP, m);

@@ -64,6 +64,32 @@ describe("kiln migraphx: malformed inputs", function()
       assert.falsy(err:find("stack traceback", 1, true), err)
     end)
   end
+  it("--func builds only that function: a test harness around it is skipped unread", function()
+    local path = helper.write_temp([[
+module {
+  func.func private @k(%a: !migraphx.shaped<2x3xf32, 3x1> {mhal.read_access}) -> (!migraphx.shaped<2x3xf32, 3x1> {mhal.write_access}) {
+    %0 = migraphx.exp %a : <2x3xf32, 3x1> -> <2x3xf32, 3x1>
+    return %0 : !migraphx.shaped<2x3xf32, 3x1>
+  }
+  func.func @k_wrapper(%a: !migraphx.shaped<2x3xf32, 3x1>) -> !migraphx.shaped<2x3xf32, 3x1> {
+    %token, %results = mhal.launch @k (%a) : (!migraphx.shaped<2x3xf32, 3x1>) -> !migraphx.shaped<2x3xf32, 3x1>
+    mhal.await %token : !mhal.token
+    return %results : !migraphx.shaped<2x3xf32, 3x1>
+  }
+  module @inner attributes {mhal.module} {
+    func.func private @k(%a: !migraphx.shaped<2x3xf32, 3x1>) -> !migraphx.shaped<2x3xf32, 3x1> attributes {kernel} {
+      %0 = migraphx.exp %a : <2x3xf32, 3x1> -> <2x3xf32, 3x1>
+      return %0 : !migraphx.shaped<2x3xf32, 3x1>
+    }
+  }
+}]], ".mlir")
+    local out, err, code = kiln_run("migraphx " .. q(path) .. " --func k --verify --target host")
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:match("^k: PASS %(kernels=1, "), out)
+    _, err, code = kiln_run("migraphx " .. q(path) .. " --verify --target host")
+    assert.are.equal(1, code)
+    helper.has(err, ":7:24: error: mhal.launch is not supported")
+  end)
   it("reports usage errors", function()
     local _, err, code = kiln_run("migraphx")
     assert.are.equal(2, code)
@@ -113,6 +139,16 @@ describe("kiln.migraphx from Lua", function()
         assert.is_true(math.abs(out:get { i - 1, j - 1 } - want) < 1e-5, ("%d,%d"):format(i, j))
       end
     end
+  end)
+  it("reads hex integers in float literals as bit patterns, as MLIR does", function()
+    local g = kiln.migraphx([[
+func.func @f(%x: !migraphx.shaped<3xf16, 1>) -> !migraphx.shaped<3xf16, 1> {
+  %c = migraphx.literal(dense<[0x3C00, 0xC000, 0xFC00]> : tensor<3xf16>) : <3xf16, 1>
+  %0 = migraphx.add %x, %c : <3xf16, 1>, <3xf16, 1> -> <3xf16, 1>
+  return %0 : !migraphx.shaped<3xf16, 1>
+}]])[1]
+    local out = g:eval { x = kiln.tensor({ 0.5, 4, 1 }, "f16") }
+    assert.are.same({ 1.5, 2, -math.huge }, out:flat())
   end)
   it("maps recip and clip onto graph ops with their semantics", function()
     local gs = kiln.migraphx([[
