@@ -205,6 +205,13 @@ kl_status kl_graph_output(kl_op *graph, int n, kl_value *const *outs, kl_loc loc
 /* .kir text -> a module (NULL + diagnostics "file:line:col: error: ..." on error; the
  * text need not be NUL-terminated). Verify it (kl_verify) before use. */
 kl_op *kl_parse_module(kl_ctx *ctx, const char *text, size_t len, const char *filename);
+/* MIGraphX-dialect MLIR text -> a module of graph funcs, one per func.func (named like
+ * it), or NULL + located diagnostics; frontend/migraphx_parse.h says what is read and how
+ * argument strides become params (a permuted layout, a broadcast, a slice of a larger
+ * buffer that the caller passes whole). */
+kl_op *kl_migraphx_parse(kl_ctx *ctx, const char *text, size_t len, const char *filename);
+/* The same, building only the first func.func named only (the others are skipped unread). */
+kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const char *filename, const char *only);
 /* The graph func @name of module (name NULL: the first one); NULL if none. */
 kl_op *kl_module_graph(kl_op *module, const char *name);
 kl_status kl_verify(kl_op *root);

@@ -293,7 +293,7 @@ static int g_graph_of(lua_State *L) {
   return 1;
 }
 
-/* _g.params(func) -> {{name=, value=, shape=, dtype=}} in order */
+/* _g.params(func) -> {{name=, value=, type=, shape=, dtype=, strides=}} in order */
 static int g_params(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   int c = kl_lua__push_handle_ctxud(L, 1);
@@ -306,7 +306,18 @@ static int g_params(lua_State *L) {
     kl_lua__set_str(L, "name", kl_op_attr_string(o, "name"));
     kl_lua__push(L, c, KL_LH_VALUE, &o->results[0]);
     lua_setfield(L, -2, "value");
-    kl_lua__set_str(L, "type", kl_type_str(o->results[0].type));
+    const kl_type *t = o->results[0].type;
+    kl_lua__set_str(L, "type", kl_type_str(t));
+    if (t && kl_type_is_shaped(t)) { /* shape, dtype and strides: what a caller's input must have */
+      lua_createtable(L, t->rank, 0);
+      for (int k = 0; k < t->rank; k++) lua_pushinteger(L, (lua_Integer)t->shape[k]), lua_rawseti(L, -2, k + 1);
+      lua_setfield(L, -2, "shape");
+      lua_createtable(L, t->rank, 0);
+      for (int k = 0; k < t->rank; k++) lua_pushinteger(L, (lua_Integer)t->strides[k]), lua_rawseti(L, -2, k + 1);
+      lua_setfield(L, -2, "strides");
+      const char *dn = t->elem ? kl_scalar_name(t->elem->kind) : NULL;
+      if (dn) kl_lua__set_str(L, "dtype", dn);
+    }
     lua_rawseti(L, -2, ++i);
   }
   return 1;

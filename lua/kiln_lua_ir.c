@@ -5,6 +5,7 @@
  * kiln_lua_type.c, kiln_lua_attr.c). */
 #include "lua/kiln_lua.h"
 #include "core/parse.h"
+#include "frontend/migraphx_parse.h"
 #include <stdlib.h>
 
 static int l_parse(lua_State *L) {
@@ -17,6 +18,23 @@ static int l_parse(lua_State *L) {
   kl_lua__flush_diags(ctx);
   kl_op *m = kl_parse_module(ctx, text, n, name);
   if (!m) return kl_lua__diag_error(L, ctx, "kiln.parse", "parse failed");
+  kl_lua__flush_diags(ctx);
+  kl_lua__push(L, c, KL_LH_OP, m);
+  return 1;
+}
+/* kiln.migraphx_module(text [, name [, func]]) -> the module of graphs (all, or only func's);
+ * lua/kiln/migraphx.lua wraps it */
+static int l_migraphx_module(lua_State *L) {
+  int first;
+  int c = kl_lua__ctx_arg(L, &first);
+  kl_ctx *ctx = kl_lua__check_ctx(L, c);
+  size_t n;
+  const char *text = luaL_checklstring(L, first, &n);
+  const char *name = luaL_optstring(L, first + 1, "<string>");
+  const char *only = luaL_optstring(L, first + 2, NULL);
+  kl_lua__flush_diags(ctx);
+  kl_op *m = kl_migraphx_parse_func(ctx, text, n, name, only);
+  if (!m) return kl_lua__diag_error(L, ctx, "kiln.migraphx", "parse failed");
   kl_lua__flush_diags(ctx);
   kl_lua__push(L, c, KL_LH_OP, m);
   return 1;
@@ -133,10 +151,15 @@ static int l_diagnostics(lua_State *L) { /* pending diagnostics text (cleared) *
 
 void kl_lua__open_ir(lua_State *L) {
   int mod = lua_gettop(L);
-  static const luaL_Reg fns[] = { { "parse", l_parse }, { "type", l_type },
-                                  { "attr", l_attr },   { "op", l_op },
-                                  { "block", l_block }, { "module", l_module },
-                                  { "ops", l_ops },     { "diagnostics", l_diagnostics },
+  static const luaL_Reg fns[] = { { "parse", l_parse },
+                                  { "type", l_type },
+                                  { "attr", l_attr },
+                                  { "op", l_op },
+                                  { "block", l_block },
+                                  { "module", l_module },
+                                  { "ops", l_ops },
+                                  { "diagnostics", l_diagnostics },
+                                  { "migraphx_module", l_migraphx_module },
                                   { NULL, NULL } };
   luaL_setfuncs(L, fns, 0);
   /* the same functions as context methods: ctx:parse(text), ctx:op{...}, ... */

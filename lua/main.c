@@ -3,6 +3,8 @@
  *   kiln FILE.lua ARGS...     runs a script; `arg` is set up as by lua5.4
  *   kiln -e CODE, -i, -l MOD  as lua5.4
  *   kiln opt FILE.kir ...     parse, run a pipeline, print the module (IR tests)
+ *   kiln migraphx FILE.mlir   parse a MIGraphX-dialect file, compile, run, verify (lua/kiln/migraphx.lua)
+ *   kiln conv-config "ARGS"   an MIOpenDriver conv spec: build, verify, time
  * The Lua part of kiln (the files in lua/kiln/) is found through package.path, to which this
  * program prepends, when installed (cmake --install: <prefix>/bin/kiln), only
  * <prefix>/share/lua/5.4/?.lua; otherwise <dir of the executable>/../lua/?.lua
@@ -40,6 +42,9 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: kiln [options] [script.lua [args...]]\n"
           "       kiln opt FILE.kir [opt options]\n"
+          "       kiln migraphx FILE.mlir [--target T] [--func NAME] [--rand uniform|ones|seed=N]\n"
+          "                     [--verify] [--print-results] [--time]\n"
+          "       kiln conv-config \"MIOPENDRIVER CONV ARGS (-n -c -H -W -k -y -x ... -F 1)\" [--layout NHWC]\n"
           "\n"
           "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
           "Without a script: an interactive REPL (prints returned values; incomplete chunks continue\n"
@@ -677,11 +682,39 @@ done:
   return rc;
 }
 
+/* ------------------------------------------------- migraphx, conv-config ---- */
+/* `kiln migraphx ...` / `kiln conv-config ...`: kiln.migraphx_main / kiln.conv_config_main
+ * (lua/kiln/migraphx.lua) with the arguments after the subcommand; their result is the
+ * exit status. */
+static int lua_subcommand(int argc, char **argv, const char *fn) {
+  lua_State *L = new_state();
+  if (!L) return 1;
+  create_arg_table(L, argc, argv, 1);
+  lua_getglobal(L, "kiln");
+  lua_getfield(L, -1, fn);
+  lua_remove(L, -2);
+  lua_createtable(L, argc - 2, 0);
+  for (int i = 2; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - 1);
+  }
+  int st = docall(L, 1, 1);
+  int rc = 1;
+  if (st == LUA_OK)
+    rc = (int)lua_tointeger(L, -1);
+  else
+    report(L, st);
+  lua_close(L);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc > 0 && argv[0] && *argv[0]) {
     const char *slash = strrchr(argv[0], '/');
     progname = slash ? slash + 1 : argv[0];
   }
   if (argc > 1 && !strcmp(argv[1], "opt")) return opt_main(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "migraphx")) return lua_subcommand(argc, argv, "migraphx_main");
+  if (argc > 1 && !strcmp(argv[1], "conv-config")) return lua_subcommand(argc, argv, "conv_config_main");
   return lua_main(argc, argv);
 }

@@ -7,7 +7,8 @@
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
 -- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
--- vector-access element-wise cases of spec/lua/vector_access_cases.lua.
+-- vector-access element-wise cases of spec/lua/vector_access_cases.lua, then the
+-- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
@@ -292,6 +293,25 @@ for _, c in ipairs(nq) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
+-- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
+-- every function against g:eval with the kernel count of its file's KERNELS line
+for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "softmax_reduce", "views",
+                        "elementwise_literals" } do
+  local path = "spec/migraphx/" .. file .. ".mlir"
+  local ok, err = pcall(function()
+    local fh = assert(io.open(path, "rb"))
+    local text = fh:read("a")
+    fh:close()
+    local want = {}
+    for fn, k in text:match("// KERNELS:([^\n]*)"):gmatch("([%w_]+)=(%d+)") do want[fn] = tonumber(k) end
+    for _, g in ipairs(kiln.migraphx(text, path)) do
+      local gok, line, nk = kiln.migraphx_verify(g, { target = dev.kind })
+      if gok and nk ~= want[g.name] then gok, line = false, line .. " (want kernels=" .. tostring(want[g.name]) .. ")" end
+      if gok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = path .. ": " .. line end
+    end
+  end)
+  if not ok then fail = fail + 1; failures[#failures + 1] = path .. ": " .. tostring(err) end
+end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
-print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans, MIGraphX ops and vector accesses on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans, MIGraphX ops, vector accesses and the MIGraphX corpus on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

@@ -27,6 +27,7 @@
 #include "core/print.h"
 #include "core/verify.h"
 #include "driver/bundle.h"
+#include "frontend/migraphx_parse.h"
 #include "driver/program.h"
 #include "runtime/device.h"
 #include "runtime/graph_eval.h"

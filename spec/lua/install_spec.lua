@@ -98,7 +98,7 @@ describe("cmake --install", function()
 
   it("lays out libraries, headers, kiln.pc, the executable and the Lua module", function()
     for _, f in ipairs { "lib/libkiln_core.a", "lib/libkiln_passes.a", "lib/libkiln_codegen.a", "lib/libkiln_runtime.a",
-                         "lib/libkiln_client.a", "lib/libkiln_driver.a", "lib/libkiln_lua.a", "lib/pkgconfig/kiln.pc", "bin/kiln",
+                         "lib/libkiln_client.a", "lib/libkiln_driver.a", "lib/libkiln_frontend.a", "lib/libkiln_lua.a", "lib/pkgconfig/kiln.pc", "bin/kiln",
                          "lib/lua/5.4/kiln.so", "share/lua/5.4/kiln/lib.lua", "share/lua/5.4/kiln/graph.lua",
                          "include/kiln.h", "include/kiln/core/ir.h", "include/kiln/driver/program.h",
                          "include/kiln/lua/kiln_lua.h" } do

@@ -1,0 +1,3 @@
+// ERROR: 4:1: error: no func.func in the input
+module {
+}
