@@ -3,11 +3,13 @@
  * An op missing here is "migraphx.X is not supported (supported: ...)"; an attribute not in
  * its row is an error naming it; the attributes every op may carry and kiln ignores
  * (perf_config: kiln tunes by itself; out_dyn_dims: static shapes only, checked empty)
- * are in IGNORED. Rows whose graph op kiln does not define yet (erf, greater, the quantize
- * ops, quant ops on fp8) name it: kl_graph_add_op then reports it at the op's location. */
+ * are in IGNORED. Rows map onto graph ops or the graph DSL's composites (quantize,
+ * dequantize, quant_dot, quant_conv, 1-D / 3-D conv: core/graph_composite.h); a row whose
+ * graph op kiln does not define (quant ops on fp8) is a located "not supported" error. */
 #include "core/arena.h"
 #include "core/context.h"
 #include "core/graph_api.h"
+#include "core/graph_composite.h"
 #include "core/type.h"
 #include "frontend/migraphx_parse.h"
 #include <stdarg.h>
@@ -108,7 +110,7 @@ static kl_dtype dt_of(const kl_value *v) {
 static bool have(kl_op *g, const kl_mgx_op *op, const char *gop) {
   char full[64];
   snprintf(full, sizeof full, "graph.%s", gop);
-  if (kl_lookup_op(gctx(g), full)) return true;
+  if (kl_lookup_op(gctx(g), full) || kl_graph_is_composite(gop)) return true;
   err(g, op->loc, "migraphx.%s is not supported (kiln has no %s op yet)", op->name, full);
   return false;
 }
