@@ -116,7 +116,8 @@ static const char *sigil_name(P *p, char sigil) {
   if (cur(p) == '"') { /* @"quoted" */
     adv(p);
     while (cur(p) && cur(p) != '"') adv(p);
-    if (cur(p)) adv(p);
+    if (!cur(p)) return NULL; /* unterminated: no name */
+    adv(p);
   } else
     while (is_id(cur(p)) && cur(p) != '-') adv(p);
   if (p->p - b < 2) return NULL;

@@ -1,0 +1,2 @@
+// ERROR: 2:25: error: expected the function's @name
+func.func @"unterminated
