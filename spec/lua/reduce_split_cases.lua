@@ -55,7 +55,8 @@ end
 M.HEURISTIC = {
   { "1x16777216 sum", { 1, 16777216 }, { 1 }, true },
   { "4x4194304 sum", { 4, 4194304 }, { 1 }, true },
-  { "64x262144 sum", { 64, 262144 }, { 1 }, true },
+  { "16x1048576 sum", { 16, 1048576 }, { 1 }, true },
+  { "128x262144 sum (rows cover a quarter of the CUs)", { 128, 262144 }, { 1 }, false },
   { "262144x8 column sum", { 262144, 8 }, { 0 }, true },
   { "8192x8192 sum (many rows)", { 8192, 8192 }, { 1 }, false },
   { "4x4096 sum (short rows)", { 4, 4096 }, { 1 }, false },
