@@ -206,6 +206,17 @@ function M.gen_gemm_reduce(seed)
            g = g, inputs = inputs, dtype = y.dtype, fused = fused, kernels = (fused and 1 or 2) + (after and 1 or 0) }
 end
 
+-- A sum of n terms each at most term_max in magnitude (a reduction after a GEMM, added up
+-- in any order, e.g. by atomic adds) rounds like any sum: its error grows as sqrt(n) times
+-- the terms' magnitude, not with the (possibly cancelled) result; the rule of the blockwise
+-- reduction specs (reduce_blockwise_cases.check) with the terms' scale made explicit.
+function M.check_sum(got, want, dtype, n, term_max)
+  local tol = (dtype == "f32") and 1e-5 or 1e-2
+  local scale = math.sqrt(n) * term_max
+  for _, v in ipairs(want:flat()) do scale = math.max(scale, math.abs(v)) end
+  return kiln.allclose(got, want, { rtol = tol, atol = tol * math.max(scale, 1e-30) })
+end
+
 function M.check(got, want, dtype)
   local tol = (dtype == "f32") and 1e-5 or 1e-2
   local scale = 0
