@@ -369,34 +369,6 @@ static bool dense_elems(P *p, dense_buf *d, int depth) {
   push_val(d, x.f, hex && x.kind == KL_MGX_INT);
   return true;
 }
-static double blob_elem(const unsigned char *b, kl_dtype dt) {
-  switch (dt) {
-    case KL_DT_F32: {
-      float f;
-      memcpy(&f, b, 4);
-      return f;
-    }
-    case KL_DT_F64: {
-      double d;
-      memcpy(&d, b, 8);
-      return d;
-    }
-    case KL_DT_F16: return kl_f16_to_f64((uint16_t)(b[0] | b[1] << 8));
-    case KL_DT_BF16: return kl_bf16_to_f64((uint16_t)(b[0] | b[1] << 8));
-    case KL_DT_I8: return (int8_t)b[0];
-    case KL_DT_I1: return b[0] != 0;
-    case KL_DT_I32: {
-      int32_t v;
-      memcpy(&v, b, 4);
-      return v;
-    }
-    default: {
-      int64_t v;
-      memcpy(&v, b, 8);
-      return (double)v;
-    }
-  }
-}
 /* dense<...> : tensor<...> (the keyword already read) */
 static bool dense(P *p, kl_mgx_attr *a) {
   a->kind = KL_MGX_DENSE;
@@ -424,7 +396,7 @@ static bool dense(P *p, kl_mgx_attr *a) {
       uint64_t bits = (uint64_t)(int64_t)vals[i];
       unsigned char b[8];
       for (int k = 0; k < 8; k++) b[k] = (unsigned char)(bits >> (8 * k));
-      vals[i] = blob_elem(b, a->type.dt);
+      vals[i] = kl_dtype_load_f64(a->type.dt, b);
     }
   free(d.hex);
   kl_shape shp = kl_shape_make(a->type.rank, a->type.dims);
@@ -451,7 +423,7 @@ static bool dense(P *p, kl_mgx_attr *a) {
     }
     n = (int64_t)(nb / esz);
     vals = kl_xmalloc((size_t)(n ? n : 1) * sizeof(double));
-    for (int64_t i = 0; i < n; i++) vals[i] = blob_elem(bytes + i * esz, a->type.dt);
+    for (int64_t i = 0; i < n; i++) vals[i] = kl_dtype_load_f64(a->type.dt, bytes + i * esz);
     free(bytes);
   }
   if (n != numel && n != 1) {
