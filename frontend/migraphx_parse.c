@@ -32,6 +32,9 @@ typedef struct {
   int nsyms, capsyms;
   bool failed;
   const char *only; /* build only the function of this name (NULL: all) */
+  /* a test file (a host harness calling `mhal.launch @k`): the launched kernels only */
+  const char *launched[16], *launched_at[16];
+  int nlaunched;
 } P;
 
 static kl_loc here(P *p) { return kl_loc_make(p->ctx, p->file, p->line, p->col); }
@@ -830,6 +833,11 @@ static bool parse_func(P *p) {
   if (*plain == '"') plain = kl_arena_strndup(&p->arena, plain + 1, strlen(plain) - 2);
   /* with a selected name, later copies of it (a test file's kernel module) are skipped too */
   if (p->only && (strcmp(plain, p->only) || kl_module_graph(p->module, plain))) return skip_func(p);
+  if (!p->only && p->nlaunched) { /* a test file: its kernels, each once; the harness skipped */
+    bool kernel = false;
+    for (int i = 0; i < p->nlaunched && !kernel; i++) kernel = !strcmp(plain, p->launched[i]);
+    if (!kernel || kl_module_graph(p->module, plain)) return skip_func(p);
+  }
   if (kl_module_graph(p->module, plain)) return fail_at(p, floc, "function @%s is defined twice", plain);
   kl_op *g = kl_graph_create(p->ctx, p->module, plain, floc);
   if (!g) return p->failed = true, false;
@@ -908,6 +916,30 @@ kl_op *kl_migraphx_parse(kl_ctx *ctx, const char *text, size_t len, const char *
   return kl_migraphx_parse_func(ctx, text, len, file, NULL);
 }
 
+/* The callees of `mhal.launch @name` in the text (rocMLIR's test files wrap their kernel in
+ * such a harness, plus a copy of it in a nested kernel module), at most 16. */
+static void find_launches(P *p) {
+  static const char key[] = "mhal.launch";
+  size_t kn = sizeof key - 1;
+  for (const char *q = p->s; q + kn < p->end && p->nlaunched < 16; q++) {
+    if (q[0] == '/' && q[1] == '/') { /* a comment, to the end of its line */
+      while (q + 1 < p->end && q[1] != '\n') q++;
+      continue;
+    }
+    if (memcmp(q, key, kn)) continue;
+    const char *n = q + kn;
+    while (n < p->end && (*n == ' ' || *n == '\t')) n++;
+    if (n >= p->end || *n != '@') continue;
+    const char *b = ++n;
+    while (n < p->end && (isalnum((unsigned char)*n) || *n == '_' || *n == '.' || *n == '$')) n++;
+    if (n > b) {
+      p->launched_at[p->nlaunched] = q;
+      p->launched[p->nlaunched++] = kl_arena_strndup(&p->arena, b, (size_t)(n - b));
+    }
+    q = n - 1;
+  }
+}
+
 kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const char *file, const char *only) {
   P p = { .ctx = ctx,
           .s = text,
@@ -919,7 +951,14 @@ kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const c
           .only = only && *only ? only : NULL };
   kl_arena_init(&p.arena);
   p.module = kl_module_create(ctx, kl_loc_make(ctx, p.file, 1, 1));
+  if (!p.only) find_launches(&p);
   bool ok = parse_items(&p, false);
+  if (ok && !kl_module_graph(p.module, NULL) && !p.only && p.nlaunched) {
+    int line = 1, col = 1; /* where the first launch is */
+    for (const char *q = p.s; q < p.launched_at[0]; q++) line += *q == '\n', col = *q == '\n' ? 1 : col + 1;
+    ok = fail_at(&p, kl_loc_make(ctx, p.file, line, col), "mhal.launch @%s: the input defines no function @%s",
+                 p.launched[0], p.launched[0]);
+  }
   if (ok && !kl_module_graph(p.module, NULL))
     ok = p.only ? fail_at(&p, here(&p), "no function @%s in the input", p.only)
                 : fail_at(&p, here(&p), "no func.func in the input");

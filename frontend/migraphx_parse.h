@@ -20,6 +20,10 @@
  *    graph.broadcast; strides of a sub-box of a larger dense buffer make a param of that
  *    buffer's shape plus a graph.slice (the client passes the whole buffer). Results must
  *    have dense (possibly permuted) strides, else a located error.
+ *  - Test files (rocMLIR's end-to-end tests): when the text calls `mhal.launch @k` (a host
+ *    harness), the whole-file parse builds only the launched kernels, each once (the
+ *    harness and the kernel module's copy are skipped unread); kl_migraphx_parse_func with
+ *    a name builds that function only. An mhal op anywhere else is "not supported".
  *  - Element types f32 f16 bf16 i8 si8 i32 si32 (and i64, i1); ui8 and fp8 are reported as
  *    unsupported. Op mapping and attribute rules: migraphx_ops.c. */
 #ifndef KL_MIGRAPHX_PARSE_H

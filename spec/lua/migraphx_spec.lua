@@ -64,7 +64,7 @@ describe("kiln migraphx: malformed inputs", function()
       assert.falsy(err:find("stack traceback", 1, true), err)
     end)
   end
-  it("--func builds only that function: a test harness around it is skipped unread", function()
+  it("--func builds only that function; a whole test file builds the kernels its harness launches", function()
     local path = helper.write_temp([[
 module {
   func.func private @k(%a: !migraphx.shaped<2x3xf32, 3x1> {mhal.read_access}) -> (!migraphx.shaped<2x3xf32, 3x1> {mhal.write_access}) {
@@ -86,9 +86,19 @@ module {
     local out, err, code = kiln_run("migraphx " .. q(path) .. " --func k --verify --target host")
     assert.are.equal(0, code, out .. err)
     assert.truthy(out:match("^k: PASS %(kernels=1, "), out)
-    _, err, code = kiln_run("migraphx " .. q(path) .. " --verify --target host")
+    out, err, code = kiln_run("migraphx " .. q(path) .. " --verify --target host")
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:match("^k: PASS %(kernels=1, "), out)
+    assert.falsy(out:find("k_wrapper", 1, true), out)
+    -- an mhal op in a function no harness launches from is still an error
+    local bad = helper.write_temp([[
+func.func @f(%a: !migraphx.shaped<2xf32, 1>) -> !migraphx.shaped<2xf32, 1> {
+  mhal.await %a : !mhal.token
+  return %a : !migraphx.shaped<2xf32, 1>
+}]], ".mlir")
+    _, err, code = kiln_run("migraphx " .. q(bad) .. " --verify --target host")
     assert.are.equal(1, code)
-    helper.has(err, ":7:24: error: mhal.launch is not supported")
+    helper.has(err, ":2:3: error: mhal.await is not supported")
   end)
   it("reports usage errors", function()
     local _, err, code = kiln_run("migraphx")
