@@ -62,6 +62,9 @@ kl_value *kl_ll_min_index(kl_ll *L, kl_value *a, kl_value *b);
  * f16<->bf16 through f32), int<->int (extsi/trunci), float->int (fptosi, saturating),
  * int->float (sitofp), anything->i1 is x != 0, index<->int (index_cast). */
 kl_value *kl_ll_convert(kl_ll *L, kl_value *v, const kl_type *to);
+/* A rock.elementwise(src, dst) at rw's insertion point whose body converts each element of
+ * the tile src to dst's element type (kl_ll_convert); the insertion point stays after it. */
+void kl_ll_convert_tile(kl_rewriter *rw, kl_loc loc, kl_value *src, kl_value *dst);
 /* Accumulator type for arithmetic on elements of t (f16/bf16/f32 -> f32, f64 -> f64,
  * ints -> i64 for reductions / i32 for GEMMs is the caller's choice). */
 const kl_type *kl_ll_float_acc(kl_ctx *ctx, const kl_type *t);

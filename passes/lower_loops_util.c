@@ -205,6 +205,20 @@ kl_value *kl_ll_convert(kl_ll *L, kl_value *v, const kl_type *to) {
   if (ff) return kl_ll_op1(L, "arith.fptosi", v, rt);
   return kl_ll_op1(L, "arith.sitofp", v, rt);
 }
+void kl_ll_convert_tile(kl_rewriter *rw, kl_loc loc, kl_value *src, kl_value *dst) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_value *o[2] = { src, dst };
+  kl_op *conv = kl_rewriter_create(rw, "rock.elementwise", loc, 2, o, 0, NULL, 0, NULL, 1);
+  kl_block *b = kl_block_create(ctx);
+  kl_value *x = kl_block_add_arg(ctx, b, src->type->elem);
+  kl_region_push_block(&conv->regions[0], b);
+  kl_ll L;
+  kl_ll_init(&L, rw, loc, 0);
+  kl_rewriter_set_insertion_end(rw, b);
+  kl_value *y = kl_ll_convert(&L, x, dst->type->elem);
+  kl_rewriter_create(rw, "rock.yield", loc, 1, &y, 0, NULL, 0, NULL, 0);
+  kl_rewriter_set_insertion_after(rw, conv);
+}
 
 /* ---- memory ---- */
 kl_value *kl_ll_load(kl_ll *L, kl_value *buf, kl_value *const *coords, kl_value *valid, int64_t vlen) {

@@ -351,16 +351,7 @@ static const char *try_fuse(kl_op *ew, int ci, kl_rewriter *rw, bool *fused) {
   if (acc->type->elem != c->type->elem) {
     ctile = alloc_tile(rw, loc, entry, c->type->elem, n);
     kl_rewriter_set_insertion_before(rw, write);
-    kl_value *o[2] = { acc, ctile };
-    kl_op *conv = kl_rewriter_create(rw, "rock.elementwise", loc, 2, o, 0, NULL, 0, NULL, 1);
-    kl_block *b = kl_block_create(ctx);
-    kl_value *x = kl_block_add_arg(ctx, b, acc->type->elem);
-    kl_region_push_block(&conv->regions[0], b);
-    kl_ll L;
-    kl_ll_init(&L, rw, loc, 0);
-    kl_rewriter_set_insertion_end(rw, b);
-    kl_value *y = kl_ll_convert(&L, x, c->type->elem);
-    kl_rewriter_create(rw, "rock.yield", loc, 1, &y, 0, NULL, 0, NULL, 0);
+    kl_ll_convert_tile(rw, loc, acc, ctile);
   }
   for (int i = 0; i < nin; i++) {
     kl_value *v = ew->opnds[i].value;

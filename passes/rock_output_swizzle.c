@@ -376,19 +376,8 @@ static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile 
   kl_value *lds = kl_tile_transform(rw, loc, lds_raw, LV);
   kl_view_free(LV);
   barrier(rw, loc);
-  if (ctile != acc) { /* the accumulator in C's type (the conversion the write would do) */
-    kl_value *o[2] = { acc, ctile };
-    kl_op *conv = kl_rewriter_create(rw, "rock.elementwise", loc, 2, o, 0, NULL, 0, NULL, 1);
-    kl_block *b = kl_block_create(ctx);
-    kl_value *x = kl_block_add_arg(ctx, b, acc->type->elem);
-    kl_region_push_block(&conv->regions[0], b);
-    kl_ll L;
-    kl_ll_init(&L, rw, loc, 0);
-    kl_rewriter_set_insertion_end(rw, b);
-    kl_value *y = kl_ll_convert(&L, x, tc);
-    kl_rewriter_create(rw, "rock.yield", loc, 1, &y, 0, NULL, 0, NULL, 0);
-    kl_rewriter_set_insertion_before(rw, write);
-  }
+  if (ctile != acc) /* the accumulator in C's type (the conversion the write would do) */
+    kl_ll_convert_tile(rw, loc, acc, ctile);
   copy_op(rw, loc, "rock.threadwise_write_all", ctile, lds, bid, tid, W, kl_tile_vector_len(W, lds, 2), "set", true);
   barrier(rw, loc);
   copy_op(rw, loc, "rock.threadwise_read_into", lds, sw, bid, tid, S, kl_tile_vector_len(S, lds, 2), NULL, true);

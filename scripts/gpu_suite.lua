@@ -155,11 +155,7 @@ for _, h in ipairs(RS.HEURISTIC) do
   end
 end
 -- host plans with prefill, copy and workspace steps on streams (spec/lua/plan_steps_gpu_spec.lua's cases)
-local function plan_kinds(plan)
-  local t = {}
-  for _, st in ipairs(plan.steps) do t[#t + 1] = st.kind end
-  return table.concat(t, ",")
-end
+local plan_kinds = gen.plan_kinds
 local function plan_case(name, g, inputs, want_kinds)
   local ok, err = pcall(function()
     local p = kiln.compile(g, { target = dev.arch, cache = false })

@@ -225,4 +225,22 @@ function M.check(got, want, dtype)
   return ok, report
 end
 
+-- The kinds of a plan's steps in order, comma-separated ("prefill,launch").
+function M.plan_kinds(plan)
+  local t = {}
+  for _, st in ipairs(plan.steps) do t[#t + 1] = st.kind end
+  return table.concat(t, ",")
+end
+
+-- Every output of a run (table.pack(p:run(...))) against the reference's
+-- (table.pack(g:eval(...))) by M.check: true, or false and a message naming the output.
+function M.check_outputs(got, want)
+  if got.n ~= want.n then return false, ("%d outputs, the reference %d"):format(got.n, want.n) end
+  for i = 1, want.n do
+    local ok, report = M.check(got[i], want[i], want[i].dtype)
+    if not ok then return false, ("output %d: %s"):format(i, report.summary) end
+  end
+  return true
+end
+
 return M

@@ -7,11 +7,7 @@ local kiln = require "kiln"
 local helper = require "spec.lua.helper"
 local fg = require "fused_gen"
 
-local function kinds(plan)
-  local t = {}
-  for _, s in ipairs(plan.steps) do t[#t + 1] = s.kind end
-  return table.concat(t, ",")
-end
+local kinds = fg.plan_kinds
 
 describe("plans with prefill, copy and workspace steps on the GPU #gpu", function()
   local dev, why = helper.gpu_device()
@@ -24,11 +20,8 @@ describe("plans with prefill, copy and workspace steps on the GPU #gpu", functio
     assert.are.equal(want_kinds, kinds(p:plan()))
     local want = table.pack(g:eval(inputs))
     for _, opts in ipairs { { device = dev }, { device = dev, timing = {} } } do
-      local got = table.pack(p:run(inputs, opts))
-      for i = 1, want.n do
-        local ok, report = fg.check(got[i], want[i], want[i].dtype)
-        assert(ok, ("output %d on %s: %s"):format(i, dev.arch, report.summary))
-      end
+      local ok, msg = fg.check_outputs(table.pack(p:run(inputs, opts)), want)
+      assert(ok, ("%s on %s"):format(msg, dev.arch))
     end
   end
 

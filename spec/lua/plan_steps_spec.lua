@@ -77,19 +77,10 @@ end
 local function slurp(path) local f = assert(io.open(path, "rb")); local s = f:read("a"); f:close(); return s end
 local function spit(path, s) local f = assert(io.open(path, "wb")); f:write(s); f:close() end
 
-local function kinds(plan)
-  local t = {}
-  for _, s in ipairs(plan.steps) do t[#t + 1] = s.kind end
-  return table.concat(t, ",")
-end
+local kinds = fg.plan_kinds
 
 local function check_outputs(p, g, inputs, opts)
-  local got, want = table.pack(p:run(inputs, opts)), table.pack(g:eval(inputs))
-  assert.are.equal(want.n, got.n)
-  for i = 1, want.n do
-    local ok, report = fg.check(got[i], want[i], want[i].dtype)
-    assert(ok, ("output %d: %s"):format(i, report.summary))
-  end
+  assert(fg.check_outputs(table.pack(p:run(inputs, opts)), table.pack(g:eval(inputs))))
 end
 
 -- Every wait names an earlier step's token; each slot a step reads is written by a step it

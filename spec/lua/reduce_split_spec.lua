@@ -11,11 +11,7 @@ local helper = require "spec.lua.helper"
 local RB = require "reduce_blockwise_cases"
 local RS = require "reduce_split_cases"
 
-local function kinds(plan)
-  local t = {}
-  for _, s in ipairs(plan.steps) do t[#t + 1] = s.kind end
-  return table.concat(t, ",")
-end
+local kinds = require("fused_gen").plan_kinds
 
 describe("multi-block reductions", function()
   for _, c in ipairs(RS.cases()) do
