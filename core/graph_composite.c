@@ -242,14 +242,6 @@ static bool both_i8(kl_ctx *ctx, kl_loc loc, const char *op, kl_value *const *x)
   return false;
 }
 
-bool kl_graph_is_composite(const char *op) {
-  static const char *const names[] = { "quantize", "dequantize", "quant_dot", "quant_conv" };
-  if (!op) return false;
-  if (!strncmp(op, "graph.", 6)) op += 6;
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (!strcmp(op, names[i])) return true;
-  return false;
-}
 kl_op *kl_graph_build_composite(kl_op *g, const char *op, kl_loc loc, int n, kl_value *const *x, int na,
                                 const kl_named_attr *attrs, bool *handled) {
   kl_ctx *ctx = g->ctx;

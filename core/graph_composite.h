@@ -23,13 +23,8 @@
  *       result dtype (f16 / bf16 sums round Z times; i8 -> i32 stays exact). */
 #ifndef KL_GRAPH_COMPOSITE_H
 #define KL_GRAPH_COMPOSITE_H
-#include <stdbool.h>
 #include "core/ir.h"
 
-/* True when op (with or without the "graph." prefix) names a composite of the list above
- * that has no op definition of its own (quantize, dequantize, quant_dot, quant_conv): a
- * front end asking whether kiln knows an op checks this besides the op registry. */
-bool kl_graph_is_composite(const char *op);
 kl_op *kl_graph_build_composite(kl_op *graph, const char *op, kl_loc loc, int n, kl_value *const *opnds, int nattrs,
                                 const kl_named_attr *attrs, bool *handled);
 #endif

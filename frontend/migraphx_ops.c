@@ -4,12 +4,11 @@
  * its row is an error naming it; the attributes every op may carry and kiln ignores
  * (perf_config: kiln tunes by itself; out_dyn_dims: static shapes only, checked empty)
  * are in IGNORED. Rows map onto graph ops or the graph DSL's composites (quantize,
- * dequantize, quant_dot, quant_conv, 1-D / 3-D conv: core/graph_composite.h); a row whose
- * graph op kiln does not define (quant ops on fp8) is a located "not supported" error. */
+ * dequantize, quant_dot, quant_conv, 1-D / 3-D conv: core/graph_composite.h), whose
+ * builders report bad operands at the op's location. */
 #include "core/arena.h"
 #include "core/context.h"
 #include "core/graph_api.h"
-#include "core/graph_composite.h"
 #include "core/type.h"
 #include "frontend/migraphx_parse.h"
 #include <stdarg.h>
@@ -106,17 +105,9 @@ static kl_dtype dt_of(const kl_value *v) {
 }
 
 /* ---- builders ---- */
-/* The graph op gop, or the located "not supported" error while kiln does not define it. */
-static bool have(kl_op *g, const kl_mgx_op *op, const char *gop) {
-  char full[64];
-  snprintf(full, sizeof full, "graph.%s", gop);
-  if (kl_lookup_op(gctx(g), full) || kl_graph_is_composite(gop)) return true;
-  err(g, op->loc, "migraphx.%s is not supported (kiln has no %s op yet)", op->name, full);
-  return false;
-}
 static kl_value *b_same(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* n operands, same op */
   const char *gop = row->graph_op ? row->graph_op : op->name;
-  return have(g, op, gop) ? kl_graph_add_op(g, gop, op->n, op->operands, NULL, op->loc) : NULL;
+  return kl_graph_add_op(g, gop, op->n, op->operands, NULL, op->loc);
 }
 static kl_value *b_scalar_const(kl_op *g, kl_dtype dt, double v, kl_loc loc) {
   return kl_graph_add_constant(g, dt, 0, NULL, &v, loc);
@@ -261,7 +252,6 @@ static kl_value *b_dot(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
   kl_dtype a = dt_of(op->operands[0]);
   /* i8 x i8 accumulating in i32 is what graph.dot does with integer inputs */
   const char *gop = !strcmp(op->name, "quant_dot") && a != KL_DT_I8 ? "quant_dot" : "dot";
-  if (!have(g, op, gop)) return NULL;
   return kl_graph_add_op(g, gop, 2, op->operands, NULL, op->loc);
 }
 static kl_value *b_conv(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
@@ -288,7 +278,6 @@ static kl_value *b_conv(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
                op->name, np, sp, 2 * sp);
   kl_dtype in = dt_of(x);
   const char *gop = !strcmp(op->name, "quant_convolution") && in != KL_DT_I8 ? "quant_conv" : "conv";
-  if (!have(g, op, gop)) return NULL;
   kl_sb sb = { 0 };
   kl_sb_puts(&sb, "{");
   list_text(&sb, "stride", sp, stride);
