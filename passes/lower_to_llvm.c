@@ -8,6 +8,7 @@
 #include "passes/lower_accel.h"
 #include "passes/lower_lane.h"
 #include "passes/lower_atomic.h"
+#include "passes/lower_barrier.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,16 +483,6 @@ static LLVMValueRef id_value(lw *L, kl_op *op, bool group) {
   }
   return NULL;
 }
-static void barrier(lw *L) {
-  if (L->t->arch == KL_ARCH_NVPTX)
-    call_intr(L, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
-  else if (L->t->arch == KL_ARCH_AMDGPU) {
-    LLVMBuildFence(L->b, LLVMAtomicOrderingRelease, 0, "");
-    call_intr(L, "llvm.amdgcn.s.barrier", NULL, 0, NULL, 0);
-    LLVMBuildFence(L->b, LLVMAtomicOrderingAcquire, 0, "");
-  }
-}
-
 /* ---- structured control flow ---- */
 static bool lower_block_ops(lw *L, kl_block *blk);
 static kl_op *region_yield(kl_region *r) {
@@ -667,11 +658,6 @@ static bool id_op(lw *L, kl_op *op, bool group) {
 }
 static bool h_workgroup_id(lw *L, kl_op *op) { return id_op(L, op, true); }
 static bool h_workitem_id(lw *L, kl_op *op) { return id_op(L, op, false); }
-static bool h_barrier(lw *L, kl_op *op) {
-  barrier(L);
-  return true;
-}
-
 /* rock.mma (passes/rock_accel.h): one matrix instruction, lowered by passes/lower_accel.c */
 static bool h_mma(lw *L, kl_op *op) {
   LLVMValueRef args[8];
@@ -739,7 +725,7 @@ static const struct {
   { "rock.alloc", h_alloc },
   { "rock.workgroup_id", h_workgroup_id },
   { "rock.workitem_id", h_workitem_id },
-  { "rock.barrier", h_barrier },
+  { "rock.barrier", kl__lower_barrier },
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
   { "vector.broadcast", h_vector_broadcast },

@@ -7,10 +7,11 @@
  *           (runtime/device.h); workitem id 0 (host kernels have block size 1, else an
  *           error); LDS = a stack array; barriers vanish.
  *   nvptx : ptx_kernel with global pointers (addrspace 1), shared memory globals
- *           (addrspace 3), ctaid/tid special registers, bar.sync.
+ *           (addrspace 3), ctaid/tid special registers, bar.sync (lower_barrier.h).
  *   amdgpu: amdgpu_kernel with addrspace(1) pointers, LDS globals (addrspace 3),
  *           private allocas in addrspace 5, workgroup/workitem id intrinsics,
- *           s_barrier with workgroup fences, amdgpu-flat-work-group-size = 1,B.
+ *           rock.barrier as s_barrier between workgroup-scope LDS-only fences
+ *           (passes/lower_barrier.h), amdgpu-flat-work-group-size = 1,B.
  * f16/bf16 arithmetic is computed in f32 (extend, compute, truncate). The LLVM module
  * is created in ctx (caller disposes both). Errors: KL_ERR with diagnostics.
  * Each op is lowered by the lower_llvm hook of its definition (KL_HOOK_LOWER_LLVM,

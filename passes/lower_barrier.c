@@ -1,0 +1,65 @@
+/* lower_barrier.c — rock.barrier to LLVM (lower_barrier.h). */
+#include "passes/lower_barrier.h"
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Linker.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HELPER "kiln.amdgpu.lds_barrier"
+
+/* void @kiln.amdgpu.lds_barrier(), made once per module; NULL (and why) on failure. */
+static LLVMValueRef amdgpu_helper(kl_llvm_lowering *L, char *why, size_t whylen) {
+  LLVMModuleRef m = kl_llvm_module(L);
+  LLVMValueRef f = LLVMGetNamedFunction(m, HELPER);
+  if (f) return f;
+  char text[1024];
+  snprintf(text, sizeof text,
+           "target triple = \"%s\"\n"
+           "define void @\"" HELPER "\"() alwaysinline convergent nounwind {\n"
+           "  fence syncscope(\"workgroup\") release, !mmra !0\n"
+           "  call void @llvm.amdgcn.s.barrier()\n"
+           "  fence syncscope(\"workgroup\") acquire, !mmra !0\n"
+           "  ret void\n}\n"
+           "declare void @llvm.amdgcn.s.barrier() convergent nounwind\n"
+           "!0 = !{!\"amdgpu-as\", !\"local\"}\n",
+           LLVMGetTarget(m));
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), HELPER);
+  LLVMModuleRef h = NULL;
+  char *msg = NULL;
+  if (LLVMParseIRInContext(kl_llvm_context(L), buf, &h, &msg)) { /* takes the buffer */
+    snprintf(why, whylen, "parsing the helper: %s", msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  LLVMSetDataLayout(h, LLVMGetDataLayoutStr(m));
+  snprintf(why, whylen, "linking the helper failed");
+  if (LLVMLinkModules2(m, h)) return NULL; /* destroys h */
+  f = LLVMGetNamedFunction(m, HELPER);     /* linked external (an unused internal one would be dropped) */
+  if (f) LLVMSetLinkage(f, LLVMInternalLinkage);
+  return f;
+}
+
+bool kl__lower_barrier(kl_llvm_lowering *L, kl_op *op) {
+  LLVMBuilderRef b = kl_llvm_builder(L);
+  switch (kl_llvm_target(L)->arch) {
+    case KL_ARCH_NVPTX: {
+      static const char name[] = "llvm.nvvm.barrier0";
+      unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+      LLVMValueRef f = LLVMGetIntrinsicDeclaration(kl_llvm_module(L), id, NULL, 0);
+      LLVMBuildCall2(b, LLVMIntrinsicGetType(kl_llvm_context(L), id, NULL, 0), f, NULL, 0, "");
+      return true;
+    }
+    case KL_ARCH_AMDGPU: {
+      char why[512], msg[600];
+      LLVMValueRef f = amdgpu_helper(L, why, sizeof why);
+      if (!f) {
+        snprintf(msg, sizeof msg, "cannot build the AMDGPU barrier helper: %s", why);
+        return kl_llvm_fail(L, op, msg);
+      }
+      LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, NULL, 0, "");
+      return true;
+    }
+    case KL_ARCH_HOST: return true;
+  }
+  return true;
+}

@@ -1,0 +1,28 @@
+/* lower_barrier.h — the LLVM lowering of rock.barrier (core/dialect_rock.h), a lower_llvm
+ * hook (passes/lower_to_llvm.h) attached by passes/lower_to_llvm.c's table.
+ * Contract: rock.barrier orders the LDS accesses of a workgroup's threads (every kiln
+ * kernel that has one uses it for an LDS tile or LDS partials; global memory is never
+ * exchanged between the threads of a workgroup within a launch).
+ *   NVPTX : llvm.nvvm.barrier0 (bar.sync 0: CTA-scope ordering of shared and global).
+ *   AMDGPU: what HIP's __syncthreads is, narrowed to LDS:
+ *             fence syncscope("workgroup") release, !mmra !{!"amdgpu-as", !"local"}
+ *             call @llvm.amdgcn.s.barrier()
+ *             fence syncscope("workgroup") acquire, !mmra !{!"amdgpu-as", !"local"}
+ *           The workgroup scope keeps the memory legalizer from writing back or
+ *           invalidating the caches (no buffer_wbl2 / buffer_inv / buffer_gl*_inv) and from
+ *           waiting for outstanding global loads (the next tile's prefetch stays in
+ *           flight); the "amdgpu-as" = "local" memory-model annotation (LLVM 19's
+ *           SIMemoryLegalizer reads it) narrows the fences to LDS, so in gfx10/gfx11's
+ *           WGP mode too the barrier is s_waitcnt lgkmcnt(0) + s_barrier. At the IR level
+ *           the fences still order every memory access, as fences do.
+ *           LLVM 19's C API builds fences only at system or single-thread scope, so the
+ *           three instructions live in a small always-inline helper parsed from IR text
+ *           and linked into the module once (void @kiln.amdgpu.lds_barrier()); O0-O3
+ *           inline it (the always-inliner runs at every level).
+ *   host  : nothing (a workgroup is one thread). */
+#ifndef KL_LOWER_BARRIER_H
+#define KL_LOWER_BARRIER_H
+#include "passes/lower_to_llvm.h"
+
+bool kl__lower_barrier(kl_llvm_lowering *L, kl_op *op);
+#endif
