@@ -355,6 +355,70 @@ static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, cons
   return r;
 }
 
+/* GPU targets: the K loop's LDS tiles (tiles[0..n): A, B and the double-buffer copies,
+ * each a rock.alloc or a rock.transform of one) become views into ONE LDS buffer
+ * `rock.alloc : buffer<total x T, lds>`, tile i at an offset that is a multiple of 128
+ * bytes (the bank period of NVIDIA's LDS: every tile keeps the bank mapping it had
+ * alone), so that the whole K-loop LDS is one allocation that rock-output-swizzle can
+ * reuse after the loop (offsets packed without alignment when the aligned buffer would
+ * exceed `budget` bytes). Tiles of different element types stay separate. Returns the
+ * LDS bytes of the tiles, -1 (message in err) when a view cannot be built. */
+static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int n, int64_t budget, char *err,
+                        size_t errlen) {
+  kl_value *raw[4];
+  int64_t off[4], total = 0, sum = 0;
+  for (int i = 0; i < n; i++) {
+    raw[i] = tiles[i];
+    while (raw[i]->def && !strcmp(raw[i]->def->name, "rock.transform")) raw[i] = raw[i]->def->opnds[0].value;
+    sum += kl_type_numel(raw[i]->type) * ((kl_type_bits(raw[i]->type->elem) + 7) / 8);
+  }
+  const kl_type *et = raw[0]->type->elem;
+  int64_t eb = (kl_type_bits(et) + 7) / 8;
+  for (int i = 0; i < n; i++)
+    if (raw[i]->type->elem != et || !raw[i]->def || strcmp(raw[i]->def->name, "rock.alloc")) return sum;
+  for (int64_t align = 128 / eb > 1 ? 128 / eb : 1;; align = 1) {
+    total = 0;
+    for (int i = 0; i < n; i++) {
+      total = (total + align - 1) / align * align;
+      off[i] = total;
+      total += kl_type_numel(raw[i]->type);
+    }
+    if (align == 1 || total * eb <= budget) break;
+  }
+  kl_rewriter_set_insertion_before(rw, raw[0]->def);
+  kl_value *one = alloc(rw, loc, et, 1, &total, KL_SPACE_LDS);
+  for (int i = 0; i < n; i++) {
+    const kl_type *t = raw[i]->type;
+    const char *names[KL_VIEW_MAX_DIMS];
+    char buf[KL_VIEW_MAX_DIMS][8];
+    for (int d = 0; d < t->rank; d++) {
+      snprintf(buf[d], sizeof buf[d], "d%d", d);
+      names[d] = buf[d];
+    }
+    kl_vb b;
+    const char *f = "f";
+    kl_vb_identity(&b, 1, &total, &f);
+    if (!b.bad) {
+      int64_t be[2] = { off[i], off[i] + kl_type_numel(t) };
+      kl_view *nv = kl_view_slice(b.v, 1, &f, be, &b.err);
+      if (nv) {
+        kl_view_free(b.v);
+        b.v = nv;
+      } else
+        b.bad = true;
+    }
+    kl_vb_unmerge(&b, "f", t->rank, names, t->shape);
+    kl_view *v = kl_vb_finish(&b, err, errlen);
+    if (!v) return -1;
+    kl_rewriter_set_insertion_before(rw, raw[i]->def);
+    kl_value *view = kl_tile_transform(rw, loc, one, v);
+    kl_view_free(v);
+    kl_rewriter_replace_all_uses(rw, raw[i], view);
+    kl_rewriter_erase_op(rw, raw[i]->def);
+  }
+  return total * eb;
+}
+
 static kl_op *threadwise(kl_rewriter *rw, kl_loc loc, const char *name, kl_value *src, kl_value *dst, int nextra,
                          kl_value *const *extra, const kl_view *view, int64_t vlen, const char *store) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
@@ -558,12 +622,22 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_rewriter_set_insertion_before(rw, op);
       kl_value *ex2[2] = { bid, tid };
       threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store);
+      int64_t tiles_bytes = kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8) + extra;
+      const kl_target *tg = kl_perf_resolve_target(op, NULL, NULL, 0);
+      if (tg && tg->arch != KL_ARCH_HOST) { /* GPU: one LDS buffer (see join_lds) */
+        kl_value *all[4] = { lds_a, lds_b, lds_a2, lds_b2 };
+        int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
+        tiles_bytes = join_lds(rw, loc, all, dbuf ? 4 : 2, budget, err, sizeof err);
+        if (tiles_bytes < 0) {
+          ok = false;
+          goto done;
+        }
+      }
       kl_rewriter_erase_op(rw, op);
       if (fn) {
         int64_t lds = 0;
         kl_op_attr_i64(fn, "lds_bytes", &lds);
-        lds += kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8) + extra;
-        kl_rewriter_set_attr(rw, fn, "lds_bytes", kl_attr_int(ctx, lds));
+        kl_rewriter_set_attr(rw, fn, "lds_bytes", kl_attr_int(ctx, lds + tiles_bytes));
       }
     }
   }

@@ -59,6 +59,13 @@ typedef struct {
   const char *force, *target;
 } opts;
 
+/* GPU targets: the swizzle's LDS rows (along the output's fast dim) are this many bytes
+ * longer than the tile's side: the matrix instructions' accumulator layout stores 8 rows
+ * at once (mma.sync: lane l holds row l/4, 4 bytes at column 2 * (l % 4)); with rows a
+ * multiple of 128 bytes apart they hit the same banks (8-way conflicts), 16 bytes more
+ * per row spreads them over all 32 banks, and 16 keeps every row 16-byte aligned. */
+enum { LDS_PAD_BYTES = 16 };
+
 /* The block tile read off W. */
 typedef struct {
   int64_t G, Mp, Np, MB, NB, BS, nblk, n;
@@ -176,37 +183,39 @@ static kl_view *swizzled_view(const tile *t, bool nfast, int64_t V, char *err, s
   return kl_vb_finish(&b, err, n);
 }
 
-/* [G, Mp, Np] -> the LDS buffer of type `raw`: (g, m, n) is tile element (m mod MB,
- * n mod NB) at flat index along the fast dim (nfast: mi * NB + ni, else ni * MB + mi). */
-static kl_view *lds_view(const tile *t, bool nfast, const kl_type *raw, char *err, size_t n) {
+/* Slices dim `name` of b's view to [lo, hi). */
+static void vb_slice(kl_vb *b, const char *name, int64_t lo, int64_t hi) {
+  if (b->bad) return;
+  int64_t be[2] = { lo, hi };
+  kl_view *nv = kl_view_slice(b->v, 1, &name, be, &b->err);
+  if (nv) {
+    kl_view_free(b->v);
+    b->v = nv;
+  } else
+    b->bad = true;
+}
+
+/* [G, Mp, Np] -> the LDS buffer of type `raw` (any shape: a K-loop buffer, or the
+ * swizzle's own [slow, fast + pad]): (g, m, n) is tile element (m mod MB, n mod NB) at
+ * flat index slow * (fast + pad) + fast, slow/fast = mi/ni (nfast) or ni/mi: rows along
+ * the fast dim, `pad` elements apart (see LDS_PAD_BYTES). */
+static kl_view *lds_view(const tile *t, bool nfast, int64_t pad, const kl_type *raw, char *err, size_t n) {
   kl_vb b;
   const char *tn_n[2] = { "mi", "ni" }, *tn_m[2] = { "ni", "mi" };
   const char *const *tn = nfast ? tn_n : tn_m;
-  int64_t ts[2] = { nfast ? t->MB : t->NB, nfast ? t->NB : t->MB };
-  bool fresh = raw->rank == 2 && raw->shape[0] == ts[0] && raw->shape[1] == ts[1];
-  if (fresh)
-    kl_vb_identity(&b, 2, ts, tn);
-  else { /* a K-loop tile: flatten, take the first MB*NB elements */
-    const char *rn[KL_VIEW_MAX_DIMS];
-    char buf[KL_VIEW_MAX_DIMS][16];
-    for (int i = 0; i < raw->rank; i++) {
-      snprintf(buf[i], sizeof buf[i], "r%d", i);
-      rn[i] = buf[i];
-    }
-    kl_vb_identity(&b, raw->rank, raw->shape, rn);
-    if (raw->rank > 1) kl_vb_merge(&b, "f", raw->rank, rn);
-    const char *fname = raw->rank > 1 ? "f" : rn[0];
-    if (!b.bad) {
-      int64_t be[2] = { 0, t->MB * t->NB };
-      kl_view *nv = kl_view_slice(b.v, 1, &fname, be, &b.err);
-      if (nv) {
-        kl_view_free(b.v);
-        b.v = nv;
-      } else
-        b.bad = true;
-    }
-    kl_vb_unmerge(&b, fname, 2, tn, ts);
+  int64_t slow = nfast ? t->MB : t->NB, fast = nfast ? t->NB : t->MB, ts[2] = { slow, fast + pad };
+  const char *rn[KL_VIEW_MAX_DIMS];
+  char buf[KL_VIEW_MAX_DIMS][16];
+  for (int i = 0; i < raw->rank; i++) {
+    snprintf(buf[i], sizeof buf[i], "r%d", i);
+    rn[i] = buf[i];
   }
+  kl_vb_identity(&b, raw->rank, raw->shape, rn);
+  if (raw->rank > 1) kl_vb_merge(&b, "f", raw->rank, rn);
+  const char *fname = raw->rank > 1 ? "f" : rn[0];
+  vb_slice(&b, fname, 0, slow * (fast + pad));
+  kl_vb_unmerge(&b, fname, 2, tn, ts);
+  if (pad) vb_slice(&b, tn[1], 0, fast);
   kl_vb_add_dim(&b, "g", t->G);
   kl_vb_add_dim(&b, "mb", t->Mp / t->MB);
   kl_vb_add_dim(&b, "nb", t->Np / t->NB);
@@ -294,21 +303,49 @@ static int64_t func_lds_bytes(kl_op *func) {
   return bytes;
 }
 
-/* A K-loop LDS tile of element type et with room for `need` elements (NULL: none). */
-static kl_value *reusable_lds(kl_op *func, const kl_type *et, int64_t need) {
+/* A K-loop LDS buffer of element type et with room for `need` elements, the smallest
+ * (NULL: none); *largest = the largest 1-D one of any size (the K loop's one buffer,
+ * rock-gridwise-to-blockwise's join_lds), which the swizzle may grow (NULL: none). */
+static kl_value *reusable_lds(kl_op *func, const kl_type *et, int64_t need, kl_value **largest) {
   kl_block *entry = kl_region_entry(&func->regions[0]);
   kl_value *best = NULL;
+  *largest = NULL;
   for (kl_op *o = entry ? entry->first : NULL; o; o = o->next) {
     if (strcmp(o->name, "rock.alloc") || o->nresults != 1) continue;
     const kl_type *t = o->results[0].type;
-    if (t->kind != KL_TY_BUFFER || t->space != KL_SPACE_LDS || t->elem != et || kl_type_numel(t) < need) continue;
+    if (t->kind != KL_TY_BUFFER || t->space != KL_SPACE_LDS || t->elem != et) continue;
     bool ours = false; /* another swizzle's buffer is not a K-loop tile */
     for (kl_use *u = o->results[0].first_use; u && !ours; u = u->next)
       ours = u->user->name && !strcmp(u->user->name, "rock.transform") && u->user->results[0].first_use &&
           kl_op_attr(u->user->results[0].first_use->user, "swizzle");
-    if (!ours && (!best || kl_type_numel(t) < kl_type_numel(best->type))) best = &o->results[0];
+    if (ours) continue;
+    if (t->rank == 1 && (!*largest || kl_type_numel(t) > kl_type_numel((*largest)->type))) *largest = &o->results[0];
+    if (kl_type_numel(t) >= need && (!best || kl_type_numel(t) < kl_type_numel(best->type))) best = &o->results[0];
   }
   return best;
+}
+
+/* Replaces the 1-D LDS buffer `buf` by one of n elements (n larger) whose first elements
+ * its users now read through a slice; returns the new buffer. NULL + message on failure. */
+static kl_value *grow_lds(kl_rewriter *rw, kl_value *buf, int64_t n, char *err, size_t errlen) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_loc loc = buf->def->loc;
+  int64_t old = buf->type->shape[0];
+  const kl_type *nt = kl_type_buffer(ctx, buf->type->elem, 1, &n, NULL, KL_SPACE_LDS);
+  kl_rewriter_set_insertion_before(rw, buf->def);
+  kl_value *nb = kl_op_result(kl_rewriter_create(rw, "rock.alloc", loc, 0, NULL, 1, &nt, 0, NULL, 0), 0);
+  kl_vb b;
+  const char *f = "f";
+  kl_vb_identity(&b, 1, &n, &f);
+  vb_slice(&b, f, 0, old);
+  kl_view *v = kl_vb_finish(&b, err, errlen);
+  if (!v) return NULL;
+  kl_value *sl = kl_tile_transform(rw, loc, nb, v);
+  kl_view_free(v);
+  kl_op *def = buf->def;
+  kl_rewriter_replace_all_uses(rw, buf, sl);
+  kl_rewriter_erase_op(rw, def);
+  return nb;
 }
 
 static void remark(kl_op *write, const char *decision, const access *a, int na, bool nfast, int64_t V) {
@@ -346,8 +383,8 @@ static void barrier(kl_rewriter *rw, kl_loc loc) {
   kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
 
-static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile *t, bool nfast, int64_t V,
-                         kl_value *lds_raw, char *err, size_t errlen) {
+static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile *t, bool nfast, int64_t V, int64_t pad,
+                         kl_value *lds_raw, int64_t grow_to, char *err, size_t errlen) {
   kl_ctx *ctx = write->ctx;
   kl_loc loc = write->loc;
   kl_value *acc = write->opnds[0].value, *dst = write->opnds[1].value;
@@ -358,13 +395,22 @@ static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile 
   kl_view *S = swizzled_view(t, nfast, V, err, errlen);
   if (!S) return KL_ERR;
   bool fresh = lds_raw == NULL;
+  int64_t grown = 0; /* elements the K loop's buffer grows by */
+  if (!fresh && kl_type_numel(lds_raw->type) < grow_to) {
+    grown = grow_to - kl_type_numel(lds_raw->type);
+    lds_raw = grow_lds(rw, lds_raw, grow_to, err, errlen);
+    if (!lds_raw) {
+      kl_view_free(S);
+      return KL_ERR;
+    }
+  }
   if (fresh) {
-    int64_t s[2] = { nfast ? t->MB : t->NB, nfast ? t->NB : t->MB };
+    int64_t s[2] = { nfast ? t->MB : t->NB, (nfast ? t->NB : t->MB) + pad };
     const kl_type *lt = kl_type_buffer(ctx, tc, 2, s, NULL, KL_SPACE_LDS);
     kl_rewriter_set_insertion_before(rw, entry->first);
     lds_raw = kl_op_result(kl_rewriter_create(rw, "rock.alloc", loc, 0, NULL, 1, &lt, 0, NULL, 0), 0);
   }
-  kl_view *LV = lds_view(t, nfast, lds_raw->type, err, errlen);
+  kl_view *LV = lds_view(t, nfast, pad, lds_raw->type, err, errlen);
   if (!LV) {
     kl_view_free(S);
     return KL_ERR;
@@ -386,10 +432,10 @@ static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile 
           store ? store : "set", false);
   kl_view_free(S);
   kl_rewriter_erase_op(rw, write);
-  if (fresh) {
+  if (fresh || grown) {
     int64_t lb = 0;
     kl_op_attr_i64(func, "lds_bytes", &lb);
-    lb += kl_type_numel(lds_raw->type) * elem_bytes(tc);
+    lb += (fresh ? kl_type_numel(lds_raw->type) : grown) * elem_bytes(tc);
     kl_rewriter_set_attr(rw, func, "lds_bytes", kl_attr_int(ctx, lb));
   }
   return KL_OK;
@@ -503,38 +549,51 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
       goto record;
     }
   }
-  /* LDS: a free K-loop tile of C's type (GPU targets), else a new one within the budget */
+  /* LDS: a free K-loop buffer of C's type (GPU targets), else a new one within the budget;
+   * on GPU targets rows padded by LDS_PAD_BYTES when that fits, else unpadded */
   const kl_target *tg = kl_perf_resolve_target(write, o->target, err, sizeof err);
   if (!tg) {
     kl_emit_error(ctx, write->loc, "rock-output-swizzle: %s", err);
     return KL_ERR;
   }
   const kl_type *tc = dst->type->elem;
-  int64_t need = t.MB * t.NB;
-  if (tg->arch != KL_ARCH_HOST) lds_raw = reusable_lds(func, tc, need);
-  if (!lds_raw) {
-    int64_t have = func_lds_bytes(func), bytes = need * elem_bytes(tc);
-    int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
-    if (have + bytes > budget) {
-      snprintf(err, sizeof err,
-               "the swizzle tile (%lldx%lld %s, %lld bytes) and the kernel's %lld bytes of LDS exceed the %lld "
-               "bytes of target %s",
-               (long long)t.MB, (long long)t.NB, kl_type_str(tc), (long long)bytes, (long long)have, (long long)budget,
-               tg->name);
-      if (on) {
-        kl_emit_error(ctx, write->loc, "rock-output-swizzle{force=on}: %s", err);
-        return KL_ERR;
-      }
-      snprintf(decision, sizeof decision, "refused: %s", err);
-      goto record;
+  int64_t slow = nfast ? t.MB : t.NB, pad = 0;
+  int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
+  int64_t have = func_lds_bytes(func), bytes = 0, grow_to = 0;
+  bool fits = false;
+  for (int try = tg->arch != KL_ARCH_HOST && LDS_PAD_BYTES % elem_bytes(tc) == 0 ? 0 : 1; try < 2 && !fits; try++) {
+    pad = try == 0 ? LDS_PAD_BYTES / elem_bytes(tc) : 0;
+    int64_t need = slow * ((nfast ? t.NB : t.MB) + pad);
+    bytes = need * elem_bytes(tc);
+    kl_value *big = NULL;
+    lds_raw = tg->arch != KL_ARCH_HOST ? reusable_lds(func, tc, need, &big) : NULL;
+    fits = lds_raw != NULL;
+    if (!fits && big && have + (need - kl_type_numel(big->type)) * elem_bytes(tc) <= budget) {
+      lds_raw = big; /* the K loop's buffer, grown to the swizzle tile */
+      grow_to = need;
+      fits = true;
     }
+    if (!fits) fits = have + bytes <= budget;
+  }
+  if (!fits) {
+    snprintf(err, sizeof err,
+             "the swizzle tile (%lldx%lld %s, %lld bytes) and the kernel's %lld bytes of LDS exceed the %lld "
+             "bytes of target %s",
+             (long long)t.MB, (long long)t.NB, kl_type_str(tc), (long long)bytes, (long long)have, (long long)budget,
+             tg->name);
+    if (on) {
+      kl_emit_error(ctx, write->loc, "rock-output-swizzle{force=on}: %s", err);
+      return KL_ERR;
+    }
+    snprintf(decision, sizeof decision, "refused: %s", err);
+    goto record;
   }
   snprintf(decision, sizeof decision, on ? "applied (forced)" : "applied");
   kl_rewriter *rw = kl_rewriter_new(ctx);
   kl_op *keep = write;
   remark(keep, decision, a, na, nfast, V);
   kl_rewriter_set_attr(rw, func, "output_swizzle", kl_attr_str(ctx, decision));
-  kl_status st = rewrite(rw, write, func, &t, nfast, V, lds_raw, err, sizeof err);
+  kl_status st = rewrite(rw, write, func, &t, nfast, V, pad, lds_raw, grow_to, err, sizeof err);
   kl_rewriter_free(rw);
   if (st != KL_OK) kl_emit_error(ctx, func->loc, "rock-output-swizzle: %s", err);
   return st;

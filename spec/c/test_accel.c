@@ -1006,14 +1006,15 @@ static double rnd_val(uint64_t *st) {
   return (double)((int)((*st >> 33) % 7) - 3);
 }
 
-/* Lowers, interprets and checks one case against a direct matmul. */
-static void run_case(const gcase *c) {
+/* Lowers (through `pipeline`, NULL: k_pipeline), interprets and checks one case against
+ * a direct matmul. */
+static void run_case_with(const gcase *c, const char *pipeline) {
   char err[4096], what[256];
   snprintf(what, sizeof what, "%s %s G=%lld M=%lld N=%lld K=%lld%s%s%s perf=%s -> %s", c->target, c->type,
            (long long)c->G, (long long)c->M, (long long)c->N, (long long)c->K, c->at ? " A^T" : "", c->bt ? " B^T" : "",
            c->epi ? " +bias,relu" : "", c->perf ? c->perf : "heuristic", c->out);
   kl_ctx *ctx = kl_test_ctx();
-  kl_op *m = lower_case(ctx, c, NULL, err, sizeof err);
+  kl_op *m = lower_case(ctx, c, pipeline, err, sizeof err);
   CHECK(m != NULL, "%s: %s", what, err);
   kl_op *k = m ? kernel_of(m) : NULL;
   if (!k) {
@@ -1075,6 +1076,8 @@ static void run_case(const gcase *c) {
   free(O);
   kl_ctx_destroy(ctx);
 }
+
+static void run_case(const gcase *c) { run_case_with(c, NULL); }
 
 static void test_numerics(void) {
   group_begin();
@@ -1160,6 +1163,42 @@ static void test_banks(void) {
   group_end(
       "banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
       "skewed LDS rows");
+}
+
+/* rock-output-swizzle on the big mma.sync tiles (the accumulator tile through the K loop's
+ * one LDS buffer): numerics with the swizzle forced on and off, and the bank accounting
+ * of the swizzle's own LDS store and read (on minus off). */
+static void test_swizzle(void) {
+  group_begin();
+  static const gcase cases[] = {
+    { "sm_90", "f16", 1, 128, 128, 64, false, false, false, "v2:128,128,32,64,64,8", "f16" },
+    { "sm_90", "f16", 1, 200, 136, 72, true, false, false, "v2:128,128,32,64,64,8", "f16" }, /* 3 K steps */
+    { "sm_90", "bf16", 1, 256, 64, 64, false, true, false, "v2:256,64,32,64,32,8", "bf16" },
+    { "sm_90", "f16", 2, 130, 70, 40, false, false, false, "v2:256,64,32,64,32,8", "f16" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const gcase *c = &cases[i];
+    int64_t wf[2][2], ph[2][2];
+    for (int on = 0; on < 2; on++) {
+      char pipe[512];
+      snprintf(pipe, sizeof pipe,
+               "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+               "rock-output-swizzle{force=%s},rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
+               on ? "on" : "off");
+      run_case_with(c, pipe);
+      for (int j = 0; j < 2; j++) wf[on][j] = g_lds_wavefronts[j], ph[on][j] = g_lds_ideal[j];
+    }
+    printf("  swizzle: %s %s %lldx%lldx%lld %s -> %s: swizzle LDS reads %lld wavefronts for %lld phases, "
+           "stores %lld for %lld\n",
+           c->target, c->type, (long long)c->M, (long long)c->N, (long long)c->K, c->perf, c->out,
+           (long long)(wf[1][0] - wf[0][0]), (long long)(ph[1][0] - ph[0][0]), (long long)(wf[1][1] - wf[0][1]),
+           (long long)(ph[1][1] - ph[0][1]));
+    CHECK(ph[1][1] > ph[0][1] && ph[1][0] > ph[0][0], "%s: the swizzle added no LDS access", c->perf);
+    CHECK(wf[1][0] - wf[0][0] == ph[1][0] - ph[0][0] && wf[1][1] - wf[0][1] == ph[1][1] - ph[0][1],
+          "%s: bank conflicts in the swizzle's LDS accesses", c->perf);
+  }
+  group_end("swizzle: big mma.sync tiles (one K-loop LDS buffer, reused or grown) with rock-output-swizzle forced "
+            "on and off equal a direct matmul; the swizzle's padded LDS rows are bank-conflict-free");
 }
 
 /* ---------------------------------------------------------------------------------
@@ -1817,6 +1856,7 @@ int main(void) {
   test_configs();
   test_numerics();
   test_banks();
+  test_swizzle();
   test_graphs();
   test_fused_suite();
   test_codegen();
