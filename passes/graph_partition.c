@@ -544,8 +544,8 @@ static int cmp_group(const void *x, const void *y) {
 /* The results of group g in the layouts the graph's outputs declare
  * (kl_graph_output_strides): result r of the group keeps its value and takes the layout
  * of the first output returning it (none declared: the value's own); every other layout
- * asked of the same value is one more result (the value written once per layout; such
- * results are read only by the outputs). ret_res[i]: the result output i reads, -1 when
+ * asked of the same value is one more entry (the value written once per layout, read only
+ * by the outputs): a further result of a GEMM kernel, a copy kernel after the others. ret_res[i]: the result output i reads, -1 when
  * output i is not one of g's values. */
 typedef struct result_layouts {
   int n, cap, nret;
@@ -647,6 +647,9 @@ static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, k
   /* the results in the layouts the graph's outputs declare: one per (value, layout) */
   result_layouts L;
   layout_results(p, graph, g, &L);
+  /* a GEMM kernel writes every layout itself; the other kinds write one result each (one
+   * whole-op kernel op), so a further layout of their result is a copy kernel after them */
+  int nk = g->kind == K_GEMM ? L.n : g->nres;
   kl_value **rs = kl_xmalloc((size_t)L.n * sizeof *rs);
   const kl_type **rt = kl_xmalloc((size_t)L.n * sizeof *rt);
   const kl_attr **ra = kl_xmalloc((size_t)L.n * sizeof *ra);
@@ -657,17 +660,17 @@ static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, k
     rt[r] = L.has[r] ? kl_type_tensor(ctx, t->elem, t->rank, t->shape, L.strides[r]) : t;
     if (!rt[r]) rt[r] = t; /* kl_graph_output_layout checked the strides */
     ra[r] = kl_attr_i64_array(ctx, rt[r] != t ? t->rank : 0, L.strides[r]);
-    any_layout = any_layout || rt[r] != t;
+    any_layout = any_layout || (r < nk && rt[r] != t);
   }
-  if (any_layout) kl_op_set_attr(fn, "result_strides", kl_attr_array(ctx, L.n, ra));
-  kl_block_push_op(body, kl_op_create(ctx, "func.return", loc, L.n, rs, 0, NULL, 0, NULL, 0));
+  if (any_layout) kl_op_set_attr(fn, "result_strides", kl_attr_array(ctx, nk, ra));
+  kl_block_push_op(body, kl_op_create(ctx, "func.return", loc, nk, rs, 0, NULL, 0, NULL, 0));
   kl_value_map_free(&map);
   kl_op_insert_after(*after, fn);
   *after = fn;
 
   /* the launch */
   kl_named_attr la = { "callee", kl_attr_symref(ctx, name) };
-  kl_op *launch = kl_op_create(ctx, "graph.launch", loc, nleaves, leaves, L.n, rt, 1, &la, 0);
+  kl_op *launch = kl_op_create(ctx, "graph.launch", loc, nleaves, leaves, nk, rt, 1, &la, 0);
   kl_op_insert_before(at, launch);
   for (int r = 0; r < g->nres; r++) {
     kl_value *lr = kl_op_result(launch, r);
@@ -681,11 +684,36 @@ static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, k
   }
   /* each output reads the result of its own layout */
   for (int i = 0; i < L.nret; i++)
-    if (L.ret_res[i] >= 0) {
-      kl_value *lr = kl_op_result(launch, L.ret_res[i]);
-      lr->name_hint = L.val[L.ret_res[i]]->name_hint;
-      kl_op_set_operand(p->ret, i, lr);
-    }
+    if (L.ret_res[i] >= 0 && L.ret_res[i] < nk) kl_op_set_operand(p->ret, i, kl_op_result(launch, L.ret_res[i]));
+  kl_op *last = launch;
+  for (int e = nk; e < L.n; e++) {
+    int b = 0;
+    while (L.val[b] != L.val[e]) b++; /* its entry among the kernel's results */
+    kl_value *src = kl_op_result(launch, b);
+    char cname[300];
+    snprintf(cname, sizeof cname, "%s_layout%d", name, e - nk);
+    for (int k = 1; kl_module_lookup(module, cname); k++)
+      snprintf(cname, sizeof cname, "%s_layout%d_%d", name, e - nk, k);
+    const kl_attr *one = kl_attr_i64_array(ctx, rt[e]->rank, rt[e]->strides); /* the source has another layout */
+    kl_named_attr ca[] = { { "kernel_group", kl_attr_unit(ctx) },
+                           { "kind", kl_attr_str(ctx, kind_names[K_EW]) },
+                           { "sym_name", kl_attr_str(ctx, cname) },
+                           { "result_strides", kl_attr_array(ctx, 1, &one) } };
+    kl_op *cf = kl_op_create(ctx, "func.func", loc, 0, NULL, 0, NULL, 4, ca, 1);
+    kl_block *cb = kl_block_create(ctx);
+    kl_region_push_block(&cf->regions[0], cb);
+    kl_value *arg = kl_block_add_arg(ctx, cb, src->type);
+    kl_block_push_op(cb, kl_op_create(ctx, "func.return", loc, 1, &arg, 0, NULL, 0, NULL, 0));
+    kl_op_insert_after(*after, cf);
+    *after = cf;
+    kl_named_attr cl = { "callee", kl_attr_symref(ctx, cname) };
+    kl_op *copy = kl_op_create(ctx, "graph.launch", loc, 1, &src, 1, &rt[e], 1, &cl, 0);
+    kl_op_insert_after(last, copy);
+    last = copy;
+    kl_op_result(copy, 0)->name_hint = src->name_hint;
+    for (int i = 0; i < L.nret; i++)
+      if (L.ret_res[i] == e) kl_op_set_operand(p->ret, i, kl_op_result(copy, 0));
+  }
   free(rs);
   free(rt);
   free(ra);
