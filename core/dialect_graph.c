@@ -5,6 +5,7 @@
 #include "core/infer.h"
 #include "core/scalar_ops.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const kl_attr *find_attr(int n, const kl_named_attr *attrs, const char *name) {
@@ -420,12 +421,40 @@ kl_op *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc)
 }
 void kl_graph_set_outputs(kl_op *graph, int n, kl_value *const *outs, kl_loc loc) {
   kl_op *ret = kl_graph_return(graph);
+  kl_op_set_attr(graph, "output_strides", NULL);
   if (ret) {
     kl_op_set_operands(ret, n, outs);
     ret->loc = loc;
     return;
   }
   kl_block_push_op(kl_graph_body(graph), kl_op_create(graph->ctx, "func.return", loc, n, outs, 0, NULL, 0, NULL, 0));
+}
+void kl_graph_set_output_strides(kl_op *graph, int i, const int64_t *strides) {
+  kl_ctx *ctx = graph->ctx;
+  kl_op *ret = kl_graph_return(graph);
+  int n = ret ? ret->nopnds : 0;
+  if (i < 0 || i >= n) return;
+  const kl_attr *old = kl_op_attr(graph, "output_strides");
+  const kl_attr **el = kl_xmalloc((size_t)n * sizeof *el);
+  const kl_attr *none = kl_attr_i64_array(ctx, 0, NULL);
+  for (int k = 0; k < n; k++) el[k] = old && old->kind == KL_AT_ARRAY && k < old->n ? old->elems[k] : none;
+  const kl_type *t = ret->opnds[i].value->type;
+  el[i] = strides && kl_type_is_shaped(t) ? kl_attr_i64_array(ctx, t->rank, strides) : none;
+  kl_op_set_attr(graph, "output_strides", kl_attr_array(ctx, n, el));
+  free(el);
+}
+bool kl_graph_output_strides(kl_op *graph, int i, int64_t *strides) {
+  const kl_attr *a = kl_op_attr(graph, "output_strides");
+  kl_op *ret = kl_graph_return(graph);
+  if (!a || a->kind != KL_AT_ARRAY || !ret || i < 0 || i >= a->n || i >= ret->nopnds) return false;
+  const kl_attr *e = a->elems[i];
+  const kl_type *t = ret->opnds[i].value->type;
+  if (!e || e->kind != KL_AT_ARRAY || !kl_type_is_shaped(t) || e->n != t->rank || e->n == 0) return false;
+  for (int k = 0; k < e->n; k++) {
+    if (e->elems[k]->kind != KL_AT_INT) return false;
+    strides[k] = e->elems[k]->i;
+  }
+  return true;
 }
 bool kl_graph_is_param(const kl_op *op) { return op && !strcmp(op->name, "graph.param"); }
 bool kl_graph_is_constant(const kl_op *op) { return op && !strcmp(op->name, "graph.constant"); }

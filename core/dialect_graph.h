@@ -53,8 +53,18 @@ kl_op *kl_graph_build(kl_op *graph, const char *name, kl_loc loc, int n, kl_valu
                       const kl_named_attr *attrs, const kl_type *type);
 /* A new graph function @name in module (created if module is NULL: returned via *module). */
 kl_op *kl_graph_create(kl_ctx *ctx, kl_op *module, const char *name, kl_loc loc);
-/* Sets the graph's outputs (replacing an earlier func.return). */
+/* Sets the graph's outputs (replacing an earlier func.return and the declared output
+ * layouts). */
 void kl_graph_set_outputs(kl_op *graph, int n, kl_value *const *outs, kl_loc loc);
+/* Output layouts: output i of the graph may declare the memory layout its buffer has (the
+ * plan's output slot, the tensor p:run returns, what the kernels write through), as
+ * strides in elements of the output's rank, kept on the graph func as the attribute
+ * `output_strides` (one i64 array per output, [] = the value's own layout). Callers check
+ * the strides (kl_graph_output_layout in graph_api.h: non-overlapping, within the shape
+ * limits). kl_graph_output_strides fills strides[rank of output i] and returns true when
+ * output i declares a layout; false otherwise (also for an i out of range). */
+void kl_graph_set_output_strides(kl_op *graph, int i, const int64_t *strides);
+bool kl_graph_output_strides(kl_op *graph, int i, int64_t *strides);
 kl_block *kl_graph_body(kl_op *graph);
 /* The identity tests of the host-plan ops (unique ops, each handled on its own by the
  * driver: graph.param binds an input, graph.constant holds a value, graph.launch runs a

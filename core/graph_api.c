@@ -178,6 +178,40 @@ kl_status kl_graph_output(kl_op *graph, int n, kl_value *const *outs, kl_loc loc
   return KL_OK;
 }
 
+kl_status kl_graph_output_layout(kl_op *graph, int index, const char *layout, const int64_t *strides, kl_loc loc) {
+  if (!check_graph(graph, "output", loc)) return KL_ERR;
+  kl_ctx *ctx = graph->ctx;
+  kl_op *ret = kl_graph_return(graph);
+  int n = ret ? ret->nopnds : 0;
+  if (index < 0 || index >= n)
+    return kl_emit_error(ctx, loc, "output %d: the graph has %d outputs (set them with kl_graph_output first)",
+                         index + 1, n);
+  bool has_layout = layout && *layout;
+  if (has_layout && strides) return kl_emit_error(ctx, loc, "output %d: give a layout or strides, not both", index + 1);
+  if (!has_layout && !strides) {
+    kl_graph_set_output_strides(graph, index, NULL);
+    return KL_OK;
+  }
+  const kl_type *t = ret->opnds[index].value->type;
+  if (!kl_type_is_shaped(t)) return kl_emit_error(ctx, loc, "output %d: not a tensor", index + 1);
+  int64_t s[KL_MAX_RANK];
+  char err[256], b1[256], b2[256];
+  if (has_layout) {
+    if (kl_layout_strides(layout, t->rank, t->shape, s, err, sizeof err))
+      return kl_emit_error(ctx, loc, "output %d: %s", index + 1, err);
+  } else {
+    for (int i = 0; i < t->rank; i++) s[i] = strides[i];
+    if (!kl_shape_check(t->rank, t->shape, s, err, sizeof err))
+      return kl_emit_error(ctx, loc, "output %d: %s", index + 1, err);
+    if (!kl_strides_nonoverlapping(t->rank, t->shape, s))
+      return kl_emit_error(ctx, loc, "output %d: strides %s overlap for shape %s (two elements at one address)",
+                           index + 1, kl_dims_format(t->rank, s, b1, sizeof b1),
+                           kl_dims_format(t->rank, t->shape, b2, sizeof b2));
+  }
+  kl_graph_set_output_strides(graph, index, s);
+  return KL_OK;
+}
+
 kl_op *kl_module_graph(kl_op *module, const char *name) {
   if (!module || strcmp(module->name, "builtin.module")) return NULL;
   kl_block *body = kl_module_body(module);

@@ -43,6 +43,15 @@ kl_value *kl_graph_add_constant(kl_op *graph, kl_dtype dt, int rank, const int64
 /* Makes outs[0..n) (n >= 1, each a value of graph) the graph's outputs, replacing earlier
  * ones (kl_graph_set_outputs, checked). KL_ERR + diagnostic at loc otherwise. */
 kl_status kl_graph_output(kl_op *graph, int n, kl_value *const *outs, kl_loc loc);
+/* Declares the memory layout of output `index` (0-based, of the outputs kl_graph_output
+ * set last): a layout string (as for params: "NHWC", "0,2,3,1", ...) or strides[rank of
+ * the output] in elements, not both; both NULL/"" = the value's own layout (row-major).
+ * Strides may leave gaps (padding: the buffer spans the largest offset + 1 elements and
+ * the kernels write only the elements, never the gaps) but no two elements may share an
+ * address (no stride 0 on a dim of size > 1, no overlap). The plan's output slot, the
+ * tensors a run and the evaluator return, and the kernels' writes all take this layout.
+ * KL_ERR + diagnostic at loc ("output N: ...") otherwise, the layout left unchanged. */
+kl_status kl_graph_output_layout(kl_op *graph, int index, const char *layout, const int64_t *strides, kl_loc loc);
 /* The graph func of module named name (its sym_name), or the first graph func when name
  * is NULL; NULL if there is none (no diagnostic). For modules read with kl_parse_module. */
 kl_op *kl_module_graph(kl_op *module, const char *name);

@@ -202,6 +202,9 @@ kl_value *kl_graph_add_convert(kl_op *graph, kl_value *x, kl_dtype dt, kl_loc lo
 kl_value *kl_graph_add_constant(kl_op *graph, kl_dtype dt, int rank, const int64_t *shape, const double *values,
                                 kl_loc loc);
 kl_status kl_graph_output(kl_op *graph, int n, kl_value *const *outs, kl_loc loc);
+/* Memory layout of output index (0-based, after kl_graph_output): layout ("NHWC") or
+ * strides[rank] (non-overlapping; gaps are never written), not both; both NULL = row-major. */
+kl_status kl_graph_output_layout(kl_op *graph, int index, const char *layout, const int64_t *strides, kl_loc loc);
 /* .kir text -> a module (NULL + diagnostics "file:line:col: error: ..." on error; the
  * text need not be NUL-terminated). Verify it (kl_verify) before use. */
 kl_op *kl_parse_module(kl_ctx *ctx, const char *text, size_t len, const char *filename);

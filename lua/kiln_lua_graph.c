@@ -6,7 +6,10 @@
  * Ops get the location of the first Lua stack level outside the kiln library. */
 #include "lua/kiln_lua_rt.h"
 #include "core/dialect_graph.h"
+#include "core/graph_api.h"
+#include "core/shape.h"
 #include "runtime/graph_eval.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +203,41 @@ static int g_output(lua_State *L) {
   return 0;
 }
 
+/* _g.output_strides(v, i, opts) -> the strides of opts ({layout =} or {strides =}) for
+ * value v as output i, checked as _g.output_layout checks them (errors name output i). */
+static int g_output_strides(lua_State *L) {
+  kl_value *v = kl_lua__check(L, 1, KL_LH_VALUE);
+  int i = (int)luaL_checkinteger(L, 2);
+  const kl_type *t = v->type;
+  char what[32];
+  snprintf(what, sizeof what, "output %d", i);
+  if (!kl_type_is_shaped(t)) return kl_lua__rt_error(L, what, "not a tensor");
+  int64_t strides[KL_MAX_RANK];
+  if (!kl_lua__opt_layout(L, 3, t->rank, t->shape, strides, what)) return 0;
+  lua_createtable(L, t->rank, 0);
+  for (int k = 0; k < t->rank; k++) lua_pushinteger(L, (lua_Integer)strides[k]), lua_rawseti(L, -2, k + 1);
+  return 1;
+}
+
+/* _g.output_layout(func, i, opts): output i (1-based) in the layout of opts ({layout =
+ * "NHWC"} or {strides = {...}}: non-overlapping, gaps allowed), kl_graph_output_layout. */
+static int g_output_layout(lua_State *L) {
+  kl_op *g = check_graph(L, 1);
+  int i = (int)luaL_checkinteger(L, 2);
+  kl_op *ret = kl_graph_return(g);
+  if (!ret || i < 1 || i > ret->nopnds)
+    return kl_lua__rt_error(L, "output", "output %d: the graph has %d outputs", i, ret ? ret->nopnds : 0);
+  const kl_type *t = ret->opnds[i - 1].value->type;
+  char what[32];
+  snprintf(what, sizeof what, "output %d", i);
+  int64_t strides[KL_MAX_RANK];
+  bool has = kl_lua__opt_layout(L, 3, t->rank, t->shape, strides, what);
+  kl_lua__flush_diags(g->ctx);
+  if (kl_graph_output_layout(g, i - 1, NULL, has ? strides : NULL, kl_lua__caller_loc(L, g->ctx)) != KL_OK)
+    return kl_lua__diag_error(L, g->ctx, "output", "bad output layout");
+  return 0;
+}
+
 /* _g.hint(func, value, {primary = bool, split = n}) -> value: compiler hints on a value,
  * stored on its defining op as attributes. primary: where a kernel reads the value as an
  * input of a fused producer, it drives the vectorization of the fused loads
@@ -381,6 +419,8 @@ void kl_lua__open_graph(lua_State *L) {
                                     { "param", g_param },
                                     { "constant", g_constant },
                                     { "output", g_output },
+                                    { "output_layout", g_output_layout },
+                                    { "output_strides", g_output_strides },
                                     { "eval", g_eval },
                                     { "graph_of", g_graph_of },
                                     { "params", g_params },

@@ -65,6 +65,7 @@
 #include "passes/fusion_util.h"
 #include "core/target.h"
 #include "core/scalar_ops.h"
+#include "core/shape.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -540,6 +541,76 @@ static int cmp_group(const void *x, const void *y) {
   return a->order < b->order ? -1 : a->order > b->order;
 }
 
+/* The results of group g in the layouts the graph's outputs declare
+ * (kl_graph_output_strides): result r of the group keeps its value and takes the layout
+ * of the first output returning it (none declared: the value's own); every other layout
+ * asked of the same value is one more entry (the value written once per layout, read only
+ * by the outputs): a further result of a GEMM kernel, a copy kernel after the others. ret_res[i]: the result output i reads, -1 when
+ * output i is not one of g's values. */
+typedef struct result_layouts {
+  int n, cap, nret;
+  kl_value **val;
+  bool *has;                       /* a declared layout differing from the value's own */
+  int64_t (*strides)[KL_MAX_RANK]; /* the layout (has) */
+  int *ret_res;
+} result_layouts;
+
+static void result_layouts_free(result_layouts *L) {
+  free(L->val);
+  free(L->has);
+  free(L->strides);
+  free(L->ret_res);
+}
+static int push_layout(result_layouts *L, kl_value *v, bool has, const int64_t *s) {
+  if (L->n == L->cap) {
+    L->cap = L->cap ? 2 * L->cap : 8;
+    L->val = kl_xrealloc(L->val, (size_t)L->cap * sizeof *L->val);
+    L->has = kl_xrealloc(L->has, (size_t)L->cap * sizeof *L->has);
+    L->strides = kl_xrealloc(L->strides, (size_t)L->cap * sizeof *L->strides);
+  }
+  L->val[L->n] = v;
+  L->has[L->n] = has;
+  for (int k = 0; k < KL_MAX_RANK; k++) L->strides[L->n][k] = has && k < v->type->rank ? s[k] : 0;
+  return L->n++;
+}
+/* Output i's layout for value v: false when it declares none or the value's own. */
+static bool declared_layout(kl_op *graph, int i, kl_value *v, int64_t *s) {
+  const kl_type *t = v->type;
+  if (!kl_type_is_shaped(t) || !kl_graph_output_strides(graph, i, s)) return false;
+  return !kl_strides_equivalent(t->rank, t->shape, t->strides, s);
+}
+static void layout_results(part *p, kl_op *graph, group *g, result_layouts *L) {
+  memset(L, 0, sizeof *L);
+  L->nret = p->ret->nopnds;
+  L->ret_res = kl_xmalloc((size_t)(L->nret + 1) * sizeof *L->ret_res);
+  for (int i = 0; i < L->nret; i++) L->ret_res[i] = -1;
+  for (int r = 0; r < g->nres; r++) {
+    kl_value *v = g->res[r];
+    int64_t s[KL_MAX_RANK];
+    bool has = false;
+    for (int i = 0; i < L->nret; i++)
+      if (p->ret->opnds[i].value == v) {
+        has = declared_layout(graph, i, v, s);
+        break;
+      }
+    push_layout(L, v, has, s);
+  }
+  for (int i = 0; i < L->nret; i++) {
+    kl_value *v = p->ret->opnds[i].value;
+    int64_t s[KL_MAX_RANK];
+    bool has = false, mine = false;
+    for (int r = 0; r < g->nres && !mine; r++) mine = g->res[r] == v;
+    if (!mine) continue;
+    has = declared_layout(graph, i, v, s);
+    int e = -1;
+    for (int k = 0; k < L->n && e < 0; k++)
+      if (L->val[k] == v && L->has[k] == has &&
+          (!has || kl_strides_equivalent(v->type->rank, v->type->shape, L->strides[k], s)))
+        e = k;
+    L->ret_res[i] = e >= 0 ? e : push_layout(L, v, has, s);
+  }
+}
+
 /* Extracts group g into a kernel function inserted after *after; replaces it in the
  * graph by a graph.launch inserted before `at`. */
 static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, kl_op **after, kl_op *at) {
@@ -573,20 +644,33 @@ static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, k
   for (int j = 0; j < nimm; j++) kl_block_push_op(body, kl_op_clone(imm[j], &map));
   for (int pos = 0; pos < p->nops; pos++)
     if (g->member[pos]) kl_block_push_op(body, kl_op_clone(p->ops[pos], &map));
-  kl_value **rs = kl_xmalloc((size_t)g->nres * sizeof *rs);
-  const kl_type **rt = kl_xmalloc((size_t)g->nres * sizeof *rt);
-  for (int r = 0; r < g->nres; r++) {
-    rs[r] = kl_value_map_get(&map, g->res[r]);
-    rt[r] = g->res[r]->type;
+  /* the results in the layouts the graph's outputs declare: one per (value, layout) */
+  result_layouts L;
+  layout_results(p, graph, g, &L);
+  /* a GEMM kernel writes every layout itself; the other kinds write one result each (one
+   * whole-op kernel op), so a further layout of their result is a copy kernel after them */
+  int nk = g->kind == K_GEMM ? L.n : g->nres;
+  kl_value **rs = kl_xmalloc((size_t)L.n * sizeof *rs);
+  const kl_type **rt = kl_xmalloc((size_t)L.n * sizeof *rt);
+  const kl_attr **ra = kl_xmalloc((size_t)L.n * sizeof *ra);
+  bool any_layout = false;
+  for (int r = 0; r < L.n; r++) {
+    const kl_type *t = L.val[r]->type;
+    rs[r] = kl_value_map_get(&map, L.val[r]);
+    rt[r] = L.has[r] ? kl_type_tensor(ctx, t->elem, t->rank, t->shape, L.strides[r]) : t;
+    if (!rt[r]) rt[r] = t; /* kl_graph_output_layout checked the strides */
+    ra[r] = kl_attr_i64_array(ctx, rt[r] != t ? t->rank : 0, L.strides[r]);
+    any_layout = any_layout || (r < nk && rt[r] != t);
   }
-  kl_block_push_op(body, kl_op_create(ctx, "func.return", loc, g->nres, rs, 0, NULL, 0, NULL, 0));
+  if (any_layout) kl_op_set_attr(fn, "result_strides", kl_attr_array(ctx, nk, ra));
+  kl_block_push_op(body, kl_op_create(ctx, "func.return", loc, nk, rs, 0, NULL, 0, NULL, 0));
   kl_value_map_free(&map);
   kl_op_insert_after(*after, fn);
   *after = fn;
 
   /* the launch */
   kl_named_attr la = { "callee", kl_attr_symref(ctx, name) };
-  kl_op *launch = kl_op_create(ctx, "graph.launch", loc, nleaves, leaves, g->nres, rt, 1, &la, 0);
+  kl_op *launch = kl_op_create(ctx, "graph.launch", loc, nleaves, leaves, nk, rt, 1, &la, 0);
   kl_op_insert_before(at, launch);
   for (int r = 0; r < g->nres; r++) {
     kl_value *lr = kl_op_result(launch, r);
@@ -598,8 +682,42 @@ static void extract(part *p, kl_op *module, kl_op *graph, group *g, int index, k
       kl_value_replace_all_uses(g->res[r], lr);
     }
   }
+  /* each output reads the result of its own layout */
+  for (int i = 0; i < L.nret; i++)
+    if (L.ret_res[i] >= 0 && L.ret_res[i] < nk) kl_op_set_operand(p->ret, i, kl_op_result(launch, L.ret_res[i]));
+  kl_op *last = launch;
+  for (int e = nk; e < L.n; e++) {
+    int b = 0;
+    while (L.val[b] != L.val[e]) b++; /* its entry among the kernel's results */
+    kl_value *src = kl_op_result(launch, b);
+    char cname[300];
+    snprintf(cname, sizeof cname, "%s_layout%d", name, e - nk);
+    for (int k = 1; kl_module_lookup(module, cname); k++)
+      snprintf(cname, sizeof cname, "%s_layout%d_%d", name, e - nk, k);
+    const kl_attr *one = kl_attr_i64_array(ctx, rt[e]->rank, rt[e]->strides); /* the source has another layout */
+    kl_named_attr ca[] = { { "kernel_group", kl_attr_unit(ctx) },
+                           { "kind", kl_attr_str(ctx, kind_names[K_EW]) },
+                           { "sym_name", kl_attr_str(ctx, cname) },
+                           { "result_strides", kl_attr_array(ctx, 1, &one) } };
+    kl_op *cf = kl_op_create(ctx, "func.func", loc, 0, NULL, 0, NULL, 4, ca, 1);
+    kl_block *cb = kl_block_create(ctx);
+    kl_region_push_block(&cf->regions[0], cb);
+    kl_value *arg = kl_block_add_arg(ctx, cb, src->type);
+    kl_block_push_op(cb, kl_op_create(ctx, "func.return", loc, 1, &arg, 0, NULL, 0, NULL, 0));
+    kl_op_insert_after(*after, cf);
+    *after = cf;
+    kl_named_attr cl = { "callee", kl_attr_symref(ctx, cname) };
+    kl_op *copy = kl_op_create(ctx, "graph.launch", loc, 1, &src, 1, &rt[e], 1, &cl, 0);
+    kl_op_insert_after(last, copy);
+    last = copy;
+    kl_op_result(copy, 0)->name_hint = src->name_hint;
+    for (int i = 0; i < L.nret; i++)
+      if (L.ret_res[i] == e) kl_op_set_operand(p->ret, i, kl_op_result(copy, 0));
+  }
   free(rs);
   free(rt);
+  free(ra);
+  result_layouts_free(&L);
   free(leaves);
   free(imm);
 }

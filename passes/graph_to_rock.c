@@ -2,7 +2,9 @@
  * graph-partition becomes a kernel function over buffers (core/dialect_rock.h).
  *
  *  - Signature: one global buffer per input tensor (same shape, strides, element type),
- *    then one output buffer per result (written in place); attributes `kernel`, `kind`,
+ *    then one output buffer per result (written in place; its strides are the result's
+ *    entry of the function's `result_strides` when graph-partition set one — a layout the
+ *    graph's output declares — else the result type's); attributes `kernel`, `kind`,
  *    `arg_names` = ["in0", ..., "out0"]; the body ends with func.return (no operands).
  *  - Graph view ops become chains of rock.transform (#view): transpose = PassThrough
  *    permutation, reshape = Merge/Unmerge, broadcast (explicit, or the implicit numpy
@@ -1117,8 +1119,24 @@ static kl_status convert_group(kl_op *fn) {
     names[i] = kl_attr_str(ctx, nm);
   }
   kl_value **outs = kl_xmalloc((size_t)(nout + 1) * sizeof *outs);
+  const kl_attr *rstr = kl_op_attr(fn, "result_strides"); /* graph-partition: the outputs' declared layouts */
   for (int i = 0; i < nout; i++) {
-    outs[i] = kl_block_add_arg(ctx, g->nb, kl_pu_buffer_like(ctx, ret->opnds[i].value->type));
+    const kl_type *t = ret->opnds[i].value->type;
+    const kl_attr *si = rstr && rstr->kind == KL_AT_ARRAY && i < rstr->n ? rstr->elems[i] : NULL;
+    if (si && si->kind == KL_AT_ARRAY && si->n == t->rank && si->n > 0) {
+      int64_t s[KL_MAX_RANK];
+      for (int k = 0; k < si->n; k++) s[k] = si->elems[k]->kind == KL_AT_INT ? si->elems[k]->i : 0;
+      const kl_type *lt = kl_type_tensor(ctx, t->elem, t->rank, t->shape, s);
+      if (!lt) {
+        free(names);
+        free(outs);
+        kl_arena_destroy(&g->ar);
+        kl_value_map_free(&g->args);
+        return kl_emit_error(ctx, fn->loc, "graph-to-rock: result %d: invalid result_strides", i);
+      }
+      t = lt;
+    }
+    outs[i] = kl_block_add_arg(ctx, g->nb, kl_pu_buffer_like(ctx, t));
     char nm[32];
     snprintf(nm, sizeof nm, "out%d", i);
     names[nin + i] = kl_attr_str(ctx, nm);

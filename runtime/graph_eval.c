@@ -2,6 +2,7 @@
  * (graph_eval_ops.c attaches the builtin ones). */
 #include "runtime/graph_eval.h"
 #include "core/dialect_graph.h"
+#include "core/shape.h"
 #include "runtime/refops.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,11 +126,30 @@ kl_status kl_graph_eval(kl_op *graph, int ninputs, const kl_named_tensor *inputs
   }
   if (st == KL_OK) {
     *outputs = kl_xcalloc(ret->nopnds, sizeof **outputs);
-    for (int i = 0; i < ret->nopnds; i++) {
+    for (int i = 0; i < ret->nopnds && st == KL_OK; i++) {
       kl_value *v = ret->opnds[i].value;
-      (*outputs)[i] = kl_tensor_retain(vals[v->def->scratch]);
+      kl_tensor *t = vals[v->def->scratch];
+      int64_t s[KL_MAX_RANK];
+      if (!kl_graph_output_strides(graph, i, s) || kl_strides_equivalent(t->rank, t->shape, t->strides, s)) {
+        (*outputs)[i] = kl_tensor_retain(t);
+        continue;
+      }
+      /* the layout the output declares (kl_graph_output_layout) */
+      kl_tensor *o = kl_tensor_zeros(t->dtype, t->rank, t->shape, s, err, errlen);
+      if (!o || kl_tensor_copy_into(o, t, err, errlen)) {
+        kl_tensor_release(o);
+        st = KL_ERR;
+        break;
+      }
+      (*outputs)[i] = o;
     }
-    *noutputs = ret->nopnds;
+    if (st == KL_OK) {
+      *noutputs = ret->nopnds;
+    } else {
+      for (int i = 0; i < ret->nopnds; i++) kl_tensor_release((*outputs)[i]);
+      free(*outputs);
+      *outputs = NULL;
+    }
   }
   for (int i = 0; i < nops; i++) kl_tensor_release(vals[i]);
   free(vals);

@@ -6,7 +6,8 @@
  * Contract: inputs are given by param name; every param needs exactly one input of the
  * param's shape and dtype and of the same memory layout (no hidden copies: a layout
  * difference is an error naming both). Unknown names are errors too. Outputs are new
- * row-major-or-result-layout tensors (caller releases each and frees the array).
+ * tensors in the layout the graph's output declares (kl_graph_output_strides), else in
+ * their result type's (caller releases each and frees the array).
  * Errors: KL_ERR with a message in err naming the op and its location. */
 #ifndef KL_GRAPH_EVAL_H
 #define KL_GRAPH_EVAL_H

@@ -301,6 +301,20 @@ for _, c in ipairs(nq) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
+-- outputs in a declared layout (spec/lua/output_layout_cases.lua): every kernel kind, gaps,
+-- one value in several layouts, and random fused graphs with a random layout per output
+local OL = require "output_layout_cases"
+local ol_cases = OL.cases()
+for _, c in ipairs(OL.random(60)) do ol_cases[#ol_cases + 1] = c end
+for _, c in ipairs(ol_cases) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    if c.kernels and #p:kernels() ~= c.kernels then error(#p:kernels() .. " kernels, want " .. c.kernels, 0) end
+    local good, msg = OL.check(c, table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs)))
+    if not good then error(msg, 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "output layout " .. c.name .. ": " .. tostring(err) end
+end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line
 for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "softmax_reduce", "views",

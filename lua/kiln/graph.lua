@@ -34,7 +34,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   x:reshape{...} x:transpose{...} x:broadcast{...} x:slice(begin, end [, step]) | x:slice(axis, b, e)
   x:sum(axes [, keepdims]) x:mean(..) x:reduce_max(..) x:softmax([axis=-1])   x.shape x.dtype x.rank
   g:map(function(x, y) return x * y + 1 end, a, b)  g:map("x * y + 1", a, b)
-  g:output(v, ...)  g:print()  tostring(g)  g:eval{x = t, ...} -> outputs...  g.module g.func g:params()
+  g:output(v [, {layout=|strides=}], ...)  g:print()  tostring(g)  g:eval{x = t, ...} -> outputs...  g.module g.func g:params()
   dev = kiln.device("host"|"cuda"|"hip"|"auto")  dev.name dev.kind dev.arch dev:info()   kiln.targets()
   p = kiln.compile(g, {target="host" | targets={...}, perf_config=, pipeline=, print_ir_after="all"|{names},
                        on_ir=function(pass, text) end, cache=false})       (also g:compile{...})
@@ -317,13 +317,38 @@ return function(kiln)
   for name, fn in pairs(ops) do
     Graph[name] = function(self, ...) return fn(self.func, ...) end
   end
+  -- g:output(v1, v2, ...) or g:output({v1, v2, ...}); an options table after a value
+  -- ({layout = "NHWC"} or {strides = {...}}) gives that output's memory layout.
+  local function is_layout_opts(x)
+    return type(x) == "table" and not is_value(x) and getmetatable(x) == nil and x[1] == nil
+        and (x.layout ~= nil or x.strides ~= nil)
+  end
   function Graph:output(...)
-    local vals = table.pack(...)
-    if vals.n == 1 and type(vals[1]) == "table" and not is_value(vals[1]) then vals = table.pack(table.unpack(vals[1])) end
-    for i = 1, vals.n do
-      if not is_value(vals[i]) then raise(fmt("output: output %d must be a graph value, got a %s", i, type(vals[i]))) end
+    local args = table.pack(...)
+    if args.n == 1 and type(args[1]) == "table" and not is_value(args[1]) and not is_layout_opts(args[1]) then
+      args = table.pack(table.unpack(args[1]))
     end
-    G.output(self.func, table.unpack(vals, 1, vals.n))
+    local vals, opts = {}, {}
+    for i = 1, args.n do
+      local a = args[i]
+      if is_value(a) then
+        vals[#vals + 1] = a
+      elseif is_layout_opts(a) and #vals > 0 and opts[#vals] == nil then
+        opts[#vals] = a
+      elseif is_layout_opts(a) then
+        raise(fmt("output: argument %d: a layout table must follow the value it lays out", i))
+      else
+        raise(fmt("output: output %d must be a graph value, got a %s", #vals + 1, type(a)))
+      end
+    end
+    local strides = {}  -- checked before anything changes
+    for i = 1, #vals do
+      if opts[i] then strides[i] = G.output_strides(vals[i], i, opts[i]) end
+    end
+    G.output(self.func, table.unpack(vals))
+    for i = 1, #vals do
+      if strides[i] then G.output_layout(self.func, i, { strides = strides[i] }) end
+    end
     return self
   end
   function Graph:hint(x, opts) return G.hint(self.func, x, opts) end
