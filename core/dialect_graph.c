@@ -256,29 +256,68 @@ static bool rule_convert(infer_st *c) {
   c->elem = c->result_elem;
   return true;
 }
+/* stride / dilation: an integer (every dim) or sp entries; padding: an integer, sp
+ * entries (both sides) or 2*sp ([begin, end] per dim). */
+static bool conv_list(kl_ctx *ctx, kl_loc loc, int na, const kl_named_attr *attrs, const char *name, int sp, bool pad,
+                      int64_t *out) {
+  const kl_attr *a = find_attr(na, attrs, name);
+  int m = pad ? 2 * sp : sp, cnt = 0;
+  int64_t v[2 * KL_CONV_MAX_SPATIAL];
+  if (!a) return true;
+  if (a->kind == KL_AT_INT) {
+    for (int i = 0; i < m; i++) out[i] = a->i;
+    return true;
+  }
+  if (kl_attr_get_i64_array(a, 2 * KL_CONV_MAX_SPATIAL, v, &cnt) && (cnt == sp || cnt == m)) {
+    for (int i = 0; i < m; i++) out[i] = cnt == m ? v[i] : v[pad ? i / 2 : i];
+    return true;
+  }
+  if (pad)
+    kl_emit_error(ctx, loc,
+                  "conv: a %d-D conv's 'padding' must be an integer, a list of %d (per dim) or of %d ([begin, end] per "
+                  "dim), got %s",
+                  sp, sp, 2 * sp, a->text);
+  else
+    kl_emit_error(ctx, loc, "conv: a %d-D conv's '%s' must be an integer or a list of %d integers, got %s", sp, name,
+                  sp, a->text);
+  return false;
+}
+
+bool kl_graph_conv_params(kl_ctx *ctx, kl_loc loc, int sp, int na, const kl_named_attr *attrs, kl_conv_params *p) {
+  *p = kl_conv_params_default(sp);
+  if (!conv_list(ctx, loc, na, attrs, "stride", sp, false, p->stride) ||
+      !conv_list(ctx, loc, na, attrs, "dilation", sp, false, p->dilation) ||
+      !conv_list(ctx, loc, na, attrs, "padding", sp, true, p->pad) ||
+      int_list(ctx, loc, "conv", na, attrs, "groups", 1, 1, (int64_t[]){ 1 }, &p->groups) < 0)
+    return false;
+  return ints_in(ctx, loc, "conv", "stride", sp, p->stride, 1, KL_MAX_DIM) &&
+      ints_in(ctx, loc, "conv", "padding", 2 * sp, p->pad, 0, KL_MAX_DIM) &&
+      ints_in(ctx, loc, "conv", "dilation", sp, p->dilation, 1, KL_MAX_DIM) &&
+      ints_in(ctx, loc, "conv", "groups", 1, &p->groups, 1, KL_MAX_DIM);
+}
+
 static bool rule_conv(infer_st *c) {
   kl_ctx *ctx = c->ctx;
   kl_loc loc = c->loc;
-  const char *op = c->op;
-  int na = c->na;
-  const kl_named_attr *attrs = c->attrs;
-  kl_conv2d_params p;
-  if (int_list(ctx, loc, op, na, attrs, "stride", 2, 2, (int64_t[]){ 1, 1 }, p.stride) < 0 ||
-      int_list(ctx, loc, op, na, attrs, "padding", 4, 4, (int64_t[]){ 0, 0, 0, 0 }, p.pad) < 0 ||
-      int_list(ctx, loc, op, na, attrs, "dilation", 2, 2, (int64_t[]){ 1, 1 }, p.dilation) < 0 ||
-      int_list(ctx, loc, op, na, attrs, "groups", 1, 1, (int64_t[]){ 1 }, &p.groups) < 0)
-    return false;
-  if (!ints_in(ctx, loc, op, "stride", 2, p.stride, 1, KL_MAX_DIM) ||
-      !ints_in(ctx, loc, op, "padding", 4, p.pad, 0, KL_MAX_DIM) ||
-      !ints_in(ctx, loc, op, "dilation", 2, p.dilation, 1, KL_MAX_DIM) ||
-      !ints_in(ctx, loc, op, "groups", 1, &p.groups, 1, KL_MAX_DIM))
-    return false;
-  if (c->ts[0]->elem != c->ts[1]->elem) {
-    kl_emit_error(ctx, loc, "conv: input %s and filter %s element types differ", c->ts[0]->text, c->ts[1]->text);
+  const kl_type *in = c->ts[0], *f = c->ts[1];
+  int sp = in->rank - 2;
+  if (sp < 1 || sp > KL_CONV_MAX_SPATIAL) {
+    kl_emit_error(ctx, loc, "conv: input %s must have rank 3, 4 or 5 ([N, C, spatial...]: 1-D, 2-D, 3-D)", in->text);
     return false;
   }
-  c->rc = kl_infer_conv2d(&c->s[0], &c->s[1], &p, &c->out, ERRBUF);
-  c->like = c->ts[0];
+  if (f->rank != in->rank) {
+    kl_emit_error(ctx, loc, "conv: a %d-D conv (input %s) needs a rank-%d filter [K, C/G, spatial...], got %s", sp,
+                  in->text, in->rank, f->text);
+    return false;
+  }
+  kl_conv_params p;
+  if (!kl_graph_conv_params(ctx, loc, sp, c->na, c->attrs, &p)) return false;
+  if (in->elem != f->elem) {
+    kl_emit_error(ctx, loc, "conv: input %s and filter %s element types differ", in->text, f->text);
+    return false;
+  }
+  c->rc = kl_infer_conv(&c->s[0], &c->s[1], &p, &c->out, ERRBUF);
+  c->like = in;
   c->elem = kl_graph_contraction_elem(ctx, c->elem);
   return true;
 }

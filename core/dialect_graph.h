@@ -3,10 +3,13 @@
  * Contract: a graph is a func.func with the unit attribute `graph`; its body holds
  * graph.param ops (attribute name = "x"; result type = the param's tensor type with its
  * strides), the computation, and a func.return of the outputs. Shapes are logical
- * (conv input N,C,H,W, filter K,C/G,Y,X); strides only describe memory layout.
+ * (conv input N,C,[D,]H,W, filter K,C/G,[Z,]Y,X); strides only describe memory layout.
  * Ops (operands) {attributes}:
  *   graph.param() {name}            graph.constant() {value = [flat floats/ints]}
- *   graph.conv(x, w) {stride=[h,w], padding=[t,b,l,r], dilation=[h,w], groups}
+ *   graph.conv(x, w) {stride, padding, dilation, groups}   1-D, 2-D, 3-D: x [N, C, spatial...],
+ *       w [K, C/G, window...] of rank 3, 4 or 5; stride / dilation an integer or one per
+ *       spatial dim, padding an integer, one per spatial dim or [begin, end] per spatial
+ *       dim in dim order (2-D [top, bottom, left, right], 3-D [d0, d1, h0, h1, w0, w1])
  *   graph.dot(a, b) {transpose_a, transpose_b}
  *   graph.add|sub|mul|div|max|min|pow(a, b)  (numpy broadcasting)
  *   graph.neg|abs|exp|log|sqrt|rsqrt|tanh|sigmoid|relu(x)   graph.clip(x) {min, max}
@@ -83,5 +86,10 @@ kl_op *kl_graph_of_value(const kl_value *v);
 const char *kl_graph_name(kl_op *graph);
 /* The result element type of conv / dot with inputs of element type `in` (see above). */
 const kl_type *kl_graph_contraction_elem(kl_ctx *ctx, const kl_type *in);
+/* A conv's parameters for `spatial` spatial dims from its attributes (the forms above;
+ * absent: the defaults); false after a located error naming the attribute. */
+struct kl_conv_params;
+bool kl_graph_conv_params(kl_ctx *ctx, kl_loc loc, int spatial, int nattrs, const kl_named_attr *attrs,
+                          struct kl_conv_params *p);
 void kl_register_graph_dialect(kl_ctx *ctx);
 #endif

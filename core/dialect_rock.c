@@ -1,5 +1,7 @@
 /* dialect_rock.c — registration and local verifiers of the rock ops. */
 #include "core/dialect_rock.h"
+#include "core/dialect_graph.h"
+#include "core/infer.h"
 #include <string.h>
 
 bool kl_is_kernel(const kl_op *op) { return op && !strcmp(op->name, "func.func") && kl_op_attr(op, "kernel"); }
@@ -23,6 +25,33 @@ static kl_status all_buffers(kl_op *op, int from, int to) {
   return KL_OK;
 }
 static kl_status verify_buffers(kl_op *op) { return all_buffers(op, 0, op->nopnds); }
+/* rock.conv: buffers [N, C, S...], [K, C/G, W...], [N, K, O...] of one rank 3, 4 or 5, the
+ * graph conv's attributes (kl_graph_conv_params), O as kl_infer_conv gives it */
+static kl_status verify_conv(kl_op *op) {
+  if (verify_buffers(op) != KL_OK) return KL_ERR;
+  const kl_type *in = op->opnds[0].value->type, *f = op->opnds[1].value->type, *o = op->opnds[2].value->type;
+  int sp = in->rank - 2;
+  if (sp < 1 || sp > KL_CONV_MAX_SPATIAL || f->rank != in->rank || o->rank != in->rank)
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.conv' needs buffers of one rank 3, 4 or 5 (1-D to 3-D: [N,C,spatial...], "
+                         "[K,C/G,window...], [N,K,spatial...]), got %s, %s, %s",
+                         in->text, f->text, o->text);
+  if (in->elem != f->elem)
+    return kl_emit_error(op->ctx, op->loc, "'rock.conv' input and filter element types differ: %s, %s", in->text,
+                         f->text);
+  kl_conv_params p;
+  if (!kl_graph_conv_params(op->ctx, op->loc, sp, op->nattrs, op->attrs, &p)) return KL_ERR;
+  kl_shape si = kl_shape_make(in->rank, in->shape), sf = kl_shape_make(f->rank, f->shape), so;
+  char err[512];
+  if (kl_infer_conv(&si, &sf, &p, &so, err, sizeof err)) return kl_emit_error(op->ctx, op->loc, "'rock.conv' %s", err);
+  for (int i = 0; i < o->rank; i++)
+    if (so.dim[i] != o->shape[i]) {
+      char b[256];
+      return kl_emit_error(op->ctx, op->loc, "'rock.conv' output %s does not have the conv's shape %s", o->text,
+                           kl_shape_format(&so, b, sizeof b));
+    }
+  return KL_OK;
+}
 static bool same_shape(const kl_type *a, const kl_type *b) {
   if (a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++)
@@ -160,7 +189,7 @@ static const kl_opdef rock_ops[] = {
   { .name = "rock.transform", .traits = KL_TRAIT_PURE | KL_TRAIT_VIEW, .levels = KERN, .min_operands = 1, .max_operands = 1, .min_results = 1,
     .max_results = 1, .required_attrs = need_view, .verify = verify_transform, .summary = "a view of a buffer (no data moves)" },
   ROCK("alloc", 0, 0, 1, 1, 0, 0, NULL, KERN_LOOP),
-  ROCK("conv", 3, 3, 0, 0, 0, 0, verify_buffers, KERN),
+  ROCK("conv", 3, 3, 0, 0, 0, 0, verify_conv, KERN),
   ROCK("gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
   ROCK("gridwise_gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
   ROCK("elementwise", 1, -1, 0, 0, 1, KL_TRAIT_FUSING, verify_elementwise, KERN),

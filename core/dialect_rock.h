@@ -18,8 +18,11 @@
  *        the host plan allocates; lds: workgroup memory; private: per-thread registers)
  *
  * Whole-op level (graph-to-rock):
- *   rock.conv(%in, %filter, %out) {stride=[h,w], padding=[t,b,l,r], dilation=[h,w], groups}
- *        logical shapes in N,C,H,W / K,C/G,Y,X / out N,K,Ho,Wo; layouts are the strides.
+ *   rock.conv(%in, %filter, %out) {stride, padding, dilation, groups}   1-D, 2-D, 3-D: buffers
+ *       [N,C,spatial...], [K,C/G,window...], [N,K,spatial...] of one rank 3, 4 or 5; the
+ *       attributes of graph.conv (core/dialect_graph.h; per spatial dim, padding [begin, end]
+ *       per dim), the output's shape checked against them; logical shapes (N,C,D,H,W /
+ *       K,C/G,Z,Y,X / N,K,Do,Ho,Wo in 3-D), layouts are the strides.
  *   rock.gemm(%a, %b, %c) {store = "set"}   a: [G,K,M], b: [G,K,N], c: [G,M,N];
  *        c[g,m,n] = sum_k a[g,k,m] * b[g,k,n]  (transposes are views); accumulation in
  *        f32 for float inputs (i32 for i8), converted to c's element type on store.

@@ -206,59 +206,107 @@ int kl_infer_reduce(const char *op, const kl_shape *in, int naxes, const int *ax
 }
 
 
-/* ---------------------------------------------------------------- conv2d */
+/* ---------------------------------------------------------------- conv */
+
+kl_conv_params kl_conv_params_default(int spatial) {
+  kl_conv_params p;
+  memset(&p, 0, sizeof p);
+  p.spatial = spatial;
+  for (int i = 0; i < KL_CONV_MAX_SPATIAL; i++) p.stride[i] = p.dilation[i] = 1;
+  p.groups = 1;
+  return p;
+}
+
+kl_conv_params kl_conv_params_from_2d(const kl_conv2d_params *p) {
+  kl_conv_params q = kl_conv_params_default(2);
+  for (int i = 0; i < 2; i++) q.stride[i] = p->stride[i], q.dilation[i] = p->dilation[i];
+  for (int i = 0; i < 4; i++) q.pad[i] = p->pad[i];
+  q.groups = p->groups;
+  return q;
+}
+
+/* "[a,b,c]" of n entries */
+static const char *list_str(int n, const int64_t *v, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && o < len; i++)
+    o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "[", (long long)v[i]);
+  if (o < len) snprintf(buf + o, len - o, "]");
+  return buf;
+}
+
+int kl_infer_conv(const kl_shape *in, const kl_shape *f, const kl_conv_params *p, kl_shape *out, char *err,
+                  size_t errlen) {
+  char b1[256], b2[256];
+  if (!p || p->spatial < 1 || p->spatial > KL_CONV_MAX_SPATIAL)
+    return kl_errf(err, errlen, "conv: missing parameters or a spatial rank other than 1, 2, 3");
+  int sp = p->spatial, r = sp + 2;
+  char nm[8];
+  snprintf(nm, sizeof nm, "conv%dd", sp);
+  static const char *const in_dims[] = { "N,C,W", "N,C,H,W", "N,C,D,H,W" },
+                           *const f_dims[] = { "K,C/G,X", "K,C/G,Y,X", "K,C/G,Z,Y,X" };
+  if (in->rank != r)
+    return kl_errf(err, errlen, "%s: input must have rank %d (%s), got %s", nm, r, in_dims[sp - 1], SHP(in, b1));
+  if (f->rank != r)
+    return kl_errf(err, errlen, "%s: filter must have rank %d (%s), got %s", nm, r, f_dims[sp - 1], SHP(f, b1));
+  const int64_t lim = (int64_t)1 << 31;
+  for (int i = 0; i < sp; i++) {
+    if (p->stride[i] < 1 || p->stride[i] > lim)
+      return kl_errf(err, errlen, "%s: stride must be >= 1, got %s", nm, list_str(sp, p->stride, b1, sizeof b1));
+    if (p->dilation[i] < 1 || p->dilation[i] > lim)
+      return kl_errf(err, errlen, "%s: dilation must be >= 1, got %s", nm, list_str(sp, p->dilation, b1, sizeof b1));
+  }
+  for (int i = 0; i < 2 * sp; i++)
+    if (p->pad[i] < 0 || p->pad[i] > lim)
+      return kl_errf(err, errlen, "%s: padding must be >= 0, got %s", nm, list_str(2 * sp, p->pad, b1, sizeof b1));
+  int64_t G = p->groups;
+  if (G < 1) return kl_errf(err, errlen, "%s: groups must be >= 1, got %lld", nm, (long long)G);
+  int64_t N = in->dim[0], C = in->dim[1], K = f->dim[0], CG = f->dim[1];
+  if (C % G != 0)
+    return kl_errf(err, errlen, "%s: input %s has C=%lld, not divisible by groups=%lld", nm, SHP(in, b1), (long long)C,
+                   (long long)G);
+  if (K % G != 0)
+    return kl_errf(err, errlen, "%s: filter %s has K=%lld, not divisible by groups=%lld", nm, SHP(f, b1), (long long)K,
+                   (long long)G);
+  if (CG * G != C)
+    return kl_errf(err, errlen,
+                   "%s: channels differ: input %s has C=%lld but filter %s has C/G=%lld (groups=%lld, expects %lld)",
+                   nm, SHP(in, b1), (long long)C, SHP(f, b2), (long long)CG, (long long)G, (long long)(C / G));
+  kl_shape o;
+  memset(&o, 0, sizeof o);
+  o.rank = r;
+  o.dim[0] = N;
+  o.dim[1] = K;
+  int64_t win[KL_CONV_MAX_SPATIAL], padded[KL_CONV_MAX_SPATIAL];
+  bool fits = true;
+  for (int i = 0; i < sp; i++) {
+    int64_t w = f->dim[2 + i], x = in->dim[2 + i];
+    if (w < 1) return kl_errf(err, errlen, "%s: filter %s has an empty window", nm, SHP(f, b1));
+    if (w > lim || x > ((int64_t)1 << 40))
+      return kl_errf(err, errlen, "%s: sizes too large: input %s, filter %s", nm, SHP(in, b1), SHP(f, b2));
+    padded[i] = x + p->pad[2 * i] + p->pad[2 * i + 1];
+    win[i] = p->dilation[i] * (w - 1) + 1;
+    if (win[i] > padded[i]) fits = false;
+    o.dim[2 + i] = (padded[i] - win[i]) / p->stride[i] + 1;
+  }
+  if (!fits) {
+    char wb[96] = "", pb[96] = "";
+    size_t wo = 0, po = 0;
+    for (int i = 0; i < sp; i++) {
+      wo += (size_t)snprintf(wb + wo, sizeof wb - wo, "%s%lld", i ? "x" : "", (long long)win[i]);
+      po += (size_t)snprintf(pb + po, sizeof pb - po, "%s%lld", i ? "x" : "", (long long)padded[i]);
+    }
+    return kl_errf(err, errlen,
+                   "%s: dilated filter window %s of filter %s does not fit the padded input %s of input %s", nm, wb,
+                   SHP(f, b2), pb, SHP(in, b1));
+  }
+  *out = o;
+  return 0;
+}
 
 int kl_infer_conv2d(const kl_shape *in, const kl_shape *f, const kl_conv2d_params *p, kl_shape *out, char *err,
                     size_t errlen) {
-  char b1[256], b2[256];
   if (!p) return kl_errf(err, errlen, "conv2d: missing parameters");
-  if (in->rank != 4) return kl_errf(err, errlen, "conv2d: input must have rank 4 (N,C,H,W), got %s", SHP(in, b1));
-  if (f->rank != 4) return kl_errf(err, errlen, "conv2d: filter must have rank 4 (K,C/G,Y,X), got %s", SHP(f, b1));
-  const int64_t lim = (int64_t)1 << 31;
-  for (int i = 0; i < 2; i++) {
-    if (p->stride[i] < 1 || p->stride[i] > lim)
-      return kl_errf(err, errlen, "conv2d: stride must be >= 1, got [%lld,%lld]", (long long)p->stride[0],
-                     (long long)p->stride[1]);
-    if (p->dilation[i] < 1 || p->dilation[i] > lim)
-      return kl_errf(err, errlen, "conv2d: dilation must be >= 1, got [%lld,%lld]", (long long)p->dilation[0],
-                     (long long)p->dilation[1]);
-  }
-  for (int i = 0; i < 4; i++)
-    if (p->pad[i] < 0 || p->pad[i] > lim)
-      return kl_errf(err, errlen, "conv2d: padding must be >= 0, got [%lld,%lld,%lld,%lld]", (long long)p->pad[0],
-                     (long long)p->pad[1], (long long)p->pad[2], (long long)p->pad[3]);
-  int64_t G = p->groups;
-  if (G < 1) return kl_errf(err, errlen, "conv2d: groups must be >= 1, got %lld", (long long)G);
-  int64_t N = in->dim[0], C = in->dim[1], H = in->dim[2], W = in->dim[3];
-  int64_t K = f->dim[0], CG = f->dim[1], Y = f->dim[2], X = f->dim[3];
-  if (C % G != 0)
-    return kl_errf(err, errlen, "conv2d: input %s has C=%lld, not divisible by groups=%lld", SHP(in, b1), (long long)C,
-                   (long long)G);
-  if (K % G != 0)
-    return kl_errf(err, errlen, "conv2d: filter %s has K=%lld, not divisible by groups=%lld", SHP(f, b1), (long long)K,
-                   (long long)G);
-  if (CG * G != C)
-    return kl_errf(
-        err, errlen,
-        "conv2d: channels differ: input %s has C=%lld but filter %s has C/G=%lld (groups=%lld, expects %lld)",
-        SHP(in, b1), (long long)C, SHP(f, b2), (long long)CG, (long long)G, (long long)(C / G));
-  if (Y < 1 || X < 1) return kl_errf(err, errlen, "conv2d: filter %s has an empty window", SHP(f, b1));
-  if (Y > lim || X > lim || H > ((int64_t)1 << 40) || W > ((int64_t)1 << 40))
-    return kl_errf(err, errlen, "conv2d: sizes too large: input %s, filter %s", SHP(in, b1), SHP(f, b2));
-  int64_t hp = H + p->pad[0] + p->pad[1], wp = W + p->pad[2] + p->pad[3];
-  int64_t ey = p->dilation[0] * (Y - 1) + 1, ex = p->dilation[1] * (X - 1) + 1;
-  if (ey > hp || ex > wp)
-    return kl_errf(
-        err, errlen,
-        "conv2d: dilated filter window %lldx%lld of filter %s does not fit the padded input %lldx%lld of input %s",
-        (long long)ey, (long long)ex, SHP(f, b2), (long long)hp, (long long)wp, SHP(in, b1));
-  kl_shape o;
-  memset(&o, 0, sizeof o);
-  o.rank = 4;
-  o.dim[0] = N;
-  o.dim[1] = K;
-  o.dim[2] = (hp - ey) / p->stride[0] + 1;
-  o.dim[3] = (wp - ex) / p->stride[1] + 1;
-  *out = o;
-  return 0;
+  kl_conv_params q = kl_conv_params_from_2d(p);
+  return kl_infer_conv(in, f, &q, out, err, errlen);
 }

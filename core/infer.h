@@ -1,4 +1,4 @@
-/* infer.h — output shape inference of the graph ops (broadcast, where, conv2d, dot,
+/* infer.h — output shape inference of the graph ops (broadcast, where, conv (1-D to 3-D), dot,
  * transpose, reshape, slice, concat, reduce), shared by the graph dialect
  * (core/dialect_graph.c) and the reference kernels (runtime/refops.h).
  * Contract: pure; `op` names the op in messages. Errors: int status (0 ok) and a message
@@ -17,15 +17,35 @@ typedef struct kl_conv2d_params {
 } kl_conv2d_params;
 #define KL_CONV2D_DEFAULT ((kl_conv2d_params){ { 1, 1 }, { 0, 0, 0, 0 }, { 1, 1 }, 1 })
 
+/* An N-D convolution's parameters: `spatial` spatial dims (1, 2 or 3: input [N, C,
+ * spatial...], filter [K, C/G, window...], output [N, K, spatial...]); per spatial dim a
+ * stride and a dilation (>= 1) and a [begin, end] padding (>= 0) in dim order. */
+#define KL_CONV_MAX_SPATIAL 3
+typedef struct kl_conv_params {
+  int spatial;
+  int64_t stride[KL_CONV_MAX_SPATIAL];
+  int64_t pad[2 * KL_CONV_MAX_SPATIAL]; /* begin, end per spatial dim */
+  int64_t dilation[KL_CONV_MAX_SPATIAL];
+  int64_t groups; /* >= 1 */
+} kl_conv_params;
+/* The defaults (stride 1, padding 0, dilation 1, groups 1) of a conv with `spatial` dims. */
+kl_conv_params kl_conv_params_default(int spatial);
+/* The 2-D parameters as N-D ones. */
+kl_conv_params kl_conv_params_from_2d(const kl_conv2d_params *p);
+
 /* ---- output shape inference (pure; op names the op in messages) ---- */
 /* numpy broadcasting of two shapes. */
 int kl_infer_broadcast(const char *op, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err, size_t errlen);
 /* in must broadcast to target (numpy rules, target rank >= in rank, result = target). */
 int kl_infer_broadcast_to(const char *op, const kl_shape *in, const kl_shape *target, char *err, size_t errlen);
 int kl_infer_where(const kl_shape *cond, const kl_shape *a, const kl_shape *b, kl_shape *out, char *err, size_t errlen);
-/* Ho = (H + pt + pb - dil_h*(Y-1) - 1)/stride_h + 1 (likewise Wo); errors if the
+/* N-D conv (ranks p->spatial + 2): out[i] = (in[i] + pad_begin + pad_end - dil*(w-1) - 1)
+ * / stride + 1 per spatial dim i; errors (named "conv1d:", "conv2d:", "conv3d:") if the
  * (dilated) filter does not fit the padded input, on C != (C/G)*G, K % G != 0, bad
- * parameters or ranks other than 4. */
+ * parameters or ranks other than spatial + 2. */
+int kl_infer_conv(const kl_shape *in, const kl_shape *filter, const kl_conv_params *p, kl_shape *out, char *err,
+                  size_t errlen);
+/* 2-D: kl_infer_conv of rank-4 operands (Ho = (H + pt + pb - dil_h*(Y-1) - 1)/stride_h + 1). */
 int kl_infer_conv2d(const kl_shape *in, const kl_shape *filter, const kl_conv2d_params *p, kl_shape *out, char *err,
                     size_t errlen);
 /* a: [..., M, K] ([..., K, M] if trans_a); b: [..., K, N] ([..., N, K] if trans_b);

@@ -67,6 +67,7 @@
  * Errors (anything the views cannot express) are diagnostics at the op's location. */
 #include "core/dialect_builtin.h"
 #include "core/dialect_graph.h"
+#include "core/infer.h"
 #include "core/scalar_ops.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
@@ -713,22 +714,20 @@ static kl_value *prologue_buffer(g2r *g, kl_value *v) {
 
 static kl_status emit_conv(g2r *g, kl_op *conv, kl_value *target) {
   kl_ctx *ctx = g->ctx;
-  int64_t stride[2] = { 1, 1 }, pad[4] = { 0, 0, 0, 0 }, dil[2] = { 1, 1 }, groups = 1;
-  kl_op_attr_i64s(conv, "stride", stride, 2);
-  kl_op_attr_i64s(conv, "padding", pad, 4);
-  kl_op_attr_i64s(conv, "dilation", dil, 2);
-  if (!kl_op_attr_i64(conv, "groups", &groups)) kl_op_attr_i64s(conv, "groups", &groups, 1);
   kl_value *in = conv->opnds[0].value, *w = conv->opnds[1].value;
+  int sp = in->type->rank - 2;
+  kl_conv_params p; /* the canonical form: sp strides / dilations, 2*sp paddings */
+  if (!kl_graph_conv_params(ctx, conv->loc, sp, conv->nattrs, conv->attrs, &p)) return KL_ERR;
   if (!kl_pu_nonempty(in->type) || !kl_pu_nonempty(w->type)) {
     fill(g, target, 0, conv->loc);
     return KL_OK;
   }
   kl_value *o[3] = { buffer_of(g, in, conv->loc), buffer_of(g, w, conv->loc), target };
   if (!o[0] || !o[1]) return KL_ERR;
-  kl_named_attr a[] = { { "dilation", kl_attr_i64_array(ctx, 2, dil) },
-                        { "groups", kl_attr_int(ctx, groups) },
-                        { "padding", kl_attr_i64_array(ctx, 4, pad) },
-                        { "stride", kl_attr_i64_array(ctx, 2, stride) } };
+  kl_named_attr a[] = { { "dilation", kl_attr_i64_array(ctx, sp, p.dilation) },
+                        { "groups", kl_attr_int(ctx, p.groups) },
+                        { "padding", kl_attr_i64_array(ctx, 2 * sp, p.pad) },
+                        { "stride", kl_attr_i64_array(ctx, sp, p.stride) } };
   emit(g, "rock.conv", conv->loc, 3, o, 0, NULL, 4, a);
   return KL_OK;
 }

@@ -1,17 +1,19 @@
-/* rock_conv_to_gemm.c — the `rock-conv-to-gemm` pass: every rock.conv becomes a
- * rock.gemm over the implicit-GEMM views of its three buffers (core/view_conv.h):
- *   filter [K, C/G, Y, X] -> A [G, gemmK = C/G*Y*X, gemmM = K/G]
- *   input  [N, C, Hi, Wi] -> B [G, gemmK, gemmN = N*Ho*Wo]   (Unmerge of C into G x C/G,
- *                            Pad, Embed windows y*dil + ho*stride, Merge)
- *   output [N, K, Ho, Wo] -> C [G, gemmM, gemmN]
- * The buffers are logical (N,C,H,W / K,C/G,Y,X / N,K,Ho,Wo); their strides are the
- * layout. When an operand is a kernel buffer (not a view) stored NHWC / KYXC / NHWK
- * (strides a dense permutation [0,2,3,1]), gemmK is linearised in memory order
- * ((y*X + x)*C/G + c) and the layout's view is composed with a permutation back to the
- * logical dims, so the views only ever address logical coordinates. Stride, padding,
- * dilation and groups come from the conv's attributes (defaults 1 / 0 / 1 / 1).
- * Errors (ranks, shapes that disagree with the attributes) are diagnostics at the
- * conv's location. */
+/* rock_conv_to_gemm.c — the `rock-conv-to-gemm` pass: every rock.conv (1-D, 2-D, 3-D)
+ * becomes a rock.gemm over the implicit-GEMM views of its three buffers (core/view_conv.h):
+ *   filter [K, C/G, W...] -> A [G, gemmK = C/G*prod(W), gemmM = K/G]
+ *   input  [N, C, S...]   -> B [G, gemmK, gemmN = N*prod(O)]   (Unmerge of C into G x C/G,
+ *                            Pad, Embed windows w*dil + o*stride per spatial dim, Merge)
+ *   output [N, K, O...]   -> C [G, gemmM, gemmN]
+ * The buffers are logical (N,C,spatial... / K,C/G,window... / N,K,spatial...); their
+ * strides are the layout. When an operand is a kernel buffer (not a view) stored channels
+ * last (NDHWC / KZYXC / NDHWK: strides the dense permutation [0, 2, ..., r-1, 1]), gemmK is
+ * linearised in memory order ((window...)*C/G + c) and the layout's view is composed with
+ * a permutation back to the logical dims, so the views only ever address logical
+ * coordinates. Stride, padding ([begin, end] per spatial dim), dilation and groups come
+ * from the conv's attributes (rock.conv's verifier checks them and the shapes; absent:
+ * 1 / 0 / 1 / 1). Errors are diagnostics at the conv's location. */
+#include "core/dialect_graph.h"
+#include "core/infer.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
 #include "core/shape.h"
@@ -20,19 +22,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* true when v is a buffer (not a view) whose strides are the dense layout [0,2,3,1]. */
+/* the channels-last permutation of rank r: [0, 2, ..., r-1, 1] */
+static void last_perm(int r, int *perm) {
+  perm[0] = 0;
+  for (int i = 1; i + 1 < r; i++) perm[i] = i + 1;
+  perm[r - 1] = 1;
+}
+
+/* true when v is a buffer (not a view) whose strides are the dense channels-last layout. */
 static bool channels_last(kl_value *v) {
   if (v->def && !strcmp(v->def->name, "rock.transform")) return false;
   const kl_type *t = v->type;
-  int perm[4];
-  if (t->rank != 4 || !kl_strides_to_perm(4, t->shape, t->strides, perm)) return false;
-  return perm[0] == 0 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1;
+  int perm[KL_MAX_RANK], want[KL_MAX_RANK];
+  if (t->rank < 3 || !kl_strides_to_perm(t->rank, t->shape, t->strides, perm)) return false;
+  last_perm(t->rank, want);
+  return !memcmp(perm, want, sizeof(int) * (size_t)t->rank);
 }
 
 /* *v := compose(*v, P) where P maps the channels-last order of `logical` back to it. */
-static bool to_logical(kl_view **v, const int64_t *logical, const char *const *names, kl_view_err *err) {
-  kl_view *id = kl_view_identity(4, logical, names, err);
-  kl_view *p = id ? kl_view_transpose(id, 4, (const int[]){ 0, 2, 3, 1 }, err) : NULL;
+static bool to_logical(kl_view **v, int r, const int64_t *logical, const char *const *names, kl_view_err *err) {
+  int perm[KL_MAX_RANK];
+  last_perm(r, perm);
+  kl_view *id = kl_view_identity(r, logical, names, err);
+  kl_view *p = id ? kl_view_transpose(id, r, perm, err) : NULL;
   kl_view *c = p ? kl_view_compose(*v, p, err) : NULL;
   kl_view *s = c ? kl_view_simplify(c) : NULL;
   kl_view_free(id);
@@ -47,55 +59,42 @@ static bool to_logical(kl_view **v, const int64_t *logical, const char *const *n
 static kl_status lower_conv(kl_op *conv) {
   kl_ctx *ctx = conv->ctx;
   kl_value *in = conv->opnds[0].value, *fil = conv->opnds[1].value, *out = conv->opnds[2].value;
-  const kl_type *it = in->type, *ft = fil->type, *ot = out->type;
-  if (it->rank != 4 || ft->rank != 4 || ot->rank != 4)
-    return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: rock.conv needs rank-4 buffers, got %s, %s, %s", it->text,
-                         ft->text, ot->text);
-  int64_t stride[2] = { 1, 1 }, pad[4] = { 0, 0, 0, 0 }, dil[2] = { 1, 1 }, groups = 1;
-  if ((kl_op_attr(conv, "stride") && kl_op_attr_i64s(conv, "stride", stride, 2) != 2) ||
-      (kl_op_attr(conv, "padding") && kl_op_attr_i64s(conv, "padding", pad, 4) != 4) ||
-      (kl_op_attr(conv, "dilation") && kl_op_attr_i64s(conv, "dilation", dil, 2) != 2) ||
-      (kl_op_attr(conv, "groups") && !kl_op_attr_i64(conv, "groups", &groups) &&
-       kl_op_attr_i64s(conv, "groups", &groups, 1) != 1))
-    return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: bad stride / padding / dilation / groups attribute");
-  bool nhwc = channels_last(in), kyxc = channels_last(fil), nhwk = channels_last(out);
-  kl_conv2d d = { .n = it->shape[0],
-                  .c = it->shape[1],
-                  .hi = it->shape[2],
-                  .wi = it->shape[3],
-                  .k = ft->shape[0],
-                  .y = ft->shape[2],
-                  .x = ft->shape[3],
-                  .groups = groups,
-                  .stride_h = stride[0],
-                  .stride_w = stride[1],
-                  .dil_h = dil[0],
-                  .dil_w = dil[1],
-                  .pad_top = pad[0],
-                  .pad_bottom = pad[1],
-                  .pad_left = pad[2],
-                  .pad_right = pad[3],
-                  .in_layout = nhwc ? KL_CONV_NHWC : KL_CONV_NCHW,
-                  .filter_layout = kyxc ? KL_CONV_KYXC : KL_CONV_KCYX,
-                  .out_layout = nhwk ? KL_CONV_NHWK : KL_CONV_NKHW };
+  const kl_type *it = in->type, *ft = fil->type;
+  int r = it->rank, sp = r - 2;
+  kl_conv_params p;
+  /* the verifier checked ranks, attributes and shapes */
+  if (sp < 1 || sp > KL_CONV_MAX_SPATIAL || !kl_graph_conv_params(ctx, conv->loc, sp, conv->nattrs, conv->attrs, &p))
+    return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: bad rock.conv (ranks %s, %s)", it->text, ft->text);
+  bool in_last = channels_last(in), fil_last = channels_last(fil), out_last = channels_last(out);
+  kl_conv_desc d = { .spatial = sp,
+                     .n = it->shape[0],
+                     .c = it->shape[1],
+                     .k = ft->shape[0],
+                     .groups = p.groups,
+                     .in_last = in_last,
+                     .filter_last = fil_last,
+                     .out_last = out_last };
+  for (int i = 0; i < sp; i++) {
+    d.in[i] = it->shape[2 + i], d.win[i] = ft->shape[2 + i];
+    d.stride[i] = p.stride[i], d.dil[i] = p.dilation[i];
+    d.pad[2 * i] = p.pad[2 * i], d.pad[2 * i + 1] = p.pad[2 * i + 1];
+  }
   kl_view_err err = { 0 };
-  int64_t ho, wo;
-  if (!kl_conv_out_size(&d, &ho, &wo, &err)) return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg);
-  if (groups < 1 || d.c % groups || ft->shape[1] != d.c / groups || ot->shape[0] != d.n || ot->shape[1] != d.k ||
-      ot->shape[2] != ho || ot->shape[3] != wo)
-    return kl_emit_error(ctx, conv->loc,
-                         "rock-conv-to-gemm: shapes disagree: input %s, filter %s, output %s "
-                         "(expected filter [%lld,%lld,Y,X] and output [%lld,%lld,%lld,%lld])",
-                         it->text, ft->text, ot->text, (long long)d.k, (long long)(groups ? d.c / groups : 0),
-                         (long long)d.n, (long long)d.k, (long long)ho, (long long)wo);
   kl_conv_views cv;
-  if (!kl_conv_views_build(&d, &cv, &err)) return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg);
-  /* the logical dims keep the names view_conv.h gives them in the NCHW / KCYX / NKHW layouts */
-  static const char *const in_names[4] = { "ni", "ci", "hi", "wi" }, *const fil_names[4] = { "k", "c", "y", "x" },
-                           *const out_names[4] = { "no", "ko", "ho", "wo" };
-  bool ok = (!nhwc || to_logical(&cv.input, it->shape, in_names, &err)) &&
-      (!kyxc || to_logical(&cv.filter, ft->shape, fil_names, &err)) &&
-      (!nhwk || to_logical(&cv.output, ot->shape, out_names, &err));
+  if (!kl_conv_nd_views_build(&d, &cv, &err)) return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg);
+  /* the logical dims keep the names view_conv.h gives them in the channels-first layouts */
+  static const char *const in_all[] = { "ni", "ci", "di", "hi", "wi" }, *const fil_all[] = { "k", "c", "z", "y", "x" },
+                           *const out_all[] = { "no", "ko", "do", "ho", "wo" };
+  const char *in_names[KL_CONV_MAX_SPATIAL + 2], *fil_names[KL_CONV_MAX_SPATIAL + 2],
+      *out_names[KL_CONV_MAX_SPATIAL + 2];
+  for (int i = 0; i < 2; i++) in_names[i] = in_all[i], fil_names[i] = fil_all[i], out_names[i] = out_all[i];
+  for (int i = 0; i < sp; i++) {
+    int j = 2 + KL_CONV_MAX_SPATIAL - sp + i;
+    in_names[2 + i] = in_all[j], fil_names[2 + i] = fil_all[j], out_names[2 + i] = out_all[j];
+  }
+  bool ok = (!in_last || to_logical(&cv.input, r, it->shape, in_names, &err)) &&
+      (!fil_last || to_logical(&cv.filter, r, ft->shape, fil_names, &err)) &&
+      (!out_last || to_logical(&cv.output, r, out->type->shape, out_names, &err));
   if (!ok) {
     kl_conv_views_free(&cv);
     return kl_emit_error(ctx, conv->loc, "rock-conv-to-gemm: %s", err.msg);
@@ -124,12 +123,14 @@ static kl_status run_c2g(kl_op *module, const kl_pass_options *o, void *user) { 
 
 void kl__register_rock_conv_to_gemm(kl_ctx *ctx);
 void kl__register_rock_conv_to_gemm(kl_ctx *ctx) {
-  kl_pass_info info = { "rock-conv-to-gemm",
-                        "rewrites rock.conv as rock.gemm over the implicit-GEMM views of filter, input and output "
-                        "(any layout, stride, padding, dilation, groups)",
-                        NULL,
-                        0,
-                        run_c2g,
-                        NULL };
+  kl_pass_info info = {
+    "rock-conv-to-gemm",
+    "rewrites rock.conv (1-D, 2-D, 3-D) as rock.gemm over the implicit-GEMM views of filter, input and "
+    "output (any layout, stride, padding, dilation, groups)",
+    NULL,
+    0,
+    run_c2g,
+    NULL
+  };
   kl_register_pass(ctx, &info);
 }

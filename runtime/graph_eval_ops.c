@@ -5,6 +5,8 @@
  * scalar op from the definition (kl_opdef.scalar_code). */
 #include "runtime/graph_eval.h"
 #include "runtime/refops.h"
+#include "core/dialect_graph.h"
+#include <stdio.h>
 #include <stdlib.h>
 
 static kl_dtype result_dt(const kl_op *op) { return kl_dtype_of_type(op->results[0].type->elem); }
@@ -45,13 +47,12 @@ static int eval_convert(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *
   return kl_ref_convert(in[0], result_dt(op), out, err, errlen);
 }
 static int eval_conv(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
-  int cnt;
-  kl_conv2d_params p = KL_CONV2D_DEFAULT;
-  attr_ints(op, "stride", p.stride, 2, &cnt, p.stride, 2);
-  attr_ints(op, "padding", p.pad, 4, &cnt, p.pad, 4);
-  attr_ints(op, "dilation", p.dilation, 2, &cnt, p.dilation, 2);
-  kl_op_attr_i64(op, "groups", &p.groups);
-  return kl_ref_conv2d(in[0], in[1], &p, result_dt(op), out, err, errlen);
+  kl_conv_params p;
+  if (!kl_graph_conv_params(op->ctx, op->loc, in[0]->rank - 2, op->nattrs, op->attrs, &p)) {
+    snprintf(err, errlen, "conv: bad attributes");
+    return 1;
+  }
+  return kl_ref_conv(in[0], in[1], &p, result_dt(op), out, err, errlen);
 }
 static int eval_dot(kl_op *op, kl_tensor *const *in, kl_tensor **out, char *err, size_t errlen) {
   int64_t ta = 0, tb = 0;

@@ -43,7 +43,10 @@
 int kl_ref_prepare_out(const char *op, const kl_shape *shape, kl_dtype dt, kl_tensor **out, char *err, size_t errlen);
 
 /* ---- kernels ---- */
-/* conv2d: default dtype = kl_contraction_dtype(input's). */
+/* N-D conv (1-D to 3-D, p->spatial); default dtype = kl_contraction_dtype(input's). */
+int kl_ref_conv(const kl_tensor *input, const kl_tensor *filter, const kl_conv_params *p, kl_dtype out_dt,
+                kl_tensor **out, char *err, size_t errlen);
+/* conv2d: kl_ref_conv of rank-4 operands. */
 int kl_ref_conv2d(const kl_tensor *input, const kl_tensor *filter, const kl_conv2d_params *p, kl_dtype out_dt,
                   kl_tensor **out, char *err, size_t errlen);
 /* Batched matmul; default dtype = kl_contraction_dtype(a's). */

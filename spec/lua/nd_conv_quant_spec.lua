@@ -22,7 +22,7 @@ local function check_conv(sp, dt, runs)
     assert.are.same(shape, want.shape, c.name .. ": shape")
     local wf = want:flat()
     for i = 1, #ref do
-      -- g:eval sums in double and rounds the result to the dtype (3-D: once per depth tap)
+      -- g:eval sums in double and rounds the result to the dtype once
       local tol = dt == "i8" and 0 or (dt == "f32" and 1e-5 or (dt == "f16" and 2e-2 or 0.12)) * (1 + math.abs(ref[i]))
       assert(math.abs(ref[i] - wf[i]) <= tol, string.format("%s: element %d: g:eval %s, direct sum %s", c.name,
                                                             i - 1, wf[i], ref[i]))
@@ -44,20 +44,25 @@ describe("N-D conv", function()
     end)
   end
 
-  it("1-D is one conv kernel; 3-D one per filter depth tap (plus the depth padding)", function()
-    local g = kiln.graph("conv1d_kernels")
-    local x, w = g:param("x", { 2, 4, 20 }, "f32"), g:param("w", { 6, 4, 3 }, "f32")
-    local y = g:conv(x, w, { stride = 2, padding = { 1, 2 } })
-    assert.are.same({ 2, 6, 11 }, y.shape)
-    g:output(y:relu())
-    local p = kiln.compile(g, { target = "host", cache = false })
-    assert.are.equal(1, #p:kernels())
-    local g3 = kiln.graph("conv3d_kernels")
-    local x3, w3 = g3:param("x", { 1, 4, 6, 6, 6 }, "f32"), g3:param("w", { 8, 4, 3, 3, 3 }, "f32")
-    local y3 = g3:conv(x3, w3, { padding = 1 })
-    assert.are.same({ 1, 8, 6, 6, 6 }, y3.shape)
-    g3:output(y3)
-    assert.are.equal(4, #kiln.compile(g3, { target = "host", cache = false }):kernels())
+  it("1-D and 3-D convs are one implicit-GEMM kernel each, with a fused add + relu epilogue", function()
+    for _, c in ipairs {
+      { x = { 2, 4, 20 }, w = { 6, 4, 3 }, opts = { stride = 2, padding = { 1, 2 } }, y = { 2, 6, 11 } },
+      { x = { 1, 4, 6, 7, 5 }, w = { 8, 4, 3, 3, 2 }, opts = { padding = 1, stride = { 1, 2, 1 } }, y = { 1, 8, 6, 4, 6 } },
+      { x = { 2, 6, 5, 5, 5 }, w = { 6, 1, 3, 1, 3 }, opts = { groups = 6, dilation = { 2, 1, 1 }, padding = { 2, 1, 0, 0, 1, 1 } },
+        y = { 2, 6, 4, 5, 5 } },
+    } do
+      local g = kiln.graph("conv_nd_kernels")
+      local x, w = g:param("x", c.x, "f32"), g:param("w", c.w, "f32")
+      local y = g:conv(x, w, c.opts)
+      assert.are.same(c.y, y.shape)
+      local r = g:param("r", c.y, "f32")
+      g:output((y + r):relu())
+      local p = kiln.compile(g, { target = "host", cache = false })
+      assert.are.equal(1, #p:kernels())
+      local ins = { x = C.rand(c.x, "f32"), w = C.rand(c.w, "f32"), r = C.rand(c.y, "f32") }
+      local ok, s = C.check(p:run(ins), g:eval(ins), "f32")
+      assert(ok, s)
+    end
   end)
 
   it("params and tensors with permuted strides (NWC, NDHWC) feed 1-D and 3-D convs", function()

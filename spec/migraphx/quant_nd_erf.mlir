@@ -1,8 +1,8 @@
 // The MIGraphX ops the graph DSL composes from its own: erf, comparisons feeding where,
 // quantizelinear / dequantizelinear, quant_dot and quant_convolution on i8 (i32 results),
 // 1-D and 3-D convolutions (MIGraphX padding order [begins..., ends...]).
-// KERNELS: erf_gelu=1 compare_where=1 quant_roundtrip=1 qdot=1 qconv=1 conv1d=1 conv3d=4
-// (3-D: one 2-D conv kernel per depth tap of the filter, plus the depth padding)
+// KERNELS: erf_gelu=1 compare_where=1 quant_roundtrip=1 qdot=1 qconv=1 conv1d=1 conv3d=1 conv3d_ndhwc_bias_relu=1 qconv3d_depthwise=1
+// (1-D and 3-D convs are one implicit-GEMM kernel each, with their epilogue)
 module {
   func.func @erf_gelu(%x: !migraphx.shaped<4x33xf32, 33x1>) -> !migraphx.shaped<4x33xf32, 33x1> {
     %c = migraphx.literal(dense<0.707106769> : tensor<1xf32>) : <1xf32, 0>
@@ -40,5 +40,15 @@ module {
   func.func @conv3d(%x: !migraphx.shaped<1x4x5x6x6xf32, 720x180x36x6x1>, %w: !migraphx.shaped<3x4x3x3x3xf32, 108x27x9x3x1>) -> !migraphx.shaped<1x3x5x6x6xf32, 540x180x36x6x1> {
     %0 = migraphx.convolution %x, %w {dilation = [1, 1, 1], group = 1 : i64, padding = [1, 1, 1, 1, 1, 1], padding_mode = 0 : i64, stride = [1, 1, 1]} : <1x4x5x6x6xf32, 720x180x36x6x1>, <3x4x3x3x3xf32, 108x27x9x3x1> -> <1x3x5x6x6xf32, 540x180x36x6x1>
     return %0 : !migraphx.shaped<1x3x5x6x6xf32, 540x180x36x6x1>
+  }
+  func.func @conv3d_ndhwc_bias_relu(%x: !migraphx.shaped<1x8x5x6x7xf16, 1680x1x336x56x8>, %w: !migraphx.shaped<6x4x3x3x2xf16, 72x1x24x8x4>, %b: !migraphx.shaped<1x6x5x3x6xf16, 0x1x0x0x0>) -> !migraphx.shaped<1x6x5x3x6xf16, 540x1x108x36x6> {
+    %0 = migraphx.convolution %x, %w {dilation = [1, 1, 2], group = 2 : i64, padding = [1, 0, 1, 1, 1, 0], padding_mode = 0 : i64, stride = [1, 2, 1]} : <1x8x5x6x7xf16, 1680x1x336x56x8>, <6x4x3x3x2xf16, 72x1x24x8x4> -> <1x6x5x3x6xf16, 540x1x108x36x6>
+    %1 = migraphx.add %0, %b : <1x6x5x3x6xf16, 540x1x108x36x6>, <1x6x5x3x6xf16, 0x1x0x0x0> -> <1x6x5x3x6xf16, 540x1x108x36x6>
+    %2 = migraphx.relu %1 : <1x6x5x3x6xf16, 540x1x108x36x6> -> <1x6x5x3x6xf16, 540x1x108x36x6>
+    return %2 : !migraphx.shaped<1x6x5x3x6xf16, 540x1x108x36x6>
+  }
+  func.func @qconv3d_depthwise(%x: !migraphx.shaped<2x3x4x5x5xi8, 300x100x25x5x1>, %w: !migraphx.shaped<3x1x2x3x3xi8, 18x18x9x3x1>) -> !migraphx.shaped<2x3x2x5x5xi32, 150x50x25x5x1> {
+    %0 = migraphx.quant_convolution %x, %w {dilation = [1, 1, 1], group = 3 : i64, padding = [0, 1, 1, 1, 1, 1], padding_mode = 0 : i64, stride = [2, 1, 1]} : <2x3x4x5x5xi8, 300x100x25x5x1>, <3x1x2x3x3xi8, 18x18x9x3x1> -> <2x3x2x5x5xi32, 150x50x25x5x1>
+    return %0 : !migraphx.shaped<2x3x2x5x5xi32, 150x50x25x5x1>
   }
 }
