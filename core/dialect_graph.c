@@ -255,6 +255,20 @@ static bool rule_convert(infer_st *c) {
   c->elem = c->result_elem;
   return true;
 }
+/* The optional `dtype` attribute of a float contraction (conv, dot): its result type, a
+ * float type (split-k-workspace's f32 partial products of f16 / bf16 operands). */
+static bool contraction_dtype(infer_st *c) {
+  for (int i = 0; i < c->na; i++)
+    if (!strcmp(c->attrs[i].name, "dtype")) {
+      const kl_attr *a = c->attrs[i].value;
+      if (!a || a->kind != KL_AT_TYPE || !kl_type_is_float(a->type) || !kl_type_is_float(c->ts[0]->elem)) {
+        kl_emit_error(c->ctx, c->loc, "%s: dtype must be a float type for float operands", c->op);
+        return false;
+      }
+      c->elem = a->type;
+    }
+  return true;
+}
 static bool rule_conv(infer_st *c) {
   kl_ctx *ctx = c->ctx;
   kl_loc loc = c->loc;
@@ -279,7 +293,7 @@ static bool rule_conv(infer_st *c) {
   c->rc = kl_infer_conv2d(&c->s[0], &c->s[1], &p, &c->out, ERRBUF);
   c->like = c->ts[0];
   c->elem = kl_graph_contraction_elem(ctx, c->elem);
-  return true;
+  return contraction_dtype(c);
 }
 static bool rule_dot(infer_st *c) {
   if (c->ts[0]->elem != c->ts[1]->elem) {
@@ -289,7 +303,7 @@ static bool rule_dot(infer_st *c) {
   c->rc = kl_infer_dot(&c->s[0], &c->s[1], bool_attr(c->na, c->attrs, "transpose_a"),
                        bool_attr(c->na, c->attrs, "transpose_b"), &c->out, ERRBUF);
   c->elem = kl_graph_contraction_elem(c->ctx, c->elem);
-  return true;
+  return contraction_dtype(c);
 }
 static bool rule_broadcast(infer_st *c) {
   int64_t dims[KL_MAX_RANK];

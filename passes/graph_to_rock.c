@@ -726,8 +726,9 @@ static kl_status emit_conv(g2r *g, kl_op *conv, kl_value *target) {
   kl_named_attr a[] = { { "dilation", kl_attr_i64_array(ctx, 2, dil) },
                         { "groups", kl_attr_int(ctx, groups) },
                         { "padding", kl_attr_i64_array(ctx, 4, pad) },
-                        { "stride", kl_attr_i64_array(ctx, 2, stride) } };
-  emit(g, "rock.conv", conv->loc, 3, o, 0, NULL, 4, a);
+                        { "stride", kl_attr_i64_array(ctx, 2, stride) },
+                        { "split_k_partials", kl_op_attr(conv, "split_k_partials") } };
+  emit(g, "rock.conv", conv->loc, 3, o, 0, NULL, a[4].value ? 5 : 4, a);
   return KL_OK;
 }
 
@@ -809,8 +810,11 @@ static kl_status emit_dot(g2r *g, kl_op *dot, kl_value *target) {
   kl_view_free(va);
   kl_view_free(vb);
   kl_view_free(vc);
-  kl_named_attr st = { "store", kl_attr_str(ctx, "set") };
-  emit(g, "rock.gemm", dot->loc, 3, o, 0, NULL, 1, &st);
+  kl_named_attr st[2] = { { "store", kl_attr_str(ctx, "set") } };
+  int na = 1;
+  const kl_attr *part = kl_op_attr(dot, "split_k_partials"); /* split-k-workspace's partial GEMM */
+  if (part) st[na++] = (kl_named_attr){ "split_k_partials", part };
+  emit(g, "rock.gemm", dot->loc, 3, o, 0, NULL, na, st);
   return KL_OK;
 }
 
