@@ -36,6 +36,8 @@
  * the element-wise rules); a remainder GEMM takes the sum as a side input of its own
  * epilogue, so the whole op stays two kernels. split_k_partials tells
  * rock-gemm-to-gridwise not to split p's GEMM again.
+ * A given S above 32 (MAX_ADDS: the element-wise kernel's operands) sums the partials in a
+ * reduce_sum kernel instead (three kernels); the heuristic stays at or below 32.
  * The heuristic's S is the largest divisor of K (a conv: of Cg) in [S'/2, S'] for the
  * heuristic's S', else S' with a remainder (a grouped conv: no split). A given S larger
  * than K (a conv: than Cg), or a remainder of a grouped conv, is an error at the op. */
@@ -47,6 +49,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Partials the element-wise sum reads at most (one operand each; an element-wise kernel
+ * takes 64); a larger given split sums them in a reduce kernel (three kernels). */
+#define MAX_ADDS 32
 
 typedef struct sk_opts {
   const char *perf;   /* the perf-config option ("" none) */
@@ -119,6 +125,12 @@ typedef struct parts {
   const int64_t *shape;
 } parts;
 static kl_value *tree(parts *P, int64_t lo, int64_t hi) {
+  if (lo == 0 && hi > MAX_ADDS) { /* a reduce kernel of its own, the sum read back */
+    kl_ctx *ctx = kl_rewriter_ctx(P->rw);
+    int64_t ax = P->ax;
+    kl_named_attr at[2] = { { "axes", kl_attr_i64_array(ctx, 1, &ax) }, { "keepdims", kl_attr_bool(ctx, false) } };
+    return reshape(P->rw, P->loc, make(P->rw, "graph.reduce_sum", P->loc, 1, &P->p, 2, at), P->r, P->shape);
+  }
   if (hi - lo == 1) return reshape(P->rw, P->loc, slice(P->rw, P->loc, P->p, P->ax, lo, lo + 1), P->r, P->shape);
   int64_t mid = lo + (hi - lo) / 2;
   kl_value *l = tree(P, lo, mid), *r = l ? tree(P, mid, hi) : NULL;
@@ -265,7 +277,7 @@ static kl_status split_one(kl_rewriter *rw, kl_op *op, const sk_opts *o) {
   if (forced && S > K)
     return kl_emit_error(ctx, op->loc, "%s: perf config %s: splitK (%lld) is larger than K (%lld)", op->name, given,
                          (long long)S, (long long)K);
-  if (!forced) S = fit(S, E, !conv || g == 1);
+  if (!forced) S = fit(S < MAX_ADDS ? S : MAX_ADDS, E, !conv || g == 1);
   if (S <= 1) return KL_OK;
   if (conv && S > E)
     return kl_emit_error(ctx, op->loc,
