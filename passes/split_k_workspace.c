@@ -12,7 +12,8 @@
  * reduce_sum: GEMM + reduce) keeps the atomic form of rock-gemm-to-gridwise (this pass
  * leaves it alone). Every other split GEMM — an f16 / bf16 result, any epilogue (a
  * linear one too: kiln runs every epilogue after the reduction, which is always
- * correct), a target without the atomic (gfx1030) — takes the workspace form here.
+ * correct), a target without the atomic (gfx1030) — takes the workspace form here, but
+ * for a result that only reductions read (GEMM + reduce keeps its own form).
  *
  * Rewrite of y = dot(a, b) (batch dims broadcast, transpose_a / transpose_b kept), K the
  * contraction length, Kc = floor(K / S), R = K - S * Kc:
@@ -90,6 +91,9 @@ static kl_value *slice(kl_rewriter *rw, kl_loc loc, kl_value *x, int ax, int64_t
 }
 static kl_value *transpose(kl_rewriter *rw, kl_loc loc, kl_value *x, int r, const int64_t *perm) {
   if (!x) return NULL;
+  bool id = true;
+  for (int d = 0; d < r; d++) id = id && perm[d] == d;
+  if (id) return x;
   kl_named_attr at = { "perm", kl_attr_i64_array(kl_rewriter_ctx(rw), r, perm) };
   return make(rw, "graph.transpose", loc, 1, &x, 1, &at);
 }
@@ -150,6 +154,14 @@ static bool elementwise_reader(kl_value *v) {
       return true;
   }
   return false;
+}
+
+/* Is v read only by reductions (GEMM + reduce: fused, or a reduce kernel after it)? */
+static bool reductions_only(kl_value *v) {
+  if (!v->first_use) return false;
+  for (kl_use *u = v->first_use; u; u = u->next)
+    if (kl_op_kernel_kind(u->user) != KL_KERNEL_REDUCE) return false;
+  return true;
 }
 
 /* The heuristic's S adjusted to a divisor of E in [s/2, s], else s (remainder allowed)
@@ -270,7 +282,7 @@ static kl_status split_one(kl_rewriter *rw, kl_op *op, const sk_opts *o) {
     return kl_emit_error(ctx, op->loc, "%s: %s", op->name, err);
   /* the atomic form (rock-gemm-to-gridwise) where it applies */
   bool atomic = yk == KL_TY_F32 && (o->t->atomic_add & KL_ATOMIC_ADD_F32) && !elementwise_reader(kl_op_result(op, 0));
-  if (atomic) return KL_OK;
+  if (atomic || reductions_only(kl_op_result(op, 0))) return KL_OK;
   bool forced = given && *given;
   int64_t S = forced ? est.split_k : kl_gemm_split_heuristic(o->t, est.tiles, K, est.k_per_block);
   if (S <= 1) return KL_OK;
