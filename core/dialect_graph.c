@@ -296,6 +296,20 @@ bool kl_graph_conv_params(kl_ctx *ctx, kl_loc loc, int sp, int na, const kl_name
       ints_in(ctx, loc, "conv", "groups", 1, &p->groups, 1, KL_MAX_DIM);
 }
 
+/* The optional `dtype` attribute of a float contraction (conv, dot): its result type, a
+ * float type (split-k-workspace's f32 partial products of f16 / bf16 operands). */
+static bool contraction_dtype(infer_st *c) {
+  for (int i = 0; i < c->na; i++)
+    if (!strcmp(c->attrs[i].name, "dtype")) {
+      const kl_attr *a = c->attrs[i].value;
+      if (!a || a->kind != KL_AT_TYPE || !kl_type_is_float(a->type) || !kl_type_is_float(c->ts[0]->elem)) {
+        kl_emit_error(c->ctx, c->loc, "%s: dtype must be a float type for float operands", c->op);
+        return false;
+      }
+      c->elem = a->type;
+    }
+  return true;
+}
 static bool rule_conv(infer_st *c) {
   kl_ctx *ctx = c->ctx;
   kl_loc loc = c->loc;
@@ -319,7 +333,7 @@ static bool rule_conv(infer_st *c) {
   c->rc = kl_infer_conv(&c->s[0], &c->s[1], &p, &c->out, ERRBUF);
   c->like = in;
   c->elem = kl_graph_contraction_elem(ctx, c->elem);
-  return true;
+  return contraction_dtype(c);
 }
 static bool rule_dot(infer_st *c) {
   if (c->ts[0]->elem != c->ts[1]->elem) {
@@ -329,7 +343,7 @@ static bool rule_dot(infer_st *c) {
   c->rc = kl_infer_dot(&c->s[0], &c->s[1], bool_attr(c->na, c->attrs, "transpose_a"),
                        bool_attr(c->na, c->attrs, "transpose_b"), &c->out, ERRBUF);
   c->elem = kl_graph_contraction_elem(c->ctx, c->elem);
-  return true;
+  return contraction_dtype(c);
 }
 static bool rule_broadcast(infer_st *c) {
   int64_t dims[KL_MAX_RANK];

@@ -59,7 +59,8 @@ struct kl_program {
 };
 
 const char *kl_default_pipeline(void) {
-  return "reduce-split,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-gridwise,"
+  return "reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-"
+         "gridwise,"
          "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-"
          "steps,rock-lower-loops,"
          "canonicalize,cse,dce";
@@ -183,6 +184,8 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
    * own perf-config keeps it) */
   if (st == KL_OK && opts->perf_config)
     st = kl_pass_manager_set_option(pm, "rock-gemm-to-gridwise", "perf-config", opts->perf_config);
+  if (st == KL_OK && opts->perf_config) /* its splitK decides the workspace form too */
+    st = kl_pass_manager_set_option(pm, "split-k-workspace", "perf-config", opts->perf_config);
   kl_pass_manager_observe(pm, snapshot, &sc);
   if (st == KL_OK) st = kl_pass_manager_run(pm, v->module);
   if (st != KL_OK) {

@@ -727,8 +727,9 @@ static kl_status emit_conv(g2r *g, kl_op *conv, kl_value *target) {
   kl_named_attr a[] = { { "dilation", kl_attr_i64_array(ctx, sp, p.dilation) },
                         { "groups", kl_attr_int(ctx, p.groups) },
                         { "padding", kl_attr_i64_array(ctx, 2 * sp, p.pad) },
-                        { "stride", kl_attr_i64_array(ctx, sp, p.stride) } };
-  emit(g, "rock.conv", conv->loc, 3, o, 0, NULL, 4, a);
+                        { "stride", kl_attr_i64_array(ctx, sp, p.stride) },
+                        { "split_k_partials", kl_op_attr(conv, "split_k_partials") } };
+  emit(g, "rock.conv", conv->loc, 3, o, 0, NULL, a[4].value ? 5 : 4, a);
   return KL_OK;
 }
 
@@ -810,8 +811,11 @@ static kl_status emit_dot(g2r *g, kl_op *dot, kl_value *target) {
   kl_view_free(va);
   kl_view_free(vb);
   kl_view_free(vc);
-  kl_named_attr st = { "store", kl_attr_str(ctx, "set") };
-  emit(g, "rock.gemm", dot->loc, 3, o, 0, NULL, 1, &st);
+  kl_named_attr st[2] = { { "store", kl_attr_str(ctx, "set") } };
+  int na = 1;
+  const kl_attr *part = kl_op_attr(dot, "split_k_partials"); /* split-k-workspace's partial GEMM */
+  if (part) st[na++] = (kl_named_attr){ "split_k_partials", part };
+  emit(g, "rock.gemm", dot->loc, 3, o, 0, NULL, na, st);
   return KL_OK;
 }
 

@@ -22,7 +22,9 @@
  *                         computed by its own workgroups (the grid gains a split
  *                         dimension) whose partial products are added atomically into the
  *                         output after a plan prefill of 0 (rock-gemm-to-gridwise has the
- *                         conditions). Printed only when > 1: "v1:64,64,16,8,8,1,4".
+ *                         conditions), or written as f32 partials to a workspace and summed
+ *                         by an element-wise kernel (split-k-workspace: f16/bf16 outputs,
+ *                         epilogues, no f32 atomics). Printed only when > 1: "v1:64,64,16,8,8,1,4".
  *                         splitK > K is an error naming the field (rock-gemm-to-gridwise).
  * Validation (per target and element size): every field >= 1; mPerBlock % mPerThread,
  * nPerBlock % nPerThread and kPerBlock % kpack == 0; block size <= the target's

@@ -11,7 +11,8 @@
  * a permutation back to the logical dims, so the views only ever address logical
  * coordinates. Stride, padding ([begin, end] per spatial dim), dilation and groups come
  * from the conv's attributes (rock.conv's verifier checks them and the shapes; absent:
- * 1 / 0 / 1 / 1). Errors are diagnostics at the conv's location. */
+ * 1 / 0 / 1 / 1). A `split_k_partials` attribute (split-k-workspace) moves to the gemm.
+ * Errors are diagnostics at the conv's location. */
 #include "core/dialect_graph.h"
 #include "core/infer.h"
 #include "core/dialect_rock.h"
@@ -103,8 +104,9 @@ static kl_status lower_conv(kl_op *conv) {
                      kl_pu_transform(ctx, conv->loc, in, cv.input, NULL, conv),
                      kl_pu_transform(ctx, conv->loc, out, cv.output, NULL, conv) };
   kl_conv_views_free(&cv);
-  kl_named_attr st = { "store", kl_attr_str(ctx, "set") };
-  kl_op *gemm = kl_op_create(ctx, "rock.gemm", conv->loc, 3, o, 0, NULL, 1, &st, 0);
+  kl_named_attr st[2] = { { "store", kl_attr_str(ctx, "set") },
+                          { "split_k_partials", kl_op_attr(conv, "split_k_partials") } };
+  kl_op *gemm = kl_op_create(ctx, "rock.gemm", conv->loc, 3, o, 0, NULL, st[1].value ? 2 : 1, st, 0);
   kl_op_insert_before(conv, gemm);
   return kl_op_erase(conv);
 }

@@ -31,7 +31,10 @@
  * touches (no fused epilogue reads the accumulator), of f32, on a target with native f32
  * atomic adds (kl_target.atomic_add), with store "set" or already "atomic_add" (a GEMM +
  * reduce of graph-to-rock: the split adds into the same sums); a given S > 1 otherwise, or
- * S > K, is an error naming the reason. The heuristic stays at 1 then.
+ * S > K, is an error naming the reason. The heuristic stays at 1 then. Other outputs
+ * split before: split-k-workspace rewrites their graph (f32 partials through a workspace,
+ * summed by an element-wise kernel that runs the epilogue); its partial GEMMs carry
+ * `split_k_partials` and are not split again (the config's splitK is ignored there).
  * mma.sync (heuristic configs only): when C is contiguous along M rather than N (longer
  * vectors along M), the gemm is computed transposed, C^T = B^T A^T: the gridwise op gets
  * (b, a, c under a rock.transform viewing it as [G,N,M]) and the config is chosen for
@@ -42,6 +45,7 @@
 #include "core/pass.h"
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
+#include "passes/gemm_split.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include <stdio.h>
@@ -113,17 +117,6 @@ static const char *split_blocker(kl_op *gemm, kl_op *fn, const kl_target *t, int
   }
   *arg = u->index;
   return NULL;
-}
-
-/* The heuristic's split: when the output tiles leave most compute units idle and K is
- * long, split K so that the tiles fill about the compute units, keeping at least 4 K
- * iterations per split (slices of >= 4*kPerBlock); powers of two up to 64. The host
- * (compute_units 0) never splits by itself. */
-static int64_t split_heuristic(const kl_target *t, int64_t tiles, int64_t K, int64_t KB) {
-  if (t->compute_units <= 0 || tiles <= 0) return 1;
-  int64_t s = 1;
-  while (s < 64 && tiles * s * 2 <= t->compute_units && K / (s * 2) >= 4 * KB) s *= 2;
-  return s;
 }
 
 /* v [G, K, X] (names g, k, x) viewed as [G*S, Kc, X]: K padded to S*Kc, split (s, kc)
@@ -256,6 +249,10 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   /* split-K: the given config's splitK, else the heuristic's where the output allows it */
   int64_t S = given ? (accel ? ac.split_k : pc.split_k) : 1, KB = pc.k_per_block;
   if (S < 1) S = 1;
+  /* the partial-product GEMM of split-k-workspace (or its remainder) already is a
+   * split: the config's tiles apply, its splitK does not */
+  bool partials = kl_op_attr(op, "split_k_partials") != NULL;
+  if (partials) S = 1;
   int out_arg = -1;
   const char *blocker = split_blocker(op, fn, t, &out_arg);
   if (S > K) {
@@ -268,7 +265,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
                      blocker);
     return false;
   }
-  if (!given && !blocker) S = split_heuristic(t, kl_perf_config_grid_size(&pc, G, M, N), K, KB);
+  if (!given && !blocker && !partials) S = kl_gemm_split_heuristic(t, kl_perf_config_grid_size(&pc, G, M, N), K, KB);
   int64_t Kc = round_up((K + S - 1) / S, KB);
   if (S > 1) S = (K + Kc - 1) / Kc; /* no split of only padding */
   if (S > 1 || given) {             /* the printed config carries the split that runs (1: none) */

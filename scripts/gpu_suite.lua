@@ -229,6 +229,53 @@ do
   splitk_case("split-K: conv splitK 5", gc, { x = kiln.rand({ 2, 37, 5, 6 }, "f32", { dist = "normal" }),
               w = kiln.rand({ 3, 37, 3, 3 }, "f32", { dist = "normal" }) }, "v1:16,16,16,1,1,1,5", "prefill,launch")
 end
+-- split-K through a workspace (spec/lua/splitk_workspace_spec.lua on the device): f16 / bf16
+-- outputs and epilogues (relu, add + relu, cast), the heuristic's 64x64x65536 split, forced
+-- splits over K = 1 .. 65536 with remainders, and convs; two kernels through a workspace
+do
+  local WS = "alloc_workspace,launch,launch,free"
+  local function skw_dot(M, N, K, dt, epi)
+    local g = kiln.graph("gpu_skw")
+    local a, b = g:param("a", { M, K }, dt), g:param("b", { K, N }, dt)
+    local c, inputs = a:dot(b), { a = kiln.rand({ M, K }, dt, { dist = "normal" }), b = kiln.rand({ K, N }, dt, { dist = "normal" }) }
+    if epi == "relu" then c = c:relu() end
+    if epi == "add_relu" then
+      c = (c + g:param("r", { M, N }, dt)):relu()
+      inputs.r = kiln.rand({ M, N }, dt, { dist = "normal" })
+    end
+    if epi == "cast" then c = c:convert("f16") end
+    g:output(c)
+    return g, inputs
+  end
+  for _, dt in ipairs({ "f16", "bf16" }) do
+    local g, inputs = skw_dot(64, 64, 65536, dt, "none")
+    splitk_case("split-K workspace: heuristic 64x64x65536 " .. dt, g, inputs, nil, WS)
+    g, inputs = skw_dot(64, 64, 65536, dt, "relu")
+    splitk_case("split-K workspace: heuristic 64x64x65536 relu " .. dt, g, inputs, nil, WS)
+  end
+  local combos = { { "f16", "none" }, { "bf16", "relu" }, { "f32", "add_relu" }, { "f32", "cast" } }
+  for _, K in ipairs({ 1, 5, 100, 1000, 4097, 65536 }) do
+    for si, S in ipairs({ 2, 3, 8, 16, 32 }) do
+      if S <= K then
+        local dt, epi = table.unpack(combos[(si + K) % #combos + 1])
+        local g, inputs = skw_dot(7, 13, K, dt, epi)
+        splitk_case(("split-K workspace: 7x13x%d splitK %d %s %s"):format(K, S, dt, epi), g, inputs,
+                    ("v1:16,16,16,1,1,1,%d"):format(S), WS)
+      end
+    end
+  end
+  for _, dt in ipairs({ "f16", "bf16" }) do
+    local g = kiln.graph("gpu_skw_conv")
+    local x = g:param("x", { 2, 7, 7, 64 }, dt)
+    local w = g:param("w", { 32, 64, 3, 3 }, dt, { layout = "KYXC" })
+    local r = g:param("r", { 2, 32, 7, 7 }, dt)
+    g:output((g:conv(x:transpose { 0, 3, 1, 2 }, w, { padding = { 1, 1, 1, 1 } }) + r):relu())
+    splitk_case("split-K workspace: conv 3x3 add+relu splitK 4 " .. dt, g,
+                { x = kiln.rand({ 2, 7, 7, 64 }, dt, { dist = "normal" }),
+                  w = kiln.rand({ 32, 64, 3, 3 }, dt, { dist = "normal", layout = "KYXC" }),
+                  r = kiln.rand({ 2, 32, 7, 7 }, dt, { dist = "normal" }) }, "v1:16,16,16,1,1,1,4", WS)
+  end
+end
 -- GEMM + reduce fusion (spec/lua/gemm_reduce_spec.lua): one kernel with atomic adds after a
 -- prefill where the device adds f32 atomically, every axis set and keepdims
 do

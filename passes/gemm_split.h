@@ -1,0 +1,37 @@
+/* gemm_split.h — the split-K decision of a GEMM, shared by the two places that split K:
+ * rock-gemm-to-gridwise (the atomic form: partial products added atomically into the
+ * output after a prefill of 0) and split-k-workspace (the workspace form, at the graph
+ * level: f32 partials [S, ...] and an element-wise kernel that sums them and runs the
+ * epilogue).
+ *
+ * Contract: pure functions over the target table and plain values (no IR, no
+ * allocation). kl_gemm_split_estimate picks the perf config rock-gemm-to-gridwise would
+ * pick for a G x M x N x K GEMM over inputs of element types ea, eb (the given config
+ * string, else the accel heuristic where the target has a matrix instruction for the
+ * inputs, else the FMA heuristic; the transposed mma.sync variant is not modelled: its
+ * tile count is the same up to rounding) and reports its output tile count, its
+ * kPerBlock and the splitK the string asks for (1 without one). False + message in err
+ * for a config string that does not parse or validate. */
+#ifndef KL_GEMM_SPLIT_H
+#define KL_GEMM_SPLIT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/target.h"
+#include "core/type.h"
+
+typedef struct kl_gemm_split_est {
+  int64_t tiles;       /* G * ceil(M / mPerBlock) * ceil(N / nPerBlock) */
+  int64_t k_per_block; /* the K tile */
+  int64_t split_k;     /* the given string's splitK (1: none or no string) */
+} kl_gemm_split_est;
+
+bool kl_gemm_split_estimate(const kl_target *t, const kl_type *ea, const kl_type *eb, const char *given, int64_t G,
+                            int64_t M, int64_t N, int64_t K, kl_gemm_split_est *out, char *err, size_t errlen);
+
+/* The heuristic's split: when the output tiles leave most compute units idle and K is
+ * long, split K so that the tiles fill about the compute units, keeping at least 4 K
+ * iterations per split (slices of >= 4 * kPerBlock); powers of two up to 64. 1 on the
+ * host (compute_units 0): it never splits by itself. */
+int64_t kl_gemm_split_heuristic(const kl_target *t, int64_t tiles, int64_t K, int64_t k_per_block);
+#endif

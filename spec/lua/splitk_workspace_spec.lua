@@ -1,0 +1,231 @@
+-- splitk_workspace_spec.lua — split-K through a workspace (passes/split_k_workspace.c): a dot
+-- or conv whose output cannot take atomic adds (f16 / bf16, an epilogue, a target without f32
+-- atomics) computes f32 partials [S, ...] in a workspace, and an element-wise kernel sums them
+-- and runs the cast and the epilogue: alloc_workspace, two launches, free. On the host every
+-- split factor of dots with K from 1 to 65536 in f32 / f16 / bf16 with linear and non-linear
+-- epilogues (relu, add + relu, cast, scale) matches g:eval on fresh random inputs, and so do
+-- convs (NCHW / NHWC, groups, channels that do not divide); the plan's workspace holds S
+-- partials and its tokens chain; the heuristic takes the workspace form on gfx942 / sm_90 for
+-- f16 64x64x65536 and on gfx1030 for f32 too; a bad split is a located error.
+local kiln = require "kiln"
+local helper = require "spec.lua.helper"
+local fg = require "fused_gen"
+
+local kinds = fg.plan_kinds
+local WS = "alloc_workspace,launch,launch,free"
+
+local function check(p, g, inputs) assert(fg.check_outputs(table.pack(p:run(inputs)), table.pack(g:eval(inputs)))) end
+local function rand(shape, dt, layout) return kiln.rand(shape, dt, { dist = "normal", layout = layout }) end
+
+-- epilogues on c = dot / conv result (r: a param of c's shape)
+local epilogues = {
+  none = function(c) return c end,
+  relu = function(c) return c:relu() end,
+  add_relu = function(c, r) return (c + r):relu() end,
+  cast = function(c) return c:convert("f16") end,   -- of an f32 result
+  scale = function(c) return c * 2 end,
+}
+
+local function dot_graph(M, N, K, dt, epi)
+  local g = kiln.graph("skw")
+  local a, b = g:param("a", { M, K }, dt), g:param("b", { K, N }, dt)
+  local r = epi == "add_relu" and g:param("r", { M, N }, dt) or nil
+  g:output(epilogues[epi](a:dot(b), r))
+  local inputs = { a = rand({ M, K }, dt), b = rand({ K, N }, dt) }
+  if r then inputs.r = rand({ M, N }, dt) end
+  return g, inputs
+end
+
+-- the workspace slot of a plan (its alloc_workspace step's slot)
+local function workspace(plan)
+  for _, s in ipairs(plan.steps) do
+    if s.kind == "alloc_workspace" then return plan.slots[s.slot], s end
+  end
+end
+
+describe("split-K through a workspace on the host", function()
+  -- dtype and epilogue pairs: the workspace form for each (f32 only with an epilogue)
+  local combos = { { "f16", "none" }, { "bf16", "relu" }, { "f32", "add_relu" }, { "f32", "cast" }, { "bf16", "scale" } }
+  for _, K in ipairs({ 1, 2, 5, 100, 4097, 65536 }) do
+    it(("dot 3x5 with K = %d, every split factor, f32 / f16 / bf16, epilogues"):format(K), function()
+      local factors = K > 4096 and { 2, 3, 32 } or { 1, 2, 3, 4, 8, 16, 32, K }
+      for fi, S in ipairs(factors) do
+        if S <= K then
+          local dt, epi = table.unpack(combos[(fi + K) % #combos + 1])
+          local g, inputs = dot_graph(3, 5, K, dt, epi)
+          local p = kiln.compile(g, { perf_config = ("v1:4,8,1,4,8,1,%d"):format(S), cache = false })
+          local plan = p:plan()
+          if S > 32 then   -- the partials summed by a reduce (below)
+            assert.is_truthy(kinds(plan):find("alloc_workspace", 1, true))
+          elseif S > 1 then
+            assert.are.equal(WS, kinds(plan), ("K %d S %d %s %s"):format(K, S, dt, epi))
+            local slot = workspace(plan)
+            assert.are.equal(("tensor<%dx3x5xf32>"):format(S), slot.type)
+            assert.are.equal(S * 3 * 5 * 4, slot.bytes)
+          else
+            assert.are.equal("launch", kinds(plan))
+          end
+          check(p, g, inputs)
+        end
+      end
+    end)
+  end
+
+  it("the plan: the partial kernel writes the workspace, the sum kernel reads it, free waits on both", function()
+    local g, inputs = dot_graph(7, 9, 300, "f16", "relu")
+    local p = kiln.compile(g, { perf_config = "v1:4,8,2,4,8,1,4", cache = false })
+    local plan = p:plan()
+    assert.are.equal(WS, kinds(plan))
+    local al, k0, k1, fr = table.unpack(plan.steps)
+    assert.are.same({ al.token }, k0.waits)
+    assert.are.equal(al.slot, k0.args[#k0.args])             -- the partials' kernel writes the workspace
+    assert.are.same({ k0.token }, k1.waits)
+    assert.are.equal(al.slot, k1.args[1])                    -- the sum kernel reads it
+    assert.are.equal(plan.outputs[1], k1.args[#k1.args])     -- and writes the output
+    assert.are.equal(al.slot, fr.slot)
+    assert.are.same({ k0.token, k1.token }, fr.waits)
+    assert.are.equal(2, #p:kernels())
+    check(p, g, inputs)
+  end)
+
+  it("a remainder (S does not divide K) is a second GEMM whose epilogue sums: still two kernels", function()
+    for _, sh in ipairs({ { 100, 3 }, { 1000, 7 }, { 17, 16 } }) do
+      local K, S = table.unpack(sh)
+      local g, inputs = dot_graph(5, 6, K, "f16", "add_relu")
+      local p = kiln.compile(g, { perf_config = ("v1:4,8,1,4,8,1,%d"):format(S), cache = false })
+      assert.are.equal(WS, kinds(p:plan()))
+      assert.are.equal(("tensor<%dx5x6xf32>"):format(S), workspace(p:plan()).type)
+      check(p, g, inputs)
+    end
+  end)
+
+  it("a split above 32 sums the partials in a reduce kernel", function()
+    local g, inputs = dot_graph(3, 5, 1000, "f16", "relu")
+    local p = kiln.compile(g, { perf_config = "v1:4,8,1,4,8,1,100", cache = false })
+    assert.is_truthy(kinds(p:plan()):find("alloc_workspace", 1, true))
+    assert.is_true(#p:kernels() >= 2)
+    check(p, g, inputs)
+  end)
+
+  it("batched dots (batch ranks that differ, broadcast)", function()
+    for _, sh in ipairs({ { { 2, 4, 64 }, { 2, 64, 3 } }, { { 3, 2, 5, 40 }, { 40, 7 } }, { { 1, 6, 33 }, { 4, 33, 2 } } }) do
+      local as, bs = table.unpack(sh)
+      for _, dt in ipairs({ "f16", "bf16" }) do
+        local g = kiln.graph("skwb")
+        local a, b = g:param("a", as, dt), g:param("b", bs, dt)
+        g:output(a:dot(b):relu())
+        local p = kiln.compile(g, { perf_config = "v1:4,4,2,4,4,1,4", cache = false })
+        assert.are.equal(WS, kinds(p:plan()))
+        check(p, g, { a = rand(as, dt), b = rand(bs, dt) })
+      end
+    end
+  end)
+
+  it("implicit-GEMM convs: NCHW and NHWC, add + relu, groups, channels that do not divide", function()
+    -- x shape, w shape, groups, layouts, dtype, split, epilogue
+    local cases = {
+      { { 2, 12, 5, 6 }, { 3, 12, 3, 3 }, 1, false, "f16", 4, "none" },
+      { { 2, 13, 5, 6 }, { 3, 13, 3, 3 }, 1, false, "f16", 4, "add_relu" },
+      { { 2, 12, 5, 6 }, { 4, 12, 3, 3 }, 1, true, "bf16", 3, "add_relu" },
+      { { 2, 12, 5, 6 }, { 4, 6, 3, 3 }, 2, false, "f32", 3, "relu" },
+      { { 1, 37, 4, 4 }, { 5, 37, 3, 3 }, 1, true, "f16", 8, "relu" },
+    }
+    for _, c in ipairs(cases) do
+      local xs, ws, groups, nhwc, dt, S, epi = table.unpack(c)
+      local g = kiln.graph("skwc")
+      local x = g:param("x", xs, dt, nhwc and { layout = "NHWC" } or nil)
+      local w = g:param("w", ws, dt, nhwc and { layout = "KYXC" } or nil)
+      local rs = { xs[1], ws[1], xs[3], xs[4] }
+      local r = epi == "add_relu" and g:param("r", rs, dt, nhwc and { layout = "NHWC" } or nil) or nil
+      g:output(epilogues[epi](g:conv(x, w, { padding = { 1, 1, 1, 1 }, groups = groups }), r))
+      local p = kiln.compile(g, { perf_config = ("v1:4,8,1,4,8,1,%d"):format(S), cache = false })
+      assert.are.equal(WS, kinds(p:plan()), dt .. " " .. epi)
+      local inputs = { x = rand(xs, dt, nhwc and "NHWC" or nil), w = rand(ws, dt, nhwc and "KYXC" or nil) }
+      if r then inputs.r = rand(rs, dt, nhwc and "NHWC" or nil) end
+      check(p, g, inputs)
+    end
+  end)
+
+  it("an f32 output written directly keeps the atomic form (prefill + one launch)", function()
+    local g, inputs = dot_graph(3, 5, 100, "f32", "none")
+    local p = kiln.compile(g, { perf_config = "v1:4,8,1,4,8,1,4", cache = false })
+    assert.are.equal("prefill,launch", kinds(p:plan()))
+    check(p, g, inputs)
+  end)
+end)
+
+describe("split-K through a workspace: errors (nothing compiles)", function()
+  local function compile_err(g, pc)
+    local ok, err = pcall(kiln.compile, g, { perf_config = pc, cache = false })
+    assert.is_false(ok)
+    return tostring(err)
+  end
+  it("splitK larger than K, at the dot", function()
+    local g = dot_graph(4, 4, 5, "f16", "relu")
+    local err = compile_err(g, "v1:4,4,1,4,4,1,6")
+    helper.has(err, "splitK (6) is larger than K (5)")
+    helper.has(err, "splitk_workspace_spec.lua")
+  end)
+  it("a conv's splitK larger than its input channels, or not dividing a grouped conv's", function()
+    local g = kiln.graph("skwce")
+    local x, w = g:param("x", { 1, 4, 5, 5 }, "f16"), g:param("w", { 2, 4, 3, 3 }, "f16")
+    g:output(g:conv(x, w))
+    helper.has(compile_err(g, "v1:4,4,1,4,4,1,6"), "splitK (6) is larger than the input channels per group (4)")
+    local h = kiln.graph("skwcg")
+    local y, v = h:param("x", { 1, 8, 5, 5 }, "f16"), h:param("w", { 4, 4, 3, 3 }, "f16")
+    h:output(h:conv(y, v, { groups = 2 }))
+    helper.has(compile_err(h, "v1:4,4,1,4,4,1,3"), "splitK (3) must divide the input channels per group (4)")
+  end)
+  it("the context stays usable after an error", function()
+    local g, inputs = dot_graph(4, 4, 5, "f16", "relu")
+    compile_err(g, "v1:4,4,1,4,4,1,6")
+    local p = kiln.compile(g, { perf_config = "v1:4,4,1,4,4,1,5", cache = false })
+    check(p, g, inputs)
+  end)
+end)
+
+describe("split-K through a workspace per target (static)", function()
+  local function gemm(M, N, K, dt, epi)
+    local g = kiln.graph("skwt")
+    local a, b = g:param("a", { M, K }, dt), g:param("b", { K, N }, dt)
+    g:output(epilogues[epi or "none"](a:dot(b)))
+    return g
+  end
+
+  it("the heuristic splits f16 and bf16 64x64x65536 through a workspace on gfx942, sm_90 and gfx1030", function()
+    for _, dt in ipairs({ "f16", "bf16" }) do
+      local p = kiln.compile(gemm(64, 64, 65536, dt), { targets = { "gfx942", "sm_90", "gfx1030" }, cache = false })
+      for _, t in ipairs({ "gfx942", "sm_90", "gfx1030" }) do
+        local plan = p:plan(t)
+        assert.are.equal(WS, kinds(plan), t)
+        local S = tonumber(workspace(plan).type:match("^tensor<(%d+)x64x64xf32>$"))
+        assert.is_true(S >= 2 and S <= 32, t)
+        assert.is_true(p:kernels(t)[1].grid >= S, t)
+      end
+      helper.has(p:plan_text("gfx942"), "alloc_workspace")
+    end
+  end)
+
+  it("f32 with a relu on gfx942, and f32 on gfx1030 (no f32 atomic add), take the workspace form", function()
+    local p = kiln.compile(gemm(16, 16, 65536, "f32", "relu"), { targets = { "gfx942" }, cache = false })
+    assert.are.equal(WS, kinds(p:plan("gfx942")))
+    local q = kiln.compile(gemm(16, 16, 65536, "f32"), { targets = { "gfx1030", "gfx942" }, cache = false })
+    assert.are.equal(WS, kinds(q:plan("gfx1030")))
+    assert.are.equal("prefill,launch", kinds(q:plan("gfx942")))
+    assert.is_nil(q:disasm(q:kernels("gfx1030")[1].name, "gfx1030"):find("atomic", 1, true))
+  end)
+
+  it("no split when the output tiles fill the compute units", function()
+    local p = kiln.compile(gemm(2048, 2048, 4096, "f16"), { targets = { "gfx942", "sm_90" }, cache = false })
+    assert.are.equal("launch", kinds(p:plan("gfx942")))
+    assert.are.equal("launch", kinds(p:plan("sm_90")))
+  end)
+
+  it("a v2 config with splitK on an f16 output", function()
+    local g = gemm(64, 64, 4096, "f16", "relu")
+    local p = kiln.compile(g, { targets = { "gfx942" }, perf_config = "v2:32,32,16,32,32,1,8", cache = false })
+    assert.are.equal(WS, kinds(p:plan("gfx942")))
+    assert.are.equal("tensor<8x64x64xf32>", workspace(p:plan("gfx942")).type)
+    assert.are.equal("v2:32,32,16,32,32,1", p:kernels("gfx942")[1].perf_config)
+  end)
+end)
