@@ -136,12 +136,13 @@ static kl_status verify_loadstore(kl_op *op) {
   return KL_OK;
 }
 
-/* rock.atomic_rmw(%x, %buf, %i...) {kind = "add" | "max"}: rock.store's operands; the
- * element becomes elem + x (or max(elem, x)) atomically (passes/lower_atomic.h). */
+/* rock.atomic_rmw(%x, %buf, %i...) {kind = "add" | "max" | "min"}: rock.store's operands;
+ * the element becomes elem + x (or max / min(elem, x), NaN propagating for floats)
+ * atomically (passes/lower_atomic.h). */
 static kl_status verify_atomic_rmw(kl_op *op) {
   const char *k = kl_op_attr_string(op, "kind");
-  if (!k || (strcmp(k, "add") && strcmp(k, "max")))
-    return kl_emit_error(op->ctx, op->loc, "'rock.atomic_rmw' needs kind = \"add\" or \"max\"");
+  if (!k || (strcmp(k, "add") && strcmp(k, "max") && strcmp(k, "min")))
+    return kl_emit_error(op->ctx, op->loc, "'rock.atomic_rmw' needs kind = \"add\", \"max\" or \"min\"");
   return verify_loadstore(op);
 }
 

@@ -40,9 +40,11 @@ typedef struct kl_target {
   kl_accel accel;
   int ninstrs;
   const kl_accel_instr *instrs;
-  bool emit_only;      /* a chip codegen emits for that kiln does not compile for */
-  unsigned atomic_add; /* KL_ATOMIC_ADD_* bits: float atomic adds to global memory that
+  bool emit_only;         /* a chip codegen emits for that kiln does not compile for */
+  unsigned atomic_add;    /* KL_ATOMIC_ADD_* bits: float atomic adds to global memory that
                           the hardware does natively (host: f32 through LLVM's CAS loop) */
+  unsigned atomic_minmax; /* KL_ATOMIC_MINMAX_* bits: float max / min into global memory
+                             with the graph ops' NaN semantics, in one kernel */
 } kl_target;
 
 /* Native float atomic adds to global memory, as LLVM 19 emits them (checked with llc on
@@ -59,6 +61,15 @@ enum {
   KL_ATOMIC_ADD_BF16X2 = 1u << 2,
   KL_ATOMIC_ADD_NORET = 1u << 3, /* only the form that returns nothing (gfx908) */
 };
+
+/* Float max / min into global memory that fused kernels may use (GEMM + reduce_max /
+ * reduce_min): kiln emits them as 32-bit compare-and-swap loops storing llvm.maximum /
+ * minimum (NaN propagates, passes/lower_atomic.h), which every compile target has
+ * (global_atomic_cmpswap on AMDGPU, atom.global.cas.b32 on NVPTX, cmpxchg on the host).
+ * The chips' own float max atomics (gfx1030 global_atomic_fmax, gfx90a / gfx942 f64 only)
+ * follow IEEE maxNum or chip-specific NaN rules and are not used. A target without the bit
+ * keeps such a reduction as a kernel of its own. */
+enum { KL_ATOMIC_MINMAX_F32 = 1u << 0 };
 
 /* Compile targets only (what kl_compile accepts, kiln.targets() lists). */
 const kl_target *kl_target_lookup(const char *name);

@@ -23,11 +23,12 @@
  *    its operands have no more bytes than its result; otherwise the anchor reads it.
  *  - the views that its members read through (each group that reads through a view
  *    gets a copy of it).
- *  - GEMM + reduce: a dot whose only reader is a graph.reduce_sum of f32 (no views
- *    between), on a target with native f32 atomic adds (the module's "target", default
- *    host; kl_target.atomic_add), takes that reduce as its whole epilogue (gemm_reduce_of;
- *    graph-to-rock sums in the GEMM's output write with atomic adds after a prefill);
- *    elsewhere (gfx1030) the reduce stays a kernel of its own.
+ *  - GEMM + reduce: a dot whose only reader is a graph.reduce_sum / mean / max / min of
+ *    f32 (no views between), on a target with the f32 atomic it needs (the module's
+ *    "target", default host; kl_target.atomic_add for sum and mean, atomic_minmax for
+ *    max and min), takes that reduce as its whole epilogue (gemm_reduce_of; graph-to-rock
+ *    reduces in the GEMM's output write with atomics after a prefill); elsewhere (a sum
+ *    on gfx1030) and for f16 / bf16 results the reduce stays a kernel of its own.
  * The group's results are every member value used outside the group (by another group
  * or the graph's return, looking through views), and the views of member values that
  * the return reads directly when they are views the regularization can move; a group
@@ -103,6 +104,7 @@ typedef struct part {
   group *groups;
   kl_op *ret;
   bool atomic_f32; /* the module's target adds f32 atomically (GEMM + reduce fusion) */
+  bool minmax_f32; /* ... and maxes / mins f32 atomically */
 } part;
 
 static bool is_ew(const kl_op *op) { return kl_op_has_trait(op, KL_TRAIT_ELEMENTWISE); }
@@ -356,17 +358,24 @@ static void collect_results(part *p, group *g, kl_value *v, kl_value *base, bool
   }
 }
 
-/* GEMM + reduce fusion: the position of a graph.reduce_sum that is the only reader of dot
- * a's result (no views between), of f32, when the target adds f32 atomically; -1 else.
- * The group then computes the sum in the GEMM's output write: graph-to-rock writes the
- * reduce's output through a view that drops the reduced dims, with atomic adds after a
- * plan prefill of 0 (graph_to_rock.c, lower_gemm_reduce). */
+/* GEMM + reduce fusion: the position of a graph.reduce_sum / mean / max / min that is the
+ * only reader of dot a's result (no views between), of f32, when the target has the f32
+ * atomic it needs (sum, mean: kl_target.atomic_add; max, min: kl_target.atomic_minmax);
+ * -1 else. f16 / bf16 results stay two kernels (the dot's rounded result, then the
+ * reduction: the fused form would need an f32 workspace and a cast kernel). The group
+ * then computes the reduction in the GEMM's output write: graph-to-rock writes the
+ * reduce's output through a view that drops the reduced dims, with atomic adds (mean:
+ * scaled by 1 / count) or max / min after a plan prefill of 0 / -inf / +inf
+ * (graph_to_rock.c, lower_gemm_reduce). */
 static int gemm_reduce_of(part *p, kl_op *a) {
   kl_value *r = kl_op_result(a, 0);
-  if (!p->atomic_f32 || kl_op_kernel_kind(a) != KL_KERNEL_DOT || !r->first_use || r->first_use->next) return -1;
+  if (kl_op_kernel_kind(a) != KL_KERNEL_DOT || !r->first_use || r->first_use->next) return -1;
   if (!kl_pu_nonempty(a->opnds[0].value->type) || !kl_pu_nonempty(a->opnds[1].value->type)) return -1;
   kl_op *u = r->first_use->user;
-  if (kl_op_kernel_kind(u) != KL_KERNEL_REDUCE || kl_op_scalar_code(u) != KL_RED_SUM || u->nopnds != 1) return -1;
+  if (kl_op_kernel_kind(u) != KL_KERNEL_REDUCE || u->nopnds != 1) return -1;
+  int code = kl_op_scalar_code(u);
+  bool linear = code == KL_RED_SUM || code == KL_RED_MEAN, minmax = code == KL_RED_MAX || code == KL_RED_MIN;
+  if (!(linear && p->atomic_f32) && !(minmax && p->minmax_f32)) return -1;
   if (u->results[0].type->elem->kind != KL_TY_F32 || !kl_pu_nonempty(u->results[0].type)) return -1;
   int q = pos_of(p, kl_op_result(u, 0));
   return q >= 0 && p->assigned[q] < 0 ? q : -1;
@@ -897,9 +906,11 @@ static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion)
   if (input_fusion) recompute_shared_producers(graph);
   const char *tn = kl_op_attr_string(module, "target");
   const kl_target *tgt = kl_target_lookup(tn ? tn : "host");
-  part P = {
-    .ctx = ctx, .input_fusion = input_fusion, .ret = ret, .atomic_f32 = tgt && (tgt->atomic_add & KL_ATOMIC_ADD_F32)
-  };
+  part P = { .ctx = ctx,
+             .input_fusion = input_fusion,
+             .ret = ret,
+             .atomic_f32 = tgt && (tgt->atomic_add & KL_ATOMIC_ADD_F32),
+             .minmax_f32 = tgt && (tgt->atomic_minmax & KL_ATOMIC_MINMAX_F32) };
   part *p = &P;
   for (kl_op *op = body->first; op; op = op->next) p->nops++;
   p->ops = kl_xmalloc((size_t)p->nops * sizeof *p->ops);

@@ -58,10 +58,11 @@
  *    slice) and adds them (exact, except that -0.0 becomes +0.0).
  *  - A one-element graph.constant inside a group (graph-partition copies scalar constants
  *    into the kernels that read them) is an immediate (arith.constant) in the body.
- *  - A gemm group returning reduce_sum(dot) (graph-partition's GEMM + reduce fusion): the
- *    dot writes the reduce's output through a view of the dot's shape that ignores the
- *    reduced dims, rock.gemm {store = "atomic_add"}, and the kernel gets prefill = {"<out
- *    argument>" = 0.0} (lower_gemm_reduce).
+ *  - A gemm group returning reduce_sum / mean / max / min(dot) (graph-partition's GEMM +
+ *    reduce fusion): the dot writes the reduce's output through a view of the dot's shape
+ *    that ignores the reduced dims, rock.gemm {store = "atomic_add" (mean: store_scale =
+ *    1 / count) | "atomic_max" | "atomic_min"}, and the kernel gets prefill = {"<out
+ *    argument>" = 0.0 | -inf | +inf} (lower_gemm_reduce).
  *  - Empty tensors: a kernel whose output is empty does nothing; a dot / conv / reduce
  *    with an empty input fills its output with the op's identity (rock.fill).
  * Errors (anything the views cannot express) are diagnostics at the op's location. */
@@ -828,10 +829,12 @@ static kl_op *find_op(kl_block *b, unsigned trait) {
 }
 
 /* GEMM + reduce fusion (graph-partition's gemm_reduce_of): the group returns
- * reduce_sum(dot) only. The dot writes the reduce's output through a view that takes the
+ * reduce_<op>(dot) only. The dot writes the reduce's output through a view that takes the
  * dot result's shape (reduced dims ignored: AddDim, or Broadcast of a kept size-1 dim),
- * with store = "atomic_add": every element of the dot adds into its sum; the kernel asks
- * the plan to prefill the output with 0 (attribute prefill). */
+ * with store = "atomic_add" (sum; mean with store_scale = 1 / count), "atomic_max" or
+ * "atomic_min": the tile is reduced and combined into the output atomically
+ * (rock-lower-loops, lower_loops_atomic.c); the kernel asks the plan to prefill the
+ * output with the identity 0 / -inf / +inf (attribute prefill). */
 static kl_status lower_gemm_reduce(g2r *g, kl_op *dot, kl_op *red, kl_value *out) {
   kl_ctx *ctx = g->ctx;
   const kl_type *it = dot->results[0].type, *ot = red->results[0].type;
@@ -870,10 +873,19 @@ static kl_status lower_gemm_reduce(g2r *g, kl_op *dot, kl_op *red, kl_value *out
   kl_status st = emit_dot(g, dot, c);
   kl_op *gemm = g->nb->last;
   if (st != KL_OK || !gemm || strcmp(gemm->name, "rock.gemm")) return st;
-  kl_op_set_attr(gemm, "store", kl_attr_str(ctx, "atomic_add"));
+  int code = kl_op_scalar_code(red);
+  const char *store = code == KL_RED_MAX ? "atomic_max" : code == KL_RED_MIN ? "atomic_min" : "atomic_add";
+  double init = code == KL_RED_MAX ? -INFINITY : code == KL_RED_MIN ? INFINITY : 0.0;
+  kl_op_set_attr(gemm, "store", kl_attr_str(ctx, store));
+  if (code == KL_RED_MEAN) {
+    int64_t count = 1;
+    for (int d = 0; d < it->rank; d++)
+      if (reduced[d]) count *= it->shape[d];
+    kl_op_set_attr(gemm, "store_scale", kl_attr_float(ctx, 1.0 / (double)count));
+  }
   char key[16];
   snprintf(key, sizeof key, "%d", out->index);
-  kl_named_attr e = { kl_intern(ctx, key), kl_attr_float(ctx, 0.0) };
+  kl_named_attr e = { kl_intern(ctx, key), kl_attr_float(ctx, init) };
   kl_op_set_attr(g->fn, "prefill", kl_attr_dict(ctx, 1, &e));
   return KL_OK;
 }

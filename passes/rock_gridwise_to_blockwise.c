@@ -420,13 +420,15 @@ static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int
 }
 
 static kl_op *threadwise(kl_rewriter *rw, kl_loc loc, const char *name, kl_value *src, kl_value *dst, int nextra,
-                         kl_value *const *extra, const kl_view *view, int64_t vlen, const char *store) {
+                         kl_value *const *extra, const kl_view *view, int64_t vlen, const char *store,
+                         const kl_attr *scale) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
   kl_value *o[8] = { src, dst };
   for (int i = 0; i < nextra; i++) o[2 + i] = extra[i];
-  kl_named_attr a[3] = { { "view", kl_attr_from_view(ctx, view) }, { "vector_len", kl_attr_int(ctx, vlen) } };
+  kl_named_attr a[4] = { { "view", kl_attr_from_view(ctx, view) }, { "vector_len", kl_attr_int(ctx, vlen) } };
   int na = 2;
   if (store) a[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, store) };
+  if (scale) a[na++] = (kl_named_attr){ "store_scale", scale }; /* GEMM + reduce_mean: 1 / count */
   return kl_rewriter_create(rw, name, loc, 2 + nextra, o, 0, NULL, na, a, 0);
 }
 
@@ -442,14 +444,14 @@ typedef struct {
 } kloop;
 static void kl_read(const kloop *k, kl_value *kidx) { /* global tiles of K step kidx -> private copies */
   kl_value *ex[3] = { k->bid, k->tid, kidx };
-  threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->a, k->copy_a, 3, ex, k->ga, k->vla, NULL);
-  threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->b, k->copy_b, 3, ex, k->gb, k->vlb, NULL);
+  threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->a, k->copy_a, 3, ex, k->ga, k->vla, NULL, NULL);
+  threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->b, k->copy_b, 3, ex, k->gb, k->vlb, NULL, NULL);
 }
 static void kl_write(const kloop *k, kl_value *la, kl_value *lb) { /* private copies -> LDS tiles */
   threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_a, la, 1, &k->tid, k->wa,
-             kl_tile_vector_len(k->wa, la, 1), "set");
+             kl_tile_vector_len(k->wa, la, 1), "set", NULL);
   threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, lb, 1, &k->tid, k->wb,
-             kl_tile_vector_len(k->wb, lb, 1), "set");
+             kl_tile_vector_len(k->wb, lb, 1), "set", NULL);
 }
 static void kl_barrier(const kloop *k) {
   kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
@@ -621,7 +623,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       if (dbuf) extra += tile_bytes;
       kl_rewriter_set_insertion_before(rw, op);
       kl_value *ex2[2] = { bid, tid };
-      threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store);
+      threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store,
+                 kl_op_attr(op, "store_scale"));
       int64_t tiles_bytes = kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8) + extra;
       const kl_target *tg = kl_perf_resolve_target(op, NULL, NULL, 0);
       if (tg && tg->arch != KL_ARCH_HOST) { /* GPU: one LDS buffer (see join_lds) */

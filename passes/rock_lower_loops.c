@@ -7,6 +7,9 @@
  *       for iter step V: dst[iter..] = valid ? src[view(e, iter)..] : 0
  *   rock.threadwise_write_all(%src, %dst, e...) {view[, store = "set"]}
  *       for iter step V: if valid: dst[view(e, iter)..] = convert(src[iter..])
+ *       (store "atomic_add" / "atomic_max" / "atomic_min": rock.atomic_rmw, scaled by
+ *       store_scale; pre-reduced first where dst's view ignores tile digits:
+ *       lower_loops_atomic.c)
  *   rock.threadwise_gemm(%a [K,M], %b [K,N], %c [M,N] or [M*N])
  *       for m, n: c[m,n] += sum_k ext(a[k,m]) * ext(b[k,n])   (ext to c's type)
  *   rock.elementwise with a private / lds output: a loop over the tile, the body cloned
@@ -43,6 +46,8 @@
 /* lower_loops_kernels.c */
 bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll);
 bool kl__ll_is_whole_op(kl_op *op);
+/* lower_loops_atomic.c */
+int kl__ll_lower_atomic_write(kl_op *op, kl_rewriter *rw, int64_t unroll);
 
 typedef struct {
   int64_t unroll_opt, unroll;
@@ -113,7 +118,8 @@ typedef struct {
   kl_value *extra[KL_VIEW_MAX_DIMS];
   int nextra;
   int64_t vlen;
-  bool read; /* read_into: g -> p; write_all: p -> g */
+  bool read;    /* read_into: g -> p; write_all: p -> g */
+  double scale; /* write_all: store_scale (the atomic forms of a GEMM + reduce_mean), 1 else */
 } copy_st;
 static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   copy_st *s = ud;
@@ -127,6 +133,7 @@ static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   } else {
     kl_value *x = kl_ll_load_view(L, s->pbuf, s->pv, &iv, s->vlen);
     x = kl_ll_convert(L, x, s->gbuf->type->elem);
+    if (s->scale != 1.0) x = kl_ll_op2(L, "arith.mulf", x, kl_ll_const(L, x->type, s->scale), x->type);
     kl_ll_store_view(L, x, s->gbuf, s->gv, up);
   }
 }
@@ -136,8 +143,14 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   bool read = !strcmp(op->name, "rock.threadwise_read_into");
   if (!read) {
     const char *store = kl_op_attr_string(op, "store");
-    if (store && strcmp(store, "set") && strcmp(store, "atomic_add"))
-      return kl_ll_fail(rw, op, "store method '%s' is not supported (\"set\" or \"atomic_add\")", store);
+    if (store && strcmp(store, "set") && strcmp(store, "atomic_add") && strcmp(store, "atomic_max") &&
+        strcmp(store, "atomic_min"))
+      return kl_ll_fail(rw, op,
+                        "store method '%s' is not supported (\"set\", \"atomic_add\", \"atomic_max\" or "
+                        "\"atomic_min\")",
+                        store);
+    int pre = kl__ll_lower_atomic_write(op, rw, o->unroll); /* a tile pre-reduced before its atomics */
+    if (pre) return pre > 0;
   }
   const kl_view *w = kl_ll_op_view(op);
   if (!w) return kl_ll_fail(rw, op, "needs a #view<...> attribute 'view'");
@@ -168,12 +181,20 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   int64_t vl = min64(kl_ll_vector_len(gv, gb, nextra), kl_ll_vector_len(pv, pb, 0));
   vl = min64(vl, attr_vlen(op));
   while (vl > 1 && n % vl) vl /= 2;
-  copy_st s = { .gbuf = gb, .pbuf = pb, .gv = gv, .pv = pv, .nextra = nextra, .vlen = vl, .read = read };
+  const kl_attr *sc = read ? NULL : kl_op_attr(op, "store_scale");
+  copy_st s = { .gbuf = gb,
+                .pbuf = pb,
+                .gv = gv,
+                .pv = pv,
+                .nextra = nextra,
+                .vlen = vl,
+                .read = read,
+                .scale = sc && sc->kind == KL_AT_FLOAT && kl_type_is_float(gb->type->elem) ? sc->f : 1.0 };
   for (int i = 0; i < nextra; i++) s.extra[i] = op->opnds[2 + i].value;
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, o->unroll);
   const char *store = read ? NULL : kl_op_attr_string(op, "store");
-  if (store && !strcmp(store, "atomic_add")) L.rmw = "add"; /* the global side's stores only */
+  if (store && !strncmp(store, "atomic_", 7)) L.rmw = store + 7; /* the global side's stores only: add, max, min */
   kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), vl, 0, NULL, copy_body, &s);
   kl_view_free(gv);
   kl_view_free(pv);

@@ -276,20 +276,22 @@ do
                   r = kiln.rand({ 2, 32, 7, 7 }, dt, { dist = "normal" }) }, "v1:16,16,16,1,1,1,4", WS)
   end
 end
--- GEMM + reduce fusion (spec/lua/gemm_reduce_spec.lua): one kernel with atomic adds after a
--- prefill where the device adds f32 atomically, every axis set and keepdims
-do
-  local one = dev.arch ~= "gfx1030"
+-- GEMM + reduce fusion (spec/lua/gemm_reduce_spec.lua): one kernel with atomics after a
+-- prefill (sum, mean: where the device adds f32 atomically; max: every device, CAS loops),
+-- the tile pre-reduced in registers, lane shuffles and LDS; every axis set and keepdims
+for _, red in ipairs({ "reduce_sum", "reduce_mean", "reduce_max" }) do
+  local one = dev.arch ~= "gfx1030" or red == "reduce_max"
   for _, sh in ipairs({ { { 7, 33 }, { 33, 5 } }, { { 64, 4096 }, { 4096, 48 } }, { { 2, 9, 40 }, { 2, 40, 3 } } }) do
     local sets = #sh[1] == 2 and { { 0 }, { 1 }, { 0, 1 } } or { { 0 }, { 2 }, { 0, 1, 2 } }
     for _, axes in ipairs(sets) do
       for _, keep in ipairs({ false, true }) do
-        local name = ("gemm+reduce: %s sum {%s} keepdims %s"):format(table.concat(sh[1], "x"), table.concat(axes, ","),
-                                                                   tostring(keep))
+        local name = ("gemm+reduce: %s %s {%s} keepdims %s"):format(table.concat(sh[1], "x"), red,
+                                                                  table.concat(axes, ","), tostring(keep))
         local ok, err = pcall(function()
           local g, gd = kiln.graph("gpu_gemm_reduce"), kiln.graph("gpu_gemm_reduce_dot")
           local a, b = g:param("a", sh[1], "f32"), g:param("b", sh[2], "f32")
-          g:output(a:dot(b):reduce_sum(axes, keep))
+          local dt = a:dot(b)
+          g:output(dt[red](dt, axes, keep))
           gd:output(gd:param("a", sh[1], "f32"):dot(gd:param("b", sh[2], "f32")))
           local inputs = { a = kiln.rand(sh[1], "f32", { dist = "normal" }), b = kiln.rand(sh[2], "f32", { dist = "normal" }) }
           local p = kiln.compile(g, { target = dev.arch, cache = false })
@@ -298,7 +300,15 @@ do
           local d, term_max, n = gd:eval(inputs), 0, 1
           for _, v in ipairs(d:flat()) do term_max = math.max(term_max, math.abs(v)) end
           for _, ax in ipairs(axes) do n = n * d.shape[ax + 1] end
-          local good, report = gen.check_sum(p:run(inputs, { device = dev }), g:eval(inputs), "f32", n, term_max)
+          -- a sum's (mean's) error grows as sqrt(n) times its terms' size (term_max, / n for
+          -- the mean's scaled terms); a max is one of its terms, rounded as g:eval rounds it
+          local got, want = p:run(inputs, { device = dev }), g:eval(inputs)
+          local good, report
+          if red == "reduce_max" then
+            good, report = gen.check(got, want, "f32")
+          else
+            good, report = gen.check_sum(got, want, "f32", n, red == "reduce_mean" and term_max / n or term_max)
+          end
           if not good then error(report.summary, 0) end
         end)
         if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end

@@ -1,10 +1,12 @@
 -- gemm_reduce_spec.lua — GEMM + reduce fusion (graph-partition's gemm_reduce_of, graph-to-rock's
 -- lower_gemm_reduce): reduce_sum(dot(a, b), axes) of f32 is one GEMM kernel whose output write
 -- adds each element into its sum atomically after a plan prefill of 0, where the target adds
--- f32 atomically (host, gfx942, sm_90); on gfx1030 the reduction stays a second kernel. Every
--- axis set, keepdims, batched dots and odd sizes match g:eval on the host; reduce_mean / max,
--- f16 sums and a dot read elsewhere too keep two kernels; a bundle for gfx942 + gfx1030 keeps
--- the two plans (one kernel against two); random reductions after GEMMs (fused_gen) match too.
+-- f32 atomically (host, gfx942, sm_90); on gfx1030 the reduction stays a second kernel.
+-- reduce_mean (scaled adds) and reduce_max (prefill -inf, NaN-propagating CAS atomics) fuse
+-- too. Every axis set, keepdims, batched dots and odd sizes match g:eval on the host; f16
+-- sums and a dot read elsewhere too keep two kernels; a bundle for gfx942 + gfx1030 keeps
+-- the two plans (one kernel against two); the tile is pre-reduced so that the code holds one
+-- global atomic per output point (static count); random reductions after GEMMs match too.
 local kiln = require "kiln"
 local fg = require "fused_gen"
 
@@ -74,25 +76,47 @@ describe("GEMM + reduce fusion on the host", function()
     check(p, g, inputs)
   end)
 
-  it("mean, max, an f16 sum, a dot read elsewhere too: the reduction stays a separate kernel", function()
-    local cases = {
-      { "f32", function(d) return d:reduce_mean({ 1 }) end },
-      { "f32", function(d) return d:reduce_max({ 0 }) end },
-      { "f16", function(d) return d:reduce_sum({ 1 }) end },
-    }
-    for _, c in ipairs(cases) do
-      local g, inputs = graph({ 5, 24 }, { 24, 6 }, c[1], c[2])
-      local p = kiln.compile(g, { cache = false })
-      assert.are.equal(2, #p:kernels())
-      check(p, g, inputs)
+  it("mean and max: one kernel after a prefill of 0 / -inf; an f16 sum, a dot read elsewhere too: two kernels", function()
+    for _, c in ipairs({ { "reduce_mean", 0 }, { "reduce_max", -math.huge } }) do
+      for _, axes in ipairs({ { 0 }, { 1 }, { 0, 1 } }) do
+        local g, inputs = graph({ 37, 70 }, { 70, 29 }, "f32", function(d) return d[c[1]](d, axes, false) end)
+        local p = kiln.compile(g, { cache = false })
+        assert.are.equal(1, #p:kernels())
+        assert.are.equal("prefill,launch", kinds(p:plan()))
+        assert.are.equal(c[2], p:plan().steps[1].value)
+        check(p, g, inputs)
+      end
     end
-    local g = kiln.graph("gr2")
+    local g, inputs = graph({ 5, 24 }, { 24, 6 }, "f16", function(d) return d:reduce_sum({ 1 }) end)
+    local p = kiln.compile(g, { cache = false })
+    assert.are.equal(2, #p:kernels())
+    check(p, g, inputs)
+    g = kiln.graph("gr2")
     local a, b = g:param("a", { 5, 24 }, "f32"), g:param("b", { 24, 6 }, "f32")
     local d = a:dot(b)
     g:output(d:reduce_sum({ 1 }), d)
-    local p = kiln.compile(g, { cache = false })
+    p = kiln.compile(g, { cache = false })
     assert.are.equal(2, #p:kernels())
     check(p, g, { a = kiln.rand({ 5, 24 }, "f32", { dist = "normal" }), b = kiln.rand({ 24, 6 }, "f32", { dist = "normal" }) })
+  end)
+
+  it("max propagates NaN as the reduction does (the atomic is a NaN-propagating CAS loop)", function()
+    local g = kiln.graph("grnan")
+    local a, b = g:param("a", { 9, 20 }, "f32"), g:param("b", { 20, 7 }, "f32")
+    g:output(a:dot(b):reduce_max({ 1 }))
+    local av = kiln.rand({ 9, 20 }, "f32", { dist = "normal" }):flat()
+    av[3 * 20 + 5] = 0 / 0 -- row 3 of the dot is NaN
+    local inputs = { a = kiln.tensor(av, "f32", { shape = { 9, 20 } }), b = kiln.rand({ 20, 7 }, "f32", { dist = "normal" }) }
+    local p = kiln.compile(g, { cache = false })
+    assert.are.equal(1, #p:kernels())
+    local got, want = p:run(inputs):flat(), g:eval(inputs):flat()
+    for i = 1, 9 do
+      if i == 4 then
+        assert.is_true(got[i] ~= got[i] and want[i] ~= want[i], "row 3 is NaN")
+      else
+        assert.is_true(math.abs(got[i] - want[i]) <= 1e-5 * (1 + math.abs(want[i])))
+      end
+    end
   end)
 end)
 
@@ -119,6 +143,16 @@ describe("GEMM + reduce fusion per target (static)", function()
     assert.is_truthy(p:disasm(p:kernels("gfx942")[1].name, "gfx942"):find("global_atomic_add_f32", 1, true))
     local ptx = p:disasm(p:kernels("sm_90")[1].name, "sm_90")
     assert.is_truthy(ptx:find("red[%.%w]*%.add%.f32") or ptx:find("atom[%.%w]*%.add%.f32"))
+    -- the tile is pre-reduced (registers, lane shuffles, LDS): the code holds one global
+    -- atomic per output point of the block (before: one per accumulator element, 16)
+    local function count(text, pat) local n = 0 for _ in text:gmatch(pat) do n = n + 1 end return n end
+    assert.are.equal(1, count(p:disasm(p:kernels("gfx942")[1].name, "gfx942"), "global_atomic_add_f32"))
+    assert.are.equal(1, count(ptx, "atom%.global%.add%.f32") + count(ptx, "red%.global%.add%.f32"))
+    local m = kiln.compile((graph({ 64, 512 }, { 512, 48 }, "f32", function(d) return d:reduce_max({ 1 }) end)),
+                           { targets = { "gfx942", "gfx1030" }, cache = false })
+    assert.are.equal(1, #m:kernels("gfx1030"), "max needs only compare-and-swap: one kernel on gfx1030 too")
+    assert.are.equal(-math.huge, m:plan("gfx942").steps[1].value)
+    assert.are.equal(1, count(m:disasm(m:kernels("gfx942")[1].name, "gfx942"), "global_atomic_cmpswap"))
     local path = os.tmpname()
     p:save(path)
     local q = kiln.load(path)
