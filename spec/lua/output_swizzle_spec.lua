@@ -119,6 +119,27 @@ describe("rock-output-swizzle", function()
         assert.are.equal(0, count(off:disasm(off:kernels()[1].name, "gfx942"), "global_store_dwordx4"))
       end)
     end
+    it("sm_90 default big tiles (f16 GEMM 4096^3, 1500x3840x1280, the seed conv at batch 512): applied, st.global.v4", function()
+      local function gemm(m, n, k)
+        local g = kiln.graph("swz_big_gemm")
+        g:output(g:dot(g:param("a", { m, k }, "f16"), g:param("b", { k, n }, "f16")))
+        return g
+      end
+      local s = kiln.graph("swz_seed_512")
+      local x, w = s:param("x", { 512, 7, 7, 2048 }, "f16"), s:param("w", { 512, 2048, 1, 1 }, "f16")
+      local res = s:param("r", { 512, 7, 7, 512 }, "f16")
+      s:output((s:conv(x:transpose { 0, 3, 1, 2 }, w):transpose { 0, 2, 3, 1 } + res):relu())
+      for _, g in ipairs { gemm(4096, 4096, 4096), gemm(1500, 3840, 1280), s } do
+        local p = kiln.compile(g, { target = "sm_90", cache = false })
+        local k = p:kernels()[1]
+        assert.truthy(k.perf_config:find("^v2:128,128,") or k.perf_config:find("^v2:256,64,"), k.perf_config)
+        assert.are.equal("applied", k.output_swizzle, k.perf_config)
+        assert.is_true(k.lds_bytes <= 48 * 1024, "LDS " .. k.lds_bytes)
+        local ptx = p:disasm(k.name, "sm_90")
+        assert.is_true(count(ptx, "st%.global%.v4") > 0, "no st.global.v4")
+        assert.are.equal(0, count(ptx, "st%.global%.b16"), "st.global.b16 in the epilogue")
+      end
+    end)
     it("sm_90 with 32 accumulators per thread stores 8 halves at once (st.global.v4.b32)", function()
       local g = graphs()[1]
       local p = kiln.compile(g, { target = "sm_90", cache = false, perf_config = "v2:64,64,32,32,32,8" })
