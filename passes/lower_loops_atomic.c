@@ -38,12 +38,12 @@
 enum { A_ADD, A_MAX, A_MIN };
 
 typedef struct {
-  int nd;                             /* digits (lower dims of W's first map) */
-  int owner[KL_VIEW_MAX_DIMS];        /* the upper dim each digit comes from */
-  int64_t size[KL_VIEW_MAX_DIMS];     /* digit extent */
-  int64_t stride[KL_VIEW_MAX_DIMS];   /* its stride within its upper dim */
-  bool reduced[KL_VIEW_MAX_DIMS];     /* no buffer coordinate depends on it */
-  bool shuffled[KL_VIEW_MAX_DIMS];    /* a reduced tid digit folded by lane shuffles */
+  int nd;                           /* digits (lower dims of W's first map) */
+  int owner[KL_VIEW_MAX_DIMS];      /* the upper dim each digit comes from */
+  int64_t size[KL_VIEW_MAX_DIMS];   /* digit extent */
+  int64_t stride[KL_VIEW_MAX_DIMS]; /* its stride within its upper dim */
+  bool reduced[KL_VIEW_MAX_DIMS];   /* no buffer coordinate depends on it */
+  bool shuffled[KL_VIEW_MAX_DIMS];  /* a reduced tid digit folded by lane shuffles */
 } digits;
 
 typedef struct {
@@ -54,7 +54,7 @@ typedef struct {
   int nextra, tid_dim, kind;
   digits d;
   int ki[KL_VIEW_MAX_DIMS], nki, ri[KL_VIEW_MAX_DIMS], nri; /* kept / reduced iter digits */
-  int kt[KL_VIEW_MAX_DIMS], nkt;                           /* kept tid digits */
+  int kt[KL_VIEW_MAX_DIMS], nkt;                            /* kept tid digits */
   int64_t nK, nR, P, block;
   double scale;
   const kl_type *et, *i32;
@@ -263,10 +263,14 @@ int kl__ll_lower_atomic_write(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   const char *store = kl_op_attr_string(op, "store");
   aw s = { .op = op, .tid_dim = -1, .scale = 1.0 };
   if (!store) return 0;
-  if (!strcmp(store, "atomic_add")) s.kind = A_ADD;
-  else if (!strcmp(store, "atomic_max")) s.kind = A_MAX;
-  else if (!strcmp(store, "atomic_min")) s.kind = A_MIN;
-  else return 0;
+  if (!strcmp(store, "atomic_add"))
+    s.kind = A_ADD;
+  else if (!strcmp(store, "atomic_max"))
+    s.kind = A_MAX;
+  else if (!strcmp(store, "atomic_min"))
+    s.kind = A_MIN;
+  else
+    return 0;
   const kl_attr *sc = kl_op_attr(op, "store_scale");
   if (sc && sc->kind == KL_AT_FLOAT) s.scale = sc->f;
   const kl_view *w = kl_ll_op_view(op);

@@ -390,7 +390,7 @@ static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int
   for (int i = 0; i < n; i++) {
     const kl_type *t = raw[i]->type;
     const char *names[KL_VIEW_MAX_DIMS];
-    char buf[KL_VIEW_MAX_DIMS][8];
+    char buf[KL_VIEW_MAX_DIMS][16];
     for (int d = 0; d < t->rank; d++) {
       snprintf(buf[d], sizeof buf[d], "d%d", d);
       names[d] = buf[d];
