@@ -25,6 +25,76 @@ static int label_cmp(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
+/* AMDGPU direct branches (s_branch, s_cbranch_*): their simm16 operand counts words from
+ * the next instruction; the target address, or false for any other instruction. */
+static bool amdgpu_branch_target(const char *text, uint64_t addr, uint64_t *target) {
+  if (strncmp(text, "s_branch", 8) && strncmp(text, "s_cbranch_", 10)) return false;
+  const char *sp = strrchr(text, ' ');
+  if (!sp) return false;
+  char *end;
+  long v = strtol(sp + 1, &end, 0);
+  if (end == sp + 1 || *end || v < 0 || v > 0xffff) return false;
+  *target = addr + 4 + (uint64_t)(int64_t)(int16_t)(uint16_t)v * 4;
+  return true;
+}
+
+typedef struct {
+  uint64_t *v;
+  int n, cap;
+} ds_addrs;
+static void addrs_push(ds_addrs *a, uint64_t x) {
+  for (int i = 0; i < a->n; i++)
+    if (a->v[i] == x) return;
+  if (a->n == a->cap) {
+    a->cap = a->cap ? 2 * a->cap : 16;
+    a->v = kl_xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
+  }
+  a->v[a->n++] = x;
+}
+static bool addrs_has(const ds_addrs *a, uint64_t x) {
+  for (int i = 0; i < a->n; i++)
+    if (a->v[i] == x) return true;
+  return false;
+}
+
+/* One pass over the code: with out == NULL it only collects the AMDGPU branch targets,
+ * else it prints, a ".L<hex address>:" line before every collected target and
+ * " ; .L<hex>" after each branch. */
+static void disasm_pass(LLVMDisasmContextRef dc, bool amdgpu, const uint8_t *code, size_t size, uint64_t pc,
+                        const ds_label *labels, int nlabels, ds_addrs *targets, kl_sb *out) {
+  char line[512];
+  size_t off = 0;
+  int li = 0;
+  while (off < size) {
+    uint64_t addr = pc + off, to;
+    if (out) {
+      while (li < nlabels && labels[li].addr < addr) li++;
+      while (li < nlabels && labels[li].addr == addr) kl_sb_printf(out, "%s:\n", labels[li++].name);
+      if (addrs_has(targets, addr)) kl_sb_printf(out, ".L%llx:\n", (unsigned long long)addr);
+    }
+    line[0] = '\0';
+    size_t n = LLVMDisasmInstruction(dc, (uint8_t *)code + off, size - off, addr, line, sizeof line);
+    if (n == 0) {
+      uint32_t w = 0;
+      size_t k = size - off < 4 ? size - off : 4;
+      memcpy(&w, code + off, k);
+      if (out) kl_sb_printf(out, "\t.long 0x%08x ; invalid\n", w);
+      off += k;
+      continue;
+    }
+    const char *s = line;
+    while (*s && isspace((unsigned char)*s)) s++;
+    bool br = amdgpu && amdgpu_branch_target(s, addr, &to);
+    if (!out) {
+      if (br) addrs_push(targets, to);
+    } else if (br)
+      kl_sb_printf(out, "\t%s ; .L%llx\n", s, (unsigned long long)to);
+    else
+      kl_sb_printf(out, "\t%s\n", s);
+    off += n;
+  }
+}
+
 static char *disasm_range(const char *triple, const char *cpu, const char *features, const uint8_t *code, size_t size,
                           uint64_t pc, const ds_label *labels, int nlabels, char *err, size_t errlen) {
   kl_llvm_init_targets();
@@ -34,29 +104,12 @@ static char *disasm_range(const char *triple, const char *cpu, const char *featu
     kl_errf(err, errlen, "disasm: no LLVM disassembler for %s (cpu '%s')", triple, cpu ? cpu : "");
     return NULL;
   }
+  bool amdgpu = !strncmp(triple, "amdgcn", 6);
+  ds_addrs targets = { 0 };
+  if (amdgpu) disasm_pass(dc, amdgpu, code, size, pc, labels, nlabels, &targets, NULL);
   kl_sb sb = { 0 };
-  char line[512];
-  size_t off = 0;
-  int li = 0;
-  while (off < size) {
-    uint64_t addr = pc + off;
-    while (li < nlabels && labels[li].addr < addr) li++;
-    while (li < nlabels && labels[li].addr == addr) kl_sb_printf(&sb, "%s:\n", labels[li++].name);
-    line[0] = '\0';
-    size_t n = LLVMDisasmInstruction(dc, (uint8_t *)code + off, size - off, addr, line, sizeof line);
-    if (n == 0) {
-      uint32_t w = 0;
-      size_t k = size - off < 4 ? size - off : 4;
-      memcpy(&w, code + off, k);
-      kl_sb_printf(&sb, "\t.long 0x%08x ; invalid\n", w);
-      off += k;
-      continue;
-    }
-    const char *s = line;
-    while (*s && isspace((unsigned char)*s)) s++;
-    kl_sb_printf(&sb, "\t%s\n", s);
-    off += n;
-  }
+  disasm_pass(dc, amdgpu, code, size, pc, labels, nlabels, &targets, &sb);
+  free(targets.v);
   LLVMDisasmDispose(dc);
   return kl_sb_take(&sb);
 }

@@ -2,7 +2,9 @@
  * Contract: returns malloc'd text (caller frees), one instruction per line, each line a
  * tab followed by the instruction as LLVM prints it; symbol labels ("name:") precede the
  * instructions at their addresses. Bytes that do not decode are printed as
- * "\t.long 0x........ ; invalid" and skipped (4 bytes). On error returns NULL and writes a
+ * "\t.long 0x........ ; invalid" and skipped (4 bytes). AMDGPU direct branches
+ * (s_branch, s_cbranch_*) end in " ; .L<hex target address>", and a ".L<hex address>:"
+ * line precedes every instruction such a branch targets (a loop's head: a branch back). On error returns NULL and writes a
  * message into err (err may be NULL). Initialises the LLVM targets on first use. */
 #ifndef KL_DISASM_H
 #define KL_DISASM_H

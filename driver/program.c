@@ -303,6 +303,9 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
   v->graph = kl_op_clone(graph, NULL);
   kl_block_push_op(kl_module_body(v->module), v->graph);
   if (run_pipeline(v, opts, err, errlen) != KL_OK) return KL_ERR;
+  if (opts->strict_fp) /* read by the LLVM lowering; kept in the bundle's IR with the kernel */
+    for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next)
+      if (kl_is_kernel(o)) kl_op_set_attr(o, "strict_fp", kl_attr_unit(ctx));
   if (kl_plan_build(&v->plan, v->module, v->target, v->desc, err, errlen) != KL_OK) return KL_ERR;
   return build_kernels(v, err, errlen);
 }
@@ -314,7 +317,8 @@ static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
   kl_sb sb = { 0 };
   kl_print_op_to(&sb, graph, KL_PRINT_GENERIC);
   for (int i = 0; i < o->ntargets; i++) kl_sb_printf(&sb, "|t=%s", o->targets[i]);
-  kl_sb_printf(&sb, "|p=%s|pl=%s", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "");
+  kl_sb_printf(&sb, "|p=%s|pl=%s|s=%d", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "",
+               (int)o->strict_fp);
   const char *pipeline = o->pipeline ? o->pipeline : kl_default_pipeline();
   int n = kl_pipeline_passes(graph->ctx, pipeline, NULL, 0); /* -1: it does not parse, the compile fails */
   const kl_pass_info **infos = kl_xcalloc(n > 0 ? n : 1, sizeof *infos);

@@ -54,6 +54,7 @@ typedef struct kl_compile_opts {
   kl_ir_callback on_ir;       /* receives (pass, module text) for print_ir_after */
   void *on_ir_user;
   bool no_cache;
+  bool strict_fp; /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
 } kl_compile_opts;
 
 typedef struct kl_program kl_program;

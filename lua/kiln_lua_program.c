@@ -285,10 +285,12 @@ static const char *unknown_ir_after(lua_State *L, const kl_program *p, const cha
   return NULL;
 }
 
-static const char *const COMPILE_OPTS[] = { "target",         "targets", "perf_config", "pipeline",
-                                            "print_ir_after", "on_ir",   "cache",       NULL };
+static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline", "print_ir_after",
+                                            "on_ir",  "cache",   "strict_fp",   NULL };
 
-/* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=})
+/* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=, strict_fp=})
+ * strict_fp: true = every float multiply and add rounded on its own (no FMA contraction:
+ * passes/lower_to_llvm.c); default false.
  * cache: nil = use the context's compile cache unless the pipeline has a Lua pass (its
  * behaviour may depend on any Lua state); true = use it (keyed by each pass's
  * registration); false = never. */
@@ -354,7 +356,11 @@ static int l_compile(lua_State *L) {
       o.no_cache = !lua_toboolean(L, -1);
       cache_given = true;
     }
-    lua_pop(L, 1);
+    if (lua_getfield(L, 2, "strict_fp") != LUA_TNIL) {
+      if (!lua_isboolean(L, -1)) return kl_lua__rt_error(L, what, "strict_fp must be a boolean");
+      o.strict_fp = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 2);
   }
   /* A Lua pass may read any Lua state (upvalues, globals, other patterns): no key can
    * name what it does, so its pipelines bypass the cache unless cache = true (then the

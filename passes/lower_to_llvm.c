@@ -33,6 +33,7 @@ struct kl_llvm_lowering {
   int nslots, capslots;
   bool failed;
   int nlds;
+  LLVMFastMathFlags fmf; /* on every float add / sub / mul: contract unless the kernel is strict_fp */
 };
 typedef kl_llvm_lowering lw;
 
@@ -219,15 +220,27 @@ static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
 typedef LLVMValueRef (*value_fn)(lw *L, kl_op *op, LLVMValueRef *a);
 static const kl_type *in_type(const kl_op *op) { return op->nopnds ? op->opnds[0].value->type : op->results[0].type; }
 
+/* The contraction rule: a kernel func without the strict_fp attribute (kl_compile_opts
+ * strict_fp, kiln.compile{strict_fp = true}) lets LLVM fuse a float multiply and the add or
+ * subtract that uses it into one FMA (the `contract` flag on every fadd / fsub / fmul it
+ * emits, llvm.fmuladd for math.fma): what hipcc and nvcc do by default (-ffp-contract=fast).
+ * A fused multiply-add rounds once where the pair rounds twice, so each step's error is
+ * at most the pair's. strict_fp emits every multiply and add rounded on its own. Values
+ * computed in f32 for f16/bf16 are truncated between ops, which no contraction crosses. */
+static LLVMValueRef contracted(lw *L, LLVMValueRef r) {
+  if (L->fmf && LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r)) LLVMSetFastMathFlags(r, L->fmf);
+  return r;
+}
+
 /* float binary/unary ops: computed in f32 for halves (extend, compute, truncate back) */
 typedef enum { F_ADD, F_SUB, F_MUL, F_DIV, F_REM, F_MAX, F_MIN, F_NEG } float_kind;
 static LLVMValueRef float_arith(lw *L, kl_op *op, LLVMValueRef *a, float_kind k) {
   const kl_type *t = in_type(op);
   LLVMValueRef x = ext_f32(L, a[0], t), y = op->nopnds > 1 ? ext_f32(L, a[1], t) : NULL, r = NULL;
   switch (k) {
-    case F_ADD: r = LLVMBuildFAdd(L->b, x, y, ""); break;
-    case F_SUB: r = LLVMBuildFSub(L->b, x, y, ""); break;
-    case F_MUL: r = LLVMBuildFMul(L->b, x, y, ""); break;
+    case F_ADD: r = contracted(L, LLVMBuildFAdd(L->b, x, y, "")); break;
+    case F_SUB: r = contracted(L, LLVMBuildFSub(L->b, x, y, "")); break;
+    case F_MUL: r = contracted(L, LLVMBuildFMul(L->b, x, y, "")); break;
     case F_DIV: r = LLVMBuildFDiv(L->b, x, y, ""); break;
     case F_REM: r = LLVMBuildFRem(L->b, x, y, ""); break;
     case F_MAX: r = kl_llvm_max_nan(L->b, x, y, 0); break;
@@ -671,7 +684,8 @@ static bool h_mma(lw *L, kl_op *op) {
 
 /* ---- vector ops of the host micro-kernels and copies (passes/lower_loops_host.c) ----
  *   vector.broadcast(s) -> vector<N x T>; math.fma(a, b, c) = a*b + c as llvm.fmuladd
- *   (fused where the target has FMA); vector.shuffle(x, y) {mask} = shufflevector. */
+ *   (fused where the target has FMA; strict_fp: fmul then fadd); vector.shuffle(x, y)
+ *   {mask} = shufflevector. */
 static bool h_vector_broadcast(lw *L, kl_op *op) {
   LLVMValueRef args[8];
   if (!operands(L, op, args)) return false;
@@ -691,7 +705,10 @@ static bool h_fma(lw *L, kl_op *op) {
   if (op->nopnds != 3 || !kl_type_is_float(elem_of(op->results[0].type)) || is_half(op->results[0].type))
     return fail(L, op, "%s", "expects three f32/f64 (vector) operands");
   LLVMTypeRef t = LLVMTypeOf(args[2]);
-  vset(L, &op->results[0], call_intr(L, "llvm.fmuladd", &t, 1, args, 3));
+  if (!L->fmf) /* strict_fp: rounded after the multiply and after the add */
+    vset(L, &op->results[0], LLVMBuildFAdd(L->b, LLVMBuildFMul(L->b, args[0], args[1], ""), args[2], ""));
+  else
+    vset(L, &op->results[0], call_intr(L, "llvm.fmuladd", &t, 1, args, 3));
   return true;
 }
 static bool h_vector_shuffle(lw *L, kl_op *op) {
@@ -831,6 +848,10 @@ static bool lower_kernel(lw *L, kl_op *k) {
   int64_t bs = 1;
   kl_op_attr_i64(k, "block_size", &bs);
   L->block_size = bs;
+  const kl_attr *strict = kl_op_attr(k, "strict_fp");
+  L->fmf = strict && (strict->kind == KL_AT_UNIT || (strict->kind == KL_AT_BOOL && strict->i))
+      ? LLVMFastMathNone
+      : LLVMFastMathAllowContract;
   LLVMTypeRef ptr0 = LLVMPointerTypeInContext(L->c, 0);
   LLVMTypeRef voidt = LLVMVoidTypeInContext(L->c);
   if (L->t->arch == KL_ARCH_HOST) {

@@ -51,4 +51,87 @@ function M.fences(ir)
   return n
 end
 
+-- The loops of a disassembly (p:disasm labels every branch target ".L<addr>:" and ends a
+-- branch with "; .L<addr>"): one {head =, back =} per backward branch, the line numbers
+-- of the head label and of the branch; innermost = no other loop inside.
+function M.loops(asm)
+  local ls, at, out = lines(asm), {}, {}
+  for i, l in ipairs(ls) do
+    local lab = l:match("^(%.L%x+):$")
+    if lab then at[lab] = i end
+    local to = l:match(";%s*(%.L%x+)%s*$")
+    if to and at[to] then out[#out + 1] = { head = at[to], back = i } end
+  end
+  for _, a in ipairs(out) do
+    a.innermost = true
+    for _, b in ipairs(out) do
+      if b ~= a and b.head > a.head and b.back < a.back then a.innermost = false end
+    end
+  end
+  return out, ls
+end
+
+-- the instructions of a line: one, or the two halves of a gfx11 dual issue ("X :: Y")
+local function halves(l)
+  local a, b = l:match("^%s*(.-)%s*::%s*(.-)%s*$")
+  if a then return { a, b } end
+  return { (l:gsub("^%s+", "")) }
+end
+M.halves = halves
+
+-- multiply-adds done by fused instructions in lines [i, j] of ls: v_fma* / v_fmac* /
+-- v_fma_mix* / v_mad* / v_mac* one each, v_dot2* and v_pk_fma* two each
+function M.fused_madds(ls, i, j)
+  local n = 0
+  for k = i or 1, j or #ls do
+    for _, h in ipairs(halves(ls[k])) do
+      local m = M.mnemonic(h) or ""
+      m = m:gsub("^v_dual_", "v_")
+      if m:match("^v_dot2") or m:match("^v_pk_fma_f") then n = n + 2
+      elseif m:match("^v_fmac?_") or m:match("^v_fma_mix") or m:match("^v_mac_f") or m:match("^v_mad_f") or
+        m:match("^v_mad_mix") or m:match("^v_fma_legacy") or m:match("^v_fmac_legacy") then n = n + 1 end
+    end
+  end
+  return n
+end
+
+-- the VGPRs an instruction writes (its first operand) and reads (the others): "v5",
+-- "v[2:3]" -> v2, v3
+local function regs(op)
+  local t = {}
+  local lo, hi = op:match("^v%[(%d+):(%d+)%]")
+  if lo then for r = tonumber(lo), tonumber(hi) do t[#t + 1] = r end
+  else local r = op:match("^v(%d+)$"); if r then t[1] = tonumber(r) end end
+  return t
+end
+local function operands(h)
+  local rest = h:match("^%s*[%w_]+%s+(.*)$") or ""
+  local t = {}
+  for o in rest:gmatch("[^,]+") do t[#t + 1] = (o:gsub("^%s+", ""):gsub("%s.*$", ""):gsub("^[-|]+", ""):gsub("|$", "")) end
+  return t
+end
+
+-- findings: every v_mul_f32 whose result a v_add_f32 / v_sub_f32 / v_subrev_f32 reads
+-- before it is written again (a multiply-add left unfused), in lines [i, j] of ls
+function M.mul_feeding_add(ls, i, j)
+  local from, out = {}, {}
+  for k = i or 1, j or #ls do
+    local written = {}
+    for _, h in ipairs(halves(ls[k])) do
+      local m = (M.mnemonic(h) or ""):gsub("^v_dual_", "v_")
+      local ops = operands(h)
+      if m:match("^v_add_f32") or m:match("^v_sub_f32") or m:match("^v_subrev_f32") then
+        for a = 2, #ops do
+          for _, r in ipairs(regs(ops[a])) do
+            if from[r] then out[#out + 1] = from[r] .. " -> " .. h; from[r] = nil end
+          end
+        end
+      end
+      for _, r in ipairs(regs(ops[1] or "")) do written[r] = m:match("^v_mul_f32") and h or false end
+    end
+    for r, w in pairs(written) do from[r] = w or nil end
+  end
+  return out
+end
+
 return M
