@@ -95,7 +95,8 @@ static void group_body(kl_ll *L, kl_value *g0, kl_value **carry, void *ud) {
   int rank = s->lds->type->rank;
   for (int i = 0; i < rank; i++) o[1 + i] = lower[i];
   kl_named_attr a[2] = { { "num", kl_attr_int(L->ctx, s->N) }, { "trans", kl_attr_bool(L->ctx, s->trans) } };
-  kl_value *x = kl_op_result(kl_rewriter_create(L->e.rw, "rock.ldmatrix", L->e.loc, 1 + rank, o, 1, &s->vt, 2, a, 0), 0);
+  kl_value *x = kl_op_result(kl_rewriter_create(L->e.rw, "rock.ldmatrix", L->e.loc, 1 + rank, o, 1, &s->vt, 2, a, 0),
+                             0);
   kl_ll_store_view(L, x, s->regs, s->pv, &g0);
 }
 
