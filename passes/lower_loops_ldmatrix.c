@@ -9,8 +9,9 @@
  *    registers a private buffer of the same element type, extra index 0 the workitem id
  *    (rock.workitem_id), the view's tid extent a multiple of 32 (whole warps) and its
  *    iter extent a multiple of 2N.
- *  - The proof (lock-step, over every tid, every value of the other extra indices and
- *    every iter of the view, evaluated with kl_view_eval_addr): for each group of 2N
+ *  - The proof (lock-step, over every tid, every value of the other extra indices (the
+ *    one value of a constant index) and every iter of the view, evaluated with
+ *    kl_view_eval_addr): for each group of 2N
  *    consecutive iters g0.., matrix j < N, row r < 8, the row address of the warp is
  *    R(j, r) = addr(tid = warp + 4r, iter = g0 + 2j) (plain) or
  *    addr(tid = warp + r/2, iter = g0 + 2j + r%2) (trans), a multiple of 8 elements (16
@@ -21,6 +22,8 @@
  *    coordinates of R(l/8 mod N, l%8) from its own tid (tid - l%32 + 4(l%8), resp.
  *    + (l%8)/2) with the view's index arithmetic, issues rock.ldmatrix {num = N, trans}
  *    and stores the vector<2N x T> at regs[g0..].
+ *  - The kernel func records the outcome in `fragment_loads` ("ldmatrix", "lds": plain
+ *    loads, "mixed"), shown by p:kernels().
  * Returns 1 when it lowered (and erased) the op, 0 when it does not apply or the proof
  * fails (the caller lowers the read element-wise), -1 after reporting an error. */
 #include "passes/lower_loops.h"
@@ -32,6 +35,7 @@
 typedef struct {
   int64_t T, E, n, N; /* tid extent, product of the other extra extents, iter extent, matrices */
   int nextra;
+  int64_t fixed[KL_VIEW_MAX_DIMS]; /* an extra index that is a constant: its value, else -1 */
   const kl_view *v;
   const int64_t *strides;
   int64_t span;
@@ -42,6 +46,10 @@ typedef struct {
 static void upper_of(const proof *p, int64_t tid, int64_t e, int64_t it, int64_t *up) {
   up[0] = tid;
   for (int i = p->nextra - 1; i >= 1; i--) {
+    if (p->fixed[i] >= 0) {
+      up[i] = p->fixed[i];
+      continue;
+    }
     int64_t s = kl_view_size(p->v, i);
     up[i] = e % s;
     e /= s;
@@ -100,6 +108,16 @@ static void group_body(kl_ll *L, kl_value *g0, kl_value **carry, void *ud) {
   kl_ll_store_view(L, x, s->regs, s->pv, &g0);
 }
 
+/* Records on the kernel func how a requested fragment read was done: fragment_loads =
+ * "ldmatrix" / "lds" (plain loads), "mixed" once both occur (what p:kernels() shows). */
+static void record(kl_rewriter *rw, kl_op *op, const char *how) {
+  kl_op *fn = kl_ll_func_of(op);
+  if (!fn) return;
+  const char *old = kl_op_attr_string(fn, "fragment_loads");
+  const char *now = !old || !strcmp(old, how) ? how : "mixed";
+  if (!old || strcmp(old, now)) kl_rewriter_set_attr(rw, fn, "fragment_loads", kl_attr_str(kl_rewriter_ctx(rw), now));
+}
+
 int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   int64_t N = 0;
   if (!kl_op_attr_i64(op, "ldmatrix", &N)) return 0;
@@ -109,9 +127,11 @@ int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   }
   const kl_view *w = kl_ll_op_view(op);
   int nextra = op->nopnds - 2;
-  if (!w || nextra < 1 || kl_view_rank(w) != nextra + 1) return 0;
-  kl_value *tid = op->opnds[2].value;
-  if (!tid->def || strcmp(tid->def->name, "rock.workitem_id")) return 0;
+  kl_value *tid = nextra >= 1 ? op->opnds[2].value : NULL;
+  if (!w || !tid || kl_view_rank(w) != nextra + 1 || !tid->def || strcmp(tid->def->name, "rock.workitem_id")) {
+    record(rw, op, "lds");
+    return 0;
+  }
   char err[512];
   kl_value *gb, *pb;
   kl_view *gv = kl_ll_access_view(w, op->opnds[0].value, &gb, err, sizeof err);
@@ -121,8 +141,19 @@ int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   if (!gv || !pv || gb->type->kind != KL_TY_BUFFER || gb->type->space != KL_SPACE_LDS ||
       kl_type_bits(gb->type->elem) != 16 || pb->type->elem != gb->type->elem || pb->type->space != KL_SPACE_PRIVATE)
     goto out;
-  p = (proof){ kl_view_size(gv, 0), 1, kl_view_size(gv, nextra), N, nextra, gv, gb->type->strides, 1, NULL };
-  for (int i = 1; i < nextra; i++) p.E *= kl_view_size(gv, i);
+  p = (proof){ .T = kl_view_size(gv, 0),
+               .E = 1,
+               .n = kl_view_size(gv, nextra),
+               .N = N,
+               .nextra = nextra,
+               .v = gv,
+               .strides = gb->type->strides,
+               .span = 1 };
+  for (int i = 1; i < nextra; i++) { /* a constant extra index (the unrolled K step): only its value */
+    p.fixed[i] = kl_emit_const_of(op->opnds[2 + i].value, &p.fixed[i]) ? p.fixed[i] : -1;
+    if (p.fixed[i] < 0 || p.fixed[i] >= kl_view_size(gv, i)) p.fixed[i] = -1;
+    if (p.fixed[i] < 0) p.E *= kl_view_size(gv, i);
+  }
   for (int i = 0; i < gb->type->rank; i++) p.span += (gb->type->shape[i] - 1) * gb->type->strides[i];
   if (p.T % 32 || p.n % (2 * N) || kl_view_size(pv, 0) != p.n || p.T * p.E * p.n > (1 << 22)) goto out;
   p.addr = kl_xmalloc(sizeof *p.addr * p.T * p.E * p.n);
@@ -152,9 +183,11 @@ int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   for (int i = 0; i < nextra; i++) s.extra[i] = op->opnds[2 + i].value;
   s.vt = kl_type_vector(L.ctx, gb->type->elem, (int)(2 * N));
   kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, p.n), 2 * N, 0, NULL, group_body, &s);
+  record(rw, op, "ldmatrix");
   kl_rewriter_erase_op(rw, op);
   ret = 1;
 out:
+  if (ret == 0) record(rw, op, "lds");
   free(p.addr);
   kl_view_free(gv);
   kl_view_free(pv);

@@ -50,6 +50,15 @@ local cases = {
 }
 
 describe("NVIDIA tensor-core GEMMs: ldmatrix fragment loads", function()
+  it("kpack 2 (no 16-byte K rows in LDS) keeps 32-bit loads; other targets have none", function()
+    local p = kiln.compile(dot_graph(64, 64, 64, "f16"), { target = "sm_90", cache = false, perf_config = "v2:32,32,32,16,16,2" })
+    local k = p:kernels()[1]
+    assert.are.equal("lds", k.fragment_loads)
+    assert.is_nil(p:disasm(k.name, "sm_90"):find("ldmatrix", 1, true))
+    for _, t in ipairs { "gfx942", "host" } do
+      assert.are.equal("", kiln.compile(dot_graph(64, 64, 64, "f16"), { target = t, cache = false }):kernels()[1].fragment_loads)
+    end
+  end)
   if not ptxas then print("nvidia_gemm_spec: ptxas not found: resource checks skipped") end
   if not cuobjdump then print("nvidia_gemm_spec: cuobjdump not found: SASS checks skipped") end
   for _, t in ipairs { "sm_80", "sm_90" } do
@@ -60,6 +69,7 @@ describe("NVIDIA tensor-core GEMMs: ldmatrix fragment loads", function()
         local gemm
         for _, k in ipairs(ks) do if k.kind == "gemm" then gemm = k end end
         assert.is_truthy(gemm, "a GEMM kernel")
+        assert.are.equal("ldmatrix", gemm.fragment_loads)
         local ptx = p:disasm(gemm.name, t)
         local nldm, nmma = count(ptx, "ldmatrix%.sync%.aligned%.m8n8%.x[124]%.shared%.b16"), count(ptx, "mma%.sync")
         local nlds = count(ptx, "ld%.shared%.[bu]32") + count(ptx, "ld%.shared%.v2%.[bu]32")
