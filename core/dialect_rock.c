@@ -162,6 +162,33 @@ static kl_status verify_lane_shuffle(kl_op *op) {
   return KL_OK;
 }
 
+/* rock.ldmatrix(%lds, %i...) {num = N, trans = B}: NVIDIA's warp-level matrix load
+ * (ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16; N = 1, 2, 4): every lane of the warp
+ * gives the coordinates of one 16-byte row (lanes 8j..8j+7: rows 0..7 of matrix j < N) of
+ * a 16-bit LDS buffer, 16-byte aligned; the result vector<2N x T> of lane l holds, per
+ * matrix j, elements 2j, 2j+1 = row l/4, columns 2(l%4), 2(l%4)+1 (trans: rows
+ * 2(l%4), 2(l%4)+1 of column l/4). All lanes of the warp execute it together. */
+static kl_status verify_ldmatrix(kl_op *op) {
+  kl_status st = verify_buffers_first(op);
+  if (st != KL_OK) return st;
+  const kl_type *bt = op->opnds[0].value->type, *rt = op->results[0].type;
+  int64_t num = 0;
+  const kl_attr *tr = kl_op_attr(op, "trans");
+  if (!kl_op_attr_i64(op, "num", &num) || (num != 1 && num != 2 && num != 4))
+    return kl_emit_error(op->ctx, op->loc, "'rock.ldmatrix' needs an integer attribute 'num': 1, 2 or 4");
+  if (tr && tr->kind != KL_AT_BOOL)
+    return kl_emit_error(op->ctx, op->loc, "'rock.ldmatrix' attribute 'trans' must be a bool, got %s", tr->text);
+  if (bt->space != KL_SPACE_LDS || kl_type_bits(bt->elem) != 16)
+    return kl_emit_error(op->ctx, op->loc, "'rock.ldmatrix' reads an LDS buffer of 16-bit elements, got %s", bt->text);
+  if (op->nopnds - 1 != bt->rank)
+    return kl_emit_error(op->ctx, op->loc, "'rock.ldmatrix' needs %d indices for %s, got %d", bt->rank, bt->text,
+                         op->nopnds - 1);
+  if (rt->kind != KL_TY_VECTOR || rt->elem != bt->elem || rt->shape[0] != 2 * num)
+    return kl_emit_error(op->ctx, op->loc, "'rock.ldmatrix' with num = %lld produces vector<%lldx%s>, got %s",
+                         (long long)num, (long long)(2 * num), bt->elem->text, kl_type_str(rt));
+  return KL_OK;
+}
+
 /* rock.mma: the structure here; the instruction check (passes/rock_accel_lower.c, which
  * knows the matrix instructions) through the hook installed with kl_rock_set_mma_hook. */
 static const char *const mma_hook_key = "rock.mma.hook";
@@ -212,6 +239,9 @@ static const kl_opdef rock_ops[] = {
   ROCK("prefetch", 1, -1, 0, 0, 0, 0, verify_buffers_first, KERN_LOOP),
   ROCK("store", 2, -1, 0, 0, 0, 0, verify_loadstore, KERN_LOOP),
   ROCK("atomic_rmw", 2, -1, 0, 0, 0, 0, verify_atomic_rmw, KERN_LOOP),
+  { .name = "rock.ldmatrix", .levels = KERN_LOOP, .min_operands = 1, .max_operands = -1, .min_results = 1, .max_results = 1,
+    .verify = verify_ldmatrix,
+    .summary = "warp-level load of 1, 2 or 4 8x8 16-bit matrices from LDS, one row address per lane (NVIDIA ldmatrix)" },
   { .name = "rock.mma", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
     .max_results = 1, .required_attrs = need_instr, .verify = verify_mma,
     .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },

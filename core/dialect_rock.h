@@ -52,7 +52,9 @@
  *        dst: a private 1-D buffer [n]. The view maps (e0..ek, iter) -> coordinates of
  *        src (src may itself be a rock.transform chain). For iter in [0, n):
  *        dst[iter] = valid ? src[view(e, iter)] : 0. Attribute vector_len (optional):
- *        the width used for global loads along iter.
+ *        the width used for global loads along iter. Attribute ldmatrix = N (optional;
+ *        e0 the workitem id, src 16-bit LDS): the same elements, read with rock.ldmatrix
+ *        xN where rock-lower-loops proves it (passes/lower_loops_ldmatrix.c).
  *   rock.threadwise_write_all(%src, %dst, %e0, ..., %ek) {view, store = "set"}
  *        src private [n]; for iter in [0, n): if valid: dst[view(e, iter)] = src[iter]
  *        (converted to dst's element type).
@@ -70,11 +72,14 @@
  *   rock.store(%v, %buf, %i0, ..., %in)   the same addressing for writes.
  *   rock.prefetch(%buf, %i0, ..., %in)    a read hint for that element's cache line (host).
  *   rock.mma(...)                         one matrix instruction (passes/rock_accel.h).
+ *   %v = rock.ldmatrix(%lds, %i0, ..., %in) {num = N, trans} : (...) -> vector<2N x T>
+ *        NVIDIA's warp-level load of N 8x8 16-bit matrices (N = 1, 2, 4), one 16-byte
+ *        row address per lane; the lane mapping is at its verifier (dialect_rock.c).
  * plus vector.broadcast / vector.shuffle / math.fma (core/dialect_builtin.c) for
  * register-blocked code.
  *
  * IR levels (ir.h, kl_opdef.levels): every rock op is legal at KL_LEVEL_KERNEL; the
- * loop-level ops above (load, store, prefetch, mma) and rock.alloc / rock.workgroup_id /
+ * loop-level ops above (load, store, prefetch, mma, ldmatrix) and rock.alloc / rock.workgroup_id /
  * rock.workitem_id / rock.barrier / rock.lane_shuffle also at KL_LEVEL_LOOP. rock.mma is registered here
  * with its structural contract; the check of its instruction (operand and accumulator
  * types of a known matrix instruction) needs the instruction table outside core and is

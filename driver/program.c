@@ -213,10 +213,11 @@ static const char *primary_inputs_of(kl_op *module, const char *name) {
   return r;
 }
 
-/* The kernel func's output_swizzle decision (rock-output-swizzle), "" if none. */
-static const char *output_swizzle_of(kl_op *module, const char *name) {
+/* A string attribute of the kernel func (output_swizzle: rock-output-swizzle's decision;
+ * fragment_loads: rock-lower-loops' fragment reads), "" if none. */
+static const char *func_str_of(kl_op *module, const char *name, const char *attr) {
   kl_op *fn = module ? kl_module_lookup(module, name) : NULL;
-  const char *s = fn ? kl_op_attr_string(fn, "output_swizzle") : NULL;
+  const char *s = fn ? kl_op_attr_string(fn, attr) : NULL;
   return s ? s : "";
 }
 
@@ -227,6 +228,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->perf_config = K->perf_config;
   k->primary_inputs = "";
   k->output_swizzle = "";
+  k->fragment_loads = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -254,7 +256,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     kl_bundle_kernel *K = (kl_bundle_kernel *)&v->plan.t.kernels[ki];
     kernel_info_of(k, K);
     k->primary_inputs = primary_inputs_of(v->module, k->name);
-    k->output_swizzle = output_swizzle_of(v->module, k->name);
+    k->output_swizzle = func_str_of(v->module, k->name, "output_swizzle");
+    k->fragment_loads = func_str_of(v->module, k->name, "fragment_loads");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -769,7 +772,8 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
       if (!strcmp(pt->kernels[i].name, K->name)) b = &pt->binaries[i];
     kernel_info_of(&v->kernels[k], K);
     v->kernels[k].primary_inputs = primary_inputs_of(v->module, K->name);
-    v->kernels[k].output_swizzle = output_swizzle_of(v->module, K->name);
+    v->kernels[k].output_swizzle = func_str_of(v->module, K->name, "output_swizzle");
+    v->kernels[k].fragment_loads = func_str_of(v->module, K->name, "fragment_loads");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;

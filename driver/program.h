@@ -73,6 +73,7 @@ typedef struct kl_kernel_info {
       *primary_inputs; /* arg names of the inputs that drive fused loads' vectorization, comma-separated ("" if none) */
   int nargs, ninputs;  /* arguments: inputs first, then outputs */
   const char *output_swizzle; /* rock-output-swizzle's decision ("applied", "refused: ..."; "" if none) */
+  const char *fragment_loads; /* mma.sync LDS fragment reads: "ldmatrix", "lds", "mixed"; "" if none */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
   int nsnapshots;

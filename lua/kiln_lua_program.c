@@ -563,6 +563,8 @@ static int prog_kernels(lua_State *L) {
     lua_setfield(L, -2, "primary_inputs");
     /* output_swizzle: rock-output-swizzle's decision ("applied", "refused: <reason>", "" if none) */
     kl_lua__set_str(L, "output_swizzle", k->output_swizzle ? k->output_swizzle : "");
+    /* fragment_loads: how an mma.sync GEMM reads its LDS fragments ("ldmatrix", "lds", "mixed"; "" if none) */
+    kl_lua__set_str(L, "fragment_loads", k->fragment_loads ? k->fragment_loads : "");
     kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {

@@ -131,3 +131,32 @@ LLVMValueRef kl_lower_accel_mma(LLVMModuleRef m, LLVMBuilderRef b, const kl_targ
     default: snprintf(err, errlen, "target %s has no matrix unit", t->name); return NULL;
   }
 }
+
+LLVMValueRef kl_lower_accel_ldmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef p,
+                                     LLVMTypeRef result, char *err, size_t errlen) {
+  int64_t num = 0;
+  kl_op_attr_i64(op, "num", &num);
+  const kl_attr *tr = kl_op_attr(op, "trans");
+  bool trans = tr && tr->kind == KL_AT_BOOL && tr->i;
+  if (!t || t->arch != KL_ARCH_NVPTX || t->accel != KL_ACCEL_MMA_SYNC) {
+    snprintf(err, errlen, "rock.ldmatrix needs an NVIDIA target with mma.sync (sm_80+), not %s", t ? t->name : "?");
+    return NULL;
+  }
+  if (num != 1 && num != 2 && num != 4) {
+    snprintf(err, errlen, "rock.ldmatrix: num must be 1, 2 or 4");
+    return NULL;
+  }
+  char name[96];
+  snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d%s.b16", (int)num, trans ? ".trans" : "");
+  LLVMContextRef ctx = LLVMGetModuleContext(m);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), pt = LLVMTypeOf(p);
+  LLVMValueRef r = call(m, b, name, &pt, 1, &p, 1, err, errlen);
+  if (!r) return NULL;
+  LLVMTypeRef vt = LLVMVectorType(i32, (unsigned)num);
+  LLVMValueRef v = LLVMGetUndef(vt);
+  for (int i = 0; i < num; i++) {
+    LLVMValueRef x = num == 1 ? r : LLVMBuildExtractValue(b, r, (unsigned)i, "");
+    v = LLVMBuildInsertElement(b, v, x, LLVMConstInt(i32, (unsigned)i, 0), "");
+  }
+  return LLVMBuildBitCast(b, v, result, "");
+}

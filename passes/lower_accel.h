@@ -6,7 +6,11 @@
  * Contract: a, b, c are the already lowered operands (LLVM types of the op's operand
  * types); the call is emitted at the builder's position. Returns the result value, or
  * NULL with a message in err when the op's instruction is unknown or does not belong
- * to the target's matrix unit. Nothing else is created or owned. */
+ * to the target's matrix unit. Nothing else is created or owned.
+ * kl_lower_accel_ldmatrix lowers rock.ldmatrix (core/dialect_rock.c) on NVPTX: the
+ * intrinsic llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{num}[.trans].b16 at LDS pointer p
+ * (this lane's row), its 32-bit registers gathered into the op's vector<2*num x T>;
+ * NULL + err on other targets. */
 #ifndef KL_LOWER_ACCEL_H
 #define KL_LOWER_ACCEL_H
 #include <stddef.h>
@@ -16,4 +20,6 @@
 
 LLVMValueRef kl_lower_accel_mma(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef a,
                                 LLVMValueRef bv, LLVMValueRef c, char *err, size_t errlen);
+LLVMValueRef kl_lower_accel_ldmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef p,
+                                     LLVMTypeRef result, char *err, size_t errlen);
 #endif

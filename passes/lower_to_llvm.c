@@ -682,6 +682,19 @@ static bool h_mma(lw *L, kl_op *op) {
   return true;
 }
 
+/* rock.ldmatrix (core/dialect_rock.c): this lane's row address, lowered by passes/lower_accel.c */
+static bool h_ldmatrix(lw *L, kl_op *op) {
+  LLVMValueRef args[8];
+  if (op->nopnds <= 8 && !operands(L, op, args)) return false;
+  LLVMTypeRef et;
+  LLVMValueRef p = address(L, op, 0, &et);
+  char msg[512];
+  LLVMValueRef r = kl_lower_accel_ldmatrix(L->m, L->b, L->t, op, p, ll_type(L, op->results[0].type), msg, sizeof msg);
+  if (!r) return fail(L, op, "%s", msg);
+  vset(L, &op->results[0], r);
+  return true;
+}
+
 /* ---- vector ops of the host micro-kernels and copies (passes/lower_loops_host.c) ----
  *   vector.broadcast(s) -> vector<N x T>; math.fma(a, b, c) = a*b + c as llvm.fmuladd
  *   (fused where the target has FMA; strict_fp: fmul then fadd); vector.shuffle(x, y)
@@ -745,6 +758,7 @@ static const struct {
   { "rock.barrier", kl__lower_barrier },
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
+  { "rock.ldmatrix", h_ldmatrix },
   { "vector.broadcast", h_vector_broadcast },
   { "vector.shuffle", h_vector_shuffle },
   { "math.fma", h_fma },

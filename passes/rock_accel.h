@@ -39,6 +39,9 @@
  *   scf.for %kk = 0 to kPerBlock/K {
  *     rock.threadwise_read_into(%lds_a, %ra, %tid, %kk) {view = kl_accel_lds_view(A)}
  *     rock.threadwise_read_into(%lds_b, %rb, %tid, %kk) {view = kl_accel_lds_view(B)}
+ *     (mma.sync with f16 / bf16 on NVPTX: both reads also carry ldmatrix = 4, or 2 / 1
+ *     when the lane's elements are not a multiple of 8 / 4: rock-lower-loops reads them
+ *     with rock.ldmatrix where it proves the lane mapping, passes/lower_loops_ldmatrix.c)
  *     per (mr, nr): %a = rock.load(%ra, mr*A) : vector<A x T>, %b likewise,
  *       %c = rock.load(%acc, i) : vector<C x Tacc>,
  *       %d = rock.mma(%a, %b, %c) {instr, m, n, k}, rock.store(%d, %acc, i)

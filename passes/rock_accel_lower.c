@@ -20,13 +20,28 @@ static kl_value *alloc_private(kl_rewriter *rw, kl_loc loc, const kl_type *elem,
   return kl_op_result(kl_rewriter_create(rw, "rock.alloc", loc, 0, NULL, 1, &t, 0, NULL, 0), 0);
 }
 
+/* ldmatrix: 0 (plain loads) or the matrices per ldmatrix of this fragment read (see
+ * fragment_ldmatrix). */
 static kl_op *read_into(kl_rewriter *rw, kl_loc loc, kl_value *lds, kl_value *regs, kl_value *tid, kl_value *kk,
-                        const kl_view *v) {
+                        const kl_view *v, int64_t ldmatrix) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
   kl_value *o[4] = { lds, regs, tid, kk };
-  kl_named_attr a[2] = { { "view", kl_attr_from_view(ctx, v) },
-                         { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(v, lds, 2)) } };
-  return kl_rewriter_create(rw, "rock.threadwise_read_into", loc, 4, o, 0, NULL, 2, a, 0);
+  kl_named_attr a[3] = { { "view", kl_attr_from_view(ctx, v) },
+                         { "vector_len", kl_attr_int(ctx, kl_tile_vector_len(v, lds, 2)) },
+                         { "ldmatrix", kl_attr_int(ctx, ldmatrix) } };
+  return kl_rewriter_create(rw, "rock.threadwise_read_into", loc, 4, o, 0, NULL, ldmatrix ? 3 : 2, a, 0);
+}
+
+/* mma.sync with 16-bit inputs (f16, bf16) on NVPTX: the fragment reads ask for
+ * ldmatrix.x4 (x2, x1 when the lane's elements do not fill 8 per load): rock-lower-loops
+ * proves on the lowered LDS layout that ldmatrix reads the fragment's elements
+ * (passes/lower_loops_ldmatrix.c) and keeps the plain loads where it does not (an LDS
+ * layout without 16-byte rows along K: kpack * element < 16 bytes). */
+static int64_t fragment_ldmatrix(const kl_target *t, const kl_accel_desc *d, int64_t elems) {
+  if (t->arch != KL_ARCH_NVPTX || d->kind != KL_ACCEL_MMA_SYNC ||
+      (strcmp(d->in_type, "f16") && strcmp(d->in_type, "bf16")))
+    return 0;
+  return elems % 8 == 0 ? 4 : elems % 4 == 0 ? 2 : elems % 2 == 0 ? 1 : 0;
 }
 
 bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
@@ -139,8 +154,8 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
       kl_region_push_block(&loop->regions[0], body);
       kl_rewriter_set_insertion_end(rw, body);
     }
-    read_into(rw, loc, la, ra, tid, kk, va);
-    read_into(rw, loc, lb, rb, tid, kk, vb);
+    read_into(rw, loc, la, ra, tid, kk, va, fragment_ldmatrix(t, d, mrep * alen));
+    read_into(rw, loc, lb, rb, tid, kk, vb, fragment_ldmatrix(t, d, nrep * blen));
     kl_ll L;
     kl_ll_init(&L, rw, loc, 0);
     kl_value *av[64], *bv[64];

@@ -5,6 +5,8 @@
  *   rock.fill(%buf) {value}                  a loop over buf's elements
  *   rock.threadwise_read_into(%src, %dst, e...) {view[, vector_len]}
  *       for iter step V: dst[iter..] = valid ? src[view(e, iter)..] : 0
+ *       (with ldmatrix = N: rock.ldmatrix where proven to read the same elements,
+ *       lower_loops_ldmatrix.c)
  *   rock.threadwise_write_all(%src, %dst, e...) {view[, store = "set"]}
  *       for iter step V: if valid: dst[view(e, iter)..] = convert(src[iter..])
  *       (store "atomic_add" / "atomic_max" / "atomic_min": rock.atomic_rmw, scaled by
@@ -48,6 +50,8 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll);
 bool kl__ll_is_whole_op(kl_op *op);
 /* lower_loops_atomic.c */
 int kl__ll_lower_atomic_write(kl_op *op, kl_rewriter *rw, int64_t unroll);
+/* lower_loops_ldmatrix.c */
+int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll);
 
 typedef struct {
   int64_t unroll_opt, unroll;
@@ -151,6 +155,9 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                         store);
     int pre = kl__ll_lower_atomic_write(op, rw, o->unroll); /* a tile pre-reduced before its atomics */
     if (pre) return pre > 0;
+  } else {
+    int lm = kl__ll_lower_ldmatrix_read(op, rw, o->unroll); /* NVIDIA fragment reads: rock.ldmatrix */
+    if (lm) return lm > 0;
   }
   const kl_view *w = kl_ll_op_view(op);
   if (!w) return kl_ll_fail(rw, op, "needs a #view<...> attribute 'view'");

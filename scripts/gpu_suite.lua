@@ -7,7 +7,8 @@
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
 -- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
--- vector-access element-wise cases of spec/lua/vector_access_cases.lua, then the
+-- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
+-- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
@@ -371,6 +372,68 @@ for _, c in ipairs(ol_cases) do
     if not good then error(msg, 0) end
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "output layout " .. c.name .. ": " .. tostring(err) end
+end
+-- ldmatrix fragment loads (NVIDIA mma.sync f16 / bf16 GEMMs): every operand transposition,
+-- odd sizes, K from 16 to 4096, batch, fused epilogues (bias + relu, sigmoid + cast, a
+-- residual) and convs (NHWC 1x1 and 3x3 with padding), each against g:eval; on CUDA devices
+-- the GEMM kernel's PTX must read its fragments with ldmatrix
+do
+  local function ldm_case(name, g, inputs, dt) -- tolerances of the input dtype (a cast to f32 keeps its rounding)
+    local ok, err = pcall(function()
+      local p = kiln.compile(g, { target = dev.arch, cache = false })
+      if dev.kind == "cuda" then
+        local found = false
+        for _, k in ipairs(p:kernels()) do
+          if k.kind == "gemm" and p:disasm(k.name, dev.arch):find("ldmatrix", 1, true) then found = true end
+        end
+        if not found then error("no ldmatrix in the GEMM kernel", 0) end
+      end
+      local got, want = table.pack(p:run(inputs, { device = dev })), table.pack(g:eval(inputs))
+      for i = 1, want.n do
+        local good, report = gen.check(got[i], want[i], dt)
+        if not good then error(("output %d: %s"):format(i, report.summary), 0) end
+      end
+    end)
+    if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "ldmatrix: " .. name .. ": " .. tostring(err) end
+  end
+  local function R(shape, dt, layout) return kiln.rand(shape, dt, { dist = "normal", layout = layout }) end
+  local shapes = { { 128, 128, 4096 }, { 257, 129, 16 }, { 1000, 515, 1024 }, { 64, 64, 32 }, { 33, 17, 4096 }, { 512, 512, 512 } }
+  for si, sh in ipairs(shapes) do
+    local M, N, K = table.unpack(sh)
+    for _, dt in ipairs { "f16", "bf16" } do
+      for t = 0, 3 do
+        local at, bt = t % 2 == 1, t >= 2
+        local g = kiln.graph("ldm_dot")
+        local a = at and g:param("a", { K, M }, dt):transpose { 1, 0 } or g:param("a", { M, K }, dt)
+        local b = bt and g:param("b", { N, K }, dt):transpose { 1, 0 } or g:param("b", { K, N }, dt)
+        local c, inputs = g:dot(a, b), { a = R(at and { K, M } or { M, K }, dt), b = R(bt and { N, K } or { K, N }, dt) }
+        if (si + t) % 3 == 1 then
+          c = (c + g:param("bias", { N }, dt)):relu()
+          inputs.bias = R({ N }, dt)
+        elseif (si + t) % 3 == 2 then
+          c = c:sigmoid():convert("f32")
+        end
+        g:output(c)
+        ldm_case(("%dx%dx%d %s%s%s"):format(M, N, K, dt, at and " A^T" or "", bt and " B^T" or ""), g, inputs, dt)
+      end
+    end
+  end
+  for _, dt in ipairs { "f16", "bf16" } do -- batched, with a residual
+    local g = kiln.graph("ldm_batch")
+    local a, b, r = g:param("a", { 3, 100, 72 }, dt), g:param("b", { 3, 72, 136 }, dt), g:param("r", { 3, 100, 136 }, dt)
+    g:output((g:dot(a, b) + r):relu())
+    ldm_case("batch 3x100x136x72 + residual " .. dt, g, { a = R({ 3, 100, 72 }, dt), b = R({ 3, 72, 136 }, dt), r = R({ 3, 100, 136 }, dt) }, dt)
+  end
+  for _, cv in ipairs { { 4, 2048, 7, 7, 512, 1, 0 }, { 8, 64, 14, 14, 128, 3, 1 }, { 2, 37, 9, 11, 40, 3, 1 } } do
+    local Nb, C, H, W, Kc, S, P = table.unpack(cv)
+    local g = kiln.graph("ldm_conv")
+    local x = g:param("x", { Nb, C, H, W }, "f16", { layout = "NHWC" })
+    local w = g:param("w", { Kc, C, S, S }, "f16", { layout = "KYXC" })
+    local r = g:param("r", { Nb, Kc, H, W }, "f16", { layout = "NHWC" })
+    g:output((g:conv(x, w, { padding = { P, P, P, P } }) + r):relu())
+    ldm_case(("conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g,
+             { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"), r = R({ Nb, Kc, H, W }, "f16", "NHWC") }, "f16")
+  end
 end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line

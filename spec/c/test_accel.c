@@ -564,6 +564,53 @@ static void count_banks(sim *s, int st, const int64_t *a, const bool *mask, int 
     }
 }
 
+/* rock.ldmatrix {num = N, trans}: the PTX ISA's ldmatrix.sync.aligned.m8n8.xN[.trans].b16
+ * written out here: lane 8j + r gives the address of row r of matrix j (16 bytes, 16-byte
+ * aligned); lane l receives per matrix j the elements (row l/4, columns 2(l%4), 2(l%4)+1),
+ * with .trans (rows 2(l%4), 2(l%4)+1, column l/4). Banks: one phase per matrix (8 rows of
+ * 16 bytes). */
+static int64_t g_nldmatrix;
+static void exec_ldmatrix(sim *s, kl_op *op, const bool *mask) {
+  int64_t num = 0;
+  kl_op_attr_i64(op, "num", &num);
+  const kl_attr *tr = kl_op_attr(op, "trans");
+  bool trans = tr && tr->i;
+  int nt = s->nt, w = (int)(2 * num);
+  if (nt % 32) {
+    sfail(s, op, "workgroup of %d threads is not whole warps", nt);
+    return;
+  }
+  int64_t *as = malloc(sizeof *as * nt);
+  mem *m = NULL;
+  for (int t = 0; t < nt && !s->bad; t++) {
+    if (!mask[t]) sfail(s, op, "thread %d inactive: ldmatrix is warp-synchronous", t);
+    if (!s->bad && addr(s, op, 0, t, 8, &m, &as[t]) && as[t] % 8)
+      sfail(s, op, "row address %lld of thread %d is not 16-byte aligned", (long long)as[t], t);
+  }
+  double *o = s->bad ? NULL : val_w(s, &op->results[0]);
+  for (int w0 = 0; o && w0 < nt; w0 += 32) {
+    for (int l = 0; l < 32; l++)
+      for (int x = 0; x < w; x++) {
+        int j = x / 2;
+        int64_t src = trans ? as[w0 + 8 * j + 2 * (l % 4) + x % 2] + l / 4
+                            : as[w0 + 8 * j + l / 4] + 2 * (l % 4) + x % 2;
+        o[(w0 + l) * w + x] = m->data[src];
+      }
+    for (int j = 0; j < num; j++) {
+      int per_bank[32] = { 0 }, worst = 0;
+      for (int r = 0; r < 8; r++)
+        for (int q = 0; q < 4; q++) {
+          int bk = (int)(((as[w0 + 8 * j + r] * 2) / 4 + q) % 32);
+          if (++per_bank[bk] > worst) worst = per_bank[bk];
+        }
+      s->lds_wavefronts[0] += worst;
+      s->lds_ideal[0] += 1;
+    }
+  }
+  g_nldmatrix++;
+  free(as);
+}
+
 static void exec_mma(sim *s, kl_op *op, const bool *mask) {
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(kl_op_attr_string(op, "instr"));
   if (!d) {
@@ -745,6 +792,10 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
   }
   if (!strcmp(n, "rock.mma")) {
     exec_mma(s, op, mask);
+    return;
+  }
+  if (!strcmp(n, "rock.ldmatrix")) {
+    exec_ldmatrix(s, op, mask);
     return;
   }
   if (!strcmp(n, "scf.for")) {
@@ -1163,6 +1214,57 @@ static void test_banks(void) {
   group_end(
       "banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
       "skewed LDS rows");
+}
+
+/* ldmatrix fragment reads (passes/lower_loops_ldmatrix.c): for the configs the heuristic
+ * picks for f16 / bf16 GEMMs on sm_80 / sm_90 (square 64..8192, transformer shapes, odd
+ * sizes), a GEMM of one block tile and two K steps with that config (every operand
+ * layout) is lowered, interpreted with the ISA's ldmatrix lane mapping (exec_ldmatrix)
+ * and checked: equal to a direct matmul, rock.ldmatrix used, and every LDS read of the
+ * kernel bank-conflict-free (one wavefront per phase: per 8-row matrix of an ldmatrix). */
+static void test_ldmatrix(void) {
+  group_begin();
+  static const int64_t shapes[][3] = { { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 1500, 3840, 1280 },
+                                       { 1024, 1024, 1024 }, { 256, 256, 256 },    { 64, 64, 64 },
+                                       { 37, 29, 45 },       { 128, 4096, 1024 } };
+  static const char *const targets[] = { "sm_80", "sm_90" }, *const types[] = { "f16", "bf16" };
+  char seen[64][64];
+  int nseen = 0, n = 0;
+  kl_ctx *ctx = kl_test_ctx();
+  for (int ti = 0; ti < 2; ti++)
+    for (int ty = 0; ty < 2; ty++)
+      for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const kl_target *t = kl_target_lookup(targets[ti]);
+        const kl_accel_desc *d = kl_accel_desc_for(
+            t, kl_type_scalar(ctx, kl_scalar_kind_from_name(types[ty], strlen(types[ty]))));
+        kl_accel_config c;
+        CHECK(d && kl_accel_config_heuristic(t, d, 1, shapes[si][0], shapes[si][1], shapes[si][2], 2, &c),
+              "%s %s: no heuristic config", targets[ti], types[ty]);
+        if (!d) continue;
+        char buf[64], key[64];
+        kl_accel_config_print(&c, buf, sizeof buf);
+        snprintf(key, sizeof key, "%s%s%s", buf, types[ty], targets[ti]);
+        int j = 0;
+        while (j < nseen && strcmp(seen[j], key)) j++;
+        if (j < nseen || nseen == 64) continue;
+        snprintf(seen[nseen++], sizeof seen[0], "%s", key);
+        bool at = n % 2 == 0, bt = n % 4 < 2; /* every operand layout across the configs */
+        gcase gc = { targets[ti], types[ty], 1,          c.m_per_block, c.n_per_block, 2 * c.k_per_block,
+                     at,          bt,        n % 3 == 0, buf,           "f32" };
+        n++;
+        int64_t before = g_nldmatrix;
+        for (int k = 0; k < 2; k++) g_lds_wavefronts[k] = g_lds_ideal[k] = -1;
+        run_case(&gc);
+        printf("  ldmatrix: %s %s %s%s%s: %lld ldmatrix executions, LDS loads %lld wavefronts for %lld phases\n",
+               targets[ti], types[ty], buf, at ? " A^T" : "", bt ? " B^T" : "", (long long)(g_nldmatrix - before),
+               (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0]);
+        CHECK(g_nldmatrix > before, "%s %s: no rock.ldmatrix executed", targets[ti], buf);
+        CHECK(g_lds_wavefronts[0] == g_lds_ideal[0], "%s %s: LDS reads: %lld wavefronts for %lld phases", targets[ti],
+              buf, (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0]);
+      }
+  kl_ctx_destroy(ctx);
+  group_end("ldmatrix: the heuristic's sm_80 / sm_90 f16 / bf16 configs read their mma.sync fragments with "
+            "ldmatrix.x4 (ISA lane mapping), exact, bank-conflict-free");
 }
 
 /* rock-output-swizzle on the big mma.sync tiles (the accumulator tile through the K loop's
@@ -1856,6 +1958,7 @@ int main(void) {
   test_configs();
   test_numerics();
   test_banks();
+  test_ldmatrix();
   test_swizzle();
   test_graphs();
   test_fused_suite();

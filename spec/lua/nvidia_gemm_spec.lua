@@ -1,0 +1,111 @@
+-- nvidia_gemm_spec.lua — static checks of the NVIDIA tensor-core GEMM code (no GPU needed):
+-- the sm_80 and sm_90 PTX of f16 / bf16 GEMMs (4096^3, transposed operands, odd sizes) and
+-- of the seed conv (NHWC 1x1 2048 -> 512 + add + relu, batch 512) reads its mma.sync
+-- fragments with ldmatrix (x4; x2 for an odd count of 8-column B fragments: exactly
+-- mRepeat + nRepeat/2 per mRepeat x nRepeat mma.sync) and keeps no 32-bit LDS loads; ptxas (when on the
+-- machine, else skipped with a message) reports 0 spill bytes and no stack; the SASS
+-- (cuobjdump, when present) has LDSM and fewer LDS than HMMA.
+local kiln = require "kiln"
+
+local function find_tool(name)
+  for _, dir in ipairs { os.getenv("CUDA_HOME") and (os.getenv("CUDA_HOME") .. "/bin") or nil, "/usr/local/cuda/bin" } do
+    local f = io.open(dir .. "/" .. name, "rb")
+    if f then f:close(); return dir .. "/" .. name end
+  end
+  local h = io.popen("command -v " .. name .. " 2>/dev/null")
+  local p = h and h:read("l")
+  if h then h:close() end
+  return p ~= "" and p or nil
+end
+local ptxas, cuobjdump = find_tool("ptxas"), find_tool("cuobjdump")
+
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+
+local function dot_graph(M, N, K, dt, at, bt)
+  local g = kiln.graph("gemm")
+  local a = at and g:param("a", { K, M }, dt):transpose { 1, 0 } or g:param("a", { M, K }, dt)
+  local b = bt and g:param("b", { N, K }, dt):transpose { 1, 0 } or g:param("b", { K, N }, dt)
+  g:output(g:dot(a, b))
+  return g
+end
+local function conv_graph()
+  local g = kiln.graph("seed_conv")
+  local x = g:param("x", { 512, 2048, 7, 7 }, "f16", { layout = "NHWC" })
+  local w = g:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })
+  local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
+  g:output((g:conv(x, w) + r):relu())
+  return g
+end
+
+local cases = {
+  { "gemm 4096^3 f16", function() return dot_graph(4096, 4096, 4096, "f16") end },
+  { "gemm 4096^3 bf16 A^T B^T", function() return dot_graph(4096, 4096, 4096, "bf16", true, true) end },
+  { "gemm 1500x3840x1280 f16 B^T", function() return dot_graph(1500, 3840, 1280, "f16", false, true) end },
+  { "gemm 37x29x45 bf16 A^T", function() return dot_graph(37, 29, 45, "bf16", true, false) end },
+  { "seed conv n512 f16", conv_graph },
+}
+
+describe("NVIDIA tensor-core GEMMs: ldmatrix fragment loads", function()
+  it("kpack 2 (no 16-byte K rows in LDS) keeps 32-bit loads; other targets have none", function()
+    local p = kiln.compile(dot_graph(64, 64, 64, "f16"), { target = "sm_90", cache = false, perf_config = "v2:32,32,32,16,16,2" })
+    local k = p:kernels()[1]
+    assert.are.equal("lds", k.fragment_loads)
+    assert.is_nil(p:disasm(k.name, "sm_90"):find("ldmatrix", 1, true))
+    for _, t in ipairs { "gfx942", "host" } do
+      assert.are.equal("", kiln.compile(dot_graph(64, 64, 64, "f16"), { target = t, cache = false }):kernels()[1].fragment_loads)
+    end
+  end)
+  if not ptxas then print("nvidia_gemm_spec: ptxas not found: resource checks skipped") end
+  if not cuobjdump then print("nvidia_gemm_spec: cuobjdump not found: SASS checks skipped") end
+  for _, t in ipairs { "sm_80", "sm_90" } do
+    for _, c in ipairs(cases) do
+      it(t .. " " .. c[1], function()
+        local p = kiln.compile(c[2](), { target = t, cache = false })
+        local ks = p:kernels(t)
+        local gemm
+        for _, k in ipairs(ks) do if k.kind == "gemm" then gemm = k end end
+        assert.is_truthy(gemm, "a GEMM kernel")
+        assert.are.equal("ldmatrix", gemm.fragment_loads)
+        local ptx = p:disasm(gemm.name, t)
+        local nldm, nmma = count(ptx, "ldmatrix%.sync%.aligned%.m8n8%.x[124]%.shared%.b16"), count(ptx, "mma%.sync")
+        local nlds = count(ptx, "ld%.shared%.[bu]32") + count(ptx, "ld%.shared%.v2%.[bu]32")
+        assert.is_true(nmma > 0, "mma.sync")
+        assert.is_true(nldm > 0, "ldmatrix in the PTX")
+        -- per instruction K step: one x4 per 16 rows of the wave tile (A), one x4 per two
+        -- 8-column instructions (B; x2 for an odd count), mRepeat * nRepeat mma.sync
+        local mw, nw = gemm.perf_config:match("^v2:%d+,%d+,%d+,(%d+),(%d+)")
+        local mrep, nrep = tonumber(mw) // 16, tonumber(nw) // 8
+        local per = mrep + (nrep % 2 == 0 and nrep // 2 or nrep)
+        assert.are.equal(nmma * per, nldm * mrep * nrep, ("%d ldmatrix for %d mma.sync (%s)"):format(nldm, nmma, gemm.perf_config))
+        assert.are.equal(0, nlds, "32-bit LDS fragment loads left")
+        if ptxas then
+          local path = os.tmpname()
+          local f = assert(io.open(path, "wb"))
+          f:write(ptx)
+          f:close()
+          local h = io.popen(("%s -arch=%s -v -o %s.cubin %s 2>&1"):format(ptxas, t, path, path))
+          local log = h:read("a")
+          h:close()
+          local regs = tonumber(log:match("Used (%d+) registers"))
+          assert.is_truthy(regs, "ptxas: " .. log)
+          assert.is_truthy(log:find("0 bytes spill stores, 0 bytes spill loads", 1, true), "spills: " .. log)
+          assert.is_truthy(log:find("0 bytes stack frame", 1, true), "stack: " .. log)
+          if cuobjdump then
+            local hs = io.popen(("%s -sass %s.cubin 2>&1"):format(cuobjdump, path))
+            local sass = hs:read("a")
+            hs:close()
+            local ldsm, lds, hmma = count(sass, "LDSM"), count(sass, "LDS[%. ]") , count(sass, "HMMA")
+            assert.is_true(ldsm > 0, "LDSM in the SASS")
+            assert.is_true(lds < hmma, ("%d LDS for %d HMMA"):format(lds, hmma))
+          end
+          os.remove(path .. ".cubin")
+          os.remove(path)
+        end
+      end)
+    end
+  end
+end)
