@@ -152,6 +152,12 @@ static kl_value *b_multibroadcast(kl_op *g, const kl_mgx_op *op, const mgx_row *
   int64_t lens[KL_MAX_RANK];
   int n = int_list(g, op, "out_lens", lens, KL_MAX_RANK);
   if (n < 0) return NULL;
+  /* The declared result type is the shape, as in rocMLIR's lowering (MIGraphX has been seen
+   * to write out_lens that disagree with it); out_lens must then have its rank. */
+  const kl_mgx_type *rt = &op->results[0];
+  if (rt->rank != n)
+    return err(g, op->loc, "migraphx.multibroadcast: out_lens has %d dims, the result type %d", n, rt->rank);
+  for (int i = 0; i < n; i++) lens[i] = rt->dims[i];
   kl_sb sb = { 0 };
   kl_sb_puts(&sb, "{");
   list_text(&sb, "shape", n, lens);

@@ -701,9 +701,13 @@ static bool parse_op(P *p, kl_op *g) {
     if (!string_lit(p, &full)) return false;
   } else if (!(full = ident(p)))
     return FAIL(p, "expected an op");
-  if (strncmp(full, "migraphx.", 9))
-    return fail_at(p, op.loc, "%s is not supported (only migraphx.* ops are read in a function body)", full);
-  op.name = full + 9;
+  if (!strcmp(full, "tosa.const")) /* the constant older MIGraphX files carry: a literal */
+    op.name = "literal";
+  else if (strncmp(full, "migraphx.", 9))
+    return fail_at(p, op.loc, "%s is not supported (only migraphx.* ops and tosa.const are read in a function body)",
+                   full);
+  else
+    op.name = full + 9;
   kl_mgx_type in_types[KL_MGX_MAX_OPERANDS];
   int nin = 0;
   /* operands */

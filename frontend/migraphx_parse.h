@@ -13,7 +13,8 @@
  *    T, T -> T`, `migraphx.op(%a) {attrs} : (T) -> T`, the generic `"migraphx.op"(...)`,
  *    `migraphx.convert %x : T to T`, `migraphx.literal(dense<...> : tensor<...>) : T`;
  *    attr values: ints, floats (hex too), bools, strings, typed (`1 : i64`) and untyped
- *    lists, dense literals (splat, nested lists, hex blobs), types; `return`.
+ *    lists, dense literals (splat, nested lists, hex blobs), types; `return`. The one
+ *    other op read is `"tosa.const"() {value = dense<...>}` (older MIGraphX files): a literal.
  *  - Function arguments become graph params named like the argument ("arg0"), their
  *    logical shape the type's dims. Strides (kl_mgx_param_plan below): a permutation of
  *    dense strides is the param's layout; stride-0 dims are a param of size 1 there plus a
