@@ -4,6 +4,7 @@
 #include "core/dialect_rock.h"
 #include "core/dialect_builtin.h"
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -376,6 +377,53 @@ int64_t kl_tile_vector_len(const kl_view *top, kl_value *v, int dim) {
     r = kl_view_max_vectorization(full, dim, bt->strides, kl_type_bits(bt->elem));
   kl_view_free(full);
   return r < 1 ? 1 : r;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int64_t kl_tile_warp_sectors(const kl_view *top, kl_value *v, int64_t bid, int warp, int64_t vec, int sector) {
+  int db = kl_view_dim(top, "bid"), dt = kl_view_dim(top, "tid"), di = kl_view_dim(top, "iter");
+  int rank = kl_view_rank(top);
+  if (db < 0 || dt < 0 || di < 0 || warp < 1 || vec < 1 || sector < 1 || rank > KL_VIEW_MAX_DIMS) return -1;
+  kl_value *u = NULL;
+  kl_view *full = kl_tile_compose_to_buffer(top, v, &u, NULL, 0);
+  if (!full) return -1;
+  const kl_type *bt = u->type;
+  if (bt->kind != KL_TY_BUFFER || kl_view_lower_rank(full) != bt->rank) {
+    kl_view_free(full);
+    return -1;
+  }
+  int64_t eb = (kl_type_bits(bt->elem) + 7) / 8, n = kl_view_size(top, di);
+  int64_t lanes = warp < kl_view_size(top, dt) ? warp : kl_view_size(top, dt);
+  if (bid >= kl_view_size(top, db)) bid = 0;
+  if (vec > n) vec = n;
+  int64_t *seg = malloc((size_t)(lanes * vec) * sizeof *seg), total = 0;
+  if (!seg) {
+    kl_view_free(full);
+    return -1;
+  }
+  int64_t up[KL_VIEW_MAX_DIMS] = { 0 };
+  up[db] = bid;
+  for (int64_t j = 0; j < n; j += vec) {
+    int ns = 0;
+    for (int64_t l = 0; l < lanes; l++)
+      for (int64_t e = j; e < j + vec && e < n; e++) {
+        up[dt] = l;
+        up[di] = e;
+        bool ok = true;
+        int64_t a = kl_view_eval_addr(full, up, bt->strides, &ok);
+        if (ok) seg[ns++] = a * eb / sector;
+      }
+    qsort(seg, (size_t)ns, sizeof *seg, cmp_i64);
+    for (int i = 0; i < ns; i++)
+      if (i == 0 || seg[i] != seg[i - 1]) total++;
+  }
+  free(seg);
+  kl_view_free(full);
+  return total;
 }
 
 kl_value *kl_tile_transform(kl_rewriter *rw, kl_loc loc, kl_value *src, const kl_view *view) {

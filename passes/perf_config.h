@@ -138,6 +138,12 @@ kl_view *kl_tile_compose_to_buffer(const kl_view *top, kl_value *v, kl_value **u
 /* Max vectorization (core/view.h, 128-bit cap) along upper dim `dim` of top, through
  * v's transform chain and the underlying buffer's strides; 1 if it cannot be computed. */
 int64_t kl_tile_vector_len(const kl_view *top, kl_value *v, int dim);
+/* Memory transactions of one warp through `top` (upper dims "bid", "tid", "iter"):
+ * block `bid`, lanes 0..warp-1, each lane's iter range taken `vec` elements per
+ * access instruction; the sum over instructions of the distinct `sector`-byte segments
+ * of v's underlying buffer the lanes touch (padding points excluded). A coalescing
+ * measure: fewer is better for the same bytes. -1 if it cannot be computed. */
+int64_t kl_tile_warp_sectors(const kl_view *top, kl_value *v, int64_t bid, int warp, int64_t vec, int sector);
 /* Creates (at the rewriter's insertion point) %r = rock.transform(src) {view} with a
  * row-major result buffer over view's upper shape, src's element type and space. */
 kl_value *kl_tile_transform(kl_rewriter *rw, kl_loc loc, kl_value *src, const kl_view *view);

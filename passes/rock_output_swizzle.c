@@ -33,7 +33,11 @@
  * or other readers). For each, the vector length along iter (kl_view_max_vectorization
  * through its composed views, 16-byte cap) in layout W and in layout S. Applied when no
  * access narrows and one widens; refused when one narrows ("refused: input in2 is
- * contiguous along M ..."), when nothing widens, when the store method is not "set"
+ * contiguous along M ..."), when nothing widens, when an access gets less coalesced (the
+ * 32-byte sectors the first warp of a middle block touches, kl_tile_warp_sectors, grow:
+ * "refused: input in2 is read less coalesced swizzled ..." — an NCHW residual of an
+ * NHWC output, where 7x7 rows allow no vector in either layout but the accumulator
+ * layout's lanes read neighbouring pixels), when the store method is not "set"
  * (atomic split-K writes), when W is not a block tile, or when the LDS tile does not fit
  * the target's LDS (NVPTX: 48 KiB of static shared memory). The decision goes on the
  * kernel func as `output_swizzle` ("applied", "applied (forced)", "off (forced)",
@@ -77,6 +81,7 @@ typedef struct {
   bool write;
   const char *name;
   int64_t vo, vs, vother; /* vector lengths: W, S, S along the other dim */
+  int64_t so, ss;         /* 32-byte sectors one warp touches: W, S (-1: unknown) */
 } access;
 enum { MAX_ACC = 64 };
 
@@ -231,7 +236,7 @@ static kl_view *lds_view(const tile *t, bool nfast, int64_t pad, const kl_type *
 static void add_access(access *a, int *na, kl_value *v, bool write, kl_op *func) {
   for (int i = 0; i < *na; i++)
     if (a[i].v == v) return;
-  if (*na < MAX_ACC) a[(*na)++] = (access){ v, write, buffer_name(func, v), 1, 1, 1 };
+  if (*na < MAX_ACC) a[(*na)++] = (access){ v, write, buffer_name(func, v), 1, 1, 1, -1, -1 };
 }
 
 /* Whether every use of v (through transforms) is op. */
@@ -287,6 +292,21 @@ static bool measure(const kl_view *L, kl_value *dst, access *a, int na, int whic
   }
   kl_view_free(T);
   return true;
+}
+
+/* The coalescing of every access in layout L: the 32-byte sectors that the first warp of
+ * block bid touches, each lane taking its vector length per instruction. */
+static void sectors(const kl_view *L, kl_value *dst, access *a, int na, bool swz, int warp, int64_t bid) {
+  kl_value *under;
+  kl_view *T = kl_tile_compose_to_buffer(L, dst, &under, NULL, 0);
+  for (int i = 0; i < na; i++) {
+    int64_t s = T ? kl_tile_warp_sectors(T, a[i].v, bid, warp, swz ? a[i].vs : a[i].vo, 32) : -1;
+    if (swz)
+      a[i].ss = s;
+    else
+      a[i].so = s;
+  }
+  kl_view_free(T);
 }
 
 /* ---- LDS ---- */
@@ -356,8 +376,8 @@ static void remark(kl_op *write, const char *decision, const access *a, int na, 
   fprintf(stderr, "[remark] rock-output-swizzle at %s: %s; runs of %lld along %s;", where, decision, (long long)V,
           nfast ? "N" : "M");
   for (int i = 0; i < na; i++)
-    fprintf(stderr, " %s %s x%lld -> x%lld%s", a[i].write ? "write" : "read", a[i].name, (long long)a[i].vo,
-            (long long)a[i].vs, i + 1 < na ? "," : "");
+    fprintf(stderr, " %s %s x%lld -> x%lld (%lld -> %lld sectors)%s", a[i].write ? "write" : "read", a[i].name,
+            (long long)a[i].vo, (long long)a[i].vs, (long long)a[i].so, (long long)a[i].ss, i + 1 < na ? "," : "");
   fprintf(stderr, "\n");
 }
 
@@ -520,6 +540,13 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
   for (int i = 0; i < na; i++) {
     a[i].vs = tmp[dd][i].vs;
     a[i].vother = tmp[1 - dd][i].vs;
+    a[i].so = a[i].ss = -1;
+  }
+  const kl_target *tw = kl_perf_resolve_target(write, o->target, err, sizeof err);
+  if (measured && tw) {
+    int warp = tw->wave_size > 0 ? tw->wave_size : 1;
+    sectors(W, dst, a, na, false, warp, t.nblk / 2);
+    sectors(Sd[dd], dst, a, na, true, warp, t.nblk / 2);
   }
   kl_view_free(Sd[0]);
   kl_view_free(Sd[1]);
@@ -548,6 +575,18 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
       snprintf(decision, sizeof decision, "refused: nothing widens (no access is wider swizzled)");
       goto record;
     }
+    /* the layouts agree only when no access gets less coalesced: an input whose lanes
+     * touched fewer sectors in the accumulator layout (an NCHW residual of an NHWC
+     * output: contiguous along the other dim, though no vector is possible) */
+    for (int i = 0; i < na; i++)
+      if (a[i].so > 0 && a[i].ss > a[i].so) {
+        snprintf(decision, sizeof decision,
+                 "refused: %s %s is %s less coalesced swizzled (%lld 32-byte sectors per warp in the "
+                 "accumulator layout, %lld swizzled along %s)",
+                 a[i].write ? "output" : "input", a[i].name, a[i].write ? "written" : "read", (long long)a[i].so,
+                 (long long)a[i].ss, nfast ? "N" : "M");
+        goto record;
+      }
   }
   /* LDS: a free K-loop buffer of C's type (GPU targets), else a new one within the budget;
    * on GPU targets rows padded by LDS_PAD_BYTES when that fits, else unpadded */

@@ -50,6 +50,27 @@ describe("rock-output-swizzle", function()
       local d = decision(by["f16 128x96x40 dot + r^T (disagrees), relu"], "gfx942")
       assert.truthy(d:find("^refused: input in2 is contiguous along M"), d)
     end)
+    it("refuses an NCHW residual of an NHWC output on sm_90 and gfx942 (lanes less coalesced swizzled)", function()
+      -- the seed conv with its residual in NCHW: 7x7 rows give no vector in either
+      -- layout, but the accumulator layout's lanes read neighbouring pixels of one channel
+      -- and the swizzled lanes neighbouring channels of one pixel (49 elements apart)
+      local g = kiln.graph("swz_rnchw")
+      local x, w = g:param("x", { 64, 7, 7, 256 }, "f16"), g:param("w", { 128, 256, 1, 1 }, "f16")
+      local r = g:param("r", { 64, 128, 7, 7 }, "f16")
+      g:output(((g:conv(x:transpose { 0, 3, 1, 2 }, w) + r):relu()):transpose { 0, 2, 3, 1 })
+      for _, t in ipairs { "sm_90", "gfx942" } do
+        local d = kiln.compile(g, { target = t, cache = false }):kernels()[1].output_swizzle
+        assert.truthy(d:find("^refused: input in2 is read less coalesced swizzled %(%d+ 32%-byte sectors"), t .. ": " .. d)
+      end
+      -- the same conv with an NHWC residual agrees
+      local h = kiln.graph("swz_rnhwc")
+      local x2, w2 = h:param("x", { 64, 7, 7, 256 }, "f16"), h:param("w", { 128, 256, 1, 1 }, "f16")
+      local r2 = h:param("r", { 64, 7, 7, 128 }, "f16")
+      h:output((h:conv(x2:transpose { 0, 3, 1, 2 }, w2):transpose { 0, 2, 3, 1 } + r2):relu())
+      for _, t in ipairs { "sm_90", "gfx942" } do
+        assert.are.equal("applied", kiln.compile(h, { target = t, cache = false }):kernels()[1].output_swizzle, t)
+      end
+    end)
     it("refuses when nothing widens (odd sizes; the host's FMA tile)", function()
       assert.are.equal("refused: nothing widens (no access is wider swizzled)",
         decision(by["f16 37x29x45 dot, row-major output"], "gfx942"))
