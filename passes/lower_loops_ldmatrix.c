@@ -150,8 +150,8 @@ int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll) {
                .strides = gb->type->strides,
                .span = 1 };
   for (int i = 1; i < nextra; i++) { /* a constant extra index (the unrolled K step): only its value */
-    p.fixed[i] = kl_emit_const_of(op->opnds[2 + i].value, &p.fixed[i]) ? p.fixed[i] : -1;
-    if (p.fixed[i] < 0 || p.fixed[i] >= kl_view_size(gv, i)) p.fixed[i] = -1;
+    if (!kl_emit_const_of(op->opnds[2 + i].value, &p.fixed[i]) || p.fixed[i] < 0 || p.fixed[i] >= kl_view_size(gv, i))
+      p.fixed[i] = -1;
     if (p.fixed[i] < 0) p.E *= kl_view_size(gv, i);
   }
   for (int i = 0; i < gb->type->rank; i++) p.span += (gb->type->shape[i] - 1) * gb->type->strides[i];

@@ -542,9 +542,15 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
     a[i].vother = tmp[1 - dd][i].vs;
     a[i].so = a[i].ss = -1;
   }
-  const kl_target *tw = kl_perf_resolve_target(write, o->target, err, sizeof err);
-  if (measured && tw) {
-    int warp = tw->wave_size > 0 ? tw->wave_size : 1;
+  const kl_target *tg = kl_perf_resolve_target(write, o->target, err, sizeof err);
+  if (!tg) {
+    kl_emit_error(ctx, write->loc, "rock-output-swizzle: %s", err);
+    kl_view_free(Sd[0]);
+    kl_view_free(Sd[1]);
+    return KL_ERR;
+  }
+  if (measured) {
+    int warp = tg->wave_size > 0 ? tg->wave_size : 1;
     sectors(W, dst, a, na, false, warp, t.nblk / 2);
     sectors(Sd[dd], dst, a, na, true, warp, t.nblk / 2);
   }
@@ -590,11 +596,6 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
   }
   /* LDS: a free K-loop buffer of C's type (GPU targets), else a new one within the budget;
    * on GPU targets rows padded by LDS_PAD_BYTES when that fits, else unpadded */
-  const kl_target *tg = kl_perf_resolve_target(write, o->target, err, sizeof err);
-  if (!tg) {
-    kl_emit_error(ctx, write->loc, "rock-output-swizzle: %s", err);
-    return KL_ERR;
-  }
   const kl_type *tc = dst->type->elem;
   int64_t slow = nfast ? t.MB : t.NB, pad = 0;
   int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
