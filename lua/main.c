@@ -1,5 +1,9 @@
 /* main.c — the kiln executable: Lua 5.4 with the kiln module preloaded (global `kiln`).
- *   kiln                      REPL (readline + ~/.kiln_history when built with readline)
+ *   kiln                      REPL (readline + ~/.kiln_history when built with readline): strings
+ *                             print raw, other values through kiln.pretty; "=expr"; Tab completes
+ *                             through kiln.repl.complete (lua/kiln/repl.lua); Ctrl-C clears the
+ *                             line at the prompt, interrupts a running chunk ("interrupted!")
+ *   kiln compile FILE ...     one stage of a compile (kiln.compile_main, lua/kiln/compile_cli.lua)
  *   kiln FILE.lua ARGS...     runs a script; `arg` is set up as by lua5.4
  *   kiln -e CODE, -i, -l MOD  as lua5.4
  *   kiln opt FILE.kir ...     parse, run a pipeline, print the module (IR tests)
@@ -231,10 +235,81 @@ static char *history_path(void) {
   return p;
 }
 
+#ifdef KILN_HAVE_READLINE
+/* Tab completion: kiln.repl.complete (lua/kiln/repl.lua) on the word before the cursor,
+ * names joined by '.' and ':' (globals, fields, methods of the value before ':'). */
+static lua_State *repl_L = NULL;
+static char **completions = NULL;
+static int ncompletions = 0, next_completion = 0;
+
+static void clear_completions(void) {
+  for (int i = 0; i < ncompletions; i++) free(completions[i]);
+  free(completions);
+  completions = NULL;
+  ncompletions = next_completion = 0;
+}
+
+static int collect_completions(lua_State *L) {
+  const char *word = lua_tostring(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "kiln.repl");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "complete");
+  lua_pushstring(L, word);
+  lua_call(L, 1, 1);
+  int n = (int)luaL_len(L, -1);
+  completions = calloc((size_t)n + 1, sizeof *completions);
+  for (int i = 1; completions && i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    const char *c = lua_tostring(L, -1);
+    if (c && (completions[ncompletions] = strdup(c))) ncompletions++;
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static char *completion_generator(const char *text, int state) {
+  if (state == 0) {
+    clear_completions();
+    if (repl_L) {
+      int top = lua_gettop(repl_L);
+      lua_pushcfunction(repl_L, collect_completions);
+      lua_pushstring(repl_L, text);
+      if (lua_pcall(repl_L, 1, 0, 0) != LUA_OK) clear_completions();
+      lua_settop(repl_L, top);
+    }
+  }
+  return next_completion < ncompletions ? strdup(completions[next_completion++]) : NULL;
+}
+
+static char **kiln_completion(const char *text, int start, int end) {
+  (void)start;
+  (void)end;
+  rl_attempted_completion_over = 1; /* no file-name completion */
+  rl_completion_append_character = '\0';
+  return rl_completion_matches(text, completion_generator);
+}
+
+/* Ctrl-C at the prompt: drop the line being edited and start a fresh one. */
+static void on_prompt_sigint(int sig) {
+  (void)sig;
+  if (write(STDOUT_FILENO, "\n", 1) < 0) { /* nothing to do about it */
+  }
+  rl_replace_line("", 0);
+  rl_on_new_line();
+  rl_redisplay();
+}
+#endif
+
 /* Returns a malloc'd line without its newline, or NULL at end of input. */
 static char *read_line(const char *prompt, bool tty) {
 #ifdef KILN_HAVE_READLINE
-  if (tty) return readline(prompt);
+  if (tty) {
+    signal(SIGINT, on_prompt_sigint);
+    char *line = readline(prompt);
+    signal(SIGINT, SIG_DFL);
+    return line;
+  }
 #endif
   if (tty || prompt) {
     fputs(prompt, stdout);
@@ -278,6 +353,14 @@ static bool incomplete(lua_State *L, int status) {
 static int load_entry(lua_State *L, bool tty, char **entry) {
   char *line = read_line(PROMPT1, tty);
   if (!line) return -1;
+  const char *eq = line + strspn(line, " \t");
+  if (*eq == '=') { /* "=expr": print expr (the Lua 5.1 habit) */
+    const char *ret = lua_pushfstring(L, "return %s", eq + 1);
+    int st = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
+    lua_remove(L, -2);
+    *entry = line;
+    return st;
+  }
   const char *ret = lua_pushfstring(L, "return %s", line);
   int st = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
   if (st == LUA_OK) {
@@ -318,7 +401,9 @@ static void print_results(lua_State *L, int base) {
   bool pretty = lua_istable(L, -1) && lua_getfield(L, -1, "pretty") == LUA_TFUNCTION;
   int pf = lua_gettop(L);
   for (int i = 1; i <= n; i++) {
-    if (pretty) {
+    if (lua_type(L, base + i) == LUA_TSTRING) /* raw, as lua5.4 prints strings */
+      lua_pushvalue(L, base + i);
+    else if (pretty) {
       lua_pushvalue(L, pf);
       lua_pushvalue(L, base + i);
       if (docall(L, 1, 1) != LUA_OK || !lua_isstring(L, -1)) {
@@ -341,6 +426,10 @@ static void repl(lua_State *L) {
 #ifdef KILN_HAVE_READLINE
   if (tty) {
     rl_readline_name = "kiln";
+    rl_catch_signals = 0; /* SIGINT is ours: on_prompt_sigint at the prompt, an interrupt while running */
+    rl_attempted_completion_function = kiln_completion;
+    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^~[]#";
+    repl_L = L;
     stifle_history(1000);
     if (hist) read_history(hist);
   }
@@ -365,6 +454,10 @@ static void repl(lua_State *L) {
       report(L, st);
   }
   if (tty) putchar('\n');
+#ifdef KILN_HAVE_READLINE
+  clear_completions();
+  repl_L = NULL;
+#endif
   free(hist);
 }
 
