@@ -882,5 +882,6 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "opt")) return opt_main(argc, argv);
   if (argc > 1 && !strcmp(argv[1], "migraphx")) return lua_subcommand(argc, argv, "migraphx_main");
   if (argc > 1 && !strcmp(argv[1], "conv-config")) return lua_subcommand(argc, argv, "conv_config_main");
+  if (argc > 1 && !strcmp(argv[1], "compile")) return lua_subcommand(argc, argv, "compile_main");
   return lua_main(argc, argv);
 }
