@@ -1,4 +1,4 @@
--- bench/gpu_kiln.lua — kiln's side of the GPU suite (issue 7): GEMM, the fused conv+add+relu,
+-- bench/gpu_kiln.lua — kiln's side of the GPU suite: GEMM, the fused conv+add+relu,
 -- element-wise add, compile latency and the input-fusion cases (a convert or a scale of a
 -- GEMM/conv operand; rows kiln and kiln.nofuse) on the present device, one TSV row per measurement.
 --

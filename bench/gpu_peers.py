@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/gpu_peers.py — the peers' side of the GPU suite (issue 7), and the driver that
+"""bench/gpu_peers.py — the peers' side of the GPU suite, and the driver that
 interleaves kiln with them case by case.
 
     python3 bench/gpu_peers.py OUT.tsv [--kiln build/kiln] [--case ID]... [--cases FILE]

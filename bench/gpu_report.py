@@ -2,7 +2,7 @@
 """bench/gpu_report.py — merges the rows of bench/gpu_kiln.lua and bench/gpu_peers.py (one
 TSV) into the suite's table: per case kiln's number, each peer's, and kiln's speed relative
 to the peer (kiln/peer for rates, peer/kiln for milliseconds: above 1 means kiln is faster);
-the issue's targets; the input-fusion summary (cases gemm_cvt / gemm_scale / conv_cvt: kiln,
+the benchmark's targets; the input-fusion summary (cases gemm_cvt / gemm_scale / conv_cvt: kiln,
 kiln.nofuse — input fusion off — and torch eager side by side, with kiln's speed ÷ each); and the
 fraction of the floor each kernel reaches (floor = the larger of FLOPs / tensor-core peak and
 bytes / the copy bandwidth measured in the same run).
@@ -260,7 +260,7 @@ def main():
         for line in fs:
             out.append(fmt % line)
     out.append("")
-    out.append("targets (issue 7):")
+    out.append("targets:")
     for name, where, ok in tg:
         out.append("  [%s] %-56s %s" % ("met" if ok else "MISSED", name, where))
     if bw:
@@ -284,7 +284,7 @@ def main():
                 for line in fs:
                     f.write("| " + " | ".join(line) + " |\n")
                 f.write("\n")
-            f.write("Targets (issue 7):\n\n")
+            f.write("Targets:\n\n")
             for name, where, ok in tg:
                 f.write("- %s — %s: %s\n" % (name, "met" if ok else "**missed**", where))
             if bw:

@@ -1,4 +1,4 @@
--- bench/host_suite.lua — the host side of issue 7's report, one command:
+-- bench/host_suite.lua — the host side of the benchmark report, one command:
 --   KILN_THREADS=2 build/kiln bench/host_suite.lua [OUT.tsv] [--quick]
 -- 1. sgemm: kiln's host kernel vs OpenBLAS (bench/host_gemm.lua: interleaved repeats, median)
 -- 2. the GPU suite's harness on the host device with the small cases of bench/host_cases.txt

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run_gpu.sh — the whole GPU suite of issue 7 in one command, on the GPU machine, from
+# bench/run_gpu.sh — the whole GPU suite in one command, on the GPU machine, from
 # the repository root, with a static build/kiln there (cmake -DKILN_STATIC=ON here, carried):
 #
 #   bash bench/run_gpu.sh            # results under $OUT when set, else /tmp/kiln_bench

@@ -581,3 +581,20 @@ kl_status kl_codegen_emit_asm(LLVMModuleRef m, const char *target, const kl_code
   end_emit(&s);
   return st;
 }
+
+kl_status kl_codegen_optimized_ir(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                                  char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  const kl_target *t = kl_codegen_target_lookup(target, err, errlen);
+  if (!t) return KL_ERR;
+  emit_state s;
+  if (begin_emit(&s, m, target, opts, &t->arch, true, err, errlen) != KL_OK) return KL_ERR;
+  char *text = LLVMPrintModuleToString(s.clone);
+  out->arch = t->arch;
+  out->size = strlen(text);
+  out->data = kl_xmalloc(out->size + 1);
+  memcpy(out->data, text, out->size + 1);
+  LLVMDisposeMessage(text);
+  end_emit(&s);
+  return KL_OK;
+}

@@ -64,6 +64,10 @@ kl_status kl_codegen_emit(LLVMModuleRef m, const char *target, const kl_codegen_
 /* Optimised target assembly text (AMDGPU ISA, PTX, host assembly), for inspection. */
 kl_status kl_codegen_emit_asm(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
                               char *err, size_t errlen);
+/* The LLVM IR emission would generate code from (the clone after preparation and the
+ * optimisation pipeline), as text (NUL after the data), for inspection. */
+kl_status kl_codegen_optimized_ir(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
+                                  char *err, size_t errlen);
 /* AMDGPU only: the relocatable object before linking, and the link step on its own. */
 kl_status kl_codegen_amdgpu_object(LLVMModuleRef m, const char *target, const kl_codegen_opts *opts, kl_binary *out,
                                    char *err, size_t errlen);

@@ -16,6 +16,7 @@
 #include "core/dialect_graph.h"
 #include "core/target.h"
 #include "driver/program.h"
+#include "driver/llvm_stage.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -794,6 +795,34 @@ static int prog_disasm(lua_State *L) {
   return 1;
 }
 
+/* p:asm(kernel [, target]) -> the kernel's assembly text (host: the host ISA, AMDGPU: the
+ * ISA, NVIDIA: PTX); p:llvm_opt(kernel [, target]) -> its LLVM IR after LLVM's optimisation
+ * pipeline (p:kernels()[i].llvm_ir is the IR before it); p:object(kernel [, target]) -> a
+ * relocatable ELF object (host, AMDGPU before linking). Generated from the kernel's LLVM
+ * IR on each call (driver/llvm_stage.h). */
+static int llvm_stage(lua_State *L, kl_llvm_stage_kind stage, const char *what) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *kernel = luaL_checkstring(L, 2);
+  const char *t = opt_target(L, 3, p, what);
+  const kl_kernel_info *k = NULL;
+  for (int i = 0; i < kl_program_nkernels(p, t) && !k; i++)
+    if (!strcmp(kl_program_kernel(p, t, i)->name, kernel)) k = kl_program_kernel(p, t, i);
+  if (!k)
+    return kl_lua__rt_error(L, what, "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "",
+                            t ? t : "");
+  char err[1024] = "";
+  size_t n = 0;
+  char *out = kl_llvm_stage(k->llvm_ir, t ? t : kl_program_target(p, 0), stage, &n, err, sizeof err);
+  if (!out) return kl_lua__rt_error(L, what, "%s", err);
+  lua_pushlstring(L, out, n);
+  free(out);
+  return 1;
+}
+static int prog_asm(lua_State *L) { return llvm_stage(L, KL_STAGE_ASM, "asm"); }
+static int prog_llvm_opt(lua_State *L) { return llvm_stage(L, KL_STAGE_LLVM_OPT, "llvm_opt"); }
+static int prog_object(lua_State *L) { return llvm_stage(L, KL_STAGE_OBJ, "object"); }
+
 static int pp_compile_ms(lua_State *L) {
   kl_program *p;
   check_prog(L, 1, &p);
@@ -932,6 +961,9 @@ void kl_lua__open_program(lua_State *L) {
                                        { "binary", prog_binary },
                                        { "code_object", prog_code_object },
                                        { "disasm", prog_disasm },
+                                       { "asm", prog_asm },
+                                       { "llvm_opt", prog_llvm_opt },
+                                       { "object", prog_object },
                                        { "prepare", prog_prepare },
                                        { "load_kernels", prog_load },
                                        { NULL, NULL } };

@@ -1,5 +1,9 @@
 /* main.c — the kiln executable: Lua 5.4 with the kiln module preloaded (global `kiln`).
- *   kiln                      REPL (readline + ~/.kiln_history when built with readline)
+ *   kiln                      REPL (readline + ~/.kiln_history when built with readline): strings
+ *                             print raw, other values through kiln.pretty; "=expr"; Tab completes
+ *                             through kiln.repl.complete (lua/kiln/repl.lua); Ctrl-C clears the
+ *                             line at the prompt, interrupts a running chunk ("interrupted!")
+ *   kiln compile FILE ...     one stage of a compile (kiln.compile_main, lua/kiln/compile_cli.lua)
  *   kiln FILE.lua ARGS...     runs a script; `arg` is set up as by lua5.4
  *   kiln -e CODE, -i, -l MOD  as lua5.4
  *   kiln opt FILE.kir ...     parse, run a pipeline, print the module (IR tests)
@@ -19,6 +23,9 @@
 #include "core/verify.h"
 #include "core/dialect_rock.h"
 #include "driver/code_stats.h"
+#include "core/target.h"
+#include <llvm-c/Core.h>
+#include <getopt.h>
 #include <lualib.h>
 #include <errno.h>
 #include <signal.h>
@@ -42,13 +49,16 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: kiln [options] [script.lua [args...]]\n"
           "       kiln opt FILE.kir [opt options]\n"
+          "       kiln compile FILE.lua|FILE.kir --emit WHAT [--target T] [-o OUT] [--kernel K]\n"
           "       kiln migraphx FILE.mlir [--target T] [--func NAME] [--rand uniform|ones|seed=N]\n"
           "                     [--verify] [--print-results] [--time]\n"
           "       kiln conv-config \"MIOPENDRIVER CONV ARGS (-n -c -H -W -k -y -x ... -F 1)\" [--layout NHWC]\n"
           "\n"
           "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
-          "Without a script: an interactive REPL (prints returned values; incomplete chunks continue\n"
-          "on the next line; history in ~/.kiln_history).\n"
+          "Without a script: an interactive REPL (prints returned values, strings raw; `=expr`\n"
+          "prints expr; incomplete chunks continue on the next line; Tab completes globals, fields\n"
+          "and methods; Ctrl-C clears the line or interrupts a run; history in ~/.kiln_history).\n"
+          "Every option takes its value as --opt=value or --opt value; -- ends the options.\n"
           "\n"
           "options:\n"
           "  -e CODE        run CODE\n"
@@ -57,7 +67,7 @@ static void usage(FILE *f) {
           "  -              run standard input as a script\n"
           "  --             stop handling options\n"
           "  -h, --help     show this help\n"
-          "  -v, --version  show the version\n"
+          "  -v, --version  show the version, the LLVM version and the targets\n"
           "\n"
           "kiln opt FILE.kir (FILE may be - for standard input):\n"
           "  --pipeline P, -p P           pass pipeline, e.g. \"canonicalize,cse\" or \"pass{opt=3}\"\n"
@@ -71,7 +81,43 @@ static void usage(FILE *f) {
           "                               and print its code-object statistics (VGPRs, LDS, scratch ...)\n"
           "  --load FILE.lua              run a Lua script first (it may register passes)\n"
           "  --list-passes                list the registered passes and exit\n"
-          "  -o FILE                      write the module to FILE instead of stdout\n");
+          "  -o FILE                      write the module to FILE instead of stdout\n"
+          "\n"
+          "kiln compile (`kiln compile --help` for the details):\n"
+          "  --emit ir-after:PASS|llvm|llvm-opt|ptx|sass-stats|asm|hsaco|obj   the stage to write\n"
+          "  --target T   host (default), an AMD chip (gfx942 ...) or an NVIDIA one (sm_90 ...)\n"
+          "  -o OUT       output file (default: stdout for text, required for hsaco and obj)\n"
+          "\n"
+          "environment:\n"
+          "  KILN_DEVICE=host|cuda|hip|auto  the device examples, `kiln migraphx` and `kiln conv-config`\n"
+          "                               run on (default auto: the best one present)\n"
+          "  KILN_THREADS=N               threads of the host device (default: the online CPUs)\n"
+          "  KILN_DEBUG=V                 any value: print rock-output-swizzle's decisions; a list\n"
+          "                               containing `rewrite`: also log every pattern application\n"
+          "  KILN_PRINT_IR_AFTER=all|a,b  print the IR after every / the named passes of every\n"
+          "                               pass pipeline to stderr\n"
+          "  TMPDIR                       where code generation writes its temporary files (default /tmp)\n"
+          "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n");
+}
+
+/* The synopsis alone, after an argument error. */
+static void short_usage(FILE *f) {
+  fprintf(f,
+          "usage: kiln [options] [script.lua [args...]]\n"
+          "       kiln opt FILE.kir [opt options]\n"
+          "       kiln compile FILE.lua|FILE.kir --emit WHAT [--target T] [-o OUT] [--kernel K]\n"
+          "       kiln migraphx FILE.mlir [options]\n"
+          "       kiln conv-config \"MIOPENDRIVER CONV ARGS\" [options]\n"
+          "`kiln --help` lists every option and environment variable.\n");
+}
+
+/* kiln -v: the version, the LLVM it was built with and the targets it compiles for. */
+static void print_version(void) {
+  unsigned maj = 0, min = 0, patch = 0;
+  LLVMGetVersion(&maj, &min, &patch);
+  printf("kiln %s (%s)\nLLVM %u.%u.%u\ntargets:", KILN_VERSION, LUA_RELEASE, maj, min, patch);
+  for (int i = 0; i < kl_target_count(); i++) printf(" %s", kl_target_at(i)->name);
+  printf("\n");
 }
 
 /* ------------------------------------------------------------ Lua state ---- */
@@ -189,10 +235,81 @@ static char *history_path(void) {
   return p;
 }
 
+#ifdef KILN_HAVE_READLINE
+/* Tab completion: kiln.repl.complete (lua/kiln/repl.lua) on the word before the cursor,
+ * names joined by '.' and ':' (globals, fields, methods of the value before ':'). */
+static lua_State *repl_L = NULL;
+static char **completions = NULL;
+static int ncompletions = 0, next_completion = 0;
+
+static void clear_completions(void) {
+  for (int i = 0; i < ncompletions; i++) free(completions[i]);
+  free(completions);
+  completions = NULL;
+  ncompletions = next_completion = 0;
+}
+
+static int collect_completions(lua_State *L) {
+  const char *word = lua_tostring(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "kiln.repl");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "complete");
+  lua_pushstring(L, word);
+  lua_call(L, 1, 1);
+  int n = (int)luaL_len(L, -1);
+  completions = calloc((size_t)n + 1, sizeof *completions);
+  for (int i = 1; completions && i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    const char *c = lua_tostring(L, -1);
+    if (c && (completions[ncompletions] = strdup(c))) ncompletions++;
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static char *completion_generator(const char *text, int state) {
+  if (state == 0) {
+    clear_completions();
+    if (repl_L) {
+      int top = lua_gettop(repl_L);
+      lua_pushcfunction(repl_L, collect_completions);
+      lua_pushstring(repl_L, text);
+      if (lua_pcall(repl_L, 1, 0, 0) != LUA_OK) clear_completions();
+      lua_settop(repl_L, top);
+    }
+  }
+  return next_completion < ncompletions ? strdup(completions[next_completion++]) : NULL;
+}
+
+static char **kiln_completion(const char *text, int start, int end) {
+  (void)start;
+  (void)end;
+  rl_attempted_completion_over = 1; /* no file-name completion */
+  rl_completion_append_character = '\0';
+  return rl_completion_matches(text, completion_generator);
+}
+
+/* Ctrl-C at the prompt: drop the line being edited and start a fresh one. */
+static void on_prompt_sigint(int sig) {
+  (void)sig;
+  if (write(STDOUT_FILENO, "\n", 1) < 0) { /* nothing to do about it */
+  }
+  rl_replace_line("", 0);
+  rl_on_new_line();
+  rl_redisplay();
+}
+#endif
+
 /* Returns a malloc'd line without its newline, or NULL at end of input. */
 static char *read_line(const char *prompt, bool tty) {
 #ifdef KILN_HAVE_READLINE
-  if (tty) return readline(prompt);
+  if (tty) {
+    signal(SIGINT, on_prompt_sigint);
+    char *line = readline(prompt);
+    signal(SIGINT, SIG_DFL);
+    return line;
+  }
 #endif
   if (tty || prompt) {
     fputs(prompt, stdout);
@@ -236,6 +353,14 @@ static bool incomplete(lua_State *L, int status) {
 static int load_entry(lua_State *L, bool tty, char **entry) {
   char *line = read_line(PROMPT1, tty);
   if (!line) return -1;
+  const char *eq = line + strspn(line, " \t");
+  if (*eq == '=') { /* "=expr": print expr (the Lua 5.1 habit) */
+    const char *ret = lua_pushfstring(L, "return %s", eq + 1);
+    int st = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
+    lua_remove(L, -2);
+    *entry = line;
+    return st;
+  }
   const char *ret = lua_pushfstring(L, "return %s", line);
   int st = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
   if (st == LUA_OK) {
@@ -276,7 +401,9 @@ static void print_results(lua_State *L, int base) {
   bool pretty = lua_istable(L, -1) && lua_getfield(L, -1, "pretty") == LUA_TFUNCTION;
   int pf = lua_gettop(L);
   for (int i = 1; i <= n; i++) {
-    if (pretty) {
+    if (lua_type(L, base + i) == LUA_TSTRING) /* raw, as lua5.4 prints strings */
+      lua_pushvalue(L, base + i);
+    else if (pretty) {
       lua_pushvalue(L, pf);
       lua_pushvalue(L, base + i);
       if (docall(L, 1, 1) != LUA_OK || !lua_isstring(L, -1)) {
@@ -299,6 +426,10 @@ static void repl(lua_State *L) {
 #ifdef KILN_HAVE_READLINE
   if (tty) {
     rl_readline_name = "kiln";
+    rl_catch_signals = 0; /* SIGINT is ours: on_prompt_sigint at the prompt, an interrupt while running */
+    rl_attempted_completion_function = kiln_completion;
+    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,+-*/%^~[]#";
+    repl_L = L;
     stifle_history(1000);
     if (hist) read_history(hist);
   }
@@ -323,6 +454,10 @@ static void repl(lua_State *L) {
       report(L, st);
   }
   if (tty) putchar('\n');
+#ifdef KILN_HAVE_READLINE
+  clear_completions();
+  repl_L = NULL;
+#endif
   free(hist);
 }
 
@@ -337,9 +472,8 @@ static void create_arg_table(lua_State *L, int argc, char **argv, int script) {
   lua_setglobal(L, "arg");
 }
 
-static int run_script(lua_State *L, int argc, char **argv, int script) {
-  const char *fname = argv[script];
-  if (!strcmp(fname, "-") && (script == 0 || strcmp(argv[script - 1], "--"))) fname = NULL; /* stdin */
+static int run_script(lua_State *L, int argc, char **argv, int script, bool from_stdin) {
+  const char *fname = from_stdin ? NULL : argv[script];
   int st = luaL_loadfile(L, fname);
   if (st != LUA_OK) return report(L, st);
   int n = argc - script - 1;
@@ -362,62 +496,74 @@ static int require_lib(lua_State *L, const char *name) {
   return report(L, st);
 }
 
+/* The error of a getopt_long loop (opterr = 0, optstring starting with ":"): unknown
+ * option or missing value, then the usage on stderr; returns the exit status 2. */
+static int option_error(const char *cmd, int c, char **argv) {
+  const char *arg = argv[optind - 1];
+  if (c == ':')
+    fprintf(stderr, "%s%s%s: '%s' needs an argument\n", progname, cmd ? " " : "", cmd ? cmd : "", arg);
+  else if (optopt && (arg[0] != '-' || arg[1] != '-'))
+    fprintf(stderr, "%s%s%s: unknown option '-%c'\n", progname, cmd ? " " : "", cmd ? cmd : "", optopt);
+  else
+    fprintf(stderr, "%s%s%s: unknown option '%s'\n", progname, cmd ? " " : "", cmd ? cmd : "", arg);
+  short_usage(stderr);
+  return 2;
+}
+
 static int lua_main(int argc, char **argv) {
-  /* first pass: options up to the script */
-  int script = 0;
+  /* options up to the script ("+": stop at the first non-option, as lua5.4 does); -e and
+   * -l run in their order after the state exists */
+  static const struct option longs[] = { { "help", no_argument, NULL, 'h' },
+                                         { "version", no_argument, NULL, 'v' },
+                                         { NULL, 0, NULL, 0 } };
   bool interactive = false, ran = false, version = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--")) {
-      if (i + 1 < argc) script = i + 1;
-      break;
+  const char **actions = calloc((size_t)argc + 1, sizeof *actions); /* "e" or "l" then its value, in order */
+  int nact = 0, c;
+  if (!actions) return 1;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "+:e:l:ivh", longs, NULL)) != -1) {
+    switch (c) {
+      case 'h':
+        usage(stdout);
+        free(actions);
+        return 0;
+      case 'v': version = true; break;
+      case 'i': interactive = true; break;
+      case 'e':
+      case 'l':
+        actions[nact++] = c == 'e' ? "e" : "l";
+        actions[nact++] = optarg;
+        break;
+      default: free(actions); return option_error(NULL, c, argv);
     }
-    if (a[0] != '-' || !strcmp(a, "-")) {
-      script = i;
-      break;
-    }
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
+  }
+  int script = optind < argc ? optind : 0;
+  bool stdin_script = script && !strcmp(argv[script], "-") && strcmp(argv[script - 1], "--");
+  if (version) {
+    print_version();
+    if (argc == 2) {
+      free(actions);
       return 0;
     }
-    if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
-      version = true;
-      continue;
-    }
-    if (!strcmp(a, "-i")) {
-      interactive = true;
-      continue;
-    }
-    if (!strcmp(a, "-e") || !strcmp(a, "-l")) {
-      if (++i >= argc) {
-        fprintf(stderr, "%s: '%s' needs an argument\n", progname, a);
-        usage(stderr);
-        return 2;
-      }
-      continue;
-    }
-    fprintf(stderr, "%s: unknown option '%s'\n", progname, a);
-    usage(stderr);
-    return 2;
-  }
-  if (version) {
-    printf("kiln %s (%s)\n", KILN_VERSION, LUA_RELEASE);
-    if (argc == 2) return 0;
   }
   lua_State *L = new_state();
-  if (!L) return 1;
+  if (!L) {
+    free(actions);
+    return 1;
+  }
   create_arg_table(L, argc, argv, script ? script : 0);
   int status = LUA_OK;
-  int end = script ? script : argc;
-  for (int i = 1; i < end && status == LUA_OK; i++) {
-    if (!strcmp(argv[i], "-e")) {
-      status = run_string(L, argv[++i], "=(command line)");
+  for (int k = 0; k < nact && status == LUA_OK; k += 2) {
+    if (actions[k][0] == 'e') {
+      status = run_string(L, actions[k + 1], "=(command line)");
       ran = true;
-    } else if (!strcmp(argv[i], "-l"))
-      status = require_lib(L, argv[++i]);
+    } else
+      status = require_lib(L, actions[k + 1]);
   }
+  free(actions);
   if (status == LUA_OK && script) {
-    status = run_script(L, argc, argv, script);
+    status = run_script(L, argc, argv, script, stdin_script);
     ran = true;
   }
   if (status == LUA_OK && (interactive || (!ran && !version))) {
@@ -508,82 +654,102 @@ static void print_stats(kl_op *m) {
   free(ops);
 }
 
-static bool flag_value(int argc, char **argv, int *i, const char *flag, const char **out) {
-  size_t n = strlen(flag);
-  if (strncmp(argv[*i], flag, n)) return false;
-  if (argv[*i][n] == '=') {
-    *out = argv[*i] + n + 1;
-    return true;
-  }
-  if (argv[*i][n] == 0 && *i + 1 < argc) {
-    *out = argv[++*i];
-    return true;
-  }
-  return false;
-}
-
 static int opt_main(int argc, char **argv) {
-  const char *file = NULL, *out = NULL, *print_after = NULL, *v = NULL, *target = NULL;
+  const char *file = NULL, *out = NULL, *print_after = NULL, *target = NULL;
   const char *loads[64];
   int nloads = 0;
   char *pipeline = NULL;
   size_t plen = 0;
   bool generic = false, locs = false, verify_each = true, timing = false, stats = false, list = false;
   int rc = 1;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (flag_value(argc, argv, &i, "--pipeline", &v) || flag_value(argc, argv, &i, "-p", &v) ||
-        flag_value(argc, argv, &i, "--pass-pipeline", &v)) {
-      size_t n = strlen(v);
-      char *np = realloc(pipeline, plen + n + 2);
-      if (!np) {
-        free(pipeline);
-        return 1;
+  enum {
+    O_PRINT_AFTER = 256,
+    O_PRINT_AFTER_ALL,
+    O_GENERIC,
+    O_LOCS,
+    O_TIMING,
+    O_STATS,
+    O_TARGET,
+    O_LIST,
+    O_VERIFY,
+    O_LOAD
+  };
+  static const struct option longs[] = { { "pipeline", required_argument, NULL, 'p' },
+                                         { "pass-pipeline", required_argument, NULL, 'p' },
+                                         { "print-ir-after", required_argument, NULL, O_PRINT_AFTER },
+                                         { "print-ir-after-all", no_argument, NULL, O_PRINT_AFTER_ALL },
+                                         { "generic", no_argument, NULL, O_GENERIC },
+                                         { "locs", no_argument, NULL, O_LOCS },
+                                         { "timing", no_argument, NULL, O_TIMING },
+                                         { "stats", no_argument, NULL, O_STATS },
+                                         { "target", required_argument, NULL, O_TARGET },
+                                         { "list-passes", no_argument, NULL, O_LIST },
+                                         { "verify-each", optional_argument, NULL, O_VERIFY },
+                                         { "load", required_argument, NULL, O_LOAD },
+                                         { "help", no_argument, NULL, 'h' },
+                                         { NULL, 0, NULL, 0 } };
+  int c;
+  opterr = 0;
+  optind = 2; /* argv[1] is "opt" */
+  while ((c = getopt_long(argc, argv, ":p:o:h", longs, NULL)) != -1) {
+    switch (c) {
+      case 'p': {
+        size_t n = strlen(optarg);
+        char *np = realloc(pipeline, plen + n + 2);
+        if (!np) {
+          free(pipeline);
+          return 1;
+        }
+        pipeline = np;
+        if (plen && n) pipeline[plen++] = ',';
+        memcpy(pipeline + plen, optarg, n + 1);
+        plen += n;
+        break;
       }
-      pipeline = np;
-      if (plen && n) pipeline[plen++] = ',';
-      memcpy(pipeline + plen, v, n + 1);
-      plen += n;
-    } else if (flag_value(argc, argv, &i, "--print-ir-after", &v))
-      print_after = v;
-    else if (!strcmp(a, "--print-ir-after-all"))
-      print_after = "all";
-    else if (!strcmp(a, "--generic"))
-      generic = true;
-    else if (!strcmp(a, "--locs"))
-      locs = true;
-    else if (!strcmp(a, "--timing"))
-      timing = true;
-    else if (!strcmp(a, "--stats"))
-      stats = true;
-    else if (flag_value(argc, argv, &i, "--target", &v))
-      target = v;
-    else if (!strcmp(a, "--list-passes"))
-      list = true;
-    else if (!strcmp(a, "--verify-each") || !strcmp(a, "--verify-each=true"))
-      verify_each = true;
-    else if (!strcmp(a, "--verify-each=false"))
-      verify_each = false;
-    else if (flag_value(argc, argv, &i, "--load", &v)) {
-      if (nloads == 64) {
-        fprintf(stderr, "%s opt: too many --load\n", progname);
+      case O_PRINT_AFTER: print_after = optarg; break;
+      case O_PRINT_AFTER_ALL: print_after = "all"; break;
+      case O_GENERIC: generic = true; break;
+      case O_LOCS: locs = true; break;
+      case O_TIMING: timing = true; break;
+      case O_STATS: stats = true; break;
+      case O_TARGET: target = optarg; break;
+      case O_LIST: list = true; break;
+      case O_VERIFY:
+        if (!optarg || !strcmp(optarg, "true"))
+          verify_each = true;
+        else if (!strcmp(optarg, "false"))
+          verify_each = false;
+        else {
+          fprintf(stderr, "%s opt: --verify-each takes true or false, not '%s'\n", progname, optarg);
+          short_usage(stderr);
+          free(pipeline);
+          return 2;
+        }
+        break;
+      case O_LOAD:
+        if (nloads == 64) {
+          fprintf(stderr, "%s opt: too many --load\n", progname);
+          free(pipeline);
+          return 2;
+        }
+        loads[nloads++] = optarg;
+        break;
+      case 'o': out = optarg; break;
+      case 'h':
+        usage(stdout);
         free(pipeline);
-        return 2;
-      }
-      loads[nloads++] = v;
-    } else if (flag_value(argc, argv, &i, "-o", &v))
-      out = v;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      free(pipeline);
-      return 0;
-    } else if ((a[0] != '-' || !strcmp(a, "-")) && !file)
-      file = a;
-    else {
-      fprintf(stderr, "%s opt: unknown or incomplete argument '%s'\n", progname, a);
+        return 0;
+      default: free(pipeline); return option_error("opt", c, argv);
+    }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (file) {
+      fprintf(stderr, "%s opt: one input file only (got '%s' and '%s')\n", progname, file, argv[i]);
+      short_usage(stderr);
       free(pipeline);
       return 2;
     }
+    file = argv[i];
   }
   if (!file && !list) {
     fprintf(stderr, "%s opt: no input file (use - for stdin)\n", progname);
@@ -716,5 +882,6 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "opt")) return opt_main(argc, argv);
   if (argc > 1 && !strcmp(argv[1], "migraphx")) return lua_subcommand(argc, argv, "migraphx_main");
   if (argc > 1 && !strcmp(argv[1], "conv-config")) return lua_subcommand(argc, argv, "conv_config_main");
+  if (argc > 1 && !strcmp(argv[1], "compile")) return lua_subcommand(argc, argv, "compile_main");
   return lua_main(argc, argv);
 }

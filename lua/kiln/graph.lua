@@ -40,6 +40,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
                        on_ir=function(pass, text) end, cache=false, strict_fp=true})  (also g:compile{...})
   p:run{x = t, ...} [, {device = dev, timing = t}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:plan_text() p:binary(k)
   p.compile_ms p.from_cache p.targets   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
+  p:asm(k [, target]) p:llvm_opt(k [, target]) p:object(k [, target])   (command line: kiln compile --help)
   r = p:prepare(inputs, {device=, sets=})  r:launch() r:time{warmup=, reps=} r:outputs() r:free()   p:load_kernels{device=}
   kiln.clock_ms()
   v = kiln.view{shape={4, 6}, names={"a", "b"}}  v:pad{a={1,1}} :slice{..} :embed(..) :unmerge(..) :merge(..)

@@ -182,6 +182,13 @@ usage: kiln migraphx FILE.mlir [--target T] [--func NAME] [--rand uniform|ones|s
       local i = 1
       while i <= #args do
         local a = args[i]
+        if a == "--" then
+          for k = i + 1, #args do
+            if file then error(fmt("one input file only (got '%s' and '%s')", file, args[k]), 0) end
+            file = args[k]
+          end
+          break
+        end
         if a == "-h" or a == "--help" then print(USAGE); o.help = true; return end
         local ni = parse_common(args, o, i)
         if ni then i = ni
@@ -291,6 +298,13 @@ usage: kiln conv-config "-n N -c C -H H -W W -k K -y Y -x X -p P -q Q -u U -v V 
       local i = 1
       while i <= #args do
         local a = args[i]
+        if a == "--" then
+          for k = i + 1, #args do
+            if spec then error(fmt("one conv spec only (quote it): got '%s' too", args[k]), 0) end
+            spec = args[k]
+          end
+          break
+        end
         if a == "-h" or a == "--help" then print(CUSAGE); o.help = true; return end
         local ni = parse_common(args, o, i)
         if ni then i = ni

@@ -1,4 +1,4 @@
--- codegen_spec.lua — GPU code objects without a GPU (issue 6): a fixed subset of the random
+-- codegen_spec.lua — GPU code objects without a GPU: a fixed subset of the random
 -- fused-graph suite compiled for gfx90a, gfx942, gfx1100 (HSACO) and sm_80, sm_90 (PTX);
 -- every AMDGPU code object is a DYN ELF for machine AMDGPU with the kernel symbol and its
 -- descriptor, metadata parsed, no scratch, VGPRs and LDS within the chip's limits; GEMM

@@ -1,6 +1,6 @@
 -- fused_spec.lua — >= 200 seeded random fused graphs compiled for the host and compared
 local kiln = require "kiln"
--- with the reference evaluator (issue 5). KILN_FUSED_COUNT overrides the count.
+-- with the reference evaluator. KILN_FUSED_COUNT overrides the count.
 local gen = require "fused_gen"
 
 describe("random fused graphs on the host #compile", function()

@@ -1,4 +1,4 @@
--- int8_spec.lua — integer contractions (issue 3): i8 x i8 dot / conv accumulate and
+-- int8_spec.lua — integer contractions: i8 x i8 dot / conv accumulate and
 -- return i32 (as MIGraphX's quant_dot and rocMLIR), in ONE kernel, on the host and with
 -- the integer matrix instructions on GPU targets (code objects / PTX, no GPU needed);
 -- element-wise epilogues (i32 bias, relu, clip, convert to f32 / i8) fuse into that

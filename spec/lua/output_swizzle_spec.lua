@@ -1,4 +1,4 @@
--- output_swizzle_spec.lua — rock-output-swizzle (issue 13): every case of
+-- output_swizzle_spec.lua — rock-output-swizzle: every case of
 -- output_swizzle_cases.lua and every fusion shape of fusion_cases.lua with the swizzle
 -- forced on, forced off and under the guard matches g:eval on fresh random inputs on the
 -- host; the guard's decisions on gfx942 / gfx1100 / sm_90 (compiled, not run) and their
