@@ -1,5 +1,6 @@
 /* plan_exec.c — running a host plan's steps on a device (plan_exec.h). */
 #include "driver/plan_exec.h"
+#include "driver/plan_sched.h"
 #include "core/dtype.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,26 +64,40 @@ static kl_status prefill(kl_plan_exec *x, const kl_bundle_step *s, char *err, si
   return st == KL_OK ? KL_OK : fail(x, err, errlen, "prefill");
 }
 
+static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
+  const kl_bundle_kernel *k = &x->plan->kernels[s->kernel];
+  kl_dev_launch l = { 0 };
+  l.k = x->kernels[s->kernel];
+  l.args = kl_xmalloc((s->nargs + 1) * sizeof *l.args);
+  size_t *sizes = kl_xmalloc((s->nargs + 1) * sizeof *sizes);
+  for (int a = 0; a < s->nargs; a++) {
+    l.args[a] = &x->ptr[s->args[a]];
+    sizes[a] = sizeof(void *);
+  }
+  l.arg_sizes = sizes;
+  l.nargs = s->nargs;
+  for (int d = 0; d < 3; d++) {
+    l.grid[d] = (uint32_t)k->grid[d];
+    l.block[d] = (uint32_t)k->block[d];
+  }
+  return l;
+}
+
+static void launch_free(kl_dev_launch *l) {
+  free(l->args);
+  free((void *)l->arg_sizes);
+}
+
 kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen) {
   const kl_bundle_target *P = x->plan;
   const kl_bundle_step *s = &P->steps[i];
   switch (s->kind) {
     case KL_BUNDLE_LAUNCH: {
-      const kl_bundle_kernel *k = &P->kernels[s->kernel];
-      void **args = kl_xmalloc((s->nargs + 1) * sizeof *args);
-      size_t *sizes = kl_xmalloc((s->nargs + 1) * sizeof *sizes);
-      for (int a = 0; a < s->nargs; a++) {
-        args[a] = &x->ptr[s->args[a]];
-        sizes[a] = sizeof(void *);
-      }
-      uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
-               block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
-      kl_status st = x->stream
-          ? kl_device_launch_on(x->stream, x->kernels[s->kernel], grid, block, 0, args, sizes, s->nargs)
-          : kl_device_launch(x->kernels[s->kernel], grid, block, 0, args, sizes, s->nargs);
-      free(args);
-      free(sizes);
-      if (st != KL_OK) snprintf(err, errlen, "launch of %s: %s", k->name, kl_device_error(x->dev));
+      kl_dev_launch l = launch_of(x, s);
+      kl_status st = x->stream ? kl_device_launch_on(x->stream, l.k, l.grid, l.block, 0, l.args, l.arg_sizes, l.nargs)
+                               : kl_device_launch(l.k, l.grid, l.block, 0, l.args, l.arg_sizes, l.nargs);
+      launch_free(&l);
+      if (st != KL_OK) snprintf(err, errlen, "launch of %s: %s", P->kernels[s->kernel].name, kl_device_error(x->dev));
       return st;
     }
     case KL_BUNDLE_PREFILL: return prefill(x, s, err, errlen);
@@ -116,31 +131,83 @@ kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen) {
 
 enum { MAX_STREAMS = 4 };
 
+/* The host: waves in order; in a wave the other steps, then the launches as a group. */
+static kl_status exec_host(kl_plan_exec *x, const kl_plan_sched *S, char *err, size_t errlen) {
+  const kl_bundle_target *P = x->plan;
+  kl_dev_launch *ls = kl_xcalloc((size_t)P->nsteps + 1, sizeof *ls);
+  int *li = kl_xcalloc((size_t)P->nsteps + 1, sizeof *li);
+  double *lt = kl_xcalloc(2 * (size_t)P->nsteps + 2, sizeof *lt);
+  double t0 = kl_device_now_ms();
+  kl_status st = KL_OK;
+  for (int w = 0; w < S->nwaves && st == KL_OK; w++) {
+    int nl = 0;
+    for (int i = 0; i < P->nsteps && st == KL_OK; i++) {
+      if (S->wave[i] != w) continue;
+      if (x->stream_of) x->stream_of[i] = w;
+      if (P->steps[i].kind == KL_BUNDLE_LAUNCH) {
+        li[nl] = i;
+        ls[nl++] = launch_of(x, &P->steps[i]);
+        continue;
+      }
+      double a = kl_device_now_ms();
+      st = kl_plan_exec_step(x, i, err, errlen);
+      if (x->times) {
+        x->times[2 * i] = a - t0;
+        x->times[2 * i + 1] = kl_device_now_ms() - t0;
+      }
+    }
+    if (st == KL_OK && nl && kl_device_launch_group(x->dev, nl, ls, x->times ? lt : NULL) != KL_OK) {
+      int j = 0; /* name the first launch; the device's message says which failed */
+      snprintf(err, errlen, "launch of %s: %s", P->kernels[P->steps[li[j]].kernel].name, kl_device_error(x->dev));
+      st = KL_ERR;
+    }
+    for (int j = 0; j < nl; j++) {
+      if (x->times && st == KL_OK) {
+        x->times[2 * li[j]] = lt[2 * j] - t0;
+        x->times[2 * li[j] + 1] = lt[2 * j + 1] - t0;
+      }
+      launch_free(&ls[j]);
+    }
+  }
+  free(ls);
+  free(li);
+  free(lt);
+  return st;
+}
+
 kl_status kl_plan_exec_all(kl_plan_exec *x, char *err, size_t errlen) {
   const kl_bundle_target *P = x->plan;
-  if (x->host || P->nsteps < 2) {
-    for (int i = 0; i < P->nsteps; i++)
-      if (kl_plan_exec_step(x, i, err, errlen) != KL_OK) return KL_ERR;
-    return KL_OK;
+  kl_plan_sched S;
+  if (kl_plan_schedule(P, MAX_STREAMS, &S, err, errlen) != KL_OK) return KL_ERR;
+  if (x->host) {
+    kl_status st = exec_host(x, &S, err, errlen);
+    kl_plan_sched_free(&S);
+    return st;
   }
-  int ns = P->nsteps < MAX_STREAMS ? P->nsteps : MAX_STREAMS;
+  int ns = S.nstreams;
   kl_dev_stream *streams[MAX_STREAMS] = { 0 };
-  kl_dev_event **ev = kl_xcalloc((size_t)P->nsteps + 1, sizeof *ev);
+  kl_dev_event **ev = kl_xcalloc((size_t)P->nsteps + 1, sizeof *ev);   /* a step's token: its end */
+  kl_dev_event **evs = kl_xcalloc((size_t)P->nsteps + 1, sizeof *evs); /* timing: its start */
+  kl_dev_event *base = NULL;
   kl_status st = KL_OK;
   for (int k = 0; k < ns && st == KL_OK; k++)
     if (kl_device_stream_create(x->dev, &streams[k]) != KL_OK) st = fail(x, err, errlen, "stream");
-  for (int i = 0; i < P->nsteps && st == KL_OK; i++) {
-    const kl_bundle_step *s = &P->steps[i];
-    kl_dev_stream *on = streams[i % ns];
-    for (int w = 0; w < s->nwaits && st == KL_OK; w++) {
-      int j = i - 1;
-      while (j >= 0 && P->steps[j].token != s->waits[w]) j--;
-      if (j < 0 || !ev[j]) {
-        snprintf(err, errlen, "step %d waits on token %d of no earlier step", i, s->waits[w]);
-        st = KL_ERR;
-      } else if (kl_device_stream_wait_event(on, ev[j]) != KL_OK)
+  if (st == KL_OK && x->times) { /* every stream starts after `base` */
+    if (kl_device_event_create(x->dev, &base) != KL_OK || kl_device_event_record_on(base, streams[0]) != KL_OK)
+      st = fail(x, err, errlen, "event");
+    for (int k = 1; k < ns && st == KL_OK; k++)
+      if (kl_device_stream_wait_event(streams[k], base) != KL_OK) st = fail(x, err, errlen, "stream wait");
+  }
+  for (int q = 0; q < P->nsteps && st == KL_OK; q++) {
+    int i = S.order[q];
+    kl_dev_stream *on = streams[S.stream[i]];
+    if (x->stream_of) x->stream_of[i] = S.stream[i];
+    for (int k = S.dep_off[i]; k < S.dep_off[i + 1] && st == KL_OK; k++)
+      if (S.cross[k] && kl_device_stream_wait_event(on, ev[S.dep[k]]) != KL_OK)
         st = fail(x, err, errlen, "stream wait");
-    }
+    if (st == KL_OK && x->times &&
+        (kl_device_event_create(x->dev, &evs[i]) != KL_OK || kl_device_event_record_on(evs[i], on) != KL_OK))
+      st = fail(x, err, errlen, "event");
     if (st != KL_OK) break;
     x->stream = on;
     st = kl_plan_exec_step(x, i, err, errlen);
@@ -150,8 +217,21 @@ kl_status kl_plan_exec_all(kl_plan_exec *x, char *err, size_t errlen) {
       st = fail(x, err, errlen, "event");
   }
   if (kl_device_synchronize(x->dev) != KL_OK && st == KL_OK) st = fail(x, err, errlen, "synchronize");
-  for (int i = 0; i < P->nsteps; i++) kl_device_event_destroy(ev[i]);
+  for (int i = 0; i < P->nsteps && st == KL_OK && x->times; i++) {
+    float a = 0, b = 0;
+    if (kl_device_event_elapsed_ms(base, evs[i], &a) != KL_OK || kl_device_event_elapsed_ms(base, ev[i], &b) != KL_OK)
+      st = fail(x, err, errlen, "event timing");
+    x->times[2 * i] = a;
+    x->times[2 * i + 1] = b;
+  }
+  for (int i = 0; i < P->nsteps; i++) {
+    kl_device_event_destroy(ev[i]);
+    kl_device_event_destroy(evs[i]);
+  }
+  kl_device_event_destroy(base);
   free(ev);
+  free(evs);
   for (int k = 0; k < ns; k++) kl_device_stream_destroy(streams[k]);
+  kl_plan_sched_free(&S);
   return st;
 }

@@ -7,14 +7,10 @@
  *    or a workspace allocation / free (kl_device_alloc / kl_device_free, after a
  *    synchronize on GPUs) unless x->preallocated (then the buffers exist and these two
  *    are no-ops).
- *  - Order: kl_plan_exec_step runs the steps in the caller's order, the plan's order:
- *    that order honours every token (each wait names an earlier step) and the device
- *    queue (the default stream, or x->stream) runs work in submission order, so the result
- *    is the sequential result; kl_plan_exec_all (below) overlaps independent GPU steps on
- *    streams, ordered by events made from the tokens. The host
- *    device runs each launch's workgroups on its thread pool; steps themselves run one
- *    after the other (the pool runs a nested parallel_for serially and the device is not
- *    thread-safe, so running independent steps on it concurrently would not be faster).
+ *  - Order: kl_plan_exec_step runs one step on the device queue (the default stream, or
+ *    x->stream); called in the plan's order it honours every token (each wait names an
+ *    earlier step) and gives the sequential result. kl_plan_exec_all (below) runs the
+ *    plan asynchronously in the order of kl_plan_schedule (plan_sched.h).
  *  - x->ptr[slot] are the slots' device pointers (workspace entries are set and cleared
  *    by their steps); x->owned[slot] marks pointers allocated here (the caller frees
  *    the ones still set after an error). Errors: KL_ERR plus "what: ..." in err. */
@@ -33,14 +29,27 @@ typedef struct kl_plan_exec {
   void **ptr;                    /* per slot */
   bool *owned;                   /* per slot */
   kl_dev_stream *stream;         /* launches, fills and copies go here (NULL: the default stream) */
+  double *times;                 /* kl_plan_exec_all: 2 per step (start, end ms), or NULL */
+  int *stream_of;                /* kl_plan_exec_all: per step, its stream (GPU) / wave (host), or NULL */
 } kl_plan_exec;
 
 kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen);
-/* Every step of the plan. On a GPU: asynchronously on up to 4 streams (step i on stream
- * i % 4), each step first waiting (kl_device_stream_wait_event) on the events its waits
- * name and then recording its own event, so independent steps may overlap and dependent
- * ones run in order; a free synchronizes the device first. Returns once all is issued
- * (the caller synchronizes). On the host: kl_plan_exec_step in the plan's order. */
+/* Every step of the plan, as kl_plan_schedule(P, 4) orders them.
+ *  - GPU: asynchronously, in the schedule's issue order, on its streams (at most 4):
+ *    each step first waits (kl_device_stream_wait_event) on the events of its deps on
+ *    other streams, then runs, then records its own event, so independent steps may
+ *    overlap and dependent ones run in order; a free synchronizes the device first (the
+ *    issue order puts it after the launches of earlier waves on every branch). Returns once all is issued and the
+ *    device synchronized.
+ *  - Host: wave by wave; a wave's prefills, copies and workspace steps run first, one by
+ *    one, then its launches as one launch group (runtime/device.h): their workgroups
+ *    share the thread pool, so independent launches run concurrently.
+ *  - Timing: x->times (NULL: none) gets 2 entries per step, the milliseconds from the
+ *    start of the run to the step's start and end (GPU: events recorded on the step's
+ *    stream around it, read after the synchronize; host: the monotonic clock, a launch's
+ *    interval from its first workgroup's start to its last one's end), and x->stream_of
+ *    (NULL: none) the stream of each step (GPU) or its wave (host). Timing does not
+ *    change the order; overlapping intervals show steps that ran concurrently. */
 kl_status kl_plan_exec_all(kl_plan_exec *x, char *err, size_t errlen);
 /* The element bit pattern of v in element type elem ("f32", ...): its size in bytes
  * (1, 2, 4, 8), 0 for an unknown type. */

@@ -563,11 +563,11 @@ static variant *variant_with_inputs(kl_program *p, const kl_device_info *info, i
 
 kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
                          kl_tensor ***outputs, char *err, size_t errlen) {
-  return kl_program_run_timed(p, dev, ninputs, inputs, noutputs, outputs, NULL, err, errlen);
+  return kl_program_run_timed(p, dev, ninputs, inputs, noutputs, outputs, NULL, NULL, err, errlen);
 }
 
 kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
-                               kl_tensor ***outputs, double *step_ms, char *err, size_t errlen) {
+                               kl_tensor ***outputs, double *step_times, int *step_stream, char *err, size_t errlen) {
   *noutputs = 0;
   *outputs = NULL;
   const kl_device_info *info = kl_device_get_info(dev);
@@ -627,25 +627,12 @@ kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const
       st = KL_ERR;
     }
   }
-  /* the steps (plan_exec.h): all at once, or one by one when timed */
+  /* the steps (plan_exec.h), asynchronously, timed when asked */
   char msg0[2048];
-  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned, NULL };
-  if (!step_ms && st == KL_OK && kl_plan_exec_all(&x, msg0, sizeof msg0) != KL_OK) {
+  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned, NULL, step_times, step_stream };
+  if (st == KL_OK && kl_plan_exec_all(&x, msg0, sizeof msg0) != KL_OK) {
     snprintf(err, errlen, "run: %s", msg0);
     st = KL_ERR;
-  }
-  for (int s = 0; step_ms && s < P->nsteps && st == KL_OK; s++) {
-    double t0 = step_ms ? now_ms() : 0;
-    char msg[2048];
-    if (kl_plan_exec_step(&x, s, msg, sizeof msg) != KL_OK) {
-      snprintf(err, errlen, "run: %s", msg);
-      st = KL_ERR;
-    }
-    if (step_ms && !host && st == KL_OK && kl_device_synchronize(dev) != KL_OK) {
-      snprintf(err, errlen, "run: %s", kl_device_error(dev));
-      st = KL_ERR;
-    }
-    if (step_ms) step_ms[s] = now_ms() - t0;
   }
   free(ws);
   if (st == KL_OK && kl_device_synchronize(dev) != KL_OK) {
@@ -1070,7 +1057,7 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
   for (int s = 0; s < r->nsteps; s++) {
     const kl_bundle_step *step = &P->steps[s];
     if (step->kind != KL_BUNDLE_LAUNCH) { /* every slot has its buffer: workspace steps are no-ops */
-      kl_plan_exec x = { r->dev, host, true, P, r->l->kernels, &r->ptr[set * r->nslots], NULL, NULL };
+      kl_plan_exec x = { r->dev, host, true, P, r->l->kernels, &r->ptr[set * r->nslots], NULL, NULL, NULL, NULL };
       if (kl_plan_exec_step(&x, s, err, errlen) != KL_OK) return KL_ERR;
       continue;
     }

@@ -123,11 +123,12 @@ bool kl_program_from_cache(const kl_program *p);
 
 kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
                          kl_tensor ***outputs, char *err, size_t errlen);
-/* kl_program_run, also timing each step: step_ms[i] (the plan's nsteps entries, or NULL
- * for no timing) gets the milliseconds of step i, measured on the host around the step
- * (on a GPU each step is then followed by a synchronize, so the steps do not overlap). */
+/* kl_program_run, also timing each step (the steps run as without timing, see
+ * kl_plan_exec_all in plan_exec.h): step_times (2 * the plan's nsteps entries, or NULL)
+ * gets the start and end of step i in milliseconds from the start of the run,
+ * step_stream (nsteps entries, or NULL) the stream a step ran on (GPU) or its wave (host). */
 kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
-                               kl_tensor ***outputs, double *step_ms, char *err, size_t errlen);
+                               kl_tensor ***outputs, double *step_times, int *step_stream, char *err, size_t errlen);
 
 /* ---- loading programs from bundles (driver/bundle.c) ----
  * kl_program_module: the compiled module of a target's variant (its graph func is the

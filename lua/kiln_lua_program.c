@@ -490,8 +490,10 @@ static int prog_run(lua_State *L) {
   kl_lua__check_opts(L, 3, what, RUN_OPTS);
   bool timing = lua_istable(L, 3) && lua_getfield(L, 3, "timing") != LUA_TNIL;
   if (timing && !lua_istable(L, -1))
-    return kl_lua__rt_error(L, what, "timing must be a table (it receives one {kind=, token=, ms=} per step), got a %s",
-                            luaL_typename(L, -1));
+    return kl_lua__rt_error(
+        L, what,
+        "timing must be a table (it receives one {kind=, token=, start_ms=, end_ms=, ms=, stream=} per step), got a %s",
+        luaL_typename(L, -1));
   if (lua_istable(L, 3)) lua_pop(L, 1);
   kl_lua_devref *d = run_device(L, p, 3);
   int k = 0;
@@ -508,21 +510,28 @@ static int prog_run(lua_State *L) {
   char err[4096] = "";
   const kl_bundle_target *P = kl_program_plan(
       p, kl_program_target(p, kl_program_target_for_device(p, kl_device_get_info(d->dev))));
-  double *ms = timing && P ? lua_newuserdatauv(L, (P->nsteps + 1) * sizeof *ms, 0) : NULL;
-  if (kl_program_run_timed(p, d->dev, k, in, &nout, &outs, ms, err, sizeof err) != KL_OK)
+  double *ms = timing && P ? lua_newuserdatauv(L, (2 * P->nsteps + 2) * sizeof *ms, 0) : NULL;
+  int *on = timing && P ? lua_newuserdatauv(L, (P->nsteps + 1) * sizeof *on, 0) : NULL;
+  if (kl_program_run_timed(p, d->dev, k, in, &nout, &outs, ms, on, err, sizeof err) != KL_OK)
     return kl_lua__err_error(L, what, "run", err, "the program failed");
-  if (ms) { /* opts.timing[i] = {kind=, token=, ms=} */
+  if (ms) { /* opts.timing[i] = {kind=, token=, start_ms=, end_ms=, ms=, stream=} */
     lua_getfield(L, 3, "timing");
     for (int i = 0; i < P->nsteps; i++) {
-      lua_createtable(L, 0, 3);
+      lua_createtable(L, 0, 6);
       kl_lua__set_str(L, "kind", kl_bundle_step_kind_name(P->steps[i].kind));
       kl_lua__set_int(L, "token", P->steps[i].token);
-      lua_pushnumber(L, ms[i]);
+      kl_lua__set_int(L, "stream", on[i]);
+      lua_pushnumber(L, ms[2 * i]);
+      lua_setfield(L, -2, "start_ms");
+      lua_pushnumber(L, ms[2 * i + 1]);
+      lua_setfield(L, -2, "end_ms");
+      lua_pushnumber(L, ms[2 * i + 1] - ms[2 * i]);
       lua_setfield(L, -2, "ms");
       lua_rawseti(L, -2, i + 1);
     }
-    lua_pop(L, 2);
+    lua_pop(L, 1);
   }
+  if (ms) lua_pop(L, 2);
   return kl_lua__push_outputs(L, nout, outs, d->id);
 }
 

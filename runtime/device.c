@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/arena.h"
 
@@ -427,9 +428,8 @@ kl_status kl_device_get_kernel(kl_dev_module *mod, const char *name, kl_dev_kern
   return KL_OK;
 }
 
-kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint32_t block[3], size_t shared_bytes,
-                           void **args, const size_t *arg_sizes, int nargs) {
-  if (!k) return KL_ERR;
+static kl_status check_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint32_t block[3], size_t shared_bytes,
+                              void **args, const size_t *arg_sizes, int nargs) {
   kl_device *d = k->mod->dev;
   if (!grid || !block)
     return kl_device_set_error(d, "%s: launch of %s without grid or block", d->info.backend, k->name);
@@ -455,7 +455,51 @@ kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint3
     if (arg_sizes && arg_sizes[i] == 0)
       return kl_device_set_error(d, "%s: launch of %s: argument %d has size 0", d->info.backend, k->name, i);
   }
+  return KL_OK;
+}
+
+kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint32_t block[3], size_t shared_bytes,
+                           void **args, const size_t *arg_sizes, int nargs) {
+  if (!k) return KL_ERR;
+  kl_device *d = k->mod->dev;
+  if (check_launch(k, grid, block, shared_bytes, args, arg_sizes, nargs) != KL_OK) return KL_ERR;
   return d->ops->launch(d, k->handle, grid, block, shared_bytes, args, arg_sizes, nargs);
+}
+
+kl_status kl_device_launch_group(kl_device *dev, int n, const kl_dev_launch *l, double *times) {
+  if (!dev) return KL_ERR;
+  if (n < 0 || (n > 0 && !l)) return kl_device_set_error(dev, "%s: launch group of %d launches", dev->info.backend, n);
+  for (int i = 0; i < n; i++) {
+    if (!l[i].k) return kl_device_set_error(dev, "%s: launch %d of a group has no kernel", dev->info.backend, i);
+    if (l[i].k->mod->dev != dev)
+      return kl_device_set_error(dev, "%s: launch %d of a group is a kernel of another device", dev->info.backend, i);
+    if (check_launch(l[i].k, l[i].grid, l[i].block, l[i].shared_bytes, l[i].args, l[i].arg_sizes, l[i].nargs) != KL_OK)
+      return KL_ERR;
+  }
+  if (dev->ops->launch_group && n > 1) {
+    void **h = kl_xmalloc(((size_t)n + 1) * sizeof *h);
+    for (int i = 0; i < n; i++) h[i] = l[i].k->handle;
+    kl_status st = dev->ops->launch_group(dev, n, h, l, times);
+    free(h);
+    return st;
+  }
+  for (int i = 0; i < n; i++) {
+    double t0 = kl_device_now_ms();
+    if (dev->ops->launch(dev, l[i].k->handle, l[i].grid, l[i].block, l[i].shared_bytes, l[i].args, l[i].arg_sizes,
+                         l[i].nargs) != KL_OK)
+      return KL_ERR;
+    if (times && dev->info.kind == KL_DEVICE_HOST) {
+      times[2 * i] = t0;
+      times[2 * i + 1] = kl_device_now_ms();
+    }
+  }
+  return KL_OK;
+}
+
+double kl_device_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 kl_status kl_device_synchronize(kl_device *dev) { return dev->ops->synchronize(dev); }

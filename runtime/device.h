@@ -140,6 +140,28 @@ kl_status kl_device_copy_dtod_on(kl_dev_stream *s, void *dst, const void *src, s
 kl_status kl_device_event_record_on(kl_dev_event *ev, kl_dev_stream *s);
 kl_status kl_device_stream_wait_event(kl_dev_stream *s, kl_dev_event *ev);
 
+/* ---- launch groups ----
+ * kl_device_launch_group issues n launches that do not depend on each other (none reads
+ * what another writes) as one unit; each is validated as by kl_device_launch, and all
+ * must be kernels of dev. On the host device their workgroups are interleaved in one
+ * parallel_for of the thread pool, so the launches run concurrently (every worker takes
+ * workgroups of all of them). On GPUs they are issued one after the other on the
+ * current queue (concurrency there comes from streams). times (NULL: none) gets 2
+ * entries per launch, set on the host only: the monotonic-clock milliseconds
+ * (kl_device_now_ms) at which the launch's first workgroup started and its last one
+ * finished. */
+typedef struct kl_dev_launch {
+  kl_dev_kernel *k;
+  uint32_t grid[3], block[3];
+  size_t shared_bytes;
+  void **args;
+  const size_t *arg_sizes;
+  int nargs;
+} kl_dev_launch;
+kl_status kl_device_launch_group(kl_device *dev, int n, const kl_dev_launch *launches, double *times);
+/* The monotonic clock in milliseconds (the host device's event clock). */
+double kl_device_now_ms(void);
+
 /* ---- timing ---- */
 kl_status kl_device_event_create(kl_device *dev, kl_dev_event **out);
 kl_status kl_device_event_record(kl_dev_event *ev);
@@ -180,6 +202,9 @@ typedef struct kl_device_ops {
   void (*stream_destroy)(kl_device *dev, void *stream);
   void (*set_stream)(kl_device *dev, void *stream);
   kl_status (*stream_wait_event)(kl_device *dev, void *stream, void *event);
+  /* optional (NULL: launch one after the other): kl_device_launch_group after
+   * validation; kernels[i] is the backend handle of launches[i].k. */
+  kl_status (*launch_group)(kl_device *dev, int n, void *const *kernels, const kl_dev_launch *launches, double *times);
 } kl_device_ops;
 
 typedef struct kl_device_backend {

@@ -2,6 +2,7 @@
  * by ORC's object layer (device_host_loader.c), workgroups run on a thread pool
  * (threadpool.c). The kernel ABI is in device.h (kl_host_kernel_fn). The loader and the
  * pool are created on first use. */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,6 +149,102 @@ static kl_status host_launch_kernel(kl_device *dev, void *kernel, const uint32_t
   return KL_OK;
 }
 
+/* A launch group: the workgroups of all launches interleaved round-robin in one index
+ * space (entry e of the table is workgroup blk[e] of launch which[e]), so the pool's
+ * dynamic chunks take work of every launch at once. Timing: a launch's start is the
+ * earliest clock reading taken before one of its workgroups ran, its end the latest one
+ * taken after (so within one worker, a workgroup run before another's start is seen as
+ * such). */
+typedef struct host_group {
+  host_launch *l;
+  int32_t *which;
+  int64_t *blk;
+  _Atomic int64_t *t0, *t1; /* ns: min start, max end per launch */
+  bool timed;
+} host_group;
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void run_group_block(void *user, int64_t e, int worker) {
+  (void)worker;
+  host_group *g = user;
+  int w = g->which[e];
+  host_launch *l = &g->l[w];
+  int64_t i = g->blk[e], id[3];
+  if (g->timed) {
+    int64_t t = now_ns(), old = atomic_load(&g->t0[w]);
+    while (t < old && !atomic_compare_exchange_weak(&g->t0[w], &old, t)) {}
+  }
+  id[0] = i % l->grid[0];
+  id[1] = (i / l->grid[0]) % l->grid[1];
+  id[2] = i / (l->grid[0] * l->grid[1]);
+  l->fn(l->args, id, l->grid);
+  if (g->timed) {
+    int64_t t = now_ns(), old = atomic_load(&g->t1[w]);
+    while (t > old && !atomic_compare_exchange_weak(&g->t1[w], &old, t)) {}
+  }
+}
+
+static kl_status host_launch_group(kl_device *dev, int n, void *const *kernels, const kl_dev_launch *ls,
+                                   double *times) {
+  host_dev *h = kl_device_impl(dev);
+  if (!h->pool) {
+    char err[256];
+    h->pool = kl_threadpool_create(h->nthreads, err, sizeof err);
+    if (!h->pool) return kl_device_set_error(dev, "host: %s", err);
+  }
+  host_group g = { 0 };
+  g.l = kl_xcalloc((size_t)n, sizeof *g.l);
+  int64_t *count = kl_xcalloc((size_t)n, sizeof *count);
+  g.t0 = kl_xcalloc((size_t)n, sizeof *g.t0);
+  g.t1 = kl_xcalloc((size_t)n, sizeof *g.t1);
+  g.timed = times != NULL;
+  for (int i = 0; i < n; i++) {
+    atomic_init(&g.t0[i], INT64_MAX);
+    atomic_init(&g.t1[i], 0);
+  }
+  int64_t total = 0;
+  kl_status st = KL_OK;
+  for (int i = 0; i < n && st == KL_OK; i++) {
+    uint64_t g01 = (uint64_t)ls[i].grid[0] * ls[i].grid[1];
+    g.l[i].fn = (kl_host_kernel_fn)kernels[i];
+    g.l[i].args = ls[i].args;
+    for (int d = 0; d < 3; d++) g.l[i].grid[d] = ls[i].grid[d];
+    count[i] = (int64_t)(g01 * ls[i].grid[2]);
+    if (ls[i].grid[2] > (uint64_t)INT64_MAX / g01 || count[i] > (INT64_MAX >> 8) - total || count[i] > (1 << 26))
+      st = kl_device_set_error(dev, "host: grid (%u,%u,%u) has too many workgroups for a launch group", ls[i].grid[0],
+                               ls[i].grid[1], ls[i].grid[2]);
+    total += count[i];
+  }
+  if (st == KL_OK) {
+    g.which = kl_xmalloc(((size_t)total + 1) * sizeof *g.which);
+    g.blk = kl_xmalloc(((size_t)total + 1) * sizeof *g.blk);
+    int64_t e = 0;
+    for (int64_t r = 0; e < total; r++) /* round r: workgroup r of every launch that has one */
+      for (int i = 0; i < n; i++)
+        if (r < count[i]) {
+          g.which[e] = i;
+          g.blk[e++] = r;
+        }
+    kl_threadpool_parallel_for(h->pool, total, run_group_block, &g);
+    for (int i = 0; times && i < n; i++) {
+      times[2 * i] = (double)atomic_load(&g.t0[i]) * 1e-6;
+      times[2 * i + 1] = (double)atomic_load(&g.t1[i]) * 1e-6;
+    }
+  }
+  free(g.which);
+  free(g.blk);
+  free(g.l);
+  free(count);
+  free((void *)g.t0);
+  free((void *)g.t1);
+  return st;
+}
+
 static kl_status host_sync(kl_device *dev) {
   (void)dev;
   return KL_OK;
@@ -193,6 +290,7 @@ static const kl_device_ops host_ops = {
   .get_kernel = host_get_kernel,
   .release_kernel = NULL,
   .launch = host_launch_kernel,
+  .launch_group = host_launch_group,
   .synchronize = host_sync,
   .event_create = host_event_create,
   .event_record = host_event_record,

@@ -5,7 +5,8 @@
 -- (spec/lua/output_swizzle_cases.lua: forced on / off / the guard), then the integer-contraction
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
--- reductions, plan steps, split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
+-- reductions, plan steps, the asynchronous executor (independent branches on streams),
+-- split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), then the
@@ -189,6 +190,43 @@ do
   plan_case("plan: three kernels, two workspaces", g3, { x = kiln.rand({ 1, 16, 10, 10 }, "f32", { dist = "normal" }),
             w = kiln.rand({ 8, 16, 3, 3 }, "f32", { dist = "normal" }) },
             "alloc_workspace,launch,alloc_workspace,launch,free,launch,free")
+end
+-- the asynchronous executor (spec/lua/plan_async_cases.lua): plans with independent
+-- branches on streams; results against g:eval, timing records ordered by the waits, and
+-- independent launches issued on different streams
+do
+  local A = require "plan_async_cases"
+  local function async_case(name, g, inputs, want_kinds, apart)
+    local ok, err = pcall(function()
+      local p = kiln.compile(g, { target = dev.arch, cache = false })
+      local plan = p:plan()
+      if want_kinds and plan_kinds(plan) ~= want_kinds then error("steps " .. plan_kinds(plan) .. ", want " .. want_kinds, 0) end
+      local x = inputs()
+      local want = table.pack(g:eval(x))
+      local t = {}
+      for _, opts in ipairs { { device = dev }, { device = dev, timing = t } } do
+        local got = table.pack(p:run(x, opts))
+        for i = 1, want.n do
+          local good, report = gen.check(got[i], want[i], want[i].dtype)
+          if not good then error(("output %d%s: %s"):format(i, opts.timing and " (timed)" or "", report.summary), 0) end
+        end
+      end
+      local tok, msg = A.check_timing(plan, t)
+      if not tok then error(msg, 0) end
+      for _, pr in ipairs(apart) do
+        if t[pr[1]].stream == t[pr[2]].stream then error(("steps %d and %d share stream %d"):format(pr[1], pr[2], t[pr[1]].stream), 0) end
+      end
+    end)
+    if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
+  end
+  for _, dt in ipairs { "f32", "f16" } do
+    local g, inputs = A.branches(1024, dt)
+    async_case("async: two chains " .. dt, g, inputs,
+               "alloc_workspace,launch,launch,free,alloc_workspace,launch,launch,free,launch", { { 2, 6 }, { 3, 7 } })
+  end
+  local g, inputs = A.two_dots(1000, 515, 1024, "f16")
+  local cuda = dev.kind == "cuda"   -- (on gfx942 the dots are split-K with workspaces: other steps)
+  async_case("async: two independent dots f16", g, inputs, cuda and "launch,launch" or nil, cuda and { { 1, 2 } } or {})
 end
 -- split-K (spec/lua/splitk_spec.lua's cases on the device): the heuristic's split of a
 -- 16x16x65536 f32 GEMM (prefill + launch with atomic adds), forced splits of odd dots over
