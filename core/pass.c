@@ -1,6 +1,8 @@
 /* pass.c — the per-context pass registry, typed pass options, the pipeline-string
  * parser and the pass manager (verification, IR snapshots, timing). */
 #include "core/pass.h"
+#include "core/env.h"
+#include "core/suggest.h"
 #include "core/print.h"
 #include "core/verify.h"
 #include <errno.h>
@@ -220,30 +222,11 @@ static const char *found_text(cursor *c, char buf[16]) {
   return buf;
 }
 
-static int edit_distance(const char *a, size_t na, const char *b) {
-  size_t nb = strlen(b);
-  if (na > 64 || nb > 64) return 1000;
-  int row[65];
-  for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
-  for (size_t i = 1; i <= na; i++) {
-    int prev = row[0];
-    row[0] = (int)i;
-    for (size_t j = 1; j <= nb; j++) {
-      int cur = row[j];
-      int best = prev + (a[i - 1] != b[j - 1]);
-      if (row[j] + 1 < best) best = row[j] + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      prev = cur;
-    }
-  }
-  return row[nb];
-}
 static const char *suggest_pass(kl_ctx *ctx, const char *name, size_t n) {
   const char *best = NULL;
   int bd = 1000;
   for (int i = 0; i < kl_pass_count(ctx); i++) {
-    int d = edit_distance(name, n, kl_pass_at(ctx, i)->name);
+    int d = kl_edit_distance(name, n, kl_pass_at(ctx, i)->name);
     if (d < bd) {
       bd = d;
       best = kl_pass_at(ctx, i)->name;
@@ -545,6 +528,74 @@ kl_status kl_pass_manager_set_option(kl_pass_manager *pm, const char *pass, cons
 }
 
 /* Does a "all" / "a,b" selection name pass `name`? */
+/* Calls fn(name, len, user) on each name of a selection ("a, b"); stops when it returns false. */
+static void each_selected(const char *which, bool (*fn)(const char *, size_t, void *), void *user) {
+  for (const char *p = which; p && *p;) {
+    while (*p == ',' || *p == ' ') p++;
+    const char *e = p;
+    while (*e && *e != ',') e++;
+    const char *t = e;
+    while (t > p && t[-1] == ' ') t--;
+    if (t > p && !fn(p, (size_t)(t - p), user)) return;
+    p = e;
+  }
+}
+
+typedef struct {
+  const char *const *names;
+  int n;
+  const char *bad;
+  size_t badlen;
+} sel_check;
+static bool sel_known(const char *p, size_t len, void *user) {
+  sel_check *c = user;
+  if (len == 3 && !memcmp(p, "all", 3)) return true;
+  for (int i = 0; i < c->n; i++)
+    if (strlen(c->names[i]) == len && !memcmp(c->names[i], p, len)) return true;
+  c->bad = p;
+  c->badlen = len;
+  return false;
+}
+/* "unknown pass 'x' (did you mean 'y'?; valid: all, a, b)" for the first name of which
+ * that is not one of names (malloc'd), or NULL. */
+static char *unknown_selected(const char *which, const char *const *names, int n) {
+  sel_check c = { names, n, NULL, 0 };
+  each_selected(which, sel_known, &c);
+  if (!c.bad) return NULL;
+  kl_sb sb = { 0 };
+  kl_sb_printf(&sb, "unknown pass '%.*s' (", (int)c.badlen, c.bad);
+  const char *sug = kl_suggest_name(c.bad, c.badlen, names, n);
+  if (sug) kl_sb_printf(&sb, "did you mean '%s'?; ", sug);
+  kl_sb_puts(&sb, "valid: all");
+  for (int i = 0; i < n; i++) {
+    bool dup = false; /* a pipeline may run a pass twice */
+    for (int j = 0; j < i && !dup; j++) dup = !strcmp(names[j], names[i]);
+    if (!dup) kl_sb_printf(&sb, ", %s", names[i]);
+  }
+  kl_sb_puts(&sb, ")");
+  return kl_sb_take(&sb);
+}
+
+char *kl_pass_manager_check_selection(kl_pass_manager *pm, const char *which) {
+  const char **names = kl_xcalloc((size_t)pm->n + 1, sizeof *names);
+  for (int i = 0; i < pm->n; i++) names[i] = pm->entries[i].name;
+  char *msg = unknown_selected(which, names, pm->n);
+  free(names);
+  return msg;
+}
+
+/* KILN_PRINT_IR_AFTER names a pass this context does not know: one warning per process. */
+static void check_env_selection(kl_ctx *ctx, const char *env) {
+  static atomic_flag warned = ATOMIC_FLAG_INIT;
+  int n = kl_pass_count(ctx);
+  const char **names = kl_xcalloc((size_t)n + 1, sizeof *names);
+  for (int i = 0; i < n; i++) names[i] = kl_pass_at(ctx, i)->name;
+  char *msg = unknown_selected(env, names, n);
+  if (msg) kl_env_warn_once(&warned, "KILN_PRINT_IR_AFTER", env, "%s", msg);
+  free(msg);
+  free(names);
+}
+
 bool kl_pass_selected(const char *which, const char *name) {
   if (!which) return false;
   size_t n = strlen(name);
@@ -593,6 +644,7 @@ kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module) {
   pm->verify_ms = 0;
   const char *env = getenv("KILN_PRINT_IR_AFTER");
   if (env && !*env) env = NULL;
+  if (env) check_env_selection(pm->ctx, env);
   if (pm->verify && verify_module(pm, module, NULL) != KL_OK) return KL_ERR;
   for (int i = 0; i < pm->n; i++) {
     pm_entry *e = &pm->entries[i];

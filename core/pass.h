@@ -84,6 +84,11 @@ void kl_pass_manager_observe(kl_pass_manager *pm, kl_pass_observer fn, void *use
 kl_status kl_pass_manager_set_option(kl_pass_manager *pm, const char *pass, const char *option, const char *value);
 /* Does a print_ir_after selection ("all", or "a,b" with optional blanks) name pass `name`? */
 bool kl_pass_selected(const char *which, const char *name);
+/* NULL when every name of the selection `which` is "all" or an entry of pm; else the
+ * message "unknown pass 'x' (did you mean 'y'?; valid: all, <the entries>)" (malloc'd).
+ * (The run itself warns once per process when KILN_PRINT_IR_AFTER names a pass the
+ * context does not know: core/env.h.) */
+char *kl_pass_manager_check_selection(kl_pass_manager *pm, const char *which);
 kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module);
 /* "pass-name  12.3 ms\n..." for the last run (malloc'd): one line per pass that ran
  * (in order), then "(verifier)" (all verification, when on) and "(total)". */

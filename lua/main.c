@@ -809,6 +809,13 @@ static int opt_main(int argc, char **argv) {
     }
     kl_pass_manager *pm = kl_pass_manager_create(ctx);
     kl_status s = (pipeline && *pipeline) ? kl_pass_manager_add_pipeline(pm, pipeline) : KL_OK;
+    char *bad_after = (s == KL_OK && print_after && *print_after) ? kl_pass_manager_check_selection(pm, print_after)
+                                                                  : NULL;
+    if (bad_after) {
+      fprintf(stderr, "%s opt: --print-ir-after: %s\n", progname, bad_after);
+      free(bad_after);
+      s = KL_ERR;
+    }
     if (s == KL_OK) {
       if (print_after && *print_after) kl_pass_manager_print_ir_after(pm, print_after, ir_to_stderr, NULL);
       kl_pass_manager_set_verify(pm, verify_each);

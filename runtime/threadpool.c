@@ -1,4 +1,5 @@
 /* threadpool.c — persistent pthread workers + an atomic work counter. See threadpool.h. */
+#include "core/env.h"
 #include "runtime/threadpool.h"
 
 #include <errno.h>
@@ -44,6 +45,8 @@ int kl_threadpool_default_threads(void) {
     char *end;
     long v = strtol(env, &end, 10);
     if (*end == '\0' && v > 0 && v <= 4096) return (int)v;
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    kl_env_warn_once(&warned, "KILN_THREADS", env, "not a thread count between 1 and 4096; using the number of CPUs");
   }
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;

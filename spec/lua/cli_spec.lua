@@ -137,6 +137,21 @@ func.func @f(%x: i32, %y: i32) {
       assert.truthy(err:find("cannot read", 1, true), err)
     end)
 
+    it("rejects a misspelled --print-ir-after pass and warns once about KILN_PRINT_IR_AFTER / KILN_THREADS", function()
+      local out, err, code = kiln("opt " .. q(file) .. " --pipeline cse,canonicalize --print-ir-after=csee")
+      assert.are_not.equal(0, code)
+      assert.are.equal("", out)
+      assert.truthy(err:find("--print-ir-after: unknown pass 'csee' (did you mean 'cse'?; valid: all, cse, canonicalize)", 1, true), err)
+      out, err, code = helper.run("KILN_PRINT_IR_AFTER=canonicalise " .. q(bin) .. " opt " .. q(file) .. " --pipeline cse")
+      assert.are.equal(0, code, err)
+      local _, n = err:gsub("warning: KILN_PRINT_IR_AFTER=canonicalise: unknown pass 'canonicalise' %(did you mean 'canonicalize'%?", "")
+      assert.are.equal(1, n, err)
+      out, err, code = helper.run("KILN_THREADS=two " .. q(bin) .. " -e " .. q('kiln.device("host"); kiln.device("host")'))
+      assert.are.equal(0, code, err)
+      _, n = err:gsub("warning: KILN_THREADS=two: not a thread count", "")
+      assert.are.equal(1, n, err)
+    end)
+
     it("runs Lua passes from --load scripts", function()
       local script = helper.write_temp([[
 kiln.register_pass("tag-adds", function(m, o)
