@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAGIC "KILNDCE1"
-#define HEADER 32
-#define PRODUCER "kiln 0.1.0"
+#define MAGIC     "KILNDCE1"
+#define HEADER    32
+#define PRODUCER  "kiln 0.1.0"
 #define MAX_ENTRY ((uint64_t)1 << 31)
 
 static atomic_long n_hits, n_misses, n_stores, n_rejected, n_evictions, n_store_failures, n_tmp;
@@ -118,7 +118,8 @@ static const char *check_entry(const unsigned char *buf, size_t size, const char
   if (size < HEADER) return "truncated (shorter than its header)";
   if (memcmp(buf, MAGIC, 8)) return "not a kiln cache entry (bad magic)";
   uint64_t k = get64(buf + 8), b = get64(buf + 16);
-  if (k > MAX_ENTRY || b > MAX_ENTRY || HEADER + k + b != size) return "truncated or padded (size disagrees with header)";
+  if (k > MAX_ENTRY || b > MAX_ENTRY || HEADER + k + b != size)
+    return "truncated or padded (size disagrees with header)";
   if (fnv(FNV0, buf + HEADER, (size_t)(k + b)) != get64(buf + 24)) return "checksum mismatch";
   if (k != strlen(key) || memcmp(buf + HEADER, key, (size_t)k)) return "holds another key (hash collision)";
   return NULL;
@@ -275,7 +276,7 @@ kl_status kl_disk_cache_store(const char *dir, const char *key, const kl_program
   put64(head + 24, fnv(fnv(FNV0, key, klen), bundle, bsize));
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   int ok = fd >= 0 && write_all(fd, head, HEADER) == 0 && write_all(fd, key, klen) == 0 &&
-           write_all(fd, bundle, bsize) == 0 && fsync(fd) == 0;
+      write_all(fd, bundle, bsize) == 0 && fsync(fd) == 0;
   int saved = errno;
   if (fd >= 0 && close(fd) != 0) ok = 0;
   free(bundle);
