@@ -2,6 +2,7 @@
  * in-memory compile cache and the executor of host plans (driver/plan.h). */
 #include "driver/program.h"
 #include "driver/plan_exec.h"
+#include "driver/disk_cache.h"
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
 #include "core/print.h"
@@ -56,6 +57,7 @@ struct kl_program {
   double compile_ms;
   bool from_cache;
   char *key;
+  char *disk; /* kl_program_disk_cache; NULL = "" */
 };
 
 const char *kl_default_pipeline(void) {
@@ -143,6 +145,7 @@ void kl_program_release(kl_program *p) {
   for (int i = 0; i < p->nvariants; i++) variant_free(&p->v[i]);
   free(p->v);
   free(p->key);
+  free(p->disk);
   free(p);
 }
 
@@ -363,6 +366,21 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
         c->progs[i]->from_cache = true;
         return kl_program_retain(c->progs[i]);
       }
+  bool disk = opts.cache_dir && *opts.cache_dir && !opts.no_cache && !opts.on_ir;
+  char *dkey = disk ? kl_disk_cache_key(graph, &opts) : NULL;
+  char note[4096] = "";
+  if (disk) {
+    kl_program *q = kl_disk_cache_lookup(graph->ctx, opts.cache_dir, dkey, note, sizeof note);
+    if (q) {
+      free(dkey);
+      q->key = key;
+      q->disk = kl_xstrdup("hit");
+      q->compile_ms = now_ms() - t0;
+      c->progs = kl_xrealloc(c->progs, (c->n + 1) * sizeof *c->progs);
+      c->progs[c->n++] = kl_program_retain(q);
+      return q;
+    }
+  }
   kl_program *p = kl_xcalloc(1, sizeof *p);
   p->refcount = 1;
   p->ctx = graph->ctx;
@@ -374,15 +392,25 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
     for (int j = 0; j < i; j++)
       if (!strcmp(opts.targets[j], opts.targets[i])) {
         snprintf(err, errlen, "compile: target '%s' given twice", opts.targets[i]);
+        free(dkey);
         kl_program_release(p);
         return NULL;
       }
     if (compile_variant(&p->v[i], graph, &opts, err, errlen) != KL_OK) {
+      free(dkey);
       kl_program_release(p);
       return NULL;
     }
   }
   p->compile_ms = now_ms() - t0;
+  if (disk) {
+    char snote[4096];
+    bool stored = kl_disk_cache_store(opts.cache_dir, dkey, p, snote, sizeof snote) == KL_OK;
+    kl_sb sb = { 0 };
+    kl_sb_printf(&sb, "%s%s%s", note, *note ? "; " : "", stored ? "stored" : snote);
+    p->disk = kl_sb_take(&sb);
+    free(dkey);
+  }
   if (!opts.no_cache && !opts.on_ir) {
     c->progs = kl_xrealloc(c->progs, (c->n + 1) * sizeof *c->progs);
     c->progs[c->n++] = kl_program_retain(p);
@@ -464,6 +492,7 @@ const char *kl_program_ir_pass(const kl_program *p, int i) {
 }
 double kl_program_compile_ms(const kl_program *p) { return p->compile_ms; }
 bool kl_program_from_cache(const kl_program *p) { return p->from_cache; }
+const char *kl_program_disk_cache(const kl_program *p) { return p->disk ? p->disk : ""; }
 
 /* ---- running ---- */
 static variant *variant_for(kl_program *p, const kl_device_info *info) {

@@ -13,6 +13,11 @@
  *    Compilation with C passes is deterministic; a pass whose result depends on other
  *    state (the Lua binding's passes) must be compiled with no_cache (kiln.compile does
  *    so unless told cache = true). on_ir compiles bypass the cache.
+ *  - With opts.cache_dir (and neither no_cache nor on_ir), an in-memory miss looks in the
+ *    disk cache (driver/disk_cache.h) and, on a hit, returns the program loaded from its
+ *    entry (as kl_program_load: kernel infos and plan, no IR or LLVM IR snapshots); a
+ *    miss compiles and stores the program there. Either way the program also enters the
+ *    in-memory cache; kl_program_disk_cache says what happened.
  *  - The plan of one target (driver/plan.h, kl_program_plan): the graph's params (inputs
  *    by name), constants, steps (launches: kernel, grid, block, LDS bytes, argument slots,
  *    inputs then outputs; prefills, copies, workspace allocations and frees; each with
@@ -54,7 +59,8 @@ typedef struct kl_compile_opts {
   kl_ir_callback on_ir;       /* receives (pass, module text) for print_ir_after */
   void *on_ir_user;
   bool no_cache;
-  bool strict_fp; /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
+  bool strict_fp;        /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
+  const char *cache_dir; /* NULL: no disk cache; else the directory of driver/disk_cache.h (built-in passes only) */
 } kl_compile_opts;
 
 typedef struct kl_program kl_program;
@@ -120,6 +126,9 @@ const char *kl_program_ir(const kl_program *p, const char *pass);
 const char *kl_program_ir_pass(const kl_program *p, int i);
 double kl_program_compile_ms(const kl_program *p);
 bool kl_program_from_cache(const kl_program *p);
+/* What the disk cache did for this compile: "" (not used), "hit", "stored", or
+ * "not stored: ..." / "entry ... rejected: ...; stored" (driver/disk_cache.h). */
+const char *kl_program_disk_cache(const kl_program *p);
 
 kl_status kl_program_run(kl_program *p, kl_device *dev, int ninputs, const kl_named_tensor *inputs, int *noutputs,
                          kl_tensor ***outputs, char *err, size_t errlen);

@@ -221,14 +221,15 @@ void kl_lua__open_ir(lua_State *L);       /* after the context class: also ctx m
 void kl_lua__open_rewriter(lua_State *L); /* kiln_lua_rewriter.c */
 void kl_lua__open_pattern(lua_State *L);  /* kiln_lua_pattern.c: kiln.pattern, apply_patterns */
 void kl_lua__open_pass(lua_State *L);
-void kl_lua__open_util(lua_State *L);     /* kiln_lua_util.c */
-void kl_lua__open_tensor(lua_State *L);   /* kiln_lua_tensor.c */
-void kl_lua__open_graph(lua_State *L);    /* kiln_lua_graph.c */
-void kl_lua__open_view(lua_State *L);     /* kiln_lua_view.c */
-void kl_lua__open_device(lua_State *L);   /* kiln_lua_device.c */
-void kl_lua__open_program(lua_State *L);  /* kiln_lua_program.c */
-void kl_lua__open_prepared(lua_State *L); /* kiln_lua_prepared.c */
-void kl_lua__open_bundle(lua_State *L);   /* kiln_lua_bundle.c: p:save, kiln.load */
+void kl_lua__open_util(lua_State *L);       /* kiln_lua_util.c */
+void kl_lua__open_tensor(lua_State *L);     /* kiln_lua_tensor.c */
+void kl_lua__open_graph(lua_State *L);      /* kiln_lua_graph.c */
+void kl_lua__open_view(lua_State *L);       /* kiln_lua_view.c */
+void kl_lua__open_device(lua_State *L);     /* kiln_lua_device.c */
+void kl_lua__open_program(lua_State *L);    /* kiln_lua_program.c */
+void kl_lua__open_prepared(lua_State *L);   /* kiln_lua_prepared.c */
+void kl_lua__open_bundle(lua_State *L);     /* kiln_lua_bundle.c: p:save, kiln.load */
+void kl_lua__open_disk_cache(lua_State *L); /* kiln_lua_disk_cache.c: kiln.cache_clear, kiln.cache_stats */
 /* Whether a registered pass (kl_lookup_pass) is a Lua pass of kiln.register_pass. */
 struct kl_pass_info;
 bool kl_lua__is_lua_pass(const struct kl_pass_info *info);

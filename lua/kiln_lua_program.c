@@ -17,6 +17,7 @@
 #include "core/target.h"
 #include "driver/program.h"
 #include "driver/llvm_stage.h"
+#include "driver/disk_cache.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,15 +287,17 @@ static const char *unknown_ir_after(lua_State *L, const kl_program *p, const cha
   return NULL;
 }
 
-static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline", "print_ir_after",
-                                            "on_ir",  "cache",   "strict_fp",   NULL };
+static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline",  "print_ir_after",
+                                            "on_ir",  "cache",   "strict_fp",   "cache_dir", NULL };
 
 /* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=, strict_fp=})
  * strict_fp: true = every float multiply and add rounded on its own (no FMA contraction:
  * passes/lower_to_llvm.c); default false.
  * cache: nil = use the context's compile cache unless the pipeline has a Lua pass (its
  * behaviour may depend on any Lua state); true = use it (keyed by each pass's
- * registration); false = never. */
+ * registration); false = never (neither this cache nor the disk cache).
+ * cache_dir: the on-disk cache's directory (driver/disk_cache.h); nil = $KILN_CACHE_DIR
+ * (unset or empty: none); false = none. Pipelines with a Lua pass never use it. */
 static int l_compile(lua_State *L) {
   const char *what = "compile";
   lua_settop(L, 2);
@@ -304,7 +307,7 @@ static int l_compile(lua_State *L) {
   kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, gh), "compile"); /* metamethods, callbacks */
   kl_compile_opts o = { 0 };
   const char **targets = NULL;
-  bool cache_given = false;
+  bool cache_given = false, dir_given = false;
   on_ir_st st = { L, 0, false, ctx };
   if (!lua_isnil(L, 2)) {
     if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "options must be a table, got a %s", luaL_typename(L, 2));
@@ -362,11 +365,21 @@ static int l_compile(lua_State *L) {
       o.strict_fp = lua_toboolean(L, -1);
     }
     lua_pop(L, 2);
+    int cd = lua_getfield(L, 2, "cache_dir"); /* stays on the stack while o.cache_dir is used */
+    if (cd == LUA_TSTRING && *lua_tostring(L, -1)) {
+      o.cache_dir = lua_tostring(L, -1);
+      dir_given = true;
+    } else if (cd == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+      dir_given = true;
+    else if (cd != LUA_TNIL)
+      return kl_lua__rt_error(L, what, "cache_dir must be a directory name or false");
   }
+  if (!dir_given) o.cache_dir = kl_disk_cache_env_dir();
   /* A Lua pass may read any Lua state (upvalues, globals, other patterns): no key can
    * name what it does, so its pipelines bypass the cache unless cache = true (then the
    * key names each pass's registration: registering it again still misses). */
   if (!cache_given && pipeline_has_lua_pass(ctx, o.pipeline)) o.no_cache = true;
+  if (pipeline_has_lua_pass(ctx, o.pipeline)) o.cache_dir = NULL; /* its key cannot name a Lua pass */
   if (o.print_ir_after) {
     o.on_ir = on_ir_cb;
     o.on_ir_user = &st;
@@ -843,6 +856,16 @@ static int pp_from_cache(lua_State *L) {
   lua_pushboolean(L, u->from_cache);
   return 1;
 }
+static int pp_disk_cache(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  const char *d = kl_program_disk_cache(p);
+  if (*d)
+    lua_pushstring(L, d);
+  else
+    lua_pushnil(L);
+  return 1;
+}
 static int pp_targets(lua_State *L) {
   kl_program *p;
   check_prog(L, 1, &p);
@@ -976,11 +999,9 @@ void kl_lua__open_program(lua_State *L) {
                                        { "prepare", prog_prepare },
                                        { "load_kernels", prog_load },
                                        { NULL, NULL } };
-  static const luaL_Reg pprops[] = { { "compile_ms", pp_compile_ms },
-                                     { "from_cache", pp_from_cache },
-                                     { "targets", pp_targets },
-                                     { "nkernels", pp_nkernels },
-                                     { NULL, NULL } };
+  static const luaL_Reg pprops[] = { { "compile_ms", pp_compile_ms }, { "from_cache", pp_from_cache },
+                                     { "disk_cache", pp_disk_cache }, { "targets", pp_targets },
+                                     { "nkernels", pp_nkernels },     { NULL, NULL } };
   kl_lua__class(L, mod, KL_MT_PROGRAM, "program", pmethods, pprops, pmeta);
 
   static const luaL_Reg fns[] = { { "targets", l_targets },

@@ -9,6 +9,7 @@
  *   kiln opt FILE.kir ...     parse, run a pipeline, print the module (IR tests)
  *   kiln migraphx FILE.mlir   parse a MIGraphX-dialect file, compile, run, verify (lua/kiln/migraphx.lua)
  *   kiln conv-config "ARGS"   an MIOpenDriver conv spec: build, verify, time
+ *   kiln cache [--clear]      the on-disk kernel cache (lua/kiln/cache.lua)
  * The Lua part of kiln (the files in lua/kiln/) is found through package.path, to which this
  * program prepends, when installed (cmake --install: <prefix>/bin/kiln), only
  * <prefix>/share/lua/5.4/?.lua; otherwise <dir of the executable>/../lua/?.lua
@@ -53,6 +54,7 @@ static void usage(FILE *f) {
           "       kiln migraphx FILE.mlir [--target T] [--func NAME] [--rand uniform|ones|seed=N]\n"
           "                     [--verify] [--print-results] [--time]\n"
           "       kiln conv-config \"MIOPENDRIVER CONV ARGS (-n -c -H -W -k -y -x ... -F 1)\" [--layout NHWC]\n"
+          "       kiln cache [--clear] [--dir DIR]\n"
           "\n"
           "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
           "Without a script: an interactive REPL (prints returned values, strings raw; `=expr`\n"
@@ -890,5 +892,6 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "migraphx")) return lua_subcommand(argc, argv, "migraphx_main");
   if (argc > 1 && !strcmp(argv[1], "conv-config")) return lua_subcommand(argc, argv, "conv_config_main");
   if (argc > 1 && !strcmp(argv[1], "compile")) return lua_subcommand(argc, argv, "compile_main");
+  if (argc > 1 && !strcmp(argv[1], "cache")) return lua_subcommand(argc, argv, "cache_main");
   return lua_main(argc, argv);
 }
