@@ -39,7 +39,8 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   p = kiln.compile(g, {target="host" | targets={...}, perf_config=, pipeline=, print_ir_after="all"|{names},
                        on_ir=function(pass, text) end, cache=false, strict_fp=true, cache_dir=DIR|false})  (also g:compile{...})
   p:run{x = t, ...} [, {device = dev, timing = t}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:plan_text() p:binary(k)
-  p.compile_ms p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
+  p.compile_ms p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])
+  kiln.tuning_space(g, {target=, level="quick"|"full"|"exhaustive", rejected=true}) -> configs [, {{config=, reason=}}]   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
   p:asm(k [, target]) p:llvm_opt(k [, target]) p:object(k [, target])   (command line: kiln compile --help)
   r = p:prepare(inputs, {device=, sets=})  r:launch() r:time{warmup=, reps=} r:outputs() r:free()   p:load_kernels{device=}
   kiln.clock_ms()
