@@ -98,6 +98,9 @@ static void usage(FILE *f) {
           "                               containing `rewrite`: also log every pattern application\n"
           "  KILN_PRINT_IR_AFTER=all|a,b  print the IR after every / the named passes of every\n"
           "                               pass pipeline to stderr\n"
+          "  KILN_CACHE_DIR=DIR           keep compiled kernels on disk in DIR across processes (off\n"
+          "                               when unset; kiln.compile's cache_dir= overrides it)\n"
+          "  KILN_CACHE_MAX_MB=N          bound of that cache, least recently used evicted (default 1024)\n"
           "  TMPDIR                       where code generation writes its temporary files (default /tmp)\n"
           "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n");
 }
