@@ -143,11 +143,12 @@ static char *check(const kl_perf_problem *p, const char *s, int64_t tile[3], dou
     const kl_accel_desc *d = p->accel;
     tile[0] = c.m_per_block, tile[1] = c.n_per_block, tile[2] = c.k_per_block;
     double frag = (double)(c.m_per_wave / d->m) * kl_accel_frag_len(&d->a) +
-                  (double)(c.n_per_wave / d->n) * kl_accel_frag_len(&d->b);
+        (double)(c.n_per_wave / d->n) * kl_accel_frag_len(&d->b);
     *regs = (double)kl_accel_acc_per_lane(&c, d) + frag * p->elem_bytes / 4.0;
   } else {
     kl_perf_config c;
-    if (!kl_perf_config_parse(s, &c, err, sizeof err) || !kl_perf_config_validate(&c, t, p->elem_bytes, err, sizeof err))
+    if (!kl_perf_config_parse(s, &c, err, sizeof err) ||
+        !kl_perf_config_validate(&c, t, p->elem_bytes, err, sizeof err))
       return strdup(err);
     tile[0] = c.m_per_block, tile[1] = c.n_per_block, tile[2] = c.k_per_block;
     if (t->max_workgroup_size > 1)
@@ -203,7 +204,7 @@ void kl_perf_space_build(const kl_perf_problem *p, kl_perf_level level, kl_perf_
   }
   generate(&g, p, level == KL_PERF_QUICK ? KL_PERF_FULL : level);
   free(g.slot);
-  int64_t (*tl)[3] = calloc((size_t)out->n + 1, sizeof *tl);
+  int64_t(*tl)[3] = calloc((size_t)out->n + 1, sizeof *tl);
   int64_t cover[3] = { INT64_MAX, INT64_MAX, INT64_MAX }, big[3] = { 0, 0, 0 };
   const int64_t want[3] = { p->m, p->n, p->k };
   double *regs = calloc((size_t)out->n + 1, sizeof *regs);
@@ -224,8 +225,7 @@ void kl_perf_space_build(const kl_perf_problem *p, kl_perf_level level, kl_perf_
       if (tl[i][d] > 2 * cv)
         c->reason = dupf("perf config %s: its %s tile (%lld) is more than twice the %lld that covers %s = %lld "
                          "(only padding)",
-                         c->config, dn[d], (long long)tl[i][d], (long long)cv, dn[d],
-                         (long long)want[d]);
+                         c->config, dn[d], (long long)tl[i][d], (long long)cv, dn[d], (long long)want[d]);
     }
     if (!c->reason) c->cost = cost_of(p, tl[i]);
   }
