@@ -158,18 +158,23 @@ for _, h in ipairs(RS.HEURISTIC) do
 end
 -- host plans with prefill, copy and workspace steps on streams (spec/lua/plan_steps_gpu_spec.lua's cases)
 local plan_kinds = gen.plan_kinds
+-- Runs p untimed and then timed into t (a table for the timing records), checking every
+-- output against g:eval each time; raises the first mismatch.
+local function check_runs(p, g, inputs, t)
+  local want = table.pack(g:eval(inputs))
+  for _, opts in ipairs { { device = dev }, { device = dev, timing = t } } do
+    local got = table.pack(p:run(inputs, opts))
+    for i = 1, want.n do
+      local good, report = gen.check(got[i], want[i], want[i].dtype)
+      if not good then error(("output %d%s: %s"):format(i, opts.timing and " (timed)" or "", report.summary), 0) end
+    end
+  end
+end
 local function plan_case(name, g, inputs, want_kinds)
   local ok, err = pcall(function()
     local p = kiln.compile(g, { target = dev.arch, cache = false })
     if plan_kinds(p:plan()) ~= want_kinds then error("steps " .. plan_kinds(p:plan()) .. ", want " .. want_kinds, 0) end
-    local want = table.pack(g:eval(inputs))
-    for _, opts in ipairs { { device = dev }, { device = dev, timing = {} } } do
-      local got = table.pack(p:run(inputs, opts))
-      for i = 1, want.n do
-        local good, report = gen.check(got[i], want[i], want[i].dtype)
-        if not good then error(("output %d%s: %s"):format(i, opts.timing and " (timed)" or "", report.summary), 0) end
-      end
-    end
+    check_runs(p, g, inputs, {})
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
@@ -201,16 +206,8 @@ do
       local p = kiln.compile(g, { target = dev.arch, cache = false })
       local plan = p:plan()
       if want_kinds and plan_kinds(plan) ~= want_kinds then error("steps " .. plan_kinds(plan) .. ", want " .. want_kinds, 0) end
-      local x = inputs()
-      local want = table.pack(g:eval(x))
       local t = {}
-      for _, opts in ipairs { { device = dev }, { device = dev, timing = t } } do
-        local got = table.pack(p:run(x, opts))
-        for i = 1, want.n do
-          local good, report = gen.check(got[i], want[i], want[i].dtype)
-          if not good then error(("output %d%s: %s"):format(i, opts.timing and " (timed)" or "", report.summary), 0) end
-        end
-      end
+      check_runs(p, g, inputs(), t)
       local tok, msg = A.check_timing(plan, t)
       if not tok then error(msg, 0) end
       for _, pr in ipairs(apart) do

@@ -17,12 +17,7 @@ return g
 ]], ".lua")
 local kir = helper.root .. "/spec/ir/graph-partition/conv_add_relu.kir"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = helper.read_file
 local function elf(s, etype, machine)
   assert.are.equal("\127ELF", s:sub(1, 4))
   assert.are.equal(etype, s:byte(17) + 256 * s:byte(18))

@@ -11,12 +11,7 @@ local helper = require "spec.lua.helper"
 local q = helper.shell_quote
 local bin = helper.kiln_bin()
 
-local function read(path)
-  local f = assert(io.open(helper.root .. "/" .. path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local function read(path) return helper.read_file(helper.root .. "/" .. path) end
 
 local function doc_files()
   local files = { "README.md" }

@@ -106,6 +106,14 @@ function helper.run(cmd, stdin)
   return out, err, code
 end
 
+-- The whole file at path (bytes); raises if it cannot be read.
+function helper.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 function helper.write_temp(text, suffix)
   local name = os.tmpname() .. (suffix or "")
   local f = assert(io.open(name, "wb"))

@@ -11,12 +11,7 @@ local q = helper.shell_quote
 local bin = helper.kiln_bin()
 local dir = helper.root .. "/spec/migraphx/"
 local function kiln_run(args) return helper.run(q(bin) .. " " .. args) end
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = helper.read_file
 local function list(pattern)
   local p = io.popen("ls " .. pattern .. " 2>/dev/null")
   local t = {}
