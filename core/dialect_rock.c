@@ -103,6 +103,48 @@ static kl_status verify_elementwise(kl_op *op) {
                          out->elem->text);
   return KL_OK;
 }
+/* rock.reduce / rock.softmax: (in, out) plain, or fused (2 regions): prologue inputs
+ * [0, n_prologue) (each of the reduction input's shape), epilogue inputs, out; the
+ * prologue body takes one scalar per prologue input, the epilogue body one per epilogue
+ * input plus the reduction's value at each index listed in result_args. */
+static kl_status verify_reduction(kl_op *op) {
+  if (verify_buffers(op) != KL_OK) return KL_ERR;
+  if (op->nregions == 0) {
+    if (op->nopnds != 2) return kl_emit_error(op->ctx, op->loc, "'%s' needs operands (in, out)", op->name);
+    return KL_OK;
+  }
+  int64_t np = 0, ra[64];
+  int nr = kl_op_attr_i64s(op, "result_args", ra, 64);
+  if (op->nregions != 2 || !kl_op_attr_i64(op, "n_prologue", &np) || np < 1 || np >= op->nopnds || nr < 1)
+    return kl_emit_error(op->ctx, op->loc,
+                         "fused '%s' needs 2 regions (prologue, epilogue), n_prologue in [1, operands) and "
+                         "result_args",
+                         op->name);
+  kl_block *pb = op->regions[0].first, *eb = op->regions[1].first;
+  int64_t ne = op->nopnds - 1 - np;
+  if (!pb || pb->nargs != np || !eb || eb->nargs != ne + nr)
+    return kl_emit_error(op->ctx, op->loc, "fused '%s': the bodies take %lld and %lld + %d scalars", op->name,
+                         (long long)np, (long long)ne, nr);
+  const kl_type *in = op->opnds[0].value->type;
+  for (int64_t i = 1; i < np; i++)
+    if (!same_shape(op->opnds[i].value->type, in))
+      return kl_emit_error(op->ctx, op->loc, "fused '%s': prologue input %lld %s does not have the shape %s", op->name,
+                           (long long)i, op->opnds[i].value->type->text, in->text);
+  const kl_type *out = op->opnds[op->nopnds - 1].value->type;
+  for (int64_t i = np; i + 1 < op->nopnds; i++)
+    if (!same_shape(op->opnds[i].value->type, out))
+      return kl_emit_error(op->ctx, op->loc, "fused '%s': epilogue input %lld %s does not have the output's shape %s",
+                           op->name, (long long)i, op->opnds[i].value->type->text, out->text);
+  for (int i = 0; i < nr; i++)
+    if (ra[i] < 0 || ra[i] >= eb->nargs)
+      return kl_emit_error(op->ctx, op->loc, "fused '%s': result_args out of range", op->name);
+  kl_op *y = pb->last, *z = eb->last;
+  if (!y || strcmp(y->name, "rock.yield") || y->nopnds != 1 || !z || strcmp(z->name, "rock.yield") || z->nopnds != 1 ||
+      z->opnds[0].value->type != out->elem)
+    return kl_emit_error(op->ctx, op->loc, "fused '%s': the bodies must end with rock.yield (epilogue: of one %s)",
+                         op->name, out->elem->text);
+  return KL_OK;
+}
 static kl_status verify_buffers_first(kl_op *op) {
   if (!is_buffer(op->opnds[0].value))
     return kl_emit_error(op->ctx, op->loc, "'%s' operand 0 must be a buffer", op->name);
@@ -221,8 +263,8 @@ static const kl_opdef rock_ops[] = {
   ROCK("gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
   ROCK("gridwise_gemm", 3, 3, 0, 0, 0, 0, verify_gemm, KERN),
   ROCK("elementwise", 1, -1, 0, 0, 1, KL_TRAIT_FUSING, verify_elementwise, KERN),
-  ROCK("reduce", 2, 2, 0, 0, 0, 0, verify_buffers, KERN),
-  ROCK("softmax", 2, 2, 0, 0, 0, 0, verify_buffers, KERN),
+  ROCK("reduce", 2, -1, 0, 0, -1, 0, verify_reduction, KERN),
+  ROCK("softmax", 2, -1, 0, 0, -1, 0, verify_reduction, KERN),
   ROCK("yield", 0, -1, 0, 0, 0, KL_TRAIT_TERMINATOR, NULL, KERN),
   ROCK("workgroup_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
   ROCK("workitem_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),

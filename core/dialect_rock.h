@@ -32,6 +32,14 @@
  *   rock.reduce(%in, %out) {kind = "sum"|"max"|"mean", axes = [...]}
  *        out has in's rank with the reduced axes of size 1.
  *   rock.softmax(%in, %out) {axis}
+ *   Fused forms (graph-partition's reduction fusion): rock.reduce / rock.softmax(%p0, ...,
+ *        %e0, ..., %out) {n_prologue = P, result_args = [i, ...], row_out} with two regions:
+ *        the prologue body maps the P prologue inputs (each of the reduction input's
+ *        shape) to the reduced value x; the epilogue body maps the epilogue inputs (each
+ *        of out's shape) and the reduction's result (its graph element type; at the body
+ *        arguments result_args) to what out stores. out: the reduction's output (rank of
+ *        the input, reduced axes 1), or with row_out the input's shape (the result
+ *        broadcast back over its row, e.g. x * rsqrt(mean(x * x) + eps)).
  *   rock.yield(%v...)   terminator of rock region bodies.
  *
  * Gridwise level (rock-gemm-to-gridwise):

@@ -419,6 +419,141 @@ static void build_anchor_group(part *p, int apos) {
   grow(p, g, apos);
 }
 
+/* ---- reduction groups (graph.reduce_* / graph.softmax with their element-wise
+ * producers and consumers) ---- */
+static bool is_reduction(const kl_op *op) {
+  int k = own_kernel(op);
+  return k == K_REDUCE || k == K_SOFTMAX;
+}
+/* Can the reduction fuse at all: a non-empty input of rank >= 1 with a reduced axis. */
+static bool reduction_fusable(kl_op *red, bool *reduced) {
+  const kl_type *it = red->opnds[0].value->type;
+  if (it->rank < 1 || !kl_pu_nonempty(it)) return false;
+  memset(reduced, 0, KL_MAX_RANK * sizeof *reduced);
+  int64_t ax[KL_MAX_RANK];
+  int na = kl_op_kernel_kind(red) == KL_KERNEL_SOFTMAX ? kl_op_attr_i64s(red, "axis", ax, 1)
+                                                       : kl_op_attr_i64s(red, "axes", ax, KL_MAX_RANK);
+  if (na < 1 && kl_op_kernel_kind(red) == KL_KERNEL_SOFTMAX && kl_op_attr_i64(red, "axis", ax)) na = 1;
+  int n = 0;
+  for (int i = 0; i < na; i++) {
+    int64_t a = ax[i] < 0 ? ax[i] + it->rank : ax[i];
+    if (a >= 0 && a < it->rank && !reduced[a]) {
+      reduced[a] = true;
+      n++;
+    }
+  }
+  return n > 0;
+}
+/* Does operand w (of an element-wise op of the reduction input's shape it) read member
+ * value base (of the reduction output's shape) broadcast back over the reduced axes, so
+ * that the op's point x reads base at x's kept coordinates? Only reshapes below at most
+ * one broadcast (the view closest to the reader) and numpy broadcasts: the value below
+ * the broadcast, right-aligned to it's rank, has it's shape with the reduced axes 1
+ * (reshapes keep the row-major order of base, which is that of the kept coordinates). */
+static bool row_broadcast(part *p, kl_value *w, kl_value **base, const kl_type *it, const bool *reduced) {
+  kl_value *w0 = w;
+  if (w->def && is_view(w->def) && pos_of(p, w) >= 0 && kl_op_view_kind(w->def) == KL_VIEWOP_BROADCAST)
+    w0 = w->def->opnds[0].value;
+  const kl_type *t = w0->type;
+  while (w0->def && is_view(w0->def) && pos_of(p, w0) >= 0) {
+    if (kl_op_view_kind(w0->def) != KL_VIEWOP_RESHAPE) return false;
+    w0 = w0->def->opnds[0].value;
+  }
+  *base = w0;
+  int r = it->rank, off = r - t->rank;
+  if (off < 0) return false;
+  for (int d = 0; d < r; d++) {
+    int64_t e = d < off ? 1 : t->shape[d - off];
+    if (e != (reduced[d] ? 1 : it->shape[d])) return false;
+  }
+  return true;
+}
+
+/* Can element-wise op U (position pos) be a consumer of reduction group g (reduction
+ * red)? It has the reduction result's shape (space 0: computed at the output points) or,
+ * for a reduce, the input's (space 1: at every input point, a row-shaped result); each
+ * operand that depends on the group is a member value of U's space read directly, or (space
+ * 1) a member of space 0 read through a row broadcast (row_broadcast); every other
+ * operand depends on nothing of the group (a side input, read through any views). */
+static bool try_consumer(part *p, group *g, int pos, kl_op *red, const bool *reduced, unsigned char *space) {
+  kl_op *U = p->ops[pos];
+  const kl_type *ut = U->results[0].type, *it = red->opnds[0].value->type, *rt = red->results[0].type;
+  bool sm = own_kernel(red) == K_SOFTMAX;
+  int sp = same_shape(ut, rt) ? 0 : (!sm && same_shape(ut, it)) ? 1 : -1;
+  if (sp < 0) return false;
+  for (int i = 0; i < U->nopnds; i++) {
+    kl_value *w = U->opnds[i].value, *b = w;
+    int wq = pos_of(p, w);
+    if (wq < 0 || !p->dep[wq]) continue; /* a side input */
+    if (g->member[wq] && !is_view(p->ops[wq]) && same_shape(w->type, ut) && (space[wq] == sp || same_shape(rt, it)))
+      continue;
+    if (sp != 1 || !row_broadcast(p, w, &b, it, reduced)) return false;
+    int bq = pos_of(p, b);
+    if (bq < 0 || !g->member[bq] || is_view(p->ops[bq]) || space[bq] != 0) return false;
+  }
+  space[pos] = (unsigned char)sp;
+  return true;
+}
+/* Does v (looking through views) feed a reduction? */
+static bool feeds_reduction(kl_value *v) {
+  for (kl_use *u = v->first_use; u; u = u->next) {
+    kl_op *U = u->user;
+    if (is_view(U) ? feeds_reduction(kl_op_result(U, 0)) : is_reduction(U)) return true;
+  }
+  return false;
+}
+
+/* A reduction group: the reduce / softmax at rpos, its consumers (one sweep in block
+ * order, try_consumer), trimmed (last taken first) until the group has one result and
+ * that result, when row-shaped, feeds no other reduction (such a chain, e.g. exp(x -
+ * max(x)) before a sum, fuses better as the next reduction's producer); then the views
+ * its members read through, the consumers' side inputs and the reduction's producers
+ * (element-wise ops whose uses are all inside the group, grow). An unfusable reduction
+ * (empty, rank 0, no reduced axis) or the strict regrouping keeps the reduction alone. */
+static void build_reduction_group(part *p, int rpos) {
+  kl_op *red = p->ops[rpos];
+  group *g = new_group(p, own_kernel(red), rpos);
+  take(p, g, rpos);
+  bool reduced[KL_MAX_RANK];
+  bool fuse = reduction_fusable(red, reduced);
+  int *added = kl_xmalloc((size_t)p->nops * sizeof *added), nadded = 0;
+  unsigned char *space = kl_xcalloc((size_t)p->nops + 1, 1);
+  if (fuse && !p->strict_side) {
+    memset(p->dep, 0, (size_t)p->nops);
+    p->dep[rpos] = 1;
+    for (int pos = rpos + 1; pos < p->nops; pos++) {
+      kl_op *op = p->ops[pos];
+      if (is_ew(op) && p->assigned[pos] < 0 && try_consumer(p, g, pos, red, reduced, space)) {
+        take(p, g, pos);
+        added[nadded++] = pos;
+        p->dep[pos] = 1;
+        continue;
+      }
+      for (int i = 0; i < op->nopnds && !p->dep[pos]; i++) {
+        int q = pos_of(p, op->opnds[i].value);
+        p->dep[pos] = q >= 0 && p->dep[q];
+      }
+    }
+  }
+  for (;;) {
+    g->nres = 0;
+    for (int pos = rpos; pos < p->nops; pos++)
+      if (g->member[pos] && !is_view(p->ops[pos]))
+        collect_results(p, g, kl_op_result(p->ops[pos], 0), kl_op_result(p->ops[pos], 0), false);
+    bool bad = g->nres > 1 || (g->nres == 1 && g->res[0] != kl_op_result(red, 0) && feeds_reduction(g->res[0]));
+    if (!bad || !nadded) break;
+    int q = added[--nadded];
+    g->member[q] = 0;
+    p->assigned[q] = -1;
+  }
+  if (!g->nres) add_result(g, kl_op_result(red, 0), false);
+  for (int k = 0; k < nadded; k++) absorb_operands(p, g, p->ops[added[k]], true);
+  absorb_operands(p, g, red, fuse);
+  grow(p, g, p->nops);
+  free(added);
+  free(space);
+}
+
 static void build_ew_group(part *p, int pos, bool view_root) {
   kl_op *op = p->ops[pos];
   group *g = new_group(p, K_EW, pos);
@@ -810,8 +945,8 @@ static int recompute_shared_producers(kl_op *graph) {
   kl_block *body = kl_graph_body(graph);
   int made = 0;
   for (kl_op *a = body->first; a; a = a->next) {
-    if (!is_anchor(a)) continue;
-    for (int i = 0; i < a->nopnds; i++) {
+    if (!is_anchor(a) && !is_reduction(a)) continue;
+    for (int i = 0; i < (is_anchor(a) ? a->nopnds : 1); i++) {
       kl_op *chain[64];
       int n = 0;
       kl_value *w = a->opnds[i].value;
@@ -859,6 +994,9 @@ static kl_status build_groups(part *p) {
   /* anchors first, in block order */
   for (int pos = 0; pos < p->nops; pos++)
     if (is_anchor(p->ops[pos])) build_anchor_group(p, pos);
+  /* reductions (with their producers and consumers), in block order */
+  for (int pos = 0; pos < p->nops; pos++)
+    if (is_reduction(p->ops[pos]) && p->assigned[pos] < 0) build_reduction_group(p, pos);
   /* the rest, last op first */
   for (int pos = p->nops - 1; pos >= 0; pos--) {
     kl_op *op = p->ops[pos];

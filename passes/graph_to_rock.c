@@ -216,8 +216,9 @@ typedef struct memo {
 } memo;
 typedef struct cluster {
   g2r *g;
-  kl_block *rb;      /* body block (detached until the op is made) */
-  kl_value *special; /* old anchor result: read from the intermediate directly */
+  kl_block *rb;       /* body block (detached until the op is made) */
+  kl_value *special;  /* old anchor result: read from the intermediate directly */
+  bool multi_special; /* a fused reduction's result: one body argument per view path */
   int nleaves, capleaves;
   leaf *leaves;
   int nmemo, capmemo;
@@ -519,7 +520,7 @@ static kl_value *leaf_scalar(cluster *c, kl_value *v, int n, const kl_view **ste
   g2r *g = c->g;
   kl_op *def = v->def;
   /* a leaf already seen with this path is found by emit_scalar's memo: every leaf is memoized */
-  if (v == c->special)
+  if (v == c->special && !c->multi_special)
     for (int i = 0; i < c->nleaves; i++)
       if (c->leaves[i].old == v) {
         kl_emit_error(g->ctx, def ? def->loc : KL_LOC_UNKNOWN,
@@ -965,6 +966,42 @@ static kl_status lower_gemm(g2r *g, kl_block *ob, kl_op *ret, kl_value *const *o
   return st;
 }
 
+/* The view from a keepdims=false reduce result (type ot) to the input's rank (AddDim of
+ * size 1 at each reduced axis). */
+static kl_view *keepdims_view(const kl_type *ot, int nax, const int64_t *axes, kl_view_err *err) {
+  kl_view *v = kl_pu_identity(ot->rank, ot->shape, err), *t;
+  static const char *const rn[] = { "r0", "r1", "r2",  "r3",  "r4",  "r5",  "r6",  "r7",
+                                    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+  for (int i = 0; i < nax && v; i++) {
+    t = kl_view_add_dim(v, rn[i], 1, (int)axes[i], err);
+    kl_view_free(v);
+    v = t;
+  }
+  if (v) {
+    t = kl_view_simplify(v);
+    kl_view_free(v);
+    v = t;
+  }
+  return v;
+}
+/* The reduced axes of a graph reduce (sorted) and keepdims. */
+static int reduce_axes(kl_op *red, int64_t *axes, bool *keep_dims) {
+  const kl_type *it = red->opnds[0].value->type;
+  int64_t a64[KL_VIEW_MAX_DIMS];
+  int na = kl_op_attr_i64s(red, "axes", a64, KL_VIEW_MAX_DIMS);
+  *keep_dims = kl_op_attr(red, "keepdims") &&
+      (kl_op_attr(red, "keepdims")->kind == KL_AT_UNIT || kl_op_attr(red, "keepdims")->i);
+  bool reduced[KL_VIEW_MAX_DIMS] = { 0 };
+  for (int i = 0; i < na; i++) {
+    int64_t ax = a64[i] < 0 ? a64[i] + it->rank : a64[i];
+    if (ax >= 0 && ax < it->rank) reduced[ax] = true;
+  }
+  int nax = 0;
+  for (int i = 0; i < it->rank; i++)
+    if (reduced[i]) axes[nax++] = i;
+  return nax;
+}
+
 static kl_status lower_reduce(g2r *g, kl_op *red, kl_value *out) {
   kl_ctx *ctx = g->ctx;
   const kl_type *it = red->opnds[0].value->type, *ot = red->results[0].type;
@@ -998,19 +1035,7 @@ static kl_status lower_reduce(g2r *g, kl_op *red, kl_value *out) {
   kl_value *dst = out;
   if (!keep_dims && nax) {
     kl_view_err err = { 0 };
-    kl_view *v = kl_pu_identity(ot->rank, ot->shape, &err), *t;
-    static const char *const rn[] = { "r0", "r1", "r2",  "r3",  "r4",  "r5",  "r6",  "r7",
-                                      "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
-    for (int i = 0; i < nax && v; i++) {
-      t = kl_view_add_dim(v, rn[i], 1, (int)axes[i], &err);
-      kl_view_free(v);
-      v = t;
-    }
-    if (v) {
-      t = kl_view_simplify(v);
-      kl_view_free(v);
-      v = t;
-    }
+    kl_view *v = keepdims_view(ot, nax, axes, &err);
     if (!v) return kl_emit_error(ctx, red->loc, "graph-to-rock: reduce output view: %s", err.msg);
     dst = kl_pu_transform(ctx, red->loc, out, v, g->nb, NULL);
     kl_view_free(v);
@@ -1033,6 +1058,122 @@ static kl_status lower_softmax(g2r *g, kl_op *sm, kl_value *out) {
   kl_named_attr at = { "axis", kl_attr_int(g->ctx, ax) };
   emit(g, "rock.softmax", sm->loc, 2, o, 0, NULL, 1, &at);
   return KL_OK;
+}
+
+/* The one reduce / softmax of a reduction group. */
+static kl_op *group_reduction(kl_block *ob) {
+  for (kl_op *op = ob->first; op; op = op->next) {
+    kl_kernel_kind k = kl_op_kernel_kind(op);
+    if (k == KL_KERNEL_REDUCE || k == KL_KERNEL_SOFTMAX) return op;
+  }
+  return NULL;
+}
+/* Is the group the bare reduction of a kernel input (through views)? */
+static bool bare_reduction(g2r *g, kl_value *root) {
+  kl_op *rd = root->def;
+  if (!rd || (kl_op_kernel_kind(rd) != KL_KERNEL_REDUCE && kl_op_kernel_kind(rd) != KL_KERNEL_SOFTMAX)) return false;
+  kl_value *v = rd->opnds[0].value;
+  while (is_view_value(v)) v = v->def->opnds[0].value;
+  return kl_value_map_get(&g->args, v) != v;
+}
+
+/* A reduction group with element-wise producers and / or consumers (graph-partition's
+ * reduction fusion): ONE fused rock.reduce / rock.softmax. The prologue body computes
+ * the reduction's input from its leaves (kernel inputs through their views to the input's
+ * shape), rounded to the input's element type; the epilogue body computes the group's
+ * result from the reduction's result (the special leaf) and other leaves. The result
+ * has the reduction output's shape (out: written through AddDim views when keepdims is
+ * false, the epilogue inputs too) or, for a reduce, the input's shape (row_out: every
+ * path to the reduction's result is a broadcast back over the reduced axes, which
+ * graph-partition checked; the lowering takes the value from registers). */
+static kl_status lower_fused_reduction(g2r *g, kl_value *root, kl_value *out) {
+  kl_ctx *ctx = g->ctx;
+  kl_op *red = group_reduction(g->ob);
+  if (!red) return kl_emit_error(ctx, g->fn->loc, "graph-to-rock: a reduction group without its reduction");
+  bool sm = kl_op_kernel_kind(red) == KL_KERNEL_SOFTMAX, keep = true;
+  kl_value *rv = kl_op_result(red, 0);
+  const kl_type *it = red->opnds[0].value->type, *rt = rv->type;
+  int64_t axes[KL_VIEW_MAX_DIMS], ax = -1;
+  int nax = 0;
+  if (sm) {
+    if (!kl_op_attr_i64(red, "axis", &ax)) kl_op_attr_i64s(red, "axis", &ax, 1);
+    if (ax < 0) ax += it->rank;
+  } else {
+    nax = reduce_axes(red, axes, &keep);
+  }
+  if (!kl_pu_nonempty(it) || it->rank < 1 || (!sm && nax == 0))
+    return kl_emit_error(ctx, red->loc, "graph-to-rock: a fused reduction needs a non-empty input with a reduced axis");
+  bool row = !sm && !same_shape(root->type, rt);
+  if (row && !same_shape(root->type, it))
+    return kl_emit_error(ctx, red->loc,
+                         "graph-to-rock: a fused reduction's result has neither its shape nor its input's");
+  cluster cp = { .g = g, .rb = kl_block_create(ctx) }, ce = { .g = g, .rb = kl_block_create(ctx) };
+  ce.special = rv;
+  ce.multi_special = true;
+  kl_status st = KL_ERR;
+  kl_value **opnds = NULL;
+  kl_view *kd = NULL;
+  kl_value *x = emit_scalar(&cp, red->opnds[0].value, 0, NULL);
+  kl_value *y = x ? emit_scalar(&ce, root, 0, NULL) : NULL;
+  if (!y) goto out;
+  x = convert(&cp, red->loc, x, it->elem);
+  y = convert(&ce, red->loc, y, root->type->elem);
+  kl_block_push_op(cp.rb, kl_op_create(ctx, "rock.yield", red->loc, 1, &x, 0, NULL, 0, NULL, 0));
+  kl_block_push_op(ce.rb, kl_op_create(ctx, "rock.yield", red->loc, 1, &y, 0, NULL, 0, NULL, 0));
+  if (!sm && !row && !keep) {
+    kl_view_err err = { 0 };
+    kd = keepdims_view(rt, nax, axes, &err);
+    if (!kd) {
+      kl_emit_error(ctx, red->loc, "graph-to-rock: reduce output view: %s", err.msg);
+      goto out;
+    }
+  }
+  int n = cp.nleaves + ce.nleaves + 1, k = 0, nra = 0;
+  int64_t ra[64];
+  opnds = kl_xmalloc((size_t)n * sizeof *opnds);
+  for (int i = 0; i < cp.nleaves; i++)
+    opnds[k++] = chain(g, kl_value_map_get(&g->args, cp.leaves[i].old), cp.leaves[i].n, cp.leaves[i].steps, red->loc);
+  for (int i = 0; i < ce.nleaves; i++) {
+    leaf *l = &ce.leaves[i];
+    if (l->old == rv) {
+      if ((l->n != 0) != row || nra == 64) {
+        kl_emit_error(ctx, red->loc, "graph-to-rock: a fused reduction's result is read through views it cannot take");
+        goto out;
+      }
+      ra[nra++] = i;
+      continue;
+    }
+    kl_value *b = chain(g, kl_value_map_get(&g->args, l->old), l->n, l->steps, red->loc);
+    opnds[k++] = kd ? kl_pu_transform(ctx, red->loc, b, kd, g->nb, NULL) : b;
+  }
+  if (!nra) {
+    kl_emit_error(ctx, red->loc, "graph-to-rock: a fused reduction's result does not read the reduction");
+    goto out;
+  }
+  opnds[k++] = kd ? kl_pu_transform(ctx, red->loc, out, kd, g->nb, NULL) : out;
+  kl_named_attr at[6];
+  int na = 0;
+  if (sm) {
+    at[na++] = (kl_named_attr){ "axis", kl_attr_int(ctx, ax) };
+  } else {
+    at[na++] = (kl_named_attr){ "axes", kl_attr_i64_array(ctx, nax, axes) };
+    at[na++] = (kl_named_attr){ "kind", kl_attr_str(ctx, kl_reduce_kind_name((kl_reduce_op)kl_op_scalar_code(red))) };
+  }
+  at[na++] = (kl_named_attr){ "n_prologue", kl_attr_int(ctx, cp.nleaves) };
+  at[na++] = (kl_named_attr){ "result_args", kl_attr_i64_array(ctx, nra, ra) };
+  if (row) at[na++] = (kl_named_attr){ "row_out", kl_attr_unit(ctx) };
+  kl_op *op = kl_op_create(ctx, sm ? "rock.softmax" : "rock.reduce", red->loc, k, opnds, 0, NULL, na, at, 2);
+  kl_region_push_block(&op->regions[0], cp.rb);
+  kl_region_push_block(&op->regions[1], ce.rb);
+  cp.rb = ce.rb = NULL;
+  kl_block_push_op(g->nb, op);
+  st = KL_OK;
+out:
+  kl_view_free(kd);
+  free(opnds);
+  cluster_free(&cp);
+  cluster_free(&ce);
+  return st;
 }
 
 /* concat: ONE rock.elementwise over the output; input i is read through a Pad view
@@ -1161,7 +1302,11 @@ static kl_status convert_group(kl_op *fn) {
     kl_value *root = ret->opnds[i].value;
     kl_op *rd = root->def;
     if (!kl_pu_nonempty(root->type)) continue; /* nothing to write */
-    if (!strcmp(kind, "reduce") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_REDUCE)
+    bool red_kind = !strcmp(kind, "reduce") || !strcmp(kind, "softmax");
+    if (red_kind && !bare_reduction(g, root))
+      st = nout == 1 ? lower_fused_reduction(g, root, outs[i])
+                     : kl_emit_error(ctx, fn->loc, "graph-to-rock: a fused reduction kernel has one result");
+    else if (!strcmp(kind, "reduce") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_REDUCE)
       st = lower_reduce(g, rd, outs[i]);
     else if (!strcmp(kind, "softmax") && rd && kl_op_kernel_kind(rd) == KL_KERNEL_SOFTMAX)
       st = lower_softmax(g, rd, outs[i]);

@@ -73,7 +73,7 @@ static int64_t acc_vlen(const ew_acc *a) {
 }
 
 /* True if every op of the body has a lane-wise vector form. */
-static bool body_vectorizes(kl_region *r) {
+bool kl__ll_body_vectorizes(kl_region *r) {
   for (kl_op *x = r->first->first; x; x = x->next) {
     if (!strcmp(x->name, "rock.yield")) continue;
     if (x->nregions || !strcmp(x->name, "math.ipowi") || x->nresults > 4 || x->nopnds > 16) return false;
@@ -91,7 +91,7 @@ static bool body_vectorizes(kl_region *r) {
 
 /* The body applied lane-wise to vector<V x T> arguments: each op re-created with the
  * vector form of its result types (constants become splats). */
-static kl_value *inline_vector_body(kl_ll *L, kl_region *r, kl_value *const *args, int64_t V) {
+kl_value *kl__ll_inline_vector_body(kl_ll *L, kl_region *r, kl_value *const *args, int64_t V) {
   kl_block *b = r->first;
   kl_value_map map = { 0 };
   for (int i = 0; i < b->nargs; i++) kl_value_map_set(&map, b->args[i], args[i]);
@@ -148,7 +148,7 @@ static kl_value *ew_load(kl_ll *L, ew_st *s, int i, kl_value *f) {
 }
 static void ew_compute_store(kl_ll *L, ew_st *s, kl_value *const *args, kl_value *f) {
   kl_region *r = &s->op->regions[0];
-  kl_value *x = s->V > 1 ? inline_vector_body(L, r, args, s->V) : kl__ll_inline_body(L, r, args);
+  kl_value *x = s->V > 1 ? kl__ll_inline_vector_body(L, r, args, s->V) : kl__ll_inline_body(L, r, args);
   const ew_acc *a = &s->acc[s->n - 1];
   x = kl_ll_convert(L, x, a->buf->type->elem);
   if (!a->v)
@@ -291,7 +291,7 @@ bool kl__ll_lower_ew_kernel(kl_ll *L, kl_op *op, kl_op *func, const kl_target *t
   if (ok) {
     /* V: the longest width any operand allows (every width is a power of two dividing
      * numel, so each access of vl elements is a V / vl-th of an aligned block of V) */
-    bool vec = numel > 0 && body_vectorizes(&op->regions[0]);
+    bool vec = numel > 0 && kl__ll_body_vectorizes(&op->regions[0]);
     s.V = 1;
     for (int j = 0; j < s.n; j++) {
       s.acc[j].vl = vec ? acc_vlen(&s.acc[j]) : 1;

@@ -303,6 +303,59 @@ static bool same_shape(const kl_type *a, const kl_type *b) {
   return true;
 }
 
+/* The fused parts of a rock.reduce / rock.softmax with a prologue and an epilogue body
+ * (core/dialect_rock.h): accesses of every operand but the output into f (freed by
+ * fused_free). Returns false after a diagnostic. */
+#define FUSED_MAX 64
+typedef struct {
+  access a[FUSED_MAX];
+  kl_value *buf[FUSED_MAX];
+  const kl_view *v[FUSED_MAX];
+  bool res_arg[FUSED_MAX];
+  int n;
+} fused_acc;
+static void fused_free(fused_acc *f) {
+  for (int i = 0; i < f->n; i++) kl_view_free(f->a[i].v);
+}
+/* The element type of the reduction's input: operand 0's, or what the prologue yields. */
+static const kl_type *fused_in_elem(kl_op *op) {
+  if (op->nregions == 2 && op->regions[0].first && op->regions[0].first->last &&
+      op->regions[0].first->last->nopnds == 1)
+    return op->regions[0].first->last->opnds[0].value->type;
+  return op->opnds[0].value->type->elem;
+}
+static bool fused_parts(kl_rewriter *rw, kl_op *op, fused_acc *f, kl_red_desc *d) {
+  if (op->nregions == 0) return true;
+  int64_t np = 0, ra[FUSED_MAX];
+  int nr = kl_op_attr_i64s(op, "result_args", ra, FUSED_MAX);
+  kl_op_attr_i64(op, "n_prologue", &np);
+  if (op->nopnds - 1 > FUSED_MAX) return kl_ll_fail(rw, op, "too many fused inputs (at most %d)", FUSED_MAX);
+  for (int i = 0; i + 1 < op->nopnds; i++) {
+    if (!make_access(rw, op, i, &f->a[i])) return false;
+    f->n = i + 1;
+    if (!f->a[i].v) return kl_ll_fail(rw, op, "fused operand %d must be a buffer of rank >= 1", i);
+    f->buf[i] = f->a[i].buf;
+    f->v[i] = f->a[i].v;
+  }
+  kl_block *eb = op->regions[1].first;
+  memset(f->res_arg, 0, sizeof f->res_arg);
+  for (int i = 0; i < nr; i++) f->res_arg[ra[i]] = true;
+  d->npro = (int)np;
+  d->nepi = op->nopnds - 1 - (int)np;
+  d->pro_buf = f->buf;
+  d->pro_v = f->v;
+  d->epi_buf = f->buf + np;
+  d->epi_v = f->v + np;
+  d->pro = &op->regions[0];
+  d->epi = &op->regions[1];
+  d->res_arg = f->res_arg;
+  d->res_t = eb->args[ra[0]]->type;
+  d->row_out = kl_op_attr(op, "row_out") != NULL;
+  d->in_buf = f->buf[0];
+  d->in_v = f->v[0];
+  return true;
+}
+
 bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   kl_op *func = kl_ll_func_of(op);
   char err[512];
@@ -314,8 +367,10 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
   if (!strcmp(op->name, "rock.elementwise")) {
     ok = kl__ll_lower_ew_kernel(&L, op, func, t);
   } else if (!strcmp(op->name, "rock.reduce")) {
-    if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
-    const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
+    if (op->nopnds != 2 && !op->nregions) return kl_ll_fail(rw, op, "needs operands (in, out)");
+    int oi = op->nopnds - 1;
+    bool row_out = kl_op_attr(op, "row_out") != NULL;
+    const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[oi].value->type;
     if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || ti->rank != to->rank) /* rank 0: one point, no axes */
       return kl_ll_fail(rw, op, "in and out must be buffers of one rank, got %s and %s", kl_type_str(ti),
                         kl_type_str(to));
@@ -346,12 +401,12 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
         s.raxes[s.nred++] = d;
         s.count *= ti->shape[d];
       }
-      if (to->shape[d] != (s.reduced[d] ? 1 : ti->shape[d]))
+      if (to->shape[d] != (s.reduced[d] && !row_out ? 1 : ti->shape[d]))
         return kl_ll_fail(rw, op, "out %s must have in's shape %s with the reduced axes of size 1", to->text, ti->text);
     }
-    s.acc = kl_ll_float_acc(L.ctx, ti->elem);
+    s.acc = kl_ll_float_acc(L.ctx, fused_in_elem(op));
     if (!make_access(rw, op, 0, &s.in)) return false;
-    if (!make_access(rw, op, 1, &s.out)) {
+    if (!make_access(rw, op, oi, &s.out)) {
       kl_view_free(s.in.v);
       return false;
     }
@@ -368,7 +423,17 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
                       .acc = s.acc,
                       .count = s.count };
     memcpy(d.reduced, s.reduced, sizeof d.reduced);
-    if (!kl__ll_blockwise_reduce(&L, func, t, &d)) {
+    fused_acc fa = { .n = 0 };
+    if (!fused_parts(rw, op, &fa, &d) || (op->nregions && !kl__ll_blockwise_reduce(&L, func, t, &d))) {
+      fused_free(&fa);
+      kl_view_free(s.in.v);
+      kl_view_free(s.out.v);
+      return op->nregions && fa.n == op->nopnds - 1
+          ? kl_ll_fail(rw, op, "a fused reduction needs a non-empty input of rank >= 1 with a reduced axis")
+          : false;
+    }
+    fused_free(&fa);
+    if (!op->nregions && !kl__ll_blockwise_reduce(&L, func, t, &d)) {
       /* host, innermost dim kept: vectors of consecutive output points (as wide as both
        * views allow along it), each lane its own reduction */
       int64_t S2[KL_MAX_RANK];
@@ -383,8 +448,9 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);
   } else if (!strcmp(op->name, "rock.softmax")) {
-    if (op->nopnds != 2) return kl_ll_fail(rw, op, "needs operands (in, out)");
-    const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[1].value->type;
+    if (op->nopnds != 2 && !op->nregions) return kl_ll_fail(rw, op, "needs operands (in, out)");
+    int oi = op->nopnds - 1;
+    const kl_type *ti = op->opnds[0].value->type, *to = op->opnds[oi].value->type;
     if (ti->kind != KL_TY_BUFFER || to->kind != KL_TY_BUFFER || !same_shape(ti, to) || ti->rank < 1)
       return kl_ll_fail(rw, op, "in and out must be buffers of one shape and rank >= 1, got %s and %s", kl_type_str(ti),
                         kl_type_str(to));
@@ -394,9 +460,10 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
     if (axis < 0) axis += ti->rank;
     if (axis < 0 || axis >= ti->rank) return kl_ll_fail(rw, op, "axis out of range for rank %d", ti->rank);
     sm_st s = { .axis = (int)axis, .r = ti->rank, .len = ti->shape[axis] };
-    s.acc = ti->elem->kind == KL_TY_F64 || to->elem->kind == KL_TY_F64 ? kl_type_f64(L.ctx) : kl_type_f32(L.ctx);
+    s.acc = fused_in_elem(op)->kind == KL_TY_F64 || to->elem->kind == KL_TY_F64 ? kl_type_f64(L.ctx)
+                                                                                : kl_type_f32(L.ctx);
     if (!make_access(rw, op, 0, &s.in)) return false;
-    if (!make_access(rw, op, 1, &s.out)) {
+    if (!make_access(rw, op, oi, &s.out)) {
       kl_view_free(s.in.v);
       return false;
     }
@@ -412,7 +479,16 @@ bool kl__ll_lower_whole_op(kl_op *op, kl_rewriter *rw, int64_t unroll) {
                       .acc = s.acc,
                       .count = s.len };
     d.reduced[axis] = true;
-    if (!kl__ll_blockwise_reduce(&L, func, t, &d))
+    fused_acc fa = { .n = 0 };
+    if (!fused_parts(rw, op, &fa, &d) || (op->nregions && !kl__ll_blockwise_reduce(&L, func, t, &d))) {
+      fused_free(&fa);
+      kl_view_free(s.in.v);
+      kl_view_free(s.out.v);
+      return op->nregions && fa.n == op->nopnds - 1 ? kl_ll_fail(rw, op, "a fused softmax needs a non-empty input")
+                                                    : false;
+    }
+    fused_free(&fa);
+    if (!op->nregions && !kl__ll_blockwise_reduce(&L, func, t, &d))
       parallel_points(&L, func, t, ti->rank, rows, 3 * s.len, sm_point, &s);
     kl_view_free(s.in.v);
     kl_view_free(s.out.v);

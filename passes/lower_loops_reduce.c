@@ -242,7 +242,31 @@ static void chunks(kl_ll *L, rs *s, chunk_fn fn, int ncarry, kl_value **carry) {
   s->fn = fn;
   kl_ll_for(L, kl_ll_idx(L, 0), kl_ll_idx(L, s->J / s->U), 1, ncarry, carry, chunk_iter, s);
 }
-static kl_value *load_in(kl_ll *L, rs *s) { return kl_ll_load_view(L, s->d->in_buf, s->d->in_v, s->coords, s->V); }
+/* a body applied to args (vectors of V when V > 1) */
+static kl_value *apply_body(kl_ll *L, kl_region *r, kl_value *const *args, int64_t V) {
+  return V > 1 ? kl__ll_inline_vector_body(L, r, args, V) : kl__ll_inline_body(L, r, args);
+}
+/* the reduction's input at s->coords: a load, or the prologue of the fused loads */
+static kl_value *load_in(kl_ll *L, rs *s) {
+  const kl_red_desc *d = s->d;
+  if (!d->npro) return kl_ll_load_view(L, d->in_buf, d->in_v, s->coords, s->V);
+  kl_value *args[64];
+  for (int i = 0; i < d->npro; i++) args[i] = kl_ll_load_view(L, d->pro_buf[i], d->pro_v[i], s->coords, s->V);
+  return apply_body(L, d->pro, args, s->V);
+}
+/* The value stored at coordinates c: v (the reduction's value, width w), through the
+ * epilogue when fused (its inputs loaded at c, w wide). */
+static kl_value *epilogue(kl_ll *L, rs *s, kl_value *v, kl_value *const *c) {
+  const kl_red_desc *d = s->d;
+  if (!d->epi) return v;
+  int64_t w = v->type->kind == KL_TY_VECTOR ? v->type->shape[0] : 1;
+  v = kl_ll_convert(L, v, d->res_t);
+  kl_value *args[64];
+  int nargs = d->epi->first->nargs;
+  for (int i = 0, k = 0; i < nargs && i < 64; i++)
+    args[i] = d->res_arg[i] ? v : kl_ll_load_view(L, d->epi_buf[k], d->epi_v[k], c, w), k += !d->res_arg[i];
+  return apply_body(L, d->epi, args, w);
+}
 
 /* reduce: carry[0] (vt) combined with the chunk */
 static void red_chunk(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **carry) {
@@ -268,14 +292,24 @@ static void sm_write(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **c
   kl_value *ex = fexp(L, kl_ll_op2(L, "arith.subf", x, splat(L, s, s->m), s->vt));
   kl_value *o = kl_ll_op2(L, "arith.mulf", ex, splat(L, s, s->inv), s->vt);
   kl_op *ifop = valid ? kl_ll_if_begin(L, valid) : NULL;
-  o = kl_ll_convert(L, o, s->d->out_buf->type->elem);
+  o = kl_ll_convert(L, epilogue(L, s, o, s->coords), s->d->out_buf->type->elem);
+  kl_ll_store_view(L, o, s->d->out_buf, s->d->out_v, s->coords);
+  if (ifop) kl_ll_if_end(L, ifop);
+}
+/* row_out write pass: out = epilogue(the reduction's value s->m, broadcast over the row) */
+static void row_write(kl_ll *L, rs *s, kl_value *c, kl_value *valid, kl_value **carry) {
+  kl_value *m = s->m;
+  if (s->V > 1 && m->type->kind != KL_TY_VECTOR)
+    m = kl_ll_op1(L, "vector.broadcast", m, kl_type_vector(L->ctx, m->type, (int)s->V));
+  kl_op *ifop = valid ? kl_ll_if_begin(L, valid) : NULL;
+  kl_value *o = kl_ll_convert(L, epilogue(L, s, m, s->coords), s->d->out_buf->type->elem);
   kl_ll_store_view(L, o, s->d->out_buf, s->d->out_v, s->coords);
   if (ifop) kl_ll_if_end(L, ifop);
 }
 
 /* mean's division and the store of a reduction result at the kept coordinates */
-static void store_result(kl_ll *L, rs *s, kl_value *a, kl_value *cond) {
-  const kl_type *ot = s->d->out_buf->type->elem, *acc = a->type;
+static kl_value *finish(kl_ll *L, rs *s, kl_value *a) {
+  const kl_type *ot = s->d->epi ? s->d->res_t : s->d->out_buf->type->elem, *acc = a->type;
   if (s->k == KL_RED_MEAN) {
     double n = (double)s->d->count;
     if (kl_type_is_float(elem(acc)))
@@ -287,12 +321,17 @@ static void store_result(kl_ll *L, rs *s, kl_value *a, kl_value *cond) {
     } else
       a = kl_ll_op2(L, "arith.divsi", a, kl_ll_const(L, acc, n), acc);
   }
+  return a;
+}
+static void store_result(kl_ll *L, rs *s, kl_value *a, kl_value *cond) {
+  const kl_type *ot = s->d->out_buf->type->elem;
+  a = finish(L, s, a);
   kl_value *oc[KL_MAX_RANK];
   for (int i = 0; i < s->d->r; i++) oc[i] = s->d->reduced[i] ? kl_ll_idx(L, 0) : s->coords[i];
   int64_t cv;
   if (cond && kl_emit_const_of(cond, &cv) && cv) cond = NULL;
   kl_op *ifop = cond ? kl_ll_if_begin(L, cond) : NULL;
-  kl_ll_store_view(L, kl_ll_convert(L, a, ot), s->d->out_buf, s->d->out_v, oc);
+  kl_ll_store_view(L, kl_ll_convert(L, epilogue(L, s, a, oc), ot), s->d->out_buf, s->d->out_v, oc);
   if (ifop) kl_ll_if_end(L, ifop);
 }
 
@@ -331,8 +370,9 @@ static void sm_registers(kl_ll *L, rs *s, kl_value *tid, int64_t G, int64_t B) {
   group_row(L, s, a, tid, G, B);
   kl_value *scale = splat(L, s, kl_ll_op2(L, "arith.divf", rescale(L, tm, a[0]), a[1], f));
   for (int64_t j = 0; j < s->J; j++) {
-    kl_value *o = kl_ll_convert(L, kl_ll_op2(L, "arith.mulf", x[j], scale, s->vt), s->d->out_buf->type->elem);
     kl_op *ifop = valid[j] ? kl_ll_if_begin(L, valid[j]) : NULL;
+    kl_value *o = kl_ll_convert(L, epilogue(L, s, kl_ll_op2(L, "arith.mulf", x[j], scale, s->vt), cc[j]),
+                                s->d->out_buf->type->elem);
     kl_ll_store_view(L, o, s->d->out_buf, s->d->out_v, cc[j]);
     if (ifop) kl_ll_if_end(L, ifop);
   }
@@ -347,6 +387,11 @@ static void row_body(kl_ll *L, rs *s, kl_value *row, kl_value *rv, kl_value *tid
     chunks(L, s, red_chunk, 1, &acc);
     kl_value *a = hfold(L, s, s->k == KL_RED_MEAN ? KL_RED_SUM : s->k, acc);
     group_row(L, s, &a, tid, G, B);
+    if (s->d->row_out) {
+      s->m = finish(L, s, a);
+      chunks(L, s, row_write, 0, NULL);
+      return;
+    }
     kl_value *first = G > 1 ? kl_emit_cmp(&L->e, "eq", s->lane, kl_ll_idx(L, 0)) : NULL;
     store_result(L, s, a, kl_emit_and(&L->e, rv, first));
     return;
@@ -370,6 +415,30 @@ static void set_sizes(kl_ll *L, kl_op *func, int64_t block, int64_t grid) {
   kl_rewriter_set_attr(L->e.rw, func, "grid_size", kl_attr_int(L->ctx, grid));
 }
 
+/* The vector length the input's views (fused: every prologue input's; 1 when the
+ * prologue has an op without a vector form) allow along dim, and the output's (with the
+ * epilogue's inputs). */
+static int64_t in_vlen(const kl_red_desc *d, int dim) {
+  if (!d->npro) return kl_ll_vector_len(d->in_v, d->in_buf, dim);
+  if (!kl__ll_body_vectorizes(d->pro)) return 1;
+  int64_t v = INT64_MAX;
+  for (int i = 0; i < d->npro; i++) {
+    int64_t x = kl_ll_vector_len(d->pro_v[i], d->pro_buf[i], dim);
+    if (x < v) v = x;
+  }
+  return v;
+}
+static int64_t out_vlen(const kl_red_desc *d, int dim) {
+  int64_t v = kl_ll_vector_len(d->out_v, d->out_buf, dim);
+  if (!d->epi) return v;
+  if (!kl__ll_body_vectorizes(d->epi)) return 1;
+  for (int i = 0; i < d->nepi; i++) {
+    int64_t x = kl_ll_vector_len(d->epi_v[i], d->epi_buf[i], dim);
+    if (x < v) v = x;
+  }
+  return v;
+}
+
 bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl_red_desc *d) {
   if (d->r < 1 || !d->in_v || !d->out_v) return false;
   rs s = { .d = d, .t = t, .k = d->kind, .V = 1 };
@@ -387,7 +456,7 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
   }
   if (s.nred == 0) return false;
   bool row = d->reduced[d->r - 1], host = t->arch == KL_ARCH_HOST;
-  if (host && !row) return false;
+  if (host && !row && !d->npro) return false; /* fused: the COL mapping with one thread */
   kl_emitter *e = &L->e;
   int64_t save = L->unroll;
   L->unroll = 1;
@@ -400,9 +469,9 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
   if (maxwg > 1024) maxwg = 1024;
   if (row) {
     int last = d->r - 1;
-    s.V = kl_ll_vector_len(d->in_v, d->in_buf, last);
-    if (s.k == KL_RED_SOFTMAX) {
-      int64_t vo = kl_ll_vector_len(d->out_v, d->out_buf, last);
+    s.V = in_vlen(d, last);
+    if (s.k == KL_RED_SOFTMAX || d->row_out) {
+      int64_t vo = out_vlen(d, last);
       if (vo < s.V) s.V = vo;
     }
     if (s.V > 16) s.V = 16;
@@ -412,7 +481,7 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
      * as the input's and the output's views allow, at most 32 bytes of accumulators (the
      * LDS partials: TX * TY * V of them) */
     int last = d->r - 1;
-    int64_t vi = kl_ll_vector_len(d->in_v, d->in_buf, last), vo = kl_ll_vector_len(d->out_v, d->out_buf, last);
+    int64_t vi = in_vlen(d, last), vo = out_vlen(d, last);
     int64_t ab = (kl_type_bits(d->acc) + 7) / 8;
     s.V = vi < vo ? vi : vo;
     while (s.V > 1 && s.V * ab > COL_MAX_ACC_BYTES) s.V /= 2;
@@ -494,8 +563,13 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
       kl_value *acc = identity(L, s.k, s.vt);
       chunks(L, &s, red_chunk, 1, &acc);
       group_col(L, &s, &acc, tx, ty, TX, TY);
-      kl_value *first = TY > 1 ? kl_emit_cmp(e, "eq", ty, kl_ll_idx(L, 0)) : NULL;
-      store_result(L, &s, acc, kl_emit_and(e, pv, first));
+      if (d->row_out) {
+        s.m = finish(L, &s, acc);
+        chunks(L, &s, row_write, 0, NULL);
+      } else {
+        kl_value *first = TY > 1 ? kl_emit_cmp(e, "eq", ty, kl_ll_idx(L, 0)) : NULL;
+        store_result(L, &s, acc, kl_emit_and(e, pv, first));
+      }
     } else {
       kl_value *ms[2] = { kl_ll_const(L, f, -INFINITY), kl_ll_const(L, f, 0) };
       chunks(L, &s, sm_chunk, 2, ms);

@@ -320,6 +320,91 @@ static double eval_body(interp *I, kl_block *b, const double *args) {
   return NAN;
 }
 
+/* A fused rock.reduce / rock.softmax (core/dialect_rock.h): the prologue body gives the
+ * input at every point, the reduction (or softmax) runs in double, its value is rounded
+ * to the epilogue's argument type, and the epilogue body gives what out stores (row_out:
+ * at every input point, the value of its row). */
+static void fused_reduction(interp *I, kl_op *op, opnd *o, int no) {
+  int64_t np = 0, ra[16];
+  kl_op_attr_i64(op, "n_prologue", &np);
+  int nra = kl_op_attr_i64s(op, "result_args", ra, 16);
+  kl_block *pb = op->regions[0].first, *eb = op->regions[1].first;
+  const kl_type *rt = eb->args[ra[0]]->type;
+  bool sm = !strcmp(op->name, "rock.softmax"), row_out = kl_op_attr(op, "row_out") != NULL;
+  const char *kind = sm ? "softmax" : kl_op_attr_string(op, "kind");
+  bool red[16] = { 0 };
+  int r = o[0].rank;
+  if (sm) {
+    int64_t ax = 0;
+    kl_op_attr_i64(op, "axis", &ax);
+    red[ax] = true;
+  } else {
+    int64_t axes[16];
+    int na = kl_op_attr_i64s(op, "axes", axes, 16);
+    for (int i = 0; i < na; i++) red[axes[i]] = true;
+  }
+  int64_t kd[16], in_n = numel(r, o[0].shape), u[16] = { 0 };
+  for (int d = 0; d < r; d++) kd[d] = red[d] ? 1 : o[0].shape[d];
+  int64_t kn = numel(r, kd), cnt = in_n / (kn ? kn : 1);
+  double *x = kl_xcalloc((size_t)in_n + 1, sizeof(double)), *acc = kl_xcalloc((size_t)kn + 1, sizeof(double));
+  double *mx = kl_xcalloc((size_t)kn + 1, sizeof(double)), args[16];
+  bool is_max = !strcmp(kind, "max"), is_min = !strcmp(kind, "min");
+  for (int64_t i = 0; i < kn; i++) {
+    acc[i] = is_max ? -INFINITY : is_min ? INFINITY : 0;
+    mx[i] = -INFINITY;
+  }
+  /* kept flat index of input point u */
+#define KFLAT(u, f)                                                        \
+  do {                                                                     \
+    f = 0;                                                                 \
+    for (int d_ = 0; d_ < r; d_++) f = f * kd[d_] + (red[d_] ? 0 : u[d_]); \
+  } while (0)
+  int64_t i = 0, f;
+  do {
+    for (int k = 0; k < np; k++) args[k] = opnd_read(&o[k], u);
+    x[i] = eval_body(I, pb, args);
+    KFLAT(u, f);
+    double v = x[i++];
+    if (is_max)
+      acc[f] = (isnan(acc[f]) || isnan(v)) ? NAN : (v > acc[f] ? v : acc[f]);
+    else if (is_min)
+      acc[f] = (isnan(acc[f]) || isnan(v)) ? NAN : (v < acc[f] ? v : acc[f]);
+    else if (sm)
+      mx[f] = v > mx[f] ? v : mx[f];
+    else
+      acc[f] += v;
+  } while (next_idx(r, o[0].shape, u) && !I->failed);
+  if (sm) {
+    i = 0;
+    do {
+      KFLAT(u, f);
+      acc[f] += exp(x[i++] - mx[f]);
+    } while (next_idx(r, o[0].shape, u));
+  } else if (!strcmp(kind, "mean")) {
+    for (int64_t k = 0; k < kn; k++) acc[k] = kl_type_is_float(rt) ? acc[k] / (double)cnt : trunc(acc[k] / (double)cnt);
+  }
+  opnd *out = &o[no - 1];
+  const int64_t *osh = sm || row_out ? o[0].shape : kd;
+  i = 0;
+  memset(u, 0, sizeof u);
+  do {
+    KFLAT(u, f);
+    double v = sm ? exp(x[i] - mx[f]) / acc[f] : acc[f];
+    v = kl_round_to_type(rt, v);
+    for (int k = 0, e = (int)np; k < eb->nargs; k++) {
+      bool res = false;
+      for (int j = 0; j < nra; j++) res = res || ra[j] == k;
+      args[k] = res ? v : opnd_read(&o[e++], u);
+    }
+    opnd_write(out, u, eval_body(I, eb, args));
+    i++;
+  } while (next_idx(r, osh, u) && !I->failed);
+#undef KFLAT
+  free(x);
+  free(acc);
+  free(mx);
+}
+
 static void run_op(interp *I, kl_op *op) {
   const char *n = op->name;
   if (!strcmp(n, "rock.transform") || !strcmp(n, "func.return")) return;
@@ -362,6 +447,10 @@ static void run_op(interp *I, kl_op *op) {
         for (int i = 0; i + 1 < no; i++) args[i] = opnd_read(&o[i], u);
         opnd_write(out, u, eval_body(I, op->regions[0].first, args));
       } while (next_idx(out->rank, out->shape, u) && !I->failed);
+  } else if (!strcmp(n, "rock.reduce") && op->nregions == 2) {
+    fused_reduction(I, op, o, no);
+  } else if (!strcmp(n, "rock.softmax") && op->nregions == 2) {
+    fused_reduction(I, op, o, no);
   } else if (!strcmp(n, "rock.reduce")) {
     const char *kind = kl_op_attr_string(op, "kind");
     int64_t axes[16];
@@ -1234,7 +1323,7 @@ static void random_misc_graph(int seed, int *ran) {
     if (nv && np < 16) pool[np++] = nv;
   }
   kl_value *last = pool[np - 1];
-  int tail = rint_(0, 5);
+  int tail = rint_(0, 6);
   if (tail == 1) { /* a reduction, then element-wise */
     what = "reduce";
     int64_t axes[4];
@@ -1265,6 +1354,19 @@ static void random_misc_graph(int seed, int *ran) {
       for (int d = 0; d < r; d++) perm[d] = (d + 1) % r;
       outs[nouts++] = gperm(&b, pool[0], r, perm);
     }
+  } else if (tail == 6 && !ints) { /* normalization: the row read with its reduction broadcast back (row_out) */
+    what = "normalize";
+    int64_t axes[4];
+    int na = 0, lead = rint_(1, r);
+    bool keep = coin(70);
+    for (int d = 0; d < r; d++)
+      if (keep ? coin(50) : d < lead) axes[na++] = d;
+    if (!na) axes[na++] = r - 1;
+    static const char *const reds[] = { "reduce_sum", "reduce_max", "reduce_mean" };
+    kl_named_attr a[] = { { "axes", kl_attr_i64_array(ctx, na, axes) }, { "keepdims", kl_attr_bool(ctx, keep) } };
+    kl_value *m = gop(&b, reds[rint_(0, 2)], 1, &last, 2, a, NULL);
+    if (coin(50)) m = g1(&b, "sigmoid", m);
+    last = g2(&b, coin(50) ? "sub" : "mul", last, m);
   } else if (tail == 5 && r >= 2) { /* the output is a view of an element-wise result (sometimes also read) */
     what = "view-output";
     int64_t perm[4];
