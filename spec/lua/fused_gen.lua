@@ -166,9 +166,10 @@ end
 -- the largest |ref| (accumulated sums lose absolute, not relative, precision near zero).
 -- A random reduction after a GEMM (GEMM + reduce fusion): dot (odd sizes, transposes, a
 -- batch, prologues) then reduce_sum / reduce_mean / reduce_max over random axes (keepdims or
--- not), sometimes an element-wise op after it (a kernel of its own). `kernels`: the dot and
--- the reduction are 1 where graph-partition fuses them (an f32 sum, mean or max, on a target
--- with the f32 atomic it needs), else 2.
+-- not), sometimes an element-wise op after it. `kernels`: the dot and the reduction are 1
+-- where graph-partition fuses them (an f32 sum, mean or max, on a target with the f32 atomic
+-- it needs; the op after is a kernel of its own then), else 2 (the op after fuses into the
+-- reduction's kernel).
 function M.gen_gemm_reduce(seed)
   local state = (seed * 2246822519 + 7) % 4294967296
   local function r(n)
@@ -203,7 +204,7 @@ function M.gen_gemm_reduce(seed)
   local fused = dtype == "f32" -- sum, mean and max of f32 fuse (f16 results keep two kernels)
   return { name = string.format("#%d %s dot m%d n%d k%d ta=%s tb=%s batch=%s %s {%s} keepdims=%s%s", seed, dtype, m, n, k,
              ta, tb, batch or "-", red, table.concat(axes, ","), keep, after and " relu after" or ""),
-           g = g, inputs = inputs, dtype = y.dtype, fused = fused, kernels = (fused and 1 or 2) + (after and 1 or 0) }
+           g = g, inputs = inputs, dtype = y.dtype, fused = fused, kernels = fused and (after and 2 or 1) or 2 }
 end
 
 -- A sum of n terms each at most term_max in magnitude (a reduction after a GEMM, added up

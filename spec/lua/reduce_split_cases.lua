@@ -1,7 +1,8 @@
 -- reduce_split_cases.lua — multi-block reductions (passes/reduce_split.c) for
 -- reduce_split_spec.lua (host) and scripts/gpu_suite.lua (a device): each case a graph
 -- whose reductions carry a split hint (or none: the target's heuristic), fresh random
--- inputs, and the number of kernels (two per reduction, two negations); checked against g:eval with
+-- inputs, and the number of kernels (two per reduction: the min's negations fuse, -x into its
+-- partial kernel and the outer one into its final kernel); checked against g:eval with
 -- reduce_blockwise_cases.check (sums and means: tolerance scaled by sqrt(k)).
 local kiln = require "kiln"
 local M = {}
@@ -30,7 +31,7 @@ function M.cases()
     local k = 1
     for _, a in ipairs(axes) do k = k * shape[a + 1] end
     out[#out + 1] = { name = name, g = M.reductions("split", shape, dtype, axes, keep, split), dtype = dtype,
-                      inputs = { x = kiln.rand(shape, dtype) }, k = k, kernels = 10 }
+                      inputs = { x = kiln.rand(shape, dtype) }, k = k, kernels = 8 }
   end
   for _, dt in ipairs { "f32", "f16", "bf16" } do
     add(dt .. " rows 4x4096 split 8", { 4, 4096 }, dt, { 1 }, false, 8)
