@@ -498,7 +498,7 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
       if (R > rows) R = rows;
       grid = cdiv(rows, R);
     } else {
-      int64_t per = s.k == KL_RED_SOFTMAX ? (FITS_VALUES / s.V < 1 ? 1 : FITS_VALUES / s.V) : PER_THREAD;
+      int64_t per = s.k == KL_RED_SOFTMAX || d->row_out ? (FITS_VALUES / s.V < 1 ? 1 : FITS_VALUES / s.V) : PER_THREAD;
       G = pow2ceil(cdiv(C, per));
       if (G > maxwg) G = maxwg;
       while (G < maxwg && 2 * G <= C && rows * G < (int64_t)t->compute_units * 1024) G *= 2;
@@ -513,6 +513,10 @@ bool kl__ll_blockwise_reduce(kl_ll *L, kl_op *func, const kl_target *t, const kl
     s.stride = G;
     s.J = cdiv(C, G);
     s.U = s.J % 4 == 0 ? 4 : s.J % 2 == 0 ? 2 : 1;
+    /* row_out: a row slice of up to FITS_VALUES values stays in registers between the two
+     * passes (the compiler reuses the first pass's loads); a longer one is read again, by
+     * loops that are not unrolled (unrolled, their loads were merged and spilled) */
+    if (d->row_out && !host && s.J * s.V > FITS_VALUES) s.U = 1;
     if (host) {
       s.lane = kl_ll_idx(L, 0);
       s.limit = kl_ll_idx(L, C);

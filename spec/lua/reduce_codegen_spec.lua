@@ -3,7 +3,8 @@
 -- kernels use the cross-lane shuffles (shfl.sync.bfly / ds_bpermute) and barriers;
 -- AMDGPU code objects have no scratch, VGPRs and LDS within the chip's limits; with the
 -- CUDA toolkit's ptxas present (else skipped with a message), `ptxas -v` assembles every
--- PTX with no spills and at most 255 registers.
+-- PTX with no spills and at most 255 registers. The fused cases (reductions with their
+-- element-wise producers and consumers) hold the same.
 local kiln = require "kiln"
 local helper = require "helper"
 
@@ -38,6 +39,22 @@ local CASES = {
     true },
   { "softmax cols 1000x300 f32", graph("sm_cols", { 1000, 300 }, "f32", function(x) return x:softmax(0) end), false,
     true },
+  -- fused with producers and consumers (reduce_fusion_cases.lua): one kernel each
+  { "fused RMS norm rows 8192x8192 f16", graph("rms_rows", { 8192, 8192 }, "f16", function(x)
+    return x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt()
+  end), true, true },
+  { "fused RMS norm rows 256x65536 f32 (two-pass rows)", graph("rms_long", { 256, 65536 }, "f32", function(x)
+    return x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt()
+  end), true, true },
+  { "fused softmax(x * scale + 1) rows 8192x8192 f16", graph("sm_fused", { 8192, 8192 }, "f16", function(x)
+    return (x * 0.125 + 1):softmax(-1)
+  end), true, true },
+  { "fused log(sum(exp(x))) rows 8192x8192 f16", graph("lse_rows", { 8192, 8192 }, "f16", function(x)
+    return x:exp():sum({ 1 }):log()
+  end), true, true },
+  { "fused x * rsqrt(mean(x * x)) cols 4096x512 bf16", graph("rms_cols", { 4096, 512 }, "bf16", function(x)
+    return x * ((x * x):mean({ 0 }, true) + 1e-5):rsqrt()
+  end), false, true },
 }
 
 describe("GPU code objects of blockwise reductions and softmax", function()
