@@ -6,6 +6,7 @@
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
 -- reductions, plan steps, the asynchronous executor (independent branches on streams),
+-- reductions fused with producers and consumers (spec/lua/reduce_fusion_cases.lua),
 -- split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
@@ -136,6 +137,21 @@ for _, c in ipairs(RS.cases()) do
     if not good then error(msg, 0) end
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "split " .. c.name .. ": " .. tostring(err) end
+end
+-- reductions and softmax fused with their element-wise producers and consumers
+-- (spec/lua/reduce_fusion_cases.lua): the host spec's cases and device-sized ones, kernel
+-- counts and every output against g:eval
+local RF = require "reduce_fusion_cases"
+local rf_cases = RF.cases()
+for _, c in ipairs(RF.gpu_cases()) do rf_cases[#rf_cases + 1] = c end
+for _, c in ipairs(rf_cases) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    if #p:kernels() ~= c.kernels then error(#p:kernels() .. " kernels, want " .. c.kernels, 0) end
+    local good, msg = RF.check(table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs)), c.dtype, c.k)
+    if not good then error(msg, 0) end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "reduce fusion " .. c.name .. ": " .. tostring(err) end
 end
 for _, h in ipairs(RS.HEURISTIC) do
   for _, dt in ipairs(h[2][1] * h[2][2] > 16777216 and { "f32" } or { "f32", "f16", "bf16" }) do

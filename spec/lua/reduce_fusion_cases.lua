@@ -211,6 +211,53 @@ function M.random(seed)
            g = g, inputs = inputs, dtype = dtype, kernels = 1, k = kind ~= "softmax" and kind ~= "reduce_max" and kind ~= "min" and k or nil }
 end
 
+-- Device-sized cases for scripts/gpu_suite.lua (the benchmark's shapes): { name, g,
+-- inputs, dtype, kernels on a GPU target, k }. RMS norm of 4 rows of 4Mi splits (the
+-- reduce-split heuristic: partial kernel with the x * x producer, final kernel with + eps
+-- and rsqrt, the row product apart: 3 kernels).
+function M.gpu_cases()
+  local out = {}
+  local function add(name, dtype, kernels, k, build)
+    local g = kiln.graph("rfg")
+    local inputs = {}
+    local function p(pn, shape, dt)
+      inputs[pn] = kiln.rand(shape, dt or dtype)
+      return g:param(pn, shape, dt or dtype)
+    end
+    g:output(build(g, p))
+    out[#out + 1] = { name = name, g = g, inputs = inputs, dtype = dtype, kernels = kernels, k = k }
+  end
+  add("RMS norm 8192x8192 f16", "f16", 1, nil, function(_, p)
+    local x = p("x", { 8192, 8192 })
+    return x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt()
+  end)
+  add("RMS norm 4x4194304 f32 (split: 3 kernels)", "f32", 3, nil, function(_, p)
+    local x = p("x", { 4, 4194304 })
+    return x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt()
+  end)
+  add("RMS norm 256x65536 f32 (rows read twice)", "f32", 1, nil, function(_, p)
+    local x = p("x", { 256, 65536 })
+    return x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt()
+  end)
+  add("softmax(x * scale + mask) 8192x8192 f16", "f16", 1, nil, function(_, p)
+    local x, mask = p("x", { 8192, 8192 }), p("mask", { 8192 })
+    return (x * 0.125 + mask):softmax(-1)
+  end)
+  add("log(sum(exp(x))) rows 8192x8192 f16", "f16", 1, nil, function(_, p)
+    return p("x", { 8192, 8192 }):exp():sum({ 1 }):log()
+  end)
+  add("x - logsumexp(x) 4096x4096 f32", "f32", 2, nil, function(_, p)
+    local x = p("x", { 4096, 4096 })
+    local m = x:reduce_max({ 1 }, true)
+    return x - ((x - m):exp():sum({ 1 }, true):log() + m)
+  end)
+  add("x * rsqrt(mean(x * x)) cols 4096x512 bf16", "bf16", 1, nil, function(_, p)
+    local x = p("x", { 4096, 512 })
+    return x * ((x * x):mean({ 0 }, true) + 1e-5):rsqrt()
+  end)
+  return out
+end
+
 -- got / want: table.pack of p:run / g:eval. Sums: absolute tolerance scaled by sqrt(k)
 -- (fused_gen.check_sum with terms of magnitude <= the largest |output| / k... at least 1),
 -- the rest fused_gen.check (tolerance relative to the output's largest magnitude).

@@ -15,3 +15,14 @@ describe("reduction fusion on the host", function()
     end)
   end
 end)
+
+describe("reduction fusion on GPU targets (compiled, not run)", function()
+  for _, c in ipairs(RF.gpu_cases()) do
+    it(c.name .. ": kernel count on sm_90 and gfx942", function()
+      for _, t in ipairs { "sm_90", "gfx942" } do
+        local p = kiln.compile(c.g, { target = t, cache = false })
+        assert.are.equal(c.kernels, #p:kernels(), t)
+      end
+    end)
+  end
+end)
