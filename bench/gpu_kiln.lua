@@ -401,6 +401,81 @@ local function run_rows(c)
 end
 run.rowsum, run.softmax, run.rms = run_rows, run_rows, run_rows
 
+-- Reductions fused with their element-wise producers and consumers, over [R, S] rows:
+--   rmsnorm: z = x * rsqrt(mean_s(x^2) + 1e-5)          (one kernel; a split reduction: three)
+--   smmask:  z = softmax(x * 0.125 + mask, -1), mask [S]  (one kernel)
+--   lse:     z[r] = log(sum_s exp(x[r, s]))              (one kernel)
+-- GB/s of the bytes read + written (x, mask, z). Check: sampled rows against float64.
+local function run_fused_rows(c)
+  local R, S = c.dims[1], c.dims[2]
+  local g = kiln.graph(c.name)
+  local x = g:param("x", { R, S }, c.dtype)
+  local inputs = { x = kiln.rand({ R, S }, c.dtype) }
+  local mask
+  if c.kind == "rmsnorm" then
+    g:output(x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt())
+  elseif c.kind == "smmask" then
+    mask = g:param("mask", { S }, c.dtype)
+    inputs.mask = kiln.rand({ S }, c.dtype)
+    g:output((x * 0.125 + mask):softmax(-1))
+  else
+    g:output(x:exp():sum({ 1 }):log())
+  end
+  local p = kiln.compile(g, { target = dev.arch })
+  dump_binaries(c.name, p)
+  local r = p:prepare(inputs, { device = dev, rotate_bytes = ROTATE_BYTES })
+  r:launch()
+  local Z, X = r:outputs(), inputs.x
+  local fin, bad = all_finite(Z)
+  local ok, check
+  if not fin then
+    ok, check = false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad)
+  else
+    local rnd = lcg(23)
+    local rows = { 0, R - 1 }
+    while #rows < math.min(nsamples, R) do rows[#rows + 1] = rnd(R) end
+    local num, den = 0.0, 0.0
+    for _, i in ipairs(rows) do
+      local xs = {}
+      for j = 0, S - 1 do xs[j + 1] = X:get { i, j } end
+      if c.kind == "rmsnorm" then
+        local sq = 0.0
+        for j = 1, S do sq = sq + xs[j] * xs[j] end
+        local rs = 1 / math.sqrt(sq / S + 1e-5)
+        for j = 1, S do
+          local ref = xs[j] * rs
+          local d = Z:get { i, j - 1 } - ref
+          num = num + d * d; den = den + ref * ref
+        end
+      elseif c.kind == "smmask" then
+        local v, m = {}, -math.huge
+        for j = 1, S do v[j] = xs[j] * 0.125 + inputs.mask:get { j - 1 }; if v[j] > m then m = v[j] end end
+        local e = 0.0
+        for j = 1, S do e = e + math.exp(v[j] - m) end
+        for j = 1, S do
+          local ref = math.exp(v[j] - m) / e
+          local d = Z:get { i, j - 1 } - ref
+          num = num + d * d; den = den + ref * ref
+        end
+      else
+        local e = 0.0
+        for j = 1, S do e = e + math.exp(xs[j]) end
+        local ref = math.log(e)
+        local d = Z:get { i } - ref
+        num = num + d * d; den = den + ref * ref
+      end
+    end
+    ok, check = rel_report(num, den, #rows, c.dtype)
+  end
+  local esz = c.dtype == "f32" and 4 or 2
+  local wbytes = c.kind == "lse" and R or R * S
+  local row = { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
+                flop = 1.0 * R * S, bytes = (R * S + wbytes + (mask and S or 0)) * esz, unit = "GB/s", check = check,
+                note = string.format("bytes=read + write; compile=%.0fms %s", p.compile_ms, kernel_note(p)) }
+  time_and_write(row, r, ok, row.bytes / 1e9)
+end
+run.rmsnorm, run.smmask, run.lse = run_fused_rows, run_fused_rows, run_fused_rows
+
 -- Compile latency of the conv+add+relu graph: graph -> loaded kernel. Cold: cache=false
 -- (a new program each time: the whole pipeline, code generation and, where this process
 -- has a device of the target's arch, loading the binary — for CUDA that includes the
@@ -640,7 +715,7 @@ end
 if not dev_ok then
   for _, c in ipairs(cases) do
     write_row { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
-                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "rms" or c.kind == "softmax") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
+                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "rms" or c.kind == "softmax" or c.kind == "rmsnorm" or c.kind == "smmask" or c.kind == "lse") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
                 check = "ERROR cannot open device '" .. device_name .. "': " .. tostring(dev) }
   end
   os.exit(1)
@@ -657,7 +732,7 @@ for _, c in ipairs(cases) do
   if not ok then
     failed = failed + 1
     write_row { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
-                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "rms" or c.kind == "softmax") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
+                unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "rms" or c.kind == "softmax" or c.kind == "rmsnorm" or c.kind == "smmask" or c.kind == "lse") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
                 check = "ERROR " .. tostring(err) }
   end
   io.stderr:write(string.format("  [%s: %.1f s]\n", c.id, (kiln.clock_ms() - t0) / 1e3))

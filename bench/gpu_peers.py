@@ -443,6 +443,64 @@ def case_rows(c, args, out):
     del X, Z, ref
 
 
+def case_fused_rows(c, args, out):
+    """Reductions fused with element-wise producers and consumers over [R, S] rows
+    (bench/gpu_kiln.lua's run_fused_rows): rmsnorm z = x * rsqrt(mean(x^2, -1) + 1e-5),
+    smmask z = softmax(x * 0.125 + mask, -1) with mask [S], lse z[r] = log(sum(exp(x), -1));
+    GB/s of read + write; torch eager and torch.compile (inductor) where present."""
+    Rr, S = c["dims"]
+    dt = DT[c["dtype"]]
+    esz = torch.tensor([], dtype=dt).element_size()
+    n = Rr * S
+    kind = c["kind"]
+    wn = Rr if kind == "lse" else n
+    nbytes = float((n + wn + (S if kind == "smmask" else 0)) * esz)
+    nsets = nsets_for(int(nbytes))
+    X = [rand((Rr, S), dt) for _ in range(nsets)]
+    M = [rand((S,), dt) for _ in range(nsets)]
+    if kind == "rmsnorm":
+        def f(x, m):
+            return x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-5)
+        x0 = X[0].double()
+        ref = x0 * torch.rsqrt(x0.square().mean(-1, keepdim=True) + 1e-5)
+        note = "x * rsqrt(mean(x * x, -1, keepdim) + eps)"
+    elif kind == "smmask":
+        def f(x, m):
+            return torch.softmax(x * 0.125 + m, dim=-1)
+        ref = torch.softmax(X[0].double() * 0.125 + M[0].double(), -1)
+        note = "softmax(x * 0.125 + mask, -1)"
+    else:
+        def f(x, m):
+            return torch.log(torch.sum(torch.exp(x), dim=-1))
+        ref = torch.log(torch.exp(X[0].double()).sum(-1))
+        note = "log(sum(exp(x), -1))"
+    base = {"case": c["id"] + args.suffix, "kind": kind, "dtype": c["dtype"], "shape": shape_str(c["dims"]),
+            "unit": "GB/s", "bytes": nbytes, "flop": float(n)}
+    impls = [("torch.eager", lambda i: f(X[i], M[i]), note + ": eager")]
+    compiled = None
+    if CUDA and HAVE_TRITON and not args.no_compile and hasattr(torch, "compile"):
+        compiled = torch.compile(f, dynamic=False)
+        impls.append(("torch.compile", lambda i: compiled(X[i], M[i]), note + ": inductor, default mode"))
+    for name, fn, nt in impls:
+        row = dict(base, impl=name, note=nt)
+        try:
+            if name == "torch.compile":
+                sync()
+                t0 = time.perf_counter()
+                compiled(X[0], M[0])
+                sync()
+                row["note"] = "%s; first call (compile) %.0f ms" % (nt, (time.perf_counter() - t0) * 1e3)
+            got = fn(0)
+            sync()
+            ok, row["check"] = rel_check(got, ref, c["dtype"])
+            if ok:
+                time_row(row, fn, nsets, args.budget_ms, nbytes / 1e9)
+        except Exception as e:
+            row["check"] = "ERROR %s: %s" % (type(e).__name__, str(e)[:300])
+        write_row(out, row)
+    del X, M, ref
+
+
 def probe_triton_compile():
     """Child process: times Triton's first launch (compile + load + run) of the add kernel
     (the first kernel in the process) and of the tutorial matmul with one fixed config,
@@ -657,7 +715,8 @@ def case_swz(c, args, out):
 
 
 CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile, "rowsum": case_rows,
-         "rms": case_rows, "softmax": case_rows,
+         "rms": case_rows, "softmax": case_rows, "rmsnorm": case_fused_rows, "smmask": case_fused_rows,
+         "lse": case_fused_rows,
          "gemm_cvt": case_gemm_cvt, "gemm_scale": case_gemm_scale, "conv_cvt": case_conv_cvt,
          "swz": case_swz}
 
