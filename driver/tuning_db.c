@@ -74,7 +74,8 @@ bool kl_tuning_record_parse(const char *line, kl_tuning_record *r, bool *comment
     p = t + 1;
   }
   if (n != NFIELDS) {
-    snprintf(why, whylen, "expected %d tab-separated fields (format target device key problem config ms runner_up_ms date), got %d",
+    snprintf(why, whylen,
+             "expected %d tab-separated fields (format target device key problem config ms runner_up_ms date), got %d",
              NFIELDS, n);
     return false;
   }
@@ -281,8 +282,9 @@ kl_status kl_tuning_db_write(const char *path, int n, const kl_tuning_record *re
   kl_sb out = { 0 };
   if (!old && !missing) goto done;
   if (!old || !*old)
-    kl_sb_puts(&out, "# kiln tuning database: format target device key problem config ms runner_up_ms date "
-                     "(tab-separated; the last record of a format/target/device/key wins)\n");
+    kl_sb_puts(&out,
+               "# kiln tuning database: format target device key problem config ms runner_up_ms date "
+               "(tab-separated; the last record of a format/target/device/key wins)\n");
   for (const char *p = old ? old : ""; *p;) { /* keep every line but the replaced records */
     const char *nl = strchr(p, '\n');
     size_t l = nl ? (size_t)(nl - p) : strlen(p);
@@ -316,8 +318,10 @@ kl_status kl_tuning_db_write(const char *path, int n, const kl_tuning_record *re
   for (size_t off = 0, len = out.len; ok && off < len;) {
     ssize_t w = write(fd, data + off, len - off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = false;
-    else off += (size_t)w;
+    if (w <= 0)
+      ok = false;
+    else
+      off += (size_t)w;
   }
   if (ok) ok = fsync(fd) == 0;
   if (fd >= 0 && close(fd)) ok = false;
@@ -337,8 +341,8 @@ done:
   return st;
 }
 
-kl_status kl_tuning_db_merge(const char *path, int nshards, const char *const *shards, int *nrecords,
-                             char **warnings, char *err, size_t errlen) {
+kl_status kl_tuning_db_merge(const char *path, int nshards, const char *const *shards, int *nrecords, char **warnings,
+                             char *err, size_t errlen) {
   kl_tuning_record *best = NULL;
   int nb = 0;
   kl_sb warn = { 0 };

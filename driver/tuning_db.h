@@ -80,6 +80,6 @@ void kl_tuning_record_clear(kl_tuning_record *r);
 void kl_tuning_db_now(char buf[21]);
 kl_status kl_tuning_db_write(const char *path, int n, const kl_tuning_record *recs, char *err, size_t errlen);
 /* warnings: the shards' read warnings are appended there (malloc'd, "" if none; may be NULL). */
-kl_status kl_tuning_db_merge(const char *path, int nshards, const char *const *shards, int *nrecords,
-                             char **warnings, char *err, size_t errlen);
+kl_status kl_tuning_db_merge(const char *path, int nshards, const char *const *shards, int *nrecords, char **warnings,
+                             char *err, size_t errlen);
 #endif

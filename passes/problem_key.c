@@ -69,7 +69,7 @@ void kl_gemm_problem_key(kl_op *fn, kl_op *gemm, char key[KL_PROBLEM_KEY_LEN], c
   drop_str_attr(text, "perf_config");
   drop_str_attr(text, "problem_key");
   drop_str_attr(text, "problem");
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull;
   for (const unsigned char *s = (const unsigned char *)text; *s; s++) h = (h ^ *s) * 1099511628211ull;
   free(text);
   snprintf(key, KL_PROBLEM_KEY_LEN, "%016" PRIx64, h);
