@@ -151,6 +151,9 @@ static void set_error(kl_tune_result *r, const char *fmt, const char *msg) {
 /* Times candidate i; compares its outputs with ref (taking them as ref when *ref is NULL). */
 static void measure(kl_program *prog, const kl_tune_opts *o, kl_tune_result *r, kl_tensor ***ref, int *nref) {
   char err[4096] = "";
+  double tl = now_ms(); /* loading the binaries (a GPU driver's JIT of PTX) is compile time too */
+  if (kl_program_load_kernels(prog, o->dev, err, sizeof err) != KL_OK) return set_error(r, "load: %s", err);
+  r->load_ms = now_ms() - tl;
   kl_prepare_opts po = { .rotate_bytes = o->rotate_bytes ? o->rotate_bytes : ((size_t)64 << 20), .max_sets = 8 };
   kl_prepared *pr = kl_program_prepare(prog, o->dev, o->ninputs, o->inputs, &po, err, sizeof err);
   if (!pr) return set_error(r, "prepare: %s", err);
@@ -238,8 +241,10 @@ kl_status kl_tune_run(kl_op *graph, const kl_tune_opts *o, kl_tune_report *out, 
   int started = 0;
   for (int i = 0; i < jobs; i++) {
     ws[i] = (worker){ &p, i };
-    if (pthread_create(&th[i], NULL, work, &ws[i]) == 0) started++;
-    else break;
+    if (pthread_create(&th[i], NULL, work, &ws[i]) == 0)
+      started++;
+    else
+      break;
   }
   if (!started) work(&ws[0]), started = 0; /* no thread could start: compile here */
   kl_tune_progress pg = { .phase = "compile", .total = o->nconfigs, .best_ms = -1 };

@@ -12,7 +12,7 @@
  *    waits and reports progress. Threads rather than processes: programs and binaries
  *    then need no serialization, and a failing compile is an error string, not a crash.
  *  - Measurement starts after every compile finished (no compile competes with a
- *    timing): per candidate, kl_program_prepare with rotating buffer sets (at least
+ *    timing): per candidate, kl_program_load_kernels (timed: load_ms), kl_program_prepare with rotating buffer sets (at least
  *    opts->rotate_bytes per rotation, at most 8 sets: inputs are read from memory, not a
  *    warm cache), `warmup` launches, then `runs` timed launches (fewer, at least 5, when
  *    one launch takes so long that `runs` would pass opts->budget_ms). Statistic: the
@@ -48,10 +48,10 @@ typedef struct kl_tune_opts {
   const char *target; /* compile target (NULL: the device's arch) */
   int nconfigs;
   const char *const *configs;
-  int jobs;              /* compile threads; 0: online CPUs */
-  int runs, warmup;      /* 0: 20 and 3 */
-  double budget_ms;      /* per candidate's timed launches; 0: 2000 */
-  size_t rotate_bytes;   /* 0: 64 MiB */
+  int jobs;            /* compile threads; 0: online CPUs */
+  int runs, warmup;    /* 0: 20 and 3 */
+  double budget_ms;    /* per candidate's timed launches; 0: 2000 */
+  size_t rotate_bytes; /* 0: 64 MiB */
   int ninputs;
   const kl_named_tensor *inputs;
   void (*progress)(const kl_tune_progress *p, void *user);
@@ -62,6 +62,7 @@ typedef struct kl_tune_result {
   const char *config; /* = configs[i] */
   char *error;        /* NULL: compiled, ran and matched */
   double compile_ms;  /* this candidate's compile (its thread's time) */
+  double load_ms;     /* loading its binaries on the device (measure phase; a GPU driver's JIT) */
   double median_ms, q1_ms, q3_ms, min_ms;
   int runs, dropped;
   unsigned long long binary_hash;

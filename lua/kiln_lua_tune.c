@@ -9,7 +9,7 @@
  *   rock.gemm ops (read as it is). A graph without a GEMM gives an empty list.
  *   kiln._tune_run(g, {device=, target=, configs={...}, inputs={name=tensor}, jobs=, runs=,
  *                     warmup=, budget_ms=, progress=fn(t)})
- *     -> { {config=, error=, compile_ms=, median_ms=, q1_ms=, q3_ms=, min_ms=, runs=,
+ *     -> { {config=, error=, compile_ms=, load_ms=, median_ms=, q1_ms=, q3_ms=, min_ms=, runs=,
  *           dropped=, binary_hash=}, ..., compile_wall_ms=, measure_wall_ms=, jobs= }
  *     the measuring primitive of kiln.tune (lua/kiln/tune.lua; driver/tune.h); progress
  *     gets {phase=, done=, total=, config=, ms=, best_config=, best_ms=, elapsed_ms=}. */
@@ -180,6 +180,7 @@ static int l_tune_run(lua_State *L) {
     kl_lua__set_str(L, "config", r->config);
     if (r->error) kl_lua__set_str(L, "error", r->error);
     kl_lua__set_num(L, "compile_ms", r->compile_ms);
+    kl_lua__set_num(L, "load_ms", r->load_ms);
     if (!r->error) {
       kl_lua__set_num(L, "median_ms", r->median_ms);
       kl_lua__set_num(L, "q1_ms", r->q1_ms);

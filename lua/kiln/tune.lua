@@ -21,7 +21,8 @@
 -- res: {graph=, target=, device=, level=, results={ {config=, median_ms=, q1_ms=, q3_ms=,
 -- runs=, dropped=, compile_ms=, error=, heuristic=}, ... } (fastest first, failures last),
 -- best={config=, ms=}, heuristic_ms=, speedup= (heuristic / best), problems={{kernel=, key=,
--- problem=}}, ncandidates=, nfailed=, wall_ms=, compile_wall_ms=, measure_wall_ms=, jobs=,
+-- problem=}}, ncandidates=, nfailed=, wall_ms=, compile_wall_ms=, measure_wall_ms= (of which
+-- load_ms loading binaries on the device), jobs=,
 -- runs=, db=, recorded=}.
 return function(kiln)
   local fmt = string.format
@@ -150,6 +151,8 @@ return function(kiln)
     }) or { compile_wall_ms = 0, measure_wall_ms = 0, jobs = 0 }
     res.compile_wall_ms, res.measure_wall_ms, res.jobs = r.compile_wall_ms, r.measure_wall_ms, r.jobs
     res.wall_ms = r.compile_wall_ms + r.measure_wall_ms
+    res.load_ms = 0 -- binaries loaded on the device (in the measure phase)
+    for _, x in ipairs(r) do res.load_ms = res.load_ms + (x.load_ms or 0) end
     local ok, bad, heur = {}, {}, nil
     for _, x in ipairs(r) do
       x.heuristic = x.config == "" or nil
