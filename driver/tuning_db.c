@@ -186,7 +186,8 @@ static char *slurp(const char *path, bool *missing, char *err, size_t errlen) {
   return kl_sb_take(&sb);
 }
 
-/* Parses text; lines[i] of each record (1-based) into line_of (if non-NULL). */
+/* Parses text into db (records of every format; warnings for corrupt lines and one notice
+ * for records of another format version). */
 static void parse_text(const char *path, const char *text, kl_tuning_db *db) {
   kl_sb warn = { 0 };
   int stale = 0, stale_version = 0, lineno = 0;
