@@ -56,7 +56,7 @@ static long long max_bytes(void) {
   return 1024LL * 1024 * 1024;
 }
 
-char *kl_disk_cache_key(kl_op *graph, const kl_compile_opts *o) {
+char *kl_disk_cache_key(kl_op *graph, const kl_compile_opts *o, const char *tuned) {
   kl_sb sb = { 0 };
   kl_sb_printf(&sb, "%s|", PRODUCER);
   unsigned maj = 0, min = 0, pat = 0;
@@ -76,6 +76,7 @@ char *kl_disk_cache_key(kl_op *graph, const kl_compile_opts *o) {
   }
   kl_sb_printf(&sb, "|p=%s|pl=%s|s=%d\n", o->perf_config ? o->perf_config : "",
                o->pipeline ? o->pipeline : kl_default_pipeline(), (int)o->strict_fp);
+  if (tuned && *tuned) kl_sb_printf(&sb, "tuned=%s\n", tuned);
   kl_print_op_to(&sb, graph, KL_PRINT_GENERIC | KL_PRINT_LOCS);
   return kl_sb_take(&sb);
 }

@@ -39,7 +39,8 @@ typedef struct kl_disk_cache_stats {
 } kl_disk_cache_stats;
 
 /* The key text for a compile of graph with opts (malloc'd). */
-char *kl_disk_cache_key(kl_op *graph, const kl_compile_opts *opts);
+/* tuned: the tuned configs the compile applies ("" or NULL: none), part of the key. */
+char *kl_disk_cache_key(kl_op *graph, const kl_compile_opts *opts, const char *tuned);
 /* The program stored under key in dir, loaded into ctx, or NULL (a miss; if an entry was
  * rejected, why in note). */
 kl_program *kl_disk_cache_lookup(kl_ctx *ctx, const char *dir, const char *key, char *note, size_t notelen);

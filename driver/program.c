@@ -3,6 +3,7 @@
 #include "driver/program.h"
 #include "driver/plan_exec.h"
 #include "driver/disk_cache.h"
+#include "driver/tuning_db.h"
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
 #include "core/print.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 
 /* The kernels of one variant loaded on one device. It watches the device: when the
@@ -47,6 +49,7 @@ typedef struct variant {
     char *text;
   } * fsnaps; /* each function after each pass */
   loaded *loads;
+  const char *tuned; /* rock-gemm-to-gridwise's tuned option ("" none) */
 } variant;
 
 struct kl_program {
@@ -189,6 +192,8 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
     st = kl_pass_manager_set_option(pm, "rock-gemm-to-gridwise", "perf-config", opts->perf_config);
   if (st == KL_OK && opts->perf_config) /* its splitK decides the workspace form too */
     st = kl_pass_manager_set_option(pm, "split-k-workspace", "perf-config", opts->perf_config);
+  if (st == KL_OK && v->tuned && *v->tuned)
+    st = kl_pass_manager_set_option(pm, "rock-gemm-to-gridwise", "tuned", v->tuned);
   kl_pass_manager_observe(pm, snapshot, &sc);
   if (st == KL_OK) st = kl_pass_manager_run(pm, v->module);
   if (st != KL_OK) {
@@ -232,6 +237,9 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->primary_inputs = "";
   k->output_swizzle = "";
   k->fragment_loads = "";
+  k->perf_config_source = "";
+  k->problem_key = "";
+  k->problem = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -261,6 +269,9 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->primary_inputs = primary_inputs_of(v->module, k->name);
     k->output_swizzle = func_str_of(v->module, k->name, "output_swizzle");
     k->fragment_loads = func_str_of(v->module, k->name, "fragment_loads");
+    k->perf_config_source = func_str_of(v->module, k->name, "perf_config_source");
+    k->problem_key = func_str_of(v->module, k->name, "problem_key");
+    k->problem = func_str_of(v->module, k->name, "problem");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -319,8 +330,9 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
 /* The key names the registration of every pass of the pipeline (the registry's copy of
  * its kl_pass_info: a new one, at a new address of the context arena, each time a name
  * is registered again), so re-registering a pass under the same name misses. */
-static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
+static char *cache_key(kl_op *graph, const kl_compile_opts *o, const char *tuned) {
   kl_sb sb = { 0 };
+  if (tuned && *tuned) kl_sb_printf(&sb, "tuned=%s|", tuned);
   kl_print_op_to(&sb, graph, KL_PRINT_GENERIC);
   for (int i = 0; i < o->ntargets; i++) kl_sb_printf(&sb, "|t=%s", o->targets[i]);
   kl_sb_printf(&sb, "|p=%s|pl=%s|s=%d", o->perf_config ? o->perf_config : "", o->pipeline ? o->pipeline : "",
@@ -332,6 +344,60 @@ static char *cache_key(kl_op *graph, const kl_compile_opts *o) {
   for (int i = 0; i < n; i++) kl_sb_printf(&sb, "|r=%p", (const void *)infos[i]);
   free(infos);
   return kl_sb_take(&sb);
+}
+
+/* ---- tuned configs from the tuning database ---- */
+/* Prints each warning line of text to stderr the first time this process sees it. */
+static void warn_once(const char *text) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static char **seen;
+  static int nseen;
+  pthread_mutex_lock(&mu);
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t l = nl ? (size_t)(nl - p) : strlen(p);
+    bool dup = false;
+    for (int i = 0; i < nseen && !dup; i++) dup = strlen(seen[i]) == l && !strncmp(seen[i], p, l);
+    if (!dup && l) {
+      seen = kl_xrealloc(seen, (nseen + 1) * sizeof *seen);
+      seen[nseen] = kl_xmalloc(l + 1);
+      memcpy(seen[nseen], p, l), seen[nseen][l] = 0;
+      fprintf(stderr, "kiln: warning: %s\n", seen[nseen++]);
+    }
+    p += l + (nl ? 1 : 0);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+/* Per target, the tuned option "KEY=CONFIG;..." (malloc'd strings, "" for none). */
+static char **tuned_configs(const kl_compile_opts *o) {
+  char **out = kl_xcalloc(o->ntargets, sizeof *out);
+  kl_tuning_db db = { 0 };
+  char err[1024];
+  bool have = o->tuning_db && *o->tuning_db && !o->perf_config;
+  if (have && kl_tuning_db_read(o->tuning_db, &db, err, sizeof err) != KL_OK) {
+    warn_once(err);
+    have = false;
+  }
+  if (have && db.warnings) warn_once(db.warnings);
+  for (int i = 0; i < o->ntargets; i++) {
+    kl_sb sb = { 0 };
+    for (int r = 0; have && r < db.n; r++) {
+      const kl_tuning_record *R = &db.r[r];
+      if (R->format != KL_TUNING_DB_FORMAT || strcmp(R->target, o->targets[i])) continue;
+      if (o->tuning_device && strcmp(R->device, o->tuning_device)) continue;
+      if (kl_tuning_db_find(&db, R->target, o->tuning_device, R->key) != R) continue; /* a later one wins */
+      kl_sb_printf(&sb, "%s%s=%s", sb.len ? ";" : "", R->key, R->config);
+    }
+    out[i] = kl_sb_take(&sb);
+  }
+  if (have) kl_tuning_db_free(&db);
+  return out;
+}
+
+static void free_tuned(char **t, int n) {
+  for (int i = 0; i < n; i++) free(t[i]);
+  free(t);
 }
 
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, size_t errlen) {
@@ -357,22 +423,31 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
     return NULL;
   }
   double t0 = now_ms();
-  char *key = cache_key(graph, &opts);
+  char **tuned = tuned_configs(&opts);
+  kl_sb all = { 0 };
+  for (int i = 0; i < opts.ntargets; i++)
+    if (*tuned[i]) kl_sb_printf(&all, "%s:%s\n", opts.targets[i], tuned[i]);
+  char *tuned_all = kl_sb_take(&all);
+  char *key = cache_key(graph, &opts, tuned_all);
   cache *c = get_cache(graph->ctx);
   if (!opts.no_cache && !opts.on_ir)
     for (int i = 0; i < c->n; i++)
       if (!strcmp(c->progs[i]->key, key)) {
         free(key);
+        free_tuned(tuned, opts.ntargets);
+        free(tuned_all);
         c->progs[i]->from_cache = true;
         return kl_program_retain(c->progs[i]);
       }
   bool disk = opts.cache_dir && *opts.cache_dir && !opts.no_cache && !opts.on_ir;
-  char *dkey = disk ? kl_disk_cache_key(graph, &opts) : NULL;
+  char *dkey = disk ? kl_disk_cache_key(graph, &opts, tuned_all) : NULL;
+  free(tuned_all);
   char note[4096] = "";
   if (disk) {
     kl_program *q = kl_disk_cache_lookup(graph->ctx, opts.cache_dir, dkey, note, sizeof note);
     if (q) {
       free(dkey);
+      free_tuned(tuned, opts.ntargets);
       q->key = key;
       q->disk = kl_xstrdup("hit");
       q->compile_ms = now_ms() - t0;
@@ -387,6 +462,8 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
   p->key = key;
   p->nvariants = opts.ntargets;
   p->v = kl_xcalloc(opts.ntargets, sizeof *p->v);
+  for (int i = 0; i < opts.ntargets; i++) p->v[i].tuned = kl_intern(graph->ctx, tuned[i]);
+  free_tuned(tuned, opts.ntargets);
   for (int i = 0; i < opts.ntargets; i++) {
     p->v[i].target = kl_intern(graph->ctx, opts.targets[i]);
     for (int j = 0; j < i; j++)
@@ -790,6 +867,9 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].primary_inputs = primary_inputs_of(v->module, K->name);
     v->kernels[k].output_swizzle = func_str_of(v->module, K->name, "output_swizzle");
     v->kernels[k].fragment_loads = func_str_of(v->module, K->name, "fragment_loads");
+    v->kernels[k].perf_config_source = func_str_of(v->module, K->name, "perf_config_source");
+    v->kernels[k].problem_key = func_str_of(v->module, K->name, "problem_key");
+    v->kernels[k].problem = func_str_of(v->module, K->name, "problem");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;

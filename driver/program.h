@@ -13,6 +13,13 @@
  *    Compilation with C passes is deterministic; a pass whose result depends on other
  *    state (the Lua binding's passes) must be compiled with no_cache (kiln.compile does
  *    so unless told cache = true). on_ir compiles bypass the cache.
+ *  - With opts.tuning_db and no perf_config, the records of the database for each target
+ *    (format KL_TUNING_DB_FORMAT, the device tuning_device if given; the last record of
+ *    a key wins) go to rock-gemm-to-gridwise's `tuned` option: a GEMM kernel whose
+ *    problem key has a record gets its config (p:kernels()[i].perf_config_source "tuned
+ *    (db)"); the applied records are part of both cache keys. A database that cannot be
+ *    read is ignored; its warnings (corrupt lines, stale versions) are printed to stderr
+ *    once per process each.
  *  - With opts.cache_dir (and neither no_cache nor on_ir), an in-memory miss looks in the
  *    disk cache (driver/disk_cache.h) and, on a hit, returns the program loaded from its
  *    entry (as kl_program_load: kernel infos and plan, no IR or LLVM IR snapshots); a
@@ -59,8 +66,11 @@ typedef struct kl_compile_opts {
   kl_ir_callback on_ir;       /* receives (pass, module text) for print_ir_after */
   void *on_ir_user;
   bool no_cache;
-  bool strict_fp;        /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
-  const char *cache_dir; /* NULL: no disk cache; else the directory of driver/disk_cache.h (built-in passes only) */
+  bool strict_fp;            /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
+  const char *cache_dir;     /* NULL: no disk cache; else the directory of driver/disk_cache.h (built-in passes only) */
+  const char *tuning_db;     /* NULL: none; else a tuning database file (driver/tuning_db.h) whose records
+                                give GEMM kernels without perf_config their config */
+  const char *tuning_device; /* NULL: records of any device; else only this device's */
 } kl_compile_opts;
 
 typedef struct kl_program kl_program;
@@ -78,8 +88,11 @@ typedef struct kl_kernel_info {
   const char
       *primary_inputs; /* arg names of the inputs that drive fused loads' vectorization, comma-separated ("" if none) */
   int nargs, ninputs;  /* arguments: inputs first, then outputs */
-  const char *output_swizzle; /* rock-output-swizzle's decision ("applied", "refused: ..."; "" if none) */
-  const char *fragment_loads; /* mma.sync LDS fragment reads: "ldmatrix", "lds", "mixed"; "" if none */
+  const char *output_swizzle;     /* rock-output-swizzle's decision ("applied", "refused: ..."; "" if none) */
+  const char *fragment_loads;     /* mma.sync LDS fragment reads: "ldmatrix", "lds", "mixed"; "" if none */
+  const char *perf_config_source; /* where perf_config came from: "user", "tuned (db)", "heuristic"; "" if none */
+  const char *problem_key;        /* the GEMM's tuning key (passes/problem_key.h); "" if none */
+  const char *problem;            /* its readable summary ("gemm G=1 M=.. N=.. K=.. f16,f16->f16"); "" if none */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
   int nsnapshots;

@@ -153,8 +153,10 @@ typedef struct kl_compile_opts {
   kl_ir_callback on_ir;       /* receives (pass, module text) for print_ir_after */
   void *on_ir_user;
   bool no_cache;
-  bool strict_fp;        /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
-  const char *cache_dir; /* NULL: no disk cache; else a directory of compiled kernels shared across processes */
+  bool strict_fp;            /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
+  const char *cache_dir;     /* NULL: no disk cache; else a directory of compiled kernels shared across processes */
+  const char *tuning_db;     /* NULL: none; else a tuning database file: its records give GEMMs their perf config */
+  const char *tuning_device; /* NULL: records of any device; else only this device's */
 } kl_compile_opts;
 typedef struct kl_prepare_opts {
   int sets;            /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */

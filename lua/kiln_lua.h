@@ -230,7 +230,8 @@ void kl_lua__open_program(lua_State *L);    /* kiln_lua_program.c */
 void kl_lua__open_prepared(lua_State *L);   /* kiln_lua_prepared.c */
 void kl_lua__open_bundle(lua_State *L);     /* kiln_lua_bundle.c: p:save, kiln.load */
 void kl_lua__open_disk_cache(lua_State *L); /* kiln_lua_disk_cache.c: kiln.cache_clear, kiln.cache_stats */
-void kl_lua__open_tune(lua_State *L);       /* kiln_lua_tune.c: kiln.tuning_space */
+void kl_lua__open_tune(lua_State *L);       /* kiln_lua_tune.c: kiln.tuning_space, kiln.tune */
+void kl_lua__open_tuning_db(lua_State *L);  /* kiln_lua_tuning_db.c: kiln.tuning_db_* */
 /* Whether a registered pass (kl_lookup_pass) is a Lua pass of kiln.register_pass. */
 struct kl_pass_info;
 bool kl_lua__is_lua_pass(const struct kl_pass_info *info);

@@ -18,6 +18,7 @@
 #include "driver/program.h"
 #include "driver/llvm_stage.h"
 #include "driver/disk_cache.h"
+#include "driver/tuning_db.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,8 +288,9 @@ static const char *unknown_ir_after(lua_State *L, const kl_program *p, const cha
   return NULL;
 }
 
-static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", "pipeline",  "print_ir_after",
-                                            "on_ir",  "cache",   "strict_fp",   "cache_dir", NULL };
+static const char *const COMPILE_OPTS[] = { "target",         "targets",   "perf_config",   "pipeline",
+                                            "print_ir_after", "on_ir",     "cache",         "strict_fp",
+                                            "cache_dir",      "tuning_db", "tuning_device", NULL };
 
 /* kiln.compile(g, {target=, targets=, perf_config=, pipeline=, print_ir_after=, on_ir=, cache=, strict_fp=})
  * strict_fp: true = every float multiply and add rounded on its own (no FMA contraction:
@@ -297,7 +299,10 @@ static const char *const COMPILE_OPTS[] = { "target", "targets", "perf_config", 
  * behaviour may depend on any Lua state); true = use it (keyed by each pass's
  * registration); false = never (neither this cache nor the disk cache).
  * cache_dir: the on-disk cache's directory (driver/disk_cache.h); nil = $KILN_CACHE_DIR
- * (unset or empty: none); false = none. Pipelines with a Lua pass never use it. */
+ * (unset or empty: none); false = none. Pipelines with a Lua pass never use it.
+ * tuning_db: the tuning database (driver/tuning_db.h) whose records give GEMM kernels
+ * their perf config when perf_config is not given; nil = $KILN_TUNING_DB, else the default
+ * path (kl_tuning_db_default_path); false = none. tuning_device: only that device's records. */
 static int l_compile(lua_State *L) {
   const char *what = "compile";
   lua_settop(L, 2);
@@ -307,7 +312,7 @@ static int l_compile(lua_State *L) {
   kl_lua__busy_guard(L, kl_lua__push_handle_ctxud(L, gh), "compile"); /* metamethods, callbacks */
   kl_compile_opts o = { 0 };
   const char **targets = NULL;
-  bool cache_given = false, dir_given = false;
+  bool cache_given = false, dir_given = false, db_given = false;
   on_ir_st st = { L, 0, false, ctx };
   if (!lua_isnil(L, 2)) {
     if (!lua_istable(L, 2)) return kl_lua__rt_error(L, what, "options must be a table, got a %s", luaL_typename(L, 2));
@@ -373,8 +378,29 @@ static int l_compile(lua_State *L) {
       dir_given = true;
     else if (cd != LUA_TNIL)
       return kl_lua__rt_error(L, what, "cache_dir must be a directory name or false");
+    int td = lua_getfield(L, 2, "tuning_db"); /* stays on the stack too */
+    if (td == LUA_TSTRING && *lua_tostring(L, -1)) {
+      o.tuning_db = lua_tostring(L, -1);
+      db_given = true;
+    } else if (td == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+      db_given = true;
+    else if (td != LUA_TNIL)
+      return kl_lua__rt_error(L, what, "tuning_db must be a file name or false");
+    int tv = lua_getfield(L, 2, "tuning_device");
+    if (tv == LUA_TSTRING)
+      o.tuning_device = lua_tostring(L, -1);
+    else if (tv != LUA_TNIL)
+      return kl_lua__rt_error(L, what, "tuning_device must be a device name (kiln.device(...).name)");
   }
   if (!dir_given) o.cache_dir = kl_disk_cache_env_dir();
+  if (!db_given) {
+    char *path = kl_tuning_db_default_path();
+    if (path) {
+      lua_pushstring(L, path);
+      free(path);
+      o.tuning_db = lua_tostring(L, -1);
+    }
+  }
   /* A Lua pass may read any Lua state (upvalues, globals, other patterns): no key can
    * name what it does, so its pipelines bypass the cache unless cache = true (then the
    * key names each pass's registration: registering it again still misses). */
@@ -574,6 +600,11 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_int(L, "block", (lua_Integer)k->block_size);
     kl_lua__set_int(L, "lds_bytes", (lua_Integer)k->lds_bytes);
     kl_lua__set_str(L, "perf_config", k->perf_config);
+    /* perf_config_source: "user" (perf_config=), "tuned (db)" (a tuning database record),
+     * "heuristic"; problem_key / problem: the tuning key and its readable summary */
+    kl_lua__set_str(L, "perf_config_source", k->perf_config_source ? k->perf_config_source : "");
+    kl_lua__set_str(L, "problem_key", k->problem_key ? k->problem_key : "");
+    kl_lua__set_str(L, "problem", k->problem ? k->problem : "");
     /* primary_inputs: the argument names of the inputs whose views drive the
      * vectorization of fused loads (input fusion), in GEMM operand order */
     lua_newtable(L);

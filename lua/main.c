@@ -10,6 +10,7 @@
  *   kiln migraphx FILE.mlir   parse a MIGraphX-dialect file, compile, run, verify (lua/kiln/migraphx.lua)
  *   kiln conv-config "ARGS"   an MIOpenDriver conv spec: build, verify, time
  *   kiln cache [--clear]      the on-disk kernel cache (lua/kiln/cache.lua)
+ *   kiln tune FILE ...        tune GEMM perf configs into the tuning database (lua/kiln/tune.lua)
  * The Lua part of kiln (the files in lua/kiln/) is found through package.path, to which this
  * program prepends, when installed (cmake --install: <prefix>/bin/kiln), only
  * <prefix>/share/lua/5.4/?.lua; otherwise <dir of the executable>/../lua/?.lua
@@ -55,6 +56,9 @@ static void usage(FILE *f) {
           "                     [--verify] [--print-results] [--time]\n"
           "       kiln conv-config \"MIOPENDRIVER CONV ARGS (-n -c -H -W -k -y -x ... -F 1)\" [--layout NHWC]\n"
           "       kiln cache [--clear] [--dir DIR]\n"
+          "       kiln tune FILE.lua|FILE.kir|FILE.mlir [--level quick|full|exhaustive] [--target T]\n"
+          "                 [--jobs N] [--db PATH] [--shard I/N | --slurm DIR [--shards N] [--submit]]\n"
+          "       kiln tune --merge SHARD.db... [--db PATH]\n"
           "\n"
           "Lua front end of the kiln kernel compiler; `kiln` is a global in scripts and the REPL.\n"
           "Without a script: an interactive REPL (prints returned values, strings raw; `=expr`\n"
@@ -101,8 +105,13 @@ static void usage(FILE *f) {
           "  KILN_CACHE_DIR=DIR           keep compiled kernels on disk in DIR across processes (off\n"
           "                               when unset; kiln.compile's cache_dir= overrides it)\n"
           "  KILN_CACHE_MAX_MB=N          bound of that cache, least recently used evicted (default 1024)\n"
+          "  KILN_TUNING_DB=PATH          the tuning database kiln.compile reads and kiln tune writes\n"
+          "                               (kiln.compile's tuning_db= overrides it; default below)\n"
+          "  XDG_CACHE_HOME               without KILN_TUNING_DB: $XDG_CACHE_HOME/kiln/tuning.db, else\n"
+          "                               $HOME/.cache/kiln/tuning.db\n"
           "  TMPDIR                       where code generation writes its temporary files (default /tmp)\n"
-          "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n");
+          "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n"
+          "                               (and the default tuning database, above)\n");
 }
 
 /* The synopsis alone, after an argument error. */
@@ -113,6 +122,7 @@ static void short_usage(FILE *f) {
           "       kiln compile FILE.lua|FILE.kir --emit WHAT [--target T] [-o OUT] [--kernel K]\n"
           "       kiln migraphx FILE.mlir [options]\n"
           "       kiln conv-config \"MIOPENDRIVER CONV ARGS\" [options]\n"
+          "       kiln tune FILE.lua|FILE.kir|FILE.mlir [options]\n"
           "`kiln --help` lists every option and environment variable.\n");
 }
 
@@ -896,5 +906,6 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "conv-config")) return lua_subcommand(argc, argv, "conv_config_main");
   if (argc > 1 && !strcmp(argv[1], "compile")) return lua_subcommand(argc, argv, "compile_main");
   if (argc > 1 && !strcmp(argv[1], "cache")) return lua_subcommand(argc, argv, "cache_main");
+  if (argc > 1 && !strcmp(argv[1], "tune")) return lua_subcommand(argc, argv, "tune_main");
   return lua_main(argc, argv);
 }

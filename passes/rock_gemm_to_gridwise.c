@@ -4,7 +4,12 @@
  *  1. the target: option `target`, else the func's / module's "target" attribute,
  *     else "host" (perf_config.h, kl_perf_resolve_target);
  *  2. the perf config: option `perf-config`, else the gemm's "perf_config" string
- *     attribute, else the kernel func's, else the heuristic of perf_config.h; a given
+ *     attribute, else the kernel func's, else the entry of option `tuned` ("KEY=CONFIG;
+ *     KEY=CONFIG...", what the driver reads from a tuning database, driver/tuning_db.h)
+ *     whose KEY is the kernel's problem key (passes/problem_key.h), else the heuristic of
+ *     perf_config.h (a tuned config counts as given: no split-K heuristic); the kernel func
+ *     gets problem_key, problem (the readable summary) and perf_config_source ("user",
+ *     "tuned (db)" or "heuristic"); a given
  *     string is parsed and validated (errors name the field and stop the pass); a
  *     "v2:" config, or none on a target with a matrix instruction for the input type
  *     (option accel, default true), takes the accel path of passes/rock_accel.h: the
@@ -46,6 +51,7 @@
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
 #include "passes/gemm_split.h"
+#include "passes/problem_key.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include <stdio.h>
@@ -55,6 +61,7 @@
 typedef struct {
   const char *target, *perf;
   bool accel;
+  const char *tuned;
 } opts;
 
 static kl_value *pad_operand(kl_rewriter *rw, kl_op *op, kl_value *v, const char *const *names, const int64_t *padded,
@@ -153,6 +160,24 @@ static kl_value *split_view(kl_rewriter *rw, kl_op *op, kl_value *v, bool is_c, 
   return r;
 }
 
+/* The config of key in tuned ("KEY=CONFIG;KEY=CONFIG..."; the last entry of a key wins)
+ * into buf; false if none. */
+static bool tuned_lookup(const char *tuned, const char *key, char *buf, size_t n) {
+  size_t kl = strlen(key);
+  bool found = false;
+  for (const char *p = tuned; *p;) {
+    const char *end = strchr(p, ';');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > kl + 1 && !strncmp(p, key, kl) && p[kl] == '=' && len - kl - 1 < n) {
+      memcpy(buf, p + kl + 1, len - kl - 1);
+      buf[len - kl - 1] = 0;
+      found = true;
+    }
+    p += len + (end ? 1 : 0);
+  }
+  return found;
+}
+
 static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
   kl_ctx *ctx = op->ctx;
@@ -189,6 +214,13 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
 
   const char *given = o->perf && *o->perf ? o->perf : kl_op_attr_string(op, "perf_config");
   if (!given) given = kl_op_attr_string(fn, "perf_config");
+  const char *source = given ? "user" : "heuristic";
+  char pkey[KL_PROBLEM_KEY_LEN], pdesc[256], tuned_buf[128];
+  kl_gemm_problem_key(fn, op, pkey, pdesc, sizeof pdesc);
+  if (!given && o->tuned && *o->tuned && tuned_lookup(o->tuned, pkey, tuned_buf, sizeof tuned_buf)) {
+    given = tuned_buf;
+    source = "tuned (db)";
+  }
   kl_perf_config pc;
   /* matrix instructions (passes/rock_accel.h): a "v2:" config, or none on a target with an
    * instruction for the input type; the thread tile then only fixes block size and
@@ -346,6 +378,9 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_op_set_attr(fn, "grid_size", kl_attr_int(ctx, grid));
   kl_op_set_attr(fn, "perf_config", kl_attr_str(ctx, pcs));
   kl_op_set_attr(fn, "target", kl_attr_str(ctx, t->name));
+  kl_op_set_attr(fn, "problem_key", kl_attr_str(ctx, pkey));
+  kl_op_set_attr(fn, "problem", kl_attr_str(ctx, pdesc));
+  kl_op_set_attr(fn, "perf_config_source", kl_attr_str(ctx, source));
   if (S > 1) { /* the plan fills the output with 0 before the launch (driver/plan.c) */
     char key[16];
     snprintf(key, sizeof key, "%d", out_arg);
@@ -386,7 +421,8 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
           "sizes are per kernel)",
           kl_op_attr_string(fn, "sym_name"));
   }
-  opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config"), kl_pass_opt_bool(po, "accel") };
+  opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config"), kl_pass_opt_bool(po, "accel"),
+             kl_pass_opt_string(po, "tuned") };
   kl_pattern p = { "rock.gemm", 1, "rock-gemm-to-gridwise", gemm_to_gridwise, &o };
   const kl_pattern *ps[] = { &p };
   return kl_apply_patterns_walk(module, ps, 1);
@@ -401,6 +437,9 @@ static const kl_pass_option options[] = {
   { "accel", KL_OPT_BOOL, "true",
     "matrix instructions (MFMA/WMMA/mma.sync) when the target has one for the input type: "
     "a v2:... config (passes/rock_accel.h) or the accel heuristic; false: always the FMA path" },
+  { "tuned", KL_OPT_STRING, "",
+    "tuned configs \"KEY=CONFIG;...\" by problem key (passes/problem_key.h; the driver fills it from the tuning "
+    "database): used for a kernel without a given perf config" },
 };
 
 void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
@@ -409,7 +448,7 @@ void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
     "rock.gemm -> rock.gridwise_gemm: perf config (given or heuristic), Pad views to tile multiples, "
     "block/grid sizes on the kernel",
     options,
-    3,
+    4,
     run,
     NULL
   };

@@ -11,7 +11,8 @@
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), then the
--- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count).
+-- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
+-- tune of three GEMMs on the device whose tuned config the compile then picks.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
@@ -485,6 +486,39 @@ do
     ldm_case(("conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g,
              { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"), r = R({ Nb, Kc, H, W }, "f16", "NHWC") }, "f16")
   end
+end
+-- tuning on the device (lua/kiln/tune.lua): a quick tune of odd f16 / bf16 / f32 GEMMs with
+-- an epilogue into a temporary database; every candidate must compile, load and agree with
+-- the heuristic's outputs (kiln.tune's check), the compile then picks the tuned config
+-- ("tuned (db)") and matches g:eval
+for _, tc in ipairs { { 200, 136, 72, "f16" }, { 77, 50, 96, "bf16" }, { 64, 96, 40, "f32" } } do
+  local M, N, K, dt = table.unpack(tc)
+  local name = ("tune %dx%dx%d %s"):format(M, N, K, dt)
+  local ok, err = pcall(function()
+    local g = kiln.graph("tune_gpu")
+    local a, b, bias = g:param("a", { M, K }, dt), g:param("b", { K, N }, dt), g:param("bias", { N }, dt)
+    g:output((g:dot(a, b) + bias):relu())
+    local db = os.tmpname()
+    local res = kiln.tune(g, { device = dev, level = "quick", db = db, runs = 5 })
+    if res.nfailed > 0 then
+      for _, r in ipairs(res.results) do
+        if r.error then error("candidate " .. r.config .. " failed: " .. r.error, 0) end
+      end
+    end
+    local p = kiln.compile(g, { target = dev.arch, tuning_db = db, cache = false })
+    os.remove(db)
+    local k = p:kernels()[1]
+    if res.best and (k.perf_config_source ~= "tuned (db)" or k.perf_config ~= res.best.config) then
+      error(("compile took %s (%s), want the tuned %s"):format(k.perf_config, k.perf_config_source, res.best.config), 0)
+    end
+    local inputs = { a = kiln.rand({ M, K }, dt), b = kiln.rand({ K, N }, dt), bias = kiln.rand({ N }, dt) }
+    local c = kiln.compare(p:run(inputs, { device = dev }), g:eval(inputs))
+    if not c.ok then error(c.summary, 0) end
+    print(("%s: best %s %.4f ms, heuristic %.4f ms, %d candidates in %.1f s"):format(name,
+      res.best and res.best.config or "(heuristic)", res.best and res.best.ms or res.heuristic_ms, res.heuristic_ms or -1,
+      res.ncandidates, res.wall_ms / 1e3))
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line

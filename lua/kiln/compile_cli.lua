@@ -79,8 +79,16 @@ usage: kiln compile FILE.lua|FILE.kir --emit WHAT [--target T] [--kernel K] [-o 
     return o
   end
 
-  -- the graphs of the input file
+  -- the graphs of the input file (also kiln tune's: lua/kiln/tune.lua): FILE.kir graph
+  -- functions, FILE.mlir (MIGraphX dialect) functions, or what FILE.lua returns
   local function load_graphs(file)
+    if file:match("%.mlir$") then
+      local gs = kiln.migraphx_file(file)
+      local list = {}
+      for i = 1, #gs do list[i] = gs[i] end
+      if #list == 0 then error(fmt("%s holds no function", file), 0) end
+      return list
+    end
     if file:match("%.kir$") then
       local f, ferr = io.open(file, "rb")
       if not f then error(ferr, 0) end
@@ -105,6 +113,8 @@ usage: kiln compile FILE.lua|FILE.kir --emit WHAT [--target T] [--kernel K] [-o 
     error(fmt("%s must return a graph or a list of graphs (kiln.graph(...)), got %s", file,
       type(r) == "table" and "an empty table" or type(r)), 0)
   end
+
+  kiln._load_graphs = load_graphs
 
   local function find_ptxas()
     for _, p in ipairs { "ptxas", "/usr/local/cuda/bin/ptxas" } do

@@ -37,10 +37,15 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   g:output(v [, {layout=|strides=}], ...)  g:print()  tostring(g)  g:eval{x = t, ...} -> outputs...  g.module g.func g:params()
   dev = kiln.device("host"|"cuda"|"hip"|"auto")  dev.name dev.kind dev.arch dev:info()   kiln.targets()
   p = kiln.compile(g, {target="host" | targets={...}, perf_config=, pipeline=, print_ir_after="all"|{names},
-                       on_ir=function(pass, text) end, cache=false, strict_fp=true, cache_dir=DIR|false})  (also g:compile{...})
+                       on_ir=function(pass, text) end, cache=false, strict_fp=true, cache_dir=DIR|false,
+                       tuning_db=PATH|false, tuning_device=)  (also g:compile{...})
   p:run{x = t, ...} [, {device = dev, timing = t}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:plan_text() p:binary(k)
   p.compile_ms p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])
   kiln.tuning_space(g, {target=, level="quick"|"full"|"exhaustive", rejected=true}) -> configs [, {{config=, reason=}}]   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
+  res = kiln.tune(g, {target=, device=, level="quick"|"full"|"exhaustive", jobs=, runs=, db=PATH|false, progress=true|fn,
+                      shard="I/N", configs=})  -> {best={config=, ms=}, results={...}, ...}   kiln.tune_table(res)
+  kiln.tuning_db_path() kiln.tuning_db_read(path) -> records, warnings  kiln.tuning_db_write(path, records)
+  kiln.tuning_db_merge(path, {shard.db, ...})   p:kernels()[i].perf_config_source ("user"|"tuned (db)"|"heuristic")  (kiln tune --help)
   p:asm(k [, target]) p:llvm_opt(k [, target]) p:object(k [, target])   (command line: kiln compile --help)
   r = p:prepare(inputs, {device=, sets=})  r:launch() r:time{warmup=, reps=} r:outputs() r:free()   p:load_kernels{device=}
   kiln.clock_ms()

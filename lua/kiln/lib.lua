@@ -9,7 +9,7 @@
 -- the module being built). A missing file is skipped; an error in one is raised.
 local pretty = require "kiln.pretty"
 
-local EXTENSIONS = { "tensor", "graph", "view", "program", "device", "migraphx", "compile_cli", "cache" }
+local EXTENSIONS = { "tensor", "graph", "view", "program", "device", "migraphx", "compile_cli", "cache", "tune" }
 
 local HELP = [[
 kiln — Lua API (handles print with tostring; ops print as IR)

@@ -4,7 +4,7 @@
 set -euo pipefail
 KILN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 KILN_BUILD_DIR="${KILN_BUILD_DIR:-$KILN_ROOT/build}"
-KILN_PACKAGES="llvm-19-dev llvm-19-tools lld-19 liblld-19-dev liblua5.4-dev lua5.4 lua-busted libreadline-dev cmake make gcc g++ zlib1g-dev libzstd-dev clang-14 libclang-rt-14-dev pkg-config"
+KILN_PACKAGES="llvm-19-dev llvm-19-tools lld-19 liblld-19-dev liblua5.4-dev lua5.4 lua-busted libreadline-dev cmake make gcc g++ zlib1g-dev libzstd-dev clang-14 libclang-rt-14-dev pkg-config slurm-wlm munge"
 
 kiln_install_deps() {
   local missing=""

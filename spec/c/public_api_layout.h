@@ -41,7 +41,8 @@ typedef struct kl_layout_entry {
   X(offsetof(kl_compile_opts, perf_config)) X(offsetof(kl_compile_opts, pipeline))                     \
   X(offsetof(kl_compile_opts, print_ir_after)) X(offsetof(kl_compile_opts, on_ir))                     \
   X(offsetof(kl_compile_opts, on_ir_user)) X(offsetof(kl_compile_opts, no_cache))                      \
-  X(offsetof(kl_compile_opts, strict_fp))                                                               \
+  X(offsetof(kl_compile_opts, strict_fp)) X(offsetof(kl_compile_opts, cache_dir))                      \
+  X(offsetof(kl_compile_opts, tuning_db)) X(offsetof(kl_compile_opts, tuning_device))                  \
   X(sizeof(kl_prepare_opts)) X(offsetof(kl_prepare_opts, sets)) X(offsetof(kl_prepare_opts, rotate_bytes)) \
   X(offsetof(kl_prepare_opts, max_sets)) X(offsetof(kl_prepare_opts, no_poison))
 // clang-format on
