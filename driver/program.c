@@ -224,6 +224,13 @@ static const char *func_str_of(kl_op *module, const char *name, const char *attr
   return s ? s : "";
 }
 
+/* An integer attribute of the kernel func (pipeline_stages), 0 if none. */
+static int64_t func_int_of(kl_op *module, const char *name, const char *attr) {
+  kl_op *fn = module ? kl_module_lookup(module, name) : NULL;
+  int64_t v = 0;
+  return fn && kl_op_attr_i64(fn, attr, &v) ? v : 0;
+}
+
 /* The introspection record of a plan kernel (arg names and types point into the plan). */
 static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->name = K->name;
@@ -232,6 +239,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->primary_inputs = "";
   k->output_swizzle = "";
   k->fragment_loads = "";
+  k->async_copy = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -261,6 +269,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->primary_inputs = primary_inputs_of(v->module, k->name);
     k->output_swizzle = func_str_of(v->module, k->name, "output_swizzle");
     k->fragment_loads = func_str_of(v->module, k->name, "fragment_loads");
+    k->async_copy = func_str_of(v->module, k->name, "async_copy");
+    k->pipeline_stages = func_int_of(v->module, k->name, "pipeline_stages");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -790,6 +800,8 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].primary_inputs = primary_inputs_of(v->module, K->name);
     v->kernels[k].output_swizzle = func_str_of(v->module, K->name, "output_swizzle");
     v->kernels[k].fragment_loads = func_str_of(v->module, K->name, "fragment_loads");
+    v->kernels[k].async_copy = func_str_of(v->module, K->name, "async_copy");
+    v->kernels[k].pipeline_stages = func_int_of(v->module, K->name, "pipeline_stages");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;

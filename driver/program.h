@@ -80,6 +80,8 @@ typedef struct kl_kernel_info {
   int nargs, ninputs;  /* arguments: inputs first, then outputs */
   const char *output_swizzle; /* rock-output-swizzle's decision ("applied", "refused: ..."; "" if none) */
   const char *fragment_loads; /* mma.sync LDS fragment reads: "ldmatrix", "lds", "mixed"; "" if none */
+  const char *async_copy;     /* operands copied global -> LDS asynchronously: "A,B", "A", "B", "none"; "" if off */
+  int64_t pipeline_stages;    /* K-loop stages of the async copy pipeline (rock-gridwise-to-blockwise); 0 if off */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
   int nsnapshots;

@@ -9,6 +9,7 @@
 #include "passes/lower_lane.h"
 #include "passes/lower_atomic.h"
 #include "passes/lower_barrier.h"
+#include "passes/lower_async.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -756,6 +757,9 @@ static const struct {
   { "rock.workgroup_id", h_workgroup_id },
   { "rock.workitem_id", h_workitem_id },
   { "rock.barrier", kl__lower_barrier },
+  { "rock.async_copy", kl__lower_async_copy },
+  { "rock.async_commit", kl__lower_async_commit },
+  { "rock.async_wait", kl__lower_async_wait },
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
   { "rock.ldmatrix", h_ldmatrix },
