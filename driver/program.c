@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "core/env.h"
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -60,12 +62,32 @@ struct kl_program {
   char *disk; /* kl_program_disk_cache; NULL = "" */
 };
 
+#define PIPELINE_HEAD                                                                                            \
+  "reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-" \
+  "gridwise,"
+#define PIPELINE_TAIL                                                                                                 \
+  "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,rock-lower-loops,canonicalize," \
+  "cse,dce"
+/* KILN_CP_ASYNC (auto, off, 2..4) sets rock-gridwise-to-blockwise's cp-async option here, so
+ * that it is part of the pipeline string (and the compile-cache key); an unknown value warns
+ * once and is ignored. */
 const char *kl_default_pipeline(void) {
-  return "reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-"
-         "gridwise,"
-         "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-"
-         "steps,rock-lower-loops,"
-         "canonicalize,cse,dce";
+  static const char *const with[] = {
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=-1}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=1}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=2}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=3}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=4}," PIPELINE_TAIL,
+  };
+  static const char *const names[] = { "auto", "off", "2", "3", "4" };
+  static atomic_flag warned = ATOMIC_FLAG_INIT;
+  const char *env = getenv("KILN_CP_ASYNC");
+  if (env && *env) {
+    for (int i = 0; i < 5; i++)
+      if (!strcmp(env, names[i])) return with[i];
+    kl_env_warn_once(&warned, "KILN_CP_ASYNC", env, "not auto, off, 2, 3 or 4; using the default");
+  }
+  return PIPELINE_HEAD "rock-gridwise-to-blockwise," PIPELINE_TAIL;
 }
 
 static double now_ms(void) {

@@ -101,6 +101,8 @@ static void usage(FILE *f) {
           "  KILN_CACHE_DIR=DIR           keep compiled kernels on disk in DIR across processes (off\n"
           "                               when unset; kiln.compile's cache_dir= overrides it)\n"
           "  KILN_CACHE_MAX_MB=N          bound of that cache, least recently used evicted (default 1024)\n"
+          "  KILN_CP_ASYNC=auto|off|2|3|4 K-loop pipeline of asynchronous global -> shared copies\n"
+          "                               (cp.async; stages) in the default pipeline (default: off)\n"
           "  TMPDIR                       where code generation writes its temporary files (default /tmp)\n"
           "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n");
 }

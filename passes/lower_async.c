@@ -8,8 +8,7 @@ static LLVMValueRef call(kl_llvm_lowering *L, const char *name, LLVMValueRef *ar
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   if (!id) return NULL;
   LLVMValueRef f = LLVMGetIntrinsicDeclaration(kl_llvm_module(L), id, NULL, 0);
-  return LLVMBuildCall2(kl_llvm_builder(L), LLVMIntrinsicGetType(kl_llvm_context(L), id, NULL, 0), f, args, nargs,
-                        "");
+  return LLVMBuildCall2(kl_llvm_builder(L), LLVMIntrinsicGetType(kl_llvm_context(L), id, NULL, 0), f, args, nargs, "");
 }
 
 static bool nvptx_async_ok(kl_llvm_lowering *L, kl_op *op) {
