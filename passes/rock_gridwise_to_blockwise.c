@@ -585,17 +585,16 @@ static void pipe_emit(const pipe *p, int64_t nk) {
 
 /* Stages of the pipeline for this GEMM: option cp (-1: auto, mma.sync GEMMs on NVIDIA
  * only, up to KL_MAX_STAGES; 0 / 1: off; 2..KL_MAX_STAGES: every GEMM), capped so that
- * S copies of the stage (stage_bytes, with 128-byte alignment per tile) fit the LDS
- * budget and by the number of K steps; 1 = no pipeline. */
+ * S copies of the stage (stage_bytes, with 128-byte alignment per tile) fit the target's
+ * LDS (NVIDIA: above 48 KiB as dynamic shared memory, core/target.h) and by the number
+ * of K steps; 1 = no pipeline. */
 static int choose_stages(int64_t cp, const kl_target *tg, const char *accel, int64_t nk, int64_t stage_bytes) {
   int64_t s = cp;
   if (s < 0) s = tg && tg->arch == KL_ARCH_NVPTX && accel && !strcmp(accel, "mma_sync") ? KL_MAX_STAGES : 1;
   if (s > KL_MAX_STAGES) s = KL_MAX_STAGES;
   if (s < 2 || nk < 2) return 1;
-  if (tg && tg->arch != KL_ARCH_HOST) {
-    int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
-    while (s >= 2 && s * stage_bytes > budget) s--;
-  }
+  if (tg && tg->arch != KL_ARCH_HOST) /* NVIDIA above 48 KiB: dynamic shared memory (core/target.h) */
+    while (s >= 2 && s * stage_bytes > tg->lds_bytes) s--;
   if (s > nk) s = nk;
   return s < 2 ? 1 : (int)s;
 }
@@ -820,7 +819,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         int nall = dbuf ? 4 : 2;
         if (S > 1)
           for (int s = 0; s < S; s++) all[2 * s] = P.la[s], all[2 * s + 1] = P.lb[s], nall = 2 * S;
-        int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
+        int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 && S == 1 ? 48 * 1024 : tg->lds_bytes;
         tiles_bytes = join_lds(rw, loc, all, nall, budget, err, sizeof err);
         if (tiles_bytes < 0) {
           ok = false;
