@@ -38,10 +38,14 @@
  * cp.async 16 bytes .cg, 4 / 8 bytes .ca, zero-filling padded and out-of-bounds vectors;
  * host and AMDGPU: plain copies) before the MMAs of step k, one commit_group per step,
  * wait_group S-2 and one barrier before each step. S is capped so that the S stages fit
- * 48 KiB of static shared memory on NVIDIA (the target's LDS elsewhere) and by the K
- * steps; an operand with an input-fusion prologue keeps the register path (the kernel's
- * async_copy: "A,B", "A", "B" or "none"; pipeline_stages: S). -1 = auto: mma.sync GEMMs on
- * NVIDIA only, as many stages as fit; 0 / 1 = off (today's register-staged loop).
+ * the target's LDS (sm_80 163 KiB, sm_90 227 KiB) and by the K
+ * steps; an operand with an input-fusion prologue, or whose global vectors do not land as
+ * 4 / 8 / 16-byte LDS vectors (an N-major B into the K-contiguous mma.sync tiles), keeps
+ * the register path (the kernel's async_copy: "A,B", "A", "B" or "none"; pipeline_stages:
+ * S), and then S is at most 2 (its copy is live across the MMAs: spills at S = 3, 4).
+ * NVIDIA kernels above 48 KiB of LDS take it as dynamic shared memory (core/target.h).
+ * -1 = auto: mma.sync GEMMs on NVIDIA only, as many stages as fit (at most 4); 0 / 1 =
+ * off (today's register-staged loop).
  * KL_CP_ASYNC_DEFAULT is the option's default, the one switch; the environment variable
  * KILN_CP_ASYNC (auto, off, 2..4) puts rock-gridwise-to-blockwise{cp-async=N} into the
  * default pipeline instead (so it is part of the compile-cache key).

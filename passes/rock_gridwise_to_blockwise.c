@@ -745,6 +745,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         P.da = da, P.db = db;
         P.async_a = async_operand(a, da, lds_a, la.vlen);
         P.async_b = async_operand(b, db, lds_b, lb.vlen);
+        /* one operand on the register path: its copy stays live across the MMAs; with S > 2
+         * (the extra unrolled steps) ptxas spilled 128x128 tiles (sm_90 4096^3: 48 / 8 bytes at
+         * S = 3 / 4, none at S = 2), so S is capped at 2 */
+        if (P.async_a != P.async_b && S > 2) S = P.S = 2;
         if (!P.async_a && !P.async_b) { /* both operands take the register path: today's loop */
           S = P.S = 1;
           if (fn) kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, "none"));
