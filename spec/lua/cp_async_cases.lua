@@ -6,6 +6,7 @@
 --   M.cases() -> { {name=, g=, inputs=, dtype=, host_perf=, async=}, ... }
 --     host_perf: a host perf config with a small kPerBlock (several K steps);
 --     prologue: the operand ("A") with an input-fusion prologue (never async)
+--   M.gpu_cases() -> the same fields plus piped (larger shapes, see there)
 --   M.pipeline(S) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
 local kiln = require "kiln"
@@ -65,6 +66,43 @@ function M.cases()
       { { "x", { 4, 64, 5, 5 }, dt, { layout = "NHWC" } }, { "w", { 32, 64, 1, 1 }, dt, { layout = "KYXC" } } },
       function(g, p) return g:conv(p.x, p.w) end, "v1:32,32,8,32,32,1")
   end
+  return L
+end
+
+-- Larger shapes for the GPU (the heuristic's tiles: several K steps, so the pipeline runs):
+-- f16 / bf16 GEMMs (row-major, A^T, B^T, batch 2 with bias + relu), K 1024 and 4096, an odd
+-- M / N, and NHWC convs (1x1, 3x3 pad 1, 3x3 stride 2) with add + relu. piped = true: with
+-- cp-async=S on an sm_80+ device the kernel must pipeline (pipeline_stages >= 2; checked
+-- statically for sm_80 / sm_90 by cp_async_spec).
+function M.gpu_cases()
+  local L = {}
+  for _, dt in ipairs { "f16", "bf16" } do
+    for _, sz in ipairs { { 512, 384, 1024 }, { 256, 256, 4096 }, { 333, 200, 1024 } } do
+      local m, n, k = sz[1], sz[2], sz[3]
+      local tag = ("%s %dx%dx%d"):format(dt, m, n, k)
+      case(L, tag .. " dot", { { "a", { m, k }, dt }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a, p.b) end)
+      case(L, tag .. " A^T", { { "a", { k, m }, dt }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a:transpose { 1, 0 }, p.b) end)
+      case(L, tag .. " B^T", { { "a", { m, k }, dt }, { "b", { n, k }, dt } },
+        function(g, p) return g:dot(p.a, p.b:transpose { 1, 0 }) end)
+      case(L, tag .. " batch 2 + bias, relu", { { "a", { 2, m, k }, dt }, { "b", { 2, k, n }, dt }, { "bias", { 1, 1, n }, dt } },
+        function(g, p) return (g:dot(p.a, p.b) + p.bias):relu() end)
+      case(L, tag .. " dot(convert(a), b)", { { "a", { m, k }, "f32" }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a:convert(dt), p.b) end, nil, "A")
+    end
+    for _, cv in ipairs { { 8, 256, 14, 14, 128, 1, 1, 0 }, { 4, 64, 28, 28, 64, 3, 1, 1 }, { 4, 128, 28, 28, 128, 3, 2, 1 } } do
+      local nb, c, h, w, kc, r, st, pd = table.unpack(cv)
+      local oh, ow = (h + 2 * pd - r) // st + 1, (w + 2 * pd - r) // st + 1
+      case(L, ("%s conv NHWC %dx%dx%dx%d -> %d %dx%d stride %d pad %d + r, relu"):format(dt, nb, c, h, w, kc, r, r, st, pd),
+        { { "x", { nb, c, h, w }, dt, { layout = "NHWC" } }, { "w", { kc, c, r, r }, dt, { layout = "KYXC" } },
+          { "r", { nb, kc, oh, ow }, dt, { layout = "NHWC" } } },
+        function(g, p) return (g:conv(p.x, p.w, { padding = { pd, pd, pd, pd }, stride = { st, st } }) + p.r):relu() end)
+    end
+  end
+  -- not piped: a prologue on A with an N-major B, and A^T with an N-major B (both operands
+  -- M / N-major: neither lands as K-contiguous 16-byte vectors in the mma.sync tiles)
+  for _, c in ipairs(L) do c.piped = not (c.name:find("convert", 1, true) or c.name:find("A^T", 1, true)) or nil end
   return L
 end
 

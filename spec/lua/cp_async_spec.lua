@@ -62,6 +62,21 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     end
   end)
 
+  it("the larger GPU cases pipeline on sm_80 and sm_90 (static: compile only)", function()
+    for _, c in ipairs(C.gpu_cases()) do
+      for _, t in ipairs { "sm_80", "sm_90" } do
+        local p = kiln.compile(c.g, { target = t, cache = false, pipeline = C.pipeline(3) })
+        local k
+        for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
+        if c.piped then
+          assert.is_true(k.pipeline_stages >= 2, t .. " " .. c.name .. ": " .. k.async_copy .. " " .. k.perf_config)
+          assert.is_truthy(p:disasm(k.name, t):find("cp.async.cg.shared.global", 1, true), t .. " " .. c.name)
+        end
+        if c.prologue then assert.is_nil(k.async_copy:find(c.prologue, 1, true)) end
+      end
+    end
+  end)
+
   it("rejects cp-async outside -1..4 with the pass's message", function()
     local g = kiln.graph("g")
     g:output(g:dot(g:param("a", { 8, 8 }, "f32"), g:param("b", { 8, 8 }, "f32")))
