@@ -4,6 +4,7 @@
 --
 --   build/kiln bench/gpu_kiln.lua OUT.tsv [--case ID]... [--cases FILE] [--device NAME]
 --                                 [--budget-ms MS] [--samples N] [--ptx DIR] [--suffix S] [--list]
+--                                 [--cpa]
 --
 -- OUT.tsv gets a header if it is new, then rows are appended (bench/gpu_peers.py writes the
 -- same columns, bench/gpu_report.py merges them). Cases come from bench/gpu_cases.txt
@@ -11,6 +12,11 @@
 -- "cuda"; "host" runs the same code on the host device (bench/host_cases.txt: a check of
 -- the harness, and the host suite). --ptx DIR writes each case's kernel binaries there;
 -- --suffix S is appended to the case ids of the rows (a repeated measurement: "#2").
+-- --cpa: the gemm, conv and swz cases also time the cp.async K-loop pipeline,
+-- rock-gridwise-to-blockwise{cp-async=S}: impls kiln.cpa1 (S = 1: the register-staged loop
+-- of today), kiln.cpa2, kiln.cpa3, kiln.cpa4 (the note gives the stages the kernel got, its
+-- async operands and LDS bytes), and for gemm the same with B stored transposed ([N, K],
+-- K-contiguous, so both operands go through cp.async): kiln.cpaS.bt.
 --
 -- Method (bench/README.md): random inputs (kiln.rand, uniform [-1, 1), never
 -- zeros); p:prepare uploads them once into device buffers, enough buffer sets to span at
@@ -23,6 +29,7 @@
 local KILN_ROOT = "."
 local out_path, device_name, cases_file = nil, "cuda", KILN_ROOT .. "/bench/gpu_cases.txt"
 local want_cases, budget_ms, nsamples, ptx_dir, list_only, suffix = {}, 600, 16, nil, false, ""
+local CPA = false
 local ROTATE_BYTES = 256 * 1024 * 1024
 local WARM_MS, MIN_REPS, MAX_REPS = 100, 10, 2000
 
@@ -39,6 +46,7 @@ do
     elseif a == "--ptx" then ptx_dir = val()
     elseif a == "--list" then list_only = true
     elseif a == "--suffix" then suffix = val()
+    elseif a == "--cpa" then CPA = true
     elseif a:sub(1, 2) == "--" then error("gpu_kiln.lua: unknown option " .. a)
     else out_path = a end
     i = i + 1
@@ -275,6 +283,43 @@ local function time_and_write(row, r, ok, amount)
   write_row(row)
 end
 
+local pair_errors = 0   -- ERROR rows of run_fusion_pair (the exit status counts them)
+
+-- --cpa: impls kiln.cpa1 .. kiln.cpa4 of a case (see the header). build(pipeline) -> program;
+-- prepare(p) -> prepared run; check(outputs) -> ok, text; base: the row's fixed columns.
+local function cpa_pipeline(S)
+  local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                              "rock-gridwise-to-blockwise{cp-async=" .. S .. "},", 1)
+  assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
+  return pl
+end
+local function run_cpa(c, base, build, prepare, check, amount, tag)
+  for S = 1, 4 do
+    local row = {}
+    for k, v in pairs(base) do row[k] = v end
+    row.impl = "kiln.cpa" .. S .. (tag or "")
+    local ok, err = pcall(function()
+      local p = build(cpa_pipeline(S))
+      dump_binaries(c.name .. ".cpa" .. S .. (tag or ""), p)
+      local r = prepare(p)
+      r:launch()
+      local okc, text = check(r:outputs())
+      row.sets, row.check = r.sets, text
+      local k
+      for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+      row.note = string.format("stages=%d async_copy=%s lds=%d compile=%.0fms %s", k and k.pipeline_stages or 0,
+                               k and k.async_copy ~= "" and k.async_copy or "-", k and k.lds_bytes or 0, p.compile_ms,
+                               kernel_note(p))
+      time_and_write(row, r, okc, amount)
+    end)
+    if not ok then
+      row.check = "ERROR " .. tostring(err)
+      write_row(row)
+      pair_errors = pair_errors + 1
+    end
+  end
+end
+
 function run.gemm(c)
   local M, N, K = c.dims[1], c.dims[2], c.dims[3]
   local g = kiln.graph(c.name)
@@ -292,6 +337,20 @@ function run.gemm(c)
                 unit = "TFLOP/s", check = check,
                 note = string.format("path=%s compile=%.0fms %s", gemm_path(p), p.compile_ms, kernel_note(p)) }
   time_and_write(row, r, ok, row.flop / 1e12)
+  if not CPA then return end
+  local base = { case = c.id, kind = "gemm", dtype = c.dtype, shape = shape_str(c.dims), flop = row.flop, bytes = row.bytes,
+                 unit = "TFLOP/s" }
+  local function prep(p) return p:prepare({ a = A, b = B }, { device = dev, rotate_bytes = ROTATE_BYTES }) end
+  run_cpa(c, base, function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end, prep,
+          function(outs) return check_gemm(A, B, outs, M, N, K, c.dtype) end, row.flop / 1e12)
+  -- B stored [N, K] (K-contiguous): both operands through cp.async
+  local gt = kiln.graph(c.name .. "_bt")
+  gt:output(gt:dot(gt:param("a", { M, K }, c.dtype), gt:param("b", { N, K }, c.dtype):transpose { 1, 0 }))
+  local BT = kiln.rand({ N, K }, c.dtype)
+  local Bview = { get = function(_, ix) return BT:get { ix[2], ix[1] } end }
+  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = dev.arch, pipeline = pl }) end,
+          function(p) return p:prepare({ a = A, b = BT }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
+          function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt")
 end
 
 local function conv_graph(id, dtype, Nb, C, H, W, K)
@@ -320,6 +379,12 @@ function run.conv(c)
                 unit = "TFLOP/s", check = check,
                 note = string.format("fused=%s compile=%.0fms %s", #p:kernels() == 1 and "yes" or "NO", p.compile_ms, kernel_note(p)) }
   time_and_write(row, r, ok, row.flop / 1e12)
+  if not CPA then return end
+  run_cpa(c, { case = c.id, kind = "conv", dtype = c.dtype, shape = shape_str(c.dims), flop = row.flop, bytes = row.bytes,
+               unit = "TFLOP/s" },
+          function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end,
+          function(p) return p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
+          function(outs) return check_conv(X, Wt, R, outs, Nb, C, H, W, K, c.dtype) end, row.flop / 1e12)
 end
 
 function run.ew(c)
@@ -560,7 +625,6 @@ end
 -- Runs impls kiln and kiln.nofuse of case c: graph g, inputs (name -> tensor), check(outputs)
 -- -> ok, text; base: the row's fixed columns; amount: TFLOP of one launch. A failure of one
 -- impl (compile, check, timing) is an ERROR row, and the other still runs.
-local pair_errors = 0   -- ERROR rows of run_fusion_pair (the exit status counts them)
 local function run_fusion_pair(c, g, inputs, check, base, amount)
   for _, impl in ipairs { "kiln", "kiln.nofuse" } do
     local row = {}
@@ -709,6 +773,14 @@ function run.swz(c)
       pair_errors = pair_errors + 1
     end
   end
+  if not CPA then return end
+  run_cpa(c, { case = c.id, kind = "swz", dtype = c.dtype, shape = shape_str(c.dims),
+               flop = 2.0 * Nb * H * W * K * C * S * S, bytes = (Nb * C * H * W + K * C * S * S + 2 * Nb * K * H * W) * esz,
+               unit = "TFLOP/s" },
+          function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end,
+          function(p) return p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
+          function(outs) return check_swz(X, Wt, R, outs, Nb, C, H, W, K, S, c.dtype) end,
+          2.0 * Nb * H * W * K * C * S * S / 1e12)
 end
 
 -- ----------------------------------------------------------------- main ----

@@ -45,7 +45,9 @@
  *    the readers since of each slot it writes, frees or allocates). Kinds:
  *      LAUNCH: launch kernel `kernel` with grid x block threads (grid[0..2], block[0..2])
  *        and lds_bytes of workgroup memory already declared inside the kernel (pass 0 as
- *        the dynamic shared memory size); its arguments are the device pointers of the
+ *        the dynamic shared memory size; except an NVIDIA kernel with lds_bytes above
+ *        48 KiB, whose LDS is all dynamic: pass lds_bytes, raising the kernel's
+ *        MAX_DYNAMIC_SHARED_SIZE_BYTES attribute first); its arguments are the device pointers of the
  *        slots args[0..nargs-1], each passed as one pointer-sized kernel argument, in
  *        that order (inputs first, then outputs). On GPUs every pointer must be aligned to
  *        16 bytes (the kernels use 16-byte vector accesses; cuMemAlloc / hipMalloc give

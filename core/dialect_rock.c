@@ -231,6 +231,53 @@ static kl_status verify_ldmatrix(kl_op *op) {
   return KL_OK;
 }
 
+/* rock.async_copy(%src, %si..., %dst, %di...[, %valid]) {len = V}: V consecutive elements
+ * of the global buffer src from (si...) to the LDS buffer dst at (di...), asynchronously
+ * (NVIDIA cp.async: complete after a later rock.async_commit / rock.async_wait; elsewhere
+ * a plain copy); with valid false, V zeros (src is not read). V * element bytes is 4, 8 or
+ * 16; both addresses are aligned to it. rock.async_commit closes the group of this
+ * thread's copies issued since the last commit; rock.async_wait {pending = N} waits until
+ * at most N of this thread's committed groups are incomplete (a barrier makes other
+ * threads' copies visible). */
+static kl_status verify_async_copy(kl_op *op) {
+  int64_t len = 0;
+  if (op->nopnds < 2 || !is_buffer(op->opnds[0].value))
+    return kl_emit_error(op->ctx, op->loc, "'rock.async_copy' operand 0 must be a buffer");
+  const kl_type *st = op->opnds[0].value->type;
+  int di = 1 + st->rank;
+  if (op->nopnds <= di || !is_buffer(op->opnds[di].value))
+    return kl_emit_error(op->ctx, op->loc, "'rock.async_copy' needs %d source indices for %s, then the LDS buffer",
+                         st->rank, st->text);
+  const kl_type *dt = op->opnds[di].value->type;
+  int n = op->nopnds - di - 1 - dt->rank;
+  if (n != 0 && n != 1)
+    return kl_emit_error(op->ctx, op->loc, "'rock.async_copy' needs %d destination indices for %s and an optional i1",
+                         dt->rank, dt->text);
+  for (int i = 1; i < op->nopnds; i++)
+    if (i != di && !(n == 1 && i == op->nopnds - 1) && op->opnds[i].value->type->kind != KL_TY_INDEX)
+      return kl_emit_error(op->ctx, op->loc, "'rock.async_copy' operand %d must be an index", i);
+  if (n == 1 && op->opnds[op->nopnds - 1].value->type->kind != KL_TY_I1)
+    return kl_emit_error(op->ctx, op->loc, "'rock.async_copy' last operand (valid) must be i1");
+  if (dt->space != KL_SPACE_LDS || st->space == KL_SPACE_LDS || st->elem != dt->elem)
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.async_copy' copies a global buffer into an LDS buffer of the same "
+                         "element type, got %s -> %s",
+                         st->text, dt->text);
+  int64_t bytes = kl_op_attr_i64(op, "len", &len) ? len * kl_type_bits(st->elem) / 8 : 0;
+  if (kl_type_bits(st->elem) % 8 || (bytes != 4 && bytes != 8 && bytes != 16))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.async_copy' needs an integer attribute 'len' of 4, 8 or 16 bytes "
+                         "of %s",
+                         st->elem->text);
+  return KL_OK;
+}
+static kl_status verify_async_wait(kl_op *op) {
+  int64_t n;
+  if (!kl_op_attr_i64(op, "pending", &n) || n < 0 || n > 7)
+    return kl_emit_error(op->ctx, op->loc, "'rock.async_wait' needs an integer attribute 'pending' in [0, 7]");
+  return KL_OK;
+}
+
 /* rock.mma: the structure here; the instruction check (passes/rock_accel_lower.c, which
  * knows the matrix instructions) through the hook installed with kl_rock_set_mma_hook. */
 static const char *const mma_hook_key = "rock.mma.hook";
@@ -275,6 +322,7 @@ static const kl_opdef rock_ops[] = {
   ROCK("fill", 1, 1, 0, 0, 0, 0, verify_buffers, KERN),
   ROCK("threadwise_read_into", 2, -1, 0, 0, 0, 0, NULL, KERN),
   ROCK("threadwise_write_all", 2, -1, 0, 0, 0, 0, NULL, KERN),
+  ROCK("threadwise_copy_async", 2, -1, 0, 0, 0, 0, NULL, KERN),
   ROCK("blockwise_gemm", 4, 4, 0, 0, 0, 0, NULL, KERN),
   ROCK("threadwise_gemm", 3, 3, 0, 0, 0, 0, verify_buffers, KERN),
   ROCK("load", 1, -1, 1, 1, 0, 0, verify_loadstore, KERN_LOOP),
@@ -284,6 +332,11 @@ static const kl_opdef rock_ops[] = {
   { .name = "rock.ldmatrix", .levels = KERN_LOOP, .min_operands = 1, .max_operands = -1, .min_results = 1, .max_results = 1,
     .verify = verify_ldmatrix,
     .summary = "warp-level load of 1, 2 or 4 8x8 16-bit matrices from LDS, one row address per lane (NVIDIA ldmatrix)" },
+  { .name = "rock.async_copy", .levels = KERN_LOOP, .min_operands = 2, .max_operands = -1, .verify = verify_async_copy,
+    .summary = "asynchronous copy of 4, 8 or 16 bytes global -> LDS, zeros where not valid (NVIDIA cp.async)" },
+  { .name = "rock.async_commit", .levels = KERN_LOOP, .summary = "closes this thread's group of rock.async_copy" },
+  { .name = "rock.async_wait", .levels = KERN_LOOP, .verify = verify_async_wait,
+    .summary = "waits until at most `pending` of this thread's async copy groups are incomplete" },
   { .name = "rock.mma", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
     .max_results = 1, .required_attrs = need_instr, .verify = verify_mma,
     .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },

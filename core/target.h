@@ -12,6 +12,12 @@
  * kl_arch is the one architecture enum of kiln (codegen, binaries, bundles, devices). */
 #ifndef KL_TARGET_H
 #define KL_TARGET_H
+/* NVIDIA: a kernel whose shared memory (the sum of its LDS allocations, the plan's
+ * lds_bytes) exceeds this takes all of it as dynamic shared memory: lower-to-llvm places
+ * its LDS buffers in one `extern .shared` array and the launch passes lds_bytes (the
+ * driver's opt-in, cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES); at most this much is
+ * static shared memory. */
+#define KL_NVPTX_STATIC_LDS_MAX (48 * 1024)
 #include <stdbool.h>
 #include <stdint.h>
 

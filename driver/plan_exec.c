@@ -1,5 +1,6 @@
 /* plan_exec.c — running a host plan's steps on a device (plan_exec.h). */
 #include "driver/plan_exec.h"
+#include "core/target.h"
 #include "driver/plan_sched.h"
 #include "core/dtype.h"
 #include <stdio.h>
@@ -76,6 +77,9 @@ static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
   }
   l.arg_sizes = sizes;
   l.nargs = s->nargs;
+  /* NVIDIA kernels above 48 KiB of LDS take it as dynamic shared memory (core/target.h) */
+  if (kl_device_get_info(x->dev)->kind == KL_DEVICE_CUDA && k->lds_bytes > KL_NVPTX_STATIC_LDS_MAX)
+    l.shared_bytes = (size_t)k->lds_bytes;
   for (int d = 0; d < 3; d++) {
     l.grid[d] = (uint32_t)k->grid[d];
     l.block[d] = (uint32_t)k->block[d];
@@ -94,8 +98,9 @@ kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen) {
   switch (s->kind) {
     case KL_BUNDLE_LAUNCH: {
       kl_dev_launch l = launch_of(x, s);
-      kl_status st = x->stream ? kl_device_launch_on(x->stream, l.k, l.grid, l.block, 0, l.args, l.arg_sizes, l.nargs)
-                               : kl_device_launch(l.k, l.grid, l.block, 0, l.args, l.arg_sizes, l.nargs);
+      kl_status st = x->stream
+          ? kl_device_launch_on(x->stream, l.k, l.grid, l.block, l.shared_bytes, l.args, l.arg_sizes, l.nargs)
+          : kl_device_launch(l.k, l.grid, l.block, l.shared_bytes, l.args, l.arg_sizes, l.nargs);
       launch_free(&l);
       if (st != KL_OK) snprintf(err, errlen, "launch of %s: %s", P->kernels[s->kernel].name, kl_device_error(x->dev));
       return st;

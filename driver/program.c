@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "core/env.h"
+#include <stdatomic.h>
 #include <string.h>
 #include <pthread.h>
 #include <time.h>
@@ -63,12 +65,32 @@ struct kl_program {
   char *disk; /* kl_program_disk_cache; NULL = "" */
 };
 
+#define PIPELINE_HEAD                                                                                            \
+  "reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-" \
+  "gridwise,"
+#define PIPELINE_TAIL                                                                                                 \
+  "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,rock-lower-loops,canonicalize," \
+  "cse,dce"
+/* KILN_CP_ASYNC (auto, off, 2..4) sets rock-gridwise-to-blockwise's cp-async option here, so
+ * that it is part of the pipeline string (and the compile-cache key); an unknown value warns
+ * once and is ignored. */
 const char *kl_default_pipeline(void) {
-  return "reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-"
-         "gridwise,"
-         "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-"
-         "steps,rock-lower-loops,"
-         "canonicalize,cse,dce";
+  static const char *const with[] = {
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=-1}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=1}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=2}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=3}," PIPELINE_TAIL,
+    PIPELINE_HEAD "rock-gridwise-to-blockwise{cp-async=4}," PIPELINE_TAIL,
+  };
+  static const char *const names[] = { "auto", "off", "2", "3", "4" };
+  static atomic_flag warned = ATOMIC_FLAG_INIT;
+  const char *env = getenv("KILN_CP_ASYNC");
+  if (env && *env) {
+    for (int i = 0; i < 5; i++)
+      if (!strcmp(env, names[i])) return with[i];
+    kl_env_warn_once(&warned, "KILN_CP_ASYNC", env, "not auto, off, 2, 3 or 4; using the default");
+  }
+  return PIPELINE_HEAD "rock-gridwise-to-blockwise," PIPELINE_TAIL;
 }
 
 static double now_ms(void) {
@@ -229,6 +251,13 @@ static const char *func_str_of(kl_op *module, const char *name, const char *attr
   return s ? s : "";
 }
 
+/* An integer attribute of the kernel func (pipeline_stages), 0 if none. */
+static int64_t func_int_of(kl_op *module, const char *name, const char *attr) {
+  kl_op *fn = module ? kl_module_lookup(module, name) : NULL;
+  int64_t v = 0;
+  return fn && kl_op_attr_i64(fn, attr, &v) ? v : 0;
+}
+
 /* The introspection record of a plan kernel (arg names and types point into the plan). */
 static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->name = K->name;
@@ -240,6 +269,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->perf_config_source = "";
   k->problem_key = "";
   k->problem = "";
+  k->async_copy = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -272,6 +302,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->perf_config_source = func_str_of(v->module, k->name, "perf_config_source");
     k->problem_key = func_str_of(v->module, k->name, "problem_key");
     k->problem = func_str_of(v->module, k->name, "problem");
+    k->async_copy = func_str_of(v->module, k->name, "async_copy");
+    k->pipeline_stages = func_int_of(v->module, k->name, "pipeline_stages");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -870,6 +902,8 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].perf_config_source = func_str_of(v->module, K->name, "perf_config_source");
     v->kernels[k].problem_key = func_str_of(v->module, K->name, "problem_key");
     v->kernels[k].problem = func_str_of(v->module, K->name, "problem");
+    v->kernels[k].async_copy = func_str_of(v->module, K->name, "async_copy");
+    v->kernels[k].pipeline_stages = func_int_of(v->module, K->name, "pipeline_stages");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;

@@ -619,6 +619,9 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_str(L, "output_swizzle", k->output_swizzle ? k->output_swizzle : "");
     /* fragment_loads: how an mma.sync GEMM reads its LDS fragments ("ldmatrix", "lds", "mixed"; "" if none) */
     kl_lua__set_str(L, "fragment_loads", k->fragment_loads ? k->fragment_loads : "");
+    /* async_copy / pipeline_stages: the cp.async K-loop pipeline ("A,B", "A", "B", "none"; "" and 0 if off) */
+    kl_lua__set_str(L, "async_copy", k->async_copy ? k->async_copy : "");
+    kl_lua__set_int(L, "pipeline_stages", (lua_Integer)k->pipeline_stages);
     kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {

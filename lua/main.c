@@ -109,6 +109,8 @@ static void usage(FILE *f) {
           "                               (kiln.compile's tuning_db= overrides it; default below)\n"
           "  XDG_CACHE_HOME               without KILN_TUNING_DB: $XDG_CACHE_HOME/kiln/tuning.db, else\n"
           "                               $HOME/.cache/kiln/tuning.db\n"
+          "  KILN_CP_ASYNC=auto|off|2|3|4 K-loop pipeline of asynchronous global -> shared copies\n"
+          "                               (cp.async; stages) in the default pipeline (default: off)\n"
           "  TMPDIR                       where code generation writes its temporary files (default /tmp)\n"
           "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n"
           "                               (and the default tuning database, above)\n");

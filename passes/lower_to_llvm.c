@@ -9,6 +9,7 @@
 #include "passes/lower_lane.h"
 #include "passes/lower_atomic.h"
 #include "passes/lower_barrier.h"
+#include "passes/lower_async.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,9 @@ struct kl_llvm_lowering {
   int nslots, capslots;
   bool failed;
   int nlds;
-  LLVMFastMathFlags fmf; /* on every float add / sub / mul: contract unless the kernel is strict_fp */
+  bool dyn_lds;               /* NVIDIA kernel above KL_NVPTX_STATIC_LDS_MAX: LDS in the extern dynamic array */
+  int64_t dyn_off, dyn_total; /* bytes placed so far; the kernel's LDS bytes (the launch's) */
+  LLVMFastMathFlags fmf;      /* on every float add / sub / mul: contract unless the kernel is strict_fp */
 };
 typedef kl_llvm_lowering lw;
 
@@ -455,6 +458,24 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
   for (int i = 0; i < t->rank; i++)
     if (t->shape[i] > 0) span += (t->shape[i] - 1) * t->strides[i];
   LLVMTypeRef at = LLVMArrayType2(scalar_type(L, t->elem), (uint64_t)span);
+  if (t->space == KL_SPACE_LDS && L->dyn_lds) { /* an offset into `extern .shared .align 16 .b8 __kiln_dyn_lds[]` */
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(L->c), dt = LLVMArrayType2(i8, 0);
+    LLVMValueRef g = LLVMGetNamedGlobal(L->m, "__kiln_dyn_lds");
+    if (!g) {
+      g = LLVMAddGlobalInAddressSpace(L->m, dt, "__kiln_dyn_lds", 3);
+      LLVMSetLinkage(g, LLVMExternalLinkage);
+      LLVMSetAlignment(g, 16);
+    }
+    int64_t bytes = span * ((kl_type_bits(t->elem) + 7) / 8), off = (L->dyn_off + 15) / 16 * 16;
+    if (off + bytes > L->dyn_total) {
+      fail(L, op, "%s",
+           "the LDS buffers need more dynamic shared memory than the kernel's lds_bytes (16-byte alignment)");
+      return NULL;
+    }
+    L->dyn_off = off + bytes;
+    LLVMValueRef idx = i64c(L, off);
+    return LLVMBuildGEP2(L->b, i8, g, &idx, 1, "");
+  }
   if (t->space == KL_SPACE_LDS && L->t->arch != KL_ARCH_HOST) {
     char name[32];
     snprintf(name, sizeof name, "__kiln_lds%d", L->nlds++);
@@ -756,6 +777,9 @@ static const struct {
   { "rock.workgroup_id", h_workgroup_id },
   { "rock.workitem_id", h_workitem_id },
   { "rock.barrier", kl__lower_barrier },
+  { "rock.async_copy", kl__lower_async_copy },
+  { "rock.async_commit", kl__lower_async_commit },
+  { "rock.async_wait", kl__lower_async_wait },
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
   { "rock.ldmatrix", h_ldmatrix },
@@ -862,6 +886,18 @@ static bool lower_kernel(lw *L, kl_op *k) {
   int64_t bs = 1;
   kl_op_attr_i64(k, "block_size", &bs);
   L->block_size = bs;
+  L->dyn_lds = false, L->dyn_off = 0, L->dyn_total = 0;
+  if (L->t->arch == KL_ARCH_NVPTX) { /* the plan's lds_bytes: the sum of the LDS allocations */
+    int n;
+    kl_op **ops = kl_collect_ops(k, &n);
+    for (int i = 0; i < n; i++) {
+      const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
+      if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS)
+        L->dyn_total += kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+    }
+    free(ops);
+    L->dyn_lds = L->dyn_total > KL_NVPTX_STATIC_LDS_MAX;
+  }
   const kl_attr *strict = kl_op_attr(k, "strict_fp");
   L->fmf = strict && (strict->kind == KL_AT_UNIT || (strict->kind == KL_AT_BOOL && strict->i))
       ? LLVMFastMathNone

@@ -32,6 +32,23 @@
  * (every thread copies the same number of A and B elements into LDS); the LDS tiles
  * (kPerBlock * (mPerBlock + nPerBlock) * element bytes) fit in the target's lds_bytes.
  * M, N and K need not be tile multiples (the passes pad them with Pad views).
+ * Pipeline stages (rock-gridwise-to-blockwise's option cp-async, not a perf-config field:
+ * the same tiles run with any stage count). S = 2..KL_MAX_STAGES keeps S copies of the A
+ * and B LDS tiles; the global -> LDS copies of K step k + S - 1 are issued (NVIDIA:
+ * cp.async 16 bytes .cg, 4 / 8 bytes .ca, zero-filling padded and out-of-bounds vectors;
+ * host and AMDGPU: plain copies) before the MMAs of step k, one commit_group per step,
+ * wait_group S-2 and one barrier before each step. S is capped so that the S stages fit
+ * the target's LDS (sm_80 163 KiB, sm_90 227 KiB) and by the K
+ * steps; an operand with an input-fusion prologue, or whose global vectors do not land as
+ * 4 / 8 / 16-byte LDS vectors (an N-major B into the K-contiguous mma.sync tiles), keeps
+ * the register path (the kernel's async_copy: "A,B", "A", "B" or "none"; pipeline_stages:
+ * S), and then S is at most 2 (its copy is live across the MMAs: spills at S = 3, 4).
+ * NVIDIA kernels above 48 KiB of LDS take it as dynamic shared memory (core/target.h).
+ * -1 = auto: mma.sync GEMMs on NVIDIA only, as many stages as fit (at most 4); 0 / 1 =
+ * off (today's register-staged loop).
+ * KL_CP_ASYNC_DEFAULT is the option's default, the one switch; the environment variable
+ * KILN_CP_ASYNC (auto, off, 2..4) puts rock-gridwise-to-blockwise{cp-async=N} into the
+ * default pipeline instead (so it is part of the compile-cache key).
  * Version 2 ("v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack") selects the
  * matrix-instruction path (MFMA / WMMA / mma.sync); its format, validation and
  * heuristic are in passes/rock_accel.h.
@@ -51,6 +68,12 @@
 #include "core/rewrite.h"
 #include "core/view.h"
 #include "core/target.h"
+
+#define KL_MAX_STAGES           4
+#define KL_CP_ASYNC_DEFAULT     1 /* off; -1: auto */
+#define KL_CP_ASYNC_STR_(x)     #x
+#define KL_CP_ASYNC_STR(x)      KL_CP_ASYNC_STR_(x)
+#define KL_CP_ASYNC_DEFAULT_STR KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
 
 typedef struct kl_perf_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;

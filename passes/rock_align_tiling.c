@@ -104,7 +104,9 @@ static void collect_uses(kl_value *v, bool via_view, use_list *l) {
 static bool writes_operand(const kl_op *op, int index) {
   const char *n = op->name;
   if (!strcmp(n, "rock.elementwise")) return index == op->nopnds - 1;
-  if (!strcmp(n, "rock.threadwise_write_all") || !strcmp(n, "rock.threadwise_read_into")) return index == 1;
+  if (!strcmp(n, "rock.threadwise_write_all") || !strcmp(n, "rock.threadwise_read_into") ||
+      !strcmp(n, "rock.threadwise_copy_async"))
+    return index == 1;
   if (!strcmp(n, "rock.gemm") || !strcmp(n, "rock.gridwise_gemm") || !strcmp(n, "rock.conv")) return index == 2;
   if (!strcmp(n, "rock.reduce") || !strcmp(n, "rock.softmax")) return index == op->nopnds - 1;
   if (!strcmp(n, "rock.blockwise_gemm") || !strcmp(n, "rock.threadwise_gemm")) return index == 2;

@@ -68,6 +68,9 @@
 typedef struct {
   int64_t G, Kp, Mp, Np, MB, NB, KB, MT, NT, kpack, BS;
 } tiles;
+typedef struct {
+  int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
+} opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
 typedef struct {
@@ -103,8 +106,10 @@ static kl_view *global_copy_view(const tiles *t, bool is_a, const layout *l, cha
   return kl_vb_finish(&b, err, n);
 }
 
-/* (tid, iter) -> (k, d) of the [KB, DB] LDS tile. */
-static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n) {
+/* (tid, iter) -> (k, d) of the [KB, DB] LDS tile; full: (bid, tid, kl, iter), bid and kl
+ * ignored (the destination view of rock.threadwise_copy_async, whose upper space is its
+ * source view's). */
+static kl_view *lds_copy_view_ex(const tiles *t, bool is_a, const layout *l, bool full, char *err, size_t n) {
   const char *d = is_a ? "m" : "n";
   int64_t DB = is_a ? t->MB : t->NB;
   kl_vb b;
@@ -121,9 +126,19 @@ static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *
   kl_vb_merge(&b, "tid", 2, l->tid_d ? td_f : tk_f);
   const char *id_f[2] = { "ik", "id" }, *ik_f[2] = { "id", "ik" };
   kl_vb_merge(&b, "iter", 2, l->iter_d ? id_f : ik_f);
-  const char *ord[2] = { "tid", "iter" };
-  kl_vb_order(&b, 2, ord);
+  if (full) {
+    kl_vb_add_dim(&b, "bid", t->G * (t->Mp / t->MB) * (t->Np / t->NB));
+    kl_vb_add_dim(&b, "kl", t->Kp / t->KB);
+    const char *ord4[4] = { "bid", "tid", "kl", "iter" };
+    kl_vb_order(&b, 4, ord4);
+  } else {
+    const char *ord[2] = { "tid", "iter" };
+    kl_vb_order(&b, 2, ord);
+  }
   return kl_vb_finish(&b, err, n);
+}
+static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n) {
+  return lds_copy_view_ex(t, is_a, l, false, err, n);
 }
 
 /* (bid, tid, iter) -> (g, m, n) of c: the thread's MT x NT accumulator tile. */
@@ -365,8 +380,8 @@ static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, cons
  * LDS bytes of the tiles, -1 (message in err) when a view cannot be built. */
 static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int n, int64_t budget, char *err,
                         size_t errlen) {
-  kl_value *raw[4];
-  int64_t off[4], total = 0, sum = 0;
+  kl_value *raw[2 * KL_MAX_STAGES];
+  int64_t off[2 * KL_MAX_STAGES], total = 0, sum = 0;
   for (int i = 0; i < n; i++) {
     raw[i] = tiles[i];
     while (raw[i]->def && !strcmp(raw[i]->def->name, "rock.transform")) raw[i] = raw[i]->def->opnds[0].value;
@@ -469,6 +484,133 @@ static void kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
   kl_op *bw = kl_rewriter_create(k->rw, "rock.blockwise_gemm", k->loc, 4, bg, 0, NULL, 7, ba, 0);
   kl_accel_copy_attrs(k->gw, bw); /* accel GEMMs: m_per_wave, n_per_wave, accel_instr, accel */
 }
+/* ---- the multi-stage (cp.async) pipeline, see the header comment ---- */
+typedef struct {
+  const kloop *k;
+  int S;
+  bool async_a, async_b;
+  const kl_view *da, *db; /* (bid, tid, kl, iter) -> LDS tile of A / B */
+  kl_value *la[KL_MAX_STAGES], *lb[KL_MAX_STAGES];
+} pipe;
+static void async_copy(const kloop *k, kl_value *src, kl_value *dst, kl_value *kidx, const kl_view *g, const kl_view *d,
+                       int64_t vlen) {
+  kl_ctx *ctx = kl_rewriter_ctx(k->rw);
+  kl_value *o[5] = { src, dst, k->bid, k->tid, kidx };
+  kl_named_attr a[3] = { { "view", kl_attr_from_view(ctx, g) },
+                         { "dst_view", kl_attr_from_view(ctx, d) },
+                         { "vector_len", kl_attr_int(ctx, vlen) } };
+  kl_rewriter_create(k->rw, "rock.threadwise_copy_async", k->loc, 5, o, 0, NULL, 3, a, 0);
+}
+/* the asynchronous operands' tiles of K step kidx into stage s, then commit_group */
+static void pipe_issue(const pipe *p, kl_value *kidx, int s) {
+  const kloop *k = p->k;
+  if (p->async_a) async_copy(k, k->a, p->la[s], kidx, k->ga, p->da, k->vla);
+  if (p->async_b) async_copy(k, k->b, p->lb[s], kidx, k->gb, p->db, k->vlb);
+  kl_rewriter_create(k->rw, "rock.async_commit", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+}
+/* the register-path operands: global -> private copies of step kidx, private -> stage s */
+static void pipe_reg_read(const pipe *p, kl_value *kidx) {
+  const kloop *k = p->k;
+  kl_value *ex[3] = { k->bid, k->tid, kidx };
+  if (!p->async_a)
+    threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->a, k->copy_a, 3, ex, k->ga, k->vla, NULL, NULL);
+  if (!p->async_b)
+    threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->b, k->copy_b, 3, ex, k->gb, k->vlb, NULL, NULL);
+}
+static void pipe_reg_write(const pipe *p, int s) {
+  const kloop *k = p->k;
+  if (!p->async_a)
+    threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_a, p->la[s], 1, &k->tid, k->wa,
+               kl_tile_vector_len(k->wa, p->la[s], 1), "set", NULL);
+  if (!p->async_b)
+    threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, p->lb[s], 1, &k->tid, k->wb,
+               kl_tile_vector_len(k->wb, p->lb[s], 1), "set", NULL);
+}
+static void pipe_wait(const pipe *p, int64_t pending) {
+  kl_named_attr a = { "pending", kl_attr_int(kl_rewriter_ctx(p->k->rw), pending) };
+  kl_rewriter_create(p->k->rw, "rock.async_wait", p->k->loc, 0, NULL, 0, NULL, 1, &a, 0);
+}
+/* One K step: the tiles of step kidx sit in stage s (static); the loads of step
+ * kidx + S - 1 (mod nk: the last S - 1 steps reload early steps, in bounds and unused)
+ * go to stage (s + S - 1) mod S, whose last reader was the previous step's GEMM. */
+static void pipe_step(const pipe *p, kl_value *kidx, int s, int64_t nk) {
+  const kloop *k = p->k;
+  int S = p->S, slot = (s + S - 1) % S;
+  pipe_wait(p, S - 2); /* the group of step kidx has landed (this thread's copies) */
+  kl_barrier(k);       /* ... every thread's; and every wave is done with the GEMM of kidx - 1 */
+  kl_value *nx;
+  int64_t c;
+  if (kl_emit_const_of(kidx, &c))
+    nx = kl_tile_index(k->rw, k->loc, (c + S - 1) % nk);
+  else {
+    kl_emitter e = { k->rw, k->loc };
+    nx = kl_emit_remi(&e, kl_emit_add(&e, kidx, kl_tile_index(k->rw, k->loc, S - 1)), nk);
+  }
+  pipe_issue(p, nx, slot);
+  pipe_reg_read(p, nx);
+  kl_gemm(k, p->la[s], p->lb[s]);
+  pipe_reg_write(p, slot);
+}
+/* The whole pipelined K loop at the insertion point. */
+static void pipe_emit(const pipe *p, int64_t nk) {
+  const kloop *k = p->k;
+  kl_rewriter *rw = k->rw;
+  int S = p->S;
+  for (int j = 0; j < S - 1; j++) { /* prologue: steps 0 .. S-2 into stages 0 .. S-2 */
+    kl_value *kj = kl_tile_index(rw, k->loc, j % nk);
+    pipe_issue(p, kj, j);
+    pipe_reg_read(p, kj);
+    pipe_reg_write(p, j);
+  }
+  int64_t r = nk % S, main = nk - r;
+  if (main > 0) {
+    kl_ctx *ctx = kl_rewriter_ctx(rw);
+    kl_value *bnd[3] = { kl_tile_index(rw, k->loc, 0), kl_tile_index(rw, k->loc, main), kl_tile_index(rw, k->loc, S) };
+    kl_op *loop = kl_rewriter_create(rw, "scf.for", k->loc, 3, bnd, 0, NULL, 0, NULL, 1);
+    kl_block *body = kl_block_create(ctx);
+    kl_value *kl = kl_block_add_arg(ctx, body, kl_type_index(ctx));
+    kl_region_push_block(&loop->regions[0], body);
+    kl_rewriter_set_insertion_end(rw, body);
+    for (int j = 0; j < S; j++) {
+      kl_emitter e = { rw, k->loc };
+      pipe_step(p, j ? kl_emit_add(&e, kl, kl_tile_index(rw, k->loc, j)) : kl, j, nk);
+    }
+    kl_rewriter_create(rw, "scf.yield", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+    kl_rewriter_set_insertion_after(rw, loop);
+  }
+  for (int64_t j = 0; j < r; j++) pipe_step(p, kl_tile_index(rw, k->loc, main + j), (int)j, nk);
+  pipe_wait(p, 0); /* nothing in flight into the LDS the epilogue (output swizzle) may reuse */
+  kl_barrier(k);
+}
+
+/* Stages of the pipeline for this GEMM: option cp (-1: auto, mma.sync GEMMs on NVIDIA
+ * only, up to KL_MAX_STAGES; 0 / 1: off; 2..KL_MAX_STAGES: every GEMM), capped so that
+ * S copies of the stage (stage_bytes, with 128-byte alignment per tile) fit the target's
+ * LDS (NVIDIA: above 48 KiB as dynamic shared memory, core/target.h) and by the number
+ * of K steps; 1 = no pipeline. */
+static int choose_stages(int64_t cp, const kl_target *tg, const char *accel, int64_t nk, int64_t stage_bytes) {
+  int64_t s = cp;
+  if (s < 0) s = tg && tg->arch == KL_ARCH_NVPTX && accel && !strcmp(accel, "mma_sync") ? KL_MAX_STAGES : 1;
+  if (s > KL_MAX_STAGES) s = KL_MAX_STAGES;
+  if (s < 2 || nk < 2) return 1;
+  if (tg && tg->arch != KL_ARCH_HOST) /* NVIDIA above 48 KiB: dynamic shared memory (core/target.h) */
+    while (s >= 2 && s * stage_bytes > tg->lds_bytes) s--;
+  if (s > nk) s = nk;
+  return s < 2 ? 1 : (int)s;
+}
+
+/* Whether operand v can be copied global -> LDS asynchronously: a kernel argument (no
+ * prologue, no intermediate) of bytes-wide elements whose copy vectors are 4, 8 or 16
+ * bytes on both sides (cp.async's sizes; the destination view proves the LDS side). */
+static bool async_operand(kl_value *v, const kl_view *d, kl_value *lds, int64_t vlen) {
+  int nc;
+  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+  if (u->def || prologue_of(v) || u->type->kind != KL_TY_BUFFER || u->type->space == KL_SPACE_LDS) return false;
+  int64_t bits = kl_type_bits(v->type->elem), bytes = vlen * bits / 8;
+  if (bits < 8 || bits % 8 || (bytes != 4 && bytes != 8 && bytes != 16)) return false;
+  return kl_tile_vector_len(d, lds, 3) >= vlen;
+}
+
 /* (kl + off) mod nk */
 static kl_value *kl_next(const kloop *k, kl_value *kl, int64_t off, int64_t nk) {
   kl_emitter e = { k->rw, k->loc };
@@ -482,6 +624,7 @@ static bool get_attr(kl_rewriter *rw, kl_op *op, const char *name, int64_t *out)
 }
 
 static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
   kl_ctx *ctx = op->ctx;
   kl_loc loc = op->loc;
   char err[512];
@@ -582,9 +725,57 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
        * of K steps and room for two tile pairs: double-buffered (see the header comment) */
       bool prefetch = kl_accel_is_accel(op) && nk > 1;
       int64_t tile_bytes = kl_perf_config_lds_bytes(&pc, (int)eb) + extra;
-      bool dbuf = prefetch && accel && !strcmp(accel, "mma_sync") && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
-      kl_value *lds_a2 = dbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
-      kl_value *lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+      const kl_target *tg = kl_perf_resolve_target(op, NULL, NULL, 0);
+      /* the cp.async pipeline: S stages of both tiles (each tile 128-byte aligned in join_lds) */
+      int64_t ta_bytes = kl_type_numel(kl_rock_underlying(lds_a, NULL, &(int){ 0 }, 0)->type) * eb;
+      int64_t tb_bytes = kl_type_numel(kl_rock_underlying(lds_b, NULL, &(int){ 0 }, 0)->type) * eb;
+      int S = choose_stages(o->cp_async, tg, accel, nk, (ta_bytes + 127) / 128 * 128 + (tb_bytes + 127) / 128 * 128);
+      pipe P = { .k = &K, .S = S };
+      kl_view *da = NULL, *db = NULL;
+      bool dbuf = false;
+      kl_value *lds_a2 = NULL, *lds_b2 = NULL;
+      if (S > 1) {
+        da = lds_copy_view_ex(&t, true, &la, true, err, sizeof err);
+        db = da ? lds_copy_view_ex(&t, false, &lb, true, err, sizeof err) : NULL;
+        if (!db) {
+          kl_view_free(da);
+          ok = false;
+          goto done;
+        }
+        P.da = da, P.db = db;
+        P.async_a = async_operand(a, da, lds_a, la.vlen);
+        P.async_b = async_operand(b, db, lds_b, lb.vlen);
+        /* one operand on the register path: its copy stays live across the MMAs; with S > 2
+         * (the extra unrolled steps) ptxas spilled 128x128 tiles (sm_90 4096^3: 48 / 8 bytes at
+         * S = 3 / 4, none at S = 2), so S is capped at 2 */
+        if (P.async_a != P.async_b && S > 2) S = P.S = 2;
+        if (!P.async_a && !P.async_b) { /* both operands take the register path: today's loop */
+          S = P.S = 1;
+          if (fn) kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, "none"));
+        }
+      }
+      if (S > 1) {
+        P.la[0] = lds_a, P.lb[0] = lds_b;
+        for (int s = 1; s < S && ok; s++) {
+          P.la[s] = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
+          P.lb[s] = P.la[s] ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+          ok = P.lb[s] != NULL;
+        }
+        if (ok) pipe_emit(&P, nk);
+        kl_view_free(da);
+        kl_view_free(db);
+        if (!ok) goto done;
+        extra += (S - 1) * tile_bytes;
+        const char *which = P.async_a && P.async_b ? "A,B" : P.async_a ? "A" : "B";
+        if (fn) {
+          kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, which));
+          kl_rewriter_set_attr(rw, fn, "pipeline_stages", kl_attr_int(ctx, S));
+        }
+        goto after_loop;
+      }
+      dbuf = prefetch && accel && !strcmp(accel, "mma_sync") && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
+      lds_a2 = dbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
+      lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
       if (dbuf && !lds_b2) {
         ok = false;
         goto done;
@@ -621,16 +812,19 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       }
       kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
       if (dbuf) extra += tile_bytes;
+    after_loop:
       kl_rewriter_set_insertion_before(rw, op);
       kl_value *ex2[2] = { bid, tid };
       threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store,
                  kl_op_attr(op, "store_scale"));
       int64_t tiles_bytes = kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8) + extra;
-      const kl_target *tg = kl_perf_resolve_target(op, NULL, NULL, 0);
       if (tg && tg->arch != KL_ARCH_HOST) { /* GPU: one LDS buffer (see join_lds) */
-        kl_value *all[4] = { lds_a, lds_b, lds_a2, lds_b2 };
-        int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
-        tiles_bytes = join_lds(rw, loc, all, dbuf ? 4 : 2, budget, err, sizeof err);
+        kl_value *all[2 * KL_MAX_STAGES] = { lds_a, lds_b, lds_a2, lds_b2 };
+        int nall = dbuf ? 4 : 2;
+        if (S > 1)
+          for (int s = 0; s < S; s++) all[2 * s] = P.la[s], all[2 * s + 1] = P.lb[s], nall = 2 * S;
+        int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 && S == 1 ? 48 * 1024 : tg->lds_bytes;
+        tiles_bytes = join_lds(rw, loc, all, nall, budget, err, sizeof err);
         if (tiles_bytes < 0) {
           ok = false;
           goto done;
@@ -655,17 +849,31 @@ done:
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  kl_pattern p = { "rock.gridwise_gemm", 1, "rock-gridwise-to-blockwise", lower_gridwise, NULL };
+  opts o = { kl_pass_opt_int(po, "cp-async") };
+  if (o.cp_async < -1 || o.cp_async > KL_MAX_STAGES) {
+    kl_emit_error(module->ctx, module->loc,
+                  "rock-gridwise-to-blockwise: cp-async must be -1 (auto), 0 or 1 (off) or 2..%d (stages), got %lld",
+                  KL_MAX_STAGES, (long long)o.cp_async);
+    return KL_ERR;
+  }
+  kl_pattern p = { "rock.gridwise_gemm", 1, "rock-gridwise-to-blockwise", lower_gridwise, &o };
   const kl_pattern *ps[] = { &p };
   return kl_apply_patterns_walk(module, ps, 1);
 }
+
+static const kl_pass_option options[] = {
+  { "cp-async", KL_OPT_INT, KL_CP_ASYNC_DEFAULT_STR,
+    "multi-stage pipeline of asynchronous global -> LDS copies (NVIDIA cp.async; plain copies elsewhere): "
+    "-1 auto (mma.sync GEMMs on NVIDIA, as many stages as fit 48 KiB, at most 4), 0 or 1 off, 2..4 stages "
+    "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
+};
 
 void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {
   kl_pass_info info = { "rock-gridwise-to-blockwise",
                         "rock.gridwise_gemm -> K loop of global->LDS copies (threadwise_read_into / write_all), "
                         "barriers and rock.blockwise_gemm into a register accumulator; one global write of C",
-                        NULL,
-                        0,
+                        options,
+                        1,
                         run,
                         NULL };
   kl_register_pass(ctx, &info);

@@ -12,6 +12,9 @@
  *       (store "atomic_add" / "atomic_max" / "atomic_min": rock.atomic_rmw, scaled by
  *       store_scale; pre-reduced first where dst's view ignores tile digits:
  *       lower_loops_atomic.c)
+ *   rock.threadwise_copy_async(%src, %lds, e...) {view, dst_view[, vector_len]}
+ *       for iter step V: rock.async_copy(src[view(e, iter)..] -> lds[dst_view(e, iter)..],
+ *       valid) where V elements are 4, 8 or 16 bytes, else a load and a store
  *   rock.threadwise_gemm(%a [K,M], %b [K,N], %c [M,N] or [M*N])
  *       for m, n: c[m,n] += sum_k ext(a[k,m]) * ext(b[k,n])   (ext to c's type)
  *   rock.elementwise with a private / lds output: a loop over the tile, the body cloned
@@ -205,6 +208,98 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), vl, 0, NULL, copy_body, &s);
   kl_view_free(gv);
   kl_view_free(pv);
+  kl_rewriter_erase_op(rw, op);
+  return true;
+}
+
+/* ---- threadwise_copy_async ---- */
+typedef struct {
+  kl_value *gbuf, *dbuf;
+  const kl_view *gv, *dv;
+  kl_value *extra[KL_VIEW_MAX_DIMS];
+  int nextra;
+  int64_t vlen;
+  bool async; /* vlen * element bytes is 4, 8 or 16: rock.async_copy; else a plain copy */
+} acopy_st;
+static void acopy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
+  acopy_st *s = ud;
+  kl_value *up[KL_VIEW_MAX_DIMS];
+  for (int i = 0; i < s->nextra; i++) up[i] = s->extra[i];
+  up[s->nextra] = iv;
+  if (!s->async) {
+    kl_ll_store_view(L, kl_ll_load_view(L, s->gbuf, s->gv, up, s->vlen), s->dbuf, s->dv, up);
+    return;
+  }
+  kl_value *g[KL_VIEW_MAX_DIMS], *d[KL_VIEW_MAX_DIMS], *gvalid = NULL, *dvalid = NULL;
+  kl_view_emit(&L->e, s->gv, up, g, &gvalid);
+  kl_view_emit(&L->e, s->dv, up, d, &dvalid);
+  int64_t c;
+  if (gvalid && kl_emit_const_of(gvalid, &c) && c) gvalid = NULL;
+  kl_op *ifop = NULL;
+  if (dvalid && !(kl_emit_const_of(dvalid, &c) && c)) ifop = kl_ll_if_begin(L, dvalid); /* not from the GEMM tiles */
+  int gr = s->gbuf->type->rank, dr = s->dbuf->type->rank, n = 0;
+  kl_value *o[2 + 2 * KL_MAX_RANK + 1];
+  o[n++] = s->gbuf;
+  kl_value *zi = gvalid ? kl_ll_idx(L, 0) : NULL;
+  for (int i = 0; i < gr; i++) o[n++] = gvalid ? kl_ll_select(L, gvalid, g[i], zi) : g[i]; /* clamped: never read */
+  o[n++] = s->dbuf;
+  for (int i = 0; i < dr; i++) o[n++] = d[i];
+  if (gvalid) o[n++] = gvalid;
+  kl_named_attr a = { "len", kl_attr_int(L->ctx, s->vlen) };
+  kl_rewriter_create(L->e.rw, "rock.async_copy", L->e.loc, n, o, 0, NULL, 1, &a, 0);
+  if (ifop) kl_ll_if_end(L, ifop);
+}
+/* rock.threadwise_copy_async(%src, %lds, e...) {view, dst_view, vector_len}: for iter step
+ * V: lds[dst_view(e, iter)..] = valid ? src[view(e, iter)..] : 0, as rock.async_copy when
+ * V elements are 4, 8 or 16 bytes (V: the longest vector both views allow, capped by
+ * vector_len), else as a load and a store. */
+static bool lower_copy_async(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  const opts *o = pat->user;
+  if (!in_kernel(op)) return kl_rewriter_notify_no_match(rw, "not in a kernel func");
+  const kl_view *w = kl_ll_op_view(op);
+  const kl_attr *da = kl_op_attr(op, "dst_view");
+  const kl_view *wd = da ? kl_attr_view(da) : NULL;
+  if (!w || !wd) return kl_ll_fail(rw, op, "needs #view<...> attributes 'view' and 'dst_view'");
+  int nextra = op->nopnds - 2;
+  if (kl_view_rank(w) != nextra + 1 || kl_view_rank(wd) != nextra + 1 ||
+      kl_view_size(w, nextra) != kl_view_size(wd, nextra))
+    return kl_ll_fail(rw, op, "the views need %d upper dims (the extra indices and iter) of the same iter size",
+                      nextra + 1);
+  for (int i = 0; i < nextra; i++)
+    if (op->opnds[2 + i].value->type->kind != KL_TY_INDEX)
+      return kl_ll_fail(rw, op, "extra index %d is not an index", i);
+  char err[512];
+  kl_value *gb, *db;
+  kl_view *gv = kl_ll_access_view(w, op->opnds[0].value, &gb, err, sizeof err);
+  if (!gv) return kl_ll_fail(rw, op, "source operand: %s", err);
+  kl_view *dv = kl_ll_access_view(wd, op->opnds[1].value, &db, err, sizeof err);
+  if (!dv) {
+    kl_view_free(gv);
+    return kl_ll_fail(rw, op, "destination operand: %s", err);
+  }
+  if (gb->type->elem != db->type->elem || kl_ll_space(db) != KL_SPACE_LDS) {
+    kl_view_free(gv);
+    kl_view_free(dv);
+    return kl_ll_fail(rw, op, "copies into an LDS buffer of the source's element type, got %s -> %s", gb->type->text,
+                      db->type->text);
+  }
+  int64_t n = kl_view_size(w, nextra);
+  int64_t vl = min64(min64(kl_ll_vector_len(gv, gb, nextra), kl_ll_vector_len(dv, db, nextra)), attr_vlen(op));
+  while (vl > 1 && n % vl) vl /= 2;
+  int64_t bits = kl_type_bits(gb->type->elem), bytes = vl * bits / 8;
+  acopy_st s = { .gbuf = gb,
+                 .dbuf = db,
+                 .gv = gv,
+                 .dv = dv,
+                 .nextra = nextra,
+                 .vlen = vl,
+                 .async = bits % 8 == 0 && (bytes == 4 || bytes == 8 || bytes == 16) };
+  for (int i = 0; i < nextra; i++) s.extra[i] = op->opnds[2 + i].value;
+  kl_ll L;
+  kl_ll_init(&L, rw, op->loc, o->unroll);
+  kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), vl, 0, NULL, acopy_body, &s);
+  kl_view_free(gv);
+  kl_view_free(dv);
   kl_rewriter_erase_op(rw, op);
   return true;
 }
@@ -446,6 +541,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
     { "rock.fill", 1, "lower-fill", lower_fill, &o },
     { "rock.threadwise_read_into", 1, "lower-threadwise-read-into", lower_copy, &o },
     { "rock.threadwise_write_all", 1, "lower-threadwise-write-all", lower_copy, &o },
+    { "rock.threadwise_copy_async", 1, "lower-threadwise-copy-async", lower_copy_async, &o },
     { "rock.threadwise_gemm", 1, "lower-threadwise-gemm", lower_tgemm, &o },
     { "rock.elementwise", 1, "lower-elementwise", lower_ew, &o },
     { "rock.reduce", 1, "lower-reduce", lower_whole, &o },

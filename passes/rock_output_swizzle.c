@@ -92,7 +92,9 @@ static bool writes_operand(const kl_op *op, int index) {
   const char *n = op->name;
   if (!strcmp(n, "rock.transform") || !strcmp(n, "rock.load")) return false;
   if (!strcmp(n, "rock.elementwise")) return index == op->nopnds - 1;
-  if (!strcmp(n, "rock.threadwise_write_all") || !strcmp(n, "rock.threadwise_read_into")) return index == 1;
+  if (!strcmp(n, "rock.threadwise_write_all") || !strcmp(n, "rock.threadwise_read_into") ||
+      !strcmp(n, "rock.threadwise_copy_async"))
+    return index == 1;
   if (!strcmp(n, "rock.threadwise_gemm") || !strcmp(n, "rock.blockwise_gemm")) return index == 2;
   if (!strcmp(n, "rock.store")) return index == 1;
   return true;

@@ -10,7 +10,8 @@
 -- split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
--- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), then the
+-- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
+-- cp.async pipeline at S = 1..4 (spec/lua/cp_async_cases.lua), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
@@ -520,6 +521,33 @@ for _, tc in ipairs { { 200, 136, 72, "f16" }, { 77, 50, 96, "bf16" }, { 64, 96,
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
+-- the cp.async K-loop pipeline (spec/lua/cp_async_cases.lua): every case with
+-- rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, against g:eval on the device; the larger
+-- GPU cases must pipeline on sm_80+ (pipeline_stages >= 2; an operand with a prologue never async)
+local CPA = require "cp_async_cases"
+local cpa_piped = 0
+for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
+  for _, c in ipairs(list) do
+    for _, S in ipairs(CPA.stages) do
+      local ok, err = pcall(function()
+        local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = CPA.pipeline(S) })
+        local k
+        for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+        if not k then error("no GEMM kernel", 0) end
+        if c.prologue and k.async_copy:find(c.prologue, 1, true) then error("the prologue operand is async", 0) end
+        if S > 1 and c.piped and dev.arch:match("^sm_") and k.pipeline_stages < 2 then
+          error("not pipelined (async_copy '" .. k.async_copy .. "', " .. k.perf_config .. ")", 0)
+        end
+        if k.pipeline_stages >= 2 then cpa_piped = cpa_piped + 1 end
+        local got, want = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
+        local good, rep = CPA.check(got, want, c.dtype)
+        if not good then error(tostring(rep and rep.summary or rep), 0) end
+      end)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. " cp-async=" .. S .. ": " .. tostring(err) end
+    end
+  end
+end
+print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line
 for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "softmax_reduce", "views",

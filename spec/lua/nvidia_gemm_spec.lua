@@ -4,7 +4,11 @@
 -- fragments with ldmatrix (x4; x2 for an odd count of 8-column B fragments: exactly
 -- mRepeat + nRepeat/2 per mRepeat x nRepeat mma.sync) and keeps no 32-bit LDS loads; ptxas (when on the
 -- machine, else skipped with a message) reports 0 spill bytes and no stack; the SASS
--- (cuobjdump, when present) has LDSM and fewer LDS than HMMA.
+-- (cuobjdump, when present) has LDSM and fewer LDS than HMMA. With the cp.async pipeline
+-- (rock-gridwise-to-blockwise{cp-async=S}, S = 2..4) the same kernels have cp.async, one
+-- commit_group per prologue stage and per emitted K step, wait_group S-2 per step and one
+-- wait_group 0, dynamic shared memory above 48 KiB, and the same resource checks (LDGSTS in
+-- the SASS).
 local kiln = require "kiln"
 
 local function find_tool(name)
@@ -39,6 +43,29 @@ local function conv_graph()
   local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
   g:output((g:conv(x, w) + r):relu())
   return g
+end
+
+local function ptxas_check(ptx, t, sass_check)
+  if not ptxas then return end
+  local path = os.tmpname()
+  local f = assert(io.open(path, "wb"))
+  f:write(ptx)
+  f:close()
+  local h = io.popen(("%s -arch=%s -v -o %s.cubin %s 2>&1"):format(ptxas, t, path, path))
+  local log = h:read("a")
+  h:close()
+  local regs = tonumber(log:match("Used (%d+) registers"))
+  assert.is_truthy(regs, "ptxas: " .. log)
+  assert.is_truthy(log:find("0 bytes spill stores, 0 bytes spill loads", 1, true), "spills: " .. log)
+  assert.is_truthy(log:find("0 bytes stack frame", 1, true), "stack: " .. log)
+  if cuobjdump then
+    local hs = io.popen(("%s -sass %s.cubin 2>&1"):format(cuobjdump, path))
+    local sass = hs:read("a")
+    hs:close()
+    sass_check(sass)
+  end
+  os.remove(path .. ".cubin")
+  os.remove(path)
 end
 
 local cases = {
@@ -82,30 +109,58 @@ describe("NVIDIA tensor-core GEMMs: ldmatrix fragment loads", function()
         local per = mrep + (nrep % 2 == 0 and nrep // 2 or nrep)
         assert.are.equal(nmma * per, nldm * mrep * nrep, ("%d ldmatrix for %d mma.sync (%s)"):format(nldm, nmma, gemm.perf_config))
         assert.are.equal(0, nlds, "32-bit LDS fragment loads left")
-        if ptxas then
-          local path = os.tmpname()
-          local f = assert(io.open(path, "wb"))
-          f:write(ptx)
-          f:close()
-          local h = io.popen(("%s -arch=%s -v -o %s.cubin %s 2>&1"):format(ptxas, t, path, path))
-          local log = h:read("a")
-          h:close()
-          local regs = tonumber(log:match("Used (%d+) registers"))
-          assert.is_truthy(regs, "ptxas: " .. log)
-          assert.is_truthy(log:find("0 bytes spill stores, 0 bytes spill loads", 1, true), "spills: " .. log)
-          assert.is_truthy(log:find("0 bytes stack frame", 1, true), "stack: " .. log)
-          if cuobjdump then
-            local hs = io.popen(("%s -sass %s.cubin 2>&1"):format(cuobjdump, path))
-            local sass = hs:read("a")
-            hs:close()
-            local ldsm, lds, hmma = count(sass, "LDSM"), count(sass, "LDS[%. ]") , count(sass, "HMMA")
-            assert.is_true(ldsm > 0, "LDSM in the SASS")
-            assert.is_true(lds < hmma, ("%d LDS for %d HMMA"):format(lds, hmma))
-          end
-          os.remove(path .. ".cubin")
-          os.remove(path)
-        end
+        ptxas_check(ptx, t, function(sass)
+          local ldsm, lds, hmma = count(sass, "LDSM"), count(sass, "LDS[%. ]") , count(sass, "HMMA")
+          assert.is_true(ldsm > 0, "LDSM in the SASS")
+          assert.is_true(lds < hmma, ("%d LDS for %d HMMA"):format(lds, hmma))
+        end)
       end)
+    end
+  end
+end)
+
+describe("NVIDIA tensor-core GEMMs: the cp.async pipeline", function()
+  local C = require "cp_async_cases"
+  for _, t in ipairs { "sm_80", "sm_90" } do
+    for _, c in ipairs(cases) do
+      for S = 2, 4 do
+        it(("%s %s cp-async=%d"):format(t, c[1], S), function()
+          local p = kiln.compile(c[2](), { target = t, cache = false, pipeline = C.pipeline(S) })
+          local gemm
+          for _, k in ipairs(p:kernels(t)) do if k.kind == "gemm" then gemm = k end end
+          local ptx = p:disasm(gemm.name, t)
+          local ncp, ncommit = count(ptx, "cp%.async%.c[ag]%.shared%.global"), count(ptx, "cp%.async%.commit_group")
+          if gemm.pipeline_stages == 0 then -- 37x29x45: one K step, no 4/8/16-byte vectors
+            assert.is_truthy(gemm.async_copy == "none" or gemm.async_copy == "", gemm.async_copy) -- or one K step
+            assert.are.equal(0, ncp + ncommit)
+            return
+          end
+          local st = gemm.pipeline_stages
+          assert.is_true(st >= 2 and st <= S)
+          if gemm.async_copy ~= "A,B" then assert.are.equal(2, st, "one operand on registers: S <= 2") end
+          assert.are.equal("ldmatrix", gemm.fragment_loads)
+          local kb = tonumber(gemm.perf_config:match("^v2:%d+,%d+,(%d+)"))
+          local K = tonumber(c[1]:match("x(%d+) ") or c[1]:match("(%d+)%^3")) or 2048 -- the seed conv: C = 2048
+          local nk = math.ceil(K / kb)
+          local r = nk % st
+          assert.is_true(ncp > 0, "cp.async in the PTX")
+          assert.are.equal(st - 1 + st + r, ncommit, "commit_group: prologue + loop + tail steps")
+          local nwait = count(ptx, "cp%.async%.wait_group " .. (st - 2) .. ";")
+          local nwait0 = count(ptx, "cp%.async%.wait_group 0;")
+          if st == 2 then
+            assert.are.equal(st + r + 1, nwait0, "wait_group 0 per step and after the loop")
+          else
+            assert.are.equal(st + r, nwait, "wait_group S-2 per step")
+            assert.are.equal(1, nwait0, "wait_group 0 after the loop")
+          end
+          local dyn = ptx:find(".extern .shared", 1, true) ~= nil
+          assert.are.equal(gemm.lds_bytes > 48 * 1024, dyn, "dynamic shared memory exactly above 48 KiB")
+          ptxas_check(ptx, t, function(sass)
+            assert.is_true(count(sass, "LDGSTS") > 0, "LDGSTS in the SASS")
+            assert.is_true(count(sass, "LDSM") > 0, "LDSM in the SASS")
+          end)
+        end)
+      end
     end
   end
 end)

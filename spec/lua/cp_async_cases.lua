@@ -1,0 +1,109 @@
+-- cp_async_cases.lua — GEMM and conv graphs for the multi-stage (cp.async) K-loop pipeline
+-- of rock-gridwise-to-blockwise{cp-async=S}, shared by cp_async_spec.lua (host: the same
+-- loop with plain copies) and scripts/gpu_suite.lua (NVIDIA: cp.async): odd sizes, K from
+-- 16 to 4096, transposed operands, batch, conv with padding / stride / dilation, a fused
+-- prologue (that operand keeps the register path) and a fused epilogue.
+--   M.cases() -> { {name=, g=, inputs=, dtype=, host_perf=, async=}, ... }
+--     host_perf: a host perf config with a small kPerBlock (several K steps);
+--     prologue: the operand ("A") with an input-fusion prologue (never async)
+--   M.gpu_cases() -> the same fields plus piped (larger shapes, see there)
+--   M.pipeline(S) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
+--   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
+local kiln = require "kiln"
+local F = require "fusion_cases"
+local M = { stages = { 1, 2, 3, 4 }, check = F.check }
+
+function M.pipeline(S)
+  local p, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+    "rock-gridwise-to-blockwise{cp-async=" .. S .. "},", 1)
+  assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
+  return p
+end
+
+local seed = 0
+local function case(list, name, params, build, host_perf, prologue)
+  local g = kiln.graph((name:gsub("[^%w]", "_")))
+  local p, inputs = {}, {}
+  for _, d in ipairs(params) do
+    seed = seed + 1
+    p[d[1]] = g:param(d[1], d[2], d[3], d[4])
+    inputs[d[1]] = kiln.rand(d[2], d[3], { seed = 7300 + seed })
+    if d[4] then inputs[d[1]] = inputs[d[1]]:as_layout(d[4].layout) end
+  end
+  local out = build(g, p)
+  g:output(out)
+  list[#list + 1] = { name = name, g = g, inputs = inputs, dtype = out.dtype, host_perf = host_perf, prologue = prologue }
+end
+
+function M.cases()
+  local L = {}
+  for _, dt in ipairs { "f16", "bf16", "f32" } do
+    local other = dt == "f32" and "f16" or "f32"
+    for _, sz in ipairs { { 64, 64, 16 }, { 128, 96, 256 }, { 37, 29, 45 }, { 64, 40, 4096 } } do
+      local m, n, k = sz[1], sz[2], sz[3]
+      local tag = ("%s %dx%dx%d"):format(dt, m, n, k)
+      local kb = k >= 1024 and 128 or 8
+      local perf = ("v1:32,32,%d,32,32,1"):format(kb)
+      case(L, tag .. " dot", { { "a", { m, k }, dt }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a, p.b) end, perf)
+      case(L, tag .. " A^T B^T", { { "a", { k, m }, dt }, { "b", { n, k }, dt } },
+        function(g, p) return g:dot(p.a:transpose { 1, 0 }, p.b:transpose { 1, 0 }) end, perf)
+      case(L, tag .. " batch 3, + bias, relu", { { "a", { 3, m, k }, dt }, { "b", { 3, k, n }, dt }, { "bias", { 1, 1, n }, dt } },
+        function(g, p) return (g:dot(p.a, p.b) + p.bias):relu() end, perf)
+      case(L, tag .. " dot(convert(a), b): the prologue operand keeps registers",
+        { { "a", { m, k }, other }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a:convert(dt), p.b) end, perf, "A")
+    end
+    case(L, dt .. " conv NHWC 3x3 pad 1 stride 2 dilation 2, + r, relu",
+      { { "x", { 2, 16, 11, 13 }, dt, { layout = "NHWC" } }, { "w", { 24, 16, 3, 3 }, dt, { layout = "KYXC" } },
+        { "r", { 2, 24, 5, 6 }, dt, { layout = "NHWC" } } },
+      function(g, p) return (g:conv(p.x, p.w, { padding = { 1, 1, 1, 1 }, stride = { 2, 2 }, dilation = { 2, 2 } }) + p.r):relu() end,
+      "v1:32,32,8,32,32,1")
+    case(L, dt .. " conv NCHW 3x3 pad 1 (odd channels)",
+      { { "x", { 2, 5, 7, 9 }, dt }, { "w", { 6, 5, 3, 3 }, dt } },
+      function(g, p) return g:conv(p.x, p.w, { padding = { 1, 1, 1, 1 } }) end, "v1:32,32,8,32,32,1")
+    case(L, dt .. " conv NHWC 1x1 64 -> 32",
+      { { "x", { 4, 64, 5, 5 }, dt, { layout = "NHWC" } }, { "w", { 32, 64, 1, 1 }, dt, { layout = "KYXC" } } },
+      function(g, p) return g:conv(p.x, p.w) end, "v1:32,32,8,32,32,1")
+  end
+  return L
+end
+
+-- Larger shapes for the GPU (the heuristic's tiles: several K steps, so the pipeline runs):
+-- f16 / bf16 GEMMs (row-major, A^T, B^T, batch 2 with bias + relu), K 1024 and 4096, an odd
+-- M / N, and NHWC convs (1x1, 3x3 pad 1, 3x3 stride 2) with add + relu. piped = true: with
+-- cp-async=S on an sm_80+ device the kernel must pipeline (pipeline_stages >= 2; checked
+-- statically for sm_80 / sm_90 by cp_async_spec).
+function M.gpu_cases()
+  local L = {}
+  for _, dt in ipairs { "f16", "bf16" } do
+    for _, sz in ipairs { { 512, 384, 1024 }, { 256, 256, 4096 }, { 333, 200, 1024 } } do
+      local m, n, k = sz[1], sz[2], sz[3]
+      local tag = ("%s %dx%dx%d"):format(dt, m, n, k)
+      case(L, tag .. " dot", { { "a", { m, k }, dt }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a, p.b) end)
+      case(L, tag .. " A^T", { { "a", { k, m }, dt }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a:transpose { 1, 0 }, p.b) end)
+      case(L, tag .. " B^T", { { "a", { m, k }, dt }, { "b", { n, k }, dt } },
+        function(g, p) return g:dot(p.a, p.b:transpose { 1, 0 }) end)
+      case(L, tag .. " batch 2 + bias, relu", { { "a", { 2, m, k }, dt }, { "b", { 2, k, n }, dt }, { "bias", { 1, 1, n }, dt } },
+        function(g, p) return (g:dot(p.a, p.b) + p.bias):relu() end)
+      case(L, tag .. " dot(convert(a), b)", { { "a", { m, k }, "f32" }, { "b", { k, n }, dt } },
+        function(g, p) return g:dot(p.a:convert(dt), p.b) end, nil, "A")
+    end
+    for _, cv in ipairs { { 8, 256, 14, 14, 128, 1, 1, 0 }, { 4, 64, 28, 28, 64, 3, 1, 1 }, { 4, 128, 28, 28, 128, 3, 2, 1 } } do
+      local nb, c, h, w, kc, r, st, pd = table.unpack(cv)
+      local oh, ow = (h + 2 * pd - r) // st + 1, (w + 2 * pd - r) // st + 1
+      case(L, ("%s conv NHWC %dx%dx%dx%d -> %d %dx%d stride %d pad %d + r, relu"):format(dt, nb, c, h, w, kc, r, r, st, pd),
+        { { "x", { nb, c, h, w }, dt, { layout = "NHWC" } }, { "w", { kc, c, r, r }, dt, { layout = "KYXC" } },
+          { "r", { nb, kc, oh, ow }, dt, { layout = "NHWC" } } },
+        function(g, p) return (g:conv(p.x, p.w, { padding = { pd, pd, pd, pd }, stride = { st, st } }) + p.r):relu() end)
+    end
+  end
+  -- not piped: a prologue on A with an N-major B, and A^T with an N-major B (both operands
+  -- M / N-major: neither lands as K-contiguous 16-byte vectors in the mma.sync tiles)
+  for _, c in ipairs(L) do c.piped = not (c.name:find("convert", 1, true) or c.name:find("A^T", 1, true)) or nil end
+  return L
+end
+
+return M
