@@ -61,7 +61,8 @@ struct kl_program {
 };
 
 const char *kl_default_pipeline(void) {
-  return "reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-"
+  return "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,"
+         "rock-gemm-to-"
          "gridwise,"
          "rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-"
          "steps,rock-lower-loops,"
