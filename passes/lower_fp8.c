@@ -20,7 +20,9 @@ static LLVMValueRef splat(fb *F, LLVMValueRef s) {
 static LLVMValueRef k32(fb *F, uint32_t v) { return splat(F, LLVMConstInt(LLVMInt32TypeInContext(F->c), v, 0)); }
 static LLVMValueRef kf(fb *F, double v) { return splat(F, LLVMConstReal(LLVMFloatTypeInContext(F->c), v)); }
 static LLVMTypeRef i32t(fb *F) { return ty(F, LLVMInt32TypeInContext(F->c)); }
-static LLVMValueRef sel(fb *F, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(F->b, c, a, b, ""); }
+static LLVMValueRef sel(fb *F, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(F->b, c, a, b, "");
+}
 static LLVMValueRef eq(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(F->b, LLVMIntEQ, a, b, ""); }
 static LLVMValueRef ugt(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(F->b, LLVMIntUGT, a, b, ""); }
 static LLVMValueRef ult(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(F->b, LLVMIntULT, a, b, ""); }
@@ -56,8 +58,8 @@ LLVMValueRef kl_lower_fp8_to_f32(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt
   LLVMValueRef sign = shl(&F, and_(&F, x, 0x80), 24);
   LLVMValueRef e = and_(&F, shr(&F, x, f.mbits), (1u << ebits) - 1), m = and_(&F, x, (1u << f.mbits) - 1);
   LLVMValueRef normal = or_(&F, shl(&F, add(&F, e, k32(&F, 127 - f.bias)), 23), shl(&F, m, 23 - f.mbits));
-  LLVMValueRef subf =
-      LLVMBuildFMul(b, LLVMBuildUIToFP(b, m, ty(&F, LLVMFloatTypeInContext(c)), ""), kf(&F, ldexp(1.0, 1 - (int)f.bias - (int)f.mbits)), "");
+  LLVMValueRef subf = LLVMBuildFMul(b, LLVMBuildUIToFP(b, m, ty(&F, LLVMFloatTypeInContext(c)), ""),
+                                    kf(&F, ldexp(1.0, 1 - (int)f.bias - (int)f.mbits)), "");
   LLVMValueRef mag = sel(&F, eq(&F, e, k32(&F, 0)), LLVMBuildBitCast(b, subf, i32t(&F), ""), normal);
   if (f.kind == 0)
     mag = sel(&F, eq(&F, and_(&F, x, 0x7f), k32(&F, 0x7f)), k32(&F, 0x7fc00000), mag);

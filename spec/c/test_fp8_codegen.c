@@ -66,9 +66,25 @@ static void check_format(kl_ctx *ctx, kl_device *dev, kl_dtype dt) {
     }
   }
   double mx = kl_fp8_max(dt), step = mx - kl_fp8_to_f64(dt, kl_f64_to_fp8(dt, mx) - 1);
-  float specials[] = { (float)(mx + step / 2), nextafterf((float)(mx + step / 2), 0), nextafterf((float)(mx + step / 2), INFINITY),
-                       (float)(2 * mx), 1e30f, -1e30f, INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f, 1e-40f, -1e-40f,
-                       1e-45f, 3.4e38f, -(float)(mx + step / 2), (float)mx, -(float)mx };
+  float specials[] = { (float)(mx + step / 2),
+                       nextafterf((float)(mx + step / 2), 0),
+                       nextafterf((float)(mx + step / 2), INFINITY),
+                       (float)(2 * mx),
+                       1e30f,
+                       -1e30f,
+                       INFINITY,
+                       -INFINITY,
+                       NAN,
+                       -NAN,
+                       0.0f,
+                       -0.0f,
+                       1e-40f,
+                       -1e-40f,
+                       1e-45f,
+                       3.4e38f,
+                       -(float)(mx + step / 2),
+                       (float)mx,
+                       -(float)mx };
   for (size_t i = 0; i < sizeof specials / sizeof *specials; i++) v[n++] = specials[i];
   while (n < cap) {
     uint32_t u = (uint32_t)xorshift64(&rng);
@@ -78,7 +94,8 @@ static void check_format(kl_ctx *ctx, kl_device *dev, kl_dtype dt) {
   for (int len = 1; len <= 10; len++) {
     int64_t m = len == 10 ? n : len;
     int off = len == 10 ? 0 : (int)(xorshift64(&rng) % (uint64_t)(n - 9));
-    kl_tensor *in = kl_tensor_wrap(v + off, sizeof(float) * (size_t)m, false, KL_DT_F32, 1, &m, NULL, 0, err, sizeof err);
+    kl_tensor *in = kl_tensor_wrap(v + off, sizeof(float) * (size_t)m, false, KL_DT_F32, 1, &m, NULL, 0, err,
+                                   sizeof err);
     kl_tensor *out = in ? run1(ctx, dev, KL_DT_F32, dt, in) : NULL;
     CHECK(out != NULL, "f32 -> %s", kl_dtype_name(dt));
     int bad = 0;
