@@ -80,7 +80,15 @@ kl_op *kl_graph_build_composite(kl_op *g, const char *op, kl_loc loc, int n, kl_
   if (qdot || qconv) {
     if (!tensors(ctx, loc, op, n, x, 2, 2) || !both_i8(ctx, loc, op, x)) return NULL;
     kl_named_attr fa[33];
-    if (kl_type_is_fp8(x[0]->type->elem)) { /* fp8 x fp8 -> f32 (MIGraphX's quant_dot) */
+    kl_value *xs[2] = { x[0], x[1] };
+    bool f8 = kl_type_is_fp8(x[0]->type->elem);
+    if (f8 && x[0]->type->elem != x[1]->type->elem) {
+      /* two fp8 formats (e4m3 x e5m2): both as f16, which holds every fp8 value */
+      const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16);
+      if (!(xs[0] = convert(g, loc, x[0], f16)) || !(xs[1] = convert(g, loc, x[1], f16))) return NULL;
+      x = xs;
+    }
+    if (f8) { /* fp8 x fp8 -> f32 (MIGraphX's quant_dot) */
       if (na > 32) na = 32;
       for (int i = 0; i < na; i++) fa[i] = attrs[i];
       fa[na++] = (kl_named_attr){ "dtype", kl_attr_type(ctx, kl_type_f32(ctx)) };

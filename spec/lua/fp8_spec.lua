@@ -122,6 +122,20 @@ describe("fp8 dtypes", function()
     end
   end)
 
+  it("quant_dot / quant_conv of two fp8 formats (e4m3 x e5m2) -> f32", function()
+    for _, pair in ipairs{ { "f8e4m3fnuz", "f8e5m2fnuz" }, { "f8e5m2", "f8e4m3fn" } } do
+      local m, k, n = math.random(3, 30), math.random(5, 50), math.random(2, 20)
+      local g = kiln.graph("mixed")
+      local a, b = g:param("a", { m, k }, pair[1]), g:param("b", { k, n }, pair[2])
+      local q = g:quant_dot(a, b)
+      assert.are.equal("f32", q.dtype)
+      local x, w = g:param("x", { 1, 4, 6, 6 }, pair[1]), g:param("w", { 3, 4, 3, 3 }, pair[2])
+      g:output(q, g:quant_conv(x, w))
+      check(g, { a = rnd({ m, k }, pair[1]), b = rnd({ k, n }, pair[2]), x = rnd({ 1, 4, 6, 6 }, pair[1]),
+                 w = rnd({ 3, 4, 3, 3 }, pair[2]) }, "mixed " .. pair[1] .. " x " .. pair[2])
+    end
+  end)
+
   it("GPU targets: fp8 quant_dot runs on the f16 matrix instructions with f32 accumulation", function()
     local INSTR = { gfx942 = "v_mfma_f32_32x32x8_f16", gfx1100 = "v_wmma_f32_16x16x16_f16",
       sm_90 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" }

@@ -2,7 +2,7 @@
 // f8E5M2): quant_dot / quant_convolution of fp8 operands with f32 results, converts to
 // and from fp8, fp8 literals (decimal and hex codes), element-wise ops on fp8 operands
 // with fp8 results (computed in f32, rounded once), both type syntaxes.
-// KERNELS: qdot_fnuz=1 qdot_ocp_batch_scale=1 qconv_fp8=1 quantize_fp8=1 dequant_fp8=1 ew_fp8=1 literal_fp8=1 dot_fp8_out=1
+// KERNELS: qdot_fnuz=1 qdot_ocp_batch_scale=1 qconv_fp8=1 quantize_fp8=1 dequant_fp8=1 ew_fp8=1 literal_fp8=1 dot_fp8_out=1 qdot_mixed=1
 // (the fp8 -> f16 operand converts of a GEMM fuse into its loads; element-wise chains are one kernel)
 module {
   func.func @qdot_fnuz(%a: !migraphx.shaped<24x40xf8E4M3FNUZ, 40x1>, %b: !migraphx.shaped<40x17xf8E4M3FNUZ, 17x1>) -> !migraphx.shaped<24x17xf32, 17x1> {
@@ -51,5 +51,9 @@ module {
     %0 = migraphx.dot %a, %b : <16x64xf8E5M2, 64x1>, <64x8xf8E5M2, 8x1> -> <16x8xf8E5M2, 8x1>
     %1 = migraphx.relu %0 : <16x8xf8E5M2, 8x1> -> <16x8xf8E5M2, 8x1>
     return %1 : !migraphx.shaped<16x8xf8E5M2, 8x1>
+  }
+  func.func @qdot_mixed(%a: !migraphx.shaped<2x12x40xf8E4M3FNUZ, 480x40x1>, %b: !migraphx.shaped<2x40x9xf8E5M2FNUZ, 360x9x1>) -> !migraphx.shaped<2x12x9xf32, 108x9x1> {
+    %0 = migraphx.quant_dot %a, %b : <2x12x40xf8E4M3FNUZ, 480x40x1>, <2x40x9xf8E5M2FNUZ, 360x9x1> -> <2x12x9xf32, 108x9x1>
+    return %0 : !migraphx.shaped<2x12x9xf32, 108x9x1>
   }
 }
