@@ -353,6 +353,26 @@ function run.gemm(c)
           function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt")
 end
 
+-- fp8 x fp8 -> f32 (MIGraphX's quant_dot): C[M,N] = A[M,K] @ B[K,N] in f32; kiln converts the
+-- fp8 operands to f16 in the GEMM's loads (exact) and runs the f16 matrix instructions.
+function run.qgemm(c)
+  local M, N, K = c.dims[1], c.dims[2], c.dims[3]
+  local g = kiln.graph(c.name)
+  local a = g:param("a", { M, K }, c.dtype)
+  local b = g:param("b", { K, N }, c.dtype)
+  g:output(g:quant_dot(a, b))
+  local p = kiln.compile(g, { target = dev.arch })
+  dump_binaries(c.name, p)
+  local A, B = kiln.rand({ M, K }, c.dtype), kiln.rand({ K, N }, c.dtype)
+  local r = p:prepare({ a = A, b = B }, { device = dev, rotate_bytes = ROTATE_BYTES })
+  r:launch()
+  local ok, check = check_gemm(A, B, r:outputs(), M, N, K, "f32")
+  local row = { case = c.id, kind = "qgemm", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
+                flop = 2.0 * M * N * K, bytes = M * K + K * N + M * N * 4, unit = "TFLOP/s", check = check,
+                note = string.format("f32 out; path=%s compile=%.0fms %s", gemm_path(p), p.compile_ms, kernel_note(p)) }
+  time_and_write(row, r, ok, row.flop / 1e12)
+end
+
 local function conv_graph(id, dtype, Nb, C, H, W, K)
   local g = kiln.graph(id)
   local x = g:param("x", { Nb, C, H, W }, dtype, { layout = "NHWC" })

@@ -290,6 +290,35 @@ def case_gemm(c, args, out):
     del A, B, C, ref
 
 
+def case_qgemm(c, args, out):
+    """fp8 x fp8 -> f32: torch._scaled_mm (cuBLASLt / hipBLASLt fp8 GEMM, unit scales), B column-major as it
+    requires; the inputs are uniform [-1, 1) rounded to the fp8 format, the reference their float64 product."""
+    M, N, K = c["dims"]
+    f8 = {"f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "f8e4m3fnuz": "float8_e4m3fnuz",
+          "f8e5m2fnuz": "float8_e5m2fnuz"}[c["dtype"]]
+    flop, nbytes = 2.0 * M * N * K, float(M * K + K * N + M * N * 4)
+    base = {"case": c["id"] + args.suffix, "kind": "qgemm", "dtype": c["dtype"], "shape": shape_str(c["dims"]),
+            "flop": flop, "bytes": nbytes, "unit": "TFLOP/s"}
+    row = dict(base, impl="torch._scaled_mm", note="fp8 GEMM of cuBLASLt / hipBLASLt via torch, f32 out, unit scales")
+    try:
+        dt = getattr(torch, f8)
+        nsets = nsets_for(int(nbytes))
+        A = [(torch.rand((M, K), device=DEV) * 2 - 1).to(dt) for _ in range(nsets)]
+        B = [(torch.rand((N, K), device=DEV) * 2 - 1).to(dt).t() for _ in range(nsets)]
+        one = torch.ones((), device=DEV, dtype=torch.float32)
+        ref = A[0].double() @ B[0].double()
+        fn = lambda i: torch._scaled_mm(A[i], B[i], scale_a=one, scale_b=one, out_dtype=torch.float32)
+        got = fn(0)
+        sync()
+        ok, row["check"] = rel_check(got, ref, "f32")
+        if ok:
+            time_row(row, fn, nsets, args.budget_ms, flop / 1e12)
+        del A, B, ref
+    except Exception as e:
+        row["check"] = "ERROR %s: %s" % (type(e).__name__, str(e)[:300])
+    write_row(out, row)
+
+
 TORCH_COMPILE_DONE = set()
 
 
@@ -714,9 +743,9 @@ def case_swz(c, args, out):
     del X, Wt, R, ref
 
 
-CASES = {"gemm": case_gemm, "conv": case_conv, "ew": case_ew, "compile": case_compile, "rowsum": case_rows,
-         "rms": case_rows, "softmax": case_rows, "rmsnorm": case_fused_rows, "smmask": case_fused_rows,
-         "lse": case_fused_rows,
+CASES = {"gemm": case_gemm, "qgemm": case_qgemm, "conv": case_conv, "ew": case_ew, "compile": case_compile,
+         "rowsum": case_rows, "rms": case_rows, "softmax": case_rows, "rmsnorm": case_fused_rows,
+         "smmask": case_fused_rows, "lse": case_fused_rows,
          "gemm_cvt": case_gemm_cvt, "gemm_scale": case_gemm_scale, "conv_cvt": case_conv_cvt,
          "swz": case_swz}
 

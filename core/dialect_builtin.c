@@ -13,6 +13,10 @@ double kl_round_to_type(const kl_type *t, double v) {
     case KL_TY_F32: return kl_round_f32(v);
     case KL_TY_BF16: return kl_round_bf16(v);
     case KL_TY_F16: return kl_round_f16(v);
+    case KL_TY_F8E4M3FN:
+    case KL_TY_F8E5M2:
+    case KL_TY_F8E4M3FNUZ:
+    case KL_TY_F8E5M2FNUZ: return kl_dtype_round((kl_dtype)t->kind, v);
     default: return (double)kl_wrap_int(t, (int64_t)v);
   }
 }

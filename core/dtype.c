@@ -2,6 +2,7 @@
  * (see dtype.h). Both narrow formats are handled by one routine parameterised by
  * exponent and mantissa widths, working on the f64 bits. */
 #include "core/dtype.h"
+#include <math.h>
 #include <string.h>
 
 static uint64_t f64_bits(double x) {
@@ -90,6 +91,78 @@ float kl_bf16_to_f32(uint16_t b) {
   return f;
 }
 
+/* ---------------------------------------------------------------- fp8
+ * One description per format; encoding works on the value (frexp / ldexp are exact), not
+ * on bits, so it is an independent check of the generated code's bit manipulation. */
+typedef struct fp8_fmt {
+  int mbits, bias;
+  bool ieee;        /* inf and NaNs at the top exponent (e5m2) */
+  bool fnuz;        /* 0x80 is the one NaN, no -0 */
+  uint8_t max_code; /* magnitude code of the largest finite value */
+} fp8_fmt;
+static const fp8_fmt *fp8_of(kl_dtype dt) {
+  static const fp8_fmt f[4] = {
+    { 3, 7, false, false, 0x7e }, /* e4m3fn: S.1111.111 is NaN */
+    { 2, 15, true, false, 0x7b }, /* e5m2: S.11110.11 */
+    { 3, 8, false, true, 0x7f },  /* e4m3fnuz */
+    { 2, 16, false, true, 0x7f }, /* e5m2fnuz */
+  };
+  return kl_dtype_is_fp8(dt) ? &f[dt - KL_DT_F8E4M3FN] : NULL;
+}
+
+double kl_fp8_to_f64(kl_dtype dt, uint8_t b) {
+  const fp8_fmt *f = fp8_of(dt);
+  if (!f) return 0;
+  int ebits = 7 - f->mbits;
+  int sign = b >> 7, e = (b >> f->mbits) & ((1 << ebits) - 1), m = b & ((1 << f->mbits) - 1);
+  if (f->fnuz && b == 0x80) return NAN;
+  if (!f->fnuz && !f->ieee && (b & 0x7f) == 0x7f) return sign ? -NAN : NAN;
+  if (f->ieee && e == (1 << ebits) - 1) {
+    double v = m ? NAN : INFINITY;
+    return sign ? -v : v;
+  }
+  double v = e ? ldexp((double)((1 << f->mbits) | m), e - f->bias - f->mbits)
+               : ldexp((double)m, 1 - f->bias - f->mbits);
+  return sign ? -v : v;
+}
+
+double kl_fp8_max(kl_dtype dt) {
+  const fp8_fmt *f = fp8_of(dt);
+  return f ? kl_fp8_to_f64(dt, f->max_code) : 0;
+}
+
+uint8_t kl_f64_to_fp8(kl_dtype dt, double x) {
+  const fp8_fmt *f = fp8_of(dt);
+  if (!f) return 0;
+  uint8_t sign = signbit(x) ? 0x80 : 0;
+  if (isnan(x)) return f->fnuz ? 0x80 : f->ieee ? (uint8_t)(sign | 0x7e) : (uint8_t)(sign | 0x7f);
+  uint8_t over = f->ieee ? 0x7c : f->max_code; /* inf, or saturate to max */
+  double a = fabs(x), max = kl_fp8_to_f64(dt, f->max_code);
+  uint8_t mag;
+  if (a >= 2 * max) /* inf included */
+    mag = over;
+  else {
+    int emin = 1 - f->bias, e;
+    frexp(a, &e);                                       /* a = r * 2^e, r in [0.5, 1): the leading bit is 2^(e-1) */
+    int q = (e - 1 < emin ? emin : e - 1) - f->mbits;   /* the quantum 2^q at a's exponent */
+    double r = ldexp(a, -q), fl = floor(r), d = r - fl; /* exact: r < 2^(mbits+2) */
+    if (d > 0.5 || (d == 0.5 && fmod(fl, 2.0) == 1.0)) fl += 1;
+    double v = ldexp(fl, q);
+    if (v > max)
+      mag = over;
+    else if (v < ldexp(1.0, emin)) /* subnormal (or zero): v / 2^(emin - mbits) */
+      mag = (uint8_t)ldexp(v, f->mbits - emin);
+    else {
+      int ve;
+      double vr = frexp(v, &ve); /* v = vr * 2^ve */
+      int mant = (int)ldexp(vr, f->mbits + 1) - (1 << f->mbits);
+      mag = (uint8_t)(((ve - 1 + f->bias) << f->mbits) | mant);
+    }
+  }
+  if (f->fnuz && mag == 0) return 0;
+  return (uint8_t)(sign | mag);
+}
+
 double kl_round_f16(double x) { return kl_f16_to_f64(kl_f64_to_f16(x)); }
 double kl_round_bf16(double x) { return kl_bf16_to_f64(kl_f64_to_bf16(x)); }
 double kl_round_f32(double x) { return (double)(float)x; }
@@ -97,12 +170,23 @@ double kl_round_f32(double x) { return (double)(float)x; }
 /* ---------------------------------------------------------------- dtypes */
 
 static const char *const dtype_names[KL_DT_COUNT] = {
-  [KL_DT_F32] = "f32", [KL_DT_F16] = "f16", [KL_DT_BF16] = "bf16", [KL_DT_I8] = "i8",
-  [KL_DT_I32] = "i32", [KL_DT_F64] = "f64", [KL_DT_I64] = "i64",   [KL_DT_I1] = "i1",
+  [KL_DT_F32] = "f32",
+  [KL_DT_F16] = "f16",
+  [KL_DT_BF16] = "bf16",
+  [KL_DT_I8] = "i8",
+  [KL_DT_I32] = "i32",
+  [KL_DT_F64] = "f64",
+  [KL_DT_I64] = "i64",
+  [KL_DT_I1] = "i1",
+  [KL_DT_F8E4M3FN] = "f8e4m3fn",
+  [KL_DT_F8E5M2] = "f8e5m2",
+  [KL_DT_F8E4M3FNUZ] = "f8e4m3fnuz",
+  [KL_DT_F8E5M2FNUZ] = "f8e5m2fnuz",
 };
 static const size_t dtype_sizes[KL_DT_COUNT] = {
-  [KL_DT_F32] = 4, [KL_DT_F16] = 2, [KL_DT_BF16] = 2, [KL_DT_I8] = 1,
-  [KL_DT_I32] = 4, [KL_DT_F64] = 8, [KL_DT_I64] = 8,  [KL_DT_I1] = 1,
+  [KL_DT_F32] = 4,      [KL_DT_F16] = 2,    [KL_DT_BF16] = 2,       [KL_DT_I8] = 1,
+  [KL_DT_I32] = 4,      [KL_DT_F64] = 8,    [KL_DT_I64] = 8,        [KL_DT_I1] = 1,
+  [KL_DT_F8E4M3FN] = 1, [KL_DT_F8E5M2] = 1, [KL_DT_F8E4M3FNUZ] = 1, [KL_DT_F8E5M2FNUZ] = 1,
 };
 
 bool kl_dtype_valid(kl_dtype dt) { return dt >= 0 && dt < KL_DT_COUNT; }
@@ -116,8 +200,9 @@ kl_dtype kl_dtype_from_name(const char *name) {
   return KL_DT_NONE;
 }
 
+bool kl_dtype_is_fp8(kl_dtype dt) { return dt >= KL_DT_F8E4M3FN && dt <= KL_DT_F8E5M2FNUZ; }
 bool kl_dtype_is_float(kl_dtype dt) {
-  return dt == KL_DT_F32 || dt == KL_DT_F16 || dt == KL_DT_BF16 || dt == KL_DT_F64;
+  return dt == KL_DT_F32 || dt == KL_DT_F16 || dt == KL_DT_BF16 || dt == KL_DT_F64 || kl_dtype_is_fp8(dt);
 }
 bool kl_dtype_is_int(kl_dtype dt) { return dt == KL_DT_I8 || dt == KL_DT_I32 || dt == KL_DT_I64 || dt == KL_DT_I1; }
 int64_t kl_dtype_int_min(kl_dtype dt) {
@@ -179,6 +264,10 @@ double kl_dtype_load_f64(kl_dtype dt, const void *p) {
       return (double)v;
     }
     case KL_DT_I1: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case KL_DT_F8E4M3FN:
+    case KL_DT_F8E5M2:
+    case KL_DT_F8E4M3FNUZ:
+    case KL_DT_F8E5M2FNUZ: return kl_fp8_to_f64(dt, *(const uint8_t *)p);
     default: return 0;
   }
 }
@@ -239,6 +328,10 @@ void kl_dtype_store_f64(kl_dtype dt, void *p, double v) {
     }
     case KL_DT_F64: memcpy(p, &v, 8); return;
     case KL_DT_I1: *(uint8_t *)p = v != 0; return;
+    case KL_DT_F8E4M3FN:
+    case KL_DT_F8E5M2:
+    case KL_DT_F8E4M3FNUZ:
+    case KL_DT_F8E5M2FNUZ: *(uint8_t *)p = kl_f64_to_fp8(dt, v); return;
     case KL_DT_I8:
     case KL_DT_I32:
     case KL_DT_I64: {

@@ -13,7 +13,18 @@
  * step from the source value (no double rounding through f32); overflow gives +-inf,
  * values below half the smallest subnormal give a signed zero, subnormal results are
  * produced exactly. NaN stays NaN (quiet, sign and the top payload bits kept; a payload
- * that would vanish becomes the canonical quiet NaN). Widening conversions are exact. */
+ * that would vanish becomes the canonical quiet NaN). Widening conversions are exact.
+ * fp8 (one byte each; sign, exponent, mantissa; widening to f32/f64 is exact):
+ *   f8e4m3fn   OCP E4M3: bias 7, no inf, NaN = S.1111.111 (0x7f/0xff), max 448, min
+ *              subnormal 2^-9, signed zeros.
+ *   f8e5m2     OCP E5M2: bias 15, IEEE-like: S.11111.00 = inf, S.11111.xx NaN, max 57344.
+ *   f8e4m3fnuz AMD (gfx942) E4M3: bias 8, no inf, no -0, the one NaN is 0x80, max 240.
+ *   f8e5m2fnuz AMD (gfx942) E5M2: bias 16, no inf, no -0, the one NaN is 0x80, max 57344.
+ * Narrowing to fp8 rounds to nearest, ties to even, in one step from the source value;
+ * subnormal results are exact; NaN -> NaN (fn: S.1111.111 with the sign kept; e5m2:
+ * the quiet S.11111.10; fnuz: 0x80). Overflow (a rounded magnitude above max) and +-inf:
+ * e5m2 gives +-inf (IEEE); the formats without inf saturate to +-max (MIGraphX's clipping
+ * conversion, cvt.rn.satfinite on sm_90). fnuz: a result of zero is +0 (no -0). */
 #ifndef KL_DTYPE_H
 #define KL_DTYPE_H
 #include <stdbool.h>
@@ -29,15 +40,20 @@ typedef enum kl_dtype {
   KL_DT_I32,
   KL_DT_F64,
   KL_DT_I64,
-  KL_DT_I1, /* internal / extra */
+  KL_DT_I1,         /* internal / extra */
+  KL_DT_F8E4M3FN,   /* OCP FP8 E4M3 (storage only; ops compute in f32) */
+  KL_DT_F8E5M2,     /* OCP FP8 E5M2 */
+  KL_DT_F8E4M3FNUZ, /* AMD gfx942 FP8 E4M3 "fnuz" */
+  KL_DT_F8E5M2FNUZ, /* AMD gfx942 FP8 E5M2 "fnuz" */
   KL_DT_COUNT
 } kl_dtype;
 
 const char *kl_dtype_name(kl_dtype dt);        /* "f32" ...; "?" if invalid */
 kl_dtype kl_dtype_from_name(const char *name); /* KL_DT_NONE if unknown */
 bool kl_dtype_valid(kl_dtype dt);
-size_t kl_dtype_size(kl_dtype dt); /* bytes per element (i1: 1) */
-bool kl_dtype_is_float(kl_dtype dt);
+size_t kl_dtype_size(kl_dtype dt);   /* bytes per element (i1: 1) */
+bool kl_dtype_is_float(kl_dtype dt); /* f16 bf16 f32 f64 and the fp8 formats */
+bool kl_dtype_is_fp8(kl_dtype dt);
 bool kl_dtype_is_int(kl_dtype dt);     /* i1 i8 i32 i64 */
 int64_t kl_dtype_int_min(kl_dtype dt); /* integer dtypes only */
 int64_t kl_dtype_int_max(kl_dtype dt);
@@ -67,6 +83,11 @@ uint16_t kl_f64_to_bf16(double x);
 uint16_t kl_f32_to_bf16(float x);
 double kl_bf16_to_f64(uint16_t b);
 float kl_bf16_to_f32(uint16_t b);
+
+/* fp8 conversions (dt one of the four fp8 dtypes; see the contract). */
+uint8_t kl_f64_to_fp8(kl_dtype dt, double x);
+double kl_fp8_to_f64(kl_dtype dt, uint8_t b);
+double kl_fp8_max(kl_dtype dt); /* the largest finite value */
 
 /* Round a double to the nearest representable f16 / bf16 / f32 value (as a double). */
 double kl_round_f16(double x);

@@ -64,7 +64,9 @@ static kl_op *dequantize(kl_op *g, kl_loc loc, int n, kl_value *const *x) {
 
 static bool both_i8(kl_ctx *ctx, kl_loc loc, const char *op, kl_value *const *x) {
   if (x[0]->type->elem->kind == KL_TY_I8 && x[1]->type->elem->kind == KL_TY_I8) return true;
-  kl_emit_error(ctx, loc, "%s: operands must be i8 tensors, got %s and %s", op, x[0]->type->text, x[1]->type->text);
+  if (kl_type_is_fp8(x[0]->type->elem) && kl_type_is_fp8(x[1]->type->elem)) return true;
+  kl_emit_error(ctx, loc, "%s: operands must be i8 or fp8 tensors, got %s and %s", op, x[0]->type->text,
+                x[1]->type->text);
   return false;
 }
 
@@ -77,9 +79,23 @@ kl_op *kl_graph_build_composite(kl_op *g, const char *op, kl_loc loc, int n, kl_
   bool qdot = !strcmp(op, "quant_dot"), qconv = !strcmp(op, "quant_conv");
   if (qdot || qconv) {
     if (!tensors(ctx, loc, op, n, x, 2, 2) || !both_i8(ctx, loc, op, x)) return NULL;
-    if (qdot) return kl_graph_build(g, "dot", loc, n, x, na, attrs, NULL);
+    kl_named_attr fa[33];
+    kl_value *xs[2] = { x[0], x[1] };
+    bool f8 = kl_type_is_fp8(x[0]->type->elem);
+    if (f8 && x[0]->type->elem != x[1]->type->elem) {
+      /* two fp8 formats (e4m3 x e5m2): both as f16, which holds every fp8 value */
+      const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16);
+      if (!(xs[0] = convert(g, loc, x[0], f16)) || !(xs[1] = convert(g, loc, x[1], f16))) return NULL;
+      x = xs;
+    }
+    if (f8) { /* fp8 x fp8 -> f32 (MIGraphX's quant_dot) */
+      if (na > 32) na = 32;
+      for (int i = 0; i < na; i++) fa[i] = attrs[i];
+      fa[na++] = (kl_named_attr){ "dtype", kl_attr_type(ctx, kl_type_f32(ctx)) };
+      attrs = fa;
+    }
+    return kl_graph_build(g, qdot ? "dot" : "conv", loc, n, x, na, attrs, NULL);
   }
-  if (qconv) return kl_graph_build(g, "conv", loc, n, x, na, attrs, NULL);
   *handled = false;
   return NULL;
 }

@@ -10,7 +10,8 @@
  *   dequantize(x, scale [, zero_point]) -> scale's dtype: (x - zp) * scale, x and
  *       zero_point converted to scale's dtype first; operands broadcast.
  *   quant_dot(a, b), quant_conv(x, w): dot / conv of i8 operands, accumulated and
- *       returned in i32 (the attributes of dot / conv, 1-D to 3-D). */
+ *       returned in i32 (the attributes of dot / conv, 1-D to 3-D); of fp8 operands
+ *       (both fp8): returned in f32 (dot / conv {dtype = f32}). */
 #ifndef KL_GRAPH_COMPOSITE_H
 #define KL_GRAPH_COMPOSITE_H
 #include "core/ir.h"

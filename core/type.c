@@ -7,8 +7,19 @@ void *kl__ctx_lookup_type(kl_ctx *ctx, const char *text);
 void kl__ctx_store_type(kl_ctx *ctx, const char *text, void *t);
 
 static const char *scalar_names[] = {
-  [KL_TY_I1] = "i1",   [KL_TY_I8] = "i8",     [KL_TY_I32] = "i32", [KL_TY_I64] = "i64", [KL_TY_INDEX] = "index",
-  [KL_TY_F16] = "f16", [KL_TY_BF16] = "bf16", [KL_TY_F32] = "f32", [KL_TY_F64] = "f64",
+  [KL_TY_I1] = "i1",
+  [KL_TY_I8] = "i8",
+  [KL_TY_I32] = "i32",
+  [KL_TY_I64] = "i64",
+  [KL_TY_INDEX] = "index",
+  [KL_TY_F16] = "f16",
+  [KL_TY_BF16] = "bf16",
+  [KL_TY_F32] = "f32",
+  [KL_TY_F64] = "f64",
+  [KL_TY_F8E4M3FN] = "f8e4m3fn",
+  [KL_TY_F8E5M2] = "f8e5m2",
+  [KL_TY_F8E4M3FNUZ] = "f8e4m3fnuz",
+  [KL_TY_F8E5M2FNUZ] = "f8e5m2fnuz",
 };
 const char *kl_scalar_name(kl_type_kind k) { return (unsigned)k <= KL_TY_INDEX ? scalar_names[k] : NULL; }
 int kl_scalar_kind_from_name(const char *s, size_t n) {
@@ -98,6 +109,10 @@ const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n) {
 
 bool kl_type_is_int(const kl_type *t) { return t && (t->kind == KL_TY_INDEX || kl_dtype_is_int((kl_dtype)t->kind)); }
 bool kl_type_is_float(const kl_type *t) { return t && kl_dtype_is_float((kl_dtype)t->kind); }
+bool kl_type_is_fp8(const kl_type *t) {
+  if (t && t->kind == KL_TY_VECTOR) t = t->elem;
+  return t && kl_dtype_is_fp8((kl_dtype)t->kind);
+}
 bool kl_type_is_scalar(const kl_type *t) { return t && (unsigned)t->kind <= KL_TY_INDEX; }
 kl_dtype kl_type_dtype(const kl_type *t) {
   return t && kl_dtype_valid((kl_dtype)t->kind) ? (kl_dtype)t->kind : KL_DT_NONE;
@@ -105,8 +120,9 @@ kl_dtype kl_type_dtype(const kl_type *t) {
 bool kl_type_is_shaped(const kl_type *t) { return t && (t->kind == KL_TY_TENSOR || t->kind == KL_TY_BUFFER); }
 int kl_type_bits(const kl_type *t) {
   static const int bits[] = {
-    [KL_TY_I1] = 1,   [KL_TY_I8] = 8,    [KL_TY_I32] = 32, [KL_TY_I64] = 64, [KL_TY_INDEX] = 64,
-    [KL_TY_F16] = 16, [KL_TY_BF16] = 16, [KL_TY_F32] = 32, [KL_TY_F64] = 64
+    [KL_TY_I1] = 1,     [KL_TY_I8] = 8,         [KL_TY_I32] = 32,       [KL_TY_I64] = 64, [KL_TY_INDEX] = 64,
+    [KL_TY_F16] = 16,   [KL_TY_BF16] = 16,      [KL_TY_F32] = 32,       [KL_TY_F64] = 64, [KL_TY_F8E4M3FN] = 8,
+    [KL_TY_F8E5M2] = 8, [KL_TY_F8E4M3FNUZ] = 8, [KL_TY_F8E5M2FNUZ] = 8,
   };
   if (kl_type_is_scalar(t)) return bits[t->kind];
   if (t && t->kind == KL_TY_VECTOR) return (int)t->shape[0] * kl_type_bits(t->elem);

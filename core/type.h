@@ -3,7 +3,7 @@
  * their pointers are equal. Tensor and buffer types carry a shape and strides (in
  * elements; 0 = broadcast; permuted = NHWC-like layout); row-major strides are the
  * default and are not printed. Text syntax:
- *   i1 i8 i32 i64 index f16 bf16 f32 f64 token
+ *   i1 i8 i32 i64 index f16 bf16 f32 f64 f8e4m3fn f8e5m2 f8e4m3fnuz f8e5m2fnuz token
  *   tensor<2x3xf32>  tensor<1x4x7x7xf16, strides=[196,1,28,4]>
  *   buffer<64x64xf32, lds>  buffer<8xf32, private>  buffer<4x4xf32, strides=[1,4]>
  *   vector<4xf16>   (fn types appear only in op signatures) */
@@ -27,6 +27,10 @@ typedef enum {
   KL_TY_F64 = KL_DT_F64,
   KL_TY_I64 = KL_DT_I64,
   KL_TY_I1 = KL_DT_I1,
+  KL_TY_F8E4M3FN = KL_DT_F8E4M3FN, /* fp8: storage types, computed on in f32 */
+  KL_TY_F8E5M2 = KL_DT_F8E5M2,
+  KL_TY_F8E4M3FNUZ = KL_DT_F8E4M3FNUZ,
+  KL_TY_F8E5M2FNUZ = KL_DT_F8E5M2FNUZ,
   KL_TY_INDEX = KL_DT_COUNT,
   KL_TY_TENSOR,
   KL_TY_BUFFER,
@@ -66,7 +70,8 @@ const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const 
 const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n);
 
 bool kl_type_is_int(const kl_type *t);   /* i1 i8 i32 i64 index */
-bool kl_type_is_float(const kl_type *t); /* f16 bf16 f32 f64 */
+bool kl_type_is_float(const kl_type *t); /* f16 bf16 f32 f64, fp8 */
+bool kl_type_is_fp8(const kl_type *t);   /* scalar or vector of an fp8 type */
 bool kl_type_is_scalar(const kl_type *t);
 /* The dtype of a scalar type ((kl_dtype)t->kind); KL_DT_NONE for index, non-scalar
  * types and NULL. */

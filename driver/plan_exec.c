@@ -21,6 +21,10 @@ int kl_plan_value_bits(const char *elem, double v, uint64_t *bits) {
     case KL_DT_F64: memcpy(bits, &v, 8); return 8;
     case KL_DT_F16: *bits = kl_f64_to_f16(v); return 2;
     case KL_DT_BF16: *bits = kl_f64_to_bf16(v); return 2;
+    case KL_DT_F8E4M3FN:
+    case KL_DT_F8E5M2:
+    case KL_DT_F8E4M3FNUZ:
+    case KL_DT_F8E5M2FNUZ: *bits = kl_f64_to_fp8(dt, v); return 1;
     case KL_DT_I1:
     case KL_DT_I8: *bits = (uint8_t)(int8_t)v; return 1;
     case KL_DT_I32: *bits = (uint32_t)(int32_t)v; return 4;

@@ -66,7 +66,8 @@ struct kl_program {
 };
 
 #define PIPELINE_HEAD                                                                                            \
-  "reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm,rock-gemm-to-" \
+  "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm," \
+  "rock-gemm-to-" \
   "gridwise,"
 #define PIPELINE_TAIL                                                                                                 \
   "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,rock-lower-loops,canonicalize," \

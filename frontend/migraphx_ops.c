@@ -158,11 +158,34 @@ static kl_value *b_multibroadcast(kl_op *g, const kl_mgx_op *op, const mgx_row *
   if (rt->rank != n)
     return err(g, op->loc, "migraphx.multibroadcast: out_lens has %d dims, the result type %d", n, rt->rank);
   for (int i = 0; i < n; i++) lens[i] = rt->dims[i];
+  /* A lower-rank input sits at the trailing dims (numpy); where that does not fit, at the
+   * dims the result type's strides keep (non-zero), as rocMLIR reads it: <1x32xi32, 32x1>
+   * to <1x32x1x1024xi32, 32x1x0x0> puts the input at dims 0 and 1. */
+  kl_value *x = op->operands[0];
+  int r = rank_of(x), at = -1;
+  for (int a = n - r; a >= 0 && at < 0 && r < n; a--) {
+    bool ok = true;
+    for (int i = 0; i < r && ok; i++) {
+      int64_t d = x->type->shape[i];
+      ok = d == 1 || (d == lens[a + i] && (a == n - r || rt->strides[a + i] != 0));
+    }
+    if (ok) at = a;
+  }
+  if (at >= 0 && at != n - r) {
+    int64_t shp[KL_MAX_RANK];
+    for (int i = 0; i < n; i++) shp[i] = i >= at && i < at + r ? x->type->shape[i - at] : 1;
+    kl_sb rs = { 0 };
+    kl_sb_puts(&rs, "{");
+    list_text(&rs, "shape", n, shp);
+    kl_sb_puts(&rs, "}");
+    x = op_text(g, "reshape", 1, &x, &rs, op->loc);
+    if (!x) return NULL;
+  }
   kl_sb sb = { 0 };
   kl_sb_puts(&sb, "{");
   list_text(&sb, "shape", n, lens);
   kl_sb_puts(&sb, "}");
-  return op_text(g, "broadcast", 1, op->operands, &sb, op->loc);
+  return op_text(g, "broadcast", 1, &x, &sb, op->loc);
 }
 static kl_value *b_broadcast(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* x at dims axis.. of out_lens */
   int64_t lens[KL_MAX_RANK], axis = 0;

@@ -175,9 +175,26 @@ static bool elem_type(P *p, const char *name, kl_loc loc, kl_dtype *dt) {
   static const struct {
     const char *n;
     kl_dtype dt;
-  } tab[] = { { "f32", KL_DT_F32 },  { "f16", KL_DT_F16 }, { "bf16", KL_DT_BF16 }, { "i8", KL_DT_I8 },
-              { "si8", KL_DT_I8 },   { "i32", KL_DT_I32 }, { "si32", KL_DT_I32 },  { "i64", KL_DT_I64 },
-              { "si64", KL_DT_I64 }, { "f64", KL_DT_F64 }, { "i1", KL_DT_I1 } };
+  } tab[] = { { "f32", KL_DT_F32 },
+              { "f16", KL_DT_F16 },
+              { "bf16", KL_DT_BF16 },
+              { "i8", KL_DT_I8 },
+              { "si8", KL_DT_I8 },
+              { "i32", KL_DT_I32 },
+              { "si32", KL_DT_I32 },
+              { "i64", KL_DT_I64 },
+              { "si64", KL_DT_I64 },
+              { "f64", KL_DT_F64 },
+              { "i1", KL_DT_I1 },
+              /* fp8, as MLIR spells them (and kiln's own names) */
+              { "f8E4M3FN", KL_DT_F8E4M3FN },
+              { "f8E5M2", KL_DT_F8E5M2 },
+              { "f8E4M3FNUZ", KL_DT_F8E4M3FNUZ },
+              { "f8E5M2FNUZ", KL_DT_F8E5M2FNUZ },
+              { "f8e4m3fn", KL_DT_F8E4M3FN },
+              { "f8e5m2", KL_DT_F8E5M2 },
+              { "f8e4m3fnuz", KL_DT_F8E4M3FNUZ },
+              { "f8e5m2fnuz", KL_DT_F8E5M2FNUZ } };
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (!strcmp(name, tab[i].n)) {
       *dt = tab[i].dt;
@@ -186,8 +203,11 @@ static bool elem_type(P *p, const char *name, kl_loc loc, kl_dtype *dt) {
   if (!strcmp(name, "ui8") || !strcmp(name, "u8"))
     return fail_at(p, loc, "element type %s is not supported (kiln has no unsigned 8-bit type)", name);
   if (!strncmp(name, "f8", 2) || !strncmp(name, "fp8", 3))
-    return fail_at(p, loc, "element type %s is not supported (kiln has no fp8 types yet)", name);
-  return fail_at(p, loc, "unknown element type '%s' (supported: f32 f16 bf16 i8 si8 i32 si32 i64 f64 i1)", name);
+    return fail_at(p, loc, "element type %s is not supported (fp8 types: f8E4M3FN f8E5M2 f8E4M3FNUZ f8E5M2FNUZ)", name);
+  return fail_at(p, loc,
+                 "unknown element type '%s' (supported: f32 f16 bf16 i8 si8 i32 si32 i64 f64 i1 f8E4M3FN f8E5M2 "
+                 "f8E4M3FNUZ f8E5M2FNUZ)",
+                 name);
 }
 
 static bool int64_tok(P *p, int64_t *out) {

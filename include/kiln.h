@@ -102,7 +102,11 @@ typedef enum kl_dtype {
   KL_DT_I32,
   KL_DT_F64,
   KL_DT_I64,
-  KL_DT_I1, /* internal / extra */
+  KL_DT_I1,         /* internal / extra */
+  KL_DT_F8E4M3FN,   /* OCP FP8 E4M3 (storage only; ops compute in f32) */
+  KL_DT_F8E5M2,     /* OCP FP8 E5M2 */
+  KL_DT_F8E4M3FNUZ, /* AMD gfx942 FP8 E4M3 "fnuz" */
+  KL_DT_F8E5M2FNUZ, /* AMD gfx942 FP8 E5M2 "fnuz" */
   KL_DT_COUNT
 } kl_dtype;
 #endif

@@ -277,6 +277,9 @@ static kl_value *convert(cluster *c, kl_loc loc, kl_value *x, const kl_type *t) 
   kl_ctx *ctx = c->g->ctx;
   if (s == t) return x;
   bool sf = kl_type_is_float(s), tf = kl_type_is_float(t);
+  /* fp8 codes convert only to and from floats: integers go through f32 */
+  if (kl_type_is_fp8(s) && !tf) return convert(c, loc, convert(c, loc, x, kl_type_f32(ctx)), t);
+  if (kl_type_is_fp8(t) && !sf && s->kind != KL_TY_I1) return convert(c, loc, convert(c, loc, x, kl_type_f32(ctx)), t);
   if (t->kind == KL_TY_I1) return cmp_ne0(c, loc, x);
   if (sf && tf) {
     int sb = kl_type_bits(s), tb = kl_type_bits(t);

@@ -183,13 +183,16 @@ kl_value *kl_ll_convert(kl_ll *L, kl_value *v, const kl_type *to) {
   if (from == to) return v;
   const kl_type *rt = like(L, vt, to);
   bool ff = kl_type_is_float(from), tf = kl_type_is_float(to);
+  /* fp8 codes convert only to and from floats: anything else goes through f32 */
+  if ((kl_type_is_fp8(from) && !tf) || (kl_type_is_fp8(to) && !ff))
+    return kl_ll_convert(L, kl_ll_convert(L, v, kl_type_f32(L->ctx)), to);
   if (to->kind == KL_TY_I1) {
     kl_value *z = kl_ll_const(L, vt, 0);
     return kl_ll_cmp(L, ff ? "arith.cmpf" : "arith.cmpi", "ne", v, z);
   }
   if (ff && tf) {
     bool half_pair = (from->kind == KL_TY_F16 && to->kind == KL_TY_BF16) ||
-        (from->kind == KL_TY_BF16 && to->kind == KL_TY_F16);
+        (from->kind == KL_TY_BF16 && to->kind == KL_TY_F16) || (kl_type_bits(from) == 8 && kl_type_bits(to) == 8);
     if (half_pair)
       return kl_ll_op1(L, "arith.truncf", kl_ll_op1(L, "arith.extf", v, like(L, vt, kl_type_f32(L->ctx))), rt);
     return kl_ll_op1(L, kl_type_bits(to) > kl_type_bits(from) ? "arith.extf" : "arith.truncf", v, rt);

@@ -10,6 +10,7 @@
 #include "passes/lower_atomic.h"
 #include "passes/lower_barrier.h"
 #include "passes/lower_async.h"
+#include "passes/lower_fp8.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,10 @@ static LLVMTypeRef scalar_type(lw *L, const kl_type *t) {
     case KL_TY_BF16: return LLVMBFloatTypeInContext(L->c);
     case KL_TY_F32: return LLVMFloatTypeInContext(L->c);
     case KL_TY_F64: return LLVMDoubleTypeInContext(L->c);
+    case KL_TY_F8E4M3FN:
+    case KL_TY_F8E5M2:
+    case KL_TY_F8E4M3FNUZ:
+    case KL_TY_F8E5M2FNUZ: return LLVMInt8TypeInContext(L->c); /* fp8: the code (lower_fp8.h) */
     default: return NULL;
   }
 }
@@ -135,7 +140,9 @@ static LLVMValueRef constant(lw *L, kl_op *op) {
   const kl_type *t = op->results[0].type;
   LLVMTypeRef st = scalar_type(L, elem_of(t));
   LLVMValueRef s;
-  if (a->kind == KL_AT_FLOAT)
+  if (kl_type_is_fp8(t))
+    s = LLVMConstInt(st, kl_f64_to_fp8(kl_type_dtype(elem_of(t)), a->kind == KL_AT_FLOAT ? a->f : (double)a->i), 0);
+  else if (a->kind == KL_AT_FLOAT)
     s = LLVMConstReal(st, a->f);
   else
     s = LLVMConstInt(st, (unsigned long long)a->i, 1);
@@ -383,11 +390,30 @@ static LLVMValueRef v_fptosi(lw *L, kl_op *op, LLVMValueRef *a) {
   LLVMTypeRef ov[2] = { result_ll(L, op), LLVMTypeOf(a[0]) };
   return call_intr(L, "llvm.fptosi.sat", ov, 2, a, 1);
 }
+/* fp8 (i8 codes) <-> f32 through lower_fp8.h; other float types go on from f32 (exact
+ * widening; f64 -> fp8 rounds twice, through f32) */
+static LLVMTypeRef f32_like(lw *L, const kl_type *t) { return with_elem(L, t, LLVMFloatTypeInContext(L->c)); }
+static LLVMValueRef to_f32(lw *L, LLVMValueRef v, const kl_type *t) {
+  if (kl_type_is_fp8(t)) return kl_lower_fp8_to_f32(L->c, L->b, kl_type_dtype(elem_of(t)), v);
+  if (elem_of(t)->kind == KL_TY_F32) return v;
+  return elem_of(t)->kind == KL_TY_F64 ? LLVMBuildFPTrunc(L->b, v, f32_like(L, t), "")
+                                       : LLVMBuildFPExt(L->b, v, f32_like(L, t), "");
+}
+static LLVMValueRef from_f32(lw *L, LLVMValueRef v, const kl_type *t) {
+  if (kl_type_is_fp8(t)) return kl_lower_f32_to_fp8(L->c, L->b, kl_type_dtype(elem_of(t)), v);
+  if (elem_of(t)->kind == KL_TY_F32) return v;
+  return elem_of(t)->kind == KL_TY_F64 ? LLVMBuildFPExt(L->b, v, ll_type(L, t), "")
+                                       : LLVMBuildFPTrunc(L->b, v, ll_type(L, t), "");
+}
 static LLVMValueRef v_extf(lw *L, kl_op *op, LLVMValueRef *a) {
+  if (kl_type_is_fp8(in_type(op)) || kl_type_is_fp8(op->results[0].type))
+    return from_f32(L, to_f32(L, a[0], in_type(op)), op->results[0].type);
   return LLVMBuildFPExt(L->b, a[0], result_ll(L, op), "");
 }
 /* f32/f64 -> f16/bf16 (or f64 -> f32): a single rounding */
 static LLVMValueRef v_truncf(lw *L, kl_op *op, LLVMValueRef *a) {
+  if (kl_type_is_fp8(in_type(op)) || kl_type_is_fp8(op->results[0].type))
+    return from_f32(L, to_f32(L, a[0], in_type(op)), op->results[0].type);
   return LLVMBuildFPTrunc(L->b, a[0], result_ll(L, op), "");
 }
 static LLVMValueRef v_extsi(lw *L, kl_op *op, LLVMValueRef *a) {
@@ -611,6 +637,13 @@ static bool operands(lw *L, kl_op *op, LLVMValueRef *args) {
 static bool value_op(lw *L, kl_op *op, value_fn build) {
   LLVMValueRef args[8];
   if (!operands(L, op, args)) return false;
+  /* fp8 values are codes (i8): only converts and selects take them (graph ops on fp8
+   * compute in f32: passes/fp8_widen.c) */
+  if (build != v_extf && build != v_truncf && build != v_select) {
+    bool f8 = op->nresults == 1 && kl_type_is_fp8(op->results[0].type);
+    for (int i = 0; i < op->nopnds; i++) f8 = f8 || kl_type_is_fp8(op->opnds[i].value->type);
+    if (f8) return fail(L, op, "%s", "fp8 values only convert (to f32) and select; compute on them in f32");
+  }
   if (op->nopnds > 8) return fail(L, op, "%s", "too many operands");
   if (op->nresults != 1) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
   LLVMValueRef r = build(L, op, args);

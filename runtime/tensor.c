@@ -460,6 +460,16 @@ void kl_default_tolerance(kl_dtype dt, double *rtol, double *atol) {
       r = 1e-12;
       a = 1e-14;
       break;
+    case KL_DT_F8E4M3FN: /* fp8: one unit in the last place (3 / 2 mantissa bits) */
+    case KL_DT_F8E4M3FNUZ:
+      r = 0.125;
+      a = 1.0 / 128;
+      break;
+    case KL_DT_F8E5M2:
+    case KL_DT_F8E5M2FNUZ:
+      r = 0.25;
+      a = 1.0 / 16384;
+      break;
     default: break; /* integers: exact */
   }
   if (rtol) *rtol = r;

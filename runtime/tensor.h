@@ -131,6 +131,7 @@ char *kl_tensor_tostring_ex(const kl_tensor *t, int64_t threshold, int edge, int
  * max_rel_err is taken over elements with b_i != 0. A NaN/inf mismatch counts as an
  * infinite error. Default tolerances by dtype (kl_default_tolerance):
  *   f32 rtol 1e-5 atol 1e-6 | f16 1e-2 1e-3 | bf16 2e-2 1e-2 | f64 1e-12 1e-14 | ints 0 0
+ *   f8e4m3fn/fnuz 0.125 2^-7 | f8e5m2/fnuz 0.25 2^-14 (one fp8 unit in the last place)
  * For two dtypes the looser (larger) of each is used. */
 typedef struct kl_compare_result {
   double max_abs_err, max_rel_err;

@@ -148,9 +148,79 @@ static void test_half(void) {
   GROUP("f16/bf16 conversions");
 }
 
+/* fp8: every code decodes and re-encodes to itself (NaNs to the format's NaN), the
+ * limits, ties to even, saturation / inf, subnormals and the fnuz zero. */
+static void test_fp8(void) {
+  const kl_dtype f8[4] = { KL_DT_F8E4M3FN, KL_DT_F8E5M2, KL_DT_F8E4M3FNUZ, KL_DT_F8E5M2FNUZ };
+  const double max[4] = { 448, 57344, 240, 57344 }, minsub[4] = { 0x1p-9, 0x1p-16, 0x1p-10, 0x1p-17 };
+  for (int f = 0; f < 4; f++) {
+    kl_dtype dt = f8[f];
+    CHECK(kl_dtype_size(dt) == 1 && kl_dtype_is_float(dt) && kl_dtype_is_fp8(dt), "%s", kl_dtype_name(dt));
+    CHECK(kl_fp8_max(dt) == max[f], "%s max %g", kl_dtype_name(dt), kl_fp8_max(dt));
+    int nans = 0, infs = 0;
+    double prev = -INFINITY;
+    for (int c = 0; c < 256; c++) {
+      double v = kl_fp8_to_f64(dt, (uint8_t)c);
+      if (isnan(v)) {
+        nans++;
+        CHECK(isnan(kl_fp8_to_f64(dt, kl_f64_to_fp8(dt, v))), "%s nan %02x", kl_dtype_name(dt), c);
+        continue;
+      }
+      if (isinf(v)) infs++;
+      uint8_t back = kl_f64_to_fp8(dt, v);
+      CHECK(back == c || (v == 0 && kl_fp8_to_f64(dt, back) == 0), "%s code %02x -> %g -> %02x", kl_dtype_name(dt), c,
+            v, back);
+      /* the midpoint to the next code up rounds to the even one of the two */
+      if (c < 0x7f && !isinf(v)) {
+        double w = kl_fp8_to_f64(dt, (uint8_t)(c + 1));
+        if (!isnan(w) && !isinf(w) && v >= 0) {
+          uint8_t t = kl_f64_to_fp8(dt, (v + w) / 2);
+          uint8_t even = (c & 1) ? (uint8_t)(c + 1) : (uint8_t)c;
+          CHECK(t == even, "%s tie %g..%g -> %02x", kl_dtype_name(dt), v, w, t);
+          CHECK(kl_f64_to_fp8(dt, (v + w) / 2 * (1 - 1e-9)) == c || v == 0, "%s below the tie", kl_dtype_name(dt));
+        }
+      }
+      if (c < 0x80 && !isinf(v)) {
+        CHECK(v > prev, "%s increasing at %02x", kl_dtype_name(dt), c);
+        prev = v;
+      }
+    }
+    CHECK(nans ==
+                  (f == 0       ? 2
+                       : f == 1 ? 6
+                                : 1) &&
+              infs == (f == 1 ? 2 : 0),
+          "%s: %d NaNs %d infs", kl_dtype_name(dt), nans, infs);
+    CHECK(kl_dtype_round(dt, minsub[f]) == minsub[f] && kl_dtype_round(dt, minsub[f] * 0.5) == 0 &&
+              kl_dtype_round(dt, minsub[f] * 0.51) == minsub[f] && kl_dtype_round(dt, minsub[f] * 1.5) == 2 * minsub[f],
+          "%s subnormals", kl_dtype_name(dt));
+    double over = kl_dtype_round(dt, max[f] * 1.2), inf = kl_dtype_round(dt, INFINITY);
+    if (dt == KL_DT_F8E5M2)
+      CHECK(isinf(over) && over > 0 && isinf(inf) && kl_dtype_round(dt, -1e9) == -INFINITY, "e5m2 overflow -> inf");
+    else
+      CHECK(over == max[f] && inf == max[f] && kl_dtype_round(dt, -1e30) == -max[f], "%s saturates", kl_dtype_name(dt));
+    CHECK(isnan(kl_dtype_round(dt, NAN)) && kl_dtype_round(dt, 1.0) == 1.0 && kl_dtype_round(dt, -3.5) == -3.5,
+          "%s nan / exact", kl_dtype_name(dt));
+  }
+  CHECK(kl_f64_to_fp8(KL_DT_F8E4M3FN, 1.0) == 0x38 && kl_f64_to_fp8(KL_DT_F8E4M3FN, 448) == 0x7e &&
+            kl_f64_to_fp8(KL_DT_F8E4M3FN, NAN) == 0x7f && kl_f64_to_fp8(KL_DT_F8E4M3FN, -0.0) == 0x80,
+        "e4m3fn codes");
+  CHECK(kl_f64_to_fp8(KL_DT_F8E5M2, 1.0) == 0x3c && kl_f64_to_fp8(KL_DT_F8E5M2, -INFINITY) == 0xfc, "e5m2 codes");
+  CHECK(kl_f64_to_fp8(KL_DT_F8E4M3FNUZ, 1.0) == 0x40 && kl_f64_to_fp8(KL_DT_F8E4M3FNUZ, NAN) == 0x80 &&
+            kl_f64_to_fp8(KL_DT_F8E4M3FNUZ, -0.0) == 0 && kl_f64_to_fp8(KL_DT_F8E4M3FNUZ, -1e-9) == 0,
+        "e4m3fnuz codes (no -0)");
+  CHECK(kl_f64_to_fp8(KL_DT_F8E5M2FNUZ, 1.0) == 0x40 && kl_f64_to_fp8(KL_DT_F8E5M2FNUZ, 57344) == 0x7f,
+        "e5m2fnuz codes");
+  CHECK(kl_f64_to_fp8(KL_DT_F8E4M3FN, 464) == 0x7e && kl_f64_to_fp8(KL_DT_F8E4M3FN, 1.0625) == 0x38 &&
+            kl_f64_to_fp8(KL_DT_F8E4M3FN, 1.1875) == 0x3a,
+        "e4m3fn ties to even");
+  GROUP("fp8 conversions");
+}
+
 static void test_dtypes(void) {
-  const char *names[] = { "f32", "f16", "bf16", "i8", "i32", "f64", "i64", "i1" };
-  for (int i = 0; i < 8; i++) {
+  const char *names[] = { "f32", "f16", "bf16",     "i8",     "i32",        "f64",
+                          "i64", "i1",  "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz" };
+  for (int i = 0; i < 12; i++) {
     kl_dtype d = kl_dtype_from_name(names[i]);
     CHECK(kl_dtype_valid(d) && strcmp(kl_dtype_name(d), names[i]) == 0, "%s", names[i]);
   }
@@ -646,6 +716,7 @@ static void test_compare(void) {
 int main(void) {
   printf("test_tensor:\n");
   test_half();
+  test_fp8();
   test_dtypes();
   test_layouts();
   test_create_access();

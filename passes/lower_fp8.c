@@ -1,0 +1,102 @@
+/* lower_fp8.c — fp8 <-> f32 conversions as LLVM IR (see lower_fp8.h). */
+#include "passes/lower_fp8.h"
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+  LLVMContextRef c;
+  LLVMBuilderRef b;
+  unsigned n; /* lanes; 0 = scalar */
+} fb;
+
+static LLVMTypeRef ty(fb *F, LLVMTypeRef s) { return F->n ? LLVMVectorType(s, F->n) : s; }
+static LLVMValueRef splat(fb *F, LLVMValueRef s) {
+  if (!F->n) return s;
+  LLVMValueRef e[64];
+  for (unsigned i = 0; i < F->n && i < 64; i++) e[i] = s;
+  return LLVMConstVector(e, F->n);
+}
+static LLVMValueRef k32(fb *F, uint32_t v) { return splat(F, LLVMConstInt(LLVMInt32TypeInContext(F->c), v, 0)); }
+static LLVMValueRef kf(fb *F, double v) { return splat(F, LLVMConstReal(LLVMFloatTypeInContext(F->c), v)); }
+static LLVMTypeRef i32t(fb *F) { return ty(F, LLVMInt32TypeInContext(F->c)); }
+static LLVMValueRef sel(fb *F, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(F->b, c, a, b, "");
+}
+static LLVMValueRef eq(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(F->b, LLVMIntEQ, a, b, ""); }
+static LLVMValueRef ugt(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(F->b, LLVMIntUGT, a, b, ""); }
+static LLVMValueRef ult(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(F->b, LLVMIntULT, a, b, ""); }
+static LLVMValueRef and_(fb *F, LLVMValueRef a, uint32_t m) { return LLVMBuildAnd(F->b, a, k32(F, m), ""); }
+static LLVMValueRef or_(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildOr(F->b, a, b, ""); }
+static LLVMValueRef shl(fb *F, LLVMValueRef a, unsigned s) { return LLVMBuildShl(F->b, a, k32(F, s), ""); }
+static LLVMValueRef shr(fb *F, LLVMValueRef a, unsigned s) { return LLVMBuildLShr(F->b, a, k32(F, s), ""); }
+static LLVMValueRef add(fb *F, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(F->b, a, b, ""); }
+
+typedef struct {
+  unsigned mbits, bias;
+  int kind;          /* 0 fn (NaN S.1111.111), 1 ieee (e5m2), 2 fnuz (NaN 0x80) */
+  uint32_t max_code; /* magnitude code of the largest finite value */
+} fmt;
+static fmt fmt_of(kl_dtype dt) {
+  switch (dt) {
+    case KL_DT_F8E5M2: return (fmt){ 2, 15, 1, 0x7b };
+    case KL_DT_F8E4M3FNUZ: return (fmt){ 3, 8, 2, 0x7f };
+    case KL_DT_F8E5M2FNUZ: return (fmt){ 2, 16, 2, 0x7f };
+    default: return (fmt){ 3, 7, 0, 0x7e };
+  }
+}
+static unsigned lanes(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 0;
+}
+
+LLVMValueRef kl_lower_fp8_to_f32(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v) {
+  fb F = { c, b, lanes(v) };
+  fmt f = fmt_of(dt);
+  unsigned ebits = 7 - f.mbits;
+  LLVMValueRef x = LLVMBuildZExt(b, v, i32t(&F), "");
+  LLVMValueRef sign = shl(&F, and_(&F, x, 0x80), 24);
+  LLVMValueRef e = and_(&F, shr(&F, x, f.mbits), (1u << ebits) - 1), m = and_(&F, x, (1u << f.mbits) - 1);
+  LLVMValueRef normal = or_(&F, shl(&F, add(&F, e, k32(&F, 127 - f.bias)), 23), shl(&F, m, 23 - f.mbits));
+  LLVMValueRef subf = LLVMBuildFMul(b, LLVMBuildUIToFP(b, m, ty(&F, LLVMFloatTypeInContext(c)), ""),
+                                    kf(&F, ldexp(1.0, 1 - (int)f.bias - (int)f.mbits)), "");
+  LLVMValueRef mag = sel(&F, eq(&F, e, k32(&F, 0)), LLVMBuildBitCast(b, subf, i32t(&F), ""), normal);
+  if (f.kind == 0)
+    mag = sel(&F, eq(&F, and_(&F, x, 0x7f), k32(&F, 0x7f)), k32(&F, 0x7fc00000), mag);
+  else if (f.kind == 1)
+    mag = sel(&F, eq(&F, e, k32(&F, 31)), sel(&F, eq(&F, m, k32(&F, 0)), k32(&F, 0x7f800000), k32(&F, 0x7fc00000)),
+              mag);
+  LLVMValueRef bits = or_(&F, sign, mag);
+  if (f.kind == 2) bits = sel(&F, eq(&F, x, k32(&F, 0x80)), k32(&F, 0x7fc00000), bits);
+  return LLVMBuildBitCast(b, bits, ty(&F, LLVMFloatTypeInContext(c)), "");
+}
+
+LLVMValueRef kl_lower_f32_to_fp8(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v) {
+  fb F = { c, b, lanes(v) };
+  fmt f = fmt_of(dt);
+  int emin = 1 - (int)f.bias;
+  unsigned shift = 23 - f.mbits;
+  LLVMValueRef u = LLVMBuildBitCast(b, v, i32t(&F), "");
+  LLVMValueRef sign = and_(&F, shr(&F, u, 24), 0x80), a = and_(&F, u, 0x7fffffff);
+  /* normals: round the f32 bits at the fp8 mantissa, rebias */
+  LLVMValueRef lsb = and_(&F, shr(&F, a, shift), 1);
+  LLVMValueRef r = shr(&F, add(&F, add(&F, a, k32(&F, (1u << (shift - 1)) - 1)), lsb), shift);
+  LLVMValueRef field = LLVMBuildSub(b, r, k32(&F, (uint32_t)(127 - (int)f.bias) << f.mbits), "");
+  /* below 2^emin: |x| + C rounds at the fp8 subnormal quantum */
+  double cv = ldexp(1.0, emin - (int)f.mbits + 23);
+  LLVMValueRef y = LLVMBuildFAdd(b, LLVMBuildBitCast(b, a, ty(&F, LLVMFloatTypeInContext(c)), ""), kf(&F, cv), "");
+  float cf = (float)cv;
+  uint32_t cbits;
+  memcpy(&cbits, &cf, 4);
+  LLVMValueRef q = LLVMBuildSub(b, LLVMBuildBitCast(b, y, i32t(&F), ""), k32(&F, cbits), "");
+  LLVMValueRef mag = sel(&F, ult(&F, a, k32(&F, (uint32_t)(emin + 127) << 23)), q, field);
+  mag = sel(&F, ugt(&F, mag, k32(&F, f.max_code)), k32(&F, f.kind == 1 ? 0x7c : f.max_code), mag);
+  LLVMValueRef out = or_(&F, sign, mag);
+  LLVMValueRef isnan = ugt(&F, a, k32(&F, 0x7f800000));
+  if (f.kind == 2) {
+    out = sel(&F, eq(&F, mag, k32(&F, 0)), k32(&F, 0), out);
+    out = sel(&F, isnan, k32(&F, 0x80), out);
+  } else
+    out = sel(&F, isnan, or_(&F, sign, k32(&F, f.kind == 1 ? 0x7e : 0x7f)), out);
+  return LLVMBuildTrunc(b, out, ty(&F, LLVMInt8TypeInContext(c)), "");
+}

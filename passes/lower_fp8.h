@@ -1,0 +1,24 @@
+/* lower_fp8.h — fp8 <-> f32 conversions emitted as LLVM IR (passes/lower_to_llvm.c).
+ * Contract: fp8 values live in LLVM as i8 (vectors: <N x i8>); these build the
+ * conversions in plain integer / float IR that every target compiles (no intrinsics),
+ * bit-exact with core/dtype.h's kl_f64_to_fp8 / kl_fp8_to_f64 for every f32 input and
+ * every code (round to nearest even; per-format NaN, inf and saturation rules;
+ * spec/lua/fp8_spec.lua checks it on the host over all 256 codes and f32 values with
+ * ties, subnormals, overflow, inf and NaN).
+ *  - to f32: sign | (exponent + 127 - bias) | mantissa for normals; a subnormal is
+ *    mantissa * 2^(1 - bias - mbits) (an exact f32 product); NaN / inf codes by format.
+ *  - from f32: normals round on the f32 bits ((a + half - 1 + lsb) >> (23 - mbits), the
+ *    carry into the exponent is the right code); below the smallest normal 2^emin the
+ *    f32 sum |x| + 2^(emin - mbits + 23) rounds (to nearest even, in hardware) at the
+ *    fp8 subnormal quantum, and its bits minus the constant's are the code (flushed f32
+ *    denormals give 0, which is their fp8 value too); then overflow -> inf (e5m2) or
+ *    +-max, NaN -> the format's NaN, fnuz -> no -0.
+ * v and the result may be scalars or vectors (the same lane count). */
+#ifndef KL_LOWER_FP8_H
+#define KL_LOWER_FP8_H
+#include "core/dtype.h"
+#include <llvm-c/Core.h>
+
+LLVMValueRef kl_lower_fp8_to_f32(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v);
+LLVMValueRef kl_lower_f32_to_fp8(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v);
+#endif
