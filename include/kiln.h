@@ -155,6 +155,8 @@ typedef struct kl_compile_opts {
   bool no_cache;
   bool strict_fp;        /* no contraction of a multiply and an add into an FMA (lower_to_llvm.c's rule) */
   const char *cache_dir; /* NULL: no disk cache; else a directory of compiled kernels shared across processes */
+  bool
+      ir_in_context; /* the compile's IR in the context's arena, not the program's (for passes that keep references to it) */
 } kl_compile_opts;
 typedef struct kl_prepare_opts {
   int sets;            /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */
@@ -230,6 +232,13 @@ kl_status kl_graph_eval(kl_op *graph, int ninputs, const kl_named_tensor *inputs
  * context (the cache) unless opts->no_cache or on_ir. opts may be NULL (host, defaults). */
 const char *kl_default_pipeline(void);
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
+/* The compile cache keeps the 32 most recently used programs of a context (their IR is
+ * the program's and goes with it): kl_compile_cache_max(ctx, n) sets the bound when n >= 0
+ * (0: no caching) and returns the previous one; kl_compile_cache_clear drops every entry
+ * (returns how many). */
+int kl_compile_cache_max(kl_ctx *ctx, int max);
+int kl_compile_cache_count(kl_ctx *ctx);
+int kl_compile_cache_clear(kl_ctx *ctx);
 kl_program *kl_program_retain(kl_program *p);
 void kl_program_release(kl_program *p); /* NULL ok */
 int kl_program_ntargets(const kl_program *p);

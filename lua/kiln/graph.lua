@@ -40,6 +40,9 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
                        on_ir=function(pass, text) end, cache=false, strict_fp=true, cache_dir=DIR|false})  (also g:compile{...})
   p:run{x = t, ...} [, {device = dev, timing = t}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:plan_text() p:binary(k)
   p.compile_ms p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])
+  memory: the compile cache keeps the 32 most recently used programs; a program's IR goes with it
+  kiln.compile_cache([ctx] [, max]) -> {entries=, max=}   kiln.collect([ctx]) -> n (drop the cache(s), collect now)
+  g = kiln.graph(kiln.context(), "name")   a graph in a context of its own: its IR is freed with it and its programs
   kiln.tuning_space(g, {target=, level="quick"|"full"|"exhaustive", rejected=true}) -> configs [, {{config=, reason=}}]   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
   p:asm(k [, target]) p:llvm_opt(k [, target]) p:object(k [, target])   (command line: kiln compile --help)
   r = p:prepare(inputs, {device=, sets=})  r:launch() r:time{warmup=, reps=} r:outputs() r:free()   p:load_kernels{device=}
