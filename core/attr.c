@@ -160,6 +160,12 @@ const kl_attr *kl_attr_dict(kl_ctx *ctx, int n, const kl_named_attr *entries) {
     }
   }
   kl_sb_putc(&sb, '}');
+  const kl_attr *a = kl__ctx_lookup_attr(ctx, kl_sb_str(&sb), sb.len);
+  if (a) { /* no copy of the entries for one that exists */
+    free(e);
+    kl_sb_free(&sb);
+    return a;
+  }
   kl_attr p = { .kind = KL_AT_DICT, .n = m, .entries = kl_arena_dup(kl_ctx_arena(ctx), e, m * sizeof *e) };
   free(e);
   return intern(ctx, &p, &sb);
@@ -183,6 +189,20 @@ const kl_attr *kl_attr_ext_make(kl_ctx *ctx, const kl_attr_ext *ext, const void 
   ext->print(&sb, payload);
   kl_sb_putc(&sb, '>');
   kl_attr p = { .kind = KL_AT_EXT, .ext = ext, .payload = payload };
+  return intern(ctx, &p, &sb);
+}
+const kl_attr *kl_attr_ext_make_copy(kl_ctx *ctx, const kl_attr_ext *ext, const void *payload,
+                                     const void *(*copy)(kl_ctx *ctx, const void *payload)) {
+  kl_sb sb = { 0 };
+  kl_sb_printf(&sb, "#%s<", ext->name);
+  ext->print(&sb, payload);
+  kl_sb_putc(&sb, '>');
+  const kl_attr *a = kl__ctx_lookup_attr(ctx, kl_sb_str(&sb), sb.len);
+  if (a) {
+    kl_sb_free(&sb);
+    return a;
+  }
+  kl_attr p = { .kind = KL_AT_EXT, .ext = ext, .payload = copy(ctx, payload) };
   return intern(ctx, &p, &sb);
 }
 const char *kl_attr_str_of(const kl_attr *a) { return a ? a->text : "<null-attr>"; }

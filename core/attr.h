@@ -68,6 +68,10 @@ const kl_attr *kl_attr_dict(kl_ctx *ctx, int n, const kl_named_attr *entries); /
 const kl_attr *kl_attr_type(kl_ctx *ctx, const kl_type *t);
 const kl_attr *kl_attr_symref(kl_ctx *ctx, const char *name);
 const kl_attr *kl_attr_ext_make(kl_ctx *ctx, const kl_attr_ext *ext, const void *payload);
+/* The same for a payload the caller owns: copy(ctx, payload) makes the context's copy,
+ * called only when no equal attribute exists yet (so a repeated one costs no memory). */
+const kl_attr *kl_attr_ext_make_copy(kl_ctx *ctx, const kl_attr_ext *ext, const void *payload,
+                                     const void *(*copy)(kl_ctx *ctx, const void *payload));
 
 /* Extension registry. */
 void kl_register_attr_ext(kl_ctx *ctx, const kl_attr_ext *ext);

@@ -16,12 +16,13 @@ typedef struct {
 
 struct kl_ctx {
   kl_arena arena;
-  kl_strmap idents; /* interned strings */
-  kl_strmap types;  /* canonical text -> kl_type */
-  kl_strmap attrs;  /* canonical text -> kl_attr */
-  kl_strmap ops;    /* name -> op_entry */
-  kl_strmap exts;   /* name -> kl_attr_ext */
-  kl_strmap user;   /* user data */
+  kl_arena *ir_arena; /* NULL: arena */
+  kl_strmap idents;   /* interned strings */
+  kl_strmap types;    /* canonical text -> kl_type */
+  kl_strmap attrs;    /* canonical text -> kl_attr */
+  kl_strmap ops;      /* name -> op_entry */
+  kl_strmap exts;     /* name -> kl_attr_ext */
+  kl_strmap user;     /* user data */
   const kl_opdef **opdefs;
   int nopdefs, capopdefs;
   kl_sb diag;
@@ -69,6 +70,12 @@ void kl_ctx_destroy(kl_ctx *ctx) {
   free(ctx);
 }
 kl_arena *kl_ctx_arena(kl_ctx *ctx) { return &ctx->arena; }
+kl_arena *kl_ctx_ir_arena(kl_ctx *ctx) { return ctx->ir_arena ? ctx->ir_arena : &ctx->arena; }
+kl_arena *kl_ctx_set_ir_arena(kl_ctx *ctx, kl_arena *a) {
+  kl_arena *prev = kl_ctx_ir_arena(ctx);
+  ctx->ir_arena = a == &ctx->arena ? NULL : a;
+  return prev;
+}
 const char *kl_intern_n(kl_ctx *ctx, const char *s, size_t n) { return map_get(ctx, &ctx->idents, s, n, true)->key; }
 const char *kl_intern(kl_ctx *ctx, const char *s) { return s ? kl_intern_n(ctx, s, strlen(s)) : NULL; }
 

@@ -30,6 +30,14 @@ kl_loc kl_loc_make(kl_ctx *ctx, const char *file, int line, int col); /* file in
 kl_ctx *kl_ctx_create(void);
 void kl_ctx_destroy(kl_ctx *ctx);
 kl_arena *kl_ctx_arena(kl_ctx *ctx);
+/* The arena new ops, regions, blocks and block arguments come from (core/ir.c): the
+ * context's own unless a layer above has set another with kl_ctx_set_ir_arena (the
+ * compile driver does, so a program's IR dies with the program, not with the context).
+ * kl_ctx_set_ir_arena returns the one it replaces; NULL restores the context's own.
+ * Interned identifiers, types and attributes always live in the context's arena, so IR
+ * from another arena may use them for as long as the context lives. */
+kl_arena *kl_ctx_ir_arena(kl_ctx *ctx);
+kl_arena *kl_ctx_set_ir_arena(kl_ctx *ctx, kl_arena *a);
 /* Interned identifier: equal strings give the same pointer. */
 const char *kl_intern(kl_ctx *ctx, const char *s);
 const char *kl_intern_n(kl_ctx *ctx, const char *s, size_t n);

@@ -30,9 +30,10 @@ static int cmp_named(const void *a, const void *b) {
 
 kl_op *kl_op_create(kl_ctx *ctx, const char *name, kl_loc loc, int nopnds, kl_value *const *opnds, int nresults,
                     const kl_type *const *result_types, int nattrs, const kl_named_attr *attrs, int nregions) {
-  kl_arena *a = kl_ctx_arena(ctx);
+  kl_arena *a = kl_ctx_ir_arena(ctx);
   kl_op *op = kl_arena_alloc(a, sizeof *op);
   op->ctx = ctx;
+  op->arena = a;
   op->name = kl_intern(ctx, name);
   op->def = kl_lookup_op(ctx, op->name);
   op->loc = loc;
@@ -80,17 +81,22 @@ kl_op *kl_op_create_state(kl_ctx *ctx, const kl_op_state *st) {
     if (st->regions[i]) region_take(&op->regions[i], st->regions[i]);
   return op;
 }
-kl_region *kl_region_create_detached(kl_ctx *ctx) { return kl_arena_alloc(kl_ctx_arena(ctx), sizeof(kl_region)); }
-kl_block *kl_block_create(kl_ctx *ctx) { return kl_arena_alloc(kl_ctx_arena(ctx), sizeof(kl_block)); }
+kl_region *kl_region_create_detached(kl_ctx *ctx) { return kl_arena_alloc(kl_ctx_ir_arena(ctx), sizeof(kl_region)); }
+kl_block *kl_block_create(kl_ctx *ctx) {
+  kl_arena *a = kl_ctx_ir_arena(ctx);
+  kl_block *b = kl_arena_alloc(a, sizeof(kl_block));
+  b->arena = a;
+  return b;
+}
 kl_value *kl_block_add_arg(kl_ctx *ctx, kl_block *b, const kl_type *t) {
   if (b->nargs == b->cap_args) {
     int cap = b->cap_args ? b->cap_args * 2 : 4;
-    kl_value **args = kl_arena_alloc(kl_ctx_arena(ctx), cap * sizeof *args);
+    kl_value **args = kl_arena_alloc(b->arena ? b->arena : kl_ctx_ir_arena(ctx), cap * sizeof *args);
     if (b->nargs) memcpy(args, b->args, b->nargs * sizeof *args);
     b->args = args;
     b->cap_args = cap;
   }
-  kl_value *v = kl_arena_alloc(kl_ctx_arena(ctx), sizeof *v);
+  kl_value *v = kl_arena_alloc(b->arena ? b->arena : kl_ctx_ir_arena(ctx), sizeof *v);
   v->type = t;
   v->block = b;
   v->index = b->nargs;
@@ -215,7 +221,7 @@ void kl_op_set_operand(kl_op *op, int i, kl_value *v) {
 }
 void kl_op_set_operands(kl_op *op, int n, kl_value *const *vals) {
   for (int i = 0; i < op->nopnds; i++) use_unlink(&op->opnds[i]);
-  if (n > op->nopnds) op->opnds = kl_arena_alloc(kl_ctx_arena(op->ctx), n * sizeof(kl_use));
+  if (n > op->nopnds) op->opnds = kl_arena_alloc(op->arena, n * sizeof(kl_use));
   op->nopnds = n;
   for (int i = 0; i < n; i++) {
     op->opnds[i].user = op;
@@ -280,7 +286,7 @@ void kl_op_set_attr(kl_op *op, const char *name, const kl_attr *a) {
       return;
     }
   if (!a) return;
-  kl_named_attr *na = kl_arena_alloc(kl_ctx_arena(op->ctx), (op->nattrs + 1) * sizeof *na);
+  kl_named_attr *na = kl_arena_alloc(op->arena, (op->nattrs + 1) * sizeof *na);
   memcpy(na, op->attrs, op->nattrs * sizeof *na);
   na[op->nattrs].name = kl_intern(op->ctx, name);
   na[op->nattrs].value = a;

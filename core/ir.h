@@ -37,6 +37,7 @@ struct kl_block {
   int nargs, cap_args;
   kl_value **args;
   kl_op *first, *last;
+  kl_arena *arena; /* where it and its argument list live (kl_ctx_ir_arena when created) */
 };
 
 struct kl_op {
@@ -55,6 +56,7 @@ struct kl_op {
   kl_block *block;
   kl_op *prev, *next;
   int64_t scratch; /* per-pass scratch (e.g. position numbers); no meaning across passes */
+  kl_arena *arena; /* where it and its arrays live (kl_ctx_ir_arena when created) */
 };
 
 /* ---- op definitions (registry) ---- */

@@ -35,6 +35,7 @@ const kl_view *kl_attr_view(const kl_attr *a) {
   return (const kl_view *)a->payload;
 }
 
+static const void *view_copy(kl_ctx *ctx, const void *v) { return kl_view_copy_to_arena(v, kl_ctx_arena(ctx)); }
 const kl_attr *kl_attr_from_view(kl_ctx *ctx, const kl_view *v) {
   if (!v) return NULL;
   const kl_attr_ext *ext = kl_lookup_attr_ext(ctx, "view", 4);
@@ -42,5 +43,5 @@ const kl_attr *kl_attr_from_view(kl_ctx *ctx, const kl_view *v) {
     kl_register_view_attr(ctx);
     ext = &view_ext;
   }
-  return kl_attr_ext_make(ctx, ext, kl_view_copy_to_arena(v, kl_ctx_arena(ctx)));
+  return kl_attr_ext_make_copy(ctx, ext, v, view_copy);
 }

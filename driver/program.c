@@ -62,12 +62,13 @@ struct kl_program {
   double compile_ms;
   bool from_cache;
   char *key;
-  char *disk; /* kl_program_disk_cache; NULL = "" */
+  char *disk;   /* kl_program_disk_cache; NULL = "" */
+  kl_arena *ir; /* the IR of its compile (modules, graphs), freed with it; NULL: in the context */
 };
 
-#define PIPELINE_HEAD                                                                                            \
+#define PIPELINE_HEAD                                                                                           \
   "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,rock-conv-to-gemm," \
-  "rock-gemm-to-" \
+  "rock-gemm-to-"                                                                                               \
   "gridwise,"
 #define PIPELINE_TAIL                                                                                                 \
   "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,rock-lower-loops,canonicalize," \
@@ -100,10 +101,12 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* ---- cache ---- */
+/* ---- cache ----
+ * Most recently used last; at most max entries (KL_COMPILE_CACHE_DEFAULT unless
+ * kl_compile_cache_max says otherwise): the least recently used one is dropped first. */
 typedef struct cache {
   kl_program **progs;
-  int n;
+  int n, max;
 } cache;
 static void cache_free(void *u) {
   cache *c = u;
@@ -115,10 +118,52 @@ static cache *get_cache(kl_ctx *ctx) {
   cache *c = kl_ctx_get_user(ctx, "kiln.compile_cache");
   if (!c) {
     c = kl_xcalloc(1, sizeof *c);
+    c->max = KL_COMPILE_CACHE_DEFAULT;
     kl_ctx_set_user(ctx, "kiln.compile_cache", c);
     kl_ctx_on_destroy(ctx, cache_free, c);
   }
   return c;
+}
+/* Drops the least recently used entries until at most keep are left; returns how many. */
+static int cache_trim(cache *c, int keep) {
+  int drop = c->n > keep ? c->n - (keep > 0 ? keep : 0) : 0;
+  for (int i = 0; i < drop; i++) kl_program_release(c->progs[i]);
+  memmove(c->progs, c->progs + drop, (c->n - drop) * sizeof *c->progs);
+  c->n -= drop;
+  return drop;
+}
+static void cache_put(cache *c, kl_program *p) {
+  if (c->max <= 0) return;
+  cache_trim(c, c->max - 1);
+  c->progs = kl_xrealloc(c->progs, (c->n + 1) * sizeof *c->progs);
+  c->progs[c->n++] = kl_program_retain(p);
+}
+static kl_program *cache_get(cache *c, const char *key) {
+  for (int i = c->n - 1; i >= 0; i--)
+    if (!strcmp(c->progs[i]->key, key)) {
+      kl_program *p = c->progs[i];
+      memmove(c->progs + i, c->progs + i + 1, (c->n - i - 1) * sizeof *c->progs);
+      c->progs[c->n - 1] = p; /* now the most recently used */
+      return p;
+    }
+  return NULL;
+}
+int kl_compile_cache_max(kl_ctx *ctx, int max) {
+  cache *c = get_cache(ctx);
+  int prev = c->max;
+  if (max >= 0) {
+    c->max = max;
+    cache_trim(c, max);
+  }
+  return prev;
+}
+int kl_compile_cache_count(kl_ctx *ctx) {
+  cache *c = kl_ctx_get_user(ctx, "kiln.compile_cache");
+  return c ? c->n : 0;
+}
+int kl_compile_cache_clear(kl_ctx *ctx) {
+  cache *c = kl_ctx_get_user(ctx, "kiln.compile_cache");
+  return c ? cache_trim(c, 0) : 0;
 }
 
 /* ---- program lifetime ---- */
@@ -145,7 +190,8 @@ static void variant_free(variant *v) {
   }
   for (int i = 0; i < v->nkernels; i++) {
     kl_kernel_info *k = &v->kernels[i];
-    for (int j = 0; j < k->nsnapshots; j++) free(k->ir[j].text);
+    for (int j = 0; j < k->nsnapshots; j++) /* an unchanged snapshot shares the text before it */
+      if (!j || k->ir[j].text != k->ir[j - 1].text) free(k->ir[j].text);
     free(k->ir);
     free(k->llvm_ir);
     free(k->accesses);
@@ -154,7 +200,8 @@ static void variant_free(variant *v) {
     kl_binary_free(&v->bins[i]);
   }
   kl_plan_free(&v->plan);
-  for (int i = 0; i < v->nsnap; i++) free(v->snaps[i].text);
+  for (int i = 0; i < v->nsnap; i++)
+    if (!i || v->snaps[i].text != v->snaps[i - 1].text) free(v->snaps[i].text);
   for (int i = 0; i < v->nfsnap; i++) free(v->fsnaps[i].text);
   free(v->fsnaps);
   free(v->kernels);
@@ -172,6 +219,8 @@ void kl_program_release(kl_program *p) {
   free(p->v);
   free(p->key);
   free(p->disk);
+  if (p->ir) kl_arena_destroy(p->ir);
+  free(p->ir);
   free(p);
 }
 
@@ -184,23 +233,34 @@ typedef struct snap_ctx {
   const kl_compile_opts *opts;
 } snap_ctx;
 
+/* A printed text trimmed to its length (kl_sb_take leaves up to twice that allocated). */
+static char *fit(char *text) {
+  char *t = realloc(text, strlen(text) + 1);
+  return t ? t : text;
+}
+
 static void snapshot(kl_op *module, const char *pass, void *user) {
   snap_ctx *s = user;
   variant *v = s->v;
-  char *text = kl_print_op(module, 0);
+  char *text = fit(kl_print_op(module, 0));
   if (s->opts->on_ir && kl_pass_selected(s->opts->print_ir_after, pass))
     s->opts->on_ir(pass, text, s->opts->on_ir_user);
+  if (v->nsnap && !strcmp(v->snaps[v->nsnap - 1].text, text)) { /* unchanged: share the text before */
+    free(text);
+    text = v->snaps[v->nsnap - 1].text;
+  }
   v->snaps = kl_xrealloc(v->snaps, (v->nsnap + 1) * sizeof *v->snaps);
   v->snaps[v->nsnap].pass = kl_intern(module->ctx, pass);
   v->snaps[v->nsnap].text = text;
   v->nsnap++;
-  /* every function on its own too, for the per-kernel IR of p:kernels() */
+  /* every function on its own too, for the per-kernel IR of p:kernels() (build_kernels
+   * moves a kernel's into its kl_kernel_info and frees the rest) */
   for (kl_op *f = kl_module_body(module)->first; f; f = f->next) {
     const char *name = kl_op_attr_string(f, "sym_name");
     if (!name) continue;
     v->fsnaps = kl_xrealloc(v->fsnaps, (v->nfsnap + 1) * sizeof *v->fsnaps);
     v->fsnaps[v->nfsnap++] = (struct fsnap){ v->snaps[v->nsnap - 1].pass, kl_intern(module->ctx, name),
-                                             kl_print_op(f, 0) };
+                                             fit(kl_print_op(f, 0)) };
   }
 }
 
@@ -308,9 +368,15 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
+      char *text = v->fsnaps[s].text; /* moved here; unchanged ones share the text before */
+      v->fsnaps[s].text = NULL;
+      if (k->nsnapshots && !strcmp(k->ir[k->nsnapshots - 1].text, text)) {
+        free(text);
+        text = k->ir[k->nsnapshots - 1].text;
+      }
       k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
       k->ir[k->nsnapshots].pass = v->fsnaps[s].pass;
-      k->ir[k->nsnapshots].text = kl_xstrdup(v->fsnaps[s].text);
+      k->ir[k->nsnapshots].text = text;
       k->nsnapshots++;
     }
     LLVMContextRef lc = LLVMContextCreate();
@@ -334,6 +400,10 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     K->binary_size = v->bins[ki].size;
     ki++;
   }
+  for (int s = 0; s < v->nfsnap; s++) free(v->fsnaps[s].text); /* functions that are not kernels */
+  free(v->fsnaps);
+  v->fsnaps = NULL;
+  v->nfsnap = 0;
   return KL_OK;
 }
 
@@ -433,6 +503,30 @@ static void free_tuned(char **t, int n) {
   free(t);
 }
 
+/* Compiles every target's variant (kl_compile has checked the graph). */
+static kl_program *compile_program(kl_op *graph, const kl_compile_opts *opts, char **tuned, char *err, size_t errlen) {
+  kl_program *p = kl_xcalloc(1, sizeof *p);
+  p->refcount = 1;
+  p->ctx = graph->ctx;
+  p->nvariants = opts->ntargets;
+  p->v = kl_xcalloc(opts->ntargets, sizeof *p->v);
+  for (int i = 0; i < opts->ntargets; i++) p->v[i].tuned = kl_intern(graph->ctx, tuned[i]);
+  for (int i = 0; i < opts->ntargets; i++) {
+    p->v[i].target = kl_intern(graph->ctx, opts->targets[i]);
+    for (int j = 0; j < i; j++)
+      if (!strcmp(opts->targets[j], opts->targets[i])) {
+        snprintf(err, errlen, "compile: target '%s' given twice", opts->targets[i]);
+        kl_program_release(p);
+        return NULL;
+      }
+    if (compile_variant(&p->v[i], graph, opts, err, errlen) != KL_OK) {
+      kl_program_release(p);
+      return NULL;
+    }
+  }
+  return p;
+}
+
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, size_t errlen) {
   kl_compile_opts opts = opts_in ? *opts_in : (kl_compile_opts){ 0 };
   static const char *const host[] = { "host" };
@@ -463,68 +557,62 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
   char *tuned_all = kl_sb_take(&all);
   char *key = cache_key(graph, &opts, tuned_all);
   cache *c = get_cache(graph->ctx);
-  if (!opts.no_cache && !opts.on_ir)
-    for (int i = 0; i < c->n; i++)
-      if (!strcmp(c->progs[i]->key, key)) {
-        free(key);
-        free_tuned(tuned, opts.ntargets);
-        free(tuned_all);
-        c->progs[i]->from_cache = true;
-        return kl_program_retain(c->progs[i]);
-      }
-  bool disk = opts.cache_dir && *opts.cache_dir && !opts.no_cache && !opts.on_ir;
+  bool cached = !opts.no_cache && !opts.on_ir;
+  kl_program *hit = cached ? cache_get(c, key) : NULL;
+  if (hit) {
+    free(key);
+    free_tuned(tuned, opts.ntargets);
+    free(tuned_all);
+    hit->from_cache = true;
+    return kl_program_retain(hit);
+  }
+  /* the IR this compile makes lives in an arena of the program (unless a pass may keep
+   * references to it), so releasing the program releases it */
+  kl_arena *ir = NULL;
+  if (!opts.ir_in_context) {
+    ir = kl_xcalloc(1, sizeof *ir);
+    kl_arena_init(ir);
+  }
+  kl_arena *prev_ir = ir ? kl_ctx_set_ir_arena(graph->ctx, ir) : NULL;
+  bool disk = opts.cache_dir && *opts.cache_dir && cached;
   char *dkey = disk ? kl_disk_cache_key(graph, &opts, tuned_all) : NULL;
   free(tuned_all);
   char note[4096] = "";
+  kl_program *p = NULL;
   if (disk) {
-    kl_program *q = kl_disk_cache_lookup(graph->ctx, opts.cache_dir, dkey, note, sizeof note);
-    if (q) {
-      free(dkey);
-      free_tuned(tuned, opts.ntargets);
-      q->key = key;
-      q->disk = kl_xstrdup("hit");
-      q->compile_ms = now_ms() - t0;
-      c->progs = kl_xrealloc(c->progs, (c->n + 1) * sizeof *c->progs);
-      c->progs[c->n++] = kl_program_retain(q);
-      return q;
+    p = kl_disk_cache_lookup(graph->ctx, opts.cache_dir, dkey, note, sizeof note);
+    if (p) {
+      p->disk = kl_xstrdup("hit");
+      p->compile_ms = now_ms() - t0;
     }
   }
-  kl_program *p = kl_xcalloc(1, sizeof *p);
-  p->refcount = 1;
-  p->ctx = graph->ctx;
-  p->key = key;
-  p->nvariants = opts.ntargets;
-  p->v = kl_xcalloc(opts.ntargets, sizeof *p->v);
-  for (int i = 0; i < opts.ntargets; i++) p->v[i].tuned = kl_intern(graph->ctx, tuned[i]);
+  if (!p) {
+    if (ir) { /* what a rejected disk entry parsed is garbage */
+      kl_arena_destroy(ir);
+      kl_arena_init(ir);
+    }
+    p = compile_program(graph, &opts, tuned, err, errlen);
+    if (p) p->compile_ms = now_ms() - t0;
+    if (p && disk) {
+      char snote[4096];
+      bool stored = kl_disk_cache_store(opts.cache_dir, dkey, p, snote, sizeof snote) == KL_OK;
+      kl_sb sb = { 0 };
+      kl_sb_printf(&sb, "%s%s%s", note, *note ? "; " : "", stored ? "stored" : snote);
+      p->disk = kl_sb_take(&sb);
+    }
+  }
+  if (ir) kl_ctx_set_ir_arena(graph->ctx, prev_ir);
   free_tuned(tuned, opts.ntargets);
-  for (int i = 0; i < opts.ntargets; i++) {
-    p->v[i].target = kl_intern(graph->ctx, opts.targets[i]);
-    for (int j = 0; j < i; j++)
-      if (!strcmp(opts.targets[j], opts.targets[i])) {
-        snprintf(err, errlen, "compile: target '%s' given twice", opts.targets[i]);
-        free(dkey);
-        kl_program_release(p);
-        return NULL;
-      }
-    if (compile_variant(&p->v[i], graph, &opts, err, errlen) != KL_OK) {
-      free(dkey);
-      kl_program_release(p);
-      return NULL;
-    }
+  free(dkey);
+  if (!p) {
+    if (ir) kl_arena_destroy(ir);
+    free(ir);
+    free(key);
+    return NULL;
   }
-  p->compile_ms = now_ms() - t0;
-  if (disk) {
-    char snote[4096];
-    bool stored = kl_disk_cache_store(opts.cache_dir, dkey, p, snote, sizeof snote) == KL_OK;
-    kl_sb sb = { 0 };
-    kl_sb_printf(&sb, "%s%s%s", note, *note ? "; " : "", stored ? "stored" : snote);
-    p->disk = kl_sb_take(&sb);
-    free(dkey);
-  }
-  if (!opts.no_cache && !opts.on_ir) {
-    c->progs = kl_xrealloc(c->progs, (c->n + 1) * sizeof *c->progs);
-    c->progs[c->n++] = kl_program_retain(p);
-  }
+  p->ir = ir;
+  p->key = key;
+  if (cached) cache_put(c, p);
   return p;
 }
 
@@ -599,6 +687,21 @@ const char *kl_program_ir(const kl_program *p, const char *pass) {
 const char *kl_program_ir_pass(const kl_program *p, int i) {
   const variant *v = find_variant(p, NULL);
   return (v && i >= 0 && i < v->nsnap) ? v->snaps[i].pass : NULL;
+}
+size_t kl_program_memory(const kl_program *p) {
+  size_t n = sizeof *p + (p->ir ? p->ir->total : 0);
+  for (int i = 0; i < p->nvariants; i++) {
+    const variant *v = &p->v[i];
+    for (int s = 0; s < v->nsnap; s++)
+      if (!s || v->snaps[s].text != v->snaps[s - 1].text) n += strlen(v->snaps[s].text) + 1;
+    for (int k = 0; k < v->nkernels; k++) {
+      const kl_kernel_info *K = &v->kernels[k];
+      for (int s = 0; s < K->nsnapshots; s++)
+        if (!s || K->ir[s].text != K->ir[s - 1].text) n += strlen(K->ir[s].text) + 1;
+      n += (K->llvm_ir ? strlen(K->llvm_ir) + 1 : 0) + v->bins[k].size;
+    }
+  }
+  return n;
 }
 double kl_program_compile_ms(const kl_program *p) { return p->compile_ms; }
 bool kl_program_from_cache(const kl_program *p) { return p->from_cache; }

@@ -9,7 +9,13 @@
  *  - A second compile of the same graph text with the same options in the same context
  *    returns the cached program (cache keyed by the graph's printed IR, targets, perf
  *    config, pipeline and the registration of each pass in it: registering a pass again
- *    under the same name makes a new key; the cache lives as long as the context).
+ *    under the same name makes a new key). The cache keeps the KL_COMPILE_CACHE_DEFAULT
+ *    (kl_compile_cache_max) most recently used programs and releases the others.
+ *  - The IR a compile makes (the cloned graph, every pass's rewrites, the final module)
+ *    lives in an arena of the program (kl_ctx_set_ir_arena) and is freed with it, unless
+ *    opts.ir_in_context (then it lives as long as the context: for passes that keep
+ *    handles to it, like the Lua binding's). The IR snapshots are text owned by the
+ *    program (an unchanged one shares the text before it).
  *    Compilation with C passes is deterministic; a pass whose result depends on other
  *    state (the Lua binding's passes) must be compiled with no_cache (kiln.compile does
  *    so unless told cache = true). on_ir compiles bypass the cache.
@@ -45,7 +51,7 @@
  *        device of this prepared run was destroyed" and may only be freed.
  *      * the context: its compile cache holds one reference to each cached program and
  *        drops it in kl_ctx_destroy; the program lives on while other references do.
- *        A program's module and plan live in the context, so once the context is gone
+ *        A program's module uses the context's types and attributes, so once the context is gone
  *        the program may only be released (and its prepared runs used and freed); run,
  *        prepare and the introspection calls need the context.
  *      * a prepared run holds a reference to its program, so the program outlives it. */
@@ -71,6 +77,8 @@ typedef struct kl_compile_opts {
   const char *tuning_db;     /* NULL: none; else a tuning database file (driver/tuning_db.h) whose records
                                 give GEMM kernels without perf_config their config */
   const char *tuning_device; /* NULL: records of any device; else only this device's */
+  bool
+      ir_in_context; /* the compile's IR in the context's arena, not the program's (for passes that keep references to it) */
 } kl_compile_opts;
 
 typedef struct kl_program kl_program;
@@ -93,8 +101,8 @@ typedef struct kl_kernel_info {
   const char *perf_config_source; /* where perf_config came from: "user", "tuned (db)", "heuristic"; "" if none */
   const char *problem_key;        /* the GEMM's tuning key (passes/problem_key.h); "" if none */
   const char *problem;            /* its readable summary ("gemm G=1 M=.. N=.. K=.. f16,f16->f16"); "" if none */
-  const char *async_copy;     /* operands copied global -> LDS asynchronously: "A,B", "A", "B", "none"; "" if off */
-  int64_t pipeline_stages;    /* K-loop stages of the async copy pipeline (rock-gridwise-to-blockwise); 0 if off */
+  const char *async_copy;         /* operands copied global -> LDS asynchronously: "A,B", "A", "B", "none"; "" if off */
+  int64_t pipeline_stages;        /* K-loop stages of the async copy pipeline (rock-gridwise-to-blockwise); 0 if off */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
   int nsnapshots;
@@ -113,6 +121,14 @@ typedef struct kl_binary_info {
 const char *kl_default_pipeline(void);
 
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
+/* The context's in-memory compile cache: kl_compile_cache_max sets how many programs it
+ * keeps (least recently used dropped first; 0: none) when max >= 0, dropping the
+ * excess, and returns the previous bound; kl_compile_cache_clear drops every entry and
+ * returns how many (a program lives on while other references hold it). */
+#define KL_COMPILE_CACHE_DEFAULT 32
+int kl_compile_cache_max(kl_ctx *ctx, int max);
+int kl_compile_cache_count(kl_ctx *ctx);
+int kl_compile_cache_clear(kl_ctx *ctx);
 kl_program *kl_program_retain(kl_program *p);
 void kl_program_release(kl_program *p);
 
@@ -140,6 +156,9 @@ const char *kl_program_ir(const kl_program *p, const char *pass);
 /* The pass of the i-th IR snapshot of the first target (in pipeline order; NULL past the end). */
 const char *kl_program_ir_pass(const kl_program *p, int i);
 double kl_program_compile_ms(const kl_program *p);
+/* Bytes the program holds on the heap: its IR arena, IR snapshots, LLVM IR and binaries
+ * (not the modules loaded on devices). What the Lua binding tells Lua's collector. */
+size_t kl_program_memory(const kl_program *p);
 bool kl_program_from_cache(const kl_program *p);
 /* What the disk cache did for this compile: "" (not used), "hit", "stored", or
  * "not stored: ..." / "entry ... rejected: ...; stored" (driver/disk_cache.h). */
@@ -156,7 +175,7 @@ kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const
 
 /* ---- loading programs from bundles (driver/bundle.c) ----
  * kl_program_module: the compiled module of a target's variant (its graph func is the
- * plan, its kernel funcs the kernels); owned by the program's context. Slot types and
+ * plan, its kernel funcs the kernels); lives as long as the program. Slot types and
  * constants of the plan (NULL if out of range / not a constant). */
 kl_op *kl_program_module(const kl_program *p, const char *target);
 const kl_type *kl_program_slot_type(const kl_program *p, const char *target, int i);

@@ -161,6 +161,8 @@ typedef struct kl_compile_opts {
   const char *cache_dir;     /* NULL: no disk cache; else a directory of compiled kernels shared across processes */
   const char *tuning_db;     /* NULL: none; else a tuning database file: its records give GEMMs their perf config */
   const char *tuning_device; /* NULL: records of any device; else only this device's */
+  bool
+      ir_in_context; /* the compile's IR in the context's arena, not the program's (for passes that keep references to it) */
 } kl_compile_opts;
 typedef struct kl_prepare_opts {
   int sets;            /* buffer sets to rotate among; 0: derive from rotate_bytes (else 1) */
@@ -236,6 +238,13 @@ kl_status kl_graph_eval(kl_op *graph, int ninputs, const kl_named_tensor *inputs
  * context (the cache) unless opts->no_cache or on_ir. opts may be NULL (host, defaults). */
 const char *kl_default_pipeline(void);
 kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen);
+/* The compile cache keeps the 32 most recently used programs of a context (their IR is
+ * the program's and goes with it): kl_compile_cache_max(ctx, n) sets the bound when n >= 0
+ * (0: no caching) and returns the previous one; kl_compile_cache_clear drops every entry
+ * (returns how many). */
+int kl_compile_cache_max(kl_ctx *ctx, int max);
+int kl_compile_cache_count(kl_ctx *ctx);
+int kl_compile_cache_clear(kl_ctx *ctx);
 kl_program *kl_program_retain(kl_program *p);
 void kl_program_release(kl_program *p); /* NULL ok */
 int kl_program_ntargets(const kl_program *p);

@@ -5,6 +5,7 @@
  * a kl_ctx. */
 #include "lua/kiln_lua.h"
 #include "passes/passes.h"
+#include "driver/program.h"
 #include <string.h>
 
 #define REG_CTXMAP  "kiln.ctxmap" /* lightuserdata(kl_ctx) -> context userdata (weak) */
@@ -138,6 +139,49 @@ int kl_lua__push_ctxud_of(lua_State *L, kl_ctx *ctx) {
 }
 static int ctx_destroy(lua_State *L) { return kl_lua__ctx_destroy(L, 1); } /* refused while busy */
 
+/* kiln.collect([ctx]) -> n: drops the compile cache of ctx (of every live context when
+ * none is given; a program lives on while a handle holds it), then runs a full garbage
+ * collection, so what no handle holds is freed now; n = cache entries dropped. */
+static int l_collect(lua_State *L) {
+  int n = 0;
+  if (!lua_isnoneornil(L, 1))
+    n = kl_compile_cache_clear(kl_lua__check_ctx(L, 1));
+  else {
+    lua_getfield(L, LUA_REGISTRYINDEX, REG_CTXMAP);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      kl_lua_ctxud *u = luaL_testudata(L, -1, KL_MT_CONTEXT);
+      if (u && u->ctx) n += kl_compile_cache_clear(u->ctx);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_gc(L, LUA_GCCOLLECT);
+  lua_gc(L, LUA_GCCOLLECT); /* objects resurrected by finalizers */
+  lua_pushinteger(L, n);
+  return 1;
+}
+/* kiln.compile_cache([ctx] [, max]) -> {entries = n, max = m}: the in-memory compile
+ * cache of ctx (the default context); max (>= 0) sets how many programs it keeps, least
+ * recently used dropped first (0: no caching). */
+static int l_compile_cache(lua_State *L) {
+  int first;
+  kl_lua__ctx_arg(L, &first);
+  kl_ctx *ctx = kl_lua__check_ctx(L, 1);
+  if (!lua_isnoneornil(L, first)) {
+    lua_Integer max = luaL_checkinteger(L, first);
+    if (max < 0 || max > 1000000)
+      return kl_lua__rt_error(L, "kiln.compile_cache", "max must be 0 .. 1000000, got %lld", (long long)max);
+    kl_compile_cache_max(ctx, (int)max);
+  }
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, kl_compile_cache_count(ctx));
+  lua_setfield(L, -2, "entries");
+  lua_pushinteger(L, kl_compile_cache_max(ctx, -1));
+  lua_setfield(L, -2, "max");
+  return 1;
+}
+
 void kl_lua__open_context(lua_State *L) {
   int mod = lua_gettop(L);
   /* registry tables (idempotent if kiln is opened twice in one state) */
@@ -150,7 +194,11 @@ void kl_lua__open_context(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, REG_CTXMAP);
   }
   lua_pop(L, 1);
-  static const luaL_Reg fns[] = { { "context", l_context }, { "default_context", l_default_context }, { NULL, NULL } };
+  static const luaL_Reg fns[] = { { "context", l_context },
+                                  { "default_context", l_default_context },
+                                  { "collect", l_collect },
+                                  { "compile_cache", l_compile_cache },
+                                  { NULL, NULL } };
   luaL_setfuncs(L, fns, 0);
   static const luaL_Reg ctx_meta[] = {
     { "__gc", ctx_gc }, { "__close", ctx_gc }, { "__tostring", ctx_tostring }, { NULL, NULL }

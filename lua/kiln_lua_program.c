@@ -126,6 +126,9 @@ static holder *push_holder(lua_State *L, kl_program *p) {
   lua_pushvalue(L, -1);
   lua_rawsetp(L, -3, p);
   lua_remove(L, -2);
+  /* the collector sees a small userdata: tell it what the program holds, so dropped
+   * programs are collected at the pace of the memory they hold */
+  lua_gc(L, LUA_GCSTEP, (int)(kl_program_memory(p) >> 10));
   return h;
 }
 
@@ -405,7 +408,10 @@ static int l_compile(lua_State *L) {
    * name what it does, so its pipelines bypass the cache unless cache = true (then the
    * key names each pass's registration: registering it again still misses). */
   if (!cache_given && pipeline_has_lua_pass(ctx, o.pipeline)) o.no_cache = true;
-  if (pipeline_has_lua_pass(ctx, o.pipeline)) o.cache_dir = NULL; /* its key cannot name a Lua pass */
+  if (pipeline_has_lua_pass(ctx, o.pipeline)) {
+    o.cache_dir = NULL;     /* its key cannot name a Lua pass */
+    o.ir_in_context = true; /* a Lua pass may keep handles to the IR it sees */
+  }
   if (o.print_ir_after) {
     o.on_ir = on_ir_cb;
     o.on_ir_user = &st;

@@ -41,6 +41,9 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
                        tuning_db=PATH|false, tuning_device=)  (also g:compile{...})
   p:run{x = t, ...} [, {device = dev, timing = t}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:plan_text() p:binary(k)
   p.compile_ms p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])
+  memory: the compile cache keeps the 32 most recently used programs; a program's IR goes with it
+  kiln.compile_cache([ctx] [, max]) -> {entries=, max=}   kiln.collect([ctx]) -> n (drop the cache(s), collect now)
+  g = kiln.graph(kiln.context(), "name")   a graph in a context of its own: its IR is freed with it and its programs
   kiln.tuning_space(g, {target=, level="quick"|"full"|"exhaustive", rejected=true}) -> configs [, {{config=, reason=}}]   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
   res = kiln.tune(g, {target=, device=, level="quick"|"full"|"exhaustive", jobs=, runs=, db=PATH|false, progress=true|fn,
                       shard="I/N", configs=})  -> {best={config=, ms=}, results={...}, ...}   kiln.tune_table(res)
