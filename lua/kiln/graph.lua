@@ -41,6 +41,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   p:run{x = t, ...} [, {device = dev, timing = t}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:plan_text() p:binary(k)
   p.compile_ms p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])
   kiln.tuning_space(g, {target=, level="quick"|"full"|"exhaustive", rejected=true}) -> configs [, {{config=, reason=}}]   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
+  p:kernels("gfx942")[i].amdgpu -> {vgpr, agpr, sgpr, lds_bytes, scratch_bytes, occupancy (waves/SIMD), occupancy_limit, loop = {mfma, wmma, global_load, ds_read, ds_write, s_waitcnt, s_barrier, ...}}
   p:asm(k [, target]) p:llvm_opt(k [, target]) p:object(k [, target])   (command line: kiln compile --help)
   r = p:prepare(inputs, {device=, sets=})  r:launch() r:time{warmup=, reps=} r:outputs() r:free()   p:load_kernels{device=}
   kiln.clock_ms()
