@@ -200,7 +200,7 @@ kl_status kl_amdgpu_stats_read(const void *hsaco, size_t size, const char *kerne
   out->occ_lds = L.max_waves;
   if (out->lds > 0) {
     int64_t wgs = L.lds_pool / out->lds;
-    int64_t w = wgs * wpg / L.simds_per_pool;
+    int64_t w = (wgs * wpg + L.simds_per_pool - 1) / L.simds_per_pool; /* the fullest SIMD */
     out->occ_lds = w < L.max_waves ? (int)w : L.max_waves;
   }
   out->occupancy = out->occ_max;

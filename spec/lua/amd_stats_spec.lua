@@ -37,7 +37,7 @@ describe("AMDGPU kernel stats", function()
         assert.are.equal(s.occupancy, s.occupancy_by[s.occupancy_limit == "waves" and "max" or s.occupancy_limit])
         local waves = math.ceil(k.block / s.wave_size)
         if s.lds_bytes > 0 then
-          assert.are.equal(math.min(MAX_WAVES[t], (LDS_POOL[t] // s.lds_bytes) * waves // 4), s.occupancy_by.lds)
+          assert.are.equal(math.min(MAX_WAVES[t], ((LDS_POOL[t] // s.lds_bytes) * waves + 3) // 4), s.occupancy_by.lds)
         end
         assert.is_true(s.loop.found, "the GEMM has a K loop")
         local bm, bn, bk = k.perf_config:match("^v%d:(%d+),(%d+),(%d+),")
