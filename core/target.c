@@ -3,58 +3,61 @@
 #include "core/target.h"
 #include <string.h>
 
+/* cu_flops_per_clk: MI100 (gfx908, 120 CUs, 1.5 GHz), MI250X (gfx90a, 220 CUs, 1.7 GHz),
+ * MI300X (gfx942, 304 CUs, 2.1 GHz), RX 7900 XTX (gfx1100, 96 CUs, 2.5 GHz): the dense matrix
+ * peak of each type over CUs x clock. */
 static const kl_accel_instr mfma_gfx908[] = {
-  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32" },
-  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16" },
-  { "bf16", "f32", 32, 32, 4, "llvm.amdgcn.mfma.f32.32x32x4bf16" },
-  { "i8", "i32", 32, 32, 8, "llvm.amdgcn.mfma.i32.32x32x8i8" },
+  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32", 256 },
+  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16", 1024 },
+  { "bf16", "f32", 32, 32, 4, "llvm.amdgcn.mfma.f32.32x32x4bf16", 512 },
+  { "i8", "i32", 32, 32, 8, "llvm.amdgcn.mfma.i32.32x32x8i8", 1024 },
 };
 static const kl_accel_instr mfma_gfx90a[] = {
-  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32" },
-  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16" },
-  { "bf16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" },
-  { "i8", "i32", 32, 32, 8, "llvm.amdgcn.mfma.i32.32x32x8i8" },
+  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32", 256 },
+  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16", 1024 },
+  { "bf16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k", 1024 },
+  { "i8", "i32", 32, 32, 8, "llvm.amdgcn.mfma.i32.32x32x8i8", 1024 },
 };
 static const kl_accel_instr mfma_gfx942[] = {
-  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32" },
-  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16" },
-  { "bf16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" },
-  { "i8", "i32", 32, 32, 16, "llvm.amdgcn.mfma.i32.32x32x16.i8" },
+  { "f32", "f32", 32, 32, 2, "llvm.amdgcn.mfma.f32.32x32x2f32", 256 },
+  { "f16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8f16", 2048 },
+  { "bf16", "f32", 32, 32, 8, "llvm.amdgcn.mfma.f32.32x32x8bf16.1k", 2048 },
+  { "i8", "i32", 32, 32, 16, "llvm.amdgcn.mfma.i32.32x32x16.i8", 4096 },
 };
 static const kl_accel_instr wmma_gfx1100[] = {
-  { "f16", "f32", 16, 16, 16, "llvm.amdgcn.wmma.f32.16x16x16.f16" },
-  { "bf16", "f32", 16, 16, 16, "llvm.amdgcn.wmma.f32.16x16x16.bf16" },
-  { "i8", "i32", 16, 16, 16, "llvm.amdgcn.wmma.i32.16x16x16.iu8" },
+  { "f16", "f32", 16, 16, 16, "llvm.amdgcn.wmma.f32.16x16x16.f16", 512 },
+  { "bf16", "f32", 16, 16, 16, "llvm.amdgcn.wmma.f32.16x16x16.bf16", 512 },
+  { "i8", "i32", 16, 16, 16, "llvm.amdgcn.wmma.i32.16x16x16.iu8", 1024 },
 };
 static const kl_accel_instr mma_sm80[] = {
-  { "f16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32" },
-  { "bf16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.bf16" },
-  { "i8", "i32", 16, 8, 32, "llvm.nvvm.mma.m16n8k32.row.col.s8" },
+  { "f16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 0 },
+  { "bf16", "f32", 16, 8, 16, "llvm.nvvm.mma.m16n8k16.row.col.bf16", 0 },
+  { "i8", "i32", 16, 8, 32, "llvm.nvvm.mma.m16n8k32.row.col.s8", 0 },
 };
 #define N(a) (int)(sizeof a / sizeof *a), a
 static const kl_target targets[] = {
   { "host", KL_ARCH_HOST, "", "", "", 1, 64 * 1024, 1, 0, 0, KL_ACCEL_NONE, 0, NULL, false, KL_ATOMIC_ADD_F32,
-    KL_ATOMIC_MINMAX_F32 },
+    KL_ATOMIC_MINMAX_F32, 0 },
   { "gfx908", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx908", "", 64, 65536, 1024, 256, 120, KL_ACCEL_MFMA,
-    N(mfma_gfx908), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_NORET, KL_ATOMIC_MINMAX_F32 },
+    N(mfma_gfx908), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_NORET, KL_ATOMIC_MINMAX_F32, 17 },
   { "gfx90a", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx90a", "", 64, 65536, 1024, 512, 104, KL_ACCEL_MFMA,
-    N(mfma_gfx90a), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32 },
+    N(mfma_gfx90a), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 19 },
   { "gfx942", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx942", "", 64, 65536, 1024, 512, 304, KL_ACCEL_MFMA,
-    N(mfma_gfx942), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32 },
+    N(mfma_gfx942), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 27 },
   { "gfx1030", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1030", "+wavefrontsize32", 32, 65536, 1024, 256, 80,
-    KL_ACCEL_NONE, 0, NULL, false, 0, KL_ATOMIC_MINMAX_F32 },
+    KL_ACCEL_NONE, 0, NULL, false, 0, KL_ATOMIC_MINMAX_F32, 16 },
   { "gfx1100", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1100", "+wavefrontsize32", 32, 65536, 1024, 256, 96,
-    KL_ACCEL_WMMA, N(wmma_gfx1100), false, KL_ATOMIC_ADD_F32, KL_ATOMIC_MINMAX_F32 },
+    KL_ACCEL_WMMA, N(wmma_gfx1100), false, KL_ATOMIC_ADD_F32, KL_ATOMIC_MINMAX_F32, 24 },
   { "sm_80", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", 32, 163 * 1024, 1024, 255, 108, KL_ACCEL_MMA_SYNC,
-    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32 },
+    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 0 },
   { "sm_90", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90", "+ptx80", 32, 227 * 1024, 1024, 255, 132, KL_ACCEL_MMA_SYNC,
-    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2, KL_ATOMIC_MINMAX_F32 },
+    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2, KL_ATOMIC_MINMAX_F32, 0 },
 #define AMD(chip) \
-  { chip, KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", chip, "", 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0 }
+  { chip, KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", chip, "", 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0, 0 }
 /* emit only; an NVIDIA arch's feature is the lowest PTX ISA that supports it, at least
    * 7.0 (sm_90 uses 8.0 so that sm_90 features are available) */
 #define NV(sm, ptx) \
-  { sm, KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", sm, ptx, 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0 }
+  { sm, KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", sm, ptx, 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0, 0 }
   AMD("gfx900"),
   AMD("gfx902"),
   AMD("gfx904"),

@@ -30,6 +30,8 @@ typedef struct kl_accel_instr {
   const char *acc_type; /* "f32", "i32" */
   int m, n, k;
   const char *intrinsic; /* LLVM intrinsic name */
+  int cu_flops_per_clk;  /* dense FLOP per clock per CU (AMDGPU, from the vendors' peak numbers: peak /
+                            (CUs * clock)); 0 where not used (NVPTX) */
 } kl_accel_instr;
 
 typedef struct kl_target {
@@ -46,11 +48,18 @@ typedef struct kl_target {
   kl_accel accel;
   int ninstrs;
   const kl_accel_instr *instrs;
-  bool emit_only;         /* a chip codegen emits for that kiln does not compile for */
-  unsigned atomic_add;    /* KL_ATOMIC_ADD_* bits: float atomic adds to global memory that
+  bool emit_only;          /* a chip codegen emits for that kiln does not compile for */
+  unsigned atomic_add;     /* KL_ATOMIC_ADD_* bits: float atomic adds to global memory that
                           the hardware does natively (host: f32 through LLVM's CAS loop) */
-  unsigned atomic_minmax; /* KL_ATOMIC_MINMAX_* bits: float max / min into global memory
+  unsigned atomic_minmax;  /* KL_ATOMIC_MINMAX_* bits: float max / min into global memory
                              with the graph ops' NaN semantics, in one kernel */
+  int l2_bytes_per_cu_clk; /* AMDGPU: bytes per clock per CU that the memory beyond the CU (L2, and
+                              MI300X's Infinity Cache) delivers to a GEMM streaming its operands; the
+                              GEMM heuristic charges tile bytes against it (0: not used). MI100
+                              (gfx908) and MI250X (gfx90a, per GCD): 16 L2 channels x 128 B per clock
+                              over 120 / 110 CUs ~ 17 / 19; MI300X (gfx942): Infinity Cache 17.2 TB/s
+                              over 304 CUs x 2.1 GHz ~ 27 (WGs are spread round-robin over the 8 XCDs'
+                              L2s); RX 7900 XTX (gfx1100) ~ 24, RX 6900 XT (gfx1030) ~ 16 */
 } kl_target;
 
 /* Native float atomic adds to global memory, as LLVM 19 emits them (checked with llc on

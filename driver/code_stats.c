@@ -4,6 +4,7 @@
 #include "passes/lower_to_llvm.h"
 #include "codegen/codegen_target.h"
 #include "codegen/hsaco.h"
+#include "driver/amdgpu_stats.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,23 +33,17 @@ char *kl_kernel_code_stats(kl_op *kernel, const char *target, char *err, size_t 
   kl_sb sb = { 0 };
   kl_sb_printf(&sb, "%s (%s): ", name, target);
   if (t->arch == KL_ARCH_AMDGPU) {
-    kl_hsaco_info info;
-    if (kl_hsaco_parse(bin.data, bin.size, &info, err, errlen) != KL_OK) {
+    int64_t block = 0;
+    kl_op_attr_i64(kernel, "block_size", &block);
+    kl_amdgpu_stats s;
+    if (kl_amdgpu_stats_read(bin.data, bin.size, name, target, block, &s, err, errlen) != KL_OK) {
       kl_binary_free(&bin);
       kl_sb_free(&sb);
       return NULL;
     }
-    const kl_hsaco_kernel *k = kl_hsaco_find_kernel(&info, name);
-    if (k)
-      kl_sb_printf(
-          &sb,
-          "vgpr=%lld sgpr=%lld agpr=%lld lds=%lld scratch=%lld kernarg=%lld spills=%lld/%lld wave=%lld hsaco=%zu bytes",
-          (long long)k->vgpr_count, (long long)k->sgpr_count, (long long)k->agpr_count, (long long)k->lds_bytes,
-          (long long)k->scratch_bytes, (long long)k->kernarg_size, (long long)k->vgpr_spill_count,
-          (long long)k->sgpr_spill_count, (long long)k->wavefront_size, bin.size);
-    else
-      kl_sb_printf(&sb, "kernel not found in the code object");
-    kl_hsaco_info_free(&info);
+    char *line = kl_amdgpu_stats_line(&s);
+    kl_sb_printf(&sb, "%s hsaco=%zu bytes", line, bin.size);
+    free(line);
   } else if (t->arch == KL_ARCH_NVPTX) {
     kl_sb_printf(&sb, "ptx=%zu bytes mma.sync=%s", bin.size, strstr((const char *)bin.data, "mma.sync") ? "yes" : "no");
   } else {

@@ -16,6 +16,7 @@
 #include "core/dialect_graph.h"
 #include "core/target.h"
 #include "driver/program.h"
+#include "driver/amdgpu_stats.h"
 #include "driver/llvm_stage.h"
 #include "driver/disk_cache.h"
 #include "driver/tuning_db.h"
@@ -589,7 +590,43 @@ static const char *opt_target(lua_State *L, int idx, kl_program *p, const char *
   return NULL;
 }
 
-/* p:kernels([target]) -> list of kernel tables */
+static void set_ints(lua_State *L, const char *const *names, const int64_t *v, int n) {
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)v[i]);
+    lua_setfield(L, -2, names[i]);
+  }
+}
+/* {vgpr, agpr, sgpr, lds_bytes, scratch_bytes, vgpr_spills, sgpr_spills, wave_size,
+ * occupancy, occupancy_limit, occupancy_by = {vgpr, sgpr, lds, max}, loop = {found, instrs,
+ * mfma, wmma, global_load, global_store, ds_read, ds_write, ds_write_narrow, s_waitcnt,
+ * s_barrier, valu_fma}} */
+static void push_amdgpu_stats(lua_State *L, const kl_amdgpu_stats *s) {
+  static const char *const n1[] = { "vgpr",        "agpr",        "sgpr",      "lds_bytes", "scratch_bytes",
+                                    "vgpr_spills", "sgpr_spills", "wave_size", "occupancy" };
+  const int64_t v1[] = { s->vgpr,        s->agpr,        s->sgpr,      s->lds,      s->scratch,
+                         s->vgpr_spills, s->sgpr_spills, s->wave_size, s->occupancy };
+  lua_createtable(L, 0, 12);
+  set_ints(L, n1, v1, 9);
+  kl_lua__set_str(L, "occupancy_limit", s->limited);
+  static const char *const n2[] = { "vgpr", "sgpr", "lds", "max" };
+  const int64_t v2[] = { s->occ_vgpr, s->occ_sgpr, s->occ_lds, s->occ_max };
+  lua_createtable(L, 0, 4);
+  set_ints(L, n2, v2, 4);
+  lua_setfield(L, -2, "occupancy_by");
+  const kl_amdgpu_loop_mix *x = &s->loop;
+  static const char *const n3[] = { "instrs",       "mfma",      "wmma",     "global_load",
+                                    "global_store", "ds_read",   "ds_write", "ds_write_narrow",
+                                    "s_waitcnt",    "s_barrier", "valu_fma" };
+  const int64_t v3[] = { x->instrs,   x->mfma,      x->wmma,    x->gload,   x->gstore,  x->ds_read,
+                         x->ds_write, x->ds_narrow, x->waitcnt, x->barrier, x->valu_fma };
+  lua_createtable(L, 0, 12);
+  kl_lua__set_bool(L, "found", x->found);
+  set_ints(L, n3, v3, 11);
+  lua_setfield(L, -2, "loop");
+}
+
+/* p:kernels([target]) -> list of kernel tables (AMDGPU targets: also code_object, as
+ * p:code_object, and amdgpu, push_amdgpu_stats) */
 static int prog_code_object(lua_State *L);
 static int prog_kernels(lua_State *L) {
   kl_program *p;
@@ -666,6 +703,13 @@ static int prog_kernels(lua_State *L) {
       lua_pushstring(L, b->target);
       lua_call(L, 3, 1);
       lua_setfield(L, -2, "code_object");
+      /* amdgpu: registers, occupancy and the main loop's instruction mix (driver/amdgpu_stats.h) */
+      kl_amdgpu_stats st;
+      char err[256];
+      if (kl_amdgpu_stats_read(b->data, b->size, k->name, b->target, k->block_size, &st, err, sizeof err) != KL_OK)
+        return kl_lua__rt_error(L, "kernels", "%s", err);
+      push_amdgpu_stats(L, &st);
+      lua_setfield(L, -2, "amdgpu");
     }
     lua_rawseti(L, -2, i + 1);
   }

@@ -25,6 +25,7 @@
 #include "core/verify.h"
 #include "core/dialect_rock.h"
 #include "driver/code_stats.h"
+#include "driver/program.h"
 #include "core/target.h"
 #include <llvm-c/Core.h>
 #include <getopt.h>
@@ -83,8 +84,11 @@ static void usage(FILE *f) {
           "  --verify-each=true|false     verify after every pass (default true)\n"
           "  --timing                     print per-pass wall time to stderr\n"
           "  --stats                      print op counts of the result to stderr\n"
-          "  --target T                   with --stats: lower every kernel for T (gfx942, sm_90, host)\n"
-          "                               and print its code-object statistics (VGPRs, LDS, scratch ...)\n"
+          "  --target T                   compile for T (gfx942, gfx90a, gfx1100, gfx1030, sm_90, host): sets the\n"
+          "                               module's target before the pipeline runs (default pipeline: the\n"
+          "                               compile pipeline, kiln.default_pipeline()); with --stats also lower\n"
+          "                               every kernel for T and print its registers, LDS, scratch, occupancy\n"
+          "                               (AMDGPU: waves per SIMD) and main loop's instruction mix\n"
           "  --load FILE.lua              run a Lua script first (it may register passes)\n"
           "  --list-passes                list the registered passes and exit\n"
           "  -o FILE                      write the module to FILE instead of stdout\n"
@@ -824,8 +828,16 @@ static int opt_main(int argc, char **argv) {
       flush_diags(ctx);
       goto done;
     }
+    if (target) {
+      if (!kl_target_lookup(target)) {
+        fprintf(stderr, "%s opt: --target: unknown target '%s'\n", progname, target);
+        goto done;
+      }
+      kl_op_set_attr(m, "target", kl_attr_str(ctx, target)); /* the pipeline's passes read it */
+    }
     kl_pass_manager *pm = kl_pass_manager_create(ctx);
-    kl_status s = (pipeline && *pipeline) ? kl_pass_manager_add_pipeline(pm, pipeline) : KL_OK;
+    const char *pl = (pipeline && *pipeline) ? pipeline : target ? kl_default_pipeline() : NULL;
+    kl_status s = pl ? kl_pass_manager_add_pipeline(pm, pl) : KL_OK;
     char *bad_after = (s == KL_OK && print_after && *print_after) ? kl_pass_manager_check_selection(pm, print_after)
                                                                   : NULL;
     if (bad_after) {

@@ -134,12 +134,14 @@ static char *check(const kl_perf_problem *p, const char *s, int64_t tile[3], dou
   char err[512];
   const kl_target *t = p->t;
   *regs = 0;
+  char *spill = NULL; /* AMDGPU v2: the register estimate's reason, after the budget's */
   double wide = p->elem_bytes > 4 ? 2 : 1;
   if (!strncmp(s, "v2:", 3)) {
     kl_accel_config c;
     if (!kl_accel_config_parse(s, &c, err, sizeof err) ||
         !kl_accel_config_validate(&c, t, p->accel, p->elem_bytes, err, sizeof err))
       return strdup(err);
+    if (!kl_accel_amd_fits_registers(&c, t, p->accel, p->elem_bytes, err, sizeof err)) spill = strdup(err);
     const kl_accel_desc *d = p->accel;
     tile[0] = c.m_per_block, tile[1] = c.n_per_block, tile[2] = c.k_per_block;
     double frag = (double)(c.m_per_wave / d->m) * kl_accel_frag_len(&d->a) +
@@ -154,11 +156,13 @@ static char *check(const kl_perf_problem *p, const char *s, int64_t tile[3], dou
     if (t->max_workgroup_size > 1)
       *regs = wide * (double)(c.m_per_thread * c.n_per_thread + c.kpack * (c.m_per_thread + c.n_per_thread));
   }
-  if (*regs > REG_BUDGET)
+  if (*regs > REG_BUDGET) {
+    free(spill);
     return dupf("perf config %s: about %.0f registers per thread (accumulators and one K step of A and B "
                 "fragments) exceed the budget of %d on target %s",
                 s, *regs, REG_BUDGET, t->name);
-  return NULL;
+  }
+  return spill;
 }
 
 char *kl_perf_check(const kl_perf_problem *p, const char *config) {

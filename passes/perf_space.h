@@ -22,8 +22,9 @@
  *    size <= the target's maximum and a multiple of its wave on GPUs, LDS tiles <= the
  *    target's LDS); registers: on GPUs accumulators + one K step of A and B fragments per
  *    thread, mT*nT + kpack*(mT+nT) (v2: the accumulators per lane + fragments), must be
- *    <= 192 32-bit registers (f64: counted twice); a tile more than twice the padded
- *    problem in M or N (the next smaller tile covers it with less padding) or a K tile
+ *    <= 192 32-bit registers (f64: counted twice); on AMDGPU, v2 configs that would
+ *    spill by the register estimate of kl_accel_amd_fits_registers (rock_accel.h); a
+ *    tile more than twice the padded problem in M or N (the next smaller tile covers it with less padding) or a K tile
  *    more than twice K rounded up to kpack is rejected as wasted padding.
  *  - quick: the heuristic's config first, then the applicable full-space candidates in
  *    order of a padded-work cost (padded M*N*K times an occupancy penalty on GPUs,

@@ -130,6 +130,26 @@ bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, cons
  * volume (Mp*Np*Kp), then to the earlier candidate (larger tiles). False if none fits. */
 bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
                                int elem_bytes, kl_accel_config *out);
+/* AMDGPU targets take their own search and cost (the above stays NVIDIA's): wave tiles up
+ * to 128 per dim, up to 8 waves (512 threads), block tiles up to 256x256, the target's
+ * whole LDS, kpack 8 for 2-byte types on MFMA (16-byte LDS rows), only configs that fit
+ * the register estimate below; cost = rounds * ceil(K / kPerBlock) * max(conc * step,
+ * step + 200 / waves per SIMD) cycles, with step = 128 + max(MFMA cycles at the
+ * instruction's cu_flops_per_clk (scaled down when the CU's workgroups have fewer waves
+ * than SIMDs), tile bytes / the target's l2_bytes_per_cu_clk, LDS bytes read and written /
+ * 128), conc = workgroups per CU (registers, LDS), rounds = ceil(workgroups / (CUs *
+ * conc)): L2 and LDS bytes per FLOP are charged, so large shapes take large tiles; within 2% of the best cost the least padding wins. Falls back to the search above when the instruction has no throughput.
+ * Register estimate per lane (32-bit): acc = accumulators, arch = the fragments of all
+ * kPerBlock/K instruction steps (LLVM hoists the unrolled LDS reads) + the next tile's
+ * global loads held in registers (kPerBlock*(MB+NB)*bytes / block size / 4) + 32
+ * (addresses, indices). MFMA (AGPR accumulators): acc <= 128, arch <= 224 and, where VGPRs
+ * and AGPRs share 512 registers, arch + acc <= 512 / waves of the workgroup per SIMD;
+ * others: arch + acc <= min(max_vgprs, 256). Checked against LLVM 19 on the benchmark
+ * shapes (spec/lua/amd_isa_spec.lua: zero scratch at every heuristic choice); false with a
+ * reason in why when a config would spill (true on other targets). */
+void kl_accel_amd_regs(const kl_accel_config *c, const kl_accel_desc *d, int elem_bytes, int64_t *arch, int64_t *acc);
+bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
+                                 char *why, size_t whylen);
 /* m_per_thread x n_per_thread with the block size and accumulator count of the config
  * (see the IR contract); false if the sizes do not factor. */
 bool kl_accel_thread_tile(const kl_accel_config *c, const kl_accel_desc *d, int64_t *mt, int64_t *nt);

@@ -174,9 +174,136 @@ static bool double_buffered(const kl_accel_config *c, const kl_accel_desc *d, in
   return 2 * c->k_per_block * rows * eb <= 48 * 1024;
 }
 
+void kl_accel_amd_regs(const kl_accel_config *c, const kl_accel_desc *d, int elem_bytes, int64_t *arch, int64_t *acc) {
+  int64_t bs = kl_accel_block_size(c, d);
+  int64_t rm = c->m_per_wave / d->m, rn = c->n_per_wave / d->n, ks = c->k_per_block / d->k;
+  int64_t frag = ks * (rm * kl_accel_frag_len(&d->a) + rn * kl_accel_frag_len(&d->b)) * elem_bytes;
+  int64_t stage = bs > 0 ? c->k_per_block * (c->m_per_block + c->n_per_block) * elem_bytes / bs : 0;
+  *acc = kl_accel_acc_per_lane(c, d);
+  *arch = (frag + 3) / 4 + (stage + 3) / 4 + 32;
+}
+
+bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
+                                 char *why, size_t whylen) {
+  if (!t || t->arch != KL_ARCH_AMDGPU) return true;
+  int64_t arch, acc, bs = kl_accel_block_size(c, d);
+  kl_accel_amd_regs(c, d, elem_bytes, &arch, &acc);
+  char s[160];
+  kl_accel_config_print(c, s, sizeof s);
+  if (d->kind == KL_ACCEL_MFMA) {
+    /* accumulators in AGPRs: LLVM 19 spilled a 256-AGPR tile (v2:256,256,32,128,128,8 on gfx942: 308 bytes) */
+    int64_t wps = (bs / d->wave + 3) / 4; /* waves of one workgroup per SIMD */
+    int64_t unified = t->max_vgprs >= 512 ? 512 / (wps > 0 ? wps : 1) : 0;
+    if (acc > 128 || arch > 224 || (unified && arch + acc > unified))
+      return kl_perf_errf(why, whylen,
+                          "perf config %s: about %lld VGPRs and %lld AGPRs per lane (%lld waves of the workgroup per "
+                          "SIMD) would spill on target %s (limits: 224 VGPRs, 128 AGPRs%s)",
+                          s, (long long)arch, (long long)acc, (long long)wps, t->name,
+                          unified ? ", their sum 512 / waves per SIMD" : "");
+    return true;
+  }
+  int64_t limit = t->max_vgprs < 256 ? t->max_vgprs : 256;
+  if (arch + acc > limit)
+    return kl_perf_errf(why, whylen,
+                        "perf config %s: about %lld VGPRs per lane (%lld accumulators) would spill on target %s "
+                        "(limit %lld)",
+                        s, (long long)(arch + acc), (long long)acc, t->name, (long long)limit);
+  return true;
+}
+
+/* The AMDGPU cost of a config (cycles, see rock_accel.h); < 0 when the instruction has no
+ * throughput in the target table. */
+static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
+                       int64_t n, int64_t k, int eb) {
+  const kl_accel_instr *ins = kl_target_accel_for(t, d->in_type);
+  if (!ins || ins->cu_flops_per_clk <= 0) return -1;
+  double simds = d->wave == 64 ? 4 : 2, waves_per_simd_max = d->wave == 64 ? 8 : 16;
+  double regs_per_simd = d->wave == 64 ? 512 : 1536;
+  int64_t arch, acc;
+  kl_accel_amd_regs(c, d, eb, &arch, &acc);
+  double regs = (double)(arch + acc);
+  double wg_waves = (double)(kl_accel_block_size(c, d) / d->wave);
+  double lds_tile = (double)(c->k_per_block * (c->m_per_block + c->n_per_block) * eb);
+  double by_regs = (double)(int64_t)(regs_per_simd / (double)(((int64_t)regs + 7) / 8 * 8));
+  if (by_regs > waves_per_simd_max) by_regs = waves_per_simd_max;
+  double conc = (double)(int64_t)(by_regs * simds / wg_waves);
+  double by_lds = (double)(int64_t)(65536.0 / lds_tile);
+  if (by_lds < conc) conc = by_lds;
+  double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
+  double cus = t->compute_units > 0 ? t->compute_units : 1;
+  double per_cu = (double)(int64_t)((tiles + cus - 1) / cus); /* no more than there are tiles */
+  if (per_cu < conc) conc = per_cu;
+  if (conc < 1) conc = 1;
+  double busy = conc * wg_waves < simds ? conc * wg_waves / simds : 1.0;
+  double flops = 2.0 * (double)(c->m_per_block * c->n_per_block * c->k_per_block);
+  double mma = flops / ((double)ins->cu_flops_per_clk * busy);
+  double l2 = lds_tile / (t->l2_bytes_per_cu_clk > 0 ? (double)t->l2_bytes_per_cu_clk : 32.0);
+  double rm = (double)(c->m_per_wave / d->m), rn = (double)(c->n_per_wave / d->n), ks = (double)(c->k_per_block / d->k);
+  double lds_rd = (rm * (double)kl_accel_frag_len(&d->a) + rn * (double)kl_accel_frag_len(&d->b)) * ks * d->wave * eb *
+      wg_waves;
+  double lds = (lds_rd + lds_tile) / 128.0; /* LDS: 128 bytes per clock */
+  double step = mma > l2 ? mma : l2;
+  if (lds > step) step = lds;
+  step += 128.0; /* issue cost of one K step: addresses, waits, two barriers, the loop */
+  /* conc workgroups share the CU; the LDS store -> barrier -> LDS load latency of a K step
+   * (about 200 cycles; the next tile's global loads are in flight during the MFMAs) is
+   * hidden by the other waves of a SIMD */
+  double wps = conc * wg_waves / simds;
+  double exposed = 200.0 / (wps > 1 ? wps : 1);
+  double round_step = conc * step > step + exposed ? conc * step : step + exposed;
+  double rounds = (double)(int64_t)((tiles + cus * conc - 1) / (cus * conc));
+  return rounds * (double)ceil_div(k, c->k_per_block) * round_step;
+}
+
+/* AMDGPU: wave tiles up to 128 per dim, up to 8 waves (512 threads), the target's full
+ * LDS, kpack 16 bytes for 2-byte types on MFMA, only configs whose register estimate
+ * fits (kl_accel_amd_fits_registers), ranked by amd_cost; within 2% of the best cost the
+ * least padded volume wins. */
+static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
+                          int eb, kl_accel_config *out) {
+  static const int64_t reps[] = { 8, 4, 2, 1 }, waves[] = { 4, 2, 1 }, ksteps[] = { 8, 4, 2, 1 };
+  bool found = false;
+  double best = 0, best_pad = 0;
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      for (int wa = 0; wa < 3; wa++)
+        for (int wb = 0; wb < 3; wb++)
+          for (int ki = 0; ki < 4; ki++) {
+            kl_accel_config c;
+            c.split_k = 1;
+            c.m_per_wave = reps[a] * d->m;
+            c.n_per_wave = reps[b] * d->n;
+            c.m_per_block = waves[wa] * c.m_per_wave;
+            c.n_per_block = waves[wb] * c.n_per_wave;
+            c.k_per_block = ksteps[ki] * d->k;
+            if (c.m_per_wave > 128 || c.n_per_wave > 128 || c.m_per_block > 256 || c.n_per_block > 256 ||
+                c.k_per_block > 64)
+              continue;
+            if (kl_accel_block_size(&c, d) > 512) continue;
+            c.kpack = d->kind == KL_ACCEL_MFMA && eb == 2 ? 8 : d->kpack;
+            while (c.kpack > 1 && c.k_per_block % c.kpack) c.kpack /= 2;
+            if (!kl_accel_config_validate(&c, t, d, eb, NULL, 0)) continue;
+            if (!kl_accel_amd_fits_registers(&c, t, d, eb, NULL, 0)) continue;
+            double cst = amd_cost(&c, t, d, g, m, n, k, eb);
+            if (cst < 0) return false;
+            double pad = (double)(ceil_div(m, c.m_per_block) * c.m_per_block) *
+                (double)(ceil_div(n, c.n_per_block) * c.n_per_block) *
+                (double)(ceil_div(k, c.k_per_block) * c.k_per_block);
+            /* within 2% of the best cost, less padding wins (tiny problems: latency dominates every tile) */
+            if (!found || cst < best * 0.98 || (cst <= best * 1.02 && pad < best_pad)) {
+              best = cst;
+              best_pad = pad;
+              *out = c;
+              found = true;
+            }
+          }
+  return found;
+}
+
 bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
                                int elem_bytes, kl_accel_config *out) {
   if (!t || !d || g < 1 || m < 1 || n < 1 || k < 1 || elem_bytes < 1) return false;
+  if (t->arch == KL_ARCH_AMDGPU && amd_heuristic(t, d, g, m, n, k, elem_bytes, out)) return true;
   /* reps 8: only mma.sync's N = 8 gives a wave tile <= 64 (64x64 wave tiles) */
   static const int64_t reps[] = { 8, 4, 2, 1 }, waves[] = { 4, 2, 1 }, ksteps[] = { 8, 4, 2, 1 };
   bool mma_sync = d->kind == KL_ACCEL_MMA_SYNC;

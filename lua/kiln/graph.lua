@@ -49,6 +49,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
                       shard="I/N", configs=})  -> {best={config=, ms=}, results={...}, ...}   kiln.tune_table(res)
   kiln.tuning_db_path() kiln.tuning_db_read(path) -> records, warnings  kiln.tuning_db_write(path, records)
   kiln.tuning_db_merge(path, {shard.db, ...})   p:kernels()[i].perf_config_source ("user"|"tuned (db)"|"heuristic")  (kiln tune --help)
+  p:kernels("gfx942")[i].amdgpu -> {vgpr, agpr, sgpr, lds_bytes, scratch_bytes, occupancy (waves/SIMD), occupancy_limit, loop = {mfma, wmma, global_load, ds_read, ds_write, s_waitcnt, s_barrier, ...}}
   p:asm(k [, target]) p:llvm_opt(k [, target]) p:object(k [, target])   (command line: kiln compile --help)
   r = p:prepare(inputs, {device=, sets=})  r:launch() r:time{warmup=, reps=} r:outputs() r:free()   p:load_kernels{device=}
   kiln.clock_ms()

@@ -278,9 +278,15 @@ static void test_configs(void) {
         CHECK(kl_accel_config_heuristic(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb, &b) &&
                   !memcmp(&a, &b, sizeof a),
               "not deterministic");
-        CHECK(a.k_per_block * (a.m_per_block + a.n_per_block) * eb <= 48 * 1024 && kl_accel_block_size(&a, d) <= 256,
-              "%s %s: heuristic tile %s beyond 48 KiB LDS / 256 threads", tnames[ti], types[ty],
-              kl_accel_config_print(&a, buf, sizeof buf));
+        if (t->arch == KL_ARCH_AMDGPU) /* AMDGPU: the whole LDS, 512 threads, no spill by the estimate */
+          CHECK(a.k_per_block * (a.m_per_block + a.n_per_block) * eb <= t->lds_bytes &&
+                    kl_accel_block_size(&a, d) <= 512 && kl_accel_amd_fits_registers(&a, t, d, eb, err, sizeof err),
+                "%s %s: heuristic tile %s beyond LDS / 512 threads / registers: %s", tnames[ti], types[ty],
+                kl_accel_config_print(&a, buf, sizeof buf), err);
+        else
+          CHECK(a.k_per_block * (a.m_per_block + a.n_per_block) * eb <= 48 * 1024 && kl_accel_block_size(&a, d) <= 256,
+                "%s %s: heuristic tile %s beyond 48 KiB LDS / 256 threads", tnames[ti], types[ty],
+                kl_accel_config_print(&a, buf, sizeof buf));
         nvalid++;
       }
     }
@@ -290,6 +296,29 @@ static void test_configs(void) {
   CHECK(kl_accel_config_heuristic(g942, mf, 1, 8192, 8192, 8192, 2, &big) &&
             big.m_per_block * big.n_per_block >= 64 * 128,
         "8192^3 tile %lldx%lld", (long long)big.m_per_block, (long long)big.n_per_block);
+  /* gfx942, M, N, K >= 2048 with enough tiles to fill the chip: at least 256x128 (bytes per FLOP); 2048^3
+   * takes 128x128 (256 workgroups for 304 CUs, where 256x128 would leave 176 idle); the register estimate
+   * rejects 256 AGPRs */
+  static const int64_t bigs[][3] = {
+    { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 2048, 8192, 4096 }, { 8192, 2048, 2048 }, { 4096, 4096, 2048 }
+  };
+  for (int eb = 2; eb <= 4; eb += 2)
+    for (size_t i = 0; i < sizeof bigs / sizeof *bigs; i++) {
+      const kl_accel_desc *dd = eb == 2 ? mf : kl_accel_desc_for(g942, kl_type_scalar(ctx, KL_TY_F32));
+      CHECK(kl_accel_config_heuristic(g942, dd, 1, bigs[i][0], bigs[i][1], bigs[i][2], eb, &big) &&
+                ((big.m_per_block >= 256 && big.n_per_block >= 128) ||
+                 (big.m_per_block >= 128 && big.n_per_block >= 256)),
+            "gfx942 %lldx%lldx%lld (%d-byte): tile %s", (long long)bigs[i][0], (long long)bigs[i][1],
+            (long long)bigs[i][2], eb, kl_accel_config_print(&big, buf, sizeof buf));
+    }
+  CHECK(kl_accel_config_parse("v2:256,256,32,128,128,8", &c, err, sizeof err) &&
+            kl_accel_config_validate(&c, g942, mf, 2, err, sizeof err) &&
+            !kl_accel_amd_fits_registers(&c, g942, mf, 2, err, sizeof err) && strstr(err, "would spill"),
+        "256 AGPRs spill (308 bytes of scratch with LLVM 19): %s", err);
+  CHECK(kl_accel_config_parse("v2:256,64,64,64,64,16", &c, err, sizeof err) &&
+            kl_accel_config_validate(&c, g11, wm, 2, err, sizeof err) &&
+            !kl_accel_amd_fits_registers(&c, g11, wm, 2, err, sizeof err) && strstr(err, "would spill"),
+        "gfx1100 256x64x64 with 64x64 wave tiles spills (36 bytes with LLVM 19): %s", err);
   CHECK(kl_accel_config_heuristic(g942, mf, 1, 32, 32, 32, 2, &small) && small.m_per_block == 32 &&
             small.n_per_block == 32,
         "32^3 tile %lldx%lld", (long long)small.m_per_block, (long long)small.n_per_block);

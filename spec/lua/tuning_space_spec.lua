@@ -82,6 +82,20 @@ describe("tuning spaces #compile", function()
     helper.has(reasons, "only padding")
   end)
 
+  it("AMDGPU: configs that would spill are rejected (register estimate), the heuristic's is not", function()
+    local g = dot_graph("ts4", 4096, 4096, 4096, "f16")
+    for _, c in ipairs { { "gfx942", "v2:256,256,64,128,64,4" }, { "gfx1100", "v2:256,64,64,64,64,16" } } do
+      local q = kiln.tuning_space(g, { target = c[1] })
+      local _, rej = kiln.tuning_space(g, { target = c[1], level = "full", rejected = true })
+      local why
+      for _, r in ipairs(rej) do if r.config == c[2] then why = r.reason end end
+      assert.is_string(why, c[2] .. " rejected on " .. c[1])
+      helper.has(why, "would spill")
+      local p = kiln.compile(g, { targets = { c[1] }, cache = false })
+      assert.are.equal(p:kernels(c[1])[1].perf_config, q[1], "the heuristic's config leads the quick list")
+    end
+  end)
+
   it("a graph without a GEMM has no space; bad levels and targets are errors", function()
     local g = kiln.graph("ts_ew")
     local a = g:param("a", { 3, 5 }, "f32")
