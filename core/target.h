@@ -16,7 +16,8 @@
 #include <stdint.h>
 
 typedef enum { KL_ARCH_HOST, KL_ARCH_AMDGPU, KL_ARCH_NVPTX } kl_arch;
-typedef enum { KL_ACCEL_NONE, KL_ACCEL_MFMA, KL_ACCEL_WMMA, KL_ACCEL_MMA_SYNC } kl_accel;
+/* KL_ACCEL_WGMMA: Hopper's warpgroup MMA (a target's `wgmma` flag, never its `accel`). */
+typedef enum { KL_ACCEL_NONE, KL_ACCEL_MFMA, KL_ACCEL_WMMA, KL_ACCEL_MMA_SYNC, KL_ACCEL_WGMMA } kl_accel;
 
 /* One matrix instruction: D[m x n] += A[m x k] * B[k x n] per wave/warp. */
 typedef struct kl_accel_instr {
@@ -45,6 +46,8 @@ typedef struct kl_target {
                           the hardware does natively (host: f32 through LLVM's CAS loop) */
   unsigned atomic_minmax; /* KL_ATOMIC_MINMAX_* bits: float max / min into global memory
                              with the graph ops' NaN semantics, in one kernel */
+  bool wgmma;             /* Hopper warpgroup MMAs (wgmma.mma_async, sm_90a): the opt-in
+                             path of passes/rock_wgmma.h */
 } kl_target;
 
 /* Native float atomic adds to global memory, as LLVM 19 emits them (checked with llc on
