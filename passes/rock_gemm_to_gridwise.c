@@ -426,7 +426,7 @@ void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
     "rock.gemm -> rock.gridwise_gemm: perf config (given or heuristic), Pad views to tile multiples, "
     "block/grid sizes on the kernel",
     options,
-    3,
+    (int)(sizeof options / sizeof *options),
     run,
     NULL
   };

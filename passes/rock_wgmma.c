@@ -12,22 +12,25 @@
 #define ED(i) \
   { 'e', i }
 /* A / B: not register operands (read from LDS through descriptors) */
-#define WG_AB                                            \
-  {                                                      \
+#define WG_AB                                        \
+  {                                                  \
     1, { 128 }, 1, { 1 }, 0, { LD(0) }, 0, { LD(0) } \
   }
 /* D: lanes [4 (warp w), 8 (g), 4 (t)], registers [N/8 (j), 2 (h), 2 (b)]: m = 16w + 8h + g,
  * n = 8j + 2t + b */
-#define WG_C(N)                                                                                \
-  {                                                                                            \
+#define WG_C(N)                                                                                  \
+  {                                                                                              \
     3, { 4, 8, 4 }, 3, { (N) / 8, 2, 2 }, 3, { LD(0), ED(1), LD(1) }, 3, { ED(0), LD(2), ED(2) } \
   }
-#define WG(T, N) \
-  { KL_ACCEL_WGMMA, T, "f32", 64, N, 16, 128, "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T, 8, WG_AB, WG_AB, WG_C(N) }
-#define WG_ALL(T)                                                                                                      \
-  WG(T, 8), WG(T, 16), WG(T, 24), WG(T, 32), WG(T, 40), WG(T, 48), WG(T, 56), WG(T, 64), WG(T, 72), WG(T, 80),         \
-      WG(T, 88), WG(T, 96), WG(T, 104), WG(T, 112), WG(T, 120), WG(T, 128), WG(T, 136), WG(T, 144), WG(T, 152),       \
-      WG(T, 160), WG(T, 168), WG(T, 176), WG(T, 184), WG(T, 192), WG(T, 200), WG(T, 208), WG(T, 216), WG(T, 224),     \
+#define WG(T, N)                                                                                                   \
+  {                                                                                                                \
+    KL_ACCEL_WGMMA, T, "f32", 64, N, 16, 128, "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T, 8, WG_AB, \
+        WG_AB, WG_C(N)                                                                                             \
+  }
+#define WG_ALL(T)                                                                                                 \
+  WG(T, 8), WG(T, 16), WG(T, 24), WG(T, 32), WG(T, 40), WG(T, 48), WG(T, 56), WG(T, 64), WG(T, 72), WG(T, 80),    \
+      WG(T, 88), WG(T, 96), WG(T, 104), WG(T, 112), WG(T, 120), WG(T, 128), WG(T, 136), WG(T, 144), WG(T, 152),   \
+      WG(T, 160), WG(T, 168), WG(T, 176), WG(T, 184), WG(T, 192), WG(T, 200), WG(T, 208), WG(T, 216), WG(T, 224), \
       WG(T, 232), WG(T, 240), WG(T, 248), WG(T, 256)
 static const kl_accel_desc wg_descs[] = { WG_ALL("f16"), WG_ALL("bf16") };
 #define NWG (int)(sizeof wg_descs / sizeof *wg_descs)
@@ -143,8 +146,8 @@ static bool attr_i64(kl_op *op, const char *name, int64_t *out) { return kl_op_a
 
 /* An operand's LDS tile [KB, DB] as core matrices (see the header). */
 typedef struct {
-  kl_value *raw; /* the underlying LDS buffer */
-  kl_view *view; /* (k, d) -> raw's coordinates */
+  kl_value *raw;       /* the underlying LDS buffer */
+  kl_view *view;       /* (k, d) -> raw's coordinates */
   int64_t o, lbo, sbo; /* elements */
 } core_layout;
 
@@ -175,8 +178,8 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, core_layout *L, 
   L->lbo = a2 - L->o;
   if (!valid || L->o % 8 || L->sbo % 8 || L->lbo % 8 || L->sbo <= 0 || L->lbo <= 0 || L->sbo >= 8 * 16384 ||
       L->lbo >= 8 * 16384 || DB % 8 || KB % 16) {
-    snprintf(err, errlen, "the LDS tile [%lld, %lld] is not made of 16-byte aligned 8x8 core matrices",
-             (long long)KB, (long long)DB);
+    snprintf(err, errlen, "the LDS tile [%lld, %lld] is not made of 16-byte aligned 8x8 core matrices", (long long)KB,
+             (long long)DB);
     return false;
   }
   for (int64_t k = 0; k < KB; k++)
@@ -243,11 +246,10 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   const char *in = ta->kind == KL_TY_BUFFER ? kl_scalar_name(ta->elem->kind) : NULL;
   int eb = ta->kind == KL_TY_BUFFER ? (kl_type_bits(ta->elem) + 7) / 8 : 0;
   int64_t mrep = c.m_per_wave / d->m, nrep = c.n_per_wave / d->n, clen = kl_accel_frag_len(&d->c);
-  if (!in || strcmp(in, d->in_type) || tb->kind != KL_TY_BUFFER || tb->elem != ta->elem ||
-      tacc->kind != KL_TY_BUFFER || tacc->rank != 1 || tacc->shape[0] != mrep * nrep * clen ||
-      tacc->space != KL_SPACE_PRIVATE || ta->rank != 2 || tb->rank != 2 || ta->shape[0] != c.k_per_block ||
-      ta->shape[1] != c.m_per_block || tb->shape[0] != c.k_per_block || tb->shape[1] != c.n_per_block ||
-      tid->type->kind != KL_TY_INDEX) {
+  if (!in || strcmp(in, d->in_type) || tb->kind != KL_TY_BUFFER || tb->elem != ta->elem || tacc->kind != KL_TY_BUFFER ||
+      tacc->rank != 1 || tacc->shape[0] != mrep * nrep * clen || tacc->space != KL_SPACE_PRIVATE || ta->rank != 2 ||
+      tb->rank != 2 || ta->shape[0] != c.k_per_block || ta->shape[1] != c.m_per_block ||
+      tb->shape[0] != c.k_per_block || tb->shape[1] != c.n_per_block || tid->type->kind != KL_TY_INDEX) {
     kl_rewriter_fail(rw, loc,
                      "rock.blockwise_gemm (%s): operands must be lds_a [%lld,%lld], lds_b [%lld,%lld] of %s, a private "
                      "f32 acc [%lld] and the tid; got %s, %s, %s",
