@@ -79,6 +79,10 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
 /* The 64-bit matrix descriptor (no swizzle): bits 0-13 (addr & 0x3ffff) >> 4, 16-29
  * lbo >> 4, 32-45 sbo >> 4, base offset 0, bits 62-63 swizzle mode 0. */
 uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo_bytes);
+/* rock-lower-loops' pattern for rock.wgmma_desc on a rock.transform chain (an LDS buffer
+ * that a later pass turned into a view): re-addressed on the underlying buffer
+ * (passes/lower_loops_wgmma.c). */
+bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
 /* The lowering above (op: an accel rock.blockwise_gemm whose accel_instr is a wgmma). */
 bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target);
 #endif

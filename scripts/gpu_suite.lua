@@ -9,7 +9,8 @@
 -- split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
--- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), then the
+-- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
+-- wgmma cases of spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count).
 --   build/kiln scripts/gpu_suite.lua [count] [device]
 package.path = "spec/lua/?.lua;" .. package.path
@@ -468,6 +469,18 @@ do
     g:output((g:conv(x, w, { padding = { P, P, P, P } }) + r):relu())
     ldm_case(("conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g,
              { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"), r = R({ Nb, Kc, H, W }, "f16", "NHWC") }, "f16")
+  end
+end
+-- the Hopper wgmma path (sm_90a, opt-in; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
+-- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
+-- against g:eval, each named with its perf config; compute capability 9.0 devices only
+do
+  local W = require "wgmma_cases"
+  if W.device_ok(dev) then
+    for _, c in ipairs(W.cases()) do
+      local ok, res = pcall(W.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "wgmma: " .. c.name .. " " .. (c.perf or "wgmma=true") .. ": " .. tostring(res) end
+    end
   end
 end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):

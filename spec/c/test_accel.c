@@ -1420,6 +1420,17 @@ static void test_wgmma(void) {
     }
     kl_ctx_destroy(ctx);
   }
+  /* through rock-output-swizzle (forced): the accumulator tile through LDS, which grows the
+   * K-loop buffer into a slice of a larger one (the descriptors are re-addressed by
+   * rock-lower-loops, passes/lower_loops_wgmma.c) */
+  {
+    const char *sw = "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+                     "rock-output-swizzle{force=on},rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
+    gcase c = { "sm_90a", "f16", 3, 100, 136, 72, false, false, true, "v3:64,128,32,64,128,8", "f16" };
+    run_case_with(&c, sw);
+    gcase c2 = { "sm_90a", "bf16", 1, 64, 200, 48, true, false, false, "v3:64,128,16,64,64,8", "bf16" };
+    run_case_with(&c2, sw);
+  }
   /* wgmma=true elsewhere keeps the other paths; sm_90a without the option is sm_90's mma.sync */
   {
     gcase c = { "sm_90", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" };

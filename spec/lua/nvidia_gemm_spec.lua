@@ -188,3 +188,24 @@ describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
     end)
   end
 end)
+
+-- every case of the device suite's wgmma section (spec/lua/wgmma_cases.lua) compiles for
+-- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues)
+describe("wgmma device cases compile for sm_90a", function()
+  local W = require "wgmma_cases"
+  it("every case", function()
+    for _, c in ipairs(W.cases()) do
+      local opts = { target = "sm_90a", cache = false }
+      if c.perf then opts.perf_config = c.perf else opts.pipeline = W.pipeline end
+      local p = kiln.compile(c.g, opts)
+      local n = 0
+      for _, k in ipairs(p:kernels()) do
+        if k.kind == "gemm" then
+          assert.is_truthy(k.perf_config:match("^v3:"), c.name .. ": " .. k.perf_config)
+          n = n + count(p:disasm(k.name, "sm_90a"), "wgmma%.mma_async")
+        end
+      end
+      assert.is_true(n > 0, c.name .. ": no wgmma")
+    end
+  end)
+end)
