@@ -83,7 +83,12 @@ if #want_cases > 0 then
   for _, id in ipairs(want_cases) do keep[#keep + 1] = known[id] or error("no case named " .. id .. " in " .. cases_file) end
   cases = keep
 end
-for _, c in ipairs(cases) do c.name = c.id; c.id = c.id .. suffix end   -- "#2" for a repeated measurement
+for _, c in ipairs(cases) do -- "#2" for a repeated measurement; "ID@wgmma": case ID, impl kiln.wgmma
+  local base, variant = c.id:match("^(.-)@(%w+)$")
+  c.variant = variant
+  c.name = base or c.id
+  c.id = c.name .. suffix
+end
 
 local dev_ok, dev = pcall(kiln.device, device_name)
 if dev_ok and device_name ~= "host" and dev.kind == "host" then dev_ok, dev = false, "no GPU found (" .. dev.note .. ")" end
@@ -268,6 +273,19 @@ end
 
 local function shape_str(d) return table.concat(d, "x") end
 
+-- The variant of a case: "wgmma" compiles for sm_90a with rock-gemm-to-gridwise{wgmma=true}
+-- (the opt-in Hopper path, passes/rock_wgmma.h; compute capability 9.0 only), else the default.
+local WGMMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
+local function compile_case(c, g)
+  if c.variant == "wgmma" then
+    if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the wgmma variant needs a compute capability 9.0 GPU", 0) end
+    return kiln.compile(g, { target = "sm_90a", pipeline = WGMMA_PIPELINE })
+  end
+  if c.variant then error("unknown case variant '" .. c.variant .. "'", 0) end
+  return kiln.compile(g, { target = dev.arch })
+end
+local function impl_of(c) return c.variant and ("kiln." .. c.variant) or "kiln" end
+
 -- ---------------------------------------------------------------- cases ----
 local run = {}
 
@@ -326,13 +344,13 @@ function run.gemm(c)
   local a = g:param("a", { M, K }, c.dtype)
   local b = g:param("b", { K, N }, c.dtype)
   g:output(g:dot(a, b))
-  local p = kiln.compile(g, { target = dev.arch })
-  dump_binaries(c.name, p)
+  local p = compile_case(c, g)
+  dump_binaries(c.name .. (c.variant and ("." .. c.variant) or ""), p)
   local A, B = kiln.rand({ M, K }, c.dtype), kiln.rand({ K, N }, c.dtype)
   local r = p:prepare({ a = A, b = B }, { device = dev, rotate_bytes = ROTATE_BYTES })
   r:launch()
   local ok, check = check_gemm(A, B, r:outputs(), M, N, K, c.dtype)
-  local row = { case = c.id, kind = "gemm", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
+  local row = { case = c.id, kind = "gemm", impl = impl_of(c), dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
                 flop = 2.0 * M * N * K, bytes = (M * K + K * N + M * N) * (c.dtype == "f32" and 4 or 2),
                 unit = "TFLOP/s", check = check,
                 note = string.format("path=%s compile=%.0fms %s", gemm_path(p), p.compile_ms, kernel_note(p)) }
@@ -385,8 +403,8 @@ end
 function run.conv(c)
   local Nb, C, H, W, K = table.unpack(c.dims)
   local g = conv_graph(c.name, c.dtype, Nb, C, H, W, K)
-  local p = kiln.compile(g, { target = dev.arch })
-  dump_binaries(c.name, p)
+  local p = compile_case(c, g)
+  dump_binaries(c.name .. (c.variant and ("." .. c.variant) or ""), p)
   local X = kiln.rand({ Nb, C, H, W }, c.dtype, { layout = "NHWC" })
   local Wt = kiln.rand({ K, C, 1, 1 }, c.dtype, { layout = "KYXC" })
   local R = kiln.rand({ Nb, K, H, W }, c.dtype, { layout = "NHWC" })
@@ -394,7 +412,7 @@ function run.conv(c)
   r:launch()
   local ok, check = check_conv(X, Wt, R, r:outputs(), Nb, C, H, W, K, c.dtype)
   local esz = c.dtype == "f32" and 4 or 2
-  local row = { case = c.id, kind = "conv", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
+  local row = { case = c.id, kind = "conv", impl = impl_of(c), dtype = c.dtype, shape = shape_str(c.dims), sets = r.sets,
                 flop = 2.0 * Nb * H * W * K * C, bytes = (Nb * C * H * W + K * C + 2 * Nb * K * H * W) * esz,
                 unit = "TFLOP/s", check = check,
                 note = string.format("fused=%s compile=%.0fms %s", #p:kernels() == 1 and "yes" or "NO", p.compile_ms, kernel_note(p)) }
@@ -823,7 +841,7 @@ for _, c in ipairs(cases) do
   end)
   if not ok then
     failed = failed + 1
-    write_row { case = c.id, kind = c.kind, impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+    write_row { case = c.id, kind = c.kind, impl = impl_of(c), dtype = c.dtype, shape = shape_str(c.dims),
                 unit = ((c.kind == "ew" or c.kind == "rowsum" or c.kind == "rms" or c.kind == "softmax" or c.kind == "rmsnorm" or c.kind == "smmask" or c.kind == "lse") and "GB/s") or (c.kind == "compile" and "ms") or "TFLOP/s",
                 check = "ERROR " .. tostring(err) }
   end

@@ -75,7 +75,7 @@ def read_cases(path):
     with open(path) as f:
         for line in f:
             w = line.split("#", 1)[0].split()
-            if w:
+            if w and "@" not in w[0]:  # "ID@variant": a kiln-only variant row (bench/gpu_kiln.lua)
                 cases.append({"id": w[0], "kind": w[1], "dtype": w[2], "dims": [int(x) for x in w[3:]]})
     return cases
 

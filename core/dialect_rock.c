@@ -277,6 +277,47 @@ static kl_status verify_async_wait(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc, "'rock.async_wait' needs an integer attribute 'pending' in [0, 7]");
   return KL_OK;
 }
+/* Hopper warpgroup MMAs (passes/rock_wgmma.h): rock.wgmma_desc(%lds, %i...) {lbo, sbo}
+ * -> i64, the matrix descriptor of the LDS element at %i; rock.wgmma(%da : i64, %db : i64,
+ * %c : vector<N/2 x f32>) {instr} -> c's type; rock.wgmma_sync(%v...) {step = "fence" |
+ * "commit" | "wait" | "proxy_fence", pending (wait)} -> the operands' types. */
+static kl_status verify_wgmma_desc(kl_op *op) {
+  kl_status st = verify_buffers_first(op);
+  if (st != KL_OK) return st;
+  const kl_type *bt = op->opnds[0].value->type;
+  int64_t lbo = 0, sbo = 0;
+  if (bt->space != KL_SPACE_LDS || op->nopnds - 1 != bt->rank || op->results[0].type->kind != KL_TY_I64)
+    return kl_emit_error(op->ctx, op->loc, "'rock.wgmma_desc' takes an LDS buffer and %d indices -> i64", bt->rank);
+  if (!kl_op_attr_i64(op, "lbo", &lbo) || !kl_op_attr_i64(op, "sbo", &sbo) || lbo <= 0 || sbo <= 0 || lbo % 16 ||
+      sbo % 16 || lbo >= (1 << 18) || sbo >= (1 << 18))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.wgmma_desc' needs integer attributes 'lbo' and 'sbo': byte offsets, multiples of 16 "
+                         "below 2^18");
+  return KL_OK;
+}
+static kl_status verify_wgmma(kl_op *op) {
+  const kl_type *a = op->opnds[0].value->type, *b = op->opnds[1].value->type, *c = op->opnds[2].value->type;
+  if (a->kind != KL_TY_I64 || b->kind != KL_TY_I64 || c->kind != KL_TY_VECTOR || c->elem->kind != KL_TY_F32 ||
+      op->results[0].type != c || !kl_op_attr_string(op, "instr"))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.wgmma' takes (i64, i64, vector<N x f32>) -> the accumulator type, with a string "
+                         "attribute 'instr'");
+  return KL_OK;
+}
+static kl_status verify_wgmma_sync(kl_op *op) {
+  const char *step = kl_op_attr_string(op, "step");
+  int64_t pending = -1;
+  if (!step || (strcmp(step, "fence") && strcmp(step, "commit") && strcmp(step, "wait") && strcmp(step, "proxy_fence")))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.wgmma_sync' needs a string attribute 'step': fence, commit, wait or proxy_fence");
+  if (!strcmp(step, "wait") && (!kl_op_attr_i64(op, "pending", &pending) || pending < 0 || pending > 7))
+    return kl_emit_error(op->ctx, op->loc, "'rock.wgmma_sync' wait needs an integer attribute 'pending' in [0, 7]");
+  if (op->nresults != op->nopnds) return kl_emit_error(op->ctx, op->loc, "'rock.wgmma_sync' returns its operands");
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->results[i].type != op->opnds[i].value->type || op->results[i].type->kind != KL_TY_VECTOR)
+      return kl_emit_error(op->ctx, op->loc, "'rock.wgmma_sync' passes vectors through (result i = operand i)");
+  return KL_OK;
+}
 
 /* rock.mma: the structure here; the instruction check (passes/rock_accel_lower.c, which
  * knows the matrix instructions) through the hook installed with kl_rock_set_mma_hook. */
@@ -340,6 +381,15 @@ static const kl_opdef rock_ops[] = {
   { .name = "rock.mma", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
     .max_results = 1, .required_attrs = need_instr, .verify = verify_mma,
     .summary = "one matrix instruction of a wave: D = A x B + C in the instruction's lane layouts (passes/rock_accel.h)" },
+  { .name = "rock.wgmma_desc", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 1, .max_operands = -1, .min_results = 1,
+    .max_results = 1, .verify = verify_wgmma_desc,
+    .summary = "the 64-bit wgmma matrix descriptor of an LDS element (passes/rock_wgmma.h)" },
+  { .name = "rock.wgmma", .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
+    .max_results = 1, .required_attrs = need_instr, .verify = verify_wgmma,
+    .summary = "one wgmma.mma_async of a warpgroup: D = A x B + C, A and B in LDS through descriptors (passes/rock_wgmma.h)" },
+  { .name = "rock.wgmma_sync", .levels = KERN_LOOP, .min_operands = 0, .max_operands = -1, .min_results = 0,
+    .max_results = -1, .verify = verify_wgmma_sync,
+    .summary = "wgmma.fence / commit_group / wait_group / fence.proxy.async, passing the accumulators through (passes/rock_wgmma.h)" },
 };
 // clang-format on
 #undef ROCK

@@ -22,7 +22,8 @@
 #include <stdint.h>
 
 typedef enum { KL_ARCH_HOST, KL_ARCH_AMDGPU, KL_ARCH_NVPTX } kl_arch;
-typedef enum { KL_ACCEL_NONE, KL_ACCEL_MFMA, KL_ACCEL_WMMA, KL_ACCEL_MMA_SYNC } kl_accel;
+/* KL_ACCEL_WGMMA: Hopper's warpgroup MMA (a target's `wgmma` flag, never its `accel`). */
+typedef enum { KL_ACCEL_NONE, KL_ACCEL_MFMA, KL_ACCEL_WMMA, KL_ACCEL_MMA_SYNC, KL_ACCEL_WGMMA } kl_accel;
 
 /* One matrix instruction: D[m x n] += A[m x k] * B[k x n] per wave/warp. */
 typedef struct kl_accel_instr {
@@ -60,6 +61,8 @@ typedef struct kl_target {
                               over 120 / 110 CUs ~ 17 / 19; MI300X (gfx942): Infinity Cache 17.2 TB/s
                               over 304 CUs x 2.1 GHz ~ 27 (WGs are spread round-robin over the 8 XCDs'
                               L2s); RX 7900 XTX (gfx1100) ~ 24, RX 6900 XT (gfx1030) ~ 16 */
+  bool wgmma;              /* Hopper warpgroup MMAs (wgmma.mma_async, sm_90a): the opt-in
+                             path of passes/rock_wgmma.h */
 } kl_target;
 
 /* Native float atomic adds to global memory, as LLVM 19 emits them (checked with llc on

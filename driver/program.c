@@ -717,8 +717,11 @@ static variant *variant_for(kl_program *p, const kl_device_info *info) {
   for (int i = 0; i < p->nvariants; i++) {
     const kl_target *t = p->v[i].desc;
     if (t->arch != want) continue;
-    /* PTX for an older sm runs on a newer GPU; AMDGPU code objects need the same chip */
-    if (want == KL_ARCH_NVPTX && atoi(t->name + 3) <= info->cc_major * 10 + info->cc_minor) return &p->v[i];
+    /* PTX for an older sm runs on a newer GPU, except an arch-specific one ("sm_90a":
+     * that compute capability only); AMDGPU code objects need the same chip */
+    int sm = atoi(t->name + 3), cc = info->cc_major * 10 + info->cc_minor;
+    bool specific = t->name[strlen(t->name) - 1] == 'a';
+    if (want == KL_ARCH_NVPTX && (specific ? sm == cc : sm <= cc)) return &p->v[i];
   }
   return NULL;
 }

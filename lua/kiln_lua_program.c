@@ -34,6 +34,7 @@ static const char *accel_name(kl_accel a) {
     case KL_ACCEL_MFMA: return "mfma";
     case KL_ACCEL_WMMA: return "wmma";
     case KL_ACCEL_MMA_SYNC: return "mma.sync";
+    case KL_ACCEL_WGMMA: return "wgmma";
     default: return "none";
   }
 }
@@ -50,6 +51,7 @@ static void push_target(lua_State *L, const kl_target *t) {
   kl_lua__set_int(L, "max_vgprs", t->max_vgprs);
   kl_lua__set_int(L, "compute_units", t->compute_units);
   kl_lua__set_str(L, "accel", accel_name(t->accel));
+  kl_lua__set_bool(L, "wgmma", t->wgmma);
   lua_createtable(L, t->ninstrs, 0);
   for (int i = 0; i < t->ninstrs; i++) {
     const kl_accel_instr *in = &t->instrs[i];

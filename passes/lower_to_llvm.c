@@ -11,6 +11,7 @@
 #include "passes/lower_barrier.h"
 #include "passes/lower_async.h"
 #include "passes/lower_fp8.h"
+#include "passes/lower_wgmma.h"
 #include <llvm-c/Analysis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -816,6 +817,9 @@ static const struct {
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
   { "rock.ldmatrix", h_ldmatrix },
+  { "rock.wgmma_desc", kl__lower_wgmma_desc },
+  { "rock.wgmma", kl__lower_wgmma },
+  { "rock.wgmma_sync", kl__lower_wgmma_sync },
   { "vector.broadcast", h_vector_broadcast },
   { "vector.shuffle", h_vector_shuffle },
   { "math.fma", h_fma },

@@ -285,6 +285,7 @@ const char *kl_accel_kind_name(kl_accel a) {
     case KL_ACCEL_MFMA: return "mfma";
     case KL_ACCEL_WMMA: return "wmma";
     case KL_ACCEL_MMA_SYNC: return "mma_sync";
+    case KL_ACCEL_WGMMA: return "wgmma";
     default: return "none";
   }
 }

@@ -52,6 +52,12 @@
  * Version 2 ("v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack") selects the
  * matrix-instruction path (MFMA / WMMA / mma.sync); its format, validation and
  * heuristic are in passes/rock_accel.h.
+ * Version 3 ("v3:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack[,splitK]", the v2
+ * fields) selects Hopper's warpgroup MMAs (wgmma.mma_async, targets with wgmma: sm_90a;
+ * f16 / bf16): a "wave" is a warpgroup of 128 threads, mPerWave a multiple of 64, nPerWave
+ * the instruction's N (a multiple of 8, <= 256), kpack * element bytes = 16, e.g.
+ * "v3:128,128,64,64,128,8" (2 warpgroups, 64x128 each). Without a config the path is off
+ * unless rock-gemm-to-gridwise runs with wgmma=true (its heuristic); passes/rock_wgmma.h.
  *
  * Contract: the perf-config functions are pure functions over plain structs (no
  * allocation). Errors are a false / NULL return plus a message in a caller-supplied

@@ -17,6 +17,7 @@
  *   2t + r%2. */
 #include "passes/rock_accel.h"
 #include "passes/perf_config.h"
+#include "passes/rock_wgmma.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -83,7 +84,7 @@ const kl_accel_desc *kl_accel_desc_at(int i) { return i >= 0 && i < kl_accel_des
 const kl_accel_desc *kl_accel_desc_by_intrinsic(const char *intrinsic) {
   for (int i = 0; intrinsic && i < kl_accel_desc_count(); i++)
     if (!strcmp(descs[i].intrinsic, intrinsic)) return &descs[i];
-  return NULL;
+  return kl_wgmma_desc_by_name(intrinsic); /* passes/rock_wgmma.h */
 }
 
 const kl_accel_desc *kl_accel_desc_for(const kl_target *t, const kl_type *in) {

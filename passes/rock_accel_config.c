@@ -2,6 +2,7 @@
  * the heuristic and the path selection of rock-gemm-to-gridwise (see rock_accel.h). */
 #include "passes/rock_accel.h"
 #include "passes/perf_config.h"
+#include "passes/rock_wgmma.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -389,6 +390,8 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
 int kl_accel_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,
                     int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
                     size_t errlen) {
+  if (given && !strncmp(given, "v3:", 3)) /* Hopper wgmma: passes/rock_wgmma.h */
+    return kl_wgmma_select(t, in_a, in_b, given, g, m, n, k, c, d, err, errlen);
   bool v2 = given && !strncmp(given, "v2:", 3);
   if (given && !v2) return 0; /* "v1:" (or malformed: the v1 parser reports it) */
   const kl_accel_desc *dd = in_a == in_b ? kl_accel_desc_for(t, in_a) : NULL;

@@ -8,6 +8,7 @@
 #include "passes/rock_accel.h"
 #include "passes/lower_loops.h"
 #include "passes/perf_config.h"
+#include "passes/rock_wgmma.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
 #include <stdio.h>
@@ -55,6 +56,7 @@ bool kl_accel_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   kl_value *la = op->opnds[0].value, *lb = op->opnds[1].value, *acc = op->opnds[2].value, *tid = op->opnds[3].value;
   const char *instr = kl_op_attr_string(op, "accel_instr");
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(instr);
+  if (d && d->kind == KL_ACCEL_WGMMA) return kl_wgmma_lower_blockwise(op, rw, target); /* passes/rock_wgmma.h */
   if (!d) {
     kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: unknown accel_instr \"%s\"", instr ? instr : "");
     return false;

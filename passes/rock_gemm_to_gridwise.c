@@ -54,15 +54,24 @@
 #include "passes/problem_key.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
+#include "passes/rock_wgmma.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
   const char *target, *perf;
-  bool accel;
+  bool accel, wgmma;
   const char *tuned;
 } opts;
+
+/* the accel config string: "v3:" for wgmma (passes/rock_wgmma.h), else "v2:" */
+static void accel_print(const kl_accel_config *c, const kl_accel_desc *d, char *buf, size_t n) {
+  if (d && d->kind == KL_ACCEL_WGMMA)
+    kl_wgmma_config_print(c, buf, n);
+  else
+    kl_accel_config_print(c, buf, n);
+}
 
 static kl_value *pad_operand(kl_rewriter *rw, kl_op *op, kl_value *v, const char *const *names, const int64_t *padded,
                              bool *ok) {
@@ -229,7 +238,10 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   memset(&ac, 0, sizeof ac);
   pc.split_k = 1;
   const kl_accel_desc *ad = NULL;
-  int accel = o->accel ? kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err) : 0;
+  int accel = o->accel && o->wgmma && !given /* the opt-in Hopper path, passes/rock_wgmma.h */
+      ? kl_wgmma_select(t, ta->elem, tb->elem, NULL, G, M, N, K, &ac, &ad, err, sizeof err)
+      : 0;
+  if (o->accel && !accel) accel = kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err);
   if (accel < 0) {
     kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err);
     return false;
@@ -275,7 +287,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   }
   char pcs[160];
   if (accel)
-    kl_accel_config_print(&ac, pcs, sizeof pcs);
+    accel_print(&ac, ad, pcs, sizeof pcs);
   else
     kl_perf_config_print(&pc, pcs, sizeof pcs);
   /* split-K: the given config's splitK, else the heuristic's where the output allows it */
@@ -303,7 +315,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   if (S > 1 || given) {             /* the printed config carries the split that runs (1: none) */
     pc.split_k = ac.split_k = S;
     if (accel)
-      kl_accel_config_print(&ac, pcs, sizeof pcs);
+      accel_print(&ac, ad, pcs, sizeof pcs);
     else
       kl_perf_config_print(&pc, pcs, sizeof pcs);
   }
@@ -422,7 +434,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
           kl_op_attr_string(fn, "sym_name"));
   }
   opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config"), kl_pass_opt_bool(po, "accel"),
-             kl_pass_opt_string(po, "tuned") };
+             kl_pass_opt_bool(po, "wgmma"), kl_pass_opt_string(po, "tuned") };
   kl_pattern p = { "rock.gemm", 1, "rock-gemm-to-gridwise", gemm_to_gridwise, &o };
   const kl_pattern *ps[] = { &p };
   return kl_apply_patterns_walk(module, ps, 1);
@@ -431,7 +443,8 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 static const kl_pass_option options[] = {
   { "target", KL_OPT_STRING, "", "target name (overrides the kernel's / module's \"target\" attribute; default host)" },
   { "perf-config", KL_OPT_STRING, "",
-    "perf config v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack (or v2:..., matrix instructions) for "
+    "perf config v1:mPerBlock,nPerBlock,kPerBlock,mPerThread,nPerThread,kpack (or v2:..., matrix instructions, "
+    "v3:..., Hopper wgmma) for "
     "every gemm "
     "(overrides perf_config attributes; default: the heuristic)" },
   { "accel", KL_OPT_BOOL, "true",
@@ -440,6 +453,9 @@ static const kl_pass_option options[] = {
   { "tuned", KL_OPT_STRING, "",
     "tuned configs \"KEY=CONFIG;...\" by problem key (passes/problem_key.h; the driver fills it from the tuning "
     "database): used for a kernel without a given perf config" },
+  { "wgmma", KL_OPT_BOOL, "false",
+    "Hopper warpgroup MMAs (wgmma.mma_async) for f16 / bf16 GEMMs without a given config on targets with wgmma "
+    "(sm_90a), chosen by the wgmma heuristic (passes/rock_wgmma.h); a v3:... config selects them too" },
 };
 
 void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
@@ -448,7 +464,7 @@ void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {
     "rock.gemm -> rock.gridwise_gemm: perf config (given or heuristic), Pad views to tile multiples, "
     "block/grid sizes on the kernel",
     options,
-    4,
+    (int)(sizeof options / sizeof *options),
     run,
     NULL
   };

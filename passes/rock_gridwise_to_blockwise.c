@@ -469,6 +469,11 @@ static void kl_write(const kloop *k, kl_value *la, kl_value *lb) { /* private co
              kl_tile_vector_len(k->wb, lb, 1), "set", NULL);
 }
 static void kl_barrier(const kloop *k) {
+  const char *accel = kl_op_attr_string(k->gw, "accel");
+  if (accel && !strcmp(accel, "wgmma")) { /* LDS stores -> the async proxy of wgmma (passes/rock_wgmma.h) */
+    kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
+    kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
+  }
   kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
 static void kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
@@ -703,7 +708,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     int64_t eb = (kl_type_bits(ta->elem) + 7) / 8, extra = 0;
     int skew_a = 0, skew_b = 0;
     const char *accel = kl_op_attr_string(op, "accel");
-    if (accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16) {
+    bool nv16 = accel && (!strcmp(accel, "mma_sync") || !strcmp(accel, "wgmma")); /* wgmma: passes/rock_wgmma.h */
+    if (nv16 && t.kpack > 1 && t.kpack * eb == 16) {
       skew_a = t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
       skew_b = t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
@@ -773,7 +779,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         }
         goto after_loop;
       }
-      dbuf = prefetch && accel && !strcmp(accel, "mma_sync") && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
+      dbuf = prefetch && nv16 && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
       lds_a2 = dbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
       lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
       if (dbuf && !lds_b2) {

@@ -40,6 +40,7 @@
  * pin the SIMD model and the micro-tile (tests; default: the host CPU). Whatever they
  * do not match is lowered by the generic patterns here. */
 #include "passes/lower_loops.h"
+#include "passes/rock_wgmma.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
@@ -546,9 +547,11 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
     { "rock.elementwise", 1, "lower-elementwise", lower_ew, &o },
     { "rock.reduce", 1, "lower-reduce", lower_whole, &o },
     { "rock.softmax", 1, "lower-softmax", lower_whole, &o },
+    { "rock.wgmma_desc", 1, "lower-wgmma-desc", kl__ll_lower_wgmma_desc, &o }, /* passes/lower_loops_wgmma.c */
   };
-  const kl_pattern *ps[7];
-  for (int i = 0; i < 7; i++) ps[i] = &pats[i];
+  enum { NPATS = sizeof pats / sizeof *pats };
+  const kl_pattern *ps[NPATS];
+  for (int i = 0; i < NPATS; i++) ps[i] = &pats[i];
   kl_block *mb = kl_module_body(module);
   for (kl_op *fn = mb ? mb->first : NULL; fn; fn = fn->next) {
     if (!kl_is_kernel(fn)) continue;
@@ -570,7 +573,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
       if (o.host.gemm && kl__ll_host_gemms(fn, &o.host) != KL_OK) return KL_ERR;
       if (o.host.copies && kl__ll_host_copies(fn, &o.host) != KL_OK) return KL_ERR;
     }
-    if (kl_apply_patterns_walk(fn, ps, 7) != KL_OK) return KL_ERR;
+    if (kl_apply_patterns_walk(fn, ps, NPATS) != KL_OK) return KL_ERR;
     kl_ll_erase_dead(fn, true);
     if (final_check(fn) != KL_OK) return KL_ERR;
   }

@@ -11,7 +11,8 @@
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
--- cp.async pipeline at S = 1..4 (spec/lua/cp_async_cases.lua), then the
+-- cp.async pipeline at S = 1..4 (spec/lua/cp_async_cases.lua), the wgmma cases of
+-- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
@@ -548,6 +549,18 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
   end
 end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
+-- the Hopper wgmma path (sm_90a, opt-in; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
+-- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
+-- against g:eval, each named with its perf config; compute capability 9.0 devices only
+do
+  local W = require "wgmma_cases"
+  if W.device_ok(dev) then
+    for _, c in ipairs(W.cases()) do
+      local ok, res = pcall(W.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "wgmma: " .. c.name .. " " .. (c.perf or "wgmma=true") .. ": " .. tostring(res) end
+    end
+  end
+end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line
 for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "softmax_reduce", "views",

@@ -28,7 +28,7 @@ usage: kiln compile FILE.lua|FILE.kir --emit WHAT [--target T] [--kernel K] [-o 
          sass-stats      ptxas -v of the PTX: registers, spills, shared memory (CUDA toolkit)
          hsaco           the code object (AMD targets; needs -o)
          obj             relocatable ELF objects (host, AMD before linking; needs -o)
-  --target T             host (default), gfx908 gfx90a gfx942 gfx1030 gfx1100, sm_80 sm_90
+  --target T             host (default), gfx908 gfx90a gfx942 gfx1030 gfx1100, sm_80 sm_90 sm_90a
   --kernel K             only kernel K (default: every kernel)
   -o OUT                 write to OUT (default: stdout for text)
   Values go as --opt=value or --opt value; -- ends the options.]]
@@ -153,7 +153,7 @@ usage: kiln compile FILE.lua|FILE.kir --emit WHAT [--target T] [--kernel K] [-o 
     elseif o.emit == "asm" then return p:asm(k, t)
     elseif o.emit == "obj" then return p:object(k, t)
     elseif o.emit == "ptx" or o.emit == "sass-stats" then
-      if not t:match("^sm_") then error(fmt("--emit %s needs an NVIDIA target (sm_80, sm_90), not %s", o.emit, t), 0) end
+      if not t:match("^sm_") then error(fmt("--emit %s needs an NVIDIA target (sm_80, sm_90, sm_90a), not %s", o.emit, t), 0) end
       local ptx = p:binary(k, t)
       return o.emit == "ptx" and ptx or kiln.sass_stats(ptx, t)
     elseif o.emit == "hsaco" then

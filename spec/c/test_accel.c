@@ -35,6 +35,7 @@
 #include "core/print.h"
 #include "passes/lower_to_llvm.h"
 #include "passes/rock_accel.h"
+#include "passes/rock_wgmma.h"
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
 #include "codegen/disasm.h"
@@ -376,6 +377,10 @@ typedef struct sim {
    * one bank) against the fewest possible (the phases). At the IR's access widths: LLVM
    * may still merge narrow stores. */
   int64_t lds_wavefronts[2], lds_ideal[2];
+  /* wgmma (Hopper, passes/rock_wgmma.h), per warpgroup: fenced since the last wait,
+   * MMAs issued since the last commit, committed groups not yet waited for */
+  bool wg_fenced[8];
+  int wg_open[8], wg_groups[8];
 } sim;
 
 static void sfail(sim *s, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -731,6 +736,140 @@ static void exec_mma(sim *s, kl_op *op, const bool *mask) {
   free(sc);
 }
 
+/* ---- wgmma (Hopper warpgroup MMA), modelled from the PTX ISA, independent of
+ * passes/rock_wgmma.c except for the descriptor encoding it is checked against ----
+ * The shared window: LDS buffer number j (in allocation order) starts at byte
+ * 1024 + 65536 j. A matrix descriptor (ISA "matrix descriptor format"): bits 0-13 start
+ * address >> 4, 16-29 leading dimension byte offset >> 4, 32-45 stride dimension byte
+ * offset >> 4, 49-51 base offset, 62-63 swizzle mode (0: none). No swizzle, K-major: the
+ * operand (64 x 16 A, N x 16 B: rows x K) is 8-row x 16-byte core matrices, row r at
+ * byte 16 * (r % 8) of its core matrix, K element k at 2 * (k % 8); core matrix (r / 8,
+ * k / 8) at start + SBO * (r / 8) + LBO * (k / 8). D (f32, m64nN): thread l of the
+ * warpgroup, register i: row 16 (l / 32) + (l % 32) / 4 + 8 ((i / 2) % 2), column
+ * 8 (i / 4) + 2 (l % 4) + i % 2. */
+static int64_t lds_window(sim *s, mem *m) {
+  int j = 0;
+  for (int i = 0; i < s->nmems && &s->mems[i] != m; i++) j += s->mems[i].k->type->space == KL_SPACE_LDS;
+  return 1024 + 65536 * (int64_t)j;
+}
+static void exec_wgmma_desc(sim *s, kl_op *op, const bool *mask) {
+  int64_t lbo = 0, sbo = 0;
+  kl_op_attr_i64(op, "lbo", &lbo);
+  kl_op_attr_i64(op, "sbo", &sbo);
+  int eb = (kl_type_bits(op->opnds[0].value->type->elem) + 7) / 8;
+  double *o = val_w(s, &op->results[0]);
+  for (int t = 0; t < s->nt && !s->bad; t++) {
+    if (!mask[t]) continue;
+    mem *m;
+    int64_t a;
+    if (!addr(s, op, 0, t, 1, &m, &a)) return;
+    if (m->k->type->space != KL_SPACE_LDS) sfail(s, op, "descriptor of a non-LDS buffer");
+    int64_t byte = lds_window(s, m) + a * eb;
+    if (byte >= 4 * 65536) sfail(s, op, "shared address %lld beyond the model's window", (long long)byte);
+    o[t] = (double)kl_wgmma_desc_encode((uint32_t)byte, lbo, sbo); /* < 2^46: exact in a double */
+  }
+}
+/* The element of the byte address (LDS only), or -1 (message). */
+static double lds_at(sim *s, kl_op *op, int64_t byte, int eb) {
+  for (int i = 0; i < s->nmems; i++) {
+    mem *m = &s->mems[i];
+    if (m->k->type->space != KL_SPACE_LDS) continue;
+    int64_t base = lds_window(s, m);
+    if (byte >= base && byte < base + m->span * eb) {
+      if ((byte - base) % eb) sfail(s, op, "misaligned element address %lld", (long long)byte);
+      return m->data[(byte - base) / eb];
+    }
+  }
+  sfail(s, op, "shared address %lld is in no LDS buffer", (long long)byte);
+  return NAN;
+}
+static void decode_desc(sim *s, kl_op *op, double dv, int64_t *start, int64_t *lbo, int64_t *sbo) {
+  uint64_t d = (uint64_t)dv;
+  *start = (int64_t)(d & 0x3fff) << 4;
+  *lbo = (int64_t)((d >> 16) & 0x3fff) << 4;
+  *sbo = (int64_t)((d >> 32) & 0x3fff) << 4;
+  if ((d >> 49) & 7) sfail(s, op, "descriptor base offset %d (only 0 modelled)", (int)((d >> 49) & 7));
+  if (d >> 62) sfail(s, op, "descriptor swizzle mode %d (only 0, no swizzle, modelled)", (int)(d >> 62));
+}
+static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
+  const char *instr = kl_op_attr_string(op, "instr");
+  int N = 0;
+  char ty[8] = "";
+  if (!instr || sscanf(instr, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%4[bf16]", &N, ty) != 2 || N < 8 || N > 256 ||
+      N % 8 || (strcmp(ty, "f16") && strcmp(ty, "bf16"))) {
+    sfail(s, op, "unknown wgmma instruction %s", instr ? instr : "?");
+    return;
+  }
+  if (!s->t->wgmma) {
+    sfail(s, op, "wgmma on %s", s->t->name);
+    return;
+  }
+  double *da = val_r(s, op, op->opnds[0].value), *db = val_r(s, op, op->opnds[1].value),
+         *c = val_r(s, op, op->opnds[2].value);
+  if (!da || !db || !c) return;
+  int cw = width_of(op->opnds[2].value->type);
+  if (cw != N / 2 || s->nt % 128) {
+    sfail(s, op, "accumulator of %d registers for N = %d, or %d threads (not whole warpgroups)", cw, N, s->nt);
+    return;
+  }
+  double *out = val_w(s, &op->results[0]);
+  double *A = malloc(sizeof(double) * 64 * 16), *B = malloc(sizeof(double) * N * 16);
+  for (int w0 = 0; w0 < s->nt && !s->bad; w0 += 128) {
+    int g = w0 / 128;
+    for (int l = 0; l < 128; l++)
+      if (!mask[w0 + l] || da[w0 + l] != da[w0] || db[w0 + l] != db[w0])
+        sfail(s, op, "lane %d of warpgroup %d inactive or with another descriptor", l, g);
+    if (g >= 8 || !s->wg_fenced[g]) sfail(s, op, "warpgroup %d: wgmma.mma_async without a wgmma.fence before it", g);
+    if (s->bad) break;
+    s->wg_open[g]++;
+    int64_t sa, la, ssa, sb, lb, ssb;
+    decode_desc(s, op, da[w0], &sa, &la, &ssa);
+    decode_desc(s, op, db[w0], &sb, &lb, &ssb);
+    for (int r = 0; r < 64; r++)
+      for (int k = 0; k < 16; k++)
+        A[r * 16 + k] = lds_at(s, op, sa + ssa * (r / 8) + la * (k / 8) + 16 * (r % 8) + 2 * (k % 8), 2);
+    for (int r = 0; r < N; r++)
+      for (int k = 0; k < 16; k++)
+        B[r * 16 + k] = lds_at(s, op, sb + ssb * (r / 8) + lb * (k / 8) + 16 * (r % 8) + 2 * (k % 8), 2);
+    for (int l = 0; l < 128; l++)
+      for (int i = 0; i < N / 2; i++) {
+        int row = 16 * (l / 32) + (l % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+        double acc = c[(w0 + l) * cw + i];
+        for (int k = 0; k < 16; k++) acc += A[row * 16 + k] * B[col * 16 + k];
+        out[(w0 + l) * cw + i] = kl_round_f32(acc);
+      }
+    s->nmma++;
+  }
+  free(A);
+  free(B);
+}
+static void exec_wgmma_sync(sim *s, kl_op *op, const bool *mask) {
+  const char *step = kl_op_attr_string(op, "step");
+  int64_t pending = 0;
+  kl_op_attr_i64(op, "pending", &pending);
+  for (int t = 0; t < s->nt && !s->bad; t++)
+    if (!mask[t]) sfail(s, op, "thread %d inactive: wgmma synchronization is warpgroup-wide", t);
+  for (int g = 0; g < s->nt / 128 && g < 8 && !s->bad; g++) {
+    if (!strcmp(step, "fence")) s->wg_fenced[g] = true;
+    if (!strcmp(step, "commit")) {
+      if (s->wg_open[g]) s->wg_groups[g]++;
+      s->wg_open[g] = 0;
+    }
+    if (!strcmp(step, "wait")) {
+      if (s->wg_open[g]) sfail(s, op, "wait_group with uncommitted wgmma.mma_async");
+      if (s->wg_groups[g] > pending) s->wg_groups[g] = (int)pending;
+      s->wg_fenced[g] = false; /* registers touched after the wait need a new fence */
+    }
+  }
+  for (int i = 0; i < op->nopnds && !s->bad; i++) { /* pass-through */
+    double *x = val_r(s, op, op->opnds[i].value);
+    int w = width_of(op->opnds[i].value->type);
+    if (!x) return;
+    double *o = val_w(s, &op->results[i]);
+    memcpy(o, x, sizeof(double) * s->nt * w);
+  }
+}
+
 static void exec_op(sim *s, kl_op *op, const bool *mask) {
   const char *n = op->name;
   int nt = s->nt;
@@ -816,6 +955,9 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     }
     if (!s->bad && bt->space == KL_SPACE_LDS && s->t && s->t->arch == KL_ARCH_NVPTX)
       count_banks(s, !ld, as, mask, w, (kl_type_bits(bt->elem) + 7) / 8);
+    for (int g = 0; !ld && bt->space == KL_SPACE_LDS && g < 8 && !s->bad; g++)
+      if (s->wg_open[g] || s->wg_groups[g])
+        sfail(s, op, "LDS written while warpgroup %d has wgmma.mma_async in flight (no wait_group 0)", g);
     free(as);
     return;
   }
@@ -825,6 +967,18 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
   }
   if (!strcmp(n, "rock.ldmatrix")) {
     exec_ldmatrix(s, op, mask);
+    return;
+  }
+  if (!strcmp(n, "rock.wgmma_desc")) {
+    exec_wgmma_desc(s, op, mask);
+    return;
+  }
+  if (!strcmp(n, "rock.wgmma")) {
+    exec_wgmma(s, op, mask);
+    return;
+  }
+  if (!strcmp(n, "rock.wgmma_sync")) {
+    exec_wgmma_sync(s, op, mask);
     return;
   }
   if (!strcmp(n, "scf.for")) {
@@ -1102,12 +1256,15 @@ static void run_case_with(const gcase *c, const char *pipeline) {
     return;
   }
   const kl_target *t = kl_target_lookup(c->target);
-  bool want_accel = (!c->perf || !strncmp(c->perf, "v2:", 3)) &&
+  bool wg = c->perf && !strncmp(c->perf, "v3:", 3); /* Hopper wgmma */
+  bool want_accel = !wg && (!c->perf || !strncmp(c->perf, "v2:", 3)) &&
       kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
   CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what,
         count_ops(k, "rock.mma"), want_accel);
   const char *pc = kl_op_attr_string(k, "perf_config");
-  CHECK(pc && !strncmp(pc, want_accel ? "v2:" : "v1:", 3), "%s: perf_config %s", what, pc ? pc : "none");
+  CHECK(pc && !strncmp(pc, wg ? "v3:" : want_accel ? "v2:" : "v1:", 3), "%s: perf_config %s", what, pc ? pc : "none");
+  CHECK(!wg || (count_ops(k, "rock.wgmma") > 0 && count_ops(k, "rock.mma") == 0), "%s: %d rock.wgmma ops", what,
+        count_ops(k, "rock.wgmma"));
   int64_t G = c->G, M = c->M, N = c->N, K = c->K;
   double *A = malloc(sizeof(double) * G * M * K), *B = malloc(sizeof(double) * G * N * K),
          *bias = malloc(sizeof(double) * N);
@@ -1121,7 +1278,7 @@ static void run_case_with(const gcase *c, const char *pipeline) {
   int64_t nmma = 0;
   bool ok = sim_run(k, t, args, err, sizeof err, &nmma);
   CHECK(ok, "%s: interpreter: %s", what, err);
-  CHECK(!want_accel || nmma > 0, "%s: no matrix instruction executed", what);
+  CHECK(!(want_accel || wg) || nmma > 0, "%s: no matrix instruction executed", what);
   const kl_type *ot = kl_type_scalar(ctx, kl_scalar_kind_from_name(c->out, strlen(c->out)));
   int64_t bad = 0, first = -1;
   double got0 = 0, want0 = 0;
@@ -1251,6 +1408,105 @@ static void test_banks(void) {
  * layout) is lowered, interpreted with the ISA's ldmatrix lane mapping (exec_ldmatrix)
  * and checked: equal to a direct matmul, rock.ldmatrix used, and every LDS read of the
  * kernel bank-conflict-free (one wavefront per phase: per 8-row matrix of an ldmatrix). */
+/* Hopper wgmma (passes/rock_wgmma.h), opt-in: "v3:" configs on sm_90a lower to
+ * rock.wgmma_desc / rock.wgmma / rock.wgmma_sync, and the interpreter executes them from
+ * the descriptor bits against the LDS image the kernel's own copies wrote (model above):
+ * results equal a direct matmul; every wgmma follows a fence, LDS is never written while
+ * one is in flight. Configs: 1 and 2 warpgroups along M and N, 2 instructions along M,
+ * N = 64, 128, 256, K tiles of 16..64 (odd and even K step counts: single- and
+ * double-buffered LDS), odd sizes, transposes, batch, the fused bias + relu + cast; the
+ * heuristic through the pass option wgmma=true; the errors of v3 configs. */
+static void test_wgmma(void) {
+  group_begin();
+  static const gcase cases[] = {
+    { "sm_90a", "f16", 1, 128, 128, 128, false, false, false, "v3:128,128,64,64,128,8", "f32" },
+    { "sm_90a", "bf16", 1, 70, 50, 45, true, false, true, "v3:64,64,32,64,64,8", "bf16" },
+    { "sm_90a", "f16", 2, 100, 72, 48, false, true, false, "v3:128,64,16,64,64,8", "f32" },
+    { "sm_90a", "f16", 1, 64, 256, 32, true, true, true, "v3:64,256,32,64,256,8", "f16" },
+    { "sm_90a", "bf16", 1, 130, 40, 64, false, false, false, "v3:128,64,32,128,64,8", "f32" },
+    { "sm_90a", "f16", 1, 33, 129, 80, false, true, true, "v3:64,128,16,64,64,8", "f32" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+  /* the heuristic (pass option wgmma=true): rock.wgmma, a v3 config, the same numerics */
+  const char *pl = "rock-gemm-to-gridwise{wgmma=true},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+                   "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
+  static const gcase heur[] = {
+    { "sm_90a", "f16", 1, 200, 300, 96, false, false, true, NULL, "f16" },
+    { "sm_90a", "bf16", 1, 40, 24, 20, true, true, false, NULL, "f32" },
+  };
+  for (size_t i = 0; i < sizeof heur / sizeof *heur; i++) {
+    char err[4096];
+    kl_ctx *ctx = kl_test_ctx();
+    kl_op *m = lower_case(ctx, &heur[i], pl, err, sizeof err);
+    kl_op *k = m ? kernel_of(m) : NULL;
+    const char *pc = k ? kl_op_attr_string(k, "perf_config") : NULL;
+    CHECK(k && pc && !strncmp(pc, "v3:", 3) && count_ops(k, "rock.wgmma") > 0, "heuristic %zu: %s %s", i, pc ? pc : "-",
+          k ? "" : err);
+    if (pc) {
+      gcase c = heur[i];
+      c.perf = pc; /* the same kernel through a given config: interpreted by run_case */
+      run_case(&c);
+    }
+    kl_ctx_destroy(ctx);
+  }
+  /* through rock-output-swizzle (forced): the accumulator tile through LDS, which grows the
+   * K-loop buffer into a slice of a larger one (the descriptors are re-addressed by
+   * rock-lower-loops, passes/lower_loops_wgmma.c) */
+  {
+    const char *sw = "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+                     "rock-output-swizzle{force=on},rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
+    gcase c = { "sm_90a", "f16", 3, 100, 136, 72, false, false, true, "v3:64,128,32,64,128,8", "f16" };
+    run_case_with(&c, sw);
+    gcase c2 = { "sm_90a", "bf16", 1, 64, 200, 48, true, false, false, "v3:64,128,16,64,64,8", "bf16" };
+    run_case_with(&c2, sw);
+  }
+  /* wgmma=true elsewhere keeps the other paths; sm_90a without the option is sm_90's mma.sync */
+  {
+    gcase c = { "sm_90", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" };
+    run_case_with(&c, pl);
+    gcase c2 = { "sm_90a", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" };
+    run_case(&c2);
+  }
+  kl_ctx *ctx = kl_test_ctx();
+  const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16), *f32 = kl_type_f32(ctx);
+  const kl_target *s90 = kl_target_lookup("sm_90"), *s90a = kl_target_lookup("sm_90a");
+  kl_accel_config ac;
+  const kl_accel_desc *ad = NULL;
+  char err[512] = "";
+  CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == 1 &&
+            ad && ad->kind == KL_ACCEL_WGMMA && ad->n == 128 && ad->wave == 128 && kl_accel_block_size(&ac, ad) == 256,
+        "v3 select: %s", err);
+  CHECK(kl_accel_select(s90, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1 &&
+            strstr(err, "sm_90a"),
+        "v3 on sm_90: %s", err);
+  CHECK(kl_accel_select(s90a, f32, f32, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1 &&
+            strstr(err, "f16 or bf16"),
+        "v3 with f32: %s", err);
+  CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64,64,128,4", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1 &&
+            strstr(err, "kpack"),
+        "v3 kpack 4: %s", err);
+  CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64,32,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1 &&
+            strstr(err, "mPerWave"),
+        "v3 mPerWave 32: %s", err);
+  CHECK(kl_accel_select(s90a, f16, f16, "v3:128,132,64,64,132,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1 &&
+            strstr(err, "nPerWave"),
+        "v3 nPerWave 132: %s", err);
+  CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1,
+        "v3 short: %s", err);
+  char pb[64];
+  kl_wgmma_config_print(&ac, pb, sizeof pb);
+  CHECK(kl_wgmma_config_parse("v3:64,256,32,64,256,8,2", &ac, err, sizeof err) && ac.split_k == 2 &&
+            !strcmp(kl_wgmma_config_print(&ac, pb, sizeof pb), "v3:64,256,32,64,256,8,2"),
+        "v3 round trip: %s", pb);
+  /* the descriptor encoding (ISA bit positions) */
+  uint64_t dsc = kl_wgmma_desc_encode(0x12340 + 0x40000, 0x1230, 144);
+  CHECK(dsc == ((uint64_t)(0x12340 >> 4) | ((uint64_t)0x123 << 16) | ((uint64_t)9 << 32)), "desc %llx",
+        (unsigned long long)dsc);
+  kl_ctx_destroy(ctx);
+  group_end("wgmma (sm_90a, opt-in): descriptor-level interpretation of the lowered kernels equals a direct matmul; "
+            "fences, commits and waits ordered; v3 configs");
+}
+
 static void test_ldmatrix(void) {
   group_begin();
   static const int64_t shapes[][3] = { { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 1500, 3840, 1280 },
@@ -1983,11 +2239,16 @@ static void test_gpu(void) {
 }
 
 int main(void) {
+  if (getenv("KILN_TEST_ONLY_WGMMA")) { /* iterating on the wgmma group alone */
+    test_wgmma();
+    return g_fail ? 1 : 0;
+  }
   test_layouts();
   test_configs();
   test_numerics();
   test_banks();
   test_ldmatrix();
+  test_wgmma();
   test_swizzle();
   test_graphs();
   test_fused_suite();

@@ -186,7 +186,11 @@ static void test_errors(void) {
 static void test_target_table(void) {
   group_begin();
   char err[1024] = "";
-  CHECK(kl_target_count() == 8, "compile targets %d", kl_target_count());
+  CHECK(kl_target_count() == 9, "compile targets %d", kl_target_count());
+  const kl_target *s90 = kl_target_lookup("sm_90"), *s90a = kl_target_lookup("sm_90a");
+  CHECK(s90 && s90a && !s90->wgmma && s90a->wgmma && !strcmp(s90a->cpu, "sm_90a") &&
+            !strcmp(s90a->features, "+ptx80") && s90a->accel == s90->accel && s90a->lds_bytes == s90->lds_bytes,
+        "sm_90a: sm_90 plus wgmma");
   for (int i = 0; i < kl_target_count(); i++) {
     const kl_target *t = kl_target_at(i);
     CHECK(!t->emit_only && kl_target_lookup(t->name) == t && kl_target_lookup_emit(t->name) == t &&

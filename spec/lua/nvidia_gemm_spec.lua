@@ -164,3 +164,102 @@ describe("NVIDIA tensor-core GEMMs: the cp.async pipeline", function()
     end
   end
 end)
+-- Hopper wgmma (sm_90a, opt-in: a v3 config or the pass option wgmma=true,
+-- passes/rock_wgmma.h): the PTX targets sm_90a and has wgmma.mma_async between
+-- wgmma.fence and commit_group / wait_group, fence.proxy.async before the K-loop barriers,
+-- no mma.sync; ptxas -arch=sm_90a accepts it with 0 spill bytes and no stack; the SASS has
+-- HGMMA (cuobjdump, when present). The ptxas registers are printed for the report.
+local wg_cases = {
+  { "gemm 4096^3 f16", function() return dot_graph(4096, 4096, 4096, "f16") end, "v3:128,128,64,64,128,8" },
+  { "gemm 4096^3 bf16 A^T B^T", function() return dot_graph(4096, 4096, 4096, "bf16", true, true) end, "v3:128,128,64,64,128,8" },
+  { "gemm 1500x3840x1280 f16 B^T", function() return dot_graph(1500, 3840, 1280, "f16", false, true) end, "v3:128,256,32,64,256,8" },
+  { "gemm 37x29x45 bf16 A^T", function() return dot_graph(37, 29, 45, "bf16", true, false) end, "v3:64,64,16,64,64,8" },
+  { "seed conv n512 f16", conv_graph, "v3:128,128,64,64,128,8" },
+  { "seed conv n512 f16 (heuristic)", conv_graph, nil },
+}
+local wg_pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
+
+describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
+  it("sm_90a is a compile target with wgmma; sm_90 has none; without the switch sm_90a keeps mma.sync", function()
+    assert.is_true(kiln.target("sm_90a").wgmma)
+    assert.is_false(kiln.target("sm_90").wgmma)
+    local p = kiln.compile(dot_graph(64, 64, 64, "f16"), { target = "sm_90a", cache = false })
+    local ptx = p:disasm(p:kernels()[1].name, "sm_90a")
+    assert.is_truthy(ptx:find(".target sm_90a", 1, true))
+    assert.is_nil(ptx:find("wgmma", 1, true))
+    assert.is_truthy(ptx:find("mma.sync", 1, true))
+  end)
+  it("a v3 config on sm_90 or with f32 inputs is an error naming the reason", function()
+    local ok, e = pcall(kiln.compile, dot_graph(64, 64, 64, "f16"), { target = "sm_90", cache = false, perf_config = "v3:64,64,16,64,64,8" })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(e):find("sm_90a", 1, true), tostring(e))
+    ok, e = pcall(kiln.compile, dot_graph(64, 64, 64, "f32"), { target = "sm_90a", cache = false, perf_config = "v3:64,64,16,64,64,8" })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(e):find("f16 or bf16", 1, true), tostring(e))
+  end)
+  for _, c in ipairs(wg_cases) do
+    it("sm_90a " .. c[1] .. " " .. (c[3] or "wgmma=true"), function()
+      local opts = { target = "sm_90a", cache = false }
+      if c[3] then opts.perf_config = c[3] else opts.pipeline = wg_pipeline end
+      local p = kiln.compile(c[2](), opts)
+      local gemm
+      for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then gemm = k end end
+      assert.is_truthy(gemm, "a GEMM kernel")
+      assert.is_truthy(gemm.perf_config:match("^v3:"), gemm.perf_config)
+      local ptx = p:disasm(gemm.name, "sm_90a")
+      assert.is_truthy(ptx:find(".target sm_90a", 1, true))
+      local v = tonumber(ptx:match("%.version (%d+%.%d+)"))
+      assert.is_true(v >= 8.0, "PTX version " .. tostring(v))
+      local nmma = count(ptx, "wgmma%.mma_async%.sync%.aligned%.m64n%d+k16%.f32%.b?f16%.b?f16")
+      assert.is_true(nmma > 0, "wgmma.mma_async")
+      assert.is_true(count(ptx, "wgmma%.fence%.sync%.aligned") > 0, "wgmma.fence")
+      assert.is_true(count(ptx, "wgmma%.commit_group%.sync%.aligned") > 0, "commit_group")
+      assert.is_true(count(ptx, "wgmma%.wait_group%.sync%.aligned 0") > 0, "wait_group 0")
+      assert.is_true(count(ptx, "fence%.proxy%.async%.shared::cta") > 0, "fence.proxy.async")
+      assert.are.equal(0, count(ptx, "mma%.sync"), "no mma.sync")
+      if ptxas then
+        local path = os.tmpname()
+        local f = assert(io.open(path, "wb"))
+        f:write(ptx)
+        f:close()
+        local h = io.popen(("%s -arch=sm_90a -v -o %s.cubin %s 2>&1"):format(ptxas, path, path))
+        local log = h:read("a")
+        h:close()
+        local regs = tonumber(log:match("Used (%d+) registers"))
+        assert.is_truthy(regs, "ptxas: " .. log)
+        assert.is_truthy(log:find("0 bytes spill stores, 0 bytes spill loads", 1, true), "spills: " .. log)
+        assert.is_truthy(log:find("0 bytes stack frame", 1, true), "stack: " .. log)
+        print(("nvidia_gemm_spec: sm_90a %s %s: %d wgmma, ptxas %d registers, 0 spills"):format(c[1], gemm.perf_config, nmma, regs))
+        if cuobjdump then
+          local hs = io.popen(("%s -sass %s.cubin 2>&1"):format(cuobjdump, path))
+          local sass = hs:read("a")
+          hs:close()
+          assert.is_true(count(sass, "HGMMA") > 0, "HGMMA in the SASS")
+        end
+        os.remove(path .. ".cubin")
+        os.remove(path)
+      end
+    end)
+  end
+end)
+
+-- every case of the device suite's wgmma section (spec/lua/wgmma_cases.lua) compiles for
+-- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues)
+describe("wgmma device cases compile for sm_90a", function()
+  local W = require "wgmma_cases"
+  it("every case", function()
+    for _, c in ipairs(W.cases()) do
+      local opts = { target = "sm_90a", cache = false }
+      if c.perf then opts.perf_config = c.perf else opts.pipeline = W.pipeline end
+      local p = kiln.compile(c.g, opts)
+      local n = 0
+      for _, k in ipairs(p:kernels()) do
+        if k.kind == "gemm" then
+          assert.is_truthy(k.perf_config:match("^v3:"), c.name .. ": " .. k.perf_config)
+          n = n + count(p:disasm(k.name, "sm_90a"), "wgmma%.mma_async")
+        end
+      end
+      assert.is_true(n > 0, c.name .. ": no wgmma")
+    end
+  end)
+end)

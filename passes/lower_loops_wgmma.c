@@ -1,0 +1,56 @@
+/* lower_loops_wgmma.c — rock-lower-loops: a rock.wgmma_desc (passes/rock_wgmma.h) whose
+ * LDS operand became a rock.transform chain after the blockwise lowering (rock-output-swizzle
+ * grows the K-loop LDS buffer into a slice of a larger one) is re-addressed on the
+ * underlying buffer: the chain's composed view is emitted at the op's indices (kl_view_emit;
+ * the blockwise lowering proved every tile coordinate valid), the op is recreated on the
+ * buffer with those coordinates, so the transform chain dies and is erased with the others. */
+#include "passes/rock_wgmma.h"
+#include "passes/lower_loops.h"
+#include "passes/perf_config.h"
+#include "core/view_emit.h"
+#include <stdio.h>
+#include <string.h>
+
+bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  (void)pat;
+  kl_value *buf = op->opnds[0].value;
+  if (!buf->def || strcmp(buf->def->name, "rock.transform"))
+    return kl_rewriter_notify_no_match(rw, "the descriptor addresses its buffer directly");
+  const kl_type *bt = buf->type;
+  if (bt->kind != KL_TY_BUFFER || op->nopnds != 1 + bt->rank) {
+    kl_rewriter_fail(rw, op->loc, "rock.wgmma_desc: needs a buffer and %d indices", bt->rank);
+    return false;
+  }
+  char err[512];
+  const char *names[KL_VIEW_MAX_DIMS];
+  char nb[KL_VIEW_MAX_DIMS][8];
+  for (int i = 0; i < bt->rank; i++) {
+    snprintf(nb[i], sizeof nb[i], "d%d", i);
+    names[i] = nb[i];
+  }
+  kl_vb b;
+  kl_vb_identity(&b, bt->rank, bt->shape, names);
+  kl_view *top = kl_vb_finish(&b, err, sizeof err);
+  kl_value *raw = NULL;
+  kl_view *v = top ? kl_tile_compose_to_buffer(top, buf, &raw, err, sizeof err) : NULL;
+  kl_view_free(top);
+  if (!v) {
+    kl_rewriter_fail(rw, op->loc, "rock.wgmma_desc: %s", err);
+    return false;
+  }
+  kl_rewriter_set_insertion_before(rw, op);
+  kl_emitter e = { rw, op->loc };
+  kl_value *up[KL_VIEW_MAX_DIMS], *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
+  for (int i = 0; i < bt->rank; i++) up[i] = op->opnds[1 + i].value;
+  kl_view_emit(&e, v, up, lower, &valid);
+  kl_view_free(v);
+  kl_value *o[1 + KL_VIEW_MAX_DIMS];
+  o[0] = raw;
+  int rank = raw->type->rank;
+  for (int i = 0; i < rank; i++) o[1 + i] = lower[i];
+  const kl_type *rt = op->results[0].type;
+  kl_op *n = kl_rewriter_create(rw, "rock.wgmma_desc", op->loc, 1 + rank, o, 1, &rt, op->nattrs, op->attrs, 0);
+  kl_value *res = &n->results[0];
+  kl_rewriter_replace_op(rw, op, &res);
+  return true;
+}

@@ -1,0 +1,144 @@
+/* lower_wgmma.c — LLVM lowering of rock.wgmma_desc, rock.wgmma, rock.wgmma_sync (see
+ * lower_wgmma.h). */
+#include "passes/lower_wgmma.h"
+#include "passes/rock_wgmma.h"
+#include "core/arena.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool need_wgmma(kl_llvm_lowering *L, kl_op *op) {
+  const kl_target *t = kl_llvm_target(L);
+  if (t && t->arch == KL_ARCH_NVPTX && t->wgmma) return true;
+  char msg[160];
+  snprintf(msg, sizeof msg, "needs an NVIDIA target with wgmma (sm_90a), not %s", t ? t->name : "?");
+  return kl_llvm_fail(L, op, msg);
+}
+
+static LLVMValueRef inline_asm(LLVMTypeRef fty, const char *text, const char *cons) {
+  return LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT,
+                          0);
+}
+
+bool kl__lower_wgmma_desc(kl_llvm_lowering *L, kl_op *op) {
+  if (!need_wgmma(L, op)) return false;
+  for (int i = 1; i < op->nopnds; i++)
+    if (!kl_llvm_value(L, op->opnds[i].value)) return kl_llvm_fail(L, op, "an index has no lowered value");
+  LLVMBuilderRef b = kl_llvm_builder(L);
+  LLVMContextRef c = kl_llvm_context(L);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c), et;
+  int64_t lbo = 0, sbo = 0;
+  kl_op_attr_i64(op, "lbo", &lbo);
+  kl_op_attr_i64(op, "sbo", &sbo);
+  LLVMValueRef p = kl_llvm_address(L, op, 0, &et);
+  LLVMValueRef a = LLVMBuildPtrToInt(b, p, i64, "");
+  a = LLVMBuildLShr(b, LLVMBuildAnd(b, a, LLVMConstInt(i64, 0x3ffff, 0), ""), LLVMConstInt(i64, 4, 0), "");
+  uint64_t hi = kl_wgmma_desc_encode(0, lbo, sbo); /* the constant fields */
+  kl_llvm_set_value(L, &op->results[0], LLVMBuildOr(b, a, LLVMConstInt(i64, hi, 0), "wgmma.desc"));
+  return true;
+}
+
+bool kl__lower_wgmma(kl_llvm_lowering *L, kl_op *op) {
+  if (!need_wgmma(L, op)) return false;
+  const char *instr = kl_op_attr_string(op, "instr");
+  const kl_accel_desc *d = kl_wgmma_desc_by_name(instr);
+  LLVMValueRef da = kl_llvm_value(L, op->opnds[0].value), db = kl_llvm_value(L, op->opnds[1].value),
+               acc = kl_llvm_value(L, op->opnds[2].value);
+  if (!da || !db || !acc) return kl_llvm_fail(L, op, "an operand has no lowered value");
+  int n = (int)LLVMGetVectorSize(LLVMTypeOf(acc));
+  if (!d || n != d->n / 2) return kl_llvm_fail(L, op, "'instr' is not a wgmma of this accumulator size");
+  LLVMBuilderRef b = kl_llvm_builder(L);
+  LLVMContextRef c = kl_llvm_context(L);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(c), i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+  /* text */
+  kl_sb sb = { 0 };
+  kl_sb_printf(&sb, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s {", n + 2, d->intrinsic);
+  for (int i = 0; i < n; i++) kl_sb_printf(&sb, "%s$%d", i ? ", " : "", i);
+  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1, 0, 0;\n}", n, n + 1);
+  kl_sb cs = { 0 };
+  for (int i = 0; i < n; i++) kl_sb_printf(&cs, "=f,");
+  kl_sb_printf(&cs, "l,l,r");
+  for (int i = 0; i < n; i++) kl_sb_printf(&cs, ",%d", i);
+  /* type and call */
+  LLVMTypeRef *outs = kl_xmalloc(sizeof *outs * (size_t)n), *ins = kl_xmalloc(sizeof *ins * (size_t)(n + 3));
+  LLVMValueRef *args = kl_xmalloc(sizeof *args * (size_t)(n + 3));
+  for (int i = 0; i < n; i++) outs[i] = f32;
+  ins[0] = ins[1] = i64;
+  ins[2] = i32;
+  args[0] = da;
+  args[1] = db;
+  args[2] = LLVMConstInt(i32, 1, 0);
+  for (int i = 0; i < n; i++) {
+    ins[3 + i] = f32;
+    args[3 + i] = LLVMBuildExtractElement(b, acc, LLVMConstInt(i32, (unsigned)i, 0), "");
+  }
+  LLVMTypeRef rt = LLVMStructTypeInContext(c, outs, (unsigned)n, 0);
+  LLVMTypeRef fty = LLVMFunctionType(rt, ins, (unsigned)(n + 3), 0);
+  LLVMValueRef r = LLVMBuildCall2(b, fty, inline_asm(fty, kl_sb_str(&sb), kl_sb_str(&cs)), args, (unsigned)(n + 3), "");
+  LLVMValueRef v = LLVMGetUndef(LLVMTypeOf(acc));
+  for (int i = 0; i < n; i++)
+    v = LLVMBuildInsertElement(b, v, LLVMBuildExtractValue(b, r, (unsigned)i, ""), LLVMConstInt(i32, (unsigned)i, 0),
+                               "");
+  kl_llvm_set_value(L, &op->results[0], v);
+  kl_sb_free(&sb);
+  kl_sb_free(&cs);
+  free(outs);
+  free(ins);
+  free(args);
+  return true;
+}
+
+/* An empty asm volatile with the vector's elements as "+f" registers. */
+static LLVMValueRef fence_operand(LLVMBuilderRef b, LLVMContextRef c, LLVMValueRef v) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c), et = LLVMGetElementType(LLVMTypeOf(v));
+  int n = (int)LLVMGetVectorSize(LLVMTypeOf(v));
+  kl_sb cs = { 0 };
+  for (int i = 0; i < n; i++) kl_sb_printf(&cs, "%s=f", i ? "," : "");
+  for (int i = 0; i < n; i++) kl_sb_printf(&cs, ",%d", i);
+  LLVMTypeRef *tys = kl_xmalloc(sizeof *tys * (size_t)n);
+  LLVMValueRef *args = kl_xmalloc(sizeof *args * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    tys[i] = et;
+    args[i] = LLVMBuildExtractElement(b, v, LLVMConstInt(i32, (unsigned)i, 0), "");
+  }
+  LLVMTypeRef rt = LLVMStructTypeInContext(c, tys, (unsigned)n, 0);
+  LLVMTypeRef fty = LLVMFunctionType(rt, tys, (unsigned)n, 0);
+  LLVMValueRef r = LLVMBuildCall2(b, fty, inline_asm(fty, "", kl_sb_str(&cs)), args, (unsigned)n, "");
+  LLVMValueRef out = LLVMGetUndef(LLVMTypeOf(v));
+  for (int i = 0; i < n; i++)
+    out = LLVMBuildInsertElement(b, out, LLVMBuildExtractValue(b, r, (unsigned)i, ""),
+                                 LLVMConstInt(i32, (unsigned)i, 0), "");
+  kl_sb_free(&cs);
+  free(tys);
+  free(args);
+  return out;
+}
+
+bool kl__lower_wgmma_sync(kl_llvm_lowering *L, kl_op *op) {
+  if (!need_wgmma(L, op)) return false;
+  const char *step = kl_op_attr_string(op, "step");
+  int64_t pending = 0;
+  kl_op_attr_i64(op, "pending", &pending);
+  char text[96];
+  if (!step) return kl_llvm_fail(L, op, "missing 'step'");
+  if (!strcmp(step, "fence"))
+    snprintf(text, sizeof text, "wgmma.fence.sync.aligned;");
+  else if (!strcmp(step, "commit"))
+    snprintf(text, sizeof text, "wgmma.commit_group.sync.aligned;");
+  else if (!strcmp(step, "wait"))
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", (int)pending);
+  else if (!strcmp(step, "proxy_fence"))
+    snprintf(text, sizeof text, "fence.proxy.async.shared::cta;");
+  else
+    return kl_llvm_fail(L, op, "unknown 'step'");
+  LLVMBuilderRef b = kl_llvm_builder(L);
+  LLVMContextRef c = kl_llvm_context(L);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+  LLVMBuildCall2(b, fty, inline_asm(fty, text, "~{memory}"), NULL, 0, "");
+  for (int i = 0; i < op->nopnds; i++) {
+    LLVMValueRef v = kl_llvm_value(L, op->opnds[i].value);
+    if (!v) return kl_llvm_fail(L, op, "an operand has no lowered value");
+    kl_llvm_set_value(L, &op->results[i], fence_operand(b, c, v));
+  }
+  return true;
+}

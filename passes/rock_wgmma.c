@@ -1,0 +1,321 @@
+/* rock_wgmma.c — Hopper warpgroup GEMMs: descriptors, the "v3:" config, the path
+ * selection and the blockwise lowering (see rock_wgmma.h). */
+#include "passes/rock_wgmma.h"
+#include "passes/lower_loops.h"
+#include "passes/perf_config.h"
+#include "core/view_emit.h"
+#include <stdio.h>
+#include <string.h>
+
+#define LD(i) \
+  { 'l', i }
+#define ED(i) \
+  { 'e', i }
+/* A / B: not register operands (read from LDS through descriptors) */
+#define WG_AB                                        \
+  {                                                  \
+    1, { 128 }, 1, { 1 }, 0, { LD(0) }, 0, { LD(0) } \
+  }
+/* D: lanes [4 (warp w), 8 (g), 4 (t)], registers [N/8 (j), 2 (h), 2 (b)]: m = 16w + 8h + g,
+ * n = 8j + 2t + b */
+#define WG_C(N)                                                                                  \
+  {                                                                                              \
+    3, { 4, 8, 4 }, 3, { (N) / 8, 2, 2 }, 3, { LD(0), ED(1), LD(1) }, 3, { ED(0), LD(2), ED(2) } \
+  }
+#define WG(T, N)                                                                                                   \
+  {                                                                                                                \
+    KL_ACCEL_WGMMA, T, "f32", 64, N, 16, 128, "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T, 8, WG_AB, \
+        WG_AB, WG_C(N)                                                                                             \
+  }
+#define WG_ALL(T)                                                                                                 \
+  WG(T, 8), WG(T, 16), WG(T, 24), WG(T, 32), WG(T, 40), WG(T, 48), WG(T, 56), WG(T, 64), WG(T, 72), WG(T, 80),    \
+      WG(T, 88), WG(T, 96), WG(T, 104), WG(T, 112), WG(T, 120), WG(T, 128), WG(T, 136), WG(T, 144), WG(T, 152),   \
+      WG(T, 160), WG(T, 168), WG(T, 176), WG(T, 184), WG(T, 192), WG(T, 200), WG(T, 208), WG(T, 216), WG(T, 224), \
+      WG(T, 232), WG(T, 240), WG(T, 248), WG(T, 256)
+static const kl_accel_desc wg_descs[] = { WG_ALL("f16"), WG_ALL("bf16") };
+#define NWG (int)(sizeof wg_descs / sizeof *wg_descs)
+
+const kl_accel_desc *kl_wgmma_desc(const char *in_type, int n) {
+  for (int i = 0; in_type && i < NWG; i++)
+    if (!strcmp(wg_descs[i].in_type, in_type) && wg_descs[i].n == n) return &wg_descs[i];
+  return NULL;
+}
+const kl_accel_desc *kl_wgmma_desc_by_name(const char *name) {
+  for (int i = 0; name && i < NWG; i++)
+    if (!strcmp(wg_descs[i].intrinsic, name)) return &wg_descs[i];
+  return NULL;
+}
+
+uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo_bytes) {
+  return (uint64_t)((byte_addr & 0x3ffffu) >> 4) | ((uint64_t)((lbo_bytes >> 4) & 0x3fff) << 16) |
+      ((uint64_t)((sbo_bytes >> 4) & 0x3fff) << 32);
+}
+
+/* ---- config ---- */
+#define FMT3 "v3:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack"
+bool kl_wgmma_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen) {
+  if (!s || strncmp(s, "v3:", 3))
+    return kl_perf_errf(err, errlen, "wgmma perf config \"%s\": expected the version prefix \"v3:\" (" FMT3 ")",
+                        s ? s : "");
+  int64_t v[7];
+  if (!kl_perf_fields_parse(s, s + 3, kl_accel_config_fields, FMT3, v, err, errlen)) return false;
+  *out = (kl_accel_config){ v[0], v[1], v[2], v[3], v[4], v[5], v[6] };
+  return true;
+}
+char *kl_wgmma_config_print(const kl_accel_config *c, char *buf, size_t n) {
+  kl_accel_config_print(c, buf, n);
+  if (n > 1) buf[1] = '3'; /* "v2:..." -> "v3:..." */
+  return buf;
+}
+
+/* The instruction N for nPerWave: itself up to 256, else the largest multiple of 8 <= 256
+ * dividing it; 0 if none. */
+static int instr_n(int64_t npw) {
+  if (npw < 8 || npw % 8) return 0;
+  for (int n = 256; n >= 8; n -= 8)
+    if (npw % n == 0) return n;
+  return 0;
+}
+
+static bool validate(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb, char *err,
+                     size_t errlen) {
+  char s[160];
+  kl_wgmma_config_print(c, s, sizeof s);
+  if (c->kpack * eb != 16)
+    return kl_perf_errf(err, errlen,
+                        "perf config %s: kpack (%lld) * %d bytes must be 16 (wgmma reads LDS in 8-row x 16-byte core "
+                        "matrices)",
+                        s, (long long)c->kpack, eb);
+  if (!kl_accel_config_validate(c, t, d, eb, err, errlen)) {
+    char *p = err ? strstr(err, "v2:") : NULL;
+    if (p) p[1] = '3';
+    return false;
+  }
+  return true;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,
+                    int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
+                    size_t errlen) {
+  const char *in = in_a == in_b && in_a ? kl_scalar_name(in_a->kind) : NULL;
+  bool ok_type = in && (!strcmp(in, "f16") || !strcmp(in, "bf16"));
+  if (!t || !t->wgmma || !ok_type) {
+    if (!given) return 0;
+    if (!t || !t->wgmma)
+      return kl_perf_errf(err, errlen,
+                          "perf config \"%s\": a v3 (wgmma) config needs a target with wgmma (sm_90a), not %s", given,
+                          t ? t->name : "?"),
+             -1;
+    return kl_perf_errf(err, errlen, "perf config \"%s\": wgmma takes f16 or bf16 inputs of one type, got %s x %s",
+                        given, in_a ? kl_type_str(in_a) : "?", in_b ? kl_type_str(in_b) : "?"),
+           -1;
+  }
+  int eb = (kl_type_bits(in_a) + 7) / 8;
+  kl_accel_config cc;
+  if (given) {
+    if (!kl_wgmma_config_parse(given, &cc, err, errlen)) return -1;
+  } else {
+    cc.split_k = 1;
+    cc.m_per_wave = 64;
+    cc.n_per_wave = n <= 64 ? 64 : 128;
+    cc.n_per_block = cc.n_per_wave;
+    cc.m_per_block = 128;
+    int64_t cus = t->compute_units > 0 ? t->compute_units : 1;
+    if (m <= 64 || 2 * g * cdiv(m, 128) * cdiv(n, cc.n_per_block) < cus) cc.m_per_block = 64;
+    cc.k_per_block = k <= 16 ? 16 : k <= 32 ? 32 : 64;
+    cc.kpack = 16 / eb;
+  }
+  int nn = instr_n(cc.n_per_wave);
+  const kl_accel_desc *dd = nn ? kl_wgmma_desc(in, nn) : NULL;
+  if (!dd) {
+    char s[160];
+    return kl_perf_errf(err, errlen, "perf config %s: nPerWave (%lld) must be a multiple of 8 (the wgmma N)",
+                        kl_wgmma_config_print(&cc, s, sizeof s), (long long)cc.n_per_wave),
+           -1;
+  }
+  if (!validate(&cc, t, dd, eb, err, errlen)) return given ? -1 : 0;
+  *c = cc;
+  *d = dd;
+  return 1;
+}
+
+/* ---- blockwise lowering ---- */
+static bool attr_i64(kl_op *op, const char *name, int64_t *out) { return kl_op_attr_i64(op, name, out) && *out >= 1; }
+
+/* An operand's LDS tile [KB, DB] as core matrices (see the header). */
+typedef struct {
+  kl_value *raw;       /* the underlying LDS buffer */
+  kl_view *view;       /* (k, d) -> raw's coordinates */
+  int64_t o, lbo, sbo; /* elements */
+} core_layout;
+
+static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, core_layout *L, char *err, size_t errlen) {
+  kl_vb b;
+  int64_t shape[2] = { KB, DB };
+  const char *names[2] = { "k", "d" };
+  kl_vb_identity(&b, 2, shape, names);
+  kl_view *top = kl_vb_finish(&b, err, errlen);
+  if (!top) return false;
+  L->view = kl_tile_compose_to_buffer(top, lds, &L->raw, err, errlen);
+  kl_view_free(top);
+  if (!L->view) return false;
+  const kl_type *rt = L->raw->type;
+  if (rt->kind != KL_TY_BUFFER || rt->space != KL_SPACE_LDS) {
+    snprintf(err, errlen, "the tile is not in LDS");
+    return false;
+  }
+  int64_t up[2] = { 0, 0 };
+  bool valid = true;
+  L->o = kl_view_eval_addr(L->view, up, rt->strides, &valid);
+  up[1] = DB > 8 ? 8 : 0;
+  int64_t a1 = kl_view_eval_addr(L->view, up, rt->strides, &valid);
+  up[0] = 8;
+  up[1] = 0;
+  int64_t a2 = kl_view_eval_addr(L->view, up, rt->strides, &valid);
+  L->sbo = DB > 8 ? a1 - L->o : 64;
+  L->lbo = a2 - L->o;
+  if (!valid || L->o % 8 || L->sbo % 8 || L->lbo % 8 || L->sbo <= 0 || L->lbo <= 0 || L->sbo >= 8 * 16384 ||
+      L->lbo >= 8 * 16384 || DB % 8 || KB % 16) {
+    snprintf(err, errlen, "the LDS tile [%lld, %lld] is not made of 16-byte aligned 8x8 core matrices", (long long)KB,
+             (long long)DB);
+    return false;
+  }
+  for (int64_t k = 0; k < KB; k++)
+    for (int64_t d = 0; d < DB; d++) {
+      int64_t u[2] = { k, d };
+      bool v = true;
+      int64_t a = kl_view_eval_addr(L->view, u, rt->strides, &v);
+      if (!v || a != L->o + 8 * (d % 8) + k % 8 + L->sbo * (d / 8) + L->lbo * (k / 8)) {
+        snprintf(err, errlen,
+                 "the LDS tile [%lld, %lld] is not a core-matrix layout at (k %lld, d %lld): element %lld, expected "
+                 "%lld",
+                 (long long)KB, (long long)DB, (long long)k, (long long)d, (long long)a,
+                 (long long)(L->o + 8 * (d % 8) + k % 8 + L->sbo * (d / 8) + L->lbo * (k / 8)));
+        return false;
+      }
+    }
+  return true;
+}
+
+static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl_value *k0, kl_value *d0, int eb) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_emitter e = { rw, loc };
+  kl_value *up[2] = { k0, d0 }, *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
+  kl_view_emit(&e, L->view, up, lower, &valid); /* proven valid on the whole tile */
+  kl_value *o[1 + KL_VIEW_MAX_DIMS];
+  o[0] = L->raw;
+  int rank = L->raw->type->rank;
+  for (int i = 0; i < rank; i++) o[1 + i] = lower[i];
+  kl_named_attr a[2] = { { "lbo", kl_attr_int(ctx, L->lbo * eb) }, { "sbo", kl_attr_int(ctx, L->sbo * eb) } };
+  const kl_type *i64 = kl_type_i64(ctx);
+  return kl_op_result(kl_rewriter_create(rw, "rock.wgmma_desc", loc, 1 + rank, o, 1, &i64, 2, a, 0), 0);
+}
+
+static void sync_op(kl_rewriter *rw, kl_loc loc, const char *step) {
+  kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(rw), step) };
+  kl_rewriter_create(rw, "rock.wgmma_sync", loc, 0, NULL, 0, NULL, 1, &a, 0);
+}
+
+bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
+  kl_ctx *ctx = op->ctx;
+  kl_loc loc = op->loc;
+  char err[512];
+  kl_value *la = op->opnds[0].value, *lb = op->opnds[1].value, *acc = op->opnds[2].value, *tid = op->opnds[3].value;
+  const char *instr = kl_op_attr_string(op, "accel_instr");
+  const kl_accel_desc *d = kl_wgmma_desc_by_name(instr);
+  kl_accel_config c;
+  c.split_k = 1;
+  if (!d || !attr_i64(op, "m_per_block", &c.m_per_block) || !attr_i64(op, "n_per_block", &c.n_per_block) ||
+      !attr_i64(op, "k_per_block", &c.k_per_block) || !attr_i64(op, "m_per_wave", &c.m_per_wave) ||
+      !attr_i64(op, "n_per_wave", &c.n_per_wave) || !attr_i64(op, "kpack", &c.kpack)) {
+    kl_rewriter_fail(rw, loc,
+                     "rock.blockwise_gemm (wgmma %s): needs positive integer attributes m_per_block, n_per_block, "
+                     "k_per_block, m_per_wave, n_per_wave, kpack",
+                     instr ? instr : "?");
+    return false;
+  }
+  const kl_target *t = kl_perf_resolve_target(op, target, err, sizeof err);
+  if (!t || !t->wgmma) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: %s needs a target with wgmma (sm_90a), not %s", d->intrinsic,
+                     t ? t->name : err);
+    return false;
+  }
+  const kl_type *ta = la->type, *tb = lb->type, *tacc = acc->type;
+  const char *in = ta->kind == KL_TY_BUFFER ? kl_scalar_name(ta->elem->kind) : NULL;
+  int eb = ta->kind == KL_TY_BUFFER ? (kl_type_bits(ta->elem) + 7) / 8 : 0;
+  int64_t mrep = c.m_per_wave / d->m, nrep = c.n_per_wave / d->n, clen = kl_accel_frag_len(&d->c);
+  if (!in || strcmp(in, d->in_type) || tb->kind != KL_TY_BUFFER || tb->elem != ta->elem || tacc->kind != KL_TY_BUFFER ||
+      tacc->rank != 1 || tacc->shape[0] != mrep * nrep * clen || tacc->space != KL_SPACE_PRIVATE || ta->rank != 2 ||
+      tb->rank != 2 || ta->shape[0] != c.k_per_block || ta->shape[1] != c.m_per_block ||
+      tb->shape[0] != c.k_per_block || tb->shape[1] != c.n_per_block || tid->type->kind != KL_TY_INDEX) {
+    kl_rewriter_fail(rw, loc,
+                     "rock.blockwise_gemm (%s): operands must be lds_a [%lld,%lld], lds_b [%lld,%lld] of %s, a private "
+                     "f32 acc [%lld] and the tid; got %s, %s, %s",
+                     d->intrinsic, (long long)c.k_per_block, (long long)c.m_per_block, (long long)c.k_per_block,
+                     (long long)c.n_per_block, d->in_type, (long long)(mrep * nrep * clen), ta->text, tb->text,
+                     tacc->text);
+    return false;
+  }
+  if (!validate(&c, t, d, eb, err, sizeof err)) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm: %s", err);
+    return false;
+  }
+  core_layout A = { 0 }, B = { 0 };
+  bool ok = prove_layout(la, c.k_per_block, c.m_per_block, &A, err, sizeof err);
+  if (!ok) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (wgmma): A: %s", err);
+  } else if (!(ok = prove_layout(lb, c.k_per_block, c.n_per_block, &B, err, sizeof err))) {
+    kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (wgmma): B: %s", err);
+  }
+  if (ok) {
+    kl_rewriter_set_insertion_before(rw, op);
+    kl_emitter e = { rw, loc };
+    kl_ll L;
+    kl_ll_init(&L, rw, loc, 0);
+    int64_t wn_count = c.n_per_block / c.n_per_wave;
+    kl_value *wg = kl_emit_divi(&e, tid, d->wave);
+    kl_value *wm = kl_emit_divi(&e, wg, wn_count), *wn = kl_emit_remi(&e, wg, wn_count);
+    kl_value *dm0 = kl_emit_muli(&e, wm, c.m_per_wave), *dn0 = kl_emit_muli(&e, wn, c.n_per_wave);
+    kl_named_attr ia = { "instr", kl_attr_str(ctx, d->intrinsic) };
+    const kl_type *vt = kl_type_vector(ctx, kl_type_f32(ctx), (int)clen);
+    sync_op(rw, loc, "fence");
+    for (int64_t kk = 0; kk < c.k_per_block / d->k; kk++) {
+      kl_value *k0 = kl_ll_idx(&L, kk * d->k);
+      kl_value *da[64], *db[64];
+      for (int64_t i = 0; i < mrep; i++)
+        da[i] = make_desc(rw, loc, &A, k0, kl_emit_add(&e, dm0, kl_ll_idx(&L, i * d->m)), eb);
+      for (int64_t j = 0; j < nrep; j++)
+        db[j] = make_desc(rw, loc, &B, k0, kl_emit_add(&e, dn0, kl_ll_idx(&L, j * d->n)), eb);
+      for (int64_t i = 0; i < mrep; i++)
+        for (int64_t j = 0; j < nrep; j++) {
+          kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
+          kl_value *cv = kl_ll_load(&L, acc, &ix, NULL, clen);
+          kl_value *o[3] = { da[i], db[j], cv };
+          kl_value *dv = kl_op_result(kl_rewriter_create(rw, "rock.wgmma", loc, 3, o, 1, &vt, 1, &ia, 0), 0);
+          kl_ll_store(&L, dv, acc, &ix, NULL);
+        }
+    }
+    sync_op(rw, loc, "commit");
+    /* wait 0, the accumulators passing through it */
+    int64_t nv = mrep * nrep;
+    kl_value *vals[64];
+    const kl_type *vts[64];
+    for (int64_t i = 0; i < nv; i++) {
+      kl_value *ix = kl_ll_idx(&L, i * clen);
+      vals[i] = kl_ll_load(&L, acc, &ix, NULL, clen);
+      vts[i] = vt;
+    }
+    kl_named_attr wa[2] = { { "step", kl_attr_str(ctx, "wait") }, { "pending", kl_attr_int(ctx, 0) } };
+    kl_op *w = kl_rewriter_create(rw, "rock.wgmma_sync", loc, (int)nv, vals, (int)nv, vts, 2, wa, 0);
+    for (int64_t i = 0; i < nv; i++) {
+      kl_value *ix = kl_ll_idx(&L, i * clen);
+      kl_ll_store(&L, kl_op_result(w, (int)i), acc, &ix, NULL);
+    }
+    kl_rewriter_erase_op(rw, op);
+  }
+  kl_view_free(A.view);
+  kl_view_free(B.view);
+  return ok;
+}

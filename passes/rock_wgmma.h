@@ -1,0 +1,88 @@
+/* rock_wgmma.h — Hopper warpgroup GEMMs (sm_90a, `wgmma.mma_async`): the instruction
+ * descriptors, the "v3:" perf config, the path selection and the blockwise lowering.
+ * The path is opt-in (off by default): a "v3:" perf config, or rock-gemm-to-gridwise's
+ * option wgmma=true (the heuristic below), on a target with `wgmma` (kl_target).
+ *
+ * Instruction: wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} (N = 8..256, a
+ * multiple of 8), issued by a warpgroup (4 warps, 128 threads) with A and B read from
+ * LDS through 64-bit matrix descriptors and D (f32) in registers. Its accumulator layout
+ * (the C fragment, PTX ISA "wgmma .m64nNk16 register fragment layout for D"): thread
+ * l = 32w + 4g + t of the warpgroup (warp w, g < 8, t < 4) holds N/2 floats, register
+ * r = 4j + 2h + b (j < N/8, h, b < 2) = D[16w + 8h + g][8j + 2t + b] — mma.m16n8's C
+ * fragment repeated N/8 times per warp, warp w owning rows 16w..16w+15. kl_accel_desc
+ * expresses it as the C layout (lane digits [4, 8, 4], element digits [N/8, 2, 2]), so
+ * kl_accel_c_view, rock-output-swizzle and the fused epilogue work unchanged. The A / B
+ * layouts of the desc are unused (no register operands).
+ *
+ * Perf config (version 3, the v2 fields; passes/perf_config.h):
+ *     v3:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack[,splitK]
+ *   a "wave" is a warpgroup: mPerWave a multiple of 64 (mPerWave/64 instructions along
+ *   M), nPerWave the instruction's N when <= 256 (a multiple of 8; larger: the largest
+ *   multiple of 8 <= 256 dividing it, repeated); kpack * element bytes = 16 (8 for
+ *   f16 / bf16: the LDS tiles [kPerBlock/8, rows, 8] are made of the 8-row x 16-byte
+ *   "core matrices" the descriptors address); the other rules are v2's
+ *   (kl_accel_config_validate; block size = warpgroups * 128). Errors: a v3 config on a
+ *   target without wgmma or for inputs other than f16 / bf16 (equal types), bad fields.
+ *   E.g. "v3:128,128,64,64,128,8": 2 warpgroups (256 threads), each a 64x128 tile,
+ *   K tiles of 64 (4 instructions m64n128k16 per warpgroup and K tile).
+ * Heuristic (wgmma=true, no config): mPerWave 64, nPerWave = 128 (64 when N <= 64),
+ * nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
+ * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
+ *
+ * Blockwise lowering (kl_wgmma_lower_blockwise, from kl_accel_lower_blockwise): the LDS
+ * tiles' composed views are checked to be core-matrix layouts, for every (k, d) of the
+ * [kPerBlock, D] tile: addr(k, d) = O + 8(d%8) + k%8 + SBO*(d/8) + LBO*(k/8) elements
+ * (O, SBO, LBO multiples of 8, i.e. 16 bytes; a failure is an error naming the operand),
+ * then per block tile:
+ *   rock.wgmma_sync {step = "fence"}
+ *   per K step kk < kPerBlock/16, per instruction (mr, nr) of the warpgroup:
+ *     %da = rock.wgmma_desc(%lds_a_raw, coords of (16kk, wm*mPerWave + 64mr)) {lbo, sbo}
+ *     %db = rock.wgmma_desc(%lds_b_raw, coords of (16kk, wn*nPerWave + N nr)) {lbo, sbo}
+ *     %c = rock.load(%acc, i) : vector<N/2 x f32>; %d = rock.wgmma(%da, %db, %c) {instr}
+ *     rock.store(%d, %acc, i)
+ *   rock.wgmma_sync {step = "commit"}
+ *   %c... = rock.wgmma_sync(%c...) {step = "wait", pending = 0} (the accumulators pass
+ *   through it: nothing reads them before the MMAs completed); stored back
+ * with warpgroup wg = tid / 128, wm = wg / (nPerBlock/nPerWave), wn = wg % (...). The
+ * K-loop LDS writes are followed by rock.wgmma_sync {step = "proxy_fence"}
+ * (fence.proxy.async.shared::cta: generic-proxy stores made visible to the async proxy
+ * wgmma reads through) before their barrier (rock-gridwise-to-blockwise). wait 0 at the
+ * end of every block tile keeps the LDS tiles free for the next K step's writes; the
+ * global loads of step k+1 are issued before the MMAs of step k (the K loop's prefetch).
+ *
+ * Loop-level ops (core/dialect_rock.c; LLVM lowering passes/lower_wgmma.h):
+ *   rock.wgmma_desc(%lds, %i...) {lbo, sbo} -> i64: the matrix descriptor of the LDS
+ *     element at %i (kl_wgmma_desc_encode of its shared-window byte address);
+ *   rock.wgmma(%da : i64, %db : i64, %c : vector<N/2 x f32>) {instr} -> vector: one
+ *     wgmma.mma_async of the warpgroup, D = A x B + C (K-major A and B);
+ *   rock.wgmma_sync(%v...) {step, pending} -> %v...: wgmma.fence / commit_group /
+ *     wait_group pending / fence.proxy.async.shared::cta, passing its operands through.
+ * Memory / errors: as rock_accel.h (caller's err buffer; pattern failures through the
+ * rewriter). */
+#ifndef KL_ROCK_WGMMA_H
+#define KL_ROCK_WGMMA_H
+#include "passes/rock_accel.h"
+
+/* The wgmma descriptor for f16 / bf16 inputs and N (8..256, a multiple of 8), or NULL. */
+const kl_accel_desc *kl_wgmma_desc(const char *in_type, int n);
+/* By instruction name ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), or NULL. */
+const kl_accel_desc *kl_wgmma_desc_by_name(const char *name);
+/* "v3:..." -> config (fields as v2). */
+bool kl_wgmma_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen);
+char *kl_wgmma_config_print(const kl_accel_config *c, char *buf, size_t n);
+/* Path selection for rock-gemm-to-gridwise: given = a "v3:" string or NULL (the
+ * heuristic, only when the caller asked for wgmma). Returns 1 (*c, *d set), 0 (given is
+ * NULL and the target / types have no wgmma: keep the other paths), -1 (error in err). */
+int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,
+                    int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
+                    size_t errlen);
+/* The 64-bit matrix descriptor (no swizzle): bits 0-13 (addr & 0x3ffff) >> 4, 16-29
+ * lbo >> 4, 32-45 sbo >> 4, base offset 0, bits 62-63 swizzle mode 0. */
+uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo_bytes);
+/* rock-lower-loops' pattern for rock.wgmma_desc on a rock.transform chain (an LDS buffer
+ * that a later pass turned into a view): re-addressed on the underlying buffer
+ * (passes/lower_loops_wgmma.c). */
+bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
+/* The lowering above (op: an accel rock.blockwise_gemm whose accel_instr is a wgmma). */
+bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target);
+#endif

@@ -1,0 +1,108 @@
+-- wgmma_cases.lua — GEMMs and convs on the Hopper wgmma path (sm_90a, opt-in: passes/rock_wgmma.h)
+-- for the device suites (scripts/gpu_wgmma.lua alone, scripts/gpu_suite.lua with the rest):
+-- f16 / bf16, every operand transposition, tile multiples and odd sizes, K from 16 to 4096,
+-- batch, fused epilogues (bias + relu, sigmoid + cast, residual), the seed conv and a padded
+-- 3x3 conv, each compiled for sm_90a with a v3 perf config (or the heuristic through
+-- rock-gemm-to-gridwise{wgmma=true}), its PTX checked for wgmma.mma_async, run on the device
+-- and compared with g:eval (fused_gen.check: the input dtype's tolerances).
+--   local W = require "wgmma_cases"; for _, c in ipairs(W.cases()) do W.run(c, dev) end
+local kiln = require "kiln"
+local gen = require "fused_gen"
+local M = {}
+
+M.pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
+
+local function R(shape, dt, layout) return kiln.rand(shape, dt, { dist = "normal", layout = layout }) end
+
+local function dot(name, Mm, N, K, dt, at, bt, epi, pc, batch)
+  local g = kiln.graph("wg_dot")
+  local pre = batch and { batch } or {}
+  local function sh(a, b) local s = { table.unpack(pre) }; s[#s + 1] = a; s[#s + 1] = b; return s end
+  local perm = batch and { 0, 2, 1 } or { 1, 0 }
+  local a = at and g:param("a", sh(K, Mm), dt):transpose(perm) or g:param("a", sh(Mm, K), dt)
+  local b = bt and g:param("b", sh(N, K), dt):transpose(perm) or g:param("b", sh(K, N), dt)
+  local inputs = { a = R(at and sh(K, Mm) or sh(Mm, K), dt), b = R(bt and sh(N, K) or sh(K, N), dt) }
+  local c = g:dot(a, b)
+  if epi == "bias_relu" then
+    c = (c + g:param("bias", { N }, dt)):relu()
+    inputs.bias = R({ N }, dt)
+  elseif epi == "sigmoid_f32" then
+    c = c:sigmoid():convert("f32")
+  elseif epi == "residual" then
+    c = (c + g:param("r", sh(Mm, N), dt)):relu()
+    inputs.r = R(sh(Mm, N), dt)
+  end
+  g:output(c)
+  return { name = ("%s %s%dx%dx%d %s%s%s%s"):format(name, batch and (batch .. "x") or "", Mm, N, K, dt,
+                                                    at and " A^T" or "", bt and " B^T" or "", epi and (" + " .. epi) or ""),
+           g = g, inputs = inputs, dtype = dt, perf = pc }
+end
+
+local function conv(Nb, C, H, W, Kc, S, P, pc)
+  local g = kiln.graph("wg_conv")
+  local x = g:param("x", { Nb, C, H, W }, "f16", { layout = "NHWC" })
+  local w = g:param("w", { Kc, C, S, S }, "f16", { layout = "KYXC" })
+  local r = g:param("r", { Nb, Kc, H, W }, "f16", { layout = "NHWC" })
+  g:output((g:conv(x, w, { padding = { P, P, P, P } }) + r):relu())
+  return { name = ("conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g = g,
+           inputs = { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"),
+                      r = R({ Nb, Kc, H, W }, "f16", "NHWC") },
+           dtype = "f16", perf = pc }
+end
+
+-- The first case is the simplest (one warpgroup, one 64x64 tile per block, plain f16 GEMM):
+-- run it first when bringing the path up.
+function M.cases()
+  local cs = { dot("simplest", 128, 128, 64, "f16", false, false, nil, "v3:64,64,16,64,64,8") }
+  local configs = { "v3:128,128,64,64,128,8", "v3:64,64,32,64,64,8", "v3:128,256,32,64,256,8",
+                    "v3:128,64,32,128,64,8", "v3:64,128,16,64,64,8", false }
+  local shapes = { { 256, 256, 256 }, { 257, 129, 16 }, { 1000, 515, 1024 }, { 33, 17, 4096 }, { 128, 128, 4096 } }
+  local epis = { false, "bias_relu", "sigmoid_f32" }
+  local i = 0
+  for _, s in ipairs(shapes) do
+    for _, dt in ipairs { "f16", "bf16" } do
+      for t = 0, 3 do
+        i = i + 1
+        local pc = configs[i % #configs + 1]
+        cs[#cs + 1] = dot("gemm", s[1], s[2], s[3], dt, t % 2 == 1, t >= 2, epis[i % #epis + 1] or nil, pc or nil)
+      end
+    end
+  end
+  for _, dt in ipairs { "f16", "bf16" } do
+    cs[#cs + 1] = dot("batch", 100, 136, 72, dt, false, false, "residual", "v3:128,128,32,64,128,8", 3)
+    cs[#cs + 1] = dot("batch", 100, 136, 72, dt, true, true, "residual", nil, 3)
+  end
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,128,64,64,128,8")
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil)
+  cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8")
+  cs[#cs + 1] = conv(2, 37, 9, 11, 40, 3, 1, "v3:64,64,16,64,64,8")
+  return cs
+end
+
+-- Compiles c for sm_90a (its v3 config, else the wgmma heuristic), checks the GEMM kernel's
+-- PTX for wgmma.mma_async, runs it on dev and compares with g:eval. Returns the GEMM
+-- kernel's perf config; raises on a failure.
+function M.run(c, dev)
+  local opts = { target = "sm_90a", cache = false }
+  if c.perf then opts.perf_config = c.perf else opts.pipeline = M.pipeline end
+  local p = kiln.compile(c.g, opts)
+  local pc
+  for _, k in ipairs(p:kernels()) do
+    if k.kind == "gemm" then
+      pc = k.perf_config
+      if not p:disasm(k.name, "sm_90a"):find("wgmma.mma_async", 1, true) then error("no wgmma in " .. k.name .. " (" .. pc .. ")", 0) end
+    end
+  end
+  if not pc then error("no GEMM kernel", 0) end
+  local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
+  for i = 1, want.n do
+    local good, report = gen.check(got[i], want[i], c.dtype)
+    if not good then error(("%s: output %d: %s"):format(pc, i, report.summary), 0) end
+  end
+  return pc
+end
+
+-- Only a compute capability 9.0 device runs sm_90a code.
+function M.device_ok(dev) return dev.kind == "cuda" and dev.cc == "9.0" end
+
+return M
