@@ -1,4 +1,4 @@
--- bench/tune_bench.lua — what tuning buys and costs (issue 18's benchmark): for a few GEMM
+-- bench/tune_bench.lua — what tuning buys and costs: for a few GEMM
 -- shapes and one ResNet-50 convolution, the heuristic's time, the best quick-tuned and the best
 -- full-tuned time, and each tuning's wall time with its compile share, on the present device.
 --
