@@ -1,23 +1,24 @@
--- bench/tune_bench.lua — what tuning buys and costs (issue 18's benchmark): for a few GEMM
+-- bench/tune_bench.lua — what tuning buys and costs: for a few GEMM
 -- shapes and one ResNet-50 convolution, the heuristic's time, the best quick-tuned and the best
 -- full-tuned time, and each tuning's wall time with its compile share, on the present device.
 --
---   build-static/kiln bench/tune_bench.lua [DEVICE] [--full-max N] [--jobs N] [--out PATH]
---                                          [--small] [--case ID]...
+--   build-static/kiln bench/tune_bench.lua [DEVICE] [--full-max N] [--budget-ms MS] [--jobs N]
+--                                          [--out PATH] [--small] [--case ID]...
 --
 -- DEVICE: cuda (default auto), hip or host (host: the shapes divided by 8, --small implied:
 -- a check of the harness). Tuning goes through kiln.tune with db = false (nothing is written):
 -- quick is the quick list (<= 30 + the heuristic); "full" is the full space sampled evenly down
--- to --full-max configs (default 200; 0 = the whole space, thousands on GPUs: far beyond a
+-- to --full-max configs (default 150; 0 = the whole space, thousands on GPUs: far beyond a
 -- few minutes) plus the quick list, so full's best is never worse than quick's measured ones.
--- Each candidate: warm-up, 20 timed launches (fewer when slow) rotating among buffer sets,
+-- Each candidate: warm-up, 20 timed launches (fewer, at least 5, when 20 would take more than
+-- --budget-ms, default 300: slow candidates cost little) rotating among buffer sets,
 -- the median after dropping 1.5-IQR outliers (driver/tune.h). The heuristic time is the quick
 -- run's heuristic row (the same statistic, the same run).
 -- compile share = (LLVM compile wall time on the thread pool + loading the binaries on the
 -- device, a GPU driver's PTX JIT included) / tuning wall time.
 -- Output: a markdown table on stdout, and TSV rows in --out (default tune_bench.tsv).
 local fmt = string.format
-local device_name, full_max, jobs, out_path, small = "auto", 200, nil, "tune_bench.tsv", false
+local device_name, full_max, jobs, out_path, small, budget_ms = "auto", 150, nil, "tune_bench.tsv", false, 300
 local want = {}
 do
   local i = 1
@@ -25,6 +26,7 @@ do
   while arg and arg[i] do
     local a = arg[i]
     if a == "--full-max" then full_max = assert(math.tointeger(tonumber(val())), "--full-max takes an integer")
+    elseif a == "--budget-ms" then budget_ms = assert(tonumber(val()), "--budget-ms takes a number")
     elseif a == "--jobs" then jobs = assert(math.tointeger(tonumber(val())), "--jobs takes an integer")
     elseif a == "--out" then out_path = val()
     elseif a == "--small" then small = true
@@ -103,11 +105,11 @@ for _, c in ipairs(CASES) do
     local full_space = kiln.tuning_space(g, { target = target, level = "full" })
     local progress = kiln.tune_progress_printer(io.stderr, kiln._isatty(2), c.id .. " quick")
     local q = kiln.tune(g, { device = dev, target = target, level = "quick", db = false, jobs = jobs,
-      progress = progress })
+      budget_ms = budget_ms, progress = progress })
     local full_list = union(quick_list, sample(full_space, full_max))
     progress = kiln.tune_progress_printer(io.stderr, kiln._isatty(2), c.id .. " full")
     local f = kiln.tune(g, { device = dev, target = target, db = false, jobs = jobs, configs = full_list,
-      progress = progress })
+      budget_ms = budget_ms, progress = progress })
     io.stderr:write(kiln.tune_table(q, 5), "\n", kiln.tune_table(f, 5), "\n")
     local r = {
       id = c.id, heur = q.heuristic_ms, quick = q.best and q.best.ms or q.heuristic_ms,

@@ -2,7 +2,7 @@
 -- `kiln tune` command (kiln.tune_main), local, sharded, on Slurm, and shard merging.
 --
 --   res = kiln.tune(g, {target=, device=, level="quick"|"full"|"exhaustive", jobs=, runs=,
---                       warmup=, db=, progress=, shard=})
+--                       warmup=, budget_ms=, db=, progress=, shard=, configs=})
 -- The candidates are kiln.tuning_space(g, {target=, level=}) (plus the heuristic itself,
 -- "" below, unless sharded); kiln._tune_run (driver/tune.h) compiles them on a thread pool
 -- (one IR context per thread) and times them one by one on the device (warm-up, rotating
@@ -12,6 +12,8 @@
 -- the graph, keyed by target, device name and problem key (driver/tuning_db.h), so that
 -- kiln.compile picks it from then on. When the heuristic itself is fastest and no listed
 -- config gives the same binary, nothing is written (the heuristic stays).
+-- runs (default 20) timed launches per candidate, fewer (at least 5) when they would take more
+-- than budget_ms (default 2000); warmup launches before (default 3).
 -- configs = {...}: these candidates instead of the tuning space (tests, repeat runs).
 -- shard = {I, N} (or "I/N", I from 0): only candidates j (from 0) with j % N == I, no
 -- heuristic row: the piece of a distributed run (kiln tune --shard / --slurm; the shard
@@ -59,7 +61,7 @@ return function(kiln)
     if not ms then return "-" end
     if ms >= 100 then return fmt("%.1f", ms) end
     if ms >= 1 then return fmt("%.3f", ms) end
-    return fmt("%.4f", ms)
+    return fmt("%.4g", ms)
   end
 
   local function fmt_s(ms)
@@ -213,10 +215,10 @@ return function(kiln)
   function kiln.tune_table(res, top)
     top = top or 10
     local lines = {}
-    lines[#lines + 1] = fmt("%s on %s (%s), level %s%s: %d candidates, %d failed; compile %s on %d threads, " ..
+    lines[#lines + 1] = fmt("%s on %s (%s), level %s%s: %d candidates, %d failed; compile %s on %d thread%s, " ..
       "measure %s (%d runs each, median after dropping outliers)", res.graph, res.target, res.device, res.level,
       res.shard and (", shard " .. res.shard) or "", res.ncandidates, res.nfailed, fmt_s(res.compile_wall_ms),
-      res.jobs, fmt_s(res.measure_wall_ms), res.runs)
+      res.jobs, res.jobs == 1 and "" or "s", fmt_s(res.measure_wall_ms), res.runs)
     lines[#lines + 1] = fmt("  %-4s %-28s %12s %12s %9s %11s", "rank", "config", "median ms", "IQR ms", "dropped",
       "compile ms")
     local shown = 0
