@@ -547,8 +547,9 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
     { "rock.reduce", 1, "lower-reduce", lower_whole, &o },
     { "rock.softmax", 1, "lower-softmax", lower_whole, &o },
   };
-  const kl_pattern *ps[7];
-  for (int i = 0; i < 7; i++) ps[i] = &pats[i];
+  enum { NPATS = sizeof pats / sizeof *pats };
+  const kl_pattern *ps[NPATS];
+  for (int i = 0; i < NPATS; i++) ps[i] = &pats[i];
   kl_block *mb = kl_module_body(module);
   for (kl_op *fn = mb ? mb->first : NULL; fn; fn = fn->next) {
     if (!kl_is_kernel(fn)) continue;
@@ -570,7 +571,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
       if (o.host.gemm && kl__ll_host_gemms(fn, &o.host) != KL_OK) return KL_ERR;
       if (o.host.copies && kl__ll_host_copies(fn, &o.host) != KL_OK) return KL_ERR;
     }
-    if (kl_apply_patterns_walk(fn, ps, 7) != KL_OK) return KL_ERR;
+    if (kl_apply_patterns_walk(fn, ps, NPATS) != KL_OK) return KL_ERR;
     kl_ll_erase_dead(fn, true);
     if (final_check(fn) != KL_OK) return KL_ERR;
   }
