@@ -7,7 +7,13 @@ kiln.nofuse — input fusion off — and torch eager side by side, with kiln's s
 fraction of the floor each kernel reaches (floor = the larger of FLOPs / tensor-core peak and
 bytes / the copy bandwidth measured in the same run).
 
-    python3 bench/gpu_report.py RESULTS.tsv [--md TABLE.md] [--png PLOT.png] [--machine FILE]
+    python3 bench/gpu_report.py RESULTS.tsv [--md TABLE.md] [--plots DIR] [--machine FILE]
+
+--plots DIR draws one plot per question, each titled with the run's date, commit and device
+(from --machine, bench/run_gpu.sh's machine.txt): kernel_time_vs_peers.png (peer's time ÷
+kiln's per case, p10–p90 whiskers, a legend entry per peer), fraction_of_peak.png (TFLOP/s
+against the best any implementation reached in the run for that dtype, GB/s against the
+measured copy) and compile_latency.png (ms on a log axis, kiln and the peers' first calls).
 """
 import argparse
 import csv
@@ -184,65 +190,270 @@ def table(order, by, bw):
     return lines, md
 
 
-def plot(order, by, bw, path):
+# ---- plots: one per question, each titled with date, commit and device ----
+PALETTE = {"kiln": "black", "torch.matmul": "tab:blue", "triton": "tab:orange", "torch.eager": "tab:green",
+           "torch.eager+graph": "tab:olive", "torch.compile": "tab:red", "torch.copy": "tab:purple",
+           "torch.add": "tab:brown", "torch.sum": "tab:pink", "torch.softmax": "tab:pink",
+           "kiln.nofuse": "tab:cyan", "kiln.swz_on": "tab:gray", "kiln.swz_off": "silver"}
+PEER_NAMES = {"torch.matmul": "cuBLAS (torch.matmul)", "triton": "Triton (tutorial matmul)",
+              "torch.eager+graph": "torch eager in a CUDA graph", "torch.copy": "torch copy (bandwidth reference)",
+              "kiln.nofuse": "kiln, input fusion off"}
+
+
+def run_info(machine_path, tsv_path):
+    """(date, commit, device) of the run, from machine.txt (bench/run_gpu.sh) when given."""
+    date = commit = device = None
+    if not machine_path:   # run_gpu.sh writes it next to results.tsv
+        machine_path = os.path.join(os.path.dirname(os.path.abspath(tsv_path)), "machine.txt")
+    lines = open(machine_path).read().splitlines() if machine_path and os.path.exists(machine_path) else []
+    for i, ln in enumerate(lines):
+        if ln.startswith("date:") and not date:
+            date = ln.split(":", 1)[1].strip().split(" ")[0]
+        elif ln.startswith("commit:") and not commit:
+            commit = ln.split(":", 1)[1].strip()
+        elif ln.strip().startswith("name,") and i + 1 < len(lines) and not device:
+            device = lines[i + 1].strip().split(",")[0]
+    return date or "date unknown", commit or "unknown", device or "device unknown"
+
+
+def title(fig, ax, what, info, sub):
+    fig.suptitle("%s\n%s · commit %s · %s" % (what, info[0], info[1], info[2]), fontsize=12, x=0.01, ha="left")
+    if sub:
+        import textwrap
+        ax.set_title("\n".join(textwrap.wrap(sub, 170)), fontsize=8, loc="left", color="dimgray")
+
+
+def colours(impls):
+    """A distinct colour per implementation: PALETTE's where free, then tab20's unused ones."""
+    import matplotlib
+    spare = [matplotlib.colors.to_hex(c) for c in matplotlib.colormaps["tab20"].colors]
+    out, used = {}, set()
+    for i in impls:
+        c = PALETTE.get(i)
+        if c and c not in used:
+            out[i] = c
+            used.add(c)
+    for i in impls:
+        if i not in out:
+            c = next((x for x in spare if x not in used and matplotlib.colors.to_hex(x) not in
+                      {matplotlib.colors.to_hex(u) for u in used}), "gray")
+            out[i] = c
+            used.add(c)
+    return out
+
+
+def legend_outside(ax, title=None):
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=title, title_fontsize=8, frameon=False)
+
+
+def peer_label(impl):
+    return PEER_NAMES.get(impl, impl)
+
+
+def plot_vs_peers(order, by, info, path, plt):
+    """Kernel time of each peer ÷ kiln's (kiln's speed ÷ the peer's) per case, p10–p90 whiskers."""
+    cases, bars = [], []   # bars: (case index, impl, ratio, low, high)
+    for c in order:
+        rs = by[c]
+        k = next((r for r in rs if r["impl"] == "kiln"), None)
+        if not k or not k["ms"] or rs[0]["kind"] == "compile":
+            continue
+        mine = []
+        for r in rs:
+            if r is k or not r["ms"] or (r["check"] or "").startswith(("ERROR", "FAIL")):
+                continue
+            ratio = speed_ratio(k, r) or r["ms"] / k["ms"]   # the table's "kiln ÷": rates where the rows have them
+            lo = ratio * ((r["ms_p10"] or r["ms"]) / r["ms"]) / ((k["ms_p90"] or k["ms"]) / k["ms"])
+            hi = ratio * ((r["ms_p90"] or r["ms"]) / r["ms"]) / ((k["ms_p10"] or k["ms"]) / k["ms"])
+            mine.append((r["impl"], ratio, min(lo, ratio), max(hi, ratio)))
+        if mine:
+            cases.append(c)
+            for m in mine:
+                bars.append((len(cases) - 1,) + m)
+    if not bars:
+        return False
+    impls = []
+    for b in bars:
+        if b[1] not in impls:
+            impls.append(b[1])
+    col = colours(impls)
+    fig, ax = plt.subplots(figsize=(13, 2.0 + 0.5 * len(cases) + 0.12 * len(bars)))
+    h = 0.8 / max(1, max(sum(1 for b in bars if b[0] == i) for i in range(len(cases))))
+    slot = {}
+    seen = set()
+    for ci, impl, ratio, lo, hi in bars:
+        j = slot.get(ci, 0)
+        slot[ci] = j + 1
+        y = ci + (j - (sum(1 for b in bars if b[0] == ci) - 1) / 2) * h
+        ax.barh(y, ratio, height=h * 0.9, color=col[impl], label=None if impl in seen else "vs " + peer_label(impl))
+        seen.add(impl)
+        ax.errorbar(ratio, y, xerr=[[ratio - lo], [hi - ratio]], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        ax.text(hi * 1.04, y, "%.2fx" % ratio, va="center", fontsize=7)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", lw=1.0)
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels(cases, fontsize=8)
+    ax.invert_yaxis()
+    lo_x = min(b[3] for b in bars)
+    hi_x = max(b[4] for b in bars)
+    ax.set_xlim(min(0.5, lo_x / 1.5), max(2.0, hi_x * 1.6))
+    ax.set_xlabel("kiln's speed ÷ the peer's (log scale; = peer's time ÷ kiln's for the same work): "
+                  "right of the line kiln is faster")
+    legend_outside(ax, "each bar: kiln")
+    title(fig, ax, "Kernel time: kiln against each peer, case by case", info,
+          "medians of device-event timings in the same run; whiskers: the p10–p90 spread of both sides; "
+          "vs the copy: GB/s, each side counting its own bytes")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def achieved(r):
+    """(rate, unit) of a timed row: TFLOP/s for FLOP-bound kinds, GB/s otherwise."""
+    if not r["ms"]:
+        return None, None
+    if r["kind"] in FLOP_KINDS and r["flop"]:
+        return r["flop"] / (r["ms"] * 1e-3) / 1e12, "TFLOP/s"
+    if r["bytes"]:
+        return r["bytes"] / (r["ms"] * 1e-3) / 1e9, "GB/s"
+    return None, None
+
+
+def plot_peak(order, by, info, path, plt):
+    """Each kernel's rate as a fraction of the device's measured peak: TFLOP/s against the best
+    TFLOP/s any implementation reached in this run for that dtype, GB/s against the measured copy."""
+    best = {}
+    for c in order:
+        for r in by[c]:
+            v, u = achieved(r)
+            if u == "TFLOP/s" and v and not (r["check"] or "").startswith(("ERROR", "FAIL")):
+                key = r["dtype"]
+                if v > best.get(key, (0, None))[0]:
+                    best[key] = (v, "%s %s" % (r["impl"], c))
+    for d, (v, who) in list(best.items()):   # no case near the peak measured: the datasheet's instead
+        sheet = PEAK_TC.get(d, PEAK_TC["f32"]) / 1e12
+        if v < 0.5 * sheet:
+            best[d] = (sheet, "datasheet; the best measured, %.0f by %s, is not near it" % (v, who))
+    bw = None
+    for c in order:
+        for r in by[c]:
+            if r["impl"] == "torch.copy" and r["value"]:
+                bw = max(bw or 0, r["value"])
+    items = []   # (label, impl, fraction, text)
+    for c in order:
+        for r in by[c]:
+            v, u = achieved(r)
+            if not v or (r["check"] or "").startswith(("ERROR", "FAIL")):
+                continue
+            if u == "TFLOP/s" and r["dtype"] in best:
+                items.append((c, r["impl"], v / best[r["dtype"]][0], "%.0f TFLOP/s" % v))
+            elif u == "GB/s" and bw:
+                items.append((c, r["impl"], v / bw, "%.0f GB/s" % v))
+    if not items:
+        return False
+    cases = []
+    for it in items:
+        if it[0] not in cases:
+            cases.append(it[0])
+    col = colours(list(dict.fromkeys(it[1] for it in items)))
+    fig, ax = plt.subplots(figsize=(13, 2.0 + 0.5 * len(cases) + 0.12 * len(items)))
+    seen = set()
+    for ci, c in enumerate(cases):
+        mine = [it for it in items if it[0] == c]
+        h = 0.8 / len(mine)
+        for j, (_, impl, frac, text) in enumerate(mine):
+            y = ci + (j - (len(mine) - 1) / 2) * h
+            ax.barh(y, frac, height=h * 0.9, color=col[impl], label=None if impl in seen else peer_label(impl))
+            seen.add(impl)
+            ax.text(frac + 0.01, y, "%s  %s" % (text, impl), va="center", fontsize=6.5)
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels(cases, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="black", lw=1.0)
+    ax.set_xlim(0, max(1.35, max(it[2] for it in items) + 0.35))
+    ax.set_xlabel("fraction of the peak named above (1 = the peak; GEMM/conv kinds in TFLOP/s, the others in GB/s)")
+    legend_outside(ax)
+    peaks = ", ".join("%s %.0f TFLOP/s (%s)" % (d, v, who) for d, (v, who) in sorted(best.items()))
+    title(fig, ax, "How close each kernel comes to the device's measured peak", info,
+          "peaks measured in this run: %s%s" % (peaks + "; " if peaks else "",
+                                                "bandwidth %.0f GB/s (torch copy)" % bw if bw else "no copy measured"))
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def plot_compile(order, by, info, path, plt):
+    """Compile latency (ms, log axis): kiln's graph -> loaded kernel, and the peers' where measured."""
+    items = []
+    for c in order:
+        for r in by[c]:
+            if r["kind"] != "compile" or r["value"] is None or (r["check"] or "").startswith(("ERROR", "FAIL")):
+                continue
+            lo = r["ms_p10"] if r["ms_p10"] is not None else r["value"]
+            hi = r["ms_p90"] if r["ms_p90"] is not None else r["value"]
+            items.append((c, r["impl"], r["value"], min(lo, r["value"]), max(hi, r["value"])))
+    if not items:
+        return False
+    cases = []
+    for it in items:
+        if it[0] not in cases:
+            cases.append(it[0])
+    col = colours(list(dict.fromkeys(it[1] for it in items)))
+    fig, ax = plt.subplots(figsize=(13, 2.2 + 0.6 * len(cases) + 0.15 * len(items)))
+    seen = set()
+    for ci, c in enumerate(cases):
+        mine = [it for it in items if it[0] == c]
+        h = 0.8 / len(mine)
+        for j, (_, impl, v, lo, hi) in enumerate(mine):
+            y = ci + (j - (len(mine) - 1) / 2) * h
+            ax.barh(y, v, height=h * 0.9, color=col[impl], label=None if impl in seen else peer_label(impl))
+            seen.add(impl)
+            if hi > lo:
+                ax.errorbar(v, y, xerr=[[v - lo], [hi - v]], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+            ax.text(hi * 1.1, y, ("%.0f ms" if v >= 10 else "%.2g ms") % v, va="center", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels([c.replace("compile_", "").replace("_cold", ", cold").replace("_cached", ", cached")
+                        for c in cases], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(min(it[3] for it in items) / 2, max(it[4] for it in items) * 8)
+    ax.set_xlabel("milliseconds (log scale; shorter is better)")
+    legend_outside(ax)
+    title(fig, ax, "Compile latency: graph to a loaded kernel", info,
+          "kiln: the conv+add+relu graph, median of 5 (whiskers: fastest–slowest), cold and from the in-memory "
+          "cache; peers: one first call each (Triton's matmul, torch.compile's conv)")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+PLOTS = (("kernel_time_vs_peers.png", plot_vs_peers), ("fraction_of_peak.png", plot_peak),
+         ("compile_latency.png", plot_compile))
+
+
+def plot_all(order, by, info, outdir):
+    """Writes the plots that have data into outdir; returns their paths."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    labels, ratios, colors = [], [], []
-    palette = {"torch.matmul": "tab:blue", "triton": "tab:orange", "torch.eager": "tab:green",
-               "torch.eager+graph": "tab:olive", "torch.compile": "tab:red", "torch.copy": "tab:purple",
-               "torch.add": "tab:brown", "kiln.nofuse": "tab:cyan"}
-    for c in order:
-        k = next((r for r in by[c] if r["impl"] == "kiln"), None)
-        for r in by[c]:
-            if r is k:
-                continue
-            ratio = speed_ratio(k, r)
-            if ratio:
-                labels.append("%s\nvs %s" % (c.replace("gemm_", "").replace("compile_", "c:"), r["impl"]))
-                ratios.append(ratio)
-                colors.append(palette.get(r["impl"], "tab:gray"))
-    fr_labels, fracs, fr_colors = [], [], []
-    for c in order:
-        for r in by[c]:
-            fl = floor_ms(r, bw) if r["ms"] and r["kind"] in FLOP_KINDS + ("ew", "rowsum", "rms", "softmax") else None
-            if fl:
-                fr_labels.append("%s %s" % (c.replace("gemm_", ""), r["impl"]))
-                fracs.append(fl / r["ms"])
-                fr_colors.append("black" if r["impl"] == "kiln" else palette.get(r["impl"], "tab:gray"))
-    fig, axes = plt.subplots(2, 1, figsize=(max(10, 0.42 * max(len(labels), len(fr_labels))), 11))
-    ax = axes[0]
-    if ratios:
-        ax.bar(range(len(ratios)), ratios, color=colors)
-        ax.set_yscale("log")
-        ax.axhline(1.0, color="k", lw=0.8)
-        ax.axhline(0.5, color="tab:blue", lw=0.6, ls="--", label="GEMM target vs cuBLAS (0.5)")
-        ax.axhline(0.85, color="tab:purple", lw=0.6, ls=":", label="element-wise target vs copy (0.85)")
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=90, fontsize=7)
-        ax.legend(fontsize=7)
-    ax.set_ylabel("kiln speed ÷ peer (log; > 1: kiln faster)")
-    ax.set_title("kiln vs peers, same run")
-    ax = axes[1]
-    if fracs:
-        ax.bar(range(len(fracs)), fracs, color=fr_colors)
-        ax.set_xticks(range(len(fr_labels)))
-        ax.set_xticklabels(fr_labels, rotation=90, fontsize=7)
-        ax.set_ylim(0, max(1.05, max(fracs) * 1.05))
-        ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_ylabel("floor time ÷ measured time")
-    ax.set_title("fraction of the floor: max(FLOPs / %.0f TFLOP/s, bytes / %.2f TB/s measured copy); kiln in black"
-                 % (PEAK_TC["f16"] / 1e12, bw / 1e12))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    os.makedirs(outdir, exist_ok=True)
+    done = []
+    for name, fn in PLOTS:
+        path = os.path.join(outdir, name)
+        if fn(order, by, info, path, plt):
+            done.append(path)
+    return done
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("tsv")
     ap.add_argument("--md")
-    ap.add_argument("--png")
+    ap.add_argument("--plots", help="folder for the plots (kernel_time_vs_peers.png, fraction_of_peak.png, "
+                                    "compile_latency.png)")
     ap.add_argument("--machine")
     args = ap.parse_args()
     rows = load(args.tsv)
@@ -290,11 +501,12 @@ def main():
             if bw:
                 f.write("\nFloor: tensor-core peak %.0f TFLOP/s (datasheet), bandwidth %.2f TB/s (measured copy).\n" % (
                     PEAK_TC["f16"] / 1e12, bw / 1e12))
-    if args.png:
+    if args.plots:
         try:
-            plot(order, by, bw or DEFAULT_BW, args.png)
-        except Exception as e:   # the table matters more than the plot
-            print("plot failed: %r" % (e,), file=sys.stderr)
+            for path in plot_all(order, by, run_info(args.machine, args.tsv), args.plots):
+                print("plot: %s" % path)
+        except Exception as e:   # the table matters more than the plots
+            print("plots failed: %r" % (e,), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@
 # Runs bench/gpu_peers.py, which for every case of bench/gpu_cases.txt runs kiln's side
 # (build/kiln bench/gpu_kiln.lua) and then the peers (cuBLAS, Triton, torch eager / graph /
 # compile, torch copy), so drift hits both; then bench/gpu_report.py prints the merged table
-# and the targets. Writes (at most 7 files, so that a remote run can copy them all back):
+# and the targets. Writes (8 files, few enough that a remote run can copy them all back):
 #   results.tsv    every row (kiln and peers), the source of the table
 #   table.md       the table as Markdown for bench/RESULTS.md, machine header included
-#   gpu_bench.png  kiln ÷ peer ratios and the fraction of the floor per kernel
+#   kernel_time_vs_peers.png, fraction_of_peak.png, compile_latency.png
+#                  one plot per question, titled with date, commit and device (gpu_report.py)
 #   machine.txt    date, commit, GPU, driver, clocks before and after
 #   kernels.txt    ptxas -v resource use and the SASS instruction mix of kiln's kernels
 #   log.txt        the full log
@@ -81,6 +82,6 @@ sass_mix() {
 } > "$OUT/kernels.txt" 2>&1
 
 { echo "== after"; machine; } >> "$OUT/machine.txt"
-python3 bench/gpu_report.py "$OUT/results.tsv" --md "$OUT/table.md" --png "$OUT/gpu_bench.png" --machine "$OUT/machine.txt" 2>&1 | tee -a "$OUT/log.txt"
+python3 bench/gpu_report.py "$OUT/results.tsv" --md "$OUT/table.md" --plots "$OUT" --machine "$OUT/machine.txt" 2>&1 | tee -a "$OUT/log.txt"
 rm -rf "$PTX_DIR"
 exit "$status"

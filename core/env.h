@@ -7,8 +7,15 @@
 #ifndef KL_CORE_ENV_H
 #define KL_CORE_ENV_H
 #include <stdatomic.h>
+#include <stdbool.h>
 
 void kl_env_warn_once(atomic_flag *once, const char *var, const char *value, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* KILN_DEBUG, a list of topics (comma- or space-separated): kl_env_debug("rewrite") is
+ * true when the list names rewrite (or all); kl_env_debug("swizzle") when KILN_DEBUG has
+ * any value but "" and "0" (rock-output-swizzle's remarks). A topic kiln does not know
+ * (known: 0, 1, all, rewrite, swizzle) warns once with the closest one. */
+bool kl_env_debug(const char *topic);
 
 #endif

@@ -3,6 +3,7 @@
 #include "core/rewrite.h"
 #include "core/dialect_builtin.h"
 #include "core/hashmap.h"
+#include "core/env.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,16 +103,7 @@ static kl_walk_result push_fn(kl_op *op, void *user) {
   return KL_WALK_ADVANCE;
 }
 
-static bool debug_enabled(void) {
-  const char *e = getenv("KILN_DEBUG");
-  if (!e) return false;
-  for (const char *p = strstr(e, "rewrite"); p; p = strstr(p + 1, "rewrite")) {
-    bool start = p == e || p[-1] == ',' || p[-1] == ' ';
-    bool end = p[7] == 0 || p[7] == ',' || p[7] == ' ';
-    if (start && end) return true;
-  }
-  return !strcmp(e, "all");
-}
+static bool debug_enabled(void) { return kl_env_debug("rewrite"); /* KILN_DEBUG=rewrite (core/env.h) */ }
 static void debug_log(const driver *d, const kl_op *op, const char *what, const char *outcome) {
   if (!d || !d->debug) return;
   char where[256];

@@ -1,6 +1,7 @@
 /* disk_cache.c — the on-disk program cache of disk_cache.h: keys, entry files published
  * by rename, validation on read, LRU eviction by mtime. */
 #include "driver/disk_cache.h"
+#include "core/env.h"
 #include "driver/bundle.h"
 #include "core/print.h"
 #include "core/target.h"
@@ -52,6 +53,8 @@ static long long max_bytes(void) {
     char *end;
     double mb = strtod(s, &end);
     if (*end == 0 && mb >= 0) return (long long)(mb * 1024 * 1024);
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    kl_env_warn_once(&warned, "KILN_CACHE_MAX_MB", s, "not a size in MiB (a number >= 0); using 1024");
   }
   return 1024LL * 1024 * 1024;
 }

@@ -567,9 +567,10 @@ kl_program *kl_compile(kl_op *graph, const kl_compile_opts *opts_in, char *err, 
     return kl_program_retain(hit);
   }
   /* the IR this compile makes lives in an arena of the program (unless a pass may keep
-   * references to it), so releasing the program releases it */
+   * references to it, or on_ir's callback may build IR of its own while the arena is
+   * current), so releasing the program releases it */
   kl_arena *ir = NULL;
-  if (!opts.ir_in_context) {
+  if (!opts.ir_in_context && !opts.on_ir) {
     ir = kl_xcalloc(1, sizeof *ir);
     kl_arena_init(ir);
   }

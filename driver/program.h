@@ -13,8 +13,8 @@
  *    (kl_compile_cache_max) most recently used programs and releases the others.
  *  - The IR a compile makes (the cloned graph, every pass's rewrites, the final module)
  *    lives in an arena of the program (kl_ctx_set_ir_arena) and is freed with it, unless
- *    opts.ir_in_context (then it lives as long as the context: for passes that keep
- *    handles to it, like the Lua binding's). The IR snapshots are text owned by the
+ *    opts.ir_in_context or on_ir (then it lives as long as the context: for passes that
+ *    keep handles to it, like the Lua binding's, and callbacks that may build IR). The IR snapshots are text owned by the
  *    program (an unchanged one shares the text before it).
  *    Compilation with C passes is deterministic; a pass whose result depends on other
  *    state (the Lua binding's passes) must be compiled with no_cache (kiln.compile does

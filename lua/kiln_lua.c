@@ -96,6 +96,7 @@ int kl_lua_open(lua_State *L) {
   kl_lua__open_disk_cache(L);
   kl_lua__open_tune(L);
   kl_lua__open_tuning_db(L);
+  kl_lua__open_error(L);
 
   /* The Lua part of the library: require("kiln.lib") returns function(kiln). While it
    * loads, package.loaded.kiln is the module table, so Lua files of the library may

@@ -182,6 +182,17 @@ void kl_lua__push_loc(lua_State *L, kl_loc loc);          /* "file:line:col" or 
 int kl_lua__rt_error(lua_State *L, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int kl_lua__err_error(lua_State *L, const char *what, const char *stage, const char *err, const char *fallback);
 int kl_lua__diag_error(lua_State *L, kl_ctx *ctx, const char *what, const char *fallback);
+/* Unknown names, the one helper for every option table and name-taking argument (the
+ * Lua part of kiln reaches it as kiln._check_opts / kiln._unknown_name):
+ * kl_lua__unknown_name raises "<what>: unknown <kind> 'name' (did you mean 'x'? <plural>:
+ * a, b, ...)" at the user's line (the suggestion from core/suggest.h, when one is near;
+ * known: n entries, or NULL-terminated when n < 0). kl_lua__check_opts: every key of the
+ * table at idx (if it is a table) must be one of known (NULL-terminated), else that
+ * error with kind "option". */
+int kl_lua__unknown_name(lua_State *L, const char *what, const char *kind, const char *plural, const char *name,
+                         const char *const *known, int n);
+void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known);
+void kl_lua__open_error(lua_State *L);
 void kl_lua__flush_diags(kl_ctx *ctx); /* pending warnings/notes -> stderr */
 /* A temporary GC-managed buffer (a userdata pushed on the stack). */
 void *kl_lua__tmp(lua_State *L, size_t n);

@@ -2,6 +2,7 @@
  * (the first stack level outside the kiln library), kl_lua__rt_error, kl_lua__err_error,
  * kl_lua__diag_error, pending diagnostics to stderr and the traceback message handler. */
 #include "lua/kiln_lua.h"
+#include "core/suggest.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,4 +136,93 @@ void kl_lua__flush_diags(kl_ctx *ctx) {
   char *d = kl_diag_take(ctx);
   if (*d) fputs(d, stderr);
   free(d);
+}
+
+/* ---- unknown names: the one helper for option tables and name-taking arguments ---- */
+int kl_lua__unknown_name(lua_State *L, const char *what, const char *kind, const char *plural, const char *name,
+                         const char *const *known, int n) {
+  if (n < 0)
+    for (n = 0; known[n];) n++;
+  const char *near = kl_suggest_name(name, strlen(name), known, n);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0, first = 1; i < n; i++) {
+    if (!known[i]) continue;
+    if (!first) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, known[i]);
+    first = 0;
+  }
+  if (!n) luaL_addstring(&b, "none");
+  luaL_pushresult(&b);
+  const char *list = lua_tostring(L, -1);
+  if (near)
+    return kl_lua__rt_error(L, what, "unknown %s '%s' (did you mean '%s'? %s: %s)", kind, name, near, plural, list);
+  return kl_lua__rt_error(L, what, "unknown %s '%s' (%s: %s)", kind, name, plural, list);
+}
+
+void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known) {
+  if (!lua_istable(L, idx)) return;
+  idx = lua_absindex(L, idx);
+  luaL_checkstack(L, 4, what);
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      int i = 0;
+      while (known[i] && strcmp(known[i], lua_tostring(L, -2))) i++;
+      if (known[i]) continue;
+    }
+    lua_pushvalue(L, -2);
+    const char *key = luaL_tolstring(L, -1, NULL); /* stays on the stack */
+    kl_lua__unknown_name(L, what, "option", "options", key, known, -1);
+  }
+}
+
+/* The strings of the list (or the keys of the set) at idx as a NULL-terminated array in
+ * a temporary buffer pushed on the stack. */
+static const char **names_of(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  int n = 0;
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) n++;
+  const char **names = kl_lua__tmp(L, (size_t)(n + 1) * sizeof *names);
+  int k = 0;
+  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
+    int s = lua_type(L, -2) == LUA_TNUMBER ? -1 : -2;                   /* a list's values, a set's keys */
+    if (lua_type(L, s) == LUA_TSTRING) names[k++] = lua_tostring(L, s); /* anchored by the table */
+  }
+  names[k] = NULL;
+  /* sorted, so the message reads the same every time (sets have no order) */
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+      const char *t = names[j];
+      names[j] = names[j - 1];
+      names[j - 1] = t;
+    }
+  return names;
+}
+/* kiln._check_opts(opts, what, known): kl_lua__check_opts for the Lua part of kiln
+ * (known: a list of names or a set); returns opts, or {} for nil. */
+static int l_check_opts(lua_State *L) {
+  const char *what = luaL_checkstring(L, 2);
+  if (lua_isnil(L, 1)) {
+    lua_newtable(L);
+    return 1;
+  }
+  if (!lua_istable(L, 1)) return kl_lua__rt_error(L, what, "options must be a table, got a %s", luaL_typename(L, 1));
+  const char **known = names_of(L, 3);
+  kl_lua__check_opts(L, 1, what, known);
+  lua_settop(L, 1);
+  return 1;
+}
+/* kiln._unknown_name(what, kind, plural, name, known): raises kl_lua__unknown_name. */
+static int l_unknown_name(lua_State *L) {
+  const char *what = luaL_checkstring(L, 1), *kind = luaL_checkstring(L, 2), *plural = luaL_checkstring(L, 3);
+  const char *name = luaL_tolstring(L, 4, NULL);
+  const char **known = names_of(L, 5);
+  return kl_lua__unknown_name(L, what, kind, plural, name, known, -1);
+}
+void kl_lua__open_error(lua_State *L) {
+  static const luaL_Reg fns[] = { { "_check_opts", l_check_opts },
+                                  { "_unknown_name", l_unknown_name },
+                                  { NULL, NULL } };
+  luaL_setfuncs(L, fns, 0);
 }

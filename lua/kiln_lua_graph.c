@@ -105,6 +105,8 @@ static int g_param(lua_State *L) {
   int64_t dims[KL_MAX_RANK], strides[KL_MAX_RANK];
   int rank = kl_lua__check_shape(L, 3, dims, what);
   kl_dtype dt = kl_lua__opt_dtype(L, 4, KL_DT_F32, what);
+  static const char *const PARAM_OPTS[] = { "layout", "strides", NULL };
+  kl_lua__check_opts(L, 5, what, PARAM_OPTS);
   bool has = kl_lua__opt_layout(L, 5, rank, dims, strides, what);
   char why[512];
   if (!kl_shape_check(rank, dims, has ? strides : NULL, why, sizeof why))
@@ -213,6 +215,8 @@ static int g_output_strides(lua_State *L) {
   snprintf(what, sizeof what, "output %d", i);
   if (!kl_type_is_shaped(t)) return kl_lua__rt_error(L, what, "not a tensor");
   int64_t strides[KL_MAX_RANK];
+  static const char *const OUTPUT_OPTS[] = { "layout", "strides", NULL };
+  kl_lua__check_opts(L, 3, "output", OUTPUT_OPTS);
   if (!kl_lua__opt_layout(L, 3, t->rank, t->shape, strides, what)) return 0;
   lua_createtable(L, t->rank, 0);
   for (int k = 0; k < t->rank; k++) lua_pushinteger(L, (lua_Integer)strides[k]), lua_rawseti(L, -2, k + 1);
@@ -258,8 +262,10 @@ static int g_hint(lua_State *L) {
       kl_op_set_attr(v->def, "split", kl_attr_int(g->ctx, lua_tointeger(L, -1)));
       continue;
     }
-    if (!k || strcmp(k, "primary"))
-      return kl_lua__rt_error(L, "hint", "unknown option '%s' (known: primary, split)", k ? k : luaL_typename(L, -2));
+    if (!k || strcmp(k, "primary")) {
+      static const char *const HINT_OPTS[] = { "primary", "split", NULL };
+      return kl_lua__unknown_name(L, "hint", "option", "options", k ? k : luaL_typename(L, -2), HINT_OPTS, -1);
+    }
     if (!lua_isboolean(L, -1))
       return kl_lua__rt_error(L, "hint", "primary must be a boolean, got a %s", luaL_typename(L, -1));
     kl_op_set_attr(v->def, "primary", lua_toboolean(L, -1) ? kl_attr_unit(g->ctx) : NULL);
@@ -292,6 +298,15 @@ kl_named_tensor *kl_lua__check_named_tensors(lua_State *L, int idx, const char *
   return in;
 }
 
+void kl_lua__check_input_names(lua_State *L, const char *what, const kl_named_tensor *in, int n,
+                               const char *const *params, int nparams) {
+  for (int i = 0; i < n; i++) {
+    int j = 0;
+    while (j < nparams && (!params[j] || strcmp(params[j], in[i].name))) j++;
+    if (j == nparams) kl_lua__unknown_name(L, what, "input", "params", in[i].name, params, nparams);
+  }
+}
+
 /* _g.eval(func, {name = tensor, ...}) -> tensors... */
 static int g_eval(lua_State *L) {
   kl_op *g = check_graph(L, 1);
@@ -302,6 +317,13 @@ static int g_eval(lua_State *L) {
     return kl_lua__rt_error(L, what, "inputs must be a table {name = tensor, ...}, got a %s", luaL_typename(L, 2));
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
+  int np = 0;
+  for (kl_op *o = kl_graph_body(g)->first; o; o = o->next) np += kl_graph_is_param(o);
+  const char **params = kl_lua__tmp(L, (size_t)(np + 1) * sizeof *params);
+  np = 0;
+  for (kl_op *o = kl_graph_body(g)->first; o; o = o->next)
+    if (kl_graph_is_param(o)) params[np++] = kl_op_attr_string(o, "name");
+  kl_lua__check_input_names(L, what, in, k, params, np);
   int nout = 0;
   kl_tensor **outs = NULL;
   char err[2048] = "";

@@ -22,6 +22,8 @@ static int op_tostring(lua_State *L) {
 static unsigned print_flags(lua_State *L, int idx) {
   unsigned f = 0;
   if (lua_istable(L, idx)) {
+    static const char *const PRINT_OPTS[] = { "generic", "locs", NULL };
+    kl_lua__check_opts(L, idx, "print", PRINT_OPTS);
     lua_getfield(L, idx, "generic");
     if (lua_toboolean(L, -1)) f |= KL_PRINT_GENERIC;
     lua_getfield(L, idx, "locs");
@@ -457,6 +459,8 @@ static int op_walk(lua_State *L) {
   luaL_checktype(L, fn, LUA_TFUNCTION);
   w.fn = fn;
   if (lua_istable(L, o)) {
+    static const char *const WALK_OPTS[] = { "order", "name", NULL };
+    kl_lua__check_opts(L, o, "walk", WALK_OPTS);
     lua_getfield(L, o, "order");
     w.post = lua_type(L, -1) == LUA_TSTRING && !strcmp(lua_tostring(L, -1), "post");
     lua_getfield(L, o, "name");
@@ -556,6 +560,9 @@ kl_op *kl_lua__build_op(lua_State *L, int idx, kl_ctx *ctx) {
   idx = lua_absindex(L, idx);
   int top = lua_gettop(L);
   luaL_checktype(L, idx, LUA_TTABLE);
+  static const char *const OP_FIELDS[] = { "name", "operands", "results", "attrs", "regions",
+                                           "loc",  "names",    "ctx",     NULL };
+  kl_lua__check_opts(L, idx, "kiln.op", OP_FIELDS);
   if (lua_getfield(L, idx, "name") != LUA_TSTRING || !lua_rawlen(L, -1))
     kl_lua__rt_error(L, "kiln", "op{...} needs a name (\"dialect.op\")");
   const char *name = kl_intern(ctx, lua_tostring(L, -1));

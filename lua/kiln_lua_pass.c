@@ -143,6 +143,7 @@ static int l_register_pass(lua_State *L) {
           *p == '.'))
       return luaL_argerror(L, 1, "pass names may use letters, digits, '-', '_' and '.'");
   if (!*name) return luaL_argerror(L, 1, "empty pass name");
+  lua_settop(L, 3); /* the entry below is never taken for the options */
   lua_createtable(L, 0, 3);
   int e = lua_gettop(L);
   lua_pushvalue(L, 2);
@@ -154,6 +155,8 @@ static int l_register_pass(lua_State *L) {
   lua_newtable(L);
   int opts = lua_gettop(L);
   if (lua_istable(L, 3)) {
+    static const char *const REG_OPTS[] = { "summary", "options", NULL };
+    kl_lua__check_opts(L, 3, "kiln.register_pass", REG_OPTS);
     lua_getfield(L, 3, "summary");
     lua_setfield(L, e, "summary");
     if (lua_getfield(L, 3, "options") == LUA_TTABLE) {
@@ -163,6 +166,8 @@ static int l_register_pass(lua_State *L) {
         if (!lua_istable(L, -1))
           return kl_lua__rt_error(L, "kiln.register_pass",
                                   "options[%d] must be a table {name=, kind=, default=, help=}", (int)i);
+        static const char *const OPT_FIELDS[] = { "name", "kind", "default", "help", NULL };
+        kl_lua__check_opts(L, -1, "kiln.register_pass", OPT_FIELDS);
         lua_createtable(L, 0, 4);
         if (lua_getfield(L, -2, "name") != LUA_TSTRING)
           return kl_lua__rt_error(L, "kiln.register_pass", "options[%d].name must be a string", (int)i);
@@ -408,6 +413,8 @@ static int l_run_pipeline(lua_State *L) {
   box->pm = NULL;
   luaL_setmetatable(L, MT_PM);
   int on_ir = 0;
+  static const char *const RUN_OPTS[] = { "on_ir", "verify", "verify_each", "print_ir_after", NULL };
+  kl_lua__check_opts(L, 3, "run_pipeline", RUN_OPTS);
   if (lua_istable(L, 3)) {
     if (lua_getfield(L, 3, "on_ir") != LUA_TNIL) {
       luaL_checktype(L, -1, LUA_TFUNCTION);

@@ -15,6 +15,8 @@
  * table {root=, benefit=, name=, rewrite=}. */
 static int l_pattern(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
+  static const char *const PATTERN_FIELDS[] = { "root", "benefit", "name", "rewrite", NULL };
+  kl_lua__check_opts(L, 1, "kiln.pattern", PATTERN_FIELDS);
   lua_newuserdatauv(L, 1, 1);
   luaL_setmetatable(L, MT_PATTERN);
   lua_createtable(L, 0, 4);
@@ -222,6 +224,8 @@ static int l_apply_patterns(lua_State *L) {
   kl_greedy_config cfg = kl_greedy_default();
   bool walk = false;
   if (lua_istable(L, 3)) {
+    static const char *const APPLY_OPTS[] = { "walk", "max_iterations", "max_rewrites", "fold", "remove_dead", NULL };
+    kl_lua__check_opts(L, 3, "apply_patterns", APPLY_OPTS);
     lua_getfield(L, 3, "walk");
     walk = lua_toboolean(L, -1);
     lua_getfield(L, 3, "max_iterations");

@@ -263,20 +263,30 @@ static bool pipeline_has_lua_pass(kl_ctx *ctx, const char *pipeline) {
   return false;
 }
 
-/* Pushes the passes p kept IR snapshots after, comma-separated, each once. */
-static void push_ir_passes(lua_State *L, const kl_program *p) {
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  for (int i = 0; kl_program_ir_pass(p, i); i++) {
+/* The passes p kept IR snapshots after, each once, as a temporary array pushed on the
+ * stack; *n gets the count. */
+static const char **ir_pass_names(lua_State *L, const kl_program *p, int *n) {
+  int total = 0;
+  while (kl_program_ir_pass(p, total)) total++;
+  const char **names = kl_lua__tmp(L, (size_t)(total + 1) * sizeof *names);
+  int k = 0;
+  for (int i = 0; i < total; i++) {
     const char *pi = kl_program_ir_pass(p, i);
     bool seen = false;
-    for (int j = 0; j < i && !seen; j++) seen = !strcmp(kl_program_ir_pass(p, j), pi);
-    if (seen) continue;
-    if (i) luaL_addstring(&b, ", ");
-    luaL_addstring(&b, pi);
+    for (int j = 0; j < k && !seen; j++) seen = !strcmp(names[j], pi);
+    if (!seen) names[k++] = pi;
   }
-  luaL_pushresult(&b);
+  *n = k;
+  return names;
 }
+/* A kernel name of p (target t) that is not one: kl_lua__unknown_name with the kernels. */
+static int unknown_kernel(lua_State *L, const kl_program *p, const char *t, const char *what, const char *kernel) {
+  int n = kl_program_nkernels(p, t);
+  const char **names = kl_lua__tmp(L, (size_t)(n + 1) * sizeof *names);
+  for (int i = 0; i < n; i++) names[i] = kl_program_kernel(p, t, i)->name;
+  return kl_lua__unknown_name(L, what, "kernel", "kernels", kernel, names, n);
+}
+
 /* The first name of print_ir_after ("a,b", or "all") that p's pipeline did not run, or NULL. */
 static const char *unknown_ir_after(lua_State *L, const kl_program *p, const char *which) {
   if (!which || !strcmp(which, "all")) return NULL;
@@ -440,14 +450,27 @@ static int l_compile(lua_State *L) {
   }
   const char *bad = unknown_ir_after(L, p, o.print_ir_after);
   if (bad) {
-    push_ir_passes(L, p);
+    int n = 0;
+    const char **names = ir_pass_names(L, p, &n);
     kl_program_release(p);
-    return kl_lua__rt_error(L, what, "print_ir_after: unknown pass '%s': not a pass of the pipeline (passes: %s)", bad,
-                            lua_tostring(L, -1));
+    return kl_lua__unknown_name(L, what, "print_ir_after pass", "passes", bad, names, n);
   }
   int c = kl_lua__push_handle_ctxud(L, gh);
   push_program(L, c, p, kl_program_from_cache(p));
   return 1;
+}
+
+/* Every input must name a param of the program (of its first target: all share the params). */
+static void check_inputs(lua_State *L, const kl_program *p, const char *what, const kl_named_tensor *in, int k) {
+  int ns = kl_program_nslots(p, NULL), np = 0;
+  const char **params = kl_lua__tmp(L, (size_t)(ns + 1) * sizeof *params);
+  for (int i = 0; i < ns; i++) {
+    const char *kind = NULL, *name = NULL;
+    kl_program_slot(p, NULL, i, &kind, &name);
+    if (kind && !strcmp(kind, "param") && name) params[np++] = name;
+  }
+  kl_lua__check_input_names(L, what, in, k, params, np);
+  lua_pop(L, 1);
 }
 
 /* Pushes a program handle for p in the context of the context userdata at ctxidx,
@@ -546,6 +569,7 @@ static int prog_run(lua_State *L) {
   kl_lua_devref *d = run_device(L, p, 3);
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
+  check_inputs(L, p, what, in, k);
   /* keep the device open as long as the program (and the context's cache) may hold its modules */
   bool first = kl_lua__devs_add(&u->h->devs, &u->h->n, d);
   kl_lua_devhold *dh = kl_lua__ctx_devhold(prog_ctx(L, 1));
@@ -588,7 +612,10 @@ static const char *opt_target(lua_State *L, int idx, kl_program *p, const char *
   const char *t = luaL_checkstring(L, idx);
   for (int i = 0; i < kl_program_ntargets(p); i++)
     if (!strcmp(kl_program_target(p, i), t)) return t;
-  kl_lua__rt_error(L, what, "the program was not compiled for target '%s'", t);
+  int n = kl_program_ntargets(p);
+  const char **names = kl_lua__tmp(L, (size_t)(n + 1) * sizeof *names);
+  for (int i = 0; i < n; i++) names[i] = kl_program_target(p, i);
+  kl_lua__unknown_name(L, what, "target", "the program's targets", t, names, n);
   return NULL;
 }
 
@@ -729,9 +756,10 @@ static int prog_ir(lua_State *L) {
     if (!kl_program_ir_pass(p, 0))
       return kl_lua__rt_error(L, "program:ir", "no IR after '%s': this program keeps no IR snapshots (a loaded bundle)",
                               name);
-    push_ir_passes(L, p);
-    return kl_lua__rt_error(L, "program:ir", "no IR after '%s': not a pass of this program's pipeline (passes: %s)",
-                            name, lua_tostring(L, -1));
+    int n = 0;
+    const char **names = ir_pass_names(L, p, &n);
+    return kl_lua__unknown_name(L, "program:ir", "pass", "passes", strncmp(name, "after:", 6) ? name : name + 6, names,
+                                n);
   }
   lua_pushstring(L, s);
   return 1;
@@ -834,8 +862,7 @@ static const kl_binary_info *binary_arg(lua_State *L, const char *what) {
   const char *kernel = luaL_checkstring(L, 2);
   const char *t = opt_target(L, 3, p, what);
   const kl_binary_info *b = kl_program_binary(p, t, kernel);
-  if (!b)
-    kl_lua__rt_error(L, what, "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "", t ? t : "");
+  if (!b) unknown_kernel(L, p, t, what, kernel);
   return b;
 }
 static int prog_binary(lua_State *L) {
@@ -916,9 +943,7 @@ static int llvm_stage(lua_State *L, kl_llvm_stage_kind stage, const char *what) 
   const kl_kernel_info *k = NULL;
   for (int i = 0; i < kl_program_nkernels(p, t) && !k; i++)
     if (!strcmp(kl_program_kernel(p, t, i)->name, kernel)) k = kl_program_kernel(p, t, i);
-  if (!k)
-    return kl_lua__rt_error(L, what, "the program has no kernel named '%s'%s%s", kernel, t ? " for target " : "",
-                            t ? t : "");
+  if (!k) return unknown_kernel(L, p, t, what, kernel);
   char err[1024] = "";
   size_t n = 0;
   char *out = kl_llvm_stage(k->llvm_ir, t ? t : kl_program_target(p, 0), stage, &n, err, sizeof err);
@@ -1036,6 +1061,7 @@ static int prog_prepare(lua_State *L) {
   kl_lua_devref *d = run_device(L, p, 3);
   int k = 0;
   kl_named_tensor *in = kl_lua__check_named_tensors(L, 2, what, &k);
+  check_inputs(L, p, what, in, k);
   /* the program keeps modules loaded on the device: keep the device open as p:run does */
   bool first = kl_lua__devs_add(&u->h->devs, &u->h->n, d);
   kl_lua_devhold *dh = kl_lua__ctx_devhold(prog_ctx(L, 1));

@@ -12,6 +12,7 @@
 #define KL_KILN_LUA_RT_H
 #include "lua/kiln_lua.h"
 #include "runtime/tensor.h"
+#include "runtime/graph_eval.h"
 
 #define KL_MT_TENSOR  "kiln.tensor"
 #define KL_MT_DEVICE  "kiln.device"
@@ -19,9 +20,10 @@
 #define KL_MT_VIEW    "kiln.view"
 
 /* Errors: kl_lua__rt_error, kl_lua__err_error (kiln_lua.h). */
-/* Every key of the options table at idx (if it is a table; raw keys) must be one of
- * known (NULL-terminated): else "unknown option 'k' (known: a, b, ...)" at the user's line. */
-void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known);
+/* Option tables: kl_lua__check_opts (kiln_lua.h). Inputs by name ({x = tensor}): each
+ * name of in must be one of params (nparams entries), else kl_lua__unknown_name. */
+void kl_lua__check_input_names(lua_State *L, const char *what, const kl_named_tensor *in, int n,
+                               const char *const *params, int nparams);
 
 /* Tensors. */
 kl_tensor *kl_lua__check_tensor(lua_State *L, int idx);

@@ -20,30 +20,6 @@ typedef struct tens_ud {
   kl_lua_pin pin;
 } tens_ud;
 
-/* ---------------------------------------------------------------- errors ---- */
-void kl_lua__check_opts(lua_State *L, int idx, const char *what, const char *const *known) {
-  if (!lua_istable(L, idx)) return;
-  idx = lua_absindex(L, idx);
-  luaL_checkstack(L, 4, what);
-  for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
-    if (lua_type(L, -2) == LUA_TSTRING) {
-      int i = 0;
-      while (known[i] && strcmp(known[i], lua_tostring(L, -2))) i++;
-      if (known[i]) continue;
-    }
-    lua_pushvalue(L, -2);
-    const char *key = luaL_tolstring(L, -1, NULL); /* stays on the stack */
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (int i = 0; known[i]; i++) {
-      if (i) luaL_addstring(&b, ", ");
-      luaL_addstring(&b, known[i]);
-    }
-    luaL_pushresult(&b);
-    kl_lua__rt_error(L, what, "unknown option '%s' (known: %s)", key, lua_tostring(L, -1));
-  }
-}
-
 /* ---------------------------------------------------------------- tensors --- */
 kl_tensor *kl_lua__test_tensor(lua_State *L, int idx) {
   tens_ud *u = luaL_testudata(L, idx, KL_MT_TENSOR);
@@ -457,6 +433,8 @@ static int t_format(lua_State *L) {
   int64_t threshold = 1000;
   int edge = 3, prec = 6;
   if (lua_istable(L, 2)) {
+    static const char *const FORMAT_OPTS[] = { "threshold", "edge", "precision", NULL };
+    kl_lua__check_opts(L, 2, "tensor:tostring", FORMAT_OPTS);
     lua_getfield(L, 2, "threshold");
     threshold = luaL_optinteger(L, -1, threshold);
     lua_getfield(L, 2, "edge");

@@ -201,6 +201,8 @@ static int l_view(lua_State *L) {
   if (is_list(L, 1))
     rank = kl_lua__check_ints(L, 1, shape, KL_VIEW_MAX_DIMS, what, "shape");
   else {
+    static const char *const VIEW_FIELDS[] = { "shape", "names", NULL };
+    kl_lua__check_opts(L, 1, what, VIEW_FIELDS);
     if (lua_getfield(L, 1, "shape") == LUA_TNIL) return kl_lua__rt_error(L, what, "shape = {...} is required");
     rank = kl_lua__check_ints(L, -1, shape, KL_VIEW_MAX_DIMS, what, "shape");
     if (lua_getfield(L, 1, "names") != LUA_TNIL) nn = names_arg(L, NULL, -1, names, KL_VIEW_MAX_DIMS, what, "names");
@@ -693,6 +695,24 @@ static const char *str_field(lua_State *L, int t, const char *k, const char *dfl
 static int l_conv_views(lua_State *L) {
   const char *what = "kiln.conv_views";
   luaL_checktype(L, 1, LUA_TTABLE);
+  static const char *const CONV_FIELDS[] = { "n",
+                                             "c",
+                                             "h",
+                                             "hi",
+                                             "w",
+                                             "wi",
+                                             "k",
+                                             "y",
+                                             "x",
+                                             "groups",
+                                             "stride",
+                                             "padding",
+                                             "dilation",
+                                             "layout",
+                                             "filter_layout",
+                                             "output_layout",
+                                             NULL };
+  kl_lua__check_opts(L, 1, what, CONV_FIELDS);
   kl_conv2d d = { 0 };
   d.n = int_field(L, 1, "n", NULL, 1, true);
   d.c = int_field(L, 1, "c", NULL, 1, true);

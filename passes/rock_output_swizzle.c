@@ -48,6 +48,7 @@
  * At the end the swizzle invariant (passes/rock_output_swizzle.h) is verified. */
 #include "passes/rock_output_swizzle.h"
 #include "core/context.h"
+#include "core/env.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
@@ -371,8 +372,7 @@ static kl_value *grow_lds(kl_rewriter *rw, kl_value *buf, int64_t n, char *err, 
 }
 
 static void remark(kl_op *write, const char *decision, const access *a, int na, bool nfast, int64_t V) {
-  const char *e = getenv("KILN_DEBUG");
-  if (!e || !*e || !strcmp(e, "0")) return;
+  if (!kl_env_debug("swizzle")) return; /* KILN_DEBUG (core/env.h) */
   char where[256];
   kl_loc_format(write->loc, where, sizeof where);
   fprintf(stderr, "[remark] rock-output-swizzle at %s: %s; runs of %lld along %s;", where, decision, (long long)V,

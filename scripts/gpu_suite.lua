@@ -580,6 +580,45 @@ for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "soft
   end)
   if not ok then fail = fail + 1; failures[#failures + 1] = path .. ": " .. tostring(err) end
 end
+-- memory: 300 small GEMMs compiled and run on the device in one context, handles dropped;
+-- the compile cache keeps 32 programs and frees the others (their IR, and their modules on
+-- the device): RSS after kiln.collect() grows by less than 64 MiB, and the programs still
+-- held (every 50th) compute what g:eval does afterwards
+do
+  local ok, err = pcall(function()
+    local function rss()
+      local f = assert(io.open("/proc/self/statm"))
+      local n = tonumber(f:read("a"):match("^%d+%s+(%d+)"))
+      f:close()
+      return n * 4096 / 2 ^ 20
+    end
+    local function one(c)
+      local g = kiln.graph("mem")
+      local x, w = g:param("x", { 64, 32 }, "f16"), g:param("w", { 32, 64 }, "f16")
+      g:output((g:dot(x, w) + c):relu())
+      local inputs = { x = kiln.rand({ 64, 32 }, "f16"), w = kiln.rand({ 32, 64 }, "f16") }
+      local p = kiln.compile(g, { target = dev.arch })
+      p:run(inputs, { device = dev })
+      return p, g, inputs
+    end
+    for i = 1, 10 do one(-i) end
+    kiln.collect()
+    local before, kept = rss(), {}
+    for i = 1, 300 do
+      local p, g, inputs = one(i * 0.25)
+      if i % 50 == 0 then kept[#kept + 1] = { p, g, inputs } end
+    end
+    kiln.collect()
+    local grew = rss() - before
+    if grew > 64 then error(string.format("RSS grew by %.1f MiB over 300 compiles (bound 64)", grew), 0) end
+    for _, k in ipairs(kept) do
+      local r = kiln.compare(k[1]:run(k[3], { device = dev }), k[2]:eval(k[3]))
+      if not r.ok then error("a held program after the cache let it go: " .. r.summary, 0) end
+    end
+    print(string.format("memory: 300 compiles + runs on %s grew RSS by %.1f MiB", dev.arch, grew))
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "memory: " .. tostring(err) end
+end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
 print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans, MIGraphX ops, vector accesses and the MIGraphX corpus on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

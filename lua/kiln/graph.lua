@@ -87,19 +87,8 @@ return function(kiln)
     if #r ~= 2 then raise(fmt("%s: %s must be a number or {h, w}, got %d entries", what, field, #r)) end
     return r
   end
-  local function check_opts(opts, what, known)
-    if opts == nil then return {} end
-    if type(opts) ~= "table" then raise(fmt("%s: options must be a table, got a %s", what, type(opts))) end
-    for k in pairs(opts) do
-      if not known[k] then
-        local names = {}
-        for n in pairs(known) do names[#names + 1] = n end
-        table.sort(names)
-        raise(fmt("%s: unknown option '%s' (known: %s)", what, tostring(k), table.concat(names, ", ")))
-      end
-    end
-    return opts
-  end
+  -- unknown keys raise with the valid ones (the one helper: kiln._check_opts)
+  local function check_opts(opts, what, known) return kiln._check_opts(opts, what, known) end
 
   -- The graph function a value belongs to.
   local function func_of(v, what)
@@ -344,8 +333,9 @@ return function(kiln)
       local a = args[i]
       if is_value(a) then
         vals[#vals + 1] = a
-      elseif is_layout_opts(a) and #vals > 0 and opts[#vals] == nil then
-        opts[#vals] = a
+      elseif (is_layout_opts(a) or (type(a) == "table" and not is_value(a) and next(a) ~= nil and a[1] == nil))
+          and #vals > 0 and opts[#vals] == nil then
+        opts[#vals] = a -- its keys are checked by G.output_strides
       elseif is_layout_opts(a) then
         raise(fmt("output: argument %d: a layout table must follow the value it lays out", i))
       else

@@ -89,6 +89,23 @@ describe("memory", function()
     assert.is_truthy(p:kernels()[1].ir[1].text:find("func.func", 1, true))
   end)
 
+  it("keeps IR that an on_ir callback builds during a compile after the program goes", function()
+    local mods = {}
+    do
+      local p = kiln.compile(small_graph(9.5), { print_ir_after = "all",
+                                                 on_ir = function(pass, text) mods[#mods + 1] = kiln.parse(text, pass) end })
+      assert.is_true(#mods > 3)
+      p = nil -- luacheck: ignore
+    end
+    kiln.collect()
+    full_gc()
+    for i = 1, 20 do kiln.compile(small_graph(300 + i)) end -- reuses freed memory
+    for _, m in ipairs(mods) do
+      assert.is_true(m:verify())
+      assert.is_truthy(tostring(m):find("func.func", 1, true))
+    end
+  end)
+
   it("collects the cache of a given context only", function()
     local ctx = kiln.context()
     local g = small_graph(3, ctx)
