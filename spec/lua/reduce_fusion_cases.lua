@@ -140,6 +140,21 @@ function M.cases()
       return x * (g:hint((x * x):mean({ 1 }, true), { split = 4 }) + eps):rsqrt()
     end, { split = true })
   end
+  -- multi-block softmax (reduce-split, a split hint): max and sum each as a partial and a
+  -- final kernel (exp(x - max) fused into the sum's partial kernel), then the division: 5
+  -- kernels; a producer of the softmax's input is read by three of them (written once: 6)
+  for _, dt in ipairs(M.DTYPES) do
+    add(dt .. " split softmax rows 3x4096 split 8 (5 kernels)", dt, 5, nil, function(g, p)
+      return g:hint(p("x", { 3, 4096 }):softmax(-1), { split = 8 })
+    end, { split = true })
+  end
+  add("f32 split softmax axis 0 of 40x3x7 split 5 (5 kernels)", "f32", 5, nil, function(g, p)
+    return g:hint(p("x", { 40, 3, 7 }):softmax(0), { split = 5 })
+  end, { split = true })
+  add("f16 split softmax(x * scale + mask) 2x2048 split 4 (6 kernels)", "f16", 6, nil, function(g, p)
+    local x, mask = p("x", { 2, 2048 }), p("mask", { 2048 })
+    return g:hint((x * 0.125 + mask):softmax(-1), { split = 4 })
+  end, { split = true })
   -- random producer / consumer chains
   for seed = 1, 40 do out[#out + 1] = M.random(seed) end
   return out
@@ -238,6 +253,9 @@ function M.gpu_cases()
   add("RMS norm 256x65536 f32 (rows read twice)", "f32", 1, nil, function(_, p)
     local x = p("x", { 256, 65536 })
     return x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt()
+  end)
+  add("softmax 4x4194304 f32 (multi-block: 5 kernels)", "f32", 5, nil, function(_, p)
+    return p("x", { 4, 4194304 }):softmax(-1)
   end)
   add("softmax(x * scale + mask) 8192x8192 f16", "f16", 1, nil, function(_, p)
     local x, mask = p("x", { 8192, 8192 }), p("mask", { 8192 })
