@@ -49,7 +49,8 @@
  *    rsqrt(mean(x * x) + eps) — and other values that depend on nothing of the group),
  *    trimmed (last taken first) until the group has one result that, when of the input's
  *    shape, feeds no other reduction; then the views its members read through, the
- *    consumers' side inputs and the reduction's producers (grow). An empty input, rank 0
+ *    consumers' side inputs and the reduction's producers (grow; not with input-fusion
+ *    false). An empty input, rank 0
  *    or no reduced axis keeps the reduction alone, and so does the strict regrouping.
  *    graph-to-rock makes the group ONE fused rock.reduce / rock.softmax.
  *  - graph.concat -> "elementwise" (one group each).
@@ -559,7 +560,7 @@ static void build_reduction_group(part *p, int rpos) {
   }
   if (!g->nres) add_result(g, kl_op_result(red, 0), false);
   for (int k = 0; k < nadded; k++) absorb_operands(p, g, p->ops[added[k]], true);
-  absorb_operands(p, g, red, fuse);
+  absorb_operands(p, g, red, fuse && p->input_fusion);
   grow(p, g, p->nops);
   free(added);
   free(space);
@@ -1180,8 +1181,8 @@ static kl_status run_partition(kl_op *module, const kl_pass_options *o, void *us
 
 static const kl_pass_option options[] = {
   { "input-fusion", KL_OPT_BOOL, "true",
-    "element-wise producers of a conv/dot operand join its kernel (fused into its global loads); false: they "
-    "become kernels of their own" },
+    "element-wise producers of a conv/dot operand or of a reduction's input join its kernel (fused into its "
+    "loads); false: they become kernels of their own" },
 };
 
 void kl__register_graph_partition(kl_ctx *ctx);
