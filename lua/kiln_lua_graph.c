@@ -246,7 +246,8 @@ static int g_output_layout(lua_State *L) {
  * stored on its defining op as attributes. primary: where a kernel reads the value as an
  * input of a fused producer, it drives the vectorization of the fused loads
  * (graph-partition lists it in the kernel's `primary` attribute). split (a reduction's
- * result): its split count for reduce-split (1 never, n >= 2 n partials per output). */
+ * or a softmax's result): its split count for reduce-split (1 never, n >= 2 n partials per
+ * output). */
 static int g_hint(lua_State *L) {
   kl_op *g = check_graph(L, 1);
   kl_value *v = graph_value(L, 2, g, "hint", 1);
@@ -255,8 +256,9 @@ static int g_hint(lua_State *L) {
   for (lua_pushnil(L); lua_next(L, 3); lua_pop(L, 1)) {
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
     if (k && !strcmp(k, "split")) {
-      if (kl_op_kernel_kind(v->def) != KL_KERNEL_REDUCE)
-        return kl_lua__rt_error(L, "hint", "split applies to a reduction (reduce_sum, reduce_mean, reduce_max)");
+      if (kl_op_kernel_kind(v->def) != KL_KERNEL_REDUCE && kl_op_kernel_kind(v->def) != KL_KERNEL_SOFTMAX)
+        return kl_lua__rt_error(L, "hint",
+                                "split applies to a reduction (reduce_sum, reduce_mean, reduce_max) or a softmax");
       if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
         return kl_lua__rt_error(L, "hint", "split must be an integer >= 1, got %s", luaL_tolstring(L, -1, NULL));
       kl_op_set_attr(v->def, "split", kl_attr_int(g->ctx, lua_tointeger(L, -1)));

@@ -20,7 +20,8 @@
  *    gives each the form that rock-align-tiling fuses into the anchor's global loads.
  *    A producer that something else reads too gets a copy of its own for the anchor
  *    (attribute `recomputed`: the kernel computes it from the producer's inputs) when
- *    its operands have no more bytes than its result; otherwise the anchor reads it.
+ *    its distinct operands have no more bytes than its result; otherwise the anchor
+ *    reads it. The same holds for a reduction's input.
  *  - the views that its members read through (each group that reads through a view
  *    gets a copy of it).
  *  - GEMM + reduce: a dot whose only reader is a graph.reduce_sum / mean / max / min of
@@ -40,8 +41,19 @@
  *  - element-wise ops form "elementwise" groups: a root (an element-wise op whose result
  *    is needed outside) plus every element-wise producer whose uses are all inside the
  *    group (looking through views).
- *  - graph.reduce_* -> "reduce", graph.softmax -> "softmax", graph.concat ->
- *    "elementwise" (one group each).
+ *  - Reductions (graph.reduce_* -> "reduce", graph.softmax -> "softmax"), after the
+ *    anchors, in block order (build_reduction_group): its consumers (one sweep in block
+ *    order over element-wise ops: of the result's shape reading group values directly,
+ *    or, for a reduce, of the input's shape reading the result through reshapes below at
+ *    most one broadcast that grow only the reduced axes — the normalization, e.g. x *
+ *    rsqrt(mean(x * x) + eps) — and other values that depend on nothing of the group),
+ *    trimmed (last taken first) until the group has one result that, when of the input's
+ *    shape, feeds no other reduction; then the views its members read through, the
+ *    consumers' side inputs and the reduction's producers (grow; not with input-fusion
+ *    false). An empty input, rank 0
+ *    or no reduced axis keeps the reduction alone, and so does the strict regrouping.
+ *    graph-to-rock makes the group ONE fused rock.reduce / rock.softmax.
+ *  - graph.concat -> "elementwise" (one group each).
  *  - a graph output that is a view of no group's member becomes an "elementwise" group
  *    rooted at the view (absorbing element-wise producers as above); an output that is a
  *    param or constant itself becomes a copy group.
@@ -548,7 +560,7 @@ static void build_reduction_group(part *p, int rpos) {
   }
   if (!g->nres) add_result(g, kl_op_result(red, 0), false);
   for (int k = 0; k < nadded; k++) absorb_operands(p, g, p->ops[added[k]], true);
-  absorb_operands(p, g, red, fuse);
+  absorb_operands(p, g, red, fuse && p->input_fusion);
   grow(p, g, p->nops);
   free(added);
   free(space);
@@ -938,8 +950,9 @@ static double tensor_bytes(const kl_type *t) {
  * copy of the producer (and of the views between), marked `recomputed`, which joins the
  * anchor's kernel and is computed in its loads from the producer's inputs, while the
  * original stays for its other users (written once, by its own kernel). Done when that
- * is cheaper than reading the written result: the producer's operands have no more
- * bytes than its result (a convert to a wider type, a scale by a broadcast vector).
+ * is cheaper than reading the written result: the producer's distinct operands have no
+ * more bytes than its result (a convert to a wider type, a scale by a broadcast vector,
+ * x * x). Anchors' operands and reductions' inputs (reduction groups) are considered.
  * Otherwise the anchor reads the result. Returns the number of copies made. */
 static int recompute_shared_producers(kl_op *graph) {
   kl_block *body = kl_graph_body(graph);
@@ -967,8 +980,11 @@ static int recompute_shared_producers(kl_op *graph) {
       }
       if (exclusive) continue;
       double in = 0;
-      for (int k = 0; k < prod->nopnds; k++)
-        if (!immediate(prod->opnds[k].value)) in += tensor_bytes(prod->opnds[k].value->type);
+      for (int k = 0; k < prod->nopnds; k++) {
+        bool again = false; /* x * x reads x once */
+        for (int j = 0; j < k && !again; j++) again = prod->opnds[j].value == prod->opnds[k].value;
+        if (!again && !immediate(prod->opnds[k].value)) in += tensor_bytes(prod->opnds[k].value->type);
+      }
       if (in > tensor_bytes(prod->results[0].type)) continue;
       kl_value_map map = { 0 };
       kl_op *c = kl_op_clone(prod, &map);
@@ -1165,8 +1181,8 @@ static kl_status run_partition(kl_op *module, const kl_pass_options *o, void *us
 
 static const kl_pass_option options[] = {
   { "input-fusion", KL_OPT_BOOL, "true",
-    "element-wise producers of a conv/dot operand join its kernel (fused into its global loads); false: they "
-    "become kernels of their own" },
+    "element-wise producers of a conv/dot operand or of a reduction's input join its kernel (fused into its "
+    "loads); false: they become kernels of their own" },
 };
 
 void kl__register_graph_partition(kl_ctx *ctx);

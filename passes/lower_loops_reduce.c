@@ -242,6 +242,44 @@ static void chunks(kl_ll *L, rs *s, chunk_fn fn, int ncarry, kl_value **carry) {
   s->fn = fn;
   kl_ll_for(L, kl_ll_idx(L, 0), kl_ll_idx(L, s->J / s->U), 1, ncarry, carry, chunk_iter, s);
 }
+/* Does the address (and validity) of v's upper coordinate not depend on upper dim `dim`
+ * (a broadcast along it: a per-row value, a column mask)? Follows the dims that dim
+ * reaches down the maps; a Broadcast of modulus 1 and an AddDim drop it. */
+static bool uniform_along(const kl_view *v, int dim) {
+  if (!v || dim < 0 || dim >= KL_VIEW_MAX_DIMS) return false;
+  bool dep[KL_VIEW_MAX_DIMS] = { 0 };
+  dep[dim] = true;
+  for (int m = 0; m < v->nmaps; m++) {
+    const kl_vmap *mp = &v->maps[m];
+    bool low[KL_VIEW_MAX_DIMS] = { 0 };
+    for (int t = 0; t < mp->ntrans; t++) {
+      const kl_vtrans *tr = &mp->trans[t];
+      bool any = false;
+      for (int i = 0; i < tr->nupper; i++) any = any || dep[tr->upper[i]];
+      if (!any) continue;
+      if (tr->kind == KL_VT_ADDDIM) continue;
+      if (tr->kind == KL_VT_BROADCAST) { /* lower[i] = upper[i] mod params[i] */
+        for (int i = 0; i < tr->nupper && i < tr->nparams; i++)
+          if (dep[tr->upper[i]] && tr->params[i] != 1) low[tr->lower[i]] = true;
+        continue;
+      }
+      for (int i = 0; i < tr->nlower; i++) low[tr->lower[i]] = true;
+    }
+    memcpy(dep, low, sizeof dep);
+  }
+  for (int i = 0; i < KL_VIEW_MAX_DIMS; i++)
+    if (dep[i]) return false;
+  return true;
+}
+/* a load of V values along the innermost dim at coords: one value splat when the view is
+ * uniform along it */
+static kl_value *load_vec(kl_ll *L, kl_value *buf, const kl_view *v, kl_value *const *coords, int64_t V, int last) {
+  if (V > 1 && uniform_along(v, last)) {
+    kl_value *x = kl_ll_load_view(L, buf, v, coords, 1);
+    return kl_ll_op1(L, "vector.broadcast", x, kl_type_vector(L->ctx, x->type, (int)V));
+  }
+  return kl_ll_load_view(L, buf, v, coords, V);
+}
 /* a body applied to args (vectors of V when V > 1) */
 static kl_value *apply_body(kl_ll *L, kl_region *r, kl_value *const *args, int64_t V) {
   return V > 1 ? kl__ll_inline_vector_body(L, r, args, V) : kl__ll_inline_body(L, r, args);
@@ -251,7 +289,7 @@ static kl_value *load_in(kl_ll *L, rs *s) {
   const kl_red_desc *d = s->d;
   if (!d->npro) return kl_ll_load_view(L, d->in_buf, d->in_v, s->coords, s->V);
   kl_value *args[64];
-  for (int i = 0; i < d->npro; i++) args[i] = kl_ll_load_view(L, d->pro_buf[i], d->pro_v[i], s->coords, s->V);
+  for (int i = 0; i < d->npro; i++) args[i] = load_vec(L, d->pro_buf[i], d->pro_v[i], s->coords, s->V, d->r - 1);
   return apply_body(L, d->pro, args, s->V);
 }
 /* The value stored at coordinates c: v (the reduction's value, width w), through the
@@ -264,7 +302,7 @@ static kl_value *epilogue(kl_ll *L, rs *s, kl_value *v, kl_value *const *c) {
   kl_value *args[64];
   int nargs = d->epi->first->nargs;
   for (int i = 0, k = 0; i < nargs && i < 64; i++)
-    args[i] = d->res_arg[i] ? v : kl_ll_load_view(L, d->epi_buf[k], d->epi_v[k], c, w), k += !d->res_arg[i];
+    args[i] = d->res_arg[i] ? v : load_vec(L, d->epi_buf[k], d->epi_v[k], c, w, d->r - 1), k += !d->res_arg[i];
   return apply_body(L, d->epi, args, w);
 }
 
@@ -423,17 +461,17 @@ static int64_t in_vlen(const kl_red_desc *d, int dim) {
   if (!kl__ll_body_vectorizes(d->pro)) return 1;
   int64_t v = INT64_MAX;
   for (int i = 0; i < d->npro; i++) {
-    int64_t x = kl_ll_vector_len(d->pro_v[i], d->pro_buf[i], dim);
+    int64_t x = uniform_along(d->pro_v[i], dim) ? INT64_MAX : kl_ll_vector_len(d->pro_v[i], d->pro_buf[i], dim);
     if (x < v) v = x;
   }
-  return v;
+  return v == INT64_MAX ? 1 : v; /* every input uniform along dim: scalars */
 }
 static int64_t out_vlen(const kl_red_desc *d, int dim) {
   int64_t v = kl_ll_vector_len(d->out_v, d->out_buf, dim);
   if (!d->epi) return v;
   if (!kl__ll_body_vectorizes(d->epi)) return 1;
   for (int i = 0; i < d->nepi; i++) {
-    int64_t x = kl_ll_vector_len(d->epi_v[i], d->epi_buf[i], dim);
+    int64_t x = uniform_along(d->epi_v[i], dim) ? INT64_MAX : kl_ll_vector_len(d->epi_v[i], d->epi_buf[i], dim);
     if (x < v) v = x;
   }
   return v;

@@ -23,7 +23,10 @@
  * CU/4 workgroups and K = the reduced element count is at least 64Ki: the largest power
  * of two S dividing E with P * S <= 2 CU and K / S >= 16Ki (each partial still a long
  * row of one workgroup). Integer reductions (mean's truncation does not compose), empty
- * tensors and a rank at the limit are left alone. */
+ * tensors and a rank at the limit are left alone.
+ * A float softmax over few long rows (the same count rule, K = the axis extent, its own
+ * `split` attribute or the option) becomes max, exp(x - max), sum and the division with
+ * both reductions split (split_softmax): five kernels, every one spread over the chip. */
 #include "core/dialect_graph.h"
 #include "core/pass.h"
 #include "core/rewrite.h"
@@ -146,6 +149,86 @@ static kl_status split_one(kl_rewriter *rw, kl_op *red, const split_opts *o) {
   return KL_OK;
 }
 
+static kl_value *binary(kl_rewriter *rw, const char *name, kl_loc loc, kl_value *a, kl_value *b) {
+  kl_value *o[2] = { a, b };
+  const kl_type *t[2] = { a->type, b->type };
+  const kl_type *rt = kl_graph_infer(kl_rewriter_ctx(rw), name, loc, 2, t, 0, NULL, NULL);
+  return rt ? kl_op_result(kl_rewriter_create(rw, name, loc, 2, o, 1, &rt, 0, NULL, 0), 0) : NULL;
+}
+static kl_value *unary(kl_rewriter *rw, const char *name, kl_loc loc, kl_value *x, const kl_type *elem) {
+  const kl_type *rt = kl_graph_infer(kl_rewriter_ctx(rw), name, loc, 1, (const kl_type *const *)&x->type, 0, NULL,
+                                     elem);
+  return rt ? kl_op_result(kl_rewriter_create(rw, name, loc, 1, &x, 1, &rt, 0, NULL, 0), 0) : NULL;
+}
+
+/* Multi-block softmax: y = softmax(x, a) over few long rows (the same split count rule as
+ * a reduction's, K = the axis extent) becomes, in f32 (f64 for f64; f16 / bf16 converted
+ * in the loads and rounded once at the end)
+ *   m = reduce_max(x, {a}, keepdims) {split = S}   e = exp(x - m)
+ *   s = reduce_sum(e, {a}, keepdims) {split = S}   y = e / s
+ * and both reductions are split here: the max's partial and final kernels, the sum's
+ * partial kernel (exp(x - m) fused in its loads) and final kernel, and the normalization
+ * (an element-wise kernel recomputing exp(x - m)): five kernels reading x three times,
+ * every one spread over the chip. */
+static kl_status split_softmax(kl_rewriter *rw, kl_op *sm, const split_opts *o) {
+  kl_ctx *ctx = sm->ctx;
+  kl_value *x = sm->opnds[0].value;
+  const kl_type *it = x->type, *ot = sm->results[0].type;
+  int r = it->rank;
+  if (!kl_type_is_float(it->elem) || r < 1) return KL_OK;
+  int64_t a = -1;
+  if (!kl_op_attr_i64(sm, "axis", &a)) kl_op_attr_i64s(sm, "axis", &a, 1);
+  if (a < 0) a += r;
+  if (a < 0 || a >= r) return KL_OK;
+  int64_t E = it->shape[a], P = 1;
+  for (int d = 0; d < r; d++)
+    if (d != a) P *= it->shape[d];
+  if (E == 0 || P == 0) return KL_OK;
+  int64_t S = 0;
+  const kl_attr *sa = kl_op_attr(sm, "split");
+  if (sa) {
+    if (sa->kind != KL_AT_INT || sa->i < 1)
+      return kl_emit_error(ctx, sm->loc, "%s: split must be an integer >= 1, got %s", sm->name, kl_attr_str_of(sa));
+    S = sa->i;
+  } else if (o->split > 0)
+    S = o->split;
+  bool forced = S > 0;
+  if (!forced) S = heuristic(o->t, P, E, E);
+  if (S <= 1) return KL_OK;
+  if (E % S != 0) {
+    if (!forced) return KL_OK;
+    return kl_emit_error(ctx, sm->loc, "%s: split %lld does not divide the extent %lld of axis %lld", sm->name,
+                         (long long)S, (long long)E, (long long)a);
+  }
+  if (r + 1 > KL_MAX_RANK) {
+    if (!forced) return KL_OK;
+    return kl_emit_error(ctx, sm->loc, "%s: split needs rank %d + 1, above the limit %d", sm->name, r, KL_MAX_RANK);
+  }
+  kl_rewriter_set_insertion_before(rw, sm);
+  /* every reader gets its own convert and exp (each chain used by one kernel only: fused
+   * there, nothing shared is written) */
+  const kl_type *f = it->elem->kind == KL_TY_F64 ? it->elem : kl_type_f32(ctx);
+  kl_value *xf[3] = { x, x, x };
+  for (int i = 0; i < 3 && it->elem != f; i++)
+    if (!(xf[i] = unary(rw, "graph.convert", sm->loc, x, f))) return KL_ERR;
+  kl_named_attr at[2] = { { "axes", kl_attr_i64_array(ctx, 1, &a) }, { "keepdims", kl_attr_bool(ctx, true) } };
+  kl_op *mop = make(rw, "graph.reduce_max", sm->loc, xf[0], 2, at);
+  if (!mop) return KL_ERR;
+  kl_value *m = kl_op_result(mop, 0), *d1 = binary(rw, "graph.sub", sm->loc, xf[1], m);
+  kl_value *e1 = d1 ? unary(rw, "graph.exp", sm->loc, d1, NULL) : NULL;
+  kl_op *sop = e1 ? make(rw, "graph.reduce_sum", sm->loc, e1, 2, at) : NULL;
+  kl_value *d2 = sop ? binary(rw, "graph.sub", sm->loc, xf[2], m) : NULL;
+  kl_value *e2 = d2 ? unary(rw, "graph.exp", sm->loc, d2, NULL) : NULL;
+  kl_value *y = e2 ? binary(rw, "graph.div", sm->loc, e2, kl_op_result(sop, 0)) : NULL;
+  if (y && ot->elem != f) y = unary(rw, "graph.convert", sm->loc, y, ot->elem);
+  if (!y) return KL_ERR;
+  kl_rewriter_set_attr(rw, mop, "split", kl_attr_int(ctx, S));
+  kl_rewriter_set_attr(rw, sop, "split", kl_attr_int(ctx, S));
+  kl_rewriter_replace_op(rw, sm, &y);
+  kl_status st = split_one(rw, mop, o);
+  return st == KL_OK ? split_one(rw, sop, o) : st;
+}
+
 static kl_status run_split(kl_op *module, const kl_pass_options *po, void *user) {
   (void)user;
   kl_block *mb = kl_module_body(module);
@@ -163,7 +246,10 @@ static kl_status run_split(kl_op *module, const kl_pass_options *po, void *user)
     kl_op *next;
     for (kl_op *op = b ? b->first : NULL; op && st == KL_OK; op = next) {
       next = op->next;
-      if (kl_op_kernel_kind(op) == KL_KERNEL_REDUCE) st = split_one(rw, op, &o);
+      if (kl_op_kernel_kind(op) == KL_KERNEL_REDUCE)
+        st = split_one(rw, op, &o);
+      else if (kl_op_kernel_kind(op) == KL_KERNEL_SOFTMAX)
+        st = split_softmax(rw, op, &o);
     }
   }
   kl_rewriter_free(rw);
@@ -182,7 +268,8 @@ void kl__register_reduce_split(kl_ctx *ctx);
 void kl__register_reduce_split(kl_ctx *ctx) {
   kl_pass_info info = { "reduce-split",
                         "splits a float reduction with few long rows into a partial reduction over S slices of its "
-                        "outermost reduced axis and a final reduction of the partials (two kernels, a workspace)",
+                        "outermost reduced axis and a final reduction of the partials (two kernels, a workspace); a "
+                        "softmax over few long rows into a split max, a split sum of exp(x - max) and the division",
                         options,
                         (int)(sizeof options / sizeof options[0]),
                         run_split,

@@ -19,6 +19,12 @@ function M.branches(N, dt)
   return g, inputs
 end
 
+-- The default pipeline with graph-partition{input-fusion=false}: the branches' exp and
+-- scale stay kernels of their own (each chain: a workspace and two launches).
+function M.no_producer_fusion()
+  return (kiln.default_pipeline():gsub("graph%-partition", "graph-partition{input-fusion=false}", 1))
+end
+
 -- Two independent dots with different epilogues (one wave of two launches).
 function M.two_dots(M_, N, K, dt)
   dt = dt or "f32"

@@ -18,7 +18,7 @@ describe("the asynchronous executor on the host", function()
   it("independent chains: waves, launch groups, overlapping intervals, g:eval", function()
     for _, dt in ipairs { "f32", "f16" } do
       local g, inputs = A.branches(1024, dt)
-      local p = kiln.compile(g)
+      local p = kiln.compile(g, { pipeline = A.no_producer_fusion() })
       local plan = p:plan()
       assert.are.equal("alloc_workspace,launch,launch,free,alloc_workspace,launch,launch,free,launch", fg.plan_kinds(plan))
       local grid = {}

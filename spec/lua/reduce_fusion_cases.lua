@@ -128,6 +128,40 @@ function M.cases()
     local m = p("x", { 5, 64 }):abs():mean({ 1 })
     return m, m:sqrt()
   end)
+  -- integers (i64 accumulators; exact), f64, edge shapes
+  add("i32 sum(x * 2) + 1 5x33", "i32", 1, nil, function(_, p) return (p("x", { 5, 33 }) * 2):sum({ 1 }) + 1 end)
+  add("i32 x - max(x) 5x33", "i32", 1, nil, function(_, p)
+    local x = p("x", { 5, 33 })
+    return x - x:reduce_max({ 1 }, true)
+  end)
+  add("i32 mean(x * 3) cols 33x5", "i32", 1, nil, function(_, p) return (p("x", { 33, 5 }) * 3):mean({ 0 }) end)
+  add("i8 sum(abs(x)) 5x33", "i8", 1, nil, function(_, p) return p("x", { 5, 33 }):abs():sum({ 1 }) end)
+  add("f64 RMS norm 5x33", "f64", 1, nil, function(_, p)
+    local x = p("x", { 5, 33 })
+    return x * ((x * x):mean({ 1 }, true) + eps):rsqrt()
+  end)
+  add("f64 softmax(x * 2) 5x33", "f64", 1, nil, function(_, p) return (p("x", { 5, 33 }) * 2):softmax(-1) end)
+  add("f32 empty input: sum + 1 stays two kernels", "f32", 2, nil, function(_, p) return p("x", { 0, 5 }):sum({ 0 }) + 1 end)
+  add("f32 sqrt(sum(x * x)) to a scalar 7x5", "f32", 1, 35, function(_, p)
+    local x = p("x", { 7, 5 })
+    return (x * x):sum({ 0, 1 }):sqrt()
+  end)
+  add("f32 x - sum(x * 2) over an axis of 1 (keepdims) 7x1", "f32", 1, nil, function(_, p)
+    local x = p("x", { 7, 1 })
+    return x - (x * 2):sum({ 1 }, true)
+  end)
+  add("f32 x - max(x) 1-D 1000 (keepdims false)", "f32", 1, nil, function(_, p)
+    local x = p("x", { 1000 })
+    return x - x:reduce_max({ 0 })
+  end)
+  add("f32 softmax(transpose(x)) * 2 30x7", "f32", 1, nil, function(_, p)
+    return p("x", { 30, 7 }):transpose({ 1, 0 }):softmax(-1) * 2
+  end)
+  add("f32 y = x * x read by a sum and a max: recomputed, 2 kernels", "f32", 2, nil, function(_, p)
+    local x = p("x", { 8, 64 })
+    local y = x * x
+    return y:sum({ 1 }), y:reduce_max({ 1 })
+  end)
   -- long rows split in two kernels (g:hint split): the producer in the partial kernel,
   -- consumers of the result's shape in the final one, the row normalization apart
   for _, dt in ipairs(M.DTYPES) do
@@ -140,6 +174,21 @@ function M.cases()
       return x * (g:hint((x * x):mean({ 1 }, true), { split = 4 }) + eps):rsqrt()
     end, { split = true })
   end
+  -- multi-block softmax (reduce-split, a split hint): max and sum each as a partial and a
+  -- final kernel (exp(x - max) fused into the sum's partial kernel), then the division: 5
+  -- kernels; a producer of the softmax's input is read by three of them (written once: 6)
+  for _, dt in ipairs(M.DTYPES) do
+    add(dt .. " split softmax rows 3x4096 split 8 (5 kernels)", dt, 5, nil, function(g, p)
+      return g:hint(p("x", { 3, 4096 }):softmax(-1), { split = 8 })
+    end, { split = true })
+  end
+  add("f32 split softmax axis 0 of 40x3x7 split 5 (5 kernels)", "f32", 5, nil, function(g, p)
+    return g:hint(p("x", { 40, 3, 7 }):softmax(0), { split = 5 })
+  end, { split = true })
+  add("f16 split softmax(x * scale + mask) 2x2048 split 4 (6 kernels)", "f16", 6, nil, function(g, p)
+    local x, mask = p("x", { 2, 2048 }), p("mask", { 2048 })
+    return g:hint((x * 0.125 + mask):softmax(-1), { split = 4 })
+  end, { split = true })
   -- random producer / consumer chains
   for seed = 1, 40 do out[#out + 1] = M.random(seed) end
   return out
@@ -238,6 +287,9 @@ function M.gpu_cases()
   add("RMS norm 256x65536 f32 (rows read twice)", "f32", 1, nil, function(_, p)
     local x = p("x", { 256, 65536 })
     return x * ((x * x):mean({ 1 }, true) + 1e-5):rsqrt()
+  end)
+  add("softmax 4x4194304 f32 (multi-block: 5 kernels)", "f32", 5, nil, function(_, p)
+    return p("x", { 4, 4194304 }):softmax(-1)
   end)
   add("softmax(x * scale + mask) 8192x8192 f16", "f16", 1, nil, function(_, p)
     local x, mask = p("x", { 8192, 8192 }), p("mask", { 8192 })
