@@ -202,6 +202,8 @@ static bool elem_type(P *p, const char *name, kl_loc loc, kl_dtype *dt) {
     }
   if (!strcmp(name, "ui8") || !strcmp(name, "u8"))
     return fail_at(p, loc, "element type %s is not supported (kiln has no unsigned 8-bit type)", name);
+  if (!strncmp(name, "f4", 2) || !strncmp(name, "f6", 2))
+    return fail_at(p, loc, "element type %s is not supported (kiln has no fp4 / fp6 types)", name);
   if (!strncmp(name, "f8", 2) || !strncmp(name, "fp8", 3))
     return fail_at(p, loc, "element type %s is not supported (fp8 types: f8E4M3FN f8E5M2 f8E4M3FNUZ f8E5M2FNUZ)", name);
   return fail_at(p, loc,

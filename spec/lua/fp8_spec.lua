@@ -90,6 +90,17 @@ describe("fp8 dtypes", function()
     end
   end)
 
+  it("views of fp8 values copy codes; converts between fp8 and i1 / i8 / i32 go through f32", function()
+    for _, dt in ipairs(F8) do
+      local r, c = math.random(5, 40), math.random(20, 40)
+      local g = kiln.graph("views_" .. dt)
+      local a, m = g:param("a", { r, c }, dt), g:param("m", { r, c }, "i1")
+      g:output(a:transpose({ 1, 0 }), a:slice({ 0, 3 }, { r, 20 }), m:convert(dt), (a * 9):convert("i32"),
+               (a * 9):convert("i8"), g:where(m, a, a:neg()))
+      check(g, { a = rnd({ r, c }, dt), m = rnd({ r, c }, "i1") }, "views / converts " .. dt)
+    end
+  end)
+
   it("reductions and softmax read fp8 and accumulate in f32", function()
     for _, dt in ipairs(F8) do
       local g = kiln.graph("red_" .. dt)
@@ -100,7 +111,7 @@ describe("fp8 dtypes", function()
     end
   end)
 
-  it("dot / conv of fp8 (fp8 results) and quant_dot / quant_conv (f32 results), one kernel each", function()
+  it("dot / conv of fp8 (fp8 results) and quant_dot / quant_conv (f32 results); one kernel a dot", function()
     for _, dt in ipairs(F8) do
       local m, k, n = math.random(3, 40), math.random(5, 70), math.random(2, 33)
       local g = kiln.graph("dot_" .. dt)
@@ -153,7 +164,18 @@ describe("fp8 dtypes", function()
     end
   end)
 
-  it("mixed fp8 formats and bad uses are errors at the op", function()
+  it("GPU targets: element-wise, reductions and softmax on fp8 compile (vector loads of fp8 codes)", function()
+    local targets = { "gfx942", "gfx1100", "sm_90" }
+    for _, dt in ipairs{ "f8e4m3fn", "f8e5m2fnuz" } do
+      local g = kiln.graph("gpu_ew_" .. dt)
+      local a, b = g:param("a", { 64, 4096 }, dt), g:param("b", { 4096 }, dt)
+      g:output(((a * b) + a):relu(), a:reduce_sum({ axes = { 1 } }), g:softmax(a, 1))
+      local p = kiln.compile(g, { targets = targets, cache = false })
+      for _, t in ipairs(targets) do assert.is_true(#p:kernels(t) >= 3, dt .. " on " .. t) end
+    end
+  end)
+
+  it("quant_dot of fp8 with i8 is an error at the op", function()
     local g = kiln.graph("bad")
     local a, b = g:param("a", { 4, 4 }, "f8e4m3fn"), g:param("b", { 4, 4 }, "i8")
     local ok, err = pcall(function() return g:quant_dot(a, b) end)

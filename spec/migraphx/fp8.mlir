@@ -2,7 +2,7 @@
 // f8E5M2): quant_dot / quant_convolution of fp8 operands with f32 results, converts to
 // and from fp8, fp8 literals (decimal and hex codes), element-wise ops on fp8 operands
 // with fp8 results (computed in f32, rounded once), both type syntaxes.
-// KERNELS: qdot_fnuz=1 qdot_ocp_batch_scale=1 qconv_fp8=1 quantize_fp8=1 dequant_fp8=1 ew_fp8=1 literal_fp8=1 dot_fp8_out=1 qdot_mixed=1
+// KERNELS: qdot_fnuz=1 qdot_ocp_batch_scale=1 qconv_fp8=1 quantize_fp8=1 dequant_fp8=1 ew_fp8=1 literal_fp8=1 dot_fp8_out=1 qdot_mixed=1 softmax_fp8=1 reduce_fp8=1
 // (the fp8 -> f16 operand converts of a GEMM fuse into its loads; element-wise chains are one kernel)
 module {
   func.func @qdot_fnuz(%a: !migraphx.shaped<24x40xf8E4M3FNUZ, 40x1>, %b: !migraphx.shaped<40x17xf8E4M3FNUZ, 17x1>) -> !migraphx.shaped<24x17xf32, 17x1> {
@@ -55,5 +55,13 @@ module {
   func.func @qdot_mixed(%a: !migraphx.shaped<2x12x40xf8E4M3FNUZ, 480x40x1>, %b: !migraphx.shaped<2x40x9xf8E5M2FNUZ, 360x9x1>) -> !migraphx.shaped<2x12x9xf32, 108x9x1> {
     %0 = migraphx.quant_dot %a, %b : <2x12x40xf8E4M3FNUZ, 480x40x1>, <2x40x9xf8E5M2FNUZ, 360x9x1> -> <2x12x9xf32, 108x9x1>
     return %0 : !migraphx.shaped<2x12x9xf32, 108x9x1>
+  }
+  func.func @softmax_fp8(%x: !migraphx.shaped<6x300xf8E4M3FN, 300x1>) -> !migraphx.shaped<6x300xf8E4M3FN, 300x1> {
+    %0 = migraphx.softmax %x {axis = 1 : i64} : <6x300xf8E4M3FN, 300x1> -> <6x300xf8E4M3FN, 300x1>
+    return %0 : !migraphx.shaped<6x300xf8E4M3FN, 300x1>
+  }
+  func.func @reduce_fp8(%x: !migraphx.shaped<5x700xf8E5M2FNUZ, 700x1>) -> !migraphx.shaped<5x1xf8E5M2FNUZ, 1x1> {
+    %0 = migraphx.reduce_sum %x {axes = [1]} : <5x700xf8E5M2FNUZ, 700x1> -> <5x1xf8E5M2FNUZ, 1x1>
+    return %0 : !migraphx.shaped<5x1xf8E5M2FNUZ, 1x1>
   }
 }
