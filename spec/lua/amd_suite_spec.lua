@@ -4,10 +4,21 @@
 -- gfx1100 and gfx1030, read from the code objects (p:kernels(t)[i].amdgpu,
 -- driver/amdgpu_stats.h):
 --  * no scratch and no spills at any heuristic choice;
---  * gfx942, M, N, K >= 2048: block tile at least 256x128.
+--  * gfx942, M, N, K >= 2048: block tile at least 256x128;
+--  * software pipelining (passes/amdgpu_sched.h): in the main loop (the innermost loop with
+--    the most v_mfma / v_wmma) of every GEMM kernel on gfx90a, gfx942 and gfx1100 the first
+--    global_load comes before the first matrix instruction; on gfx90a / gfx942 for the
+--    cases marked `inflight` no s_waitcnt vmcnt(0) sits between the last global_load and
+--    the back-edge (the others still wait there: LLVM waits for bounds-masked loads of
+--    padded tiles right after them, and gfx1100's s_barrier drains memory);
+--  * no ds_write_b16 / ds_write_b8 in the main loop of f16 / bf16 GEMMs on gfx90a /
+--    gfx942 (kpack 8: 16-byte LDS rows; gfx1100's transposed B copies still have them).
 -- Each check also runs on a kernel built to break it (a perf config given on purpose).
 local kiln = require "kiln"
 local C = require "amd_cases"
+local isa = require "amd_isa"
+local INFLIGHT = { gemm_f16_4096 = true, gemm_bf16_4096 = true, gemm_f32_4096 = true, gemm_f16_384x2304x768 = true,
+  gemm_bf16_384x2304x768 = true }
 
 local compiled = {}
 local function compile(c)
@@ -44,6 +55,52 @@ describe("AMDGPU static checks find the bad patterns", function()
     p = kiln.compile(g, { targets = { "gfx942" }, perf_config = "v2:256,32,64,64,32,4", cache = false })
     assert.are.equal(1, #small_tile(p:kernels("gfx942")[1]))
   end)
+end)
+
+-- the main loop of a gfx942 GEMM as LLVM 19 scheduled it before passes/amdgpu_sched.c: the
+-- next tile's loads sunk behind the MFMAs; and a loop that drains its loads before the
+-- back-edge
+local OLD_LOOP = ".L100:\n\tds_write_b128 v49, v[32:35]\n\ts_barrier\n" ..
+  "\tv_mfma_f32_32x32x8_f16 a[0:15], v[78:79], v[82:83], a[0:15]\n\tglobal_load_dwordx4 v[32:35], v[40:41], off\n" ..
+  "\tv_mfma_f32_32x32x8_f16 a[0:15], v[80:81], v[82:83], a[0:15]\n\ts_cbranch_scc1 65389 ; .L100\n"
+local DRAIN_LOOP = ".L100:\n\tglobal_load_dwordx4 v[32:35], v[40:41], off\n" ..
+  "\tv_mfma_f32_32x32x8_f16 a[0:15], v[78:79], v[82:83], a[0:15]\n\ts_waitcnt vmcnt(0)\n" ..
+  "\tds_write_b128 v49, v[32:35]\n\ts_cbranch_scc1 65389 ; .L100\n"
+
+describe("AMDGPU pipelining and LDS store checks find the bad patterns", function()
+  it("loads behind the MFMAs, vmcnt(0) before the back-edge, 2-byte LDS stores", function()
+    assert.are.equal(1, #isa.pipelining(OLD_LOOP))
+    assert.truthy(isa.pipelining(OLD_LOOP)[1]:find("after the first matrix instruction", 1, true))
+    assert.are.equal(1, #isa.pipelining(DRAIN_LOOP))
+    assert.truthy(isa.pipelining(DRAIN_LOOP)[1]:find("vmcnt(0)", 1, true))
+    -- kpack 4 (the old f16 default) transposes B into LDS two bytes at a time
+    local g = kiln.graph("bad_narrow")
+    g:output(g:dot(g:param("a", { 1024, 1024 }, "f16"), g:param("b", { 1024, 1024 }, "f16")))
+    local p = kiln.compile(g, { targets = { "gfx942" }, perf_config = "v2:256,32,64,64,32,4", cache = false })
+    local k = p:kernels("gfx942")[1]
+    assert.is_true(#isa.narrow_lds_stores(p:disasm(k.name, "gfx942")) > 0)
+  end)
+end)
+
+describe("AMDGPU suite: pipelined main loops, no 2-byte LDS stores (gfx90a, gfx942)", function()
+  for _, c in ipairs(C.GEMMS) do
+    it(c[1], function()
+      local p = compile(c)
+      for _, t in ipairs { "gfx90a", "gfx942", "gfx1100" } do
+        for _, k in ipairs(p:kernels(t)) do
+          local asm = p:disasm(k.name, t)
+          local f = isa.pipelining(asm)
+          if not (INFLIGHT[c[1]] and t ~= "gfx1100") then
+            for i = #f, 1, -1 do if f[i]:find("vmcnt", 1, true) then table.remove(f, i) end end
+          end
+          assert.are.same({}, f, t .. " " .. k.name)
+          if t ~= "gfx1100" and not c[1]:find("f32") then
+            assert.are.same({}, isa.narrow_lds_stores(asm), t .. " " .. k.name)
+          end
+        end
+      end
+    end)
+  end
 end)
 
 describe("AMDGPU suite: no scratch, no spills at every heuristic choice", function()
