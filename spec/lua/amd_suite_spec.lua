@@ -12,7 +12,12 @@
 --    the back-edge (the others still wait there: LLVM waits for bounds-masked loads of
 --    padded tiles right after them, and gfx1100's s_barrier drains memory);
 --  * no ds_write_b16 / ds_write_b8 in the main loop of f16 / bf16 GEMMs on gfx90a /
---    gfx942 (kpack 8: 16-byte LDS rows; gfx1100's transposed B copies still have them).
+--    gfx942 (kpack 8: 16-byte LDS rows; gfx1100's transposed B copies still have them);
+--  * reductions and softmax (8192x8192 f16, 64x262144 f32): grid x block >= one wave per CU,
+--    and their loads are 16 bytes wide (global_load_dwordx4 / global_load_b128: a lane
+--    reads contiguous bytes);
+--  * element-wise add (f32, f16): 16-byte loads only (no dword / short loads) and at most
+--    one exec-mask branch (s_cbranch_execz / s_and_saveexec) per thread.
 -- Each check also runs on a kernel built to break it (a perf config given on purpose).
 local kiln = require "kiln"
 local C = require "amd_cases"
@@ -125,5 +130,58 @@ describe("AMDGPU suite: gfx942 GEMMs with M, N, K >= 2048 take block tiles of at
         end
       end)
     end
+  end
+end)
+
+-- loads of a disassembly by width: {x4 = 16-byte, narrow = dword / short / byte loads}
+local function global_loads(asm)
+  local n = { x4 = 0, narrow = 0, exec = 0 }
+  for _, l in ipairs(isa.lines(asm)) do
+    local m = isa.mnemonic(l) or ""
+    if m == "global_load_dwordx4" or m == "global_load_b128" then n.x4 = n.x4 + 1
+    elseif m:match("^global_load_") then n.narrow = n.narrow + 1 end
+    if m:match("^s_cbranch_exec") or m:match("^s_and_saveexec") then n.exec = n.exec + 1 end
+  end
+  return n
+end
+-- findings: a kernel whose grid holds fewer waves than the target has CUs
+local function fills_chip(k, t)
+  local waves = k.grid * k.block // (k.amdgpu and k.amdgpu.wave_size or 64)
+  local cus = kiln.target(t).compute_units
+  if waves >= cus then return {} end
+  return { ("%s: %d waves for %d CUs (grid %d x block %d)"):format(k.name, waves, cus, k.grid, k.block) }
+end
+
+-- the old lowerings: one thread per row (8192 rows in 32 workgroups of 256) and an
+-- element-wise loop of one dword per element behind a bounds branch
+local OLD_EW = "\ts_and_saveexec_b64 s[0:1], vcc\n\ts_cbranch_execz .L40\n\tglobal_load_dword v1, v[2:3], off\n" ..
+  "\tglobal_load_dword v4, v[5:6], off\n"
+describe("AMDGPU reduction and element-wise checks find the bad patterns", function()
+  it("too few waves, dword loads behind branches", function()
+    assert.are.equal(1, #fills_chip({ name = "old_rows", grid = 32, block = 256, amdgpu = { wave_size = 64 } }, "gfx942"))
+    local n = global_loads(OLD_EW)
+    assert.is_true(n.x4 == 0 and n.narrow == 2 and n.exec == 2)
+  end)
+end)
+
+describe("AMDGPU suite: reductions fill the chip with 16-byte loads; element-wise kernels load 16 bytes", function()
+  for _, c in ipairs(C.OTHERS) do
+    it(c[1], function()
+      local p = kiln.compile(c[3](kiln), { targets = C.TARGETS, cache = false })
+      for _, t in ipairs(C.TARGETS) do
+        local ks = p:kernels(t)
+        for i, k in ipairs(ks) do
+          local n = global_loads(p:disasm(k.name, t))
+          local where = t .. " " .. k.name
+          assert.is_true(n.x4 > 0, where .. ": 16-byte loads")
+          if c[2] == "ew" then
+            assert.are.equal(0, n.narrow, where .. ": narrow loads")
+            assert.is_true(n.exec <= 1, where .. ": " .. n.exec .. " exec-mask branches")
+          elseif i == 1 then -- the first kernel (a split reduction's partials) covers the input
+            assert.are.same({}, fills_chip(k, t), where)
+          end
+        end
+      end
+    end)
   end
 end)
