@@ -2,6 +2,7 @@
  * ABI, and one lowering hook per loop-level op attached to its op definition
  * (KL_HOOK_LOWER_LLVM); each op is lowered through its definition's hook. */
 #include "passes/lower_to_llvm.h"
+#include "passes/amdgpu_sched.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
 #include "passes/llvm_math.h"
@@ -989,6 +990,7 @@ static bool lower_kernel(lw *L, kl_op *k) {
   LLVMBuildBr(L->b, start);
   if (ok && !LLVMGetBasicBlockTerminator(LLVMGetLastBasicBlock(L->fn)))
     return fail(L, k, "%s", "kernel body must end with func.return");
+  if (ok && L->t->arch == KL_ARCH_AMDGPU) kl_amdgpu_pin_prefetch(L->fn); /* passes/amdgpu_sched.h */
   return ok;
 }
 

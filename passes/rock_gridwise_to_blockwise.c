@@ -709,11 +709,16 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     int skew_a = 0, skew_b = 0;
     const char *accel = kl_op_attr_string(op, "accel");
     bool nv16 = accel && (!strcmp(accel, "mma_sync") || !strcmp(accel, "wgmma")); /* wgmma: passes/rock_wgmma.h */
-    if (nv16 && t.kpack > 1 && t.kpack * eb == 16) {
+    /* MFMA (AMD: 32 banks of 4 bytes, 16-byte accesses 8 lanes per phase, as on NVIDIA):
+     * the same layout within the target's LDS */
+    bool mfma16 = accel && !strcmp(accel, "mfma") && t.kpack > 1 && t.kpack * eb == 16;
+    if ((nv16 || mfma16) && t.kpack > 1 && t.kpack * eb == 16) {
+      const kl_target *tt = mfma16 ? kl_perf_resolve_target(op, NULL, NULL, 0) : NULL;
+      int64_t lim = tt ? tt->lds_bytes : 48 * 1024;
       skew_a = t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
       skew_b = t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
-      if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > 48 * 1024) skew_a = skew_b = 0, extra = 0;
+      if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > lim) skew_a = skew_b = 0, extra = 0;
     }
     kl_value *lds_a = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
     kl_value *lds_b = lds_a ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;

@@ -953,7 +953,7 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
           m->data[a + i] = round_to(bt->elem, x[t * w + i]);
       }
     }
-    if (!s->bad && bt->space == KL_SPACE_LDS && s->t && s->t->arch == KL_ARCH_NVPTX)
+    if (!s->bad && bt->space == KL_SPACE_LDS && s->t && s->t->arch != KL_ARCH_HOST)
       count_banks(s, !ld, as, mask, w, (kl_type_bits(bt->elem) + 7) / 8);
     for (int g = 0; !ld && bt->space == KL_SPACE_LDS && g < 8 && !s->bad; g++)
       if (s->wg_open[g] || s->wg_groups[g])
@@ -1365,6 +1365,47 @@ static void test_numerics(void) {
  * 128-bit copies into LDS are too. (M/N-contiguous operands are transposed by scalar
  * stores, which may conflict: reported, not checked.) kpack 2 (no skew) has 4-way
  * conflicts on the fragment reads (so the count can fail). */
+/* AMD (MFMA / WMMA): the configs the heuristic picks for the suite's big GEMMs, one block
+ * tile, two K steps; LDS accesses counted per phase at the IR's widths (32 banks of 4
+ * bytes; 128-bit accesses 8 lanes per phase, 64-bit 16, 32-bit 32, all lanes of each wave).
+ * MFMA with 16-byte kpack rows uses the skewed rows of the mma.sync layout
+ * (rock-gridwise-to-blockwise): fragment reads (64-bit, 16 rows of 16 bytes) 2-way, copies
+ * <= 4-way (32-way unskewed: the kpack 4 case shows the check can fail). */
+static void test_banks_amd(void) {
+  group_begin();
+  static const gcase cases[] = {
+    { "gfx942", "f16", 1, 256, 256, 64, false, false, false, "v2:256,256,32,128,64,8", "f32" },
+    { "gfx942", "f16", 1, 256, 256, 64, false, true, false, "v2:256,256,32,128,64,8", "f32" },
+    { "gfx90a", "bf16", 1, 256, 128, 128, false, false, false, "v2:256,128,64,128,32,8", "f32" },
+    { "gfx942", "f32", 1, 256, 256, 32, false, false, false, "v2:256,256,16,128,64,1", "f32" },
+    { "gfx1100", "f16", 1, 256, 64, 128, false, false, false, "v2:256,64,64,64,16,16", "f32" },
+    { "gfx942", "f16", 1, 256, 256, 64, false, false, false, "v2:256,256,32,128,64,4", "f32" }, /* no skew */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const gcase *c = &cases[i];
+    for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
+    run_case(c);
+    printf("  banks: %s %s %lldx%lldx%lld%s %s: LDS loads %lld wavefronts for %lld phases, stores %lld for %lld\n",
+           c->target, c->type, (long long)c->M, (long long)c->N, (long long)c->K, c->bt ? " B^T" : "", c->perf,
+           (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0], (long long)g_lds_wavefronts[1],
+           (long long)g_lds_ideal[1]);
+    CHECK(g_lds_ideal[0] > 0 && g_lds_ideal[1] > 0, "%s: no LDS access counted", c->perf);
+    if (strcmp(c->target, "gfx1100")) { /* MFMA: the fragment reads at most 2-way */
+      CHECK(g_lds_wavefronts[0] <= 2 * g_lds_ideal[0], "%s %s: fragment reads %lld wavefronts for %lld phases",
+            c->target, c->perf, (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0]);
+      bool skewed = !strstr(c->perf, ",4"); /* kpack 8 (2-byte) / 1 (f32): 16-byte rows, skewed */
+      if (skewed) /* the copies at most 4-way with the skewed rows (32-way without: the kpack 4 case) */
+        CHECK(g_lds_wavefronts[1] <= 4 * g_lds_ideal[1], "%s %s: copies %lld wavefronts for %lld phases", c->target,
+              c->perf, (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
+      else
+        CHECK(g_lds_wavefronts[1] > 4 * g_lds_ideal[1], "%s %s: expected the unskewed copies to conflict", c->target,
+              c->perf);
+    }
+  }
+  group_end("banks: AMD heuristic configs: MFMA fragment reads <= 2-way, copies <= 4-way with skewed 16-byte rows "
+            "(gfx1100 WMMA: reported)");
+}
+
 static void test_banks(void) {
   group_begin();
   static const struct {
@@ -1400,7 +1441,9 @@ static void test_banks(void) {
   group_end(
       "banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
       "skewed LDS rows");
+  test_banks_amd();
 }
+
 
 /* ldmatrix fragment reads (passes/lower_loops_ldmatrix.c): for the configs the heuristic
  * picks for f16 / bf16 GEMMs on sm_80 / sm_90 (square 64..8192, transformer shapes, odd

@@ -134,4 +134,70 @@ function M.mul_feeding_add(ls, i, j)
   return out
 end
 
+-- The main loop of a disassembly: the innermost loop with the most matrix instructions
+-- (v_mfma / v_wmma), as {head =, back =} line numbers of M.loops, or nil without one.
+function M.main_loop(asm)
+  local loops, ls = M.loops(asm)
+  local best, bn
+  for _, l in ipairs(loops) do
+    if l.innermost then
+      local n = 0
+      for i = l.head, l.back do
+        local m = M.mnemonic(ls[i]) or ""
+        if m:match("^v_mfma") or m:match("^v_wmma") then n = n + 1 end
+      end
+      if n > 0 and (not best or n > bn) then best, bn = l, n end
+    end
+  end
+  return best, ls
+end
+
+-- findings on the main loop's software pipelining: the first global_load must come
+-- before the first v_mfma / v_wmma (the next tile's loads are in flight while the matrix
+-- instructions run), and no s_waitcnt vmcnt(0) may sit between the last global_load and
+-- the back-edge (the loads stay in flight across it). {} when the kernel has no main loop.
+function M.pipelining(asm)
+  local l, ls = M.main_loop(asm)
+  if not l then return {} end
+  local first_load, first_mma, last_load
+  for i = l.head, l.back do
+    local m = M.mnemonic(ls[i]) or ""
+    if m:match("^global_load") or m:match("^buffer_load") then
+      first_load = first_load or i
+      last_load = i
+    elseif (m:match("^v_mfma") or m:match("^v_wmma")) and not first_mma then
+      first_mma = i
+    end
+  end
+  local out = {}
+  if not first_load then
+    out[#out + 1] = "no global_load in the main loop"
+  elseif first_load > first_mma then
+    out[#out + 1] = ("first global_load (line %d) after the first matrix instruction (line %d)"):format(first_load,
+      first_mma)
+  end
+  for i = (last_load or l.back) + 1, l.back do
+    local m = M.mnemonic(ls[i]) or ""
+    if (m == "s_waitcnt" or m == "s_waitcnt_vmcnt") and ls[i]:find("vmcnt%(0%)") then
+      out[#out + 1] = "s_waitcnt vmcnt(0) after the last global_load: " .. ls[i]:gsub("^%s+", "")
+    end
+  end
+  return out
+end
+
+-- findings: 2-byte and 1-byte LDS stores in the main loop (a transposed copy written one
+-- element at a time)
+function M.narrow_lds_stores(asm)
+  local l, ls = M.main_loop(asm)
+  local out = {}
+  if not l then return out end
+  for i = l.head, l.back do
+    local m = M.mnemonic(ls[i]) or ""
+    if m:match("^ds_write_b8") or m:match("^ds_write_b16") or m:match("^ds_store_b8") or m:match("^ds_store_b16") then
+      out[#out + 1] = (ls[i]:gsub("^%s+", ""))
+    end
+  end
+  return out
+end
+
 return M

@@ -4,10 +4,26 @@
 -- gfx1100 and gfx1030, read from the code objects (p:kernels(t)[i].amdgpu,
 -- driver/amdgpu_stats.h):
 --  * no scratch and no spills at any heuristic choice;
---  * gfx942, M, N, K >= 2048: block tile at least 256x128.
+--  * gfx942, M, N, K >= 2048: block tile at least 256x128;
+--  * software pipelining (passes/amdgpu_sched.h): in the main loop (the innermost loop with
+--    the most v_mfma / v_wmma) of every GEMM kernel on gfx90a, gfx942 and gfx1100 the first
+--    global_load comes before the first matrix instruction; on gfx90a / gfx942 for the
+--    cases marked `inflight` no s_waitcnt vmcnt(0) sits between the last global_load and
+--    the back-edge (the others still wait there: LLVM waits for bounds-masked loads of
+--    padded tiles right after them, and gfx1100's s_barrier drains memory);
+--  * no ds_write_b16 / ds_write_b8 in the main loop of f16 / bf16 GEMMs on gfx90a /
+--    gfx942 (kpack 8: 16-byte LDS rows; gfx1100's transposed B copies still have them);
+--  * reductions and softmax (8192x8192 f16, 64x262144 f32): grid x block >= one wave per CU,
+--    and their loads are 16 bytes wide (global_load_dwordx4 / global_load_b128: a lane
+--    reads contiguous bytes);
+--  * element-wise add (f32, f16): 16-byte loads only (no dword / short loads) and at most
+--    one exec-mask branch (s_cbranch_execz / s_and_saveexec) per thread.
 -- Each check also runs on a kernel built to break it (a perf config given on purpose).
 local kiln = require "kiln"
 local C = require "amd_cases"
+local isa = require "amd_isa"
+local INFLIGHT = { gemm_f16_4096 = true, gemm_bf16_4096 = true, gemm_f32_4096 = true, gemm_f16_384x2304x768 = true,
+  gemm_bf16_384x2304x768 = true }
 
 local compiled = {}
 local function compile(c)
@@ -46,6 +62,52 @@ describe("AMDGPU static checks find the bad patterns", function()
   end)
 end)
 
+-- the main loop of a gfx942 GEMM as LLVM 19 scheduled it before passes/amdgpu_sched.c: the
+-- next tile's loads sunk behind the MFMAs; and a loop that drains its loads before the
+-- back-edge
+local OLD_LOOP = ".L100:\n\tds_write_b128 v49, v[32:35]\n\ts_barrier\n" ..
+  "\tv_mfma_f32_32x32x8_f16 a[0:15], v[78:79], v[82:83], a[0:15]\n\tglobal_load_dwordx4 v[32:35], v[40:41], off\n" ..
+  "\tv_mfma_f32_32x32x8_f16 a[0:15], v[80:81], v[82:83], a[0:15]\n\ts_cbranch_scc1 65389 ; .L100\n"
+local DRAIN_LOOP = ".L100:\n\tglobal_load_dwordx4 v[32:35], v[40:41], off\n" ..
+  "\tv_mfma_f32_32x32x8_f16 a[0:15], v[78:79], v[82:83], a[0:15]\n\ts_waitcnt vmcnt(0)\n" ..
+  "\tds_write_b128 v49, v[32:35]\n\ts_cbranch_scc1 65389 ; .L100\n"
+
+describe("AMDGPU pipelining and LDS store checks find the bad patterns", function()
+  it("loads behind the MFMAs, vmcnt(0) before the back-edge, 2-byte LDS stores", function()
+    assert.are.equal(1, #isa.pipelining(OLD_LOOP))
+    assert.truthy(isa.pipelining(OLD_LOOP)[1]:find("after the first matrix instruction", 1, true))
+    assert.are.equal(1, #isa.pipelining(DRAIN_LOOP))
+    assert.truthy(isa.pipelining(DRAIN_LOOP)[1]:find("vmcnt(0)", 1, true))
+    -- kpack 4 (the old f16 default) transposes B into LDS two bytes at a time
+    local g = kiln.graph("bad_narrow")
+    g:output(g:dot(g:param("a", { 1024, 1024 }, "f16"), g:param("b", { 1024, 1024 }, "f16")))
+    local p = kiln.compile(g, { targets = { "gfx942" }, perf_config = "v2:256,32,64,64,32,4", cache = false })
+    local k = p:kernels("gfx942")[1]
+    assert.is_true(#isa.narrow_lds_stores(p:disasm(k.name, "gfx942")) > 0)
+  end)
+end)
+
+describe("AMDGPU suite: pipelined main loops, no 2-byte LDS stores (gfx90a, gfx942)", function()
+  for _, c in ipairs(C.GEMMS) do
+    it(c[1], function()
+      local p = compile(c)
+      for _, t in ipairs { "gfx90a", "gfx942", "gfx1100" } do
+        for _, k in ipairs(p:kernels(t)) do
+          local asm = p:disasm(k.name, t)
+          local f = isa.pipelining(asm)
+          if not (INFLIGHT[c[1]] and t ~= "gfx1100") then
+            for i = #f, 1, -1 do if f[i]:find("vmcnt", 1, true) then table.remove(f, i) end end
+          end
+          assert.are.same({}, f, t .. " " .. k.name)
+          if t ~= "gfx1100" and not c[1]:find("f32") then
+            assert.are.same({}, isa.narrow_lds_stores(asm), t .. " " .. k.name)
+          end
+        end
+      end
+    end)
+  end
+end)
+
 describe("AMDGPU suite: no scratch, no spills at every heuristic choice", function()
   for _, c in ipairs(C.GEMMS) do
     it(c[1], function()
@@ -68,5 +130,58 @@ describe("AMDGPU suite: gfx942 GEMMs with M, N, K >= 2048 take block tiles of at
         end
       end)
     end
+  end
+end)
+
+-- loads of a disassembly by width: {x4 = 16-byte, narrow = dword / short / byte loads}
+local function global_loads(asm)
+  local n = { x4 = 0, narrow = 0, exec = 0 }
+  for _, l in ipairs(isa.lines(asm)) do
+    local m = isa.mnemonic(l) or ""
+    if m == "global_load_dwordx4" or m == "global_load_b128" then n.x4 = n.x4 + 1
+    elseif m:match("^global_load_") then n.narrow = n.narrow + 1 end
+    if m:match("^s_cbranch_exec") or m:match("^s_and_saveexec") then n.exec = n.exec + 1 end
+  end
+  return n
+end
+-- findings: a kernel whose grid holds fewer waves than the target has CUs
+local function fills_chip(k, t)
+  local waves = k.grid * k.block // (k.amdgpu and k.amdgpu.wave_size or 64)
+  local cus = kiln.target(t).compute_units
+  if waves >= cus then return {} end
+  return { ("%s: %d waves for %d CUs (grid %d x block %d)"):format(k.name, waves, cus, k.grid, k.block) }
+end
+
+-- the old lowerings: one thread per row (8192 rows in 32 workgroups of 256) and an
+-- element-wise loop of one dword per element behind a bounds branch
+local OLD_EW = "\ts_and_saveexec_b64 s[0:1], vcc\n\ts_cbranch_execz .L40\n\tglobal_load_dword v1, v[2:3], off\n" ..
+  "\tglobal_load_dword v4, v[5:6], off\n"
+describe("AMDGPU reduction and element-wise checks find the bad patterns", function()
+  it("too few waves, dword loads behind branches", function()
+    assert.are.equal(1, #fills_chip({ name = "old_rows", grid = 32, block = 256, amdgpu = { wave_size = 64 } }, "gfx942"))
+    local n = global_loads(OLD_EW)
+    assert.is_true(n.x4 == 0 and n.narrow == 2 and n.exec == 2)
+  end)
+end)
+
+describe("AMDGPU suite: reductions fill the chip with 16-byte loads; element-wise kernels load 16 bytes", function()
+  for _, c in ipairs(C.OTHERS) do
+    it(c[1], function()
+      local p = kiln.compile(c[3](kiln), { targets = C.TARGETS, cache = false })
+      for _, t in ipairs(C.TARGETS) do
+        local ks = p:kernels(t)
+        for i, k in ipairs(ks) do
+          local n = global_loads(p:disasm(k.name, t))
+          local where = t .. " " .. k.name
+          assert.is_true(n.x4 > 0, where .. ": 16-byte loads")
+          if c[2] == "ew" then
+            assert.are.equal(0, n.narrow, where .. ": narrow loads")
+            assert.is_true(n.exec <= 1, where .. ": " .. n.exec .. " exec-mask branches")
+          elseif i == 1 then -- the first kernel (a split reduction's partials) covers the input
+            assert.are.same({}, fills_chip(k, t), where)
+          end
+        end
+      end
+    end)
   end
 end)

@@ -1,0 +1,108 @@
+-- bench/amd_static.lua — static estimates for AMD GPUs (no AMD GPU needed): compiles the
+-- suite's kernels (spec/lua/amd_cases.lua) for gfx90a, gfx942, gfx1100 and gfx1030 and
+-- prints one markdown table per target from the code objects (p:kernels(t)[i].amdgpu,
+-- driver/amdgpu_stats.h): tile, VGPR/AGPR, LDS, occupancy, matrix instructions per K step
+-- and an estimate of the fraction of the matrix peak.
+-- Run: build/kiln bench/amd_static.lua   (from the repository root)
+-- Estimate (GEMMs and convs on the matrix path): the AMD cost model of the GEMM heuristic
+-- (passes/rock_accel.h) with the code object's own occupancy: per K step of a workgroup,
+-- step = 128 + max(MFMA cycles at the target's cu_flops_per_clk, tile bytes /
+-- l2_bytes_per_cu_clk, LDS bytes read and written / 128); conc = workgroups per CU from
+-- the measured occupancy; time = ceil(workgroups / (CUs * conc)) * K steps * max(conc *
+-- step, step + 200 / waves per SIMD); fraction = 2*M*N*K / (CUs * cu_flops_per_clk) /
+-- time. It charges wave quantization, padding, L2/LDS bandwidth and exposed LDS
+-- latency, not instruction issue limits or clock throttling: an upper bound to check on
+-- hardware. Kernels without matrix instructions (reductions, softmax, element-wise,
+-- gfx1030 and f32 on gfx1100) are memory-bound or on the FMA path: "-".
+package.path = "spec/lua/?.lua;" .. package.path
+local kiln = require "kiln"
+local C = require "amd_cases"
+
+local RATE = { -- cu_flops_per_clk of core/target.c
+  gfx90a = { f16 = 1024, bf16 = 1024, f32 = 256 }, gfx942 = { f16 = 2048, bf16 = 2048, f32 = 256 },
+  gfx1100 = { f16 = 512, bf16 = 512 } }
+local L2 = { gfx90a = 19, gfx942 = 27, gfx1100 = 24, gfx1030 = 16 }
+local CUS = { gfx90a = 104, gfx942 = 304, gfx1100 = 96, gfx1030 = 80 }
+local INSTR = { -- m, n, k and A / B elements per lane
+  gfx90a = { f16 = { 32, 32, 8, 4 }, bf16 = { 32, 32, 8, 4 }, f32 = { 32, 32, 2, 1 } },
+  gfx942 = { f16 = { 32, 32, 8, 4 }, bf16 = { 32, 32, 8, 4 }, f32 = { 32, 32, 2, 1 } },
+  gfx1100 = { f16 = { 16, 16, 16, 16 }, bf16 = { 16, 16, 16, 16 } } }
+
+local CASES = {
+  { "GEMM 4096³ f16", "gemm_f16_4096", { 4096, 4096, 4096 }, "f16" },
+  { "GEMM 4096³ bf16", "gemm_bf16_4096", { 4096, 4096, 4096 }, "bf16" },
+  { "GEMM 4096³ f32", "gemm_f32_4096", { 4096, 4096, 4096 }, "f32" },
+  { "seed conv 1x1 2048→512 7x7 n512 +add+relu", "conv_seed_f16_n512", { 512 * 49, 512, 2048 }, "f16" },
+  { "3x3 conv 64→64 56x56 n64 +add+relu", "conv_r50_3x3_c64_f16_n64", { 64 * 56 * 56, 64, 576 }, "f16" },
+  { "softmax 8192x8192 f16", "softmax_f16_8192x8192" },
+  { "row sum 8192x8192 f16", "rowsum_f16_8192x8192" },
+  { "element-wise add 16384² f32", "ew_add_f32_16384x16384" },
+}
+local by_id = {}
+for _, l in ipairs { C.GEMMS, C.OTHERS } do for _, c in ipairs(l) do by_id[c[1]] = c end end
+
+local function estimate(t, dt, k, mnk)
+  local rate, ins = RATE[t] and RATE[t][dt], INSTR[t] and INSTR[t][dt]
+  local mb, nb, kb, mw, nw = k.perf_config:match("^v2:(%d+),(%d+),(%d+),(%d+),(%d+)")
+  if not (rate and mb) then return nil end
+  mb, nb, kb, mw, nw = tonumber(mb), tonumber(nb), tonumber(kb), tonumber(mw), tonumber(nw)
+  local s = k.amdgpu
+  local eb = dt == "f32" and 4 or 2
+  local wave = s.wave_size
+  local waves = k.block // wave
+  local simds = wave == 64 and 4 or 2
+  local conc = math.max(1, (s.occupancy * simds) // waves)
+  local tiles = math.ceil(mnk[1] / mb) * math.ceil(mnk[2] / nb)
+  conc = math.min(conc, math.ceil(tiles / CUS[t]))
+  local busy = math.min(1, conc * waves / simds)
+  local flops = 2 * mb * nb * kb
+  local mma = flops / (rate * busy)
+  local tile_bytes = kb * (mb + nb) * eb
+  local l2 = tile_bytes / L2[t]
+  local rm, rn, ks = mw // ins[1], nw // ins[2], kb // ins[3]
+  local lds = ((rm + rn) * ins[4] * ks * wave * eb * waves + tile_bytes) / 128
+  local step = 128 + math.max(mma, l2, lds)
+  local wps = conc * waves / simds
+  local round = math.max(conc * step, step + 200 / math.max(1, wps))
+  local time = math.ceil(tiles / (CUS[t] * conc)) * math.ceil(mnk[3] / kb) * round
+  local ideal = 2 * mnk[1] * mnk[2] * mnk[3] / (CUS[t] * rate)
+  local bound = mma >= math.max(l2, lds) and "MFMA" or l2 >= lds and "L2" or "LDS"
+  return ideal / time, bound
+end
+
+local out = {}
+local function p(s) out[#out + 1] = s end
+for _, t in ipairs(C.TARGETS) do
+  p("")
+  p(("### %s (%d CUs)"):format(t, CUS[t]))
+  p("")
+  p("| kernel | tile (perf config) | grid x block | VGPR / AGPR | LDS bytes | scratch | occupancy (waves/SIMD, limit) | matrix instrs per K step per wave (loop body) | est. fraction of matrix peak (bound) |")
+  p("|---|---|---|---|---|---|---|---|---|")
+  for _, c in ipairs(CASES) do
+    local case = by_id[c[2]]
+    local prog = kiln.compile(case[3](kiln), { targets = { t }, cache = false })
+    for _, k in ipairs(prog:kernels(t)) do
+      local s, l = k.amdgpu, k.amdgpu.loop
+      local mm = l.mfma + l.wmma
+      local per_step = "-"
+      local mb, nb, kb = k.perf_config:match("^v2:(%d+),(%d+),(%d+),")
+      local ins = c[4] and INSTR[t] and INSTR[t][c[4]]
+      if mb and ins then
+        per_step = ("%d (%d)"):format(tonumber(mb) * tonumber(nb) * tonumber(kb) // (ins[1] * ins[2] * ins[3]) //
+          (k.block // s.wave_size), mm)
+      elseif l.found then
+        per_step = ("0 (%d FMA)"):format(l.valu_fma)
+      end
+      local est = "-"
+      if c[3] and k.kind == "gemm" then
+        local f, b = estimate(t, c[4], k, c[3])
+        if f then est = ("%.0f%% (%s)"):format(100 * f, b) end
+      end
+      p(("| %s%s | %s | %d x %d | %d / %d | %d | %d | %d (%s) | %s | %s |"):format(c[1],
+        k.kind == "gemm" and "" or (c[3] and " — " .. k.kind .. " kernel" or ""),
+        k.perf_config ~= "" and k.perf_config or "-", k.grid, k.block, s.vgpr, s.agpr, s.lds_bytes, s.scratch_bytes,
+        s.occupancy, s.occupancy_limit, per_step, est))
+    end
+  end
+end
+print(table.concat(out, "\n"))
