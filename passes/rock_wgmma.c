@@ -114,28 +114,38 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
   }
   int eb = (kl_type_bits(in_a) + 7) / 8;
   kl_accel_config cc;
+  const kl_accel_desc *dd = NULL;
   if (given) {
     if (!kl_wgmma_config_parse(given, &cc, err, errlen)) return -1;
+    int nn = instr_n(cc.n_per_wave);
+    dd = nn ? kl_wgmma_desc(in, nn) : NULL;
+    if (!dd) {
+      char s[160];
+      return kl_perf_errf(err, errlen, "perf config %s: nPerWave (%lld) must be a multiple of 8 (the wgmma N)",
+                          kl_wgmma_config_print(&cc, s, sizeof s), (long long)cc.n_per_wave),
+             -1;
+    }
+    if (!validate(&cc, t, dd, eb, err, errlen)) return -1;
   } else {
-    cc.split_k = 1;
-    cc.m_per_wave = 64;
-    cc.n_per_wave = n <= 64 ? 64 : 128;
-    cc.n_per_block = cc.n_per_wave;
-    cc.m_per_block = 128;
-    int64_t cus = t->compute_units > 0 ? t->compute_units : 1;
-    if (m <= 64 || 2 * g * cdiv(m, 128) * cdiv(n, cc.n_per_block) < cus) cc.m_per_block = 64;
-    cc.k_per_block = k <= 16 ? 16 : k <= 32 ? 32 : 64;
-    cc.kpack = 16 / eb;
+    /* N tiles: N rounded up to 8 when below 64 (no padding to 64 columns), else 64 / 128;
+     * the first that validates (the block size must divide the LDS tiles' elements) */
+    int64_t n8 = (n + 7) / 8 * 8, cand[3] = { n8 < 64 ? n8 : 0, 64, 128 };
+    for (int i = n <= 64 ? 0 : 2; i < 3 && !dd; i++) {
+      if (!cand[i]) continue;
+      cc.split_k = 1;
+      cc.m_per_wave = 64;
+      cc.n_per_wave = cand[i];
+      cc.n_per_block = cc.n_per_wave;
+      cc.m_per_block = 128;
+      int64_t cus = t->compute_units > 0 ? t->compute_units : 1;
+      if (m <= 64 || 2 * g * cdiv(m, 128) * cdiv(n, cc.n_per_block) < cus) cc.m_per_block = 64;
+      cc.k_per_block = k <= 16 ? 16 : k <= 32 ? 32 : 64;
+      cc.kpack = 16 / eb;
+      const kl_accel_desc *cd = kl_wgmma_desc(in, (int)cc.n_per_wave);
+      if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
+    }
+    if (!dd) return 0;
   }
-  int nn = instr_n(cc.n_per_wave);
-  const kl_accel_desc *dd = nn ? kl_wgmma_desc(in, nn) : NULL;
-  if (!dd) {
-    char s[160];
-    return kl_perf_errf(err, errlen, "perf config %s: nPerWave (%lld) must be a multiple of 8 (the wgmma N)",
-                        kl_wgmma_config_print(&cc, s, sizeof s), (long long)cc.n_per_wave),
-           -1;
-  }
-  if (!validate(&cc, t, dd, eb, err, errlen)) return given ? -1 : 0;
   *c = cc;
   *d = dd;
   return 1;
