@@ -206,7 +206,7 @@ describe("compiled programs #compile", function()
     assert.truthy(plan.slots[plan.outputs[1]])
     assert.is_string(p:ir("after:graph-partition"))
     assert.are.equal(p:ir("after:graph-partition"), p:ir("graph-partition"))
-    has(fails(p.ir, p, "after:no-such-pass"), "program:ir: unknown pass 'no-such-pass' (passes: reduce-split, ")
+    has(fails(p.ir, p, "after:no-such-pass"), "program:ir: unknown pass 'no-such-pass' (passes: fp8-compute, reduce-split, ")
     has(tostring(p), "kiln.program (host:")
   end)
 
