@@ -23,7 +23,7 @@ bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   }
   char err[512];
   const char *names[KL_VIEW_MAX_DIMS];
-  char nb[KL_VIEW_MAX_DIMS][8];
+  char nb[KL_VIEW_MAX_DIMS][16];
   for (int i = 0; i < bt->rank; i++) {
     snprintf(nb[i], sizeof nb[i], "d%d", i);
     names[i] = nb[i];
