@@ -16,6 +16,7 @@
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
+-- KILN_SUITE_SKIP="tune,cp.async,memory" (any of those words) leaves those sections out.
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
 local count = tonumber(arg and arg[1]) or 210
@@ -24,6 +25,8 @@ print(string.format("device: %s (%s), %s", dev.name, dev.arch, dev.kind))
 if dev.kind == "host" then print("no GPU present: nothing to run"); return end
 local pass, fail, t0 = 0, 0, kiln.clock_ms()
 local failures = {}
+local SKIP = os.getenv("KILN_SUITE_SKIP") or ""
+local function want(section) return not SKIP:find(section, 1, true) end
 for seed = 1, count do
   local case = gen.gen(seed)
   local ok, err = pcall(function()
@@ -494,6 +497,7 @@ end
 -- an epilogue into a temporary database; every candidate must compile, load and agree with
 -- the heuristic's outputs (kiln.tune's check), the compile then picks the tuned config
 -- ("tuned (db)") and matches g:eval
+if want("tune") then
 for _, tc in ipairs { { 200, 136, 72, "f16" }, { 77, 50, 96, "bf16" }, { 64, 96, 40, "f32" } } do
   local M, N, K, dt = table.unpack(tc)
   local name = ("tune %dx%dx%d %s"):format(M, N, K, dt)
@@ -523,9 +527,11 @@ for _, tc in ipairs { { 200, 136, 72, "f16" }, { 77, 50, 96, "bf16" }, { 64, 96,
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
+end
 -- the cp.async K-loop pipeline (spec/lua/cp_async_cases.lua): every case with
 -- rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, against g:eval on the device; the larger
 -- GPU cases must pipeline on sm_80+ (pipeline_stages >= 2; an operand with a prologue never async)
+if want("cp.async") then
 local CPA = require "cp_async_cases"
 local cpa_piped = 0
 for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
@@ -550,6 +556,7 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
   end
 end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
+end
 -- the Hopper wgmma path (sm_90a, opt-in; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
 -- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
 -- against g:eval, each named with its perf config; compute capability 9.0 devices only
@@ -585,6 +592,7 @@ end
 -- the compile cache keeps 32 programs and frees the others (their IR, and their modules on
 -- the device): RSS after kiln.collect() grows by less than 64 MiB, and the programs still
 -- held (every 50th) compute what g:eval does afterwards
+if want("memory") then
 do
   local ok, err = pcall(function()
     local function rss()
@@ -619,6 +627,7 @@ do
     print(string.format("memory: 300 compiles + runs on %s grew RSS by %.1f MiB", dev.arch, grew))
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "memory: " .. tostring(err) end
+end
 end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
 print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans, MIGraphX ops, vector accesses and the MIGraphX corpus on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
