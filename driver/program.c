@@ -128,7 +128,7 @@ static cache *get_cache(kl_ctx *ctx) {
 static int cache_trim(cache *c, int keep) {
   int drop = c->n > keep ? c->n - (keep > 0 ? keep : 0) : 0;
   for (int i = 0; i < drop; i++) kl_program_release(c->progs[i]);
-  memmove(c->progs, c->progs + drop, (c->n - drop) * sizeof *c->progs);
+  if (drop) memmove(c->progs, c->progs + drop, (c->n - drop) * sizeof *c->progs);
   c->n -= drop;
   return drop;
 }
