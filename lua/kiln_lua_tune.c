@@ -24,14 +24,20 @@ void kl_lua__open_tune(lua_State *L);
 
 static const char *const OPTS[] = { "target", "level", "rejected", NULL };
 
-static int l_tuning_space(lua_State *L) {
-  const char *what = "tuning_space";
-  lua_settop(L, 2);
+/* Argument 1 as an op: a kiln.graph table gives its func; pushes it and returns it (NULL, with
+ * nothing checked, when it is no op handle). */
+static kl_op *graph_arg(lua_State *L) {
   if (lua_istable(L, 1))
     lua_getfield(L, 1, "func");
   else
     lua_pushvalue(L, 1);
-  kl_op *op = kl_lua__test(L, -1, KL_LH_OP);
+  return kl_lua__test(L, -1, KL_LH_OP);
+}
+
+static int l_tuning_space(lua_State *L) {
+  const char *what = "tuning_space";
+  lua_settop(L, 2);
+  kl_op *op = graph_arg(L);
   if (!op)
     return kl_lua__rt_error(L, what, "expected a graph (kiln.graph(...)), a graph function or a kernel op, got a %s",
                             luaL_typename(L, 1));
@@ -121,10 +127,7 @@ static int opt_int(lua_State *L, int t, const char *k, int def) {
 static int l_tune_run(lua_State *L) {
   const char *what = "tune";
   lua_settop(L, 2);
-  if (lua_istable(L, 1))
-    lua_getfield(L, 1, "func");
-  else
-    lua_pushvalue(L, 1);
+  graph_arg(L);
   kl_op *g = kl_lua__check(L, -1, KL_LH_OP);
   luaL_checktype(L, 2, LUA_TTABLE);
   kl_lua__check_opts(L, 2, what, RUN_OPTS);
