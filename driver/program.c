@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "core/env.h"
+#include "core/hashmap.h"
 #include <stdatomic.h>
 #include <string.h>
 #include <pthread.h>
@@ -485,13 +486,16 @@ static char **tuned_configs(const kl_compile_opts *o) {
   if (have && db.warnings) warn_once(db.warnings);
   for (int i = 0; i < o->ntargets; i++) {
     kl_sb sb = { 0 };
-    for (int r = 0; have && r < db.n; r++) {
+    kl_hashmap seen = KL_STRMAP_INIT; /* keys already taken: the last record of a key wins */
+    for (int r = have ? db.n - 1 : -1; r >= 0; r--) {
       const kl_tuning_record *R = &db.r[r];
       if (R->format != KL_TUNING_DB_FORMAT || strcmp(R->target, o->targets[i])) continue;
       if (o->tuning_device && strcmp(R->device, o->tuning_device)) continue;
-      if (kl_tuning_db_find(&db, R->target, o->tuning_device, R->key) != R) continue; /* a later one wins */
+      if (kl_strmap_find(&seen, R->key, strlen(R->key))) continue;
+      kl_strmap_put(&seen, R->key, strlen(R->key), NULL);
       kl_sb_printf(&sb, "%s%s=%s", sb.len ? ";" : "", R->key, R->config);
     }
+    kl_hashmap_free(&seen);
     out[i] = kl_sb_take(&sb);
   }
   if (have) kl_tuning_db_free(&db);
