@@ -24,7 +24,15 @@ local dev = kiln.device(arg and arg[2] or "auto")
 print(string.format("device: %s (%s), %s", dev.name, dev.arch, dev.kind))
 if dev.kind == "host" then print("no GPU present: nothing to run"); return end
 local pass, fail, t0 = 0, 0, kiln.clock_ms()
-local failures = {}
+-- a failure prints at once (a run cut by a timeout still shows what failed so far); all
+-- failures are listed again before the summary
+local failures = setmetatable({}, { __newindex = function(t, k, v)
+  print("FAIL " .. v); io.stdout:flush(); rawset(t, k, v)
+end })
+local function progress(section)
+  print(string.format("-- %s: %d passed, %d failed so far (%.1f s)", section, pass, fail, (kiln.clock_ms() - t0) / 1e3))
+  io.stdout:flush()
+end
 local SKIP = os.getenv("KILN_SUITE_SKIP") or ""
 local function want(section) return not SKIP:find(section, 1, true) end
 for seed = 1, count do
@@ -41,6 +49,7 @@ for seed = 1, count do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = case.name .. ": " .. tostring(err) end
 end
+progress("random fused graphs")
 -- the fusion shapes (spec/lua/fusion_cases.lua): kernel counts and every output against g:eval
 local F = require "fusion_cases"
 local shim = { are = {}, truthy = function(v, m) if not v then error(m or "expected a true value", 0) end end }
@@ -375,6 +384,7 @@ for _, red in ipairs({ "reduce_sum", "reduce_mean", "reduce_max" }) do
     end
   end
 end
+progress("before gemm+reduce")
 -- random reductions after GEMMs (fused_gen.gen_gemm_reduce): kernel count and output
 for seed = 1, 40 do
   local case = gen.gen_gemm_reduce(seed)
@@ -493,6 +503,7 @@ do
              { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"), r = R({ Nb, Kc, H, W }, "f16", "NHWC") }, "f16")
   end
 end
+progress("before tune")
 -- tuning on the device (lua/kiln/tune.lua): a quick tune of odd f16 / bf16 / f32 GEMMs with
 -- an epilogue into a temporary database; every candidate must compile, load and agree with
 -- the heuristic's outputs (kiln.tune's check), the compile then picks the tuned config
@@ -528,6 +539,7 @@ for _, tc in ipairs { { 200, 136, 72, "f16" }, { 77, 50, 96, "bf16" }, { 64, 96,
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
 end
+progress("before cp.async")
 -- the cp.async K-loop pipeline (spec/lua/cp_async_cases.lua): every case with
 -- rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, against g:eval on the device; the larger
 -- GPU cases must pipeline on sm_80+ (pipeline_stages >= 2; an operand with a prologue never async)
@@ -557,6 +569,7 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
 end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
 end
+progress("before wgmma")
 -- the Hopper wgmma path (sm_90a, opt-in; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
 -- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
 -- against g:eval, each named with its perf config; compute capability 9.0 devices only
@@ -588,6 +601,7 @@ for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "soft
   end)
   if not ok then fail = fail + 1; failures[#failures + 1] = path .. ": " .. tostring(err) end
 end
+progress("before memory")
 -- memory: 300 small GEMMs compiled and run on the device in one context, handles dropped;
 -- the compile cache keeps 32 programs and frees the others (their IR, and their modules on
 -- the device): RSS after kiln.collect() grows by less than 64 MiB, and the programs still
