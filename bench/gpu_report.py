@@ -21,10 +21,11 @@ import math
 import os
 import sys
 
-PEAK_TC = {"f16": 989.4e12, "bf16": 989.4e12, "f32": 66.9e12}   # H100/H200 SXM datasheet, dense (leads)
+PEAK_TC = {"f16": 989.4e12, "bf16": 989.4e12, "f32": 66.9e12,                # H100/H200 SXM datasheet, dense (leads)
+           "f8e4m3fn": 1978.9e12, "f8e5m2": 1978.9e12}
 DEFAULT_BW = 4.8e12                                                # H200 datasheet; replaced by the measured copy
 FUSION_KINDS = ("gemm_cvt", "gemm_scale", "conv_cvt")              # input fusion: rows kiln, kiln.nofuse, peers
-FLOP_KINDS = ("gemm", "conv") + FUSION_KINDS                       # the floor counts their FLOPs
+FLOP_KINDS = ("gemm", "qgemm", "conv") + FUSION_KINDS                      # the floor counts their FLOPs
 
 
 def num(s):
@@ -216,6 +217,12 @@ def run_info(machine_path, tsv_path):
     return date or "date unknown", commit or "unknown", device or "device unknown"
 
 
+def top_rect(fig):
+    """The top of the axes area for tight_layout: about 1.1 inches under the figure's top for the
+    two-line title, whatever the figure's height (a fixed fraction left tall plots a gap)."""
+    return max(0.5, 1.0 - 1.1 / fig.get_size_inches()[1])
+
+
 def title(fig, ax, what, info, sub):
     fig.suptitle("%s\n%s · commit %s · %s" % (what, info[0], info[1], info[2]), fontsize=12, x=0.01, ha="left")
     if sub:
@@ -303,7 +310,7 @@ def plot_vs_peers(order, by, info, path, plt):
     title(fig, ax, "Kernel time: kiln against each peer, case by case", info,
           "medians of device-event timings in the same run; whiskers: the p10–p90 spread of both sides; "
           "vs the copy: GB/s, each side counting its own bytes")
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.tight_layout(rect=(0, 0, 1, top_rect(fig)))
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
@@ -378,7 +385,7 @@ def plot_peak(order, by, info, path, plt):
     title(fig, ax, "How close each kernel comes to the device's measured peak", info,
           "peaks measured in this run: %s%s" % (peaks + "; " if peaks else "",
                                                 "bandwidth %.0f GB/s (torch copy)" % bw if bw else "no copy measured"))
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.tight_layout(rect=(0, 0, 1, top_rect(fig)))
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
@@ -424,7 +431,7 @@ def plot_compile(order, by, info, path, plt):
     title(fig, ax, "Compile latency: graph to a loaded kernel", info,
           "kiln: the conv+add+relu graph, median of 5 (whiskers: fastest–slowest), cold and from the in-memory "
           "cache; peers: one first call each (Triton's matmul, torch.compile's conv)")
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.tight_layout(rect=(0, 0, 1, top_rect(fig)))
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
