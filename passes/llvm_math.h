@@ -23,6 +23,8 @@ LLVMValueRef kl_llvm_exp_f64(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef kl_llvm_log_f64(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef kl_llvm_tanh_f64(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef kl_llvm_pow_f64(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y);
+/* erf in f64 (~2 ulp): its series below 1.5, 1 - erfc by a continued fraction above. */
+LLVMValueRef kl_llvm_erf_f64(LLVMBuilderRef b, LLVMValueRef x);
 /* The reference's max/min, IEEE 754-2019 maximum/minimum: NaN if either operand is NaN,
  * else the larger (smaller) with -0 < +0, so symmetric in x and y (max/min are commutative).
  * Like kl_llvm_fcmp, it orders by integer keys (total-order ones), never by an ordered fcmp. */

@@ -280,11 +280,11 @@ static LLVMValueRef v_powf(lw *L, kl_op *op, LLVMValueRef *a) {
 }
 static LLVMValueRef v_ipowi(lw *L, kl_op *op, LLVMValueRef *a) { return ipow(L, op, a[0], a[1]); }
 
-/* math functions: exp / log / tanh as polynomials in f32 or f64 (llvm_math.h), the same
+/* math functions: exp / log / tanh (and f64 erf) as polynomials in f32 or f64 (llvm_math.h), the same
  * code on every target; sqrt, fabs, roundeven LLVM intrinsics every target selects (f64
  * included); math.exp {approx} in f32 on GPUs is exp2(x * log2 e) through the hardware exp2
  * (relative error ~1e-6 near |x| ~ 20, for the softmax kernels of lower_loops_reduce.c) */
-typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH, M_ROUND } math_kind;
+typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH, M_ROUND, M_ERF } math_kind;
 static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
   const kl_type *t = in_type(op);
   LLVMValueRef x = ext_f32(L, a[0], t), r = NULL;
@@ -319,6 +319,14 @@ static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
       break;
     }
     case M_TANH: r = f32 ? kl_llvm_tanh_f32(L->b, x) : kl_llvm_tanh_f64(L->b, x); break;
+    case M_ERF: /* f64 (graph-to-rock builds f32's erf from arith ops); f32 through f64 */
+      if (f32) {
+        LLVMTypeRef d = LLVMDoubleTypeInContext(L->c);
+        if (LLVMGetTypeKind(ct) == LLVMVectorTypeKind) d = LLVMVectorType(d, LLVMGetVectorSize(ct));
+        r = LLVMBuildFPTrunc(L->b, kl_llvm_erf_f64(L->b, LLVMBuildFPExt(L->b, x, d, "")), ct, "");
+      } else
+        r = kl_llvm_erf_f64(L->b, x);
+      break;
   }
   return trunc_back(L, r, op->results[0].type);
 }
@@ -329,6 +337,7 @@ static LLVMValueRef v_absf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L
 static LLVMValueRef v_rsqrt(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_RSQRT); }
 static LLVMValueRef v_tanh(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_TANH); }
 static LLVMValueRef v_roundeven(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ROUND); }
+static LLVMValueRef v_erf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ERF); }
 
 /* integer ops */
 static LLVMValueRef v_addi(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildAdd(L->b, a[0], a[1], ""); }
@@ -644,7 +653,7 @@ static bool value_op(lw *L, kl_op *op, value_fn build) {
 // clang-format off
 VALUE_HOOK(addf) VALUE_HOOK(subf) VALUE_HOOK(mulf) VALUE_HOOK(divf) VALUE_HOOK(remf) VALUE_HOOK(maxf) VALUE_HOOK(minf)
 VALUE_HOOK(negf) VALUE_HOOK(powf) VALUE_HOOK(ipowi) VALUE_HOOK(exp) VALUE_HOOK(log) VALUE_HOOK(sqrt) VALUE_HOOK(absf)
-VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(roundeven) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
+VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(roundeven) VALUE_HOOK(erf) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
 VALUE_HOOK(andi) VALUE_HOOK(ori) VALUE_HOOK(xori) VALUE_HOOK(maxsi) VALUE_HOOK(minsi) VALUE_HOOK(select) VALUE_HOOK(cmpi)
 VALUE_HOOK(cmpf) VALUE_HOOK(sitofp) VALUE_HOOK(fptosi) VALUE_HOOK(extf) VALUE_HOOK(truncf) VALUE_HOOK(extsi)
 VALUE_HOOK(trunci) VALUE_HOOK(index_cast)
@@ -827,6 +836,7 @@ static const struct {
   { "math.rsqrt", h_rsqrt },
   { "math.tanh", h_tanh },
   { "math.roundeven", h_roundeven },
+  { "math.erf", h_erf },
   { "arith.addi", h_addi },
   { "arith.subi", h_subi },
   { "arith.muli", h_muli },

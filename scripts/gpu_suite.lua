@@ -169,7 +169,7 @@ for _, c in ipairs(rf_cases) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "reduce fusion " .. c.name .. ": " .. tostring(err) end
 end
--- f64 exp / log / tanh / sigmoid / pow / softmax (spec/lua/f64_math_cases.lua): the whole
+-- f64 exp / log / tanh / sigmoid / erf / pow / softmax (spec/lua/f64_math_cases.lua): the whole
 -- f64 range and its specials within a few ulp of g:eval, and bit for bit what the host's
 -- build of the same code computes (passes/llvm_math.c: one lowering for every target)
 local M64 = require "f64_math_cases"

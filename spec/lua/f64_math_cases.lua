@@ -1,4 +1,4 @@
--- f64_math_cases.lua — f64 exp / log / tanh / sigmoid / pow / softmax (the polynomials of
+-- f64_math_cases.lua — f64 exp / log / tanh / sigmoid / erf / pow / softmax (the polynomials of
 -- passes/llvm_math.c, the same code on the host, NVPTX and AMDGPU) against g:eval (libm),
 -- for f64_math_spec.lua (the host) and scripts/gpu_suite.lua (a device). Inputs are fresh
 -- random each run (M.seed names the run) and span the whole f64 range: subnormals, values
@@ -42,6 +42,11 @@ local FUNCS = {
     if i % 2 == 0 then return uniform(-40, 40) end
     return wide(-1074, 10)
   end, function(_, x) return x:sigmoid() end },
+  { "erf", 1, function(i)
+    if i % 3 == 0 then return uniform(-6.5, 6.5) end
+    if i % 3 == 1 then return uniform(-1.6, 1.6) end
+    return wide(-1074, 2)
+  end, function(_, x) return x:erf() end },
   { "pow", 2, function(i)
     local k = i % 5
     if k == 0 then -- |y log x| up to the overflow / underflow thresholds
