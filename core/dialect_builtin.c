@@ -255,6 +255,8 @@ static bool fold_unary_math(kl_op *op, const kl_attr *const *cst, kl_fold_result
     r = 1.0 / sqrt(a);
   else if (!strcmp(n, "tanh"))
     r = tanh(a);
+  else if (!strcmp(n, "erf"))
+    r = erf(a);
   else if (!strcmp(n, "absf"))
     r = fabs(a);
   else if (!strcmp(n, "roundeven"))
@@ -628,7 +630,7 @@ static const kl_opdef builtin_ops[] = {
     .verify = verify_float_op, .fold = fold_pow, .summary = "x^y (C pow semantics)" },
   { .name = "math.ipowi", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
     .verify = verify_int_op, .fold = fold_pow, .summary = "x^e on integers; negative e: 1/x^-e truncated" },
-  UN("arith.negf"), UN("math.exp"), UN("math.log"), UN("math.sqrt"), UN("math.rsqrt"), UN("math.tanh"), UN("math.absf"),
+  UN("arith.negf"), UN("math.exp"), UN("math.log"), UN("math.sqrt"), UN("math.rsqrt"), UN("math.tanh"), UN("math.erf"), UN("math.absf"),
   UN("math.roundeven"),
 #undef UN
 #define CAST(n) { .name = n, .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .fold = fold_cast }

@@ -276,29 +276,20 @@ static LLVMValueRef v_powf(lw *L, kl_op *op, LLVMValueRef *a) {
   LLVMTypeRef ct = LLVMTypeOf(x);
   if (LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind)
     return trunc_back(L, kl_llvm_pow_f32(L->b, x, y), op->results[0].type);
-  if (L->t->arch != KL_ARCH_HOST) {
-    fail(L, op, "%s", "f64 pow is supported on the host only");
-    return NULL;
-  }
-  LLVMValueRef xy[2] = { x, y };
-  return call_intr(L, "llvm.pow", &ct, 1, xy, 2);
+  return kl_llvm_pow_f64(L->b, x, y);
 }
 static LLVMValueRef v_ipowi(lw *L, kl_op *op, LLVMValueRef *a) { return ipow(L, op, a[0], a[1]); }
 
-/* math functions: f32 polynomials (llvm_math.h) or LLVM intrinsics; f64 on GPUs only
- * where the intrinsic is exact (sqrt, fabs, rsqrt); math.exp {approx} in f32 on GPUs is
- * exp2(x * log2 e) through the hardware exp2 (relative error ~1e-6 near |x| ~ 20, for
- * the softmax kernels of lower_loops_reduce.c) */
-typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH, M_ROUND } math_kind;
+/* math functions: exp / log / tanh (and f64 erf) as polynomials in f32 or f64 (llvm_math.h), the same
+ * code on every target; sqrt, fabs, roundeven LLVM intrinsics every target selects (f64
+ * included); math.exp {approx} in f32 on GPUs is exp2(x * log2 e) through the hardware exp2
+ * (relative error ~1e-6 near |x| ~ 20, for the softmax kernels of lower_loops_reduce.c) */
+typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH, M_ROUND, M_ERF } math_kind;
 static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
   const kl_type *t = in_type(op);
   LLVMValueRef x = ext_f32(L, a[0], t), r = NULL;
   LLVMTypeRef ct = LLVMTypeOf(x);
   bool f32 = LLVMGetTypeKind(scalar_of(ct)) == LLVMFloatTypeKind;
-  if (!f32 && L->t->arch != KL_ARCH_HOST && k != M_SQRT && k != M_ABS && k != M_RSQRT && k != M_ROUND) {
-    fail(L, op, "%s: f64 transcendental functions are supported on the host only", op->name);
-    return NULL;
-  }
   switch (k) {
     case M_EXP:
       if (f32 && L->t->arch != KL_ARCH_HOST && kl_op_attr(op, "approx")) { /* the hardware exp2 (ex2.approx, v_exp) */
@@ -316,9 +307,9 @@ static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
           }
         }
       } else
-        r = f32 ? kl_llvm_exp_f32(L->b, x) : call_intr(L, "llvm.exp", &ct, 1, &x, 1);
+        r = f32 ? kl_llvm_exp_f32(L->b, x) : kl_llvm_exp_f64(L->b, x);
       break;
-    case M_LOG: r = f32 ? kl_llvm_log_f32(L->b, x) : call_intr(L, "llvm.log", &ct, 1, &x, 1); break;
+    case M_LOG: r = f32 ? kl_llvm_log_f32(L->b, x) : kl_llvm_log_f64(L->b, x); break;
     case M_SQRT: r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1); break;
     case M_ABS: r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1); break;
     case M_ROUND: r = call_intr(L, "llvm.roundeven", &ct, 1, &x, 1); break; /* exact on f16/bf16 widened */
@@ -327,12 +318,14 @@ static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
       r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
       break;
     }
-    case M_TANH:
-      if (!f32) {
-        fail(L, op, "%s", "tanh is implemented for f32 (and f16/bf16 via f32)");
-        return NULL;
-      }
-      r = kl_llvm_tanh_f32(L->b, x);
+    case M_TANH: r = f32 ? kl_llvm_tanh_f32(L->b, x) : kl_llvm_tanh_f64(L->b, x); break;
+    case M_ERF: /* f64 (graph-to-rock builds f32's erf from arith ops); f32 through f64 */
+      if (f32) {
+        LLVMTypeRef d = LLVMDoubleTypeInContext(L->c);
+        if (LLVMGetTypeKind(ct) == LLVMVectorTypeKind) d = LLVMVectorType(d, LLVMGetVectorSize(ct));
+        r = LLVMBuildFPTrunc(L->b, kl_llvm_erf_f64(L->b, LLVMBuildFPExt(L->b, x, d, "")), ct, "");
+      } else
+        r = kl_llvm_erf_f64(L->b, x);
       break;
   }
   return trunc_back(L, r, op->results[0].type);
@@ -344,6 +337,7 @@ static LLVMValueRef v_absf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L
 static LLVMValueRef v_rsqrt(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_RSQRT); }
 static LLVMValueRef v_tanh(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_TANH); }
 static LLVMValueRef v_roundeven(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ROUND); }
+static LLVMValueRef v_erf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ERF); }
 
 /* integer ops */
 static LLVMValueRef v_addi(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildAdd(L->b, a[0], a[1], ""); }
@@ -649,7 +643,8 @@ static bool value_op(lw *L, kl_op *op, value_fn build) {
   if (op->nopnds > 8) return fail(L, op, "%s", "too many operands");
   if (op->nresults != 1) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
   LLVMValueRef r = build(L, op, args);
-  if (!r) return fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
+  if (!r) /* a builder that failed said why (one error per op) */
+    return L->failed ? false : fail(L, op, "%s", "not a loop-level op (run rock-lower-loops first)");
   vset(L, &op->results[0], r);
   return true;
 }
@@ -658,7 +653,7 @@ static bool value_op(lw *L, kl_op *op, value_fn build) {
 // clang-format off
 VALUE_HOOK(addf) VALUE_HOOK(subf) VALUE_HOOK(mulf) VALUE_HOOK(divf) VALUE_HOOK(remf) VALUE_HOOK(maxf) VALUE_HOOK(minf)
 VALUE_HOOK(negf) VALUE_HOOK(powf) VALUE_HOOK(ipowi) VALUE_HOOK(exp) VALUE_HOOK(log) VALUE_HOOK(sqrt) VALUE_HOOK(absf)
-VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(roundeven) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
+VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(roundeven) VALUE_HOOK(erf) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
 VALUE_HOOK(andi) VALUE_HOOK(ori) VALUE_HOOK(xori) VALUE_HOOK(maxsi) VALUE_HOOK(minsi) VALUE_HOOK(select) VALUE_HOOK(cmpi)
 VALUE_HOOK(cmpf) VALUE_HOOK(sitofp) VALUE_HOOK(fptosi) VALUE_HOOK(extf) VALUE_HOOK(truncf) VALUE_HOOK(extsi)
 VALUE_HOOK(trunci) VALUE_HOOK(index_cast)
@@ -841,6 +836,7 @@ static const struct {
   { "math.rsqrt", h_rsqrt },
   { "math.tanh", h_tanh },
   { "math.roundeven", h_roundeven },
+  { "math.erf", h_erf },
   { "arith.addi", h_addi },
   { "arith.subi", h_subi },
   { "arith.muli", h_muli },

@@ -6,7 +6,8 @@
 -- cases of spec/lua/int8_cases.lua (exact), then the element-wise op pairs of
 -- spec/lua/elementwise_pairs_cases.lua (one case per dtype, the rule of the host spec),
 -- reductions, plan steps, the asynchronous executor (independent branches on streams),
--- reductions fused with producers and consumers (spec/lua/reduce_fusion_cases.lua),
+-- reductions fused with producers and consumers (spec/lua/reduce_fusion_cases.lua), f64
+-- transcendentals (spec/lua/f64_math_cases.lua: against g:eval and bit for bit the host's),
 -- split-K GEMMs and GEMM + reduce (atomic adds after a prefill),
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
@@ -168,6 +169,29 @@ for _, c in ipairs(rf_cases) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "reduce fusion " .. c.name .. ": " .. tostring(err) end
 end
+-- f64 exp / log / tanh / sigmoid / erf / pow / softmax (spec/lua/f64_math_cases.lua): the whole
+-- f64 range and its specials within a few ulp of g:eval, and bit for bit what the host's
+-- build of the same code computes (passes/llvm_math.c: one lowering for every target)
+local M64 = require "f64_math_cases"
+for _, c in ipairs(M64.cases(100000)) do
+  local ok, err = pcall(function()
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false })
+    if #p:kernels() ~= c.kernels then error(#p:kernels() .. " kernels, want " .. c.kernels, 0) end
+    local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
+    local host = table.pack(kiln.compile(c.g, { target = "host", cache = false }):run(c.inputs))
+    for i = 1, want.n do
+      local good, msg = M64.check(got[i], want[i], c)
+      if good then print(("%s: output %d within %.2f ulp"):format(c.name, i, msg)) end
+      if not good then error(("output %d against g:eval:\n  %s"):format(i, msg), 0) end
+      if not c.k then -- a reduction's sums may add in another order on the device
+        local same, where = M64.same_bits(got[i], host[i])
+        if not same then error(("output %d differs from the host's: %s"):format(i, where), 0) end
+      end
+    end
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
+end
+progress("f64 math")
 for _, h in ipairs(RS.HEURISTIC) do
   for _, dt in ipairs(h[2][1] * h[2][2] > 16777216 and { "f32" } or { "f32", "f16", "bf16" }) do
     local name = ("heuristic %s %s"):format(h[1], dt)
