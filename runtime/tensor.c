@@ -105,17 +105,7 @@ static inline double load_f64(kl_dtype dt, const void *p) {
     case KL_DT_F16: {
       uint16_t h;
       memcpy(&h, p, 2);
-      uint32_t sign = (uint32_t)(h & 0x8000) << 16, em = h & 0x7fff, u;
-      float f;
-      if (em >= 0x7c00) { /* inf, NaN */
-        u = sign | 0x7f800000u | (em & 0x3ff) << 13;
-        memcpy(&f, &u, 4);
-        return f;
-      }
-      u = em << 13; /* the value times 2^-112 as an f32 (normal or subnormal): exact */
-      memcpy(&f, &u, 4);
-      f *= 0x1p112f;
-      return sign ? -(double)f : (double)f;
+      return kl_f16_to_f64_fast(h);
     }
     case KL_DT_BF16: {
       uint16_t h;

@@ -7,12 +7,14 @@
  * permuted (same) strides or in different strides are each caught with the exact count;
  * NaN against NaN passes; integers are exact; shapes that differ are an error. The fast
  * path of kl_tensor_compare gives field for field the result of the general path (the
- * same values compared through transposed views). */
+ * same values compared through transposed views); the inline f16 widening both use gives
+ * kl_f16_to_f64's value for all 65536 patterns. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "driver/tune_check.h"
 
 #include "check.h"
@@ -112,7 +114,8 @@ static void compare_paths(kl_dtype dt, const char *name) {
   for (int64_t i = 0; i < 301 * 257; i += 97) kl_tensor_set_flat(a, i, kl_tensor_get_flat(a, i) * (1 + (i % 5) * 0.01));
   kl_tensor_set_flat(a, 5000, NAN);
   /* transposed copies: t(x)[j][i] = x[i][j], memory of the row-major [257, 301] */
-  kl_tensor *at_ = kl_tensor_zeros(dt, 2, tshape, NULL, err, sizeof err), *bt = kl_tensor_zeros(dt, 2, tshape, NULL, err, sizeof err);
+  kl_tensor *at_ = kl_tensor_zeros(dt, 2, tshape, NULL, err, sizeof err),
+            *bt = kl_tensor_zeros(dt, 2, tshape, NULL, err, sizeof err);
   for (int64_t i = 0; i < 301; i++)
     for (int64_t j = 0; j < 257; j++) {
       kl_tensor_set_flat(at_, j * 301 + i, kl_tensor_get_flat(a, i * 257 + j));
@@ -120,7 +123,8 @@ static void compare_paths(kl_dtype dt, const char *name) {
     }
   /* views of the transposes in the logical shape [301, 257]: strides {1, 301} */
   int64_t vst[2] = { 1, 301 };
-  kl_tensor *av = kl_tensor_view(at_, 2, shape, vst, 0, err, sizeof err), *bv = kl_tensor_view(bt, 2, shape, vst, 0, err, sizeof err);
+  kl_tensor *av = kl_tensor_view(at_, 2, shape, vst, 0, err, sizeof err),
+            *bv = kl_tensor_view(bt, 2, shape, vst, 0, err, sizeof err);
   CHECK(av && bv, "%s", err);
   kl_compare_result r1, r2;
   CHECK(kl_tensor_compare(a, b, 1e-3, 1e-3, &r1, err, sizeof err) == 0);
@@ -128,7 +132,7 @@ static void compare_paths(kl_dtype dt, const char *name) {
   CHECK(r1.mismatches > 0 && r1.mismatches == r2.mismatches, "%lld vs %lld", (long long)r1.mismatches,
         (long long)r2.mismatches);
   CHECK(r1.first_flat == r2.first_flat && r1.first_index[0] == r2.first_index[0] &&
-          r1.first_index[1] == r2.first_index[1],
+            r1.first_index[1] == r2.first_index[1],
         "first %lld [%lld,%lld] vs %lld [%lld,%lld]", (long long)r1.first_flat, (long long)r1.first_index[0],
         (long long)r1.first_index[1], (long long)r2.first_flat, (long long)r2.first_index[0],
         (long long)r2.first_index[1]);
@@ -145,8 +149,22 @@ static void compare_paths(kl_dtype dt, const char *name) {
   group_end(name);
 }
 
+/* kl_f16_to_f64_fast (core/dtype.h), under both checks, against kl_f16_to_f64: every pattern */
+static void f16_widening(void) {
+  group_begin();
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    double x = kl_f16_to_f64_fast((uint16_t)h), y = kl_f16_to_f64((uint16_t)h);
+    bool same = isnan(y) ? isnan(x) : (x == y && signbit(x) == signbit(y));
+    if (!same && bad++ < 5) CHECK(same, "f16 0x%04x: %a vs %a", (unsigned)h, x, y);
+  }
+  CHECK(bad == 0, "%d patterns differ", bad);
+  group_end("f16 widening (all 65536 patterns)");
+}
+
 int main(void) {
   char err[256];
+  f16_widening();
   kl_threadpool *pool = kl_threadpool_create(3, err, sizeof err);
   CHECK(pool != NULL, "%s", err);
   float_cases(pool, KL_DT_F16, "f16 outputs");
