@@ -14,8 +14,11 @@
 -- --budget-ms, default 300: slow candidates cost little) rotating among buffer sets,
 -- the median after dropping 1.5-IQR outliers (driver/tune.h). The heuristic time is the quick
 -- run's heuristic row (the same statistic, the same run).
--- compile share = (LLVM compile wall time on the thread pool + loading the binaries on the
--- device, a GPU driver's PTX JIT included) / tuning wall time.
+-- wall = kiln.tune end to end (res.total_ms: random inputs on the host, compiles, loading,
+-- measuring, checking every candidate's outputs, recording); compile share = (LLVM compile
+-- wall time on the thread pool + loading the binaries on the device, a GPU driver's PTX JIT
+-- included) / wall. A second table splits the quick tuning's wall time into its phases
+-- (res.profile, the "time" line of kiln.tune_table).
 -- Output: a markdown table on stdout, and TSV rows in --out (default tune_bench.tsv).
 local fmt = string.format
 local device_name, full_max, jobs, out_path, small, budget_ms = "auto", 150, nil, "tune_bench.tsv", false, 300
@@ -86,7 +89,7 @@ local function union(a, b)
   return out
 end
 
-local function share(res) return (res.compile_wall_ms + res.load_ms) / res.wall_ms end
+local function share(res) return (res.compile_wall_ms + res.load_ms) / res.total_ms end
 
 local target = dev.arch
 io.stderr:write(fmt("tune_bench on %s (%s), target %s, full sampled to %s configs\n", dev.name, dev.kind, target,
@@ -113,9 +116,10 @@ for _, c in ipairs(CASES) do
     io.stderr:write(kiln.tune_table(q, 5), "\n", kiln.tune_table(f, 5), "\n")
     local r = {
       id = c.id, heur = q.heuristic_ms, quick = q.best and q.best.ms or q.heuristic_ms,
-      quick_cfg = q.best and q.best.config or "(heuristic)", quick_wall = q.wall_ms / 1000, quick_share = share(q),
+      quick_cfg = q.best and q.best.config or "(heuristic)", quick_wall = q.total_ms / 1000, quick_share = share(q),
+      quick_profile = q.profile,
       quick_n = q.ncandidates, full = f.best and f.best.ms or f.heuristic_ms,
-      full_cfg = f.best and f.best.config or "(heuristic)", full_wall = f.wall_ms / 1000, full_share = share(f),
+      full_cfg = f.best and f.best.config or "(heuristic)", full_wall = f.total_ms / 1000, full_share = share(f),
       full_n = f.ncandidates, space = #full_space,
     }
     rows[#rows + 1] = r
@@ -128,8 +132,8 @@ end
 tsv:close()
 
 print(fmt("\nTuning on %s (%s): heuristic vs quick-tuned vs full-tuned (full = the quick list + %s of the full " ..
-  "space); times are medians in ms; wall = tuning wall time, compile share = (LLVM compile + loading on the " ..
-  "device) / wall", dev.name, target, full_max > 0 and fmt("%d evenly sampled configs", full_max) or "all"))
+  "space); times are medians in ms; wall = kiln.tune end to end, compile share = (LLVM compile + loading on " ..
+  "the device) / wall", dev.name, target, full_max > 0 and fmt("%d evenly sampled configs", full_max) or "all"))
 print("")
 print("| case | heuristic ms | quick ms (speedup) | quick wall s (compile share) | full ms (speedup) | " ..
   "full wall s (compile share) | quick vs full | candidates quick / full / space |")
@@ -139,6 +143,18 @@ for _, r in ipairs(rows) do
   print(fmt("| %s | %.4f | %.4f (%s) | %.1f (%.0f%%) | %.4f (%s) | %.1f (%.0f%%) | %+.1f%% | %d / %d / %d |", r.id,
     r.heur or -1, r.quick or -1, sp(r.quick), r.quick_wall, 100 * r.quick_share, r.full or -1, sp(r.full),
     r.full_wall, 100 * r.full_share, 100 * ((r.quick or 0) / (r.full or 1) - 1), r.quick_n, r.full_n, r.space))
+end
+print("\nWhere the quick tuning's wall time went (seconds; res.profile): random inputs on the host, LLVM " ..
+  "compile on the thread pool, loading on the device, device buffers and input uploads, timed launches, " ..
+  "downloading and checking every output element of every candidate, the best config's compile and record")
+print("")
+print("| case | wall | inputs | compile | load | buffers+upload | runs | checks | record | other |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for _, r in ipairs(rows) do
+  local p = r.quick_profile
+  print(fmt("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |", r.id, r.quick_wall,
+    p.inputs_ms / 1000, p.compile_ms / 1000, p.load_ms / 1000, p.prepare_ms / 1000, p.run_ms / 1000,
+    p.check_ms / 1000, p.record_ms / 1000, p.other_ms / 1000))
 end
 print(fmt("\nbest configs: %s", table.concat((function()
   local t = {}

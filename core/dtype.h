@@ -77,6 +77,20 @@ kl_dtype kl_contraction_dtype(kl_dtype in);
 uint16_t kl_f64_to_f16(double x);
 uint16_t kl_f32_to_f16(float x);
 double kl_f16_to_f64(uint16_t h);
+/* kl_f16_to_f64 inline and without branches on the sign (for loops over millions of
+ * elements): the same value for every bit pattern (a NaN is a NaN, payload not kept). */
+static inline double kl_f16_to_f64_fast(uint16_t h) {
+  uint32_t em = h & 0x7fffu, u = em << 13, v;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  f *= 0x1p112f; /* the magnitude times 2^-112 as an f32 (normal or subnormal): exact */
+  __builtin_memcpy(&v, &f, 4);
+  if (em >= 0x7c00u) /* inf; NaN (made quiet) */
+    v = 0x7f800000u | (em & 0x3ffu) << 13 | ((em & 0x3ffu) ? 0x400000u : 0u);
+  v |= (uint32_t)(h & 0x8000u) << 16;
+  __builtin_memcpy(&f, &v, 4);
+  return f;
+}
 float kl_f16_to_f32(uint16_t h);
 
 uint16_t kl_f64_to_bf16(double x);

@@ -1,6 +1,7 @@
 /* tune.c — kl_tune_run (tune.h): a compile thread pool with one IR context per thread,
  * then serial timing with rotating buffers and an outlier-robust median. */
 #include "driver/tune.h"
+#include "driver/tune_check.h"
 #include "core/arena.h"
 #include "core/diag.h"
 #include "core/dialect_graph.h"
@@ -8,6 +9,7 @@
 #include "core/print.h"
 #include "passes/passes.h"
 #include "runtime/tensor.h"
+#include "runtime/threadpool.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -130,17 +132,6 @@ static void robust_stats(const float *ms, int n, kl_tune_result *r) {
   free(kept);
 }
 
-static void tolerance(kl_dtype dt, double *rtol, double *atol) {
-  if (kl_dtype_is_int(dt))
-    *rtol = *atol = 0;
-  else if (dt == KL_DT_F16)
-    *rtol = *atol = 1e-2;
-  else if (dt == KL_DT_F32 || dt == KL_DT_F64)
-    *rtol = *atol = 1e-3;
-  else
-    *rtol = *atol = 5e-2;
-}
-
 static void set_error(kl_tune_result *r, const char *fmt, const char *msg) {
   char buf[4096];
   snprintf(buf, sizeof buf, fmt, msg);
@@ -148,14 +139,19 @@ static void set_error(kl_tune_result *r, const char *fmt, const char *msg) {
   r->error = kl_xstrdup(buf);
 }
 
-/* Times candidate i; compares its outputs with ref (taking them as ref when *ref is NULL). */
-static void measure(kl_program *prog, const kl_tune_opts *o, kl_tune_result *r, kl_tensor ***ref, int *nref) {
+/* Times candidate i; checks its outputs against ref (taking them as ref when *ref is NULL).
+ * The phases' times go to r: load_ms, prepare_ms, run_ms, check_ms. */
+static void measure(kl_program *prog, const kl_tune_opts *o, kl_threadpool *pool, kl_tune_result *r, kl_tensor ***ref,
+                    int *nref) {
   char err[4096] = "";
   double tl = now_ms(); /* loading the binaries (a GPU driver's JIT of PTX) is compile time too */
   if (kl_program_load_kernels(prog, o->dev, err, sizeof err) != KL_OK) return set_error(r, "load: %s", err);
-  r->load_ms = now_ms() - tl;
+  double tp = now_ms();
+  r->load_ms = tp - tl;
   kl_prepare_opts po = { .rotate_bytes = o->rotate_bytes ? o->rotate_bytes : ((size_t)64 << 20), .max_sets = 8 };
   kl_prepared *pr = kl_program_prepare(prog, o->dev, o->ninputs, o->inputs, &po, err, sizeof err);
+  double tr = now_ms();
+  r->prepare_ms = tr - tp;
   if (!pr) return set_error(r, "prepare: %s", err);
   int runs = o->runs > 0 ? o->runs : 20, warmup = o->warmup > 0 ? o->warmup : 3;
   double budget = o->budget_ms > 0 ? o->budget_ms : 2000;
@@ -170,6 +166,8 @@ static void measure(kl_program *prog, const kl_tune_opts *o, kl_tune_result *r, 
   }
   float *ms = kl_xmalloc((size_t)runs * sizeof *ms);
   kl_status st = kl_prepared_time(pr, warmup > 1 ? warmup - 1 : 0, runs, ms, err, sizeof err);
+  double tc = now_ms();
+  r->run_ms = tc - tr;
   if (st != KL_OK) {
     free(ms);
     kl_prepared_free(pr);
@@ -179,32 +177,28 @@ static void measure(kl_program *prog, const kl_tune_opts *o, kl_tune_result *r, 
   free(ms);
   int n = 0;
   kl_tensor **outs = NULL;
-  if (kl_prepared_outputs(pr, 0, &n, &outs, err, sizeof err) != KL_OK) {
-    kl_prepared_free(pr);
+  st = kl_prepared_outputs(pr, 0, &n, &outs, err, sizeof err);
+  kl_prepared_free(pr);
+  if (st != KL_OK) {
+    r->check_ms = now_ms() - tc;
     return set_error(r, "outputs: %s", err);
   }
-  kl_prepared_free(pr);
   if (!*ref) {
     *ref = outs;
     *nref = n;
+    r->check_ms = now_ms() - tc;
     return;
   }
-  for (int i = 0; i < n && i < *nref && !r->error; i++) {
-    double rtol, atol;
-    tolerance((*ref)[i]->dtype, &rtol, &atol);
-    kl_compare_result c;
-    if (kl_tensor_compare(outs[i], (*ref)[i], rtol, atol, &c, err, sizeof err) != 0) {
-      set_error(r, "compare: %s", err);
-    } else if (c.mismatches) {
-      char msg[512];
-      snprintf(msg, sizeof msg,
-               "output %d: %lld elements differ from the reference candidate's (max abs err %g, rtol %g atol %g)", i,
-               (long long)c.mismatches, c.max_abs_err, rtol, atol);
-      set_error(r, "wrong results: %s", msg);
-    }
-  }
+  if (o->corrupt_output) o->corrupt_output(r->config, n, outs, o->user);
+  char msg[1024];
+  int c = kl_tune_check(pool, n, outs, *nref, *ref, msg, sizeof msg);
+  if (c < 0)
+    set_error(r, "%s", msg);
+  else if (c > 0)
+    set_error(r, "wrong results: %s", msg);
   for (int i = 0; i < n; i++) kl_tensor_release(outs[i]);
   free(outs);
+  r->check_ms = now_ms() - tc;
 }
 
 kl_status kl_tune_run(kl_op *graph, const kl_tune_opts *o, kl_tune_report *out, char *err, size_t errlen) {
@@ -270,12 +264,14 @@ kl_status kl_tune_run(kl_op *graph, const kl_tune_opts *o, kl_tune_report *out, 
   out->compile_wall_ms = now_ms() - t0;
 
   double t1 = now_ms();
+  char perr[256];
+  kl_threadpool *cpool = jobs > 1 ? kl_threadpool_create(jobs, perr, sizeof perr) : NULL; /* for the checks */
   kl_tensor **ref = NULL;
   int nref = 0, best = -1;
   pg = (kl_tune_progress){ .phase = "measure", .total = o->nconfigs, .best_ms = -1 };
   for (int i = 0; i < o->nconfigs; i++) {
     kl_tune_result *r = &out->r[i];
-    if (p.progs[i] && !r->error) measure(p.progs[i], o, r, &ref, &nref);
+    if (p.progs[i] && !r->error) measure(p.progs[i], o, cpool, r, &ref, &nref);
     if (!r->error && (best < 0 || r->median_ms < out->r[best].median_ms)) best = i;
     if (o->progress) {
       pg.done = i + 1;
@@ -288,6 +284,7 @@ kl_status kl_tune_run(kl_op *graph, const kl_tune_opts *o, kl_tune_report *out, 
     }
   }
   out->measure_wall_ms = now_ms() - t1;
+  if (cpool) kl_threadpool_destroy(cpool);
   for (int i = 0; i < nref; i++) kl_tensor_release(ref[i]);
   free(ref);
   for (int i = 0; i < o->nconfigs; i++)

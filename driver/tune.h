@@ -21,7 +21,14 @@
  *    how many were timed and dropped.
  *  - A candidate whose outputs differ from the reference's beyond the tolerance of the
  *    output dtype (f32/f64: rtol = atol = 1e-3; f16: 1e-2; bf16 and 8-bit floats: 5e-2;
- *    integers: exact) gets an error "wrong results: ..." and no time.
+ *    integers: exact) gets an error "wrong results: ..." and no time. Every element of
+ *    every output is checked (kl_tune_check, driver/tune_check.h: slices of the outputs on
+ *    a pool of `jobs` threads, a slice with the reference's bytes passing at memcmp speed).
+ *  - Each result says where its measurement time went: load_ms, prepare_ms (device
+ *    buffers, uploading the inputs, poisoning the results), run_ms (the probe, warm-up and
+ *    timed launches), check_ms (downloading the outputs and checking them).
+ *  - corrupt_output (tests only; NULL otherwise) is called with each candidate's outputs
+ *    but the reference's before they are checked, and may change them: a wrong candidate.
  *  - progress (optional) is called on the calling thread: after each compile finishes
  *    (phase "compile") and after each measurement (phase "measure").
  *  - out[i] corresponds to configs[i]; error is NULL or malloc'd (free with
@@ -55,7 +62,8 @@ typedef struct kl_tune_opts {
   int ninputs;
   const kl_named_tensor *inputs;
   void (*progress)(const kl_tune_progress *p, void *user);
-  void *user;
+  void *user; /* for progress and corrupt_output */
+  void (*corrupt_output)(const char *config, int noutputs, kl_tensor **outputs, void *user);
 } kl_tune_opts;
 
 typedef struct kl_tune_result {
@@ -63,6 +71,9 @@ typedef struct kl_tune_result {
   char *error;        /* NULL: compiled, ran and matched */
   double compile_ms;  /* this candidate's compile (its thread's time) */
   double load_ms;     /* loading its binaries on the device (measure phase; a GPU driver's JIT) */
+  double prepare_ms;  /* device buffers, inputs uploaded, results poisoned */
+  double run_ms;      /* probe, warm-up and timed launches */
+  double check_ms;    /* outputs downloaded and checked against the reference */
   double median_ms, q1_ms, q3_ms, min_ms;
   int runs, dropped;
   unsigned long long binary_hash;

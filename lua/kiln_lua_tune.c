@@ -9,8 +9,11 @@
  *   rock.gemm ops (read as it is). A graph without a GEMM gives an empty list.
  *   kiln._tune_run(g, {device=, target=, configs={...}, inputs={name=tensor}, jobs=, runs=,
  *                     warmup=, budget_ms=, progress=fn(t)})
- *     -> { {config=, error=, compile_ms=, load_ms=, median_ms=, q1_ms=, q3_ms=, min_ms=, runs=,
- *           dropped=, binary_hash=}, ..., compile_wall_ms=, measure_wall_ms=, jobs= }
+ *     -> { {config=, error=, compile_ms=, load_ms=, prepare_ms=, run_ms=, check_ms=, median_ms=,
+ *           q1_ms=, q3_ms=, min_ms=, runs=, dropped=, binary_hash=}, ..., compile_wall_ms=,
+ *           measure_wall_ms=, jobs= }
+ *     corrupt = CONFIG (tests): that candidate's first output is made wrong before the check
+ *     (one element, at flat index numel * 2/3), so the check must reject it.
  *     the measuring primitive of kiln.tune (lua/kiln/tune.lua; driver/tune.h); progress
  *     gets {phase=, done=, total=, config=, ms=, best_config=, best_ms=, elapsed_ms=}. */
 #include "lua/kiln_lua_rt.h"
@@ -86,8 +89,9 @@ static int l_tuning_space(lua_State *L) {
 
 typedef struct progress_st {
   lua_State *L;
-  int fn;      /* stack index of the callback, 0 none */
-  bool failed; /* the callback raised: its message is at the top of the stack... kept in the registry */
+  int fn;              /* stack index of the callback, 0 none */
+  bool failed;         /* the callback raised: its message is at the top of the stack... kept in the registry */
+  const char *corrupt; /* corrupt = CONFIG, or NULL */
 } progress_st;
 
 static void on_progress(const kl_tune_progress *p, void *user) {
@@ -110,8 +114,20 @@ static void on_progress(const kl_tune_progress *p, void *user) {
   }
 }
 
-static const char *const RUN_OPTS[] = { "device", "target", "configs",   "inputs",   "jobs",
-                                        "runs",   "warmup", "budget_ms", "progress", NULL };
+static const char *const RUN_OPTS[] = { "device", "target",    "configs",  "inputs",  "jobs", "runs",
+                                        "warmup", "budget_ms", "progress", "corrupt", NULL };
+
+/* corrupt = CONFIG (tests): that candidate's first output gets its element at flat index
+ * numel * 2/3 moved far out of any tolerance, as a wrong kernel would. */
+static void corrupt_output(const char *config, int n, kl_tensor **outs, void *user) {
+  progress_st *st = user;
+  if (!st->corrupt || strcmp(config, st->corrupt) || n < 1) return;
+  int64_t k = kl_tensor_numel(outs[0]);
+  if (k < 1) return;
+  int64_t at = k * 2 / 3;
+  double v = kl_tensor_get_flat(outs[0], at);
+  kl_tensor_set_flat(outs[0], at, v >= 0 ? v - 64 : v + 64);
+}
 
 static int opt_int(lua_State *L, int t, const char *k, int def) {
   int v = def;
@@ -158,12 +174,17 @@ static int l_tune_run(lua_State *L) {
   o.runs = opt_int(L, 2, "runs", 0);
   o.warmup = opt_int(L, 2, "warmup", 0);
   if (lua_getfield(L, 2, "budget_ms") == LUA_TNUMBER) o.budget_ms = lua_tonumber(L, -1);
-  progress_st st = { L, 0, false };
+  progress_st st = { L, 0, false, NULL };
+  o.user = &st;
   if (lua_getfield(L, 2, "progress") != LUA_TNIL) {
     if (!lua_isfunction(L, -1)) return kl_lua__rt_error(L, what, "progress must be a function");
     st.fn = lua_gettop(L);
     o.progress = on_progress;
-    o.user = &st;
+  }
+  if (lua_getfield(L, 2, "corrupt") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING) return kl_lua__rt_error(L, what, "corrupt must be a config string");
+    st.corrupt = lua_tostring(L, -1); /* the options table keeps it */
+    o.corrupt_output = corrupt_output;
   }
   kl_tune_report rep;
   char err[4096] = "";
@@ -184,6 +205,9 @@ static int l_tune_run(lua_State *L) {
     if (r->error) kl_lua__set_str(L, "error", r->error);
     kl_lua__set_num(L, "compile_ms", r->compile_ms);
     kl_lua__set_num(L, "load_ms", r->load_ms);
+    kl_lua__set_num(L, "prepare_ms", r->prepare_ms);
+    kl_lua__set_num(L, "run_ms", r->run_ms);
+    kl_lua__set_num(L, "check_ms", r->check_ms);
     if (!r->error) {
       kl_lua__set_num(L, "median_ms", r->median_ms);
       kl_lua__set_num(L, "q1_ms", r->q1_ms);

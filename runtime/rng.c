@@ -20,6 +20,23 @@ uint32_t kl_rng_u32(kl_rng *r) {
   return (xorshifted >> rot) | (xorshifted << ((-rot) & 31));
 }
 
+/* The LCG step x -> PCG_MULT x + inc applied delta times is x -> A x + C: square the step
+ * (A, C) -> (A^2, (A + 1) C) for each bit of delta (Brown, "Random number generation with
+ * arbitrary strides"). */
+void kl_rng_advance(kl_rng *r, uint64_t delta) {
+  uint64_t mult = PCG_MULT, plus = r->inc, acc_mult = 1, acc_plus = 0;
+  while (delta) {
+    if (delta & 1) {
+      acc_mult *= mult;
+      acc_plus = acc_plus * mult + plus;
+    }
+    plus = (mult + 1) * plus;
+    mult *= mult;
+    delta >>= 1;
+  }
+  r->state = acc_mult * r->state + acc_plus;
+}
+
 uint64_t kl_rng_u64(kl_rng *r) {
   uint64_t hi = kl_rng_u32(r);
   return (hi << 32) | kl_rng_u32(r);

@@ -14,6 +14,8 @@ typedef struct kl_rng {
 /* Seed; different streams with the same seed give independent sequences. */
 void kl_rng_seed(kl_rng *r, uint64_t seed, uint64_t stream);
 uint32_t kl_rng_u32(kl_rng *r);
+/* Skips delta kl_rng_u32 draws in O(log delta) steps (the state after them). */
+void kl_rng_advance(kl_rng *r, uint64_t delta);
 uint64_t kl_rng_u64(kl_rng *r);
 /* Uniform integer in [0, bound) without modulo bias; bound 0 returns 0. */
 uint32_t kl_rng_below(kl_rng *r, uint32_t bound);

@@ -1,5 +1,6 @@
 /* tensor.c — host tensors (see tensor.h); dtypes: core/dtype.c, shapes: core/shape.c. */
 #include "runtime/tensor.h"
+#include "runtime/threadpool.h"
 #include "runtime/rng.h"
 #include "core/arena.h"
 #include <math.h>
@@ -90,6 +91,44 @@ static void walk_next(walk *w) {
     w->idx[d] = 0;
   }
 }
+/* Strides are those of the row-major layout (dimensions of extent 1 may have any stride). */
+static bool is_row_major(const kl_tensor *t) {
+  int64_t s = 1;
+  for (int d = t->rank - 1; d >= 0; d--) {
+    if (t->shape[d] != 1 && t->strides[d] != s) return false;
+    s *= t->shape[d];
+  }
+  return true;
+}
+/* kl_dtype_load_f64 with the common float dtypes inline (the same values; a NaN stays a NaN). */
+static inline double load_f64(kl_dtype dt, const void *p) {
+  switch (dt) {
+    case KL_DT_F16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      return kl_f16_to_f64_fast(h);
+    }
+    case KL_DT_BF16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      uint32_t u = (uint32_t)h << 16;
+      float f;
+      memcpy(&f, &u, 4);
+      return f;
+    }
+    case KL_DT_F32: {
+      float f;
+      memcpy(&f, p, 4);
+      return f;
+    }
+    case KL_DT_F64: {
+      double d;
+      memcpy(&d, p, 8);
+      return d;
+    }
+    default: return kl_dtype_load_f64(dt, p);
+  }
+}
 static inline void *at(const kl_tensor *t, int64_t off) {
   return (char *)t->data + off * (int64_t)kl_dtype_size(t->dtype);
 }
@@ -132,6 +171,31 @@ kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const
   return t;
 }
 
+/* Row-major float tensors: every element takes the same number of generator draws (2 for a
+ * uniform, 4 for a normal), so slices of the elements are filled on threads, each from the
+ * generator advanced to its first element: the values of the serial loop, element for
+ * element. */
+typedef struct rand_slices {
+  kl_tensor *t;
+  kl_rng r;
+  kl_dist dist;
+  int64_t n, chunk;
+} rand_slices;
+
+static void rand_slice(void *user, int64_t c, int worker) {
+  (void)worker;
+  rand_slices *s = user;
+  kl_rng r = s->r;
+  int64_t start = c * s->chunk, end = start + s->chunk < s->n ? start + s->chunk : s->n;
+  kl_rng_advance(&r, (uint64_t)start * (s->dist == KL_DIST_NORMAL ? 4 : 2));
+  kl_dtype dt = s->t->dtype;
+  size_t es = kl_dtype_size(dt);
+  char *p = (char *)s->t->data + (size_t)s->t->offset * es;
+  for (int64_t i = start; i < end; i++)
+    kl_dtype_store_f64(dt, p + (size_t)i * es,
+                       s->dist == KL_DIST_NORMAL ? kl_rng_normal(&r) : kl_rng_uniform_range(&r, -1.0, 1.0));
+}
+
 kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed,
                           kl_dist dist, char *err, size_t errlen) {
   if (dist != KL_DIST_UNIFORM && dist != KL_DIST_NORMAL) {
@@ -143,9 +207,21 @@ kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int
   kl_rng r;
   kl_rng_seed(&r, seed, 0);
   int64_t n = kl_tensor_numel(t);
+  bool isint = kl_dtype_is_int(dt);
+  if (!isint && is_row_major(t)) {
+    rand_slices s = { t, r, dist, n, (int64_t)1 << 18 };
+    int64_t nchunks = (n + s.chunk - 1) / s.chunk;
+    kl_threadpool *pool = nchunks > 1 ? kl_threadpool_create(0, NULL, 0) : NULL;
+    if (pool) {
+      kl_threadpool_parallel_for(pool, nchunks, rand_slice, &s);
+      kl_threadpool_destroy(pool);
+    } else {
+      for (int64_t c = 0; c < nchunks; c++) rand_slice(&s, c, 0);
+    }
+    return t;
+  }
   walk w;
   walk_init(&w, t);
-  bool isint = kl_dtype_is_int(dt);
   for (int64_t i = 0; i < n; i++, walk_next(&w)) {
     void *p = at(t, w.off);
     if (!isint) {
@@ -476,6 +552,62 @@ void kl_default_tolerance(kl_dtype dt, double *rtol, double *atol) {
   if (atol) *atol = a;
 }
 
+/* The running result of a comparison. */
+typedef struct {
+  double max_abs, max_rel, first_a, first_b;
+  int64_t mismatches, first;
+} cmp_acc;
+
+/* One pair (x from a, y from the reference b); false: a mismatch. */
+static inline bool cmp_float(cmp_acc *c, double x, double y, double rtol, double atol) {
+  double abs_err;
+  bool ok;
+  if (isnan(x) || isnan(y)) {
+    ok = isnan(x) && isnan(y);
+    abs_err = ok ? 0 : INFINITY;
+  } else if (isinf(x) || isinf(y)) {
+    ok = x == y;
+    abs_err = ok ? 0 : INFINITY;
+  } else {
+    abs_err = fabs(x - y);
+    ok = abs_err <= atol + rtol * fabs(y);
+  }
+  if (abs_err > c->max_abs) c->max_abs = abs_err;
+  if (y != 0 && !isnan(y)) {
+    double rel = isinf(y) ? (abs_err == 0 ? 0 : INFINITY) : abs_err / fabs(y);
+    if (rel > c->max_rel) c->max_rel = rel;
+  }
+  return ok;
+}
+static inline bool cmp_int(cmp_acc *c, int64_t xi, int64_t yi, double rtol, double atol) {
+  double y = (double)yi;
+  uint64_t d = xi > yi ? (uint64_t)xi - (uint64_t)yi : (uint64_t)yi - (uint64_t)xi;
+  double abs_err = (double)d;
+  bool ok = xi == yi || abs_err <= atol + rtol * fabs(y);
+  if (abs_err > c->max_abs) c->max_abs = abs_err;
+  if (y != 0) {
+    double rel = abs_err / fabs(y);
+    if (rel > c->max_rel) c->max_rel = rel;
+  }
+  return ok;
+}
+static inline void cmp_miss(cmp_acc *c, int64_t i, double x, double y) {
+  if (c->mismatches++ == 0) {
+    c->first = i;
+    c->first_a = x;
+    c->first_b = y;
+  }
+}
+
+/* Both row-major, one float dtype: a loop the compiler specialises per dtype. */
+#define CMP_FLAT(DT, SIZE)                                                         \
+  case DT:                                                                         \
+    for (int64_t i = 0; i < n; i++) {                                              \
+      double x = load_f64(DT, pa + i * (SIZE)), y = load_f64(DT, pb + i * (SIZE)); \
+      if (!cmp_float(&c, x, y, rtol, atol)) cmp_miss(&c, i, x, y);                 \
+    }                                                                              \
+    break;
+
 int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, double atol, kl_compare_result *res,
                       char *err, size_t errlen) {
   kl_shape sa = kl_tensor_shape(a), sb = kl_tensor_shape(b);
@@ -496,51 +628,52 @@ int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, doubl
   res->rank = a->rank;
   bool ints = kl_dtype_is_int(a->dtype) && kl_dtype_is_int(b->dtype);
   int64_t n = kl_tensor_numel(a);
-  walk wa, wb;
-  walk_init(&wa, a);
-  walk_init(&wb, b);
-  for (int64_t i = 0; i < n; i++, walk_next(&wa), walk_next(&wb)) {
-    double x, y, abs_err;
-    bool ok;
-    if (ints) {
-      int64_t xi = kl_dtype_load_i64(a->dtype, at(a, wa.off)), yi = kl_dtype_load_i64(b->dtype, at(b, wb.off));
-      x = (double)xi;
-      y = (double)yi;
-      uint64_t d = xi > yi ? (uint64_t)xi - (uint64_t)yi : (uint64_t)yi - (uint64_t)xi;
-      abs_err = (double)d;
-      ok = abs_err <= atol + rtol * fabs(y);
-      if (xi == yi) ok = true;
-    } else {
-      x = kl_dtype_load_f64(a->dtype, at(a, wa.off));
-      y = kl_dtype_load_f64(b->dtype, at(b, wb.off));
-      if (isnan(x) || isnan(y)) {
-        ok = isnan(x) && isnan(y);
-        abs_err = ok ? 0 : INFINITY;
-      } else if (isinf(x) || isinf(y)) {
-        ok = x == y;
-        abs_err = ok ? 0 : INFINITY;
+  cmp_acc c = { 0, 0, 0, 0, 0, -1 };
+  /* both row-major with one float dtype: flat offsets, no index walk (the index of the
+   * first mismatch is unravelled from its flat position) */
+  bool flat = !ints && a->dtype == b->dtype && is_row_major(a) && is_row_major(b) &&
+      (a->dtype == KL_DT_F16 || a->dtype == KL_DT_BF16 || a->dtype == KL_DT_F32 || a->dtype == KL_DT_F64);
+  if (flat) {
+    const char *pa = at(a, a->offset), *pb = at(b, b->offset);
+    switch (a->dtype) {
+      CMP_FLAT(KL_DT_F16, 2)
+      CMP_FLAT(KL_DT_BF16, 2)
+      CMP_FLAT(KL_DT_F32, 4)
+      CMP_FLAT(KL_DT_F64, 8)
+      default: break;
+    }
+    if (c.mismatches)
+      for (int64_t d = a->rank - 1, r = c.first; d >= 0; d--) {
+        res->first_index[d] = r % a->shape[d];
+        r /= a->shape[d];
+      }
+  } else {
+    walk wa, wb;
+    walk_init(&wa, a);
+    walk_init(&wb, b);
+    for (int64_t i = 0; i < n; i++, walk_next(&wa), walk_next(&wb)) {
+      bool first = c.mismatches == 0;
+      if (ints) {
+        int64_t xi = kl_dtype_load_i64(a->dtype, at(a, wa.off)), yi = kl_dtype_load_i64(b->dtype, at(b, wb.off));
+        if (!cmp_int(&c, xi, yi, rtol, atol)) cmp_miss(&c, i, (double)xi, (double)yi);
       } else {
-        abs_err = fabs(x - y);
-        ok = abs_err <= atol + rtol * fabs(y);
+        double x = load_f64(a->dtype, at(a, wa.off)), y = load_f64(b->dtype, at(b, wb.off));
+        if (!cmp_float(&c, x, y, rtol, atol)) cmp_miss(&c, i, x, y);
       }
+      if (first && c.mismatches) memcpy(res->first_index, wa.idx, sizeof(int64_t) * (size_t)a->rank);
     }
-    if (abs_err > res->max_abs_err) res->max_abs_err = abs_err;
-    if (y != 0 && !isnan(y)) {
-      double rel = isinf(y) ? (abs_err == 0 ? 0 : INFINITY) : abs_err / fabs(y);
-      if (rel > res->max_rel_err) res->max_rel_err = rel;
-    }
-    if (!ok) {
-      if (res->mismatches == 0) {
-        res->first_flat = i;
-        memcpy(res->first_index, wa.idx, sizeof(int64_t) * (size_t)a->rank);
-        res->first_a = x;
-        res->first_b = y;
-      }
-      res->mismatches++;
-    }
+  }
+  res->max_abs_err = c.max_abs;
+  res->max_rel_err = c.max_rel;
+  res->mismatches = c.mismatches;
+  if (c.mismatches) {
+    res->first_flat = c.first;
+    res->first_a = c.first_a;
+    res->first_b = c.first_b;
   }
   return 0;
 }
+#undef CMP_FLAT
 
 int kl_tensor_allclose(const kl_tensor *a, const kl_tensor *b, double rtol, double atol, bool *close, char *err,
                        size_t errlen) {

@@ -562,6 +562,29 @@ for _, tc in ipairs { { 200, 136, 72, "f16" }, { 77, 50, 96, "bf16" }, { 64, 96,
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
+-- the output check of tuning on the device: a candidate made wrong in one element of a
+-- 1M-element output (kiln.tune's _corrupt, tests only) fails with "wrong results", the others
+-- pass, and the time profile adds up to the end-to-end time
+do
+  local name = "tune check catches a wrong candidate (1024x1024x64 f16)"
+  local ok, err = pcall(function()
+    local g = kiln.graph("tune_gpu_wrong")
+    g:output(g:dot(g:param("a", { 1024, 64 }, "f16"), g:param("b", { 64, 1024 }, "f16")))
+    local space = kiln.tuning_space(g, { target = dev.arch, level = "quick" })
+    local configs = { table.unpack(space, 1, 3) }
+    local res = kiln.tune(g, { device = dev, db = false, runs = 5, configs = configs, _corrupt = configs[2] })
+    local bad = res.results[#res.results]
+    if res.nfailed ~= 1 or bad.config ~= configs[2] or not tostring(bad.error):find("wrong results", 1, true) then
+      error("want exactly " .. tostring(configs[2]) .. " failing with wrong results:\n" .. kiln.tune_table(res), 0)
+    end
+    local p, sum = res.profile, 0
+    for _, k in ipairs { "inputs_ms", "compile_ms", "load_ms", "prepare_ms", "run_ms", "check_ms", "record_ms",
+      "other_ms" } do sum = sum + p[k] end
+    if math.abs(sum - res.total_ms) > 1 then error(("profile %.1f ms vs total %.1f ms"):format(sum, res.total_ms), 0) end
+    print(("%s: ok; %s"):format(name, (kiln.tune_table(res):match("time [^\n]*"))))
+  end)
+  if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
+end
 end
 progress("before cp.async")
 -- the cp.async K-loop pipeline (spec/lua/cp_async_cases.lua): every case with

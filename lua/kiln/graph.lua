@@ -46,7 +46,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   g = kiln.graph(kiln.context(), "name")   a graph in a context of its own: its IR is freed with it and its programs
   kiln.tuning_space(g, {target=, level="quick"|"full"|"exhaustive", rejected=true}) -> configs [, {{config=, reason=}}]   p:code_object(k, "gfx942") p:disasm(k, target)  p:save(path) kiln.load(path)
   res = kiln.tune(g, {target=, device=, level="quick"|"full"|"exhaustive", jobs=, runs=, db=PATH|false, progress=true|fn,
-                      shard="I/N", configs=})  -> {best={config=, ms=}, results={...}, ...}   kiln.tune_table(res)
+                      shard="I/N", configs=})  -> {best={config=, ms=}, results={...}, total_ms=, profile={...}, ...}   kiln.tune_table(res)
   kiln.tuning_db_path() kiln.tuning_db_read(path) -> records, warnings  kiln.tuning_db_write(path, records)
   kiln.tuning_db_merge(path, {shard.db, ...})   p:kernels()[i].perf_config_source ("user"|"tuned (db)"|"heuristic")  (kiln tune --help)
   p:kernels("gfx942")[i].amdgpu -> {vgpr, agpr, sgpr, lds_bytes, scratch_bytes, occupancy (waves/SIMD), occupancy_limit, loop = {mfma, wmma, global_load, ds_read, ds_write, s_waitcnt, s_barrier, ...}}

@@ -15,6 +15,7 @@
 -- runs (default 20) timed launches per candidate, fewer (at least 5) when they would take more
 -- than budget_ms (default 2000); warmup launches before (default 3).
 -- configs = {...}: these candidates instead of the tuning space (tests, repeat runs).
+-- _corrupt = CONFIG (tests only): that candidate's outputs are made wrong before the check.
 -- shard = {I, N} (or "I/N", I from 0): only candidates j (from 0) with j % N == I, no
 -- heuristic row: the piece of a distributed run (kiln tune --shard / --slurm; the shard
 -- databases are folded with kiln.tuning_db_merge, which keeps the fastest per key).
@@ -23,9 +24,12 @@
 -- res: {graph=, target=, device=, level=, results={ {config=, median_ms=, q1_ms=, q3_ms=,
 -- runs=, dropped=, compile_ms=, error=, heuristic=}, ... } (fastest first, failures last),
 -- best={config=, ms=}, heuristic_ms=, speedup= (heuristic / best), problems={{kernel=, key=,
--- problem=}}, ncandidates=, nfailed=, wall_ms=, compile_wall_ms=, measure_wall_ms= (of which
--- load_ms loading binaries on the device), jobs=,
--- runs=, db=, recorded=}.
+-- problem=}}, ncandidates=, nfailed=, wall_ms= (compile_wall_ms + measure_wall_ms),
+-- compile_wall_ms=, measure_wall_ms= (of which load_ms loading binaries on the device), jobs=,
+-- runs=, db=, recorded=, total_ms= (kiln.tune end to end), profile={inputs_ms= (kiln.rand on the
+-- host), compile_ms=, load_ms=, prepare_ms= (device buffers, uploads), run_ms= (launches),
+-- check_ms= (downloading and checking every output element), record_ms= (the best config's
+-- compile and the database), other_ms=}: where total_ms went (the table's "time" line)}.
 return function(kiln)
   local fmt = string.format
 
@@ -107,7 +111,7 @@ return function(kiln)
   end
 
   local OPTS = { target = true, device = true, level = true, jobs = true, runs = true, warmup = true, db = true,
-    progress = true, shard = true, budget_ms = true, configs = true }
+    progress = true, shard = true, budget_ms = true, configs = true, _corrupt = true }
 
   function kiln.tune(g, o)
     o = o or {}
@@ -126,7 +130,7 @@ return function(kiln)
       else dev = kiln.device("auto") end
     end
     target = target or dev.arch
-    local wall0 = os.time()
+    local wall0, t0 = os.time(), kiln.clock_ms()
     local space = o.configs or kiln.tuning_space(g, { target = target, level = level })
     if #space == 0 then
       error(fmt("kiln.tune: %s has no GEMM to tune on %s (only GEMM/convolution kernels take a perf config)",
@@ -138,9 +142,11 @@ return function(kiln)
       if not shard or (j - 1) % shard[2] == shard[1] then configs[#configs + 1] = c end
     end
     local inputs = {}
+    local ti = kiln.clock_ms()
     for _, p in ipairs(params_of(g)) do
       inputs[p.name] = kiln.rand(p.shape, p.dtype, p.strides and { strides = p.strides } or nil)
     end
+    local inputs_ms = kiln.clock_ms() - ti
     local progress = o.progress
     if progress == true then progress = kiln.tune_progress_printer(io.stderr, kiln._isatty(2), graph_name(g)) end
     local res = {
@@ -149,12 +155,19 @@ return function(kiln)
     }
     local r = #configs > 0 and kiln._tune_run(g, {
       device = dev, target = target, configs = configs, inputs = inputs, jobs = o.jobs, runs = o.runs,
-      warmup = o.warmup, budget_ms = o.budget_ms, progress = progress or nil,
+      warmup = o.warmup, budget_ms = o.budget_ms, progress = progress or nil, corrupt = o._corrupt,
     }) or { compile_wall_ms = 0, measure_wall_ms = 0, jobs = 0 }
+    local tf = kiln.clock_ms()
     res.compile_wall_ms, res.measure_wall_ms, res.jobs = r.compile_wall_ms, r.measure_wall_ms, r.jobs
     res.wall_ms = r.compile_wall_ms + r.measure_wall_ms
-    res.load_ms = 0 -- binaries loaded on the device (in the measure phase)
-    for _, x in ipairs(r) do res.load_ms = res.load_ms + (x.load_ms or 0) end
+    -- where the time went (the measure phase's parts summed over the candidates)
+    local prof = { inputs_ms = inputs_ms, compile_ms = r.compile_wall_ms, load_ms = 0, prepare_ms = 0, run_ms = 0,
+      check_ms = 0 }
+    for _, x in ipairs(r) do
+      for _, k in ipairs { "load_ms", "prepare_ms", "run_ms", "check_ms" } do prof[k] = prof[k] + (x[k] or 0) end
+    end
+    res.load_ms = prof.load_ms -- binaries loaded on the device (in the measure phase)
+    res.profile = prof
     local ok, bad, heur = {}, {}, nil
     for _, x in ipairs(r) do
       x.heuristic = x.config == "" or nil
@@ -208,6 +221,11 @@ return function(kiln)
       end
     end
     res.date = os.date("!%Y-%m-%dT%H:%M:%SZ", wall0)
+    local t1 = kiln.clock_ms()
+    prof.record_ms = t1 - tf
+    res.total_ms = t1 - t0
+    prof.other_ms = math.max(0, res.total_ms - (prof.inputs_ms + prof.compile_ms + prof.load_ms + prof.prepare_ms +
+      prof.run_ms + prof.check_ms + prof.record_ms))
     return res
   end
 
@@ -219,6 +237,13 @@ return function(kiln)
       "measure %s (%d runs each, median after dropping outliers)", res.graph, res.target, res.device, res.level,
       res.shard and (", shard " .. res.shard) or "", res.ncandidates, res.nfailed, fmt_s(res.compile_wall_ms),
       res.jobs, res.jobs == 1 and "" or "s", fmt_s(res.measure_wall_ms), res.runs)
+    local p = res.profile
+    if p then
+      lines[#lines + 1] = fmt("  time %s end to end: inputs %s, compile %s, load on the device %s, buffers and " ..
+        "upload %s, timed runs %s, output checks %s, record %s, other %s", fmt_s(res.total_ms), fmt_s(p.inputs_ms),
+        fmt_s(p.compile_ms), fmt_s(p.load_ms), fmt_s(p.prepare_ms), fmt_s(p.run_ms), fmt_s(p.check_ms),
+        fmt_s(p.record_ms), fmt_s(p.other_ms))
+    end
     lines[#lines + 1] = fmt("  %-4s %-28s %12s %12s %9s %11s", "rank", "config", "median ms", "IQR ms", "dropped",
       "compile ms")
     local shown = 0

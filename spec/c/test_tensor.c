@@ -520,12 +520,35 @@ static void test_rand(void) {
         "rand NHWC = rand NCHW logically");
   CHECK(!kl_tensor_rand(KL_DT_F32, 2, shp, NULL, 1, (kl_dist)5, err, sizeof err) && strstr(err, "distribution"), "%s",
         err);
+  /* large row-major float tensors are filled in slices on threads (the generator advanced
+   * to each slice): the same values as the serial walk of a padded layout */
+  for (int k = 0; k < 3; k++) {
+    kl_dtype dts[3] = { KL_DT_F16, KL_DT_F32, KL_DT_BF16 };
+    kl_dist ds[3] = { KL_DIST_UNIFORM, KL_DIST_NORMAL, KL_DIST_UNIFORM };
+    int64_t sb[2] = { 3 * 1024 + 1, 257 }, pst[2] = { 260, 1 }; /* 3 slices of 2^18 and a bit */
+    kl_tensor *fa = kl_tensor_rand(dts[k], 2, sb, NULL, 99 + k, ds[k], err, sizeof err);
+    kl_tensor *fb = kl_tensor_rand(dts[k], 2, sb, pst, 99 + k, ds[k], err, sizeof err);
+    CHECK(fa && fb && kl_tensor_compare(fa, fb, 0, 0, &cr, err, sizeof err) == 0 && cr.mismatches == 0,
+          "sliced rand = serial rand (%s): %lld differ", kl_dtype_name(dts[k]),
+          fa && fb ? (long long)cr.mismatches : -1);
+    kl_tensor_release(fa);
+    kl_tensor_release(fb);
+  }
   /* rng basics */
   kl_rng r;
   kl_rng_seed(&r, 42, 54);
   uint32_t first = kl_rng_u32(&r);
   kl_rng_seed(&r, 42, 54);
   CHECK(kl_rng_u32(&r) == first, "rng reseed");
+  uint64_t skips[4] = { 0, 1, 1000, 123457 };
+  for (int k = 0; k < 4; k++) {
+    kl_rng a, b;
+    kl_rng_seed(&a, 7, 3);
+    kl_rng_seed(&b, 7, 3);
+    for (uint64_t i = 0; i < skips[k]; i++) kl_rng_u32(&a);
+    kl_rng_advance(&b, skips[k]);
+    CHECK(a.state == b.state && kl_rng_u32(&a) == kl_rng_u32(&b), "rng advance by %llu", (unsigned long long)skips[k]);
+  }
   int hist[5] = { 0 };
   for (int i = 0; i < 5000; i++) hist[kl_rng_below(&r, 5)]++;
   CHECK(hist[0] > 900 && hist[4] > 900 && kl_rng_below(&r, 0) == 0, "below");

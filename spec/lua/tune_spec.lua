@@ -93,6 +93,37 @@ describe("kiln.tune #tune", function()
     end
   end)
 
+  it("checks every candidate's outputs: a wrong candidate fails and is never the best", function()
+    -- the wrong element sits at flat index numel * 2/3 of a multi-slice output (the check
+    -- cuts outputs into slices of at least 2^18 elements checked on threads)
+    local g = dot_graph("tune_wrong", 640, 16, 700)
+    local configs = { "v1:8,8,4,8,8,1", "v1:16,8,8,16,8,1" }
+    for _, bad in ipairs(configs) do
+      local res = kiln.tune(g, { target = "host", jobs = 2, runs = 5, db = false, configs = configs, _corrupt = bad })
+      assert.are.equal(3, res.ncandidates)
+      assert.are.equal(1, res.nfailed, kiln.tune_table(res))
+      local last = res.results[#res.results]
+      assert.are.equal(bad, last.config)
+      helper.has(last.error, "wrong results: output 0: 1 elements differ from the reference candidate's")
+      assert.is_nil(last.median_ms)
+      assert.are_not.equal(bad, res.best and res.best.config)
+      -- the profile adds up to the end-to-end time
+      local p = res.profile
+      local sum = 0
+      for _, k in ipairs { "inputs_ms", "compile_ms", "load_ms", "prepare_ms", "run_ms", "check_ms", "record_ms",
+        "other_ms" } do
+        assert.is_true(p[k] >= 0, k)
+        sum = sum + p[k]
+      end
+      assert.is_true(p.check_ms > 0 and p.run_ms > 0 and p.prepare_ms > 0)
+      assert.is_true(math.abs(sum - res.total_ms) < 1e-6 * res.total_ms + 1e-3, sum .. " vs " .. res.total_ms)
+      helper.has(kiln.tune_table(res), "end to end: inputs ")
+    end
+    -- the same run without the injected fault: all pass
+    local res = kiln.tune(g, { target = "host", jobs = 2, runs = 5, db = false, configs = configs })
+    assert.are.equal(0, res.nfailed, kiln.tune_table(res))
+  end)
+
   it("reports a candidate that fails without failing the run, and refuses graphs without a GEMM", function()
     local g = dot_graph("tune_bad", 9, 10, 11)
     local res = kiln.tune(g, { target = "host", db = false, runs = 3, configs = { "v1:8,8,4,8,8,1", "v1:8,8,3,8,8,2" } })
