@@ -65,7 +65,7 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
   it("the larger GPU cases pipeline on sm_80 and sm_90 (static: compile only)", function()
     for _, c in ipairs(C.gpu_cases()) do
       for _, t in ipairs { "sm_80", "sm_90" } do
-        local p = kiln.compile(c.g, { target = t, cache = false, pipeline = C.pipeline(3) })
+        local p = kiln.compile(c.g, { target = t, cache = false, pipeline = C.pipeline(3), perf_config = c.gpu_perf })
         local k
         for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
         if c.piped then
