@@ -77,6 +77,25 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     end
   end)
 
+  it("auto (-1) pipelines only with both operands async, >= 3 stages and two blocks' LDS (static)", function()
+    -- two stages measured slower than the register-staged loop on an H200 (docs/ARCHITECTURE.md)
+    local function stages(t, bt, K)
+      local g = kiln.graph("g")
+      local b = bt and g:param("b", { 4096, K }, "f16"):transpose { 1, 0 } or g:param("b", { K, 4096 }, "f16")
+      g:output(g:dot(g:param("a", { 4096, K }, "f16"), b))
+      local p = kiln.compile(g, { target = t, cache = false, pipeline = C.pipeline(-1) })
+      local k = p:kernels(t)[1]
+      return k.pipeline_stages, k.async_copy, k.lds_bytes
+    end
+    local st, async, lds = stages("sm_90", true, 4096)
+    assert.is_true(st >= 3, st)
+    assert.are.equal("A,B", async)
+    assert.is_true(2 * lds <= 227 * 1024, lds)
+    assert.are.equal(0, (stages("sm_90", false, 4096))) -- B through registers: at most 2 stages: off
+    assert.are.equal(0, (stages("sm_90", true, 64)))    -- 2 K steps: 2 stages at most: off
+    assert.are.equal(0, (stages("gfx942", true, 4096))) -- not mma.sync
+  end)
+
   it("rejects cp-async outside -1..4 with the pass's message", function()
     local g = kiln.graph("g")
     g:output(g:dot(g:param("a", { 8, 8 }, "f32"), g:param("b", { 8, 8 }, "f32")))
