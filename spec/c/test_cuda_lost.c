@@ -58,8 +58,8 @@ int main(void) {
   CHECK(kl_device_launch(good, one, one, 0, args, NULL, 0) == KL_ERR && strstr(kl_device_error(dev), "device lost"),
         "%s", kl_device_error(dev));
   kl_dev_module *m2 = NULL;
-  CHECK(kl_device_load(dev, PTX, sizeof PTX - 1, 0, &m2) == KL_ERR && strstr(kl_device_error(dev), "device lost"),
-        "%s", kl_device_error(dev));
+  CHECK(kl_device_load(dev, PTX, sizeof PTX - 1, 0, &m2) == KL_ERR && strstr(kl_device_error(dev), "device lost"), "%s",
+        kl_device_error(dev));
   CHECK(kl_device_synchronize(dev) == KL_ERR && strstr(kl_device_error(dev), "device lost"));
   CHECK(*calls == before, "%d driver calls on the lost context", *calls - before);
   group_end("every later call fails at once with the message, without calling the driver");

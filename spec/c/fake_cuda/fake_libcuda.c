@@ -15,13 +15,13 @@ typedef unsigned long long CUdeviceptr;
 static int faulted;
 int fake_cuda_calls; /* driver calls after the fault */
 
-#define ENTRY                     \
-  do {                            \
+#define ENTRY                       \
+  do {                              \
     if (faulted) fake_cuda_calls++; \
   } while (0)
-#define STICKY              \
-  do {                      \
-    ENTRY;                  \
+#define STICKY               \
+  do {                       \
+    ENTRY;                   \
     if (faulted) return 700; \
   } while (0)
 
@@ -46,11 +46,27 @@ typedef struct fn {
   char name[128];
 } fn;
 
-CUresult cuInit(unsigned f) { (void)f; return 0; }
-CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
-CUresult cuDeviceGet(int *d, int i) { *d = i; return 0; }
-CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, "fake GPU", (size_t)n); return 0; }
+CUresult cuInit(unsigned f) {
+  (void)f;
+  return 0;
+}
+CUresult cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return 0;
+}
+CUresult cuDeviceGetCount(int *n) {
+  *n = 1;
+  return 0;
+}
+CUresult cuDeviceGet(int *d, int i) {
+  *d = i;
+  return 0;
+}
+CUresult cuDeviceGetName(char *s, int n, int d) {
+  (void)d;
+  strncpy(s, "fake GPU", (size_t)n);
+  return 0;
+}
 CUresult cuDeviceGetAttribute(int *v, int a, int d) {
   (void)d;
   switch (a) {
@@ -65,21 +81,60 @@ CUresult cuDeviceGetAttribute(int *v, int a, int d) {
   }
   return 0;
 }
-CUresult cuDeviceTotalMem_v2(size_t *b, int d) { (void)d; *b = (size_t)1 << 30; return 0; }
-CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; static int ctx; *c = &ctx; return 0; }
-CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
-CUresult cuCtxSetCurrent(void *c) { (void)c; ENTRY; return 0; }
-CUresult cuCtxSynchronize(void) { STICKY; return 0; }
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { STICKY; *p = (CUdeviceptr)(uintptr_t)keep(calloc(1, n ? n : 1)); return 0; }
-CUresult cuMemFree_v2(CUdeviceptr p) { STICKY; drop((void *)(uintptr_t)p); return 0; }
-CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { STICKY; memcpy((void *)(uintptr_t)d, s, n); return 0; }
-CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { STICKY; memcpy(d, (void *)(uintptr_t)s, n); return 0; }
+CUresult cuDeviceTotalMem_v2(size_t *b, int d) {
+  (void)d;
+  *b = (size_t)1 << 30;
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
+  (void)d;
+  static int ctx;
+  *c = &ctx;
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int d) {
+  (void)d;
+  return 0;
+}
+CUresult cuCtxSetCurrent(void *c) {
+  (void)c;
+  ENTRY;
+  return 0;
+}
+CUresult cuCtxSynchronize(void) {
+  STICKY;
+  return 0;
+}
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  STICKY;
+  *p = (CUdeviceptr)(uintptr_t)keep(calloc(1, n ? n : 1));
+  return 0;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  STICKY;
+  drop((void *)(uintptr_t)p);
+  return 0;
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
+  STICKY;
+  memcpy((void *)(uintptr_t)d, s, n);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
+  STICKY;
+  memcpy(d, (void *)(uintptr_t)s, n);
+  return 0;
+}
 CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
   STICKY;
   memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
   return 0;
 }
-CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { STICKY; memset((void *)(uintptr_t)d, v, n); return 0; }
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  STICKY;
+  memset((void *)(uintptr_t)d, v, n);
+  return 0;
+}
 CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
   STICKY;
   for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v;
@@ -96,7 +151,11 @@ CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void 
   *m = keep(strdup(img));
   return 0;
 }
-CUresult cuModuleUnload(void *m) { STICKY; drop(m); return 0; }
+CUresult cuModuleUnload(void *m) {
+  STICKY;
+  drop(m);
+  return 0;
+}
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   STICKY;
   if (!strstr(m, name)) return 500; /* CUDA_ERROR_NOT_FOUND */
@@ -105,8 +164,17 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   *f = x;
   return 0;
 }
-CUresult cuFuncGetAttribute(int *v, int a, void *f) { (void)a, (void)f; STICKY; *v = 0; return 0; }
-CUresult cuFuncSetAttribute(void *f, int a, int v) { (void)f, (void)a, (void)v; STICKY; return 0; }
+CUresult cuFuncGetAttribute(int *v, int a, void *f) {
+  (void)a, (void)f;
+  STICKY;
+  *v = 0;
+  return 0;
+}
+CUresult cuFuncSetAttribute(void *f, int a, int v) {
+  (void)f, (void)a, (void)v;
+  STICKY;
+  return 0;
+}
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned sh, void *st, void **args, void **extra) {
   (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)st, (void)args, (void)extra;
@@ -114,30 +182,78 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (strstr(((fn *)f)->name, "fault")) faulted = 1; /* reported later, as a real fault is */
   return 0;
 }
-CUresult cuEventCreate(void **e, unsigned fl) { (void)fl; STICKY; *e = keep(calloc(1, 8)); return 0; }
-CUresult cuEventRecord(void *e, void *s) { (void)e, (void)s; STICKY; return 0; }
-CUresult cuEventSynchronize(void *e) { (void)e; STICKY; return 0; }
-CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; STICKY; *ms = 1; return 0; }
-CUresult cuEventDestroy_v2(void *e) { STICKY; drop(e); return 0; }
+CUresult cuEventCreate(void **e, unsigned fl) {
+  (void)fl;
+  STICKY;
+  *e = keep(calloc(1, 8));
+  return 0;
+}
+CUresult cuEventRecord(void *e, void *s) {
+  (void)e, (void)s;
+  STICKY;
+  return 0;
+}
+CUresult cuEventSynchronize(void *e) {
+  (void)e;
+  STICKY;
+  return 0;
+}
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
+  (void)a, (void)b;
+  STICKY;
+  *ms = 1;
+  return 0;
+}
+CUresult cuEventDestroy_v2(void *e) {
+  STICKY;
+  drop(e);
+  return 0;
+}
 CUresult cuGetErrorString(CUresult r, const char **s) {
   *s = r == 700 ? "an illegal memory access was encountered" : r == 0 ? "no error" : "fake error";
   return 0;
 }
 CUresult cuGetErrorName(CUresult r, const char **s) {
-  *s = r == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : r == 0 ? "CUDA_SUCCESS" : r == 500 ? "CUDA_ERROR_NOT_FOUND" : "CUDA_ERROR_FAKE";
+  *s = r == 700  ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+      : r == 0   ? "CUDA_SUCCESS"
+      : r == 500 ? "CUDA_ERROR_NOT_FOUND"
+                 : "CUDA_ERROR_FAKE";
   return 0;
 }
-CUresult cuStreamCreate(void **s, unsigned f) { (void)f; STICKY; *s = keep(calloc(1, 8)); return 0; }
-CUresult cuStreamDestroy_v2(void *s) { STICKY; drop(s); return 0; }
-CUresult cuStreamSynchronize(void *s) { (void)s; STICKY; return 0; }
-CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s, (void)e, (void)f; STICKY; return 0; }
+CUresult cuStreamCreate(void **s, unsigned f) {
+  (void)f;
+  STICKY;
+  *s = keep(calloc(1, 8));
+  return 0;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+  STICKY;
+  drop(s);
+  return 0;
+}
+CUresult cuStreamSynchronize(void *s) {
+  (void)s;
+  STICKY;
+  return 0;
+}
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
+  (void)s, (void)e, (void)f;
+  STICKY;
+  return 0;
+}
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
   (void)st;
   return cuMemcpyDtoD_v2(d, s, n);
 }
-CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st) { (void)st; return cuMemsetD8_v2(d, v, n); }
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st) {
+  (void)st;
+  return cuMemsetD8_v2(d, v, n);
+}
 CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *st) {
   (void)st;
   return cuMemsetD16_v2(d, v, n);
 }
-CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) { (void)st; return cuMemsetD32_v2(d, v, n); }
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) {
+  (void)st;
+  return cuMemsetD32_v2(d, v, n);
+}
