@@ -69,6 +69,12 @@ static kl_status prefill(kl_plan_exec *x, const kl_bundle_step *s, char *err, si
   return st == KL_OK ? KL_OK : fail(x, err, errlen, "prefill");
 }
 
+size_t kl_plan_launch_shared_bytes(const kl_device *dev, const kl_bundle_kernel *k) {
+  return kl_device_get_info(dev)->kind == KL_DEVICE_CUDA && k->lds_bytes > KL_NVPTX_STATIC_LDS_MAX
+      ? (size_t)k->lds_bytes
+      : 0;
+}
+
 static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
   const kl_bundle_kernel *k = &x->plan->kernels[s->kernel];
   kl_dev_launch l = { 0 };
@@ -81,9 +87,7 @@ static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
   }
   l.arg_sizes = sizes;
   l.nargs = s->nargs;
-  /* NVIDIA kernels above 48 KiB of LDS take it as dynamic shared memory (core/target.h) */
-  if (kl_device_get_info(x->dev)->kind == KL_DEVICE_CUDA && k->lds_bytes > KL_NVPTX_STATIC_LDS_MAX)
-    l.shared_bytes = (size_t)k->lds_bytes;
+  l.shared_bytes = kl_plan_launch_shared_bytes(x->dev, k);
   for (int d = 0; d < 3; d++) {
     l.grid[d] = (uint32_t)k->grid[d];
     l.block[d] = (uint32_t)k->block[d];

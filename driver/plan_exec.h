@@ -34,6 +34,12 @@ typedef struct kl_plan_exec {
 } kl_plan_exec;
 
 kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen);
+/* The dynamic shared memory bytes a launch of plan kernel k on dev passes: an NVIDIA
+ * kernel whose LDS exceeds KL_NVPTX_STATIC_LDS_MAX holds all of it in one `extern
+ * .shared` array (core/target.h), so its launch passes lds_bytes (without them its LDS
+ * accesses fault: CUDA_ERROR_ILLEGAL_ADDRESS); every other kernel 0. Every launch of a
+ * plan kernel takes its size from here (kl_plan_exec_step, kl_prepared_launch). */
+size_t kl_plan_launch_shared_bytes(const kl_device *dev, const kl_bundle_kernel *k);
 /* Every step of the plan, as kl_plan_schedule(P, 4) orders them.
  *  - GPU: asynchronously, in the schedule's issue order, on its streams (at most 4):
  *    each step first waits (kl_device_stream_wait_event) on the events of its deps on

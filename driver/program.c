@@ -1319,8 +1319,10 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
     const kl_bundle_kernel *k = &P->kernels[step->kernel];
     uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
              block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
-    if (kl_device_launch(r->l->kernels[step->kernel], grid, block, 0, r->args[set * r->nsteps + s], r->arg_sizes,
-                         step->nargs) != KL_OK) {
+    /* the dynamic shared memory of an NVIDIA kernel above 48 KiB of LDS (without it the
+     * kernel's LDS accesses fault) */
+    if (kl_device_launch(r->l->kernels[step->kernel], grid, block, kl_plan_launch_shared_bytes(r->dev, k),
+                         r->args[set * r->nsteps + s], r->arg_sizes, step->nargs) != KL_OK) {
       snprintf(err, errlen, "launch of %s: %s", k->name, kl_device_error(r->dev));
       return KL_ERR;
     }

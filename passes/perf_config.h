@@ -44,8 +44,9 @@
  * the register path (the kernel's async_copy: "A,B", "A", "B" or "none"; pipeline_stages:
  * S), and then S is at most 2 (its copy is live across the MMAs: spills at S = 3, 4).
  * NVIDIA kernels above 48 KiB of LDS take it as dynamic shared memory (core/target.h).
- * -1 = auto: mma.sync GEMMs on NVIDIA only, as many stages as fit (at most 4); 0 / 1 =
- * off (today's register-staged loop).
+ * -1 = auto: mma.sync GEMMs on NVIDIA only, both operands async, as many stages as fit (at
+ * most 4), off when fewer than 3 fit (two stages measured slower than the register-staged
+ * loop: docs/ARCHITECTURE.md); 0 / 1 = off (today's register-staged loop).
  * KL_CP_ASYNC_DEFAULT is the option's default, the one switch; the environment variable
  * KILN_CP_ASYNC (auto, off, 2..4) puts rock-gridwise-to-blockwise{cp-async=N} into the
  * default pipeline instead (so it is part of the compile-cache key).

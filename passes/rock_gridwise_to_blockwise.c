@@ -592,7 +592,7 @@ static void pipe_emit(const pipe *p, int64_t nk) {
  * only, up to KL_MAX_STAGES; 0 / 1: off; 2..KL_MAX_STAGES: every GEMM), capped so that
  * S copies of the stage (stage_bytes, with 128-byte alignment per tile) fit the target's
  * LDS (NVIDIA: above 48 KiB as dynamic shared memory, core/target.h) and by the number
- * of K steps; 1 = no pipeline. */
+ * of K steps (auto: so that two blocks fit); 1 = no pipeline. */
 static int choose_stages(int64_t cp, const kl_target *tg, const char *accel, int64_t nk, int64_t stage_bytes) {
   int64_t s = cp;
   if (s < 0) s = tg && tg->arch == KL_ARCH_NVPTX && accel && !strcmp(accel, "mma_sync") ? KL_MAX_STAGES : 1;
@@ -600,6 +600,10 @@ static int choose_stages(int64_t cp, const kl_target *tg, const char *accel, int
   if (s < 2 || nk < 2) return 1;
   if (tg && tg->arch != KL_ARCH_HOST) /* NVIDIA above 48 KiB: dynamic shared memory (core/target.h) */
     while (s >= 2 && s * stage_bytes > tg->lds_bytes) s--;
+  /* auto: two blocks per SM still fit (the register-staged loop's occupancy for the 128x128
+   * tiles; one block of four warps per SM cannot hide the MMA latencies) */
+  if (cp < 0 && tg)
+    while (s >= 2 && 2 * s * stage_bytes > tg->lds_bytes) s--;
   if (s > nk) s = nk;
   return s < 2 ? 1 : (int)s;
 }
@@ -763,6 +767,17 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (!P.async_a && !P.async_b) { /* both operands take the register path: today's loop */
           S = P.S = 1;
           if (fn) kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, "none"));
+        } else if (o->cp_async < 0 && (S < 3 || !P.async_a || !P.async_b)) {
+          /* auto: two stages are slower than the register-staged loop (ptxas hoists the
+           * next step's wait_group 0 and barrier above this step's HMMAs, exposing the
+           * copies' latency: sm_90 4096^3 f16 226 / 147 vs 291 TFLOP/s), so auto pipelines
+           * only with both operands async and at least three stages */
+          S = P.S = 1;
+        }
+        if (S == 1) { /* no pipeline after all: the register-staged loop below */
+          kl_view_free(da);
+          kl_view_free(db);
+          da = db = NULL;
         }
       }
       if (S > 1) {
@@ -875,7 +890,8 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 static const kl_pass_option options[] = {
   { "cp-async", KL_OPT_INT, KL_CP_ASYNC_DEFAULT_STR,
     "multi-stage pipeline of asynchronous global -> LDS copies (NVIDIA cp.async; plain copies elsewhere): "
-    "-1 auto (mma.sync GEMMs on NVIDIA, as many stages as fit 48 KiB, at most 4), 0 or 1 off, 2..4 stages "
+    "-1 auto (mma.sync GEMMs on NVIDIA with both operands async, as many stages as fit the LDS, at most 4, "
+    "off below 3), 0 or 1 off, 2..4 stages "
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
 };
 

@@ -5,7 +5,15 @@
  * and makes it current before every driver call, so it may be used from any thread
  * (one at a time). Every CUresult is checked and reported with the call, its error name
  * and string. Binaries are PTX text (JIT-compiled by the driver, its log is included in
- * errors) or a cubin / fatbin. The library is never dlclose'd. */
+ * errors) or a cubin / fatbin. The library is never dlclose'd.
+ * A sticky error (a kernel faulted: CUDA_ERROR_ILLEGAL_ADDRESS, _LAUNCH_FAILED,
+ * _MISALIGNED_ADDRESS, ...; the driver reports it at the next call that waits, e.g.
+ * cuCtxSynchronize) kills the device's CUDA context for the rest of the process (the driver
+ * answers every later call with the same error; it cannot be reset in-process). The first
+ * report says so and names the kernels launched since the last successful synchronize (the
+ * one that faulted is among them); from then on every call on
+ * the device fails at once with that message ("cuda: device lost: ..."), without calling the
+ * driver. Compiling needs no device and keeps working. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -178,6 +186,23 @@ static void cuda_load_once(void) {
   g_cu_loaded = true;
 }
 
+/* Errors after which the context is unusable (the driver's "sticky" errors). */
+static bool cu_sticky(CUresult r) {
+  switch (r) {
+    case 700: /* CUDA_ERROR_ILLEGAL_ADDRESS */
+    case 702: /* CUDA_ERROR_LAUNCH_TIMEOUT */
+    case 714: /* CUDA_ERROR_HARDWARE_STACK_ERROR */
+    case 715: /* CUDA_ERROR_ILLEGAL_INSTRUCTION */
+    case 716: /* CUDA_ERROR_MISALIGNED_ADDRESS */
+    case 717: /* CUDA_ERROR_INVALID_ADDRESS_SPACE */
+    case 718: /* CUDA_ERROR_INVALID_PC */
+    case 719: /* CUDA_ERROR_LAUNCH_FAILED */
+    case 214: /* CUDA_ERROR_ECC_UNCORRECTABLE */
+    case 999: /* CUDA_ERROR_UNKNOWN */ return true;
+    default: return false;
+  }
+}
+
 static void cu_describe(CUresult r, char *buf, size_t n) {
   const char *name = NULL, *str = NULL;
   if (g_cu.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_UNKNOWN";
@@ -185,12 +210,7 @@ static void cu_describe(CUresult r, char *buf, size_t n) {
   snprintf(buf, n, "%s (%d): %s", name, r, str);
 }
 
-/* Reports a failed call: "cuda: <what>: <NAME> (<code>): <string>". */
-static kl_status cu_fail(kl_device *dev, CUresult r, const char *what) {
-  char d[256];
-  cu_describe(r, d, sizeof d);
-  return kl_device_set_error(dev, "cuda: %s: %s", what, d);
-}
+static kl_status cu_fail(kl_device *dev, CUresult r, const char *what);
 
 #define CU_CHECK(dev, call, what)                          \
   do {                                                     \
@@ -205,16 +225,45 @@ typedef struct cuda_dev {
   CUcontext ctx;
   size_t optin_shared;
   CUstream stream; /* where launches, fills, device-to-device copies and event records go (NULL: default) */
+  bool lost;       /* a sticky error killed the context (see the header) */
+  char lost_msg[1024];
+  char launched[256]; /* the kernels launched since the last successful synchronize (names, in order) */
+  int since_sync;
 } cuda_dev;
 
 typedef struct cuda_kernel {
   CUfunction fn;
   int static_shared;
   unsigned dyn_limit; /* the current CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  char *name;
 } cuda_kernel;
+
+/* Reports a failed call: "cuda: <what>: <NAME> (<code>): <string>"; a sticky error marks the
+ * device lost (see the header) and says which launches may have faulted. */
+static kl_status cu_fail(kl_device *dev, CUresult r, const char *what) {
+  cuda_dev *c = kl_device_impl(dev);
+  char d[256];
+  cu_describe(r, d, sizeof d);
+  if (!cu_sticky(r) || c->lost) return kl_device_set_error(dev, "cuda: %s: %s", what, d);
+  c->lost = true;
+  if (c->since_sync > 0)
+    snprintf(c->lost_msg, sizeof c->lost_msg,
+             "cuda: %s: %s; the device's CUDA context is lost (a sticky error: every later call on it fails; "
+             "restart the process to use the GPU again); it faulted in %s of the %d launch%s since the last "
+             "successful synchronize: %s",
+             what, d, c->since_sync == 1 ? "the one" : "one", c->since_sync, c->since_sync == 1 ? "" : "es",
+             c->launched);
+  else
+    snprintf(c->lost_msg, sizeof c->lost_msg,
+             "cuda: %s: %s; the device's CUDA context is lost (a sticky error: every later call on it fails; "
+             "restart the process to use the GPU again)",
+             what, d);
+  return kl_device_set_error(dev, "%s", c->lost_msg);
+}
 
 static kl_status cu_enter(kl_device *dev) {
   cuda_dev *c = kl_device_impl(dev);
+  if (c->lost) return kl_device_set_error(dev, "cuda: device lost: %s", c->lost_msg);
   CU_CHECK(dev, g_cu.cuCtxSetCurrent(c->ctx), "cuCtxSetCurrent");
   return KL_OK;
 }
@@ -223,7 +272,7 @@ static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 
 static void cuda_destroy(kl_device *dev) {
   cuda_dev *c = kl_device_impl(dev);
-  if (g_cu.cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) g_cu.cuCtxSynchronize();
+  if (!c->lost && g_cu.cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) g_cu.cuCtxSynchronize();
   g_cu.cuDevicePrimaryCtxRelease(c->dev);
   free(c);
 }
@@ -351,6 +400,7 @@ static kl_status cuda_get_kernel(kl_device *dev, void *module, const char *name,
            "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
   cuda_kernel *k = kl_xcalloc(1, sizeof *k);
   k->fn = f;
+  k->name = kl_xstrdup(name);
   k->static_shared = stat;
   k->dyn_limit = stat < (int)CUDA_DEFAULT_DYNAMIC_SHARED ? CUDA_DEFAULT_DYNAMIC_SHARED - (unsigned)stat : 0;
   *kernel = k;
@@ -359,6 +409,7 @@ static kl_status cuda_get_kernel(kl_device *dev, void *module, const char *name,
 
 static void cuda_release_kernel(kl_device *dev, void *kernel) {
   (void)dev;
+  if (kernel) free(((cuda_kernel *)kernel)->name);
   free(kernel);
 }
 
@@ -391,12 +442,21 @@ static kl_status cuda_launch(kl_device *dev, void *kernel, const uint32_t grid[3
              block[0], block[1], block[2], shared_bytes);
     return cu_fail(dev, r, what);
   }
+  size_t used = strlen(c->launched);
+  if (used + strlen(k->name) + 8 < sizeof c->launched)
+    snprintf(c->launched + used, sizeof c->launched - used, "%s%s", used ? ", " : "", k->name);
+  else if (!strstr(c->launched, ", ..."))
+    snprintf(c->launched + used, sizeof c->launched - used, ", ...");
+  c->since_sync++;
   return KL_OK;
 }
 
 static kl_status cuda_sync(kl_device *dev) {
   if (cu_enter(dev) != KL_OK) return KL_ERR;
   CU_CHECK(dev, g_cu.cuCtxSynchronize(), "cuCtxSynchronize");
+  cuda_dev *c = kl_device_impl(dev);
+  c->since_sync = 0;
+  c->launched[0] = '\0';
   return KL_OK;
 }
 

@@ -597,7 +597,7 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
   for _, c in ipairs(list) do
     for _, S in ipairs(CPA.stages) do
       local ok, err = pcall(function()
-        local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = CPA.pipeline(S) })
+        local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = CPA.pipeline(S), perf_config = c.gpu_perf })
         local k
         for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
         if not k then error("no GEMM kernel", 0) end
@@ -609,6 +609,15 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
         local got, want = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
         local good, rep = CPA.check(got, want, c.dtype)
         if not good then error(tostring(rep and rep.summary or rep), 0) end
+        -- the prepared run (bench/gpu_kiln.lua's path: its own launch code) on set 2 of 2
+        if k.pipeline_stages >= 2 then
+          local r = p:prepare(c.inputs, { device = dev, sets = 2 })
+          r:launch(2)
+          local out = r:outputs(2)
+          r:free()
+          good, rep = CPA.check(out, want, c.dtype)
+          if not good then error("prepared run (lds " .. k.lds_bytes .. "): " .. tostring(rep and rep.summary or rep), 0) end
+        end
       end)
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. " cp-async=" .. S .. ": " .. tostring(err) end
     end

@@ -6,7 +6,8 @@
 --   M.cases() -> { {name=, g=, inputs=, dtype=, host_perf=, async=}, ... }
 --     host_perf: a host perf config with a small kPerBlock (several K steps);
 --     prologue: the operand ("A") with an input-fusion prologue (never async)
---   M.gpu_cases() -> the same fields plus piped (larger shapes, see there)
+--   M.gpu_cases() -> the same fields plus piped (larger shapes, see there) and gpu_perf
+--     (a GPU perf config, or nil for the heuristic's)
 --   M.pipeline(S) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
 local kiln = require "kiln"
@@ -21,7 +22,7 @@ function M.pipeline(S)
 end
 
 local seed = 0
-local function case(list, name, params, build, host_perf, prologue)
+local function case(list, name, params, build, host_perf, prologue, gpu_perf)
   local g = kiln.graph((name:gsub("[^%w]", "_")))
   local p, inputs = {}, {}
   for _, d in ipairs(params) do
@@ -32,7 +33,8 @@ local function case(list, name, params, build, host_perf, prologue)
   end
   local out = build(g, p)
   g:output(out)
-  list[#list + 1] = { name = name, g = g, inputs = inputs, dtype = out.dtype, host_perf = host_perf, prologue = prologue }
+  list[#list + 1] = { name = name, g = g, inputs = inputs, dtype = out.dtype, host_perf = host_perf, prologue = prologue,
+                      gpu_perf = gpu_perf }
 end
 
 function M.cases()
@@ -99,6 +101,18 @@ function M.gpu_cases()
           { "r", { nb, kc, oh, ow }, dt, { layout = "NHWC" } } },
         function(g, p) return (g:conv(p.x, p.w, { padding = { pd, pd, pd, pd }, stride = { st, st } }) + p.r):relu() end)
     end
+  end
+  -- the tiles of bench/gpu_kiln.lua's 4096^3 f16 GEMM (128x128x32, 4 warps; K 4096: 128 K
+  -- steps, so S = 3 runs 42 unrolled loop iterations and a tail of 2 steps) with B stored
+  -- [N, K] (both operands async): S = 3 / 4 take 56000 / 74688 bytes of dynamic shared
+  -- memory (kiln.cpa3.bt faulted with ILLEGAL_ADDRESS on an H200: the prepared run
+  -- launched it without them); and with B stored [K, N] (B through registers: S capped at 2)
+  for _, dt in ipairs { "f16", "bf16" } do
+    local m, n, k = 256, 128, 4096
+    case(L, ("%s %dx%dx%d B^T, bench tiles 128x128x32"):format(dt, m, n, k), { { "a", { m, k }, dt }, { "b", { n, k }, dt } },
+      function(g, p) return g:dot(p.a, p.b:transpose { 1, 0 }) end, nil, nil, "v2:128,128,32,64,64,8")
+    case(L, ("%s %dx%dx%d, bench tiles 128x128x32"):format(dt, m, n, k), { { "a", { m, k }, dt }, { "b", { k, n }, dt } },
+      function(g, p) return g:dot(p.a, p.b) end, nil, nil, "v2:128,128,32,64,64,8")
   end
   -- not piped: a prologue on A with an N-major B, and A^T with an N-major B (both operands
   -- M / N-major: neither lands as K-contiguous 16-byte vectors in the mma.sync tiles)

@@ -65,7 +65,7 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
   it("the larger GPU cases pipeline on sm_80 and sm_90 (static: compile only)", function()
     for _, c in ipairs(C.gpu_cases()) do
       for _, t in ipairs { "sm_80", "sm_90" } do
-        local p = kiln.compile(c.g, { target = t, cache = false, pipeline = C.pipeline(3) })
+        local p = kiln.compile(c.g, { target = t, cache = false, pipeline = C.pipeline(3), perf_config = c.gpu_perf })
         local k
         for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
         if c.piped then
@@ -75,6 +75,25 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
         if c.prologue then assert.is_nil(k.async_copy:find(c.prologue, 1, true)) end
       end
     end
+  end)
+
+  it("auto (-1) pipelines only with both operands async, >= 3 stages and two blocks' LDS (static)", function()
+    -- two stages measured slower than the register-staged loop on an H200 (docs/ARCHITECTURE.md)
+    local function stages(t, bt, K)
+      local g = kiln.graph("g")
+      local b = bt and g:param("b", { 4096, K }, "f16"):transpose { 1, 0 } or g:param("b", { K, 4096 }, "f16")
+      g:output(g:dot(g:param("a", { 4096, K }, "f16"), b))
+      local p = kiln.compile(g, { target = t, cache = false, pipeline = C.pipeline(-1) })
+      local k = p:kernels(t)[1]
+      return k.pipeline_stages, k.async_copy, k.lds_bytes
+    end
+    local st, async, lds = stages("sm_90", true, 4096)
+    assert.is_true(st >= 3, st)
+    assert.are.equal("A,B", async)
+    assert.is_true(2 * lds <= 227 * 1024, lds)
+    assert.are.equal(0, (stages("sm_90", false, 4096))) -- B through registers: at most 2 stages: off
+    assert.are.equal(0, (stages("sm_90", true, 64)))    -- 2 K steps: 2 stages at most: off
+    assert.are.equal(0, (stages("gfx942", true, 4096))) -- not mma.sync
   end)
 
   it("rejects cp-async outside -1..4 with the pass's message", function()

@@ -1,0 +1,69 @@
+/* test_cuda_lost.c — the CUDA runtime after a sticky error (runtime/device_cuda.c), on a fake
+ * driver (spec/c/fake_cuda/fake_libcuda.c, loaded as libcuda.so.1 through LD_LIBRARY_PATH,
+ * which CMakeLists.txt sets for this test only): a kernel that faults (asynchronously, as on a
+ * GPU) makes the next synchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS, and the message says
+ * that the device's CUDA context is lost and names the launches since the last successful
+ * synchronize; from then on every call on the device (alloc, launch, load) fails at once with
+ * "device lost" and that message, without calling the driver; destroying the device works. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/device.h"
+
+#include "check.h"
+
+static const char PTX[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry good_k()\n{\n\tret;\n}\n"
+                          ".visible .entry fault_k()\n{\n\tret;\n}\n";
+
+int main(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  int *calls = lib ? dlsym(lib, "fake_cuda_calls") : NULL;
+  CHECK(calls != NULL, "libcuda.so.1 is not the fake driver (LD_LIBRARY_PATH=build/fake_cuda): %s",
+        lib ? "no fake_cuda_calls" : dlerror());
+  if (!calls) return check_summary("test_cuda_lost");
+  char err[1024] = "";
+  kl_device *dev = kl_device_open("cuda", err, sizeof err);
+  CHECK(dev != NULL, "open: %s", err);
+  if (!dev) return check_summary("test_cuda_lost");
+  CHECK(!strcmp(kl_device_get_info(dev)->arch, "sm_90"), "%s", kl_device_get_info(dev)->arch);
+  group_begin();
+  kl_dev_module *mod = NULL;
+  kl_dev_kernel *good = NULL, *bad = NULL;
+  CHECK(kl_device_load(dev, PTX, sizeof PTX - 1, 0, &mod) == KL_OK, "%s", kl_device_error(dev));
+  CHECK(mod && kl_device_get_kernel(mod, "good_k", &good) == KL_OK, "%s", kl_device_error(dev));
+  CHECK(mod && kl_device_get_kernel(mod, "fault_k", &bad) == KL_OK, "%s", kl_device_error(dev));
+  uint32_t one[3] = { 1, 1, 1 };
+  void *args[1] = { NULL };
+  CHECK(kl_device_launch(good, one, one, 0, args, NULL, 0) == KL_OK, "%s", kl_device_error(dev));
+  CHECK(kl_device_synchronize(dev) == KL_OK, "%s", kl_device_error(dev));
+  group_end("launches and a synchronize before the fault");
+  group_begin();
+  CHECK(kl_device_launch(good, one, one, 0, args, NULL, 0) == KL_OK, "%s", kl_device_error(dev));
+  CHECK(kl_device_launch(bad, one, one, 0, args, NULL, 0) == KL_OK, "the fault is asynchronous");
+  CHECK(kl_device_synchronize(dev) == KL_ERR);
+  const char *e = kl_device_error(dev);
+  CHECK(strstr(e, "cuCtxSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700)") != NULL, "%s", e);
+  CHECK(strstr(e, "CUDA context is lost") && strstr(e, "restart the process"), "%s", e);
+  CHECK(strstr(e, "one of the 2 launches since the last successful synchronize: good_k, fault_k") != NULL, "%s", e);
+  group_end("the synchronize after the fault says the context is lost and names the launches");
+  group_begin();
+  int before = *calls;
+  void *p = NULL;
+  CHECK(kl_device_alloc(dev, 64, &p) == KL_ERR && p == NULL);
+  e = kl_device_error(dev);
+  CHECK(strstr(e, "device lost") && strstr(e, "fault_k") && strstr(e, "ILLEGAL_ADDRESS"), "%s", e);
+  CHECK(kl_device_launch(good, one, one, 0, args, NULL, 0) == KL_ERR && strstr(kl_device_error(dev), "device lost"),
+        "%s", kl_device_error(dev));
+  kl_dev_module *m2 = NULL;
+  CHECK(kl_device_load(dev, PTX, sizeof PTX - 1, 0, &m2) == KL_ERR && strstr(kl_device_error(dev), "device lost"), "%s",
+        kl_device_error(dev));
+  CHECK(kl_device_synchronize(dev) == KL_ERR && strstr(kl_device_error(dev), "device lost"));
+  CHECK(*calls == before, "%d driver calls on the lost context", *calls - before);
+  group_end("every later call fails at once with the message, without calling the driver");
+  kl_device_destroy(dev);
+  dlclose(lib);
+  return check_summary("test_cuda_lost");
+}

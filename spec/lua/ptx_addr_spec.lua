@@ -1,0 +1,52 @@
+-- ptx_addr_spec.lua — static address checks of NVIDIA GEMM kernels (spec/lua/ptx_addr.lua, no
+-- GPU needed): the PTX of bench/gpu_kiln.lua's 4096^3 f16 GEMM (B row-major and B stored
+-- [N, K]; sm_80: B^T only) at rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, for sm_90 and sm_80, is
+-- interpreted for threads of the first and the last block: every cp.async, ld / st and
+-- ldmatrix stays within its kernel argument or within the shared memory the launch gives
+-- (lds_bytes as dynamic shared memory above 48 KiB); and the checker itself reports a
+-- launch with too little dynamic shared memory and a buffer one vector too short.
+local kiln = require "kiln"
+local PA = require "ptx_addr"
+local C = require "cp_async_cases"
+
+local function gemm(bt)
+  local g = kiln.graph(bt and "gemm_bt" or "gemm")
+  local a = g:param("a", { 4096, 4096 }, "f16")
+  local b = bt and g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 } or g:param("b", { 4096, 4096 }, "f16")
+  g:output(g:dot(a, b))
+  return g
+end
+-- lanes 0, 5 and 31 of each warp, and a middle lane of warp 1 (4 warps of the 128x128 tiles)
+local THREADS = {}
+for w = 0, 3 do for _, l in ipairs { 0, 5, 31 } do THREADS[w * 32 + l] = true end end
+THREADS[32 + 18] = true
+
+describe("PTX address ranges of the cp.async GEMMs (static)", function()
+  for _, t in ipairs { "sm_90", "sm_80" } do
+    for _, bt in ipairs(t == "sm_90" and { false, true } or { true }) do
+      for S = 1, 4 do
+        it(("%s 4096^3 f16%s cp-async=%d"):format(t, bt and " B^T" or "", S), function()
+          local p = kiln.compile(gemm(bt), { target = t, cache = false, pipeline = C.pipeline(S) })
+          local k = p:kernels(t)[1]
+          if bt and S > 1 then assert.are.equal(S, k.pipeline_stages) end
+          local rep = PA.check_kernel(p, k, t, { blocks = { 0, k.grid - 1 }, threads = THREADS })
+          assert.is_nil(rep, rep)
+        end)
+      end
+    end
+  end
+  it("reports too little dynamic shared memory and a short buffer", function()
+    local p = kiln.compile(gemm(true), { target = "sm_90", cache = false, pipeline = C.pipeline(3) })
+    local k = p:kernels("sm_90")[1]
+    assert.is_true(k.lds_bytes > 48 * 1024)
+    local ptx = p:disasm(k.name, "sm_90")
+    local bytes = 4096 * 4096 * 2
+    local opts = { params = { bytes, bytes, bytes }, grid = k.grid, block = k.block, blocks = { k.grid - 1 },
+                   threads = THREADS, dynamic_shared = 0, limit = 1 }
+    local rep = PA.check(ptx, opts)
+    assert.is_truthy(rep and rep:find("outside the 0 bytes of shared memory", 1, true), rep)
+    opts.dynamic_shared, opts.params[2] = k.lds_bytes, bytes - 16
+    rep = PA.check(ptx, opts)
+    assert.is_truthy(rep and rep:find("of argument 2 outside its", 1, true), rep)
+  end)
+end)
