@@ -180,6 +180,8 @@ static bool elem_type(P *p, const char *name, kl_loc loc, kl_dtype *dt) {
               { "bf16", KL_DT_BF16 },
               { "i8", KL_DT_I8 },
               { "si8", KL_DT_I8 },
+              { "ui8", KL_DT_U8 },
+              { "u8", KL_DT_U8 },
               { "i32", KL_DT_I32 },
               { "si32", KL_DT_I32 },
               { "i64", KL_DT_I64 },
@@ -200,14 +202,12 @@ static bool elem_type(P *p, const char *name, kl_loc loc, kl_dtype *dt) {
       *dt = tab[i].dt;
       return true;
     }
-  if (!strcmp(name, "ui8") || !strcmp(name, "u8"))
-    return fail_at(p, loc, "element type %s is not supported (kiln has no unsigned 8-bit type)", name);
   if (!strncmp(name, "f4", 2) || !strncmp(name, "f6", 2))
     return fail_at(p, loc, "element type %s is not supported (kiln has no fp4 / fp6 types)", name);
   if (!strncmp(name, "f8", 2) || !strncmp(name, "fp8", 3))
     return fail_at(p, loc, "element type %s is not supported (fp8 types: f8E4M3FN f8E5M2 f8E4M3FNUZ f8E5M2FNUZ)", name);
   return fail_at(p, loc,
-                 "unknown element type '%s' (supported: f32 f16 bf16 i8 si8 i32 si32 i64 f64 i1 f8E4M3FN f8E5M2 "
+                 "unknown element type '%s' (supported: f32 f16 bf16 i8 si8 ui8 i32 si32 i64 f64 i1 f8E4M3FN f8E5M2 "
                  "f8E4M3FNUZ f8E5M2FNUZ)",
                  name);
 }
@@ -424,6 +424,19 @@ static bool dense(P *p, kl_mgx_attr *a) {
       vals[i] = kl_dtype_load_f64(a->type.dt, b);
     }
   free(d.hex);
+  /* integer elements must be integers of the element type's range (MLIR's rule: signless
+   * i8 / i32 take -2^(n-1) .. 2^n - 1, ui8 0 .. 255) */
+  kl_dtype edt = a->type.dt;
+  if (edt == KL_DT_I8 || edt == KL_DT_U8 || edt == KL_DT_I32)
+    for (int64_t i = 0; i < n; i++) {
+      double lo = edt == KL_DT_U8 ? 0 : (double)kl_dtype_int_min(edt), hi = edt == KL_DT_I32 ? 4294967295.0 : 255.0;
+      double v = vals[i];
+      if (v != floor(v) || v < lo || v > hi) {
+        free(vals);
+        return fail_at(p, bloc, "dense literal element %lld (%g) is not a%s %s value", (long long)i, v,
+                       edt == KL_DT_U8 ? "" : "n", edt == KL_DT_U8 ? "ui8" : kl_dtype_name(edt));
+      }
+    }
   kl_shape shp = kl_shape_make(a->type.rank, a->type.dims);
   int64_t numel = kl_shape_numel(&shp);
   if (blob) {
