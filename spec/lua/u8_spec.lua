@@ -193,6 +193,25 @@ describe("u8 on the host against g:eval", function()
   end)
 end)
 
+describe("u8 in bundles", function()
+  it("a saved bundle with u8 inputs and outputs loads and runs (u8 slots, exact)", function()
+    local s = { 3, 50 }
+    local g = kiln.graph("u8_bundle")
+    local a, b = g:param("a", s, "u8"), g:param("b", s, "u8")
+    g:output(g:max(a, b) - g:div(a, b), g:greater(a, b):convert("i32"))
+    local p = kiln.compile(g, { target = "host", cache = false })
+    local path = os.tmpname()
+    p:save(path)
+    local q = kiln.load(path)
+    os.remove(path)
+    local inputs = { a = rand_u8(s), b = rand_u8(s) }
+    local want = { g:eval(inputs) }
+    local got = { q:run(inputs) }
+    assert_same(got[1], want[1], "bundle output 1")
+    assert_same(got[2], want[2], "bundle output 2")
+  end)
+end)
+
 describe("u8 on GPU targets (code generation, no GPU)", function()
   it("gfx942 and sm_90 compile element-wise / convert / reduce / dot graphs with unsigned instructions", function()
     local g = kiln.graph("u8_gpu")
