@@ -13,7 +13,9 @@
  *    T, T -> T`, `migraphx.op(%a) {attrs} : (T) -> T`, the generic `"migraphx.op"(...)`,
  *    `migraphx.convert %x : T to T`, `migraphx.literal(dense<...> : tensor<...>) : T`;
  *    attr values: ints, floats (hex too), bools, strings, typed (`1 : i64`) and untyped
- *    lists, dense literals (splat, nested lists, hex blobs), types; `return`. The one
+ *    lists, dense literals (a bare scalar is a splat; nested lists must have the type's
+ *    shape and integer elements the element type's range, as MLIR checks; hex blobs),
+ *    types; `return`. The one
  *    other op read is `"tosa.const"() {value = dense<...>}` (older MIGraphX files): a literal.
  *  - Function arguments become graph params named like the argument ("arg0"), their
  *    logical shape the type's dims. Strides (kl_mgx_param_plan below): a permutation of
