@@ -69,7 +69,7 @@ static bool both_i8(kl_ctx *ctx, kl_loc loc, const char *op, kl_value *const *x)
   kl_type_kind k0 = x[0]->type->elem->kind, k1 = x[1]->type->elem->kind;
   if (k0 == k1 && (k0 == KL_TY_I8 || k0 == KL_TY_U8)) return true;
   if (kl_type_is_fp8(x[0]->type->elem) && kl_type_is_fp8(x[1]->type->elem)) return true;
-  kl_emit_error(ctx, loc, "%s: operands must be i8 (or both u8) or fp8 tensors, got %s and %s", op, x[0]->type->text,
+  kl_emit_error(ctx, loc, "%s: operands must be i8 or fp8 tensors (or both u8), got %s and %s", op, x[0]->type->text,
                 x[1]->type->text);
   return false;
 }
