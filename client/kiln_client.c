@@ -37,8 +37,8 @@ static const struct {
   const char *name;
   int bytes;
 } ELEMS[] = {
-  { "i1", 1 },  { "i8", 1 },   { "i32", 4 }, { "i64", 8 }, { "index", 8 },
-  { "f16", 2 }, { "bf16", 2 }, { "f32", 4 }, { "f64", 8 },
+  { "i1", 1 },    { "i8", 1 },  { "u8", 1 },   { "i32", 4 }, { "i64", 8 },
+  { "index", 8 }, { "f16", 2 }, { "bf16", 2 }, { "f32", 4 }, { "f64", 8 },
 };
 static int elem_bytes_of(const char *name) {
   for (size_t i = 0; i < sizeof ELEMS / sizeof *ELEMS; i++)
@@ -329,6 +329,7 @@ int kl_bundle_value_fits(const char *elem, double v) {
   } R[] = {
     { "i1", 0, 1, true },
     { "i8", -128, 127, true },
+    { "u8", 0, 255, true },
     { "i32", -2147483648.0, 2147483647.0, true },
     { "i64", -9223372036854775808.0, 9223372036854775807.0, true }, /* hi rounds to 2^63: checked below */
     { "index", -9223372036854775808.0, 9223372036854775807.0, true },

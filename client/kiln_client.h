@@ -83,7 +83,7 @@ typedef struct kl_bundle kl_bundle;
 /* The element type and memory layout of a buffer. */
 typedef struct kl_bundle_tensor {
   const char *type;       /* kiln type text: "tensor<2x3xf32>", "buffer<4x4xf16, strides=[1,4]>" */
-  const char *elem;       /* "i1", "i8", "i32", "i64", "index", "f16", "bf16", "f32", "f64" */
+  const char *elem;       /* "i1", "i8", "u8", "i32", "i64", "index", "f16", "bf16", "f32", "f64" */
   int elem_bytes;         /* 1, 2, 4 or 8 (i1 takes one byte) */
   int rank;               /* 0..16 */
   const int64_t *shape;   /* rank entries (>= 0) */

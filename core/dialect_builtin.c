@@ -24,6 +24,7 @@ int64_t kl_wrap_int(const kl_type *t, int64_t v) {
   switch (t->kind) {
     case KL_TY_I1: return v & 1;
     case KL_TY_I8: return (int8_t)v;
+    case KL_TY_U8: return (uint8_t)v;
     case KL_TY_I32: return (int32_t)v;
     default: return v;
   }

@@ -182,11 +182,12 @@ static const char *const dtype_names[KL_DT_COUNT] = {
   [KL_DT_F8E5M2] = "f8e5m2",
   [KL_DT_F8E4M3FNUZ] = "f8e4m3fnuz",
   [KL_DT_F8E5M2FNUZ] = "f8e5m2fnuz",
+  [KL_DT_U8] = "u8",
 };
 static const size_t dtype_sizes[KL_DT_COUNT] = {
-  [KL_DT_F32] = 4,      [KL_DT_F16] = 2,    [KL_DT_BF16] = 2,       [KL_DT_I8] = 1,
-  [KL_DT_I32] = 4,      [KL_DT_F64] = 8,    [KL_DT_I64] = 8,        [KL_DT_I1] = 1,
-  [KL_DT_F8E4M3FN] = 1, [KL_DT_F8E5M2] = 1, [KL_DT_F8E4M3FNUZ] = 1, [KL_DT_F8E5M2FNUZ] = 1,
+  [KL_DT_F32] = 4,        [KL_DT_F16] = 2,        [KL_DT_BF16] = 2, [KL_DT_I8] = 1,       [KL_DT_I32] = 4,
+  [KL_DT_F64] = 8,        [KL_DT_I64] = 8,        [KL_DT_I1] = 1,   [KL_DT_F8E4M3FN] = 1, [KL_DT_F8E5M2] = 1,
+  [KL_DT_F8E4M3FNUZ] = 1, [KL_DT_F8E5M2FNUZ] = 1, [KL_DT_U8] = 1,
 };
 
 bool kl_dtype_valid(kl_dtype dt) { return dt >= 0 && dt < KL_DT_COUNT; }
@@ -197,6 +198,7 @@ kl_dtype kl_dtype_from_name(const char *name) {
   if (!name) return KL_DT_NONE;
   for (int i = 0; i < KL_DT_COUNT; i++)
     if (strcmp(name, dtype_names[i]) == 0) return (kl_dtype)i;
+  if (strcmp(name, "ui8") == 0) return KL_DT_U8; /* MLIR's spelling */
   return KL_DT_NONE;
 }
 
@@ -204,7 +206,10 @@ bool kl_dtype_is_fp8(kl_dtype dt) { return dt >= KL_DT_F8E4M3FN && dt <= KL_DT_F
 bool kl_dtype_is_float(kl_dtype dt) {
   return dt == KL_DT_F32 || dt == KL_DT_F16 || dt == KL_DT_BF16 || dt == KL_DT_F64 || kl_dtype_is_fp8(dt);
 }
-bool kl_dtype_is_int(kl_dtype dt) { return dt == KL_DT_I8 || dt == KL_DT_I32 || dt == KL_DT_I64 || dt == KL_DT_I1; }
+bool kl_dtype_is_int(kl_dtype dt) {
+  return dt == KL_DT_I8 || dt == KL_DT_I32 || dt == KL_DT_I64 || dt == KL_DT_I1 || dt == KL_DT_U8;
+}
+bool kl_dtype_is_unsigned(kl_dtype dt) { return dt == KL_DT_U8 || dt == KL_DT_I1; }
 int64_t kl_dtype_int_min(kl_dtype dt) {
   switch (dt) {
     case KL_DT_I8: return INT8_MIN;
@@ -219,6 +224,7 @@ int64_t kl_dtype_int_max(kl_dtype dt) {
     case KL_DT_I32: return INT32_MAX;
     case KL_DT_I64: return INT64_MAX;
     case KL_DT_I1: return 1;
+    case KL_DT_U8: return UINT8_MAX;
     default: return 0;
   }
 }
@@ -248,6 +254,7 @@ double kl_dtype_load_f64(kl_dtype dt, const void *p) {
       return kl_bf16_to_f64(v);
     }
     case KL_DT_I8: return *(const int8_t *)p;
+    case KL_DT_U8: return *(const uint8_t *)p;
     case KL_DT_I32: {
       int32_t v;
       memcpy(&v, p, 4);
@@ -275,6 +282,7 @@ double kl_dtype_load_f64(kl_dtype dt, const void *p) {
 int64_t kl_dtype_load_i64(kl_dtype dt, const void *p) {
   switch (dt) {
     case KL_DT_I8: return *(const int8_t *)p;
+    case KL_DT_U8: return *(const uint8_t *)p;
     case KL_DT_I32: {
       int32_t v;
       memcpy(&v, p, 4);
@@ -293,7 +301,8 @@ int64_t kl_dtype_load_i64(kl_dtype dt, const void *p) {
 void kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v) {
   uint64_t u = (uint64_t)v;
   switch (dt) {
-    case KL_DT_I8: {
+    case KL_DT_I8:
+    case KL_DT_U8: {
       uint8_t b = (uint8_t)u;
       memcpy(p, &b, 1);
       return;
@@ -333,6 +342,7 @@ void kl_dtype_store_f64(kl_dtype dt, void *p, double v) {
     case KL_DT_F8E4M3FNUZ:
     case KL_DT_F8E5M2FNUZ: *(uint8_t *)p = kl_f64_to_fp8(dt, v); return;
     case KL_DT_I8:
+    case KL_DT_U8:
     case KL_DT_I32:
     case KL_DT_I64: {
       int64_t i = kl_f64_to_i64_sat(v);

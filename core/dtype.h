@@ -5,7 +5,8 @@
  * even; into an integer dtype it truncates toward zero and saturates to the dtype's range
  * (NaN -> 0; i1: nonzero, NaN included, -> 1). Storing an int64 into a narrower integer
  * dtype wraps (two's complement; i1: nonzero -> 1); into a float dtype it rounds to
- * nearest even. kl_dtype is the one element-type enum: core/type.h's scalar kinds
+ * nearest even. u8 is unsigned (0..255: loads zero-extend, a double stores truncated and
+ * saturated to [0, 255], an int64 stores wrapped mod 256). kl_dtype is the one element-type enum: core/type.h's scalar kinds
  * KL_TY_F32 ... KL_TY_I1 are these values (a dtype is a kl_type_kind as it is; the kind
  * enum adds index, tensor, buffer, vector and token after KL_DT_COUNT).
  * f16/bf16 rounding:
@@ -45,17 +46,19 @@ typedef enum kl_dtype {
   KL_DT_F8E5M2,     /* OCP FP8 E5M2 */
   KL_DT_F8E4M3FNUZ, /* AMD gfx942 FP8 E4M3 "fnuz" */
   KL_DT_F8E5M2FNUZ, /* AMD gfx942 FP8 E5M2 "fnuz" */
+  KL_DT_U8,         /* unsigned 8-bit integer ("u8"; MLIR / MIGraphX spell it "ui8") */
   KL_DT_COUNT
 } kl_dtype;
 
 const char *kl_dtype_name(kl_dtype dt);        /* "f32" ...; "?" if invalid */
-kl_dtype kl_dtype_from_name(const char *name); /* KL_DT_NONE if unknown */
+kl_dtype kl_dtype_from_name(const char *name); /* KL_DT_NONE if unknown; "ui8" = "u8" */
 bool kl_dtype_valid(kl_dtype dt);
 size_t kl_dtype_size(kl_dtype dt);   /* bytes per element (i1: 1) */
 bool kl_dtype_is_float(kl_dtype dt); /* f16 bf16 f32 f64 and the fp8 formats */
 bool kl_dtype_is_fp8(kl_dtype dt);
-bool kl_dtype_is_int(kl_dtype dt);     /* i1 i8 i32 i64 */
-int64_t kl_dtype_int_min(kl_dtype dt); /* integer dtypes only */
+bool kl_dtype_is_int(kl_dtype dt);      /* i1 i8 u8 i32 i64 */
+bool kl_dtype_is_unsigned(kl_dtype dt); /* u8 (and i1): zero-extended, unsigned order */
+int64_t kl_dtype_int_min(kl_dtype dt);  /* integer dtypes only */
 int64_t kl_dtype_int_max(kl_dtype dt);
 
 /* Scalar conversions through a dtype (see the contract for the rounding rules).

@@ -40,12 +40,15 @@ static kl_op *quantize(kl_op *g, kl_loc loc, int n, kl_value *const *x) {
                   x[1]->type->text);
     return NULL;
   }
+  /* the result has the zero point's dtype when that is u8 (MIGraphX's rule), else i8 */
+  kl_type_kind qk = n == 3 && x[2]->type->elem->kind == KL_TY_U8 ? KL_TY_U8 : KL_TY_I8;
   kl_value *q = bin(g, "div", loc, x[0], x[1]);
   q = q ? build(g, "round", loc, 1, &q, 0, NULL) : NULL;
   if (q && n == 3) q = bin(g, "add", loc, q, convert(g, loc, x[2], ft));
-  kl_named_attr lim[] = { { "min", kl_attr_float(ctx, -128.0) }, { "max", kl_attr_float(ctx, 127.0) } };
+  double lo = (double)kl_dtype_int_min((kl_dtype)qk), hi = (double)kl_dtype_int_max((kl_dtype)qk);
+  kl_named_attr lim[] = { { "min", kl_attr_float(ctx, lo) }, { "max", kl_attr_float(ctx, hi) } };
   q = q ? build(g, "clip", loc, 1, &q, 2, lim) : NULL;
-  return q ? kl_graph_build(g, "convert", loc, 1, &q, 0, NULL, kl_type_scalar(ctx, KL_TY_I8)) : NULL;
+  return q ? kl_graph_build(g, "convert", loc, 1, &q, 0, NULL, kl_type_scalar(ctx, qk)) : NULL;
 }
 
 static kl_op *dequantize(kl_op *g, kl_loc loc, int n, kl_value *const *x) {
@@ -63,9 +66,10 @@ static kl_op *dequantize(kl_op *g, kl_loc loc, int n, kl_value *const *x) {
 }
 
 static bool both_i8(kl_ctx *ctx, kl_loc loc, const char *op, kl_value *const *x) {
-  if (x[0]->type->elem->kind == KL_TY_I8 && x[1]->type->elem->kind == KL_TY_I8) return true;
+  kl_type_kind k0 = x[0]->type->elem->kind, k1 = x[1]->type->elem->kind;
+  if (k0 == k1 && (k0 == KL_TY_I8 || k0 == KL_TY_U8)) return true;
   if (kl_type_is_fp8(x[0]->type->elem) && kl_type_is_fp8(x[1]->type->elem)) return true;
-  kl_emit_error(ctx, loc, "%s: operands must be i8 or fp8 tensors, got %s and %s", op, x[0]->type->text,
+  kl_emit_error(ctx, loc, "%s: operands must be i8 or fp8 tensors (or both u8), got %s and %s", op, x[0]->type->text,
                 x[1]->type->text);
   return false;
 }

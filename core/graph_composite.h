@@ -5,11 +5,12 @@
  * otherwise it sets *handled = false and builds nothing. The graph keeps only the
  * defining ops, so the evaluator, the fusion passes and every lowering see ops they know.
  *   quantize(x, scale [, zero_point]) -> i8: convert_i8(clip(round(x / scale) + zp,
- *       -128, 127)); x and scale floats of one dtype, zero_point any dtype (converted);
+ *       -128, 127)); with a u8 zero_point -> u8: clip to 0, 255 (MIGraphX: the result has
+ *       the zero point's type); x and scale floats of one dtype, zero_point any dtype (converted);
  *       round is ties-to-even, NaN becomes 0; operands broadcast.
  *   dequantize(x, scale [, zero_point]) -> scale's dtype: (x - zp) * scale, x and
  *       zero_point converted to scale's dtype first; operands broadcast.
- *   quant_dot(a, b), quant_conv(x, w): dot / conv of i8 operands, accumulated and
+ *   quant_dot(a, b), quant_conv(x, w): dot / conv of i8 (or u8) operands, accumulated and
  *       returned in i32 (the attributes of dot / conv, 1-D to 3-D); of fp8 operands
  *       (both fp8): returned in f32 (dot / conv {dtype = f32}). */
 #ifndef KL_GRAPH_COMPOSITE_H

@@ -9,7 +9,8 @@
 bool kl_int_literal_fits(const kl_type *t, int64_t v) {
   switch (t->kind) {
     case KL_TY_I1: return v == 0 || v == 1;
-    case KL_TY_I8: return v >= -128 && v <= 255;
+    case KL_TY_I8:
+    case KL_TY_U8: return v >= -128 && v <= 255;
     case KL_TY_I32: return v >= INT32_MIN && v <= (int64_t)UINT32_MAX;
     default: return true;
   }

@@ -20,6 +20,7 @@ static const char *scalar_names[] = {
   [KL_TY_F8E5M2] = "f8e5m2",
   [KL_TY_F8E4M3FNUZ] = "f8e4m3fnuz",
   [KL_TY_F8E5M2FNUZ] = "f8e5m2fnuz",
+  [KL_TY_U8] = "u8",
 };
 const char *kl_scalar_name(kl_type_kind k) { return (unsigned)k <= KL_TY_INDEX ? scalar_names[k] : NULL; }
 int kl_scalar_kind_from_name(const char *s, size_t n) {
@@ -113,6 +114,10 @@ bool kl_type_is_fp8(const kl_type *t) {
   if (t && t->kind == KL_TY_VECTOR) t = t->elem;
   return t && kl_dtype_is_fp8((kl_dtype)t->kind);
 }
+bool kl_type_is_unsigned(const kl_type *t) {
+  if (t && t->kind == KL_TY_VECTOR) t = t->elem;
+  return t && kl_dtype_is_unsigned((kl_dtype)t->kind);
+}
 bool kl_type_is_scalar(const kl_type *t) { return t && (unsigned)t->kind <= KL_TY_INDEX; }
 kl_dtype kl_type_dtype(const kl_type *t) {
   return t && kl_dtype_valid((kl_dtype)t->kind) ? (kl_dtype)t->kind : KL_DT_NONE;
@@ -122,7 +127,7 @@ int kl_type_bits(const kl_type *t) {
   static const int bits[] = {
     [KL_TY_I1] = 1,     [KL_TY_I8] = 8,         [KL_TY_I32] = 32,       [KL_TY_I64] = 64, [KL_TY_INDEX] = 64,
     [KL_TY_F16] = 16,   [KL_TY_BF16] = 16,      [KL_TY_F32] = 32,       [KL_TY_F64] = 64, [KL_TY_F8E4M3FN] = 8,
-    [KL_TY_F8E5M2] = 8, [KL_TY_F8E4M3FNUZ] = 8, [KL_TY_F8E5M2FNUZ] = 8,
+    [KL_TY_F8E5M2] = 8, [KL_TY_F8E4M3FNUZ] = 8, [KL_TY_F8E5M2FNUZ] = 8, [KL_TY_U8] = 8,
   };
   if (kl_type_is_scalar(t)) return bits[t->kind];
   if (t && t->kind == KL_TY_VECTOR) return (int)t->shape[0] * kl_type_bits(t->elem);

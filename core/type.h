@@ -31,6 +31,7 @@ typedef enum {
   KL_TY_F8E5M2 = KL_DT_F8E5M2,
   KL_TY_F8E4M3FNUZ = KL_DT_F8E4M3FNUZ,
   KL_TY_F8E5M2FNUZ = KL_DT_F8E5M2FNUZ,
+  KL_TY_U8 = KL_DT_U8,
   KL_TY_INDEX = KL_DT_COUNT,
   KL_TY_TENSOR,
   KL_TY_BUFFER,
@@ -69,9 +70,10 @@ const kl_type *kl_type_buffer(kl_ctx *ctx, const kl_type *elem, int rank, const 
                               kl_space space);
 const kl_type *kl_type_vector(kl_ctx *ctx, const kl_type *elem, int n);
 
-bool kl_type_is_int(const kl_type *t);   /* i1 i8 i32 i64 index */
-bool kl_type_is_float(const kl_type *t); /* f16 bf16 f32 f64, fp8 */
-bool kl_type_is_fp8(const kl_type *t);   /* scalar or vector of an fp8 type */
+bool kl_type_is_int(const kl_type *t);      /* i1 i8 u8 i32 i64 index */
+bool kl_type_is_unsigned(const kl_type *t); /* u8 / i1, scalar or vector: zero-extended, unsigned order */
+bool kl_type_is_float(const kl_type *t);    /* f16 bf16 f32 f64, fp8 */
+bool kl_type_is_fp8(const kl_type *t);      /* scalar or vector of an fp8 type */
 bool kl_type_is_scalar(const kl_type *t);
 /* The dtype of a scalar type ((kl_dtype)t->kind); KL_DT_NONE for index, non-scalar
  * types and NULL. */

@@ -71,7 +71,7 @@
  *   Readers skip sections of other kinds (additions an old reader may ignore);
  *   incompatible changes get a new format version.
  * Encodings inside PLAN: str = u32 length + bytes (no NUL); i64 = 8 bytes two's complement.
- *   tensor = str type text, str element type ("i1" "i8" "i32" "i64" "index" "f16" "bf16"
+ *   tensor = str type text, str element type ("i1" "i8" "u8" "i32" "i64" "index" "f16" "bf16"
  *            "f32" "f64"), u32 element bytes, u32 rank (<= 16), i64 shape[rank],
  *            i64 strides[rank] (elements)
  *   PLAN   = str target, str arch ("host"|"amdgpu"|"nvptx"), str binary format

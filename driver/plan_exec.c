@@ -27,6 +27,7 @@ int kl_plan_value_bits(const char *elem, double v, uint64_t *bits) {
     case KL_DT_F8E5M2FNUZ: *bits = kl_f64_to_fp8(dt, v); return 1;
     case KL_DT_I1:
     case KL_DT_I8: *bits = (uint8_t)(int8_t)v; return 1;
+    case KL_DT_U8: *bits = (uint8_t)(int64_t)v; return 1;
     case KL_DT_I32: *bits = (uint32_t)(int32_t)v; return 4;
     case KL_DT_I64: *bits = (uint64_t)(int64_t)v; return 8;
     default: return 0;

@@ -112,6 +112,15 @@ static kl_value *b_same(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* 
 static kl_value *b_scalar_const(kl_op *g, kl_dtype dt, double v, kl_loc loc) {
   return kl_graph_add_constant(g, dt, 0, NULL, &v, loc);
 }
+/* quantizelinear: the result has the zero point's type; without a zero point, a ui8
+ * result type means a ui8 zero point of 0 (graph quantize gives i8 otherwise) */
+static kl_value *b_quantize(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
+  if (op->n == 2 && op->results[0].dt == KL_DT_U8) {
+    kl_value *x[3] = { op->operands[0], op->operands[1], b_scalar_const(g, KL_DT_U8, 0.0, op->loc) };
+    return x[2] ? kl_graph_add_op(g, "quantize", 3, x, NULL, op->loc) : NULL;
+  }
+  return kl_graph_add_op(g, "quantize", op->n, op->operands, NULL, op->loc);
+}
 static kl_value *b_recip(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* 1 / x */
   kl_value *x[2] = { b_scalar_const(g, dt_of(op->operands[0]), 1.0, op->loc), op->operands[0] };
   return x[0] ? kl_graph_add_op(g, "div", 2, x, NULL, op->loc) : NULL;
@@ -279,8 +288,8 @@ static kl_value *b_reduce(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
 }
 static kl_value *b_dot(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
   kl_dtype a = dt_of(op->operands[0]);
-  /* i8 x i8 accumulating in i32 is what graph.dot does with integer inputs */
-  const char *gop = !strcmp(op->name, "quant_dot") && a != KL_DT_I8 ? "quant_dot" : "dot";
+  /* i8 x i8 (u8 x u8) accumulating in i32 is what graph.dot does with integer inputs */
+  const char *gop = !strcmp(op->name, "quant_dot") && a != KL_DT_I8 && a != KL_DT_U8 ? "quant_dot" : "dot";
   return kl_graph_add_op(g, gop, 2, op->operands, NULL, op->loc);
 }
 static kl_value *b_conv(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
@@ -306,7 +315,7 @@ static kl_value *b_conv(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
     return err(g, kl_mgx_attr_get(op, "padding")->loc, "migraphx.%s: padding has %d entries (expected %d or %d)",
                op->name, np, sp, 2 * sp);
   kl_dtype in = dt_of(x);
-  const char *gop = !strcmp(op->name, "quant_convolution") && in != KL_DT_I8 ? "quant_conv" : "conv";
+  const char *gop = !strcmp(op->name, "quant_convolution") && in != KL_DT_I8 && in != KL_DT_U8 ? "quant_conv" : "conv";
   kl_sb sb = { 0 };
   kl_sb_puts(&sb, "{");
   list_text(&sb, "stride", sp, stride);
@@ -345,7 +354,7 @@ static const mgx_row ROWS[] = {
   { "where", 3, 3, "", "", b_same, NULL },
   { "convert", 1, 1, "target_type", "", b_convert, NULL },
   { "dequantizelinear", 2, 3, "", "", b_same, "dequantize" },
-  { "quantizelinear", 2, 3, "", "", b_same, "quantize" },
+  { "quantizelinear", 2, 3, "", "", b_quantize, "quantize" },
   /* constants and views */
   { "literal", 0, 0, "value", "value", b_literal, NULL },
   { "multibroadcast", 1, 1, "out_lens", "out_lens", b_multibroadcast, NULL },

@@ -180,6 +180,8 @@ static bool elem_type(P *p, const char *name, kl_loc loc, kl_dtype *dt) {
               { "bf16", KL_DT_BF16 },
               { "i8", KL_DT_I8 },
               { "si8", KL_DT_I8 },
+              { "ui8", KL_DT_U8 },
+              { "u8", KL_DT_U8 },
               { "i32", KL_DT_I32 },
               { "si32", KL_DT_I32 },
               { "i64", KL_DT_I64 },
@@ -200,14 +202,12 @@ static bool elem_type(P *p, const char *name, kl_loc loc, kl_dtype *dt) {
       *dt = tab[i].dt;
       return true;
     }
-  if (!strcmp(name, "ui8") || !strcmp(name, "u8"))
-    return fail_at(p, loc, "element type %s is not supported (kiln has no unsigned 8-bit type)", name);
   if (!strncmp(name, "f4", 2) || !strncmp(name, "f6", 2))
     return fail_at(p, loc, "element type %s is not supported (kiln has no fp4 / fp6 types)", name);
   if (!strncmp(name, "f8", 2) || !strncmp(name, "fp8", 3))
     return fail_at(p, loc, "element type %s is not supported (fp8 types: f8E4M3FN f8E5M2 f8E4M3FNUZ f8E5M2FNUZ)", name);
   return fail_at(p, loc,
-                 "unknown element type '%s' (supported: f32 f16 bf16 i8 si8 i32 si32 i64 f64 i1 f8E4M3FN f8E5M2 "
+                 "unknown element type '%s' (supported: f32 f16 bf16 i8 si8 ui8 i32 si32 i64 f64 i1 f8E4M3FN f8E5M2 "
                  "f8E4M3FNUZ f8E5M2FNUZ)",
                  name);
 }
@@ -362,6 +362,12 @@ typedef struct {
   double *vals;
   unsigned char *hex;
   int64_t n, cap;
+  /* the nested list shape as read: dims[d] = the length of the lists at depth d (the
+   * first one seen; ragged = a later one differed), leaf = the depth of the scalars (-1
+   * before the first) */
+  int64_t dims[KL_MAX_RANK + 1];
+  int ndims, leaf;
+  bool ragged;
 } dense_buf;
 static void push_val(dense_buf *d, double v, bool hex) {
   if (d->n == d->cap) {
@@ -372,15 +378,34 @@ static void push_val(dense_buf *d, double v, bool hex) {
   d->hex[d->n] = hex;
   d->vals[d->n++] = v;
 }
+static void dense_list_len(dense_buf *d, int depth, int64_t len) {
+  if (depth >= d->ndims) { /* the first list closed at this depth (inner lists close first) */
+    for (int i = d->ndims; i < depth; i++) d->dims[i] = -1;
+    d->dims[depth] = len;
+    d->ndims = depth + 1;
+  } else if (d->dims[depth] == -1)
+    d->dims[depth] = len;
+  else if (d->dims[depth] != len)
+    d->ragged = true;
+}
 static bool dense_elems(P *p, dense_buf *d, int depth) {
-  if (depth > 64) return FAIL(p, "dense literal nested too deeply");
+  if (depth > KL_MAX_RANK) return FAIL(p, "dense literal nested deeper than %d", KL_MAX_RANK);
   if (eat(p, '[')) {
-    if (eat(p, ']')) return true;
-    do {
-      if (!dense_elems(p, d, depth + 1)) return false;
-    } while (eat(p, ','));
-    return expect(p, ']', "closing a dense list");
+    int64_t len = 0;
+    if (!eat(p, ']')) {
+      do {
+        if (!dense_elems(p, d, depth + 1)) return false;
+        len++;
+      } while (eat(p, ','));
+      if (!expect(p, ']', "closing a dense list")) return false;
+    }
+    dense_list_len(d, depth, len);
+    return true;
   }
+  if (d->leaf < 0)
+    d->leaf = depth;
+  else if (d->leaf != depth)
+    d->ragged = true;
   ws(p);
   kl_mgx_attr x = { .loc = here(p) };
   bool hex = cur(p) == '0' && (peekc(p, 1) == 'x' || peekc(p, 1) == 'X');
@@ -398,7 +423,7 @@ static bool dense_elems(P *p, dense_buf *d, int depth) {
 static bool dense(P *p, kl_mgx_attr *a) {
   a->kind = KL_MGX_DENSE;
   if (!expect(p, '<', "after dense")) return false;
-  dense_buf d = { 0 };
+  dense_buf d = { .leaf = -1 };
   const char *blob = NULL;
   ws(p);
   kl_loc bloc = here(p);
@@ -413,6 +438,28 @@ static bool dense(P *p, kl_mgx_attr *a) {
     free(d.vals), free(d.hex);
     return false;
   }
+  /* a list literal's nesting must be the type's shape (a bare scalar is a splat), as in MLIR */
+  bool list = d.ndims > 0;
+  for (int i = 0; i < d.ndims; i++)
+    if (d.dims[i] < 0) d.ragged = true;
+  bool shape_ok = !d.ragged && (d.leaf < 0 || d.leaf == d.ndims) && d.ndims == a->type.rank;
+  for (int i = 0; shape_ok && i < d.ndims; i++) shape_ok = d.dims[i] == a->type.dims[i];
+  if (list && !shape_ok) {
+    kl_sb sg = { 0 }, sw = { 0 };
+    if (d.ragged || (d.leaf >= 0 && d.leaf != d.ndims))
+      kl_sb_puts(&sg, "(ragged)");
+    else
+      for (int i = 0; i < d.ndims; i++) kl_sb_printf(&sg, "%s%lld", i ? "x" : "[", (long long)d.dims[i]);
+    if (!d.ragged && (d.leaf < 0 || d.leaf == d.ndims)) kl_sb_puts(&sg, "]");
+    kl_sb_puts(&sw, "[");
+    for (int i = 0; i < a->type.rank; i++) kl_sb_printf(&sw, "%s%lld", i ? "x" : "", (long long)a->type.dims[i]);
+    kl_sb_puts(&sw, "]");
+    char *got = kl_sb_take(&sg), *want = kl_sb_take(&sw);
+    free(d.vals), free(d.hex);
+    bool r = fail_at(p, bloc, "dense literal of shape %s does not match its type's shape %s", got, want);
+    free(got), free(want);
+    return r;
+  }
   double *vals = d.vals;
   int64_t n = d.n;
   if (kl_dtype_is_float(a->type.dt)) /* hex integers are the elements' bit patterns */
@@ -424,6 +471,19 @@ static bool dense(P *p, kl_mgx_attr *a) {
       vals[i] = kl_dtype_load_f64(a->type.dt, b);
     }
   free(d.hex);
+  /* integer elements must be integers of the element type's range (MLIR's rule: signless
+   * i8 / i32 take -2^(n-1) .. 2^n - 1, ui8 0 .. 255) */
+  kl_dtype edt = a->type.dt;
+  if (edt == KL_DT_I8 || edt == KL_DT_U8 || edt == KL_DT_I32)
+    for (int64_t i = 0; i < n; i++) {
+      double lo = edt == KL_DT_U8 ? 0 : (double)kl_dtype_int_min(edt), hi = edt == KL_DT_I32 ? 4294967295.0 : 255.0;
+      double v = vals[i];
+      if (v != floor(v) || v < lo || v > hi) {
+        free(vals);
+        return fail_at(p, bloc, "dense literal element %lld (%g) is not a%s %s value", (long long)i, v,
+                       edt == KL_DT_U8 ? "" : "n", edt == KL_DT_U8 ? "ui8" : kl_dtype_name(edt));
+      }
+    }
   kl_shape shp = kl_shape_make(a->type.rank, a->type.dims);
   int64_t numel = kl_shape_numel(&shp);
   if (blob) {

@@ -13,7 +13,9 @@
  *    T, T -> T`, `migraphx.op(%a) {attrs} : (T) -> T`, the generic `"migraphx.op"(...)`,
  *    `migraphx.convert %x : T to T`, `migraphx.literal(dense<...> : tensor<...>) : T`;
  *    attr values: ints, floats (hex too), bools, strings, typed (`1 : i64`) and untyped
- *    lists, dense literals (splat, nested lists, hex blobs), types; `return`. The one
+ *    lists, dense literals (a bare scalar is a splat; nested lists must have the type's
+ *    shape and integer elements the element type's range, as MLIR checks; hex blobs),
+ *    types; `return`. The one
  *    other op read is `"tosa.const"() {value = dense<...>}` (older MIGraphX files): a literal.
  *  - Function arguments become graph params named like the argument ("arg0"), their
  *    logical shape the type's dims. Strides (kl_mgx_param_plan below): a permutation of
@@ -25,9 +27,10 @@
  *    harness), the whole-file parse builds only the launched kernels, each once (the
  *    harness and the kernel module's copy are skipped unread); kl_migraphx_parse_func with
  *    a name builds that function only. An mhal op anywhere else is "not supported".
- *  - Element types f32 f16 bf16 i8 si8 i32 si32 (and i64, i1) and the fp8 types f8E4M3FN
+ *  - Element types f32 f16 bf16 i8 si8 ui8 (kiln's u8) i32 si32 (and i64, i1) and the fp8 types f8E4M3FN
  *    f8E5M2 f8E4M3FNUZ f8E5M2FNUZ (kiln's f8e4m3fn ...: core/dtype.h; quant_dot /
- *    quant_convolution of fp8 give f32); ui8 (kiln has no unsigned 8-bit type) and other
+ *    quant_convolution of fp8 give f32, of ui8 i32; quantizelinear with a ui8 zero point or
+ *    result gives ui8); fp4 / fp6 and other
  *    f8 variants (f8E4M3B11FNUZ ...) are reported as unsupported. Op mapping and attribute rules: migraphx_ops.c. */
 #ifndef KL_MIGRAPHX_PARSE_H
 #define KL_MIGRAPHX_PARSE_H

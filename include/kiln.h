@@ -107,6 +107,7 @@ typedef enum kl_dtype {
   KL_DT_F8E5M2,     /* OCP FP8 E5M2 */
   KL_DT_F8E4M3FNUZ, /* AMD gfx942 FP8 E4M3 "fnuz" */
   KL_DT_F8E5M2FNUZ, /* AMD gfx942 FP8 E5M2 "fnuz" */
+  KL_DT_U8,         /* unsigned 8-bit integer ("u8"; "ui8" accepted) */
   KL_DT_COUNT
 } kl_dtype;
 #endif

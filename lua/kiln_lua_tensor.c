@@ -63,7 +63,7 @@ int kl_lua__push_outputs(lua_State *L, int n, kl_tensor **outs, const char *devi
 
 /* ---------------------------------------------------------- conversions ---- */
 static const char *const DTYPES_TEXT =
-    "f32, f16, bf16, i8, i32, f8e4m3fn, f8e5m2, f8e4m3fnuz, f8e5m2fnuz (also f64, i64, i1)";
+    "f32, f16, bf16, i8, u8 (or ui8), i32, f8e4m3fn, f8e5m2, f8e4m3fnuz, f8e5m2fnuz (also f64, i64, i1)";
 
 kl_dtype kl_lua__opt_dtype(lua_State *L, int idx, kl_dtype dflt, const char *what) {
   if (lua_isnoneornil(L, idx)) return dflt;

@@ -323,6 +323,10 @@ static void int_range(const kl_type *t, double *lo, double *hi) {
       *lo = -128;
       *hi = 127;
       break;
+    case KL_TY_U8:
+      *lo = 0;
+      *hi = 255;
+      break;
     case KL_TY_I32:
       *lo = -2147483648.0;
       *hi = 2147483647.0;
@@ -334,7 +338,7 @@ static void int_range(const kl_type *t, double *lo, double *hi) {
   }
 }
 
-/* a `pred` b (floats ordered: NaN gives 0; integers signed), as 1 / 0 of type rt */
+/* a `pred` b (floats ordered: NaN gives 0; integers signed, u8 unsigned), as 1 / 0 of type rt */
 static kl_value *compare(cluster *c, kl_loc loc, const char *pred, kl_value *a, kl_value *b, const kl_type *rt) {
   kl_value *o[] = { a, b };
   kl_named_attr p = { "predicate", kl_attr_str(c->g->ctx, pred) };
@@ -392,6 +396,7 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
     switch ((kl_unop)kl_op_scalar_code(op)) {
       case KL_UN_NEG: return f ? un(c, "arith.negf", loc, a) : bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a);
       case KL_UN_ABS:
+        if (kl_type_is_unsigned(rt)) return a; /* |x| of u8 is x */
         return f ? un(c, "math.absf", loc, a)
                  : bin(c, "arith.maxsi", loc, a, bin(c, "arith.subi", loc, scst(c, rt, 0, loc), a));
       case KL_UN_EXP: return un(c, "math.exp", loc, a);

@@ -93,7 +93,8 @@ static unsigned space_as(lw *L, kl_space s) {
 static LLVMTypeRef scalar_type(lw *L, const kl_type *t) {
   switch (t->kind) {
     case KL_TY_I1: return LLVMInt1TypeInContext(L->c);
-    case KL_TY_I8: return LLVMInt8TypeInContext(L->c);
+    case KL_TY_I8:
+    case KL_TY_U8: return LLVMInt8TypeInContext(L->c);
     case KL_TY_I32: return LLVMInt32TypeInContext(L->c);
     case KL_TY_I64:
     case KL_TY_INDEX: return LLVMInt64TypeInContext(L->c);
@@ -173,9 +174,19 @@ static LLVMValueRef splat_like(lw *L, const kl_type *t, LLVMValueRef s) {
   return LLVMConstVector(e, n);
 }
 
-/* Integer division with graph semantics: x / 0 = 0, MIN / -1 wraps. */
+static const kl_type *in_type(const kl_op *op) { return op->nopnds ? op->opnds[0].value->type : op->results[0].type; }
+
+/* Integer division with graph semantics: x / 0 = 0, MIN / -1 wraps; unsigned types (u8)
+ * divide unsigned. */
 static LLVMValueRef safe_sdiv(lw *L, LLVMValueRef x, LLVMValueRef y, const kl_type *t, bool rem) {
   LLVMTypeRef ty = LLVMTypeOf(y);
+  if (kl_type_is_unsigned(t)) {
+    LLVMValueRef z = LLVMConstNull(ty), yz = LLVMBuildICmp(L->b, LLVMIntEQ, y, z, "");
+    LLVMValueRef ys = LLVMBuildSelect(L->b, yz, splat_like(L, t, LLVMConstInt(scalar_type(L, elem_of(t)), 1, 0)), y,
+                                      "");
+    LLVMValueRef r = rem ? LLVMBuildURem(L->b, x, ys, "") : LLVMBuildUDiv(L->b, x, ys, "");
+    return LLVMBuildSelect(L->b, yz, z, r, "");
+  }
   LLVMTypeRef st = scalar_type(L, elem_of(t));
   unsigned bits = LLVMGetIntTypeWidth(st);
   LLVMValueRef zero = LLVMConstNull(ty), one = splat_like(L, t, LLVMConstInt(st, 1, 0));
@@ -194,6 +205,7 @@ static LLVMValueRef safe_sdiv(lw *L, LLVMValueRef x, LLVMValueRef y, const kl_ty
  * 1 for x = 1, +-1 for x = -1, else 0). Scalars only. */
 static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
   LLVMTypeRef ty = LLVMTypeOf(x);
+  bool u = kl_type_is_unsigned(in_type(op)); /* u8: no negative exponents */
   if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind) {
     fail(L, op, "%s", "vector integer pow is not supported");
     return NULL;
@@ -206,12 +218,12 @@ static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
   LLVMBuildBr(L->b, head);
   LLVMPositionBuilderAtEnd(L->b, head);
   LLVMValueRef r = LLVMBuildPhi(L->b, ty, "r"), bse = LLVMBuildPhi(L->b, ty, "b"), ex = LLVMBuildPhi(L->b, ty, "e");
-  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, ex, zero, ""), body, done);
+  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, u ? LLVMIntUGT : LLVMIntSGT, ex, zero, ""), body, done);
   LLVMPositionBuilderAtEnd(L->b, body);
   LLVMValueRef odd = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, ex, one, ""), zero, "");
   LLVMValueRef r2 = LLVMBuildSelect(L->b, odd, LLVMBuildMul(L->b, r, bse, ""), r, "");
   LLVMValueRef b2 = LLVMBuildMul(L->b, bse, bse, "");
-  LLVMValueRef e2 = LLVMBuildAShr(L->b, ex, one, "");
+  LLVMValueRef e2 = u ? LLVMBuildLShr(L->b, ex, one, "") : LLVMBuildAShr(L->b, ex, one, "");
   LLVMBuildBr(L->b, head);
   LLVMValueRef rin[2] = { one, r2 }, bin_[2] = { x, b2 }, ein[2] = { e, e2 };
   LLVMBasicBlockRef from[2] = { pre, body };
@@ -219,6 +231,7 @@ static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
   LLVMAddIncoming(bse, bin_, from, 2);
   LLVMAddIncoming(ex, ein, from, 2);
   LLVMPositionBuilderAtEnd(L->b, done);
+  if (u) return r;
   /* negative exponents */
   LLVMValueRef eodd = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, e, one, ""), zero, "");
   LLVMValueRef negr = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, x, one, ""), one,
@@ -230,7 +243,6 @@ static LLVMValueRef ipow(lw *L, kl_op *op, LLVMValueRef x, LLVMValueRef e) {
 
 /* ---- value ops (arith / math): one result from the lowered operands a[] ---- */
 typedef LLVMValueRef (*value_fn)(lw *L, kl_op *op, LLVMValueRef *a);
-static const kl_type *in_type(const kl_op *op) { return op->nopnds ? op->opnds[0].value->type : op->results[0].type; }
 
 /* The contraction rule: a kernel func without the strict_fp attribute (kl_compile_opts
  * strict_fp, kiln.compile{strict_fp = true}) lets LLVM fuse a float multiply and the add or
@@ -348,26 +360,32 @@ static LLVMValueRef v_remsi(lw *L, kl_op *op, LLVMValueRef *a) { return safe_sdi
 static LLVMValueRef v_andi(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildAnd(L->b, a[0], a[1], ""); }
 static LLVMValueRef v_ori(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildOr(L->b, a[0], a[1], ""); }
 static LLVMValueRef v_xori(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildXor(L->b, a[0], a[1], ""); }
+/* maxsi / minsi / cmpi / divsi / remsi / extsi / sitofp / fptosi / index_cast take their
+ * signedness from the integer type: i8 / i32 / i64 signed, u8 (and i1) unsigned */
 static LLVMValueRef v_maxsi(lw *L, kl_op *op, LLVMValueRef *a) {
-  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a[0], a[1], ""), a[0], a[1], "");
+  LLVMIntPredicate p = kl_type_is_unsigned(in_type(op)) ? LLVMIntUGT : LLVMIntSGT;
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, p, a[0], a[1], ""), a[0], a[1], "");
 }
 static LLVMValueRef v_minsi(lw *L, kl_op *op, LLVMValueRef *a) {
-  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a[0], a[1], ""), a[0], a[1], "");
+  LLVMIntPredicate p = kl_type_is_unsigned(in_type(op)) ? LLVMIntULT : LLVMIntSLT;
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, p, a[0], a[1], ""), a[0], a[1], "");
 }
 static LLVMValueRef v_select(lw *L, kl_op *op, LLVMValueRef *a) { return LLVMBuildSelect(L->b, a[0], a[1], a[2], ""); }
 
-/* comparisons: predicate eq/ne/lt/le/gt/ge (signed; ordered for floats except ne) */
+/* comparisons: predicate eq/ne/lt/le/gt/ge (signed, unsigned for u8; ordered for floats
+ * except ne) */
 static LLVMValueRef compare(lw *L, kl_op *op, LLVMValueRef *a, bool ints) {
   const char *p = kl_op_attr_string(op, "predicate");
   static const char *names[] = { "eq", "ne", "lt", "le", "gt", "ge" };
   static const LLVMIntPredicate ip[] = { LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE };
+  static const LLVMIntPredicate up[] = { LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE };
   static const LLVMRealPredicate fp[] = {
     LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE
   };
   const kl_type *t = in_type(op);
   for (int i = 0; i < 6; i++)
     if (!strcmp(p, names[i])) {
-      if (ints) return LLVMBuildICmp(L->b, ip[i], a[0], a[1], "");
+      if (ints) return LLVMBuildICmp(L->b, kl_type_is_unsigned(t) ? up[i] : ip[i], a[0], a[1], "");
       return kl_llvm_fcmp(L->b, fp[i], ext_f32(L, a[0], t), ext_f32(L, a[1], t));
     }
   return NULL;
@@ -375,16 +393,16 @@ static LLVMValueRef compare(lw *L, kl_op *op, LLVMValueRef *a, bool ints) {
 static LLVMValueRef v_cmpi(lw *L, kl_op *op, LLVMValueRef *a) { return compare(L, op, a, true); }
 static LLVMValueRef v_cmpf(lw *L, kl_op *op, LLVMValueRef *a) { return compare(L, op, a, false); }
 
-/* casts (an i1 source is unsigned) */
+/* casts (an i1 or u8 source is unsigned) */
 static LLVMTypeRef result_ll(lw *L, kl_op *op) { return ll_type(L, op->results[0].type); }
-static bool src_i1(const kl_op *op) { return elem_of(in_type(op))->kind == KL_TY_I1; }
+static bool src_i1(const kl_op *op) { return kl_type_is_unsigned(in_type(op)); }
 static LLVMValueRef v_sitofp(lw *L, kl_op *op, LLVMValueRef *a) {
   return src_i1(op) ? LLVMBuildUIToFP(L->b, a[0], result_ll(L, op), "")
                     : LLVMBuildSIToFP(L->b, a[0], result_ll(L, op), "");
 }
 static LLVMValueRef v_fptosi(lw *L, kl_op *op, LLVMValueRef *a) {
   LLVMTypeRef ov[2] = { result_ll(L, op), LLVMTypeOf(a[0]) };
-  return call_intr(L, "llvm.fptosi.sat", ov, 2, a, 1);
+  return call_intr(L, kl_type_is_unsigned(op->results[0].type) ? "llvm.fptoui.sat" : "llvm.fptosi.sat", ov, 2, a, 1);
 }
 /* fp8 (i8 codes) <-> f32 through lower_fp8.h; other float types go on from f32 (exact
  * widening; f64 -> fp8 rounds twice, through f32) */
@@ -416,6 +434,7 @@ static LLVMValueRef v_extsi(lw *L, kl_op *op, LLVMValueRef *a) {
   return src_i1(op) ? LLVMBuildZExt(L->b, a[0], result_ll(L, op), "") : LLVMBuildSExt(L->b, a[0], result_ll(L, op), "");
 }
 static LLVMValueRef v_trunci(lw *L, kl_op *op, LLVMValueRef *a) {
+  if (kl_type_bits(elem_of(in_type(op))) == kl_type_bits(elem_of(op->results[0].type))) return a[0]; /* i8 <-> u8 */
   return LLVMBuildTrunc(L->b, a[0], result_ll(L, op), "");
 }
 static LLVMValueRef v_index_cast(lw *L, kl_op *op, LLVMValueRef *a) {

@@ -228,6 +228,10 @@ kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int
       kl_dtype_store_f64(dt, p, dist == KL_DIST_NORMAL ? kl_rng_normal(&r) : kl_rng_uniform_range(&r, -1.0, 1.0));
     } else if (dt == KL_DT_I1) {
       kl_dtype_store_i64(dt, p, dist == KL_DIST_NORMAL ? kl_rng_normal(&r) > 0 : (int64_t)kl_rng_below(&r, 2));
+    } else if (dt == KL_DT_U8) {
+      kl_dtype_store_i64(dt, p,
+                         dist == KL_DIST_UNIFORM ? (int64_t)kl_rng_below(&r, 256)
+                                                 : (int64_t)nearbyint(fabs(3.0 * kl_rng_normal(&r))));
     } else if (dist == KL_DIST_UNIFORM) {
       kl_dtype_store_i64(dt, p, (int64_t)kl_rng_below(&r, 16) - 8);
     } else {

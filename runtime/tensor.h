@@ -65,9 +65,10 @@ kl_tensor *kl_tensor_from_i64(kl_dtype dt, int rank, const int64_t *shape, const
                               const int64_t *values, char *err, size_t errlen);
 /* Random values drawn in logical row-major order from PCG32 seeded with seed (stream 0),
  * rounded to dt. Floats: uniform in [-1, 1) or normal N(0, 1). Integers: uniform draws
- * integers in [-8, 8) (i1: 0 or 1); normal draws round(3 * N(0,1)) saturated. Row-major
- * float tensors of more than 2^18 elements are filled in slices on a kl_threadpool of the
- * default size (KILN_THREADS), each slice from the generator advanced to it: the same values. */
+ * integers in [-8, 8) (i1: 0 or 1; u8: the full range 0..255); normal draws round(3 * N(0,1))
+ * saturated (u8: round(|3 * N(0,1)|)). Row-major float tensors of more than 2^18 elements are
+ * filled in slices on a kl_threadpool of the default size (KILN_THREADS), each slice from the
+ * generator advanced to it: the same values. */
 kl_tensor *kl_tensor_rand(kl_dtype dt, int rank, const int64_t *shape, const int64_t *strides, uint64_t seed,
                           kl_dist dist, char *err, size_t errlen);
 /* Wrap existing memory (nbytes long); the strides/offset must stay inside it. With

@@ -641,7 +641,7 @@ end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line
 for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "softmax_reduce", "views",
-                        "elementwise_literals", "quant_nd_erf", "fp8", "multibroadcast_leading" } do
+                        "elementwise_literals", "quant_nd_erf", "fp8", "multibroadcast_leading", "ui8", "mixed_precision" } do
   local path = "spec/migraphx/" .. file .. ".mlir"
   local ok, err = pcall(function()
     local fh = assert(io.open(path, "rb"))

@@ -23,7 +23,7 @@ typedef struct kl_layout_entry {
   X(sizeof(kl_diag)) X(offsetof(kl_diag, severity)) X(offsetof(kl_diag, loc)) X(offsetof(kl_diag, message)) \
   X(sizeof(kl_dtype)) X(KL_DT_NONE) X(KL_DT_F32) X(KL_DT_F16) X(KL_DT_BF16) X(KL_DT_I8) X(KL_DT_I32)   \
   X(KL_DT_F64) X(KL_DT_I64) X(KL_DT_I1) X(KL_DT_F8E4M3FN) X(KL_DT_F8E5M2) X(KL_DT_F8E4M3FNUZ)         \
-  X(KL_DT_F8E5M2FNUZ) X(KL_DT_COUNT)                                                                   \
+  X(KL_DT_F8E5M2FNUZ) X(KL_DT_U8) X(KL_DT_COUNT)                                                                \
   X(KL_PRINT_GENERIC) X(KL_PRINT_LOCS)                                                                 \
   X(sizeof(kl_dist)) X(KL_DIST_UNIFORM) X(KL_DIST_NORMAL)                                              \
   X(sizeof(kl_named_tensor)) X(offsetof(kl_named_tensor, name)) X(offsetof(kl_named_tensor, tensor))  \

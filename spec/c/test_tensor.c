@@ -218,9 +218,9 @@ static void test_fp8(void) {
 }
 
 static void test_dtypes(void) {
-  const char *names[] = { "f32", "f16", "bf16",     "i8",     "i32",        "f64",
-                          "i64", "i1",  "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz" };
-  for (int i = 0; i < 12; i++) {
+  const char *names[] = { "f32", "f16",      "bf16",   "i8",         "i32",        "f64", "i64",
+                          "i1",  "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "u8" };
+  for (int i = 0; i < 13; i++) {
     kl_dtype d = kl_dtype_from_name(names[i]);
     CHECK(kl_dtype_valid(d) && strcmp(kl_dtype_name(d), names[i]) == 0, "%s", names[i]);
   }
@@ -263,6 +263,21 @@ static void test_dtypes(void) {
   CHECK(isinf(kl_dtype_load_f64(KL_DT_F16, buf)), "f16 store overflow");
   CHECK(kl_f64_to_i64_sat(1e30) == INT64_MAX && kl_f64_to_i64_sat(-1e30) == INT64_MIN && kl_f64_to_i64_sat(-2.5) == -2,
         "sat");
+  /* u8: unsigned loads, float stores truncate and saturate to 0..255, int64 stores wrap */
+  CHECK(kl_dtype_from_name("ui8") == KL_DT_U8 && kl_dtype_is_int(KL_DT_U8) && kl_dtype_is_unsigned(KL_DT_U8) &&
+            !kl_dtype_is_unsigned(KL_DT_I8) && kl_dtype_int_min(KL_DT_U8) == 0 && kl_dtype_int_max(KL_DT_U8) == 255,
+        "u8 kind and range");
+  for (int c = 0; c < 256; c++) {
+    unsigned char b = (unsigned char)c;
+    CHECK(kl_dtype_load_f64(KL_DT_U8, &b) == c && kl_dtype_load_i64(KL_DT_U8, &b) == c, "u8 code %d loads", c);
+  }
+  CHECK(kl_dtype_round(KL_DT_U8, 300.7) == 255 && kl_dtype_round(KL_DT_U8, -3.9) == 0 &&
+            kl_dtype_round(KL_DT_U8, 200.9) == 200 && kl_dtype_round(KL_DT_U8, NAN) == 0,
+        "u8 float stores saturate");
+  kl_dtype_store_i64(KL_DT_U8, buf, -1);
+  CHECK(kl_dtype_load_i64(KL_DT_U8, buf) == 255, "u8 wraps from int64");
+  kl_dtype_store_i64(KL_DT_U8, buf, 300);
+  CHECK(kl_dtype_load_i64(KL_DT_U8, buf) == 44, "u8 wraps from int64 (300)");
   GROUP("dtypes and scalar store rules");
 }
 
