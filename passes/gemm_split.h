@@ -40,7 +40,7 @@ int64_t kl_gemm_split_heuristic(const kl_target *t, int64_t tiles, int64_t K, in
  * 4, ... up to min(max_split, KL_SPLIT_MAX), slices of ceil(K / S) >= KL_SPLIT_MIN_SLICE,
  * the cost of the config the heuristic picks for the G*S x M x N x ceil(K/S) GEMM (the
  * split's GEMM; kl_accel_config_cost / kl_perf_config_cost) plus, for S > 1, the
- * reduction: KL_SPLIT_FIXED cycles (a prefill or a second kernel) and the f32 partials
+ * reduction: KL_SPLIT_FIXED cycles (~2 us: a prefill or a second kernel) and the f32 partials
  * written and read once through L2 (2 * S*G*M*N * 4 bytes over compute_units x
  * l2_bytes_per_cu_clk per cycle); a larger S is taken only when it costs less than
  * KL_SPLIT_GAIN of the best so far. E.g. sm_90 64x64x65536 f16: one 64x64 tile, S = 128
@@ -51,8 +51,8 @@ int64_t kl_gemm_split_heuristic(const kl_target *t, int64_t tiles, int64_t K, in
 bool kl_gemm_split_joint(const kl_target *t);
 #define KL_SPLIT_MAX       256
 #define KL_SPLIT_MIN_SLICE 128
-#define KL_SPLIT_FIXED     2000.0
-#define KL_SPLIT_GAIN      0.9
+#define KL_SPLIT_FIXED     4000.0
+#define KL_SPLIT_GAIN      0.8
 int64_t kl_gemm_split_choose(const kl_target *t, const kl_type *ea, const kl_type *eb, int64_t G, int64_t M, int64_t N,
                              int64_t K, int64_t max_split, const kl_gemm_split_est *est);
 #endif

@@ -292,7 +292,11 @@ static kl_status split_one(kl_rewriter *rw, kl_op *op, const sk_opts *o) {
    * atomic adds where the target has f32 atomics: with the joint choice a dot may split
    * that far (other targets stay at MAX_ADDS) */
   int64_t cap = !conv && (o->t->atomic_add & KL_ATOMIC_ADD_F32) && kl_gemm_split_joint(o->t) ? KL_SPLIT_MAX : MAX_ADDS;
-  int64_t S = forced ? est.split_k : kl_gemm_split_choose(o->t, at->elem, bt->elem, G, M, N, K, cap, &est);
+  /* convs keep the tile-count rule (their channel-sliced grouped GEMM loses the cp.async
+   * pipeline today: the joint choice's costs do not model that) */
+  int64_t S = forced ? est.split_k
+      : conv         ? kl_gemm_split_heuristic(o->t, est.tiles, K, est.k_per_block)
+                     : kl_gemm_split_choose(o->t, at->elem, bt->elem, G, M, N, K, cap, &est);
   if (S <= 1) return KL_OK;
   if (forced && S > K)
     return kl_emit_error(ctx, op->loc, "%s: perf config %s: splitK (%lld) is larger than K (%lld)", op->name, given,
