@@ -52,13 +52,13 @@ static const kl_target targets[] = {
   { "sm_80", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", 32, 163 * 1024, 1024, 255, 108, KL_ACCEL_MMA_SYNC,
     N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 0, false },
   { "sm_90", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90", "+ptx80", 32, 227 * 1024, 1024, 255, 132, KL_ACCEL_MMA_SYNC,
-    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2, KL_ATOMIC_MINMAX_F32, 0,
+    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2, KL_ATOMIC_MINMAX_F32, 17,
     false },
   /* sm_90 plus the arch-specific Hopper instructions (wgmma); its code runs on compute
    * capability 9.0 only */
   { "sm_90a", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", 32, 227 * 1024, 1024, 255, 132,
     KL_ACCEL_MMA_SYNC, N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2,
-    KL_ATOMIC_MINMAX_F32, 0, true },
+    KL_ATOMIC_MINMAX_F32, 17, true },
 #define AMD(chip) \
   { chip, KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", chip, "", 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0, 0, false }
 /* emit only; an NVIDIA arch's feature is the lowest PTX ISA that supports it, at least

@@ -60,7 +60,12 @@ typedef struct kl_target {
                               (gfx908) and MI250X (gfx90a, per GCD): 16 L2 channels x 128 B per clock
                               over 120 / 110 CUs ~ 17 / 19; MI300X (gfx942): Infinity Cache 17.2 TB/s
                               over 304 CUs x 2.1 GHz ~ 27 (WGs are spread round-robin over the 8 XCDs'
-                              L2s); RX 7900 XTX (gfx1100) ~ 24, RX 6900 XT (gfx1030) ~ 16 */
+                              L2s); RX 7900 XTX (gfx1100) ~ 24, RX 6900 XT (gfx1030) ~ 16.
+                              NVIDIA (sm_90, sm_90a): ~ 17, what kiln's register-staged mma.sync
+                              GEMMs reach (4096^3 f16, 128x128x32 tiles: 272 TFLOP/s on an H200 =
+                              2.2 GB of L2 -> SM tile traffic in 0.5 ms ~ 4.3 TB/s over 132 SMs x
+                              1.98 GHz); with it the NVIDIA GEMM costs also charge a per-K-step
+                              latency (passes/rock_accel.h). sm_80: 0 (not measured; old costs) */
   bool wgmma;              /* Hopper warpgroup MMAs (wgmma.mma_async, sm_90a): the opt-in
                              path of passes/rock_wgmma.h */
 } kl_target;

@@ -34,4 +34,25 @@ bool kl_gemm_split_estimate(const kl_target *t, const kl_type *ea, const kl_type
  * iterations per split (slices of >= 4 * kPerBlock); powers of two up to 64. 1 on the
  * host (compute_units 0): it never splits by itself. */
 int64_t kl_gemm_split_heuristic(const kl_target *t, int64_t tiles, int64_t K, int64_t k_per_block);
+
+/* The split of the heuristic (no config given): on NVIDIA targets with an L2 rate
+ * (l2_bytes_per_cu_clk: sm_90, sm_90a) a joint choice of split and tiles: for S = 1, 2,
+ * 4, ... up to min(max_split, KL_SPLIT_MAX), slices of ceil(K / S) >= KL_SPLIT_MIN_SLICE,
+ * the cost of the config the heuristic picks for the G*S x M x N x ceil(K/S) GEMM (the
+ * split's GEMM; kl_accel_config_cost / kl_perf_config_cost) plus, for S > 1, the
+ * reduction: KL_SPLIT_FIXED cycles (~2 us: a prefill or a second kernel) and the f32 partials
+ * written and read once through L2 (2 * S*G*M*N * 4 bytes over compute_units x
+ * l2_bytes_per_cu_clk per cycle); a larger S is taken only when it costs less than
+ * KL_SPLIT_GAIN of the best so far. E.g. sm_90 64x64x65536 f16: one 64x64 tile, S = 128
+ * (128 blocks of 8 K steps) where the tile count alone gave 16x8 tiles and S = 4 (256 K
+ * steps a block). Other targets: kl_gemm_split_heuristic on est's tiles and kPerBlock.
+ * The caller re-picks the config for the split GEMM (G*S x M x N x slice). */
+/* Whether t takes the joint choice (an NVIDIA target with l2_bytes_per_cu_clk). */
+bool kl_gemm_split_joint(const kl_target *t);
+#define KL_SPLIT_MAX       256
+#define KL_SPLIT_MIN_SLICE 128
+#define KL_SPLIT_FIXED     4000.0
+#define KL_SPLIT_GAIN      0.8
+int64_t kl_gemm_split_choose(const kl_target *t, const kl_type *ea, const kl_type *eb, int64_t G, int64_t M, int64_t N,
+                             int64_t K, int64_t max_split, const kl_gemm_split_est *est);
 #endif

@@ -161,7 +161,7 @@ int64_t kl_perf_config_grid_size(const kl_perf_config *pc, int64_t g, int64_t m,
   return g * ceil_div(m, pc->m_per_block) * ceil_div(n, pc->n_per_block);
 }
 
-static double cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k) {
+static double cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int eb) {
   double bs = (double)kl_perf_config_block_size(pc);
   double tiles = (double)kl_perf_config_grid_size(pc, g, m, n);
   double cus = t->compute_units > 0 ? t->compute_units : 1;
@@ -169,7 +169,22 @@ static double cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int6
   double kp = (double)(ceil_div(k, pc->k_per_block) * pc->k_per_block);
   double mt = (double)pc->m_per_thread, nt = (double)pc->n_per_thread;
   double per_thread = kp * (mt * nt + 2 * (mt + nt) + 4.0 * (double)(pc->m_per_block + pc->n_per_block) / bs);
+  if (t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0) {
+    /* per K step: the thread's work, the tile bytes at the L2 rate, at least the loads'
+     * latency (as the accel cost, passes/rock_accel.h) */
+    double iters = kp / (double)pc->k_per_block, step = per_thread / iters;
+    double global = (double)(pc->k_per_block * (pc->m_per_block + pc->n_per_block)) * (double)eb /
+        (double)t->l2_bytes_per_cu_clk;
+    if (global > step) step = global;
+    if (step < KL_NV_STEP_LATENCY) step = KL_NV_STEP_LATENCY;
+    return rounds * iters * (step + 32.0);
+  }
   return rounds * (per_thread + (kp / (double)pc->k_per_block) * 32.0);
+}
+
+double kl_perf_config_cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k,
+                           int elem_bytes) {
+  return cost(pc, t, g, m, n, k, elem_bytes);
 }
 
 /* ---- host (block size 1) ----
@@ -231,7 +246,9 @@ bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t 
   int64_t min_bs = t->max_workgroup_size < 64 ? 1 : 64;
   if (wave > t->max_workgroup_size) wave = 1;
   bool found = false;
-  double best = 0;
+  double best = 0, best_pad = 0;
+  int64_t best_bs = 0;
+  bool floor = t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0;
   for (int a = 0; a < nmn; a++)
     for (int b = 0; b < nmn; b++)
       for (int c = 0; c < nks; c++)
@@ -242,9 +259,19 @@ bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t 
             int64_t bs = kl_perf_config_block_size(&pc);
             if (!host && (bs < min_bs || bs > 256 || bs % wave)) continue;
             if (!kl_perf_config_validate(&pc, t, elem_bytes, NULL, 0)) continue;
-            double cst = cost(&pc, t, g, m, n, k);
-            if (!found || cst < best) {
+            double cst = cost(&pc, t, g, m, n, k, elem_bytes);
+            /* the latency floor (NVIDIA with an L2 rate) makes small configs cost the same:
+             * within 2%, the least padded volume wins, then more threads */
+            double pad = (double)(ceil_div(m, pc.m_per_block) * pc.m_per_block) *
+                (double)(ceil_div(n, pc.n_per_block) * pc.n_per_block);
+            bool better = !found || cst < best;
+            if (floor && found)
+              better = cst < best * 0.98 ||
+                  (cst <= best * 1.02 && (pad < best_pad || (pad == best_pad && bs > best_bs && cst <= best)));
+            if (better) {
               best = cst;
+              best_pad = pad;
+              best_bs = bs;
               *out = pc;
               found = true;
             }

@@ -77,7 +77,8 @@
 #include "core/target.h"
 
 #define KL_MAX_STAGES           4
-#define KL_CP_ASYNC_DEFAULT     1 /* off; -1: auto */
+#define KL_NV_STEP_LATENCY      1000.0 /* cycles a K step waits at least: passes/rock_accel.h */
+#define KL_CP_ASYNC_DEFAULT     1      /* off; -1: auto */
 #define KL_CP_ASYNC_STR_(x)     #x
 #define KL_CP_ASYNC_STR(x)      KL_CP_ASYNC_STR_(x)
 #define KL_CP_ASYNC_DEFAULT_STR KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
@@ -134,6 +135,12 @@ bool kl_perf_fields_parse(const char *s, const char *fields, const char *const *
  * unit use the v2 accel heuristic instead (passes/rock_accel.h). */
 bool kl_perf_config_heuristic(const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k, int elem_bytes,
                               kl_perf_config *out);
+/* The GPU cost above of config pc for that GEMM (the split-K choice compares it,
+ * passes/gemm_split.h). NVIDIA targets with l2_bytes_per_cu_clk (sm_90): per K step
+ * max(the thread's multiply-adds and LDS reads, tile bytes / that rate,
+ * KL_NV_STEP_LATENCY) + 32, times the K steps and rounds (passes/rock_accel.h). */
+double kl_perf_config_cost(const kl_perf_config *pc, const kl_target *t, int64_t g, int64_t m, int64_t n, int64_t k,
+                           int elem_bytes);
 
 /* The target of an op: the pass option `option` if non-empty, else the string attribute
  * "target" of the enclosing func, else of the module, else "host". NULL + message for

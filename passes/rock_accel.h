@@ -130,6 +130,19 @@ bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, cons
  * volume (Mp*Np*Kp), then to the earlier candidate (larger tiles). False if none fits. */
 bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
                                int elem_bytes, kl_accel_config *out);
+/* NVIDIA targets with l2_bytes_per_cu_clk (sm_90, sm_90a): global = tile bytes / that rate
+ * (17: what 4096^3 reaches, core/target.h), and a K step costs at least
+ * KL_NV_STEP_LATENCY cycles: the register-staged loop waits once per step for its global
+ * loads (measured on an H200: a one-warp 16x8x64 block ran 256 K steps in 165 us, ~1270
+ * cycles a step), so few-tile GEMMs prefer fewer, larger K steps per block over tiny tiles.
+ * mma.sync's second pass (the configs within 5% of the best cost; rock_accel_config.c) skips
+ * configs with over 25% more padded volume than the best, and there (sm_90) a grid of at most
+ * one block per SM prefers blocks of 4 warps, then more blocks, before larger wave tiles.
+ * kl_accel_config_cost: the cost (cycles of the busiest compute unit) the heuristic ranks
+ * config c by for that GEMM (AMDGPU: amd_cost below), used by the split-K choice
+ * (passes/gemm_split.h). */
+double kl_accel_config_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
+                            int64_t n, int64_t k, int elem_bytes);
 /* AMDGPU targets take their own search and cost (the above stays NVIDIA's): wave tiles up
  * to 128 per dim, up to 8 waves (512 threads), block tiles up to 256x256, the target's
  * whole LDS, kpack 8 for 2-byte types on MFMA (16-byte LDS rows), only configs that fit

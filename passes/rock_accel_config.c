@@ -146,6 +146,8 @@ bool kl_accel_thread_tile(const kl_accel_config *c, const kl_accel_desc *d, int6
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
+                       int64_t n, int64_t k, int eb);
 static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
                    int64_t n, int64_t k, int eb) {
   double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
@@ -156,12 +158,26 @@ static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_
   double rm = (double)(c->m_per_wave / d->m), rn = (double)(c->n_per_wave / d->n), ks = (double)(c->k_per_block / d->k);
   double per_cycle = strcmp(d->in_type, "f32") ? 128.0 : 32.0;
   double mma = rm * rn * ks * d->m * d->n * d->k / per_cycle * (waves > 4 ? waves / 4 : 1);
-  double global = (double)(c->k_per_block * (c->m_per_block + c->n_per_block) * eb) / 64.0;
+  /* a target with a measured L2 -> SM rate (sm_90: 17 bytes per SM clock) is charged at it,
+   * and a K step takes at least the latency of its global loads (KL_NV_STEP_LATENCY) */
+  bool l2 = t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0;
+  double global = (double)(c->k_per_block * (c->m_per_block + c->n_per_block) * eb) /
+      (l2 ? (double)t->l2_bytes_per_cu_clk : 64.0);
   double lds = (rm * (double)kl_accel_frag_len(&d->a) + rn * (double)kl_accel_frag_len(&d->b)) * ks * d->wave * eb *
       waves / 128.0;
   double step = mma > global ? mma : global;
   if (lds > step) step = lds;
+  if (l2 && step < KL_NV_STEP_LATENCY) step = KL_NV_STEP_LATENCY;
   return rounds * iters * (step + 64.0);
+}
+
+double kl_accel_config_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
+                            int64_t n, int64_t k, int elem_bytes) {
+  if (t->arch == KL_ARCH_AMDGPU) {
+    double a = amd_cost(c, t, d, g, m, n, k, elem_bytes);
+    if (a >= 0) return a;
+  }
+  return cost(c, t, d, g, m, n, k, elem_bytes);
 }
 
 /* Whether rock-gridwise-to-blockwise double-buffers the config's LDS tiles (mma.sync, an
@@ -308,6 +324,7 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
   /* reps 8: only mma.sync's N = 8 gives a wave tile <= 64 (64x64 wave tiles) */
   static const int64_t reps[] = { 8, 4, 2, 1 }, waves[] = { 4, 2, 1 }, ksteps[] = { 8, 4, 2, 1 };
   bool mma_sync = d->kind == KL_ACCEL_MMA_SYNC;
+  bool nv_l2 = t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0;
   /* mma.sync: two passes; the second picks, among the configs within 5% of the best cost,
    * double-buffered ones first, then larger wave tiles (fewer LDS fragment bytes per
    * instruction), then fewer waves per block, then squarer block tiles (fewer global bytes
@@ -315,11 +332,13 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
    * f16 128x128x32 with 64x64 wave tiles, double-buffered, 272 TFLOP/s against 236 for
    * the cost's pick 256x64x64 with 64x32 wave tiles) */
   bool found = false;
-  double best = 0, best_pad = 0, first_best = 0;
+  double best = 0, best_pad = 0, first_best = 0, first_best_pad = 0;
   for (int pass = 0; pass < (mma_sync ? 2 : 1); pass++) {
     bool pfound = false;
     bool best_db = false;
     int64_t best_area = 0, best_waves = 0;
+    bool one_per_sm_best = false;
+    int64_t best_tiles = 0;
     double best_reuse = 0;
     for (int a = 0; a < 4; a++)
       for (int b = 0; b < 4; b++)
@@ -361,15 +380,31 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
                 continue;
               }
               if (cst > first_best * 1.05) continue;
+              /* no more than 25% more padded volume than the cheapest config: where a latency floor
+               * makes many configs cost the same (sm_90 narrow GEMMs), larger wave tiles must not
+               * win by computing padding (a 64x32 tile for a 16x16 output) */
+              if (pad > first_best_pad * 1.25) continue;
               bool db = double_buffered(&c, d, k, elem_bytes);
               int64_t area = c.m_per_wave * c.n_per_wave, nw = kl_accel_block_size(&c, d) / d->wave;
               /* global bytes per block-tile FLOP ~ (MB + NB) / (MB * NB): squarer block tiles read less */
               double reuse = (double)(c.m_per_block * c.n_per_block) / (double)(c.m_per_block + c.n_per_block);
               /* the preference key, most significant first (see above) */
-              double key[6] = { db, (double)area, (double)-nw, reuse, -cst, -pad };
-              double bkey[6] = { best_db, (double)best_area, (double)-best_waves, best_reuse, -best, -best_pad };
+              /* a grid that leaves each SM one block (or none): blocks of fewer than 4 warps leave
+               * SM sub-partitions idle, so (with a latency floor in the cost, where costs tie) up to
+               * 4 warps come before larger wave tiles */
+              /* and among those, more blocks (up to one per SM) come first: the same cost on more SMs.
+               * Only where the cost has the latency floor (l2_bytes_per_cu_clk: sm_90) */
+              int64_t tl = g * ceil_div(m, c.m_per_block) * ceil_div(n, c.n_per_block);
+              bool one_per_sm = nv_l2 && tl <= t->compute_units;
+              double fill = one_per_sm ? (double)(nw < 4 ? nw : 4) : 4.0;
+              double bfill = one_per_sm_best ? (double)(best_waves < 4 ? best_waves : 4) : 4.0;
+              double spread = one_per_sm ? (double)tl : (double)t->compute_units;
+              double bspread = one_per_sm_best ? (double)best_tiles : (double)t->compute_units;
+              double key[8] = { db, fill, spread, (double)area, (double)-nw, reuse, -cst, -pad };
+              double bkey[8] = { best_db,    bfill, bspread,  (double)best_area, (double)-best_waves,
+                                 best_reuse, -best, -best_pad };
               int cmp = 0;
-              for (int i = 0; i < 6 && !cmp; i++) cmp = key[i] > bkey[i] ? 1 : key[i] < bkey[i] ? -1 : 0;
+              for (int i = 0; i < 8 && !cmp; i++) cmp = key[i] > bkey[i] ? 1 : key[i] < bkey[i] ? -1 : 0;
               bool better = !pfound || cmp > 0;
               if (better) {
                 *out = c;
@@ -380,9 +415,14 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
                 best_area = area;
                 best_waves = nw;
                 best_reuse = reuse;
+                one_per_sm_best = one_per_sm;
+                best_tiles = tl;
               }
             }
-    if (pass == 0) first_best = best;
+    if (pass == 0) {
+      first_best = best;
+      first_best_pad = best_pad;
+    }
   }
   return found;
 }

@@ -26,7 +26,9 @@
  * Split-K (the config's splitK field S, perf_config.h; without a config the heuristic:
  * when the output tiles fill under half the target's compute_units, S doubles up to 64
  * while every slice keeps >= 4 kPerBlock iterations; never on the host, whose
- * compute_units is 0): slices of Kc = ceil(ceil(K/S)/kPerBlock)*kPerBlock, S reduced to
+ * compute_units is 0; on sm_90 the joint choice of kl_gemm_split_choose, after which the
+ * heuristic's config for the G*S x M x N x ceil(K/S) GEMM replaces the whole GEMM's,
+ * passes/gemm_split.h; the wgmma path keeps the tile-count rule): slices of Kc = ceil(ceil(K/S)/kPerBlock)*kPerBlock, S reduced to
  * ceil(K/Kc) (no slice of padding only) and printed in the config; a and b are viewed as
  * [G*S, Kc, X] (K padded to S*Kc, split into (s, kc), s merged into the batch), c as
  * [G*S, M, N] with s ignored (AddDim), so the grid is G*S*tiles and every split writes
@@ -309,7 +311,32 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
                      blocker);
     return false;
   }
-  if (!given && !blocker && !partials) S = kl_gemm_split_heuristic(t, kl_perf_config_grid_size(&pc, G, M, N), K, KB);
+  if (!given && !blocker && !partials) {
+    kl_gemm_split_est est = { kl_perf_config_grid_size(&pc, G, M, N), KB, 1 };
+    /* the wgmma path keeps the tile-count rule; swap: the operands' types swap too */
+    const kl_type *ea = swap ? tb->elem : ta->elem, *eb2 = swap ? ta->elem : tb->elem;
+    S = accel && ad->kind == KL_ACCEL_WGMMA ? kl_gemm_split_heuristic(t, est.tiles, K, KB)
+                                            : kl_gemm_split_choose(t, ea, eb2, G, M, N, K, KL_SPLIT_MAX, &est);
+    /* the joint choice: the split GEMM (G*S x M x N x slice) takes the config the heuristic
+     * picks for it (other targets keep the config of the whole GEMM) */
+    int64_t kc = (K + S - 1) / S;
+    bool joint = S > 1 && kl_gemm_split_joint(t);
+    if (joint && accel && ad->kind != KL_ACCEL_WGMMA) {
+      kl_accel_config sc;
+      memset(&sc, 0, sizeof sc);
+      const kl_accel_desc *sd = NULL;
+      if (kl_accel_select(t, ea, eb2, NULL, G * S, M, N, kc, &sc, &sd, err, sizeof err) > 0) {
+        ac = sc;
+        ad = sd;
+        pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, 1 };
+        kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
+      }
+    } else if (joint && !accel) {
+      kl_perf_config sp;
+      if (kl_perf_config_heuristic(t, G * S, M, N, kc, eb, &sp)) pc = sp;
+    }
+    KB = pc.k_per_block;
+  }
   int64_t Kc = round_up((K + S - 1) / S, KB);
   if (S > 1) S = (K + Kc - 1) / Kc; /* no split of only padding */
   if (S > 1 || given) {             /* the printed config carries the split that runs (1: none) */

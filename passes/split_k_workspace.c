@@ -5,7 +5,8 @@
  * graph level, before graph-partition). The split count S: the splitK of the perf config
  * (option `perf-config`, which the driver sets from the compile's perf_config, else the
  * op's `perf_config` attribute), else the heuristic of passes/gemm_split.h on the tiles
- * and kPerBlock of the config rock-gemm-to-gridwise would pick for the target (option
+ * and kPerBlock of the config rock-gemm-to-gridwise would pick for the target, or its
+ * joint choice of split and tiles (kl_gemm_split_choose, sm_90) (option
  * `target`, else the module's): few output tiles for the compute units and a long K.
  * The rule (rocMLIR's, kept simple): an f32 result on a target with native f32 atomic
  * adds that no element-wise op reads (the GEMM writes it directly, or sums it into a
@@ -38,7 +39,10 @@
  * epilogue, so the whole op stays two kernels. split_k_partials tells
  * rock-gemm-to-gridwise not to split p's GEMM again.
  * A given S above 32 (MAX_ADDS: the element-wise kernel's operands) sums the partials in a
- * reduce_sum kernel instead (three kernels); the heuristic stays at or below 32.
+ * reduce_sum kernel instead (three kernels; where the target adds f32 atomically GEMM +
+ * reduce makes that the GEMM's atomic adds after a prefill: two kernels); the heuristic
+ * stays at or below 32, but for dots on targets with the joint choice (sm_90,
+ * kl_gemm_split_joint) and f32 atomics, which split up to KL_SPLIT_MAX.
  * The heuristic's S is the largest divisor of K (a conv: of Cg) in [S'/2, S'] for the
  * heuristic's S', else S' with a remainder (a grouped conv: no split). A given S larger
  * than K (a conv: than Cg), or a remainder of a grouped conv, is an error at the op. */
@@ -284,12 +288,20 @@ static kl_status split_one(kl_rewriter *rw, kl_op *op, const sk_opts *o) {
   bool atomic = yk == KL_TY_F32 && (o->t->atomic_add & KL_ATOMIC_ADD_F32) && !elementwise_reader(kl_op_result(op, 0));
   if (atomic || reductions_only(kl_op_result(op, 0))) return KL_OK;
   bool forced = given && *given;
-  int64_t S = forced ? est.split_k : kl_gemm_split_heuristic(o->t, est.tiles, K, est.k_per_block);
+  /* above MAX_ADDS the partials are summed by a reduce_sum, which GEMM + reduce turns into
+   * atomic adds where the target has f32 atomics: with the joint choice a dot may split
+   * that far (other targets stay at MAX_ADDS) */
+  int64_t cap = !conv && (o->t->atomic_add & KL_ATOMIC_ADD_F32) && kl_gemm_split_joint(o->t) ? KL_SPLIT_MAX : MAX_ADDS;
+  /* convs keep the tile-count rule (their channel-sliced grouped GEMM loses the cp.async
+   * pipeline today: the joint choice's costs do not model that) */
+  int64_t S = forced ? est.split_k
+      : conv         ? kl_gemm_split_heuristic(o->t, est.tiles, K, est.k_per_block)
+                     : kl_gemm_split_choose(o->t, at->elem, bt->elem, G, M, N, K, cap, &est);
   if (S <= 1) return KL_OK;
   if (forced && S > K)
     return kl_emit_error(ctx, op->loc, "%s: perf config %s: splitK (%lld) is larger than K (%lld)", op->name, given,
                          (long long)S, (long long)K);
-  if (!forced) S = fit(S < MAX_ADDS ? S : MAX_ADDS, E, !conv || g == 1);
+  if (!forced) S = fit(S < cap ? S : cap, E, !conv || g == 1);
   if (S <= 1) return KL_OK;
   if (conv && S > E)
     return kl_emit_error(ctx, op->loc,

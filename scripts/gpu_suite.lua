@@ -339,11 +339,23 @@ do
     g:output(c)
     return g, inputs
   end
+  -- sm_90 (the joint choice, passes/gemm_split.h): 64x64 tiles split 128 ways, the partials
+  -- added atomically into an f32 workspace after a prefill, then the cast / epilogue kernel
+  local HWS = dev.kind == "cuda" and dev.arch == "sm_90" and "alloc_workspace,prefill,launch,launch,free" or WS
   for _, dt in ipairs({ "f16", "bf16" }) do
     local g, inputs = skw_dot(64, 64, 65536, dt, "none")
-    splitk_case("split-K workspace: heuristic 64x64x65536 " .. dt, g, inputs, nil, WS)
+    splitk_case("split-K workspace: heuristic 64x64x65536 " .. dt, g, inputs, nil, HWS)
     g, inputs = skw_dot(64, 64, 65536, dt, "relu")
-    splitk_case("split-K workspace: heuristic 64x64x65536 relu " .. dt, g, inputs, nil, WS)
+    splitk_case("split-K workspace: heuristic 64x64x65536 relu " .. dt, g, inputs, nil, HWS)
+  end
+  -- the heuristic's splits at odd shapes (sm_90: joint choice; S = 50, 125, ...) and the
+  -- f32 atomic form with its re-picked tiles
+  for _, c in ipairs({ { 100, 37, 10000, "f16", "none" }, { 100, 37, 10000, "bf16", "add_relu" },
+                       { 37, 29, 20000, "f32", "none" }, { 37, 29, 20000, "f32", "relu" },
+                       { 64, 64, 65536, "f32", "none" }, { 1, 1, 65536, "f16", "none" },
+                       { 256, 256, 16384, "f16", "none" } }) do
+    local g, inputs = skw_dot(table.unpack(c))
+    splitk_case("split-K: heuristic " .. table.concat(c, " "), g, inputs, nil, nil)
   end
   local combos = { { "f16", "none" }, { "bf16", "relu" }, { "f32", "add_relu" }, { "f32", "cast" } }
   for _, K in ipairs({ 1, 5, 100, 1000, 4097, 65536 }) do

@@ -192,10 +192,10 @@ describe("split-K through a workspace per target (static)", function()
     return g
   end
 
-  it("the heuristic splits f16 and bf16 64x64x65536 through a workspace on gfx942, sm_90 and gfx1030", function()
+  it("the heuristic splits f16 and bf16 64x64x65536 through a workspace on gfx942 and gfx1030", function()
     for _, dt in ipairs({ "f16", "bf16" }) do
-      local p = kiln.compile(gemm(64, 64, 65536, dt), { targets = { "gfx942", "sm_90", "gfx1030" }, cache = false })
-      for _, t in ipairs({ "gfx942", "sm_90", "gfx1030" }) do
+      local p = kiln.compile(gemm(64, 64, 65536, dt), { targets = { "gfx942", "gfx1030" }, cache = false })
+      for _, t in ipairs({ "gfx942", "gfx1030" }) do
         local plan = p:plan(t)
         assert.are.equal(WS, kinds(plan), t)
         local S = tonumber(workspace(plan).type:match("^tensor<(%d+)x64x64xf32>$"))
@@ -227,5 +227,76 @@ describe("split-K through a workspace per target (static)", function()
     assert.are.equal(WS, kinds(p:plan("gfx942")))
     assert.are.equal("tensor<8x64x64xf32>", workspace(p:plan("gfx942")).type)
     assert.are.equal("v2:32,32,16,32,32,1", p:kernels("gfx942")[1].perf_config)
+  end)
+end)
+
+-- The joint choice of split and tiles on sm_90 (passes/gemm_split.h kl_gemm_split_choose): the
+-- split GEMM's cost with a per-K-step latency floor and the L2 rate (passes/rock_accel.h), plus
+-- the partials' traffic. Static: the choices; host: the same plan shapes (the same splits and
+-- tiles forced with v1 configs) against g:eval at odd shapes.
+describe("split-K: the joint choice on sm_90", function()
+  local function gemm(M, N, K, dt, epi)
+    local g = kiln.graph("skj")
+    local a, b = g:param("a", { M, K }, dt), g:param("b", { K, N }, dt)
+    g:output(epilogues[epi or "none"](a:dot(b)))
+    return g, { a = rand({ M, K }, dt), b = rand({ K, N }, dt) }
+  end
+  local function cdiv(a, b) return (a + b - 1) // b end
+  -- the first kernel's tile (mPerBlock, nPerBlock) and split (its grid over the output tiles)
+  local function choice(p, M, N)
+    local k = p:kernels("sm_90")[1]
+    local mb, nb = k.perf_config:match("^v%d:(%d+),(%d+),")
+    mb, nb = tonumber(mb), tonumber(nb)
+    local tiles = cdiv(M, mb) * cdiv(N, nb)
+    assert.are.equal(0, k.grid % tiles, k.perf_config)
+    return k.grid // tiles, mb, nb, k
+  end
+
+  it("64x64x65536 f16 / bf16: one 64x64 tile split >= 64 ways (atomic f32 sum, then the cast)", function()
+    for _, dt in ipairs({ "f16", "bf16" }) do
+      local p = kiln.compile(gemm(64, 64, 65536, dt), { targets = { "sm_90" }, cache = false })
+      assert.are.equal("alloc_workspace,prefill,launch,launch,free", kinds(p:plan("sm_90")), dt)
+      local S, mb, nb, k = choice(p, 64, 64)
+      assert.are.same({ 64, 64 }, { mb, nb }, k.perf_config)
+      assert.is_true(S >= 64 and S <= 256, tostring(S))
+      assert.is_true(k.block >= 128, "4 warps: " .. k.block) -- one block per SM: all 4 sub-partitions busy
+      assert.are.equal("tensor<64x64xf32>", workspace(p:plan("sm_90")).type)
+    end
+  end)
+
+  it("64x64x65536 f32: the atomic form with 64x64 tiles split >= 64 ways", function()
+    local p = kiln.compile(gemm(64, 64, 65536, "f32"), { targets = { "sm_90" }, cache = false })
+    assert.are.equal("prefill,launch", kinds(p:plan("sm_90")))
+    local pc = p:kernels("sm_90")[1].perf_config
+    local S = tonumber(pc:match("^v1:64,64,%d+,%d+,%d+,%d+,(%d+)$"))
+    assert.is_truthy(S, pc)
+    assert.is_true(S >= 64, pc)
+  end)
+
+  it("8192x320x1280 f16: 128x128 tiles (fewer L2 bytes per FLOP than 64x64), no split; big GEMMs keep theirs",
+     function()
+    local p = kiln.compile(gemm(8192, 320, 1280, "f16"), { targets = { "sm_90" }, cache = false })
+    assert.are.equal("launch", kinds(p:plan("sm_90")))
+    assert.are.equal("v2:128,128,32,64,64,8", p:kernels("sm_90")[1].perf_config)
+    local q = kiln.compile(gemm(4096, 4096, 4096, "f16"), { targets = { "sm_90", "sm_80" }, cache = false })
+    assert.are.equal("v2:128,128,32,64,64,8", q:kernels("sm_90")[1].perf_config)
+    assert.are.equal("launch", kinds(q:plan("sm_90")))
+  end)
+
+  it("the host runs the plan shapes sm_90 picks (same splits and tiles) and matches g:eval", function()
+    local cases = { { 100, 37, 10000, "bf16" }, { 37, 29, 20000, "f32" }, { 37, 29, 20000, "f32", "relu" },
+                    { 64, 64, 65536, "f16", "relu" }, { 1, 1, 65536, "f16" }, { 16, 16, 65536, "bf16", "scale" },
+                    { 64, 64, 65536, "f32" } }
+    for _, c in ipairs(cases) do
+      local M, N, K, dt, epi = table.unpack(c)
+      local g, inputs = gemm(M, N, K, dt, epi)
+      local p = kiln.compile(g, { targets = { "sm_90" }, cache = false })
+      local S, mb, nb = choice(p, M, N)
+      local name = table.concat(c, " ") .. " S " .. S
+      assert.is_true(S > 1, name)
+      local h = kiln.compile(g, { perf_config = ("v1:%d,%d,16,%d,%d,1,%d"):format(mb, nb, mb, nb, S), cache = false })
+      assert.are.equal(kinds(p:plan("sm_90")), kinds(h:plan()), name)
+      check(h, g, inputs)
+    end
   end)
 end)
