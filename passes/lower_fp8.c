@@ -128,6 +128,36 @@ static LLVMValueRef nv_e4m3_pairs(fb *F, LLVMValueRef v) {
   return out;
 }
 
+/* e5m2 / e4m3fn / e4m3fnuz lane pairs in 32-bit words (lane 2i in the low half; see
+ * lower_fp8.h): one word holds two f16 results, so every integer op and the f16x2 multiply
+ * work on two values; NaN lanes by a mask, no selects. v has an even number of lanes (NULL
+ * otherwise). */
+static LLVMValueRef packed_pairs(fb *F, kl_dtype dt, LLVMValueRef v) {
+  unsigned n = F->n;
+  if (n < 2 || n % 2 || n > 64) return NULL;
+  LLVMContextRef c = F->c;
+  LLVMBuilderRef b = F->b;
+  fb P = { c, b, n / 2 };
+  LLVMTypeRef hv = LLVMVectorType(LLVMHalfTypeInContext(c), n);
+  LLVMValueRef x = LLVMBuildZExt(b, LLVMBuildBitCast(b, v, LLVMVectorType(LLVMInt16TypeInContext(c), n / 2), ""),
+                                 i32t(&P), "");
+  LLVMValueRef y = or_(&P, and_(&P, x, 0xff), shl(&P, and_(&P, x, 0xff00), 8)); /* codes at bits 0 and 16 */
+  if (dt == KL_DT_F8E5M2) return LLVMBuildBitCast(b, shl(&P, y, 8), hv, "");
+  LLVMValueRef sign = shl(&P, and_(&P, y, 0x00800080), 8), mag = and_(&P, y, 0x007f007f);
+  LLVMValueRef bits = or_(&P, sign, shl(&P, mag, 7));
+  LLVMValueRef sc = splat(F, LLVMConstReal(LLVMHalfTypeInContext(c), dt == KL_DT_F8E4M3FNUZ ? 128.0 : 256.0));
+  LLVMValueRef val = LLVMBuildBitCast(b, LLVMBuildFMul(b, LLVMBuildBitCast(b, bits, hv, ""), sc, ""), i32t(&P), "");
+  /* bit 7 of a half set for a NaN code: fn magnitude 0x7f (+1 carries into bit 7), fnuz
+   * 0x80 (sign set, magnitude 0: + 0x7f leaves bit 7 clear) */
+  LLVMValueRef t = dt == KL_DT_F8E4M3FNUZ
+      ? LLVMBuildAnd(b, and_(&P, y, 0x00800080), LLVMBuildNot(b, add(&P, mag, k32(&P, 0x007f007f)), ""), "")
+      : and_(&P, add(&P, mag, k32(&P, 0x00010001)), 0x00800080);
+  LLVMValueRef mask = LLVMBuildMul(b, shr(&P, t, 7), k32(&P, 0xffff), "");
+  LLVMValueRef nanv = LLVMBuildAnd(b, or_(&P, sign, k32(&P, 0x7e007e00)), mask, "");
+  LLVMValueRef out = or_(&P, LLVMBuildAnd(b, val, LLVMBuildNot(b, mask, ""), ""), nanv);
+  return LLVMBuildBitCast(b, out, hv, "");
+}
+
 LLVMValueRef kl_lower_fp8_to_f16(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v, bool nv_cvt) {
   fb F = { c, b, lanes(v) };
   LLVMTypeRef i16 = ty(&F, LLVMInt16TypeInContext(c)), h = ty(&F, LLVMHalfTypeInContext(c));
@@ -136,6 +166,8 @@ LLVMValueRef kl_lower_fp8_to_f16(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt
     LLVMValueRef r = nv_e4m3_pairs(&F, v);
     if (r) return r;
   }
+  LLVMValueRef pr = packed_pairs(&F, dt, v);
+  if (pr) return pr;
   LLVMValueRef x = LLVMBuildZExt(b, v, i16, "");
   LLVMValueRef k16[4] = { NULL };
   uint16_t kv[4] = { 8, 0x80, 0x7f, 7 };
