@@ -100,3 +100,88 @@ LLVMValueRef kl_lower_f32_to_fp8(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt
     out = sel(&F, isnan, or_(&F, sign, k32(&F, f.kind == 1 ? 0x7e : 0x7f)), out);
   return LLVMBuildTrunc(b, out, ty(&F, LLVMInt8TypeInContext(c)), "");
 }
+
+/* f8e4m3fn lane pairs through cvt.rn.f16x2.e4m3x2 (see lower_fp8.h); v has an even
+ * number of lanes (NULL otherwise) */
+static LLVMValueRef nv_e4m3_pairs(fb *F, LLVMValueRef v) {
+  unsigned n = F->n;
+  if (n < 2 || n % 2 || n > 64) return NULL;
+  LLVMContextRef c = F->c;
+  LLVMTypeRef i16 = LLVMInt16TypeInContext(c), i32 = LLVMInt32TypeInContext(c), h = LLVMHalfTypeInContext(c);
+  LLVMTypeRef fty = LLVMFunctionType(i32, &i16, 1, 0);
+  static const char text[] = "cvt.rn.f16x2.e4m3x2 $0, $1;", cons[] = "=r,h";
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef pairs = LLVMBuildBitCast(F->b, v, LLVMVectorType(i16, n / 2), "");
+  LLVMValueRef parts[32];
+  for (unsigned i = 0; i < n / 2; i++) {
+    LLVMValueRef p = LLVMBuildExtractElement(F->b, pairs, LLVMConstInt(i32, i, 0), "");
+    LLVMValueRef r = LLVMBuildCall2(F->b, fty, asmv, &p, 1, "");
+    parts[i] = LLVMBuildBitCast(F->b, r, LLVMVectorType(h, 2), "");
+  }
+  /* concatenate the <2 x half> parts */
+  LLVMValueRef out = LLVMGetUndef(LLVMVectorType(h, n));
+  for (unsigned i = 0; i < n; i++) {
+    LLVMValueRef e = LLVMBuildExtractElement(F->b, parts[i / 2], LLVMConstInt(i32, i % 2, 0), "");
+    out = LLVMBuildInsertElement(F->b, out, e, LLVMConstInt(i32, i, 0), "");
+  }
+  return out;
+}
+
+/* e5m2 / e4m3fn / e4m3fnuz lane pairs in 32-bit words (lane 2i in the low half; see
+ * lower_fp8.h): one word holds two f16 results, so every integer op and the f16x2 multiply
+ * work on two values; NaN lanes by a mask, no selects. v has an even number of lanes (NULL
+ * otherwise). */
+static LLVMValueRef packed_pairs(fb *F, kl_dtype dt, LLVMValueRef v) {
+  unsigned n = F->n;
+  if (n < 2 || n % 2 || n > 64) return NULL;
+  LLVMContextRef c = F->c;
+  LLVMBuilderRef b = F->b;
+  fb P = { c, b, n / 2 };
+  LLVMTypeRef hv = LLVMVectorType(LLVMHalfTypeInContext(c), n);
+  LLVMValueRef x = LLVMBuildZExt(b, LLVMBuildBitCast(b, v, LLVMVectorType(LLVMInt16TypeInContext(c), n / 2), ""),
+                                 i32t(&P), "");
+  LLVMValueRef y = or_(&P, and_(&P, x, 0xff), shl(&P, and_(&P, x, 0xff00), 8)); /* codes at bits 0 and 16 */
+  if (dt == KL_DT_F8E5M2) return LLVMBuildBitCast(b, shl(&P, y, 8), hv, "");
+  LLVMValueRef sign = shl(&P, and_(&P, y, 0x00800080), 8), mag = and_(&P, y, 0x007f007f);
+  LLVMValueRef bits = or_(&P, sign, shl(&P, mag, 7));
+  LLVMValueRef sc = splat(F, LLVMConstReal(LLVMHalfTypeInContext(c), dt == KL_DT_F8E4M3FNUZ ? 128.0 : 256.0));
+  LLVMValueRef val = LLVMBuildBitCast(b, LLVMBuildFMul(b, LLVMBuildBitCast(b, bits, hv, ""), sc, ""), i32t(&P), "");
+  /* bit 7 of a half set for a NaN code: fn magnitude 0x7f (+1 carries into bit 7), fnuz
+   * 0x80 (sign set, magnitude 0: + 0x7f leaves bit 7 clear) */
+  LLVMValueRef t = dt == KL_DT_F8E4M3FNUZ
+      ? LLVMBuildAnd(b, and_(&P, y, 0x00800080), LLVMBuildNot(b, add(&P, mag, k32(&P, 0x007f007f)), ""), "")
+      : and_(&P, add(&P, mag, k32(&P, 0x00010001)), 0x00800080);
+  LLVMValueRef mask = LLVMBuildMul(b, shr(&P, t, 7), k32(&P, 0xffff), "");
+  LLVMValueRef nanv = LLVMBuildAnd(b, or_(&P, sign, k32(&P, 0x7e007e00)), mask, "");
+  LLVMValueRef out = or_(&P, LLVMBuildAnd(b, val, LLVMBuildNot(b, mask, ""), ""), nanv);
+  return LLVMBuildBitCast(b, out, hv, "");
+}
+
+LLVMValueRef kl_lower_fp8_to_f16(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v, bool nv_cvt) {
+  fb F = { c, b, lanes(v) };
+  LLVMTypeRef i16 = ty(&F, LLVMInt16TypeInContext(c)), h = ty(&F, LLVMHalfTypeInContext(c));
+  if (dt == KL_DT_F8E5M2FNUZ) return LLVMBuildFPTrunc(b, kl_lower_fp8_to_f32(c, b, dt, v), h, "");
+  if (nv_cvt && dt == KL_DT_F8E4M3FN) {
+    LLVMValueRef r = nv_e4m3_pairs(&F, v);
+    if (r) return r;
+  }
+  LLVMValueRef pr = packed_pairs(&F, dt, v);
+  if (pr) return pr;
+  LLVMValueRef x = LLVMBuildZExt(b, v, i16, "");
+  LLVMValueRef k16[4] = { NULL };
+  uint16_t kv[4] = { 8, 0x80, 0x7f, 7 };
+  for (int i = 0; i < 4; i++) k16[i] = splat(&F, LLVMConstInt(LLVMInt16TypeInContext(c), kv[i], 0));
+  if (dt == KL_DT_F8E5M2) return LLVMBuildBitCast(b, LLVMBuildShl(b, x, k16[0], ""), h, "");
+  /* e4m3fn (bias 7) / e4m3fnuz (bias 8): the magnitude bits as an f16 with bias 15 - 8 / 15 - 7 */
+  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, x, k16[1], ""), k16[0], "");
+  LLVMValueRef mag = LLVMBuildAnd(b, x, k16[2], "");
+  LLVMValueRef bits = LLVMBuildOr(b, sign, LLVMBuildShl(b, mag, k16[3], ""), "");
+  double scale = dt == KL_DT_F8E4M3FNUZ ? 128.0 : 256.0;
+  LLVMValueRef val = LLVMBuildFMul(b, LLVMBuildBitCast(b, bits, h, ""),
+                                   splat(&F, LLVMConstReal(LLVMHalfTypeInContext(c), scale)), "");
+  LLVMValueRef nan_bits = LLVMBuildOr(b, sign, splat(&F, LLVMConstInt(LLVMInt16TypeInContext(c), 0x7e00, 0)), "");
+  LLVMValueRef isnan = dt == KL_DT_F8E4M3FNUZ ? LLVMBuildICmp(b, LLVMIntEQ, x, k16[1], "")
+                                              : LLVMBuildICmp(b, LLVMIntEQ, mag, k16[2], "");
+  return LLVMBuildSelect(b, isnan, LLVMBuildBitCast(b, nan_bits, h, ""), val, "");
+}

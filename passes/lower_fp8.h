@@ -18,7 +18,18 @@
 #define KL_LOWER_FP8_H
 #include "core/dtype.h"
 #include <llvm-c/Core.h>
+#include <stdbool.h>
 
 LLVMValueRef kl_lower_fp8_to_f32(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v);
+/* fp8 -> f16 directly (exact: f16 holds every value of the four formats), the convert
+ * that feeds the f16 MMAs of fp8 GEMMs (passes/fp8_compute.c): f8e5m2 is the top byte of
+ * an f16 (code << 8); f8e4m3fn / f8e4m3fnuz place sign and magnitude bits into an f16
+ * (sign << 8 | magnitude << 7) and scale by 2^8 / 2^7 (one f16 multiply, exact for
+ * subnormals too), NaN codes selected; an even number of lanes works on lane pairs in
+ * 32-bit words (f16x2 multiplies, NaN by masks); f8e5m2fnuz goes through f32. nv_cvt (NVIDIA sm_89
+ * and later, PTX 7.8): f8e4m3fn lane pairs take the hardware conversion
+ * cvt.rn.f16x2.e4m3x2 (lane 2i in the low half, as in the f16x2 register) through inline
+ * assembly, one instruction for two values. */
+LLVMValueRef kl_lower_fp8_to_f16(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v, bool nv_cvt);
 LLVMValueRef kl_lower_f32_to_fp8(LLVMContextRef c, LLVMBuilderRef b, kl_dtype dt, LLVMValueRef v);
 #endif

@@ -419,7 +419,15 @@ static LLVMValueRef from_f32(lw *L, LLVMValueRef v, const kl_type *t) {
   return elem_of(t)->kind == KL_TY_F64 ? LLVMBuildFPExt(L->b, v, ll_type(L, t), "")
                                        : LLVMBuildFPTrunc(L->b, v, ll_type(L, t), "");
 }
+/* NVIDIA sm_89 and later: the fp8 <-> f16x2 conversions of PTX 7.8 */
+static bool nv_fp8_cvt(const lw *L) {
+  const kl_target *t = L->t;
+  if (!t || t->arch != KL_ARCH_NVPTX || strncmp(t->name, "sm_", 3)) return false;
+  return atoi(t->name + 3) >= 89;
+}
 static LLVMValueRef v_extf(lw *L, kl_op *op, LLVMValueRef *a) {
+  if (kl_type_is_fp8(in_type(op)) && elem_of(op->results[0].type)->kind == KL_TY_F16)
+    return kl_lower_fp8_to_f16(L->c, L->b, kl_type_dtype(elem_of(in_type(op))), a[0], nv_fp8_cvt(L));
   if (kl_type_is_fp8(in_type(op)) || kl_type_is_fp8(op->results[0].type))
     return from_f32(L, to_f32(L, a[0], in_type(op)), op->results[0].type);
   return LLVMBuildFPExt(L->b, a[0], result_ll(L, op), "");

@@ -18,7 +18,10 @@
  *   rock.threadwise_gemm(%a [K,M], %b [K,N], %c [M,N] or [M*N])
  *       for m, n: c[m,n] += sum_k ext(a[k,m]) * ext(b[k,n])   (ext to c's type)
  *   rock.elementwise with a private / lds output: a loop over the tile, the body cloned
- *       per element with its block arguments mapped to the loaded values
+ *       per point with its block arguments mapped to the loaded values; a point is a
+ *       vector of V lanes (the longest every operand's view allows, at most 16, dividing
+ *       the tile) when the body has a lane-wise vector form, so an input-fusion prologue
+ *       converts whole vectors (fp8 pairs: passes/lower_fp8.h)
  *   whole-op kernels (rock.elementwise with a global output, rock.reduce, rock.softmax):
  *       see lower_loops_kernels.c (grid decomposition, block_size / grid_size).
  * Views: the op's own view is composed with the views of the operand's rock.transform
@@ -41,6 +44,7 @@
  * do not match is lowered by the generic patterns here. */
 #include "passes/lower_loops.h"
 #include "passes/rock_wgmma.h"
+#include "passes/lower_loops_reduce.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
@@ -414,15 +418,32 @@ kl_value *kl__ll_inline_body(kl_ll *L, kl_region *r, kl_value *const *args) {
 typedef struct {
   kl_op *op;
   int n;
+  int64_t V; /* lanes per point: the body runs on vector<V> values when V > 1 */
   kl_value *bufs[64];
   kl_view *views[64];
 } ew_st;
 static void ew_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   ew_st *s = ud;
   kl_value *args[64];
-  for (int i = 0; i + 1 < s->n; i++) args[i] = kl_ll_load_view(L, s->bufs[i], s->views[i], &iv, 1);
-  kl_value *r = kl__ll_inline_body(L, &s->op->regions[0], args);
+  for (int i = 0; i + 1 < s->n; i++) args[i] = kl_ll_load_view(L, s->bufs[i], s->views[i], &iv, s->V);
+  kl_value *r = s->V > 1 ? kl__ll_inline_vector_body(L, &s->op->regions[0], args, s->V)
+                         : kl__ll_inline_body(L, &s->op->regions[0], args);
   kl_ll_store_view(L, kl_ll_convert(L, r, s->bufs[s->n - 1]->type->elem), s->bufs[s->n - 1], s->views[s->n - 1], &iv);
+}
+/* Lanes of one point of a tile element-wise op: the longest vector (a power of two, at
+ * most EW_TILE_LANES) that every operand's flat view allows and that divides the tile,
+ * when the body has a lane-wise vector form; else 1. The conversions of input-fusion
+ * prologues then see whole vectors (e.g. fp8 pairs for cvt.rn.f16x2.e4m3x2). */
+#define EW_TILE_LANES 16
+static int64_t ew_lanes(ew_st *s, int64_t n) {
+  if (!kl__ll_body_vectorizes(&s->op->regions[0])) return 1;
+  int64_t V = EW_TILE_LANES;
+  for (int i = 0; i < s->n; i++) {
+    int64_t v = kl_ll_vector_len(s->views[i], s->bufs[i], 0);
+    if (v < V) V = v;
+  }
+  while (V > 1 && (n % V || (V & (V - 1)))) V /= 2;
+  return V < 1 ? 1 : V;
 }
 static bool lower_ew(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
@@ -446,7 +467,9 @@ static bool lower_ew(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   }
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, o->unroll);
-  kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, kl_view_size(s.views[0], 0)), 1, 0, NULL, ew_body, &s);
+  int64_t n = kl_view_size(s.views[0], 0);
+  s.V = ew_lanes(&s, n);
+  kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), s.V, 0, NULL, ew_body, &s);
   for (int j = 0; j < s.n; j++) kl_view_free(s.views[j]);
   kl_rewriter_erase_op(rw, op);
   return true;

@@ -13,11 +13,12 @@
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
 -- cp.async pipeline at S = 1..4 (spec/lua/cp_async_cases.lua), the wgmma cases of
--- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), then the
+-- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the converts fused into GEMM
+-- loads of spec/lua/input_cvt_cases.lua (f32 / fp8 operands; every fp8 code to f16), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
--- KILN_SUITE_SKIP="tune,cp.async,memory" (any of those words) leaves those sections out.
+-- KILN_SUITE_SKIP="tune,cp.async,memory,cvtfuse" (any of those words) leaves those sections out.
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
 local count = tonumber(arg and arg[1]) or 210
@@ -649,6 +650,32 @@ do
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "wgmma: " .. c.name .. " " .. (c.perf or "wgmma=true") .. ": " .. tostring(res) end
     end
   end
+end
+-- converts fused into GEMM loads (spec/lua/input_cvt_cases.lua): f32 -> f16 / bf16 operands,
+-- f16 scale prologues, fp8 quant_dot and fp8 -> f16 operands at sizes that are not tile
+-- multiples, one kernel each, against g:eval; and every fp8 code converted to f16 on the
+-- device, exactly (sm_89+: f8e4m3fn pairs through cvt.rn.f16x2.e4m3x2; odd lengths scalar)
+if want("cvtfuse") then
+  local C = require "input_cvt_cases"
+  for _, c in ipairs(C.cases()) do
+    local ok, good, msg = pcall(C.run, c, { target = dev.arch, cache = false }, dev)
+    if ok and good then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "input cvt: " .. c.name .. ": " .. tostring(ok and msg or good) end
+  end
+  for _, dt in ipairs(C.F8) do
+    for _, len in ipairs { 1, 7, 8, 512, 4096 } do
+      local ok, good, msg = pcall(function()
+        local vals, xs = C.fp8_values(dt), {}
+        for i = 0, len - 1 do xs[#xs + 1] = vals[(i * 37 + 11) % 256 + 1] end
+        if len >= 256 then for i = 0, 255 do xs[i + 1] = vals[i + 1] end end
+        local g = kiln.graph("f8_to_f16")
+        g:output(g:param("x", { len }, dt):convert("f16"))
+        local inputs = { x = kiln.tensor(xs, dt) }
+        return C.exact(kiln.compile(g, { target = dev.arch, cache = false }):run(inputs, { device = dev }), g:eval(inputs))
+      end)
+      if ok and good then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = ("input cvt: %s -> f16 length %d: %s"):format(dt, len, tostring(ok and msg or good)) end
+    end
+  end
+  progress("input-fusion converts")
 end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line

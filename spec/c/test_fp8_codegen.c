@@ -5,6 +5,9 @@
  *    the rounding boundary), +-inf, NaN, +-0, f32 subnormals and 2^16 random f32 bit
  *    patterns; each output byte equals kl_f64_to_fp8;
  *  - fp8 -> f32: all 256 codes converted back; each f32 equals kl_fp8_to_f64 (NaN: a NaN);
+ *  - fp8 -> f16 (the direct conversion of lower_fp8.h that feeds fp8 GEMMs): all 256
+ *    codes, at lengths 1..9 and 2 x 256 (scalar and vector forms), each f16 equal to
+ *    kl_fp8_to_f64 with the sign of zero (NaN: a NaN);
  *  - lengths 1..9 and the big one, so that both the scalar and vector forms run.
  * The four formats: f8e4m3fn, f8e5m2, f8e4m3fnuz, f8e5m2fnuz. */
 #include <math.h>
@@ -125,6 +128,25 @@ static void check_format(kl_ctx *ctx, kl_device *dev, kl_dtype dt) {
   }
   kl_tensor_release(in);
   kl_tensor_release(out);
+  /* all codes to f16, at several lengths (the code of lane i is (start + i) mod 256) */
+  uint8_t codes2[512];
+  for (int c = 0; c < 512; c++) codes2[c] = (uint8_t)c;
+  for (int len = 1; len <= 10; len++) {
+    int64_t m2 = len == 10 ? 512 : len;
+    int start = len == 10 ? 0 : (int)(xorshift64(&rng) % 256);
+    kl_tensor *in2 = kl_tensor_wrap(codes2 + start, (size_t)m2, false, dt, 1, &m2, NULL, 0, err, sizeof err);
+    kl_tensor *out2 = in2 ? run1(ctx, dev, dt, KL_DT_F16, in2) : NULL;
+    CHECK(out2 != NULL, "%s -> f16", kl_dtype_name(dt));
+    for (int64_t i = 0; out2 && i < m2; i++) {
+      uint8_t c = codes2[start + i];
+      uint16_t h = ((const uint16_t *)kl_tensor_data(out2))[i];
+      double got = kl_f16_to_f64(h), want = kl_fp8_to_f64(dt, c);
+      CHECK(isnan(want) ? isnan(got) : (got == want && !signbit(got) == !signbit(want)),
+            "%s code %02x -> f16 %04x (%a), want %a", kl_dtype_name(dt), c, h, got, want);
+    }
+    kl_tensor_release(in2);
+    kl_tensor_release(out2);
+  }
   GROUP(kl_dtype_name(dt));
 }
 
