@@ -380,8 +380,8 @@ static void push_val(dense_buf *d, double v, bool hex) {
 }
 static void dense_list_len(dense_buf *d, int depth, int64_t len) {
   if (depth < 0 || depth > KL_MAX_RANK) return; /* dense_elems stops deeper lists first */
-  if (depth >= d->ndims) { /* the first list closed at this depth (inner lists close first) */
-    for (int i = d->ndims; i < depth; i++) d->dims[i] = -1;
+  if (depth >= d->ndims) {                      /* the first list closed at this depth (inner lists close first) */
+    for (int i = d->ndims > 0 ? d->ndims : 0; i < depth; i++) d->dims[i] = -1;
     d->dims[depth] = len;
     d->ndims = depth + 1;
   } else if (d->dims[depth] == -1)
