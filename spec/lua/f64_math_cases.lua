@@ -110,16 +110,30 @@ function M.cases(n)
   g:output((x * 2):softmax(-1), x:exp():sum({ 1 }):log())
   local t = {}
   for i = 1, 7 * 129 do t[i] = uniform(-1, 1) * (i % 2 == 0 and 350 or 3) end
+  -- the conditioning of softmax's exp: its argument y = 2x - max(2x) is a rounded double,
+  -- and exp(y) moves by |y| / 2 ulps per half-ulp of y. The reference rounds y once; a GPU
+  -- row kept in registers computes exp(x - m_thread) * exp(m_thread - m) (two arguments,
+  -- each no larger than |y|, each rounded): up to 1.5 |y| ulps apart, for |y| up to 700
+  -- (seen on an H100: 427 ulps at y = -680, where the host's one-pass form gives 1.6).
+  local cond = {}
+  for r = 0, 6 do
+    local m = -1 / 0
+    for j = 1, 129 do m = math.max(m, 2 * t[r * 129 + j]) end
+    for j = 1, 129 do cond[r * 129 + j] = 2 * math.abs(2 * t[r * 129 + j] - m) end
+  end
   out[#out + 1] = { name = ("f64 softmax(x * 2) and log(sum(exp(x))) 7x129 (seed %d)"):format(M.seed), g = g,
-                    inputs = { x = kiln.tensor(t, "f64", { shape = { 7, 129 } }) }, k = 129, kernels = 2 }
+                    inputs = { x = kiln.tensor(t, "f64", { shape = { 7, 129 } }) }, k = 129, kernels = 2,
+                    cond = { cond } }
   return out
 end
 
 local TINY = 2.2250738585072014e-308
--- got, want: tensors. Returns true and the largest error in ulps, or false and the bad
--- elements (at most 8 listed).
-function M.check(got, want, c)
+-- got, want: tensors (output `out` of case c). Returns true and the largest error in ulps,
+-- or false and the bad elements (at most 8 listed). c.cond[out][i], where given, adds the
+-- ulps the problem's own conditioning allows at element i.
+function M.check(got, want, c, out)
   local o, r = got:flat(), want:flat()
+  local cond = c and c.cond and c.cond[out or 1] or nil
   local x = c and c.inputs.x:flat()
   local y = c and c.inputs.y and c.inputs.y:flat()
   local bad, worst = {}, 0
@@ -135,7 +149,7 @@ function M.check(got, want, c)
     else
       local u = math.abs(a - b) / (math.max(math.abs(b), TINY) * 2.0 ^ -52)
       -- a sum of k terms: the reference adds in another order (k ulp at most)
-      ok = u <= M.ULPS + (c and c.k or 0)
+      ok = u <= M.ULPS + (c and c.k or 0) + (cond and cond[i] or 0)
       if u > worst then worst = u end
     end
     if not ok and #bad < 8 then

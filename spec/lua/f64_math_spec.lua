@@ -14,7 +14,7 @@ describe("f64 math on the host", function()
       assert.are.equal(c.kernels, #p:kernels(), "kernels")
       local got, want = table.pack(p:run(c.inputs)), table.pack(c.g:eval(c.inputs))
       for i = 1, want.n do
-        local ok, msg = C.check(got[i], want[i], c)
+        local ok, msg = C.check(got[i], want[i], c, i)
         assert(ok, ("output %d: %s"):format(i, msg))
       end
     end)
