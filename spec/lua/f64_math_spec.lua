@@ -21,15 +21,7 @@ describe("f64 math on the host", function()
   end
 end)
 
-local function ptxas()
-  for _, p in ipairs { os.getenv("PTXAS") or "", "/usr/local/cuda/bin/ptxas" } do
-    if p ~= "" and io.open(p, "r") then return p end
-  end
-  local h = io.popen("command -v ptxas 2>/dev/null")
-  local p = h:read("*l")
-  h:close()
-  return p ~= "" and p or nil
-end
+local ptxas = require "ptxas_tool"
 
 describe("f64 math on GPU targets", function()
   local targets = { "sm_80", "sm_90", "gfx942", "gfx1100" }

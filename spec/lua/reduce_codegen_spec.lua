@@ -11,15 +11,7 @@ local helper = require "helper"
 local AMD = { gfx90a = 512, gfx942 = 512, gfx1100 = 256 }
 local targets = { "sm_80", "sm_90", "gfx90a", "gfx942", "gfx1100" }
 
-local function ptxas()
-  for _, p in ipairs { os.getenv("PTXAS") or "", "/usr/local/cuda/bin/ptxas" } do
-    if p ~= "" and io.open(p, "r") then return p end
-  end
-  local h = io.popen("command -v ptxas 2>/dev/null")
-  local p = h:read("*l")
-  h:close()
-  return p ~= "" and p or nil
-end
+local ptxas = require "ptxas_tool"
 
 local function graph(name, shape, dtype, build)
   local g = kiln.graph(name)
