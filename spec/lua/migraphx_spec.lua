@@ -47,6 +47,25 @@ describe("kiln migraphx: the corpus on the host", function()
   end
 end)
 
+describe("kiln migraphx: the corpus's per-target kernel counts", function()
+  -- a "// KERNELS ON <arch>: f=n" line gives a target's own count where its plan differs
+  -- (split-K): compiled here for that target (no device needed), the GPU suite runs it
+  for _, path in ipairs(list(dir .. "*.mlir")) do
+    local text = read(path)
+    for arch, rest in text:gmatch("// KERNELS ON ([%w_]+):([^\n]*)") do
+      it(path:match("[^/]+$") .. " on " .. arch, function()
+        local graphs = {}
+        for _, g in ipairs(kiln.migraphx(text, path)) do graphs[g.name] = g end
+        for fn, k in rest:gmatch("([%w_]+)=(%d+)") do
+          assert.truthy(graphs[fn], fn)
+          local p = kiln.compile(graphs[fn], { target = arch, cache = false })
+          assert.are.equal(tonumber(k), #p:kernels(), fn .. " on " .. arch)
+        end
+      end)
+    end
+  end
+end)
+
 describe("kiln migraphx: malformed inputs", function()
   for _, path in ipairs(list(dir .. "bad/*.mlir")) do
     local name = path:match("[^/]+$")
