@@ -14,6 +14,9 @@
 --   M.check_kernel(program, kernel_info, target[, opts]) -> nil | report: params from the
 --     kernel's argument types, dynamic shared memory as the runtime launches it (lds_bytes
 --     when above 48 KiB, driver/plan_exec.c), grid and block from the kernel info.
+--     opts.trace: optional function(tid, inst, space, address, bytes, what) called for every
+--     access with a known address (shared addresses relative to the shared memory's start;
+--     inst: the parsed instruction, one table per PTX line; bench/cpa_static.lua uses it)
 --   M.buffer_bytes(type_text) -> bytes of a dense buffer type ("buffer<4x8xf16>")
 local M = {}
 
@@ -144,6 +147,7 @@ local function run_thread(k, env, tid, bid, out, limit)
     return sign == "-" and b - o or b + o
   end
   local function check(space, a, bytes, what, inst)
+    if env.trace and a ~= nil then env.trace(tid, inst, space, a - (space == "shared" and env.shared_base or 0), bytes, what) end
     if a == nil then
       fail(("%s: the address depends on loaded data (%s)"):format(what, inst.text))
       return
@@ -353,7 +357,7 @@ end
 function M.check(ptx, opts)
   local k = parse(ptx)
   local env = { params = {}, block = opts.block, grid = opts.grid, shared_base = 1 << 32, dyn_off = 0,
-                max_steps = opts.max_steps or 20000000 }
+                max_steps = opts.max_steps or 20000000, trace = opts.trace }
   for i, b in ipairs(opts.params) do env.params[i] = { base = (i + 1) << 44, bytes = b } end
   if k.dynamic then
     env.dyn_off = (k.static_shared + 15) // 16 * 16
