@@ -16,7 +16,9 @@
 -- rock-gridwise-to-blockwise{cp-async=S}: impls kiln.cpa1 (S = 1: the register-staged loop
 -- of today), kiln.cpa2, kiln.cpa3, kiln.cpa4 (the note gives the stages the kernel got, its
 -- async operands and LDS bytes), and for gemm the same with B stored transposed ([N, K],
--- K-contiguous, so both operands go through cp.async): kiln.cpaS.bt.
+-- K-contiguous, so both operands go through cp.async): kiln.cpaS.bt. Gemm cases also time
+-- S = 2..4 with cp-async-layout=krow (the async operands' LDS stages [rows, K + 16 bytes]):
+-- kiln.cpaS.krow and kiln.cpaS.bt.krow.
 --
 -- Method (bench/README.md): random inputs (kiln.rand, uniform [-1, 1), never
 -- zeros); p:prepare uploads them once into device buffers, enough buffer sets to span at
@@ -309,20 +311,21 @@ local pair_errors = 0   -- ERROR rows of run_fusion_pair (the exit status counts
 
 -- --cpa: impls kiln.cpa1 .. kiln.cpa4 of a case (see the header). build(pipeline) -> program;
 -- prepare(p) -> prepared run; check(outputs) -> ok, text; base: the row's fixed columns.
-local function cpa_pipeline(S)
+local function cpa_pipeline(S, layout)
+  local opt = "cp-async=" .. S .. (layout and (",cp-async-layout=" .. layout) or "")
   local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-                                              "rock-gridwise-to-blockwise{cp-async=" .. S .. "},", 1)
+                                              "rock-gridwise-to-blockwise{" .. opt .. "},", 1)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
   return pl
 end
-local function run_cpa(c, base, build, prepare, check, amount, tag)
-  for S = 1, 4 do
+local function run_cpa(c, base, build, prepare, check, amount, tag, layout)
+  for S = layout and 2 or 1, 4 do
     local row = {}
     for k, v in pairs(base) do row[k] = v end
-    row.impl = "kiln.cpa" .. S .. (tag or "")
+    row.impl = "kiln.cpa" .. S .. (tag or "") .. (layout and ("." .. layout) or "")
     local ok, err = pcall(function()
-      local p = build(cpa_pipeline(S))
-      dump_binaries(c.name .. ".cpa" .. S .. (tag or ""), p)
+      local p = build(cpa_pipeline(S, layout))
+      dump_binaries(c.name .. ".cpa" .. S .. (tag or "") .. (layout and ("." .. layout) or ""), p)
       local r = prepare(p)
       r:launch()
       local okc, text = check(r:outputs())
@@ -365,6 +368,8 @@ function run.gemm(c)
   local function prep(p) return p:prepare({ a = A, b = B }, { device = dev, rotate_bytes = ROTATE_BYTES }) end
   run_cpa(c, base, function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end, prep,
           function(outs) return check_gemm(A, B, outs, M, N, K, c.dtype) end, row.flop / 1e12)
+  run_cpa(c, base, function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end, prep,
+          function(outs) return check_gemm(A, B, outs, M, N, K, c.dtype) end, row.flop / 1e12, nil, "krow")
   -- B stored [N, K] (K-contiguous): both operands through cp.async
   local gt = kiln.graph(c.name .. "_bt")
   gt:output(gt:dot(gt:param("a", { M, K }, c.dtype), gt:param("b", { N, K }, c.dtype):transpose { 1, 0 }))
@@ -373,6 +378,9 @@ function run.gemm(c)
   run_cpa(c, base, function(pl) return kiln.compile(gt, { target = dev.arch, pipeline = pl }) end,
           function(p) return p:prepare({ a = A, b = BT }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
           function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt")
+  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = dev.arch, pipeline = pl }) end,
+          function(p) return p:prepare({ a = A, b = BT }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
+          function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt", "krow")
 end
 
 -- fp8 x fp8 -> f32 (MIGraphX's quant_dot): C[M,N] = A[M,K] @ B[K,N] in f32; kiln converts the

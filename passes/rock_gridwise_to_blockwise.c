@@ -51,7 +51,10 @@
  * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
- * in 48 KiB.
+ * in 48 KiB. With {cp-async=S, cp-async-layout=krow} (mma.sync on NVIDIA) the stages of
+ * the cp.async operands are [rows, KB + kpack] instead (lds_tile_krow; func attribute
+ * async_lds_layout), so the lanes that read one row's consecutive global bytes write
+ * consecutive LDS bytes.
  * The kernel func's lds_bytes grows by the tiles' bytes. */
 #include "core/pass.h"
 #include "core/rewrite.h"
@@ -70,6 +73,7 @@ typedef struct {
 } tiles;
 typedef struct {
   int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
+  bool krow;        /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -370,6 +374,46 @@ static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, cons
   return r;
 }
 
+/* LDS tile [KB, DB] of a cp.async operand (cp-async-layout=krow): [DB, KB + kpack] viewed
+ * as [KB, DB], i.e. each M/N index one row of its KB K elements plus one pad vector
+ * (kpack * element = 16 bytes). A K-contiguous operand's copy (the lanes that read one
+ * row's consecutive global bytes) writes consecutive LDS bytes, and the ldmatrix rows (8
+ * consecutive indices at one K group) sit (KB + kpack) * element bytes apart: an odd
+ * multiple of 16 bytes (KB a multiple of 2 * kpack) puts them on 8 distinct 16-byte bank
+ * groups. NULL (with err) when the view cannot be built. */
+static kl_value *lds_tile_krow(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
+                               const char *d, char *err, size_t n) {
+  int64_t s[2] = { DB, t->KB + t->kpack };
+  kl_value *raw = alloc(rw, loc, elem, 2, s, KL_SPACE_LDS);
+  kl_vb b;
+  const char *names[2] = { d, "k" };
+  kl_vb_identity(&b, 2, s, names);
+  if (!b.bad) {
+    const char *kn = "k";
+    int64_t be[2] = { 0, t->KB };
+    kl_view *nv = kl_view_slice(b.v, 1, &kn, be, &b.err);
+    if (nv) {
+      kl_view_free(b.v);
+      b.v = nv;
+    } else
+      b.bad = true;
+  }
+  const char *ord[2] = { "k", d };
+  kl_vb_order(&b, 2, ord);
+  kl_view *v = kl_vb_finish(&b, err, n);
+  if (!v) return NULL;
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
+/* Erases an unused LDS tile (a rock.alloc, or a rock.transform of one). */
+static void erase_tile(kl_rewriter *rw, kl_value *tile) {
+  kl_op *def = tile->def;
+  kl_value *raw = def && !strcmp(def->name, "rock.transform") ? def->opnds[0].value : NULL;
+  kl_rewriter_erase_op(rw, def);
+  if (raw && raw->def) kl_rewriter_erase_op(rw, raw->def);
+}
+
 /* GPU targets: the K loop's LDS tiles (tiles[0..n): A, B and the double-buffer copies,
  * each a rock.alloc or a rock.transform of one) become views into ONE LDS buffer
  * `rock.alloc : buffer<total x T, lds>`, tile i at an offset that is a multiple of 128
@@ -400,7 +444,10 @@ static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int
     }
     if (align == 1 || total * eb <= budget) break;
   }
-  kl_rewriter_set_insertion_before(rw, raw[0]->def);
+  kl_op *at = raw[0]->def; /* the one buffer goes before the first tile's alloc */
+  for (int i = 1; i < n; i++)
+    if (raw[i]->def->block == at->block && kl_op_is_before_in_block(raw[i]->def, at)) at = raw[i]->def;
+  kl_rewriter_set_insertion_before(rw, at);
   kl_value *one = alloc(rw, loc, et, 1, &total, KL_SPACE_LDS);
   for (int i = 0; i < n; i++) {
     const kl_type *t = raw[i]->type;
@@ -744,6 +791,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       /* the cp.async pipeline: S stages of both tiles (each tile 128-byte aligned in join_lds) */
       int64_t ta_bytes = kl_type_numel(kl_rock_underlying(lds_a, NULL, &(int){ 0 }, 0)->type) * eb;
       int64_t tb_bytes = kl_type_numel(kl_rock_underlying(lds_b, NULL, &(int){ 0 }, 0)->type) * eb;
+      /* cp-async-layout=krow (mma.sync on NVIDIA): async tiles take [DB, KB + kpack] */
+      bool krow = o->krow && nv16 && accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16 &&
+          t.KB % (2 * t.kpack) == 0 && tg && tg->arch == KL_ARCH_NVPTX;
+      if (krow) {
+        int64_t ka = t.MB * (t.KB + t.kpack) * eb, kb = t.NB * (t.KB + t.kpack) * eb;
+        if (ka > ta_bytes) ta_bytes = ka;
+        if (kb > tb_bytes) tb_bytes = kb;
+      }
       int S = choose_stages(o->cp_async, tg, accel, nk, (ta_bytes + 127) / 128 * 128 + (tb_bytes + 127) / 128 * 128);
       pipe P = { .k = &K, .S = S };
       kl_view *da = NULL, *db = NULL;
@@ -781,12 +836,46 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         }
       }
       if (S > 1) {
+        /* krow: the async operands' stages in the K-row layout (lds_tile_krow), kept only
+         * where the destination view still lands whole vectors */
+        bool kra = krow && P.async_a, krb = krow && P.async_b;
+        if (kra) {
+          kl_value *x = lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err);
+          if (x && kl_tile_vector_len(da, x, 3) >= la.vlen) {
+            erase_tile(rw, lds_a);
+            lds_a = x;
+          } else {
+            if (x) erase_tile(rw, x);
+            kra = false;
+          }
+        }
+        if (krb) {
+          kl_value *x = lds_tile_krow(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err);
+          if (x && kl_tile_vector_len(db, x, 3) >= lb.vlen) {
+            erase_tile(rw, lds_b);
+            lds_b = x;
+          } else {
+            if (x) erase_tile(rw, x);
+            krb = false;
+          }
+        }
+        kl_rewriter_set_insertion_before(rw, op);
         P.la[0] = lds_a, P.lb[0] = lds_b;
         for (int s = 1; s < S && ok; s++) {
-          P.la[s] = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
-          P.lb[s] = P.la[s] ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+          P.la[s] = kra ? lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err)
+                        : lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
+          P.lb[s] = !P.la[s] ? NULL
+              : krb          ? lds_tile_krow(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err)
+                             : lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err);
           ok = P.lb[s] != NULL;
         }
+        if (fn && krow)
+          kl_rewriter_set_attr(rw, fn, "async_lds_layout",
+                               kl_attr_str(ctx,
+                                           kra && krb ? "krow:A,B"
+                                               : kra  ? "krow:A"
+                                               : krb  ? "krow:B"
+                                                      : "kgroup"));
         if (ok) pipe_emit(&P, nk);
         kl_view_free(da);
         kl_view_free(db);
@@ -875,7 +964,13 @@ done:
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  opts o = { kl_pass_opt_int(po, "cp-async") };
+  const char *lay = kl_pass_opt_string(po, "cp-async-layout");
+  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow") };
+  if (!lay || (strcmp(lay, "krow") && strcmp(lay, "kgroup"))) {
+    kl_emit_error(module->ctx, module->loc,
+                  "rock-gridwise-to-blockwise: cp-async-layout must be krow or kgroup, got %s", lay ? lay : "(none)");
+    return KL_ERR;
+  }
   if (o.cp_async < -1 || o.cp_async > KL_MAX_STAGES) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: cp-async must be -1 (auto), 0 or 1 (off) or 2..%d (stages), got %lld",
@@ -893,6 +988,10 @@ static const kl_pass_option options[] = {
     "-1 auto (mma.sync GEMMs on NVIDIA with both operands async, as many stages as fit the LDS, at most 4, "
     "off below 3), 0 or 1 off, 2..4 stages "
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
+  { "cp-async-layout", KL_OPT_STRING, "kgroup",
+    "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): kgroup = the register path's "
+    "[K/8, rows + skew, 8]; krow = [rows, K + 16 bytes] (the bytes of one row's global read land "
+    "contiguous in LDS; an experiment, see docs/ARCHITECTURE.md)" },
 };
 
 void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {
@@ -900,7 +999,7 @@ void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {
                         "rock.gridwise_gemm -> K loop of global->LDS copies (threadwise_read_into / write_all), "
                         "barriers and rock.blockwise_gemm into a register accumulator; one global write of C",
                         options,
-                        1,
+                        (int)(sizeof options / sizeof options[0]),
                         run,
                         NULL };
   kl_register_pass(ctx, &info);

@@ -12,7 +12,7 @@
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
--- cp.async pipeline at S = 1..4 (spec/lua/cp_async_cases.lua), the wgmma cases of
+-- cp.async pipeline at S = 1..4 and its krow LDS layout at S = 2, 3 (spec/lua/cp_async_cases.lua), the wgmma cases of
 -- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the converts fused into GEMM
 -- loads of spec/lua/input_cvt_cases.lua (f32 / fp8 operands; every fp8 code to f16), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
@@ -601,16 +601,19 @@ end
 end
 progress("before cp.async")
 -- the cp.async K-loop pipeline (spec/lua/cp_async_cases.lua): every case with
--- rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, against g:eval on the device; the larger
+-- rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, and cp-async-layout=krow at S = 2, 3
+-- (CPA.variants), against g:eval on the device; the larger
 -- GPU cases must pipeline on sm_80+ (pipeline_stages >= 2; an operand with a prologue never async)
 if want("cp.async") then
 local CPA = require "cp_async_cases"
 local cpa_piped = 0
 for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
   for _, c in ipairs(list) do
-    for _, S in ipairs(CPA.stages) do
+    for _, var in ipairs(CPA.variants) do
+      local S, layout = var[1], var[2]
       local ok, err = pcall(function()
-        local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = CPA.pipeline(S), perf_config = c.gpu_perf })
+        local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = CPA.pipeline(S, layout),
+                                      perf_config = c.gpu_perf })
         local k
         for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
         if not k then error("no GEMM kernel", 0) end
@@ -632,7 +635,10 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
           if not good then error("prepared run (lds " .. k.lds_bytes .. "): " .. tostring(rep and rep.summary or rep), 0) end
         end
       end)
-      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. " cp-async=" .. S .. ": " .. tostring(err) end
+      if ok then pass = pass + 1 else
+        fail = fail + 1
+        failures[#failures + 1] = c.name .. " cp-async=" .. S .. (layout and (" " .. layout) or "") .. ": " .. tostring(err)
+      end
     end
   end
 end

@@ -8,15 +8,19 @@
 --     prologue: the operand ("A") with an input-fusion prologue (never async)
 --   M.gpu_cases() -> the same fields plus piped (larger shapes, see there) and gpu_perf
 --     (a GPU perf config, or nil for the heuristic's)
---   M.pipeline(S) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
+--   M.pipeline(S[, layout]) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
+--     (and cp-async-layout=layout when given: "krow" or "kgroup")
+--   M.variants: { {S, layout}, ... } the GPU suite runs: S = 1..4 (kgroup) and krow at S = 2, 3
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
 local kiln = require "kiln"
 local F = require "fusion_cases"
-local M = { stages = { 1, 2, 3, 4 }, check = F.check }
+local M = { stages = { 1, 2, 3, 4 }, check = F.check,
+            variants = { { 1 }, { 2 }, { 3 }, { 4 }, { 2, "krow" }, { 3, "krow" } } }
 
-function M.pipeline(S)
+function M.pipeline(S, layout)
+  local opt = "cp-async=" .. S .. (layout and (",cp-async-layout=" .. layout) or "")
   local p, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-    "rock-gridwise-to-blockwise{cp-async=" .. S .. "},", 1)
+    "rock-gridwise-to-blockwise{" .. opt .. "},", 1)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
   return p
 end

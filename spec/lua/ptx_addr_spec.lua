@@ -1,6 +1,7 @@
 -- ptx_addr_spec.lua — static address checks of NVIDIA GEMM kernels (spec/lua/ptx_addr.lua, no
 -- GPU needed): the PTX of bench/gpu_kiln.lua's 4096^3 f16 GEMM (B row-major and B stored
--- [N, K]; sm_80: B^T only) at rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, for sm_90 and sm_80, is
+-- [N, K]; sm_80: B^T only) at rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, for sm_90 and sm_80
+-- (and B^T with cp-async-layout=krow, S = 2..4), is
 -- interpreted for threads of the first and the last block: every cp.async, ld / st and
 -- ldmatrix stays within its kernel argument or within the shared memory the launch gives
 -- (lds_bytes as dynamic shared memory above 48 KiB); and the checker itself reports a
@@ -33,6 +34,21 @@ describe("PTX address ranges of the cp.async GEMMs (static)", function()
           assert.is_nil(rep, rep)
         end)
       end
+    end
+  end
+  -- cp-async-layout=krow: the async operands' stages [rows, K + 16 bytes] (larger LDS)
+  for _, t in ipairs { "sm_90", "sm_80" } do
+    for S = 2, 4 do
+      it(("%s 4096^3 f16 B^T cp-async=%d, cp-async-layout=krow"):format(t, S), function()
+        local pl = C.pipeline(S):gsub("cp%-async=(%d)", "cp-async=%1,cp-async-layout=krow")
+        local p = kiln.compile(gemm(true), { target = t, cache = false, pipeline = pl })
+        local k = p:kernels(t)[1]
+        assert.are.equal(S, k.pipeline_stages)
+        local kb = tonumber(k.perf_config:match("^v2:%d+,%d+,(%d+)"))
+        assert.are.equal(S * 2 * 128 * (kb + 8) * 2, k.lds_bytes) -- per stage 2 x 128 rows x (KB + 8) f16
+        local rep = PA.check_kernel(p, k, t, { blocks = { 0, k.grid - 1 }, threads = THREADS })
+        assert.is_nil(rep, rep)
+      end)
     end
   end
   it("reports too little dynamic shared memory and a short buffer", function()
