@@ -58,23 +58,27 @@ smsp__average_warps_issue_stalled_sleeping_per_issue_active smsp__average_warps_
 smsp__average_warps_issue_stalled_imc_miss_per_issue_active smsp__average_warps_issue_stalled_no_instruction_per_issue_active
 smsp__average_warps_issue_stalled_branch_resolving_per_issue_active smsp__average_warps_issue_stalled_misc_per_issue_active"
 METRICS=""
-for m in $WANT; do
-  if grep -q "^$m " "$OUT_DIR/ncu_metrics.txt" 2>/dev/null || ! grep -q "^sm__" "$OUT_DIR/ncu_metrics.txt" 2>/dev/null; then
+for m in $WANT; do   # without the list (the query failed) only the sections' metrics are taken
+  if grep -Eq "^[[:space:]]*$m([[:space:]]|$)" "$OUT_DIR/ncu_metrics.txt" 2>/dev/null; then
     case $m in
-      launch__*|*_per_issue_active|*hit_rate) METRICS="$METRICS,$m" ;;
+      launch__*) METRICS="$METRICS,$m" ;;
+      *_per_issue_active) METRICS="$METRICS,$m.ratio" ;;
+      *hit_rate) METRICS="$METRICS,$m.pct" ;;
       sm__throughput|sm__warps_active|sm__pipe_tensor_op_hmma_cycles_active) METRICS="$METRICS,$m.avg.pct_of_peak_sustained_active" ;;
       *) METRICS="$METRICS,$m.sum" ;;
     esac
   fi
 done
 METRICS=${METRICS#,}
+MARGS=()
+[ -n "$METRICS" ] && MARGS=(--metrics "$METRICS")
 for c in "${CONFIGS[@]}"; do
   IFS=: read -r S OP EXTRA <<< "$c"
   tag="S${S}_${OP}$(echo "${EXTRA:-}" | tr -c 'A-Za-z0-9' '_' | sed 's/_*$//')"
   echo "== $c -> $OUT_DIR/ncu_$tag.csv"
   "$NCU" --target-processes all -k regex:gemm --launch-skip 1 --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    --metrics "$METRICS" --csv --page raw \
+    ${MARGS[@]+"${MARGS[@]}"} --csv --page raw \
     "$KILN" bench/cpa_launch.lua "$S" "$OP" 5 "${EXTRA:-}" > "$OUT_DIR/ncu_$tag.csv" 2> "$OUT_DIR/ncu_$tag.log"
   echo "   rc=$? $(grep -h '^cpa_launch' "$OUT_DIR/ncu_$tag.csv" "$OUT_DIR/ncu_$tag.log" | head -1)"
 done
