@@ -8,7 +8,10 @@
 --     prologue: the operand ("A") with an input-fusion prologue (never async)
 --   M.gpu_cases() -> the same fields plus piped (larger shapes, see there) and gpu_perf
 --     (a GPU perf config, or nil for the heuristic's)
---   M.pipeline(S) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
+--   M.pipeline(S) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S} and
+--     graph-partition{input-fusion-cost=false} (the prologue cases keep their fused prologue
+--     on every target: sm_90's input-fusion cost rule would make a large convert a kernel of
+--     its own, passes/input_fusion_cost.h)
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
 local kiln = require "kiln"
 local F = require "fusion_cases"
@@ -18,6 +21,8 @@ function M.pipeline(S)
   local p, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
     "rock-gridwise-to-blockwise{cp-async=" .. S .. "},", 1)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
+  p, n = p:gsub("graph%-partition,", "graph-partition{input-fusion-cost=false},", 1)
+  assert(n == 1, "the default pipeline has no plain graph-partition")
   return p
 end
 
