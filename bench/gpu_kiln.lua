@@ -1,6 +1,7 @@
 -- bench/gpu_kiln.lua — kiln's side of the GPU suite: GEMM, the fused conv+add+relu,
 -- element-wise add, compile latency and the input-fusion cases (a convert or a scale of a
--- GEMM/conv operand; rows kiln and kiln.nofuse) on the present device, one TSV row per measurement.
+-- GEMM/conv operand; rows kiln, kiln.fuse and kiln.nofuse) on the present device, one TSV row
+-- per measurement.
 --
 --   build/kiln bench/gpu_kiln.lua OUT.tsv [--case ID]... [--cases FILE] [--device NAME]
 --                                 [--budget-ms MS] [--samples N] [--ptx DIR] [--suffix S] [--list]
@@ -655,30 +656,30 @@ end
 -- graph-partition{input-fusion=false} (the producer a kernel of its own writing a full-size
 -- intermediate that the GEMM/conv kernel reads). A kiln.nofuse program of one kernel is an
 -- error (not the baseline); a "kiln" program of several kernels is timed as it is, its note
--- saying fused=NO.
-local NOFUSE_PIPELINE
-do
-  local n
+-- saying fused=NO (the input-fusion cost rule of passes/input_fusion_cost.h declined the
+-- prologue). Impl "kiln.fuse" forces fusion: graph-partition{input-fusion-cost=false} (the
+-- rule off, every prologue fused); a kiln.fuse program of several kernels is an error.
+local function pipeline_with(opt)
   -- graph-partition is one pass anywhere in the list (fp8-compute, reduce-split, ... run before it)
-  NOFUSE_PIPELINE, n = ("," .. kiln.default_pipeline() .. ","):gsub(",graph%-partition,", ",graph-partition{input-fusion=false},")
-  NOFUSE_PIPELINE = NOFUSE_PIPELINE:sub(2, -2)
-  if n ~= 1 then NOFUSE_PIPELINE = nil end   -- the pipeline changed shape: the nofuse rows say so
+  local pl, n = ("," .. kiln.default_pipeline() .. ","):gsub(",graph%-partition,", ",graph-partition{" .. opt .. "},")
+  return n == 1 and pl:sub(2, -2) or nil   -- nil: the pipeline changed shape, the rows say so
 end
+local FORCED = { ["kiln.nofuse"] = "input-fusion=false", ["kiln.fuse"] = "input-fusion-cost=false" }
 
 local function compile_impl(g, impl)
   if impl == "kiln" then return kiln.compile(g, { target = dev.arch }), "pipeline=default" end
-  if not NOFUSE_PIPELINE then
-    error("kiln.default_pipeline() has no plain graph-partition pass: cannot turn input fusion off")
+  local pl = pipeline_with(FORCED[impl])
+  if not pl then
+    error("kiln.default_pipeline() has no plain graph-partition pass: cannot set " .. FORCED[impl])
   end
-  return kiln.compile(g, { target = dev.arch, pipeline = NOFUSE_PIPELINE }),
-         "pipeline=default with graph-partition{input-fusion=false}"
+  return kiln.compile(g, { target = dev.arch, pipeline = pl }), "pipeline=default with graph-partition{" .. FORCED[impl] .. "}"
 end
 
--- Runs impls kiln and kiln.nofuse of case c: graph g, inputs (name -> tensor), check(outputs)
+-- Runs impls kiln, kiln.fuse and kiln.nofuse of case c: graph g, inputs (name -> tensor), check(outputs)
 -- -> ok, text; base: the row's fixed columns; amount: TFLOP of one launch. A failure of one
 -- impl (compile, check, timing) is an ERROR row, and the other still runs.
 local function run_fusion_pair(c, g, inputs, check, base, amount)
-  for _, impl in ipairs { "kiln", "kiln.nofuse" } do
+  for _, impl in ipairs { "kiln", "kiln.fuse", "kiln.nofuse" } do
     local row = {}
     for k, v in pairs(base) do row[k] = v end
     row.case, row.impl, row.unit = c.id, impl, "TFLOP/s"
@@ -688,7 +689,10 @@ local function run_fusion_pair(c, g, inputs, check, base, amount)
       if impl == "kiln.nofuse" and nk < 2 then
         error(string.format("kiln.nofuse compiled to %d kernel: input fusion was not off (%s)", nk, how))
       end
-      dump_binaries(c.name .. (impl == "kiln" and "" or ".nofuse"), p)
+      if impl == "kiln.fuse" and nk ~= 1 then
+        error(string.format("kiln.fuse compiled to %d kernels: input fusion was not forced (%s)", nk, how))
+      end
+      dump_binaries(c.name .. (impl == "kiln" and "" or impl:sub(5)), p)
       local r = p:prepare(inputs, { device = dev, rotate_bytes = ROTATE_BYTES })
       r:launch()
       local okc, text = check(r:outputs())

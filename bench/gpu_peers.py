@@ -16,7 +16,7 @@ process appending its own rows), then the peers, so that drift of the machine hi
   compile  Triton's cold compile (+ load and first launch) of one kernel, in a child process
            with an empty cache, and again from its disk cache; torch.compile's first call of
            the conv graph is written by the conv case
-  gemm_cvt, gemm_scale, conv_cvt (input fusion: kiln's side writes rows kiln and kiln.nofuse)
+  gemm_cvt, gemm_scale, conv_cvt (input fusion: kiln's side writes rows kiln, kiln.fuse and kiln.nofuse)
            torch eager torch.matmul(A.half(), B) / torch.matmul(A * S, B) /
            relu(conv2d(x.half(), w) + r) on channels_last, and the same captured in a CUDA graph
 At the end, with --kiln, kiln and cuBLAS are timed once more on the first GEMM case (rows

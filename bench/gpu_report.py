@@ -3,7 +3,7 @@
 TSV) into the suite's table: per case kiln's number, each peer's, and kiln's speed relative
 to the peer (kiln/peer for rates, peer/kiln for milliseconds: above 1 means kiln is faster);
 the benchmark's targets; the input-fusion summary (cases gemm_cvt / gemm_scale / conv_cvt: kiln,
-kiln.nofuse — input fusion off — and torch eager side by side, with kiln's speed ÷ each); and the
+kiln.fuse — input fusion forced —, kiln.nofuse — input fusion off — and torch eager side by side, with kiln's speed ÷ each); and the
 fraction of the floor each kernel reaches (floor = the larger of FLOPs / tensor-core peak and
 bytes / the copy bandwidth measured in the same run).
 
@@ -24,7 +24,7 @@ import sys
 PEAK_TC = {"f16": 989.4e12, "bf16": 989.4e12, "f32": 66.9e12,                # H100/H200 SXM datasheet, dense (leads)
            "f8e4m3fn": 1978.9e12, "f8e5m2": 1978.9e12}
 DEFAULT_BW = 4.8e12                                                # H200 datasheet; replaced by the measured copy
-FUSION_KINDS = ("gemm_cvt", "gemm_scale", "conv_cvt")              # input fusion: rows kiln, kiln.nofuse, peers
+FUSION_KINDS = ("gemm_cvt", "gemm_scale", "conv_cvt")              # input fusion: rows kiln, kiln.fuse, kiln.nofuse, peers
 FLOP_KINDS = ("gemm", "qgemm", "conv") + FUSION_KINDS                      # the floor counts their FLOPs
 
 
@@ -140,7 +140,7 @@ def targets(by, bw):
 
 
 def fusion_summary(order, by):
-    """One line per input-fusion case: (case, kiln ms, kiln.nofuse ms, torch eager ms, torch
+    """One line per input-fusion case: (case, kiln ms, kiln.fuse ms, kiln.nofuse ms, torch eager ms, torch
     eager+graph ms, kiln speed ÷ torch eager, kiln speed ÷ kiln.nofuse, kiln's kernels) as strings."""
     out = []
     for c in order:
@@ -148,7 +148,7 @@ def fusion_summary(order, by):
         if not any(r["kind"] in FUSION_KINDS for r in rs):
             continue
         get = {r["impl"]: r for r in rs}
-        k, nf, te, tg = (get.get(n) for n in ("kiln", "kiln.nofuse", "torch.eager", "torch.eager+graph"))
+        k, fu, nf, te, tg = (get.get(n) for n in ("kiln", "kiln.fuse", "kiln.nofuse", "torch.eager", "torch.eager+graph"))
 
         def ms(r):
             return "%.4g" % r["ms"] if r and r["ms"] is not None else "-"
@@ -159,12 +159,12 @@ def fusion_summary(order, by):
         note = (k["note"] or "") if k else ""
         kernels = note.split(" kernel(s)")[0].split()[-1] if " kernel(s)" in note else "-"
         fused = "fused" if "fused=yes" in note else "NOT fused" if "fused=NO" in note else "-"
-        out.append((c, ms(k), ms(nf), ms(te), ms(tg), ratio(te), ratio(nf), "%s (%s)" % (kernels, fused)))
+        out.append((c, ms(k), ms(fu), ms(nf), ms(te), ms(tg), ratio(te), ratio(nf), "%s (%s)" % (kernels, fused)))
     return out
 
 
-FUSION_HDR = ("case", "kiln ms", "kiln.nofuse ms", "torch.eager ms", "torch.eager+graph ms", "kiln ÷ torch.eager",
-              "kiln ÷ kiln.nofuse", "kiln kernels")
+FUSION_HDR = ("case", "kiln ms", "kiln.fuse ms", "kiln.nofuse ms", "torch.eager ms", "torch.eager+graph ms",
+              "kiln ÷ torch.eager", "kiln ÷ kiln.nofuse", "kiln kernels")
 
 
 def table(order, by, bw):
@@ -195,10 +195,10 @@ def table(order, by, bw):
 PALETTE = {"kiln": "black", "torch.matmul": "tab:blue", "triton": "tab:orange", "torch.eager": "tab:green",
            "torch.eager+graph": "tab:olive", "torch.compile": "tab:red", "torch.copy": "tab:purple",
            "torch.add": "tab:brown", "torch.sum": "tab:pink", "torch.softmax": "tab:pink",
-           "kiln.nofuse": "tab:cyan", "kiln.swz_on": "tab:gray", "kiln.swz_off": "silver"}
+           "kiln.nofuse": "tab:cyan", "kiln.fuse": "teal", "kiln.swz_on": "tab:gray", "kiln.swz_off": "silver"}
 PEER_NAMES = {"torch.matmul": "cuBLAS (torch.matmul)", "triton": "Triton (tutorial matmul)",
               "torch.eager+graph": "torch eager in a CUDA graph", "torch.copy": "torch copy (bandwidth reference)",
-              "kiln.nofuse": "kiln, input fusion off"}
+              "kiln.nofuse": "kiln, input fusion off", "kiln.fuse": "kiln, input fusion forced"}
 
 
 def run_info(machine_path, tsv_path):
@@ -472,8 +472,9 @@ def main():
     out = list(lines)
     if fs:
         out.append("")
-        out.append("input fusion (kiln: default pipeline; kiln.nofuse: input fusion off; ÷: kiln's speed ÷, > 1 kiln faster):")
-        fmt = "  %-24s %10s %15s %15s %21s %19s %19s  %s"
+        out.append("input fusion (kiln: default pipeline, the cost rule decides; kiln.fuse: fusion forced; kiln.nofuse: "
+                   "input fusion off; ÷: kiln's speed ÷, > 1 kiln faster):")
+        fmt = "  %-24s %10s %13s %15s %15s %21s %19s %19s  %s"
         out.append(fmt % FUSION_HDR)
         for line in fs:
             out.append(fmt % line)
@@ -496,7 +497,8 @@ def main():
                 f.write("```\n" + open(args.machine).read().strip() + "\n```\n\n")
             f.write("\n".join(md) + "\n\n")
             if fs:
-                f.write("Input fusion (kiln: default pipeline; kiln.nofuse: input fusion off; ratios are kiln's speed ÷ "
+                f.write("Input fusion (kiln: default pipeline, the cost rule decides; kiln.fuse: fusion forced; kiln.nofuse: "
+                        "input fusion off; ratios are kiln's speed ÷ "
                         "the other's, above 1 kiln is faster):\n\n")
                 f.write("| " + " | ".join(FUSION_HDR) + " |\n|" + "---|" * len(FUSION_HDR) + "\n")
                 for line in fs:

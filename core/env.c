@@ -17,7 +17,7 @@ void kl_env_warn_once(atomic_flag *once, const char *var, const char *value, con
 }
 
 bool kl_env_debug(const char *topic) {
-  static const char *const topics[] = { "0", "1", "all", "rewrite", "swizzle" };
+  static const char *const topics[] = { "0", "1", "all", "rewrite", "swizzle", "fusion" };
   const char *e = getenv("KILN_DEBUG");
   if (!e || !*e) return false;
   bool named = false;
@@ -31,13 +31,13 @@ bool kl_env_debug(const char *topic) {
         static atomic_flag warned = ATOMIC_FLAG_INIT;
         const char *near = kl_suggest_name(p, n, topics, (int)(sizeof topics / sizeof *topics));
         kl_env_warn_once(&warned, "KILN_DEBUG", e,
-                         "unknown topic '%.*s'%s%s%s (topics: 1, all, rewrite, swizzle; 0: off)", (int)n, p,
+                         "unknown topic '%.*s'%s%s%s (topics: 1, all, rewrite, swizzle, fusion; 0: off)", (int)n, p,
                          near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
       }
       named |= (strlen(topic) == n && !strncmp(topic, p, n)) || (n == 3 && !strncmp(p, "all", 3));
     }
     p += n + (p[n] != 0);
   }
-  if (!strcmp(topic, "swizzle")) return strcmp(e, "0") != 0; /* any value: the remarks */
+  if (!strcmp(topic, "swizzle") || !strcmp(topic, "fusion")) return strcmp(e, "0") != 0; /* any value: the remarks */
   return named;
 }

@@ -13,9 +13,10 @@ void kl_env_warn_once(atomic_flag *once, const char *var, const char *value, con
     __attribute__((format(printf, 4, 5)));
 
 /* KILN_DEBUG, a list of topics (comma- or space-separated): kl_env_debug("rewrite") is
- * true when the list names rewrite (or all); kl_env_debug("swizzle") when KILN_DEBUG has
- * any value but "" and "0" (rock-output-swizzle's remarks). A topic kiln does not know
- * (known: 0, 1, all, rewrite, swizzle) warns once with the closest one. */
+ * true when the list names rewrite (or all); kl_env_debug("swizzle") and
+ * kl_env_debug("fusion") when KILN_DEBUG has any value but "" and "0" (rock-output-swizzle's
+ * and graph-partition's input-fusion cost remarks). A topic kiln does not know (known: 0,
+ * 1, all, rewrite, swizzle, fusion) warns once with the closest one. */
 bool kl_env_debug(const char *topic);
 
 #endif

@@ -21,7 +21,14 @@
  *    A producer that something else reads too gets a copy of its own for the anchor
  *    (attribute `recomputed`: the kernel computes it from the producer's inputs) when
  *    its distinct operands have no more bytes than its result; otherwise the anchor
- *    reads it. The same holds for a reduction's input.
+ *    reads it. The same holds for a reduction's input. The cost rule of
+ *    passes/input_fusion_cost.h (option input-fusion-cost, default true) decides per
+ *    conv/dot operand whose chain reads wider inputs than the operand (an f32 -> f16
+ *    convert): the chain's bytes re-read by every block along the other output dim,
+ *    against a convert kernel of its own plus a launch (targets with measured rates,
+ *    sm_90 / sm_90a; elsewhere, and for chains that read no more than the operand, it
+ *    fuses; KILN_DEBUG prints each decision). A declined chain joins no gemm group: it
+ *    becomes an element-wise kernel writing the narrow operand, which the GEMM reads.
  *  - the views that its members read through (each group that reads through a view
  *    gets a copy of it).
  *  - GEMM + reduce: a dot whose only reader is a graph.reduce_sum / mean / max / min of
@@ -73,9 +80,12 @@
  * returns the group's results; in the graph the group becomes
  * %r0, %r1, ... = "graph.launch"(inputs...) {callee = @<graph>_k<i>}. */
 #include "core/dialect_graph.h"
+#include "core/diag.h"
+#include "core/env.h"
 #include "core/pass.h"
 #include "passes/pass_util.h"
 #include "passes/fusion_util.h"
+#include "passes/input_fusion_cost.h"
 #include "core/target.h"
 #include "core/scalar_ops.h"
 #include "core/shape.h"
@@ -101,7 +111,10 @@ typedef struct group {
 typedef struct part {
   kl_ctx *ctx;
   bool input_fusion;
-  bool strict_side; /* epilogue side inputs must not depend on any anchor result */
+  bool fusion_cost; /* option input-fusion-cost: the cost rule may decline a prologue */
+  const kl_target *tgt;
+  unsigned char *declined; /* per position: a prologue the cost rule keeps out of gemm groups */
+  bool strict_side;        /* epilogue side inputs must not depend on any anchor result */
   int nops;
   kl_op **ops;           /* block order; op->scratch = index */
   int *assigned;         /* group index of non-view ops, -1 */
@@ -229,7 +242,7 @@ static void grow(part *p, group *g, int from) {
     kl_op *op = p->ops[pos];
     kl_value *r = kl_op_result(op, 0);
     if (p->assigned[pos] >= 0 || !uses_inside(p, g, r)) continue;
-    if (g->kind == K_GEMM && (p->dep[pos] || (!p->input_fusion && feeds_anchor(r)))) continue;
+    if (g->kind == K_GEMM && (p->dep[pos] || p->declined[pos] || (!p->input_fusion && feeds_anchor(r)))) continue;
     take(p, g, pos);
     absorb_operands(p, g, op, true);
   }
@@ -393,6 +406,70 @@ static int gemm_reduce_of(part *p, kl_op *a) {
   return q >= 0 && p->assigned[q] < 0 ? q : -1;
 }
 
+/* Uses of v, looking through views. */
+static int uses_through_views(kl_value *v) {
+  int n = 0;
+  for (kl_use *u = v->first_use; u; u = u->next)
+    n += is_view(u->user) ? uses_through_views(kl_op_result(u->user, 0)) : 1;
+  return n;
+}
+static kl_value *below_views(part *p, kl_value *w) {
+  while (w->def && is_view(w->def) && pos_of(p, w) >= 0) w = w->def->opnds[0].value;
+  return w;
+}
+
+#define MAX_CHAIN 64
+/* The cost rule of input fusion (passes/input_fusion_cost.h) for operand i of anchor a:
+ * false when the element-wise chain producing it stays a kernel of its own (its top
+ * producer is then marked declined, so that no gemm group takes it). The chain: the
+ * element-wise producer below the operand's views and, through views, every element-wise
+ * producer of a chain member that nothing else reads and no group has taken; its inputs:
+ * the other values the members read (as read, and below their views). */
+static bool fuse_operand(part *p, kl_op *a, int i) {
+  if (!p->fusion_cost || !p->tgt) return true;
+  kl_value *w = below_views(p, a->opnds[i].value);
+  int q = pos_of(p, w);
+  if (q < 0 || !is_ew(p->ops[q]) || p->assigned[q] >= 0 || p->declined[q]) return !(q >= 0 && p->declined[q]);
+  kl_op *stack[MAX_CHAIN];
+  kl_value *seen[MAX_CHAIN];
+  const kl_type *in[MAX_CHAIN], *base[MAX_CHAIN];
+  int ns = 0, nseen = 0, nin = 0;
+  stack[ns++] = p->ops[q];
+  while (ns > 0) {
+    kl_op *op = stack[--ns];
+    for (int k = 0; k < op->nopnds; k++) {
+      kl_value *top = op->opnds[k].value, *b = below_views(p, top);
+      bool dup = false;
+      for (int j = 0; j < nseen && !dup; j++) dup = seen[j] == top;
+      if (dup) continue;
+      if (nseen == MAX_CHAIN) return true; /* too large a chain to judge: fuse, as before */
+      seen[nseen++] = top;
+      int bq = pos_of(p, b);
+      if (bq >= 0 && is_ew(p->ops[bq]) && p->assigned[bq] < 0 && uses_through_views(b) == 1) {
+        if (ns == MAX_CHAIN) return true;
+        stack[ns++] = p->ops[bq];
+        continue;
+      }
+      in[nin] = top->type;
+      base[nin++] = b->type;
+    }
+  }
+  kl_fuse_cost c;
+  bool fuse = kl_input_fusion_pays(p->tgt, a, i, w->type, nin, in, base, &c);
+  if (c.blocks > 0 && kl_env_debug("fusion")) { /* KILN_DEBUG (core/env.h) */
+    char where[256];
+    kl_loc_format(a->loc, where, sizeof where);
+    fprintf(stderr,
+            "[remark] graph-partition at %s: operand %d's %s %s (input fusion cost: %.1f -> %.1f bytes an element, "
+            "read by %lld blocks: fused %.0f cycles, a kernel of its own %.0f)\n",
+            where, i, p->ops[q]->name, fuse ? "fused" : "left as a kernel of its own", c.wide, c.narrow,
+            (long long)c.blocks, c.fused, c.unfused);
+  }
+  if (fuse) return true;
+  p->declined[q] = 1;
+  return false;
+}
+
 static void build_anchor_group(part *p, int apos) {
   kl_op *a = p->ops[apos];
   group *g = new_group(p, K_GEMM, apos);
@@ -427,7 +504,7 @@ static void build_anchor_group(part *p, int apos) {
   for (int pos = apos + 1; pos < p->nops; pos++)
     if (g->member[pos] && !is_view(p->ops[pos])) absorb_operands(p, g, p->ops[pos], true);
   grow(p, g, p->nops);
-  absorb_operands(p, g, a, p->input_fusion);
+  for (int i = 0; i < a->nopnds; i++) absorb_operand(p, g, a->opnds[i].value, p->input_fusion && fuse_operand(p, a, i));
   grow(p, g, apos);
 }
 
@@ -1050,7 +1127,7 @@ static kl_status build_groups(part *p) {
   return KL_OK;
 }
 
-static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion) {
+static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion, bool fusion_cost) {
   kl_ctx *ctx = graph->ctx;
   kl_block *body = kl_graph_body(graph);
   kl_op *ret = kl_graph_return(graph);
@@ -1062,6 +1139,8 @@ static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion)
   const kl_target *tgt = kl_target_lookup(tn ? tn : "host");
   part P = { .ctx = ctx,
              .input_fusion = input_fusion,
+             .fusion_cost = fusion_cost,
+             .tgt = tgt,
              .ret = ret,
              .atomic_f32 = tgt && (tgt->atomic_add & KL_ATOMIC_ADD_F32),
              .minmax_f32 = tgt && (tgt->atomic_minmax & KL_ATOMIC_MINMAX_F32) };
@@ -1075,6 +1154,7 @@ static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion)
   p->tag = kl_xcalloc((size_t)p->nops + 1, sizeof *p->tag);
   p->bfac = kl_xcalloc((size_t)p->nops + 1, sizeof *p->bfac);
   p->cand = kl_xcalloc((size_t)p->nops + 1, 1);
+  p->declined = kl_xcalloc((size_t)p->nops + 1, 1);
   int i = 0;
   for (kl_op *op = body->first; op; op = op->next, i++) {
     p->ops[i] = op;
@@ -1155,10 +1235,11 @@ static kl_status partition_graph(kl_op *module, kl_op *graph, bool input_fusion)
   free(p->tag);
   free(p->bfac);
   free(p->cand);
+  free(p->declined);
   return st;
 }
 
-kl_status kl_graph_partition_with(kl_op *module, bool input_fusion) {
+kl_status kl_graph_partition_with(kl_op *module, bool input_fusion, bool fusion_cost) {
   kl_block *mb = kl_module_body(module);
   if (!mb) return KL_OK;
   int n = 0;
@@ -1169,20 +1250,24 @@ kl_status kl_graph_partition_with(kl_op *module, bool input_fusion) {
   for (kl_op *op = mb->first; op; op = op->next)
     if (kl_is_graph(op)) graphs[n++] = op;
   kl_status st = KL_OK;
-  for (int i = 0; i < n && st == KL_OK; i++) st = partition_graph(module, graphs[i], input_fusion);
+  for (int i = 0; i < n && st == KL_OK; i++) st = partition_graph(module, graphs[i], input_fusion, fusion_cost);
   free(graphs);
   return st;
 }
-kl_status kl_graph_partition(kl_op *module) { return kl_graph_partition_with(module, true); }
+kl_status kl_graph_partition(kl_op *module) { return kl_graph_partition_with(module, true, true); }
 
 static kl_status run_partition(kl_op *module, const kl_pass_options *o, void *user) {
-  return kl_graph_partition_with(module, kl_pass_opt_bool(o, "input-fusion"));
+  return kl_graph_partition_with(module, kl_pass_opt_bool(o, "input-fusion"), kl_pass_opt_bool(o, "input-fusion-cost"));
 }
 
 static const kl_pass_option options[] = {
   { "input-fusion", KL_OPT_BOOL, "true",
     "element-wise producers of a conv/dot operand or of a reduction's input join its kernel (fused into its "
     "loads); false: they become kernels of their own" },
+  { "input-fusion-cost", KL_OPT_BOOL, "true",
+    "a conv/dot operand's producer chain that reads wider inputs than the operand (a convert f32 -> f16) is fused "
+    "only where passes/input_fusion_cost.h's rule says fusing costs less (targets with measured rates: sm_90, "
+    "sm_90a); false: every such prologue is fused" },
 };
 
 void kl__register_graph_partition(kl_ctx *ctx);
@@ -1193,7 +1278,7 @@ void kl__register_graph_partition(kl_ctx *ctx) {
     "several outputs; element-wise; reduce; softmax; concat; copies) and replaces each group by a graph.launch "
     "of a kernel_group function",
     options,
-    1,
+    2,
     run_partition,
     NULL
   };

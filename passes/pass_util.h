@@ -22,8 +22,9 @@ const kl_view *kl_attr_view(const kl_attr *a);
  * kernel_group function), rock-conv-to-gemm (every rock.conv under root). Each returns
  * KL_ERR after emitting diagnostics; the IR stays valid on error. */
 kl_status kl_graph_partition(kl_op *module);
-/* graph-partition with its option input-fusion (kl_graph_partition: true). */
-kl_status kl_graph_partition_with(kl_op *module, bool input_fusion);
+/* graph-partition with its options input-fusion and input-fusion-cost (kl_graph_partition:
+ * both true). */
+kl_status kl_graph_partition_with(kl_op *module, bool input_fusion, bool fusion_cost);
 kl_status kl_graph_to_rock(kl_op *module);
 kl_status kl_rock_conv_to_gemm(kl_op *root);
 

@@ -659,8 +659,9 @@ do
 end
 -- converts fused into GEMM loads (spec/lua/input_cvt_cases.lua): f32 -> f16 / bf16 operands,
 -- f16 scale prologues, fp8 quant_dot and fp8 -> f16 operands at sizes that are not tile
--- multiples, one kernel each, against g:eval; and every fp8 code converted to f16 on the
--- device, exactly (sm_89+: f8e4m3fn pairs through cvt.rn.f16x2.e4m3x2; odd lengths scalar)
+-- multiples, one kernel each, against g:eval (two 1024x1024x512 f32 converts: two kernels on
+-- sm_90, where the input-fusion cost rule makes the convert a kernel of its own); and every
+-- fp8 code converted to f16 on the device, exactly (sm_89+: f8e4m3fn pairs through cvt.rn.f16x2.e4m3x2; odd lengths scalar)
 if want("cvtfuse") then
   local C = require "input_cvt_cases"
   for _, c in ipairs(C.cases()) do

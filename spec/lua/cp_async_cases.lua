@@ -9,7 +9,10 @@
 --   M.gpu_cases() -> the same fields plus piped (larger shapes, see there) and gpu_perf
 --     (a GPU perf config, or nil for the heuristic's)
 --   M.pipeline(S[, layout]) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
---     (and cp-async-layout=layout when given: "krow" or "kgroup")
+--     (and cp-async-layout=layout when given: "krow" or "kgroup") and
+--     graph-partition{input-fusion-cost=false} (the prologue cases keep their fused prologue
+--     on every target: sm_90's input-fusion cost rule would make a large convert a kernel of
+--     its own, passes/input_fusion_cost.h)
 --   M.variants: { {S, layout}, ... } the GPU suite runs: S = 1..4 (kgroup) and krow at S = 2, 3
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
 local kiln = require "kiln"
@@ -22,6 +25,8 @@ function M.pipeline(S, layout)
   local p, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
     "rock-gridwise-to-blockwise{" .. opt .. "},", 1)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
+  p, n = p:gsub("graph%-partition,", "graph-partition{input-fusion-cost=false},", 1)
+  assert(n == 1, "the default pipeline has no plain graph-partition")
   return p
 end
 

@@ -6,7 +6,11 @@
 -- of passes/lower_fp8.h); the code for the GPUs: sm_90 converts f8e4m3fn pairs with
 -- cvt.rn.f16x2.e4m3x2 (PTX 7.8) and has no per-element f32 detour, sm_80 (PTX 7.0) does not
 -- use it, ptxas (when on the machine) accepts both, and gfx942 kernels use no scratch.
+-- The input-fusion cost rule (passes/input_fusion_cost.h) both ways on sm_90: the measured
+-- gemm_cvt 4096^3 gets a convert kernel, conv_cvt N = 512 and small GEMMs stay fused; the
+-- options force it either way; other targets and chains that read no more stay fused.
 local kiln = require "kiln"
+local helper = require "spec.lua.helper"
 local C = require "input_cvt_cases"
 
 local function find_ptxas()
@@ -95,10 +99,82 @@ describe("input fusion of converts into GEMM loads", function()
     for _, c in ipairs(C.cases()) do
       local g = c.build()
       local p = kiln.compile(g, { target = "gfx942", cache = false })
-      assert.are.equal(c.kernels, #p:kernels("gfx942"), c.name)
+      assert.are.equal(c.kernels_on and c.kernels_on.gfx942 or c.kernels, #p:kernels("gfx942"), c.name)
       for _, k in ipairs(p:kernels("gfx942")) do
         assert.are.equal(0, k.amdgpu.scratch_bytes, c.name .. ": scratch")
       end
     end
+  end)
+end)
+
+describe("the input-fusion cost rule (passes/input_fusion_cost.h)", function()
+  local function with(opt) return (kiln.default_pipeline():gsub("graph%-partition,", "graph-partition{" .. opt .. "},", 1)) end
+  local function gemm_cvt(m, n, k, from)
+    local g = kiln.graph("gemm_cvt")
+    local a = g:param("a", { m, k }, from or "f32")
+    g:output(g:dot(a:convert("f16"), g:param("b", { k, n }, "f16")))
+    return g
+  end
+  local function conv_cvt(nb, c, h, w, k)
+    local g = kiln.graph("conv_cvt")
+    local x = g:param("x", { nb, c, h, w }, "f32", { layout = "NHWC" })
+    local wt = g:param("w", { k, c, 1, 1 }, "f16", { layout = "KYXC" })
+    g:output((g:conv(x:convert("f16"), wt) + g:param("r", { nb, k, h, w }, "f16", { layout = "NHWC" })):relu())
+    return g
+  end
+  local function kinds(g, opts)
+    opts.cache = false
+    local t = {}
+    for _, k in ipairs(kiln.compile(g, opts):kernels()) do t[#t + 1] = k.kind end
+    return table.concat(t, ",")
+  end
+
+  it("sm_90 / sm_90a: gemm_cvt 4096^3 gets a convert kernel; conv_cvt N = 512 and a small GEMM stay fused", function()
+    for _, t in ipairs { "sm_90", "sm_90a" } do
+      assert.are.equal("elementwise,gemm", kinds(gemm_cvt(4096, 4096, 4096), { target = t }), t)
+      assert.are.equal("gemm", kinds(conv_cvt(512, 2048, 7, 7, 512), { target = t }), t)
+      assert.are.equal("gemm", kinds(gemm_cvt(1000, 515, 257), { target = t }), t)
+      -- one column block re-reads A once: fused (59.8k cycles against 93.7k)
+      assert.are.equal("gemm", kinds(gemm_cvt(16384, 128, 2048), { target = t }), t)
+    end
+  end)
+
+  it("the options force it: input-fusion-cost=false fuses every prologue, input-fusion=false none", function()
+    assert.are.equal("gemm", kinds(gemm_cvt(4096, 4096, 4096), { target = "sm_90", pipeline = with("input-fusion-cost=false") }))
+    assert.are.equal("elementwise,gemm", kinds(conv_cvt(512, 2048, 7, 7, 512), { target = "sm_90", pipeline = with("input-fusion=false") }))
+    -- the declined form is the unfused partition
+    assert.are.equal(kinds(gemm_cvt(4096, 4096, 4096), { target = "sm_90", pipeline = with("input-fusion=false") }),
+                     kinds(gemm_cvt(4096, 4096, 4096), { target = "sm_90" }))
+  end)
+
+  it("targets without measured rates, and chains that read no more than the operand, stay fused", function()
+    for _, t in ipairs { "sm_80", "gfx942", "host" } do
+      assert.are.equal("gemm", kinds(gemm_cvt(4096, 4096, 4096), { target = t }), t)
+    end
+    -- fp8 -> f16 (1 byte into 2) and an f16 scale (2 bytes into 2): free in the loads
+    assert.are.equal("gemm", kinds(gemm_cvt(4096, 4096, 4096, "f8e4m3fn"), { target = "sm_90" }))
+    local g = kiln.graph("gemm_scale")
+    g:output(g:dot(g:param("a", { 4096, 4096 }, "f16") * g:param("s", { 1, 4096 }, "f16"), g:param("b", { 4096, 4096 }, "f16")))
+    assert.are.equal("gemm", kinds(g, { target = "sm_90" }))
+  end)
+
+  it("KILN_DEBUG prints the decision with the rule's numbers", function()
+    local path = helper.write_temp([[
+local kiln = require "kiln"
+local g = kiln.graph("gc")
+g:output(g:dot(g:param("a", { 4096, 4096 }, "f32"):convert("f16"), g:param("b", { 4096, 4096 }, "f16")))
+kiln.compile(g, { target = "sm_90", cache = false })
+local h = kiln.graph("cc")
+local xx = h:param("x", { 512, 2048, 7, 7 }, "f32", { layout = "NHWC" })
+h:output(h:conv(xx:convert("f16"), h:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })))
+kiln.compile(h, { target = "sm_90", cache = false })
+]], ".lua")
+    local out, err, code = helper.run("KILN_DEBUG=fusion " .. helper.shell_quote(helper.kiln_bin()) .. " " .. helper.shell_quote(path))
+    os.remove(path)
+    assert.are.equal(0, code, out .. err)
+    helper.has(err, "operand 0's graph.convert left as a kernel of its own (input fusion cost: 4.0 -> 2.0 bytes an " ..
+      "element, read by 32 blocks: fused 956989 cycles, a kernel of its own 48859)")
+    helper.has(err, "operand 0's graph.convert fused (input fusion cost: 4.0 -> 2.0 bytes an element, read by 4 " ..
+      "blocks: fused 366347 cycles, a kernel of its own 1469390)")
   end)
 end)
