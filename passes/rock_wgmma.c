@@ -209,7 +209,10 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, core_layout *L, 
   return true;
 }
 
-static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl_value *k0, kl_value *d0, int eb) {
+/* The descriptor of the tile element (k0, d0) plus `offset` bytes (the lowering adds it
+ * where the descriptor is used, so that one base per tile stays live across the K loop). */
+static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl_value *k0, kl_value *d0, int eb,
+                           int64_t offset) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
   kl_emitter e = { rw, loc };
   kl_value *up[2] = { k0, d0 }, *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
@@ -218,14 +221,39 @@ static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl
   o[0] = L->raw;
   int rank = L->raw->type->rank;
   for (int i = 0; i < rank; i++) o[1 + i] = lower[i];
-  kl_named_attr a[2] = { { "lbo", kl_attr_int(ctx, L->lbo * eb) }, { "sbo", kl_attr_int(ctx, L->sbo * eb) } };
+  kl_named_attr a[3] = { { "lbo", kl_attr_int(ctx, L->lbo * eb) },
+                         { "offset", kl_attr_int(ctx, offset) },
+                         { "sbo", kl_attr_int(ctx, L->sbo * eb) } };
   const kl_type *i64 = kl_type_i64(ctx);
-  return kl_op_result(kl_rewriter_create(rw, "rock.wgmma_desc", loc, 1 + rank, o, 1, &i64, 2, a, 0), 0);
+  return kl_op_result(kl_rewriter_create(rw, "rock.wgmma_desc", loc, 1 + rank, o, 1, &i64, 3, a, 0), 0);
 }
 
 static void sync_op(kl_rewriter *rw, kl_loc loc, const char *step) {
   kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(rw), step) };
   kl_rewriter_create(rw, "rock.wgmma_sync", loc, 0, NULL, 0, NULL, 1, &a, 0);
+}
+
+void kl_wgmma_emit_acc_wait(kl_rewriter *rw, kl_loc loc, kl_value *acc, const char *instr, int64_t pending) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  const kl_accel_desc *d = kl_wgmma_desc_by_name(instr);
+  int64_t clen = d ? d->n / 2 : 0, nv = clen ? acc->type->shape[0] / clen : 0;
+  if (nv > 64) nv = 0; /* not an accumulator of this instruction: a plain wait */
+  kl_ll L;
+  kl_ll_init(&L, rw, loc, 0);
+  kl_value *vals[64];
+  const kl_type *vts[64];
+  const kl_type *vt = clen ? kl_type_vector(ctx, kl_type_f32(ctx), (int)clen) : NULL;
+  for (int64_t i = 0; i < nv; i++) {
+    kl_value *ix = kl_ll_idx(&L, i * clen);
+    vals[i] = kl_ll_load(&L, acc, &ix, NULL, clen);
+    vts[i] = vt;
+  }
+  kl_named_attr wa[2] = { { "step", kl_attr_str(ctx, "wait") }, { "pending", kl_attr_int(ctx, pending) } };
+  kl_op *w = kl_rewriter_create(rw, "rock.wgmma_sync", loc, (int)nv, vals, (int)nv, vts, 2, wa, 0);
+  for (int64_t i = 0; i < nv; i++) {
+    kl_value *ix = kl_ll_idx(&L, i * clen);
+    kl_ll_store(&L, kl_op_result(w, (int)i), acc, &ix, NULL);
+  }
 }
 
 bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
@@ -292,12 +320,14 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     const kl_type *vt = kl_type_vector(ctx, kl_type_f32(ctx), (int)clen);
     sync_op(rw, loc, "fence");
     for (int64_t kk = 0; kk < c.k_per_block / d->k; kk++) {
-      kl_value *k0 = kl_ll_idx(&L, kk * d->k);
+      /* (16 kk, dm0 + 64 i) is core matrix (2 kk, dm0/8 + 8 i) of the proven layout (dm0, dn0
+       * multiples of 8): the warpgroup's tile origin plus a constant */
+      kl_value *k0 = kl_ll_idx(&L, 0);
       kl_value *da[64], *db[64];
       for (int64_t i = 0; i < mrep; i++)
-        da[i] = make_desc(rw, loc, &A, k0, kl_emit_add(&e, dm0, kl_ll_idx(&L, i * d->m)), eb);
+        da[i] = make_desc(rw, loc, &A, k0, dm0, eb, (A.sbo * (i * d->m / 8) + A.lbo * (kk * d->k / 8)) * eb);
       for (int64_t j = 0; j < nrep; j++)
-        db[j] = make_desc(rw, loc, &B, k0, kl_emit_add(&e, dn0, kl_ll_idx(&L, j * d->n)), eb);
+        db[j] = make_desc(rw, loc, &B, k0, dn0, eb, (B.sbo * (j * d->n / 8) + B.lbo * (kk * d->k / 8)) * eb);
       for (int64_t i = 0; i < mrep; i++)
         for (int64_t j = 0; j < nrep; j++) {
           kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
@@ -308,21 +338,10 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
         }
     }
     sync_op(rw, loc, "commit");
-    /* wait 0, the accumulators passing through it */
-    int64_t nv = mrep * nrep;
-    kl_value *vals[64];
-    const kl_type *vts[64];
-    for (int64_t i = 0; i < nv; i++) {
-      kl_value *ix = kl_ll_idx(&L, i * clen);
-      vals[i] = kl_ll_load(&L, acc, &ix, NULL, clen);
-      vts[i] = vt;
-    }
-    kl_named_attr wa[2] = { { "step", kl_attr_str(ctx, "wait") }, { "pending", kl_attr_int(ctx, 0) } };
-    kl_op *w = kl_rewriter_create(rw, "rock.wgmma_sync", loc, (int)nv, vals, (int)nv, vts, 2, wa, 0);
-    for (int64_t i = 0; i < nv; i++) {
-      kl_value *ix = kl_ll_idx(&L, i * clen);
-      kl_ll_store(&L, kl_op_result(w, (int)i), acc, &ix, NULL);
-    }
+    /* wait 0 here, unless the K loop waits (wgmma_wait = "deferred": its MMAs stay in
+     * flight across the next step's copies, rock-gridwise-to-blockwise) */
+    const char *wmode = kl_op_attr_string(op, "wgmma_wait");
+    if (!wmode || strcmp(wmode, "deferred")) kl_wgmma_emit_acc_wait(rw, loc, acc, d->intrinsic, 0);
     kl_rewriter_erase_op(rw, op);
   }
   kl_view_free(A.view);
