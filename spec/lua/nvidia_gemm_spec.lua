@@ -168,11 +168,17 @@ end)
 -- passes/rock_wgmma.h): the PTX targets sm_90a and has wgmma.mma_async between
 -- wgmma.fence and commit_group / wait_group, fence.proxy.async before the K-loop barriers,
 -- no mma.sync; ptxas -arch=sm_90a accepts it with 0 spill bytes and no stack; the SASS has
--- HGMMA (cuobjdump, when present). The ptxas registers are printed for the report.
+-- HGMMA (cuobjdump, when present). The ptxas registers are printed for the report. With
+-- three or more K steps the K loop keeps one group in flight (3 LDS buffers): wait_group 1,
+-- and LDS stores between each commit_group and the following wait (the next step's tiles
+-- stored while the MMAs run); in the SASS, STS between an HGMMA and the
+-- WARPGROUP.DEPBAR.LE gsb0, 0x1 that follows it (ptxas kept the overlap).
 local wg_cases = {
   { "gemm 4096^3 f16", function() return dot_graph(4096, 4096, 4096, "f16") end, "v3:128,128,64,64,128,8" },
   { "gemm 4096^3 bf16 A^T B^T", function() return dot_graph(4096, 4096, 4096, "bf16", true, true) end, "v3:128,128,64,64,128,8" },
   { "gemm 1500x3840x1280 f16 B^T", function() return dot_graph(1500, 3840, 1280, "f16", false, true) end, "v3:128,256,32,64,256,8" },
+  { "gemm 4096^3 f16 128x256", function() return dot_graph(4096, 4096, 4096, "f16") end, "v3:128,256,64,64,256,8" },
+  { "gemm 4096^3 bf16 256x128 B^T", function() return dot_graph(4096, 4096, 4096, "bf16", false, true) end, "v3:256,128,64,128,128,8" },
   { "gemm 37x29x45 bf16 A^T", function() return dot_graph(37, 29, 45, "bf16", true, false) end, "v3:64,64,16,64,64,8" },
   { "seed conv n512 f16", conv_graph, "v3:128,128,64,64,128,8" },
   { "seed conv n512 f16 (heuristic)", conv_graph, nil },
@@ -216,6 +222,13 @@ describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
       assert.is_true(count(ptx, "wgmma%.commit_group%.sync%.aligned") > 0, "commit_group")
       assert.is_true(count(ptx, "wgmma%.wait_group%.sync%.aligned 0") > 0, "wait_group 0")
       assert.is_true(count(ptx, "fence%.proxy%.async%.shared::cta") > 0, "fence.proxy.async")
+      local pipelined = count(ptx, "wgmma%.wait_group%.sync%.aligned 1;") > 0
+      assert.is_true(pipelined, "wait_group 1 (a group in flight across the K-loop barrier)")
+      local overlapped = 0
+      for between in ptx:gmatch("wgmma%.commit_group%.sync%.aligned;(.-)wgmma%.wait_group") do
+        if between:find("st.shared", 1, true) then overlapped = overlapped + 1 end
+      end
+      assert.is_true(overlapped > 0, "LDS stores between commit_group and wait_group")
       assert.are.equal(0, count(ptx, "mma%.sync"), "no mma.sync")
       if ptxas then
         local path = os.tmpname()
@@ -235,6 +248,11 @@ describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
           local sass = hs:read("a")
           hs:close()
           assert.is_true(count(sass, "HGMMA") > 0, "HGMMA in the SASS")
+          local sts_in_flight = 0
+          for between in sass:gmatch("HGMMA[^\n]*gsb0 ;(.-)WARPGROUP%.DEPBAR%.LE gsb0, 0x1") do
+            if not between:find("HGMMA", 1, true) and between:find("STS", 1, true) then sts_in_flight = sts_in_flight + 1 end
+          end
+          assert.is_true(sts_in_flight > 0, "STS between an HGMMA and its WARPGROUP.DEPBAR.LE gsb0, 0x1")
         end
         os.remove(path .. ".cubin")
         os.remove(path)
