@@ -130,6 +130,16 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
     /* N tiles: N rounded up to 8 when below 64 (no padding to 64 columns), else 64 / 128;
      * the first that validates (the block size must divide the LDS tiles' elements) */
     int64_t n8 = (n + 7) / 8 * 8, cand[3] = { n8 < 64 ? n8 : 0, 64, 128 };
+    int64_t cus = t->compute_units > 0 ? t->compute_units : 1;
+    /* large GEMMs: 128x256 block tiles, two warpgroups of m64n256k16 (half the LDS bytes
+     * per MMA of two m64n128k16), where they need no padding (the bounds checks of odd
+     * sizes took ptxas past 255 registers: 16 to 250 spilled bytes), leave a tile per
+     * compute unit and the K loop has steps to pipeline */
+    if (m % 128 == 0 && n % 256 == 0 && k % 32 == 0 && k >= 128 && g * (m / 128) * (n / 256) >= cus) {
+      cc = (kl_accel_config){ 128, 256, 32, 64, 256, 16 / eb, 1 };
+      const kl_accel_desc *cd = kl_wgmma_desc(in, 256);
+      if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
+    }
     for (int i = n <= 64 ? 0 : 2; i < 3 && !dd; i++) {
       if (!cand[i]) continue;
       cc.split_k = 1;
@@ -137,7 +147,6 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
       cc.n_per_wave = cand[i];
       cc.n_per_block = cc.n_per_wave;
       cc.m_per_block = 128;
-      int64_t cus = t->compute_units > 0 ? t->compute_units : 1;
       if (m <= 64 || 2 * g * cdiv(m, 128) * cdiv(n, cc.n_per_block) < cus) cc.m_per_block = 64;
       cc.k_per_block = k <= 16 ? 16 : k <= 32 ? 32 : 64;
       cc.kpack = 16 / eb;

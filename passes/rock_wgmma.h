@@ -25,7 +25,10 @@
  *   target without wgmma or for inputs other than f16 / bf16 (equal types), bad fields.
  *   E.g. "v3:128,128,64,64,128,8": 2 warpgroups (256 threads), each a 64x128 tile,
  *   K tiles of 64 (4 instructions m64n128k16 per warpgroup and K tile).
- * Heuristic (wgmma=true, no config): mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
+ * Heuristic (wgmma=true, no config): large GEMMs (M, N, K multiples of 128, 256, 32, no
+ * padding: odd sizes' bounds checks spilled; K >= 128; a tile per compute unit) take
+ * "v3:128,256,32,64,256,8" (two warpgroups of m64n256k16; kPerBlock 32: the seed conv's
+ * K loop fits 230 registers, 64 spilled 16 bytes); else mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
  * to a multiple of 8 where that config validates, else 64), nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
  * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
  *

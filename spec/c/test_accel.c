@@ -1610,6 +1610,10 @@ static void test_wgmma(void) {
     { "sm_90a", "f16", 1, 64, 256, 32, true, true, true, "v3:64,256,32,64,256,8", "f16" },
     { "sm_90a", "bf16", 1, 130, 40, 64, false, false, false, "v3:128,64,32,128,64,8", "f32" },
     { "sm_90a", "f16", 1, 33, 129, 80, false, true, true, "v3:64,128,16,64,64,8", "f32" },
+    /* the large tiles: two warpgroups of m64n256k16 / of 2 x m64n128k16; 3 and 2 buffers */
+    { "sm_90a", "f16", 1, 130, 260, 96, false, false, true, "v3:128,256,32,64,256,8", "f16" },
+    { "sm_90a", "bf16", 1, 200, 100, 40, true, true, false, "v3:256,128,16,128,128,8", "f32" },
+    { "sm_90a", "f16", 2, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
   /* the static proof of the in-flight protocol can fail: each broken variant is refused
@@ -1672,6 +1676,18 @@ static void test_wgmma(void) {
   CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == 1 &&
             ad && ad->kind == KL_ACCEL_WGMMA && ad->n == 128 && ad->wave == 128 && kl_accel_block_size(&ac, ad) == 256,
         "v3 select: %s", err);
+  /* the heuristic's large tiles: 128x256x32 for a large GEMM, not where 256-wide tiles pad N
+   * more (N = 384) or leave compute units idle */
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 4096, &ac, &ad, err, sizeof err) == 1 &&
+            ac.m_per_block == 128 && ac.n_per_block == 256 && ac.k_per_block == 32 && ad->n == 256,
+        "v3 heuristic 4096^3: %lldx%lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block,
+        (long long)ac.k_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 384, 4096, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 128,
+        "v3 heuristic N 384: %lld", (long long)ac.n_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 512, 512, 4096, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 128,
+        "v3 heuristic 512^2 (8 tiles of 128x256 for 132 SMs): %lld", (long long)ac.n_per_block);
   CHECK(kl_accel_select(s90, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1 &&
             strstr(err, "sm_90a"),
         "v3 on sm_90: %s", err);

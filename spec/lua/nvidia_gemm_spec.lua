@@ -262,7 +262,8 @@ describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
 end)
 
 -- every case of the device suite's wgmma section (spec/lua/wgmma_cases.lua) compiles for
--- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues)
+-- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues); the
+-- heuristic picks 128x256x32 tiles for its large GEMMs; ptxas: 0 spills for the large tiles
 describe("wgmma device cases compile for sm_90a", function()
   local W = require "wgmma_cases"
   it("every case", function()
@@ -274,7 +275,16 @@ describe("wgmma device cases compile for sm_90a", function()
       for _, k in ipairs(p:kernels()) do
         if k.kind == "gemm" then
           assert.is_truthy(k.perf_config:match("^v3:"), c.name .. ": " .. k.perf_config)
-          n = n + count(p:disasm(k.name, "sm_90a"), "wgmma%.mma_async")
+          local ptx = p:disasm(k.name, "sm_90a")
+          n = n + count(ptx, "wgmma%.mma_async")
+          if c.name:find("heuristic large", 1, true) then
+            assert.are.equal("v3:128,256,32,64,256,8", k.perf_config, c.name)
+          end
+          -- the heuristic's large tiles (up to 255 registers): 0 spill bytes with their
+          -- epilogues too (forced large tiles on odd sizes spill: device numerics only)
+          if not c.perf and (k.perf_config:match("^v3:128,256") or k.perf_config:match("^v3:256,128")) then
+            ptxas_check(ptx, "sm_90a", function() end)
+          end
         end
       end
       assert.is_true(n > 0, c.name .. ": no wgmma")
