@@ -1,7 +1,9 @@
 /* rock_wgmma.h — Hopper warpgroup GEMMs (sm_90a, `wgmma.mma_async`): the instruction
  * descriptors, the "v3:" perf config, the path selection and the blockwise lowering.
- * The path is opt-in (off by default): a "v3:" perf config, or rock-gemm-to-gridwise's
- * option wgmma=true (the heuristic below), on a target with `wgmma` (kl_target).
+ * The path is the default on a target with `wgmma` (kl_target: sm_90a, which a compute
+ * capability 9.0 device compiles for): rock-gemm-to-gridwise's option wgmma (true by
+ * default; the heuristic below, falling back to mma.sync where it has no config: types
+ * other than f16 / bf16), or a "v3:" perf config; wgmma=false or target sm_90: mma.sync.
  *
  * Instruction: wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} (N = 8..256, a
  * multiple of 8), issued by a warpgroup (4 warps, 128 threads) with A and B read from

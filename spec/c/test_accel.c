@@ -1352,7 +1352,10 @@ static void run_case_with(const gcase *c, const char *pipeline) {
     return;
   }
   const kl_target *t = kl_target_lookup(c->target);
-  bool wg = c->perf && !strncmp(c->perf, "v3:", 3); /* Hopper wgmma */
+  /* Hopper wgmma: a v3 config, or the default for f16 / bf16 on a target with wgmma */
+  bool wg = c->perf ? !strncmp(c->perf, "v3:", 3)
+                    : t && t->wgmma && (!strcmp(c->type, "f16") || !strcmp(c->type, "bf16")) &&
+          (!pipeline || !strstr(pipeline, "wgmma=false"));
   bool want_accel = !wg && (!c->perf || !strncmp(c->perf, "v2:", 3)) &&
       kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
   CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what,
@@ -1593,7 +1596,7 @@ static const char *mut_barrier(kl_op *k) { /* no barrier after the wait: other w
   return "barrier since";
 }
 
-/* Hopper wgmma (passes/rock_wgmma.h), opt-in: "v3:" configs on sm_90a lower to
+/* Hopper wgmma (passes/rock_wgmma.h), sm_90a's default: "v3:" configs on sm_90a lower to
  * rock.wgmma_desc / rock.wgmma / rock.wgmma_sync, and the interpreter executes them from
  * the descriptor bits against the LDS image the kernel's own copies wrote (model above):
  * results equal a direct matmul; every wgmma follows a fence, LDS is never written while
@@ -1660,12 +1663,16 @@ static void test_wgmma(void) {
     gcase c2 = { "sm_90a", "bf16", 1, 64, 200, 48, true, false, false, "v3:64,128,16,64,64,8", "bf16" };
     run_case_with(&c2, sw);
   }
-  /* wgmma=true elsewhere keeps the other paths; sm_90a without the option is sm_90's mma.sync */
+  /* wgmma=true elsewhere keeps the other paths; sm_90a takes wgmma by default, mma.sync
+   * with wgmma=false */
   {
     gcase c = { "sm_90", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" };
     run_case_with(&c, pl);
     gcase c2 = { "sm_90a", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" };
     run_case(&c2);
+    run_case_with(&c2,
+                  "rock-gemm-to-gridwise{wgmma=false},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+                  "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce");
   }
   kl_ctx *ctx = kl_test_ctx();
   const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16), *f32 = kl_type_f32(ctx);
@@ -1715,7 +1722,7 @@ static void test_wgmma(void) {
   CHECK(dsc == ((uint64_t)(0x12340 >> 4) | ((uint64_t)0x123 << 16) | ((uint64_t)9 << 32)), "desc %llx",
         (unsigned long long)dsc);
   kl_ctx_destroy(ctx);
-  group_end("wgmma (sm_90a, opt-in): descriptor-level interpretation of the lowered kernels equals a direct matmul; "
+  group_end("wgmma (sm_90a): descriptor-level interpretation of the lowered kernels equals a direct matmul; "
             "fences, commits and waits ordered; v3 configs");
 }
 
@@ -2027,6 +2034,7 @@ static void test_graphs(void) {
  * with epilogues, element-wise, reductions, softmax) compiled for a GPU target, every
  * launch interpreted, against g:eval with the suite's tolerances. */
 /* gen: the Lua expression of case number %d (a table with g, inputs, name, dtype) */
+static int g_fused_wgmma; /* wgmma (v3) kernels interpreted by run_fused_suite */
 static void run_fused_suite(lua_State *L, const char *T, int nseeds, const char *gen, int *ngraphs, int *naccel) {
   for (int seed = 1; seed <= nseeds; seed++) {
     char code[512], expr[128];
@@ -2068,7 +2076,8 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, const char 
       const kl_bundle_step *step = kl_program_step(p, T, si);
       if (step->kind != KL_BUNDLE_LAUNCH) continue; /* workspaces: the slots are all allocated here */
       const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
-      accel |= !strncmp(ki->perf_config, "v2:", 3);
+      accel |= !strncmp(ki->perf_config, "v2:", 3) || !strncmp(ki->perf_config, "v3:", 3);
+      g_fused_wgmma += !strncmp(ki->perf_config, "v3:", 3);
       kl_op *kf = kl_module_lookup(cm, ki->name);
       double *args[32];
       for (int a = 0; a < step->nargs && a < 32; a++) args[a] = mem[step->args[a]];
@@ -2153,12 +2162,16 @@ static void test_fused_suite(void) {
   static const struct {
     const char *target;
     int seeds;
-  } runs[] = { { "sm_90", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
+  } runs[] = { { "sm_90", 140 }, { "sm_90a", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
   for (size_t i = 0; loaded && i < sizeof runs / sizeof *runs; i++) {
     int ng = 0, na = 0;
+    g_fused_wgmma = 0;
     run_fused_suite(L, runs[i].target, runs[i].seeds, "gen.gen(%d)", &ng, &na);
     CHECK(ng == runs[i].seeds && na > 0, "%s: %d graphs, %d with accel kernels", runs[i].target, ng, na);
-    printf("fused suite on %s: %d graphs interpreted, %d with accel kernels\n", runs[i].target, ng, na);
+    bool wgt = kl_target_lookup(runs[i].target)->wgmma; /* sm_90a: wgmma by default */
+    CHECK(wgt == (g_fused_wgmma > 0), "%s: %d wgmma kernels", runs[i].target, g_fused_wgmma);
+    printf("fused suite on %s: %d graphs interpreted, %d with accel kernels (%d wgmma kernels)\n", runs[i].target, ng,
+           na, g_fused_wgmma);
   }
   /* the blockwise reduction / softmax cases of spec/lua/reduce_blockwise_cases.lua (lane
    * shuffles, LDS across waves, column mappings) */
@@ -2167,7 +2180,7 @@ static void test_fused_suite(void) {
     nrb = (int)lua_tointeger(L, -1);
   lua_settop(L, 0);
   CHECK(nrb > 0, "reduce_blockwise_cases: no cases");
-  static const char *const rb_targets[] = { "sm_90", "gfx942", "gfx1100" };
+  static const char *const rb_targets[] = { "sm_90", "sm_90a", "gfx942", "gfx1100" };
   for (size_t i = 0; nrb > 0 && i < sizeof rb_targets / sizeof *rb_targets; i++) {
     int ng = 0, na = 0;
     run_fused_suite(L, rb_targets[i], nrb, "rbc[%d]", &ng, &na);

@@ -164,7 +164,7 @@ describe("NVIDIA tensor-core GEMMs: the cp.async pipeline", function()
     end
   end
 end)
--- Hopper wgmma (sm_90a, opt-in: a v3 config or the pass option wgmma=true,
+-- Hopper wgmma (sm_90a, its default: the heuristic, or a v3 config; wgmma=false: mma.sync;
 -- passes/rock_wgmma.h): the PTX targets sm_90a and has wgmma.mma_async between
 -- wgmma.fence and commit_group / wait_group, fence.proxy.async before the K-loop barriers,
 -- no mma.sync; ptxas -arch=sm_90a accepts it with 0 spill bytes and no stack; the SASS has
@@ -185,15 +185,22 @@ local wg_cases = {
 }
 local wg_pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
 
-describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
-  it("sm_90a is a compile target with wgmma; sm_90 has none; without the switch sm_90a keeps mma.sync", function()
+describe("NVIDIA wgmma GEMMs (sm_90a)", function()
+  it("sm_90a is a compile target with wgmma, its default for f16 GEMMs; sm_90 has none; wgmma=false keeps mma.sync", function()
     assert.is_true(kiln.target("sm_90a").wgmma)
     assert.is_false(kiln.target("sm_90").wgmma)
     local p = kiln.compile(dot_graph(64, 64, 64, "f16"), { target = "sm_90a", cache = false })
     local ptx = p:disasm(p:kernels()[1].name, "sm_90a")
     assert.is_truthy(ptx:find(".target sm_90a", 1, true))
+    assert.is_truthy(ptx:find("wgmma.mma_async", 1, true))
+    local off = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=false}", 1)
+    p = kiln.compile(dot_graph(64, 64, 64, "f16"), { target = "sm_90a", cache = false, pipeline = off })
+    ptx = p:disasm(p:kernels()[1].name, "sm_90a")
     assert.is_nil(ptx:find("wgmma", 1, true))
     assert.is_truthy(ptx:find("mma.sync", 1, true))
+    -- f32 GEMMs have no wgmma: FMA on sm_90a as on sm_90
+    p = kiln.compile(dot_graph(64, 64, 64, "f32"), { target = "sm_90a", cache = false })
+    assert.is_nil(p:disasm(p:kernels()[1].name, "sm_90a"):find("wgmma", 1, true))
   end)
   it("a v3 config on sm_90 or with f32 inputs is an error naming the reason", function()
     local ok, e = pcall(kiln.compile, dot_graph(64, 64, 64, "f16"), { target = "sm_90", cache = false, perf_config = "v3:64,64,16,64,64,8" })

@@ -1,4 +1,4 @@
--- wgmma_cases.lua — GEMMs and convs on the Hopper wgmma path (sm_90a, opt-in: passes/rock_wgmma.h)
+-- wgmma_cases.lua — GEMMs and convs on the Hopper wgmma path (sm_90a, its default: passes/rock_wgmma.h)
 -- for the device suites (scripts/gpu_wgmma.lua alone, scripts/gpu_suite.lua with the rest):
 -- f16 / bf16, every operand transposition, tile multiples and odd sizes, K from 16 to 4096,
 -- batch, fused epilogues (bias + relu, sigmoid + cast, residual), the seed conv and a padded
