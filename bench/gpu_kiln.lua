@@ -279,13 +279,23 @@ end
 local function shape_str(d) return table.concat(d, "x") end
 
 -- The variant of a case: "wgmma" compiles for sm_90a with rock-gemm-to-gridwise{wgmma=true}
--- (the opt-in Hopper path, passes/rock_wgmma.h; compute capability 9.0 only); "v1:..." / "v2:..."
--- with that perf config (a same-run comparison with the heuristic's pick); else the default.
+-- (the Hopper path, passes/rock_wgmma.h, sm_90a's default; compute capability 9.0 only);
+-- "mmasync" for sm_90 on such a device (the mma.sync path its own target sm_90a replaced); "v3:..." that
+-- wgmma config on sm_90a (compute capability 9.0 only); "v1:..." / "v2:..." with that perf
+-- config (a same-run comparison with the heuristic's pick); else the default.
 local WGMMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
 local function compile_case(c, g)
   if c.variant == "wgmma" then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the wgmma variant needs a compute capability 9.0 GPU", 0) end
     return kiln.compile(g, { target = "sm_90a", pipeline = WGMMA_PIPELINE })
+  end
+  if c.variant == "mmasync" then
+    if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the mmasync variant is for a compute capability 9.0 GPU", 0) end
+    return kiln.compile(g, { target = "sm_90" })
+  end
+  if c.variant and c.variant:match("^v3:") then -- a wgmma config: sm_90a, compute capability 9.0 only
+    if not (dev.kind == "cuda" and dev.cc == "9.0") then error("a v3 (wgmma) config needs a compute capability 9.0 GPU", 0) end
+    return kiln.compile(g, { target = "sm_90a", perf_config = c.variant })
   end
   if c.variant and c.variant:match("^v%d:") then return kiln.compile(g, { target = dev.arch, perf_config = c.variant }) end
   if c.variant then error("unknown case variant '" .. c.variant .. "'", 0) end

@@ -277,8 +277,8 @@ static kl_status verify_async_wait(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc, "'rock.async_wait' needs an integer attribute 'pending' in [0, 7]");
   return KL_OK;
 }
-/* Hopper warpgroup MMAs (passes/rock_wgmma.h): rock.wgmma_desc(%lds, %i...) {lbo, sbo}
- * -> i64, the matrix descriptor of the LDS element at %i; rock.wgmma(%da : i64, %db : i64,
+/* Hopper warpgroup MMAs (passes/rock_wgmma.h): rock.wgmma_desc(%lds, %i...) {lbo, sbo,
+ * offset} -> i64, the matrix descriptor of the LDS element at %i plus offset bytes; rock.wgmma(%da : i64, %db : i64,
  * %c : vector<N/2 x f32>) {instr} -> c's type; rock.wgmma_sync(%v...) {step = "fence" |
  * "commit" | "wait" | "proxy_fence", pending (wait)} -> the operands' types. */
 static kl_status verify_wgmma_desc(kl_op *op) {
@@ -293,6 +293,11 @@ static kl_status verify_wgmma_desc(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc,
                          "'rock.wgmma_desc' needs integer attributes 'lbo' and 'sbo': byte offsets, multiples of 16 "
                          "below 2^18");
+  int64_t off = 0;
+  const kl_attr *oa = kl_op_attr(op, "offset");
+  if (oa && (!kl_op_attr_i64(op, "offset", &off) || off < 0 || off % 16 || off >= (1 << 18)))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.wgmma_desc': 'offset' must be an integer byte offset, a multiple of 16 below 2^18");
   return KL_OK;
 }
 static kl_status verify_wgmma(kl_op *op) {

@@ -66,8 +66,8 @@ typedef struct kl_target {
                               2.2 GB of L2 -> SM tile traffic in 0.5 ms ~ 4.3 TB/s over 132 SMs x
                               1.98 GHz); with it the NVIDIA GEMM costs also charge a per-K-step
                               latency (passes/rock_accel.h). sm_80: 0 (not measured; old costs) */
-  bool wgmma;              /* Hopper warpgroup MMAs (wgmma.mma_async, sm_90a): the opt-in
-                             path of passes/rock_wgmma.h */
+  bool wgmma;              /* Hopper warpgroup MMAs (wgmma.mma_async, sm_90a): the default
+                             path of passes/rock_wgmma.h for f16 / bf16 GEMMs */
 } kl_target;
 
 /* Native float atomic adds to global memory, as LLVM 19 emits them (checked with llc on

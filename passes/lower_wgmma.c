@@ -34,7 +34,19 @@ bool kl__lower_wgmma_desc(kl_llvm_lowering *L, kl_op *op) {
   LLVMValueRef a = LLVMBuildPtrToInt(b, p, i64, "");
   a = LLVMBuildLShr(b, LLVMBuildAnd(b, a, LLVMConstInt(i64, 0x3ffff, 0), ""), LLVMConstInt(i64, 4, 0), "");
   uint64_t hi = kl_wgmma_desc_encode(0, lbo, sbo); /* the constant fields */
-  kl_llvm_set_value(L, &op->results[0], LLVMBuildOr(b, a, LLVMConstInt(i64, hi, 0), "wgmma.desc"));
+  LLVMValueRef dv = LLVMBuildOr(b, a, LLVMConstInt(i64, hi, 0), "wgmma.desc");
+  /* + offset / 16 (the start address field; below 2^18 bytes: no carry out of it), in a
+   * volatile asm at the use: LLVM keeps one base per tile live across the K loop instead
+   * of hoisting every descriptor out of it */
+  int64_t off = 0;
+  kl_op_attr_i64(op, "offset", &off);
+  if (off % 16 || off < 0 || off >= (1 << 18))
+    return kl_llvm_fail(L, op, "'offset' must be a multiple of 16 below 2^18");
+  char text[64];
+  snprintf(text, sizeof text, "add.s64 $0, $1, %lld;", (long long)(off >> 4));
+  LLVMTypeRef fty = LLVMFunctionType(i64, &i64, 1, 0);
+  dv = LLVMBuildCall2(b, fty, inline_asm(fty, text, "=l,l"), &dv, 1, "wgmma.desc");
+  kl_llvm_set_value(L, &op->results[0], dv);
   return true;
 }
 

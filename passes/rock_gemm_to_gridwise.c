@@ -240,7 +240,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   memset(&ac, 0, sizeof ac);
   pc.split_k = 1;
   const kl_accel_desc *ad = NULL;
-  int accel = o->accel && o->wgmma && !given /* the opt-in Hopper path, passes/rock_wgmma.h */
+  int accel = o->accel && o->wgmma && !given /* the Hopper path (sm_90a's default), passes/rock_wgmma.h */
       ? kl_wgmma_select(t, ta->elem, tb->elem, NULL, G, M, N, K, &ac, &ad, err, sizeof err)
       : 0;
   if (o->accel && !accel) accel = kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err);
@@ -480,9 +480,10 @@ static const kl_pass_option options[] = {
   { "tuned", KL_OPT_STRING, "",
     "tuned configs \"KEY=CONFIG;...\" by problem key (passes/problem_key.h; the driver fills it from the tuning "
     "database): used for a kernel without a given perf config" },
-  { "wgmma", KL_OPT_BOOL, "false",
+  { "wgmma", KL_OPT_BOOL, "true",
     "Hopper warpgroup MMAs (wgmma.mma_async) for f16 / bf16 GEMMs without a given config on targets with wgmma "
-    "(sm_90a), chosen by the wgmma heuristic (passes/rock_wgmma.h); a v3:... config selects them too" },
+    "(sm_90a, the target of compute capability 9.0 devices), chosen by the wgmma heuristic (passes/rock_wgmma.h; "
+    "other GEMMs keep mma.sync); a v3:... config selects them too; false: mma.sync" },
 };
 
 void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {

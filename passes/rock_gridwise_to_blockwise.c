@@ -48,6 +48,9 @@
  *     blockwise_gemm(L0); write(L1); barrier; read((kl + 2) mod n)
  *     blockwise_gemm(L1); write(L0); barrier; read((kl + 3) mod n) }
  * (a tile is written only after the barrier that follows every wave's last read of it).
+ * wgmma GEMMs (passes/rock_wgmma.h) with more than one K step take W = 3 (else 2) LDS
+ * buffers whose MMAs stay in flight across the next step's copies: wg_emit, the protocol
+ * in rock_wgmma.h.
  * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
@@ -64,6 +67,7 @@
 #include "passes/fusion_util.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
+#include "passes/rock_wgmma.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -523,7 +527,7 @@ static void kl_barrier(const kloop *k) {
   }
   kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
-static void kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
+static kl_op *kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
   kl_ctx *ctx = kl_rewriter_ctx(k->rw);
   const tiles *t = k->t;
   kl_value *bg[4] = { la, lb, k->acc, k->tid };
@@ -535,7 +539,69 @@ static void kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
   };
   kl_op *bw = kl_rewriter_create(k->rw, "rock.blockwise_gemm", k->loc, 4, bg, 0, NULL, 7, ba, 0);
   kl_accel_copy_attrs(k->gw, bw); /* accel GEMMs: m_per_wave, n_per_wave, accel_instr, accel */
+  return bw;
 }
+/* (kl + off) mod nk */
+static kl_value *kl_next(const kloop *k, kl_value *kl, int64_t off, int64_t nk) {
+  kl_emitter e = { k->rw, k->loc };
+  return kl_emit_remi(&e, kl_emit_add(&e, kl, kl_tile_index(k->rw, k->loc, off)), nk);
+}
+/* ---- wgmma (passes/rock_wgmma.h): W LDS buffers, each step's MMAs in flight across the
+ * next step's copies (see the header comment) ---- */
+static void wg_wait(const kloop *k, int64_t pending) {
+  kl_ctx *ctx = kl_rewriter_ctx(k->rw);
+  kl_named_attr a[2] = { { "step", kl_attr_str(ctx, "wait") }, { "pending", kl_attr_int(ctx, pending) } };
+  kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 2, a, 0);
+}
+/* K step kidx, its tiles in buffer s; the private copies hold step kidx + 1 */
+static void wg_step(const kloop *k, kl_value *const *la, kl_value *const *lb, int W, int s, kl_value *kidx,
+                    int64_t nk) {
+  kl_op *g = kl_gemm(k, la[s], lb[s]); /* fence, MMAs, commit: group kidx */
+  kl_rewriter_set_attr(k->rw, g, "wgmma_wait", kl_attr_str(kl_rewriter_ctx(k->rw), "deferred"));
+  kl_write(k, la[(s + 1) % W], lb[(s + 1) % W]); /* last read by group kidx + 1 - W: retired */
+  kl_read(k, kl_next(k, kidx, 2, nk));           /* the last two steps reload steps 0, 1: unused */
+  wg_wait(k, W - 2);                             /* retires group kidx + 2 - W ... */
+  kl_barrier(k); /* ... in every warpgroup (its buffer is written next step); the writes above fenced and visible */
+}
+static void wg_emit(const kloop *k, kl_value *const *la, kl_value *const *lb, int W, int64_t nk) {
+  kl_rewriter *rw = k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_read(k, kl_tile_index(rw, k->loc, 0));
+  kl_write(k, la[0], lb[0]);
+  kl_barrier(k);
+  kl_read(k, kl_tile_index(rw, k->loc, 1 % nk));
+  int64_t r = nk % W, main = nk - r;
+  if (main > 0) {
+    kl_value *bnd[3] = { kl_tile_index(rw, k->loc, 0), kl_tile_index(rw, k->loc, main), kl_tile_index(rw, k->loc, W) };
+    kl_op *loop = kl_rewriter_create(rw, "scf.for", k->loc, 3, bnd, 0, NULL, 0, NULL, 1);
+    kl_block *body = kl_block_create(ctx);
+    kl_value *kl = kl_block_add_arg(ctx, body, kl_type_index(ctx));
+    kl_region_push_block(&loop->regions[0], body);
+    kl_rewriter_set_insertion_end(rw, body);
+    for (int j = 0; j < W; j++) {
+      kl_emitter e = { rw, k->loc };
+      wg_step(k, la, lb, W, j, j ? kl_emit_add(&e, kl, kl_tile_index(rw, k->loc, j)) : kl, nk);
+    }
+    kl_rewriter_create(rw, "scf.yield", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+    kl_rewriter_set_insertion_after(rw, loop);
+  }
+  for (int64_t j = 0; j < r; j++) wg_step(k, la, lb, W, (int)j, kl_tile_index(rw, k->loc, main + j), nk);
+  /* every group retired, the accumulators through the wait; no warpgroup reads the LDS the
+   * epilogue may reuse */
+  kl_wgmma_emit_acc_wait(rw, k->loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
+  kl_rewriter_create(rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+}
+/* Buffers for the wgmma loop: 3 (a group always in flight across the barrier) where they
+ * fit the target's LDS, else 2, else 0 (the plain loop: its blockwise GEMMs wait for their
+ * own MMAs). One block per SM: the loop's registers (136 for 128x128 tiles, ptxas sm_90a)
+ * leave no room for a second block of 256 threads anyway. */
+static int wg_buffers(const kl_target *tg, int64_t nk, int64_t tile_bytes) {
+  int64_t lds = tg ? tg->lds_bytes : 48 * 1024, stage = (tile_bytes + 255) / 128 * 128;
+  if (nk < 2) return 0;
+  if (nk >= 3 && 3 * stage <= lds) return 3;
+  return 2 * stage <= lds ? 2 : 0;
+}
+
 /* ---- the multi-stage (cp.async) pipeline, see the header comment ---- */
 typedef struct {
   const kloop *k;
@@ -667,11 +733,6 @@ static bool async_operand(kl_value *v, const kl_view *d, kl_value *lds, int64_t 
   return kl_tile_vector_len(d, lds, 3) >= vlen;
 }
 
-/* (kl + off) mod nk */
-static kl_value *kl_next(const kloop *k, kl_value *kl, int64_t off, int64_t nk) {
-  kl_emitter e = { k->rw, k->loc };
-  return kl_emit_remi(&e, kl_emit_add(&e, kl, kl_tile_index(k->rw, k->loc, off)), nk);
-}
 
 static bool get_attr(kl_rewriter *rw, kl_op *op, const char *name, int64_t *out) {
   if (kl_op_attr_i64(op, name, out) && *out >= 1) return true;
@@ -766,6 +827,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     if ((nv16 || mfma16) && t.kpack > 1 && t.kpack * eb == 16) {
       const kl_target *tt = mfma16 ? kl_perf_resolve_target(op, NULL, NULL, 0) : NULL;
       int64_t lim = tt ? tt->lds_bytes : 48 * 1024;
+      const kl_target *tw = mfma16 || strcmp(accel, "wgmma") ? NULL : kl_perf_resolve_target(op, NULL, NULL, 0);
+      if (tw) lim = tw->lds_bytes; /* wgmma: its multi-buffered loop is past 48 KiB (dynamic shared memory) anyway */
       skew_a = t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
       skew_b = t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
@@ -886,6 +949,20 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, which));
           kl_rewriter_set_attr(rw, fn, "pipeline_stages", kl_attr_int(ctx, S));
         }
+        goto after_loop;
+      }
+      if (accel && !strcmp(accel, "wgmma") && (P.S = wg_buffers(tg, nk, tile_bytes)) > 1) {
+        S = P.S; /* the wgmma loop (wg_emit): P.la / P.lb hold its buffers */
+        P.la[0] = lds_a, P.lb[0] = lds_b;
+        for (int s = 1; s < S && ok; s++) {
+          P.la[s] = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
+          P.lb[s] = P.la[s] ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+          ok = P.lb[s] != NULL;
+        }
+        if (!ok) goto done;
+        wg_emit(&K, P.la, P.lb, S, nk);
+        extra += (S - 1) * tile_bytes;
+        if (fn) kl_rewriter_set_attr(rw, fn, "wgmma_buffers", kl_attr_int(ctx, S));
         goto after_loop;
       }
       dbuf = prefetch && nv16 && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;

@@ -601,6 +601,8 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
   const kl_type *tc = dst->type->elem;
   int64_t slow = nfast ? t.MB : t.NB, pad = 0;
   int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
+  int64_t wgb = 0; /* a multi-buffered wgmma K loop (passes/rock_wgmma.h): LDS for two blocks per SM */
+  if (kl_op_attr_i64(func, "wgmma_buffers", &wgb) && wgb > 1 && tg->lds_bytes / 2 > budget) budget = tg->lds_bytes / 2;
   int64_t have = func_lds_bytes(func), bytes = 0, grow_to = 0;
   bool fits = false;
   for (int try = tg->arch != KL_ARCH_HOST && LDS_PAD_BYTES % elem_bytes(tc) == 0 ? 0 : 1; try < 2 && !fits; try++) {

@@ -130,6 +130,16 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
     /* N tiles: N rounded up to 8 when below 64 (no padding to 64 columns), else 64 / 128;
      * the first that validates (the block size must divide the LDS tiles' elements) */
     int64_t n8 = (n + 7) / 8 * 8, cand[3] = { n8 < 64 ? n8 : 0, 64, 128 };
+    int64_t cus = t->compute_units > 0 ? t->compute_units : 1;
+    /* large GEMMs: 128x256 block tiles, two warpgroups of m64n256k16 (half the LDS bytes
+     * per MMA of two m64n128k16), where they need no padding (the bounds checks of odd
+     * sizes took ptxas past 255 registers: 16 to 250 spilled bytes), leave a tile per
+     * compute unit and the K loop has steps to pipeline */
+    if (m % 128 == 0 && n % 256 == 0 && k % 32 == 0 && k >= 128 && g * (m / 128) * (n / 256) >= cus) {
+      cc = (kl_accel_config){ 128, 256, 32, 64, 256, 16 / eb, 1 };
+      const kl_accel_desc *cd = kl_wgmma_desc(in, 256);
+      if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
+    }
     for (int i = n <= 64 ? 0 : 2; i < 3 && !dd; i++) {
       if (!cand[i]) continue;
       cc.split_k = 1;
@@ -137,7 +147,6 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
       cc.n_per_wave = cand[i];
       cc.n_per_block = cc.n_per_wave;
       cc.m_per_block = 128;
-      int64_t cus = t->compute_units > 0 ? t->compute_units : 1;
       if (m <= 64 || 2 * g * cdiv(m, 128) * cdiv(n, cc.n_per_block) < cus) cc.m_per_block = 64;
       cc.k_per_block = k <= 16 ? 16 : k <= 32 ? 32 : 64;
       cc.kpack = 16 / eb;
@@ -209,7 +218,10 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, core_layout *L, 
   return true;
 }
 
-static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl_value *k0, kl_value *d0, int eb) {
+/* The descriptor of the tile element (k0, d0) plus `offset` bytes (the lowering adds it
+ * where the descriptor is used, so that one base per tile stays live across the K loop). */
+static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl_value *k0, kl_value *d0, int eb,
+                           int64_t offset) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
   kl_emitter e = { rw, loc };
   kl_value *up[2] = { k0, d0 }, *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
@@ -218,14 +230,39 @@ static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl
   o[0] = L->raw;
   int rank = L->raw->type->rank;
   for (int i = 0; i < rank; i++) o[1 + i] = lower[i];
-  kl_named_attr a[2] = { { "lbo", kl_attr_int(ctx, L->lbo * eb) }, { "sbo", kl_attr_int(ctx, L->sbo * eb) } };
+  kl_named_attr a[3] = { { "lbo", kl_attr_int(ctx, L->lbo * eb) },
+                         { "offset", kl_attr_int(ctx, offset) },
+                         { "sbo", kl_attr_int(ctx, L->sbo * eb) } };
   const kl_type *i64 = kl_type_i64(ctx);
-  return kl_op_result(kl_rewriter_create(rw, "rock.wgmma_desc", loc, 1 + rank, o, 1, &i64, 2, a, 0), 0);
+  return kl_op_result(kl_rewriter_create(rw, "rock.wgmma_desc", loc, 1 + rank, o, 1, &i64, 3, a, 0), 0);
 }
 
 static void sync_op(kl_rewriter *rw, kl_loc loc, const char *step) {
   kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(rw), step) };
   kl_rewriter_create(rw, "rock.wgmma_sync", loc, 0, NULL, 0, NULL, 1, &a, 0);
+}
+
+void kl_wgmma_emit_acc_wait(kl_rewriter *rw, kl_loc loc, kl_value *acc, const char *instr, int64_t pending) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  const kl_accel_desc *d = kl_wgmma_desc_by_name(instr);
+  int64_t clen = d ? d->n / 2 : 0, nv = clen ? acc->type->shape[0] / clen : 0;
+  if (nv > 64) nv = 0; /* not an accumulator of this instruction: a plain wait */
+  kl_ll L;
+  kl_ll_init(&L, rw, loc, 0);
+  kl_value *vals[64];
+  const kl_type *vts[64];
+  const kl_type *vt = clen ? kl_type_vector(ctx, kl_type_f32(ctx), (int)clen) : NULL;
+  for (int64_t i = 0; i < nv; i++) {
+    kl_value *ix = kl_ll_idx(&L, i * clen);
+    vals[i] = kl_ll_load(&L, acc, &ix, NULL, clen);
+    vts[i] = vt;
+  }
+  kl_named_attr wa[2] = { { "step", kl_attr_str(ctx, "wait") }, { "pending", kl_attr_int(ctx, pending) } };
+  kl_op *w = kl_rewriter_create(rw, "rock.wgmma_sync", loc, (int)nv, vals, (int)nv, vts, 2, wa, 0);
+  for (int64_t i = 0; i < nv; i++) {
+    kl_value *ix = kl_ll_idx(&L, i * clen);
+    kl_ll_store(&L, kl_op_result(w, (int)i), acc, &ix, NULL);
+  }
 }
 
 bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
@@ -292,12 +329,14 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     const kl_type *vt = kl_type_vector(ctx, kl_type_f32(ctx), (int)clen);
     sync_op(rw, loc, "fence");
     for (int64_t kk = 0; kk < c.k_per_block / d->k; kk++) {
-      kl_value *k0 = kl_ll_idx(&L, kk * d->k);
+      /* (16 kk, dm0 + 64 i) is core matrix (2 kk, dm0/8 + 8 i) of the proven layout (dm0, dn0
+       * multiples of 8): the warpgroup's tile origin plus a constant */
+      kl_value *k0 = kl_ll_idx(&L, 0);
       kl_value *da[64], *db[64];
       for (int64_t i = 0; i < mrep; i++)
-        da[i] = make_desc(rw, loc, &A, k0, kl_emit_add(&e, dm0, kl_ll_idx(&L, i * d->m)), eb);
+        da[i] = make_desc(rw, loc, &A, k0, dm0, eb, (A.sbo * (i * d->m / 8) + A.lbo * (kk * d->k / 8)) * eb);
       for (int64_t j = 0; j < nrep; j++)
-        db[j] = make_desc(rw, loc, &B, k0, kl_emit_add(&e, dn0, kl_ll_idx(&L, j * d->n)), eb);
+        db[j] = make_desc(rw, loc, &B, k0, dn0, eb, (B.sbo * (j * d->n / 8) + B.lbo * (kk * d->k / 8)) * eb);
       for (int64_t i = 0; i < mrep; i++)
         for (int64_t j = 0; j < nrep; j++) {
           kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
@@ -308,21 +347,10 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
         }
     }
     sync_op(rw, loc, "commit");
-    /* wait 0, the accumulators passing through it */
-    int64_t nv = mrep * nrep;
-    kl_value *vals[64];
-    const kl_type *vts[64];
-    for (int64_t i = 0; i < nv; i++) {
-      kl_value *ix = kl_ll_idx(&L, i * clen);
-      vals[i] = kl_ll_load(&L, acc, &ix, NULL, clen);
-      vts[i] = vt;
-    }
-    kl_named_attr wa[2] = { { "step", kl_attr_str(ctx, "wait") }, { "pending", kl_attr_int(ctx, 0) } };
-    kl_op *w = kl_rewriter_create(rw, "rock.wgmma_sync", loc, (int)nv, vals, (int)nv, vts, 2, wa, 0);
-    for (int64_t i = 0; i < nv; i++) {
-      kl_value *ix = kl_ll_idx(&L, i * clen);
-      kl_ll_store(&L, kl_op_result(w, (int)i), acc, &ix, NULL);
-    }
+    /* wait 0 here, unless the K loop waits (wgmma_wait = "deferred": its MMAs stay in
+     * flight across the next step's copies, rock-gridwise-to-blockwise) */
+    const char *wmode = kl_op_attr_string(op, "wgmma_wait");
+    if (!wmode || strcmp(wmode, "deferred")) kl_wgmma_emit_acc_wait(rw, loc, acc, d->intrinsic, 0);
     kl_rewriter_erase_op(rw, op);
   }
   kl_view_free(A.view);

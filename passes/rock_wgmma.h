@@ -1,7 +1,9 @@
 /* rock_wgmma.h — Hopper warpgroup GEMMs (sm_90a, `wgmma.mma_async`): the instruction
  * descriptors, the "v3:" perf config, the path selection and the blockwise lowering.
- * The path is opt-in (off by default): a "v3:" perf config, or rock-gemm-to-gridwise's
- * option wgmma=true (the heuristic below), on a target with `wgmma` (kl_target).
+ * The path is the default on a target with `wgmma` (kl_target: sm_90a, which a compute
+ * capability 9.0 device compiles for): rock-gemm-to-gridwise's option wgmma (true by
+ * default; the heuristic below, falling back to mma.sync where it has no config: types
+ * other than f16 / bf16), or a "v3:" perf config; wgmma=false or target sm_90: mma.sync.
  *
  * Instruction: wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} (N = 8..256, a
  * multiple of 8), issued by a warpgroup (4 warps, 128 threads) with A and B read from
@@ -25,7 +27,10 @@
  *   target without wgmma or for inputs other than f16 / bf16 (equal types), bad fields.
  *   E.g. "v3:128,128,64,64,128,8": 2 warpgroups (256 threads), each a 64x128 tile,
  *   K tiles of 64 (4 instructions m64n128k16 per warpgroup and K tile).
- * Heuristic (wgmma=true, no config): mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
+ * Heuristic (wgmma=true, no config): large GEMMs (M, N, K multiples of 128, 256, 32, no
+ * padding: odd sizes' bounds checks spilled; K >= 128; a tile per compute unit) take
+ * "v3:128,256,32,64,256,8" (two warpgroups of m64n256k16; kPerBlock 32: the seed conv's
+ * K loop fits 230 registers, 64 spilled 16 bytes); else mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
  * to a multiple of 8 where that config validates, else 64), nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
  * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
  *
@@ -36,23 +41,41 @@
  * then per block tile:
  *   rock.wgmma_sync {step = "fence"}
  *   per K step kk < kPerBlock/16, per instruction (mr, nr) of the warpgroup:
- *     %da = rock.wgmma_desc(%lds_a_raw, coords of (16kk, wm*mPerWave + 64mr)) {lbo, sbo}
- *     %db = rock.wgmma_desc(%lds_b_raw, coords of (16kk, wn*nPerWave + N nr)) {lbo, sbo}
+ *     %da = rock.wgmma_desc(%lds_a_raw, coords of (0, wm*mPerWave)) {lbo, sbo,
+ *             offset = (SBO*8mr + LBO*2kk) bytes}
+ *     %db = rock.wgmma_desc(%lds_b_raw, coords of (0, wn*nPerWave)) {lbo, sbo,
+ *             offset = (SBO*(N/8)nr + LBO*2kk) bytes}
  *     %c = rock.load(%acc, i) : vector<N/2 x f32>; %d = rock.wgmma(%da, %db, %c) {instr}
  *     rock.store(%d, %acc, i)
  *   rock.wgmma_sync {step = "commit"}
- *   %c... = rock.wgmma_sync(%c...) {step = "wait", pending = 0} (the accumulators pass
- *   through it: nothing reads them before the MMAs completed); stored back
- * with warpgroup wg = tid / 128, wm = wg / (nPerBlock/nPerWave), wn = wg % (...). The
- * K-loop LDS writes are followed by rock.wgmma_sync {step = "proxy_fence"}
- * (fence.proxy.async.shared::cta: generic-proxy stores made visible to the async proxy
- * wgmma reads through) before their barrier (rock-gridwise-to-blockwise). wait 0 at the
- * end of every block tile keeps the LDS tiles free for the next K step's writes; the
- * global loads of step k+1 are issued before the MMAs of step k (the K loop's prefetch).
+ *   unless the op has wgmma_wait = "deferred": kl_wgmma_emit_acc_wait(pending 0)
+ * with warpgroup wg = tid / 128, wm = wg / (nPerBlock/nPerWave), wn = wg % (...). (The
+ * descriptors are one base per tile plus a constant: the lowering adds the offset where
+ * the descriptor is used, so one base per tile stays live across the K loop; 178 -> 136
+ * registers for 128x128x64 tiles.)
+ * The K loop (rock-gridwise-to-blockwise, more than one K step and W = 3 buffers fitting
+ * the target's LDS, else W = 2; the tiles of one step in buffer s = step mod W; above
+ * 48 KiB the kernel takes dynamic shared memory) defers the waits:
+ *   read(0); write(buf 0); proxy_fence; barrier; read(1)
+ *   step k: blockwise_gemm(buf k%W) [fence, MMAs, commit: group k]
+ *           write(buf (k+1)%W)            (the copies hold step k+1; its last reader was
+ *                                          group k+1-W, retired at step k-1's wait)
+ *           read((k+2) mod nk)            (global -> the private copies)
+ *           wait_group(W-2); proxy_fence; barrier
+ *   after the loop: wait_group 0 with the accumulators through it; barrier
+ * so the MMAs of step k run while step k+1's tiles are stored and step k+2's are loaded;
+ * with W = 3 one group stays in flight across the barrier (the tensor cores never wait
+ * for the issue of the next step). The proxy fence (fence.proxy.async.shared::cta) makes
+ * the generic-proxy LDS stores visible to the async proxy wgmma reads through; the barrier
+ * after it orders every thread's stores before any warpgroup's next MMAs and every
+ * warpgroup's retirement before any thread's next overwrite. spec/c/test_accel.c
+ * interprets the protocol (in-flight groups' LDS reads against every store, proxy fences,
+ * barriers) and refuses broken variants.
  *
  * Loop-level ops (core/dialect_rock.c; LLVM lowering passes/lower_wgmma.h):
- *   rock.wgmma_desc(%lds, %i...) {lbo, sbo} -> i64: the matrix descriptor of the LDS
- *     element at %i (kl_wgmma_desc_encode of its shared-window byte address);
+ *   rock.wgmma_desc(%lds, %i...) {lbo, sbo, offset} -> i64: the matrix descriptor of the
+ *     LDS element at %i plus offset bytes (kl_wgmma_desc_encode of its shared-window byte
+ *     address; offset a multiple of 16, default 0);
  *   rock.wgmma(%da : i64, %db : i64, %c : vector<N/2 x f32>) {instr} -> vector: one
  *     wgmma.mma_async of the warpgroup, D = A x B + C (K-major A and B);
  *   rock.wgmma_sync(%v...) {step, pending} -> %v...: wgmma.fence / commit_group /
@@ -83,6 +106,11 @@ uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo
  * that a later pass turned into a view): re-addressed on the underlying buffer
  * (passes/lower_loops_wgmma.c). */
 bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
+/* At the insertion point: rock.wgmma_sync {step = "wait", pending} with the accumulators of
+ * `acc` (a private f32 buffer of instr's C fragments, instr a wgmma name) passing through
+ * it, stored back (nothing reads them before the MMAs completed; pending 0 at the end of
+ * a K loop whose blockwise GEMMs defer their wait). */
+void kl_wgmma_emit_acc_wait(kl_rewriter *rw, kl_loc loc, kl_value *acc, const char *instr, int64_t pending);
 /* The lowering above (op: an accel rock.blockwise_gemm whose accel_instr is a wgmma). */
 bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target);
 #endif

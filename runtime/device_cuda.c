@@ -531,13 +531,16 @@ static const kl_device_ops cuda_ops = {
 };
 
 /* The newest NVPTX arch kiln compiles for that the GPU can run (PTX is forward
- * compatible: the driver JIT-compiles sm_90 PTX for newer GPUs). */
+ * compatible: the driver JIT-compiles sm_90 PTX for newer GPUs); compute capability 9.0
+ * exactly: sm_90a (arch-specific PTX, which newer GPUs cannot run). */
 static void arch_for_cc(int major, int minor, char *out, size_t n) {
   static const int known[] = { 60, 61, 70, 72, 75, 80, 86, 87, 89, 90 };
   int cc = major * 10 + minor, best = 0;
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (known[i] <= cc) best = known[i];
-  if (best)
+  if (cc == 90)
+    snprintf(out, n, "sm_90a"); /* H100 / H200: sm_90 plus wgmma (core/target.c); its code runs on 9.0 only */
+  else if (best)
     snprintf(out, n, "sm_%d", best);
   else
     snprintf(out, n, "sm_%d%d", major, minor); /* older than kiln supports: codegen will say so */

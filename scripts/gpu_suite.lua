@@ -483,13 +483,15 @@ end
 -- residual) and convs (NHWC 1x1 and 3x3 with padding), each against g:eval; on CUDA devices
 -- the GEMM kernel's PTX must read its fragments with ldmatrix
 do
+  -- mma.sync: sm_90 on a compute capability 9.0 device (whose own target, sm_90a, takes wgmma)
+  local march = dev.arch == "sm_90a" and "sm_90" or dev.arch
   local function ldm_case(name, g, inputs, dt) -- tolerances of the input dtype (a cast to f32 keeps its rounding)
     local ok, err = pcall(function()
-      local p = kiln.compile(g, { target = dev.arch, cache = false })
+      local p = kiln.compile(g, { target = march, cache = false })
       if dev.kind == "cuda" then
         local found = false
         for _, k in ipairs(p:kernels()) do
-          if k.kind == "gemm" and p:disasm(k.name, dev.arch):find("ldmatrix", 1, true) then found = true end
+          if k.kind == "gemm" and p:disasm(k.name, march):find("ldmatrix", 1, true) then found = true end
         end
         if not found then error("no ldmatrix in the GEMM kernel", 0) end
       end
@@ -612,7 +614,9 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
     for _, var in ipairs(CPA.variants) do
       local S, layout = var[1], var[2]
       local ok, err = pcall(function()
-        local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = CPA.pipeline(S, layout),
+        -- the cp.async pipeline is mma.sync's: sm_90 on a compute capability 9.0 device
+        local march = dev.arch == "sm_90a" and "sm_90" or dev.arch
+        local p = kiln.compile(c.g, { target = march, cache = false, pipeline = CPA.pipeline(S, layout),
                                       perf_config = c.gpu_perf })
         local k
         for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
@@ -645,7 +649,7 @@ end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
 end
 progress("before wgmma")
--- the Hopper wgmma path (sm_90a, opt-in; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
+-- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
 -- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
 -- against g:eval, each named with its perf config; compute capability 9.0 devices only
 do

@@ -1,4 +1,4 @@
--- scripts/gpu_wgmma.lua — the Hopper wgmma path (sm_90a, opt-in) on the device, alone:
+-- scripts/gpu_wgmma.lua — the Hopper wgmma path (sm_90a) on the device, alone:
 -- every case of spec/lua/wgmma_cases.lua against g:eval, each printed with its perf config
 -- (the simplest case first). Needs a compute capability 9.0 GPU (H100 / H200).
 --   build/kiln scripts/gpu_wgmma.lua [device]

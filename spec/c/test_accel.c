@@ -360,6 +360,8 @@ typedef struct mem {
   int64_t span;
   bool per_thread;
 } mem;
+#define WG_Q     8             /* committed wgmma groups in flight per warpgroup (modelled) */
+#define WG_NGRAN (262144 / 16) /* 16-byte granules of the modelled shared window */
 typedef struct sim {
   int nt; /* threads per workgroup */
   int64_t bid;
@@ -381,6 +383,19 @@ typedef struct sim {
    * MMAs issued since the last commit, committed groups not yet waited for */
   bool wg_fenced[8];
   int wg_open[8], wg_groups[8];
+  /* the in-flight protocol (PTX ISA, asynchronous warpgroup MMAs), on 16-byte granules of
+   * the shared window (targets with wgmma): per warpgroup g, wg_rd[g][0] the granules its
+   * uncommitted MMAs read, [1..wg_groups[g]] those of its committed groups in flight, oldest
+   * first, [WG_Q + 1] those of groups a wait_group retired since the last barrier; per
+   * granule, lds_dirty (a generic-proxy store since the last fence.proxy.async) and
+   * lds_fenced (the barrier count at that fence, -1 never written). A store into a granule
+   * that an in-flight group reads, or that another warpgroup's retired group read with no
+   * barrier since, fails; so does an MMA reading a granule written without a proxy fence
+   * and a barrier after it, and a global store while any group is in flight. */
+  uint8_t (*wg_rd)[WG_Q + 2][WG_NGRAN];
+  uint8_t *lds_dirty;
+  int64_t *lds_fenced, barriers;
+  int wg_cur; /* the warpgroup whose MMA is being executed */
 } sim;
 
 static void sfail(sim *s, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -738,8 +753,8 @@ static void exec_mma(sim *s, kl_op *op, const bool *mask) {
 
 /* ---- wgmma (Hopper warpgroup MMA), modelled from the PTX ISA, independent of
  * passes/rock_wgmma.c except for the descriptor encoding it is checked against ----
- * The shared window: LDS buffer number j (in allocation order) starts at byte
- * 1024 + 65536 j. A matrix descriptor (ISA "matrix descriptor format"): bits 0-13 start
+ * The shared window: LDS buffers in allocation order from byte 1024, each at a multiple
+ * of 1024 after the previous one, all below 256 KiB (the descriptor's 18 address bits). A matrix descriptor (ISA "matrix descriptor format"): bits 0-13 start
  * address >> 4, 16-29 leading dimension byte offset >> 4, 32-45 stride dimension byte
  * offset >> 4, 49-51 base offset, 62-63 swizzle mode (0: none). No swizzle, K-major: the
  * operand (64 x 16 A, N x 16 B: rows x K) is 8-row x 16-byte core matrices, row r at
@@ -748,14 +763,20 @@ static void exec_mma(sim *s, kl_op *op, const bool *mask) {
  * warpgroup, register i: row 16 (l / 32) + (l % 32) / 4 + 8 ((i / 2) % 2), column
  * 8 (i / 4) + 2 (l % 4) + i % 2. */
 static int64_t lds_window(sim *s, mem *m) {
-  int j = 0;
-  for (int i = 0; i < s->nmems && &s->mems[i] != m; i++) j += s->mems[i].k->type->space == KL_SPACE_LDS;
-  return 1024 + 65536 * (int64_t)j;
+  int64_t base = 1024;
+  for (int i = 0; i < s->nmems && &s->mems[i] != m; i++)
+    if (s->mems[i].k->type->space == KL_SPACE_LDS) {
+      int64_t bytes = s->mems[i].span * ((kl_type_bits(s->mems[i].k->type->elem) + 7) / 8);
+      base += (bytes + 1023) / 1024 * 1024;
+    }
+  return base;
 }
 static void exec_wgmma_desc(sim *s, kl_op *op, const bool *mask) {
   int64_t lbo = 0, sbo = 0;
   kl_op_attr_i64(op, "lbo", &lbo);
   kl_op_attr_i64(op, "sbo", &sbo);
+  int64_t off = 0; /* bytes past the indexed element (rock_wgmma.h) */
+  kl_op_attr_i64(op, "offset", &off);
   int eb = (kl_type_bits(op->opnds[0].value->type->elem) + 7) / 8;
   double *o = val_w(s, &op->results[0]);
   for (int t = 0; t < s->nt && !s->bad; t++) {
@@ -764,8 +785,8 @@ static void exec_wgmma_desc(sim *s, kl_op *op, const bool *mask) {
     int64_t a;
     if (!addr(s, op, 0, t, 1, &m, &a)) return;
     if (m->k->type->space != KL_SPACE_LDS) sfail(s, op, "descriptor of a non-LDS buffer");
-    int64_t byte = lds_window(s, m) + a * eb;
-    if (byte >= 4 * 65536) sfail(s, op, "shared address %lld beyond the model's window", (long long)byte);
+    int64_t byte = lds_window(s, m) + a * eb + off;
+    if (byte >= 16 * WG_NGRAN) sfail(s, op, "shared address %lld beyond the model's window", (long long)byte);
     o[t] = (double)kl_wgmma_desc_encode((uint32_t)byte, lbo, sbo); /* < 2^46: exact in a double */
   }
 }
@@ -777,6 +798,14 @@ static double lds_at(sim *s, kl_op *op, int64_t byte, int eb) {
     int64_t base = lds_window(s, m);
     if (byte >= base && byte < base + m->span * eb) {
       if ((byte - base) % eb) sfail(s, op, "misaligned element address %lld", (long long)byte);
+      int64_t gr = byte / 16;
+      if (s->lds_dirty && gr < WG_NGRAN) {
+        if (s->lds_dirty[gr])
+          sfail(s, op, "reads shared byte %lld stored with no fence.proxy.async since", (long long)byte);
+        else if (s->lds_fenced[gr] == s->barriers)
+          sfail(s, op, "reads shared byte %lld stored and fenced with no barrier since", (long long)byte);
+        s->wg_rd[s->wg_cur][0][gr] = 1;
+      }
       return m->data[(byte - base) / eb];
     }
   }
@@ -822,6 +851,7 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     if (g >= 8 || !s->wg_fenced[g]) sfail(s, op, "warpgroup %d: wgmma.mma_async without a wgmma.fence before it", g);
     if (s->bad) break;
     s->wg_open[g]++;
+    s->wg_cur = g;
     int64_t sa, la, ssa, sb, lb, ssb;
     decode_desc(s, op, da[w0], &sa, &la, &ssa);
     decode_desc(s, op, db[w0], &sb, &lb, &ssb);
@@ -852,15 +882,32 @@ static void exec_wgmma_sync(sim *s, kl_op *op, const bool *mask) {
   for (int g = 0; g < s->nt / 128 && g < 8 && !s->bad; g++) {
     if (!strcmp(step, "fence")) s->wg_fenced[g] = true;
     if (!strcmp(step, "commit")) {
-      if (s->wg_open[g]) s->wg_groups[g]++;
+      if (s->wg_open[g]) {
+        if (s->wg_groups[g] == WG_Q) {
+          sfail(s, op, "more than %d wgmma groups in flight", WG_Q);
+          return;
+        }
+        s->wg_groups[g]++;
+        if (s->wg_rd) {
+          memcpy(s->wg_rd[g][s->wg_groups[g]], s->wg_rd[g][0], WG_NGRAN);
+          memset(s->wg_rd[g][0], 0, WG_NGRAN);
+        }
+      }
       s->wg_open[g] = 0;
     }
     if (!strcmp(step, "wait")) {
       if (s->wg_open[g]) sfail(s, op, "wait_group with uncommitted wgmma.mma_async");
-      if (s->wg_groups[g] > pending) s->wg_groups[g] = (int)pending;
+      for (; s->wg_groups[g] > pending; s->wg_groups[g]--) /* the oldest group retires */
+        if (s->wg_rd) {
+          for (int i = 0; i < WG_NGRAN; i++) s->wg_rd[g][WG_Q + 1][i] |= s->wg_rd[g][1][i];
+          memmove(s->wg_rd[g][1], s->wg_rd[g][2], (size_t)WG_NGRAN * (WG_Q - 1));
+        }
       s->wg_fenced[g] = false; /* registers touched after the wait need a new fence */
     }
   }
+  if (!strcmp(step, "proxy_fence") && s->lds_dirty)
+    for (int i = 0; i < WG_NGRAN; i++)
+      if (s->lds_dirty[i]) s->lds_dirty[i] = 0, s->lds_fenced[i] = s->barriers;
   for (int i = 0; i < op->nopnds && !s->bad; i++) { /* pass-through */
     double *x = val_r(s, op, op->opnds[i].value);
     int w = width_of(op->opnds[i].value->type);
@@ -892,6 +939,8 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
         sfail(s, op, "barrier in divergent code");
         return;
       }
+    s->barriers++;
+    for (int g = 0; s->wg_rd && g < 8; g++) memset(s->wg_rd[g][WG_Q + 1], 0, WG_NGRAN);
     return;
   }
   if (!strcmp(n, "rock.lane_shuffle")) { /* x of lane (lane ^ xor) of the wave; past the wave: its own */
@@ -936,6 +985,7 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     double *o = ld ? val_w(s, &op->results[0]) : NULL, *x = ld ? NULL : val_r(s, op, op->opnds[0].value);
     if (!ld && !x) return;
     int64_t *as = malloc(sizeof *as * nt);
+    mem *sm = NULL;
     for (int t = 0; t < nt && !s->bad; t++) {
       as[t] = 0;
       if (!mask[t]) continue;
@@ -946,6 +996,7 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
         return;
       }
       as[t] = a;
+      sm = m;
       for (int i = 0; i < w; i++) {
         if (ld)
           o[t * w + i] = m->data[a + i];
@@ -955,9 +1006,33 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     }
     if (!s->bad && bt->space == KL_SPACE_LDS && s->t && s->t->arch != KL_ARCH_HOST)
       count_banks(s, !ld, as, mask, w, (kl_type_bits(bt->elem) + 7) / 8);
-    for (int g = 0; !ld && bt->space == KL_SPACE_LDS && g < 8 && !s->bad; g++)
+    if (!ld && bt->space == KL_SPACE_LDS && s->lds_dirty) {
+      mem *m = sm;
+      int eb = (kl_type_bits(bt->elem) + 7) / 8;
+      int64_t base = m ? lds_window(s, m) : 0;
+      for (int t = 0; m && t < nt && !s->bad; t++) {
+        if (!mask[t]) continue;
+        for (int64_t gr = (base + as[t] * eb) / 16; gr <= (base + (as[t] + w) * eb - 1) / 16 && gr < WG_NGRAN; gr++) {
+          for (int g = 0; g < 8 && g < nt / 128; g++) {
+            for (int q = 0; q <= s->wg_groups[g]; q++)
+              if (s->wg_rd[g][q][gr])
+                sfail(s, op,
+                      "thread %d writes shared byte %lld while a wgmma group of warpgroup %d reading it is in "
+                      "flight (not retired by a wait_group)",
+                      t, (long long)gr * 16, g);
+            if (g != t / 128 && s->wg_rd[g][WG_Q + 1][gr])
+              sfail(s, op,
+                    "thread %d writes shared byte %lld that warpgroup %d's wgmma read, retired by its "
+                    "wait_group with no barrier since",
+                    t, (long long)gr * 16, g);
+          }
+          s->lds_dirty[gr] = 1;
+        }
+      }
+    }
+    for (int g = 0; !ld && bt->space == KL_SPACE_GLOBAL && g < 8 && !s->bad; g++)
       if (s->wg_open[g] || s->wg_groups[g])
-        sfail(s, op, "LDS written while warpgroup %d has wgmma.mma_async in flight (no wait_group 0)", g);
+        sfail(s, op, "global store while warpgroup %d has wgmma.mma_async in flight (no wait_group 0)", g);
     free(as);
     return;
   }
@@ -1086,11 +1161,22 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
   kl_op_attr_i64(k, "grid_size", &grid);
   kl_block *entry = k->regions[0].first;
   sim s = { .nt = (int)bs, .t = t };
+  if (t && t->wgmma) {
+    s.wg_rd = calloc(8, sizeof *s.wg_rd);
+    s.lds_dirty = calloc(WG_NGRAN, 1);
+    s.lds_fenced = malloc(sizeof *s.lds_fenced * WG_NGRAN);
+  }
   bool *mask = malloc(bs);
   memset(mask, 1, bs);
   for (int64_t b = 0; b < grid && !s.bad; b++) {
     s.bid = b;
     s.nmems = 0;
+    if (s.lds_dirty) { /* a fresh block: nothing written, nothing in flight */
+      memset(s.lds_dirty, 0, WG_NGRAN);
+      for (int i = 0; i < WG_NGRAN; i++) s.lds_fenced[i] = -1;
+      memset(s.wg_rd, 0, 8 * sizeof *s.wg_rd);
+    }
+
     for (int i = 0; i < entry->nargs; i++) {
       const kl_type *bt = entry->args[i]->type;
       int64_t span = 1;
@@ -1099,10 +1185,15 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
     }
     int nargs = s.nmems;
     exec_block(&s, entry, mask);
+    for (int g = 0; g < 8; g++)
+      if (s.wg_groups[g] || s.wg_open[g]) sfail(&s, NULL, "the kernel ends with wgmma groups in flight");
     for (int i = nargs; i < s.nmems; i++) free(s.mems[i].data);
     sim_reset_values(&s);
   }
   free(mask);
+  free(s.wg_rd);
+  free(s.lds_dirty);
+  free(s.lds_fenced);
   if (s.bad) snprintf(err, errlen, "%s", s.err);
   *nmma = s.nmma;
   for (int i = 0; i < 2; i++) {
@@ -1240,6 +1331,11 @@ static double rnd_val(uint64_t *st) {
   return (double)((int)((*st >> 33) % 7) - 3);
 }
 
+/* When set, run_case_with breaks the lowered kernel with it before interpreting; it
+ * returns the part of the interpreter's error expected (NULL: the mutation found nothing
+ * to break, which fails). */
+static const char *(*g_mutate)(kl_op *kernel);
+
 /* Lowers (through `pipeline`, NULL: k_pipeline), interprets and checks one case against
  * a direct matmul. */
 static void run_case_with(const gcase *c, const char *pipeline) {
@@ -1256,7 +1352,10 @@ static void run_case_with(const gcase *c, const char *pipeline) {
     return;
   }
   const kl_target *t = kl_target_lookup(c->target);
-  bool wg = c->perf && !strncmp(c->perf, "v3:", 3); /* Hopper wgmma */
+  /* Hopper wgmma: a v3 config, or the default for f16 / bf16 on a target with wgmma */
+  bool wg = c->perf ? !strncmp(c->perf, "v3:", 3)
+                    : t && t->wgmma && (!strcmp(c->type, "f16") || !strcmp(c->type, "bf16")) &&
+          (!pipeline || !strstr(pipeline, "wgmma=false"));
   bool want_accel = !wg && (!c->perf || !strncmp(c->perf, "v2:", 3)) &&
       kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
   CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what,
@@ -1276,8 +1375,14 @@ static void run_case_with(const gcase *c, const char *pipeline) {
   for (int64_t i = 0; i < G * M * N; i++) O[i] = NAN; /* never written: stays NaN */
   double *args[4] = { A, B, c->epi ? bias : O, O };
   int64_t nmma = 0;
+  const char *expect = g_mutate ? g_mutate(k) : NULL; /* a broken protocol: the interpreter must refuse it */
   bool ok = sim_run(k, t, args, err, sizeof err, &nmma);
-  CHECK(ok, "%s: interpreter: %s", what, err);
+  if (g_mutate) {
+    CHECK(expect && !ok && strstr(err, expect), "%s, mutated: expected an interpreter error with \"%s\", got %s", what,
+          expect ? expect : "?", ok ? "none" : err);
+    ok = false;
+  }
+  CHECK(ok || g_mutate, "%s: interpreter: %s", what, err);
   CHECK(!(want_accel || wg) || nmma > 0, "%s: no matrix instruction executed", what);
   const kl_type *ot = kl_type_scalar(ctx, kl_scalar_kind_from_name(c->out, strlen(c->out)));
   int64_t bad = 0, first = -1;
@@ -1451,7 +1556,47 @@ static void test_banks(void) {
  * layout) is lowered, interpreted with the ISA's ldmatrix lane mapping (exec_ldmatrix)
  * and checked: equal to a direct matmul, rock.ldmatrix used, and every LDS read of the
  * kernel bank-conflict-free (one wavefront per phase: per 8-row matrix of an ldmatrix). */
-/* Hopper wgmma (passes/rock_wgmma.h), opt-in: "v3:" configs on sm_90a lower to
+/* Protocol mutations of a lowered multi-buffered wgmma K loop (the first wait inside the
+ * scf.for that defers its MMAs, pending W - 2, then fence.proxy.async and the barrier). */
+static kl_op *loop_wait(kl_op *k) {
+  int n;
+  kl_op **ops = kl_collect_ops(k, &n), *w = NULL;
+  for (int i = 0; i < n && !w; i++)
+    if (!strcmp(ops[i]->name, "rock.wgmma_sync") && ops[i]->nopnds == 0 && ops[i]->block &&
+        ops[i]->block != k->regions[0].first) {
+      const char *st = kl_op_attr_string(ops[i], "step");
+      if (st && !strcmp(st, "wait")) w = ops[i];
+    }
+  free(ops);
+  return w;
+}
+static const char *mut_pending(kl_op *k) { /* one group fewer retired: its buffer is overwritten in flight */
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n; i++) {
+    const char *st = kl_op_attr_string(ops[i], "step");
+    int64_t p = 0;
+    if (!strcmp(ops[i]->name, "rock.wgmma_sync") && ops[i]->nopnds == 0 && st && !strcmp(st, "wait") &&
+        kl_op_attr_i64(ops[i], "pending", &p))
+      kl_op_set_attr(ops[i], "pending", kl_attr_int(k->ctx, p + 1)), hit++;
+  }
+  free(ops);
+  return hit ? "in flight (not retired by a wait_group)" : NULL;
+}
+static const char *mut_proxy(kl_op *k) { /* the stores never reach the async proxy */
+  kl_op *w = loop_wait(k);
+  if (!w || !w->next || strcmp(w->next->name, "rock.wgmma_sync")) return NULL;
+  kl_op_unlink(w->next);
+  return "no fence.proxy.async";
+}
+static const char *mut_barrier(kl_op *k) { /* no barrier after the wait: other warpgroups overwrite too early */
+  kl_op *w = loop_wait(k);
+  if (!w || !w->next || !w->next->next || strcmp(w->next->next->name, "rock.barrier")) return NULL;
+  kl_op_unlink(w->next->next);
+  return "barrier since";
+}
+
+/* Hopper wgmma (passes/rock_wgmma.h), sm_90a's default: "v3:" configs on sm_90a lower to
  * rock.wgmma_desc / rock.wgmma / rock.wgmma_sync, and the interpreter executes them from
  * the descriptor bits against the LDS image the kernel's own copies wrote (model above):
  * results equal a direct matmul; every wgmma follows a fence, LDS is never written while
@@ -1468,8 +1613,23 @@ static void test_wgmma(void) {
     { "sm_90a", "f16", 1, 64, 256, 32, true, true, true, "v3:64,256,32,64,256,8", "f16" },
     { "sm_90a", "bf16", 1, 130, 40, 64, false, false, false, "v3:128,64,32,128,64,8", "f32" },
     { "sm_90a", "f16", 1, 33, 129, 80, false, true, true, "v3:64,128,16,64,64,8", "f32" },
+    /* the large tiles: two warpgroups of m64n256k16 / of 2 x m64n128k16; 3 and 2 buffers */
+    { "sm_90a", "f16", 1, 130, 260, 96, false, false, true, "v3:128,256,32,64,256,8", "f16" },
+    { "sm_90a", "bf16", 1, 200, 100, 40, true, true, false, "v3:256,128,16,128,128,8", "f32" },
+    { "sm_90a", "f16", 2, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+  /* the static proof of the in-flight protocol can fail: each broken variant is refused
+   * (2 warpgroups, 3 buffers: 5 K steps) */
+  {
+    const char *(*muts[3])(kl_op *) = { mut_pending, mut_proxy, mut_barrier };
+    gcase c = { "sm_90a", "f16", 1, 128, 64, 80, false, true, false, "v3:128,64,16,64,64,8", "f32" };
+    for (int i = 0; i < 3; i++) {
+      g_mutate = muts[i];
+      run_case(&c);
+    }
+    g_mutate = NULL;
+  }
   /* the heuristic (pass option wgmma=true): rock.wgmma, a v3 config, the same numerics */
   const char *pl = "rock-gemm-to-gridwise{wgmma=true},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
                    "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
@@ -1503,12 +1663,16 @@ static void test_wgmma(void) {
     gcase c2 = { "sm_90a", "bf16", 1, 64, 200, 48, true, false, false, "v3:64,128,16,64,64,8", "bf16" };
     run_case_with(&c2, sw);
   }
-  /* wgmma=true elsewhere keeps the other paths; sm_90a without the option is sm_90's mma.sync */
+  /* wgmma=true elsewhere keeps the other paths; sm_90a takes wgmma by default, mma.sync
+   * with wgmma=false */
   {
     gcase c = { "sm_90", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" };
     run_case_with(&c, pl);
     gcase c2 = { "sm_90a", "f16", 1, 64, 64, 64, false, false, false, NULL, "f32" };
     run_case(&c2);
+    run_case_with(&c2,
+                  "rock-gemm-to-gridwise{wgmma=false},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+                  "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce");
   }
   kl_ctx *ctx = kl_test_ctx();
   const kl_type *f16 = kl_type_scalar(ctx, KL_TY_F16), *f32 = kl_type_f32(ctx);
@@ -1519,6 +1683,18 @@ static void test_wgmma(void) {
   CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == 1 &&
             ad && ad->kind == KL_ACCEL_WGMMA && ad->n == 128 && ad->wave == 128 && kl_accel_block_size(&ac, ad) == 256,
         "v3 select: %s", err);
+  /* the heuristic's large tiles: 128x256x32 for a large GEMM, not where 256-wide tiles pad N
+   * more (N = 384) or leave compute units idle */
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 4096, &ac, &ad, err, sizeof err) == 1 &&
+            ac.m_per_block == 128 && ac.n_per_block == 256 && ac.k_per_block == 32 && ad->n == 256,
+        "v3 heuristic 4096^3: %lldx%lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block,
+        (long long)ac.k_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 384, 4096, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 128,
+        "v3 heuristic N 384: %lld", (long long)ac.n_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 512, 512, 4096, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 128,
+        "v3 heuristic 512^2 (8 tiles of 128x256 for 132 SMs): %lld", (long long)ac.n_per_block);
   CHECK(kl_accel_select(s90, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == -1 &&
             strstr(err, "sm_90a"),
         "v3 on sm_90: %s", err);
@@ -1546,7 +1722,7 @@ static void test_wgmma(void) {
   CHECK(dsc == ((uint64_t)(0x12340 >> 4) | ((uint64_t)0x123 << 16) | ((uint64_t)9 << 32)), "desc %llx",
         (unsigned long long)dsc);
   kl_ctx_destroy(ctx);
-  group_end("wgmma (sm_90a, opt-in): descriptor-level interpretation of the lowered kernels equals a direct matmul; "
+  group_end("wgmma (sm_90a): descriptor-level interpretation of the lowered kernels equals a direct matmul; "
             "fences, commits and waits ordered; v3 configs");
 }
 
@@ -1858,6 +2034,7 @@ static void test_graphs(void) {
  * with epilogues, element-wise, reductions, softmax) compiled for a GPU target, every
  * launch interpreted, against g:eval with the suite's tolerances. */
 /* gen: the Lua expression of case number %d (a table with g, inputs, name, dtype) */
+static int g_fused_wgmma; /* wgmma (v3) kernels interpreted by run_fused_suite */
 static void run_fused_suite(lua_State *L, const char *T, int nseeds, const char *gen, int *ngraphs, int *naccel) {
   for (int seed = 1; seed <= nseeds; seed++) {
     char code[512], expr[128];
@@ -1899,7 +2076,8 @@ static void run_fused_suite(lua_State *L, const char *T, int nseeds, const char 
       const kl_bundle_step *step = kl_program_step(p, T, si);
       if (step->kind != KL_BUNDLE_LAUNCH) continue; /* workspaces: the slots are all allocated here */
       const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
-      accel |= !strncmp(ki->perf_config, "v2:", 3);
+      accel |= !strncmp(ki->perf_config, "v2:", 3) || !strncmp(ki->perf_config, "v3:", 3);
+      g_fused_wgmma += !strncmp(ki->perf_config, "v3:", 3);
       kl_op *kf = kl_module_lookup(cm, ki->name);
       double *args[32];
       for (int a = 0; a < step->nargs && a < 32; a++) args[a] = mem[step->args[a]];
@@ -1984,12 +2162,16 @@ static void test_fused_suite(void) {
   static const struct {
     const char *target;
     int seeds;
-  } runs[] = { { "sm_90", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
+  } runs[] = { { "sm_90", 140 }, { "sm_90a", 140 }, { "gfx942", 140 }, { "gfx1100", 70 } };
   for (size_t i = 0; loaded && i < sizeof runs / sizeof *runs; i++) {
     int ng = 0, na = 0;
+    g_fused_wgmma = 0;
     run_fused_suite(L, runs[i].target, runs[i].seeds, "gen.gen(%d)", &ng, &na);
     CHECK(ng == runs[i].seeds && na > 0, "%s: %d graphs, %d with accel kernels", runs[i].target, ng, na);
-    printf("fused suite on %s: %d graphs interpreted, %d with accel kernels\n", runs[i].target, ng, na);
+    bool wgt = kl_target_lookup(runs[i].target)->wgmma; /* sm_90a: wgmma by default */
+    CHECK(wgt == (g_fused_wgmma > 0), "%s: %d wgmma kernels", runs[i].target, g_fused_wgmma);
+    printf("fused suite on %s: %d graphs interpreted, %d with accel kernels (%d wgmma kernels)\n", runs[i].target, ng,
+           na, g_fused_wgmma);
   }
   /* the blockwise reduction / softmax cases of spec/lua/reduce_blockwise_cases.lua (lane
    * shuffles, LDS across waves, column mappings) */
@@ -1998,7 +2180,7 @@ static void test_fused_suite(void) {
     nrb = (int)lua_tointeger(L, -1);
   lua_settop(L, 0);
   CHECK(nrb > 0, "reduce_blockwise_cases: no cases");
-  static const char *const rb_targets[] = { "sm_90", "gfx942", "gfx1100" };
+  static const char *const rb_targets[] = { "sm_90", "sm_90a", "gfx942", "gfx1100" };
   for (size_t i = 0; nrb > 0 && i < sizeof rb_targets / sizeof *rb_targets; i++) {
     int ng = 0, na = 0;
     run_fused_suite(L, rb_targets[i], nrb, "rbc[%d]", &ng, &na);

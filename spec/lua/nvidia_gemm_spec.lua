@@ -164,30 +164,43 @@ describe("NVIDIA tensor-core GEMMs: the cp.async pipeline", function()
     end
   end
 end)
--- Hopper wgmma (sm_90a, opt-in: a v3 config or the pass option wgmma=true,
+-- Hopper wgmma (sm_90a, its default: the heuristic, or a v3 config; wgmma=false: mma.sync;
 -- passes/rock_wgmma.h): the PTX targets sm_90a and has wgmma.mma_async between
 -- wgmma.fence and commit_group / wait_group, fence.proxy.async before the K-loop barriers,
 -- no mma.sync; ptxas -arch=sm_90a accepts it with 0 spill bytes and no stack; the SASS has
--- HGMMA (cuobjdump, when present). The ptxas registers are printed for the report.
+-- HGMMA (cuobjdump, when present). The ptxas registers are printed for the report. With
+-- three or more K steps the K loop keeps one group in flight (3 LDS buffers): wait_group 1,
+-- and LDS stores between each commit_group and the following wait (the next step's tiles
+-- stored while the MMAs run); in the SASS, STS between an HGMMA and the
+-- WARPGROUP.DEPBAR.LE gsb0, 0x1 that follows it (ptxas kept the overlap).
 local wg_cases = {
   { "gemm 4096^3 f16", function() return dot_graph(4096, 4096, 4096, "f16") end, "v3:128,128,64,64,128,8" },
   { "gemm 4096^3 bf16 A^T B^T", function() return dot_graph(4096, 4096, 4096, "bf16", true, true) end, "v3:128,128,64,64,128,8" },
   { "gemm 1500x3840x1280 f16 B^T", function() return dot_graph(1500, 3840, 1280, "f16", false, true) end, "v3:128,256,32,64,256,8" },
+  { "gemm 4096^3 f16 128x256", function() return dot_graph(4096, 4096, 4096, "f16") end, "v3:128,256,64,64,256,8" },
+  { "gemm 4096^3 bf16 256x128 B^T", function() return dot_graph(4096, 4096, 4096, "bf16", false, true) end, "v3:256,128,64,128,128,8" },
   { "gemm 37x29x45 bf16 A^T", function() return dot_graph(37, 29, 45, "bf16", true, false) end, "v3:64,64,16,64,64,8" },
   { "seed conv n512 f16", conv_graph, "v3:128,128,64,64,128,8" },
   { "seed conv n512 f16 (heuristic)", conv_graph, nil },
 }
 local wg_pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
 
-describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
-  it("sm_90a is a compile target with wgmma; sm_90 has none; without the switch sm_90a keeps mma.sync", function()
+describe("NVIDIA wgmma GEMMs (sm_90a)", function()
+  it("sm_90a is a compile target with wgmma, its default for f16 GEMMs; sm_90 has none; wgmma=false keeps mma.sync", function()
     assert.is_true(kiln.target("sm_90a").wgmma)
     assert.is_false(kiln.target("sm_90").wgmma)
     local p = kiln.compile(dot_graph(64, 64, 64, "f16"), { target = "sm_90a", cache = false })
     local ptx = p:disasm(p:kernels()[1].name, "sm_90a")
     assert.is_truthy(ptx:find(".target sm_90a", 1, true))
+    assert.is_truthy(ptx:find("wgmma.mma_async", 1, true))
+    local off = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=false}", 1)
+    p = kiln.compile(dot_graph(64, 64, 64, "f16"), { target = "sm_90a", cache = false, pipeline = off })
+    ptx = p:disasm(p:kernels()[1].name, "sm_90a")
     assert.is_nil(ptx:find("wgmma", 1, true))
     assert.is_truthy(ptx:find("mma.sync", 1, true))
+    -- f32 GEMMs have no wgmma: FMA on sm_90a as on sm_90
+    p = kiln.compile(dot_graph(64, 64, 64, "f32"), { target = "sm_90a", cache = false })
+    assert.is_nil(p:disasm(p:kernels()[1].name, "sm_90a"):find("wgmma", 1, true))
   end)
   it("a v3 config on sm_90 or with f32 inputs is an error naming the reason", function()
     local ok, e = pcall(kiln.compile, dot_graph(64, 64, 64, "f16"), { target = "sm_90", cache = false, perf_config = "v3:64,64,16,64,64,8" })
@@ -216,6 +229,13 @@ describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
       assert.is_true(count(ptx, "wgmma%.commit_group%.sync%.aligned") > 0, "commit_group")
       assert.is_true(count(ptx, "wgmma%.wait_group%.sync%.aligned 0") > 0, "wait_group 0")
       assert.is_true(count(ptx, "fence%.proxy%.async%.shared::cta") > 0, "fence.proxy.async")
+      local pipelined = count(ptx, "wgmma%.wait_group%.sync%.aligned 1;") > 0
+      assert.is_true(pipelined, "wait_group 1 (a group in flight across the K-loop barrier)")
+      local overlapped = 0
+      for between in ptx:gmatch("wgmma%.commit_group%.sync%.aligned;(.-)wgmma%.wait_group") do
+        if between:find("st.shared", 1, true) then overlapped = overlapped + 1 end
+      end
+      assert.is_true(overlapped > 0, "LDS stores between commit_group and wait_group")
       assert.are.equal(0, count(ptx, "mma%.sync"), "no mma.sync")
       if ptxas then
         local path = os.tmpname()
@@ -235,6 +255,11 @@ describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
           local sass = hs:read("a")
           hs:close()
           assert.is_true(count(sass, "HGMMA") > 0, "HGMMA in the SASS")
+          local sts_in_flight = 0
+          for between in sass:gmatch("HGMMA[^\n]*gsb0 ;(.-)WARPGROUP%.DEPBAR%.LE gsb0, 0x1") do
+            if not between:find("HGMMA", 1, true) and between:find("STS", 1, true) then sts_in_flight = sts_in_flight + 1 end
+          end
+          assert.is_true(sts_in_flight > 0, "STS between an HGMMA and its WARPGROUP.DEPBAR.LE gsb0, 0x1")
         end
         os.remove(path .. ".cubin")
         os.remove(path)
@@ -244,7 +269,8 @@ describe("NVIDIA wgmma GEMMs (sm_90a, opt-in)", function()
 end)
 
 -- every case of the device suite's wgmma section (spec/lua/wgmma_cases.lua) compiles for
--- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues)
+-- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues); the
+-- heuristic picks 128x256x32 tiles for its large GEMMs; ptxas: 0 spills for the large tiles
 describe("wgmma device cases compile for sm_90a", function()
   local W = require "wgmma_cases"
   it("every case", function()
@@ -256,7 +282,16 @@ describe("wgmma device cases compile for sm_90a", function()
       for _, k in ipairs(p:kernels()) do
         if k.kind == "gemm" then
           assert.is_truthy(k.perf_config:match("^v3:"), c.name .. ": " .. k.perf_config)
-          n = n + count(p:disasm(k.name, "sm_90a"), "wgmma%.mma_async")
+          local ptx = p:disasm(k.name, "sm_90a")
+          n = n + count(ptx, "wgmma%.mma_async")
+          if c.name:find("heuristic large", 1, true) then
+            assert.are.equal("v3:128,256,32,64,256,8", k.perf_config, c.name)
+          end
+          -- the heuristic's large tiles (up to 255 registers): 0 spill bytes with their
+          -- epilogues too (forced large tiles on odd sizes spill: device numerics only)
+          if not c.perf and (k.perf_config:match("^v3:128,256") or k.perf_config:match("^v3:256,128")) then
+            ptxas_check(ptx, "sm_90a", function() end)
+          end
         end
       end
       assert.is_true(n > 0, c.name .. ": no wgmma")

@@ -1,4 +1,4 @@
--- wgmma_cases.lua — GEMMs and convs on the Hopper wgmma path (sm_90a, opt-in: passes/rock_wgmma.h)
+-- wgmma_cases.lua — GEMMs and convs on the Hopper wgmma path (sm_90a, its default: passes/rock_wgmma.h)
 -- for the device suites (scripts/gpu_wgmma.lua alone, scripts/gpu_suite.lua with the rest):
 -- f16 / bf16, every operand transposition, tile multiples and odd sizes, K from 16 to 4096,
 -- batch, fused epilogues (bias + relu, sigmoid + cast, residual), the seed conv and a padded
@@ -72,6 +72,17 @@ function M.cases()
     cs[#cs + 1] = dot("batch", 100, 136, 72, dt, false, false, "residual", "v3:128,128,32,64,128,8", 3)
     cs[#cs + 1] = dot("batch", 100, 136, 72, dt, true, true, "residual", nil, 3)
   end
+  -- the large tiles (two warpgroups of m64n256k16, of 2 x m64n128k16; LDS above 48 KiB,
+  -- 3 buffers) on odd sizes, transposes, epilogues, batch; the heuristic's 128x256x32
+  local big = { "v3:128,256,64,64,256,8", "v3:256,128,64,128,128,8", "v3:128,256,32,64,256,8" }
+  for j, b in ipairs(big) do
+    cs[#cs + 1] = dot("big", 300, 520, 200, j == 2 and "bf16" or "f16", j == 2, j ~= 1, epis[j], b)
+    cs[#cs + 1] = dot("big", 257, 259, 1000, j == 1 and "bf16" or "f16", j == 3, j == 2, epis[j % 3 + 1] or nil, b)
+    cs[#cs + 1] = dot("big batch", 130, 300, 136, "f16", j == 1, j == 3, "residual", b, 2)
+  end
+  cs[#cs + 1] = dot("heuristic large", 2304, 2048, 256, "f16", false, false, "bias_relu", nil)
+  cs[#cs + 1] = dot("heuristic large", 2304, 2048, 288, "bf16", true, true, nil, nil)
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,32,64,256,8")
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,128,64,64,128,8")
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil)
   cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8")
