@@ -9,7 +9,9 @@
 --
 -- OUT.tsv gets a header if it is new, then rows are appended (bench/gpu_peers.py writes the
 -- same columns, bench/gpu_report.py merges them). Cases come from bench/gpu_cases.txt
--- (--cases for another file; --case ID, repeatable, picks some). --device defaults to
+-- (--cases for another file; --case ID, repeatable, picks some; --case 'ID@v2:...' a listed
+-- case with that perf config, tiles and splitK forced: impl kiln.v2:..., kinds gemm, conv and
+-- swz). --device defaults to
 -- "cuda"; "host" runs the same code on the host device (bench/host_cases.txt: a check of
 -- the harness, and the host suite). --ptx DIR writes each case's kernel binaries there;
 -- --suffix S is appended to the case ids of the rows (a repeated measurement: "#2").
@@ -83,7 +85,13 @@ assert(out_path, "usage: build/kiln bench/gpu_kiln.lua OUT.tsv [--case ID]... [-
 if #want_cases > 0 then
   local keep, known = {}, {}
   for _, c in ipairs(cases) do known[c.id] = c end
-  for _, id in ipairs(want_cases) do keep[#keep + 1] = known[id] or error("no case named " .. id .. " in " .. cases_file) end
+  for _, id in ipairs(want_cases) do
+    -- "ID@v2:..." not listed: case ID with that perf config (kinds gemm, conv, swz)
+    local base, cfg = id:match("^(.-)@(v%d:[%d,]+)$")
+    local c = known[id] or (base and known[base] and { id = id, kind = known[base].kind, dtype = known[base].dtype,
+                                                       dims = known[base].dims })
+    keep[#keep + 1] = c or error("no case named " .. id .. " in " .. cases_file)
+  end
   cases = keep
 end
 for _, c in ipairs(cases) do -- "#2" for a repeated measurement; "ID@wgmma": case ID, impl kiln.wgmma;
@@ -817,14 +825,18 @@ function run.swz(c)
   local Wt = kiln.rand({ K, C, S, S }, c.dtype, { layout = "KYXC" })
   local R = kiln.rand({ Nb, K, H, W }, c.dtype, A == 1 and { layout = "NHWC" } or nil)
   local esz = c.dtype == "f32" and 4 or 2
-  for _, impl in ipairs { { "kiln", "auto" }, { "kiln.swz_on", "on" }, { "kiln.swz_off", "off" } } do
+  -- a perf-config variant (ID@v2:...: tiles and splitK forced) is timed once, the guard deciding
+  local impls = c.variant and { { impl_of(c), "auto" } } or
+      { { "kiln", "auto" }, { "kiln.swz_on", "on" }, { "kiln.swz_off", "off" } }
+  for _, impl in ipairs(impls) do
     local row = { case = c.id, kind = "swz", impl = impl[1], dtype = c.dtype, shape = shape_str(c.dims),
                   flop = 2.0 * Nb * H * W * K * C * S * S, bytes = (Nb * C * H * W + K * C * S * S + 2 * Nb * K * H * W) * esz,
                   unit = "TFLOP/s" }
     local ok, err = pcall(function()
       local pipe = kiln.default_pipeline():gsub("rock%-output%-swizzle,", "rock-output-swizzle{force=" .. impl[2] .. "},", 1)
-      local p = kiln.compile(g, { target = dev.arch, pipeline = pipe })
-      dump_binaries(c.name .. (impl[2] == "auto" and "" or "." .. impl[2]), p)
+      if c.variant and not c.variant:match("^v%d:") then error("unknown case variant '" .. c.variant .. "'", 0) end
+      local p = kiln.compile(g, { target = dev.arch, pipeline = pipe, perf_config = c.variant })
+      dump_binaries(c.name .. (c.variant and ("." .. c.variant) or impl[2] == "auto" and "" or "." .. impl[2]), p)
       local rr = p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES })
       rr:launch()
       local okc, text = check_swz(X, Wt, R, rr:outputs(), Nb, C, H, W, K, S, c.dtype)
@@ -839,7 +851,7 @@ function run.swz(c)
       pair_errors = pair_errors + 1
     end
   end
-  if not CPA then return end
+  if not CPA or c.variant then return end
   run_cpa(c, { case = c.id, kind = "swz", dtype = c.dtype, shape = shape_str(c.dims),
                flop = 2.0 * Nb * H * W * K * C * S * S, bytes = (Nb * C * H * W + K * C * S * S + 2 * Nb * K * H * W) * esz,
                unit = "TFLOP/s" },

@@ -80,10 +80,10 @@ bool kl_conv_nd_views_build(const kl_conv_desc *d, kl_conv_views *out, kl_view_e
   names(sp, d->out_last, "no", "ko", sout, out_n);
   /* gemmK's order: the filter's memory order of (c, window...) */
   const char *kord_f[KL_CONV_MAX_SPATIAL + 1], *kord_i[KL_CONV_MAX_SPATIAL + 1];
-  for (int i = 0; i < sp; i++)
-    kord_f[(d->filter_last ? 0 : 1) + i] = kord_i[(d->filter_last ? 0 : 1) + i] = swin[base + i];
-  kord_f[d->filter_last ? sp : 0] = "c";
-  kord_i[d->filter_last ? sp : 0] = "cg";
+  bool kl = d->filter_last || d->k_last;
+  for (int i = 0; i < sp; i++) kord_f[(kl ? 0 : 1) + i] = kord_i[(kl ? 0 : 1) + i] = swin[base + i];
+  kord_f[kl ? sp : 0] = "c";
+  kord_i[kl ? sp : 0] = "cg";
   const char *nord_i[KL_CONV_MAX_SPATIAL + 1] = { "ni" }, *nord_o[KL_CONV_MAX_SPATIAL + 1] = { "no" };
   for (int i = 0; i < sp; i++) nord_i[1 + i] = nord_o[1 + i] = sout[base + i];
   const char *gkm[] = { "g", "gemmK", "gemmM" }, *gkn[] = { "g", "gemmK", "gemmN" }, *gmn[] = { "g", "gemmM", "gemmN" };

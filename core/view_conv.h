@@ -15,7 +15,7 @@
  *   input  (B): [g, gemmK, gemmN]   gemmN = N*prod(O) = (n*O_0 + o_0)*O_1 + o_1 ...
  *   output (C): [g, gemmM, gemmN]
  *   gemmK = C/G*prod(W), linearised following the filter layout:
- *     [K, C/G, W...]: gemmK = ((c*W_0 + w_0)*W_1 + w_1)...   channels-last: (w..., c)
+ *     [K, C/G, W...]: gemmK = ((c*W_0 + w_0)*W_1 + w_1)...   channels-last or k_last: (w..., c)
  *   input coordinate: channel g*(C/G) + c, s_i = o_i*stride_i + w_i*dil_i - pad_begin_i;
  *   outside the image it is INVALID (padding).
  *   So C[g][m][n] = sum_k A[g][k][m] * B[g][k][n] is the convolution.
@@ -33,6 +33,8 @@ typedef struct kl_conv_desc {
   int64_t stride[KL_CONV_MAX_SPATIAL], dil[KL_CONV_MAX_SPATIAL]; /* >= 1 */
   int64_t pad[2 * KL_CONV_MAX_SPATIAL];                          /* [begin, end] per spatial dim, >= 0 */
   bool in_last, filter_last, out_last;                           /* channels-last buffers */
+  bool k_last; /* gemmK in the channels-last order (w..., c) even where the filter buffer is not channels
+                * last (a view of a channels-last filter, e.g. split-k-workspace's channel slices) */
 } kl_conv_desc;
 
 typedef enum { KL_CONV_NCHW, KL_CONV_NHWC } kl_conv_in_layout;

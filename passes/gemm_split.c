@@ -41,10 +41,41 @@ bool kl_gemm_split_joint(const kl_target *t) {
   return t && t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0 && t->compute_units > 0;
 }
 
+/* Blocks of accel config c resident on one SM (NVIDIA: KL_NV_SM_REGS registers and
+ * KL_NV_SM_THREADS threads per SM, the target's shared memory): registers per thread ~ the
+ * f32 accumulators + 64, shared memory two tile pairs (double-buffered). 128x128x32 f16
+ * tiles of 4 warps: 192 registers, 2 blocks. */
+static int64_t occupancy(const kl_accel_config *c, const kl_accel_desc *d, const kl_target *t, int eb) {
+  int64_t bs = kl_accel_block_size(c, d);
+  if (bs <= 0) return 1;
+  int64_t regs = c->m_per_block * c->n_per_block / bs + 64;
+  int64_t lds = 2 * c->k_per_block * (c->m_per_block + c->n_per_block) * eb;
+  int64_t occ = KL_NV_SM_REGS / (bs * regs);
+  if (lds > 0 && t->lds_bytes / lds < occ) occ = t->lds_bytes / lds;
+  if (KL_NV_SM_THREADS / bs < occ) occ = KL_NV_SM_THREADS / bs;
+  return occ < 1 ? 1 : occ;
+}
+
+/* The occupancy cost of accel config c on a joint target (see gemm_split.h): the busiest
+ * SM's blocks in rounds of `occupancy` resident blocks; a K step of a round of b blocks
+ * takes max(b * step, step + KL_NV_STEP_LATENCY) + 64 cycles. */
+static double occupancy_cost(const kl_accel_config *c, const kl_accel_desc *d, const kl_target *t, int64_t G, int64_t M,
+                             int64_t N, int64_t K, int eb) {
+  int64_t blocks = G * ((M + c->m_per_block - 1) / c->m_per_block) * ((N + c->n_per_block - 1) / c->n_per_block);
+  int64_t per_sm = (blocks + t->compute_units - 1) / t->compute_units, occ = occupancy(c, d, t, eb);
+  double step = kl_accel_config_step(c, t, d, eb), round = 0;
+  for (int64_t left = per_sm; left > 0; left -= occ) {
+    double b = (double)(left < occ ? left : occ), r = b * step;
+    round += (r > step + KL_NV_STEP_LATENCY ? r : step + KL_NV_STEP_LATENCY) + 64.0;
+  }
+  return round * (double)((K + c->k_per_block - 1) / c->k_per_block);
+}
+
 /* The heuristic config of a G x M x N x K GEMM and its cost (the unit of the config costs:
- * cycles of the busiest compute unit); false if none fits. */
+ * cycles of the busiest compute unit; accel configs on joint targets: occupancy_cost);
+ * false if none fits. */
 static bool config_cost(const kl_target *t, const kl_type *ea, const kl_type *eb, int64_t G, int64_t M, int64_t N,
-                        int64_t K, double *cst) {
+                        int64_t K, double *cst, kl_perf_config *pick) {
   int bytes = (kl_type_bits(ea) + 7) / 8;
   if ((kl_type_bits(eb) + 7) / 8 > bytes) bytes = (kl_type_bits(eb) + 7) / 8;
   kl_accel_config ac;
@@ -54,31 +85,50 @@ static bool config_cost(const kl_target *t, const kl_type *ea, const kl_type *eb
   int accel = kl_accel_select(t, ea, eb, NULL, G, M, N, K, &ac, &ad, err, sizeof err);
   if (accel < 0) return false;
   if (accel) {
-    *cst = kl_accel_config_cost(&ac, t, ad, G, M, N, K, bytes);
+    *cst = kl_gemm_split_joint(t) ? occupancy_cost(&ac, ad, t, G, M, N, K, bytes)
+                                  : kl_accel_config_cost(&ac, t, ad, G, M, N, K, bytes);
+    *pick = (kl_perf_config){
+      ac.m_per_block, ac.n_per_block, ac.k_per_block, ac.m_per_wave, ac.n_per_wave, ac.kpack, 1
+    };
     return true;
   }
+  if (!kl_perf_config_heuristic(t, G, M, N, K, bytes, pick)) return false;
+  *cst = kl_perf_config_cost(pick, t, G, M, N, K, bytes);
+  return true;
+}
+
+bool kl_gemm_split_cost(const kl_target *t, const kl_type *ea, const kl_type *eb, int64_t G, int64_t M, int64_t N,
+                        int64_t K, int64_t S, kl_gemm_split_costs *out) {
+  memset(out, 0, sizeof *out);
+  if (S < 1 || K < 1 || t->compute_units <= 0) return false;
+  int64_t kc = (K + S - 1) / S;
   kl_perf_config pc;
-  if (!kl_perf_config_heuristic(t, G, M, N, K, bytes, &pc)) return false;
-  *cst = kl_perf_config_cost(&pc, t, G, M, N, K, bytes);
+  if (!config_cost(t, ea, eb, G * S, M, N, kc, &out->cycles, &pc)) return false;
+  out->m_per_block = pc.m_per_block;
+  out->n_per_block = pc.n_per_block;
+  out->k_per_block = pc.k_per_block;
+  out->blocks = kl_perf_config_grid_size(&pc, G * S, M, N);
+  out->k_steps = (kc + pc.k_per_block - 1) / pc.k_per_block;
+  if (S > 1) {
+    /* the partials: written (or added atomically) and read once more, f32, through L2 */
+    double per_cycle = (double)t->compute_units * (double)(t->l2_bytes_per_cu_clk > 0 ? t->l2_bytes_per_cu_clk : 32);
+    out->cycles += KL_SPLIT_FIXED + 2.0 * (double)(S * G * M * N) * 4.0 / per_cycle;
+  }
   return true;
 }
 
 int64_t kl_gemm_split_choose(const kl_target *t, const kl_type *ea, const kl_type *eb, int64_t G, int64_t M, int64_t N,
                              int64_t K, int64_t max_split, const kl_gemm_split_est *est) {
   if (!kl_gemm_split_joint(t)) return kl_gemm_split_heuristic(t, est->tiles, K, est->k_per_block);
-  double best;
-  if (!config_cost(t, ea, eb, G, M, N, K, &best)) return 1;
+  kl_gemm_split_costs c;
+  if (!kl_gemm_split_cost(t, ea, eb, G, M, N, K, 1, &c)) return 1;
+  double best = c.cycles;
   int64_t S = 1;
-  double per_cycle = (double)t->compute_units * (double)t->l2_bytes_per_cu_clk;
   for (int64_t s = 2; s <= max_split && s <= KL_SPLIT_MAX; s *= 2) {
-    int64_t kc = (K + s - 1) / s;
-    if (kc < KL_SPLIT_MIN_SLICE) break;
-    double c;
-    if (!config_cost(t, ea, eb, G * s, M, N, kc, &c)) continue;
-    /* the partials: written (or added atomically) and read once more, f32, through L2 */
-    c += KL_SPLIT_FIXED + 2.0 * (double)(s * G * M * N) * 4.0 / per_cycle;
-    if (c < best * KL_SPLIT_GAIN) {
-      best = c;
+    if ((K + s - 1) / s < KL_SPLIT_MIN_SLICE) break;
+    if (!kl_gemm_split_cost(t, ea, eb, G, M, N, K, s, &c)) continue;
+    if (c.cycles < best * KL_SPLIT_GAIN) {
+      best = c.cycles;
       S = s;
     }
   }

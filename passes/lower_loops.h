@@ -38,6 +38,9 @@ kl_view *kl_ll_access_view(const kl_view *top, kl_value *v, kl_value **under, ch
 /* A view from a flat index [numel(v)] to the coordinates of v's underlying buffer (v a
  * buffer of rank >= 1). */
 kl_view *kl_ll_flat_access(kl_value *v, kl_value **under, char *err, size_t n);
+/* The same with the flat index running over v's dims in `order` (outermost first; NULL:
+ * v's dim order). */
+kl_view *kl_ll_flat_access_ordered(kl_value *v, const int *order, kl_value **under, char *err, size_t n);
 /* Max vector length (128-bit cap) along upper dim `dim` of `full` (a view down to the
  * coordinates of buffer `under`); 1 when nothing better can be proved. */
 int64_t kl_ll_vector_len(const kl_view *full, kl_value *under, int dim);

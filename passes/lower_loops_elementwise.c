@@ -2,7 +2,11 @@
  * writing a global buffer; called from lower_loops_kernels.c).
  *
  * Vectors. Every operand is addressed through its flat access view (kl_ll_flat_access: the
- * flat index of the output's points down to the coordinates of its underlying buffer).
+ * flat index of the output's points down to the coordinates of its underlying buffer). The
+ * flat index runs over the output's dims in its memory order (outermost first) where the
+ * output is a buffer with a dense permuted layout (an NHWC result of NCHW-ordered graph ops:
+ * consecutive points are consecutive addresses, so its accesses and those of operands in the
+ * same layout are vectors, coalesced), else in dim order.
  * Each operand's view gives the longest vector it allows along the flat index, vl
  * (kl_view_vector_len with the buffer's strides, capped at 16 bytes of that operand's
  * elements; a power of two dividing numel). The kernel's vector length V is the largest
@@ -31,6 +35,7 @@
 #include "passes/lower_loops.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
+#include "core/shape.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -237,7 +242,7 @@ static void emit_loops(kl_ll *L, kl_op *func, const kl_target *t, ew_st *s, int6
   kl_rewriter_set_attr(rw, func, "grid_size", kl_attr_int(L->ctx, grid));
 }
 
-static bool make_acc(kl_rewriter *rw, kl_op *op, int i, int64_t numel, ew_acc *a) {
+static bool make_acc(kl_rewriter *rw, kl_op *op, int i, int64_t numel, const int *order, ew_acc *a) {
   char err[512];
   kl_value *val = op->opnds[i].value;
   const kl_type *t = val->type;
@@ -255,7 +260,7 @@ static bool make_acc(kl_rewriter *rw, kl_op *op, int i, int64_t numel, ew_acc *a
     if (!a->v) return kl_ll_fail(rw, op, "operand %d: %s", i, err);
     return true;
   } else {
-    a->v = kl_ll_flat_access(val, &a->buf, err, sizeof err);
+    a->v = kl_ll_flat_access_ordered(val, order, &a->buf, err, sizeof err);
     if (!a->v) return kl_ll_fail(rw, op, "operand %d: %s", i, err);
   }
   if (kl_view_size(a->v, 0) != numel) {
@@ -286,8 +291,13 @@ bool kl__ll_lower_ew_kernel(kl_ll *L, kl_op *op, kl_op *func, const kl_target *t
   ew_st s = { .op = op, .n = op->nopnds };
   bool ok = true;
   int i = 0;
+  /* the output's memory order of its dims (operands all have the output's shape) */
+  int perm[KL_MAX_RANK];
+  const kl_value *ov = op->opnds[op->nopnds - 1].value;
+  bool permuted = ot->rank > 1 && (!ov->def || !strcmp(ov->def->name, "rock.alloc")) && ot->strides &&
+      kl_strides_to_perm(ot->rank, ot->shape, ot->strides, perm);
   if (numel > 0)
-    for (; i < s.n && ok; i++) ok = make_acc(rw, op, i, numel, &s.acc[i]);
+    for (; i < s.n && ok; i++) ok = make_acc(rw, op, i, numel, permuted ? perm : NULL, &s.acc[i]);
   if (ok) {
     /* V: the longest width any operand allows (every width is a power of two dividing
      * numel, so each access of vl elements is a V / vl-th of an aligned block of V) */

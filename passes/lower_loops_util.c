@@ -96,6 +96,10 @@ kl_view *kl_ll_access_view(const kl_view *top, kl_value *v, kl_value **under, ch
 }
 
 kl_view *kl_ll_flat_access(kl_value *v, kl_value **under, char *err, size_t n) {
+  return kl_ll_flat_access_ordered(v, NULL, under, err, n);
+}
+
+kl_view *kl_ll_flat_access_ordered(kl_value *v, const int *order, kl_value **under, char *err, size_t n) {
   const kl_type *t = v->type;
   if (t->kind != KL_TY_BUFFER || t->rank < 1) {
     snprintf(err, n, "needs a buffer of rank >= 1, got %s", kl_type_str(t));
@@ -105,7 +109,7 @@ kl_view *kl_ll_flat_access(kl_value *v, kl_value **under, char *err, size_t n) {
   if (!id) return NULL;
   if (t->rank > 1) {
     const char *names[KL_VIEW_MAX_DIMS];
-    for (int i = 0; i < t->rank; i++) names[i] = kl_view_name(id, i);
+    for (int i = 0; i < t->rank; i++) names[i] = kl_view_name(id, order ? order[i] : i);
     kl_view_err ve = { 0 };
     kl_view *m = kl_view_merge(id, "flat", t->rank, names, &ve);
     kl_view_free(id);

@@ -143,6 +143,10 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
  * (passes/gemm_split.h). */
 double kl_accel_config_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
                             int64_t n, int64_t k, int elem_bytes);
+/* The NVIDIA cost's K step of one block of config c in cycles, before the latency floor:
+ * the largest of its MMA cycles, its tile bytes at the L2 rate and its LDS fragment bytes
+ * (the split-K choice's occupancy model, passes/gemm_split.h, builds on it). */
+double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes);
 /* AMDGPU targets take their own search and cost (the above stays NVIDIA's): wave tiles up
  * to 128 per dim, up to 8 waves (512 threads), block tiles up to 256x256, the target's
  * whole LDS, kpack 8 for 2-byte types on MFMA (16-byte LDS rows), only configs that fit

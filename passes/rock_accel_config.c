@@ -148,26 +148,30 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
                        int64_t n, int64_t k, int eb);
-static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
-                   int64_t n, int64_t k, int eb) {
-  double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
-  double cus = t->compute_units > 0 ? t->compute_units : 1;
-  double rounds = (double)(int64_t)((tiles + cus - 1) / cus);
-  double iters = (double)ceil_div(k, c->k_per_block);
+double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb) {
   double waves = (double)((c->m_per_block / c->m_per_wave) * (c->n_per_block / c->n_per_wave));
   double rm = (double)(c->m_per_wave / d->m), rn = (double)(c->n_per_wave / d->n), ks = (double)(c->k_per_block / d->k);
   double per_cycle = strcmp(d->in_type, "f32") ? 128.0 : 32.0;
   double mma = rm * rn * ks * d->m * d->n * d->k / per_cycle * (waves > 4 ? waves / 4 : 1);
-  /* a target with a measured L2 -> SM rate (sm_90: 17 bytes per SM clock) is charged at it,
-   * and a K step takes at least the latency of its global loads (KL_NV_STEP_LATENCY) */
+  /* a target with a measured L2 -> SM rate (sm_90: 17 bytes per SM clock) is charged at it */
   bool l2 = t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0;
   double global = (double)(c->k_per_block * (c->m_per_block + c->n_per_block) * eb) /
       (l2 ? (double)t->l2_bytes_per_cu_clk : 64.0);
   double lds = (rm * (double)kl_accel_frag_len(&d->a) + rn * (double)kl_accel_frag_len(&d->b)) * ks * d->wave * eb *
       waves / 128.0;
   double step = mma > global ? mma : global;
-  if (lds > step) step = lds;
-  if (l2 && step < KL_NV_STEP_LATENCY) step = KL_NV_STEP_LATENCY;
+  return lds > step ? lds : step;
+}
+
+static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
+                   int64_t n, int64_t k, int eb) {
+  double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
+  double cus = t->compute_units > 0 ? t->compute_units : 1;
+  double rounds = (double)(int64_t)((tiles + cus - 1) / cus);
+  double iters = (double)ceil_div(k, c->k_per_block);
+  double step = kl_accel_config_step(c, t, d, eb);
+  /* and a K step takes at least the latency of its global loads (KL_NV_STEP_LATENCY) */
+  if (t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0 && step < KL_NV_STEP_LATENCY) step = KL_NV_STEP_LATENCY;
   return rounds * iters * (step + 64.0);
 }
 

@@ -9,7 +9,12 @@
  * last (NDHWC / KZYXC / NDHWK: strides the dense permutation [0, 2, ..., r-1, 1]), gemmK is
  * linearised in memory order ((window...)*C/G + c) and the layout's view is composed with
  * a permutation back to the logical dims, so the views only ever address logical
- * coordinates. Stride, padding ([begin, end] per spatial dim), dilation and groups come
+ * coordinates. A filter that is a view (rock.transform, e.g. split-k-workspace's channel
+ * slices of a channels-last filter: reshape, transpose, reshape) takes the channels-last
+ * gemmK order too (kl_conv_desc.k_last) when the views, composed down to its buffer, prove
+ * longer vectors along c than along the innermost window dim (kl_tile_vector_len): the
+ * GEMM's copies then read 16-byte vectors along K (and qualify for cp.async) as for the
+ * buffer itself. Stride, padding ([begin, end] per spatial dim), dilation and groups come
  * from the conv's attributes (rock.conv's verifier checks them and the shapes; absent:
  * 1 / 0 / 1 / 1). A `split_k_partials` attribute (split-k-workspace) moves to the gemm.
  * Errors are diagnostics at the conv's location. */
@@ -20,6 +25,7 @@
 #include "core/shape.h"
 #include "core/view_conv.h"
 #include "passes/pass_util.h"
+#include "passes/perf_config.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +63,19 @@ static bool to_logical(kl_view **v, int r, const int64_t *logical, const char *c
   return true;
 }
 
+/* true when v is a view whose composition down to its buffer proves longer vectors along
+ * the channel dim (1) than along the innermost window dim: channels last in memory. */
+static bool view_channels_last(kl_value *v) {
+  if (!v->def || strcmp(v->def->name, "rock.transform")) return false;
+  const kl_type *t = v->type;
+  kl_view_err err = { 0 };
+  kl_view *id = kl_view_identity(t->rank, t->shape, NULL, &err);
+  if (!id) return false;
+  int64_t vc = kl_tile_vector_len(id, v, 1), vw = kl_tile_vector_len(id, v, t->rank - 1);
+  kl_view_free(id);
+  return vc > 1 && vc > vw;
+}
+
 static kl_status lower_conv(kl_op *conv) {
   kl_ctx *ctx = conv->ctx;
   kl_value *in = conv->opnds[0].value, *fil = conv->opnds[1].value, *out = conv->opnds[2].value;
@@ -74,7 +93,8 @@ static kl_status lower_conv(kl_op *conv) {
                      .groups = p.groups,
                      .in_last = in_last,
                      .filter_last = fil_last,
-                     .out_last = out_last };
+                     .out_last = out_last,
+                     .k_last = !fil_last && view_channels_last(fil) };
   for (int i = 0; i < sp; i++) {
     d.in[i] = it->shape[2 + i], d.win[i] = ft->shape[2 + i];
     d.stride[i] = p.stride[i], d.dil[i] = p.dilation[i];

@@ -6,7 +6,7 @@
  * (option `perf-config`, which the driver sets from the compile's perf_config, else the
  * op's `perf_config` attribute), else the heuristic of passes/gemm_split.h on the tiles
  * and kPerBlock of the config rock-gemm-to-gridwise would pick for the target, or its
- * joint choice of split and tiles (kl_gemm_split_choose, sm_90) (option
+ * joint choice of split and tiles (kl_gemm_split_choose, sm_90; dots and convs) (option
  * `target`, else the module's): few output tiles for the compute units and a long K.
  * The rule (rocMLIR's, kept simple): an f32 result on a target with native f32 atomic
  * adds that no element-wise op reads (the GEMM writes it directly, or sums it into a
@@ -292,11 +292,10 @@ static kl_status split_one(kl_rewriter *rw, kl_op *op, const sk_opts *o) {
    * atomic adds where the target has f32 atomics: with the joint choice a dot may split
    * that far (other targets stay at MAX_ADDS) */
   int64_t cap = !conv && (o->t->atomic_add & KL_ATOMIC_ADD_F32) && kl_gemm_split_joint(o->t) ? KL_SPLIT_MAX : MAX_ADDS;
-  /* convs keep the tile-count rule (their channel-sliced grouped GEMM loses the cp.async
-   * pipeline today: the joint choice's costs do not model that) */
-  int64_t S = forced ? est.split_k
-      : conv         ? kl_gemm_split_heuristic(o->t, est.tiles, K, est.k_per_block)
-                     : kl_gemm_split_choose(o->t, at->elem, bt->elem, G, M, N, K, cap, &est);
+  /* convs take the joint choice too: rock-conv-to-gemm reads the channel-sliced filter view
+   * in the channels-last gemmK order where its views prove c contiguous, so the sliced GEMM
+   * keeps the 16-byte (and cp.async) copies of the whole conv */
+  int64_t S = forced ? est.split_k : kl_gemm_split_choose(o->t, at->elem, bt->elem, G, M, N, K, cap, &est);
   if (S <= 1) return KL_OK;
   if (forced && S > K)
     return kl_emit_error(ctx, op->loc, "%s: perf config %s: splitK (%lld) is larger than K (%lld)", op->name, given,

@@ -340,7 +340,7 @@ do
     g:output(c)
     return g, inputs
   end
-  -- sm_90 (the joint choice, passes/gemm_split.h): 64x64 tiles split 128 ways, the partials
+  -- sm_90 (the joint choice, passes/gemm_split.h): 64x64 tiles split 256 ways, the partials
   -- added atomically into an f32 workspace after a prefill, then the cast / epilogue kernel
   local HWS = dev.kind == "cuda" and dev.arch == "sm_90" and "alloc_workspace,prefill,launch,launch,free" or WS
   for _, dt in ipairs({ "f16", "bf16" }) do
@@ -379,6 +379,30 @@ do
                 { x = kiln.rand({ 2, 7, 7, 64 }, dt, { dist = "normal" }),
                   w = kiln.rand({ 32, 64, 3, 3 }, dt, { dist = "normal", layout = "KYXC" }),
                   r = kiln.rand({ 2, 32, 7, 7 }, dt, { dist = "normal" }) }, "v1:16,16,16,1,1,1,4", WS)
+  end
+  -- the heuristic's conv splits (sm_90: the joint choice; the channel-sliced GEMM reads the
+  -- sliced KYXC filter in 16-byte vectors): relu(conv(x, w) + r), NHWC / KYXC, 3x3 pad 1
+  -- (ResNet-50's 7x7x512 layer at batch 2), stride 2, dilation 2, 1x1, a grouped conv forced
+  local HC = dev.kind == "cuda" and dev.arch == "sm_90" and WS or nil
+  for _, c in ipairs({ { 2, 512, 7, 7, 512, 3, "f16", {} }, { 2, 512, 7, 7, 512, 3, "bf16", {} },
+                       { 2, 256, 14, 14, 256, 3, "f16", { stride = { 2, 2 } } },
+                       { 2, 256, 11, 11, 128, 3, "bf16", { dilation = { 2, 2 }, padding = 2 } },
+                       { 1, 2048, 7, 7, 512, 1, "f16", { padding = 0 } },
+                       { 2, 256, 7, 7, 128, 3, "f16", { groups = 2 }, "v2:64,64,32,32,32,8,4" } }) do
+    local Nb, C, H, W, K, S, dt, at, pc = table.unpack(c)
+    if pc and dev.kind ~= "cuda" then goto next_conv end -- a v2 (mma.sync) config
+    local g = kiln.graph("gpu_skw_conv_h")
+    local x = g:param("x", { Nb, C, H, W }, dt, { layout = "NHWC" })
+    local wsh = { K, C // (at.groups or 1), S, S }
+    local w = g:param("w", wsh, dt, { layout = "KYXC" })
+    local y = g:conv(x, w, { padding = at.padding or 1, stride = at.stride, dilation = at.dilation, groups = at.groups })
+    local r = g:param("r", y.shape, dt, { layout = "NHWC" })
+    g:output((y + r):relu())
+    splitk_case(("split-K workspace: conv %s %s"):format(pc and "forced" or "heuristic", table.concat(c, " ", 1, 7)), g,
+                { x = kiln.rand({ Nb, C, H, W }, dt, { dist = "normal", layout = "NHWC" }),
+                  w = kiln.rand(wsh, dt, { dist = "normal", layout = "KYXC" }),
+                  r = kiln.rand(y.shape, dt, { dist = "normal", layout = "NHWC" }) }, pc, pc and WS or HC)
+    ::next_conv::
   end
 end
 -- GEMM + reduce fusion (spec/lua/gemm_reduce_spec.lua): one kernel with atomics after a

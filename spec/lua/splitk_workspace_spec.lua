@@ -259,7 +259,8 @@ describe("split-K: the joint choice on sm_90", function()
       local S, mb, nb, k = choice(p, 64, 64)
       assert.are.same({ 64, 64 }, { mb, nb }, k.perf_config)
       assert.is_true(S >= 64 and S <= 256, tostring(S))
-      assert.is_true(k.block >= 128, "4 warps: " .. k.block) -- one block per SM: all 4 sub-partitions busy
+      -- all 4 sub-partitions of each SM busy: blocks of 4 warps one per SM, or smaller blocks more per SM
+      assert.is_true(k.block * cdiv(k.grid, 132) >= 128, "4 warps per SM: " .. k.block .. " x " .. k.grid)
       assert.are.equal("tensor<64x64xf32>", workspace(p:plan("sm_90")).type)
     end
   end)
@@ -296,6 +297,87 @@ describe("split-K: the joint choice on sm_90", function()
       assert.is_true(S > 1, name)
       local h = kiln.compile(g, { perf_config = ("v1:%d,%d,16,%d,%d,1,%d"):format(mb, nb, mb, nb, S), cache = false })
       assert.are.equal(kinds(p:plan("sm_90")), kinds(h:plan()), name)
+      check(h, g, inputs)
+    end
+  end)
+end)
+
+describe("split-K of convs: the joint choice on sm_90", function()
+  -- relu(conv(x, w) + r), x NHWC, w KYXC [K, C, S, S], r NHWC (the bench's swz cases)
+  local function conv(Nb, C, H, W, K, S, dt, attrs)
+    attrs = attrs or {}
+    local g = kiln.graph("skw_conv")
+    local x = g:param("x", { Nb, C, H, W }, dt, { layout = "NHWC" })
+    local w = g:param("w", { K, C // (attrs.groups or 1), S, S }, dt, { layout = "KYXC" })
+    local y = g:conv(x, w, { padding = attrs.padding or (S - 1) // 2, stride = attrs.stride, dilation = attrs.dilation,
+                             groups = attrs.groups })
+    local r = g:param("r", y.shape, dt, { layout = "NHWC" })
+    g:output((y + r):relu())
+    local inputs = { x = rand({ Nb, C, H, W }, dt, "NHWC"), w = rand({ K, C // (attrs.groups or 1), S, S }, dt, "KYXC"),
+                     r = rand(y.shape, dt, "NHWC") }
+    return g, inputs, y.shape
+  end
+  local function gemm_kernel(p, t)
+    for _, k in ipairs(p:kernels(t)) do if k.kind == "gemm" then return k end end
+  end
+  local function load_bytes(k)
+    local b = {}
+    for _, a in ipairs(k.accesses) do if a.kind == "load" then b[a.arg] = math.max(b[a.arg] or 0, a.bytes) end end
+    return b
+  end
+
+  it("ResNet-50's 3x3 conv on 7x7x512 at batch 64 splits in two: 200 blocks of 128x128 (was 100, no split)",
+     function()
+    for _, dt in ipairs({ "f16", "bf16" }) do
+      local g = conv(64, 512, 7, 7, 512, 3, dt)
+      local p = kiln.compile(g, { targets = { "sm_90", "sm_80" }, cache = false })
+      assert.are.equal(WS, kinds(p:plan("sm_90")), dt)
+      local k = gemm_kernel(p, "sm_90")
+      assert.are.equal("v2:128,128,32,64,64,8", k.perf_config)
+      assert.are.equal(200, k.grid)
+      -- sm_80 has no joint choice (no L2 rate): the tile-count rule, 100 blocks fill its 108 SMs
+      assert.are.equal("launch", kinds(p:plan("sm_80")))
+    end
+  end)
+
+  it("the channel-sliced GEMM reads both operands in 16-byte vectors and pipelines through cp.async", function()
+    -- 3x3 pad 1, 3x3 stride 2, 3x3 dilation 2 pad 2, 1x1, and a grouped conv (forced split)
+    local cases = { { 4, 512, 7, 7, 512, 3, "f16" }, { 4, 256, 14, 14, 256, 3, "bf16", { stride = 2, padding = 1 } },
+                    { 4, 256, 9, 9, 256, 3, "f16", { dilation = 2, padding = 2 } }, { 1, 2048, 7, 7, 512, 1, "bf16" } }
+    for _, c in ipairs(cases) do
+      local g = conv(table.unpack(c))
+      local name = table.concat(c, " ", 1, 7)
+      local p = kiln.compile(g, { targets = { "sm_90" }, cache = false })
+      assert.are.equal(WS, kinds(p:plan("sm_90")), name)
+      local b = load_bytes(gemm_kernel(p, "sm_90"))
+      assert.are.same({ in0 = 16, in1 = 16 }, b, name)
+      local q = kiln.compile(g, { target = "sm_90", cache = false,
+                                  pipeline = require("cp_async_cases").pipeline(3) })
+      assert.are.equal("A,B", gemm_kernel(q, "sm_90").async_copy, name)
+    end
+    local g = conv(2, 256, 7, 7, 128, 3, "f16", { groups = 2 })
+    local p = kiln.compile(g, { target = "sm_90", perf_config = "v2:64,64,32,32,32,8,4", cache = false })
+    assert.are.equal(WS, kinds(p:plan("sm_90")))
+    assert.are.same({ in0 = 16, in1 = 16 }, load_bytes(gemm_kernel(p, "sm_90")))
+  end)
+
+  it("the host runs the conv plans sm_90 picks (same splits and tiles) and matches g:eval", function()
+    local cases = { { 2, 256, 7, 7, 64, 3, "f16" }, { 2, 128, 10, 10, 32, 3, "bf16", { stride = 2, padding = 1 } },
+                    { 1, 192, 6, 6, 48, 3, "f16", { dilation = 2, padding = 2 } }, { 1, 1024, 3, 3, 64, 1, "bf16" },
+                    { 2, 96, 5, 5, 64, 3, "f32", { groups = 2, padding = { 0, 2, 1, 0 } } } }
+    for _, c in ipairs(cases) do
+      local g, inputs, ys = conv(table.unpack(c))
+      local name = table.concat(c, " ", 1, 7)
+      local p = kiln.compile(g, { targets = { "sm_90" }, cache = false })
+      local k = gemm_kernel(p, "sm_90")
+      local mb, nb = k.perf_config:match("^v%d:(%d+),(%d+),")
+      mb, nb = tonumber(mb), tonumber(nb)
+      -- the GEMM's grid: G*S x ceil(M / mb) x ceil(N / nb), M = K / G, N = batch x output pixels
+      local G = c[8] and c[8].groups or 1
+      local S = k.grid // (G * ((c[5] // G + mb - 1) // mb) * ((ys[1] * ys[3] * ys[4] + nb - 1) // nb))
+      assert.is_true(S > 1 == (kinds(p:plan("sm_90")) == WS), name .. " S " .. S)
+      local h = kiln.compile(g, { perf_config = ("v1:%d,%d,16,%d,%d,1,%d"):format(mb, nb, mb, nb, S), cache = false })
+      assert.are.equal(kinds(p:plan("sm_90")), kinds(h:plan()), name .. " S " .. S)
       check(h, g, inputs)
     end
   end)

@@ -17,13 +17,13 @@ end
 -- { name, g, inputs, dtype (of the output), widths = { [arg] = bytes } }
 function M.cases()
   local out = {}
-  local function case(name, shapes, dts, build, widths, odt)
+  local function case(name, shapes, dts, build, widths, odt, layouts)
     local g = kiln.graph("vec")
     local ps, inputs = {}, {}
     for i, s in ipairs(shapes) do
-      local n = "x" .. i
-      ps[i] = g:param(n, s, dts[i])
-      inputs[n] = rand(s, dts[i])
+      local n, lay = "x" .. i, layouts and layouts[i]
+      ps[i] = g:param(n, s, dts[i], lay and { layout = lay } or nil)
+      inputs[n] = lay and rand(s, dts[i]):as_layout(lay) or rand(s, dts[i])
     end
     g:output(build(table.unpack(ps)))
     out[#out + 1] = { name = name, g = g, inputs = inputs, dtype = odt or dts[1], widths = widths }
@@ -42,6 +42,13 @@ function M.cases()
     case(dt .. " transpose 384x512 + 512x384", { { 384, 512 }, { 512, 384 } }, { dt, dt },
          function(a, b) return a:transpose { 1, 0 } + b end, { in0 = w, in1 = 16, out0 = 16 })
   end
+  -- NHWC operands of NCHW-ordered ops (a conv epilogue of its own kernel, split-K's sum): the
+  -- kernel walks the output in its memory order, channels first: 16 bytes; an NCHW operand
+  -- next to them is read one element at a time
+  case("f16 NHWC add, relu 2x64x7x9", { { 2, 64, 7, 9 }, { 2, 64, 7, 9 } }, { "f16", "f16" },
+       function(a, b) return (a + b):relu() end, { in0 = 16, in1 = 16, out0 = 16 }, nil, { "NHWC", "NHWC" })
+  case("f32 NHWC + NCHW 2x32x5x6", { { 2, 32, 5, 6 }, { 2, 32, 5, 6 } }, { "f32", "f32" }, add,
+       { in0 = 16, in1 = 4, out0 = 16 }, nil, { "NHWC" })
   -- a slice starting at column 2: two f32 (8 bytes) stay aligned
   case("f32 slice cols 2..258 of 300x260 + 300x256", { { 300, 260 }, { 300, 256 } }, { "f32", "f32" },
        function(a, b) return a:slice(1, 2, 258) + b end, { in0 = 8, in1 = 16, out0 = 16 })
