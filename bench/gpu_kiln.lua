@@ -337,6 +337,9 @@ local function cpa_pipeline(S, layout)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
   return pl
 end
+-- the cp.async rows' target: the pipeline feeds mma.sync, so sm_90 on a compute capability 9.0
+-- device (whose own target, sm_90a, takes wgmma)
+local CPA_ARCH = dev.arch == "sm_90a" and "sm_90" or dev.arch
 local function run_cpa(c, base, build, prepare, check, amount, tag, layout)
   for S = layout and 2 or 1, 4 do
     local row = {}
@@ -385,19 +388,19 @@ function run.gemm(c)
   local base = { case = c.id, kind = "gemm", dtype = c.dtype, shape = shape_str(c.dims), flop = row.flop, bytes = row.bytes,
                  unit = "TFLOP/s" }
   local function prep(p) return p:prepare({ a = A, b = B }, { device = dev, rotate_bytes = ROTATE_BYTES }) end
-  run_cpa(c, base, function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end, prep,
+  run_cpa(c, base, function(pl) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl }) end, prep,
           function(outs) return check_gemm(A, B, outs, M, N, K, c.dtype) end, row.flop / 1e12)
-  run_cpa(c, base, function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end, prep,
+  run_cpa(c, base, function(pl) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl }) end, prep,
           function(outs) return check_gemm(A, B, outs, M, N, K, c.dtype) end, row.flop / 1e12, nil, "krow")
   -- B stored [N, K] (K-contiguous): both operands through cp.async
   local gt = kiln.graph(c.name .. "_bt")
   gt:output(gt:dot(gt:param("a", { M, K }, c.dtype), gt:param("b", { N, K }, c.dtype):transpose { 1, 0 }))
   local BT = kiln.rand({ N, K }, c.dtype)
   local Bview = { get = function(_, ix) return BT:get { ix[2], ix[1] } end }
-  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = dev.arch, pipeline = pl }) end,
+  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = CPA_ARCH, pipeline = pl }) end,
           function(p) return p:prepare({ a = A, b = BT }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
           function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt")
-  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = dev.arch, pipeline = pl }) end,
+  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = CPA_ARCH, pipeline = pl }) end,
           function(p) return p:prepare({ a = A, b = BT }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
           function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt", "krow")
 end
@@ -451,7 +454,7 @@ function run.conv(c)
   if not CPA then return end
   run_cpa(c, { case = c.id, kind = "conv", dtype = c.dtype, shape = shape_str(c.dims), flop = row.flop, bytes = row.bytes,
                unit = "TFLOP/s" },
-          function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end,
+          function(pl) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl }) end,
           function(p) return p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
           function(outs) return check_conv(X, Wt, R, outs, Nb, C, H, W, K, c.dtype) end, row.flop / 1e12)
 end
@@ -855,7 +858,7 @@ function run.swz(c)
   run_cpa(c, { case = c.id, kind = "swz", dtype = c.dtype, shape = shape_str(c.dims),
                flop = 2.0 * Nb * H * W * K * C * S * S, bytes = (Nb * C * H * W + K * C * S * S + 2 * Nb * K * H * W) * esz,
                unit = "TFLOP/s" },
-          function(pl) return kiln.compile(g, { target = dev.arch, pipeline = pl }) end,
+          function(pl) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl }) end,
           function(p) return p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
           function(outs) return check_swz(X, Wt, R, outs, Nb, C, H, W, K, S, c.dtype) end,
           2.0 * Nb * H * W * K * C * S * S / 1e12)

@@ -708,6 +708,10 @@ static void pipe_emit(const pipe *p, int64_t nk) {
  * of K steps (auto: so that two blocks fit); 1 = no pipeline. */
 static int choose_stages(int64_t cp, const kl_target *tg, const char *accel, int64_t nk, int64_t stage_bytes) {
   int64_t s = cp;
+  /* the cp.async pipeline feeds mma.sync (and the FMA / MFMA loops on request); a wgmma
+   * GEMM takes its own multi-buffered loop (wg_emit): cp.async into its LDS would also need
+   * the async-proxy fence after each wait, which that loop does not emit */
+  if (accel && !strcmp(accel, "wgmma")) return 1;
   if (s < 0) s = tg && tg->arch == KL_ARCH_NVPTX && accel && !strcmp(accel, "mma_sync") ? KL_MAX_STAGES : 1;
   if (s > KL_MAX_STAGES) s = KL_MAX_STAGES;
   if (s < 2 || nk < 2) return 1;
