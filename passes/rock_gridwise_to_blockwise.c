@@ -48,6 +48,10 @@
  *     blockwise_gemm(L0); write(L1); barrier; read((kl + 2) mod n)
  *     blockwise_gemm(L1); write(L0); barrier; read((kl + 3) mod n) }
  * (a tile is written only after the barrier that follows every wave's last read of it).
+ * AMDGPU accel GEMMs take the loops of amd_k_loop instead (next step's loads before the
+ * step's MFMAs / WMMAs, no barrier between them and the back-edge; double-buffered with
+ * one barrier per K step on MFMA where two workgroups with two tile pairs fit the LDS);
+ * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target.
  * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
@@ -70,6 +74,7 @@ typedef struct {
 } tiles;
 typedef struct {
   int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
+  int64_t amd_loop; /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -626,6 +631,67 @@ static kl_value *kl_next(const kloop *k, kl_value *kl, int64_t off, int64_t nk) 
   return kl_emit_remi(&e, kl_emit_add(&e, kl, kl_tile_index(k->rw, k->loc, off)), nk);
 }
 
+/* The K loop of an AMDGPU accel GEMM (nk > 1 K steps; the copies hold a step's tiles
+ * between its global loads and its LDS stores). With a second pair of LDS tiles (la2 /
+ * lb2 non-NULL: both pairs fit the target's LDS) double-buffered, one barrier per K step:
+ *   read(0); write(L0); read(1)
+ *   scf.for %kl = 0 to nk - nk % 2 step 2 {
+ *     barrier; write(L1); read((kl + 2) mod nk); blockwise_gemm(L0)
+ *     barrier; write(L0); read((kl + 3) mod nk); blockwise_gemm(L1) }
+ *   [nk odd: barrier; blockwise_gemm(L0)]   barrier
+ * (each write follows the barrier after every wave's last read of that tile, each
+ * gemm the barrier after the write of its tile; the last steps write and read tiles
+ * that are never used, in bounds). Else one pair, two barriers per step:
+ *   read(0)
+ *   scf.for %kl = 0 to nk step 1 { barrier; write(L0); barrier; read((kl + 1) mod nk);
+ *                                  blockwise_gemm(L0) }
+ *   barrier
+ * In both the next step's global loads are issued before the step's matrix
+ * instructions and consumed (by the LDS writes) only after the back-edge: no barrier
+ * sits between the loads and the back-edge, where LLVM 19 drains the loads on gfx11
+ * (s_waitcnt vmcnt(0) before every s_barrier: no back-off barrier). */
+static void amd_k_loop(const kloop *k, int64_t nk, kl_value *la, kl_value *lb, kl_value *la2, kl_value *lb2) {
+  kl_rewriter *rw = k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  bool db = la2 && lb2;
+  int64_t main = db ? nk - nk % 2 : nk;
+  kl_read(k, kl_tile_index(rw, k->loc, 0));
+  if (db) {
+    kl_write(k, la, lb);
+    kl_read(k, kl_tile_index(rw, k->loc, 1));
+  }
+  kl_value *bnd[3] = { kl_tile_index(rw, k->loc, 0), kl_tile_index(rw, k->loc, main),
+                       kl_tile_index(rw, k->loc, db ? 2 : 1) };
+  kl_op *loop = kl_rewriter_create(rw, "scf.for", k->loc, 3, bnd, 0, NULL, 0, NULL, 1);
+  kl_block *body = kl_block_create(ctx);
+  kl_value *kl = kl_block_add_arg(ctx, body, kl_type_index(ctx));
+  kl_region_push_block(&loop->regions[0], body);
+  kl_rewriter_set_insertion_end(rw, body);
+  if (db) {
+    kl_barrier(k);
+    kl_write(k, la2, lb2);
+    kl_read(k, kl_next(k, kl, 2, nk));
+    kl_gemm(k, la, lb);
+    kl_barrier(k);
+    kl_write(k, la, lb);
+    kl_read(k, kl_next(k, kl, 3, nk));
+    kl_gemm(k, la2, lb2);
+  } else {
+    kl_barrier(k);
+    kl_write(k, la, lb);
+    kl_barrier(k);
+    kl_read(k, kl_next(k, kl, 1, nk)); /* the last step reloads step 0: in bounds, unused */
+    kl_gemm(k, la, lb);
+  }
+  kl_rewriter_create(rw, "scf.yield", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  kl_rewriter_set_insertion_after(rw, loop);
+  if (db && nk % 2) {
+    kl_barrier(k);
+    kl_gemm(k, la, lb);
+  }
+  kl_barrier(k); /* every wave's last LDS read before the epilogue may reuse the LDS */
+}
+
 static bool get_attr(kl_rewriter *rw, kl_op *op, const char *name, int64_t *out) {
   if (kl_op_attr_i64(op, name, out) && *out >= 1) return true;
   kl_rewriter_fail(rw, op->loc, "rock.gridwise_gemm: missing or non-positive integer attribute '%s'", name);
@@ -800,6 +866,26 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         goto after_loop;
       }
       dbuf = prefetch && nv16 && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
+      /* AMDGPU (MFMA / WMMA): the loops of amd_k_loop; double-buffered on MFMA where two
+       * workgroups with both tile pairs still fit the LDS of a CU (a larger tile pair costs
+       * occupancy: gfx90a 4096^3 f32, 256x128x16, fell from 4 to 2 waves per SIMD) and
+       * not on WMMA (gfx1100 3x3 convs, 64x64x64: the two unrolled steps spilled 76-80
+       * bytes of its 256 VGPRs) */
+      bool amd = o->amd_loop ? nk > 1 : prefetch && tg && tg->arch == KL_ARCH_AMDGPU;
+      bool adbuf = o->amd_loop ? o->amd_loop == 2
+                               : amd && accel && !strcmp(accel, "mfma") && 4 * tile_bytes <= tg->lds_bytes;
+      if (amd) {
+        lds_a2 = adbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
+        lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+        if (adbuf && !lds_b2) {
+          ok = false;
+          goto done;
+        }
+        amd_k_loop(&K, nk, lds_a, lds_b, lds_a2, lds_b2);
+        dbuf = adbuf;
+        if (dbuf) extra += tile_bytes;
+        goto after_loop;
+      }
       lds_a2 = dbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
       lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
       if (dbuf && !lds_b2) {
@@ -875,7 +961,12 @@ done:
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  opts o = { kl_pass_opt_int(po, "cp-async") };
+  opts o = { kl_pass_opt_int(po, "cp-async"), kl_pass_opt_int(po, "amd-k-loop") };
+  if (o.amd_loop < 0 || o.amd_loop > 2) {
+    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: amd-k-loop must be 0, 1 or 2, got %lld",
+                  (long long)o.amd_loop);
+    return KL_ERR;
+  }
   if (o.cp_async < -1 || o.cp_async > KL_MAX_STAGES) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: cp-async must be -1 (auto), 0 or 1 (off) or 2..%d (stages), got %lld",
@@ -893,6 +984,9 @@ static const kl_pass_option options[] = {
     "-1 auto (mma.sync GEMMs on NVIDIA with both operands async, as many stages as fit the LDS, at most 4, "
     "off below 3), 0 or 1 off, 2..4 stages "
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
+  { "amd-k-loop", KL_OPT_INT, "0",
+    "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
+    "several K steps, on any target (tests run it on the host)" },
 };
 
 void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {
@@ -900,7 +994,7 @@ void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {
                         "rock.gridwise_gemm -> K loop of global->LDS copies (threadwise_read_into / write_all), "
                         "barriers and rock.blockwise_gemm into a register accumulator; one global write of C",
                         options,
-                        1,
+                        sizeof options / sizeof options[0],
                         run,
                         NULL };
   kl_register_pass(ctx, &info);

@@ -68,6 +68,7 @@ int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll);
 typedef struct {
   int64_t unroll_opt, unroll;
   kl_ll_host_opts host;
+  bool branch_loads; /* masked-load-branch: read_into's bounds-masked loads behind scf.if on every target */
 } opts;
 
 
@@ -236,7 +237,7 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                 .nextra = nextra,
                 .vlen = vl,
                 .read = read,
-                .branch = read && gb->type->space == KL_SPACE_GLOBAL && amdgpu_op(op),
+                .branch = read && gb->type->space == KL_SPACE_GLOBAL && (o->branch_loads || amdgpu_op(op)),
                 .scale = sc && sc->kind == KL_AT_FLOAT && kl_type_is_float(gb->type->elem) ? sc->f : 1.0 };
   for (int i = 0; i < nextra; i++) s.extra[i] = op->opnds[2 + i].value;
   kl_ll L;
@@ -574,10 +575,11 @@ static kl_status final_check(kl_op *fn) {
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  opts o = { kl_pass_opt_int(po, "unroll"), 0, { 0 } };
+  opts o = { kl_pass_opt_int(po, "unroll"), 0, { 0 }, false };
   o.host.gemm = kl_pass_opt_bool(po, "host-gemm");
   o.host.copies = kl_pass_opt_bool(po, "host-copies");
   o.host.prefetch = kl_pass_opt_bool(po, "host-prefetch");
+  o.branch_loads = kl_pass_opt_bool(po, "masked-load-branch");
   const char *simd = kl_pass_opt_string(po, "host-simd"), *tile = kl_pass_opt_string(po, "host-tile");
   if (simd && strcmp(simd, "auto") &&
       (sscanf(simd, "%dx%d", &o.host.simd_bytes, &o.host.simd_regs) != 2 || o.host.simd_bytes < 4 ||
@@ -645,6 +647,9 @@ static const kl_pass_option options[] = {
     "(passes/lower_loops_host.c)" },
   { "host-copies", KL_OPT_BOOL, "true", "host (block size 1): fused, vectorized global -> LDS copies" },
   { "host-prefetch", KL_OPT_BOOL, "true", "host: fused copies prefetch the next K iteration's tile (rock.prefetch)" },
+  { "masked-load-branch", KL_OPT_BOOL, "false",
+    "read_into from global memory: bounds-masked loads behind scf.if (0 stored first) on every target, as on "
+    "AMDGPU (tests run the AMDGPU form on the host)" },
   { "host-simd", KL_OPT_STRING, "auto", "host vector model BYTESxREGS (e.g. 64x32 for AVX-512; auto: the host CPU)" },
   { "host-tile", KL_OPT_STRING, "auto",
     "host micro-kernel MRxNV: rows x vectors of accumulators (auto: by the SIMD model)" },
@@ -656,7 +661,7 @@ void kl__register_rock_lower_loops(kl_ctx *ctx) {
     "threadwise ops, private element-wise tiles and whole-op kernels (element-wise, reduce, softmax) "
     "-> scf loops over rock.load / rock.store with view index arithmetic",
     options,
-    6,
+    sizeof options / sizeof options[0],
     run,
     NULL
   };

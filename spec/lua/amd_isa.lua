@@ -204,6 +204,36 @@ function M.pipelining(asm)
   return out
 end
 
+-- The main loop's s_barrier count and its K steps (its matrix instructions over
+-- mma_per_step, the matrix instructions of one K step of a wave: LLVM may unroll the
+-- loop, and a double-buffered loop holds two steps): barriers, steps; nil without a loop.
+function M.barriers_per_step(asm, mma_per_step)
+  local l, ls = M.main_loop(asm)
+  if not l then return nil end
+  local nb, nm = 0, 0
+  for _, i in ipairs(l.order) do
+    local m = M.mnemonic(ls[i]) or ""
+    if m == "s_barrier" then nb = nb + 1 end
+    if m:match("^v_mfma") or m:match("^v_wmma") then nm = nm + 1 end
+  end
+  return nb, nm / mma_per_step
+end
+
+-- The matrix instructions of one K step of one wave of a GEMM kernel: the block tile
+-- (perf config "vN:MB,NB,KB,...") over the instruction's MxNxK (its mnemonic in the
+-- disassembly) and the workgroup's waves; nil without a matrix instruction.
+function M.mma_per_step(asm, perf_config, waves)
+  local shape
+  for _, l in ipairs(lines(asm)) do
+    local m = M.mnemonic(l) or ""
+    if m:match("^v_mfma") or m:match("^v_wmma") then shape = m; break end
+  end
+  local mb, nb, kb = (perf_config or ""):match("^v%d:(%d+),(%d+),(%d+)")
+  if not shape or not mb then return nil end
+  local a, b, c = shape:match("(%d+)x(%d+)x(%d+)")
+  return mb * nb * kb / (a * b * c) / waves
+end
+
 -- findings: 2-byte and 1-byte LDS stores in the main loop (a transposed copy written one
 -- element at a time)
 function M.narrow_lds_stores(asm)
