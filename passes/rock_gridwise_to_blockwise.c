@@ -83,6 +83,7 @@ typedef struct {
   bool iter_d, tid_d;
   int64_t vlen, lines, run;
   bool vd;
+  int64_t lds; /* AMD MFMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
 } layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
@@ -193,16 +194,22 @@ static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_
   return n;
 }
 
+static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n);
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb);
+
 /* The copy layout (see the header comment): longest vector along iter, then fewest
- * lines touched by a wave's first vector reads, then the shortest run per thread along
- * the vectorized dim, then vectors along M/N rather than K. */
-static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, layout *best, char *err, size_t n) {
+ * lines touched by a wave's first vector reads, then (AMD MFMA tiles with 16-byte kpack
+ * rows: amd_skew >= 0, the tile's skew) the fewest LDS wavefronts of the copy's stores
+ * into the tile, then the shortest run per thread along the vectorized dim, then vectors
+ * along M/N rather than K. */
+static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, int64_t eb,
+                          layout *best, char *err, size_t n) {
   int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
   bool found = false;
   for (int64_t ck = 1; ck <= t->KB; ck++) {
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
-      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false };
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0 };
       if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
         continue; /* same as the other order */
       l.vd = l.iter_d;
@@ -220,10 +227,18 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
         l.lines = lines_touched(v, src, t->BS, l.vlen);
       }
       kl_view_free(v);
+      if (amd_skew >= 0) {
+        kl_view *w = lds_copy_view(t, is_a, &l, err, n);
+        l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb) : -1;
+        kl_view_free(w);
+        if (l.lds < 0) l.lds = INT64_MAX;
+      }
       bool better = !found || l.vlen > best->vlen ||
           (l.vlen == best->vlen &&
            (l.lines < best->lines ||
-            (l.lines == best->lines && (l.run < best->run || (l.run == best->run && l.vd && !best->vd)))));
+            (l.lines == best->lines &&
+             (l.lds < best->lds ||
+              (l.lds == best->lds && (l.run < best->run || (l.run == best->run && l.vd && !best->vd)))))));
       if (better) {
         *best = l;
         found = true;
@@ -343,14 +358,8 @@ static int64_t lds_rows(int64_t DB, int skew) { return skew == 2 ? DB + DB / 8 +
 
 /* LDS tile [KB, DB]: a plain alloc, or (kpack > 1) [KB/kpack, lds_rows(DB, skew), kpack]
  * viewed as [KB, DB]. */
-static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
-                          const char *d, char *err, size_t n) {
-  if (t->kpack == 1) {
-    int64_t s[2] = { t->KB, DB };
-    return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS);
-  }
-  int64_t s[3] = { t->KB / t->kpack, lds_rows(DB, skew), t->kpack };
-  kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
+static kl_view *lds_tile_view(const tiles *t, int64_t DB, int skew, const char *d, int64_t s[3], char *err, size_t n) {
+  s[0] = t->KB / t->kpack, s[1] = lds_rows(DB, skew), s[2] = t->kpack;
   kl_vb b;
   const char *names[3] = { "ko", skew ? "row" : d, "ki" };
   kl_vb_identity(&b, 3, s, names);
@@ -368,11 +377,65 @@ static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, cons
   const char *kf[2] = { "ko", "ki" }, *ord[2] = { "k", d };
   kl_vb_merge(&b, "k", 2, kf);
   kl_vb_order(&b, 2, ord);
-  kl_view *v = kl_vb_finish(&b, err, n);
+  return kl_vb_finish(&b, err, n);
+}
+static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
+                          const char *d, char *err, size_t n) {
+  if (t->kpack == 1) {
+    int64_t s[2] = { t->KB, DB };
+    return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS);
+  }
+  int64_t s[3];
+  kl_view *v = lds_tile_view(t, DB, skew, d, s, err, n);
   if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
   kl_value *r = kl_tile_transform(rw, loc, raw, v);
   kl_view_free(v);
   return r;
+}
+
+/* LDS wavefronts of the copy (tid, iter) -> (k, d) view w into a kpack > 1 tile of skew
+ * `skew` (lds_tile_view), all BS threads, each storing vectors of vlen elements of eb
+ * bytes: per phase (128 bytes: 8 lanes of 16-byte accesses, 16 of 8, 32 of 4 or less)
+ * the most distinct addresses on one bank slot, summed; -1 when a view fails. */
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb) {
+  char err[256];
+  int64_t s[3];
+  kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
+  kl_view_err ve = { 0 };
+  kl_view *full = tv ? kl_view_compose(w, tv, &ve) : NULL;
+  kl_view_free(tv);
+  if (!full) return -1;
+  int64_t strides[3] = { s[1] * s[2], s[2], 1 }, per = t->KB * DB / t->BS;
+  int64_t vlen = kl_view_max_vectorization(full, 1, strides, (int)(8 * eb)), bytes;
+  if (vlen < 1) vlen = 1;
+  while (per % vlen) vlen /= 2;
+  bytes = vlen * eb;
+  int64_t unit = bytes > 4 ? bytes : 4, lanes = 128 / unit, slots = 128 / unit, wf = 0;
+  int64_t addr[32];
+  for (int64_t i = 0; i < per; i += vlen)
+    for (int64_t p0 = 0; p0 < t->BS; p0 += lanes) {
+      int64_t n = 0, worst = 0;
+      for (int64_t l = p0; l < p0 + lanes && l < t->BS; l++) {
+        int64_t up[2] = { l, i };
+        bool valid;
+        int64_t a = kl_view_eval_addr(full, up, strides, &valid) * eb;
+        if (valid) addr[n++] = a;
+      }
+      for (int64_t sl = 0; sl < slots; sl++) {
+        int64_t c = 0;
+        for (int64_t x = 0; x < n; x++) {
+          if ((addr[x] / unit) % slots != sl) continue;
+          bool seen = false;
+          for (int64_t y = 0; y < x; y++) seen |= addr[y] == addr[x];
+          c += !seen;
+        }
+        if (c > worst) worst = c;
+      }
+      wf += worst;
+    }
+  kl_view_free(full);
+  return wf;
 }
 
 /* GPU targets: the K loop's LDS tiles (tiles[0..n): A, B and the double-buffer copies,
@@ -747,7 +810,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   bool bad = false;
   kl_value *pa = load_driver(rw, a, &bad), *pb = bad ? NULL : load_driver(rw, b, &bad);
   if (bad) return false;
-  if (!choose_layout(&t, true, a, pa, &la, err, sizeof err) || !choose_layout(&t, false, b, pb, &lb, err, sizeof err)) {
+  /* AMD MFMA with 16-byte kpack rows (see below): the copies' LDS conflicts rank the layouts */
+  const char *acc_kind = kl_op_attr_string(op, "accel");
+  int64_t ebytes = (kl_type_bits(ta->elem) + 7) / 8;
+  bool amd16 = acc_kind && !strcmp(acc_kind, "mfma") && t.kpack > 1 && t.kpack * ebytes == 16;
+  int sk_a = !amd16 ? -1 : t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
+  int sk_b = !amd16 ? -1 : t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
+  if (!choose_layout(&t, true, a, pa, sk_a, ebytes, &la, err, sizeof err) ||
+      !choose_layout(&t, false, b, pb, sk_b, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
