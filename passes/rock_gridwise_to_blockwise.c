@@ -27,7 +27,9 @@
  * the longest vector along iter through the operand's views down to its buffer
  * (kl_view_max_vectorization), the fewest 64-byte lines touched when the first wave
  * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
- * the shortest per-thread run along the vector dim, vectors along M/N rather than K.
+ * on AMD MFMA tiles with 16-byte kpack rows the fewest LDS wavefronts of the copy's
+ * stores (copy_wavefronts), the shortest per-thread run along the vector dim, vectors
+ * along M/N rather than K.
  * vector_len records the vector length. When an operand is a view of a global
  * rock.alloc written directly by one fusing op (a rock.elementwise prologue, fused into
  * the copies by rock-align-tiling), the layout is chosen for the view of its primary
