@@ -109,7 +109,9 @@ static void count(kl_amdgpu_loop_mix *x, const char *m) {
     x->valu_fma++;
 }
 
-kl_amdgpu_loop_mix kl_amdgpu_loop_mix_of(const char *text) {
+/* The main loop of text: its mix and (when range is non-NULL) its first and last line
+ * numbers; best.found = 0 without one. */
+static kl_amdgpu_loop_mix main_loop(const char *text, int range[2]) {
   kl_amdgpu_loop_mix best = { 0 };
   if (!text) return best;
   int n = 0, cap = 256;
@@ -154,11 +156,37 @@ kl_amdgpu_loop_mix kl_amdgpu_loop_mix_of(const char *text) {
       if (m[0]) count(&x, m);
     }
     int xm = x.mfma + x.wmma, bm = best.mfma + best.wmma;
-    if (!best.found || xm > bm || (xm == bm && x.instrs > best.instrs)) best = x;
+    if (!best.found || xm > bm || (xm == bm && x.instrs > best.instrs)) {
+      best = x;
+      if (range) range[0] = loops[a][0], range[1] = loops[a][1];
+    }
   }
   free(loops);
   free(ls);
   return best;
+}
+
+kl_amdgpu_loop_mix kl_amdgpu_loop_mix_of(const char *text) { return main_loop(text, NULL); }
+
+char *kl_amdgpu_main_loop_text(const char *text) {
+  int range[2] = { 0, -1 };
+  if (!main_loop(text, range).found) return NULL;
+  kl_sb sb = { 0 };
+  int i = 0;
+  for (const char *s = text; *s && i <= range[1]; i++) {
+    const char *e = strchr(s, '\n');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if (i >= range[0]) {
+      size_t k = 0;
+      while (k < len && s[k] != ';') k++;
+      while (k && (s[k - 1] == ' ' || s[k - 1] == '\t')) k--;
+      size_t b = 0;
+      while (b < k && (s[b] == ' ' || s[b] == '\t')) b++;
+      if (k > b && s[k - 1] != ':') kl_sb_printf(&sb, "\t%.*s\n", (int)(k - b), s + b);
+    }
+    s += len + (e ? 1 : 0);
+  }
+  return kl_sb_take(&sb);
 }
 
 kl_status kl_amdgpu_stats_read(const void *hsaco, size_t size, const char *kernel, const char *target, int64_t block,

@@ -51,6 +51,9 @@ kl_status kl_amdgpu_stats_read(const void *hsaco, size_t size, const char *kerne
 /* The instruction mix of the chosen innermost loop of a disassembly text (as
  * kl_disasm_hsaco prints it). */
 kl_amdgpu_loop_mix kl_amdgpu_loop_mix_of(const char *asm_text);
+/* The instructions of that loop, one a line, labels and trailing "; ..." comments
+ * dropped (llvm-mca's input, driver/amdgpu_mca.h); NULL without a loop. malloc'd. */
+char *kl_amdgpu_main_loop_text(const char *asm_text);
 /* "vgpr=… agpr=… sgpr=… lds=… scratch=… occupancy=N (limit) loop: mfma=… …", malloc'd. */
 char *kl_amdgpu_stats_line(const kl_amdgpu_stats *s);
 #endif

@@ -5,6 +5,8 @@
 #include "codegen/codegen_target.h"
 #include "codegen/hsaco.h"
 #include "driver/amdgpu_stats.h"
+#include "driver/amdgpu_mca.h"
+#include "codegen/disasm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,19 @@ char *kl_kernel_code_stats(kl_op *kernel, const char *target, char *err, size_t 
     char *line = kl_amdgpu_stats_line(&s);
     kl_sb_printf(&sb, "%s hsaco=%zu bytes", line, bin.size);
     free(line);
+    /* llvm-mca's steady-state cycles of one main-loop iteration (driver/amdgpu_mca.h) */
+    char why[256], derr[256];
+    double cyc = 0;
+    char *text = s.loop.found ? kl_disasm_hsaco(bin.data, bin.size, target, derr, sizeof derr) : NULL;
+    if (!s.loop.found)
+      kl_sb_printf(&sb, " mca: skipped (no loop)");
+    else if (!text)
+      kl_sb_printf(&sb, " mca: skipped (%s)", derr);
+    else if (kl_amdgpu_mca_loop(text, target, &cyc, why, sizeof why))
+      kl_sb_printf(&sb, " mca_cycles=%.1f", cyc);
+    else
+      kl_sb_printf(&sb, " mca: skipped (%s)", why);
+    free(text);
   } else if (t->arch == KL_ARCH_NVPTX) {
     kl_sb_printf(&sb, "ptx=%zu bytes mma.sync=%s", bin.size, strstr((const char *)bin.data, "mma.sync") ? "yes" : "no");
   } else {

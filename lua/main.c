@@ -88,7 +88,8 @@ static void usage(FILE *f) {
           "                               module's target before the pipeline runs (default pipeline: the\n"
           "                               compile pipeline, kiln.default_pipeline()); with --stats also lower\n"
           "                               every kernel for T and print its registers, LDS, scratch, occupancy\n"
-          "                               (AMDGPU: waves per SIMD) and main loop's instruction mix\n"
+          "                               (AMDGPU: waves per SIMD), main loop's instruction mix and, with\n"
+          "                               llvm-mca(-19) on PATH, its cycles per iteration (mca_cycles)\n"
           "  --load FILE.lua              run a Lua script first (it may register passes)\n"
           "  --list-passes                list the registered passes and exit\n"
           "  -o FILE                      write the module to FILE instead of stdout\n"
@@ -117,6 +118,7 @@ static void usage(FILE *f) {
           "  KILN_CP_ASYNC=auto|off|2|3|4 K-loop pipeline of asynchronous global -> shared copies\n"
           "                               (cp.async; stages) in the default pipeline (default: off)\n"
           "  TMPDIR                       where code generation writes its temporary files (default /tmp)\n"
+          "  PATH                         kiln opt --stats --target gfx*: where llvm-mca-19 / llvm-mca is looked up\n"
           "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n"
           "                               (and the default tuning database, above)\n");
 }

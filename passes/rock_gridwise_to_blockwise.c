@@ -27,7 +27,9 @@
  * the longest vector along iter through the operand's views down to its buffer
  * (kl_view_max_vectorization), the fewest 64-byte lines touched when the first wave
  * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
- * the shortest per-thread run along the vector dim, vectors along M/N rather than K.
+ * on AMD MFMA tiles with 16-byte kpack rows the fewest LDS wavefronts of the copy's
+ * stores (copy_wavefronts), the shortest per-thread run along the vector dim, vectors
+ * along M/N rather than K.
  * vector_len records the vector length. When an operand is a view of a global
  * rock.alloc written directly by one fusing op (a rock.elementwise prologue, fused into
  * the copies by rock-align-tiling), the layout is chosen for the view of its primary
@@ -51,6 +53,10 @@
  * wgmma GEMMs (passes/rock_wgmma.h) with more than one K step take W = 3 (else 2) LDS
  * buffers whose MMAs stay in flight across the next step's copies: wg_emit, the protocol
  * in rock_wgmma.h.
+ * AMDGPU accel GEMMs take the loops of amd_k_loop instead (next step's loads before the
+ * step's MFMAs / WMMAs, no barrier between them and the back-edge; double-buffered with
+ * one barrier per K step on MFMA where two workgroups with two tile pairs fit the LDS);
+ * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target.
  * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
@@ -78,6 +84,7 @@ typedef struct {
 typedef struct {
   int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
   bool krow;        /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
+  int64_t amd_loop; /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -86,6 +93,7 @@ typedef struct {
   bool iter_d, tid_d;
   int64_t vlen, lines, run;
   bool vd;
+  int64_t lds; /* AMD MFMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
 } layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
@@ -196,16 +204,22 @@ static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_
   return n;
 }
 
+static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n);
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb);
+
 /* The copy layout (see the header comment): longest vector along iter, then fewest
- * lines touched by a wave's first vector reads, then the shortest run per thread along
- * the vectorized dim, then vectors along M/N rather than K. */
-static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, layout *best, char *err, size_t n) {
+ * lines touched by a wave's first vector reads, then (AMD MFMA tiles with 16-byte kpack
+ * rows: amd_skew >= 0, the tile's skew) the fewest LDS wavefronts of the copy's stores
+ * into the tile, then the shortest run per thread along the vectorized dim, then vectors
+ * along M/N rather than K. */
+static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, int64_t eb,
+                          layout *best, char *err, size_t n) {
   int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
   bool found = false;
   for (int64_t ck = 1; ck <= t->KB; ck++) {
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
-      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false };
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0 };
       if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
         continue; /* same as the other order */
       l.vd = l.iter_d;
@@ -223,10 +237,18 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
         l.lines = lines_touched(v, src, t->BS, l.vlen);
       }
       kl_view_free(v);
+      if (amd_skew >= 0) {
+        kl_view *w = lds_copy_view(t, is_a, &l, err, n);
+        l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb) : -1;
+        kl_view_free(w);
+        if (l.lds < 0) l.lds = INT64_MAX;
+      }
       bool better = !found || l.vlen > best->vlen ||
           (l.vlen == best->vlen &&
            (l.lines < best->lines ||
-            (l.lines == best->lines && (l.run < best->run || (l.run == best->run && l.vd && !best->vd)))));
+            (l.lines == best->lines &&
+             (l.lds < best->lds ||
+              (l.lds == best->lds && (l.run < best->run || (l.run == best->run && l.vd && !best->vd)))))));
       if (better) {
         *best = l;
         found = true;
@@ -346,14 +368,8 @@ static int64_t lds_rows(int64_t DB, int skew) { return skew == 2 ? DB + DB / 8 +
 
 /* LDS tile [KB, DB]: a plain alloc, or (kpack > 1) [KB/kpack, lds_rows(DB, skew), kpack]
  * viewed as [KB, DB]. */
-static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
-                          const char *d, char *err, size_t n) {
-  if (t->kpack == 1) {
-    int64_t s[2] = { t->KB, DB };
-    return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS);
-  }
-  int64_t s[3] = { t->KB / t->kpack, lds_rows(DB, skew), t->kpack };
-  kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
+static kl_view *lds_tile_view(const tiles *t, int64_t DB, int skew, const char *d, int64_t s[3], char *err, size_t n) {
+  s[0] = t->KB / t->kpack, s[1] = lds_rows(DB, skew), s[2] = t->kpack;
   kl_vb b;
   const char *names[3] = { "ko", skew ? "row" : d, "ki" };
   kl_vb_identity(&b, 3, s, names);
@@ -371,8 +387,18 @@ static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, cons
   const char *kf[2] = { "ko", "ki" }, *ord[2] = { "k", d };
   kl_vb_merge(&b, "k", 2, kf);
   kl_vb_order(&b, 2, ord);
-  kl_view *v = kl_vb_finish(&b, err, n);
+  return kl_vb_finish(&b, err, n);
+}
+static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
+                          const char *d, char *err, size_t n) {
+  if (t->kpack == 1) {
+    int64_t s[2] = { t->KB, DB };
+    return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS);
+  }
+  int64_t s[3];
+  kl_view *v = lds_tile_view(t, DB, skew, d, s, err, n);
   if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
   kl_value *r = kl_tile_transform(rw, loc, raw, v);
   kl_view_free(v);
   return r;
@@ -416,6 +442,49 @@ static void erase_tile(kl_rewriter *rw, kl_value *tile) {
   kl_value *raw = def && !strcmp(def->name, "rock.transform") ? def->opnds[0].value : NULL;
   kl_rewriter_erase_op(rw, def);
   if (raw && raw->def) kl_rewriter_erase_op(rw, raw->def);
+}
+/* LDS wavefronts of the copy (tid, iter) -> (k, d) view w into a kpack > 1 tile of skew
+ * `skew` (lds_tile_view), all BS threads, each storing vectors of vlen elements of eb
+ * bytes: per phase (128 bytes: 8 lanes of 16-byte accesses, 16 of 8, 32 of 4 or less)
+ * the most distinct addresses on one bank slot, summed; -1 when a view fails. */
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb) {
+  char err[256];
+  int64_t s[3];
+  kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
+  kl_view_err ve = { 0 };
+  kl_view *full = tv ? kl_view_compose(w, tv, &ve) : NULL;
+  kl_view_free(tv);
+  if (!full) return -1;
+  int64_t strides[3] = { s[1] * s[2], s[2], 1 }, per = t->KB * DB / t->BS;
+  int64_t vlen = kl_view_max_vectorization(full, 1, strides, (int)(8 * eb)), bytes;
+  if (vlen < 1) vlen = 1;
+  while (per % vlen) vlen /= 2;
+  bytes = vlen * eb;
+  int64_t unit = bytes > 4 ? bytes : 4, lanes = 128 / unit, slots = 128 / unit, wf = 0;
+  int64_t addr[32];
+  for (int64_t i = 0; i < per; i += vlen)
+    for (int64_t p0 = 0; p0 < t->BS; p0 += lanes) {
+      int64_t n = 0, worst = 0;
+      for (int64_t l = p0; l < p0 + lanes && l < t->BS; l++) {
+        int64_t up[2] = { l, i };
+        bool valid;
+        int64_t a = kl_view_eval_addr(full, up, strides, &valid) * eb;
+        if (valid) addr[n++] = a;
+      }
+      for (int64_t sl = 0; sl < slots; sl++) {
+        int64_t c = 0;
+        for (int64_t x = 0; x < n; x++) {
+          if ((addr[x] / unit) % slots != sl) continue;
+          bool seen = false;
+          for (int64_t y = 0; y < x; y++) seen |= addr[y] == addr[x];
+          c += !seen;
+        }
+        if (c > worst) worst = c;
+      }
+      wf += worst;
+    }
+  kl_view_free(full);
+  return wf;
 }
 
 /* GPU targets: the K loop's LDS tiles (tiles[0..n): A, B and the double-buffer copies,
@@ -738,6 +807,67 @@ static bool async_operand(kl_value *v, const kl_view *d, kl_value *lds, int64_t 
 }
 
 
+/* The K loop of an AMDGPU accel GEMM (nk > 1 K steps; the copies hold a step's tiles
+ * between its global loads and its LDS stores). With a second pair of LDS tiles (la2 /
+ * lb2 non-NULL: both pairs fit the target's LDS) double-buffered, one barrier per K step:
+ *   read(0); write(L0); read(1)
+ *   scf.for %kl = 0 to nk - nk % 2 step 2 {
+ *     barrier; write(L1); read((kl + 2) mod nk); blockwise_gemm(L0)
+ *     barrier; write(L0); read((kl + 3) mod nk); blockwise_gemm(L1) }
+ *   [nk odd: barrier; blockwise_gemm(L0)]   barrier
+ * (each write follows the barrier after every wave's last read of that tile, each
+ * gemm the barrier after the write of its tile; the last steps write and read tiles
+ * that are never used, in bounds). Else one pair, two barriers per step:
+ *   read(0)
+ *   scf.for %kl = 0 to nk step 1 { barrier; write(L0); barrier; read((kl + 1) mod nk);
+ *                                  blockwise_gemm(L0) }
+ *   barrier
+ * In both the next step's global loads are issued before the step's matrix
+ * instructions and consumed (by the LDS writes) only after the back-edge: no barrier
+ * sits between the loads and the back-edge, where LLVM 19 drains the loads on gfx11
+ * (s_waitcnt vmcnt(0) before every s_barrier: no back-off barrier). */
+static void amd_k_loop(const kloop *k, int64_t nk, kl_value *la, kl_value *lb, kl_value *la2, kl_value *lb2) {
+  kl_rewriter *rw = k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  bool db = la2 && lb2;
+  int64_t main = db ? nk - nk % 2 : nk;
+  kl_read(k, kl_tile_index(rw, k->loc, 0));
+  if (db) {
+    kl_write(k, la, lb);
+    kl_read(k, kl_tile_index(rw, k->loc, 1));
+  }
+  kl_value *bnd[3] = { kl_tile_index(rw, k->loc, 0), kl_tile_index(rw, k->loc, main),
+                       kl_tile_index(rw, k->loc, db ? 2 : 1) };
+  kl_op *loop = kl_rewriter_create(rw, "scf.for", k->loc, 3, bnd, 0, NULL, 0, NULL, 1);
+  kl_block *body = kl_block_create(ctx);
+  kl_value *kl = kl_block_add_arg(ctx, body, kl_type_index(ctx));
+  kl_region_push_block(&loop->regions[0], body);
+  kl_rewriter_set_insertion_end(rw, body);
+  if (db) {
+    kl_barrier(k);
+    kl_write(k, la2, lb2);
+    kl_read(k, kl_next(k, kl, 2, nk));
+    kl_gemm(k, la, lb);
+    kl_barrier(k);
+    kl_write(k, la, lb);
+    kl_read(k, kl_next(k, kl, 3, nk));
+    kl_gemm(k, la2, lb2);
+  } else {
+    kl_barrier(k);
+    kl_write(k, la, lb);
+    kl_barrier(k);
+    kl_read(k, kl_next(k, kl, 1, nk)); /* the last step reloads step 0: in bounds, unused */
+    kl_gemm(k, la, lb);
+  }
+  kl_rewriter_create(rw, "scf.yield", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  kl_rewriter_set_insertion_after(rw, loop);
+  if (db && nk % 2) {
+    kl_barrier(k);
+    kl_gemm(k, la, lb);
+  }
+  kl_barrier(k); /* every wave's last LDS read before the epilogue may reuse the LDS */
+}
+
 static bool get_attr(kl_rewriter *rw, kl_op *op, const char *name, int64_t *out) {
   if (kl_op_attr_i64(op, name, out) && *out >= 1) return true;
   kl_rewriter_fail(rw, op->loc, "rock.gridwise_gemm: missing or non-positive integer attribute '%s'", name);
@@ -793,7 +923,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   bool bad = false;
   kl_value *pa = load_driver(rw, a, &bad), *pb = bad ? NULL : load_driver(rw, b, &bad);
   if (bad) return false;
-  if (!choose_layout(&t, true, a, pa, &la, err, sizeof err) || !choose_layout(&t, false, b, pb, &lb, err, sizeof err)) {
+  /* AMD MFMA with 16-byte kpack rows (see below): the copies' LDS conflicts rank the layouts */
+  const char *acc_kind = kl_op_attr_string(op, "accel");
+  int64_t ebytes = (kl_type_bits(ta->elem) + 7) / 8;
+  bool amd16 = acc_kind && !strcmp(acc_kind, "mfma") && t.kpack > 1 && t.kpack * ebytes == 16;
+  int sk_a = !amd16 ? -1 : t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
+  int sk_b = !amd16 ? -1 : t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
+  if (!choose_layout(&t, true, a, pa, sk_a, ebytes, &la, err, sizeof err) ||
+      !choose_layout(&t, false, b, pb, sk_b, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
@@ -970,6 +1107,26 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         goto after_loop;
       }
       dbuf = prefetch && nv16 && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
+      /* AMDGPU (MFMA / WMMA): the loops of amd_k_loop; double-buffered on MFMA where two
+       * workgroups with both tile pairs still fit the LDS of a CU (a larger tile pair costs
+       * occupancy: gfx90a 4096^3 f32, 256x128x16, fell from 4 to 2 waves per SIMD) and
+       * not on WMMA (gfx1100 3x3 convs, 64x64x64: the two unrolled steps spilled 76-80
+       * bytes of its 256 VGPRs) */
+      bool amd = o->amd_loop ? nk > 1 : prefetch && tg && tg->arch == KL_ARCH_AMDGPU;
+      bool adbuf = o->amd_loop ? o->amd_loop == 2
+                               : amd && accel && !strcmp(accel, "mfma") && 4 * tile_bytes <= tg->lds_bytes;
+      if (amd) {
+        lds_a2 = adbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
+        lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+        if (adbuf && !lds_b2) {
+          ok = false;
+          goto done;
+        }
+        amd_k_loop(&K, nk, lds_a, lds_b, lds_a2, lds_b2);
+        dbuf = adbuf;
+        if (dbuf) extra += tile_bytes;
+        goto after_loop;
+      }
       lds_a2 = dbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
       lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
       if (dbuf && !lds_b2) {
@@ -1046,10 +1203,15 @@ done:
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
-  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow") };
+  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop") };
   if (!lay || (strcmp(lay, "krow") && strcmp(lay, "kgroup"))) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: cp-async-layout must be krow or kgroup, got %s", lay ? lay : "(none)");
+    return KL_ERR;
+  }
+  if (o.amd_loop < 0 || o.amd_loop > 2) {
+    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: amd-k-loop must be 0, 1 or 2, got %lld",
+                  (long long)o.amd_loop);
     return KL_ERR;
   }
   if (o.cp_async < -1 || o.cp_async > KL_MAX_STAGES) {
@@ -1073,6 +1235,9 @@ static const kl_pass_option options[] = {
     "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): kgroup = the register path's "
     "[K/8, rows + skew, 8]; krow = [rows, K + 16 bytes] (the bytes of one row's global read land "
     "contiguous in LDS; an experiment, see docs/ARCHITECTURE.md)" },
+  { "amd-k-loop", KL_OPT_INT, "0",
+    "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
+    "several K steps, on any target (tests run it on the host)" },
 };
 
 void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {

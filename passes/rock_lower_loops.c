@@ -27,7 +27,10 @@
  * Views: the op's own view is composed with the views of the operand's rock.transform
  * chain and emitted with kl_view_emit (constants fold); validity checks appear only
  * where a view can produce invalid coordinates: loads clamp the coordinates to 0 and
- * select 0 (branch-free), stores are wrapped in scf.if. V is the vector length: the
+ * select 0 (branch-free), stores are wrapped in scf.if; on AMDGPU a read_into from a
+ * global buffer stores 0 and then loads under scf.if instead (no select consumes the
+ * load where it is issued, so the pipelined K loop's loads stay in flight across the
+ * MFMAs and the back-edge; amd_suite_spec checks the s_waitcnt). V is the vector length: the
  * largest length kl_view_max_vectorization proves for both sides (capped by the op's
  * vector_len attribute when present). Loops with constant trip counts up to the
  * `unroll` option are emitted unrolled (default by target: 256 on GPUs, so per-thread
@@ -45,6 +48,7 @@
 #include "passes/lower_loops.h"
 #include "passes/rock_wgmma.h"
 #include "passes/lower_loops_reduce.h"
+#include "passes/perf_config.h"
 #include "core/dialect_builtin.h"
 #include "core/dialect_rock.h"
 #include "core/pass.h"
@@ -64,10 +68,17 @@ int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll);
 typedef struct {
   int64_t unroll_opt, unroll;
   kl_ll_host_opts host;
+  bool branch_loads; /* masked-load-branch: read_into's bounds-masked loads behind scf.if on every target */
 } opts;
 
 
 static bool in_kernel(kl_op *op) { return kl_is_kernel(kl_ll_func_of(op)); }
+
+/* whether op's kernel is compiled for AMDGPU (kl_perf_resolve_target) */
+static bool amdgpu_op(kl_op *op) {
+  const kl_target *t = kl_perf_resolve_target(op, NULL, NULL, 0);
+  return t && t->arch == KL_ARCH_AMDGPU;
+}
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t attr_vlen(kl_op *op) {
@@ -131,6 +142,7 @@ typedef struct {
   int nextra;
   int64_t vlen;
   bool read;    /* read_into: g -> p; write_all: p -> g */
+  bool branch;  /* read_into on AMDGPU: bounds-masked loads behind a branch (see copy_body) */
   double scale; /* write_all: store_scale (the atomic forms of a GEMM + reduce_mean), 1 else */
 } copy_st;
 static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
@@ -138,7 +150,28 @@ static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   kl_value *up[KL_VIEW_MAX_DIMS];
   for (int i = 0; i < s->nextra; i++) up[i] = s->extra[i];
   up[s->nextra] = iv;
-  if (s->read) {
+  if (s->read && s->branch) {
+    /* AMDGPU: the register copy gets 0, then the load only where the view is in bounds.
+     * The select of kl_ll_load (select(valid, load, 0)) consumes the loaded value where it
+     * is loaded: in the software-pipelined K loop LLVM then waits (s_waitcnt vmcnt(0))
+     * for the next tile's loads in the middle of this step's MFMAs. With the branch the
+     * loaded registers are read first by the LDS stores of the next step. */
+    kl_value *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
+    int64_t cv;
+    kl_view_emit(&L->e, s->gv, up, lower, &valid);
+    if (valid && !kl_emit_const_of(valid, &cv)) {
+      const kl_type *pe = s->pbuf->type->elem;
+      const kl_type *zt = s->vlen > 1 ? kl_type_vector(L->ctx, pe, (int)s->vlen) : pe;
+      kl_ll_store_view(L, kl_ll_const(L, zt, 0), s->pbuf, s->pv, &iv);
+      kl_op *ifop = kl_ll_if_begin(L, valid);
+      kl_value *x = kl_ll_convert(L, kl_ll_load(L, s->gbuf, lower, NULL, s->vlen), pe);
+      kl_ll_store_view(L, x, s->pbuf, s->pv, &iv);
+      kl_ll_if_end(L, ifop);
+    } else {
+      kl_value *x = kl_ll_convert(L, kl_ll_load(L, s->gbuf, lower, valid, s->vlen), s->pbuf->type->elem);
+      kl_ll_store_view(L, x, s->pbuf, s->pv, &iv);
+    }
+  } else if (s->read) {
     kl_value *x = kl_ll_load_view(L, s->gbuf, s->gv, up, s->vlen);
     x = kl_ll_convert(L, x, s->pbuf->type->elem);
     kl_ll_store_view(L, x, s->pbuf, s->pv, &iv);
@@ -204,6 +237,7 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                 .nextra = nextra,
                 .vlen = vl,
                 .read = read,
+                .branch = read && gb->type->space == KL_SPACE_GLOBAL && (o->branch_loads || amdgpu_op(op)),
                 .scale = sc && sc->kind == KL_AT_FLOAT && kl_type_is_float(gb->type->elem) ? sc->f : 1.0 };
   for (int i = 0; i < nextra; i++) s.extra[i] = op->opnds[2 + i].value;
   kl_ll L;
@@ -541,10 +575,11 @@ static kl_status final_check(kl_op *fn) {
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  opts o = { kl_pass_opt_int(po, "unroll"), 0, { 0 } };
+  opts o = { kl_pass_opt_int(po, "unroll"), 0, { 0 }, false };
   o.host.gemm = kl_pass_opt_bool(po, "host-gemm");
   o.host.copies = kl_pass_opt_bool(po, "host-copies");
   o.host.prefetch = kl_pass_opt_bool(po, "host-prefetch");
+  o.branch_loads = kl_pass_opt_bool(po, "masked-load-branch");
   const char *simd = kl_pass_opt_string(po, "host-simd"), *tile = kl_pass_opt_string(po, "host-tile");
   if (simd && strcmp(simd, "auto") &&
       (sscanf(simd, "%dx%d", &o.host.simd_bytes, &o.host.simd_regs) != 2 || o.host.simd_bytes < 4 ||
@@ -612,6 +647,9 @@ static const kl_pass_option options[] = {
     "(passes/lower_loops_host.c)" },
   { "host-copies", KL_OPT_BOOL, "true", "host (block size 1): fused, vectorized global -> LDS copies" },
   { "host-prefetch", KL_OPT_BOOL, "true", "host: fused copies prefetch the next K iteration's tile (rock.prefetch)" },
+  { "masked-load-branch", KL_OPT_BOOL, "false",
+    "read_into from global memory: bounds-masked loads behind scf.if (0 stored first) on every target, as on "
+    "AMDGPU (tests run the AMDGPU form on the host)" },
   { "host-simd", KL_OPT_STRING, "auto", "host vector model BYTESxREGS (e.g. 64x32 for AVX-512; auto: the host CPU)" },
   { "host-tile", KL_OPT_STRING, "auto",
     "host micro-kernel MRxNV: rows x vectors of accumulators (auto: by the SIMD model)" },
@@ -623,7 +661,7 @@ void kl__register_rock_lower_loops(kl_ctx *ctx) {
     "threadwise ops, private element-wise tiles and whole-op kernels (element-wise, reduce, softmax) "
     "-> scf loops over rock.load / rock.store with view index arithmetic",
     options,
-    6,
+    sizeof options / sizeof options[0],
     run,
     NULL
   };

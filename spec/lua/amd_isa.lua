@@ -52,21 +52,39 @@ function M.fences(ir)
 end
 
 -- The loops of a disassembly (p:disasm labels every branch target ".L<addr>:" and ends a
--- branch with "; .L<addr>"): one {head =, back =} per backward branch, the line numbers
--- of the head label and of the branch; innermost = no other loop inside.
+-- branch with "; .L<addr>"): one {head =, back =, order =} per loop head (the target of
+-- backward branches; back = the last of them), the line numbers of the head label and of
+-- the branch; innermost = no other loop inside. order lists the loop's lines in one
+-- iteration's order: LLVM rotates a loop whose body has branches (the bounds-masked loads
+-- behind exec-mask branches) so that the code is entered in its middle (a branch from
+-- before the loop to a label inside it) and the back-edge is the fall-through into that
+-- entry; order then starts at the entry and wraps around.
 function M.loops(asm)
-  local ls, at, out = lines(asm), {}, {}
+  local ls, at, out, by = lines(asm), {}, {}, {}
   for i, l in ipairs(ls) do
     local lab = l:match("^(%.L%x+):$")
     if lab then at[lab] = i end
     local to = l:match(";%s*(%.L%x+)%s*$")
-    if to and at[to] then out[#out + 1] = { head = at[to], back = i } end
+    if to and at[to] then
+      local h = at[to]
+      if by[h] then by[h].back = i
+      else by[h] = { head = h, back = i }; out[#out + 1] = by[h] end
+    end
   end
   for _, a in ipairs(out) do
     a.innermost = true
     for _, b in ipairs(out) do
       if b ~= a and b.head > a.head and b.back < a.back then a.innermost = false end
     end
+    local entry
+    for i, l in ipairs(ls) do
+      local to = l:match(";%s*(%.L%x+)%s*$")
+      if to and at[to] and at[to] > a.head and at[to] <= a.back and (i < a.head or i > a.back) then entry = at[to] end
+    end
+    a.order = {}
+    for i = entry or a.head, a.back do a.order[#a.order + 1] = i end
+    if entry then for i = a.head, entry - 1 do a.order[#a.order + 1] = i end end
+    a.entry = entry
   end
   return out, ls
 end
@@ -160,29 +178,60 @@ function M.pipelining(asm)
   local l, ls = M.main_loop(asm)
   if not l then return {} end
   local first_load, first_mma, last_load
-  for i = l.head, l.back do
+  for k, i in ipairs(l.order) do
     local m = M.mnemonic(ls[i]) or ""
     if m:match("^global_load") or m:match("^buffer_load") then
-      first_load = first_load or i
-      last_load = i
+      first_load = first_load or k
+      last_load = k
     elseif (m:match("^v_mfma") or m:match("^v_wmma")) and not first_mma then
-      first_mma = i
+      first_mma = k
     end
   end
   local out = {}
   if not first_load then
     out[#out + 1] = "no global_load in the main loop"
   elseif first_load > first_mma then
-    out[#out + 1] = ("first global_load (line %d) after the first matrix instruction (line %d)"):format(first_load,
-      first_mma)
+    out[#out + 1] = ("first global_load (line %d) after the first matrix instruction (line %d)"):format(
+      l.order[first_load], l.order[first_mma])
   end
-  for i = (last_load or l.back) + 1, l.back do
+  for k = (last_load or #l.order) + 1, #l.order do
+    local i = l.order[k]
     local m = M.mnemonic(ls[i]) or ""
     if (m == "s_waitcnt" or m == "s_waitcnt_vmcnt") and ls[i]:find("vmcnt%(0%)") then
       out[#out + 1] = "s_waitcnt vmcnt(0) after the last global_load: " .. ls[i]:gsub("^%s+", "")
     end
   end
   return out
+end
+
+-- The main loop's s_barrier count and its K steps (its matrix instructions over
+-- mma_per_step, the matrix instructions of one K step of a wave: LLVM may unroll the
+-- loop, and a double-buffered loop holds two steps): barriers, steps; nil without a loop.
+function M.barriers_per_step(asm, mma_per_step)
+  local l, ls = M.main_loop(asm)
+  if not l then return nil end
+  local nb, nm = 0, 0
+  for _, i in ipairs(l.order) do
+    local m = M.mnemonic(ls[i]) or ""
+    if m == "s_barrier" then nb = nb + 1 end
+    if m:match("^v_mfma") or m:match("^v_wmma") then nm = nm + 1 end
+  end
+  return nb, nm / mma_per_step
+end
+
+-- The matrix instructions of one K step of one wave of a GEMM kernel: the block tile
+-- (perf config "vN:MB,NB,KB,...") over the instruction's MxNxK (its mnemonic in the
+-- disassembly) and the workgroup's waves; nil without a matrix instruction.
+function M.mma_per_step(asm, perf_config, waves)
+  local shape
+  for _, l in ipairs(lines(asm)) do
+    local m = M.mnemonic(l) or ""
+    if m:match("^v_mfma") or m:match("^v_wmma") then shape = m; break end
+  end
+  local mb, nb, kb = (perf_config or ""):match("^v%d:(%d+),(%d+),(%d+)")
+  if not shape or not mb then return nil end
+  local a, b, c = shape:match("(%d+)x(%d+)x(%d+)")
+  return mb * nb * kb / (a * b * c) / waves
 end
 
 -- findings: 2-byte and 1-byte LDS stores in the main loop (a transposed copy written one

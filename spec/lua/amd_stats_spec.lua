@@ -93,6 +93,20 @@ func.func @mm() attributes {graph} {
           t .. " " .. f[1] .. ": " .. line)
       end
     end
+    -- llvm-mca's cycles per main-loop iteration (driver/amdgpu_mca.h) when the tool is on PATH;
+    -- without it (an empty PATH) the line says why it was skipped
+    local has_mca = helper.run("command -v llvm-mca-19 || command -v llvm-mca") ~= ""
+    local out1, err1 = helper.run(q(helper.kiln_bin()) .. " opt " .. q(file) .. " --stats --target gfx942")
+    local line = err1:match("// mm_k0 %(gfx942%): ([^\n]+)") or ""
+    if has_mca then
+      local c = tonumber(line:match(" mca_cycles=([%d.]+)"))
+      assert.is_true(c ~= nil and c > 0, line)
+    else
+      assert.truthy(line:find("mca: skipped (llvm-mca-19 / llvm-mca not found on PATH)", 1, true), line)
+    end
+    local _, err2 = helper.run("PATH=/nonexistent " .. q(helper.kiln_bin()) .. " opt " .. q(file) .. " --stats --target gfx942")
+    assert.truthy(err2:find("mca: skipped (llvm-mca-19 / llvm-mca not found on PATH)", 1, true), err2)
+    assert.is_string(out1)
     local _, err, code = helper.run(q(helper.kiln_bin()) .. " opt " .. q(file) .. " --stats --target gfx9999")
     os.remove(file)
     assert.are_not.equal(0, code)

@@ -1,0 +1,66 @@
+-- amd_loop_spec.lua — the AMDGPU K loop (passes/rock_gridwise_to_blockwise.c, amd_k_loop:
+-- the next step's loads before the step's matrix instructions, consumed after the
+-- back-edge; double-buffered LDS with one barrier per K step) and AMDGPU's bounds-masked
+-- copies (passes/rock_lower_loops.c: 0 stored, then the load behind scf.if) run on the
+-- host: rock-gridwise-to-blockwise{amd-k-loop=1|2} and
+-- rock-lower-loops{host-copies=false masked-load-branch=true} force both on every GEMM of
+-- cp_async_cases.lua (even K step counts, padded tiles, convs with padding, prologues,
+-- f16 / bf16 / f32) and on odd K step counts; each must match g:eval on random inputs.
+-- (On AMD targets the same code is checked statically by amd_suite_spec.lua.)
+local kiln = require "kiln"
+local C = require "cp_async_cases"
+
+local function pipeline(loop)
+  local p, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+    "rock-gridwise-to-blockwise{amd-k-loop=" .. loop .. "},", 1)
+  local q, m = p:gsub("rock%-lower%-loops[^,]*,", "rock-lower-loops{host-copies=false masked-load-branch=true},", 1)
+  assert(n == 1 and m == 1, "the default pipeline has rock-gridwise-to-blockwise and rock-lower-loops")
+  return q
+end
+
+local function odd_cases()
+  local L = {}
+  for _, c in ipairs { { 33, 20, 17, "f32", "v1:16,16,8,16,16,1" }, { 45, 37, 40, "f16", "v1:32,32,8,32,32,1" },
+    { 24, 70, 56, "bf16", "v1:32,64,8,32,64,1" } } do
+    local m, n, k, dt = c[1], c[2], c[3], c[4]
+    local g = kiln.graph("odd")
+    g:output(g:dot(g:param("a", { m, k }, dt), g:param("b", { k, n }, dt)))
+    L[#L + 1] = { name = ("%s %dx%dx%d (odd K steps)"):format(dt, m, n, k), g = g, dtype = dt, host_perf = c[5],
+      inputs = { a = kiln.rand({ m, k }, dt, { seed = m + 11 }), b = kiln.rand({ k, n }, dt, { seed = n + 13 }) } }
+  end
+  return L
+end
+
+describe("AMDGPU K loop and bounds-masked copies on the host", function()
+  local cases = C.cases()
+  for _, c in ipairs(odd_cases()) do cases[#cases + 1] = c end
+  for _, loop in ipairs { 1, 2 } do
+    for _, c in ipairs(cases) do
+      it(("amd-k-loop=%d %s"):format(loop, c.name), function()
+        local p = kiln.compile(c.g, { target = "host", cache = false, pipeline = pipeline(loop), perf_config = c.host_perf })
+        local got, want = p:run(c.inputs), c.g:eval(c.inputs)
+        local ok, rep = C.check(got[1] or got, want[1] or want, c.dtype)
+        assert.is_true(ok, rep)
+      end)
+    end
+  end
+
+  it("the forms are used: two tile pairs, loads under scf.if", function()
+    local c = odd_cases()[1]
+    local p1 = kiln.compile(c.g, { target = "host", cache = false, pipeline = pipeline(1), perf_config = c.host_perf })
+    local p2 = kiln.compile(c.g, { target = "host", cache = false, pipeline = pipeline(2), perf_config = c.host_perf })
+    local function n(ir, pat) local k = 0 for _ in ir:gmatch(pat) do k = k + 1 end return k end
+    local b1, b2 = p1:ir("rock-gridwise-to-blockwise"), p2:ir("rock-gridwise-to-blockwise")
+    assert.are.equal(1, n(b1, "rock%.blockwise_gemm"))
+    assert.are.equal(3, n(b2, "rock%.blockwise_gemm")) -- two in the loop, the odd step after it
+    local ll = p1:ir("rock-lower-loops")
+    assert.is_truthy(ll:find("scf%.if[^\n]*\n[^\n]*rock%.load"), "a load under scf.if")
+  end)
+
+  it("rejects amd-k-loop outside 0..2", function()
+    local c = odd_cases()[1]
+    local ok, err = pcall(kiln.compile, c.g, { target = "host", cache = false, pipeline = pipeline(3) })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("amd-k-loop must be 0, 1 or 2", 1, true))
+  end)
+end)
