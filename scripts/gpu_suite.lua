@@ -279,8 +279,17 @@ do
                A.no_producer_fusion())
   end
   local g, inputs = A.two_dots(1000, 515, 1024, "f16")
-  local cuda = dev.kind == "cuda"   -- (on gfx942 the dots are split-K with workspaces: other steps)
-  async_case("async: two independent dots f16", g, inputs, cuda and "launch,launch" or nil, cuda and { { 1, 2 } } or {})
+  -- sm_90 / sm_90a (the joint split-K choice, passes/gemm_split.h): each 1000x515x1024 dot is
+  -- split through a workspace (partials, then the sum): two chains whose first launches run
+  -- apart; other CUDA devices: two launches
+  local hopper = dev.arch == "sm_90" or dev.arch == "sm_90a"
+  if hopper then
+    async_case("async: two independent dots f16", g, inputs,
+               "alloc_workspace,launch,launch,free,alloc_workspace,launch,launch,free", { { 2, 6 } })
+  else
+    local cuda = dev.kind == "cuda"
+    async_case("async: two independent dots f16", g, inputs, cuda and "launch,launch" or nil, cuda and { { 1, 2 } } or {})
+  end
 end
 -- split-K (spec/lua/splitk_spec.lua's cases on the device): the heuristic's split of a
 -- 16x16x65536 f32 GEMM (prefill + launch with atomic adds), forced splits of odd dots over
@@ -342,7 +351,7 @@ do
   end
   -- sm_90 (the joint choice, passes/gemm_split.h): 64x64 tiles split 256 ways, the partials
   -- added atomically into an f32 workspace after a prefill, then the cast / epilogue kernel
-  local HWS = dev.kind == "cuda" and dev.arch == "sm_90" and "alloc_workspace,prefill,launch,launch,free" or WS
+  local HWS = dev.kind == "cuda" and (dev.arch == "sm_90" or dev.arch == "sm_90a") and "alloc_workspace,prefill,launch,launch,free" or WS
   for _, dt in ipairs({ "f16", "bf16" }) do
     local g, inputs = skw_dot(64, 64, 65536, dt, "none")
     splitk_case("split-K workspace: heuristic 64x64x65536 " .. dt, g, inputs, nil, HWS)
@@ -383,7 +392,7 @@ do
   -- the heuristic's conv splits (sm_90: the joint choice; the channel-sliced GEMM reads the
   -- sliced KYXC filter in 16-byte vectors): relu(conv(x, w) + r), NHWC / KYXC, 3x3 pad 1
   -- (ResNet-50's 7x7x512 layer at batch 2), stride 2, dilation 2, 1x1, a grouped conv forced
-  local HC = dev.kind == "cuda" and dev.arch == "sm_90" and WS or nil
+  local HC = dev.kind == "cuda" and (dev.arch == "sm_90" or dev.arch == "sm_90a") and WS or nil
   for _, c in ipairs({ { 2, 512, 7, 7, 512, 3, "f16", {} }, { 2, 512, 7, 7, 512, 3, "bf16", {} },
                        { 2, 256, 14, 14, 256, 3, "f16", { stride = { 2, 2 } } },
                        { 2, 256, 11, 11, 128, 3, "bf16", { dilation = { 2, 2 }, padding = 2 } },
