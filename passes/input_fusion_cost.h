@@ -7,6 +7,10 @@
  * where fusing can cost more than it saves and the target's rates are known:
  *  - targets with the joint GEMM cost model (kl_gemm_split_joint: NVIDIA sm_90 / sm_90a,
  *    whose l2_bytes_per_cu_clk is measured); elsewhere it says "fuse" (not measured);
+ *  - GEMMs on the mma.sync path: a GEMM that takes wgmma (sm_90a, f16 / bf16 operands)
+ *    keeps its prologue fused, measured faster on an H100 (gemm_cvt 4096^3 0.360 ms fused
+ *    against 0.397 unfused, conv_cvt N = 512 0.266 against 0.300; wider tiles: fewer
+ *    re-reading blocks, and the loads overlap the MMAs);
  *  - chains whose inputs have more bytes per operand element than the operand (an f32 ->
  *    f16 convert; a scale, a broadcast bias or an fp8 -> f16 convert reads no more and is
  *    always fused: the GEMM's loads carry it for free).
@@ -25,11 +29,11 @@
  *             f16 GEMM against 0.24 ms of L2 time for its extra bytes, conv_cvt N = 512
  *             0.18 ms against 0.09 ms: factor 2.
  *   unfused = (the convert kernel's bytes) / R + KL_SPLIT_FIXED (one more launch,
- *             passes/gemm_split.h). The element-wise kernel walks its output's logical
- *             index (passes/lower_loops_elementwise.c), so each full-size input and the
- *             output move elem x numel bytes where the innermost dim of extent > 1 is
- *             contiguous, else min(32, |stride| x elem) bytes an element (a 32-byte sector
- *             each: an NHWC tensor walked as NCHW); an input smaller than the output (a
+ *             passes/gemm_split.h). The element-wise kernel walks its output in memory
+ *             order (passes/lower_loops_elementwise.c), so the output and each full-size
+ *             input move elem x numel bytes where the walk's innermost dim (the output's
+ *             smallest stride) is contiguous in them, else min(32, |stride| x elem) bytes
+ *             an element (a 32-byte sector each); an input smaller than the output (a
  *             broadcast) moves its own bytes once. A streaming kernel reaches about the
  *             GEMM's rate (H100: 4.21 TB/s copy = 16 B/clk/CU against 17), so R serves
  *             both. The narrow operand's reads by the GEMM are the same in both forms.
@@ -38,7 +42,8 @@
  * fused = 2 x 2 B x 16.8M x 32 blocks / 2244 = 957k cycles, unfused = 100.7 MB / 2244 +
  * 4000 = 48.9k: a convert kernel. conv_cvt N = 512 (x f32 NHWC [512, 2048, 7, 7] read by
  * ceil(512 / 128) = 4 blocks): fused = 2 x 2 B x 51.4M x 4 / 2244 = 366k, unfused = 51.4M
- * x (32 + 32) B / 2244 = 1.47M (the convert walks NHWC as NCHW): fused. */
+ * x (4 + 2) B / 2244 + 4000 = 141k: a convert kernel (measured fused when the convert
+ * walked NHWC as NCHW, 1.47M: 0.36 ms fused against 0.99 unfused; not yet measured since). */
 #ifndef KL_INPUT_FUSION_COST_H
 #define KL_INPUT_FUSION_COST_H
 #include "core/ir.h"
