@@ -32,3 +32,19 @@ kiln_build() {
   fi
   cmake --build "$dir" -j "$jobs" "${targets[@]}" -- --no-print-directory -s >&2
 }
+
+# kiln_clock: "WALL CPU" in seconds so far, CPU = user+sys of this shell and of every child
+# it has waited for (from /proc/$$/stat, clock ticks). kiln_phase NAME: prints
+# "== time NAME: wall W s, cpu C s" since the previous kiln_phase (or kiln_clock_start).
+kiln_clock() {
+  awk -v hz="$(getconf CLK_TCK)" -v now="$(date +%s.%N)" \
+      '{ sub(/^.*\) /, ""); printf "%.1f %.1f\n", now, ($12 + $13 + $14 + $15) / hz }' /proc/$$/stat
+}
+kiln_clock_start() { read -r KILN_T_WALL KILN_T_CPU <<<"$(kiln_clock)"; }
+kiln_phase() {
+  local w c
+  read -r w c <<<"$(kiln_clock)"
+  awk -v n="$1" -v w0="$KILN_T_WALL" -v c0="$KILN_T_CPU" -v w="$w" -v c="$c" \
+      'BEGIN { printf "== time %s: wall %.0f s, cpu %.0f s\n", n, w - w0, c - c0 }'
+  KILN_T_WALL="$w"; KILN_T_CPU="$c"
+}
