@@ -11,7 +11,7 @@
 
 # Spec files known to be slow (the "slowest:" line of a run), started first so that the
 # workers finish together; the others follow in name order. Only the order depends on it.
-KILN_SLOW_SPECS="amd_suite_spec codegen_spec fused_spec amd_isa_spec bundle_mutation_spec"
+KILN_SLOW_SPECS="output_swizzle_spec cp_async_spec nvidia_gemm_spec memory_spec amd_suite_spec input_cvt_spec ptx_addr_spec fused_spec"
 
 kiln_busted() {
   local logdir="$1"
