@@ -1,6 +1,7 @@
 /* dtype.c — element types: f16 / bf16 conversions, dtype sizes, loads and stores
- * (see dtype.h). Both narrow formats are handled by one routine parameterised by
- * exponent and mantissa widths, working on the f64 bits. */
+ * (see dtype.h). Both narrowing conversions (to f16, bf16) are one routine parameterised by
+ * exponent and mantissa widths, working on the f64 bits; the widening ones and
+ * kl_dtype_load_f64 are inline in dtype.h. */
 #include "core/dtype.h"
 #include <math.h>
 #include <string.h>
@@ -9,11 +10,6 @@ static uint64_t f64_bits(double x) {
   uint64_t u;
   memcpy(&u, &x, 8);
   return u;
-}
-static double bits_f64(uint64_t u) {
-  double x;
-  memcpy(&x, &u, 8);
-  return x;
 }
 
 /* Narrow a double to a binary format with ebits exponent bits and mbits mantissa bits
@@ -53,43 +49,12 @@ static uint16_t narrow(double x, int ebits, int mbits) {
   return (uint16_t)(sign | bits);
 }
 
-static double widen(uint16_t h, int ebits, int mbits) {
-  uint64_t sign = (uint64_t)((h >> (ebits + mbits)) & 1) << 63;
-  int exp = (h >> mbits) & ((1 << ebits) - 1);
-  uint64_t mant = h & ((1u << mbits) - 1);
-  int bias = (1 << (ebits - 1)) - 1;
-  if (exp == (1 << ebits) - 1) {
-    if (mant == 0) return bits_f64(sign | (0x7ffull << 52));
-    return bits_f64(sign | (0x7ffull << 52) | (mant << (52 - mbits)) | (1ull << 51));
-  }
-  if (exp == 0) {
-    if (mant == 0) return bits_f64(sign);
-    /* subnormal: mant * 2^(1 - bias - mbits); normalise into an f64 normal */
-    int e = 1 - bias;
-    while (!(mant & (1u << mbits))) {
-      mant <<= 1;
-      e--;
-    }
-    mant &= (1u << mbits) - 1;
-    return bits_f64(sign | ((uint64_t)(e + 1023) << 52) | (mant << (52 - mbits)));
-  }
-  return bits_f64(sign | ((uint64_t)(exp - bias + 1023) << 52) | (mant << (52 - mbits)));
-}
-
 uint16_t kl_f64_to_f16(double x) { return narrow(x, 5, 10); }
 uint16_t kl_f32_to_f16(float x) { return narrow((double)x, 5, 10); }
-double kl_f16_to_f64(uint16_t h) { return widen(h, 5, 10); }
-float kl_f16_to_f32(uint16_t h) { return (float)widen(h, 5, 10); }
+float kl_f16_to_f32(uint16_t h) { return (float)kl_f16_to_f64(h); }
 
 uint16_t kl_f64_to_bf16(double x) { return narrow(x, 8, 7); }
 uint16_t kl_f32_to_bf16(float x) { return narrow((double)x, 8, 7); }
-double kl_bf16_to_f64(uint16_t b) { return widen(b, 8, 7); }
-float kl_bf16_to_f32(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 /* ---------------------------------------------------------------- fp8
  * One description per format; encoding works on the value (frexp / ldexp are exact), not
@@ -234,49 +199,6 @@ int64_t kl_f64_to_i64_sat(double v) {
   if (v >= 9223372036854775808.0) return INT64_MAX;
   if (v <= -9223372036854775808.0) return INT64_MIN;
   return (int64_t)v;
-}
-
-double kl_dtype_load_f64(kl_dtype dt, const void *p) {
-  switch (dt) {
-    case KL_DT_F32: {
-      float v;
-      memcpy(&v, p, 4);
-      return v;
-    }
-    case KL_DT_F16: {
-      uint16_t v;
-      memcpy(&v, p, 2);
-      return kl_f16_to_f64(v);
-    }
-    case KL_DT_BF16: {
-      uint16_t v;
-      memcpy(&v, p, 2);
-      return kl_bf16_to_f64(v);
-    }
-    case KL_DT_I8: return *(const int8_t *)p;
-    case KL_DT_U8: return *(const uint8_t *)p;
-    case KL_DT_I32: {
-      int32_t v;
-      memcpy(&v, p, 4);
-      return v;
-    }
-    case KL_DT_F64: {
-      double v;
-      memcpy(&v, p, 8);
-      return v;
-    }
-    case KL_DT_I64: {
-      int64_t v;
-      memcpy(&v, p, 8);
-      return (double)v;
-    }
-    case KL_DT_I1: return *(const uint8_t *)p ? 1.0 : 0.0;
-    case KL_DT_F8E4M3FN:
-    case KL_DT_F8E5M2:
-    case KL_DT_F8E4M3FNUZ:
-    case KL_DT_F8E5M2FNUZ: return kl_fp8_to_f64(dt, *(const uint8_t *)p);
-    default: return 0;
-  }
 }
 
 int64_t kl_dtype_load_i64(kl_dtype dt, const void *p) {

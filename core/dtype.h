@@ -63,7 +63,7 @@ int64_t kl_dtype_int_max(kl_dtype dt);
 
 /* Scalar conversions through a dtype (see the contract for the rounding rules).
  * p points at one element. */
-double kl_dtype_load_f64(kl_dtype dt, const void *p);
+/* double kl_dtype_load_f64(kl_dtype dt, const void *p): inline, at the end of this file */
 int64_t kl_dtype_load_i64(kl_dtype dt, const void *p); /* floats: trunc + saturate */
 void kl_dtype_store_f64(kl_dtype dt, void *p, double v);
 void kl_dtype_store_i64(kl_dtype dt, void *p, int64_t v);
@@ -79,10 +79,11 @@ kl_dtype kl_contraction_dtype(kl_dtype in);
 
 uint16_t kl_f64_to_f16(double x);
 uint16_t kl_f32_to_f16(float x);
-double kl_f16_to_f64(uint16_t h);
-/* kl_f16_to_f64 inline and without branches on the sign (for loops over millions of
- * elements): the same value for every bit pattern (a NaN is a NaN, payload not kept). */
-static inline double kl_f16_to_f64_fast(uint16_t h) {
+/* f16 -> f64, exact, inline and without branches on the sign (the tuning check widens
+ * millions of elements with it): the magnitude bits moved into an f32 and scaled by 2^112
+ * give every normal and subnormal exactly; inf stays inf, a NaN stays a NaN (made quiet,
+ * sign and payload kept). */
+static inline double kl_f16_to_f64(uint16_t h) {
   uint32_t em = h & 0x7fffu, u = em << 13, v;
   float f;
   __builtin_memcpy(&f, &u, 4);
@@ -98,8 +99,15 @@ float kl_f16_to_f32(uint16_t h);
 
 uint16_t kl_f64_to_bf16(double x);
 uint16_t kl_f32_to_bf16(float x);
-double kl_bf16_to_f64(uint16_t b);
-float kl_bf16_to_f32(uint16_t b);
+/* bf16 -> f32 / f64, exact: bf16 is the top half of an f32 (a NaN stays a NaN, made quiet
+ * in f64, sign and payload kept). */
+static inline float kl_bf16_to_f32(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+static inline double kl_bf16_to_f64(uint16_t b) { return kl_bf16_to_f32(b); }
 
 /* fp8 conversions (dt one of the four fp8 dtypes; see the contract). */
 uint8_t kl_f64_to_fp8(kl_dtype dt, double x);
@@ -110,4 +118,29 @@ double kl_fp8_max(kl_dtype dt); /* the largest finite value */
 double kl_round_f16(double x);
 double kl_round_bf16(double x);
 double kl_round_f32(double x);
+
+/* kl_dtype_load_f64 inline: on a constant dtype the switch folds to one load (the element
+ * loops of the tuning check and kl_tensor_compare); integers load through
+ * kl_dtype_load_i64. */
+static inline double kl_dtype_load_f64(kl_dtype dt, const void *p) {
+  float f;
+  double d;
+  uint16_t h;
+  switch (dt) {
+    case KL_DT_F32: return (void)__builtin_memcpy(&f, p, 4), f;
+    case KL_DT_F64: return (void)__builtin_memcpy(&d, p, 8), d;
+    case KL_DT_F16: return (void)__builtin_memcpy(&h, p, 2), kl_f16_to_f64(h);
+    case KL_DT_BF16: return (void)__builtin_memcpy(&h, p, 2), kl_bf16_to_f64(h);
+    case KL_DT_F8E4M3FN:
+    case KL_DT_F8E5M2:
+    case KL_DT_F8E4M3FNUZ:
+    case KL_DT_F8E5M2FNUZ: return kl_fp8_to_f64(dt, *(const uint8_t *)p);
+    case KL_DT_I8:
+    case KL_DT_U8:
+    case KL_DT_I32:
+    case KL_DT_I64:
+    case KL_DT_I1: return (double)kl_dtype_load_i64(dt, p);
+    default: return 0;
+  }
+}
 #endif

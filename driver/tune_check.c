@@ -45,12 +45,6 @@ static bool fills_span(const kl_tensor *t) {
  * the difference of two f16/bf16/f32 values is exact in double). A NaN or an infinity on
  * either side fails here, so only a sure pass skips the exact comparison. A branch-free
  * count the compiler can vectorise. */
-static inline double bf16_to_f64(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 #define SURE_PASS(NAME, T, LOAD)                                                          \
   static bool NAME(const void *pa, const void *pb, int64_t n, double rtol, double atol) { \
     const T *a = pa, *b = pb;                                                             \
@@ -62,8 +56,8 @@ static inline double bf16_to_f64(uint16_t h) {
     return bad == 0;                                                                      \
   }
 #define AS_F64(v) ((double)(v))
-SURE_PASS(sure_f16, uint16_t, kl_f16_to_f64_fast)
-SURE_PASS(sure_bf16, uint16_t, bf16_to_f64)
+SURE_PASS(sure_f16, uint16_t, kl_f16_to_f64)
+SURE_PASS(sure_bf16, uint16_t, kl_bf16_to_f64)
 SURE_PASS(sure_f32, float, AS_F64)
 #undef SURE_PASS
 #undef AS_F64

@@ -9,8 +9,14 @@
  * library is never dlclose'd. */
 #include <dlfcn.h>
 /* libamdhip64 carries its own LLVM: bind it to its own symbols first (RTLD_DEEPBIND),
- * except under AddressSanitizer, which refuses DEEPBIND libraries. */
-#if defined(__SANITIZE_ADDRESS__)
+ * except under AddressSanitizer, which refuses DEEPBIND libraries (gcc says so with
+ * __SANITIZE_ADDRESS__, clang 14 only through __has_feature). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KL_HIP_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(KL_HIP_UNDER_ASAN)
 #define KL_HIP_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL)
 #else
 #define KL_HIP_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)

@@ -100,35 +100,6 @@ static bool is_row_major(const kl_tensor *t) {
   }
   return true;
 }
-/* kl_dtype_load_f64 with the common float dtypes inline (the same values; a NaN stays a NaN). */
-static inline double load_f64(kl_dtype dt, const void *p) {
-  switch (dt) {
-    case KL_DT_F16: {
-      uint16_t h;
-      memcpy(&h, p, 2);
-      return kl_f16_to_f64_fast(h);
-    }
-    case KL_DT_BF16: {
-      uint16_t h;
-      memcpy(&h, p, 2);
-      uint32_t u = (uint32_t)h << 16;
-      float f;
-      memcpy(&f, &u, 4);
-      return f;
-    }
-    case KL_DT_F32: {
-      float f;
-      memcpy(&f, p, 4);
-      return f;
-    }
-    case KL_DT_F64: {
-      double d;
-      memcpy(&d, p, 8);
-      return d;
-    }
-    default: return kl_dtype_load_f64(dt, p);
-  }
-}
 static inline void *at(const kl_tensor *t, int64_t off) {
   return (char *)t->data + off * (int64_t)kl_dtype_size(t->dtype);
 }
@@ -604,12 +575,12 @@ static inline void cmp_miss(cmp_acc *c, int64_t i, double x, double y) {
 }
 
 /* Both row-major, one float dtype: a loop the compiler specialises per dtype. */
-#define CMP_FLAT(DT, SIZE)                                                         \
-  case DT:                                                                         \
-    for (int64_t i = 0; i < n; i++) {                                              \
-      double x = load_f64(DT, pa + i * (SIZE)), y = load_f64(DT, pb + i * (SIZE)); \
-      if (!cmp_float(&c, x, y, rtol, atol)) cmp_miss(&c, i, x, y);                 \
-    }                                                                              \
+#define CMP_FLAT(DT, SIZE)                                                                           \
+  case DT:                                                                                           \
+    for (int64_t i = 0; i < n; i++) {                                                                \
+      double x = kl_dtype_load_f64(DT, pa + i * (SIZE)), y = kl_dtype_load_f64(DT, pb + i * (SIZE)); \
+      if (!cmp_float(&c, x, y, rtol, atol)) cmp_miss(&c, i, x, y);                                   \
+    }                                                                                                \
     break;
 
 int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, double atol, kl_compare_result *res,
@@ -661,7 +632,7 @@ int kl_tensor_compare(const kl_tensor *a, const kl_tensor *b, double rtol, doubl
         int64_t xi = kl_dtype_load_i64(a->dtype, at(a, wa.off)), yi = kl_dtype_load_i64(b->dtype, at(b, wb.off));
         if (!cmp_int(&c, xi, yi, rtol, atol)) cmp_miss(&c, i, (double)xi, (double)yi);
       } else {
-        double x = load_f64(a->dtype, at(a, wa.off)), y = load_f64(b->dtype, at(b, wb.off));
+        double x = kl_dtype_load_f64(a->dtype, at(a, wa.off)), y = kl_dtype_load_f64(b->dtype, at(b, wb.off));
         if (!cmp_float(&c, x, y, rtol, atol)) cmp_miss(&c, i, x, y);
       }
       if (first && c.mismatches) memcpy(res->first_index, wa.idx, sizeof(int64_t) * (size_t)a->rank);

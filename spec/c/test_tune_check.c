@@ -7,8 +7,8 @@
  * permuted (same) strides or in different strides are each caught with the exact count;
  * NaN against NaN passes; integers are exact; shapes that differ are an error. The fast
  * path of kl_tensor_compare gives field for field the result of the general path (the
- * same values compared through transposed views); the inline f16 widening both use gives
- * kl_f16_to_f64's value for all 65536 patterns. */
+ * same values compared through transposed views); the inline f16 and bf16 widening both
+ * use gives the value computed from the fields for all 65536 patterns. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,17 +149,41 @@ static void compare_paths(kl_dtype dt, const char *name) {
   group_end(name);
 }
 
-/* kl_f16_to_f64_fast (core/dtype.h), under both checks, against kl_f16_to_f64: every pattern */
+/* The value of a binary16 (ebits 5, mbits 10) or bfloat16 (8, 7) pattern from its fields
+ * with ldexp, independent of the bit tricks in core/dtype.h. */
+static double widen_ref(uint32_t h, int ebits, int mbits) {
+  int bias = (1 << (ebits - 1)) - 1, e = (int)(h >> mbits) & ((1 << ebits) - 1);
+  uint32_t m = h & ((1u << mbits) - 1);
+  double mag = e == (1 << ebits) - 1 ? (m ? NAN : INFINITY)
+      : e == 0                       ? ldexp(m, 1 - bias - mbits)
+                                     : ldexp((double)((1u << mbits) | m), e - bias - mbits);
+  return (h >> (ebits + mbits)) & 1 ? -mag : mag;
+}
+
+/* a NaN widened: quiet, sign and payload kept (the f64 bits) */
+static bool nan_bits_ok(double x, uint32_t h, int ebits, int mbits) {
+  uint64_t u,
+      want = (uint64_t)((h >> (ebits + mbits)) & 1) << 63 | 0x7ffull << 52 | 1ull << 51 |
+      (uint64_t)(h & ((1u << mbits) - 1)) << (52 - mbits);
+  memcpy(&u, &x, 8);
+  return u == want;
+}
+
+/* kl_f16_to_f64 / kl_bf16_to_f64 (inline in core/dtype.h, what both checks widen with)
+ * against widen_ref: every pattern, signs of zeros and NaN bits included */
 static void f16_widening(void) {
   group_begin();
   int bad = 0;
   for (uint32_t h = 0; h < 65536; h++) {
-    double x = kl_f16_to_f64_fast((uint16_t)h), y = kl_f16_to_f64((uint16_t)h);
-    bool same = isnan(y) ? isnan(x) : (x == y && signbit(x) == signbit(y));
+    double x = kl_f16_to_f64((uint16_t)h), y = widen_ref(h, 5, 10);
+    double xb = kl_bf16_to_f64((uint16_t)h), yb = widen_ref(h, 8, 7);
+    bool same = isnan(y) ? nan_bits_ok(x, h, 5, 10) : (x == y && signbit(x) == signbit(y));
+    bool same_b = isnan(yb) ? nan_bits_ok(xb, h, 8, 7) : (xb == yb && signbit(xb) == signbit(yb));
     if (!same && bad++ < 5) CHECK(same, "f16 0x%04x: %a vs %a", (unsigned)h, x, y);
+    if (!same_b && bad++ < 5) CHECK(same_b, "bf16 0x%04x: %a vs %a", (unsigned)h, xb, yb);
   }
   CHECK(bad == 0, "%d patterns differ", bad);
-  group_end("f16 widening (all 65536 patterns)");
+  group_end("f16 and bf16 widening (all 65536 patterns each)");
 }
 
 int main(void) {

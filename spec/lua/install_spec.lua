@@ -27,7 +27,8 @@ local function sanitized(dir)
   local f = io.open(dir .. "/CMakeCache.txt", "rb")
   if not f then return false end
   local s = f:read("a"); f:close()
-  return s:find("KILN_SANITIZE:BOOL=ON", 1, true) ~= nil
+  -- KILN_FUZZ implies the sanitizers (the one sanitizer build scripts/test makes)
+  return s:find("KILN_SANITIZE:BOOL=ON", 1, true) ~= nil or s:find("KILN_FUZZ:BOOL=ON", 1, true) ~= nil
 end
 
 local function sh(cmd)
