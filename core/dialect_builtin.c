@@ -31,7 +31,10 @@ int64_t kl_wrap_int(const kl_type *t, int64_t v) {
 }
 const kl_attr *kl_const_attr_for(kl_ctx *ctx, const kl_type *t, double v) {
   if (kl_type_is_float(t)) return kl_attr_float_typed(ctx, kl_round_to_type(t, v), t);
-  return kl_attr_int_typed(ctx, kl_wrap_int(t, (int64_t)v), t);
+  /* out of int64's range (and NaN): INT64_MIN, what the x86 conversion gives, without the
+   * undefined behaviour of the C cast */
+  int64_t i = v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+  return kl_attr_int_typed(ctx, kl_wrap_int(t, i), t);
 }
 kl_op *kl_build_constant(kl_ctx *ctx, kl_loc loc, const kl_attr *value, const kl_type *t) {
   kl_named_attr a = { "value", value };
