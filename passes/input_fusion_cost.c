@@ -42,9 +42,6 @@ static int64_t numel(const kl_type *t) {
 }
 static double elem_bytes(const kl_type *t) { return (double)((kl_type_bits(t->elem) + 7) / 8); }
 
-/* Bytes an element-wise kernel walking t's logical index moves per element of t: the
- * element where the innermost dim of extent > 1 is contiguous (or t has one element),
- * else a share of a 32-byte sector per element. */
 /* The dim an element-wise kernel walks innermost: it walks its output in memory order
  * (passes/lower_loops_elementwise.c), i.e. the output's dim of smallest |stride| of
  * extent > 1 (the last such dim of a row-major value); -1 for a single element. */
