@@ -1,6 +1,7 @@
 /* refops.c — reference kernels except conv2d (refops_conv.c); the shape inference is
  * core/infer.c, the scalar semantics core/scalar_ops.c. See refops.h for the contract. */
 #include "runtime/refops.h"
+#include "runtime/refops_gemm.h"
 #include "core/arena.h"
 #include <math.h>
 #include <stdio.h>
@@ -364,26 +365,58 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
   int64_t bk = tb ? 1 : N, bn = tb ? K : 1;
   int64_t os_m = o->strides[ro - 2], os_n = o->strides[ro - 1];
   int64_t nbatch = kl_shape_numel(&bs);
+  /* per batch entry: K-contiguous rows of A ([M, K]) and of B ([N, K]), transposed into
+   * scratch where the operand is not, then C = A B^T by the blocked kernel (refops_gemm.h:
+   * every sum in increasing k, bit for bit the naive loop's) and stored through o's strides */
+  size_t esz = ints ? sizeof(int64_t) : sizeof(double);
+  void *ta_buf = (ta && M > 0 && K > 0) ? kl_xmalloc(esz * (size_t)(M * K)) : NULL;
+  void *tb_buf = (!tb && N > 0 && K > 0) ? kl_xmalloc(esz * (size_t)(N * K)) : NULL;
+  void *cbuf = kl_xmalloc(esz * (size_t)(M * N > 0 ? M * N : 1));
+  kl_threadpool *pool = kl_ref_gemm_pool((double)nbatch * (double)M * (double)N * (double)K);
   for (int64_t bi = 0; bi < nbatch; bi++, mw_next(&w)) {
     int64_t oa = w.off[1], ob = w.off[2];
+    if (ints) {
+      const int64_t *pa = ia + oa, *pb = ib + ob;
+      if (ta_buf) {
+        for (int64_t m = 0; m < M; m++)
+          for (int64_t k = 0; k < K; k++) ((int64_t *)ta_buf)[m * K + k] = ia[oa + m * am + k * ak];
+        pa = ta_buf;
+      }
+      if (tb_buf) {
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t n = 0; n < N; n++) ((int64_t *)tb_buf)[n * K + k] = ib[ob + k * bk + n * bn];
+        pb = tb_buf;
+      }
+      kl_ref_gemm_nt_i64(pool, pa, K, pb, K, M, N, K, cbuf, N);
+    } else {
+      const double *pa = fa + oa, *pb = fb + ob;
+      if (ta_buf) {
+        for (int64_t m = 0; m < M; m++)
+          for (int64_t k = 0; k < K; k++) ((double *)ta_buf)[m * K + k] = fa[oa + m * am + k * ak];
+        pa = ta_buf;
+      }
+      if (tb_buf) {
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t n = 0; n < N; n++) ((double *)tb_buf)[n * K + k] = fb[ob + k * bk + n * bn];
+        pb = tb_buf;
+      }
+      kl_ref_gemm_nt_f64(pool, pa, K, pb, K, M, N, K, cbuf, N);
+    }
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {
         int64_t dst = w.off[0] + m * os_m + n * os_n;
-        if (ints) {
-          uint64_t acc = 0;
-          for (int64_t k = 0; k < K; k++)
-            acc += (uint64_t)ia[oa + m * am + k * ak] * (uint64_t)ib[ob + k * bk + n * bn];
-          if (kl_dtype_is_int(o->dtype))
-            sti(o, dst, (int64_t)acc);
-          else
-            stf(o, dst, (double)(int64_t)acc);
-        } else {
-          double acc = 0;
-          for (int64_t k = 0; k < K; k++) acc += fa[oa + m * am + k * ak] * fb[ob + k * bk + n * bn];
-          stf(o, dst, acc);
-        }
+        if (!ints)
+          stf(o, dst, ((double *)cbuf)[m * N + n]);
+        else if (kl_dtype_is_int(o->dtype))
+          sti(o, dst, ((int64_t *)cbuf)[m * N + n]);
+        else
+          stf(o, dst, (double)((int64_t *)cbuf)[m * N + n]);
       }
   }
+  kl_threadpool_destroy(pool);
+  free(ta_buf);
+  free(tb_buf);
+  free(cbuf);
   free(fa);
   free(fb);
   free(ia);

@@ -1,10 +1,12 @@
-/* refops_conv.c — reference N-D convolution, 1-D to 3-D (direct loops, float64 / int64
- * accumulation; its shape inference, kl_infer_conv, is core/infer.c). Layout-agnostic:
+/* refops_conv.c — reference N-D convolution, 1-D to 3-D (float64 / int64 accumulation: patch
+ * rows times filter rows through the blocked kernel of refops_gemm.h, each sum in the direct
+ * loop's order; its shape inference, kl_infer_conv, is core/infer.c). Layout-agnostic:
  * operands are packed into logical row-major copies first (input N,C,spatial...; filter
  * K,C/G,window...), the result is stored through the output's strides. Padding is zero
  * padding: a tap in it adds 0 * weight (NaN for an inf or NaN weight, as numpy and the
  * compiled kernels compute). See refops.h. */
 #include "runtime/refops.h"
+#include "runtime/refops_gemm.h"
 #include "core/arena.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,45 +49,65 @@ int kl_ref_conv(const kl_tensor *input, const kl_tensor *filter, const kl_conv_p
     kl_tensor_to_f64(filter, ff);
   }
   size_t esz = kl_dtype_size(o->dtype);
+  /* Per image and group: the patch rows of a chunk of output pixels, P[pixel, (c, z, y, x)]
+   * (0 where a tap falls in the padding), against the filter rows F[k, (c, z, y, x)], through
+   * the blocked kernel of refops_gemm.h: each output is the sum over (c, z, y, x) in that order,
+   * bit for bit the direct loop's (a padded tap adds 0 * weight: NaN for an inf / NaN weight). */
+  int64_t L = CG * fsp, npix = O[0] * O[1] * O[2];
+  int64_t chunk = L > 0 ? (int64_t)(1 << 22) / L : npix; /* P at most 32 MiB */
+  if (chunk < 1) chunk = 1;
+  if (chunk > npix) chunk = npix;
+  size_t vsz = ints ? sizeof(int64_t) : sizeof(double);
+  void *P = kl_xmalloc(vsz * (size_t)(chunk * L > 0 ? chunk * L : 1));
+  void *Cb = kl_xmalloc(vsz * (size_t)(KG * chunk > 0 ? KG * chunk : 1));
+  kl_threadpool *pool = kl_ref_gemm_pool((double)N * (double)K * (double)npix * (double)L);
   for (int64_t n = 0; n < N; n++)
-    for (int64_t k = 0; k < K; k++) {
-      int64_t c0 = (k / KG) * CG;
-      for (int64_t od = 0; od < O[0]; od++)
-        for (int64_t oh = 0; oh < O[1]; oh++)
-          for (int64_t ow = 0; ow < O[2]; ow++) {
-            double facc = 0;
-            uint64_t iacc = 0;
-            for (int64_t c = 0; c < CG; c++) {
-              int64_t ibase = (n * C + c0 + c) * isp, fbase = (k * CG + c) * fsp;
-              for (int64_t z = 0; z < F[0]; z++) {
-                int64_t d = od * S[0] - P0[0] + z * Dl[0];
-                for (int64_t y = 0; y < F[1]; y++) {
-                  int64_t h = oh * S[1] - P0[1] + y * Dl[1];
-                  for (int64_t x = 0; x < F[2]; x++) {
-                    int64_t w = ow * S[2] - P0[2] + x * Dl[2], b = fbase + (z * F[1] + y) * F[2] + x;
-                    if (d < 0 || d >= I[0] || h < 0 || h >= I[1] || w < 0 || w >= I[2]) {
-                      if (!ints) facc += 0.0 * ff[b]; /* zero padding: 0 * an inf / NaN weight is NaN */
-                      continue;
-                    }
-                    int64_t a = ibase + (d * I[1] + h) * I[2] + w;
-                    if (ints)
-                      iacc += (uint64_t)ii[a] * (uint64_t)iff[b];
-                    else
-                      facc += fi[a] * ff[b];
-                  }
+    for (int64_t g = 0; g < p->groups; g++)
+      for (int64_t p0 = 0; p0 < npix; p0 += chunk) {
+        int64_t pc = npix - p0 < chunk ? npix - p0 : chunk;
+        for (int64_t q = 0; q < pc; q++) {
+          int64_t pix = p0 + q, ow = pix % O[2], oh = pix / O[2] % O[1], od = pix / (O[2] * O[1]);
+          int64_t col = 0;
+          for (int64_t c = 0; c < CG; c++) {
+            int64_t ibase = (n * C + g * CG + c) * isp;
+            for (int64_t z = 0; z < F[0]; z++) {
+              int64_t d = od * S[0] - P0[0] + z * Dl[0];
+              for (int64_t y = 0; y < F[1]; y++) {
+                int64_t h = oh * S[1] - P0[1] + y * Dl[1];
+                for (int64_t x = 0; x < F[2]; x++, col++) {
+                  int64_t w = ow * S[2] - P0[2] + x * Dl[2];
+                  bool in = d >= 0 && d < I[0] && h >= 0 && h < I[1] && w >= 0 && w < I[2];
+                  int64_t a = ibase + (d * I[1] + h) * I[2] + w;
+                  if (ints)
+                    ((int64_t *)P)[q * L + col] = in ? ii[a] : 0;
+                  else
+                    ((double *)P)[q * L + col] = in ? fi[a] : 0.0;
                 }
               }
             }
+          }
+        }
+        if (ints)
+          kl_ref_gemm_nt_i64(pool, iff + g * KG * L, L, P, L, KG, pc, L, Cb, pc);
+        else
+          kl_ref_gemm_nt_f64(pool, ff + g * KG * L, L, P, L, KG, pc, L, Cb, pc);
+        for (int64_t kk = 0; kk < KG; kk++)
+          for (int64_t q = 0; q < pc; q++) {
+            int64_t pix = p0 + q, ow = pix % O[2], oh = pix / O[2] % O[1], od = pix / (O[2] * O[1]);
+            int64_t k = g * KG + kk;
             int64_t off = o->offset + n * o->strides[0] + k * o->strides[1] + od * OS[0] + oh * OS[1] + ow * OS[2];
             void *dst = (char *)o->data + off * (int64_t)esz;
             if (ints && oint)
-              kl_dtype_store_i64(o->dtype, dst, (int64_t)iacc);
+              kl_dtype_store_i64(o->dtype, dst, ((int64_t *)Cb)[kk * pc + q]);
             else if (ints)
-              kl_dtype_store_f64(o->dtype, dst, (double)(int64_t)iacc);
+              kl_dtype_store_f64(o->dtype, dst, (double)((int64_t *)Cb)[kk * pc + q]);
             else
-              kl_dtype_store_f64(o->dtype, dst, facc);
+              kl_dtype_store_f64(o->dtype, dst, ((double *)Cb)[kk * pc + q]);
           }
-    }
+      }
+  kl_threadpool_destroy(pool);
+  free(P);
+  free(Cb);
   free(fi);
   free(ff);
   free(ii);

@@ -4,6 +4,7 @@
  * shapes and layouts, integer semantics, and shape errors that name the op. */
 #include "core/dtype.h"
 #include "runtime/refops.h"
+#include "runtime/refops_gemm.h"
 #include "runtime/rng.h"
 #include <math.h>
 #include <stdio.h>
@@ -874,6 +875,58 @@ static void test_maxmin_signed_zero(void) {
   GROUP("max/min at signed zeros");
 }
 
+/* the blocked inner-product kernel (refops_gemm.h) equals the naive k-ordered loop bit for bit,
+ * serially and on a pool (tails of 4-row and 2-column blocks, a product large enough to be split;
+ * values of many magnitudes so that a different summation order would show) */
+static void test_gemm_kernel(void) {
+  uint64_t st = 0x9e3779b97f4a7c15ull;
+  const int64_t cases[][3] = {
+    { 1, 1, 1 }, { 3, 5, 7 }, { 9, 2, 0 }, { 7, 13, 33 }, { 130, 67, 301 }, { 5, 2001, 400 }
+  };
+  kl_threadpool *pool = kl_threadpool_create(3, NULL, 0);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t M = cases[c][0], N = cases[c][1], K = cases[c][2], lda = K + 3, ldb = K + 1, ldc = N + 2;
+    double *A = malloc(sizeof(double) * (size_t)(M * lda + 1)), *B = malloc(sizeof(double) * (size_t)(N * ldb + 1));
+    int64_t *IA = malloc(sizeof(int64_t) * (size_t)(M * lda + 1)),
+            *IB = malloc(sizeof(int64_t) * (size_t)(N * ldb + 1));
+    double *C = calloc((size_t)(M * ldc), sizeof(double));
+    int64_t *IC = calloc((size_t)(M * ldc), sizeof(int64_t));
+    for (int64_t i = 0; i < M * lda; i++) {
+      uint64_t r = xorshift64(&st);
+      A[i] = ldexp((double)(int64_t)(r >> 11) / 9007199254740992.0, (int)(r % 41) - 20);
+      IA[i] = (int64_t)r;
+    }
+    for (int64_t i = 0; i < N * ldb; i++) {
+      uint64_t r = xorshift64(&st);
+      B[i] = ldexp((double)(int64_t)(r >> 11) / 9007199254740992.0 - 0.5, (int)(r % 37) - 18);
+      IB[i] = (int64_t)r;
+    }
+    bool same = true, isame = true;
+    for (int pass = 0; pass < 2; pass++) {
+      kl_ref_gemm_nt_f64(pass ? pool : NULL, A, lda, B, ldb, M, N, K, C, ldc);
+      kl_ref_gemm_nt_i64(pass ? pool : NULL, IA, lda, IB, ldb, M, N, K, IC, ldc);
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+          double acc = 0;
+          uint64_t iacc = 0;
+          for (int64_t k = 0; k < K; k++) {
+            acc += A[m * lda + k] * B[n * ldb + k];
+            iacc += (uint64_t)IA[m * lda + k] * (uint64_t)IB[n * ldb + k];
+          }
+          same = same && memcmp(&acc, &C[m * ldc + n], sizeof acc) == 0;
+          isame = isame && (int64_t)iacc == IC[m * ldc + n];
+        }
+    }
+    /* the padding columns of C are not written */
+    for (int64_t m = 0; m < M; m++) same = same && C[m * ldc + N] == 0 && C[m * ldc + N + 1] == 0;
+    CHECK(same, "f64 %lldx%lldx%lld differs from the naive loop", (long long)M, (long long)N, (long long)K);
+    CHECK(isame, "i64 %lldx%lldx%lld differs from the naive loop", (long long)M, (long long)N, (long long)K);
+    free(A), free(B), free(IA), free(IB), free(C), free(IC);
+  }
+  kl_threadpool_destroy(pool);
+  GROUP("gemm kernel = naive loop, bit for bit");
+}
+
 int main(void) {
   printf("test_refops:\n");
   test_binary();
@@ -884,5 +937,6 @@ int main(void) {
   test_reduce_softmax();
   test_dot();
   test_conv();
+  test_gemm_kernel();
   return check_summary("test_refops");
 }
