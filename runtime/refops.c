@@ -312,6 +312,14 @@ int kl_ref_concat(int n, const kl_tensor *const *xs, int axis, kl_tensor **out, 
 
 /* ---------------------------------------------------------------- dot */
 
+/* dst[r, k] (R rows of K contiguous elements of esz bytes) = src[r * rs + k * ks]; returns dst */
+static const char *pack_rows(void *dst, const char *src, size_t esz, int64_t R, int64_t K, int64_t rs, int64_t ks) {
+  char *d = dst;
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t k = 0; k < K; k++) memcpy(d + (r * K + k) * (int64_t)esz, src + (r * rs + k * ks) * (int64_t)esz, esz);
+  return dst;
+}
+
 
 int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtype out_dt, kl_tensor **out, char *err,
                size_t errlen) {
@@ -374,34 +382,14 @@ int kl_ref_dot(const kl_tensor *a, const kl_tensor *b, bool ta, bool tb, kl_dtyp
   void *cbuf = kl_xmalloc(esz * (size_t)(M * N > 0 ? M * N : 1));
   kl_threadpool *pool = kl_ref_gemm_pool((double)nbatch * (double)M * (double)N * (double)K);
   for (int64_t bi = 0; bi < nbatch; bi++, mw_next(&w)) {
-    int64_t oa = w.off[1], ob = w.off[2];
-    if (ints) {
-      const int64_t *pa = ia + oa, *pb = ib + ob;
-      if (ta_buf) {
-        for (int64_t m = 0; m < M; m++)
-          for (int64_t k = 0; k < K; k++) ((int64_t *)ta_buf)[m * K + k] = ia[oa + m * am + k * ak];
-        pa = ta_buf;
-      }
-      if (tb_buf) {
-        for (int64_t k = 0; k < K; k++)
-          for (int64_t n = 0; n < N; n++) ((int64_t *)tb_buf)[n * K + k] = ib[ob + k * bk + n * bn];
-        pb = tb_buf;
-      }
-      kl_ref_gemm_nt_i64(pool, pa, K, pb, K, M, N, K, cbuf, N);
-    } else {
-      const double *pa = fa + oa, *pb = fb + ob;
-      if (ta_buf) {
-        for (int64_t m = 0; m < M; m++)
-          for (int64_t k = 0; k < K; k++) ((double *)ta_buf)[m * K + k] = fa[oa + m * am + k * ak];
-        pa = ta_buf;
-      }
-      if (tb_buf) {
-        for (int64_t k = 0; k < K; k++)
-          for (int64_t n = 0; n < N; n++) ((double *)tb_buf)[n * K + k] = fb[ob + k * bk + n * bn];
-        pb = tb_buf;
-      }
-      kl_ref_gemm_nt_f64(pool, pa, K, pb, K, M, N, K, cbuf, N);
-    }
+    const char *pa = (const char *)(ints ? (void *)ia : (void *)fa) + w.off[1] * (int64_t)esz;
+    const char *pb = (const char *)(ints ? (void *)ib : (void *)fb) + w.off[2] * (int64_t)esz;
+    if (ta_buf) pa = pack_rows(ta_buf, pa, esz, M, K, am, ak);
+    if (tb_buf) pb = pack_rows(tb_buf, pb, esz, N, K, bn, bk);
+    if (ints)
+      kl_ref_gemm_nt_i64(pool, (const int64_t *)pa, K, (const int64_t *)pb, K, M, N, K, cbuf, N);
+    else
+      kl_ref_gemm_nt_f64(pool, (const double *)pa, K, (const double *)pb, K, M, N, K, cbuf, N);
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = 0; n < N; n++) {
         int64_t dst = w.off[0] + m * os_m + n * os_n;
