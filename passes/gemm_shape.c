@@ -14,32 +14,32 @@ bool kl_gemm_shape_of(const kl_op *anchor, kl_gemm_shape *out) {
   const kl_type *at = anchor->opnds[0].value->type, *bt = anchor->opnds[1].value->type, *yt = anchor->results[0].type;
   kl_gemm_shape s = { 0, 0, 0, 0, 0, 1, 0, false };
   switch (kl_op_kernel_kind(anchor)) {
-  case KL_KERNEL_CONV: {
-    if (at->rank != 4 || bt->rank != 4 || yt->rank != 4) return false;
-    int64_t g = 1;
-    if (!kl_op_attr_i64(anchor, "groups", &g)) kl_op_attr_i64s(anchor, "groups", &g, 1);
-    if (g < 1) g = 1;
-    s.conv = true;
-    s.groups = s.G = g;
-    s.M = bt->shape[0] / g;
-    s.N = yt->shape[0] * yt->shape[2] * yt->shape[3];
-    s.K = bt->shape[1] * bt->shape[2] * bt->shape[3];
-    s.k_extent = bt->shape[1];
-    s.a_operand = 1;
-    break;
-  }
-  case KL_KERNEL_DOT: {
-    if (yt->rank < 2 || at->rank < 2) return false;
-    bool ta = flag(anchor, "transpose_a");
-    s.G = 1;
-    for (int i = 0; i < yt->rank - 2; i++) s.G *= yt->shape[i];
-    s.M = yt->shape[yt->rank - 2];
-    s.N = yt->shape[yt->rank - 1];
-    s.K = s.k_extent = at->shape[ta ? at->rank - 2 : at->rank - 1];
-    s.a_operand = 0;
-    break;
-  }
-  default: return false;
+    case KL_KERNEL_CONV: {
+      if (at->rank != 4 || bt->rank != 4 || yt->rank != 4) return false;
+      int64_t g = 1;
+      if (!kl_op_attr_i64(anchor, "groups", &g)) kl_op_attr_i64s(anchor, "groups", &g, 1);
+      if (g < 1) g = 1;
+      s.conv = true;
+      s.groups = s.G = g;
+      s.M = bt->shape[0] / g;
+      s.N = yt->shape[0] * yt->shape[2] * yt->shape[3];
+      s.K = bt->shape[1] * bt->shape[2] * bt->shape[3];
+      s.k_extent = bt->shape[1];
+      s.a_operand = 1;
+      break;
+    }
+    case KL_KERNEL_DOT: {
+      if (yt->rank < 2 || at->rank < 2) return false;
+      bool ta = flag(anchor, "transpose_a");
+      s.G = 1;
+      for (int i = 0; i < yt->rank - 2; i++) s.G *= yt->shape[i];
+      s.M = yt->shape[yt->rank - 2];
+      s.N = yt->shape[yt->rank - 1];
+      s.K = s.k_extent = at->shape[ta ? at->rank - 2 : at->rank - 1];
+      s.a_operand = 0;
+      break;
+    }
+    default: return false;
   }
   if (s.G < 1 || s.M < 1 || s.N < 1 || s.K < 1) return false;
   *out = s;

@@ -69,7 +69,9 @@ static void test_emitted(void) {
   kl_rewriter *rw = kl_rewriter_new(ctx);
   kl_rewriter_set_insertion_before(rw, ret);
   kl_emitter e = { rw, KL_LOC_UNKNOWN };
-  static const int64_t grids[][4] = { { 1, 5, 3, 2 }, { 2, 7, 4, 3 }, { 3, 8, 6, 8 }, { 1, 9, 9, 100 }, { 2, 6, 5, 1 } };
+  static const int64_t grids[][4] = {
+    { 1, 5, 3, 2 }, { 2, 7, 4, 3 }, { 3, 8, 6, 8 }, { 1, 9, 9, 100 }, { 2, 6, 5, 1 }
+  };
   int bad = 0;
   for (size_t gi = 0; gi < sizeof grids / sizeof *grids; gi++) {
     const int64_t *g = grids[gi];
