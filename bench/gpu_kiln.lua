@@ -290,8 +290,19 @@ local function shape_str(d) return table.concat(d, "x") end
 -- (the Hopper path, passes/rock_wgmma.h, sm_90a's default; compute capability 9.0 only);
 -- "mmasync" for sm_90 on such a device (the mma.sync path its own target sm_90a replaced); "v3:..." that
 -- wgmma config on sm_90a (compute capability 9.0 only); "v1:..." / "v2:..." with that perf
--- config (a same-run comparison with the heuristic's pick); else the default.
+-- config (a same-run comparison with the heuristic's pick); "rasterG" the default target with
+-- the grouped workgroup order of group G (raster_pipeline); else the default.
 local WGMMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
+-- "rasterG": the default pipeline with rock-gridwise-to-blockwise{raster-group-m=G} (the grouped
+-- workgroup order, passes/gemm_raster.h), its other options kept
+local function raster_pipeline(gm)
+  local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise([^,]*)", function(o)
+    if o:sub(1, 1) == "{" then return "rock-gridwise-to-blockwise{" .. o:sub(2, -2) .. ",raster-group-m=" .. gm .. "}" end
+    return "rock-gridwise-to-blockwise{raster-group-m=" .. gm .. "}"
+  end)
+  assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
+  return pl
+end
 local function compile_case(c, g)
   if c.variant == "wgmma" then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the wgmma variant needs a compute capability 9.0 GPU", 0) end
@@ -306,6 +317,8 @@ local function compile_case(c, g)
     return kiln.compile(g, { target = "sm_90a", perf_config = c.variant })
   end
   if c.variant and c.variant:match("^v%d:") then return kiln.compile(g, { target = dev.arch, perf_config = c.variant }) end
+  local gm = c.variant and c.variant:match("^raster(%d+)$")
+  if gm then return kiln.compile(g, { target = dev.arch, pipeline = raster_pipeline(gm) }) end
   if c.variant then error("unknown case variant '" .. c.variant .. "'", 0) end
   return kiln.compile(g, { target = dev.arch })
 end

@@ -1,32 +1,18 @@
 /* gemm_split.c — the split-K decision shared by rock-gemm-to-gridwise and
  * split-k-workspace (contract in gemm_split.h). */
 #include "passes/gemm_split.h"
+#include "passes/gemm_shape.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include <string.h>
 
 bool kl_gemm_split_estimate(const kl_target *t, const kl_type *ea, const kl_type *eb, const char *given, int64_t G,
                             int64_t M, int64_t N, int64_t K, kl_gemm_split_est *out, char *err, size_t errlen) {
-  if (given && !*given) given = NULL;
-  int eb_bytes = (kl_type_bits(ea) + 7) / 8;
-  if ((kl_type_bits(eb) + 7) / 8 > eb_bytes) eb_bytes = (kl_type_bits(eb) + 7) / 8;
-  kl_accel_config ac;
-  memset(&ac, 0, sizeof ac);
-  const kl_accel_desc *ad = NULL;
-  int accel = kl_accel_select(t, ea, eb, given, G, M, N, K, &ac, &ad, err, errlen);
-  if (accel < 0) return false;
-  kl_perf_config pc = { 0 };
-  if (accel) {
-    pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, ac.split_k };
-  } else if (given) {
-    if (!kl_perf_config_parse(given, &pc, err, errlen) || !kl_perf_config_validate(&pc, t, eb_bytes, err, errlen))
-      return false;
-  } else if (!kl_perf_config_heuristic(t, G, M, N, K, eb_bytes, &pc)) {
-    return kl_perf_errf(err, errlen, "no perf config fits target %s", t->name);
-  }
-  out->tiles = kl_perf_config_grid_size(&pc, G, M, N);
-  out->k_per_block = pc.k_per_block;
-  out->split_k = given && pc.split_k > 1 ? pc.split_k : 1;
+  kl_gemm_config gc;
+  if (!kl_gemm_config_pick(t, ea, eb, given, KL_GEMM_PICK_DEFAULT, G, M, N, K, &gc, err, errlen)) return false;
+  out->tiles = kl_perf_config_grid_size(&gc.pc, G, M, N);
+  out->k_per_block = gc.pc.k_per_block;
+  out->split_k = given && *given && gc.pc.split_k > 1 ? gc.pc.split_k : 1;
   return true;
 }
 
@@ -73,27 +59,22 @@ static double occupancy_cost(const kl_accel_config *c, const kl_accel_desc *d, c
 
 /* The heuristic config of a G x M x N x K GEMM and its cost (the unit of the config costs:
  * cycles of the busiest compute unit; accel configs on joint targets: occupancy_cost);
- * false if none fits. */
+ * false if none fits. The model is mma.sync's: the config of kl_gemm_config_pick without
+ * the wgmma heuristic (rock-gemm-to-gridwise's wgmma GEMMs keep the tile-count rule). */
 static bool config_cost(const kl_target *t, const kl_type *ea, const kl_type *eb, int64_t G, int64_t M, int64_t N,
                         int64_t K, double *cst, kl_perf_config *pick) {
   int bytes = (kl_type_bits(ea) + 7) / 8;
   if ((kl_type_bits(eb) + 7) / 8 > bytes) bytes = (kl_type_bits(eb) + 7) / 8;
-  kl_accel_config ac;
-  memset(&ac, 0, sizeof ac);
-  const kl_accel_desc *ad = NULL;
+  kl_gemm_config gc;
   char err[64];
-  int accel = kl_accel_select(t, ea, eb, NULL, G, M, N, K, &ac, &ad, err, sizeof err);
-  if (accel < 0) return false;
-  if (accel) {
-    *cst = kl_gemm_split_joint(t) ? occupancy_cost(&ac, ad, t, G, M, N, K, bytes)
-                                  : kl_accel_config_cost(&ac, t, ad, G, M, N, K, bytes);
-    *pick = (kl_perf_config){
-      ac.m_per_block, ac.n_per_block, ac.k_per_block, ac.m_per_wave, ac.n_per_wave, ac.kpack, 1
-    };
-    return true;
+  if (!kl_gemm_config_pick(t, ea, eb, NULL, KL_GEMM_PICK_ACCEL, G, M, N, K, &gc, err, sizeof err)) return false;
+  *pick = gc.pc;
+  if (gc.path == KL_GEMM_PATH_FMA) {
+    *cst = kl_perf_config_cost(pick, t, G, M, N, K, bytes);
+  } else {
+    *cst = kl_gemm_split_joint(t) ? occupancy_cost(&gc.ac, gc.ad, t, G, M, N, K, bytes)
+                                  : kl_accel_config_cost(&gc.ac, t, gc.ad, G, M, N, K, bytes);
   }
-  if (!kl_perf_config_heuristic(t, G, M, N, K, bytes, pick)) return false;
-  *cst = kl_perf_config_cost(pick, t, G, M, N, K, bytes);
   return true;
 }
 

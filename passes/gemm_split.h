@@ -6,12 +6,13 @@
  *
  * Contract: pure functions over the target table and plain values (no IR, no
  * allocation). kl_gemm_split_estimate picks the perf config rock-gemm-to-gridwise would
- * pick for a G x M x N x K GEMM over inputs of element types ea, eb (the given config
- * string, else the accel heuristic where the target has a matrix instruction for the
- * inputs, else the FMA heuristic; the transposed mma.sync variant is not modelled: its
- * tile count is the same up to rounding) and reports its output tile count, its
- * kPerBlock and the splitK the string asks for (1 without one). False + message in err
- * for a config string that does not parse or validate. */
+ * pick for a G x M x N x K GEMM over inputs of element types ea, eb (kl_gemm_config_pick
+ * with the pass's defaults, passes/gemm_shape.h: the given config string, else the wgmma
+ * heuristic where the target takes it, else the accel heuristic where the target has a
+ * matrix instruction for the inputs, else the FMA heuristic; the transposed mma.sync
+ * variant is not modelled: its tile count is the same up to rounding) and reports its
+ * output tile count, its kPerBlock and the splitK the string asks for (1 without one).
+ * False + message in err for a config string that does not parse or validate. */
 #ifndef KL_GEMM_SPLIT_H
 #define KL_GEMM_SPLIT_H
 #include <stdbool.h>
@@ -43,7 +44,8 @@ int64_t kl_gemm_split_heuristic(const kl_target *t, int64_t tiles, int64_t K, in
  * prefill or a second kernel) and the f32 partials written and read once through L2
  * (2 * S*G*M*N * 4 bytes over compute_units x l2_bytes_per_cu_clk per cycle); a larger S
  * is taken only when it costs less than KL_SPLIT_GAIN of the best so far.
- * The occupancy cost (mma.sync configs; FMA configs: kl_perf_config_cost): the busiest SM
+ * The occupancy cost (mma.sync configs: kl_gemm_config_pick without the wgmma heuristic,
+ * the model has no wgmma rates; FMA configs: kl_perf_config_cost): the busiest SM
  * runs ceil(blocks / SMs) blocks in rounds of the blocks that fit on it at once (registers
  * ~ f32 accumulators + 64 per thread of KL_NV_SM_REGS, KL_NV_SM_THREADS, two tile pairs
  * of shared memory: 2 for 128x128x32 f16); a K step of a round of b blocks takes

@@ -1,39 +1,8 @@
 /* input_fusion_cost.c — the input-fusion cost rule (contract in input_fusion_cost.h). */
 #include "passes/input_fusion_cost.h"
+#include "passes/gemm_shape.h"
 #include "passes/gemm_split.h"
-#include "passes/perf_config.h"
-#include "passes/rock_accel.h"
 #include <stdlib.h>
-#include <string.h>
-
-/* The block tile rock-gemm-to-gridwise would pick (the accel heuristic where the target
- * has a matrix instruction for the inputs, else the FMA heuristic; a given config string);
- * false where none fits or the string is bad (reported where the GEMM is tiled). */
-static bool block_tile(const kl_target *t, const kl_type *ea, const kl_type *eb, const char *given, int64_t G,
-                       int64_t M, int64_t N, int64_t K, int64_t *mpb, int64_t *npb) {
-  if (given && !*given) given = NULL;
-  int bytes = (kl_type_bits(ea) + 7) / 8;
-  if ((kl_type_bits(eb) + 7) / 8 > bytes) bytes = (kl_type_bits(eb) + 7) / 8;
-  kl_accel_config ac;
-  memset(&ac, 0, sizeof ac);
-  const kl_accel_desc *ad = NULL;
-  char err[128];
-  int accel = kl_accel_select(t, ea, eb, given, G, M, N, K, &ac, &ad, err, sizeof err);
-  if (accel < 0) return false;
-  kl_perf_config pc = { 0 };
-  if (accel) {
-    pc.m_per_block = ac.m_per_block;
-    pc.n_per_block = ac.n_per_block;
-  } else if (given) {
-    if (!kl_perf_config_parse(given, &pc, err, sizeof err) || !kl_perf_config_validate(&pc, t, bytes, err, sizeof err))
-      return false;
-  } else if (!kl_perf_config_heuristic(t, G, M, N, K, bytes, &pc)) {
-    return false;
-  }
-  *mpb = pc.m_per_block;
-  *npb = pc.n_per_block;
-  return *mpb > 0 && *npb > 0;
-}
 
 static int64_t numel(const kl_type *t) {
   int64_t n = 1;
@@ -69,22 +38,6 @@ static double walk_bytes(const kl_type *t, int d) {
   return b < e ? e : b > 32.0 ? (e > 32.0 ? e : 32.0) : b;
 }
 
-static bool has_flag(const kl_op *op, const char *name) {
-  const kl_attr *a = kl_op_attr(op, name);
-  return a && (a->kind == KL_AT_UNIT || (a->kind == KL_AT_BOOL && a->i));
-}
-
-/* Whether the anchor's GEMM takes wgmma on t (kl_wgmma_select's type rule: f16 or bf16
- * operands of one type, no v1 / v2 perf config given). */
-static bool takes_wgmma(const kl_target *t, const kl_op *anchor) {
-  if (!t->wgmma) return false;
-  const kl_type *a = anchor->opnds[0].value->type->elem, *b = anchor->opnds[1].value->type->elem;
-  const char *in = a == b && a ? kl_scalar_name(a->kind) : NULL;
-  const char *pc = kl_op_attr_string(anchor, "perf_config");
-  return in && (!strcmp(in, "f16") || !strcmp(in, "bf16")) &&
-      !(pc && (!strncmp(pc, "v1:", 3) || !strncmp(pc, "v2:", 3)));
-}
-
 bool kl_input_fusion_pays(const kl_target *t, const kl_op *anchor, int operand, const kl_type *produced, int ninputs,
                           const kl_type *const *inputs, const kl_type *const *bases, kl_fuse_cost *out) {
   kl_fuse_cost c = { 0 };
@@ -93,8 +46,14 @@ bool kl_input_fusion_pays(const kl_target *t, const kl_op *anchor, int operand, 
   /* a wgmma GEMM (sm_90a's f16 / bf16 path): fused measured faster (H100: gemm_cvt 4096^3
    * 0.360 ms fused vs 0.397 unfused, conv_cvt N = 512 0.266 vs 0.300): the rule's factor
    * is mma.sync's, so it does not apply */
-  if (takes_wgmma(t, anchor)) return true;
   const kl_type *at = anchor->opnds[0].value->type, *bt = anchor->opnds[1].value->type;
+  kl_gemm_shape gs;
+  kl_gemm_config gc;
+  char err[128];
+  bool known = kl_gemm_shape_of(anchor, &gs) &&
+      kl_gemm_config_pick(t, at->elem, bt->elem, kl_op_attr_string(anchor, "perf_config"), KL_GEMM_PICK_DEFAULT, gs.G,
+                          gs.M, gs.N, gs.K, &gc, err, sizeof err);
+  if (known && gc.path == KL_GEMM_PATH_WGMMA) return true;
   const kl_type *ot = anchor->opnds[operand].value->type, *yt = anchor->results[0].type;
   int64_t pn = numel(produced);
   if (pn <= 0 || numel(yt) <= 0) return true;
@@ -110,34 +69,14 @@ bool kl_input_fusion_pays(const kl_target *t, const kl_op *anchor, int operand, 
     if (out) *out = c;
     return true; /* reads no more than the operand: free in the loads */
   }
-  /* the GEMM: G x M x N x K, and which side the operand is */
-  bool conv = kl_op_kernel_kind(anchor) == KL_KERNEL_CONV;
-  int64_t G = 1, M, N, K;
-  bool is_a; /* the GEMM's A (re-read by the blocks along N) */
-  if (conv) {
-    if (at->rank != 4 || bt->rank != 4 || yt->rank != 4) return true;
-    int64_t g = 1;
-    if (!kl_op_attr_i64(anchor, "groups", &g)) kl_op_attr_i64s(anchor, "groups", &g, 1);
-    if (g < 1) g = 1;
-    G = g;
-    M = bt->shape[0] / g;
-    N = yt->shape[0] * yt->shape[2] * yt->shape[3];
-    K = bt->shape[1] * bt->shape[2] * bt->shape[3];
-    is_a = operand == 1; /* the filter is A, the input B */
-  } else {
-    if (yt->rank < 2 || at->rank < 1) return true;
-    bool ta = has_flag(anchor, "transpose_a");
-    for (int i = 0; i < yt->rank - 2; i++) G *= yt->shape[i];
-    M = yt->shape[yt->rank - 2];
-    N = yt->shape[yt->rank - 1];
-    K = at->shape[ta ? at->rank - 2 : at->rank - 1];
-    is_a = operand == 0;
-  }
-  if (G < 1 || M < 1 || N < 1 || K < 1) return true;
-  int64_t mpb, npb;
-  if (!block_tile(t, at->elem, bt->elem, kl_op_attr_string(anchor, "perf_config"), G, M, N, K, &mpb, &npb)) return true;
+  /* the GEMM (passes/gemm_shape.h) and the block tile it gets; a config that does not
+   * parse or fit is reported where the GEMM is tiled */
+  if (!known) return true;
+  int64_t M = gs.M, N = gs.N, mpb = gc.pc.m_per_block, npb = gc.pc.n_per_block;
+  if (mpb <= 0 || npb <= 0) return true;
+  bool is_a = operand == gs.a_operand; /* the GEMM's A (re-read by the blocks along N) */
   c.blocks = is_a ? (N + npb - 1) / npb : (M + mpb - 1) / mpb;
-  double E = (double)G * (double)K * (double)(is_a ? M : N);
+  double E = (double)gs.G * (double)gs.K * (double)(is_a ? M : N);
   double rate = (double)t->compute_units * (double)t->l2_bytes_per_cu_clk;
   c.fused = KL_FUSE_WIDE_LOAD_FACTOR * (w - c.narrow) * E * (double)c.blocks / rate;
   /* the convert kernel: its inputs and its output, walked in the output's memory order */

@@ -7,8 +7,9 @@
  * where fusing can cost more than it saves and the target's rates are known:
  *  - targets with the joint GEMM cost model (kl_gemm_split_joint: NVIDIA sm_90 / sm_90a,
  *    whose l2_bytes_per_cu_clk is measured); elsewhere it says "fuse" (not measured);
- *  - GEMMs on the mma.sync path: a GEMM that takes wgmma (sm_90a, f16 / bf16 operands)
- *    keeps its prologue fused, measured faster on an H100 (gemm_cvt 4096^3 0.360 ms fused
+ *  - GEMMs on the mma.sync path: a GEMM that takes wgmma (kl_gemm_config_pick's path,
+ *    passes/gemm_shape.h: sm_90a, f16 / bf16 operands, no v1 / v2 config) keeps its
+ *    prologue fused, measured faster on an H100 (gemm_cvt 4096^3 0.360 ms fused
  *    against 0.397 unfused, conv_cvt N = 512 0.266 against 0.300; wider tiles: fewer
  *    re-reading blocks, and the loads overlap the MMAs);
  *  - chains whose inputs have more bytes per operand element than the operand (an f32 ->
@@ -22,8 +23,8 @@
  *             E: the operand elements the GEMM reads (batches included), B: the blocks
  *             that each read them (the blocks along the other dimension of the output:
  *             ceil(N / nPerBlock) for the GEMM's A, ceil(M / mPerBlock) for its B, from
- *             the config rock-gemm-to-gridwise would pick, as kl_gemm_split_estimate
- *             picks it; the op's perf_config when it has one). The wider bytes cross L2 once per block, and
+ *             the config rock-gemm-to-gridwise would pick: kl_gemm_config_pick of the
+ *             op's GEMM, kl_gemm_shape_of; the op's perf_config when it has one). The wider bytes cross L2 once per block, and
  *             cost as much again in the main loop (wider register-staged loads per K step,
  *             more registers): measured on an H100, gemm_cvt 4096^3 ran 0.50 ms over the
  *             f16 GEMM against 0.24 ms of L2 time for its extra bytes, conv_cvt N = 512

@@ -9,7 +9,8 @@
  *     whose KEY is the kernel's problem key (passes/problem_key.h), else the heuristic of
  *     perf_config.h (a tuned config counts as given: no split-K heuristic); the kernel func
  *     gets problem_key, problem (the readable summary) and perf_config_source ("user",
- *     "tuned (db)" or "heuristic"); a given
+ *     "tuned (db)" or "heuristic"); the choice is kl_gemm_config_pick's
+ *     (passes/gemm_shape.h, shared with the passes that predict it); a given
  *     string is parsed and validated (errors name the field and stop the pass); a
  *     "v2:" config, or none on a target with a matrix instruction for the input type
  *     (option accel, default true), takes the accel path of passes/rock_accel.h: the
@@ -52,6 +53,7 @@
 #include "core/pass.h"
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
+#include "passes/gemm_shape.h"
 #include "passes/gemm_split.h"
 #include "passes/problem_key.h"
 #include "passes/perf_config.h"
@@ -220,9 +222,6 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     kl_rewriter_fail(rw, op->loc, "rock-gemm-to-gridwise: %s", err);
     return false;
   }
-  int eb = (kl_type_bits(ta->elem) + 7) / 8;
-  if ((kl_type_bits(tb->elem) + 7) / 8 > eb) eb = (kl_type_bits(tb->elem) + 7) / 8;
-
   const char *given = o->perf && *o->perf ? o->perf : kl_op_attr_string(op, "perf_config");
   if (!given) given = kl_op_attr_string(fn, "perf_config");
   const char *source = given ? "user" : "heuristic";
@@ -232,40 +231,39 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     given = tuned_buf;
     source = "tuned (db)";
   }
-  kl_perf_config pc;
-  /* matrix instructions (passes/rock_accel.h): a "v2:" config, or none on a target with an
-   * instruction for the input type; the thread tile then only fixes block size and
-   * accumulator count (the C layout is the instruction's) */
-  kl_accel_config ac;
-  memset(&ac, 0, sizeof ac);
-  pc.split_k = 1;
-  const kl_accel_desc *ad = NULL;
-  int accel = o->accel && o->wgmma && !given /* the Hopper path (sm_90a's default), passes/rock_wgmma.h */
-      ? kl_wgmma_select(t, ta->elem, tb->elem, NULL, G, M, N, K, &ac, &ad, err, sizeof err)
-      : 0;
-  if (o->accel && !accel) accel = kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err);
-  if (accel < 0) {
+  /* the config (passes/gemm_shape.h): the wgmma heuristic (sm_90a's default,
+   * passes/rock_wgmma.h), else matrix instructions (passes/rock_accel.h: a "v2:" / "v3:"
+   * config, or none on a target with an instruction for the input type; the thread tile
+   * then only fixes block size and accumulator count, the C layout is the instruction's),
+   * else the FMA path */
+  unsigned pick = (o->accel ? KL_GEMM_PICK_ACCEL : 0) | (o->wgmma ? KL_GEMM_PICK_WGMMA : 0);
+  kl_gemm_config gc;
+  if (!kl_gemm_config_pick(t, ta->elem, tb->elem, given, pick, G, M, N, K, &gc, err, sizeof err)) {
     kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err);
     return false;
   }
+  kl_perf_config pc = gc.pc;
+  kl_accel_config ac = gc.ac;
+  const kl_accel_desc *ad = gc.ad;
+  bool accel = gc.path != KL_GEMM_PATH_FMA;
   /* mma.sync keeps pairs of C columns (N) in a lane: when C is contiguous along M instead
    * (e.g. an NHWC convolution output), compute C^T = B^T A^T (operands swapped, C viewed
    * as [G,N,M]) so C's accesses are vectors. Only for the heuristic's configs (a given
    * config keeps its meaning). */
   bool swap = false;
-  if (accel > 0 && !given && ad->kind == KL_ACCEL_MMA_SYNC) {
+  if (accel && !given && ad->kind == KL_ACCEL_MMA_SYNC) {
     kl_vb vb;
     static const char *const cnames[] = { "g", "m", "n" };
     kl_vb_identity(&vb, 3, tc->shape, cnames);
     kl_view *cid = kl_vb_finish(&vb, err, sizeof err);
     if (cid && kl_tile_vector_len(cid, op->opnds[2].value, 1) > kl_tile_vector_len(cid, op->opnds[2].value, 2)) {
-      kl_accel_config sc;
-      memset(&sc, 0, sizeof sc);
-      const kl_accel_desc *sd = NULL;
-      if (kl_accel_select(t, tb->elem, ta->elem, NULL, G, N, M, K, &sc, &sd, err, sizeof err) > 0) {
+      kl_gemm_config sc;
+      if (kl_gemm_config_pick(t, tb->elem, ta->elem, NULL, KL_GEMM_PICK_ACCEL, G, N, M, K, &sc, err, sizeof err) &&
+          sc.path == KL_GEMM_PATH_ACCEL) {
         swap = true;
-        ac = sc;
-        ad = sd;
+        pc = sc.pc;
+        ac = sc.ac;
+        ad = sc.ad;
       }
     }
     kl_view_free(cid);
@@ -275,25 +273,13 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
     M = N;
     N = tmp;
   }
-  if (accel) {
-    pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, ac.split_k };
-    kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
-  } else if (given) {
-    if (!kl_perf_config_parse(given, &pc, err, sizeof err) || !kl_perf_config_validate(&pc, t, eb, err, sizeof err)) {
-      kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err);
-      return false;
-    }
-  } else if (!kl_perf_config_heuristic(t, G, M, N, K, eb, &pc)) {
-    kl_rewriter_fail(rw, op->loc, "rock.gemm: no perf config fits target %s", t->name);
-    return false;
-  }
   char pcs[160];
   if (accel)
     accel_print(&ac, ad, pcs, sizeof pcs);
   else
     kl_perf_config_print(&pc, pcs, sizeof pcs);
   /* split-K: the given config's splitK, else the heuristic's where the output allows it */
-  int64_t S = given ? (accel ? ac.split_k : pc.split_k) : 1, KB = pc.k_per_block;
+  int64_t S = given ? pc.split_k : 1, KB = pc.k_per_block;
   if (S < 1) S = 1;
   /* the partial-product GEMM of split-k-workspace (or its remainder) already is a
    * split: the config's tiles apply, its splitK does not */
@@ -321,19 +307,13 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
      * picks for it (other targets keep the config of the whole GEMM) */
     int64_t kc = (K + S - 1) / S;
     bool joint = S > 1 && kl_gemm_split_joint(t);
-    if (joint && accel && ad->kind != KL_ACCEL_WGMMA) {
-      kl_accel_config sc;
-      memset(&sc, 0, sizeof sc);
-      const kl_accel_desc *sd = NULL;
-      if (kl_accel_select(t, ea, eb2, NULL, G * S, M, N, kc, &sc, &sd, err, sizeof err) > 0) {
-        ac = sc;
-        ad = sd;
-        pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, 1 };
-        kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
-      }
-    } else if (joint && !accel) {
-      kl_perf_config sp;
-      if (kl_perf_config_heuristic(t, G * S, M, N, kc, eb, &sp)) pc = sp;
+    kl_gemm_config sc;
+    if (joint && (!accel || ad->kind != KL_ACCEL_WGMMA) &&
+        kl_gemm_config_pick(t, ea, eb2, NULL, accel ? KL_GEMM_PICK_ACCEL : 0, G * S, M, N, kc, &sc, err, sizeof err) &&
+        (sc.path != KL_GEMM_PATH_FMA) == accel) {
+      pc = sc.pc;
+      ac = sc.ac;
+      ad = sc.ad;
     }
     KB = pc.k_per_block;
   }

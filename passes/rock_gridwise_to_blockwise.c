@@ -18,7 +18,8 @@
  *     rock.barrier
  *   }
  *   rock.threadwise_write_all(%acc, %c, %bid, %tid) {view: (bid, tid, iter) -> (g, m, n), store, vector_len}
- * Coordinates: bid = (g * Mp/MB + m_block) * Np/NB + n_block; C tile of thread tid:
+ * Coordinates: bid = (g * Mp/MB + m_block) * Np/NB + n_block (bid: the workgroup id in the
+ * tile order of option raster-group-m, passes/gemm_raster.h; row order by default); C tile of thread tid:
  * rows (tid / (NB/NT)) * MT + [0, MT), columns (tid % (NB/NT)) * NT + [0, NT); acc[i*NT + j]
  * holds (row i, column j) of that tile (the rock.blockwise_gemm contract of
  * rock-blockwise-to-threadwise). The global -> LDS copy: each thread copies a ck x cd
@@ -71,6 +72,7 @@
 #include "core/dialect_builtin.h"
 #include "core/view_emit.h"
 #include "passes/fusion_util.h"
+#include "passes/gemm_raster.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include "passes/rock_wgmma.h"
@@ -85,6 +87,7 @@ typedef struct {
   int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
   bool krow;        /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
   int64_t amd_loop; /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
+  int64_t raster_m; /* the option raster-group-m: workgroup order (passes/gemm_raster.h); <= 1 row order */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -946,6 +949,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   if (ok) {
     kl_rewriter_set_insertion_before(rw, op);
     kl_value *bid = kl_op_result(kl_rewriter_create(rw, "rock.workgroup_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+    bid = kl_gemm_raster_bid(rw, loc, bid, t.G, t.Mp / t.MB, t.Np / t.NB, o->raster_m); /* the tile order */
     kl_value *tid = kl_op_result(kl_rewriter_create(rw, "rock.workitem_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
     /* mma.sync LDS layout (kpack * element = 16 bytes: one row of K per M/N index). With
      * rows one after the other, the K groups of one index are 16 * DB bytes apart, a
@@ -1203,7 +1207,15 @@ done:
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
-  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop") };
+  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop"),
+             kl_pass_opt_int(po, "raster-group-m") };
+  if (o.raster_m < 0) {
+    kl_emit_error(module->ctx, module->loc,
+                  "rock-gridwise-to-blockwise: raster-group-m must be 0 or 1 (row order) or the m-tiles per group "
+                  "(>= 2), got %lld",
+                  (long long)o.raster_m);
+    return KL_ERR;
+  }
   if (!lay || (strcmp(lay, "krow") && strcmp(lay, "kgroup"))) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: cp-async-layout must be krow or kgroup, got %s", lay ? lay : "(none)");
@@ -1235,6 +1247,9 @@ static const kl_pass_option options[] = {
     "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): kgroup = the register path's "
     "[K/8, rows + skew, 8]; krow = [rows, K + 16 bytes] (the bytes of one row's global read land "
     "contiguous in LDS; an experiment, see docs/ARCHITECTURE.md)" },
+  { "raster-group-m", KL_OPT_INT, KL_RASTER_GROUP_M_DEFAULT_STR,
+    "the order of the workgroups over the output tiles: 0 or 1 row order (m-tile outer); G >= 2 groups of G "
+    "consecutive m-tiles walked column by column (the last group partial), for L2 reuse; passes/gemm_raster.h" },
   { "amd-k-loop", KL_OPT_INT, "0",
     "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
     "several K steps, on any target (tests run it on the host)" },

@@ -50,6 +50,7 @@
 #include "core/pass.h"
 #include "core/rewrite.h"
 #include "core/target.h"
+#include "passes/gemm_shape.h"
 #include "passes/gemm_split.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -259,26 +260,10 @@ static kl_status split_one(kl_rewriter *rw, kl_op *op, const sk_opts *o) {
   if (!kl_type_is_float(at->elem) || (yk != KL_TY_F32 && yk != KL_TY_F16 && yk != KL_TY_BF16)) return KL_OK;
   for (int i = 0; i < yt->rank; i++)
     if (yt->shape[i] == 0) return KL_OK;
-  bool conv = kl_op_kernel_kind(op) == KL_KERNEL_CONV;
-  int64_t G = 1, M, N, K, g = 1, E;
-  if (conv) {
-    if (at->rank != 4 || bt->rank != 4 || yt->rank != 4) return KL_OK;
-    if (!kl_op_attr_i64(op, "groups", &g)) kl_op_attr_i64s(op, "groups", &g, 1);
-    if (g < 1) g = 1;
-    G = g;
-    M = bt->shape[0] / g;
-    N = yt->shape[0] * yt->shape[2] * yt->shape[3];
-    K = bt->shape[1] * bt->shape[2] * bt->shape[3];
-    E = bt->shape[1];
-  } else {
-    bool ta = flag(op, "transpose_a");
-    for (int i = 0; i < yt->rank - 2; i++) G *= yt->shape[i];
-    M = yt->shape[yt->rank - 2];
-    N = yt->shape[yt->rank - 1];
-    K = at->shape[ta ? at->rank - 2 : at->rank - 1];
-    E = K;
-  }
-  if (K < 1) return KL_OK;
+  kl_gemm_shape gs; /* the GEMM it becomes (passes/gemm_shape.h) */
+  if (!kl_gemm_shape_of(op, &gs)) return KL_OK;
+  bool conv = gs.conv;
+  int64_t G = gs.G, M = gs.M, N = gs.N, K = gs.K, g = gs.groups, E = gs.k_extent;
   const char *given = o->perf && *o->perf ? o->perf : kl_op_attr_string(op, "perf_config");
   kl_gemm_split_est est;
   char err[512];

@@ -18,13 +18,25 @@
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
--- KILN_SUITE_SKIP="tune,cp.async,memory,cvtfuse,f64" (any of those words) leaves those sections out.
-package.path = "spec/lua/?.lua;" .. package.path
+-- Every section has a name (SECTIONS below, printed at the start; a line per section gives
+-- its cases and seconds): KILN_SUITE_SKIP="tune,cp.async" leaves the named sections out,
+-- KILN_SUITE_ONLY="wgmma,splitk_ws" runs just those (scripts/lib/suite_select.lua; an
+-- unknown name is an error listing them). Device auto without a GPU runs nothing; device
+-- host runs the chosen sections on the CPU (a check of the suite itself).
+package.path = "spec/lua/?.lua;scripts/lib/?.lua;" .. package.path
+local SEL = require "suite_select"
+local SECTIONS = { "fused", "fusion", "swizzle", "int8", "ewpairs", "reduce", "vector", "rsplit", "rfusion", "f64",
+                   "rheuristic", "plans", "async", "splitk", "splitk_ws", "gemm_reduce", "gemm_reduce_rand", "ndconv",
+                   "layout", "ldmatrix", "tune", "cp.async", "wgmma", "cvtfuse", "migraphx", "memory" }
+local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("KILN_SUITE_ONLY"))
+if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
+for _, line in ipairs(sel:header()) do print(line) end
 local gen = require "fused_gen"
 local count = tonumber(arg and arg[1]) or 210
-local dev = kiln.device(arg and arg[2] or "auto")
+local dev_ok, dev = pcall(kiln.device, arg and arg[2] or "auto")
+if not dev_ok then print("no device: " .. tostring(dev):gsub("^.-error: ", ""):gsub("\n.*", "") .. "; nothing run"); os.exit(1) end
 print(string.format("device: %s (%s), %s", dev.name, dev.arch, dev.kind))
-if dev.kind == "host" then print("no GPU present: nothing to run"); return end
+if dev.kind == "host" and (arg and arg[2]) ~= "host" then print("no GPU present: nothing to run (device host runs the sections on the CPU)"); return end
 local pass, fail, t0 = 0, 0, kiln.clock_ms()
 -- a failure prints at once (a run cut by a timeout still shows what failed so far); all
 -- failures are listed again before the summary
@@ -35,8 +47,10 @@ local function progress(section)
   print(string.format("-- %s: %d passed, %d failed so far (%.1f s)", section, pass, fail, (kiln.clock_ms() - t0) / 1e3))
   io.stdout:flush()
 end
-local SKIP = os.getenv("KILN_SUITE_SKIP") or ""
-local function want(section) return not SKIP:find(section, 1, true) end
+-- section(name): closes the open section (a line with its cases and seconds) and says
+-- whether name runs (KILN_SUITE_SKIP / KILN_SUITE_ONLY); section(nil) closes the last one
+local function section(name) return sel:enter(name, kiln.clock_ms(), pass, fail) end
+if section("fused") then
 for seed = 1, count do
   local case = gen.gen(seed)
   local ok, err = pcall(function()
@@ -52,6 +66,7 @@ for seed = 1, count do
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = case.name .. ": " .. tostring(err) end
 end
 progress("random fused graphs")
+end
 -- the fusion shapes (spec/lua/fusion_cases.lua): kernel counts and every output against g:eval
 local F = require "fusion_cases"
 local shim = { are = {}, truthy = function(v, m) if not v then error(m or "expected a true value", 0) end end }
@@ -59,6 +74,7 @@ function shim.are.equal(a, b, m) if a ~= b then error((m or "") .. ": " .. tostr
 function shim.are.same(a, b, m)
   if table.concat(a, ",") ~= table.concat(b, ",") then error((m or "") .. ": {" .. table.concat(b, ",") .. "}", 0) end
 end
+if section("fusion") then
 for _, c in ipairs(F.cases()) do
   local ok, err = pcall(function()
     local p = kiln.compile(c.g, { target = dev.arch, cache = false })
@@ -72,9 +88,11 @@ for _, c in ipairs(F.cases()) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
+end
 -- the output swizzle (spec/lua/output_swizzle_cases.lua): every case forced on, forced off
 -- and under the guard, and every fusion shape forced on and off, against g:eval
 local SW = require "output_swizzle_cases"
+if section("swizzle") then
 for _, c in ipairs(SW.cases()) do
   for _, mode in ipairs(SW.modes) do
     local ok, err = pcall(SW.run, c, mode, dev.arch, dev)
@@ -95,8 +113,10 @@ for _, c in ipairs(F.cases()) do
     if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. " swizzle force=" .. mode .. ": " .. tostring(err) end
   end
 end
+end
 -- integer contractions (spec/lua/int8_cases.lua): one kernel each, exact against g:eval
 local i8 = require "int8_cases"
+if section("int8") then
 for _, c in ipairs(i8.gpu_cases()) do
   local ok, err = pcall(function()
     local p = kiln.compile(c.g, { target = dev.arch, cache = false })
@@ -106,9 +126,11 @@ for _, c in ipairs(i8.gpu_cases()) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
+end
 -- element-wise op pairs (spec/lua/elementwise_pairs_cases.lua): one case per dtype, every
 -- failing pair named with its input, got and the reference
 local ew = require "elementwise_pairs_cases"
+if section("ewpairs") then
 for _, dt in ipairs(ew.DTYPES) do
   local name = dt .. " element-wise pairs"
   local ok, err = pcall(function()
@@ -118,8 +140,10 @@ for _, dt in ipairs(ew.DTYPES) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
+end
 -- blockwise reductions and softmax (spec/lua/reduce_blockwise_cases.lua) against g:eval
 local RB = require "reduce_blockwise_cases"
+if section("reduce") then
 for _, c in ipairs(RB.cases()) do
   local ok, err = pcall(function()
     local p = kiln.compile(c.g, { target = dev.arch, cache = false })
@@ -128,9 +152,11 @@ for _, c in ipairs(RB.cases()) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
+end
 -- element-wise kernels with vector accesses (spec/lua/vector_access_cases.lua): odd sizes,
 -- transposes, slices, broadcasts against g:eval, and the widths p:kernels() reports
 local VA = require "vector_access_cases"
+if section("vector") then
 local va_cases = VA.cases()
 for _, c in ipairs(VA.reductions()) do va_cases[#va_cases + 1] = c end
 for _, c in ipairs(va_cases) do
@@ -143,9 +169,11 @@ for _, c in ipairs(va_cases) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "vector access " .. c.name .. ": " .. tostring(err) end
 end
+end
 -- multi-block reductions (spec/lua/reduce_split_cases.lua): forced splits, and the
 -- heuristic's shapes on this device (two kernels through a workspace where it splits)
 local RS = require "reduce_split_cases"
+if section("rsplit") then
 for _, c in ipairs(RS.cases()) do
   local ok, err = pcall(function()
     local p = kiln.compile(c.g, { target = dev.arch, cache = false })
@@ -155,10 +183,12 @@ for _, c in ipairs(RS.cases()) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "split " .. c.name .. ": " .. tostring(err) end
 end
+end
 -- reductions and softmax fused with their element-wise producers and consumers
 -- (spec/lua/reduce_fusion_cases.lua): the host spec's cases and device-sized ones, kernel
 -- counts and every output against g:eval
 local RF = require "reduce_fusion_cases"
+if section("rfusion") then
 local rf_cases = RF.cases()
 for _, c in ipairs(RF.gpu_cases()) do rf_cases[#rf_cases + 1] = c end
 for _, c in ipairs(rf_cases) do
@@ -170,11 +200,13 @@ for _, c in ipairs(rf_cases) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "reduce fusion " .. c.name .. ": " .. tostring(err) end
 end
+end
 -- f64 exp / log / tanh / sigmoid / erf / pow / softmax (spec/lua/f64_math_cases.lua): the whole
 -- f64 range and its specials within a few ulp of g:eval, and bit for bit what the host's
 -- build of the same code computes (passes/llvm_math.c: one lowering for every target)
 local M64 = require "f64_math_cases"
-for _, c in ipairs(want("f64") and M64.cases(100000) or {}) do
+if section("f64") then
+for _, c in ipairs(M64.cases(100000)) do
   local ok, err = pcall(function()
     local p = kiln.compile(c.g, { target = dev.arch, cache = false })
     if #p:kernels() ~= c.kernels then error(#p:kernels() .. " kernels, want " .. c.kernels, 0) end
@@ -193,6 +225,8 @@ for _, c in ipairs(want("f64") and M64.cases(100000) or {}) do
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
 progress("f64 math")
+end
+if section("rheuristic") then
 for _, h in ipairs(RS.HEURISTIC) do
   for _, dt in ipairs(h[2][1] * h[2][2] > 16777216 and { "f32" } or { "f32", "f16", "bf16" }) do
     local name = ("heuristic %s %s"):format(h[1], dt)
@@ -211,6 +245,7 @@ for _, h in ipairs(RS.HEURISTIC) do
     end)
     if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
   end
+end
 end
 -- host plans with prefill, copy and workspace steps on streams (spec/lua/plan_steps_gpu_spec.lua's cases)
 local plan_kinds = gen.plan_kinds
@@ -234,6 +269,7 @@ local function plan_case(name, g, inputs, want_kinds)
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = name .. ": " .. tostring(err) end
 end
+if section("plans") then
 do
   local g = kiln.graph("gpu_prefill")
   local a, b, x = g:param("a", { 64, 0 }, "f32"), g:param("b", { 0, 32 }, "f32"), g:param("x", { 64, 32 }, "f32")
@@ -252,9 +288,11 @@ do
             w = kiln.rand({ 8, 16, 3, 3 }, "f32", { dist = "normal" }) },
             "alloc_workspace,launch,alloc_workspace,launch,free,launch,free")
 end
+end
 -- the asynchronous executor (spec/lua/plan_async_cases.lua): plans with independent
 -- branches on streams; results against g:eval, timing records ordered by the waits, and
 -- independent launches issued on different streams
+if section("async") then
 do
   local A = require "plan_async_cases"
   local function async_case(name, g, inputs, want_kinds, apart, pipeline)
@@ -282,7 +320,7 @@ do
   -- sm_90 / sm_90a (the joint split-K choice, passes/gemm_split.h): each 1000x515x1024 dot is
   -- split through a workspace (partials, then the sum): two chains whose first launches run
   -- apart; other CUDA devices: two launches
-  local hopper = dev.arch == "sm_90" or dev.arch == "sm_90a"
+  local hopper = SEL.hopper(dev.arch)
   if hopper then
     async_case("async: two independent dots f16", g, inputs,
                "alloc_workspace,launch,launch,free,alloc_workspace,launch,launch,free", { { 2, 6 } })
@@ -290,6 +328,7 @@ do
     local cuda = dev.kind == "cuda"
     async_case("async: two independent dots f16", g, inputs, cuda and "launch,launch" or nil, cuda and { { 1, 2 } } or {})
   end
+end
 end
 -- split-K (spec/lua/splitk_spec.lua's cases on the device): the heuristic's split of a
 -- 16x16x65536 f32 GEMM (prefill + launch with atomic adds), forced splits of odd dots over
@@ -314,6 +353,7 @@ local function dot_case(M, N, K)
   g:output(a:dot(b))
   return g, { a = kiln.rand({ M, K }, "f32", { dist = "normal" }), b = kiln.rand({ K, N }, "f32", { dist = "normal" }) }
 end
+if section("splitk") then
 do
   local g, inputs = dot_case(16, 16, 65536)
   splitk_case("split-K: heuristic 16x16x65536 f32", g, inputs, nil, "prefill,launch")
@@ -331,9 +371,11 @@ do
   splitk_case("split-K: conv splitK 5", gc, { x = kiln.rand({ 2, 37, 5, 6 }, "f32", { dist = "normal" }),
               w = kiln.rand({ 3, 37, 3, 3 }, "f32", { dist = "normal" }) }, "v1:16,16,16,1,1,1,5", "prefill,launch")
 end
+end
 -- split-K through a workspace (spec/lua/splitk_workspace_spec.lua on the device): f16 / bf16
 -- outputs and epilogues (relu, add + relu, cast), the heuristic's 64x64x65536 split, forced
 -- splits over K = 1 .. 65536 with remainders, and convs; two kernels through a workspace
+if section("splitk_ws") then
 do
   local WS = "alloc_workspace,launch,launch,free"
   local function skw_dot(M, N, K, dt, epi)
@@ -351,7 +393,7 @@ do
   end
   -- sm_90 (the joint choice, passes/gemm_split.h): 64x64 tiles split 256 ways, the partials
   -- added atomically into an f32 workspace after a prefill, then the cast / epilogue kernel
-  local HWS = dev.kind == "cuda" and (dev.arch == "sm_90" or dev.arch == "sm_90a") and "alloc_workspace,prefill,launch,launch,free" or WS
+  local HWS = dev.kind == "cuda" and SEL.hopper(dev.arch) and "alloc_workspace,prefill,launch,launch,free" or WS
   for _, dt in ipairs({ "f16", "bf16" }) do
     local g, inputs = skw_dot(64, 64, 65536, dt, "none")
     splitk_case("split-K workspace: heuristic 64x64x65536 " .. dt, g, inputs, nil, HWS)
@@ -392,7 +434,7 @@ do
   -- the heuristic's conv splits (sm_90: the joint choice; the channel-sliced GEMM reads the
   -- sliced KYXC filter in 16-byte vectors): relu(conv(x, w) + r), NHWC / KYXC, 3x3 pad 1
   -- (ResNet-50's 7x7x512 layer at batch 2), stride 2, dilation 2, 1x1, a grouped conv forced
-  local HC = dev.kind == "cuda" and (dev.arch == "sm_90" or dev.arch == "sm_90a") and WS or nil
+  local HC = dev.kind == "cuda" and SEL.hopper(dev.arch) and WS or nil
   for _, c in ipairs({ { 2, 512, 7, 7, 512, 3, "f16", {} }, { 2, 512, 7, 7, 512, 3, "bf16", {} },
                        { 2, 256, 14, 14, 256, 3, "f16", { stride = { 2, 2 } } },
                        { 2, 256, 11, 11, 128, 3, "bf16", { dilation = { 2, 2 }, padding = 2 } },
@@ -414,9 +456,11 @@ do
     ::next_conv::
   end
 end
+end
 -- GEMM + reduce fusion (spec/lua/gemm_reduce_spec.lua): one kernel with atomics after a
 -- prefill (sum, mean: where the device adds f32 atomically; max: every device, CAS loops),
 -- the tile pre-reduced in registers, lane shuffles and LDS; every axis set and keepdims
+if section("gemm_reduce") then
 for _, red in ipairs({ "reduce_sum", "reduce_mean", "reduce_max" }) do
   local one = dev.arch ~= "gfx1030" or red == "reduce_max"
   for _, sh in ipairs({ { { 7, 33 }, { 33, 5 } }, { { 64, 4096 }, { 4096, 48 } }, { { 2, 9, 40 }, { 2, 40, 3 } } }) do
@@ -454,8 +498,10 @@ for _, red in ipairs({ "reduce_sum", "reduce_mean", "reduce_max" }) do
     end
   end
 end
+end
 progress("before gemm+reduce")
 -- random reductions after GEMMs (fused_gen.gen_gemm_reduce): kernel count and output
+if section("gemm_reduce_rand") then
 for seed = 1, 40 do
   local case = gen.gen_gemm_reduce(seed)
   local ok, err = pcall(function()
@@ -469,10 +515,12 @@ for seed = 1, 40 do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "gemm+reduce " .. case.name .. ": " .. tostring(err) end
 end
+end
 -- the ops MIGraphX graphs need (spec/lua/nd_conv_quant_cases.lua): random 1-D / 3-D convs
 -- (f32 / f16 / bf16, i8 -> i32 exact), quantize / dequantize, quant_dot, erf, recip, round,
 -- comparisons with where, NaN max / min, against g:eval
 local NQ = require "nd_conv_quant_cases"
+if section("ndconv") then
 local nq = NQ.cases(4)
 for _, sp in ipairs { 1, 3 } do
   for _, dt in ipairs { "f32", "f16", "bf16", "i8" } do
@@ -497,9 +545,11 @@ for _, c in ipairs(nq) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = c.name .. ": " .. tostring(err) end
 end
+end
 -- outputs in a declared layout (spec/lua/output_layout_cases.lua): every kernel kind, gaps,
 -- one value in several layouts, and random fused graphs with a random layout per output
 local OL = require "output_layout_cases"
+if section("layout") then
 local ol_cases = OL.cases()
 for _, c in ipairs(OL.random(60)) do ol_cases[#ol_cases + 1] = c end
 for _, c in ipairs(ol_cases) do
@@ -511,13 +561,15 @@ for _, c in ipairs(ol_cases) do
   end)
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "output layout " .. c.name .. ": " .. tostring(err) end
 end
+end
 -- ldmatrix fragment loads (NVIDIA mma.sync f16 / bf16 GEMMs): every operand transposition,
 -- odd sizes, K from 16 to 4096, batch, fused epilogues (bias + relu, sigmoid + cast, a
 -- residual) and convs (NHWC 1x1 and 3x3 with padding), each against g:eval; on CUDA devices
 -- the GEMM kernel's PTX must read its fragments with ldmatrix
+if section("ldmatrix") then
 do
   -- mma.sync: sm_90 on a compute capability 9.0 device (whose own target, sm_90a, takes wgmma)
-  local march = dev.arch == "sm_90a" and "sm_90" or dev.arch
+  local march = SEL.mma_sync_target(dev.arch)
   local function ldm_case(name, g, inputs, dt) -- tolerances of the input dtype (a cast to f32 keeps its rounding)
     local ok, err = pcall(function()
       local p = kiln.compile(g, { target = march, cache = false })
@@ -575,12 +627,13 @@ do
              { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"), r = R({ Nb, Kc, H, W }, "f16", "NHWC") }, "f16")
   end
 end
+end
 progress("before tune")
 -- tuning on the device (lua/kiln/tune.lua): a quick tune of odd f16 / bf16 / f32 GEMMs with
 -- an epilogue into a temporary database; every candidate must compile, load and agree with
 -- the heuristic's outputs (kiln.tune's check), the compile then picks the tuned config
 -- ("tuned (db)") and matches g:eval
-if want("tune") then
+if section("tune") then
 for _, tc in ipairs { { 200, 136, 72, "f16" }, { 77, 50, 96, "bf16" }, { 64, 96, 40, "f32" } } do
   local M, N, K, dt = table.unpack(tc)
   local name = ("tune %dx%dx%d %s"):format(M, N, K, dt)
@@ -639,7 +692,7 @@ progress("before cp.async")
 -- rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, and cp-async-layout=krow at S = 2, 3
 -- (CPA.variants), against g:eval on the device; the larger
 -- GPU cases must pipeline on sm_80+ (pipeline_stages >= 2; an operand with a prologue never async)
-if want("cp.async") then
+if section("cp.async") then
 local CPA = require "cp_async_cases"
 local cpa_piped = 0
 for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
@@ -648,7 +701,7 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
       local S, layout = var[1], var[2]
       local ok, err = pcall(function()
         -- the cp.async pipeline is mma.sync's: sm_90 on a compute capability 9.0 device
-        local march = dev.arch == "sm_90a" and "sm_90" or dev.arch
+        local march = SEL.mma_sync_target(dev.arch)
         local p = kiln.compile(c.g, { target = march, cache = false, pipeline = CPA.pipeline(S, layout),
                                       perf_config = c.gpu_perf })
         local k
@@ -685,6 +738,7 @@ progress("before wgmma")
 -- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
 -- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
 -- against g:eval, each named with its perf config; compute capability 9.0 devices only
+if section("wgmma") then
 do
   local W = require "wgmma_cases"
   if W.device_ok(dev) then
@@ -694,12 +748,13 @@ do
     end
   end
 end
+end
 -- converts fused into GEMM loads (spec/lua/input_cvt_cases.lua): f32 -> f16 / bf16 operands,
 -- f16 scale prologues, fp8 quant_dot and fp8 -> f16 operands at sizes that are not tile
 -- multiples, one kernel each, against g:eval (two 1024x1024x512 f32 converts: two kernels on
 -- sm_90, where the input-fusion cost rule makes the convert a kernel of its own); and every
 -- fp8 code converted to f16 on the device, exactly (sm_89+: f8e4m3fn pairs through cvt.rn.f16x2.e4m3x2; odd lengths scalar)
-if want("cvtfuse") then
+if section("cvtfuse") then
   local C = require "input_cvt_cases"
   for _, c in ipairs(C.cases()) do
     local ok, good, msg = pcall(C.run, c, { target = dev.arch, cache = false }, dev)
@@ -724,6 +779,7 @@ end
 -- the MIGraphX-dialect corpus (spec/migraphx/*.mlir, as `kiln migraphx --verify` runs it):
 -- every function against g:eval with the kernel count of its file's KERNELS line (or of its
 -- "KERNELS ON <arch>" line for the device's arch)
+if section("migraphx") then
 for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "softmax_reduce", "views",
                         "elementwise_literals", "quant_nd_erf", "fp8", "multibroadcast_leading", "ui8", "mixed_precision" } do
   local path = "spec/migraphx/" .. file .. ".mlir"
@@ -747,12 +803,13 @@ for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "soft
   end)
   if not ok then fail = fail + 1; failures[#failures + 1] = path .. ": " .. tostring(err) end
 end
+end
 progress("before memory")
 -- memory: 300 small GEMMs compiled and run on the device in one context, handles dropped;
 -- the compile cache keeps 32 programs and frees the others (their IR, and their modules on
 -- the device): RSS after kiln.collect() grows by less than 64 MiB, and the programs still
 -- held (every 50th) compute what g:eval does afterwards
-if want("memory") then
+if section("memory") then
 do
   local ok, err = pcall(function()
     local function rss()
@@ -789,6 +846,7 @@ do
   if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "memory: " .. tostring(err) end
 end
 end
+section(nil)
 for _, f in ipairs(failures) do print("FAIL " .. f) end
 print(string.format("fused graphs, fusion shapes, integer contractions, element-wise pairs, reductions, plans, MIGraphX ops, vector accesses and the MIGraphX corpus on %s: %d passed, %d failed (%.1f s)", dev.arch, pass, fail, (kiln.clock_ms() - t0) / 1e3))
 if fail > 0 then os.exit(1) end

@@ -1,0 +1,40 @@
+/* gemm_raster.c — the grouped raster order of GEMM workgroups (contract in gemm_raster.h). */
+#include "passes/gemm_raster.h"
+#include "core/view_emit.h"
+
+int64_t kl_gemm_raster_ref(int64_t h, int64_t G, int64_t nM, int64_t nN, int64_t group_m) {
+  (void)G;
+  if (group_m > nM) group_m = nM;
+  if (group_m <= 1 || nN <= 1) return h;
+  int64_t per = nM * nN, g = h / per, r = h % per, span = group_m * nN;
+  int64_t first = r / span * group_m, w = r % span, width = nM - first < group_m ? nM - first : group_m;
+  int64_t m = first + w % width, n = w / width;
+  return (g * nM + m) * nN + n;
+}
+
+static kl_value *select(kl_emitter *e, kl_value *c, kl_value *a, kl_value *b) {
+  int64_t x;
+  if (kl_emit_const_of(c, &x)) return x ? a : b; /* folds like the other helpers */
+  kl_value *o[3] = { c, a, b };
+  return kl_op_result(kl_rewriter_create(e->rw, "arith.select", e->loc, 3, o, 1, &a->type, 0, NULL, 0), 0);
+}
+
+kl_value *kl_gemm_raster_bid(kl_rewriter *rw, kl_loc loc, kl_value *h, int64_t G, int64_t nM, int64_t nN,
+                             int64_t group_m) {
+  if (group_m > nM) group_m = nM;
+  if (group_m <= 1 || nN <= 1) return h;
+  kl_emitter e = { rw, loc };
+  int64_t per = nM * nN, span = group_m * nN, full = nM / group_m, last = nM % group_m;
+  kl_value *r = G > 1 ? kl_emit_remi(&e, h, per) : h;
+  kl_value *grp = kl_emit_divi(&e, r, span), *w = kl_emit_remi(&e, r, span);
+  kl_value *first = kl_emit_muli(&e, grp, group_m);
+  kl_value *m = kl_emit_add(&e, first, kl_emit_remi(&e, w, group_m)), *n = kl_emit_divi(&e, w, group_m);
+  if (last) { /* the partial last group: its own width */
+    kl_value *in_last = kl_emit_cmp(&e, "ge", grp, kl_emit_index(&e, full));
+    m = select(&e, in_last, kl_emit_add(&e, first, kl_emit_remi(&e, w, last)), m);
+    n = select(&e, in_last, kl_emit_divi(&e, w, last), n);
+  }
+  kl_value *bid = kl_emit_add(&e, kl_emit_muli(&e, m, nN), n);
+  if (G > 1) bid = kl_emit_add(&e, kl_emit_muli(&e, kl_emit_divi(&e, h, per), per), bid);
+  return bid;
+}

@@ -1,0 +1,83 @@
+/* gemm_shape.c — the GEMM a conv / dot becomes and the config it gets (contract in
+ * gemm_shape.h). */
+#include "passes/gemm_shape.h"
+#include "passes/rock_wgmma.h"
+#include <string.h>
+
+static bool flag(const kl_op *op, const char *name) {
+  const kl_attr *a = kl_op_attr(op, name);
+  return a && (a->kind == KL_AT_UNIT || (a->kind == KL_AT_BOOL && a->i));
+}
+
+bool kl_gemm_shape_of(const kl_op *anchor, kl_gemm_shape *out) {
+  if (!anchor || anchor->nopnds < 2 || anchor->nresults < 1) return false;
+  const kl_type *at = anchor->opnds[0].value->type, *bt = anchor->opnds[1].value->type, *yt = anchor->results[0].type;
+  kl_gemm_shape s = { 0, 0, 0, 0, 0, 1, 0, false };
+  switch (kl_op_kernel_kind(anchor)) {
+    case KL_KERNEL_CONV: {
+      if (at->rank != 4 || bt->rank != 4 || yt->rank != 4) return false;
+      int64_t g = 1;
+      if (!kl_op_attr_i64(anchor, "groups", &g)) kl_op_attr_i64s(anchor, "groups", &g, 1);
+      if (g < 1) g = 1;
+      s.conv = true;
+      s.groups = s.G = g;
+      s.M = bt->shape[0] / g;
+      s.N = yt->shape[0] * yt->shape[2] * yt->shape[3];
+      s.K = bt->shape[1] * bt->shape[2] * bt->shape[3];
+      s.k_extent = bt->shape[1];
+      s.a_operand = 1;
+      break;
+    }
+    case KL_KERNEL_DOT: {
+      if (yt->rank < 2 || at->rank < 2) return false;
+      bool ta = flag(anchor, "transpose_a");
+      s.G = 1;
+      for (int i = 0; i < yt->rank - 2; i++) s.G *= yt->shape[i];
+      s.M = yt->shape[yt->rank - 2];
+      s.N = yt->shape[yt->rank - 1];
+      s.K = s.k_extent = at->shape[ta ? at->rank - 2 : at->rank - 1];
+      s.a_operand = 0;
+      break;
+    }
+    default: return false;
+  }
+  if (s.G < 1 || s.M < 1 || s.N < 1 || s.K < 1) return false;
+  *out = s;
+  return true;
+}
+
+bool kl_gemm_config_pick(const kl_target *t, const kl_type *ea, const kl_type *eb, const char *given, unsigned flags,
+                         int64_t G, int64_t M, int64_t N, int64_t K, kl_gemm_config *out, char *err, size_t errlen) {
+  if (given && !*given) given = NULL;
+  memset(out, 0, sizeof *out);
+  int bytes = (kl_type_bits(ea) + 7) / 8;
+  if ((kl_type_bits(eb) + 7) / 8 > bytes) bytes = (kl_type_bits(eb) + 7) / 8;
+  kl_accel_config ac;
+  memset(&ac, 0, sizeof ac);
+  const kl_accel_desc *ad = NULL;
+  bool use_accel = flags & KL_GEMM_PICK_ACCEL;
+  /* the Hopper path (sm_90a's default): only its heuristic here; a "v3:" string goes
+   * through kl_accel_select */
+  int accel = use_accel && (flags & KL_GEMM_PICK_WGMMA) && !given
+      ? kl_wgmma_select(t, ea, eb, NULL, G, M, N, K, &ac, &ad, err, errlen)
+      : 0;
+  if (use_accel && !accel) accel = kl_accel_select(t, ea, eb, given, G, M, N, K, &ac, &ad, err, errlen);
+  if (accel < 0) return false;
+  kl_perf_config pc = { 0 };
+  pc.split_k = 1;
+  if (accel) {
+    pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, ac.split_k };
+    kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
+    out->ac = ac;
+    out->ad = ad;
+    out->path = ad->kind == KL_ACCEL_WGMMA ? KL_GEMM_PATH_WGMMA : KL_GEMM_PATH_ACCEL;
+  } else if (given) {
+    if (!kl_perf_config_parse(given, &pc, err, errlen) || !kl_perf_config_validate(&pc, t, bytes, err, errlen))
+      return false;
+  } else if (!kl_perf_config_heuristic(t, G, M, N, K, bytes, &pc)) {
+    return kl_perf_errf(err, errlen, "no perf config fits target %s", t->name);
+  }
+  if (pc.split_k < 1) pc.split_k = 1;
+  out->pc = pc;
+  return true;
+}
