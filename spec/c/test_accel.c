@@ -1629,6 +1629,10 @@ static void test_wgmma(void) {
     { "sm_90a", "f16", 1, 130, 260, 96, false, false, true, "v3:128,256,32,64,256,8", "f16" },
     { "sm_90a", "bf16", 1, 200, 100, 40, true, true, false, "v3:256,128,16,128,128,8", "f32" },
     { "sm_90a", "f16", 2, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" },
+    /* kPerBlock 64 with a peeled remainder of 1 and 2 steps after the 3-buffer loop (4 and 5
+     * K steps): the peeled steps skip the copies past the last step */
+    { "sm_90a", "f16", 1, 128, 256, 256, false, true, true, "v3:128,256,64,64,256,8", "f16" },
+    { "sm_90a", "bf16", 1, 256, 128, 320, true, false, false, "v3:256,128,64,128,128,8", "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
   /* the static proof of the in-flight protocol can fail: each broken variant is refused
