@@ -52,6 +52,7 @@
 #include "core/pass.h"
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
+#include "passes/fusion_util.h"
 #include "passes/gemm_split.h"
 #include "passes/problem_key.h"
 #include "passes/perf_config.h"
@@ -189,6 +190,24 @@ static bool tuned_lookup(const char *tuned, const char *key, char *buf, size_t n
   return found;
 }
 
+/* Whether an operand of the GEMM is read through an input-fusion prologue (the rock.alloc
+ * it reads is written by one fusing op, fusion_util.h) with an input of a wider type than
+ * the operand: its copies stage the wide loads in registers until the LDS stores. */
+static bool wide_staged(kl_op *op) {
+  for (int i = 0; i < 2; i++) {
+    kl_op *w = NULL;
+    kl_value *al = NULL;
+    kl_fu_input *in = NULL;
+    int n = kl_fu_operand_inputs(op->opnds[i].value, &w, &al, &in, NULL, 0);
+    bool wide = false;
+    for (int j = 0; j < n; j++)
+      if (kl_type_bits(in[j].base->type->elem) > kl_type_bits(op->opnds[i].value->type->elem)) wide = true;
+    if (n > 0) kl_fu_inputs_free(in, n);
+    if (wide) return true;
+  }
+  return false;
+}
+
 static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
   kl_ctx *ctx = op->ctx;
@@ -243,6 +262,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   int accel = o->accel && o->wgmma && !given /* the Hopper path (sm_90a's default), passes/rock_wgmma.h */
       ? kl_wgmma_select(t, ta->elem, tb->elem, NULL, G, M, N, K, &ac, &ad, err, sizeof err)
       : 0;
+  if (accel > 0 && wide_staged(op)) kl_wgmma_wide_staging(&ac); /* the heuristic's K tile (rock_wgmma.h) */
   if (o->accel && !accel) accel = kl_accel_select(t, ta->elem, tb->elem, given, G, M, N, K, &ac, &ad, err, sizeof err);
   if (accel < 0) {
     kl_rewriter_fail(rw, op->loc, "rock.gemm: %s", err);

@@ -1699,12 +1699,21 @@ static void test_wgmma(void) {
   CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == 1 &&
             ad && ad->kind == KL_ACCEL_WGMMA && ad->n == 128 && ad->wave == 128 && kl_accel_block_size(&ac, ad) == 256,
         "v3 select: %s", err);
-  /* the heuristic's large tiles: 128x256x32 for a large GEMM, not where 256-wide tiles pad N
-   * more (N = 384) or leave compute units idle */
+  /* the heuristic's large tiles: 128x256x64 for a large GEMM (x32 where K has fewer than 3
+   * tiles of 64 or is no multiple of 64; and for operands staged wider than their type),
+   * not where 256-wide tiles pad N more (N = 384) or leave compute units idle */
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 4096, &ac, &ad, err, sizeof err) == 1 &&
-            ac.m_per_block == 128 && ac.n_per_block == 256 && ac.k_per_block == 32 && ad->n == 256,
+            ac.m_per_block == 128 && ac.n_per_block == 256 && ac.k_per_block == 64 && ad->n == 256,
         "v3 heuristic 4096^3: %lldx%lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block,
         (long long)ac.k_per_block);
+  CHECK(kl_wgmma_wide_staging(&ac) && ac.k_per_block == 32 && !kl_wgmma_wide_staging(&ac), "wide staging: %lld",
+        (long long)ac.k_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 128, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 256 && ac.k_per_block == 32,
+        "v3 heuristic K 128: %lldx%lld", (long long)ac.n_per_block, (long long)ac.k_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 288, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 256 && ac.k_per_block == 32,
+        "v3 heuristic K 288: %lldx%lld", (long long)ac.n_per_block, (long long)ac.k_per_block);
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 384, 4096, &ac, &ad, err, sizeof err) == 1 &&
             ac.n_per_block == 128,
         "v3 heuristic N 384: %lld", (long long)ac.n_per_block);
