@@ -82,9 +82,10 @@ typedef struct {
   int64_t G, Kp, Mp, Np, MB, NB, KB, MT, NT, kpack, BS;
 } tiles;
 typedef struct {
-  int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
-  bool krow;        /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
-  int64_t amd_loop; /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
+  int64_t cp_async;   /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
+  bool krow;          /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
+  int64_t amd_loop;   /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
+  bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -576,6 +577,7 @@ typedef struct {
   kl_value *a, *b, *copy_a, *copy_b, *acc, *bid, *tid;
   const kl_view *ga, *gb, *wa, *wb;
   int64_t vla, vlb;
+  bool wg_fence_late; /* opts.wg_fence_late */
 } kloop;
 static void kl_read(const kloop *k, kl_value *kidx) { /* global tiles of K step kidx -> private copies */
   kl_value *ex[3] = { k->bid, k->tid, kidx };
@@ -588,12 +590,13 @@ static void kl_write(const kloop *k, kl_value *la, kl_value *lb) { /* private co
   threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, lb, 1, &k->tid, k->wb,
              kl_tile_vector_len(k->wb, lb, 1), "set", NULL);
 }
+static void wg_proxy_fence(const kloop *k) { /* LDS stores -> the async proxy of wgmma (passes/rock_wgmma.h) */
+  kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
+  kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
+}
 static void kl_barrier(const kloop *k) {
   const char *accel = kl_op_attr_string(k->gw, "accel");
-  if (accel && !strcmp(accel, "wgmma")) { /* LDS stores -> the async proxy of wgmma (passes/rock_wgmma.h) */
-    kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
-    kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
-  }
+  if (accel && !strcmp(accel, "wgmma")) wg_proxy_fence(k);
   kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
 static kl_op *kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
@@ -633,9 +636,17 @@ static void wg_step(const kloop *k, kl_value *const *la, kl_value *const *lb, in
   kl_op *g = kl_gemm(k, la[s], lb[s]); /* fence, MMAs, commit: group kidx */
   kl_rewriter_set_attr(k->rw, g, "wgmma_wait", kl_attr_str(kl_rewriter_ctx(k->rw), "deferred"));
   if (left != 0) kl_write(k, la[(s + 1) % W], lb[(s + 1) % W]); /* last read by group kidx + 1 - W: retired */
+  /* the proxy fence before the global loads: its SASS (MEMBAR.ALL.CTA, FENCE.VIEW.ASYNC.S)
+   * then waits for this thread's LDS stores only, not for the loads of step kidx + 2 (they
+   * complete while the barrier and the next step's MMAs issue); wgmma-fence=late: after */
+  if (!k->wg_fence_late) wg_proxy_fence(k);
   if (left < 0 || left > 1) kl_read(k, kl_next(k, kidx, 2, nk));
   wg_wait(k, W - 2); /* retires group kidx + 2 - W ... */
-  kl_barrier(k);     /* ... in every warpgroup (its buffer is written next step); the writes above fenced and visible */
+  /* ... in every warpgroup (its buffer is written next step); the writes above fenced and visible */
+  if (k->wg_fence_late)
+    kl_barrier(k);
+  else
+    kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
 static void wg_emit(const kloop *k, kl_value *const *la, kl_value *const *lb, int W, int64_t nk) {
   kl_rewriter *rw = k->rw;
@@ -991,7 +1002,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_named_attr fv = { "value", kl_const_attr_for(ctx, acc_t, 0) };
       kl_rewriter_create(rw, "rock.fill", loc, 1, &acc, 0, NULL, 1, &fv, 0);
       int64_t nk = t.Kp / t.KB;
-      kloop K = { rw, loc, &t, op, a, b, copy_a, copy_b, acc, bid, tid, ga, gb, wa, wb, la.vlen, lb.vlen };
+      kloop K = { rw,  loc, &t, op, a,  b,  copy_a,  copy_b,  acc,
+                  bid, tid, ga, gb, wa, wb, la.vlen, lb.vlen, o->wg_fence_late };
       /* accel GEMMs with several K steps: software pipelined; mma.sync with an even number
        * of K steps and room for two tile pairs: double-buffered (see the header comment) */
       bool prefetch = kl_accel_is_accel(op) && nk > 1;
@@ -1208,7 +1220,14 @@ done:
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
-  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop") };
+  const char *wf = kl_pass_opt_string(po, "wgmma-fence");
+  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop"),
+             wf && !strcmp(wf, "late") };
+  if (!wf || (strcmp(wf, "early") && strcmp(wf, "late"))) {
+    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: wgmma-fence must be early or late, got %s",
+                  wf ? wf : "(none)");
+    return KL_ERR;
+  }
   if (!lay || (strcmp(lay, "krow") && strcmp(lay, "kgroup"))) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: cp-async-layout must be krow or kgroup, got %s", lay ? lay : "(none)");
@@ -1240,6 +1259,10 @@ static const kl_pass_option options[] = {
     "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): kgroup = the register path's "
     "[K/8, rows + skew, 8]; krow = [rows, K + 16 bytes] (the bytes of one row's global read land "
     "contiguous in LDS; an experiment, see docs/ARCHITECTURE.md)" },
+  { "wgmma-fence", KL_OPT_STRING, "early",
+    "wgmma K loop (passes/rock_wgmma.h): where each step's fence.proxy.async goes: early = after the LDS "
+    "stores, before the next global loads; late = after the global loads and the wait (the earlier loop; "
+    "its fence waited for the loads)" },
   { "amd-k-loop", KL_OPT_INT, "0",
     "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
     "several K steps, on any target (tests run it on the host)" },

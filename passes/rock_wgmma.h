@@ -53,7 +53,8 @@
  * with warpgroup wg = tid / 128, wm = wg / (nPerBlock/nPerWave), wn = wg % (...). (The
  * descriptors are one base per tile plus a constant: the lowering adds the offset where
  * the descriptor is used, so one base per tile stays live across the K loop; 178 -> 136
- * registers for 128x128x64 tiles.)
+ * registers for 128x128x64 tiles. With the K loop's buffers joined into one 1-D LDS buffer
+ * the tile origin joins the constant too: one base per operand for every buffer.)
  * The K loop (rock-gridwise-to-blockwise, more than one K step and W = 3 buffers fitting
  * the target's LDS, else W = 2; the tiles of one step in buffer s = step mod W; above
  * 48 KiB the kernel takes dynamic shared memory) defers the waits:
@@ -61,10 +62,17 @@
  *   step k: blockwise_gemm(buf k%W) [fence, MMAs, commit: group k]
  *           write(buf (k+1)%W)            (the copies hold step k+1; its last reader was
  *                                          group k+1-W, retired at step k-1's wait)
+ *           proxy_fence                   (before the loads: its MEMBAR.ALL.CTA waits for
+ *                                          the LDS stores only; option wgmma-fence=late
+ *                                          puts it after the wait, as before)
  *           read((k+2) mod nk)            (global -> the private copies)
- *           wait_group(W-2); proxy_fence; barrier
+ *           wait_group(W-2); barrier
  *   after the loop: wait_group 0 with the accumulators through it; barrier
- * so the MMAs of step k run while step k+1's tiles are stored and step k+2's are loaded;
+ * The loop runs nk - nk mod W steps (W per iteration); the nk mod W steps after it are
+ * peeled with constant indices and skip the write past the last step and the reads past
+ * it (LLVM merged those constant reloads of steps 0 / 1 with the prologue's loads, which
+ * kept the copies live across the loop: 72 spilled bytes at 128x256x64, 8192^3).
+ * So the MMAs of step k run while step k+1's tiles are stored and step k+2's are loaded;
  * with W = 3 one group stays in flight across the barrier (the tensor cores never wait
  * for the issue of the next step). The proxy fence (fence.proxy.async.shared::cta) makes
  * the generic-proxy LDS stores visible to the async proxy wgmma reads through; the barrier

@@ -1569,7 +1569,8 @@ static void test_banks(void) {
  * and checked: equal to a direct matmul, rock.ldmatrix used, and every LDS read of the
  * kernel bank-conflict-free (one wavefront per phase: per 8-row matrix of an ldmatrix). */
 /* Protocol mutations of a lowered multi-buffered wgmma K loop (the first wait inside the
- * scf.for that defers its MMAs, pending W - 2, then fence.proxy.async and the barrier). */
+ * scf.for that defers its MMAs, pending W - 2, then the barrier; the proxy fence after the
+ * LDS stores, before the global loads). */
 static kl_op *loop_wait(kl_op *k) {
   int n;
   kl_op **ops = kl_collect_ops(k, &n), *w = NULL;
@@ -1595,16 +1596,21 @@ static const char *mut_pending(kl_op *k) { /* one group fewer retired: its buffe
   free(ops);
   return hit ? "in flight (not retired by a wait_group)" : NULL;
 }
-static const char *mut_proxy(kl_op *k) { /* the stores never reach the async proxy */
-  kl_op *w = loop_wait(k);
-  if (!w || !w->next || strcmp(w->next->name, "rock.wgmma_sync")) return NULL;
-  kl_op_unlink(w->next);
+static const char *mut_proxy(kl_op *k) { /* the stores never reach the async proxy: the loop's first proxy fence */
+  kl_op *w = loop_wait(k), *f = NULL;
+  for (kl_op *o = w ? w->block->first : NULL; o && !f; o = o->next) {
+    const char *st = kl_op_attr_string(o, "step");
+    if (!strcmp(o->name, "rock.wgmma_sync") && st && !strcmp(st, "proxy_fence")) f = o;
+  }
+  if (!f) return NULL;
+  kl_op_unlink(f);
   return "no fence.proxy.async";
 }
 static const char *mut_barrier(kl_op *k) { /* no barrier after the wait: other warpgroups overwrite too early */
-  kl_op *w = loop_wait(k);
-  if (!w || !w->next || !w->next->next || strcmp(w->next->next->name, "rock.barrier")) return NULL;
-  kl_op_unlink(w->next->next);
+  kl_op *w = loop_wait(k), *b = w ? w->next : NULL;
+  if (b && strcmp(b->name, "rock.barrier")) b = b->next; /* after the proxy fence (wgmma-fence=late) */
+  if (!b || strcmp(b->name, "rock.barrier")) return NULL;
+  kl_op_unlink(b);
   return "barrier since";
 }
 

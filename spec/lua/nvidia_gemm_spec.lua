@@ -344,3 +344,32 @@ describe("wgmma heuristic on the benchmark's large shapes (sm_90a)", function()
     end)
   end
 end)
+
+-- rock-gridwise-to-blockwise{wgmma-fence=early|late}: each K step's fence.proxy.async after its
+-- LDS stores and before the next step's global loads (early, the default: the fence's
+-- MEMBAR.ALL.CTA waits for the stores only), or after the loads (late); another value is an error
+describe("wgmma K loop fence placement", function()
+  local function step(fence)
+    local pl = kiln.default_pipeline()
+    if fence then pl = pl:gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{wgmma-fence=" .. fence .. "},", 1) end
+    local p = kiln.compile(dot_graph(512, 512, 1024, "f16"), { target = "sm_90a", cache = false, pipeline = pl, perf_config = "v3:128,256,64,64,256,8" })
+    local ptx = p:disasm(p:kernels()[1].name, "sm_90a")
+    -- the first K step inside the loop: from a commit_group to the next bar.sync
+    return assert(ptx:match("wgmma%.commit_group%.sync%.aligned;(.-)bar%.sync"), "a K step")
+  end
+  it("early (default): the fence before the next global loads; late: after them", function()
+    for _, f in ipairs { false, "early", "late" } do
+      local s = step(f)
+      local fence, load, st = s:find("fence.proxy.async", 1, true), s:find("ld.global", 1, true), s:find("st.shared", 1, true)
+      assert.is_truthy(fence and load and st, tostring(f))
+      assert.is_true(st < fence, "stores before the fence")
+      if f == "late" then assert.is_true(load < fence, "late: loads before the fence")
+      else assert.is_true(fence < load, tostring(f) .. ": the fence before the loads") end
+    end
+  end)
+  it("another value is an error naming the option", function()
+    local ok, e = pcall(step, "middle")
+    assert.is_false(ok)
+    assert.is_truthy(tostring(e):find("wgmma-fence must be early or late", 1, true), tostring(e))
+  end)
+end)
