@@ -288,7 +288,8 @@ local function shape_str(d) return table.concat(d, "x") end
 
 -- The variant of a case: "wgmma" compiles for sm_90a with rock-gemm-to-gridwise{wgmma=true}
 -- (the Hopper path, passes/rock_wgmma.h, sm_90a's default; compute capability 9.0 only);
--- "mmasync" for sm_90 on such a device (the mma.sync path its own target sm_90a replaced); "v3:..." that
+-- "mmasync" for sm_90 on such a device (the mma.sync path its own target sm_90a replaced); "wgfl" sm_90a
+-- with rock-gridwise-to-blockwise{wgmma-fence=late} (the wgmma K loop's earlier fence placement); "v3:..." that
 -- wgmma config on sm_90a (compute capability 9.0 only); "v1:..." / "v2:..." with that perf
 -- config (a same-run comparison with the heuristic's pick); "rasterG" the default target with
 -- the grouped workgroup order of group G (raster_pipeline); else the default.
@@ -307,6 +308,12 @@ local function compile_case(c, g)
   if c.variant == "wgmma" then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the wgmma variant needs a compute capability 9.0 GPU", 0) end
     return kiln.compile(g, { target = "sm_90a", pipeline = WGMMA_PIPELINE })
+  end
+  if c.variant == "wgfl" then -- the wgmma K loop with its proxy fence after the global loads (the earlier loop)
+    if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the wgfl variant needs a compute capability 9.0 GPU", 0) end
+    local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{wgmma-fence=late},", 1)
+    assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
+    return kiln.compile(g, { target = "sm_90a", pipeline = pl })
   end
   if c.variant == "mmasync" then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the mmasync variant is for a compute capability 9.0 GPU", 0) end

@@ -53,6 +53,7 @@
 #include "core/pass.h"
 #include "core/rewrite.h"
 #include "core/dialect_rock.h"
+#include "passes/fusion_util.h"
 #include "passes/gemm_shape.h"
 #include "passes/gemm_split.h"
 #include "passes/problem_key.h"
@@ -191,6 +192,24 @@ static bool tuned_lookup(const char *tuned, const char *key, char *buf, size_t n
   return found;
 }
 
+/* Whether an operand of the GEMM is read through an input-fusion prologue (the rock.alloc
+ * it reads is written by one fusing op, fusion_util.h) with an input of a wider type than
+ * the operand: its copies stage the wide loads in registers until the LDS stores. */
+static bool wide_staged(kl_op *op) {
+  for (int i = 0; i < 2; i++) {
+    kl_op *w = NULL;
+    kl_value *al = NULL;
+    kl_fu_input *in = NULL;
+    int n = kl_fu_operand_inputs(op->opnds[i].value, &w, &al, &in, NULL, 0);
+    bool wide = false;
+    for (int j = 0; j < n; j++)
+      if (kl_type_bits(in[j].base->type->elem) > kl_type_bits(op->opnds[i].value->type->elem)) wide = true;
+    if (n > 0) kl_fu_inputs_free(in, n);
+    if (wide) return true;
+  }
+  return false;
+}
+
 static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
   kl_ctx *ctx = op->ctx;
@@ -245,6 +264,10 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_perf_config pc = gc.pc;
   kl_accel_config ac = gc.ac;
   const kl_accel_desc *ad = gc.ad;
+  /* an operand an input-fusion prologue stages from a wider type keeps the wgmma heuristic's
+   * kPerBlock at 32 (kl_wgmma_wide_staging, passes/rock_wgmma.h) */
+  if (gc.path == KL_GEMM_PATH_WGMMA && !given && wide_staged(op) && kl_wgmma_wide_staging(&ac))
+    pc.k_per_block = ac.k_per_block;
   bool accel = gc.path != KL_GEMM_PATH_FMA;
   /* mma.sync keeps pairs of C columns (N) in a lane: when C is contiguous along M instead
    * (e.g. an NHWC convolution output), compute C^T = B^T A^T (operands swapped, C viewed

@@ -84,10 +84,11 @@ typedef struct {
   int64_t G, Kp, Mp, Np, MB, NB, KB, MT, NT, kpack, BS;
 } tiles;
 typedef struct {
-  int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
-  bool krow;        /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
-  int64_t amd_loop; /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
-  int64_t raster_m; /* the option raster-group-m: workgroup order (passes/gemm_raster.h); <= 1 row order */
+  int64_t cp_async;   /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
+  bool krow;          /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
+  int64_t amd_loop;   /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
+  int64_t raster_m;   /* the option raster-group-m: workgroup order (passes/gemm_raster.h); <= 1 row order */
+  bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -579,6 +580,7 @@ typedef struct {
   kl_value *a, *b, *copy_a, *copy_b, *acc, *bid, *tid;
   const kl_view *ga, *gb, *wa, *wb;
   int64_t vla, vlb;
+  bool wg_fence_late; /* opts.wg_fence_late */
 } kloop;
 static void kl_read(const kloop *k, kl_value *kidx) { /* global tiles of K step kidx -> private copies */
   kl_value *ex[3] = { k->bid, k->tid, kidx };
@@ -591,12 +593,13 @@ static void kl_write(const kloop *k, kl_value *la, kl_value *lb) { /* private co
   threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, lb, 1, &k->tid, k->wb,
              kl_tile_vector_len(k->wb, lb, 1), "set", NULL);
 }
+static void wg_proxy_fence(const kloop *k) { /* LDS stores -> the async proxy of wgmma (passes/rock_wgmma.h) */
+  kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
+  kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
+}
 static void kl_barrier(const kloop *k) {
   const char *accel = kl_op_attr_string(k->gw, "accel");
-  if (accel && !strcmp(accel, "wgmma")) { /* LDS stores -> the async proxy of wgmma (passes/rock_wgmma.h) */
-    kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
-    kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
-  }
+  if (accel && !strcmp(accel, "wgmma")) wg_proxy_fence(k);
   kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
 static kl_op *kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
@@ -625,15 +628,28 @@ static void wg_wait(const kloop *k, int64_t pending) {
   kl_named_attr a[2] = { { "step", kl_attr_str(ctx, "wait") }, { "pending", kl_attr_int(ctx, pending) } };
   kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 2, a, 0);
 }
-/* K step kidx, its tiles in buffer s; the private copies hold step kidx + 1 */
-static void wg_step(const kloop *k, kl_value *const *la, kl_value *const *lb, int W, int s, kl_value *kidx,
-                    int64_t nk) {
+/* K step kidx, its tiles in buffer s; the private copies hold step kidx + 1. `left`: the
+ * steps after this one when known (the peeled remainder), else -1 (in the loop). The
+ * loop's last two steps reload steps 0, 1 (in bounds, unused); the peeled steps skip the
+ * write of a step past the end (left 0) and the read of one (left <= 1): their constant
+ * reloads of steps 0 / 1 were merged with the prologue's loads by LLVM, which kept those
+ * copies live across the whole loop (ptxas sm_90a, 128x256x64, 8192^3: 72 spilled bytes) */
+static void wg_step(const kloop *k, kl_value *const *la, kl_value *const *lb, int W, int s, kl_value *kidx, int64_t nk,
+                    int64_t left) {
   kl_op *g = kl_gemm(k, la[s], lb[s]); /* fence, MMAs, commit: group kidx */
   kl_rewriter_set_attr(k->rw, g, "wgmma_wait", kl_attr_str(kl_rewriter_ctx(k->rw), "deferred"));
-  kl_write(k, la[(s + 1) % W], lb[(s + 1) % W]); /* last read by group kidx + 1 - W: retired */
-  kl_read(k, kl_next(k, kidx, 2, nk));           /* the last two steps reload steps 0, 1: unused */
-  wg_wait(k, W - 2);                             /* retires group kidx + 2 - W ... */
-  kl_barrier(k); /* ... in every warpgroup (its buffer is written next step); the writes above fenced and visible */
+  if (left != 0) kl_write(k, la[(s + 1) % W], lb[(s + 1) % W]); /* last read by group kidx + 1 - W: retired */
+  /* the proxy fence before the global loads: its SASS (MEMBAR.ALL.CTA, FENCE.VIEW.ASYNC.S)
+   * then waits for this thread's LDS stores only, not for the loads of step kidx + 2 (they
+   * complete while the barrier and the next step's MMAs issue); wgmma-fence=late: after */
+  if (!k->wg_fence_late) wg_proxy_fence(k);
+  if (left < 0 || left > 1) kl_read(k, kl_next(k, kidx, 2, nk));
+  wg_wait(k, W - 2); /* retires group kidx + 2 - W ... */
+  /* ... in every warpgroup (its buffer is written next step); the writes above fenced and visible */
+  if (k->wg_fence_late)
+    kl_barrier(k);
+  else
+    kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
 static void wg_emit(const kloop *k, kl_value *const *la, kl_value *const *lb, int W, int64_t nk) {
   kl_rewriter *rw = k->rw;
@@ -652,12 +668,12 @@ static void wg_emit(const kloop *k, kl_value *const *la, kl_value *const *lb, in
     kl_rewriter_set_insertion_end(rw, body);
     for (int j = 0; j < W; j++) {
       kl_emitter e = { rw, k->loc };
-      wg_step(k, la, lb, W, j, j ? kl_emit_add(&e, kl, kl_tile_index(rw, k->loc, j)) : kl, nk);
+      wg_step(k, la, lb, W, j, j ? kl_emit_add(&e, kl, kl_tile_index(rw, k->loc, j)) : kl, nk, -1);
     }
     kl_rewriter_create(rw, "scf.yield", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
     kl_rewriter_set_insertion_after(rw, loop);
   }
-  for (int64_t j = 0; j < r; j++) wg_step(k, la, lb, W, (int)j, kl_tile_index(rw, k->loc, main + j), nk);
+  for (int64_t j = 0; j < r; j++) wg_step(k, la, lb, W, (int)j, kl_tile_index(rw, k->loc, main + j), nk, r - 1 - j);
   /* every group retired, the accumulators through the wait; no warpgroup reads the LDS the
    * epilogue may reuse */
   kl_wgmma_emit_acc_wait(rw, k->loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
@@ -990,7 +1006,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_named_attr fv = { "value", kl_const_attr_for(ctx, acc_t, 0) };
       kl_rewriter_create(rw, "rock.fill", loc, 1, &acc, 0, NULL, 1, &fv, 0);
       int64_t nk = t.Kp / t.KB;
-      kloop K = { rw, loc, &t, op, a, b, copy_a, copy_b, acc, bid, tid, ga, gb, wa, wb, la.vlen, lb.vlen };
+      kloop K = { rw,  loc, &t, op, a,  b,  copy_a,  copy_b,  acc,
+                  bid, tid, ga, gb, wa, wb, la.vlen, lb.vlen, o->wg_fence_late };
       /* accel GEMMs with several K steps: software pipelined; mma.sync with an even number
        * of K steps and room for two tile pairs: double-buffered (see the header comment) */
       bool prefetch = kl_accel_is_accel(op) && nk > 1;
@@ -1207,8 +1224,14 @@ done:
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
+  const char *wf = kl_pass_opt_string(po, "wgmma-fence");
   opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop"),
-             kl_pass_opt_int(po, "raster-group-m") };
+             kl_pass_opt_int(po, "raster-group-m"), wf && !strcmp(wf, "late") };
+  if (!wf || (strcmp(wf, "early") && strcmp(wf, "late"))) {
+    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: wgmma-fence must be early or late, got %s",
+                  wf ? wf : "(none)");
+    return KL_ERR;
+  }
   if (o.raster_m < 0) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: raster-group-m must be 0 or 1 (row order) or the m-tiles per group "
@@ -1250,6 +1273,10 @@ static const kl_pass_option options[] = {
   { "raster-group-m", KL_OPT_INT, KL_RASTER_GROUP_M_DEFAULT_STR,
     "the order of the workgroups over the output tiles: 0 or 1 row order (m-tile outer); G >= 2 groups of G "
     "consecutive m-tiles walked column by column (the last group partial), for L2 reuse; passes/gemm_raster.h" },
+  { "wgmma-fence", KL_OPT_STRING, "early",
+    "wgmma K loop (passes/rock_wgmma.h): where each step's fence.proxy.async goes: early = after the LDS "
+    "stores, before the next global loads; late = after the global loads and the wait (the earlier loop; "
+    "its fence waited for the loads)" },
   { "amd-k-loop", KL_OPT_INT, "0",
     "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
     "several K steps, on any target (tests run it on the host)" },

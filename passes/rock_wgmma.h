@@ -29,8 +29,9 @@
  *   K tiles of 64 (4 instructions m64n128k16 per warpgroup and K tile).
  * Heuristic (wgmma=true, no config): large GEMMs (M, N, K multiples of 128, 256, 32, no
  * padding: odd sizes' bounds checks spilled; K >= 128; a tile per compute unit) take
- * "v3:128,256,32,64,256,8" (two warpgroups of m64n256k16; kPerBlock 32: the seed conv's
- * K loop fits 230 registers, 64 spilled 16 bytes); else mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
+ * "v3:128,256,64,64,256,8" (two warpgroups of m64n256k16) where K is a multiple of 64 and
+ * at least 192, else "v3:128,256,32,64,256,8"; rock-gemm-to-gridwise takes kPerBlock 32
+ * for operands staged wider than their type (kl_wgmma_wide_staging); else mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
  * to a multiple of 8 where that config validates, else 64), nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
  * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
  *
@@ -52,7 +53,8 @@
  * with warpgroup wg = tid / 128, wm = wg / (nPerBlock/nPerWave), wn = wg % (...). (The
  * descriptors are one base per tile plus a constant: the lowering adds the offset where
  * the descriptor is used, so one base per tile stays live across the K loop; 178 -> 136
- * registers for 128x128x64 tiles.)
+ * registers for 128x128x64 tiles. With the K loop's buffers joined into one 1-D LDS buffer
+ * the tile origin joins the constant too: one base per operand for every buffer.)
  * The K loop (rock-gridwise-to-blockwise, more than one K step and W = 3 buffers fitting
  * the target's LDS, else W = 2; the tiles of one step in buffer s = step mod W; above
  * 48 KiB the kernel takes dynamic shared memory) defers the waits:
@@ -60,10 +62,17 @@
  *   step k: blockwise_gemm(buf k%W) [fence, MMAs, commit: group k]
  *           write(buf (k+1)%W)            (the copies hold step k+1; its last reader was
  *                                          group k+1-W, retired at step k-1's wait)
+ *           proxy_fence                   (before the loads: its MEMBAR.ALL.CTA waits for
+ *                                          the LDS stores only; option wgmma-fence=late
+ *                                          puts it after the wait, as before)
  *           read((k+2) mod nk)            (global -> the private copies)
- *           wait_group(W-2); proxy_fence; barrier
+ *           wait_group(W-2); barrier
  *   after the loop: wait_group 0 with the accumulators through it; barrier
- * so the MMAs of step k run while step k+1's tiles are stored and step k+2's are loaded;
+ * The loop runs nk - nk mod W steps (W per iteration); the nk mod W steps after it are
+ * peeled with constant indices and skip the write past the last step and the reads past
+ * it (LLVM merged those constant reloads of steps 0 / 1 with the prologue's loads, which
+ * kept the copies live across the loop: 72 spilled bytes at 128x256x64, 8192^3).
+ * So the MMAs of step k run while step k+1's tiles are stored and step k+2's are loaded;
  * with W = 3 one group stays in flight across the barrier (the tensor cores never wait
  * for the issue of the next step). The proxy fence (fence.proxy.async.shared::cta) makes
  * the generic-proxy LDS stores visible to the async proxy wgmma reads through; the barrier
@@ -99,6 +108,12 @@ char *kl_wgmma_config_print(const kl_accel_config *c, char *buf, size_t n);
 int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,
                     int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
                     size_t errlen);
+/* The heuristic's large tiles for a GEMM whose operand is staged wider than its type (an
+ * input-fusion prologue reading a wider type, e.g. f32 -> f16: the wide loads stay in
+ * registers until the LDS stores): 128x256x64 becomes 128x256x32 (ptxas sm_90a, the seed
+ * conv with its input converted from f32: 412 spilled bytes at 64, none at 32). Returns
+ * whether c changed. */
+bool kl_wgmma_wide_staging(kl_accel_config *c);
 /* The 64-bit matrix descriptor (no swizzle): bits 0-13 (addr & 0x3ffff) >> 4, 16-29
  * lbo >> 4, 32-45 sbo >> 4, base offset 0, bits 62-63 swizzle mode 0. */
 uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo_bytes);

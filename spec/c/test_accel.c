@@ -1569,7 +1569,8 @@ static void test_banks(void) {
  * and checked: equal to a direct matmul, rock.ldmatrix used, and every LDS read of the
  * kernel bank-conflict-free (one wavefront per phase: per 8-row matrix of an ldmatrix). */
 /* Protocol mutations of a lowered multi-buffered wgmma K loop (the first wait inside the
- * scf.for that defers its MMAs, pending W - 2, then fence.proxy.async and the barrier). */
+ * scf.for that defers its MMAs, pending W - 2, then the barrier; the proxy fence after the
+ * LDS stores, before the global loads). */
 static kl_op *loop_wait(kl_op *k) {
   int n;
   kl_op **ops = kl_collect_ops(k, &n), *w = NULL;
@@ -1595,16 +1596,21 @@ static const char *mut_pending(kl_op *k) { /* one group fewer retired: its buffe
   free(ops);
   return hit ? "in flight (not retired by a wait_group)" : NULL;
 }
-static const char *mut_proxy(kl_op *k) { /* the stores never reach the async proxy */
-  kl_op *w = loop_wait(k);
-  if (!w || !w->next || strcmp(w->next->name, "rock.wgmma_sync")) return NULL;
-  kl_op_unlink(w->next);
+static const char *mut_proxy(kl_op *k) { /* the stores never reach the async proxy: the loop's first proxy fence */
+  kl_op *w = loop_wait(k), *f = NULL;
+  for (kl_op *o = w ? w->block->first : NULL; o && !f; o = o->next) {
+    const char *st = kl_op_attr_string(o, "step");
+    if (!strcmp(o->name, "rock.wgmma_sync") && st && !strcmp(st, "proxy_fence")) f = o;
+  }
+  if (!f) return NULL;
+  kl_op_unlink(f);
   return "no fence.proxy.async";
 }
 static const char *mut_barrier(kl_op *k) { /* no barrier after the wait: other warpgroups overwrite too early */
-  kl_op *w = loop_wait(k);
-  if (!w || !w->next || !w->next->next || strcmp(w->next->next->name, "rock.barrier")) return NULL;
-  kl_op_unlink(w->next->next);
+  kl_op *w = loop_wait(k), *b = w ? w->next : NULL;
+  if (b && strcmp(b->name, "rock.barrier")) b = b->next; /* after the proxy fence (wgmma-fence=late) */
+  if (!b || strcmp(b->name, "rock.barrier")) return NULL;
+  kl_op_unlink(b);
   return "barrier since";
 }
 
@@ -1629,6 +1635,10 @@ static void test_wgmma(void) {
     { "sm_90a", "f16", 1, 130, 260, 96, false, false, true, "v3:128,256,32,64,256,8", "f16" },
     { "sm_90a", "bf16", 1, 200, 100, 40, true, true, false, "v3:256,128,16,128,128,8", "f32" },
     { "sm_90a", "f16", 2, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" },
+    /* kPerBlock 64 with a peeled remainder of 1 and 2 steps after the 3-buffer loop (4 and 5
+     * K steps): the peeled steps skip the copies past the last step */
+    { "sm_90a", "f16", 1, 128, 256, 256, false, true, true, "v3:128,256,64,64,256,8", "f16" },
+    { "sm_90a", "bf16", 1, 256, 128, 320, true, false, false, "v3:256,128,64,128,128,8", "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
   /* the static proof of the in-flight protocol can fail: each broken variant is refused
@@ -1695,12 +1705,21 @@ static void test_wgmma(void) {
   CHECK(kl_accel_select(s90a, f16, f16, "v3:128,128,64,64,128,8", 1, 256, 256, 256, &ac, &ad, err, sizeof err) == 1 &&
             ad && ad->kind == KL_ACCEL_WGMMA && ad->n == 128 && ad->wave == 128 && kl_accel_block_size(&ac, ad) == 256,
         "v3 select: %s", err);
-  /* the heuristic's large tiles: 128x256x32 for a large GEMM, not where 256-wide tiles pad N
-   * more (N = 384) or leave compute units idle */
+  /* the heuristic's large tiles: 128x256x64 for a large GEMM (x32 where K has fewer than 3
+   * tiles of 64 or is no multiple of 64; and for operands staged wider than their type),
+   * not where 256-wide tiles pad N more (N = 384) or leave compute units idle */
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 4096, &ac, &ad, err, sizeof err) == 1 &&
-            ac.m_per_block == 128 && ac.n_per_block == 256 && ac.k_per_block == 32 && ad->n == 256,
+            ac.m_per_block == 128 && ac.n_per_block == 256 && ac.k_per_block == 64 && ad->n == 256,
         "v3 heuristic 4096^3: %lldx%lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block,
         (long long)ac.k_per_block);
+  CHECK(kl_wgmma_wide_staging(&ac) && ac.k_per_block == 32 && !kl_wgmma_wide_staging(&ac), "wide staging: %lld",
+        (long long)ac.k_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 128, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 256 && ac.k_per_block == 32,
+        "v3 heuristic K 128: %lldx%lld", (long long)ac.n_per_block, (long long)ac.k_per_block);
+  CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 288, &ac, &ad, err, sizeof err) == 1 &&
+            ac.n_per_block == 256 && ac.k_per_block == 32,
+        "v3 heuristic K 288: %lldx%lld", (long long)ac.n_per_block, (long long)ac.k_per_block);
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 384, 4096, &ac, &ad, err, sizeof err) == 1 &&
             ac.n_per_block == 128,
         "v3 heuristic N 384: %lld", (long long)ac.n_per_block);

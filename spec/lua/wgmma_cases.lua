@@ -19,9 +19,18 @@ local function dot(name, Mm, N, K, dt, at, bt, epi, pc, batch)
   local pre = batch and { batch } or {}
   local function sh(a, b) local s = { table.unpack(pre) }; s[#s + 1] = a; s[#s + 1] = b; return s end
   local perm = batch and { 0, 2, 1 } or { 1, 0 }
-  local a = at and g:param("a", sh(K, Mm), dt):transpose(perm) or g:param("a", sh(Mm, K), dt)
+  -- epi "cvt_a": A an f32 input converted to dt, "scale_a": A times a [1, K] row (input
+  -- fusion prologues; not with at / batch)
+  local adt = epi == "cvt_a" and "f32" or dt
+  local a = at and g:param("a", sh(K, Mm), adt):transpose(perm) or g:param("a", sh(Mm, K), adt)
   local b = bt and g:param("b", sh(N, K), dt):transpose(perm) or g:param("b", sh(K, N), dt)
-  local inputs = { a = R(at and sh(K, Mm) or sh(Mm, K), dt), b = R(bt and sh(N, K) or sh(K, N), dt) }
+  local inputs = { a = R(at and sh(K, Mm) or sh(Mm, K), adt), b = R(bt and sh(N, K) or sh(K, N), dt) }
+  if epi == "cvt_a" then
+    a = a:convert(dt)
+  elseif epi == "scale_a" then
+    a = a * g:param("s", { 1, K }, dt)
+    inputs.s = R({ 1, K }, dt)
+  end
   local c = g:dot(a, b)
   if epi == "bias_relu" then
     c = (c + g:param("bias", { N }, dt)):relu()
@@ -80,8 +89,22 @@ function M.cases()
     cs[#cs + 1] = dot("big", 257, 259, 1000, j == 1 and "bf16" or "f16", j == 3, j == 2, epis[j % 3 + 1] or nil, b)
     cs[#cs + 1] = dot("big batch", 130, 300, 136, "f16", j == 1, j == 3, "residual", b, 2)
   end
-  cs[#cs + 1] = dot("heuristic large", 2304, 2048, 256, "f16", false, false, "bias_relu", nil)
-  cs[#cs + 1] = dot("heuristic large", 2304, 2048, 288, "bf16", true, true, nil, nil)
+  -- the heuristic's large tiles (c.expect: its config): kPerBlock 64 where K has 3 or more
+  -- tiles of 64 (remainders of 0, 1, 2 steps after the 3-buffer loop), 32 for K = 288 and
+  -- for an operand converted from f32 (staged wider than its type)
+  local function expect(c, e) c.expect = e; return c end
+  local X64, X32 = "v3:128,256,64,64,256,8", "v3:128,256,32,64,256,8"
+  cs[#cs + 1] = expect(dot("heuristic large", 2304, 2048, 256, "f16", false, false, "bias_relu", nil), X64)
+  cs[#cs + 1] = expect(dot("heuristic large", 2304, 2048, 288, "bf16", true, true, nil, nil), X32)
+  cs[#cs + 1] = expect(dot("heuristic large", 2304, 2048, 320, "f16", false, true, "bias_relu", nil), X64)
+  cs[#cs + 1] = expect(dot("heuristic large", 2304, 2048, 448, "bf16", false, false, "scale_a", nil), X64)
+  cs[#cs + 1] = expect(dot("heuristic large", 2304, 2048, 256, "f16", false, false, "cvt_a", nil), X32)
+  -- kPerBlock 64 forced on odd sizes with 1 and 2 peeled steps (K 448 -> 7 steps, 320 -> 5),
+  -- and on the seed conv's K (2048: 32 steps, 2 peeled; the heuristic's pick at batch 512,
+  -- checked statically in nvidia_gemm_spec)
+  cs[#cs + 1] = dot("big", 130, 260, 320, "f16", true, false, "residual", X64)
+  cs[#cs + 1] = dot("big", 200, 300, 448, "bf16", false, true, "bias_relu", "v3:256,128,64,128,128,8")
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, X64)
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,32,64,256,8")
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,128,64,64,128,8")
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil)
@@ -90,8 +113,8 @@ function M.cases()
   return cs
 end
 
--- Compiles c for sm_90a (its v3 config, else the wgmma heuristic), checks the GEMM kernel's
--- PTX for wgmma.mma_async, runs it on dev and compares with g:eval. Returns the GEMM
+-- Compiles c for sm_90a (its v3 config, else the wgmma heuristic: c.expect, when given, is
+-- the config it must take), checks the GEMM kernel's PTX for wgmma.mma_async, runs it on dev and compares with g:eval. Returns the GEMM
 -- kernel's perf config; raises on a failure.
 function M.run(c, dev)
   local opts = { target = "sm_90a", cache = false }
@@ -105,6 +128,7 @@ function M.run(c, dev)
     end
   end
   if not pc then error("no GEMM kernel", 0) end
+  if c.expect and pc ~= c.expect then error(("the heuristic took %s, expected %s"):format(pc, c.expect), 0) end
   local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
   for i = 1, want.n do
     local good, report = gen.check(got[i], want[i], c.dtype)
