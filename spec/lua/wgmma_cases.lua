@@ -188,8 +188,8 @@ function M.cases()
   end
   cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e4m3fn", false, true, "residual", "v3:128,128,64,64,128,16", 3)
   cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e5m2", true, false, nil, nil, 3)
-  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 512, "f8e4m3fn", false, false, nil, nil)
-  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 576, "f8e5m2", false, true, "bias_relu", nil)
+  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 256, "f8e4m3fn", false, false, nil, nil)
+  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 320, "f8e5m2", false, true, "bias_relu", nil)
   cs[#cs + 1] = qconv(4, 256, 7, 7, 512, 1, 0, "f8e4m3fn", nil)
   cs[#cs + 1] = qconv(2, 37, 9, 11, 40, 3, 1, "f8e5m2", "v3:64,64,32,64,64,16")
   return cs
