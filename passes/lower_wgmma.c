@@ -66,7 +66,9 @@ bool kl__lower_wgmma(kl_llvm_lowering *L, kl_op *op) {
   kl_sb sb = { 0 };
   kl_sb_printf(&sb, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s {", n + 2, d->intrinsic);
   for (int i = 0; i < n; i++) kl_sb_printf(&sb, "%s$%d", i ? ", " : "", i);
-  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1, 0, 0;\n}", n, n + 1);
+  /* scale-d p, imm-scale-a 1, imm-scale-b 1; the 16-bit types also take imm-trans-a / -b
+   * (0: K-major), fp8 (k32) has no transposed forms */
+  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1%s;\n}", n, n + 1, d->k == 16 ? ", 0, 0" : "");
   kl_sb cs = { 0 };
   for (int i = 0; i < n; i++) kl_sb_printf(&cs, "=f,");
   kl_sb_printf(&cs, "l,l,r");

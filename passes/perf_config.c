@@ -322,6 +322,10 @@ const kl_type *kl_gemm_acc_type(kl_ctx *ctx, const kl_type *in) {
     case KL_TY_F64: return kl_type_f64(ctx);
     case KL_TY_F16:
     case KL_TY_BF16:
+    case KL_TY_F8E4M3FN: /* fp8 GEMMs accumulate in f32 (passes/fp8_compute.c) */
+    case KL_TY_F8E5M2:
+    case KL_TY_F8E4M3FNUZ:
+    case KL_TY_F8E5M2FNUZ:
     case KL_TY_F32: return kl_type_f32(ctx);
     case KL_TY_I64: return kl_type_i64(ctx);
     default: return kl_type_i32(ctx);

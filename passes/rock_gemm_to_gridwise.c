@@ -484,7 +484,8 @@ static const kl_pass_option options[] = {
     "tuned configs \"KEY=CONFIG;...\" by problem key (passes/problem_key.h; the driver fills it from the tuning "
     "database): used for a kernel without a given perf config" },
   { "wgmma", KL_OPT_BOOL, "true",
-    "Hopper warpgroup MMAs (wgmma.mma_async) for f16 / bf16 GEMMs without a given config on targets with wgmma "
+    "Hopper warpgroup MMAs (wgmma.mma_async) for f16 / bf16 / fp8 (f8e4m3fn, f8e5m2) GEMMs without a given config on "
+    "targets with wgmma "
     "(sm_90a, the target of compute capability 9.0 devices), chosen by the wgmma heuristic (passes/rock_wgmma.h; "
     "other GEMMs keep mma.sync); a v3:... config selects them too; false: mma.sync" },
 };

@@ -22,17 +22,23 @@
   {                                                                                              \
     3, { 4, 8, 4 }, 3, { (N) / 8, 2, 2 }, 3, { LD(0), ED(1), LD(1) }, 3, { ED(0), LD(2), ED(2) } \
   }
-#define WG(T, N)                                                                                                   \
-  {                                                                                                                \
-    KL_ACCEL_WGMMA, T, "f32", 64, N, 16, 128, "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T, 8, WG_AB, \
-        WG_AB, WG_C(N)                                                                                             \
+/* T: kiln's input type, P: the PTX type, K: the instruction's K (16 for 2-byte inputs, 32
+ * for fp8: 16 bytes along K either way) */
+#define WG(T, P, K, N)                                                                                               \
+  {                                                                                                                  \
+    KL_ACCEL_WGMMA, T, "f32", 64, N, K, 128, "wgmma.mma_async.sync.aligned.m64n" #N "k" #K ".f32." P "." P, (K) / 2, \
+        WG_AB, WG_AB, WG_C(N)                                                                                        \
   }
-#define WG_ALL(T)                                                                                                 \
-  WG(T, 8), WG(T, 16), WG(T, 24), WG(T, 32), WG(T, 40), WG(T, 48), WG(T, 56), WG(T, 64), WG(T, 72), WG(T, 80),    \
-      WG(T, 88), WG(T, 96), WG(T, 104), WG(T, 112), WG(T, 120), WG(T, 128), WG(T, 136), WG(T, 144), WG(T, 152),   \
-      WG(T, 160), WG(T, 168), WG(T, 176), WG(T, 184), WG(T, 192), WG(T, 200), WG(T, 208), WG(T, 216), WG(T, 224), \
-      WG(T, 232), WG(T, 240), WG(T, 248), WG(T, 256)
-static const kl_accel_desc wg_descs[] = { WG_ALL("f16"), WG_ALL("bf16") };
+#define WG_ALL(T, P, K)                                                                                           \
+  WG(T, P, K, 8), WG(T, P, K, 16), WG(T, P, K, 24), WG(T, P, K, 32), WG(T, P, K, 40), WG(T, P, K, 48),            \
+      WG(T, P, K, 56), WG(T, P, K, 64), WG(T, P, K, 72), WG(T, P, K, 80), WG(T, P, K, 88), WG(T, P, K, 96),       \
+      WG(T, P, K, 104), WG(T, P, K, 112), WG(T, P, K, 120), WG(T, P, K, 128), WG(T, P, K, 136), WG(T, P, K, 144), \
+      WG(T, P, K, 152), WG(T, P, K, 160), WG(T, P, K, 168), WG(T, P, K, 176), WG(T, P, K, 184), WG(T, P, K, 192), \
+      WG(T, P, K, 200), WG(T, P, K, 208), WG(T, P, K, 216), WG(T, P, K, 224), WG(T, P, K, 232), WG(T, P, K, 240), \
+      WG(T, P, K, 248), WG(T, P, K, 256)
+/* f16 / bf16: m64nNk16; fp8 (OCP E4M3 / E5M2, kiln's f8e4m3fn / f8e5m2): m64nNk32 */
+static const kl_accel_desc wg_descs[] = { WG_ALL("f16", "f16", 16), WG_ALL("bf16", "bf16", 16),
+                                          WG_ALL("f8e4m3fn", "e4m3", 32), WG_ALL("f8e5m2", "e5m2", 32) };
 #define NWG (int)(sizeof wg_descs / sizeof *wg_descs)
 
 const kl_accel_desc *kl_wgmma_desc(const char *in_type, int n) {
@@ -100,7 +106,7 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
                     int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
                     size_t errlen) {
   const char *in = in_a == in_b && in_a ? kl_scalar_name(in_a->kind) : NULL;
-  bool ok_type = in && (!strcmp(in, "f16") || !strcmp(in, "bf16"));
+  bool ok_type = in && kl_wgmma_desc(in, 8); /* f16, bf16, f8e4m3fn, f8e5m2 */
   if (!t || !t->wgmma || !ok_type) {
     if (!given) return 0;
     if (!t || !t->wgmma)
@@ -108,11 +114,14 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
                           "perf config \"%s\": a v3 (wgmma) config needs a target with wgmma (sm_90a), not %s", given,
                           t ? t->name : "?"),
              -1;
-    return kl_perf_errf(err, errlen, "perf config \"%s\": wgmma takes f16 or bf16 inputs of one type, got %s x %s",
+    return kl_perf_errf(err, errlen,
+                        "perf config \"%s\": wgmma takes f16 or bf16 (or fp8: f8e4m3fn, f8e5m2) inputs of one type, "
+                        "got %s x %s",
                         given, in_a ? kl_type_str(in_a) : "?", in_b ? kl_type_str(in_b) : "?"),
            -1;
   }
   int eb = (kl_type_bits(in_a) + 7) / 8;
+  int64_t ks = 2 / eb; /* K tiles in elements: the f16 choices' bytes (fp8: twice the elements) */
   kl_accel_config cc;
   const kl_accel_desc *dd = NULL;
   if (given) {
@@ -134,11 +143,11 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
     /* large GEMMs: 128x256 block tiles, two warpgroups of m64n256k16 (half the LDS bytes
      * per MMA of two m64n128k16), where they need no padding (the bounds checks of odd
      * sizes took ptxas past 255 registers: 16 to 250 spilled bytes), leave a tile per
-     * compute unit and the K loop has steps to pipeline; K tiles of 64 where K has at
-     * least 3 of them (the 3-buffer loop; H100 4096^3 f16: 457 vs 377 TFLOP/s for 32),
-     * else 32 (kl_wgmma_wide_staging takes 64 back to 32) */
-    if (m % 128 == 0 && n % 256 == 0 && k % 32 == 0 && k >= 128 && g * (m / 128) * (n / 256) >= cus) {
-      cc = (kl_accel_config){ 128, 256, k % 64 == 0 && k >= 192 ? 64 : 32, 64, 256, 16 / eb, 1 };
+     * compute unit and the K loop has steps to pipeline; f16 / bf16 K tiles of 64 where K has
+     * at least 3 of them (the 3-buffer loop; H100 4096^3 f16: 457 vs 377 TFLOP/s for 32),
+     * else 32 (kl_wgmma_wide_staging takes 64 back to 32); fp8 64 elements (the bytes of 32) */
+    if (m % 128 == 0 && n % 256 == 0 && k % (32 * ks) == 0 && k >= 128 * ks && g * (m / 128) * (n / 256) >= cus) {
+      cc = (kl_accel_config){ 128, 256, ks == 1 && k % 64 == 0 && k >= 192 ? 64 : 32 * ks, 64, 256, 16 / eb, 1 };
       const kl_accel_desc *cd = kl_wgmma_desc(in, 256);
       if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
     }
@@ -150,7 +159,7 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
       cc.n_per_block = cc.n_per_wave;
       cc.m_per_block = 128;
       if (m <= 64 || 2 * g * cdiv(m, 128) * cdiv(n, cc.n_per_block) < cus) cc.m_per_block = 64;
-      cc.k_per_block = k <= 16 ? 16 : k <= 32 ? 32 : 64;
+      cc.k_per_block = ks * (k <= 16 * ks ? 16 : k <= 32 * ks ? 32 : 64);
       cc.kpack = 16 / eb;
       const kl_accel_desc *cd = kl_wgmma_desc(in, (int)cc.n_per_wave);
       if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
@@ -171,14 +180,15 @@ bool kl_wgmma_wide_staging(kl_accel_config *c) {
 /* ---- blockwise lowering ---- */
 static bool attr_i64(kl_op *op, const char *name, int64_t *out) { return kl_op_attr_i64(op, name, out) && *out >= 1; }
 
-/* An operand's LDS tile [KB, DB] as core matrices (see the header). */
+/* An operand's LDS tile [KB, DB] as core matrices (see the header): 8 rows (M / N) of
+ * 16 bytes (kpe = 16 / element bytes elements along K: 8 for f16 / bf16, 16 for fp8). */
 typedef struct {
   kl_value *raw;       /* the underlying LDS buffer */
   kl_view *view;       /* (k, d) -> raw's coordinates */
   int64_t o, lbo, sbo; /* elements */
 } core_layout;
 
-static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, core_layout *L, char *err, size_t errlen) {
+static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, core_layout *L, char *err, size_t errlen) {
   kl_vb b;
   int64_t shape[2] = { KB, DB };
   const char *names[2] = { "k", "d" };
@@ -198,15 +208,16 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, core_layout *L, 
   L->o = kl_view_eval_addr(L->view, up, rt->strides, &valid);
   up[1] = DB > 8 ? 8 : 0;
   int64_t a1 = kl_view_eval_addr(L->view, up, rt->strides, &valid);
-  up[0] = 8;
+  up[0] = kpe;
   up[1] = 0;
   int64_t a2 = kl_view_eval_addr(L->view, up, rt->strides, &valid);
-  L->sbo = DB > 8 ? a1 - L->o : 64;
+  L->sbo = DB > 8 ? a1 - L->o : 8 * kpe;
   L->lbo = a2 - L->o;
-  if (!valid || L->o % 8 || L->sbo % 8 || L->lbo % 8 || L->sbo <= 0 || L->lbo <= 0 || L->sbo >= 8 * 16384 ||
-      L->lbo >= 8 * 16384 || DB % 8 || KB % 16) {
-    snprintf(err, errlen, "the LDS tile [%lld, %lld] is not made of 16-byte aligned 8x8 core matrices", (long long)KB,
-             (long long)DB);
+  /* the descriptor's offsets are 14 bits of 16 bytes: below 2^18 bytes = 2^14 kpe elements */
+  if (!valid || L->o % kpe || L->sbo % kpe || L->lbo % kpe || L->sbo <= 0 || L->lbo <= 0 || L->sbo >= kpe * 16384 ||
+      L->lbo >= kpe * 16384 || DB % 8 || KB % (2 * kpe)) {
+    snprintf(err, errlen, "the LDS tile [%lld, %lld] is not made of 16-byte aligned 8-row x 16-byte core matrices",
+             (long long)KB, (long long)DB);
     return false;
   }
   for (int64_t k = 0; k < KB; k++)
@@ -214,12 +225,12 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, core_layout *L, 
       int64_t u[2] = { k, d };
       bool v = true;
       int64_t a = kl_view_eval_addr(L->view, u, rt->strides, &v);
-      if (!v || a != L->o + 8 * (d % 8) + k % 8 + L->sbo * (d / 8) + L->lbo * (k / 8)) {
+      if (!v || a != L->o + kpe * (d % 8) + k % kpe + L->sbo * (d / 8) + L->lbo * (k / kpe)) {
         snprintf(err, errlen,
                  "the LDS tile [%lld, %lld] is not a core-matrix layout at (k %lld, d %lld): element %lld, expected "
                  "%lld",
                  (long long)KB, (long long)DB, (long long)k, (long long)d, (long long)a,
-                 (long long)(L->o + 8 * (d % 8) + k % 8 + L->sbo * (d / 8) + L->lbo * (k / 8)));
+                 (long long)(L->o + kpe * (d % 8) + k % kpe + L->sbo * (d / 8) + L->lbo * (k / kpe)));
         return false;
       }
     }
@@ -325,10 +336,11 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     return false;
   }
   core_layout A = { 0 }, B = { 0 };
-  bool ok = prove_layout(la, c.k_per_block, c.m_per_block, &A, err, sizeof err);
+  int64_t kpe = 16 / eb; /* elements of a core matrix row */
+  bool ok = prove_layout(la, c.k_per_block, c.m_per_block, kpe, &A, err, sizeof err);
   if (!ok) {
     kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (wgmma): A: %s", err);
-  } else if (!(ok = prove_layout(lb, c.k_per_block, c.n_per_block, &B, err, sizeof err))) {
+  } else if (!(ok = prove_layout(lb, c.k_per_block, c.n_per_block, kpe, &B, err, sizeof err))) {
     kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (wgmma): B: %s", err);
   }
   if (ok) {
@@ -344,13 +356,13 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     const kl_type *vt = kl_type_vector(ctx, kl_type_f32(ctx), (int)clen);
     sync_op(rw, loc, "fence");
     for (int64_t kk = 0; kk < c.k_per_block / d->k; kk++) {
-      /* (16 kk, dm0 + 64 i) is core matrix (2 kk, dm0/8 + 8 i) of the proven layout (dm0, dn0
-       * multiples of 8): the warpgroup's tile origin plus a constant */
+      /* (K kk, dm0 + 64 i) is core matrix (2 kk, dm0/8 + 8 i) of the proven layout (K = 2 kpe;
+       * dm0, dn0 multiples of 8): the warpgroup's tile origin plus a constant */
       kl_value *da[64], *db[64];
       for (int64_t i = 0; i < mrep; i++)
-        da[i] = make_desc(rw, loc, &A, dm0, eb, (A.sbo * (i * d->m / 8) + A.lbo * (kk * d->k / 8)) * eb);
+        da[i] = make_desc(rw, loc, &A, dm0, eb, (A.sbo * (i * d->m / 8) + A.lbo * (kk * d->k / kpe)) * eb);
       for (int64_t j = 0; j < nrep; j++)
-        db[j] = make_desc(rw, loc, &B, dn0, eb, (B.sbo * (j * d->n / 8) + B.lbo * (kk * d->k / 8)) * eb);
+        db[j] = make_desc(rw, loc, &B, dn0, eb, (B.sbo * (j * d->n / 8) + B.lbo * (kk * d->k / kpe)) * eb);
       for (int64_t i = 0; i < mrep; i++)
         for (int64_t j = 0; j < nrep; j++) {
           kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);

@@ -3,11 +3,16 @@
  * The path is the default on a target with `wgmma` (kl_target: sm_90a, which a compute
  * capability 9.0 device compiles for): rock-gemm-to-gridwise's option wgmma (true by
  * default; the heuristic below, falling back to mma.sync where it has no config: types
- * other than f16 / bf16), or a "v3:" perf config; wgmma=false or target sm_90: mma.sync.
+ * other than f16 / bf16 / f8e4m3fn / f8e5m2), or a "v3:" perf config; wgmma=false or
+ * target sm_90: mma.sync (fp8 operands there: the FMA path).
  *
  * Instruction: wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} (N = 8..256, a
  * multiple of 8), issued by a warpgroup (4 warps, 128 threads) with A and B read from
- * LDS through 64-bit matrix descriptors and D (f32) in registers. Its accumulator layout
+ * LDS through 64-bit matrix descriptors and D (f32) in registers; for fp8 operands (kiln's
+ * f8e4m3fn / f8e5m2, kept by passes/fp8_compute.c on wgmma targets)
+ * wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3.e4m3,e5m2.e5m2}: K 32 = the same 16
+ * bytes per core-matrix row, no transposed forms (both operands K-major, as here), no
+ * imm-trans operands in the PTX; the same D layout. Its accumulator layout
  * (the C fragment, PTX ISA "wgmma .m64nNk16 register fragment layout for D"): thread
  * l = 32w + 4g + t of the warpgroup (warp w, g < 8, t < 4) holds N/2 floats, register
  * r = 4j + 2h + b (j < N/8, h, b < 2) = D[16w + 8h + g][8j + 2t + b] — mma.m16n8's C
@@ -21,10 +26,11 @@
  *   a "wave" is a warpgroup: mPerWave a multiple of 64 (mPerWave/64 instructions along
  *   M), nPerWave the instruction's N when <= 256 (a multiple of 8; larger: the largest
  *   multiple of 8 <= 256 dividing it, repeated); kpack * element bytes = 16 (8 for
- *   f16 / bf16: the LDS tiles [kPerBlock/8, rows, 8] are made of the 8-row x 16-byte
- *   "core matrices" the descriptors address); the other rules are v2's
- *   (kl_accel_config_validate; block size = warpgroups * 128). Errors: a v3 config on a
- *   target without wgmma or for inputs other than f16 / bf16 (equal types), bad fields.
+ *   f16 / bf16: the LDS tiles [kPerBlock/8, rows, 8]; 16 for fp8: [kPerBlock/16, rows, 16];
+ *   made of the 8-row x 16-byte "core matrices" the descriptors address); the other rules
+ *   are v2's (kl_accel_config_validate; block size = warpgroups * 128). Errors: a v3 config
+ *   on a target without wgmma or for inputs other than f16 / bf16 / f8e4m3fn / f8e5m2
+ *   (equal types), bad fields.
  *   E.g. "v3:128,128,64,64,128,8": 2 warpgroups (256 threads), each a 64x128 tile,
  *   K tiles of 64 (4 instructions m64n128k16 per warpgroup and K tile).
  * Heuristic (wgmma=true, no config): large GEMMs (M, N, K multiples of 128, 256, 32, no
@@ -34,11 +40,14 @@
  * for operands staged wider than their type (kl_wgmma_wide_staging); else mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
  * to a multiple of 8 where that config validates, else 64), nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
  * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
+ * fp8: the same tiles with the K choices in bytes (kPerBlock 2x the elements: 128x256x64,
+ * else 128 / 64 / 32; K thresholds doubled), kpack 16.
  *
  * Blockwise lowering (kl_wgmma_lower_blockwise, from kl_accel_lower_blockwise): the LDS
  * tiles' composed views are checked to be core-matrix layouts, for every (k, d) of the
- * [kPerBlock, D] tile: addr(k, d) = O + 8(d%8) + k%8 + SBO*(d/8) + LBO*(k/8) elements
- * (O, SBO, LBO multiples of 8, i.e. 16 bytes; a failure is an error naming the operand),
+ * [kPerBlock, D] tile: addr(k, d) = O + E(d%8) + k%E + SBO*(d/8) + LBO*(k/E) elements
+ * (E = 16 / element bytes: 8 for f16 / bf16, 16 for fp8; O, SBO, LBO multiples of E, i.e.
+ * 16 bytes; a failure is an error naming the operand),
  * then per block tile:
  *   rock.wgmma_sync {step = "fence"}
  *   per K step kk < kPerBlock/16, per instruction (mr, nr) of the warpgroup:

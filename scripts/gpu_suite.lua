@@ -735,7 +735,7 @@ end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
 end
 progress("before wgmma")
--- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 GEMMs and
+-- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 (and fp8 quant_dot / quant_conv: wgmma k32 e4m3 / e5m2, within the f32 summation bound) GEMMs and
 -- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
 -- against g:eval, each named with its perf config; compute capability 9.0 devices only
 if section("wgmma") then

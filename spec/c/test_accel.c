@@ -474,6 +474,35 @@ static double round_to(const kl_type *t, double x) {
 }
 static const kl_type *elem_t(const kl_type *t) { return t->kind == KL_TY_VECTOR ? t->elem : t; }
 
+/* fp8 in the interpreter: buffers of f8e4m3fn / f8e5m2 hold the byte codes (0..255), which
+ * loads, stores and selects move unchanged; the formats (OCP 8-bit floats, as the PTX ISA's
+ * e4m3 / e5m2) are decoded here, written out independently of core/dtype.c:
+ *   e4m3: s eeee mmm, bias 7, no inf, S.1111.111 NaN; e5m2: s eeeee mm, bias 15, IEEE-like
+ *   (exponent 31: inf / NaN); exponent 0: subnormal (m / 2^mbits * 2^(1 - bias)). */
+static int fp8_ebits(const kl_type *t) { return t->kind == KL_TY_F8E4M3FN ? 4 : t->kind == KL_TY_F8E5M2 ? 5 : 0; }
+static double fp8_decode(int ebits, int code) {
+  int mbits = 7 - ebits, bias = (1 << (ebits - 1)) - 1;
+  int sgn = (code >> 7) & 1, e = (code >> mbits) & ((1 << ebits) - 1), m = code & ((1 << mbits) - 1);
+  double v;
+  if (ebits == 4 && e == 15 && m == 7)
+    v = NAN;
+  else if (ebits == 5 && e == 31)
+    v = m ? NAN : INFINITY;
+  else if (e == 0)
+    v = ldexp((double)m, 1 - bias - mbits);
+  else
+    v = ldexp((double)((1 << mbits) | m), e - bias - mbits);
+  return sgn ? -v : v;
+}
+/* The code of an exactly representable value (the tests only store such), else -1. */
+static int fp8_encode(int ebits, double x) {
+  for (int c = 0; c < 256; c++) {
+    double v = fp8_decode(ebits, c);
+    if (v == x && (signbit(v) == signbit(x))) return c;
+  }
+  return -1;
+}
+
 static double arith(sim *s, kl_op *op, const char *n, double x, double y, double z, const kl_type *rt,
                     const kl_type *at) {
   if (!strcmp(n, "arith.addf") || !strcmp(n, "arith.addi")) return round_to(rt, x + y);
@@ -510,6 +539,12 @@ static double arith(sim *s, kl_op *op, const char *n, double x, double y, double
     if (!strcmp(p, "ge")) return x >= y;
     sfail(s, op, "predicate %s", p);
     return 0;
+  }
+  if (!strcmp(n, "arith.extf") && fp8_ebits(at)) return fp8_decode(fp8_ebits(at), (int)x); /* exact */
+  if (!strcmp(n, "arith.truncf") && fp8_ebits(rt)) {
+    int c = fp8_encode(fp8_ebits(rt), x);
+    if (c < 0) sfail(s, op, "truncf to %s of %g: not exact (not modelled)", kl_type_str(rt), x);
+    return c;
   }
   if (!strcmp(n, "arith.extf") || !strcmp(n, "arith.truncf") || !strcmp(n, "arith.sitofp")) return round_to(rt, x);
   if (!strcmp(n, "arith.fptosi")) {
@@ -757,9 +792,11 @@ static void exec_mma(sim *s, kl_op *op, const bool *mask) {
  * of 1024 after the previous one, all below 256 KiB (the descriptor's 18 address bits). A matrix descriptor (ISA "matrix descriptor format"): bits 0-13 start
  * address >> 4, 16-29 leading dimension byte offset >> 4, 32-45 stride dimension byte
  * offset >> 4, 49-51 base offset, 62-63 swizzle mode (0: none). No swizzle, K-major: the
- * operand (64 x 16 A, N x 16 B: rows x K) is 8-row x 16-byte core matrices, row r at
- * byte 16 * (r % 8) of its core matrix, K element k at 2 * (k % 8); core matrix (r / 8,
- * k / 8) at start + SBO * (r / 8) + LBO * (k / 8). D (f32, m64nN): thread l of the
+ * operand (64 x K A, N x K B: rows x K; K = 16 for f16 / bf16, 32 for e4m3 / e5m2, whose
+ * operands are K-major always) is 8-row x 16-byte core matrices of E = 16 / element bytes
+ * K elements, row r at byte 16 * (r % 8) of its core matrix, K element k at
+ * (16 / E) * (k % E); core matrix (r / 8, k / E) at start + SBO * (r / 8) + LBO * (k / E);
+ * fp8 bytes decoded by fp8_decode. D (f32, m64nN): thread l of the
  * warpgroup, register i: row 16 (l / 32) + (l % 32) / 4 + 8 ((i / 2) % 2), column
  * 8 (i / 4) + 2 (l % 4) + i % 2. */
 static int64_t lds_window(sim *s, mem *m) {
@@ -798,6 +835,8 @@ static double lds_at(sim *s, kl_op *op, int64_t byte, int eb) {
     int64_t base = lds_window(s, m);
     if (byte >= base && byte < base + m->span * eb) {
       if ((byte - base) % eb) sfail(s, op, "misaligned element address %lld", (long long)byte);
+      if ((kl_type_bits(m->k->type->elem) + 7) / 8 != eb)
+        sfail(s, op, "reads %d-byte elements from an LDS buffer of %s", eb, kl_type_str(m->k->type->elem));
       int64_t gr = byte / 16;
       if (s->lds_dirty && gr < WG_NGRAN) {
         if (s->lds_dirty[gr])
@@ -822,13 +861,27 @@ static void decode_desc(sim *s, kl_op *op, double dv, int64_t *start, int64_t *l
 }
 static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
   const char *instr = kl_op_attr_string(op, "instr");
-  int N = 0;
-  char ty[8] = "";
-  if (!instr || sscanf(instr, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%4[bf16]", &N, ty) != 2 || N < 8 || N > 256 ||
-      N % 8 || (strcmp(ty, "f16") && strcmp(ty, "bf16"))) {
+  int N = 0, KI = 0;
+  char ta[8] = "", tb[8] = "";
+  if (!instr ||
+      sscanf(instr, "wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%4[bfem0-9].%4[bfem0-9]", &N, &KI, ta, tb) != 4 ||
+      N < 8 || N > 256 || N % 8) {
     sfail(s, op, "unknown wgmma instruction %s", instr ? instr : "?");
     return;
   }
+  /* the element bytes and fp8 exponent bits (0: f16 / bf16, values as they are) per operand */
+  int eba = strcmp(ta, "f16") && strcmp(ta, "bf16") ? 1 : 2, ebb = strcmp(tb, "f16") && strcmp(tb, "bf16") ? 1 : 2;
+  int xa = !strcmp(ta, "e4m3") ? 4
+      : !strcmp(ta, "e5m2")    ? 5
+                               : 0,
+      xb = !strcmp(tb, "e4m3") ? 4
+      : !strcmp(tb, "e5m2")    ? 5
+                               : 0;
+  if ((eba == 1 && !xa) || (ebb == 1 && !xb) || eba != ebb || KI != 32 / eba) {
+    sfail(s, op, "unknown wgmma instruction %s", instr);
+    return;
+  }
+  int E = 16 / eba; /* K elements of a core matrix row */
   if (!s->t->wgmma) {
     sfail(s, op, "wgmma on %s", s->t->name);
     return;
@@ -842,7 +895,7 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     return;
   }
   double *out = val_w(s, &op->results[0]);
-  double *A = malloc(sizeof(double) * 64 * 16), *B = malloc(sizeof(double) * N * 16);
+  double *A = malloc(sizeof(double) * 64 * KI), *B = malloc(sizeof(double) * N * KI);
   for (int w0 = 0; w0 < s->nt && !s->bad; w0 += 128) {
     int g = w0 / 128;
     for (int l = 0; l < 128; l++)
@@ -856,16 +909,20 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     decode_desc(s, op, da[w0], &sa, &la, &ssa);
     decode_desc(s, op, db[w0], &sb, &lb, &ssb);
     for (int r = 0; r < 64; r++)
-      for (int k = 0; k < 16; k++)
-        A[r * 16 + k] = lds_at(s, op, sa + ssa * (r / 8) + la * (k / 8) + 16 * (r % 8) + 2 * (k % 8), 2);
+      for (int k = 0; k < KI; k++) {
+        double v = lds_at(s, op, sa + ssa * (r / 8) + la * (k / E) + 16 * (r % 8) + eba * (k % E), eba);
+        A[r * KI + k] = xa ? fp8_decode(xa, (int)v) : v;
+      }
     for (int r = 0; r < N; r++)
-      for (int k = 0; k < 16; k++)
-        B[r * 16 + k] = lds_at(s, op, sb + ssb * (r / 8) + lb * (k / 8) + 16 * (r % 8) + 2 * (k % 8), 2);
+      for (int k = 0; k < KI; k++) {
+        double v = lds_at(s, op, sb + ssb * (r / 8) + lb * (k / E) + 16 * (r % 8) + ebb * (k % E), ebb);
+        B[r * KI + k] = xb ? fp8_decode(xb, (int)v) : v;
+      }
     for (int l = 0; l < 128; l++)
       for (int i = 0; i < N / 2; i++) {
         int row = 16 * (l / 32) + (l % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
         double acc = c[(w0 + l) * cw + i];
-        for (int k = 0; k < 16; k++) acc += A[row * 16 + k] * B[col * 16 + k];
+        for (int k = 0; k < KI; k++) acc += A[row * KI + k] * B[col * KI + k];
         out[(w0 + l) * cw + i] = kl_round_f32(acc);
       }
     s->nmma++;
@@ -1330,6 +1387,17 @@ static double rnd_val(uint64_t *st) {
   *st = *st * 6364136223846793005ull + 1442695040888963407ull;
   return (double)((int)((*st >> 33) % 7) - 3);
 }
+/* fp8 inputs (ebits 4: e4m3, 5: e5m2): a random code of either sign, every mantissa, the
+ * exponents 2^-2..2^2 (and 1 in 16 a zero), so that every product is a multiple of 2^-10
+ * below 2^6 and sums of up to 256 of them are exact in f32 */
+static int rnd_fp8(uint64_t *st, int ebits) {
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+  uint64_t r = *st >> 20;
+  int mbits = 7 - ebits, bias = (1 << (ebits - 1)) - 1;
+  if (r % 16 == 0) return (int)((r >> 4) & 1) << 7;
+  int e = (int)((r >> 5) % 5) - 2 + bias, m = (int)((r >> 8) & ((1 << mbits) - 1));
+  return (int)(((r >> 4) & 1) << 7) | (e << mbits) | m;
+}
 
 /* When set, run_case_with breaks the lowered kernel with it before interpreting; it
  * returns the part of the interpreter's error expected (NULL: the mutation found nothing
@@ -1354,7 +1422,9 @@ static void run_case_with(const gcase *c, const char *pipeline) {
   const kl_target *t = kl_target_lookup(c->target);
   /* Hopper wgmma: a v3 config, or the default for f16 / bf16 on a target with wgmma */
   bool wg = c->perf ? !strncmp(c->perf, "v3:", 3)
-                    : t && t->wgmma && (!strcmp(c->type, "f16") || !strcmp(c->type, "bf16")) &&
+                    : t && t->wgmma &&
+          (!strcmp(c->type, "f16") || !strcmp(c->type, "bf16") || !strcmp(c->type, "f8e4m3fn") ||
+           !strcmp(c->type, "f8e5m2")) &&
           (!pipeline || !strstr(pipeline, "wgmma=false"));
   bool want_accel = !wg && (!c->perf || !strncmp(c->perf, "v2:", 3)) &&
       kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
@@ -1369,11 +1439,14 @@ static void run_case_with(const gcase *c, const char *pipeline) {
          *bias = malloc(sizeof(double) * N);
   double *O = malloc(sizeof(double) * G * M * N);
   uint64_t st = (uint64_t)(M * 1000003 + N * 1009 + K * 7 + G);
-  for (int64_t i = 0; i < G * M * K; i++) A[i] = rnd_val(&st);
-  for (int64_t i = 0; i < G * N * K; i++) B[i] = rnd_val(&st);
+  /* fp8: the kernel's buffers hold the codes (Ac, Bc), the reference their values */
+  int x8 = fp8_ebits(kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
+  double *Ac = x8 ? malloc(sizeof(double) * G * M * K) : A, *Bc = x8 ? malloc(sizeof(double) * G * N * K) : B;
+  for (int64_t i = 0; i < G * M * K; i++) A[i] = x8 ? fp8_decode(x8, (int)(Ac[i] = rnd_fp8(&st, x8))) : rnd_val(&st);
+  for (int64_t i = 0; i < G * N * K; i++) B[i] = x8 ? fp8_decode(x8, (int)(Bc[i] = rnd_fp8(&st, x8))) : rnd_val(&st);
   for (int64_t i = 0; i < N; i++) bias[i] = rnd_val(&st) + 0.5;
   for (int64_t i = 0; i < G * M * N; i++) O[i] = NAN; /* never written: stays NaN */
-  double *args[4] = { A, B, c->epi ? bias : O, O };
+  double *args[4] = { Ac, Bc, c->epi ? bias : O, O };
   int64_t nmma = 0;
   const char *expect = g_mutate ? g_mutate(k) : NULL; /* a broken protocol: the interpreter must refuse it */
   bool ok = sim_run(k, t, args, err, sizeof err, &nmma);
@@ -1412,6 +1485,10 @@ static void run_case_with(const gcase *c, const char *pipeline) {
       }
   CHECK(bad == 0, "%s: %lld of %lld outputs differ (first at %lld: got %g, want %g)", what, (long long)bad,
         (long long)(G * M * N), (long long)first, got0, want0);
+  if (x8) {
+    free(Ac);
+    free(Bc);
+  }
   free(A);
   free(B);
   free(bias);
@@ -1456,6 +1533,10 @@ static void test_numerics(void) {
     { "gfx942", "f16", 1, 19, 23, 17, false, false, true, "v1:32,32,8,4,4,2", "f16" },
     { "sm_90", "f32", 1, 19, 23, 17, true, false, false, NULL, "f32" },
     { "gfx1030", "f16", 1, 19, 23, 17, false, false, false, NULL, "f32" },
+    /* fp8 operands kept (fp8-compute{gemm-operands=fp8}) where no matrix instruction takes
+     * them: the FMA path converts after its tiles (arith.extf of the codes) */
+    { "sm_90", "f8e4m3fn", 1, 19, 23, 37, true, false, true, NULL, "f32" },
+    { "gfx942", "f8e5m2", 1, 21, 18, 40, false, true, false, NULL, "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
   group_end(
@@ -1639,6 +1720,14 @@ static void test_wgmma(void) {
      * K steps): the peeled steps skip the copies past the last step */
     { "sm_90a", "f16", 1, 128, 256, 256, false, true, true, "v3:128,256,64,64,256,8", "f16" },
     { "sm_90a", "bf16", 1, 256, 128, 320, true, false, false, "v3:256,128,64,128,128,8", "f32" },
+    /* fp8 (m64nNk32 e4m3 / e5m2, LDS tiles [K/16, rows, 16]): odd sizes, K-contiguous and
+     * N-contiguous operands, batch, one to four K steps, the large tiles */
+    { "sm_90a", "f8e4m3fn", 1, 128, 128, 128, true, true, false, "v3:128,128,64,64,128,16", "f32" },
+    { "sm_90a", "f8e5m2", 1, 70, 50, 45, true, false, true, "v3:64,64,32,64,64,16", "f32" },
+    { "sm_90a", "f8e4m3fn", 2, 100, 72, 96, false, true, false, "v3:128,64,32,64,64,16", "f32" },
+    { "sm_90a", "f8e5m2", 1, 33, 129, 20, false, false, true, "v3:64,128,32,64,64,16", "f32" },
+    { "sm_90a", "f8e4m3fn", 1, 130, 260, 192, true, true, true, "v3:128,256,64,64,256,16", "f32" },
+    { "sm_90a", "f8e5m2", 1, 200, 100, 256, true, false, false, "v3:256,128,64,128,128,16", "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
   /* the static proof of the in-flight protocol can fail: each broken variant is refused
@@ -1658,6 +1747,8 @@ static void test_wgmma(void) {
   static const gcase heur[] = {
     { "sm_90a", "f16", 1, 200, 300, 96, false, false, true, NULL, "f16" },
     { "sm_90a", "bf16", 1, 40, 24, 20, true, true, false, NULL, "f32" },
+    { "sm_90a", "f8e4m3fn", 1, 150, 260, 200, true, false, true, NULL, "f32" },
+    { "sm_90a", "f8e5m2", 1, 40, 24, 16, true, true, false, NULL, "f32" },
   };
   for (size_t i = 0; i < sizeof heur / sizeof *heur; i++) {
     char err[4096];

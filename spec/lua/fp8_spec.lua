@@ -164,6 +164,43 @@ describe("fp8 dtypes", function()
     end
   end)
 
+  -- fp8-compute{gemm-operands=fp8}: the GEMM keeps its fp8 operands (as sm_90a's fp8 wgmma
+  -- does by default) and converts after its tiles; the host runs that IR: the device suite's
+  -- small fp8 cases (spec/lua/wgmma_cases.lua: both OCP formats, transposes, odd sizes, K 16
+  -- to 8192, batch, f32 epilogues, quant_conv) within the f32 summation bound of g:eval, and
+  -- the fnuz formats against g:eval; default (auto) on the host: f16 operands
+  it("gemm-operands=fp8: the host runs the fp8 GEMM IR (fp8 tiles) within the f32 summation bound", function()
+    local W = require "wgmma_cases"
+    local pl = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
+    local n = 0
+    for _, c in ipairs(W.cases()) do
+      if c.fp8 and not c.name:find("large", 1, true) and not c.name:find("1000x515", 1, true) then
+        local p = kiln.compile(c.g, { target = "host", cache = false, pipeline = pl })
+        assert.truthy(p:ir("after:graph-to-rock"):find("rock%.[a-z]+\"%([^\n]*%(buffer<[^>]*xf8e[45]m[23]"), c.name)
+        local ok, msg = W.check_fp8(p:run(c.inputs), c.g:eval(c.inputs), W.absdot(c), c.fp8.K)
+        assert.is_true(ok, c.name .. ": " .. msg)
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 20, "cases: " .. n)
+    for _, dt in ipairs { "f8e4m3fnuz", "f8e5m2fnuz" } do
+      local g = kiln.graph("fnuz")
+      local a, b = g:param("a", { 37, 45 }, dt), g:param("b", { 45, 29 }, dt)
+      g:output(g:quant_dot(a, b))
+      local inputs = { a = rnd({ 37, 45 }, dt), b = rnd({ 45, 29 }, dt) }
+      local p = kiln.compile(g, { target = "host", cache = false, pipeline = pl })
+      assert.is_true(kiln.compare(p:run(inputs), g:eval(inputs)).ok, dt)
+    end
+    local g = kiln.graph("auto")
+    g:output(g:quant_dot(g:param("a", { 8, 16 }, "f8e4m3fn"), g:param("b", { 16, 8 }, "f8e4m3fn")))
+    local ir = kiln.compile(g, { target = "host", cache = false }):ir("after:fp8-compute")
+    assert.truthy(ir:find("graph.convert", 1, true), "auto on the host: f16 operands")
+    local ok, err = pcall(kiln.compile, g, { target = "host", cache = false,
+      pipeline = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=f8}", 1) })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("gemm-operands must be auto, fp8 or f16, got f8", 1, true), tostring(err))
+  end)
+
   it("GPU targets: element-wise, reductions and softmax on fp8 compile (vector loads of fp8 codes)", function()
     local targets = { "gfx942", "gfx1100", "sm_90" }
     for _, dt in ipairs{ "f8e4m3fn", "f8e5m2fnuz" } do

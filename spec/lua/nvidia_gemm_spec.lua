@@ -373,3 +373,64 @@ describe("wgmma K loop fence placement", function()
     assert.is_truthy(tostring(e):find("wgmma-fence must be early or late", 1, true), tostring(e))
   end)
 end)
+
+-- fp8 on sm_90a (passes/fp8_compute.c keeps f8e4m3fn / f8e5m2 operands of quant_dot /
+-- quant_conv; passes/rock_wgmma.h): the GEMM's PTX has wgmma.mma_async m64nNk32 .e4m3 /
+-- .e5m2 (no conversion to f16, no mma.sync), LDS tiles of fp8 codes (kpack 16); the
+-- heuristic's 8192^3 config is 128x256x64 (two warpgroups of m64n256k32); ptxas
+-- -arch=sm_90a: 0 spill bytes, no stack (skipped with a message without ptxas). sm_90 and
+-- fp8-compute{gemm-operands=f16} keep the f16 instructions.
+describe("fp8 wgmma (sm_90a)", function()
+  local PT = { f8e4m3fn = "e4m3", f8e5m2 = "e5m2" }
+  local function qdot(Mm, N, K, dt, bt)
+    local g = kiln.graph("q8")
+    local b = bt and g:param("b", { N, K }, dt):transpose { 1, 0 } or g:param("b", { K, N }, dt)
+    g:output(g:quant_dot(g:param("a", { Mm, K }, dt), b))
+    return g
+  end
+  local function qconv(dt)
+    local g = kiln.graph("q8c")
+    local x = g:param("x", { 64, 256, 14, 14 }, dt, { layout = "NHWC" })
+    local w = g:param("w", { 256, 256, 3, 3 }, dt, { layout = "KYXC" })
+    g:output(g:quant_conv(x, w, { padding = { 1, 1, 1, 1 } }))
+    return g
+  end
+  if not ptxas then print("nvidia_gemm_spec: fp8 wgmma: ptxas not found, the register / spill checks are skipped") end
+  for _, dt in ipairs { "f8e4m3fn", "f8e5m2" } do
+    local cases = {
+      { "8192^3", function() return qdot(8192, 8192, 8192, dt) end, "v3:128,256,64,64,256,16" },
+      { "8192^3 B^T", function() return qdot(8192, 8192, 8192, dt, true) end, "v3:128,256,64,64,256,16" },
+      { "1500x3840x1280", function() return qdot(1500, 3840, 1280, dt) end },
+      { "37x29x45", function() return qdot(37, 29, 45, dt) end },
+      { "conv 3x3 NHWC 64x256x14x14", function() return qconv(dt) end },
+    }
+    for _, c in ipairs(cases) do
+      it(dt .. " quant_" .. c[1], function()
+        local p = kiln.compile(c[2](), { target = "sm_90a", cache = false })
+        local gemm
+        for _, k in ipairs(p:kernels()) do if k.kind == "gemm" then gemm = k end end
+        assert.is_truthy(gemm, "a GEMM kernel")
+        if c[3] then assert.are.equal(c[3], gemm.perf_config) end
+        assert.truthy(gemm.perf_config:match("^v3:.*,16$") or gemm.perf_config:match("^v3:.*,16,%d+$"), gemm.perf_config)
+        local ptx = p:disasm(gemm.name, "sm_90a")
+        local pat = "wgmma%.mma_async%.sync%.aligned%.m64n%d+k32%.f32%." .. PT[dt] .. "%." .. PT[dt] .. " "
+        local n = count(ptx, pat)
+        assert.is_true(n > 0, "no " .. pat)
+        assert.are.equal(n, count(ptx, "wgmma%.mma_async"), "every wgmma is fp8")
+        assert.are.equal(0, count(ptx, "mma%.sync"), "no mma.sync")
+        assert.are.equal(0, count(ptx, "cvt%.rn%.f16x2%.e4m3x2"), "no conversion to f16")
+        assert.are.equal(0, count(ptx, "f16"), "no f16 values")
+        ptxas_check(ptx, "sm_90a", function(sass) assert.is_true(count(sass, "HGMMA") > 0, "HGMMA") end)
+      end)
+    end
+  end
+  it("sm_90 and gemm-operands=f16 keep the f16 instructions", function()
+    local p = kiln.compile(qdot(256, 256, 256, "f8e4m3fn"), { target = "sm_90", cache = false })
+    assert.truthy(p:disasm(p:kernels()[1].name, "sm_90"):find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 1, true))
+    local pl = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=f16}", 1)
+    p = kiln.compile(qdot(256, 256, 256, "f8e5m2"), { target = "sm_90a", cache = false, pipeline = pl })
+    local ptx = p:disasm(p:kernels()[1].name, "sm_90a")
+    assert.truthy(ptx:find("wgmma%.mma_async%.sync%.aligned%.m64n%d+k16%.f32%.f16%.f16"), "f16 wgmma")
+    assert.falsy(ptx:find("e5m2", 1, true))
+  end)
+end)

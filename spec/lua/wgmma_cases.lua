@@ -4,7 +4,10 @@
 -- batch, fused epilogues (bias + relu, sigmoid + cast, residual), the seed conv and a padded
 -- 3x3 conv, each compiled for sm_90a with a v3 perf config (or the heuristic through
 -- rock-gemm-to-gridwise{wgmma=true}), its PTX checked for wgmma.mma_async, run on the device
--- and compared with g:eval (fused_gen.check: the input dtype's tolerances).
+-- and compared with g:eval (fused_gen.check: the input dtype's tolerances). fp8 (quant_dot /
+-- quant_conv of f8e4m3fn / f8e5m2 -> f32, wgmma m64nNk32 e4m3 / e5m2): the PTX must have the
+-- fp8 wgmma, and every output element is within the f32 summation bound of its exact value
+-- (M.check_fp8: the inputs are exact fp8 values, their products exact in f32).
 --   local W = require "wgmma_cases"; for _, c in ipairs(W.cases()) do W.run(c, dev) end
 local kiln = require "kiln"
 local gen = require "fused_gen"
@@ -59,6 +62,83 @@ local function conv(Nb, C, H, W, Kc, S, P, pc)
            dtype = "f16", perf = pc }
 end
 
+-- fp8 x fp8 -> f32 (quant_dot): the same views as dot; `absdot` is the graph of
+-- |A| @ |B| (f32, evaluated in f64) that scales the tolerance.
+local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch)
+  local function build(abs)
+    local g = kiln.graph(abs and "wg_qdot_abs" or "wg_qdot")
+    local pre = batch and { batch } or {}
+    local function sh(a, b) local s = { table.unpack(pre) }; s[#s + 1] = a; s[#s + 1] = b; return s end
+    local perm = batch and { 0, 2, 1 } or { 1, 0 }
+    local a = at and g:param("a", sh(K, Mm), dt):transpose(perm) or g:param("a", sh(Mm, K), dt)
+    local b = bt and g:param("b", sh(N, K), dt):transpose(perm) or g:param("b", sh(K, N), dt)
+    if abs then
+      g:output(g:dot(a:convert("f32"):abs(), b:convert("f32"):abs()))
+      return g
+    end
+    local c = g:quant_dot(a, b)
+    if epi == "bias_relu" then
+      c = (c + g:param("bias", { N }, "f32")):relu()
+    elseif epi == "residual" then
+      c = c + g:param("r", sh(Mm, N), "f32")
+    end
+    g:output(c)
+    local inputs = { a = R(at and sh(K, Mm) or sh(Mm, K), dt), b = R(bt and sh(N, K) or sh(K, N), dt) }
+    if epi == "bias_relu" then inputs.bias = R({ N }, "f32") end
+    if epi == "residual" then inputs.r = R(sh(Mm, N), "f32") end
+    return g, inputs
+  end
+  local g, inputs = build(false)
+  return { name = ("%s %s%dx%dx%d %s%s%s%s"):format(name, batch and (batch .. "x") or "", Mm, N, K, dt, at and " A^T" or "",
+                                                    bt and " B^T" or "", epi and (" + " .. epi) or ""),
+           g = g, inputs = inputs, dtype = dt, perf = pc, fp8 = { absdot = build(true), K = K } }
+end
+
+local function qconv(Nb, C, H, W, Kc, S, P, dt, pc)
+  local function build(abs)
+    local g = kiln.graph("wg_qconv")
+    local x = g:param("x", { Nb, C, H, W }, dt, { layout = "NHWC" })
+    local w = g:param("w", { Kc, C, S, S }, dt, { layout = "KYXC" })
+    if abs then
+      g:output(g:conv(x:convert("f32"):abs(), w:convert("f32"):abs(), { padding = { P, P, P, P } }))
+    else
+      g:output(g:quant_conv(x, w, { padding = { P, P, P, P } }))
+    end
+    return g
+  end
+  return { name = ("quant_conv NHWC %dx%dx%dx%d -> %d %dx%d %s"):format(Nb, C, H, W, Kc, S, S, dt), g = build(false),
+           inputs = { x = R({ Nb, C, H, W }, dt, "NHWC"), w = R({ Kc, C, S, S }, dt, "KYXC") }, dtype = dt, perf = pc,
+           fp8 = { absdot = build(true), K = C * S * S } }
+end
+
+-- |A| @ |B| of an fp8 case, evaluated in f64 (its operands only).
+function M.absdot(c)
+  local ins = {}
+  for _, k in ipairs { "a", "b", "x", "w" } do ins[k] = c.inputs[k] end
+  return c.fp8.absdot:eval(ins)
+end
+
+-- fp8 products are exact in f32 and the sum of K of them, added in f32 in any order,
+-- is within (K - 1) u sum |a_k b_k| of the exact sum (u = 2^-24, the standard bound of
+-- recursive summation), plus one rounding (u |want|) for a fused f32 epilogue add: the
+-- bound per output element, from the |A| @ |B| graph. true, or false and the worst element.
+function M.check_fp8(got, want, absdot, K)
+  local u = 2 ^ -24
+  local gf, wf, af = got:flat(), want:flat(), absdot:flat()
+  if #gf ~= #wf then return false, ("%d outputs, want %d"):format(#gf, #wf) end
+  local worst, wi = 0, 0
+  for i = 1, #wf do
+    local tol = (K - 1) * u * af[i] + u * math.abs(wf[i]) + 1e-30
+    local r = math.abs(gf[i] - wf[i]) / tol
+    if not (r <= worst) then worst, wi = r, i end
+  end
+  if worst > 1 then
+    return false, ("element %d: got %.9g, want %.9g (|A||B| %.6g, K %d): %.3g x the f32 summation bound"):format(
+      wi, gf[wi], wf[wi], af[wi], K, worst)
+  end
+  return true, ("within %.3g x the f32 summation bound"):format(worst)
+end
+
 -- The first case is the simplest (one warpgroup, one 64x64 tile per block, plain f16 GEMM):
 -- run it first when bringing the path up.
 function M.cases()
@@ -110,6 +190,31 @@ function M.cases()
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil)
   cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8")
   cs[#cs + 1] = conv(2, 37, 9, 11, 40, 3, 1, "v3:64,64,16,64,64,8")
+  -- fp8 (quant_dot / quant_conv -> f32 on wgmma k32 e4m3 / e5m2; kpack 16: LDS [K/16, rows, 16]):
+  -- both formats, every operand transposition, odd sizes, K from 16 to 8192, batch, f32
+  -- epilogues, the large tiles and the heuristic
+  local f8cfg = { "v3:128,128,128,64,128,16", "v3:64,64,64,64,64,16", "v3:128,256,64,64,256,16",
+                  "v3:256,128,64,128,128,16", "v3:64,128,32,64,64,16", false }
+  local f8shapes = { { 256, 256, 256 }, { 257, 129, 16 }, { 1000, 515, 1024 }, { 33, 17, 4096 }, { 128, 136, 8192 },
+                     { 300, 520, 200 }, { 64, 64, 20 } }
+  local f8epis = { false, "bias_relu", "residual" }
+  i = 0
+  for _, s in ipairs(f8shapes) do
+    for _, dt in ipairs { "f8e4m3fn", "f8e5m2" } do
+      for t = 0, 1 do
+        i = i + 1
+        local pc = f8cfg[i % #f8cfg + 1]
+        local tr = i % 4
+        cs[#cs + 1] = qdot("fp8 gemm", s[1], s[2], s[3], dt, tr % 2 == 1, tr >= 2, f8epis[i % #f8epis + 1] or nil, pc or nil)
+      end
+    end
+  end
+  cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e4m3fn", false, true, "residual", "v3:128,128,64,64,128,16", 3)
+  cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e5m2", true, false, nil, nil, 3)
+  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 256, "f8e4m3fn", false, false, nil, nil)
+  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 320, "f8e5m2", false, true, "bias_relu", nil)
+  cs[#cs + 1] = qconv(4, 256, 7, 7, 512, 1, 0, "f8e4m3fn", nil)
+  cs[#cs + 1] = qconv(2, 37, 9, 11, 40, 3, 1, "f8e5m2", "v3:64,64,32,64,64,16")
   return cs
 end
 
@@ -124,12 +229,18 @@ function M.run(c, dev)
   for _, k in ipairs(p:kernels()) do
     if k.kind == "gemm" then
       pc = k.perf_config
-      if not p:disasm(k.name, "sm_90a"):find("wgmma.mma_async", 1, true) then error("no wgmma in " .. k.name .. " (" .. pc .. ")", 0) end
+      local want = c.fp8 and "wgmma%.mma_async%.sync%.aligned%.m64n%d+k32%.f32%.e[45]m[23]%.e[45]m[23]" or "wgmma%.mma_async"
+      if not p:disasm(k.name, "sm_90a"):find(want) then error("no " .. want .. " in " .. k.name .. " (" .. pc .. ")", 0) end
     end
   end
   if not pc then error("no GEMM kernel", 0) end
   if c.expect and pc ~= c.expect then error(("the heuristic took %s, expected %s"):format(pc, c.expect), 0) end
   local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
+  if c.fp8 then
+    local good, msg = M.check_fp8(got[1], want[1], M.absdot(c), c.fp8.K)
+    if not good then error(("%s: %s"):format(pc, msg), 0) end
+    return pc
+  end
   for i = 1, want.n do
     local good, report = gen.check(got[i], want[i], c.dtype)
     if not good then error(("%s: output %d: %s"):format(pc, i, report.summary), 0) end
