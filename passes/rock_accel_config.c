@@ -277,7 +277,8 @@ static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_ac
 }
 
 /* AMDGPU: wave tiles up to 128 per dim, up to 8 waves (512 threads), the target's full
- * LDS, kpack 16 bytes for 2-byte types on MFMA, only configs whose register estimate
+ * LDS, kpack 16 bytes for 2-byte types on MFMA and WMMA (WMMA's 32-byte K run per lane
+ * is two 16-byte rows: the skewed rows of rock-gridwise-to-blockwise), only configs whose register estimate
  * fits (kl_accel_amd_fits_registers), ranked by amd_cost; within 2% of the best cost the
  * least padded volume wins. */
 static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
@@ -301,7 +302,7 @@ static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g,
                 c.k_per_block > 64)
               continue;
             if (kl_accel_block_size(&c, d) > 512) continue;
-            c.kpack = d->kind == KL_ACCEL_MFMA && eb == 2 ? 8 : d->kpack;
+            c.kpack = (d->kind == KL_ACCEL_MFMA || d->kind == KL_ACCEL_WMMA) && eb == 2 ? 8 : d->kpack;
             while (c.kpack > 1 && c.k_per_block % c.kpack) c.kpack /= 2;
             if (!kl_accel_config_validate(&c, t, d, eb, NULL, 0)) continue;
             if (!kl_accel_amd_fits_registers(&c, t, d, eb, NULL, 0)) continue;

@@ -93,7 +93,8 @@ typedef struct {
   bool iter_d, tid_d;
   int64_t vlen, lines, run;
   bool vd;
-  int64_t lds; /* AMD MFMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
+  int64_t lds;  /* AMD MFMA / WMMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
+  int64_t wide; /* AMD MFMA / WMMA: bytes of the shortest LDS store run, capped at 4 (lds_store_run), else 0 */
 } layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
@@ -206,6 +207,7 @@ static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_
 
 static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n);
 static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb);
+static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t cap);
 
 /* The copy layout (see the header comment): longest vector along iter, then fewest
  * lines touched by a wave's first vector reads, then (AMD MFMA tiles with 16-byte kpack
@@ -219,7 +221,7 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
   for (int64_t ck = 1; ck <= t->KB; ck++) {
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
-      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0 };
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0 };
       if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
         continue; /* same as the other order */
       l.vd = l.iter_d;
@@ -240,11 +242,13 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
       if (amd_skew >= 0) {
         kl_view *w = lds_copy_view(t, is_a, &l, err, n);
         l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb) : -1;
+        l.wide = w ? lds_store_run(t, w, DB, amd_skew, (4 + eb - 1) / eb) * eb : 0;
+        if (l.wide > 4) l.wide = 4;
         kl_view_free(w);
         if (l.lds < 0) l.lds = INT64_MAX;
       }
-      bool better = !found || l.vlen > best->vlen ||
-          (l.vlen == best->vlen &&
+      bool better = !found || l.wide > best->wide || (l.wide == best->wide && l.vlen > best->vlen) ||
+          (l.wide == best->wide && l.vlen == best->vlen &&
            (l.lines < best->lines ||
             (l.lines == best->lines &&
              (l.lds < best->lds ||
@@ -443,6 +447,45 @@ static void erase_tile(kl_rewriter *rw, kl_value *tile) {
   kl_rewriter_erase_op(rw, def);
   if (raw && raw->def) kl_rewriter_erase_op(rw, raw->def);
 }
+/* The shortest run of consecutive LDS elements among thread 0's stores of the copy (tid,
+ * iter) -> (k, d) view w into a kpack > 1 tile of skew `skew` (lds_tile_view), capped at
+ * `cap`: LLVM merges a thread's stores to adjacent addresses, so a run of 2 f16 is one
+ * 4-byte store, a run of 1 a 2-byte one (ds_write_b16: a transposed copy with one K
+ * element per thread). 0 when a view fails. */
+static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t cap) {
+  char err[256];
+  int64_t s[3];
+  kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
+  kl_view_err ve = { 0 };
+  kl_view *full = tv ? kl_view_compose(w, tv, &ve) : NULL;
+  kl_view_free(tv);
+  if (!full) return 0;
+  int64_t strides[3] = { s[1] * s[2], s[2], 1 }, per = t->KB * DB / t->BS, best = cap;
+  int64_t *a = kl_xmalloc(per * sizeof *a);
+  int64_t n = 0;
+  for (int64_t i = 0; i < per; i++) {
+    int64_t up[2] = { 0, i };
+    bool valid;
+    int64_t x = kl_view_eval_addr(full, up, strides, &valid);
+    if (valid) a[n++] = x;
+  }
+  for (int64_t i = 0; i < n; i++) { /* the run through a[i]: its length from its first element */
+    bool first = true;
+    for (int64_t j = 0; j < n; j++) first &= a[j] != a[i] - 1;
+    if (!first) continue;
+    int64_t len = 1;
+    for (bool more = true; more && len < cap;) {
+      more = false;
+      for (int64_t j = 0; j < n && !more; j++) more = a[j] == a[i] + len;
+      len += more;
+    }
+    if (len < best) best = len;
+  }
+  free(a);
+  kl_view_free(full);
+  return best;
+}
+
 /* LDS wavefronts of the copy (tid, iter) -> (k, d) view w into a kpack > 1 tile of skew
  * `skew` (lds_tile_view), all BS threads, each storing vectors of vlen elements of eb
  * bytes: per phase (128 bytes: 8 lanes of 16-byte accesses, 16 of 8, 32 of 4 or less)
@@ -926,7 +969,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   /* AMD MFMA with 16-byte kpack rows (see below): the copies' LDS conflicts rank the layouts */
   const char *acc_kind = kl_op_attr_string(op, "accel");
   int64_t ebytes = (kl_type_bits(ta->elem) + 7) / 8;
-  bool amd16 = acc_kind && !strcmp(acc_kind, "mfma") && t.kpack > 1 && t.kpack * ebytes == 16;
+  bool amd16 = acc_kind && (!strcmp(acc_kind, "mfma") || !strcmp(acc_kind, "wmma")) && t.kpack > 1 &&
+      t.kpack * ebytes == 16;
   int sk_a = !amd16 ? -1 : t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
   int sk_b = !amd16 ? -1 : t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
   if (!choose_layout(&t, true, a, pa, sk_a, ebytes, &la, err, sizeof err) ||
@@ -964,7 +1008,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     bool nv16 = accel && (!strcmp(accel, "mma_sync") || !strcmp(accel, "wgmma")); /* wgmma: passes/rock_wgmma.h */
     /* MFMA (AMD: 32 banks of 4 bytes, 16-byte accesses 8 lanes per phase, as on NVIDIA):
      * the same layout within the target's LDS */
-    bool mfma16 = accel && !strcmp(accel, "mfma") && t.kpack > 1 && t.kpack * eb == 16;
+    bool mfma16 = accel && (!strcmp(accel, "mfma") || !strcmp(accel, "wmma")) && t.kpack > 1 && t.kpack * eb == 16;
     if ((nv16 || mfma16) && t.kpack > 1 && t.kpack * eb == 16) {
       const kl_target *tt = mfma16 ? kl_perf_resolve_target(op, NULL, NULL, 0) : NULL;
       int64_t lim = tt ? tt->lds_bytes : 48 * 1024;
