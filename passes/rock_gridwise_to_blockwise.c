@@ -95,6 +95,7 @@ typedef struct {
   bool vd;
   int64_t lds;  /* AMD MFMA / WMMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
   int64_t wide; /* AMD MFMA / WMMA: bytes of the shortest LDS store run, capped at 4 (lds_store_run), else 0 */
+  bool lds_ok;  /* AMD MFMA / WMMA: the copy's stores at most 2-way (lds <= 2 x its phases), else false */
 } layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
@@ -206,7 +207,7 @@ static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_
 }
 
 static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n);
-static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb);
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb, int64_t *phases);
 static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t cap);
 
 /* The copy layout (see the header comment): longest vector along iter, then fewest
@@ -221,7 +222,7 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
   for (int64_t ck = 1; ck <= t->KB; ck++) {
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
-      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0 };
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0, false };
       if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
         continue; /* same as the other order */
       l.vd = l.iter_d;
@@ -241,14 +242,17 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
       kl_view_free(v);
       if (amd_skew >= 0) {
         kl_view *w = lds_copy_view(t, is_a, &l, err, n);
-        l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb) : -1;
+        int64_t ph = 0;
+        l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb, &ph) : -1;
+        l.lds_ok = l.lds >= 0 && l.lds <= 2 * ph;
         l.wide = w ? lds_store_run(t, w, DB, amd_skew, (4 + eb - 1) / eb) * eb : 0;
         if (l.wide > 4) l.wide = 4;
         kl_view_free(w);
         if (l.lds < 0) l.lds = INT64_MAX;
       }
       bool better = !found || l.wide > best->wide || (l.wide == best->wide && l.vlen > best->vlen) ||
-          (l.wide == best->wide && l.vlen == best->vlen &&
+          (l.wide == best->wide && l.vlen == best->vlen && l.lds_ok && !best->lds_ok) ||
+          (l.wide == best->wide && l.vlen == best->vlen && l.lds_ok == best->lds_ok &&
            (l.lines < best->lines ||
             (l.lines == best->lines &&
              (l.lds < best->lds ||
@@ -370,6 +374,11 @@ static kl_value *alloc(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int ran
  * pad row). See lower_gridwise for why. */
 static int64_t lds_rows(int64_t DB, int skew) { return skew == 2 ? DB + DB / 8 + 1 : skew == 1 ? DB + 1 : DB; }
 
+/* The skew of an LDS tile of DB rows per K group (lds_rows): 2 for DB a multiple of 64, 1
+ * for other multiples of 8, else 0; WMMA (gfx11, wave32) takes 2 for every multiple of 16
+ * (its one-wave 16- and 32-row tiles' copies were 3.4-way with one pad row). */
+static int tile_skew(int64_t DB, bool wmma) { return DB % 64 == 0 || (wmma && DB % 16 == 0) ? 2 : DB % 8 == 0 ? 1 : 0; }
+
 /* LDS tile [KB, DB]: a plain alloc, or (kpack > 1) [KB/kpack, lds_rows(DB, skew), kpack]
  * viewed as [KB, DB]. */
 static kl_view *lds_tile_view(const tiles *t, int64_t DB, int skew, const char *d, int64_t s[3], char *err, size_t n) {
@@ -490,7 +499,7 @@ static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int s
  * `skew` (lds_tile_view), all BS threads, each storing vectors of vlen elements of eb
  * bytes: per phase (128 bytes: 8 lanes of 16-byte accesses, 16 of 8, 32 of 4 or less)
  * the most distinct addresses on one bank slot, summed; -1 when a view fails. */
-static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb) {
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb, int64_t *phases) {
   char err[256];
   int64_t s[3];
   kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
@@ -525,6 +534,7 @@ static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int
         if (c > worst) worst = c;
       }
       wf += worst;
+      *phases += n > 0;
     }
   kl_view_free(full);
   return wf;
@@ -969,10 +979,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   /* AMD MFMA with 16-byte kpack rows (see below): the copies' LDS conflicts rank the layouts */
   const char *acc_kind = kl_op_attr_string(op, "accel");
   int64_t ebytes = (kl_type_bits(ta->elem) + 7) / 8;
+  bool amd_wmma = acc_kind && !strcmp(acc_kind, "wmma");
   bool amd16 = acc_kind && (!strcmp(acc_kind, "mfma") || !strcmp(acc_kind, "wmma")) && t.kpack > 1 &&
       t.kpack * ebytes == 16;
-  int sk_a = !amd16 ? -1 : t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
-  int sk_b = !amd16 ? -1 : t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
+  int sk_a = !amd16 ? -1 : tile_skew(t.MB, amd_wmma), sk_b = !amd16 ? -1 : tile_skew(t.NB, amd_wmma);
   if (!choose_layout(&t, true, a, pa, sk_a, ebytes, &la, err, sizeof err) ||
       !choose_layout(&t, false, b, pb, sk_b, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
@@ -1014,8 +1024,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       int64_t lim = tt ? tt->lds_bytes : 48 * 1024;
       const kl_target *tw = mfma16 || strcmp(accel, "wgmma") ? NULL : kl_perf_resolve_target(op, NULL, NULL, 0);
       if (tw) lim = tw->lds_bytes; /* wgmma: its multi-buffered loop is past 48 KiB (dynamic shared memory) anyway */
-      skew_a = t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
-      skew_b = t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
+      skew_a = tile_skew(t.MB, amd_wmma);
+      skew_b = tile_skew(t.NB, amd_wmma);
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
       if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > lim) skew_a = skew_b = 0, extra = 0;
     }

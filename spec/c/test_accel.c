@@ -1544,6 +1544,52 @@ static void test_banks_amd(void) {
             "rows (kpack 8 for 2-byte types)");
 }
 
+/* Every config the AMD heuristic can pick (kl_accel_amd_candidates) for 2-byte inputs on
+ * gfx90a, gfx942 (MFMA) and gfx1100 (WMMA), one block tile and two K steps, in the
+ * benchmark suite's two operand forms (GEMM: A [M,K] and B [K,N], B transposed into LDS;
+ * conv: both K-contiguous): the interpreter's numerics and the LDS bank count, fragment
+ * reads and copies at most 2-way. KILN_TEST_AMD_FORMS=1 runs only the GEMM form. */
+static void test_banks_amd_all(void) {
+  group_begin();
+  static const char *targets[] = { "gfx90a", "gfx942", "gfx1100" };
+  kl_ctx *ctx = kl_test_ctx();
+  int64_t total = 0;
+  for (size_t ti = 0; ti < sizeof targets / sizeof *targets; ti++) {
+    const kl_target *t = kl_target_lookup(targets[ti]);
+    const kl_accel_desc *d = kl_accel_desc_for(t, kl_type_scalar(ctx, KL_TY_F16));
+    static kl_accel_config cs[KL_ACCEL_AMD_MAX_CANDIDATES];
+    int n = d ? kl_accel_amd_candidates(t, d, 2, cs, KL_ACCEL_AMD_MAX_CANDIDATES) : 0;
+    CHECK(n > 0 && n <= KL_ACCEL_AMD_MAX_CANDIDATES, "%s: %d heuristic candidates", targets[ti], n);
+    int64_t worst[2] = { 0, 0 }; /* per mille of the ideal */
+    for (int i = 0; i < n && i < KL_ACCEL_AMD_MAX_CANDIDATES; i++)
+      for (int form = 0; form < (getenv("KILN_TEST_AMD_FORMS") ? 1 : 2); form++) {
+        char perf[96];
+        const kl_accel_config *c = &cs[i];
+        snprintf(perf, sizeof perf, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block,
+                 (long long)c->n_per_block, (long long)c->k_per_block, (long long)c->m_per_wave,
+                 (long long)c->n_per_wave, (long long)c->kpack);
+        gcase g = { targets[ti], "f16",     1,     c->m_per_block, c->n_per_block, 2 * c->k_per_block,
+                    true,        form == 1, false, perf,           "f32" };
+        for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
+        run_case(&g);
+        total++;
+        CHECK(g_lds_ideal[0] > 0 && g_lds_ideal[1] > 0, "%s %s: no LDS access counted", g.target, perf);
+        for (int j = 0; j < 2; j++) {
+          CHECK(g_lds_wavefronts[j] <= 2 * g_lds_ideal[j], "%s %s%s: %s %lld wavefronts for %lld phases", g.target,
+                perf, g.bt ? " B^T" : "", j ? "copies" : "fragment reads", (long long)g_lds_wavefronts[j],
+                (long long)g_lds_ideal[j]);
+          int64_t pm = g_lds_ideal[j] > 0 ? 1000 * g_lds_wavefronts[j] / g_lds_ideal[j] : 0;
+          if (pm > worst[j]) worst[j] = pm;
+        }
+      }
+    printf("  banks: %s f16: %d heuristic configs, worst fragment reads %.2f-way, copies %.2f-way\n", targets[ti], n,
+           worst[0] / 1000.0, worst[1] / 1000.0);
+  }
+  kl_ctx_destroy(ctx);
+  group_end("banks: every AMD heuristic config (f16, gfx90a / gfx942 / gfx1100, GEMM and conv forms): fragment "
+            "reads and copies <= 2-way");
+}
+
 static void test_banks(void) {
   group_begin();
   static const struct {
@@ -1580,6 +1626,7 @@ static void test_banks(void) {
       "banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
       "skewed LDS rows");
   test_banks_amd();
+  test_banks_amd_all();
 }
 
 
@@ -2503,6 +2550,7 @@ int main(void) {
   }
   if (getenv("KILN_TEST_ONLY_AMD_BANKS")) { /* iterating on the AMD LDS layouts alone */
     test_banks_amd();
+    test_banks_amd_all();
     return g_fail ? 1 : 0;
   }
   test_layouts();
