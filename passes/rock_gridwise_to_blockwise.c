@@ -27,9 +27,11 @@
  * the longest vector along iter through the operand's views down to its buffer
  * (kl_view_max_vectorization), the fewest 64-byte lines touched when the first wave
  * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
- * on AMD MFMA tiles with 16-byte kpack rows the fewest LDS wavefronts of the copy's
+ * on AMD MFMA / WMMA tiles with 16-byte kpack rows the fewest LDS wavefronts of the copy's
  * stores (copy_wavefronts), the shortest per-thread run along the vector dim, vectors
- * along M/N rather than K.
+ * along M/N rather than K. On those AMD tiles two keys come first: a shortest LDS store
+ * run of at least 4 bytes (lds_store_run: no 2-byte ds_write of a transposed operand),
+ * and, after the vector length, stores at most 2-way (ranked above the lines).
  * vector_len records the vector length. When an operand is a view of a global
  * rock.alloc written directly by one fusing op (a rock.elementwise prologue, fused into
  * the copies by rock-align-tiling), the layout is chosen for the view of its primary
