@@ -70,14 +70,49 @@ local function estimate(t, dt, k, mnk)
   return ideal / time, bound
 end
 
+-- llvm-mca(-19)'s cycles per iteration of the main loop (the innermost loop with the most
+-- matrix instructions, else the innermost loop with the most lines; labels and comments
+-- dropped), 100 iterations, -mcpu = the target; "-" without the tool or a loop
+local isa = require "amd_isa"
+local MCA
+for _, n in ipairs { "llvm-mca-19", "llvm-mca" } do
+  if not MCA and os.execute("command -v " .. n .. " >/dev/null 2>&1") then MCA = n end
+end
+local function mca_cycles(asm, t)
+  local l, ls = isa.main_loop(asm)
+  if not l then
+    local loops
+    loops, ls = isa.loops(asm)
+    for _, x in ipairs(loops) do
+      if x.innermost and (not l or x.back - x.head > l.back - l.head) then l = x end
+    end
+  end
+  if not (MCA and l) then return "-" end
+  local body = {}
+  for i = l.head, l.back do
+    local x = ls[i]:gsub(";.*$", "")
+    if not x:match("^%.L%x+:") and x:match("%S") and not x:match("^%s*s_c?branch") then body[#body + 1] = x end
+  end
+  local f = os.tmpname()
+  local h = io.open(f, "w")
+  h:write(table.concat(body, "\n"), "\n")
+  h:close()
+  local pipe = io.popen(("%s -mtriple=amdgcn-amd-amdhsa -mcpu=%s -iterations=100 %s 2>/dev/null"):format(MCA, t, f))
+  local o = pipe:read("a")
+  pipe:close()
+  os.remove(f)
+  local cyc = tonumber(o:match("Total Cycles:%s*(%d+)"))
+  return cyc and ("%.0f"):format(cyc / 100) or "-"
+end
+
 local out = {}
 local function p(s) out[#out + 1] = s end
 for _, t in ipairs(C.TARGETS) do
   p("")
   p(("### %s (%d CUs)"):format(t, CUS[t]))
   p("")
-  p("| kernel | tile (perf config) | grid x block | VGPR / AGPR | LDS bytes | scratch | occupancy (waves/SIMD, limit) | matrix instrs per K step per wave (loop body) | est. fraction of matrix peak (bound) |")
-  p("|---|---|---|---|---|---|---|---|---|")
+  p("| kernel | tile (perf config) | grid x block | VGPR / AGPR | LDS bytes | scratch | occupancy (waves/SIMD, limit) | matrix instrs per K step per wave (loop body) | mca cycles per loop iteration | est. fraction of matrix peak (bound) |")
+  p("|---|---|---|---|---|---|---|---|---|---|")
   for _, c in ipairs(CASES) do
     local case = by_id[c[2]]
     local prog = kiln.compile(case[3](kiln), { targets = { t }, cache = false })
@@ -98,10 +133,11 @@ for _, t in ipairs(C.TARGETS) do
         local f, b = estimate(t, c[4], k, c[3])
         if f then est = ("%.0f%% (%s)"):format(100 * f, b) end
       end
-      p(("| %s%s | %s | %d x %d | %d / %d | %d | %d | %d (%s) | %s | %s |"):format(c[1],
+      local mca = mca_cycles(prog:disasm(k.name, t), t)
+      p(("| %s%s | %s | %d x %d | %d / %d | %d | %d | %d (%s) | %s | %s | %s |"):format(c[1],
         k.kind == "gemm" and "" or (c[3] and " — " .. k.kind .. " kernel" or ""),
         k.perf_config ~= "" and k.perf_config or "-", k.grid, k.block, s.vgpr, s.agpr, s.lds_bytes, s.scratch_bytes,
-        s.occupancy, s.occupancy_limit, per_step, est))
+        s.occupancy, s.occupancy_limit, per_step, mca, est))
     end
   end
 end

@@ -167,6 +167,13 @@ double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const 
 void kl_accel_amd_regs(const kl_accel_config *c, const kl_accel_desc *d, int elem_bytes, int64_t *arch, int64_t *acc);
 bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
                                  char *why, size_t whylen);
+/* AMDGPU: the configs the heuristic ranks (every one it can pick) for instruction d with
+ * elem_bytes-byte inputs on t: wave tiles up to 128 per dim, block tiles up to 256, up to
+ * 512 threads, kPerBlock up to 64, kpack 8 for 2-byte types on MFMA and WMMA, valid and
+ * fitting the registers (kl_accel_amd_fits_registers). Writes the first max of them to
+ * out and returns their count (spec/c/test_accel.c proves the LDS layout of each). */
+#define KL_ACCEL_AMD_MAX_CANDIDATES 576
+int kl_accel_amd_candidates(const kl_target *t, const kl_accel_desc *d, int elem_bytes, kl_accel_config *out, int max);
 /* m_per_thread x n_per_thread with the block size and accumulator count of the config
  * (see the IR contract); false if the sizes do not factor. */
 bool kl_accel_thread_tile(const kl_accel_config *c, const kl_accel_desc *d, int64_t *mt, int64_t *nt);

@@ -277,14 +277,13 @@ static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_ac
 }
 
 /* AMDGPU: wave tiles up to 128 per dim, up to 8 waves (512 threads), the target's full
- * LDS, kpack 16 bytes for 2-byte types on MFMA, only configs whose register estimate
+ * LDS, kpack 16 bytes for 2-byte types on MFMA and WMMA (WMMA's 32-byte K run per lane
+ * is two 16-byte rows: the skewed rows of rock-gridwise-to-blockwise), only configs whose register estimate
  * fits (kl_accel_amd_fits_registers), ranked by amd_cost; within 2% of the best cost the
  * least padded volume wins. */
-static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
-                          int eb, kl_accel_config *out) {
+int kl_accel_amd_candidates(const kl_target *t, const kl_accel_desc *d, int eb, kl_accel_config *out, int max) {
   static const int64_t reps[] = { 8, 4, 2, 1 }, waves[] = { 4, 2, 1 }, ksteps[] = { 8, 4, 2, 1 };
-  bool found = false;
-  double best = 0, best_pad = 0;
+  int n = 0;
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 4; b++)
       for (int wa = 0; wa < 3; wa++)
@@ -301,23 +300,37 @@ static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g,
                 c.k_per_block > 64)
               continue;
             if (kl_accel_block_size(&c, d) > 512) continue;
-            c.kpack = d->kind == KL_ACCEL_MFMA && eb == 2 ? 8 : d->kpack;
+            c.kpack = (d->kind == KL_ACCEL_MFMA || d->kind == KL_ACCEL_WMMA) && eb == 2 ? 8 : d->kpack;
             while (c.kpack > 1 && c.k_per_block % c.kpack) c.kpack /= 2;
             if (!kl_accel_config_validate(&c, t, d, eb, NULL, 0)) continue;
             if (!kl_accel_amd_fits_registers(&c, t, d, eb, NULL, 0)) continue;
-            double cst = amd_cost(&c, t, d, g, m, n, k, eb);
-            if (cst < 0) return false;
-            double pad = (double)(ceil_div(m, c.m_per_block) * c.m_per_block) *
-                (double)(ceil_div(n, c.n_per_block) * c.n_per_block) *
-                (double)(ceil_div(k, c.k_per_block) * c.k_per_block);
-            /* within 2% of the best cost, less padding wins (tiny problems: latency dominates every tile) */
-            if (!found || cst < best * 0.98 || (cst <= best * 1.02 && pad < best_pad)) {
-              best = cst;
-              best_pad = pad;
-              *out = c;
-              found = true;
-            }
+            if (n < max) out[n] = c;
+            n++;
           }
+  return n;
+}
+
+static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
+                          int eb, kl_accel_config *out) {
+  kl_accel_config cs[KL_ACCEL_AMD_MAX_CANDIDATES];
+  int nc = kl_accel_amd_candidates(t, d, eb, cs, KL_ACCEL_AMD_MAX_CANDIDATES);
+  if (nc > KL_ACCEL_AMD_MAX_CANDIDATES) nc = KL_ACCEL_AMD_MAX_CANDIDATES;
+  bool found = false;
+  double best = 0, best_pad = 0;
+  for (int i = 0; i < nc; i++) {
+    kl_accel_config c = cs[i];
+    double cst = amd_cost(&c, t, d, g, m, n, k, eb);
+    if (cst < 0) return false;
+    double pad = (double)(ceil_div(m, c.m_per_block) * c.m_per_block) *
+        (double)(ceil_div(n, c.n_per_block) * c.n_per_block) * (double)(ceil_div(k, c.k_per_block) * c.k_per_block);
+    /* within 2% of the best cost, less padding wins (tiny problems: latency dominates every tile) */
+    if (!found || cst < best * 0.98 || (cst <= best * 1.02 && pad < best_pad)) {
+      best = cst;
+      best_pad = pad;
+      *out = c;
+      found = true;
+    }
+  }
   return found;
 }
 

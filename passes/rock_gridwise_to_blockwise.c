@@ -28,9 +28,11 @@
  * the longest vector along iter through the operand's views down to its buffer
  * (kl_view_max_vectorization), the fewest 64-byte lines touched when the first wave
  * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
- * on AMD MFMA tiles with 16-byte kpack rows the fewest LDS wavefronts of the copy's
+ * on AMD MFMA / WMMA tiles with 16-byte kpack rows the fewest LDS wavefronts of the copy's
  * stores (copy_wavefronts), the shortest per-thread run along the vector dim, vectors
- * along M/N rather than K.
+ * along M/N rather than K. On those AMD tiles two keys come first: a shortest LDS store
+ * run of at least 4 bytes (lds_store_run: no 2-byte ds_write of a transposed operand),
+ * and, after the vector length, stores at most 2-way (ranked above the lines).
  * vector_len records the vector length. When an operand is a view of a global
  * rock.alloc written directly by one fusing op (a rock.elementwise prologue, fused into
  * the copies by rock-align-tiling), the layout is chosen for the view of its primary
@@ -97,7 +99,9 @@ typedef struct {
   bool iter_d, tid_d;
   int64_t vlen, lines, run;
   bool vd;
-  int64_t lds; /* AMD MFMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
+  int64_t lds;  /* AMD MFMA / WMMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
+  int64_t wide; /* AMD MFMA / WMMA: bytes of the shortest LDS store run, capped at 4 (lds_store_run), else 0 */
+  bool lds_ok;  /* AMD MFMA / WMMA: the copy's stores at most 2-way (lds <= 2 x its phases), else false */
 } layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
@@ -209,7 +213,8 @@ static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_
 }
 
 static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n);
-static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb);
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb, int64_t *phases);
+static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t cap);
 
 /* The copy layout (see the header comment): longest vector along iter, then fewest
  * lines touched by a wave's first vector reads, then (AMD MFMA tiles with 16-byte kpack
@@ -223,7 +228,7 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
   for (int64_t ck = 1; ck <= t->KB; ck++) {
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
-      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0 };
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0, false };
       if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
         continue; /* same as the other order */
       l.vd = l.iter_d;
@@ -243,12 +248,17 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
       kl_view_free(v);
       if (amd_skew >= 0) {
         kl_view *w = lds_copy_view(t, is_a, &l, err, n);
-        l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb) : -1;
+        int64_t ph = 0;
+        l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb, &ph) : -1;
+        l.lds_ok = l.lds >= 0 && l.lds <= 2 * ph;
+        l.wide = w ? lds_store_run(t, w, DB, amd_skew, (4 + eb - 1) / eb) * eb : 0;
+        if (l.wide > 4) l.wide = 4;
         kl_view_free(w);
         if (l.lds < 0) l.lds = INT64_MAX;
       }
-      bool better = !found || l.vlen > best->vlen ||
-          (l.vlen == best->vlen &&
+      bool better = !found || l.wide > best->wide || (l.wide == best->wide && l.vlen > best->vlen) ||
+          (l.wide == best->wide && l.vlen == best->vlen && l.lds_ok && !best->lds_ok) ||
+          (l.wide == best->wide && l.vlen == best->vlen && l.lds_ok == best->lds_ok &&
            (l.lines < best->lines ||
             (l.lines == best->lines &&
              (l.lds < best->lds ||
@@ -370,6 +380,11 @@ static kl_value *alloc(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int ran
  * pad row). See lower_gridwise for why. */
 static int64_t lds_rows(int64_t DB, int skew) { return skew == 2 ? DB + DB / 8 + 1 : skew == 1 ? DB + 1 : DB; }
 
+/* The skew of an LDS tile of DB rows per K group (lds_rows): 2 for DB a multiple of 64, 1
+ * for other multiples of 8, else 0; WMMA (gfx11, wave32) takes 2 for every multiple of 16
+ * (its one-wave 16- and 32-row tiles' copies were 3.4-way with one pad row). */
+static int tile_skew(int64_t DB, bool wmma) { return DB % 64 == 0 || (wmma && DB % 16 == 0) ? 2 : DB % 8 == 0 ? 1 : 0; }
+
 /* LDS tile [KB, DB]: a plain alloc, or (kpack > 1) [KB/kpack, lds_rows(DB, skew), kpack]
  * viewed as [KB, DB]. */
 static kl_view *lds_tile_view(const tiles *t, int64_t DB, int skew, const char *d, int64_t s[3], char *err, size_t n) {
@@ -447,11 +462,50 @@ static void erase_tile(kl_rewriter *rw, kl_value *tile) {
   kl_rewriter_erase_op(rw, def);
   if (raw && raw->def) kl_rewriter_erase_op(rw, raw->def);
 }
+/* The shortest run of consecutive LDS elements among thread 0's stores of the copy (tid,
+ * iter) -> (k, d) view w into a kpack > 1 tile of skew `skew` (lds_tile_view), capped at
+ * `cap`: LLVM merges a thread's stores to adjacent addresses, so a run of 2 f16 is one
+ * 4-byte store, a run of 1 a 2-byte one (ds_write_b16: a transposed copy with one K
+ * element per thread). 0 when a view fails. */
+static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t cap) {
+  char err[256];
+  int64_t s[3];
+  kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
+  kl_view_err ve = { 0 };
+  kl_view *full = tv ? kl_view_compose(w, tv, &ve) : NULL;
+  kl_view_free(tv);
+  if (!full) return 0;
+  int64_t strides[3] = { s[1] * s[2], s[2], 1 }, per = t->KB * DB / t->BS, best = cap;
+  int64_t *a = kl_xmalloc(per * sizeof *a);
+  int64_t n = 0;
+  for (int64_t i = 0; i < per; i++) {
+    int64_t up[2] = { 0, i };
+    bool valid;
+    int64_t x = kl_view_eval_addr(full, up, strides, &valid);
+    if (valid) a[n++] = x;
+  }
+  for (int64_t i = 0; i < n; i++) { /* the run through a[i]: its length from its first element */
+    bool first = true;
+    for (int64_t j = 0; j < n; j++) first &= a[j] != a[i] - 1;
+    if (!first) continue;
+    int64_t len = 1;
+    for (bool more = true; more && len < cap;) {
+      more = false;
+      for (int64_t j = 0; j < n && !more; j++) more = a[j] == a[i] + len;
+      len += more;
+    }
+    if (len < best) best = len;
+  }
+  free(a);
+  kl_view_free(full);
+  return best;
+}
+
 /* LDS wavefronts of the copy (tid, iter) -> (k, d) view w into a kpack > 1 tile of skew
  * `skew` (lds_tile_view), all BS threads, each storing vectors of vlen elements of eb
  * bytes: per phase (128 bytes: 8 lanes of 16-byte accesses, 16 of 8, 32 of 4 or less)
  * the most distinct addresses on one bank slot, summed; -1 when a view fails. */
-static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb) {
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb, int64_t *phases) {
   char err[256];
   int64_t s[3];
   kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
@@ -486,6 +540,7 @@ static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int
         if (c > worst) worst = c;
       }
       wf += worst;
+      *phases += n > 0;
     }
   kl_view_free(full);
   return wf;
@@ -945,9 +1000,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   /* AMD MFMA with 16-byte kpack rows (see below): the copies' LDS conflicts rank the layouts */
   const char *acc_kind = kl_op_attr_string(op, "accel");
   int64_t ebytes = (kl_type_bits(ta->elem) + 7) / 8;
-  bool amd16 = acc_kind && !strcmp(acc_kind, "mfma") && t.kpack > 1 && t.kpack * ebytes == 16;
-  int sk_a = !amd16 ? -1 : t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
-  int sk_b = !amd16 ? -1 : t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
+  bool amd_wmma = acc_kind && !strcmp(acc_kind, "wmma");
+  bool amd16 = acc_kind && (!strcmp(acc_kind, "mfma") || !strcmp(acc_kind, "wmma")) && t.kpack > 1 &&
+      t.kpack * ebytes == 16;
+  int sk_a = !amd16 ? -1 : tile_skew(t.MB, amd_wmma), sk_b = !amd16 ? -1 : tile_skew(t.NB, amd_wmma);
   if (!choose_layout(&t, true, a, pa, sk_a, ebytes, &la, err, sizeof err) ||
       !choose_layout(&t, false, b, pb, sk_b, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
@@ -984,14 +1040,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     bool nv16 = accel && (!strcmp(accel, "mma_sync") || !strcmp(accel, "wgmma")); /* wgmma: passes/rock_wgmma.h */
     /* MFMA (AMD: 32 banks of 4 bytes, 16-byte accesses 8 lanes per phase, as on NVIDIA):
      * the same layout within the target's LDS */
-    bool mfma16 = accel && !strcmp(accel, "mfma") && t.kpack > 1 && t.kpack * eb == 16;
+    bool mfma16 = accel && (!strcmp(accel, "mfma") || !strcmp(accel, "wmma")) && t.kpack > 1 && t.kpack * eb == 16;
     if ((nv16 || mfma16) && t.kpack > 1 && t.kpack * eb == 16) {
       const kl_target *tt = mfma16 ? kl_perf_resolve_target(op, NULL, NULL, 0) : NULL;
       int64_t lim = tt ? tt->lds_bytes : 48 * 1024;
       const kl_target *tw = mfma16 || strcmp(accel, "wgmma") ? NULL : kl_perf_resolve_target(op, NULL, NULL, 0);
       if (tw) lim = tw->lds_bytes; /* wgmma: its multi-buffered loop is past 48 KiB (dynamic shared memory) anyway */
-      skew_a = t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
-      skew_b = t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
+      skew_a = tile_skew(t.MB, amd_wmma);
+      skew_b = tile_skew(t.NB, amd_wmma);
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
       if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > lim) skew_a = skew_b = 0, extra = 0;
     }

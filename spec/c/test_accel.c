@@ -1554,11 +1554,13 @@ static void test_numerics(void) {
 /* AMD (MFMA / WMMA): the configs the heuristic picks for the suite's big GEMMs, one block
  * tile, two K steps; LDS accesses counted per phase at the IR's widths (32 banks of 4
  * bytes; 128-bit accesses 8 lanes per phase, 64-bit 16, 32-bit 32, all lanes of each wave).
- * MFMA with 16-byte kpack rows uses the skewed rows of the mma.sync layout
- * (rock-gridwise-to-blockwise): fragment reads (64-bit, 16 rows of 16 bytes) 2-way, copies
- * <= 2-way (the copy layout ranks by its LDS store wavefronts on AMD: the transposed
- * scalar stores of an N-contiguous B were 4-way with lanes along N only; 32-way unskewed:
- * the kpack 4 case shows the check can fail). */
+ * MFMA and WMMA with 16-byte kpack rows use the skewed rows of the mma.sync layout
+ * (rock-gridwise-to-blockwise): MFMA fragment reads (64-bit, 16 rows of 16 bytes) 2-way,
+ * WMMA's (two 16-byte rows per lane, lanes 16-31 the same rows as 0-15) conflict-free,
+ * copies <= 2-way (the copy layout ranks by its LDS store wavefronts on AMD: the
+ * transposed scalar stores of an N-contiguous B were 4-way with lanes along N only;
+ * 32-way unskewed: the kpack 4 case shows the check can fail; WMMA's old kpack 16, 32-byte
+ * rows unskewed, 5.3-way copies and 2-way reads). */
 static void test_banks_amd(void) {
   group_begin();
   static const gcase cases[] = {
@@ -1566,7 +1568,7 @@ static void test_banks_amd(void) {
     { "gfx942", "f16", 1, 256, 256, 64, false, true, false, "v2:256,256,32,128,64,8", "f32" },
     { "gfx90a", "bf16", 1, 256, 128, 128, false, false, false, "v2:256,128,64,128,32,8", "f32" },
     { "gfx942", "f32", 1, 256, 256, 32, false, false, false, "v2:256,256,16,128,64,1", "f32" },
-    { "gfx1100", "f16", 1, 256, 64, 128, false, false, false, "v2:256,64,64,64,16,16", "f32" },
+    { "gfx1100", "f16", 1, 256, 64, 128, false, false, false, "v2:256,64,64,64,16,8", "f32" },
     { "gfx942", "f16", 1, 256, 256, 64, false, false, false, "v2:256,256,32,128,64,4", "f32" }, /* no skew */
     /* the heuristic's other picks for the suite (spec/lua/amd_cases.lua) */
     { "gfx942", "f16", 1, 128, 128, 128, false, false, false, "v2:128,128,64,64,32,8", "f32" },
@@ -1578,6 +1580,22 @@ static void test_banks_amd(void) {
     { "gfx90a", "f16", 1, 64, 256, 128, false, true, false, "v2:64,256,64,32,64,8", "f32" },
     { "gfx90a", "f16", 1, 32, 32, 128, false, true, false, "v2:32,32,64,32,32,8", "f32" },
     { "gfx90a", "bf16", 1, 128, 128, 128, false, false, false, "v2:128,128,64,64,32,8", "f32" },
+    /* the suite's forms: GEMMs A [M,K] and B [K,N] (B transposed into LDS), convs both K-contiguous */
+    { "gfx942", "f16", 1, 256, 256, 64, true, false, false, "v2:256,256,32,128,64,8", "f32" },
+    { "gfx942", "bf16", 1, 128, 128, 128, true, false, false, "v2:128,128,64,64,32,8", "f32" },
+    { "gfx942", "f16", 1, 64, 64, 128, true, false, false, "v2:64,64,64,64,32,8", "f32" },
+    { "gfx942", "f16", 1, 128, 256, 128, true, true, false, "v2:128,256,64,64,64,8", "f32" },
+    { "gfx90a", "f16", 1, 256, 256, 64, true, false, false, "v2:256,256,32,128,64,8", "f32" },
+    /* WMMA (gfx1100, wave32): the heuristic's picks for the suite, kpack 8 (16-byte rows, skewed) */
+    { "gfx1100", "f16", 1, 256, 64, 128, true, false, false, "v2:256,64,64,64,16,8", "f32" },
+    { "gfx1100", "bf16", 1, 256, 64, 128, true, false, false, "v2:256,64,64,64,16,8", "f32" },
+    { "gfx1100", "f16", 1, 64, 32, 128, true, false, false, "v2:64,32,64,32,32,8", "f32" },
+    { "gfx1100", "f16", 1, 32, 32, 128, true, true, false, "v2:32,32,64,16,16,8", "f32" },
+    { "gfx1100", "f16", 1, 128, 64, 128, true, true, false, "v2:128,64,64,32,16,8", "f32" },
+    { "gfx1100", "f16", 1, 64, 64, 128, true, true, false, "v2:64,64,64,64,16,8", "f32" },
+    { "gfx1100", "f16", 1, 128, 64, 128, true, true, false, "v2:128,64,64,64,16,8", "f32" },
+    { "gfx1100", "f16", 1, 128, 32, 64, true, true, false, "v2:128,32,32,64,32,8", "f32" },
+    { "gfx1100", "f16", 1, 256, 64, 128, true, false, false, "v2:256,64,64,64,16,16", "f32" }, /* kpack 16 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     const gcase *c = &cases[i];
@@ -1588,20 +1606,69 @@ static void test_banks_amd(void) {
            (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0], (long long)g_lds_wavefronts[1],
            (long long)g_lds_ideal[1]);
     CHECK(g_lds_ideal[0] > 0 && g_lds_ideal[1] > 0, "%s: no LDS access counted", c->perf);
-    if (strcmp(c->target, "gfx1100")) { /* MFMA: the fragment reads at most 2-way */
+    /* kpack 8 (2-byte) / 1 (f32): 16-byte rows, skewed; kpack 4 (MFMA) and 16 (WMMA) are not */
+    const char *kp = strrchr(c->perf, ',');
+    bool skewed = kp && strcmp(kp, ",4") && strcmp(kp, ",16");
+    if (skewed) { /* the fragment reads and the copies at most 2-way */
       CHECK(g_lds_wavefronts[0] <= 2 * g_lds_ideal[0], "%s %s: fragment reads %lld wavefronts for %lld phases",
             c->target, c->perf, (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0]);
-      bool skewed = !strstr(c->perf, ",4"); /* kpack 8 (2-byte) / 1 (f32): 16-byte rows, skewed */
-      if (skewed) /* the copies at most 2-way with the skewed rows (32-way without: the kpack 4 case) */
-        CHECK(g_lds_wavefronts[1] <= 2 * g_lds_ideal[1], "%s %s: copies %lld wavefronts for %lld phases", c->target,
-              c->perf, (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
-      else
-        CHECK(g_lds_wavefronts[1] > 4 * g_lds_ideal[1], "%s %s: expected the unskewed copies to conflict", c->target,
-              c->perf);
-    }
+      CHECK(g_lds_wavefronts[1] <= 2 * g_lds_ideal[1], "%s %s: copies %lld wavefronts for %lld phases", c->target,
+            c->perf, (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
+      if (!strcmp(c->target, "gfx1100")) /* WMMA: two 16-byte rows per lane, 8 lanes on 128 contiguous bytes */
+        CHECK(g_lds_wavefronts[0] == g_lds_ideal[0], "%s %s: WMMA fragment reads %lld wavefronts for %lld phases",
+              c->target, c->perf, (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0]);
+    } else /* the unskewed copies conflict (the kpack 4 MFMA / kpack 16 WMMA cases: the check can fail) */
+      CHECK(g_lds_wavefronts[1] > 4 * g_lds_ideal[1], "%s %s: expected the unskewed copies to conflict", c->target,
+            c->perf);
   }
-  group_end("banks: AMD heuristic configs: MFMA fragment reads and copies <= 2-way with skewed 16-byte rows "
-            "(gfx1100 WMMA: reported)");
+  group_end("banks: AMD heuristic configs: MFMA and WMMA fragment reads and copies <= 2-way with skewed 16-byte "
+            "rows (kpack 8 for 2-byte types)");
+}
+
+/* Every config the AMD heuristic can pick (kl_accel_amd_candidates) for 2-byte inputs on
+ * gfx90a, gfx942 (MFMA) and gfx1100 (WMMA), one block tile and two K steps, in the
+ * benchmark suite's two operand forms (GEMM: A [M,K] and B [K,N], B transposed into LDS;
+ * conv: both K-contiguous): the interpreter's numerics and the LDS bank count, fragment
+ * reads and copies at most 2-way. KILN_TEST_AMD_FORMS=1 runs only the GEMM form. */
+static void test_banks_amd_all(void) {
+  group_begin();
+  static const char *targets[] = { "gfx90a", "gfx942", "gfx1100" };
+  kl_ctx *ctx = kl_test_ctx();
+  int64_t total = 0;
+  for (size_t ti = 0; ti < sizeof targets / sizeof *targets; ti++) {
+    const kl_target *t = kl_target_lookup(targets[ti]);
+    const kl_accel_desc *d = kl_accel_desc_for(t, kl_type_scalar(ctx, KL_TY_F16));
+    static kl_accel_config cs[KL_ACCEL_AMD_MAX_CANDIDATES];
+    int n = d ? kl_accel_amd_candidates(t, d, 2, cs, KL_ACCEL_AMD_MAX_CANDIDATES) : 0;
+    CHECK(n > 0 && n <= KL_ACCEL_AMD_MAX_CANDIDATES, "%s: %d heuristic candidates", targets[ti], n);
+    int64_t worst[2] = { 0, 0 }; /* per mille of the ideal */
+    for (int i = 0; i < n && i < KL_ACCEL_AMD_MAX_CANDIDATES; i++)
+      for (int form = 0; form < (getenv("KILN_TEST_AMD_FORMS") ? 1 : 2); form++) {
+        char perf[96];
+        const kl_accel_config *c = &cs[i];
+        snprintf(perf, sizeof perf, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block,
+                 (long long)c->n_per_block, (long long)c->k_per_block, (long long)c->m_per_wave,
+                 (long long)c->n_per_wave, (long long)c->kpack);
+        gcase g = { targets[ti], "f16",     1,     c->m_per_block, c->n_per_block, 2 * c->k_per_block,
+                    true,        form == 1, false, perf,           "f32" };
+        for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
+        run_case(&g);
+        total++;
+        CHECK(g_lds_ideal[0] > 0 && g_lds_ideal[1] > 0, "%s %s: no LDS access counted", g.target, perf);
+        for (int j = 0; j < 2; j++) {
+          CHECK(g_lds_wavefronts[j] <= 2 * g_lds_ideal[j], "%s %s%s: %s %lld wavefronts for %lld phases", g.target,
+                perf, g.bt ? " B^T" : "", j ? "copies" : "fragment reads", (long long)g_lds_wavefronts[j],
+                (long long)g_lds_ideal[j]);
+          int64_t pm = g_lds_ideal[j] > 0 ? 1000 * g_lds_wavefronts[j] / g_lds_ideal[j] : 0;
+          if (pm > worst[j]) worst[j] = pm;
+        }
+      }
+    printf("  banks: %s f16: %d heuristic configs, worst fragment reads %.2f-way, copies %.2f-way\n", targets[ti], n,
+           worst[0] / 1000.0, worst[1] / 1000.0);
+  }
+  kl_ctx_destroy(ctx);
+  group_end("banks: every AMD heuristic config (f16, gfx90a / gfx942 / gfx1100, GEMM and conv forms): fragment "
+            "reads and copies <= 2-way");
 }
 
 static void test_banks(void) {
@@ -1640,6 +1707,7 @@ static void test_banks(void) {
       "banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
       "skewed LDS rows");
   test_banks_amd();
+  test_banks_amd_all();
 }
 
 
@@ -2588,6 +2656,11 @@ static void test_gpu(void) {
 int main(void) {
   if (getenv("KILN_TEST_ONLY_WGMMA")) { /* iterating on the wgmma group alone */
     test_wgmma();
+    return g_fail ? 1 : 0;
+  }
+  if (getenv("KILN_TEST_ONLY_AMD_BANKS")) { /* iterating on the AMD LDS layouts alone */
+    test_banks_amd();
+    test_banks_amd_all();
     return g_fail ? 1 : 0;
   }
   test_layouts();
