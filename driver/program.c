@@ -332,6 +332,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->problem_key = "";
   k->problem = "";
   k->async_copy = "";
+  k->tma = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -366,6 +367,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->problem = func_str_of(v->module, k->name, "problem");
     k->async_copy = func_str_of(v->module, k->name, "async_copy");
     k->pipeline_stages = func_int_of(v->module, k->name, "pipeline_stages");
+    k->tma = func_str_of(v->module, k->name, "tma");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -738,6 +740,19 @@ static loaded *load_on(variant *v, kl_device *dev, char *err, size_t errlen) {
   l->v = v;
   l->mods = kl_xcalloc(v->nkernels + 1, sizeof *l->mods);
   l->kernels = kl_xcalloc(v->nkernels + 1, sizeof *l->kernels);
+  for (int i = 0; i < v->nkernels; i++) { /* TMA kernels take tensor-map parameters the plan does not build yet */
+    const char *tma = v->kernels[i].tma;
+    if (tma && (tma[0] == 'A' || tma[0] == 'B')) {
+      snprintf(err, errlen,
+               "run: kernel %s loads operands through TMA (tensor-map kernel parameters, rock-gridwise-to-blockwise"
+               "{tma}); this runtime does not build tensor maps yet: compile with tma=0 to run it",
+               v->kernels[i].name);
+      free(l->mods);
+      free(l->kernels);
+      free(l);
+      return NULL;
+    }
+  }
   for (int i = 0; i < v->nkernels; i++) {
     if (kl_device_load(dev, v->bins[i].data, v->bins[i].size, v->load_flags, &l->mods[i]) != KL_OK ||
         kl_device_get_kernel(l->mods[i], v->kernels[i].name, &l->kernels[i]) != KL_OK) {
@@ -1016,6 +1031,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].problem = func_str_of(v->module, K->name, "problem");
     v->kernels[k].async_copy = func_str_of(v->module, K->name, "async_copy");
     v->kernels[k].pipeline_stages = func_int_of(v->module, K->name, "pipeline_stages");
+    v->kernels[k].tma = func_str_of(v->module, K->name, "tma");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;
