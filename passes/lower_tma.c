@@ -8,8 +8,7 @@ static bool need_tma(kl_llvm_lowering *L, kl_op *op) {
   const kl_target *t = kl_llvm_target(L);
   if (t && t->arch == KL_ARCH_NVPTX && t->wgmma) return true;
   char msg[200];
-  snprintf(msg, sizeof msg, "TMA and mbarriers need an NVIDIA target with wgmma (sm_90a), not %s",
-           t ? t->name : "?");
+  snprintf(msg, sizeof msg, "TMA and mbarriers need an NVIDIA target with wgmma (sm_90a), not %s", t ? t->name : "?");
   return kl_llvm_fail(L, op, msg);
 }
 static void asm_call(kl_llvm_lowering *L, const char *text, const char *cons, LLVMValueRef *args, int n) {
@@ -17,8 +16,8 @@ static void asm_call(kl_llvm_lowering *L, const char *text, const char *cons, LL
   LLVMTypeRef tys[8];
   for (int i = 0; i < n; i++) tys[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), tys, (unsigned)n, 0);
-  LLVMValueRef f =
-      LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef f = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                    LLVMInlineAsmDialectATT, 0);
   LLVMBuildCall2(kl_llvm_builder(L), fty, f, args, (unsigned)n, "");
 }
 /* the 32-bit shared-window address of buffer operand bi at its indices */

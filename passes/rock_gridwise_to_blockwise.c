@@ -1147,6 +1147,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     bool tma_a = false, tma_b = false;
     kl_tma_map tm_a, tm_b;
     char why_a[192] = "", why_b[192] = "";
+    if (o->tma && accel && !strcmp(accel, "wgmma") && t.Kp / t.KB <= 1)
+      snprintf(why_a, sizeof why_a, "one K step"), snprintf(why_b, sizeof why_b, "one K step");
     if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1) {
       tma_a = kl_tma_operand(a, prologue_of(a) != NULL, t.MB, &tm_a, why_a, sizeof why_a);
       tma_b = kl_tma_operand(b, prologue_of(b) != NULL, t.NB, &tm_b, why_b, sizeof why_b);

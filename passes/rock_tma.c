@@ -88,8 +88,7 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
     return false;
   }
   if (ext[1] > 1 && str[1] != 1) {
-    snprintf(why, n, "MN-major (K stride %lld): needs the transposed core-matrix layout, not done",
-             (long long)str[1]);
+    snprintf(why, n, "MN-major (K stride %lld): needs the transposed core-matrix layout, not done", (long long)str[1]);
     return false;
   }
   int64_t eb = 2;

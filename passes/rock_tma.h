@@ -59,12 +59,12 @@
 #define KL_TMA_DEFAULT_STR "0"
 
 typedef struct kl_tma_map {
-  kl_value *buf;       /* the kernel argument */
-  int rank;            /* 2 or 3 */
-  int64_t dims[3];     /* elements, innermost (K) first */
-  int64_t strides[2];  /* bytes of dims 1, 2 */
-  int64_t box[3];      /* 8 (16 bytes), the D tile, 1 */
-  int64_t offset;      /* elements from the argument's base */
+  kl_value *buf;      /* the kernel argument */
+  int rank;           /* 2 or 3 */
+  int64_t dims[3];    /* elements, innermost (K) first */
+  int64_t strides[2]; /* bytes of dims 1, 2 */
+  int64_t box[3];     /* 8 (16 bytes), the D tile, 1 */
+  int64_t offset;     /* elements from the argument's base */
 } kl_tma_map;
 
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused

@@ -694,6 +694,20 @@ do
     end
   end
 end
+progress("before tma")
+-- TMA + mbarrier operand loads on the wgmma path (sm_90a, rock-gridwise-to-blockwise{tma=1};
+-- spec/lua/tma_cases.lua): K-major operands through cp.async.bulk.tensor, transposes, odd
+-- sizes, K 16..4096, batch, epilogues, KB 16..64, the heuristic, against g:eval; compute
+-- capability 9.0 devices only; failures are named "tma: <case> <config>: ..."
+do
+  local T = require "tma_cases"
+  if T.device_ok(dev) then
+    for _, c in ipairs(T.cases()) do
+      local ok, res = pcall(T.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+    end
+  end
+end
 -- converts fused into GEMM loads (spec/lua/input_cvt_cases.lua): f32 -> f16 / bf16 operands,
 -- f16 scale prologues, fp8 quant_dot and fp8 -> f16 operands at sizes that are not tile
 -- multiples, one kernel each, against g:eval (two 1024x1024x512 f32 converts: two kernels on

@@ -97,4 +97,11 @@ describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
       end
     end)
   end
+  it("every device case of spec/lua/tma_cases.lua compiles for sm_90a with the expected operands", function()
+    local T = require "tma_cases"
+    for _, c in ipairs(T.cases()) do
+      local ok, e = pcall(T.compile, c)
+      assert.is_true(ok, c.name .. ": " .. tostring(e))
+    end
+  end)
 end)
