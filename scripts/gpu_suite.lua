@@ -18,7 +18,7 @@
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
 --   build/kiln scripts/gpu_suite.lua [count] [device]
--- KILN_SUITE_SKIP="tune,cp.async,memory,cvtfuse,f64" (any of those words) leaves those sections out.
+-- KILN_SUITE_SKIP="tune,cp.async,memory,cvtfuse,f64,tma" (any of those words) leaves those sections out.
 package.path = "spec/lua/?.lua;" .. package.path
 local gen = require "fused_gen"
 local count = tonumber(arg and arg[1]) or 210
@@ -699,7 +699,7 @@ progress("before tma")
 -- spec/lua/tma_cases.lua): K-major operands through cp.async.bulk.tensor, transposes, odd
 -- sizes, K 16..4096, batch, epilogues, KB 16..64, the heuristic, against g:eval; compute
 -- capability 9.0 devices only; failures are named "tma: <case> <config>: ..."
-do
+if want("tma") then
   local T = require "tma_cases"
   if T.device_ok(dev) then
     for _, c in ipairs(T.cases()) do
