@@ -2139,6 +2139,8 @@ typedef struct graph_case {
   double tol;
   int min_accel;
   bool one_kernel;
+  const char *pipeline; /* NULL: the default */
+  const char *want_tma; /* a kernel's `tma` attribute must be this (NULL: not checked) */
 } graph_case;
 
 static void run_graph_case(const graph_case *gc) {
@@ -2155,7 +2157,7 @@ static void run_graph_case(const graph_case *gc) {
   }
   const char *gname = kl_op_attr_string(g, "sym_name");
   const char *targets[1] = { gc->target };
-  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true };
+  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true, .pipeline = gc->pipeline };
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   CHECK(p != NULL, "%s on %s: compile: %s", gname, gc->target, err);
   if (!p) {
@@ -2165,8 +2167,13 @@ static void run_graph_case(const graph_case *gc) {
   const char *T = gc->target;
   const kl_target *tgt = kl_target_lookup(T);
   int naccel = 0;
-  for (int i = 0; i < kl_program_nkernels(p, T); i++)
-    naccel += !strncmp(kl_program_kernel(p, T, i)->perf_config, "v2:", 3);
+  bool tma_seen = false;
+  for (int i = 0; i < kl_program_nkernels(p, T); i++) {
+    const kl_kernel_info *ki = kl_program_kernel(p, T, i);
+    naccel += !strncmp(ki->perf_config, "v2:", 3) || !strncmp(ki->perf_config, "v3:", 3);
+    tma_seen |= gc->want_tma && ki->tma && !strcmp(ki->tma, gc->want_tma);
+  }
+  CHECK(!gc->want_tma || tma_seen, "%s on %s: no kernel with tma = %s", gname, T, gc->want_tma ? gc->want_tma : "");
   CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
   CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T,
         kl_program_nkernels(p, T));
@@ -2310,23 +2317,53 @@ static const char *const dot_i8 =
     "  %f = \"graph.convert\"(%y) : (tensor<2x37x45xi32>) -> tensor<2x37x45xf32>\n"
     "  func.return %f : tensor<2x37x45xf32>\n}\n";
 
+/* 1x1 NHWC conv (C = 256: four K steps of the heuristic's 64) + residual + relu: both
+ * operands plain K-major boxes (TMA) */
+static const char *const conv1x1_nhwc_f16 =
+    "func.func @conv1x1_res_relu() attributes {graph} {\n"
+    "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x256x5x7xf16, strides=[8960,1,1792,256]>\n"
+    "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<72x256x1x1xf16, strides=[256,1,256,256]>\n"
+    "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n"
+    "  %c = \"graph.conv\"(%x, %w) {stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1} : "
+    "(tensor<2x256x5x7xf16, strides=[8960,1,1792,256]>, tensor<72x256x1x1xf16, strides=[256,1,256,256]>) -> "
+    "tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n"
+    "  %s = \"graph.add\"(%c, %r) : (tensor<2x72x5x7xf16, strides=[2520,1,504,72]>, tensor<2x72x5x7xf16, "
+    "strides=[2520,1,504,72]>) -> tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n"
+    "  %y = \"graph.relu\"(%s) : (tensor<2x72x5x7xf16, strides=[2520,1,504,72]>) -> tensor<2x72x5x7xf16, "
+    "strides=[2520,1,504,72]>\n"
+    "  func.return %y : tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n}\n";
+/* TMA on sm_90a (passes/rock_tma.h): the 1x1 NHWC conv with both operands through TMA, the
+ * padded, strided 3x3 conv with one (the other's im2col view is not a box), interpreted */
+static void test_tma_graphs(void) {
+  group_begin();
+  const char *pl = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
+                   "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1},"
+                   "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
+                   "rock-lower-loops,canonicalize,cse,dce";
+  graph_case a = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl, "A,B" };
+  run_graph_case(&a);
+  graph_case b = { "sm_90a", conv_nhwc_f16, 2e-2, 1, false, pl, NULL };
+  run_graph_case(&b);
+  group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands on sm_90a interpreted against g:eval");
+}
+
 static void test_graphs(void) {
   group_begin();
   static const graph_case cases[] = {
-    { "sm_90", NULL, 2e-2, 1, false },
-    { "gfx942", NULL, 2e-2, 1, false },
-    { "gfx1100", NULL, 2e-2, 1, false },
-    { "sm_80", NULL, 3e-2, 1, false },
-    { "gfx90a", NULL, 3e-2, 1, false },
-    { "gfx1100", NULL, 3e-2, 1, false },
-    { "gfx942", NULL, 2e-3, 1, false },
-    { "sm_90", NULL, 2e-3, 0, false },
+    { "sm_90", NULL, 2e-2, 1, false, NULL, NULL },
+    { "gfx942", NULL, 2e-2, 1, false, NULL, NULL },
+    { "gfx1100", NULL, 2e-2, 1, false, NULL, NULL },
+    { "sm_80", NULL, 3e-2, 1, false, NULL, NULL },
+    { "gfx90a", NULL, 3e-2, 1, false, NULL, NULL },
+    { "gfx1100", NULL, 3e-2, 1, false, NULL, NULL },
+    { "gfx942", NULL, 2e-3, 1, false, NULL, NULL },
+    { "sm_90", NULL, 2e-3, 0, false, NULL, NULL },
     /* each integer matrix instruction at least once (gfx90a shares gfx908's, sm_80 sm_90's) */
-    { "gfx908", NULL, 0, 1, true },
-    { "gfx1100", NULL, 0, 1, true },
-    { "sm_90", NULL, 0, 1, true },
-    { "gfx942", NULL, 0, 1, true },
-    { "sm_80", NULL, 0, 1, true },
+    { "gfx908", NULL, 0, 1, true, NULL, NULL },
+    { "gfx1100", NULL, 0, 1, true, NULL, NULL },
+    { "sm_90", NULL, 0, 1, true, NULL, NULL },
+    { "gfx942", NULL, 0, 1, true, NULL, NULL },
+    { "sm_80", NULL, 0, 1, true, NULL, NULL },
   };
   const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16,     dot_bf16, dot_bf16, dot_f32,
                           dot_f32,       conv_nhwc_i8,  conv_nhwc_i8,  conv_nhwc_i8, dot_i8,   dot_i8 };
@@ -2782,6 +2819,7 @@ int main(void) {
   }
   if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
     test_tma();
+    test_tma_graphs();
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
     return g_fail ? 1 : 0;
   }
@@ -2792,6 +2830,7 @@ int main(void) {
   test_ldmatrix();
   test_wgmma();
   test_tma();
+  test_tma_graphs();
   test_swizzle();
   test_graphs();
   test_fused_suite();

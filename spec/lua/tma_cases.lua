@@ -44,6 +44,21 @@ local function dot(Mm, N, K, dt, at, bt, epi, pc, batch)
            g = g, inputs = inputs, dtype = dt, perf = pc, want = want }
 end
 
+-- NHWC conv (KYXC weights) + residual + relu: 1x1 takes TMA for both operands, 3x3 (padded:
+-- the im2col view is no box) for the weights only
+local function conv(Nb, C, H, W, Kc, S, P, pc, want)
+  local g = kiln.graph("tma_conv")
+  local x = g:param("x", { Nb, C, H, W }, "f16", { layout = "NHWC" })
+  local w = g:param("w", { Kc, C, S, S }, "f16", { layout = "KYXC" })
+  local r = g:param("r", { Nb, Kc, H, W }, "f16", { layout = "NHWC" })
+  g:output((g:conv(x, w, { padding = { P, P, P, P } }) + r):relu())
+  return { name = ("tma conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g = g,
+           inputs = { x = kiln.rand({ Nb, C, H, W }, "f16", { dist = "normal", layout = "NHWC" }),
+                      w = kiln.rand({ Kc, C, S, S }, "f16", { dist = "normal", layout = "KYXC" }),
+                      r = kiln.rand({ Nb, Kc, H, W }, "f16", { dist = "normal", layout = "NHWC" }) },
+           dtype = "f16", perf = pc, want = want }
+end
+
 function M.cases()
   local cs = {}
   local configs = { "v3:128,256,32,64,256,8", "v3:128,256,64,64,256,8", "v3:128,128,64,64,128,8",
@@ -64,6 +79,9 @@ function M.cases()
   cs[#cs + 1] = dot(130, 300, 136, "bf16", true, false, nil, "v3:128,256,64,64,256,8", 2)
   cs[#cs + 1] = dot(2304, 2048, 256, "f16", true, false, "bias_relu", nil)
   cs[#cs + 1] = dot(2048, 2304, 512, "bf16", true, true, nil, nil)
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,32,64,256,8", "A,B")
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil, "A,B")
+  cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8", "A")
   -- both operands MN-major: the register loop (tma = "none (...)")
   cs[#cs + 1] = dot(256, 256, 128, "f16", false, false, nil, "v3:128,128,32,64,128,8")
   return cs
