@@ -312,7 +312,16 @@ local function raster_pipeline(gm)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
   return pl
 end
+-- "tma": sm_90a's wgmma path with TMA + mbarrier loads of the K-major operands
+-- (rock-gridwise-to-blockwise{tma=1}, passes/rock_tma.h; the heuristic's config);
+-- "tmak64": the same with the 128x256x64 config (v3:128,256,64,64,256,8)
+local TMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
 local function compile_case(c, g)
+  if c.variant == "tma" or c.variant == "tmak64" then
+    if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the tma variants need a compute capability 9.0 GPU", 0) end
+    return kiln.compile(g, { target = "sm_90a", pipeline = TMA_PIPELINE,
+                             perf_config = c.variant == "tmak64" and "v3:128,256,64,64,256,8" or nil })
+  end
   if c.variant == "wgmma" then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the wgmma variant needs a compute capability 9.0 GPU", 0) end
     return kiln.compile(g, { target = "sm_90a", pipeline = WGMMA_PIPELINE })

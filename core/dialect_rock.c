@@ -324,6 +324,71 @@ static kl_status verify_wgmma_sync(kl_op *op) {
   return KL_OK;
 }
 
+/* TMA + mbarrier (passes/rock_tma.h). rock.mbarrier(%bars, %i[, %parity]) {step = "init"
+ * (count) | "arrive_expect_tx" (bytes) | "wait" (%parity) | "inval"}: mbarrier %i of the LDS
+ * buffer<W x i64>; rock.tma_load(%src, %bars, %bi, %lds, %li..., %c...) {dims, strides, box,
+ * offset}: the box at coordinates %c (innermost first) of the tensor map over the global
+ * buffer src (offset elements from its base, dims elements, strides bytes of dims 1..), dense
+ * row-major (box[0] fastest) into LDS from element (%li...), completing on mbarrier %bi. */
+static bool is_index(kl_op *op, int i) { return op->opnds[i].value->type->kind == KL_TY_INDEX; }
+static kl_status verify_mbarrier(kl_op *op) {
+  const char *step = kl_op_attr_string(op, "step");
+  int64_t v = 0;
+  if (op->nopnds < 2 || !is_buffer(op->opnds[0].value) || op->opnds[0].value->type->space != KL_SPACE_LDS ||
+      op->opnds[0].value->type->rank != 1 || op->opnds[0].value->type->elem->kind != KL_TY_I64 || !is_index(op, 1))
+    return kl_emit_error(op->ctx, op->loc, "'rock.mbarrier' takes an LDS buffer<W x i64> and an index");
+  if (!step ||
+      (strcmp(step, "init") && strcmp(step, "arrive_expect_tx") && strcmp(step, "wait") && strcmp(step, "inval")))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.mbarrier' needs a string attribute 'step': init, arrive_expect_tx, wait or inval");
+  if ((op->nopnds == 3) != !strcmp(step, "wait") || (op->nopnds == 3 && !is_index(op, 2)))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.mbarrier' wait (only) takes a third operand: the phase parity (index)");
+  if (!strcmp(step, "init") && (!kl_op_attr_i64(op, "count", &v) || v < 1 || v > 1024))
+    return kl_emit_error(op->ctx, op->loc, "'rock.mbarrier' init needs an integer attribute 'count' in [1, 1024]");
+  if (!strcmp(step, "arrive_expect_tx") && (!kl_op_attr_i64(op, "bytes", &v) || v < 1 || v >= (1 << 20)))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.mbarrier' arrive_expect_tx needs an integer attribute 'bytes' in [1, 2^20)");
+  return KL_OK;
+}
+static kl_status verify_tma_load(kl_op *op) {
+  int64_t dims[8], strides[8], box[8], off = -1;
+  int nd = kl_op_attr_i64s(op, "dims", dims, 8), ns = kl_op_attr_i64s(op, "strides", strides, 8),
+      nb = kl_op_attr_i64s(op, "box", box, 8);
+  if (op->nopnds < 4 || !is_buffer(op->opnds[0].value) || !is_buffer(op->opnds[1].value) ||
+      !is_buffer(op->opnds[3].value) || !is_index(op, 2))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.tma_load' takes (global buffer, LDS buffer<W x i64>, index, LDS buffer, indices...)");
+  const kl_type *st = op->opnds[0].value->type, *bt = op->opnds[1].value->type, *dt = op->opnds[3].value->type;
+  if (st->space != KL_SPACE_GLOBAL || bt->space != KL_SPACE_LDS || bt->rank != 1 || bt->elem->kind != KL_TY_I64 ||
+      dt->space != KL_SPACE_LDS || dt->elem != st->elem || kl_type_bits(st->elem) % 8)
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.tma_load' copies a global buffer into an LDS buffer of the same byte-sized element "
+                         "type, completing on an LDS buffer<W x i64> of mbarriers; got %s -> %s, %s",
+                         st->text, dt->text, bt->text);
+  if (nd < 1 || nd > 5 || nb != nd || ns != nd - 1 || !kl_op_attr_i64(op, "offset", &off) || off < 0)
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.tma_load' needs integer arrays 'dims' (1..5), 'box' (as many), 'strides' (one "
+                         "fewer) and an integer 'offset' >= 0");
+  int64_t eb = kl_type_bits(st->elem) / 8;
+  if (op->nopnds != 4 + dt->rank + nd)
+    return kl_emit_error(op->ctx, op->loc, "'rock.tma_load' needs %d LDS indices and %d coordinates, got %d operands",
+                         dt->rank, nd, op->nopnds);
+  for (int i = 4; i < op->nopnds; i++)
+    if (!is_index(op, i)) return kl_emit_error(op->ctx, op->loc, "'rock.tma_load' operand %d must be an index", i);
+  for (int i = 0; i < nd; i++)
+    if (dims[i] < 1 || dims[i] > ((int64_t)1 << 32) || box[i] < 1 || box[i] > 256 ||
+        (i < nd - 1 && (strides[i] < 16 || strides[i] % 16 || strides[i] >= ((int64_t)1 << 40))))
+      return kl_emit_error(op->ctx, op->loc,
+                           "'rock.tma_load' dim %d: dims in [1, 2^32], box in [1, 256], strides multiples of 16 "
+                           "bytes below 2^40",
+                           i);
+  if ((box[0] * eb) % 16 || (off * eb) % 16)
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.tma_load': the box's inner extent and the offset must be multiples of 16 bytes");
+  return KL_OK;
+}
+
 /* rock.mma: the structure here; the instruction check (passes/rock_accel_lower.c, which
  * knows the matrix instructions) through the hook installed with kl_rock_set_mma_hook. */
 static const char *const mma_hook_key = "rock.mma.hook";
@@ -392,6 +457,10 @@ static const kl_opdef rock_ops[] = {
   { .name = "rock.wgmma", .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
     .max_results = 1, .required_attrs = need_instr, .verify = verify_wgmma,
     .summary = "one wgmma.mma_async of a warpgroup: D = A x B + C, A and B in LDS through descriptors (passes/rock_wgmma.h)" },
+  { .name = "rock.mbarrier", .levels = KERN_LOOP, .min_operands = 2, .max_operands = 3, .verify = verify_mbarrier,
+    .summary = "mbarrier init / arrive.expect_tx / try_wait.parity loop / inval on an LDS buffer of mbarriers (passes/rock_tma.h)" },
+  { .name = "rock.tma_load", .levels = KERN_LOOP, .min_operands = 4, .max_operands = -1, .verify = verify_tma_load,
+    .summary = "one TMA box load global -> LDS completing on an mbarrier (cp.async.bulk.tensor; plain copies elsewhere; passes/rock_tma.h)" },
   { .name = "rock.wgmma_sync", .levels = KERN_LOOP, .min_operands = 0, .max_operands = -1, .min_results = 0,
     .max_results = -1, .verify = verify_wgmma_sync,
     .summary = "wgmma.fence / commit_group / wait_group / fence.proxy.async, passing the accumulators through (passes/rock_wgmma.h)" },

@@ -86,6 +86,7 @@ static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
     l.args[a] = &x->ptr[s->args[a]];
     sizes[a] = sizeof(void *);
   }
+  l.args[s->nargs] = NULL; /* tma_args' maps */
   l.arg_sizes = sizes;
   l.nargs = s->nargs;
   l.shared_bytes = kl_plan_launch_shared_bytes(x->dev, k);
@@ -96,7 +97,54 @@ static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
   return l;
 }
 
+/* The tensor-map parameters of launch l of step s (x->tma, see plan_exec.h): the maps go
+ * after the buffers in one 64-byte aligned block kept in l->args[l->nargs] (freed by
+ * launch_free). */
+static kl_status tma_args(kl_plan_exec *x, const kl_bundle_step *s, kl_dev_launch *l, char *err, size_t errlen) {
+  const kl_plan_tmas *t = x->tma ? &x->tma[s->kernel] : NULL;
+  if (!t || !t->n) return KL_OK;
+  void **args = kl_xmalloc((size_t)(l->nargs + t->n + 1) * sizeof *args);
+  size_t *sizes = kl_xmalloc((size_t)(l->nargs + t->n + 1) * sizeof *sizes);
+  memcpy(args, l->args, (size_t)l->nargs * sizeof *args);
+  memcpy(sizes, l->arg_sizes, (size_t)l->nargs * sizeof *sizes);
+  free(l->args);
+  free((void *)l->arg_sizes);
+  unsigned char *maps = aligned_alloc(64, (size_t)t->n * 128);
+  if (!maps) abort(); /* out of memory */
+  l->args = args, l->arg_sizes = sizes;
+  for (int j = 0; j < t->n; j++) {
+    const kl_plan_tma *m = &t->m[j];
+    if (m->arg < 0 || m->arg >= s->nargs) {
+      snprintf(err, errlen, "launch of %s: tensor map %d names argument %d of %d", x->plan->kernels[s->kernel].name, j,
+               m->arg, s->nargs);
+      free(maps);
+      args[l->nargs] = NULL;
+      return KL_ERR;
+    }
+    kl_tensor_map_desc d = { .rank = m->rank, .bf16 = m->bf16 };
+    d.base = (char *)x->ptr[s->args[m->arg]] + m->offset;
+    for (int i = 0; i < m->rank; i++) {
+      d.dims[i] = m->dims[i];
+      d.box[i] = m->box[i];
+      if (i) d.strides[i - 1] = m->strides[i - 1];
+    }
+    if (kl_device_tensor_map(x->dev, &d, maps + 128 * j) != KL_OK) {
+      snprintf(err, errlen, "launch of %s: tensor map of argument %d: %s", x->plan->kernels[s->kernel].name, m->arg,
+               kl_device_error(x->dev));
+      free(maps);
+      args[l->nargs] = NULL;
+      return KL_ERR;
+    }
+    args[l->nargs + j] = maps + 128 * j;
+    sizes[l->nargs + j] = 128;
+  }
+  l->nargs += t->n;
+  args[l->nargs] = maps;
+  return KL_OK;
+}
+
 static void launch_free(kl_dev_launch *l) {
+  if (l->args) free(l->args[l->nargs]); /* tma_args' maps, else NULL */
   free(l->args);
   free((void *)l->arg_sizes);
 }
@@ -107,6 +155,10 @@ kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen) {
   switch (s->kind) {
     case KL_BUNDLE_LAUNCH: {
       kl_dev_launch l = launch_of(x, s);
+      if (tma_args(x, s, &l, err, errlen) != KL_OK) {
+        launch_free(&l);
+        return KL_ERR;
+      }
       kl_status st = x->stream
           ? kl_device_launch_on(x->stream, l.k, l.grid, l.block, l.shared_bytes, l.args, l.arg_sizes, l.nargs)
           : kl_device_launch(l.k, l.grid, l.block, l.shared_bytes, l.args, l.arg_sizes, l.nargs);

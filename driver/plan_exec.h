@@ -20,6 +20,21 @@
 #include "runtime/device.h"
 #include <stdbool.h>
 
+/* The tensor-map kernel parameters of a plan kernel (TMA loads, passes/rock_tma.h), after
+ * its buffer arguments in this order: each built per launch (kl_device_tensor_map) from
+ * the device pointer of the kernel's argument `arg` plus `offset` bytes. */
+typedef struct kl_plan_tma {
+  int arg, rank;
+  bool bf16;
+  int64_t offset;
+  uint64_t dims[3], strides[2];
+  uint32_t box[3];
+} kl_plan_tma;
+typedef struct kl_plan_tmas {
+  int n;
+  kl_plan_tma m[8];
+} kl_plan_tmas;
+
 typedef struct kl_plan_exec {
   kl_device *dev;
   bool host; /* the host device: pointers are host memory */
@@ -31,6 +46,7 @@ typedef struct kl_plan_exec {
   kl_dev_stream *stream;         /* launches, fills and copies go here (NULL: the default stream) */
   double *times;                 /* kl_plan_exec_all: 2 per step (start, end ms), or NULL */
   int *stream_of;                /* kl_plan_exec_all: per step, its stream (GPU) / wave (host), or NULL */
+  const kl_plan_tmas *tma;       /* per plan kernel, its tensor maps (n = 0: none), or NULL (no kernel has any) */
 } kl_plan_exec;
 
 kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen);

@@ -10,6 +10,7 @@
 #include "core/verify.h"
 #include "core/target.h"
 #include "passes/lower_to_llvm.h"
+#include "passes/rock_tma.h"
 #include "codegen/codegen_target.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,7 @@ typedef struct variant {
   } * fsnaps; /* each function after each pass */
   loaded *loads;
   const char *tuned; /* rock-gemm-to-gridwise's tuned option ("" none) */
+  kl_plan_tmas *tma; /* per kernel, its tensor-map parameters (plan_exec.h); NULL when no kernel has any */
 } variant;
 
 struct kl_program {
@@ -206,6 +208,7 @@ static void variant_free(variant *v) {
   for (int i = 0; i < v->nfsnap; i++) free(v->fsnaps[i].text);
   free(v->fsnaps);
   free(v->kernels);
+  free(v->tma);
   free(v->bins);
   free(v->bin_info);
   free(v->snaps);
@@ -332,6 +335,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->problem_key = "";
   k->problem = "";
   k->async_copy = "";
+  k->tma = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -343,6 +347,49 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
     k->arg_names[a] = K->args[a].name;
     k->arg_types[a] = K->args[a].t.type;
   }
+}
+
+/* The tensor-map parameters of the variant's kernels (passes/rock_tma.h: kl_tma_kernel_maps,
+ * the order of the kernels' extra parameters): v->tma, NULL when no kernel has any. */
+static kl_status build_tma(variant *v, char *err, size_t errlen) {
+  v->tma = NULL;
+  for (int k = 0; k < v->nkernels; k++) {
+    kl_op *fn = kl_module_lookup(v->module, v->kernels[k].name);
+    kl_op *ops[8];
+    int n = fn ? kl_tma_kernel_maps(fn, ops, 8) : 0;
+    if (!n) continue;
+    if (n < 0 || n > 8) {
+      snprintf(err, errlen, "kernel %s: more than 8 tensor maps, or one of a non-argument", v->kernels[k].name);
+      return KL_ERR;
+    }
+    if (!v->tma) v->tma = kl_xcalloc((size_t)v->nkernels, sizeof *v->tma);
+    kl_block *body = fn->regions[0].first;
+    for (int j = 0; j < n; j++) {
+      kl_plan_tma *m = &v->tma[k].m[j];
+      int64_t dims[8], strides[8], box[8], off = 0;
+      m->rank = kl_op_attr_i64s(ops[j], "dims", dims, 8);
+      kl_op_attr_i64s(ops[j], "strides", strides, 8);
+      kl_op_attr_i64s(ops[j], "box", box, 8);
+      kl_op_attr_i64(ops[j], "offset", &off);
+      const kl_type *st = ops[j]->opnds[0].value->type;
+      m->arg = -1;
+      for (int a = 0; a < body->nargs; a++)
+        if (body->args[a] == ops[j]->opnds[0].value) m->arg = a;
+      if (m->arg < 0 || m->rank < 1 || m->rank > 3) {
+        snprintf(err, errlen, "kernel %s: a tensor map of rank %d or of no argument", v->kernels[k].name, m->rank);
+        return KL_ERR;
+      }
+      m->bf16 = st->elem->kind == KL_TY_BF16;
+      m->offset = off * ((kl_type_bits(st->elem) + 7) / 8);
+      for (int i = 0; i < m->rank; i++) {
+        m->dims[i] = (uint64_t)dims[i];
+        m->box[i] = (uint32_t)box[i];
+        if (i) m->strides[i - 1] = (uint64_t)strides[i - 1];
+      }
+    }
+    v->tma[k].n = n;
+  }
+  return KL_OK;
 }
 
 /* Kernel infos, IR snapshots, LLVM IR and binaries of the plan's kernels (module order). */
@@ -366,6 +413,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->problem = func_str_of(v->module, k->name, "problem");
     k->async_copy = func_str_of(v->module, k->name, "async_copy");
     k->pipeline_stages = func_int_of(v->module, k->name, "pipeline_stages");
+    k->tma = func_str_of(v->module, k->name, "tma");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -405,7 +453,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
   free(v->fsnaps);
   v->fsnaps = NULL;
   v->nfsnap = 0;
-  return KL_OK;
+  return build_tma(v, err, errlen);
 }
 
 static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts *opts, char *err, size_t errlen) {
@@ -879,7 +927,7 @@ kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const
   }
   /* the steps (plan_exec.h), asynchronously, timed when asked */
   char msg0[2048];
-  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned, NULL, step_times, step_stream };
+  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned, NULL, step_times, step_stream, v->tma };
   if (st == KL_OK && kl_plan_exec_all(&x, msg0, sizeof msg0) != KL_OK) {
     snprintf(err, errlen, "run: %s", msg0);
     st = KL_ERR;
@@ -1016,6 +1064,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].problem = func_str_of(v->module, K->name, "problem");
     v->kernels[k].async_copy = func_str_of(v->module, K->name, "async_copy");
     v->kernels[k].pipeline_stages = func_int_of(v->module, K->name, "pipeline_stages");
+    v->kernels[k].tma = func_str_of(v->module, K->name, "tma");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;
@@ -1027,7 +1076,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     K->binary = v->bins[k].data;
     K->binary_size = v->bins[k].size;
   }
-  return KL_OK;
+  return build_tma(v, err, errlen);
 }
 
 kl_program *kl_program_assemble(kl_ctx *ctx, int nparts, const kl_program_part *parts, char *err, size_t errlen) {
@@ -1311,8 +1360,11 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
   bool host = kl_device_get_info(r->dev)->kind == KL_DEVICE_HOST;
   for (int s = 0; s < r->nsteps; s++) {
     const kl_bundle_step *step = &P->steps[s];
-    if (step->kind != KL_BUNDLE_LAUNCH) { /* every slot has its buffer: workspace steps are no-ops */
-      kl_plan_exec x = { r->dev, host, true, P, r->l->kernels, &r->ptr[set * r->nslots], NULL, NULL, NULL, NULL };
+    /* every slot has its buffer: workspace steps are no-ops; a launch with tensor maps
+     * (TMA) builds them from the set's pointers (kl_plan_exec_step) */
+    if (step->kind != KL_BUNDLE_LAUNCH || (r->v->tma && r->v->tma[step->kernel].n)) {
+      kl_plan_exec x = { r->dev, host, true, P,    r->l->kernels, &r->ptr[set * r->nslots],
+                         NULL,   NULL, NULL, NULL, r->v->tma };
       if (kl_plan_exec_step(&x, s, err, errlen) != KL_OK) return KL_ERR;
       continue;
     }

@@ -103,6 +103,7 @@ typedef struct kl_kernel_info {
   const char *problem;            /* its readable summary ("gemm G=1 M=.. N=.. K=.. f16,f16->f16"); "" if none */
   const char *async_copy;         /* operands copied global -> LDS asynchronously: "A,B", "A", "B", "none"; "" if off */
   int64_t pipeline_stages;        /* K-loop stages of the async copy pipeline (rock-gridwise-to-blockwise); 0 if off */
+  const char *tma; /* wgmma operands loaded through TMA (passes/rock_tma.h): "A,B", "A", "B", "none (why)"; "" if off */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
   int nsnapshots;

@@ -694,6 +694,8 @@ static int prog_kernels(lua_State *L) {
     /* async_copy / pipeline_stages: the cp.async K-loop pipeline ("A,B", "A", "B", "none"; "" and 0 if off) */
     kl_lua__set_str(L, "async_copy", k->async_copy ? k->async_copy : "");
     kl_lua__set_int(L, "pipeline_stages", (lua_Integer)k->pipeline_stages);
+    /* tma: the wgmma operands loaded through TMA (passes/rock_tma.h; "" when the option is off) */
+    kl_lua__set_str(L, "tma", k->tma ? k->tma : "");
     kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {

@@ -10,6 +10,8 @@
 #include "passes/lower_lane.h"
 #include "passes/lower_atomic.h"
 #include "passes/lower_barrier.h"
+#include "passes/lower_tma.h"
+#include "passes/rock_tma.h"
 #include "passes/lower_async.h"
 #include "passes/lower_fp8.h"
 #include "passes/lower_wgmma.h"
@@ -40,6 +42,8 @@ struct kl_llvm_lowering {
   bool dyn_lds;               /* NVIDIA kernel above KL_NVPTX_STATIC_LDS_MAX: LDS in the extern dynamic array */
   int64_t dyn_off, dyn_total; /* bytes placed so far; the kernel's LDS bytes (the launch's) */
   LLVMFastMathFlags fmf;      /* on every float add / sub / mul: contract unless the kernel is strict_fp */
+  kl_op *tma[8];              /* NVPTX: one rock.tma_load per tensor-map parameter (kl_tma_kernel_maps) */
+  int ntma, nbufargs;         /* tensor maps; buffer parameters before them */
 };
 typedef kl_llvm_lowering lw;
 
@@ -513,9 +517,10 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
     if (!g) {
       g = LLVMAddGlobalInAddressSpace(L->m, dt, "__kiln_dyn_lds", 3);
       LLVMSetLinkage(g, LLVMExternalLinkage);
-      LLVMSetAlignment(g, 16);
+      LLVMSetAlignment(g, L->ntma ? 128 : 16);
     }
-    int64_t bytes = span * ((kl_type_bits(t->elem) + 7) / 8), off = (L->dyn_off + 15) / 16 * 16;
+    int64_t al = L->ntma ? 128 : 16, bytes = span * ((kl_type_bits(t->elem) + 7) / 8),
+            off = (L->dyn_off + al - 1) / al * al;
     if (off + bytes > L->dyn_total) {
       fail(L, op, "%s",
            "the LDS buffers need more dynamic shared memory than the kernel's lds_bytes (16-byte alignment)");
@@ -531,7 +536,7 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
     LLVMValueRef g = LLVMAddGlobalInAddressSpace(L->m, at, name, 3);
     LLVMSetInitializer(g, LLVMGetUndef(at));
     LLVMSetLinkage(g, LLVMInternalLinkage);
-    LLVMSetAlignment(g, 16);
+    LLVMSetAlignment(g, L->ntma ? 128 : 16); /* TMA destinations: 128-byte aligned */
     return g;
   }
   /* AMDGPU allocas land in address space 5 because the module's data layout says so.
@@ -836,6 +841,8 @@ static const struct {
   { "rock.barrier", kl__lower_barrier },
   { "rock.async_copy", kl__lower_async_copy },
   { "rock.async_commit", kl__lower_async_commit },
+  { "rock.mbarrier", kl__lower_mbarrier }, /* passes/lower_tma.h */
+  { "rock.tma_load", kl__lower_tma_load },
   { "rock.async_wait", kl__lower_async_wait },
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
@@ -941,20 +948,31 @@ static void add_enum_attr(lw *L, LLVMValueRef fn, unsigned idx, const char *name
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(L->c, kind, 0));
 }
 
+LLVMValueRef kl_llvm_tma_param(kl_llvm_lowering *L, kl_op *op) {
+  for (int j = 0; j < L->ntma; j++)
+    if (kl_tma_same_map(L->tma[j], op)) return LLVMGetParam(L->fn, (unsigned)(L->nbufargs + j));
+  return NULL;
+}
+
 static bool lower_kernel(lw *L, kl_op *k) {
   const char *name = kl_op_attr_string(k, "sym_name");
   kl_block *body = k->regions[0].first;
   int64_t bs = 1;
   kl_op_attr_i64(k, "block_size", &bs);
   L->block_size = bs;
-  L->dyn_lds = false, L->dyn_off = 0, L->dyn_total = 0;
+  L->dyn_lds = false, L->dyn_off = 0, L->dyn_total = 0, L->ntma = 0, L->nbufargs = body->nargs;
   if (L->t->arch == KL_ARCH_NVPTX) { /* the plan's lds_bytes: the sum of the LDS allocations */
+    L->ntma = kl_tma_kernel_maps(k, L->tma, 8);
+    if (L->ntma < 0 || L->ntma > 8)
+      return fail(L, k, "%s", "TMA loads of more than 8 tensor maps, or of a source that is not a kernel argument");
     int n;
     kl_op **ops = kl_collect_ops(k, &n);
     for (int i = 0; i < n; i++) {
       const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
-      if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS)
+      if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS) {
+        if (L->ntma) L->dyn_total = (L->dyn_total + 127) / 128 * 128; /* TMA destinations: 128-byte aligned */
         L->dyn_total += kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+      }
     }
     free(ops);
     L->dyn_lds = L->dyn_total > KL_NVPTX_STATIC_LDS_MAX;
@@ -969,11 +987,30 @@ static bool lower_kernel(lw *L, kl_op *k) {
     LLVMTypeRef ps[3] = { ptr0, ptr0, ptr0 };
     L->fn = LLVMAddFunction(L->m, name, LLVMFunctionType(voidt, ps, 3, 0));
   } else {
-    LLVMTypeRef *ps = kl_xmalloc((body->nargs + 1) * sizeof *ps);
+    LLVMTypeRef *ps = kl_xmalloc((body->nargs + L->ntma + 1) * sizeof *ps);
     for (int i = 0; i < body->nargs; i++) ps[i] = ll_type(L, body->args[i]->type);
-    L->fn = LLVMAddFunction(L->m, name, LLVMFunctionType(voidt, ps, body->nargs, 0));
+    for (int j = 0; j < L->ntma; j++) ps[body->nargs + j] = ptr0; /* tensor maps (passes/lower_tma.h) */
+    L->fn = LLVMAddFunction(L->m, name, LLVMFunctionType(voidt, ps, (unsigned)(body->nargs + L->ntma), 0));
     free(ps);
     for (int i = 0; i < body->nargs; i++) add_enum_attr(L, L->fn, (unsigned)i + 1, "noalias");
+    for (int j = 0; j < L->ntma; j++) { /* byval [128 x i8] align 64, grid_constant */
+      unsigned idx = (unsigned)(body->nargs + j + 1);
+      LLVMTypeRef mt = LLVMArrayType2(LLVMInt8TypeInContext(L->c), 128);
+      LLVMAddAttributeAtIndex(L->fn, idx,
+                              LLVMCreateTypeAttribute(L->c, LLVMGetEnumAttributeKindForName("byval", 5), mt));
+      LLVMAddAttributeAtIndex(L->fn, idx,
+                              LLVMCreateEnumAttribute(L->c, LLVMGetEnumAttributeKindForName("align", 5), 64));
+    }
+    if (L->ntma) {
+      LLVMMetadataRef ix[8];
+      for (int j = 0; j < L->ntma; j++)
+        ix[j] = LLVMValueAsMetadata(
+            LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)(body->nargs + j + 1), 0));
+      LLVMMetadataRef gc[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "grid_constant", 13),
+                                LLVMMDNodeInContext2(L->c, ix, (size_t)L->ntma) };
+      LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
+                                  LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, gc, 3)));
+    }
     char fw[32];
     snprintf(fw, sizeof fw, "1,%lld", (long long)bs);
     if (L->t->arch == KL_ARCH_AMDGPU) {

@@ -49,6 +49,9 @@ bool kl_llvm_fail(kl_llvm_lowering *L, kl_op *op, const char *msg);
 /* The address of the element that a load/store-like op addresses: operand bi is the
  * buffer, the next rank operands its indices; *elem_ty = the buffer's LLVM element type. */
 LLVMValueRef kl_llvm_address(kl_llvm_lowering *L, kl_op *op, int bi, LLVMTypeRef *elem_ty);
+/* NVPTX: the tensor-map kernel parameter (a byval grid_constant pointer) of a rock.tma_load
+ * (passes/lower_tma.h), NULL if none. */
+LLVMValueRef kl_llvm_tma_param(kl_llvm_lowering *L, kl_op *op);
 
 kl_status kl_lower_to_llvm(kl_op *module, const kl_target *target, LLVMContextRef llctx, LLVMModuleRef *out);
 /* Lowers one kernel func only (into a module of its own). */

@@ -78,6 +78,7 @@
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include "passes/rock_wgmma.h"
+#include "passes/rock_tma.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,12 +86,14 @@
 typedef struct {
   int64_t G, Kp, Mp, Np, MB, NB, KB, MT, NT, kpack, BS;
 } tiles;
+#define TMA_MAX_STAGES 6 /* the TMA loop's LDS stages at most (tma_emit) */
 typedef struct {
   int64_t cp_async;   /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
   bool krow;          /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
   int64_t amd_loop;   /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
   int64_t raster_m;   /* the option raster-group-m: workgroup order (passes/gemm_raster.h); <= 1 row order */
   bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
+  int64_t tma;        /* the option tma: 0 off, 1 auto stages, 3..6 stages (passes/rock_tma.h) */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -556,8 +559,8 @@ static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int
  * LDS bytes of the tiles, -1 (message in err) when a view cannot be built. */
 static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int n, int64_t budget, char *err,
                         size_t errlen) {
-  kl_value *raw[2 * KL_MAX_STAGES];
-  int64_t off[2 * KL_MAX_STAGES], total = 0, sum = 0;
+  kl_value *raw[2 * TMA_MAX_STAGES];
+  int64_t off[2 * TMA_MAX_STAGES], total = 0, sum = 0;
   for (int i = 0; i < n; i++) {
     raw[i] = tiles[i];
     while (raw[i]->def && !strcmp(raw[i]->def->name, "rock.transform")) raw[i] = raw[i]->def->opnds[0].value;
@@ -743,6 +746,171 @@ static int wg_buffers(const kl_target *tg, int64_t nk, int64_t tile_bytes) {
   if (nk < 2) return 0;
   if (nk >= 3 && 3 * stage <= lds) return 3;
   return 2 * stage <= lds ? 2 : 0;
+}
+
+/* ---- the TMA + mbarrier K loop of wgmma GEMMs (passes/rock_tma.h) ---- */
+typedef struct {
+  const kloop *k;
+  int W;
+  int64_t nk;
+  bool ta, tb; /* which operands load through TMA */
+  kl_tma_map ma, mb;
+  kl_value *bars, *elect; /* LDS buffer<W x i64>; tid == 0 */
+  kl_value *la[TMA_MAX_STAGES], *lb[TMA_MAX_STAGES];
+} tpipe;
+static void mbar(const tpipe *p, const char *step, int s, kl_value *parity, const char *an, int64_t av) {
+  kl_rewriter *rw = p->k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_value *o[3] = { p->bars, kl_tile_index(rw, p->k->loc, s), parity };
+  kl_named_attr a[2] = { { "step", kl_attr_str(ctx, step) }, { an, kl_attr_int(ctx, av) } };
+  kl_rewriter_create(rw, "rock.mbarrier", p->k->loc, parity ? 3 : 2, o, 0, NULL, an ? 2 : 1, a, 0);
+}
+static kl_op *if_begin(kl_rewriter *rw, kl_loc loc, kl_value *cond) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_op *ifop = kl_rewriter_create(rw, "scf.if", loc, 1, &cond, 0, NULL, 0, NULL, 2);
+  kl_block *tb = kl_block_create(ctx), *eb = kl_block_create(ctx);
+  kl_region_push_block(&ifop->regions[0], tb);
+  kl_region_push_block(&ifop->regions[1], eb);
+  kl_rewriter_set_insertion_end(rw, eb);
+  kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  kl_rewriter_set_insertion_end(rw, tb);
+  kl_op *y = kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  kl_rewriter_set_insertion_before(rw, y);
+  return ifop;
+}
+/* the boxes of one TMA operand for K step kidx into LDS tile lds ([KB/8, DB, 8]) */
+static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_value *lds, kl_value *kidx, int s) {
+  const kloop *k = p->k;
+  kl_rewriter *rw = k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_emitter e = { rw, k->loc };
+  /* the tile origin: the copy view at tid 0, iter 0 (g, k0, d0) */
+  kl_value *z = kl_tile_index(rw, k->loc, 0), *up[4] = { k->bid, z, kidx, z }, *lo[3], *valid = NULL;
+  kl_view_emit(&e, g, up, lo, &valid);
+  int nl = 0;
+  kl_value *raw = kl_rock_underlying(lds, NULL, &nl, 0); /* the stage's tile [KB/8, DB, 8] */
+  const kl_type *lt = raw->type;
+  int64_t KB = p->k->t->KB;
+  for (int64_t j = 0; j < KB / 8; j++) {
+    kl_value *o[4 + KL_VIEW_MAX_DIMS + 3];
+    int no = 0;
+    o[no++] = m->buf;
+    o[no++] = p->bars;
+    o[no++] = kl_tile_index(rw, k->loc, s);
+    o[no++] = raw;
+    for (int i = 0; i < lt->rank; i++) o[no++] = kl_tile_index(rw, k->loc, i == 0 ? j : 0);
+    o[no++] = kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, 8 * j));
+    o[no++] = lo[2];
+    if (m->rank == 3) o[no++] = lo[0];
+    kl_named_attr a[4] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
+                           { "strides", kl_attr_i64_array(ctx, m->rank - 1, m->strides) },
+                           { "box", kl_attr_i64_array(ctx, m->rank, m->box) },
+                           { "offset", kl_attr_int(ctx, m->offset) } };
+    kl_rewriter_create(rw, "rock.tma_load", k->loc, no, o, 0, NULL, 4, a, 0);
+  }
+}
+/* thread 0 (and kidx < nk where kidx is not a constant): arrive.expect_tx on stage s's
+ * mbarrier, then the TMA operands' boxes of step kidx into stage s */
+static void tma_issue(const tpipe *p, kl_value *kidx, int s) {
+  const kloop *k = p->k;
+  kl_rewriter *rw = k->rw;
+  kl_emitter e = { rw, k->loc };
+  int64_t c;
+  kl_value *cond = p->elect;
+  if (!kl_emit_const_of(kidx, &c))
+    cond = kl_emit_and(&e, cond, kl_emit_cmp(&e, "lt", kidx, kl_emit_index(&e, p->nk)));
+  else if (c >= p->nk)
+    return;
+  kl_op *ifop = if_begin(rw, k->loc, cond);
+  int64_t eb = 2, bytes = ((p->ta ? k->t->MB : 0) + (p->tb ? k->t->NB : 0)) * k->t->KB * eb;
+  mbar(p, "arrive_expect_tx", s, NULL, "bytes", bytes);
+  if (p->ta) tma_boxes(p, &p->ma, k->ga, p->la[s], kidx, s);
+  if (p->tb) tma_boxes(p, &p->mb, k->gb, p->lb[s], kidx, s);
+  kl_rewriter_set_insertion_after(rw, ifop);
+}
+static void tma_reg_read(const tpipe *p, kl_value *kidx) {
+  const kloop *k = p->k;
+  kl_value *ex[3] = { k->bid, k->tid, kidx };
+  if (!p->ta) threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->a, k->copy_a, 3, ex, k->ga, k->vla, NULL, NULL);
+  if (!p->tb) threadwise(k->rw, k->loc, "rock.threadwise_read_into", k->b, k->copy_b, 3, ex, k->gb, k->vlb, NULL, NULL);
+}
+static void tma_reg_write(const tpipe *p, int s) {
+  const kloop *k = p->k;
+  if (!p->ta)
+    threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_a, p->la[s], 1, &k->tid, k->wa,
+               kl_tile_vector_len(k->wa, p->la[s], 1), "set", NULL);
+  if (!p->tb)
+    threadwise(k->rw, k->loc, "rock.threadwise_write_all", k->copy_b, p->lb[s], 1, &k->tid, k->wb,
+               kl_tile_vector_len(k->wb, p->lb[s], 1), "set", NULL);
+}
+static kl_value *tma_add(const tpipe *p, kl_value *kidx, int64_t off) {
+  int64_t c;
+  if (kl_emit_const_of(kidx, &c)) return kl_tile_index(p->k->rw, p->k->loc, c + off);
+  kl_emitter e = { p->k->rw, p->k->loc };
+  return kl_emit_add(&e, kidx, kl_tile_index(p->k->rw, p->k->loc, off));
+}
+/* K step kidx in stage s, mbarrier phase parity */
+static void tma_step(const tpipe *p, kl_value *kidx, int s, kl_value *parity) {
+  const kloop *k = p->k;
+  int W = p->W;
+  bool reg = !p->ta || !p->tb;
+  mbar(p, "wait", s, parity, NULL, 0);
+  kl_op *g = kl_gemm(k, p->la[s], p->lb[s]); /* fence, MMAs, commit: group kidx */
+  kl_rewriter_set_attr(k->rw, g, "wgmma_wait", kl_attr_str(kl_rewriter_ctx(k->rw), "deferred"));
+  if (reg) {
+    tma_reg_write(p, (s + 1) % W); /* step kidx + 1, held in the copies; last read by group kidx + 1 - W */
+    kl_emitter e = { k->rw, k->loc };
+    int64_t c;
+    kl_value *nx = kl_emit_const_of(kidx, &c) ? kl_tile_index(k->rw, k->loc, (c + 2) % p->nk)
+                                              : kl_emit_remi(&e, tma_add(p, kidx, 2), p->nk);
+    tma_reg_read(p, nx);
+  }
+  wg_wait(k, 1); /* group kidx - 1 retired: stage (kidx - 1) mod W is free in this warpgroup ... */
+  if (reg) {
+    kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
+    kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
+  }
+  kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0); /* ... and in every one */
+  tma_issue(p, tma_add(p, kidx, W - 1), (s + W - 1) % W);
+}
+static void tma_emit(const tpipe *p) {
+  const kloop *k = p->k;
+  kl_rewriter *rw = k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  int W = p->W;
+  int64_t nk = p->nk;
+  kl_op *ifop = if_begin(rw, k->loc, p->elect);
+  for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
+  kl_rewriter_set_insertion_after(rw, ifop);
+  kl_rewriter_create(rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  for (int j = 0; j < W - 1 && j < nk; j++) tma_issue(p, kl_tile_index(rw, k->loc, j), j);
+  if (!p->ta || !p->tb) {
+    tma_reg_read(p, kl_tile_index(rw, k->loc, 0));
+    tma_reg_write(p, 0);
+    kl_barrier(k);
+    tma_reg_read(p, kl_tile_index(rw, k->loc, 1 % nk));
+  }
+  int64_t r = nk % W, main = nk - r;
+  if (main > 0) {
+    kl_value *bnd[3] = { kl_tile_index(rw, k->loc, 0), kl_tile_index(rw, k->loc, main), kl_tile_index(rw, k->loc, W) };
+    kl_op *loop = kl_rewriter_create(rw, "scf.for", k->loc, 3, bnd, 0, NULL, 0, NULL, 1);
+    kl_block *body = kl_block_create(ctx);
+    kl_value *kl = kl_block_add_arg(ctx, body, kl_type_index(ctx));
+    kl_region_push_block(&loop->regions[0], body);
+    kl_rewriter_set_insertion_end(rw, body);
+    kl_emitter e = { rw, k->loc };
+    kl_value *parity = kl_emit_remi(&e, kl_emit_divi(&e, kl, W), 2);
+    for (int j = 0; j < W; j++) tma_step(p, j ? tma_add(p, kl, j) : kl, j, parity);
+    kl_rewriter_create(rw, "scf.yield", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+    kl_rewriter_set_insertion_after(rw, loop);
+  }
+  for (int64_t j = 0; j < r; j++)
+    tma_step(p, kl_tile_index(rw, k->loc, main + j), (int)j, kl_tile_index(rw, k->loc, (main / W) % 2));
+  kl_wgmma_emit_acc_wait(rw, k->loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
+  kl_rewriter_create(rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  ifop = if_begin(rw, k->loc, p->elect); /* the mbarriers' LDS may be reused (epilogue) */
+  for (int s = 0; s < W; s++) mbar(p, "inval", s, NULL, NULL, 0);
+  kl_rewriter_set_insertion_after(rw, ifop);
 }
 
 /* ---- the multi-stage (cp.async) pipeline, see the header comment ---- */
@@ -1051,6 +1219,19 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
       if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > lim) skew_a = skew_b = 0, extra = 0;
     }
+    /* TMA operands of a wgmma GEMM (passes/rock_tma.h): LDS tiles with no row skew */
+    bool tma_a = false, tma_b = false;
+    kl_tma_map tm_a, tm_b;
+    char why_a[192] = "", why_b[192] = "";
+    if (o->tma && accel && !strcmp(accel, "wgmma") && t.Kp / t.KB <= 1)
+      snprintf(why_a, sizeof why_a, "one K step"), snprintf(why_b, sizeof why_b, "one K step");
+    if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1) {
+      tma_a = kl_tma_operand(a, prologue_of(a) != NULL, t.MB, &tm_a, why_a, sizeof why_a);
+      tma_b = kl_tma_operand(b, prologue_of(b) != NULL, t.NB, &tm_b, why_b, sizeof why_b);
+      if (tma_a) skew_a = 0;
+      if (tma_b) skew_b = 0;
+      extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
+    }
     kl_value *lds_a = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
     kl_value *lds_b = lds_a ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
     ok = lds_b != NULL;
@@ -1082,6 +1263,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       }
       int S = choose_stages(o->cp_async, tg, accel, nk, (ta_bytes + 127) / 128 * 128 + (tb_bytes + 127) / 128 * 128);
       pipe P = { .k = &K, .S = S };
+      tpipe T = { .k = &K };
+      kl_value **sla = P.la, **slb = P.lb; /* the stages' tiles of the loop taken */
+      int64_t bars_bytes = 0;
       kl_view *da = NULL, *db = NULL;
       bool dbuf = false;
       kl_value *lds_a2 = NULL, *lds_b2 = NULL;
@@ -1169,6 +1353,40 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         }
         goto after_loop;
       }
+      if (tma_a || tma_b) { /* the TMA + mbarrier loop (tma_emit) where 3 stages fit */
+        int W = kl_tma_stages(o->tma, tg ? tg->lds_bytes : 48 * 1024, (tile_bytes + 255) / 128 * 128);
+        if (W > TMA_MAX_STAGES) W = TMA_MAX_STAGES;
+        if (W >= 3) {
+          T.W = W, T.nk = nk, T.ta = tma_a, T.tb = tma_b, T.ma = tm_a, T.mb = tm_b;
+          T.la[0] = lds_a, T.lb[0] = lds_b;
+          for (int s = 1; s < W && ok; s++) {
+            T.la[s] = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
+            T.lb[s] = T.la[s] ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+            ok = T.lb[s] != NULL;
+          }
+          if (!ok) goto done;
+          int64_t nbar = W;
+          T.bars = alloc(rw, loc, kl_type_i64(ctx), 1, &nbar, KL_SPACE_LDS);
+          kl_emitter e = { rw, loc };
+          T.elect = kl_emit_cmp(&e, "eq", tid, kl_emit_index(&e, 0));
+          tma_emit(&T);
+          S = P.S = W;
+          sla = T.la, slb = T.lb;
+          extra += (W - 1) * tile_bytes;
+          bars_bytes = (8 * W + 15) / 16 * 16;
+          if (fn) {
+            kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tma_a && tma_b ? "A,B" : tma_a ? "A" : "B"));
+            kl_rewriter_set_attr(rw, fn, "wgmma_buffers", kl_attr_int(ctx, W));
+          }
+          goto after_loop;
+        }
+      }
+      if (fn && o->tma && accel && !strcmp(accel, "wgmma")) {
+        char why[420];
+        snprintf(why, sizeof why, "none (A: %s; B: %s)", tma_a ? "fewer than 3 stages fit" : why_a,
+                 tma_b ? "fewer than 3 stages fit" : why_b);
+        kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, why));
+      }
       if (accel && !strcmp(accel, "wgmma") && (P.S = wg_buffers(tg, nk, tile_bytes)) > 1) {
         S = P.S; /* the wgmma loop (wg_emit): P.la / P.lb hold its buffers */
         P.la[0] = lds_a, P.lb[0] = lds_b;
@@ -1249,16 +1467,17 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                  kl_op_attr(op, "store_scale"));
       int64_t tiles_bytes = kl_perf_config_lds_bytes(&pc, (kl_type_bits(ta->elem) + 7) / 8) + extra;
       if (tg && tg->arch != KL_ARCH_HOST) { /* GPU: one LDS buffer (see join_lds) */
-        kl_value *all[2 * KL_MAX_STAGES] = { lds_a, lds_b, lds_a2, lds_b2 };
+        kl_value *all[2 * TMA_MAX_STAGES] = { lds_a, lds_b, lds_a2, lds_b2 };
         int nall = dbuf ? 4 : 2;
         if (S > 1)
-          for (int s = 0; s < S; s++) all[2 * s] = P.la[s], all[2 * s + 1] = P.lb[s], nall = 2 * S;
+          for (int s = 0; s < S; s++) all[2 * s] = sla[s], all[2 * s + 1] = slb[s], nall = 2 * S;
         int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 && S == 1 ? 48 * 1024 : tg->lds_bytes;
         tiles_bytes = join_lds(rw, loc, all, nall, budget, err, sizeof err);
         if (tiles_bytes < 0) {
           ok = false;
           goto done;
         }
+        tiles_bytes += bars_bytes; /* the TMA loop's mbarriers: an LDS buffer of their own */
       }
       kl_rewriter_erase_op(rw, op);
       if (fn) {
@@ -1282,7 +1501,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
   const char *wf = kl_pass_opt_string(po, "wgmma-fence");
   opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop"),
-             kl_pass_opt_int(po, "raster-group-m"), wf && !strcmp(wf, "late") };
+             kl_pass_opt_int(po, "raster-group-m"), wf && !strcmp(wf, "late"), kl_pass_opt_int(po, "tma") };
   if (!wf || (strcmp(wf, "early") && strcmp(wf, "late"))) {
     kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: wgmma-fence must be early or late, got %s",
                   wf ? wf : "(none)");
@@ -1303,6 +1522,13 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   if (o.amd_loop < 0 || o.amd_loop > 2) {
     kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: amd-k-loop must be 0, 1 or 2, got %lld",
                   (long long)o.amd_loop);
+    return KL_ERR;
+  }
+  if (o.tma < 0 || o.tma == 2 || o.tma > TMA_MAX_STAGES) {
+    kl_emit_error(module->ctx, module->loc,
+                  "rock-gridwise-to-blockwise: tma must be 0 (off), 1 (on, stages by the LDS) or 3..%d (stages), got "
+                  "%lld",
+                  TMA_MAX_STAGES, (long long)o.tma);
     return KL_ERR;
   }
   if (o.cp_async < -1 || o.cp_async > KL_MAX_STAGES) {
@@ -1336,6 +1562,10 @@ static const kl_pass_option options[] = {
   { "amd-k-loop", KL_OPT_INT, "0",
     "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
     "several K steps, on any target (tests run it on the host)" },
+  { "tma", KL_OPT_INT, KL_TMA_DEFAULT_STR,
+    "wgmma GEMMs (sm_90a): TMA loads (cp.async.bulk.tensor) completing on mbarriers for the operands that are a "
+    "plain K-major box of a kernel argument, the others through registers: 0 off, 1 on (as many LDS stages as "
+    "fit, at most 4), 3..6 stages; the choice is the kernel's `tma` attribute (passes/rock_tma.h)" },
 };
 
 void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {

@@ -47,6 +47,7 @@
  * do not match is lowered by the generic patterns here. */
 #include "passes/lower_loops.h"
 #include "passes/rock_wgmma.h"
+#include "passes/rock_tma.h"
 #include "passes/lower_loops_reduce.h"
 #include "passes/perf_config.h"
 #include "core/dialect_builtin.h"
@@ -606,6 +607,7 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
     { "rock.reduce", 1, "lower-reduce", lower_whole, &o },
     { "rock.softmax", 1, "lower-softmax", lower_whole, &o },
     { "rock.wgmma_desc", 1, "lower-wgmma-desc", kl__ll_lower_wgmma_desc, &o }, /* passes/lower_loops_wgmma.c */
+    { "rock.tma_load", 1, "lower-tma-dst", kl__ll_lower_tma_dst, &o },         /* passes/lower_loops_wgmma.c */
   };
   enum { NPATS = sizeof pats / sizeof *pats };
   const kl_pattern *ps[NPATS];

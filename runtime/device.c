@@ -466,6 +466,16 @@ kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint3
   return d->ops->launch(d, k->handle, grid, block, shared_bytes, args, arg_sizes, nargs);
 }
 
+kl_status kl_device_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out) {
+  if (!dev) return KL_ERR;
+  if (!d || !out || d->rank < 1 || d->rank > 5)
+    return kl_device_set_error(dev, "%s: tensor map of rank %d", dev->info.backend, d ? d->rank : 0);
+  if (!dev->ops->tensor_map)
+    return kl_device_set_error(dev, "%s: this device has no TMA tensor maps (NVIDIA compute capability 9.0 only)",
+                               dev->info.backend);
+  return dev->ops->tensor_map(dev, d, out);
+}
+
 kl_status kl_device_launch_group(kl_device *dev, int n, const kl_dev_launch *l, double *times) {
   if (!dev) return KL_ERR;
   if (n < 0 || (n > 0 && !l)) return kl_device_set_error(dev, "%s: launch group of %d launches", dev->info.backend, n);

@@ -120,6 +120,23 @@ kl_status kl_device_launch(kl_dev_kernel *k, const uint32_t grid[3], const uint3
                            void **args, const size_t *arg_sizes, int nargs);
 kl_status kl_device_synchronize(kl_device *dev);
 
+/* ---- TMA tensor maps (NVIDIA compute capability 9.0) ----
+ * Encodes a CUtensorMap (128 bytes; the caller's out, 64-byte aligned) for tiled box loads
+ * (cp.async.bulk.tensor) of a rank-dimensional (1..5) tensor of 16-bit elements (bf16 or
+ * f16) at device address base (16-byte aligned): dims elements innermost first, strides
+ * bytes of dims 1.. (multiples of 16), box elements per dim (<= 256, box[0] * 2 a multiple
+ * of 16); no interleave, no swizzle, L2 promotion 128 bytes, zeros out of bounds. CUDA
+ * through the driver's cuTensorMapEncodeTiled; other devices, or a driver without it:
+ * KL_ERR with a message (kl_device_error). */
+typedef struct kl_tensor_map_desc {
+  int rank;
+  bool bf16;
+  void *base;
+  uint64_t dims[5], strides[4];
+  uint32_t box[5];
+} kl_tensor_map_desc;
+kl_status kl_device_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out);
+
 /* ---- streams ----
  * A stream is an ordered queue of device work; work on different streams may overlap.
  * The _on calls issue a launch, a fill or a device-to-device copy on stream s and
@@ -205,6 +222,8 @@ typedef struct kl_device_ops {
   /* optional (NULL: launch one after the other): kl_device_launch_group after
    * validation; kernels[i] is the backend handle of launches[i].k. */
   kl_status (*launch_group)(kl_device *dev, int n, void *const *kernels, const kl_dev_launch *launches, double *times);
+  /* optional (NULL: no TMA): kl_device_tensor_map */
+  kl_status (*tensor_map)(kl_device *dev, const kl_tensor_map_desc *d, void *out);
 } kl_device_ops;
 
 typedef struct kl_device_backend {

@@ -98,6 +98,9 @@ typedef struct cuda_api {
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
+                                     const unsigned long long *, const unsigned *, const unsigned *, int, int, int,
+                                     int); /* optional: NULL on drivers before CUDA 12 */
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuStreamCreate)(CUstream *, unsigned int);
@@ -182,6 +185,9 @@ static void cuda_load_once(void) {
     }
     memcpy((char *)&g_cu + syms[i].off, &p, sizeof p);
   }
+  /* optional (CUDA 12 drivers): TMA tensor maps (cuda_tensor_map says so when absent) */
+  void *tm = dlsym(lib, "cuTensorMapEncodeTiled");
+  memcpy(&g_cu.cuTensorMapEncodeTiled, &tm, sizeof tm);
   g_cu_init_result = g_cu.cuInit(0);
   g_cu_loaded = true;
 }
@@ -508,6 +514,40 @@ static kl_status cuda_stream_wait_event(kl_device *dev, void *stream, void *even
   return KL_OK;
 }
 
+/* CUtensorMap of a tiled 16-bit tensor (kl_device_tensor_map): data type FLOAT16 (6) or
+ * BFLOAT16 (9), element strides 1, INTERLEAVE_NONE, SWIZZLE_NONE, L2_PROMOTION_L2_128B (2),
+ * FLOAT_OOB_FILL_NONE (zeros). Host-side only: no context work. */
+static kl_status cuda_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out) {
+  if (!g_cu.cuTensorMapEncodeTiled)
+    return kl_device_set_error(dev, "cuda: the driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)");
+  unsigned long long dims[5], strides[4];
+  unsigned box[5], es[5];
+  for (int i = 0; i < d->rank; i++) {
+    dims[i] = d->dims[i];
+    box[i] = d->box[i];
+    es[i] = 1;
+    if (i) strides[i - 1] = d->strides[i - 1];
+  }
+  CUresult r = g_cu.cuTensorMapEncodeTiled(out, d->bf16 ? 9 : 6, (unsigned)d->rank, d->base, dims, strides, box, es, 0,
+                                           0, 2, 0);
+  if (r != CUDA_SUCCESS) {
+    char what[320];
+    int n = snprintf(what, sizeof what, "cuTensorMapEncodeTiled(rank %d, base %p, dims", d->rank, d->base);
+    for (int i = 0; i < d->rank && n < (int)sizeof what; i++)
+      n += snprintf(what + n, sizeof what - n, " %llu", dims[i]);
+    n += snprintf(what + n, n < (int)sizeof what ? sizeof what - n : 0, ", strides");
+    for (int i = 0; i + 1 < d->rank && n < (int)sizeof what; i++)
+      n += snprintf(what + n, sizeof what - n, " %llu", strides[i]);
+    n += snprintf(what + n, n < (int)sizeof what ? sizeof what - n : 0, ", box");
+    for (int i = 0; i < d->rank && n < (int)sizeof what; i++) n += snprintf(what + n, sizeof what - n, " %u", box[i]);
+    if (n < (int)sizeof what) snprintf(what + n, sizeof what - n, ")");
+    char desc[200];
+    cu_describe(r, desc, sizeof desc);
+    return kl_device_set_error(dev, "cuda: %s: %s", what, desc);
+  }
+  return KL_OK;
+}
+
 static const kl_device_ops cuda_ops = {
   .destroy = cuda_destroy,
   .alloc = cuda_alloc,
@@ -528,6 +568,7 @@ static const kl_device_ops cuda_ops = {
   .stream_destroy = cuda_stream_destroy,
   .set_stream = cuda_set_stream,
   .stream_wait_event = cuda_stream_wait_event,
+  .tensor_map = cuda_tensor_map,
 };
 
 /* The newest NVPTX arch kiln compiles for that the GPU can run (PTX is forward

@@ -27,7 +27,7 @@ package.path = "spec/lua/?.lua;scripts/lib/?.lua;" .. package.path
 local SEL = require "suite_select"
 local SECTIONS = { "fused", "fusion", "swizzle", "int8", "ewpairs", "reduce", "vector", "rsplit", "rfusion", "f64",
                    "rheuristic", "plans", "async", "splitk", "splitk_ws", "gemm_reduce", "gemm_reduce_rand", "ndconv",
-                   "layout", "ldmatrix", "tune", "cp.async", "wgmma", "cvtfuse", "migraphx", "memory" }
+                   "layout", "ldmatrix", "tune", "cp.async", "wgmma", "tma", "cvtfuse", "migraphx", "memory" }
 local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("KILN_SUITE_ONLY"))
 if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
 for _, line in ipairs(sel:header()) do print(line) end
@@ -748,6 +748,20 @@ do
     end
   end
 end
+end
+progress("before tma")
+-- TMA + mbarrier operand loads on the wgmma path (sm_90a, rock-gridwise-to-blockwise{tma=1};
+-- spec/lua/tma_cases.lua): K-major operands through cp.async.bulk.tensor, transposes, odd
+-- sizes, K 16..4096, batch, epilogues, KB 16..64, the heuristic, against g:eval; compute
+-- capability 9.0 devices only; failures are named "tma: <case> <config>: ..."
+if section("tma") then
+  local T = require "tma_cases"
+  if T.device_ok(dev) then
+    for _, c in ipairs(T.cases()) do
+      local ok, res = pcall(T.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+    end
+  end
 end
 -- converts fused into GEMM loads (spec/lua/input_cvt_cases.lua): f32 -> f16 / bf16 operands,
 -- f16 scale prologues, fp8 quant_dot and fp8 -> f16 operands at sizes that are not tile

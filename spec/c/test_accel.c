@@ -396,6 +396,23 @@ typedef struct sim {
   uint8_t *lds_dirty;
   int64_t *lds_fenced, barriers;
   int wg_cur; /* the warpgroup whose MMA is being executed */
+  /* TMA + mbarrier (passes/rock_tma.h): the mbarriers (an LDS element each): expected
+   * arrivals, arrivals missing in the current phase, pending transaction bytes, completed
+   * phases; per thread the completed phases it observed through a wait; per 16-byte
+   * granule the mbarrier (index + 1, 0 none) a TMA load wrote it under and the phase that
+   * completes it. An MMA reading a granule before every thread of its warpgroup waited for
+   * that phase fails; so does a TMA write into a granule an in-flight group reads, a wait
+   * for a phase that cannot complete (a lockstep deadlock), an mbarrier used before init. */
+  struct {
+    mem *m;
+    int64_t i, count, missing, tx, phase;
+    bool live;
+    int64_t *seen;
+  } mb[16];
+  int nmb;
+  uint8_t *tma_bar;
+  int64_t *tma_phase;
+  int64_t ntma; /* TMA boxes executed */
 } sim;
 
 static void sfail(sim *s, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -828,6 +845,15 @@ static void exec_wgmma_desc(sim *s, kl_op *op, const bool *mask) {
   }
 }
 /* The element of the byte address (LDS only), or -1 (message). */
+static void tma_check_read(sim *s, kl_op *op, int64_t gr) {
+  if (!s->tma_bar || !s->tma_bar[gr]) return;
+  int b = s->tma_bar[gr] - 1;
+  for (int t = 128 * s->wg_cur; t < 128 * (s->wg_cur + 1) && t < s->nt && !s->bad; t++)
+    if (s->mb[b].seen[t] <= s->tma_phase[gr])
+      sfail(s, op,
+            "reads shared byte %lld that a TMA load wrote before thread %d waited for phase %lld of mbarrier %lld",
+            (long long)gr * 16, t, (long long)s->tma_phase[gr], (long long)s->mb[b].i);
+}
 static double lds_at(sim *s, kl_op *op, int64_t byte, int eb) {
   for (int i = 0; i < s->nmems; i++) {
     mem *m = &s->mems[i];
@@ -844,6 +870,7 @@ static double lds_at(sim *s, kl_op *op, int64_t byte, int eb) {
         else if (s->lds_fenced[gr] == s->barriers)
           sfail(s, op, "reads shared byte %lld stored and fenced with no barrier since", (long long)byte);
         s->wg_rd[s->wg_cur][0][gr] = 1;
+        tma_check_read(s, op, gr);
       }
       return m->data[(byte - base) / eb];
     }
@@ -974,6 +1001,142 @@ static void exec_wgmma_sync(sim *s, kl_op *op, const bool *mask) {
   }
 }
 
+/* the mbarrier at element a of LDS buffer m (created on init) */
+static int mb_find(sim *s, kl_op *op, mem *m, int64_t a, bool create) {
+  for (int i = 0; i < s->nmb; i++)
+    if (s->mb[i].m == m && s->mb[i].i == a) return i;
+  if (!create) {
+    sfail(s, op, "mbarrier %lld used before its init", (long long)a);
+    return -1;
+  }
+  if (s->nmb == 16) {
+    sfail(s, op, "more than 16 mbarriers");
+    return -1;
+  }
+  s->mb[s->nmb].m = m, s->mb[s->nmb].i = a;
+  s->mb[s->nmb].seen = calloc((size_t)s->nt, sizeof(int64_t));
+  return s->nmb++;
+}
+static void mb_complete(sim *s, int b) {
+  if (s->mb[b].missing == 0 && s->mb[b].tx == 0) s->mb[b].phase++, s->mb[b].missing = s->mb[b].count;
+}
+static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
+  const char *step = kl_op_attr_string(op, "step");
+  int64_t v = 0;
+  for (int t = 0; t < s->nt && !s->bad; t++) {
+    if (!mask[t]) continue;
+    mem *m;
+    int64_t a;
+    if (!addr(s, op, 0, t, 1, &m, &a)) return;
+    int b = mb_find(s, op, m, a, !strcmp(step, "init"));
+    if (b < 0) return;
+    if (!strcmp(step, "init")) {
+      kl_op_attr_i64(op, "count", &v);
+      s->mb[b].count = s->mb[b].missing = v, s->mb[b].tx = 0, s->mb[b].phase = 0, s->mb[b].live = true;
+      memset(s->mb[b].seen, 0, sizeof(int64_t) * (size_t)s->nt);
+      continue;
+    }
+    if (!s->mb[b].live) {
+      sfail(s, op, "mbarrier %lld used after its inval or before its init", (long long)a);
+      return;
+    }
+    if (!strcmp(step, "inval")) s->mb[b].live = false;
+    if (!strcmp(step, "arrive_expect_tx")) {
+      kl_op_attr_i64(op, "bytes", &v);
+      s->mb[b].tx += v;
+      s->mb[b].missing--;
+      mb_complete(s, b);
+    }
+    if (!strcmp(step, "wait")) {
+      double *par = val_r(s, op, op->opnds[2].value);
+      if (!par) return;
+      int64_t p = (int64_t)par[t] & 1, ph = s->mb[b].phase;
+      if (p == (ph & 1)) {
+        sfail(s, op,
+              "thread %d waits for parity %lld of mbarrier %lld whose current phase %lld never completes (%lld "
+              "arrivals and %lld transaction bytes missing): deadlock",
+              t, (long long)p, (long long)a, (long long)ph, (long long)s->mb[b].missing, (long long)s->mb[b].tx);
+        return;
+      }
+      if (s->mb[b].seen[t] < ph) s->mb[b].seen[t] = ph;
+    }
+  }
+}
+static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
+  int64_t dims[8], strides[8], box[8], off = 0;
+  int nd = kl_op_attr_i64s(op, "dims", dims, 8);
+  kl_op_attr_i64s(op, "strides", strides, 8);
+  kl_op_attr_i64s(op, "box", box, 8);
+  kl_op_attr_i64(op, "offset", &off);
+  const kl_type *st = op->opnds[0].value->type, *dt = op->opnds[3].value->type;
+  int eb = (int)(kl_type_bits(st->elem) / 8);
+  mem *src = find_mem(s, op->opnds[0].value);
+  if (!src) {
+    sfail(s, op, "TMA source is not a kernel argument");
+    return;
+  }
+  for (int t = 0; t < s->nt && !s->bad; t++) {
+    if (!mask[t]) continue;
+    mem *bm, *dm;
+    int64_t ba, da;
+    if (!addr(s, op, 1, t, 1, &bm, &ba) || !addr(s, op, 3, t, 1, &dm, &da)) return;
+    int b = mb_find(s, op, bm, ba, false);
+    if (b < 0) return;
+    if (!s->mb[b].live) {
+      sfail(s, op, "TMA load completing on an mbarrier after its inval");
+      return;
+    }
+    int64_t c[8], n = 1;
+    for (int i = 0; i < nd; i++) {
+      double *cv = val_r(s, op, op->opnds[4 + dt->rank + i].value);
+      if (!cv) return;
+      c[i] = (int64_t)cv[t];
+      n *= box[i];
+    }
+    if (da + n > dm->span) {
+      sfail(s, op, "TMA box of %lld elements past the end of %s", (long long)n, dt->text);
+      return;
+    }
+    int64_t base = lds_window(s, dm);
+    if ((base + da * eb) % 128)
+      sfail(s, op, "TMA destination byte %lld not 128-byte aligned", (long long)(base + da * eb));
+    for (int64_t f = 0; f < n && !s->bad; f++) {
+      int64_t r = f, e = off;
+      bool in = true;
+      for (int i = 0; i < nd; i++) {
+        int64_t x = c[i] + r % box[i];
+        r /= box[i];
+        if (x < 0 || x >= dims[i]) in = false;
+        e += i ? x * (strides[i - 1] / eb) : x;
+      }
+      if (in && (e < 0 || e >= src->span)) {
+        sfail(s, op, "TMA reads element %lld of a source of span %lld", (long long)e, (long long)src->span);
+        return;
+      }
+      dm->data[da + f] = in ? src->data[e] : 0.0;
+      int64_t gr = (base + (da + f) * eb) / 16;
+      if (s->lds_dirty && gr < WG_NGRAN && (da + f) * eb % 16 == 0) {
+        for (int g = 0; g < 8 && g < s->nt / 128; g++)
+          for (int q = 0; q <= s->wg_groups[g]; q++)
+            if (s->wg_rd[g][q][gr])
+              sfail(s, op,
+                    "TMA writes shared byte %lld while a wgmma group of warpgroup %d reading it is in flight "
+                    "(not retired by a wait_group)",
+                    (long long)gr * 16, g);
+        for (int g = 0; g < 8 && g < s->nt / 128; g++)
+          if (s->wg_rd[g][WG_Q + 1][gr])
+            sfail(s, op, "TMA writes shared byte %lld that warpgroup %d's wgmma read, retired with no barrier since",
+                  (long long)gr * 16, g);
+        s->lds_dirty[gr] = 0, s->lds_fenced[gr] = -1; /* the async proxy: no fence needed */
+        s->tma_bar[gr] = (uint8_t)(b + 1), s->tma_phase[gr] = s->mb[b].phase;
+      }
+    }
+    s->mb[b].tx -= n * eb;
+    mb_complete(s, b);
+    s->ntma++;
+  }
+}
+
 static void exec_op(sim *s, kl_op *op, const bool *mask) {
   const char *n = op->name;
   int nt = s->nt;
@@ -1084,6 +1247,7 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
                     t, (long long)gr * 16, g);
           }
           s->lds_dirty[gr] = 1;
+          if (s->tma_bar) s->tma_bar[gr] = 0;
         }
       }
     }
@@ -1111,6 +1275,14 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
   }
   if (!strcmp(n, "rock.wgmma_sync")) {
     exec_wgmma_sync(s, op, mask);
+    return;
+  }
+  if (!strcmp(n, "rock.mbarrier")) {
+    exec_mbarrier(s, op, mask);
+    return;
+  }
+  if (!strcmp(n, "rock.tma_load")) {
+    exec_tma_load(s, op, mask);
     return;
   }
   if (!strcmp(n, "scf.for")) {
@@ -1212,6 +1384,7 @@ static void exec_block(sim *s, kl_block *b, const bool *mask) {
 /* Runs kernel func k over its grid; args[i] = the data of kernel argument i (span
  * elements each, in the argument's buffer layout). */
 static int64_t g_lds_wavefronts[2], g_lds_ideal[2]; /* of the last sim_run: [0] loads, [1] stores */
+static int64_t g_ntma;                              /* TMA boxes of the last sim_run */
 static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size_t errlen, int64_t *nmma) {
   int64_t bs = 1, grid = 1;
   kl_op_attr_i64(k, "block_size", &bs);
@@ -1222,6 +1395,8 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
     s.wg_rd = calloc(8, sizeof *s.wg_rd);
     s.lds_dirty = calloc(WG_NGRAN, 1);
     s.lds_fenced = malloc(sizeof *s.lds_fenced * WG_NGRAN);
+    s.tma_bar = calloc(WG_NGRAN, 1);
+    s.tma_phase = calloc(WG_NGRAN, sizeof *s.tma_phase);
   }
   bool *mask = malloc(bs);
   memset(mask, 1, bs);
@@ -1232,7 +1407,10 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
       memset(s.lds_dirty, 0, WG_NGRAN);
       for (int i = 0; i < WG_NGRAN; i++) s.lds_fenced[i] = -1;
       memset(s.wg_rd, 0, 8 * sizeof *s.wg_rd);
+      memset(s.tma_bar, 0, WG_NGRAN);
     }
+    for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
+    s.nmb = 0;
 
     for (int i = 0; i < entry->nargs; i++) {
       const kl_type *bt = entry->args[i]->type;
@@ -1244,6 +1422,9 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
     exec_block(&s, entry, mask);
     for (int g = 0; g < 8; g++)
       if (s.wg_groups[g] || s.wg_open[g]) sfail(&s, NULL, "the kernel ends with wgmma groups in flight");
+    for (int i = 0; i < s.nmb; i++)
+      if (s.mb[i].tx || s.mb[i].missing != s.mb[i].count)
+        sfail(&s, NULL, "the kernel ends with TMA loads or arrivals pending on mbarrier %lld", (long long)s.mb[i].i);
     for (int i = nargs; i < s.nmems; i++) free(s.mems[i].data);
     sim_reset_values(&s);
   }
@@ -1251,6 +1432,10 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
   free(s.wg_rd);
   free(s.lds_dirty);
   free(s.lds_fenced);
+  free(s.tma_bar);
+  free(s.tma_phase);
+  for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
+  g_ntma = s.ntma;
   if (s.bad) snprintf(err, errlen, "%s", s.err);
   *nmma = s.nmma;
   for (int i = 0; i < 2; i++) {
@@ -1456,7 +1641,7 @@ static void run_case_with(const gcase *c, const char *pipeline) {
     ok = false;
   }
   CHECK(ok || g_mutate, "%s: interpreter: %s", what, err);
-  CHECK(!(want_accel || wg) || nmma > 0, "%s: no matrix instruction executed", what);
+  CHECK(g_mutate || !(want_accel || wg) || nmma > 0, "%s: no matrix instruction executed", what);
   const kl_type *ot = kl_type_scalar(ctx, kl_scalar_kind_from_name(c->out, strlen(c->out)));
   int64_t bad = 0, first = -1;
   double got0 = 0, want0 = 0;
@@ -1916,6 +2101,121 @@ static void test_wgmma(void) {
             "fences, commits and waits ordered; v3 configs");
 }
 
+/* TMA + mbarrier (passes/rock_tma.h), rock-gridwise-to-blockwise{tma=...}: the operands
+ * that are K-major boxes of a kernel argument load through rock.tma_load (the interpreter
+ * copies the box from the tensor map's dims / strides / offset, zero past the dims), the
+ * others through registers; results equal a direct matmul; the mbarrier protocol holds. */
+static kl_op *first_in_loop(kl_op *k, const char *name, const char *step) {
+  int n;
+  kl_op **ops = kl_collect_ops(k, &n), *w = NULL;
+  for (int i = 0; i < n && !w; i++) {
+    const char *st = kl_op_attr_string(ops[i], "step");
+    if (!strcmp(ops[i]->name, name) && ops[i]->block && ops[i]->block != k->regions[0].first && st && !strcmp(st, step))
+      w = ops[i];
+  }
+  free(ops);
+  return w;
+}
+static const char *mut_tma_wait(kl_op *k) { /* the MMAs read a stage before its mbarrier phase completed */
+  kl_op *w = first_in_loop(k, "rock.mbarrier", "wait");
+  if (!w) return NULL;
+  kl_op_unlink(w);
+  return "waited for phase";
+}
+static const char *mut_tma_barrier(kl_op *k) { /* the TMA issues right after the waits: other warpgroups still read */
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n; i++) {
+    const char *st = kl_op_attr_string(ops[i], "step");
+    if (strcmp(ops[i]->name, "rock.wgmma_sync") || ops[i]->nopnds || !st || strcmp(st, "wait") ||
+        ops[i]->block == k->regions[0].first)
+      continue;
+    kl_op *b = ops[i]->next;
+    if (b && !strcmp(b->name, "rock.wgmma_sync")) b = b->next; /* the proxy fence of the mixed loop */
+    if (b && !strcmp(b->name, "rock.barrier")) kl_op_unlink(b), hit++;
+  }
+  free(ops);
+  return hit ? "with no barrier since" : NULL;
+}
+static const char *mut_tma_expect(kl_op *k) { /* fewer transaction bytes announced: ... */
+  kl_op *w = first_in_loop(k, "rock.mbarrier", "arrive_expect_tx");
+  int64_t b = 0;
+  if (!w || !kl_op_attr_i64(w, "bytes", &b)) return NULL;
+  kl_op_set_attr(w, "bytes", kl_attr_int(k->ctx, b + 16)); /* ... more: the phase never completes */
+  return "deadlock";
+}
+static void tma_case(const gcase *c, const char *opt, const char *want) {
+  char pl[512], err[4096];
+  snprintf(pl, sizeof pl,
+           "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},rock-blockwise-to-threadwise,"
+           "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
+           opt);
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *m = lower_case(ctx, c, pl, err, sizeof err);
+  kl_op *k = m ? kernel_of(m) : NULL;
+  const char *tma = k ? kl_op_attr_string(k, "tma") : NULL;
+  CHECK(k && tma && !strncmp(tma, want, strlen(want)), "tma %s M=%lld N=%lld K=%lld: tma = %s, want %s %s", c->perf,
+        (long long)c->M, (long long)c->N, (long long)c->K, tma ? tma : "-", want, k ? "" : err);
+  CHECK(!k || (count_ops(k, "rock.tma_load") > 0) == (strcmp(want, "none") != 0), "tma %s: %d rock.tma_load", c->perf,
+        k ? count_ops(k, "rock.tma_load") : 0);
+  kl_ctx_destroy(ctx);
+  g_ntma = 0;
+  run_case_with(c, pl);
+  CHECK(g_mutate || (g_ntma > 0) == (strcmp(want, "none") != 0), "tma %s: %lld TMA boxes executed", c->perf,
+        (long long)g_ntma);
+}
+static void test_tma(void) {
+  group_begin();
+  static const struct {
+    gcase c;
+    const char *opt, *want;
+  } cases[] = {
+    /* both operands K-major (A [M,K], B [N,K]): 4 stages, 4 / 6 / 5 K steps */
+    { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, "tma=1", "A,B" },
+    { { "sm_90a", "bf16", 1, 64, 128, 96, true, true, true, "v3:64,128,16,64,128,8", "bf16" }, "tma=1", "A,B" },
+    { { "sm_90a", "f16", 1, 128, 64, 80, true, true, false, "v3:128,64,16,64,64,8", "f32" }, "tma=3", "A,B" },
+    /* batch (rank-3 tensor maps), two warpgroups of m64n256 at KB 64 (the large tile) */
+    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" }, "tma=1", "A,B" },
+    /* odd M / N and K padded to the tile: TMA's zero fill past the dims */
+    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=6", "A,B" },
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "tma=1", "A,B" },
+    /* one operand MN-major: it keeps the register path (mixed loop) */
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "tma=1", "A" },
+    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3", "B" },
+    /* no TMA: both MN-major; K rows of 90 bytes (not a multiple of 16) */
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, "tma=1", "none" },
+    { { "sm_90a", "f16", 1, 64, 64, 45, true, true, false, "v3:64,64,16,64,64,8", "f32" }, "tma=1", "none" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) tma_case(&cases[i].c, cases[i].opt, cases[i].want);
+  /* the protocol check can fail: each broken variant is refused (2 warpgroups, 4 stages,
+   * 6 K steps; and the mixed loop) */
+  {
+    const char *(*muts[4])(kl_op *) = { mut_tma_wait, mut_pending, mut_tma_barrier, mut_tma_expect };
+    gcase c = { "sm_90a", "f16", 1, 128, 64, 96, true, true, false, "v3:128,64,16,64,64,8", "f32" };
+    gcase c2 = { "sm_90a", "f16", 1, 128, 64, 96, true, false, false, "v3:128,64,16,64,64,8", "f32" };
+    for (int i = 0; i < 4; i++) {
+      g_mutate = muts[i];
+      tma_case(&c, "tma=1", "A,B");
+      tma_case(&c2, "tma=1", "A");
+    }
+    g_mutate = NULL;
+  }
+  /* option errors */
+  {
+    char err[4096];
+    gcase c = { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" };
+    kl_ctx *ctx = kl_test_ctx();
+    kl_op *m = lower_case(ctx, &c,
+                          "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=2},rock-blockwise-to-threadwise,"
+                          "rock-lower-loops",
+                          err, sizeof err);
+    CHECK(!m && strstr(err, "tma must be 0 (off), 1 (on"), "tma=2: %s", m ? "accepted" : err);
+    kl_ctx_destroy(ctx);
+  }
+  group_end("tma (sm_90a): TMA + mbarrier K loops interpreted equal a direct matmul; operand choice; the broken "
+            "protocols are refused");
+}
+
 static void test_ldmatrix(void) {
   group_begin();
   static const int64_t shapes[][3] = { { 4096, 4096, 4096 }, { 8192, 8192, 8192 }, { 1500, 3840, 1280 },
@@ -2017,6 +2317,8 @@ typedef struct graph_case {
   double tol;
   int min_accel;
   bool one_kernel;
+  const char *pipeline; /* NULL: the default */
+  const char *want_tma; /* a kernel's `tma` attribute must be this (NULL: not checked) */
 } graph_case;
 
 static void run_graph_case(const graph_case *gc) {
@@ -2033,7 +2335,7 @@ static void run_graph_case(const graph_case *gc) {
   }
   const char *gname = kl_op_attr_string(g, "sym_name");
   const char *targets[1] = { gc->target };
-  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true };
+  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true, .pipeline = gc->pipeline };
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   CHECK(p != NULL, "%s on %s: compile: %s", gname, gc->target, err);
   if (!p) {
@@ -2043,8 +2345,13 @@ static void run_graph_case(const graph_case *gc) {
   const char *T = gc->target;
   const kl_target *tgt = kl_target_lookup(T);
   int naccel = 0;
-  for (int i = 0; i < kl_program_nkernels(p, T); i++)
-    naccel += !strncmp(kl_program_kernel(p, T, i)->perf_config, "v2:", 3);
+  bool tma_seen = false;
+  for (int i = 0; i < kl_program_nkernels(p, T); i++) {
+    const kl_kernel_info *ki = kl_program_kernel(p, T, i);
+    naccel += !strncmp(ki->perf_config, "v2:", 3) || !strncmp(ki->perf_config, "v3:", 3);
+    tma_seen |= gc->want_tma && ki->tma && !strcmp(ki->tma, gc->want_tma);
+  }
+  CHECK(!gc->want_tma || tma_seen, "%s on %s: no kernel with tma = %s", gname, T, gc->want_tma ? gc->want_tma : "");
   CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
   CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T,
         kl_program_nkernels(p, T));
@@ -2188,23 +2495,53 @@ static const char *const dot_i8 =
     "  %f = \"graph.convert\"(%y) : (tensor<2x37x45xi32>) -> tensor<2x37x45xf32>\n"
     "  func.return %f : tensor<2x37x45xf32>\n}\n";
 
+/* 1x1 NHWC conv (C = 256: four K steps of the heuristic's 64) + residual + relu: both
+ * operands plain K-major boxes (TMA) */
+static const char *const conv1x1_nhwc_f16 =
+    "func.func @conv1x1_res_relu() attributes {graph} {\n"
+    "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<2x256x5x7xf16, strides=[8960,1,1792,256]>\n"
+    "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<72x256x1x1xf16, strides=[256,1,256,256]>\n"
+    "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n"
+    "  %c = \"graph.conv\"(%x, %w) {stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1} : "
+    "(tensor<2x256x5x7xf16, strides=[8960,1,1792,256]>, tensor<72x256x1x1xf16, strides=[256,1,256,256]>) -> "
+    "tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n"
+    "  %s = \"graph.add\"(%c, %r) : (tensor<2x72x5x7xf16, strides=[2520,1,504,72]>, tensor<2x72x5x7xf16, "
+    "strides=[2520,1,504,72]>) -> tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n"
+    "  %y = \"graph.relu\"(%s) : (tensor<2x72x5x7xf16, strides=[2520,1,504,72]>) -> tensor<2x72x5x7xf16, "
+    "strides=[2520,1,504,72]>\n"
+    "  func.return %y : tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n}\n";
+/* TMA on sm_90a (passes/rock_tma.h): the 1x1 NHWC conv with both operands through TMA, the
+ * padded, strided 3x3 conv with one (the other's im2col view is not a box), interpreted */
+static void test_tma_graphs(void) {
+  group_begin();
+  const char *pl = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
+                   "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1},"
+                   "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
+                   "rock-lower-loops,canonicalize,cse,dce";
+  graph_case a = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl, "A,B" };
+  run_graph_case(&a);
+  graph_case b = { "sm_90a", conv_nhwc_f16, 2e-2, 1, false, pl, NULL };
+  run_graph_case(&b);
+  group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands on sm_90a interpreted against g:eval");
+}
+
 static void test_graphs(void) {
   group_begin();
   static const graph_case cases[] = {
-    { "sm_90", NULL, 2e-2, 1, false },
-    { "gfx942", NULL, 2e-2, 1, false },
-    { "gfx1100", NULL, 2e-2, 1, false },
-    { "sm_80", NULL, 3e-2, 1, false },
-    { "gfx90a", NULL, 3e-2, 1, false },
-    { "gfx1100", NULL, 3e-2, 1, false },
-    { "gfx942", NULL, 2e-3, 1, false },
-    { "sm_90", NULL, 2e-3, 0, false },
+    { "sm_90", NULL, 2e-2, 1, false, NULL, NULL },
+    { "gfx942", NULL, 2e-2, 1, false, NULL, NULL },
+    { "gfx1100", NULL, 2e-2, 1, false, NULL, NULL },
+    { "sm_80", NULL, 3e-2, 1, false, NULL, NULL },
+    { "gfx90a", NULL, 3e-2, 1, false, NULL, NULL },
+    { "gfx1100", NULL, 3e-2, 1, false, NULL, NULL },
+    { "gfx942", NULL, 2e-3, 1, false, NULL, NULL },
+    { "sm_90", NULL, 2e-3, 0, false, NULL, NULL },
     /* each integer matrix instruction at least once (gfx90a shares gfx908's, sm_80 sm_90's) */
-    { "gfx908", NULL, 0, 1, true },
-    { "gfx1100", NULL, 0, 1, true },
-    { "sm_90", NULL, 0, 1, true },
-    { "gfx942", NULL, 0, 1, true },
-    { "sm_80", NULL, 0, 1, true },
+    { "gfx908", NULL, 0, 1, true, NULL, NULL },
+    { "gfx1100", NULL, 0, 1, true, NULL, NULL },
+    { "sm_90", NULL, 0, 1, true, NULL, NULL },
+    { "gfx942", NULL, 0, 1, true, NULL, NULL },
+    { "sm_80", NULL, 0, 1, true, NULL, NULL },
   };
   const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16,     dot_bf16, dot_bf16, dot_f32,
                           dot_f32,       conv_nhwc_i8,  conv_nhwc_i8,  conv_nhwc_i8, dot_i8,   dot_i8 };
@@ -2663,12 +3000,20 @@ int main(void) {
     test_banks_amd_all();
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
+    test_tma();
+    test_tma_graphs();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   test_layouts();
   test_configs();
   test_numerics();
   test_banks();
   test_ldmatrix();
   test_wgmma();
+  test_tma();
+  test_tma_graphs();
   test_swizzle();
   test_graphs();
   test_fused_suite();

@@ -1,0 +1,94 @@
+/* lower_tma.c — LLVM lowering of rock.mbarrier and rock.tma_load (see lower_tma.h). */
+#include "passes/lower_tma.h"
+#include "passes/rock_tma.h"
+#include <stdio.h>
+#include <string.h>
+
+static bool need_tma(kl_llvm_lowering *L, kl_op *op) {
+  const kl_target *t = kl_llvm_target(L);
+  if (t && t->arch == KL_ARCH_NVPTX && t->wgmma) return true;
+  char msg[200];
+  snprintf(msg, sizeof msg, "TMA and mbarriers need an NVIDIA target with wgmma (sm_90a), not %s", t ? t->name : "?");
+  return kl_llvm_fail(L, op, msg);
+}
+static void asm_call(kl_llvm_lowering *L, const char *text, const char *cons, LLVMValueRef *args, int n) {
+  LLVMContextRef c = kl_llvm_context(L);
+  LLVMTypeRef tys[8];
+  for (int i = 0; i < n; i++) tys[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), tys, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                    LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(kl_llvm_builder(L), fty, f, args, (unsigned)n, "");
+}
+/* the 32-bit shared-window address of buffer operand bi at its indices */
+static LLVMValueRef smem(kl_llvm_lowering *L, kl_op *op, int bi) {
+  LLVMTypeRef et;
+  LLVMValueRef p = kl_llvm_address(L, op, bi, &et);
+  return p ? LLVMBuildPtrToInt(kl_llvm_builder(L), p, LLVMInt32TypeInContext(kl_llvm_context(L)), "") : NULL;
+}
+static LLVMValueRef i32v(kl_llvm_lowering *L, kl_value *v) {
+  LLVMValueRef x = kl_llvm_value(L, v);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(kl_llvm_context(L));
+  if (!x) return NULL;
+  return LLVMTypeOf(x) == i32 ? x : LLVMBuildTrunc(kl_llvm_builder(L), x, i32, "");
+}
+
+bool kl__lower_mbarrier(kl_llvm_lowering *L, kl_op *op) {
+  if (!need_tma(L, op)) return false;
+  const char *step = kl_op_attr_string(op, "step");
+  LLVMValueRef a[2] = { smem(L, op, 0), NULL };
+  if (!a[0] || !step) return kl_llvm_fail(L, op, "no address or no 'step'");
+  int64_t v = 0;
+  char text[320];
+  if (!strcmp(step, "init")) {
+    kl_op_attr_i64(op, "count", &v);
+    snprintf(text, sizeof text, "mbarrier.init.shared::cta.b64 [$0], %lld;\n\tfence.mbarrier_init.release.cluster;",
+             (long long)v);
+  } else if (!strcmp(step, "arrive_expect_tx")) {
+    kl_op_attr_i64(op, "bytes", &v);
+    snprintf(text, sizeof text, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %lld;", (long long)v);
+  } else if (!strcmp(step, "inval")) {
+    snprintf(text, sizeof text, "mbarrier.inval.shared::cta.b64 [$0];");
+  } else if (!strcmp(step, "wait")) {
+    a[1] = op->nopnds > 2 ? i32v(L, op->opnds[2].value) : NULL;
+    if (!a[1]) return kl_llvm_fail(L, op, "wait without a parity");
+    snprintf(text, sizeof text,
+             "{\n\t.reg .pred P1;\n\tLAB_WAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n\t@P1 bra "
+             "DONE;\n\tbra LAB_WAIT;\n\tDONE:\n\t}");
+    asm_call(L, text, "r,r,~{memory}", a, 2);
+    return true;
+  } else
+    return kl_llvm_fail(L, op, "unknown 'step'");
+  asm_call(L, text, "r,~{memory}", a, 1);
+  return true;
+}
+
+bool kl__lower_tma_load(kl_llvm_lowering *L, kl_op *op) {
+  if (!need_tma(L, op)) return false;
+  LLVMValueRef map = kl_llvm_tma_param(L, op);
+  if (!map) return kl_llvm_fail(L, op, "no tensor-map parameter for this TMA load");
+  int64_t dims[8];
+  int nd = kl_op_attr_i64s(op, "dims", dims, 8);
+  const kl_type *dt = op->opnds[3].value->type;
+  if (nd < 1 || nd > 5 || op->nopnds != 4 + dt->rank + nd) return kl_llvm_fail(L, op, "bad operands");
+  LLVMValueRef a[8];
+  int n = 0;
+  a[n++] = smem(L, op, 3);
+  a[n++] = LLVMBuildPtrToInt(kl_llvm_builder(L), map, LLVMInt64TypeInContext(kl_llvm_context(L)), "");
+  for (int i = 0; i < nd; i++) a[n++] = i32v(L, op->opnds[4 + dt->rank + i].value);
+  a[n++] = smem(L, op, 1);
+  for (int i = 0; i < n; i++)
+    if (!a[i]) return kl_llvm_fail(L, op, "an operand has no lowered value");
+  char text[256], cons[64];
+  int t = snprintf(text, sizeof text,
+                   "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", nd);
+  int c = snprintf(cons, sizeof cons, "r,l");
+  for (int i = 0; i < nd; i++) {
+    t += snprintf(text + t, sizeof text - t, "%s$%d", i ? ", " : "", 2 + i);
+    c += snprintf(cons + c, sizeof cons - c, ",r");
+  }
+  snprintf(text + t, sizeof text - t, "}], [$%d];", 2 + nd);
+  snprintf(cons + c, sizeof cons - c, ",r,~{memory}");
+  asm_call(L, text, cons, a, n);
+  return true;
+}

@@ -1,0 +1,152 @@
+/* rock_tma.c — which wgmma operands load through TMA, and their tensor maps (rock_tma.h). */
+#include "passes/rock_tma.h"
+#include "core/dialect_rock.h"
+#include "passes/perf_config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the flat element address of (g, k, d) through view v with the buffer's strides; -1 when
+ * the point is invalid (padding) */
+static int64_t at(const kl_view *v, const int64_t *strides, int64_t g, int64_t k, int64_t d) {
+  int64_t up[3] = { g, k, d };
+  bool valid = true;
+  int64_t a = kl_view_eval_addr(v, up, strides, &valid);
+  return valid ? a : -1;
+}
+
+bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n) {
+  const kl_type *t = v->type;
+  int nc = 0;
+  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+  if (prologue || u->def || u->type->kind != KL_TY_BUFFER || u->type->space != KL_SPACE_GLOBAL) {
+    snprintf(why, n, "not a kernel argument read directly");
+    return false;
+  }
+  if (t->kind != KL_TY_BUFFER || t->rank != 3 || kl_type_bits(t->elem) != 16) {
+    snprintf(why, n, "not a [G, K, D] view of 16-bit elements");
+    return false;
+  }
+  if (DB > 256) {
+    snprintf(why, n, "tile of %lld rows (a TMA box has at most 256)", (long long)DB);
+    return false;
+  }
+  const char *names[3] = { "g", "k", "d" };
+  kl_vb b;
+  kl_vb_identity(&b, 3, t->shape, names);
+  char err[256];
+  kl_view *top = kl_vb_finish(&b, err, sizeof err);
+  kl_value *raw = NULL;
+  kl_view *cv = top ? kl_tile_compose_to_buffer(top, v, &raw, err, sizeof err) : NULL;
+  kl_view_free(top);
+  if (!cv) {
+    snprintf(why, n, "view: %s", err);
+    return false;
+  }
+  const int64_t *st = raw->type->strides;
+  int64_t size[3] = { t->shape[0], t->shape[1], t->shape[2] }, ext[3], str[3] = { 0, 0, 0 };
+  int64_t o = at(cv, st, 0, 0, 0);
+  bool ok = o >= 0;
+  /* the valid extent along each dim (from 0, the others at 0), and the stride */
+  for (int dim = 0; ok && dim < 3; dim++) {
+    int64_t p[3] = { 0, 0, 0 }, e = 0;
+    for (int64_t x = 0; x < size[dim]; x++) {
+      p[dim] = x;
+      int64_t a = at(cv, st, p[0], p[1], p[2]);
+      if (a < 0) break;
+      if (x == 1) str[dim] = a - o;
+      if (a != o + x * str[dim]) ok = false;
+      e = x + 1;
+    }
+    for (int64_t x = e; ok && x < size[dim]; x++) { /* past the extent: padding only */
+      p[dim] = x;
+      if (at(cv, st, p[0], p[1], p[2]) >= 0) ok = false;
+    }
+    ext[dim] = e;
+  }
+  if (!ok) {
+    kl_view_free(cv);
+    snprintf(why, n, "the view is not one affine box (merges, broadcasts or inner padding)");
+    return false;
+  }
+  uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(size[0] * 131 + size[1] * 7 + size[2]);
+  for (int i = 0; ok && i < 512; i++) { /* points of the box, corners first */
+    int64_t p[3];
+    for (int dim = 0; dim < 3; dim++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      p[dim] = i < 8 ? ((i >> dim) & 1 ? ext[dim] - 1 : 0) : (int64_t)((s >> 33) % (uint64_t)ext[dim]);
+    }
+    if (at(cv, st, p[0], p[1], p[2]) != o + p[0] * str[0] + p[1] * str[1] + p[2] * str[2]) ok = false;
+  }
+  kl_view_free(cv);
+  if (!ok) {
+    snprintf(why, n, "the view is not affine on its box");
+    return false;
+  }
+  if (ext[0] != size[0]) {
+    snprintf(why, n, "the batch is padded");
+    return false;
+  }
+  if (ext[1] > 1 && str[1] != 1) {
+    snprintf(why, n, "MN-major (K stride %lld): needs the transposed core-matrix layout, not done", (long long)str[1]);
+    return false;
+  }
+  int64_t eb = 2;
+  if ((ext[2] > 1 && (str[2] <= 0 || (str[2] * eb) % 16)) || (ext[0] > 1 && (str[0] <= 0 || (str[0] * eb) % 16)) ||
+      (o * eb) % 16) {
+    snprintf(why, n, "strides %lld, %lld or offset %lld elements not multiples of 16 bytes", (long long)str[2],
+             (long long)str[0], (long long)o);
+    return false;
+  }
+  memset(m, 0, sizeof *m);
+  m->buf = u;
+  m->rank = ext[0] > 1 ? 3 : 2;
+  m->dims[0] = ext[1], m->dims[1] = ext[2], m->dims[2] = ext[0];
+  /* a dim of extent 1 has no stride of its own: the packed one (multiple of 16 too) */
+  m->strides[0] = (ext[2] > 1 ? str[2] : (ext[1] + 7) / 8 * 8) * eb;
+  m->strides[1] = ext[0] > 1 ? str[0] * eb : m->strides[0] * ext[2];
+  m->box[0] = 16 / eb, m->box[1] = DB, m->box[2] = 1;
+  m->offset = o;
+  return true;
+}
+
+int kl_tma_stages(int64_t opt, int64_t lds_bytes, int64_t stage_bytes) {
+  int64_t w = opt >= 3 ? opt : 4;
+  while (w >= 3 && w * stage_bytes + 64 > lds_bytes) w--;
+  return w >= 3 ? (int)w : 0;
+}
+
+bool kl_tma_same_map(const kl_op *a, const kl_op *b) {
+  static const char *const keys[3] = { "dims", "strides", "box" };
+  if (a->opnds[0].value != b->opnds[0].value) return false;
+  for (int i = 0; i < 3; i++) {
+    int64_t x[8], y[8];
+    int nx = kl_op_attr_i64s(a, keys[i], x, 8), ny = kl_op_attr_i64s(b, keys[i], y, 8);
+    if (nx != ny || (nx > 0 && memcmp(x, y, sizeof *x * (size_t)nx))) return false;
+  }
+  int64_t oa = -1, ob = -2;
+  kl_op_attr_i64(a, "offset", &oa);
+  kl_op_attr_i64(b, "offset", &ob);
+  return oa == ob;
+}
+
+int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max) {
+  int n, nm = 0;
+  kl_op **ops = kl_collect_ops(kernel, &n);
+  kl_op *seen[64];
+  for (int i = 0; i < n; i++) {
+    if (strcmp(ops[i]->name, "rock.tma_load")) continue;
+    if (ops[i]->nopnds < 1 || ops[i]->opnds[0].value->def) {
+      nm = -1;
+      break;
+    }
+    bool dup = false;
+    for (int j = 0; j < nm && j < 64 && !dup; j++) dup = kl_tma_same_map(seen[j], ops[i]);
+    if (dup) continue;
+    if (nm < 64) seen[nm] = ops[i];
+    if (nm < max) out[nm] = ops[i];
+    nm++;
+  }
+  free(ops);
+  return nm;
+}

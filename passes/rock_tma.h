@@ -1,0 +1,87 @@
+/* rock_tma.h — TMA (cp.async.bulk.tensor) loads of wgmma GEMM operand tiles completing on
+ * mbarriers (sm_90a), opt-in: rock-gridwise-to-blockwise{tma=1} (or 3..6: that many LDS
+ * stages) or KILN_TMA=1 in the environment (driver/program.c passes it on).
+ *
+ * Which operands: an operand of a wgmma rock.gridwise_gemm (a [G, K, D] view, D = M or N)
+ * takes TMA when it is a plain tiled box of a kernel argument (kl_tma_operand): no
+ * prologue, no intermediate, f16 / bf16 (any 16-bit type), and the view composed down to
+ * the argument's memory is affine on its valid region, addr(g, k, d) = offset + g*sg + k +
+ * d*sd elements (K contiguous: "K-major"), the valid region a box [0, G) x [0, Ek) x [0, Ed)
+ * (padding past the end along K and D is TMA's out-of-bounds zero fill), with sd * 2 and
+ * sg * 2 multiples of 16 bytes, offset * 2 too, D-tile <= 256. Checked on the view: every
+ * point along each dim with the others at 0, and 512 pseudo-random points of the box
+ * (a view that is affine there is taken as affine; the interpreter and the GPU suite check
+ * the numbers). An MN-major operand (D contiguous, e.g. B as [K, N] row-major) keeps the
+ * register path: it would need the MN-major core-matrix layout and the descriptor's
+ * transpose bit, not done yet. The choice is recorded on the kernel func as
+ * tma = "A,B" | "A" | "B" | "none" (p:kernels()).
+ *
+ * The tensor map (kl_tma_map): rank 3 {K, D, G} (rank 2 when G = 1), dims Ek, Ed, G
+ * elements, strides sd*eb, sg*eb bytes, box {8, DB(, 1)}: one box is one [DB, 8] K slab of
+ * the LDS tile [KB/8, DB, 8] (no row skew: TMA writes the box dense, 16 bytes per row),
+ * exactly the no-swizzle core-matrix layout the descriptors read; KB/8 boxes per operand
+ * and K step.
+ *
+ * The K loop (rock-gridwise-to-blockwise, tma_emit; W = 3..6 LDS stages, each stage's
+ * tiles completing on mbarrier s of an LDS buffer<W x i64>; thread 0 issues):
+ *   tid 0: mbarrier.init(s, count 1) for s < W; barrier
+ *   tid 0: issue(j) for j < min(W-1, nk)   issue(j) = arrive.expect_tx(bar j%W, bytes of
+ *                                           the TMA tiles) + the boxes of step j into stage j%W
+ *   [register operands: read(0); write(stage 0); proxy fence; barrier; read(1)]
+ *   step k (stage s = k mod W, parity (k / W) mod 2):
+ *     mbarrier wait(s, parity)            (the stage's TMA bytes have landed)
+ *     blockwise_gemm(stage s)             [fence, MMAs, commit: group k]
+ *     [register operands: write(stage (k+1) mod W); read(k+2 mod nk)]
+ *     wgmma wait_group 1                  (group k-1 retired: stage (k-1) mod W is free)
+ *     [register operands: proxy fence]
+ *     barrier                             (... in every warpgroup)
+ *     tid 0, if k+W-1 < nk: issue(k+W-1)  (into stage (k+W-1) mod W = (k-1) mod W)
+ *   after the loop: wait_group 0 (accumulators through), barrier, tid 0: mbarrier.inval
+ * So no registers stage the TMA operands and their loads run W-1 steps ahead; a stage is
+ * overwritten only after the wait that retired its readers and a barrier after it (the
+ * rule of the register loop).
+ *
+ * Lowering: PTX (passes/lower_tma.c): mbarrier.init / arrive.expect_tx / try_wait.parity
+ * loop / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
+ * on a tensor-map kernel parameter; elsewhere (host, AMDGPU: the same IR) plain copies and
+ * no-ops. spec/c/test_accel.c interprets the ops (mbarrier phases and transaction bytes;
+ * an MMA reading TMA-written LDS before its warpgroup waited for that phase fails). */
+#ifndef KL_ROCK_TMA_H
+#define KL_ROCK_TMA_H
+#include "core/ir.h"
+#include "core/rewrite.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The option's default: 0 (off; the register loop). Flipping TMA on by default for sm_90a
+ * wgmma GEMMs is this line: 1. */
+#define KL_TMA_DEFAULT_STR "0"
+
+typedef struct kl_tma_map {
+  kl_value *buf;      /* the kernel argument */
+  int rank;           /* 2 or 3 */
+  int64_t dims[3];    /* elements, innermost (K) first */
+  int64_t strides[2]; /* bytes of dims 1, 2 */
+  int64_t box[3];     /* 8 (16 bytes), the D tile, 1 */
+  int64_t offset;     /* elements from the argument's base */
+} kl_tma_map;
+
+/* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused
+ * element-wise op writes it) loads through TMA with D tiles of DB: true + *m, else false +
+ * the reason in why. */
+bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n);
+/* The LDS stages of the TMA K loop: opt (1: auto, 3..6 asked), capped by the target's LDS
+ * (lds_bytes) for stage_bytes per stage; 0 when fewer than 3 fit. */
+int kl_tma_stages(int64_t opt, int64_t lds_bytes, int64_t stage_bytes);
+/* rock-lower-loops' pattern for rock.tma_load whose LDS destination became a rock.transform
+ * chain (join_lds, rock-output-swizzle): re-addressed on the underlying buffer
+ * (passes/lower_loops_wgmma.c). */
+/* The distinct tensor maps of a kernel func (rock.tma_load ops with the same source
+ * argument, dims, strides, box and offset share one), in op order: the order of the
+ * kernel's tensor-map parameters (after its buffers). Returns their number (the first
+ * `max` ops stored in out), or -1 when a source is not a kernel argument. */
+int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max);
+bool kl_tma_same_map(const kl_op *a, const kl_op *b);
+bool kl__ll_lower_tma_dst(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
+#endif

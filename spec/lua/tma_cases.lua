@@ -1,0 +1,120 @@
+-- tma_cases.lua — GEMMs on the Hopper wgmma path with TMA + mbarrier operand loads
+-- (sm_90a, rock-gridwise-to-blockwise{tma=1}: passes/rock_tma.h) for the device suite
+-- (scripts/gpu_suite.lua): f16 / bf16, every operand transposition (K-major operands load
+-- through TMA, MN-major ones through registers), tile multiples and odd sizes (TMA's zero
+-- fill past the dims), K from 16 to 4096, batch (rank-3 tensor maps), fused epilogues, v3
+-- configs at kPerBlock 16..64 and the heuristic; each compiled for sm_90a, its `tma`
+-- attribute and PTX (cp.async.bulk.tensor) checked, run on the device and compared with
+-- g:eval (fused_gen.check: the input dtype's tolerances). tma_spec compiles every case.
+--   local T = require "tma_cases"; for _, c in ipairs(T.cases()) do T.run(c, dev) end
+local kiln = require "kiln"
+local gen = require "fused_gen"
+local M = {}
+
+M.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
+
+local function R(shape, dt) return kiln.rand(shape, dt, { dist = "normal" }) end
+
+local function dot(Mm, N, K, dt, at, bt, epi, pc, batch)
+  local g = kiln.graph("tma_dot")
+  local pre = batch and { batch } or {}
+  local function sh(a, b) local s = { table.unpack(pre) }; s[#s + 1] = a; s[#s + 1] = b; return s end
+  local perm = batch and { 0, 2, 1 } or { 1, 0 }
+  -- at: A stored [M, K] (K-major: TMA); else [K, M]. bt: B stored [N, K] (TMA); else [K, N]
+  local a = at and g:param("a", sh(Mm, K), dt) or g:param("a", sh(K, Mm), dt):transpose(perm)
+  local b = bt and g:param("b", sh(N, K), dt):transpose(perm) or g:param("b", sh(K, N), dt)
+  local inputs = { a = R(at and sh(Mm, K) or sh(K, Mm), dt), b = R(bt and sh(N, K) or sh(K, N), dt) }
+  local c = g:dot(a, b)
+  if epi == "bias_relu" then
+    c = (c + g:param("bias", { N }, dt)):relu()
+    inputs.bias = R({ N }, dt)
+  elseif epi == "residual" then
+    c = (c + g:param("r", sh(Mm, N), dt)):relu()
+    inputs.r = R(sh(Mm, N), dt)
+  end
+  g:output(c)
+  local want = (at and bt) and "A,B" or at and "A" or bt and "B" or "none"
+  -- one K step (the heuristic's kPerBlock: 16 / 32 / 64 for K <= 16 / 32 / larger): the
+  -- single-step loop, no TMA
+  local kb = pc and tonumber(pc:match("^v3:%d+,%d+,(%d+)")) or (K <= 16 and 16 or K <= 32 and 32 or 64)
+  if K <= kb then want = "none" end
+  return { name = ("tma %s%dx%dx%d %s%s%s%s"):format(batch and (batch .. "x") or "", Mm, N, K, dt,
+                                                   at and " A[M,K]" or " A[K,M]", bt and " B[N,K]" or " B[K,N]",
+                                                   epi and (" + " .. epi) or ""),
+           g = g, inputs = inputs, dtype = dt, perf = pc, want = want }
+end
+
+-- NHWC conv (KYXC weights) + residual + relu: 1x1 takes TMA for both operands, 3x3 (padded:
+-- the im2col view is no box) for the weights only
+local function conv(Nb, C, H, W, Kc, S, P, pc, want)
+  local g = kiln.graph("tma_conv")
+  local x = g:param("x", { Nb, C, H, W }, "f16", { layout = "NHWC" })
+  local w = g:param("w", { Kc, C, S, S }, "f16", { layout = "KYXC" })
+  local r = g:param("r", { Nb, Kc, H, W }, "f16", { layout = "NHWC" })
+  g:output((g:conv(x, w, { padding = { P, P, P, P } }) + r):relu())
+  return { name = ("tma conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g = g,
+           inputs = { x = kiln.rand({ Nb, C, H, W }, "f16", { dist = "normal", layout = "NHWC" }),
+                      w = kiln.rand({ Kc, C, S, S }, "f16", { dist = "normal", layout = "KYXC" }),
+                      r = kiln.rand({ Nb, Kc, H, W }, "f16", { dist = "normal", layout = "NHWC" }) },
+           dtype = "f16", perf = pc, want = want }
+end
+
+function M.cases()
+  local cs = {}
+  local configs = { "v3:128,256,32,64,256,8", "v3:128,256,64,64,256,8", "v3:128,128,64,64,128,8",
+                    "v3:64,64,16,64,64,8", "v3:128,64,32,128,64,8", false }
+  -- K multiple of 8 (TMA needs 16-byte rows); odd M / N; K small and large
+  local shapes = { { 256, 256, 256 }, { 257, 129, 136 }, { 1000, 520, 1024 }, { 33, 24, 4096 }, { 128, 256, 40 } }
+  local epis = { false, "bias_relu", "residual" }
+  local i = 0
+  for _, s in ipairs(shapes) do
+    for _, dt in ipairs { "f16", "bf16" } do
+      for _, t in ipairs { { true, true }, { true, false }, { false, true } } do
+        i = i + 1
+        cs[#cs + 1] = dot(s[1], s[2], s[3], dt, t[1], t[2], epis[i % #epis + 1] or nil, configs[i % #configs + 1] or nil)
+      end
+    end
+  end
+  cs[#cs + 1] = dot(100, 136, 72, "f16", true, true, "residual", "v3:128,128,32,64,128,8", 3)
+  cs[#cs + 1] = dot(130, 300, 136, "bf16", true, false, nil, "v3:128,256,64,64,256,8", 2)
+  cs[#cs + 1] = dot(2304, 2048, 256, "f16", true, false, "bias_relu", nil)
+  cs[#cs + 1] = dot(2048, 2304, 512, "bf16", true, true, nil, nil)
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,32,64,256,8", "A,B")
+  cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil, "A,B")
+  cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8", "A")
+  -- both operands MN-major: the register loop (tma = "none (...)")
+  cs[#cs + 1] = dot(256, 256, 128, "f16", false, false, nil, "v3:128,128,32,64,128,8")
+  return cs
+end
+
+-- Compiles c for sm_90a with tma=1 (its v3 config, else the heuristic), checks the GEMM
+-- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
+-- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.
+function M.compile(c)
+  local opts = { target = "sm_90a", cache = false, pipeline = M.pipeline }
+  if c.perf then opts.perf_config = c.perf end
+  local p = kiln.compile(c.g, opts)
+  local k
+  for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+  if not k then error("no GEMM kernel", 0) end
+  local ptx = p:disasm(k.name, "sm_90a")
+  if k.tma:sub(1, #c.want) ~= c.want then error(("%s: tma = %s, want %s"):format(k.perf_config, k.tma, c.want), 0) end
+  local has = ptx:find("cp.async.bulk.tensor", 1, true) ~= nil
+  if has ~= (c.want ~= "none") then error(k.perf_config .. ": cp.async.bulk.tensor " .. (has and "present" or "absent"), 0) end
+  if not ptx:find("wgmma.mma_async", 1, true) then error("no wgmma in " .. k.name, 0) end
+  return p, k
+end
+function M.run(c, dev)
+  local p, k = M.compile(c)
+  local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
+  for i = 1, want.n do
+    local good, report = gen.check(got[i], want[i], c.dtype)
+    if not good then error(("%s tma=%s: output %d: %s"):format(k.perf_config, k.tma, i, report.summary), 0) end
+  end
+  return k.perf_config
+end
+
+-- Only a compute capability 9.0 device runs sm_90a code.
+function M.device_ok(dev) return dev.kind == "cuda" and dev.cc == "9.0" end
+
+return M

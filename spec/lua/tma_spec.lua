@@ -1,0 +1,107 @@
+-- TMA + mbarrier K loops of wgmma GEMMs (sm_90a, rock-gridwise-to-blockwise{tma=1};
+-- passes/rock_tma.h): the K-major operands load through cp.async.bulk.tensor completing on
+-- mbarriers, the kernel takes one 128-byte grid_constant tensor-map parameter per map, and
+-- the kernel's `tma` attribute names the operands; ptxas -arch=sm_90a (when the toolkit is
+-- on the machine) accepts the PTX with 0 spill bytes for the large tiles at kPerBlock 32
+-- and 64 (printed: registers). Numerics: spec/c/test_accel.c (the interpreter) and the
+-- gpu-tagged cases of scripts/gpu_suite.lua.
+local kiln = require "kiln"
+local find_ptxas = require "ptxas_tool"
+local ptxas = find_ptxas()
+
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+local function dot_graph(M, N, K, dt, at, bt)
+  local g = kiln.graph("gemm")
+  local a = at and g:param("a", { K, M }, dt):transpose { 1, 0 } or g:param("a", { M, K }, dt)
+  local b = bt and g:param("b", { N, K }, dt):transpose { 1, 0 } or g:param("b", { K, N }, dt)
+  g:output(g:dot(a, b))
+  return g
+end
+local function tma_pipeline(opt)
+  local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                              "rock-gridwise-to-blockwise{tma=" .. opt .. "},", 1)
+  assert(n == 1)
+  return pl
+end
+local function gemm_of(p)
+  for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then return k end end
+end
+local function ptxas_log(ptx)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "wb"))
+  f:write(ptx)
+  f:close()
+  local h = io.popen(("%s -arch=sm_90a -v -o %s.cubin %s 2>&1"):format(ptxas, path, path))
+  local log = h:read("a")
+  h:close()
+  os.remove(path .. ".cubin")
+  os.remove(path)
+  return log
+end
+
+describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
+  if not ptxas then print("tma_spec: ptxas not found: ptxas checks skipped") end
+  it("off by default; tma=1 records the operands; bad option values are errors", function()
+    local p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false })
+    assert.are.equal("", gemm_of(p).tma)
+    assert.is_nil(p:disasm(gemm_of(p).name, "sm_90a"):find("cp.async.bulk.tensor", 1, true))
+    -- A [M,K] row-major: K-major, TMA; B [K,N] row-major: MN-major, registers
+    p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false, pipeline = tma_pipeline(1) })
+    assert.are.equal("A", gemm_of(p).tma)
+    p = kiln.compile(dot_graph(256, 256, 256, "bf16", false, true), { target = "sm_90a", cache = false, pipeline = tma_pipeline(1) })
+    assert.are.equal("A,B", gemm_of(p).tma)
+    p = kiln.compile(dot_graph(256, 256, 256, "f16", true, false), { target = "sm_90a", cache = false, pipeline = tma_pipeline(1) })
+    assert.is_truthy(gemm_of(p).tma:find("^none %(A: MN%-major"), gemm_of(p).tma)
+    for _, bad in ipairs { "2", "7", "-1" } do
+      local ok, e = pcall(kiln.compile, dot_graph(64, 64, 64, "f16"), { target = "sm_90a", cache = false, pipeline = tma_pipeline(bad) })
+      assert.is_false(ok)
+      assert.is_truthy(tostring(e):find("tma must be 0 (off), 1 (on", 1, true), tostring(e))
+    end
+  end)
+  local cases = {
+    { "4096^3 f16 B^T KB 32", 4096, false, true, "v3:128,256,32,64,256,8", "A,B" },
+    { "4096^3 f16 B^T KB 64", 4096, false, true, "v3:128,256,64,64,256,8", "A,B" },
+    { "8192^3 f16 B^T KB 32", 8192, false, true, "v3:128,256,32,64,256,8", "A,B" },
+    { "8192^3 f16 B^T KB 64", 8192, false, true, "v3:128,256,64,64,256,8", "A,B" },
+    { "4096^3 f16 KB 32", 4096, false, false, "v3:128,256,32,64,256,8", "A" },
+    { "4096^3 f16 KB 64", 4096, false, false, "v3:128,256,64,64,256,8", "A" },
+    { "8192^3 f16 KB 32", 8192, false, false, "v3:128,256,32,64,256,8", "A" },
+    { "8192^3 f16 KB 64", 8192, false, false, "v3:128,256,64,64,256,8", "A" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local p = kiln.compile(dot_graph(c[2], c[2], c[2], "f16", c[3], c[4]),
+                             { target = "sm_90a", cache = false, perf_config = c[5], pipeline = tma_pipeline(1) })
+      local k = gemm_of(p)
+      assert.are.equal(c[6], k.tma)
+      local ptx = p:disasm(k.name, "sm_90a")
+      local ntma = count(ptx, "cp%.async%.bulk%.tensor%.%dd%.shared::cluster%.global%.mbarrier::complete_tx::bytes")
+      assert.is_true(ntma > 0, "cp.async.bulk.tensor")
+      assert.is_true(count(ptx, "mbarrier%.try_wait%.parity%.shared::cta%.b64") > 0, "mbarrier.try_wait.parity")
+      assert.is_true(count(ptx, "mbarrier%.arrive%.expect_tx%.shared::cta%.b64") > 0, "arrive.expect_tx")
+      assert.is_true(count(ptx, "mbarrier%.init%.shared::cta%.b64") > 0, "mbarrier.init")
+      assert.are.equal(c[6] == "A,B" and 2 or 1, count(ptx, "%.param %.align 64 %.b8 [%w_]+%[128%]"), "tensor-map params")
+      assert.is_true(count(ptx, "wgmma%.mma_async") > 0)
+      if ptxas then
+        local log = ptxas_log(ptx)
+        local regs = tonumber(log:match("Used (%d+) registers"))
+        assert.is_truthy(regs, "ptxas: " .. log)
+        local st, ld = log:match("(%d+) bytes spill stores, (%d+) bytes spill loads")
+        print(("tma_spec: sm_90a %s %s tma=%s: %d TMA issues, ptxas %d registers, %s/%s spill bytes"):format(
+          c[1], k.perf_config, k.tma, ntma, regs, st, ld))
+        assert.is_truthy(log:find("0 bytes spill stores, 0 bytes spill loads", 1, true), "spills: " .. log)
+      end
+    end)
+  end
+  it("every device case of spec/lua/tma_cases.lua compiles for sm_90a with the expected operands", function()
+    local T = require "tma_cases"
+    for _, c in ipairs(T.cases()) do
+      local ok, e = pcall(T.compile, c)
+      assert.is_true(ok, c.name .. ": " .. tostring(e))
+    end
+  end)
+end)
