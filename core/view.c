@@ -50,8 +50,8 @@ static bool name_ok(const char *s) {
   return n <= KL_VIEW_MAX_NAME;
 }
 
-static const char *const kind_names[KL_VT_COUNT] = { "PassThrough", "Pad",    "Slice",     "Embed",   "Unmerge",
-                                                     "Merge",       "AddDim", "Broadcast", "ConstDim" };
+static const char *const kind_names[KL_VT_COUNT] = { "PassThrough", "Pad",    "Slice",     "Embed",    "Unmerge",
+                                                     "Merge",       "AddDim", "Broadcast", "ConstDim", "Xor" };
 const char *kl_vkind_name(kl_vkind k) { return (unsigned)k < KL_VT_COUNT ? kind_names[k] : "?"; }
 int kl_vkind_from_name(const char *s, size_t n) {
   for (int k = 0; k < KL_VT_COUNT; k++)
@@ -97,6 +97,10 @@ static bool check_trans(const kl_vmap *m, int ti, const kl_vtrans *t, kl_view_er
       if (nu != 0 || nl < 1)
         FAIL("transform %d: ConstDim has no upper dims and n >= 1 lower dims, got %d -> %d", ti, nu, nl);
       break;
+    case KL_VT_XOR:
+      if (nu != 2 || nl != 2)
+        FAIL("transform %d: Xor maps 2 upper dims (row, column) to 2 lower dims, got %d -> %d", ti, nu, nl);
+      break;
     default: FAIL("transform %d: unknown transform kind %d", ti, (int)t->kind);
   }
   int want = 0;
@@ -110,6 +114,7 @@ static bool check_trans(const kl_vmap *m, int ti, const kl_vtrans *t, kl_view_er
     case KL_VT_BROADCAST: want = nu; break;
     case KL_VT_MERGE: want = nl; break;
     case KL_VT_CONSTDIM: want = 2 * nl; break;
+    case KL_VT_XOR: want = 2; break;
   }
   if (np != want)
     FAIL("transform %d: %s over %d dim(s) takes %d parameter(s), got %d", ti, kn,
@@ -194,6 +199,15 @@ static bool check_trans(const kl_vmap *m, int ti, const kl_vtrans *t, kl_view_er
         if (v < 0 || v >= s)
           FAIL("transform %d: ConstDim value %lld outside [0, %lld)", ti, (long long)v, (long long)s);
       }
+      break;
+    case KL_VT_XOR:
+      for (int i = 0; i < 2; i++)
+        if (us[t->upper[i]] != ls[t->lower[i]])
+          FAIL("transform %d: Xor upper dim %d has size %lld but lower dim %d has size %lld", ti, t->upper[i],
+               (long long)us[t->upper[i]], t->lower[i], (long long)ls[t->lower[i]]);
+      if (p[0] < 1 || p[0] > KL_VIEW_MAX_SIZE || p[1] < 1 || (p[1] & (p[1] - 1)) || us[t->upper[1]] % p[1])
+        FAIL("transform %d: Xor{d,m} needs d >= 1 and m a power of two dividing the column size %lld, got %lld,%lld",
+             ti, (long long)us[t->upper[1]], (long long)p[0], (long long)p[1]);
       break;
   }
   return true;
@@ -481,6 +495,12 @@ bool kl_vmap_eval(const kl_vmap *m, const int64_t *in, int64_t *out) {
       case KL_VT_CONSTDIM:
         for (int i = 0; i < t->nlower; i++) out[t->lower[i]] = p[2 * i];
         break;
+      case KL_VT_XOR: {
+        int64_t r = in[t->upper[0]], c = in[t->upper[1]];
+        out[t->lower[0]] = r;
+        out[t->lower[1]] = r >= 0 && c >= 0 ? c ^ ((r / p[0]) % p[1]) : c; /* negative: invalid, kept */
+        break;
+      }
     }
   }
   return ok;
@@ -1167,6 +1187,7 @@ static kl_view *invert_with(const kl_view *v, unsigned flags, kl_view_err *err) 
             x->p[2 * j + 1] = t->params[2 * j] + m->lower_sizes[t->lower[j]];
           }
           break;
+        case KL_VT_XOR: break; /* its own inverse: (r, c') -> (r, c' XOR ((r / d) mod m)) */
         default: ok = false;
       }
       if (!ok) {
@@ -1294,6 +1315,15 @@ static bool bounds_run(const kl_view *v, uint32_t *mask, int qm, int qt) {
         case KL_VT_CONSTDIM:
           for (int i = 0; i < t->nlower; i++) b[t->lower[i]] = (ivl){ p[2 * i], p[2 * i], 0 };
           break;
+        case KL_VT_XOR: { /* the column stays in its aligned block of m */
+          ivl r = a[t->upper[0]], c = a[t->upper[1]];
+          b[t->lower[0]] = r;
+          c.mask |= r.mask;
+          c.lo = c.lo / p[1] * p[1];
+          c.hi = c.hi / p[1] * p[1] + p[1] - 1;
+          b[t->lower[1]] = c;
+          break;
+        }
       }
       if (mi == qm && ti == qt) qres = risky;
     }

@@ -20,6 +20,9 @@
  *      AddDim{s1..}      n up -> 0 lo, the upper coordinate is ignored
  *      Broadcast{m1..}   n up -> n lo, l = u mod m, 1 <= m <= lower size
  *      ConstDim{v1,s1,..} 0 up -> n lo, l = v (0 <= v < s = lower size)
+ *      Xor{d,m}          2 up (r, c) -> 2 lo, l = (r, c XOR ((r / d) mod m)): an LDS
+ *                        swizzle; m a power of two dividing c's size (a bijection,
+ *                        its own inverse), d >= 1, sizes equal
  *    An evaluated coordinate is valid iff the upper coordinate is in range and no Pad or
  *    Embed on the way produced an out-of-range value. A valid coordinate is always in
  *    range at every level; an invalid one may carry garbage (never used to index).
@@ -66,9 +69,10 @@ typedef enum kl_vkind {
   KL_VT_MERGE,
   KL_VT_ADDDIM,
   KL_VT_BROADCAST,
-  KL_VT_CONSTDIM
+  KL_VT_CONSTDIM,
+  KL_VT_XOR
 } kl_vkind;
-#define KL_VT_COUNT 9
+#define KL_VT_COUNT 10
 
 typedef struct kl_view_err {
   int line, col;

@@ -694,6 +694,8 @@ static int prog_kernels(lua_State *L) {
     /* async_copy / pipeline_stages: the cp.async K-loop pipeline ("A,B", "A", "B", "none"; "" and 0 if off) */
     kl_lua__set_str(L, "async_copy", k->async_copy ? k->async_copy : "");
     kl_lua__set_int(L, "pipeline_stages", (lua_Integer)k->pipeline_stages);
+    /* async_lds_layout: the async stages' LDS layout and operands ("xor:A,B", "krow:A", "kgroup"; "" if none) */
+    kl_lua__set_str(L, "async_lds_layout", k->async_lds_layout ? k->async_lds_layout : "");
     kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {

@@ -76,12 +76,13 @@
 #include "core/view.h"
 #include "core/target.h"
 
-#define KL_MAX_STAGES           4
-#define KL_NV_STEP_LATENCY      1000.0 /* cycles a K step waits at least: passes/rock_accel.h */
-#define KL_CP_ASYNC_DEFAULT     1      /* off; -1: auto */
-#define KL_CP_ASYNC_STR_(x)     #x
-#define KL_CP_ASYNC_STR(x)      KL_CP_ASYNC_STR_(x)
-#define KL_CP_ASYNC_DEFAULT_STR KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
+#define KL_MAX_STAGES              4
+#define KL_NV_STEP_LATENCY         1000.0 /* cycles a K step waits at least: passes/rock_accel.h */
+#define KL_CP_ASYNC_DEFAULT        1      /* off; -1: auto */
+#define KL_CP_ASYNC_STR_(x)        #x
+#define KL_CP_ASYNC_STR(x)         KL_CP_ASYNC_STR_(x)
+#define KL_CP_ASYNC_DEFAULT_STR    KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
+#define KL_CP_ASYNC_LAYOUT_DEFAULT "xor" /* the async stages' LDS layout: xor, krow or kgroup */
 
 typedef struct kl_perf_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;
