@@ -215,6 +215,56 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     assert.is_truthy(tostring(err):find("cp-async-layout must be xor, krow or kgroup, got rows", 1, true), tostring(err))
   end)
 
+  it("xor: the async path's configs (auto, 128x128x32 / 128x256x32, the seed conv) have no spills (static)", function()
+    -- ptxas -v on sm_80 and sm_90: 128x128x32 at auto (-1: S = 4, two blocks' LDS) and S = 3,
+    -- 128x256x32 (8 warps) at S = 3 / 4, the seed conv (512x2048x7x7 NHWC -> 512, + r, relu)
+    -- at auto with 128x128x32; every kernel both operands async in the xor layout, ldmatrix
+    -- fragments, 0 spill bytes (sm_80's heuristic tiles, K 64, spill 72 bytes at S = 3)
+    local function ptxas(t, ptx)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "wb"))
+      f:write(ptx)
+      f:close()
+      local h = io.popen(("ptxas -arch=%s -v -o /dev/null %s 2>&1"):format(t, path))
+      local out = h:read("a")
+      h:close()
+      os.remove(path)
+      return out
+    end
+    if not os.execute("command -v ptxas >/dev/null 2>&1") then
+      print("cp_async_spec: ptxas not found, the xor spill check is skipped")
+      return
+    end
+    local function gemm()
+      local g = kiln.graph("g")
+      g:output(g:dot(g:param("a", { 4096, 4096 }, "f16"), g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 }))
+      return g
+    end
+    local function conv()
+      local g = kiln.graph("c")
+      local x = g:param("x", { 512, 2048, 7, 7 }, "f16", { layout = "NHWC" })
+      local w = g:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })
+      local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
+      g:output((g:conv(x, w) + r):relu())
+      return g
+    end
+    for _, t in ipairs { "sm_80", "sm_90" } do
+      for _, v in ipairs { { gemm, -1, "v2:128,128,32,64,64,8", 4 }, { gemm, 3, "v2:128,128,32,64,64,8", 3 },
+                           { gemm, 3, "v2:128,256,32,64,64,8", 3 }, { gemm, 4, "v2:128,256,32,64,64,8", 4 },
+                           { conv, -1, "v2:128,128,32,64,64,8", 4 } } do
+        local p = kiln.compile(v[1](), { target = t, cache = false, pipeline = C.pipeline(v[2]), perf_config = v[3] })
+        local k
+        for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
+        local what = ("%s %s cp-async=%d"):format(t, v[3], v[2])
+        assert.are.equal(v[4], k.pipeline_stages, what)
+        assert.are.equal("xor:A,B", k.async_lds_layout, what)
+        assert.are.equal("ldmatrix", k.fragment_loads, what)
+        local out = ptxas(t, p:disasm(k.name, t))
+        assert.is_truthy(out:find("0 bytes spill stores, 0 bytes spill loads", 1, true), what .. "\n" .. out)
+      end
+    end
+  end)
+
   it("rejects cp-async outside -1..4 with the pass's message", function()
     local g = kiln.graph("g")
     g:output(g:dot(g:param("a", { 8, 8 }, "f32"), g:param("b", { 8, 8 }, "f32")))
