@@ -86,8 +86,8 @@
 #define KL_CP_ASYNC_STR_(x)        #x
 #define KL_CP_ASYNC_STR(x)         KL_CP_ASYNC_STR_(x)
 #define KL_CP_ASYNC_DEFAULT_STR    KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
-#define KL_CP_ASYNC_LAYOUT_DEFAULT "xor" /* the async stages' LDS layout: xor, krow or kgroup */
-#define KL_CP_ASYNC_KB_MAX         32    /* mma.sync K tile cap of the heuristic while the pipeline is on */
+#define KL_CP_ASYNC_LAYOUT_DEFAULT "auto" /* the async stages' LDS layout: auto, xor, krow or kgroup */
+#define KL_CP_ASYNC_KB_MAX         32     /* mma.sync K tile cap of the heuristic while the pipeline is on */
 
 typedef struct kl_perf_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;

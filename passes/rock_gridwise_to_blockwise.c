@@ -83,7 +83,7 @@ typedef struct {
 } tiles;
 typedef struct {
   int64_t cp_async; /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
-  int layout;       /* cp-async-layout: 0 kgroup, 1 krow, 2 xor (async operands' LDS tiles K-contiguous per row) */
+  int layout;       /* cp-async-layout: 0 kgroup, 1 krow, 2 xor, 3 auto (xor with one 64-byte panel, else kgroup) */
   int64_t amd_loop; /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
@@ -454,8 +454,12 @@ static void xor_params(int64_t nc, int64_t *d, int64_t *m) {
   *m = nc < 8 ? nc : 8;
   *d = nc < 8 ? 8 / nc : 1;
 }
-/* The swizzled tile's view (cp-async-layout=xor): [KB, DB] -> [DB, KB/kpack, kpack]
- * without padding. Index d of M/N sits at row q = d with its low three bits permuted by
+/* The swizzled tile's view (cp-async-layout=xor): [KB, DB] -> [P, R, ncp, kpack]: K in P
+ * panels of ncp = min(KB/kpack, 4) 16-byte chunks (64-byte rows for 2-byte types), R = DB
+ * rows plus, with P > 1, one pad row per panel (so that the two halves of a 128-byte K row
+ * written by 8 lanes land on the two 64-byte halves of the bank period), else no padding;
+ * 64-byte rows keep the per-K-step XOR terms to two values (K 64 as 128-byte rows spilled
+ * 72-88 bytes at S = 3 on sm_80: one live address per K step of 16). Index d of M/N sits at row q = d with its low three bits permuted by
  * `perm` (0..5: the order of q's bits that form d's bits 2, 1, 0; 0 the identity), and the
  * 16-byte chunk c of row q at chunk c XOR ((q / dv) mod m) (xor_params). Every
  * permutation keeps 8 consecutive indices d0 .. d0 + 7 (d0 a multiple of 8) on 8
@@ -464,29 +468,40 @@ static void xor_params(int64_t nc, int64_t *d, int64_t *m) {
  * NULL (with err) unless KB/kpack is a power of two >= 2 and DB a multiple of 8. */
 static const char *const xor_bits[6][3] = { { "q2", "q1", "q0" }, { "q2", "q0", "q1" }, { "q0", "q1", "q2" },
                                             { "q1", "q2", "q0" }, { "q0", "q2", "q1" }, { "q1", "q0", "q2" } };
-static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int perm, int64_t s[3], char *err, size_t n) {
+static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int perm, int64_t s[4], char *err, size_t n) {
   int64_t nc = t->KB / t->kpack, dv, m;
   if (t->KB % t->kpack || nc < 2 || (nc & (nc - 1)) || DB % 8) {
     snprintf(err, n, "cp-async-layout=xor needs kPerBlock / kpack a power of two >= 2 and tile rows a multiple of 8");
     return NULL;
   }
-  xor_params(nc, &dv, &m);
-  s[0] = DB, s[1] = nc, s[2] = t->kpack;
+  int64_t ncp = nc < 4 ? nc : 4, P = nc / ncp, R = DB + (P > 1);
+  xor_params(ncp, &dv, &m);
+  s[0] = P, s[1] = R, s[2] = ncp, s[3] = t->kpack;
   int64_t prm[2] = { dv, m };
-  const char *names[3] = { "q", "kc", "ki" };
-  int up0[2] = { 0, 1 }, up1[1] = { 2 };
-  kl_vtrans tr[2] = { { KL_VT_XOR, 2, 2, 2, prm, up0, up0 }, { KL_VT_PASSTHROUGH, 0, 1, 1, NULL, up1, up1 } };
-  kl_vmap map = { 3, 3, 2, names, s, names, s, tr };
+  const char *names[4] = { "p", "q", "kc", "ki" };
+  int up0[2] = { 1, 2 }, up1[2] = { 0, 3 };
+  kl_vtrans tr[2] = { { KL_VT_XOR, 2, 2, 2, prm, up0, up0 }, { KL_VT_PASSTHROUGH, 0, 2, 2, NULL, up1, up1 } };
+  kl_vmap map = { 4, 4, 2, names, s, names, s, tr };
   kl_vb b = { 0 };
   b.v = kl_view_make(1, &map, &b.err);
   b.bad = !b.v;
+  if (R > DB && !b.bad) { /* the pad row of each panel */
+    const char *qn = "q";
+    int64_t be[2] = { 0, DB };
+    kl_view *nv = kl_view_slice(b.v, 1, &qn, be, &b.err);
+    if (nv) {
+      kl_view_free(b.v);
+      b.v = nv;
+    } else
+      b.bad = true;
+  }
   const char *qn[4] = { "qh", "q2", "q1", "q0" },
              *dn[4] = { "qh", xor_bits[perm][0], xor_bits[perm][1], xor_bits[perm][2] };
   int64_t qs[4] = { DB / 8, 2, 2, 2 };
   kl_vb_unmerge(&b, "q", 4, qn, qs);
   kl_vb_merge(&b, d, 4, dn);
-  const char *kf[2] = { "kc", "ki" }, *ord[2] = { "k", d };
-  kl_vb_merge(&b, "k", 2, kf);
+  const char *kf[3] = { "p", "kc", "ki" }, *ord[2] = { "k", d };
+  kl_vb_merge(&b, "k", 3, kf);
   kl_vb_order(&b, 2, ord);
   return kl_vb_finish(&b, err, n);
 }
@@ -497,10 +512,10 @@ static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int per
  * vector. NULL (with err) when the view cannot be built. */
 static kl_value *lds_tile_xor(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
                               const char *d, int perm, char *err, size_t n) {
-  int64_t s[3];
+  int64_t s[4];
   kl_view *v = xor_tile_view(t, DB, d, perm, s, err, n);
   if (!v) return NULL;
-  kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
+  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
   kl_value *r = kl_tile_transform(rw, loc, raw, v);
   kl_view_free(v);
   return r;
@@ -518,13 +533,13 @@ static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da
   int64_t per = t->KB * DB / t->BS;
   for (int perm = 0; perm < 6; perm++) {
     char err[256];
-    int64_t s[3];
+    int64_t s[4];
     kl_view *tv = xor_tile_view(t, DB, d, perm, s, err, sizeof err);
     kl_view_err ve = { 0 };
     kl_view *full = tv ? kl_view_compose(da, tv, &ve) : NULL;
     kl_view_free(tv);
     if (!full) continue;
-    int64_t strides[3] = { s[1] * s[2], s[2], 1 }, wf = 0, addr[32];
+    int64_t strides[4] = { s[1] * s[2] * s[3], s[2] * s[3], s[3], 1 }, wf = 0, addr[32];
     for (int64_t i = 0; i < per; i += vlen)
       for (int64_t p0 = 0; p0 < t->BS; p0 += lanes) {
         int64_t na = 0, worst = 0;
@@ -1046,8 +1061,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   int sk_a = !amd16 ? -1 : t.MB % 64 == 0 ? 2 : t.MB % 8 == 0 ? 1 : 0;
   int sk_b = !amd16 ? -1 : t.NB % 64 == 0 ? 2 : t.NB % 8 == 0 ? 1 : 0;
   /* the cp.async stages in the xor layout (mma.sync on NVIDIA, see below): their stores rank the layouts */
-  const kl_target *tgx = acc_kind && !strcmp(acc_kind, "mma_sync") && o->layout == 2 && o->cp_async != 0 &&
-          o->cp_async != 1 && t.kpack > 1 && t.kpack * ebytes == 16
+  bool xor_lay = o->layout == 2 || (o->layout == 3 && t.KB * ebytes <= 64);
+  const kl_target *tgx = acc_kind && !strcmp(acc_kind, "mma_sync") && xor_lay && o->cp_async != 0 && o->cp_async != 1 &&
+          t.kpack > 1 && t.kpack * ebytes == 16
       ? kl_perf_resolve_target(op, NULL, NULL, 0)
       : NULL;
   bool xt = tgx && tgx->arch == KL_ARCH_NVPTX;
@@ -1120,8 +1136,11 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       /* cp-async-layout=krow / xor (mma.sync on NVIDIA): async tiles take [DB, KB + kpack]
        * (krow) or the swizzled [DB, KB] (xor; krow where KB / kpack is not a power of two) */
       int64_t nch = t.KB / t.kpack;
-      bool xr = o->layout == 2 && nch >= 2 && !(nch & (nch - 1)) && t.MB % 8 == 0 && t.NB % 8 == 0;
-      bool krow = o->layout > 0 && nv16 && accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16 &&
+      /* auto: xor where the K tile is one 64-byte panel (K 64 f16 tiles spilled 32-72 bytes at
+       * S = 3 on sm_80 in xor, none in kgroup) */
+      int lay = o->layout == 3 ? (nch * t.kpack * eb <= 64 ? 2 : 0) : o->layout;
+      bool xr = lay == 2 && nch >= 2 && !(nch & (nch - 1)) && t.MB % 8 == 0 && t.NB % 8 == 0;
+      bool krow = lay > 0 && nv16 && accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16 &&
           t.KB % (2 * t.kpack) == 0 && tg && tg->arch == KL_ARCH_NVPTX;
       if (krow && !xr) {
         int64_t ka = t.MB * (t.KB + t.kpack) * eb, kb = t.NB * (t.KB + t.kpack) * eb;
@@ -1334,11 +1353,16 @@ done:
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
-  int li = !lay ? -1 : !strcmp(lay, "kgroup") ? 0 : !strcmp(lay, "krow") ? 1 : !strcmp(lay, "xor") ? 2 : -1;
+  int li = !lay                ? -1
+      : !strcmp(lay, "kgroup") ? 0
+      : !strcmp(lay, "krow")   ? 1
+      : !strcmp(lay, "xor")    ? 2
+      : !strcmp(lay, "auto")   ? 3
+                               : -1;
   opts o = { kl_pass_opt_int(po, "cp-async"), li, kl_pass_opt_int(po, "amd-k-loop") };
   if (li < 0) {
     kl_emit_error(module->ctx, module->loc,
-                  "rock-gridwise-to-blockwise: cp-async-layout must be xor, krow or kgroup, got %s",
+                  "rock-gridwise-to-blockwise: cp-async-layout must be auto, xor, krow or kgroup, got %s",
                   lay ? lay : "(none)");
     return KL_ERR;
   }
@@ -1365,10 +1389,10 @@ static const kl_pass_option options[] = {
     "off below 3), 0 or 1 off, 2..4 stages "
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
   { "cp-async-layout", KL_OPT_STRING, KL_CP_ASYNC_LAYOUT_DEFAULT,
-    "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): xor = [rows, K] with the 16-byte "
-    "chunks of a row XOR-swizzled by the row (no padding; krow where K / 8 is not a power of two); "
-    "krow = [rows, K + 16 bytes]; kgroup = the register path's [K/8, rows + skew, 8] "
-    "(see docs/ARCHITECTURE.md); default: passes/perf_config.h" },
+    "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): xor = panels of [rows, 64 bytes of K] "
+    "with the 16-byte chunks of a row XOR-swizzled by the row (krow where K / 8 is not a power of two); "
+    "krow = [rows, K + 16 bytes]; kgroup = the register path's [K/8, rows + skew, 8]; auto = xor where "
+    "the K tile is 64 bytes or less, else kgroup (see docs/ARCHITECTURE.md); default: passes/perf_config.h" },
   { "amd-k-loop", KL_OPT_INT, "0",
     "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
     "several K steps, on any target (tests run it on the host)" },

@@ -183,18 +183,19 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       -- sm_90 (K tile 32: 64-byte rows at an 80-byte pitch): 11; sm_80 (K tile 64): 18
       assert.is_true(per <= (kb == 32 and 11 or 18), t .. " krow pieces per cp.async " .. per)
       assert.are.equal(1, ldmg)
-      -- xor: [rows, K] without padding, 16-byte chunks XOR-swizzled by the row: each row's 64 / 128
-      -- global bytes fill whole LDS sectors (16 per 512-byte cp.async, krow 20), one piece per
-      -- row (8 / 4), every 128-byte phase of the copies and of ldmatrix on 8 distinct 16-byte slots
+      -- xor: [rows, 64 bytes] panels, 16-byte chunks XOR-swizzled by the row: each row's 64-byte
+      -- segments fill whole LDS sectors (16 per 512-byte cp.async, krow 20), one piece per
+      -- segment (8), every 128-byte phase of the copies and of ldmatrix on 8 distinct 16-byte slots
       local kx, perx, ldmx, ptxx, secx, cpx = analyse(t, "xor", true)
       assert.are.equal("xor:A,B", kx.async_lds_layout)
       assert.are.equal("ldmatrix", kx.fragment_loads)
       assert.are.equal(3, kx.pipeline_stages)
-      assert.are.equal(3 * 2 * 128 * kb * 2, kx.lds_bytes)
+      -- K 32: [128 rows, 64 bytes]; K 64: two panels of [129 rows (one pad row), 64 bytes]
+      assert.are.equal(3 * 2 * (kb == 32 and 128 * 64 or 2 * 129 * 64), kx.lds_bytes)
       assert.are.equal(1, ldmx, t .. " xor ldmatrix bank-group conflicts")
       assert.are.equal(1, cpx, t .. " xor cp.async destination bank-group conflicts")
       assert.are.equal(16, secx, t .. " xor LDS sectors per cp.async")
-      assert.are.equal(kb == 32 and 8 or 4, perx, t .. " xor pieces per cp.async")
+      assert.are.equal(8, perx, t .. " xor pieces per cp.async") -- a 64-byte row segment each
       local _, _, _, _, seck = analyse(t, "krow", true)
       assert.are.equal(kb == 32 and 20 or 24, seck, t .. " krow LDS sectors per cp.async")
       local ka = analyse(t, "krow", false) -- B row-major: A async (krow), B through registers (kgroup)
@@ -212,7 +213,7 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     local ok, err = pcall(kiln.compile, g, { target = "host", cache = false,
       pipeline = C.pipeline(2):gsub("cp%-async=2", "cp-async=2,cp-async-layout=rows") })
     assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("cp-async-layout must be xor, krow or kgroup, got rows", 1, true), tostring(err))
+    assert.is_truthy(tostring(err):find("cp-async-layout must be auto, xor, krow or kgroup, got rows", 1, true), tostring(err))
   end)
 
   it("xor: the async path's configs (auto, 128x128x32 / 128x256x32, the seed conv) have no spills (static)", function()
