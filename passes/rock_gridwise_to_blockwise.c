@@ -61,9 +61,11 @@
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
  * in 48 KiB. With {cp-async=S, cp-async-layout=krow} (mma.sync on NVIDIA) the stages of
- * the cp.async operands are [rows, KB + kpack] instead (lds_tile_krow; func attribute
- * async_lds_layout), so the lanes that read one row's consecutive global bytes write
- * consecutive LDS bytes.
+ * the cp.async operands are [rows, KB + kpack] instead (lds_tile_krow), with xor panels of
+ * [rows, 64 bytes of K] whose 16-byte chunks are XOR-swizzled by the row (lds_tile_xor), with
+ * auto (the default) xor where KB is one panel, else kgroup (func attribute
+ * async_lds_layout): the lanes that read one row's consecutive global bytes write whole
+ * LDS sectors, conflict-free (xor). 
  * The kernel func's lds_bytes grows by the tiles' bytes. */
 #include "core/pass.h"
 #include "core/rewrite.h"
