@@ -887,6 +887,16 @@ static bool fuse(const wmap *A, const wmap *B, wmap *C) {
         continue;
       }
       if (ta->kind == KL_VT_UNMERGE && tb->kind == KL_VT_MERGE && fold_reshape(ta, tb, C)) continue;
+      if (ta->kind == KL_VT_XOR && tb->kind == KL_VT_XOR && ta->p[0] == tb->p[0] && ta->p[1] == tb->p[1] &&
+          ta->l[0] == tb->u[0] && ta->l[1] == tb->u[1]) { /* a swizzle undone: two PassThroughs */
+        for (int j = 0; j < 2; j++) {
+          wtr *o = wadd_tr(C, KL_VT_PASSTHROUGH);
+          o->nu = o->nl = 1;
+          o->u[0] = ta->u[j];
+          o->l[0] = tb->l[j];
+        }
+        continue;
+      }
       if (ta->kind == KL_VT_PAD && tb->kind == KL_VT_PAD) {
         wtr *o = wadd_tr(C, KL_VT_PAD);
         o->nu = o->nl = 1;
@@ -1501,6 +1511,34 @@ static kl_view *elementwise(const kl_view *v, kl_vkind kind, int n, const char *
     }
     if (size < 1) size = 1; /* validation reports the bad pad/slice parameters */
     t->u[0] = mb_up(w, w->ln[d], size);
+  }
+  kl_view *r = push_map(v, w, err);
+  free(w);
+  return r;
+}
+kl_view *kl_view_xor(const kl_view *v, const char *row, const char *col, int64_t d, int64_t m, kl_view_err *err) {
+  const char *names[2] = { row, col };
+  int idx[2];
+  if (!find_dims(v, 2, names, idx, err)) return NULL;
+  if (idx[0] == idx[1]) {
+    verr(err, 0, 0, "xor: the row and the column are the same dim \"%s\"", row);
+    return NULL;
+  }
+  wmap *w = kl_xmalloc(sizeof *w);
+  mb_init(w, v);
+  wtr *t = wadd_tr(w, KL_VT_XOR);
+  t->nu = t->nl = 2;
+  t->np = 2;
+  t->p[0] = d;
+  t->p[1] = m;
+  t->l[0] = idx[0];
+  t->l[1] = idx[1];
+  for (int x = 0; x < w->nl; x++) {
+    if (x == idx[0] || x == idx[1]) {
+      t = &w->t[0];
+      t->u[x == idx[0] ? 0 : 1] = mb_up(w, w->ln[x], w->ls[x]);
+    } else
+      mb_pt(w, x);
   }
   kl_view *r = push_map(v, w, err);
   free(w);

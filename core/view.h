@@ -223,6 +223,9 @@ kl_view *kl_view_unmerge(const kl_view *v, const char *dim, int n, const char *c
 kl_view *kl_view_merge(const kl_view *v, const char *name, int n, const char *const *from, kl_view_err *err);
 /* Dims names[i] get upper size sizes[i] and read lower coordinate u mod (lower size). */
 kl_view *kl_view_broadcast(const kl_view *v, int n, const char *const *names, const int64_t *sizes, kl_view_err *err);
+/* Swizzle: dims row and col keep their names and sizes; col reads col XOR ((row / d) mod m)
+ * (Xor{d,m}; m a power of two dividing col's size, d >= 1: validation reports others). */
+kl_view *kl_view_xor(const kl_view *v, const char *row, const char *col, int64_t d, int64_t m, kl_view_err *err);
 /* Insert an ignored dim `name` of `size` at upper position pos (0..rank). */
 kl_view *kl_view_add_dim(const kl_view *v, const char *name, int64_t size, int pos, kl_view_err *err);
 /* Remove dim `name` from the upper side; it reads the fixed coordinate value. */
