@@ -8,7 +8,7 @@
 -- For cp.async it also counts the fill pieces per request: distinct (128-byte global line,
 -- 128-byte LDS row) pairs over the warp's lanes, the LDS writes of the copy if the fill of
 -- each global line is written per LDS row it lands in (ideal: 4 for 512 contiguous bytes).
---   build/kiln bench/cpa_static.lua [sm_90|sm_80] [--b] [--warp W] [--layout krow|kgroup]
+--   build/kiln bench/cpa_static.lua [sm_90|sm_80] [--b] [--warp W] [--layout xor|krow|kgroup]
 package.path = "./spec/lua/?.lua;" .. package.path
 local kiln = require "kiln"
 local PA = require "ptx_addr"

@@ -16,12 +16,13 @@
 -- the harness, and the host suite). --ptx DIR writes each case's kernel binaries there;
 -- --suffix S is appended to the case ids of the rows (a repeated measurement: "#2").
 -- --cpa: the gemm, conv and swz cases also time the cp.async K-loop pipeline,
--- rock-gridwise-to-blockwise{cp-async=S}: impls kiln.cpa1 (S = 1: the register-staged loop
--- of today), kiln.cpa2, kiln.cpa3, kiln.cpa4 (the note gives the stages the kernel got, its
--- async operands and LDS bytes), and for gemm the same with B stored transposed ([N, K],
--- K-contiguous, so both operands go through cp.async): kiln.cpaS.bt. Gemm cases also time
--- S = 2..4 with cp-async-layout=krow (the async operands' LDS stages [rows, K + 16 bytes]):
--- kiln.cpaS.krow and kiln.cpaS.bt.krow.
+-- rock-gridwise-to-blockwise{cp-async=S[,cp-async-layout=L]}: impls kiln.cpa1 (S = 1: the
+-- register-staged loop of today), kiln.cpa2 .. kiln.cpa4 (the default layout, xor: [rows, K]
+-- swizzled), kiln.cpa3.krow ([rows, K + 16 bytes]) and kiln.cpa3.kgroup (the register path's
+-- tiles); the note gives the stages the kernel got, its async operands, their LDS layout and
+-- the LDS bytes. Gemm cases time the same with B stored transposed ([N, K], K-contiguous, so
+-- both operands go through cp.async): kiln.cpaS.bt[.layout], plus xor with forced tiles:
+-- kiln.cpaS.bt.xor.v2:128,128,32,... / 128,256,32 / 256,128,32 (CPA_VARIANTS).
 --
 -- Method (bench/README.md): random inputs (kiln.rand, uniform [-1, 1), never
 -- zeros); p:prepare uploads them once into device buffers, enough buffer sets to span at
@@ -377,23 +378,37 @@ end
 -- the cp.async rows' target: the pipeline feeds mma.sync, so sm_90 on a compute capability 9.0
 -- device (whose own target, sm_90a, takes wgmma)
 local CPA_ARCH = dev.arch == "sm_90a" and "sm_90" or dev.arch
-local function run_cpa(c, base, build, prepare, check, amount, tag, layout)
-  for S = layout and 2 or 1, 4 do
+-- The variants: S = 1 (the register-staged loop), S = 2..4 in the default layout (xor), S = 3
+-- in the krow and kgroup layouts, and (gemm with B stored [N, K] only: tiles = true) xor with
+-- the tiles the async path makes possible: 128x128x32 forced (sm_80's heuristic takes K 64,
+-- which spills at S >= 3), 128x256x32 (8 warps) and 256x128x32.
+local CPA_VARIANTS = {
+  { 1 }, { 2 }, { 3 }, { 4 }, { 3, "krow" }, { 3, "kgroup" },
+  { 3, "xor", "v2:128,128,32,64,64,8", true }, { 4, "xor", "v2:128,128,32,64,64,8", true },
+  { 3, "xor", "v2:128,256,32,64,64,8", true }, { 4, "xor", "v2:128,256,32,64,64,8", true },
+  { 3, "xor", "v2:256,128,32,64,64,8", true },
+}
+local function run_cpa(c, base, build, prepare, check, amount, tag, tiles)
+  for _, v in ipairs(CPA_VARIANTS) do
+   local S, layout, perf = v[1], v[2], v[3]
+   if (tiles and CPA_ARCH ~= "host") or not v[4] then
     local row = {}
-    for k, v in pairs(base) do row[k] = v end
-    row.impl = "kiln.cpa" .. S .. (tag or "") .. (layout and ("." .. layout) or "")
+    for k, x in pairs(base) do row[k] = x end
+    local name = "cpa" .. S .. (tag or "") .. (layout and ("." .. layout) or "") .. (perf and ("." .. perf) or "")
+    row.impl = "kiln." .. name
     local ok, err = pcall(function()
-      local p = build(cpa_pipeline(S, layout))
-      dump_binaries(c.name .. ".cpa" .. S .. (tag or "") .. (layout and ("." .. layout) or ""), p)
+      local p = build(cpa_pipeline(S, layout), perf)
+      dump_binaries(c.name .. "." .. name:gsub("[:,]", "_"), p)
       local r = prepare(p)
       r:launch()
       local okc, text = check(r:outputs())
       row.sets, row.check = r.sets, text
       local k
       for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
-      row.note = string.format("stages=%d async_copy=%s lds=%d compile=%.0fms %s", k and k.pipeline_stages or 0,
-                               k and k.async_copy ~= "" and k.async_copy or "-", k and k.lds_bytes or 0, p.compile_ms,
-                               kernel_note(p))
+      row.note = string.format("stages=%d async_copy=%s layout=%s lds=%d compile=%.0fms %s",
+                               k and k.pipeline_stages or 0, k and k.async_copy ~= "" and k.async_copy or "-",
+                               k and k.async_lds_layout ~= "" and k.async_lds_layout or "-", k and k.lds_bytes or 0,
+                               p.compile_ms, kernel_note(p))
       time_and_write(row, r, okc, amount)
     end)
     if not ok then
@@ -401,6 +416,7 @@ local function run_cpa(c, base, build, prepare, check, amount, tag, layout)
       write_row(row)
       pair_errors = pair_errors + 1
     end
+   end
   end
 end
 
@@ -427,19 +443,15 @@ function run.gemm(c)
   local function prep(p) return p:prepare({ a = A, b = B }, { device = dev, rotate_bytes = ROTATE_BYTES }) end
   run_cpa(c, base, function(pl) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl }) end, prep,
           function(outs) return check_gemm(A, B, outs, M, N, K, c.dtype) end, row.flop / 1e12)
-  run_cpa(c, base, function(pl) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl }) end, prep,
-          function(outs) return check_gemm(A, B, outs, M, N, K, c.dtype) end, row.flop / 1e12, nil, "krow")
   -- B stored [N, K] (K-contiguous): both operands through cp.async
   local gt = kiln.graph(c.name .. "_bt")
   gt:output(gt:dot(gt:param("a", { M, K }, c.dtype), gt:param("b", { N, K }, c.dtype):transpose { 1, 0 }))
   local BT = kiln.rand({ N, K }, c.dtype)
   local Bview = { get = function(_, ix) return BT:get { ix[2], ix[1] } end }
-  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = CPA_ARCH, pipeline = pl }) end,
+  run_cpa(c, base,
+          function(pl, perf) return kiln.compile(gt, { target = CPA_ARCH, pipeline = pl, perf_config = perf }) end,
           function(p) return p:prepare({ a = A, b = BT }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
-          function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt")
-  run_cpa(c, base, function(pl) return kiln.compile(gt, { target = CPA_ARCH, pipeline = pl }) end,
-          function(p) return p:prepare({ a = A, b = BT }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
-          function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt", "krow")
+          function(outs) return check_gemm(A, Bview, outs, M, N, K, c.dtype) end, row.flop / 1e12, ".bt", true)
 end
 
 -- fp8 x fp8 -> f32 (MIGraphX's quant_dot): C[M,N] = A[M,K] @ B[K,N] in f32. On sm_90a the

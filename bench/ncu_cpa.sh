@@ -7,7 +7,8 @@
 # CONFIG is "S:bt" / "S:b" / "S:bt:EXTRA" (S stages of rock-gridwise-to-blockwise{cp-async=S}
 # on bench/gpu_kiln.lua's 4096^3 f16 GEMM, B stored [N, K] (bt: both operands through
 # cp.async) or [K, N] (b: B through registers); EXTRA: more pass options, e.g.
-# ",cp-async-layout=krow"); default: 1:bt 3:bt 3:bt:,cp-async-layout=krow. Each config runs bench/cpa_launch.lua (checks
+# ",cp-async-layout=krow"); default: 1:bt 3:bt:,cp-async-layout=kgroup 3:bt:,cp-async-layout=krow
+# 3:bt (the xor layout, the default) 4:bt. Each config runs bench/cpa_launch.lua (checks
 # one launch against float64, then times a few) under ncu, which profiles its second GEMM
 # launch (the first timed one). Writes OUT_DIR (default /tmp/kiln_ncu) /ncu_<config>.csv (raw
 # metrics) and ncu_cpa_summary.txt: one column per config, one row per metric: duration,
@@ -17,14 +18,15 @@
 # What it decides (docs/ARCHITECTURE.md, the cp.async paragraph): whether the slower cp.async
 # kernels lose on the shared-memory data path — the hypothesis: LDGSTS shared wavefronts per
 # instruction about 32 with the kgroup layout (S = 3) and about 11 with krow, against 4 for a
-# conflict-free 512-byte write; the shared pipe busier than at S = 1; stalls on mio_throttle /
+# conflict-free 512-byte write; global sectors per LDGSTS request 32 / 20 / 16 for kgroup /
+# krow / xor (the LDS side: krow's 80-byte pitch puts odd rows across three 32-byte sectors); the shared pipe busier than at S = 1; stalls on mio_throttle /
 # short_scoreboard — or elsewhere (long_scoreboard / barrier stalls, L2 sectors per request,
 # achieved occupancy below the 8 warps per SM of all three).
 set -u
 OUT_DIR=${1:-/tmp/kiln_ncu}
 shift || true
 CONFIGS=("$@")
-[ ${#CONFIGS[@]} -eq 0 ] && CONFIGS=("1:bt" "3:bt" "3:bt:,cp-async-layout=krow")
+[ ${#CONFIGS[@]} -eq 0 ] && CONFIGS=("1:bt" "3:bt:,cp-async-layout=kgroup" "3:bt:,cp-async-layout=krow" "3:bt" "4:bt")
 KILN=${KILN:-build/kiln}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 mkdir -p "$OUT_DIR"

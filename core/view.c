@@ -50,8 +50,8 @@ static bool name_ok(const char *s) {
   return n <= KL_VIEW_MAX_NAME;
 }
 
-static const char *const kind_names[KL_VT_COUNT] = { "PassThrough", "Pad",    "Slice",     "Embed",   "Unmerge",
-                                                     "Merge",       "AddDim", "Broadcast", "ConstDim" };
+static const char *const kind_names[KL_VT_COUNT] = { "PassThrough", "Pad",    "Slice",     "Embed",    "Unmerge",
+                                                     "Merge",       "AddDim", "Broadcast", "ConstDim", "Xor" };
 const char *kl_vkind_name(kl_vkind k) { return (unsigned)k < KL_VT_COUNT ? kind_names[k] : "?"; }
 int kl_vkind_from_name(const char *s, size_t n) {
   for (int k = 0; k < KL_VT_COUNT; k++)
@@ -97,6 +97,10 @@ static bool check_trans(const kl_vmap *m, int ti, const kl_vtrans *t, kl_view_er
       if (nu != 0 || nl < 1)
         FAIL("transform %d: ConstDim has no upper dims and n >= 1 lower dims, got %d -> %d", ti, nu, nl);
       break;
+    case KL_VT_XOR:
+      if (nu != 2 || nl != 2)
+        FAIL("transform %d: Xor maps 2 upper dims (row, column) to 2 lower dims, got %d -> %d", ti, nu, nl);
+      break;
     default: FAIL("transform %d: unknown transform kind %d", ti, (int)t->kind);
   }
   int want = 0;
@@ -110,6 +114,7 @@ static bool check_trans(const kl_vmap *m, int ti, const kl_vtrans *t, kl_view_er
     case KL_VT_BROADCAST: want = nu; break;
     case KL_VT_MERGE: want = nl; break;
     case KL_VT_CONSTDIM: want = 2 * nl; break;
+    case KL_VT_XOR: want = 2; break;
   }
   if (np != want)
     FAIL("transform %d: %s over %d dim(s) takes %d parameter(s), got %d", ti, kn,
@@ -194,6 +199,15 @@ static bool check_trans(const kl_vmap *m, int ti, const kl_vtrans *t, kl_view_er
         if (v < 0 || v >= s)
           FAIL("transform %d: ConstDim value %lld outside [0, %lld)", ti, (long long)v, (long long)s);
       }
+      break;
+    case KL_VT_XOR:
+      for (int i = 0; i < 2; i++)
+        if (us[t->upper[i]] != ls[t->lower[i]])
+          FAIL("transform %d: Xor upper dim %d has size %lld but lower dim %d has size %lld", ti, t->upper[i],
+               (long long)us[t->upper[i]], t->lower[i], (long long)ls[t->lower[i]]);
+      if (p[0] < 1 || p[0] > KL_VIEW_MAX_SIZE || p[1] < 1 || (p[1] & (p[1] - 1)) || us[t->upper[1]] % p[1])
+        FAIL("transform %d: Xor{d,m} needs d >= 1 and m a power of two dividing the column size %lld, got %lld,%lld",
+             ti, (long long)us[t->upper[1]], (long long)p[0], (long long)p[1]);
       break;
   }
   return true;
@@ -481,6 +495,12 @@ bool kl_vmap_eval(const kl_vmap *m, const int64_t *in, int64_t *out) {
       case KL_VT_CONSTDIM:
         for (int i = 0; i < t->nlower; i++) out[t->lower[i]] = p[2 * i];
         break;
+      case KL_VT_XOR: {
+        int64_t r = in[t->upper[0]], c = in[t->upper[1]];
+        out[t->lower[0]] = r;
+        out[t->lower[1]] = r >= 0 && c >= 0 ? c ^ ((r / p[0]) % p[1]) : c; /* negative: invalid, kept */
+        break;
+      }
     }
   }
   return ok;
@@ -867,6 +887,16 @@ static bool fuse(const wmap *A, const wmap *B, wmap *C) {
         continue;
       }
       if (ta->kind == KL_VT_UNMERGE && tb->kind == KL_VT_MERGE && fold_reshape(ta, tb, C)) continue;
+      if (ta->kind == KL_VT_XOR && tb->kind == KL_VT_XOR && ta->p[0] == tb->p[0] && ta->p[1] == tb->p[1] &&
+          ta->l[0] == tb->u[0] && ta->l[1] == tb->u[1]) { /* a swizzle undone: two PassThroughs */
+        for (int j = 0; j < 2; j++) {
+          wtr *o = wadd_tr(C, KL_VT_PASSTHROUGH);
+          o->nu = o->nl = 1;
+          o->u[0] = ta->u[j];
+          o->l[0] = tb->l[j];
+        }
+        continue;
+      }
       if (ta->kind == KL_VT_PAD && tb->kind == KL_VT_PAD) {
         wtr *o = wadd_tr(C, KL_VT_PAD);
         o->nu = o->nl = 1;
@@ -1167,6 +1197,7 @@ static kl_view *invert_with(const kl_view *v, unsigned flags, kl_view_err *err) 
             x->p[2 * j + 1] = t->params[2 * j] + m->lower_sizes[t->lower[j]];
           }
           break;
+        case KL_VT_XOR: break; /* its own inverse: (r, c') -> (r, c' XOR ((r / d) mod m)) */
         default: ok = false;
       }
       if (!ok) {
@@ -1294,6 +1325,15 @@ static bool bounds_run(const kl_view *v, uint32_t *mask, int qm, int qt) {
         case KL_VT_CONSTDIM:
           for (int i = 0; i < t->nlower; i++) b[t->lower[i]] = (ivl){ p[2 * i], p[2 * i], 0 };
           break;
+        case KL_VT_XOR: { /* the column stays in its aligned block of m */
+          ivl r = a[t->upper[0]], c = a[t->upper[1]];
+          b[t->lower[0]] = r;
+          c.mask |= r.mask;
+          c.lo = c.lo / p[1] * p[1];
+          c.hi = c.hi / p[1] * p[1] + p[1] - 1;
+          b[t->lower[1]] = c;
+          break;
+        }
       }
       if (mi == qm && ti == qt) qres = risky;
     }
@@ -1471,6 +1511,34 @@ static kl_view *elementwise(const kl_view *v, kl_vkind kind, int n, const char *
     }
     if (size < 1) size = 1; /* validation reports the bad pad/slice parameters */
     t->u[0] = mb_up(w, w->ln[d], size);
+  }
+  kl_view *r = push_map(v, w, err);
+  free(w);
+  return r;
+}
+kl_view *kl_view_xor(const kl_view *v, const char *row, const char *col, int64_t d, int64_t m, kl_view_err *err) {
+  const char *names[2] = { row, col };
+  int idx[2];
+  if (!find_dims(v, 2, names, idx, err)) return NULL;
+  if (idx[0] == idx[1]) {
+    verr(err, 0, 0, "xor: the row and the column are the same dim \"%s\"", row);
+    return NULL;
+  }
+  wmap *w = kl_xmalloc(sizeof *w);
+  mb_init(w, v);
+  wtr *t = wadd_tr(w, KL_VT_XOR);
+  t->nu = t->nl = 2;
+  t->np = 2;
+  t->p[0] = d;
+  t->p[1] = m;
+  t->l[0] = idx[0];
+  t->l[1] = idx[1];
+  for (int x = 0; x < w->nl; x++) {
+    if (x == idx[0] || x == idx[1]) {
+      t = &w->t[0];
+      t->u[x == idx[0] ? 0 : 1] = mb_up(w, w->ln[x], w->ls[x]);
+    } else
+      mb_pt(w, x);
   }
   kl_view *r = push_map(v, w, err);
   free(w);

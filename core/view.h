@@ -20,6 +20,9 @@
  *      AddDim{s1..}      n up -> 0 lo, the upper coordinate is ignored
  *      Broadcast{m1..}   n up -> n lo, l = u mod m, 1 <= m <= lower size
  *      ConstDim{v1,s1,..} 0 up -> n lo, l = v (0 <= v < s = lower size)
+ *      Xor{d,m}          2 up (r, c) -> 2 lo, l = (r, c XOR ((r / d) mod m)): an LDS
+ *                        swizzle; m a power of two dividing c's size (a bijection,
+ *                        its own inverse), d >= 1, sizes equal
  *    An evaluated coordinate is valid iff the upper coordinate is in range and no Pad or
  *    Embed on the way produced an out-of-range value. A valid coordinate is always in
  *    range at every level; an invalid one may carry garbage (never used to index).
@@ -66,9 +69,10 @@ typedef enum kl_vkind {
   KL_VT_MERGE,
   KL_VT_ADDDIM,
   KL_VT_BROADCAST,
-  KL_VT_CONSTDIM
+  KL_VT_CONSTDIM,
+  KL_VT_XOR
 } kl_vkind;
-#define KL_VT_COUNT 9
+#define KL_VT_COUNT 10
 
 typedef struct kl_view_err {
   int line, col;
@@ -219,6 +223,9 @@ kl_view *kl_view_unmerge(const kl_view *v, const char *dim, int n, const char *c
 kl_view *kl_view_merge(const kl_view *v, const char *name, int n, const char *const *from, kl_view_err *err);
 /* Dims names[i] get upper size sizes[i] and read lower coordinate u mod (lower size). */
 kl_view *kl_view_broadcast(const kl_view *v, int n, const char *const *names, const int64_t *sizes, kl_view_err *err);
+/* Swizzle: dims row and col keep their names and sizes; col reads col XOR ((row / d) mod m)
+ * (Xor{d,m}; m a power of two dividing col's size, d >= 1: validation reports others). */
+kl_view *kl_view_xor(const kl_view *v, const char *row, const char *col, int64_t d, int64_t m, kl_view_err *err);
 /* Insert an ignored dim `name` of `size` at upper position pos (0..rank). */
 kl_view *kl_view_add_dim(const kl_view *v, const char *name, int64_t size, int pos, kl_view_err *err);
 /* Remove dim `name` from the upper side; it reads the fixed coordinate value. */

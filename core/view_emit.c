@@ -55,6 +55,14 @@ kl_value *kl_emit_remi(kl_emitter *e, kl_value *a, int64_t c) {
   if (kl_emit_const_of(a, &x)) return kl_emit_index(e, ((x % c) + c) % c);
   return bin(e, "arith.remsi", a, kl_emit_index(e, c), a->type);
 }
+kl_value *kl_emit_xori(kl_emitter *e, kl_value *a, kl_value *b) {
+  int64_t x, y;
+  bool ca = kl_emit_const_of(a, &x), cb = kl_emit_const_of(b, &y);
+  if (ca && cb) return kl_emit_index(e, x ^ y);
+  if (ca && x == 0) return b;
+  if (cb && y == 0) return a;
+  return bin(e, "arith.xori", a, b, a->type);
+}
 kl_value *kl_emit_cmp(kl_emitter *e, const char *pred, kl_value *a, kl_value *b) {
   kl_ctx *ctx = kl_rewriter_ctx(e->rw);
   const kl_type *i1 = kl_type_i1(ctx);
@@ -141,6 +149,12 @@ kl_status kl_view_emit(kl_emitter *e, const kl_view *v, kl_value *const *upper, 
         case KL_VT_CONSTDIM:
           for (int i = 0; i < t->nlower; i++) next[t->lower[i]] = kl_emit_index(e, p[2 * i]);
           break;
+        case KL_VT_XOR: {
+          kl_value *r = cur[t->upper[0]], *c = cur[t->upper[1]];
+          next[t->lower[0]] = r;
+          next[t->lower[1]] = p[1] == 1 ? c : kl_emit_xori(e, c, kl_emit_remi(e, kl_emit_divi(e, r, p[0]), p[1]));
+          break;
+        }
       }
     }
     for (int i = 0; i < m->nlower; i++) cur[i] = next[i];

@@ -22,8 +22,9 @@ kl_value *kl_emit_add(kl_emitter *e, kl_value *a, kl_value *b);
 kl_value *kl_emit_sub(kl_emitter *e, kl_value *a, kl_value *b);
 kl_value *kl_emit_mul(kl_emitter *e, kl_value *a, kl_value *b);
 kl_value *kl_emit_muli(kl_emitter *e, kl_value *a, int64_t c);
-kl_value *kl_emit_divi(kl_emitter *e, kl_value *a, int64_t c);                    /* a >= 0: floor division */
-kl_value *kl_emit_remi(kl_emitter *e, kl_value *a, int64_t c);                    /* a >= 0 */
+kl_value *kl_emit_divi(kl_emitter *e, kl_value *a, int64_t c); /* a >= 0: floor division */
+kl_value *kl_emit_remi(kl_emitter *e, kl_value *a, int64_t c); /* a >= 0 */
+kl_value *kl_emit_xori(kl_emitter *e, kl_value *a, kl_value *b);
 kl_value *kl_emit_cmp(kl_emitter *e, const char *pred, kl_value *a, kl_value *b); /* i1 */
 kl_value *kl_emit_and(kl_emitter *e, kl_value *a, kl_value *b);                   /* i1; NULL = true */
 bool kl_emit_const_of(kl_value *v, int64_t *out);

@@ -14,6 +14,9 @@
  *     for every possible base (checked exactly on the residue class); bases of
  *     all-invalid blocks are dropped afterwards (they need no contiguity);
  *   Embed / Unmerge / final address: exact linear combination;
+ *   Xor (an LDS swizzle): the identity where the row term is 0 for every row of the
+ *     block's class; else both inputs constant in the block, the column a new atom
+ *     (exact when both are constants);
  *   Merge (and Broadcast, one digit of size m): the block is split over the digits from
  *     the fastest one. b mod s and b / s stay exact linear forms when the terms whose
  *     coefficient is not a multiple of s stay inside [0, s) (e.g. an Unmerge read back
@@ -695,6 +698,25 @@ static int trans_step(vstate *st, const kl_vmap *m, const kl_vtrans *t, vinfo *i
       case KL_VT_CONSTDIM:
         for (int i = 0; i < t->nlower; i++) out[t->lower[i]] = vconst(p[2 * i]);
         break;
+      case KL_VT_XOR: { /* exact on constants; else both inputs constant in the block */
+        const vinfo *r = &in[t->upper[0]], *c = &in[t->upper[1]];
+        vclass rc;
+        if (!r->c && !r->ns && base_class(st, r, &rc) && !cls_empty(&rc) && rc.lo >= 0 &&
+            rc.lo / p[0] == rc.hi / p[0] &&
+            (rc.lo / p[0]) % p[1] == 0) { /* the row term is 0 for every row: the identity */
+          out[t->lower[0]] = *r;
+          out[t->lower[1]] = *c;
+          break;
+        }
+        if (r->c || r->ns || c->c || c->ns) return V_FAIL;
+        out[t->lower[0]] = *r;
+        if (!r->nt && !c->nt && r->K >= 0 && c->K >= 0) {
+          out[t->lower[1]] = vconst(c->K ^ ((r->K / p[0]) % p[1]));
+          break;
+        }
+        if (!vatomv(st, &out[t->lower[1]], 1, 0, 0, m->lower_sizes[t->lower[1]] - 1, 0)) return V_FAIL;
+        break;
+      }
     }
   }
   return V_OK;

@@ -696,6 +696,8 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_int(L, "pipeline_stages", (lua_Integer)k->pipeline_stages);
     /* tma: the wgmma operands loaded through TMA (passes/rock_tma.h; "" when the option is off) */
     kl_lua__set_str(L, "tma", k->tma ? k->tma : "");
+    /* async_lds_layout: the async stages' LDS layout and operands ("xor:A,B", "krow:A", "kgroup"; "" if none) */
+    kl_lua__set_str(L, "async_lds_layout", k->async_lds_layout ? k->async_lds_layout : "");
     kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);
     for (int a = 0; a < k->nargs; a++) {

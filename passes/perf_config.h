@@ -47,7 +47,11 @@
  * -1 = auto: mma.sync GEMMs on NVIDIA only, both operands async, as many stages as fit (at
  * most 4), off when fewer than 3 fit (two stages measured slower than the register-staged
  * loop: docs/ARCHITECTURE.md); 0 / 1 = off (today's register-staged loop).
- * KL_CP_ASYNC_DEFAULT is the option's default, the one switch; the environment variable
+ * KL_CP_ASYNC_DEFAULT is the option's default, the one switch (-1 makes the pipeline the
+ * default for mma.sync on sm_80 / sm_90, with KL_CP_ASYNC_LAYOUT_DEFAULT's stages, and caps
+ * the mma.sync heuristic's K tile at KL_CP_ASYNC_KB_MAX: sm_80's K 64 tiles spill 72 bytes
+ * at S = 3 and fit only two stages twice in its 163 KiB; 128x128x32 at S = 4 takes 225
+ * registers, 64 KiB, two blocks per SM, no spills); the environment variable
  * KILN_CP_ASYNC (auto, off, 2..4) puts rock-gridwise-to-blockwise{cp-async=N} into the
  * default pipeline instead (so it is part of the compile-cache key).
  * Version 2 ("v2:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack") selects the
@@ -76,12 +80,14 @@
 #include "core/view.h"
 #include "core/target.h"
 
-#define KL_MAX_STAGES           4
-#define KL_NV_STEP_LATENCY      1000.0 /* cycles a K step waits at least: passes/rock_accel.h */
-#define KL_CP_ASYNC_DEFAULT     1      /* off; -1: auto */
-#define KL_CP_ASYNC_STR_(x)     #x
-#define KL_CP_ASYNC_STR(x)      KL_CP_ASYNC_STR_(x)
-#define KL_CP_ASYNC_DEFAULT_STR KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
+#define KL_MAX_STAGES              4
+#define KL_NV_STEP_LATENCY         1000.0 /* cycles a K step waits at least: passes/rock_accel.h */
+#define KL_CP_ASYNC_DEFAULT        1      /* off; -1: auto */
+#define KL_CP_ASYNC_STR_(x)        #x
+#define KL_CP_ASYNC_STR(x)         KL_CP_ASYNC_STR_(x)
+#define KL_CP_ASYNC_DEFAULT_STR    KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
+#define KL_CP_ASYNC_LAYOUT_DEFAULT "auto" /* the async stages' LDS layout: auto, xor, krow or kgroup */
+#define KL_CP_ASYNC_KB_MAX         32     /* mma.sync K tile cap of the heuristic while the pipeline is on */
 
 typedef struct kl_perf_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;

@@ -341,6 +341,9 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
   /* reps 8: only mma.sync's N = 8 gives a wave tile <= 64 (64x64 wave tiles) */
   static const int64_t reps[] = { 8, 4, 2, 1 }, waves[] = { 4, 2, 1 }, ksteps[] = { 8, 4, 2, 1 };
   bool mma_sync = d->kind == KL_ACCEL_MMA_SYNC;
+  /* the cp.async pipeline on by default (KL_CP_ASYNC_DEFAULT, passes/perf_config.h): K tiles of
+   * at most KL_CP_ASYNC_KB_MAX, whose 3 / 4 stages fit twice in the LDS without spills */
+  bool cpa_k = mma_sync && t->arch == KL_ARCH_NVPTX && KL_CP_ASYNC_DEFAULT != 0 && KL_CP_ASYNC_DEFAULT != 1;
   bool nv_l2 = t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0;
   /* mma.sync: two passes; the second picks, among the configs within 5% of the best cost,
    * double-buffered ones first, then larger wave tiles (fewer LDS fragment bytes per
@@ -370,7 +373,7 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
               c.n_per_block = waves[wb] * c.n_per_wave;
               c.k_per_block = ksteps[ki] * d->k;
               if (c.m_per_wave > 64 || c.n_per_wave > 64 || c.m_per_block > 256 || c.n_per_block > 256 ||
-                  c.k_per_block > 64)
+                  c.k_per_block > 64 || (cpa_k && c.k_per_block > KL_CP_ASYNC_KB_MAX))
                 continue;
               if (kl_accel_block_size(&c, d) > 256) continue;
               /* static shared memory above 48 KiB needs an opt-in on NVIDIA GPUs: stay below */

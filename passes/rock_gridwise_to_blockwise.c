@@ -64,9 +64,11 @@
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
  * in 48 KiB. With {cp-async=S, cp-async-layout=krow} (mma.sync on NVIDIA) the stages of
- * the cp.async operands are [rows, KB + kpack] instead (lds_tile_krow; func attribute
- * async_lds_layout), so the lanes that read one row's consecutive global bytes write
- * consecutive LDS bytes.
+ * the cp.async operands are [rows, KB + kpack] instead (lds_tile_krow), with xor panels of
+ * [rows, 64 bytes of K] whose 16-byte chunks are XOR-swizzled by the row (lds_tile_xor), with
+ * auto (the default) xor where KB is one panel, else kgroup (func attribute
+ * async_lds_layout): the lanes that read one row's consecutive global bytes write whole
+ * LDS sectors, conflict-free (xor). 
  * The kernel func's lds_bytes grows by the tiles' bytes. */
 #include "core/pass.h"
 #include "core/rewrite.h"
@@ -89,7 +91,7 @@ typedef struct {
 #define TMA_MAX_STAGES 6 /* the TMA loop's LDS stages at most (tma_emit) */
 typedef struct {
   int64_t cp_async;   /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
-  bool krow;          /* cp-async-layout=krow: async operands' LDS tiles K-contiguous per row */
+  int layout;         /* cp-async-layout: 0 kgroup, 1 krow, 2 xor, 3 auto (xor with one 64-byte panel, else kgroup) */
   int64_t amd_loop;   /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
   int64_t raster_m;   /* the option raster-group-m: workgroup order (passes/gemm_raster.h); <= 1 row order */
   bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
@@ -221,11 +223,14 @@ static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int s
 
 /* The copy layout (see the header comment): longest vector along iter, then fewest
  * lines touched by a wave's first vector reads, then (AMD MFMA tiles with 16-byte kpack
- * rows: amd_skew >= 0, the tile's skew) the fewest LDS wavefronts of the copy's stores
- * into the tile, then the shortest run per thread along the vectorized dim, then vectors
+ * rows: amd_skew >= 0, the tile's skew; xor_tile: the cp.async stages in the xor layout,
+ * xor_perm) the fewest LDS wavefronts of the copy's stores into the tile, then the shortest run per thread along the vectorized dim, then vectors
  * along M/N rather than K. */
-static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, int64_t eb,
-                          layout *best, char *err, size_t n) {
+static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da, int64_t vlen, int64_t eb,
+                    int64_t *wf_out);
+static kl_view *lds_copy_view_ex(const tiles *t, bool is_a, const layout *l, bool full, char *err, size_t n);
+static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, bool xor_tile,
+                          int64_t eb, layout *best, char *err, size_t n) {
   int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
   bool found = false;
   for (int64_t ck = 1; ck <= t->KB; ck++) {
@@ -258,6 +263,12 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
         if (l.wide > 4) l.wide = 4;
         kl_view_free(w);
         if (l.lds < 0) l.lds = INT64_MAX;
+      } else if (xor_tile) { /* the copy's stores into the xor tile (its best row permutation) */
+        kl_view *w = lds_copy_view_ex(t, is_a, &l, true, err, n);
+        int64_t wf = INT64_MAX;
+        if (!w || xor_perm(t, DB, is_a ? "m" : "n", w, l.vlen, eb, &wf) < 0) wf = INT64_MAX;
+        kl_view_free(w);
+        l.lds = wf;
       }
       bool better = !found || l.wide > best->wide || (l.wide == best->wide && l.vlen > best->vlen) ||
           (l.wide == best->wide && l.vlen == best->vlen && l.lds_ok && !best->lds_ok) ||
@@ -457,6 +468,128 @@ static kl_value *lds_tile_krow(kl_rewriter *rw, kl_loc loc, const kl_type *elem,
   kl_value *r = kl_tile_transform(rw, loc, raw, v);
   kl_view_free(v);
   return r;
+}
+/* Xor{d, m} of the swizzled tile (lds_tile_xor): a row of nc 16-byte chunks; m = min(nc,
+ * 8) chunks XOR'd by (row / d) mod m with d = max(1, 8 / nc), so that the 16-byte slot
+ * (address / 16 mod 8) of chunk c of rows r0 .. r0 + 7 (r0 a multiple of 8) takes all 8
+ * values: nc >= 8: slot = c' mod 8 = (c XOR r) mod 8; nc = 4: slot = 4 (r mod 2) + (c XOR
+ * r / 2 mod 4); nc = 2: slot = 2 (r mod 4) + (c XOR r / 4 mod 2). */
+static void xor_params(int64_t nc, int64_t *d, int64_t *m) {
+  *m = nc < 8 ? nc : 8;
+  *d = nc < 8 ? 8 / nc : 1;
+}
+/* The swizzled tile's view (cp-async-layout=xor): [KB, DB] -> [P, R, ncp, kpack]: K in P
+ * panels of ncp = min(KB/kpack, 4) 16-byte chunks (64-byte rows for 2-byte types), R = DB
+ * rows plus, with P > 1, one pad row per panel (so that the two halves of a 128-byte K row
+ * written by 8 lanes land on the two 64-byte halves of the bank period), else no padding;
+ * 64-byte rows keep the per-K-step XOR terms to two values (K 64 as 128-byte rows spilled
+ * 72-88 bytes at S = 3 on sm_80: one live address per K step of 16). Index d of M/N sits at row q = d with its low three bits permuted by
+ * `perm` (0..5: the order of q's bits that form d's bits 2, 1, 0; 0 the identity), and the
+ * 16-byte chunk c of row q at chunk c XOR ((q / dv) mod m) (xor_params). Every
+ * permutation keeps 8 consecutive indices d0 .. d0 + 7 (d0 a multiple of 8) on 8
+ * consecutive rows, so each ldmatrix phase (8 indices at one chunk) takes the 8
+ * 16-byte slots whatever perm; perm only moves the copy's lanes (xor_perm picks it).
+ * NULL (with err) unless KB/kpack is a power of two >= 2 and DB a multiple of 8. */
+static const char *const xor_bits[6][3] = { { "q2", "q1", "q0" }, { "q2", "q0", "q1" }, { "q0", "q1", "q2" },
+                                            { "q1", "q2", "q0" }, { "q0", "q2", "q1" }, { "q1", "q0", "q2" } };
+static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int perm, int64_t s[4], char *err, size_t n) {
+  int64_t nc = t->KB / t->kpack, dv, m;
+  if (t->KB % t->kpack || nc < 2 || (nc & (nc - 1)) || DB % 8) {
+    snprintf(err, n, "cp-async-layout=xor needs kPerBlock / kpack a power of two >= 2 and tile rows a multiple of 8");
+    return NULL;
+  }
+  int64_t ncp = nc < 4 ? nc : 4, P = nc / ncp, R = DB + (P > 1);
+  xor_params(ncp, &dv, &m);
+  s[0] = P, s[1] = R, s[2] = ncp, s[3] = t->kpack;
+  int64_t prm[2] = { dv, m };
+  const char *names[4] = { "p", "q", "kc", "ki" };
+  int up0[2] = { 1, 2 }, up1[2] = { 0, 3 };
+  kl_vtrans tr[2] = { { KL_VT_XOR, 2, 2, 2, prm, up0, up0 }, { KL_VT_PASSTHROUGH, 0, 2, 2, NULL, up1, up1 } };
+  kl_vmap map = { 4, 4, 2, names, s, names, s, tr };
+  kl_vb b = { 0 };
+  b.v = kl_view_make(1, &map, &b.err);
+  b.bad = !b.v;
+  if (R > DB && !b.bad) { /* the pad row of each panel */
+    const char *qn = "q";
+    int64_t be[2] = { 0, DB };
+    kl_view *nv = kl_view_slice(b.v, 1, &qn, be, &b.err);
+    if (nv) {
+      kl_view_free(b.v);
+      b.v = nv;
+    } else
+      b.bad = true;
+  }
+  const char *qn[4] = { "qh", "q2", "q1", "q0" },
+             *dn[4] = { "qh", xor_bits[perm][0], xor_bits[perm][1], xor_bits[perm][2] };
+  int64_t qs[4] = { DB / 8, 2, 2, 2 };
+  kl_vb_unmerge(&b, "q", 4, qn, qs);
+  kl_vb_merge(&b, d, 4, dn);
+  const char *kf[3] = { "p", "kc", "ki" }, *ord[2] = { "k", d };
+  kl_vb_merge(&b, "k", 3, kf);
+  kl_vb_order(&b, 2, ord);
+  return kl_vb_finish(&b, err, n);
+}
+/* LDS tile [KB, DB] of a cp.async operand (cp-async-layout=xor): xor_tile_view over a
+ * [DB, KB/kpack, kpack] alloc. A K-contiguous operand's copy writes each row's KB *
+ * element bytes into that row's own aligned span (whole 32-byte sectors: 16 per 512 bytes
+ * copied, krow's 80-byte pitch 20), and ldmatrix stays conflict-free without krow's pad
+ * vector. NULL (with err) when the view cannot be built. */
+static kl_value *lds_tile_xor(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
+                              const char *d, int perm, char *err, size_t n) {
+  int64_t s[4];
+  kl_view *v = xor_tile_view(t, DB, d, perm, s, err, n);
+  if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
+/* The row permutation of the xor tile for the copy (bid, tid, kl, iter) -> (k, d) `da` of
+ * vlen-element vectors: the first of the six whose copy stores (bid 0, K step 0: every
+ * thread, every vector) take the fewest LDS wavefronts (per 128-byte phase of lanes, the
+ * most distinct addresses on one slot), e.g. swapping bits 0 and 2 where a phase's lanes
+ * write rows d and d + 4 (the 128x128x32 tiles: 4 lanes per 64-byte row, each thread 4
+ * consecutive rows). -1 when no view can be built. */
+static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da, int64_t vlen, int64_t eb,
+                    int64_t *wf_out) {
+  int best = -1;
+  int64_t best_wf = 0, bytes = vlen * eb, unit = bytes > 4 ? bytes : 4, lanes = 128 / unit;
+  int64_t per = t->KB * DB / t->BS;
+  for (int perm = 0; perm < 6; perm++) {
+    char err[256];
+    int64_t s[4];
+    kl_view *tv = xor_tile_view(t, DB, d, perm, s, err, sizeof err);
+    kl_view_err ve = { 0 };
+    kl_view *full = tv ? kl_view_compose(da, tv, &ve) : NULL;
+    kl_view_free(tv);
+    if (!full) continue;
+    int64_t strides[4] = { s[1] * s[2] * s[3], s[2] * s[3], s[3], 1 }, wf = 0, addr[32];
+    for (int64_t i = 0; i < per; i += vlen)
+      for (int64_t p0 = 0; p0 < t->BS; p0 += lanes) {
+        int64_t na = 0, worst = 0;
+        for (int64_t l = p0; l < p0 + lanes && l < t->BS && na < 32; l++) {
+          int64_t up[4] = { 0, l, 0, i };
+          bool valid;
+          int64_t a = kl_view_eval_addr(full, up, strides, &valid) * eb;
+          if (valid) addr[na++] = a;
+        }
+        for (int64_t sl = 0; sl < lanes; sl++) {
+          int64_t c = 0;
+          for (int64_t x = 0; x < na; x++) {
+            if ((addr[x] / unit) % lanes != sl) continue;
+            bool seen = false;
+            for (int64_t y = 0; y < x; y++) seen |= addr[y] == addr[x];
+            c += !seen;
+          }
+          if (c > worst) worst = c;
+        }
+        wf += worst;
+      }
+    kl_view_free(full);
+    if (best < 0 || wf < best_wf) best = perm, best_wf = wf;
+  }
+  if (wf_out) *wf_out = best_wf;
+  return best;
 }
 /* Erases an unused LDS tile (a rock.alloc, or a rock.transform of one). */
 static void erase_tile(kl_rewriter *rw, kl_value *tile) {
@@ -1172,8 +1305,15 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   bool amd16 = acc_kind && (!strcmp(acc_kind, "mfma") || !strcmp(acc_kind, "wmma")) && t.kpack > 1 &&
       t.kpack * ebytes == 16;
   int sk_a = !amd16 ? -1 : tile_skew(t.MB, amd_wmma), sk_b = !amd16 ? -1 : tile_skew(t.NB, amd_wmma);
-  if (!choose_layout(&t, true, a, pa, sk_a, ebytes, &la, err, sizeof err) ||
-      !choose_layout(&t, false, b, pb, sk_b, ebytes, &lb, err, sizeof err)) {
+  /* the cp.async stages in the xor layout (mma.sync on NVIDIA, see below): their stores rank the layouts */
+  bool xor_lay = o->layout == 2 || (o->layout == 3 && t.KB * ebytes <= 64);
+  const kl_target *tgx = acc_kind && !strcmp(acc_kind, "mma_sync") && xor_lay && o->cp_async != 0 && o->cp_async != 1 &&
+          t.kpack > 1 && t.kpack * ebytes == 16
+      ? kl_perf_resolve_target(op, NULL, NULL, 0)
+      : NULL;
+  bool xt = tgx && tgx->arch == KL_ARCH_NVPTX;
+  if (!choose_layout(&t, true, a, pa, sk_a, xt && t.MB % 8 == 0, ebytes, &la, err, sizeof err) ||
+      !choose_layout(&t, false, b, pb, sk_b, xt && t.NB % 8 == 0, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
@@ -1253,10 +1393,16 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       /* the cp.async pipeline: S stages of both tiles (each tile 128-byte aligned in join_lds) */
       int64_t ta_bytes = kl_type_numel(kl_rock_underlying(lds_a, NULL, &(int){ 0 }, 0)->type) * eb;
       int64_t tb_bytes = kl_type_numel(kl_rock_underlying(lds_b, NULL, &(int){ 0 }, 0)->type) * eb;
-      /* cp-async-layout=krow (mma.sync on NVIDIA): async tiles take [DB, KB + kpack] */
-      bool krow = o->krow && nv16 && accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16 &&
+      /* cp-async-layout=krow / xor (mma.sync on NVIDIA): async tiles take [DB, KB + kpack]
+       * (krow) or the swizzled [DB, KB] (xor; krow where KB / kpack is not a power of two) */
+      int64_t nch = t.KB / t.kpack;
+      /* auto: xor where the K tile is one 64-byte panel (K 64 f16 tiles spilled 32-72 bytes at
+       * S = 3 on sm_80 in xor, none in kgroup) */
+      int lay = o->layout == 3 ? (nch * t.kpack * eb <= 64 ? 2 : 0) : o->layout;
+      bool xr = lay == 2 && nch >= 2 && !(nch & (nch - 1)) && t.MB % 8 == 0 && t.NB % 8 == 0;
+      bool krow = lay > 0 && nv16 && accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16 &&
           t.KB % (2 * t.kpack) == 0 && tg && tg->arch == KL_ARCH_NVPTX;
-      if (krow) {
+      if (krow && !xr) {
         int64_t ka = t.MB * (t.KB + t.kpack) * eb, kb = t.NB * (t.KB + t.kpack) * eb;
         if (ka > ta_bytes) ta_bytes = ka;
         if (kb > tb_bytes) tb_bytes = kb;
@@ -1301,11 +1447,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         }
       }
       if (S > 1) {
-        /* krow: the async operands' stages in the K-row layout (lds_tile_krow), kept only
-         * where the destination view still lands whole vectors */
+        /* krow / xor: the async operands' stages in the K-row layout (lds_tile_krow /
+         * lds_tile_xor), kept only where the destination view still lands whole vectors */
         bool kra = krow && P.async_a, krb = krow && P.async_b;
+        int pa_x = 0, pb_x = 0; /* xor: the row permutations (xor_perm) */
         if (kra) {
-          kl_value *x = lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err);
+          if (xr) pa_x = xor_perm(&t, t.MB, "m", da, la.vlen, eb, NULL);
+          kl_value *x = xr ? (pa_x < 0 ? NULL : lds_tile_xor(rw, loc, ta->elem, &t, t.MB, "m", pa_x, err, sizeof err))
+                           : lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err);
           if (x && kl_tile_vector_len(da, x, 3) >= la.vlen) {
             erase_tile(rw, lds_a);
             lds_a = x;
@@ -1315,7 +1464,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           }
         }
         if (krb) {
-          kl_value *x = lds_tile_krow(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err);
+          if (xr) pb_x = xor_perm(&t, t.NB, "n", db, lb.vlen, eb, NULL);
+          kl_value *x = xr ? (pb_x < 0 ? NULL : lds_tile_xor(rw, loc, tb->elem, &t, t.NB, "n", pb_x, err, sizeof err))
+                           : lds_tile_krow(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err);
           if (x && kl_tile_vector_len(db, x, 3) >= lb.vlen) {
             erase_tile(rw, lds_b);
             lds_b = x;
@@ -1327,20 +1478,21 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         kl_rewriter_set_insertion_before(rw, op);
         P.la[0] = lds_a, P.lb[0] = lds_b;
         for (int s = 1; s < S && ok; s++) {
-          P.la[s] = kra ? lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err)
-                        : lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
+          P.la[s] = kra && xr ? lds_tile_xor(rw, loc, ta->elem, &t, t.MB, "m", pa_x, err, sizeof err)
+              : kra           ? lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err)
+                              : lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
           P.lb[s] = !P.la[s] ? NULL
+              : krb && xr    ? lds_tile_xor(rw, loc, tb->elem, &t, t.NB, "n", pb_x, err, sizeof err)
               : krb          ? lds_tile_krow(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err)
                              : lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err);
           ok = P.lb[s] != NULL;
         }
-        if (fn && krow)
-          kl_rewriter_set_attr(rw, fn, "async_lds_layout",
-                               kl_attr_str(ctx,
-                                           kra && krb ? "krow:A,B"
-                                               : kra  ? "krow:A"
-                                               : krb  ? "krow:B"
-                                                      : "kgroup"));
+        if (fn && krow) {
+          const char *ln = xr ? "xor" : "krow";
+          char lv[16];
+          snprintf(lv, sizeof lv, "%s:%s", ln, kra && krb ? "A,B" : kra ? "A" : "B");
+          kl_rewriter_set_attr(rw, fn, "async_lds_layout", kl_attr_str(ctx, kra || krb ? lv : "kgroup"));
+        }
         if (ok) pipe_emit(&P, nk);
         kl_view_free(da);
         kl_view_free(db);
@@ -1499,9 +1651,19 @@ done:
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
+  int li = !lay                ? -1
+      : !strcmp(lay, "kgroup") ? 0
+      : !strcmp(lay, "krow")   ? 1
+      : !strcmp(lay, "xor")    ? 2
+      : !strcmp(lay, "auto")   ? 3
+                               : -1;
   const char *wf = kl_pass_opt_string(po, "wgmma-fence");
-  opts o = { kl_pass_opt_int(po, "cp-async"), lay && !strcmp(lay, "krow"), kl_pass_opt_int(po, "amd-k-loop"),
-             kl_pass_opt_int(po, "raster-group-m"), wf && !strcmp(wf, "late"), kl_pass_opt_int(po, "tma") };
+  opts o = { .cp_async = kl_pass_opt_int(po, "cp-async"),
+             .layout = li,
+             .amd_loop = kl_pass_opt_int(po, "amd-k-loop"),
+             .raster_m = kl_pass_opt_int(po, "raster-group-m"),
+             .wg_fence_late = wf && !strcmp(wf, "late"),
+             .tma = kl_pass_opt_int(po, "tma") };
   if (!wf || (strcmp(wf, "early") && strcmp(wf, "late"))) {
     kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: wgmma-fence must be early or late, got %s",
                   wf ? wf : "(none)");
@@ -1514,9 +1676,10 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
                   (long long)o.raster_m);
     return KL_ERR;
   }
-  if (!lay || (strcmp(lay, "krow") && strcmp(lay, "kgroup"))) {
+  if (li < 0) {
     kl_emit_error(module->ctx, module->loc,
-                  "rock-gridwise-to-blockwise: cp-async-layout must be krow or kgroup, got %s", lay ? lay : "(none)");
+                  "rock-gridwise-to-blockwise: cp-async-layout must be auto, xor, krow or kgroup, got %s",
+                  lay ? lay : "(none)");
     return KL_ERR;
   }
   if (o.amd_loop < 0 || o.amd_loop > 2) {
@@ -1548,10 +1711,11 @@ static const kl_pass_option options[] = {
     "-1 auto (mma.sync GEMMs on NVIDIA with both operands async, as many stages as fit the LDS, at most 4, "
     "off below 3), 0 or 1 off, 2..4 stages "
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
-  { "cp-async-layout", KL_OPT_STRING, "kgroup",
-    "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): kgroup = the register path's "
-    "[K/8, rows + skew, 8]; krow = [rows, K + 16 bytes] (the bytes of one row's global read land "
-    "contiguous in LDS; an experiment, see docs/ARCHITECTURE.md)" },
+  { "cp-async-layout", KL_OPT_STRING, KL_CP_ASYNC_LAYOUT_DEFAULT,
+    "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): xor = panels of [rows, 64 bytes of K] "
+    "with the 16-byte chunks of a row XOR-swizzled by the row (krow where K / 8 is not a power of two); "
+    "krow = [rows, K + 16 bytes]; kgroup = the register path's [K/8, rows + skew, 8]; auto = xor where "
+    "the K tile is 64 bytes or less, else kgroup (see docs/ARCHITECTURE.md); default: passes/perf_config.h" },
   { "raster-group-m", KL_OPT_INT, KL_RASTER_GROUP_M_DEFAULT_STR,
     "the order of the workgroups over the output tiles: 0 or 1 row order (m-tile outer); G >= 2 groups of G "
     "consecutive m-tiles walked column by column (the last group partial), for L2 reuse; passes/gemm_raster.h" },

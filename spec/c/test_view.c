@@ -207,6 +207,7 @@ static void test_text(void) {
     "[Pad{0,2} [\"f\"] at [0] -> [\"f\"] at [0]] bounds=[6] -> [4]",
     "[] bounds=[] -> []",
     "[Merge{2,2,2} [\"a.b$c_1\"] at [0] -> [\"A\",\"B\",\"C\"] at [2,1,0]] bounds=[8] -> [2,2,2]",
+    "[Xor{2,4} [\"q\",\"c\"] at [1,0] -> [\"q\",\"c\"] at [0,1]] bounds=[4,16] -> [16,4]",
   };
   bool seen[KL_VT_COUNT] = { false };
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
@@ -695,6 +696,56 @@ static void test_attr(void) {
   printf("attr: #view<...> round trip through the IR attribute parser, interning, located body errors\n");
 }
 
+/* ---------------------------------------------------------------- Xor (LDS swizzle) */
+static void test_xor(void) {
+  /* (r, c) -> (r, c XOR ((r / 2) mod 4)) over [16, 4]: a bijection, its own inverse */
+  const char *txt = "[Xor{2,4} [\"r\",\"c\"] at [0,1] -> [\"r\",\"c\"] at [0,1]] bounds=[16,4] -> [16,4]";
+  kl_view *v = P(txt);
+  CHECK(v && same_text(v, txt));
+  CHECK(ev(v, I64(0, 3), I64(0, 3), true) && ev(v, I64(2, 0), I64(2, 1), true) && ev(v, I64(7, 1), I64(7, 2), true));
+  bool seen[16][4] = { { false } };
+  int dup = 0;
+  for (int64_t r = 0; r < 16; r++)
+    for (int64_t c = 0; c < 4; c++) {
+      int64_t lo[2];
+      CHECK(kl_view_eval(v, (int64_t[]){ r, c }, lo) && lo[0] == r && lo[1] >= 0 && lo[1] < 4);
+      dup += seen[lo[0]][lo[1]];
+      seen[lo[0]][lo[1]] = true;
+    }
+  CHECK(dup == 0);
+  kl_view_err e;
+  kl_view *inv = kl_view_invert(v, &e);
+  CHECK(inv && ev(inv, I64(7, 2), I64(7, 1), true));
+  /* the ldmatrix slots of [rows, 64 bytes] (4 chunks of 16 bytes per row): 8 consecutive
+   * rows at one chunk on 8 distinct 16-byte slots (address / 16 mod 8) */
+  for (int64_t c = 0; c < 4; c++) {
+    int slots = 0;
+    for (int64_t r = 0; r < 8; r++) {
+      int64_t lo[2];
+      kl_view_eval(v, (int64_t[]){ r, c }, lo);
+      slots |= 1 << ((lo[0] * 4 + lo[1]) % 8);
+    }
+    CHECK(slots == 0xff);
+  }
+  /* vectors along an inner dim passed through stay whole; along the column they do not */
+  kl_view *x3 = P("[Xor{2,4} [\"r\",\"c\"] at [0,1] -> [\"r\",\"c\"] at [0,1], PassThrough [\"e\"] at [2] -> [\"e\"] "
+                  "at [2]] bounds=[16,4,8] -> [16,4,8]");
+  CHECK(x3 && kl_view_max_vectorization(x3, 2, NULL, 16) == 8 && kl_view_max_vectorization(x3, 1, NULL, 16) == 1);
+  /* malformed: m not a power of two, m not dividing the column size, sizes differ */
+  const char *bad[] = { "[Xor{1,3} [\"r\",\"c\"] at [0,1] -> [\"r\",\"c\"] at [0,1]] bounds=[8,6] -> [8,6]",
+                        "[Xor{1,8} [\"r\",\"c\"] at [0,1] -> [\"r\",\"c\"] at [0,1]] bounds=[8,4] -> [8,4]",
+                        "[Xor{1,4} [\"r\",\"c\"] at [0,1] -> [\"r\",\"c\"] at [0,1]] bounds=[8,4] -> [8,8]" };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    kl_view *b = kl_view_parse(bad[i], strlen(bad[i]), &e);
+    CHECK(!b && strstr(e.msg, "Xor"));
+    kl_view_free(b);
+  }
+  kl_view_free(v);
+  kl_view_free(inv);
+  kl_view_free(x3);
+  printf("xor: evaluation, bijection, inverse, ldmatrix slots, vectorization, malformed parameters\n");
+}
+
 int main(void) {
   test_kinds();
   test_text();
@@ -704,6 +755,7 @@ int main(void) {
   test_bounds();
   test_simplify();
   test_vector();
+  test_xor();
   test_attr();
   return check_summary("test_view");
 }

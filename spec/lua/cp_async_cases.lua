@@ -9,16 +9,17 @@
 --   M.gpu_cases() -> the same fields plus piped (larger shapes, see there) and gpu_perf
 --     (a GPU perf config, or nil for the heuristic's)
 --   M.pipeline(S[, layout]) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
---     (and cp-async-layout=layout when given: "krow" or "kgroup") and
+--     (and cp-async-layout=layout when given: "xor", "krow" or "kgroup"; default xor) and
 --     graph-partition{input-fusion-cost=false} (the prologue cases keep their fused prologue
 --     on every target: sm_90's input-fusion cost rule would make a large convert a kernel of
 --     its own, passes/input_fusion_cost.h)
---   M.variants: { {S, layout}, ... } the GPU suite runs: S = 1..4 (kgroup) and krow at S = 2, 3
+--   M.variants: { {S, layout}, ... } the GPU suite runs: S = 1..4 (the default layout, xor), krow at
+--     S = 2, 3 and kgroup at S = 3
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
 local kiln = require "kiln"
 local F = require "fusion_cases"
 local M = { stages = { 1, 2, 3, 4 }, check = F.check,
-            variants = { { 1 }, { 2 }, { 3 }, { 4 }, { 2, "krow" }, { 3, "krow" } } }
+            variants = { { 1 }, { 2 }, { 3 }, { 4 }, { 2, "krow" }, { 3, "krow" }, { 3, "kgroup" } } }
 
 function M.pipeline(S, layout)
   local opt = "cp-async=" .. S .. (layout and (",cp-async-layout=" .. layout) or "")
@@ -122,6 +123,18 @@ function M.gpu_cases()
       function(g, p) return g:dot(p.a, p.b:transpose { 1, 0 }) end, nil, nil, "v2:128,128,32,64,64,8")
     case(L, ("%s %dx%dx%d, bench tiles 128x128x32"):format(dt, m, n, k), { { "a", { m, k }, dt }, { "b", { k, n }, dt } },
       function(g, p) return g:dot(p.a, p.b) end, nil, nil, "v2:128,128,32,64,64,8")
+    -- the larger tiles of the async path (bench/gpu_kiln.lua's CPA_VARIANTS): 128x256x32 (8
+    -- warps) and 256x128x32 over odd sizes (padded tiles: the copies' zero fill), B stored
+    -- [N, K] (both operands async), batch, a fused epilogue; and A stored [K, M] (A through
+    -- registers, B async)
+    case(L, ("%s 2x300x520x1000 B^T + bias, relu, tiles 128x256x32"):format(dt),
+      { { "a", { 2, 300, 1000 }, dt }, { "b", { 2, 520, 1000 }, dt }, { "bias", { 1, 1, 520 }, dt } },
+      function(g, p) return (g:dot(p.a, p.b:transpose { 0, 2, 1 }) + p.bias):relu() end, nil, nil,
+      "v2:128,256,32,64,64,8")
+    case(L, ("%s 520x300x1000 B^T, tiles 256x128x32"):format(dt), { { "a", { 520, 1000 }, dt }, { "b", { 300, 1000 }, dt } },
+      function(g, p) return g:dot(p.a, p.b:transpose { 1, 0 }) end, nil, nil, "v2:256,128,32,64,64,8")
+    case(L, ("%s 384x512x768 A^T B^T, tiles 128x256x32"):format(dt), { { "a", { 768, 384 }, dt }, { "b", { 512, 768 }, dt } },
+      function(g, p) return g:dot(p.a:transpose { 1, 0 }, p.b:transpose { 1, 0 }) end, nil, nil, "v2:128,256,32,64,64,8")
   end
   -- not piped: a prologue on A with an N-major B, and A^T with an N-major B (both operands
   -- M / N-major: neither lands as K-contiguous 16-byte vectors in the mma.sync tiles)

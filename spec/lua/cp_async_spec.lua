@@ -127,16 +127,23 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
           if not reqs[rk] then reqs[rk] = { what = what, lanes = {} }; order[#order + 1] = rk end
           reqs[rk].lanes[#reqs[rk].lanes + 1] = { lane = tid, addr = addr, dst = dst[tid] }
         end })
-      local pieces, ncp, worst_ldm = 0, 0, 0
+      local pieces, ncp, worst_ldm, sectors, worst_cp = 0, 0, 0, 0, 0
       for _, rk in ipairs(order) do
         local r = reqs[rk]
         if r.what == "cp.async source" then
-          local set, n = {}, 0
+          local set, n, sec, ns, phases = {}, 0, {}, 0, {}
           for _, x in ipairs(r.lanes) do
             local key = (x.addr // 128) .. ":" .. (x.dst // 128)
             if not set[key] then set[key], n = true, n + 1 end
+            for b = x.dst // 32, (x.dst + 15) // 32 do -- the LDS side's 32-byte sectors (16-byte copies)
+              if not sec[b] then sec[b], ns = true, ns + 1 end
+            end
+            local ph = x.lane // 8 -- the destination's 128-byte phases: 8 lanes of 16 bytes
+            phases[ph] = phases[ph] or {}
+            phases[ph][x.dst // 16 % 8] = (phases[ph][x.dst // 16 % 8] or 0) + 1
           end
-          pieces, ncp = pieces + n, ncp + 1
+          for _, groups in pairs(phases) do for _, c in pairs(groups) do worst_cp = math.max(worst_cp, c) end end
+          pieces, ncp, sectors = pieces + n, ncp + 1, sectors + ns
         else -- ldmatrix: each 8-lane phase (one 8x8 matrix) must cover 8 distinct 16-byte bank groups
           local phases = {}
           for _, x in ipairs(r.lanes) do
@@ -148,8 +155,21 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
           for _, groups in pairs(phases) do for _, c in pairs(groups) do worst_ldm = math.max(worst_ldm, c) end end
         end
       end
-      return k, pieces / ncp, worst_ldm, ptx
+      return k, pieces / ncp, worst_ldm, ptx, sectors / ncp, worst_cp
     end
+    local function spills(t, ptx)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "wb"))
+      f:write(ptx)
+      f:close()
+      local h = io.popen(("ptxas -arch=%s -v -o /dev/null %s 2>&1"):format(t, path))
+      local out = h:read("a")
+      h:close()
+      os.remove(path)
+      return out:find("0 bytes spill stores, 0 bytes spill loads", 1, true) ~= nil, out
+    end
+    local has_ptxas = os.execute("command -v ptxas >/dev/null 2>&1")
+    if not has_ptxas then print("cp_async_spec: ptxas not found, the spill checks are skipped") end
     for _, t in ipairs { "sm_90", "sm_80" } do
       local k, per, ldm, ptx = analyse(t, "krow", true)
       assert.are.equal("ldmatrix", k.fragment_loads)
@@ -163,21 +183,29 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       -- sm_90 (K tile 32: 64-byte rows at an 80-byte pitch): 11; sm_80 (K tile 64): 18
       assert.is_true(per <= (kb == 32 and 11 or 18), t .. " krow pieces per cp.async " .. per)
       assert.are.equal(1, ldmg)
+      -- xor: [rows, 64 bytes] panels, 16-byte chunks XOR-swizzled by the row: each row's 64-byte
+      -- segments fill whole LDS sectors (16 per 512-byte cp.async, krow 20), one piece per
+      -- segment (8), every 128-byte phase of the copies and of ldmatrix on 8 distinct 16-byte slots
+      local kx, perx, ldmx, ptxx, secx, cpx = analyse(t, "xor", true)
+      assert.are.equal("xor:A,B", kx.async_lds_layout)
+      assert.are.equal("ldmatrix", kx.fragment_loads)
+      assert.are.equal(3, kx.pipeline_stages)
+      -- K 32: [128 rows, 64 bytes]; K 64: two panels of [129 rows (one pad row), 64 bytes]
+      assert.are.equal(3 * 2 * (kb == 32 and 128 * 64 or 2 * 129 * 64), kx.lds_bytes)
+      assert.are.equal(1, ldmx, t .. " xor ldmatrix bank-group conflicts")
+      assert.are.equal(1, cpx, t .. " xor cp.async destination bank-group conflicts")
+      assert.are.equal(16, secx, t .. " xor LDS sectors per cp.async")
+      assert.are.equal(8, perx, t .. " xor pieces per cp.async") -- a 64-byte row segment each
+      local _, _, _, _, seck = analyse(t, "krow", true)
+      assert.are.equal(kb == 32 and 20 or 24, seck, t .. " krow LDS sectors per cp.async")
       local ka = analyse(t, "krow", false) -- B row-major: A async (krow), B through registers (kgroup)
       assert.are.equal("A", ka.async_copy)
       assert.are.equal("ldmatrix", ka.fragment_loads)
       -- the GPU experiment's kernel (sm_90 tiles) has no spills; with krow the sm_80 tiles (K 64)
       -- and the seed conv at S = 3 spill 20-48 bytes at 255 registers (docs/ARCHITECTURE.md)
-      if t == "sm_90" and os.execute("command -v ptxas >/dev/null 2>&1") then
-        local path = os.tmpname()
-        local f = assert(io.open(path, "wb"))
-        f:write(ptx)
-        f:close()
-        local h = io.popen(("ptxas -arch=%s -v -o /dev/null %s 2>&1"):format(t, path))
-        local out = h:read("a")
-        h:close()
-        os.remove(path)
-        assert.is_truthy(out:find("0 bytes spill stores, 0 bytes spill loads", 1, true), out)
+      if t == "sm_90" and has_ptxas then
+        assert.is_true(spills(t, ptx))
+        assert.is_true(spills(t, ptxx))
       end
     end
     local g = kiln.graph("g")
@@ -185,7 +213,57 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     local ok, err = pcall(kiln.compile, g, { target = "host", cache = false,
       pipeline = C.pipeline(2):gsub("cp%-async=2", "cp-async=2,cp-async-layout=rows") })
     assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("cp-async-layout must be krow or kgroup, got rows", 1, true), tostring(err))
+    assert.is_truthy(tostring(err):find("cp-async-layout must be auto, xor, krow or kgroup, got rows", 1, true), tostring(err))
+  end)
+
+  it("xor: the async path's configs (auto, 128x128x32 / 128x256x32, the seed conv) have no spills (static)", function()
+    -- ptxas -v on sm_80 and sm_90: 128x128x32 at auto (-1: S = 4, two blocks' LDS) and S = 3,
+    -- 128x256x32 (8 warps) at S = 3 / 4, the seed conv (512x2048x7x7 NHWC -> 512, + r, relu)
+    -- at auto with 128x128x32; every kernel both operands async in the xor layout, ldmatrix
+    -- fragments, 0 spill bytes (sm_80's heuristic tiles, K 64, spill 72 bytes at S = 3)
+    local function ptxas(t, ptx)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "wb"))
+      f:write(ptx)
+      f:close()
+      local h = io.popen(("ptxas -arch=%s -v -o /dev/null %s 2>&1"):format(t, path))
+      local out = h:read("a")
+      h:close()
+      os.remove(path)
+      return out
+    end
+    if not os.execute("command -v ptxas >/dev/null 2>&1") then
+      print("cp_async_spec: ptxas not found, the xor spill check is skipped")
+      return
+    end
+    local function gemm()
+      local g = kiln.graph("g")
+      g:output(g:dot(g:param("a", { 4096, 4096 }, "f16"), g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 }))
+      return g
+    end
+    local function conv()
+      local g = kiln.graph("c")
+      local x = g:param("x", { 512, 2048, 7, 7 }, "f16", { layout = "NHWC" })
+      local w = g:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })
+      local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
+      g:output((g:conv(x, w) + r):relu())
+      return g
+    end
+    for _, t in ipairs { "sm_80", "sm_90" } do
+      for _, v in ipairs { { gemm, -1, "v2:128,128,32,64,64,8", 4 }, { gemm, 3, "v2:128,128,32,64,64,8", 3 },
+                           { gemm, 3, "v2:128,256,32,64,64,8", 3 }, { gemm, 4, "v2:128,256,32,64,64,8", 4 },
+                           { conv, -1, "v2:128,128,32,64,64,8", 4 } } do
+        local p = kiln.compile(v[1](), { target = t, cache = false, pipeline = C.pipeline(v[2]), perf_config = v[3] })
+        local k
+        for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
+        local what = ("%s %s cp-async=%d"):format(t, v[3], v[2])
+        assert.are.equal(v[4], k.pipeline_stages, what)
+        assert.are.equal("xor:A,B", k.async_lds_layout, what)
+        assert.are.equal("ldmatrix", k.fragment_loads, what)
+        local out = ptxas(t, p:disasm(k.name, t))
+        assert.is_truthy(out:find("0 bytes spill stores, 0 bytes spill loads", 1, true), what .. "\n" .. out)
+      end
+    end
   end)
 
   it("rejects cp-async outside -1..4 with the pass's message", function()

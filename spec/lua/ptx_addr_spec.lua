@@ -1,7 +1,7 @@
 -- ptx_addr_spec.lua — static address checks of NVIDIA GEMM kernels (spec/lua/ptx_addr.lua, no
 -- GPU needed): the PTX of bench/gpu_kiln.lua's 4096^3 f16 GEMM (B row-major and B stored
--- [N, K]; sm_80: B^T only) at rock-gridwise-to-blockwise{cp-async=S}, S = 1..4, for sm_90 and sm_80
--- (and B^T with cp-async-layout=krow, S = 2..4), is
+-- [N, K]; sm_80: B^T only) at rock-gridwise-to-blockwise{cp-async=S}, S = 1..4 (the default xor
+-- stages), for sm_90 and sm_80 (and B^T with cp-async-layout=krow, S = 2..4), is
 -- interpreted for threads of the first and the last block: every cp.async, ld / st and
 -- ldmatrix stays within its kernel argument or within the shared memory the launch gives
 -- (lds_bytes as dynamic shared memory above 48 KiB); and the checker itself reports a
@@ -52,7 +52,8 @@ describe("PTX address ranges of the cp.async GEMMs (static)", function()
     end
   end
   it("reports too little dynamic shared memory and a short buffer", function()
-    local p = kiln.compile(gemm(true), { target = "sm_90", cache = false, pipeline = C.pipeline(3) })
+    -- kgroup stages (56000 bytes; xor's are 48 KiB at S = 3: static shared memory)
+    local p = kiln.compile(gemm(true), { target = "sm_90", cache = false, pipeline = C.pipeline(3, "kgroup") })
     local k = p:kernels("sm_90")[1]
     assert.is_true(k.lds_bytes > 48 * 1024)
     local ptx = p:disasm(k.name, "sm_90")
