@@ -19,6 +19,8 @@
  *  - errors: a v2 config without a matrix instruction, bad v2 fields;
  *  - the random fused-graph suite (spec/lua/fused_gen.lua, through the Lua module)
  *    compiled for sm_90, gfx942 and gfx1100 and interpreted the same way, against g:eval;
+ *  - KILN_TEST_ONLY_AMD_BANKS / _TMA / _CP_ASYNC / KILN_TEST_ONLY_WGMMA run one group alone;
+ *    KILN_TEST_SKIP_AMD_ALL leaves out the AMD all-configs proof (ctest runs it separately);
  *  - GPU (only with a CUDA device; skipped with a message otherwise): an f16 / bf16 dot
  *    graph with a fused epilogue compiled for the device and compared with g:eval. */
 #include <math.h>
@@ -1998,7 +2000,9 @@ static void test_banks(void) {
       "banks: mma.sync fragment reads (and the copies of K-contiguous operands) bank-conflict-free with kpack 8 and "
       "skewed LDS rows");
   test_banks_amd();
-  test_banks_amd_all();
+  /* ctest runs the all-configs proof as its own test, test_accel_amd_all (CMakeLists.txt),
+   * beside this one */
+  if (!getenv("KILN_TEST_SKIP_AMD_ALL")) test_banks_amd_all();
 }
 
 
