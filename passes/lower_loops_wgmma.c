@@ -12,16 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
-bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
-  (void)pat;
-  kl_value *buf = op->opnds[0].value;
-  if (!buf->def || strcmp(buf->def->name, "rock.transform"))
-    return kl_rewriter_notify_no_match(rw, "the descriptor addresses its buffer directly");
+/* The indices opnds[first..first + rank) of `op` into `buf` (a rock.transform chain over an
+ * LDS buffer) re-addressed on the underlying buffer: its coordinates emitted before `op` into
+ * lower[], the buffer returned (NULL after a located failure naming `what`). */
+static kl_value *readdress(kl_rewriter *rw, kl_op *op, kl_value *buf, int first, const char *what, kl_value **lower) {
   const kl_type *bt = buf->type;
-  if (bt->kind != KL_TY_BUFFER || op->nopnds != 1 + bt->rank) {
-    kl_rewriter_fail(rw, op->loc, "rock.wgmma_desc: needs a buffer and %d indices", bt->rank);
-    return false;
-  }
   char err[512];
   const char *names[KL_VIEW_MAX_DIMS];
   char nb[KL_VIEW_MAX_DIMS][16];
@@ -36,15 +31,31 @@ bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_view *v = top ? kl_tile_compose_to_buffer(top, buf, &raw, err, sizeof err) : NULL;
   kl_view_free(top);
   if (!v) {
-    kl_rewriter_fail(rw, op->loc, "rock.wgmma_desc: %s", err);
-    return false;
+    kl_rewriter_fail(rw, op->loc, "%s: %s", what, err);
+    return NULL;
   }
   kl_rewriter_set_insertion_before(rw, op);
   kl_emitter e = { rw, op->loc };
-  kl_value *up[KL_VIEW_MAX_DIMS], *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
-  for (int i = 0; i < bt->rank; i++) up[i] = op->opnds[1 + i].value;
+  kl_value *up[KL_VIEW_MAX_DIMS], *valid = NULL;
+  for (int i = 0; i < bt->rank; i++) up[i] = op->opnds[first + i].value;
   kl_view_emit(&e, v, up, lower, &valid);
   kl_view_free(v);
+  return raw;
+}
+
+bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
+  (void)pat;
+  kl_value *buf = op->opnds[0].value;
+  if (!buf->def || strcmp(buf->def->name, "rock.transform"))
+    return kl_rewriter_notify_no_match(rw, "the descriptor addresses its buffer directly");
+  const kl_type *bt = buf->type;
+  if (bt->kind != KL_TY_BUFFER || op->nopnds != 1 + bt->rank) {
+    kl_rewriter_fail(rw, op->loc, "rock.wgmma_desc: needs a buffer and %d indices", bt->rank);
+    return false;
+  }
+  kl_value *lower[KL_VIEW_MAX_DIMS];
+  kl_value *raw = readdress(rw, op, buf, 1, "rock.wgmma_desc", lower);
+  if (!raw) return false;
   kl_value *o[1 + KL_VIEW_MAX_DIMS];
   o[0] = raw;
   int rank = raw->type->rank;
@@ -71,29 +82,9 @@ bool kl__ll_lower_tma_dst(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     kl_rewriter_fail(rw, op->loc, "rock.tma_load: needs an LDS buffer and %d indices", bt->rank);
     return false;
   }
-  char err[512];
-  const char *names[KL_VIEW_MAX_DIMS];
-  char nb[KL_VIEW_MAX_DIMS][16];
-  for (int i = 0; i < bt->rank; i++) {
-    snprintf(nb[i], sizeof nb[i], "d%d", i);
-    names[i] = nb[i];
-  }
-  kl_vb b;
-  kl_vb_identity(&b, bt->rank, bt->shape, names);
-  kl_view *top = kl_vb_finish(&b, err, sizeof err);
-  kl_value *raw = NULL;
-  kl_view *v = top ? kl_tile_compose_to_buffer(top, buf, &raw, err, sizeof err) : NULL;
-  kl_view_free(top);
-  if (!v) {
-    kl_rewriter_fail(rw, op->loc, "rock.tma_load: %s", err);
-    return false;
-  }
-  kl_rewriter_set_insertion_before(rw, op);
-  kl_emitter e = { rw, op->loc };
-  kl_value *up[KL_VIEW_MAX_DIMS], *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
-  for (int i = 0; i < bt->rank; i++) up[i] = op->opnds[4 + i].value;
-  kl_view_emit(&e, v, up, lower, &valid);
-  kl_view_free(v);
+  kl_value *lower[KL_VIEW_MAX_DIMS];
+  kl_value *raw = readdress(rw, op, buf, 4, "rock.tma_load", lower);
+  if (!raw) return false;
   kl_value *o[4 + 2 * KL_VIEW_MAX_DIMS];
   int no = 0;
   for (int i = 0; i < 3; i++) o[no++] = op->opnds[i].value;

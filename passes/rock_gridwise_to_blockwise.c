@@ -544,6 +544,23 @@ static kl_value *lds_tile_xor(kl_rewriter *rw, kl_loc loc, const kl_type *elem, 
   kl_view_free(v);
   return r;
 }
+/* The wavefronts of one shared-memory access phase: the most distinct byte addresses of
+ * addr[0..n) that fall on one of `slots` banks of `unit` bytes. */
+static int64_t phase_wavefronts(const int64_t *addr, int64_t n, int64_t unit, int64_t slots) {
+  int64_t worst = 0;
+  for (int64_t sl = 0; sl < slots; sl++) {
+    int64_t c = 0;
+    for (int64_t x = 0; x < n; x++) {
+      if ((addr[x] / unit) % slots != sl) continue;
+      bool seen = false;
+      for (int64_t y = 0; y < x; y++) seen |= addr[y] == addr[x];
+      c += !seen;
+    }
+    if (c > worst) worst = c;
+  }
+  return worst;
+}
+
 /* The row permutation of the xor tile for the copy (bid, tid, kl, iter) -> (k, d) `da` of
  * vlen-element vectors: the first of the six whose copy stores (bid 0, K step 0: every
  * thread, every vector) take the fewest LDS wavefronts (per 128-byte phase of lanes, the
@@ -566,24 +583,14 @@ static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da
     int64_t strides[4] = { s[1] * s[2] * s[3], s[2] * s[3], s[3], 1 }, wf = 0, addr[32];
     for (int64_t i = 0; i < per; i += vlen)
       for (int64_t p0 = 0; p0 < t->BS; p0 += lanes) {
-        int64_t na = 0, worst = 0;
+        int64_t na = 0;
         for (int64_t l = p0; l < p0 + lanes && l < t->BS && na < 32; l++) {
           int64_t up[4] = { 0, l, 0, i };
           bool valid;
           int64_t a = kl_view_eval_addr(full, up, strides, &valid) * eb;
           if (valid) addr[na++] = a;
         }
-        for (int64_t sl = 0; sl < lanes; sl++) {
-          int64_t c = 0;
-          for (int64_t x = 0; x < na; x++) {
-            if ((addr[x] / unit) % lanes != sl) continue;
-            bool seen = false;
-            for (int64_t y = 0; y < x; y++) seen |= addr[y] == addr[x];
-            c += !seen;
-          }
-          if (c > worst) worst = c;
-        }
-        wf += worst;
+        wf += phase_wavefronts(addr, na, unit, lanes);
       }
     kl_view_free(full);
     if (best < 0 || wf < best_wf) best = perm, best_wf = wf;
@@ -658,24 +665,14 @@ static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int
   int64_t addr[32];
   for (int64_t i = 0; i < per; i += vlen)
     for (int64_t p0 = 0; p0 < t->BS; p0 += lanes) {
-      int64_t n = 0, worst = 0;
+      int64_t n = 0;
       for (int64_t l = p0; l < p0 + lanes && l < t->BS; l++) {
         int64_t up[2] = { l, i };
         bool valid;
         int64_t a = kl_view_eval_addr(full, up, strides, &valid) * eb;
         if (valid) addr[n++] = a;
       }
-      for (int64_t sl = 0; sl < slots; sl++) {
-        int64_t c = 0;
-        for (int64_t x = 0; x < n; x++) {
-          if ((addr[x] / unit) % slots != sl) continue;
-          bool seen = false;
-          for (int64_t y = 0; y < x; y++) seen |= addr[y] == addr[x];
-          c += !seen;
-        }
-        if (c > worst) worst = c;
-      }
-      wf += worst;
+      wf += phase_wavefronts(addr, n, unit, slots);
       *phases += n > 0;
     }
   kl_view_free(full);

@@ -158,17 +158,10 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       return k, pieces / ncp, worst_ldm, ptx, sectors / ncp, worst_cp
     end
     local function spills(t, ptx)
-      local path = os.tmpname()
-      local f = assert(io.open(path, "wb"))
-      f:write(ptx)
-      f:close()
-      local h = io.popen(("ptxas -arch=%s -v -o /dev/null %s 2>&1"):format(t, path))
-      local out = h:read("a")
-      h:close()
-      os.remove(path)
+      local out = require("gemm_graphs").ptxas_v(t, ptx)
       return out:find("0 bytes spill stores, 0 bytes spill loads", 1, true) ~= nil, out
     end
-    local has_ptxas = os.execute("command -v ptxas >/dev/null 2>&1")
+    local has_ptxas = require("ptxas_tool")() ~= nil
     if not has_ptxas then print("cp_async_spec: ptxas not found, the spill checks are skipped") end
     for _, t in ipairs { "sm_90", "sm_80" } do
       local k, per, ldm, ptx = analyse(t, "krow", true)
@@ -221,18 +214,8 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     -- 128x256x32 (8 warps) at S = 3 / 4, the seed conv (512x2048x7x7 NHWC -> 512, + r, relu)
     -- at auto with 128x128x32; every kernel both operands async in the xor layout, ldmatrix
     -- fragments, 0 spill bytes (sm_80's heuristic tiles, K 64, spill 72 bytes at S = 3)
-    local function ptxas(t, ptx)
-      local path = os.tmpname()
-      local f = assert(io.open(path, "wb"))
-      f:write(ptx)
-      f:close()
-      local h = io.popen(("ptxas -arch=%s -v -o /dev/null %s 2>&1"):format(t, path))
-      local out = h:read("a")
-      h:close()
-      os.remove(path)
-      return out
-    end
-    if not os.execute("command -v ptxas >/dev/null 2>&1") then
+    local ptxas = require("gemm_graphs").ptxas_v
+    if not require("ptxas_tool")() then
       print("cp_async_spec: ptxas not found, the xor spill check is skipped")
       return
     end
@@ -241,14 +224,7 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       g:output(g:dot(g:param("a", { 4096, 4096 }, "f16"), g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 }))
       return g
     end
-    local function conv()
-      local g = kiln.graph("c")
-      local x = g:param("x", { 512, 2048, 7, 7 }, "f16", { layout = "NHWC" })
-      local w = g:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })
-      local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
-      g:output((g:conv(x, w) + r):relu())
-      return g
-    end
+    local conv = require("gemm_graphs").seed_conv
     for _, t in ipairs { "sm_80", "sm_90" } do
       for _, v in ipairs { { gemm, -1, "v2:128,128,32,64,64,8", 4 }, { gemm, 3, "v2:128,128,32,64,64,8", 3 },
                            { gemm, 3, "v2:128,256,32,64,64,8", 3 }, { gemm, 4, "v2:128,256,32,64,64,8", 4 },

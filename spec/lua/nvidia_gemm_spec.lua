@@ -23,27 +23,8 @@ local function find_tool(name)
 end
 local ptxas, cuobjdump = find_tool("ptxas"), find_tool("cuobjdump")
 
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
-
-local function dot_graph(M, N, K, dt, at, bt)
-  local g = kiln.graph("gemm")
-  local a = at and g:param("a", { K, M }, dt):transpose { 1, 0 } or g:param("a", { M, K }, dt)
-  local b = bt and g:param("b", { N, K }, dt):transpose { 1, 0 } or g:param("b", { K, N }, dt)
-  g:output(g:dot(a, b))
-  return g
-end
-local function conv_graph()
-  local g = kiln.graph("seed_conv")
-  local x = g:param("x", { 512, 2048, 7, 7 }, "f16", { layout = "NHWC" })
-  local w = g:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })
-  local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
-  g:output((g:conv(x, w) + r):relu())
-  return g
-end
+local G = require "gemm_graphs"
+local count, dot_graph, conv_graph = G.count, G.dot, G.seed_conv
 
 local function ptxas_check(ptx, t, sass_check)
   if not ptxas then return end

@@ -9,18 +9,8 @@ local kiln = require "kiln"
 local find_ptxas = require "ptxas_tool"
 local ptxas = find_ptxas()
 
-local function count(s, pat)
-  local n = 0
-  for _ in s:gmatch(pat) do n = n + 1 end
-  return n
-end
-local function dot_graph(M, N, K, dt, at, bt)
-  local g = kiln.graph("gemm")
-  local a = at and g:param("a", { K, M }, dt):transpose { 1, 0 } or g:param("a", { M, K }, dt)
-  local b = bt and g:param("b", { N, K }, dt):transpose { 1, 0 } or g:param("b", { K, N }, dt)
-  g:output(g:dot(a, b))
-  return g
-end
+local G = require "gemm_graphs"
+local count, dot_graph = G.count, G.dot
 local function tma_pipeline(opt)
   local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
                                               "rock-gridwise-to-blockwise{tma=" .. opt .. "},", 1)
