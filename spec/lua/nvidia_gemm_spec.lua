@@ -283,6 +283,7 @@ end)
 -- an operand is converted from f32 (staged wider than its type: 412 spilled bytes at 64);
 -- ptxas -arch=sm_90a: 0 spill bytes and no stack for each (skipped with a message without ptxas)
 describe("wgmma heuristic on the benchmark's large shapes (sm_90a)", function()
+  if G.sanitized("nvidia_gemm_spec: wgmma heuristic on the benchmark's large shapes (sm_90a)") then return end
   local X64, X32 = "v3:128,256,64,64,256,8", "v3:128,256,32,64,256,8"
   local function cvt_graph(M, N, K)
     local g = kiln.graph("gemm_cvt")
@@ -362,6 +363,7 @@ end)
 -- -arch=sm_90a: 0 spill bytes, no stack (skipped with a message without ptxas). sm_90 and
 -- fp8-compute{gemm-operands=f16} keep the f16 instructions.
 describe("fp8 wgmma (sm_90a)", function()
+  if G.sanitized("nvidia_gemm_spec: fp8 wgmma (sm_90a)") then return end
   local PT = { f8e4m3fn = "e4m3", f8e5m2 = "e5m2" }
   local function qdot(Mm, N, K, dt, bt)
     local g = kiln.graph("q8")
