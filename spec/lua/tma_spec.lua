@@ -20,18 +20,7 @@ end
 local function gemm_of(p)
   for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then return k end end
 end
-local function ptxas_log(ptx)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "wb"))
-  f:write(ptx)
-  f:close()
-  local h = io.popen(("%s -arch=sm_90a -v -o %s.cubin %s 2>&1"):format(ptxas, path, path))
-  local log = h:read("a")
-  h:close()
-  os.remove(path .. ".cubin")
-  os.remove(path)
-  return log
-end
+local function ptxas_log(ptx) return G.ptxas_v("sm_90a", ptx) end
 
 describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
   if not ptxas then print("tma_spec: ptxas not found: ptxas checks skipped") end
