@@ -14,12 +14,16 @@
  *     (every product of two fp8 values is exact in f32); the f32 result is converted to
  *     the op's result type (f32 for quant_dot, fp8 for a plain fp8 dot). Mixed fp8 / other
  *     operands convert the fp8 ones to f32.
- *     Option gemm-operands: "auto" (the default) keeps the fp8 operands of such a dot /
- *     conv (still {dtype = f32}) when both are f8e4m3fn or f8e5m2 and the module's target
- *     has wgmma (sm_90a: wgmma.mma_async k32 on e4m3 / e5m2, passes/rock_wgmma.h), else f16
- *     as above; "fp8" keeps them on every target (the GEMM reads fp8 and converts after its
- *     LDS / register tiles: how the host runs the fp8 GEMM IR in the specs); "f16" always
- *     converts.
+ *     Option gemm-operands: "auto" (the default) and "f16" convert them as above on every
+ *     target; "fp8" keeps the fp8 operands (still {dtype = f32}) on every target: on sm_90a
+ *     a dot / conv of two f8e4m3fn or two f8e5m2 operands then runs the fp8 wgmma
+ *     (wgmma.mma_async k32 e4m3 / e5m2, passes/rock_wgmma.h), elsewhere the GEMM reads fp8
+ *     and converts after its LDS / register tiles (how the host runs the fp8 GEMM IR in the
+ *     specs). The fp8 wgmma is opt-in because its accumulation is not f32: measured on an
+ *     H100, each k32 instruction aligns its addends (the 32 products and the f32
+ *     accumulator) to the largest one's exponent emax and drops their bits below
+ *     2^(emax - 13) (truncation toward zero), so it is outside the f32 summation bound
+ *     (docs/ARCHITECTURE.md, bench/fp8_accum_probe.lua); the f16 path is exact.
  * Every convert is a graph.convert, so graph-partition fuses them with their neighbours
  * as any element-wise op (the operand converts of a GEMM are separate element-wise
  * kernels that write the f16 copies). The reference evaluator computes on the fp8
@@ -28,7 +32,6 @@
 #include "core/dialect_graph.h"
 #include "core/pass.h"
 #include "core/rewrite.h"
-#include "core/target.h"
 #include <string.h>
 
 static bool is_fp8(const kl_value *v) { return v->type->kind == KL_TY_TENSOR && kl_type_is_fp8(v->type->elem); }
@@ -39,18 +42,12 @@ static kl_value *convert(kl_rewriter *rw, kl_loc loc, kl_value *x, const kl_type
   return rt ? kl_op_result(kl_rewriter_create(rw, "graph.convert", loc, 1, &x, 1, &rt, 0, NULL, 0), 0) : NULL;
 }
 
-/* The GEMM operand rule of option gemm-operands (see the header): true = keep fp8. */
+/* The GEMM operand rule of option gemm-operands (see the header): true = keep fp8. auto is
+ * f16 everywhere (the exact path); fp8 is the explicit opt-in. */
 typedef enum { OPND_AUTO, OPND_FP8, OPND_F16 } opnd_mode;
-static bool keep_fp8_operands(kl_op *op, opnd_mode mode, const kl_target *t) {
-  if (mode == OPND_F16 || op->nopnds != 2) return false;
-  for (int i = 0; i < 2; i++) {
-    kl_type_kind k = op->opnds[i].value->type->elem->kind;
-    if (mode == OPND_AUTO && k != KL_TY_F8E4M3FN && k != KL_TY_F8E5M2) return false;
-  }
-  return mode == OPND_FP8 || (t && t->arch == KL_ARCH_NVPTX && t->wgmma);
-}
+static bool keep_fp8_operands(kl_op *op, opnd_mode mode) { return mode == OPND_FP8 && op->nopnds == 2; }
 
-static kl_status widen_one(kl_rewriter *rw, kl_op *op, opnd_mode mode, const kl_target *t) {
+static kl_status widen_one(kl_rewriter *rw, kl_op *op, opnd_mode mode) {
   kl_ctx *ctx = op->ctx;
   bool any = op->nresults == 1 && is_fp8(&op->results[0]), all = op->nopnds > 0;
   for (int i = 0; i < op->nopnds; i++) {
@@ -60,7 +57,7 @@ static kl_status widen_one(kl_rewriter *rw, kl_op *op, opnd_mode mode, const kl_
   if (!any || op->nresults != 1) return KL_OK;
   bool gemm = kl_op_has_trait(op, KL_TRAIT_GEMM_ANCHOR);
   const kl_type *f32 = kl_type_f32(ctx), *in = gemm && all ? kl_type_scalar(ctx, KL_TY_F16) : f32;
-  bool keep = gemm && all && keep_fp8_operands(op, mode, t);
+  bool keep = gemm && all && keep_fp8_operands(op, mode);
   kl_rewriter_set_insertion_before(rw, op);
   kl_value *opnds[64];
   const kl_type *ts[64];
@@ -104,8 +101,6 @@ static kl_status run_fp8(kl_op *module, const kl_pass_options *po, void *user) {
   opnd_mode mode = !ms || !strcmp(ms, "auto") ? OPND_AUTO : !strcmp(ms, "fp8") ? OPND_FP8 : OPND_F16;
   if (ms && strcmp(ms, "auto") && strcmp(ms, "fp8") && strcmp(ms, "f16"))
     return kl_emit_error(module->ctx, module->loc, "fp8-compute: gemm-operands must be auto, fp8 or f16, got %s", ms);
-  const char *tn = kl_op_attr_string(module, "target");
-  const kl_target *t = kl_target_lookup(tn ? tn : "host");
   kl_rewriter *rw = kl_rewriter_new(module->ctx);
   kl_status st = KL_OK;
   for (kl_op *g = mb->first; g && st == KL_OK; g = g->next) {
@@ -118,7 +113,7 @@ static kl_status run_fp8(kl_op *module, const kl_pass_options *po, void *user) {
           kl_op_has_trait(op, KL_TRAIT_VIEW) || !strcmp(op->name, "graph.convert") || strncmp(op->name, "graph.", 6) ||
           kl_op_kernel_kind(op) == KL_KERNEL_REDUCE || kl_op_kernel_kind(op) == KL_KERNEL_SOFTMAX)
         continue;
-      st = widen_one(rw, op, mode, t);
+      st = widen_one(rw, op, mode);
     }
   }
   kl_rewriter_free(rw);
@@ -127,15 +122,17 @@ static kl_status run_fp8(kl_op *module, const kl_pass_options *po, void *user) {
 
 static const kl_pass_option options[] = {
   { "gemm-operands", KL_OPT_STRING, "auto",
-    "operands of a dot / conv of fp8 values: auto = fp8 (e4m3fn / e5m2) on targets with wgmma (sm_90a: the fp8 "
-    "wgmma), else f16; fp8 = fp8 on every target (the GEMM converts after its tiles); f16 = always f16" },
+    "operands of a dot / conv of fp8 values: auto (= f16) and f16 convert them to f16 (exact; f32 accumulation); "
+    "fp8 keeps them on every target: the fp8 wgmma on sm_90a (opt-in: it truncates each k32 instruction's addends "
+    "below 2^(emax-13), not an f32 sum), elsewhere the GEMM converts after its tiles" },
 };
 
 void kl__register_fp8_compute(kl_ctx *ctx);
 void kl__register_fp8_compute(kl_ctx *ctx) {
   kl_pass_info info = { "fp8-compute",
-                        "graph ops on fp8 values compute in f32 (dot / conv of fp8 operands: f16 operands, or fp8 "
-                        "ones for the fp8 wgmma, f32 accumulation) between converts; fp8 stays a storage format",
+                        "graph ops on fp8 values compute in f32 (dot / conv of fp8 operands: f16 operands and f32 "
+                        "accumulation, or with gemm-operands=fp8 fp8 ones, the fp8 wgmma on sm_90a) between "
+                        "converts; fp8 stays a storage format",
                         options,
                         (int)(sizeof options / sizeof *options),
                         run_fp8,

@@ -736,7 +736,9 @@ end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
 end
 progress("before wgmma")
--- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 (and fp8 quant_dot / quant_conv: wgmma k32 e4m3 / e5m2, within the f32 summation bound) GEMMs and
+-- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 (and fp8 quant_dot / quant_conv
+-- on the opt-in fp8 wgmma k32 e4m3 / e5m2: "exact" cases bit for bit, the others within the
+-- measured accumulation rule's bound, each printed with its check) GEMMs and
 -- convs, every transposition, odd sizes, batch, epilogues, v3 configs and the heuristic,
 -- against g:eval, each named with its perf config; compute capability 9.0 devices only
 if section("wgmma") then
@@ -744,8 +746,9 @@ do
   local W = require "wgmma_cases"
   if W.device_ok(dev) then
     for _, c in ipairs(W.cases()) do
-      local ok, res = pcall(W.run, c, dev)
+      local ok, res, msg = pcall(W.run, c, dev)
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "wgmma: " .. c.name .. " " .. (c.perf or "wgmma=true") .. ": " .. tostring(res) end
+      if ok and c.fp8 then print("wgmma: " .. c.name .. " " .. res .. ": " .. msg) end
     end
   end
 end

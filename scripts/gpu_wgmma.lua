@@ -9,10 +9,10 @@ print(string.format("device: %s (%s, cc %s), %s", dev.name, dev.arch, tostring(d
 if not W.device_ok(dev) then print("not a compute capability 9.0 CUDA device: nothing to run"); return end
 local pass, fail, t0 = 0, 0, kiln.clock_ms()
 for _, c in ipairs(W.cases()) do
-  local ok, res = pcall(W.run, c, dev)
+  local ok, res, msg = pcall(W.run, c, dev)
   if ok then
     pass = pass + 1
-    print(("ok   %s  %s"):format(c.name, res))
+    print(("ok   %s  %s%s"):format(c.name, res, msg and ("  " .. msg) or ""))
   else
     fail = fail + 1
     print(("FAIL %s  %s: %s"):format(c.name, c.perf or "wgmma=true", tostring(res)))

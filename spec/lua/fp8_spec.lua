@@ -164,11 +164,12 @@ describe("fp8 dtypes", function()
     end
   end)
 
-  -- fp8-compute{gemm-operands=fp8}: the GEMM keeps its fp8 operands (as sm_90a's fp8 wgmma
-  -- does by default) and converts after its tiles; the host runs that IR: the device suite's
-  -- small fp8 cases (spec/lua/wgmma_cases.lua: both OCP formats, transposes, odd sizes, K 16
-  -- to 8192, batch, f32 epilogues, quant_conv) within the f32 summation bound of g:eval, and
-  -- the fnuz formats against g:eval; default (auto) on the host: f16 operands
+  -- fp8-compute{gemm-operands=fp8}: the GEMM keeps its fp8 operands (the opt-in fp8 wgmma
+  -- on sm_90a) and, without fp8 matrix instructions, converts after its tiles; the host runs
+  -- that IR: the device suite's small fp8 cases (spec/lua/wgmma_cases.lua: both OCP
+  -- formats, transposes, odd sizes, K 16 to 8192, batch, f32 epilogues, quant_conv, exact and
+  -- random inputs) within the f32 summation bound of g:eval, and the fnuz formats against
+  -- g:eval; the default (auto) takes f16 operands on the host and on sm_90a
   it("gemm-operands=fp8: the host runs the fp8 GEMM IR (fp8 tiles) within the f32 summation bound", function()
     local W = require "wgmma_cases"
     local pl = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
@@ -193,8 +194,13 @@ describe("fp8 dtypes", function()
     end
     local g = kiln.graph("auto")
     g:output(g:quant_dot(g:param("a", { 8, 16 }, "f8e4m3fn"), g:param("b", { 16, 8 }, "f8e4m3fn")))
-    local ir = kiln.compile(g, { target = "host", cache = false }):ir("after:fp8-compute")
-    assert.truthy(ir:find("graph.convert", 1, true), "auto on the host: f16 operands")
+    for _, t in ipairs { "host", "sm_90a" } do
+      local ir = kiln.compile(g, { target = t, cache = false }):ir("after:fp8-compute")
+      assert.truthy(ir:find("graph.convert[^\n]*xf16>", 1, false), "auto on " .. t .. ": f16 operands")
+      assert.falsy(ir:find('graph%.dot"[^\n]*: %(tensor<[%dx]+f8'), "auto on " .. t .. ": no fp8 GEMM operands")
+    end
+    local ir = kiln.compile(g, { target = "sm_90a", cache = false, pipeline = pl }):ir("after:fp8-compute")
+    assert.truthy(ir:find('graph%.dot"[^\n]*: %(tensor<[%dx]+f8e4m3fn>, tensor<[%dx]+f8e4m3fn>'), "fp8 on sm_90a: fp8 operands")
     local ok, err = pcall(kiln.compile, g, { target = "host", cache = false,
       pipeline = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=f8}", 1) })
     assert.is_false(ok)

@@ -4,16 +4,48 @@
 -- batch, fused epilogues (bias + relu, sigmoid + cast, residual), the seed conv and a padded
 -- 3x3 conv, each compiled for sm_90a with a v3 perf config (or the heuristic through
 -- rock-gemm-to-gridwise{wgmma=true}), its PTX checked for wgmma.mma_async, run on the device
--- and compared with g:eval (fused_gen.check: the input dtype's tolerances). fp8 (quant_dot /
--- quant_conv of f8e4m3fn / f8e5m2 -> f32, wgmma m64nNk32 e4m3 / e5m2): the PTX must have the
--- fp8 wgmma, and every output element is within the f32 summation bound of its exact value
--- (M.check_fp8: the inputs are exact fp8 values, their products exact in f32).
+-- and compared with g:eval (fused_gen.check: the input dtype's tolerances).
+-- fp8 (quant_dot / quant_conv of f8e4m3fn / f8e5m2 -> f32) on the opt-in fp8 wgmma
+-- (fp8-compute{gemm-operands=fp8}: wgmma m64nNk32 e4m3 / e5m2; the default takes the exact
+-- f16 path): the PTX must have the fp8 wgmma, and the outputs are checked against the
+-- measured accumulation rule of the instruction (spec/lua/fp8_wgmma_rule.lua: each k32
+-- instruction truncates its addends below 2^(emax - 13)), not the f32 summation bound:
+--   "exact" cases: random nonzero inputs from M.exact_set(K) (signs and small multiples of
+--     powers of two, f32 epilogue operands from the same set), on which the rule drops
+--     nothing: every output element must equal g:eval exactly (layouts, descriptors, K
+--     loop, epilogues, with no tolerance);
+--   the random-normal cases: every output finite, and sampled elements (first, last and
+--     254 more) within the rule's bound (fp8_wgmma_rule.bound over the element's products
+--     in the GEMM's K order, K padded to kPerBlock) plus one f32 rounding of the epilogue;
+--     the message says on how many sampled elements (cases without epilogue) the output
+--     equals the rule's emulation bit for bit.
+-- M.check_fp8 (the f32 summation bound) is for the f32-accumulating paths (the host runs
+-- the fp8 GEMM IR in spec/lua/fp8_spec.lua).
 --   local W = require "wgmma_cases"; for _, c in ipairs(W.cases()) do W.run(c, dev) end
 local kiln = require "kiln"
 local gen = require "fused_gen"
+local RULE = require "fp8_wgmma_rule"
 local M = {}
 
 M.pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
+-- the opt-in fp8 wgmma (with a perf config / with the heuristic)
+M.fp8_pipeline = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
+M.fp8_wgmma_pipeline = M.pipeline:gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
+
+-- a small deterministic generator (the exact cases' inputs)
+local function lcg(seed)
+  local s = seed
+  return function(n) s = (s * 6364136223846793005 + 1442695040888963407) & 0x7fffffffffffffff; return (s >> 33) % n + 1 end
+end
+-- a tensor of shape (layout) whose values are random signs times random members of set
+local function exact_tensor(shape, dt, set, rnd, layout)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local t = {}
+  for i = 1, n do t[i] = set[rnd(#set)] * (rnd(2) == 1 and -1 or 1) end
+  local x = kiln.tensor(t, dt, { shape = shape })
+  return layout and x:as_layout(layout) or x
+end
 
 local function R(shape, dt, layout) return kiln.rand(shape, dt, { dist = "normal", layout = layout }) end
 
@@ -63,8 +95,10 @@ local function conv(Nb, C, H, W, Kc, S, P, pc)
 end
 
 -- fp8 x fp8 -> f32 (quant_dot): the same views as dot; `absdot` is the graph of
--- |A| @ |B| (f32, evaluated in f64) that scales the tolerance.
-local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch)
+-- |A| @ |B| (f32, evaluated in f64) that scales the f32 summation bound; `terms(o)` the
+-- products of output element o (0-based, row-major) in the GEMM's K order. exact: inputs
+-- from fp8_wgmma_rule.exact_set(K) (seeded by `seed`), else kiln.rand normal.
+local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch, exact, seed)
   local function build(abs)
     local g = kiln.graph(abs and "wg_qdot_abs" or "wg_qdot")
     local pre = batch and { batch } or {}
@@ -83,18 +117,37 @@ local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch)
       c = c + g:param("r", sh(Mm, N), "f32")
     end
     g:output(c)
-    local inputs = { a = R(at and sh(K, Mm) or sh(Mm, K), dt), b = R(bt and sh(N, K) or sh(K, N), dt) }
-    if epi == "bias_relu" then inputs.bias = R({ N }, "f32") end
-    if epi == "residual" then inputs.r = R(sh(Mm, N), "f32") end
+    local Rx = R
+    if exact then
+      local set, rnd = RULE.exact_set(K), lcg(seed or 1)
+      Rx = function(shape, t) return exact_tensor(shape, t, set, rnd) end
+    end
+    local inputs = { a = Rx(at and sh(K, Mm) or sh(Mm, K), dt), b = Rx(bt and sh(N, K) or sh(K, N), dt) }
+    if epi == "bias_relu" then inputs.bias = Rx({ N }, "f32") end
+    if epi == "residual" then inputs.r = Rx(sh(Mm, N), "f32") end
     return g, inputs
   end
   local g, inputs = build(false)
-  return { name = ("%s %s%dx%dx%d %s%s%s%s"):format(name, batch and (batch .. "x") or "", Mm, N, K, dt, at and " A^T" or "",
-                                                    bt and " B^T" or "", epi and (" + " .. epi) or ""),
-           g = g, inputs = inputs, dtype = dt, perf = pc, fp8 = { absdot = build(true), K = K } }
+  local Af, Bf
+  local function terms(o)
+    Af, Bf = Af or inputs.a:flat(), Bf or inputs.b:flat()
+    local j, i, bb = o % N, o // N % Mm, o // (N * Mm)
+    local p = {}
+    for k = 0, K - 1 do
+      local x = at and Af[bb * K * Mm + k * Mm + i + 1] or Af[bb * Mm * K + i * K + k + 1]
+      local y = bt and Bf[bb * N * K + j * K + k + 1] or Bf[bb * K * N + k * N + j + 1]
+      p[k + 1] = x * y
+    end
+    return p
+  end
+  return { name = ("%s%s %s%dx%dx%d %s%s%s%s"):format(name, exact and " exact" or "", batch and (batch .. "x") or "", Mm, N,
+                                                      K, dt, at and " A^T" or "", bt and " B^T" or "",
+                                                      epi and (" + " .. epi) or ""),
+           g = g, inputs = inputs, dtype = dt, perf = pc,
+           fp8 = { absdot = build(true), K = K, exact = exact, epi = epi, terms = terms } }
 end
 
-local function qconv(Nb, C, H, W, Kc, S, P, dt, pc)
+local function qconv(Nb, C, H, W, Kc, S, P, dt, pc, exact, seed)
   local function build(abs)
     local g = kiln.graph("wg_qconv")
     local x = g:param("x", { Nb, C, H, W }, dt, { layout = "NHWC" })
@@ -106,9 +159,38 @@ local function qconv(Nb, C, H, W, Kc, S, P, dt, pc)
     end
     return g
   end
-  return { name = ("quant_conv NHWC %dx%dx%dx%d -> %d %dx%d %s"):format(Nb, C, H, W, Kc, S, S, dt), g = build(false),
-           inputs = { x = R({ Nb, C, H, W }, dt, "NHWC"), w = R({ Kc, C, S, S }, dt, "KYXC") }, dtype = dt, perf = pc,
-           fp8 = { absdot = build(true), K = C * S * S } }
+  local K = C * S * S
+  local Rx = R
+  if exact then
+    local set, rnd = RULE.exact_set(K), lcg(seed or 1)
+    Rx = function(shape, t, layout) return exact_tensor(shape, t, set, rnd, layout) end
+  end
+  local inputs = { x = Rx({ Nb, C, H, W }, dt, "NHWC"), w = Rx({ Kc, C, S, S }, dt, "KYXC") }
+  -- the GEMM's K order of an NHWC input and a KYXC filter: (y, x, c), c fastest
+  -- (passes/rock_conv_to_gemm.c); stride 1, output [Nb, Kc, Ho, Wo]
+  local Ho, Wo = H + 2 * P - S + 1, W + 2 * P - S + 1
+  local Xf, Wf
+  local function terms(o)
+    Xf, Wf = Xf or inputs.x:flat(), Wf or inputs.w:flat()
+    local ow, oh, kc, n = o % Wo, o // Wo % Ho, o // (Wo * Ho) % Kc, o // (Wo * Ho * Kc)
+    local p = {}
+    for y = 0, S - 1 do
+      for xx = 0, S - 1 do
+        for c = 0, C - 1 do
+          local ih, iw = oh + y - P, ow + xx - P
+          local v = 0.0
+          if ih >= 0 and ih < H and iw >= 0 and iw < W then
+            v = Xf[((n * C + c) * H + ih) * W + iw + 1] * Wf[((kc * C + c) * S + y) * S + xx + 1]
+          end
+          p[#p + 1] = v
+        end
+      end
+    end
+    return p
+  end
+  return { name = ("quant_conv%s NHWC %dx%dx%dx%d -> %d %dx%d %s"):format(exact and " exact" or "", Nb, C, H, W, Kc, S, S, dt),
+           g = build(false), inputs = inputs, dtype = dt, perf = pc,
+           fp8 = { absdot = build(true), K = K, exact = exact, terms = terms } }
 end
 
 -- |A| @ |B| of an fp8 case, evaluated in f64 (its operands only).
@@ -137,6 +219,52 @@ function M.check_fp8(got, want, absdot, K)
       wi, gf[wi], wf[wi], af[wi], K, worst)
   end
   return true, ("within %.3g x the f32 summation bound"):format(worst)
+end
+
+-- The fp8 wgmma check (the header; fp8_wgmma_rule.lua). got / want: the output tensors,
+-- pc the GEMM kernel's perf config (its kPerBlock: the K padding). Exact cases: every
+-- element equal. Otherwise every element finite and nsample (256) sampled elements within
+-- bound + 2u (|want| + bound) + K 2^-53 sum|p| (u = 2^-24: the rule's bound, one f32
+-- rounding of g:eval's result and one of a fused f32 epilogue add on the device, the f64
+-- reference's own summation). true, or false and the worst element.
+function M.check_fp8_wgmma(c, got, want, pc, nsample)
+  local gf, wf = got:flat(), want:flat()
+  if #gf ~= #wf then return false, ("%d outputs, want %d"):format(#gf, #wf) end
+  if c.fp8.exact then
+    for i = 1, #wf do
+      if gf[i] ~= wf[i] then
+        return false, ("exact case: element %d: got %.9g, want %.9g (every addend is a multiple of the kept "
+                       .. "quantum: nothing may differ)"):format(i, gf[i], wf[i])
+      end
+    end
+    return true, ("all %d elements exact"):format(#wf)
+  end
+  for i = 1, #gf do
+    if gf[i] ~= gf[i] or math.abs(gf[i]) == math.huge then return false, ("element %d not finite: %s"):format(i, gf[i]) end
+  end
+  local K, n = c.fp8.K, RULE.ninstr(c.fp8.K, pc)
+  local rnd, idx = lcg(7), { 1, #wf }
+  while #idx < math.min(nsample or 256, #wf) do idx[#idx + 1] = rnd(#wf) end
+  local worst, wi, wb, same, cmp = 0, 1, 0, 0, 0
+  for _, i in ipairs(idx) do
+    local t = c.fp8.terms(i - 1)
+    local abs = 0
+    for k = 1, #t do abs = abs + math.abs(t[k]) end
+    local b = RULE.bound(t, n)
+    local tol = b + 2 ^ -23 * (math.abs(wf[i]) + b) + K * 2 ^ -53 * abs + 1e-30
+    local r = math.abs(gf[i] - wf[i]) / tol
+    if not (r <= worst) then worst, wi, wb = r, i, b end
+    if not c.fp8.epi then
+      cmp = cmp + 1
+      if gf[i] == RULE.emulate(t, n) then same = same + 1 end
+    end
+  end
+  local model = cmp > 0 and ("; equal to the rule's emulation on %d of %d"):format(same, cmp) or ""
+  if worst > 1 then
+    return false, ("element %d: got %.9g, want %.9g, |err| %.3g x the fp8 wgmma rule's bound %.3g (K %d, %d k32 "
+                   .. "steps)%s"):format(wi, gf[wi], wf[wi], worst, wb, K, n, model)
+  end
+  return true, ("%d sampled elements within %.3g x the fp8 wgmma rule's bound%s"):format(#idx, worst, model)
 end
 
 -- The first case is the simplest (one warpgroup, one 64x64 tile per block, plain f16 GEMM):
@@ -190,40 +318,48 @@ function M.cases()
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil)
   cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8")
   cs[#cs + 1] = conv(2, 37, 9, 11, 40, 3, 1, "v3:64,64,16,64,64,8")
-  -- fp8 (quant_dot / quant_conv -> f32 on wgmma k32 e4m3 / e5m2; kpack 16: LDS [K/16, rows, 16]):
-  -- both formats, every operand transposition, odd sizes, K from 16 to 8192, batch, f32
-  -- epilogues, the large tiles and the heuristic
+  -- fp8 (quant_dot / quant_conv -> f32 on the opt-in fp8 wgmma k32 e4m3 / e5m2; kpack 16:
+  -- LDS [K/16, rows, 16]): both formats, every operand transposition, odd sizes, K from 16
+  -- to 8192, batch, f32 epilogues, the large tiles and the heuristic; each as an exact case
+  -- (inputs on which the rule drops nothing: checked bit for bit) and a random-normal one
+  -- (checked against the rule's bound)
   local f8cfg = { "v3:128,128,128,64,128,16", "v3:64,64,64,64,64,16", "v3:128,256,64,64,256,16",
                   "v3:256,128,64,128,128,16", "v3:64,128,32,64,64,16", false }
   local f8shapes = { { 256, 256, 256 }, { 257, 129, 16 }, { 1000, 515, 1024 }, { 33, 17, 4096 }, { 128, 136, 8192 },
                      { 300, 520, 200 }, { 64, 64, 20 } }
   local f8epis = { false, "bias_relu", "residual" }
   i = 0
-  for _, s in ipairs(f8shapes) do
-    for _, dt in ipairs { "f8e4m3fn", "f8e5m2" } do
-      for t = 0, 1 do
-        i = i + 1
-        local pc = f8cfg[i % #f8cfg + 1]
-        local tr = i % 4
-        cs[#cs + 1] = qdot("fp8 gemm", s[1], s[2], s[3], dt, tr % 2 == 1, tr >= 2, f8epis[i % #f8epis + 1] or nil, pc or nil)
+  for _, exact in ipairs { true, false } do
+    for _, s in ipairs(f8shapes) do
+      for _, dt in ipairs { "f8e4m3fn", "f8e5m2" } do
+        for t = 0, 1 do
+          i = i + 1
+          local pc = f8cfg[i % #f8cfg + 1]
+          local tr = i % 4
+          cs[#cs + 1] = qdot("fp8 gemm", s[1], s[2], s[3], dt, tr % 2 == 1, tr >= 2, f8epis[i % #f8epis + 1] or nil,
+                             pc or nil, nil, exact, i)
+        end
       end
     end
+    cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e4m3fn", false, true, "residual", "v3:128,128,64,64,128,16", 3, exact, 101)
+    cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e5m2", true, false, nil, nil, 3, exact, 102)
+    cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 256, "f8e4m3fn", false, false, nil, nil, nil, exact, 103)
+    cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 320, "f8e5m2", false, true, "bias_relu", nil, nil, exact, 104)
+    cs[#cs + 1] = qconv(4, 256, 7, 7, 512, 1, 0, "f8e4m3fn", nil, exact, 105)
+    cs[#cs + 1] = qconv(2, 37, 9, 11, 40, 3, 1, "f8e5m2", "v3:64,64,32,64,64,16", exact, 106)
   end
-  cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e4m3fn", false, true, "residual", "v3:128,128,64,64,128,16", 3)
-  cs[#cs + 1] = qdot("fp8 batch", 100, 136, 72, "f8e5m2", true, false, nil, nil, 3)
-  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 256, "f8e4m3fn", false, false, nil, nil)
-  cs[#cs + 1] = qdot("fp8 large (heuristic)", 2304, 2048, 320, "f8e5m2", false, true, "bias_relu", nil)
-  cs[#cs + 1] = qconv(4, 256, 7, 7, 512, 1, 0, "f8e4m3fn", nil)
-  cs[#cs + 1] = qconv(2, 37, 9, 11, 40, 3, 1, "f8e5m2", "v3:64,64,32,64,64,16")
   return cs
 end
 
 -- Compiles c for sm_90a (its v3 config, else the wgmma heuristic: c.expect, when given, is
--- the config it must take), checks the GEMM kernel's PTX for wgmma.mma_async, runs it on dev and compares with g:eval. Returns the GEMM
--- kernel's perf config; raises on a failure.
+-- the config it must take; fp8 cases with fp8-compute{gemm-operands=fp8}), checks the GEMM
+-- kernel's PTX for wgmma.mma_async (the fp8 k32 form for fp8), runs it on dev and compares
+-- with g:eval (fp8: M.check_fp8_wgmma). Returns the GEMM kernel's perf config and the
+-- check's message; raises on a failure.
 function M.run(c, dev)
   local opts = { target = "sm_90a", cache = false }
   if c.perf then opts.perf_config = c.perf else opts.pipeline = M.pipeline end
+  if c.fp8 then opts.pipeline = c.perf and M.fp8_pipeline or M.fp8_wgmma_pipeline end
   local p = kiln.compile(c.g, opts)
   local pc
   for _, k in ipairs(p:kernels()) do
@@ -237,9 +373,9 @@ function M.run(c, dev)
   if c.expect and pc ~= c.expect then error(("the heuristic took %s, expected %s"):format(pc, c.expect), 0) end
   local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
   if c.fp8 then
-    local good, msg = M.check_fp8(got[1], want[1], M.absdot(c), c.fp8.K)
+    local good, msg = M.check_fp8_wgmma(c, got[1], want[1], pc)
     if not good then error(("%s: %s"):format(pc, msg), 0) end
-    return pc
+    return pc, msg
   end
   for i = 1, want.n do
     local good, report = gen.check(got[i], want[i], c.dtype)
