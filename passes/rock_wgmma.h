@@ -9,7 +9,8 @@
  * Instruction: wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} (N = 8..256, a
  * multiple of 8), issued by a warpgroup (4 warps, 128 threads) with A and B read from
  * LDS through 64-bit matrix descriptors and D (f32) in registers; for fp8 operands (kiln's
- * f8e4m3fn / f8e5m2, kept by passes/fp8_compute.c on wgmma targets)
+ * f8e4m3fn / f8e5m2, kept by passes/fp8_compute.c with gemm-operands=fp8: opt-in, its
+ * accumulation truncates each instruction's addends below 2^(emax - 13))
  * wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3.e4m3,e5m2.e5m2}: K 32 = the same 16
  * bytes per core-matrix row, no transposed forms (both operands K-major, as here), no
  * imm-trans operands in the PTX; the same D layout. Its accumulator layout
