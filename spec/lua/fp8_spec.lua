@@ -168,8 +168,9 @@ describe("fp8 dtypes", function()
   -- on sm_90a) and, without fp8 matrix instructions, converts after its tiles; the host runs
   -- that IR: the device suite's small fp8 cases (spec/lua/wgmma_cases.lua: both OCP
   -- formats, transposes, odd sizes, K 16 to 8192, batch, f32 epilogues, quant_conv, exact and
-  -- random inputs) within the f32 summation bound of g:eval, and the fnuz formats against
-  -- g:eval; the default (auto) takes f16 operands on the host and on sm_90a
+  -- random inputs) within the f32 summation bound of g:eval (the exact ones bit for bit), and
+  -- the fnuz formats against g:eval; the default (auto) takes f16 operands on the host and on
+  -- sm_90a
   it("gemm-operands=fp8: the host runs the fp8 GEMM IR (fp8 tiles) within the f32 summation bound", function()
     local W = require "wgmma_cases"
     local pl = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
@@ -178,8 +179,14 @@ describe("fp8 dtypes", function()
       if c.fp8 and not c.name:find("large", 1, true) and not c.name:find("1000x515", 1, true) then
         local p = kiln.compile(c.g, { target = "host", cache = false, pipeline = pl })
         assert.truthy(p:ir("after:graph-to-rock"):find("rock%.[a-z]+\"%([^\n]*%(buffer<[^>]*xf8e[45]m[23]"), c.name)
-        local ok, msg = W.check_fp8(p:run(c.inputs), c.g:eval(c.inputs), W.absdot(c), c.fp8.K)
+        local got, want = p:run(c.inputs), c.g:eval(c.inputs)
+        local ok, msg = W.check_fp8(got, want, W.absdot(c), c.fp8.K)
         assert.is_true(ok, c.name .. ": " .. msg)
+        if c.fp8.exact then
+          -- the exact inputs' sums are exact in f32 too: g:eval bit for bit
+          ok, msg = W.check_fp8_wgmma(c, got, want)
+          assert.is_true(ok, c.name .. ": " .. msg)
+        end
         n = n + 1
       end
     end

@@ -2,8 +2,9 @@
 -- scripts/gpu_suite.lua section wgmma): spec/lua/fp8_wgmma_rule.lua reproduces the H100
 -- probe's rows exactly as measured (bench/fp8_accum_probe.lua, bench/RESULTS.md), its bound
 -- holds for its emulation and can fail, its exact sets are exact under the rule; the fp8
--- cases of spec/lua/wgmma_cases.lua (products in the GEMM's K order, exact inputs) agree with
--- g:eval, and check_fp8_wgmma refuses a wrong output.
+-- cases of spec/lua/wgmma_cases.lua (products in the GEMM's K order) agree with g:eval, and
+-- check_fp8_wgmma refuses a wrong output (the host runs of the exact cases: spec/lua/fp8_spec.lua;
+-- their compile for sm_90a: spec/lua/nvidia_gemm_spec.lua).
 local kiln = require "kiln"
 local R = require "fp8_wgmma_rule"
 local W = require "wgmma_cases"
@@ -77,7 +78,7 @@ describe("fp8 wgmma accumulation rule", function()
     end
   end)
 
-  it("wgmma_cases fp8: products in K order match g:eval, exact inputs are exact, the check refuses wrong outputs", function()
+  it("wgmma_cases fp8: products in K order match g:eval, the check refuses wrong outputs", function()
     local n, ne = 0, 0
     for _, c in ipairs(W.cases()) do
       if c.fp8 and not c.name:find("large", 1, true) and not c.name:find("1000x515", 1, true) then
@@ -101,14 +102,7 @@ describe("fp8 wgmma accumulation rule", function()
         assert.is_false((W.check_fp8_wgmma(c, bad, want, pc, 16)), c.name)
         local ok, msg = W.check_fp8_wgmma(c, want, want, pc, 16)
         assert.is_true(ok, c.name .. ": " .. msg)
-        if c.fp8.exact then
-          -- the set's sums are exact in f32 too: the host's fp8 GEMM IR gives g:eval bit for bit
-          local pl = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
-          local got = kiln.compile(c.g, { target = "host", cache = false, pipeline = pl }):run(c.inputs)
-          ok, msg = W.check_fp8_wgmma(c, got, want, pc)
-          assert.is_true(ok, c.name .. ": " .. msg)
-          ne = ne + 1
-        end
+        if c.fp8.exact then ne = ne + 1 end
         n = n + 1
       end
     end

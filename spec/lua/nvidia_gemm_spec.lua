@@ -250,15 +250,17 @@ describe("NVIDIA wgmma GEMMs (sm_90a)", function()
 end)
 
 -- every case of the device suite's wgmma section (spec/lua/wgmma_cases.lua) compiles for
--- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues); the
+-- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues; the
+-- fp8 cases with the opt-in fp8 wgmma, their configs readable by fp8_wgmma_rule.ninstr); the
 -- heuristic picks the cases' expected large tiles (128x256x64, x32); ptxas: 0 spills for them
 describe("wgmma device cases compile for sm_90a", function()
   local W = require "wgmma_cases"
   it("every case", function()
+    local R = require "fp8_wgmma_rule"
     for _, c in ipairs(W.cases()) do
-      local opts = { target = "sm_90a", cache = false }
-      if c.perf then opts.perf_config = c.perf else opts.pipeline = W.pipeline end
-      local p = kiln.compile(c.g, opts)
+      -- the suite's compile (fp8: gemm-operands=fp8, the k32 e4m3 / e5m2 wgmma checked there)
+      local p, pc = W.compile(c)
+      if c.fp8 then assert.is_true(R.ninstr(c.fp8.K, pc) >= (c.fp8.K + 31) // 32, c.name .. " " .. pc) end
       local n = 0
       for _, k in ipairs(p:kernels()) do
         if k.kind == "gemm" then

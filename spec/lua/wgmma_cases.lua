@@ -351,12 +351,13 @@ function M.cases()
   return cs
 end
 
--- Compiles c for sm_90a (its v3 config, else the wgmma heuristic: c.expect, when given, is
--- the config it must take; fp8 cases with fp8-compute{gemm-operands=fp8}), checks the GEMM
--- kernel's PTX for wgmma.mma_async (the fp8 k32 form for fp8), runs it on dev and compares
--- with g:eval (fp8: M.check_fp8_wgmma). Returns the GEMM kernel's perf config and the
--- check's message; raises on a failure.
-function M.run(c, dev)
+-- M.compile(c): compiles c for sm_90a (its v3 config, else the wgmma heuristic: c.expect,
+-- when given, is the config it must take; fp8 cases with fp8-compute{gemm-operands=fp8}),
+-- checks the GEMM kernel's PTX for wgmma.mma_async (the fp8 k32 form for fp8); returns the
+-- program and the GEMM kernel's perf config. M.run(c, dev): that, run on dev and compared
+-- with g:eval (fp8: M.check_fp8_wgmma); returns the perf config and, for fp8, the check's
+-- message; raises on a failure.
+function M.compile(c)
   local opts = { target = "sm_90a", cache = false }
   if c.perf then opts.perf_config = c.perf else opts.pipeline = M.pipeline end
   if c.fp8 then opts.pipeline = c.perf and M.fp8_pipeline or M.fp8_wgmma_pipeline end
@@ -371,6 +372,11 @@ function M.run(c, dev)
   end
   if not pc then error("no GEMM kernel", 0) end
   if c.expect and pc ~= c.expect then error(("the heuristic took %s, expected %s"):format(pc, c.expect), 0) end
+  return p, pc
+end
+
+function M.run(c, dev)
+  local p, pc = M.compile(c)
   local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
   if c.fp8 then
     local good, msg = M.check_fp8_wgmma(c, got[1], want[1], pc)
