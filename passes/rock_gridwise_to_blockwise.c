@@ -59,7 +59,10 @@
  * AMDGPU accel GEMMs take the loops of amd_k_loop instead (next step's loads before the
  * step's MFMAs / WMMAs, no barrier between them and the back-edge; double-buffered with
  * one barrier per K step on MFMA where two workgroups with two tile pairs fit the LDS);
- * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target.
+ * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target. Tiles
+ * whose skewed pair fits the LDS once but not twice take the unpadded xor tiles
+ * (lds_tile_xor) and the double-buffered loop where two xor pairs fit (amd_lds_xor; option
+ * amd-lds-layout = auto | skew | xor, xor forced on any kpack > 1 tile, host included).
  * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
