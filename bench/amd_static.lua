@@ -3,11 +3,17 @@
 -- prints one markdown table per target from the code objects (p:kernels(t)[i].amdgpu,
 -- driver/amdgpu_stats.h): tile, VGPR/AGPR, LDS, occupancy, matrix instructions per K step
 -- and an estimate of the fraction of the matrix peak.
--- Run: build/kiln bench/amd_static.lua   (from the repository root)
+-- Run: build/kiln bench/amd_static.lua [skew]   (from the repository root; "skew": every
+-- kernel with rock-gridwise-to-blockwise{amd-lds-layout=skew}, the LDS tiles before the
+-- xor layout: the "before" table of the big tiles)
 -- Estimate (GEMMs and convs on the matrix path): the AMD cost model of the GEMM heuristic
 -- (passes/rock_accel.h) with the code object's own occupancy: per K step of a workgroup,
--- step = 128 + max(MFMA cycles at the target's cu_flops_per_clk, tile bytes /
--- l2_bytes_per_cu_clk, LDS bytes read and written / 128); conc = workgroups per CU from
+-- step = issue + max(MFMA cycles at the target's cu_flops_per_clk, tile bytes /
+-- l2_bytes_per_cu_clk, LDS bytes read and written / 128) + 200 per barrier beyond one per
+-- K step (the barrier between a step's LDS writes and its MFMAs: every wave waits there
+-- for the slowest wave's stores, so no other wave hides that LDS round trip); issue = the
+-- llvm-mca cycles per K step of the main loop (one wave's issue-limited time, counted as
+-- not overlapping the matrix pipe: pessimistic), at least 128; conc = workgroups per CU from
 -- the measured occupancy; time = ceil(workgroups / (CUs * conc)) * K steps * max(conc *
 -- step, step + 200 / waves per SIMD); fraction = 2*M*N*K / (CUs * cu_flops_per_clk) /
 -- time. It charges wave quantization, padding, L2/LDS bandwidth and exposed LDS
@@ -41,7 +47,7 @@ local CASES = {
 local by_id = {}
 for _, l in ipairs { C.GEMMS, C.OTHERS } do for _, c in ipairs(l) do by_id[c[1]] = c end end
 
-local function estimate(t, dt, k, mnk)
+local function estimate(t, dt, k, mnk, mca_step, bps)
   local rate, ins = RATE[t] and RATE[t][dt], INSTR[t] and INSTR[t][dt]
   local mb, nb, kb, mw, nw = k.perf_config:match("^v2:(%d+),(%d+),(%d+),(%d+),(%d+)")
   if not (rate and mb) then return nil end
@@ -61,7 +67,7 @@ local function estimate(t, dt, k, mnk)
   local l2 = tile_bytes / L2[t]
   local rm, rn, ks = mw // ins[1], nw // ins[2], kb // ins[3]
   local lds = ((rm + rn) * ins[4] * ks * wave * eb * waves + tile_bytes) / 128
-  local step = 128 + math.max(mma, l2, lds)
+  local step = math.max(128, mca_step or 0) + math.max(mma, l2, lds) + 200 * math.max(0, (bps or 1) - 1)
   local wps = conc * waves / simds
   local round = math.max(conc * step, step + 200 / math.max(1, wps))
   local time = math.ceil(tiles / (CUS[t] * conc)) * math.ceil(mnk[3] / kb) * round
@@ -78,7 +84,7 @@ local MCA
 for _, n in ipairs { "llvm-mca-19", "llvm-mca" } do
   if not MCA and os.execute("command -v " .. n .. " >/dev/null 2>&1") then MCA = n end
 end
-local function mca_cycles(asm, t)
+local function mca_cycles(asm, t) -- cycles per loop iteration (a number), or nil
   local l, ls = isa.main_loop(asm)
   if not l then
     local loops
@@ -87,7 +93,7 @@ local function mca_cycles(asm, t)
       if x.innermost and (not l or x.back - x.head > l.back - l.head) then l = x end
     end
   end
-  if not (MCA and l) then return "-" end
+  if not (MCA and l) then return nil end
   local body = {}
   for i = l.head, l.back do
     local x = ls[i]:gsub(";.*$", "")
@@ -102,8 +108,11 @@ local function mca_cycles(asm, t)
   pipe:close()
   os.remove(f)
   local cyc = tonumber(o:match("Total Cycles:%s*(%d+)"))
-  return cyc and ("%.0f"):format(cyc / 100) or "-"
+  return cyc and cyc / 100
 end
+local SKEW = arg and arg[1] == "skew"
+local PIPE = SKEW and kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+  "rock-gridwise-to-blockwise{amd-lds-layout=skew},", 1) or nil
 
 local out = {}
 local function p(s) out[#out + 1] = s end
@@ -111,33 +120,41 @@ for _, t in ipairs(C.TARGETS) do
   p("")
   p(("### %s (%d CUs)"):format(t, CUS[t]))
   p("")
-  p("| kernel | tile (perf config) | grid x block | VGPR / AGPR | LDS bytes | scratch | occupancy (waves/SIMD, limit) | matrix instrs per K step per wave (loop body) | mca cycles per loop iteration | est. fraction of matrix peak (bound) |")
-  p("|---|---|---|---|---|---|---|---|---|---|")
+  p("| kernel | tile (perf config) | LDS tiles | grid x block | VGPR / AGPR | LDS bytes | scratch | occupancy (waves/SIMD, limit) | matrix instrs per K step per wave (loop body) | barriers per K step | mca cycles per loop iteration (per K step) | est. fraction of matrix peak (bound) |")
+  p("|---|---|---|---|---|---|---|---|---|---|---|---|")
   for _, c in ipairs(CASES) do
     local case = by_id[c[2]]
-    local prog = kiln.compile(case[3](kiln), { targets = { t }, cache = false })
+    local prog = kiln.compile(case[3](kiln), { targets = { t }, cache = false, pipeline = PIPE })
     for _, k in ipairs(prog:kernels(t)) do
       local s, l = k.amdgpu, k.amdgpu.loop
       local mm = l.mfma + l.wmma
-      local per_step = "-"
+      local per_step, nper = "-", nil
       local mb, nb, kb = k.perf_config:match("^v2:(%d+),(%d+),(%d+),")
       local ins = c[4] and INSTR[t] and INSTR[t][c[4]]
       if mb and ins then
-        per_step = ("%d (%d)"):format(tonumber(mb) * tonumber(nb) * tonumber(kb) // (ins[1] * ins[2] * ins[3]) //
-          (k.block // s.wave_size), mm)
+        nper = tonumber(mb) * tonumber(nb) * tonumber(kb) // (ins[1] * ins[2] * ins[3]) // (k.block // s.wave_size)
+        per_step = ("%d (%d)"):format(nper, mm)
       elseif l.found then
         per_step = ("0 (%d FMA)"):format(l.valu_fma)
       end
+      local asm = prog:disasm(k.name, t)
+      local bps, steps
+      if nper and mm > 0 then
+        local nbar, st = isa.barriers_per_step(asm, nper)
+        if nbar and st and st > 0 then bps, steps = nbar / st, st end
+      end
+      local mca = mca_cycles(asm, t)
+      local mca_s = mca and (steps and ("%.0f (%.0f)"):format(mca, mca / steps) or ("%.0f"):format(mca)) or "-"
       local est = "-"
       if c[3] and k.kind == "gemm" then
-        local f, b = estimate(t, c[4], k, c[3])
+        local f, b = estimate(t, c[4], k, c[3], mca and steps and mca / steps, bps)
         if f then est = ("%.0f%% (%s)"):format(100 * f, b) end
       end
-      local mca = mca_cycles(prog:disasm(k.name, t), t)
-      p(("| %s%s | %s | %d x %d | %d / %d | %d | %d | %d (%s) | %s | %s | %s |"):format(c[1],
+      p(("| %s%s | %s | %s | %d x %d | %d / %d | %d | %d | %d (%s) | %s | %s | %s | %s |"):format(c[1],
         k.kind == "gemm" and "" or (c[3] and " — " .. k.kind .. " kernel" or ""),
-        k.perf_config ~= "" and k.perf_config or "-", k.grid, k.block, s.vgpr, s.agpr, s.lds_bytes, s.scratch_bytes,
-        s.occupancy, s.occupancy_limit, per_step, mca, est))
+        k.perf_config ~= "" and k.perf_config or "-", k.amd_lds_layout ~= "" and k.amd_lds_layout or
+        (mb and (k.perf_config:match(",1$") and "plain" or "skew") or "-"), k.grid, k.block, s.vgpr, s.agpr, s.lds_bytes, s.scratch_bytes,
+        s.occupancy, s.occupancy_limit, per_step, bps and ("%g"):format(bps) or "-", mca_s, est))
     end
   end
 end

@@ -337,6 +337,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->async_copy = "";
   k->tma = "";
   k->async_lds_layout = "";
+  k->amd_lds_layout = "";
   k->grid_size = K->grid[0];
   k->block_size = K->block[0];
   k->lds_bytes = K->lds_bytes;
@@ -414,6 +415,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->problem = func_str_of(v->module, k->name, "problem");
     k->async_copy = func_str_of(v->module, k->name, "async_copy");
     k->async_lds_layout = func_str_of(v->module, k->name, "async_lds_layout");
+    k->amd_lds_layout = func_str_of(v->module, k->name, "amd_lds_layout");
     k->pipeline_stages = func_int_of(v->module, k->name, "pipeline_stages");
     k->tma = func_str_of(v->module, k->name, "tma");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
@@ -1066,6 +1068,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].problem = func_str_of(v->module, K->name, "problem");
     v->kernels[k].async_copy = func_str_of(v->module, K->name, "async_copy");
     v->kernels[k].async_lds_layout = func_str_of(v->module, K->name, "async_lds_layout");
+    v->kernels[k].amd_lds_layout = func_str_of(v->module, K->name, "amd_lds_layout");
     v->kernels[k].pipeline_stages = func_int_of(v->module, K->name, "pipeline_stages");
     v->kernels[k].tma = func_str_of(v->module, K->name, "tma");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,

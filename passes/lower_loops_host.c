@@ -532,8 +532,8 @@ kl_status kl__ll_host_gemms(kl_op *fn, const kl_ll_host_opts *ho) {
 
 /* ================= 2. fused global -> LDS copies ================= */
 
-/* Div/mod operations (Merge, Broadcast) fed by the upper dims in `mask` (taint analysis
- * through the maps). */
+/* Div/mod operations (Merge, Broadcast) and XORs (Xor) fed by the upper dims in `mask`
+ * (taint analysis through the maps). */
 static int divmods(const kl_view *v, uint32_t mask) {
   int n = 0;
   for (int mi = 0; mi < v->nmaps; mi++) {
@@ -548,6 +548,7 @@ static int divmods(const kl_view *v, uint32_t mask) {
         for (int i = 1; i < t->nlower; i++) n += t->params[i] > 1;
       if (t->kind == KL_VT_BROADCAST)
         for (int i = 0; i < t->nupper; i++) n += t->params[i] > 1;
+      if (t->kind == KL_VT_XOR) n++; /* not linear either (the xor LDS tiles) */
       for (int i = 0; i < t->nlower; i++) next |= 1u << t->lower[i];
     }
     mask = next;

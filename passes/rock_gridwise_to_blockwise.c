@@ -59,7 +59,10 @@
  * AMDGPU accel GEMMs take the loops of amd_k_loop instead (next step's loads before the
  * step's MFMAs / WMMAs, no barrier between them and the back-edge; double-buffered with
  * one barrier per K step on MFMA where two workgroups with two tile pairs fit the LDS);
- * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target.
+ * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target. Tiles
+ * whose skewed pair fits the LDS once but not twice take the unpadded xor tiles
+ * (lds_tile_xor) and the double-buffered loop where two xor pairs fit (amd_lds_xor; option
+ * amd-lds-layout = auto | skew | xor, xor forced on any kpack > 1 tile, host included).
  * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
@@ -93,6 +96,7 @@ typedef struct {
   int64_t cp_async;   /* the option: -1 auto, 0 / 1 off, 2..KL_MAX_STAGES */
   int layout;         /* cp-async-layout: 0 kgroup, 1 krow, 2 xor, 3 auto (xor with one 64-byte panel, else kgroup) */
   int64_t amd_loop;   /* the option amd-k-loop: 0 by target, 1 / 2 the AMDGPU loop with 1 / 2 tile pairs */
+  int amd_lds;        /* the option amd-lds-layout: 0 auto, 1 skew, 2 xor (amd_lds_xor) */
   int64_t raster_m;   /* the option raster-group-m: workgroup order (passes/gemm_raster.h); <= 1 row order */
   bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
   int64_t tma;        /* the option tma: 0 off, 1 auto stages, 3..6 stages (passes/rock_tma.h) */
@@ -107,6 +111,7 @@ typedef struct {
   int64_t lds;  /* AMD MFMA / WMMA: LDS wavefronts of the copy's stores (copy_wavefronts), else 0 */
   int64_t wide; /* AMD MFMA / WMMA: bytes of the shortest LDS store run, capped at 4 (lds_store_run), else 0 */
   bool lds_ok;  /* AMD MFMA / WMMA: the copy's stores at most 2-way (lds <= 2 x its phases), else false */
+  int perm;     /* AMD xor tiles (amd_lds_xor): the tile's row permutation (xor_tile_view) these counts are for */
 } layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
@@ -218,8 +223,9 @@ static int64_t lines_touched(const kl_view *v, kl_value *src, int64_t bs, int64_
 }
 
 static kl_view *lds_copy_view(const tiles *t, bool is_a, const layout *l, char *err, size_t n);
-static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb, int64_t *phases);
-static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t cap);
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int perm, int64_t eb,
+                               int64_t *phases);
+static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int perm, int64_t cap);
 
 /* The copy layout (see the header comment): longest vector along iter, then fewest
  * lines touched by a wave's first vector reads, then (AMD MFMA tiles with 16-byte kpack
@@ -229,14 +235,14 @@ static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int s
 static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da, int64_t vlen, int64_t eb,
                     int64_t *wf_out);
 static kl_view *lds_copy_view_ex(const tiles *t, bool is_a, const layout *l, bool full, char *err, size_t n);
-static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, bool xor_tile,
-                          int64_t eb, layout *best, char *err, size_t n) {
+static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, bool amd_xor,
+                          bool xor_tile, int64_t eb, layout *best, char *err, size_t n) {
   int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
   bool found = false;
   for (int64_t ck = 1; ck <= t->KB; ck++) {
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
-      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0, false };
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0, false, 0 };
       if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
         continue; /* same as the other order */
       l.vd = l.iter_d;
@@ -254,12 +260,16 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
         l.lines = lines_touched(v, src, t->BS, l.vlen);
       }
       kl_view_free(v);
-      if (amd_skew >= 0) {
+      if (amd_skew >= 0) { /* amd_xor: the xor tile, its row permutation with the fewest wavefronts */
         kl_view *w = lds_copy_view(t, is_a, &l, err, n);
         int64_t ph = 0;
-        l.lds = w ? copy_wavefronts(t, w, DB, amd_skew, eb, &ph) : -1;
+        l.lds = -1;
+        for (int pm = 0; w && pm < (amd_xor ? 6 : 1); pm++) {
+          int64_t php = 0, wf = copy_wavefronts(t, w, DB, amd_skew, amd_xor ? pm : -1, eb, &php);
+          if (wf >= 0 && (l.lds < 0 || wf < l.lds)) l.lds = wf, ph = php, l.perm = pm;
+        }
         l.lds_ok = l.lds >= 0 && l.lds <= 2 * ph;
-        l.wide = w ? lds_store_run(t, w, DB, amd_skew, (4 + eb - 1) / eb) * eb : 0;
+        l.wide = w ? lds_store_run(t, w, DB, amd_skew, amd_xor ? l.perm : -1, (4 + eb - 1) / eb) * eb : 0;
         if (l.wide > 4) l.wide = 4;
         kl_view_free(w);
         if (l.lds < 0) l.lds = INT64_MAX;
@@ -605,20 +615,35 @@ static void erase_tile(kl_rewriter *rw, kl_value *tile) {
   kl_rewriter_erase_op(rw, def);
   if (raw && raw->def) kl_rewriter_erase_op(rw, raw->def);
 }
+/* The [KB, DB] LDS tile view of an AMD tile and its buffer's strides: perm < 0 the kpack
+ * tile of skew `skew` (lds_tile_view), else the xor tile with that row permutation
+ * (xor_tile_view). NULL when the view cannot be built. */
+static kl_view *amd_tile_view(const tiles *t, int64_t DB, int skew, int perm, int64_t strides[4]) {
+  char err[256];
+  int64_t s[4];
+  const char *d = DB == t->MB ? "m" : "n";
+  if (perm >= 0) {
+    kl_view *v = xor_tile_view(t, DB, d, perm, s, err, sizeof err);
+    strides[0] = s[1] * s[2] * s[3], strides[1] = s[2] * s[3], strides[2] = s[3], strides[3] = 1;
+    return v;
+  }
+  kl_view *v = lds_tile_view(t, DB, skew, d, s, err, sizeof err);
+  strides[0] = s[1] * s[2], strides[1] = s[2], strides[2] = 1;
+  return v;
+}
 /* The shortest run of consecutive LDS elements among thread 0's stores of the copy (tid,
  * iter) -> (k, d) view w into a kpack > 1 tile of skew `skew` (lds_tile_view), capped at
  * `cap`: LLVM merges a thread's stores to adjacent addresses, so a run of 2 f16 is one
  * 4-byte store, a run of 1 a 2-byte one (ds_write_b16: a transposed copy with one K
  * element per thread). 0 when a view fails. */
-static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t cap) {
-  char err[256];
-  int64_t s[3];
-  kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
+static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int skew, int perm, int64_t cap) {
+  int64_t strides[4];
+  kl_view *tv = amd_tile_view(t, DB, skew, perm, strides);
   kl_view_err ve = { 0 };
   kl_view *full = tv ? kl_view_compose(w, tv, &ve) : NULL;
   kl_view_free(tv);
   if (!full) return 0;
-  int64_t strides[3] = { s[1] * s[2], s[2], 1 }, per = t->KB * DB / t->BS, best = cap;
+  int64_t per = t->KB * DB / t->BS, best = cap;
   int64_t *a = kl_xmalloc(per * sizeof *a);
   int64_t n = 0;
   for (int64_t i = 0; i < per; i++) {
@@ -648,15 +673,15 @@ static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int s
  * `skew` (lds_tile_view), all BS threads, each storing vectors of vlen elements of eb
  * bytes: per phase (128 bytes: 8 lanes of 16-byte accesses, 16 of 8, 32 of 4 or less)
  * the most distinct addresses on one bank slot, summed; -1 when a view fails. */
-static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int64_t eb, int64_t *phases) {
-  char err[256];
-  int64_t s[3];
-  kl_view *tv = lds_tile_view(t, DB, skew, DB == t->MB ? "m" : "n", s, err, sizeof err);
+static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int skew, int perm, int64_t eb,
+                               int64_t *phases) {
+  int64_t strides[4];
+  kl_view *tv = amd_tile_view(t, DB, skew, perm, strides);
   kl_view_err ve = { 0 };
   kl_view *full = tv ? kl_view_compose(w, tv, &ve) : NULL;
   kl_view_free(tv);
   if (!full) return -1;
-  int64_t strides[3] = { s[1] * s[2], s[2], 1 }, per = t->KB * DB / t->BS;
+  int64_t per = t->KB * DB / t->BS;
   int64_t vlen = kl_view_max_vectorization(full, 1, strides, (int)(8 * eb)), bytes;
   if (vlen < 1) vlen = 1;
   while (per % vlen) vlen /= 2;
@@ -1179,6 +1204,55 @@ static bool async_operand(kl_value *v, const kl_view *d, kl_value *lds, int64_t 
 }
 
 
+/* LDS tile [KB, DB]: perm < 0 lds_tile of skew `skew`, else lds_tile_xor with row
+ * permutation perm. */
+static kl_value *any_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
+                          int perm, const char *d, char *err, size_t n) {
+  return perm >= 0 ? lds_tile_xor(rw, loc, elem, t, DB, d, perm, err, n)
+                   : lds_tile(rw, loc, elem, t, DB, skew, d, err, n);
+}
+/* Bytes of one xor tile pair (xor_tile_view: P panels of DB (+ 1 pad row with P > 1) rows
+ * of min(KB / kpack, 4) 16-byte chunks), each tile rounded up to 128 bytes (join_lds). */
+static int64_t xor_pair_bytes(const tiles *t, int64_t eb) {
+  int64_t nc = t->KB / t->kpack, ncp = nc < 4 ? nc : 4, P = nc / ncp, row = ncp * t->kpack * eb;
+  int64_t a = P * (t->MB + (P > 1)) * row, b = P * (t->NB + (P > 1)) * row;
+  return (a + 127) / 128 * 128 + (b + 127) / 128 * 128;
+}
+/* Whether both LDS tiles of the GEMM `op` take the xor layout (xor_tile_view: unpadded,
+ * 16-byte chunks XOR-swizzled by the row) so that the AMDGPU K loop can double-buffer
+ * them: option amd-lds-layout = xor forces it on any kpack > 1 tile outside mma.sync /
+ * wgmma (the host runs it), skew never; auto (the default) takes it for MFMA / WMMA tiles
+ * with 16-byte kpack rows (amd16) and several K steps whose skewed pair fits the LDS
+ * once but not twice (so the CU runs one workgroup either way: no occupancy lost) and
+ * whose xor pair fits twice, e.g. gfx942's 256x256x32 f16 (36 KiB skewed, 32 KiB xor, 64
+ * KiB of LDS). 1 yes, 0 no, -1 (err) when forced on a tile it cannot describe. */
+static int amd_lds_xor(const opts *o, kl_op *op, const tiles *t, const char *accel, int64_t eb, bool amd16, bool wmma,
+                       char *err, size_t n) {
+  int64_t nc = t->KB / t->kpack, nk = t->Kp / t->KB;
+  bool can = t->kpack > 1 && t->KB % t->kpack == 0 && nc >= 2 && !(nc & (nc - 1)) && t->MB % 8 == 0 && t->NB % 8 == 0;
+  if (o->amd_lds == 1) return 0;
+  if (o->amd_lds == 2) {
+    if (accel && (!strcmp(accel, "mma_sync") || !strcmp(accel, "wgmma"))) return 0;
+    if (can) return 1;
+    snprintf(err, n,
+             "amd-lds-layout=xor needs kpack > 1 with kPerBlock / kpack a power of two >= 2 and mPerBlock, nPerBlock "
+             "multiples of 8 (got %lldx%lldx%lld, kpack %lld)",
+             (long long)t->MB, (long long)t->NB, (long long)t->KB, (long long)t->kpack);
+    return -1;
+  }
+  if (!amd16 || !can || nk < 2 || o->amd_loop == 1) return 0;
+  const kl_target *tg = kl_perf_resolve_target(op, NULL, NULL, 0);
+  if (!tg || tg->arch != KL_ARCH_AMDGPU) return 0;
+  int sa = tile_skew(t->MB, wmma), sb = tile_skew(t->NB, wmma);
+  int64_t base = t->KB * (t->MB + t->NB) * eb, lds = tg->lds_bytes;
+  int64_t padded = base +
+      (t->KB / t->kpack) * (lds_rows(t->MB, sa) - t->MB + lds_rows(t->NB, sb) - t->NB) * t->kpack * eb;
+  if (padded > lds) padded = base; /* lower_gridwise drops the skew */
+  bool mfma = accel && !strcmp(accel, "mfma");
+  if (mfma && 4 * padded <= lds) return 0; /* two workgroups double-buffer the skewed tiles */
+  return 2 * padded > lds && 2 * xor_pair_bytes(t, eb) <= lds;
+}
+
 /* The K loop of an AMDGPU accel GEMM (nk > 1 K steps; the copies hold a step's tiles
  * between its global loads and its LDS stores). With a second pair of LDS tiles (la2 /
  * lb2 non-NULL: both pairs fit the target's LDS) double-buffered, one barrier per K step:
@@ -1309,8 +1383,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       ? kl_perf_resolve_target(op, NULL, NULL, 0)
       : NULL;
   bool xt = tgx && tgx->arch == KL_ARCH_NVPTX;
-  if (!choose_layout(&t, true, a, pa, sk_a, xt && t.MB % 8 == 0, ebytes, &la, err, sizeof err) ||
-      !choose_layout(&t, false, b, pb, sk_b, xt && t.NB % 8 == 0, ebytes, &lb, err, sizeof err)) {
+  /* the unpadded xor LDS tiles of AMD's double-buffered K loop (amd_lds_xor) */
+  int axor = amd_lds_xor(o, op, &t, acc_kind, ebytes, amd16, amd_wmma, err, sizeof err);
+  if (axor < 0) {
+    kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
+    return false;
+  }
+  if (!choose_layout(&t, true, a, pa, sk_a, axor, xt && t.MB % 8 == 0, ebytes, &la, err, sizeof err) ||
+      !choose_layout(&t, false, b, pb, sk_b, axor, xt && t.NB % 8 == 0, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
@@ -1369,8 +1449,27 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       if (tma_b) skew_b = 0;
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
     }
-    kl_value *lds_a = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
-    kl_value *lds_b = lds_a ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+    /* amd_lds_xor: the xor tiles, no skew; the row permutations from choose_layout (AMD
+     * MFMA / WMMA: the copies' wavefronts), else from the copies' stores (xor_perm) */
+    int perm_a = -1, perm_b = -1;
+    if (axor) {
+      skew_a = skew_b = 0;
+      extra = xor_pair_bytes(&t, eb) - kl_perf_config_lds_bytes(&pc, (int)eb);
+      perm_a = la.perm, perm_b = lb.perm;
+      if (sk_a < 0) {
+        kl_view *fa = lds_copy_view_ex(&t, true, &la, true, err, sizeof err);
+        kl_view *fb = lds_copy_view_ex(&t, false, &lb, true, err, sizeof err);
+        perm_a = fa ? xor_perm(&t, t.MB, "m", fa, la.vlen, eb, NULL) : -1;
+        perm_b = fb ? xor_perm(&t, t.NB, "n", fb, lb.vlen, eb, NULL) : -1;
+        kl_view_free(fa);
+        kl_view_free(fb);
+        if (perm_a < 0) perm_a = 0;
+        if (perm_b < 0) perm_b = 0;
+      }
+      if (fn) kl_rewriter_set_attr(rw, fn, "amd_lds_layout", kl_attr_str(ctx, "xor"));
+    }
+    kl_value *lds_a = any_tile(rw, loc, ta->elem, &t, t.MB, skew_a, perm_a, "m", err, sizeof err);
+    kl_value *lds_b = lds_a ? any_tile(rw, loc, tb->elem, &t, t.NB, skew_b, perm_b, "n", err, sizeof err) : NULL;
     ok = lds_b != NULL;
     if (ok) {
       int64_t na = t.KB * t.MB / t.BS, nb = t.KB * t.NB / t.BS, nacc = t.MT * t.NT;
@@ -1557,11 +1656,12 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
        * not on WMMA (gfx1100 3x3 convs, 64x64x64: the two unrolled steps spilled 76-80
        * bytes of its 256 VGPRs) */
       bool amd = o->amd_loop ? nk > 1 : prefetch && tg && tg->arch == KL_ARCH_AMDGPU;
-      bool adbuf = o->amd_loop ? o->amd_loop == 2
-                               : amd && accel && !strcmp(accel, "mfma") && 4 * tile_bytes <= tg->lds_bytes;
+      bool adbuf = o->amd_loop
+          ? o->amd_loop == 2
+          : amd && ((accel && !strcmp(accel, "mfma") && 4 * tile_bytes <= tg->lds_bytes) || (axor && o->amd_lds == 0));
       if (amd) {
-        lds_a2 = adbuf ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err) : NULL;
-        lds_b2 = lds_a2 ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+        lds_a2 = adbuf ? any_tile(rw, loc, ta->elem, &t, t.MB, skew_a, perm_a, "m", err, sizeof err) : NULL;
+        lds_b2 = lds_a2 ? any_tile(rw, loc, tb->elem, &t, t.NB, skew_b, perm_b, "n", err, sizeof err) : NULL;
         if (adbuf && !lds_b2) {
           ok = false;
           goto done;
@@ -1655,9 +1755,15 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
       : !strcmp(lay, "auto")   ? 3
                                : -1;
   const char *wf = kl_pass_opt_string(po, "wgmma-fence");
+  const char *al = kl_pass_opt_string(po, "amd-lds-layout");
   opts o = { .cp_async = kl_pass_opt_int(po, "cp-async"),
              .layout = li,
              .amd_loop = kl_pass_opt_int(po, "amd-k-loop"),
+             .amd_lds = !al            ? -1
+                 : !strcmp(al, "auto") ? 0
+                 : !strcmp(al, "skew") ? 1
+                 : !strcmp(al, "xor")  ? 2
+                                       : -1,
              .raster_m = kl_pass_opt_int(po, "raster-group-m"),
              .wg_fence_late = wf && !strcmp(wf, "late"),
              .tma = kl_pass_opt_int(po, "tma") };
@@ -1677,6 +1783,11 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: cp-async-layout must be auto, xor, krow or kgroup, got %s",
                   lay ? lay : "(none)");
+    return KL_ERR;
+  }
+  if (o.amd_lds < 0) {
+    kl_emit_error(module->ctx, module->loc,
+                  "rock-gridwise-to-blockwise: amd-lds-layout must be auto, skew or xor, got %s", al ? al : "(none)");
     return KL_ERR;
   }
   if (o.amd_loop < 0 || o.amd_loop > 2) {
@@ -1720,6 +1831,12 @@ static const kl_pass_option options[] = {
     "wgmma K loop (passes/rock_wgmma.h): where each step's fence.proxy.async goes: early = after the LDS "
     "stores, before the next global loads; late = after the global loads and the wait (the earlier loop; "
     "its fence waited for the loads)" },
+  { "amd-lds-layout", KL_OPT_STRING, "auto",
+    "LDS tiles of the AMDGPU K loop: skew = [K/8, rows + skew, 8] (kpack 8 for 2-byte types); xor = "
+    "[rows, K] with the 16-byte chunks of a row XOR-swizzled by the row (no padding; any kpack > 1 tile "
+    "outside mma.sync / wgmma, host included); auto = xor for MFMA / WMMA tiles whose skewed pair fits "
+    "the LDS once but not twice while the xor pair fits twice (then double-buffered: one barrier per K "
+    "step), else skew (see docs/ARCHITECTURE.md)" },
   { "amd-k-loop", KL_OPT_INT, "0",
     "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
     "several K steps, on any target (tests run it on the host)" },

@@ -145,12 +145,63 @@ typedef struct {
   bool read;    /* read_into: g -> p; write_all: p -> g */
   bool branch;  /* read_into on AMDGPU: bounds-masked loads behind a branch (see copy_body) */
   double scale; /* write_all: store_scale (the atomic forms of a GEMM + reduce_mean), 1 else */
+  /* AMDGPU copies between registers and a flat LDS buffer indexed by the thread id and
+   * iter, unrolled (lds_index): the iterations whose LDS index is an earlier one's plus a
+   * constant for every thread reuse that index (LLVM folds the constant into the ds
+   * instruction's offset and merges neighbours: the xor tiles' transposed 2-byte K pairs
+   * into one 4-byte store, which it could not prove adjacent through the XOR) */
+  bool lds_off;
+  int64_t nthreads;
+  struct {
+    int64_t i;
+    kl_value *idx;
+  } base[32];
+  int nbase;
 } copy_st;
+/* The flat LDS index of iteration i (see copy_st.lds_off): an earlier base's index plus
+ * the constant their addresses differ by for every thread 0 .. nthreads - 1 (all valid),
+ * else a new base (NULL where the view may be out of bounds: the caller's general path). */
+static kl_value *lds_index(kl_ll *L, copy_st *s, kl_value *const *up, int64_t i) {
+  const int64_t *st = s->gbuf->type->strides;
+  for (int b = 0; b < s->nbase; b++) {
+    int64_t c = 0;
+    bool same = true;
+    for (int64_t t = 0; t < s->nthreads && same; t++) {
+      int64_t u1[2] = { t, i }, u0[2] = { t, s->base[b].i };
+      bool v1, v0;
+      int64_t a1 = kl_view_eval_addr(s->gv, u1, st, &v1), a0 = kl_view_eval_addr(s->gv, u0, st, &v0);
+      if (!v1 || !v0) return NULL;
+      if (t == 0) c = a1 - a0;
+      same = a1 - a0 == c;
+    }
+    if (same) return kl_emit_add(&L->e, s->base[b].idx, kl_emit_index(&L->e, c));
+  }
+  kl_value *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
+  int64_t cv;
+  kl_view_emit(&L->e, s->gv, up, lower, &valid);
+  if (valid && !(kl_emit_const_of(valid, &cv) && cv)) return NULL;
+  if (s->nbase < 32) s->base[s->nbase].i = i, s->base[s->nbase++].idx = lower[0];
+  return lower[0];
+}
 static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
   copy_st *s = ud;
   kl_value *up[KL_VIEW_MAX_DIMS];
   for (int i = 0; i < s->nextra; i++) up[i] = s->extra[i];
   up[s->nextra] = iv;
+  int64_t ic;
+  kl_value *li = s->lds_off && kl_emit_const_of(iv, &ic) ? lds_index(L, s, up, ic) : NULL;
+  if (li && s->read) {
+    kl_value *x = kl_ll_convert(L, kl_ll_load(L, s->gbuf, &li, NULL, s->vlen), s->pbuf->type->elem);
+    kl_ll_store_view(L, x, s->pbuf, s->pv, &iv);
+    return;
+  }
+  if (li) {
+    kl_value *x = kl_ll_load_view(L, s->pbuf, s->pv, &iv, s->vlen);
+    x = kl_ll_convert(L, x, s->gbuf->type->elem);
+    if (s->scale != 1.0) x = kl_ll_op2(L, "arith.mulf", x, kl_ll_const(L, x->type, s->scale), x->type);
+    kl_ll_store(L, x, s->gbuf, &li, NULL);
+    return;
+  }
   if (s->read && s->branch) {
     /* AMDGPU: the register copy gets 0, then the load only where the view is in bounds.
      * The select of kl_ll_load (select(valid, load, 0)) consumes the loaded value where it
@@ -182,6 +233,73 @@ static void copy_body(kl_ll *L, kl_value *iv, kl_value **carry, void *ud) {
     if (s->scale != 1.0) x = kl_ll_op2(L, "arith.mulf", x, kl_ll_const(L, x->type, s->scale), x->type);
     kl_ll_store_view(L, x, s->gbuf, s->gv, up);
   }
+}
+/* Whether the LDS addresses of iteration j are those of iteration i plus d for every
+ * thread (all valid), and (al > 1) those of i a multiple of al. */
+static bool lds_follows(const copy_st *s, int64_t i, int64_t j, int64_t d, int64_t al) {
+  const int64_t *st = s->gbuf->type->strides;
+  for (int64_t t = 0; t < s->nthreads; t++) {
+    int64_t u1[2] = { t, j }, u0[2] = { t, i };
+    bool v1, v0;
+    int64_t a1 = kl_view_eval_addr(s->gv, u1, st, &v1), a0 = kl_view_eval_addr(s->gv, u0, st, &v0);
+    if (!v1 || !v0 || a1 != a0 + d || (al > 1 && a0 % al)) return false;
+  }
+  return true;
+}
+/* The unrolled AMDGPU register -> LDS copy (copy_st.lds_off, writes): iterations whose LDS
+ * vectors continue each other for every thread (a transposed operand's K pair: two
+ * 2-byte elements of two iterations) are stored as one vector of up to 16 bytes, aligned
+ * to its size (checked for every thread), joined with vector.shuffle; the others as
+ * copy_body. */
+static void lds_write_runs(kl_ll *L, copy_st *s, int64_t n) {
+  int64_t cnt = n / s->vlen, eb = (kl_type_bits(s->gbuf->type->elem) + 7) / 8;
+  bool *done = calloc((size_t)cnt, 1);
+  for (int64_t a = 0; a < cnt; a++) {
+    if (done[a]) continue;
+    int64_t idx[8] = { a }, r = 1;
+    /* grow the run to 2, 4, 8 pieces while the next piece exists and the bytes fit 16 */
+    while (2 * r * s->vlen * eb <= 16 && 2 * r <= 8) {
+      int64_t got = r;
+      for (int64_t b = a + 1; b < cnt && got < 2 * r; b++)
+        if (!done[b] && lds_follows(s, a * s->vlen, b * s->vlen, got * s->vlen, 2 * r * s->vlen)) {
+          bool dup = false;
+          for (int64_t q = 0; q < got; q++) dup |= idx[q] == b;
+          if (!dup) idx[got++] = b, b = a; /* restart: the next piece may come earlier */
+        }
+      if (got < 2 * r) break;
+      r *= 2;
+    }
+    if (r == 1) {
+      done[a] = true;
+      copy_body(L, kl_ll_idx(L, a * s->vlen), NULL, s);
+      continue;
+    }
+    kl_value *up[2] = { s->extra[0], kl_ll_idx(L, a * s->vlen) };
+    kl_value *li = lds_index(L, s, up, a * s->vlen);
+    if (!li) {
+      done[a] = true;
+      copy_body(L, kl_ll_idx(L, a * s->vlen), NULL, s);
+      continue;
+    }
+    kl_value *pc[8];
+    for (int64_t q = 0; q < r; q++) {
+      done[idx[q]] = true;
+      kl_value *iv = kl_ll_idx(L, idx[q] * s->vlen);
+      kl_value *x = kl_ll_convert(L, kl_ll_load_view(L, s->pbuf, s->pv, &iv, s->vlen), s->gbuf->type->elem);
+      pc[q] = s->vlen > 1 ? x : kl_ll_op1(L, "vector.broadcast", x, kl_type_vector(L->ctx, x->type, 1));
+    }
+    for (int64_t w = r, len = s->vlen; w > 1; w /= 2, len *= 2)
+      for (int64_t q = 0; q < w / 2; q++) {
+        int64_t mask[16];
+        for (int64_t e = 0; e < 2 * len; e++) mask[e] = e;
+        kl_value *o[2] = { pc[2 * q], pc[2 * q + 1] };
+        kl_named_attr at = { "mask", kl_attr_i64_array(L->ctx, (int)(2 * len), mask) };
+        const kl_type *rt = kl_type_vector(L->ctx, s->gbuf->type->elem, (int)(2 * len));
+        pc[q] = kl_op_result(kl_rewriter_create(L->e.rw, "vector.shuffle", L->e.loc, 2, o, 1, &rt, 1, &at, 0), 0);
+      }
+    kl_ll_store(L, pc[0], s->gbuf, &li, NULL);
+  }
+  free(done);
 }
 static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
@@ -244,6 +362,18 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   kl_ll L;
   kl_ll_init(&L, rw, op->loc, o->unroll);
   const char *store = read ? NULL : kl_op_attr_string(op, "store");
+  /* lds_index: AMDGPU, a flat LDS buffer, (thread id, iter), unrolled, plain stores */
+  int64_t trips = vl > 0 ? (n + vl - 1) / vl : 0;
+  s.lds_off = gb->type->space == KL_SPACE_LDS && gb->type->rank == 1 && nextra == 1 &&
+      (trips <= L.unroll || trips == 1) && (!store || !strcmp(store, "set")) && amdgpu_op(op);
+  s.nthreads = s.lds_off ? kl_view_size(w, 0) : 0;
+  if (s.lds_off && !read && s.scale == 1.0 && n % vl == 0) {
+    lds_write_runs(&L, &s, n);
+    kl_view_free(gv);
+    kl_view_free(pv);
+    kl_rewriter_erase_op(rw, op);
+    return true;
+  }
   if (store && !strncmp(store, "atomic_", 7)) L.rmw = store + 7; /* the global side's stores only: add, max, min */
   kl_ll_for(&L, kl_ll_idx(&L, 0), kl_ll_idx(&L, n), vl, 0, NULL, copy_body, &s);
   kl_view_free(gv);

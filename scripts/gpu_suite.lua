@@ -14,7 +14,9 @@
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
 -- cp.async pipeline at S = 1..4 in its xor LDS layout, krow at S = 2, 3 and kgroup at S = 3, with the async
 -- path's 128x256x32 / 256x128x32 tiles (spec/lua/cp_async_cases.lua), the wgmma cases of
--- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the converts fused into GEMM
+-- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the AMDGPU K loop's unpadded
+-- xor LDS tiles on the device's threads (spec/lua/amd_loop_spec.lua's cases with
+-- amd-k-loop=1 / 2 and amd-lds-layout=xor, kpack-8 FMA configs), the converts fused into GEMM
 -- loads of spec/lua/input_cvt_cases.lua (f32 / fp8 operands; every fp8 code to f16), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
@@ -28,7 +30,7 @@ package.path = "spec/lua/?.lua;scripts/lib/?.lua;" .. package.path
 local SEL = require "suite_select"
 local SECTIONS = { "fused", "fusion", "swizzle", "int8", "ewpairs", "reduce", "vector", "rsplit", "rfusion", "f64",
                    "rheuristic", "plans", "async", "splitk", "splitk_ws", "gemm_reduce", "gemm_reduce_rand", "ndconv",
-                   "layout", "ldmatrix", "tune", "cp.async", "wgmma", "tma", "cvtfuse", "migraphx", "memory" }
+                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "cvtfuse", "migraphx", "memory" }
 local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("KILN_SUITE_ONLY"))
 if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
 for _, line in ipairs(sel:header()) do print(line) end
@@ -734,6 +736,38 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
   end
 end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
+end
+-- the AMDGPU K loop (single / double-buffered) on the unpadded xor LDS tiles
+-- (rock-gridwise-to-blockwise{amd-k-loop=L amd-lds-layout=xor}), run by the device's threads:
+-- the cp.async cases with kpack-8 FMA configs (spec/lua/amd_loop_spec.lua's host cases), against
+-- g:eval; a missing barrier of the double-buffered loop shows as wrong results here
+if section("amdloop") then
+local CPA = require "cp_async_cases"
+local function kpack8(perf)
+  local mb, nb, kb, mt, nt = perf:match("^v1:(%d+),(%d+),(%d+),(%d+),(%d+),1$")
+  kb = math.max(16, tonumber(kb))
+  if tonumber(mb) == 32 and tonumber(nb) == 32 and kb == 16 then kb = 32 end
+  return ("v1:%s,%s,%d,%s,%s,8"):format(mb, nb, kb, mt, nt)
+end
+for _, c in ipairs(CPA.cases()) do
+  for _, loop in ipairs { 1, 2 } do
+    local ok, err = pcall(function()
+      local pl = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+        "rock-gridwise-to-blockwise{amd-k-loop=" .. loop .. " amd-lds-layout=xor},", 1)
+      local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = pl, perf_config = kpack8(c.host_perf) })
+      local k
+      for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+      if not k or k.amd_lds_layout ~= "xor" then error("no GEMM kernel in the xor LDS layout", 0) end
+      local got, want = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
+      local good, rep = CPA.check(got, want, c.dtype)
+      if not good then error(tostring(rep and rep.summary or rep), 0) end
+    end)
+    if ok then pass = pass + 1 else
+      fail = fail + 1
+      failures[#failures + 1] = c.name .. " amd-k-loop=" .. loop .. " xor: " .. tostring(err)
+    end
+  end
+end
 end
 progress("before wgmma")
 -- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 (and fp8 quant_dot / quant_conv

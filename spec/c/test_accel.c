@@ -363,6 +363,11 @@ typedef struct mem {
   bool per_thread;
   /* LDS written by rock.async_copy: per element the writing thread (-1 none) and its group */
   int32_t *cp_writer, *cp_group;
+  /* LDS races (rock.load / rock.store, lds_race): per element the last writing thread (-1
+   * none) and the barrier count at its write; the reading thread since the last barrier
+   * (-1 none, -2 several) and the barrier count at that read */
+  int32_t *rc_w, *rc_r;
+  int64_t *rc_wb, *rc_rb;
 } mem;
 #define CP_GROUPS 4096          /* rock.async_commit groups per thread and block (modelled) */
 #define WG_Q      8             /* committed wgmma groups in flight per warpgroup (modelled) */
@@ -676,6 +681,29 @@ static void count_banks(sim *s, int st, const int64_t *a, const bool *mask, int 
     }
 }
 
+/* The LDS race check of rock.load / rock.store (every workgroup, every target): thread t
+ * accesses elements a .. a + n - 1 of m. A read of an element another thread wrote, or a
+ * write of one another thread read or wrote, with no barrier between the two accesses
+ * fails (the lock-step order is one legal order; the barriers are what make every order
+ * give the same result). */
+static void lds_race(sim *s, kl_op *op, mem *m, int64_t a, int64_t n, int t, bool ld) {
+  int64_t now = s->barriers;
+  for (int64_t e = a; e < a + n && e < m->span && !s->bad; e++) {
+    if (m->rc_w[e] >= 0 && m->rc_w[e] != t && m->rc_wb[e] == now)
+      sfail(s, op, "thread %d %s LDS element %lld that thread %d wrote with no barrier since (a race)", t,
+            ld ? "reads" : "writes", (long long)e, m->rc_w[e]);
+    else if (!ld && m->rc_rb[e] == now && m->rc_r[e] != t && m->rc_r[e] != -1)
+      sfail(s, op, "thread %d writes LDS element %lld that thread %d read with no barrier since (a race)", t,
+            (long long)e, m->rc_r[e] == -2 ? -1 : m->rc_r[e]);
+    if (ld) {
+      if (m->rc_rb[e] != now)
+        m->rc_rb[e] = now, m->rc_r[e] = t;
+      else if (m->rc_r[e] != t)
+        m->rc_r[e] = -2;
+    } else
+      m->rc_w[e] = t, m->rc_wb[e] = now;
+  }
+}
 /* Whether thread r may read LDS element a of m (rock.async_copy protocol, see sim). */
 static void cp_check_read(sim *s, kl_op *op, mem *m, int64_t a, int64_t n, int r) {
   for (int64_t e = a; m->cp_writer && e < a + n && !s->bad; e++) {
@@ -1263,6 +1291,15 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     mem *m = &s->mems[s->nmems++];
     m->k = &op->results[0];
     m->cp_writer = m->cp_group = NULL;
+    m->rc_w = m->rc_r = NULL;
+    m->rc_wb = m->rc_rb = NULL;
+    if (bt->space == KL_SPACE_LDS) {
+      m->rc_w = malloc(sizeof *m->rc_w * span);
+      m->rc_r = malloc(sizeof *m->rc_r * span);
+      m->rc_wb = malloc(sizeof *m->rc_wb * span);
+      m->rc_rb = malloc(sizeof *m->rc_rb * span);
+      for (int64_t i = 0; i < span; i++) m->rc_w[i] = m->rc_r[i] = -1, m->rc_wb[i] = m->rc_rb[i] = -1;
+    }
     m->span = span;
     m->per_thread = pt;
     int64_t tot = span * (pt ? nt : 1);
@@ -1290,6 +1327,7 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
       as[t] = a;
       sm = m;
       if (ld) cp_check_read(s, op, m, a, w, t);
+      if (m->rc_w) lds_race(s, op, m, a, w, t, ld);
       for (int i = 0; i < w; i++) {
         if (ld)
           o[t * w + i] = m->data[a + i];
@@ -1354,6 +1392,22 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
       for (int g = s->cp_retired[t]; g < s->cp_commits[t] - pend; g++) s->cp_bar[t][g] = s->barriers;
       if (s->cp_commits[t] - pend > s->cp_retired[t]) s->cp_retired[t] = (int32_t)(s->cp_commits[t] - pend);
     }
+    return;
+  }
+  if (!strcmp(n, "vector.shuffle")) { /* result[e] = concat(x, y)[mask[e]] */
+    const kl_attr *mk = kl_op_attr(op, "mask");
+    kl_value *xv = op->opnds[0].value, *yv = op->opnds[1].value;
+    int wx = width_of(xv->type), wy = width_of(yv->type), wo = width_of(op->results[0].type);
+    double *x = val_r(s, op, xv), *y = val_r(s, op, yv), *o = val_w(s, &op->results[0]);
+    if (!mk || mk->kind != KL_AT_ARRAY || mk->n != wo) {
+      sfail(s, op, "vector.shuffle without a mask of the result's width");
+      return;
+    }
+    for (int t = 0; x && y && t < nt; t++)
+      for (int e = 0; e < wo; e++) {
+        int64_t j = mk->elems[e]->i;
+        o[t * wo + e] = j < wx ? x[t * wx + j] : y[t * wy + (j - wx)];
+      }
     return;
   }
   if (!strcmp(n, "rock.wgmma_desc")) {
@@ -1512,7 +1566,7 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
       const kl_type *bt = entry->args[i]->type;
       int64_t span = 1;
       for (int d = 0; d < bt->rank; d++) span += (bt->shape[d] - 1) * bt->strides[d];
-      s.mems[s.nmems++] = (mem){ entry->args[i], args[i], span, false, NULL, NULL };
+      s.mems[s.nmems++] = (mem){ entry->args[i], args[i], span, false, NULL, NULL, NULL, NULL, NULL, NULL };
     }
     int nargs = s.nmems;
     exec_block(&s, entry, mask);
@@ -1530,6 +1584,10 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
       free(s.mems[i].data);
       free(s.mems[i].cp_writer);
       free(s.mems[i].cp_group);
+      free(s.mems[i].rc_w);
+      free(s.mems[i].rc_r);
+      free(s.mems[i].rc_wb);
+      free(s.mems[i].rc_rb);
     }
     sim_reset_values(&s);
   }
@@ -1692,6 +1750,33 @@ static int rnd_fp8(uint64_t *st, int ebits) {
   return (int)(((r >> 4) & 1) << 7) | (e << mbits) | m;
 }
 
+/* The K loop of a lowered kernel: the scf.for with rock.barrier ops in its body that
+ * contains a rock.mma (NULL if none); its barriers per K step (the body's barriers over
+ * the loop's constant step) in *bps. */
+static kl_op *k_loop(kl_op *k, double *bps) {
+  int n;
+  kl_op **ops = kl_collect_ops(k, &n), *best = NULL;
+  for (int i = 0; i < n && !best; i++) {
+    kl_op *f = ops[i];
+    if (strcmp(f->name, "scf.for") || !f->nregions || count_ops(f, "rock.mma") == 0) continue;
+    int nb = 0;
+    for (kl_op *o = f->regions[0].first ? f->regions[0].first->first : NULL; o; o = o->next)
+      nb += !strcmp(o->name, "rock.barrier");
+    const kl_op *st = f->nopnds >= 3 ? f->opnds[2].value->def : NULL;
+    const kl_attr *v = st ? kl_op_attr(st, "value") : NULL;
+    if (nb && v && v->kind == KL_AT_INT && v->i > 0) {
+      best = f;
+      *bps = (double)nb / (double)v->i;
+    }
+  }
+  free(ops);
+  return best;
+}
+/* Of the last run_case_with: the kernel's amd_lds_layout is "xor"; its K loop's barriers
+ * per K step (k_loop; 0 without one). */
+static bool g_last_xor;
+static double g_last_bps;
+
 /* When set, run_case_with breaks the lowered kernel with it before interpreting; it
  * returns the part of the interpreter's error expected (NULL: the mutation found nothing
  * to break, which fails). */
@@ -1721,6 +1806,10 @@ static void run_case_with(const gcase *c, const char *pipeline) {
           (!pipeline || !strstr(pipeline, "wgmma=false"));
   bool want_accel = !wg && (!c->perf || !strncmp(c->perf, "v2:", 3)) &&
       kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
+  const char *lay = kl_op_attr_string(k, "amd_lds_layout");
+  g_last_xor = lay && !strcmp(lay, "xor");
+  g_last_bps = 0;
+  k_loop(k, &g_last_bps);
   CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what,
         count_ops(k, "rock.mma"), want_accel);
   const char *pc = kl_op_attr_string(k, "perf_config");
@@ -1935,6 +2024,7 @@ static void test_banks_amd_all(void) {
     int n = d ? kl_accel_amd_candidates(t, d, 2, cs, KL_ACCEL_AMD_MAX_CANDIDATES) : 0;
     CHECK(n > 0 && n <= KL_ACCEL_AMD_MAX_CANDIDATES, "%s: %d heuristic candidates", targets[ti], n);
     int64_t worst[2] = { 0, 0 }; /* per mille of the ideal */
+    int nxor = 0;                /* configs in the xor layout (amd-lds-layout=auto) */
     for (int i = 0; i < n && i < KL_ACCEL_AMD_MAX_CANDIDATES; i++)
       for (int form = 0; form < (getenv("KILN_TEST_AMD_FORMS") ? 1 : 2); form++) {
         char perf[96];
@@ -1947,6 +2037,11 @@ static void test_banks_amd_all(void) {
         for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
         run_case(&g);
         total++;
+        if (g_last_xor) { /* the unpadded xor tiles exist to double-buffer: one barrier per K step */
+          nxor += form == 0;
+          CHECK(g_last_bps == 1.0, "%s %s%s (xor LDS): %.2f barriers per K step", g.target, perf, g.bt ? " B^T" : "",
+                g_last_bps);
+        }
         CHECK(g_lds_ideal[0] > 0 && g_lds_ideal[1] > 0, "%s %s: no LDS access counted", g.target, perf);
         for (int j = 0; j < 2; j++) {
           CHECK(g_lds_wavefronts[j] <= 2 * g_lds_ideal[j], "%s %s%s: %s %lld wavefronts for %lld phases", g.target,
@@ -1956,12 +2051,72 @@ static void test_banks_amd_all(void) {
           if (pm > worst[j]) worst[j] = pm;
         }
       }
-    printf("  banks: %s f16: %d heuristic configs, worst fragment reads %.2f-way, copies %.2f-way\n", targets[ti], n,
-           worst[0] / 1000.0, worst[1] / 1000.0);
+    printf("  banks: %s f16: %d heuristic configs (%d in the xor LDS layout, double-buffered), worst fragment reads "
+           "%.2f-way, copies %.2f-way\n",
+           targets[ti], n, nxor, worst[0] / 1000.0, worst[1] / 1000.0);
+    if (!strcmp(targets[ti], "gfx942")) CHECK(nxor > 0, "gfx942: no heuristic config takes the xor LDS layout");
   }
   kl_ctx_destroy(ctx);
-  group_end("banks: every AMD heuristic config (f16, gfx90a / gfx942 / gfx1100, GEMM and conv forms): fragment "
-            "reads and copies <= 2-way");
+  group_end("banks: every AMD heuristic config (f16, gfx90a / gfx942 / gfx1100, GEMM and conv forms, skewed or "
+            "xor LDS tiles): fragment reads and copies <= 2-way, no LDS race, xor tiles one barrier per K step");
+}
+
+/* Removes the first (second: which = 1) barrier of the K loop's body (k_loop). */
+static int g_mut_which;
+static const char *mut_amd_barrier(kl_op *k) {
+  double bps;
+  kl_op *f = k_loop(k, &bps);
+  int i = 0;
+  for (kl_op *o = f ? f->regions[0].first->first : NULL; o; o = o->next)
+    if (!strcmp(o->name, "rock.barrier") && i++ == g_mut_which) {
+      kl_op_unlink(o);
+      return "with no barrier since (a race)";
+    }
+  return NULL;
+}
+/* The AMDGPU K loop on unpadded xor LDS tiles (rock-gridwise-to-blockwise{amd-lds-layout},
+ * auto: the heuristic's gfx942 256x256x32 f16 / bf16, whose skewed tile pair fits the LDS
+ * once but not twice): double-buffered, one barrier per K step, equal to a direct matmul
+ * (odd sizes: padded tiles; K steps even and odd; A / B transposed; a fused epilogue),
+ * no LDS race (lds_race); with either barrier of the loop body removed the interpreter
+ * reports the race. Forced xor (amd-lds-layout=xor) on other MFMA / WMMA tiles too. */
+static void test_amd_xor(void) {
+  group_begin();
+  static const gcase cases[] = {
+    { "gfx942", "f16", 1, 256, 256, 64, true, false, false, "v2:256,256,32,128,64,8", "f32" },
+    { "gfx942", "bf16", 1, 300, 270, 100, false, true, true, "v2:256,256,32,128,64,8", "bf16" },
+    { "gfx942", "f16", 1, 256, 256, 96, true, true, false, "v2:256,256,32,128,64,8", "f16" },
+    { "gfx942", "f16", 1, 40, 300, 160, false, false, true, "v2:256,256,32,128,64,8", "f16" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const gcase *c = &cases[i];
+    run_case(c);
+    CHECK(g_last_xor && g_last_bps == 1.0, "%s %s %s: xor %d, %.2f barriers per K step", c->target, c->type,
+          c->perf ? c->perf : "heuristic", g_last_xor, g_last_bps);
+    CHECK(g_lds_wavefronts[0] <= 2 * g_lds_ideal[0] && g_lds_wavefronts[1] <= 2 * g_lds_ideal[1],
+          "%s: LDS reads %lld / %lld, copies %lld / %lld", c->perf ? c->perf : "heuristic",
+          (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0], (long long)g_lds_wavefronts[1],
+          (long long)g_lds_ideal[1]);
+    for (g_mut_which = 0; g_mut_which < 2; g_mut_which++) {
+      g_mutate = mut_amd_barrier;
+      run_case(c);
+      g_mutate = NULL;
+    }
+  }
+  /* forced: MFMA 128x128x64 (two 64-byte panels), WMMA 64x64x32, K steps 3 */
+  static const gcase forced[] = {
+    { "gfx90a", "f16", 1, 128, 128, 192, true, false, false, "v2:128,128,64,64,32,8", "f32" },
+    { "gfx1100", "f16", 1, 64, 64, 96, false, true, false, "v2:64,64,32,32,32,8", "f32" },
+  };
+  for (size_t i = 0; i < sizeof forced / sizeof *forced; i++) {
+    run_case_with(&forced[i],
+                  "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{amd-lds-layout=xor amd-k-loop=2},"
+                  "rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,dce");
+    CHECK(g_last_xor && g_last_bps == 1.0, "%s forced xor: xor %d, %.2f barriers per K step", forced[i].perf,
+          g_last_xor, g_last_bps);
+  }
+  group_end("amd xor: double-buffered K loop on unpadded xor LDS tiles: one barrier per K step, numerics, no LDS "
+            "race; either barrier removed: the race is reported");
 }
 
 static void test_banks(void) {
@@ -3186,6 +3341,7 @@ int main(void) {
     return g_fail ? 1 : 0;
   }
   if (getenv("KILN_TEST_ONLY_AMD_BANKS")) { /* iterating on the AMD LDS layouts alone */
+    test_amd_xor();
     test_banks_amd();
     test_banks_amd_all();
     return g_fail ? 1 : 0;
@@ -3204,6 +3360,7 @@ int main(void) {
   test_configs();
   test_numerics();
   test_banks();
+  test_amd_xor();
   test_ldmatrix();
   test_cp_async();
   test_wgmma();

@@ -6,13 +6,20 @@
 -- rock-lower-loops{host-copies=false masked-load-branch=true} force both on every GEMM of
 -- cp_async_cases.lua (even K step counts, padded tiles, convs with padding, prologues,
 -- f16 / bf16 / f32) and on odd K step counts; each must match g:eval on random inputs.
+-- rock-gridwise-to-blockwise{amd-lds-layout=xor} puts the same cases' LDS tiles in the
+-- unpadded xor layout (16-byte chunks of kpack 8 XOR-swizzled by the row: what the AMD
+-- double-buffered loop takes for tiles whose skewed pair does not fit twice, e.g. gfx942's
+-- 256x256x32) with kpack-8 host configs (K tiles of 16, 32 and 128: 1 and 4 panels), also
+-- through the host's fused copies (lower_loops_host.c, which must see the XOR as non-linear:
+-- it took the xor tiles' addresses as linear and got 64x64x16 wrong).
 -- (On AMD targets the same code is checked statically by amd_suite_spec.lua.)
 local kiln = require "kiln"
 local C = require "cp_async_cases"
 
-local function pipeline(loop)
+local function pipeline(loop, lds, host_lowering)
   local p, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-    "rock-gridwise-to-blockwise{amd-k-loop=" .. loop .. "},", 1)
+    "rock-gridwise-to-blockwise{amd-k-loop=" .. loop .. (lds and (" amd-lds-layout=" .. lds) or "") .. "},", 1)
+  if host_lowering then return p end -- the host's own copies (lower_loops_host.c) and loads
   local q, m = p:gsub("rock%-lower%-loops[^,]*,", "rock-lower-loops{host-copies=false masked-load-branch=true},", 1)
   assert(n == 1 and m == 1, "the default pipeline has rock-gridwise-to-blockwise and rock-lower-loops")
   return q
@@ -44,6 +51,38 @@ describe("AMDGPU K loop and bounds-masked copies on the host", function()
       end)
     end
   end
+
+  -- the xor LDS layout: each host config with kpack 8 (K tile 8 -> 16: at least two chunks)
+  local function kpack8(perf)
+    local mb, nb, kb, mt, nt = perf:match("^v1:(%d+),(%d+),(%d+),(%d+),(%d+),1$")
+    kb = math.max(16, tonumber(kb))
+    if tonumber(mb) == 32 and tonumber(nb) == 32 and kb == 16 then kb = 32 end -- one 64-byte panel
+    return ("v1:%s,%s,%d,%s,%s,8"):format(mb, nb, kb, mt, nt)
+  end
+  for _, v in ipairs { { 1 }, { 2 }, { 2, true } } do
+    local loop = v[1]
+    for _, c in ipairs(cases) do
+      it(("amd-lds-layout=xor amd-k-loop=%d%s %s"):format(loop, v[2] and " (host copies)" or "", c.name), function()
+        local p = kiln.compile(c.g, { target = "host", cache = false, pipeline = pipeline(loop, "xor", v[2]),
+                                      perf_config = kpack8(c.host_perf) })
+        assert.is_truthy(p:ir("rock-gridwise-to-blockwise"):find('amd_lds_layout = "xor"', 1, true))
+        local got, want = p:run(c.inputs), c.g:eval(c.inputs)
+        local ok, rep = C.check(got[1] or got, want[1] or want, c.dtype)
+        assert.is_true(ok, rep)
+      end)
+    end
+  end
+
+  it("amd-lds-layout=xor on a tile it cannot describe, and a bad value, are errors", function()
+    local c = odd_cases()[1]
+    local ok, err = pcall(kiln.compile, c.g, { target = "host", cache = false, pipeline = pipeline(2, "xor"),
+                                               perf_config = "v1:16,16,8,16,16,1" })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("amd-lds-layout=xor needs kpack > 1", 1, true), tostring(err))
+    ok, err = pcall(kiln.compile, c.g, { target = "host", cache = false, pipeline = pipeline(2, "rows") })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("amd-lds-layout must be auto, skew or xor, got rows", 1, true), tostring(err))
+  end)
 
   it("the forms are used: two tile pairs, loads under scf.if", function()
     local c = odd_cases()[1]

@@ -16,6 +16,11 @@
 --  * at most two barriers per K step in every main loop, one where the LDS is
 --    double-buffered (two workgroups with two tile pairs fit the LDS; a forced
 --    single-buffered loop, rock-gridwise-to-blockwise{amd-k-loop=1}, shows two);
+--  * gfx942 4096^3 f16 / bf16 (the heuristic's 256x256x32): the unpadded xor LDS tiles
+--    (amd-lds-layout auto), double-buffered: one s_barrier per K step (two in the loop
+--    body of two K steps), LDS <= 64 KiB, scratch 0, no spills; the skewed tiles
+--    (amd-lds-layout=skew) keep two barriers per step; every suite GEMM whose kernel
+--    takes the xor tiles has one barrier per K step;
 --  * no ds_write_b16 / ds_write_b8 (ds_store_b16 / b8 on gfx11) in the main loop of f16 /
 --    bf16 GEMMs on gfx90a, gfx942 and gfx1100 (kpack 8: 16-byte LDS rows; a transposed
 --    copy keeps two K elements per thread, one 4-byte store: rock-gridwise-to-blockwise);
@@ -153,6 +158,51 @@ describe("AMDGPU double-buffered K loop: one barrier per K step", function()
         local p = compile(c)
         local k = p:kernels("gfx942")[1]
         assert.are.equal(1, barriers_per_step(p, k, "gfx942"))
+      end
+    end
+  end)
+end)
+
+describe("AMDGPU big tiles: unpadded xor LDS tiles, double-buffered, one barrier per K step", function()
+  local skew = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+    "rock-gridwise-to-blockwise{amd-lds-layout=skew},", 1)
+  for _, id in ipairs { "gemm_f16_4096", "gemm_bf16_4096" } do
+    it("gfx942 " .. id, function()
+      local c
+      for _, x in ipairs(C.GEMMS) do if x[1] == id then c = x end end
+      local p = compile(c)
+      local k = p:kernels("gfx942")[1]
+      local s, asm = k.amdgpu, p:disasm(k.name, "gfx942")
+      assert.truthy(k.perf_config:find("^v2:256,256,"), k.perf_config)
+      assert.are.equal("xor", k.amd_lds_layout)
+      local per = isa.mma_per_step(asm, k.perf_config, k.block // s.wave_size)
+      local nb, steps = isa.barriers_per_step(asm, per)
+      assert.are.equal(2, steps, "two K steps per loop iteration")
+      assert.are.equal(1, nb / steps, "s_barrier per K step")
+      assert.is_true(s.lds_bytes <= 65536, "LDS " .. s.lds_bytes)
+      assert.are.same({}, spills(k))
+      assert.are.same({}, isa.pipelining(asm))
+      assert.are.same({}, isa.narrow_lds_stores(asm))
+      print(("amd_suite_spec: gfx942 %s %s xor: VGPR %d AGPR %d LDS %d scratch %d occupancy %d (%s)"):format(id,
+        k.perf_config, s.vgpr, s.agpr, s.lds_bytes, s.scratch_bytes, s.occupancy, s.occupancy_limit))
+      -- the skewed tiles (36 KiB a pair) do not fit twice: two barriers per step
+      local q = kiln.compile(c[3](kiln), { targets = { "gfx942" }, cache = false, pipeline = skew })
+      local kq = q:kernels("gfx942")[1]
+      assert.are.equal(2, barriers_per_step(q, kq, "gfx942"))
+      assert.are.equal("", kq.amd_lds_layout)
+    end)
+  end
+  it("every suite GEMM in the xor layout: one barrier per K step (gfx90a, gfx942, gfx1100)", function()
+    for _, c in ipairs(C.GEMMS) do
+      local p = compile(c)
+      for _, t in ipairs { "gfx90a", "gfx942", "gfx1100" } do
+        for _, k in ipairs(p:kernels(t)) do
+          local bps = barriers_per_step(p, k, t)
+          if k.amd_lds_layout == "xor" then
+            assert.are.equal(1, bps, t .. " " .. k.name)
+            assert.is_true(k.amdgpu.lds_bytes <= 65536, t .. " " .. k.name)
+          end
+        end
       end
     end
   end)
