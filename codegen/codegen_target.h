@@ -32,9 +32,16 @@
 #include "core/target.h"  /* kl_arch, kl_target */
 
 /* Options for emission; pass NULL for the defaults (O3, default features). */
+/* Where an emission's time went (wall ms): the LLVM middle end (verify, clone, the
+ * optimisation pipeline) and the code generator (instruction selection to the binary). */
+typedef struct kl_codegen_times {
+  double opt_ms, codegen_ms;
+} kl_codegen_times;
+
 typedef struct kl_codegen_opts {
-  int opt_level;        /* 0..3 for the middle end and the code generator; default 3 */
-  const char *features; /* replaces the default LLVM feature string when non-NULL */
+  int opt_level;           /* 0..3 for the middle end and the code generator; default 3 */
+  const char *features;    /* replaces the default LLVM feature string when non-NULL */
+  kl_codegen_times *times; /* when non-NULL, the emission adds its times here */
 } kl_codegen_opts;
 
 typedef struct kl_binary {
