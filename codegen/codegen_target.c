@@ -358,10 +358,11 @@ typedef struct emit_state {
   void *old_diag_ctx;
   kl_llvm_diag diag;
   kl_codegen_times *times; /* the options', or NULL */
+  bool in_place;           /* clone is the caller's module (kl_codegen_opts.in_place) */
 } emit_state;
 
 static void end_emit(emit_state *s) {
-  if (s->clone) LLVMDisposeModule(s->clone);
+  if (s->clone && !s->in_place) LLVMDisposeModule(s->clone);
   if (s->tm) LLVMDisposeTargetMachine(s->tm);
   if (s->ctx) LLVMContextSetDiagnosticHandler(s->ctx, s->old_handler, s->old_diag_ctx);
   s->clone = NULL;
@@ -416,7 +417,8 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
   s->old_handler = LLVMContextGetDiagnosticHandler(s->ctx);
   s->old_diag_ctx = LLVMContextGetDiagnosticContext(s->ctx);
   kl_llvm_diag_install(s->ctx, &s->diag);
-  s->clone = LLVMCloneModule(m);
+  s->in_place = opts && opts->in_place;
+  s->clone = s->in_place ? m : LLVMCloneModule(m);
   if (prepare_module(s->clone, t, s->tm, err, errlen) != KL_OK) goto fail;
   if (t->desc->arch == KL_ARCH_AMDGPU && check_amdgpu_intrinsics(s->clone, t->name, err, errlen) != KL_OK) goto fail;
   if (optimize && kl_codegen_optimize(s->clone, s->tm, level, err, errlen) != KL_OK) goto fail;

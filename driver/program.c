@@ -453,7 +453,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     memcpy(k->llvm_bc, LLVMGetBufferStart(bc), k->llvm_bc_size);
     LLVMDisposeMemoryBuffer(bc);
     kl_codegen_times times = { 0 };
-    kl_codegen_opts copts = { .opt_level = -1, .times = &times };
+    kl_codegen_opts copts = { .opt_level = -1, .times = &times, .in_place = true }; /* lm goes next */
     double t1 = now_ms();
     kl_status st = kl_codegen_emit(lm, v->target, &copts, &v->bins[ki], err, errlen);
     v->phase_ms[KL_PHASE_LLVM_IR] += t1 - t0;
