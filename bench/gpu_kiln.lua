@@ -721,13 +721,16 @@ run.rmsnorm, run.smmask, run.lse = run_fused_rows, run_fused_rows, run_fused_row
 -- driver's PTX -> SASS compile unless its disk cache answers: run with CUDA_CACHE_DISABLE=1
 -- for a cold number). Cached: the same graph again from the in-memory compile cache (its
 -- kernels already loaded). Median of 5 each; the very first compile of the process, which
--- also pays one-time initialisation, is given in the note.
+-- also pays one-time initialisation, is given in the note, with the cold compiles' median
+-- p.compile_phases (kiln's passes, plan, LLVM IR, LLVM's optimisation, its code generator).
+-- Rows are compile_<target>_cold / _cached for the case compile_conv, else <case>_<target>_...
 function run.compile(c)
   local Nb, C, H, W, K = table.unpack(c.dims)
+  local base = c.name == "compile_conv" and "compile" or c.name
   local g = conv_graph(c.name, c.dtype, Nb, C, H, W, K)
   local targets = {}
   if dev.kind == "cuda" or dev.kind == "hip" then targets[#targets + 1] = dev.arch end
-  for _, t in ipairs { "sm_90", "gfx942", "host" } do
+  for _, t in ipairs { "sm_90a", "sm_90", "gfx942", "host" } do
     local dup = false
     for _, u in ipairs(targets) do dup = dup or u == t end
     if not dup then targets[#targets + 1] = t end
@@ -736,16 +739,24 @@ function run.compile(c)
   local disk = os.getenv("CUDA_CACHE_DISABLE") == "1" and "driver cache off" or "driver cache ON"
   for _, t in ipairs(targets) do
     local load_on = (t == dev.arch and dev) or (t == "host" and host) or nil
+    local phases = {}
     local function once(cache)
       local t0 = kiln.clock_ms()
       local p = kiln.compile(g, { target = t, cache = cache })
       local t1 = kiln.clock_ms()
       if load_on then p:load_kernels { device = load_on } end
       local t2 = kiln.clock_ms()
+      if not cache then
+        for k, v in pairs(p.compile_phases) do
+          phases[k] = phases[k] or {}
+          table.insert(phases[k], v)
+        end
+      end
       return t2 - t0, t1 - t0, t2 - t1, p
     end
     local ok, err = pcall(function()
       local first = once(false)
+      phases = {}
       local cold, comp, load = {}, {}, {}
       local p
       for i = 1, 5 do cold[i], comp[i], load[i], p = once(false) end
@@ -755,18 +766,22 @@ function run.compile(c)
       local what = load_on and ("graph -> loaded kernel on " .. load_on.arch .. (t:sub(1, 3) == "sm_" and ", " .. disk or ""))
                            or "graph -> binary (no device of this arch: not loaded)"
       local mc = median(cold)
-      write_row { case = "compile_" .. t .. "_cold", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+      local ph = {}
+      for _, k in ipairs { "passes", "plan", "llvm_ir", "llvm_opt", "llvm_codegen" } do
+        if phases[k] then ph[#ph + 1] = string.format("%s %.1f", k, median(phases[k])) end
+      end
+      write_row { case = base .. "_" .. t .. "_cold", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
                   ms = fmt_num(mc), ms_p10 = fmt_num(sorted(cold)[1]), ms_p90 = fmt_num(sorted(cold)[5]), reps = 5,
                   value = mc, unit = "ms", check = "-",
-                  note = string.format("%s; compile %.1f ms + load %.1f ms (medians); first in process %.1f ms; %d kernel(s)",
-                                       what, median(comp), median(load), first, #p:kernels()) }
+                  note = string.format("%s; compile %.1f ms + load %.1f ms (medians; compile phases ms: %s); first in process %.1f ms; %d kernel(s)",
+                                       what, median(comp), median(load), table.concat(ph, ", "), first, #p:kernels()) }
       local mh = median(cached)
-      write_row { case = "compile_" .. t .. "_cached", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+      write_row { case = base .. "_" .. t .. "_cached", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
                   ms = fmt_num(mh), ms_p10 = fmt_num(sorted(cached)[1]), ms_p90 = fmt_num(sorted(cached)[5]), reps = 5,
                   value = mh, unit = "ms", check = "-", note = "in-memory compile cache hit (kernels already loaded)" }
     end)
     if not ok then
-      write_row { case = "compile_" .. t .. "_cold", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
+      write_row { case = base .. "_" .. t .. "_cold", kind = "compile", impl = "kiln", dtype = c.dtype, shape = shape_str(c.dims),
                   unit = "ms", check = "ERROR " .. tostring(err) }
     end
   end

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Analysis.h>
@@ -17,7 +18,14 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "codegen/lane_casts.h"
 #include "core/arena.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 /* ---- LLVM target initialisation (process-wide, once) ---- */
 
@@ -349,10 +357,12 @@ typedef struct emit_state {
   LLVMDiagnosticHandler old_handler;
   void *old_diag_ctx;
   kl_llvm_diag diag;
+  kl_codegen_times *times; /* the options', or NULL */
+  bool in_place;           /* clone is the caller's module (kl_codegen_opts.in_place) */
 } emit_state;
 
 static void end_emit(emit_state *s) {
-  if (s->clone) LLVMDisposeModule(s->clone);
+  if (s->clone && !s->in_place) LLVMDisposeModule(s->clone);
   if (s->tm) LLVMDisposeTargetMachine(s->tm);
   if (s->ctx) LLVMContextSetDiagnosticHandler(s->ctx, s->old_handler, s->old_diag_ctx);
   s->clone = NULL;
@@ -390,6 +400,8 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
     snprintf(t->features, sizeof t->features, "%s", opts->features);
   }
   int level = opts_level(opts);
+  s->times = opts ? opts->times : NULL;
+  double t0 = now_ms();
   /* Verify before cloning: cloning an invalid module can crash. */
   char *msg = NULL;
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
@@ -405,11 +417,15 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
   s->old_handler = LLVMContextGetDiagnosticHandler(s->ctx);
   s->old_diag_ctx = LLVMContextGetDiagnosticContext(s->ctx);
   kl_llvm_diag_install(s->ctx, &s->diag);
-  s->clone = LLVMCloneModule(m);
+  s->in_place = opts && opts->in_place;
+  s->clone = s->in_place ? m : LLVMCloneModule(m);
   if (prepare_module(s->clone, t, s->tm, err, errlen) != KL_OK) goto fail;
   if (t->desc->arch == KL_ARCH_AMDGPU && check_amdgpu_intrinsics(s->clone, t->name, err, errlen) != KL_OK) goto fail;
   if (optimize && kl_codegen_optimize(s->clone, s->tm, level, err, errlen) != KL_OK) goto fail;
+  /* the NVPTX selector is slow on lanes of vector casts (lane_casts.h) */
+  if (optimize && t->desc->arch == KL_ARCH_NVPTX) kl_llvm_scalarize_lane_casts(s->clone);
   if (diag_check(s, "optimisation", err, errlen) != KL_OK) goto fail;
+  if (s->times) s->times->opt_ms += now_ms() - t0;
   return KL_OK;
 fail:
   end_emit(s);
@@ -419,7 +435,10 @@ fail:
 static kl_status emit_to_binary(emit_state *s, LLVMCodeGenFileType ft, kl_binary *out, char *err, size_t errlen) {
   LLVMMemoryBufferRef buf = NULL;
   char *msg = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(s->tm, s->clone, ft, &msg, &buf)) {
+  double t0 = now_ms();
+  LLVMBool failed = LLVMTargetMachineEmitToMemoryBuffer(s->tm, s->clone, ft, &msg, &buf);
+  if (s->times) s->times->codegen_ms += now_ms() - t0;
+  if (failed) {
     kl_errf(err, errlen, "LLVM code generation (%s) failed: %s", s->t.name, msg ? msg : "?");
     LLVMDisposeMessage(msg);
     return KL_ERR;

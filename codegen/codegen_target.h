@@ -14,8 +14,9 @@
  *   AMDGPU -> an HSACO: amdgcn-amd-amdhsa object, optimised at O3, linked in process
  *             with lld (-shared --no-undefined) into a loadable code object
  *   NVPTX  -> PTX text (nvptx64-nvidia-cuda), optimised at O3, for cuModuleLoadData
- * The input module is never modified: emission works on a clone (same LLVMContext, so
- * the caller must not use that context from another thread meanwhile). If the module's
+ * The input module is not modified: emission works on a clone (same LLVMContext, so
+ * the caller must not use that context from another thread meanwhile), unless
+ * kl_codegen_opts.in_place says to optimise and emit the module itself. If the module's
  * triple / data layout are empty they are set for the target; if they are set they must
  * match the target or an error is returned (build GPU modules with the target's data
  * layout from the start: AMDGPU allocas live in address space 5).
@@ -25,6 +26,7 @@
  * process (pthread_once); every function here calls it, so callers need not. */
 #ifndef KL_CODEGEN_TARGET_H
 #define KL_CODEGEN_TARGET_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
@@ -32,9 +34,17 @@
 #include "core/target.h"  /* kl_arch, kl_target */
 
 /* Options for emission; pass NULL for the defaults (O3, default features). */
+/* Where an emission's time went (wall ms): the LLVM middle end (verify, clone, the
+ * optimisation pipeline) and the code generator (instruction selection to the binary). */
+typedef struct kl_codegen_times {
+  double opt_ms, codegen_ms;
+} kl_codegen_times;
+
 typedef struct kl_codegen_opts {
-  int opt_level;        /* 0..3 for the middle end and the code generator; default 3 */
-  const char *features; /* replaces the default LLVM feature string when non-NULL */
+  int opt_level;           /* 0..3 for the middle end and the code generator; default 3 */
+  const char *features;    /* replaces the default LLVM feature string when non-NULL */
+  kl_codegen_times *times; /* when non-NULL, the emission adds its times here */
+  bool in_place;           /* work on the module itself, no clone (it is modified; the caller disposes it) */
 } kl_codegen_opts;
 
 typedef struct kl_binary {

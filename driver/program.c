@@ -12,6 +12,8 @@
 #include "passes/lower_to_llvm.h"
 #include "passes/rock_tma.h"
 #include "codegen/codegen_target.h"
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,7 @@ typedef struct variant {
   loaded *loads;
   const char *tuned; /* rock-gemm-to-gridwise's tuned option ("" none) */
   kl_plan_tmas *tma; /* per kernel, its tensor-map parameters (plan_exec.h); NULL when no kernel has any */
+  double phase_ms[KL_COMPILE_NPHASES]; /* where its compile's wall time went (kl_program_compile_phase) */
 } variant;
 
 struct kl_program {
@@ -103,6 +106,8 @@ static double now_ms(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
+
+static const char *const phase_names[KL_COMPILE_NPHASES] = { "passes", "plan", "llvm_ir", "llvm_opt", "llvm_codegen" };
 
 /* ---- cache ----
  * Most recently used last; at most max entries (KL_COMPILE_CACHE_DEFAULT unless
@@ -197,6 +202,7 @@ static void variant_free(variant *v) {
       if (!j || k->ir[j].text != k->ir[j - 1].text) free(k->ir[j].text);
     free(k->ir);
     free(k->llvm_ir);
+    free(k->llvm_bc);
     free(k->accesses);
     free(k->arg_names);
     free(k->arg_types);
@@ -432,6 +438,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
       k->ir[k->nsnapshots].text = text;
       k->nsnapshots++;
     }
+    double t0 = now_ms();
     LLVMContextRef lc = LLVMContextCreate();
     LLVMModuleRef lm;
     if (kl_lower_kernel_to_llvm(o, v->desc, lc, &lm) != KL_OK) {
@@ -441,10 +448,19 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
       LLVMContextDispose(lc);
       return KL_ERR;
     }
-    char *ir = LLVMPrintModuleToString(lm);
-    k->llvm_ir = kl_xstrdup(ir);
-    LLVMDisposeMessage(ir);
-    kl_status st = kl_codegen_emit(lm, v->target, NULL, &v->bins[ki], err, errlen);
+    /* bitcode now, text when asked (kl_program_kernel_llvm_ir): printing it costs more */
+    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(lm);
+    k->llvm_bc_size = LLVMGetBufferSize(bc);
+    k->llvm_bc = kl_xmalloc(k->llvm_bc_size);
+    memcpy(k->llvm_bc, LLVMGetBufferStart(bc), k->llvm_bc_size);
+    LLVMDisposeMemoryBuffer(bc);
+    kl_codegen_times times = { 0 };
+    kl_codegen_opts copts = { .opt_level = -1, .times = &times, .in_place = true }; /* lm goes next */
+    double t1 = now_ms();
+    kl_status st = kl_codegen_emit(lm, v->target, &copts, &v->bins[ki], err, errlen);
+    v->phase_ms[KL_PHASE_LLVM_IR] += t1 - t0;
+    v->phase_ms[KL_PHASE_LLVM_OPT] += times.opt_ms;
+    v->phase_ms[KL_PHASE_LLVM_CODEGEN] += times.codegen_ms;
     LLVMDisposeModule(lm);
     LLVMContextDispose(lc);
     if (st != KL_OK) return KL_ERR;
@@ -475,11 +491,15 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
   kl_op_set_attr(v->module, "target", kl_attr_str(ctx, v->target));
   v->graph = kl_op_clone(graph, NULL);
   kl_block_push_op(kl_module_body(v->module), v->graph);
+  double t0 = now_ms();
   if (run_pipeline(v, opts, err, errlen) != KL_OK) return KL_ERR;
+  double t1 = now_ms();
+  v->phase_ms[KL_PHASE_PASSES] = t1 - t0;
   if (opts->strict_fp) /* read by the LLVM lowering; kept in the bundle's IR with the kernel */
     for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next)
       if (kl_is_kernel(o)) kl_op_set_attr(o, "strict_fp", kl_attr_unit(ctx));
   if (kl_plan_build(&v->plan, v->module, v->target, v->desc, err, errlen) != KL_OK) return KL_ERR;
+  v->phase_ms[KL_PHASE_PLAN] = now_ms() - t1;
   return build_kernels(v, err, errlen);
 }
 
@@ -692,6 +712,33 @@ const kl_kernel_info *kl_program_kernel(const kl_program *p, const char *t, int 
   const variant *v = find_variant(p, t);
   return (v && i >= 0 && i < v->nkernels) ? &v->kernels[i] : NULL;
 }
+const char *kl_program_kernel_llvm_ir(const kl_program *p, const char *t, int i) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  kl_kernel_info *k = (kl_kernel_info *)kl_program_kernel(p, t, i);
+  if (!k) return NULL;
+  pthread_mutex_lock(&mu);
+  if (!k->llvm_ir && k->llvm_bc) {
+    LLVMContextRef lc = LLVMContextCreate();
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(k->llvm_bc, k->llvm_bc_size, "kernel", 0);
+    LLVMModuleRef m = NULL;
+    if (!LLVMParseBitcodeInContext2(lc, mb, &m)) { /* written by this process: it parses */
+      size_t n;
+      const char *src = LLVMGetSourceFileName(m, &n); /* the module's name (bitcode keeps no ModuleID) */
+      LLVMSetModuleIdentifier(m, src, n);
+      char *text = LLVMPrintModuleToString(m);
+      k->llvm_ir = kl_xstrdup(text);
+      LLVMDisposeMessage(text);
+      LLVMDisposeModule(m);
+      free(k->llvm_bc);
+      k->llvm_bc = NULL;
+      k->llvm_bc_size = 0;
+    }
+    LLVMDisposeMemoryBuffer(mb);
+    LLVMContextDispose(lc);
+  }
+  pthread_mutex_unlock(&mu);
+  return k->llvm_ir;
+}
 const kl_binary_info *kl_program_binary(const kl_program *p, const char *t, const char *kernel) {
   const variant *v = find_variant(p, t);
   for (int i = 0; v && i < v->nkernels; i++)
@@ -755,12 +802,19 @@ size_t kl_program_memory(const kl_program *p) {
       const kl_kernel_info *K = &v->kernels[k];
       for (int s = 0; s < K->nsnapshots; s++)
         if (!s || K->ir[s].text != K->ir[s - 1].text) n += strlen(K->ir[s].text) + 1;
-      n += (K->llvm_ir ? strlen(K->llvm_ir) + 1 : 0) + v->bins[k].size;
+      n += (K->llvm_ir ? strlen(K->llvm_ir) + 1 : 0) + K->llvm_bc_size + v->bins[k].size;
     }
   }
   return n;
 }
 double kl_program_compile_ms(const kl_program *p) { return p->compile_ms; }
+const char *kl_program_compile_phase(const kl_program *p, int i, double *ms) {
+  if (i < 0 || i >= KL_COMPILE_NPHASES) return NULL;
+  double t = 0;
+  for (int v = 0; v < p->nvariants; v++) t += p->v[v].phase_ms[i];
+  if (ms) *ms = t;
+  return phase_names[i];
+}
 bool kl_program_from_cache(const kl_program *p) { return p->from_cache; }
 const char *kl_program_disk_cache(const kl_program *p) { return p->disk ? p->disk : ""; }
 

@@ -110,8 +110,10 @@ typedef struct kl_kernel_info {
   const char **arg_types; /* buffer types as text */
   int nsnapshots;
   kl_snapshot *ir; /* this kernel's IR after each pass that had it */
-  char *llvm_ir;   /* the LLVM IR handed to code generation */
-  int naccesses;   /* global loads and stores as emitted (driver/kernel_access.h) */
+  char *llvm_ir;   /* the LLVM IR handed to code generation: NULL until kl_program_kernel_llvm_ir prints it */
+  void *llvm_bc;   /* that module as LLVM bitcode until it is printed (what the compile keeps: cheaper) */
+  size_t llvm_bc_size;
+  int naccesses; /* global loads and stores as emitted (driver/kernel_access.h) */
   kl_access_info *accesses;
 } kl_kernel_info;
 
@@ -140,6 +142,9 @@ int kl_program_ntargets(const kl_program *p);
 const char *kl_program_target(const kl_program *p, int i);
 int kl_program_nkernels(const kl_program *p, const char *target);
 const kl_kernel_info *kl_program_kernel(const kl_program *p, const char *target, int i);
+/* The kernel's LLVM IR text (kl_kernel_info.llvm_ir), printed from its bitcode on the
+ * first call (thread-safe); NULL for a program loaded from a bundle or past the end. */
+const char *kl_program_kernel_llvm_ir(const kl_program *p, const char *target, int i);
 const kl_binary_info *kl_program_binary(const kl_program *p, const char *target, const char *kernel);
 /* The host plan of a target (driver/plan.h: the structs of client/kiln_client.h, what
  * bundles carry; binary pointers are the program's, ir is NULL); the calls below read it. */
@@ -159,6 +164,14 @@ const char *kl_program_ir(const kl_program *p, const char *pass);
 /* The pass of the i-th IR snapshot of the first target (in pipeline order; NULL past the end). */
 const char *kl_program_ir_pass(const kl_program *p, int i);
 double kl_program_compile_ms(const kl_program *p);
+/* Where compile_ms went, phase i of KL_COMPILE_NPHASES (wall ms summed over the targets;
+ * 0 for a program read from the disk cache): "passes" (kiln's pass pipeline with its IR snapshots),
+ * "plan" (the host plan), "llvm_ir" (lowering the kernels to LLVM IR, kept as bitcode),
+ * "llvm_opt" (LLVM's verifier and optimisation pipeline), "llvm_codegen" (LLVM's code
+ * generator: instruction selection to PTX / the object). Returns the phase's name, NULL
+ * past the end; *ms (may be NULL) gets its time. */
+enum { KL_PHASE_PASSES, KL_PHASE_PLAN, KL_PHASE_LLVM_IR, KL_PHASE_LLVM_OPT, KL_PHASE_LLVM_CODEGEN, KL_COMPILE_NPHASES };
+const char *kl_program_compile_phase(const kl_program *p, int i, double *ms);
 /* Bytes the program holds on the heap: its IR arena, IR snapshots, LLVM IR and binaries
  * (not the modules loaded on devices). What the Lua binding tells Lua's collector. */
 size_t kl_program_memory(const kl_program *p);

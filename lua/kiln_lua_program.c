@@ -654,6 +654,22 @@ static void push_amdgpu_stats(lua_State *L, const kl_amdgpu_stats *s) {
   lua_setfield(L, -2, "loop");
 }
 
+/* The kernel table's __index: llvm_ir printed on first use (kl_program_kernel_llvm_ir),
+ * then kept in the table; upvalues: the program, the target (or nil), the kernel index. */
+static int kernel_lazy_index(lua_State *L) {
+  if (lua_type(L, 2) != LUA_TSTRING || strcmp(lua_tostring(L, 2), "llvm_ir") != 0) return 0;
+  lua_pushvalue(L, lua_upvalueindex(1));
+  kl_program *p;
+  check_prog(L, lua_gettop(L), &p);
+  const char *text = kl_program_kernel_llvm_ir(p, lua_tostring(L, lua_upvalueindex(2)),
+                                               (int)lua_tointeger(L, lua_upvalueindex(3)));
+  if (!text) return 0;
+  lua_pushstring(L, text);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, 1, "llvm_ir");
+  return 1;
+}
+
 /* p:kernels([target]) -> list of kernel tables (AMDGPU targets: also code_object, as
  * p:code_object, and amdgpu, push_amdgpu_stats) */
 static int prog_code_object(lua_State *L);
@@ -729,7 +745,17 @@ static int prog_kernels(lua_State *L) {
       lua_rawseti(L, -2, s + 1);
     }
     lua_setfield(L, -2, "ir");
-    if (k->llvm_ir) { kl_lua__set_str(L, "llvm_ir", k->llvm_ir); }
+    /* llvm_ir: printed when read (it is large) */
+    lua_createtable(L, 0, 1);
+    lua_pushvalue(L, 1);
+    if (t)
+      lua_pushstring(L, t);
+    else
+      lua_pushnil(L);
+    lua_pushinteger(L, i);
+    lua_pushcclosure(L, kernel_lazy_index, 3);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, -2);
     const kl_binary_info *b = kl_program_binary(p, t, k->name);
     if (b && !strncmp(b->target, "gfx", 3)) { /* the HSACO metadata, as p:code_object */
       lua_pushcfunction(L, prog_code_object);
@@ -952,7 +978,10 @@ static int llvm_stage(lua_State *L, kl_llvm_stage_kind stage, const char *what) 
   if (!k) return unknown_kernel(L, p, t, what, kernel);
   char err[1024] = "";
   size_t n = 0;
-  char *out = kl_llvm_stage(k->llvm_ir, t ? t : kl_program_target(p, 0), stage, &n, err, sizeof err);
+  int ki = 0;
+  while (kl_program_kernel(p, t, ki) != k) ki++;
+  char *out = kl_llvm_stage(kl_program_kernel_llvm_ir(p, t, ki), t ? t : kl_program_target(p, 0), stage, &n, err,
+                            sizeof err);
   if (!out) return kl_lua__rt_error(L, what, "%s", err);
   lua_pushlstring(L, out, n);
   free(out);
@@ -966,6 +995,18 @@ static int pp_compile_ms(lua_State *L) {
   kl_program *p;
   check_prog(L, 1, &p);
   lua_pushnumber(L, kl_program_compile_ms(p));
+  return 1;
+}
+static int pp_compile_phases(lua_State *L) {
+  kl_program *p;
+  check_prog(L, 1, &p);
+  lua_newtable(L);
+  double ms;
+  const char *name;
+  for (int i = 0; (name = kl_program_compile_phase(p, i, &ms)); i++) {
+    lua_pushnumber(L, ms);
+    lua_setfield(L, -2, name);
+  }
   return 1;
 }
 static int pp_from_cache(lua_State *L) {
@@ -1117,9 +1158,13 @@ void kl_lua__open_program(lua_State *L) {
                                        { "prepare", prog_prepare },
                                        { "load_kernels", prog_load },
                                        { NULL, NULL } };
-  static const luaL_Reg pprops[] = { { "compile_ms", pp_compile_ms }, { "from_cache", pp_from_cache },
-                                     { "disk_cache", pp_disk_cache }, { "targets", pp_targets },
-                                     { "nkernels", pp_nkernels },     { NULL, NULL } };
+  static const luaL_Reg pprops[] = { { "compile_ms", pp_compile_ms },
+                                     { "compile_phases", pp_compile_phases },
+                                     { "from_cache", pp_from_cache },
+                                     { "disk_cache", pp_disk_cache },
+                                     { "targets", pp_targets },
+                                     { "nkernels", pp_nkernels },
+                                     { NULL, NULL } };
   kl_lua__class(L, mod, KL_MT_PROGRAM, "program", pmethods, pprops, pmeta);
 
   static const luaL_Reg fns[] = { { "targets", l_targets },

@@ -40,7 +40,7 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
                        on_ir=function(pass, text) end, cache=false, strict_fp=true, cache_dir=DIR|false,
                        tuning_db=PATH|false, tuning_device=)  (also g:compile{...})
   p:run{x = t, ...} [, {device = dev, timing = t}] -> outputs...   p:kernels() p:ir("after:pass") p:plan() p:plan_text() p:binary(k)
-  p.compile_ms p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])
+  p.compile_ms p.compile_phases p.from_cache p.disk_cache p.targets   kiln.cache_stats([dir]) kiln.cache_clear([dir])
   memory: the compile cache keeps the 32 most recently used programs; a program's IR goes with it
   kiln.compile_cache([ctx] [, max]) -> {entries=, max=}   kiln.collect([ctx]) -> n (drop the cache(s), collect now)
   g = kiln.graph(kiln.context(), "name")   a graph in a context of its own: its IR is freed with it and its programs

@@ -3,12 +3,16 @@
  * nvvm.annotations, shared memory + bar.sync, a device function that must not become an
  * entry, and an mma.sync m16n8k16 tensor-core kernel; for sm_80 and sm_90. Checks the
  * PTX header (.version / .target / .address_size), .entry names, special registers and
- * instructions; bad targets and wrong triples give clear errors. */
+ * instructions; bad targets and wrong triples give clear errors. Vector casts read lane by
+ * lane become scalar casts before code generation (codegen/lane_casts.h); a cast with a
+ * whole-vector user and a bitcast that changes the lanes stay. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen_target.h"
+#include "codegen/lane_casts.h"
+#include <llvm-c/Analysis.h>
 
 #include "check.h"
 #include "llvm_kernels.h"
@@ -153,7 +157,7 @@ static void test_errors(void) {
         "sm_99: %s", err);
   CHECK(kl_codegen_emit(k.mod, "sm_90:foo+", NULL, &bin, err, sizeof err) == KL_ERR, "suffix accepted");
   /* features override: PTX ISA 7.8 instead of the default 8.0 */
-  kl_codegen_opts o = { 3, "+ptx78" };
+  kl_codegen_opts o = { .opt_level = 3, .features = "+ptx78" };
   CHECK(kl_codegen_emit(k.mod, "sm_90", &o, &bin, err, sizeof err) == KL_OK, "ptx78: %s", err);
   if (bin.data) CHECK(strstr(bin.data, ".version 7.8") != NULL, "override ignored");
   kl_binary_free(&bin);
@@ -227,6 +231,83 @@ static void test_target_table(void) {
   group_end("target table: compile targets, emit-only chips, arch and format names");
 }
 
+/* Kernel `name`: v = fptrunc <4 x float> in[4t..4t+3]; out[8t + 2i] = v[i] (strided: no
+ * vector store); with whole, also out4[t] = v (a whole-vector user); with bitcast, the
+ * lanes come from a bitcast <2 x double> -> <4 x float> instead of a load + fptrunc of f32. */
+static void add_lanes(lk *k, const char *name, bool whole, bool bitcast) {
+  LLVMTypeRef h = LLVMHalfTypeInContext(k->ctx), v4f = LLVMVectorType(k->f32, 4), v4h = LLVMVectorType(h, 4);
+  LLVMTypeRef ps[] = { k->gptr, k->gptr };
+  LLVMValueRef fn = lk_kernel(k, LK_PTX, name, ps, 2, NULL);
+  LLVMValueRef t = LLVMBuildZExt(k->b, lk_tid(k, false), k->i64, "");
+  LLVMValueRef v;
+  if (bitcast) {
+    LLVMTypeRef v2d = LLVMVectorType(LLVMDoubleTypeInContext(k->ctx), 2);
+    v = LLVMBuildLoad2(k->b, v2d, LLVMBuildInBoundsGEP2(k->b, v2d, LLVMGetParam(fn, 0), &t, 1, ""), "");
+    v = LLVMBuildBitCast(k->b, v, v4f, "");
+    v = LLVMBuildFPTrunc(k->b, v, v4h, "");
+  } else {
+    v = LLVMBuildLoad2(k->b, v4f, LLVMBuildInBoundsGEP2(k->b, v4f, LLVMGetParam(fn, 0), &t, 1, ""), "");
+    v = LLVMBuildFPTrunc(k->b, v, v4h, "");
+  }
+  LLVMValueRef base = LLVMBuildMul(k->b, t, LLVMConstInt(k->i64, 8, 0), "");
+  for (unsigned i = 0; i < 4; i++) {
+    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(k->i64, 2 * i, 0), "");
+    LLVMValueRef e = LLVMBuildExtractElement(k->b, v, LLVMConstInt(k->i32, i, 0), "");
+    LLVMBuildStore(k->b, e, LLVMBuildInBoundsGEP2(k->b, h, LLVMGetParam(fn, 1), &ix, 1, ""));
+  }
+  if (whole) {
+    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(k->i64, 1 << 20, 0), "");
+    LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, h, LLVMGetParam(fn, 1), &ix, 1, ""));
+  }
+  LLVMBuildRetVoid(k->b);
+}
+
+static int count(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+
+static void test_lane_casts(void) {
+  group_begin();
+  lk k;
+  lk_begin(&k, NULL, "lanes_mod");
+  add_lanes(&k, "lanes", false, false);
+  add_lanes(&k, "lanes_whole", true, false);
+  LLVMValueRef before = LLVMGetNamedFunction(k.mod, "lanes");
+  int n = kl_llvm_scalarize_lane_casts(k.mod);
+  CHECK(n == 1, "rewrote %d casts, want 1 (the one read only by lanes)", n);
+  char *msg = NULL;
+  CHECK(!LLVMVerifyModule(k.mod, LLVMReturnStatusAction, &msg), "invalid after the rewrite: %s", msg ? msg : "?");
+  LLVMDisposeMessage(msg);
+  char *text = LLVMPrintModuleToString(k.mod);
+  CHECK(count(text, "fptrunc <4 x float>") == 1, "the whole-vector cast stays, the other goes:\n%s", text);
+  CHECK(count(text, "fptrunc float") == 4, "four scalar casts:\n%s", text);
+  CHECK(LLVMGetNamedFunction(k.mod, "lanes") == before, "the function is rewritten in place");
+  LLVMDisposeMessage(text);
+  lk_end(&k);
+
+  lk_begin(&k, NULL, "lanes_bitcast");
+  add_lanes(&k, "lanes_bc", false, true);
+  n = kl_llvm_scalarize_lane_casts(k.mod);
+  text = LLVMPrintModuleToString(k.mod);
+  CHECK(n == 1 && count(text, "bitcast <2 x double>") == 1 && count(text, "fptrunc float") == 4,
+        "the lane-changing bitcast stays, the fptrunc after it goes (%d):\n%s", n, text);
+  LLVMDisposeMessage(text);
+  lk_end(&k);
+
+  /* through emission: four scalar conversions, four 16-bit stores */
+  lk_begin(&k, NULL, "lanes_emit");
+  add_lanes(&k, "lanes", false, false);
+  char *ptx = emit(k.mod, "sm_90a");
+  lk_end(&k);
+  if (ptx) {
+    CHECK(count(ptx, "cvt.rn.f16.f32") == 4 && count(ptx, "st.global.b16") == 4, "PTX:\n%s", ptx);
+    free(ptx);
+  }
+  group_end("lane casts: fptrunc <4 x float> read by lanes -> 4 scalar casts; whole-vector users and bitcasts stay");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   test_vadd();
@@ -234,5 +315,6 @@ int main(void) {
   test_mma();
   test_errors();
   test_target_table();
+  test_lane_casts();
   return check_summary("test_codegen_nvptx");
 }

@@ -175,6 +175,15 @@ describe("compiled programs #compile", function()
     assert.are.same({ "host" }, p.targets)
     assert.is_true(p.compile_ms >= 0)
     assert.is_false(p.from_cache)
+    -- where compile_ms went: every phase there, none negative, together at most the whole
+    local sum = 0
+    for _, ph in ipairs { "passes", "plan", "llvm_ir", "llvm_opt", "llvm_codegen" } do
+      assert.is_number(p.compile_phases[ph], ph)
+      assert.is_true(p.compile_phases[ph] >= 0, ph)
+      sum = sum + p.compile_phases[ph]
+    end
+    assert.is_true(sum <= p.compile_ms + 1e-6)
+    assert.is_true(p.compile_phases.llvm_codegen > 0 and p.compile_phases.passes > 0)
     local ks = p:kernels()
     assert.is_true(#ks >= 1)
     for _, k in ipairs(ks) do
@@ -187,7 +196,10 @@ describe("compiled programs #compile", function()
       has(k.args[1].type, "buffer<")
       assert.is_true(#k.ir >= 1)
       assert.is_string(k.ir[1].pass)
-      assert.is_string(k.llvm_ir)
+      assert.is_string(k.llvm_ir) -- printed when read (from the compile's bitcode), the same text each time
+      has(k.llvm_ir, "define void @" .. k.name)
+      assert.are.equal(k.llvm_ir, p:kernels()[1].llvm_ir)
+      has(k.llvm_ir, "; ModuleID = '")
       assert.is_true(#p:binary(k.name) > 0)
       assert.are.equal(p:binary(k.name), p:binary(k.name, "host"))
     end
