@@ -150,3 +150,34 @@ int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max) {
   free(ops);
   return nm;
 }
+
+int64_t kl_tma_lds_align(kl_op *kernel) {
+  int n;
+  kl_op **ops = kl_collect_ops(kernel, &n);
+  int64_t al = 0;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(ops[i]->name, "rock.tma_load")) continue;
+    int64_t sw = 0;
+    kl_op_attr_i64(ops[i], "swizzle", &sw);
+    int64_t a = sw > 0 ? 8 * sw : 128;
+    if (a > al) al = a;
+  }
+  free(ops);
+  return al;
+}
+
+int64_t kl_tma_lds_bytes(kl_op *kernel) {
+  int64_t al = kl_tma_lds_align(kernel);
+  int n;
+  kl_op **ops = kl_collect_ops(kernel, &n);
+  int64_t bytes = 0;
+  for (int i = 0; i < n && bytes < INT64_MAX; i++) {
+    const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
+    if (strcmp(ops[i]->name, "rock.alloc") || !t || t->kind != KL_TY_BUFFER || t->space != KL_SPACE_LDS) continue;
+    int64_t b = kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+    if (al > 0) bytes = (bytes + al - 1) / al * al;
+    bytes = (b < 0 || bytes > INT64_MAX - b) ? INT64_MAX : bytes + b;
+  }
+  free(ops);
+  return bytes;
+}

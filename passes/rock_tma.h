@@ -83,5 +83,17 @@ int kl_tma_stages(int64_t opt, int64_t lds_bytes, int64_t stage_bytes);
  * `max` ops stored in out), or -1 when a source is not a kernel argument. */
 int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max);
 bool kl_tma_same_map(const kl_op *a, const kl_op *b);
+/* The alignment (bytes) of a kernel's LDS allocations in the shared window: 0 when the kernel
+ * has no rock.tma_load, else the largest its TMA destinations need: 128 (no swizzle), 256 /
+ * 512 / 1024 (swizzle 32 / 64 / 128: the span of the swizzle pattern, whose XOR is taken
+ * from the absolute shared address). */
+int64_t kl_tma_lds_align(kl_op *kernel);
+/* The LDS bytes of a kernel's allocations (rock.alloc in LDS space) placed one after the
+ * other in op order, each at a multiple of kl_tma_lds_align where that is > 0 (what
+ * passes/lower_to_llvm.c does with them in dynamic shared memory), else their plain sum;
+ * INT64_MAX on overflow. The launch's dynamic shared memory (driver/plan.c:
+ * kl_kernel_lds_bytes): a TMA kernel whose alignment padding was left out of that faulted
+ * on the H100 (its mbarriers past the end: CUDA_ERROR_ILLEGAL_ADDRESS). */
+int64_t kl_tma_lds_bytes(kl_op *kernel);
 bool kl__ll_lower_tma_dst(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
 #endif
