@@ -33,7 +33,9 @@ bool kl__lower_wgmma_desc(kl_llvm_lowering *L, kl_op *op) {
   LLVMValueRef p = kl_llvm_address(L, op, 0, &et);
   LLVMValueRef a = LLVMBuildPtrToInt(b, p, i64, "");
   a = LLVMBuildLShr(b, LLVMBuildAnd(b, a, LLVMConstInt(i64, 0x3ffff, 0), ""), LLVMConstInt(i64, 4, 0), "");
-  uint64_t hi = kl_wgmma_desc_encode(0, lbo, sbo); /* the constant fields */
+  int64_t sw = 0;
+  kl_op_attr_i64(op, "swizzle", &sw);
+  uint64_t hi = kl_wgmma_desc_encode(0, lbo, sbo) | kl_wgmma_desc_swizzle_bits(sw); /* the constant fields */
   LLVMValueRef dv = LLVMBuildOr(b, a, LLVMConstInt(i64, hi, 0), "wgmma.desc");
   /* + offset / 16 (the start address field; below 2^18 bytes: no carry out of it), in a
    * volatile asm at the use: LLVM keeps one base per tile live across the K loop instead

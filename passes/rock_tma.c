@@ -124,10 +124,12 @@ bool kl_tma_same_map(const kl_op *a, const kl_op *b) {
     int nx = kl_op_attr_i64s(a, keys[i], x, 8), ny = kl_op_attr_i64s(b, keys[i], y, 8);
     if (nx != ny || (nx > 0 && memcmp(x, y, sizeof *x * (size_t)nx))) return false;
   }
-  int64_t oa = -1, ob = -2;
+  int64_t oa = -1, ob = -2, sa = 0, sb = 0;
   kl_op_attr_i64(a, "offset", &oa);
   kl_op_attr_i64(b, "offset", &ob);
-  return oa == ob;
+  kl_op_attr_i64(a, "swizzle", &sa);
+  kl_op_attr_i64(b, "swizzle", &sb);
+  return oa == ob && sa == sb;
 }
 
 int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max) {
@@ -156,10 +158,11 @@ int64_t kl_tma_lds_align(kl_op *kernel) {
   kl_op **ops = kl_collect_ops(kernel, &n);
   int64_t al = 0;
   for (int i = 0; i < n; i++) {
-    if (strcmp(ops[i]->name, "rock.tma_load")) continue;
+    bool tma = !strcmp(ops[i]->name, "rock.tma_load");
+    if (!tma && strcmp(ops[i]->name, "rock.wgmma_desc")) continue;
     int64_t sw = 0;
     kl_op_attr_i64(ops[i], "swizzle", &sw);
-    int64_t a = sw > 0 ? 8 * sw : 128;
+    int64_t a = sw > 0 ? 8 * sw : tma ? 128 : 0;
     if (a > al) al = a;
   }
   free(ops);

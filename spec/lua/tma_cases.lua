@@ -1,6 +1,9 @@
 -- tma_cases.lua — GEMMs on the Hopper wgmma path with TMA + mbarrier operand loads
 -- (sm_90a, rock-gridwise-to-blockwise{tma=1}: passes/rock_tma.h) for the device suite
--- (scripts/gpu_suite.lua): f16 / bf16, every operand transposition (K-major operands load
+-- (scripts/gpu_suite.lua): the TMA tiles swizzled (128 / 64 / 32 bytes by the K tile: the
+-- default tma-swizzle=128; cases named "... no swizzle" with tma-swizzle=none, and their
+-- `want_sw` checked against the kernel's tma_swizzle), f16 / bf16, every operand
+-- transposition (K-major operands load
 -- through TMA, MN-major ones through registers), tile multiples and odd sizes (TMA's zero
 -- fill past the dims), K from 16 to 4096, batch (rank-3 tensor maps), fused epilogues, v3
 -- configs at kPerBlock 16..64 and the heuristic; each compiled for sm_90a, its `tma`
@@ -12,6 +15,9 @@ local gen = require "fused_gen"
 local M = {}
 
 M.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
+-- the unswizzled TMA boxes ({8, rows}: 16-byte rows, the core-matrix layout), for comparison
+M.pipeline_nosw = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                               "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},", 1)
 
 local function R(shape, dt) return kiln.rand(shape, dt, { dist = "normal" }) end
 
@@ -84,6 +90,19 @@ function M.cases()
   cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8", "A")
   -- both operands MN-major: the register loop (tma = "none (...)")
   cs[#cs + 1] = dot(256, 256, 128, "f16", false, false, nil, "v3:128,128,32,64,128,8")
+  -- the swizzle by K tile (128 bytes at 64 f16, 64 at 32, 32 at 16) and the unswizzled boxes
+  local function sw(c, want_sw, nosw)
+    c.want_sw, c.nosw = want_sw, nosw
+    if nosw then c.name = c.name .. " no swizzle" end
+    return c
+  end
+  cs[#cs + 1] = sw(dot(1000, 520, 1024, "f16", true, true, "bias_relu", "v3:128,256,64,64,256,8"), 128)
+  cs[#cs + 1] = sw(dot(1000, 520, 1024, "f16", true, true, "bias_relu", "v3:128,256,64,64,256,8"), 0, true)
+  cs[#cs + 1] = sw(dot(257, 129, 136, "bf16", true, false, nil, "v3:128,128,32,64,128,8"), 64)
+  cs[#cs + 1] = sw(dot(70, 72, 400, "f16", false, true, "residual", "v3:64,64,16,64,64,8"), 32)
+  cs[#cs + 1] = sw(dot(192, 200, 640, "f16", true, true, nil, "v3:64,64,128,64,64,8"), 128)
+  cs[#cs + 1] = sw(conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,64,64,256,8", "A,B"), 0, true)
+  cs[#cs + 1] = sw(conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,64,64,128,8", "A"), 128)
   return cs
 end
 
@@ -91,7 +110,7 @@ end
 -- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
 -- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.
 function M.compile(c)
-  local opts = { target = "sm_90a", cache = false, pipeline = M.pipeline }
+  local opts = { target = "sm_90a", cache = false, pipeline = c.nosw and M.pipeline_nosw or M.pipeline }
   if c.perf then opts.perf_config = c.perf end
   local p = kiln.compile(c.g, opts)
   local k
@@ -99,6 +118,9 @@ function M.compile(c)
   if not k then error("no GEMM kernel", 0) end
   local ptx = p:disasm(k.name, "sm_90a")
   if k.tma:sub(1, #c.want) ~= c.want then error(("%s: tma = %s, want %s"):format(k.perf_config, k.tma, c.want), 0) end
+  if c.want_sw and k.tma_swizzle ~= c.want_sw then
+    error(("%s: tma_swizzle = %d, want %d"):format(k.perf_config, k.tma_swizzle, c.want_sw), 0)
+  end
   local has = ptx:find("cp.async.bulk.tensor", 1, true) ~= nil
   if has ~= (c.want ~= "none") then error(k.perf_config .. ": cp.async.bulk.tensor " .. (has and "present" or "absent"), 0) end
   if not ptx:find("wgmma.mma_async", 1, true) then error("no wgmma in " .. k.name, 0) end
