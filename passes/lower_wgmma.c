@@ -65,12 +65,19 @@ bool kl__lower_wgmma(kl_llvm_lowering *L, kl_op *op) {
   LLVMContextRef c = kl_llvm_context(L);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(c), i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   /* text */
+  int64_t tra = 0, trb = 0;
+  kl_op_attr_i64(op, "trans_a", &tra);
+  kl_op_attr_i64(op, "trans_b", &trb);
+  if ((tra || trb) && d->k != 16) return kl_llvm_fail(L, op, "transposed (MN-major) operands need a 16-bit wgmma");
   kl_sb sb = { 0 };
   kl_sb_printf(&sb, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s {", n + 2, d->intrinsic);
   for (int i = 0; i < n; i++) kl_sb_printf(&sb, "%s$%d", i ? ", " : "", i);
   /* scale-d p, imm-scale-a 1, imm-scale-b 1; the 16-bit types also take imm-trans-a / -b
-   * (0: K-major), fp8 (k32) has no transposed forms */
-  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1%s;\n}", n, n + 1, d->k == 16 ? ", 0, 0" : "");
+   * (0: K-major, 1: MN-major: the attributes trans_a / trans_b), fp8 (k32) has no
+   * transposed forms */
+  char trans[16] = "";
+  if (d->k == 16) snprintf(trans, sizeof trans, ", %d, %d", tra ? 1 : 0, trb ? 1 : 0);
+  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1%s;\n}", n, n + 1, trans);
   kl_sb cs = { 0 };
   for (int i = 0; i < n; i++) kl_sb_printf(&cs, "=f,");
   kl_sb_printf(&cs, "l,l,r");

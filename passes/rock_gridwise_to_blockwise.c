@@ -587,6 +587,48 @@ static int64_t tma_swizzle_of(int64_t cap, int64_t kb_bytes) {
     if (sw <= cap && kb_bytes % sw == 0) return sw;
   return 0;
 }
+/* The swizzle of an MN-major TMA operand's tile (DB rows of M / N, K tile KB): the widest
+ * up to cap whose panel (sw / eb elements of M / N) divides the tile, the warpgroup's
+ * part (wave) and the instruction's (instr: 64 for A, N for B), so that every descriptor
+ * starts on a panel; 0 when none (or KB > 256, a box's limit). */
+static int64_t tma_mn_swizzle(int64_t cap, int64_t eb, int64_t DB, int64_t wave, int64_t instr, int64_t KB) {
+  for (int64_t sw = 128; sw >= 32 && KB <= 256 && wave > 0 && instr > 0; sw /= 2)
+    if (sw <= cap && (DB * eb) % sw == 0 && (wave * eb) % sw == 0 && (instr * eb) % sw == 0) return sw;
+  return 0;
+}
+/* LDS tile [KB, DB] of an MN-major TMA operand in the sw-byte swizzled MN-major layout: a
+ * [DB / MS, KB, sw / 16, 16 / eb] alloc (MS = sw / eb elements of M / N per row: one TMA box
+ * {MS, KB} per panel; row k of a panel holds M / N elements of K index k), viewed as
+ * [KB, DB] with the 16-byte chunk c of row k at chunk c XOR ((k / dv) mod m) (xor_params).
+ * The wgmma descriptors read it transposed (imm-trans): LBO the panel stride, SBO the
+ * 8-row K group stride (passes/rock_wgmma.h). */
+static kl_value *lds_tile_swz_mn(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
+                                 const char *d, int64_t sw, char *err, size_t n) {
+  int64_t eb = (kl_type_bits(elem) + 7) / 8, nc = sw / 16, kpe = 16 / eb, dv, m;
+  if (sw < 32 || DB % (sw / eb) || t->KB % 8) {
+    snprintf(err, n, "the %lld-byte MN-major TMA swizzle needs tile rows a multiple of %lld", (long long)sw,
+             (long long)(sw / eb));
+    return NULL;
+  }
+  xor_params(nc, &dv, &m);
+  int64_t s[4] = { DB / (sw / eb), t->KB, nc, kpe }, prm[2] = { dv, m };
+  const char *names[4] = { "p", "k", "dc", "di" };
+  int up0[2] = { 1, 2 }, up1[2] = { 0, 3 };
+  kl_vtrans tr[2] = { { KL_VT_XOR, 2, 2, 2, prm, up0, up0 }, { KL_VT_PASSTHROUGH, 0, 2, 2, NULL, up1, up1 } };
+  kl_vmap map = { 4, 4, 2, names, s, names, s, tr };
+  kl_vb b = { 0 };
+  b.v = kl_view_make(1, &map, &b.err);
+  b.bad = !b.v;
+  const char *df[3] = { "p", "dc", "di" }, *ord[2] = { "k", d };
+  kl_vb_merge(&b, d, 3, df);
+  kl_vb_order(&b, 2, ord);
+  kl_view *v = kl_vb_finish(&b, err, n);
+  if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
 
 /* The wavefronts of one shared-memory access phase: the most distinct byte addresses of
  * addr[0..n) that fall on one of `slots` banks of `unit` bytes. */
@@ -971,8 +1013,10 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
   int nl = 0;
   kl_value *raw = kl_rock_underlying(lds, NULL, &nl, 0); /* the stage's tile [KB/8, DB, 8] */
   const kl_type *lt = raw->type;
-  int64_t KB = p->k->t->KB, bk = m->box[0]; /* K elements per box: 8 (16 bytes), or a swizzled panel's */
-  for (int64_t j = 0; j < KB / bk; j++) {
+  /* K-major: K elements per box 8 (16 bytes) or a swizzled panel's, KB / bk boxes; MN-major:
+   * a panel of bk M / N elements by KB per box, one per panel of the tile */
+  int64_t KB = p->k->t->KB, bk = m->box[0], nb = m->mn ? lt->shape[0] : KB / bk;
+  for (int64_t j = 0; j < nb; j++) {
     kl_value *o[4 + KL_VIEW_MAX_DIMS + 3];
     int no = 0;
     o[no++] = m->buf;
@@ -980,8 +1024,13 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
     o[no++] = kl_tile_index(rw, k->loc, s);
     o[no++] = raw;
     for (int i = 0; i < lt->rank; i++) o[no++] = kl_tile_index(rw, k->loc, i == 0 ? j : 0);
-    o[no++] = kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j));
-    o[no++] = lo[2];
+    if (m->mn) { /* {d, k(, g)} */
+      o[no++] = kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j));
+      o[no++] = lo[1];
+    } else {
+      o[no++] = kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j));
+      o[no++] = lo[2];
+    }
     if (m->rank == 3) o[no++] = lo[0];
     kl_named_attr a[5] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
                            { "strides", kl_attr_i64_array(ctx, m->rank - 1, m->strides) },
@@ -1417,6 +1466,25 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1) {
       tma_a = kl_tma_operand(a, prologue_of(a) != NULL, t.MB, &tm_a, why_a, sizeof why_a);
       tma_b = kl_tma_operand(b, prologue_of(b) != NULL, t.NB, &tm_b, why_b, sizeof why_b);
+      /* MN-major operands: the swizzled MN-major layout only (tma_mn_swizzle) */
+      const kl_accel_desc *wd = kl_wgmma_desc_by_name(kl_op_attr_string(op, "accel_instr"));
+      int64_t mpw = 0, npw = 0;
+      kl_op_attr_i64(op, "m_per_wave", &mpw);
+      kl_op_attr_i64(op, "n_per_wave", &npw);
+      if (tma_a && tm_a.mn && !(tm_a.swizzle = tma_mn_swizzle(o->tma_sw, eb, t.MB, mpw, wd ? wd->m : 0, t.KB))) {
+        tma_a = false;
+        snprintf(
+            why_a, sizeof why_a,
+            "MN-major: needs a swizzled layout whose panel divides the M tile, wave and instruction (tma-swizzle %lld)",
+            (long long)o->tma_sw);
+      }
+      if (tma_b && tm_b.mn && !(tm_b.swizzle = tma_mn_swizzle(o->tma_sw, eb, t.NB, npw, wd ? wd->n : 0, t.KB))) {
+        tma_b = false;
+        snprintf(
+            why_b, sizeof why_b,
+            "MN-major: needs a swizzled layout whose panel divides the N tile, wave and instruction (tma-swizzle %lld)",
+            (long long)o->tma_sw);
+      }
       if (tma_a) skew_a = 0;
       if (tma_b) skew_b = 0;
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
@@ -1555,25 +1623,32 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         goto after_loop;
       }
       if (tma_a || tma_b) { /* the TMA + mbarrier loop (tma_emit) where 3 stages fit */
-        /* the TMA tiles' swizzle (tma-swizzle): every tile of the loop at 8 x its bytes */
-        int64_t sw = tma_swizzle_of(o->tma_sw, t.KB * eb), al = sw ? 8 * sw : 128;
+        /* the TMA tiles' swizzle (tma-swizzle; MN-major tiles: tma_mn_swizzle, chosen above):
+         * every tile of the loop at 8 x the widest */
+        int64_t sw = tma_swizzle_of(o->tma_sw, t.KB * eb);
+        int64_t sw_a = !tma_a ? 0 : tm_a.mn ? tm_a.swizzle : sw, sw_b = !tma_b ? 0 : tm_b.mn ? tm_b.swizzle : sw;
+        int64_t swm = sw_a > sw_b ? sw_a : sw_b, al = swm ? 8 * swm : 128;
         int64_t a_bytes = (t.KB / t.kpack) * lds_rows(t.MB, skew_a) * t.kpack * eb,
                 b_bytes = (t.KB / t.kpack) * lds_rows(t.NB, skew_b) * t.kpack * eb;
-        int64_t stage = sw ? (a_bytes + al - 1) / al * al + (b_bytes + al - 1) / al * al
-                           : (tile_bytes + 255) / 128 * 128;
+        int64_t stage = swm ? (a_bytes + al - 1) / al * al + (b_bytes + al - 1) / al * al
+                            : (tile_bytes + 255) / 128 * 128;
         int W = kl_tma_stages(o->tma, tg ? tg->lds_bytes : 48 * 1024, stage);
         if (W > TMA_MAX_STAGES) W = TMA_MAX_STAGES;
         if (W >= 3) {
-          if (sw) { /* the swizzled tiles replace stage 0's (no op uses them yet) */
-            if (tma_a) {
+          if (swm) { /* the swizzled tiles replace stage 0's (no op uses them yet) */
+            if (sw_a) {
               erase_tile(rw, lds_a);
-              lds_a = lds_tile_swz(rw, loc, ta->elem, &t, t.MB, "m", sw, err, sizeof err);
-              tm_a.box[0] = sw / eb, tm_a.swizzle = sw;
+              lds_a = tm_a.mn ? lds_tile_swz_mn(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err)
+                              : lds_tile_swz(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err);
+              tm_a.box[0] = sw_a / eb, tm_a.swizzle = sw_a;
+              if (tm_a.mn) tm_a.box[1] = t.KB;
             }
-            if (tma_b && lds_a) {
+            if (sw_b && lds_a) {
               erase_tile(rw, lds_b);
-              lds_b = lds_tile_swz(rw, loc, tb->elem, &t, t.NB, "n", sw, err, sizeof err);
-              tm_b.box[0] = sw / eb, tm_b.swizzle = sw;
+              lds_b = tm_b.mn ? lds_tile_swz_mn(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err)
+                              : lds_tile_swz(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err);
+              tm_b.box[0] = sw_b / eb, tm_b.swizzle = sw_b;
+              if (tm_b.mn) tm_b.box[1] = t.KB;
             }
             if (!lds_a || !lds_b) {
               ok = false;
@@ -1584,11 +1659,13 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           T.W = W, T.nk = nk, T.ta = tma_a, T.tb = tma_b, T.ma = tm_a, T.mb = tm_b;
           T.la[0] = lds_a, T.lb[0] = lds_b;
           for (int s = 1; s < W && ok; s++) {
-            T.la[s] = tma_a && sw ? lds_tile_swz(rw, loc, ta->elem, &t, t.MB, "m", sw, err, sizeof err)
-                                  : lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
+            T.la[s] = !sw_a ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err)
+                : tm_a.mn   ? lds_tile_swz_mn(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err)
+                            : lds_tile_swz(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err);
             T.lb[s] = !T.la[s] ? NULL
-                : tma_b && sw  ? lds_tile_swz(rw, loc, tb->elem, &t, t.NB, "n", sw, err, sizeof err)
-                               : lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err);
+                : !sw_b        ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err)
+                : tm_b.mn      ? lds_tile_swz_mn(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err)
+                               : lds_tile_swz(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err);
             ok = T.lb[s] != NULL;
           }
           if (!ok) goto done;
@@ -1603,7 +1680,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           bars_bytes = (8 * W + 15) / 16 * 16;
           if (fn) {
             kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tma_a && tma_b ? "A,B" : tma_a ? "A" : "B"));
-            kl_rewriter_set_attr(rw, fn, "tma_swizzle", kl_attr_int(ctx, sw));
+            kl_rewriter_set_attr(rw, fn, "tma_swizzle", kl_attr_int(ctx, swm));
             kl_rewriter_set_attr(rw, fn, "wgmma_buffers", kl_attr_int(ctx, W));
           }
           goto after_loop;

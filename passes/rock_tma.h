@@ -12,10 +12,13 @@
  * sg * 2 multiples of 16 bytes, offset * 2 too, D-tile <= 256. Checked on the view: every
  * point along each dim with the others at 0, and 512 pseudo-random points of the box
  * (a view that is affine there is taken as affine; the interpreter and the GPU suite check
- * the numbers). An MN-major operand (D contiguous, e.g. B as [K, N] row-major) keeps the
- * register path: it would need the MN-major core-matrix layout and the descriptor's
- * transpose bit, not done yet. The choice is recorded on the kernel func as
- * tma = "A,B" | "A" | "B" | "none" (p:kernels()).
+ * the numbers). An MN-major operand (D contiguous: addr = offset + g*sg + k*sk + d, e.g. B
+ * as [K, N] row-major; sk * 2 a multiple of 16) takes TMA in the swizzled MN-major layout
+ * (below) where a swizzle's panel (S / 2 elements of D, S = 128 / 64 / 32 up to the
+ * option) divides the D tile, the warpgroup's part and the instruction's (64 for A, N for
+ * B) and KB <= 256; else (tma-swizzle=none among them) it keeps the register path. The
+ * choice is recorded on the kernel func as tma = "A,B" | "A" | "B" | "none (why)"
+ * (p:kernels()).
  *
  * The tensor map (kl_tma_map): rank 3 {K, D, G} (rank 2 when G = 1), dims Ek, Ed, G
  * elements, strides sd*eb, sg*eb bytes, and
@@ -33,7 +36,13 @@
  *    slab of the LDS tile [KB/8, DB, 8] (no row skew: TMA writes the box dense, 16 bytes
  *    per row), exactly the no-swizzle core-matrix layout the descriptors read; KB/8 boxes
  *    per operand and K step.
- * The choice is the kernel func's tma_swizzle (bytes, 0 none; p:kernels()).
+ *  - MN-major (kl_tma_map.mn): rank 3 {D, K, G}, strides sk*eb, sg*eb, box {S/eb, KB(, 1)}
+ *    with CU_TENSOR_MAP_SWIZZLE_<S>B, one box per panel of S/eb D elements of the LDS tile
+ *    [DB/(S/eb), KB, S/16, 16/eb] (lds_tile_swz_mn: row k of a panel holds its D elements
+ *    at K index k, chunk c at c ^ (k % 8) for 128), read by the wgmma with imm-trans
+ *    (LBO the panel stride, SBO the 8-row K group stride: passes/rock_wgmma.h).
+ * The choice is the kernel func's tma_swizzle (bytes, the widest of the two operands', 0
+ * none; p:kernels()).
  *
  * The K loop (rock-gridwise-to-blockwise, tma_emit; W = 3..6 LDS stages, each stage's
  * tiles completing on mbarrier s of an LDS buffer<W x i64>; thread 0 issues):
@@ -79,6 +88,7 @@ typedef struct kl_tma_map {
   int64_t box[3];     /* 8 (16 bytes), the D tile, 1 */
   int64_t offset;     /* elements from the argument's base */
   int64_t swizzle;    /* bytes (128, 64, 32; box[0] * 2 of them) or 0 (box[0] 8) */
+  bool mn;            /* MN-major: dims {D, K(, G)}, box {S / eb, KB(, 1)} */
 } kl_tma_map;
 
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused

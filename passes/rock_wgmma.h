@@ -55,8 +55,14 @@
  * absolute address; the LDS buffer is placed at kl_tma_lds_align); the descriptor then
  * carries the swizzle mode, SBO, LBO 16 (unused for K-major swizzled layouts) and, per
  * K16 step k0, the start address + (k0 / KS) * PBO + (k0 % KS) elements (32 bytes per
- * step inside an atom row, base offset 0); a failure of both is an error naming the
- * operand,
+ * step inside an atom row, base offset 0); or else (16-bit types) the S-byte swizzled
+ * MN-major layout (TMA's MN-major tiles), MS = S / eb:
+ *   addr(k, d) = O + swz(((d / MS) * LBO + (k / 8) * SBO + (k % 8) * MS + d % MS) * eb) / eb
+ * read with the instruction's imm-trans for that operand (rock.wgmma {trans_a, trans_b}),
+ * the descriptor's LBO the panel stride, SBO the 8-row K group stride (PTX ISA's canonical
+ * MN-major swizzled layout ((T,S/16,m),(8,k)) : ((1,T,LBO),(S/16 T,SBO))), per K16 step
+ * the start + 2 SBO, per 64 rows of A / N columns of B the start + LBO per panel; a
+ * failure of all is an error naming the operand,
  * then per block tile:
  *   rock.wgmma_sync {step = "fence"}
  *   per K step kk < kPerBlock/16, per instruction (mr, nr) of the warpgroup:
@@ -104,8 +110,9 @@
  *     of the LDS element at %i plus offset bytes (kl_wgmma_desc_encode of its shared-window
  *     byte address; offset a multiple of 16, default 0; swizzle 32 / 64 / 128 bytes or
  *     absent: kl_wgmma_desc_swizzle_bits);
- *   rock.wgmma(%da : i64, %db : i64, %c : vector<N/2 x f32>) {instr} -> vector: one
- *     wgmma.mma_async of the warpgroup, D = A x B + C (K-major A and B);
+ *   rock.wgmma(%da : i64, %db : i64, %c : vector<N/2 x f32>) {instr, trans_a, trans_b}
+ *     -> vector: one wgmma.mma_async of the warpgroup, D = A x B + C (K-major A and B;
+ *     trans_a / trans_b 1: that operand MN-major, imm-trans, 16-bit types only);
  *   rock.wgmma_sync(%v...) {step, pending} -> %v...: wgmma.fence / commit_group /
  *     wait_group pending / fence.proxy.async.shared::cta, passing its operands through.
  * Memory / errors: as rock_accel.h (caller's err buffer; pattern failures through the

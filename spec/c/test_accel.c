@@ -981,8 +981,14 @@ static void decode_desc(sim *s, kl_op *op, double dv, int64_t *start, int64_t *l
 /* the hardware's sw-byte swizzle of a shared byte address (modelled here, not taken from
  * passes/rock_wgmma.h): the 16-byte chunk bits XORed with bits 7.. */
 static int64_t swz(int64_t a, int64_t sw) { return a ^ (((a >> 7) & (sw / 16 - 1)) << 4); }
-/* the shared byte of operand row r, K element k (eb-byte elements) through a descriptor */
-static int64_t desc_byte(int64_t start, int64_t lbo, int64_t sbo, int64_t sw, int r, int k, int E, int eb) {
+/* the shared byte of operand row r (M / N), K element k (eb-byte elements) through a
+ * descriptor; tr: the instruction's imm-trans for it (MN-major, 16-bit types; PTX ISA's
+ * canonical MN-major layouts: no swizzle ((8,m),(8,k)) : ((eb, SBO), (16, LBO)) bytes;
+ * S-byte swizzle: rows of S / eb M / N elements, panels LBO apart, K row k % 8 at S * (k %
+ * 8), 8-row K groups SBO apart, through the swizzle) */
+static int64_t desc_byte(int64_t start, int64_t lbo, int64_t sbo, int64_t sw, bool tr, int r, int k, int E, int eb) {
+  if (tr && !sw) return start + sbo * (r / 8) + eb * (r % 8) + 16 * (k % 8) + lbo * (k / 8);
+  if (tr) return swz(start + lbo * (r / (sw / eb)) + sbo * (k / 8) + sw * (k % 8) + eb * (r % (sw / eb)), sw);
   if (!sw) return start + sbo * (r / 8) + lbo * (k / E) + 16 * (r % 8) + eb * (k % E);
   return swz(start + sbo * (r / 8) + sw * (r % 8) + eb * k, sw);
 }
@@ -1008,7 +1014,14 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     sfail(s, op, "unknown wgmma instruction %s", instr);
     return;
   }
-  int E = 16 / eba; /* K elements of a core matrix row */
+  int E = 16 / eba;         /* K elements of a core matrix row */
+  int64_t tra = 0, trb = 0; /* imm-trans-a / -b: MN-major operands (16-bit types only) */
+  kl_op_attr_i64(op, "trans_a", &tra);
+  kl_op_attr_i64(op, "trans_b", &trb);
+  if ((tra || trb) && eba != 2) {
+    sfail(s, op, "transposed operands of %s (only 16-bit types have imm-trans)", instr);
+    return;
+  }
   if (!s->t->wgmma) {
     sfail(s, op, "wgmma on %s", s->t->name);
     return;
@@ -1038,13 +1051,13 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     s->rd_swz = swa;
     for (int r = 0; r < 64; r++)
       for (int k = 0; k < KI; k++) {
-        double v = lds_at(s, op, desc_byte(sa, la, ssa, swa, r, k, E, eba), eba);
+        double v = lds_at(s, op, desc_byte(sa, la, ssa, swa, tra, r, k, E, eba), eba);
         A[r * KI + k] = xa ? fp8_decode(xa, (int)v) : v;
       }
     s->rd_swz = swb;
     for (int r = 0; r < N; r++)
       for (int k = 0; k < KI; k++) {
-        double v = lds_at(s, op, desc_byte(sb, lb, ssb, swb, r, k, E, ebb), ebb);
+        double v = lds_at(s, op, desc_byte(sb, lb, ssb, swb, trb, r, k, E, ebb), ebb);
         B[r * KI + k] = xb ? fp8_decode(xb, (int)v) : v;
       }
     for (int l = 0; l < 128; l++)
@@ -2348,11 +2361,29 @@ static void test_tma(void) {
     /* odd M / N and K padded to the tile: TMA's zero fill past the dims */
     { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=6", "A,B", 32 },
     { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "tma=1", "A,B", 64 },
-    /* one operand MN-major: it keeps the register path (mixed loop) */
-    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "tma=1", "A", 64 },
-    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3", "B", 32 },
-    /* no TMA: both MN-major; K rows of 90 bytes (not a multiple of 16) */
-    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, "tma=1", "none", 32 },
+    /* MN-major operands (B [K, N], A [K, M]): the swizzled MN-major tiles (boxes {64, KB}
+     * of M / N panels), read with imm-trans; the K-major one's swizzle by its K tile */
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "tma=1", "A,B", 128 },
+    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3", "A,B", 128 },
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, "tma=1", "A,B", 128 },
+    { { "sm_90a", "bf16", 1, 136, 136, 72, false, false, true, "v3:128,64,32,128,64,8", "bf16" },
+      "tma=1,tma-swizzle=64",
+      "A,B",
+      64 },
+    { { "sm_90a", "f16", 2, 70, 104, 40, true, false, false, "v3:64,64,16,64,64,8", "f32" },
+      "tma=1,tma-swizzle=32",
+      "A,B",
+      32 },
+    /* MN-major with no swizzle: the register path (the mixed loop) */
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" },
+      "tma=1,tma-swizzle=none",
+      "A",
+      0 },
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" },
+      "tma=1,tma-swizzle=none",
+      "none",
+      -1 },
+    /* no TMA: K rows of 90 bytes (not a multiple of 16) */
     { { "sm_90a", "f16", 1, 64, 64, 45, true, true, false, "v3:64,64,16,64,64,8", "f32" }, "tma=1", "none", 32 },
     /* tma-swizzle: none (the unswizzled core-matrix boxes {8, rows}), capped at 64 / 32 */
     { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" },
@@ -2361,7 +2392,7 @@ static void test_tma(void) {
       0 },
     { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" },
       "tma=1,tma-swizzle=64",
-      "A",
+      "A,B",
       64 },
     { { "sm_90a", "bf16", 1, 130, 100, 136, true, true, true, "v3:128,64,64,64,64,8", "bf16" },
       "tma=4,tma-swizzle=32",
@@ -2387,11 +2418,11 @@ static void test_tma(void) {
     g_mutate = mut_tma_noswizzle;
     tma_case(&c, "tma=1", "A,B");
     tma_case(&c3, "tma=1", "A,B");
-    tma_case(&c2, "tma=1", "A");
+    tma_case(&c2, "tma=1", "A,B"); /* B MN-major */
     for (int i = 0; i < 4; i++) {
       g_mutate = muts[i];
       tma_case(&c, "tma=1", "A,B");
-      tma_case(&c2, "tma=1", "A");
+      tma_case(&c2, "tma=1,tma-swizzle=none", "A"); /* the mixed loop: B (MN-major) on registers */
     }
     g_mutate = NULL;
   }

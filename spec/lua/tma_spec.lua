@@ -28,12 +28,18 @@ describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
     local p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false })
     assert.are.equal("", gemm_of(p).tma)
     assert.is_nil(p:disasm(gemm_of(p).name, "sm_90a"):find("cp.async.bulk.tensor", 1, true))
-    -- A [M,K] row-major: K-major, TMA; B [K,N] row-major: MN-major, registers
+    -- A [M,K] row-major: K-major; B [K,N] row-major: MN-major, both through TMA (the MN-major
+    -- tile swizzled always); with tma-swizzle=none B keeps the register path
     p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false, pipeline = tma_pipeline(1) })
+    assert.are.equal("A,B", gemm_of(p).tma)
+    assert.are.equal(128, gemm_of(p).tma_swizzle)
+    p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false, pipeline = tma_pipeline("1,tma-swizzle=none") })
     assert.are.equal("A", gemm_of(p).tma)
     p = kiln.compile(dot_graph(256, 256, 256, "bf16", false, true), { target = "sm_90a", cache = false, pipeline = tma_pipeline(1) })
     assert.are.equal("A,B", gemm_of(p).tma)
     p = kiln.compile(dot_graph(256, 256, 256, "f16", true, false), { target = "sm_90a", cache = false, pipeline = tma_pipeline(1) })
+    assert.are.equal("A,B", gemm_of(p).tma)
+    p = kiln.compile(dot_graph(256, 256, 256, "f16", true, false), { target = "sm_90a", cache = false, pipeline = tma_pipeline("1,tma-swizzle=none") })
     assert.is_truthy(gemm_of(p).tma:find("^none %(A: MN%-major"), gemm_of(p).tma)
     assert.are.equal(0, gemm_of(p).tma_swizzle)
     local ok, e = pcall(kiln.compile, dot_graph(64, 64, 64, "f16"), { target = "sm_90a", cache = false, pipeline = tma_pipeline("1,tma-swizzle=16") })
@@ -56,11 +62,12 @@ describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
     { "4096^3 f16 B^T KB 64 no swizzle", dg(4096, true), "v3:128,256,64,64,256,8", "A,B", "1,tma-swizzle=none", 0 },
     { "8192^3 f16 B^T KB 32", dg(8192, true), "v3:128,256,32,64,256,8", "A,B", "1", 64 },
     { "8192^3 f16 B^T KB 64", dg(8192, true), "v3:128,256,64,64,256,8", "A,B", "1", 128 },
-    { "4096^3 f16 KB 32", dg(4096, false), "v3:128,256,32,64,256,8", "A", "1", 64 },
-    { "4096^3 f16 KB 64", dg(4096, false), "v3:128,256,64,64,256,8", "A", "1", 128 },
+    -- B [K, N] (MN-major) through TMA too: the 128-byte swizzled MN-major tile, imm-trans-b
+    { "4096^3 f16 KB 32", dg(4096, false), "v3:128,256,32,64,256,8", "A,B", "1", 128 },
+    { "4096^3 f16 KB 64", dg(4096, false), "v3:128,256,64,64,256,8", "A,B", "1", 128 },
     { "4096^3 f16 KB 64 no swizzle", dg(4096, false), "v3:128,256,64,64,256,8", "A", "1,tma-swizzle=none", 0 },
-    { "8192^3 f16 KB 32", dg(8192, false), "v3:128,256,32,64,256,8", "A", "1", 64 },
-    { "8192^3 f16 KB 64", dg(8192, false), "v3:128,256,64,64,256,8", "A", "1", 128 },
+    { "8192^3 f16 KB 32", dg(8192, false), "v3:128,256,32,64,256,8", "A,B", "1", 128 },
+    { "8192^3 f16 KB 64", dg(8192, false), "v3:128,256,64,64,256,8", "A,B", "1", 128 },
     { "seed conv n512 heuristic", G.seed_conv, nil, "A,B", "1", 128 },
     { "seed conv n512 KB 64", G.seed_conv, "v3:128,256,64,64,256,8", "A,B", "1", 128 },
     { "seed conv n512 KB 64 no swizzle", G.seed_conv, "v3:128,256,64,64,256,8", "A,B", "1,tma-swizzle=none", 0 },
@@ -79,6 +86,11 @@ describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
       assert.is_true(count(ptx, "mbarrier%.init%.shared::cta%.b64") > 0, "mbarrier.init")
       assert.are.equal(c[4] == "A,B" and 2 or 1, count(ptx, "%.param %.align 64 %.b8 [%w_]+%[128%]"), "tensor-map params")
       assert.is_true(count(ptx, "wgmma%.mma_async") > 0)
+      -- an MN-major B: every wgmma with imm-trans-b 1 (the last of its immediates)
+      if c[1]:find("^%d+^3 f16 KB") and c[4] == "A,B" then
+        assert.is_true(count(ptx, "p, 1, 1, 0, 1;") > 0, "imm-trans-b")
+        assert.are.equal(0, count(ptx, "p, 1, 1, 0, 0;"), "imm-trans-b")
+      end
       -- swizzled tiles: the dynamic shared memory 1024-byte aligned (the swizzle's XOR is
       -- taken from the absolute address)
       if c[6] == 128 then assert.is_truthy(ptx:find(".extern .shared .align 1024 .b8 __kiln_dyn_lds[]", 1, true)) end
