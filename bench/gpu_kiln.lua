@@ -334,14 +334,19 @@ local function raster_pipeline(gm)
   return pl
 end
 -- "tma": sm_90a's wgmma path with TMA + mbarrier loads of the K-major operands
--- (rock-gridwise-to-blockwise{tma=1}, passes/rock_tma.h; the heuristic's config);
--- "tmak64": the same with the 128x256x64 config (v3:128,256,64,64,256,8)
+-- (rock-gridwise-to-blockwise{tma=1}, passes/rock_tma.h; the heuristic's config; the TMA
+-- tiles 128-byte swizzled where the K tile allows, tma-swizzle's default);
+-- "tmak64": the same with the 128x256x64 config (v3:128,256,64,64,256,8);
+-- "tmanosw" / "tmak64nosw": the same two with tma-swizzle=none (the unswizzled boxes {8, rows})
 local TMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
+local TMA_NOSW_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                       "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},", 1)
+local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true }
 local function compile_case(c, g)
-  if c.variant == "tma" or c.variant == "tmak64" then
+  if TMA_VARIANTS[c.variant] then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the tma variants need a compute capability 9.0 GPU", 0) end
-    return kiln.compile(g, { target = "sm_90a", pipeline = TMA_PIPELINE,
-                             perf_config = c.variant == "tmak64" and "v3:128,256,64,64,256,8" or nil })
+    return kiln.compile(g, { target = "sm_90a", pipeline = c.variant:find("nosw", 1, true) and TMA_NOSW_PIPELINE or TMA_PIPELINE,
+                             perf_config = c.variant:find("k64", 1, true) and "v3:128,256,64,64,256,8" or nil })
   end
   if c.variant == "wgmma" then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the wgmma variant needs a compute capability 9.0 GPU", 0) end

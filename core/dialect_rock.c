@@ -298,6 +298,9 @@ static kl_status verify_wgmma_desc(kl_op *op) {
   if (oa && (!kl_op_attr_i64(op, "offset", &off) || off < 0 || off % 16 || off >= (1 << 18)))
     return kl_emit_error(op->ctx, op->loc,
                          "'rock.wgmma_desc': 'offset' must be an integer byte offset, a multiple of 16 below 2^18");
+  int64_t sw = 0;
+  if (kl_op_attr(op, "swizzle") && (!kl_op_attr_i64(op, "swizzle", &sw) || (sw && sw != 32 && sw != 64 && sw != 128)))
+    return kl_emit_error(op->ctx, op->loc, "'rock.wgmma_desc': 'swizzle' must be 0, 32, 64 or 128 (bytes)");
   return KL_OK;
 }
 static kl_status verify_wgmma(kl_op *op) {
@@ -327,9 +330,11 @@ static kl_status verify_wgmma_sync(kl_op *op) {
 /* TMA + mbarrier (passes/rock_tma.h). rock.mbarrier(%bars, %i[, %parity]) {step = "init"
  * (count) | "arrive_expect_tx" (bytes) | "wait" (%parity) | "inval"}: mbarrier %i of the LDS
  * buffer<W x i64>; rock.tma_load(%src, %bars, %bi, %lds, %li..., %c...) {dims, strides, box,
- * offset}: the box at coordinates %c (innermost first) of the tensor map over the global
- * buffer src (offset elements from its base, dims elements, strides bytes of dims 1..), dense
- * row-major (box[0] fastest) into LDS from element (%li...), completing on mbarrier %bi. */
+ * offset, swizzle}: the box at coordinates %c (innermost first) of the tensor map over the
+ * global buffer src (offset elements from its base, dims elements, strides bytes of dims
+ * 1..), dense row-major (box[0] fastest) into LDS from element (%li...), its byte addresses
+ * through the swizzle of `swizzle` bytes (32 / 64 / 128, kl_swizzle_addr; absent or 0:
+ * none), completing on mbarrier %bi. */
 static bool is_index(kl_op *op, int i) { return op->opnds[i].value->type->kind == KL_TY_INDEX; }
 static kl_status verify_mbarrier(kl_op *op) {
   const char *step = kl_op_attr_string(op, "step");
@@ -386,6 +391,13 @@ static kl_status verify_tma_load(kl_op *op) {
   if ((box[0] * eb) % 16 || (off * eb) % 16)
     return kl_emit_error(op->ctx, op->loc,
                          "'rock.tma_load': the box's inner extent and the offset must be multiples of 16 bytes");
+  int64_t sw = 0;
+  if (kl_op_attr(op, "swizzle") &&
+      (!kl_op_attr_i64(op, "swizzle", &sw) || (sw && sw != 32 && sw != 64 && sw != 128) || (sw && box[0] * eb > sw)))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.tma_load': 'swizzle' must be 0, 32, 64 or 128 (bytes), at least the box's inner "
+                         "extent (%lld bytes)",
+                         (long long)(box[0] * eb));
   return KL_OK;
 }
 

@@ -4,6 +4,7 @@
 #include "core/dialect_graph.h"
 #include "core/dialect_rock.h"
 #include "codegen/codegen_target.h"
+#include "passes/rock_tma.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,20 +15,7 @@ static void *keep(kl_plan *p, void *mem) {
   return mem;
 }
 
-int64_t kl_kernel_lds_bytes(kl_op *kernel) {
-  int n;
-  kl_op **ops = kl_collect_ops(kernel, &n);
-  int64_t bytes = 0;
-  for (int i = 0; i < n; i++) {
-    const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
-    if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS) {
-      int64_t b = kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
-      bytes = (b < 0 || bytes > INT64_MAX - b) ? INT64_MAX : bytes + b;
-    }
-  }
-  free(ops);
-  return bytes;
-}
+int64_t kl_kernel_lds_bytes(kl_op *kernel) { return kl_tma_lds_bytes(kernel); }
 
 /* A type's layout as a bundle describes it (elem "" when it cannot). */
 static void tensor_of(kl_plan *p, const kl_type *t, kl_bundle_tensor *out) {

@@ -62,8 +62,9 @@ typedef struct kl_plan {
   void **mem; /* arrays the descriptions point to */
 } kl_plan;
 
-/* LDS bytes a kernel func declares: the sum over its rock.alloc ops in LDS space
- * (INT64_MAX when that overflows). The plan's lds_bytes of a kernel, and what a loaded
+/* LDS bytes a kernel func declares: the sum over its rock.alloc ops in LDS space, each
+ * placed at the alignment of the kernel's TMA destinations where it has TMA loads
+ * (passes/rock_tma.h: kl_tma_lds_bytes; INT64_MAX when that overflows). The plan's lds_bytes of a kernel, and what a loaded
  * bundle's code objects are checked against (bundle.c). */
 int64_t kl_kernel_lds_bytes(kl_op *kernel);
 

@@ -121,7 +121,7 @@ static kl_status tma_args(kl_plan_exec *x, const kl_bundle_step *s, kl_dev_launc
       args[l->nargs] = NULL;
       return KL_ERR;
     }
-    kl_tensor_map_desc d = { .rank = m->rank, .bf16 = m->bf16 };
+    kl_tensor_map_desc d = { .rank = m->rank, .bf16 = m->bf16, .swizzle = m->swizzle };
     d.base = (char *)x->ptr[s->args[m->arg]] + m->offset;
     for (int i = 0; i < m->rank; i++) {
       d.dims[i] = m->dims[i];

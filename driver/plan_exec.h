@@ -24,7 +24,7 @@
  * its buffer arguments in this order: each built per launch (kl_device_tensor_map) from
  * the device pointer of the kernel's argument `arg` plus `offset` bytes. */
 typedef struct kl_plan_tma {
-  int arg, rank;
+  int arg, rank, swizzle; /* swizzle: bytes (128, 64, 32) or 0 */
   bool bf16;
   int64_t offset;
   uint64_t dims[3], strides[2];

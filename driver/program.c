@@ -342,6 +342,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->problem = "";
   k->async_copy = "";
   k->tma = "";
+  k->tma_swizzle = 0;
   k->async_lds_layout = "";
   k->amd_lds_layout = "";
   k->grid_size = K->grid[0];
@@ -374,11 +375,13 @@ static kl_status build_tma(variant *v, char *err, size_t errlen) {
     kl_block *body = fn->regions[0].first;
     for (int j = 0; j < n; j++) {
       kl_plan_tma *m = &v->tma[k].m[j];
-      int64_t dims[8], strides[8], box[8], off = 0;
+      int64_t dims[8], strides[8], box[8], off = 0, sw = 0;
       m->rank = kl_op_attr_i64s(ops[j], "dims", dims, 8);
       kl_op_attr_i64s(ops[j], "strides", strides, 8);
       kl_op_attr_i64s(ops[j], "box", box, 8);
       kl_op_attr_i64(ops[j], "offset", &off);
+      kl_op_attr_i64(ops[j], "swizzle", &sw);
+      m->swizzle = (int)sw;
       const kl_type *st = ops[j]->opnds[0].value->type;
       m->arg = -1;
       for (int a = 0; a < body->nargs; a++)
@@ -424,6 +427,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->amd_lds_layout = func_str_of(v->module, k->name, "amd_lds_layout");
     k->pipeline_stages = func_int_of(v->module, k->name, "pipeline_stages");
     k->tma = func_str_of(v->module, k->name, "tma");
+    k->tma_swizzle = func_int_of(v->module, k->name, "tma_swizzle");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -1125,6 +1129,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].amd_lds_layout = func_str_of(v->module, K->name, "amd_lds_layout");
     v->kernels[k].pipeline_stages = func_int_of(v->module, K->name, "pipeline_stages");
     v->kernels[k].tma = func_str_of(v->module, K->name, "tma");
+    v->kernels[k].tma_swizzle = func_int_of(v->module, K->name, "tma_swizzle");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;

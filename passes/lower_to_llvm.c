@@ -44,6 +44,7 @@ struct kl_llvm_lowering {
   LLVMFastMathFlags fmf;      /* on every float add / sub / mul: contract unless the kernel is strict_fp */
   kl_op *tma[8];              /* NVPTX: one rock.tma_load per tensor-map parameter (kl_tma_kernel_maps) */
   int ntma, nbufargs;         /* tensor maps; buffer parameters before them */
+  int64_t lds_align;          /* NVPTX: the LDS buffers' alignment (16; kl_tma_lds_align with TMA) */
 };
 typedef kl_llvm_lowering lw;
 
@@ -517,13 +518,12 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
     if (!g) {
       g = LLVMAddGlobalInAddressSpace(L->m, dt, "__kiln_dyn_lds", 3);
       LLVMSetLinkage(g, LLVMExternalLinkage);
-      LLVMSetAlignment(g, L->ntma ? 128 : 16);
+      LLVMSetAlignment(g, L->lds_align);
     }
-    int64_t al = L->ntma ? 128 : 16, bytes = span * ((kl_type_bits(t->elem) + 7) / 8),
-            off = (L->dyn_off + al - 1) / al * al;
+    int64_t al = L->lds_align, bytes = span * ((kl_type_bits(t->elem) + 7) / 8), off = (L->dyn_off + al - 1) / al * al;
     if (off + bytes > L->dyn_total) {
       fail(L, op, "%s",
-           "the LDS buffers need more dynamic shared memory than the kernel's lds_bytes (16-byte alignment)");
+           "the LDS buffers need more dynamic shared memory than the kernel's lds_bytes (their alignment)");
       return NULL;
     }
     L->dyn_off = off + bytes;
@@ -536,7 +536,7 @@ static LLVMValueRef lower_alloc(lw *L, kl_op *op) {
     LLVMValueRef g = LLVMAddGlobalInAddressSpace(L->m, at, name, 3);
     LLVMSetInitializer(g, LLVMGetUndef(at));
     LLVMSetLinkage(g, LLVMInternalLinkage);
-    LLVMSetAlignment(g, L->ntma ? 128 : 16); /* TMA destinations: 128-byte aligned */
+    LLVMSetAlignment(g, (unsigned)L->lds_align); /* TMA destinations: kl_tma_lds_align */
     return g;
   }
   /* AMDGPU allocas land in address space 5 because the module's data layout says so.
@@ -960,22 +960,36 @@ static bool lower_kernel(lw *L, kl_op *k) {
   int64_t bs = 1;
   kl_op_attr_i64(k, "block_size", &bs);
   L->block_size = bs;
-  L->dyn_lds = false, L->dyn_off = 0, L->dyn_total = 0, L->ntma = 0, L->nbufargs = body->nargs;
+  L->dyn_lds = false, L->dyn_off = 0, L->dyn_total = 0, L->ntma = 0, L->nbufargs = body->nargs, L->lds_align = 16;
   if (L->t->arch == KL_ARCH_NVPTX) { /* the plan's lds_bytes: the sum of the LDS allocations */
     L->ntma = kl_tma_kernel_maps(k, L->tma, 8);
     if (L->ntma < 0 || L->ntma > 8)
       return fail(L, k, "%s", "TMA loads of more than 8 tensor maps, or of a source that is not a kernel argument");
+    /* TMA destinations at kl_tma_lds_align (128 bytes, 1024 for 128-byte swizzled tiles) */
+    int64_t tal = kl_tma_lds_align(k);
+    if (tal > L->lds_align) L->lds_align = tal;
     int n;
     kl_op **ops = kl_collect_ops(k, &n);
     for (int i = 0; i < n; i++) {
       const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
       if (!strcmp(ops[i]->name, "rock.alloc") && t && t->kind == KL_TY_BUFFER && t->space == KL_SPACE_LDS) {
-        if (L->ntma) L->dyn_total = (L->dyn_total + 127) / 128 * 128; /* TMA destinations: 128-byte aligned */
+        L->dyn_total = (L->dyn_total + L->lds_align - 1) / L->lds_align * L->lds_align;
         L->dyn_total += kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
       }
     }
     free(ops);
     L->dyn_lds = L->dyn_total > KL_NVPTX_STATIC_LDS_MAX;
+    /* the launch passes kl_tma_lds_bytes (driver/plan.c): buffers placed past it would be
+     * out of the block's shared memory (a fault on the device, not an error here) */
+    int64_t launch = kl_tma_lds_bytes(k);
+    if (L->dyn_lds && L->dyn_total > launch) {
+      char msg[200];
+      snprintf(msg, sizeof msg,
+               "the LDS buffers need %lld bytes of dynamic shared memory at their %lld-byte alignment, the launch "
+               "passes %lld",
+               (long long)L->dyn_total, (long long)L->lds_align, (long long)launch);
+      return fail(L, k, "%s", msg);
+    }
   }
   const kl_attr *strict = kl_op_attr(k, "strict_fp");
   L->fmf = strict && (strict->kind == KL_AT_UNIT || (strict->kind == KL_AT_BOOL && strict->i))

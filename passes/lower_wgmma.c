@@ -33,7 +33,9 @@ bool kl__lower_wgmma_desc(kl_llvm_lowering *L, kl_op *op) {
   LLVMValueRef p = kl_llvm_address(L, op, 0, &et);
   LLVMValueRef a = LLVMBuildPtrToInt(b, p, i64, "");
   a = LLVMBuildLShr(b, LLVMBuildAnd(b, a, LLVMConstInt(i64, 0x3ffff, 0), ""), LLVMConstInt(i64, 4, 0), "");
-  uint64_t hi = kl_wgmma_desc_encode(0, lbo, sbo); /* the constant fields */
+  int64_t sw = 0;
+  kl_op_attr_i64(op, "swizzle", &sw);
+  uint64_t hi = kl_wgmma_desc_encode(0, lbo, sbo) | kl_wgmma_desc_swizzle_bits(sw); /* the constant fields */
   LLVMValueRef dv = LLVMBuildOr(b, a, LLVMConstInt(i64, hi, 0), "wgmma.desc");
   /* + offset / 16 (the start address field; below 2^18 bytes: no carry out of it), in a
    * volatile asm at the use: LLVM keeps one base per tile live across the K loop instead
@@ -63,12 +65,19 @@ bool kl__lower_wgmma(kl_llvm_lowering *L, kl_op *op) {
   LLVMContextRef c = kl_llvm_context(L);
   LLVMTypeRef f32 = LLVMFloatTypeInContext(c), i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
   /* text */
+  int64_t tra = 0, trb = 0;
+  kl_op_attr_i64(op, "trans_a", &tra);
+  kl_op_attr_i64(op, "trans_b", &trb);
+  if ((tra || trb) && d->k != 16) return kl_llvm_fail(L, op, "transposed (MN-major) operands need a 16-bit wgmma");
   kl_sb sb = { 0 };
   kl_sb_printf(&sb, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s {", n + 2, d->intrinsic);
   for (int i = 0; i < n; i++) kl_sb_printf(&sb, "%s$%d", i ? ", " : "", i);
   /* scale-d p, imm-scale-a 1, imm-scale-b 1; the 16-bit types also take imm-trans-a / -b
-   * (0: K-major), fp8 (k32) has no transposed forms */
-  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1%s;\n}", n, n + 1, d->k == 16 ? ", 0, 0" : "");
+   * (0: K-major, 1: MN-major: the attributes trans_a / trans_b), fp8 (k32) has no
+   * transposed forms */
+  char trans[16] = "";
+  if (d->k == 16) snprintf(trans, sizeof trans, ", %d, %d", tra ? 1 : 0, trb ? 1 : 0);
+  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1%s;\n}", n, n + 1, trans);
   kl_sb cs = { 0 };
   for (int i = 0; i < n; i++) kl_sb_printf(&cs, "=f,");
   kl_sb_printf(&cs, "l,l,r");

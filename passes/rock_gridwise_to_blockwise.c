@@ -100,6 +100,7 @@ typedef struct {
   int64_t raster_m;   /* the option raster-group-m: workgroup order (passes/gemm_raster.h); <= 1 row order */
   bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
   int64_t tma;        /* the option tma: 0 off, 1 auto stages, 3..6 stages (passes/rock_tma.h) */
+  int64_t tma_sw;     /* the option tma-swizzle: the widest swizzle in bytes (128, 64, 32), 0 none */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -554,6 +555,91 @@ static kl_value *lds_tile_xor(kl_rewriter *rw, kl_loc loc, const kl_type *elem, 
   kl_view_free(v);
   return r;
 }
+/* LDS tile [KB, DB] of a TMA operand in the sw-byte swizzled K-major layout (passes/rock_tma.h,
+ * sw = 128, 64, 32): a [KB / KS, DB, sw / 16, 16 / eb] alloc (KS = sw / eb K elements per
+ * row: one TMA box {KS, DB} per panel), viewed as [KB, DB] with the 16-byte chunk c of
+ * row d at chunk c XOR ((d / dv) mod m) (xor_params of sw / 16 chunks: d % 8, d / 2 % 4,
+ * d / 4 % 2), which is what TMA's CU_TENSOR_MAP_SWIZZLE_<sw>B writes and the wgmma
+ * descriptors of that swizzle read when each panel starts at a multiple of 8 * sw bytes
+ * (DB a multiple of 8; join_lds aligns the tiles). NULL (with err) unless KB is a multiple
+ * of KS. */
+static kl_value *lds_tile_swz(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
+                              const char *d, int64_t sw, char *err, size_t n) {
+  int64_t eb = (kl_type_bits(elem) + 7) / 8, nc = sw / 16, kpe = 16 / eb, dv, m;
+  if (sw < 32 || t->KB % (sw / eb) || DB % 8) {
+    snprintf(err, n, "the %lld-byte TMA swizzle needs kPerBlock a multiple of %lld and tile rows a multiple of 8",
+             (long long)sw, (long long)(sw / eb));
+    return NULL;
+  }
+  xor_params(nc, &dv, &m);
+  int64_t s[4] = { t->KB / (sw / eb), DB, nc, kpe }, prm[2] = { dv, m };
+  const char *names[4] = { "p", d, "kc", "ki" };
+  int up0[2] = { 1, 2 }, up1[2] = { 0, 3 };
+  kl_vtrans tr[2] = { { KL_VT_XOR, 2, 2, 2, prm, up0, up0 }, { KL_VT_PASSTHROUGH, 0, 2, 2, NULL, up1, up1 } };
+  kl_vmap map = { 4, 4, 2, names, s, names, s, tr };
+  kl_vb b = { 0 };
+  b.v = kl_view_make(1, &map, &b.err);
+  b.bad = !b.v;
+  const char *kf[3] = { "p", "kc", "ki" }, *ord[2] = { "k", d };
+  kl_vb_merge(&b, "k", 3, kf);
+  kl_vb_order(&b, 2, ord);
+  kl_view *v = kl_vb_finish(&b, err, n);
+  if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
+/* The swizzle (bytes) of the TMA tiles for K tiles of kb_bytes: the widest of 128, 64, 32
+ * up to the option's `cap` that divides them; 0 when cap is 0 or none does. */
+static int64_t tma_swizzle_of(int64_t cap, int64_t kb_bytes) {
+  for (int64_t sw = 128; sw >= 32; sw /= 2)
+    if (sw <= cap && kb_bytes % sw == 0) return sw;
+  return 0;
+}
+/* The swizzle of an MN-major TMA operand's tile (DB rows of M / N, K tile KB): the widest
+ * up to cap whose panel (sw / eb elements of M / N) divides the tile, the warpgroup's
+ * part (wave) and the instruction's (instr: 64 for A, N for B), so that every descriptor
+ * starts on a panel; 0 when none (or KB > 256, a box's limit). */
+static int64_t tma_mn_swizzle(int64_t cap, int64_t eb, int64_t DB, int64_t wave, int64_t instr, int64_t KB) {
+  for (int64_t sw = 128; sw >= 32 && KB <= 256 && wave > 0 && instr > 0; sw /= 2)
+    if (sw <= cap && (DB * eb) % sw == 0 && (wave * eb) % sw == 0 && (instr * eb) % sw == 0) return sw;
+  return 0;
+}
+/* LDS tile [KB, DB] of an MN-major TMA operand in the sw-byte swizzled MN-major layout: a
+ * [DB / MS, KB, sw / 16, 16 / eb] alloc (MS = sw / eb elements of M / N per row: one TMA box
+ * {MS, KB} per panel; row k of a panel holds M / N elements of K index k), viewed as
+ * [KB, DB] with the 16-byte chunk c of row k at chunk c XOR ((k / dv) mod m) (xor_params).
+ * The wgmma descriptors read it transposed (imm-trans): LBO the panel stride, SBO the
+ * 8-row K group stride (passes/rock_wgmma.h). */
+static kl_value *lds_tile_swz_mn(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
+                                 const char *d, int64_t sw, char *err, size_t n) {
+  int64_t eb = (kl_type_bits(elem) + 7) / 8, nc = sw / 16, kpe = 16 / eb, dv, m;
+  if (sw < 32 || DB % (sw / eb) || t->KB % 8) {
+    snprintf(err, n, "the %lld-byte MN-major TMA swizzle needs tile rows a multiple of %lld", (long long)sw,
+             (long long)(sw / eb));
+    return NULL;
+  }
+  xor_params(nc, &dv, &m);
+  int64_t s[4] = { DB / (sw / eb), t->KB, nc, kpe }, prm[2] = { dv, m };
+  const char *names[4] = { "p", "k", "dc", "di" };
+  int up0[2] = { 1, 2 }, up1[2] = { 0, 3 };
+  kl_vtrans tr[2] = { { KL_VT_XOR, 2, 2, 2, prm, up0, up0 }, { KL_VT_PASSTHROUGH, 0, 2, 2, NULL, up1, up1 } };
+  kl_vmap map = { 4, 4, 2, names, s, names, s, tr };
+  kl_vb b = { 0 };
+  b.v = kl_view_make(1, &map, &b.err);
+  b.bad = !b.v;
+  const char *df[3] = { "p", "dc", "di" }, *ord[2] = { "k", d };
+  kl_vb_merge(&b, d, 3, df);
+  kl_vb_order(&b, 2, ord);
+  kl_view *v = kl_vb_finish(&b, err, n);
+  if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
+
 /* The wavefronts of one shared-memory access phase: the most distinct byte addresses of
  * addr[0..n) that fall on one of `slots` banks of `unit` bytes. */
 static int64_t phase_wavefronts(const int64_t *addr, int64_t n, int64_t unit, int64_t slots) {
@@ -706,14 +792,15 @@ static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int
 
 /* GPU targets: the K loop's LDS tiles (tiles[0..n): A, B and the double-buffer copies,
  * each a rock.alloc or a rock.transform of one) become views into ONE LDS buffer
- * `rock.alloc : buffer<total x T, lds>`, tile i at an offset that is a multiple of 128
- * bytes (the bank period of NVIDIA's LDS: every tile keeps the bank mapping it had
- * alone), so that the whole K-loop LDS is one allocation that rock-output-swizzle can
- * reuse after the loop (offsets packed without alignment when the aligned buffer would
- * exceed `budget` bytes). Tiles of different element types stay separate. Returns the
+ * `rock.alloc : buffer<total x T, lds>`, tile i at an offset that is a multiple of
+ * `align` bytes (128: the bank period of NVIDIA's LDS: every tile keeps the bank mapping
+ * it had alone; 8 x the swizzle for swizzled TMA tiles, whose pattern is taken from the
+ * absolute address), so that the whole K-loop LDS is one allocation that
+ * rock-output-swizzle can reuse after the loop (offsets packed without alignment when the
+ * aligned buffer would exceed `budget` bytes, unless align > 128: then an error). Tiles of different element types stay separate. Returns the
  * LDS bytes of the tiles, -1 (message in err) when a view cannot be built. */
-static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int n, int64_t budget, char *err,
-                        size_t errlen) {
+static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int n, int64_t budget, int64_t align_bytes,
+                        char *err, size_t errlen) {
   kl_value *raw[2 * TMA_MAX_STAGES];
   int64_t off[2 * TMA_MAX_STAGES], total = 0, sum = 0;
   for (int i = 0; i < n; i++) {
@@ -725,7 +812,7 @@ static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int
   int64_t eb = (kl_type_bits(et) + 7) / 8;
   for (int i = 0; i < n; i++)
     if (raw[i]->type->elem != et || !raw[i]->def || strcmp(raw[i]->def->name, "rock.alloc")) return sum;
-  for (int64_t align = 128 / eb > 1 ? 128 / eb : 1;; align = 1) {
+  for (int64_t align = align_bytes / eb > 1 ? align_bytes / eb : 1;; align = 1) {
     total = 0;
     for (int i = 0; i < n; i++) {
       total = (total + align - 1) / align * align;
@@ -733,6 +820,11 @@ static int64_t join_lds(kl_rewriter *rw, kl_loc loc, kl_value *const *tiles, int
       total += kl_type_numel(raw[i]->type);
     }
     if (align == 1 || total * eb <= budget) break;
+    if (align_bytes > 128) {
+      snprintf(err, errlen, "the K loop's LDS tiles at their %lld-byte alignment need %lld bytes, more than %lld",
+               (long long)align_bytes, (long long)(total * eb), (long long)budget);
+      return -1;
+    }
   }
   kl_op *at = raw[0]->def; /* the one buffer goes before the first tile's alloc */
   for (int i = 1; i < n; i++)
@@ -933,7 +1025,8 @@ static kl_op *if_begin(kl_rewriter *rw, kl_loc loc, kl_value *cond) {
   kl_rewriter_set_insertion_before(rw, y);
   return ifop;
 }
-/* the boxes of one TMA operand for K step kidx into LDS tile lds ([KB/8, DB, 8]) */
+/* the boxes of one TMA operand for K step kidx into LDS tile lds ([KB/8, DB, 8]; swizzled:
+ * [KB/KS, DB, chunks, 8], one box per panel) */
 static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_value *lds, kl_value *kidx, int s) {
   const kloop *k = p->k;
   kl_rewriter *rw = k->rw;
@@ -945,8 +1038,10 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
   int nl = 0;
   kl_value *raw = kl_rock_underlying(lds, NULL, &nl, 0); /* the stage's tile [KB/8, DB, 8] */
   const kl_type *lt = raw->type;
-  int64_t KB = p->k->t->KB;
-  for (int64_t j = 0; j < KB / 8; j++) {
+  /* K-major: K elements per box 8 (16 bytes) or a swizzled panel's, KB / bk boxes; MN-major:
+   * a panel of bk M / N elements by KB per box, one per panel of the tile */
+  int64_t KB = p->k->t->KB, bk = m->box[0], nb = m->mn ? lt->shape[0] : KB / bk;
+  for (int64_t j = 0; j < nb; j++) {
     kl_value *o[4 + KL_VIEW_MAX_DIMS + 3];
     int no = 0;
     o[no++] = m->buf;
@@ -954,14 +1049,20 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
     o[no++] = kl_tile_index(rw, k->loc, s);
     o[no++] = raw;
     for (int i = 0; i < lt->rank; i++) o[no++] = kl_tile_index(rw, k->loc, i == 0 ? j : 0);
-    o[no++] = kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, 8 * j));
-    o[no++] = lo[2];
+    if (m->mn) { /* {d, k(, g)} */
+      o[no++] = kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j));
+      o[no++] = lo[1];
+    } else {
+      o[no++] = kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j));
+      o[no++] = lo[2];
+    }
     if (m->rank == 3) o[no++] = lo[0];
-    kl_named_attr a[4] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
+    kl_named_attr a[5] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
                            { "strides", kl_attr_i64_array(ctx, m->rank - 1, m->strides) },
                            { "box", kl_attr_i64_array(ctx, m->rank, m->box) },
-                           { "offset", kl_attr_int(ctx, m->offset) } };
-    kl_rewriter_create(rw, "rock.tma_load", k->loc, no, o, 0, NULL, 4, a, 0);
+                           { "offset", kl_attr_int(ctx, m->offset) },
+                           { "swizzle", kl_attr_int(ctx, m->swizzle) } };
+    kl_rewriter_create(rw, "rock.tma_load", k->loc, no, o, 0, NULL, m->swizzle ? 5 : 4, a, 0);
   }
 }
 /* thread 0 (and kidx < nk where kidx is not a constant): arrive.expect_tx on stage s's
@@ -1445,6 +1546,25 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1) {
       tma_a = kl_tma_operand(a, prologue_of(a) != NULL, t.MB, &tm_a, why_a, sizeof why_a);
       tma_b = kl_tma_operand(b, prologue_of(b) != NULL, t.NB, &tm_b, why_b, sizeof why_b);
+      /* MN-major operands: the swizzled MN-major layout only (tma_mn_swizzle) */
+      const kl_accel_desc *wd = kl_wgmma_desc_by_name(kl_op_attr_string(op, "accel_instr"));
+      int64_t mpw = 0, npw = 0;
+      kl_op_attr_i64(op, "m_per_wave", &mpw);
+      kl_op_attr_i64(op, "n_per_wave", &npw);
+      if (tma_a && tm_a.mn && !(tm_a.swizzle = tma_mn_swizzle(o->tma_sw, eb, t.MB, mpw, wd ? wd->m : 0, t.KB))) {
+        tma_a = false;
+        snprintf(
+            why_a, sizeof why_a,
+            "MN-major: needs a swizzled layout whose panel divides the M tile, wave and instruction (tma-swizzle %lld)",
+            (long long)o->tma_sw);
+      }
+      if (tma_b && tm_b.mn && !(tm_b.swizzle = tma_mn_swizzle(o->tma_sw, eb, t.NB, npw, wd ? wd->n : 0, t.KB))) {
+        tma_b = false;
+        snprintf(
+            why_b, sizeof why_b,
+            "MN-major: needs a swizzled layout whose panel divides the N tile, wave and instruction (tma-swizzle %lld)",
+            (long long)o->tma_sw);
+      }
       if (tma_a) skew_a = 0;
       if (tma_b) skew_b = 0;
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
@@ -1506,8 +1626,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       int S = choose_stages(o->cp_async, tg, accel, nk, (ta_bytes + 127) / 128 * 128 + (tb_bytes + 127) / 128 * 128);
       pipe P = { .k = &K, .S = S };
       tpipe T = { .k = &K };
-      kl_value **sla = P.la, **slb = P.lb; /* the stages' tiles of the loop taken */
-      int64_t bars_bytes = 0;
+      kl_value **sla = P.la, **slb = P.lb;     /* the stages' tiles of the loop taken */
+      int64_t bars_bytes = 0, lds_align = 128; /* join_lds */
       kl_view *da = NULL, *db = NULL;
       bool dbuf = false;
       kl_value *lds_a2 = NULL, *lds_b2 = NULL;
@@ -1602,14 +1722,49 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         goto after_loop;
       }
       if (tma_a || tma_b) { /* the TMA + mbarrier loop (tma_emit) where 3 stages fit */
-        int W = kl_tma_stages(o->tma, tg ? tg->lds_bytes : 48 * 1024, (tile_bytes + 255) / 128 * 128);
+        /* the TMA tiles' swizzle (tma-swizzle; MN-major tiles: tma_mn_swizzle, chosen above):
+         * every tile of the loop at 8 x the widest */
+        int64_t sw = tma_swizzle_of(o->tma_sw, t.KB * eb);
+        int64_t sw_a = !tma_a ? 0 : tm_a.mn ? tm_a.swizzle : sw, sw_b = !tma_b ? 0 : tm_b.mn ? tm_b.swizzle : sw;
+        int64_t swm = sw_a > sw_b ? sw_a : sw_b, al = swm ? 8 * swm : 128;
+        int64_t a_bytes = (t.KB / t.kpack) * lds_rows(t.MB, skew_a) * t.kpack * eb,
+                b_bytes = (t.KB / t.kpack) * lds_rows(t.NB, skew_b) * t.kpack * eb;
+        int64_t stage = swm ? (a_bytes + al - 1) / al * al + (b_bytes + al - 1) / al * al
+                            : (tile_bytes + 255) / 128 * 128;
+        int W = kl_tma_stages(o->tma, tg ? tg->lds_bytes : 48 * 1024, stage);
         if (W > TMA_MAX_STAGES) W = TMA_MAX_STAGES;
         if (W >= 3) {
+          if (swm) { /* the swizzled tiles replace stage 0's (no op uses them yet) */
+            if (sw_a) {
+              erase_tile(rw, lds_a);
+              lds_a = tm_a.mn ? lds_tile_swz_mn(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err)
+                              : lds_tile_swz(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err);
+              tm_a.box[0] = sw_a / eb, tm_a.swizzle = sw_a;
+              if (tm_a.mn) tm_a.box[1] = t.KB;
+            }
+            if (sw_b && lds_a) {
+              erase_tile(rw, lds_b);
+              lds_b = tm_b.mn ? lds_tile_swz_mn(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err)
+                              : lds_tile_swz(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err);
+              tm_b.box[0] = sw_b / eb, tm_b.swizzle = sw_b;
+              if (tm_b.mn) tm_b.box[1] = t.KB;
+            }
+            if (!lds_a || !lds_b) {
+              ok = false;
+              goto done;
+            }
+            lds_align = al;
+          }
           T.W = W, T.nk = nk, T.ta = tma_a, T.tb = tma_b, T.ma = tm_a, T.mb = tm_b;
           T.la[0] = lds_a, T.lb[0] = lds_b;
           for (int s = 1; s < W && ok; s++) {
-            T.la[s] = lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
-            T.lb[s] = T.la[s] ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err) : NULL;
+            T.la[s] = !sw_a ? lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err)
+                : tm_a.mn   ? lds_tile_swz_mn(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err)
+                            : lds_tile_swz(rw, loc, ta->elem, &t, t.MB, "m", sw_a, err, sizeof err);
+            T.lb[s] = !T.la[s] ? NULL
+                : !sw_b        ? lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err)
+                : tm_b.mn      ? lds_tile_swz_mn(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err)
+                               : lds_tile_swz(rw, loc, tb->elem, &t, t.NB, "n", sw_b, err, sizeof err);
             ok = T.lb[s] != NULL;
           }
           if (!ok) goto done;
@@ -1624,6 +1779,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           bars_bytes = (8 * W + 15) / 16 * 16;
           if (fn) {
             kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tma_a && tma_b ? "A,B" : tma_a ? "A" : "B"));
+            kl_rewriter_set_attr(rw, fn, "tma_swizzle", kl_attr_int(ctx, swm));
             kl_rewriter_set_attr(rw, fn, "wgmma_buffers", kl_attr_int(ctx, W));
           }
           goto after_loop;
@@ -1721,7 +1877,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (S > 1)
           for (int s = 0; s < S; s++) all[2 * s] = sla[s], all[2 * s + 1] = slb[s], nall = 2 * S;
         int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 && S == 1 ? 48 * 1024 : tg->lds_bytes;
-        tiles_bytes = join_lds(rw, loc, all, nall, budget, err, sizeof err);
+        tiles_bytes = join_lds(rw, loc, all, nall, budget, lds_align, err, sizeof err);
         if (tiles_bytes < 0) {
           ok = false;
           goto done;
@@ -1767,6 +1923,18 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
              .raster_m = kl_pass_opt_int(po, "raster-group-m"),
              .wg_fence_late = wf && !strcmp(wf, "late"),
              .tma = kl_pass_opt_int(po, "tma") };
+  const char *tsw = kl_pass_opt_string(po, "tma-swizzle");
+  o.tma_sw = !tsw            ? -1
+      : !strcmp(tsw, "128")  ? 128
+      : !strcmp(tsw, "64")   ? 64
+      : !strcmp(tsw, "32")   ? 32
+      : !strcmp(tsw, "none") ? 0
+                             : -1;
+  if (o.tma_sw < 0) {
+    kl_emit_error(module->ctx, module->loc,
+                  "rock-gridwise-to-blockwise: tma-swizzle must be 128, 64, 32 or none, got %s", tsw ? tsw : "(none)");
+    return KL_ERR;
+  }
   if (!wf || (strcmp(wf, "early") && strcmp(wf, "late"))) {
     kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: wgmma-fence must be early or late, got %s",
                   wf ? wf : "(none)");
@@ -1844,6 +2012,10 @@ static const kl_pass_option options[] = {
     "wgmma GEMMs (sm_90a): TMA loads (cp.async.bulk.tensor) completing on mbarriers for the operands that are a "
     "plain K-major box of a kernel argument, the others through registers: 0 off, 1 on (as many LDS stages as "
     "fit, at most 4), 3..6 stages; the choice is the kernel's `tma` attribute (passes/rock_tma.h)" },
+  { "tma-swizzle", KL_OPT_STRING, "128",
+    "the LDS layout of the TMA tiles (passes/rock_tma.h): 128 = the widest swizzle of 128, 64, 32 bytes that divides "
+    "the K tile's bytes (CU_TENSOR_MAP_SWIZZLE_128B: one box {64, rows} per 64 f16 of K; 64 / 32 cap it there); "
+    "none = the unswizzled core-matrix boxes {8, rows}; the choice is the kernel's `tma_swizzle` attribute" },
 };
 
 void kl__register_rock_gridwise_to_blockwise(kl_ctx *ctx) {

@@ -87,24 +87,29 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
     snprintf(why, n, "the batch is padded");
     return false;
   }
-  if (ext[1] > 1 && str[1] != 1) {
-    snprintf(why, n, "MN-major (K stride %lld): needs the transposed core-matrix layout, not done", (long long)str[1]);
+  /* MN-major: M / N contiguous (B as [K, N]): the map's dims {D, K(, G)} */
+  bool mn = ext[1] > 1 && str[1] != 1;
+  if (mn && ext[2] > 1 && str[2] != 1) {
+    snprintf(why, n, "neither K nor M/N contiguous (strides %lld, %lld)", (long long)str[1], (long long)str[2]);
     return false;
   }
-  int64_t eb = 2;
-  if ((ext[2] > 1 && (str[2] <= 0 || (str[2] * eb) % 16)) || (ext[0] > 1 && (str[0] <= 0 || (str[0] * eb) % 16)) ||
+  int64_t eb = 2, outer = mn ? str[1] : str[2], oext = mn ? ext[1] : ext[2], inner = mn ? ext[2] : ext[1];
+  if ((oext > 1 && (outer <= 0 || (outer * eb) % 16)) || (ext[0] > 1 && (str[0] <= 0 || (str[0] * eb) % 16)) ||
       (o * eb) % 16) {
-    snprintf(why, n, "strides %lld, %lld or offset %lld elements not multiples of 16 bytes", (long long)str[2],
+    snprintf(why, n, "strides %lld, %lld or offset %lld elements not multiples of 16 bytes", (long long)outer,
              (long long)str[0], (long long)o);
     return false;
   }
   memset(m, 0, sizeof *m);
   m->buf = u;
+  m->mn = mn;
   m->rank = ext[0] > 1 ? 3 : 2;
-  m->dims[0] = ext[1], m->dims[1] = ext[2], m->dims[2] = ext[0];
+  m->dims[0] = inner, m->dims[1] = oext, m->dims[2] = ext[0];
   /* a dim of extent 1 has no stride of its own: the packed one (multiple of 16 too) */
-  m->strides[0] = (ext[2] > 1 ? str[2] : (ext[1] + 7) / 8 * 8) * eb;
-  m->strides[1] = ext[0] > 1 ? str[0] * eb : m->strides[0] * ext[2];
+  m->strides[0] = (oext > 1 ? outer : (inner + 7) / 8 * 8) * eb;
+  m->strides[1] = ext[0] > 1 ? str[0] * eb : m->strides[0] * oext;
+  /* K-major: {8, DB} (the caller widens box[0] to a swizzled panel); MN-major: set by the
+   * caller ({S / eb, KB}: MN-major tiles are swizzled always) */
   m->box[0] = 16 / eb, m->box[1] = DB, m->box[2] = 1;
   m->offset = o;
   return true;
@@ -124,10 +129,12 @@ bool kl_tma_same_map(const kl_op *a, const kl_op *b) {
     int nx = kl_op_attr_i64s(a, keys[i], x, 8), ny = kl_op_attr_i64s(b, keys[i], y, 8);
     if (nx != ny || (nx > 0 && memcmp(x, y, sizeof *x * (size_t)nx))) return false;
   }
-  int64_t oa = -1, ob = -2;
+  int64_t oa = -1, ob = -2, sa = 0, sb = 0;
   kl_op_attr_i64(a, "offset", &oa);
   kl_op_attr_i64(b, "offset", &ob);
-  return oa == ob;
+  kl_op_attr_i64(a, "swizzle", &sa);
+  kl_op_attr_i64(b, "swizzle", &sb);
+  return oa == ob && sa == sb;
 }
 
 int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max) {
@@ -149,4 +156,36 @@ int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max) {
   }
   free(ops);
   return nm;
+}
+
+int64_t kl_tma_lds_align(kl_op *kernel) {
+  int n;
+  kl_op **ops = kl_collect_ops(kernel, &n);
+  int64_t al = 0;
+  for (int i = 0; i < n; i++) {
+    bool tma = !strcmp(ops[i]->name, "rock.tma_load");
+    if (!tma && strcmp(ops[i]->name, "rock.wgmma_desc")) continue;
+    int64_t sw = 0;
+    kl_op_attr_i64(ops[i], "swizzle", &sw);
+    int64_t a = sw > 0 ? 8 * sw : tma ? 128 : 0;
+    if (a > al) al = a;
+  }
+  free(ops);
+  return al;
+}
+
+int64_t kl_tma_lds_bytes(kl_op *kernel) {
+  int64_t al = kl_tma_lds_align(kernel);
+  int n;
+  kl_op **ops = kl_collect_ops(kernel, &n);
+  int64_t bytes = 0;
+  for (int i = 0; i < n && bytes < INT64_MAX; i++) {
+    const kl_type *t = ops[i]->nresults ? ops[i]->results[0].type : NULL;
+    if (strcmp(ops[i]->name, "rock.alloc") || !t || t->kind != KL_TY_BUFFER || t->space != KL_SPACE_LDS) continue;
+    int64_t b = kl_type_numel(t) * ((kl_type_bits(t->elem) + 7) / 8);
+    if (al > 0) bytes = (bytes + al - 1) / al * al;
+    bytes = (b < 0 || bytes > INT64_MAX - b) ? INT64_MAX : bytes + b;
+  }
+  free(ops);
+  return bytes;
 }

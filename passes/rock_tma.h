@@ -1,6 +1,7 @@
 /* rock_tma.h — TMA (cp.async.bulk.tensor) loads of wgmma GEMM operand tiles completing on
  * mbarriers (sm_90a), opt-in: rock-gridwise-to-blockwise{tma=1} (or 3..6: that many LDS
- * stages) or KILN_TMA=1 in the environment (driver/program.c passes it on).
+ * stages) or KILN_TMA=1 in the environment (driver/program.c passes it on); the tiles'
+ * layout: option tma-swizzle (below).
  *
  * Which operands: an operand of a wgmma rock.gridwise_gemm (a [G, K, D] view, D = M or N)
  * takes TMA when it is a plain tiled box of a kernel argument (kl_tma_operand): no
@@ -11,16 +12,37 @@
  * sg * 2 multiples of 16 bytes, offset * 2 too, D-tile <= 256. Checked on the view: every
  * point along each dim with the others at 0, and 512 pseudo-random points of the box
  * (a view that is affine there is taken as affine; the interpreter and the GPU suite check
- * the numbers). An MN-major operand (D contiguous, e.g. B as [K, N] row-major) keeps the
- * register path: it would need the MN-major core-matrix layout and the descriptor's
- * transpose bit, not done yet. The choice is recorded on the kernel func as
- * tma = "A,B" | "A" | "B" | "none" (p:kernels()).
+ * the numbers). An MN-major operand (D contiguous: addr = offset + g*sg + k*sk + d, e.g. B
+ * as [K, N] row-major; sk * 2 a multiple of 16) takes TMA in the swizzled MN-major layout
+ * (below) where a swizzle's panel (S / 2 elements of D, S = 128 / 64 / 32 up to the
+ * option) divides the D tile, the warpgroup's part and the instruction's (64 for A, N for
+ * B) and KB <= 256; else (tma-swizzle=none among them) it keeps the register path. The
+ * choice is recorded on the kernel func as tma = "A,B" | "A" | "B" | "none (why)"
+ * (p:kernels()).
  *
  * The tensor map (kl_tma_map): rank 3 {K, D, G} (rank 2 when G = 1), dims Ek, Ed, G
- * elements, strides sd*eb, sg*eb bytes, box {8, DB(, 1)}: one box is one [DB, 8] K slab of
- * the LDS tile [KB/8, DB, 8] (no row skew: TMA writes the box dense, 16 bytes per row),
- * exactly the no-swizzle core-matrix layout the descriptors read; KB/8 boxes per operand
- * and K step.
+ * elements, strides sd*eb, sg*eb bytes, and
+ *  - swizzled (tma-swizzle=128, the default: S = the widest of 128 / 64 / 32 bytes up to
+ *    the option that divides KB * eb; 64 / 32 cap it): box {S/eb, DB(, 1)} with
+ *    CU_TENSOR_MAP_SWIZZLE_<S>B, one box per panel of S/eb K elements of the LDS tile
+ *    [KB/(S/eb), DB, S/16, 16/eb] (rock-gridwise-to-blockwise: lds_tile_swz), whose chunk
+ *    c of row d sits at chunk c ^ (d % 8) (128), c ^ (d/2 % 4) (64), c ^ (d/4 % 2) (32):
+ *    the hardware's XOR of address bits 4.. with bits 7.. (kl_swizzle_addr) when each
+ *    panel starts at a multiple of 8S bytes (the K loop's tiles at 8S in its joined LDS
+ *    buffer, the buffer at kl_tma_lds_align); the wgmma descriptors read it with the
+ *    swizzle mode (passes/rock_wgmma.h). KB*eb/S boxes per operand and K step (one at
+ *    KB 64 f16).
+ *  - tma-swizzle=none (or a K tile of 8 f16): box {8, DB(, 1)}: one box is one [DB, 8] K
+ *    slab of the LDS tile [KB/8, DB, 8] (no row skew: TMA writes the box dense, 16 bytes
+ *    per row), exactly the no-swizzle core-matrix layout the descriptors read; KB/8 boxes
+ *    per operand and K step.
+ *  - MN-major (kl_tma_map.mn): rank 3 {D, K, G}, strides sk*eb, sg*eb, box {S/eb, KB(, 1)}
+ *    with CU_TENSOR_MAP_SWIZZLE_<S>B, one box per panel of S/eb D elements of the LDS tile
+ *    [DB/(S/eb), KB, S/16, 16/eb] (lds_tile_swz_mn: row k of a panel holds its D elements
+ *    at K index k, chunk c at c ^ (k % 8) for 128), read by the wgmma with imm-trans
+ *    (LBO the panel stride, SBO the 8-row K group stride: passes/rock_wgmma.h).
+ * The choice is the kernel func's tma_swizzle (bytes, the widest of the two operands', 0
+ * none; p:kernels()).
  *
  * The K loop (rock-gridwise-to-blockwise, tma_emit; W = 3..6 LDS stages, each stage's
  * tiles completing on mbarrier s of an LDS buffer<W x i64>; thread 0 issues):
@@ -65,6 +87,8 @@ typedef struct kl_tma_map {
   int64_t strides[2]; /* bytes of dims 1, 2 */
   int64_t box[3];     /* 8 (16 bytes), the D tile, 1 */
   int64_t offset;     /* elements from the argument's base */
+  int64_t swizzle;    /* bytes (128, 64, 32; box[0] * 2 of them) or 0 (box[0] 8) */
+  bool mn;            /* MN-major: dims {D, K(, G)}, box {S / eb, KB(, 1)} */
 } kl_tma_map;
 
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused
@@ -83,5 +107,18 @@ int kl_tma_stages(int64_t opt, int64_t lds_bytes, int64_t stage_bytes);
  * `max` ops stored in out), or -1 when a source is not a kernel argument. */
 int kl_tma_kernel_maps(kl_op *kernel, kl_op **out, int max);
 bool kl_tma_same_map(const kl_op *a, const kl_op *b);
+/* The alignment (bytes) of a kernel's LDS allocations in the shared window: 0 when the kernel
+ * has no rock.tma_load and no swizzled rock.wgmma_desc, else the largest its TMA
+ * destinations and descriptors need: 128 (TMA, no swizzle), 256 / 512 / 1024 (swizzle 32 /
+ * 64 / 128: the span of the swizzle pattern, whose XOR is taken from the absolute shared
+ * address). */
+int64_t kl_tma_lds_align(kl_op *kernel);
+/* The LDS bytes of a kernel's allocations (rock.alloc in LDS space) placed one after the
+ * other in op order, each at a multiple of kl_tma_lds_align where that is > 0 (what
+ * passes/lower_to_llvm.c does with them in dynamic shared memory), else their plain sum;
+ * INT64_MAX on overflow. The launch's dynamic shared memory (driver/plan.c:
+ * kl_kernel_lds_bytes): a TMA kernel whose alignment padding was left out of that faulted
+ * on the H100 (its mbarriers past the end: CUDA_ERROR_ILLEGAL_ADDRESS). */
+int64_t kl_tma_lds_bytes(kl_op *kernel);
 bool kl__ll_lower_tma_dst(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
 #endif

@@ -57,6 +57,11 @@ uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo
       ((uint64_t)((sbo_bytes >> 4) & 0x3fff) << 32);
 }
 
+uint64_t kl_wgmma_desc_swizzle_bits(int64_t bytes) {
+  uint64_t m = bytes == 128 ? 1 : bytes == 64 ? 2 : bytes == 32 ? 3 : 0;
+  return m << 62;
+}
+
 /* ---- config ---- */
 #define FMT3 "v3:mPerBlock,nPerBlock,kPerBlock,mPerWave,nPerWave,kpack"
 bool kl_wgmma_config_parse(const char *s, kl_accel_config *out, char *err, size_t errlen) {
@@ -181,12 +186,82 @@ bool kl_wgmma_wide_staging(kl_accel_config *c) {
 static bool attr_i64(kl_op *op, const char *name, int64_t *out) { return kl_op_attr_i64(op, name, out) && *out >= 1; }
 
 /* An operand's LDS tile [KB, DB] as core matrices (see the header): 8 rows (M / N) of
- * 16 bytes (kpe = 16 / element bytes elements along K: 8 for f16 / bf16, 16 for fp8). */
+ * 16 bytes (kpe = 16 / element bytes elements along K: 8 for f16 / bf16, 16 for fp8), or
+ * (sw > 0) the K-major sw-byte swizzled layout: panels of KS = sw / element bytes K
+ * elements, pbo elements apart, rows sw bytes apart, 8-row groups sbo apart. */
 typedef struct {
-  kl_value *raw;       /* the underlying LDS buffer */
-  kl_view *view;       /* (k, d) -> raw's coordinates */
-  int64_t o, lbo, sbo; /* elements */
+  kl_value *raw;            /* the underlying LDS buffer */
+  kl_view *view;            /* (k, d) -> raw's coordinates */
+  int64_t o, lbo, sbo, pbo; /* elements */
+  int64_t sw;               /* swizzle bytes (0: none) */
+  bool mn;                  /* MN-major (swizzled): lbo the M / N panel stride, sbo the 8-row K group stride */
 } core_layout;
+
+/* the element offset of (k, d) in the sw-byte swizzled layout of L (eb-byte elements) */
+static int64_t swz_at(const core_layout *L, int64_t k, int64_t d, int64_t eb) {
+  int64_t ks = L->sw / eb;
+  int64_t lin = ((k / ks) * L->pbo + (d / 8) * L->sbo + (d % 8) * ks + k % ks) * eb;
+  return L->o + kl_swizzle_addr(lin, L->sw) / eb;
+}
+/* Whether the tile's view is the sw-byte swizzled K-major layout (sets L's offsets). */
+static bool prove_swizzled(core_layout *L, int64_t KB, int64_t DB, int64_t eb, int64_t sw) {
+  const int64_t *st = L->raw->type->strides;
+  int64_t ks = sw / eb, up[2] = { 0, 0 };
+  if (KB % ks || DB % 8) return false;
+  bool valid = true;
+  int64_t o = kl_view_eval_addr(L->view, up, st, &valid);
+  up[0] = KB > ks ? ks : 0;
+  int64_t a1 = kl_view_eval_addr(L->view, up, st, &valid);
+  up[0] = 0, up[1] = DB > 8 ? 8 : 0;
+  int64_t a2 = kl_view_eval_addr(L->view, up, st, &valid);
+  L->o = o, L->sw = sw, L->lbo = 16 / eb;
+  L->pbo = KB > ks ? a1 - o : 8 * ks;
+  L->sbo = DB > 8 ? a2 - o : 8 * ks;
+  int64_t atom = 8 * sw / eb;
+  if (!valid || o % atom || L->pbo % atom || L->sbo % atom || L->pbo <= 0 || L->sbo <= 0 || L->sbo * eb >= (1 << 18))
+    return false;
+  for (int64_t k = 0; k < KB; k++)
+    for (int64_t d = 0; d < DB; d++) {
+      int64_t u[2] = { k, d };
+      bool v = true;
+      if (kl_view_eval_addr(L->view, u, st, &v) != swz_at(L, k, d, eb) || !v) return false;
+    }
+  return true;
+}
+
+/* the element offset of (k, d) in the sw-byte swizzled MN-major layout of L: panels of MS =
+ * sw / eb elements of M / N (lbo apart), row k of a panel (sw bytes) holding them, 8-row K
+ * groups sbo apart */
+static int64_t swz_mn_at(const core_layout *L, int64_t k, int64_t d, int64_t eb) {
+  int64_t ms = L->sw / eb;
+  int64_t lin = ((d / ms) * L->lbo + (k / 8) * L->sbo + (k % 8) * ms + d % ms) * eb;
+  return L->o + kl_swizzle_addr(lin, L->sw) / eb;
+}
+static bool prove_swizzled_mn(core_layout *L, int64_t KB, int64_t DB, int64_t eb, int64_t sw) {
+  const int64_t *st = L->raw->type->strides;
+  int64_t ms = sw / eb, up[2] = { 0, 0 };
+  if (DB % ms || KB % 8) return false;
+  bool valid = true;
+  int64_t o = kl_view_eval_addr(L->view, up, st, &valid);
+  up[1] = DB > ms ? ms : 0;
+  int64_t a1 = kl_view_eval_addr(L->view, up, st, &valid);
+  up[1] = 0, up[0] = KB > 8 ? 8 : 0;
+  int64_t a2 = kl_view_eval_addr(L->view, up, st, &valid);
+  int64_t atom = 8 * ms;
+  L->o = o, L->sw = sw, L->mn = true, L->pbo = 0;
+  L->lbo = DB > ms ? a1 - o : atom;
+  L->sbo = KB > 8 ? a2 - o : atom;
+  if (!valid || o % atom || L->lbo % atom || L->sbo % atom || L->lbo <= 0 || L->sbo <= 0 || L->sbo * eb >= (1 << 18) ||
+      L->lbo * eb >= (1 << 18))
+    return false;
+  for (int64_t k = 0; k < KB; k++)
+    for (int64_t d = 0; d < DB; d++) {
+      int64_t u[2] = { k, d };
+      bool v = true;
+      if (kl_view_eval_addr(L->view, u, st, &v) != swz_mn_at(L, k, d, eb) || !v) return false;
+    }
+  return true;
+}
 
 static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, core_layout *L, char *err, size_t errlen) {
   kl_vb b;
@@ -203,6 +278,13 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, cor
     snprintf(err, errlen, "the tile is not in LDS");
     return false;
   }
+  int64_t eb = 16 / kpe;
+  for (int64_t sw = 128; sw >= 32; sw /= 2) /* the swizzled layouts (TMA's) */
+    if (prove_swizzled(L, KB, DB, eb, sw)) return true;
+  if (eb == 2) /* MN-major (transposed) operands: 16-bit types only */
+    for (int64_t sw = 128; sw >= 32; sw /= 2)
+      if (prove_swizzled_mn(L, KB, DB, eb, sw)) return true;
+  L->sw = 0, L->pbo = 0, L->mn = false;
   int64_t up[2] = { 0, 0 };
   bool valid = true;
   L->o = kl_view_eval_addr(L->view, up, rt->strides, &valid);
@@ -216,7 +298,9 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, cor
   /* the descriptor's offsets are 14 bits of 16 bytes: below 2^18 bytes = 2^14 kpe elements */
   if (!valid || L->o % kpe || L->sbo % kpe || L->lbo % kpe || L->sbo <= 0 || L->lbo <= 0 || L->sbo >= kpe * 16384 ||
       L->lbo >= kpe * 16384 || DB % 8 || KB % (2 * kpe)) {
-    snprintf(err, errlen, "the LDS tile [%lld, %lld] is not made of 16-byte aligned 8-row x 16-byte core matrices",
+    snprintf(err, errlen,
+             "the LDS tile [%lld, %lld] is neither made of 16-byte aligned 8-row x 16-byte core matrices nor a "
+             "128 / 64 / 32-byte swizzled K-major layout",
              (long long)KB, (long long)DB);
     return false;
   }
@@ -227,8 +311,8 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, cor
       int64_t a = kl_view_eval_addr(L->view, u, rt->strides, &v);
       if (!v || a != L->o + kpe * (d % 8) + k % kpe + L->sbo * (d / 8) + L->lbo * (k / kpe)) {
         snprintf(err, errlen,
-                 "the LDS tile [%lld, %lld] is not a core-matrix layout at (k %lld, d %lld): element %lld, expected "
-                 "%lld",
+                 "the LDS tile [%lld, %lld] is not a core-matrix layout (nor a swizzled one) at (k %lld, d %lld): "
+                 "element %lld, expected %lld",
                  (long long)KB, (long long)DB, (long long)k, (long long)d, (long long)a,
                  (long long)(L->o + kpe * (d % 8) + k % kpe + L->sbo * (d / 8) + L->lbo * (k / kpe)));
         return false;
@@ -236,7 +320,19 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, cor
     }
   return true;
 }
+/* The element offset along K of K step k0 (a multiple of the instruction's K) from the
+ * tile origin: LBO per core matrix; swizzled: PBO per panel plus k0 % KS elements. */
+static int64_t k_offset(const core_layout *L, int64_t k0, int64_t kpe) {
+  if (L->mn) return L->sbo * (k0 / 8);
+  if (!L->sw) return L->lbo * (k0 / kpe);
+  int64_t ks = L->sw / (16 / kpe);
+  return (k0 / ks) * L->pbo + k0 % ks;
+}
 
+/* The element offset along M / N of row d0 (a multiple of 8; MN-major: of the panel) */
+static int64_t d_offset(const core_layout *L, int64_t d0, int64_t eb) {
+  return L->mn ? L->lbo * (d0 / (L->sw / eb)) : L->sbo * (d0 / 8);
+}
 /* The descriptor of the tile element (0, d0) plus `offset` bytes (the lowering adds it
  * where the descriptor is used, so that one base per tile stays live across the K loop).
  * On a 1-D LDS buffer (the K loop's buffers joined into one), with d0 a multiple of 8, the
@@ -248,19 +344,21 @@ static kl_value *make_desc(kl_rewriter *rw, kl_loc loc, const core_layout *L, kl
   kl_value *o[1 + KL_VIEW_MAX_DIMS];
   o[0] = L->raw;
   int rank = L->raw->type->rank;
-  if (rank == 1) {
-    o[1] = kl_emit_muli(&e, kl_emit_divi(&e, d0, 8), L->sbo);
+  if (rank == 1) { /* MN-major: d0 a multiple of the panel (passes/rock_gridwise_to_blockwise.c) */
+    o[1] = L->mn ? kl_emit_muli(&e, kl_emit_divi(&e, d0, L->sw / eb), L->lbo)
+                 : kl_emit_muli(&e, kl_emit_divi(&e, d0, 8), L->sbo);
     offset += L->o * eb;
   } else {
     kl_value *up[2] = { kl_emit_index(&e, 0), d0 }, *lower[KL_VIEW_MAX_DIMS], *valid = NULL;
     kl_view_emit(&e, L->view, up, lower, &valid); /* proven valid on the whole tile */
     for (int i = 0; i < rank; i++) o[1 + i] = lower[i];
   }
-  kl_named_attr a[3] = { { "lbo", kl_attr_int(ctx, L->lbo * eb) },
+  kl_named_attr a[4] = { { "lbo", kl_attr_int(ctx, L->lbo * eb) },
                          { "offset", kl_attr_int(ctx, offset) },
-                         { "sbo", kl_attr_int(ctx, L->sbo * eb) } };
+                         { "sbo", kl_attr_int(ctx, L->sbo * eb) },
+                         { "swizzle", kl_attr_int(ctx, L->sw) } };
   const kl_type *i64 = kl_type_i64(ctx);
-  return kl_op_result(kl_rewriter_create(rw, "rock.wgmma_desc", loc, 1 + rank, o, 1, &i64, 3, a, 0), 0);
+  return kl_op_result(kl_rewriter_create(rw, "rock.wgmma_desc", loc, 1 + rank, o, 1, &i64, L->sw ? 4 : 3, a, 0), 0);
 }
 
 static void sync_op(kl_rewriter *rw, kl_loc loc, const char *step) {
@@ -352,7 +450,11 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     kl_value *wg = kl_emit_divi(&e, tid, d->wave);
     kl_value *wm = kl_emit_divi(&e, wg, wn_count), *wn = kl_emit_remi(&e, wg, wn_count);
     kl_value *dm0 = kl_emit_muli(&e, wm, c.m_per_wave), *dn0 = kl_emit_muli(&e, wn, c.n_per_wave);
-    kl_named_attr ia = { "instr", kl_attr_str(ctx, d->intrinsic) };
+    /* MN-major operands: the instruction's imm-trans-a / -b (16-bit types) */
+    kl_named_attr ia[3] = { { "instr", kl_attr_str(ctx, d->intrinsic) },
+                            { "trans_a", kl_attr_int(ctx, A.mn) },
+                            { "trans_b", kl_attr_int(ctx, B.mn) } };
+    int nia = A.mn || B.mn ? 3 : 1;
     const kl_type *vt = kl_type_vector(ctx, kl_type_f32(ctx), (int)clen);
     sync_op(rw, loc, "fence");
     for (int64_t kk = 0; kk < c.k_per_block / d->k; kk++) {
@@ -360,15 +462,15 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
        * dm0, dn0 multiples of 8): the warpgroup's tile origin plus a constant */
       kl_value *da[64], *db[64];
       for (int64_t i = 0; i < mrep; i++)
-        da[i] = make_desc(rw, loc, &A, dm0, eb, (A.sbo * (i * d->m / 8) + A.lbo * (kk * d->k / kpe)) * eb);
+        da[i] = make_desc(rw, loc, &A, dm0, eb, (d_offset(&A, i * d->m, eb) + k_offset(&A, kk * d->k, kpe)) * eb);
       for (int64_t j = 0; j < nrep; j++)
-        db[j] = make_desc(rw, loc, &B, dn0, eb, (B.sbo * (j * d->n / 8) + B.lbo * (kk * d->k / kpe)) * eb);
+        db[j] = make_desc(rw, loc, &B, dn0, eb, (d_offset(&B, j * d->n, eb) + k_offset(&B, kk * d->k, kpe)) * eb);
       for (int64_t i = 0; i < mrep; i++)
         for (int64_t j = 0; j < nrep; j++) {
           kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
           kl_value *cv = kl_ll_load(&L, acc, &ix, NULL, clen);
           kl_value *o[3] = { da[i], db[j], cv };
-          kl_value *dv = kl_op_result(kl_rewriter_create(rw, "rock.wgmma", loc, 3, o, 1, &vt, 1, &ia, 0), 0);
+          kl_value *dv = kl_op_result(kl_rewriter_create(rw, "rock.wgmma", loc, 3, o, 1, &vt, nia, ia, 0), 0);
           kl_ll_store(&L, dv, acc, &ix, NULL);
         }
     }

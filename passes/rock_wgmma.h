@@ -48,7 +48,22 @@
  * tiles' composed views are checked to be core-matrix layouts, for every (k, d) of the
  * [kPerBlock, D] tile: addr(k, d) = O + E(d%8) + k%E + SBO*(d/8) + LBO*(k/E) elements
  * (E = 16 / element bytes: 8 for f16 / bf16, 16 for fp8; O, SBO, LBO multiples of E, i.e.
- * 16 bytes; a failure is an error naming the operand),
+ * 16 bytes), or else K-major S-byte swizzled layouts (S = 128, 64, 32: what TMA writes
+ * with CU_TENSOR_MAP_SWIZZLE_<S>B, passes/rock_tma.h), KS = S / element bytes:
+ *   addr(k, d) = O + swz(((k / KS) * PBO + (d / 8) * SBO + (d % 8) * KS + k % KS) * eb) / eb
+ * with swz = kl_swizzle_addr (the chunk XOR of the 8-row x S-byte atom) and O, PBO, SBO
+ * multiples of 8S bytes (the atoms 8S-aligned: the hardware takes the XOR from the
+ * absolute address; the LDS buffer is placed at kl_tma_lds_align); the descriptor then
+ * carries the swizzle mode, SBO, LBO 16 (unused for K-major swizzled layouts) and, per
+ * K16 step k0, the start address + (k0 / KS) * PBO + (k0 % KS) elements (32 bytes per
+ * step inside an atom row, base offset 0); or else (16-bit types) the S-byte swizzled
+ * MN-major layout (TMA's MN-major tiles), MS = S / eb:
+ *   addr(k, d) = O + swz(((d / MS) * LBO + (k / 8) * SBO + (k % 8) * MS + d % MS) * eb) / eb
+ * read with the instruction's imm-trans for that operand (rock.wgmma {trans_a, trans_b}),
+ * the descriptor's LBO the panel stride, SBO the 8-row K group stride (PTX ISA's canonical
+ * MN-major swizzled layout ((T,S/16,m),(8,k)) : ((1,T,LBO),(S/16 T,SBO))), per K16 step
+ * the start + 2 SBO, per 64 rows of A / N columns of B the start + LBO per panel; a
+ * failure of all is an error naming the operand,
  * then per block tile:
  *   rock.wgmma_sync {step = "fence"}
  *   per K step kk < kPerBlock/16, per instruction (mr, nr) of the warpgroup:
@@ -92,11 +107,13 @@
  * barriers) and refuses broken variants.
  *
  * Loop-level ops (core/dialect_rock.c; LLVM lowering passes/lower_wgmma.h):
- *   rock.wgmma_desc(%lds, %i...) {lbo, sbo, offset} -> i64: the matrix descriptor of the
- *     LDS element at %i plus offset bytes (kl_wgmma_desc_encode of its shared-window byte
- *     address; offset a multiple of 16, default 0);
- *   rock.wgmma(%da : i64, %db : i64, %c : vector<N/2 x f32>) {instr} -> vector: one
- *     wgmma.mma_async of the warpgroup, D = A x B + C (K-major A and B);
+ *   rock.wgmma_desc(%lds, %i...) {lbo, sbo, offset, swizzle} -> i64: the matrix descriptor
+ *     of the LDS element at %i plus offset bytes (kl_wgmma_desc_encode of its shared-window
+ *     byte address; offset a multiple of 16, default 0; swizzle 32 / 64 / 128 bytes or
+ *     absent: kl_wgmma_desc_swizzle_bits);
+ *   rock.wgmma(%da : i64, %db : i64, %c : vector<N/2 x f32>) {instr, trans_a, trans_b}
+ *     -> vector: one wgmma.mma_async of the warpgroup, D = A x B + C (K-major A and B;
+ *     trans_a / trans_b 1: that operand MN-major, imm-trans, 16-bit types only);
  *   rock.wgmma_sync(%v...) {step, pending} -> %v...: wgmma.fence / commit_group /
  *     wait_group pending / fence.proxy.async.shared::cta, passing its operands through.
  * Memory / errors: as rock_accel.h (caller's err buffer; pattern failures through the
@@ -127,6 +144,14 @@ bool kl_wgmma_wide_staging(kl_accel_config *c);
 /* The 64-bit matrix descriptor (no swizzle): bits 0-13 (addr & 0x3ffff) >> 4, 16-29
  * lbo >> 4, 32-45 sbo >> 4, base offset 0, bits 62-63 swizzle mode 0. */
 uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo_bytes);
+/* The descriptor's swizzle-mode bits 62-63 for a swizzle of `bytes` (PTX ISA, matrix
+ * descriptor: 0 none, 1 128-byte, 2 64-byte, 3 32-byte swizzle); 0 for any other value. */
+uint64_t kl_wgmma_desc_swizzle_bits(int64_t bytes);
+/* The S-byte swizzle (S = 32, 64, 128; the hardware's, on shared-window byte addresses):
+ * the 16-byte chunk bits 4.. of `addr` XORed with its bits 7.. (log2(S / 16) bits each);
+ * a tile laid out from an 8S-aligned address has chunk c of row r (rows S bytes apart) at
+ * chunk c ^ (r % 8) (128), c ^ (r / 2 % 4) (64), c ^ (r / 4 % 2) (32). */
+static inline int64_t kl_swizzle_addr(int64_t addr, int64_t S) { return addr ^ (((addr >> 7) & (S / 16 - 1)) << 4); }
 /* rock-lower-loops' pattern for rock.wgmma_desc on a rock.transform chain (an LDS buffer
  * that a later pass turned into a view): re-addressed on the underlying buffer
  * (passes/lower_loops_wgmma.c). */

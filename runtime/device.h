@@ -125,11 +125,12 @@ kl_status kl_device_synchronize(kl_device *dev);
  * (cp.async.bulk.tensor) of a rank-dimensional (1..5) tensor of 16-bit elements (bf16 or
  * f16) at device address base (16-byte aligned): dims elements innermost first, strides
  * bytes of dims 1.. (multiples of 16), box elements per dim (<= 256, box[0] * 2 a multiple
- * of 16); no interleave, no swizzle, L2 promotion 128 bytes, zeros out of bounds. CUDA
- * through the driver's cuTensorMapEncodeTiled; other devices, or a driver without it:
- * KL_ERR with a message (kl_device_error). */
+ * of 16); no interleave, swizzle `swizzle` bytes (0 none, 32, 64, 128: box[0] * 2 at most
+ * that; the LDS destination then aligned to 8 x swizzle bytes), L2 promotion 128 bytes,
+ * zeros out of bounds. CUDA through the driver's cuTensorMapEncodeTiled; other devices, or
+ * a driver without it: KL_ERR with a message (kl_device_error). */
 typedef struct kl_tensor_map_desc {
-  int rank;
+  int rank, swizzle;
   bool bf16;
   void *base;
   uint64_t dims[5], strides[4];

@@ -515,13 +515,35 @@ static kl_status cuda_stream_wait_event(kl_device *dev, void *stream, void *even
 }
 
 /* CUtensorMap of a tiled 16-bit tensor (kl_device_tensor_map): data type FLOAT16 (6) or
- * BFLOAT16 (9), element strides 1, INTERLEAVE_NONE, SWIZZLE_NONE, L2_PROMOTION_L2_128B (2),
- * FLOAT_OOB_FILL_NONE (zeros). Host-side only: no context work. */
+ * BFLOAT16 (9), element strides 1, INTERLEAVE_NONE, SWIZZLE_NONE / 32B / 64B / 128B (0..3),
+ * L2_PROMOTION_L2_128B (2), FLOAT_OOB_FILL_NONE (zeros). Host-side only: no context work.
+ * The arguments are checked here first (a located error instead of the driver's bare
+ * CUDA_ERROR_INVALID_VALUE): rank 1..5, base 16-byte aligned, dims in [1, 2^32], strides
+ * multiples of 16 below 2^40, box in [1, 256] with box[0] * 2 a multiple of 16 and at most
+ * the swizzle span. */
 static kl_status cuda_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out) {
   if (!g_cu.cuTensorMapEncodeTiled)
     return kl_device_set_error(dev, "cuda: the driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)");
   unsigned long long dims[5], strides[4];
   unsigned box[5], es[5];
+  int swz = d->swizzle == 0 ? 0 : d->swizzle == 32 ? 1 : d->swizzle == 64 ? 2 : d->swizzle == 128 ? 3 : -1;
+  if (d->rank < 1 || d->rank > 5 || swz < 0 || ((uintptr_t)d->base % 16))
+    return kl_device_set_error(dev,
+                               "cuda: tensor map: rank %d (1..5), swizzle %d (0, 32, 64, 128) or base %p (16-byte "
+                               "aligned) out of range",
+                               d->rank, d->swizzle, d->base);
+  for (int i = 0; i < d->rank; i++) {
+    bool bad = d->dims[i] < 1 || d->dims[i] > (1ull << 32) || d->box[i] < 1 || d->box[i] > 256 ||
+        (i && (d->strides[i - 1] % 16 || d->strides[i - 1] >= (1ull << 40))) ||
+        (i == 0 && ((d->box[0] * 2) % 16 || (swz && d->box[0] * 2 > (unsigned)d->swizzle)));
+    if (bad)
+      return kl_device_set_error(dev,
+                                 "cuda: tensor map dim %d: dims %llu (1..2^32), box %u (1..256; the inner box a "
+                                 "multiple of 16 bytes and at most the %d-byte swizzle) or stride %llu (a multiple of "
+                                 "16 below 2^40) out of range",
+                                 i, (unsigned long long)d->dims[i], d->box[i], d->swizzle,
+                                 (unsigned long long)(i ? d->strides[i - 1] : 0));
+  }
   for (int i = 0; i < d->rank; i++) {
     dims[i] = d->dims[i];
     box[i] = d->box[i];
@@ -529,7 +551,7 @@ static kl_status cuda_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, vo
     if (i) strides[i - 1] = d->strides[i - 1];
   }
   CUresult r = g_cu.cuTensorMapEncodeTiled(out, d->bf16 ? 9 : 6, (unsigned)d->rank, d->base, dims, strides, box, es, 0,
-                                           0, 2, 0);
+                                           swz, 2, 0);
   if (r != CUDA_SUCCESS) {
     char what[320];
     int n = snprintf(what, sizeof what, "cuTensorMapEncodeTiled(rank %d, base %p, dims", d->rank, d->base);

@@ -405,7 +405,8 @@ typedef struct sim {
   uint8_t (*wg_rd)[WG_Q + 2][WG_NGRAN];
   uint8_t *lds_dirty;
   int64_t *lds_fenced, barriers;
-  int wg_cur; /* the warpgroup whose MMA is being executed */
+  int wg_cur;     /* the warpgroup whose MMA is being executed */
+  int64_t rd_swz; /* the swizzle (bytes) of the descriptor it reads through */
   /* TMA + mbarrier (passes/rock_tma.h): the mbarriers (an LDS element each): expected
    * arrivals, arrivals missing in the current phase, pending transaction bytes, completed
    * phases; per thread the completed phases it observed through a wait; per 16-byte
@@ -421,6 +422,7 @@ typedef struct sim {
   } mb[16];
   int nmb;
   uint8_t *tma_bar;
+  uint8_t *tma_swz; /* per granule: the swizzle (bytes / 16) of the TMA load that wrote it, 0 none */
   int64_t *tma_phase;
   int64_t ntma; /* TMA boxes executed */
   /* rock.async_copy (cp.async) per thread: groups committed, groups retired by a wait
@@ -907,7 +909,15 @@ static void exec_mma(sim *s, kl_op *op, const bool *mask) {
  * The shared window: LDS buffers in allocation order from byte 1024, each at a multiple
  * of 1024 after the previous one, all below 256 KiB (the descriptor's 18 address bits). A matrix descriptor (ISA "matrix descriptor format"): bits 0-13 start
  * address >> 4, 16-29 leading dimension byte offset >> 4, 32-45 stride dimension byte
- * offset >> 4, 49-51 base offset, 62-63 swizzle mode (0: none). No swizzle, K-major: the
+ * offset >> 4, 49-51 base offset, 62-63 swizzle mode (0 none, 1 / 2 / 3: S = 128 / 64 / 32
+ * bytes). Swizzled (K-major): row r of the operand at start + SBO * (r / 8) + S * (r % 8),
+ * K element k eb * k bytes after it (the instruction's 32 bytes of K inside one S-byte
+ * row), the byte address then through the hardware's swizzle: its 16-byte chunk bits
+ * XORed with bits 7.. of the absolute shared address (log2(S / 16) bits; LBO unused).
+ * A TMA load with swizzle S (rock.tma_load {swizzle}) writes box element f (dense, box[0]
+ * fastest) at the destination + eb * f through the same swizzle. An MMA reading a granule
+ * that a TMA load wrote with another swizzle than its descriptor's fails (the two layouts
+ * disagree). No swizzle, K-major: the
  * operand (64 x K A, N x K B: rows x K; K = 16 for f16 / bf16, 32 for e4m3 / e5m2, whose
  * operands are K-major always) is 8-row x 16-byte core matrices of E = 16 / element bytes
  * K elements, row r at byte 16 * (r % 8) of its core matrix, K element k at
@@ -940,7 +950,12 @@ static void exec_wgmma_desc(sim *s, kl_op *op, const bool *mask) {
     if (m->k->type->space != KL_SPACE_LDS) sfail(s, op, "descriptor of a non-LDS buffer");
     int64_t byte = lds_window(s, m) + a * eb + off;
     if (byte >= 16 * WG_NGRAN) sfail(s, op, "shared address %lld beyond the model's window", (long long)byte);
-    o[t] = (double)kl_wgmma_desc_encode((uint32_t)byte, lbo, sbo); /* < 2^46: exact in a double */
+    /* the interpreter's values are doubles: the descriptor's fields below bit 46 are exact,
+     * its swizzle mode (bits 62-63) travels at bits 52-53 instead */
+    int64_t sw = 0;
+    kl_op_attr_i64(op, "swizzle", &sw);
+    o[t] = (double)kl_wgmma_desc_encode((uint32_t)byte, lbo, sbo) +
+        (double)(kl_wgmma_desc_swizzle_bits(sw) >> 62) * 0x1p52;
   }
 }
 /* The element of the byte address (LDS only), or -1 (message). */
@@ -970,6 +985,10 @@ static double lds_at(sim *s, kl_op *op, int64_t byte, int eb) {
           sfail(s, op, "reads shared byte %lld stored and fenced with no barrier since", (long long)byte);
         s->wg_rd[s->wg_cur][0][gr] = 1;
         tma_check_read(s, op, gr);
+        if (s->tma_swz && s->tma_swz[gr] * 16 != s->rd_swz)
+          sfail(s, op,
+                "reads shared byte %lld through a descriptor of swizzle %lld that a TMA load wrote with swizzle %d",
+                (long long)byte, (long long)s->rd_swz, s->tma_swz[gr] * 16);
       }
       return m->data[(byte - base) / eb];
     }
@@ -977,13 +996,29 @@ static double lds_at(sim *s, kl_op *op, int64_t byte, int eb) {
   sfail(s, op, "shared address %lld is in no LDS buffer", (long long)byte);
   return NAN;
 }
-static void decode_desc(sim *s, kl_op *op, double dv, int64_t *start, int64_t *lbo, int64_t *sbo) {
-  uint64_t d = (uint64_t)dv;
+/* sw: the swizzle in bytes (0 none) */
+static void decode_desc(sim *s, kl_op *op, double dv, int64_t *start, int64_t *lbo, int64_t *sbo, int64_t *sw) {
+  uint64_t d = (uint64_t)dv, mode = (d >> 52) & 3;
+  d = (d & ((1ull << 52) - 1)) | (mode << 62);
   *start = (int64_t)(d & 0x3fff) << 4;
   *lbo = (int64_t)((d >> 16) & 0x3fff) << 4;
   *sbo = (int64_t)((d >> 32) & 0x3fff) << 4;
+  *sw = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
   if ((d >> 49) & 7) sfail(s, op, "descriptor base offset %d (only 0 modelled)", (int)((d >> 49) & 7));
-  if (d >> 62) sfail(s, op, "descriptor swizzle mode %d (only 0, no swizzle, modelled)", (int)(d >> 62));
+}
+/* the hardware's sw-byte swizzle of a shared byte address (modelled here, not taken from
+ * passes/rock_wgmma.h): the 16-byte chunk bits XORed with bits 7.. */
+static int64_t swz(int64_t a, int64_t sw) { return a ^ (((a >> 7) & (sw / 16 - 1)) << 4); }
+/* the shared byte of operand row r (M / N), K element k (eb-byte elements) through a
+ * descriptor; tr: the instruction's imm-trans for it (MN-major, 16-bit types; PTX ISA's
+ * canonical MN-major layouts: no swizzle ((8,m),(8,k)) : ((eb, SBO), (16, LBO)) bytes;
+ * S-byte swizzle: rows of S / eb M / N elements, panels LBO apart, K row k % 8 at S * (k %
+ * 8), 8-row K groups SBO apart, through the swizzle) */
+static int64_t desc_byte(int64_t start, int64_t lbo, int64_t sbo, int64_t sw, bool tr, int r, int k, int E, int eb) {
+  if (tr && !sw) return start + sbo * (r / 8) + eb * (r % 8) + 16 * (k % 8) + lbo * (k / 8);
+  if (tr) return swz(start + lbo * (r / (sw / eb)) + sbo * (k / 8) + sw * (k % 8) + eb * (r % (sw / eb)), sw);
+  if (!sw) return start + sbo * (r / 8) + lbo * (k / E) + 16 * (r % 8) + eb * (k % E);
+  return swz(start + sbo * (r / 8) + sw * (r % 8) + eb * k, sw);
 }
 static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
   const char *instr = kl_op_attr_string(op, "instr");
@@ -1007,7 +1042,14 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     sfail(s, op, "unknown wgmma instruction %s", instr);
     return;
   }
-  int E = 16 / eba; /* K elements of a core matrix row */
+  int E = 16 / eba;         /* K elements of a core matrix row */
+  int64_t tra = 0, trb = 0; /* imm-trans-a / -b: MN-major operands (16-bit types only) */
+  kl_op_attr_i64(op, "trans_a", &tra);
+  kl_op_attr_i64(op, "trans_b", &trb);
+  if ((tra || trb) && eba != 2) {
+    sfail(s, op, "transposed operands of %s (only 16-bit types have imm-trans)", instr);
+    return;
+  }
   if (!s->t->wgmma) {
     sfail(s, op, "wgmma on %s", s->t->name);
     return;
@@ -1031,17 +1073,19 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     if (s->bad) break;
     s->wg_open[g]++;
     s->wg_cur = g;
-    int64_t sa, la, ssa, sb, lb, ssb;
-    decode_desc(s, op, da[w0], &sa, &la, &ssa);
-    decode_desc(s, op, db[w0], &sb, &lb, &ssb);
+    int64_t sa, la, ssa, swa, sb, lb, ssb, swb;
+    decode_desc(s, op, da[w0], &sa, &la, &ssa, &swa);
+    decode_desc(s, op, db[w0], &sb, &lb, &ssb, &swb);
+    s->rd_swz = swa;
     for (int r = 0; r < 64; r++)
       for (int k = 0; k < KI; k++) {
-        double v = lds_at(s, op, sa + ssa * (r / 8) + la * (k / E) + 16 * (r % 8) + eba * (k % E), eba);
+        double v = lds_at(s, op, desc_byte(sa, la, ssa, swa, tra, r, k, E, eba), eba);
         A[r * KI + k] = xa ? fp8_decode(xa, (int)v) : v;
       }
+    s->rd_swz = swb;
     for (int r = 0; r < N; r++)
       for (int k = 0; k < KI; k++) {
-        double v = lds_at(s, op, sb + ssb * (r / 8) + lb * (k / E) + 16 * (r % 8) + ebb * (k % E), ebb);
+        double v = lds_at(s, op, desc_byte(sb, lb, ssb, swb, trb, r, k, E, ebb), ebb);
         B[r * KI + k] = xb ? fp8_decode(xb, (int)v) : v;
       }
     for (int l = 0; l < 128; l++)
@@ -1196,9 +1240,14 @@ static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
       sfail(s, op, "TMA box of %lld elements past the end of %s", (long long)n, dt->text);
       return;
     }
-    int64_t base = lds_window(s, dm);
-    if ((base + da * eb) % 128)
-      sfail(s, op, "TMA destination byte %lld not 128-byte aligned", (long long)(base + da * eb));
+    int64_t base = lds_window(s, dm), sw = 0;
+    kl_op_attr_i64(op, "swizzle", &sw);
+    if ((base + da * eb) % (sw ? 8 * sw : 128))
+      sfail(s, op, "TMA destination byte %lld not %lld-byte aligned", (long long)(base + da * eb),
+            (long long)(sw ? 8 * sw : 128));
+    if (sw && box[0] * eb != sw)
+      sfail(s, op, "TMA box rows of %lld bytes with a %lld-byte swizzle (only rows of the swizzle span modelled)",
+            (long long)(box[0] * eb), (long long)sw);
     for (int64_t f = 0; f < n && !s->bad; f++) {
       int64_t r = f, e = off;
       bool in = true;
@@ -1212,9 +1261,11 @@ static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
         sfail(s, op, "TMA reads element %lld of a source of span %lld", (long long)e, (long long)src->span);
         return;
       }
-      dm->data[da + f] = in ? src->data[e] : 0.0;
-      int64_t gr = (base + (da + f) * eb) / 16;
-      if (s->lds_dirty && gr < WG_NGRAN && (da + f) * eb % 16 == 0) {
+      /* the element's shared byte, through the swizzle */
+      int64_t byte = sw ? swz(base + (da + f) * eb, sw) : base + (da + f) * eb;
+      dm->data[(byte - base) / eb] = in ? src->data[e] : 0.0;
+      int64_t gr = byte / 16;
+      if (s->lds_dirty && gr < WG_NGRAN && byte % 16 == 0) {
         for (int g = 0; g < 8 && g < s->nt / 128; g++)
           for (int q = 0; q <= s->wg_groups[g]; q++)
             if (s->wg_rd[g][q][gr])
@@ -1227,7 +1278,7 @@ static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
             sfail(s, op, "TMA writes shared byte %lld that warpgroup %d's wgmma read, retired with no barrier since",
                   (long long)gr * 16, g);
         s->lds_dirty[gr] = 0, s->lds_fenced[gr] = -1; /* the async proxy: no fence needed */
-        s->tma_bar[gr] = (uint8_t)(b + 1), s->tma_phase[gr] = s->mb[b].phase;
+        s->tma_bar[gr] = (uint8_t)(b + 1), s->tma_phase[gr] = s->mb[b].phase, s->tma_swz[gr] = (uint8_t)(sw / 16);
       }
     }
     s->mb[b].tx -= n * eb;
@@ -1358,7 +1409,7 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
                     t, (long long)gr * 16, g);
           }
           s->lds_dirty[gr] = 1;
-          if (s->tma_bar) s->tma_bar[gr] = 0;
+          if (s->tma_bar) s->tma_bar[gr] = 0, s->tma_swz[gr] = 0;
         }
       }
     }
@@ -1541,6 +1592,7 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
     s.lds_dirty = calloc(WG_NGRAN, 1);
     s.lds_fenced = malloc(sizeof *s.lds_fenced * WG_NGRAN);
     s.tma_bar = calloc(WG_NGRAN, 1);
+    s.tma_swz = calloc(WG_NGRAN, 1);
     s.tma_phase = calloc(WG_NGRAN, sizeof *s.tma_phase);
   }
   bool *mask = malloc(bs);
@@ -1558,6 +1610,7 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
       for (int i = 0; i < WG_NGRAN; i++) s.lds_fenced[i] = -1;
       memset(s.wg_rd, 0, 8 * sizeof *s.wg_rd);
       memset(s.tma_bar, 0, WG_NGRAN);
+      memset(s.tma_swz, 0, WG_NGRAN);
     }
     for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
     s.nmb = 0;
@@ -1599,6 +1652,7 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
   free(s.lds_dirty);
   free(s.lds_fenced);
   free(s.tma_bar);
+  free(s.tma_swz);
   free(s.tma_phase);
   for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
   g_ntma = s.ntma;
@@ -2409,7 +2463,19 @@ static const char *mut_tma_expect(kl_op *k) { /* fewer transaction bytes announc
   kl_op_set_attr(w, "bytes", kl_attr_int(k->ctx, b + 16)); /* ... more: the phase never completes */
   return "deadlock";
 }
-static void tma_case(const gcase *c, const char *opt, const char *want) {
+static const char *mut_tma_noswizzle(kl_op *k) { /* descriptors claiming no swizzle over swizzled tiles */
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n; i++) {
+    int64_t sw = 0;
+    if (strcmp(ops[i]->name, "rock.wgmma_desc") || !kl_op_attr_i64(ops[i], "swizzle", &sw) || !sw) continue;
+    kl_op_set_attr(ops[i], "swizzle", kl_attr_int(k->ctx, 0));
+    hit++;
+  }
+  free(ops);
+  return hit ? "through a descriptor of swizzle 0 that a TMA load wrote with swizzle" : NULL;
+}
+static void tma_case_sw(const gcase *c, const char *opt, const char *want, int64_t want_sw) {
   char pl[512], err[4096];
   snprintf(pl, sizeof pl,
            "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},rock-blockwise-to-threadwise,"
@@ -2423,45 +2489,95 @@ static void tma_case(const gcase *c, const char *opt, const char *want) {
         (long long)c->M, (long long)c->N, (long long)c->K, tma ? tma : "-", want, k ? "" : err);
   CHECK(!k || (count_ops(k, "rock.tma_load") > 0) == (strcmp(want, "none") != 0), "tma %s: %d rock.tma_load", c->perf,
         k ? count_ops(k, "rock.tma_load") : 0);
+  int64_t sw = -1;
+  if (k && strcmp(want, "none")) kl_op_attr_i64(k, "tma_swizzle", &sw);
+  CHECK(!k || !strcmp(want, "none") || want_sw < 0 || sw == want_sw, "tma %s %s: tma_swizzle %lld, want %lld", c->perf,
+        opt, (long long)sw, (long long)want_sw);
   kl_ctx_destroy(ctx);
   g_ntma = 0;
   run_case_with(c, pl);
   CHECK(g_mutate || (g_ntma > 0) == (strcmp(want, "none") != 0), "tma %s: %lld TMA boxes executed", c->perf,
         (long long)g_ntma);
 }
+static void tma_case(const gcase *c, const char *opt, const char *want) { tma_case_sw(c, opt, want, -1); }
 static void test_tma(void) {
   group_begin();
   static const struct {
     gcase c;
     const char *opt, *want;
+    int64_t sw; /* the TMA tiles' swizzle (bytes; tma-swizzle: the widest dividing the K tile's bytes) */
   } cases[] = {
     /* both operands K-major (A [M,K], B [N,K]): 4 stages, 4 / 6 / 5 K steps */
-    { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, "tma=1", "A,B" },
-    { { "sm_90a", "bf16", 1, 64, 128, 96, true, true, true, "v3:64,128,16,64,128,8", "bf16" }, "tma=1", "A,B" },
-    { { "sm_90a", "f16", 1, 128, 64, 80, true, true, false, "v3:128,64,16,64,64,8", "f32" }, "tma=3", "A,B" },
+    { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, "tma=1", "A,B", 64 },
+    { { "sm_90a", "bf16", 1, 64, 128, 96, true, true, true, "v3:64,128,16,64,128,8", "bf16" }, "tma=1", "A,B", 32 },
+    { { "sm_90a", "f16", 1, 128, 64, 80, true, true, false, "v3:128,64,16,64,64,8", "f32" }, "tma=3", "A,B", 32 },
     /* batch (rank-3 tensor maps), two warpgroups of m64n256 at KB 64 (the large tile) */
-    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" }, "tma=1", "A,B" },
+    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" }, "tma=1", "A,B", 128 },
     /* odd M / N and K padded to the tile: TMA's zero fill past the dims */
-    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=6", "A,B" },
-    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "tma=1", "A,B" },
-    /* one operand MN-major: it keeps the register path (mixed loop) */
-    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "tma=1", "A" },
-    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3", "B" },
-    /* no TMA: both MN-major; K rows of 90 bytes (not a multiple of 16) */
-    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, "tma=1", "none" },
-    { { "sm_90a", "f16", 1, 64, 64, 45, true, true, false, "v3:64,64,16,64,64,8", "f32" }, "tma=1", "none" },
+    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=6", "A,B", 32 },
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "tma=1", "A,B", 64 },
+    /* MN-major operands (B [K, N], A [K, M]): the swizzled MN-major tiles (boxes {64, KB}
+     * of M / N panels), read with imm-trans; the K-major one's swizzle by its K tile */
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "tma=1", "A,B", 128 },
+    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3", "A,B", 128 },
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, "tma=1", "A,B", 128 },
+    { { "sm_90a", "bf16", 1, 136, 136, 72, false, false, true, "v3:128,64,32,128,64,8", "bf16" },
+      "tma=1,tma-swizzle=64",
+      "A,B",
+      64 },
+    { { "sm_90a", "f16", 2, 70, 104, 40, true, false, false, "v3:64,64,16,64,64,8", "f32" },
+      "tma=1,tma-swizzle=32",
+      "A,B",
+      32 },
+    /* MN-major with no swizzle: the register path (the mixed loop) */
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" },
+      "tma=1,tma-swizzle=none",
+      "A",
+      0 },
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" },
+      "tma=1,tma-swizzle=none",
+      "none",
+      -1 },
+    /* no TMA: K rows of 90 bytes (not a multiple of 16) */
+    { { "sm_90a", "f16", 1, 64, 64, 45, true, true, false, "v3:64,64,16,64,64,8", "f32" }, "tma=1", "none", 32 },
+    /* tma-swizzle: none (the unswizzled core-matrix boxes {8, rows}), capped at 64 / 32 */
+    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" },
+      "tma=1,tma-swizzle=none",
+      "A,B",
+      0 },
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" },
+      "tma=1,tma-swizzle=64",
+      "A,B",
+      64 },
+    { { "sm_90a", "bf16", 1, 130, 100, 136, true, true, true, "v3:128,64,64,64,64,8", "bf16" },
+      "tma=4,tma-swizzle=32",
+      "A,B",
+      32 },
+    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" },
+      "tma=3,tma-swizzle=none",
+      "B",
+      0 },
+    /* 128-byte swizzle with K tiles of 128 (two panels per tile: the panel stride) */
+    { { "sm_90a", "f16", 1, 64, 72, 384, true, true, false, "v3:64,64,128,64,64,8", "f32" }, "tma=3", "A,B", 128 },
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) tma_case(&cases[i].c, cases[i].opt, cases[i].want);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    tma_case_sw(&cases[i].c, cases[i].opt, cases[i].want, cases[i].sw);
   /* the protocol check can fail: each broken variant is refused (2 warpgroups, 4 stages,
    * 6 K steps; and the mixed loop) */
   {
     const char *(*muts[4])(kl_op *) = { mut_tma_wait, mut_pending, mut_tma_barrier, mut_tma_expect };
     gcase c = { "sm_90a", "f16", 1, 128, 64, 96, true, true, false, "v3:128,64,16,64,64,8", "f32" };
     gcase c2 = { "sm_90a", "f16", 1, 128, 64, 96, true, false, false, "v3:128,64,16,64,64,8", "f32" };
+    /* a descriptor claiming no swizzle over the swizzled TMA tiles (32 bytes at K 16; 128 at K 64) */
+    gcase c3 = { "sm_90a", "f16", 1, 128, 128, 256, true, true, false, "v3:128,128,64,64,128,8", "f32" };
+    g_mutate = mut_tma_noswizzle;
+    tma_case(&c, "tma=1", "A,B");
+    tma_case(&c3, "tma=1", "A,B");
+    tma_case(&c2, "tma=1", "A,B"); /* B MN-major */
     for (int i = 0; i < 4; i++) {
       g_mutate = muts[i];
       tma_case(&c, "tma=1", "A,B");
-      tma_case(&c2, "tma=1", "A");
+      tma_case(&c2, "tma=1,tma-swizzle=none", "A"); /* the mixed loop: B (MN-major) on registers */
     }
     g_mutate = NULL;
   }
@@ -2475,6 +2591,14 @@ static void test_tma(void) {
                           "rock-lower-loops",
                           err, sizeof err);
     CHECK(!m && strstr(err, "tma must be 0 (off), 1 (on"), "tma=2: %s", m ? "accepted" : err);
+    kl_ctx_destroy(ctx);
+    ctx = kl_test_ctx();
+    m = lower_case(
+        ctx, &c,
+        "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1,tma-swizzle=96},rock-blockwise-to-threadwise,"
+        "rock-lower-loops",
+        err, sizeof err);
+    CHECK(!m && strstr(err, "tma-swizzle must be 128, 64, 32 or none"), "tma-swizzle=96: %s", m ? "accepted" : err);
     kl_ctx_destroy(ctx);
   }
   group_end("tma (sm_90a): TMA + mbarrier K loops interpreted equal a direct matmul; operand choice; the broken "
@@ -2867,7 +2991,15 @@ static void test_tma_graphs(void) {
   run_graph_case(&a);
   graph_case b = { "sm_90a", conv_nhwc_f16, 2e-2, 1, false, pl, NULL };
   run_graph_case(&b);
-  group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands on sm_90a interpreted against g:eval");
+  /* the unswizzled TMA boxes */
+  const char *pl2 = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
+                    "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},"
+                    "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
+                    "rock-lower-loops,canonicalize,cse,dce";
+  graph_case c = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl2, "A,B" };
+  run_graph_case(&c);
+  group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands (swizzled and not) on sm_90a interpreted against "
+            "g:eval");
 }
 
 static void test_graphs(void) {

@@ -4,7 +4,9 @@
  * GPU) makes the next synchronize fail with CUDA_ERROR_ILLEGAL_ADDRESS, and the message says
  * that the device's CUDA context is lost and names the launches since the last successful
  * synchronize; from then on every call on the device (alloc, launch, load) fails at once with
- * "device lost" and that message, without calling the driver; destroying the device works. */
+ * "device lost" and that message, without calling the driver; destroying the device works.
+ * Before the fault: TMA tensor maps (kl_device_tensor_map) pass the swizzle on and refuse
+ * bad arguments with a message naming the field. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,37 @@ int main(void) {
   CHECK(kl_device_launch(good, one, one, 0, args, NULL, 0) == KL_OK, "%s", kl_device_error(dev));
   CHECK(kl_device_synchronize(dev) == KL_OK, "%s", kl_device_error(dev));
   group_end("launches and a synchronize before the fault");
+  /* TMA tensor maps (kl_device_tensor_map): the swizzle reaches the driver as
+   * CU_TENSOR_MAP_SWIZZLE_128B (3); bad arguments are errors naming the field before any
+   * driver call (the driver's own answer is a bare CUDA_ERROR_INVALID_VALUE) */
+  group_begin();
+  {
+    int *tsw = dlsym(lib, "fake_tmap_swizzle"), *tbox = dlsym(lib, "fake_tmap_box0");
+    _Alignas(64) unsigned char map[128];
+    void *base = NULL;
+    CHECK(kl_device_alloc(dev, 1 << 16, &base) == KL_OK, "%s", kl_device_error(dev));
+    kl_tensor_map_desc d = {
+      .rank = 2, .swizzle = 128, .base = base, .dims = { 256, 256 }, .strides = { 512 }, .box = { 64, 256 }
+    };
+    CHECK(kl_device_tensor_map(dev, &d, map) == KL_OK && tsw && *tsw == 3 && tbox && *tbox == 64, "%s: swizzle %d",
+          kl_device_error(dev), tsw ? *tsw : -9);
+    d.swizzle = 0, d.box[0] = 8;
+    CHECK(kl_device_tensor_map(dev, &d, map) == KL_OK && *tsw == 0 && *tbox == 8, "%s", kl_device_error(dev));
+    kl_tensor_map_desc bad[4] = { d, d, d, d };
+    bad[0].swizzle = 64, bad[0].box[0] = 64; /* 128 bytes of box row over a 64-byte swizzle */
+    bad[1].box[1] = 300;                     /* a box dim above 256 */
+    bad[2].base = (char *)base + 8;          /* not 16-byte aligned */
+    bad[3].strides[0] = 520;                 /* not a multiple of 16 */
+    const char *want[4] = { "dim 0", "dim 1", "base", "dim 1" };
+    for (int i = 0; i < 4; i++) {
+      *tsw = -1;
+      CHECK(kl_device_tensor_map(dev, &bad[i], map) == KL_ERR && strstr(kl_device_error(dev), "tensor map") &&
+                strstr(kl_device_error(dev), want[i]) && *tsw == -1,
+            "bad map %d: %s", i, kl_device_error(dev));
+    }
+    kl_device_free(dev, base);
+  }
+  group_end("tensor maps: the swizzle passed on, bad arguments refused with the field");
   group_begin();
   CHECK(kl_device_launch(good, one, one, 0, args, NULL, 0) == KL_OK, "%s", kl_device_error(dev));
   CHECK(kl_device_launch(bad, one, one, 0, args, NULL, 0) == KL_OK, "the fault is asynchronous");

@@ -1,6 +1,10 @@
 -- tma_cases.lua — GEMMs on the Hopper wgmma path with TMA + mbarrier operand loads
 -- (sm_90a, rock-gridwise-to-blockwise{tma=1}: passes/rock_tma.h) for the device suite
--- (scripts/gpu_suite.lua): f16 / bf16, every operand transposition (K-major operands load
+-- (scripts/gpu_suite.lua): the TMA tiles swizzled (128 / 64 / 32 bytes by the K tile: the
+-- default tma-swizzle=128; cases named "... no swizzle" with tma-swizzle=none, and their
+-- `want_sw` checked against the kernel's tma_swizzle), f16 / bf16, every operand
+-- transposition (MN-major operands through TMA in the swizzled MN-major layout where the
+-- config allows it, else registers; K-major operands load
 -- through TMA, MN-major ones through registers), tile multiples and odd sizes (TMA's zero
 -- fill past the dims), K from 16 to 4096, batch (rank-3 tensor maps), fused epilogues, v3
 -- configs at kPerBlock 16..64 and the heuristic; each compiled for sm_90a, its `tma`
@@ -12,6 +16,9 @@ local gen = require "fused_gen"
 local M = {}
 
 M.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
+-- the unswizzled TMA boxes ({8, rows}: 16-byte rows, the core-matrix layout), for comparison
+M.pipeline_nosw = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                               "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},", 1)
 
 local function R(shape, dt) return kiln.rand(shape, dt, { dist = "normal" }) end
 
@@ -37,11 +44,13 @@ local function dot(Mm, N, K, dt, at, bt, epi, pc, batch)
   -- one K step (the heuristic's kPerBlock: 16 / 32 / 64 for K <= 16 / 32 / larger): the
   -- single-step loop, no TMA
   local kb = pc and tonumber(pc:match("^v3:%d+,%d+,(%d+)")) or (K <= 16 and 16 or K <= 32 and 32 or 64)
-  if K <= kb then want = "none" end
+  local onestep = K <= kb
+  if onestep then want = "none" end
   return { name = ("tma %s%dx%dx%d %s%s%s%s"):format(batch and (batch .. "x") or "", Mm, N, K, dt,
                                                    at and " A[M,K]" or " A[K,M]", bt and " B[N,K]" or " B[K,N]",
                                                    epi and (" + " .. epi) or ""),
-           g = g, inputs = inputs, dtype = dt, perf = pc, want = want }
+           g = g, inputs = inputs, dtype = dt, perf = pc, want = want, mn = { a = not at, b = not bt }, M = Mm, N = N,
+           onestep = onestep }
 end
 
 -- NHWC conv (KYXC weights) + residual + relu: 1x1 takes TMA for both operands, 3x3 (padded:
@@ -82,8 +91,25 @@ function M.cases()
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,32,64,256,8", "A,B")
   cs[#cs + 1] = conv(4, 2048, 7, 7, 512, 1, 0, nil, "A,B")
   cs[#cs + 1] = conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8", "A")
-  -- both operands MN-major: the register loop (tma = "none (...)")
+  -- both operands MN-major: both through TMA (the swizzled MN-major tiles)
   cs[#cs + 1] = dot(256, 256, 128, "f16", false, false, nil, "v3:128,128,32,64,128,8")
+  -- the swizzle by K tile (128 bytes at 64 f16, 64 at 32, 32 at 16) and the unswizzled boxes
+  local function sw(c, want_sw, nosw)
+    c.want_sw, c.nosw = want_sw, nosw
+    if nosw then c.name = c.name .. " no swizzle" end
+    return c
+  end
+  cs[#cs + 1] = sw(dot(1000, 520, 1024, "f16", true, true, "bias_relu", "v3:128,256,64,64,256,8"), 128)
+  cs[#cs + 1] = sw(dot(1000, 520, 1024, "f16", true, true, "bias_relu", "v3:128,256,64,64,256,8"), 0, true)
+  cs[#cs + 1] = sw(dot(257, 129, 136, "bf16", true, true, nil, "v3:128,128,32,64,128,8"), 64)
+  cs[#cs + 1] = sw(dot(70, 72, 400, "f16", true, true, "residual", "v3:64,64,16,64,64,8"), 32)
+  -- MN-major operands through TMA: the swizzled MN-major tiles (imm-trans)
+  cs[#cs + 1] = sw(dot(300, 264, 520, "f16", false, false, "bias_relu", "v3:128,128,64,64,128,8"), 128)
+  cs[#cs + 1] = sw(dot(2304, 2048, 512, "f16", true, false, nil, nil), 128)
+  cs[#cs + 1] = sw(dot(257, 129, 136, "bf16", true, false, nil, "v3:128,128,32,64,128,8"), 0, true)
+  cs[#cs + 1] = sw(dot(192, 200, 640, "f16", true, true, nil, "v3:64,64,128,64,64,8"), 128)
+  cs[#cs + 1] = sw(conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,64,64,256,8", "A,B"), 0, true)
+  cs[#cs + 1] = sw(conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,64,64,128,8", "A"), 128)
   return cs
 end
 
@@ -91,16 +117,38 @@ end
 -- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
 -- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.
 function M.compile(c)
-  local opts = { target = "sm_90a", cache = false, pipeline = M.pipeline }
+  local opts = { target = "sm_90a", cache = false, pipeline = c.nosw and M.pipeline_nosw or M.pipeline }
   if c.perf then opts.perf_config = c.perf end
   local p = kiln.compile(c.g, opts)
   local k
   for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
   if not k then error("no GEMM kernel", 0) end
   local ptx = p:disasm(k.name, "sm_90a")
-  if k.tma:sub(1, #c.want) ~= c.want then error(("%s: tma = %s, want %s"):format(k.perf_config, k.tma, c.want), 0) end
+  -- MN-major operands (c.mn) load through TMA too where a swizzle panel (16..64 elements:
+  -- 32..128 bytes) divides the M / N tile, the warpgroup's part and the instruction (64 for
+  -- A, N for B), the K tile fits a box (<= 256) and tma-swizzle is not none
+  local want = c.want
+  local MB, NB, KB, MPW, NPW = k.perf_config:match("^v3:(%d+),(%d+),(%d+),(%d+),(%d+)")
+  if c.mn and not c.onestep and MB then
+    MB, NB, KB, MPW, NPW = tonumber(MB), tonumber(NB), tonumber(KB), tonumber(MPW), tonumber(NPW)
+    local n = NPW
+    while n > 256 or NPW % n ~= 0 do n = n - 8 end
+    -- (and the stored rows, M or N elements, a multiple of 16 bytes)
+    local function ok(DB, wave, instr, row)
+      return not c.nosw and KB <= 256 and DB % 16 == 0 and wave % 16 == 0 and instr % 16 == 0 and row % 8 == 0
+    end
+    local a = not c.mn.a or ok(MB, MPW, 64, c.M)
+    local b = not c.mn.b or ok(NB, NPW, n, c.N)
+    want = a and b and "A,B" or a and "A" or b and "B" or "none"
+  end
+  if want == "none" and k.tma:sub(1, 4) ~= "none" or want ~= "none" and k.tma ~= want then
+    error(("%s: tma = %s, want %s"):format(k.perf_config, k.tma, want), 0)
+  end
+  if c.want_sw and k.tma_swizzle ~= c.want_sw then
+    error(("%s: tma_swizzle = %d, want %d"):format(k.perf_config, k.tma_swizzle, c.want_sw), 0)
+  end
   local has = ptx:find("cp.async.bulk.tensor", 1, true) ~= nil
-  if has ~= (c.want ~= "none") then error(k.perf_config .. ": cp.async.bulk.tensor " .. (has and "present" or "absent"), 0) end
+  if has ~= (want ~= "none") then error(k.perf_config .. ": cp.async.bulk.tensor " .. (has and "present" or "absent"), 0) end
   if not ptx:find("wgmma.mma_async", 1, true) then error("no wgmma in " .. k.name, 0) end
   return p, k
 end

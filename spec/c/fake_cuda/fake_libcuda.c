@@ -257,3 +257,16 @@ CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) {
   (void)st;
   return cuMemsetD32_v2(d, v, n);
 }
+/* TMA tensor maps: records the swizzle and the inner box of the last encode (the test checks
+ * what runtime/device_cuda.c passes); the map itself stays zero. */
+int fake_tmap_swizzle = -1, fake_tmap_box0 = -1;
+CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *base, const unsigned long long *dims,
+                                const unsigned long long *strides, const unsigned *box, const unsigned *es,
+                                int interleave, int swizzle, int l2, int oob) {
+  (void)dtype, (void)rank, (void)base, (void)dims, (void)strides, (void)es, (void)interleave, (void)l2, (void)oob;
+  STICKY;
+  memset(map, 0, 128);
+  fake_tmap_swizzle = swizzle;
+  fake_tmap_box0 = (int)box[0];
+  return 0;
+}
