@@ -44,7 +44,8 @@
  * the register path (the kernel's async_copy: "A,B", "A", "B" or "none"; pipeline_stages:
  * S), and then S is at most 2 (its copy is live across the MMAs: spills at S = 3, 4).
  * NVIDIA kernels above 48 KiB of LDS take it as dynamic shared memory (core/target.h).
- * -1 = auto: mma.sync GEMMs on NVIDIA only, both operands async, 3 stages, 4 where the grid
+ * -1 = auto: mma.sync GEMMs on NVIDIA only, both operands async in the xor stages (K tiles of
+ * 64 bytes; kgroup measured slower than the register loop), 3 stages, 4 where the grid
  * is narrow: M or N spans at most KL_CP_ASYNC_NARROW block tiles, so the other, long operand
  * is read at most that many times and streams from DRAM rather than L2, a longer latency the
  * fourth stage covers (H100, 128x128x32: 4096^3, 32 x 32 tiles, 353 / 347 TFLOP/s at S = 3 /

@@ -344,7 +344,11 @@ static bool heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int
   /* both operands through the cp.async pipeline (on by default, KL_CP_ASYNC_DEFAULT,
    * passes/perf_config.h): K tiles of at most KL_CP_ASYNC_KB_MAX, whose 3 / 4 stages fit
    * twice in the LDS without spills; register-staged GEMMs keep their K tiles */
-  bool cpa_k = async_ab && mma_sync && t->arch == KL_ARCH_NVPTX;
+  /* only where even 128x128 tiles give more blocks than SMs (large grids; few-block grids
+   * keep the plain heuristic, which spreads them over the SMs): block-tile reuse first (below) */
+  bool cpa_k = async_ab && mma_sync && t->arch == KL_ARCH_NVPTX &&
+      g * ceil_div(m, 128) * ceil_div(n, 128) > t->compute_units;
+  bool reuse_first = cpa_k;
   bool nv_l2 = t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0;
   /* mma.sync: two passes; the second picks, among the configs within 5% of the best cost,
    * double-buffered ones first, then larger wave tiles (fewer LDS fragment bytes per
@@ -427,7 +431,7 @@ static bool heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int
               /* both operands through the cp.async pipeline (kl_accel_config_heuristic_async):
                * its stages replace double buffering, and block-tile reuse comes before fewer
                * waves (256x128x32 / 128x256x32, 8 warps, over 128x128x32) */
-              if (async_ab) {
+              if (reuse_first) {
                 key[0] = bkey[0] = 0;
                 key[4] = reuse, key[5] = (double)-nw;
                 bkey[4] = best_reuse, bkey[5] = (double)-best_waves;

@@ -1439,11 +1439,12 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (!P.async_a && !P.async_b) { /* both operands take the register path: today's loop */
           S = P.S = 1;
           if (fn) kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, "none"));
-        } else if (o->cp_async < 0 && (S < 3 || !P.async_a || !P.async_b)) {
+        } else if (o->cp_async < 0 && (S < 3 || !P.async_a || !P.async_b || !xr)) {
           /* auto: two stages are slower than the register-staged loop (ptxas hoists the
            * next step's wait_group 0 and barrier above this step's HMMAs, exposing the
            * copies' latency: sm_90 4096^3 f16 226 / 147 vs 291 TFLOP/s), so auto pipelines
-           * only with both operands async and at least three stages */
+           * only with both operands async and at least three stages, in the xor layout (K
+           * tiles of 64 bytes: the only layout measured faster, kgroup 138 vs 309 TFLOP/s) */
           S = P.S = 1;
         }
         if (S == 1) { /* no pipeline after all: the register-staged loop below */
