@@ -313,7 +313,8 @@ static void test_configs(void) {
                                                   &a) &&
             kl_accel_config_heuristic(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb, &b);
         /* large grids (more 128x128 tiles than SMs) on mma.sync: K <= KL_CP_ASYNC_KB_MAX; else the plain pick */
-        bool large = nv && shapes[s][0] * ((shapes[s][1] + 127) / 128) * ((shapes[s][2] + 127) / 128) > t->compute_units;
+        bool large = nv &&
+            shapes[s][0] * ((shapes[s][1] + 127) / 128) * ((shapes[s][2] + 127) / 128) > t->compute_units;
         CHECK(ok && kl_accel_config_validate(&a, t, d, eb, err, sizeof err) &&
                   (large ? a.k_per_block <= KL_CP_ASYNC_KB_MAX : !memcmp(&a, &b, sizeof a)),
               "%s %s: async heuristic %s (plain %s)", tnames[ti], types[ty], kl_accel_config_print(&a, buf, sizeof buf),
