@@ -16,13 +16,15 @@
 -- the harness, and the host suite). --ptx DIR writes each case's kernel binaries there;
 -- --suffix S is appended to the case ids of the rows (a repeated measurement: "#2").
 -- --cpa: the gemm, conv and swz cases also time the cp.async K-loop pipeline,
--- rock-gridwise-to-blockwise{cp-async=S[,cp-async-layout=L]}: impls kiln.cpa1 (S = 1: the
--- register-staged loop of today), kiln.cpa2 .. kiln.cpa4 (the default layout, xor: [rows, K]
+-- rock-gridwise-to-blockwise{cp-async=S[,cp-async-layout=L]}: impls kiln.cpaauto (S = -1, the
+-- default pipeline on the mma.sync target: auto stages, the heuristic's tiles), kiln.cpa1 (S = 1:
+-- the register-staged loop), kiln.cpa2 .. kiln.cpa4 (the default layout, xor: [rows, K]
 -- swizzled), kiln.cpa3.krow ([rows, K + 16 bytes]) and kiln.cpa3.kgroup (the register path's
 -- tiles); the note gives the stages the kernel got, its async operands, their LDS layout and
 -- the LDS bytes. Gemm cases time the same with B stored transposed ([N, K], K-contiguous, so
 -- both operands go through cp.async): kiln.cpaS.bt[.layout], plus xor with forced tiles:
--- kiln.cpaS.bt.xor.v2:128,128,32,... / 128,256,32 / 256,128,32 (CPA_VARIANTS).
+-- kiln.cpaS.bt.xor.v2:128,128,32,... / 128,256,32 / 256,128,32 (CPA_VARIANTS). Conv cases
+-- take the heuristic's tiles only (a given config would also turn off its C^T orientation).
 --
 -- Method (bench/README.md): random inputs (kiln.rand, uniform [-1, 1), never
 -- zeros); p:prepare uploads them once into device buffers, enough buffer sets to span at
@@ -405,10 +407,11 @@ end
 local CPA_ARCH = dev.arch == "sm_90a" and "sm_90" or dev.arch
 -- The variants: S = 1 (the register-staged loop), S = 2..4 in the default layout (xor), S = 3
 -- in the krow and kgroup layouts, and (gemm with B stored [N, K] only: tiles = true) xor with
--- the tiles the async path makes possible: 128x128x32 forced (sm_80's heuristic takes K 64,
--- which spills at S >= 3), 128x256x32 (8 warps) and 256x128x32.
+-- the tiles the async path makes possible: 128x128x32 forced, 128x256x32 (8 warps) and
+-- 256x128x32; S = -1 (kiln.cpaauto): the mma.sync default, auto stages with the heuristic's
+-- tiles (both operands async: 256x128x32 / 128x256x32 where the grid is large).
 local CPA_VARIANTS = {
-  { 1 }, { 2 }, { 3 }, { 4 }, { 3, "krow" }, { 3, "kgroup" },
+  { -1 }, { 1 }, { 2 }, { 3 }, { 4 }, { 3, "krow" }, { 3, "kgroup" },
   { 3, "xor", "v2:128,128,32,64,64,8", true }, { 4, "xor", "v2:128,128,32,64,64,8", true },
   { 3, "xor", "v2:128,256,32,64,64,8", true }, { 4, "xor", "v2:128,256,32,64,64,8", true },
   { 3, "xor", "v2:256,128,32,64,64,8", true },
@@ -419,7 +422,7 @@ local function run_cpa(c, base, build, prepare, check, amount, tag, tiles)
    if (tiles and CPA_ARCH ~= "host") or not v[4] then
     local row = {}
     for k, x in pairs(base) do row[k] = x end
-    local name = "cpa" .. S .. (tag or "") .. (layout and ("." .. layout) or "") .. (perf and ("." .. perf) or "")
+    local name = "cpa" .. (S < 0 and "auto" or S) .. (tag or "") .. (layout and ("." .. layout) or "") .. (perf and ("." .. perf) or "")
     row.impl = "kiln." .. name
     local ok, err = pcall(function()
       local p = build(cpa_pipeline(S, layout), perf)
@@ -561,7 +564,7 @@ function run.conv(c)
   if not CPA then return end
   run_cpa(c, { case = c.id, kind = "conv", dtype = c.dtype, shape = shape_str(c.dims), flop = row.flop, bytes = row.bytes,
                unit = "TFLOP/s" },
-          function(pl) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl }) end,
+          function(pl, perf) return kiln.compile(g, { target = CPA_ARCH, pipeline = pl, perf_config = perf }) end,
           function(p) return p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES }) end,
           function(outs) return check_conv(X, Wt, R, outs, Nb, C, H, W, K, c.dtype) end, row.flop / 1e12)
 end

@@ -25,12 +25,17 @@ static int64_t access_bytes(const kl_type *t) {
 static kl_walk_result visit(kl_op *op, void *ud) {
   walk_st *s = ud;
   bool load = !strcmp(op->name, "rock.load"), store = !strcmp(op->name, "rock.store");
-  if (!load && !store) return KL_WALK_ADVANCE;
-  int bi = load ? 0 : 1;
+  bool acopy = !strcmp(op->name, "rock.async_copy"); /* cp.async: a load of its source argument */
+  if (!load && !store && !acopy) return KL_WALK_ADVANCE;
+  int bi = load || acopy ? 0 : 1;
   if (op->nopnds <= bi || (load && op->nresults != 1)) return KL_WALK_ADVANCE;
   kl_value *buf = op->opnds[bi].value;
   if (buf->def || buf->block != s->entry || buf->index >= s->nargs) return KL_WALK_ADVANCE;
-  int64_t bytes = access_bytes(load ? op->results[0].type : op->opnds[0].value->type);
+  int64_t len = 0;
+  if (acopy && (!kl_op_attr_i64(op, "len", &len) || len < 1)) return KL_WALK_ADVANCE;
+  int64_t bytes = acopy ? len * access_bytes(buf->type->elem)
+                        : access_bytes(load ? op->results[0].type : op->opnds[0].value->type);
+  load = load || acopy;
   const char *kind = load ? "load" : "store";
   for (int i = 0; i < s->n; i++)
     if (s->argi[i] == buf->index && !strcmp(s->a[i].kind, kind) && s->a[i].bytes == bytes) {

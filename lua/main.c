@@ -116,7 +116,7 @@ static void usage(FILE *f) {
           "  XDG_CACHE_HOME               without KILN_TUNING_DB: $XDG_CACHE_HOME/kiln/tuning.db, else\n"
           "                               $HOME/.cache/kiln/tuning.db\n"
           "  KILN_CP_ASYNC=auto|off|2|3|4 K-loop pipeline of asynchronous global -> shared copies\n"
-          "                               (cp.async; stages) in the default pipeline (default: off)\n"
+          "                               (cp.async; stages) in the default pipeline (default: auto)\n"
           "  TMPDIR                       where code generation writes its temporary files (default /tmp)\n"
           "  PATH                         kiln opt --stats --target gfx*: where llvm-mca-19 / llvm-mca is looked up\n"
           "  HOME                         the REPL keeps its history in $HOME/.kiln_history\n"

@@ -63,6 +63,10 @@ bool kl_gemm_config_pick(const kl_target *t, const kl_type *ea, const kl_type *e
       : 0;
   if (use_accel && !accel) accel = kl_accel_select(t, ea, eb, given, G, M, N, K, &ac, &ad, err, errlen);
   if (accel < 0) return false;
+  /* both operands async (the cp.async pipeline): mma.sync's heuristic for it */
+  if (accel && !given && (flags & KL_GEMM_PICK_ASYNC) && ad->kind == KL_ACCEL_MMA_SYNC &&
+      !kl_accel_config_heuristic_async(t, ad, G, M, N, K, bytes, &ac))
+    return kl_perf_errf(err, errlen, "no perf config fits target %s", t->name);
   kl_perf_config pc = { 0 };
   pc.split_k = 1;
   if (accel) {

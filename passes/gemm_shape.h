@@ -25,7 +25,8 @@
  *     heuristic where the target has wgmma and takes the inputs (kl_wgmma_select:
  *     sm_90a, f16 / bf16 of one type);
  *  2. matrix instructions (KL_GEMM_PICK_ACCEL): kl_accel_select (a "v2:" / "v3:" config,
- *     else the accel heuristic where the target has an instruction for the inputs);
+ *     else the accel heuristic where the target has an instruction for the inputs; with
+ *     KL_GEMM_PICK_ASYNC and no config, mma.sync's kl_accel_config_heuristic_async);
  *  3. the FMA path: the given "v1:" config (parsed and validated), else the heuristic of
  *     passes/perf_config.h.
  * out->pc is always the block-level config (an accel config's thread tile from
@@ -63,6 +64,8 @@ enum {
   KL_GEMM_PICK_ACCEL = 1, /* matrix instructions (rock-gemm-to-gridwise's option accel) */
   KL_GEMM_PICK_WGMMA = 2, /* the Hopper heuristic first (its option wgmma; needs ACCEL) */
   KL_GEMM_PICK_DEFAULT = KL_GEMM_PICK_ACCEL | KL_GEMM_PICK_WGMMA, /* the pass's defaults */
+  KL_GEMM_PICK_ASYNC = 4, /* both operands will take the cp.async pipeline: the mma.sync heuristic's
+                             kl_accel_config_heuristic_async (no config given) */
 };
 
 typedef struct kl_gemm_config {

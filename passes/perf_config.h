@@ -44,12 +44,20 @@
  * the register path (the kernel's async_copy: "A,B", "A", "B" or "none"; pipeline_stages:
  * S), and then S is at most 2 (its copy is live across the MMAs: spills at S = 3, 4).
  * NVIDIA kernels above 48 KiB of LDS take it as dynamic shared memory (core/target.h).
- * -1 = auto: mma.sync GEMMs on NVIDIA only, both operands async, as many stages as fit (at
- * most 4), off when fewer than 3 fit (two stages measured slower than the register-staged
- * loop: docs/ARCHITECTURE.md); 0 / 1 = off (today's register-staged loop).
- * KL_CP_ASYNC_DEFAULT is the option's default, the one switch (-1 makes the pipeline the
- * default for mma.sync on sm_80 / sm_90, with KL_CP_ASYNC_LAYOUT_DEFAULT's stages, and caps
- * the mma.sync heuristic's K tile at KL_CP_ASYNC_KB_MAX: sm_80's K 64 tiles spill 72 bytes
+ * -1 = auto: mma.sync GEMMs on NVIDIA only, both operands async in the xor stages (K tiles of
+ * 64 bytes; kgroup measured slower than the register loop), 3 stages, 4 where the grid
+ * is narrow: M or N spans at most KL_CP_ASYNC_NARROW block tiles, so the other, long operand
+ * is read at most that many times and streams from DRAM rather than L2, a longer latency the
+ * fourth stage covers (H100, 128x128x32: 4096^3, 32 x 32 tiles, 353 / 347 TFLOP/s at S = 3 /
+ * 4; the seed conv at batch 512, 196 x 4 tiles, 321 / 327), fewer where they do not fit twice
+ * in the LDS, off when fewer than 3 fit (two stages, and A async with B through registers,
+ * measured slower than the register-staged loop: docs/ARCHITECTURE.md); 0 / 1 = off (the
+ * register-staged loop).
+ * KL_CP_ASYNC_DEFAULT is the option's default, the one switch (-1, today's default, makes the
+ * pipeline the default for mma.sync on sm_80 / sm_90, with KL_CP_ASYNC_LAYOUT_DEFAULT's stages, and
+ * rock-gemm-to-gridwise then gives a GEMM whose operands can both go async the mma.sync
+ * heuristic of kl_accel_config_heuristic_async (passes/rock_accel.h), which caps its K tile
+ * at KL_CP_ASYNC_KB_MAX: sm_80's K 64 tiles spill 72 bytes
  * at S = 3 and fit only two stages twice in its 163 KiB; 128x128x32 at S = 4 takes 225
  * registers, 64 KiB, two blocks per SM, no spills); the environment variable
  * KILN_CP_ASYNC (auto, off, 2..4) puts rock-gridwise-to-blockwise{cp-async=N} into the
@@ -82,12 +90,13 @@
 
 #define KL_MAX_STAGES              4
 #define KL_NV_STEP_LATENCY         1000.0 /* cycles a K step waits at least: passes/rock_accel.h */
-#define KL_CP_ASYNC_DEFAULT        1      /* off; -1: auto */
+#define KL_CP_ASYNC_DEFAULT        -1     /* auto; 1: off */
 #define KL_CP_ASYNC_STR_(x)        #x
 #define KL_CP_ASYNC_STR(x)         KL_CP_ASYNC_STR_(x)
 #define KL_CP_ASYNC_DEFAULT_STR    KL_CP_ASYNC_STR(KL_CP_ASYNC_DEFAULT)
 #define KL_CP_ASYNC_LAYOUT_DEFAULT "auto" /* the async stages' LDS layout: auto, xor, krow or kgroup */
 #define KL_CP_ASYNC_KB_MAX         32     /* mma.sync K tile cap of the heuristic while the pipeline is on */
+#define KL_CP_ASYNC_NARROW         4      /* auto: 4 stages where M or N spans at most this many block tiles, else 3 */
 
 typedef struct kl_perf_config {
   int64_t m_per_block, n_per_block, k_per_block, m_per_thread, n_per_thread, kpack;

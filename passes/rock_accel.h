@@ -130,6 +130,18 @@ bool kl_accel_config_validate(const kl_accel_config *c, const kl_target *t, cons
  * volume (Mp*Np*Kp), then to the earlier candidate (larger tiles). False if none fits. */
 bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
                                int elem_bytes, kl_accel_config *out);
+/* The same for a GEMM whose A and B both take the cp.async pipeline (rock-gemm-to-gridwise
+ * asks where both are K-contiguous kernel arguments and the pipeline is on by default,
+ * KL_CP_ASYNC_DEFAULT): on mma.sync (NVIDIA), where even 128x128 tiles give more blocks
+ * than SMs (else it is the plain heuristic), K tiles of at most KL_CP_ASYNC_KB_MAX (K 64
+ * spilled at S = 3 on sm_80, and auto pipelines only the xor layout of K 32), and the
+ * second pass drops the double-buffering
+ * preference (the pipeline has its own stages) and ranks block-tile reuse before fewer
+ * waves, so large GEMMs take 256x128x32 / 128x256x32 (8 warps; H100 4096^3 at S = 3: 391 /
+ * 385 TFLOP/s against 353 for 128x128x32; ptxas: no spills on sm_80 / sm_90); elsewhere it
+ * is kl_accel_config_heuristic. */
+bool kl_accel_config_heuristic_async(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n,
+                                     int64_t k, int elem_bytes, kl_accel_config *out);
 /* NVIDIA targets with l2_bytes_per_cu_clk (sm_90, sm_90a): global = tile bytes / that rate
  * (17: what 4096^3 reaches, core/target.h), and a K step costs at least
  * KL_NV_STEP_LATENCY cycles: the register-staged loop waits once per step for its global

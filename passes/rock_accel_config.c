@@ -334,16 +334,21 @@ static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g,
   return found;
 }
 
-bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
-                               int elem_bytes, kl_accel_config *out) {
+static bool heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
+                      int elem_bytes, bool async_ab, kl_accel_config *out) {
   if (!t || !d || g < 1 || m < 1 || n < 1 || k < 1 || elem_bytes < 1) return false;
   if (t->arch == KL_ARCH_AMDGPU && amd_heuristic(t, d, g, m, n, k, elem_bytes, out)) return true;
   /* reps 8: only mma.sync's N = 8 gives a wave tile <= 64 (64x64 wave tiles) */
   static const int64_t reps[] = { 8, 4, 2, 1 }, waves[] = { 4, 2, 1 }, ksteps[] = { 8, 4, 2, 1 };
   bool mma_sync = d->kind == KL_ACCEL_MMA_SYNC;
-  /* the cp.async pipeline on by default (KL_CP_ASYNC_DEFAULT, passes/perf_config.h): K tiles of
-   * at most KL_CP_ASYNC_KB_MAX, whose 3 / 4 stages fit twice in the LDS without spills */
-  bool cpa_k = mma_sync && t->arch == KL_ARCH_NVPTX && KL_CP_ASYNC_DEFAULT != 0 && KL_CP_ASYNC_DEFAULT != 1;
+  /* both operands through the cp.async pipeline (on by default, KL_CP_ASYNC_DEFAULT,
+   * passes/perf_config.h): K tiles of at most KL_CP_ASYNC_KB_MAX, whose 3 / 4 stages fit
+   * twice in the LDS without spills; register-staged GEMMs keep their K tiles */
+  /* only where even 128x128 tiles give more blocks than SMs (large grids; few-block grids
+   * keep the plain heuristic, which spreads them over the SMs): block-tile reuse first (below) */
+  bool cpa_k = async_ab && mma_sync && t->arch == KL_ARCH_NVPTX &&
+      g * ceil_div(m, 128) * ceil_div(n, 128) > t->compute_units;
+  bool reuse_first = cpa_k;
   bool nv_l2 = t->arch == KL_ARCH_NVPTX && t->l2_bytes_per_cu_clk > 0;
   /* mma.sync: two passes; the second picks, among the configs within 5% of the best cost,
    * double-buffered ones first, then larger wave tiles (fewer LDS fragment bytes per
@@ -423,6 +428,14 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
               double key[8] = { db, fill, spread, (double)area, (double)-nw, reuse, -cst, -pad };
               double bkey[8] = { best_db,    bfill, bspread,  (double)best_area, (double)-best_waves,
                                  best_reuse, -best, -best_pad };
+              /* both operands through the cp.async pipeline (kl_accel_config_heuristic_async):
+               * its stages replace double buffering, and block-tile reuse comes before fewer
+               * waves (256x128x32 / 128x256x32, 8 warps, over 128x128x32) */
+              if (reuse_first) {
+                key[0] = bkey[0] = 0;
+                key[4] = reuse, key[5] = (double)-nw;
+                bkey[4] = best_reuse, bkey[5] = (double)-best_waves;
+              }
               int cmp = 0;
               for (int i = 0; i < 8 && !cmp; i++) cmp = key[i] > bkey[i] ? 1 : key[i] < bkey[i] ? -1 : 0;
               bool better = !pfound || cmp > 0;
@@ -445,6 +458,18 @@ bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64
     }
   }
   return found;
+}
+
+bool kl_accel_config_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
+                               int elem_bytes, kl_accel_config *out) {
+  return heuristic(t, d, g, m, n, k, elem_bytes, false, out);
+}
+
+bool kl_accel_config_heuristic_async(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n,
+                                     int64_t k, int elem_bytes, kl_accel_config *out) {
+  if (!d || d->kind != KL_ACCEL_MMA_SYNC || !t || t->arch != KL_ARCH_NVPTX)
+    return kl_accel_config_heuristic(t, d, g, m, n, k, elem_bytes, out);
+  return heuristic(t, d, g, m, n, k, elem_bytes, true, out);
 }
 
 int kl_accel_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,

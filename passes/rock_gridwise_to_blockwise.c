@@ -1269,25 +1269,32 @@ static void pipe_emit(const pipe *p, int64_t nk) {
 }
 
 /* Stages of the pipeline for this GEMM: option cp (-1: auto, mma.sync GEMMs on NVIDIA
- * only, up to KL_MAX_STAGES; 0 / 1: off; 2..KL_MAX_STAGES: every GEMM), capped so that
+ * only, KL_MAX_STAGES where the grid is narrow (at most KL_CP_ASYNC_NARROW block tiles along
+ * M or N), else 3; 0 / 1: off; 2..KL_MAX_STAGES: every GEMM), capped so that
  * S copies of the stage (stage_bytes, with 128-byte alignment per tile) fit the target's
  * LDS (NVIDIA: above 48 KiB as dynamic shared memory, core/target.h) and by the number
- * of K steps (auto: so that two blocks fit); 1 = no pipeline. */
-static int choose_stages(int64_t cp, const kl_target *tg, const char *accel, int64_t nk, int64_t stage_bytes) {
+ * of K steps (auto: so that two blocks fit, one for blocks of block_size >= 256 threads);
+ * 1 = no pipeline. */
+static int choose_stages(int64_t cp, const kl_target *tg, const char *accel, int64_t nk, int64_t stage_bytes,
+                         bool narrow, int64_t block_size) {
   int64_t s = cp;
   /* the cp.async pipeline feeds mma.sync (and the FMA / MFMA loops on request); a wgmma
    * GEMM takes its own multi-buffered loop (wg_emit): cp.async into its LDS would also need
    * the async-proxy fence after each wait, which that loop does not emit */
   if (accel && !strcmp(accel, "wgmma")) return 1;
-  if (s < 0) s = tg && tg->arch == KL_ARCH_NVPTX && accel && !strcmp(accel, "mma_sync") ? KL_MAX_STAGES : 1;
+  /* auto: 3 stages, 4 for a narrow grid (KL_CP_ASYNC_NARROW, passes/perf_config.h) */
+  if (s < 0)
+    s = !(tg && tg->arch == KL_ARCH_NVPTX && accel && !strcmp(accel, "mma_sync")) ? 1 : narrow ? KL_MAX_STAGES : 3;
   if (s > KL_MAX_STAGES) s = KL_MAX_STAGES;
   if (s < 2 || nk < 2) return 1;
   if (tg && tg->arch != KL_ARCH_HOST) /* NVIDIA above 48 KiB: dynamic shared memory (core/target.h) */
     while (s >= 2 && s * stage_bytes > tg->lds_bytes) s--;
   /* auto: two blocks per SM still fit (the register-staged loop's occupancy for the 128x128
-   * tiles; one block of four warps per SM cannot hide the MMA latencies) */
+   * tiles; one block of four warps per SM cannot hide the MMA latencies); a block of 8 or
+   * more warps (128x256 / 256x128 tiles: ~230-250 registers a thread) is alone on its SM
+   * by registers anyway, so its stages need fit only once */
   if (cp < 0 && tg)
-    while (s >= 2 && 2 * s * stage_bytes > tg->lds_bytes) s--;
+    while (s >= 2 && (block_size >= 256 ? 1 : 2) * s * stage_bytes > tg->lds_bytes) s--;
   if (s > nk) s = nk;
   return s < 2 ? 1 : (int)s;
 }
@@ -1623,7 +1630,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (ka > ta_bytes) ta_bytes = ka;
         if (kb > tb_bytes) tb_bytes = kb;
       }
-      int S = choose_stages(o->cp_async, tg, accel, nk, (ta_bytes + 127) / 128 * 128 + (tb_bytes + 127) / 128 * 128);
+      bool narrow = t.Mp / t.MB <= KL_CP_ASYNC_NARROW || t.Np / t.NB <= KL_CP_ASYNC_NARROW;
+      int S = choose_stages(o->cp_async, tg, accel, nk, (ta_bytes + 127) / 128 * 128 + (tb_bytes + 127) / 128 * 128,
+                            narrow, t.BS);
       pipe P = { .k = &K, .S = S };
       tpipe T = { .k = &K };
       kl_value **sla = P.la, **slb = P.lb;     /* the stages' tiles of the loop taken */
@@ -1649,11 +1658,12 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (!P.async_a && !P.async_b) { /* both operands take the register path: today's loop */
           S = P.S = 1;
           if (fn) kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, "none"));
-        } else if (o->cp_async < 0 && (S < 3 || !P.async_a || !P.async_b)) {
+        } else if (o->cp_async < 0 && (S < 3 || !P.async_a || !P.async_b || !xr)) {
           /* auto: two stages are slower than the register-staged loop (ptxas hoists the
            * next step's wait_group 0 and barrier above this step's HMMAs, exposing the
            * copies' latency: sm_90 4096^3 f16 226 / 147 vs 291 TFLOP/s), so auto pipelines
-           * only with both operands async and at least three stages */
+           * only with both operands async and at least three stages, in the xor layout (K
+           * tiles of 64 bytes: the only layout measured faster, kgroup 138 vs 309 TFLOP/s) */
           S = P.S = 1;
         }
         if (S == 1) { /* no pipeline after all: the register-staged loop below */
@@ -1984,8 +1994,8 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 static const kl_pass_option options[] = {
   { "cp-async", KL_OPT_INT, KL_CP_ASYNC_DEFAULT_STR,
     "multi-stage pipeline of asynchronous global -> LDS copies (NVIDIA cp.async; plain copies elsewhere): "
-    "-1 auto (mma.sync GEMMs on NVIDIA with both operands async, as many stages as fit the LDS, at most 4, "
-    "off below 3), 0 or 1 off, 2..4 stages "
+    "-1 auto (mma.sync GEMMs on NVIDIA with both operands async: 3 stages, 4 where M or N spans at most 4 "
+    "block tiles, fewer where they do not fit the LDS, off below 3), 0 or 1 off, 2..4 stages "
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
   { "cp-async-layout", KL_OPT_STRING, KL_CP_ASYNC_LAYOUT_DEFAULT,
     "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): xor = panels of [rows, 64 bytes of K] "

@@ -12,7 +12,7 @@
 -- the N-D conv / quantized / comparison cases of spec/lua/nd_conv_quant_cases.lua and the
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
--- cp.async pipeline at S = 1..4 in its xor LDS layout, krow at S = 2, 3 and kgroup at S = 3, with the async
+-- cp.async pipeline at S = 1..4 in its xor LDS layout, krow at S = 2, 3, kgroup at S = 3 and auto, with the async
 -- path's 128x256x32 / 256x128x32 tiles (spec/lua/cp_async_cases.lua), the wgmma cases of
 -- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the AMDGPU K loop's unpadded
 -- xor LDS tiles on the device's threads (spec/lua/amd_loop_spec.lua's cases with
@@ -693,7 +693,8 @@ end
 progress("before cp.async")
 -- the cp.async K-loop pipeline (spec/lua/cp_async_cases.lua): every case with
 -- rock-gridwise-to-blockwise{cp-async=S}, S = 1..4 (the default layout, xor), cp-async-layout=krow
--- at S = 2, 3 and kgroup at S = 3 (CPA.variants), against g:eval on the device; the larger
+-- at S = 2, 3, kgroup at S = 3 and S = -1 (auto: the default pipeline's choice on mma.sync)
+-- (CPA.variants), against g:eval on the device; the larger
 -- GPU cases must pipeline on sm_80+ (pipeline_stages >= 2; an operand with a prologue never async)
 if section("cp.async") then
 local CPA = require "cp_async_cases"

@@ -37,6 +37,7 @@
 #include "core/print.h"
 #include "passes/lower_to_llvm.h"
 #include "passes/rock_accel.h"
+#include "passes/perf_config.h"
 #include "passes/rock_wgmma.h"
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
@@ -193,7 +194,7 @@ static void test_layouts(void) {
  * --------------------------------------------------------------------------------- */
 static void test_configs(void) {
   group_begin();
-  char err[512], buf[160];
+  char err[512], buf[160], buf2[160];
   kl_accel_config c;
   CHECK(kl_accel_config_parse("v2:64,64,32,32,32,4", &c, err, sizeof err), "%s", err);
   CHECK(c.m_per_block == 64 && c.n_per_block == 64 && c.k_per_block == 32 && c.m_per_wave == 32 && c.n_per_wave == 32 &&
@@ -294,6 +295,39 @@ static void test_configs(void) {
       }
     }
   CHECK(nvalid == 21 * 8, "%d heuristic configs", nvalid);
+  /* the heuristic for both operands async (cp.async): mma.sync on sm_80 / sm_90 takes 8-warp
+   * 256x128 / 128x256 tiles of K 32 for 4096^3 (measured 391 / 385 TFLOP/s against 353 for
+   * 128x128x32 on an H100), valid, K at most KL_CP_ASYNC_KB_MAX on large grids; few-block
+   * grids and AMD get the plain heuristic's pick */
+  for (size_t ti = 0; ti < 6; ti++)
+    for (size_t ty = 0; ty < 4; ty++) {
+      const kl_target *t = kl_target_lookup(tnames[ti]);
+      const kl_type *et = kl_type_scalar(ctx, kl_scalar_kind_from_name(types[ty], strlen(types[ty])));
+      const kl_accel_desc *d = kl_accel_desc_for(t, et);
+      if (!d) continue;
+      int eb = (kl_type_bits(et) + 7) / 8;
+      bool nv = d->kind == KL_ACCEL_MMA_SYNC;
+      for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        kl_accel_config a, b;
+        bool ok = kl_accel_config_heuristic_async(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb,
+                                                  &a) &&
+            kl_accel_config_heuristic(t, d, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], eb, &b);
+        /* large grids (more 128x128 tiles than SMs) on mma.sync: K <= KL_CP_ASYNC_KB_MAX; else the plain pick */
+        bool large = nv &&
+            shapes[s][0] * ((shapes[s][1] + 127) / 128) * ((shapes[s][2] + 127) / 128) > t->compute_units;
+        CHECK(ok && kl_accel_config_validate(&a, t, d, eb, err, sizeof err) &&
+                  (large ? a.k_per_block <= KL_CP_ASYNC_KB_MAX : !memcmp(&a, &b, sizeof a)),
+              "%s %s: async heuristic %s (plain %s)", tnames[ti], types[ty], kl_accel_config_print(&a, buf, sizeof buf),
+              kl_accel_config_print(&b, buf2, sizeof buf2));
+      }
+      if (nv && eb == 2) {
+        kl_accel_config a;
+        CHECK(kl_accel_config_heuristic_async(t, d, 1, 4096, 4096, 4096, eb, &a) && a.k_per_block == 32 &&
+                  a.m_per_block * a.n_per_block == 256 * 128 && kl_accel_block_size(&a, d) == 256,
+              "%s %s 4096^3: async heuristic %s, want 256x128 / 128x256 x32", tnames[ti], types[ty],
+              kl_accel_config_print(&a, buf, sizeof buf));
+      }
+    }
   /* big problems get big tiles, tiny ones small tiles */
   kl_accel_config big, small;
   CHECK(kl_accel_config_heuristic(g942, mf, 1, 8192, 8192, 8192, 2, &big) &&
@@ -2680,6 +2714,9 @@ static void test_cp_async(void) {
     { { "sm_80", "f16", 1, 128, 128, 320, true, true, false, "v2:128,128,64,64,64,8", "f32" }, 3, "xor", "xor:A,B" },
     { { "sm_80", "bf16", 1, 128, 128, 128, true, true, true, "v2:128,128,32,64,64,8", "bf16" }, 4, "xor", "xor:A,B" },
     { { "sm_90", "f16", 1, 128, 256, 96, true, true, false, "v2:128,256,32,64,64,8", "f32" }, 3, "xor", "xor:A,B" },
+    /* the async heuristic's tiles: 256x128x32 at S = 3 (a GEMM) and S = 4 (a narrow grid) */
+    { { "sm_80", "f16", 1, 256, 128, 128, true, true, false, "v2:256,128,32,64,64,8", "f32" }, 4, "xor", "xor:A,B" },
+    { { "sm_90", "bf16", 1, 300, 200, 160, true, true, true, "v2:256,128,32,64,64,8", "bf16" }, 3, "xor", "xor:A,B" },
     { { "sm_90", "f16", 1, 128, 128, 64, true, true, false, "v2:128,128,16,64,64,8", "f32" }, 2, "xor", "xor:A,B" },
     { { "sm_90", "f16", 2, 100, 72, 200, true, true, true, "v2:128,128,32,64,64,8", "f16" }, 3, "xor", "xor:A,B" },
     { { "sm_90", "f16", 1, 128, 128, 128, true, false, false, "v2:128,128,32,64,64,8", "f32" }, 2, "xor", "xor:A" },

@@ -14,12 +14,12 @@
 --     on every target: sm_90's input-fusion cost rule would make a large convert a kernel of
 --     its own, passes/input_fusion_cost.h)
 --   M.variants: { {S, layout}, ... } the GPU suite runs: S = 1..4 (the default layout, xor), krow at
---     S = 2, 3 and kgroup at S = 3
+--     S = 2, 3, kgroup at S = 3 and -1 (auto, the default pipeline's choice)
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
 local kiln = require "kiln"
 local F = require "fusion_cases"
 local M = { stages = { 1, 2, 3, 4 }, check = F.check,
-            variants = { { 1 }, { 2 }, { 3 }, { 4 }, { 2, "krow" }, { 3, "krow" }, { 3, "kgroup" } } }
+            variants = { { 1 }, { 2 }, { 3 }, { 4 }, { 2, "krow" }, { 3, "krow" }, { 3, "kgroup" }, { -1 } } }
 
 function M.pipeline(S, layout)
   local opt = "cp-async=" .. S .. (layout and (",cp-async-layout=" .. layout) or "")

@@ -84,18 +84,28 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
 
   it("auto (-1) pipelines only with both operands async, >= 3 stages and two blocks' LDS (static)", function()
     -- two stages measured slower than the register-staged loop on an H200 (docs/ARCHITECTURE.md)
-    local function stages(t, bt, K)
+    local function stages(t, bt, K, N, M)
+      N, M = N or 4096, M or 4096
       local g = kiln.graph("g")
-      local b = bt and g:param("b", { 4096, K }, "f16"):transpose { 1, 0 } or g:param("b", { K, 4096 }, "f16")
-      g:output(g:dot(g:param("a", { 4096, K }, "f16"), b))
+      local b = bt and g:param("b", { N, K }, "f16"):transpose { 1, 0 } or g:param("b", { K, N }, "f16")
+      g:output(g:dot(g:param("a", { M, K }, "f16"), b))
       local p = kiln.compile(g, { target = t, cache = false, pipeline = C.pipeline(-1) })
       local k = p:kernels(t)[1]
-      return k.pipeline_stages, k.async_copy, k.lds_bytes
+      return k.pipeline_stages, k.async_copy, k.lds_bytes, k.perf_config
     end
     local st, async, lds = stages("sm_90", true, 4096)
-    assert.is_true(st >= 3, st)
+    assert.are.equal(3, st) -- 32 x 32 block tiles: 3 stages (H100 353 vs 347 TFLOP/s at 4)
     assert.are.equal("A,B", async)
     assert.is_true(2 * lds <= 227 * 1024, lds)
+    for _, t in ipairs { "sm_80", "sm_90" } do
+      -- a narrow grid (N = 256: at most 4 block tiles along N): 4 stages (the seed conv 327 vs 321)
+      local st4, async4, lds4, pc = stages(t, true, 4096, 256, 16384)
+      local nb = tonumber(pc:match("^v2:%d+,(%d+)"))
+      assert.is_true(256 // nb <= 4, pc)
+      assert.are.equal(4, st4, t .. " " .. pc)
+      assert.are.equal("A,B", async4)
+      assert.is_true(2 * lds4 <= (t == "sm_80" and 163 or 227) * 1024, lds4)
+    end
     assert.are.equal(0, (stages("sm_90", false, 4096))) -- B through registers: at most 2 stages: off
     assert.are.equal(0, (stages("sm_90", true, 64)))    -- 2 K steps: 2 stages at most: off
     assert.are.equal(0, (stages("gfx942", true, 4096))) -- not mma.sync
@@ -109,7 +119,10 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       local b = bt and g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 } or g:param("b", { 4096, 4096 }, "f16")
       g:output(g:dot(g:param("a", { 4096, 4096 }, "f16"), b))
       local pl = C.pipeline(3):gsub("cp%-async=3", "cp-async=3,cp-async-layout=" .. layout)
-      local p = kiln.compile(g, { target = t, cache = false, pipeline = pl })
+      -- the tiles of the heuristic before the async-tile rule (kl_accel_config_heuristic_async):
+      -- sm_90 128x128x32, sm_80 128x128x64
+      local perf = t == "sm_80" and "v2:128,128,64,64,64,8" or "v2:128,128,32,64,64,8"
+      local p = kiln.compile(g, { target = t, cache = false, pipeline = pl, perf_config = perf })
       local k = p:kernels(t)[1]
       local ptx = p:disasm(k.name, t)
       local reqs, order, occ, dst = {}, {}, {}, {}
@@ -212,9 +225,11 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
 
   it("xor: the async path's configs (auto, 128x128x32 / 128x256x32, the seed conv) have no spills (static)", function()
     if require("gemm_graphs").sanitized("cp_async_spec: xor spills at 4096^3 and the seed conv") then return end
-    -- ptxas -v on sm_80 and sm_90: 128x128x32 at auto (-1: S = 4, two blocks' LDS) and S = 3,
-    -- 128x256x32 (8 warps) at S = 3 / 4, the seed conv (512x2048x7x7 NHWC -> 512, + r, relu)
-    -- at auto with 128x128x32; every kernel both operands async in the xor layout, ldmatrix
+    -- ptxas -v on sm_80 and sm_90: 128x128x32 at auto (-1: S = 3, 32 x 32 block tiles) and
+    -- S = 3 / 4, 128x256x32 (8 warps) at S = 3 / 4 and auto, 256x128x32 at auto, the seed conv
+    -- (512x2048x7x7 NHWC -> 512, + r, relu; 196 x 4 block tiles: S = 4) at auto with
+    -- 128x128x32, and both at the default (auto, the heuristic's async tiles: 256x128x32, S = 3
+    -- for the GEMM, 4 for the conv); every kernel both operands async in the xor layout, ldmatrix
     -- fragments, 0 spill bytes (sm_80's heuristic tiles, K 64, spill 72 bytes at S = 3)
     local ptxas = require("gemm_graphs").ptxas_v
     if not require("ptxas_tool")() then
@@ -228,18 +243,58 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     end
     local conv = require("gemm_graphs").seed_conv
     for _, t in ipairs { "sm_80", "sm_90" } do
-      for _, v in ipairs { { gemm, -1, "v2:128,128,32,64,64,8", 4 }, { gemm, 3, "v2:128,128,32,64,64,8", 3 },
+      for _, v in ipairs { { gemm, -1, "v2:128,128,32,64,64,8", 3 }, { gemm, 4, "v2:128,128,32,64,64,8", 4 },
                            { gemm, 3, "v2:128,256,32,64,64,8", 3 }, { gemm, 4, "v2:128,256,32,64,64,8", 4 },
-                           { conv, -1, "v2:128,128,32,64,64,8", 4 } } do
+                           { gemm, -1, "v2:256,128,32,64,64,8", 3 }, { conv, -1, "v2:128,128,32,64,64,8", 4 },
+                           { gemm, -1, nil, 3, "v2:256,128,32,64,64,8" }, { conv, -1, nil, 4, "v2:256,128,32,64,64,8" } } do
         local p = kiln.compile(v[1](), { target = t, cache = false, pipeline = C.pipeline(v[2]), perf_config = v[3] })
         local k
         for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
-        local what = ("%s %s cp-async=%d"):format(t, v[3], v[2])
+        local what = ("%s %s cp-async=%d"):format(t, v[3] or "heuristic", v[2])
         assert.are.equal(v[4], k.pipeline_stages, what)
+        if v[5] then assert.are.equal(v[5], k.perf_config, what) end -- the heuristic's async tiles
         assert.are.equal("xor:A,B", k.async_lds_layout, what)
         assert.are.equal("ldmatrix", k.fragment_loads, what)
         local out = ptxas(t, p:disasm(k.name, t))
         assert.is_truthy(out:find("0 bytes spill stores, 0 bytes spill loads", 1, true), what .. "\n" .. out)
+      end
+    end
+  end)
+
+  it("is the default on sm_80 / sm_90 (mma.sync): cp.async + ldmatrix where both operands are K-major (static)", function()
+    -- the default pipeline (KL_CP_ASYNC_DEFAULT = -1, auto): a GEMM with B stored [N, K] and an
+    -- NHWC conv take cp.async (xor stages) and ldmatrix; with B stored [K, N] (B through
+    -- registers) auto keeps the register-staged loop (A alone async measured slower)
+    local G = require "gemm_graphs"
+    -- (grids of more 128x128 tiles than SMs: few-block grids keep the plain heuristic's pick,
+    -- whose K 64 tiles auto leaves unpipelined)
+    local function conv()
+      local g = kiln.graph("conv")
+      local x = g:param("x", { 32, 256, 28, 28 }, "f16", { layout = "NHWC" })
+      local w = g:param("w", { 128, 256, 1, 1 }, "f16", { layout = "KYXC" })
+      local r = g:param("r", { 32, 128, 28, 28 }, "f16", { layout = "NHWC" })
+      g:output((g:conv(x, w) + r):relu())
+      return g
+    end
+    for _, t in ipairs { "sm_80", "sm_90" } do
+      for _, v in ipairs { { "gemm B^T", G.dot(2048, 2048, 1024, "f16", false, true), true },
+                           { "conv NHWC 1x1", conv(), true },
+                           { "gemm", G.dot(2048, 2048, 1024, "f16"), false } } do
+        local p = kiln.compile(v[2], { target = t, cache = false })
+        local k
+        for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
+        local ptx, what = p:disasm(k.name, t), t .. " " .. v[1] .. " " .. k.perf_config
+        assert.is_truthy(ptx:find("ldmatrix", 1, true), what)
+        if v[3] then
+          assert.are.equal("A,B", k.async_copy, what)
+          assert.are.equal("xor:A,B", k.async_lds_layout, what)
+          assert.is_true(k.pipeline_stages >= 3, what)
+          assert.is_truthy(ptx:find("cp.async.cg.shared.global", 1, true), what)
+          assert.is_truthy(ptx:find("cp.async.wait_group", 1, true), what)
+        else
+          assert.are.equal(0, k.pipeline_stages, what)
+          assert.is_nil(ptx:find("cp.async", 1, true), what)
+        end
       end
     end
   end)

@@ -153,9 +153,12 @@ describe("rock-output-swizzle", function()
       for _, g in ipairs { gemm(4096, 4096, 4096), gemm(1500, 3840, 1280), s } do
         local p = kiln.compile(g, { target = "sm_90", cache = false })
         local k = p:kernels()[1]
-        assert.truthy(k.perf_config:find("^v2:128,128,") or k.perf_config:find("^v2:256,64,"), k.perf_config)
+        -- the seed conv (both operands K-major: the cp.async pipeline) takes the async heuristic's 256x128x32
+        assert.truthy(k.perf_config:find("^v2:128,128,") or k.perf_config:find("^v2:256,64,") or
+                      (k.async_copy == "A,B" and k.perf_config:find("^v2:256,128,32,")), k.perf_config)
         assert.are.equal("applied", k.output_swizzle, k.perf_config)
-        assert.is_true(k.lds_bytes <= 48 * 1024, "LDS " .. k.lds_bytes)
+        -- above 48 KiB only the pipeline's stages (dynamic shared memory)
+        assert.is_true(k.lds_bytes <= 48 * 1024 or k.pipeline_stages >= 2, "LDS " .. k.lds_bytes)
         local ptx = p:disasm(k.name, "sm_90")
         assert.is_true(count(ptx, "st%.global%.v4") > 0, "no st.global.v4")
         assert.are.equal(0, count(ptx, "st%.global%.b16"), "st.global.b16 in the epilogue")

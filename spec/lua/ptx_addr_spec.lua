@@ -44,8 +44,9 @@ describe("PTX address ranges of the cp.async GEMMs (static)", function()
         local p = kiln.compile(gemm(true), { target = t, cache = false, pipeline = pl })
         local k = p:kernels(t)[1]
         assert.are.equal(S, k.pipeline_stages)
-        local kb = tonumber(k.perf_config:match("^v2:%d+,%d+,(%d+)"))
-        assert.are.equal(S * 2 * 128 * (kb + 8) * 2, k.lds_bytes) -- per stage 2 x 128 rows x (KB + 8) f16
+        local mb, nb, kb = k.perf_config:match("^v2:(%d+),(%d+),(%d+)")
+        -- per stage MB + NB rows x (KB + 8) f16
+        assert.are.equal(S * (tonumber(mb) + tonumber(nb)) * (tonumber(kb) + 8) * 2, k.lds_bytes)
         local rep = PA.check_kernel(p, k, t, { blocks = { 0, k.grid - 1 }, threads = THREADS })
         assert.is_nil(rep, rep)
       end)
@@ -53,7 +54,8 @@ describe("PTX address ranges of the cp.async GEMMs (static)", function()
   end
   it("reports too little dynamic shared memory and a short buffer", function()
     -- kgroup stages (56000 bytes; xor's are 48 KiB at S = 3: static shared memory)
-    local p = kiln.compile(gemm(true), { target = "sm_90", cache = false, pipeline = C.pipeline(3, "kgroup") })
+    local p = kiln.compile(gemm(true), { target = "sm_90", cache = false, pipeline = C.pipeline(3, "kgroup"),
+                                         perf_config = "v2:128,128,32,64,64,8" })
     local k = p:kernels("sm_90")[1]
     assert.is_true(k.lds_bytes > 48 * 1024)
     local ptx = p:disasm(k.name, "sm_90")
