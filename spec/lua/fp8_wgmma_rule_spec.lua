@@ -43,6 +43,31 @@ describe("fp8 wgmma accumulation rule", function()
     assert.has_error(function() R.ninstr(64, "v3:64,64,16,64,64,8") end)
   end)
 
+  -- Three outputs of the GPU suite's random fp8 wgmma cases (H100, 2026-12-06) that a rule
+  -- aligning to the largest addend alone got wrong (it predicted them exact): the products of
+  -- the element in K order (one k32 instruction, K padded with zeros) and the device's dot
+  -- (its output minus the fused f32 bias / residual, so within a few f32 ulps). The result's
+  -- exponent sets the kept quantum: the emulation must give the device's value.
+  it("reproduces three device outputs whose result outgrows the largest addend", function()
+    local cases = {
+      { { 0.64453125, 0.05712890625, 0.0238037109375, 0.068359375, -0.203125, -0.25, 0.75, -0.703125, 0.234375,
+          -0.625, 1.5, 0.9375, 1.265625, -0.1611328125, 0.3046875, 1.75 }, 3.7100749 + 1.8831869363785 },
+      { { 0.029296875, 0.3125, 0.1171875, 0.00390625, -0.02734375, -0.008544921875, -3.0625, -0.78125, -2.5,
+          0.078125, -1.875, 0.2734375, -1.09375, -0.75, 2.625, -2.5 }, -10.441494 + 1.2832913398743 },
+      { { 0.107421875, 0.46875, -0.5625, 0.7734375, -0.001708984375, -1.25, -1.171875, -0.1875, -0.25390625,
+          -1.6875, -1.828125, 0.3828125, -0.21484375, -0.703125, -0.30078125, 0.330078125, 1.0546875, -1.40625,
+          -0.546875, -1.75 }, -8.00871277 - 0.73835796117783 },
+    }
+    for i, c in ipairs(cases) do
+      local exact = 0
+      for _, v in ipairs(c[1]) do exact = exact + v end
+      local e = R.emulate(c[1], 1)
+      assert(math.abs(e - c[2]) <= 4 * 2 ^ -24 * math.abs(c[2]), ("case %d: emulation %.9g, device %.9g"):format(i, e, c[2]))
+      assert(e ~= exact, ("case %d: the device lost bits, the emulation must too"):format(i))
+      assert(math.abs(c[2] - exact) <= R.bound(c[1], 1) + 4 * 2 ^ -24 * math.abs(c[2]), ("case %d: outside the bound"):format(i))
+    end
+  end)
+
   it("the bound holds for the emulation, is not vacuous, and the exact sets drop nothing", function()
     local s = 12345
     local function rnd() s = (s * 6364136223846793005 + 1442695040888963407) & 0x7fffffffffffffff; return (s >> 11) / 2 ^ 52 end
