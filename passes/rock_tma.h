@@ -78,7 +78,7 @@
 
 /* The option's default: 0 (off; the register loop). Flipping TMA on by default for sm_90a
  * wgmma GEMMs is this line: 1. */
-#define KL_TMA_DEFAULT_STR "0"
+#define KL_TMA_DEFAULT_STR "1"
 
 typedef struct kl_tma_map {
   kl_value *buf;      /* the kernel argument */

@@ -164,7 +164,11 @@ local wg_cases = {
   { "seed conv n512 f16", conv_graph, "v3:128,128,64,64,128,8" },
   { "seed conv n512 f16 (heuristic)", conv_graph, nil },
 }
+-- (the register-staged K loop: tma=0; TMA, the default where the operands are plain boxes, is
+-- tma_spec's)
 local wg_pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
+  :gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=0},", 1)
+local wg_reg_pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=0},", 1)
 
 describe("NVIDIA wgmma GEMMs (sm_90a)", function()
   it("sm_90a is a compile target with wgmma, its default for f16 GEMMs; sm_90 has none; wgmma=false keeps mma.sync", function()
@@ -194,7 +198,7 @@ describe("NVIDIA wgmma GEMMs (sm_90a)", function()
   for _, c in ipairs(wg_cases) do
     it("sm_90a " .. c[1] .. " " .. (c[3] or "wgmma=true"), function()
       local opts = { target = "sm_90a", cache = false }
-      if c[3] then opts.perf_config = c[3] else opts.pipeline = wg_pipeline end
+      if c[3] then opts.perf_config, opts.pipeline = c[3], wg_reg_pipeline else opts.pipeline = wg_pipeline end
       local p = kiln.compile(c[2](), opts)
       local gemm
       for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then gemm = k end end
@@ -335,7 +339,7 @@ end)
 describe("wgmma K loop fence placement", function()
   local function step(fence)
     local pl = kiln.default_pipeline()
-    if fence then pl = pl:gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{wgmma-fence=" .. fence .. "},", 1) end
+    pl = pl:gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=0" .. (fence and (",wgmma-fence=" .. fence) or "") .. "},", 1)
     local p = kiln.compile(dot_graph(512, 512, 1024, "f16"), { target = "sm_90a", cache = false, pipeline = pl, perf_config = "v3:128,256,64,64,256,8" })
     local ptx = p:disasm(p:kernels()[1].name, "sm_90a")
     -- the first K step inside the loop: from a commit_group to the next bar.sync

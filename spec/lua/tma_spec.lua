@@ -24,8 +24,11 @@ local function ptxas_log(ptx) return G.ptxas_v("sm_90a", ptx) end
 
 describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
   if not ptxas then print("tma_spec: ptxas not found: ptxas checks skipped") end
-  it("off by default; tma=1 records the operands; bad option values are errors", function()
+  it("on by default (KL_TMA_DEFAULT_STR); tma=0 keeps the register loop; tma=1 records the operands; bad option values are errors", function()
     local p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false })
+    assert.are.equal("A,B", gemm_of(p).tma)
+    assert.is_truthy(p:disasm(gemm_of(p).name, "sm_90a"):find("cp.async.bulk.tensor", 1, true))
+    p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false, pipeline = tma_pipeline(0) })
     assert.are.equal("", gemm_of(p).tma)
     assert.is_nil(p:disasm(gemm_of(p).name, "sm_90a"):find("cp.async.bulk.tensor", 1, true))
     -- A [M,K] row-major: K-major; B [K,N] row-major: MN-major, both through TMA (the MN-major
