@@ -1310,6 +1310,26 @@ static bool async_operand(kl_value *v, const kl_view *d, kl_value *lds, int64_t 
   if (bits < 8 || bits % 8 || (bytes != 4 && bytes != 8 && bytes != 16)) return false;
   return kl_tile_vector_len(d, lds, 3) >= vlen;
 }
+/* Before the copy layouts are chosen: whether operand v ([G, K, X]) can take the cp.async
+ * pipeline at all (a kernel argument of 16-bit elements, no prologue, K contiguous in 16-byte
+ * vectors). cp-async=auto ranks the copy layouts on the xor stages only where both operands
+ * can, since otherwise it keeps the register loop, whose copies that ranking slows down
+ * (sm_90 4096^3 f16 with B [K, N]: 208 TFLOP/s against 302 on an H100). */
+static bool async_possible(kl_value *v) {
+  int nc;
+  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+  if (!u || u->def || prologue_of(v) || u->type->kind != KL_TY_BUFFER || u->type->space == KL_SPACE_LDS ||
+      kl_type_bits(v->type->elem) != 16 || v->type->rank != 3)
+    return false;
+  char err[256];
+  kl_vb vb;
+  static const char *const names[] = { "g", "k", "x" };
+  kl_vb_identity(&vb, 3, v->type->shape, names);
+  kl_view *id = kl_vb_finish(&vb, err, sizeof err);
+  bool ok = id && kl_tile_vector_len(id, v, 1) >= 8;
+  kl_view_free(id);
+  return ok;
+}
 
 
 /* LDS tile [KB, DB]: perm < 0 lds_tile of skew `skew`, else lds_tile_xor with row
@@ -1490,7 +1510,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           t.kpack > 1 && t.kpack * ebytes == 16
       ? kl_perf_resolve_target(op, NULL, NULL, 0)
       : NULL;
-  bool xt = tgx && tgx->arch == KL_ARCH_NVPTX;
+  bool xt = tgx && tgx->arch == KL_ARCH_NVPTX && (o->cp_async >= 2 || (async_possible(a) && async_possible(b)));
   /* the unpadded xor LDS tiles of AMD's double-buffered K loop (amd_lds_xor) */
   int axor = amd_lds_xor(o, op, &t, acc_kind, ebytes, amd16, amd_wmma, err, sizeof err);
   if (axor < 0) {

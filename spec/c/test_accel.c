@@ -1785,6 +1785,11 @@ static char *gemm_kir(const gcase *c) {
 
 static const char *k_pipeline = "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
                                 "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
+/* k_pipeline with the wgmma GEMMs' register-staged K loop (tma=0; TMA, the sm_90a default where
+ * the operands are plain boxes, is test_tma's): test_wgmma's protocol and its mutations */
+static const char *k_reg_pipeline =
+    "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=0},rock-blockwise-to-threadwise,"
+    "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
 
 /* Parses and lowers a case to loop level; NULL (+ err) on failure. */
 static kl_op *lower_case(kl_ctx *ctx, const gcase *c, const char *pipeline, char *err, size_t errlen) {
@@ -2335,7 +2340,7 @@ static void test_wgmma(void) {
     { "sm_90a", "f8e4m3fn", 1, 130, 260, 192, true, true, true, "v3:128,256,64,64,256,16", "f32" },
     { "sm_90a", "f8e5m2", 1, 200, 100, 256, true, false, false, "v3:256,128,64,128,128,16", "f32" },
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case_with(&cases[i], k_reg_pipeline);
   /* the static proof of the in-flight protocol can fail: each broken variant is refused
    * (2 warpgroups, 3 buffers: 5 K steps) */
   {
@@ -2343,12 +2348,12 @@ static void test_wgmma(void) {
     gcase c = { "sm_90a", "f16", 1, 128, 64, 80, false, true, false, "v3:128,64,16,64,64,8", "f32" };
     for (int i = 0; i < 3; i++) {
       g_mutate = muts[i];
-      run_case(&c);
+      run_case_with(&c, k_reg_pipeline);
     }
     g_mutate = NULL;
   }
   /* the heuristic (pass option wgmma=true): rock.wgmma, a v3 config, the same numerics */
-  const char *pl = "rock-gemm-to-gridwise{wgmma=true},rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+  const char *pl = "rock-gemm-to-gridwise{wgmma=true},rock-gridwise-to-blockwise{tma=0},rock-blockwise-to-threadwise,"
                    "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
   static const gcase heur[] = {
     { "sm_90a", "f16", 1, 200, 300, 96, false, false, true, NULL, "f16" },
@@ -2375,7 +2380,7 @@ static void test_wgmma(void) {
    * K-loop buffer into a slice of a larger one (the descriptors are re-addressed by
    * rock-lower-loops, passes/lower_loops_wgmma.c) */
   {
-    const char *sw = "rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+    const char *sw = "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=0},rock-blockwise-to-threadwise,"
                      "rock-output-swizzle{force=on},rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
     gcase c = { "sm_90a", "f16", 3, 100, 136, 72, false, false, true, "v3:64,128,32,64,128,8", "f16" };
     run_case_with(&c, sw);
