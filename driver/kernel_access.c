@@ -2,6 +2,7 @@
 #include "driver/kernel_access.h"
 #include "core/arena.h"
 #include "core/context.h"
+#include "core/attr.h"
 #include "core/type.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,16 +27,24 @@ static kl_walk_result visit(kl_op *op, void *ud) {
   walk_st *s = ud;
   bool load = !strcmp(op->name, "rock.load"), store = !strcmp(op->name, "rock.store");
   bool acopy = !strcmp(op->name, "rock.async_copy"); /* cp.async: a load of its source argument */
-  if (!load && !store && !acopy) return KL_WALK_ADVANCE;
-  int bi = load || acopy ? 0 : 1;
+  bool tma = !strcmp(op->name, "rock.tma_load");     /* TMA: a load of one box of its argument */
+  if (!load && !store && !acopy && !tma) return KL_WALK_ADVANCE;
+  int bi = load || acopy || tma ? 0 : 1;
   if (op->nopnds <= bi || (load && op->nresults != 1)) return KL_WALK_ADVANCE;
   kl_value *buf = op->opnds[bi].value;
   if (buf->def || buf->block != s->entry || buf->index >= s->nargs) return KL_WALK_ADVANCE;
   int64_t len = 0;
   if (acopy && (!kl_op_attr_i64(op, "len", &len) || len < 1)) return KL_WALK_ADVANCE;
-  int64_t bytes = acopy ? len * access_bytes(buf->type->elem)
-                        : access_bytes(load ? op->results[0].type : op->opnds[0].value->type);
-  load = load || acopy;
+  if (tma) { /* the box's elements */
+    int64_t box[8];
+    int nb = 0;
+    if (!kl_attr_get_i64_array(kl_op_attr(op, "box"), 8, box, &nb) || nb < 1) return KL_WALK_ADVANCE;
+    len = 1;
+    for (int i = 0; i < nb; i++) len *= box[i];
+  }
+  int64_t bytes = acopy || tma ? len * access_bytes(buf->type->elem)
+                               : access_bytes(load ? op->results[0].type : op->opnds[0].value->type);
+  load = load || acopy || tma;
   const char *kind = load ? "load" : "store";
   for (int i = 0; i < s->n; i++)
     if (s->argi[i] == buf->index && !strcmp(s->a[i].kind, kind) && s->a[i].bytes == bytes) {

@@ -2,7 +2,8 @@
  *
  * Contract: kl_kernel_accesses walks a loop-level kernel func (the IR handed to the LLVM
  * lowering, so what is really emitted) and lists its rock.load / rock.store ops (and
- * rock.async_copy, cp.async, as a load of its source: len x element bytes) whose
+ * rock.async_copy, cp.async, as a load of its source: len x element bytes; rock.tma_load,
+ * TMA, as a load of one box of its source: box elements x element bytes) whose
  * buffer is a kernel argument (global memory on GPUs, the caller's tensors on the host;
  * LDS and private arrays are rock.alloc, not listed): one entry per argument, kind and
  * width in bytes (element storage bytes x vector lanes; i1 is one byte per lane), with

@@ -28,6 +28,12 @@ describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()
     local p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false })
     assert.are.equal("A,B", gemm_of(p).tma)
     assert.is_truthy(p:disasm(gemm_of(p).name, "sm_90a"):find("cp.async.bulk.tensor", 1, true))
+    -- the access list counts the TMA boxes as loads of both inputs (driver/kernel_access.h)
+    local loads = {}
+    for _, x in ipairs(gemm_of(p).accesses) do
+      if x.kind == "load" then loads[#loads + 1] = x.arg .. ":" .. x.bytes end
+    end
+    assert.are.equal(2, #loads, table.concat(loads, " "))
     p = kiln.compile(dot_graph(256, 256, 256, "f16"), { target = "sm_90a", cache = false, pipeline = tma_pipeline(0) })
     assert.are.equal("", gemm_of(p).tma)
     assert.is_nil(p:disasm(gemm_of(p).name, "sm_90a"):find("cp.async.bulk.tensor", 1, true))
