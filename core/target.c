@@ -37,34 +37,37 @@ static const kl_accel_instr mma_sm80[] = {
 #define N(a) (int)(sizeof a / sizeof *a), a
 static const kl_target targets[] = {
   { "host", KL_ARCH_HOST, "", "", "", 1, 64 * 1024, 1, 0, 0, KL_ACCEL_NONE, 0, NULL, false, KL_ATOMIC_ADD_F32,
-    KL_ATOMIC_MINMAX_F32, 0, false },
+    KL_ATOMIC_MINMAX_F32, 0, false, 0 },
   { "gfx908", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx908", "", 64, 65536, 1024, 256, 120, KL_ACCEL_MFMA,
     N(mfma_gfx908), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_NORET, KL_ATOMIC_MINMAX_F32, 17,
-    false },
+    false, 0 },
   { "gfx90a", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx90a", "", 64, 65536, 1024, 512, 104, KL_ACCEL_MFMA,
-    N(mfma_gfx90a), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 19, false },
+    N(mfma_gfx90a), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 19, false, 0 },
   { "gfx942", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx942", "", 64, 65536, 1024, 512, 304, KL_ACCEL_MFMA,
-    N(mfma_gfx942), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 27, false },
+    N(mfma_gfx942), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 27, false, 0 },
   { "gfx1030", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1030", "+wavefrontsize32", 32, 65536, 1024, 256, 80,
-    KL_ACCEL_NONE, 0, NULL, false, 0, KL_ATOMIC_MINMAX_F32, 16, false },
+    KL_ACCEL_NONE, 0, NULL, false, 0, KL_ATOMIC_MINMAX_F32, 16, false, 0 },
   { "gfx1100", KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", "gfx1100", "+wavefrontsize32", 32, 65536, 1024, 256, 96,
-    KL_ACCEL_WMMA, N(wmma_gfx1100), false, KL_ATOMIC_ADD_F32, KL_ATOMIC_MINMAX_F32, 24, false },
+    KL_ACCEL_WMMA, N(wmma_gfx1100), false, KL_ATOMIC_ADD_F32, KL_ATOMIC_MINMAX_F32, 24, false, 0 },
   { "sm_80", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", 32, 163 * 1024, 1024, 255, 108, KL_ACCEL_MMA_SYNC,
-    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 0, false },
+    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2, KL_ATOMIC_MINMAX_F32, 0, false, 40 << 20 },
   { "sm_90", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90", "+ptx80", 32, 227 * 1024, 1024, 255, 132, KL_ACCEL_MMA_SYNC,
-    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2, KL_ATOMIC_MINMAX_F32, 17,
-    false },
+    N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2, KL_ATOMIC_MINMAX_F32, 17, false,
+    50 << 20 },
   /* sm_90 plus the arch-specific Hopper instructions (wgmma); its code runs on compute
    * capability 9.0 only */
   { "sm_90a", KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", 32, 227 * 1024, 1024, 255, 132,
     KL_ACCEL_MMA_SYNC, N(mma_sm80), false, KL_ATOMIC_ADD_F32 | KL_ATOMIC_ADD_F16X2 | KL_ATOMIC_ADD_BF16X2,
-    KL_ATOMIC_MINMAX_F32, 17, true },
-#define AMD(chip) \
-  { chip, KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", chip, "", 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0, 0, false }
+    KL_ATOMIC_MINMAX_F32, 17, true, 50 << 20 },
+#define AMD(chip)                                                                                                     \
+  {                                                                                                                   \
+    chip, KL_ARCH_AMDGPU, "amdgcn-amd-amdhsa", chip, "", 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0, 0, false, \
+        0                                                                                                             \
+  }
 /* emit only; an NVIDIA arch's feature is the lowest PTX ISA that supports it, at least
    * 7.0 (sm_90 uses 8.0 so that sm_90 features are available) */
 #define NV(sm, ptx) \
-  { sm, KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", sm, ptx, 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0, 0, false }
+  { sm, KL_ARCH_NVPTX, "nvptx64-nvidia-cuda", sm, ptx, 0, 0, 0, 0, 0, KL_ACCEL_NONE, 0, NULL, true, 0, 0, 0, false, 0 }
   AMD("gfx900"),
   AMD("gfx902"),
   AMD("gfx904"),

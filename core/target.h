@@ -68,6 +68,9 @@ typedef struct kl_target {
                               latency (passes/rock_accel.h). sm_80: 0 (not measured; old costs) */
   bool wgmma;              /* Hopper warpgroup MMAs (wgmma.mma_async, sm_90a): the default
                              path of passes/rock_wgmma.h for f16 / bf16 GEMMs */
+  int64_t l2_bytes;        /* NVIDIA: the L2 in bytes (A100 40 MiB, H100 / H200 50 MiB), for the
+                              workgroup order (passes/gemm_raster.h: auto); 0 elsewhere (AMD deals
+                              workgroups round-robin over its XCDs' L2s: no model, row order) */
 } kl_target;
 
 /* Native float atomic adds to global memory, as LLVM 19 emits them (checked with llc on

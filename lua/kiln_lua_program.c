@@ -714,6 +714,8 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_str(L, "tma", k->tma ? k->tma : "");
     /* tma_swizzle: the TMA tiles' LDS swizzle in bytes (128, 64, 32; 0 none or no TMA) */
     kl_lua__set_int(L, "tma_swizzle", (lua_Integer)k->tma_swizzle);
+    /* raster_group_m: the GEMM's workgroup order (m-tiles per group; 0 row order; passes/gemm_raster.h) */
+    kl_lua__set_int(L, "raster_group_m", (lua_Integer)k->raster_group_m);
     /* async_lds_layout: the async stages' LDS layout and operands ("xor:A,B", "krow:A", "kgroup"; "" if none) */
     kl_lua__set_str(L, "async_lds_layout", k->async_lds_layout ? k->async_lds_layout : "");
     /* amd_lds_layout: "xor" where the AMDGPU K loop's LDS tiles are the unpadded xor ones ("" if not) */

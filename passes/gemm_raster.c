@@ -12,6 +12,37 @@ int64_t kl_gemm_raster_ref(int64_t h, int64_t G, int64_t nM, int64_t nN, int64_t
   return (g * nM + m) * nN + n;
 }
 
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+int64_t kl_gemm_raster_footprint(int64_t nM, int64_t nN, int64_t a_bytes, int64_t b_bytes, int64_t resident,
+                                 int64_t group_m) {
+  int64_t W = resident < 1 ? 1 : resident, rows, cols;
+  if (group_m > nM) group_m = nM;
+  if (group_m <= 1 || nN <= 1) { /* row order */
+    rows = min64(nM, cdiv(W, nN));
+    cols = min64(W, nN);
+  } else {
+    int64_t span = group_m * nN; /* the workgroups of one group */
+    rows = W <= span ? min64(group_m, W) : min64(nM, group_m * cdiv(W, span));
+    cols = min64(nN, cdiv(W, group_m));
+  }
+  return rows * a_bytes + cols * b_bytes;
+}
+
+int64_t kl_gemm_raster_auto(int64_t nM, int64_t nN, int64_t a_bytes, int64_t b_bytes, int64_t resident,
+                            int64_t l2_bytes) {
+  if (l2_bytes <= 0 || nM <= 1 || nN <= 1) return 0;
+  int64_t row = kl_gemm_raster_footprint(nM, nN, a_bytes, b_bytes, resident, 0);
+  if (row <= l2_bytes / 2) return 0; /* row order's wave stays in the L2 */
+  int64_t best = 0, best_fp = row;
+  for (int64_t gm = 2; gm <= nM; gm++) {
+    int64_t fp = kl_gemm_raster_footprint(nM, nN, a_bytes, b_bytes, resident, gm);
+    if (fp < best_fp) best = gm, best_fp = fp;
+  }
+  return best_fp * 4 <= row * 3 ? best : 0;
+}
+
 static kl_value *select(kl_emitter *e, kl_value *c, kl_value *a, kl_value *b) {
   int64_t x;
   if (kl_emit_const_of(c, &x)) return x ? a : b; /* folds like the other helpers */

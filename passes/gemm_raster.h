@@ -17,17 +17,38 @@
  * emitted through the rewriter at its insertion point with constant divisors only (the
  * last group's width selected with arith.select), a handful of integer operations per
  * workgroup. kl_gemm_raster_ref is the same mapping in plain C (tests).
- * KL_RASTER_GROUP_M_DEFAULT is the option's default: 0, row order, until a GPU
- * measurement says otherwise (bench/gpu_cases.txt: the @raster8 rows). */
+ * KL_RASTER_GROUP_M_DEFAULT is the option's default: -1, auto (kl_gemm_raster_auto).
+ *
+ * Auto (kl_gemm_raster_auto): the order whose wave of resident workgroups touches the
+ * fewest operand bytes. A wave is W consecutive workgroups (W = the target's CUs / SMs: the
+ * big tiles run one workgroup per SM); it reads the row-blocks of A (MB x K elements each)
+ * and the column-blocks of B (NB x K) of its tiles, and whatever one wave brings into L2 is
+ * what the next waves miss once it is larger than the L2. Row order: ceil(W / nN) row-blocks
+ * and min(W, nN) column-blocks; group GM: GM row-blocks (more where the wave spans several
+ * groups) and ceil(W / GM) column-blocks (at most nN). Auto takes the GM in [2, nM] with the
+ * smallest footprint where that is at most 3/4 of row order's and row order's is larger than
+ * half the L2 (l2_bytes); else row order (0). Targets without an L2 figure (l2_bytes 0: AMD,
+ * whose workgroups are dealt round-robin over the XCDs' L2s, and the host) keep row order.
+ * Example (the seed conv at batch 512 on an H100: M 512, N 25088, K 2048 f16, 128x256 tiles,
+ * nM 4, nN 98, W 132): row order reads 2 row-blocks (0.5 MiB each) and 98 column-blocks
+ * (1 MiB each) per wave, 99 MiB, twice the 50 MiB L2, and every column-block again for each
+ * of the 4 m-tiles; GM 4 (column order) 2 + 33 MiB, each column-block once. */
 #ifndef KL_GEMM_RASTER_H
 #define KL_GEMM_RASTER_H
 #include "core/rewrite.h"
 #include <stdint.h>
 
-#define KL_RASTER_GROUP_M_DEFAULT     0
-#define KL_RASTER_GROUP_M_DEFAULT_STR "0"
+#define KL_RASTER_GROUP_M_DEFAULT     (-1)
+#define KL_RASTER_GROUP_M_DEFAULT_STR "-1"
 
 kl_value *kl_gemm_raster_bid(kl_rewriter *rw, kl_loc loc, kl_value *h, int64_t G, int64_t nM, int64_t nN,
                              int64_t group_m);
+/* The auto group (0: row order) for nM x nN tiles (per batch) whose row-block of A has a_bytes
+ * and column-block of B b_bytes, `resident` workgroups at a time, an L2 of l2_bytes. */
+int64_t kl_gemm_raster_auto(int64_t nM, int64_t nN, int64_t a_bytes, int64_t b_bytes, int64_t resident,
+                            int64_t l2_bytes);
+/* The operand bytes a wave of `resident` consecutive workgroups touches in order group_m. */
+int64_t kl_gemm_raster_footprint(int64_t nM, int64_t nN, int64_t a_bytes, int64_t b_bytes, int64_t resident,
+                                 int64_t group_m);
 int64_t kl_gemm_raster_ref(int64_t h, int64_t G, int64_t nM, int64_t nN, int64_t group_m);
 #endif

@@ -1534,7 +1534,15 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   if (ok) {
     kl_rewriter_set_insertion_before(rw, op);
     kl_value *bid = kl_op_result(kl_rewriter_create(rw, "rock.workgroup_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
-    bid = kl_gemm_raster_bid(rw, loc, bid, t.G, t.Mp / t.MB, t.Np / t.NB, o->raster_m); /* the tile order */
+    int64_t gm = o->raster_m;
+    if (gm < 0) { /* auto: the order whose wave touches the fewest operand bytes (passes/gemm_raster.h) */
+      const kl_target *tr = kl_perf_resolve_target(op, NULL, NULL, 0);
+      gm = tr ? kl_gemm_raster_auto(t.Mp / t.MB, t.Np / t.NB, t.MB * t.Kp * ebytes,
+                                    t.NB * t.Kp * ((kl_type_bits(tb->elem) + 7) / 8), tr->compute_units, tr->l2_bytes)
+              : 0;
+    }
+    if (fn) kl_rewriter_set_attr(rw, fn, "raster_group_m", kl_attr_int(ctx, gm > 1 ? gm : 0));
+    bid = kl_gemm_raster_bid(rw, loc, bid, t.G, t.Mp / t.MB, t.Np / t.NB, gm); /* the tile order */
     kl_value *tid = kl_op_result(kl_rewriter_create(rw, "rock.workitem_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
     /* mma.sync LDS layout (kpack * element = 16 bytes: one row of K per M/N index). With
      * rows one after the other, the K groups of one index are 16 * DB bytes apart, a
@@ -1970,10 +1978,10 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
                   wf ? wf : "(none)");
     return KL_ERR;
   }
-  if (o.raster_m < 0) {
+  if (o.raster_m < -1) {
     kl_emit_error(module->ctx, module->loc,
-                  "rock-gridwise-to-blockwise: raster-group-m must be 0 or 1 (row order) or the m-tiles per group "
-                  "(>= 2), got %lld",
+                  "rock-gridwise-to-blockwise: raster-group-m must be -1 (auto), 0 or 1 (row order) or the m-tiles "
+                  "per group (>= 2), got %lld",
                   (long long)o.raster_m);
     return KL_ERR;
   }
@@ -2023,8 +2031,10 @@ static const kl_pass_option options[] = {
     "krow = [rows, K + 16 bytes]; kgroup = the register path's [K/8, rows + skew, 8]; auto = xor where "
     "the K tile is 64 bytes or less, else kgroup (see docs/ARCHITECTURE.md); default: passes/perf_config.h" },
   { "raster-group-m", KL_OPT_INT, KL_RASTER_GROUP_M_DEFAULT_STR,
-    "the order of the workgroups over the output tiles: 0 or 1 row order (m-tile outer); G >= 2 groups of G "
-    "consecutive m-tiles walked column by column (the last group partial), for L2 reuse; passes/gemm_raster.h" },
+    "the order of the workgroups over the output tiles: -1 auto (the order whose wave of resident workgroups "
+    "touches the fewest operand bytes where row order's overflows half the L2; NVIDIA only, else row order); 0 "
+    "or 1 row order (m-tile outer); G >= 2 groups of G consecutive m-tiles walked column by column (the last "
+    "group partial), for L2 reuse; the choice is the kernel's `raster_group_m`; passes/gemm_raster.h" },
   { "wgmma-fence", KL_OPT_STRING, "early",
     "wgmma K loop (passes/rock_wgmma.h): where each step's fence.proxy.async goes: early = after the LDS "
     "stores, before the next global loads; late = after the global loads and the wait (the earlier loop; "

@@ -87,7 +87,43 @@ static void test_emitted(void) {
   group_end("the emitted arithmetic");
 }
 
+/* kl_gemm_raster_footprint against the hand-counted waves, and kl_gemm_raster_auto's rule:
+ * the footprint it picks is the smallest over every group, at most 3/4 of row order's, and
+ * only where row order's overflows half the L2. */
+static void test_auto(void) {
+  group_begin();
+  const int64_t Mi = 1 << 20, L2 = 50 * Mi;
+  /* the seed conv on sm_90a: 4 x 98 tiles, row-blocks 0.5 MiB, column-blocks 1 MiB, 132 SMs */
+  CHECK(kl_gemm_raster_footprint(4, 98, Mi / 2, Mi, 132, 0) == 2 * Mi / 2 + 98 * Mi);
+  CHECK(kl_gemm_raster_footprint(4, 98, Mi / 2, Mi, 132, 4) == 4 * Mi / 2 + 33 * Mi);
+  CHECK(kl_gemm_raster_auto(4, 98, Mi / 2, Mi, 132, L2) == 4);
+  CHECK(kl_gemm_raster_auto(4, 98, Mi / 2, Mi, 132, 0) == 0);        /* no L2 figure: row order */
+  CHECK(kl_gemm_raster_auto(4, 98, Mi / 2, Mi, 132, 400 * Mi) == 0); /* the wave fits: row order */
+  /* a wave spanning two groups: 2 x 3 tiles per group of 2 -> rows 4 of 8 */
+  CHECK(kl_gemm_raster_footprint(8, 3, 1, 100, 10, 2) == 4 * 1 + 3 * 100);
+  /* 4096^3 f16 128x256 (32 x 16): row 9 x 1 + 16 x 2 = 41 MiB; group 16: 16 + 9 x 2 = 34: kept */
+  CHECK(kl_gemm_raster_footprint(32, 16, Mi, 2 * Mi, 132, 0) == 41 * Mi);
+  CHECK(kl_gemm_raster_auto(32, 16, Mi, 2 * Mi, 132, L2) == 0);
+  uint64_t st = 11;
+  for (int it = 0; it < 400; it++) {
+    int64_t nM = 1 + (int64_t)(xorshift64(&st) % 80), nN = 1 + (int64_t)(xorshift64(&st) % 80);
+    int64_t a = 1 + (int64_t)(xorshift64(&st) % (4 * Mi)), b = 1 + (int64_t)(xorshift64(&st) % (4 * Mi));
+    int64_t W = 1 + (int64_t)(xorshift64(&st) % 300), l2 = (int64_t)(xorshift64(&st) % (100 * Mi));
+    int64_t gm = kl_gemm_raster_auto(nM, nN, a, b, W, l2), row = kl_gemm_raster_footprint(nM, nN, a, b, W, 0);
+    CHECK(gm == 0 || (gm >= 2 && gm <= nM), "auto %lld for nM %lld", (long long)gm, (long long)nM);
+    if (gm) {
+      int64_t fp = kl_gemm_raster_footprint(nM, nN, a, b, W, gm);
+      CHECK(row > l2 / 2 && fp * 4 <= row * 3);
+      for (int64_t g = 2; g <= nM; g++) CHECK(kl_gemm_raster_footprint(nM, nN, a, b, W, g) >= fp);
+    } else if (l2 > 0 && row > l2 / 2 && nM > 1 && nN > 1) {
+      for (int64_t g = 2; g <= nM; g++) CHECK(kl_gemm_raster_footprint(nM, nN, a, b, W, g) * 4 > row * 3);
+    }
+  }
+  group_end("the auto order");
+}
+
 int main(void) {
+  test_auto();
   test_table();
   test_properties();
   test_emitted();

@@ -110,7 +110,36 @@ describe("grouped raster order on the host", function()
     g:output(g:dot(g:param("a", { 8, 8 }, "f32"), g:param("b", { 8, 8 }, "f32")))
     local ok, err = pcall(kiln.compile, g, { target = "host", cache = false, pipeline = pipeline(-2) })
     assert.is_false(ok)
-    assert.truthy(tostring(err):find("raster-group-m must be 0 or 1 (row order) or the m-tiles per group (>= 2), got -2", 1, true), err)
+    assert.truthy(tostring(err):find("raster-group-m must be -1 (auto), 0 or 1 (row order) or the m-tiles per group (>= 2), got -2", 1, true), err)
+  end)
+
+  it("auto (the default) groups where row order's wave overflows half the L2 (NVIDIA), row order elsewhere", function()
+    local function order(g, target, pl)
+      local p = kiln.compile(g, { target = target, cache = false, pipeline = pl })
+      return p:kernels()[1].raster_group_m
+    end
+    -- the seed conv at batch 512 (M 512, N 25088, K 2048; sm_90a 128x256 tiles: 4 x 98): row order's
+    -- wave reads 98 column-blocks of 1 MiB (99 MiB, twice the 50 MiB L2); 4 m-tiles per group 35 MiB
+    local g = kiln.graph("raster_seed")
+    local x = g:param("x", { 512, 2048, 7, 7 }, "f16", { layout = "NHWC" })
+    local w = g:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })
+    local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
+    g:output((g:conv(x, w) + r):relu())
+    assert.are.equal(4, order(g, "sm_90a"))
+    assert.are.equal(0, order(g, "sm_90a", pipeline(0))) -- asked: row order
+    assert.are.equal(0, order(g, "gfx942"))              -- no L2 model on AMD
+    -- 4096^3 on sm_90a (32 x 16 tiles of 128x256): row order's wave reads 9 row-blocks of 1 MiB and all
+    -- 16 column-blocks of 2 MiB (41 MiB), the best group (16) 34 MiB: not a quarter less, row order;
+    -- 8192^3 (64 x 32): row order 138 MiB, group 15 66 MiB
+    local function sq(n)
+      local gg = kiln.graph("raster_sq")
+      gg:output(gg:dot(gg:param("a", { n, n }, "f16"), gg:param("b", { n, n }, "f16")))
+      return gg
+    end
+    assert.are.equal(0, order(sq(4096), "sm_90a"))
+    assert.are.equal(15, order(sq(8192), "sm_90a"))
+    assert.are.equal(0, order(sq(1024), "sm_90a")) -- small: the wave holds everything
+    assert.are.equal(0, order(sq(256), "host"))
   end)
 
   it("compiles for GPU targets with the order (sm_90a wgmma, sm_90 mma.sync, gfx942)", function()
