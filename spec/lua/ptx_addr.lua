@@ -305,8 +305,23 @@ local function run_thread(k, env, tid, bid, out, limit)
               a = signed and sext(a, sb) or wrap(a, sb)
               b = signed and sext(b, sb) or wrap(b, sb)
               res = a * b + c
-            elseif op:match("%.hi") then
-              fail("mul.hi is not modelled (" .. I.text .. ")"); return
+            elseif op:match("%.hi") then -- the high half of the 2 x bits product (division by a constant)
+              if bits <= 32 then
+                a = signed and sext(a, bits) or wrap(a, bits)
+                b = signed and sext(b, bits) or wrap(b, bits)
+                -- the product is exact mod 2^64; signed: // floors (an arithmetic shift), unsigned: >> (logical)
+                local pr = a * b
+                res = wrap((signed and pr // (1 << bits) or pr >> bits) + c, bits)
+              elseif not signed then -- u64: 32-bit limbs
+                a, b = wrap(a, 64), wrap(b, 64)
+                local M32 = 0xffffffff
+                local al, ah, bl, bh = a & M32, a >> 32, b & M32, b >> 32
+                local ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+                local mid = (ll >> 32) + (lh & M32) + (hl & M32)
+                res = wrap(hh + (lh >> 32) + (hl >> 32) + (mid >> 32) + c, 64)
+              else
+                fail("mul.hi.s64 is not modelled (" .. I.text .. ")"); return
+              end
             else
               res = wrap(a * b + c, bits)
             end

@@ -52,6 +52,43 @@ describe("PTX address ranges of the cp.async GEMMs (static)", function()
       end)
     end
   end
+  it("models mul.hi (division by a constant: the grouped workgroup order's arithmetic)", function()
+    -- thread t stores word t / 3 (mul.hi.u32 by 0xAAAAAAAB, >> 1) and word t / 5 of a signed
+    -- division (mul.hi.s32 by 0x66666667, >> 1): 96 threads reach words 31 and 19
+    local ptx = [[
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u64 q)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u64 %rd4, [q];
+  mov.u32 %r1, %tid.x;
+  mul.hi.u32 %r2, %r1, -1431655765;
+  shr.u32 %r3, %r2, 1;
+  mul.wide.u32 %rd2, %r3, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  mul.hi.s32 %r4, %r1, 1717986919;
+  shr.s32 %r5, %r4, 1;
+  mul.wide.s32 %rd5, %r5, 4;
+  add.s64 %rd6, %rd4, %rd5;
+  st.global.u32 [%rd6], %r5;
+  ret;
+}
+]]
+    local opts = { params = { 128, 80 }, grid = 1, block = 96, blocks = { 0 } } -- every thread
+    assert.is_nil(PA.check(ptx, opts))
+    opts.params = { 124, 80 } -- thread 95 stores word 31: bytes 124..127
+    local rep = PA.check(ptx, opts)
+    assert.is_truthy(rep and rep:find("of argument 1 outside its", 1, true), rep)
+    opts.params = { 128, 76 } -- thread 95 stores word 19 of q: bytes 76..79
+    rep = PA.check(ptx, opts)
+    assert.is_truthy(rep and rep:find("of argument 2 outside its", 1, true), rep)
+  end)
+
   it("reports too little dynamic shared memory and a short buffer", function()
     -- kgroup stages (56000 bytes; xor's are 48 KiB at S = 3: static shared memory)
     local p = kiln.compile(gemm(true), { target = "sm_90", cache = false, pipeline = C.pipeline(3, "kgroup"),
