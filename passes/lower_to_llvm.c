@@ -843,6 +843,7 @@ static const struct {
   { "rock.async_commit", kl__lower_async_commit },
   { "rock.mbarrier", kl__lower_mbarrier }, /* passes/lower_tma.h */
   { "rock.tma_load", kl__lower_tma_load },
+  { "rock.setmaxnreg", kl__lower_setmaxnreg },
   { "rock.async_wait", kl__lower_async_wait },
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },

@@ -80,6 +80,23 @@
  * 455 for the register loop). "0" makes the register loop the default again. */
 #define KL_TMA_DEFAULT_STR "1"
 
+/* Warp specialization (rock-gridwise-to-blockwise{ws=0|1|auto}, see the header comment):
+ * the option's default (0: off until measured on the GPU), what `auto` means (1: on wherever
+ * both operands go through TMA), the producer's registers after setmaxnreg.dec. */
+#define KL_WS_DEFAULT_STR   "0"
+#define KL_WS_AUTO          1
+#define KL_WS_PRODUCER_REGS 40
+/* The consumers' registers after setmaxnreg.inc for nc consumer threads (a multiple of 128)
+ * and one producer warpgroup: the block's registers at launch (ptxas gives a setmaxnreg
+ * kernel the most its .maxntid allows: 64K / (nc + 128) per thread, a multiple of 8, at
+ * most 255) less the producer's KL_WS_PRODUCER_REGS, over nc, a multiple of 8, at most
+ * 232 (168 at launch and 232 for nc = 256). */
+int64_t kl_ws_consumer_regs(int64_t nc);
+/* The consumer threads of the warp-specialized region op sits in (region 0 of an scf.if
+ * with attribute ws_consumers; the barriers there are named barriers over those threads,
+ * bar.sync 1, nc), else 0. */
+int64_t kl_ws_consumer_threads(const kl_op *op);
+
 typedef struct kl_tma_map {
   kl_value *buf;      /* the kernel argument */
   int rank;           /* 2 or 3 */
