@@ -82,6 +82,19 @@ describe("warp-specialized TMA wgmma GEMMs (sm_90a)", function()
     assert.is_false(ok)
     assert.is_truthy(tostring(e):find("ws must be 0, 1 or auto", 1, true), tostring(e))
   end)
+  it("every warp-specialized device case of spec/lua/tma_cases.lua (ws_cases) compiles for sm_90a with ws as expected", function()
+    local T = require "tma_cases"
+    local n = 0
+    for _, c in ipairs(T.ws_cases()) do
+      local ok, p, k = pcall(T.compile, c)
+      assert.is_true(ok, c.name .. ": " .. tostring(p))
+      if k.ws == "on" then
+        check_ws_ptx(p:disasm(k.name, "sm_90a"), k.block_size and k.block_size - 128 or tonumber(p:disasm(k.name, "sm_90a"):match("%.maxntid (%d+), 1, 1")) - 128, c.name)
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 12, "warp-specialized cases: " .. n)
+  end)
   -- the benchmark shapes: 4096^3 f16 with B [N, K] and [K, N], the seed conv at batch 512
   -- (NHWC 1x1 2048 -> 512 on 7x7 + residual + relu: the epilogue's LDS output swizzle
   -- behind the named barrier)
