@@ -63,11 +63,34 @@
  * overwritten only after the wait that retired its readers and a barrier after it (the
  * rule of the register loop).
  *
+ * Warp specialization (ws_emit; option ws=1, ws=auto the same, default KL_WS_DEFAULT_STR;
+ * both operands through TMA only, else the loop above and ws = "off (why)" on the kernel
+ * func; "on" when taken). NC = the tiles' block size (the consumer threads); the block
+ * becomes NC + 128: one producer warpgroup placed last, so threads 0..NC-1 keep the
+ * accumulator and epilogue layouts. LDS buffer<2W x i64>: full[s] = s, empty[s] = W + s.
+ *   tid 0: init full[s] (count 1), empty[s] (count NC) for s < W; barrier
+ *   scf.if (tid < NC) {ws_consumers = NC}:
+ *     consumers: setmaxnreg.inc kl_ws_consumer_regs(NC)
+ *       step k (s = k mod W): wait(full[s], (k / W) mod 2); blockwise_gemm(stage s)
+ *         [fence, MMAs, commit: group k]; wgmma wait_group 1 (group k-1 retired);
+ *         k > 0: arrive(empty[(k-1) mod W]) (every consumer thread, after its own wait)
+ *       after the loop: wait_group 0; arrive(empty[(nk-1) mod W]); the epilogue (its
+ *       barriers: bar.sync 1, NC, kl_ws_consumer_threads)
+ *   else (the producer warpgroup): setmaxnreg.dec KL_WS_PRODUCER_REGS
+ *     tid NC only, step j (s = j mod W): wait(empty[s], (j / W + 1) mod 2) (the first lap
+ *       passes: phase 0 is open, parity 1 "completed"); arrive.expect_tx(full[s], bytes);
+ *       the boxes of step j into stage s
+ *   barrier (the join: every load landed, every MMA retired); tid 0: inval all 2W
+ * No block barrier inside the region: a stage is overwritten only after every consumer
+ * thread's wait_group retired its readers and arrived, and the producer saw that phase.
+ *
  * Lowering: PTX (passes/lower_tma.c): mbarrier.init / arrive.expect_tx / try_wait.parity
- * loop / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
+ * loop / arrive / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
  * on a tensor-map kernel parameter; elsewhere (host, AMDGPU: the same IR) plain copies and
  * no-ops. spec/c/test_accel.c interprets the ops (mbarrier phases and transaction bytes;
- * an MMA reading TMA-written LDS before its warpgroup waited for that phase fails). */
+ * an MMA reading TMA-written LDS before its warpgroup waited for that phase fails; the
+ * warp-specialized roles as coroutines, a TMA overwrite before the readers' release fails).
+ * setmaxnreg: rock.setmaxnreg, lowered in passes/lower_tma.c. */
 #ifndef KL_ROCK_TMA_H
 #define KL_ROCK_TMA_H
 #include "core/ir.h"
