@@ -1926,7 +1926,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
             snprintf(why, sizeof why, "off (%s)", ws_why ? ws_why : "?");
             kl_rewriter_set_attr(rw, fn, "ws", kl_attr_str(ctx, T.nc ? "on" : why));
           }
-          if (fn && T.nc) kl_rewriter_set_attr(rw, fn, "block_size", kl_attr_int(ctx, t.BS + 128));
+          if (fn && T.nc) {
+            kl_rewriter_set_attr(rw, fn, "block_size", kl_attr_int(ctx, t.BS + 128));
+            kl_rewriter_set_attr(rw, fn, "max_regs", kl_attr_int(ctx, kl_ws_launch_regs(t.BS)));
+          }
           if (fn) {
             kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tma_a && tma_b ? "A,B" : tma_a ? "A" : "B"));
             kl_rewriter_set_attr(rw, fn, "tma_swizzle", kl_attr_int(ctx, swm));

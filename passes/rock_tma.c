@@ -190,11 +190,13 @@ int64_t kl_tma_lds_bytes(kl_op *kernel) {
   return bytes;
 }
 
-int64_t kl_ws_consumer_regs(int64_t nc) {
+int64_t kl_ws_launch_regs(int64_t nc) {
   int64_t at = 65536 / (nc + 128) / 8 * 8;
-  if (at > 248) at = 248; /* 255 registers at most, a multiple of 8 */
-  int64_t r = (at * (nc + 128) - 128 * KL_WS_PRODUCER_REGS) / nc / 8 * 8;
-  return r > 232 ? 232 : r;
+  return at > 248 ? 248 : at; /* 255 registers at most, a multiple of 8 */
+}
+int64_t kl_ws_consumer_regs(int64_t nc) {
+  int64_t at = kl_ws_launch_regs(nc), r = (at * (nc + 128) - 128 * KL_WS_PRODUCER_REGS) / nc / 8 * 8;
+  return r > 256 ? 256 : r;
 }
 int64_t kl_ws_consumer_threads(const kl_op *op) {
   for (const kl_op *o = op; o && o->block; o = kl_op_parent_op(o)) {

@@ -109,11 +109,16 @@
 #define KL_WS_DEFAULT_STR   "0"
 #define KL_WS_AUTO          1
 #define KL_WS_PRODUCER_REGS 40
-/* The consumers' registers after setmaxnreg.inc for nc consumer threads (a multiple of 128)
- * and one producer warpgroup: the block's registers at launch (ptxas gives a setmaxnreg
- * kernel the most its .maxntid allows: 64K / (nc + 128) per thread, a multiple of 8, at
- * most 255) less the producer's KL_WS_PRODUCER_REGS, over nc, a multiple of 8, at most
- * 232 (168 at launch and 232 for nc = 256). */
+/* The registers per thread at launch of a warp-specialized kernel with nc consumer threads
+ * (a multiple of 128) and one producer warpgroup: the most its .maxntid allows, 64K /
+ * (nc + 128), a multiple of 8, at most 248; the kernel func's max_regs, which lower-to-llvm
+ * emits as .maxnreg: ptxas then allocates exactly that many (without it a kernel needing
+ * fewer got fewer, ptxas sm_90a: 59 for 64x64 tiles, and the consumers' setmaxnreg.inc
+ * would wait for registers the block never had). */
+int64_t kl_ws_launch_regs(int64_t nc);
+/* The consumers' registers after setmaxnreg.inc: the block's launch registers less the
+ * producer's KL_WS_PRODUCER_REGS, over nc, a multiple of 8, at most 256 (168 at launch and
+ * 232 for nc = 256; 248 and 256 for nc = 128; 96 and 104 for nc = 512). */
 int64_t kl_ws_consumer_regs(int64_t nc);
 /* The consumer threads of the warp-specialized region op sits in (region 0 of an scf.if
  * with attribute ws_consumers; the barriers there are named barriers over those threads,

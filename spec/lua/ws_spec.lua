@@ -1,8 +1,9 @@
 -- Warp-specialized TMA K loops of wgmma GEMMs (sm_90a, rock-gridwise-to-blockwise{ws=1};
 -- passes/rock_tma.h): a producer warpgroup after the consumer warpgroups issues the TMA
 -- boxes on per-stage full / empty mbarriers. Static checks of the PTX: .target sm_90a,
--- .maxntid = the consumers + 128, setmaxnreg.dec in the producer and .inc in the
--- consumers, try_wait on both mbarrier sets (full: expect_tx by the producer; empty:
+-- .maxntid = the consumers + 128, .maxnreg the most that allows (ptxas allocates exactly
+-- that: checked), setmaxnreg.dec in the producer and .inc in the consumers (within what the
+-- drop frees), try_wait on both mbarrier sets (full: expect_tx by the producer; empty:
 -- plain arrivals of the consumers), the only block barriers (bar.sync 0) the one before
 -- the split and the join, every other barrier the consumers' named barrier (barrier.sync 1,
 -- nc); ptxas -arch=sm_90a (when the toolkit is on the machine) with 0 spill bytes for the
@@ -30,6 +31,15 @@ local function check_ws_ptx(ptx, nc, what)
   assert.is_truthy(ptx:find((".maxntid %d, 1, 1"):format(nc + 128), 1, true), what .. ": .maxntid")
   assert.are.equal(1, count(ptx, "setmaxnreg%.inc%.sync%.aligned%.u32 %d+;"), what .. ": setmaxnreg.inc")
   assert.are.equal(1, count(ptx, "setmaxnreg%.dec%.sync%.aligned%.u32 40;"), what .. ": setmaxnreg.dec")
+  -- the registers at launch pinned by .maxnreg (the most .maxntid allows); the consumers'
+  -- raise fits what the producer's drop frees: a setmaxnreg.inc that waits for registers
+  -- the block never had would hang the kernel
+  local r0 = tonumber(ptx:match("\n%.maxnreg (%d+)"))
+  local inc = tonumber(ptx:match("setmaxnreg%.inc%.sync%.aligned%.u32 (%d+);"))
+  assert.is_truthy(r0, what .. ": .maxnreg")
+  assert.are.equal(math.min(248, 65536 // (nc + 128) // 8 * 8), r0, what .. ": .maxnreg")
+  assert.is_true(inc >= r0 and inc <= 256 and inc % 8 == 0 and nc * inc + 128 * 40 <= (nc + 128) * r0,
+                 ("%s: setmaxnreg.inc %d with %d at launch for %d consumers"):format(what, inc, r0, nc))
   -- full (producer: expect_tx; consumers wait) and empty (consumers arrive; producer waits)
   assert.is_true(count(ptx, "mbarrier%.arrive%.expect_tx%.shared::cta%.b64") > 0, what .. ": expect_tx")
   assert.is_true(count(ptx, "mbarrier%.arrive%.shared::cta%.b64 _") > 0, what .. ": empty arrivals")
@@ -105,6 +115,10 @@ describe("warp-specialized TMA wgmma GEMMs (sm_90a)", function()
     { "4096^3 f16 B^T KB 32", dg(4096, true), "v3:128,256,32,64,256,8" },
     { "8192^3 f16 B [K,N]", dg(8192, false), nil },
     { "seed conv n512", G.seed_conv, nil },
+    -- one consumer warpgroup (block 256: 248 registers at launch, 256 after the raise) and
+    -- four (block 640: 96, 104)
+    { "1024^3 f16 B^T 64x64", function() return dot_graph(1024, 1024, 1024, "f16", false, true) end, "v3:64,64,16,64,64,8" },
+    { "1024^3 f16 B^T 256x128 4 warpgroups", function() return dot_graph(1024, 1024, 1024, "f16", false, true) end, "v3:256,128,64,64,128,8" },
   }
   for _, c in ipairs(cases) do
     it(c[1], function()
@@ -124,6 +138,7 @@ describe("warp-specialized TMA wgmma GEMMs (sm_90a)", function()
         local regs = tonumber(log:match("Used (%d+) registers"))
         assert.is_truthy(regs, "ptxas: " .. log)
         local st, ld = log:match("(%d+) bytes spill stores, (%d+) bytes spill loads")
+        assert.are.equal(tonumber(ptx:match("\n%.maxnreg (%d+)")), regs, "ptxas: the registers at launch")
         print(("ws_spec: sm_90a %s %s ws: block %d, ptxas %d registers, %s/%s spill bytes, %d named barriers"):format(
           c[1], k.perf_config, nc + 128, regs, st, ld, named))
         assert.is_truthy(log:find("0 bytes spill stores, 0 bytes spill loads", 1, true), "spills: " .. log)
