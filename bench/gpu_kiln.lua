@@ -343,11 +343,18 @@ end
 local TMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
 local TMA_NOSW_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
                                                        "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},", 1)
-local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true }
+-- "ws": the warp-specialized TMA loop (rock-gridwise-to-blockwise{tma=1,ws=1}: a producer
+-- warpgroup, full / empty mbarriers, setmaxnreg; the heuristic's config); "wsk64" with
+-- v3:128,256,64,64,256,8
+local WS_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                 "rock-gridwise-to-blockwise{tma=1,ws=1},", 1)
+local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true, ws = true, wsk64 = true }
 local function compile_case(c, g)
   if TMA_VARIANTS[c.variant] then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the tma variants need a compute capability 9.0 GPU", 0) end
-    return kiln.compile(g, { target = "sm_90a", pipeline = c.variant:find("nosw", 1, true) and TMA_NOSW_PIPELINE or TMA_PIPELINE,
+    return kiln.compile(g, { target = "sm_90a",
+                             pipeline = c.variant:find("^ws") and WS_PIPELINE
+                                 or c.variant:find("nosw", 1, true) and TMA_NOSW_PIPELINE or TMA_PIPELINE,
                              perf_config = c.variant:find("k64", 1, true) and "v3:128,256,64,64,256,8" or nil })
   end
   if c.variant == "wgmma" then

@@ -328,7 +328,7 @@ static kl_status verify_wgmma_sync(kl_op *op) {
 }
 
 /* TMA + mbarrier (passes/rock_tma.h). rock.mbarrier(%bars, %i[, %parity]) {step = "init"
- * (count) | "arrive_expect_tx" (bytes) | "wait" (%parity) | "inval"}: mbarrier %i of the LDS
+ * (count) | "arrive_expect_tx" (bytes) | "arrive" | "wait" (%parity) | "inval"}: mbarrier %i of the LDS
  * buffer<W x i64>; rock.tma_load(%src, %bars, %bi, %lds, %li..., %c...) {dims, strides, box,
  * offset, swizzle}: the box at coordinates %c (innermost first) of the tensor map over the
  * global buffer src (offset elements from its base, dims elements, strides bytes of dims
@@ -343,9 +343,11 @@ static kl_status verify_mbarrier(kl_op *op) {
       op->opnds[0].value->type->rank != 1 || op->opnds[0].value->type->elem->kind != KL_TY_I64 || !is_index(op, 1))
     return kl_emit_error(op->ctx, op->loc, "'rock.mbarrier' takes an LDS buffer<W x i64> and an index");
   if (!step ||
-      (strcmp(step, "init") && strcmp(step, "arrive_expect_tx") && strcmp(step, "wait") && strcmp(step, "inval")))
+      (strcmp(step, "init") && strcmp(step, "arrive_expect_tx") && strcmp(step, "arrive") && strcmp(step, "wait") &&
+       strcmp(step, "inval")))
     return kl_emit_error(op->ctx, op->loc,
-                         "'rock.mbarrier' needs a string attribute 'step': init, arrive_expect_tx, wait or inval");
+                         "'rock.mbarrier' needs a string attribute 'step': init, arrive_expect_tx, arrive, wait or "
+                         "inval");
   if ((op->nopnds == 3) != !strcmp(step, "wait") || (op->nopnds == 3 && !is_index(op, 2)))
     return kl_emit_error(op->ctx, op->loc,
                          "'rock.mbarrier' wait (only) takes a third operand: the phase parity (index)");
@@ -354,6 +356,17 @@ static kl_status verify_mbarrier(kl_op *op) {
   if (!strcmp(step, "arrive_expect_tx") && (!kl_op_attr_i64(op, "bytes", &v) || v < 1 || v >= (1 << 20)))
     return kl_emit_error(op->ctx, op->loc,
                          "'rock.mbarrier' arrive_expect_tx needs an integer attribute 'bytes' in [1, 2^20)");
+  return KL_OK;
+}
+/* rock.setmaxnreg {action = "inc" | "dec", regs}: the executing warpgroup's registers per
+ * thread become regs (setmaxnreg.<action>.sync.aligned.u32; warp specialization,
+ * passes/rock_tma.h) */
+static kl_status verify_setmaxnreg(kl_op *op) {
+  const char *a = kl_op_attr_string(op, "action");
+  int64_t r = 0;
+  if (!a || (strcmp(a, "inc") && strcmp(a, "dec")) || !kl_op_attr_i64(op, "regs", &r) || r < 24 || r > 256 || r % 8)
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.setmaxnreg' needs action = \"inc\" or \"dec\" and regs, a multiple of 8 in [24, 256]");
   return KL_OK;
 }
 static kl_status verify_tma_load(kl_op *op) {
@@ -470,9 +483,11 @@ static const kl_opdef rock_ops[] = {
     .max_results = 1, .required_attrs = need_instr, .verify = verify_wgmma,
     .summary = "one wgmma.mma_async of a warpgroup: D = A x B + C, A and B in LDS through descriptors (passes/rock_wgmma.h)" },
   { .name = "rock.mbarrier", .levels = KERN_LOOP, .min_operands = 2, .max_operands = 3, .verify = verify_mbarrier,
-    .summary = "mbarrier init / arrive.expect_tx / try_wait.parity loop / inval on an LDS buffer of mbarriers (passes/rock_tma.h)" },
+    .summary = "mbarrier init / arrive.expect_tx / arrive / try_wait.parity loop / inval on an LDS buffer of mbarriers (passes/rock_tma.h)" },
   { .name = "rock.tma_load", .levels = KERN_LOOP, .min_operands = 4, .max_operands = -1, .verify = verify_tma_load,
     .summary = "one TMA box load global -> LDS completing on an mbarrier (cp.async.bulk.tensor; plain copies elsewhere; passes/rock_tma.h)" },
+  { .name = "rock.setmaxnreg", .levels = KERN_LOOP, .verify = verify_setmaxnreg,
+    .summary = "the executing warpgroup's registers per thread (setmaxnreg; warp specialization, passes/rock_tma.h)" },
   { .name = "rock.wgmma_sync", .levels = KERN_LOOP, .min_operands = 0, .max_operands = -1, .min_results = 0,
     .max_results = -1, .verify = verify_wgmma_sync,
     .summary = "wgmma.fence / commit_group / wait_group / fence.proxy.async, passing the accumulators through (passes/rock_wgmma.h)" },

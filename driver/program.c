@@ -342,6 +342,7 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->problem = "";
   k->async_copy = "";
   k->tma = "";
+  k->ws = "";
   k->tma_swizzle = 0;
   k->raster_group_m = 0;
   k->async_lds_layout = "";
@@ -428,6 +429,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->amd_lds_layout = func_str_of(v->module, k->name, "amd_lds_layout");
     k->pipeline_stages = func_int_of(v->module, k->name, "pipeline_stages");
     k->tma = func_str_of(v->module, k->name, "tma");
+    k->ws = func_str_of(v->module, k->name, "ws");
     k->tma_swizzle = func_int_of(v->module, k->name, "tma_swizzle");
     k->raster_group_m = func_int_of(v->module, k->name, "raster_group_m");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
@@ -1131,6 +1133,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].amd_lds_layout = func_str_of(v->module, K->name, "amd_lds_layout");
     v->kernels[k].pipeline_stages = func_int_of(v->module, K->name, "pipeline_stages");
     v->kernels[k].tma = func_str_of(v->module, K->name, "tma");
+    v->kernels[k].ws = func_str_of(v->module, K->name, "ws");
     v->kernels[k].tma_swizzle = func_int_of(v->module, K->name, "tma_swizzle");
     v->kernels[k].raster_group_m = func_int_of(v->module, K->name, "raster_group_m");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,

@@ -712,6 +712,8 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_int(L, "pipeline_stages", (lua_Integer)k->pipeline_stages);
     /* tma: the wgmma operands loaded through TMA (passes/rock_tma.h; "" when the option is off) */
     kl_lua__set_str(L, "tma", k->tma ? k->tma : "");
+    /* ws: warp specialization of the TMA K loop ("on", "off (why)"; "" when the option is 0) */
+    kl_lua__set_str(L, "ws", k->ws ? k->ws : "");
     /* tma_swizzle: the TMA tiles' LDS swizzle in bytes (128, 64, 32; 0 none or no TMA) */
     kl_lua__set_int(L, "tma_swizzle", (lua_Integer)k->tma_swizzle);
     /* raster_group_m: the GEMM's workgroup order (m-tiles per group; 0 row order; passes/gemm_raster.h) */

@@ -1,5 +1,6 @@
 /* lower_barrier.c — rock.barrier to LLVM (lower_barrier.h). */
 #include "passes/lower_barrier.h"
+#include "passes/rock_tma.h"
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Linker.h>
 #include <stdio.h>
@@ -43,6 +44,17 @@ bool kl__lower_barrier(kl_llvm_lowering *L, kl_op *op) {
   LLVMBuilderRef b = kl_llvm_builder(L);
   switch (kl_llvm_target(L)->arch) {
     case KL_ARCH_NVPTX: {
+      int64_t nc = kl_ws_consumer_threads(op);
+      if (nc > 0) { /* the consumers of a warp-specialized kernel: bar.sync 1, nc (passes/rock_tma.h) */
+        static const char cnt[] = "llvm.nvvm.barrier.sync.cnt";
+        unsigned id = LLVMLookupIntrinsicID(cnt, sizeof cnt - 1);
+        if (!id) return kl_llvm_fail(L, op, "no llvm.nvvm.barrier.sync.cnt intrinsic for the named barrier");
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(kl_llvm_context(L));
+        LLVMValueRef f = LLVMGetIntrinsicDeclaration(kl_llvm_module(L), id, NULL, 0);
+        LLVMValueRef args[2] = { LLVMConstInt(i32, 1, 0), LLVMConstInt(i32, (unsigned long long)nc, 0) };
+        LLVMBuildCall2(b, LLVMIntrinsicGetType(kl_llvm_context(L), id, NULL, 0), f, args, 2, "");
+        return true;
+      }
       static const char name[] = "llvm.nvvm.barrier0";
       unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
       LLVMValueRef f = LLVMGetIntrinsicDeclaration(kl_llvm_module(L), id, NULL, 0);

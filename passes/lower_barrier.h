@@ -3,7 +3,10 @@
  * Contract: rock.barrier orders the LDS accesses of a workgroup's threads (every kiln
  * kernel that has one uses it for an LDS tile or LDS partials; global memory is never
  * exchanged between the threads of a workgroup within a launch).
- *   NVPTX : llvm.nvvm.barrier0 (bar.sync 0: CTA-scope ordering of shared and global).
+ *   NVPTX : llvm.nvvm.barrier0 (bar.sync 0: CTA-scope ordering of shared and global); in
+ *           the consumer region of a warp-specialized kernel (kl_ws_consumer_threads,
+ *           passes/rock_tma.h) llvm.nvvm.barrier.sync.cnt(1, nc): bar.sync 1, nc, the named
+ *           barrier of the nc consumer threads (the producer warpgroup takes no part).
  *   AMDGPU: what HIP's __syncthreads is, narrowed to LDS:
  *             fence syncscope("workgroup") release, !mmra !{!"amdgpu-as", !"local"}
  *             call @llvm.amdgcn.s.barrier()

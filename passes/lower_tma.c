@@ -47,6 +47,8 @@ bool kl__lower_mbarrier(kl_llvm_lowering *L, kl_op *op) {
   } else if (!strcmp(step, "arrive_expect_tx")) {
     kl_op_attr_i64(op, "bytes", &v);
     snprintf(text, sizeof text, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %lld;", (long long)v);
+  } else if (!strcmp(step, "arrive")) {
+    snprintf(text, sizeof text, "mbarrier.arrive.shared::cta.b64 _, [$0];");
   } else if (!strcmp(step, "inval")) {
     snprintf(text, sizeof text, "mbarrier.inval.shared::cta.b64 [$0];");
   } else if (!strcmp(step, "wait")) {
@@ -90,5 +92,16 @@ bool kl__lower_tma_load(kl_llvm_lowering *L, kl_op *op) {
   snprintf(text + t, sizeof text - t, "}], [$%d];", 2 + nd);
   snprintf(cons + c, sizeof cons - c, ",r,~{memory}");
   asm_call(L, text, cons, a, n);
+  return true;
+}
+
+bool kl__lower_setmaxnreg(kl_llvm_lowering *L, kl_op *op) {
+  if (!need_tma(L, op)) return false;
+  const char *a = kl_op_attr_string(op, "action");
+  int64_t r = 0;
+  kl_op_attr_i64(op, "regs", &r);
+  char text[96];
+  snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %lld;", a, (long long)r);
+  asm_call(L, text, "~{memory}", NULL, 0);
   return true;
 }

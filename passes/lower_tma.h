@@ -9,7 +9,9 @@
  *     arrive_expect_tx: mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes;
  *     wait:             a try_wait.parity loop: { .reg .pred P; WAIT: mbarrier.try_wait.parity
  *                         .shared::cta.b64 P, [bar], parity; @P bra DONE; bra WAIT; DONE: }
+ *     arrive:           mbarrier.arrive.shared::cta.b64 _, [bar];
  *     inval:            mbarrier.inval.shared::cta.b64 [bar];
+ *   rock.setmaxnreg:    setmaxnreg.{inc,dec}.sync.aligned.u32 regs;
  *   rock.tma_load:      cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx
  *                         ::bytes [dst], [tensor map, {c0, ..}], [bar];
  * The tensor map is a kernel parameter after the buffers: `.param .align 64 .b8 [128]`, a
@@ -22,4 +24,5 @@
 
 bool kl__lower_mbarrier(kl_llvm_lowering *L, kl_op *op);
 bool kl__lower_tma_load(kl_llvm_lowering *L, kl_op *op);
+bool kl__lower_setmaxnreg(kl_llvm_lowering *L, kl_op *op);
 #endif

@@ -843,6 +843,7 @@ static const struct {
   { "rock.async_commit", kl__lower_async_commit },
   { "rock.mbarrier", kl__lower_mbarrier }, /* passes/lower_tma.h */
   { "rock.tma_load", kl__lower_tma_load },
+  { "rock.setmaxnreg", kl__lower_setmaxnreg },
   { "rock.async_wait", kl__lower_async_wait },
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
@@ -1042,6 +1043,14 @@ static bool lower_kernel(lw *L, kl_op *k) {
                                     LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)bs, 0)) };
       LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
                                   LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, mx, 3)));
+      int64_t mr = 0; /* warp specialization: the registers at launch, .maxnreg (passes/rock_tma.h) */
+      if (kl_op_attr_i64(k, "max_regs", &mr) && mr > 0) {
+        LLVMMetadataRef mn[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "maxnreg", 7),
+                                  LLVMValueAsMetadata(
+                                      LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)mr, 0)) };
+        LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
+                                    LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, mn, 3)));
+      }
     }
   }
   add_fn_attr(L, L->fn, "kiln-kernel", "true");

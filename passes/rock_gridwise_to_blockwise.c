@@ -101,6 +101,7 @@ typedef struct {
   bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
   int64_t tma;        /* the option tma: 0 off, 1 auto stages, 3..6 stages (passes/rock_tma.h) */
   int64_t tma_sw;     /* the option tma-swizzle: the widest swizzle in bytes (128, 64, 32), 0 none */
+  int ws;             /* the option ws: 0 off, 1 on, 2 auto (passes/rock_tma.h: warp specialization) */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -1002,8 +1003,9 @@ typedef struct {
   int64_t nk;
   bool ta, tb; /* which operands load through TMA */
   kl_tma_map ma, mb;
-  kl_value *bars, *elect; /* LDS buffer<W x i64>; tid == 0 */
+  kl_value *bars, *elect; /* LDS buffer<W x i64> (warp-specialized: 2W, full then empty); tid == 0 */
   kl_value *la[TMA_MAX_STAGES], *lb[TMA_MAX_STAGES];
+  int64_t nc; /* warp-specialized (ws_emit): the consumer threads (the tiles' block size), else 0 */
 } tpipe;
 static void mbar(const tpipe *p, const char *step, int s, kl_value *parity, const char *an, int64_t av) {
   kl_rewriter *rw = p->k->rw;
@@ -1167,6 +1169,107 @@ static void tma_emit(const tpipe *p) {
   ifop = if_begin(rw, k->loc, p->elect); /* the mbarriers' LDS may be reused (epilogue) */
   for (int s = 0; s < W; s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
+}
+
+/* ---- the warp-specialized TMA K loop (passes/rock_tma.h: ws_emit) ---- */
+static void setmaxnreg(const tpipe *p, const char *action, int64_t regs) {
+  kl_ctx *ctx = kl_rewriter_ctx(p->k->rw);
+  kl_named_attr a[2] = { { "action", kl_attr_str(ctx, action) }, { "regs", kl_attr_int(ctx, regs) } };
+  kl_rewriter_create(p->k->rw, "rock.setmaxnreg", p->k->loc, 0, NULL, 0, NULL, 2, a, 0);
+}
+/* the body of an scf.for over [0, main) step W (insertion at its end); returns the induction variable */
+static kl_value *ws_for(const tpipe *p, int64_t main) {
+  kl_rewriter *rw = p->k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_value *bnd[3] = { kl_tile_index(rw, p->k->loc, 0), kl_tile_index(rw, p->k->loc, main),
+                       kl_tile_index(rw, p->k->loc, p->W) };
+  kl_op *loop = kl_rewriter_create(rw, "scf.for", p->k->loc, 3, bnd, 0, NULL, 0, NULL, 1);
+  kl_block *body = kl_block_create(ctx);
+  kl_value *kl = kl_block_add_arg(ctx, body, kl_type_index(ctx));
+  kl_region_push_block(&loop->regions[0], body);
+  kl_rewriter_set_insertion_end(rw, body);
+  kl_op *y = kl_rewriter_create(rw, "scf.yield", p->k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  kl_rewriter_set_insertion_before(rw, y);
+  return kl;
+}
+/* producer, K step kidx into stage s: wait for the stage's empty phase (parity: its
+ * (kidx / W)-th use, the first free), then arrive.expect_tx on full[s] and the boxes */
+static void ws_produce(const tpipe *p, kl_value *kidx, int s, kl_value *parity) {
+  mbar(p, "wait", p->W + s, parity, NULL, 0);
+  int64_t eb = 2, bytes = (p->k->t->MB + p->k->t->NB) * p->k->t->KB * eb;
+  mbar(p, "arrive_expect_tx", s, NULL, "bytes", bytes);
+  tma_boxes(p, &p->ma, p->k->ga, p->la[s], kidx, s);
+  tma_boxes(p, &p->mb, p->k->gb, p->lb[s], kidx, s);
+}
+/* consumers, K step kidx in stage s: wait for full[s] (parity), the MMAs (group kidx), retire
+ * group kidx - 1 and release its stage (s - 1) mod W on empty (every consumer thread arrives;
+ * not at step 0) */
+static void ws_consume(const tpipe *p, kl_value *kidx, int s, kl_value *parity) {
+  const kloop *k = p->k;
+  mbar(p, "wait", s, parity, NULL, 0);
+  kl_op *g = kl_gemm(k, p->la[s], p->lb[s]);
+  kl_rewriter_set_attr(k->rw, g, "wgmma_wait", kl_attr_str(kl_rewriter_ctx(k->rw), "deferred"));
+  wg_wait(k, 1);
+  int64_t c;
+  int prev = (s + p->W - 1) % p->W;
+  if (kl_emit_const_of(kidx, &c)) {
+    if (c > 0) mbar(p, "arrive", p->W + prev, NULL, NULL, 0);
+    return;
+  }
+  kl_emitter e = { k->rw, k->loc };
+  kl_op *ifop = if_begin(k->rw, k->loc, kl_emit_cmp(&e, "ne", kidx, kl_emit_index(&e, 0)));
+  mbar(p, "arrive", p->W + prev, NULL, NULL, 0);
+  kl_rewriter_set_insertion_after(k->rw, ifop);
+}
+/* The warp-specialized loop; returns the consumer region's yield (the epilogue goes before it). */
+static kl_op *ws_emit(const tpipe *p) {
+  const kloop *k = p->k;
+  kl_rewriter *rw = k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_loc loc = k->loc;
+  int W = p->W;
+  int64_t nk = p->nk, nc = p->nc, r = nk % W, main = nk - r;
+  kl_emitter e = { rw, loc };
+  kl_op *ifop = if_begin(rw, loc, p->elect);
+  for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
+  for (int s = 0; s < W; s++) mbar(p, "init", W + s, NULL, "count", nc);
+  kl_rewriter_set_insertion_after(rw, ifop);
+  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  /* the role split: consumers (tid < nc) in region 0, the producer warpgroup in region 1 */
+  kl_op *split = if_begin(rw, loc, kl_emit_cmp(&e, "lt", k->tid, kl_emit_index(&e, nc)));
+  kl_rewriter_set_attr(rw, split, "ws_consumers", kl_attr_int(ctx, nc));
+  kl_op *cy = split->regions[0].first->last; /* the consumer region's yield */
+  kl_rewriter_set_insertion_before(rw, cy);
+  setmaxnreg(p, "inc", kl_ws_consumer_regs(nc));
+  if (main > 0) {
+    kl_value *kl = ws_for(p, main);
+    kl_value *parity = kl_emit_remi(&e, kl_emit_divi(&e, kl, W), 2);
+    for (int j = 0; j < W; j++) ws_consume(p, j ? tma_add(p, kl, j) : kl, j, parity);
+    kl_rewriter_set_insertion_before(rw, cy);
+  }
+  for (int64_t j = 0; j < r; j++)
+    ws_consume(p, kl_tile_index(rw, loc, main + j), (int)j, kl_tile_index(rw, loc, (main / W) % 2));
+  kl_wgmma_emit_acc_wait(rw, loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
+  mbar(p, "arrive", W + (int)((nk - 1) % W), NULL, NULL, 0); /* the last stage's readers retired */
+  /* the producer warpgroup: one thread issues */
+  kl_rewriter_set_insertion_before(rw, split->regions[1].first->last);
+  setmaxnreg(p, "dec", KL_WS_PRODUCER_REGS);
+  kl_op *one = if_begin(rw, loc, kl_emit_cmp(&e, "eq", k->tid, kl_emit_index(&e, nc)));
+  if (main > 0) {
+    kl_value *kl = ws_for(p, main);
+    kl_value *parity = kl_emit_remi(&e, kl_emit_add(&e, kl_emit_divi(&e, kl, W), kl_emit_index(&e, 1)), 2);
+    for (int j = 0; j < W; j++) ws_produce(p, j ? tma_add(p, kl, j) : kl, j, parity);
+    kl_rewriter_set_insertion_before(rw, one->regions[0].first->last);
+  }
+  for (int64_t j = 0; j < r; j++)
+    ws_produce(p, kl_tile_index(rw, loc, main + j), (int)j, kl_tile_index(rw, loc, (main / W + 1) % 2));
+  /* the join: every thread, every load landed and every MMA retired; then inval */
+  kl_rewriter_set_insertion_after(rw, split);
+  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  ifop = if_begin(rw, loc, p->elect);
+  for (int s = 0; s < 2 * W; s++) mbar(p, "inval", s, NULL, NULL, 0);
+  kl_rewriter_set_insertion_after(rw, ifop);
+  return cy;
 }
 
 /* ---- the multi-stage (cp.async) pipeline, see the header comment ---- */
@@ -1665,6 +1768,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       tpipe T = { .k = &K };
       kl_value **sla = P.la, **slb = P.lb;     /* the stages' tiles of the loop taken */
       int64_t bars_bytes = 0, lds_align = 128; /* join_lds */
+      kl_op *ws_anchor = NULL;                 /* warp-specialized: the epilogue goes before it (ws_emit) */
       kl_view *da = NULL, *db = NULL;
       bool dbuf = false;
       kl_value *lds_a2 = NULL, *lds_b2 = NULL;
@@ -1806,15 +1910,34 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
             ok = T.lb[s] != NULL;
           }
           if (!ok) goto done;
-          int64_t nbar = W;
+          /* warp specialization (ws_emit): both operands through TMA, a producer warpgroup
+           * after the tiles' block; ws=auto: the same (kl_ws_auto) */
+          const char *ws_why = !fn              ? "no kernel func"
+              : !tma_a || !tma_b                ? "not both operands through TMA"
+              : t.BS % 128 || t.BS + 128 > 1024 ? "the block is not whole warpgroups within 1024 threads"
+                                                : NULL;
+          T.nc = o->ws && !ws_why ? t.BS : 0;
+          int64_t nbar = T.nc ? 2 * W : W;
           T.bars = alloc(rw, loc, kl_type_i64(ctx), 1, &nbar, KL_SPACE_LDS);
           kl_emitter e = { rw, loc };
           T.elect = kl_emit_cmp(&e, "eq", tid, kl_emit_index(&e, 0));
-          tma_emit(&T);
+          if (T.nc)
+            ws_anchor = ws_emit(&T);
+          else
+            tma_emit(&T);
           S = P.S = W;
           sla = T.la, slb = T.lb;
           extra += (W - 1) * tile_bytes;
-          bars_bytes = (8 * W + 15) / 16 * 16;
+          bars_bytes = (8 * nbar + 15) / 16 * 16;
+          if (fn && o->ws) {
+            char why[160];
+            snprintf(why, sizeof why, "off (%s)", ws_why ? ws_why : "?");
+            kl_rewriter_set_attr(rw, fn, "ws", kl_attr_str(ctx, T.nc ? "on" : why));
+          }
+          if (fn && T.nc) {
+            kl_rewriter_set_attr(rw, fn, "block_size", kl_attr_int(ctx, t.BS + 128));
+            kl_rewriter_set_attr(rw, fn, "max_regs", kl_attr_int(ctx, kl_ws_launch_regs(t.BS)));
+          }
           if (fn) {
             kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tma_a && tma_b ? "A,B" : tma_a ? "A" : "B"));
             kl_rewriter_set_attr(rw, fn, "tma_swizzle", kl_attr_int(ctx, swm));
@@ -1904,7 +2027,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
       if (dbuf) extra += tile_bytes;
     after_loop:
-      kl_rewriter_set_insertion_before(rw, op);
+      kl_rewriter_set_insertion_before(rw, ws_anchor ? ws_anchor : op);
       kl_value *ex2[2] = { bid, tid };
       threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store,
                  kl_op_attr(op, "store_scale"));
@@ -2001,6 +2124,14 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
                   (long long)o.amd_loop);
     return KL_ERR;
   }
+  const char *wso = kl_pass_opt_string(po, "ws");
+  o.ws = !wso ? -1 : !strcmp(wso, "0") ? 0 : !strcmp(wso, "1") ? 1 : !strcmp(wso, "auto") ? 2 : -1;
+  if (o.ws < 0) {
+    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: ws must be 0, 1 or auto, got %s",
+                  wso ? wso : "(none)");
+    return KL_ERR;
+  }
+  if (o.ws == 2) o.ws = KL_WS_AUTO;
   if (o.tma < 0 || o.tma == 2 || o.tma > TMA_MAX_STAGES) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: tma must be 0 (off), 1 (on, stages by the LDS) or 3..%d (stages), got "
@@ -2052,6 +2183,11 @@ static const kl_pass_option options[] = {
     "wgmma GEMMs (sm_90a): TMA loads (cp.async.bulk.tensor) completing on mbarriers for the operands that are a "
     "plain K-major box of a kernel argument, the others through registers: 0 off, 1 on (as many LDS stages as "
     "fit, at most 4), 3..6 stages; the choice is the kernel's `tma` attribute (passes/rock_tma.h)" },
+  { "ws", KL_OPT_STRING, KL_WS_DEFAULT_STR,
+    "warp specialization of the TMA K loop (sm_90a wgmma, both operands through TMA): 1 = one producer "
+    "warpgroup after the tiles' block issues the TMA boxes (setmaxnreg.dec), the consumer warpgroups wait on "
+    "per-stage full / empty mbarriers and never barrier the block in the loop; 0 = the loop of `tma`; auto = "
+    "what the default should be (passes/rock_tma.h); the choice is the kernel's `ws` attribute" },
   { "tma-swizzle", KL_OPT_STRING, "128",
     "the LDS layout of the TMA tiles (passes/rock_tma.h): 128 = the widest swizzle of 128, 64, 32 bytes that divides "
     "the K tile's bytes (CU_TENSOR_MAP_SWIZZLE_128B: one box {64, rows} per 64 f16 of K; 64 / 32 cap it there); "

@@ -189,3 +189,21 @@ int64_t kl_tma_lds_bytes(kl_op *kernel) {
   free(ops);
   return bytes;
 }
+
+int64_t kl_ws_launch_regs(int64_t nc) {
+  int64_t at = 65536 / (nc + 128) / 8 * 8;
+  return at > 248 ? 248 : at; /* 255 registers at most, a multiple of 8 */
+}
+int64_t kl_ws_consumer_regs(int64_t nc) {
+  int64_t at = kl_ws_launch_regs(nc), r = (at * (nc + 128) - 128 * KL_WS_PRODUCER_REGS) / nc / 8 * 8;
+  return r > 256 ? 256 : r;
+}
+int64_t kl_ws_consumer_threads(const kl_op *op) {
+  for (const kl_op *o = op; o && o->block; o = kl_op_parent_op(o)) {
+    kl_op *p = kl_op_parent_op(o);
+    int64_t n;
+    if (p && !strcmp(p->name, "scf.if") && kl_op_attr_i64(p, "ws_consumers", &n) && o->block->region == &p->regions[0])
+      return n;
+  }
+  return 0;
+}

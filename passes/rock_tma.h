@@ -63,11 +63,34 @@
  * overwritten only after the wait that retired its readers and a barrier after it (the
  * rule of the register loop).
  *
+ * Warp specialization (ws_emit; option ws=1, ws=auto the same, default KL_WS_DEFAULT_STR;
+ * both operands through TMA only, else the loop above and ws = "off (why)" on the kernel
+ * func; "on" when taken). NC = the tiles' block size (the consumer threads); the block
+ * becomes NC + 128: one producer warpgroup placed last, so threads 0..NC-1 keep the
+ * accumulator and epilogue layouts. LDS buffer<2W x i64>: full[s] = s, empty[s] = W + s.
+ *   tid 0: init full[s] (count 1), empty[s] (count NC) for s < W; barrier
+ *   scf.if (tid < NC) {ws_consumers = NC}:
+ *     consumers: setmaxnreg.inc kl_ws_consumer_regs(NC)
+ *       step k (s = k mod W): wait(full[s], (k / W) mod 2); blockwise_gemm(stage s)
+ *         [fence, MMAs, commit: group k]; wgmma wait_group 1 (group k-1 retired);
+ *         k > 0: arrive(empty[(k-1) mod W]) (every consumer thread, after its own wait)
+ *       after the loop: wait_group 0; arrive(empty[(nk-1) mod W]); the epilogue (its
+ *       barriers: bar.sync 1, NC, kl_ws_consumer_threads)
+ *   else (the producer warpgroup): setmaxnreg.dec KL_WS_PRODUCER_REGS
+ *     tid NC only, step j (s = j mod W): wait(empty[s], (j / W + 1) mod 2) (the first lap
+ *       passes: phase 0 is open, parity 1 "completed"); arrive.expect_tx(full[s], bytes);
+ *       the boxes of step j into stage s
+ *   barrier (the join: every load landed, every MMA retired); tid 0: inval all 2W
+ * No block barrier inside the region: a stage is overwritten only after every consumer
+ * thread's wait_group retired its readers and arrived, and the producer saw that phase.
+ *
  * Lowering: PTX (passes/lower_tma.c): mbarrier.init / arrive.expect_tx / try_wait.parity
- * loop / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
+ * loop / arrive / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
  * on a tensor-map kernel parameter; elsewhere (host, AMDGPU: the same IR) plain copies and
  * no-ops. spec/c/test_accel.c interprets the ops (mbarrier phases and transaction bytes;
- * an MMA reading TMA-written LDS before its warpgroup waited for that phase fails). */
+ * an MMA reading TMA-written LDS before its warpgroup waited for that phase fails; the
+ * warp-specialized roles as coroutines, a TMA overwrite before the readers' release fails).
+ * setmaxnreg: rock.setmaxnreg, lowered in passes/lower_tma.c. */
 #ifndef KL_ROCK_TMA_H
 #define KL_ROCK_TMA_H
 #include "core/ir.h"
@@ -79,6 +102,28 @@
 /* The option's default: 1 (on: measured on an H100, 2026-12-06, 4096^3 f16 613 TFLOP/s against
  * 455 for the register loop). "0" makes the register loop the default again. */
 #define KL_TMA_DEFAULT_STR "1"
+
+/* Warp specialization (rock-gridwise-to-blockwise{ws=0|1|auto}, see the header comment):
+ * the option's default (0: off until measured on the GPU), what `auto` means (1: on wherever
+ * both operands go through TMA), the producer's registers after setmaxnreg.dec. */
+#define KL_WS_DEFAULT_STR   "0"
+#define KL_WS_AUTO          1
+#define KL_WS_PRODUCER_REGS 40
+/* The registers per thread at launch of a warp-specialized kernel with nc consumer threads
+ * (a multiple of 128) and one producer warpgroup: the most its .maxntid allows, 64K /
+ * (nc + 128), a multiple of 8, at most 248; the kernel func's max_regs, which lower-to-llvm
+ * emits as .maxnreg: ptxas then allocates exactly that many (without it a kernel needing
+ * fewer got fewer, ptxas sm_90a: 59 for 64x64 tiles, and the consumers' setmaxnreg.inc
+ * would wait for registers the block never had). */
+int64_t kl_ws_launch_regs(int64_t nc);
+/* The consumers' registers after setmaxnreg.inc: the block's launch registers less the
+ * producer's KL_WS_PRODUCER_REGS, over nc, a multiple of 8, at most 256 (168 at launch and
+ * 232 for nc = 256; 248 and 256 for nc = 128; 96 and 104 for nc = 512). */
+int64_t kl_ws_consumer_regs(int64_t nc);
+/* The consumer threads of the warp-specialized region op sits in (region 0 of an scf.if
+ * with attribute ws_consumers; the barriers there are named barriers over those threads,
+ * bar.sync 1, nc), else 0. */
+int64_t kl_ws_consumer_threads(const kl_op *op);
 
 typedef struct kl_tma_map {
   kl_value *buf;      /* the kernel argument */

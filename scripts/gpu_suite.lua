@@ -791,12 +791,19 @@ end
 progress("before tma")
 -- TMA + mbarrier operand loads on the wgmma path (sm_90a, rock-gridwise-to-blockwise{tma=1};
 -- spec/lua/tma_cases.lua): K-major operands through cp.async.bulk.tensor, transposes, odd
--- sizes, K 16..4096, batch, epilogues, KB 16..64, the heuristic, against g:eval; compute
+-- sizes, K 16..4096, batch, epilogues, KB 16..64, the heuristic, and the warp-specialized
+-- loop (ws=1, T.ws_cases: K 16..16384), against g:eval; compute
 -- capability 9.0 devices only; failures are named "tma: <case> <config>: ..."
 if section("tma") then
   local T = require "tma_cases"
   if T.device_ok(dev) then
     for _, c in ipairs(T.cases()) do
+      local ok, res = pcall(T.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+    end
+    -- warp-specialized (ws=1: producer warpgroup, full / empty mbarriers, setmaxnreg; the
+    -- epilogue behind the consumers' named barrier): "tma: <case> ws <config>: ..."
+    for _, c in ipairs(T.ws_cases()) do
       local ok, res = pcall(T.run, c, dev)
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
     end

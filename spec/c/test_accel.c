@@ -24,6 +24,7 @@
  *  - GPU (only with a CUDA device; skipped with a message otherwise): an f16 / bf16 dot
  *    graph with a fused epilogue compiled for the device and compared with g:eval. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #include "passes/rock_accel.h"
 #include "passes/perf_config.h"
 #include "passes/rock_wgmma.h"
+#include "passes/rock_tma.h"
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
 #include "codegen/disasm.h"
@@ -459,6 +461,20 @@ typedef struct sim {
   uint8_t *tma_swz; /* per granule: the swizzle (bytes / 16) of the TMA load that wrote it, 0 none */
   int64_t *tma_phase;
   int64_t ntma; /* TMA boxes executed */
+  /* warp specialization (passes/rock_tma.h: ws_emit): the scf.if {ws_consumers} runs its
+   * two roles as coroutines (exec_ws_split: one thread each, one running at a time),
+   * the producer (region 1) first; an mbarrier wait whose phase has not completed yields
+   * to the other role; both blocked with no mbarrier event since: a deadlock. Per granule
+   * the mbarrier (index + 1, 0 none) and phase under which its wgmma readers released it
+   * (an arrive after the wait_group that retired them); while a split runs, a TMA write
+   * into a granule an earlier TMA load filled needs that release and a wait of the writing
+   * thread for its phase. */
+  bool ws_active;
+  int ws_turn, ws_cur; /* the role running: 0 producer, 1 consumers, 2 the scheduler */
+  bool ws_blocked[2], ws_done[2];
+  int64_t ws_events, ws_ev_block[2];
+  uint8_t *rel_bar;
+  int64_t *rel_phase;
   /* rock.async_copy (cp.async) per thread: groups committed, groups retired by a wait
    * (every group below landed), and per group the barrier count at the wait that retired
    * it. The copy's data is written at issue; a read of an LDS element before the writer's
@@ -644,6 +660,7 @@ static double arith(sim *s, kl_op *op, const char *n, double x, double y, double
 }
 
 static void exec_block(sim *s, kl_block *b, const bool *mask);
+static void exec_ws_split(sim *s, kl_op *op, const double *c, const bool *mask);
 
 static bool uniform(sim *s, kl_op *op, kl_value *v, const bool *mask, int64_t *out) {
   double *x = val_r(s, op, v);
@@ -1100,6 +1117,9 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
   double *A = malloc(sizeof(double) * 64 * KI), *B = malloc(sizeof(double) * N * KI);
   for (int w0 = 0; w0 < s->nt && !s->bad; w0 += 128) {
     int g = w0 / 128;
+    bool any = false;
+    for (int l = 0; l < 128; l++) any |= mask[w0 + l];
+    if (!any) continue; /* a warpgroup outside the region (the producer of a warp-specialized split) */
     for (int l = 0; l < 128; l++)
       if (!mask[w0 + l] || da[w0 + l] != da[w0] || db[w0 + l] != db[w0])
         sfail(s, op, "lane %d of warpgroup %d inactive or with another descriptor", l, g);
@@ -1138,9 +1158,13 @@ static void exec_wgmma_sync(sim *s, kl_op *op, const bool *mask) {
   const char *step = kl_op_attr_string(op, "step");
   int64_t pending = 0;
   kl_op_attr_i64(op, "pending", &pending);
-  for (int t = 0; t < s->nt && !s->bad; t++)
-    if (!mask[t]) sfail(s, op, "thread %d inactive: wgmma synchronization is warpgroup-wide", t);
+  for (int t = 0; t < s->nt && !s->bad; t++) /* whole warpgroups (the consumers of a split: some) */
+    if (!mask[t] && mask[t / 128 * 128]) sfail(s, op, "thread %d inactive: wgmma synchronization is warpgroup-wide", t);
+  bool any = false;
+  for (int t = 0; t < s->nt; t++) any |= mask[t];
+  if (!any) sfail(s, op, "wgmma synchronization with no thread active");
   for (int g = 0; g < s->nt / 128 && g < 8 && !s->bad; g++) {
+    if (!mask[128 * g]) continue;
     if (!strcmp(step, "fence")) s->wg_fenced[g] = true;
     if (!strcmp(step, "commit")) {
       if (s->wg_open[g]) {
@@ -1195,11 +1219,50 @@ static int mb_find(sim *s, kl_op *op, mem *m, int64_t a, bool create) {
   return s->nmb++;
 }
 static void mb_complete(sim *s, int b) {
+  s->ws_events++;
   if (s->mb[b].missing == 0 && s->mb[b].tx == 0) s->mb[b].phase++, s->mb[b].missing = s->mb[b].count;
+}
+static pthread_mutex_t g_ws_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_ws_cv = PTHREAD_COND_INITIALIZER;
+/* hands the turn to role `to` and waits for it to come back to `me` (g_ws_mu held) */
+static void ws_switch(sim *s, int me, int to) {
+  s->ws_turn = to;
+  pthread_cond_broadcast(&g_ws_cv);
+  while (s->ws_turn != me) pthread_cond_wait(&g_ws_cv, &g_ws_mu);
+  if (me < 2) s->ws_cur = me;
+}
+/* In a role of a warp-specialized split: until the phase that the masked threads wait for
+ * completes, yield to the other role (exec_ws_split finds deadlocks). */
+static void ws_wait_ready(sim *s, kl_op *op, const bool *mask) {
+  if (!s->ws_active || s->ws_cur > 1) return;
+  for (;;) {
+    bool ready = true;
+    for (int t = 0; t < s->nt && !s->bad && ready; t++) {
+      if (!mask[t]) continue;
+      mem *m;
+      int64_t a;
+      if (!addr(s, op, 0, t, 1, &m, &a)) return;
+      int b = -1;
+      for (int i = 0; i < s->nmb; i++)
+        if (s->mb[i].m == m && s->mb[i].i == a) b = i;
+      double *par = val_r(s, op, op->opnds[2].value);
+      if (b < 0 || !par) return; /* the wait itself reports it */
+      ready = ((int64_t)par[t] & 1) != (s->mb[b].phase & 1);
+    }
+    if (ready || s->bad) return;
+    int me = s->ws_cur;
+    s->ws_blocked[me] = true;
+    s->ws_ev_block[me] = s->ws_events;
+    ws_switch(s, me, 2);
+    s->ws_blocked[me] = false;
+  }
 }
 static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
   const char *step = kl_op_attr_string(op, "step");
   int64_t v = 0;
+  if (!strcmp(step, "wait")) ws_wait_ready(s, op, mask);
+  int rb = -1;
+  int64_t rph = 0;
   for (int t = 0; t < s->nt && !s->bad; t++) {
     if (!mask[t]) continue;
     mem *m;
@@ -1224,6 +1287,15 @@ static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
       s->mb[b].missing--;
       mb_complete(s, b);
     }
+    if (!strcmp(step, "arrive")) {
+      if (s->mb[b].missing == 0) {
+        sfail(s, op, "thread %d arrives on mbarrier %lld with no arrival pending in its phase", t, (long long)a);
+        return;
+      }
+      if (rb < 0) rb = b, rph = s->mb[b].phase;
+      s->mb[b].missing--;
+      mb_complete(s, b);
+    }
     if (!strcmp(step, "wait")) {
       double *par = val_r(s, op, op->opnds[2].value);
       if (!par) return;
@@ -1237,6 +1309,15 @@ static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
       }
       if (s->mb[b].seen[t] < ph) s->mb[b].seen[t] = ph;
     }
+  }
+  /* an arrive of whole warpgroups releases the granules their retired wgmma groups read */
+  for (int g = 0; rb >= 0 && s->wg_rd && s->rel_bar && g < 8 && g < s->nt / 128 && !s->bad; g++) {
+    int on = 0;
+    for (int l = 0; l < 128; l++) on += mask[128 * g + l];
+    if (on < 128) continue;
+    for (int i = 0; i < WG_NGRAN; i++)
+      if (s->wg_rd[g][WG_Q + 1][i]) s->rel_bar[i] = (uint8_t)(rb + 1), s->rel_phase[i] = rph;
+    memset(s->wg_rd[g][WG_Q + 1], 0, WG_NGRAN);
   }
 }
 static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
@@ -1311,6 +1392,20 @@ static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
           if (s->wg_rd[g][WG_Q + 1][gr])
             sfail(s, op, "TMA writes shared byte %lld that warpgroup %d's wgmma read, retired with no barrier since",
                   (long long)gr * 16, g);
+        if (s->ws_active && s->tma_bar[gr] && !s->bad) { /* the stage's earlier fill: released and awaited? */
+          int rb = s->rel_bar[gr] - 1;
+          if (rb < 0)
+            sfail(s, op,
+                  "TMA overwrites shared byte %lld before its readers' release: an earlier TMA load filled it and no "
+                  "arrive after the wait_group of its readers released it",
+                  (long long)gr * 16);
+          else if (s->mb[rb].seen[t] <= s->rel_phase[gr])
+            sfail(s, op,
+                  "TMA overwrites shared byte %lld before its readers' release: thread %d did not wait for phase "
+                  "%lld of mbarrier %lld",
+                  (long long)gr * 16, t, (long long)s->rel_phase[gr], (long long)s->mb[rb].i);
+        }
+        if (s->rel_bar) s->rel_bar[gr] = 0;
         s->lds_dirty[gr] = 0, s->lds_fenced[gr] = -1; /* the async proxy: no fence needed */
         s->tma_bar[gr] = (uint8_t)(b + 1), s->tma_phase[gr] = s->mb[b].phase, s->tma_swz[gr] = (uint8_t)(sw / 16);
       }
@@ -1338,9 +1433,13 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     return;
   }
   if (!strcmp(n, "rock.barrier")) {
+    /* in the consumer region of a warp-specialized split: bar.sync 1, nc over threads [0, nc) */
+    int64_t nc = kl_ws_consumer_threads(op);
     for (int t = 0; t < nt; t++)
-      if (!mask[t]) {
-        sfail(s, op, "barrier in divergent code");
+      if (mask[t] != (!nc || t < nc)) {
+        sfail(s, op,
+              nc ? "named barrier of %lld consumer threads in divergent code" : "barrier in divergent code%.0lld",
+              (long long)nc);
         return;
       }
     s->barriers++;
@@ -1507,6 +1606,14 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     exec_wgmma_sync(s, op, mask);
     return;
   }
+  if (!strcmp(n, "rock.setmaxnreg")) { /* .sync.aligned: whole warpgroups */
+    for (int g = 0; g * 128 < nt && !s->bad; g++) {
+      int on = 0;
+      for (int l = 0; l < 128 && g * 128 + l < nt; l++) on += mask[g * 128 + l];
+      if (on && on != 128) sfail(s, op, "setmaxnreg by %d of the 128 threads of warpgroup %d", on, g);
+    }
+    return;
+  }
   if (!strcmp(n, "rock.mbarrier")) {
     exec_mbarrier(s, op, mask);
     return;
@@ -1561,6 +1668,10 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
   if (!strcmp(n, "scf.if")) {
     double *c = val_r(s, op, op->opnds[0].value);
     if (!c) return;
+    if (kl_op_attr(op, "ws_consumers")) {
+      exec_ws_split(s, op, c, mask);
+      return;
+    }
     bool *m2 = malloc(nt);
     for (int r = 0; r < 2 && !s->bad; r++) {
       bool any = false;
@@ -1610,6 +1721,64 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
 static void exec_block(sim *s, kl_block *b, const bool *mask) {
   for (kl_op *o = b->first; o && !s->bad; o = o->next) exec_op(s, o, mask);
 }
+typedef struct {
+  sim *s;
+  kl_block *b;
+  bool *mask;
+  int id;
+} ws_role;
+static void *ws_role_main(void *arg) {
+  ws_role *r = arg;
+  sim *s = r->s;
+  pthread_mutex_lock(&g_ws_mu);
+  while (s->ws_turn != r->id) pthread_cond_wait(&g_ws_cv, &g_ws_mu);
+  s->ws_cur = r->id;
+  exec_block(s, r->b, r->mask);
+  s->ws_done[r->id] = true;
+  s->ws_turn = 2;
+  pthread_cond_broadcast(&g_ws_cv);
+  pthread_mutex_unlock(&g_ws_mu);
+  return NULL;
+}
+/* The warp-specialized split (see struct sim): the producer role (region 1, cond false)
+ * and the consumers (region 0) as coroutines. */
+static void exec_ws_split(sim *s, kl_op *op, const double *c, const bool *mask) {
+  if (s->ws_active) {
+    sfail(s, op, "nested warp-specialized split");
+    return;
+  }
+  ws_role r[2];
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) {
+    r[i] = (ws_role){ s, op->regions[i == 0 ? 1 : 0].first, malloc((size_t)s->nt), i };
+    for (int t = 0; t < s->nt; t++) r[i].mask[t] = mask[t] && ((c[t] != 0) == (i == 1));
+    s->ws_done[i] = s->ws_blocked[i] = false;
+  }
+  s->ws_active = true;
+  pthread_mutex_lock(&g_ws_mu);
+  s->ws_turn = 2;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 64u << 20);
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], &at, ws_role_main, &r[i]);
+  pthread_attr_destroy(&at);
+  int cur = 0;
+  while (!s->ws_done[0] || !s->ws_done[1]) {
+    if (s->ws_done[cur]) cur ^= 1;
+    ws_switch(s, 2, cur);
+    if (s->ws_done[cur] || !s->ws_blocked[cur]) continue;
+    int o = cur ^ 1;
+    if (!s->bad && (s->ws_done[o] || (s->ws_blocked[o] && s->ws_ev_block[o] == s->ws_events)))
+      sfail(s, op, "the warp-specialized roles deadlock: %s waits for an mbarrier phase that cannot complete",
+            s->ws_done[o] ? (cur ? "the consumers (the producer done)" : "the producer (the consumers done)")
+                          : "each role");
+    cur = o;
+  }
+  s->ws_cur = 2;
+  pthread_mutex_unlock(&g_ws_mu);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL), free(r[i].mask);
+  s->ws_active = false;
+}
 
 /* Runs kernel func k over its grid; args[i] = the data of kernel argument i (span
  * elements each, in the argument's buffer layout). */
@@ -1628,7 +1797,10 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
     s.tma_bar = calloc(WG_NGRAN, 1);
     s.tma_swz = calloc(WG_NGRAN, 1);
     s.tma_phase = calloc(WG_NGRAN, sizeof *s.tma_phase);
+    s.rel_bar = calloc(WG_NGRAN, 1);
+    s.rel_phase = calloc(WG_NGRAN, sizeof *s.rel_phase);
   }
+  s.ws_cur = 2;
   bool *mask = malloc(bs);
   memset(mask, 1, bs);
   s.cp_commits = calloc(bs, sizeof *s.cp_commits);
@@ -1645,6 +1817,7 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
       memset(s.wg_rd, 0, 8 * sizeof *s.wg_rd);
       memset(s.tma_bar, 0, WG_NGRAN);
       memset(s.tma_swz, 0, WG_NGRAN);
+      memset(s.rel_bar, 0, WG_NGRAN);
     }
     for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
     s.nmb = 0;
@@ -1688,6 +1861,8 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
   free(s.tma_bar);
   free(s.tma_swz);
   free(s.tma_phase);
+  free(s.rel_bar);
+  free(s.rel_phase);
   for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
   g_ntma = s.ntma;
   if (s.bad) snprintf(err, errlen, "%s", s.err);
@@ -2860,9 +3035,12 @@ static void run_graph_case(const graph_case *gc) {
   for (int i = 0; i < kl_program_nkernels(p, T); i++) {
     const kl_kernel_info *ki = kl_program_kernel(p, T, i);
     naccel += !strncmp(ki->perf_config, "v2:", 3) || !strncmp(ki->perf_config, "v3:", 3);
-    tma_seen |= gc->want_tma && ki->tma && !strcmp(ki->tma, gc->want_tma);
+    tma_seen |= gc->want_tma && ki->tma && !strcmp(ki->tma, gc->want_tma) &&
+        (!gc->pipeline || !strstr(gc->pipeline, "ws=1") ||
+         (ki->ws && !strcmp(ki->ws, "on") && ki->output_swizzle && !strncmp(ki->output_swizzle, "applied", 7)));
   }
-  CHECK(!gc->want_tma || tma_seen, "%s on %s: no kernel with tma = %s", gname, T, gc->want_tma ? gc->want_tma : "");
+  CHECK(!gc->want_tma || tma_seen, "%s on %s: no kernel with tma = %s (ws=1: ws on, the output swizzle applied)", gname,
+        T, gc->want_tma ? gc->want_tma : "");
   CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
   CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T,
         kl_program_nkernels(p, T));
@@ -3021,6 +3199,152 @@ static const char *const conv1x1_nhwc_f16 =
     "  %y = \"graph.relu\"(%s) : (tensor<2x72x5x7xf16, strides=[2520,1,504,72]>) -> tensor<2x72x5x7xf16, "
     "strides=[2520,1,504,72]>\n"
     "  func.return %y : tensor<2x72x5x7xf16, strides=[2520,1,504,72]>\n}\n";
+/* Warp specialization (rock-gridwise-to-blockwise{ws=1}, passes/rock_tma.h): a producer
+ * warpgroup after the consumers issues the TMA boxes on full[s] / empty[s] mbarriers; the
+ * interpreter runs the roles as coroutines (exec_ws_split); results equal a direct matmul;
+ * the kernel has block nc + 128, setmaxnreg in both roles, no block barrier in the consumer
+ * region; an MMA before its full phase and a TMA write before its empty phase are refused. */
+static const char *mut_ws_full(kl_op *k) { /* the consumers' first wait on full[s] in the loop removed */
+  int n;
+  kl_op **ops = kl_collect_ops(k, &n), *w = NULL;
+  for (int i = 0; i < n && !w; i++) {
+    const char *st = kl_op_attr_string(ops[i], "step");
+    if (!strcmp(ops[i]->name, "rock.mbarrier") && st && !strcmp(st, "wait") && kl_ws_consumer_threads(ops[i]) &&
+        kl_op_parent_op(ops[i]) && !strcmp(kl_op_parent_op(ops[i])->name, "scf.for"))
+      w = ops[i];
+  }
+  free(ops);
+  if (!w) return NULL;
+  kl_op_unlink(w);
+  return "waited for phase";
+}
+static const char *mut_ws_empty(kl_op *k) { /* the producer's first wait on empty[s] in the loop removed */
+  int n;
+  kl_op **ops = kl_collect_ops(k, &n), *w = NULL;
+  for (int i = 0; i < n && !w; i++) {
+    const char *st = kl_op_attr_string(ops[i], "step");
+    if (!strcmp(ops[i]->name, "rock.mbarrier") && st && !strcmp(st, "wait") && !kl_ws_consumer_threads(ops[i]) &&
+        kl_op_parent_op(ops[i]) && !strcmp(kl_op_parent_op(ops[i])->name, "scf.for"))
+      w = ops[i];
+  }
+  free(ops);
+  if (!w) return NULL;
+  kl_op_unlink(w);
+  return "before its readers' release";
+}
+static const char *mut_ws_arrive(kl_op *k) { /* the consumers' wait_group moved after their release of a stage */
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n && !hit; i++) {
+    const char *st = kl_op_attr_string(ops[i], "step");
+    if (strcmp(ops[i]->name, "rock.mbarrier") || !st || strcmp(st, "arrive")) continue;
+    kl_op *a = ops[i], *in = kl_op_parent_op(a); /* the arrive under its scf.if (kidx > 0) in the loop */
+    kl_op *anchor = in && !strcmp(in->name, "scf.if") ? in : a;
+    for (kl_op *w = anchor->prev; w; w = w->prev) {
+      const char *ws = kl_op_attr_string(w, "step");
+      if (!strcmp(w->name, "rock.wgmma_sync") && ws && !strcmp(ws, "wait") && !w->nopnds) {
+        kl_op_unlink(w);
+        kl_op_insert_after(anchor, w);
+        hit = 1;
+        break;
+      }
+    }
+  }
+  free(ops);
+  return hit ? "before its readers' release" : NULL;
+}
+static void ws_case(const gcase *c, const char *opt) {
+  char pl[512], err[4096];
+  snprintf(pl, sizeof pl,
+           "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},rock-blockwise-to-threadwise,"
+           "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
+           opt);
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *m = lower_case(ctx, c, pl, err, sizeof err);
+  kl_op *k = m ? kernel_of(m) : NULL;
+  const char *ws = k ? kl_op_attr_string(k, "ws") : NULL;
+  int64_t bs = 0, nc = 0;
+  if (k) kl_op_attr_i64(k, "block_size", &bs);
+  int n = 0, blk = 0, inc = 0, dec = 0;
+  kl_op **ops = k ? kl_collect_ops(k, &n) : NULL;
+  for (int i = 0; i < n; i++) {
+    const char *a = kl_op_attr_string(ops[i], "action");
+    if (!strcmp(ops[i]->name, "scf.if")) kl_op_attr_i64(ops[i], "ws_consumers", &nc);
+    if (!strcmp(ops[i]->name, "rock.barrier") && kl_op_parent_op(ops[i]) != k && !kl_ws_consumer_threads(ops[i])) blk++;
+    if (!strcmp(ops[i]->name, "rock.setmaxnreg")) inc += !strcmp(a, "inc"), dec += !strcmp(a, "dec");
+  }
+  free(ops);
+  CHECK(k && ws && !strcmp(ws, "on") && nc > 0 && bs == nc + 128 && inc == 1 && dec == 1 && blk == 0,
+        "ws %s M=%lld N=%lld K=%lld: ws = %s, block %lld, consumers %lld, setmaxnreg inc %d dec %d, %d block "
+        "barriers inside regions %s",
+        c->perf, (long long)c->M, (long long)c->N, (long long)c->K, ws ? ws : "-", (long long)bs, (long long)nc, inc,
+        dec, blk, k ? "" : err);
+  kl_ctx_destroy(ctx);
+  g_ntma = 0;
+  run_case_with(c, pl);
+  CHECK(g_mutate || g_ntma > 0, "ws %s: %lld TMA boxes executed", c->perf, (long long)g_ntma);
+}
+static void test_ws(void) {
+  group_begin();
+  static const struct {
+    gcase c;
+    const char *opt;
+  } cases[] = {
+    /* both operands K-major: 4 stages, 4 / 6 / 5 K steps; two warpgroups + the producer */
+    { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, "ws=1" },
+    { { "sm_90a", "bf16", 1, 64, 128, 96, true, true, true, "v3:64,128,16,64,128,8", "bf16" }, "ws=1" },
+    { { "sm_90a", "f16", 1, 128, 64, 80, true, true, false, "v3:128,64,16,64,64,8", "f32" }, "tma=3,ws=1" },
+    /* batch, the large tile; odd sizes (TMA zero fill); K = 16 (one step) */
+    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" }, "ws=auto" },
+    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=6,ws=1" },
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "ws=1" },
+    { { "sm_90a", "f16", 1, 64, 64, 32, true, true, false, "v3:64,64,16,64,64,8", "f32" }, "ws=1" },
+    /* MN-major operands (B [K, N], A [K, M]) */
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "ws=1" },
+    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3,ws=1" },
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, "ws=1" },
+    /* unswizzled boxes; more K steps than stages by several laps (parities wrap) */
+    { { "sm_90a", "f16", 1, 128, 128, 256, true, true, false, "v3:128,128,16,64,128,8", "f32" },
+      "ws=1,tma-swizzle=none" },
+    { { "sm_90a", "f16", 1, 64, 64, 400, true, true, true, "v3:64,64,16,64,64,8", "f32" }, "tma=3,ws=1" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) ws_case(&cases[i].c, cases[i].opt);
+  /* ws=1 with one operand on registers keeps the TMA loop: ws = "off (...)" */
+  {
+    char err[4096];
+    gcase c = { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" };
+    kl_ctx *ctx = kl_test_ctx();
+    kl_op *m = lower_case(ctx, &c,
+                          "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{ws=1,tma-swizzle=none},"
+                          "rock-blockwise-to-threadwise,rock-lower-loops",
+                          err, sizeof err);
+    kl_op *k = m ? kernel_of(m) : NULL;
+    const char *ws = k ? kl_op_attr_string(k, "ws") : NULL;
+    CHECK(ws && !strncmp(ws, "off (not both operands", 22), "ws with B on registers: %s", ws ? ws : err);
+    kl_ctx_destroy(ctx);
+    ctx = kl_test_ctx();
+    m = lower_case(ctx, &c, "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{ws=2},rock-lower-loops", err, sizeof err);
+    CHECK(!m && strstr(err, "ws must be 0, 1 or auto"), "ws=2: %s", m ? "accepted" : err);
+    kl_ctx_destroy(ctx);
+  }
+  /* the protocol check can fail: each broken variant is refused */
+  {
+    const char *(*muts[3])(kl_op *) = { mut_ws_full, mut_ws_empty, mut_ws_arrive };
+    gcase c = { "sm_90a", "f16", 1, 128, 64, 160, true, true, false, "v3:128,64,16,64,64,8", "f32" };
+    gcase c2 = { "sm_90a", "f16", 1, 128, 128, 256, true, false, false, "v3:128,128,32,64,128,8", "f32" };
+    for (int i = 0; i < 3; i++) {
+      g_mutate = muts[i];
+      ws_case(&c, "tma=3,ws=1");
+      ws_case(&c2, "ws=1");
+    }
+    g_mutate = mut_tma_expect; /* a full phase that never completes: the roles deadlock */
+    ws_case(&c, "tma=3,ws=1");
+    g_mutate = NULL;
+  }
+  group_end("ws (sm_90a): warp-specialized TMA K loops (producer warpgroup, full / empty mbarriers, setmaxnreg) "
+            "interpreted equal a direct matmul; the broken protocols are refused");
+}
+
 /* TMA on sm_90a (passes/rock_tma.h): the 1x1 NHWC conv with both operands through TMA, the
  * padded, strided 3x3 conv with one (the other's im2col view is not a box), interpreted */
 static void test_tma_graphs(void) {
@@ -3040,6 +3364,14 @@ static void test_tma_graphs(void) {
                     "rock-lower-loops,canonicalize,cse,dce";
   graph_case c = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl2, "A,B" };
   run_graph_case(&c);
+  /* warp-specialized (ws=1): the epilogue (residual, relu, the LDS output swizzle) in the
+   * consumer region behind named barriers */
+  const char *pl3 = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
+                    "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1,ws=1},"
+                    "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
+                    "rock-lower-loops,canonicalize,cse,dce";
+  graph_case d = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl3, "A,B" };
+  run_graph_case(&d);
   group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands (swizzled and not) on sm_90a interpreted against "
             "g:eval");
 }
@@ -3520,8 +3852,14 @@ int main(void) {
     test_banks_amd_all();
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_WS")) { /* iterating on the warp-specialized group alone */
+    test_ws();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
     test_tma();
+    test_ws();
     test_tma_graphs();
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
     return g_fail ? 1 : 0;
@@ -3539,6 +3877,7 @@ int main(void) {
   test_cp_async();
   test_wgmma();
   test_tma();
+  test_ws();
   test_tma_graphs();
   test_swizzle();
   test_graphs();

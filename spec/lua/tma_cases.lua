@@ -113,11 +113,41 @@ function M.cases()
   return cs
 end
 
+-- The warp-specialized loop (rock-gridwise-to-blockwise{tma=1,ws=1}): c.ws cases; their GEMM
+-- kernel's `ws` is "on" where both operands go through TMA (then the PTX has setmaxnreg)
+M.pipeline_ws = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                             "rock-gridwise-to-blockwise{tma=1,ws=1},", 1)
+function M.ws_cases()
+  local cs = {}
+  local function ws(c) c.ws = true; c.name = c.name .. " ws"; return c end
+  -- tile multiples, B [N, K] and [K, N], the large tile and the heuristic
+  cs[#cs + 1] = ws(dot(512, 512, 512, "f16", true, true, nil, "v3:128,256,64,64,256,8"))
+  cs[#cs + 1] = ws(dot(512, 512, 512, "f16", true, false, nil, "v3:128,256,64,64,256,8"))
+  cs[#cs + 1] = ws(dot(1024, 768, 1024, "bf16", true, true, nil, nil))
+  cs[#cs + 1] = ws(dot(256, 256, 128, "f16", false, false, nil, "v3:128,128,32,64,128,8"))
+  -- odd M / N / K (TMA's zero fill), K = 16 (one step: no TMA loop, ws stays off) and 16384
+  cs[#cs + 1] = ws(dot(257, 129, 136, "f16", true, true, "bias_relu", "v3:128,128,32,64,128,8"))
+  cs[#cs + 1] = ws(dot(1000, 520, 1032, "bf16", true, false, nil, "v3:128,256,64,64,256,8"))
+  cs[#cs + 1] = ws(dot(70, 72, 400, "f16", true, true, "residual", "v3:64,64,16,64,64,8"))
+  cs[#cs + 1] = ws(dot(128, 256, 16, "f16", true, true, nil, "v3:128,256,16,64,256,8"))
+  cs[#cs + 1] = ws(dot(256, 512, 16384, "f16", true, true, nil, "v3:128,256,64,64,256,8"))
+  cs[#cs + 1] = ws(dot(256, 256, 16384, "bf16", true, false, nil, nil))
+  -- batch (rank-3 tensor maps); fused residual + relu through the LDS output swizzle
+  cs[#cs + 1] = ws(dot(100, 136, 72, "f16", true, true, "residual", "v3:128,128,32,64,128,8", 3))
+  cs[#cs + 1] = ws(dot(130, 300, 136, "bf16", true, false, "residual", "v3:128,256,64,64,256,8", 2))
+  cs[#cs + 1] = ws(dot(2304, 2048, 512, "f16", true, false, "residual", nil))
+  -- the seed conv's shape class: NHWC 1x1 + residual + relu
+  cs[#cs + 1] = ws(conv(4, 2048, 7, 7, 512, 1, 0, nil, "A,B"))
+  cs[#cs + 1] = ws(conv(4, 2048, 7, 7, 512, 1, 0, "v3:128,256,32,64,256,8", "A,B"))
+  return cs
+end
+
 -- Compiles c for sm_90a with tma=1 (its v3 config, else the heuristic), checks the GEMM
 -- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
 -- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.
 function M.compile(c)
-  local opts = { target = "sm_90a", cache = false, pipeline = c.nosw and M.pipeline_nosw or M.pipeline }
+  local opts = { target = "sm_90a", cache = false,
+                 pipeline = c.ws and M.pipeline_ws or c.nosw and M.pipeline_nosw or M.pipeline }
   if c.perf then opts.perf_config = c.perf end
   local p = kiln.compile(c.g, opts)
   local k
@@ -150,6 +180,12 @@ function M.compile(c)
   local has = ptx:find("cp.async.bulk.tensor", 1, true) ~= nil
   if has ~= (want ~= "none") then error(k.perf_config .. ": cp.async.bulk.tensor " .. (has and "present" or "absent"), 0) end
   if not ptx:find("wgmma.mma_async", 1, true) then error("no wgmma in " .. k.name, 0) end
+  if c.ws then
+    local on = want == "A,B"
+    if (k.ws == "on") ~= on or (ptx:find("setmaxnreg.dec", 1, true) ~= nil) ~= on then
+      error(("%s: ws = %s with tma %s"):format(k.perf_config, k.ws, k.tma), 0)
+    end
+  end
   return p, k
 end
 function M.run(c, dev)
@@ -157,7 +193,9 @@ function M.run(c, dev)
   local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
   for i = 1, want.n do
     local good, report = gen.check(got[i], want[i], c.dtype)
-    if not good then error(("%s tma=%s: output %d: %s"):format(k.perf_config, k.tma, i, report.summary), 0) end
+    if not good then
+      error(("%s tma=%s ws=%s: output %d: %s"):format(k.perf_config, k.tma, k.ws, i, report.summary), 0)
+    end
   end
   return k.perf_config
 end
