@@ -71,7 +71,11 @@
  * [rows, 64 bytes of K] whose 16-byte chunks are XOR-swizzled by the row (lds_tile_xor), with
  * auto (the default) xor where KB is one panel, else kgroup (func attribute
  * async_lds_layout): the lanes that read one row's consecutive global bytes write whole
- * LDS sectors, conflict-free (xor). 
+ * LDS sectors, conflict-free (xor). An M / N-contiguous operand (B stored [K, N], A stored
+ * [K, M]) takes xor stages with the roles swapped (rows of K, 64-byte panels of M / N; read
+ * with ldmatrix.trans), else the register path. Which operands go async, into which
+ * stages, and (auto) S are planned once before the copy layouts (async_plan), which are
+ * then ranked for those stages' stores.
  * The kernel func's lds_bytes grows by the tiles' bytes. */
 #include "core/pass.h"
 #include "core/rewrite.h"
@@ -2134,7 +2138,8 @@ static const kl_pass_option options[] = {
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
   { "cp-async-layout", KL_OPT_STRING, KL_CP_ASYNC_LAYOUT_DEFAULT,
     "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): xor = panels of [rows, 64 bytes of K] "
-    "with the 16-byte chunks of a row XOR-swizzled by the row (krow where K / 8 is not a power of two); "
+    "with the 16-byte chunks of a row XOR-swizzled by the row (krow where K / 8 is not a power of two; an "
+    "M / N-contiguous operand: rows of K holding 64-byte panels of M / N, read with ldmatrix.trans); "
     "krow = [rows, K + 16 bytes]; kgroup = the register path's [K/8, rows + skew, 8]; auto = xor where "
     "the K tile is 64 bytes or less, else kgroup (see docs/ARCHITECTURE.md); default: passes/perf_config.h" },
   { "raster-group-m", KL_OPT_INT, KL_RASTER_GROUP_M_DEFAULT_STR,

@@ -8,7 +8,9 @@
 -- spec/lua/ptx_addr.lua): ldmatrix fragment loads stay conflict-free, and the lanes reading
 -- one 128-byte global line write one or two 128-byte LDS rows ((line, LDS row) pieces per
 -- 512-byte cp.async: 11 (sm_90 tiles) / 18 (sm_80) instead of the kgroup layout's 32);
--- ptxas: no spills in the sm_90 bench GEMM.
+-- ptxas: no spills in the sm_90 bench GEMM. M / N-contiguous operands (B stored [K, N], A
+-- stored [K, M]): the M / N-major xor stages on the host against g:eval (kpack-8 configs), and
+-- on the PTX ldmatrix.trans, conflict-free copies and reads, whole sectors, no spills, auto on.
 local kiln = require "kiln"
 local C = require "cp_async_cases"
 
@@ -121,9 +123,15 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
         local p = kiln.compile(c.g, { target = t, cache = false, pipeline = C.pipeline(3), perf_config = c.gpu_perf })
         local k
         for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
-        if c.piped then
+        if c.piped or c.piped_xor then
           assert.is_true(k.pipeline_stages >= 2, t .. " " .. c.name .. ": " .. k.async_copy .. " " .. k.perf_config)
-          assert.is_truthy(p:disasm(k.name, t):find("cp.async.cg.shared.global", 1, true), t .. " " .. c.name)
+          local ptx = p:disasm(k.name, t)
+          assert.is_truthy(ptx:find("cp.async.cg.shared.global", 1, true), t .. " " .. c.name)
+          -- the M / N-major operands: in xor stages, read with ldmatrix.trans
+          if c.mn then
+            assert.is_truthy(k.async_lds_layout:find("xor", 1, true), t .. " " .. c.name .. ": " .. k.async_lds_layout)
+            assert.is_truthy(ptx:find("ldmatrix.sync.aligned.m8n8.x4.trans", 1, true), t .. " " .. c.name)
+          end
         end
         if c.prologue then assert.is_nil(k.async_copy:find(c.prologue, 1, true)) end
       end
