@@ -258,8 +258,9 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   unsigned pick = (o->accel ? KL_GEMM_PICK_ACCEL : 0) | (o->wgmma ? KL_GEMM_PICK_WGMMA : 0);
   /* the cp.async pipeline on by default (KL_CP_ASYNC_DEFAULT auto) and both operands able to
    * take it, K- or M / N-contiguous (kl_gemm_async_major, passes/gemm_shape.h): mma.sync's
-   * heuristic for async operands (larger block tiles) */
-  unsigned async_pick = KL_CP_ASYNC_DEFAULT < 0 && t->arch == KL_ARCH_NVPTX &&
+   * heuristic for async operands (larger block tiles); not for the partial-product GEMM of
+   * split-k-workspace, whose tiles its split model chose with the plain pick (gemm_split.h) */
+  unsigned async_pick = KL_CP_ASYNC_DEFAULT < 0 && t->arch == KL_ARCH_NVPTX && !kl_op_attr(op, "split_k_partials") &&
           kl_gemm_async_major(op->opnds[0].value) != KL_ASYNC_NONE &&
           kl_gemm_async_major(op->opnds[1].value) != KL_ASYNC_NONE
       ? KL_GEMM_PICK_ASYNC
