@@ -293,8 +293,12 @@ local function kernel_note(p)
     if k.perf_config:sub(1, 3) == "v2:" or bin:find("mma.sync", 1, true) or bin:find("wgmma", 1, true) then path = "mma.sync" end
     if bin:find("wgmma", 1, true) then path = "wgmma" end
     if k.kind ~= "gemm" then path = k.kind end
-    parts[#parts + 1] = string.format("%s[%s grid=%d block=%d lds=%d perf=%s]", k.name, path, k.grid, k.block, k.lds_bytes,
-                                      k.perf_config ~= "" and k.perf_config or "-")
+    -- the cp.async pipeline where the kernel took it: its async operands, their LDS layout, stages
+    local cpa = (k.pipeline_stages or 0) >= 2
+        and string.format(" cp.async=%s/%s/S%d", k.async_copy, k.async_lds_layout ~= "" and k.async_lds_layout or "-",
+                          k.pipeline_stages) or ""
+    parts[#parts + 1] = string.format("%s[%s grid=%d block=%d lds=%d perf=%s%s]", k.name, path, k.grid, k.block, k.lds_bytes,
+                                      k.perf_config ~= "" and k.perf_config or "-", cpa)
   end
   return #p:kernels() .. " kernel(s): " .. table.concat(parts, " ")
 end
@@ -319,7 +323,8 @@ local function shape_str(d) return table.concat(d, "x") end
 
 -- The variant of a case: "wgmma" compiles for sm_90a with rock-gemm-to-gridwise{wgmma=true}
 -- (the Hopper path, passes/rock_wgmma.h, sm_90a's default; compute capability 9.0 only);
--- "mmasync" for sm_90 on such a device (the mma.sync path its own target sm_90a replaced); "wgfl" sm_90a
+-- "mmasync" for sm_90 on such a device (the mma.sync path its own target sm_90a replaced); "mma80" for
+-- sm_80 on any GPU of compute capability 8.0 or later (sm_80's PTX, JIT-compiled by the driver); "wgfl" sm_90a
 -- with rock-gridwise-to-blockwise{wgmma-fence=late} (the wgmma K loop's earlier fence placement); "v3:..." that
 -- wgmma config on sm_90a (compute capability 9.0 only); "v1:..." / "v2:..." with that perf
 -- config (a same-run comparison with the heuristic's pick); "rasterG" the default target with
@@ -370,6 +375,10 @@ local function compile_case(c, g)
   if c.variant == "mmasync" then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the mmasync variant is for a compute capability 9.0 GPU", 0) end
     return kiln.compile(g, { target = "sm_90" })
+  end
+  if c.variant == "mma80" then -- sm_80's PTX (A100-class: mma.sync, ldmatrix, cp.async) on any GPU that runs it
+    if not (dev.kind == "cuda" and (tonumber(dev.cc) or 0) >= 8.0) then error("the mma80 variant needs an sm_80+ GPU", 0) end
+    return kiln.compile(g, { target = "sm_80" })
   end
   if c.variant and c.variant:match("^v3:") then -- a wgmma config: sm_90a, compute capability 9.0 only
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("a v3 (wgmma) config needs a compute capability 9.0 GPU", 0) end

@@ -1,7 +1,9 @@
 /* gemm_shape.c — the GEMM a conv / dot becomes and the config it gets (contract in
  * gemm_shape.h). */
 #include "passes/gemm_shape.h"
+#include "passes/fusion_util.h"
 #include "passes/rock_wgmma.h"
+#include "core/dialect_rock.h"
 #include <string.h>
 
 static bool flag(const kl_op *op, const char *name) {
@@ -84,4 +86,29 @@ bool kl_gemm_config_pick(const kl_target *t, const kl_type *ea, const kl_type *e
   if (pc.split_k < 1) pc.split_k = 1;
   out->pc = pc;
   return true;
+}
+
+kl_async_major kl_gemm_async_major(kl_value *v) {
+  if (!v || v->type->kind != KL_TY_BUFFER || v->type->rank != 3 || kl_type_bits(v->type->elem) != 16)
+    return KL_ASYNC_NONE;
+  int nc;
+  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+  if (!u || u->def || u->type->kind != KL_TY_BUFFER || u->type->space == KL_SPACE_LDS) return KL_ASYNC_NONE;
+  kl_op *w = NULL;
+  kl_value *al = NULL;
+  kl_fu_input *in = NULL;
+  int n = kl_fu_operand_inputs(v, &w, &al, &in, NULL, 0);
+  if (n > 0) kl_fu_inputs_free(in, n);
+  if (n >= 1) return KL_ASYNC_NONE; /* an input-fusion prologue (n < 0: none) */
+  char err[256];
+  kl_vb vb;
+  static const char *const names[] = { "g", "k", "x" };
+  kl_vb_identity(&vb, 3, v->type->shape, names);
+  kl_view *id = kl_vb_finish(&vb, err, sizeof err);
+  kl_async_major r = !id                  ? KL_ASYNC_NONE
+      : kl_tile_vector_len(id, v, 1) >= 8 ? KL_ASYNC_K
+      : kl_tile_vector_len(id, v, 2) >= 8 ? KL_ASYNC_MN
+                                          : KL_ASYNC_NONE;
+  kl_view_free(id);
+  return r;
 }

@@ -33,7 +33,16 @@
  * kl_accel_thread_tile; splitK the given one's, 1 without); out->ac / out->ad are set on
  * the accel paths. False + message in err (no "rock.gemm: " prefix) for a config string
  * that does not parse or validate, or when no config fits ("no perf config fits target T").
- * An empty given string counts as none. */
+ * An empty given string counts as none.
+ *
+ * kl_gemm_async_major: whether the operand v ([G, K, X] buffer view) of a rock.gemm /
+ * rock.gridwise_gemm can take the cp.async pipeline of rock-gridwise-to-blockwise, and in
+ * which shared-memory layout: a kernel argument seen through views only (no intermediate,
+ * no input-fusion prologue, not LDS) of 16-bit elements (mma.sync's 16-byte kpack rows)
+ * whose views allow 16-byte vectors along K (KL_ASYNC_K: the K-major xor stages read with
+ * ldmatrix) or, failing that, along X = M / N (KL_ASYNC_MN: the MN-major xor stages read
+ * with ldmatrix.trans); KL_ASYNC_NONE otherwise. rock-gemm-to-gridwise asks it to pick the
+ * async heuristic (KL_GEMM_PICK_ASYNC), rock-gridwise-to-blockwise to plan the pipeline. */
 #ifndef KL_GEMM_SHAPE_H
 #define KL_GEMM_SHAPE_H
 #include "core/ir.h"
@@ -74,6 +83,13 @@ typedef struct kl_gemm_config {
   kl_accel_config ac;      /* the accel paths' config (zero on the FMA path) */
   const kl_accel_desc *ad; /* the accel paths' instruction (NULL on the FMA path) */
 } kl_gemm_config;
+
+typedef enum kl_async_major {
+  KL_ASYNC_NONE = 0, /* the register path only */
+  KL_ASYNC_K,        /* K-contiguous: 16-byte vectors along K */
+  KL_ASYNC_MN,       /* M / N-contiguous: 16-byte vectors along M / N */
+} kl_async_major;
+kl_async_major kl_gemm_async_major(kl_value *v);
 
 bool kl_gemm_config_pick(const kl_target *t, const kl_type *ea, const kl_type *eb, const char *given, unsigned flags,
                          int64_t G, int64_t M, int64_t N, int64_t K, kl_gemm_config *out, char *err, size_t errlen);

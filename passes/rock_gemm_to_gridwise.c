@@ -210,32 +210,6 @@ static bool wide_staged(kl_op *op) {
   return false;
 }
 
-/* Whether operand i ([G,K,X]) can take the cp.async pipeline of rock-gridwise-to-blockwise:
- * a kernel argument of 2-byte elements (mma.sync's 16-byte kpack rows), no input-fusion
- * prologue, K contiguous in memory (16-byte vectors along K). */
-static bool async_capable(kl_op *op, int i) {
-  kl_value *v = op->opnds[i].value;
-  int nc;
-  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
-  if (!u || u->def || u->type->kind != KL_TY_BUFFER || u->type->space == KL_SPACE_LDS ||
-      kl_type_bits(v->type->elem) != 16)
-    return false;
-  kl_op *w = NULL;
-  kl_value *al = NULL;
-  kl_fu_input *in = NULL;
-  int n = kl_fu_operand_inputs(v, &w, &al, &in, NULL, 0);
-  if (n > 0) kl_fu_inputs_free(in, n);
-  if (n >= 1) return false; /* an input-fusion prologue (n < 0: none) */
-  char err[256];
-  kl_vb vb;
-  static const char *const names[] = { "g", "k", "x" };
-  kl_vb_identity(&vb, 3, v->type->shape, names);
-  kl_view *id = kl_vb_finish(&vb, err, sizeof err);
-  bool ok = id && kl_tile_vector_len(id, v, 1) >= 8;
-  kl_view_free(id);
-  return ok;
-}
-
 static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   const opts *o = pat->user;
   kl_ctx *ctx = op->ctx;
@@ -283,9 +257,12 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
    * else the FMA path */
   unsigned pick = (o->accel ? KL_GEMM_PICK_ACCEL : 0) | (o->wgmma ? KL_GEMM_PICK_WGMMA : 0);
   /* the cp.async pipeline on by default (KL_CP_ASYNC_DEFAULT auto) and both operands able to
-   * take it: mma.sync's heuristic for async operands (larger block tiles) */
-  unsigned async_pick = KL_CP_ASYNC_DEFAULT < 0 && t->arch == KL_ARCH_NVPTX && async_capable(op, 0) &&
-          async_capable(op, 1)
+   * take it, K- or M / N-contiguous (kl_gemm_async_major, passes/gemm_shape.h): mma.sync's
+   * heuristic for async operands (larger block tiles); not for the partial-product GEMM of
+   * split-k-workspace, whose tiles its split model chose with the plain pick (gemm_split.h) */
+  unsigned async_pick = KL_CP_ASYNC_DEFAULT < 0 && t->arch == KL_ARCH_NVPTX && !kl_op_attr(op, "split_k_partials") &&
+          kl_gemm_async_major(op->opnds[0].value) != KL_ASYNC_NONE &&
+          kl_gemm_async_major(op->opnds[1].value) != KL_ASYNC_NONE
       ? KL_GEMM_PICK_ASYNC
       : 0;
   pick |= async_pick;

@@ -71,7 +71,11 @@
  * [rows, 64 bytes of K] whose 16-byte chunks are XOR-swizzled by the row (lds_tile_xor), with
  * auto (the default) xor where KB is one panel, else kgroup (func attribute
  * async_lds_layout): the lanes that read one row's consecutive global bytes write whole
- * LDS sectors, conflict-free (xor). 
+ * LDS sectors, conflict-free (xor). An M / N-contiguous operand (B stored [K, N], A stored
+ * [K, M]) takes xor stages with the roles swapped (rows of K, 64-byte panels of M / N; read
+ * with ldmatrix.trans), else the register path. Which operands go async, into which
+ * stages, and (auto) S are planned once before the copy layouts (async_plan), which are
+ * then ranked for those stages' stores.
  * The kernel func's lds_bytes grows by the tiles' bytes. */
 #include "core/pass.h"
 #include "core/rewrite.h"
@@ -80,6 +84,7 @@
 #include "core/view_emit.h"
 #include "passes/fusion_util.h"
 #include "passes/gemm_raster.h"
+#include "passes/gemm_shape.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
 #include "passes/rock_wgmma.h"
@@ -232,13 +237,13 @@ static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int s
 /* The copy layout (see the header comment): longest vector along iter, then fewest
  * lines touched by a wave's first vector reads, then (AMD MFMA tiles with 16-byte kpack
  * rows: amd_skew >= 0, the tile's skew; xor_tile: the cp.async stages in the xor layout,
- * xor_perm) the fewest LDS wavefronts of the copy's stores into the tile, then the shortest run per thread along the vectorized dim, then vectors
+ * 1 K-major, 2 M / N-major (xor_tile_view's mn), xor_perm) the fewest LDS wavefronts of the copy's stores into the tile, then the shortest run per thread along the vectorized dim, then vectors
  * along M/N rather than K. */
-static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da, int64_t vlen, int64_t eb,
+static int xor_perm(const tiles *t, int64_t DB, const char *d, bool mn, const kl_view *da, int64_t vlen, int64_t eb,
                     int64_t *wf_out);
 static kl_view *lds_copy_view_ex(const tiles *t, bool is_a, const layout *l, bool full, char *err, size_t n);
 static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, bool amd_xor,
-                          bool xor_tile, int64_t eb, layout *best, char *err, size_t n) {
+                          int xor_tile, int64_t eb, layout *best, char *err, size_t n) {
   int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
   bool found = false;
   for (int64_t ck = 1; ck <= t->KB; ck++) {
@@ -278,7 +283,7 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
       } else if (xor_tile) { /* the copy's stores into the xor tile (its best row permutation) */
         kl_view *w = lds_copy_view_ex(t, is_a, &l, true, err, n);
         int64_t wf = INT64_MAX;
-        if (!w || xor_perm(t, DB, is_a ? "m" : "n", w, l.vlen, eb, &wf) < 0) wf = INT64_MAX;
+        if (!w || xor_perm(t, DB, is_a ? "m" : "n", xor_tile == 2, w, l.vlen, eb, &wf) < 0) wf = INT64_MAX;
         kl_view_free(w);
         l.lds = wf;
       }
@@ -501,16 +506,31 @@ static void xor_params(int64_t nc, int64_t *d, int64_t *m) {
  * permutation keeps 8 consecutive indices d0 .. d0 + 7 (d0 a multiple of 8) on 8
  * consecutive rows, so each ldmatrix phase (8 indices at one chunk) takes the 8
  * 16-byte slots whatever perm; perm only moves the copy's lanes (xor_perm picks it).
- * NULL (with err) unless KB/kpack is a power of two >= 2 and DB a multiple of 8. */
+ * NULL (with err) unless KB/kpack is a power of two >= 2 and DB a multiple of 8.
+ * mn (an M / N-contiguous operand, kl_gemm_async_major KL_ASYNC_MN): the roles swap: the
+ * rows are the KB indices of K (their low three bits permuted) and each row holds the DB
+ * indices of M / N in P = DB / kpack / ncp panels of ncp 16-byte chunks (one pad row per
+ * panel with P > 1: the 8 lanes writing a 128-byte run of a row cover two panels 4 slots
+ * apart), chunk c of row k at c XOR ((k / dv) mod m): the 8 rows k0 .. k0 + 7 of an
+ * ldmatrix.trans phase (8 K indices x 8 consecutive M / N at one chunk) take the 8 slots.
+ * NULL (with err) unless DB/kpack is 2 or a multiple of 4 and KB a multiple of 8. */
 static const char *const xor_bits[6][3] = { { "q2", "q1", "q0" }, { "q2", "q0", "q1" }, { "q0", "q1", "q2" },
                                             { "q1", "q2", "q0" }, { "q0", "q2", "q1" }, { "q1", "q0", "q2" } };
-static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int perm, int64_t s[4], char *err, size_t n) {
-  int64_t nc = t->KB / t->kpack, dv, m;
-  if (t->KB % t->kpack || nc < 2 || (nc & (nc - 1)) || DB % 8) {
+static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int perm, bool mn, int64_t s[4], char *err,
+                              size_t n) {
+  int64_t rows = mn ? t->KB : DB, ext = mn ? DB : t->KB, nc = ext / t->kpack, dv, m;
+  const char *rn = mn ? "k" : d, *cn = mn ? d : "k";
+  if (!mn && (t->KB % t->kpack || nc < 2 || (nc & (nc - 1)) || DB % 8)) {
     snprintf(err, n, "cp-async-layout=xor needs kPerBlock / kpack a power of two >= 2 and tile rows a multiple of 8");
     return NULL;
   }
-  int64_t ncp = nc < 4 ? nc : 4, P = nc / ncp, R = DB + (P > 1);
+  if (mn && (DB % t->kpack || (nc != 2 && (nc < 4 || nc % 4)) || t->KB % 8)) {
+    snprintf(err, n,
+             "cp-async-layout=xor for an M / N-contiguous operand needs tile rows / kpack 2 or a multiple of 4 and "
+             "kPerBlock a multiple of 8");
+    return NULL;
+  }
+  int64_t ncp = nc < 4 ? nc : 4, P = nc / ncp, R = rows + (P > 1);
   xor_params(ncp, &dv, &m);
   s[0] = P, s[1] = R, s[2] = ncp, s[3] = t->kpack;
   int64_t prm[2] = { dv, m };
@@ -521,9 +541,9 @@ static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int per
   kl_vb b = { 0 };
   b.v = kl_view_make(1, &map, &b.err);
   b.bad = !b.v;
-  if (R > DB && !b.bad) { /* the pad row of each panel */
+  if (R > rows && !b.bad) { /* the pad row of each panel */
     const char *qn = "q";
-    int64_t be[2] = { 0, DB };
+    int64_t be[2] = { 0, rows };
     kl_view *nv = kl_view_slice(b.v, 1, &qn, be, &b.err);
     if (nv) {
       kl_view_free(b.v);
@@ -533,23 +553,29 @@ static kl_view *xor_tile_view(const tiles *t, int64_t DB, const char *d, int per
   }
   const char *qn[4] = { "qh", "q2", "q1", "q0" },
              *dn[4] = { "qh", xor_bits[perm][0], xor_bits[perm][1], xor_bits[perm][2] };
-  int64_t qs[4] = { DB / 8, 2, 2, 2 };
+  int64_t qs[4] = { rows / 8, 2, 2, 2 };
   kl_vb_unmerge(&b, "q", 4, qn, qs);
-  kl_vb_merge(&b, d, 4, dn);
+  kl_vb_merge(&b, rn, 4, dn);
   const char *kf[3] = { "p", "kc", "ki" }, *ord[2] = { "k", d };
-  kl_vb_merge(&b, "k", 3, kf);
+  kl_vb_merge(&b, cn, 3, kf);
   kl_vb_order(&b, 2, ord);
   return kl_vb_finish(&b, err, n);
 }
+/* Bytes of one xor tile (xor_tile_view): P panels of R rows of ncp 16-byte chunks. */
+static int64_t xor_tile_bytes(const tiles *t, int64_t DB, bool mn, int64_t eb) {
+  int64_t rows = mn ? t->KB : DB, nc = (mn ? DB : t->KB) / t->kpack, ncp = nc < 4 ? nc : 4, P = ncp ? nc / ncp : 0;
+  return P * (rows + (P > 1)) * ncp * t->kpack * eb;
+}
 /* LDS tile [KB, DB] of a cp.async operand (cp-async-layout=xor): xor_tile_view over a
- * [DB, KB/kpack, kpack] alloc. A K-contiguous operand's copy writes each row's KB *
+ * [P, R, ncp, kpack] alloc. A K-contiguous operand's copy writes each row's KB *
  * element bytes into that row's own aligned span (whole 32-byte sectors: 16 per 512 bytes
  * copied, krow's 80-byte pitch 20), and ldmatrix stays conflict-free without krow's pad
- * vector. NULL (with err) when the view cannot be built. */
+ * vector; an M / N-contiguous one (mn) writes 16-byte runs of M / N into K rows that
+ * ldmatrix.trans reads. NULL (with err) when the view cannot be built. */
 static kl_value *lds_tile_xor(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
-                              const char *d, int perm, char *err, size_t n) {
+                              const char *d, int perm, bool mn, char *err, size_t n) {
   int64_t s[4];
-  kl_view *v = xor_tile_view(t, DB, d, perm, s, err, n);
+  kl_view *v = xor_tile_view(t, DB, d, perm, mn, s, err, n);
   if (!v) return NULL;
   kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
   kl_value *r = kl_tile_transform(rw, loc, raw, v);
@@ -664,7 +690,7 @@ static int64_t phase_wavefronts(const int64_t *addr, int64_t n, int64_t unit, in
  * most distinct addresses on one slot), e.g. swapping bits 0 and 2 where a phase's lanes
  * write rows d and d + 4 (the 128x128x32 tiles: 4 lanes per 64-byte row, each thread 4
  * consecutive rows). -1 when no view can be built. */
-static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da, int64_t vlen, int64_t eb,
+static int xor_perm(const tiles *t, int64_t DB, const char *d, bool mn, const kl_view *da, int64_t vlen, int64_t eb,
                     int64_t *wf_out) {
   int best = -1;
   int64_t best_wf = 0, bytes = vlen * eb, unit = bytes > 4 ? bytes : 4, lanes = 128 / unit;
@@ -672,7 +698,7 @@ static int xor_perm(const tiles *t, int64_t DB, const char *d, const kl_view *da
   for (int perm = 0; perm < 6; perm++) {
     char err[256];
     int64_t s[4];
-    kl_view *tv = xor_tile_view(t, DB, d, perm, s, err, sizeof err);
+    kl_view *tv = xor_tile_view(t, DB, d, perm, mn, s, err, sizeof err);
     kl_view_err ve = { 0 };
     kl_view *full = tv ? kl_view_compose(da, tv, &ve) : NULL;
     kl_view_free(tv);
@@ -710,7 +736,7 @@ static kl_view *amd_tile_view(const tiles *t, int64_t DB, int skew, int perm, in
   int64_t s[4];
   const char *d = DB == t->MB ? "m" : "n";
   if (perm >= 0) {
-    kl_view *v = xor_tile_view(t, DB, d, perm, s, err, sizeof err);
+    kl_view *v = xor_tile_view(t, DB, d, perm, false, s, err, sizeof err);
     strides[0] = s[1] * s[2] * s[3], strides[1] = s[2] * s[3], strides[2] = s[3], strides[3] = 1;
     return v;
   }
@@ -1413,33 +1439,149 @@ static bool async_operand(kl_value *v, const kl_view *d, kl_value *lds, int64_t 
   if (bits < 8 || bits % 8 || (bytes != 4 && bytes != 8 && bytes != 16)) return false;
   return kl_tile_vector_len(d, lds, 3) >= vlen;
 }
-/* Before the copy layouts are chosen: whether operand v ([G, K, X]) can take the cp.async
- * pipeline at all (a kernel argument of 16-bit elements, no prologue, K contiguous in 16-byte
- * vectors). cp-async=auto ranks the copy layouts on the xor stages only where both operands
- * can, since otherwise it keeps the register loop, whose copies that ranking slows down
- * (sm_90 4096^3 f16 with B [K, N]: 208 TFLOP/s against 302 on an H100). */
-static bool async_possible(kl_value *v) {
-  int nc;
-  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
-  if (!u || u->def || prologue_of(v) || u->type->kind != KL_TY_BUFFER || u->type->space == KL_SPACE_LDS ||
-      kl_type_bits(v->type->elem) != 16 || v->type->rank != 3)
-    return false;
-  char err[256];
-  kl_vb vb;
-  static const char *const names[] = { "g", "k", "x" };
-  kl_vb_identity(&vb, 3, v->type->shape, names);
-  kl_view *id = kl_vb_finish(&vb, err, sizeof err);
-  bool ok = id && kl_tile_vector_len(id, v, 1) >= 8;
-  kl_view_free(id);
-  return ok;
+static int64_t tile_skews(kl_op *op, const tiles *t, const kl_perf_config *pc, const char *accel, int64_t eb, bool wmma,
+                          int *skew_a, int *skew_b);
+static void erase_tile(kl_rewriter *rw, kl_value *tile);
+/* The cp-async-layout of a GEMM's async stages: 0 kgroup, 1 krow, 2 xor (the option; auto:
+ * xor where the K tile is one 64-byte panel, else kgroup: K 64 f16 tiles spilled 32-72
+ * bytes at S = 3 on sm_80 in xor, none in kgroup). */
+static int layout_of(const opts *o, const tiles *t, int64_t eb) {
+  return o->layout == 3 ? (t->KB * eb <= 64 ? 2 : 0) : o->layout;
+}
+/* Whether an operand's stages can take the xor layout (xor_tile_view): K-major tiles of
+ * K in 16-byte chunks of a power-of-two count, rows (M / N) a multiple of 8; mn: M / N
+ * in 2 or a multiple of 4 chunks, K a multiple of 8. */
+static bool xor_fits(const tiles *t, int64_t DB, bool mn) {
+  int64_t nc = (mn ? DB : t->KB) / t->kpack;
+  if (t->kpack <= 1 || (mn ? DB : t->KB) % t->kpack) return false;
+  return mn ? (nc == 2 || (nc >= 4 && nc % 4 == 0)) && t->KB % 8 == 0 : nc >= 2 && !(nc & (nc - 1)) && DB % 8 == 0;
+}
+/* Bytes of one pipeline stage for choose_stages: each tile 128-byte aligned (join_lds),
+ * the register path's tiles (ta, tb: lds_tile's bytes) or, where larger, the krow stages
+ * (krow && !xr: [DB, KB + kpack]) or an M / N-major operand's xor stages (mxa, mxb). */
+static int64_t stage_bytes_of(const tiles *t, int64_t eb, int64_t ta, int64_t tb, bool krow, bool xr, bool mxa,
+                              bool mxb) {
+  if (krow && !xr) {
+    int64_t ka = t->MB * (t->KB + t->kpack) * eb, kb = t->NB * (t->KB + t->kpack) * eb;
+    if (ka > ta) ta = ka;
+    if (kb > tb) tb = kb;
+  }
+  int64_t xa = mxa ? xor_tile_bytes(t, t->MB, true, eb) : 0, xb = mxb ? xor_tile_bytes(t, t->NB, true, eb) : 0;
+  if (xa > ta) ta = xa;
+  if (xb > tb) tb = xb;
+  return (ta + 127) / 128 * 128 + (tb + 127) / 128 * 128;
+}
+/* The cp.async plan of a GEMM, made once before the copy layouts are chosen (they are ranked
+ * for the stages it takes). kl_gemm_async_major (passes/gemm_shape.h) says per operand
+ * whether it can take cp.async and whether K- or M / N-contiguous; xr / mxa / mxb whether
+ * the xor stages fit (K-major: both tiles, as lds_tile_xor; M / N-major: the operand's
+ * own); krow whether the NVIDIA mma.sync tiles can take krow / xor stages at all.
+ * cp-async=-1 (auto) decides S here: choose_stages over the stage bytes of the tiles the
+ * pipeline would take, kept only with both operands async in xor stages and S >= 3 (two
+ * stages, one operand async or other layouts measured slower than the register-staged
+ * loop: docs/ARCHITECTURE.md), else 1 (the register-staged loop, its copy layouts not
+ * ranked for xor stores: sm_90 4096^3 f16 with B [K, N] ran 208 TFLOP/s against 302 when
+ * they were). An explicit S (>= 2) is capped later (lower_gridwise). xa / xb: rank the
+ * operand's copy layouts for the K-major (1) or M / N-major (2) xor stages, 0 not. */
+typedef struct {
+  int S; /* auto: the stages (1: no pipeline); explicit: 0 (lower_gridwise caps the option) */
+  kl_async_major ma, mb;
+  bool krow, xr, mxa, mxb;
+  int xa, xb;
+} aplan;
+static aplan async_plan(const opts *o, kl_op *op, const tiles *t, const kl_perf_config *pc, const char *accel,
+                        int64_t eb, kl_value *a, kl_value *b) {
+  aplan p = { 0 };
+  p.ma = kl_gemm_async_major(a), p.mb = kl_gemm_async_major(b);
+  bool mma = accel && !strcmp(accel, "mma_sync") && t->kpack > 1 && t->kpack * eb == 16;
+  const kl_target *tg = kl_perf_resolve_target(op, NULL, NULL, 0);
+  bool nv = tg && tg->arch == KL_ARCH_NVPTX;
+  int lay = layout_of(o, t, eb);
+  /* the host with the layout named (cp-async-layout=krow / xor) and 16-byte kpack rows (kpack-8
+   * f16 FMA configs): the same stages with plain copies, so that the specs run their index
+   * arithmetic against g:eval */
+  bool host = tg && tg->arch == KL_ARCH_HOST && (o->layout == 1 || o->layout == 2) && t->kpack > 1 &&
+      t->kpack * eb == 16;
+  p.krow = lay > 0 && ((mma && nv) || host) && t->KB % (2 * t->kpack) == 0;
+  p.xr = lay == 2 && xor_fits(t, t->MB, false) && xor_fits(t, t->NB, false);
+  p.mxa = p.krow && lay == 2 && p.ma == KL_ASYNC_MN && xor_fits(t, t->MB, true);
+  p.mxb = p.krow && lay == 2 && p.mb == KL_ASYNC_MN && xor_fits(t, t->NB, true);
+  /* the xor stages each operand would take: K-major (xr) or M / N-major (mx) */
+  int xa = p.krow && p.xr && p.ma == KL_ASYNC_K ? 1 : p.mxa ? 2 : 0;
+  int xb = p.krow && p.xr && p.mb == KL_ASYNC_K ? 1 : p.mxb ? 2 : 0;
+  if (o->cp_async >= 2) { /* explicit: rank for the xor stages the operands will take */
+    p.xa = xa, p.xb = xb;
+    return p;
+  }
+  p.S = 1;
+  if (o->cp_async != -1 || !xa || !xb) return p;
+  int sa, sb;
+  tile_skews(op, t, pc, accel, eb, false, &sa, &sb);
+  int64_t ta = (t->KB / t->kpack) * lds_rows(t->MB, sa) * t->kpack * eb,
+          tb = (t->KB / t->kpack) * lds_rows(t->NB, sb) * t->kpack * eb;
+  bool narrow = t->Mp / t->MB <= KL_CP_ASYNC_NARROW || t->Np / t->NB <= KL_CP_ASYNC_NARROW;
+  int S = choose_stages(-1, tg, accel, t->Kp / t->KB, stage_bytes_of(t, eb, ta, tb, p.krow, p.xr, p.mxa, p.mxb), narrow,
+                        t->BS);
+  if (S >= 3) p.S = S, p.xa = xa, p.xb = xb;
+  return p;
 }
 
+/* One operand's stages of the cp.async pipeline (lower_gridwise, after the copy layouts):
+ * async: copied with cp.async; kind: 0 the register path's tile (lds_tile), 1 krow
+ * (lds_tile_krow), 2 xor (lds_tile_xor, K-major), 3 xor M / N-major; perm: the xor tile's
+ * row permutation (xor_perm); tile: the stage-0 tile of kind > 0, made here (it replaces
+ * the register path's tile where the pipeline is taken, else it is erased). */
+typedef struct {
+  bool async;
+  int kind, perm;
+  kl_value *tile;
+} stage_pick;
+/* An M / N-contiguous operand (the plan's mxa / mxb) goes into the M / N-major xor stages
+ * where its copy's vectors land whole there; else (and for every other operand) it is
+ * async where its vectors land whole in the register path's tile `lds` (async_operand), and
+ * with krow into krow or (xr) K-major xor stages where they land whole there too. */
+static kl_value *stage_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, bool is_a, int kind,
+                            int perm, int skew, char *err, size_t n);
+static stage_pick stage_plan(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, bool is_a, kl_value *v,
+                             const kl_view *dv, int64_t vlen, const aplan *ap, kl_value *lds, int64_t eb) {
+  stage_pick sp = { 0 };
+  int64_t DB = is_a ? t->MB : t->NB;
+  const char *d = is_a ? "m" : "n";
+  char err[256];
+  if (is_a ? ap->mxa : ap->mxb) {
+    int pm = xor_perm(t, DB, d, true, dv, vlen, eb, NULL);
+    kl_value *x = pm < 0 ? NULL : lds_tile_xor(rw, loc, elem, t, DB, d, pm, true, err, sizeof err);
+    if (x && async_operand(v, dv, x, vlen)) return (stage_pick){ true, 3, pm, x };
+    if (x) erase_tile(rw, x);
+  }
+  if (!async_operand(v, dv, lds, vlen)) return sp;
+  sp.async = true;
+  if (!ap->krow) return sp;
+  int pm = ap->xr ? xor_perm(t, DB, d, false, dv, vlen, eb, NULL) : 0;
+  kl_value *x = !ap->xr ? lds_tile_krow(rw, loc, elem, t, DB, d, err, sizeof err)
+      : pm < 0          ? NULL
+                        : lds_tile_xor(rw, loc, elem, t, DB, d, pm, false, err, sizeof err);
+  if (x && kl_tile_vector_len(dv, x, 3) >= vlen)
+    sp.kind = ap->xr ? 2 : 1, sp.perm = pm, sp.tile = x;
+  else if (x)
+    erase_tile(rw, x);
+  return sp;
+}
+/* A stage tile of kind `kind` (stage_pick) for operand A (is_a) or B. */
+static kl_value *stage_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, bool is_a, int kind,
+                            int perm, int skew, char *err, size_t n) {
+  int64_t DB = is_a ? t->MB : t->NB;
+  const char *d = is_a ? "m" : "n";
+  return kind >= 2 ? lds_tile_xor(rw, loc, elem, t, DB, d, perm, kind == 3, err, n)
+      : kind == 1  ? lds_tile_krow(rw, loc, elem, t, DB, d, err, n)
+                   : lds_tile(rw, loc, elem, t, DB, skew, d, err, n);
+}
 
 /* LDS tile [KB, DB]: perm < 0 lds_tile of skew `skew`, else lds_tile_xor with row
  * permutation perm. */
 static kl_value *any_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
                           int perm, const char *d, char *err, size_t n) {
-  return perm >= 0 ? lds_tile_xor(rw, loc, elem, t, DB, d, perm, err, n)
+  return perm >= 0 ? lds_tile_xor(rw, loc, elem, t, DB, d, perm, false, err, n)
                    : lds_tile(rw, loc, elem, t, DB, skew, d, err, n);
 }
 /* Bytes of one xor tile pair (xor_tile_view: P panels of DB (+ 1 pad row with P > 1) rows
@@ -1545,6 +1687,27 @@ static void amd_k_loop(const kloop *k, int64_t nk, kl_value *la, kl_value *lb, k
   kl_barrier(k); /* every wave's last LDS read before the epilogue may reuse the LDS */
 }
 
+/* The row skews of the kpack tiles (lds_tile_view) of an accel GEMM with 16-byte kpack
+ * rows (mma.sync, wgmma, MFMA / WMMA; else none) and the bytes they add: tile_skew per
+ * operand while both tiles stay within the LDS limit (48 KiB of static shared memory on
+ * NVIDIA, wgmma and AMD the target's), else none (see lower_gridwise). */
+static int64_t tile_skews(kl_op *op, const tiles *t, const kl_perf_config *pc, const char *accel, int64_t eb, bool wmma,
+                          int *skew_a, int *skew_b) {
+  *skew_a = *skew_b = 0;
+  bool mfma16 = accel && (!strcmp(accel, "mfma") || !strcmp(accel, "wmma"));
+  bool nv16 = accel && (!strcmp(accel, "mma_sync") || !strcmp(accel, "wgmma"));
+  if (!(nv16 || mfma16) || t->kpack <= 1 || t->kpack * eb != 16) return 0;
+  const kl_target *tt = mfma16 ? kl_perf_resolve_target(op, NULL, NULL, 0) : NULL;
+  int64_t lim = tt ? tt->lds_bytes : 48 * 1024;
+  const kl_target *tw = mfma16 || strcmp(accel, "wgmma") ? NULL : kl_perf_resolve_target(op, NULL, NULL, 0);
+  if (tw) lim = tw->lds_bytes; /* wgmma: its multi-buffered loop is past 48 KiB (dynamic shared memory) anyway */
+  int sa = tile_skew(t->MB, wmma), sb = tile_skew(t->NB, wmma);
+  int64_t extra = (t->KB / t->kpack) * (lds_rows(t->MB, sa) - t->MB + lds_rows(t->NB, sb) - t->NB) * t->kpack * eb;
+  if (kl_perf_config_lds_bytes(pc, (int)eb) + extra > lim) return 0;
+  *skew_a = sa, *skew_b = sb;
+  return extra;
+}
+
 static bool get_attr(kl_rewriter *rw, kl_op *op, const char *name, int64_t *out) {
   if (kl_op_attr_i64(op, name, out) && *out >= 1) return true;
   kl_rewriter_fail(rw, op->loc, "rock.gridwise_gemm: missing or non-positive integer attribute '%s'", name);
@@ -1607,21 +1770,17 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   bool amd16 = acc_kind && (!strcmp(acc_kind, "mfma") || !strcmp(acc_kind, "wmma")) && t.kpack > 1 &&
       t.kpack * ebytes == 16;
   int sk_a = !amd16 ? -1 : tile_skew(t.MB, amd_wmma), sk_b = !amd16 ? -1 : tile_skew(t.NB, amd_wmma);
-  /* the cp.async stages in the xor layout (mma.sync on NVIDIA, see below): their stores rank the layouts */
-  bool xor_lay = o->layout == 2 || (o->layout == 3 && t.KB * ebytes <= 64);
-  const kl_target *tgx = acc_kind && !strcmp(acc_kind, "mma_sync") && xor_lay && o->cp_async != 0 && o->cp_async != 1 &&
-          t.kpack > 1 && t.kpack * ebytes == 16
-      ? kl_perf_resolve_target(op, NULL, NULL, 0)
-      : NULL;
-  bool xt = tgx && tgx->arch == KL_ARCH_NVPTX && (o->cp_async >= 2 || (async_possible(a) && async_possible(b)));
+  /* the cp.async plan, made once here (async_plan): the copies of the operands it puts into
+   * xor stages are ranked for their stores into them */
+  aplan ap = async_plan(o, op, &t, &pc, acc_kind, ebytes, a, b);
   /* the unpadded xor LDS tiles of AMD's double-buffered K loop (amd_lds_xor) */
   int axor = amd_lds_xor(o, op, &t, acc_kind, ebytes, amd16, amd_wmma, err, sizeof err);
   if (axor < 0) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
-  if (!choose_layout(&t, true, a, pa, sk_a, axor, xt && t.MB % 8 == 0, ebytes, &la, err, sizeof err) ||
-      !choose_layout(&t, false, b, pb, sk_b, axor, xt && t.NB % 8 == 0, ebytes, &lb, err, sizeof err)) {
+  if (!choose_layout(&t, true, a, pa, sk_a, axor, ap.xa, ebytes, &la, err, sizeof err) ||
+      !choose_layout(&t, false, b, pb, sk_b, axor, ap.xb, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
@@ -1665,16 +1824,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     /* MFMA (AMD: 32 banks of 4 bytes, 16-byte accesses 8 lanes per phase, as on NVIDIA):
      * the same layout within the target's LDS */
     bool mfma16 = accel && (!strcmp(accel, "mfma") || !strcmp(accel, "wmma")) && t.kpack > 1 && t.kpack * eb == 16;
-    if ((nv16 || mfma16) && t.kpack > 1 && t.kpack * eb == 16) {
-      const kl_target *tt = mfma16 ? kl_perf_resolve_target(op, NULL, NULL, 0) : NULL;
-      int64_t lim = tt ? tt->lds_bytes : 48 * 1024;
-      const kl_target *tw = mfma16 || strcmp(accel, "wgmma") ? NULL : kl_perf_resolve_target(op, NULL, NULL, 0);
-      if (tw) lim = tw->lds_bytes; /* wgmma: its multi-buffered loop is past 48 KiB (dynamic shared memory) anyway */
-      skew_a = tile_skew(t.MB, amd_wmma);
-      skew_b = tile_skew(t.NB, amd_wmma);
-      extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
-      if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > lim) skew_a = skew_b = 0, extra = 0;
-    }
+    if (nv16 || mfma16) extra = tile_skews(op, &t, &pc, accel, eb, amd_wmma, &skew_a, &skew_b);
     /* TMA operands of a wgmma GEMM (passes/rock_tma.h): LDS tiles with no row skew */
     bool tma_a = false, tma_b = false;
     kl_tma_map tm_a, tm_b;
@@ -1717,8 +1867,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       if (sk_a < 0) {
         kl_view *fa = lds_copy_view_ex(&t, true, &la, true, err, sizeof err);
         kl_view *fb = lds_copy_view_ex(&t, false, &lb, true, err, sizeof err);
-        perm_a = fa ? xor_perm(&t, t.MB, "m", fa, la.vlen, eb, NULL) : -1;
-        perm_b = fb ? xor_perm(&t, t.NB, "n", fb, lb.vlen, eb, NULL) : -1;
+        perm_a = fa ? xor_perm(&t, t.MB, "m", false, fa, la.vlen, eb, NULL) : -1;
+        perm_b = fb ? xor_perm(&t, t.NB, "n", false, fb, lb.vlen, eb, NULL) : -1;
         kl_view_free(fa);
         kl_view_free(fb);
         if (perm_a < 0) perm_a = 0;
@@ -1747,23 +1897,13 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       /* the cp.async pipeline: S stages of both tiles (each tile 128-byte aligned in join_lds) */
       int64_t ta_bytes = kl_type_numel(kl_rock_underlying(lds_a, NULL, &(int){ 0 }, 0)->type) * eb;
       int64_t tb_bytes = kl_type_numel(kl_rock_underlying(lds_b, NULL, &(int){ 0 }, 0)->type) * eb;
-      /* cp-async-layout=krow / xor (mma.sync on NVIDIA): async tiles take [DB, KB + kpack]
-       * (krow) or the swizzled [DB, KB] (xor; krow where KB / kpack is not a power of two) */
-      int64_t nch = t.KB / t.kpack;
-      /* auto: xor where the K tile is one 64-byte panel (K 64 f16 tiles spilled 32-72 bytes at
-       * S = 3 on sm_80 in xor, none in kgroup) */
-      int lay = o->layout == 3 ? (nch * t.kpack * eb <= 64 ? 2 : 0) : o->layout;
-      bool xr = lay == 2 && nch >= 2 && !(nch & (nch - 1)) && t.MB % 8 == 0 && t.NB % 8 == 0;
-      bool krow = lay > 0 && nv16 && accel && !strcmp(accel, "mma_sync") && t.kpack > 1 && t.kpack * eb == 16 &&
-          t.KB % (2 * t.kpack) == 0 && tg && tg->arch == KL_ARCH_NVPTX;
-      if (krow && !xr) {
-        int64_t ka = t.MB * (t.KB + t.kpack) * eb, kb = t.NB * (t.KB + t.kpack) * eb;
-        if (ka > ta_bytes) ta_bytes = ka;
-        if (kb > tb_bytes) tb_bytes = kb;
-      }
+      /* the stages: cp-async=-1 (auto) takes the plan's S (async_plan, decided before the copy
+       * layouts); an explicit S is capped by the LDS and the K steps (choose_stages) */
       bool narrow = t.Mp / t.MB <= KL_CP_ASYNC_NARROW || t.Np / t.NB <= KL_CP_ASYNC_NARROW;
-      int S = choose_stages(o->cp_async, tg, accel, nk, (ta_bytes + 127) / 128 * 128 + (tb_bytes + 127) / 128 * 128,
-                            narrow, t.BS);
+      int S = o->cp_async < 0
+          ? ap.S
+          : choose_stages(o->cp_async, tg, accel, nk,
+                          stage_bytes_of(&t, eb, ta_bytes, tb_bytes, ap.krow, ap.xr, ap.mxa, ap.mxb), narrow, t.BS);
       pipe P = { .k = &K, .S = S };
       tpipe T = { .k = &K };
       kl_value **sla = P.la, **slb = P.lb;     /* the stages' tiles of the loop taken */
@@ -1772,6 +1912,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_view *da = NULL, *db = NULL;
       bool dbuf = false;
       kl_value *lds_a2 = NULL, *lds_b2 = NULL;
+      stage_pick sp_a = { 0 }, sp_b = { 0 };
       if (S > 1) {
         da = lds_copy_view_ex(&t, true, &la, true, err, sizeof err);
         db = da ? lds_copy_view_ex(&t, false, &lb, true, err, sizeof err) : NULL;
@@ -1781,8 +1922,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           goto done;
         }
         P.da = da, P.db = db;
-        P.async_a = async_operand(a, da, lds_a, la.vlen);
-        P.async_b = async_operand(b, db, lds_b, lb.vlen);
+        sp_a = stage_plan(rw, loc, ta->elem, &t, true, a, da, la.vlen, &ap, lds_a, eb);
+        sp_b = stage_plan(rw, loc, tb->elem, &t, false, b, db, lb.vlen, &ap, lds_b, eb);
+        P.async_a = sp_a.async, P.async_b = sp_b.async;
         /* one operand on the register path: its copy stays live across the MMAs; with S > 2
          * (the extra unrolled steps) ptxas spilled 128x128 tiles (sm_90 4096^3: 48 / 8 bytes at
          * S = 3 / 4, none at S = 2), so S is capped at 2 */
@@ -1790,66 +1932,43 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (!P.async_a && !P.async_b) { /* both operands take the register path: today's loop */
           S = P.S = 1;
           if (fn) kl_rewriter_set_attr(rw, fn, "async_copy", kl_attr_str(ctx, "none"));
-        } else if (o->cp_async < 0 && (S < 3 || !P.async_a || !P.async_b || !xr)) {
-          /* auto: two stages are slower than the register-staged loop (ptxas hoists the
-           * next step's wait_group 0 and barrier above this step's HMMAs, exposing the
-           * copies' latency: sm_90 4096^3 f16 226 / 147 vs 291 TFLOP/s), so auto pipelines
-           * only with both operands async and at least three stages, in the xor layout (K
-           * tiles of 64 bytes: the only layout measured faster, kgroup 138 vs 309 TFLOP/s) */
+        } else if (o->cp_async < 0 && (!P.async_a || !P.async_b || sp_a.kind < 2 || sp_b.kind < 2)) {
+          /* auto: the plan promised both operands in xor stages; where a copy's vectors do
+           * not land whole in them after all, the register-staged loop */
           S = P.S = 1;
         }
         if (S == 1) { /* no pipeline after all: the register-staged loop below */
           kl_view_free(da);
           kl_view_free(db);
           da = db = NULL;
+          if (sp_a.tile) erase_tile(rw, sp_a.tile);
+          if (sp_b.tile) erase_tile(rw, sp_b.tile);
         }
       }
       if (S > 1) {
-        /* krow / xor: the async operands' stages in the K-row layout (lds_tile_krow /
-         * lds_tile_xor), kept only where the destination view still lands whole vectors */
-        bool kra = krow && P.async_a, krb = krow && P.async_b;
-        int pa_x = 0, pb_x = 0; /* xor: the row permutations (xor_perm) */
-        if (kra) {
-          if (xr) pa_x = xor_perm(&t, t.MB, "m", da, la.vlen, eb, NULL);
-          kl_value *x = xr ? (pa_x < 0 ? NULL : lds_tile_xor(rw, loc, ta->elem, &t, t.MB, "m", pa_x, err, sizeof err))
-                           : lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err);
-          if (x && kl_tile_vector_len(da, x, 3) >= la.vlen) {
-            erase_tile(rw, lds_a);
-            lds_a = x;
-          } else {
-            if (x) erase_tile(rw, x);
-            kra = false;
-          }
-        }
-        if (krb) {
-          if (xr) pb_x = xor_perm(&t, t.NB, "n", db, lb.vlen, eb, NULL);
-          kl_value *x = xr ? (pb_x < 0 ? NULL : lds_tile_xor(rw, loc, tb->elem, &t, t.NB, "n", pb_x, err, sizeof err))
-                           : lds_tile_krow(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err);
-          if (x && kl_tile_vector_len(db, x, 3) >= lb.vlen) {
-            erase_tile(rw, lds_b);
-            lds_b = x;
-          } else {
-            if (x) erase_tile(rw, x);
-            krb = false;
-          }
-        }
+        /* krow / xor: the async operands' stages in the K-row or xor layouts (stage_plan) */
+        if (sp_a.tile) erase_tile(rw, lds_a), lds_a = sp_a.tile;
+        if (sp_b.tile) erase_tile(rw, lds_b), lds_b = sp_b.tile;
         kl_rewriter_set_insertion_before(rw, op);
         P.la[0] = lds_a, P.lb[0] = lds_b;
         for (int s = 1; s < S && ok; s++) {
-          P.la[s] = kra && xr ? lds_tile_xor(rw, loc, ta->elem, &t, t.MB, "m", pa_x, err, sizeof err)
-              : kra           ? lds_tile_krow(rw, loc, ta->elem, &t, t.MB, "m", err, sizeof err)
-                              : lds_tile(rw, loc, ta->elem, &t, t.MB, skew_a, "m", err, sizeof err);
-          P.lb[s] = !P.la[s] ? NULL
-              : krb && xr    ? lds_tile_xor(rw, loc, tb->elem, &t, t.NB, "n", pb_x, err, sizeof err)
-              : krb          ? lds_tile_krow(rw, loc, tb->elem, &t, t.NB, "n", err, sizeof err)
-                             : lds_tile(rw, loc, tb->elem, &t, t.NB, skew_b, "n", err, sizeof err);
+          P.la[s] = stage_tile(rw, loc, ta->elem, &t, true, sp_a.kind, sp_a.perm, skew_a, err, sizeof err);
+          P.lb[s] = P.la[s] ? stage_tile(rw, loc, tb->elem, &t, false, sp_b.kind, sp_b.perm, skew_b, err, sizeof err)
+                            : NULL;
           ok = P.lb[s] != NULL;
         }
-        if (fn && krow) {
-          const char *ln = xr ? "xor" : "krow";
-          char lv[16];
-          snprintf(lv, sizeof lv, "%s:%s", ln, kra && krb ? "A,B" : kra ? "A" : "B");
-          kl_rewriter_set_attr(rw, fn, "async_lds_layout", kl_attr_str(ctx, kra || krb ? lv : "kgroup"));
+        if (fn && (ap.krow || ap.mxa || ap.mxb)) {
+          static const char *const kn[4] = { "kgroup", "krow", "xor", "xor" };
+          const char *na = kn[sp_a.kind], *nb = kn[sp_b.kind];
+          char lv[32];
+          if (sp_a.kind && sp_b.kind && strcmp(na, nb))
+            snprintf(lv, sizeof lv, "%s:A,%s:B", na, nb);
+          else
+            snprintf(lv, sizeof lv, "%s:%s", sp_a.kind ? na : nb,
+                     sp_a.kind && sp_b.kind ? "A,B"
+                         : sp_a.kind        ? "A"
+                                            : "B");
+          kl_rewriter_set_attr(rw, fn, "async_lds_layout", kl_attr_str(ctx, sp_a.kind || sp_b.kind ? lv : "kgroup"));
         }
         if (ok) pipe_emit(&P, nk);
         kl_view_free(da);
@@ -2158,7 +2277,8 @@ static const kl_pass_option options[] = {
     "for every GEMM (capped by the LDS budget and the K steps); default: passes/perf_config.h" },
   { "cp-async-layout", KL_OPT_STRING, KL_CP_ASYNC_LAYOUT_DEFAULT,
     "LDS layout of the cp.async operands' stages (mma.sync on NVIDIA): xor = panels of [rows, 64 bytes of K] "
-    "with the 16-byte chunks of a row XOR-swizzled by the row (krow where K / 8 is not a power of two); "
+    "with the 16-byte chunks of a row XOR-swizzled by the row (krow where K / 8 is not a power of two; an "
+    "M / N-contiguous operand: rows of K holding 64-byte panels of M / N, read with ldmatrix.trans); "
     "krow = [rows, K + 16 bytes]; kgroup = the register path's [K/8, rows + skew, 8]; auto = xor where "
     "the K tile is 64 bytes or less, else kgroup (see docs/ARCHITECTURE.md); default: passes/perf_config.h" },
   { "raster-group-m", KL_OPT_INT, KL_RASTER_GROUP_M_DEFAULT_STR,

@@ -13,7 +13,8 @@
 -- vector-access element-wise cases of spec/lua/vector_access_cases.lua, the ldmatrix GEMMs
 -- and convs (f16 / bf16, every operand transposition, odd sizes, batch, epilogues), the
 -- cp.async pipeline at S = 1..4 in its xor LDS layout, krow at S = 2, 3, kgroup at S = 3 and auto, with the async
--- path's 128x256x32 / 256x128x32 tiles (spec/lua/cp_async_cases.lua), the wgmma cases of
+-- path's 128x256x32 / 256x128x32 tiles and M / N-contiguous operands (B [K, N], A [K, M]: ldmatrix.trans;
+-- also as sm_80 PTX on a newer GPU) (spec/lua/cp_async_cases.lua), the wgmma cases of
 -- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the AMDGPU K loop's unpadded
 -- xor LDS tiles on the device's threads (spec/lua/amd_loop_spec.lua's cases with
 -- amd-k-loop=1 / 2 and amd-lds-layout=xor, kpack-8 FMA configs), the converts fused into GEMM
@@ -712,7 +713,8 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
         for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
         if not k then error("no GEMM kernel", 0) end
         if c.prologue and k.async_copy:find(c.prologue, 1, true) then error("the prologue operand is async", 0) end
-        if S > 1 and c.piped and dev.arch:match("^sm_") and k.pipeline_stages < 2 then
+        if S > 1 and (c.piped or (c.piped_xor and (not layout or layout == "xor"))) and dev.arch:match("^sm_") and
+           k.pipeline_stages < 2 then
           error("not pipelined (async_copy '" .. k.async_copy .. "', " .. k.perf_config .. ")", 0)
         end
         if k.pipeline_stages >= 2 then cpa_piped = cpa_piped + 1 end
@@ -737,6 +739,37 @@ for _, list in ipairs { CPA.cases(), CPA.gpu_cases() } do
   end
 end
 print(("cp.async pipeline: %d compiled kernels pipelined"):format(cpa_piped))
+-- sm_80 (A100-class PTX, which a newer GPU runs): the M / N-major cases (c.mn: B stored [K, N],
+-- A stored [K, M] in the M / N-major xor stages read with ldmatrix.trans) at cp-async = 3 and
+-- auto; where the device's own mma.sync target is not sm_80
+local cc = tonumber((dev.arch:match("^sm_(%d%d)")))
+if cc and cc > 80 then
+  local mn80 = 0
+  for _, c in ipairs(CPA.gpu_cases()) do
+    if c.mn then
+      for _, S in ipairs { 3, -1 } do
+        local ok, err = pcall(function()
+          local p = kiln.compile(c.g, { target = "sm_80", cache = false, pipeline = CPA.pipeline(S), perf_config = c.gpu_perf })
+          local k
+          for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+          if not k then error("no GEMM kernel", 0) end
+          if (c.piped or c.piped_xor) and k.pipeline_stages < 2 then
+            error("not pipelined (async_copy '" .. k.async_copy .. "', " .. k.perf_config .. ")", 0)
+          end
+          if k.pipeline_stages >= 2 then mn80 = mn80 + 1 end
+          local got, want = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
+          local good, rep = CPA.check(got, want, c.dtype)
+          if not good then error(tostring(rep and rep.summary or rep), 0) end
+        end)
+        if ok then pass = pass + 1 else
+          fail = fail + 1
+          failures[#failures + 1] = c.name .. " sm_80 cp-async=" .. S .. ": " .. tostring(err)
+        end
+      end
+    end
+  end
+  print(("cp.async pipeline, sm_80 PTX, M / N-major operands: %d kernels pipelined"):format(mn80))
+end
 end
 -- the AMDGPU K loop (single / double-buffered) on the unpadded xor LDS tiles
 -- (rock-gridwise-to-blockwise{amd-k-loop=L amd-lds-layout=xor}), run by the device's threads:

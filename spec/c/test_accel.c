@@ -2899,7 +2899,16 @@ static void test_cp_async(void) {
     { { "sm_90", "bf16", 1, 300, 200, 160, true, true, true, "v2:256,128,32,64,64,8", "bf16" }, 3, "xor", "xor:A,B" },
     { { "sm_90", "f16", 1, 128, 128, 64, true, true, false, "v2:128,128,16,64,64,8", "f32" }, 2, "xor", "xor:A,B" },
     { { "sm_90", "f16", 2, 100, 72, 200, true, true, true, "v2:128,128,32,64,64,8", "f16" }, 3, "xor", "xor:A,B" },
-    { { "sm_90", "f16", 1, 128, 128, 128, true, false, false, "v2:128,128,32,64,64,8", "f32" }, 2, "xor", "xor:A" },
+    /* M / N-contiguous operands (B stored [K, N], A stored [K, M]): the M / N-major xor stages,
+     * read with ldmatrix.trans */
+    { { "sm_90", "f16", 1, 128, 128, 128, true, false, false, "v2:128,128,32,64,64,8", "f32" }, 2, "xor", "xor:A,B" },
+    { { "sm_80", "f16", 1, 128, 128, 160, true, false, false, "v2:128,128,32,64,64,8", "f32" }, 3, "xor", "xor:A,B" },
+    { { "sm_90", "f16", 1, 256, 128, 128, false, true, false, "v2:256,128,32,64,64,8", "f32" }, 4, "xor", "xor:A,B" },
+    { { "sm_80", "bf16", 2, 96, 72, 200, false, false, true, "v2:128,128,32,64,64,8", "bf16" }, 3, "xor", "xor:A,B" },
+    { { "sm_90", "f16", 1, 128, 256, 96, false, false, false, "v2:128,256,32,64,64,8", "f32" }, 3, "xor", "xor:A,B" },
+    { { "sm_80", "f16", 1, 64, 64, 128, false, false, false, "v2:64,64,16,32,32,8", "f32" }, 3, "xor", "xor:A,B" },
+    { { "sm_80", "f16", 1, 128, 128, 2048, true, false, true, "v2:128,128,32,64,64,8", "f16" }, 4, "xor", "xor:A,B" },
+    { { "sm_90", "f16", 1, 128, 128, 128, false, true, false, "v2:128,128,32,64,64,8", "f32" }, 2, "krow", "krow:B" },
     { { "sm_90", "f16", 1, 128, 128, 128, true, true, false, "v2:128,128,32,64,64,8", "f32" }, 3, "krow", "krow:A,B" },
     { { "sm_90", "f16", 1, 128, 128, 128, true, true, false, "v2:128,128,32,64,64,8", "f32" }, 3, "kgroup", "" },
   };

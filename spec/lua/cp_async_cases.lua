@@ -6,8 +6,8 @@
 --   M.cases() -> { {name=, g=, inputs=, dtype=, host_perf=, async=}, ... }
 --     host_perf: a host perf config with a small kPerBlock (several K steps);
 --     prologue: the operand ("A") with an input-fusion prologue (never async)
---   M.gpu_cases() -> the same fields plus piped (larger shapes, see there) and gpu_perf
---     (a GPU perf config, or nil for the heuristic's)
+--   M.gpu_cases() -> the same fields plus piped / piped_xor, mn (larger shapes, see there) and
+--     gpu_perf (a GPU perf config, or nil for the heuristic's)
 --   M.pipeline(S[, layout]) -> the default pipeline with rock-gridwise-to-blockwise{cp-async=S}
 --     (and cp-async-layout=layout when given: "xor", "krow" or "kgroup"; default xor) and
 --     graph-partition{input-fusion-cost=false} (the prologue cases keep their fused prologue
@@ -136,9 +136,41 @@ function M.gpu_cases()
     case(L, ("%s 384x512x768 A^T B^T, tiles 128x256x32"):format(dt), { { "a", { 768, 384 }, dt }, { "b", { 512, 768 }, dt } },
       function(g, p) return g:dot(p.a:transpose { 1, 0 }, p.b:transpose { 1, 0 }) end, nil, nil, "v2:128,256,32,64,64,8")
   end
-  -- not piped: a prologue on A with an N-major B, and A^T with an N-major B (both operands
-  -- M / N-major: neither lands as K-contiguous 16-byte vectors in the mma.sync tiles)
-  for _, c in ipairs(L) do c.piped = not (c.name:find("convert", 1, true) or c.name:find("A^T", 1, true)) or nil end
+  -- M / N-contiguous operands (B stored [K, N], A stored [K, M]) in the M / N-major xor stages
+  -- (ldmatrix.trans), K tiles of 32 (the xor layout): odd sizes (padded tiles), batch with a
+  -- fused bias + relu, both operands M / N-major, long K, the async heuristic's 256x128x32 and
+  -- 128x256x32; and K = 16 (one K step: no pipeline). mn = true: the GPU suite also runs them
+  -- for sm_80 (its PTX on the device).
+  local mn = {}
+  for _, dt in ipairs { "f16", "bf16" } do
+    case(L, ("%s 1000x600x2000 B [K, N], tiles 128x128x32"):format(dt), { { "a", { 1000, 2000 }, dt }, { "b", { 2000, 600 }, dt } },
+      function(g, p) return g:dot(p.a, p.b) end, nil, nil, "v2:128,128,32,64,64,8")
+    mn[#L] = "piped"
+    case(L, ("%s 2x264x392x1024 A [K, M] B [K, N] + bias, relu, tiles 256x128x32"):format(dt),
+      { { "a", { 2, 1024, 264 }, dt }, { "b", { 2, 1024, 392 }, dt }, { "bias", { 1, 1, 392 }, dt } },
+      function(g, p) return (g:dot(p.a:transpose { 0, 2, 1 }, p.b) + p.bias):relu() end, nil, nil, "v2:256,128,32,64,64,8")
+    mn[#L] = "xor"
+    case(L, ("%s 384x256x4096 A [K, M], tiles 128x256x32"):format(dt), { { "a", { 4096, 384 }, dt }, { "b", { 256, 4096 }, dt } },
+      function(g, p) return g:dot(p.a:transpose { 1, 0 }, p.b:transpose { 1, 0 }) end, nil, nil, "v2:128,256,32,64,64,8")
+    mn[#L] = "piped"
+    case(L, ("%s 520x264x16 B [K, N] (one K step)"):format(dt), { { "a", { 520, 16 }, dt }, { "b", { 16, 264 }, dt } },
+      function(g, p) return g:dot(p.a, p.b) end)
+    mn[#L] = "once"
+  end
+  -- piped: with cp-async=S >= 2 an sm_80+ device pipelines the kernel whatever the layout (an
+  -- operand is K-major, or the case's tiles take the xor stages); piped_xor: only in the xor
+  -- layout (cp-async-layout xor or auto with K tiles of 32: every operand M / N-major, or a
+  -- prologue on the other). Not asserted: a prologue on A with an N-major B and A^T with an
+  -- N-major B at the heuristic's tiles (K 64 tiles take kgroup stages under auto, where an
+  -- M / N-major operand stays on the register path).
+  for i, c in ipairs(L) do
+    c.mn = mn[i] ~= nil or nil
+    if mn[i] then
+      c.piped, c.piped_xor = mn[i] == "piped" or nil, mn[i] == "xor" or nil
+    else
+      c.piped = not (c.name:find("convert", 1, true) or c.name:find("A^T", 1, true)) or nil
+    end
+  end
   return L
 end
 

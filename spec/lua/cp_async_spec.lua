@@ -8,7 +8,9 @@
 -- spec/lua/ptx_addr.lua): ldmatrix fragment loads stay conflict-free, and the lanes reading
 -- one 128-byte global line write one or two 128-byte LDS rows ((line, LDS row) pieces per
 -- 512-byte cp.async: 11 (sm_90 tiles) / 18 (sm_80) instead of the kgroup layout's 32);
--- ptxas: no spills in the sm_90 bench GEMM.
+-- ptxas: no spills in the sm_90 bench GEMM. M / N-contiguous operands (B stored [K, N], A
+-- stored [K, M]): the M / N-major xor stages on the host against g:eval (kpack-8 configs), and
+-- on the PTX ldmatrix.trans, conflict-free copies and reads, whole sectors, no spills, auto on.
 local kiln = require "kiln"
 local C = require "cp_async_cases"
 
@@ -43,6 +45,54 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     for S = 2, 4 do assert.is_true((piped[S] or 0) >= 20, ("S=%d: %d pipelined cases"):format(S, piped[S] or 0)) end
   end)
 
+  it("cp-async-layout=xor on the host (kpack-8 f16 / bf16 configs): K- and M / N-major stages match g:eval", function()
+    -- the xor stages' index arithmetic (xor_tile_view; M / N-major: rows of K, 16-byte chunks of
+    -- M / N swizzled by the row, what ldmatrix.trans reads on NVIDIA) with plain copies: A stored
+    -- [K, M] and / or B stored [K, N], odd sizes (padded tiles), K = 16 (one K step: no pipeline)
+    -- and long K, batch, a fused bias + relu; sizes that are not multiples of 8 keep the
+    -- register path
+    local pl = function(S) return C.pipeline(S, "xor") end
+    local n = 0
+    for _, c in ipairs {
+      { 64, 64, 64, "v1:32,32,16,32,32,8", false, false, "f16", "xor:A,B" },
+      { 96, 72, 200, "v1:32,64,32,32,64,8", false, true, "f16", "xor:A,B" },
+      { 104, 56, 1000, "v1:32,32,32,32,32,8", true, false, "bf16", "xor:A,B" },
+      { 40, 48, 2048, "v1:32,32,16,32,32,8", false, false, "f16", "xor:A,B", 3 },
+      { 128, 64, 16, "v1:32,32,16,32,32,8", false, false, "f16", nil },
+      { 37, 29, 45, "v1:32,32,16,32,32,8", false, false, "f16", nil },
+      { 64, 96, 96, "v1:64,32,32,64,32,8", false, false, "bf16", "xor:A,B", 2, true },
+    } do
+      local M, N, K, perf, at, bt, dt, want, batch, epi = table.unpack(c)
+      local g = kiln.graph("g")
+      local pre = batch and { batch } or {}
+      local function shp(x, y) local t = { table.unpack(pre) } t[#t + 1] = x t[#t + 1] = y return t end
+      local perm = batch and { 0, 2, 1 } or { 1, 0 }
+      local a = at and g:param("a", shp(M, K), dt) or g:param("a", shp(K, M), dt):transpose(perm)
+      local b = bt and g:param("b", shp(N, K), dt):transpose(perm) or g:param("b", shp(K, N), dt)
+      local y = g:dot(a, b)
+      if epi then y = (y + g:param("bias", shp(1, N), dt)):relu() end
+      g:output(y)
+      local inputs = { a = kiln.rand(at and shp(M, K) or shp(K, M), dt), b = kiln.rand(bt and shp(N, K) or shp(K, N), dt) }
+      if epi then inputs.bias = kiln.rand(shp(1, N), dt) end
+      for _, S in ipairs { 2, 3, 4 } do
+        local p = kiln.compile(g, { target = "host", cache = false, pipeline = pl(S), perf_config = perf })
+        local k = gemm_kernel(p)
+        local what = ("%dx%dx%d %s S=%d"):format(M, N, K, perf, S)
+        if want then
+          assert.are.equal(want, k.async_lds_layout, what)
+          assert.are.equal("A,B", k.async_copy, what)
+          n = n + 1
+        else
+          assert.are.equal(0, k.pipeline_stages, what)
+        end
+        local got, ref = p:run(inputs), g:eval(inputs)
+        local ok, rep = C.check(got[1] or got, ref[1] or ref, dt)
+        assert.is_true(ok, what .. ": " .. tostring(rep and rep.summary or rep))
+      end
+    end
+    assert.is_true(n >= 15, n)
+  end)
+
   it("loop-level structure: S - 1 prologue commits, one commit and one wait_group S-2 per K step", function()
     -- 64x64x256 f32 (A^T, so both host LDS tiles take 16-byte vectors) with kPerBlock 16:
     -- 16 K steps; the main loop is S unrolled steps, the tail 16 mod S
@@ -73,9 +123,15 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
         local p = kiln.compile(c.g, { target = t, cache = false, pipeline = C.pipeline(3), perf_config = c.gpu_perf })
         local k
         for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
-        if c.piped then
+        if c.piped or c.piped_xor then
           assert.is_true(k.pipeline_stages >= 2, t .. " " .. c.name .. ": " .. k.async_copy .. " " .. k.perf_config)
-          assert.is_truthy(p:disasm(k.name, t):find("cp.async.cg.shared.global", 1, true), t .. " " .. c.name)
+          local ptx = p:disasm(k.name, t)
+          assert.is_truthy(ptx:find("cp.async.cg.shared.global", 1, true), t .. " " .. c.name)
+          -- the M / N-major operands: in xor stages, read with ldmatrix.trans
+          if c.mn then
+            assert.is_truthy(k.async_lds_layout:find("xor", 1, true), t .. " " .. c.name .. ": " .. k.async_lds_layout)
+            assert.is_truthy(ptx:find("ldmatrix.sync.aligned.m8n8.x4.trans", 1, true), t .. " " .. c.name)
+          end
         end
         if c.prologue then assert.is_nil(k.async_copy:find(c.prologue, 1, true)) end
       end
@@ -106,7 +162,10 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       assert.are.equal("A,B", async4)
       assert.is_true(2 * lds4 <= (t == "sm_80" and 163 or 227) * 1024, lds4)
     end
-    assert.are.equal(0, (stages("sm_90", false, 4096))) -- B through registers: at most 2 stages: off
+    -- B stored [K, N] (N-contiguous): both operands async too (B in the M / N-major xor stages)
+    local stn, asyncn = stages("sm_90", false, 4096)
+    assert.are.equal(3, stn)
+    assert.are.equal("A,B", asyncn)
     assert.are.equal(0, (stages("sm_90", true, 64)))    -- 2 K steps: 2 stages at most: off
     assert.are.equal(0, (stages("gfx942", true, 4096))) -- not mma.sync
   end)
@@ -114,10 +173,11 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
   it("cp-async-layout=krow: contiguous fills, conflict-free ldmatrix, no spills (static)", function()
     if require("gemm_graphs").sanitized("cp_async_spec: krow / xor at 4096^3") then return end
     local PA = require "ptx_addr"
-    local function analyse(t, layout, bt)
+    local function analyse(t, layout, bt, a_km)
       local g = kiln.graph("g")
       local b = bt and g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 } or g:param("b", { 4096, 4096 }, "f16")
-      g:output(g:dot(g:param("a", { 4096, 4096 }, "f16"), b))
+      local a = a_km and g:param("a", { 4096, 4096 }, "f16"):transpose { 1, 0 } or g:param("a", { 4096, 4096 }, "f16")
+      g:output(g:dot(a, b))
       local pl = C.pipeline(3):gsub("cp%-async=3", "cp-async=3,cp-async-layout=" .. layout)
       -- the tiles of the heuristic before the async-tile rule (kl_accel_config_heuristic_async):
       -- sm_90 128x128x32, sm_80 128x128x64
@@ -208,6 +268,22 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       local ka = analyse(t, "krow", false) -- B row-major: A async (krow), B through registers (kgroup)
       assert.are.equal("A", ka.async_copy)
       assert.are.equal("ldmatrix", ka.fragment_loads)
+      -- M / N-major operands (A stored [K, M], B stored [K, N]) in xor: the M / N-major stages (rows
+      -- of K, 16-byte chunks of M / N swizzled by the row) read with ldmatrix.trans: every copy and
+      -- ldmatrix phase on the 8 16-byte slots, whole sectors (16 per 512-byte cp.async), a 64-byte
+      -- panel row per piece (8)
+      for _, v in ipairs { { false, true }, { false, false } } do
+        local km, perm_, ldmm, ptxm, secm, cpm = analyse(t, "xor", v[1], v[2])
+        local what = t .. (v[2] and " A [K, M]" or "") .. " B [K, N] xor"
+        assert.are.equal("xor:A,B", km.async_lds_layout, what)
+        assert.are.equal("A,B", km.async_copy, what)
+        assert.are.equal("ldmatrix", km.fragment_loads, what)
+        assert.is_truthy(ptxm:find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", 1, true), what)
+        assert.are.equal(1, ldmm, what .. ": ldmatrix bank-group conflicts")
+        assert.are.equal(1, cpm, what .. ": cp.async destination bank-group conflicts")
+        assert.are.equal(16, secm, what .. ": LDS sectors per cp.async")
+        assert.are.equal(8, perm_, what .. ": pieces per cp.async")
+      end
       -- the GPU experiment's kernel (sm_90 tiles) has no spills; with krow the sm_80 tiles (K 64)
       -- and the seed conv at S = 3 spill 20-48 bytes at 255 registers (docs/ARCHITECTURE.md)
       if t == "sm_90" and has_ptxas then
@@ -236,17 +312,26 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
       print("cp_async_spec: ptxas not found, the xor spill check is skipped")
       return
     end
-    local function gemm()
-      local g = kiln.graph("g")
-      g:output(g:dot(g:param("a", { 4096, 4096 }, "f16"), g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 }))
-      return g
+    -- gemm: B stored [N, K]; gemm_kn: B stored [K, N] (the M / N-major xor stages, ldmatrix.trans);
+    -- gemm_mn: A stored [K, M] too
+    local function mk(bt, a_km)
+      return function()
+        local g = kiln.graph("g")
+        local b = bt and g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 } or g:param("b", { 4096, 4096 }, "f16")
+        local a = a_km and g:param("a", { 4096, 4096 }, "f16"):transpose { 1, 0 } or g:param("a", { 4096, 4096 }, "f16")
+        g:output(g:dot(a, b))
+        return g
+      end
     end
+    local gemm, gemm_kn, gemm_mn = mk(true), mk(false), mk(false, true)
     local conv = require("gemm_graphs").seed_conv
     for _, t in ipairs { "sm_80", "sm_90" } do
       for _, v in ipairs { { gemm, -1, "v2:128,128,32,64,64,8", 3 }, { gemm, 4, "v2:128,128,32,64,64,8", 4 },
                            { gemm, 3, "v2:128,256,32,64,64,8", 3 }, { gemm, 4, "v2:128,256,32,64,64,8", 4 },
                            { gemm, -1, "v2:256,128,32,64,64,8", 3 }, { conv, -1, "v2:128,128,32,64,64,8", 4 },
-                           { gemm, -1, nil, 3, "v2:256,128,32,64,64,8" }, { conv, -1, nil, 4, "v2:256,128,32,64,64,8" } } do
+                           { gemm, -1, nil, 3, "v2:256,128,32,64,64,8" }, { conv, -1, nil, 4, "v2:256,128,32,64,64,8" },
+                           { gemm_kn, -1, nil, 3, "v2:256,128,32,64,64,8" }, { gemm_mn, -1, nil, 3, "v2:256,128,32,64,64,8" },
+                           { gemm_kn, 4, "v2:128,128,32,64,64,8", 4 }, { gemm_kn, 3, "v2:128,256,32,64,64,8", 3 } } do
         local p = kiln.compile(v[1](), { target = t, cache = false, pipeline = C.pipeline(v[2]), perf_config = v[3] })
         local k
         for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
@@ -262,9 +347,10 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
   end)
 
   it("is the default on sm_80 / sm_90 (mma.sync): cp.async + ldmatrix where both operands are K-major (static)", function()
-    -- the default pipeline (KL_CP_ASYNC_DEFAULT = -1, auto): a GEMM with B stored [N, K] and an
-    -- NHWC conv take cp.async (xor stages) and ldmatrix; with B stored [K, N] (B through
-    -- registers) auto keeps the register-staged loop (A alone async measured slower)
+    -- the default pipeline (KL_CP_ASYNC_DEFAULT = -1, auto): a GEMM with B stored [N, K], one with
+    -- B stored [K, N] (the M / N-major xor stages, ldmatrix.trans), one with A stored [K, M] too,
+    -- and an NHWC conv take cp.async (xor stages) and ldmatrix; with K = 1020 (A's rows: 8-byte
+    -- vectors, not an async operand of the plan) auto keeps the register-staged loop
     local G = require "gemm_graphs"
     -- (grids of more 128x128 tiles than SMs: few-block grids keep the plain heuristic's pick,
     -- whose K 64 tiles auto leaves unpipelined)
@@ -279,7 +365,9 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
     for _, t in ipairs { "sm_80", "sm_90" } do
       for _, v in ipairs { { "gemm B^T", G.dot(2048, 2048, 1024, "f16", false, true), true },
                            { "conv NHWC 1x1", conv(), true },
-                           { "gemm", G.dot(2048, 2048, 1024, "f16"), false } } do
+                           { "gemm B [K, N]", G.dot(2048, 2048, 1024, "f16"), true, true },
+                           { "gemm A [K, M] B [K, N]", G.dot(2048, 2048, 1024, "f16", true), true, true },
+                           { "gemm K 1020", G.dot(2048, 2048, 1020, "f16"), false } } do
         local p = kiln.compile(v[2], { target = t, cache = false })
         local k
         for _, x in ipairs(p:kernels(t)) do if x.kind == "gemm" then k = x end end
@@ -291,6 +379,7 @@ describe("cp.async pipeline (host: the same loop with plain copies)", function()
           assert.is_true(k.pipeline_stages >= 3, what)
           assert.is_truthy(ptx:find("cp.async.cg.shared.global", 1, true), what)
           assert.is_truthy(ptx:find("cp.async.wait_group", 1, true), what)
+          assert.are.equal(v[4] or false, ptx:find("ldmatrix.sync.aligned.m8n8.x4.trans", 1, true) ~= nil, what)
         else
           assert.are.equal(0, k.pipeline_stages, what)
           assert.is_nil(ptx:find("cp.async", 1, true), what)
