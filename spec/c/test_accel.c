@@ -2213,7 +2213,7 @@ static void test_banks_amd_all(void) {
  * operands) at most 2-way. NOT yet the copies into those tiles: the plain tiles have no
  * pad, and the copy layout ranks the 16-byte global vector first, so the lanes that
  * write one M/N index's K values hit one bank (MFMA f32 copies up to 5.33-way, the
- * suite's 256x128x16 / 256x256x16 3 to 4-way; FMA-path stores 2.25 to 8-way). Those
+ * suite's 256x256x16 / 256x128x16 / 128x32x16 2.5 to 4-way; FMA-path stores 2.25 to 8-way). Those
  * are bounded here at today's worst (a ratchet: they must not get worse) and printed; the
  * fix is a padded kpack-1 tile on AMD (issue 16). */
 static void test_banks_amd_other(void) {
@@ -2246,6 +2246,12 @@ static void test_banks_amd_other(void) {
           int64_t pm = g_lds_ideal[j] > 0 ? 1000 * g_lds_wavefronts[j] / g_lds_ideal[j] : 0;
           if (pm > worst[j]) worst[j] = pm;
         }
+        /* the suite's picks (bench/amd_static.lua) */
+        if (!strcmp(perf, "v2:256,128,16,128,32,1") || !strcmp(perf, "v2:256,256,16,128,64,1") ||
+            !strcmp(perf, "v2:128,32,16,64,32,1"))
+          printf("  banks: %s f32 %s%s (a suite pick): reads %lld / %lld, copies %lld / %lld wavefronts\n", g.target,
+                 perf, g.bt ? " B^T" : "", (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0],
+                 (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
       }
     printf("  banks: %s f32 (MFMA): %d heuristic configs, worst fragment reads %.2f-way, copies %.2f-way\n", mfma[ti],
            n, worst[0] / 1000.0, worst[1] / 1000.0);
