@@ -28,8 +28,7 @@
  * the longest vector along iter through the operand's views down to its buffer
  * (kl_view_max_vectorization), the fewest 64-byte lines touched when the first wave
  * (64 threads) reads its first vectors (coalescing; addresses from the composed views),
- * on AMD MFMA / WMMA tiles with 16-byte kpack rows (and f32 MFMA's kpack-1 tiles, whose K
- * rows take a 16-byte pad: amd_pad1) the fewest LDS wavefronts of the copy's
+ * on AMD MFMA / WMMA tiles with 16-byte kpack rows the fewest LDS wavefronts of the copy's
  * stores (copy_wavefronts), the shortest per-thread run along the vector dim, vectors
  * along M/N rather than K. On those AMD tiles two keys come first: a shortest LDS store
  * run of at least 4 bytes (lds_store_run: no 2-byte ds_write of a transposed operand),
@@ -403,40 +402,8 @@ static kl_value *alloc(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int ran
 
 /* Rows of one K group of an LDS tile [KB/kpack, rows, kpack] holding DB indices along M/N:
  * skew 0: DB; 1: DB + 1 (one pad row); 2: DB + DB/8 + 1 (index d at row d + d/8, plus one
- * pad row); 3: DB + 4 (f32 MFMA's kpack-1 tiles: a 16-byte pad per K row, amd_pad1). See
- * lower_gridwise for why. */
-static int64_t lds_rows(int64_t DB, int skew) {
-  return skew == 2 ? DB + DB / 8 + 1 : skew == 1 ? DB + 1 : skew == 3 ? DB + 4 : DB;
-}
-/* MFMA kpack-1 LDS tiles ([K, rows]: f32 on gfx90a / gfx942) of the gridwise GEMM op on
- * tg: the skew that pads each K row by 16 bytes (3), 0 for other tiles. A K-contiguous
- * operand's copy stores a thread's K values into consecutive K rows at one M/N index;
- * unpadded, with rows a multiple of 128 bytes apart, the lanes of a wave that write one
- * index's K rows hit one bank (test_accel: up to 5.33-way; the suite's picks 2.5 to
- * 4-way); the pad moves each K row 4 banks on (at most 2-way) and keeps 16-byte-aligned
- * rows. Only where it costs no workgroup per CU (the padded pair's workgroups by LDS stay
- * at least those the register estimate allows: kl_accel_amd_regs, amd_cost's rule) or the
- * CU keeps 4 waves per SIMD. The
- * no-matrix path's tiles (gfx1030, f32 on gfx1100) stay unpadded: there the pad would take
- * a workgroup per CU (f32 128x128x32: 32 -> 33 KiB, 4 -> 3 per 128 KiB). */
-static int amd_pad1(const kl_target *tg, kl_op *op, const tiles *t, int64_t eb) {
-  const char *acc = kl_op_attr_string(op, "accel");
-  if (!tg || tg->arch != KL_ARCH_AMDGPU || t->kpack != 1 || eb != 4 || !acc || strcmp(acc, "mfma")) return 0;
-  int64_t base = t->KB * (t->MB + t->NB) * eb, padded = base + t->KB * 8 * eb;
-  int64_t pool = tg->lds_bytes, by_lds = pool / base, by_pad = pool / padded;
-  if (by_pad >= by_lds) return 3;
-  const kl_accel_desc *d = kl_accel_desc_for(tg, kl_type_scalar(op->ctx, KL_TY_F32));
-  kl_accel_config c = { t->MB, t->NB, t->KB, 0, 0, 1, 1 };
-  if (!d || !kl_op_attr_i64(op, "m_per_wave", &c.m_per_wave) || !kl_op_attr_i64(op, "n_per_wave", &c.n_per_wave))
-    return 0;
-  int64_t arch, accr, wg_waves = kl_accel_block_size(&c, d) / d->wave;
-  kl_accel_amd_regs(&c, d, (int)eb, &arch, &accr);
-  int64_t regs = (arch + accr + 7) / 8 * 8, per_simd = regs > 0 ? 512 / regs : 8;
-  if (per_simd > 8) per_simd = 8;
-  int64_t by_regs = wg_waves > 0 ? per_simd * 4 / wg_waves : 0;
-  /* no workgroup lost, or still 4 waves per SIMD (small tiles: 10 -> 9 workgroups of 2 waves) */
-  return by_pad >= (by_regs < by_lds ? by_regs : by_lds) || by_pad * wg_waves >= 16 ? 3 : 0;
-}
+ * pad row). See lower_gridwise for why. */
+static int64_t lds_rows(int64_t DB, int skew) { return skew == 2 ? DB + DB / 8 + 1 : skew == 1 ? DB + 1 : DB; }
 
 /* The skew of an LDS tile of DB rows per K group (lds_rows): 2 for DB a multiple of 64, 1
  * for other multiples of 8, else 0; WMMA (gfx11, wave32) takes 2 for every multiple of 16
@@ -468,7 +435,7 @@ static kl_view *lds_tile_view(const tiles *t, int64_t DB, int skew, const char *
 }
 static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
                           const char *d, char *err, size_t n) {
-  if (t->kpack == 1 && !skew) {
+  if (t->kpack == 1) {
     int64_t s[2] = { t->KB, DB };
     return alloc(rw, loc, elem, 2, s, KL_SPACE_LDS);
   }
@@ -1536,14 +1503,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   bool amd_wmma = acc_kind && !strcmp(acc_kind, "wmma");
   bool amd16 = acc_kind && (!strcmp(acc_kind, "mfma") || !strcmp(acc_kind, "wmma")) && t.kpack > 1 &&
       t.kpack * ebytes == 16;
-  /* MFMA kpack-1 tiles (f32): padded K rows (amd_pad1), their copies ranked the same way */
-  int pad1 = amd_pad1(kl_perf_resolve_target(op, NULL, NULL, 0), op, &t, ebytes);
-  int sk_a = amd16 ? tile_skew(t.MB, amd_wmma)
-      : pad1       ? pad1
-                   : -1,
-      sk_b = amd16 ? tile_skew(t.NB, amd_wmma)
-      : pad1       ? pad1
-                   : -1;
+  int sk_a = !amd16 ? -1 : tile_skew(t.MB, amd_wmma), sk_b = !amd16 ? -1 : tile_skew(t.NB, amd_wmma);
   /* the cp.async stages in the xor layout (mma.sync on NVIDIA, see below): their stores rank the layouts */
   bool xor_lay = o->layout == 2 || (o->layout == 3 && t.KB * ebytes <= 64);
   const kl_target *tgx = acc_kind && !strcmp(acc_kind, "mma_sync") && xor_lay && o->cp_async != 0 && o->cp_async != 1 &&
@@ -1603,13 +1563,6 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       skew_b = tile_skew(t.NB, amd_wmma);
       extra = (t.KB / t.kpack) * (lds_rows(t.MB, skew_a) - t.MB + lds_rows(t.NB, skew_b) - t.NB) * t.kpack * eb;
       if (kl_perf_config_lds_bytes(&pc, (int)eb) + extra > lim) skew_a = skew_b = 0, extra = 0;
-    }
-    if (pad1) { /* MFMA kpack-1 tiles: 16 bytes of pad per K row, within the LDS */
-      const kl_target *tt = kl_perf_resolve_target(op, NULL, NULL, 0);
-      skew_a = skew_b = pad1;
-      extra = t.KB * (lds_rows(t.MB, pad1) - t.MB + lds_rows(t.NB, pad1) - t.NB) * eb;
-      if (!tt || kl_perf_config_lds_bytes(&pc, (int)eb) + extra > tt->lds_bytes) skew_a = skew_b = 0, extra = 0;
-      if (fn && skew_a) kl_rewriter_set_attr(rw, fn, "amd_lds_layout", kl_attr_str(ctx, "pad"));
     }
     /* TMA operands of a wgmma GEMM (passes/rock_tma.h): LDS tiles with no row skew */
     bool tma_a = false, tma_b = false;

@@ -1919,7 +1919,7 @@ static kl_op *k_loop(kl_op *k, double *bps) {
 }
 /* Of the last run_case_with: the kernel's amd_lds_layout is "xor"; its K loop's barriers
  * per K step (k_loop; 0 without one). */
-static bool g_last_xor, g_last_pad; /* amd_lds_layout "xor" / "pad" */
+static bool g_last_xor;
 static double g_last_bps;
 
 /* When set, run_case_with breaks the lowered kernel with it before interpreting; it
@@ -1953,7 +1953,6 @@ static void run_case_with(const gcase *c, const char *pipeline) {
       kl_accel_desc_for(t, kl_type_scalar(ctx, kl_scalar_kind_from_name(c->type, strlen(c->type))));
   const char *lay = kl_op_attr_string(k, "amd_lds_layout");
   g_last_xor = lay && !strcmp(lay, "xor");
-  g_last_pad = lay && !strcmp(lay, "pad");
   g_last_bps = 0;
   k_loop(k, &g_last_bps);
   CHECK((count_ops(k, "rock.mma") > 0) == want_accel, "%s: %d rock.mma ops (accel expected: %d)", what,
@@ -2208,15 +2207,15 @@ static void test_banks_amd_all(void) {
 }
 
 /* The other AMD GEMM paths of the benchmark suite: every f32 config the heuristic can pick
- * on MFMA (gfx90a, gfx942: kpack 1; the suite's f32 GEMMs) and the no-matrix (FMA) path's
- * configs of the suite (gfx1030 f16 / f32, gfx1100 f32), in the GEMM and conv operand
- * forms: numerics, no LDS race, reads at most 2-way. f32 MFMA tiles that take the 16-byte
- * pad per K row (amd_pad1 in rock-gridwise-to-blockwise, amd_lds_layout "pad": every
- * config where it costs no workgroup per CU or 4 waves per SIMD remain, the suite's picks
- * included): copies at most 2-way too (unpadded they were up to 5.33-way, the suite's
- * picks 2.5 to 4-way). NOT yet 2-way, bounded here at today's worst (a ratchet) and
- * printed: the unpadded f32 MFMA tiles' copies (4-way) and the FMA path's (2.25 to 8-way;
- * the pad would cost gfx1030's f32 128x128x32 a workgroup per CU). */
+ * on MFMA (gfx90a, gfx942: kpack 1, plain [K, rows] LDS tiles; the suite's f32 GEMMs) and
+ * the no-matrix (FMA) path's configs of the suite (gfx1030 f16 / f32, gfx1100 f32), in the
+ * GEMM and conv operand forms: numerics, no LDS race, the LDS reads (MFMA fragments, FMA
+ * operands) at most 2-way. NOT yet the copies into those tiles: the plain tiles have no
+ * pad, and the copy layout ranks the 16-byte global vector first, so the lanes that
+ * write one M/N index's K values hit one bank (MFMA f32 copies up to 5.33-way, the
+ * suite's 256x256x16 / 256x128x16 / 128x32x16 2.5 to 4-way; FMA-path stores 2.25 to 8-way). Those
+ * are bounded here at today's worst (a ratchet: they must not get worse) and printed; the
+ * fix is a padded kpack-1 tile on AMD (issue 16). */
 static void test_banks_amd_other(void) {
   group_begin();
   kl_ctx *ctx = kl_test_ctx();
@@ -2228,7 +2227,6 @@ static void test_banks_amd_other(void) {
     int n = d ? kl_accel_amd_candidates(t, d, 4, cs, KL_ACCEL_AMD_MAX_CANDIDATES) : 0;
     CHECK(n > 0 && n <= KL_ACCEL_AMD_MAX_CANDIDATES, "%s f32: %d heuristic candidates", mfma[ti], n);
     int64_t worst[2] = { 0, 0 };
-    int npad = 0; /* configs whose tiles take the 16-byte pad (amd_lds_layout "pad") */
     for (int i = 0; i < n && i < KL_ACCEL_AMD_MAX_CANDIDATES; i++)
       for (int form = 0; form < 2; form++) {
         char perf[96];
@@ -2240,9 +2238,9 @@ static void test_banks_amd_other(void) {
                     true,     form == 1, false, perf,           "f32" };
         for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
         run_case(&g);
-        npad += g_last_pad && form == 0;
-        for (int j = 0; j < 2; j++) { /* unpadded tiles' copies: at most today's 4-way (not yet 2-way) */
-          CHECK(g_lds_ideal[j] > 0 && g_lds_wavefronts[j] <= (j && !g_last_pad ? 4 : 2) * g_lds_ideal[j],
+        for (int j = 0; j < 2; j++) {
+          int64_t bound = j ? 16 : 6; /* thirds of the ideal: reads 2-way, copies today's worst 5.33-way (16 / 3) */
+          CHECK(g_lds_ideal[j] > 0 && 3 * g_lds_wavefronts[j] <= bound * g_lds_ideal[j],
                 "%s f32 %s%s: %s %lld wavefronts for %lld phases", g.target, perf, g.bt ? " B^T" : "",
                 j ? "copies" : "fragment reads", (long long)g_lds_wavefronts[j], (long long)g_lds_ideal[j]);
           int64_t pm = g_lds_ideal[j] > 0 ? 1000 * g_lds_wavefronts[j] / g_lds_ideal[j] : 0;
@@ -2250,16 +2248,13 @@ static void test_banks_amd_other(void) {
         }
         /* the suite's picks (bench/amd_static.lua) */
         if (!strcmp(perf, "v2:256,128,16,128,32,1") || !strcmp(perf, "v2:256,256,16,128,64,1") ||
-            !strcmp(perf, "v2:128,32,16,64,32,1")) {
-          CHECK(g_last_pad, "%s f32 %s: the suite's pick takes the padded tiles", g.target, perf);
+            !strcmp(perf, "v2:128,32,16,64,32,1"))
           printf("  banks: %s f32 %s%s (a suite pick): reads %lld / %lld, copies %lld / %lld wavefronts\n", g.target,
                  perf, g.bt ? " B^T" : "", (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0],
                  (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
-        }
       }
-    printf("  banks: %s f32 (MFMA): %d heuristic configs (%d with padded tiles), worst fragment reads %.2f-way, copies "
-           "%.2f-way\n",
-           mfma[ti], n, npad, worst[0] / 1000.0, worst[1] / 1000.0);
+    printf("  banks: %s f32 (MFMA): %d heuristic configs, worst fragment reads %.2f-way, copies %.2f-way\n", mfma[ti],
+           n, worst[0] / 1000.0, worst[1] / 1000.0);
   }
   kl_ctx_destroy(ctx);
   /* the FMA path: the suite's configs (bench/amd_static.lua's tables) */
@@ -2280,14 +2275,14 @@ static void test_banks_amd_other(void) {
     printf("  banks: %s %s %s%s (FMA path): LDS loads %lld wavefronts for %lld phases, stores %lld for %lld\n",
            c->target, c->type, c->perf, c->bt ? " B^T" : "", (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0],
            (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
-    for (int j = 0; j < 2; j++) /* loads 2-way; stores at most today's 8-way (not yet 2-way) */
+    for (int j = 0; j < 2; j++) /* loads 2-way; stores at most today's 8-way */
       CHECK(g_lds_ideal[j] > 0 && g_lds_wavefronts[j] <= (j ? 8 : 2) * g_lds_ideal[j],
             "%s %s %s%s: %s %lld wavefronts for %lld phases", c->target, c->type, c->perf, c->bt ? " B^T" : "",
             j ? "stores" : "loads", (long long)g_lds_wavefronts[j], (long long)g_lds_ideal[j]);
   }
   group_end("banks: AMD f32 MFMA heuristic configs (gfx90a / gfx942) and the suite's FMA-path configs (gfx1030, "
-            "gfx1100 f32): reads <= 2-way; padded f32 MFMA tiles (the suite's picks) copies <= 2-way; unpadded "
-            "ones and the FMA path's copies bounded at today's 4 / 8-way (not yet 2-way)");
+            "gfx1100 f32): LDS reads <= 2-way; copies bounded at today's worst (5.33-way MFMA f32, 8-way FMA: "
+            "not yet 2-way)");
 }
 
 /* Removes the first (second: which = 1) barrier of the K loop's body (k_loop). */
