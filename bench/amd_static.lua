@@ -8,7 +8,7 @@
 -- the xor layout: the "before" table of the big tiles; "dbuf32": the 4096³ f16 / bf16
 -- GEMMs of gfx90a and gfx1100, whose 256x128x64 / 256x64x64 tiles cannot double-buffer,
 -- at kPerBlock 32 double-buffered instead (perf config given, amd-k-loop=2): the
--- candidate of issue 16 that the heuristic does not take, in the same model)
+-- candidate that the heuristic does not take, in the same model)
 -- Estimate (GEMMs and convs on the matrix path): the AMD cost model of the GEMM heuristic
 -- (passes/rock_accel.h) with the code object's own occupancy: per K step of a workgroup,
 -- step = issue + max(MFMA cycles at the target's cu_flops_per_clk, tile bytes /

@@ -2215,7 +2215,7 @@ static void test_banks_amd_all(void) {
  * write one M/N index's K values hit one bank (MFMA f32 copies up to 5.33-way, the
  * suite's 256x256x16 / 256x128x16 / 128x32x16 2.5 to 4-way; FMA-path stores 2.25 to 8-way). Those
  * are bounded here at today's worst (a ratchet: they must not get worse) and printed; the
- * fix is a padded kpack-1 tile on AMD (issue 16). */
+ * fix is a padded kpack-1 tile on AMD. */
 static void test_banks_amd_other(void) {
   group_begin();
   kl_ctx *ctx = kl_test_ctx();
@@ -2339,7 +2339,7 @@ static void test_amd_xor(void) {
     CHECK(g_last_xor && g_last_bps == 1.0, "%s forced xor: xor %d, %.2f barriers per K step", forced[i].perf,
           g_last_xor, g_last_bps);
   }
-  /* issue 16's candidate for gfx90a's and gfx1100's big tiles, which cannot double-buffer
+  /* the candidate for gfx90a's and gfx1100's big tiles, which cannot double-buffer
    * at kPerBlock 64: kPerBlock 32 double-buffered on the skewed tiles (amd-k-loop=2; two
    * pairs fit: 54 / 45 KiB). Proven here; the heuristic does not take it (bench/RESULTS.md:
    * the static estimate gains 2-3 points of peak from the assumed barrier cost alone) */
