@@ -3,9 +3,12 @@
 -- prints one markdown table per target from the code objects (p:kernels(t)[i].amdgpu,
 -- driver/amdgpu_stats.h): tile, VGPR/AGPR, LDS, occupancy, matrix instructions per K step
 -- and an estimate of the fraction of the matrix peak.
--- Run: build/kiln bench/amd_static.lua [skew]   (from the repository root; "skew": every
--- kernel with rock-gridwise-to-blockwise{amd-lds-layout=skew}, the LDS tiles before the
--- xor layout: the "before" table of the big tiles)
+-- Run: build/kiln bench/amd_static.lua [skew|dbuf32]   (from the repository root; "skew":
+-- every kernel with rock-gridwise-to-blockwise{amd-lds-layout=skew}, the LDS tiles before
+-- the xor layout: the "before" table of the big tiles; "dbuf32": the 4096³ f16 / bf16
+-- GEMMs of gfx90a and gfx1100, whose 256x128x64 / 256x64x64 tiles cannot double-buffer,
+-- at kPerBlock 32 double-buffered instead (perf config given, amd-k-loop=2): the
+-- candidate that the heuristic does not take, in the same model)
 -- Estimate (GEMMs and convs on the matrix path): the AMD cost model of the GEMM heuristic
 -- (passes/rock_accel.h) with the code object's own occupancy: per K step of a workgroup,
 -- step = issue + max(MFMA cycles at the target's cu_flops_per_clk, tile bytes /
@@ -110,9 +113,12 @@ local function mca_cycles(asm, t) -- cycles per loop iteration (a number), or ni
   local cyc = tonumber(o:match("Total Cycles:%s*(%d+)"))
   return cyc and cyc / 100
 end
-local SKEW = arg and arg[1] == "skew"
+local SKEW, DBUF = arg and arg[1] == "skew", arg and arg[1] == "dbuf32"
 local PIPE = SKEW and kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
   "rock-gridwise-to-blockwise{amd-lds-layout=skew},", 1) or nil
+local DBUF_CFG = { gfx90a = "v2:256,128,32,128,32,8", gfx1100 = "v2:256,64,32,64,16,8" }
+local DBUF_PIPE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+  "rock-gridwise-to-blockwise{amd-k-loop=2},", 1)
 
 local out = {}
 local function p(s) out[#out + 1] = s end
@@ -124,7 +130,11 @@ for _, t in ipairs(C.TARGETS) do
   p("|---|---|---|---|---|---|---|---|---|---|---|---|")
   for _, c in ipairs(CASES) do
     local case = by_id[c[2]]
-    local prog = kiln.compile(case[3](kiln), { targets = { t }, cache = false, pipeline = PIPE })
+    local opts = { targets = { t }, cache = false, pipeline = PIPE }
+    if DBUF and DBUF_CFG[t] and c[2]:match("^gemm_b?f16_4096$") then
+      opts.perf_config, opts.pipeline = DBUF_CFG[t], DBUF_PIPE
+    end
+    local prog = kiln.compile(case[3](kiln), opts)
     for _, k in ipairs(prog:kernels(t)) do
       local s, l = k.amdgpu, k.amdgpu.loop
       local mm = l.mfma + l.wmma

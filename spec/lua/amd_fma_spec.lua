@@ -41,34 +41,7 @@ local CASES = {
   { "gemm 100x37x59 f32", "gfx1100", function() return gemm("gemm_odd", 100, 37, 59, "f32") end },
 }
 
--- findings of the checks on one GEMM kernel's disassembly; tile = mPerThread x nPerThread
-local function fma_findings(asm, tile)
-  local out = {}
-  local loops, ls = isa.loops(asm)
-  local spans = {}
-  for _, l in ipairs(loops) do if l.innermost then spans[#spans + 1] = l end end
-  if #spans == 0 then spans[1] = { head = 1, back = #ls } end -- fully unrolled
-  local checked = 0
-  for _, l in ipairs(spans) do
-    local fused, muls = isa.fused_madds(ls, l.head, l.back), 0
-    for k = l.head, l.back do
-      for _, h in ipairs(isa.halves(ls[k])) do
-        if ((isa.mnemonic(h) or ""):gsub("^v_dual_", "v_")):match("^v_mul_f32") then muls = muls + 1 end
-      end
-    end
-    if fused + muls > 0 then
-      checked = checked + 1
-      local where = "loop at line " .. l.head .. ": "
-      if fused == 0 or fused % tile ~= 0 then
-        out[#out + 1] = where .. fused .. " fused multiply-adds, not a multiple of " .. tile
-      end
-      if muls > 0 then out[#out + 1] = where .. muls .. " x v_mul_f32" end
-    end
-  end
-  if checked == 0 then out[#out + 1] = "no loop multiplies floats" end
-  for _, f in ipairs(isa.mul_feeding_add(ls)) do out[#out + 1] = "unfused: " .. f end
-  return out
-end
+local fma_findings = isa.fma_findings
 
 local function thread_tile(k)
   local mt, nt = k.perf_config:match("^v%d:%d+,%d+,%d+,(%d+),(%d+)")

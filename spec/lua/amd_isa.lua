@@ -249,4 +249,36 @@ function M.narrow_lds_stores(asm)
   return out
 end
 
+-- findings on a no-matrix (FMA path) GEMM kernel's disassembly, tile = mPerThread x
+-- nPerThread: in every innermost loop that multiplies floats the fused multiply-adds are a
+-- positive multiple of tile (one K step, or several where LLVM unrolled) with no v_mul_f32,
+-- and in the whole kernel no v_mul_f32 feeds a v_add_f32 / v_sub_f32 (amd_fma_spec.lua)
+function M.fma_findings(asm, tile)
+  local out = {}
+  local loops, ls = M.loops(asm)
+  local spans = {}
+  for _, l in ipairs(loops) do if l.innermost then spans[#spans + 1] = l end end
+  if #spans == 0 then spans[1] = { head = 1, back = #ls } end -- fully unrolled
+  local checked = 0
+  for _, l in ipairs(spans) do
+    local fused, muls = M.fused_madds(ls, l.head, l.back), 0
+    for k = l.head, l.back do
+      for _, h in ipairs(M.halves(ls[k])) do
+        if ((M.mnemonic(h) or ""):gsub("^v_dual_", "v_")):match("^v_mul_f32") then muls = muls + 1 end
+      end
+    end
+    if fused + muls > 0 then
+      checked = checked + 1
+      local where = "loop at line " .. l.head .. ": "
+      if fused == 0 or fused % tile ~= 0 then
+        out[#out + 1] = where .. fused .. " fused multiply-adds, not a multiple of " .. tile
+      end
+      if muls > 0 then out[#out + 1] = where .. muls .. " x v_mul_f32" end
+    end
+  end
+  if checked == 0 then out[#out + 1] = "no loop multiplies floats" end
+  for _, f in ipairs(M.mul_feeding_add(ls)) do out[#out + 1] = "unfused: " .. f end
+  return out
+end
+
 return M

@@ -3,7 +3,12 @@
 -- and 512, ResNet-50's 3x3 convs; all with the heuristic's perf config) on gfx90a, gfx942,
 -- gfx1100 and gfx1030, read from the code objects (p:kernels(t)[i].amdgpu,
 -- driver/amdgpu_stats.h):
---  * no scratch and no spills at any heuristic choice;
+--  * no scratch and no spills at any heuristic choice, in every kernel of the suite;
+--  * barriers (amd_isa_spec.lua's checks, on every kernel of the suite): no cache
+--    write-back / invalidate instruction, no fence without a syncscope in the LLVM IR;
+--  * the no-matrix GEMMs (gfx1030; f32 on gfx1100): fused multiply-adds, a multiple of the
+--    thread tile per innermost loop, no v_mul_f32 feeding an add (amd_isa.fma_findings,
+--    whose bad patterns amd_fma_spec.lua shows);
 --  * gfx942, M, N, K >= 2048: block tile at least 256x128;
 --  * software pipelining (passes/amdgpu_sched.h): in the main loop (the innermost loop with
 --    the most v_mfma / v_wmma) of every GEMM kernel on gfx90a, gfx942 and gfx1100 the first
@@ -29,7 +34,9 @@
 --    reads contiguous bytes);
 --  * element-wise add (f32, f16): 16-byte loads only (no dword / short loads) and at most
 --    one exec-mask branch (s_cbranch_execz / s_and_saveexec) per thread.
--- Each check also runs on a kernel built to break it (a perf config given on purpose).
+-- Each check also runs on a kernel built to break it (a perf config given on purpose) or
+-- on the old pattern's text (here, amd_isa_spec.lua and amd_fma_spec.lua). That lanes
+-- read contiguous bytes is spec/c/test_accel.c's (test_amd_lanes: the interpreter).
 local kiln = require "kiln"
 local C = require "amd_cases"
 local isa = require "amd_isa"
@@ -228,8 +235,53 @@ describe("AMDGPU suite: pipelined main loops, no 2-byte LDS stores (gfx90a, gfx9
   end
 end)
 
-describe("AMDGPU suite: no scratch, no spills at every heuristic choice", function()
+-- every case of the suite: the GEMMs, then the reductions, softmax and element-wise adds
+local ALL = {}
+for _, l in ipairs { C.GEMMS, C.OTHERS } do for _, c in ipairs(l) do ALL[#ALL + 1] = c end end
+
+describe("AMDGPU suite: workgroup-scope barriers (no cache maintenance, no fence without a scope; every kernel, "
+  .. "gfx90a, gfx942, gfx1100, gfx1030)", function()
+  for _, c in ipairs(ALL) do
+    it(c[1], function()
+      local p = compile(c)
+      for _, t in ipairs(C.TARGETS) do
+        for _, k in ipairs(p:kernels(t)) do
+          local where = t .. " " .. k.name .. ": "
+          assert.are.same({}, isa.cache_ops(p:disasm(k.name, t)), where .. "cache maintenance")
+          assert.is_string(k.llvm_ir, where .. "LLVM IR")
+          assert.are.same({}, isa.unscoped_fences(k.llvm_ir), where .. "fences without a scope")
+        end
+      end
+    end)
+  end
+end)
+
+-- the thread tile of a v1 (FMA path) perf config: mPerThread x nPerThread
+local function thread_tile(k)
+  local mt, nt = k.perf_config:match("^v1:%d+,%d+,%d+,(%d+),(%d+)")
+  return mt and tonumber(mt) * tonumber(nt)
+end
+
+describe("AMDGPU suite: the no-matrix GEMMs (gfx1030; f32 on gfx1100) fuse their multiply-adds", function()
   for _, c in ipairs(C.GEMMS) do
+    it(c[1], function()
+      local p, n = compile(c), 0
+      for _, t in ipairs { "gfx1030", "gfx1100" } do
+        for _, k in ipairs(p:kernels(t)) do
+          local tile = k.kind == "gemm" and thread_tile(k)
+          if tile then
+            n = n + 1
+            assert.are.same({}, isa.fma_findings(p:disasm(k.name, t), tile), t .. " " .. k.name .. " " .. k.perf_config)
+          end
+        end
+      end
+      assert.is_true(n > 0, "a GEMM on the FMA path (gfx1030)")
+    end)
+  end
+end)
+
+describe("AMDGPU suite: no scratch, no spills at every heuristic choice (every kernel)", function()
+  for _, c in ipairs(ALL) do
     it(c[1], function()
       local p = compile(c)
       for _, t in ipairs(C.TARGETS) do
@@ -287,7 +339,7 @@ end)
 describe("AMDGPU suite: reductions fill the chip with 16-byte loads; element-wise kernels load 16 bytes", function()
   for _, c in ipairs(C.OTHERS) do
     it(c[1], function()
-      local p = kiln.compile(c[3](kiln), { targets = C.TARGETS, cache = false })
+      local p = compile(c)
       for _, t in ipairs(C.TARGETS) do
         local ks = p:kernels(t)
         for i, k in ipairs(ks) do
