@@ -340,14 +340,15 @@ local function raster_pipeline(gm)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
   return pl
 end
--- "tma": sm_90a's wgmma path with TMA + mbarrier loads of the K-major operands
--- (rock-gridwise-to-blockwise{tma=1}, passes/rock_tma.h; the heuristic's config; the TMA
+-- "tma": sm_90a's wgmma path with TMA + mbarrier loads of the K-major operands, every warpgroup
+-- computing (rock-gridwise-to-blockwise{tma=1,ws=0}, passes/rock_tma.h; the heuristic's config; the TMA
 -- tiles 128-byte swizzled where the K tile allows, tma-swizzle's default);
 -- "tmak64": the same with the 128x256x64 config (v3:128,256,64,64,256,8);
 -- "tmanosw" / "tmak64nosw": the same two with tma-swizzle=none (the unswizzled boxes {8, rows})
-local TMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
+local TMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                  "rock-gridwise-to-blockwise{tma=1,ws=0},", 1)
 local TMA_NOSW_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-                                                       "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},", 1)
+                                                       "rock-gridwise-to-blockwise{tma=1,ws=0,tma-swizzle=none},", 1)
 -- "ws": the warp-specialized TMA loop (rock-gridwise-to-blockwise{tma=1,ws=1}: a producer
 -- warpgroup, full / empty mbarriers, setmaxnreg; the heuristic's config); "wsk64" with
 -- v3:128,256,64,64,256,8
