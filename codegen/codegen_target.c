@@ -19,6 +19,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/lane_casts.h"
+#include "codegen/store_runs.h"
 #include "core/arena.h"
 
 static double now_ms(void) {
@@ -209,10 +210,9 @@ static LLVMTargetMachineRef create_tm(const llvm_target *t, int opt_level, bool 
   return tm;
 }
 
-kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *err, size_t errlen) {
-  if (opt_level < 0 || opt_level > 3) opt_level = 3;
-  char pipeline[32];
-  snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+/* Runs the new pass manager's pipeline text on m (level >= 2: loop and SLP vectorization, unrolling). */
+static kl_status run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *pipeline, int opt_level, char *err,
+                            size_t errlen) {
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
   LLVMPassBuilderOptionsSetSLPVectorization(po, opt_level >= 2);
@@ -226,6 +226,13 @@ kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_
     return KL_ERR;
   }
   return KL_OK;
+}
+
+kl_status kl_codegen_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, char *err, size_t errlen) {
+  if (opt_level < 0 || opt_level > 3) opt_level = 3;
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+  return run_passes(m, tm, pipeline, opt_level, err, errlen);
 }
 
 /* The architecture part of a triple ("amdgcn" of "amdgcn-amd-amdhsa"). */
@@ -422,8 +429,13 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
   if (prepare_module(s->clone, t, s->tm, err, errlen) != KL_OK) goto fail;
   if (t->desc->arch == KL_ARCH_AMDGPU && check_amdgpu_intrinsics(s->clone, t->name, err, errlen) != KL_OK) goto fail;
   if (optimize && kl_codegen_optimize(s->clone, s->tm, level, err, errlen) != KL_OK) goto fail;
-  /* the NVPTX selector is slow on lanes of vector casts (lane_casts.h) */
-  if (optimize && t->desc->arch == KL_ARCH_NVPTX) kl_llvm_scalarize_lane_casts(s->clone);
+  /* the NVPTX selector is slow on lanes of vector casts (lane_casts.h) and on long runs of
+   * stores (store_runs.h: after the load-store vectorizer, whose chains the barriers end) */
+  if (optimize && t->desc->arch == KL_ARCH_NVPTX) {
+    kl_llvm_scalarize_lane_casts(s->clone);
+    if (run_passes(s->clone, s->tm, "function(load-store-vectorizer)", level, err, errlen) != KL_OK) goto fail;
+    kl_llvm_break_store_runs(s->clone, 16);
+  }
   if (diag_check(s, "optimisation", err, errlen) != KL_OK) goto fail;
   if (s->times) s->times->opt_ms += now_ms() - t0;
   return KL_OK;

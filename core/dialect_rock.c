@@ -278,8 +278,8 @@ static kl_status verify_async_wait(kl_op *op) {
   return KL_OK;
 }
 /* Hopper warpgroup MMAs (passes/rock_wgmma.h): rock.wgmma_desc(%lds, %i...) {lbo, sbo,
- * offset} -> i64, the matrix descriptor of the LDS element at %i plus offset bytes; rock.wgmma(%da : i64, %db : i64,
- * %c : vector<N/2 x f32>) {instr} -> c's type; rock.wgmma_sync(%v...) {step = "fence" |
+ * offset} -> i64, the matrix descriptor of the LDS element at %i plus offset bytes; rock.wgmma(%da_0 : i64, %db_0 : i64,
+ * ..., %c : vector<N/2 x f32>) {instr} -> c's type (k >= 1 descriptor pairs: k chained MMAs); rock.wgmma_sync(%v...) {step = "fence" |
  * "commit" | "wait" | "proxy_fence", pending (wait)} -> the operands' types. */
 static kl_status verify_wgmma_desc(kl_op *op) {
   kl_status st = verify_buffers_first(op);
@@ -304,12 +304,15 @@ static kl_status verify_wgmma_desc(kl_op *op) {
   return KL_OK;
 }
 static kl_status verify_wgmma(kl_op *op) {
-  const kl_type *a = op->opnds[0].value->type, *b = op->opnds[1].value->type, *c = op->opnds[2].value->type;
-  if (a->kind != KL_TY_I64 || b->kind != KL_TY_I64 || c->kind != KL_TY_VECTOR || c->elem->kind != KL_TY_F32 ||
-      op->results[0].type != c || !kl_op_attr_string(op, "instr"))
+  /* (%da_0, %db_0, ..., %da_k-1, %db_k-1, %c): k >= 1 chained MMAs on one accumulator */
+  const kl_type *c = op->opnds[op->nopnds - 1].value->type;
+  bool ok = op->nopnds >= 3 && op->nopnds % 2 == 1 && c->kind == KL_TY_VECTOR && c->elem->kind == KL_TY_F32 &&
+      op->results[0].type == c && kl_op_attr_string(op, "instr");
+  for (int i = 0; ok && i < op->nopnds - 1; i++) ok = op->opnds[i].value->type->kind == KL_TY_I64;
+  if (!ok)
     return kl_emit_error(op->ctx, op->loc,
-                         "'rock.wgmma' takes (i64, i64, vector<N x f32>) -> the accumulator type, with a string "
-                         "attribute 'instr'");
+                         "'rock.wgmma' takes (i64, i64, ..., vector<N x f32>): pairs of descriptors, then the "
+                         "accumulator -> its type, with a string attribute 'instr'");
   return KL_OK;
 }
 static kl_status verify_wgmma_sync(kl_op *op) {
@@ -479,9 +482,9 @@ static const kl_opdef rock_ops[] = {
   { .name = "rock.wgmma_desc", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 1, .max_operands = -1, .min_results = 1,
     .max_results = 1, .verify = verify_wgmma_desc,
     .summary = "the 64-bit wgmma matrix descriptor of an LDS element (passes/rock_wgmma.h)" },
-  { .name = "rock.wgmma", .levels = KERN_LOOP, .min_operands = 3, .max_operands = 3, .min_results = 1,
+  { .name = "rock.wgmma", .levels = KERN_LOOP, .min_operands = 3, .max_operands = -1, .min_results = 1,
     .max_results = 1, .required_attrs = need_instr, .verify = verify_wgmma,
-    .summary = "one wgmma.mma_async of a warpgroup: D = A x B + C, A and B in LDS through descriptors (passes/rock_wgmma.h)" },
+    .summary = "wgmma.mma_async of a warpgroup, chained on one accumulator: D = A_k-1 x B_k-1 + (... + (A_0 x B_0 + C)), A and B in LDS through descriptors (passes/rock_wgmma.h)" },
   { .name = "rock.mbarrier", .levels = KERN_LOOP, .min_operands = 2, .max_operands = 3, .verify = verify_mbarrier,
     .summary = "mbarrier init / arrive.expect_tx / arrive / try_wait.parity loop / inval on an LDS buffer of mbarriers (passes/rock_tma.h)" },
   { .name = "rock.tma_load", .levels = KERN_LOOP, .min_operands = 4, .max_operands = -1, .verify = verify_tma_load,

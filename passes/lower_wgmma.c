@@ -52,13 +52,18 @@ bool kl__lower_wgmma_desc(kl_llvm_lowering *L, kl_op *op) {
   return true;
 }
 
+/* One inline asm for the k chained MMAs: outputs $0..$n-1 (the accumulator, "=f"), then
+ * the descriptors $n..$n+2k-1 ("l"), scale-d $n+2k ("r", 1), the accumulator's inputs tied
+ * to the outputs; the k instructions read and write the same registers. */
 bool kl__lower_wgmma(kl_llvm_lowering *L, kl_op *op) {
   if (!need_wgmma(L, op)) return false;
   const char *instr = kl_op_attr_string(op, "instr");
   const kl_accel_desc *d = kl_wgmma_desc_by_name(instr);
-  LLVMValueRef da = kl_llvm_value(L, op->opnds[0].value), db = kl_llvm_value(L, op->opnds[1].value),
-               acc = kl_llvm_value(L, op->opnds[2].value);
-  if (!da || !db || !acc) return kl_llvm_fail(L, op, "an operand has no lowered value");
+  int nk = (op->nopnds - 1) / 2;
+  LLVMValueRef acc = kl_llvm_value(L, op->opnds[op->nopnds - 1].value);
+  for (int i = 0; i < 2 * nk; i++)
+    if (!kl_llvm_value(L, op->opnds[i].value)) return kl_llvm_fail(L, op, "an operand has no lowered value");
+  if (!acc) return kl_llvm_fail(L, op, "an operand has no lowered value");
   int n = (int)LLVMGetVectorSize(LLVMTypeOf(acc));
   if (!d || n != d->n / 2) return kl_llvm_fail(L, op, "'instr' is not a wgmma of this accumulator size");
   LLVMBuilderRef b = kl_llvm_builder(L);
@@ -69,40 +74,48 @@ bool kl__lower_wgmma(kl_llvm_lowering *L, kl_op *op) {
   kl_op_attr_i64(op, "trans_a", &tra);
   kl_op_attr_i64(op, "trans_b", &trb);
   if ((tra || trb) && d->k != 16) return kl_llvm_fail(L, op, "transposed (MN-major) operands need a 16-bit wgmma");
-  kl_sb sb = { 0 };
-  kl_sb_printf(&sb, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n%s {", n + 2, d->intrinsic);
-  for (int i = 0; i < n; i++) kl_sb_printf(&sb, "%s$%d", i ? ", " : "", i);
   /* scale-d p, imm-scale-a 1, imm-scale-b 1; the 16-bit types also take imm-trans-a / -b
    * (0: K-major, 1: MN-major: the attributes trans_a / trans_b), fp8 (k32) has no
    * transposed forms */
   char trans[16] = "";
   if (d->k == 16) snprintf(trans, sizeof trans, ", %d, %d", tra ? 1 : 0, trb ? 1 : 0);
-  kl_sb_printf(&sb, "}, $%d, $%d, p, 1, 1%s;\n}", n, n + 1, trans);
+  kl_sb regs = { 0 };
+  for (int i = 0; i < n; i++) kl_sb_printf(&regs, "%s$%d", i ? ", " : "", i);
+  kl_sb sb = { 0 };
+  kl_sb_printf(&sb, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", n + 2 * nk);
+  for (int j = 0; j < nk; j++)
+    kl_sb_printf(&sb, "%s {%s}, $%d, $%d, p, 1, 1%s;\n", d->intrinsic, kl_sb_str(&regs), n + 2 * j, n + 2 * j + 1,
+                 trans);
+  kl_sb_printf(&sb, "}");
   kl_sb cs = { 0 };
   for (int i = 0; i < n; i++) kl_sb_printf(&cs, "=f,");
-  kl_sb_printf(&cs, "l,l,r");
+  for (int j = 0; j < nk; j++) kl_sb_printf(&cs, "l,l,");
+  kl_sb_printf(&cs, "r");
   for (int i = 0; i < n; i++) kl_sb_printf(&cs, ",%d", i);
   /* type and call */
-  LLVMTypeRef *outs = kl_xmalloc(sizeof *outs * (size_t)n), *ins = kl_xmalloc(sizeof *ins * (size_t)(n + 3));
-  LLVMValueRef *args = kl_xmalloc(sizeof *args * (size_t)(n + 3));
+  int nin = 2 * nk + 1 + n;
+  LLVMTypeRef *outs = kl_xmalloc(sizeof *outs * (size_t)n), *ins = kl_xmalloc(sizeof *ins * (size_t)nin);
+  LLVMValueRef *args = kl_xmalloc(sizeof *args * (size_t)nin);
   for (int i = 0; i < n; i++) outs[i] = f32;
-  ins[0] = ins[1] = i64;
-  ins[2] = i32;
-  args[0] = da;
-  args[1] = db;
-  args[2] = LLVMConstInt(i32, 1, 0);
+  for (int i = 0; i < 2 * nk; i++) {
+    ins[i] = i64;
+    args[i] = kl_llvm_value(L, op->opnds[i].value);
+  }
+  ins[2 * nk] = i32;
+  args[2 * nk] = LLVMConstInt(i32, 1, 0);
   for (int i = 0; i < n; i++) {
-    ins[3 + i] = f32;
-    args[3 + i] = LLVMBuildExtractElement(b, acc, LLVMConstInt(i32, (unsigned)i, 0), "");
+    ins[2 * nk + 1 + i] = f32;
+    args[2 * nk + 1 + i] = LLVMBuildExtractElement(b, acc, LLVMConstInt(i32, (unsigned)i, 0), "");
   }
   LLVMTypeRef rt = LLVMStructTypeInContext(c, outs, (unsigned)n, 0);
-  LLVMTypeRef fty = LLVMFunctionType(rt, ins, (unsigned)(n + 3), 0);
-  LLVMValueRef r = LLVMBuildCall2(b, fty, inline_asm(fty, kl_sb_str(&sb), kl_sb_str(&cs)), args, (unsigned)(n + 3), "");
+  LLVMTypeRef fty = LLVMFunctionType(rt, ins, (unsigned)nin, 0);
+  LLVMValueRef r = LLVMBuildCall2(b, fty, inline_asm(fty, kl_sb_str(&sb), kl_sb_str(&cs)), args, (unsigned)nin, "");
   LLVMValueRef v = LLVMGetUndef(LLVMTypeOf(acc));
   for (int i = 0; i < n; i++)
     v = LLVMBuildInsertElement(b, v, LLVMBuildExtractValue(b, r, (unsigned)i, ""), LLVMConstInt(i32, (unsigned)i, 0),
                                "");
   kl_llvm_set_value(L, &op->results[0], v);
+  kl_sb_free(&regs);
   kl_sb_free(&sb);
   kl_sb_free(&cs);
   free(outs);

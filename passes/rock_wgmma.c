@@ -457,7 +457,14 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
     int nia = A.mn || B.mn ? 3 : 1;
     const kl_type *vt = kl_type_vector(ctx, kl_type_f32(ctx), (int)clen);
     sync_op(rw, loc, "fence");
-    for (int64_t kk = 0; kk < c.k_per_block / d->k; kk++) {
+    /* one instruction per warpgroup and K step (mrep = nrep = 1, the heuristic's tiles): the
+     * K steps chained on the accumulator in one rock.wgmma (one asm for LLVM, which is slow
+     * on each 128-register asm); else per K step every (i, j), K steps outermost */
+    int64_t nkk = c.k_per_block / d->k;
+    bool chain = mrep * nrep == 1 && nkk <= 16;
+    kl_value *cd[33];
+    int ncd = 0;
+    for (int64_t kk = 0; kk < nkk; kk++) {
       /* (K kk, dm0 + 64 i) is core matrix (2 kk, dm0/8 + 8 i) of the proven layout (K = 2 kpe;
        * dm0, dn0 multiples of 8): the warpgroup's tile origin plus a constant */
       kl_value *da[64], *db[64];
@@ -465,6 +472,11 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
         da[i] = make_desc(rw, loc, &A, dm0, eb, (d_offset(&A, i * d->m, eb) + k_offset(&A, kk * d->k, kpe)) * eb);
       for (int64_t j = 0; j < nrep; j++)
         db[j] = make_desc(rw, loc, &B, dn0, eb, (d_offset(&B, j * d->n, eb) + k_offset(&B, kk * d->k, kpe)) * eb);
+      if (chain) {
+        cd[ncd++] = da[0];
+        cd[ncd++] = db[0];
+        continue;
+      }
       for (int64_t i = 0; i < mrep; i++)
         for (int64_t j = 0; j < nrep; j++) {
           kl_value *ix = kl_ll_idx(&L, (i * nrep + j) * clen);
@@ -473,6 +485,12 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
           kl_value *dv = kl_op_result(kl_rewriter_create(rw, "rock.wgmma", loc, 3, o, 1, &vt, nia, ia, 0), 0);
           kl_ll_store(&L, dv, acc, &ix, NULL);
         }
+    }
+    if (chain) {
+      kl_value *ix = kl_ll_idx(&L, 0);
+      cd[ncd++] = kl_ll_load(&L, acc, &ix, NULL, clen);
+      kl_value *dv = kl_op_result(kl_rewriter_create(rw, "rock.wgmma", loc, ncd, cd, 1, &vt, nia, ia, 0), 0);
+      kl_ll_store(&L, dv, acc, &ix, NULL);
     }
     sync_op(rw, loc, "commit");
     /* wait 0 here, unless the K loop waits (wgmma_wait = "deferred": its MMAs stay in

@@ -1107,52 +1107,65 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
     sfail(s, op, "wgmma on %s", s->t->name);
     return;
   }
-  double *da = val_r(s, op, op->opnds[0].value), *db = val_r(s, op, op->opnds[1].value),
-         *c = val_r(s, op, op->opnds[2].value);
-  if (!da || !db || !c) return;
-  int cw = width_of(op->opnds[2].value->type);
+  /* k >= 1 descriptor pairs, chained on the accumulator (the last operand) */
+  int nk = (op->nopnds - 1) / 2;
+  kl_value *cvv = op->opnds[op->nopnds - 1].value;
+  double *c = val_r(s, op, cvv);
+  if (!c || op->nopnds % 2 != 1) {
+    if (c) sfail(s, op, "%d operands: not descriptor pairs and an accumulator", op->nopnds);
+    return;
+  }
+  int cw = width_of(cvv->type);
   if (cw != N / 2 || s->nt % 128) {
     sfail(s, op, "accumulator of %d registers for N = %d, or %d threads (not whole warpgroups)", cw, N, s->nt);
     return;
   }
   double *out = val_w(s, &op->results[0]);
+  double *cur = malloc(sizeof(double) * (size_t)s->nt * cw);
+  memcpy(cur, c, sizeof(double) * (size_t)s->nt * cw);
   double *A = malloc(sizeof(double) * 64 * KI), *B = malloc(sizeof(double) * N * KI);
-  for (int w0 = 0; w0 < s->nt && !s->bad; w0 += 128) {
-    int g = w0 / 128;
-    bool any = false;
-    for (int l = 0; l < 128; l++) any |= mask[w0 + l];
-    if (!any) continue; /* a warpgroup outside the region (the producer of a warp-specialized split) */
-    for (int l = 0; l < 128; l++)
-      if (!mask[w0 + l] || da[w0 + l] != da[w0] || db[w0 + l] != db[w0])
-        sfail(s, op, "lane %d of warpgroup %d inactive or with another descriptor", l, g);
-    if (g >= 8 || !s->wg_fenced[g]) sfail(s, op, "warpgroup %d: wgmma.mma_async without a wgmma.fence before it", g);
-    if (s->bad) break;
-    s->wg_open[g]++;
-    s->wg_cur = g;
-    int64_t sa, la, ssa, swa, sb, lb, ssb, swb;
-    decode_desc(s, op, da[w0], &sa, &la, &ssa, &swa);
-    decode_desc(s, op, db[w0], &sb, &lb, &ssb, &swb);
-    s->rd_swz = swa;
-    for (int r = 0; r < 64; r++)
-      for (int k = 0; k < KI; k++) {
-        double v = lds_at(s, op, desc_byte(sa, la, ssa, swa, tra, r, k, E, eba), eba);
-        A[r * KI + k] = xa ? fp8_decode(xa, (int)v) : v;
-      }
-    s->rd_swz = swb;
-    for (int r = 0; r < N; r++)
-      for (int k = 0; k < KI; k++) {
-        double v = lds_at(s, op, desc_byte(sb, lb, ssb, swb, trb, r, k, E, ebb), ebb);
-        B[r * KI + k] = xb ? fp8_decode(xb, (int)v) : v;
-      }
-    for (int l = 0; l < 128; l++)
-      for (int i = 0; i < N / 2; i++) {
-        int row = 16 * (l / 32) + (l % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
-        double acc = c[(w0 + l) * cw + i];
-        for (int k = 0; k < KI; k++) acc += A[row * KI + k] * B[col * KI + k];
-        out[(w0 + l) * cw + i] = kl_round_f32(acc);
-      }
-    s->nmma++;
+  for (int j = 0; j < nk && !s->bad; j++) {
+    double *da = val_r(s, op, op->opnds[2 * j].value), *db = val_r(s, op, op->opnds[2 * j + 1].value);
+    if (!da || !db) break;
+    for (int w0 = 0; w0 < s->nt && !s->bad; w0 += 128) {
+      int g = w0 / 128;
+      bool any = false;
+      for (int l = 0; l < 128; l++) any |= mask[w0 + l];
+      if (!any) continue; /* a warpgroup outside the region (the producer of a warp-specialized split) */
+      for (int l = 0; l < 128; l++)
+        if (!mask[w0 + l] || da[w0 + l] != da[w0] || db[w0 + l] != db[w0])
+          sfail(s, op, "lane %d of warpgroup %d inactive or with another descriptor", l, g);
+      if (g >= 8 || !s->wg_fenced[g]) sfail(s, op, "warpgroup %d: wgmma.mma_async without a wgmma.fence before it", g);
+      if (s->bad) break;
+      s->wg_open[g]++;
+      s->wg_cur = g;
+      int64_t sa, la, ssa, swa, sb, lb, ssb, swb;
+      decode_desc(s, op, da[w0], &sa, &la, &ssa, &swa);
+      decode_desc(s, op, db[w0], &sb, &lb, &ssb, &swb);
+      s->rd_swz = swa;
+      for (int r = 0; r < 64; r++)
+        for (int k = 0; k < KI; k++) {
+          double v = lds_at(s, op, desc_byte(sa, la, ssa, swa, tra, r, k, E, eba), eba);
+          A[r * KI + k] = xa ? fp8_decode(xa, (int)v) : v;
+        }
+      s->rd_swz = swb;
+      for (int r = 0; r < N; r++)
+        for (int k = 0; k < KI; k++) {
+          double v = lds_at(s, op, desc_byte(sb, lb, ssb, swb, trb, r, k, E, ebb), ebb);
+          B[r * KI + k] = xb ? fp8_decode(xb, (int)v) : v;
+        }
+      for (int l = 0; l < 128; l++)
+        for (int i = 0; i < N / 2; i++) {
+          int row = 16 * (l / 32) + (l % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+          double acc = cur[(w0 + l) * cw + i];
+          for (int k = 0; k < KI; k++) acc += A[row * KI + k] * B[col * KI + k];
+          cur[(w0 + l) * cw + i] = kl_round_f32(acc);
+        }
+      s->nmma++;
+    }
   }
+  memcpy(out, cur, sizeof(double) * (size_t)s->nt * cw);
+  free(cur);
   free(A);
   free(B);
 }
@@ -2053,6 +2066,28 @@ static int count_ops(kl_op *root, const char *name) {
   return c;
 }
 
+/* How many rock.wgmma ops of k (perf config pc) do not have the descriptor pairs they
+ * should: every K step of the K tile chained in one op where a warpgroup issues one
+ * instruction per K step (mPerWave 64, nPerWave <= 256, at most 16 steps), else one pair. */
+static int wgmma_not_chained(kl_op *k, const char *pc) {
+  int64_t f[7] = { 0 };
+  if (!pc ||
+      sscanf(pc, "v3:%lld,%lld,%lld,%lld,%lld,%lld", (long long *)&f[0], (long long *)&f[1], (long long *)&f[2],
+             (long long *)&f[3], (long long *)&f[4], (long long *)&f[5]) != 6)
+    return -1;
+  int n, bad = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n; i++) {
+    if (strcmp(ops[i]->name, "rock.wgmma")) continue;
+    const char *instr = kl_op_attr_string(ops[i], "instr");
+    int64_t ki = instr && strstr(instr, "k32.") ? 32 : 16;
+    int64_t pairs = f[3] == 64 && f[4] <= 256 && f[2] / ki <= 16 ? f[2] / ki : 1;
+    bad += ops[i]->nopnds != 2 * pairs + 1;
+  }
+  free(ops);
+  return bad;
+}
+
 /* small integers: exact in every input type, sums exact in f32 */
 static double rnd_val(uint64_t *st) {
   *st = *st * 6364136223846793005ull + 1442695040888963407ull;
@@ -2136,6 +2171,8 @@ static void run_case_with(const gcase *c, const char *pipeline) {
   CHECK(pc && !strncmp(pc, wg ? "v3:" : want_accel ? "v2:" : "v1:", 3), "%s: perf_config %s", what, pc ? pc : "none");
   CHECK(!wg || (count_ops(k, "rock.wgmma") > 0 && count_ops(k, "rock.mma") == 0), "%s: %d rock.wgmma ops", what,
         count_ops(k, "rock.wgmma"));
+  CHECK(!wg || wgmma_not_chained(k, pc) == 0, "%s: %d rock.wgmma ops not chained over the K tile (%s)", what,
+        wgmma_not_chained(k, pc), pc ? pc : "-");
   int64_t G = c->G, M = c->M, N = c->N, K = c->K;
   double *A = malloc(sizeof(double) * G * M * K), *B = malloc(sizeof(double) * G * N * K),
          *bias = malloc(sizeof(double) * N);

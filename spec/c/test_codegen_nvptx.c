@@ -5,13 +5,16 @@
  * PTX header (.version / .target / .address_size), .entry names, special registers and
  * instructions; bad targets and wrong triples give clear errors. Vector casts read lane by
  * lane become scalar casts before code generation (codegen/lane_casts.h); a cast with a
- * whole-vector user and a bitcast that changes the lanes stay. */
+ * whole-vector user and a bitcast that changes the lanes stay. Long runs of stores get an
+ * empty memory-clobbering asm every 16 stores (codegen/store_runs.h); calls end a run, and
+ * the emitted PTX keeps every store. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen_target.h"
 #include "codegen/lane_casts.h"
+#include "codegen/store_runs.h"
 #include <llvm-c/Analysis.h>
 
 #include "check.h"
@@ -308,6 +311,52 @@ static void test_lane_casts(void) {
   group_end("lane casts: fptrunc <4 x float> read by lanes -> 4 scalar casts; whole-vector users and bitcasts stay");
 }
 
+/* Kernel `name`: out[40 t + 3 i] = t + i for i < 40 (scattered stores: no vector store),
+ * with a barrier after the 20th store. */
+static void add_store_run(lk *k, const char *name) {
+  LLVMTypeRef ps[] = { k->gptr };
+  LLVMValueRef fn = lk_kernel(k, LK_PTX, name, ps, 1, NULL);
+  LLVMValueRef t = LLVMBuildZExt(k->b, lk_tid(k, false), k->i64, "");
+  LLVMValueRef base = LLVMBuildMul(k->b, t, LLVMConstInt(k->i64, 40, 0), "");
+  for (unsigned i = 0; i < 40; i++) {
+    LLVMValueRef ix = LLVMBuildAdd(k->b, base, LLVMConstInt(k->i64, 3 * i, 0), "");
+    LLVMValueRef v = LLVMBuildTrunc(k->b, LLVMBuildAdd(k->b, t, LLVMConstInt(k->i64, i, 0), ""), k->i32, "");
+    LLVMBuildStore(k->b, v, LLVMBuildInBoundsGEP2(k->b, k->i32, LLVMGetParam(fn, 0), &ix, 1, ""));
+    if (i == 19) lk_call(k, "llvm.nvvm.barrier0", NULL, 0);
+  }
+  LLVMBuildRetVoid(k->b);
+}
+
+static void test_store_runs(void) {
+  group_begin();
+  lk k;
+  lk_begin(&k, NULL, "runs_mod");
+  add_store_run(&k, "runs");
+  /* stores 1..20, the barrier, stores 21..40: one break after the 16th and one after the 36th */
+  int n = kl_llvm_break_store_runs(k.mod, 16);
+  CHECK(n == 2, "inserted %d barriers, want 2", n);
+  char *msg = NULL;
+  CHECK(!LLVMVerifyModule(k.mod, LLVMReturnStatusAction, &msg), "invalid after the rewrite: %s", msg ? msg : "?");
+  LLVMDisposeMessage(msg);
+  char *text = LLVMPrintModuleToString(k.mod);
+  CHECK(count(text, "asm sideeffect \"\", \"~{memory}\"") == 2, "two empty memory-clobbering asm calls:\n%s", text);
+  LLVMDisposeMessage(text);
+  CHECK(kl_llvm_break_store_runs(k.mod, 1) == 0, "a run below 2 inserts nothing");
+  lk_end(&k);
+
+  /* through emission (which breaks the runs itself): every store stays */
+  lk_begin(&k, NULL, "runs_emit");
+  add_store_run(&k, "runs");
+  char *ptx = emit(k.mod, "sm_90a");
+  lk_end(&k);
+  if (ptx) {
+    CHECK(count(ptx, "st.global.u32") + count(ptx, "st.global.b32") == 40 && count(ptx, "bar.sync") == 1, "PTX:\n%s",
+          ptx);
+    free(ptx);
+  }
+  group_end("store runs: an empty memory asm after every 16 stores not interrupted by a call; the PTX keeps them all");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   test_vadd();
@@ -316,5 +365,6 @@ int main(void) {
   test_errors();
   test_target_table();
   test_lane_casts();
+  test_store_runs();
   return check_summary("test_codegen_nvptx");
 }
