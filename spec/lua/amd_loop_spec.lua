@@ -12,7 +12,8 @@
 -- 256x256x32) with kpack-8 host configs (K tiles of 16, 32 and 128: 1 and 4 panels), also
 -- through the host's fused copies (lower_loops_host.c, which must see the XOR as non-linear:
 -- it took the xor tiles' addresses as linear and got 64x64x16 wrong).
--- (On AMD targets the same code is checked statically by amd_suite_spec.lua.)
+-- (On AMD targets the same code is checked statically by amd_suite_spec.lua. scripts/test's
+-- sanitizer pass: every 5th case of cp_async_cases.lua, gemm_graphs.sample.)
 local kiln = require "kiln"
 local C = require "cp_async_cases"
 local G = require "gemm_graphs"

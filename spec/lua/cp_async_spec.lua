@@ -8,7 +8,8 @@
 -- spec/lua/ptx_addr.lua): ldmatrix fragment loads stay conflict-free, and the lanes reading
 -- one 128-byte global line write one or two 128-byte LDS rows ((line, LDS row) pieces per
 -- 512-byte cp.async: 11 (sm_90 tiles) / 18 (sm_80) instead of the kgroup layout's 32);
--- ptxas: no spills in the sm_90 bench GEMM.
+-- ptxas: no spills in the sm_90 bench GEMM. (scripts/test's sanitizer pass: a sample of the
+-- cases and no 4096^3 / 2048^2 kernels, gemm_graphs.sample / sanitized.)
 local kiln = require "kiln"
 local C = require "cp_async_cases"
 local G = require "gemm_graphs"

@@ -8,7 +8,8 @@
 -- (rock-gridwise-to-blockwise{cp-async=S}, S = 2..4) the same kernels have cp.async, one
 -- commit_group per prologue stage and per emitted K step, wait_group S-2 per step and one
 -- wait_group 0, dynamic shared memory above 48 KiB, and the same resource checks (LDGSTS in
--- the SASS).
+-- the SASS). (scripts/test's sanitizer pass: no ptxas, samples of the cp.async runs and of
+-- the wgmma device cases, not the large-shape wgmma groups: gemm_graphs.sample / sanitized.)
 local kiln = require "kiln"
 
 local function find_tool(name)
