@@ -5,13 +5,16 @@
 #                               (the sums of the files' "N successes / N failures / N errors /
 #                               N pending" lines; a file without that line counts one
 #                               failure) and prints the failing files' output, the slowest
-#                               files and one summary line of the same form.
+#                               files and one summary line of the same form. With
+#                               KILN_SPEC_TIMES=1 also every file's time and the 40 slowest
+#                               tests (the "time" lines of the busted_timed.lua output handler).
 # The files share nothing at run time (busted insulates each file; temporary files come
 # from os.tmpname), so the order and the split do not change what runs.
 
-# Spec files known to be slow (the "slowest:" line of a run), started first so that the
-# workers finish together; the others follow in name order. Only the order depends on it.
-KILN_SLOW_SPECS="output_swizzle_spec cp_async_spec nvidia_gemm_spec memory_spec amd_suite_spec input_cvt_spec ptx_addr_spec fused_spec"
+# Spec files known to be slow in either busted pass (the "spec file times" of a
+# KILN_SPEC_TIMES=1 run), slowest first, started first so that the workers finish together;
+# the others follow in name order. Only the order depends on it.
+KILN_SLOW_SPECS="output_swizzle_spec input_cvt_spec nvidia_gemm_spec cp_async_spec amd_suite_spec splitk_workspace_spec amd_loop_spec tma_spec fp8_spec elementwise_pairs_spec ptx_addr_spec memory_spec fused_spec"
 
 kiln_busted() {
   local logdir="$1"
@@ -54,6 +57,15 @@ kiln_busted() {
       tail -60 "$logdir/$n.log"
     fi
   done
+  if [ -n "${KILN_SPEC_TIMES:-}" ] && [ "$KILN_SPEC_TIMES" != 0 ]; then
+    echo "spec file times (s):"
+    sort -rn <<<"$times" | awk 'NF { printf "  %7.1f %s\n", $1, $2 }'
+    echo "slowest tests (s):"
+    for f in "${files[@]}"; do
+      n="$(basename "$f" .lua)"
+      sed -nE "s/^time +([0-9.]+) s  (.*)/\1 $n: \2/p" "$logdir/$n.log"
+    done | sort -rn | head -40 | awk '{ printf "  %7.1f %s\n", $1, substr($0, length($1) + 2) }'
+  fi
   echo "slowest: $(sort -rn <<<"$times" | head -8 | awk 'NF { printf "%s%s %.0f s", sep, $2, $1; sep = ", " }')"
   awk -v s="$BUSTED_S" -v f="$BUSTED_F" -v e="$BUSTED_E" -v p="$BUSTED_P" -v t0="$start" -v t1="$(date +%s.%N)" -v n="${#files[@]}" -v j="$jobs" \
     'BEGIN { printf "%d successes / %d failures / %d errors / %d pending : %.1f seconds (%d files, %d at a time)\n", s, f, e, p, t1 - t0, n, j }'

@@ -2889,8 +2889,15 @@ static const char *mut_tma_noswizzle(kl_op *k) { /* descriptors claiming no swiz
   free(ops);
   return hit ? "through a descriptor of swizzle 0 that a TMA load wrote with swizzle" : NULL;
 }
-static void tma_case_sw(const gcase *c, const char *opt, const char *want, int64_t want_sw) {
-  char pl[512], err[4096];
+/* One TMA case: c lowered with rock-gridwise-to-blockwise{tma=N[,tma-swizzle=S]} (swz: 0 the
+ * default, -1 none, else S) must take
+ * TMA for the operands `want` ("none": no rock.tma_load) with tiles of swizzle want_sw
+ * (bytes; -1 unchecked), and interpret equal to a direct matmul with the mbarrier protocol
+ * held; with g_mutate set (run_case_with) the mutated kernel must be refused instead. */
+static void tma_case(const gcase *c, int tma, int swz, const char *want, int64_t want_sw) {
+  char opt[64], pl[512], err[4096];
+  int n = snprintf(opt, sizeof opt, "tma=%d", tma);
+  if (swz) snprintf(opt + n, sizeof opt - n, swz < 0 ? ",tma-swizzle=none" : ",tma-swizzle=%d", swz);
   snprintf(pl, sizeof pl,
            "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},rock-blockwise-to-threadwise,"
            "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
@@ -2898,9 +2905,9 @@ static void tma_case_sw(const gcase *c, const char *opt, const char *want, int64
   kl_ctx *ctx = kl_test_ctx();
   kl_op *m = lower_case(ctx, c, pl, err, sizeof err);
   kl_op *k = m ? kernel_of(m) : NULL;
-  const char *tma = k ? kl_op_attr_string(k, "tma") : NULL;
-  CHECK(k && tma && !strncmp(tma, want, strlen(want)), "tma %s M=%lld N=%lld K=%lld: tma = %s, want %s %s", c->perf,
-        (long long)c->M, (long long)c->N, (long long)c->K, tma ? tma : "-", want, k ? "" : err);
+  const char *got = k ? kl_op_attr_string(k, "tma") : NULL;
+  CHECK(k && got && !strncmp(got, want, strlen(want)), "tma %s M=%lld N=%lld K=%lld: tma = %s, want %s %s", c->perf,
+        (long long)c->M, (long long)c->N, (long long)c->K, got ? got : "-", want, k ? "" : err);
   CHECK(!k || (count_ops(k, "rock.tma_load") > 0) == (strcmp(want, "none") != 0), "tma %s: %d rock.tma_load", c->perf,
         k ? count_ops(k, "rock.tma_load") : 0);
   int64_t sw = -1;
@@ -2913,88 +2920,73 @@ static void tma_case_sw(const gcase *c, const char *opt, const char *want, int64
   CHECK(g_mutate || (g_ntma > 0) == (strcmp(want, "none") != 0), "tma %s: %lld TMA boxes executed", c->perf,
         (long long)g_ntma);
 }
-static void tma_case(const gcase *c, const char *opt, const char *want) { tma_case_sw(c, opt, want, -1); }
 static void test_tma(void) {
   group_begin();
+  /* the shapes the mutations below break: 2 warpgroups, 4 stages, 6 K steps (K4); the same
+   * with B MN-major (K4B); 128-byte swizzled tiles at K 64 (KSW) */
+  enum { K4, K4B, KSW };
+  static const gcase mcase[] = {
+    [K4] = { "sm_90a", "f16", 1, 128, 64, 96, true, true, false, "v3:128,64,16,64,64,8", "f32" },
+    [K4B] = { "sm_90a", "f16", 1, 128, 64, 96, true, false, false, "v3:128,64,16,64,64,8", "f32" },
+    [KSW] = { "sm_90a", "f16", 1, 128, 128, 256, true, true, false, "v3:128,128,64,64,128,8", "f32" },
+  };
   static const struct {
     gcase c;
-    const char *opt, *want;
-    int64_t sw; /* the TMA tiles' swizzle (bytes; tma-swizzle: the widest dividing the K tile's bytes) */
+    int tma;          /* tma=N */
+    int swz;          /* tma-swizzle: 0 the default (the widest dividing the K tile's bytes), -1 none */
+    const char *want; /* the operands through TMA */
+    int64_t sw;       /* the TMA tiles' swizzle (bytes; unchecked where want is "none") */
   } cases[] = {
     /* both operands K-major (A [M,K], B [N,K]): 4 stages, 4 / 6 / 5 K steps */
-    { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, "tma=1", "A,B", 64 },
-    { { "sm_90a", "bf16", 1, 64, 128, 96, true, true, true, "v3:64,128,16,64,128,8", "bf16" }, "tma=1", "A,B", 32 },
-    { { "sm_90a", "f16", 1, 128, 64, 80, true, true, false, "v3:128,64,16,64,64,8", "f32" }, "tma=3", "A,B", 32 },
+    { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, 1, 0, "A,B", 64 },
+    { { "sm_90a", "bf16", 1, 64, 128, 96, true, true, true, "v3:64,128,16,64,128,8", "bf16" }, 1, 0, "A,B", 32 },
+    { { "sm_90a", "f16", 1, 128, 64, 80, true, true, false, "v3:128,64,16,64,64,8", "f32" }, 3, 0, "A,B", 32 },
     /* batch (rank-3 tensor maps), two warpgroups of m64n256 at KB 64 (the large tile) */
-    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" }, "tma=1", "A,B", 128 },
+    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" }, 1, 0, "A,B", 128 },
     /* odd M / N and K padded to the tile: TMA's zero fill past the dims */
-    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=6", "A,B", 32 },
-    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "tma=1", "A,B", 64 },
+    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, 6, 0, "A,B", 32 },
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, 1, 0, "A,B", 64 },
     /* MN-major operands (B [K, N], A [K, M]): the swizzled MN-major tiles (boxes {64, KB}
      * of M / N panels), read with imm-trans; the K-major one's swizzle by its K tile */
-    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "tma=1", "A,B", 128 },
-    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3", "A,B", 128 },
-    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, "tma=1", "A,B", 128 },
-    { { "sm_90a", "bf16", 1, 136, 136, 72, false, false, true, "v3:128,64,32,128,64,8", "bf16" },
-      "tma=1,tma-swizzle=64",
-      "A,B",
-      64 },
-    { { "sm_90a", "f16", 2, 70, 104, 40, true, false, false, "v3:64,64,16,64,64,8", "f32" },
-      "tma=1,tma-swizzle=32",
-      "A,B",
-      32 },
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, 1, 0, "A,B", 128 },
+    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, 3, 0, "A,B", 128 },
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, 1, 0, "A,B", 128 },
+    { { "sm_90a", "bf16", 1, 136, 136, 72, false, false, true, "v3:128,64,32,128,64,8", "bf16" }, 1, 64, "A,B", 64 },
+    { { "sm_90a", "f16", 2, 70, 104, 40, true, false, false, "v3:64,64,16,64,64,8", "f32" }, 1, 32, "A,B", 32 },
     /* MN-major with no swizzle: the register path (the mixed loop) */
-    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" },
-      "tma=1,tma-swizzle=none",
-      "A",
-      0 },
-    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" },
-      "tma=1,tma-swizzle=none",
-      "none",
-      -1 },
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, 1, -1, "A", 0 },
+    { { "sm_90a", "f16", 1, 128, 128, 64, false, false, false, "v3:128,128,16,64,128,8", "f32" }, 1, -1, "none", 0 },
     /* no TMA: K rows of 90 bytes (not a multiple of 16) */
-    { { "sm_90a", "f16", 1, 64, 64, 45, true, true, false, "v3:64,64,16,64,64,8", "f32" }, "tma=1", "none", 32 },
+    { { "sm_90a", "f16", 1, 64, 64, 45, true, true, false, "v3:64,64,16,64,64,8", "f32" }, 1, 0, "none", 32 },
     /* tma-swizzle: none (the unswizzled core-matrix boxes {8, rows}), capped at 64 / 32 */
-    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" },
-      "tma=1,tma-swizzle=none",
-      "A,B",
-      0 },
-    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" },
-      "tma=1,tma-swizzle=64",
-      "A,B",
-      64 },
-    { { "sm_90a", "bf16", 1, 130, 100, 136, true, true, true, "v3:128,64,64,64,64,8", "bf16" },
-      "tma=4,tma-swizzle=32",
-      "A,B",
-      32 },
-    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" },
-      "tma=3,tma-swizzle=none",
-      "B",
-      0 },
+    { { "sm_90a", "f16", 2, 128, 256, 192, true, true, false, "v3:128,256,64,64,256,8", "f32" }, 1, -1, "A,B", 0 },
+    { { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,64,64,256,8", "f32" }, 1, 64, "A,B", 64 },
+    { { "sm_90a", "bf16", 1, 130, 100, 136, true, true, true, "v3:128,64,64,64,64,8", "bf16" }, 4, 32, "A,B", 32 },
+    { { "sm_90a", "bf16", 2, 64, 128, 64, false, true, true, "v3:64,128,16,64,128,8", "f32" }, 3, -1, "B", 0 },
     /* 128-byte swizzle with K tiles of 128 (two panels per tile: the panel stride) */
-    { { "sm_90a", "f16", 1, 64, 72, 384, true, true, false, "v3:64,64,128,64,64,8", "f32" }, "tma=3", "A,B", 128 },
+    { { "sm_90a", "f16", 1, 64, 72, 384, true, true, false, "v3:64,64,128,64,64,8", "f32" }, 3, 0, "A,B", 128 },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    tma_case_sw(&cases[i].c, cases[i].opt, cases[i].want, cases[i].sw);
-  /* the protocol check can fail: each broken variant is refused (2 warpgroups, 4 stages,
-   * 6 K steps; and the mixed loop) */
-  {
-    const char *(*muts[4])(kl_op *) = { mut_tma_wait, mut_pending, mut_tma_barrier, mut_tma_expect };
-    gcase c = { "sm_90a", "f16", 1, 128, 64, 96, true, true, false, "v3:128,64,16,64,64,8", "f32" };
-    gcase c2 = { "sm_90a", "f16", 1, 128, 64, 96, true, false, false, "v3:128,64,16,64,64,8", "f32" };
+    tma_case(&cases[i].c, cases[i].tma, cases[i].swz, cases[i].want, cases[i].sw);
+  /* the protocol check can fail: each broken variant of a mutation shape is refused (and the
+   * mixed loop: B MN-major on registers with tma-swizzle=none) */
+  static const struct {
+    const char *(*mut)(kl_op *);
+    int c;
+    int swz;
+    const char *want;
+  } muts[] = {
     /* a descriptor claiming no swizzle over the swizzled TMA tiles (32 bytes at K 16; 128 at K 64) */
-    gcase c3 = { "sm_90a", "f16", 1, 128, 128, 256, true, true, false, "v3:128,128,64,64,128,8", "f32" };
-    g_mutate = mut_tma_noswizzle;
-    tma_case(&c, "tma=1", "A,B");
-    tma_case(&c3, "tma=1", "A,B");
-    tma_case(&c2, "tma=1", "A,B"); /* B MN-major */
-    for (int i = 0; i < 4; i++) {
-      g_mutate = muts[i];
-      tma_case(&c, "tma=1", "A,B");
-      tma_case(&c2, "tma=1,tma-swizzle=none", "A"); /* the mixed loop: B (MN-major) on registers */
-    }
-    g_mutate = NULL;
+    { mut_tma_noswizzle, K4, 0, "A,B" }, { mut_tma_noswizzle, KSW, 0, "A,B" }, { mut_tma_noswizzle, K4B, 0, "A,B" },
+    { mut_tma_wait, K4, 0, "A,B" },      { mut_tma_wait, K4B, -1, "A" },       { mut_pending, K4, 0, "A,B" },
+    { mut_pending, K4B, -1, "A" },       { mut_tma_barrier, K4, 0, "A,B" },    { mut_tma_barrier, K4B, -1, "A" },
+    { mut_tma_expect, K4, 0, "A,B" },    { mut_tma_expect, K4B, -1, "A" },
+  };
+  for (size_t i = 0; i < sizeof muts / sizeof *muts; i++) {
+    g_mutate = muts[i].mut;
+    tma_case(&mcase[muts[i].c], 1, muts[i].swz, muts[i].want, -1);
   }
+  g_mutate = NULL;
   /* option errors */
   {
     char err[4096];
@@ -3558,29 +3550,28 @@ static void test_ws(void) {
  * padded, strided 3x3 conv with one (the other's im2col view is not a box), interpreted */
 static void test_tma_graphs(void) {
   group_begin();
-  const char *pl = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
-                   "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1},"
-                   "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
-                   "rock-lower-loops,canonicalize,cse,dce";
-  graph_case a = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl, "A,B" };
-  run_graph_case(&a);
-  graph_case b = { "sm_90a", conv_nhwc_f16, 2e-2, 1, false, pl, NULL };
-  run_graph_case(&b);
-  /* the unswizzled TMA boxes */
-  const char *pl2 = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
-                    "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},"
-                    "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
-                    "rock-lower-loops,canonicalize,cse,dce";
-  graph_case c = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl2, "A,B" };
-  run_graph_case(&c);
-  /* warp-specialized (ws=1): the epilogue (residual, relu, the LDS output swizzle) in the
+  /* the 1x1 conv with both operands through TMA, swizzled and as unswizzled boxes; the 3x3 conv;
+   * warp-specialized (ws=1): the epilogue (residual, relu, the LDS output swizzle) in the
    * consumer region behind named barriers */
-  const char *pl3 = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
-                    "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1,ws=1},"
-                    "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
-                    "rock-lower-loops,canonicalize,cse,dce";
-  graph_case d = { "sm_90a", conv1x1_nhwc_f16, 2e-2, 1, false, pl3, "A,B" };
-  run_graph_case(&d);
+  const struct {
+    const char *text, *opt, *want_tma;
+  } cases[] = {
+    { conv1x1_nhwc_f16, "tma=1", "A,B" },
+    { conv_nhwc_f16, "tma=1", NULL },
+    { conv1x1_nhwc_f16, "tma=1,tma-swizzle=none", "A,B" },
+    { conv1x1_nhwc_f16, "tma=1,ws=1", "A,B" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char pl[1024];
+    snprintf(pl, sizeof pl,
+             "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
+             "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},"
+             "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
+             "rock-lower-loops,canonicalize,cse,dce",
+             cases[i].opt);
+    graph_case g = { "sm_90a", cases[i].text, 2e-2, 1, false, pl, cases[i].want_tma };
+    run_graph_case(&g);
+  }
   group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands (swizzled and not) on sm_90a interpreted against "
             "g:eval");
 }

@@ -12,9 +12,11 @@
 -- 256x256x32) with kpack-8 host configs (K tiles of 16, 32 and 128: 1 and 4 panels), also
 -- through the host's fused copies (lower_loops_host.c, which must see the XOR as non-linear:
 -- it took the xor tiles' addresses as linear and got 64x64x16 wrong).
--- (On AMD targets the same code is checked statically by amd_suite_spec.lua.)
+-- (On AMD targets the same code is checked statically by amd_suite_spec.lua. scripts/test's
+-- sanitizer pass: every 5th case of cp_async_cases.lua, gemm_graphs.sample.)
 local kiln = require "kiln"
 local C = require "cp_async_cases"
+local G = require "gemm_graphs"
 
 local function pipeline(loop, lds, host_lowering)
   local p, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
@@ -30,8 +32,7 @@ local function odd_cases()
   for _, c in ipairs { { 33, 20, 17, "f32", "v1:16,16,8,16,16,1" }, { 45, 37, 40, "f16", "v1:32,32,8,32,32,1" },
     { 24, 70, 56, "bf16", "v1:32,64,8,32,64,1" } } do
     local m, n, k, dt = c[1], c[2], c[3], c[4]
-    local g = kiln.graph("odd")
-    g:output(g:dot(g:param("a", { m, k }, dt), g:param("b", { k, n }, dt)))
+    local g = G.dot(m, n, k, dt)
     L[#L + 1] = { name = ("%s %dx%dx%d (odd K steps)"):format(dt, m, n, k), g = g, dtype = dt, host_perf = c[5],
       inputs = { a = kiln.rand({ m, k }, dt, { seed = m + 11 }), b = kiln.rand({ k, n }, dt, { seed = n + 13 }) } }
   end
@@ -39,15 +40,13 @@ local function odd_cases()
 end
 
 describe("AMDGPU K loop and bounds-masked copies on the host", function()
-  local cases = C.cases()
+  local cases = G.sample(C.cases(), "amd_loop_spec: cp_async_cases") -- and the odd K step counts:
   for _, c in ipairs(odd_cases()) do cases[#cases + 1] = c end
   for _, loop in ipairs { 1, 2 } do
     for _, c in ipairs(cases) do
       it(("amd-k-loop=%d %s"):format(loop, c.name), function()
         local p = kiln.compile(c.g, { target = "host", cache = false, pipeline = pipeline(loop), perf_config = c.host_perf })
-        local got, want = p:run(c.inputs), c.g:eval(c.inputs)
-        local ok, rep = C.check(got[1] or got, want[1] or want, c.dtype)
-        assert.is_true(ok, rep)
+        assert.is_true(C.run_check(p, c))
       end)
     end
   end
@@ -66,9 +65,7 @@ describe("AMDGPU K loop and bounds-masked copies on the host", function()
         local p = kiln.compile(c.g, { target = "host", cache = false, pipeline = pipeline(loop, "xor", v[2]),
                                       perf_config = kpack8(c.host_perf) })
         assert.is_truthy(p:ir("rock-gridwise-to-blockwise"):find('amd_lds_layout = "xor"', 1, true))
-        local got, want = p:run(c.inputs), c.g:eval(c.inputs)
-        local ok, rep = C.check(got[1] or got, want[1] or want, c.dtype)
-        assert.is_true(ok, rep)
+        assert.is_true(C.run_check(p, c))
       end)
     end
   end

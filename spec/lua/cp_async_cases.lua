@@ -16,6 +16,8 @@
 --   M.variants: { {S, layout}, ... } the GPU suite runs: S = 1..4 (the default layout, xor), krow at
 --     S = 2, 3, kgroup at S = 3 and -1 (auto, the default pipeline's choice)
 --   M.check(got, want, dtype) -> ok, report (fusion_cases.lua's tolerances)
+--   M.run_check(p, c) -> ok, report: p (compiled from case c's graph) run on c.inputs and
+--     checked against c.g:eval (evaluated once per case, kept as c.want)
 local kiln = require "kiln"
 local F = require "fusion_cases"
 local M = { stages = { 1, 2, 3, 4 }, check = F.check,
@@ -29,6 +31,12 @@ function M.pipeline(S, layout)
   p, n = p:gsub("graph%-partition,", "graph-partition{input-fusion-cost=false},", 1)
   assert(n == 1, "the default pipeline has no plain graph-partition")
   return p
+end
+
+function M.run_check(p, c)
+  local got = p:run(c.inputs)
+  c.want = c.want or c.g:eval(c.inputs)
+  return M.check(got[1] or got, c.want[1] or c.want, c.dtype)
 end
 
 local seed = 0

@@ -1,11 +1,15 @@
 -- spec/lua/gemm_graphs.lua — graphs and helpers the NVIDIA code-generation specs share
--- (nvidia_gemm_spec, tma_spec, cp_async_spec): count(s, pat) the matches of a Lua pattern;
--- dot(M, N, K, dt, at, bt) C = A @ B with A stored [K, M] (at) or [M, K] and B stored [N, K]
--- (bt) or [K, N]; seed_conv() the seed case at batch 512: NHWC 1x1 conv 2048 -> 512 on 7x7,
--- f16, plus a residual and a relu; ptxas_v(arch, ptx) the output of `ptxas -arch=arch -v` on
--- the PTX (nil when ptxas is absent: ptxas_tool.lua); sanitized(what) true (and says so) under
--- scripts/test's sanitizer pass (KILN_SPEC_SANITIZED), which leaves the large-kernel ptxas
--- checks to the plain pass.
+-- (nvidia_gemm_spec, tma_spec, cp_async_spec, ptx_addr_spec): count(s, pat) the matches of a
+-- Lua pattern; dot(M, N, K, dt, at, bt) C = A @ B with A stored [K, M] (at) or [M, K] and B
+-- stored [N, K] (bt) or [K, N]; conv(N, C, K, HW[, name]) an NHWC 1x1 conv C -> K on HW x HW
+-- at batch N, f16, plus a residual and a relu; seed_conv() the seed case, conv(512, 2048,
+-- 512, 7); ptxas_v(arch, ptx) the output of `ptxas -arch=arch -v` on the PTX (nil when ptxas
+-- is absent or under the sanitizer pass: ptxas_tool.lua).
+-- scripts/test's sanitizer pass (KILN_SPEC_SANITIZED=1) looks for memory errors in the
+-- library, which the small cases and a sample of long lists of like cases find as well as
+-- all of them: sanitized(what) true (and says so) under it, for the large-kernel checks the
+-- plain pass alone runs; sample(list, what[, every]) the list, or under it every 5th (every)
+-- element from the first (and says so); other specs sample with it too.
 local kiln = require "kiln"
 local M = {}
 
@@ -23,14 +27,16 @@ function M.dot(Mr, N, K, dt, at, bt)
   return g
 end
 
-function M.seed_conv()
-  local g = kiln.graph("seed_conv")
-  local x = g:param("x", { 512, 2048, 7, 7 }, "f16", { layout = "NHWC" })
-  local w = g:param("w", { 512, 2048, 1, 1 }, "f16", { layout = "KYXC" })
-  local r = g:param("r", { 512, 512, 7, 7 }, "f16", { layout = "NHWC" })
+function M.conv(N, C, K, HW, name)
+  local g = kiln.graph(name or "conv")
+  local x = g:param("x", { N, C, HW, HW }, "f16", { layout = "NHWC" })
+  local w = g:param("w", { K, C, 1, 1 }, "f16", { layout = "KYXC" })
+  local r = g:param("r", { N, K, HW, HW }, "f16", { layout = "NHWC" })
   g:output((g:conv(x, w) + r):relu())
   return g
 end
+
+function M.seed_conv() return M.conv(512, 2048, 512, 7, "seed_conv") end
 
 local find_ptxas = require "ptxas_tool"
 function M.ptxas_v(arch, ptx)
@@ -47,9 +53,19 @@ function M.ptxas_v(arch, ptx)
   return out
 end
 
+function M.sample(list, what, every)
+  if not os.getenv("KILN_SPEC_SANITIZED") then return list end
+  every = every or 5
+  local out = {}
+  for i = 1, #list, every do out[#out + 1] = list[i] end
+  print(("%s: %d of the %d cases under the sanitizer pass (every %d%s; the plain pass runs all)"):format(
+    what, #out, #list, every, every == 2 and "nd" or every == 3 and "rd" or "th"))
+  return out
+end
+
 function M.sanitized(what)
   if not os.getenv("KILN_SPEC_SANITIZED") then return false end
-  print(what .. ": left to the plain pass (the sanitizer pass skips the large-kernel ptxas checks)")
+  print(what .. ": left to the plain pass (the sanitizer pass skips the large kernels and the ptxas checks)")
   return true
 end
 

@@ -8,7 +8,8 @@
 -- (rock-gridwise-to-blockwise{cp-async=S}, S = 2..4) the same kernels have cp.async, one
 -- commit_group per prologue stage and per emitted K step, wait_group S-2 per step and one
 -- wait_group 0, dynamic shared memory above 48 KiB, and the same resource checks (LDGSTS in
--- the SASS).
+-- the SASS). (scripts/test's sanitizer pass: no ptxas, samples of the cp.async runs and of
+-- the wgmma device cases, not the large-shape wgmma groups: gemm_graphs.sample / sanitized.)
 local kiln = require "kiln"
 
 local function find_tool(name)
@@ -21,7 +22,8 @@ local function find_tool(name)
   if h then h:close() end
   return p ~= "" and p or nil
 end
-local ptxas, cuobjdump = find_tool("ptxas"), find_tool("cuobjdump")
+-- (no ptxas under scripts/test's sanitizer pass: ptxas_tool.lua)
+local ptxas, cuobjdump = require "ptxas_tool"(), find_tool("cuobjdump")
 
 local G = require "gemm_graphs"
 local count, dot_graph, conv_graph = G.count, G.dot, G.seed_conv
@@ -105,47 +107,50 @@ end)
 
 describe("NVIDIA tensor-core GEMMs: the cp.async pipeline", function()
   local C = require "cp_async_cases"
+  local runs = {}
   for _, t in ipairs { "sm_80", "sm_90" } do
     for _, c in ipairs(cases) do
-      for S = 2, 4 do
-        it(("%s %s cp-async=%d"):format(t, c[1], S), function()
-          local p = kiln.compile(c[2](), { target = t, cache = false, pipeline = C.pipeline(S) })
-          local gemm
-          for _, k in ipairs(p:kernels(t)) do if k.kind == "gemm" then gemm = k end end
-          local ptx = p:disasm(gemm.name, t)
-          local ncp, ncommit = count(ptx, "cp%.async%.c[ag]%.shared%.global"), count(ptx, "cp%.async%.commit_group")
-          if gemm.pipeline_stages == 0 then -- 37x29x45: one K step, no 4/8/16-byte vectors
-            assert.is_truthy(gemm.async_copy == "none" or gemm.async_copy == "", gemm.async_copy) -- or one K step
-            assert.are.equal(0, ncp + ncommit)
-            return
-          end
-          local st = gemm.pipeline_stages
-          assert.is_true(st >= 2 and st <= S)
-          if gemm.async_copy ~= "A,B" then assert.are.equal(2, st, "one operand on registers: S <= 2") end
-          assert.are.equal("ldmatrix", gemm.fragment_loads)
-          local kb = tonumber(gemm.perf_config:match("^v2:%d+,%d+,(%d+)"))
-          local K = tonumber(c[1]:match("x(%d+) ") or c[1]:match("(%d+)%^3")) or 2048 -- the seed conv: C = 2048
-          local nk = math.ceil(K / kb)
-          local r = nk % st
-          assert.is_true(ncp > 0, "cp.async in the PTX")
-          assert.are.equal(st - 1 + st + r, ncommit, "commit_group: prologue + loop + tail steps")
-          local nwait = count(ptx, "cp%.async%.wait_group " .. (st - 2) .. ";")
-          local nwait0 = count(ptx, "cp%.async%.wait_group 0;")
-          if st == 2 then
-            assert.are.equal(st + r + 1, nwait0, "wait_group 0 per step and after the loop")
-          else
-            assert.are.equal(st + r, nwait, "wait_group S-2 per step")
-            assert.are.equal(1, nwait0, "wait_group 0 after the loop")
-          end
-          local dyn = ptx:find(".extern .shared", 1, true) ~= nil
-          assert.are.equal(gemm.lds_bytes > 48 * 1024, dyn, "dynamic shared memory exactly above 48 KiB")
-          ptxas_check(ptx, t, function(sass)
-            assert.is_true(count(sass, "LDGSTS") > 0, "LDGSTS in the SASS")
-            assert.is_true(count(sass, "LDSM") > 0, "LDSM in the SASS")
-          end)
-        end)
-      end
+      for S = 2, 4 do runs[#runs + 1] = { t, c, S } end
     end
+  end
+  for _, r in ipairs(G.sample(runs, "nvidia_gemm_spec: the cp.async pipeline", 4)) do
+    local t, c, S = r[1], r[2], r[3]
+    it(("%s %s cp-async=%d"):format(t, c[1], S), function()
+      local p = kiln.compile(c[2](), { target = t, cache = false, pipeline = C.pipeline(S) })
+      local gemm
+      for _, k in ipairs(p:kernels(t)) do if k.kind == "gemm" then gemm = k end end
+      local ptx = p:disasm(gemm.name, t)
+      local ncp, ncommit = count(ptx, "cp%.async%.c[ag]%.shared%.global"), count(ptx, "cp%.async%.commit_group")
+      if gemm.pipeline_stages == 0 then -- 37x29x45: one K step, no 4/8/16-byte vectors
+        assert.is_truthy(gemm.async_copy == "none" or gemm.async_copy == "", gemm.async_copy) -- or one K step
+        assert.are.equal(0, ncp + ncommit)
+        return
+      end
+      local st = gemm.pipeline_stages
+      assert.is_true(st >= 2 and st <= S)
+      if gemm.async_copy ~= "A,B" then assert.are.equal(2, st, "one operand on registers: S <= 2") end
+      assert.are.equal("ldmatrix", gemm.fragment_loads)
+      local kb = tonumber(gemm.perf_config:match("^v2:%d+,%d+,(%d+)"))
+      local K = tonumber(c[1]:match("x(%d+) ") or c[1]:match("(%d+)%^3")) or 2048 -- the seed conv: C = 2048
+      local nk = math.ceil(K / kb)
+      local r = nk % st
+      assert.is_true(ncp > 0, "cp.async in the PTX")
+      assert.are.equal(st - 1 + st + r, ncommit, "commit_group: prologue + loop + tail steps")
+      local nwait = count(ptx, "cp%.async%.wait_group " .. (st - 2) .. ";")
+      local nwait0 = count(ptx, "cp%.async%.wait_group 0;")
+      if st == 2 then
+        assert.are.equal(st + r + 1, nwait0, "wait_group 0 per step and after the loop")
+      else
+        assert.are.equal(st + r, nwait, "wait_group S-2 per step")
+        assert.are.equal(1, nwait0, "wait_group 0 after the loop")
+      end
+      local dyn = ptx:find(".extern .shared", 1, true) ~= nil
+      assert.are.equal(gemm.lds_bytes > 48 * 1024, dyn, "dynamic shared memory exactly above 48 KiB")
+      ptxas_check(ptx, t, function(sass)
+        assert.is_true(count(sass, "LDGSTS") > 0, "LDGSTS in the SASS")
+        assert.is_true(count(sass, "LDSM") > 0, "LDSM in the SASS")
+      end)
+    end)
   end
 end)
 -- Hopper wgmma (sm_90a, its default: the heuristic, or a v3 config; wgmma=false: mma.sync;
@@ -264,7 +269,7 @@ describe("wgmma device cases compile for sm_90a", function()
   local W = require "wgmma_cases"
   it("every case", function()
     local R = require "fp8_wgmma_rule"
-    for _, c in ipairs(W.cases()) do
+    for _, c in ipairs(G.sample(W.cases(), "nvidia_gemm_spec: wgmma device cases")) do
       -- the suite's compile (fp8: gemm-operands=fp8, the k32 e4m3 / e5m2 wgmma checked there)
       local p, pc = W.compile(c)
       if c.fp8 then assert.is_true(R.ninstr(c.fp8.K, pc) >= (c.fp8.K + 31) // 32, c.name .. " " .. pc) end

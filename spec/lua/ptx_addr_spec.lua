@@ -6,51 +6,54 @@
 -- ldmatrix stays within its kernel argument or within the shared memory the launch gives
 -- (lds_bytes as dynamic shared memory above 48 KiB); and the checker itself reports a
 -- launch with too little dynamic shared memory and a buffer one vector too short.
+-- (scripts/test's sanitizer pass: every third kernel, gemm_graphs.sample.)
 local kiln = require "kiln"
 local PA = require "ptx_addr"
 local C = require "cp_async_cases"
+local G = require "gemm_graphs"
 
-local function gemm(bt)
-  local g = kiln.graph(bt and "gemm_bt" or "gemm")
-  local a = g:param("a", { 4096, 4096 }, "f16")
-  local b = bt and g:param("b", { 4096, 4096 }, "f16"):transpose { 1, 0 } or g:param("b", { 4096, 4096 }, "f16")
-  g:output(g:dot(a, b))
-  return g
-end
+local function gemm(bt) return G.dot(4096, 4096, 4096, "f16", false, bt) end
 -- lanes 0, 5 and 31 of each warp, and a middle lane of warp 1 (4 warps of the 128x128 tiles)
 local THREADS = {}
 for w = 0, 3 do for _, l in ipairs { 0, 5, 31 } do THREADS[w * 32 + l] = true end end
 THREADS[32 + 18] = true
 
 describe("PTX address ranges of the cp.async GEMMs (static)", function()
+  -- (the sanitizer pass: a sample of the kernels; the interpretation is Lua's, not the library's)
+  local runs = {}
   for _, t in ipairs { "sm_90", "sm_80" } do
     for _, bt in ipairs(t == "sm_90" and { false, true } or { true }) do
-      for S = 1, 4 do
-        it(("%s 4096^3 f16%s cp-async=%d"):format(t, bt and " B^T" or "", S), function()
-          local p = kiln.compile(gemm(bt), { target = t, cache = false, pipeline = C.pipeline(S) })
-          local k = p:kernels(t)[1]
-          if bt and S > 1 then assert.are.equal(S, k.pipeline_stages) end
-          local rep = PA.check_kernel(p, k, t, { blocks = { 0, k.grid - 1 }, threads = THREADS })
-          assert.is_nil(rep, rep)
-        end)
-      end
+      for S = 1, 4 do runs[#runs + 1] = { t, bt, S } end
     end
   end
+  for _, r in ipairs(G.sample(runs, "ptx_addr_spec: the default layout's kernels", 3)) do
+    local t, bt, S = r[1], r[2], r[3]
+    it(("%s 4096^3 f16%s cp-async=%d"):format(t, bt and " B^T" or "", S), function()
+      local p = kiln.compile(gemm(bt), { target = t, cache = false, pipeline = C.pipeline(S) })
+      local k = p:kernels(t)[1]
+      if bt and S > 1 then assert.are.equal(S, k.pipeline_stages) end
+      local rep = PA.check_kernel(p, k, t, { blocks = { 0, k.grid - 1 }, threads = THREADS })
+      assert.is_nil(rep, rep)
+    end)
+  end
   -- cp-async-layout=krow: the async operands' stages [rows, K + 16 bytes] (larger LDS)
+  runs = {}
   for _, t in ipairs { "sm_90", "sm_80" } do
-    for S = 2, 4 do
-      it(("%s 4096^3 f16 B^T cp-async=%d, cp-async-layout=krow"):format(t, S), function()
-        local pl = C.pipeline(S):gsub("cp%-async=(%d)", "cp-async=%1,cp-async-layout=krow")
-        local p = kiln.compile(gemm(true), { target = t, cache = false, pipeline = pl })
-        local k = p:kernels(t)[1]
-        assert.are.equal(S, k.pipeline_stages)
-        local mb, nb, kb = k.perf_config:match("^v2:(%d+),(%d+),(%d+)")
-        -- per stage MB + NB rows x (KB + 8) f16
-        assert.are.equal(S * (tonumber(mb) + tonumber(nb)) * (tonumber(kb) + 8) * 2, k.lds_bytes)
-        local rep = PA.check_kernel(p, k, t, { blocks = { 0, k.grid - 1 }, threads = THREADS })
-        assert.is_nil(rep, rep)
-      end)
-    end
+    for S = 2, 4 do runs[#runs + 1] = { t, S } end
+  end
+  for _, r in ipairs(G.sample(runs, "ptx_addr_spec: the krow kernels", 3)) do
+    local t, S = r[1], r[2]
+    it(("%s 4096^3 f16 B^T cp-async=%d, cp-async-layout=krow"):format(t, S), function()
+      local pl = C.pipeline(S):gsub("cp%-async=(%d)", "cp-async=%1,cp-async-layout=krow")
+      local p = kiln.compile(gemm(true), { target = t, cache = false, pipeline = pl })
+      local k = p:kernels(t)[1]
+      assert.are.equal(S, k.pipeline_stages)
+      local mb, nb, kb = k.perf_config:match("^v2:(%d+),(%d+),(%d+)")
+      -- per stage MB + NB rows x (KB + 8) f16
+      assert.are.equal(S * (tonumber(mb) + tonumber(nb)) * (tonumber(kb) + 8) * 2, k.lds_bytes)
+      local rep = PA.check_kernel(p, k, t, { blocks = { 0, k.grid - 1 }, threads = THREADS })
+      assert.is_nil(rep, rep)
+    end)
   end
   it("models mul.hi (division by a constant: the grouped workgroup order's arithmetic)", function()
     -- thread t stores word t / 3 (mul.hi.u32 by 0xAAAAAAAB, >> 1) and word t / 5 of a signed

@@ -21,6 +21,7 @@
 --     equals the rule's emulation bit for bit.
 -- M.check_fp8 (the f32 summation bound) is for the f32-accumulating paths (the host runs
 -- the fp8 GEMM IR in spec/lua/fp8_spec.lua).
+-- A case makes its inputs (c.inputs) on first use.
 --   local W = require "wgmma_cases"; for _, c in ipairs(W.cases()) do W.run(c, dev) end
 local kiln = require "kiln"
 local gen = require "fused_gen"
@@ -49,6 +50,17 @@ end
 
 local function R(shape, dt, layout) return kiln.rand(shape, dt, { dist = "normal", layout = layout }) end
 
+-- the case with its inputs made on first use of case.inputs (make()): the specs that only
+-- compile the cases (nvidia_gemm_spec) or run some of them never make the others' tensors
+local function lazy(case, make)
+  return setmetatable(case, { __index = function(t, k)
+    if k ~= "inputs" then return nil end
+    local v = make()
+    rawset(t, "inputs", v)
+    return v
+  end })
+end
+
 local function dot(name, Mm, N, K, dt, at, bt, epi, pc, batch)
   local g = kiln.graph("wg_dot")
   local pre = batch and { batch } or {}
@@ -59,27 +71,30 @@ local function dot(name, Mm, N, K, dt, at, bt, epi, pc, batch)
   local adt = epi == "cvt_a" and "f32" or dt
   local a = at and g:param("a", sh(K, Mm), adt):transpose(perm) or g:param("a", sh(Mm, K), adt)
   local b = bt and g:param("b", sh(N, K), dt):transpose(perm) or g:param("b", sh(K, N), dt)
-  local inputs = { a = R(at and sh(K, Mm) or sh(Mm, K), adt), b = R(bt and sh(N, K) or sh(K, N), dt) }
+  local function inputs()
+    local x = { a = R(at and sh(K, Mm) or sh(Mm, K), adt), b = R(bt and sh(N, K) or sh(K, N), dt) }
+    if epi == "scale_a" then x.s = R({ 1, K }, dt) end
+    if epi == "bias_relu" then x.bias = R({ N }, dt) end
+    if epi == "residual" then x.r = R(sh(Mm, N), dt) end
+    return x
+  end
   if epi == "cvt_a" then
     a = a:convert(dt)
   elseif epi == "scale_a" then
     a = a * g:param("s", { 1, K }, dt)
-    inputs.s = R({ 1, K }, dt)
   end
   local c = g:dot(a, b)
   if epi == "bias_relu" then
     c = (c + g:param("bias", { N }, dt)):relu()
-    inputs.bias = R({ N }, dt)
   elseif epi == "sigmoid_f32" then
     c = c:sigmoid():convert("f32")
   elseif epi == "residual" then
     c = (c + g:param("r", sh(Mm, N), dt)):relu()
-    inputs.r = R(sh(Mm, N), dt)
   end
   g:output(c)
-  return { name = ("%s %s%dx%dx%d %s%s%s%s"):format(name, batch and (batch .. "x") or "", Mm, N, K, dt,
+  return lazy({ name = ("%s %s%dx%dx%d %s%s%s%s"):format(name, batch and (batch .. "x") or "", Mm, N, K, dt,
                                                     at and " A^T" or "", bt and " B^T" or "", epi and (" + " .. epi) or ""),
-           g = g, inputs = inputs, dtype = dt, perf = pc }
+           g = g, dtype = dt, perf = pc }, inputs)
 end
 
 local function conv(Nb, C, H, W, Kc, S, P, pc)
@@ -88,10 +103,12 @@ local function conv(Nb, C, H, W, Kc, S, P, pc)
   local w = g:param("w", { Kc, C, S, S }, "f16", { layout = "KYXC" })
   local r = g:param("r", { Nb, Kc, H, W }, "f16", { layout = "NHWC" })
   g:output((g:conv(x, w, { padding = { P, P, P, P } }) + r):relu())
-  return { name = ("conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g = g,
-           inputs = { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"),
-                      r = R({ Nb, Kc, H, W }, "f16", "NHWC") },
-           dtype = "f16", perf = pc }
+  return lazy({ name = ("conv NHWC %dx%dx%dx%d -> %d %dx%d + add + relu f16"):format(Nb, C, H, W, Kc, S, S), g = g,
+                 dtype = "f16", perf = pc },
+               function()
+                 return { x = R({ Nb, C, H, W }, "f16", "NHWC"), w = R({ Kc, C, S, S }, "f16", "KYXC"),
+                          r = R({ Nb, Kc, H, W }, "f16", "NHWC") }
+               end)
 end
 
 -- fp8 x fp8 -> f32 (quant_dot): the same views as dot; `absdot` is the graph of
@@ -117,20 +134,25 @@ local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch, exact, seed)
       c = c + g:param("r", sh(Mm, N), "f32")
     end
     g:output(c)
+    return g
+  end
+  local function inputs()
+    local pre = batch and { batch } or {}
+    local function sh(a, b) local s = { table.unpack(pre) }; s[#s + 1] = a; s[#s + 1] = b; return s end
     local Rx = R
     if exact then
       local set, rnd = RULE.exact_set(K), lcg(seed or 1)
       Rx = function(shape, t) return exact_tensor(shape, t, set, rnd) end
     end
-    local inputs = { a = Rx(at and sh(K, Mm) or sh(Mm, K), dt), b = Rx(bt and sh(N, K) or sh(K, N), dt) }
-    if epi == "bias_relu" then inputs.bias = Rx({ N }, "f32") end
-    if epi == "residual" then inputs.r = Rx(sh(Mm, N), "f32") end
-    return g, inputs
+    local x = { a = Rx(at and sh(K, Mm) or sh(Mm, K), dt), b = Rx(bt and sh(N, K) or sh(K, N), dt) }
+    if epi == "bias_relu" then x.bias = Rx({ N }, "f32") end
+    if epi == "residual" then x.r = Rx(sh(Mm, N), "f32") end
+    return x
   end
-  local g, inputs = build(false)
+  local case
   local Af, Bf
   local function terms(o)
-    Af, Bf = Af or inputs.a:flat(), Bf or inputs.b:flat()
+    Af, Bf = Af or case.inputs.a:flat(), Bf or case.inputs.b:flat()
     local j, i, bb = o % N, o // N % Mm, o // (N * Mm)
     local p = {}
     for k = 0, K - 1 do
@@ -140,11 +162,12 @@ local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch, exact, seed)
     end
     return p
   end
-  return { name = ("%s%s %s%dx%dx%d %s%s%s%s"):format(name, exact and " exact" or "", batch and (batch .. "x") or "", Mm, N,
-                                                      K, dt, at and " A^T" or "", bt and " B^T" or "",
-                                                      epi and (" + " .. epi) or ""),
-           g = g, inputs = inputs, dtype = dt, perf = pc,
-           fp8 = { absdot = build(true), K = K, exact = exact, epi = epi, terms = terms } }
+  case = lazy({ name = ("%s%s %s%dx%dx%d %s%s%s%s"):format(name, exact and " exact" or "", batch and (batch .. "x") or "",
+                                                          Mm, N, K, dt, at and " A^T" or "", bt and " B^T" or "",
+                                                          epi and (" + " .. epi) or ""),
+                 g = build(false), dtype = dt, perf = pc,
+                 fp8 = { absdot = build(true), K = K, exact = exact, epi = epi, terms = terms } }, inputs)
+  return case
 end
 
 local function qconv(Nb, C, H, W, Kc, S, P, dt, pc, exact, seed)
@@ -165,13 +188,14 @@ local function qconv(Nb, C, H, W, Kc, S, P, dt, pc, exact, seed)
     local set, rnd = RULE.exact_set(K), lcg(seed or 1)
     Rx = function(shape, t, layout) return exact_tensor(shape, t, set, rnd, layout) end
   end
-  local inputs = { x = Rx({ Nb, C, H, W }, dt, "NHWC"), w = Rx({ Kc, C, S, S }, dt, "KYXC") }
+  local function inputs() return { x = Rx({ Nb, C, H, W }, dt, "NHWC"), w = Rx({ Kc, C, S, S }, dt, "KYXC") } end
+  local case
   -- the GEMM's K order of an NHWC input and a KYXC filter: (y, x, c), c fastest
   -- (passes/rock_conv_to_gemm.c); stride 1, output [Nb, Kc, Ho, Wo]
   local Ho, Wo = H + 2 * P - S + 1, W + 2 * P - S + 1
   local Xf, Wf
   local function terms(o)
-    Xf, Wf = Xf or inputs.x:flat(), Wf or inputs.w:flat()
+    Xf, Wf = Xf or case.inputs.x:flat(), Wf or case.inputs.w:flat()
     local ow, oh, kc, n = o % Wo, o // Wo % Ho, o // (Wo * Ho) % Kc, o // (Wo * Ho * Kc)
     local p = {}
     for y = 0, S - 1 do
@@ -188,9 +212,11 @@ local function qconv(Nb, C, H, W, Kc, S, P, dt, pc, exact, seed)
     end
     return p
   end
-  return { name = ("quant_conv%s NHWC %dx%dx%dx%d -> %d %dx%d %s"):format(exact and " exact" or "", Nb, C, H, W, Kc, S, S, dt),
-           g = build(false), inputs = inputs, dtype = dt, perf = pc,
-           fp8 = { absdot = build(true), K = K, exact = exact, terms = terms } }
+  case = lazy({ name = ("quant_conv%s NHWC %dx%dx%dx%d -> %d %dx%d %s"):format(exact and " exact" or "", Nb, C, H, W, Kc, S,
+                                                                                S, dt),
+                 g = build(false), dtype = dt, perf = pc,
+                 fp8 = { absdot = build(true), K = K, exact = exact, terms = terms } }, inputs)
+  return case
 end
 
 -- |A| @ |B| of an fp8 case, evaluated in f64 (its operands only).
