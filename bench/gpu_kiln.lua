@@ -95,7 +95,12 @@ if #want_cases > 0 then
     local base, cfg = id:match("^(.-)@(v%d:[%d,]+)$")
     local c = known[id] or (base and known[base] and { id = id, kind = known[base].kind, dtype = known[base].dtype,
                                                        dims = known[base].dims })
-    keep[#keep + 1] = c or error("no case named " .. id .. " in " .. cases_file)
+    if not c then error("no case named " .. id .. " in " .. cases_file) end
+    -- a copy per occurrence: the loop below rewrites c.id, and a case asked for twice (a repeat
+    -- at the end of a run) ran its second time, and its first, without its @variant
+    local copy = {}
+    for k, v in pairs(c) do copy[k] = v end
+    keep[#keep + 1] = copy
   end
   cases = keep
 end
