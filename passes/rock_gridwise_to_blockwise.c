@@ -2307,7 +2307,7 @@ static const kl_pass_option options[] = {
     "warp specialization of the TMA K loop (sm_90a wgmma, both operands through TMA): 1 = one producer "
     "warpgroup after the tiles' block issues the TMA boxes (setmaxnreg.dec), the consumer warpgroups wait on "
     "per-stage full / empty mbarriers and never barrier the block in the loop; 0 = the loop of `tma`; auto = "
-    "what the default should be (passes/rock_tma.h); the choice is the kernel's `ws` attribute" },
+    "the measured choice, today 0 (no gain on an H100; passes/rock_tma.h); the choice is the kernel's `ws` attribute" },
   { "tma-swizzle", KL_OPT_STRING, "128",
     "the LDS layout of the TMA tiles (passes/rock_tma.h): 128 = the widest swizzle of 128, 64, 32 bytes that divides "
     "the K tile's bytes (CU_TENSOR_MAP_SWIZZLE_128B: one box {64, rows} per 64 f16 of K; 64 / 32 cap it there); "

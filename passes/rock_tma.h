@@ -63,7 +63,7 @@
  * overwritten only after the wait that retired its readers and a barrier after it (the
  * rule of the register loop).
  *
- * Warp specialization (ws_emit; option ws=1, ws=auto the same, default KL_WS_DEFAULT_STR;
+ * Warp specialization (ws_emit; option ws=1; ws=auto and the default: KL_WS_AUTO / KL_WS_DEFAULT_STR, off;
  * both operands through TMA only, else the loop above and ws = "off (why)" on the kernel
  * func; "on" when taken). NC = the tiles' block size (the consumer threads); the block
  * becomes NC + 128: one producer warpgroup placed last, so threads 0..NC-1 keep the
@@ -104,10 +104,12 @@
 #define KL_TMA_DEFAULT_STR "1"
 
 /* Warp specialization (rock-gridwise-to-blockwise{ws=0|1|auto}, see the header comment):
- * the option's default (0: off until measured on the GPU), what `auto` means (1: on wherever
- * both operands go through TMA), the producer's registers after setmaxnreg.dec. */
+ * the option's default and what `auto` means: 0, off (measured on an H100, 2026-12-06, against
+ * the TMA loop in one run: seed conv 512 vs 526 TFLOP/s, 8192^3 722 vs 716, 1500x3840x1280
+ * 429 vs 437, bf16 4096^3 656 vs 699: no gain; bench/RESULTS.md session 33); the producer's
+ * registers after setmaxnreg.dec. */
 #define KL_WS_DEFAULT_STR   "0"
-#define KL_WS_AUTO          1
+#define KL_WS_AUTO          0
 #define KL_WS_PRODUCER_REGS 40
 /* The registers per thread at launch of a warp-specialized kernel with nc consumer threads
  * (a multiple of 128) and one producer warpgroup: the most its .maxntid allows, 64K /
