@@ -2364,6 +2364,19 @@ static void test_banks_amd(void) {
             "rows (kpack 8 for 2-byte types)");
 }
 
+/* One AMD heuristic config c of the bank tests, in the GEMM (bt false) or conv-form (bt) case
+ * of element type dt: perf gets the config's v2 string, the case runs (numerics, races) with
+ * g_lds_wavefronts / g_lds_ideal reset before it; returns the case (its perf is the buffer). */
+static gcase amd_bank_case(const char *target, const char *dt, const kl_accel_config *c, bool bt, char *perf,
+                           size_t n) {
+  snprintf(perf, n, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block, (long long)c->n_per_block,
+           (long long)c->k_per_block, (long long)c->m_per_wave, (long long)c->n_per_wave, (long long)c->kpack);
+  gcase g = { target, dt, 1, c->m_per_block, c->n_per_block, 2 * c->k_per_block, true, bt, false, perf, "f32" };
+  for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
+  run_case(&g);
+  return g;
+}
+
 /* Every config the AMD heuristic can pick (kl_accel_amd_candidates) for 2-byte inputs on
  * gfx90a, gfx942 (MFMA) and gfx1100 (WMMA), one block tile and two K steps, in the
  * benchmark suite's two operand forms (GEMM: A [M,K] and B [K,N], B transposed into LDS;
@@ -2385,14 +2398,7 @@ static void test_banks_amd_all(void) {
     for (int i = 0; i < n && i < KL_ACCEL_AMD_MAX_CANDIDATES; i++)
       for (int form = 0; form < (getenv("KILN_TEST_AMD_FORMS") ? 1 : 2); form++) {
         char perf[96];
-        const kl_accel_config *c = &cs[i];
-        snprintf(perf, sizeof perf, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block,
-                 (long long)c->n_per_block, (long long)c->k_per_block, (long long)c->m_per_wave,
-                 (long long)c->n_per_wave, (long long)c->kpack);
-        gcase g = { targets[ti], "f16",     1,     c->m_per_block, c->n_per_block, 2 * c->k_per_block,
-                    true,        form == 1, false, perf,           "f32" };
-        for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
-        run_case(&g);
+        gcase g = amd_bank_case(targets[ti], "f16", &cs[i], form == 1, perf, sizeof perf);
         total++;
         if (g_last_xor) { /* the unpadded xor tiles exist to double-buffer: one barrier per K step */
           nxor += form == 0;
@@ -2442,14 +2448,7 @@ static void test_banks_amd_other(void) {
     for (int i = 0; i < n && i < KL_ACCEL_AMD_MAX_CANDIDATES; i++)
       for (int form = 0; form < 2; form++) {
         char perf[96];
-        const kl_accel_config *c = &cs[i];
-        snprintf(perf, sizeof perf, "v2:%lld,%lld,%lld,%lld,%lld,%lld", (long long)c->m_per_block,
-                 (long long)c->n_per_block, (long long)c->k_per_block, (long long)c->m_per_wave,
-                 (long long)c->n_per_wave, (long long)c->kpack);
-        gcase g = { mfma[ti], "f32",     1,     c->m_per_block, c->n_per_block, 2 * c->k_per_block,
-                    true,     form == 1, false, perf,           "f32" };
-        for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
-        run_case(&g);
+        gcase g = amd_bank_case(mfma[ti], "f32", &cs[i], form == 1, perf, sizeof perf);
         for (int j = 0; j < 2; j++) {
           int64_t bound = j ? 16 : 6; /* thirds of the ideal: reads 2-way, copies today's worst 5.33-way (16 / 3) */
           CHECK(g_lds_ideal[j] > 0 && 3 * g_lds_wavefronts[j] <= bound * g_lds_ideal[j],

@@ -4,7 +4,8 @@
 -- stored [N, K] (bt) or [K, N]; conv(N, C, K, HW[, name]) an NHWC 1x1 conv C -> K on HW x HW
 -- at batch N, f16, plus a residual and a relu; seed_conv() the seed case, conv(512, 2048,
 -- 512, 7); ptxas_v(arch, ptx) the output of `ptxas -arch=arch -v` on the PTX (nil when ptxas
--- is absent or under the sanitizer pass: ptxas_tool.lua).
+-- is absent or under the sanitizer pass: ptxas_tool.lua); gtb_pipeline(opts) the default
+-- pipeline with rock-gridwise-to-blockwise{opts}; gemm_of(p, target) a program's GEMM kernel.
 -- scripts/test's sanitizer pass (KILN_SPEC_SANITIZED=1) looks for memory errors in the
 -- library, which the small cases and a sample of long lists of like cases find as well as
 -- all of them: sanitized(what) true (and says so) under it, for the large-kernel checks the
@@ -34,6 +35,16 @@ function M.conv(N, C, K, HW, name)
   local r = g:param("r", { N, K, HW, HW }, "f16", { layout = "NHWC" })
   g:output((g:conv(x, w) + r):relu())
   return g
+end
+
+function M.gtb_pipeline(opts)
+  local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                              "rock-gridwise-to-blockwise{" .. opts .. "},", 1)
+  assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
+  return pl
+end
+function M.gemm_of(p, target)
+  for _, k in ipairs(p:kernels(target)) do if k.kind == "gemm" then return k end end
 end
 
 function M.seed_conv() return M.conv(512, 2048, 512, 7, "seed_conv") end

@@ -11,15 +11,8 @@ local ptxas = find_ptxas()
 
 local G = require "gemm_graphs"
 local count, dot_graph = G.count, G.dot
-local function tma_pipeline(opt)
-  local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-                                              "rock-gridwise-to-blockwise{tma=" .. opt .. "},", 1)
-  assert(n == 1)
-  return pl
-end
-local function gemm_of(p)
-  for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then return k end end
-end
+local function tma_pipeline(opt) return G.gtb_pipeline("tma=" .. opt) end
+local function gemm_of(p) return G.gemm_of(p, "sm_90a") end
 local function ptxas_log(ptx) return G.ptxas_v("sm_90a", ptx) end
 
 describe("TMA + mbarrier wgmma GEMMs (sm_90a)", function()

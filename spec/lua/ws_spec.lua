@@ -15,15 +15,8 @@ local ptxas = find_ptxas()
 
 local G = require "gemm_graphs"
 local count, dot_graph = G.count, G.dot
-local function ws_pipeline(opt)
-  local pl, n = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-                                              "rock-gridwise-to-blockwise{" .. opt .. "},", 1)
-  assert(n == 1)
-  return pl
-end
-local function gemm_of(p)
-  for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then return k end end
-end
+local ws_pipeline = G.gtb_pipeline
+local function gemm_of(p) return G.gemm_of(p, "sm_90a") end
 
 -- the static shape of a warp-specialized kernel's PTX for nc consumer threads
 local function check_ws_ptx(ptx, nc, what)
