@@ -2030,7 +2030,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           }
           if (!ok) goto done;
           /* warp specialization (ws_emit): both operands through TMA, a producer warpgroup
-           * after the tiles' block; ws=auto: the same (kl_ws_auto) */
+           * after the tiles' block (ws=auto: KL_WS_AUTO, today off) */
           const char *ws_why = !fn              ? "no kernel func"
               : !tma_a || !tma_b                ? "not both operands through TMA"
               : t.BS % 128 || t.BS + 128 > 1024 ? "the block is not whole warpgroups within 1024 threads"
