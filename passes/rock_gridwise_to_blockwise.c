@@ -19,7 +19,7 @@
  *   }
  *   rock.threadwise_write_all(%acc, %c, %bid, %tid) {view: (bid, tid, iter) -> (g, m, n), store, vector_len}
  * Coordinates: bid = (g * Mp/MB + m_block) * Np/NB + n_block (bid: the workgroup id in the
- * tile order of option raster-group-m, passes/gemm_raster.h; row order by default); C tile of thread tid:
+ * tile order of option raster-group-m, passes/gemm_raster.h; auto by default); C tile of thread tid:
  * rows (tid / (NB/NT)) * MT + [0, MT), columns (tid % (NB/NT)) * NT + [0, NT); acc[i*NT + j]
  * holds (row i, column j) of that tile (the rock.blockwise_gemm contract of
  * rock-blockwise-to-threadwise). The global -> LDS copy: each thread copies a ck x cd
