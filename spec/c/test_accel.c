@@ -2888,6 +2888,17 @@ static const char *mut_tma_noswizzle(kl_op *k) { /* descriptors claiming no swiz
   free(ops);
   return hit ? "through a descriptor of swizzle 0 that a TMA load wrote with swizzle" : NULL;
 }
+/* c lowered through the GEMM passes with rock-gridwise-to-blockwise{opt} (the pipeline written
+ * to pl, for run_case_with): its kernel func, or NULL with the error in err (the TMA and
+ * warp-specialized cases) */
+static kl_op *lower_gtb_case(kl_ctx *ctx, const gcase *c, const char *opt, char *pl, size_t npl, char *err, size_t n) {
+  snprintf(pl, npl,
+           "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},rock-blockwise-to-threadwise,"
+           "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
+           opt);
+  kl_op *m = lower_case(ctx, c, pl, err, n);
+  return m ? kernel_of(m) : NULL;
+}
 /* One TMA case: c lowered with rock-gridwise-to-blockwise{tma=N[,tma-swizzle=S]} (swz: 0 the
  * default, -1 none, else S) must take
  * TMA for the operands `want` ("none": no rock.tma_load) with tiles of swizzle want_sw
@@ -2897,13 +2908,8 @@ static void tma_case(const gcase *c, int tma, int swz, const char *want, int64_t
   char opt[64], pl[512], err[4096];
   int n = snprintf(opt, sizeof opt, "tma=%d", tma);
   if (swz) snprintf(opt + n, sizeof opt - n, swz < 0 ? ",tma-swizzle=none" : ",tma-swizzle=%d", swz);
-  snprintf(pl, sizeof pl,
-           "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},rock-blockwise-to-threadwise,"
-           "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
-           opt);
   kl_ctx *ctx = kl_test_ctx();
-  kl_op *m = lower_case(ctx, c, pl, err, sizeof err);
-  kl_op *k = m ? kernel_of(m) : NULL;
+  kl_op *k = lower_gtb_case(ctx, c, opt, pl, sizeof pl, err, sizeof err);
   const char *got = k ? kl_op_attr_string(k, "tma") : NULL;
   CHECK(k && got && !strncmp(got, want, strlen(want)), "tma %s M=%lld N=%lld K=%lld: tma = %s, want %s %s", c->perf,
         (long long)c->M, (long long)c->N, (long long)c->K, got ? got : "-", want, k ? "" : err);
@@ -3455,13 +3461,8 @@ static const char *mut_ws_arrive(kl_op *k) { /* the consumers' wait_group moved 
 }
 static void ws_case(const gcase *c, const char *opt) {
   char pl[512], err[4096];
-  snprintf(pl, sizeof pl,
-           "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},rock-blockwise-to-threadwise,"
-           "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
-           opt);
   kl_ctx *ctx = kl_test_ctx();
-  kl_op *m = lower_case(ctx, c, pl, err, sizeof err);
-  kl_op *k = m ? kernel_of(m) : NULL;
+  kl_op *k = lower_gtb_case(ctx, c, opt, pl, sizeof pl, err, sizeof err);
   const char *ws = k ? kl_op_attr_string(k, "ws") : NULL;
   int64_t bs = 0, nc = 0;
   if (k) kl_op_attr_i64(k, "block_size", &bs);
