@@ -454,6 +454,7 @@ static const kl_opdef rock_ops[] = {
   ROCK("yield", 0, -1, 0, 0, 0, KL_TRAIT_TERMINATOR, NULL, KERN),
   ROCK("workgroup_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
   ROCK("workitem_id", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
+  ROCK("workgroup_count", 0, 0, 1, 1, 0, KL_TRAIT_PURE, verify_id, KERN_LOOP),
   ROCK("barrier", 0, 0, 0, 0, 0, 0, NULL, KERN_LOOP),
   { .name = "rock.lane_shuffle", .traits = KL_TRAIT_PURE, .levels = KERN_LOOP, .min_operands = 1, .max_operands = 1,
     .min_results = 1, .max_results = 1, .verify = verify_lane_shuffle,

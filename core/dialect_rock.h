@@ -49,6 +49,8 @@
  *
  * Blockwise / threadwise level:
  *   %i = rock.workgroup_id() : () -> index      %t = rock.workitem_id() : () -> index
+ *   %n = rock.workgroup_count() : () -> index   the launch's workgroups (grid x; NVPTX and
+ *        the host; persistent GEMM kernels loop over their tiles with it, passes/rock_tma.h)
  *   rock.barrier()                               workgroup barrier (LDS visibility)
  *   %y = rock.lane_shuffle(%x) {xor = N} : (T) -> T   (loop level too) x of lane
  *        (lane ^ N) of the executing wave (NVPTX shfl.sync.bfly, AMDGPU ds_bpermute); N a

@@ -76,6 +76,17 @@ size_t kl_plan_launch_shared_bytes(const kl_device *dev, const kl_bundle_kernel 
       : 0;
 }
 
+uint32_t kl_plan_launch_grid(kl_device *dev, kl_dev_kernel *kern, const kl_bundle_kernel *k, bool persistent,
+                             size_t shared) {
+  int64_t g = k->grid[0];
+  if (persistent) {
+    int64_t cus = kl_device_get_info(dev)->compute_units;
+    int64_t wave = (cus > 0 ? cus : 1) * kl_device_resident_per_cu(kern, (uint32_t)k->block[0], shared);
+    if (wave < g) g = wave;
+  }
+  return (uint32_t)(g > 0 ? g : 1);
+}
+
 static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
   const kl_bundle_kernel *k = &x->plan->kernels[s->kernel];
   kl_dev_launch l = { 0 };
@@ -94,6 +105,8 @@ static kl_dev_launch launch_of(kl_plan_exec *x, const kl_bundle_step *s) {
     l.grid[d] = (uint32_t)k->grid[d];
     l.block[d] = (uint32_t)k->block[d];
   }
+  if (x->persistent && x->persistent[s->kernel] && l.k)
+    l.grid[0] = kl_plan_launch_grid(x->dev, l.k, k, true, l.shared_bytes);
   return l;
 }
 

@@ -47,6 +47,7 @@ typedef struct kl_plan_exec {
   double *times;                 /* kl_plan_exec_all: 2 per step (start, end ms), or NULL */
   int *stream_of;                /* kl_plan_exec_all: per step, its stream (GPU) / wave (host), or NULL */
   const kl_plan_tmas *tma;       /* per plan kernel, its tensor maps (n = 0: none), or NULL (no kernel has any) */
+  const bool *persistent;        /* per plan kernel, whether it is persistent (grid_persistent), or NULL (none is) */
 } kl_plan_exec;
 
 kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen);
@@ -56,6 +57,13 @@ kl_status kl_plan_exec_step(kl_plan_exec *x, int i, char *err, size_t errlen);
  * accesses fault: CUDA_ERROR_ILLEGAL_ADDRESS); every other kernel 0. Every launch of a
  * plan kernel takes its size from here (kl_plan_exec_step, kl_prepared_launch). */
 size_t kl_plan_launch_shared_bytes(const kl_device *dev, const kl_bundle_kernel *k);
+/* The workgroups (grid x) of a launch of plan kernel k (kern its loaded kernel, shared the
+ * launch's dynamic shared memory): its grid_size, and for a persistent kernel (its func's
+ * grid_persistent: it loops over grid_size tiles with any grid, passes/rock_tma.h) at most the
+ * device's compute units x the kernel's resident workgroups per unit
+ * (kl_device_resident_per_cu), at least 1. Every launch of a plan kernel takes it from here. */
+uint32_t kl_plan_launch_grid(kl_device *dev, kl_dev_kernel *kern, const kl_bundle_kernel *k, bool persistent,
+                             size_t shared);
 /* Every step of the plan, as kl_plan_schedule(P, 4) orders them.
  *  - GPU: asynchronously, in the schedule's issue order, on its streams (at most 4):
  *    each step first waits (kl_device_stream_wait_event) on the events of its deps on

@@ -57,6 +57,7 @@ typedef struct variant {
   loaded *loads;
   const char *tuned; /* rock-gemm-to-gridwise's tuned option ("" none) */
   kl_plan_tmas *tma; /* per kernel, its tensor-map parameters (plan_exec.h); NULL when no kernel has any */
+  bool *persistent;  /* per kernel, grid_persistent (plan_exec.h); NULL when no kernel is */
   double phase_ms[KL_COMPILE_NPHASES]; /* where its compile's wall time went (kl_program_compile_phase) */
 } variant;
 
@@ -215,6 +216,7 @@ static void variant_free(variant *v) {
   free(v->fsnaps);
   free(v->kernels);
   free(v->tma);
+  free(v->persistent);
   free(v->bins);
   free(v->bin_info);
   free(v->snaps);
@@ -345,6 +347,8 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->ws = "";
   k->tma_swizzle = 0;
   k->raster_group_m = 0;
+  k->persistent = "";
+  k->grid_persistent = 0;
   k->async_lds_layout = "";
   k->amd_lds_layout = "";
   k->grid_size = K->grid[0];
@@ -364,8 +368,15 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
  * the order of the kernels' extra parameters): v->tma, NULL when no kernel has any. */
 static kl_status build_tma(variant *v, char *err, size_t errlen) {
   v->tma = NULL;
+  free(v->persistent);
+  v->persistent = NULL;
   for (int k = 0; k < v->nkernels; k++) {
     kl_op *fn = kl_module_lookup(v->module, v->kernels[k].name);
+    int64_t gp = 0;
+    if (fn && kl_op_attr_i64(fn, "grid_persistent", &gp) && gp > 0) { /* the launch's grid: kl_plan_launch_grid */
+      if (!v->persistent) v->persistent = kl_xcalloc((size_t)v->nkernels, sizeof *v->persistent);
+      v->persistent[k] = true;
+    }
     kl_op *ops[8];
     int n = fn ? kl_tma_kernel_maps(fn, ops, 8) : 0;
     if (!n) continue;
@@ -432,6 +443,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->ws = func_str_of(v->module, k->name, "ws");
     k->tma_swizzle = func_int_of(v->module, k->name, "tma_swizzle");
     k->raster_group_m = func_int_of(v->module, k->name, "raster_group_m");
+    k->persistent = func_str_of(v->module, k->name, "persistent");
+    k->grid_persistent = func_int_of(v->module, k->name, "grid_persistent");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
       if (strcmp(v->fsnaps[s].func, k->name)) continue;
@@ -993,7 +1006,9 @@ kl_status kl_program_run_timed(kl_program *p, kl_device *dev, int ninputs, const
   }
   /* the steps (plan_exec.h), asynchronously, timed when asked */
   char msg0[2048];
-  kl_plan_exec x = { dev, host, false, P, l->kernels, dptr, owned, NULL, step_times, step_stream, v->tma };
+  kl_plan_exec x = {
+    dev, host, false, P, l->kernels, dptr, owned, NULL, step_times, step_stream, v->tma, v->persistent
+  };
   if (st == KL_OK && kl_plan_exec_all(&x, msg0, sizeof msg0) != KL_OK) {
     snprintf(err, errlen, "run: %s", msg0);
     st = KL_ERR;
@@ -1136,6 +1151,8 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].ws = func_str_of(v->module, K->name, "ws");
     v->kernels[k].tma_swizzle = func_int_of(v->module, K->name, "tma_swizzle");
     v->kernels[k].raster_group_m = func_int_of(v->module, K->name, "raster_group_m");
+    v->kernels[k].persistent = func_str_of(v->module, K->name, "persistent");
+    v->kernels[k].grid_persistent = func_int_of(v->module, K->name, "grid_persistent");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;
@@ -1435,17 +1452,20 @@ kl_status kl_prepared_launch(kl_prepared *r, int set, char *err, size_t errlen) 
      * (TMA) builds them from the set's pointers (kl_plan_exec_step) */
     if (step->kind != KL_BUNDLE_LAUNCH || (r->v->tma && r->v->tma[step->kernel].n)) {
       kl_plan_exec x = { r->dev, host, true, P,    r->l->kernels, &r->ptr[set * r->nslots],
-                         NULL,   NULL, NULL, NULL, r->v->tma };
+                         NULL,   NULL, NULL, NULL, r->v->tma,     r->v->persistent };
       if (kl_plan_exec_step(&x, s, err, errlen) != KL_OK) return KL_ERR;
       continue;
     }
     const kl_bundle_kernel *k = &P->kernels[step->kernel];
-    uint32_t grid[3] = { (uint32_t)k->grid[0], (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
+    size_t shared = kl_plan_launch_shared_bytes(r->dev, k);
+    uint32_t grid[3] = { kl_plan_launch_grid(r->dev, r->l->kernels[step->kernel], k,
+                                             r->v->persistent && r->v->persistent[step->kernel], shared),
+                         (uint32_t)k->grid[1], (uint32_t)k->grid[2] },
              block[3] = { (uint32_t)k->block[0], (uint32_t)k->block[1], (uint32_t)k->block[2] };
     /* the dynamic shared memory of an NVIDIA kernel above 48 KiB of LDS (without it the
      * kernel's LDS accesses fault) */
-    if (kl_device_launch(r->l->kernels[step->kernel], grid, block, kl_plan_launch_shared_bytes(r->dev, k),
-                         r->args[set * r->nsteps + s], r->arg_sizes, step->nargs) != KL_OK) {
+    if (kl_device_launch(r->l->kernels[step->kernel], grid, block, shared, r->args[set * r->nsteps + s], r->arg_sizes,
+                         step->nargs) != KL_OK) {
       snprintf(err, errlen, "launch of %s: %s", k->name, kl_device_error(r->dev));
       return KL_ERR;
     }

@@ -718,6 +718,10 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_int(L, "tma_swizzle", (lua_Integer)k->tma_swizzle);
     /* raster_group_m: the GEMM's workgroup order (m-tiles per group; 0 row order; passes/gemm_raster.h) */
     kl_lua__set_int(L, "raster_group_m", (lua_Integer)k->raster_group_m);
+    /* persistent: persistent tiles ("on", "off (why)"; "" when the option is 0); grid_persistent: 1 where
+     * the launch takes min(grid_size (the tiles), SMs x resident workgroups) workgroups */
+    kl_lua__set_str(L, "persistent", k->persistent ? k->persistent : "");
+    kl_lua__set_int(L, "grid_persistent", (lua_Integer)k->grid_persistent);
     /* async_lds_layout: the async stages' LDS layout and operands ("xor:A,B", "krow:A", "kgroup"; "" if none) */
     kl_lua__set_str(L, "async_lds_layout", k->async_lds_layout ? k->async_lds_layout : "");
     /* amd_lds_layout: "xor" where the AMDGPU K loop's LDS tiles are the unpadded xor ones ("" if not) */

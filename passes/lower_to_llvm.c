@@ -34,6 +34,7 @@ struct kl_llvm_lowering {
   LLVMValueRef fn;
   LLVMBasicBlockRef entry;    /* allocas go here */
   LLVMValueRef host_block_id; /* host ABI: const int64_t *block_id */
+  LLVMValueRef host_grid;     /* host ABI: const int64_t *grid */
   int64_t block_size;
   vslot *slots;
   int nslots, capslots;
@@ -754,6 +755,19 @@ static bool id_op(lw *L, kl_op *op, bool group) {
 }
 static bool h_workgroup_id(lw *L, kl_op *op) { return id_op(L, op, true); }
 static bool h_workitem_id(lw *L, kl_op *op) { return id_op(L, op, false); }
+/* rock.workgroup_count: grid x (NVPTX nctaid.x, the host's grid[0]; AMDGPU: not lowered) */
+static bool h_workgroup_count(lw *L, kl_op *op) {
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(L->c);
+  LLVMValueRef v;
+  if (L->t->arch == KL_ARCH_HOST)
+    v = LLVMBuildLoad2(L->b, i64, L->host_grid, "grid");
+  else if (L->t->arch == KL_ARCH_NVPTX)
+    v = LLVMBuildZExt(L->b, call_intr(L, "llvm.nvvm.read.ptx.sreg.nctaid.x", NULL, 0, NULL, 0), i64, "");
+  else
+    return fail(L, op, "%s", "rock.workgroup_count is lowered for NVPTX and the host only");
+  vset(L, &op->results[0], v);
+  return true;
+}
 /* rock.mma (passes/rock_accel.h): one matrix instruction, lowered by passes/lower_accel.c */
 static bool h_mma(lw *L, kl_op *op) {
   LLVMValueRef args[8];
@@ -837,6 +851,7 @@ static const struct {
   { "rock.prefetch", h_prefetch },
   { "rock.alloc", h_alloc },
   { "rock.workgroup_id", h_workgroup_id },
+  { "rock.workgroup_count", h_workgroup_count },
   { "rock.workitem_id", h_workitem_id },
   { "rock.barrier", kl__lower_barrier },
   { "rock.async_copy", kl__lower_async_copy },
@@ -1060,6 +1075,7 @@ static bool lower_kernel(lw *L, kl_op *k) {
   if (L->t->arch == KL_ARCH_HOST) {
     LLVMValueRef argv = LLVMGetParam(L->fn, 0);
     L->host_block_id = LLVMGetParam(L->fn, 1);
+    L->host_grid = LLVMGetParam(L->fn, 2);
     for (int i = 0; i < body->nargs; i++) {
       LLVMValueRef idx = i64c(L, i);
       LLVMValueRef slotp = LLVMBuildLoad2(L->b, ptr0, LLVMBuildGEP2(L->b, ptr0, argv, &idx, 1, ""), "");

@@ -107,6 +107,7 @@ typedef struct {
   int64_t tma;        /* the option tma: 0 off, 1 auto stages, 3..6 stages (passes/rock_tma.h) */
   int64_t tma_sw;     /* the option tma-swizzle: the widest swizzle in bytes (128, 64, 32), 0 none */
   int ws;             /* the option ws: 0 off, 1 on, 2 auto (passes/rock_tma.h: warp specialization) */
+  int persistent;     /* the option persistent: 0 off, 1 on (auto resolved: KL_PERSIST_AUTO; passes/rock_tma.h) */
 } opts;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
@@ -1032,6 +1033,13 @@ typedef struct {
   kl_value *bars, *elect; /* LDS buffer<W x i64> (warp-specialized: 2W, full then empty); tid == 0 */
   kl_value *la[TMA_MAX_STAGES], *lb[TMA_MAX_STAGES];
   int64_t nc; /* warp-specialized (ws_emit): the consumer threads (the tiles' block size), else 0 */
+  /* persistent tiles (passes/rock_tma.h): h0 the workgroup id, ng the workgroup count (NULL h0:
+   * one tile per workgroup); the tiles G x nM x nN in raster order gm (passes/gemm_raster.h);
+   * fill the accumulator's zero fill (moved into the tile loop) */
+  kl_value *h0, *ng;
+  int64_t G, nM, nN, gm;
+  kl_op *fill;
+  kl_value *tile_bid; /* out (persistent): the tile's block id, for the epilogue */
 } tpipe;
 static void mbar(const tpipe *p, const char *step, int s, kl_value *parity, const char *an, int64_t av) {
   kl_rewriter *rw = p->k->rw;
@@ -1157,44 +1165,128 @@ static void tma_step(const tpipe *p, kl_value *kidx, int s, kl_value *parity) {
   kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0); /* ... and in every one */
   tma_issue(p, tma_add(p, kidx, W - 1), (s + W - 1) % W);
 }
-static void tma_emit(const tpipe *p) {
-  const kloop *k = p->k;
-  kl_rewriter *rw = k->rw;
+/* ---- persistent tiles (passes/rock_tma.h): for (t = h0; t < ntiles; t += ng) ---- */
+static int64_t ntiles_of(const tpipe *p) { return p->G * p->nM * p->nN; }
+/* The tile loop's body (insertion before its yield): *t the tile, *i the workgroup's count of
+ * tiles before it ((t - h0) / ng); returns the loop. */
+static kl_op *tile_for(const tpipe *p, kl_value **t, kl_value **i) {
+  kl_rewriter *rw = p->k->rw;
   kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_loc loc = p->k->loc;
+  kl_value *bnd[3] = { p->h0, kl_tile_index(rw, loc, ntiles_of(p)), p->ng };
+  kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
+  kl_block *body = kl_block_create(ctx);
+  *t = kl_block_add_arg(ctx, body, kl_type_index(ctx));
+  kl_region_push_block(&loop->regions[0], body);
+  kl_rewriter_set_insertion_end(rw, body);
+  kl_op *y = kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  kl_rewriter_set_insertion_before(rw, y);
+  kl_emitter e = { rw, loc };
+  kl_value *o[2] = { kl_emit_sub(&e, *t, p->h0), p->ng };
+  *i = kl_op_result(kl_rewriter_create(rw, "arith.divsi", loc, 2, o, 1, &o[0]->type, 0, NULL, 0), 0);
+  return loop;
+}
+/* The block id of tile t in the raster order (the order of today's workgroup ids). */
+static kl_value *tile_bid(const tpipe *p, kl_value *t) {
+  return kl_gemm_raster_bid(p->k->rw, p->k->loc, t, p->G, p->nM, p->nN, p->gm);
+}
+/* The accumulator's zero fill for this tile (the one before the loop moves here). */
+static void tile_fill(const tpipe *p) {
+  kl_rewriter *rw = p->k->rw;
+  kl_named_attr fv = { "value", kl_op_attr(p->fill, "value") };
+  kl_value *acc = p->k->acc;
+  kl_rewriter_create(rw, "rock.fill", p->k->loc, 1, &acc, 0, NULL, 1, &fv, 0);
+}
+/* The phase parity of stage s at K step base + s of the workgroup's i-th tile (i NULL: the
+ * first): the stage's fills before the tile (i x its fills per tile: nk / W, plus one where s <
+ * nk mod W) plus base / W, mod 2. base is a multiple of W (the main loop's induction variable or
+ * the remainder's first step). */
+static kl_value *tile_parity(const tpipe *p, kl_value *i, int s, kl_value *base, int64_t add) {
+  kl_rewriter *rw = p->k->rw;
+  kl_emitter e = { rw, p->k->loc };
+  int64_t W = p->W, per = p->nk / W + (s < p->nk % W), c;
+  kl_value *ph = kl_emit_const_of(base, &c) ? kl_tile_index(rw, p->k->loc, c / W + add)
+                                            : kl_emit_add(&e, kl_emit_divi(&e, base, W), kl_emit_index(&e, add));
+  if (i) ph = kl_emit_add(&e, kl_emit_muli(&e, i, per), ph);
+  return kl_emit_remi(&e, ph, 2);
+}
+static void tma_issue(const tpipe *p, kl_value *kidx, int s);
+/* thread 0: the first W - 1 K steps of tile t (where t < ntiles) into stages 0 .. W - 2 */
+static void tile_prefetch(const tpipe *p, kl_value *t) {
+  kloop K = *p->k;
+  tpipe P = *p;
+  P.k = &K;
+  K.bid = tile_bid(p, t);
+  kl_emitter e = { K.rw, K.loc };
+  P.elect = kl_emit_and(&e, p->elect, kl_emit_cmp(&e, "lt", t, kl_emit_index(&e, ntiles_of(p))));
+  for (int j = 0; j < p->W - 1 && j < p->nk; j++) tma_issue(&P, kl_tile_index(K.rw, K.loc, j), j);
+}
+/* Returns the op the epilogue goes before (persistent: the tile loop's yield, p->tile_bid its
+ * tile's block id), else NULL (after the loop, at the gridwise op). */
+static kl_op *tma_emit(tpipe *p) {
+  kl_rewriter *rw = p->k->rw;
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_loc loc = p->k->loc;
   int W = p->W;
   int64_t nk = p->nk;
-  kl_op *ifop = if_begin(rw, k->loc, p->elect);
+  kl_op *ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
   kl_rewriter_set_insertion_after(rw, ifop);
-  kl_rewriter_create(rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
-  for (int j = 0; j < W - 1 && j < nk; j++) tma_issue(p, kl_tile_index(rw, k->loc, j), j);
-  if (!p->ta || !p->tb) {
-    tma_reg_read(p, kl_tile_index(rw, k->loc, 0));
-    tma_reg_write(p, 0);
+  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  /* persistent: the first tile's loads, then the tile loop; its own kloop / tpipe with the tile's bid */
+  kloop K = *p->k;
+  tpipe P = *p;
+  P.k = &K;
+  const kloop *k = &K;
+  kl_value *t = NULL, *i = NULL;
+  kl_op *tiles = NULL;
+  if (p->h0) {
+    tile_prefetch(p, p->h0);
+    tiles = tile_for(p, &t, &i);
+    K.bid = p->tile_bid = tile_bid(p, t);
+    tile_fill(p);
+  } else
+    for (int j = 0; j < W - 1 && j < nk; j++) tma_issue(&P, kl_tile_index(rw, loc, j), j);
+  if (!P.ta || !P.tb) {
+    tma_reg_read(&P, kl_tile_index(rw, loc, 0));
+    tma_reg_write(&P, 0);
     kl_barrier(k);
-    tma_reg_read(p, kl_tile_index(rw, k->loc, 1 % nk));
+    tma_reg_read(&P, kl_tile_index(rw, loc, 1 % nk));
   }
   int64_t r = nk % W, main = nk - r;
   if (main > 0) {
-    kl_value *bnd[3] = { kl_tile_index(rw, k->loc, 0), kl_tile_index(rw, k->loc, main), kl_tile_index(rw, k->loc, W) };
-    kl_op *loop = kl_rewriter_create(rw, "scf.for", k->loc, 3, bnd, 0, NULL, 0, NULL, 1);
+    kl_value *bnd[3] = { kl_tile_index(rw, loc, 0), kl_tile_index(rw, loc, main), kl_tile_index(rw, loc, W) };
+    kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
     kl_block *body = kl_block_create(ctx);
     kl_value *kl = kl_block_add_arg(ctx, body, kl_type_index(ctx));
     kl_region_push_block(&loop->regions[0], body);
     kl_rewriter_set_insertion_end(rw, body);
-    kl_emitter e = { rw, k->loc };
-    kl_value *parity = kl_emit_remi(&e, kl_emit_divi(&e, kl, W), 2);
-    for (int j = 0; j < W; j++) tma_step(p, j ? tma_add(p, kl, j) : kl, j, parity);
-    kl_rewriter_create(rw, "scf.yield", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
+    kl_emitter e = { rw, loc };
+    kl_value *parity = i ? NULL : kl_emit_remi(&e, kl_emit_divi(&e, kl, W), 2);
+    for (int j = 0; j < W; j++) tma_step(&P, j ? tma_add(&P, kl, j) : kl, j, i ? tile_parity(p, i, j, kl, 0) : parity);
+    kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
     kl_rewriter_set_insertion_after(rw, loop);
   }
   for (int64_t j = 0; j < r; j++)
-    tma_step(p, kl_tile_index(rw, k->loc, main + j), (int)j, kl_tile_index(rw, k->loc, (main / W) % 2));
-  kl_wgmma_emit_acc_wait(rw, k->loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
-  kl_rewriter_create(rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
-  ifop = if_begin(rw, k->loc, p->elect); /* the mbarriers' LDS may be reused (epilogue) */
+    tma_step(&P, kl_tile_index(rw, loc, main + j), (int)j,
+             i ? tile_parity(p, i, (int)j, kl_tile_index(rw, loc, main), 0) : kl_tile_index(rw, loc, (main / W) % 2));
+  kl_wgmma_emit_acc_wait(rw, loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
+  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  kl_op *anchor = NULL;
+  if (tiles) {
+    /* every stage is free (its readers retired, the barrier above): the next tile's first W - 1
+     * steps load while this tile's epilogue runs (its LDS is not the stages': rock-output-swizzle
+     * takes a buffer of its own in a persistent kernel) */
+    kl_emitter e = { rw, loc };
+    tile_prefetch(p, kl_emit_add(&e, t, p->ng));
+    anchor = tiles->regions[0].first->last;
+    kl_rewriter_set_insertion_after(rw, tiles);
+  }
+  ifop = if_begin(rw, loc, p->elect); /* the mbarriers' LDS may be reused (epilogue) */
   for (int s = 0; s < W; s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
+  if (tiles) kl_rewriter_erase_op(rw, p->fill);
+  return anchor;
 }
 
 /* ---- the warp-specialized TMA K loop (passes/rock_tma.h: ws_emit) ---- */
@@ -1247,12 +1339,12 @@ static void ws_consume(const tpipe *p, kl_value *kidx, int s, kl_value *parity) 
   mbar(p, "arrive", p->W + prev, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(k->rw, ifop);
 }
-/* The warp-specialized loop; returns the consumer region's yield (the epilogue goes before it). */
-static kl_op *ws_emit(const tpipe *p) {
-  const kloop *k = p->k;
-  kl_rewriter *rw = k->rw;
+/* The warp-specialized loop; returns the op the epilogue goes before: the consumer region's
+ * yield, or (persistent) the consumers' tile loop's yield (p->tile_bid its tile's block id). */
+static kl_op *ws_emit(tpipe *p) {
+  kl_rewriter *rw = p->k->rw;
   kl_ctx *ctx = kl_rewriter_ctx(rw);
-  kl_loc loc = k->loc;
+  kl_loc loc = p->k->loc;
   int W = p->W;
   int64_t nk = p->nk, nc = p->nc, r = nk % W, main = nk - r;
   kl_emitter e = { rw, loc };
@@ -1262,39 +1354,65 @@ static kl_op *ws_emit(const tpipe *p) {
   kl_rewriter_set_insertion_after(rw, ifop);
   kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
   /* the role split: consumers (tid < nc) in region 0, the producer warpgroup in region 1 */
-  kl_op *split = if_begin(rw, loc, kl_emit_cmp(&e, "lt", k->tid, kl_emit_index(&e, nc)));
+  kl_op *split = if_begin(rw, loc, kl_emit_cmp(&e, "lt", p->k->tid, kl_emit_index(&e, nc)));
   kl_rewriter_set_attr(rw, split, "ws_consumers", kl_attr_int(ctx, nc));
   kl_op *cy = split->regions[0].first->last; /* the consumer region's yield */
   kl_rewriter_set_insertion_before(rw, cy);
   setmaxnreg(p, "inc", kl_ws_consumer_regs(nc));
+  /* persistent: each role loops over the tiles (its own kloop / tpipe with the tile's bid) */
+  kloop K = *p->k;
+  tpipe P = *p;
+  P.k = &K;
+  kl_value *t = NULL, *i = NULL;
+  kl_op *tiles = NULL;
+  if (p->h0) {
+    tiles = tile_for(p, &t, &i);
+    K.bid = p->tile_bid = tile_bid(p, t);
+    tile_fill(p);
+    cy = tiles->regions[0].first->last;
+  }
   if (main > 0) {
-    kl_value *kl = ws_for(p, main);
-    kl_value *parity = kl_emit_remi(&e, kl_emit_divi(&e, kl, W), 2);
-    for (int j = 0; j < W; j++) ws_consume(p, j ? tma_add(p, kl, j) : kl, j, parity);
+    kl_value *kl = ws_for(&P, main);
+    kl_value *parity = i ? NULL : kl_emit_remi(&e, kl_emit_divi(&e, kl, W), 2);
+    for (int j = 0; j < W; j++)
+      ws_consume(&P, j ? tma_add(&P, kl, j) : kl, j, i ? tile_parity(p, i, j, kl, 0) : parity);
     kl_rewriter_set_insertion_before(rw, cy);
   }
   for (int64_t j = 0; j < r; j++)
-    ws_consume(p, kl_tile_index(rw, loc, main + j), (int)j, kl_tile_index(rw, loc, (main / W) % 2));
-  kl_wgmma_emit_acc_wait(rw, loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
+    ws_consume(&P, kl_tile_index(rw, loc, main + j), (int)j,
+               i ? tile_parity(p, i, (int)j, kl_tile_index(rw, loc, main), 0) : kl_tile_index(rw, loc, (main / W) % 2));
+  kl_wgmma_emit_acc_wait(rw, loc, K.acc, kl_op_attr_string(K.gw, "accel_instr"), 0);
   mbar(p, "arrive", W + (int)((nk - 1) % W), NULL, NULL, 0); /* the last stage's readers retired */
-  /* the producer warpgroup: one thread issues */
+  /* the producer warpgroup: one thread issues (persistent: every tile's steps in turn, so it
+   * fills the next tile's stages while the consumers run this one's epilogue) */
   kl_rewriter_set_insertion_before(rw, split->regions[1].first->last);
   setmaxnreg(p, "dec", KL_WS_PRODUCER_REGS);
-  kl_op *one = if_begin(rw, loc, kl_emit_cmp(&e, "eq", k->tid, kl_emit_index(&e, nc)));
+  kl_op *one = if_begin(rw, loc, kl_emit_cmp(&e, "eq", p->k->tid, kl_emit_index(&e, nc)));
+  kl_op *py = one->regions[0].first->last;
+  kl_value *pi = NULL;
+  if (p->h0) {
+    kl_op *ptiles = tile_for(p, &t, &pi);
+    K.bid = tile_bid(p, t);
+    py = ptiles->regions[0].first->last;
+  }
   if (main > 0) {
-    kl_value *kl = ws_for(p, main);
-    kl_value *parity = kl_emit_remi(&e, kl_emit_add(&e, kl_emit_divi(&e, kl, W), kl_emit_index(&e, 1)), 2);
-    for (int j = 0; j < W; j++) ws_produce(p, j ? tma_add(p, kl, j) : kl, j, parity);
-    kl_rewriter_set_insertion_before(rw, one->regions[0].first->last);
+    kl_value *kl = ws_for(&P, main);
+    kl_value *parity = pi ? NULL : kl_emit_remi(&e, kl_emit_add(&e, kl_emit_divi(&e, kl, W), kl_emit_index(&e, 1)), 2);
+    for (int j = 0; j < W; j++)
+      ws_produce(&P, j ? tma_add(&P, kl, j) : kl, j, pi ? tile_parity(p, pi, j, kl, 1) : parity);
+    kl_rewriter_set_insertion_before(rw, py);
   }
   for (int64_t j = 0; j < r; j++)
-    ws_produce(p, kl_tile_index(rw, loc, main + j), (int)j, kl_tile_index(rw, loc, (main / W + 1) % 2));
+    ws_produce(&P, kl_tile_index(rw, loc, main + j), (int)j,
+               pi ? tile_parity(p, pi, (int)j, kl_tile_index(rw, loc, main), 1)
+                  : kl_tile_index(rw, loc, (main / W + 1) % 2));
   /* the join: every thread, every load landed and every MMA retired; then inval */
   kl_rewriter_set_insertion_after(rw, split);
   kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
   ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < 2 * W; s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
+  if (tiles) kl_rewriter_erase_op(rw, p->fill);
   return cy;
 }
 
@@ -1796,6 +1914,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
   if (ok) {
     kl_rewriter_set_insertion_before(rw, op);
     kl_value *bid = kl_op_result(kl_rewriter_create(rw, "rock.workgroup_id", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+    kl_value *hw = bid; /* the hardware workgroup id (persistent kernels: the first tile) */
     int64_t gm = o->raster_m;
     if (gm < 0) { /* auto: the order whose wave touches the fewest operand bytes (passes/gemm_raster.h) */
       const kl_target *tr = kl_perf_resolve_target(op, NULL, NULL, 0);
@@ -1885,7 +2004,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_value *copy_b = alloc(rw, loc, tb->elem, 1, &nb, KL_SPACE_PRIVATE);
       kl_value *acc = alloc(rw, loc, acc_t, 1, &nacc, KL_SPACE_PRIVATE);
       kl_named_attr fv = { "value", kl_const_attr_for(ctx, acc_t, 0) };
-      kl_rewriter_create(rw, "rock.fill", loc, 1, &acc, 0, NULL, 1, &fv, 0);
+      kl_op *fill = kl_rewriter_create(rw, "rock.fill", loc, 1, &acc, 0, NULL, 1, &fv, 0);
       int64_t nk = t.Kp / t.KB;
       kloop K = { rw,  loc, &t, op, a,  b,  copy_a,  copy_b,  acc,
                   bid, tid, ga, gb, wa, wb, la.vlen, lb.vlen, o->wg_fence_late };
@@ -1908,7 +2027,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       tpipe T = { .k = &K };
       kl_value **sla = P.la, **slb = P.lb;     /* the stages' tiles of the loop taken */
       int64_t bars_bytes = 0, lds_align = 128; /* join_lds */
-      kl_op *ws_anchor = NULL;                 /* warp-specialized: the epilogue goes before it (ws_emit) */
+      kl_op *ws_anchor = NULL; /* warp-specialized / persistent: the epilogue goes before it (ws_emit, tma_emit) */
+      const char *persist_why = "the TMA loop is not taken"; /* persistent: NULL when taken */
       kl_view *da = NULL, *db = NULL;
       bool dbuf = false;
       kl_value *lds_a2 = NULL, *lds_b2 = NULL;
@@ -1992,7 +2112,21 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                 b_bytes = (t.KB / t.kpack) * lds_rows(t.NB, skew_b) * t.kpack * eb;
         int64_t stage = swm ? (a_bytes + al - 1) / al * al + (b_bytes + al - 1) / al * al
                             : (tile_bytes + 255) / 128 * 128;
-        int W = kl_tma_stages(o->tma, tg ? tg->lds_bytes : 48 * 1024, stage);
+        int64_t lds_cap = tg ? tg->lds_bytes : 48 * 1024;
+        int W = kl_tma_stages(o->tma, lds_cap, stage);
+        /* persistent tiles: the stages leave room for the output swizzle's own LDS (C's tile,
+         * its rows padded, and the buffers' alignment), which must not alias them: the next
+         * tile's loads run during the epilogue (kl_persist_reserve) */
+        persist_why = !o->persistent                  ? "off"
+            : !fn                                     ? "no kernel func"
+            : !tg || tg->arch != KL_ARCH_NVPTX        ? "not an NVIDIA target"
+            : t.G * (t.Mp / t.MB) * (t.Np / t.NB) < 2 ? "one tile"
+                                                      : NULL;
+        if (!persist_why) {
+          int64_t ceb = (kl_type_bits(tc->elem) + 7) / 8;
+          int Wp = kl_tma_stages(o->tma, lds_cap - kl_persist_reserve(t.MB, t.NB, ceb), stage);
+          if (Wp >= 3) W = Wp;
+        }
         if (W > TMA_MAX_STAGES) W = TMA_MAX_STAGES;
         if (W >= 3) {
           if (swm) { /* the swizzled tiles replace stage 0's (no op uses them yet) */
@@ -2040,10 +2174,16 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           T.bars = alloc(rw, loc, kl_type_i64(ctx), 1, &nbar, KL_SPACE_LDS);
           kl_emitter e = { rw, loc };
           T.elect = kl_emit_cmp(&e, "eq", tid, kl_emit_index(&e, 0));
+          T.G = t.G, T.nM = t.Mp / t.MB, T.nN = t.Np / t.NB, T.gm = gm, T.fill = fill;
+          if (!persist_why) {
+            T.h0 = hw;
+            T.ng = kl_op_result(kl_rewriter_create(rw, "rock.workgroup_count", loc, 0, NULL, 1, &idx, 0, NULL, 0), 0);
+          }
           if (T.nc)
             ws_anchor = ws_emit(&T);
           else
-            tma_emit(&T);
+            ws_anchor = tma_emit(&T);
+          if (T.tile_bid) bid = T.tile_bid;
           S = P.S = W;
           sla = T.la, slb = T.lb;
           extra += (W - 1) * tile_bytes;
@@ -2057,6 +2197,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
             kl_rewriter_set_attr(rw, fn, "block_size", kl_attr_int(ctx, t.BS + 128));
             kl_rewriter_set_attr(rw, fn, "max_regs", kl_attr_int(ctx, kl_ws_launch_regs(t.BS)));
           }
+          if (fn && !persist_why) { /* the launch takes min(tiles, SMs x resident workgroups) (driver/plan_exec.h) */
+            kl_rewriter_set_attr(rw, fn, "grid_persistent", kl_attr_int(ctx, 1));
+            kl_rewriter_set_attr(rw, fn, "persistent_tiles", kl_attr_int(ctx, T.G * T.nM * T.nN));
+          }
           if (fn) {
             kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tma_a && tma_b ? "A,B" : tma_a ? "A" : "B"));
             kl_rewriter_set_attr(rw, fn, "tma_swizzle", kl_attr_int(ctx, swm));
@@ -2064,6 +2208,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           }
           goto after_loop;
         }
+        persist_why = "fewer than 3 TMA stages fit";
       }
       if (fn && o->tma && accel && !strcmp(accel, "wgmma")) {
         char why[420];
@@ -2146,6 +2291,11 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
       if (dbuf) extra += tile_bytes;
     after_loop:
+      if (fn && o->persistent) {
+        char why[160];
+        snprintf(why, sizeof why, "off (%s)", persist_why ? persist_why : "?");
+        kl_rewriter_set_attr(rw, fn, "persistent", kl_attr_str(ctx, persist_why ? why : "on"));
+      }
       kl_rewriter_set_insertion_before(rw, ws_anchor ? ws_anchor : op);
       kl_value *ex2[2] = { bid, tid };
       threadwise(rw, loc, "rock.threadwise_write_all", acc, c, 2, ex2, cv, kl_tile_vector_len(cv, c, 2), store,
@@ -2251,6 +2401,14 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
     return KL_ERR;
   }
   if (o.ws == 2) o.ws = KL_WS_AUTO;
+  const char *pso = kl_pass_opt_string(po, "persistent");
+  o.persistent = !pso ? -1 : !strcmp(pso, "0") ? 0 : !strcmp(pso, "1") ? 1 : !strcmp(pso, "auto") ? 2 : -1;
+  if (o.persistent < 0) {
+    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: persistent must be 0, 1 or auto, got %s",
+                  pso ? pso : "(none)");
+    return KL_ERR;
+  }
+  if (o.persistent == 2) o.persistent = KL_PERSIST_AUTO;
   if (o.tma < 0 || o.tma == 2 || o.tma > TMA_MAX_STAGES) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: tma must be 0 (off), 1 (on, stages by the LDS) or 3..%d (stages), got "
@@ -2308,6 +2466,12 @@ static const kl_pass_option options[] = {
     "warpgroup after the tiles' block issues the TMA boxes (setmaxnreg.dec), the consumer warpgroups wait on "
     "per-stage full / empty mbarriers and never barrier the block in the loop; 0 = the loop of `tma`; auto = "
     "the measured choice, today 0 (no gain on an H100; passes/rock_tma.h); the choice is the kernel's `ws` attribute" },
+  { "persistent", KL_OPT_STRING, KL_PERSIST_DEFAULT_STR,
+    "persistent tiles for the TMA K loop (sm_90a wgmma; with ws=1 too): 1 = the launch takes min(tiles, SMs x "
+    "resident workgroups) workgroups and each loops over the tiles (t += grid, the raster order), issuing the next "
+    "tile's first loads before this tile's epilogue (the stages leave room for the output swizzle's own LDS); 0 = one "
+    "tile per workgroup; auto = the measured choice, today 0 (passes/rock_tma.h); the choice is the kernel's "
+    "`persistent` attribute" },
   { "tma-swizzle", KL_OPT_STRING, "128",
     "the LDS layout of the TMA tiles (passes/rock_tma.h): 128 = the widest swizzle of 128, 64, 32 bytes that divides "
     "the K tile's bytes (CU_TENSOR_MAP_SWIZZLE_128B: one box {64, rows} per 64 f16 of K; 64 / 32 cap it there); "

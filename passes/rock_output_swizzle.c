@@ -24,7 +24,9 @@
  * %lds is a rock.transform [G, Mp, Np] -> the block-local tile (m mod MB, n mod NB) of
  * an LDS buffer: a K-loop LDS tile of type Tc with room for MB*NB elements (GPU targets;
  * it is free after the loop's last barrier), else a new rock.alloc (the func's lds_bytes
- * grows by it). rock-align-tiling then fuses the epilogue at the new write: its extra
+ * grows by it); a persistent kernel (func attribute persistent = "on", passes/rock_tma.h)
+ * always takes a new one, within the whole LDS: its K loop's stages receive the next
+ * tile's loads during the epilogue. rock-align-tiling then fuses the epilogue at the new write: its extra
  * inputs are read in layout S too.
  *
  * The guard. The accesses that the layout decides: the final write of every output of
@@ -603,6 +605,12 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
   int64_t budget = tg->arch == KL_ARCH_NVPTX && tg->lds_bytes > 48 * 1024 ? 48 * 1024 : tg->lds_bytes;
   int64_t wgb = 0; /* a multi-buffered wgmma K loop (passes/rock_wgmma.h): LDS for two blocks per SM */
   if (kl_op_attr_i64(func, "wgmma_buffers", &wgb) && wgb > 1 && tg->lds_bytes / 2 > budget) budget = tg->lds_bytes / 2;
+  /* a persistent kernel (passes/rock_tma.h): the next tile's TMA loads land in the K loop's
+   * stages during this epilogue, so the swizzle takes a buffer of its own, anywhere in the LDS
+   * of its one workgroup per SM (rock-gridwise-to-blockwise left room: kl_persist_reserve) */
+  const char *ps = kl_op_attr_string(func, "persistent");
+  bool persistent = ps && !strcmp(ps, "on");
+  if (persistent) budget = tg->lds_bytes;
   int64_t have = func_lds_bytes(func), bytes = 0, grow_to = 0;
   bool fits = false;
   for (int try = tg->arch != KL_ARCH_HOST && LDS_PAD_BYTES % elem_bytes(tc) == 0 ? 0 : 1; try < 2 && !fits; try++) {
@@ -610,14 +618,14 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
     int64_t need = slow * ((nfast ? t.NB : t.MB) + pad);
     bytes = need * elem_bytes(tc);
     kl_value *big = NULL;
-    lds_raw = tg->arch != KL_ARCH_HOST ? reusable_lds(func, tc, need, &big) : NULL;
+    lds_raw = tg->arch != KL_ARCH_HOST && !persistent ? reusable_lds(func, tc, need, &big) : NULL;
     fits = lds_raw != NULL;
     if (!fits && big && have + (need - kl_type_numel(big->type)) * elem_bytes(tc) <= budget) {
       lds_raw = big; /* the K loop's buffer, grown to the swizzle tile */
       grow_to = need;
       fits = true;
     }
-    if (!fits) fits = have + bytes <= budget;
+    if (!fits) fits = have + bytes + (persistent ? 3 * 1024 : 0) <= budget; /* persistent: the buffers' alignment */
   }
   if (!fits) {
     snprintf(err, sizeof err,

@@ -115,6 +115,10 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
   return true;
 }
 
+int64_t kl_persist_reserve(int64_t MB, int64_t NB, int64_t elem_bytes) {
+  return MB * NB * elem_bytes + (MB > NB ? MB : NB) * 16 + 3 * 1024;
+}
+
 int kl_tma_stages(int64_t opt, int64_t lds_bytes, int64_t stage_bytes) {
   int64_t w = opt >= 3 ? opt : 4;
   while (w >= 3 && w * stage_bytes + 64 > lds_bytes) w--;

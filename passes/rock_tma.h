@@ -108,9 +108,18 @@
  * the TMA loop in one run: seed conv 512 vs 526 TFLOP/s, 8192^3 722 vs 716, 1500x3840x1280
  * 429 vs 437, bf16 4096^3 656 vs 699: no gain; bench/RESULTS.md session 33); the producer's
  * registers after setmaxnreg.dec. */
-#define KL_WS_DEFAULT_STR   "0"
-#define KL_WS_AUTO          0
-#define KL_WS_PRODUCER_REGS 40
+#define KL_WS_DEFAULT_STR      "0"
+#define KL_WS_AUTO             0
+#define KL_WS_PRODUCER_REGS    40
+/* Persistent tiles (rock-gridwise-to-blockwise{persistent=0|1|auto}, see the header comment):
+ * the option's default and what `auto` means: 0, off until measured on the GPU. */
+#define KL_PERSIST_DEFAULT_STR "0"
+#define KL_PERSIST_AUTO        0
+/* The LDS bytes a persistent TMA kernel keeps free of its K loop's stages for the output
+ * swizzle's own buffer (rock-output-swizzle: the MB x NB tile of C's elem_bytes, each of its
+ * up to max(MB, NB) rows padded by 16 bytes) and the alignment of the kernel's LDS buffers
+ * (up to 1024 bytes each, kl_tma_lds_align). */
+int64_t kl_persist_reserve(int64_t MB, int64_t NB, int64_t elem_bytes);
 /* The registers per thread at launch of a warp-specialized kernel with nc consumer threads
  * (a multiple of 128) and one producer warpgroup: the most its .maxntid allows, 64K /
  * (nc + 128), a multiple of 8, at most 248; the kernel func's max_regs, which lower-to-llvm

@@ -476,6 +476,13 @@ kl_status kl_device_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void
   return dev->ops->tensor_map(dev, d, out);
 }
 
+int kl_device_resident_per_cu(kl_dev_kernel *k, uint32_t block_threads, size_t shared_bytes) {
+  kl_device *dev = k && k->mod ? k->mod->dev : NULL;
+  if (!dev || !dev->ops->resident) return 1;
+  int n = dev->ops->resident(dev, k->handle, block_threads, shared_bytes);
+  return n >= 1 ? n : 1;
+}
+
 kl_status kl_device_launch_group(kl_device *dev, int n, const kl_dev_launch *l, double *times) {
   if (!dev) return KL_ERR;
   if (n < 0 || (n > 0 && !l)) return kl_device_set_error(dev, "%s: launch group of %d launches", dev->info.backend, n);

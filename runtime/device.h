@@ -138,6 +138,13 @@ typedef struct kl_tensor_map_desc {
 } kl_tensor_map_desc;
 kl_status kl_device_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out);
 
+/* The workgroups of kernel k (block_threads threads, shared_bytes of dynamic shared memory)
+ * resident at once on one compute unit (SM / CU): CUDA through the driver's
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor (optional; its dynamic shared memory limit raised
+ * first as a launch does); 1 where the device or driver cannot say. At least 1. Persistent
+ * kernels launch min(tiles, compute_units x this) workgroups (driver/plan_exec.h). */
+int kl_device_resident_per_cu(kl_dev_kernel *k, uint32_t block_threads, size_t shared_bytes);
+
 /* ---- streams ----
  * A stream is an ordered queue of device work; work on different streams may overlap.
  * The _on calls issue a launch, a fill or a device-to-device copy on stream s and
@@ -225,6 +232,8 @@ typedef struct kl_device_ops {
   kl_status (*launch_group)(kl_device *dev, int n, void *const *kernels, const kl_dev_launch *launches, double *times);
   /* optional (NULL: no TMA): kl_device_tensor_map */
   kl_status (*tensor_map)(kl_device *dev, const kl_tensor_map_desc *d, void *out);
+  /* optional (NULL: 1): kl_device_resident_per_cu; <= 0 where it cannot say */
+  int (*resident)(kl_device *dev, void *kernel, uint32_t block_threads, size_t shared_bytes);
 } kl_device_ops;
 
 typedef struct kl_device_backend {

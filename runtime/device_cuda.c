@@ -101,6 +101,7 @@ typedef struct cuda_api {
   CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
                                      const unsigned long long *, const unsigned *, const unsigned *, int, int, int,
                                      int); /* optional: NULL on drivers before CUDA 12 */
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t); /* optional */
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuStreamCreate)(CUstream *, unsigned int);
@@ -188,6 +189,9 @@ static void cuda_load_once(void) {
   /* optional (CUDA 12 drivers): TMA tensor maps (cuda_tensor_map says so when absent) */
   void *tm = dlsym(lib, "cuTensorMapEncodeTiled");
   memcpy(&g_cu.cuTensorMapEncodeTiled, &tm, sizeof tm);
+  /* optional: the resident blocks of a kernel per SM (cuda_resident answers 0 when absent) */
+  void *oc = dlsym(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  memcpy(&g_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor, &oc, sizeof oc);
   g_cu_init_result = g_cu.cuInit(0);
   g_cu_loaded = true;
 }
@@ -242,6 +246,10 @@ typedef struct cuda_kernel {
   int static_shared;
   unsigned dyn_limit; /* the current CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   char *name;
+  /* cuda_resident's last answer, for block threads and shared bytes (0 threads: none yet) */
+  uint32_t res_block;
+  size_t res_shared;
+  int resident;
 } cuda_kernel;
 
 /* Reports a failed call: "cuda: <what>: <NAME> (<code>): <string>"; a sticky error marks the
@@ -521,6 +529,27 @@ static kl_status cuda_stream_wait_event(kl_device *dev, void *stream, void *even
  * CUDA_ERROR_INVALID_VALUE): rank 1..5, base 16-byte aligned, dims in [1, 2^32], strides
  * multiples of 16 below 2^40, box in [1, 256] with box[0] * 2 a multiple of 16 and at most
  * the swizzle span. */
+/* kl_device_resident_per_cu: the driver's occupancy of the kernel (its dynamic shared memory
+ * limit raised first, as cuda_launch does: the occupancy of a kernel whose limit is below the
+ * bytes asked is 0); 0 where it cannot say. The last answer is kept per kernel. */
+static int cuda_resident(kl_device *dev, void *kernel, uint32_t block, size_t shared) {
+  cuda_dev *c = kl_device_impl(dev);
+  cuda_kernel *k = kernel;
+  if (!g_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor) return 0;
+  if (k->res_block == block && k->res_shared == shared) return k->resident;
+  if (cu_enter(dev) != KL_OK) return 0;
+  if (shared > k->dyn_limit) {
+    if ((size_t)k->static_shared + shared > c->optin_shared ||
+        g_cu.cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared) != CUDA_SUCCESS)
+      return 0;
+    k->dyn_limit = (unsigned)shared;
+  }
+  int n = 0;
+  if (g_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, k->fn, (int)block, shared) != CUDA_SUCCESS) return 0;
+  k->res_block = block, k->res_shared = shared, k->resident = n;
+  return n;
+}
+
 static kl_status cuda_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out) {
   if (!g_cu.cuTensorMapEncodeTiled)
     return kl_device_set_error(dev, "cuda: the driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)");
@@ -591,6 +620,7 @@ static const kl_device_ops cuda_ops = {
   .set_stream = cuda_set_stream,
   .stream_wait_event = cuda_stream_wait_event,
   .tensor_map = cuda_tensor_map,
+  .resident = cuda_resident,
 };
 
 /* The newest NVPTX arch kiln compiles for that the GPU can run (PTX is forward

@@ -411,7 +411,8 @@ typedef struct mem {
 #define WG_Q      8             /* committed wgmma groups in flight per warpgroup (modelled) */
 #define WG_NGRAN  (262144 / 16) /* 16-byte granules of the modelled shared window */
 typedef struct sim {
-  int nt; /* threads per workgroup */
+  int64_t grid; /* the launch's workgroups (rock.workgroup_count) */
+  int nt;       /* threads per workgroup */
   int64_t bid;
   const kl_target *t;
   vslot *slots;
@@ -1487,6 +1488,11 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     for (int i = 0; i < nt * w; i++) o[i] = v;
     return;
   }
+  if (!strcmp(n, "rock.workgroup_count")) {
+    double *o = val_w(s, &op->results[0]);
+    for (int t = 0; t < nt; t++) o[t] = (double)s->grid;
+    return;
+  }
   if (!strcmp(n, "rock.workgroup_id") || !strcmp(n, "rock.workitem_id")) {
     double *o = val_w(s, &op->results[0]);
     for (int t = 0; t < nt; t++) o[t] = n[9] == 'g' ? (double)s->bid : t;
@@ -1846,12 +1852,18 @@ static void exec_ws_split(sim *s, kl_op *op, const double *c, const bool *mask) 
 static int64_t g_lds_wavefronts[2], g_lds_ideal[2]; /* of the last sim_run: [0] loads, [1] stores */
 static bool g_sim_blocks;                           /* sim_run: workgroups 0, 1 and the last only */
 static int64_t g_ntma;                              /* TMA boxes of the last sim_run */
+/* persistent kernels (grid_persistent): the launch's workgroups when > 0 (at most the tiles),
+ * so that each loops over several tiles; else the tiles */
+static int64_t g_sim_grid;
+static int64_t g_sim_ran; /* workgroups of the last sim_run */
 static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size_t errlen, int64_t *nmma) {
-  int64_t bs = 1, grid = 1;
+  int64_t bs = 1, grid = 1, gp = 0;
   kl_op_attr_i64(k, "block_size", &bs);
   kl_op_attr_i64(k, "grid_size", &grid);
+  if (kl_op_attr_i64(k, "grid_persistent", &gp) && gp > 0 && g_sim_grid > 0 && g_sim_grid < grid) grid = g_sim_grid;
+  g_sim_ran = grid;
   kl_block *entry = k->regions[0].first;
-  sim s = { .nt = (int)bs, .t = t };
+  sim s = { .nt = (int)bs, .t = t, .grid = grid };
   if (t && t->wgmma) {
     s.wg_rd = calloc(8, sizeof *s.wg_rd);
     s.lds_dirty = calloc(WG_NGRAN, 1);
@@ -3213,6 +3225,22 @@ typedef struct graph_case {
   const char *want_tma; /* a kernel's `tma` attribute must be this (NULL: not checked) */
 } graph_case;
 
+/* the 1x1 conv + residual + relu with 3 x 1 tiles of the heuristic's 128x256 (NHWC, 288 pixels,
+ * 200 output channels) */
+static const char *const conv1x1_big_f16 =
+    "func.func @conv1x1_big_res_relu() attributes {graph} {\n"
+    "  %x = \"graph.param\"() {name = \"x\"} : () -> tensor<4x256x8x9xf16, strides=[18432,1,2304,256]>\n"
+    "  %w = \"graph.param\"() {name = \"w\"} : () -> tensor<200x256x1x1xf16, strides=[256,1,256,256]>\n"
+    "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<4x200x8x9xf16, strides=[14400,1,1800,200]>\n"
+    "  %c = \"graph.conv\"(%x, %w) {stride = [1, 1], padding = [0, 0, 0, 0], dilation = [1, 1], groups = 1} : "
+    "(tensor<4x256x8x9xf16, strides=[18432,1,2304,256]>, tensor<200x256x1x1xf16, strides=[256,1,256,256]>) -> "
+    "tensor<4x200x8x9xf16, strides=[14400,1,1800,200]>\n"
+    "  %s = \"graph.add\"(%c, %r) : (tensor<4x200x8x9xf16, strides=[14400,1,1800,200]>, tensor<4x200x8x9xf16, "
+    "strides=[14400,1,1800,200]>) -> tensor<4x200x8x9xf16, strides=[14400,1,1800,200]>\n"
+    "  %y = \"graph.relu\"(%s) : (tensor<4x200x8x9xf16, strides=[14400,1,1800,200]>) -> tensor<4x200x8x9xf16, "
+    "strides=[14400,1,1800,200]>\n"
+    "  func.return %y : tensor<4x200x8x9xf16, strides=[14400,1,1800,200]>\n}\n";
+
 static void run_graph_case(const graph_case *gc) {
   char err[4096];
   kl_ctx *ctx = kl_test_ctx();
@@ -3243,10 +3271,16 @@ static void run_graph_case(const graph_case *gc) {
     naccel += !strncmp(ki->perf_config, "v2:", 3) || !strncmp(ki->perf_config, "v3:", 3);
     tma_seen |= gc->want_tma && ki->tma && !strcmp(ki->tma, gc->want_tma) &&
         (!gc->pipeline || !strstr(gc->pipeline, "ws=1") ||
-         (ki->ws && !strcmp(ki->ws, "on") && ki->output_swizzle && !strncmp(ki->output_swizzle, "applied", 7)));
+         (ki->ws && !strcmp(ki->ws, "on") && ki->output_swizzle && !strncmp(ki->output_swizzle, "applied", 7))) &&
+        (!gc->pipeline || !strstr(gc->pipeline, "persistent=1") ||
+         (ki->persistent && !strcmp(ki->persistent, "on") && ki->grid_persistent == 1 && ki->grid_size > 2 &&
+          ki->output_swizzle && !strncmp(ki->output_swizzle, "applied", 7)));
   }
-  CHECK(!gc->want_tma || tma_seen, "%s on %s: no kernel with tma = %s (ws=1: ws on, the output swizzle applied)", gname,
-        T, gc->want_tma ? gc->want_tma : "");
+  CHECK(
+      !gc->want_tma || tma_seen,
+      "%s on %s: no kernel with tma = %s (ws=1: ws on, persistent=1: persistent on over > 2 tiles; the output swizzle "
+      "applied)",
+      gname, T, gc->want_tma ? gc->want_tma : "");
   CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
   CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T,
         kl_program_nkernels(p, T));
@@ -3546,6 +3580,157 @@ static void test_ws(void) {
             "interpreted equal a direct matmul; the broken protocols are refused");
 }
 
+/* Persistent tiles (rock-gridwise-to-blockwise{persistent=1}, passes/rock_tma.h): the TMA loop
+ * and the warp-specialized one loop over the tiles (t = workgroup id; t < tiles; t += workgroup
+ * count) in the raster order, the next tile's first loads issued before this tile's epilogue.
+ * Interpreted with fewer workgroups than tiles (g_sim_grid; tile counts not multiples of it, a
+ * workgroup with one tile less than another), equal to a direct matmul with the mbarrier
+ * protocol held across the tile boundaries; the broken variants are refused. */
+static const char *mut_persist_tail(kl_op *k) { /* no barrier between the tile's last waits and the next tile's loads */
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n && !hit; i++) { /* the barrier after the tile's wait_group 0, in the tile loop */
+    const char *st = kl_op_attr_string(ops[i], "step");
+    kl_op *par = kl_op_parent_op(ops[i]);
+    if (strcmp(ops[i]->name, "rock.wgmma_sync") || !st || strcmp(st, "wait") || !par || strcmp(par->name, "scf.for"))
+      continue;
+    int64_t pend = -1;
+    kl_op_attr_i64(ops[i], "pending", &pend);
+    if (pend != 0 && ops[i]->nopnds == 0) continue;
+    for (kl_op *b = ops[i]->next; b && !hit; b = b->next)
+      if (!strcmp(b->name, "rock.barrier")) kl_op_unlink(b), hit = 1;
+  }
+  free(ops);
+  return hit ? "with no barrier since" : NULL;
+}
+static const char *mut_persist_parity(kl_op *k) { /* every tile waits with the first tile's phases */
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n && !hit; i++) { /* i = (t - h0) / ng becomes ng / ng = 1 */
+    if (strcmp(ops[i]->name, "arith.divsi") || ops[i]->nopnds != 2) continue;
+    kl_value *d = ops[i]->opnds[1].value;
+    if (!d->def || strcmp(d->def->name, "rock.workgroup_count")) continue;
+    kl_op_set_operand(ops[i], 0, d);
+    hit = 1;
+  }
+  free(ops);
+  return hit ? "deadlock" : NULL; /* a wait on a phase of the wrong parity never completes */
+}
+static void persist_case(const gcase *c, const char *opt, int64_t grid) {
+  char pl[512], err[4096], o2[160];
+  snprintf(o2, sizeof o2, "persistent=1,%s", opt);
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *k = lower_gtb_case(ctx, c, o2, pl, sizeof pl, err, sizeof err);
+  const char *ps = k ? kl_op_attr_string(k, "persistent") : NULL;
+  int64_t gp = 0, tiles = 0, gs = 0;
+  if (k)
+    kl_op_attr_i64(k, "grid_persistent", &gp), kl_op_attr_i64(k, "persistent_tiles", &tiles),
+        kl_op_attr_i64(k, "grid_size", &gs);
+  CHECK(k && ps && !strcmp(ps, "on") && gp == 1 && tiles == gs && tiles > grid &&
+            count_ops(k, "rock.workgroup_count") == 1,
+        "persistent %s %s M=%lld N=%lld K=%lld: persistent = %s, grid_persistent %lld, tiles %lld, grid_size %lld, "
+        "%d workgroup_count %s",
+        c->perf, opt, (long long)c->M, (long long)c->N, (long long)c->K, ps ? ps : "-", (long long)gp, (long long)tiles,
+        (long long)gs, k ? count_ops(k, "rock.workgroup_count") : 0, k ? "" : err);
+  kl_ctx_destroy(ctx);
+  g_ntma = 0;
+  g_sim_grid = grid;
+  g_sim_ran = 0;
+  run_case_with(c, pl);
+  g_sim_grid = 0;
+  CHECK(g_mutate || (g_ntma > 0 && g_sim_ran == grid), "persistent %s %s: %lld TMA boxes, %lld workgroups (want %lld)",
+        c->perf, opt, (long long)g_ntma, (long long)g_sim_ran, (long long)grid);
+}
+static void test_persist(void) {
+  group_begin();
+  static const struct {
+    gcase c;
+    const char *opt;
+    int64_t grid;
+  } cases[] = {
+    /* 2 x 2 tiles on 3 workgroups; 4 K steps in 4 stages */
+    { { "sm_90a", "f16", 1, 256, 256, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, "tma=1", 3 },
+    { { "sm_90a", "f16", 1, 256, 256, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" }, "ws=1", 3 },
+    /* batch 2, odd M / N (TMA zero fill), 2 K steps: 8 tiles on 3 */
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "tma=1", 3 },
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" }, "ws=1", 3 },
+    /* odd sizes with the fused epilogue (bias, relu, f16 out), 3 K steps: 4 tiles on 3 */
+    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=3", 3 },
+    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=4,ws=1", 3 },
+    /* 25 K steps in 3 stages (stage 0 filled once more per tile than 1, 2: the parities per stage
+     * differ across tiles), 3 x 2 tiles on 4 workgroups, K padded to the tile, the epilogue */
+    { { "sm_90a", "f16", 1, 192, 128, 392, true, true, true, "v3:64,64,16,64,64,8", "f32" }, "tma=3", 4 },
+    { { "sm_90a", "f16", 1, 192, 128, 392, true, true, true, "v3:64,64,16,64,64,8", "f32" }, "tma=3,ws=1", 4 },
+    /* MN-major B (B [K, N]) and A: the swizzled MN-major tiles, one workgroup for every tile */
+    { { "sm_90a", "f16", 1, 256, 512, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" }, "tma=1", 1 },
+    { { "sm_90a", "bf16", 2, 64, 256, 64, false, false, true, "v3:64,128,16,64,128,8", "f32" }, "tma=3,ws=1", 3 },
+    /* the mixed loop (B MN-major on registers with tma-swizzle=none): its register stage per tile */
+    { { "sm_90a", "f16", 1, 256, 384, 128, true, false, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=1,tma-swizzle=none",
+      4 },
+    /* the grouped raster order (groups of 2 m-tiles, the last partial): 3 x 3 tiles on 2 */
+    { { "sm_90a", "f16", 1, 192, 192, 64, true, true, false, "v3:64,64,16,64,64,8", "f32" },
+      "tma=3,raster-group-m=2",
+      2 },
+    { { "sm_90a", "f16", 1, 192, 192, 64, true, true, false, "v3:64,64,16,64,64,8", "f32" },
+      "tma=3,ws=1,raster-group-m=2",
+      4 },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) persist_case(&cases[i].c, cases[i].opt, cases[i].grid);
+  /* ws = "on" with persistence: the roles' checks of ws_case (no block barrier in the regions) */
+  ws_case(&cases[1].c, "persistent=1,ws=1");
+  /* the broken protocols are refused: no barrier before the next tile's loads (a TMA write
+   * over the stage another warpgroup read), every tile waiting with the first tile's parities,
+   * no mbarrier wait, one wgmma group fewer retired, more bytes expected than loaded */
+  {
+    gcase c = { "sm_90a", "f16", 1, 192, 128, 160, true, true, false, "v3:128,64,16,64,64,8", "f32" };
+    static const struct {
+      const char *(*mut)(kl_op *);
+      const char *opt;
+    } muts[] = {
+      { mut_persist_tail, "tma=3" }, { mut_persist_parity, "tma=3" }, { mut_persist_parity, "tma=3,ws=1" },
+      { mut_tma_wait, "tma=3" },     { mut_pending, "tma=3" },        { mut_tma_expect, "tma=3" },
+      { mut_ws_full, "tma=3,ws=1" }, { mut_ws_empty, "tma=3,ws=1" },  { mut_ws_arrive, "tma=3,ws=1" },
+    };
+    for (size_t i = 0; i < sizeof muts / sizeof *muts; i++) {
+      g_mutate = muts[i].mut;
+      persist_case(&c, muts[i].opt, 2);
+    }
+    g_mutate = NULL;
+  }
+  /* not applicable: recorded on the kernel; option errors */
+  {
+    char err[4096];
+    gcase c = { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" };
+    kl_ctx *ctx = kl_test_ctx();
+    kl_op *m = lower_case(ctx, &c,
+                          "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{persistent=1},rock-blockwise-to-threadwise,"
+                          "rock-lower-loops",
+                          err, sizeof err);
+    kl_op *k = m ? kernel_of(m) : NULL;
+    const char *ps = k ? kl_op_attr_string(k, "persistent") : NULL;
+    CHECK(ps && !strcmp(ps, "off (one tile)") && !kl_op_attr(k, "grid_persistent"), "persistent, one tile: %s",
+          ps ? ps : err);
+    kl_ctx_destroy(ctx);
+    ctx = kl_test_ctx();
+    m = lower_case(ctx, &c,
+                   "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{persistent=1,tma=0},rock-blockwise-to-threadwise,"
+                   "rock-lower-loops",
+                   err, sizeof err);
+    k = m ? kernel_of(m) : NULL;
+    ps = k ? kl_op_attr_string(k, "persistent") : NULL;
+    CHECK(ps && !strcmp(ps, "off (the TMA loop is not taken)"), "persistent, tma=0: %s", ps ? ps : err);
+    kl_ctx_destroy(ctx);
+    ctx = kl_test_ctx();
+    m = lower_case(ctx, &c, "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{persistent=2},rock-lower-loops", err,
+                   sizeof err);
+    CHECK(!m && strstr(err, "persistent must be 0, 1 or auto"), "persistent=2: %s", m ? "accepted" : err);
+    kl_ctx_destroy(ctx);
+  }
+  group_end("persistent (sm_90a): TMA and warp-specialized K loops over several tiles per workgroup (the next "
+            "tile's loads before the epilogue) interpreted equal a direct matmul; the broken protocols are refused");
+}
+
 /* TMA on sm_90a (passes/rock_tma.h): the 1x1 NHWC conv with both operands through TMA, the
  * padded, strided 3x3 conv with one (the other's im2col view is not a box), interpreted */
 static void test_tma_graphs(void) {
@@ -3560,6 +3745,10 @@ static void test_tma_graphs(void) {
     { conv_nhwc_f16, "tma=1", NULL },
     { conv1x1_nhwc_f16, "tma=1,tma-swizzle=none", "A,B" },
     { conv1x1_nhwc_f16, "tma=1,ws=1", "A,B" },
+    /* persistent tiles, interpreted on 2 workgroups (g_sim_grid): the residual + relu epilogue
+     * through the output swizzle's own LDS while the next tile's loads land in the stages */
+    { conv1x1_big_f16, "tma=1,persistent=1", "A,B" },
+    { conv1x1_big_f16, "tma=1,ws=1,persistent=1", "A,B" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char pl[1024];
@@ -3570,7 +3759,12 @@ static void test_tma_graphs(void) {
              "rock-lower-loops,canonicalize,cse,dce",
              cases[i].opt);
     graph_case g = { "sm_90a", cases[i].text, 2e-2, 1, false, pl, cases[i].want_tma };
+    g_sim_grid = strstr(cases[i].opt, "persistent=1") ? 2 : 0;
+    g_sim_ran = 0;
     run_graph_case(&g);
+    CHECK(!g_sim_grid || g_sim_ran == 2, "%s: the persistent kernel ran on %lld workgroups, want 2", cases[i].opt,
+          (long long)g_sim_ran);
+    g_sim_grid = 0;
   }
   group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands (swizzled and not) on sm_90a interpreted against "
             "g:eval");
@@ -4194,6 +4388,12 @@ int main(void) {
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_PERSIST")) { /* iterating on the persistent group alone */
+    test_persist();
+    test_tma_graphs();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
     test_tma();
     test_ws();
@@ -4224,6 +4424,7 @@ int main(void) {
   test_wgmma();
   test_tma();
   test_ws();
+  test_persist();
   test_tma_graphs();
   test_swizzle();
   test_graphs();
