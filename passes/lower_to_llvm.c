@@ -16,6 +16,7 @@
 #include "passes/lower_fp8.h"
 #include "passes/lower_wgmma.h"
 #include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode: lower_for's self-referential loop metadata */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -606,7 +607,15 @@ static bool lower_for(lw *L, kl_op *op) {
   kl_op *y = region_yield(&op->regions[0]);
   LLVMValueRef next = LLVMBuildAdd(L->b, iv, step, "");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(L->b);
-  LLVMBuildBr(L->b, head);
+  LLVMValueRef back = LLVMBuildBr(L->b, head);
+  if (kl_op_attr(op, "no_hoist")) { /* llvm.loop !{self, !{"llvm.licm.disable"}}: nothing hoisted out of it */
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(L->c, NULL, 0);
+    LLVMMetadataRef dis = LLVMMDStringInContext2(L->c, "llvm.licm.disable", 17);
+    LLVMMetadataRef ops[2] = { tmp, LLVMMDNodeInContext2(L->c, &dis, 1) };
+    LLVMMetadataRef self = LLVMMDNodeInContext2(L->c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, self);
+    LLVMSetMetadata(back, LLVMGetMDKindIDInContext(L->c, "llvm.loop", 9), LLVMMetadataAsValue(L->c, self));
+  }
   LLVMAddIncoming(iv, &lb, &pre, 1);
   LLVMAddIncoming(iv, &next, &latch, 1);
   for (int i = 0; i < niter; i++) {

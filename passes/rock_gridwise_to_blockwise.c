@@ -1174,7 +1174,12 @@ static kl_op *tile_for(const tpipe *p, kl_value **t, kl_value **i) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
   kl_loc loc = p->k->loc;
   kl_value *bnd[3] = { p->h0, kl_tile_index(rw, loc, ntiles_of(p)), p->ng };
-  kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 0, NULL, 1);
+  /* no_hoist (lower-to-llvm: llvm.licm.disable): LICM hoisted the epilogue's loop-invariant
+   * addresses (the seed conv: 64 LDS addresses of the output swizzle, 64-bit each) out of the
+   * tile loop, live across the K loop; ptxas sm_90a then had to rematerialize them (the
+   * warp-specialized seed conv spilled 36 bytes with its block id also live across the K loop) */
+  kl_named_attr nh = { "no_hoist", kl_attr_unit(ctx) };
+  kl_op *loop = kl_rewriter_create(rw, "scf.for", loc, 3, bnd, 0, NULL, 1, &nh, 1);
   kl_block *body = kl_block_create(ctx);
   *t = kl_block_add_arg(ctx, body, kl_type_index(ctx));
   kl_region_push_block(&loop->regions[0], body);
@@ -1365,9 +1370,8 @@ static kl_op *ws_emit(tpipe *p) {
   P.k = &K;
   kl_value *t = NULL, *i = NULL;
   kl_op *tiles = NULL;
-  if (p->h0) {
+  if (p->h0) { /* the consumers' K steps take no block id: the epilogue's is computed after them */
     tiles = tile_for(p, &t, &i);
-    K.bid = p->tile_bid = tile_bid(p, t);
     tile_fill(p);
     cy = tiles->regions[0].first->last;
   }
@@ -1383,6 +1387,7 @@ static kl_op *ws_emit(tpipe *p) {
                i ? tile_parity(p, i, (int)j, kl_tile_index(rw, loc, main), 0) : kl_tile_index(rw, loc, (main / W) % 2));
   kl_wgmma_emit_acc_wait(rw, loc, K.acc, kl_op_attr_string(K.gw, "accel_instr"), 0);
   mbar(p, "arrive", W + (int)((nk - 1) % W), NULL, NULL, 0); /* the last stage's readers retired */
+  if (tiles) p->tile_bid = tile_bid(p, t);                   /* not live across the K loop */
   /* the producer warpgroup: one thread issues (persistent: every tile's steps in turn, so it
    * fills the next tile's stages while the consumers run this one's epilogue) */
   kl_rewriter_set_insertion_before(rw, split->regions[1].first->last);
