@@ -359,12 +359,22 @@ local TMA_NOSW_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-bloc
 -- v3:128,256,64,64,256,8
 local WS_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
                                                  "rock-gridwise-to-blockwise{tma=1,ws=1},", 1)
-local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true, ws = true, wsk64 = true }
+-- "persist": the TMA loop with persistent tiles (rock-gridwise-to-blockwise{tma=1,ws=0,persistent=1}:
+-- min(tiles, SMs x resident) workgroups loop over the tiles in the raster order, each issuing the
+-- next tile's first loads before its epilogue; passes/rock_tma.h); "wsp": the same with ws=1 (the
+-- producer fills the next tile's stages while the consumers run the epilogue)
+local PERSIST_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                      "rock-gridwise-to-blockwise{tma=1,ws=0,persistent=1},", 1)
+local WSP_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                  "rock-gridwise-to-blockwise{tma=1,ws=1,persistent=1},", 1)
+local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true, ws = true, wsk64 = true,
+                       persist = true, wsp = true }
 local function compile_case(c, g)
   if TMA_VARIANTS[c.variant] then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the tma variants need a compute capability 9.0 GPU", 0) end
     return kiln.compile(g, { target = "sm_90a",
-                             pipeline = c.variant:find("^ws") and WS_PIPELINE
+                             pipeline = c.variant == "persist" and PERSIST_PIPELINE or c.variant == "wsp" and WSP_PIPELINE
+                                 or c.variant:find("^ws") and WS_PIPELINE
                                  or c.variant:find("nosw", 1, true) and TMA_NOSW_PIPELINE or TMA_PIPELINE,
                              perf_config = c.variant:find("k64", 1, true) and "v3:128,256,64,64,256,8" or nil })
   end

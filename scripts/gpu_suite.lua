@@ -36,6 +36,10 @@ local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("
 if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
 for _, line in ipairs(sel:header()) do print(line) end
 local gen = require "fused_gen"
+-- KILN_SUITE_PERSISTENT=1: the wgmma and tma sections compile every case with persistent tiles
+-- forced on (rock-gridwise-to-blockwise{...,persistent=1}: wgmma_cases / tma_cases M.extra)
+local persist_extra = os.getenv("KILN_SUITE_PERSISTENT") == "1" and "persistent=1" or nil
+if persist_extra then print("KILN_SUITE_PERSISTENT=1: the wgmma and tma sections run with persistent=1") end
 local count = tonumber(arg and arg[1]) or 210
 local dev_ok, dev = pcall(kiln.device, arg and arg[2] or "auto")
 if not dev_ok then print("no device: " .. tostring(dev):gsub("^.-error: ", ""):gsub("\n.*", "") .. "; nothing run"); os.exit(1) end
@@ -812,6 +816,7 @@ progress("before wgmma")
 if section("wgmma") then
 do
   local W = require "wgmma_cases"
+  W.extra = persist_extra
   if W.device_ok(dev) then
     for _, c in ipairs(W.cases()) do
       local ok, res, msg = pcall(W.run, c, dev)
@@ -829,6 +834,7 @@ progress("before tma")
 -- capability 9.0 devices only; failures are named "tma: <case> <config>: ..."
 if section("tma") then
   local T = require "tma_cases"
+  T.extra = persist_extra
   if T.device_ok(dev) then
     for _, c in ipairs(T.cases()) do
       local ok, res = pcall(T.run, c, dev)
@@ -837,6 +843,12 @@ if section("tma") then
     -- warp-specialized (ws=1: producer warpgroup, full / empty mbarriers, setmaxnreg; the
     -- epilogue behind the consumers' named barrier): "tma: <case> ws <config>: ..."
     for _, c in ipairs(T.ws_cases()) do
+      local ok, res = pcall(T.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+    end
+    -- persistent tiles (persistent=1, the TMA loop and ws=1; grid = min(tiles, SMs x resident
+    -- workgroups): shapes of more tiles than a wave loop): "tma: <case> persistent[ ws] <config>: ..."
+    for _, c in ipairs(T.persist_cases()) do
       local ok, res = pcall(T.run, c, dev)
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
     end

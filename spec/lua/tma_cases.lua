@@ -20,6 +20,19 @@ M.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
 M.pipeline_nosw = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
                                                "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none},", 1)
 
+-- M.extra (nil: none): options added to rock-gridwise-to-blockwise in every compile of these
+-- cases (scripts/gpu_suite.lua sets "persistent=1" under KILN_SUITE_PERSISTENT=1: the whole
+-- section with persistent tiles forced on)
+M.extra = nil
+local function with_extra(pl) -- (a pipeline that names the option already keeps it)
+  if not M.extra then return pl end
+  pl = pl or kiln.default_pipeline()
+  if pl:find(M.extra:match("^[%w%-]+=") or M.extra, 1, true) then return pl end
+  local out, n = pl:gsub("rock%-gridwise%-to%-blockwise{([^}]*)}", "rock-gridwise-to-blockwise{%1," .. M.extra .. "}", 1)
+  if n == 0 then out = pl:gsub("rock%-gridwise%-to%-blockwise,", "rock-gridwise-to-blockwise{" .. M.extra .. "},", 1) end
+  return out
+end
+
 local function R(shape, dt) return kiln.rand(shape, dt, { dist = "normal" }) end
 
 local function dot(Mm, N, K, dt, at, bt, epi, pc, batch)
@@ -142,12 +155,59 @@ function M.ws_cases()
   return cs
 end
 
+-- Persistent tiles (rock-gridwise-to-blockwise{persistent=1}, with the TMA loop and with ws=1):
+-- c.persist cases, shapes with more tiles than an H100's 132 SMs hold at once (so workgroups
+-- loop over several tiles, the last wave partial) and small ones (one tile each), odd sizes,
+-- batch, the fused epilogues and the seed conv's class; their GEMM kernel's `persistent` is
+-- "on" and grid_persistent 1 where the TMA loop is taken
+M.pipeline_persist = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                  "rock-gridwise-to-blockwise{tma=1,persistent=1},", 1)
+M.pipeline_persist_ws = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                     "rock-gridwise-to-blockwise{tma=1,ws=1,persistent=1},", 1)
+function M.persist_cases()
+  local cs = {}
+  local function P(c, ws)
+    c.persist, c.ws = true, ws
+    c.name = c.name .. (ws and " persistent ws" or " persistent")
+    return c
+  end
+  for _, ws in ipairs { false, true } do
+    -- 144 tiles of 128x256 (2304x2048), 256 (4096x2048), 16 x 9 of 64x64 with odd M / N / K, 24 x 8
+    cs[#cs + 1] = P(dot(2304, 2048, 512, "f16", true, true, nil, nil), ws)
+    cs[#cs + 1] = P(dot(2304, 2048, 512, "f16", true, false, "residual", nil), ws)
+    cs[#cs + 1] = P(dot(4096, 2048, 256, "bf16", true, true, nil, "v3:128,256,64,64,256,8"), ws)
+    cs[#cs + 1] = P(dot(1000, 520, 1032, "f16", true, true, "bias_relu", "v3:64,64,16,64,64,8"), ws)
+    cs[#cs + 1] = P(dot(3000, 2000, 264, "f16", true, false, "residual", nil), ws)
+    -- batch 8 (rank-3 tensor maps) of 17 x 9 tiles; few tiles (one per workgroup)
+    cs[#cs + 1] = P(dot(1040, 520, 136, "bf16", true, true, "residual", "v3:64,64,32,64,64,8", 8), ws)
+    cs[#cs + 1] = P(dot(257, 129, 136, "f16", true, true, "bias_relu", "v3:128,128,32,64,128,8"), ws)
+    cs[#cs + 1] = P(dot(256, 256, 128, "f16", false, false, nil, "v3:128,128,32,64,128,8"), ws)
+    -- the seed conv's class (NHWC 1x1 -> 512 + residual + relu, the heuristic's config): 2048
+    -- channels at batch 16 (4 x 4 tiles, one each), 256 at batch 192 (4 x 37: several each)
+    cs[#cs + 1] = P(conv(16, 2048, 7, 7, 512, 1, 0, nil, "A,B"), ws)
+    cs[#cs + 1] = P(conv(192, 256, 7, 7, 512, 1, 0, nil, "A,B"), ws)
+  end
+  -- the mixed loop (B [K, N] on registers with tma-swizzle=none) and a 3x3 conv (one operand
+  -- through TMA): the TMA loop's register stage per tile
+  local c = P(dot(2304, 2048, 256, "f16", true, false, "bias_relu", "v3:128,128,32,64,128,8"), false)
+  c.nosw = true
+  cs[#cs + 1] = c
+  cs[#cs + 1] = P(conv(32, 64, 28, 28, 128, 3, 1, "v3:128,128,32,64,128,8", "A"), false)
+  return cs
+end
+
 -- Compiles c for sm_90a with tma=1 (its v3 config, else the heuristic), checks the GEMM
 -- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
 -- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.
 function M.compile(c)
   local opts = { target = "sm_90a", cache = false,
-                 pipeline = c.ws and M.pipeline_ws or c.nosw and M.pipeline_nosw or M.pipeline }
+                 pipeline = c.persist and (c.ws and M.pipeline_persist_ws or M.pipeline_persist)
+                   or c.ws and M.pipeline_ws or c.nosw and M.pipeline_nosw or M.pipeline }
+  if c.persist and c.nosw then
+    opts.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                 "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none,persistent=1},", 1)
+  end
+  opts.pipeline = with_extra(opts.pipeline)
   if c.perf then opts.perf_config = c.perf end
   local p = kiln.compile(c.g, opts)
   local k
@@ -180,6 +240,13 @@ function M.compile(c)
   local has = ptx:find("cp.async.bulk.tensor", 1, true) ~= nil
   if has ~= (want ~= "none") then error(k.perf_config .. ": cp.async.bulk.tensor " .. (has and "present" or "absent"), 0) end
   if not ptx:find("wgmma.mma_async", 1, true) then error("no wgmma in " .. k.name, 0) end
+  if c.persist then
+    local on = want ~= "none"
+    if (k.persistent == "on") ~= on or (k.grid_persistent == 1) ~= on or (ptx:find("%nctaid.x", 1, true) ~= nil) ~= on then
+      error(("%s: persistent = %s, grid_persistent %d with tma %s"):format(k.perf_config, k.persistent,
+                                                                          k.grid_persistent, k.tma), 0)
+    end
+  end
   if c.ws then
     local on = want == "A,B"
     if (k.ws == "on") ~= on or (ptx:find("setmaxnreg.dec", 1, true) ~= nil) ~= on then
@@ -194,7 +261,8 @@ function M.run(c, dev)
   for i = 1, want.n do
     local good, report = gen.check(got[i], want[i], c.dtype)
     if not good then
-      error(("%s tma=%s ws=%s: output %d: %s"):format(k.perf_config, k.tma, k.ws, i, report.summary), 0)
+      error(("%s tma=%s ws=%s persistent=%s: output %d: %s"):format(k.perf_config, k.tma, k.ws, k.persistent, i,
+                                                                    report.summary), 0)
     end
   end
   return k.perf_config

@@ -32,6 +32,18 @@ M.pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm
 -- the opt-in fp8 wgmma (with a perf config / with the heuristic)
 M.fp8_pipeline = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
 M.fp8_wgmma_pipeline = M.pipeline:gsub("fp8%-compute", "fp8-compute{gemm-operands=fp8}", 1)
+-- M.extra (nil: none): options added to rock-gridwise-to-blockwise in every compile of these
+-- cases (scripts/gpu_suite.lua sets "persistent=1" under KILN_SUITE_PERSISTENT=1: the whole
+-- section with persistent tiles forced on)
+M.extra = nil
+local function with_extra(pl) -- (a pipeline that names the option already keeps it)
+  if not M.extra then return pl end
+  pl = pl or kiln.default_pipeline()
+  if pl:find(M.extra:match("^[%w%-]+=") or M.extra, 1, true) then return pl end
+  local out, n = pl:gsub("rock%-gridwise%-to%-blockwise{([^}]*)}", "rock-gridwise-to-blockwise{%1," .. M.extra .. "}", 1)
+  if n == 0 then out = pl:gsub("rock%-gridwise%-to%-blockwise,", "rock-gridwise-to-blockwise{" .. M.extra .. "},", 1) end
+  return out
+end
 
 -- a small deterministic generator (the exact cases' inputs)
 local function lcg(seed)
@@ -387,6 +399,7 @@ function M.compile(c)
   local opts = { target = "sm_90a", cache = false }
   if c.perf then opts.perf_config = c.perf else opts.pipeline = M.pipeline end
   if c.fp8 then opts.pipeline = c.perf and M.fp8_pipeline or M.fp8_wgmma_pipeline end
+  opts.pipeline = with_extra(opts.pipeline)
   local p = kiln.compile(c.g, opts)
   local pc
   for _, k in ipairs(p:kernels()) do
