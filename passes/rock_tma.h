@@ -84,6 +84,37 @@
  * No block barrier inside the region: a stage is overwritten only after every consumer
  * thread's wait_group retired its readers and arrived, and the producer saw that phase.
  *
+ * Persistent tiles (option persistent=1; persistent=auto and the default: KL_PERSIST_AUTO /
+ * KL_PERSIST_DEFAULT_STR, off until measured; the TMA loop only, with or without ws, on NVIDIA,
+ * more than one tile; else persistent = "off (why)" on the kernel func, "on" when taken, with
+ * grid_persistent = 1 and persistent_tiles = T = G x nM x nN = grid_size). Each workgroup
+ * loops over tiles t = h0, h0 + ng, ... < T (h0 = rock.workgroup_id, ng = rock.workgroup_count:
+ * correct for any grid >= 1), tile t's block id the raster order's (kl_gemm_raster_bid of t:
+ * the workgroup order of today's one-tile kernels), i = (t - h0) / ng its count of tiles
+ * before. Stages restart at 0 per tile (the LDS stages are static tiles), the mbarrier phases
+ * run on: stage s completes u_s = nk / W + (s < nk mod W) phases per tile, so step k of the
+ * i-th tile waits for parity (i u_s + k / W) mod 2 (the producer's empty waits one more).
+ *   TMA loop: init; barrier; tid 0: issue(j) of tile h0 for j < W-1 (where h0 < T)
+ *     for t: fill acc 0; [register operands' prologue]; the K steps above; wait_group 0;
+ *       barrier (every stage free); tid 0: issue(j) of tile t + ng for j < W-1 (where t + ng < T);
+ *       the epilogue (tile t): its loads overlap the next tile's boxes
+ *     tid 0: inval (after the loop: every wait passed the last tile's barrier)
+ *   ws: both roles loop over the tiles; the producer fills tile i+1's stages as the consumers
+ *     release tile i's (so during tile i's epilogue); the consumers: fill, K steps, wait_group
+ *     0, release the last stage, the tile's block id (computed there: not live across the K
+ *     loop), the epilogue behind the named barriers; the join barrier and inval after the loops.
+ * The epilogue's LDS must not alias the stages (the next tile's boxes land during it):
+ * rock-output-swizzle gives a persistent kernel a buffer of its own (never a K-loop tile) within
+ * the whole LDS, and the stages leave room for it: W = the most of 3..4 (tma=N: N) stages that
+ * fit the LDS less kl_persist_reserve (C's MB x NB tile, padded rows, alignment), else as without
+ * (the swizzle is then refused for room and the epilogue writes from the accumulators). sm_90a,
+ * 128x256x64 f16 tiles: 3 stages of 48 KiB + the 64 KiB f16 swizzle tile, 215 KiB of the 227.
+ * The tile loop carries no_hoist (lower-to-llvm: llvm.licm.disable; the epilogue's invariant
+ * addresses hoisted out of it stayed live across the K loop). The launch: min(T, SMs x resident
+ * workgroups per SM) workgroups (driver/plan_exec.h: kl_plan_launch_grid, the driver's
+ * occupancy of the kernel). spec/c/test_accel.c (test_persist) interprets them on fewer
+ * workgroups than tiles.
+ *
  * Lowering: PTX (passes/lower_tma.c): mbarrier.init / arrive.expect_tx / try_wait.parity
  * loop / arrive / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
  * on a tensor-map kernel parameter; elsewhere (host, AMDGPU: the same IR) plain copies and
