@@ -10,7 +10,9 @@
  * bytes, above the 48 KiB of static shared memory), the shape class of the 4096^3
  * `kiln.cpa3.bt` case of bench/gpu_kiln.lua --cpa that faulted on an H200 when
  * kl_prepared_launch passed 0 bytes; at cp-async=2 (37312 bytes, static) every launch
- * passes 0. */
+ * passes 0. And a persistent kernel (grid_persistent, passes/rock_tma.h) launches min(tiles,
+ * SMs x resident workgroups) workgroups on every path (kl_plan_launch_grid: the fake device
+ * answers the resident count and takes the TMA tensor maps). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,8 @@ typedef struct {
 static int64_t want_lds; /* the kernel's lds_bytes (set by the test before running) */
 static int nlaunch, nbad;
 static size_t last_shared;
+static uint32_t last_grid; /* grid x of the last launch */
+static int fake_resident;  /* the fake device's resident workgroups per SM (f_resident) */
 
 static void f_destroy(kl_device *dev) { (void)dev; }
 static kl_status f_alloc(kl_device *dev, size_t bytes, void **out) {
@@ -81,9 +85,10 @@ static void f_release_kernel(kl_device *dev, void *kernel) {
 }
 static kl_status f_launch(kl_device *dev, void *kernel, const uint32_t grid[3], const uint32_t block[3], size_t shared,
                           void **args, const size_t *sizes, int nargs) {
-  (void)grid, (void)block, (void)args, (void)sizes, (void)nargs;
+  (void)block, (void)args, (void)sizes, (void)nargs;
   fake_kernel *k = kernel;
   nlaunch++;
+  last_grid = grid[0];
   last_shared = shared;
   if (k->dynamic ? shared != (size_t)want_lds : shared != 0) {
     nbad++;
@@ -114,7 +119,18 @@ static void f_event_destroy(kl_device *dev, void *ev) {
   (void)dev;
   free(ev);
 }
+static kl_status f_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out) {
+  (void)dev, (void)d;
+  memset(out, 0, 128);
+  return KL_OK;
+}
+static int f_resident(kl_device *dev, void *kernel, uint32_t block, size_t shared) {
+  (void)dev, (void)kernel, (void)block, (void)shared;
+  return fake_resident;
+}
 static const kl_device_ops fake_ops = {
+  .tensor_map = f_tensor_map,
+  .resident = f_resident,
   .destroy = f_destroy,
   .alloc = f_alloc,
   .free = f_free,
@@ -131,7 +147,7 @@ static const kl_device_ops fake_ops = {
   .event_elapsed = f_event_elapsed,
   .event_destroy = f_event_destroy,
 };
-static kl_device *fake_cuda(void) {
+static kl_device *fake_cuda_arch(const char *arch) {
   kl_device_info info = { .kind = KL_DEVICE_CUDA,
                           .backend = "cuda",
                           .name = "fake H200",
@@ -142,8 +158,10 @@ static kl_device *fake_cuda(void) {
                           .wave_size = 32,
                           .max_threads_per_block = 1024,
                           .max_shared_per_block = 227 * 1024 };
+  snprintf(info.arch, sizeof info.arch, "%s", arch);
   return kl_device_new(&fake_ops, NULL, &info);
 }
+static kl_device *fake_cuda(void) { return fake_cuda_arch("sm_90"); }
 
 /* a[M, K] . transpose(b[N, K]) in f16 */
 static kl_op *gemm_bt(kl_ctx *ctx, int64_t M, int64_t N, int64_t K) {
@@ -219,6 +237,62 @@ static void run_paths(kl_ctx *ctx, int stages, bool want_dynamic) {
   kl_program_release(p);
 }
 
+/* Persistent kernels (passes/rock_tma.h, grid_persistent): every launch path takes min(tiles,
+ * SMs x resident workgroups per SM) workgroups (kl_plan_launch_grid), the fake device's 132
+ * SMs and its resident answer; the 4096x2048x256 f16 GEMM at 128x256x64 (256 tiles) for sm_90a
+ * with persistent=1; a plain kernel keeps its grid. */
+static void run_persistent(kl_ctx *ctx, bool persistent, int resident, uint32_t want_grid) {
+  char err[4096] = "", pl[2048];
+  const char *def = kl_default_pipeline();
+  const char *at = strstr(def, "rock-gridwise-to-blockwise");
+  const char *end = at ? strchr(at, ',') : NULL;
+  CHECK(at && end);
+  if (!at || !end) return;
+  snprintf(pl, sizeof pl, "%.*srock-gridwise-to-blockwise{persistent=%d}%s", (int)(at - def), def, persistent, end);
+  kl_op *g = gemm_bt(ctx, 4096, 2048, 256);
+  const char *targets[] = { "sm_90a" };
+  kl_compile_opts o = {
+    .targets = targets, .ntargets = 1, .pipeline = pl, .perf_config = "v3:128,256,64,64,256,8", .no_cache = true
+  };
+  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  CHECK(p != NULL, "compile: %s", err);
+  if (!p) return;
+  const kl_kernel_info *k = kl_program_kernel(p, "sm_90a", 0);
+  CHECK(k && k->grid_size == 256 && k->grid_persistent == persistent, "grid %lld, grid_persistent %lld",
+        k ? (long long)k->grid_size : -1LL, k ? (long long)k->grid_persistent : -1LL);
+  want_lds = k ? k->lds_bytes : 0;
+  fake_resident = resident;
+  kl_device *dev = fake_cuda_arch("sm_90a");
+  kl_named_tensor in[2];
+  const char *names[] = { "a", "b" };
+  int64_t shapes[2][2] = { { 4096, 256 }, { 2048, 256 } };
+  for (int i = 0; i < 2; i++) {
+    in[i].name = names[i];
+    in[i].tensor = kl_tensor_rand(KL_DT_F16, 2, shapes[i], NULL, 11 + i, KL_DIST_NORMAL, err, sizeof err);
+  }
+  nlaunch = nbad = 0;
+  last_grid = 0;
+  int nout = 0;
+  kl_tensor **out = NULL;
+  CHECK(kl_program_run(p, dev, 2, in, &nout, &out, err, sizeof err) == KL_OK, "run: %s", err);
+  for (int i = 0; i < nout; i++) kl_tensor_release(out[i]);
+  free(out);
+  CHECK(nlaunch == 1 && nbad == 0 && last_grid == want_grid, "kl_program_run: %d launches, grid %u, want %u", nlaunch,
+        last_grid, want_grid);
+  kl_prepare_opts po = { .sets = 1 };
+  kl_prepared *r = kl_program_prepare(p, dev, 2, in, &po, err, sizeof err);
+  CHECK(r != NULL, "prepare: %s", err);
+  if (r) {
+    last_grid = 0;
+    CHECK(kl_prepared_launch(r, 0, err, sizeof err) == KL_OK, "launch: %s", err);
+    CHECK(last_grid == want_grid, "kl_prepared_launch: grid %u, want %u", last_grid, want_grid);
+    kl_prepared_free(r);
+  }
+  for (int i = 0; i < 2; i++) kl_tensor_release(in[i].tensor);
+  kl_device_destroy(dev);
+  kl_program_release(p);
+}
+
 int main(void) {
   kl_ctx *ctx = kl_ctx_create();
   kl_register_builtin_passes(ctx);
@@ -228,6 +302,11 @@ int main(void) {
   group_begin();
   run_paths(ctx, 2, false);
   group_end("cp-async=2 (37312 bytes, static): every launch path passes 0");
+  group_begin();
+  run_persistent(ctx, true, 1, 132);
+  run_persistent(ctx, true, 2, 256);
+  run_persistent(ctx, false, 1, 256);
+  group_end("persistent=1: launches of min(256 tiles, 132 SMs x resident) workgroups; persistent=0: 256");
   kl_ctx_destroy(ctx);
   return check_summary("test_launch_shared");
 }
