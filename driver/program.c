@@ -431,6 +431,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->tma = func_str_of(v->module, k->name, "tma");
     k->ws = func_str_of(v->module, k->name, "ws");
     k->tma_swizzle = func_int_of(v->module, k->name, "tma_swizzle");
+    k->fp8_promote = func_int_of(v->module, k->name, "fp8_promote");
     k->raster_group_m = func_int_of(v->module, k->name, "raster_group_m");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     for (int s = 0; s < v->nfsnap; s++) {
@@ -1135,6 +1136,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].tma = func_str_of(v->module, K->name, "tma");
     v->kernels[k].ws = func_str_of(v->module, K->name, "ws");
     v->kernels[k].tma_swizzle = func_int_of(v->module, K->name, "tma_swizzle");
+    v->kernels[k].fp8_promote = func_int_of(v->module, K->name, "fp8_promote");
     v->kernels[k].raster_group_m = func_int_of(v->module, K->name, "raster_group_m");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
