@@ -42,7 +42,17 @@
  * to a multiple of 8 where that config validates, else 64), nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
  * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
  * fp8: the same tiles with the K choices in bytes (kPerBlock 2x the elements: 128x256x64,
- * else 128 / 64 / 32; K thresholds doubled), kpack 16.
+ * else 128 / 64 / 32; K thresholds doubled), kpack 16; with two-level accumulation
+ * (rock-gemm-to-gridwise{fp8-promote=P}, default KL_FP8_PROMOTE_DEFAULT) then
+ * kl_wgmma_promote_tiles (nPerWave <= 128, kPerBlock <= 64 dividing P).
+ *
+ * Two-level fp8 accumulation (the GEMM's fp8_promote = P K elements, a multiple of the K
+ * tile): rock-gridwise-to-blockwise allocates a second private accumulator; the K step's
+ * blockwise GEMM accumulates into it, and after each step that ends an interval (every
+ * P / kPerBlock steps: an scf.if on the step index inside the loop) and after the loop,
+ * kl_wgmma_emit_promote waits for every group (wait_group 0, the temporary passing through)
+ * and adds it to the f32 accumulator (f32 adds), zeroing it; the epilogue reads the f32
+ * accumulator. Register loop (wg_emit) and plain loop only (fp8 operands take no TMA).
  *
  * Blockwise lowering (kl_wgmma_lower_blockwise, from kl_accel_lower_blockwise): the LDS
  * tiles' composed views are checked to be core-matrix layouts, for every (k, d) of the
