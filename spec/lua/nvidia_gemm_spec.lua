@@ -263,7 +263,7 @@ end)
 
 -- every case of the device suite's wgmma section (spec/lua/wgmma_cases.lua) compiles for
 -- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues; the
--- fp8 cases with the opt-in fp8 wgmma, their configs readable by fp8_wgmma_rule.ninstr); the
+-- fp8 cases with the opt-in fp8 wgmma, their configs readable by fp8_wgmma_rule.slices); the
 -- heuristic picks the cases' expected large tiles (128x256x64, x32); ptxas: 0 spills for them
 describe("wgmma device cases compile for sm_90a", function()
   local W = require "wgmma_cases"
@@ -272,7 +272,11 @@ describe("wgmma device cases compile for sm_90a", function()
     for _, c in ipairs(G.sample(W.cases(), "nvidia_gemm_spec: wgmma device cases")) do
       -- the suite's compile (fp8: gemm-operands=fp8, the k32 e4m3 / e5m2 wgmma checked there)
       local p, pc = W.compile(c)
-      if c.fp8 then assert.is_true(R.ninstr(c.fp8.K, pc) >= (c.fp8.K + 31) // 32, c.name .. " " .. pc) end
+      if c.fp8 then -- the rule's K slices (split-K included) cover K
+        local ni = 0
+        for _, sl in ipairs(R.slices(c.fp8.K, pc)) do ni = ni + sl[2] end
+        assert.is_true(ni >= (c.fp8.K + 31) // 32, c.name .. " " .. pc)
+      end
       local n = 0
       for _, k in ipairs(p:kernels()) do
         if k.kind == "gemm" then
@@ -282,7 +286,9 @@ describe("wgmma device cases compile for sm_90a", function()
           if c.expect then assert.are.equal(c.expect, k.perf_config, c.name) end
           -- the heuristic's large tiles (up to 255 registers): 0 spill bytes with their
           -- epilogues too (forced large tiles on odd sizes spill: device numerics only)
-          if not c.perf and (k.perf_config:match("^v3:128,256") or k.perf_config:match("^v3:256,128")) then
+          -- (and the fp8 promotion tiles: 128x128 with two accumulators)
+          if not c.perf and (k.perf_config:match("^v3:128,256") or k.perf_config:match("^v3:256,128") or
+                             (k.fp8_promote > 0 and k.perf_config:match("^v3:128,128"))) then
             ptxas_check(ptx, "sm_90a", function() end)
           end
         end
