@@ -442,6 +442,26 @@ describe("fp8 wgmma (sm_90a)", function()
       end)
     end
   end
+  it("fp8-promote: bad values and a K tile that does not divide the interval are errors", function()
+    for _, v in ipairs { "48", "-32" } do
+      local ok, err = pcall(kiln.compile, qdot(128, 128, 256, "f8e4m3fn"), { target = "sm_90a", cache = false,
+        pipeline = FP8:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=" .. v .. "}", 1) })
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("fp8-promote must be 0 (off) or a positive multiple of 32", 1, true), tostring(err))
+    end
+    local ok, err = pcall(kiln.compile, qdot(128, 128, 256, "f8e5m2"), { target = "sm_90a", cache = false,
+      perf_config = "v3:128,128,128,64,128,16",
+      pipeline = FP8:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=64}", 1) })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("fp8-promote 64 is not a multiple of the perf config's kPerBlock (128)", 1, true),
+                  tostring(err))
+    -- f16 GEMMs ignore it
+    local g = kiln.graph("h")
+    g:output(g:dot(g:param("a", { 128, 256 }, "f16"), g:param("b", { 256, 128 }, "f16")))
+    local p = kiln.compile(g, { target = "sm_90a", cache = false,
+      pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=64}", 1) })
+    assert.are.equal(0, p:kernels()[1].fp8_promote)
+  end)
   it("the default (auto) and gemm-operands=f16 keep the f16 instructions on sm_90a and sm_90", function()
     local p = kiln.compile(qdot(256, 256, 256, "f8e4m3fn"), { target = "sm_90", cache = false })
     assert.truthy(p:disasm(p:kernels()[1].name, "sm_90"):find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 1, true))
