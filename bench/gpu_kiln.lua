@@ -192,9 +192,12 @@ end
 -- when given, maps the sampled row i of A (a list of K values) to the row the GEMM multiplies
 -- (the input-fusion cases: A converted to f16, or A * S rounded to f16). dtype "fp8": within
 -- the f32 summation bound; "fp8wg": the opt-in fp8 wgmma, within the bound of its measured
--- accumulation rule (spec/lua/fp8_wgmma_rule.lua: fp8_rule_ninstr k32 instructions, each
--- truncating its addends below 2^(emax - 13)) plus one f32 rounding of the reference.
-local function check_gemm(A, B, C, M, N, K, dtype, a_row, fp8_rule_ninstr)
+-- accumulation rule (spec/lua/fp8_wgmma_rule.lua, fp8_rule = { pc = the kernel's perf config
+-- (its K tiles and split), promote = its fp8_promote (K elements per promotion interval; 0
+-- one level), fmt = the fp8 format (the products' alignment exponents) }: each k32 instruction
+-- truncating its addends below 2^(emax - 13), the intervals added in f32) plus one f32
+-- rounding of the reference.
+local function check_gemm(A, B, C, M, N, K, dtype, a_row, fp8_rule)
   local fin, bad = all_finite(C)
   if not fin then return false, string.format("FAIL %d outputs not finite (unwritten or NaN)", bad) end
   local rnd = lcg(7)
@@ -213,8 +216,11 @@ local function check_gemm(A, B, C, M, N, K, dtype, a_row, fp8_rule_ninstr)
     local a = arow[ri]
     for ci, j in ipairs(cols) do
       local b, ref, abs = bcol[ci], 0.0, 0.0
-      local prod = {}
-      for k = 1, K do prod[k] = a[k] * b[k]; ref = ref + prod[k]; abs = abs + math.abs(prod[k]) end
+      local prod, ex = {}, fp8_rule and {}
+      for k = 1, K do
+        prod[k] = a[k] * b[k]; ref = ref + prod[k]; abs = abs + math.abs(prod[k])
+        if ex then ex[k] = FP8_RULE.align_exponent(a[k], b[k], fp8_rule.fmt) end
+      end
       local got = C:get { i, j }
       local d = got - ref
       num = num + d * d; den = den + ref * ref
@@ -222,10 +228,11 @@ local function check_gemm(A, B, C, M, N, K, dtype, a_row, fp8_rule_ninstr)
       local f = math.abs(d) / ((K - 1) * 2 ^ -24 * abs + 1e-30)
       if not (f <= f32worst) then f32worst = f end
       local r = f
-      if fp8_rule_ninstr then
-        local bnd = FP8_RULE.bound(prod, fp8_rule_ninstr)
+      if fp8_rule then
+        local o = { promote = (fp8_rule.promote or 0) // 32, ex = ex }
+        local bnd = FP8_RULE.gemm_bound(prod, K, fp8_rule.pc, o)
         r = math.abs(d) / (bnd + 2 ^ -24 * (math.abs(ref) + bnd) + K * 2 ^ -53 * abs + 1e-30)
-        if got == FP8_RULE.emulate(prod, fp8_rule_ninstr) then same = same + 1 end
+        if got == FP8_RULE.gemm_emulate(prod, K, fp8_rule.pc, o) then same = same + 1 end
       end
       if not (r <= worst) then worst = r end
     end
@@ -525,19 +532,34 @@ end
 -- LDS tiles in registers, byte by byte): impls kiln.fp8wg and kiln.fp8wg.bt, whose
 -- accumulation is not f32 (each k32 instruction truncates its addends below 2^(emax - 13),
 -- measured: bench/RESULTS.md), checked within that rule's bound (spec/lua/fp8_wgmma_rule.lua)
--- and the note says how far over the f32 summation bound it is.
+-- and the note says how far over the f32 summation bound it is: kiln.fp8wg one level
+-- (rock-gemm-to-gridwise{fp8-promote=0}: every instruction accumulates onto the running sum),
+-- kiln.fp8wg.p128 two levels (fp8-promote=128, the default: the wgmma into a temporary, added
+-- to the f32 accumulator every 128 K elements). Variant ID@pN: only the fp8 wgmma with
+-- fp8-promote=N (impl kiln.fp8wg.pN; N = 0: one level).
 function run.qgemm(c)
   local M, N, K = c.dims[1], c.dims[2], c.dims[3]
-  local modes = { "auto" }
-  if dev.arch == "sm_90a" then modes[2] = "fp8" end
-  for _, mode in ipairs(modes) do
+  local modes = { { "auto", 0 } }
+  local vp = c.variant and tonumber(c.variant:match("^p(%d+)$"))
+  if c.variant and not vp then error("unknown case variant '" .. c.variant .. "'", 0) end
+  if dev.arch == "sm_90a" then
+    if vp then modes = { { "fp8", vp } } else modes[2], modes[3] = { "fp8", 0 }, { "fp8", 128 } end
+  elseif vp then
+    error("the fp8 wgmma variants need sm_90a", 0)
+  end
+  for _, md in ipairs(modes) do
+    local mode, promote = md[1], md[2]
+    local ptag = mode == "fp8" and (vp or promote > 0) and ("p" .. promote) or nil
     for _, bt in ipairs { false, true } do
-      local tag = (mode == "fp8" and "_fp8wg" or "") .. (bt and "_bt" or "")
+      local tag = (mode == "fp8" and "_fp8wg" or "") .. (ptag and ("_" .. ptag) or "") .. (bt and "_bt" or "")
       local g = kiln.graph(c.name .. tag)
       local a = g:param("a", { M, K }, c.dtype)
       local b = bt and g:param("b", { N, K }, c.dtype):transpose { 1, 0 } or g:param("b", { K, N }, c.dtype)
       g:output(g:quant_dot(a, b))
       local pl = kiln.default_pipeline():gsub("fp8%-compute", "fp8-compute{gemm-operands=" .. mode .. "}", 1)
+      if mode == "fp8" then
+        pl = pl:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=" .. promote .. "}", 1)
+      end
       local p = kiln.compile(g, { target = dev.arch, pipeline = pl })
       dump_binaries(c.name .. tag, p)
       local A, B = kiln.rand({ M, K }, c.dtype), kiln.rand(bt and { N, K } or { K, N }, c.dtype)
@@ -546,22 +568,25 @@ function run.qgemm(c)
       r:launch()
       local ok, check
       if mode == "fp8" then
-        local pc, gk
-        for _, k in ipairs(p:kernels()) do if k.kind == "gemm" then pc, gk = k.perf_config, k.name end end
+        local pc, gk, kp
+        for _, k in ipairs(p:kernels()) do if k.kind == "gemm" then pc, gk, kp = k.perf_config, k.name, k.fp8_promote end end
         local wg = gk and (p:disasm(gk, dev.arch) or ""):find("wgmma[^\n]*k32%.f32%.e[45]m[23]")
         if not wg then
           ok, check = false, "FAIL no fp8 wgmma (k32 e4m3 / e5m2) in the GEMM kernel (" .. tostring(pc) .. ")"
+        elseif kp ~= promote then
+          ok, check = false, ("FAIL the kernel's fp8_promote is %s, asked for %d"):format(tostring(kp), promote)
         else
-          ok, check = check_gemm(A, Bview, r:outputs(), M, N, K, "fp8wg", nil, FP8_RULE.ninstr(K, pc))
+          ok, check = check_gemm(A, Bview, r:outputs(), M, N, K, "fp8wg", nil, { pc = pc, promote = kp, fmt = c.dtype })
         end
       else
         ok, check = check_gemm(A, Bview, r:outputs(), M, N, K, "fp8")
       end
-      local impl = "kiln" .. (mode == "fp8" and ".fp8wg" or "") .. (bt and ".bt" or "")
+      local impl = "kiln" .. (mode == "fp8" and ".fp8wg" or "") .. (ptag and ("." .. ptag) or "") .. (bt and ".bt" or "")
       local row = { case = c.id, kind = "qgemm", impl = impl, dtype = c.dtype, shape = shape_str(c.dims),
                     sets = r.sets, flop = 2.0 * M * N * K, bytes = M * K + K * N + M * N * 4, unit = "TFLOP/s", check = check,
-                    note = string.format("f32 out, B %s, gemm-operands=%s; path=%s compile=%.0fms %s", bt and "[N,K]" or "[K,N]",
-                                         mode, gemm_path(p), p.compile_ms, kernel_note(p)) }
+                    note = string.format("f32 out, B %s, gemm-operands=%s%s; path=%s compile=%.0fms %s", bt and "[N,K]" or "[K,N]",
+                                         mode, mode == "fp8" and (" fp8-promote=" .. promote) or "", gemm_path(p), p.compile_ms,
+                                         kernel_note(p)) }
       time_and_write(row, r, ok, row.flop / 1e12)
     end
   end

@@ -442,6 +442,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->tma = func_str_of(v->module, k->name, "tma");
     k->ws = func_str_of(v->module, k->name, "ws");
     k->tma_swizzle = func_int_of(v->module, k->name, "tma_swizzle");
+    k->fp8_promote = func_int_of(v->module, k->name, "fp8_promote");
     k->raster_group_m = func_int_of(v->module, k->name, "raster_group_m");
     k->persistent = func_str_of(v->module, k->name, "persistent");
     k->grid_persistent = func_int_of(v->module, k->name, "grid_persistent");
@@ -1150,6 +1151,7 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].tma = func_str_of(v->module, K->name, "tma");
     v->kernels[k].ws = func_str_of(v->module, K->name, "ws");
     v->kernels[k].tma_swizzle = func_int_of(v->module, K->name, "tma_swizzle");
+    v->kernels[k].fp8_promote = func_int_of(v->module, K->name, "fp8_promote");
     v->kernels[k].raster_group_m = func_int_of(v->module, K->name, "raster_group_m");
     v->kernels[k].persistent = func_str_of(v->module, K->name, "persistent");
     v->kernels[k].grid_persistent = func_int_of(v->module, K->name, "grid_persistent");

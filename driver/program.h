@@ -108,6 +108,7 @@ typedef struct kl_kernel_info {
   const char *tma; /* wgmma operands loaded through TMA (passes/rock_tma.h): "A,B", "A", "B", "none (why)"; "" if off */
   const char *ws;  /* warp specialization of the TMA K loop (passes/rock_tma.h): "on", "off (why)"; "" if ws=0 */
   int64_t tma_swizzle;     /* the TMA tiles' LDS swizzle in bytes (128, 64, 32; 0: the unswizzled core-matrix boxes) */
+  int64_t fp8_promote;     /* the fp8 wgmma's promotion interval in K elements (passes/rock_wgmma.h; 0: one level) */
   int64_t raster_group_m;  /* the GEMM's workgroup order (passes/gemm_raster.h): m-tiles per group, 0 row order */
   const char *persistent;  /* persistent tiles (passes/rock_tma.h): "on", "off (why)"; "" if persistent=0 */
   int64_t grid_persistent; /* 1: the launch takes min(grid_size (the tiles), SMs x resident workgroups), else 0 */

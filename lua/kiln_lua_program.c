@@ -716,6 +716,8 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_str(L, "ws", k->ws ? k->ws : "");
     /* tma_swizzle: the TMA tiles' LDS swizzle in bytes (128, 64, 32; 0 none or no TMA) */
     kl_lua__set_int(L, "tma_swizzle", (lua_Integer)k->tma_swizzle);
+    /* fp8_promote: the fp8 wgmma's promotion interval in K elements (0: one level; passes/rock_wgmma.h) */
+    kl_lua__set_int(L, "fp8_promote", (lua_Integer)k->fp8_promote);
     /* raster_group_m: the GEMM's workgroup order (m-tiles per group; 0 row order; passes/gemm_raster.h) */
     kl_lua__set_int(L, "raster_group_m", (lua_Integer)k->raster_group_m);
     /* persistent: persistent tiles ("on", "off (why)"; "" when the option is 0); grid_persistent: 1 where

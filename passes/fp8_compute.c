@@ -23,7 +23,9 @@
  *     H100, each k32 instruction aligns its addends (the 32 products and the f32
  *     accumulator) to the largest one's exponent emax and drops their bits below
  *     2^(emax - 13) (truncation toward zero), so it is outside the f32 summation bound
- *     (docs/ARCHITECTURE.md, bench/fp8_accum_probe.lua); the f16 path is exact.
+ *     (docs/ARCHITECTURE.md, bench/fp8_accum_probe.lua); the f16 path is exact. By default
+ *     the fp8 wgmma accumulates in two levels (rock-gemm-to-gridwise's fp8-promote: an f32
+ *     add every 128 K elements), whose bound is still not the f32 one: auto stays f16.
  * Every convert is a graph.convert, so graph-partition fuses them with their neighbours
  * as any element-wise op (the operand converts of a GEMM are separate element-wise
  * kernels that write the f16 copies). The reference evaluator computes on the fp8

@@ -56,6 +56,7 @@
 #include "passes/fusion_util.h"
 #include "passes/gemm_shape.h"
 #include "passes/gemm_split.h"
+#include "passes/lower_loops.h"
 #include "passes/problem_key.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
@@ -68,6 +69,7 @@ typedef struct {
   const char *target, *perf;
   bool accel, wgmma;
   const char *tuned;
+  int64_t fp8_promote; /* option fp8-promote: K elements per promotion interval of the fp8 wgmma, 0 off */
 } opts;
 
 /* the accel config string: "v3:" for wgmma (passes/rock_wgmma.h), else "v2:" */
@@ -195,6 +197,17 @@ static bool tuned_lookup(const char *tuned, const char *key, char *buf, size_t n
 /* Whether an operand of the GEMM is read through an input-fusion prologue (the rock.alloc
  * it reads is written by one fusing op, fusion_util.h) with an input of a wider type than
  * the operand: its copies stage the wide loads in registers until the LDS stores. */
+/* whether a GEMM operand's views have bounds checks (a padded conv input: invalid points) */
+static bool bounded_operand(kl_value *v) {
+  kl_op *ops[16];
+  int n = 0;
+  kl_rock_underlying(v, ops, &n, 16);
+  for (int i = 0; i < n && i < 16; i++) {
+    const kl_view *w = kl_ll_op_view(ops[i]);
+    if (w && kl_view_invalid_dims(w)) return true;
+  }
+  return false;
+}
 static bool wide_staged(kl_op *op) {
   for (int i = 0; i < 2; i++) {
     kl_op *w = NULL;
@@ -278,6 +291,22 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
    * kPerBlock at 32 (kl_wgmma_wide_staging, passes/rock_wgmma.h) */
   if (gc.path == KL_GEMM_PATH_WGMMA && !given && wide_staged(op) && kl_wgmma_wide_staging(&ac))
     pc.k_per_block = ac.k_per_block;
+  /* the fp8 wgmma with promotion (option fp8-promote): two accumulators per thread, a K
+   * tile dividing the interval (kl_wgmma_promote_tiles) */
+  bool promote = gc.path == KL_GEMM_PATH_WGMMA && o->fp8_promote > 0 && kl_wgmma_instr_is_fp8(ad->intrinsic);
+  if (promote && !given &&
+      kl_wgmma_promote_tiles(&ac, &ad, kl_scalar_name(ta->elem->kind), o->fp8_promote,
+                             bounded_operand(op->opnds[0].value) || bounded_operand(op->opnds[1].value))) {
+    pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, ac.split_k };
+    kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
+  }
+  if (promote && (pc.k_per_block > o->fp8_promote || o->fp8_promote % pc.k_per_block)) {
+    kl_rewriter_fail(rw, op->loc,
+                     "rock.gemm: fp8-promote %lld is not a multiple of the perf config's kPerBlock (%lld): the "
+                     "promotion interval must be whole K tiles",
+                     (long long)o->fp8_promote, (long long)pc.k_per_block);
+    return false;
+  }
   bool accel = gc.path != KL_GEMM_PATH_FMA;
   /* mma.sync keeps pairs of C columns (N) in a lane: when C is contiguous along M instead
    * (e.g. an NHWC convolution output), compute C^T = B^T A^T (operands swapped, C viewed
@@ -413,6 +442,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   attrs[na++] = (kl_named_attr){ "store", kl_attr_str(ctx, S > 1 ? "atomic_add" : store ? store : "set") };
   if (S > 1) attrs[na++] = (kl_named_attr){ "split_k", kl_attr_int(ctx, S) };
   if (accel) na += kl_accel_gridwise_attrs(ctx, &ac, ad, attrs + na); /* m_per_wave, n_per_wave, accel_instr, accel */
+  if (promote) attrs[na++] = (kl_named_attr){ "fp8_promote", kl_attr_int(ctx, o->fp8_promote) };
   /* kl_op_create sorts; later duplicates of a name replace the gemm's own entries */
   kl_named_attr *dedup = kl_xmalloc(na * sizeof *dedup);
   int nd = 0;
@@ -434,6 +464,7 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_op_set_attr(fn, "problem_key", kl_attr_str(ctx, pkey));
   kl_op_set_attr(fn, "problem", kl_attr_str(ctx, pdesc));
   kl_op_set_attr(fn, "perf_config_source", kl_attr_str(ctx, source));
+  if (promote) kl_op_set_attr(fn, "fp8_promote", kl_attr_int(ctx, o->fp8_promote));
   if (S > 1) { /* the plan fills the output with 0 before the launch (driver/plan.c) */
     char key[16];
     snprintf(key, sizeof key, "%d", out_arg);
@@ -474,8 +505,15 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
           "sizes are per kernel)",
           kl_op_attr_string(fn, "sym_name"));
   }
-  opts o = { kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config"), kl_pass_opt_bool(po, "accel"),
-             kl_pass_opt_bool(po, "wgmma"), kl_pass_opt_string(po, "tuned") };
+  opts o = {
+    kl_pass_opt_string(po, "target"), kl_pass_opt_string(po, "perf-config"), kl_pass_opt_bool(po, "accel"),
+    kl_pass_opt_bool(po, "wgmma"),    kl_pass_opt_string(po, "tuned"),       kl_pass_opt_int(po, "fp8-promote")
+  };
+  if (o.fp8_promote < 0 || o.fp8_promote % 32)
+    return kl_emit_error(module->ctx, module->loc,
+                         "rock-gemm-to-gridwise: fp8-promote must be 0 (off) or a positive multiple of 32 (K elements "
+                         "per promotion interval), got %lld",
+                         (long long)o.fp8_promote);
   kl_pattern p = { "rock.gemm", 1, "rock-gemm-to-gridwise", gemm_to_gridwise, &o };
   const kl_pattern *ps[] = { &p };
   return kl_apply_patterns_walk(module, ps, 1);
@@ -499,6 +537,12 @@ static const kl_pass_option options[] = {
     "targets with wgmma "
     "(sm_90a, the target of compute capability 9.0 devices), chosen by the wgmma heuristic (passes/rock_wgmma.h; "
     "other GEMMs keep mma.sync); a v3:... config selects them too; false: mma.sync" },
+  { "fp8-promote", KL_OPT_INT, KL_FP8_PROMOTE_DEFAULT_STR,
+    "two-level accumulation of the fp8 wgmma (sm_90a, fp8-compute{gemm-operands=fp8}): the wgmma accumulates into a "
+    "temporary for this many K elements (a multiple of 32 and of the K tile), which is then added to the f32 "
+    "accumulator with f32 adds and restarted at zero; 0: off (one level: every k32 instruction truncates its "
+    "addends below 2^(emax-13) of the running sum); the heuristic then takes nPerWave <= 128 (two accumulators); "
+    "the choice is the kernel's fp8_promote (passes/rock_wgmma.h)" },
 };
 
 void kl__register_rock_gemm_to_gridwise(kl_ctx *ctx) {

@@ -914,6 +914,8 @@ typedef struct {
   const kl_view *ga, *gb, *wa, *wb;
   int64_t vla, vlb;
   bool wg_fence_late; /* opts.wg_fence_late */
+  kl_value *tacc;     /* fp8 wgmma with promotion (attribute fp8_promote): the temporary accumulator, else NULL */
+  int64_t np;         /* ... promoted every np K steps (fp8_promote / kPerBlock) */
 } kloop;
 static void kl_read(const kloop *k, kl_value *kidx) { /* global tiles of K step kidx -> private copies */
   kl_value *ex[3] = { k->bid, k->tid, kidx };
@@ -938,7 +940,7 @@ static void kl_barrier(const kloop *k) {
 static kl_op *kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
   kl_ctx *ctx = kl_rewriter_ctx(k->rw);
   const tiles *t = k->t;
-  kl_value *bg[4] = { la, lb, k->acc, k->tid };
+  kl_value *bg[4] = { la, lb, k->tacc ? k->tacc : k->acc, k->tid };
   kl_named_attr ba[7] = {
     { "m_per_block", kl_attr_int(ctx, t->MB) },  { "n_per_block", kl_attr_int(ctx, t->NB) },
     { "k_per_block", kl_attr_int(ctx, t->KB) },  { "m_per_thread", kl_attr_int(ctx, t->MT) },
@@ -953,6 +955,38 @@ static kl_op *kl_gemm(const kloop *k, kl_value *la, kl_value *lb) {
 static kl_value *kl_next(const kloop *k, kl_value *kl, int64_t off, int64_t nk) {
   kl_emitter e = { k->rw, k->loc };
   return kl_emit_remi(&e, kl_emit_add(&e, kl, kl_tile_index(k->rw, k->loc, off)), nk);
+}
+/* fp8 wgmma promotion (passes/rock_wgmma.h: kl_wgmma_emit_promote): wait for every group,
+ * main += temporary, temporary = 0 */
+static void wg_promote(const kloop *k) {
+  kl_wgmma_emit_promote(k->rw, k->loc, k->acc, k->tacc, kl_op_attr_string(k->gw, "accel_instr"));
+}
+/* after K step kidx: the promotion where kidx + 1 ends an interval (np steps), not after the
+ * last step (the loop's end promotes); a dynamic kidx with np > 1 tests it in an scf.if */
+static kl_op *if_begin(kl_rewriter *rw, kl_loc loc, kl_value *cond);
+static void promote_after(const kloop *k, kl_value *kidx, int64_t nk) {
+  int64_t c;
+  if (!k->tacc) return;
+  if (kl_emit_const_of(kidx, &c)) {
+    if ((c + 1) % k->np == 0 && c + 1 < nk) wg_promote(k);
+    return;
+  }
+  if (k->np == 1) {
+    wg_promote(k);
+    return;
+  }
+  kl_emitter e = { k->rw, k->loc };
+  kl_value *r = kl_emit_remi(&e, kl_emit_add(&e, kidx, kl_tile_index(k->rw, k->loc, 1)), k->np);
+  kl_op *ifop = if_begin(k->rw, k->loc, kl_emit_cmp(&e, "eq", r, kl_emit_index(&e, 0)));
+  wg_promote(k);
+  kl_rewriter_set_insertion_after(k->rw, ifop);
+}
+/* the end of the K loop: every group retired, the accumulators through the wait (promoted) */
+static void acc_final(const kloop *k) {
+  if (k->tacc)
+    wg_promote(k);
+  else
+    kl_wgmma_emit_acc_wait(k->rw, k->loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
 }
 /* ---- wgmma (passes/rock_wgmma.h): W LDS buffers, each step's MMAs in flight across the
  * next step's copies (see the header comment) ---- */
@@ -977,7 +1011,8 @@ static void wg_step(const kloop *k, kl_value *const *la, kl_value *const *lb, in
    * complete while the barrier and the next step's MMAs issue); wgmma-fence=late: after */
   if (!k->wg_fence_late) wg_proxy_fence(k);
   if (left < 0 || left > 1) kl_read(k, kl_next(k, kidx, 2, nk));
-  wg_wait(k, W - 2); /* retires group kidx + 2 - W ... */
+  wg_wait(k, W - 2);          /* retires group kidx + 2 - W ... */
+  promote_after(k, kidx, nk); /* fp8 promotion: wait 0, main += temporary */
   /* ... in every warpgroup (its buffer is written next step); the writes above fenced and visible */
   if (k->wg_fence_late)
     kl_barrier(k);
@@ -1009,7 +1044,7 @@ static void wg_emit(const kloop *k, kl_value *const *la, kl_value *const *lb, in
   for (int64_t j = 0; j < r; j++) wg_step(k, la, lb, W, (int)j, kl_tile_index(rw, k->loc, main + j), nk, r - 1 - j);
   /* every group retired, the accumulators through the wait; no warpgroup reads the LDS the
    * epilogue may reuse */
-  kl_wgmma_emit_acc_wait(rw, k->loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
+  acc_final(k);
   kl_rewriter_create(rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0);
 }
 /* Buffers for the wgmma loop: 3 (a group always in flight across the barrier) where they
@@ -1953,9 +1988,22 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     bool tma_a = false, tma_b = false;
     kl_tma_map tm_a, tm_b;
     char why_a[192] = "", why_b[192] = "";
+    /* fp8 wgmma promotion (attribute fp8_promote, passes/rock_wgmma.h): the register loop
+     * (wg_emit) or the plain loop; fp8 operands take no TMA (16-bit types only) */
+    int64_t promote = 0;
+    if (kl_op_attr_i64(op, "fp8_promote", &promote) && promote > 0 &&
+        (!accel || strcmp(accel, "wgmma") || !kl_wgmma_instr_is_fp8(kl_op_attr_string(op, "accel_instr")) ||
+         promote % t.KB)) {
+      snprintf(err, sizeof err, "fp8_promote %lld: only for the fp8 wgmma with a K tile (%lld) dividing it",
+               (long long)promote, (long long)t.KB);
+      ok = false;
+      goto done;
+    }
     if (o->tma && accel && !strcmp(accel, "wgmma") && t.Kp / t.KB <= 1)
       snprintf(why_a, sizeof why_a, "one K step"), snprintf(why_b, sizeof why_b, "one K step");
-    if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1) {
+    if (o->tma && promote)
+      snprintf(why_a, sizeof why_a, "fp8 promotion"), snprintf(why_b, sizeof why_b, "fp8 promotion");
+    if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1 && !promote) {
       tma_a = kl_tma_operand(a, prologue_of(a) != NULL, t.MB, &tm_a, why_a, sizeof why_a);
       tma_b = kl_tma_operand(b, prologue_of(b) != NULL, t.NB, &tm_b, why_b, sizeof why_b);
       /* MN-major operands: the swizzled MN-major layout only (tma_mn_swizzle) */
@@ -2011,8 +2059,13 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       kl_named_attr fv = { "value", kl_const_attr_for(ctx, acc_t, 0) };
       kl_op *fill = kl_rewriter_create(rw, "rock.fill", loc, 1, &acc, 0, NULL, 1, &fv, 0);
       int64_t nk = t.Kp / t.KB;
-      kloop K = { rw,  loc, &t, op, a,  b,  copy_a,  copy_b,  acc,
-                  bid, tid, ga, gb, wa, wb, la.vlen, lb.vlen, o->wg_fence_late };
+      kloop K = { rw,  loc, &t, op, a,  b,       copy_a,  copy_b,           acc,  bid,
+                  tid, ga,  gb, wa, wb, la.vlen, lb.vlen, o->wg_fence_late, NULL, 0 };
+      if (promote > 0) { /* fp8 wgmma promotion: the temporary accumulator (passes/rock_wgmma.h) */
+        K.tacc = alloc(rw, loc, acc_t, 1, &nacc, KL_SPACE_PRIVATE);
+        kl_rewriter_create(rw, "rock.fill", loc, 1, &K.tacc, 0, NULL, 1, &fv, 0);
+        K.np = promote / t.KB;
+      }
       /* accel GEMMs with several K steps: software pipelined; mma.sync with an even number
        * of K steps and room for two tile pairs: double-buffered (see the header comment) */
       bool prefetch = kl_accel_is_accel(op) && nk > 1;
@@ -2235,7 +2288,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         if (fn) kl_rewriter_set_attr(rw, fn, "wgmma_buffers", kl_attr_int(ctx, S));
         goto after_loop;
       }
-      dbuf = prefetch && nv16 && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024;
+      dbuf = prefetch && nv16 && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024 && !K.tacc;
       /* AMDGPU (MFMA / WMMA): the loops of amd_k_loop; double-buffered on MFMA where two
        * workgroups with both tile pairs still fit the LDS of a CU (a larger tile pair costs
        * occupancy: gfx90a 4096^3 f32, 256x128x16, fell from 4 to 2 waves per SIMD) and
@@ -2291,9 +2344,14 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         kl_barrier(&K);
         if (prefetch) kl_read(&K, kl_next(&K, kl, 1, nk)); /* the last step reloads step 0: in bounds, unused */
         kl_gemm(&K, lds_a, lds_b);
+        promote_after(&K, kl, nk); /* fp8 promotion (its blockwise GEMMs waited for their MMAs) */
         kl_barrier(&K);
       }
       kl_rewriter_create(rw, "scf.yield", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+      if (K.tacc) {
+        kl_rewriter_set_insertion_after(rw, loop);
+        wg_promote(&K);
+      }
       if (dbuf) extra += tile_bytes;
     after_loop:
       if (fn && o->persistent) {

@@ -389,6 +389,51 @@ void kl_wgmma_emit_acc_wait(kl_rewriter *rw, kl_loc loc, kl_value *acc, const ch
   }
 }
 
+void kl_wgmma_emit_promote(kl_rewriter *rw, kl_loc loc, kl_value *main, kl_value *tmp, const char *instr) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_wgmma_emit_acc_wait(rw, loc, tmp, instr, 0);
+  const kl_accel_desc *d = kl_wgmma_desc_by_name(instr);
+  int64_t clen = d ? d->n / 2 : 1, n = tmp->type->shape[0], nv = n / clen;
+  if (nv * clen != n) clen = 1, nv = n;
+  const kl_type *vt = clen > 1 ? kl_type_vector(ctx, kl_type_f32(ctx), (int)clen) : kl_type_f32(ctx);
+  kl_ll L;
+  kl_ll_init(&L, rw, loc, 0);
+  kl_value *zero = kl_ll_const(&L, vt, 0.0);
+  for (int64_t i = 0; i < nv; i++) {
+    kl_value *ix = kl_ll_idx(&L, i * clen);
+    kl_value *m = kl_ll_load(&L, main, &ix, NULL, clen), *t = kl_ll_load(&L, tmp, &ix, NULL, clen);
+    kl_ll_store(&L, kl_ll_op2(&L, "arith.addf", m, t, vt), main, &ix, NULL);
+    kl_ll_store(&L, zero, tmp, &ix, NULL);
+  }
+}
+
+bool kl_wgmma_instr_is_fp8(const char *instr) {
+  return instr && strstr(instr, "wgmma.") && (strstr(instr, ".e4m3") || strstr(instr, ".e5m2"));
+}
+
+bool kl_wgmma_promote_tiles(kl_accel_config *c, const kl_accel_desc **d, const char *in, int64_t P, bool bounded) {
+  bool ch = false;
+  if (P <= 0) return false;
+  if (c->n_per_wave > 128) {
+    const kl_accel_desc *nd = kl_wgmma_desc(in, 128);
+    if (!nd) return false;
+    c->n_per_wave = c->n_per_block = 128;
+    c->m_per_wave = 64;
+    c->m_per_block = 128;
+    *d = nd;
+    ch = true;
+  }
+  /* K tiles of at most 64 (2 k32 instructions per step): the register loop's copies of a
+   * 128x128x128 step took ptxas sm_90a past 255 registers (240 spilled bytes, 8192^3 e4m3fn);
+   * 128x128x64: 186 registers, no spills */
+  if (c->k_per_block > 64) c->k_per_block = 64, ch = true;
+  /* operands with bounds checks (a padded conv's implicit GEMM): 32 (the 3x3 conv 64x256x14x14:
+   * 128x128x64 spilled 128 bytes at 255 registers, 128x128x32 takes 167 and none) */
+  if (bounded && c->k_per_block > 32) c->k_per_block = 32, ch = true;
+  while (c->k_per_block > 32 && (c->k_per_block > P || P % c->k_per_block)) c->k_per_block /= 2, ch = true;
+  return ch;
+}
+
 bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   kl_ctx *ctx = op->ctx;
   kl_loc loc = op->loc;

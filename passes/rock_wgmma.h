@@ -42,7 +42,17 @@
  * to a multiple of 8 where that config validates, else 64), nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
  * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
  * fp8: the same tiles with the K choices in bytes (kPerBlock 2x the elements: 128x256x64,
- * else 128 / 64 / 32; K thresholds doubled), kpack 16.
+ * else 128 / 64 / 32; K thresholds doubled), kpack 16; with two-level accumulation
+ * (rock-gemm-to-gridwise{fp8-promote=P}, default KL_FP8_PROMOTE_DEFAULT) then
+ * kl_wgmma_promote_tiles (nPerWave <= 128, kPerBlock <= 64 dividing P).
+ *
+ * Two-level fp8 accumulation (the GEMM's fp8_promote = P K elements, a multiple of the K
+ * tile): rock-gridwise-to-blockwise allocates a second private accumulator; the K step's
+ * blockwise GEMM accumulates into it, and after each step that ends an interval (every
+ * P / kPerBlock steps: an scf.if on the step index inside the loop) and after the loop,
+ * kl_wgmma_emit_promote waits for every group (wait_group 0, the temporary passing through)
+ * and adds it to the f32 accumulator (f32 adds), zeroing it; the epilogue reads the f32
+ * accumulator. Register loop (wg_emit) and plain loop only (fp8 operands take no TMA).
  *
  * Blockwise lowering (kl_wgmma_lower_blockwise, from kl_accel_lower_blockwise): the LDS
  * tiles' composed views are checked to be core-matrix layouts, for every (k, d) of the
@@ -130,6 +140,10 @@
 #define KL_ROCK_WGMMA_H
 #include "passes/rock_accel.h"
 
+/* rock-gemm-to-gridwise's fp8-promote default: K elements per promotion interval of the fp8
+ * wgmma (4 k32 instructions, as cuBLASLt without its fast-accumulation flag); 0 = one level */
+#define KL_FP8_PROMOTE_DEFAULT     128
+#define KL_FP8_PROMOTE_DEFAULT_STR "128"
 /* The wgmma descriptor for f16 / bf16 inputs and N (8..256, a multiple of 8), or NULL. */
 const kl_accel_desc *kl_wgmma_desc(const char *in_type, int n);
 /* By instruction name ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), or NULL. */
@@ -169,6 +183,24 @@ bool kl__ll_lower_wgmma_desc(const kl_pattern *pat, kl_op *op, kl_rewriter *rw);
  * it, stored back (nothing reads them before the MMAs completed; pending 0 at the end of
  * a K loop whose blockwise GEMMs defer their wait). */
 void kl_wgmma_emit_acc_wait(kl_rewriter *rw, kl_loc loc, kl_value *acc, const char *instr, int64_t pending);
+/* Two-level accumulation of the fp8 wgmma ("promotion"; rock-gemm-to-gridwise's option
+ * fp8-promote, passes/rock_wgmma.h's header): the GEMM's K loop issues the wgmma into a
+ * temporary accumulator `tmp` (a private f32 buffer of instr's C fragments) and, every
+ * interval of fp8-promote K elements and after the loop, emits this at the insertion point:
+ * wait_group 0 with `tmp` passing through (kl_wgmma_emit_acc_wait), then
+ * main[i] = main[i] + tmp[i] (f32 adds, round to nearest) and tmp[i] = 0. */
+void kl_wgmma_emit_promote(kl_rewriter *rw, kl_loc loc, kl_value *main, kl_value *tmp, const char *instr);
+/* Whether instr (a wgmma name) is an fp8 one (k32 .e4m3 / .e5m2). */
+bool kl_wgmma_instr_is_fp8(const char *instr);
+/* The heuristic's tiles for the fp8 wgmma with promotion every P K elements (P > 0, a
+ * multiple of 32): two accumulators per thread must fit, so nPerWave at most 128 (the
+ * 128x256 tiles of two m64n256 warpgroups become 128x128 of two m64n128: 64 + 64
+ * accumulator registers) and kPerBlock at most 64 (ptxas sm_90a, 8192^3: 128x128x128 spilled
+ * 240 bytes at 255 registers, 128x128x64 takes 186 and none), 32 where an operand's views
+ * have bounds checks (`bounded`: a padded conv's implicit GEMM, whose index arithmetic
+ * spilled at 64), halved until it divides P. Returns whether
+ * c / *d changed; in: the input type name (f8e4m3fn / f8e5m2). */
+bool kl_wgmma_promote_tiles(kl_accel_config *c, const kl_accel_desc **d, const char *in, int64_t P, bool bounded);
 /* The lowering above (op: an accel rock.blockwise_gemm whose accel_instr is a wgmma). */
 bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target);
 #endif

@@ -25,6 +25,7 @@
  *    KILN_TEST_SKIP_AMD_ALL leaves out the AMD all-configs proof (ctest runs it separately);
  *  - GPU (only with a CUDA device; skipped with a message otherwise): an f16 / bf16 dot
  *    graph with a fused epilogue compiled for the device and compared with g:eval. */
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -591,6 +592,50 @@ static int fp8_encode(int ebits, double x) {
   return -1;
 }
 
+/* The fp8 wgmma's accumulation (spec/lua/fp8_wgmma_rule.lua, measured on an H100): one k32
+ * instruction aligns its addends, the f32 accumulator and the exact products, to emax, the
+ * largest of the accumulator's exponent, the products' alignment exponents and the exact
+ * result's exponent, truncates each toward zero to a multiple of 2^(emax - 13) and sums them
+ * (exactly). A product's alignment exponent (fp8_align_exp, the stored-exponent model of
+ * subnormal operands: the e4m3fn probe rows with a subnormal B kept two bits fewer) is
+ * e_a + e_b + (m_a m_b >= 2), each operand m 2^e with e its stored exponent (a subnormal at
+ * the minimum normal exponent, m < 1); for normal operands floor(log2 |a b|). */
+static int fp8_floor_log2(double x) {
+  int e;
+  frexp(fabs(x), &e);
+  return e - 1;
+}
+static int fp8_align_exp(int ebits, int ca, int cb) {
+  int mbits = 7 - ebits, bias = (1 << (ebits - 1)) - 1, e[2];
+  double m[2];
+  int c[2] = { ca, cb };
+  for (int i = 0; i < 2; i++) {
+    int ef = (c[i] >> mbits) & ((1 << ebits) - 1), mf = c[i] & ((1 << mbits) - 1);
+    e[i] = ef ? ef - bias : 1 - bias;
+    m[i] = (ef ? 1.0 : 0.0) + ldexp((double)mf, -mbits);
+  }
+  return e[0] + e[1] + (m[0] * m[1] >= 2.0);
+}
+static double fp8_trunc(double x, double q) { return x < 0 ? -floor(-x / q) * q : floor(x / q) * q; }
+/* acc plus the n products p[] (alignment exponents ex[]; zero products are no addends) */
+static double fp8_rule_instr(double acc, const double *p, const int *ex, int n) {
+  bool any = acc != 0;
+  int emax = any ? fp8_floor_log2(acc) : 0;
+  double sum = acc;
+  for (int i = 0; i < n; i++) {
+    if (p[i] == 0) continue;
+    if (!any || ex[i] > emax) emax = ex[i];
+    any = true;
+    sum += p[i];
+  }
+  if (!any) return 0.0;
+  if (sum != 0 && fp8_floor_log2(sum) > emax) emax = fp8_floor_log2(sum);
+  double q = ldexp(1.0, emax - 13), r = fp8_trunc(acc, q);
+  for (int i = 0; i < n; i++)
+    if (p[i] != 0) r += fp8_trunc(p[i], q);
+  return r;
+}
+
 static double arith(sim *s, kl_op *op, const char *n, double x, double y, double z, const kl_type *rt,
                     const kl_type *at) {
   if (!strcmp(n, "arith.addf") || !strcmp(n, "arith.addi")) return round_to(rt, x + y);
@@ -1125,6 +1170,7 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
   double *cur = malloc(sizeof(double) * (size_t)s->nt * cw);
   memcpy(cur, c, sizeof(double) * (size_t)s->nt * cw);
   double *A = malloc(sizeof(double) * 64 * KI), *B = malloc(sizeof(double) * N * KI);
+  int Ac[64 * 32], Bc[256 * 32]; /* fp8: the codes (the rule's alignment exponents) */
   for (int j = 0; j < nk && !s->bad; j++) {
     double *da = val_r(s, op, op->opnds[2 * j].value), *db = val_r(s, op, op->opnds[2 * j + 1].value);
     if (!da || !db) break;
@@ -1148,17 +1194,29 @@ static void exec_wgmma(sim *s, kl_op *op, const bool *mask) {
         for (int k = 0; k < KI; k++) {
           double v = lds_at(s, op, desc_byte(sa, la, ssa, swa, tra, r, k, E, eba), eba);
           A[r * KI + k] = xa ? fp8_decode(xa, (int)v) : v;
+          if (xa) Ac[r * KI + k] = (int)v;
         }
       s->rd_swz = swb;
       for (int r = 0; r < N; r++)
         for (int k = 0; k < KI; k++) {
           double v = lds_at(s, op, desc_byte(sb, lb, ssb, swb, trb, r, k, E, ebb), ebb);
           B[r * KI + k] = xb ? fp8_decode(xb, (int)v) : v;
+          if (xb) Bc[r * KI + k] = (int)v;
         }
       for (int l = 0; l < 128; l++)
         for (int i = 0; i < N / 2; i++) {
           int row = 16 * (l / 32) + (l % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
           double acc = cur[(w0 + l) * cw + i];
+          if (xa && xb) { /* the fp8 wgmma's rule (exact in f32: at most 20 significant bits) */
+            double p[32];
+            int ex[32];
+            for (int k = 0; k < KI; k++) {
+              p[k] = A[row * KI + k] * B[col * KI + k];
+              ex[k] = fp8_align_exp(xa, Ac[row * KI + k], Bc[col * KI + k]);
+            }
+            cur[(w0 + l) * cw + i] = fp8_rule_instr(acc, p, ex, KI);
+            continue;
+          }
           for (int k = 0; k < KI; k++) acc += A[row * KI + k] * B[col * KI + k];
           cur[(w0 + l) * cw + i] = kl_round_f32(acc);
         }
@@ -2151,6 +2209,47 @@ static const char *(*g_mutate)(kl_op *kernel);
 
 /* Lowers (through `pipeline`, NULL: k_pipeline), interprets and checks one case against
  * a direct matmul. */
+/* The fp8 wgmma GEMM of one output by the rule (fp8_rule_instr): products p[0..K) in K order
+ * (ex their alignment exponents); the config's K slices (split-K S: slices of
+ * Kc = ceil(ceil(K / S) / kpb) kpb, else one, padded to kpb with zeros), within a slice
+ * intervals of P k32 instructions (the kernel's fp8_promote / 32; 0: one level) from a zero
+ * accumulator, each added to the slice's sum in f32, and the slices' sums added in f32 (the
+ * split's atomic adds onto the zero-filled output; at most 2 slices here: order-free).
+ * *nadd: the f32 adds. */
+static double fp8_rule_gemm(const double *p, const int *ex, int64_t K, int64_t kpb, int64_t S, int64_t P, int *nadd) {
+  int64_t kc = S > 1 ? ((K + S - 1) / S + kpb - 1) / kpb * kpb : (K + kpb - 1) / kpb * kpb;
+  double out = 0;
+  *nadd = 0;
+  for (int64_t off = 0; off < K; off += kc) {
+    int64_t ni = kc / 32, per = P > 0 ? P : ni;
+    double main = 0;
+    for (int64_t j0 = 0; j0 < ni; j0 += per) {
+      double t = 0;
+      for (int64_t j = j0; j < j0 + per && j < ni; j++) {
+        double pp[32];
+        int ee[32];
+        for (int i = 0; i < 32; i++) {
+          int64_t k = off + 32 * j + i;
+          pp[i] = k < K && k < off + kc ? p[k] : 0;
+          ee[i] = k < K && k < off + kc ? ex[k] : 0;
+        }
+        t = fp8_rule_instr(t, pp, ee, 32);
+      }
+      if (j0 == 0)
+        main = t;
+      else
+        main = kl_round_f32(main + t), ++*nadd;
+    }
+    if (off == 0)
+      out = main;
+    else
+      out = kl_round_f32(out + main), ++*nadd;
+  }
+  return out;
+}
+
+static int g_fp8_cases, g_fp8_promoted;
+static double g_fp8_worst;
 static void run_case_with(const gcase *c, const char *pipeline) {
   char err[4096], what[256];
   snprintf(what, sizeof what, "%s %s G=%lld M=%lld N=%lld K=%lld%s%s%s perf=%s -> %s", c->target, c->type,
@@ -2209,22 +2308,48 @@ static void run_case_with(const gcase *c, const char *pipeline) {
   CHECK(ok || g_mutate, "%s: interpreter: %s", what, err);
   CHECK(g_mutate || !(want_accel || wg) || nmma > 0, "%s: no matrix instruction executed", what);
   const kl_type *ot = kl_type_scalar(ctx, kl_scalar_kind_from_name(c->out, strlen(c->out)));
-  int64_t bad = 0, first = -1;
-  double got0 = 0, want0 = 0;
+  int64_t bad = 0, first = -1, pf[8] = { 0 }, promote = 0, outb = 0;
+  double got0 = 0, want0 = 0, worst = 0;
+  /* the fp8 wgmma: the rule's emulation (fp8_rule_gemm) bit for bit, and within the rule's
+   * closed-form bound of the exact sum (docs/ARCHITECTURE.md, fp8_wgmma_rule.bound_closed:
+   * each interval of P products loses less than (P + P/32 - 1) 2^-13 of its sum |a b|, each
+   * f32 add rounds by at most 2^-24 of the running sum; normal operands, as rnd_fp8 draws) */
+  bool f8wg = wg && x8 && pc &&
+      sscanf(pc, "v3:%" SCNd64 ",%" SCNd64 ",%" SCNd64 ",%" SCNd64 ",%" SCNd64 ",%" SCNd64 ",%" SCNd64, &pf[0], &pf[1],
+             &pf[2], &pf[3], &pf[4], &pf[5], &pf[6]) >= 6;
+  if (f8wg) kl_op_attr_i64(k, "fp8_promote", &promote);
+  double *prod = f8wg ? malloc(sizeof(double) * K) : NULL;
+  int *pex = f8wg ? malloc(sizeof(int) * K) : NULL;
   for (int64_t g = 0; ok && g < G; g++)
     for (int64_t i = 0; i < M; i++)
       for (int64_t j = 0; j < N; j++) {
-        double acc = 0;
+        double acc = 0, absum = 0;
         for (int64_t kk = 0; kk < K; kk++) {
-          double a = c->at ? A[(g * M + i) * K + kk] : A[(g * K + kk) * M + i];
-          double b = c->bt ? B[(g * N + j) * K + kk] : B[(g * K + kk) * N + j];
+          int64_t ia = c->at ? (g * M + i) * K + kk : (g * K + kk) * M + i;
+          int64_t ib = c->bt ? (g * N + j) * K + kk : (g * K + kk) * N + j;
+          double a = A[ia], b = B[ib];
           acc += a * b;
+          absum += fabs(a * b);
+          if (f8wg) prod[kk] = a * b, pex[kk] = fp8_align_exp(x8, (int)Ac[ia], (int)Bc[ib]);
+        }
+        double emu = 0;
+        int nadd = 0;
+        if (f8wg) {
+          emu = fp8_rule_gemm(prod, pex, K, pf[2], pf[6], promote / 32, &nadd);
+          int64_t P = promote > 0 ? promote : (K + pf[2] - 1) / pf[2] * pf[2];
+          double u = ldexp(1.0, -24), c1 = (double)(P + P / 32 - 1) * ldexp(1.0, -13);
+          double cb = (c1 + nadd * u) / (1 - nadd * u), ex = acc + (c->epi ? bias[j] : 0);
+          double tol = cb * absum + ldexp(1.0, -23) * (fabs(ex) + cb * absum) + 1e-30;
+          double r = fabs(kl_round_f32(emu + (c->epi ? bias[j] : 0)) - ex) / tol;
+          if (r > worst) worst = r;
+          if (r > 1) outb++;
         }
         if (c->epi) {
           acc += bias[j];
           if (acc < 0) acc = 0;
+          if (f8wg) emu = kl_round_f32(emu + bias[j]), emu = emu < 0 ? 0 : emu;
         }
-        double want = round_to(ot, acc), got = O[(g * M + i) * N + j];
+        double want = round_to(ot, f8wg ? emu : acc), got = O[(g * M + i) * N + j];
         if (!(got == want)) {
           if (first < 0) {
             first = (g * M + i) * N + j;
@@ -2234,8 +2359,18 @@ static void run_case_with(const gcase *c, const char *pipeline) {
           bad++;
         }
       }
-  CHECK(bad == 0, "%s: %lld of %lld outputs differ (first at %lld: got %g, want %g)", what, (long long)bad,
-        (long long)(G * M * N), (long long)first, got0, want0);
+  CHECK(bad == 0, "%s: %lld of %lld outputs differ (first at %lld: got %g, want %g)%s", what, (long long)bad,
+        (long long)(G * M * N), (long long)first, got0, want0,
+        f8wg ? " (the fp8 wgmma rule's emulation, fp8_rule_gemm)" : "");
+  CHECK(outb == 0, "%s: %lld outputs of the fp8 wgmma rule outside its closed-form bound (worst %.3g x)", what,
+        (long long)outb, worst);
+  if (f8wg) {
+    g_fp8_cases++;
+    if (promote > 0) g_fp8_promoted++;
+    if (worst > g_fp8_worst) g_fp8_worst = worst;
+  }
+  free(prod);
+  free(pex);
   if (x8) {
     free(Ac);
     free(Bc);
@@ -2248,6 +2383,8 @@ static void run_case_with(const gcase *c, const char *pipeline) {
 }
 
 static void run_case(const gcase *c) { run_case_with(c, NULL); }
+/* the fp8 wgmma cases checked against the rule (fp8_rule_gemm), those promoted, the worst
+ * error over the closed-form bound */
 
 static void test_numerics(void) {
   group_begin();
@@ -2727,6 +2864,37 @@ static void test_wgmma(void) {
     { "sm_90a", "f8e5m2", 1, 200, 100, 256, true, false, false, "v3:256,128,64,128,128,16", "f32" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case_with(&cases[i], k_reg_pipeline);
+  /* fp8 two-level accumulation (rock-gemm-to-gridwise{fp8-promote=P}, default 128: the cases
+   * above): one level (0) and intervals of 1, 2, 8 k32 instructions; one to eight intervals,
+   * partial last intervals (K 333, 200), the plain loop (one K step), the 3-buffer loop with
+   * peeled steps, the heuristic's promotion tiles; each output equal to fp8_rule_gemm */
+  {
+    static const struct {
+      const char *promote;
+      gcase c;
+    } pc8[] = {
+      { "0", { "sm_90a", "f8e4m3fn", 1, 70, 50, 200, true, false, true, "v3:64,64,32,64,64,16", "f32" } },
+      { "32", { "sm_90a", "f8e5m2", 1, 64, 72, 333, false, true, false, "v3:64,64,32,64,64,16", "f32" } },
+      { "64", { "sm_90a", "f8e4m3fn", 2, 100, 72, 256, false, true, true, "v3:128,64,64,64,64,16", "f32" } },
+      { "256", { "sm_90a", "f8e5m2", 1, 130, 140, 448, true, true, false, "v3:128,128,64,64,128,16", "f32" } },
+      { "64", { "sm_90a", "f8e4m3fn", 1, 33, 40, 20, false, false, true, "v3:64,64,64,64,64,16", "f32" } },
+      { "128", { "sm_90a", "f8e5m2", 1, 150, 260, 200, true, false, true, NULL, "f32" } },
+      { "32", { "sm_90a", "f8e4m3fn", 1, 40, 24, 96, true, true, false, NULL, "f32" } },
+    };
+    for (size_t i = 0; i < sizeof pc8 / sizeof *pc8; i++) {
+      char pl[512];
+      snprintf(pl, sizeof pl,
+               "rock-gemm-to-gridwise{fp8-promote=%s,wgmma=true},rock-gridwise-to-blockwise{tma=0},"
+               "rock-blockwise-to-threadwise,rock-align-tiling,rock-lower-loops,canonicalize,cse,dce",
+               pc8[i].promote);
+      run_case_with(&pc8[i].c, pl);
+    }
+    CHECK(g_fp8_cases >= 13 && g_fp8_promoted >= 11, "fp8 wgmma cases checked by the rule: %d (%d promoted)",
+          g_fp8_cases, g_fp8_promoted);
+    printf("  fp8 wgmma: %d cases equal to the rule's emulation (%d two-level), worst error %.3g x the closed-form "
+           "bound\n",
+           g_fp8_cases, g_fp8_promoted, g_fp8_worst);
+  }
   /* the static proof of the in-flight protocol can fail: each broken variant is refused
    * (2 warpgroups, 3 buffers: 5 K steps) */
   {

@@ -263,7 +263,7 @@ end)
 
 -- every case of the device suite's wgmma section (spec/lua/wgmma_cases.lua) compiles for
 -- sm_90a into a GEMM kernel with wgmma.mma_async (convs, odd sizes, batch, epilogues; the
--- fp8 cases with the opt-in fp8 wgmma, their configs readable by fp8_wgmma_rule.ninstr); the
+-- fp8 cases with the opt-in fp8 wgmma, their configs readable by fp8_wgmma_rule.slices); the
 -- heuristic picks the cases' expected large tiles (128x256x64, x32); ptxas: 0 spills for them
 describe("wgmma device cases compile for sm_90a", function()
   local W = require "wgmma_cases"
@@ -272,7 +272,11 @@ describe("wgmma device cases compile for sm_90a", function()
     for _, c in ipairs(G.sample(W.cases(), "nvidia_gemm_spec: wgmma device cases")) do
       -- the suite's compile (fp8: gemm-operands=fp8, the k32 e4m3 / e5m2 wgmma checked there)
       local p, pc = W.compile(c)
-      if c.fp8 then assert.is_true(R.ninstr(c.fp8.K, pc) >= (c.fp8.K + 31) // 32, c.name .. " " .. pc) end
+      if c.fp8 then -- the rule's K slices (split-K included) cover K
+        local ni = 0
+        for _, sl in ipairs(R.slices(c.fp8.K, pc)) do ni = ni + sl[2] end
+        assert.is_true(ni >= (c.fp8.K + 31) // 32, c.name .. " " .. pc)
+      end
       local n = 0
       for _, k in ipairs(p:kernels()) do
         if k.kind == "gemm" then
@@ -282,7 +286,9 @@ describe("wgmma device cases compile for sm_90a", function()
           if c.expect then assert.are.equal(c.expect, k.perf_config, c.name) end
           -- the heuristic's large tiles (up to 255 registers): 0 spill bytes with their
           -- epilogues too (forced large tiles on odd sizes spill: device numerics only)
-          if not c.perf and (k.perf_config:match("^v3:128,256") or k.perf_config:match("^v3:256,128")) then
+          -- (and the fp8 promotion tiles: 128x128 with two accumulators)
+          if not c.perf and (k.perf_config:match("^v3:128,256") or k.perf_config:match("^v3:256,128") or
+                             (k.fp8_promote > 0 and k.perf_config:match("^v3:128,128"))) then
             ptxas_check(ptx, "sm_90a", function() end)
           end
         end
@@ -396,21 +402,33 @@ describe("fp8 wgmma (sm_90a)", function()
     return g
   end
   if not ptxas then print("nvidia_gemm_spec: fp8 wgmma: ptxas not found, the register / spill checks are skipped") end
+  -- the default fp8-promote (128: two-level accumulation, two accumulators: 128x128x64 tiles)
+  -- and one level (fp8-promote=0: the 128x256x64 tiles)
+  local FP8_1L = FP8:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=0}", 1)
   for _, dt in ipairs { "f8e4m3fn", "f8e5m2" } do
     local cases = {
-      { "8192^3", function() return qdot(8192, 8192, 8192, dt) end, "v3:128,256,64,64,256,16" },
-      { "8192^3 B^T", function() return qdot(8192, 8192, 8192, dt, true) end, "v3:128,256,64,64,256,16" },
-      { "1500x3840x1280", function() return qdot(1500, 3840, 1280, dt) end },
-      { "37x29x45", function() return qdot(37, 29, 45, dt) end },
-      { "conv 3x3 NHWC 64x256x14x14", function() return qconv(dt) end },
+      { "8192^3", function() return qdot(8192, 8192, 8192, dt) end, "v3:128,128,64,64,128,16", 128 },
+      { "8192^3 B^T", function() return qdot(8192, 8192, 8192, dt, true) end, "v3:128,128,64,64,128,16", 128 },
+      { "8192^3 one level", function() return qdot(8192, 8192, 8192, dt) end, "v3:128,256,64,64,256,16", 0 },
+      { "8192^3 B^T one level", function() return qdot(8192, 8192, 8192, dt, true) end, "v3:128,256,64,64,256,16", 0 },
+      { "1500x3840x1280", function() return qdot(1500, 3840, 1280, dt) end, nil, 128 },
+      { "1500x3840x1280 one level", function() return qdot(1500, 3840, 1280, dt) end, nil, 0 },
+      { "37x29x45", function() return qdot(37, 29, 45, dt) end, nil, 128 },
+      { "conv 3x3 NHWC 64x256x14x14", function() return qconv(dt) end, nil, 128 },
+      { "conv 3x3 NHWC 64x256x14x14 one level", function() return qconv(dt) end, nil, 0 },
     }
     for _, c in ipairs(cases) do
       it(dt .. " quant_" .. c[1], function()
-        local p = kiln.compile(c[2](), { target = "sm_90a", cache = false, pipeline = FP8 })
+        local p = kiln.compile(c[2](), { target = "sm_90a", cache = false, pipeline = c[4] == 0 and FP8_1L or FP8 })
         local gemm
         for _, k in ipairs(p:kernels()) do if k.kind == "gemm" then gemm = k end end
         assert.is_truthy(gemm, "a GEMM kernel")
         if c[3] then assert.are.equal(c[3], gemm.perf_config) end
+        assert.are.equal(c[4], gemm.fp8_promote, "the kernel's promotion interval")
+        -- promotion: nPerWave <= 128 (two accumulators), kPerBlock <= 64 dividing 128
+        local f = {}
+        for v in gemm.perf_config:gmatch("%d+") do f[#f + 1] = tonumber(v) end
+        if c[4] > 0 then assert.is_true(f[6] <= 128 and f[4] <= 64 and 128 % f[4] == 0, gemm.perf_config) end
         assert.truthy(gemm.perf_config:match("^v3:.*,16$") or gemm.perf_config:match("^v3:.*,16,%d+$"), gemm.perf_config)
         local ptx = p:disasm(gemm.name, "sm_90a")
         local pat = "wgmma%.mma_async%.sync%.aligned%.m64n%d+k32%.f32%." .. PT[dt] .. "%." .. PT[dt] .. " "
@@ -419,11 +437,31 @@ describe("fp8 wgmma (sm_90a)", function()
         assert.are.equal(n, count(ptx, "wgmma%.mma_async"), "every wgmma is fp8")
         assert.are.equal(0, count(ptx, "mma%.sync"), "no mma.sync")
         assert.are.equal(0, count(ptx, "cvt%.rn%.f16x2%.e4m3x2"), "no conversion to f16")
-        assert.are.equal(0, count(ptx, "f16"), "no f16 values")
+        assert.are.equal(0, count(ptx, "%.f16"), "no f16 values")
         ptxas_check(ptx, "sm_90a", function(sass) assert.is_true(count(sass, "HGMMA") > 0, "HGMMA") end)
       end)
     end
   end
+  it("fp8-promote: bad values and a K tile that does not divide the interval are errors", function()
+    for _, v in ipairs { "48", "-32" } do
+      local ok, err = pcall(kiln.compile, qdot(128, 128, 256, "f8e4m3fn"), { target = "sm_90a", cache = false,
+        pipeline = FP8:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=" .. v .. "}", 1) })
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("fp8-promote must be 0 (off) or a positive multiple of 32", 1, true), tostring(err))
+    end
+    local ok, err = pcall(kiln.compile, qdot(128, 128, 256, "f8e5m2"), { target = "sm_90a", cache = false,
+      perf_config = "v3:128,128,128,64,128,16",
+      pipeline = FP8:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=64}", 1) })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("fp8-promote 64 is not a multiple of the perf config's kPerBlock (128)", 1, true),
+                  tostring(err))
+    -- f16 GEMMs ignore it
+    local g = kiln.graph("h")
+    g:output(g:dot(g:param("a", { 128, 256 }, "f16"), g:param("b", { 256, 128 }, "f16")))
+    local p = kiln.compile(g, { target = "sm_90a", cache = false,
+      pipeline = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=64}", 1) })
+    assert.are.equal(0, p:kernels()[1].fp8_promote)
+  end)
   it("the default (auto) and gemm-operands=f16 keep the f16 instructions on sm_90a and sm_90", function()
     local p = kiln.compile(qdot(256, 256, 256, "f8e4m3fn"), { target = "sm_90", cache = false })
     assert.truthy(p:disasm(p:kernels()[1].name, "sm_90"):find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 1, true))

@@ -44,6 +44,13 @@ local function with_extra(pl) -- (a pipeline that names the option already keeps
   if n == 0 then out = pl:gsub("rock%-gridwise%-to%-blockwise,", "rock-gridwise-to-blockwise{" .. M.extra .. "},", 1) end
   return out
 end
+-- pipeline with rock-gemm-to-gridwise's fp8-promote set to P (K elements per promotion
+-- interval of the fp8 wgmma, 0: one level)
+function M.with_promote(pl, P)
+  local r, n = pl:gsub("rock%-gemm%-to%-gridwise{", "rock-gemm-to-gridwise{fp8-promote=" .. P .. ",", 1)
+  if n == 0 then r = pl:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=" .. P .. "}", 1) end
+  return r
+end
 
 -- a small deterministic generator (the exact cases' inputs)
 local function lcg(seed)
@@ -127,7 +134,7 @@ end
 -- |A| @ |B| (f32, evaluated in f64) that scales the f32 summation bound; `terms(o)` the
 -- products of output element o (0-based, row-major) in the GEMM's K order. exact: inputs
 -- from fp8_wgmma_rule.exact_set(K) (seeded by `seed`), else kiln.rand normal.
-local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch, exact, seed)
+local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch, exact, seed, promote)
   local function build(abs)
     local g = kiln.graph(abs and "wg_qdot_abs" or "wg_qdot")
     local pre = batch and { batch } or {}
@@ -166,18 +173,20 @@ local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch, exact, seed)
   local function terms(o)
     Af, Bf = Af or case.inputs.a:flat(), Bf or case.inputs.b:flat()
     local j, i, bb = o % N, o // N % Mm, o // (N * Mm)
-    local p = {}
+    local p, ex = {}, {}
     for k = 0, K - 1 do
       local x = at and Af[bb * K * Mm + k * Mm + i + 1] or Af[bb * Mm * K + i * K + k + 1]
       local y = bt and Bf[bb * N * K + j * K + k + 1] or Bf[bb * K * N + k * N + j + 1]
       p[k + 1] = x * y
+      ex[k + 1] = RULE.align_exponent(x, y, dt)
     end
-    return p
+    return p, ex
   end
-  case = lazy({ name = ("%s%s %s%dx%dx%d %s%s%s%s"):format(name, exact and " exact" or "", batch and (batch .. "x") or "",
-                                                          Mm, N, K, dt, at and " A^T" or "", bt and " B^T" or "",
-                                                          epi and (" + " .. epi) or ""),
-                 g = build(false), dtype = dt, perf = pc,
+  case = lazy({ name = ("%s%s %s%dx%dx%d %s%s%s%s%s"):format(name, exact and " exact" or "", batch and (batch .. "x") or "",
+                                                            Mm, N, K, dt, at and " A^T" or "", bt and " B^T" or "",
+                                                            epi and (" + " .. epi) or "",
+                                                            promote and (" fp8-promote=" .. promote) or ""),
+                 g = build(false), dtype = dt, perf = pc, promote = promote,
                  fp8 = { absdot = build(true), K = K, exact = exact, epi = epi, terms = terms } }, inputs)
   return case
 end
@@ -209,20 +218,22 @@ local function qconv(Nb, C, H, W, Kc, S, P, dt, pc, exact, seed)
   local function terms(o)
     Xf, Wf = Xf or case.inputs.x:flat(), Wf or case.inputs.w:flat()
     local ow, oh, kc, n = o % Wo, o // Wo % Ho, o // (Wo * Ho) % Kc, o // (Wo * Ho * Kc)
-    local p = {}
+    local p, ex = {}, {}
     for y = 0, S - 1 do
       for xx = 0, S - 1 do
         for c = 0, C - 1 do
           local ih, iw = oh + y - P, ow + xx - P
-          local v = 0.0
+          local v, e = 0.0, nil
           if ih >= 0 and ih < H and iw >= 0 and iw < W then
-            v = Xf[((n * C + c) * H + ih) * W + iw + 1] * Wf[((kc * C + c) * S + y) * S + xx + 1]
+            local a, b = Xf[((n * C + c) * H + ih) * W + iw + 1], Wf[((kc * C + c) * S + y) * S + xx + 1]
+            v, e = a * b, RULE.align_exponent(a, b, dt)
           end
           p[#p + 1] = v
+          ex[#p] = e
         end
       end
     end
-    return p
+    return p, ex
   end
   case = lazy({ name = ("quant_conv%s NHWC %dx%dx%dx%d -> %d %dx%d %s"):format(exact and " exact" or "", Nb, C, H, W, Kc, S,
                                                                                 S, dt),
@@ -260,12 +271,14 @@ function M.check_fp8(got, want, absdot, K)
 end
 
 -- The fp8 wgmma check (the header; fp8_wgmma_rule.lua). got / want: the output tensors,
--- pc the GEMM kernel's perf config (its kPerBlock: the K padding). Exact cases: every
+-- pc the GEMM kernel's perf config (its kPerBlock: the K padding), promote its fp8_promote
+-- (K elements per promotion interval, 0 or nil: one level; the rule's two-level emulation
+-- and bound, the products' alignment exponents from their operands). Exact cases: every
 -- element equal. Otherwise every element finite and nsample (256) sampled elements within
 -- bound + 2u (|want| + bound) + K 2^-53 sum|p| (u = 2^-24: the rule's bound, one f32
 -- rounding of g:eval's result and one of a fused f32 epilogue add on the device, the f64
 -- reference's own summation). true, or false and the worst element.
-function M.check_fp8_wgmma(c, got, want, pc, nsample)
+function M.check_fp8_wgmma(c, got, want, pc, nsample, promote)
   local gf, wf = got:flat(), want:flat()
   if #gf ~= #wf then return false, ("%d outputs, want %d"):format(#gf, #wf) end
   if c.fp8.exact then
@@ -280,27 +293,31 @@ function M.check_fp8_wgmma(c, got, want, pc, nsample)
   for i = 1, #gf do
     if gf[i] ~= gf[i] or math.abs(gf[i]) == math.huge then return false, ("element %d not finite: %s"):format(i, gf[i]) end
   end
-  local K, n = c.fp8.K, RULE.ninstr(c.fp8.K, pc)
+  local K = c.fp8.K
+  local P = (promote or 0) // 32
+  local nsl = #RULE.slices(K, pc)
   local rnd, idx = lcg(7), { 1, #wf }
   while #idx < math.min(nsample or 256, #wf) do idx[#idx + 1] = rnd(#wf) end
   local worst, wi, wb, same, cmp = 0, 1, 0, 0, 0
   for _, i in ipairs(idx) do
-    local t = c.fp8.terms(i - 1)
+    local t, ex = c.fp8.terms(i - 1)
+    local opts = { promote = P, ex = ex }
     local abs = 0
     for k = 1, #t do abs = abs + math.abs(t[k]) end
-    local b = RULE.bound(t, n)
+    local b = RULE.gemm_bound(t, K, pc, opts)
     local tol = b + 2 ^ -23 * (math.abs(wf[i]) + b) + K * 2 ^ -53 * abs + 1e-30
     local r = math.abs(gf[i] - wf[i]) / tol
     if not (r <= worst) then worst, wi, wb = r, i, b end
-    if not c.fp8.epi then
+    if not c.fp8.epi and nsl <= 2 then
       cmp = cmp + 1
-      if gf[i] == RULE.emulate(t, n) then same = same + 1 end
+      if gf[i] == RULE.gemm_emulate(t, K, pc, opts) then same = same + 1 end
     end
   end
-  local model = cmp > 0 and ("; equal to the rule's emulation on %d of %d"):format(same, cmp) or ""
+  local model = (cmp > 0 and ("; equal to the rule's emulation on %d of %d"):format(same, cmp) or "")
+    .. (P > 0 and (" (two-level, fp8-promote=%d)"):format(P * 32) or " (one level)")
   if worst > 1 then
-    return false, ("element %d: got %.9g, want %.9g, |err| %.3g x the fp8 wgmma rule's bound %.3g (K %d, %d k32 "
-                   .. "steps)%s"):format(wi, gf[wi], wf[wi], worst, wb, K, n, model)
+    return false, ("element %d: got %.9g, want %.9g, |err| %.3g x the fp8 wgmma rule's bound %.3g (K %d, %s, %d K "
+                   .. "slices)%s"):format(wi, gf[wi], wf[wi], worst, wb, K, pc, nsl, model)
   end
   return true, ("%d sampled elements within %.3g x the fp8 wgmma rule's bound%s"):format(#idx, worst, model)
 end
@@ -374,8 +391,9 @@ function M.cases()
           i = i + 1
           local pc = f8cfg[i % #f8cfg + 1]
           local tr = i % 4
+          -- every other case one level (fp8-promote=0), the others the default (two levels, 128)
           cs[#cs + 1] = qdot("fp8 gemm", s[1], s[2], s[3], dt, tr % 2 == 1, tr >= 2, f8epis[i % #f8epis + 1] or nil,
-                             pc or nil, nil, exact, i)
+                             pc or nil, nil, exact, i, i % 2 == 0 and 0 or nil)
         end
       end
     end
@@ -386,6 +404,27 @@ function M.cases()
     cs[#cs + 1] = qconv(4, 256, 7, 7, 512, 1, 0, "f8e4m3fn", nil, exact, 105)
     cs[#cs + 1] = qconv(2, 37, 9, 11, 40, 3, 1, "f8e5m2", "v3:64,64,32,64,64,16", exact, 106)
   end
+  -- two-level accumulation (rock-gemm-to-gridwise{fp8-promote=P}: the wgmma into a temporary,
+  -- added to the f32 accumulator every P K elements): random normal e4m3fn / e5m2, K 16 to
+  -- 8192 (odd K: a partial last interval), odd sizes, intervals of 1, 2, 4, 8 k32 instructions,
+  -- the heuristic (its promotion tiles) and given configs; checked against the rule's
+  -- two-level emulation and bound; two exact twins bit for bit
+  local pshapes = { { 257, 129, 16 }, { 77, 45, 333 }, { 1000, 515, 1024 }, { 33, 17, 4096 }, { 128, 136, 8192 },
+                    { 300, 520, 200 }, { 64, 64, 20 }, { 2304, 2048, 320 } }
+  local promotes = { 128, 64, 256, 32 }
+  local pcfg = { [128] = "v3:128,128,64,64,128,16", [64] = "v3:64,64,64,64,64,16", [256] = "v3:128,64,128,64,64,16" }
+  i = 0
+  for _, s in ipairs(pshapes) do
+    for _, dt in ipairs { "f8e4m3fn", "f8e5m2" } do
+      i = i + 1
+      local P = promotes[i % #promotes + 1]
+      local pc = i % 3 == 0 and pcfg[P] or nil
+      cs[#cs + 1] = qdot("fp8 promoted", s[1], s[2], s[3], dt, i % 4 == 1, i % 4 >= 2, f8epis[i % #f8epis + 1] or nil,
+                         pc, nil, false, 200 + i, P)
+    end
+  end
+  cs[#cs + 1] = qdot("fp8 promoted", 300, 520, 1000, "f8e4m3fn", false, true, nil, nil, nil, true, 301, 128)
+  cs[#cs + 1] = qdot("fp8 promoted", 100, 136, 72, "f8e5m2", true, false, "residual", nil, 3, true, 302, 64)
   return cs
 end
 
@@ -399,26 +438,30 @@ function M.compile(c)
   local opts = { target = "sm_90a", cache = false }
   if c.perf then opts.perf_config = c.perf else opts.pipeline = M.pipeline end
   if c.fp8 then opts.pipeline = c.perf and M.fp8_pipeline or M.fp8_wgmma_pipeline end
+  if c.promote then opts.pipeline = M.with_promote(opts.pipeline or kiln.default_pipeline(), c.promote) end
   opts.pipeline = with_extra(opts.pipeline)
   local p = kiln.compile(c.g, opts)
-  local pc
+  local pc, promote
   for _, k in ipairs(p:kernels()) do
     if k.kind == "gemm" then
-      pc = k.perf_config
+      pc, promote = k.perf_config, k.fp8_promote
+      if c.promote and c.fp8 and promote ~= c.promote then
+        error(("kernel fp8_promote %s, the case asked for %d"):format(tostring(promote), c.promote), 0)
+      end
       local want = c.fp8 and "wgmma%.mma_async%.sync%.aligned%.m64n%d+k32%.f32%.e[45]m[23]%.e[45]m[23]" or "wgmma%.mma_async"
       if not p:disasm(k.name, "sm_90a"):find(want) then error("no " .. want .. " in " .. k.name .. " (" .. pc .. ")", 0) end
     end
   end
   if not pc then error("no GEMM kernel", 0) end
   if c.expect and pc ~= c.expect then error(("the heuristic took %s, expected %s"):format(pc, c.expect), 0) end
-  return p, pc
+  return p, pc, promote
 end
 
 function M.run(c, dev)
-  local p, pc = M.compile(c)
+  local p, pc, promote = M.compile(c)
   local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
   if c.fp8 then
-    local good, msg = M.check_fp8_wgmma(c, got[1], want[1], pc)
+    local good, msg = M.check_fp8_wgmma(c, got[1], want[1], pc, nil, promote)
     if not good then error(("%s: %s"):format(pc, msg), 0) end
     return pc, msg
   end
