@@ -61,13 +61,17 @@ static void test_graph_traits(void) {
  * registered by the rock dialect itself (a bare context has no passes). */
 static void test_rock_levels(void) {
   group_begin();
-  static const char *const loop[] = { "rock.load",         "rock.store",      "rock.prefetch",
-                                      "rock.mma",          "rock.alloc",      "rock.workgroup_id",
-                                      "rock.workitem_id",  "rock.barrier",    "rock.lane_shuffle",
-                                      "rock.atomic_rmw",   "rock.ldmatrix",   "rock.wgmma",
-                                      "rock.wgmma_desc",   "rock.wgmma_sync", "rock.async_copy",
-                                      "rock.async_commit", "rock.async_wait", "rock.mbarrier",
-                                      "rock.tma_load",     "rock.setmaxnreg", NULL };
+  static const char *const loop[] = { "rock.load",         "rock.store",
+                                      "rock.prefetch",     "rock.mma",
+                                      "rock.alloc",        "rock.workgroup_id",
+                                      "rock.workitem_id",  "rock.barrier",
+                                      "rock.lane_shuffle", "rock.atomic_rmw",
+                                      "rock.ldmatrix",     "rock.wgmma",
+                                      "rock.wgmma_desc",   "rock.wgmma_sync",
+                                      "rock.async_copy",   "rock.async_commit",
+                                      "rock.async_wait",   "rock.mbarrier",
+                                      "rock.tma_load",     "rock.setmaxnreg",
+                                      "rock.stmatrix",     NULL };
   kl_ctx *ctx = kl_ctx_create();
   const kl_opdef *mma = kl_lookup_op(ctx, "rock.mma");
   CHECK(mma != NULL, "rock.mma is not registered on a bare context");
@@ -79,7 +83,7 @@ static void test_rock_levels(void) {
     CHECK(d->levels == (KL_LEVEL_KERNEL | (in_list(d->name, loop) ? KL_LEVEL_LOOP : 0)), "%s levels %u", d->name,
           d->levels);
   }
-  CHECK(nrock == 34, "%d rock ops", nrock);
+  CHECK(nrock == 35, "%d rock ops", nrock);
   /* builtin ops are legal everywhere */
   const kl_opdef *addf = kl_lookup_op(ctx, "arith.addf"), *fn = kl_lookup_op(ctx, "func.func");
   CHECK(addf && addf->levels == 0 && fn && fn->levels == 0);
