@@ -340,7 +340,9 @@ local function shape_str(d) return table.concat(d, "x") end
 -- with rock-gridwise-to-blockwise{wgmma-fence=late} (the wgmma K loop's earlier fence placement); "v3:..." that
 -- wgmma config on sm_90a (compute capability 9.0 only); "v1:..." / "v2:..." with that perf
 -- config (a same-run comparison with the heuristic's pick); "rasterG" the default target with
--- the grouped workgroup order of group G (raster_pipeline); else the default.
+-- the grouped workgroup order of group G (raster_pipeline); "sts" the default target with
+-- rock-output-swizzle{stmatrix=false} (the epilogue's scalar LDS stores, before stmatrix);
+-- else the default.
 local WGMMA_PIPELINE = kiln.default_pipeline():gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{wgmma=true}", 1)
 -- "rasterG": the default pipeline with rock-gridwise-to-blockwise{raster-group-m=G} (the grouped
 -- workgroup order, passes/gemm_raster.h), its other options kept
@@ -408,6 +410,11 @@ local function compile_case(c, g)
     return kiln.compile(g, { target = "sm_90a", perf_config = c.variant })
   end
   if c.variant and c.variant:match("^v%d:") then return kiln.compile(g, { target = dev.arch, perf_config = c.variant }) end
+  if c.variant == "sts" then -- the default target with the epilogue's scalar LDS stores (no stmatrix)
+    local pl, n = kiln.default_pipeline():gsub("rock%-output%-swizzle[^,]*,", "rock-output-swizzle{stmatrix=false},", 1)
+    assert(n == 1, "the default pipeline has no rock-output-swizzle")
+    return kiln.compile(g, { target = dev.arch, pipeline = pl })
+  end
   local gm = c.variant and c.variant:match("^raster(%d+)$")
   if gm then return kiln.compile(g, { target = dev.arch, pipeline = raster_pipeline(gm) }) end
   if c.variant then error("unknown case variant '" .. c.variant .. "'", 0) end

@@ -231,6 +231,37 @@ static kl_status verify_ldmatrix(kl_op *op) {
   return KL_OK;
 }
 
+/* rock.stmatrix(%v, %lds, %i...) {num = N, trans = B}: NVIDIA's warp-level matrix store
+ * (stmatrix.sync.aligned.m8n8.xN[.trans].shared.b16; N = 1, 2, 4; sm_90+), ldmatrix's
+ * mirror: every lane gives the coordinates of one 16-byte row (lanes 8j..8j+7: rows 0..7
+ * of matrix j < N) of a 16-bit LDS buffer, 16-byte aligned; %v : vector<2N x T> of lane l
+ * holds, per matrix j, elements 2j, 2j+1 = row l/4, columns 2(l%4), 2(l%4)+1 (trans:
+ * they go to rows 2(l%4), 2(l%4)+1 of column l/4). All lanes of the warp execute it. */
+static kl_status verify_stmatrix(kl_op *op) {
+  if (op->nopnds < 2)
+    return kl_emit_error(op->ctx, op->loc, "'rock.stmatrix' needs a value, an LDS buffer and its indices");
+  const kl_type *vt = op->opnds[0].value->type, *bt = op->opnds[1].value->type;
+  int64_t num = 0;
+  const kl_attr *tr = kl_op_attr(op, "trans");
+  if (!kl_op_attr_i64(op, "num", &num) || (num != 1 && num != 2 && num != 4))
+    return kl_emit_error(op->ctx, op->loc, "'rock.stmatrix' needs an integer attribute 'num': 1, 2 or 4");
+  if (tr && tr->kind != KL_AT_BOOL)
+    return kl_emit_error(op->ctx, op->loc, "'rock.stmatrix' attribute 'trans' must be a bool, got %s", tr->text);
+  if (bt->kind != KL_TY_BUFFER || bt->space != KL_SPACE_LDS || kl_type_bits(bt->elem) != 16)
+    return kl_emit_error(op->ctx, op->loc, "'rock.stmatrix' writes an LDS buffer of 16-bit elements, got %s",
+                         kl_type_str(bt));
+  if (op->nopnds - 2 != bt->rank)
+    return kl_emit_error(op->ctx, op->loc, "'rock.stmatrix' needs %d indices for %s, got %d", bt->rank, bt->text,
+                         op->nopnds - 2);
+  for (int i = 2; i < op->nopnds; i++)
+    if (op->opnds[i].value->type->kind != KL_TY_INDEX)
+      return kl_emit_error(op->ctx, op->loc, "'rock.stmatrix' index %d is not an index", i - 2);
+  if (vt->kind != KL_TY_VECTOR || vt->elem != bt->elem || vt->shape[0] != 2 * num)
+    return kl_emit_error(op->ctx, op->loc, "'rock.stmatrix' with num = %lld stores vector<%lldx%s>, got %s",
+                         (long long)num, (long long)(2 * num), bt->elem->text, kl_type_str(vt));
+  return KL_OK;
+}
+
 /* rock.async_copy(%src, %si..., %dst, %di...[, %valid]) {len = V}: V consecutive elements
  * of the global buffer src from (si...) to the LDS buffer dst at (di...), asynchronously
  * (NVIDIA cp.async: complete after a later rock.async_commit / rock.async_wait; elsewhere
@@ -472,6 +503,9 @@ static const kl_opdef rock_ops[] = {
   { .name = "rock.ldmatrix", .levels = KERN_LOOP, .min_operands = 1, .max_operands = -1, .min_results = 1, .max_results = 1,
     .verify = verify_ldmatrix,
     .summary = "warp-level load of 1, 2 or 4 8x8 16-bit matrices from LDS, one row address per lane (NVIDIA ldmatrix)" },
+  { .name = "rock.stmatrix", .levels = KERN_LOOP, .min_operands = 2, .max_operands = -1, .verify = verify_stmatrix,
+    .summary = "warp-level store of 1, 2 or 4 8x8 16-bit matrices to LDS, one row address per lane (NVIDIA stmatrix, "
+               "sm_90+)" },
   { .name = "rock.async_copy", .levels = KERN_LOOP, .min_operands = 2, .max_operands = -1, .verify = verify_async_copy,
     .summary = "asynchronous copy of 4, 8 or 16 bytes global -> LDS, zeros where not valid (NVIDIA cp.async)" },
   { .name = "rock.async_commit", .levels = KERN_LOOP, .summary = "closes this thread's group of rock.async_copy" },

@@ -67,7 +67,9 @@
  *        xN where rock-lower-loops proves it (passes/lower_loops_ldmatrix.c).
  *   rock.threadwise_write_all(%src, %dst, %e0, ..., %ek) {view, store = "set"}
  *        src private [n]; for iter in [0, n): if valid: dst[view(e, iter)] = src[iter]
- *        (converted to dst's element type).
+ *        (converted to dst's element type). Attribute stmatrix = N (optional; e0 the
+ *        workitem id, dst 16-bit LDS of src's type): the same elements, written with
+ *        rock.stmatrix xN where rock-lower-loops proves it (lower_loops_ldmatrix.c).
  *   rock.blockwise_gemm(%lds_a, %lds_b, %acc, %tid) {m_per_thread, n_per_thread, ...}
  *        lds_a [K,M], lds_b [K,N] (kpack folded into the views), acc: the thread's
  *        private [m_per_thread * n_per_thread] tile; acc += this thread's part of a^T b.
@@ -85,11 +87,14 @@
  *   %v = rock.ldmatrix(%lds, %i0, ..., %in) {num = N, trans} : (...) -> vector<2N x T>
  *        NVIDIA's warp-level load of N 8x8 16-bit matrices (N = 1, 2, 4), one 16-byte
  *        row address per lane; the lane mapping is at its verifier (dialect_rock.c).
+ *   rock.stmatrix(%v, %lds, %i0, ..., %in) {num = N, trans}   %v : vector<2N x T>
+ *        the mirror store (sm_90+): the N matrices of the lanes' fragments into LDS, one
+ *        16-byte row address per lane (dialect_rock.c).
  * plus vector.broadcast / vector.shuffle / math.fma (core/dialect_builtin.c) for
  * register-blocked code.
  *
  * IR levels (ir.h, kl_opdef.levels): every rock op is legal at KL_LEVEL_KERNEL; the
- * loop-level ops above (load, store, prefetch, mma, ldmatrix) and rock.alloc / rock.workgroup_id /
+ * loop-level ops above (load, store, prefetch, mma, ldmatrix, stmatrix) and rock.alloc / rock.workgroup_id /
  * rock.workitem_id / rock.barrier / rock.lane_shuffle also at KL_LEVEL_LOOP. rock.mma is registered here
  * with its structural contract; the check of its instruction (operand and accumulator
  * types of a known matrix instruction) needs the instruction table outside core and is

@@ -1,6 +1,7 @@
 /* target.c — the target table: compile targets first, then the chips codegen emits
  * for without a full descriptor (triple, cpu = the chip, default LLVM features). */
 #include "core/target.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* cu_flops_per_clk: MI100 (gfx908, 120 CUs, 1.5 GHz), MI250X (gfx90a, 220 CUs, 1.7 GHz),
@@ -129,4 +130,9 @@ const kl_accel_instr *kl_target_accel_for(const kl_target *t, const char *in_typ
     if (!strcmp(t->instrs[i].in_type, in_type)) return &t->instrs[i];
   return NULL;
 }
+bool kl_target_has_stmatrix(const kl_target *t) {
+  if (!t || t->arch != KL_ARCH_NVPTX || !t->cpu || strncmp(t->cpu, "sm_", 3)) return false;
+  return atoi(t->cpu + 3) >= 90;
+}
+
 const char *kl_arch_name(kl_arch a) { return a == KL_ARCH_AMDGPU ? "amdgpu" : a == KL_ARCH_NVPTX ? "nvptx" : "host"; }

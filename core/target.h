@@ -106,6 +106,9 @@ const kl_target *kl_target_at(int i);
 const kl_target *kl_target_lookup_emit(const char *name);
 /* "host", "amdgpu", "nvptx" (the arch names of bundles and kiln.targets()). */
 const char *kl_arch_name(kl_arch a);
+/* Whether t is an NVIDIA chip of sm_90 or later (its cpu "sm_NN[a]", NN >= 90): Hopper's
+ * warp-level matrix store stmatrix (rock.stmatrix) is there. */
+bool kl_target_has_stmatrix(const kl_target *t);
 /* The matrix instruction for an input element type name, or NULL. */
 const kl_accel_instr *kl_target_accel_for(const kl_target *t, const char *in_type);
 #endif

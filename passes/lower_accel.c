@@ -160,3 +160,39 @@ LLVMValueRef kl_lower_accel_ldmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl
   }
   return LLVMBuildBitCast(b, v, result, "");
 }
+
+bool kl_lower_accel_stmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef p,
+                             LLVMValueRef v, char *err, size_t errlen) {
+  int64_t num = 0;
+  kl_op_attr_i64(op, "num", &num);
+  const kl_attr *tr = kl_op_attr(op, "trans");
+  bool trans = tr && tr->kind == KL_AT_BOOL && tr->i;
+  if (!kl_target_has_stmatrix(t)) {
+    snprintf(err, errlen, "rock.stmatrix needs an NVIDIA target of sm_90 or later, not %s", t ? t->name : "?");
+    return false;
+  }
+  if (num != 1 && num != 2 && num != 4) {
+    snprintf(err, errlen, "rock.stmatrix: num must be 1, 2 or 4");
+    return false;
+  }
+  /* no LLVM 19 intrinsic: inline PTX with the 32-bit shared-window address */
+  LLVMContextRef ctx = LLVMGetModuleContext(m);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+  LLVMValueRef args[5];
+  args[0] = LLVMBuildPtrToInt(b, p, i32, "");
+  LLVMValueRef w = LLVMBuildBitCast(b, v, LLVMVectorType(i32, (unsigned)num), "");
+  for (int i = 0; i < num; i++) args[1 + i] = LLVMBuildExtractElement(b, w, LLVMConstInt(i32, (unsigned)i, 0), "");
+  char text[160], cons[64];
+  int n = snprintf(text, sizeof text, "stmatrix.sync.aligned.m8n8.x%d%s.shared.b16 [$0], {", (int)num,
+                   trans ? ".trans" : "");
+  for (int i = 0; i < num; i++) n += snprintf(text + n, sizeof text - n, "%s$%d", i ? ", " : "", 1 + i);
+  snprintf(text + n, sizeof text - n, "};");
+  n = snprintf(cons, sizeof cons, "r");
+  for (int i = 0; i < num; i++) n += snprintf(cons + n, sizeof cons - n, ",r");
+  snprintf(cons + n, sizeof cons - n, ",~{memory}");
+  LLVMTypeRef tys[5] = { i32, i32, i32, i32, i32 };
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), tys, (unsigned)(1 + num), 0);
+  LLVMValueRef f = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(b, fty, f, args, (unsigned)(1 + num), "");
+  return true;
+}

@@ -10,7 +10,11 @@
  * kl_lower_accel_ldmatrix lowers rock.ldmatrix (core/dialect_rock.c) on NVPTX: the
  * intrinsic llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{num}[.trans].b16 at LDS pointer p
  * (this lane's row), its 32-bit registers gathered into the op's vector<2*num x T>;
- * NULL + err on other targets. */
+ * NULL + err on other targets.
+ * kl_lower_accel_stmatrix lowers rock.stmatrix (sm_90+): inline PTX
+ * stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16 at the 32-bit shared-window address
+ * of LDS pointer p (this lane's row) with v (vector<2*num x 16-bit>) as num 32-bit
+ * registers; false + err on other targets. */
 #ifndef KL_LOWER_ACCEL_H
 #define KL_LOWER_ACCEL_H
 #include <stddef.h>
@@ -22,4 +26,6 @@ LLVMValueRef kl_lower_accel_mma(LLVMModuleRef m, LLVMBuilderRef b, const kl_targ
                                 LLVMValueRef bv, LLVMValueRef c, char *err, size_t errlen);
 LLVMValueRef kl_lower_accel_ldmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef p,
                                      LLVMTypeRef result, char *err, size_t errlen);
+bool kl_lower_accel_stmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef p,
+                             LLVMValueRef v, char *err, size_t errlen);
 #endif

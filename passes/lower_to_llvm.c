@@ -801,6 +801,18 @@ static bool h_ldmatrix(lw *L, kl_op *op) {
   return true;
 }
 
+/* rock.stmatrix (core/dialect_rock.c): this lane's row address and fragment, lowered by passes/lower_accel.c */
+static bool h_stmatrix(lw *L, kl_op *op) {
+  LLVMValueRef args[8];
+  if (op->nopnds <= 8 && !operands(L, op, args)) return false;
+  LLVMTypeRef et;
+  LLVMValueRef p = address(L, op, 1, &et);
+  char msg[512];
+  if (!kl_lower_accel_stmatrix(L->m, L->b, L->t, op, p, vget(L, op->opnds[0].value), msg, sizeof msg))
+    return fail(L, op, "%s", msg);
+  return true;
+}
+
 /* ---- vector ops of the host micro-kernels and copies (passes/lower_loops_host.c) ----
  *   vector.broadcast(s) -> vector<N x T>; math.fma(a, b, c) = a*b + c as llvm.fmuladd
  *   (fused where the target has FMA; strict_fp: fmul then fadd); vector.shuffle(x, y)
@@ -872,6 +884,7 @@ static const struct {
   { "rock.lane_shuffle", kl__lower_lane_shuffle },
   { "rock.mma", h_mma },
   { "rock.ldmatrix", h_ldmatrix },
+  { "rock.stmatrix", h_stmatrix },
   { "rock.wgmma_desc", kl__lower_wgmma_desc },
   { "rock.wgmma", kl__lower_wgmma },
   { "rock.wgmma_sync", kl__lower_wgmma_sync },

@@ -11,7 +11,8 @@
  *       for iter step V: if valid: dst[view(e, iter)..] = convert(src[iter..])
  *       (store "atomic_add" / "atomic_max" / "atomic_min": rock.atomic_rmw, scaled by
  *       store_scale; pre-reduced first where dst's view ignores tile digits:
- *       lower_loops_atomic.c)
+ *       lower_loops_atomic.c; with stmatrix = N: rock.stmatrix where proven to write
+ *       the same elements, lower_loops_ldmatrix.c)
  *   rock.threadwise_copy_async(%src, %lds, e...) {view, dst_view[, vector_len]}
  *       for iter step V: rock.async_copy(src[view(e, iter)..] -> lds[dst_view(e, iter)..],
  *       valid) where V elements are 4, 8 or 16 bytes, else a load and a store
@@ -65,6 +66,7 @@ bool kl__ll_is_whole_op(kl_op *op);
 int kl__ll_lower_atomic_write(kl_op *op, kl_rewriter *rw, int64_t unroll);
 /* lower_loops_ldmatrix.c */
 int kl__ll_lower_ldmatrix_read(kl_op *op, kl_rewriter *rw, int64_t unroll);
+int kl__ll_lower_stmatrix_write(kl_op *op, kl_rewriter *rw, int64_t unroll);
 
 typedef struct {
   int64_t unroll_opt, unroll;
@@ -315,6 +317,8 @@ static bool lower_copy(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                         store);
     int pre = kl__ll_lower_atomic_write(op, rw, o->unroll); /* a tile pre-reduced before its atomics */
     if (pre) return pre > 0;
+    int sm = kl__ll_lower_stmatrix_write(op, rw, o->unroll); /* the swizzle's LDS store: rock.stmatrix */
+    if (sm) return sm > 0;
   } else {
     int lm = kl__ll_lower_ldmatrix_read(op, rw, o->unroll); /* NVIDIA fragment reads: rock.ldmatrix */
     if (lm) return lm > 0;

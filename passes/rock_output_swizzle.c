@@ -17,7 +17,8 @@
  * halved until it divides the per-thread count and the tile's fast side. Applied:
  *   rock.barrier
  *   [%cv = rock.alloc private [n x Tc]; rock.elementwise(%acc, %cv) {convert}]  (Tc: C's type)
- *   rock.threadwise_write_all(%cv, %lds, %bid, %tid) {view = W, store = "set", swizzle}
+ *   rock.threadwise_write_all(%cv, %lds, %c0, %tid) {view = W, store = "set", swizzle
+ *        [, stmatrix = 4]}     (%c0 = block 0: the LDS tile is block-local)
  *   rock.barrier
  *   rock.threadwise_read_into(%lds, %sw, %bid, %tid) {view = S, swizzle}
  *   rock.threadwise_write_all(%sw, %dst, %bid, %tid) {view = S, store, vector_len}
@@ -47,6 +48,10 @@
  * remark on stderr with the vector lengths. Option force=on|off|auto (default auto):
  * on applies whenever the layout allows it (a tile that does not fit the LDS is then
  * an error at the write); off never. Option target: as rock-blockwise-to-threadwise.
+ * Option stmatrix (default true): on sm_90+ targets (kl_target_has_stmatrix) a 16-bit C
+ * tile's LDS store carries stmatrix = 4, which rock-lower-loops turns into rock.stmatrix
+ * where it proves the lane mapping (passes/lower_loops_ldmatrix.c; .trans for rows along
+ * M); false keeps the scalar stores.
  * At the end the swizzle invariant (passes/rock_output_swizzle.h) is verified. */
 #include "passes/rock_output_swizzle.h"
 #include "core/context.h"
@@ -64,6 +69,7 @@
 
 typedef struct {
   const char *force, *target;
+  bool stmatrix;
 } opts;
 
 /* GPU targets: the swizzle's LDS rows (along the output's fast dim) are this many bytes
@@ -408,7 +414,7 @@ static void barrier(kl_rewriter *rw, kl_loc loc) {
 }
 
 static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile *t, bool nfast, int64_t V, int64_t pad,
-                         kl_value *lds_raw, int64_t grow_to, char *err, size_t errlen) {
+                         kl_value *lds_raw, int64_t grow_to, bool stm, char *err, size_t errlen) {
   kl_ctx *ctx = write->ctx;
   kl_loc loc = write->loc;
   kl_value *acc = write->opnds[0].value, *dst = write->opnds[1].value;
@@ -448,7 +454,13 @@ static kl_status rewrite(kl_rewriter *rw, kl_op *write, kl_op *func, const tile 
   barrier(rw, loc);
   if (ctile != acc) /* the accumulator in C's type (the conversion the write would do) */
     kl_ll_convert_tile(rw, loc, acc, ctile);
-  copy_op(rw, loc, "rock.threadwise_write_all", ctile, lds, bid, tid, W, kl_tile_vector_len(W, lds, 2), "set", true);
+  /* the LDS store is block-local (the LDS view takes m mod MB, n mod NB and W is block
+   * 0's layout shifted to the block's origin, see tile_of): block 0's addresses, so its
+   * index math has no block term and rock-lower-loops proves stmatrix on one block */
+  kl_emitter em = { rw, loc };
+  kl_op *sto = copy_op(rw, loc, "rock.threadwise_write_all", ctile, lds, kl_emit_index(&em, 0), tid, W,
+                       kl_tile_vector_len(W, lds, 2), "set", true);
+  if (stm) kl_rewriter_set_attr(rw, sto, "stmatrix", kl_attr_int(ctx, 4));
   barrier(rw, loc);
   copy_op(rw, loc, "rock.threadwise_read_into", lds, sw, bid, tid, S, kl_tile_vector_len(S, lds, 2), NULL, true);
   const char *store = kl_op_attr_string(write, "store");
@@ -645,7 +657,10 @@ static kl_status swizzle_write(kl_op *write, const opts *o) {
   kl_op *keep = write;
   remark(keep, decision, a, na, nfast, V);
   kl_rewriter_set_attr(rw, func, "output_swizzle", kl_attr_str(ctx, decision));
-  kl_status st = rewrite(rw, write, func, &t, nfast, V, pad, lds_raw, grow_to, err, sizeof err);
+  /* sm_90+: the 16-bit accumulator tile goes to LDS with stmatrix.x4 where rock-lower-loops
+   * proves the lane mapping (passes/lower_loops_ldmatrix.c), .trans for M-contiguous rows */
+  bool stm = o->stmatrix && kl_target_has_stmatrix(tg) && kl_type_bits(tc) == 16;
+  kl_status st = rewrite(rw, write, func, &t, nfast, V, pad, lds_raw, grow_to, stm, err, sizeof err);
   kl_rewriter_free(rw);
   if (st != KL_OK) kl_emit_error(ctx, func->loc, "rock-output-swizzle: %s", err);
   return st;
@@ -713,7 +728,7 @@ kl_status kl_output_swizzle_verify(kl_op *module) {
 }
 
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
-  opts o = { kl_pass_opt_string(po, "force"), kl_pass_opt_string(po, "target") };
+  opts o = { kl_pass_opt_string(po, "force"), kl_pass_opt_string(po, "target"), kl_pass_opt_bool(po, "stmatrix") };
   if (o.force && *o.force && strcmp(o.force, "on") && strcmp(o.force, "off") && strcmp(o.force, "auto")) {
     kl_emit_error(module->ctx, module->loc, "rock-output-swizzle: option force must be on, off or auto, got '%s'",
                   o.force);
@@ -735,6 +750,8 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
 static const kl_pass_option options[] = {
   { "force", KL_OPT_STRING, "auto", "on: swizzle whenever the layout allows it; off: never; auto: the guard decides" },
   { "target", KL_OPT_STRING, "", "target name (overrides the func's / module's \"target\" attribute; default host)" },
+  { "stmatrix", KL_OPT_BOOL, "true",
+    "sm_90+: ask rock-lower-loops for stmatrix on the 16-bit accumulator -> LDS store (false: scalar stores)" },
 };
 
 void kl__register_rock_output_swizzle(kl_ctx *ctx) {
@@ -742,7 +759,7 @@ void kl__register_rock_output_swizzle(kl_ctx *ctx) {
                         "the GEMM's accumulator tile through LDS into runs along the output's fastest dim before "
                         "output fusion, when the vector lengths of the final write and the fused inputs agree",
                         options,
-                        2,
+                        3,
                         run,
                         NULL };
   kl_register_pass(ctx, &info);

@@ -31,7 +31,7 @@ package.path = "spec/lua/?.lua;scripts/lib/?.lua;" .. package.path
 local SEL = require "suite_select"
 local SECTIONS = { "fused", "fusion", "swizzle", "int8", "ewpairs", "reduce", "vector", "rsplit", "rfusion", "f64",
                    "rheuristic", "plans", "async", "splitk", "splitk_ws", "gemm_reduce", "gemm_reduce_rand", "ndconv",
-                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "cvtfuse", "migraphx", "memory" }
+                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "stmatrix", "cvtfuse", "migraphx", "memory" }
 local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("KILN_SUITE_ONLY"))
 if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
 for _, line in ipairs(sel:header()) do print(line) end
@@ -851,6 +851,66 @@ if section("tma") then
     for _, c in ipairs(T.persist_cases()) do
       local ok, res = pcall(T.run, c, dev)
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+    end
+  end
+end
+-- stmatrix epilogue stores (sm_90+: rock-output-swizzle's accumulator -> LDS store as
+-- stmatrix.x4, .trans for outputs contiguous along M): the NHWC 1x1 conv + residual + relu
+-- (32x256x14x14 -> 512: no split-K), f16 / bf16 dots (odd sizes, batch, A^T, residual + relu),
+-- on sm_90a (wgmma) and sm_90 (mma.sync), each checked to have stmatrix in its PTX, and each
+-- once with rock-output-swizzle{stmatrix=false}, against g:eval; compute capability 9.0
+-- only; failures are named "stmatrix: <target> <case> [scalar]: ..."
+if section("stmatrix") then
+  if dev.kind == "cuda" and dev.cc == "9.0" then
+    local function R(shape, dt, layout) return kiln.rand(shape, dt, { dist = "normal", layout = layout }) end
+    local function scalar_pipeline()
+      local pl = kiln.default_pipeline():gsub("rock%-output%-swizzle[^,]*,", "rock-output-swizzle{stmatrix=false},", 1)
+      return pl
+    end
+    local cases = {}
+    do
+      local g = kiln.graph("stm_conv")
+      local x = g:param("x", { 32, 256, 14, 14 }, "f16", { layout = "NHWC" })
+      local w = g:param("w", { 512, 256, 1, 1 }, "f16", { layout = "KYXC" })
+      local r = g:param("r", { 32, 512, 14, 14 }, "f16", { layout = "NHWC" })
+      g:output((g:conv(x, w) + r):relu())
+      cases[#cases + 1] = { "conv NHWC 32x256x14x14 -> 512 + add + relu", g, { x = R({ 32, 256, 14, 14 }, "f16", "NHWC"),
+        w = R({ 512, 256, 1, 1 }, "f16", "KYXC"), r = R({ 32, 512, 14, 14 }, "f16", "NHWC") }, "f16", "trans" }
+    end
+    for _, dt in ipairs { "f16", "bf16" } do
+      local g = kiln.graph("stm_dot")
+      local a, b, res = g:param("a", { 1000, 520 }, dt), g:param("b", { 520, 1032 }, dt), g:param("c", { 1000, 1032 }, dt)
+      g:output((g:dot(a, b) + res):relu())
+      cases[#cases + 1] = { "dot 1000x1032x520 + residual + relu " .. dt, g,
+        { a = R({ 1000, 520 }, dt), b = R({ 520, 1032 }, dt), c = R({ 1000, 1032 }, dt) }, dt, "plain" }
+      local gb = kiln.graph("stm_bdot")
+      local ab, bb = gb:param("a", { 3, 264, 200 }, dt), gb:param("b", { 3, 264, 136 }, dt)
+      gb:output(gb:dot(ab:transpose { 0, 2, 1 }, bb))
+      cases[#cases + 1] = { "batched dot 3x200x136x264 A^T " .. dt, gb,
+        { a = R({ 3, 264, 200 }, dt), b = R({ 3, 264, 136 }, dt) }, dt, "plain" }
+    end
+    for _, target in ipairs { "sm_90a", "sm_90" } do
+      for _, c in ipairs(cases) do
+        for _, scalar in ipairs { false, true } do
+          local ok, err = pcall(function()
+            local p = kiln.compile(c[2], { target = target, cache = false, pipeline = scalar and scalar_pipeline() or nil })
+            -- .trans: the wgmma conv's swizzle runs along M (sm_90's mma.sync tile takes N)
+            local want = "stmatrix.sync.aligned.m8n8.x" .. (c[5] == "trans" and target == "sm_90a" and "4.trans" or "")
+            local found = false
+            for _, k in ipairs(p:kernels(target)) do
+              local ptx = k.kind == "gemm" and p:disasm(k.name, target) or ""
+              if ptx:find(scalar and "stmatrix" or want, 1, true) then found = true end
+            end
+            if found == scalar then error(scalar and "stmatrix with stmatrix=false" or "no " .. want .. " in the GEMM kernel", 0) end
+            local got, want = table.pack(p:run(c[3], { device = dev })), table.pack(c[2]:eval(c[3]))
+            for i = 1, want.n do
+              local good, report = gen.check(got[i], want[i], c[4])
+              if not good then error(("output %d: %s"):format(i, report.summary), 0) end
+            end
+          end)
+          if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = ("stmatrix: %s %s%s: %s"):format(target, c[1], scalar and " scalar" or "", tostring(err)) end
+        end
+      end
     end
   end
 end

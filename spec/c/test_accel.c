@@ -1535,6 +1535,103 @@ static void lane_runs(sim *s, kl_op *op, bool ld, const int64_t *as, const bool 
   (void)op;
 }
 
+/* An LDS write of w elements (eb bytes each) at a[t] by every active thread t of m: the
+ * wgmma read protocol's checks (no write under a wgmma group in flight, nor one another
+ * warpgroup read with no barrier since) and the granules marked written. */
+static void lds_written(sim *s, kl_op *op, mem *m, const int64_t *as, const bool *mask, int w, int eb) {
+  int nt = s->nt;
+  int64_t base = m ? lds_window(s, m) : 0;
+  for (int t = 0; m && t < nt && !s->bad; t++) {
+    if (!mask[t]) continue;
+    for (int64_t gr = (base + as[t] * eb) / 16; gr <= (base + (as[t] + w) * eb - 1) / 16 && gr < WG_NGRAN; gr++) {
+      for (int g = 0; g < 8 && g < nt / 128; g++) {
+        for (int q = 0; q <= s->wg_groups[g]; q++)
+          if (s->wg_rd[g][q][gr])
+            sfail(s, op,
+                  "thread %d writes shared byte %lld while a wgmma group of warpgroup %d reading it is in "
+                  "flight (not retired by a wait_group)",
+                  t, (long long)gr * 16, g);
+        if (g != t / 128 && s->wg_rd[g][WG_Q + 1][gr])
+          sfail(s, op,
+                "thread %d writes shared byte %lld that warpgroup %d's wgmma read, retired by its "
+                "wait_group with no barrier since",
+                t, (long long)gr * 16, g);
+      }
+      s->lds_dirty[gr] = 1;
+      if (s->tma_bar) s->tma_bar[gr] = 0, s->tma_swz[gr] = 0;
+    }
+  }
+}
+
+/* rock.stmatrix {num = N, trans}: the PTX ISA's stmatrix.sync.aligned.m8n8.xN[.trans].b16
+ * written out here, ldmatrix's mirror: lane 8j + r gives the address of row r of matrix j
+ * (16 bytes, 16-byte aligned); lane l's elements 2j, 2j+1 go to (row l/4, columns 2(l%4),
+ * 2(l%4)+1) of matrix j, with .trans to (rows 2(l%4), 2(l%4)+1, column l/4); the
+ * addresses of lanes 8N.. are ignored. Banks: one phase per matrix (8 rows of 16 bytes),
+ * counted as stores. */
+static int64_t g_nstmatrix, g_stm_wavefronts, g_stm_phases;
+static void exec_stmatrix(sim *s, kl_op *op, const bool *mask) {
+  int64_t num = 0;
+  kl_op_attr_i64(op, "num", &num);
+  const kl_attr *tr = kl_op_attr(op, "trans");
+  bool trans = tr && tr->i;
+  const kl_type *bt = op->opnds[1].value->type;
+  int nt = s->nt, w = (int)(2 * num);
+  if (nt % 32) {
+    sfail(s, op, "workgroup of %d threads is not whole warps", nt);
+    return;
+  }
+  double *x = val_r(s, op, op->opnds[0].value);
+  if (!x) return;
+  int64_t *as = calloc(nt, sizeof *as);
+  bool *warp_on = calloc(nt / 32 + 1, sizeof *warp_on);
+  mem *m = NULL;
+  for (int w0 = 0; w0 < nt && !s->bad; w0 += 32) { /* whole warps (a warp-specialized role: others idle) */
+    int on = 0;
+    for (int l = 0; l < 32; l++) on += mask[w0 + l];
+    if (on && on < 32) sfail(s, op, "warp %d has %d of 32 lanes active: stmatrix is warp-synchronous", w0 / 32, on);
+    warp_on[w0 / 32] = on == 32;
+  }
+  for (int t = 0; t < nt && !s->bad; t++) {
+    if (!warp_on[t / 32]) continue;
+    if (!s->bad && addr(s, op, 1, t, 8, &m, &as[t]) && as[t] % 8)
+      sfail(s, op, "row address %lld of thread %d is not 16-byte aligned", (long long)as[t], t);
+    /* only lanes 0 .. 8N-1 give row addresses (the others are ignored) */
+    if (!s->bad && m->rc_w && t % 32 < 8 * num) lds_race(s, op, m, as[t], 8, t, false);
+  }
+  for (int w0 = 0; !s->bad && w0 < nt; w0 += 32) {
+    if (!warp_on[w0 / 32]) continue;
+    for (int l = 0; l < 32; l++)
+      for (int e = 0; e < w; e++) {
+        int j = e / 2;
+        int64_t dst = trans ? as[w0 + 8 * j + 2 * (l % 4) + e % 2] + l / 4
+                            : as[w0 + 8 * j + l / 4] + 2 * (l % 4) + e % 2;
+        m->data[dst] = round_to(bt->elem, x[(w0 + l) * w + e]);
+      }
+    for (int j = 0; j < num; j++) {
+      int per_bank[32] = { 0 }, worst = 0;
+      for (int r = 0; r < 8; r++)
+        for (int q = 0; q < 4; q++) {
+          int bk = (int)(((as[w0 + 8 * j + r] * 2) / 4 + q) % 32);
+          if (++per_bank[bk] > worst) worst = per_bank[bk];
+        }
+      s->lds_wavefronts[1] += worst;
+      s->lds_ideal[1] += 1;
+      g_stm_wavefronts += worst;
+      g_stm_phases += 1;
+    }
+  }
+  if (!s->bad && s->lds_dirty) {
+    bool *rows = malloc(sizeof *rows * nt);
+    for (int t = 0; t < nt; t++) rows[t] = mask[t] && t % 32 < 8 * num;
+    lds_written(s, op, m, as, rows, 8, 2);
+    free(rows);
+  }
+  g_nstmatrix++;
+  free(warp_on);
+  free(as);
+}
+
 static void exec_op(sim *s, kl_op *op, const bool *mask) {
   const char *n = op->name;
   int nt = s->nt;
@@ -1646,31 +1743,8 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
     if (!s->bad && bt->space == KL_SPACE_LDS && s->t && s->t->arch != KL_ARCH_HOST)
       count_banks(s, !ld, as, mask, w, (kl_type_bits(bt->elem) + 7) / 8);
     if (!s->bad && g_lane_check && bt->space == KL_SPACE_GLOBAL) lane_runs(s, op, ld, as, mask, w);
-    if (!ld && bt->space == KL_SPACE_LDS && s->lds_dirty) {
-      mem *m = sm;
-      int eb = (kl_type_bits(bt->elem) + 7) / 8;
-      int64_t base = m ? lds_window(s, m) : 0;
-      for (int t = 0; m && t < nt && !s->bad; t++) {
-        if (!mask[t]) continue;
-        for (int64_t gr = (base + as[t] * eb) / 16; gr <= (base + (as[t] + w) * eb - 1) / 16 && gr < WG_NGRAN; gr++) {
-          for (int g = 0; g < 8 && g < nt / 128; g++) {
-            for (int q = 0; q <= s->wg_groups[g]; q++)
-              if (s->wg_rd[g][q][gr])
-                sfail(s, op,
-                      "thread %d writes shared byte %lld while a wgmma group of warpgroup %d reading it is in "
-                      "flight (not retired by a wait_group)",
-                      t, (long long)gr * 16, g);
-            if (g != t / 128 && s->wg_rd[g][WG_Q + 1][gr])
-              sfail(s, op,
-                    "thread %d writes shared byte %lld that warpgroup %d's wgmma read, retired by its "
-                    "wait_group with no barrier since",
-                    t, (long long)gr * 16, g);
-          }
-          s->lds_dirty[gr] = 1;
-          if (s->tma_bar) s->tma_bar[gr] = 0, s->tma_swz[gr] = 0;
-        }
-      }
-    }
+    if (!ld && bt->space == KL_SPACE_LDS && s->lds_dirty)
+      lds_written(s, op, sm, as, mask, w, (kl_type_bits(bt->elem) + 7) / 8);
     for (int g = 0; !ld && bt->space == KL_SPACE_GLOBAL && g < 8 && !s->bad; g++)
       if (s->wg_open[g] || s->wg_groups[g])
         sfail(s, op, "global store while warpgroup %d has wgmma.mma_async in flight (no wait_group 0)", g);
@@ -1683,6 +1757,10 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
   }
   if (!strcmp(n, "rock.ldmatrix")) {
     exec_ldmatrix(s, op, mask);
+    return;
+  }
+  if (!strcmp(n, "rock.stmatrix")) {
+    exec_stmatrix(s, op, mask);
     return;
   }
   if (!strcmp(n, "rock.async_copy")) {
@@ -3409,6 +3487,20 @@ static const char *const conv1x1_big_f16 =
     "strides=[14400,1,1800,200]>\n"
     "  func.return %y : tensor<4x200x8x9xf16, strides=[14400,1,1800,200]>\n}\n";
 
+/* rock.stmatrix ops of the last module run_graph_case compiled: [0] plain, [1] .trans */
+static int g_stm_ops[2];
+static void count_stmatrix_ops(kl_op *m) {
+  g_stm_ops[0] = g_stm_ops[1] = 0;
+  int n;
+  kl_op **ops = m ? kl_collect_ops(m, &n) : NULL;
+  for (int i = 0; ops && i < n; i++)
+    if (!strcmp(ops[i]->name, "rock.stmatrix")) {
+      const kl_attr *tr = kl_op_attr(ops[i], "trans");
+      g_stm_ops[tr && tr->i ? 1 : 0]++;
+    }
+  free(ops);
+}
+
 static void run_graph_case(const graph_case *gc) {
   char err[4096];
   kl_ctx *ctx = kl_test_ctx();
@@ -3490,6 +3582,7 @@ static void run_graph_case(const graph_case *gc) {
   }
   /* the launches */
   kl_op *cm = kl_program_module(p, T);
+  count_stmatrix_ops(cm);
   bool ok = true;
   int64_t nmma = 0;
   for (int s = 0; s < kl_program_nsteps(p, T) && ok; s++) {
@@ -3936,6 +4029,103 @@ static void test_tma_graphs(void) {
   }
   group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands (swizzled and not) on sm_90a interpreted against "
             "g:eval");
+}
+
+
+/* stmatrix (sm_90+, passes/lower_loops_ldmatrix.c): rock-output-swizzle's accumulator ->
+ * LDS store of 16-bit outputs is lowered to rock.stmatrix x4 where the lane mapping is
+ * proven; .trans where the LDS rows run along M (the NHWC conv's output is contiguous
+ * along the GEMM's M). Interpreted lane by lane with the ISA's mapping (exec_stmatrix)
+ * against g:eval: wgmma (sm_90a, TMA and register K loops) and mma.sync (sm_90) tiles,
+ * odd M / N, batch, f16 / bf16, the 1x1 conv with residual + relu; every stmatrix phase
+ * bank-conflict-free; sm_80 (no stmatrix) keeps the scalar stores. */
+static const char *const dot_f16_odd =
+    "func.func @dot_odd_bias_relu() attributes {graph} {\n"
+    "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<70x72xf16>\n"
+    "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<72x136xf16>\n"
+    "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<136xf16>\n"
+    "  %d = \"graph.dot\"(%a, %b) : (tensor<70x72xf16>, tensor<72x136xf16>) -> tensor<70x136xf16>\n"
+    "  %e = \"graph.add\"(%d, %r) : (tensor<70x136xf16>, tensor<136xf16>) -> tensor<70x136xf16>\n"
+    "  %y = \"graph.relu\"(%e) : (tensor<70x136xf16>) -> tensor<70x136xf16>\n"
+    "  func.return %y : tensor<70x136xf16>\n}\n";
+static const char *const dot_f16_big =
+    "func.func @dot_big() attributes {graph} {\n"
+    "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<256x128xf16>\n"
+    "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<128x256xf16>\n"
+    "  %d = \"graph.dot\"(%a, %b) : (tensor<256x128xf16>, tensor<128x256xf16>) -> tensor<256x256xf16>\n"
+    "  func.return %d : tensor<256x256xf16>\n}\n";
+static const char *const dot_bf16_batch =
+    "func.func @dot_batch_res_clip() attributes {graph} {\n"
+    "  %a = \"graph.param\"() {name = \"a\"} : () -> tensor<2x48x40xbf16>\n"
+    "  %b = \"graph.param\"() {name = \"b\"} : () -> tensor<2x48x72xbf16>\n"
+    "  %r = \"graph.param\"() {name = \"r\"} : () -> tensor<2x40x72xbf16>\n"
+    "  %d = \"graph.dot\"(%a, %b) {transpose_a = true} : (tensor<2x48x40xbf16>, tensor<2x48x72xbf16>) -> "
+    "tensor<2x40x72xbf16>\n"
+    "  %e = \"graph.add\"(%d, %r) : (tensor<2x40x72xbf16>, tensor<2x40x72xbf16>) -> tensor<2x40x72xbf16>\n"
+    "  %y = \"graph.clip\"(%e) {min = -1.5, max = 0.75} : (tensor<2x40x72xbf16>) -> tensor<2x40x72xbf16>\n"
+    "  func.return %y : tensor<2x40x72xbf16>\n}\n";
+static void test_stmatrix(void) {
+  group_begin();
+  static const struct {
+    const char *target, *text, *what;
+    int want; /* 0: no stmatrix, 1: plain, 2: .trans */
+  } cases[] = {
+    { "sm_90a", conv1x1_nhwc_f16, "1x1 NHWC conv + residual + relu (M-contiguous)", 2 },
+    { "sm_90a", dot_f16_odd, "f16 dot 70x136x72 + bias + relu", 1 },
+    { "sm_90a", dot_bf16_batch, "bf16 batched dot 2x40x72x48 (A^T) + residual + clip", 1 },
+    { "sm_90a", dot_f16_big, "f16 dot 256x256x128 (the 128x256 tile of 4096^3)", 1 },
+    { "sm_90", conv1x1_nhwc_f16, "mma.sync 1x1 NHWC conv + residual + relu", 1 },
+    { "sm_90", dot_bf16_batch, "mma.sync bf16 batched dot + residual + clip", 1 },
+    { "sm_90", dot_f16_odd, "mma.sync f16 dot 70x136x72 + bias + relu", 1 },
+    { "sm_80", dot_f16_odd, "sm_80: no stmatrix", 0 },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    /* the default pipeline's passes, rock-output-swizzle with stmatrix on (the default) and off */
+    int64_t store_wf[2] = { 0, 0 }, ex = 0, wf = 0, ph = 0;
+    int ops[2] = { 0, 0 };
+    for (int on = 1; on >= 0; on--) {
+      char pl[1024];
+      snprintf(pl, sizeof pl,
+               "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
+               "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise,rock-blockwise-to-threadwise,"
+               "rock-output-swizzle{stmatrix=%s},rock-align-tiling,rock-plan-steps,rock-lower-loops,canonicalize,"
+               "cse,dce",
+               on ? "true" : "false");
+      int64_t n0 = g_nstmatrix, w0 = g_stm_wavefronts, p0 = g_stm_phases;
+      graph_case g = { cases[i].target, cases[i].text, 2e-2, 1, false, pl, NULL };
+      g_lds_wavefronts[1] = 0;
+      run_graph_case(&g);
+      store_wf[on] = g_lds_wavefronts[1];
+      if (on) {
+        ex = g_nstmatrix - n0, wf = g_stm_wavefronts - w0, ph = g_stm_phases - p0;
+        ops[0] = g_stm_ops[0], ops[1] = g_stm_ops[1];
+      } else
+        CHECK(g_stm_ops[0] + g_stm_ops[1] == 0, "%s %s: stmatrix=false still has rock.stmatrix", cases[i].target,
+              cases[i].what);
+    }
+    printf("  stmatrix: %s %s: %d plain + %d .trans ops, %lld executions, %lld wavefronts for %lld phases; LDS "
+           "stores of the (last) kernel %lld wavefronts (scalar: %lld)\n",
+           cases[i].target, cases[i].what, ops[0], ops[1], (long long)ex, (long long)wf, (long long)ph,
+           (long long)store_wf[1], (long long)store_wf[0]);
+    int want = cases[i].want;
+    CHECK(want ? ex > 0 && ops[want - 1] > 0 && ops[2 - want] == 0 : ops[0] + ops[1] == 0,
+          "%s %s: %d plain / %d .trans stmatrix ops, %lld executed (want %s)", cases[i].target, cases[i].what, ops[0],
+          ops[1], (long long)ex,
+          want == 2  ? ".trans"
+              : want ? "plain"
+                     : "none");
+    /* conflict-free where the swizzle's padded rows allow it (tiles of 64+ bytes along the
+     * fast dim: the wgmma tiles); never more LDS store wavefronts than the scalar stores */
+    CHECK(wf == ph || !strcmp(cases[i].target, "sm_90"),
+          "%s %s: stmatrix bank conflicts: %lld wavefronts for %lld phases", cases[i].target, cases[i].what,
+          (long long)wf, (long long)ph);
+    CHECK(store_wf[1] <= store_wf[0], "%s %s: %lld LDS store wavefronts with stmatrix, %lld without", cases[i].target,
+          cases[i].what, (long long)store_wf[1], (long long)store_wf[0]);
+  }
+  group_end(
+      "stmatrix: the output swizzle's LDS store of f16 / bf16 tiles as stmatrix (x4 where the tile allows; .trans "
+      "for M-contiguous outputs) on sm_90 / sm_90a, interpreted lane by lane against g:eval; conflict-free on the "
+      "wgmma tiles, never more store wavefronts than scalar stores; none on sm_80");
 }
 
 static void test_graphs(void) {
@@ -4577,6 +4767,11 @@ int main(void) {
     test_amd_lanes();
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_STMATRIX")) { /* iterating on the stmatrix group alone */
+    test_stmatrix();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   if (getenv("KILN_TEST_ONLY_CP_ASYNC")) { /* iterating on the cp.async group alone */
     test_cp_async();
     return g_fail ? 1 : 0;
@@ -4595,6 +4790,7 @@ int main(void) {
   test_persist();
   test_tma_graphs();
   test_swizzle();
+  test_stmatrix();
   test_graphs();
   test_fused_suite();
   test_codegen();

@@ -82,6 +82,7 @@ static void test_rock_levels(void) {
                                       "rock.tma_load",
                                       "rock.setmaxnreg",
                                       "rock.workgroup_count",
+                                      "rock.stmatrix",
                                       NULL };
   kl_ctx *ctx = kl_ctx_create();
   const kl_opdef *mma = kl_lookup_op(ctx, "rock.mma");

@@ -2,7 +2,7 @@
 -- needed): the PTX is interpreted thread by thread on its integer and address arithmetic only
 -- (loaded values, floats and matrix results are "unknown": an address that depends on one is
 -- reported), and every memory access — cp.async source and destination (with its src-size),
--- ld / st .shared / .global, ldmatrix rows — is checked against its buffer: global accesses
+-- ld / st .shared / .global, ldmatrix / stmatrix rows — is checked against its buffer: global accesses
 -- within one kernel argument's bytes, shared accesses within the static .shared arrays, or,
 -- for `.extern .shared` (dynamic shared memory), within the bytes the launch passes.
 --
@@ -220,6 +220,13 @@ local function run_thread(k, env, tid, bid, out, limit)
         local n = tonumber(op:match("%.x(%d)")) or 1
         if tid % 32 < 8 * n then check("shared", addr(A[2]), 16, "ldmatrix row", I) end
         for r in A[1]:gmatch("%%[%w_]+") do R[r] = nil end
+      elseif op:match("^stmatrix") then -- lanes 0 .. 8N-1 give the row addresses (16 bytes each)
+        local n = tonumber(op:match("%.x(%d)")) or 1
+        -- its address is a 32-bit shared-window offset (lower_accel.c's inline PTX): the
+        -- shared base (1 << 32 here) truncated away, added back
+        local a = addr(A[1])
+        if a and a < env.shared_base then a = a + env.shared_base end
+        if tid % 32 < 8 * n then check("shared", a, 16, "stmatrix row", I) end
       elseif op:match("^ld%.") or op:match("^ld$") then
         local space = op:match("%.shared") and "shared" or op:match("%.global") and "global" or op:match("%.local") and "local"
         if space == "local" then fail("local memory access (" .. I.text .. ")")
