@@ -291,6 +291,8 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
         if (l.wide > 4) l.wide = 4;
         kl_view_free(w);
         if (l.lds < 0) l.lds = INT64_MAX;
+      } else if (x1 && found && l.vlen < best->vlen) { /* ranks below the best on the vector: no search */
+        l.lds = INT64_MAX;
       } else if (x1) { /* AMD kpack-1 tiles: the xor1 swizzle with the fewest wavefronts (x1_pick) */
         kl_view *w = lds_copy_view(t, is_a, &l, err, n);
         int64_t ph = 0, wf = w ? x1_pick(t, w, &l, DB, eb, x1 > 0 ? x1 : -x1, x1 < 0, &l.sw, &ph) : -1;
@@ -886,19 +888,19 @@ static int64_t x1_addr(int64_t k, int64_t d, int64_t DB, const swz1 *sw) {
   int64_t r = d % sw->blk, c = (r / sw->L) ^ ((k / sw->kdiv) % sw->m);
   return k * DB + d - r + c * sw->L + r % sw->L;
 }
-/* LDS wavefronts of a copy's stores into the xor1 tile sw: kd holds (k, d) of thread
- * th's element i at [2 * (th * per + i)], each thread storing vectors of vst elements of
- * eb bytes; per phase of lanes (128 bytes: 32 lanes of up to 4 bytes, 16 of 8, 8 of 16,
- * as test_accel counts them) the most distinct 4-byte words on one of the 32 banks,
- * summed (phases counted in *phases). */
+/* LDS wavefronts of a copy's stores into the xor1 tile sw by the first wave (lanes 0-63):
+ * kd holds (k, d) of thread th's element i at [2 * (th * per + i)], each thread storing
+ * vectors of vst elements of eb bytes; per phase of lanes (128 bytes: 32 lanes of up to 4
+ * bytes, 16 of 8, 8 of 16, as test_accel counts them) the most distinct 4-byte words on
+ * one of the 32 banks, summed (phases counted in *phases). test_accel counts every wave. */
 static int64_t x1_wavefronts(const tiles *t, const int64_t *kd, int64_t DB, int64_t per, int64_t vst, int64_t eb,
                              const swz1 *sw, int64_t *phases) {
   int64_t bytes = vst * eb, unit = bytes > 4 ? bytes : 4, lanes = 128 / unit, wf = 0, ph = 0;
-  int64_t words[128];
+  int64_t words[128], nt = t->BS < 64 ? t->BS : 64;
   for (int64_t i = 0; i < per; i += vst)
-    for (int64_t p0 = 0; p0 < t->BS; p0 += lanes) {
+    for (int64_t p0 = 0; p0 < nt; p0 += lanes) {
       int64_t nw = 0;
-      for (int64_t l = p0; l < p0 + lanes && l < t->BS; l++) {
+      for (int64_t l = p0; l < p0 + lanes && l < nt; l++) {
         const int64_t *x = kd + 2 * (l * per + i);
         int64_t a = x1_addr(x[0], x[1], DB, sw) * eb;
         for (int64_t w = a / 4; w <= (a + bytes - 1) / 4 && nw < 128; w++) {
@@ -924,9 +926,9 @@ static int64_t x1_wavefronts(const tiles *t, const int64_t *kd, int64_t DB, int6
  * when the view fails), *phases the phases, *out the swizzle. */
 static int64_t x1_pick(const tiles *t, const kl_view *w, const layout *l, int64_t DB, int64_t eb, int64_t lmin,
                        bool force, swz1 *out, int64_t *phases) {
-  int64_t per = t->KB * DB / t->BS;
-  int64_t *kd = kl_xmalloc(2 * (size_t)(t->BS * per) * sizeof *kd);
-  for (int64_t th = 0; th < t->BS; th++)
+  int64_t per = t->KB * DB / t->BS, nt = t->BS < 64 ? t->BS : 64;
+  int64_t *kd = kl_xmalloc(2 * (size_t)(nt * per) * sizeof *kd);
+  for (int64_t th = 0; th < nt; th++)
     for (int64_t i = 0; i < per; i++) {
       int64_t up[2] = { th, i }, s[2] = { DB, 1 };
       bool valid;
@@ -947,8 +949,8 @@ static int64_t x1_pick(const tiles *t, const kl_view *w, const layout *l, int64_
   int64_t bph = 0, bwf = x1_wavefronts(t, kd, DB, per, vst, eb, &best, &bph), kmax = 1;
   if (force) bwf = INT64_MAX;
   while (kmax * 2 < t->KB) kmax *= 2;
-  for (int64_t L = blk; L >= lmin; L /= 2)
-    for (int64_t kdiv = kmax; kdiv >= 1; kdiv /= 2) {
+  for (int64_t L = blk; L >= lmin && bwf > bph; L /= 2) /* until conflict-free */
+    for (int64_t kdiv = kmax; kdiv >= 1 && bwf > bph; kdiv /= 2) {
       if (t->KB % kdiv) continue;
       int64_t m = blk / L < t->KB / kdiv ? blk / L : t->KB / kdiv;
       if (m < 2) continue;
