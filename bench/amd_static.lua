@@ -5,7 +5,8 @@
 -- and an estimate of the fraction of the matrix peak.
 -- Run: build/kiln bench/amd_static.lua [skew|dbuf32]   (from the repository root; "skew":
 -- every kernel with rock-gridwise-to-blockwise{amd-lds-layout=skew}, the LDS tiles before
--- the xor layout: the "before" table of the big tiles; "dbuf32": the 4096³ f16 / bf16
+-- the xor layout: the "before" table of the big tiles, and the plain kpack-1 tiles before
+-- xor1 (f32 MFMA, the FMA path); "dbuf32": the 4096³ f16 / bf16
 -- GEMMs of gfx90a and gfx1100, whose 256x128x64 / 256x64x64 tiles cannot double-buffer,
 -- at kPerBlock 32 double-buffered instead (perf config given, amd-k-loop=2): the
 -- candidate that the heuristic does not take, in the same model)

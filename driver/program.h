@@ -103,8 +103,9 @@ typedef struct kl_kernel_info {
   const char *problem;            /* its readable summary ("gemm G=1 M=.. N=.. K=.. f16,f16->f16"); "" if none */
   const char *async_copy;         /* operands copied global -> LDS asynchronously: "A,B", "A", "B", "none"; "" if off */
   const char *async_lds_layout;   /* LDS layout of the async stages: "xor:A,B", "krow:A", ... ("" if none) */
-  const char *amd_lds_layout;     /* "xor": the AMDGPU K loop's unpadded xor LDS tiles (amd-lds-layout); "" if not */
-  int64_t pipeline_stages;        /* K-loop stages of the async copy pipeline (rock-gridwise-to-blockwise); 0 if off */
+  const char *
+      amd_lds_layout; /* "xor": the AMDGPU K loop's unpadded xor LDS tiles (amd-lds-layout); "xor1": the kpack-1 xor1 tiles; "" if not */
+  int64_t pipeline_stages; /* K-loop stages of the async copy pipeline (rock-gridwise-to-blockwise); 0 if off */
   const char *tma; /* wgmma operands loaded through TMA (passes/rock_tma.h): "A,B", "A", "B", "none (why)"; "" if off */
   const char *ws;  /* warp specialization of the TMA K loop (passes/rock_tma.h): "on", "off (why)"; "" if ws=0 */
   int64_t tma_swizzle;     /* the TMA tiles' LDS swizzle in bytes (128, 64, 32; 0: the unswizzled core-matrix boxes) */

@@ -726,7 +726,7 @@ static int prog_kernels(lua_State *L) {
     kl_lua__set_int(L, "grid_persistent", (lua_Integer)k->grid_persistent);
     /* async_lds_layout: the async stages' LDS layout and operands ("xor:A,B", "krow:A", "kgroup"; "" if none) */
     kl_lua__set_str(L, "async_lds_layout", k->async_lds_layout ? k->async_lds_layout : "");
-    /* amd_lds_layout: "xor" where the AMDGPU K loop's LDS tiles are the unpadded xor ones ("" if not) */
+    /* amd_lds_layout: "xor" where the AMDGPU K loop's LDS tiles are the unpadded xor ones, "xor1" the kpack-1 xor1 tiles ("" if not) */
     kl_lua__set_str(L, "amd_lds_layout", k->amd_lds_layout ? k->amd_lds_layout : "");
     kl_lua__set_int(L, "ninputs", k->ninputs);
     lua_createtable(L, k->nargs, 0);

@@ -63,6 +63,9 @@
  * whose skewed pair fits the LDS once but not twice take the unpadded xor tiles
  * (lds_tile_xor) and the double-buffered loop where two xor pairs fit (amd_lds_xor; option
  * amd-lds-layout = auto | skew | xor, xor forced on any kpack > 1 tile, host included).
+ * AMDGPU kpack-1 tiles (f32 MFMA, the no-matrix FMA path) take the xor1 tiles
+ * (x1_tile_view: each K row's granules XOR-swizzled inside its 128 bytes, no pad; under
+ * amd-lds-layout = xor on any target), the swizzle chosen with the copy layout (x1_pick). 
  * mma.sync LDS tiles are [KB/kpack, rows, kpack] with kpack * element = 16 bytes and
  * index d of M/N at row d + d/8 plus a pad row (DB a multiple of 64; else one pad row):
  * bank-conflict-free copies and fragment reads (see lower_gridwise) while the tiles fit
@@ -109,6 +112,11 @@ typedef struct {
   int ws;             /* the option ws: 0 off, 1 on, 2 auto (passes/rock_tma.h: warp specialization) */
   int persistent;     /* the option persistent: 0 off, 1 on (auto resolved: KL_PERSIST_AUTO; passes/rock_tma.h) */
 } opts;
+/* The xor1 swizzle of an AMD kpack-1 LDS tile (x1_tile_view): granules of L elements
+ * XOR'd by (k / kdiv) mod m within blocks of blk elements; m = 0: the plain tile. */
+typedef struct {
+  int64_t blk, L, kdiv, m;
+} swz1;
 /* Per-thread copy layout of one operand: each thread copies ck x cd elements of the
  * KB x DB tile; iter_d (tid_d): iter (tid) runs fastest along M/N, else along K. */
 typedef struct {
@@ -120,6 +128,7 @@ typedef struct {
   int64_t wide; /* AMD MFMA / WMMA: bytes of the shortest LDS store run, capped at 4 (lds_store_run), else 0 */
   bool lds_ok;  /* AMD MFMA / WMMA: the copy's stores at most 2-way (lds <= 2 x its phases), else false */
   int perm;     /* AMD xor tiles (amd_lds_xor): the tile's row permutation (xor_tile_view) these counts are for */
+  swz1 sw;      /* AMD kpack-1 tiles (x1_pick): the xor1 swizzle these counts are for */
 } layout;
 
 /* (bid, tid, kl, iter) -> (g, k, d) of operand a (is_a) or b. */
@@ -243,14 +252,16 @@ static int64_t lds_store_run(const tiles *t, const kl_view *w, int64_t DB, int s
 static int xor_perm(const tiles *t, int64_t DB, const char *d, bool mn, const kl_view *da, int64_t vlen, int64_t eb,
                     int64_t *wf_out);
 static kl_view *lds_copy_view_ex(const tiles *t, bool is_a, const layout *l, bool full, char *err, size_t n);
+static int64_t x1_pick(const tiles *t, const kl_view *w, const layout *l, int64_t DB, int64_t eb, int64_t lmin,
+                       bool force, swz1 *out, int64_t *phases);
 static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *prim, int amd_skew, bool amd_xor,
-                          int xor_tile, int64_t eb, layout *best, char *err, size_t n) {
+                          int xor_tile, int64_t x1, int64_t eb, layout *best, char *err, size_t n) {
   int64_t DB = is_a ? t->MB : t->NB, per = t->KB * DB / t->BS;
   bool found = false;
   for (int64_t ck = 1; ck <= t->KB; ck++) {
     if (t->KB % ck || per % ck || DB % (per / ck)) continue;
     for (int f = 0; f < 4; f++) {
-      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0, false, 0 };
+      layout l = { ck, per / ck, f < 2, f % 2 == 0, 1, 0, 0, false, 0, 0, false, 0, { 0, 0, 0, 0 } };
       if ((l.iter_d && l.cd == 1 && l.ck > 1) || (!l.iter_d && l.ck == 1 && l.cd > 1))
         continue; /* same as the other order */
       l.vd = l.iter_d;
@@ -281,6 +292,14 @@ static bool choose_layout(const tiles *t, bool is_a, kl_value *src, kl_value *pr
         if (l.wide > 4) l.wide = 4;
         kl_view_free(w);
         if (l.lds < 0) l.lds = INT64_MAX;
+      } else if (x1 && found && l.vlen < best->vlen) { /* ranks below the best on the vector: no search */
+        l.lds = INT64_MAX;
+      } else if (x1) { /* AMD kpack-1 tiles: the xor1 swizzle with the fewest wavefronts (x1_pick) */
+        kl_view *w = lds_copy_view(t, is_a, &l, err, n);
+        int64_t ph = 0, wf = w ? x1_pick(t, w, &l, DB, eb, x1 > 0 ? x1 : -x1, x1 < 0, &l.sw, &ph) : -1;
+        kl_view_free(w);
+        l.lds_ok = wf >= 0 && wf <= 2 * ph;
+        l.lds = wf < 0 ? INT64_MAX : wf;
       } else if (xor_tile) { /* the copy's stores into the xor tile (its best row permutation) */
         kl_view *w = lds_copy_view_ex(t, is_a, &l, true, err, n);
         int64_t wf = INT64_MAX;
@@ -816,6 +835,135 @@ static int64_t copy_wavefronts(const tiles *t, const kl_view *w, int64_t DB, int
     }
   kl_view_free(full);
   return wf;
+}
+
+/* ---- AMD kpack-1 LDS tiles (f32 MFMA on gfx908 / gfx90a / gfx942; the no-matrix FMA
+ * path of gfx1030 and gfx1100's f32): the xor1 swizzle ----
+ * A plain [KB, DB] tile whose rows are a multiple of 128 bytes puts index d of every K
+ * row on one bank: a copy whose lanes write several K rows at a few indices (a
+ * K-contiguous operand, 16-byte global vectors along K) was up to 5.33-way (MFMA f32) or
+ * 8-way (FMA path). The xor1 tile keeps the bytes (no pad: the LDS, the tiles' offsets and
+ * the occupancy stay) and moves each K row's granules of L elements within their aligned
+ * block of blk elements (128 bytes): index d of row k at
+ *   k * DB + (d / blk) * blk + (((d % blk) / L) XOR ((k / kdiv) mod m)) * L + d % L,
+ * the Xor{kdiv, m} view transform over [KB, DB / blk, blk / L, L]. A read whose lanes take
+ * one K row (MFMA f32's 32 consecutive indices per 32 lanes, the FMA path's vectors at one
+ * k) stays inside each aligned block: the same banks, permuted. L is at least the store
+ * vector and (FMA path) the 16-byte read vector, so that no vector is split. The
+ * parameters are chosen with the copy layout (choose_layout): the fewest wavefronts of the
+ * copy's stores (x1_pick); m = 0 is the plain tile. */
+/* The xor1 tile's view [KB, DB] -> [KB / kdiv, kdiv, DB / blk, blk / L, L] (s: the raw
+ * shape), Xor{1, m} on (k / kdiv, the granule): the row term is its own dim, so that a
+ * read whose K index is kdiv-aligned plus a lane's offset below kdiv (MFMA's K within the
+ * instruction) XORs a constant per unrolled K step. */
+static kl_view *x1_tile_view(const tiles *t, int64_t DB, const char *d, const swz1 *sw, int64_t s[5], char *err,
+                             size_t n) {
+  s[0] = t->KB / sw->kdiv, s[1] = sw->kdiv, s[2] = DB / sw->blk, s[3] = sw->blk / sw->L, s[4] = sw->L;
+  int64_t prm[2] = { 1, sw->m };
+  const char *names[5] = { "kh", "kl", "dh", "c", "l" };
+  int up0[2] = { 0, 3 }, up1[3] = { 1, 2, 4 };
+  kl_vtrans tr[2] = { { KL_VT_XOR, 2, 2, 2, prm, up0, up0 }, { KL_VT_PASSTHROUGH, 0, 3, 3, NULL, up1, up1 } };
+  kl_vmap map = { 5, 5, 2, names, s, names, s, tr };
+  kl_vb b = { 0 };
+  b.v = kl_view_make(1, &map, &b.err);
+  b.bad = !b.v;
+  const char *kf[2] = { "kh", "kl" }, *df[3] = { "dh", "c", "l" }, *ord[2] = { "k", d };
+  kl_vb_merge(&b, "k", 2, kf);
+  kl_vb_merge(&b, d, 3, df);
+  kl_vb_order(&b, 2, ord);
+  return kl_vb_finish(&b, err, n);
+}
+static kl_value *lds_tile_x1(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB,
+                             const char *d, const swz1 *sw, char *err, size_t n) {
+  int64_t s[5];
+  kl_view *v = x1_tile_view(t, DB, d, sw, s, err, n);
+  if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, 5, s, KL_SPACE_LDS);
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
+/* The element offset of (k, d) in the xor1 tile sw (m = 0: plain). */
+static int64_t x1_addr(int64_t k, int64_t d, int64_t DB, const swz1 *sw) {
+  if (!sw->m) return k * DB + d;
+  int64_t r = d % sw->blk, c = (r / sw->L) ^ ((k / sw->kdiv) % sw->m);
+  return k * DB + d - r + c * sw->L + r % sw->L;
+}
+/* LDS wavefronts of a copy's stores into the xor1 tile sw by the first wave (lanes 0-63):
+ * kd holds (k, d) of thread th's element i at [2 * (th * per + i)], each thread storing
+ * vectors of vst elements of eb bytes; per phase of lanes (128 bytes: 32 lanes of up to 4
+ * bytes, 16 of 8, 8 of 16, as test_accel counts them) the most distinct 4-byte words on
+ * one of the 32 banks, summed (phases counted in *phases). test_accel counts every wave. */
+static int64_t x1_wavefronts(const tiles *t, const int64_t *kd, int64_t DB, int64_t per, int64_t vst, int64_t eb,
+                             const swz1 *sw, int64_t *phases) {
+  int64_t bytes = vst * eb, unit = bytes > 4 ? bytes : 4, lanes = 128 / unit, wf = 0, ph = 0;
+  int64_t words[128], nt = t->BS < 64 ? t->BS : 64;
+  for (int64_t i = 0; i < per; i += vst)
+    for (int64_t p0 = 0; p0 < nt; p0 += lanes) {
+      int64_t nw = 0;
+      for (int64_t l = p0; l < p0 + lanes && l < nt; l++) {
+        const int64_t *x = kd + 2 * (l * per + i);
+        int64_t a = x1_addr(x[0], x[1], DB, sw) * eb;
+        for (int64_t w = a / 4; w <= (a + bytes - 1) / 4 && nw < 128; w++) {
+          int64_t j = 0;
+          while (j < nw && words[j] != w) j++;
+          if (j == nw) words[nw++] = w;
+        }
+      }
+      int64_t cnt[32] = { 0 }, worst = 0;
+      for (int64_t j = 0; j < nw; j++)
+        if (++cnt[words[j] % 32] > worst) worst = cnt[words[j] % 32];
+      wf += worst;
+      ph += nw > 0;
+    }
+  if (phases) *phases = ph;
+  return wf;
+}
+/* The xor1 swizzle for the copy (tid, iter) -> (k, d) view w of layout l into a [KB, DB]
+ * tile: the plain tile and every (L, kdiv) with L from lmin (elements) to blk, kdiv a
+ * power of two below KB dividing it, m = min(blk / L, KB / kdiv); the fewest wavefronts
+ * (x1_wavefronts), the plain tile on ties, then the larger L and kdiv (force: a swizzle
+ * wherever one exists: amd-lds-layout=xor). Returns the wavefronts (-1
+ * when the view fails), *phases the phases, *out the swizzle. */
+static int64_t x1_pick(const tiles *t, const kl_view *w, const layout *l, int64_t DB, int64_t eb, int64_t lmin,
+                       bool force, swz1 *out, int64_t *phases) {
+  int64_t per = t->KB * DB / t->BS, nt = t->BS < 64 ? t->BS : 64;
+  int64_t *kd = kl_xmalloc(2 * (size_t)(nt * per) * sizeof *kd);
+  for (int64_t th = 0; th < nt; th++)
+    for (int64_t i = 0; i < per; i++) {
+      int64_t up[2] = { th, i }, s[2] = { DB, 1 };
+      bool valid;
+      int64_t a = kl_view_eval_addr(w, up, s, &valid);
+      if (!valid) {
+        free(kd);
+        return -1;
+      }
+      kd[2 * (th * per + i)] = a / DB, kd[2 * (th * per + i) + 1] = a % DB;
+    }
+  /* the store vector: along M/N (vd) up to the global vector, 1 along K */
+  int64_t vst = l->vd ? l->vlen : 1, blk = 1;
+  while (vst > 1 && per % vst) vst /= 2;
+  while (blk * 2 * eb <= 128 && DB % (blk * 2) == 0) blk *= 2;
+  if (lmin < vst) lmin = vst;
+  if (lmin * eb < 4) lmin = (4 + eb - 1) / eb;
+  swz1 best = { blk, 1, 1, 0 };
+  int64_t bph = 0, bwf = x1_wavefronts(t, kd, DB, per, vst, eb, &best, &bph), kmax = 1;
+  if (force) bwf = INT64_MAX;
+  while (kmax * 2 < t->KB) kmax *= 2;
+  for (int64_t L = blk; L >= lmin && bwf > bph; L /= 2) /* until conflict-free */
+    for (int64_t kdiv = kmax; kdiv >= 1 && bwf > bph; kdiv /= 2) {
+      if (t->KB % kdiv) continue;
+      int64_t m = blk / L < t->KB / kdiv ? blk / L : t->KB / kdiv;
+      if (m < 2) continue;
+      swz1 sw = { blk, L, kdiv, m };
+      int64_t ph = 0, wf = x1_wavefronts(t, kd, DB, per, vst, eb, &sw, &ph);
+      if (wf < bwf) best = sw, bwf = wf, bph = ph;
+    }
+  if (bwf == INT64_MAX) bwf = x1_wavefronts(t, kd, DB, per, vst, eb, &best, &bph);
+  free(kd);
+  *out = best;
+  if (phases) *phases = bph;
+  return bwf;
 }
 
 /* GPU targets: the K loop's LDS tiles (tiles[0..n): A, B and the double-buffer copies,
@@ -1738,7 +1886,8 @@ static kl_value *stage_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, co
 /* LDS tile [KB, DB]: perm < 0 lds_tile of skew `skew`, else lds_tile_xor with row
  * permutation perm. */
 static kl_value *any_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, const tiles *t, int64_t DB, int skew,
-                          int perm, const char *d, char *err, size_t n) {
+                          int perm, const swz1 *sw, const char *d, char *err, size_t n) {
+  if (sw && sw->m) return lds_tile_x1(rw, loc, elem, t, DB, d, sw, err, n);
   return perm >= 0 ? lds_tile_xor(rw, loc, elem, t, DB, d, perm, false, err, n)
                    : lds_tile(rw, loc, elem, t, DB, skew, d, err, n);
 }
@@ -1765,6 +1914,7 @@ static int amd_lds_xor(const opts *o, kl_op *op, const tiles *t, const char *acc
   if (o->amd_lds == 2) {
     if (accel && (!strcmp(accel, "mma_sync") || !strcmp(accel, "wgmma"))) return 0;
     if (can) return 1;
+    if (t->kpack == 1) return 0; /* the xor1 tiles (amd_lds_x1) */
     snprintf(err, n,
              "amd-lds-layout=xor needs kpack > 1 with kPerBlock / kpack a power of two >= 2 and mPerBlock, nPerBlock "
              "multiples of 8 (got %lldx%lldx%lld, kpack %lld)",
@@ -1782,6 +1932,25 @@ static int amd_lds_xor(const opts *o, kl_op *op, const tiles *t, const char *acc
   bool mfma = accel && !strcmp(accel, "mfma");
   if (mfma && 4 * padded <= lds) return 0; /* two workgroups double-buffer the skewed tiles */
   return 2 * padded > lds && 2 * xor_pair_bytes(t, eb) <= lds;
+}
+
+/* Whether the kpack-1 LDS tiles of the GEMM `op` take the xor1 swizzle (x1_tile_view):
+ * AMDGPU tiles of f32 MFMA (gfx908 / gfx90a / gfx942) and of the no-matrix (FMA) path
+ * (gfx1030; f32 on gfx1100) under amd-lds-layout = auto or xor, and any kpack-1 tile
+ * outside mma.sync / wgmma / WMMA under xor (the host runs it). Returns the smallest
+ * granule in elements (MFMA f32 reads one element per lane: 1; the FMA path reads
+ * 16-byte vectors along M / N: 16 bytes), negated under xor (a swizzle wherever one
+ * exists: x1_pick's force), 0 for none. */
+static int64_t amd_lds_x1(const opts *o, kl_op *op, const tiles *t, const char *accel, int64_t eb) {
+  if (t->kpack != 1 || o->amd_lds == 1) return 0;
+  bool mfma = accel && !strcmp(accel, "mfma");
+  if (accel && !mfma && kl_accel_is_accel(op)) return 0;
+  if (o->amd_lds != 2) {
+    const kl_target *tg = kl_perf_resolve_target(op, NULL, NULL, 0);
+    if (!tg || tg->arch != KL_ARCH_AMDGPU) return 0;
+  }
+  int64_t l = mfma ? 1 : (16 + eb - 1) / eb;
+  return o->amd_lds == 2 ? -l : l;
 }
 
 /* The K loop of an AMDGPU accel GEMM (nk > 1 K steps; the copies hold a step's tiles
@@ -1937,8 +2106,11 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
-  if (!choose_layout(&t, true, a, pa, sk_a, axor, ap.xa, ebytes, &la, err, sizeof err) ||
-      !choose_layout(&t, false, b, pb, sk_b, axor, ap.xb, ebytes, &lb, err, sizeof err)) {
+  /* AMD kpack-1 tiles (f32 MFMA, the FMA path): the xor1 swizzle (x1_tile_view) with the
+   * smallest granule |x1| (elements; 0: none; negative: forced, amd_lds_x1) */
+  int64_t x1 = amd_lds_x1(o, op, &t, acc_kind, ebytes);
+  if (!choose_layout(&t, true, a, pa, sk_a, axor, ap.xa, x1, ebytes, &la, err, sizeof err) ||
+      !choose_layout(&t, false, b, pb, sk_b, axor, ap.xb, x1, ebytes, &lb, err, sizeof err)) {
     kl_rewriter_fail(rw, loc, "rock-gridwise-to-blockwise: %s", err);
     return false;
   }
@@ -2048,8 +2220,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
       }
       if (fn) kl_rewriter_set_attr(rw, fn, "amd_lds_layout", kl_attr_str(ctx, "xor"));
     }
-    kl_value *lds_a = any_tile(rw, loc, ta->elem, &t, t.MB, skew_a, perm_a, "m", err, sizeof err);
-    kl_value *lds_b = lds_a ? any_tile(rw, loc, tb->elem, &t, t.NB, skew_b, perm_b, "n", err, sizeof err) : NULL;
+    if (fn && (la.sw.m || lb.sw.m)) kl_rewriter_set_attr(rw, fn, "amd_lds_layout", kl_attr_str(ctx, "xor1"));
+    kl_value *lds_a = any_tile(rw, loc, ta->elem, &t, t.MB, skew_a, perm_a, &la.sw, "m", err, sizeof err);
+    kl_value *lds_b = lds_a ? any_tile(rw, loc, tb->elem, &t, t.NB, skew_b, perm_b, &lb.sw, "n", err, sizeof err)
+                            : NULL;
     ok = lds_b != NULL;
     if (ok) {
       int64_t na = t.KB * t.MB / t.BS, nb = t.KB * t.NB / t.BS, nacc = t.MT * t.NT;
@@ -2299,8 +2473,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           ? o->amd_loop == 2
           : amd && ((accel && !strcmp(accel, "mfma") && 4 * tile_bytes <= tg->lds_bytes) || (axor && o->amd_lds == 0));
       if (amd) {
-        lds_a2 = adbuf ? any_tile(rw, loc, ta->elem, &t, t.MB, skew_a, perm_a, "m", err, sizeof err) : NULL;
-        lds_b2 = lds_a2 ? any_tile(rw, loc, tb->elem, &t, t.NB, skew_b, perm_b, "n", err, sizeof err) : NULL;
+        lds_a2 = adbuf ? any_tile(rw, loc, ta->elem, &t, t.MB, skew_a, perm_a, &la.sw, "m", err, sizeof err) : NULL;
+        lds_b2 = lds_a2 ? any_tile(rw, loc, tb->elem, &t, t.NB, skew_b, perm_b, &lb.sw, "n", err, sizeof err) : NULL;
         if (adbuf && !lds_b2) {
           ok = false;
           goto done;
@@ -2516,7 +2690,9 @@ static const kl_pass_option options[] = {
     "[rows, K] with the 16-byte chunks of a row XOR-swizzled by the row (no padding; any kpack > 1 tile "
     "outside mma.sync / wgmma, host included); auto = xor for MFMA / WMMA tiles whose skewed pair fits "
     "the LDS once but not twice while the xor pair fits twice (then double-buffered: one barrier per K "
-    "step), else skew (see docs/ARCHITECTURE.md)" },
+    "step), else skew; kpack-1 tiles (f32 MFMA, the FMA path): auto on AMDGPU and xor on any target "
+    "take the xor1 swizzle (each K row's granules XOR'd inside its 128 bytes), skew the plain tile "
+    "(see docs/ARCHITECTURE.md)" },
   { "amd-k-loop", KL_OPT_INT, "0",
     "0: the K loop by target; 1 / 2: the AMDGPU K loop (single / double-buffered LDS) for every GEMM with "
     "several K steps, on any target (tests run it on the host)" },

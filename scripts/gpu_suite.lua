@@ -17,7 +17,8 @@
 -- also as sm_80 PTX on a newer GPU) (spec/lua/cp_async_cases.lua), the wgmma cases of
 -- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the AMDGPU K loop's unpadded
 -- xor LDS tiles on the device's threads (spec/lua/amd_loop_spec.lua's cases with
--- amd-k-loop=1 / 2 and amd-lds-layout=xor, kpack-8 FMA configs), the converts fused into GEMM
+-- amd-k-loop=1 / 2 and amd-lds-layout=xor, kpack-8 FMA configs; kpack-1 configs of 32 or
+-- more threads on the xor1 tiles of AMD's f32 MFMA / FMA path), the converts fused into GEMM
 -- loads of spec/lua/input_cvt_cases.lua (f32 / fp8 operands; every fp8 code to f16), then the
 -- MIGraphX-dialect corpus of spec/migraphx (every function verified, its kernel count); a quick
 -- tune of three GEMMs on the device whose tuned config the compile then picks.
@@ -806,6 +807,37 @@ for _, c in ipairs(CPA.cases()) do
     end
   end
 end
+-- the kpack-1 xor1 LDS tiles (AMD's f32 MFMA and FMA-path layout: each K row's granules
+-- XOR'd inside its 128 bytes) on the no-matrix path with many threads per block (perf
+-- configs of the cases' tiles, thread tiles up to 4x4, at least 32 threads), against g:eval
+local function gpu1(perf)
+  if dev.arch == "host" then return perf end -- one thread per block there
+  local mb, nb, kb = perf:match("^v1:(%d+),(%d+),(%d+),")
+  mb, nb, kb = tonumber(mb), tonumber(nb), tonumber(kb)
+  local mt, nt = math.min(4, mb), math.min(4, nb)
+  while (mb // mt) * (nb // nt) < 32 and mt > 1 do mt = mt // 2 end
+  while (mb // mt) * (nb // nt) < 32 and nt > 1 do nt = nt // 2 end
+  return ("v1:%d,%d,%d,%d,%d,1"):format(mb, nb, math.max(kb, 2), mt, nt)
+end
+local nx1 = 0
+for _, c in ipairs(CPA.cases()) do
+  local ok, err = pcall(function()
+    local pl = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+      "rock-gridwise-to-blockwise{amd-lds-layout=xor},", 1)
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = pl, perf_config = gpu1(c.host_perf) })
+    local k
+    for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+    if not k or k.amd_lds_layout ~= "xor1" then error("no GEMM kernel in the xor1 LDS layout", 0) end
+    local got, want = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
+    local good, rep = CPA.check(got, want, c.dtype)
+    if not good then error(tostring(rep and rep.summary or rep), 0) end
+  end)
+  if ok then pass, nx1 = pass + 1, nx1 + 1 else
+    fail = fail + 1
+    failures[#failures + 1] = c.name .. " " .. gpu1(c.host_perf) .. " xor1: " .. tostring(err)
+  end
+end
+print(("amdloop: %d GEMMs on the kpack-1 xor1 LDS tiles against g:eval"):format(nx1))
 end
 progress("before wgmma")
 -- the Hopper wgmma path (sm_90a, the default on compute capability 9.0; spec/lua/wgmma_cases.lua): f16 / bf16 (and fp8 quant_dot / quant_conv

@@ -11,7 +11,8 @@
 -- double-buffered loop takes for tiles whose skewed pair does not fit twice, e.g. gfx942's
 -- 256x256x32) with kpack-8 host configs (K tiles of 16, 32 and 128: 1 and 4 panels), also
 -- through the host's fused copies (lower_loops_host.c, which must see the XOR as non-linear:
--- it took the xor tiles' addresses as linear and got 64x64x16 wrong).
+-- it took the xor tiles' addresses as linear and got 64x64x16 wrong). On the kpack-1 host
+-- configs, amd-lds-layout=xor gives the xor1 tiles of AMD's f32 MFMA and FMA-path GEMMs.
 -- (On AMD targets the same code is checked statically by amd_suite_spec.lua. scripts/test's
 -- sanitizer pass: every 5th case of cp_async_cases.lua, gemm_graphs.sample.)
 local kiln = require "kiln"
@@ -70,10 +71,26 @@ describe("AMDGPU K loop and bounds-masked copies on the host", function()
     end
   end
 
+  -- kpack-1 tiles under xor: the xor1 tiles (each K row's granules XOR'd inside its 128
+  -- bytes: what AMD's f32 MFMA and FMA-path tiles take), the host configs as they are
+  for _, v in ipairs { { 1 }, { 2, true } } do
+    for _, c in ipairs(cases) do
+      it(("amd-lds-layout=xor (kpack 1: xor1) amd-k-loop=%d%s %s"):format(v[1], v[2] and " (host copies)" or "",
+        c.name), function()
+        local p = kiln.compile(c.g, { target = "host", cache = false, pipeline = pipeline(v[1], "xor", v[2]),
+                                      perf_config = c.host_perf })
+        if c.host_perf and c.host_perf:match(",1$") then
+          assert.is_truthy(p:ir("rock-gridwise-to-blockwise"):find('amd_lds_layout = "xor1"', 1, true))
+        end
+        assert.is_true(C.run_check(p, c))
+      end)
+    end
+  end
+
   it("amd-lds-layout=xor on a tile it cannot describe, and a bad value, are errors", function()
     local c = odd_cases()[1]
     local ok, err = pcall(kiln.compile, c.g, { target = "host", cache = false, pipeline = pipeline(2, "xor"),
-                                               perf_config = "v1:16,16,8,16,16,1" })
+                                               perf_config = "v1:16,16,12,16,16,4" })
     assert.is_false(ok)
     assert.truthy(tostring(err):find("amd-lds-layout=xor needs kpack > 1", 1, true), tostring(err))
     ok, err = pcall(kiln.compile, c.g, { target = "host", cache = false, pipeline = pipeline(2, "rows") })

@@ -29,6 +29,8 @@
 --  * no ds_write_b16 / ds_write_b8 (ds_store_b16 / b8 on gfx11) in the main loop of f16 /
 --    bf16 GEMMs on gfx90a, gfx942 and gfx1100 (kpack 8: 16-byte LDS rows; a transposed
 --    copy keeps two K elements per thread, one 4-byte store: rock-gridwise-to-blockwise);
+--  * every kpack-1 suite GEMM (f32 MFMA, the FMA path) takes the xor1 LDS tiles (their bank
+--    count: spec/c/test_accel.c, test_banks_amd_other);
 --  * reductions and softmax (8192x8192 f16, 64x262144 f32): grid x block >= one wave per CU,
 --    and their loads are 16 bytes wide (global_load_dwordx4 / global_load_b128: a lane
 --    reads contiguous bytes);
@@ -278,6 +280,33 @@ describe("AMDGPU suite: the no-matrix GEMMs (gfx1030; f32 on gfx1100) fuse their
       assert.is_true(n > 0, "a GEMM on the FMA path (gfx1030)")
     end)
   end
+end)
+
+describe("AMDGPU suite: kpack-1 GEMM tiles (f32 MFMA, the FMA path) in the xor1 LDS layout", function()
+  -- test_accel (test_banks_amd_other) proves by interpretation that these tiles' copies and
+  -- reads are at most 2-way (the plain tiles' copies up to 5.33 / 8-way); here: the suite's
+  -- kpack-1 kernels take them, and amd-lds-layout=skew gives the plain tiles back
+  local skew = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+    "rock-gridwise-to-blockwise{amd-lds-layout=skew},", 1)
+  it("every suite GEMM with kpack 1 on gfx90a, gfx942, gfx1100, gfx1030", function()
+    local n = 0
+    for _, c in ipairs(C.GEMMS) do
+      local p = compile(c)
+      for _, t in ipairs(C.TARGETS) do
+        for _, k in ipairs(p:kernels(t)) do
+          if k.kind == "gemm" and k.perf_config:match(",1$") then
+            n = n + 1
+            assert.are.equal("xor1", k.amd_lds_layout, t .. " " .. k.name .. " " .. k.perf_config)
+          end
+        end
+      end
+    end
+    assert.is_true(n >= 20, "kpack-1 suite GEMMs: " .. n)
+    local c
+    for _, x in ipairs(C.GEMMS) do if x[1] == "gemm_f32_4096" then c = x end end
+    local q = kiln.compile(c[3](kiln), { targets = { "gfx942", "gfx1030" }, cache = false, pipeline = skew })
+    for _, t in ipairs { "gfx942", "gfx1030" } do assert.are.equal("", q:kernels(t)[1].amd_lds_layout, t) end
+  end)
 end)
 
 describe("AMDGPU suite: no scratch, no spills at every heuristic choice (every kernel)", function()
