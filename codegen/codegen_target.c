@@ -20,6 +20,7 @@
 
 #include "codegen/lane_casts.h"
 #include "codegen/store_runs.h"
+#include "codegen/wide_private.h"
 #include "core/arena.h"
 
 static double now_ms(void) {
@@ -428,6 +429,8 @@ static kl_status begin_emit(emit_state *s, LLVMModuleRef m, const char *target, 
   s->clone = s->in_place ? m : LLVMCloneModule(m);
   if (prepare_module(s->clone, t, s->tm, err, errlen) != KL_OK) goto fail;
   if (t->desc->arch == KL_ARCH_AMDGPU && check_amdgpu_intrinsics(s->clone, t->name, err, errlen) != KL_OK) goto fail;
+  /* InstCombine is slow on the insert chains of wide private vectors (wide_private.h) */
+  if (optimize) kl_llvm_scalarize_wide_private(s->clone, 32);
   if (optimize && kl_codegen_optimize(s->clone, s->tm, level, err, errlen) != KL_OK) goto fail;
   /* the NVPTX selector is slow on lanes of vector casts (lane_casts.h) and on long runs of
    * stores (store_runs.h: after the load-store vectorizer, whose chains the barriers end) */

@@ -363,6 +363,7 @@ struct kl_pass_manager {
   pm_entry *entries;
   int n, cap;
   bool verify;
+  bool env_print; /* KILN_PRINT_IR_AFTER dumps (kl_pass_manager_set_env_print) */
   const char *print_which;
   kl_ir_callback ir_cb;
   void *ir_user;
@@ -377,6 +378,7 @@ kl_pass_manager *kl_pass_manager_create(kl_ctx *ctx) {
   kl_pass_manager *pm = kl_xcalloc(1, sizeof *pm);
   pm->ctx = ctx;
   pm->verify = true;
+  pm->env_print = true;
   kl_arena_init(&pm->arena);
   return pm;
 }
@@ -501,6 +503,7 @@ void kl_pass_manager_print_ir_after(kl_pass_manager *pm, const char *which, kl_i
   pm->ir_user = user;
 }
 void kl_pass_manager_set_verify(kl_pass_manager *pm, bool on) { pm->verify = on; }
+void kl_pass_manager_set_env_print(kl_pass_manager *pm, bool on) { pm->env_print = on; }
 void kl_pass_manager_observe(kl_pass_manager *pm, kl_pass_observer fn, void *user) {
   pm->observer = fn;
   pm->observer_user = user;
@@ -642,7 +645,7 @@ static kl_status verify_module(kl_pass_manager *pm, kl_op *module, const char *a
 kl_status kl_pass_manager_run(kl_pass_manager *pm, kl_op *module) {
   pm->ntimes = 0;
   pm->verify_ms = 0;
-  const char *env = getenv("KILN_PRINT_IR_AFTER");
+  const char *env = pm->env_print ? getenv("KILN_PRINT_IR_AFTER") : NULL;
   if (env && !*env) env = NULL;
   if (env) check_env_selection(pm->ctx, env);
   if (pm->verify && verify_module(pm, module, NULL) != KL_OK) return KL_ERR;

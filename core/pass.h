@@ -76,6 +76,10 @@ void kl_pass_manager_add_callback(kl_pass_manager *pm, const char *name, kl_pass
 /* which: NULL = none, "all", or a comma-separated list of pass names. */
 void kl_pass_manager_print_ir_after(kl_pass_manager *pm, const char *which, kl_ir_callback cb, void *user);
 void kl_pass_manager_set_verify(kl_pass_manager *pm, bool on);
+/* Whether a run dumps the IR after the passes KILN_PRINT_IR_AFTER names to stderr (on by
+ * default; off for a run that repeats one already dumped, like the compile driver's lazy
+ * IR snapshots). */
+void kl_pass_manager_set_env_print(kl_pass_manager *pm, bool on);
 /* fn(module, entry name, user) after each entry (see the contract); NULL: none. */
 void kl_pass_manager_observe(kl_pass_manager *pm, kl_pass_observer fn, void *user);
 /* Sets option `option` of every entry of pass `pass` added so far that did not give it

@@ -47,13 +47,22 @@ typedef struct variant {
   kl_binary *bins;
   kl_binary_info *bin_info;
   unsigned load_flags; /* KL_LOAD_TRUSTED for binaries compiled here; 0 from a bundle */
+  /* The IR snapshots: taken during the compile where a callback or a pass may see the IR
+   * (on_ir, ir_in_context) or KILN_DEBUG's remarks are on, else on the first read
+   * (ensure_snapshots: pm re-run on a clone of source). */
+  kl_pass_manager *pm; /* the pipeline as it ran (options set), until the lazy snapshots are taken */
+  kl_op *source;       /* the graph as compiled (a clone of its own), until then; NULL: taken, or none kept */
   int nsnap;
   kl_snapshot *snaps; /* module text after each pass */
   int nfsnap;
   struct fsnap {
     const char *pass, *func;
     char *text;
-  } * fsnaps; /* each function after each pass */
+  } * fsnaps; /* each function after each pass (until take_kernel_snaps) */
+  struct ksnaps {
+    int n;
+    kl_snapshot *ir;
+  } * kir; /* per kernel: its IR after each pass that had it */
   loaded *loads;
   const char *tuned; /* rock-gemm-to-gridwise's tuned option ("" none) */
   kl_plan_tmas *tma; /* per kernel, its tensor-map parameters (plan_exec.h); NULL when no kernel has any */
@@ -199,9 +208,10 @@ static void variant_free(variant *v) {
   }
   for (int i = 0; i < v->nkernels; i++) {
     kl_kernel_info *k = &v->kernels[i];
-    for (int j = 0; j < k->nsnapshots; j++) /* an unchanged snapshot shares the text before it */
-      if (!j || k->ir[j].text != k->ir[j - 1].text) free(k->ir[j].text);
-    free(k->ir);
+    struct ksnaps *ks = v->kir ? &v->kir[i] : NULL;
+    for (int j = 0; ks && j < ks->n; j++) /* an unchanged snapshot shares the text before it */
+      if (!j || ks->ir[j].text != ks->ir[j - 1].text) free(ks->ir[j].text);
+    if (ks) free(ks->ir);
     free(k->llvm_ir);
     free(k->llvm_bc);
     free(k->accesses);
@@ -214,6 +224,8 @@ static void variant_free(variant *v) {
     if (!i || v->snaps[i].text != v->snaps[i - 1].text) free(v->snaps[i].text);
   for (int i = 0; i < v->nfsnap; i++) free(v->fsnaps[i].text);
   free(v->fsnaps);
+  free(v->kir);
+  kl_pass_manager_destroy(v->pm);
   free(v->kernels);
   free(v->tma);
   free(v->persistent);
@@ -239,10 +251,14 @@ void kl_program_release(kl_program *p) {
 /* ---- the pipeline with snapshots ----
  * One pass manager per variant, parsed from the whole pipeline string (core/pass.c);
  * its after-pass observer keeps the module text (and every function's) after each
- * pass, once verified, and hands it to on_ir when print_ir_after names the pass. */
+ * pass, once verified, and hands it to on_ir when print_ir_after names the pass.
+ * Printing them costs about as much as the passes: where nothing can watch the IR as it
+ * is made, the compile keeps the pass manager and a clone of the graph instead and the
+ * snapshots come from running them again when first read (ensure_snapshots; C passes
+ * are deterministic, the contract of program.h). */
 typedef struct snap_ctx {
   variant *v;
-  const kl_compile_opts *opts;
+  const kl_compile_opts *opts; /* NULL: the lazy re-run (no on_ir) */
 } snap_ctx;
 
 /* A printed text trimmed to its length (kl_sb_take leaves up to twice that allocated). */
@@ -255,7 +271,7 @@ static void snapshot(kl_op *module, const char *pass, void *user) {
   snap_ctx *s = user;
   variant *v = s->v;
   char *text = fit(kl_print_op(module, 0));
-  if (s->opts->on_ir && kl_pass_selected(s->opts->print_ir_after, pass))
+  if (s->opts && s->opts->on_ir && kl_pass_selected(s->opts->print_ir_after, pass))
     s->opts->on_ir(pass, text, s->opts->on_ir_user);
   if (v->nsnap && !strcmp(v->snaps[v->nsnap - 1].text, text)) { /* unchanged: share the text before */
     free(text);
@@ -276,6 +292,13 @@ static void snapshot(kl_op *module, const char *pass, void *user) {
   }
 }
 
+/* Whether the compile takes its IR snapshots as it goes: where on_ir watches, where a pass
+ * may keep the IR it sees (ir_in_context: the Lua binding's passes, which a re-run would
+ * call again), and where KILN_DEBUG's remarks are on (a re-run would print them twice). */
+static bool eager_snapshots(const kl_compile_opts *opts) {
+  return opts->on_ir || opts->ir_in_context || kl_env_debug("fusion") || kl_env_debug("rewrite");
+}
+
 static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err, size_t errlen) {
   kl_ctx *ctx = v->module->ctx;
   kl_pass_manager *pm = kl_pass_manager_create(ctx);
@@ -289,7 +312,7 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
     st = kl_pass_manager_set_option(pm, "split-k-workspace", "perf-config", opts->perf_config);
   if (st == KL_OK && v->tuned && *v->tuned)
     st = kl_pass_manager_set_option(pm, "rock-gemm-to-gridwise", "tuned", v->tuned);
-  kl_pass_manager_observe(pm, snapshot, &sc);
+  if (!v->source) kl_pass_manager_observe(pm, snapshot, &sc);
   if (st == KL_OK) st = kl_pass_manager_run(pm, v->module);
   if (st != KL_OK) {
     char *d = kl_diag_take(ctx);
@@ -298,8 +321,69 @@ static kl_status run_pipeline(variant *v, const kl_compile_opts *opts, char *err
     if (len && err[len - 1] == '\n') err[len - 1] = 0;
     free(d);
   }
-  kl_pass_manager_destroy(pm);
+  if (st == KL_OK && v->source) { /* kept for ensure_snapshots, which must not dump again */
+    kl_pass_manager_set_env_print(pm, false);
+    v->pm = pm;
+  } else
+    kl_pass_manager_destroy(pm);
   return st;
+}
+
+/* Moves the function snapshots of each kernel into v->kir (an unchanged one shares the
+ * text before it) and frees those of other functions. */
+static void take_kernel_snaps(variant *v) {
+  for (int ki = 0; ki < v->nkernels; ki++) {
+    struct ksnaps *ks = &v->kir[ki];
+    for (int s = 0; s < v->nfsnap; s++) {
+      if (!v->fsnaps[s].text || strcmp(v->fsnaps[s].func, v->kernels[ki].name)) continue;
+      char *text = v->fsnaps[s].text;
+      v->fsnaps[s].text = NULL;
+      if (ks->n && !strcmp(ks->ir[ks->n - 1].text, text)) {
+        free(text);
+        text = ks->ir[ks->n - 1].text;
+      }
+      ks->ir = kl_xrealloc(ks->ir, (ks->n + 1) * sizeof *ks->ir);
+      ks->ir[ks->n].pass = v->fsnaps[s].pass;
+      ks->ir[ks->n].text = text;
+      ks->n++;
+    }
+  }
+  for (int s = 0; s < v->nfsnap; s++) free(v->fsnaps[s].text); /* functions that are not kernels */
+  free(v->fsnaps);
+  v->fsnaps = NULL;
+  v->nfsnap = 0;
+}
+
+/* The lazy snapshots of v, taken on the first read: the kept pass manager runs again on a
+ * clone of the source graph, in an IR arena of its own that is dropped afterwards (the
+ * snapshots are text). Needs the context, as the compile did; one reader at a time. */
+static void ensure_snapshots(const variant *cv) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  variant *v = (variant *)cv;
+  if (!v) return;
+  pthread_mutex_lock(&mu);
+  if (v->source && v->pm) {
+    kl_op *src = v->source;
+    v->source = NULL;
+    kl_ctx *ctx = src->ctx;
+    kl_arena ir;
+    kl_arena_init(&ir);
+    kl_arena *prev = kl_ctx_set_ir_arena(ctx, &ir);
+    kl_op *module = kl_module_create(ctx, src->loc);
+    kl_op_set_attr(module, "target", kl_attr_str(ctx, v->target));
+    kl_block_push_op(kl_module_body(module), kl_op_clone(src, NULL));
+    snap_ctx sc = { v, NULL };
+    kl_pass_manager_observe(v->pm, snapshot, &sc);
+    /* it ran once on the same input: a failure here leaves its diagnostics in the context
+     * and the snapshots up to the failing pass */
+    (void)kl_pass_manager_run(v->pm, module);
+    kl_ctx_set_ir_arena(ctx, prev);
+    kl_arena_destroy(&ir);
+    take_kernel_snaps(v);
+    kl_pass_manager_destroy(v->pm);
+    v->pm = NULL;
+  }
+  pthread_mutex_unlock(&mu);
 }
 
 /* ---- kernels, binaries ---- */
@@ -423,6 +507,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
   v->kernels = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->kernels);
   v->bins = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->bins);
   v->bin_info = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->bin_info);
+  v->kir = kl_xcalloc(v->nkernels ? v->nkernels : 1, sizeof *v->kir);
   int ki = 0;
   for (kl_op *o = kl_module_body(v->module)->first; o; o = o->next) {
     if (!kl_is_kernel(o)) continue;
@@ -447,19 +532,6 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->persistent = func_str_of(v->module, k->name, "persistent");
     k->grid_persistent = func_int_of(v->module, k->name, "grid_persistent");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
-    for (int s = 0; s < v->nfsnap; s++) {
-      if (strcmp(v->fsnaps[s].func, k->name)) continue;
-      char *text = v->fsnaps[s].text; /* moved here; unchanged ones share the text before */
-      v->fsnaps[s].text = NULL;
-      if (k->nsnapshots && !strcmp(k->ir[k->nsnapshots - 1].text, text)) {
-        free(text);
-        text = k->ir[k->nsnapshots - 1].text;
-      }
-      k->ir = kl_xrealloc(k->ir, (k->nsnapshots + 1) * sizeof *k->ir);
-      k->ir[k->nsnapshots].pass = v->fsnaps[s].pass;
-      k->ir[k->nsnapshots].text = text;
-      k->nsnapshots++;
-    }
     double t0 = now_ms();
     LLVMContextRef lc = LLVMContextCreate();
     LLVMModuleRef lm;
@@ -491,10 +563,7 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     K->binary_size = v->bins[ki].size;
     ki++;
   }
-  for (int s = 0; s < v->nfsnap; s++) free(v->fsnaps[s].text); /* functions that are not kernels */
-  free(v->fsnaps);
-  v->fsnaps = NULL;
-  v->nfsnap = 0;
+  take_kernel_snaps(v); /* the eager ones (none yet where they are lazy) */
   return build_tma(v, err, errlen);
 }
 
@@ -513,6 +582,7 @@ static kl_status compile_variant(variant *v, kl_op *graph, const kl_compile_opts
   kl_op_set_attr(v->module, "target", kl_attr_str(ctx, v->target));
   v->graph = kl_op_clone(graph, NULL);
   kl_block_push_op(kl_module_body(v->module), v->graph);
+  if (!eager_snapshots(opts)) v->source = kl_op_clone(graph, NULL); /* in the program's IR arena */
   double t0 = now_ms();
   if (run_pipeline(v, opts, err, errlen) != KL_OK) return KL_ERR;
   double t1 = now_ms();
@@ -802,9 +872,18 @@ int kl_program_output_slot(const kl_program *p, const char *t, int i) {
   const variant *v = find_variant(p, t);
   return (v && i >= 0 && i < v->plan.t.noutputs) ? v->plan.t.outputs[i] : -1;
 }
+const kl_snapshot *kl_program_kernel_ir(const kl_program *p, const char *t, int i, int *n) {
+  const variant *v = find_variant(p, t);
+  *n = 0;
+  if (!v || i < 0 || i >= v->nkernels || !v->kir) return NULL;
+  ensure_snapshots(v);
+  *n = v->kir[i].n;
+  return v->kir[i].ir;
+}
 const char *kl_program_ir(const kl_program *p, const char *pass) {
   const variant *v = find_variant(p, NULL);
   if (!v) return NULL;
+  ensure_snapshots(v);
   if (!strncmp(pass, "after:", 6)) pass += 6;
   for (int i = v->nsnap - 1; i >= 0; i--)
     if (!strcmp(v->snaps[i].pass, pass)) return v->snaps[i].text;
@@ -812,6 +891,7 @@ const char *kl_program_ir(const kl_program *p, const char *pass) {
 }
 const char *kl_program_ir_pass(const kl_program *p, int i) {
   const variant *v = find_variant(p, NULL);
+  ensure_snapshots(v);
   return (v && i >= 0 && i < v->nsnap) ? v->snaps[i].pass : NULL;
 }
 size_t kl_program_memory(const kl_program *p) {
@@ -822,8 +902,9 @@ size_t kl_program_memory(const kl_program *p) {
       if (!s || v->snaps[s].text != v->snaps[s - 1].text) n += strlen(v->snaps[s].text) + 1;
     for (int k = 0; k < v->nkernels; k++) {
       const kl_kernel_info *K = &v->kernels[k];
-      for (int s = 0; s < K->nsnapshots; s++)
-        if (!s || K->ir[s].text != K->ir[s - 1].text) n += strlen(K->ir[s].text) + 1;
+      const struct ksnaps *ks = v->kir ? &v->kir[k] : NULL;
+      for (int s = 0; ks && s < ks->n; s++)
+        if (!s || ks->ir[s].text != ks->ir[s - 1].text) n += strlen(ks->ir[s].text) + 1;
       n += (K->llvm_ir ? strlen(K->llvm_ir) + 1 : 0) + K->llvm_bc_size + v->bins[k].size;
     }
   }

@@ -5,7 +5,12 @@
  *    modified), runs the pipeline once per target (module attribute `target`), lowers
  *    every kernel to LLVM IR and emits its binary (host: an ELF relocatable object,
  *    NVPTX: PTX text, AMDGPU: HSACO). It keeps the IR text of every kernel after every
- *    pass, and the whole module after every pass.
+ *    pass, and the whole module after every pass (kl_program_ir, kl_program_kernel_ir):
+ *    taken as the passes run where on_ir is given, with ir_in_context, or with KILN_DEBUG
+ *    remarks on; else on the first read of any of them, by running the same pass pipeline
+ *    (the passes as registered at the compile, with its options) again on a copy of the
+ *    graph kept for that, in an arena dropped afterwards: the compile does not pay for
+ *    printing IR nobody reads.
  *  - A second compile of the same graph text with the same options in the same context
  *    returns the cached program (cache keyed by the graph's printed IR, targets, perf
  *    config, pipeline and the registration of each pass in it: registering a pass again
@@ -115,10 +120,8 @@ typedef struct kl_kernel_info {
   int64_t grid_persistent; /* 1: the launch takes min(grid_size (the tiles), SMs x resident workgroups), else 0 */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
-  int nsnapshots;
-  kl_snapshot *ir; /* this kernel's IR after each pass that had it */
-  char *llvm_ir;   /* the LLVM IR handed to code generation: NULL until kl_program_kernel_llvm_ir prints it */
-  void *llvm_bc;   /* that module as LLVM bitcode until it is printed (what the compile keeps: cheaper) */
+  char *llvm_ir;          /* the LLVM IR handed to code generation: NULL until kl_program_kernel_llvm_ir prints it */
+  void *llvm_bc;          /* that module as LLVM bitcode until it is printed (what the compile keeps: cheaper) */
   size_t llvm_bc_size;
   int naccesses; /* global loads and stores as emitted (driver/kernel_access.h) */
   kl_access_info *accesses;
@@ -153,6 +156,11 @@ const kl_kernel_info *kl_program_kernel(const kl_program *p, const char *target,
  * first call (thread-safe); NULL for a program loaded from a bundle or past the end. */
 const char *kl_program_kernel_llvm_ir(const kl_program *p, const char *target, int i);
 const kl_binary_info *kl_program_binary(const kl_program *p, const char *target, const char *kernel);
+/* Kernel i's IR text after each pass that had it (*n of them, in pipeline order; an
+ * unchanged one shares the text before it); NULL and 0 for a program loaded from a bundle
+ * or past the end. Taken on the first read where the compile kept them lazily (the
+ * contract above); needs the context, like the compile. */
+const kl_snapshot *kl_program_kernel_ir(const kl_program *p, const char *target, int i, int *n);
 /* The host plan of a target (driver/plan.h: the structs of client/kiln_client.h, what
  * bundles carry; binary pointers are the program's, ir is NULL); the calls below read it. */
 const kl_bundle_target *kl_program_plan(const kl_program *p, const char *target);
@@ -166,13 +174,15 @@ const char *kl_program_slot(const kl_program *p, const char *target, int i, cons
 int kl_program_noutputs(const kl_program *p, const char *target);
 int kl_program_output_slot(const kl_program *p, const char *target, int i);
 /* The module text after pass `pass` ("after:rock-align-tiling" or "rock-align-tiling"),
- * for the first target; NULL if that pass did not run. */
+ * for the first target; NULL if that pass did not run (taken on the first read where the
+ * compile kept them lazily, as kl_program_kernel_ir). */
 const char *kl_program_ir(const kl_program *p, const char *pass);
 /* The pass of the i-th IR snapshot of the first target (in pipeline order; NULL past the end). */
 const char *kl_program_ir_pass(const kl_program *p, int i);
 double kl_program_compile_ms(const kl_program *p);
 /* Where compile_ms went, phase i of KL_COMPILE_NPHASES (wall ms summed over the targets;
- * 0 for a program read from the disk cache): "passes" (kiln's pass pipeline with its IR snapshots),
+ * 0 for a program read from the disk cache): "passes" (kiln's pass pipeline, with its IR
+ * snapshots where they are taken as it runs),
  * "plan" (the host plan), "llvm_ir" (lowering the kernels to LLVM IR, kept as bitcode),
  * "llvm_opt" (LLVM's verifier and optimisation pipeline), "llvm_codegen" (LLVM's code
  * generator: instruction selection to PTX / the object). Returns the phase's name, NULL
@@ -206,7 +216,7 @@ const kl_tensor *kl_program_slot_constant(const kl_program *p, const char *targe
 
 /* One target's variant as read from a bundle: the compiled module (already parsed into
  * the loading context and verified), and per kernel its info (strings are copied into
- * the context; ir / llvm_ir / nsnapshots are ignored: a loaded program has no snapshots)
+ * the context; llvm_ir is ignored: a loaded program has no snapshots)
  * and its binary (bytes copied). */
 typedef struct kl_program_part {
   const char *target;

@@ -654,19 +654,36 @@ static void push_amdgpu_stats(lua_State *L, const kl_amdgpu_stats *s) {
   lua_setfield(L, -2, "loop");
 }
 
-/* The kernel table's __index: llvm_ir printed on first use (kl_program_kernel_llvm_ir),
- * then kept in the table; upvalues: the program, the target (or nil), the kernel index. */
+/* The kernel table's __index: llvm_ir printed on first use (kl_program_kernel_llvm_ir) and
+ * ir, the IR snapshots (kl_program_kernel_ir), then kept in the table; upvalues: the
+ * program, the target (or nil), the kernel index. */
 static int kernel_lazy_index(lua_State *L) {
-  if (lua_type(L, 2) != LUA_TSTRING || strcmp(lua_tostring(L, 2), "llvm_ir") != 0) return 0;
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;
+  const char *key = lua_tostring(L, 2);
+  bool llvm = !strcmp(key, "llvm_ir");
+  if (!llvm && strcmp(key, "ir") != 0) return 0;
   lua_pushvalue(L, lua_upvalueindex(1));
   kl_program *p;
   check_prog(L, lua_gettop(L), &p);
-  const char *text = kl_program_kernel_llvm_ir(p, lua_tostring(L, lua_upvalueindex(2)),
-                                               (int)lua_tointeger(L, lua_upvalueindex(3)));
-  if (!text) return 0;
-  lua_pushstring(L, text);
+  const char *t = lua_tostring(L, lua_upvalueindex(2));
+  int i = (int)lua_tointeger(L, lua_upvalueindex(3));
+  if (llvm) {
+    const char *text = kl_program_kernel_llvm_ir(p, t, i);
+    if (!text) return 0;
+    lua_pushstring(L, text);
+  } else { /* ir: {{pass=, text=}...}, the snapshots (taken on the first read where lazy) */
+    int n = 0;
+    const kl_snapshot *ir = kl_program_kernel_ir(p, t, i, &n);
+    lua_createtable(L, n, 0);
+    for (int s = 0; s < n; s++) {
+      lua_createtable(L, 0, 2);
+      kl_lua__set_str(L, "pass", ir[s].pass);
+      kl_lua__set_str(L, "text", ir[s].text);
+      lua_rawseti(L, -2, s + 1);
+    }
+  }
   lua_pushvalue(L, -1);
-  lua_setfield(L, 1, "llvm_ir");
+  lua_setfield(L, 1, key);
   return 1;
 }
 
@@ -749,15 +766,8 @@ static int prog_kernels(lua_State *L) {
       lua_rawseti(L, -2, a + 1);
     }
     lua_setfield(L, -2, "accesses");
-    lua_createtable(L, k->nsnapshots, 0);
-    for (int s = 0; s < k->nsnapshots; s++) {
-      lua_createtable(L, 0, 2);
-      kl_lua__set_str(L, "pass", k->ir[s].pass);
-      kl_lua__set_str(L, "text", k->ir[s].text);
-      lua_rawseti(L, -2, s + 1);
-    }
-    lua_setfield(L, -2, "ir");
-    /* llvm_ir: printed when read (it is large) */
+    /* ir (the IR snapshots) and llvm_ir: made when read (they are large; the compile may
+     * have kept the snapshots lazily, driver/program.h) */
     lua_createtable(L, 0, 1);
     lua_pushvalue(L, 1);
     if (t)

@@ -690,16 +690,13 @@ static kl_value *lds_tile_swz_mn(kl_rewriter *rw, kl_loc loc, const kl_type *ele
 /* The wavefronts of one shared-memory access phase: the most distinct byte addresses of
  * addr[0..n) that fall on one of `slots` banks of `unit` bytes. */
 static int64_t phase_wavefronts(const int64_t *addr, int64_t n, int64_t unit, int64_t slots) {
-  int64_t worst = 0;
-  for (int64_t sl = 0; sl < slots; sl++) {
-    int64_t c = 0;
-    for (int64_t x = 0; x < n; x++) {
-      if ((addr[x] / unit) % slots != sl) continue;
-      bool seen = false;
-      for (int64_t y = 0; y < x; y++) seen |= addr[y] == addr[x];
-      c += !seen;
-    }
-    if (c > worst) worst = c;
+  int64_t count[32] = { 0 }, worst = 0; /* per slot (slots = 128 / unit <= 32); one pass, not one per slot */
+  for (int64_t x = 0; x < n; x++) {
+    bool seen = false;
+    for (int64_t y = 0; y < x && !seen; y++) seen = addr[y] == addr[x];
+    int64_t sl = (addr[x] / unit) % slots;
+    if (seen || sl < 0 || sl >= slots || sl >= 32) continue;
+    if (++count[sl] > worst) worst = count[sl];
   }
   return worst;
 }

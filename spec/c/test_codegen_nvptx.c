@@ -15,6 +15,7 @@
 #include "codegen/codegen_target.h"
 #include "codegen/lane_casts.h"
 #include "codegen/store_runs.h"
+#include "codegen/wide_private.h"
 #include <llvm-c/Analysis.h>
 
 #include "check.h"
@@ -357,6 +358,70 @@ static void test_store_runs(void) {
   group_end("store runs: an empty memory asm after every 16 stores not interrupted by a call; the PTX keeps them all");
 }
 
+/* Kernel `name`: a private [64 x float] filled by one <64 x float> store of an insert chain
+ * (lane i = tid + i), read back by one load whose lanes 3 and 60 are extracted and summed
+ * into out[tid]; with whole_use, that load also goes to out as a whole vector. */
+static void add_wide_private(lk *k, const char *name, bool whole_use) {
+  LLVMTypeRef ps[] = { k->gptr };
+  LLVMValueRef fn = lk_kernel(k, LK_PTX, name, ps, 1, NULL);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(k->ctx), vt = LLVMVectorType(f32, 64);
+  LLVMValueRef buf = LLVMBuildAlloca(k->b, LLVMArrayType2(f32, 64), "");
+  LLVMValueRef t = LLVMBuildUIToFP(k->b, lk_tid(k, false), f32, "");
+  LLVMValueRef v = LLVMGetUndef(vt);
+  for (unsigned i = 0; i < 64; i++)
+    v = LLVMBuildInsertElement(k->b, v, LLVMBuildFAdd(k->b, t, LLVMConstReal(f32, i), ""), LLVMConstInt(k->i32, i, 0),
+                               "");
+  LLVMBuildStore(k->b, v, buf);
+  LLVMValueRef ld = LLVMBuildLoad2(k->b, vt, buf, "");
+  LLVMValueRef a = LLVMBuildExtractElement(k->b, ld, LLVMConstInt(k->i32, 3, 0), "");
+  LLVMValueRef b = LLVMBuildExtractElement(k->b, ld, LLVMConstInt(k->i32, 60, 0), "");
+  LLVMValueRef ix = LLVMBuildZExt(k->b, lk_tid(k, false), k->i64, "");
+  LLVMBuildStore(k->b, LLVMBuildFAdd(k->b, a, b, ""),
+                 LLVMBuildInBoundsGEP2(k->b, f32, LLVMGetParam(fn, 0), &ix, 1, ""));
+  if (whole_use) LLVMBuildStore(k->b, ld, LLVMGetParam(fn, 0));
+  LLVMBuildRetVoid(k->b);
+}
+
+static void test_wide_private(void) {
+  group_begin();
+  lk k;
+  lk_begin(&k, NULL, "wide_mod");
+  add_wide_private(&k, "wide", false);
+  int n = kl_llvm_scalarize_wide_private(k.mod, 32);
+  CHECK(n == 2, "rewrote %d loads and stores, want 2", n);
+  char *msg = NULL;
+  CHECK(!LLVMVerifyModule(k.mod, LLVMReturnStatusAction, &msg), "invalid after the rewrite: %s", msg ? msg : "?");
+  LLVMDisposeMessage(msg);
+  char *text = LLVMPrintModuleToString(k.mod);
+  CHECK(!strstr(text, "<64 x float>") && count(text, "store float") == 65 && count(text, "load float") == 2,
+        "64 scalar stores (and out's), 2 scalar loads, no vector left:\n%s", text);
+  LLVMDisposeMessage(text);
+  CHECK(kl_llvm_scalarize_wide_private(k.mod, 32) == 0, "nothing left to rewrite");
+  lk_end(&k);
+
+  /* a load with a whole-vector user stays (its store still splits); below min_lanes nothing */
+  lk_begin(&k, NULL, "wide_whole");
+  add_wide_private(&k, "wide", true);
+  CHECK(kl_llvm_scalarize_wide_private(k.mod, 65) == 0, "64 lanes are below 65");
+  n = kl_llvm_scalarize_wide_private(k.mod, 32);
+  CHECK(n == 1, "rewrote %d, want 1 (the store)", n);
+  text = LLVMPrintModuleToString(k.mod);
+  CHECK(count(text, "load <64 x float>") == 1, "the vector load stays:\n%s", text);
+  LLVMDisposeMessage(text);
+  lk_end(&k);
+
+  /* through emission: out[tid] = 2 tid + 63 */
+  lk_begin(&k, NULL, "wide_emit");
+  add_wide_private(&k, "wide", false);
+  char *ptx = emit(k.mod, "sm_90a");
+  lk_end(&k);
+  if (ptx) {
+    CHECK(count(ptx, "st.global.f32") + count(ptx, "st.global.b32") == 1 && !strstr(ptx, "local"), "PTX:\n%s", ptx);
+    free(ptx);
+  }
+  group_end("wide private vectors: a <64 x float> store of an insert chain and a load read by lanes go scalar");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   test_vadd();
@@ -366,5 +431,6 @@ int main(void) {
   test_target_table();
   test_lane_casts();
   test_store_runs();
+  test_wide_private();
   return check_summary("test_codegen_nvptx");
 }

@@ -5,6 +5,9 @@
  *    kernel, and a pipeline entry that gives its own perf-config keeps it;
  *  - snapshots come from the pass manager's after-pass observer: one per pass of the
  *    pipeline, in order, and on_ir gets exactly the passes print_ir_after names;
+ *  - without on_ir they are taken when first read, by running the pipeline again: the
+ *    same texts as those taken during the compile, with the perf config and the passes
+ *    as registered when it compiled (a pass registered again later does not run);
  *  - binaries are emitted at compile time and the host binary runs on the host device. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,11 +117,68 @@ static void test_snapshots(kl_op *g) {
   for (int i = 0; i < n && i < nwant; i++)
     CHECK(!strcmp(kl_program_ir_pass(p, i), want[i]), "snapshot %d: %s", i, kl_program_ir_pass(p, i));
   CHECK(kl_program_ir(p, "after:rock-align-tiling") && strstr(kl_program_ir(p, "rock-align-tiling"), "func.func"));
-  const kl_kernel_info *k = kl_program_kernel(p, NULL, 0);
+  int nk = 0;
+  const kl_snapshot *ks = kl_program_kernel_ir(p, NULL, 0, &nk);
   /* graph-partition makes it: every snapshot but fp8-compute's, reduce-split's and split-k-workspace's, the ones
    * before it */
-  CHECK(k && k->nsnapshots == nwant - 3, "%d kernel snapshots", k ? k->nsnapshots : -1);
+  CHECK(ks && nk == nwant - 3 && !strcmp(ks[0].pass, "graph-partition"), "%d kernel snapshots", nk);
+  CHECK(kl_program_kernel_ir(p, NULL, 1, &nk) == NULL && nk == 0, "no kernel 1");
   kl_program_release(p);
+}
+
+/* A pass that fails: registered under a pipeline pass's name after a lazy compile, it must
+ * not run when the snapshots are taken. */
+static kl_status failing_pass(kl_op *module, const kl_pass_options *o, void *user) {
+  (void)o, (void)user;
+  return kl_emit_error(module->ctx, module->loc, "the re-registered pass ran");
+}
+
+/* The snapshots taken on the first read equal those taken as the compile ran. */
+static void test_lazy_snapshots(kl_ctx *ctx, kl_op *g) {
+  char err[2048] = "";
+  ir_log l = { 0 };
+  kl_compile_opts eo = {
+    .perf_config = "v1:16,16,8,16,16,4", .print_ir_after = "all", .on_ir = on_ir, .on_ir_user = &l, .no_cache = true
+  };
+  kl_compile_opts lo = { .perf_config = "v1:16,16,8,16,16,4", .no_cache = true };
+  kl_program *e = kl_compile(g, &eo, err, sizeof err);
+  CHECK(e != NULL, "%s", err);
+  kl_program *lz = kl_compile(g, &lo, err, sizeof err);
+  CHECK(lz != NULL, "%s", err);
+  kl_program *lz2 = kl_compile(g, &lo, err, sizeof err);
+  CHECK(lz2 != NULL, "%s", err);
+  if (!e || !lz || !lz2) return;
+  /* the pipeline's rock-lower-loops replaced by a failing pass: lz's kept pipeline runs the old one */
+  const kl_pass_info *old = kl_lookup_pass(ctx, "rock-lower-loops");
+  kl_pass_info bad = *old;
+  bad.run = failing_pass;
+  kl_register_pass(ctx, &bad);
+  /* kernel snapshots first on lz (they take the module's too), the module's first on lz2 */
+  int ne = 0, nl = 0, nl2 = 0;
+  const kl_snapshot *se = kl_program_kernel_ir(e, NULL, 0, &ne), *sl = kl_program_kernel_ir(lz, NULL, 0, &nl);
+  CHECK(ne > 5 && nl == ne, "kernel snapshots: eager %d, lazy %d", ne, nl);
+  for (int i = 0; i < ne && i < nl; i++)
+    CHECK(!strcmp(se[i].pass, sl[i].pass) && !strcmp(se[i].text, sl[i].text), "kernel snapshot %d (%s) differs", i,
+          se[i].pass);
+  int n = 0;
+  for (; kl_program_ir_pass(e, n); n++) {
+    const char *pass = kl_program_ir_pass(e, n);
+    CHECK(kl_program_ir_pass(lz2, n) && !strcmp(pass, kl_program_ir_pass(lz2, n)), "pass %d: %s", n, pass);
+    CHECK(kl_program_ir(lz2, pass) && !strcmp(kl_program_ir(e, pass), kl_program_ir(lz2, pass)), "module after %s",
+          pass);
+    CHECK(kl_program_ir(lz, pass) && !strcmp(kl_program_ir(e, pass), kl_program_ir(lz, pass)), "module after %s", pass);
+  }
+  CHECK(n > 10 && !kl_program_ir_pass(lz2, n) && !kl_program_ir_pass(lz, n), "%d module snapshots", n);
+  CHECK(kl_program_kernel_ir(lz2, NULL, 0, &nl2) && nl2 == ne, "lz2: %d kernel snapshots", nl2);
+  char *d = kl_diag_take(ctx);
+  CHECK(!*d, "diagnostics: %s", d);
+  free(d);
+  kl_register_pass(ctx, old);
+  /* a compile released before its snapshots were read frees what it kept */
+  kl_program_release(kl_compile(g, &lo, err, sizeof err));
+  kl_program_release(e);
+  kl_program_release(lz);
+  kl_program_release(lz2);
 }
 
 /* the host binary made at compile time runs: a . b against the reference evaluator */
@@ -172,6 +232,9 @@ int main(void) {
   group_begin();
   test_snapshots(g);
   group_end("snapshots from the after-pass observer");
+  group_begin();
+  test_lazy_snapshots(ctx, g);
+  group_end("lazy snapshots equal the eager ones");
   group_begin();
   test_runs(g);
   group_end("the compiled host binary runs");
