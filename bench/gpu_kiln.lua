@@ -541,7 +541,7 @@ end
 -- measured: bench/RESULTS.md), checked within that rule's bound (spec/lua/fp8_wgmma_rule.lua)
 -- and the note says how far over the f32 summation bound it is: kiln.fp8wg one level
 -- (rock-gemm-to-gridwise{fp8-promote=0}: every instruction accumulates onto the running sum),
--- kiln.fp8wg.p128 two levels (fp8-promote=128, the default: the wgmma into a temporary, added
+-- kiln.fp8wg.p128 two levels (fp8-promote=128, opt-in: the wgmma into a temporary, added
 -- to the f32 accumulator every 128 K elements). Variant ID@pN: only the fp8 wgmma with
 -- fp8-promote=N (impl kiln.fp8wg.pN; N = 0: one level).
 function run.qgemm(c)

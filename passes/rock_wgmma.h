@@ -141,9 +141,14 @@
 #include "passes/rock_accel.h"
 
 /* rock-gemm-to-gridwise's fp8-promote default: K elements per promotion interval of the fp8
- * wgmma (4 k32 instructions, as cuBLASLt without its fast-accumulation flag); 0 = one level */
-#define KL_FP8_PROMOTE_DEFAULT     128
-#define KL_FP8_PROMOTE_DEFAULT_STR "128"
+ * wgmma; 0 = one level. Off by default: measured on an H100 (bench/RESULTS.md, session 34),
+ * 8192^3 e4m3fn with fp8-promote=128 ran 385 / 435 TFLOP/s (B [K,N] / [N,K]) against 617 / 758
+ * one level and 390 / 474 for the exact f16 path (gemm-operands=auto): promotion as built
+ * (wait_group 0 every interval, 128x128 tiles) costs what fp8 gains, so a graph that asks for
+ * the fp8 wgmma gets its speed; fp8-promote=128 (as cuBLASLt without its fast-accumulation
+ * flag) trades it for the two-level error bound. */
+#define KL_FP8_PROMOTE_DEFAULT     0
+#define KL_FP8_PROMOTE_DEFAULT_STR "0"
 /* The wgmma descriptor for f16 / bf16 inputs and N (8..256, a multiple of 8), or NULL. */
 const kl_accel_desc *kl_wgmma_desc(const char *in_type, int n);
 /* By instruction name ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), or NULL. */

@@ -402,9 +402,10 @@ describe("fp8 wgmma (sm_90a)", function()
     return g
   end
   if not ptxas then print("nvidia_gemm_spec: fp8 wgmma: ptxas not found, the register / spill checks are skipped") end
-  -- the default fp8-promote (128: two-level accumulation, two accumulators: 128x128x64 tiles)
-  -- and one level (fp8-promote=0: the 128x256x64 tiles)
-  local FP8_1L = FP8:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=0}", 1)
+  -- two-level accumulation (fp8-promote=128, two accumulators: 128x128x64 tiles) and the
+  -- default, one level (fp8-promote=0: the 128x256x64 tiles)
+  local FP8_1L = FP8
+  local FP8_2L = FP8:gsub("rock%-gemm%-to%-gridwise", "rock-gemm-to-gridwise{fp8-promote=128}", 1)
   for _, dt in ipairs { "f8e4m3fn", "f8e5m2" } do
     local cases = {
       { "8192^3", function() return qdot(8192, 8192, 8192, dt) end, "v3:128,128,64,64,128,16", 128 },
@@ -419,7 +420,7 @@ describe("fp8 wgmma (sm_90a)", function()
     }
     for _, c in ipairs(cases) do
       it(dt .. " quant_" .. c[1], function()
-        local p = kiln.compile(c[2](), { target = "sm_90a", cache = false, pipeline = c[4] == 0 and FP8_1L or FP8 })
+        local p = kiln.compile(c[2](), { target = "sm_90a", cache = false, pipeline = c[4] == 0 and FP8_1L or FP8_2L })
         local gemm
         for _, k in ipairs(p:kernels()) do if k.kind == "gemm" then gemm = k end end
         assert.is_truthy(gemm, "a GEMM kernel")

@@ -391,9 +391,9 @@ function M.cases()
           i = i + 1
           local pc = f8cfg[i % #f8cfg + 1]
           local tr = i % 4
-          -- every other case one level (fp8-promote=0), the others the default (two levels, 128)
+          -- every other case one level (fp8-promote=0, the default), the others two levels (128)
           cs[#cs + 1] = qdot("fp8 gemm", s[1], s[2], s[3], dt, tr % 2 == 1, tr >= 2, f8epis[i % #f8epis + 1] or nil,
-                             pc or nil, nil, exact, i, i % 2 == 0 and 0 or nil)
+                             pc or nil, nil, exact, i, i % 2 == 0 and 0 or 128)
         end
       end
     end
