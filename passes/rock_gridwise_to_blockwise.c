@@ -109,7 +109,7 @@ typedef struct {
   bool wg_fence_late; /* wgmma-fence=late: the K loop's proxy fence after the global loads (wg_step) */
   int64_t tma;        /* the option tma: 0 off, 1 auto stages, 3..6 stages (passes/rock_tma.h) */
   int64_t tma_sw;     /* the option tma-swizzle: the widest swizzle in bytes (128, 64, 32), 0 none */
-  int ws;             /* the option ws: 0 off, 1 on, 2 auto (passes/rock_tma.h: warp specialization) */
+  int ws;             /* the option ws: 0 off, 1 on (auto resolved: KL_WS_AUTO; passes/rock_tma.h) */
   int persistent;     /* the option persistent: 0 off, 1 on (auto resolved: KL_PERSIST_AUTO; passes/rock_tma.h) */
 } opts;
 /* The xor1 swizzle of an AMD kpack-1 LDS tile (x1_tile_view): granules of L elements
@@ -2566,6 +2566,18 @@ done:
   return ok;
 }
 
+/* A "0 | 1 | auto" option (ws, persistent): 0 or 1, auto as auto_value; -1 with an error
+ * on the module for anything else. */
+static int opt_01auto(kl_op *module, const kl_pass_options *po, const char *name, int auto_value) {
+  const char *v = kl_pass_opt_string(po, name);
+  if (v && !strcmp(v, "0")) return 0;
+  if (v && !strcmp(v, "1")) return 1;
+  if (v && !strcmp(v, "auto")) return auto_value;
+  kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: %s must be 0, 1 or auto, got %s", name,
+                v ? v : "(none)");
+  return -1;
+}
+
 static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   const char *lay = kl_pass_opt_string(po, "cp-async-layout");
   int li = !lay                ? -1
@@ -2627,22 +2639,9 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
                   (long long)o.amd_loop);
     return KL_ERR;
   }
-  const char *wso = kl_pass_opt_string(po, "ws");
-  o.ws = !wso ? -1 : !strcmp(wso, "0") ? 0 : !strcmp(wso, "1") ? 1 : !strcmp(wso, "auto") ? 2 : -1;
-  if (o.ws < 0) {
-    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: ws must be 0, 1 or auto, got %s",
-                  wso ? wso : "(none)");
-    return KL_ERR;
-  }
-  if (o.ws == 2) o.ws = KL_WS_AUTO;
-  const char *pso = kl_pass_opt_string(po, "persistent");
-  o.persistent = !pso ? -1 : !strcmp(pso, "0") ? 0 : !strcmp(pso, "1") ? 1 : !strcmp(pso, "auto") ? 2 : -1;
-  if (o.persistent < 0) {
-    kl_emit_error(module->ctx, module->loc, "rock-gridwise-to-blockwise: persistent must be 0, 1 or auto, got %s",
-                  pso ? pso : "(none)");
-    return KL_ERR;
-  }
-  if (o.persistent == 2) o.persistent = KL_PERSIST_AUTO;
+  o.ws = opt_01auto(module, po, "ws", KL_WS_AUTO);
+  o.persistent = opt_01auto(module, po, "persistent", KL_PERSIST_AUTO);
+  if (o.ws < 0 || o.persistent < 0) return KL_ERR;
   if (o.tma < 0 || o.tma == 2 || o.tma > TMA_MAX_STAGES) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: tma must be 0 (off), 1 (on, stages by the LDS) or 3..%d (stages), got "

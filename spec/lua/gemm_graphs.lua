@@ -5,7 +5,9 @@
 -- at batch N, f16, plus a residual and a relu; seed_conv() the seed case, conv(512, 2048,
 -- 512, 7); ptxas_v(arch, ptx) the output of `ptxas -arch=arch -v` on the PTX (nil when ptxas
 -- is absent or under the sanitizer pass: ptxas_tool.lua); gtb_pipeline(opts) the default
--- pipeline with rock-gridwise-to-blockwise{opts}; gemm_of(p, target) a program's GEMM kernel.
+-- pipeline with rock-gridwise-to-blockwise{opts}; gtb_extra(pl, extra) the pipeline pl (nil:
+-- the default) with extra ("name=value") added to its rock-gridwise-to-blockwise options, pl
+-- itself where it names that option already; gemm_of(p, target) a program's GEMM kernel.
 -- scripts/test's sanitizer pass (KILN_SPEC_SANITIZED=1) looks for memory errors in the
 -- library, which the small cases and a sample of long lists of like cases find as well as
 -- all of them: sanitized(what) true (and says so) under it, for the large-kernel checks the
@@ -42,6 +44,13 @@ function M.gtb_pipeline(opts)
                                               "rock-gridwise-to-blockwise{" .. opts .. "},", 1)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
   return pl
+end
+function M.gtb_extra(pl, extra)
+  pl = pl or kiln.default_pipeline()
+  if pl:find(extra:match("^[%w%-]+=") or extra, 1, true) then return pl end
+  local out, n = pl:gsub("rock%-gridwise%-to%-blockwise{([^}]*)}", "rock-gridwise-to-blockwise{%1," .. extra .. "}", 1)
+  if n == 0 then out = pl:gsub("rock%-gridwise%-to%-blockwise,", "rock-gridwise-to-blockwise{" .. extra .. "},", 1) end
+  return out
 end
 function M.gemm_of(p, target)
   for _, k in ipairs(p:kernels(target)) do if k.kind == "gemm" then return k end end

@@ -13,6 +13,7 @@
 --   local T = require "tma_cases"; for _, c in ipairs(T.cases()) do T.run(c, dev) end
 local kiln = require "kiln"
 local gen = require "fused_gen"
+local G = require "gemm_graphs"
 local M = {}
 
 M.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{tma=1},", 1)
@@ -24,14 +25,7 @@ M.pipeline_nosw = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,
 -- cases (scripts/gpu_suite.lua sets "persistent=1" under KILN_SUITE_PERSISTENT=1: the whole
 -- section with persistent tiles forced on)
 M.extra = nil
-local function with_extra(pl) -- (a pipeline that names the option already keeps it)
-  if not M.extra then return pl end
-  pl = pl or kiln.default_pipeline()
-  if pl:find(M.extra:match("^[%w%-]+=") or M.extra, 1, true) then return pl end
-  local out, n = pl:gsub("rock%-gridwise%-to%-blockwise{([^}]*)}", "rock-gridwise-to-blockwise{%1," .. M.extra .. "}", 1)
-  if n == 0 then out = pl:gsub("rock%-gridwise%-to%-blockwise,", "rock-gridwise-to-blockwise{" .. M.extra .. "},", 1) end
-  return out
-end
+local function with_extra(pl) return M.extra and G.gtb_extra(pl, M.extra) or pl end -- (gemm_graphs.gtb_extra)
 
 local function R(shape, dt) return kiln.rand(shape, dt, { dist = "normal" }) end
 

@@ -25,6 +25,7 @@
 --   local W = require "wgmma_cases"; for _, c in ipairs(W.cases()) do W.run(c, dev) end
 local kiln = require "kiln"
 local gen = require "fused_gen"
+local G = require "gemm_graphs"
 local RULE = require "fp8_wgmma_rule"
 local M = {}
 
@@ -36,14 +37,7 @@ M.fp8_wgmma_pipeline = M.pipeline:gsub("fp8%-compute", "fp8-compute{gemm-operand
 -- cases (scripts/gpu_suite.lua sets "persistent=1" under KILN_SUITE_PERSISTENT=1: the whole
 -- section with persistent tiles forced on)
 M.extra = nil
-local function with_extra(pl) -- (a pipeline that names the option already keeps it)
-  if not M.extra then return pl end
-  pl = pl or kiln.default_pipeline()
-  if pl:find(M.extra:match("^[%w%-]+=") or M.extra, 1, true) then return pl end
-  local out, n = pl:gsub("rock%-gridwise%-to%-blockwise{([^}]*)}", "rock-gridwise-to-blockwise{%1," .. M.extra .. "}", 1)
-  if n == 0 then out = pl:gsub("rock%-gridwise%-to%-blockwise,", "rock-gridwise-to-blockwise{" .. M.extra .. "},", 1) end
-  return out
-end
+local function with_extra(pl) return M.extra and G.gtb_extra(pl, M.extra) or pl end -- (gemm_graphs.gtb_extra)
 -- pipeline with rock-gemm-to-gridwise's fp8-promote set to P (K elements per promotion
 -- interval of the fp8 wgmma, 0: one level)
 function M.with_promote(pl, P)
