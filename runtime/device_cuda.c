@@ -522,13 +522,6 @@ static kl_status cuda_stream_wait_event(kl_device *dev, void *stream, void *even
   return KL_OK;
 }
 
-/* CUtensorMap of a tiled 16-bit tensor (kl_device_tensor_map): data type FLOAT16 (6) or
- * BFLOAT16 (9), element strides 1, INTERLEAVE_NONE, SWIZZLE_NONE / 32B / 64B / 128B (0..3),
- * L2_PROMOTION_L2_128B (2), FLOAT_OOB_FILL_NONE (zeros). Host-side only: no context work.
- * The arguments are checked here first (a located error instead of the driver's bare
- * CUDA_ERROR_INVALID_VALUE): rank 1..5, base 16-byte aligned, dims in [1, 2^32], strides
- * multiples of 16 below 2^40, box in [1, 256] with box[0] * 2 a multiple of 16 and at most
- * the swizzle span. */
 /* kl_device_resident_per_cu: the driver's occupancy of the kernel (its dynamic shared memory
  * limit raised first, as cuda_launch does: the occupancy of a kernel whose limit is below the
  * bytes asked is 0); 0 where it cannot say. The last answer is kept per kernel. */
@@ -550,6 +543,13 @@ static int cuda_resident(kl_device *dev, void *kernel, uint32_t block, size_t sh
   return n;
 }
 
+/* CUtensorMap of a tiled 16-bit tensor (kl_device_tensor_map): data type FLOAT16 (6) or
+ * BFLOAT16 (9), element strides 1, INTERLEAVE_NONE, SWIZZLE_NONE / 32B / 64B / 128B (0..3),
+ * L2_PROMOTION_L2_128B (2), FLOAT_OOB_FILL_NONE (zeros). Host-side only: no context work.
+ * The arguments are checked here first (a located error instead of the driver's bare
+ * CUDA_ERROR_INVALID_VALUE): rank 1..5, base 16-byte aligned, dims in [1, 2^32], strides
+ * multiples of 16 below 2^40, box in [1, 256] with box[0] * 2 a multiple of 16 and at most
+ * the swizzle span. */
 static kl_status cuda_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out) {
   if (!g_cu.cuTensorMapEncodeTiled)
     return kl_device_set_error(dev, "cuda: the driver has no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)");
