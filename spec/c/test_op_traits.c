@@ -95,7 +95,7 @@ static void test_rock_levels(void) {
     CHECK(d->levels == (KL_LEVEL_KERNEL | (in_list(d->name, loop) ? KL_LEVEL_LOOP : 0)), "%s levels %u", d->name,
           d->levels);
   }
-  CHECK(nrock == 35, "%d rock ops", nrock);
+  CHECK(nrock == 36, "%d rock ops", nrock);
   /* builtin ops are legal everywhere */
   const kl_opdef *addf = kl_lookup_op(ctx, "arith.addf"), *fn = kl_lookup_op(ctx, "func.func");
   CHECK(addf && addf->levels == 0 && fn && fn->levels == 0);
