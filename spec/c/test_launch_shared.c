@@ -177,24 +177,29 @@ static kl_op *gemm_bt(kl_ctx *ctx, int64_t M, int64_t N, int64_t K) {
   return g;
 }
 
-static void run_paths(kl_ctx *ctx, int stages, bool want_dynamic) {
-  (void)ctx;
-  char err[4096] = "", pl[2048];
+/* kl_compile of g for one target with the default pipeline's rock-gridwise-to-blockwise
+ * given the options gtb_opts, the perf config perf, no cache; NULL (checked) on failure. */
+static kl_program *compile_gtb(kl_op *g, const char *gtb_opts, const char *target, const char *perf, char *err,
+                               size_t errlen) {
+  char pl[2048];
   const char *def = kl_default_pipeline();
   const char *at = strstr(def, "rock-gridwise-to-blockwise");
   const char *end = at ? strchr(at, ',') : NULL;
   CHECK(at && end);
-  if (!at || !end) return;
-  /* kgroup stages (the xor default fits 3 stages in 48 KiB) */
-  snprintf(pl, sizeof pl, "%.*srock-gridwise-to-blockwise{cp-async=%d,cp-async-layout=kgroup}%s", (int)(at - def), def,
-           stages, end);
-  kl_op *g = gemm_bt(ctx, 128, 128, 256);
-  const char *targets[] = { "sm_90" };
-  kl_compile_opts o = {
-    .targets = targets, .ntargets = 1, .pipeline = pl, .perf_config = "v2:128,128,32,64,64,8", .no_cache = true
-  };
-  kl_program *p = kl_compile(g, &o, err, sizeof err);
+  if (!at || !end) return NULL;
+  snprintf(pl, sizeof pl, "%.*srock-gridwise-to-blockwise{%s}%s", (int)(at - def), def, gtb_opts, end);
+  const char *targets[] = { target };
+  kl_compile_opts o = { .targets = targets, .ntargets = 1, .pipeline = pl, .perf_config = perf, .no_cache = true };
+  kl_program *p = kl_compile(g, &o, err, errlen);
   CHECK(p != NULL, "compile: %s", err);
+  return p;
+}
+
+static void run_paths(kl_ctx *ctx, int stages, bool want_dynamic) {
+  char err[4096] = "", opts[64];
+  /* kgroup stages (the xor default fits 3 stages in 48 KiB) */
+  snprintf(opts, sizeof opts, "cp-async=%d,cp-async-layout=kgroup", stages);
+  kl_program *p = compile_gtb(gemm_bt(ctx, 128, 128, 256), opts, "sm_90", "v2:128,128,32,64,64,8", err, sizeof err);
   if (!p) return;
   const kl_kernel_info *k = kl_program_kernel(p, "sm_90", 0);
   CHECK(k && k->pipeline_stages == stages, "stages %lld", k ? (long long)k->pipeline_stages : -1LL);
@@ -242,20 +247,9 @@ static void run_paths(kl_ctx *ctx, int stages, bool want_dynamic) {
  * SMs and its resident answer; the 4096x2048x256 f16 GEMM at 128x256x64 (256 tiles) for sm_90a
  * with persistent=1; a plain kernel keeps its grid. */
 static void run_persistent(kl_ctx *ctx, bool persistent, int resident, uint32_t want_grid) {
-  char err[4096] = "", pl[2048];
-  const char *def = kl_default_pipeline();
-  const char *at = strstr(def, "rock-gridwise-to-blockwise");
-  const char *end = at ? strchr(at, ',') : NULL;
-  CHECK(at && end);
-  if (!at || !end) return;
-  snprintf(pl, sizeof pl, "%.*srock-gridwise-to-blockwise{persistent=%d}%s", (int)(at - def), def, persistent, end);
-  kl_op *g = gemm_bt(ctx, 4096, 2048, 256);
-  const char *targets[] = { "sm_90a" };
-  kl_compile_opts o = {
-    .targets = targets, .ntargets = 1, .pipeline = pl, .perf_config = "v3:128,256,64,64,256,8", .no_cache = true
-  };
-  kl_program *p = kl_compile(g, &o, err, sizeof err);
-  CHECK(p != NULL, "compile: %s", err);
+  char err[4096] = "";
+  kl_program *p = compile_gtb(gemm_bt(ctx, 4096, 2048, 256), persistent ? "persistent=1" : "persistent=0", "sm_90a",
+                              "v3:128,256,64,64,256,8", err, sizeof err);
   if (!p) return;
   const kl_kernel_info *k = kl_program_kernel(p, "sm_90a", 0);
   CHECK(k && k->grid_size == 256 && k->grid_persistent == persistent, "grid %lld, grid_persistent %lld",
