@@ -788,23 +788,29 @@ local function kpack8(perf)
   if tonumber(mb) == 32 and tonumber(nb) == 32 and kb == 16 then kb = 32 end
   return ("v1:%s,%s,%d,%s,%s,8"):format(mb, nb, kb, mt, nt)
 end
+-- case c compiled with rock-gridwise-to-blockwise{opts} and perf config perf, its GEMM in the
+-- LDS layout want, run on the device against g:eval: counted, a failure named c.name .. tag
+local function amd_layout_case(c, opts, perf, want, tag)
+  local ok, err = pcall(function()
+    local pl = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,", "rock-gridwise-to-blockwise{" .. opts .. "},", 1)
+    local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = pl, perf_config = perf })
+    local k
+    for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+    if not k or k.amd_lds_layout ~= want then error("no GEMM kernel in the " .. want .. " LDS layout", 0) end
+    local got, ref = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
+    local good, rep = CPA.check(got, ref, c.dtype)
+    if not good then error(tostring(rep and rep.summary or rep), 0) end
+  end)
+  if ok then pass = pass + 1 else
+    fail = fail + 1
+    failures[#failures + 1] = c.name .. tag .. ": " .. tostring(err)
+  end
+  return ok
+end
 for _, c in ipairs(CPA.cases()) do
   for _, loop in ipairs { 1, 2 } do
-    local ok, err = pcall(function()
-      local pl = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-        "rock-gridwise-to-blockwise{amd-k-loop=" .. loop .. " amd-lds-layout=xor},", 1)
-      local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = pl, perf_config = kpack8(c.host_perf) })
-      local k
-      for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
-      if not k or k.amd_lds_layout ~= "xor" then error("no GEMM kernel in the xor LDS layout", 0) end
-      local got, want = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
-      local good, rep = CPA.check(got, want, c.dtype)
-      if not good then error(tostring(rep and rep.summary or rep), 0) end
-    end)
-    if ok then pass = pass + 1 else
-      fail = fail + 1
-      failures[#failures + 1] = c.name .. " amd-k-loop=" .. loop .. " xor: " .. tostring(err)
-    end
+    amd_layout_case(c, "amd-k-loop=" .. loop .. " amd-lds-layout=xor", kpack8(c.host_perf), "xor",
+                    " amd-k-loop=" .. loop .. " xor")
   end
 end
 -- the kpack-1 xor1 LDS tiles (AMD's f32 MFMA and FMA-path layout: each K row's granules
@@ -821,21 +827,8 @@ local function gpu1(perf)
 end
 local nx1 = 0
 for _, c in ipairs(CPA.cases()) do
-  local ok, err = pcall(function()
-    local pl = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-      "rock-gridwise-to-blockwise{amd-lds-layout=xor},", 1)
-    local p = kiln.compile(c.g, { target = dev.arch, cache = false, pipeline = pl, perf_config = gpu1(c.host_perf) })
-    local k
-    for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
-    if not k or k.amd_lds_layout ~= "xor1" then error("no GEMM kernel in the xor1 LDS layout", 0) end
-    local got, want = p:run(c.inputs, { device = dev }), c.g:eval(c.inputs)
-    local good, rep = CPA.check(got, want, c.dtype)
-    if not good then error(tostring(rep and rep.summary or rep), 0) end
-  end)
-  if ok then pass, nx1 = pass + 1, nx1 + 1 else
-    fail = fail + 1
-    failures[#failures + 1] = c.name .. " " .. gpu1(c.host_perf) .. " xor1: " .. tostring(err)
-  end
+  local perf = gpu1(c.host_perf)
+  if amd_layout_case(c, "amd-lds-layout=xor", perf, "xor1", " " .. perf .. " xor1") then nx1 = nx1 + 1 end
 end
 print(("amdloop: %d GEMMs on the kpack-1 xor1 LDS tiles against g:eval"):format(nx1))
 end
