@@ -20,12 +20,13 @@
  *     (wgmma.mma_async k32 e4m3 / e5m2, passes/rock_wgmma.h), elsewhere the GEMM reads fp8
  *     and converts after its LDS / register tiles (how the host runs the fp8 GEMM IR in the
  *     specs). The fp8 wgmma is opt-in because its accumulation is not f32: measured on an
- *     H100, each k32 instruction aligns its addends (the 32 products and the f32
- *     accumulator) to the largest one's exponent emax and drops their bits below
- *     2^(emax - 13) (truncation toward zero), so it is outside the f32 summation bound
- *     (docs/ARCHITECTURE.md, bench/fp8_accum_probe.lua); the f16 path is exact. By default
- *     the fp8 wgmma accumulates in two levels (rock-gemm-to-gridwise's fp8-promote: an f32
- *     add every 128 K elements), whose bound is still not the f32 one: auto stays f16.
+ *     H100 and an H200, each k32 instruction aligns its addends (the 32 products and the
+ *     f32 accumulator) to the largest one's exponent emax, drops their bits below
+ *     2^(emax - 13) and truncates their sum to 14 significant bits (toward zero), so it is
+ *     outside the f32 summation bound (docs/ARCHITECTURE.md, bench/fp8_accum_probe.lua,
+ *     bench/fp8_promote_probe.lua); the f16 path is exact. Two-level accumulation
+ *     (rock-gemm-to-gridwise's fp8-promote=N: an f32 add every N K elements; default 0, one
+ *     level) narrows the error, but its bound is still not the f32 one: auto stays f16.
  * Every convert is a graph.convert, so graph-partition fuses them with their neighbours
  * as any element-wise op (the operand converts of a GEMM are separate element-wise
  * kernels that write the f16 copies). The reference evaluator computes on the fp8

@@ -1,5 +1,5 @@
 -- fp8_wgmma_rule.lua — the accumulation of Hopper's fp8 wgmma (wgmma.mma_async m64nNk32
--- .f32.e4m3 / .e5m2), as measured on an H100 (2026-12-06, bench/fp8_accum_probe.lua:
+-- .f32.e4m3 / .e5m2), as measured on an H100 and an H200 (2026-12-06, bench/fp8_accum_probe.lua:
 -- C = A @ ones, rows of A built to show the kept bits; bench/RESULTS.md):
 --   1 + 2^-s in one k32 instruction            exact for s <= 13, 2^-s dropped for s >= 14
 --   [1 in step 1] + [2^-s in step 2]            the same: the f32 accumulator is an addend too
@@ -9,13 +9,20 @@
 --   31 x 2^-14 + 1 in one instruction           exactly 1: per-addend truncation, no wide sum
 -- The rule (M.instr): one k32 instruction has 33 addends, the f32 accumulator and its 32
 -- products (exact: an fp8 product has at most 8 significant bits). emax = the largest
--- exponent (floor(log2 |x|)) among the nonzero addends and the instruction's exact result
--- (the GPU suite's random cases showed it: 257x129x16 e4m3fn, products up to 1.75, result
--- 5.59: 3 x 2^-13 lost, exactly the remainders below 2^(2 - 13); e5m2, products up to 3.06,
--- result -9.16: 0.75 x 2^-10 lost, 2^(3 - 13)); every addend is truncated toward
--- zero to a multiple of q = 2^(emax - 13); the truncated addends are summed exactly (the
--- sum of 33 multiples of q below 2^(emax + 1) in magnitude has at most 20 significant bits:
--- exact in f32) and that is the new accumulator. The f16 path (fp8 -> f16, exact; f32 MMA
+-- alignment exponent among the nonzero addends: the accumulator's own exponent
+-- (floor(log2 |acc|)), a product's e_a + e_b, the sum of its operands' stored exponents
+-- (M.align_exponent: one below the product's own exponent where the significands' product
+-- m_a m_b is >= 2). Every addend is truncated toward zero to a multiple of q = 2^(emax - 13);
+-- the truncated addends are summed exactly (33 multiples of q below 2^(emax + 2) in magnitude:
+-- at most 21 significant bits, exact in f32), and that sum S is truncated toward zero to 14
+-- significant bits (a multiple of 2^(floor(log2 |S|) - 13)): the new accumulator.
+-- Measured on an H200 (2026-12-06, bench/fp8_promote_probe.lua: 64x64xK GEMMs, K 20 / 32 /
+-- 64, e4m3fn and e5m2, both B layouts, with and without a residual, one and two levels, 4
+-- trials of fresh random-normal inputs, 10656 sampled elements): this rule reproduces every
+-- element bit for bit; the earlier form (the exact result's exponent counted in emax, a
+-- product aligned at its own exponent) reproduced 9172 and lost up to 6.95x its bound. The
+-- probe rows above cannot tell the two apart (their sums stay within the leading addend's
+-- binade and their products' m_a m_b are < 2). The f16 path (fp8 -> f16, exact; f32 MMA
 -- accumulation) is within the f32 summation bound; this is why fp8-compute's
 -- gemm-operands=auto takes f16 and the fp8 wgmma is the opt-in gemm-operands=fp8.
 --
@@ -30,7 +37,9 @@
 --                         the bound so far); the accumulator loses < min(|P| + err, q), each
 --                         product loses (|p| mod q) (exactly that for the true q; the true q
 --                         is a power of two <= the bound's, and (|p| mod q') <= (|p| mod q)
---                         for q' <= q)
+--                         for q' <= q), and the sum S's truncation to 14 bits less than
+--                         2^(E' - 13) <= q, E' the exponent of |P + sum p_i| + err + the
+--                         addends' losses (>= |S|)
 --   M.ninstr(K, pc)       the number of k32 instructions of a GEMM of K with perf config pc
 --   M.emulate / M.bound take opts {promote = k32 instructions per promotion interval (two
 --                         levels: each interval from a zero accumulator, then an f32 add),
@@ -44,7 +53,7 @@
 --                         K max|p| < 2^14 g, so emax - 13 <= log2 g: nothing is dropped)
 local M = {}
 
-M.KEEP = 13 -- bits kept below the leading bit of the largest addend or of the result
+M.KEEP = 13 -- bits kept below the leading bit of the largest addend and of the sum
 
 -- floor(log2 |x|) of a nonzero finite x, exact
 function M.exponent(x)
@@ -64,12 +73,12 @@ end
 function M.f32(x) return (string.unpack("f", string.pack("f", x))) end
 
 -- The alignment exponent of the product a * b of two fp8 values of format fmt ("f8e4m3fn",
--- "f8e5m2"), or nil when it is 0. The stored-exponent model of subnormal operands (the
--- e4m3fn probe rows, B = 2^-8 subnormal: two bits fewer): each operand is m 2^e with e its
--- stored exponent, a subnormal at the format's minimum normal exponent (e4m3fn -6, e5m2 -14)
--- with m < 1, a normal one with 1 <= m < 2; the product aligns as
--- e_a + e_b + (1 if m_a m_b >= 2); for normal operands that is floor(log2 |a b|), the measured
--- rule; a subnormal operand makes it larger than the product's own exponent.
+-- "f8e5m2"), or nil when it is 0: e_a + e_b, each operand m 2^e with e its stored exponent,
+-- a subnormal at the format's minimum normal exponent (e4m3fn -6, e5m2 -14) with m < 1, a
+-- normal one with 1 <= m < 2. For normal operands that is floor(log2 |a b|), or one less
+-- where m_a m_b >= 2 (the H200's random-normal elements: 10656 of 10656 with it); a subnormal
+-- operand makes it larger than the product's own exponent (the e4m3fn probe rows, B = 2^-8
+-- subnormal: two bits fewer).
 M.EMIN = { f8e4m3fn = -6, f8e5m2 = -14 }
 function M.align_exponent(a, b, fmt)
   if a == 0 or b == 0 then return nil end
@@ -77,29 +86,23 @@ function M.align_exponent(a, b, fmt)
   local function split(x)
     local e = M.exponent(x)
     if e < emin then e = emin end
-    return e, math.abs(x) / 2.0 ^ e
+    return e
   end
-  local ea, ma = split(a)
-  local eb, mb = split(b)
-  return ea + eb + (ma * mb >= 2 and 1 or 0)
+  return split(a) + split(b)
 end
 
--- The emax of one instruction (nil: every addend 0): the largest exponent among the nonzero
--- addends (products at ex[i] when given: M.align_exponent) and the exact result.
+-- The emax of one instruction (nil: every addend 0): the largest alignment exponent among
+-- the nonzero addends (the accumulator's own exponent, products at ex[i] when given:
+-- M.align_exponent, else their own).
 local function instr_emax(acc, p, i0, ex)
-  local e, sum = nil, acc
+  local e = nil
   if acc ~= 0 then e = M.exponent(acc) end
   for i = i0, i0 + 31 do
     local v = p[i]
     if v and v ~= 0 then
       local x = ex and ex[i] or M.exponent(v)
       if not e or x > e then e = x end
-      sum = sum + v
     end
-  end
-  if sum ~= 0 then
-    local x = M.exponent(sum) -- the result's exponent counts too
-    if not e or x > e then e = x end
   end
   return e
 end
@@ -115,7 +118,8 @@ function M.instr(acc, p, i0, ex)
     local v = p[i]
     if v and v ~= 0 then s = s + trunc(v, q) end
   end
-  return s
+  if s == 0 then return 0.0 end
+  return trunc(s, 2.0 ^ (M.exponent(s) - M.KEEP)) -- the sum to 14 significant bits
 end
 
 -- opts (optional): promote = k32 instructions per promotion interval (the kernel's
@@ -153,7 +157,7 @@ local function bound_range(p, j0, j1, ex)
       local E = M.exponent(big)
       if emx and emx > E then E = emx end -- a product aligned above its own exponent
       local q = 2.0 ^ (E - M.KEEP)
-      local loss = math.min(R, q)
+      local loss = math.min(R, q) -- the accumulator
       for i = i0, i0 + 31 do
         local v = p[i]
         if v and v ~= 0 then
@@ -162,6 +166,10 @@ local function bound_range(p, j0, j1, ex)
           A = A + math.abs(v)
         end
       end
+      -- the sum's truncation to 14 bits: |S| <= |P| + err + loss (P now the exact partial sum
+      -- after the instruction), so less than 2^(exponent of that - 13), and <= q
+      local top = math.abs(P) + err + loss
+      if top > 0 then loss = loss + math.min(q, 2.0 ^ (M.exponent(top) - M.KEEP)) end
       err = err + loss
     end
   end
@@ -183,13 +191,14 @@ end
 -- The closed-form bound of the two-level accumulation (docs/ARCHITECTURE.md), normal
 -- operands: K products, intervals of P (a multiple of 32), A = sum |p|, u = 2^-24. An
 -- interval (A_j its sum |p|) has P products and P/32 - 1 accumulators as addends, each
--- truncated by less than q_j = 2^(emax - 13), and emax <= log2 A_j (every addend, partial and
--- result of the interval is at most A_j in magnitude), so it loses less than c1 A_j,
--- c1 = (P + P/32 - 1) 2^-13; the n - 1 f32 adds (n = ceil(K/P)) round by at most
+-- truncated by less than q_j = 2^(emax - 13), and P/32 sums truncated to 14 bits, each by
+-- less than q_j too, and emax <= log2 A_j (every addend, partial and result of the interval
+-- is at most A_j in magnitude), so it loses less than c1 A_j, c1 = (P + P/16 - 1) 2^-13;
+-- the n - 1 f32 adds (n = ceil(K/P)) round by at most
 -- u (A + err) each. So |err| <= c A with c = (c1 + (n - 1) u) / (1 - (n - 1) u).
 function M.bound_closed(K, P)
   local n, u = (K + P - 1) // P, 2 ^ -24
-  local c1 = (P + P // 32 - 1) * 2 ^ -13
+  local c1 = (P + P // 16 - 1) * 2 ^ -13
   return (c1 + (n - 1) * u) / (1 - (n - 1) * u)
 end
 

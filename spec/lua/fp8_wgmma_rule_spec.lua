@@ -87,7 +87,9 @@ describe("fp8 wgmma accumulation rule", function()
       loose = math.max(loose, b / (math.abs(exact) + 1))
     end
     assert.is_true(worst > 0.05, "the bound is reached within 20x: " .. worst)
-    assert.is_true(loose < 0.05, "the bound is small against the outputs: " .. loose)
+    -- (0.05 before the 14-bit truncation of each instruction's sum entered the rule and its
+    -- bound: up to one more quantum per instruction; 0.053 on these inputs since)
+    assert.is_true(loose < 0.06, "the bound is small against the outputs: " .. loose)
     -- the exact sets: K max|p| below 2^14 g, and the emulation equals the sum
     for _, K in ipairs { 16, 83, 84, 455, 456, 1023, 1024, 4095, 4096, 8192 } do
       local set = R.exact_set(K)
@@ -124,9 +126,13 @@ describe("fp8 wgmma accumulation rule", function()
     assert.are.equal(14, first_inexact("f8e4m3fn", 8, "acc"))
     assert.are.equal(11, first_inexact("f8e4m3fn", 8, "round"))
     assert.are.equal(12, first_inexact("f8e4m3fn", 8, "minus"))
-    -- normal operands: the alignment exponent is the product's own
-    for _, v in ipairs { { 1, 1 }, { 1.75, 1.75 }, { 0.015625, 3 }, { -448, 0.5 }, { 1.125, -1.5 } } do
-      assert.are.equal(R.exponent(v[1] * v[2]), R.align_exponent(v[1], v[2], "f8e4m3fn"))
+    -- normal operands: the product's own exponent, or one less where m_a m_b >= 2 (e_a + e_b:
+    -- the H200's random-normal elements, bench/fp8_promote_probe.lua, 10656 of 10656)
+    for _, v in ipairs { { 1, 1, 0 }, { 0.015625, 3, -5 }, { -448, 0.5, 7 }, { 1.125, -1.5, 0 }, { 1.75, 1.75, 0 },
+                         { 1.5, 1.5, 0 }, { -3, 0.75, 0 }, { 1.25, 1.5, 0 } } do
+      assert.are.equal(v[3], R.align_exponent(v[1], v[2], "f8e4m3fn"))
+      local carry = math.abs(v[1] * v[2]) / 2 ^ (R.exponent(v[1]) + R.exponent(v[2])) >= 2 and 1 or 0
+      assert.are.equal(R.exponent(v[1] * v[2]) - carry, v[3])
     end
     assert.are.equal(2, R.align_exponent(256, 2 ^ -8, "f8e4m3fn"))
     assert.are.equal(-6 + -6, R.align_exponent(2 ^ -9, 2 ^ -7, "f8e4m3fn")) -- 0.125 x 0.5 at 2^-12

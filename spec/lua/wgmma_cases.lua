@@ -184,6 +184,7 @@ local function qdot(name, Mm, N, K, dt, at, bt, epi, pc, batch, exact, seed, pro
                  fp8 = { absdot = build(true), K = K, exact = exact, epi = epi, terms = terms } }, inputs)
   return case
 end
+M.qdot = qdot -- (bench/fp8_promote_probe.lua builds its variants with it)
 
 local function qconv(Nb, C, H, W, Kc, S, P, dt, pc, exact, seed)
   local function build(abs)
