@@ -149,6 +149,11 @@
  * own LDS), 1500x3840x1280 437 vs 431 (one trial): no gain worth the default. */
 #define KL_PERSIST_DEFAULT_STR "0"
 #define KL_PERSIST_AUTO        0
+/* Thread-block clusters (rock-gridwise-to-blockwise{cluster=1|2|4|2x1|4x1|1x2|1x4|auto}, see
+ * the header comment): the option's default and what `auto` means: 1, no cluster, until
+ * measured on the GPU (the prediction is in the header comment). */
+#define KL_CLUSTER_DEFAULT_STR "1"
+#define KL_CLUSTER_AUTO        1
 /* The LDS bytes a persistent TMA kernel keeps free of its K loop's stages for the output
  * swizzle's own buffer (rock-output-swizzle: the MB x NB tile of C's elem_bytes, each of its
  * up to max(MB, NB) rows padded by 16 bytes) and the alignment of the kernel's LDS buffers
