@@ -376,13 +376,22 @@ local PERSIST_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-block
                                                       "rock-gridwise-to-blockwise{tma=1,ws=0,persistent=1},", 1)
 local WSP_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
                                                   "rock-gridwise-to-blockwise{tma=1,ws=1,persistent=1},", 1)
+-- "c2" / "c4" / "c1x2" / "c2x1": thread-block clusters of the TMA loop (rock-gridwise-to-blockwise{tma=1,
+-- ws=0,cluster=2|4|1x2|2x1}: the cluster's CTAs share one operand tile through TMA multicast;
+-- passes/rock_tma.h), the heuristic's config
+local function cluster_pipeline(shape)
+  return kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                      "rock-gridwise-to-blockwise{tma=1,ws=0,cluster=" .. shape .. "},", 1)
+end
+local CLUSTER_VARIANTS = { c2 = "2", c4 = "4", c1x2 = "1x2", c2x1 = "2x1" }
 local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true, ws = true, wsk64 = true,
-                       persist = true, wsp = true }
+                       persist = true, wsp = true, c2 = true, c4 = true, c1x2 = true, c2x1 = true }
 local function compile_case(c, g)
   if TMA_VARIANTS[c.variant] then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the tma variants need a compute capability 9.0 GPU", 0) end
     return kiln.compile(g, { target = "sm_90a",
-                             pipeline = c.variant == "persist" and PERSIST_PIPELINE or c.variant == "wsp" and WSP_PIPELINE
+                             pipeline = CLUSTER_VARIANTS[c.variant] and cluster_pipeline(CLUSTER_VARIANTS[c.variant])
+                                 or c.variant == "persist" and PERSIST_PIPELINE or c.variant == "wsp" and WSP_PIPELINE
                                  or c.variant:find("^ws") and WS_PIPELINE
                                  or c.variant:find("nosw", 1, true) and TMA_NOSW_PIPELINE or TMA_PIPELINE,
                              perf_config = c.variant:find("k64", 1, true) and "v3:128,256,64,64,256,8" or nil })

@@ -19,6 +19,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/lane_casts.h"
+#include "codegen/ptx_cluster.h"
 #include "codegen/store_runs.h"
 #include "codegen/wide_private.h"
 #include "core/arena.h"
@@ -470,6 +471,15 @@ static kl_status emit_to_binary(emit_state *s, LLVMCodeGenFileType ft, kl_binary
   memcpy(out->data, LLVMGetBufferStart(buf), n);
   ((char *)out->data)[n] = '\0';
   LLVMDisposeMemoryBuffer(buf);
+  if (out->arch == KL_ARCH_NVPTX && ft == LLVMAssemblyFile) { /* clusters: codegen/ptx_cluster.h */
+    char *text = out->data;
+    if (!kl_ptx_add_cluster_dims(s->clone, &text, &out->size)) {
+      out->data = text;
+      kl_errf(err, errlen, "codegen (%s): no .entry for a clustered kernel in the PTX", s->t.name);
+      return KL_ERR;
+    }
+    out->data = text;
+  }
   return KL_OK;
 }
 

@@ -368,7 +368,12 @@ static kl_status verify_wgmma_sync(kl_op *op) {
  * global buffer src (offset elements from its base, dims elements, strides bytes of dims
  * 1..), dense row-major (box[0] fastest) into LDS from element (%li...), its byte addresses
  * through the swizzle of `swizzle` bytes (32 / 64 / 128, kl_swizzle_addr; absent or 0:
- * none), completing on mbarrier %bi. */
+ * none), completing on mbarrier %bi. {multicast = C, multicast_dim = d} (thread-block clusters):
+ * the op stands for C boxes, box j at coordinate d + j * box[d] written from LDS element
+ * (%li...) + j * the box's elements; in a cluster of C CTAs (NVIDIA) rank j issues box j to
+ * every CTA of the cluster, completing its bytes on each one's mbarrier %bi; elsewhere the
+ * executing workgroup loads all C boxes. rock.barrier {scope = "cluster"}: a barrier of every
+ * thread of the cluster (the block's barrier where there is no cluster). */
 static bool is_index(kl_op *op, int i) { return op->opnds[i].value->type->kind == KL_TY_INDEX; }
 static kl_status verify_mbarrier(kl_op *op) {
   const char *step = kl_op_attr_string(op, "step");
@@ -445,6 +450,12 @@ static kl_status verify_tma_load(kl_op *op) {
                          "'rock.tma_load': 'swizzle' must be 0, 32, 64 or 128 (bytes), at least the box's inner "
                          "extent (%lld bytes)",
                          (long long)(box[0] * eb));
+  int64_t mc = 0, md = -1;
+  if (kl_op_attr(op, "multicast") &&
+      (!kl_op_attr_i64(op, "multicast", &mc) || mc < 2 || mc > 16 || !kl_op_attr_i64(op, "multicast_dim", &md) ||
+       md < 0 || md >= nd))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.tma_load': 'multicast' must be 2..16 with 'multicast_dim' a dim of the box");
   return KL_OK;
 }
 

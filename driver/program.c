@@ -433,6 +433,8 @@ static void kernel_info_of(kl_kernel_info *k, const kl_bundle_kernel *K) {
   k->raster_group_m = 0;
   k->persistent = "";
   k->grid_persistent = 0;
+  k->cluster = "";
+  k->cluster_size = 0;
   k->async_lds_layout = "";
   k->amd_lds_layout = "";
   k->grid_size = K->grid[0];
@@ -531,6 +533,8 @@ static kl_status build_kernels(variant *v, char *err, size_t errlen) {
     k->raster_group_m = func_int_of(v->module, k->name, "raster_group_m");
     k->persistent = func_str_of(v->module, k->name, "persistent");
     k->grid_persistent = func_int_of(v->module, k->name, "grid_persistent");
+    k->cluster = func_str_of(v->module, k->name, "cluster");
+    k->cluster_size = func_int_of(v->module, k->name, "cluster_size");
     k->accesses = kl_kernel_accesses(o, k->arg_names, k->nargs, &k->naccesses);
     double t0 = now_ms();
     LLVMContextRef lc = LLVMContextCreate();
@@ -1236,6 +1240,8 @@ static kl_status assemble_variant(variant *v, const kl_program_part *pt, char *e
     v->kernels[k].raster_group_m = func_int_of(v->module, K->name, "raster_group_m");
     v->kernels[k].persistent = func_str_of(v->module, K->name, "persistent");
     v->kernels[k].grid_persistent = func_int_of(v->module, K->name, "grid_persistent");
+    v->kernels[k].cluster = func_str_of(v->module, K->name, "cluster");
+    v->kernels[k].cluster_size = func_int_of(v->module, K->name, "cluster_size");
     v->kernels[k].accesses = kl_kernel_accesses(kl_module_lookup(v->module, K->name), v->kernels[k].arg_names,
                                                 v->kernels[k].nargs, &v->kernels[k].naccesses);
     v->bins[k].arch = v->desc->arch;

@@ -118,6 +118,8 @@ typedef struct kl_kernel_info {
   int64_t raster_group_m;  /* the GEMM's workgroup order (passes/gemm_raster.h): m-tiles per group, 0 row order */
   const char *persistent;  /* persistent tiles (passes/rock_tma.h): "on", "off (why)"; "" if persistent=0 */
   int64_t grid_persistent; /* 1: the launch takes min(grid_size (the tiles), SMs x resident workgroups), else 0 */
+  const char *cluster;  /* thread-block clusters (passes/rock_tma.h): "2x1", "1x4", ..., "off (why)"; "" if cluster=1 */
+  int64_t cluster_size; /* the CTAs per cluster (.reqnctapercluster; the grid a multiple of it), 0 none */
   const char **arg_names;
   const char **arg_types; /* buffer types as text */
   char *llvm_ir;          /* the LLVM IR handed to code generation: NULL until kl_program_kernel_llvm_ir prints it */

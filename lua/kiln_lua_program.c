@@ -741,6 +741,10 @@ static int prog_kernels(lua_State *L) {
      * the launch takes min(grid_size (the tiles), SMs x resident workgroups) workgroups */
     kl_lua__set_str(L, "persistent", k->persistent ? k->persistent : "");
     kl_lua__set_int(L, "grid_persistent", (lua_Integer)k->grid_persistent);
+    /* cluster: thread-block clusters ("2x1" (C m-tiles share B), "1x2" (C n-tiles share A), ...,
+     * "off (why)"; "" when the option is 1); cluster_size: the CTAs per cluster (0 none) */
+    kl_lua__set_str(L, "cluster", k->cluster ? k->cluster : "");
+    kl_lua__set_int(L, "cluster_size", (lua_Integer)k->cluster_size);
     /* async_lds_layout: the async stages' LDS layout and operands ("xor:A,B", "krow:A", "kgroup"; "" if none) */
     kl_lua__set_str(L, "async_lds_layout", k->async_lds_layout ? k->async_lds_layout : "");
     /* amd_lds_layout: "xor" where the AMDGPU K loop's LDS tiles are the unpadded xor ones, "xor1" the kpack-1 xor1 tiles ("" if not) */

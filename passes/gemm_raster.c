@@ -69,3 +69,39 @@ kl_value *kl_gemm_raster_bid(kl_rewriter *rw, kl_loc loc, kl_value *h, int64_t G
   if (G > 1) bid = kl_emit_add(&e, kl_emit_muli(&e, kl_emit_divi(&e, h, per), per), bid);
   return bid;
 }
+
+/* ---- clusters (gemm_raster.h: kl_gemm_cluster_bid) ---- */
+int64_t kl_gemm_cluster_grid(int64_t G, int64_t nM, int64_t nN, int64_t C, bool along_m) {
+  return along_m ? G * cdiv(nM, C) * nN * C : G * nM * cdiv(nN, C) * C;
+}
+int64_t kl_gemm_cluster_ref(int64_t h, int64_t G, int64_t nM, int64_t nN, int64_t group_m, int64_t C, bool along_m) {
+  int64_t q = h / C, r = h % C, cm = along_m ? cdiv(nM, C) : nM, cn = along_m ? nN : cdiv(nN, C);
+  int64_t sb = kl_gemm_raster_ref(q, G, cm, cn, group_m), g = sb / (cm * cn), m = sb % (cm * cn) / cn, n = sb % cn;
+  if (along_m)
+    m = m * C + r;
+  else
+    n = n * C + r;
+  if (m >= nM || n >= nN) return -1;
+  return (g * nM + m) * nN + n;
+}
+kl_value *kl_gemm_cluster_bid(kl_rewriter *rw, kl_loc loc, kl_value *h, int64_t G, int64_t nM, int64_t nN,
+                              int64_t group_m, int64_t C, bool along_m, kl_value **valid) {
+  kl_emitter e = { rw, loc };
+  int64_t cm = along_m ? cdiv(nM, C) : nM, cn = along_m ? nN : cdiv(nN, C), per = cm * cn;
+  kl_value *q = kl_emit_divi(&e, h, C), *r = kl_emit_remi(&e, h, C);
+  kl_value *sb = kl_gemm_raster_bid(rw, loc, q, G, cm, cn, group_m);
+  kl_value *in = G > 1 ? kl_emit_remi(&e, sb, per) : sb;
+  kl_value *m = kl_emit_divi(&e, in, cn), *n = kl_emit_remi(&e, in, cn);
+  int64_t lim = along_m ? nM : nN;
+  kl_value **d = along_m ? &m : &n;
+  *d = kl_emit_add(&e, kl_emit_muli(&e, *d, C), r);
+  *valid = NULL;
+  if ((along_m ? nM : nN) % C) { /* padding: clamp to the last tile */
+    kl_value *lv = kl_emit_index(&e, lim - 1);
+    *valid = kl_emit_cmp(&e, "le", *d, lv);
+    *d = select(&e, *valid, *d, lv);
+  }
+  kl_value *bid = kl_emit_add(&e, kl_emit_muli(&e, m, nN), n);
+  if (G > 1) bid = kl_emit_add(&e, kl_emit_muli(&e, kl_emit_divi(&e, sb, per), nM * nN), bid);
+  return bid;
+}

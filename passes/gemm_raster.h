@@ -36,6 +36,7 @@
 #ifndef KL_GEMM_RASTER_H
 #define KL_GEMM_RASTER_H
 #include "core/rewrite.h"
+#include <stdbool.h>
 #include <stdint.h>
 
 #define KL_RASTER_GROUP_M_DEFAULT     (-1)
@@ -51,4 +52,21 @@ int64_t kl_gemm_raster_auto(int64_t nM, int64_t nN, int64_t a_bytes, int64_t b_b
 int64_t kl_gemm_raster_footprint(int64_t nM, int64_t nN, int64_t a_bytes, int64_t b_bytes, int64_t resident,
                                  int64_t group_m);
 int64_t kl_gemm_raster_ref(int64_t h, int64_t G, int64_t nM, int64_t nN, int64_t group_m);
+
+/* Thread-block clusters (passes/rock_tma.h: cluster): C consecutive workgroups h form a
+ * cluster (q = h / C, its rank r = h % C) whose tiles share one operand tile. along_m: the C
+ * tiles are C consecutive m-tiles of one n-tile (they share B's column-block; a C x 1
+ * cluster), else C consecutive n-tiles of one m-tile (they share A's row-block; 1 x C). The
+ * clusters walk the grid of cluster tiles G x ceil(nM / C) x nN (along_m; or G x nM x
+ * ceil(nN / C)) in the raster order group_m (kl_gemm_raster_bid of q; group_m counts cluster
+ * rows), and the tile of rank r is m = mc * C + r (n = nc * C + r). A tile past the grid's last
+ * m-tile (n-tile) pads the last cluster: *valid (i1) is false there and the bid is that of the
+ * last valid tile of its cluster's row (m = nM - 1: it loads in-range boxes and takes part in
+ * the cluster's loads and barriers; its epilogue is skipped). kl_gemm_cluster_grid is the
+ * launch's workgroups: G x ceil(nM / C) x nN x C (along_m) or G x nM x ceil(nN / C) x C,
+ * a multiple of C; kl_gemm_cluster_ref the mapping in plain C (-1 for a padding tile). */
+kl_value *kl_gemm_cluster_bid(kl_rewriter *rw, kl_loc loc, kl_value *h, int64_t G, int64_t nM, int64_t nN,
+                              int64_t group_m, int64_t C, bool along_m, kl_value **valid);
+int64_t kl_gemm_cluster_grid(int64_t G, int64_t nM, int64_t nN, int64_t C, bool along_m);
+int64_t kl_gemm_cluster_ref(int64_t h, int64_t G, int64_t nM, int64_t nN, int64_t group_m, int64_t C, bool along_m);
 #endif

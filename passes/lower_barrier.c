@@ -1,5 +1,6 @@
 /* lower_barrier.c — rock.barrier to LLVM (lower_barrier.h). */
 #include "passes/lower_barrier.h"
+#include "passes/lower_tma.h"
 #include "passes/rock_tma.h"
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Linker.h>
@@ -44,6 +45,8 @@ bool kl__lower_barrier(kl_llvm_lowering *L, kl_op *op) {
   LLVMBuilderRef b = kl_llvm_builder(L);
   switch (kl_llvm_target(L)->arch) {
     case KL_ARCH_NVPTX: {
+      const char *scope = kl_op_attr_string(op, "scope");
+      if (scope && !strcmp(scope, "cluster")) return kl__lower_cluster_barrier(L, op); /* passes/lower_tma.c */
       int64_t nc = kl_ws_consumer_threads(op);
       if (nc > 0) { /* the consumers of a warp-specialized kernel: bar.sync 1, nc (passes/rock_tma.h) */
         static const char cnt[] = "llvm.nvvm.barrier.sync.cnt";

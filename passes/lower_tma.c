@@ -81,15 +81,38 @@ bool kl__lower_tma_load(kl_llvm_lowering *L, kl_op *op) {
   a[n++] = smem(L, op, 1);
   for (int i = 0; i < n; i++)
     if (!a[i]) return kl_llvm_fail(L, op, "an operand has no lowered value");
-  char text[256], cons[64];
-  int t = snprintf(text, sizeof text,
-                   "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", nd);
+  char text[768], cons[64];
+  int64_t mc = 0, md = 0, box[8];
+  kl_op_attr_i64(op, "multicast", &mc);
+  kl_op_attr_i64(op, "multicast_dim", &md);
   int c = snprintf(cons, sizeof cons, "r,l");
-  for (int i = 0; i < nd; i++) {
-    t += snprintf(text + t, sizeof text - t, "%s$%d", i ? ", " : "", 2 + i);
-    c += snprintf(cons + c, sizeof cons - c, ",r");
+  for (int i = 0; i < nd; i++) c += snprintf(cons + c, sizeof cons - c, ",r");
+  if (mc > 1) {
+    /* the cluster's rank r issues box r of the mc (passes/rock_tma.h: cluster): coordinate md
+     * + r * box[md], destination + r * the box's bytes, multicast to CTAs 0 .. mc - 1 */
+    int64_t eb = kl_type_bits(dt->elem) / 8, bn = 1;
+    if (kl_op_attr_i64s(op, "box", box, 8) != nd || md < 0 || md >= nd)
+      return kl_llvm_fail(L, op, "multicast: bad box or multicast_dim");
+    for (int i = 0; i < nd; i++) bn *= box[i];
+    int o = snprintf(text, sizeof text,
+                     "{\n\t.reg .u32 kr, kd, kc;\n\t.reg .b16 km;\n\tmov.u32 kr, %%cluster_ctarank;\n\t"
+                     "mad.lo.u32 kd, kr, %lld, $0;\n\tmad.lo.u32 kc, kr, %lld, $%d;\n\tmov.b16 km, %lld;\n\t"
+                     "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                     "[kd], [$1, {",
+                     (long long)(bn * eb), (long long)box[md], 2 + (int)md, (long long)((1 << mc) - 1), nd);
+    for (int i = 0; i < nd; i++) {
+      if (i == md)
+        o += snprintf(text + o, sizeof text - o, "%skc", i ? ", " : "");
+      else
+        o += snprintf(text + o, sizeof text - o, "%s$%d", i ? ", " : "", 2 + i);
+    }
+    snprintf(text + o, sizeof text - o, "}], [$%d], km;\n\t}", 2 + nd);
+  } else {
+    int t = snprintf(text, sizeof text,
+                     "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", nd);
+    for (int i = 0; i < nd; i++) t += snprintf(text + t, sizeof text - t, "%s$%d", i ? ", " : "", 2 + i);
+    snprintf(text + t, sizeof text - t, "}], [$%d];", 2 + nd);
   }
-  snprintf(text + t, sizeof text - t, "}], [$%d];", 2 + nd);
   snprintf(cons + c, sizeof cons - c, ",r,~{memory}");
   asm_call(L, text, cons, a, n);
   return true;
@@ -103,5 +126,11 @@ bool kl__lower_setmaxnreg(kl_llvm_lowering *L, kl_op *op) {
   char text[96];
   snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %lld;", a, (long long)r);
   asm_call(L, text, "~{memory}", NULL, 0);
+  return true;
+}
+
+bool kl__lower_cluster_barrier(kl_llvm_lowering *L, kl_op *op) {
+  if (!need_tma(L, op)) return false;
+  asm_call(L, "barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;", "~{memory}", NULL, 0);
   return true;
 }

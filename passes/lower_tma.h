@@ -14,6 +14,10 @@
  *   rock.setmaxnreg:    setmaxnreg.{inc,dec}.sync.aligned.u32 regs;
  *   rock.tma_load:      cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx
  *                         ::bytes [dst], [tensor map, {c0, ..}], [bar];
+ *     {multicast = C}:  r = %cluster_ctarank; the same with .multicast::cluster [dst + r * box
+ *                         bytes], [map, {.., c_md + r * box[md], ..}], [bar], ctaMask (1 << C) - 1
+ *   rock.barrier {scope = "cluster"} (passes/lower_barrier.c hands it here):
+ *                       barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;
  * The tensor map is a kernel parameter after the buffers: `.param .align 64 .b8 [128]`, a
  * byval [128 x i8] marked grid_constant in nvvm.annotations (LLVM 19 NVPTX takes its
  * generic address with cvta.param); one per distinct map, in the order of
@@ -25,4 +29,5 @@
 bool kl__lower_mbarrier(kl_llvm_lowering *L, kl_op *op);
 bool kl__lower_tma_load(kl_llvm_lowering *L, kl_op *op);
 bool kl__lower_setmaxnreg(kl_llvm_lowering *L, kl_op *op);
+bool kl__lower_cluster_barrier(kl_llvm_lowering *L, kl_op *op);
 #endif

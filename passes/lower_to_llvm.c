@@ -1080,6 +1080,12 @@ static bool lower_kernel(lw *L, kl_op *k) {
                                     LLVMConstInt(LLVMInt32TypeInContext(L->c), (unsigned long long)bs, 0)) };
       LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
                                   LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, mx, 3)));
+      int64_t cs = 0; /* thread-block clusters: .reqnctapercluster (codegen/ptx_cluster.h) */
+      if (kl_op_attr_i64(k, "cluster_size", &cs) && cs > 1) {
+        char cv[24];
+        snprintf(cv, sizeof cv, "%lld", (long long)cs);
+        add_fn_attr(L, L->fn, "kiln-cluster", cv);
+      }
       int64_t mr = 0; /* warp specialization: the registers at launch, .maxnreg (passes/rock_tma.h) */
       if (kl_op_attr_i64(k, "max_regs", &mr) && mr > 0) {
         LLVMMetadataRef mn[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "maxnreg", 7),

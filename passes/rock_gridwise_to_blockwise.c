@@ -111,6 +111,8 @@ typedef struct {
   int64_t tma_sw;     /* the option tma-swizzle: the widest swizzle in bytes (128, 64, 32), 0 none */
   int ws;             /* the option ws: 0 off, 1 on (auto resolved: KL_WS_AUTO; passes/rock_tma.h) */
   int persistent;     /* the option persistent: 0 off, 1 on (auto resolved: KL_PERSIST_AUTO; passes/rock_tma.h) */
+  int cluster;        /* the option cluster: the CTAs per cluster (1 none; auto resolved: KL_CLUSTER_AUTO) */
+  int cluster_dir;    /* its shape: 0 chosen per GEMM (cluster_shape), 1 C x 1 (share B), 2 1 x C (share A) */
 } opts;
 /* The xor1 swizzle of an AMD kpack-1 LDS tile (x1_tile_view): granules of L elements
  * XOR'd by (k / kdiv) mod m within blocks of blk elements; m = 0: the plain tile. */
@@ -1203,6 +1205,47 @@ static int wg_buffers(const kl_target *tg, int64_t nk, int64_t tile_bytes) {
   return 2 * stage <= lds ? 2 : 0;
 }
 
+/* ---- thread-block clusters (passes/rock_tma.h: cluster) ---- */
+/* Whether the shared operand's tile splits into C multicast slices: K-major rows DB / C a
+ * multiple of 8 (the swizzle atom, each slice at a multiple of 8 rows), MN-major panels a
+ * multiple of C. */
+static bool cluster_split(const kl_tma_map *m, int64_t DB, int64_t C) {
+  if (m->mn) return m->swizzle > 0 && DB % (m->swizzle / 2) == 0 && (DB / (m->swizzle / 2)) % C == 0;
+  return DB % (8 * C) == 0;
+}
+/* The cluster's shape for option cluster = o->cluster (> 1): NULL and *share_b (C x 1: C
+ * m-tiles share B's tile; else 1 x C: C n-tiles share A's), or why not. Auto shape: the one
+ * whose tiles need no padding, else the one sharing the larger tile (B where NB >= MB). */
+static const char *cluster_shape(const opts *o, const tiles *t, const kl_target *tg, kl_op *fn, bool ws_on,
+                                 const char *persist_why, bool tma_a, bool tma_b, const kl_tma_map *ma,
+                                 const kl_tma_map *mb, bool *share_b) {
+  int64_t C = o->cluster, nM = t->Mp / t->MB, nN = t->Np / t->NB;
+  if (!fn) return "no kernel func";
+  if (!tg || tg->arch != KL_ARCH_NVPTX) return "not an NVIDIA target";
+  if (ws_on) return "warp specialization (ws=1) is not combined with clusters";
+  if (!persist_why) return "persistent tiles are not combined with clusters";
+  if (t->G * nM * nN < 2) return "one tile";
+  bool okb = tma_b && nM >= 2 && cluster_split(mb, t->NB, C), oka = tma_a && nN >= 2 && cluster_split(ma, t->MB, C);
+  if (o->cluster_dir == 1 && !okb)
+    return !tma_b ? "C x 1 shares B, which does not load through TMA"
+        : nM < 2  ? "C x 1 needs 2 m-tiles or more"
+                  : "B's tile does not split into C multicast slices (rows / 8 or panels not a multiple of C)";
+  if (o->cluster_dir == 2 && !oka)
+    return !tma_a ? "1 x C shares A, which does not load through TMA"
+        : nN < 2  ? "1 x C needs 2 n-tiles or more"
+                  : "A's tile does not split into C multicast slices (rows / 8 or panels not a multiple of C)";
+  if (!oka && !okb) return "neither operand's tile can be shared (TMA, 2 tiles along it, C multicast slices)";
+  if (o->cluster_dir) {
+    *share_b = o->cluster_dir == 1;
+  } else if (oka && okb) {
+    bool padm = nM % C != 0, padn = nN % C != 0;
+    *share_b = padm != padn ? !padm : t->NB >= t->MB;
+  } else
+    *share_b = okb;
+  if (kl_gemm_cluster_grid(t->G, nM, nN, C, *share_b) > INT32_MAX) return "the grid exceeds 2^31 - 1 workgroups";
+  return NULL;
+}
+
 /* ---- the TMA + mbarrier K loop of wgmma GEMMs (passes/rock_tma.h) ---- */
 typedef struct {
   const kloop *k;
@@ -1220,7 +1263,20 @@ typedef struct {
   int64_t G, nM, nN, gm;
   kl_op *fill;
   kl_value *tile_bid; /* out (persistent): the tile's block id, for the epilogue */
+  /* thread-block clusters (passes/rock_tma.h: cluster): mc CTAs (1: none) share the tile of
+   * operand B (mc_b) or A, multicast in mc slices; valid (NULL: always) whether the CTA's tile is
+   * in the grid (a padding CTA of the last cluster skips the epilogue) */
+  int64_t mc;
+  bool mc_b;
+  kl_value *valid;
 } tpipe;
+/* rock.barrier over the block, or (clusters) over the cluster: barrier.cluster.arrive.release +
+ * wait.acquire on NVIDIA, the block barrier elsewhere (passes/lower_barrier.c) */
+static void tbarrier(const tpipe *p) {
+  kl_rewriter *rw = p->k->rw;
+  kl_named_attr a = { "scope", kl_attr_str(kl_rewriter_ctx(rw), "cluster") };
+  kl_rewriter_create(rw, "rock.barrier", p->k->loc, 0, NULL, 0, NULL, p->mc > 1 ? 1 : 0, &a, 0);
+}
 static void mbar(const tpipe *p, const char *step, int s, kl_value *parity, const char *an, int64_t av) {
   kl_rewriter *rw = p->k->rw;
   kl_ctx *ctx = kl_rewriter_ctx(rw);
@@ -1257,7 +1313,12 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
   /* K-major: K elements per box 8 (16 bytes) or a swizzled panel's, KB / bk boxes; MN-major:
    * a panel of bk M / N elements by KB per box, one per panel of the tile */
   int64_t KB = p->k->t->KB, bk = m->box[0], nb = m->mn ? lt->shape[0] : KB / bk;
-  for (int64_t j = 0; j < nb; j++) {
+  /* the cluster's shared operand: each op stands for mc boxes (MN-major: mc consecutive panels;
+   * K-major: mc slices of the panel's rows, m->box[1] = DB / mc), rank r of the cluster issues
+   * box r multicast to every CTA (rock.tma_load {multicast}) */
+  bool mcast = p->mc > 1 && (g == k->gb) == p->mc_b;
+  int64_t jstep = mcast && m->mn ? p->mc : 1;
+  for (int64_t j = 0; j < nb; j += jstep) {
     kl_value *o[4 + KL_VIEW_MAX_DIMS + 3];
     int no = 0;
     o[no++] = m->buf;
@@ -1273,12 +1334,19 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
       o[no++] = lo[2];
     }
     if (m->rank == 3) o[no++] = lo[0];
-    kl_named_attr a[5] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
+    kl_named_attr a[7] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
                            { "strides", kl_attr_i64_array(ctx, m->rank - 1, m->strides) },
                            { "box", kl_attr_i64_array(ctx, m->rank, m->box) },
                            { "offset", kl_attr_int(ctx, m->offset) },
-                           { "swizzle", kl_attr_int(ctx, m->swizzle) } };
-    kl_rewriter_create(rw, "rock.tma_load", k->loc, no, o, 0, NULL, m->swizzle ? 5 : 4, a, 0);
+                           { "swizzle", kl_attr_int(ctx, m->swizzle) },
+                           { "multicast", kl_attr_int(ctx, p->mc) },
+                           { "multicast_dim", kl_attr_int(ctx, m->mn ? 0 : 1) } };
+    kl_op *ld = kl_rewriter_create(rw, "rock.tma_load", k->loc, no, o, 0, NULL, 4, a, 0);
+    if (m->swizzle) kl_rewriter_set_attr(rw, ld, "swizzle", a[4].value);
+    if (mcast) {
+      kl_rewriter_set_attr(rw, ld, "multicast", a[5].value);
+      kl_rewriter_set_attr(rw, ld, "multicast_dim", a[6].value);
+    }
   }
 }
 /* thread 0 (and kidx < nk where kidx is not a constant): arrive.expect_tx on stage s's
@@ -1342,7 +1410,7 @@ static void tma_step(const tpipe *p, kl_value *kidx, int s, kl_value *parity) {
     kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
     kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
   }
-  kl_rewriter_create(k->rw, "rock.barrier", k->loc, 0, NULL, 0, NULL, 0, NULL, 0); /* ... and in every one */
+  tbarrier(p); /* ... and in every one (clusters: in every CTA of the cluster, whose boxes land in this stage) */
   tma_issue(p, tma_add(p, kidx, W - 1), (s + W - 1) % W);
 }
 /* ---- persistent tiles (passes/rock_tma.h): for (t = h0; t < ntiles; t += ng) ---- */
@@ -1417,7 +1485,7 @@ static kl_op *tma_emit(tpipe *p) {
   kl_op *ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
   kl_rewriter_set_insertion_after(rw, ifop);
-  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  tbarrier(p); /* clusters: every CTA's mbarriers initialized (and fenced) before a peer's boxes complete on them */
   /* persistent: the first tile's loads, then the tile loop; its own kloop / tpipe with the tile's bid */
   kloop K = *p->k;
   tpipe P = *p;
@@ -1456,7 +1524,7 @@ static kl_op *tma_emit(tpipe *p) {
     tma_step(&P, kl_tile_index(rw, loc, main + j), (int)j,
              i ? tile_parity(p, i, (int)j, kl_tile_index(rw, loc, main), 0) : kl_tile_index(rw, loc, (main / W) % 2));
   kl_wgmma_emit_acc_wait(rw, loc, k->acc, kl_op_attr_string(k->gw, "accel_instr"), 0);
-  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  tbarrier(p); /* clusters: no CTA leaves while a peer may still read its stages' arrivals */
   kl_op *anchor = NULL;
   if (tiles) {
     /* every stage is free (its readers retired, the barrier above): the next tile's first W - 1
@@ -1471,6 +1539,11 @@ static kl_op *tma_emit(tpipe *p) {
   for (int s = 0; s < W; s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
   if (tiles) kl_rewriter_erase_op(rw, p->fill);
+  if (p->valid) { /* clusters: a padding CTA (its tile past the grid) skips the epilogue */
+    ifop = if_begin(rw, loc, p->valid);
+    anchor = ifop->regions[0].first->last;
+    kl_rewriter_set_insertion_after(rw, ifop);
+  }
   return anchor;
 }
 
@@ -2379,6 +2452,30 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
             }
             lds_align = al;
           }
+          /* thread-block clusters (passes/rock_tma.h: cluster): the shape, the shared operand's
+           * multicast slices (K-major: its box rows DB / C; MN-major: C panels per op) */
+          bool ws_on = o->ws && tma_a && tma_b && t.BS % 128 == 0 && t.BS + 128 <= 1024;
+          const char *cl_why = o->cluster <= 1
+              ? "off"
+              : cluster_shape(o, &t, tg, fn, ws_on, persist_why, tma_a, tma_b, &tm_a, &tm_b, &T.mc_b);
+          if (!cl_why) {
+            T.mc = o->cluster;
+            kl_tma_map *sm = T.mc_b ? &tm_b : &tm_a;
+            if (!sm->mn) sm->box[1] /= T.mc;
+            int64_t nM = t.Mp / t.MB, nN = t.Np / t.NB, C = T.mc;
+            int64_t gmc = T.mc_b && gm > 1 ? (gm + C - 1) / C : gm; /* the raster over cluster tiles */
+            bid = K.bid = kl_gemm_cluster_bid(rw, loc, hw, t.G, nM, nN, gmc, C, T.mc_b, &T.valid);
+            kl_rewriter_set_attr(rw, fn, "grid_size", kl_attr_int(ctx, kl_gemm_cluster_grid(t.G, nM, nN, C, T.mc_b)));
+            kl_rewriter_set_attr(rw, fn, "cluster_size", kl_attr_int(ctx, C));
+          }
+          if (fn && o->cluster > 1) {
+            char why[200];
+            if (cl_why)
+              snprintf(why, sizeof why, "off (%s)", cl_why);
+            else
+              snprintf(why, sizeof why, "%lldx%lld", (long long)(T.mc_b ? T.mc : 1), (long long)(T.mc_b ? 1 : T.mc));
+            kl_rewriter_set_attr(rw, fn, "cluster", kl_attr_str(ctx, why));
+          }
           T.W = W, T.nk = nk, T.ta = tma_a, T.tb = tma_b, T.ma = tm_a, T.mb = tm_b;
           T.la[0] = lds_a, T.lb[0] = lds_b;
           for (int s = 1; s < W && ok; s++) {
@@ -2439,6 +2536,8 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         }
         persist_why = "fewer than 3 TMA stages fit";
       }
+      if (fn && o->cluster > 1 && !kl_op_attr(fn, "cluster"))
+        kl_rewriter_set_attr(rw, fn, "cluster", kl_attr_str(ctx, "off (the TMA loop is not taken)"));
       if (fn && o->tma && accel && !strcmp(accel, "wgmma")) {
         char why[420];
         snprintf(why, sizeof why, "none (A: %s; B: %s)", tma_a ? "fewer than 3 stages fit" : why_a,
@@ -2642,6 +2741,22 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   o.ws = opt_01auto(module, po, "ws", KL_WS_AUTO);
   o.persistent = opt_01auto(module, po, "persistent", KL_PERSIST_AUTO);
   if (o.ws < 0 || o.persistent < 0) return KL_ERR;
+  const char *cl = kl_pass_opt_string(po, "cluster");
+  o.cluster = -1;
+  if (cl && !strcmp(cl, "auto"))
+    o.cluster = KL_CLUSTER_AUTO;
+  else if (cl) {
+    static const char *const shapes[] = { "1", "2", "4", "2x1", "4x1", "1x2", "1x4" };
+    static const int cs[] = { 1, 2, 4, 2, 4, 2, 4 }, cd[] = { 0, 0, 0, 1, 1, 2, 2 };
+    for (int i = 0; i < 7; i++)
+      if (!strcmp(cl, shapes[i])) o.cluster = cs[i], o.cluster_dir = cd[i];
+  }
+  if (o.cluster < 1) {
+    kl_emit_error(module->ctx, module->loc,
+                  "rock-gridwise-to-blockwise: cluster must be 1 (none), 2, 4, 2x1, 4x1, 1x2, 1x4 or auto, got %s",
+                  cl ? cl : "(none)");
+    return KL_ERR;
+  }
   if (o.tma < 0 || o.tma == 2 || o.tma > TMA_MAX_STAGES) {
     kl_emit_error(module->ctx, module->loc,
                   "rock-gridwise-to-blockwise: tma must be 0 (off), 1 (on, stages by the LDS) or 3..%d (stages), got "
@@ -2707,6 +2822,13 @@ static const kl_pass_option options[] = {
     "tile's first loads before this tile's epilogue (the stages leave room for the output swizzle's own LDS); 0 = one "
     "tile per workgroup; auto = the measured choice, today 0 (passes/rock_tma.h); the choice is the kernel's "
     "`persistent` attribute" },
+  { "cluster", KL_OPT_STRING, KL_CLUSTER_DEFAULT_STR,
+    "thread-block clusters for the TMA K loop (sm_90a wgmma, not with ws=1 or persistent=1): C = 2 or 4 consecutive "
+    "workgroups share one operand tile, each loading 1/C of it and multicasting it to the cluster "
+    "(cp.async.bulk.tensor .multicast::cluster), the K loop's barrier a cluster barrier; CxR shapes: 2x1 / 4x1 = C "
+    "m-tiles share B's tile, 1x2 / 1x4 = C n-tiles share A's; 2 / 4 = the shape whose grid needs no padding, else "
+    "the one sharing the larger tile; 1 = none; auto = the measured choice, today 1 (passes/rock_tma.h); the choice "
+    "is the kernel's `cluster` attribute (the shape or off (why))" },
   { "tma-swizzle", KL_OPT_STRING, "128",
     "the LDS layout of the TMA tiles (passes/rock_tma.h): 128 = the widest swizzle of 128, 64, 32 bytes that divides "
     "the K tile's bytes (CU_TENSOR_MAP_SWIZZLE_128B: one box {64, rows} per 64 f16 of K; 64 / 32 cap it there); "

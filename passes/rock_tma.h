@@ -115,6 +115,54 @@
  * occupancy of the kernel). spec/c/test_accel.c (test_persist) interprets them on fewer
  * workgroups than tiles.
  *
+ * Thread-block clusters (option cluster = 1 | 2 | 4 | 2x1 | 4x1 | 1x2 | 1x4 | auto; cluster=auto
+ * and the default: KL_CLUSTER_AUTO / KL_CLUSTER_DEFAULT_STR, 1 = none, until measured; the TMA
+ * loop only, on NVIDIA, not with ws=1 or persistent=1, more than one tile; else cluster =
+ * "off (why)" on the kernel func, else the shape, "2x1" etc., with cluster_size = C). C
+ * consecutive workgroups h form a cluster (rank r = h % C, .reqnctapercluster C, 1, 1: the
+ * plain launch, codegen/ptx_cluster.h) whose tiles share one operand tile: C x 1 = C
+ * consecutive m-tiles of one n-tile share B's, 1 x C = C n-tiles of one m-tile share A's
+ * (kl_gemm_cluster_bid, passes/gemm_raster.h: the raster order walks cluster tiles; the grid
+ * is padded to a multiple of C, the padding CTAs computing the row's last tile (in-range
+ * boxes) and skipping the epilogue: an scf.if on the tile's validity holds it). cluster=2 / 4
+ * pick the shape whose grid needs no padding, else the one sharing the larger tile (B where
+ * NB >= MB: 128x256 tiles share their 64 KiB B tile). The shared operand's tile splits into C
+ * multicast slices: K-major, its box {S/eb, DB/C} (DB/C a multiple of 8 rows: each slice starts
+ * at a multiple of the 8S swizzle span), slice r at D rows r DB/C; MN-major, C consecutive
+ * panels per op. rock.tma_load {multicast = C, multicast_dim}: rank r issues slice r with
+ * cp.async.bulk.tensor ... .multicast::cluster (ctaMask (1 << C) - 1) into every CTA's stage at
+ * the same offset, completing its bytes on each CTA's own full mbarrier; each CTA loads its
+ * other operand as before, and thread 0 still expects all of the stage's bytes on its own
+ * mbarrier (its own boxes + the peers' slices; a peer's complete_tx may come before the local
+ * expect_tx: the phase cannot complete before that arrival). Slot reuse: the K loop's block
+ * barrier (after the wait_group that retired stage (k-1) mod W's readers, before thread 0
+ * refills it) becomes a cluster barrier (barrier.cluster.arrive.release +
+ * wait.acquire: rock.barrier {scope = "cluster"}), so a CTA overwrites stage s in its peers
+ * only after every CTA of the cluster retired its readers of s: one cluster-wide sync per K
+ * step, in place of the block barrier (the per-stage "empty" mbarriers with remote arrives
+ * of ws would need no barrier in the loop but 1 + C arrives per step and a second set of
+ * phases; the barrier keeps the loop the same for every C and runs while group k's MMAs do).
+ * The init's barrier is a cluster barrier too (fence.mbarrier_init.release.cluster after each
+ * init: no peer's TMA completes on an mbarrier before it is initialized), and so is the one
+ * after the loop (no CTA leaves, reuses its stages for the epilogue or invalidates its
+ * mbarriers while a peer may still be in its K loop). Elsewhere (the interpreter without
+ * clusters, any target without them) the multicast load takes all C slices itself and the
+ * cluster barrier is the block's: the same IR computes the same tiles. The TMA loop is built
+ * for sm_90a only, so host and AMD kernels never take it (cluster = "off (the TMA loop is not
+ * taken)"). spec/c/test_accel.c (test_cluster) runs the C CTAs of each cluster together:
+ * multicast writes land in every CTA's LDS and complete bytes on each one's mbarriers; a TMA
+ * write into a stage some CTA has not released through a cluster barrier, or into a CTA before
+ * its mbarrier init, fails.
+ * Prediction (H100, against the TMA loop of the same run; to be measured: bench rows @c2 /
+ * @c4): a 2 x 1 cluster halves the L2 -> SM traffic of B and so cuts the stage's L2 reads from
+ * 48 to 32 KiB per CTA and K step (128x256x64 f16), 4 x 1 to 24 KiB; the loop is tensor-core
+ * bound (bench/RESULTS.md session 34) but its TMA latency and L2 bandwidth show in the 0.85 -
+ * 0.87x of cuBLAS, whose kernels all run clustered: 4096^3 / 8192^3 f16 and bf16 +3..+8%,
+ * 1500x3840x1280 (128x128 tiles, 20 K steps) +2..+6%, the seed conv n512 +0..+4% (its B
+ * already reused through L2 by the column raster); c4 not better than c2 where the cluster
+ * barrier's wait (a GPC-wide sync) shows. A loss would mean the per-step cluster barrier costs
+ * more than it saves; the empty-mbarrier form is then the next step.
+ *
  * Lowering: PTX (passes/lower_tma.c): mbarrier.init / arrive.expect_tx / try_wait.parity
  * loop / arrive / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
  * on a tensor-map kernel parameter; elsewhere (host, AMDGPU: the same IR) plain copies and
@@ -149,6 +197,11 @@
  * own LDS), 1500x3840x1280 437 vs 431 (one trial): no gain worth the default. */
 #define KL_PERSIST_DEFAULT_STR "0"
 #define KL_PERSIST_AUTO        0
+/* Thread-block clusters (rock-gridwise-to-blockwise{cluster=1|2|4|2x1|4x1|1x2|1x4|auto}, see
+ * the header comment): the option's default and what `auto` means: 1, no cluster, until
+ * measured on the GPU (the prediction is in the header comment). */
+#define KL_CLUSTER_DEFAULT_STR "1"
+#define KL_CLUSTER_AUTO        1
 /* The LDS bytes a persistent TMA kernel keeps free of its K loop's stages for the output
  * swizzle's own buffer (rock-output-swizzle: the MB x NB tile of C's elem_bytes, each of its
  * up to max(MB, NB) rows padded by 16 bytes) and the alignment of the kernel's LDS buffers

@@ -32,7 +32,7 @@ package.path = "spec/lua/?.lua;scripts/lib/?.lua;" .. package.path
 local SEL = require "suite_select"
 local SECTIONS = { "fused", "fusion", "swizzle", "int8", "ewpairs", "reduce", "vector", "rsplit", "rfusion", "f64",
                    "rheuristic", "plans", "async", "splitk", "splitk_ws", "gemm_reduce", "gemm_reduce_rand", "ndconv",
-                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "stmatrix", "cvtfuse", "migraphx", "memory" }
+                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "cluster", "stmatrix", "cvtfuse", "migraphx", "memory" }
 local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("KILN_SUITE_ONLY"))
 if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
 for _, line in ipairs(sel:header()) do print(line) end
@@ -876,6 +876,22 @@ if section("tma") then
     for _, c in ipairs(T.persist_cases()) do
       local ok, res = pcall(T.run, c, dev)
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+    end
+  end
+end
+-- thread-block clusters on the TMA K loop (sm_90a, rock-gridwise-to-blockwise{tma=1,cluster=C};
+-- spec/lua/tma_cases.lua cluster_cases): C = 2 and 4 CTAs sharing one operand tile through TMA
+-- multicast (cp.async.bulk.tensor .multicast::cluster, .reqnctapercluster C), the K loop's
+-- barrier a cluster barrier; odd sizes, grids padded to a multiple of C, batch, both operand
+-- layouts (MN-major shared tiles), a register operand, K 16384, the seed conv's class and a 3x3
+-- conv, against g:eval; each case's `cluster` attribute and PTX checked (tma_cases.compile);
+-- compute capability 9.0 only; failures are named "cluster: <case> <config>: ..."
+if section("cluster") then
+  local T = require "tma_cases"
+  if T.device_ok(dev) then
+    for _, c in ipairs(T.cluster_cases()) do
+      local ok, res = pcall(T.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "cluster: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
     end
   end
 end

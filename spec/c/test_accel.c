@@ -44,6 +44,7 @@
 #include "passes/perf_config.h"
 #include "passes/rock_wgmma.h"
 #include "passes/rock_tma.h"
+#include "passes/gemm_raster.h"
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
 #include "codegen/disasm.h"
@@ -485,7 +486,35 @@ typedef struct sim {
    * wait retired its group, or by another thread with no barrier after that wait, fails. */
   int32_t *cp_commits, *cp_retired;
   int64_t (*cp_bar)[CP_GROUPS];
+  /* thread-block clusters (passes/rock_tma.h: cluster; the kernel's cluster_size C): the C
+   * CTAs of a cluster run together as coroutines (cl_run: one at a time, each until it blocks
+   * at a cluster barrier or an mbarrier wait whose phase has not completed; a round in which
+   * none executes an op is a deadlock). A multicast rock.tma_load of rank r writes box r into
+   * every CTA's LDS and completes its bytes on each CTA's own mbarrier (missing or not
+   * initialised there: the init's cluster barrier is missing; the CTA exited: fails). Per
+   * granule cl_rel: released for a TMA overwrite, set by a cluster barrier for the granules
+   * whose wgmma readers a wait_group retired before it (in every CTA); a TMA write into a
+   * granule an earlier TMA load filled needs that release. */
+  struct clus *cl;
+  int rank;
+  uint8_t *cl_rel;
 } sim;
+typedef struct clus {
+  sim *cta[16];
+  int C, turn; /* turn: the CTA running, C the scheduler */
+  bool done[16], abort;
+  int64_t ops, gen;
+  int arrived;
+} clus;
+static pthread_mutex_t g_cl_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cl_cv = PTHREAD_COND_INITIALIZER;
+/* a CTA of a cluster hands the turn to the scheduler and waits for its next turn */
+static void cl_yield(sim *s) {
+  clus *c = s->cl;
+  c->turn = c->C;
+  pthread_cond_broadcast(&g_cl_cv);
+  while (c->turn != s->rank) pthread_cond_wait(&g_cl_cv, &g_cl_mu);
+}
 
 static void sfail(sim *s, kl_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void sfail(sim *s, kl_op *op, const char *fmt, ...) {
@@ -1326,10 +1355,32 @@ static void ws_wait_ready(sim *s, kl_op *op, const bool *mask) {
     s->ws_blocked[me] = false;
   }
 }
+/* In a cluster: until the phase the masked threads wait for completes (a peer's multicast may
+ * complete it), yield to the other CTAs (cl_run finds deadlocks). */
+static void cl_wait_ready(sim *s, kl_op *op, const bool *mask) {
+  for (;;) {
+    bool ready = true;
+    for (int t = 0; t < s->nt && !s->bad && ready; t++) {
+      if (!mask[t]) continue;
+      mem *m;
+      int64_t a;
+      if (!addr(s, op, 0, t, 1, &m, &a)) return;
+      int b = -1;
+      for (int i = 0; i < s->nmb; i++)
+        if (s->mb[i].m == m && s->mb[i].i == a) b = i;
+      double *par = val_r(s, op, op->opnds[2].value);
+      if (b < 0 || !par) return; /* the wait itself reports it */
+      ready = ((int64_t)par[t] & 1) != (s->mb[b].phase & 1);
+    }
+    if (ready || s->bad || s->cl->abort) return;
+    cl_yield(s);
+  }
+}
 static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
   const char *step = kl_op_attr_string(op, "step");
   int64_t v = 0;
   if (!strcmp(step, "wait")) ws_wait_ready(s, op, mask);
+  if (!strcmp(step, "wait") && s->cl) cl_wait_ready(s, op, mask);
   int rb = -1;
   int64_t rph = 0;
   for (int t = 0; t < s->nt && !s->bad; t++) {
@@ -1389,7 +1440,10 @@ static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
     memset(s->wg_rd[g][WG_Q + 1], 0, WG_NGRAN);
   }
 }
-static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
+/* One TMA box into CTA d (the issuing CTA s, thread t; d == s without clusters): coordinates c,
+ * destination element da of the buffer of dm->k, completing on mbarrier element ba of bm->k. */
+static void tma_box(sim *s, sim *d, kl_op *op, int t, mem *src, mem *bm, int64_t ba, mem *dm, int64_t da,
+                    const int64_t *c) {
   int64_t dims[8], strides[8], box[8], off = 0;
   int nd = kl_op_attr_i64s(op, "dims", dims, 8);
   kl_op_attr_i64s(op, "strides", strides, 8);
@@ -1397,90 +1451,149 @@ static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
   kl_op_attr_i64(op, "offset", &off);
   const kl_type *st = op->opnds[0].value->type, *dt = op->opnds[3].value->type;
   int eb = (int)(kl_type_bits(st->elem) / 8);
+  if (d != s) { /* a peer's LDS and mbarrier at the same offsets */
+    if (s->cl->done[d->rank]) {
+      sfail(s, op, "TMA multicast from CTA %d into CTA %d after it exited", s->rank, d->rank);
+      return;
+    }
+    dm = find_mem(d, dm->k);
+    mem *pb = find_mem(d, bm->k);
+    int b = -1;
+    for (int i = 0; pb && i < d->nmb; i++)
+      if (d->mb[i].m == pb && d->mb[i].i == ba && d->mb[i].live) b = i;
+    if (!dm || b < 0) {
+      sfail(s, op,
+            "TMA multicast from CTA %d into CTA %d before its mbarrier %lld was initialised (no cluster barrier "
+            "after the init)",
+            s->rank, d->rank, (long long)ba);
+      return;
+    }
+    bm = pb;
+  }
+  int b = mb_find(d, op, bm, ba, false);
+  if (b < 0) {
+    if (d->bad) s->bad = true, snprintf(s->err, sizeof s->err, "%s", d->err);
+    return;
+  }
+  if (!d->mb[b].live) {
+    sfail(s, op, "TMA load completing on an mbarrier after its inval");
+    return;
+  }
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= box[i];
+  if (da + n > dm->span) {
+    sfail(s, op, "TMA box of %lld elements past the end of %s", (long long)n, dt->text);
+    return;
+  }
+  int64_t base = lds_window(d, dm), sw = 0;
+  kl_op_attr_i64(op, "swizzle", &sw);
+  if ((base + da * eb) % (sw ? 8 * sw : 128))
+    sfail(s, op, "TMA destination byte %lld not %lld-byte aligned", (long long)(base + da * eb),
+          (long long)(sw ? 8 * sw : 128));
+  if (sw && box[0] * eb != sw)
+    sfail(s, op, "TMA box rows of %lld bytes with a %lld-byte swizzle (only rows of the swizzle span modelled)",
+          (long long)(box[0] * eb), (long long)sw);
+  for (int64_t f = 0; f < n && !s->bad; f++) {
+    int64_t r = f, e = off;
+    bool in = true;
+    for (int i = 0; i < nd; i++) {
+      int64_t x = c[i] + r % box[i];
+      r /= box[i];
+      if (x < 0 || x >= dims[i]) in = false;
+      e += i ? x * (strides[i - 1] / eb) : x;
+    }
+    if (in && (e < 0 || e >= src->span)) {
+      sfail(s, op, "TMA reads element %lld of a source of span %lld", (long long)e, (long long)src->span);
+      return;
+    }
+    /* the element's shared byte, through the swizzle */
+    int64_t byte = sw ? swz(base + (da + f) * eb, sw) : base + (da + f) * eb;
+    dm->data[(byte - base) / eb] = in ? src->data[e] : 0.0;
+    int64_t gr = byte / 16;
+    if (d->lds_dirty && gr < WG_NGRAN && byte % 16 == 0) {
+      for (int g = 0; g < 8 && g < d->nt / 128; g++)
+        for (int q = 0; q <= d->wg_groups[g]; q++)
+          if (d->wg_rd[g][q][gr])
+            sfail(s, op,
+                  "TMA writes shared byte %lld of CTA %d while a wgmma group of warpgroup %d reading it is in flight "
+                  "(not retired by a wait_group)",
+                  (long long)gr * 16, d->rank, g);
+      if (d->cl && d->tma_bar[gr] && !d->cl_rel[gr] && !s->bad)
+        sfail(s, op,
+              "TMA from CTA %d overwrites shared byte %lld of CTA %d before every CTA of the cluster released its "
+              "readers (a cluster barrier after their wait_group)",
+              s->rank, (long long)gr * 16, d->rank);
+      if (d->cl_rel) d->cl_rel[gr] = 0;
+      for (int g = 0; g < 8 && g < d->nt / 128; g++)
+        if (d->wg_rd[g][WG_Q + 1][gr])
+          sfail(s, op, "TMA writes shared byte %lld that warpgroup %d's wgmma read, retired with no barrier since",
+                (long long)gr * 16, g);
+      if (d->ws_active && d->tma_bar[gr] && !s->bad) { /* the stage's earlier fill: released and awaited? */
+        int rb = d->rel_bar[gr] - 1;
+        if (rb < 0)
+          sfail(s, op,
+                "TMA overwrites shared byte %lld before its readers' release: an earlier TMA load filled it and no "
+                "arrive after the wait_group of its readers released it",
+                (long long)gr * 16);
+        else if (d->mb[rb].seen[t] <= d->rel_phase[gr])
+          sfail(s, op,
+                "TMA overwrites shared byte %lld before its readers' release: thread %d did not wait for phase "
+                "%lld of mbarrier %lld",
+                (long long)gr * 16, t, (long long)d->rel_phase[gr], (long long)d->mb[rb].i);
+      }
+      if (d->rel_bar) d->rel_bar[gr] = 0;
+      d->lds_dirty[gr] = 0, d->lds_fenced[gr] = -1; /* the async proxy: no fence needed */
+      d->tma_bar[gr] = (uint8_t)(b + 1), d->tma_phase[gr] = d->mb[b].phase, d->tma_swz[gr] = (uint8_t)(sw / 16);
+    }
+  }
+  d->mb[b].tx -= n * eb;
+  mb_complete(d, b);
+  if (s->cl) s->cl->ops++;
+}
+/* rock.tma_load; {multicast = C, multicast_dim = md}: box j of C at coordinate md + j * box[md]
+ * and destination + j * the box's elements; in a cluster rank r issues box r into every CTA,
+ * else the workgroup loads all C */
+static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
+  int64_t box[8], mc = 0, md = 0;
+  int nd = kl_op_attr_i64s(op, "box", box, 8);
+  kl_op_attr_i64(op, "multicast", &mc);
+  kl_op_attr_i64(op, "multicast_dim", &md);
+  const kl_type *dt = op->opnds[3].value->type;
   mem *src = find_mem(s, op->opnds[0].value);
   if (!src) {
     sfail(s, op, "TMA source is not a kernel argument");
     return;
   }
+  if (mc > 1 && s->cl && s->cl->C != mc) {
+    sfail(s, op, "multicast over %lld CTAs in a cluster of %d", (long long)mc, s->cl->C);
+    return;
+  }
+  int64_t bn = 1;
+  for (int i = 0; i < nd; i++) bn *= box[i];
   for (int t = 0; t < s->nt && !s->bad; t++) {
     if (!mask[t]) continue;
     mem *bm, *dm;
     int64_t ba, da;
     if (!addr(s, op, 1, t, 1, &bm, &ba) || !addr(s, op, 3, t, 1, &dm, &da)) return;
-    int b = mb_find(s, op, bm, ba, false);
-    if (b < 0) return;
-    if (!s->mb[b].live) {
-      sfail(s, op, "TMA load completing on an mbarrier after its inval");
-      return;
-    }
-    int64_t c[8], n = 1;
+    int64_t c[8];
     for (int i = 0; i < nd; i++) {
       double *cv = val_r(s, op, op->opnds[4 + dt->rank + i].value);
       if (!cv) return;
       c[i] = (int64_t)cv[t];
-      n *= box[i];
     }
-    if (da + n > dm->span) {
-      sfail(s, op, "TMA box of %lld elements past the end of %s", (long long)n, dt->text);
-      return;
-    }
-    int64_t base = lds_window(s, dm), sw = 0;
-    kl_op_attr_i64(op, "swizzle", &sw);
-    if ((base + da * eb) % (sw ? 8 * sw : 128))
-      sfail(s, op, "TMA destination byte %lld not %lld-byte aligned", (long long)(base + da * eb),
-            (long long)(sw ? 8 * sw : 128));
-    if (sw && box[0] * eb != sw)
-      sfail(s, op, "TMA box rows of %lld bytes with a %lld-byte swizzle (only rows of the swizzle span modelled)",
-            (long long)(box[0] * eb), (long long)sw);
-    for (int64_t f = 0; f < n && !s->bad; f++) {
-      int64_t r = f, e = off;
-      bool in = true;
-      for (int i = 0; i < nd; i++) {
-        int64_t x = c[i] + r % box[i];
-        r /= box[i];
-        if (x < 0 || x >= dims[i]) in = false;
-        e += i ? x * (strides[i - 1] / eb) : x;
+    if (mc <= 1) {
+      tma_box(s, s, op, t, src, bm, ba, dm, da, c);
+    } else if (s->cl) { /* rank r's box, multicast to every CTA of the cluster */
+      c[md] += s->rank * box[md];
+      for (int r = 0; r < s->cl->C && !s->bad; r++)
+        tma_box(s, s->cl->cta[r], op, t, src, bm, ba, dm, da + s->rank * bn, c);
+    } else /* no cluster: all C boxes here */
+      for (int64_t j = 0; j < mc && !s->bad; j++) {
+        int64_t cj[8];
+        memcpy(cj, c, sizeof cj);
+        cj[md] += j * box[md];
+        tma_box(s, s, op, t, src, bm, ba, dm, da + j * bn, cj);
       }
-      if (in && (e < 0 || e >= src->span)) {
-        sfail(s, op, "TMA reads element %lld of a source of span %lld", (long long)e, (long long)src->span);
-        return;
-      }
-      /* the element's shared byte, through the swizzle */
-      int64_t byte = sw ? swz(base + (da + f) * eb, sw) : base + (da + f) * eb;
-      dm->data[(byte - base) / eb] = in ? src->data[e] : 0.0;
-      int64_t gr = byte / 16;
-      if (s->lds_dirty && gr < WG_NGRAN && byte % 16 == 0) {
-        for (int g = 0; g < 8 && g < s->nt / 128; g++)
-          for (int q = 0; q <= s->wg_groups[g]; q++)
-            if (s->wg_rd[g][q][gr])
-              sfail(s, op,
-                    "TMA writes shared byte %lld while a wgmma group of warpgroup %d reading it is in flight "
-                    "(not retired by a wait_group)",
-                    (long long)gr * 16, g);
-        for (int g = 0; g < 8 && g < s->nt / 128; g++)
-          if (s->wg_rd[g][WG_Q + 1][gr])
-            sfail(s, op, "TMA writes shared byte %lld that warpgroup %d's wgmma read, retired with no barrier since",
-                  (long long)gr * 16, g);
-        if (s->ws_active && s->tma_bar[gr] && !s->bad) { /* the stage's earlier fill: released and awaited? */
-          int rb = s->rel_bar[gr] - 1;
-          if (rb < 0)
-            sfail(s, op,
-                  "TMA overwrites shared byte %lld before its readers' release: an earlier TMA load filled it and no "
-                  "arrive after the wait_group of its readers released it",
-                  (long long)gr * 16);
-          else if (s->mb[rb].seen[t] <= s->rel_phase[gr])
-            sfail(s, op,
-                  "TMA overwrites shared byte %lld before its readers' release: thread %d did not wait for phase "
-                  "%lld of mbarrier %lld",
-                  (long long)gr * 16, t, (long long)s->rel_phase[gr], (long long)s->mb[rb].i);
-        }
-        if (s->rel_bar) s->rel_bar[gr] = 0;
-        s->lds_dirty[gr] = 0, s->lds_fenced[gr] = -1; /* the async proxy: no fence needed */
-        s->tma_bar[gr] = (uint8_t)(b + 1), s->tma_phase[gr] = s->mb[b].phase, s->tma_swz[gr] = (uint8_t)(sw / 16);
-      }
-    }
-    s->mb[b].tx -= n * eb;
-    mb_complete(s, b);
     s->ntma++;
   }
 }
@@ -1630,6 +1743,7 @@ static void exec_stmatrix(sim *s, kl_op *op, const bool *mask) {
 static void exec_op(sim *s, kl_op *op, const bool *mask) {
   const char *n = op->name;
   int nt = s->nt;
+  if (s->cl) s->cl->ops++;
   if (!strcmp(n, "arith.constant")) {
     const kl_attr *a = kl_op_attr(op, "value");
     double v = a->kind == KL_AT_FLOAT ? a->f : (double)a->i;
@@ -1658,6 +1772,26 @@ static void exec_op(sim *s, kl_op *op, const bool *mask) {
               (long long)nc);
         return;
       }
+    const char *scope = kl_op_attr_string(op, "scope");
+    if (scope && !strcmp(scope, "cluster") && s->cl) { /* every CTA of the cluster arrives, the last releases */
+      clus *c = s->cl;
+      int64_t gen = c->gen;
+      int alive = 0;
+      for (int r = 0; r < c->C; r++) alive += !c->done[r];
+      if (++c->arrived == alive) {
+        for (int r = 0; r < c->C; r++) { /* the readers retired before the barrier, in every CTA: released */
+          sim *d = c->cta[r];
+          for (int g = 0; d->wg_rd && g < 8; g++) {
+            for (int i = 0; i < WG_NGRAN; i++)
+              if (d->wg_rd[g][WG_Q + 1][i]) d->cl_rel[i] = 1;
+            memset(d->wg_rd[g][WG_Q + 1], 0, WG_NGRAN); /* the barrier is passed for every CTA */
+          }
+        }
+        c->arrived = 0, c->gen++;
+      } else
+        while (c->gen == gen && !c->abort) cl_yield(s);
+      if (c->abort) return;
+    }
     s->barriers++;
     for (int g = 0; s->wg_rd && g < 8; g++) memset(s->wg_rd[g][WG_Q + 1], 0, WG_NGRAN);
     return;
@@ -1987,99 +2121,214 @@ static int64_t g_ntma;                              /* TMA boxes of the last sim
  * so that each loops over several tiles; else the tiles */
 static int64_t g_sim_grid;
 static int64_t g_sim_ran; /* workgroups of the last sim_run */
+static void sim_init(sim *s, const kl_target *t, int64_t bs, int64_t grid) {
+  *s = (sim){ .nt = (int)bs, .t = t, .grid = grid };
+  if (t && t->wgmma) {
+    s->wg_rd = calloc(8, sizeof *s->wg_rd);
+    s->lds_dirty = calloc(WG_NGRAN, 1);
+    s->lds_fenced = malloc(sizeof *s->lds_fenced * WG_NGRAN);
+    s->tma_bar = calloc(WG_NGRAN, 1);
+    s->tma_swz = calloc(WG_NGRAN, 1);
+    s->tma_phase = calloc(WG_NGRAN, sizeof *s->tma_phase);
+    s->rel_bar = calloc(WG_NGRAN, 1);
+    s->rel_phase = calloc(WG_NGRAN, sizeof *s->rel_phase);
+    s->cl_rel = calloc(WG_NGRAN, 1);
+  }
+  s->ws_cur = 2;
+  s->cp_commits = calloc(bs, sizeof *s->cp_commits);
+  s->cp_retired = calloc(bs, sizeof *s->cp_retired);
+  s->cp_bar = malloc(bs * sizeof *s->cp_bar);
+}
+static void sim_fini(sim *s) {
+  free(s->cp_commits);
+  free(s->cp_retired);
+  free(s->cp_bar);
+  free(s->wg_rd);
+  free(s->lds_dirty);
+  free(s->lds_fenced);
+  free(s->tma_bar);
+  free(s->tma_swz);
+  free(s->tma_phase);
+  free(s->rel_bar);
+  free(s->rel_phase);
+  free(s->cl_rel);
+  for (int i = 0; i < s->nmb; i++) free(s->mb[i].seen);
+  s->nmb = 0;
+}
+/* a fresh block b: nothing written, nothing in flight, no mbarriers */
+static void sim_fresh(sim *s, int64_t b) {
+  s->bid = b;
+  s->nmems = 0;
+  memset(s->cp_commits, 0, s->nt * sizeof *s->cp_commits);
+  memset(s->cp_retired, 0, s->nt * sizeof *s->cp_retired);
+  if (s->lds_dirty) {
+    memset(s->lds_dirty, 0, WG_NGRAN);
+    for (int i = 0; i < WG_NGRAN; i++) s->lds_fenced[i] = -1;
+    memset(s->wg_rd, 0, 8 * sizeof *s->wg_rd);
+    memset(s->tma_bar, 0, WG_NGRAN);
+    memset(s->tma_swz, 0, WG_NGRAN);
+    memset(s->rel_bar, 0, WG_NGRAN);
+    memset(s->cl_rel, 0, WG_NGRAN);
+  }
+  for (int i = 0; i < s->nmb; i++) free(s->mb[i].seen);
+  s->nmb = 0;
+}
+/* Runs workgroup s->bid (sim_fresh done) of kernel func k to its end. */
+static void sim_block(sim *s, kl_op *k, double **args) {
+  kl_block *entry = k->regions[0].first;
+  bool *mask = malloc((size_t)s->nt);
+  memset(mask, 1, (size_t)s->nt);
+  for (int i = 0; i < entry->nargs; i++) {
+    const kl_type *bt = entry->args[i]->type;
+    int64_t span = 1;
+    for (int d = 0; d < bt->rank; d++) span += (bt->shape[d] - 1) * bt->strides[d];
+    s->mems[s->nmems++] = (mem){ entry->args[i], args[i], span, false, NULL, NULL, NULL, NULL, NULL, NULL };
+  }
+  int nargs = s->nmems;
+  exec_block(s, entry, mask);
+  for (int g = 0; g < 8; g++)
+    if (s->wg_groups[g] || s->wg_open[g]) sfail(s, NULL, "the kernel ends with wgmma groups in flight");
+  for (int i = 0; i < s->nmb; i++)
+    if (s->mb[i].tx || s->mb[i].missing != s->mb[i].count)
+      sfail(s, NULL, "the kernel ends with TMA loads or arrivals pending on mbarrier %lld", (long long)s->mb[i].i);
+  for (int t = 0; t < s->nt; t++)
+    if (s->cp_retired[t] < s->cp_commits[t]) {
+      sfail(s, NULL, "thread %d ends with cp.async groups in flight", t);
+      break;
+    }
+  for (int i = nargs; i < s->nmems; i++) {
+    free(s->mems[i].data);
+    free(s->mems[i].cp_writer);
+    free(s->mems[i].cp_group);
+    free(s->mems[i].rc_w);
+    free(s->mems[i].rc_r);
+    free(s->mems[i].rc_wb);
+    free(s->mems[i].rc_rb);
+  }
+  s->nmems = nargs;
+  sim_reset_values(s);
+  free(mask);
+}
+/* a CTA of a cluster: its block when its turn comes (g_cl_mu held while it runs) */
+typedef struct {
+  sim *s;
+  kl_op *k;
+  double **args;
+} cl_arg;
+static void *cl_cta_main(void *arg) {
+  cl_arg *a = arg;
+  sim *s = a->s;
+  clus *c = s->cl;
+  pthread_mutex_lock(&g_cl_mu);
+  while (c->turn != s->rank) pthread_cond_wait(&g_cl_cv, &g_cl_mu);
+  sim_block(s, a->k, a->args);
+  c->done[s->rank] = true;
+  c->turn = c->C;
+  pthread_cond_broadcast(&g_cl_cv);
+  pthread_mutex_unlock(&g_cl_mu);
+  return NULL;
+}
+/* The C CTAs of the cluster of blocks b0 .. b0 + C - 1 together (struct sim: cl). */
+static void cl_run(clus *c, kl_op *k, double **args, int64_t b0) {
+  cl_arg a[16];
+  pthread_t th[16];
+  c->abort = false, c->arrived = 0, c->ops = 0;
+  for (int r = 0; r < c->C; r++) {
+    c->done[r] = false;
+    sim_fresh(c->cta[r], b0 + r);
+    a[r] = (cl_arg){ c->cta[r], k, args };
+  }
+  pthread_mutex_lock(&g_cl_mu);
+  c->turn = c->C;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 64u << 20);
+  for (int r = 0; r < c->C; r++) pthread_create(&th[r], &at, cl_cta_main, &a[r]);
+  pthread_attr_destroy(&at);
+  for (;;) {
+    bool all = true;
+    int64_t ops = c->ops;
+    for (int r = 0; r < c->C; r++) {
+      if (c->done[r]) continue;
+      all = false;
+      c->turn = r;
+      pthread_cond_broadcast(&g_cl_cv);
+      while (c->turn != c->C) pthread_cond_wait(&g_cl_cv, &g_cl_mu);
+    }
+    if (all) break;
+    bool bad = false;
+    for (int r = 0; r < c->C; r++) bad |= c->cta[r]->bad;
+    if ((ops == c->ops || bad) && !c->abort) { /* a round without an op: every CTA waits for another */
+      if (!bad)
+        sfail(c->cta[0], NULL, "the CTAs of cluster %lld deadlock (each waits at a cluster barrier or an mbarrier)",
+              (long long)(b0 / c->C));
+      c->abort = true;
+      for (int r = 0; r < c->C; r++) c->cta[r]->bad = true;
+    }
+  }
+  pthread_mutex_unlock(&g_cl_mu);
+  for (int r = 0; r < c->C; r++) pthread_join(th[r], NULL);
+}
+/* g_sim_nocluster: a clustered kernel runs one workgroup at a time (each multicast load takes
+ * all its boxes, the cluster barrier the block's: what the IR means without clusters) */
+static bool g_sim_nocluster;
+static int64_t g_sim_clusters; /* clusters of the last sim_run (0: none) */
 static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size_t errlen, int64_t *nmma) {
-  int64_t bs = 1, grid = 1, gp = 0;
+  int64_t bs = 1, grid = 1, gp = 0, C = 0;
   kl_op_attr_i64(k, "block_size", &bs);
   kl_op_attr_i64(k, "grid_size", &grid);
+  kl_op_attr_i64(k, "cluster_size", &C);
   if (kl_op_attr_i64(k, "grid_persistent", &gp) && gp > 0 && g_sim_grid > 0 && g_sim_grid < grid) grid = g_sim_grid;
   g_sim_ran = grid;
-  kl_block *entry = k->regions[0].first;
-  sim s = { .nt = (int)bs, .t = t, .grid = grid };
-  if (t && t->wgmma) {
-    s.wg_rd = calloc(8, sizeof *s.wg_rd);
-    s.lds_dirty = calloc(WG_NGRAN, 1);
-    s.lds_fenced = malloc(sizeof *s.lds_fenced * WG_NGRAN);
-    s.tma_bar = calloc(WG_NGRAN, 1);
-    s.tma_swz = calloc(WG_NGRAN, 1);
-    s.tma_phase = calloc(WG_NGRAN, sizeof *s.tma_phase);
-    s.rel_bar = calloc(WG_NGRAN, 1);
-    s.rel_phase = calloc(WG_NGRAN, sizeof *s.rel_phase);
-  }
-  s.ws_cur = 2;
-  bool *mask = malloc(bs);
-  memset(mask, 1, bs);
-  s.cp_commits = calloc(bs, sizeof *s.cp_commits);
-  s.cp_retired = calloc(bs, sizeof *s.cp_retired);
-  s.cp_bar = malloc(bs * sizeof *s.cp_bar);
-  for (int64_t b = 0; b < grid && !s.bad; b++) {
-    /* g_sim_blocks: only the first two workgroups and the last (coalescing checks on
-     * large grids) */
-    if (g_sim_blocks && b >= 2 && b < grid - 1) b = grid - 1;
-    s.bid = b;
-    s.nmems = 0;
-    memset(s.cp_commits, 0, bs * sizeof *s.cp_commits);
-    memset(s.cp_retired, 0, bs * sizeof *s.cp_retired);
-    if (s.lds_dirty) { /* a fresh block: nothing written, nothing in flight */
-      memset(s.lds_dirty, 0, WG_NGRAN);
-      for (int i = 0; i < WG_NGRAN; i++) s.lds_fenced[i] = -1;
-      memset(s.wg_rd, 0, 8 * sizeof *s.wg_rd);
-      memset(s.tma_bar, 0, WG_NGRAN);
-      memset(s.tma_swz, 0, WG_NGRAN);
-      memset(s.rel_bar, 0, WG_NGRAN);
+  g_sim_clusters = 0;
+  sim s;
+  sim_init(&s, t, bs, grid);
+  bool bad = false;
+  if (C > 1 && !g_sim_nocluster) {
+    if (C > 16 || grid % C) {
+      snprintf(err, errlen, "cluster_size %lld with a grid of %lld", (long long)C, (long long)grid);
+      sim_fini(&s);
+      return false;
     }
-    for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
-    s.nmb = 0;
-
-    for (int i = 0; i < entry->nargs; i++) {
-      const kl_type *bt = entry->args[i]->type;
-      int64_t span = 1;
-      for (int d = 0; d < bt->rank; d++) span += (bt->shape[d] - 1) * bt->strides[d];
-      s.mems[s.nmems++] = (mem){ entry->args[i], args[i], span, false, NULL, NULL, NULL, NULL, NULL, NULL };
+    sim cs[16];
+    clus cl = { .C = (int)C };
+    for (int r = 0; r < C; r++) {
+      sim_init(&cs[r], t, bs, grid);
+      cs[r].cl = &cl, cs[r].rank = r, cl.cta[r] = &cs[r];
     }
-    int nargs = s.nmems;
-    exec_block(&s, entry, mask);
-    for (int g = 0; g < 8; g++)
-      if (s.wg_groups[g] || s.wg_open[g]) sfail(&s, NULL, "the kernel ends with wgmma groups in flight");
-    for (int i = 0; i < s.nmb; i++)
-      if (s.mb[i].tx || s.mb[i].missing != s.mb[i].count)
-        sfail(&s, NULL, "the kernel ends with TMA loads or arrivals pending on mbarrier %lld", (long long)s.mb[i].i);
-    for (int t = 0; t < bs; t++)
-      if (s.cp_retired[t] < s.cp_commits[t]) {
-        sfail(&s, NULL, "thread %d ends with cp.async groups in flight", t);
-        break;
-      }
-    for (int i = nargs; i < s.nmems; i++) {
-      free(s.mems[i].data);
-      free(s.mems[i].cp_writer);
-      free(s.mems[i].cp_group);
-      free(s.mems[i].rc_w);
-      free(s.mems[i].rc_r);
-      free(s.mems[i].rc_wb);
-      free(s.mems[i].rc_rb);
+    for (int64_t b0 = 0; b0 < grid && !bad; b0 += C) {
+      cl_run(&cl, k, args, b0);
+      g_sim_clusters++;
+      for (int r = 0; r < C && !bad; r++)
+        if (cs[r].bad) {
+          bad = true;
+          snprintf(err, errlen, "CTA %d of cluster %lld: %s", r, (long long)(b0 / C), cs[r].err[0] ? cs[r].err : "?");
+          for (int q = 0; q < C && !cs[r].err[0]; q++)
+            if (cs[q].err[0]) snprintf(err, errlen, "CTA %d of cluster %lld: %s", q, (long long)(b0 / C), cs[q].err);
+        }
     }
-    sim_reset_values(&s);
-  }
-  free(mask);
-  free(s.cp_commits);
-  free(s.cp_retired);
-  free(s.cp_bar);
-  free(s.wg_rd);
-  free(s.lds_dirty);
-  free(s.lds_fenced);
-  free(s.tma_bar);
-  free(s.tma_swz);
-  free(s.tma_phase);
-  free(s.rel_bar);
-  free(s.rel_phase);
-  for (int i = 0; i < s.nmb; i++) free(s.mb[i].seen);
+    for (int r = 0; r < C; r++) {
+      s.nmma += cs[r].nmma, s.ntma += cs[r].ntma;
+      for (int i = 0; i < 2; i++) s.lds_wavefronts[i] += cs[r].lds_wavefronts[i], s.lds_ideal[i] += cs[r].lds_ideal[i];
+      sim_fini(&cs[r]);
+    }
+  } else
+    for (int64_t b = 0; b < grid && !s.bad; b++) {
+      /* g_sim_blocks: only the first two workgroups and the last (coalescing checks on
+       * large grids) */
+      if (g_sim_blocks && b >= 2 && b < grid - 1) b = grid - 1;
+      sim_fresh(&s, b);
+      sim_block(&s, k, args);
+    }
+  if (s.bad) bad = true, snprintf(err, errlen, "%s", s.err);
+  sim_fini(&s);
   g_ntma = s.ntma;
-  if (s.bad) snprintf(err, errlen, "%s", s.err);
   *nmma = s.nmma;
   for (int i = 0; i < 2; i++) {
     g_lds_wavefronts[i] = s.lds_wavefronts[i];
     g_lds_ideal[i] = s.lds_ideal[i];
   }
-  return !s.bad;
+  return !bad;
 }
 
 /* ---------------------------------------------------------------------------------
@@ -4040,6 +4289,199 @@ static void test_persist(void) {
             "tile's loads before the epilogue) interpreted equal a direct matmul; the broken protocols are refused");
 }
 
+/* Thread-block clusters (passes/rock_tma.h: cluster). The mutations: the K loop's cluster
+ * barrier (the one guarding stage reuse) or the init's made a block barrier. */
+static const char *mut_cluster_scope(kl_op *k, bool in_loop) {
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n; i++) {
+    const char *sc = kl_op_attr_string(ops[i], "scope");
+    kl_op *par = kl_op_parent_op(ops[i]);
+    bool loop = par && !strcmp(par->name, "scf.for");
+    if (strcmp(ops[i]->name, "rock.barrier") || !sc || strcmp(sc, "cluster") || loop != in_loop) continue;
+    kl_op_set_attr(ops[i], "scope", NULL);
+    hit++; /* the loop: every step's barrier; else the first (the init's) */
+    if (!in_loop) break;
+  }
+  free(ops);
+  return hit ? (in_loop ? "before every CTA of the cluster released its readers" : "before its mbarrier") : NULL;
+}
+static const char *mut_cluster_loop(kl_op *k) { return mut_cluster_scope(k, true); }
+static const char *mut_cluster_init(kl_op *k) { return mut_cluster_scope(k, false); }
+/* One cluster case: c lowered with rock-gridwise-to-blockwise{opt} must record cluster = want
+ * (the shape, or a prefix of "off (why)") with want_grid workgroups; its multicast loads and
+ * cluster barriers present, interpreted in clusters (and once without: each multicast load
+ * taking all its boxes) equal to a direct matmul; with g_mutate, refused. */
+static void cluster_case(const gcase *c, const char *opt, const char *want, int64_t want_grid) {
+  char pl[512], err[4096];
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *k = lower_gtb_case(ctx, c, opt, pl, sizeof pl, err, sizeof err);
+  const char *got = k ? kl_op_attr_string(k, "cluster") : NULL;
+  int64_t cs = 0, gs = 0;
+  int mcast = 0, cbar = 0, n = 0;
+  if (k) {
+    kl_op_attr_i64(k, "cluster_size", &cs);
+    kl_op_attr_i64(k, "grid_size", &gs);
+    kl_op **ops = kl_collect_ops(k, &n);
+    for (int i = 0; i < n; i++) {
+      mcast += !strcmp(ops[i]->name, "rock.tma_load") && kl_op_attr(ops[i], "multicast");
+      cbar += !strcmp(ops[i]->name, "rock.barrier") && kl_op_attr(ops[i], "scope");
+    }
+    free(ops);
+  }
+  bool on = strncmp(want, "off", 3) != 0;
+  CHECK(k && got && !strncmp(got, want, strlen(want)) && (!on || (gs == want_grid && cs > 1 && gs % cs == 0)) &&
+            (mcast > 0) == on && (cbar >= 3) == on,
+        "cluster %s %s M=%lld N=%lld K=%lld: cluster = %s (want %s), cluster_size %lld, grid %lld (want %lld), %d "
+        "multicast loads, %d cluster barriers %s",
+        c->perf, opt, (long long)c->M, (long long)c->N, (long long)c->K, got ? got : "-", want, (long long)cs,
+        (long long)gs, (long long)want_grid, mcast, cbar, k ? "" : err);
+  kl_ctx_destroy(ctx);
+  if (!on) return;
+  g_sim_clusters = 0;
+  run_case_with(c, pl);
+  CHECK(g_mutate || g_sim_clusters == want_grid / cs, "cluster %s %s: %lld clusters interpreted, want %lld", c->perf,
+        opt, (long long)g_sim_clusters, (long long)(want_grid / (cs ? cs : 1)));
+  if (!g_mutate) {
+    g_sim_nocluster = true;
+    run_case_with(c, pl);
+    g_sim_nocluster = false;
+  }
+}
+static void test_cluster(void) {
+  group_begin();
+  /* the reference mapping: every tile once, padding only in the last cluster row / column */
+  for (int am = 0; am < 2; am++)
+    for (int64_t C = 2; C <= 4; C += 2)
+      for (int64_t gm = 0; gm <= 3; gm++) {
+        int64_t G = 2, nM = 5, nN = 3, T = G * nM * nN, grid = kl_gemm_cluster_grid(G, nM, nN, C, am);
+        int64_t seen[64] = { 0 }, pad = 0;
+        for (int64_t h = 0; h < grid; h++) {
+          int64_t b = kl_gemm_cluster_ref(h, G, nM, nN, gm, C, am);
+          if (b < 0)
+            pad++;
+          else if (b < T)
+            seen[b]++;
+          if (b >= 0 && h % C) { /* the cluster's tiles share the m-tile (1 x C) or the n-tile (C x 1) */
+            int64_t b0 = kl_gemm_cluster_ref(h - h % C, G, nM, nN, gm, C, am);
+            CHECK(b0 >= 0 && (am ? b % nN == b0 % nN : b / nN == b0 / nN), "cluster ref: h %lld shares nothing",
+                  (long long)h);
+          }
+        }
+        int64_t once = 0;
+        for (int64_t i = 0; i < T; i++) once += seen[i] == 1;
+        CHECK(grid % C == 0 && once == T && pad == grid - T, "cluster ref C=%lld along_m=%d gm=%lld: %lld of %lld once",
+              (long long)C, am, (long long)gm, (long long)once, (long long)T);
+      }
+  static const struct {
+    gcase c;
+    const char *opt, *want;
+    int64_t grid;
+  } cases[] = {
+    /* 2 x 4 tiles: 2 (auto: no padding either way, B's tile the larger one... equal: B) */
+    { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=2",
+      "2x1",
+      8 },
+    { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=1x2",
+      "1x2",
+      8 },
+    /* batch 2, odd M / N (TMA zero fill): A shared (1 x 2) */
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" },
+      "cluster=1x2",
+      "1x2",
+      8 },
+    { { "sm_90a", "bf16", 2, 130, 100, 56, true, true, false, "v3:128,64,32,64,64,8", "f32" },
+      "cluster=2x1",
+      "2x1",
+      8 },
+    /* 3 x 2 tiles, the grid padded (2 x 1: one padding CTA per column), the fused epilogue */
+    { { "sm_90a", "f16", 1, 192, 128, 160, true, true, true, "v3:64,64,16,64,64,8", "f16" },
+      "tma=3,cluster=2x1",
+      "2x1",
+      8 },
+    { { "sm_90a", "f16", 1, 70, 72, 40, true, true, true, "v3:64,64,16,64,64,8", "f16" }, "tma=3,cluster=2", "2x1", 4 },
+    /* clusters of 4: 2 x 3 tiles padded to 12 (4 x 1) and 8 (1 x 4) */
+    { { "sm_90a", "f16", 1, 256, 384, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=4",
+      "4x1",
+      12 },
+    { { "sm_90a", "f16", 1, 256, 384, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=1x4",
+      "1x4",
+      8 },
+    /* MN-major shared operands (panels multicast): B [K, N] 2 x 1, A [K, M] 1 x 2 */
+    { { "sm_90a", "f16", 1, 256, 512, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" },
+      "cluster=2x1",
+      "2x1",
+      4 },
+    { { "sm_90a", "bf16", 1, 128, 256, 64, false, true, false, "v3:128,64,16,64,64,8", "f32" },
+      "cluster=1x2",
+      "1x2",
+      4 },
+    /* the grouped raster order over cluster tiles; the mixed loop (B on registers): A shared */
+    { { "sm_90a", "f16", 1, 256, 192, 64, true, true, false, "v3:64,64,16,64,64,8", "f32" },
+      "tma=3,cluster=2x1,raster-group-m=4",
+      "2x1",
+      12 },
+    { { "sm_90a", "f16", 1, 256, 384, 128, true, false, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=1,tma-swizzle=none,cluster=2",
+      "1x2",
+      8 },
+    /* refused: one tile; B shared but B on registers; ws=1 and persistent=1 */
+    { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=2",
+      "off (one tile)",
+      0 },
+    { { "sm_90a", "f16", 1, 256, 384, 128, true, false, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=1,tma-swizzle=none,cluster=2x1",
+      "off (C x 1 shares B",
+      0 },
+    { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=2,ws=1",
+      "off (warp specialization",
+      0 },
+    { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=2,persistent=1",
+      "off (persistent",
+      0 },
+    { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "cluster=2,tma=0",
+      "off (the TMA loop is not taken)",
+      0 },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    cluster_case(&cases[i].c, cases[i].opt, cases[i].want, cases[i].grid);
+  /* broken orderings are refused: a peer's multicast into a stage before every CTA released
+   * its readers (the K loop's barrier a block barrier); multicasts before the peers' mbarrier
+   * init (the init's barrier a block barrier) */
+  g_mutate = mut_cluster_loop;
+  cluster_case(&cases[4].c, cases[4].opt, cases[4].want, cases[4].grid);
+  cluster_case(&cases[10].c, cases[10].opt, cases[10].want, cases[10].grid);
+  g_mutate = mut_cluster_init;
+  cluster_case(&cases[0].c, cases[0].opt, cases[0].want, cases[0].grid);
+  g_mutate = mut_pending;
+  cluster_case(&cases[4].c, cases[4].opt, cases[4].want, cases[4].grid);
+  g_mutate = NULL;
+  /* option errors */
+  {
+    char err[4096], pl[512];
+    kl_ctx *ctx = kl_test_ctx();
+    kl_op *k = lower_gtb_case(ctx, &cases[0].c, "cluster=3", pl, sizeof pl, err, sizeof err);
+    CHECK(!k && strstr(err, "cluster must be 1 (none), 2, 4"), "cluster=3: %s", k ? "accepted" : err);
+    kl_ctx_destroy(ctx);
+    ctx = kl_test_ctx();
+    k = lower_gtb_case(ctx, &cases[0].c, "cluster=auto", pl, sizeof pl, err, sizeof err);
+    CHECK(k && !kl_op_attr(k, "cluster") && !kl_op_attr(k, "cluster_size"), "cluster=auto (KL_CLUSTER_AUTO 1): %s",
+          k ? kl_op_attr_string(k, "cluster") : err);
+    kl_ctx_destroy(ctx);
+  }
+  group_end("clusters (sm_90a): TMA multicast of the shared operand's slices into every CTA of the cluster, the "
+            "cluster barrier guarding stage reuse, padded grids, interpreted CTA by CTA of each cluster equal a "
+            "direct matmul; the broken orderings are refused");
+}
+
 /* TMA on sm_90a (passes/rock_tma.h): the 1x1 NHWC conv with both operands through TMA, the
  * padded, strided 3x3 conv with one (the other's im2col view is not a box), interpreted */
 static void test_tma_graphs(void) {
@@ -4058,6 +4500,10 @@ static void test_tma_graphs(void) {
      * through the output swizzle's own LDS while the next tile's loads land in the stages */
     { conv1x1_big_f16, "tma=1,persistent=1", "A,B" },
     { conv1x1_big_f16, "tma=1,ws=1,persistent=1", "A,B" },
+    /* clusters (the seed conv's class): 2 and 4 CTAs, either operand shared, run as clusters */
+    { conv1x1_big_f16, "tma=1,cluster=2", "A,B" },
+    { conv1x1_big_f16, "tma=1,cluster=1x2", "A,B" },
+    { conv1x1_big_f16, "tma=1,cluster=4", "A,B" },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char pl[1024];
@@ -4070,7 +4516,9 @@ static void test_tma_graphs(void) {
     graph_case g = { "sm_90a", cases[i].text, 2e-2, 1, false, pl, cases[i].want_tma };
     g_sim_grid = strstr(cases[i].opt, "persistent=1") ? 2 : 0;
     g_sim_ran = 0;
+    g_sim_clusters = 0;
     run_graph_case(&g);
+    CHECK(!strstr(cases[i].opt, "cluster=") || g_sim_clusters > 0, "%s: no cluster interpreted", cases[i].opt);
     CHECK(!g_sim_grid || g_sim_ran == 2, "%s: the persistent kernel ran on %lld workgroups, want 2", cases[i].opt,
           (long long)g_sim_ran);
     g_sim_grid = 0;
@@ -4800,6 +5248,11 @@ int main(void) {
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_CLUSTER")) { /* iterating on the cluster group alone */
+    test_cluster();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
     test_tma();
     test_ws();
@@ -4836,6 +5289,7 @@ int main(void) {
   test_tma();
   test_ws();
   test_persist();
+  test_cluster();
   test_tma_graphs();
   test_swizzle();
   test_stmatrix();

@@ -1,7 +1,8 @@
 /* test_gemm_raster.c — the grouped raster order of GEMM workgroups (passes/gemm_raster.h):
  * kl_gemm_raster_ref against a hand-written table, its bijection and grouping properties
  * over many tile grids, and the emitted index arithmetic (kl_gemm_raster_bid, folded on
- * constant workgroup ids) equal to it for every workgroup. The host numerics of the
+ * constant workgroup ids) equal to it for every workgroup, and so the clusters' padded
+ * order (kl_gemm_cluster_bid / kl_gemm_cluster_ref). The host numerics of the
  * lowered order: spec/lua/raster_spec.lua. */
 #include "core/context.h"
 #include "core/dialect_builtin.h"
@@ -82,6 +83,28 @@ static void test_emitted(void) {
     }
   }
   CHECK(bad == 0, "%d workgroups where the emitted arithmetic differs from kl_gemm_raster_ref", bad);
+  /* clusters (kl_gemm_cluster_bid): the bid and validity of every workgroup of the padded grid
+   * equal kl_gemm_cluster_ref's (a padding workgroup: invalid, the bid of its row's last tile) */
+  int cbad = 0, nvalid = 0;
+  for (size_t gi = 0; gi < sizeof grids / sizeof *grids; gi++) {
+    const int64_t *g = grids[gi];
+    for (int64_t C = 2; C <= 4; C += 2)
+      for (int am = 0; am < 2; am++) {
+        int64_t gmc = am && g[3] > 1 ? (g[3] + C - 1) / C : g[3];
+        for (int64_t h = 0; h < kl_gemm_cluster_grid(g[0], g[1], g[2], C, am); h++) {
+          int64_t got = -1, ok = 1;
+          kl_value *valid = NULL;
+          kl_value *v = kl_gemm_cluster_bid(rw, KL_LOC_UNKNOWN, kl_emit_index(&e, h), g[0], g[1], g[2], gmc, C, am,
+                                            &valid);
+          int64_t want = kl_gemm_cluster_ref(h, g[0], g[1], g[2], gmc, C, am);
+          if (valid && !kl_emit_const_of(valid, &ok)) ok = -1;
+          if (!kl_emit_const_of(v, &got) || (want >= 0 ? (got != want || ok != 1) : ok != 0)) cbad++;
+          nvalid += want >= 0;
+        }
+      }
+  }
+  CHECK(cbad == 0 && nvalid > 0, "%d workgroups where the emitted cluster arithmetic differs from kl_gemm_cluster_ref",
+        cbad);
   kl_rewriter_free(rw);
   kl_ctx_destroy(ctx);
   group_end("the emitted arithmetic");

@@ -190,6 +190,45 @@ function M.persist_cases()
   return cs
 end
 
+-- Thread-block clusters (rock-gridwise-to-blockwise{tma=1,cluster=...}; passes/rock_tma.h):
+-- c.cluster cases (the option's value: 2, 4, 2x1, 1x2, 4x1, 1x4), odd sizes, grids padded to a
+-- multiple of C, batch, both operand layouts (MN-major shared tiles multicast by panel), a
+-- register operand (the other shared), K 16384, the seed conv's class; their GEMM kernel's
+-- `cluster` is the shape (c.want_cluster where given), grid a multiple of cluster_size, the
+-- PTX has .multicast::cluster and .reqnctapercluster
+function M.cluster_cases()
+  local cs = {}
+  local function C(c, opt, want)
+    c.cluster, c.want_cluster = opt, want
+    c.name = c.name .. " cluster=" .. opt
+    return c
+  end
+  local big = "v3:128,256,64,64,256,8"
+  cs[#cs + 1] = C(dot(1000, 520, 1024, "f16", true, true, nil, big), "2", "2x1")
+  cs[#cs + 1] = C(dot(1000, 520, 1024, "f16", true, true, "bias_relu", big), "1x2", "1x2") -- N tiles 3: padded
+  cs[#cs + 1] = C(dot(1000, 520, 1024, "bf16", true, true, nil, big), "4", "4x1")
+  cs[#cs + 1] = C(dot(257, 129, 136, "f16", true, true, "bias_relu", "v3:128,128,32,64,128,8"), "2", "1x2")
+  cs[#cs + 1] = C(dot(257, 129, 136, "f16", true, true, "bias_relu", "v3:128,128,32,64,128,8"), "2x1", "2x1") -- padded
+  cs[#cs + 1] = C(dot(100, 136, 72, "f16", true, true, "residual", "v3:128,128,32,64,128,8", 3), "2", "1x2")
+  cs[#cs + 1] = C(dot(100, 136, 72, "f16", true, true, "residual", "v3:64,64,32,64,64,8", 3), "4", nil)
+  -- MN-major shared tiles (B [K, N], A [K, M]: multicast by swizzle panel)
+  cs[#cs + 1] = C(dot(130, 304, 136, "bf16", true, false, nil, "v3:128,256,32,64,256,8", 2), "2x1", "2x1")
+  cs[#cs + 1] = C(dot(304, 264, 520, "f16", false, true, "bias_relu", "v3:128,64,16,64,64,8"), "1x2", "1x2")
+  cs[#cs + 1] = C(dot(300, 264, 520, "f16", false, false, nil, "v3:128,256,32,64,256,8"), "4x1", "4x1")
+  cs[#cs + 1] = C(dot(2304, 2048, 512, "f16", true, true, nil, nil), "2", nil)
+  cs[#cs + 1] = C(dot(2304, 2048, 512, "f16", true, false, "residual", nil), "4", nil)
+  cs[#cs + 1] = C(dot(256, 512, 16384, "f16", true, true, nil, big), "2", "2x1")
+  cs[#cs + 1] = C(dot(70, 72, 400, "f16", true, true, "residual", "v3:64,64,16,64,64,8"), "2", "2x1")
+  -- the seed conv's class (NHWC 1x1 -> 512 + residual + relu, the heuristic's config) and a
+  -- 3x3 conv (only the weights through TMA: they are the shared tile)
+  cs[#cs + 1] = C(conv(16, 2048, 7, 7, 512, 1, 0, nil, "A,B"), "2", nil)
+  cs[#cs + 1] = C(conv(16, 2048, 7, 7, 512, 1, 0, nil, "A,B"), "4", nil)
+  cs[#cs + 1] = C(conv(192, 256, 7, 7, 512, 1, 0, nil, "A,B"), "2x1", "2x1")
+  cs[#cs + 1] = C(conv(192, 256, 7, 7, 512, 1, 0, nil, "A,B"), "1x2", "1x2")
+  cs[#cs + 1] = C(conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8", "A"), "2", "1x2")
+  return cs
+end
+
 -- Compiles c for sm_90a with tma=1 (its v3 config, else the heuristic), checks the GEMM
 -- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
 -- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.
@@ -197,6 +236,10 @@ function M.compile(c)
   local opts = { target = "sm_90a", cache = false,
                  pipeline = c.persist and (c.ws and M.pipeline_persist_ws or M.pipeline_persist)
                    or c.ws and M.pipeline_ws or c.nosw and M.pipeline_nosw or M.pipeline }
+  if c.cluster then
+    opts.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                 "rock-gridwise-to-blockwise{tma=1,cluster=" .. c.cluster .. "},", 1)
+  end
   if c.persist and c.nosw then
     opts.pipeline = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
                                                  "rock-gridwise-to-blockwise{tma=1,tma-swizzle=none,persistent=1},", 1)
@@ -241,6 +284,14 @@ function M.compile(c)
                                                                           k.grid_persistent, k.tma), 0)
     end
   end
+  if c.cluster then
+    local ok = k.cluster:sub(1, 3) ~= "off" and (not c.want_cluster or k.cluster == c.want_cluster)
+    if not ok or k.cluster_size < 2 or k.grid % k.cluster_size ~= 0 or not ptx:find(".multicast::cluster", 1, true)
+       or not ptx:find(".reqnctapercluster " .. k.cluster_size .. ", 1, 1", 1, true) then
+      error(("%s: cluster = %s (want %s), cluster_size %d, grid %d"):format(k.perf_config, k.cluster,
+                                                                       c.want_cluster or "a shape", k.cluster_size, k.grid), 0)
+    end
+  end
   if c.ws then
     local on = want == "A,B"
     if (k.ws == "on") ~= on or (ptx:find("setmaxnreg.dec", 1, true) ~= nil) ~= on then
@@ -255,8 +306,9 @@ function M.run(c, dev)
   for i = 1, want.n do
     local good, report = gen.check(got[i], want[i], c.dtype)
     if not good then
-      error(("%s tma=%s ws=%s persistent=%s: output %d: %s"):format(k.perf_config, k.tma, k.ws, k.persistent, i,
-                                                                    report.summary), 0)
+      error(("%s tma=%s ws=%s persistent=%s cluster=%s: output %d: %s"):format(k.perf_config, k.tma, k.ws,
+                                                                               k.persistent, k.cluster, i,
+                                                                               report.summary), 0)
     end
   end
   return k.perf_config
