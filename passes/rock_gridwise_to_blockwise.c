@@ -58,7 +58,8 @@
  * in rock_wgmma.h.
  * AMDGPU accel GEMMs take the loops of amd_k_loop instead (next step's loads before the
  * step's MFMAs / WMMAs, no barrier between them and the back-edge; double-buffered with
- * one barrier per K step on MFMA where two workgroups with two tile pairs fit the LDS);
+ * one barrier per K step where amd_dbuf says: MFMA where two workgroups with two tile pairs
+ * fit the LDS, MFMA / WMMA f16 / bf16 where two pairs fit at no occupancy cost);
  * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target. Tiles
  * whose skewed pair fits the LDS once but not twice take the unpadded xor tiles
  * (lds_tile_xor) and the double-buffered loop where two xor pairs fit (amd_lds_xor; option
@@ -1999,9 +2000,11 @@ static bool amd_dbuf(kl_op *op, const kl_target *tg, const char *accel, const ti
  *                                  blockwise_gemm(L0) }
  *   barrier
  * In both the next step's global loads are issued before the step's matrix
- * instructions and consumed (by the LDS writes) only after the back-edge: no barrier
- * sits between the loads and the back-edge, where LLVM 19 drains the loads on gfx11
- * (s_waitcnt vmcnt(0) before every s_barrier: no back-off barrier). */
+ * instructions and consumed (by the LDS writes) only after the back-edge, and in the
+ * double-buffered loop only after the next barrier: that barrier waits for LDS only
+ * (passes/lower_barrier.h: inline assembly on gfx11 / gfx908, where LLVM 19's s_barrier
+ * would first wait for every load in flight), so the loads of step kl + 2 stay in flight
+ * across step kl's matrix instructions and the barrier. */
 static void amd_k_loop(const kloop *k, int64_t nk, kl_value *la, kl_value *lb, kl_value *la2, kl_value *lb2) {
   kl_rewriter *rw = k->rw;
   kl_ctx *ctx = kl_rewriter_ctx(rw);
