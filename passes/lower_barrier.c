@@ -16,8 +16,8 @@
 bool kl_amdgpu_barrier_drains(const char *cpu) {
   if (!cpu || strncmp(cpu, "gfx", 3)) return false;
   const char *v = cpu + 3;
-  if (v[0] == '8' && v[1] && !v[2]) return true; /* gfx8xx */
-  if (v[0] == '9' && v[1] && v[2] && !v[3])      /* gfx9xx */
+  if (v[0] == '8' && v[1] && v[2] && !v[3]) return true; /* gfx8xx */
+  if (v[0] == '9' && v[1] && v[2] && !v[3])              /* gfx9xx */
     return strcmp(v, "90a") != 0 && strncmp(v, "94", 2) != 0 && strncmp(v, "95", 2) != 0;
   return !strncmp(v, "11", 2) && v[2] && v[3] && !v[4]; /* gfx11xx */
 }
