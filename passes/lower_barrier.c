@@ -4,27 +4,46 @@
 #include "passes/rock_tma.h"
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Linker.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #define HELPER "kiln.amdgpu.lds_barrier"
+
+/* Whether LLVM 19 drains every counter before an s_barrier on this chip (no
+ * FeatureBackOffBarrier: the gfx8 and gfx9 chips before gfx90a, and gfx11), so that the
+ * helper issues s_barrier from inline assembly instead (lower_barrier.h); cpu is the LLVM
+ * CPU name. */
+bool kl_amdgpu_barrier_drains(const char *cpu) {
+  if (!cpu || strncmp(cpu, "gfx", 3)) return false;
+  const char *v = cpu + 3;
+  if (v[0] == '8' && v[1] && v[2] && !v[3]) return true; /* gfx8xx */
+  if (v[0] == '9' && v[1] && v[2] && !v[3])              /* gfx9xx */
+    return strcmp(v, "90a") != 0 && strncmp(v, "94", 2) != 0 && strncmp(v, "95", 2) != 0;
+  return !strncmp(v, "11", 2) && v[2] && v[3] && !v[4]; /* gfx11xx */
+}
 
 /* void @kiln.amdgpu.lds_barrier(), made once per module; NULL (and why) on failure. */
 static LLVMValueRef amdgpu_helper(kl_llvm_lowering *L, char *why, size_t whylen) {
   LLVMModuleRef m = kl_llvm_module(L);
   LLVMValueRef f = LLVMGetNamedFunction(m, HELPER);
   if (f) return f;
+  const kl_target *t = kl_llvm_target(L);
+  bool drains = kl_amdgpu_barrier_drains(t ? t->cpu : NULL);
   char text[1024];
   snprintf(text, sizeof text,
            "target triple = \"%s\"\n"
            "define void @\"" HELPER "\"() alwaysinline convergent nounwind {\n"
            "  fence syncscope(\"workgroup\") release, !mmra !0\n"
-           "  call void @llvm.amdgcn.s.barrier()\n"
+           "  %s\n"
            "  fence syncscope(\"workgroup\") acquire, !mmra !0\n"
            "  ret void\n}\n"
            "declare void @llvm.amdgcn.s.barrier() convergent nounwind\n"
+           "attributes #0 = { convergent nounwind }\n"
            "!0 = !{!\"amdgpu-as\", !\"local\"}\n",
-           LLVMGetTarget(m));
+           LLVMGetTarget(m),
+           drains ? "call void asm sideeffect \"s_waitcnt lgkmcnt(0)\\0A\\09s_barrier\", \"\"() #0"
+                  : "call void @llvm.amdgcn.s.barrier()");
   LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), HELPER);
   LLVMModuleRef h = NULL;
   char *msg = NULL;

@@ -58,7 +58,8 @@
  * in rock_wgmma.h.
  * AMDGPU accel GEMMs take the loops of amd_k_loop instead (next step's loads before the
  * step's MFMAs / WMMAs, no barrier between them and the back-edge; double-buffered with
- * one barrier per K step on MFMA where two workgroups with two tile pairs fit the LDS);
+ * one barrier per K step where amd_dbuf says: MFMA where two workgroups with two tile pairs
+ * fit the LDS, MFMA / WMMA f16 / bf16 where two pairs fit at no occupancy cost);
  * option amd-k-loop = 1 / 2 forces them (single / double-buffered) on any target. Tiles
  * whose skewed pair fits the LDS once but not twice take the unpadded xor tiles
  * (lds_tile_xor) and the double-buffered loop where two xor pairs fit (amd_lds_xor; option
@@ -2023,6 +2024,39 @@ static int64_t amd_lds_x1(const opts *o, kl_op *op, const tiles *t, const char *
   return o->amd_lds == 2 ? -l : l;
 }
 
+/* Whether the AMDGPU K loop of the MFMA / WMMA GEMM `op` (tile pair of tile_bytes in
+ * LDS) double-buffers by default: MFMA tiles where two workgroups with two pairs each
+ * still fit the LDS of a CU, and any MFMA / WMMA tile with 16-byte kpack rows (f16 / bf16;
+ * the kpack-1 f32 tiles' doubled loop body was not unrolled by LLVM and took 10-20% more
+ * llvm-mca cycles per K step) whose two pairs fit the whole LDS (64 KiB) where that costs
+ * no occupancy: the workgroups per CU that the LDS allows with
+ * two pairs are at least those the registers and waves allow (the register estimate of
+ * the heuristic, kl_accel_amd_regs, per SIMD 512 registers on wave64, 1536 on wave32, 8 /
+ * 16 waves) and the estimate leaves a quarter of the registers free (WMMA: at most 192
+ * VGPRs, MFMA: 168 of the 224 VGPRs outside the AGPR accumulators), e.g. gfx1100's 128x64x64
+ * seed conv. */
+static bool amd_dbuf(kl_op *op, const kl_target *tg, const char *accel, const tiles *t, int64_t eb,
+                     int64_t tile_bytes) {
+  bool mfma = accel && !strcmp(accel, "mfma"), wmma = accel && !strcmp(accel, "wmma");
+  if (!tg || !(mfma || wmma) || tile_bytes <= 0) return false;
+  if (mfma && 4 * tile_bytes <= tg->lds_bytes) return true;
+  if (2 * tile_bytes > tg->lds_bytes || t->kpack * eb != 16) return false;
+  const kl_accel_desc *d = kl_accel_desc_by_intrinsic(kl_op_attr_string(op, "accel_instr"));
+  kl_accel_config c = { t->MB, t->NB, t->KB, 0, 0, t->kpack, 1 };
+  if (!d || !kl_op_attr_i64(op, "m_per_wave", &c.m_per_wave) || !kl_op_attr_i64(op, "n_per_wave", &c.n_per_wave))
+    return false;
+  int64_t arch, acc, waves = t->BS / d->wave;
+  kl_accel_amd_regs(&c, d, (int)eb, &arch, &acc);
+  /* the doubled loop body needs headroom: gfx1100's 3x3 conv 128x64x64 (estimate 248 of 256
+   * VGPRs) spilled 40 bytes double-buffered; the seed conv's 128x64x64 (estimate 156) did not */
+  if (wmma ? arch + acc > 192 : arch > 168) return false;
+  int64_t regs = (arch + acc + 7) / 8 * 8, simds = d->wave == 64 ? 4 : 2, wmax = d->wave == 64 ? 8 : 16;
+  int64_t per_simd = (d->wave == 64 ? 512 : 1536) / (regs > 0 ? regs : 1);
+  if (per_simd > wmax) per_simd = wmax;
+  int64_t by_regs = waves > 0 ? per_simd * simds / waves : 0;
+  return by_regs >= 1 && tg->lds_bytes / (2 * tile_bytes) >= by_regs;
+}
+
 /* The K loop of an AMDGPU accel GEMM (nk > 1 K steps; the copies hold a step's tiles
  * between its global loads and its LDS stores). With a second pair of LDS tiles (la2 /
  * lb2 non-NULL: both pairs fit the target's LDS) double-buffered, one barrier per K step:
@@ -2039,9 +2073,11 @@ static int64_t amd_lds_x1(const opts *o, kl_op *op, const tiles *t, const char *
  *                                  blockwise_gemm(L0) }
  *   barrier
  * In both the next step's global loads are issued before the step's matrix
- * instructions and consumed (by the LDS writes) only after the back-edge: no barrier
- * sits between the loads and the back-edge, where LLVM 19 drains the loads on gfx11
- * (s_waitcnt vmcnt(0) before every s_barrier: no back-off barrier). */
+ * instructions and consumed (by the LDS writes) only after the back-edge, and in the
+ * double-buffered loop only after the next barrier: that barrier waits for LDS only
+ * (passes/lower_barrier.h: inline assembly on gfx11 / gfx908, where LLVM 19's s_barrier
+ * would first wait for every load in flight), so the loads of step kl + 2 stay in flight
+ * across step kl's matrix instructions and the barrier. */
 static void amd_k_loop(const kloop *k, int64_t nk, kl_value *la, kl_value *lb, kl_value *la2, kl_value *lb2) {
   kl_rewriter *rw = k->rw;
   kl_ctx *ctx = kl_rewriter_ctx(rw);
@@ -2559,15 +2595,13 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
         goto after_loop;
       }
       dbuf = prefetch && nv16 && nk % 2 == 0 && 2 * tile_bytes <= 48 * 1024 && !K.tacc;
-      /* AMDGPU (MFMA / WMMA): the loops of amd_k_loop; double-buffered on MFMA where two
-       * workgroups with both tile pairs still fit the LDS of a CU (a larger tile pair costs
-       * occupancy: gfx90a 4096^3 f32, 256x128x16, fell from 4 to 2 waves per SIMD) and
-       * not on WMMA (gfx1100 3x3 convs, 64x64x64: the two unrolled steps spilled 76-80
-       * bytes of its 256 VGPRs) */
+      /* AMDGPU (MFMA / WMMA): the loops of amd_k_loop; double-buffered where amd_dbuf says
+       * (a tile pair that costs occupancy stays single: gfx90a 4096^3 f32, 256x128x16, fell
+       * from 4 to 2 waves per SIMD; gfx1100's 3x3 convs, 64x64x64, three workgroups per CU
+       * by registers, spilled 76-80 bytes double-buffered) and on the xor tiles */
       bool amd = o->amd_loop ? nk > 1 : prefetch && tg && tg->arch == KL_ARCH_AMDGPU;
-      bool adbuf = o->amd_loop
-          ? o->amd_loop == 2
-          : amd && ((accel && !strcmp(accel, "mfma") && 4 * tile_bytes <= tg->lds_bytes) || (axor && o->amd_lds == 0));
+      bool adbuf = o->amd_loop ? o->amd_loop == 2
+                               : amd && (amd_dbuf(op, tg, accel, &t, eb, tile_bytes) || (axor && o->amd_lds == 0));
       if (amd) {
         lds_a2 = adbuf ? any_tile(rw, loc, ta->elem, &t, t.MB, skew_a, perm_a, &la.sw, "m", err, sizeof err) : NULL;
         lds_b2 = lds_a2 ? any_tile(rw, loc, tb->elem, &t, t.NB, skew_b, perm_b, &lb.sw, "n", err, sizeof err) : NULL;

@@ -3103,9 +3103,39 @@ static void test_amd_xor(void) {
       g_mutate = NULL;
     }
   }
+  /* the default rule (rock-gridwise-to-blockwise amd_dbuf): a WMMA tile whose two skewed pairs
+   * fit the 64 KiB at no occupancy cost, gfx1100's seed-conv 128x64x64 (one workgroup of 16
+   * waves per CU by registers), is double-buffered without amd-k-loop=2: K steps even and
+   * odd, padded M / N, B^T, a fused epilogue */
+  static const gcase rule[] = {
+    { "gfx1100", "f16", 1, 128, 64, 128, false, false, false, "v2:128,64,64,32,16,8", "f32" },
+    { "gfx1100", "f16", 1, 200, 90, 192, false, true, true, "v2:128,64,64,32,16,8", "f16" },
+    { "gfx1100", "bf16", 1, 130, 70, 320, true, false, false, "v2:128,64,64,32,16,8", "bf16" },
+  };
+  for (size_t i = 0; i < sizeof rule / sizeof *rule; i++) {
+    const gcase *c = &rule[i];
+    for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
+    run_case(c);
+    CHECK(g_last_bps == 1.0, "%s %s %lldx%lldx%lld (default rule): %.2f barriers per K step", c->target, c->perf,
+          (long long)c->M, (long long)c->N, (long long)c->K, g_last_bps);
+    CHECK(g_lds_ideal[0] > 0 && g_lds_wavefronts[0] <= 2 * g_lds_ideal[0] && g_lds_wavefronts[1] <= 2 * g_lds_ideal[1],
+          "%s %s (default rule): LDS reads %lld / %lld, copies %lld / %lld", c->target, c->perf,
+          (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0], (long long)g_lds_wavefronts[1],
+          (long long)g_lds_ideal[1]);
+    printf("  amd dbuf rule: %s %s %lldx%lldx%lld%s: 1 barrier per K step, reads %lld / %lld, copies %lld / %lld\n",
+           c->target, c->perf, (long long)c->M, (long long)c->N, (long long)c->K, c->bt ? " B^T" : "",
+           (long long)g_lds_wavefronts[0], (long long)g_lds_ideal[0], (long long)g_lds_wavefronts[1],
+           (long long)g_lds_ideal[1]);
+    for (g_mut_which = 0; g_mut_which < 2; g_mut_which++) {
+      g_mutate = mut_amd_barrier;
+      run_case(c);
+      g_mutate = NULL;
+    }
+  }
   group_end("amd xor: double-buffered K loop on unpadded xor LDS tiles: one barrier per K step, numerics, no LDS "
             "race; either barrier removed: the race is reported; the kPerBlock 32 double-buffered candidates of "
-            "gfx90a / gfx1100 (skewed tiles) likewise");
+            "gfx90a / gfx1100 (skewed tiles) and gfx1100's 128x64x64 WMMA tile (double-buffered by the default "
+            "rule) likewise");
 }
 
 static void test_banks(void) {

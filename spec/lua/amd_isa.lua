@@ -204,6 +204,35 @@ function M.pipelining(asm)
   return out
 end
 
+-- findings on the main loop's barriers (the innermost loop with the most v_mfma / v_wmma,
+-- M.main_loop): from every
+-- global_load, in one iteration's order and across the back-edge, no s_waitcnt vmcnt(0)
+-- may come before the next s_barrier: the loads of the next K step stay in flight across
+-- the matrix instructions and the barrier, and are waited for only by their LDS stores,
+-- after it (LLVM 19 puts vmcnt(0) before every s_barrier on gfx908 / gfx11 unless the
+-- barrier is inline assembly, passes/lower_barrier.h). {} when there is no such loop.
+function M.loads_to_barrier(asm)
+  local l, ls = M.main_loop(asm)
+  if not l then return {} end
+  local o, n, out, seen = l.order, #l.order, {}, {}
+  for k = 1, n do
+    local m = M.mnemonic(ls[o[k]]) or ""
+    if m:match("^global_load") or m:match("^buffer_load") then
+      for j = 1, n - 1 do
+        local i = o[(k + j - 1) % n + 1]
+        local mj = M.mnemonic(ls[i]) or ""
+        if mj == "s_barrier" then break end
+        if (mj == "s_waitcnt" or mj == "s_waitcnt_vmcnt") and ls[i]:find("vmcnt%(0%)") and not seen[i] then
+          seen[i] = true
+          out[#out + 1] = ("s_waitcnt vmcnt(0) between the global_load at line %d and the next s_barrier: %s"):format(
+            o[k], (ls[i]:gsub("^%s+", "")))
+        end
+      end
+    end
+  end
+  return out
+end
+
 -- The main loop's s_barrier count and its K steps (its matrix instructions over
 -- mma_per_step, the matrix instructions of one K step of a wave: LLVM may unroll the
 -- loop, and a double-buffered loop holds two steps): barriers, steps; nil without a loop.
