@@ -11,14 +11,14 @@ static bool need_tma(kl_llvm_lowering *L, kl_op *op) {
   snprintf(msg, sizeof msg, "TMA and mbarriers need an NVIDIA target with wgmma (sm_90a), not %s", t ? t->name : "?");
   return kl_llvm_fail(L, op, msg);
 }
-static void asm_call(kl_llvm_lowering *L, const char *text, const char *cons, LLVMValueRef *args, int n) {
+static LLVMValueRef asm_call(kl_llvm_lowering *L, const char *text, const char *cons, LLVMValueRef *args, int n) {
   LLVMContextRef c = kl_llvm_context(L);
   LLVMTypeRef tys[8];
   for (int i = 0; i < n; i++) tys[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), tys, (unsigned)n, 0);
   LLVMValueRef f = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
                                     LLVMInlineAsmDialectATT, 0);
-  LLVMBuildCall2(kl_llvm_builder(L), fty, f, args, (unsigned)n, "");
+  return LLVMBuildCall2(kl_llvm_builder(L), fty, f, args, (unsigned)n, "");
 }
 /* the 32-bit shared-window address of buffer operand bi at its indices */
 static LLVMValueRef smem(kl_llvm_lowering *L, kl_op *op, int bi) {
@@ -131,6 +131,15 @@ bool kl__lower_setmaxnreg(kl_llvm_lowering *L, kl_op *op) {
 
 bool kl__lower_cluster_barrier(kl_llvm_lowering *L, kl_op *op) {
   if (!need_tma(L, op)) return false;
-  asm_call(L, "barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;", "~{memory}", NULL, 0);
+  /* Not .aligned, and a convergent call: LLVM duplicated the barrier after the mbarrier init
+   * (thread 0's branch) into both arms of that branch, so the threads of warp 0 reached two
+   * different instances; an .aligned barrier.cluster there is undefined (on an H100 the first
+   * cluster kernel hung). The plain form lets each thread arrive on its own; convergent keeps
+   * LLVM from adding control dependences to it. */
+  LLVMValueRef call = asm_call(L, "barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;", "~{memory}", NULL,
+                               0);
+  LLVMContextRef c = kl_llvm_context(L);
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                           LLVMCreateEnumAttribute(c, LLVMGetEnumAttributeKindForName("convergent", 10), 0));
   return true;
 }

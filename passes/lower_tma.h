@@ -17,7 +17,8 @@
  *     {multicast = C}:  r = %cluster_ctarank; the same with .multicast::cluster [dst + r * box
  *                         bytes], [map, {.., c_md + r * box[md], ..}], [bar], ctaMask (1 << C) - 1
  *   rock.barrier {scope = "cluster"} (passes/lower_barrier.c hands it here):
- *                       barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;
+ *                       barrier.cluster.arrive.release; barrier.cluster.wait.acquire; (not .aligned, a
+ *                       convergent call: passes/lower_tma.c)
  * The tensor map is a kernel parameter after the buffers: `.param .align 64 .b8 [128]`, a
  * byval [128 x i8] marked grid_constant in nvvm.annotations (LLVM 19 NVPTX takes its
  * generic address with cvta.param); one per distinct map, in the order of

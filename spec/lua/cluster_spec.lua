@@ -74,8 +74,14 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     -- the plain loads (A, the CTA's own) as many as the multicast ones (B: one box per K panel)
     assert.are.equal(mc, count(ptx, "complete_tx::bytes %["))
     -- init, every K step, the end: cluster barriers; no block barrier before the epilogue's
-    assert.is_true(count(ptx, "barrier%.cluster%.arrive%.release%.aligned;") >= 3)
-    assert.are.equal(count(ptx, "barrier%.cluster%.arrive%.release%.aligned;"), count(ptx, "barrier%.cluster%.wait%.acquire%.aligned;"))
+    -- (not .aligned: a convergent call of the plain form, passes/lower_tma.c; one instance after
+    -- the mbarrier init, where LLVM had put one in each arm of thread 0's branch and the H100
+    -- hung on the .aligned form)
+    assert.is_true(count(ptx, "barrier%.cluster%.arrive%.release;") >= 3)
+    assert.are.equal(count(ptx, "barrier%.cluster%.arrive%.release;"), count(ptx, "barrier%.cluster%.wait%.acquire;"))
+    assert.are.equal(0, count(ptx, "barrier%.cluster[%.%w]*%.aligned"))
+    local first_load = ptx:find("cp.async.bulk.tensor", 1, true)
+    assert.are.equal(1, count(ptx:sub(1, first_load), "barrier%.cluster%.arrive"), "one cluster barrier after the init")
     local first_mma = ptx:find("wgmma.mma_async", 1, true)
     local last_wait = select(2, ptx:find(".*wgmma%.wait_group%.sync%.aligned 0;"))
     local between = ptx:sub(first_mma, last_wait)
