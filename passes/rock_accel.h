@@ -176,6 +176,9 @@ double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const 
  * others: arch + acc <= min(max_vgprs, 256). Checked against LLVM 19 on the benchmark
  * shapes (spec/lua/amd_isa_spec.lua: zero scratch at every heuristic choice); false with a
  * reason in why when a config would spill (true on other targets). */
+void kl_accel_amd_regs(const kl_accel_config *c, const kl_accel_desc *d, int elem_bytes, int64_t *arch, int64_t *acc);
+bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
+                                 char *why, size_t whylen);
 /* The LDS bytes one workgroup of config c allocates on AMDGPU t, as the passes lay it out:
  * rock-gridwise-to-blockwise's K-loop tiles (skewed 16-byte kpack rows, two pairs where
  * they double-buffer, the unpadded xor pairs) grown to rock-output-swizzle's tile of the
@@ -183,9 +186,6 @@ double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const 
  * fits the LDS. Before session 35 the cost charged the plain tile pair only, so gfx942
  * took 2-wave tiles whose 34-36 KiB swizzle tile left one workgroup per CU. */
 int64_t kl_accel_amd_lds_bytes(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes);
-void kl_accel_amd_regs(const kl_accel_config *c, const kl_accel_desc *d, int elem_bytes, int64_t *arch, int64_t *acc);
-bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
-                                 char *why, size_t whylen);
 /* AMDGPU: the configs the heuristic ranks (every one it can pick) for instruction d with
  * elem_bytes-byte inputs on t: wave tiles up to 128 per dim, block tiles up to 256, up to
  * 512 threads, kPerBlock up to 64, kpack 8 for 2-byte types on MFMA and WMMA, valid and
