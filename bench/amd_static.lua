@@ -42,8 +42,11 @@ local CASES = {
   { "GEMM 4096³ f16", "gemm_f16_4096", { 4096, 4096, 4096 }, "f16" },
   { "GEMM 4096³ bf16", "gemm_bf16_4096", { 4096, 4096, 4096 }, "bf16" },
   { "GEMM 4096³ f32", "gemm_f32_4096", { 4096, 4096, 4096 }, "f32" },
-  { "seed conv 1x1 2048→512 7x7 n512 +add+relu", "conv_seed_f16_n512", { 512 * 49, 512, 2048 }, "f16" },
-  { "3x3 conv 64→64 56x56 n64 +add+relu", "conv_r50_3x3_c64_f16_n64", { 64 * 56 * 56, 64, 576 }, "f16" },
+  -- convs: the implicit GEMM of rock-conv-to-gemm, M = output channels, N = N*H*W, K = C*R*S
+  -- (before session 35 the table took M = N*H*W, N = channels: 4x the tiles of the 3x3
+  -- conv's 64x256 tile, whose M side then padded 64 -> 256)
+  { "seed conv 1x1 2048→512 7x7 n512 +add+relu", "conv_seed_f16_n512", { 512, 512 * 49, 2048 }, "f16" },
+  { "3x3 conv 64→64 56x56 n64 +add+relu", "conv_r50_3x3_c64_f16_n64", { 64, 64 * 56 * 56, 576 }, "f16" },
   { "softmax 8192x8192 f16", "softmax_f16_8192x8192" },
   { "row sum 8192x8192 f16", "rowsum_f16_8192x8192" },
   { "element-wise add 16384² f32", "ew_add_f32_16384x16384" },

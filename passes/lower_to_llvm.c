@@ -992,6 +992,29 @@ LLVMValueRef kl_llvm_tma_param(kl_llvm_lowering *L, kl_op *op) {
   return NULL;
 }
 
+/* AMDGPU with VGPRs and AGPRs in one file of 512 per lane (gfx90a, gfx942): the minimum
+ * waves per SIMD asked of LLVM ("amdgpu-waves-per-eu"), 2 when the kernel's register
+ * estimate (amdgpu_regs, rock-gemm-to-gridwise) and its LDS (lds_bytes: workgroups per CU,
+ * their waves over the 4 SIMDs) both allow 2 while its workgroup of fewer than 8 waves
+ * would let LLVM take up to 512 registers; else 0 (none). Without it LLVM's scheduler
+ * targets the LDS-limited occupancy and the register allocator the workgroup's, so an
+ * epilogue whose loads and addresses are all hoisted took 300 VGPRs + 128 AGPRs (the seed
+ * conv at v2:128,128,32,128,64,8 on gfx942; 224 with it, no scratch). */
+static int min_waves_per_eu(const kl_target *t, kl_op *k, int64_t bs) {
+  int64_t regs = 0, lds = 0;
+  if (t->arch != KL_ARCH_AMDGPU || t->max_vgprs < 512 || t->wave_size != 64) return 0;
+  if (!kl_op_attr_i64(k, "amdgpu_regs", &regs) || regs <= 0) return 0;
+  kl_op_attr_i64(k, "lds_bytes", &lds);
+  int64_t waves = (bs + 63) / 64;
+  if (waves < 1 || waves >= 8) return 0;
+  if ((regs + 7) / 8 * 8 > 256) return 0;
+  if (lds > 0) {
+    int64_t wgs = t->lds_bytes / lds;
+    if ((wgs * waves + 3) / 4 < 2) return 0;
+  }
+  return 2;
+}
+
 static bool lower_kernel(lw *L, kl_op *k) {
   const char *name = kl_op_attr_string(k, "sym_name");
   kl_block *body = k->regions[0].first;
@@ -1069,6 +1092,12 @@ static bool lower_kernel(lw *L, kl_op *k) {
       LLVMSetFunctionCallConv(L->fn, 91 /* AMDGPU_KERNEL */);
       add_fn_attr(L, L->fn, "amdgpu-flat-work-group-size", fw);
       add_fn_attr(L, L->fn, "uniform-work-group-size", "true");
+      int wpe = min_waves_per_eu(L->t, k, bs);
+      if (wpe > 1) {
+        char w[16];
+        snprintf(w, sizeof w, "%d", wpe);
+        add_fn_attr(L, L->fn, "amdgpu-waves-per-eu", w);
+      }
     } else {
       LLVMSetFunctionCallConv(L->fn, 71 /* PTX_Kernel */);
       LLVMMetadataRef md[3] = { LLVMValueAsMetadata(L->fn), LLVMMDStringInContext2(L->c, "kernel", 6),

@@ -11,7 +11,9 @@
  *   amdgpu: amdgpu_kernel with addrspace(1) pointers, LDS globals (addrspace 3),
  *           private allocas in addrspace 5, workgroup/workitem id intrinsics,
  *           rock.barrier as s_barrier between workgroup-scope LDS-only fences
- *           (passes/lower_barrier.h), amdgpu-flat-work-group-size = 1,B.
+ *           (passes/lower_barrier.h), amdgpu-flat-work-group-size = 1,B; on gfx90a /
+ *           gfx942 "amdgpu-waves-per-eu" = 2 for a workgroup of under 8 waves whose
+ *           register estimate (func attribute amdgpu_regs) and LDS allow 2 waves per SIMD.
  * f16/bf16 arithmetic is computed in f32 (extend, compute, truncate). The LLVM module
  * is created in ctx (caller disposes both). Errors: KL_ERR with diagnostics.
  * Each op is lowered by the lower_llvm hook of its definition (KL_HOOK_LOWER_LLVM,

@@ -166,8 +166,8 @@ double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const 
  * step + 200 / waves per SIMD) cycles, with step = 128 + max(MFMA cycles at the
  * instruction's cu_flops_per_clk (scaled down when the CU's workgroups have fewer waves
  * than SIMDs), tile bytes / the target's l2_bytes_per_cu_clk, LDS bytes read and written /
- * 128), conc = workgroups per CU (registers, LDS), rounds = ceil(workgroups / (CUs *
- * conc)): L2 and LDS bytes per FLOP are charged, so large shapes take large tiles; within 2% of the best cost the least padding wins. Falls back to the search above when the instruction has no throughput.
+ * 128), conc = workgroups per CU (registers; LDS: the bytes the workgroup allocates,
+ * kl_accel_amd_lds_bytes), rounds = ceil(workgroups / (CUs * conc)): L2 and LDS bytes per FLOP are charged, so large shapes take large tiles; within 2% of the best cost the least padding wins. Falls back to the search above when the instruction has no throughput.
  * Register estimate per lane (32-bit): acc = accumulators, arch = the fragments of all
  * kPerBlock/K instruction steps (LLVM hoists the unrolled LDS reads) + the next tile's
  * global loads held in registers (kPerBlock*(MB+NB)*bytes / block size / 4) + 32
@@ -179,6 +179,13 @@ double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const 
 void kl_accel_amd_regs(const kl_accel_config *c, const kl_accel_desc *d, int elem_bytes, int64_t *arch, int64_t *acc);
 bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
                                  char *why, size_t whylen);
+/* The LDS bytes one workgroup of config c allocates on AMDGPU t, as the passes lay it out:
+ * rock-gridwise-to-blockwise's K-loop tiles (skewed 16-byte kpack rows, two pairs where
+ * they double-buffer, the unpadded xor pairs) grown to rock-output-swizzle's tile of the
+ * output (MB x NB elements of elem_bytes, rows padded by 16 bytes, else unpadded) when it
+ * fits the LDS. Before session 35 the cost charged the plain tile pair only, so gfx942
+ * took 2-wave tiles whose 34-36 KiB swizzle tile left one workgroup per CU. */
+int64_t kl_accel_amd_lds_bytes(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes);
 /* AMDGPU: the configs the heuristic ranks (every one it can pick) for instruction d with
  * elem_bytes-byte inputs on t: wave tiles up to 128 per dim, block tiles up to 256, up to
  * 512 threads, kPerBlock up to 64, kpack 8 for 2-byte types on MFMA and WMMA, valid and

@@ -232,6 +232,36 @@ bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, c
   return true;
 }
 
+/* The LDS bytes one workgroup of config c allocates on AMDGPU t (rock_accel.h): the K loop's
+ * tile pair as rock-gridwise-to-blockwise lays it out (kpack rows of 16 bytes: skewed rows,
+ * index d at row d + d/8 plus a pad row for DB a multiple of 64 (WMMA: of 16), one pad row
+ * for other multiples of 8; two pairs where four fit (MFMA), two unpadded xor pairs where
+ * the skewed pair fits once but not twice), grown to rock-output-swizzle's tile (MB x NB
+ * elements of the output, taken as eb bytes, rows padded by 16 bytes, else unpadded) when
+ * that fits. */
+static int64_t amd_rows(int64_t db, bool wmma) {
+  return db % 64 == 0 || (wmma && db % 16 == 0) ? db + db / 8 + 1 : db % 8 == 0 ? db + 1 : db;
+}
+int64_t kl_accel_amd_lds_bytes(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb) {
+  int64_t lds = t && t->lds_bytes > 0 ? t->lds_bytes : 65536;
+  int64_t plain = c->k_per_block * (c->m_per_block + c->n_per_block) * eb, kloop = plain;
+  if (c->kpack * eb == 16) {
+    bool wmma = d->kind == KL_ACCEL_WMMA;
+    int64_t padded = c->k_per_block * (amd_rows(c->m_per_block, wmma) + amd_rows(c->n_per_block, wmma)) * eb;
+    if (padded > lds) padded = plain;
+    kloop = padded;
+    if (d->kind == KL_ACCEL_MFMA && 4 * padded <= lds)
+      kloop = 2 * padded;
+    else if (2 * padded > lds && 2 * plain <= lds)
+      kloop = 2 * plain;
+  }
+  int64_t big = c->m_per_block > c->n_per_block ? c->m_per_block : c->n_per_block;
+  int64_t swz = c->m_per_block * c->n_per_block * eb + big * 16;
+  if (swz > lds) swz = c->m_per_block * c->n_per_block * eb; /* the swizzle's unpadded rows */
+  if (swz <= lds && swz > kloop) kloop = swz;
+  return kloop;
+}
+
 /* The AMDGPU cost of a config (cycles, see rock_accel.h); < 0 when the instruction has no
  * throughput in the target table. */
 static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
@@ -248,7 +278,8 @@ static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_ac
   double by_regs = (double)(int64_t)(regs_per_simd / (double)(((int64_t)regs + 7) / 8 * 8));
   if (by_regs > waves_per_simd_max) by_regs = waves_per_simd_max;
   double conc = (double)(int64_t)(by_regs * simds / wg_waves);
-  double by_lds = (double)(int64_t)(65536.0 / lds_tile);
+  double by_lds = (double)(int64_t)((double)(t->lds_bytes > 0 ? t->lds_bytes : 65536) /
+                                    (double)kl_accel_amd_lds_bytes(c, t, d, eb));
   if (by_lds < conc) conc = by_lds;
   double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
   double cus = t->compute_units > 0 ? t->compute_units : 1;

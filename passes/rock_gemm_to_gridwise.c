@@ -23,7 +23,9 @@
  *     m_per_thread, n_per_thread, kpack, block_size, grid_size (= G * ceil(M/mPerBlock)
  *     * ceil(N/nPerBlock)) and store (default "set");
  *  5. the kernel func gets block_size, grid_size, perf_config and target (the resolved
- *     target name).
+ *     target name); an MFMA GEMM also amdgpu_regs, the config's register estimate per lane
+ *     (kl_accel_amd_regs: VGPRs + AGPRs), from which lower-to-llvm asks LLVM for a
+ *     minimum occupancy (passes/lower_to_llvm.h).
  * Split-K (the config's splitK field S, perf_config.h; without a config the heuristic:
  * when the output tiles fill under half the target's compute_units, S doubles up to 64
  * while every slice keeps >= 4 kPerBlock iterations; never on the host, whose
@@ -465,6 +467,12 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   kl_op_set_attr(fn, "problem", kl_attr_str(ctx, pdesc));
   kl_op_set_attr(fn, "perf_config_source", kl_attr_str(ctx, source));
   if (promote) kl_op_set_attr(fn, "fp8_promote", kl_attr_int(ctx, o->fp8_promote));
+  if (accel && t->arch == KL_ARCH_AMDGPU && ad->kind == KL_ACCEL_MFMA) {
+    /* the register estimate of the config (rock_accel.h), for lower-to-llvm's waves-per-eu */
+    int64_t arch = 0, acc = 0;
+    kl_accel_amd_regs(&ac, ad, (kl_type_bits(ta->elem) + 7) / 8, &arch, &acc);
+    kl_op_set_attr(fn, "amdgpu_regs", kl_attr_int(ctx, arch + acc));
+  }
   if (S > 1) { /* the plan fills the output with 0 before the launch (driver/plan.c) */
     char key[16];
     snprintf(key, sizeof key, "%d", out_arg);
