@@ -24,15 +24,18 @@ static void verr(kl_view_err *e, int line, int col, const char *fmt, ...) {
   va_end(ap);
 }
 
-static int64_t fdiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+/* Floor quotient and remainder of a by b >= 1 (fdiv / fmod64 for a positive divisor), one
+ * division at most: a shift and a mask where b is a power of two (arithmetic shift and two's
+ * complement mask round towards minus infinity, as fdiv does). */
+static inline int64_t fdivmod_pos(int64_t a, int64_t b, int64_t *r) {
+  if ((b & (b - 1)) == 0) {
+    *r = a & (b - 1);
+    return a >> __builtin_ctzll((unsigned long long)b);
+  }
+  int64_t q = a / b, m = a - q * b;
+  if (m < 0) m += b, q--;
+  *r = m;
   return q;
-}
-static int64_t fmod64(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
 }
 /* Wrapping arithmetic: garbage (invalid) coordinates may be combined without UB. */
 static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
@@ -481,16 +484,13 @@ bool kl_vmap_eval(const kl_vmap *m, const int64_t *in, int64_t *out) {
       }
       case KL_VT_MERGE: {
         int64_t v = in[t->upper[0]];
-        for (int i = t->nlower - 1; i > 0; i--) {
-          out[t->lower[i]] = fmod64(v, p[i]);
-          v = fdiv(v, p[i]);
-        }
+        for (int i = t->nlower - 1; i > 0; i--) v = fdivmod_pos(v, p[i], &out[t->lower[i]]); /* sizes >= 1 */
         out[t->lower[0]] = v;
         break;
       }
       case KL_VT_ADDDIM: break;
       case KL_VT_BROADCAST:
-        for (int i = 0; i < t->nupper; i++) out[t->lower[i]] = fmod64(in[t->upper[i]], p[i]);
+        for (int i = 0; i < t->nupper; i++) fdivmod_pos(in[t->upper[i]], p[i], &out[t->lower[i]]); /* m >= 1 */
         break;
       case KL_VT_CONSTDIM:
         for (int i = 0; i < t->nlower; i++) out[t->lower[i]] = p[2 * i];
@@ -498,7 +498,9 @@ bool kl_vmap_eval(const kl_vmap *m, const int64_t *in, int64_t *out) {
       case KL_VT_XOR: {
         int64_t r = in[t->upper[0]], c = in[t->upper[1]];
         out[t->lower[0]] = r;
-        out[t->lower[1]] = r >= 0 && c >= 0 ? c ^ ((r / p[0]) % p[1]) : c; /* negative: invalid, kept */
+        int64_t x = 0;
+        if (r >= 0 && c >= 0) fdivmod_pos(fdivmod_pos(r, p[0], &(int64_t){ 0 }), p[1], &x); /* d, m >= 1 */
+        out[t->lower[1]] = c ^ x; /* negative: invalid, kept */
         break;
       }
     }
@@ -510,14 +512,17 @@ bool kl_view_eval(const kl_view *v, const int64_t *upper, int64_t *lower) {
   int64_t a[MAXD], b[MAXD];
   bool ok = true;
   const kl_vmap *top = &v->maps[0];
-  for (int d = 0; d < top->nupper; d++) {
-    a[d] = upper[d];
+  for (int d = 0; d < top->nupper; d++)
     if (upper[d] < 0 || upper[d] >= top->upper_sizes[d]) ok = false;
+  const int64_t *in = upper; /* the levels alternate between a and b; a map never writes its input */
+  if (lower == upper) {      /* a caller evaluating in place: level 0 reads a copy (it writes a or lower) */
+    memcpy(b, upper, (size_t)top->nupper * sizeof *b);
+    in = b;
   }
   for (int i = 0; i < v->nmaps; i++) {
-    int64_t *out = i == v->nmaps - 1 ? lower : b;
-    if (!kl_vmap_eval(&v->maps[i], a, out)) ok = false;
-    if (out == b) memcpy(a, b, sizeof a);
+    int64_t *out = i == v->nmaps - 1 ? lower : (i & 1) ? b : a;
+    if (!kl_vmap_eval(&v->maps[i], in, out)) ok = false;
+    in = out;
   }
   return ok;
 }

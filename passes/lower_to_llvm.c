@@ -187,6 +187,16 @@ static const kl_type *in_type(const kl_op *op) { return op->nopnds ? op->opnds[0
  * divide unsigned. */
 static LLVMValueRef safe_sdiv(lw *L, LLVMValueRef x, LLVMValueRef y, const kl_type *t, bool rem) {
   LLVMTypeRef ty = LLVMTypeOf(y);
+  /* a constant divisor other than 0 (and -1, signed) needs no guard: the plain instruction,
+   * which spares LLVM's first InstCombine the folding of the guards of every index division */
+  if (LLVMIsAConstantInt(y)) {
+    bool u = kl_type_is_unsigned(t);
+    unsigned long long c = LLVMConstIntGetZExtValue(y);
+    long long sc = LLVMConstIntGetSExtValue(y);
+    if (c != 0 && (u || sc != -1))
+      return rem ? (u ? LLVMBuildURem(L->b, x, y, "") : LLVMBuildSRem(L->b, x, y, ""))
+                 : (u ? LLVMBuildUDiv(L->b, x, y, "") : LLVMBuildSDiv(L->b, x, y, ""));
+  }
   if (kl_type_is_unsigned(t)) {
     LLVMValueRef z = LLVMConstNull(ty), yz = LLVMBuildICmp(L->b, LLVMIntEQ, y, z, "");
     LLVMValueRef ys = LLVMBuildSelect(L->b, yz, splat_like(L, t, LLVMConstInt(scalar_type(L, elem_of(t)), 1, 0)), y,

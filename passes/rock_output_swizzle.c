@@ -136,31 +136,35 @@ static const char *tile_of(const kl_view *W, tile *t) {
   int64_t cnt = t->BS * t->n;
   if (cnt <= 0 || cnt > (1 << 22)) return "the block tile is too large to analyse";
   int64_t mx[3] = { -1, -1, -1 };
-  for (int64_t tid = 0; tid < t->BS; tid++)
-    for (int64_t it = 0; it < t->n; it++) {
+  int64_t *pts = kl_xmalloc((size_t)cnt * 2 * sizeof *pts); /* block 0's (m, n), evaluated once */
+  for (int64_t tid = 0, i = 0; tid < t->BS; tid++)
+    for (int64_t it = 0; it < t->n; it++, i++) {
       int64_t up[3] = { 0, tid, it }, lo[3];
-      if (!kl_view_eval(W, up, lo)) return "the accumulator layout has invalid points";
+      if (!kl_view_eval(W, up, lo)) {
+        free(pts);
+        return "the accumulator layout has invalid points";
+      }
       for (int d = 0; d < 3; d++) mx[d] = lo[d] > mx[d] ? lo[d] : mx[d];
+      pts[2 * i] = lo[1], pts[2 * i + 1] = lo[2];
     }
   t->MB = mx[1] + 1;
   t->NB = mx[2] + 1;
   if (mx[0] != 0 || t->MB * t->NB != cnt || t->Mp % t->MB || t->Np % t->NB ||
       t->G * (t->Mp / t->MB) * (t->Np / t->NB) != t->nblk) {
+    free(pts);
     snprintf(why, sizeof why, "the accumulator layout is not a block tile (block 0 spans %lldx%lld)", (long long)t->MB,
              (long long)t->NB);
     return why;
   }
   unsigned char *seen = kl_xcalloc((size_t)cnt, 1);
   bool ok = true;
-  for (int64_t tid = 0; tid < t->BS && ok; tid++)
-    for (int64_t it = 0; it < t->n && ok; it++) {
-      int64_t up[3] = { 0, tid, it }, lo[3];
-      kl_view_eval(W, up, lo);
-      int64_t f = lo[1] * t->NB + lo[2];
-      ok = !seen[f];
-      seen[f] = 1;
-    }
+  for (int64_t i = 0; i < cnt && ok; i++) {
+    int64_t f = pts[2 * i] * t->NB + pts[2 * i + 1];
+    ok = !seen[f];
+    seen[f] = 1;
+  }
   free(seen);
+  free(pts);
   if (!ok) return "the accumulator layout covers a tile element twice";
   /* the block order: bid = (g * Mp/MB + mb) * Np/NB + nb, checked on the tile origin of
    * (up to 4096 evenly spread) blocks */

@@ -5,6 +5,7 @@
 #include "passes/perf_config.h"
 #include "core/view_emit.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LD(i) \
@@ -197,6 +198,76 @@ typedef struct {
   bool mn;                  /* MN-major (swizzled): lbo the M / N panel stride, sbo the 8-row K group stride */
 } core_layout;
 
+/* The per-element check of a swizzled layout, once per layout: the pipeline stages' LDS
+ * buffers of an operand are one layout at different offsets (the view's bottom map a Slice of
+ * one flat buffer), and the check compares addresses relative to the tile origin, so its
+ * outcome does not depend on that offset. Outcomes are kept per context (contexts are used by
+ * one thread at a time), keyed by the view without that Slice (else the whole view), the raw
+ * buffer's strides and the layout's parameters; PROOF_SLOTS of them, oldest replaced first. */
+#define PROOF_SLOTS 8
+typedef struct {
+  char *key[PROOF_SLOTS];
+  bool ok[PROOF_SLOTS];
+  int next;
+} proof_cache;
+static void proof_cache_free(void *u) {
+  proof_cache *c = u;
+  for (int i = 0; i < PROOF_SLOTS; i++) free(c->key[i]);
+  free(c);
+}
+static proof_cache *proofs(kl_ctx *ctx) {
+  proof_cache *c = kl_ctx_get_user(ctx, "rock_wgmma.proofs");
+  if (!c) {
+    c = kl_xcalloc(1, sizeof *c);
+    kl_ctx_set_user(ctx, "rock_wgmma.proofs", c);
+    kl_ctx_on_destroy(ctx, proof_cache_free, c);
+  }
+  return c;
+}
+static char *proof_key(const core_layout *L, int64_t KB, int64_t DB, int64_t eb) {
+  const kl_view *v = L->view;
+  const kl_vmap *b = &v->maps[v->nmaps - 1];
+  const kl_type *rt = L->raw->type;
+  kl_view *top = NULL;
+  if (v->nmaps > 1 && b->ntrans == 1 && b->trans[0].kind == KL_VT_SLICE && b->nupper == 1 && rt->rank == 1)
+    top = kl_view_make(v->nmaps - 1, v->maps, NULL); /* address = (top's + begin) * stride */
+  kl_sb sb = { 0 };
+  kl_sb_printf(&sb, "%s %lld %lld %lld %lld %d %lld %lld %lld |", top ? "S" : "F", (long long)KB, (long long)DB,
+               (long long)eb, (long long)L->sw, (int)L->mn, (long long)L->lbo, (long long)L->sbo, (long long)L->pbo);
+  for (int i = 0; i < rt->rank; i++) kl_sb_printf(&sb, " %lld", (long long)rt->strides[i]);
+  kl_sb_printf(&sb, " | ");
+  kl_view_print_sb(&sb, top ? top : v);
+  kl_view_free(top);
+  return kl_sb_take(&sb);
+}
+/* at(L, k, d, eb) is the element offset layout L gives (k, d); whether the view agrees on
+ * every element of the [KB, DB] tile (looked up in, then added to, the context's outcomes) */
+static bool every_element(kl_ctx *ctx, const core_layout *L, int64_t KB, int64_t DB, int64_t eb,
+                          int64_t (*at)(const core_layout *, int64_t, int64_t, int64_t)) {
+  proof_cache *c = ctx ? proofs(ctx) : NULL;
+  char *key = c ? proof_key(L, KB, DB, eb) : NULL;
+  for (int i = 0; c && i < PROOF_SLOTS; i++)
+    if (c->key[i] && !strcmp(c->key[i], key)) {
+      free(key);
+      return c->ok[i];
+    }
+  const int64_t *st = L->raw->type->strides;
+  bool ok = true;
+  for (int64_t k = 0; k < KB && ok; k++)
+    for (int64_t d = 0; d < DB && ok; d++) {
+      int64_t u[2] = { k, d };
+      bool v = true;
+      ok = kl_view_eval_addr(L->view, u, st, &v) == at(L, k, d, eb) && v;
+    }
+  if (c) {
+    free(c->key[c->next]);
+    c->key[c->next] = key;
+    c->ok[c->next] = ok;
+    c->next = (c->next + 1) % PROOF_SLOTS;
+  }
+  return ok;
+}
+
 /* the element offset of (k, d) in the sw-byte swizzled layout of L (eb-byte elements) */
 static int64_t swz_at(const core_layout *L, int64_t k, int64_t d, int64_t eb) {
   int64_t ks = L->sw / eb;
@@ -204,7 +275,7 @@ static int64_t swz_at(const core_layout *L, int64_t k, int64_t d, int64_t eb) {
   return L->o + kl_swizzle_addr(lin, L->sw) / eb;
 }
 /* Whether the tile's view is the sw-byte swizzled K-major layout (sets L's offsets). */
-static bool prove_swizzled(core_layout *L, int64_t KB, int64_t DB, int64_t eb, int64_t sw) {
+static bool prove_swizzled(kl_ctx *ctx, core_layout *L, int64_t KB, int64_t DB, int64_t eb, int64_t sw) {
   const int64_t *st = L->raw->type->strides;
   int64_t ks = sw / eb, up[2] = { 0, 0 };
   if (KB % ks || DB % 8) return false;
@@ -220,13 +291,7 @@ static bool prove_swizzled(core_layout *L, int64_t KB, int64_t DB, int64_t eb, i
   int64_t atom = 8 * sw / eb;
   if (!valid || o % atom || L->pbo % atom || L->sbo % atom || L->pbo <= 0 || L->sbo <= 0 || L->sbo * eb >= (1 << 18))
     return false;
-  for (int64_t k = 0; k < KB; k++)
-    for (int64_t d = 0; d < DB; d++) {
-      int64_t u[2] = { k, d };
-      bool v = true;
-      if (kl_view_eval_addr(L->view, u, st, &v) != swz_at(L, k, d, eb) || !v) return false;
-    }
-  return true;
+  return every_element(ctx, L, KB, DB, eb, swz_at);
 }
 
 /* the element offset of (k, d) in the sw-byte swizzled MN-major layout of L: panels of MS =
@@ -237,7 +302,7 @@ static int64_t swz_mn_at(const core_layout *L, int64_t k, int64_t d, int64_t eb)
   int64_t lin = ((d / ms) * L->lbo + (k / 8) * L->sbo + (k % 8) * ms + d % ms) * eb;
   return L->o + kl_swizzle_addr(lin, L->sw) / eb;
 }
-static bool prove_swizzled_mn(core_layout *L, int64_t KB, int64_t DB, int64_t eb, int64_t sw) {
+static bool prove_swizzled_mn(kl_ctx *ctx, core_layout *L, int64_t KB, int64_t DB, int64_t eb, int64_t sw) {
   const int64_t *st = L->raw->type->strides;
   int64_t ms = sw / eb, up[2] = { 0, 0 };
   if (DB % ms || KB % 8) return false;
@@ -254,16 +319,11 @@ static bool prove_swizzled_mn(core_layout *L, int64_t KB, int64_t DB, int64_t eb
   if (!valid || o % atom || L->lbo % atom || L->sbo % atom || L->lbo <= 0 || L->sbo <= 0 || L->sbo * eb >= (1 << 18) ||
       L->lbo * eb >= (1 << 18))
     return false;
-  for (int64_t k = 0; k < KB; k++)
-    for (int64_t d = 0; d < DB; d++) {
-      int64_t u[2] = { k, d };
-      bool v = true;
-      if (kl_view_eval_addr(L->view, u, st, &v) != swz_mn_at(L, k, d, eb) || !v) return false;
-    }
-  return true;
+  return every_element(ctx, L, KB, DB, eb, swz_mn_at);
 }
 
-static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, core_layout *L, char *err, size_t errlen) {
+static bool prove_layout(kl_ctx *ctx, kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, core_layout *L, char *err,
+                         size_t errlen) {
   kl_vb b;
   int64_t shape[2] = { KB, DB };
   const char *names[2] = { "k", "d" };
@@ -280,10 +340,10 @@ static bool prove_layout(kl_value *lds, int64_t KB, int64_t DB, int64_t kpe, cor
   }
   int64_t eb = 16 / kpe;
   for (int64_t sw = 128; sw >= 32; sw /= 2) /* the swizzled layouts (TMA's) */
-    if (prove_swizzled(L, KB, DB, eb, sw)) return true;
+    if (prove_swizzled(ctx, L, KB, DB, eb, sw)) return true;
   if (eb == 2) /* MN-major (transposed) operands: 16-bit types only */
     for (int64_t sw = 128; sw >= 32; sw /= 2)
-      if (prove_swizzled_mn(L, KB, DB, eb, sw)) return true;
+      if (prove_swizzled_mn(ctx, L, KB, DB, eb, sw)) return true;
   L->sw = 0, L->pbo = 0, L->mn = false;
   int64_t up[2] = { 0, 0 };
   bool valid = true;
@@ -480,10 +540,10 @@ bool kl_wgmma_lower_blockwise(kl_op *op, kl_rewriter *rw, const char *target) {
   }
   core_layout A = { 0 }, B = { 0 };
   int64_t kpe = 16 / eb; /* elements of a core matrix row */
-  bool ok = prove_layout(la, c.k_per_block, c.m_per_block, kpe, &A, err, sizeof err);
+  bool ok = prove_layout(ctx, la, c.k_per_block, c.m_per_block, kpe, &A, err, sizeof err);
   if (!ok) {
     kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (wgmma): A: %s", err);
-  } else if (!(ok = prove_layout(lb, c.k_per_block, c.n_per_block, kpe, &B, err, sizeof err))) {
+  } else if (!(ok = prove_layout(ctx, lb, c.k_per_block, c.n_per_block, kpe, &B, err, sizeof err))) {
     kl_rewriter_fail(rw, loc, "rock.blockwise_gemm (wgmma): B: %s", err);
   }
   if (ok) {

@@ -746,6 +746,70 @@ static void test_xor(void) {
   printf("xor: evaluation, bijection, inverse, ldmatrix slots, vectorization, malformed parameters\n");
 }
 
+/* Merge / Broadcast / Xor evaluate with floor division (powers of two through shifts, other
+ * sizes through one division): checked against a plain reference on coordinates of either
+ * sign (invalid ones included), and kl_view_eval in place (lower == upper) on 1 and 3 maps. */
+static int64_t ref_fdiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static int64_t ref_fmod(int64_t a, int64_t b) { return a - ref_fdiv(a, b) * b; }
+static void test_eval_floor(void) {
+  const int64_t sizes[][3] = { { 4, 8, 2 }, { 3, 5, 7 }, { 6, 4, 3 }, { 1, 16, 9 } };
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    const int64_t *z = sizes[s];
+    char txt[512];
+    snprintf(
+        txt, sizeof txt,
+        "[Merge{%lld,%lld,%lld} [\"x\"] at [0] -> [\"a\",\"b\",\"c\"] at [0,1,2]] bounds=[%lld] -> [%lld,%lld,%lld]",
+        (long long)z[0], (long long)z[1], (long long)z[2], (long long)(z[0] * z[1] * z[2]), (long long)z[0],
+        (long long)z[1], (long long)z[2]);
+    kl_view *m = P(txt);
+    snprintf(txt, sizeof txt,
+             "[Broadcast{%lld,%lld} [\"a\",\"b\"] at [0,1] -> [\"a\",\"b\"] at [0,1]] bounds=[64,64] -> [%lld,%lld]",
+             (long long)z[1], (long long)z[2], (long long)z[1], (long long)z[2]);
+    kl_view *bc = P(txt);
+    CHECK(m && bc);
+    if (!m || !bc) continue;
+    for (int64_t x = -200; x <= 400; x += 7) {
+      int64_t lo[3], want[3], v = x;
+      kl_vmap_eval(&m->maps[0], &x, lo);
+      for (int i = 2; i > 0; i--) want[i] = ref_fmod(v, z[i]), v = ref_fdiv(v, z[i]);
+      want[0] = v;
+      CHECK(memcmp(lo, want, sizeof lo) == 0);
+      int64_t in2[2] = { x, -x - 3 }, lo2[2];
+      kl_vmap_eval(&bc->maps[0], in2, lo2);
+      CHECK(lo2[0] == ref_fmod(in2[0], z[1]) && lo2[1] == ref_fmod(in2[1], z[2]));
+    }
+    kl_view_free(m);
+    kl_view_free(bc);
+  }
+  /* Xor with a divisor that is not a power of two */
+  kl_view *x = P("[Xor{3,4} [\"r\",\"c\"] at [0,1] -> [\"r\",\"c\"] at [0,1]] bounds=[24,8] -> [24,8]");
+  CHECK(x != NULL);
+  for (int64_t r = 0; x && r < 24; r++)
+    for (int64_t c = 0; c < 8; c++) {
+      int64_t lo[2];
+      CHECK(kl_view_eval(x, (int64_t[]){ r, c }, lo) && lo[0] == r && lo[1] == (c ^ ((r / 3) % 4)));
+    }
+  kl_view_free(x);
+  /* in place, one map and three maps (a transpose, a merge, a pad) */
+  kl_view_err e;
+  kl_view *base = kl_view_identity(2, I64(6, 4), NAMES("a", "b"), &e);
+  kl_view *t = kl_view_transpose(base, 2, (const int[]){ 1, 0 }, &e);
+  kl_view *pd = t ? kl_view_pad(t, 1, NAMES("a"), I64(1, 1), &e) : NULL;
+  CHECK(base && t && pd && pd->nmaps >= 2);
+  for (int64_t i = 0; pd && i < 4; i++)
+    for (int64_t j = 0; j < 8; j++) {
+      int64_t u[2] = { i, j }, want[2];
+      bool ok = kl_view_eval(pd, (int64_t[]){ i, j }, want);
+      CHECK(kl_view_eval(pd, u, u) == ok && (!ok || (u[0] == want[0] && u[1] == want[1])));
+      int64_t w[2] = { j % 6, i };
+      CHECK(kl_view_eval(base, w, w) && w[0] == j % 6 && w[1] == i);
+    }
+  kl_view_free(base);
+  kl_view_free(t);
+  kl_view_free(pd);
+  printf("eval: floor division of Merge / Broadcast / Xor on coordinates of either sign, in-place evaluation\n");
+}
+
 int main(void) {
   test_kinds();
   test_text();
@@ -756,6 +820,7 @@ int main(void) {
   test_simplify();
   test_vector();
   test_xor();
+  test_eval_floor();
   test_attr();
   return check_summary("test_view");
 }

@@ -71,6 +71,43 @@ describe("u8 tensors", function()
 end)
 
 describe("u8 on the host against g:eval", function()
+  it("division by constants (the unguarded instructions) keeps x / 0 = 0, MIN / -1 wrapping, truncation", function()
+    local s = { 7, 19 }
+    for _, dt in ipairs { "i32", "i64", "u8" } do
+      local g = kiln.graph("div_const_" .. dt)
+      local a = g:param("a", s, dt)
+      g:output(g:div(a, 7), g:div(a, -3), g:div(a, -1), g:div(a, 0), g:div(a, 1), g:div(a, 4))
+      local flat, n = {}, numel(s)
+      local lo, hi = dt == "u8" and 0 or -1000, dt == "u8" and 255 or 1000
+      for i = 1, n do flat[i] = math.random(lo, hi) end
+      if dt == "i32" then flat[1] = -2147483648 end
+      if dt == "i64" then flat[1] = math.mininteger end
+      local ta = kiln.tensor(flat, dt, { shape = s })
+      local w = check_host(g, { a = ta }, "division by constants " .. dt)
+      local function tdiv(x, y) -- truncating, x / 0 = 0
+        if y == 0 then return 0 end
+        local q = x // y
+        if q < 0 and q * y ~= x then q = q + 1 end
+        return q
+      end
+      local fa = ta:flat()
+      for i = 1, n do
+        local x = fa[i]
+        local m3, m1 = -3, -1
+        if dt == "u8" then m3, m1 = 253, 255 end -- the constants as u8
+        assert.are.equal(tdiv(x, 7), w[1]:flat()[i])
+        assert.are.equal(tdiv(x, m3), w[2]:flat()[i])
+        local want_m1 = tdiv(x, m1)
+        if dt == "i32" and x == -2147483648 then want_m1 = x end -- wraps
+        if dt == "i64" and x == math.mininteger then want_m1 = x end
+        assert.are.equal(want_m1, w[3]:flat()[i])
+        assert.are.equal(0, w[4]:flat()[i])
+        assert.are.equal(x, w[5]:flat()[i])
+        assert.are.equal(tdiv(x, 4), w[6]:flat()[i])
+      end
+    end
+  end)
+
   it("element-wise ops are unsigned (div, max/min, greater, clip) and wrap (add, sub, mul, neg)", function()
     local s = { 9, 37 }
     local g = kiln.graph("u8_ew")
