@@ -1258,21 +1258,18 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
    * a panel of bk M / N elements by KB per box, one per panel of the tile */
   int64_t KB = p->k->t->KB, bk = m->box[0], nb = m->mn ? lt->shape[0] : KB / bk;
   for (int64_t j = 0; j < nb; j++) {
-    kl_value *o[4 + KL_VIEW_MAX_DIMS + 3];
+    kl_value *o[4 + KL_VIEW_MAX_DIMS + 5];
     int no = 0;
     o[no++] = m->buf;
     o[no++] = p->bars;
     o[no++] = kl_tile_index(rw, k->loc, s);
     o[no++] = raw;
     for (int i = 0; i < lt->rank; i++) o[no++] = kl_tile_index(rw, k->loc, i == 0 ? j : 0);
-    if (m->mn) { /* {d, k(, g)} */
-      o[no++] = kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j));
-      o[no++] = lo[1];
-    } else {
-      o[no++] = kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j));
-      o[no++] = lo[2];
-    }
-    if (m->rank == 3) o[no++] = lo[0];
+    /* {d, k(, g)} (MN-major) or {k's mixed radix..., d(, g)} (kl_tma_coords) */
+    if (m->mn)
+      no += kl_tma_coords(&e, m, lo[0], lo[1], kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j)), o + no);
+    else
+      no += kl_tma_coords(&e, m, lo[0], kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j)), lo[2], o + no);
     kl_named_attr a[5] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
                            { "strides", kl_attr_i64_array(ctx, m->rank - 1, m->strides) },
                            { "box", kl_attr_i64_array(ctx, m->rank, m->box) },
@@ -2175,6 +2172,22 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1 && !promote) {
       tma_a = kl_tma_operand(a, prologue_of(a) != NULL, t.MB, &tm_a, why_a, sizeof why_a);
       tma_b = kl_tma_operand(b, prologue_of(b) != NULL, t.NB, &tm_b, why_b, sizeof why_b);
+      /* K in runs (kdims > 1: a channel-sliced conv filter): each K-major box (the swizzled
+       * panel, else 8 elements) inside one run */
+      int64_t kbox = tma_swizzle_of(o->tma_sw, t.KB * eb) / eb;
+      if (kbox < 8) kbox = 8;
+      kl_tma_map *tms[2] = { &tm_a, &tm_b };
+      bool *tks[2] = { &tma_a, &tma_b };
+      char *whys[2] = { why_a, why_b };
+      for (int i = 0; i < 2; i++) {
+        kl_tma_map probe = *tms[i];
+        probe.box[0] = kbox;
+        if (*tks[i] && !kl_tma_box_fits(&probe)) {
+          *tks[i] = false;
+          snprintf(whys[i], sizeof why_a, "K runs of %lld elements are not whole boxes of %lld",
+                   (long long)probe.dims[0], (long long)kbox);
+        }
+      }
       /* MN-major operands: the swizzled MN-major layout only (tma_mn_swizzle) */
       const kl_accel_desc *wd = kl_wgmma_desc_by_name(kl_op_attr_string(op, "accel_instr"));
       int64_t mpw = 0, npw = 0;

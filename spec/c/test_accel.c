@@ -3522,6 +3522,7 @@ typedef struct graph_case {
   bool one_kernel;
   const char *pipeline; /* NULL: the default */
   const char *want_tma; /* a kernel's `tma` attribute must be this (NULL: not checked) */
+  const char *perf;     /* the compile's perf_config (NULL: the heuristic) */
 } graph_case;
 
 /* the 1x1 conv + residual + relu with 3 x 1 tiles of the heuristic's 128x256 (NHWC, 288 pixels,
@@ -3568,7 +3569,9 @@ static void run_graph_case(const graph_case *gc) {
   }
   const char *gname = kl_op_attr_string(g, "sym_name");
   const char *targets[1] = { gc->target };
-  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true, .pipeline = gc->pipeline };
+  kl_compile_opts o = {
+    .targets = targets, .ntargets = 1, .no_cache = true, .pipeline = gc->pipeline, .perf_config = gc->perf
+  };
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   CHECK(p != NULL, "%s on %s: compile: %s", gname, gc->target, err);
   if (!p) {
@@ -3640,6 +3643,11 @@ static void run_graph_case(const graph_case *gc) {
   int64_t nmma = 0;
   for (int s = 0; s < kl_program_nsteps(p, T) && ok; s++) {
     const kl_bundle_step *step = kl_program_step(p, T, s);
+    if (step->kernel < 0) { /* workspace steps (split-K): the slots exist already; a prefill sets its value */
+      if (step->kind == KL_BUNDLE_PREFILL && step->slot >= 0)
+        for (int64_t e = 0; e < span_of(kl_program_slot_type(p, T, step->slot)); e++) mem[step->slot][e] = step->value;
+      continue;
+    }
     const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
     kl_op *kf = kl_module_lookup(cm, ki->name);
     double *args[32];
@@ -4072,7 +4080,7 @@ static void test_tma_graphs(void) {
              "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
              "rock-lower-loops,canonicalize,cse,dce",
              cases[i].opt);
-    graph_case g = { "sm_90a", cases[i].text, 2e-2, 1, false, pl, cases[i].want_tma };
+    graph_case g = { "sm_90a", cases[i].text, 2e-2, 1, false, pl, cases[i].want_tma, NULL };
     g_sim_grid = strstr(cases[i].opt, "persistent=1") ? 2 : 0;
     g_sim_ran = 0;
     run_graph_case(&g);
@@ -4082,6 +4090,135 @@ static void test_tma_graphs(void) {
   }
   group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands (swizzled and not) on sm_90a interpreted against "
             "g:eval");
+}
+
+
+/* TMA for split-K operands (passes/rock_tma.h: K in runs): split-k-workspace slices a conv's
+ * input channels, so the KYXC filter's slice view [g, (tap, c'), m] is contiguous in runs of
+ * the slice's Cc channels at the taps' stride C: a rank-4 tensor map {Cc, taps, M, G} with
+ * the K coordinate split per box. 3x3 NHWC convs (padding 1) and split dots, interpreted
+ * against g:eval; a run that is not whole boxes keeps the register path. */
+static char *split_conv_text(const char *T, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k) {
+  static char buf[4096];
+  snprintf(
+      buf, sizeof buf,
+      "func.func @split_conv_relu() attributes {graph} {\n"
+      "  %%x = \"graph.param\"() {name = \"x\"} : () -> tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  %%w = \"graph.param\"() {name = \"w\"} : () -> tensor<%lldx%lldx3x3x%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  %%b = \"graph.param\"() {name = \"b\"} : () -> tensor<%lldx1x1x%s>\n"
+      "  %%c = \"graph.conv\"(%%x, %%w) {stride = [1, 1], padding = [1, 1, 1, 1], dilation = [1, 1], groups = 1} "
+      ": (tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>, "
+      "tensor<%lldx%lldx3x3x%s, strides=[%lld,1,%lld,%lld]>) -> tensor<%lldx%lldx%lldx%lldx%s, "
+      "strides=[%lld,1,%lld,%lld]>\n"
+      "  %%cb = \"graph.add\"(%%c, %%b) : (tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>, "
+      "tensor<%lldx1x1x%s>) -> tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  %%y = \"graph.relu\"(%%cb) : (tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>) -> "
+      "tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  func.return %%y : tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n}\n",
+      (long long)n, (long long)c, (long long)h, (long long)w, T, (long long)(h * w * c), (long long)(w * c),
+      (long long)c,                                                                        /* x */
+      (long long)k, (long long)c, T, (long long)(9 * c), (long long)(3 * c), (long long)c, /* w */
+      (long long)k, T,                                                                     /* b, conv */
+      (long long)n, (long long)c, (long long)h, (long long)w, T, (long long)(h * w * c), (long long)(w * c),
+      (long long)c, (long long)k, (long long)c, T, (long long)(9 * c), (long long)(3 * c), (long long)c, (long long)n,
+      (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k, /* the conv's result */
+      (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k, (long long)k, T, (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k),
+      (long long)(w * k), (long long)k, /* add */
+      (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k, (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k),
+      (long long)(w * k), (long long)k, /* relu */
+      (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k);
+  return buf;
+}
+/* y = relu(a @ b + r[n]): a [M, K], b [K, N] (tb: [N, K], transpose_b) */
+static char *split_dot_text(const char *T, int64_t M, int64_t N, int64_t K, bool tb) {
+  static char buf[2048];
+  char bt[64];
+  snprintf(bt, sizeof bt, "tensor<%lldx%lldx%s>", (long long)(tb ? N : K), (long long)(tb ? K : N), T);
+  snprintf(buf, sizeof buf,
+           "func.func @split_dot_relu() attributes {graph} {\n"
+           "  %%a = \"graph.param\"() {name = \"a\"} : () -> tensor<%lldx%lldx%s>\n"
+           "  %%b = \"graph.param\"() {name = \"b\"} : () -> %s\n"
+           "  %%r = \"graph.param\"() {name = \"r\"} : () -> tensor<%lldx%s>\n"
+           "  %%d = \"graph.dot\"(%%a, %%b) {transpose_b = %s} : (tensor<%lldx%lldx%s>, %s) -> "
+           "tensor<%lldx%lldx%s>\n"
+           "  %%e = \"graph.add\"(%%d, %%r) : (tensor<%lldx%lldx%s>, tensor<%lldx%s>) -> tensor<%lldx%lldx%s>\n"
+           "  %%y = \"graph.relu\"(%%e) : (tensor<%lldx%lldx%s>) -> tensor<%lldx%lldx%s>\n"
+           "  func.return %%y : tensor<%lldx%lldx%s>\n}\n",
+           (long long)M, (long long)K, T, bt, (long long)N, T, tb ? "true" : "false", (long long)M, (long long)K, T, bt,
+           (long long)M, (long long)N, T, (long long)M, (long long)N, T, (long long)N, T, (long long)M, (long long)N, T,
+           (long long)M, (long long)N, T, (long long)M, (long long)N, T, (long long)M, (long long)N, T);
+  return buf;
+}
+/* the kernels' tma attributes of text compiled for sm_90a, joined by " | " */
+static void tma_attrs(const char *text, const char *perf, char *out, size_t n) {
+  char err[4096];
+  out[0] = 0;
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *mod = kl_parse_module(ctx, text, strlen(text), "graph.kir");
+  kl_op *g = mod ? kl_module_body(mod)->first : NULL;
+  const char *targets[1] = { "sm_90a" };
+  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true, .perf_config = perf };
+  kl_program *p = g ? kl_compile(g, &o, err, sizeof err) : NULL;
+  CHECK(p != NULL, "split-K tma: compile: %s", g ? err : "parse");
+  size_t at = 0;
+  for (int i = 0; p && i < kl_program_nkernels(p, "sm_90a"); i++) {
+    const kl_kernel_info *ki = kl_program_kernel(p, "sm_90a", i);
+    if (ki->tma && *ki->tma && at < n)
+      at += (size_t)snprintf(out + at, n - at, "%s%s [%s]", at ? " | " : "", ki->tma, ki->perf_config);
+  }
+  if (p) kl_program_release(p);
+  kl_ctx_destroy(ctx);
+}
+static void test_tma_split(void) {
+  group_begin();
+  static const struct {
+    const char *type;
+    int64_t n, c, h, w, k;
+    const char *perf, *want; /* want: the GEMM kernel's tma (the interpreter runs every case) */
+  } convs[] = {
+    /* runs of 64 channels (C 128 split 2), KB 64: one 128-byte panel per run and tap */
+    { "f16", 2, 128, 5, 5, 64, "v3:64,64,64,64,64,8,2", "A" },
+    /* runs of 48 (C 96 split 2), KB 16 (32-byte panels), odd M 40 and N 72; bf16 */
+    { "bf16", 3, 96, 4, 6, 40, "v3:64,64,16,64,64,8,2", "A" },
+    /* C 192 split 3 (runs of 64), KB 32, 130 filters (M past the tile: zero fill) */
+    { "f16", 1, 192, 3, 7, 130, "v3:128,64,32,64,64,8,3", "A" },
+  };
+  for (size_t i = 0; i < sizeof convs / sizeof *convs; i++) {
+    const char *text = split_conv_text(convs[i].type, convs[i].n, convs[i].c, convs[i].h, convs[i].w, convs[i].k);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, NULL, convs[i].want, convs[i].perf };
+    run_graph_case(&g);
+  }
+  /* runs of 48 with KB 32 (64-byte panels of 32): a box would cross a run: registers, interpreted */
+  {
+    const char *text = split_conv_text("bf16", 3, 96, 4, 6, 40), *perf = "v3:64,64,32,64,64,8,2";
+    char got[1024];
+    tma_attrs(text, perf, got, sizeof got);
+    CHECK(strstr(got, "A: K runs of 48 elements are not whole boxes of 32") != NULL, "runs of 48, KB 32: tma = %s",
+          got);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, NULL, NULL, perf };
+    run_graph_case(&g);
+  }
+  /* split dots: the slices are affine (rank 3: {Kc, M, S}); B [K, N] MN-major and B [N, K] */
+  static const struct {
+    const char *type;
+    int64_t M, N, K;
+    bool tb;
+    const char *perf, *want;
+  } dots[] = {
+    { "f16", 70, 136, 128, false, "v3:64,64,32,64,64,8,2", "A,B" },
+    { "bf16", 70, 136, 192, true, "v3:64,64,32,64,64,8,3", "A,B" },
+  };
+  for (size_t i = 0; i < sizeof dots / sizeof *dots; i++) {
+    const char *text = split_dot_text(dots[i].type, dots[i].M, dots[i].N, dots[i].K, dots[i].tb);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, NULL, dots[i].want, dots[i].perf };
+    run_graph_case(&g);
+  }
+  group_end("tma split-K: channel-sliced 3x3 NHWC conv filters through rank-4 tensor maps (K in runs) and split dots, "
+            "interpreted against g:eval on sm_90a; runs that are not whole boxes keep registers");
 }
 
 
@@ -4145,7 +4282,7 @@ static void test_stmatrix(void) {
                "cse,dce",
                on ? "true" : "false");
       int64_t n0 = g_nstmatrix, w0 = g_stm_wavefronts, p0 = g_stm_phases;
-      graph_case g = { cases[i].target, cases[i].text, 2e-2, 1, false, pl, NULL };
+      graph_case g = { cases[i].target, cases[i].text, 2e-2, 1, false, pl, NULL, NULL };
       g_lds_wavefronts[1] = 0;
       run_graph_case(&g);
       store_wf[on] = g_lds_wavefronts[1];
@@ -4184,20 +4321,20 @@ static void test_stmatrix(void) {
 static void test_graphs(void) {
   group_begin();
   static const graph_case cases[] = {
-    { "sm_90", NULL, 2e-2, 1, false, NULL, NULL },
-    { "gfx942", NULL, 2e-2, 1, false, NULL, NULL },
-    { "gfx1100", NULL, 2e-2, 1, false, NULL, NULL },
-    { "sm_80", NULL, 3e-2, 1, false, NULL, NULL },
-    { "gfx90a", NULL, 3e-2, 1, false, NULL, NULL },
-    { "gfx1100", NULL, 3e-2, 1, false, NULL, NULL },
-    { "gfx942", NULL, 2e-3, 1, false, NULL, NULL },
-    { "sm_90", NULL, 2e-3, 0, false, NULL, NULL },
+    { "sm_90", NULL, 2e-2, 1, false, NULL, NULL, NULL },
+    { "gfx942", NULL, 2e-2, 1, false, NULL, NULL, NULL },
+    { "gfx1100", NULL, 2e-2, 1, false, NULL, NULL, NULL },
+    { "sm_80", NULL, 3e-2, 1, false, NULL, NULL, NULL },
+    { "gfx90a", NULL, 3e-2, 1, false, NULL, NULL, NULL },
+    { "gfx1100", NULL, 3e-2, 1, false, NULL, NULL, NULL },
+    { "gfx942", NULL, 2e-3, 1, false, NULL, NULL, NULL },
+    { "sm_90", NULL, 2e-3, 0, false, NULL, NULL, NULL },
     /* each integer matrix instruction at least once (gfx90a shares gfx908's, sm_80 sm_90's) */
-    { "gfx908", NULL, 0, 1, true, NULL, NULL },
-    { "gfx1100", NULL, 0, 1, true, NULL, NULL },
-    { "sm_90", NULL, 0, 1, true, NULL, NULL },
-    { "gfx942", NULL, 0, 1, true, NULL, NULL },
-    { "sm_80", NULL, 0, 1, true, NULL, NULL },
+    { "gfx908", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "gfx1100", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "sm_90", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "gfx942", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "sm_80", NULL, 0, 1, true, NULL, NULL, NULL },
   };
   const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16,     dot_bf16, dot_bf16, dot_f32,
                           dot_f32,       conv_nhwc_i8,  conv_nhwc_i8,  conv_nhwc_i8, dot_i8,   dot_i8 };
@@ -4805,8 +4942,14 @@ int main(void) {
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_TMA_SPLIT")) { /* iterating on the split-K TMA group alone */
+    test_tma_split();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
     test_tma();
+    test_tma_split();
     test_ws();
     test_tma_graphs();
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
@@ -4842,6 +4985,7 @@ int main(void) {
   test_ws();
   test_persist();
   test_tma_graphs();
+  test_tma_split();
   test_swizzle();
   test_stmatrix();
   test_graphs();
