@@ -21,7 +21,7 @@
  *    compiled for sm_90, gfx942 and gfx1100 and interpreted the same way, against g:eval;
  *  - lanes: the suite's reductions, softmax and element-wise kernels on the AMD targets,
  *    interpreted on a few workgroups: each wave's global loads are one contiguous run;
- *  - KILN_TEST_ONLY_AMD_BANKS / _AMD_XOR / _AMD_LANES / _AMD_OTHER / _TMA / _CP_ASYNC / KILN_TEST_ONLY_WGMMA run one group alone;
+ *  - KILN_TEST_ONLY_AMD_BANKS / _AMD_XOR / _AMD_LANES / _AMD_OTHER / _TMA / _TMA_SPLIT / _CP_ASYNC / KILN_TEST_ONLY_WGMMA run one group alone;
  *    KILN_TEST_SKIP_AMD_ALL leaves out the AMD all-configs proof (ctest runs it separately);
  *  - GPU (only with a CUDA device; skipped with a message otherwise): an f16 / bf16 dot
  *    graph with a fused epilogue compiled for the device and compared with g:eval. */
@@ -43,6 +43,7 @@
 #include "passes/rock_accel.h"
 #include "passes/perf_config.h"
 #include "passes/rock_wgmma.h"
+#include "passes/gemm_split.h"
 #include "passes/rock_tma.h"
 #include "codegen/codegen_target.h"
 #include "runtime/device.h"
@@ -3107,9 +3108,31 @@ static void test_wgmma(void) {
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 288, &ac, &ad, err, sizeof err) == 1 &&
             ac.n_per_block == 256 && ac.k_per_block == 32,
         "v3 heuristic K 288: %lldx%lld", (long long)ac.n_per_block, (long long)ac.k_per_block);
+  /* under two waves of the rule's tiles the sub-wave model decides (rock_wgmma.h): N 384 at
+   * 128x128 is 96 tiles for 132 SMs, at 128x96 128 tiles (cheaper steps, the same one round) */
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 384, 4096, &ac, &ad, err, sizeof err) == 1 &&
-            ac.n_per_block == 128,
-        "v3 heuristic N 384: %lld", (long long)ac.n_per_block);
+            ac.n_per_block == 96 && ac.m_per_block == 128,
+        "v3 heuristic N 384: %lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block);
+  /* the ResNet-50 3x3 layers (NHWC, batch 64): 7x7x512 (M 512, N 3136, K 4608) 128x96, one
+   * wave, not split; 14x14x256 (M 256, N 12544, K 2304) 128x192, 132 tiles */
+  {
+    kl_gemm_split_est est = { 100, 64, 1 };
+    CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 512, 3136, 4608, &ac, &ad, err, sizeof err) == 1 &&
+              ac.m_per_block == 128 && ac.n_per_block == 96 && ac.k_per_block == 64,
+          "v3 heuristic 3x3 7x7x512: %lldx%lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block,
+          (long long)ac.k_per_block);
+    CHECK(kl_gemm_split_choose(s90a, f16, f16, 1, 512, 3136, 4608, 32, &est) == 1, "3x3 7x7x512: split %lld",
+          (long long)kl_gemm_split_choose(s90a, f16, f16, 1, 512, 3136, 4608, 32, &est));
+    CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 256, 12544, 2304, &ac, &ad, err, sizeof err) == 1 &&
+              ac.m_per_block == 128 && ac.n_per_block == 192,
+          "v3 heuristic 3x3 14x14x256: %lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block);
+    /* the model: one wave of 128x96 below 128x128's 100 tiles; two rounds cost twice one */
+    CHECK(kl_wgmma_tile_cost(s90a, 2, 1, 512, 3136, 4608, 128, 96, 64) <
+                  kl_wgmma_tile_cost(s90a, 2, 1, 512, 3136, 4608, 128, 128, 64) &&
+              kl_wgmma_tile_cost(s90a, 2, 2, 512, 3136, 2304, 128, 128, 64) ==
+                  2 * kl_wgmma_tile_cost(s90a, 2, 1, 512, 3136, 2304, 128, 128, 64),
+          "wgmma tile cost");
+  }
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 512, 512, 4096, &ac, &ad, err, sizeof err) == 1 &&
             ac.n_per_block == 128,
         "v3 heuristic 512^2 (8 tiles of 128x256 for 132 SMs): %lld", (long long)ac.n_per_block);
