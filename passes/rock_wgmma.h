@@ -163,8 +163,9 @@
  *   SM rate the 4096^3 f16 TMA loop sustained: 48 KiB per 64-step at 654 TFLOP/s, >= 32 B/clk).
  * The split-K choice (passes/gemm_split.h) costs each split with it. E.g. the 3x3 conv on
  * 7x7x512 at batch 64 (M 512, N 3136, K 4608): 128x96 tiles, 132 = one wave, no split
- * (modelled 66.5K cycles; 128x128 74K, split in two 128x128 89K with its reduction); on
- * 14x14x256 (M 256, N 12544, K 2304): 128x192, 132 tiles (48K; 128x128: 196 tiles, 76K). */
+ * (modelled 71K cycles; 128x128 80K; split in two: 128x256, 104 tiles, 60K + 15K for the
+ * reduction, not below KL_SPLIT_GAIN of 71K); on 14x14x256 (M 256, N 12544, K 2304):
+ * 128x192, 132 tiles (50K; 128x128: 196 tiles in 2 rounds, 82K). */
 #define KL_WG_FLOP_PER_CLK         4096.0
 #define KL_WG_L2_BYTES_PER_CLK     32.0
 #define KL_WG_STEP_CLK             64.0
