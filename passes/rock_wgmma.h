@@ -152,8 +152,9 @@
 /* The sub-wave tile model of the wgmma heuristic (sm_90a, f16 / bf16): a grid of the rule's
  * tiles (below) of fewer than KL_WG_FEW_WAVES waves of the compute units loses most to wave
  * quantization (100 tiles of 128x128 on 132 SMs: a quarter idle; 196: 1.48 waves run as 2),
- * so such GEMMs take the cheapest of a few candidate tiles (128 x 64 / 96 / 128 / 192 / 256,
- * 64 x 128 / 256; a wider N tile only where it cuts the N tiles) where it costs less than
+ * so such GEMMs take the cheapest of a few candidate tiles (128 x 64 / 96 / 128 / 192, 64 x
+ * 128; a wider N tile only where it cuts the N tiles; none wider than 192: 128x224 / 128x256
+ * spilled with a register-staged operand) where it costs less than
  * KL_WG_SUBWAVE_GAIN of the rule's. kl_wgmma_tile_cost, cycles of the busiest SM (one block
  * per SM: the TMA loop's 3-4 stages fill the shared memory):
  *   rounds = ceil(tiles / SMs), steps = ceil(K / KB),
@@ -163,8 +164,8 @@
  *   SM rate the 4096^3 f16 TMA loop sustained: 48 KiB per 64-step at 654 TFLOP/s, >= 32 B/clk).
  * The split-K choice (passes/gemm_split.h) costs each split with it. E.g. the 3x3 conv on
  * 7x7x512 at batch 64 (M 512, N 3136, K 4608): 128x96 tiles, 132 = one wave, no split
- * (modelled 71K cycles; 128x128 80K; split in two: 128x256, 104 tiles, 60K + 15K for the
- * reduction, not below KL_SPLIT_GAIN of 71K); on 14x14x256 (M 256, N 12544, K 2304):
+ * (modelled 71K cycles; 128x128 80K; split in two: 128x96, 264 tiles in 2 rounds, 73K + 15K
+ * for the reduction); on 14x14x256 (M 256, N 12544, K 2304):
  * 128x192, 132 tiles (50K; 128x128: 196 tiles in 2 rounds, 82K). */
 #define KL_WG_FLOP_PER_CLK         4096.0
 #define KL_WG_L2_BYTES_PER_CLK     32.0
