@@ -27,10 +27,8 @@ static int64_t kaddr(int kd, const int64_t *P, const int64_t *s, int64_t k) {
   return a;
 }
 
-/* The mixed radix of K's relative addresses a[0 .. e-1] (a[0] = 0) in at most maxd dims:
- * the first point that the radix so far misses opens a new dim there (it must fall on a
- * whole number of the runs so far); returns kd (P, s filled; P[kd-1] covers e) or 0. */
-static int fit_radix(const int64_t *a, int64_t e, int maxd, int64_t *P, int64_t *s) {
+/* (rock_tma.h) the first point that the radix so far misses opens a new dim there */
+int kl_tma_fit_radix(const int64_t *a, int64_t e, int maxd, int64_t *P, int64_t *s) {
   int kd = 1;
   int64_t span = 1; /* K elements per unit of dim kd-1 */
   s[0] = e > 1 ? a[1] : 0;
@@ -104,7 +102,7 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
     }
     ext[dim] = e;
     if (ok && dim == 1 && e > 0) {
-      kd = fit_radix(ka, e, 3, P, ks); /* rank <= 5: 3 K dims, D, G */
+      kd = kl_tma_fit_radix(ka, e, 3, P, ks); /* rank <= 5: 3 K dims, D, G */
       if (!kd) ok = false, kd = 1;
       radix = kd > 1;
     }

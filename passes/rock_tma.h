@@ -197,6 +197,11 @@ typedef struct kl_tma_map {
  * multiple of P0, P0 P1 with 3 dims) and the rank at most 5. The check: every K point at
  * g = d = 0, every point along G and D, and 512 pseudo-random points of the box. */
 bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n);
+/* The mixed radix of K's relative addresses a[0 .. e-1] (a[0] = 0) in at most maxd dims:
+ * kd with runs P[0 .. kd-1] (the last covering e) and strides s[0 .. kd-1] such that a[k] =
+ * sum_i digit_i(k) s[i] for every k < e (digit_i = k / (P0 .. P(i-1)) % Pi, the last one
+ * unbounded), more than one dim only where e is whole runs; 0 when no such radix exists. */
+int kl_tma_fit_radix(const int64_t *a, int64_t e, int maxd, int64_t *P, int64_t *s);
 /* Whether each box of m (box[0] elements of K from a multiple of box[0]) stays inside one run
  * of its K (always for one K dim). */
 bool kl_tma_box_fits(const kl_tma_map *m);

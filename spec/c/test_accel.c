@@ -4196,8 +4196,58 @@ static void tma_attrs(const char *text, const char *perf, char *out, size_t n) {
   if (p) kl_program_release(p);
   kl_ctx_destroy(ctx);
 }
+/* kl_tma_fit_radix accepts exactly the mixed-radix sequences: random radices (1..3 dims, runs
+ * 1..9, strides 1..700) are found back (every point re-derived); one point moved, a partial
+ * last run, or more dims than allowed are refused */
+static int64_t radix_at(int kd, const int64_t *P, const int64_t *s, int64_t k) {
+  int64_t a = 0;
+  for (int i = 0; i < kd; i++) {
+    a += (i + 1 == kd ? k : k % P[i]) * s[i];
+    if (i + 1 < kd) k /= P[i];
+  }
+  return a;
+}
+static void test_tma_radix(void) {
+  uint64_t st = 12345;
+  int64_t a[4096];
+  for (int it = 0; it < 400; it++) {
+    int64_t P[3], S[3], e = 1;
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    int kd = 1 + (int)((st >> 33) % 3);
+    for (int i = 0; i < kd; i++) {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      P[i] = 2 + (int64_t)((st >> 33) % 8);
+      S[i] = i == 0 ? 1 : 1 + (int64_t)((st >> 40) % 700);
+      e *= P[i];
+    }
+    for (int64_t k = 0; k < e; k++) a[k] = radix_at(kd, P, S, k);
+    int64_t gp[3], gs[3];
+    int got = kl_tma_fit_radix(a, e, 3, gp, gs);
+    bool same = got >= 1;
+    for (int64_t k = 0; same && k < e; k++) same = a[k] == radix_at(got, gp, gs, k);
+    CHECK(same && got <= kd, "radix %d dims (runs %lld, strides %lld ...): found %d", kd, (long long)P[0],
+          (long long)S[1 < kd ? 1 : 0], got);
+    /* one point moved off the radix: refused, or a radix that still derives every point */
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    int64_t j = 1 + (int64_t)((st >> 33) % (uint64_t)(e - 1));
+    a[j] += 1 + (int64_t)((st >> 45) % 5);
+    got = kl_tma_fit_radix(a, e, 3, gp, gs);
+    same = got >= 1;
+    for (int64_t k = 0; same && k < e; k++) same = a[k] == radix_at(got, gp, gs, k);
+    CHECK(got == 0 || same, "moved point %lld of a %d-dim radix: found %d dims that do not derive it", (long long)j, kd,
+          got);
+    a[j] = radix_at(kd, P, S, j);
+    if (kd > 1 && e > P[0] + 1) { /* a partial last run */
+      got = kl_tma_fit_radix(a, e - 1, 3, gp, gs);
+      CHECK(got == 0, "a partial last run (e %lld, runs %lld): %d dims", (long long)(e - 1), (long long)P[0], got);
+    }
+    if (kd == 3 && S[1] != P[0] && S[2] != P[0] * P[1] && S[2] != S[1] * P[1])
+      CHECK(kl_tma_fit_radix(a, e, 2, gp, gs) == 0, "3 runs' dims within 2: accepted");
+  }
+}
 static void test_tma_split(void) {
   group_begin();
+  test_tma_radix();
   static const struct {
     const char *type;
     int64_t n, c, h, w, k;
