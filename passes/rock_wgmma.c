@@ -186,6 +186,7 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
       const kl_accel_desc *cd = kl_wgmma_desc(in, 256);
       if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
     }
+    bool large = dd != NULL; /* the measured large-GEMM tiles stay (a wave or more of them) */
     for (int i = n <= 64 ? 0 : 2; i < 3 && !dd; i++) {
       if (!cand[i]) continue;
       cc.split_k = 1;
@@ -205,7 +206,7 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
     double rule = kl_wgmma_tile_cost(t, eb, g, m, n, k, cc.m_per_block, cc.n_per_block, cc.k_per_block), best = 0;
     kl_accel_config sc;
     const kl_accel_desc *sd = NULL;
-    if (ks == 1 && t->compute_units > 0 &&
+    if (!large && ks == 1 && t->compute_units > 0 &&
         g * cdiv(m, cc.m_per_block) * cdiv(n, cc.n_per_block) < KL_WG_FEW_WAVES * cus &&
         subwave_pick(t, in, eb, g, m, n, k, cc.k_per_block, &sc, &sd, &best) && best < KL_WG_SUBWAVE_GAIN * rule)
       cc = sc, dd = sd;

@@ -152,7 +152,8 @@
 /* The sub-wave tile model of the wgmma heuristic (sm_90a, f16 / bf16): a grid of the rule's
  * tiles (below) of fewer than KL_WG_FEW_WAVES waves of the compute units loses most to wave
  * quantization (100 tiles of 128x128 on 132 SMs: a quarter idle; 196: 1.48 waves run as 2),
- * so such GEMMs take the cheapest of a few candidate tiles (128 x 64 / 96 / 128 / 192, 64 x
+ * so such GEMMs (not those the rule gives 128x256 tiles: a wave or more of them, measured)
+ * take the cheapest of a few candidate tiles (128 x 64 / 96 / 128 / 192, 64 x
  * 128; a wider N tile only where it cuts the N tiles; none wider than 192: 128x224 / 128x256
  * spilled with a register-staged operand) where it costs less than
  * KL_WG_SUBWAVE_GAIN of the rule's. kl_wgmma_tile_cost, cycles of the busiest SM (one block
