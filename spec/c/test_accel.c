@@ -4259,6 +4259,10 @@ static void test_tma_split(void) {
     { "bf16", 3, 96, 4, 6, 40, "v3:64,64,16,64,64,8,2", "A" },
     /* C 192 split 3 (runs of 64), KB 32, 130 filters (M past the tile: zero fill) */
     { "f16", 1, 192, 3, 7, 130, "v3:128,64,32,64,64,8,3", "A" },
+    /* the sub-wave model's tiles unsplit (passes/rock_wgmma.h): 128x96 and 128x192, N 100 / 150
+     * past one tile (the filter a plain box) */
+    { "f16", 4, 64, 5, 5, 128, "v3:128,96,64,64,96,8", "A" },
+    { "bf16", 6, 64, 5, 5, 136, "v3:128,192,64,64,192,8", "A" },
   };
   for (size_t i = 0; i < sizeof convs / sizeof *convs; i++) {
     const char *text = split_conv_text(convs[i].type, convs[i].n, convs[i].c, convs[i].h, convs[i].w, convs[i].k);
