@@ -27,8 +27,8 @@ typedef struct kl_plan_tma {
   int arg, rank, swizzle; /* swizzle: bytes (128, 64, 32) or 0 */
   bool bf16;
   int64_t offset;
-  uint64_t dims[3], strides[2];
-  uint32_t box[3];
+  uint64_t dims[5], strides[4]; /* rank 1..5 (passes/rock_tma.h: K in runs takes 4 or 5) */
+  uint32_t box[5];
 } kl_plan_tma;
 typedef struct kl_plan_tmas {
   int n;

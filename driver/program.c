@@ -485,7 +485,7 @@ static kl_status build_tma(variant *v, char *err, size_t errlen) {
       m->arg = -1;
       for (int a = 0; a < body->nargs; a++)
         if (body->args[a] == ops[j]->opnds[0].value) m->arg = a;
-      if (m->arg < 0 || m->rank < 1 || m->rank > 3) {
+      if (m->arg < 0 || m->rank < 1 || m->rank > 5) {
         snprintf(err, errlen, "kernel %s: a tensor map of rank %d or of no argument", v->kernels[k].name, m->rank);
         return KL_ERR;
       }

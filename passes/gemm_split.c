@@ -4,6 +4,7 @@
 #include "passes/gemm_shape.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
+#include "passes/rock_wgmma.h"
 #include <string.h>
 
 bool kl_gemm_split_estimate(const kl_target *t, const kl_type *ea, const kl_type *eb, const char *given, int64_t G,
@@ -21,6 +22,10 @@ int64_t kl_gemm_split_heuristic(const kl_target *t, int64_t tiles, int64_t K, in
   int64_t s = 1;
   while (s < 64 && tiles * s * 2 <= t->compute_units && K / (s * 2) >= 4 * k_per_block) s *= 2;
   return s;
+}
+
+bool kl_gemm_split_wgmma(const kl_target *t, const kl_type *ea, const kl_type *eb) {
+  return t && t->wgmma && ea && eb && ea->kind == eb->kind && (ea->kind == KL_TY_F16 || ea->kind == KL_TY_BF16);
 }
 
 bool kl_gemm_split_joint(const kl_target *t) {
@@ -67,6 +72,15 @@ static bool config_cost(const kl_target *t, const kl_type *ea, const kl_type *eb
   if ((kl_type_bits(eb) + 7) / 8 > bytes) bytes = (kl_type_bits(eb) + 7) / 8;
   kl_gemm_config gc;
   char err[64];
+  /* a GEMM the wgmma heuristic takes (sm_90a, f16 / bf16): its pick at the sub-wave model's
+   * cost (passes/rock_wgmma.h, kl_wgmma_tile_cost) */
+  if (kl_gemm_split_wgmma(t, ea, eb) &&
+      kl_gemm_config_pick(t, ea, eb, NULL, KL_GEMM_PICK_DEFAULT, G, M, N, K, &gc, err, sizeof err) &&
+      gc.path == KL_GEMM_PATH_WGMMA) {
+    *pick = gc.pc;
+    *cst = kl_wgmma_tile_cost(t, bytes, G, M, N, K, gc.pc.m_per_block, gc.pc.n_per_block, gc.pc.k_per_block);
+    return true;
+  }
   if (!kl_gemm_config_pick(t, ea, eb, NULL, KL_GEMM_PICK_ACCEL, G, M, N, K, &gc, err, sizeof err)) return false;
   *pick = gc.pc;
   if (gc.path == KL_GEMM_PATH_FMA) {

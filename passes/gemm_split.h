@@ -60,8 +60,14 @@ int64_t kl_gemm_split_heuristic(const kl_target *t, int64_t tiles, int64_t K, in
  * 7x7x512 at batch 64: S = 2 (200 blocks of 128x128, 72 K steps), 85 us modelled against
  * 152 unsplit. Other targets: kl_gemm_split_heuristic on est's tiles and kPerBlock.
  * The caller re-picks the config for the split GEMM (G*S x M x N x slice). */
-/* Whether t takes the joint choice (an NVIDIA target with l2_bytes_per_cu_clk). */
+/* On sm_90a (a target with wgmma) with f16 / bf16 inputs of one type (kl_gemm_split_wgmma)
+ * the GEMM of each split is costed as the wgmma heuristic's pick for it at the sub-wave
+ * model's cost (passes/rock_wgmma.h, kl_wgmma_tile_cost) instead of the occupancy model, the
+ * reduction as above: the 3x3 conv on 7x7x512 at batch 64 then stays unsplit (128x96 tiles,
+ * one wave; split in two: 264 blocks of 128x96 in two rounds, plus the partials).
+ * Whether t takes the joint choice (an NVIDIA target with l2_bytes_per_cu_clk). */
 bool kl_gemm_split_joint(const kl_target *t);
+bool kl_gemm_split_wgmma(const kl_target *t, const kl_type *ea, const kl_type *eb);
 #define KL_NV_SM_REGS      65536
 #define KL_NV_SM_THREADS   2048
 #define KL_SPLIT_MAX       256

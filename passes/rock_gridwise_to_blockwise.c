@@ -1315,33 +1315,31 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
    * a panel of bk M / N elements by KB per box, one per panel of the tile */
   int64_t KB = p->k->t->KB, bk = m->box[0], nb = m->mn ? lt->shape[0] : KB / bk;
   /* the cluster's shared operand: each op stands for mc boxes (MN-major: mc consecutive panels;
-   * K-major: mc slices of the panel's rows, m->box[1] = DB / mc), rank r of the cluster issues
-   * box r multicast to every CTA (rock.tma_load {multicast}) */
+   * K-major: mc slices of the panel's rows, the D entry of m->box = DB / mc), rank r of the
+   * cluster issues box r multicast to every CTA (rock.tma_load {multicast}) */
   bool mcast = p->mc > 1 && (g == k->gb) == p->mc_b;
   int64_t jstep = mcast && m->mn ? p->mc : 1;
+  int64_t mdim = m->mn ? 0 : (m->kdims > 1 ? m->kdims : 1); /* D's place among the map's dims */
   for (int64_t j = 0; j < nb; j += jstep) {
-    kl_value *o[4 + KL_VIEW_MAX_DIMS + 3];
+    kl_value *o[4 + KL_VIEW_MAX_DIMS + 5];
     int no = 0;
     o[no++] = m->buf;
     o[no++] = p->bars;
     o[no++] = kl_tile_index(rw, k->loc, s);
     o[no++] = raw;
     for (int i = 0; i < lt->rank; i++) o[no++] = kl_tile_index(rw, k->loc, i == 0 ? j : 0);
-    if (m->mn) { /* {d, k(, g)} */
-      o[no++] = kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j));
-      o[no++] = lo[1];
-    } else {
-      o[no++] = kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j));
-      o[no++] = lo[2];
-    }
-    if (m->rank == 3) o[no++] = lo[0];
+    /* {d, k(, g)} (MN-major) or {k's mixed radix..., d(, g)} (kl_tma_coords) */
+    if (m->mn)
+      no += kl_tma_coords(&e, m, lo[0], lo[1], kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j)), o + no);
+    else
+      no += kl_tma_coords(&e, m, lo[0], kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j)), lo[2], o + no);
     kl_named_attr a[7] = { { "dims", kl_attr_i64_array(ctx, m->rank, m->dims) },
                            { "strides", kl_attr_i64_array(ctx, m->rank - 1, m->strides) },
                            { "box", kl_attr_i64_array(ctx, m->rank, m->box) },
                            { "offset", kl_attr_int(ctx, m->offset) },
                            { "swizzle", kl_attr_int(ctx, m->swizzle) },
                            { "multicast", kl_attr_int(ctx, p->mc) },
-                           { "multicast_dim", kl_attr_int(ctx, m->mn ? 0 : 1) } };
+                           { "multicast_dim", kl_attr_int(ctx, mdim) } };
     kl_op *ld = kl_rewriter_create(rw, "rock.tma_load", k->loc, no, o, 0, NULL, 4, a, 0);
     if (m->swizzle) kl_rewriter_set_attr(rw, ld, "swizzle", a[4].value);
     if (mcast) {
@@ -2284,6 +2282,22 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
     if (o->tma && accel && !strcmp(accel, "wgmma") && t.kpack * eb == 16 && t.Kp / t.KB > 1 && !promote) {
       tma_a = kl_tma_operand(a, prologue_of(a) != NULL, t.MB, &tm_a, why_a, sizeof why_a);
       tma_b = kl_tma_operand(b, prologue_of(b) != NULL, t.NB, &tm_b, why_b, sizeof why_b);
+      /* K in runs (kdims > 1: a channel-sliced conv filter): each K-major box (the swizzled
+       * panel, else 8 elements) inside one run */
+      int64_t kbox = tma_swizzle_of(o->tma_sw, t.KB * eb) / eb;
+      if (kbox < 8) kbox = 8;
+      kl_tma_map *tms[2] = { &tm_a, &tm_b };
+      bool *tks[2] = { &tma_a, &tma_b };
+      char *whys[2] = { why_a, why_b };
+      for (int i = 0; i < 2; i++) {
+        kl_tma_map probe = *tms[i];
+        probe.box[0] = kbox;
+        if (*tks[i] && !kl_tma_box_fits(&probe)) {
+          *tks[i] = false;
+          snprintf(whys[i], sizeof why_a, "K runs of %lld elements are not whole boxes of %lld",
+                   (long long)probe.dims[0], (long long)kbox);
+        }
+      }
       /* MN-major operands: the swizzled MN-major layout only (tma_mn_swizzle) */
       const kl_accel_desc *wd = kl_wgmma_desc_by_name(kl_op_attr_string(op, "accel_instr"));
       int64_t mpw = 0, npw = 0;
@@ -2497,7 +2511,7 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           if (!cl_why) {
             T.mc = o->cluster;
             kl_tma_map *sm = T.mc_b ? &tm_b : &tm_a;
-            if (!sm->mn) sm->box[1] /= T.mc;
+            if (!sm->mn) sm->box[sm->kdims > 1 ? sm->kdims : 1] /= T.mc; /* D's box (tma_boxes) */
             int64_t nM = t.Mp / t.MB, nN = t.Np / t.NB, C = T.mc;
             int64_t gmc = T.mc_b && gm > 1 ? (gm + C - 1) / C : gm; /* the raster over cluster tiles */
             bid = K.bid = kl_gemm_cluster_bid(rw, loc, hw, t.G, nM, nN, gmc, C, T.mc_b, &T.valid);

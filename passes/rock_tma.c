@@ -15,6 +15,37 @@ static int64_t at(const kl_view *v, const int64_t *strides, int64_t g, int64_t k
   return valid ? a : -1;
 }
 
+/* K's flat address at g = d = 0 (relative) through the mixed radix of kd dims: runs P[i],
+ * strides s[i] (the last dim unbounded) */
+static int64_t kaddr(int kd, const int64_t *P, const int64_t *s, int64_t k) {
+  int64_t a = 0;
+  for (int i = 0; i < kd; i++) {
+    bool last = i + 1 == kd;
+    a += (last ? k : k % P[i]) * s[i];
+    if (!last) k /= P[i];
+  }
+  return a;
+}
+
+/* (rock_tma.h) the first point that the radix so far misses opens a new dim there */
+int kl_tma_fit_radix(const int64_t *a, int64_t e, int maxd, int64_t *P, int64_t *s) {
+  int kd = 1;
+  int64_t span = 1; /* K elements per unit of dim kd-1 */
+  s[0] = e > 1 ? a[1] : 0;
+  for (;;) {
+    int64_t x = 0;
+    while (x < e && a[x] == kaddr(kd, P, s, x)) x++;
+    if (x == e) break;
+    if (kd == maxd || x % span) return 0;
+    P[kd - 1] = x / span;
+    span = x;
+    s[kd++] = a[x];
+  }
+  if (kd > 1 && e % span) return 0; /* whole runs only */
+  P[kd - 1] = (e + span - 1) / span;
+  return kd;
+}
+
 bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n) {
   const kl_type *t = v->type;
   int nc = 0;
@@ -45,9 +76,13 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
   }
   const int64_t *st = raw->type->strides;
   int64_t size[3] = { t->shape[0], t->shape[1], t->shape[2] }, ext[3], str[3] = { 0, 0, 0 };
+  int64_t P[3] = { 0, 0, 0 }, ks[3] = { 0, 0, 0 };
+  int kd = 1;
   int64_t o = at(cv, st, 0, 0, 0);
-  bool ok = o >= 0;
-  /* the valid extent along each dim (from 0, the others at 0), and the stride */
+  bool ok = o >= 0, radix = false;
+  int64_t *ka = size[1] > 0 ? malloc(sizeof *ka * (size_t)size[1]) : NULL;
+  /* the valid extent along each dim (from 0, the others at 0), and the stride; K's addresses
+   * kept for its mixed radix (rank: K's dims + D + G of more than 1) */
   for (int dim = 0; ok && dim < 3; dim++) {
     int64_t p[3] = { 0, 0, 0 }, e = 0;
     for (int64_t x = 0; x < size[dim]; x++) {
@@ -55,7 +90,10 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
       int64_t a = at(cv, st, p[0], p[1], p[2]);
       if (a < 0) break;
       if (x == 1) str[dim] = a - o;
-      if (a != o + x * str[dim]) ok = false;
+      if (dim == 1 && ka)
+        ka[x] = a - o;
+      else if (a != o + x * str[dim])
+        ok = false;
       e = x + 1;
     }
     for (int64_t x = e; ok && x < size[dim]; x++) { /* past the extent: padding only */
@@ -63,12 +101,19 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
       if (at(cv, st, p[0], p[1], p[2]) >= 0) ok = false;
     }
     ext[dim] = e;
+    if (ok && dim == 1 && e > 0) {
+      kd = kl_tma_fit_radix(ka, e, 3, P, ks); /* rank <= 5: 3 K dims, D, G */
+      if (!kd) ok = false, kd = 1;
+      radix = kd > 1;
+    }
   }
+  free(ka);
   if (!ok) {
     kl_view_free(cv);
     snprintf(why, n, "the view is not one affine box (merges, broadcasts or inner padding)");
     return false;
   }
+  if (!radix) P[0] = ext[1], ks[0] = str[1];
   uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(size[0] * 131 + size[1] * 7 + size[2]);
   for (int i = 0; ok && i < 512; i++) { /* points of the box, corners first */
     int64_t p[3];
@@ -76,7 +121,7 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
       s = s * 6364136223846793005ull + 1442695040888963407ull;
       p[dim] = i < 8 ? ((i >> dim) & 1 ? ext[dim] - 1 : 0) : (int64_t)((s >> 33) % (uint64_t)ext[dim]);
     }
-    if (at(cv, st, p[0], p[1], p[2]) != o + p[0] * str[0] + p[1] * str[1] + p[2] * str[2]) ok = false;
+    if (at(cv, st, p[0], p[1], p[2]) != o + p[0] * str[0] + kaddr(kd, P, ks, p[1]) + p[2] * str[2]) ok = false;
   }
   kl_view_free(cv);
   if (!ok) {
@@ -93,7 +138,17 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
     snprintf(why, n, "neither K nor M/N contiguous (strides %lld, %lld)", (long long)str[1], (long long)str[2]);
     return false;
   }
+  if (radix && (mn || ks[0] != 1)) {
+    snprintf(why, n, "K in runs of %lld elements is not contiguous within them", (long long)P[0]);
+    return false;
+  }
   int64_t eb = 2, outer = mn ? str[1] : str[2], oext = mn ? ext[1] : ext[2], inner = mn ? ext[2] : ext[1];
+  for (int i = 1; i < kd; i++)
+    if (ks[i] <= 0 || (ks[i] * eb) % 16) {
+      snprintf(why, n, "K runs of %lld elements at stride %lld elements (not a positive multiple of 16 bytes)",
+               (long long)P[i - 1], (long long)ks[i]);
+      return false;
+    }
   if ((oext > 1 && (outer <= 0 || (outer * eb) % 16)) || (ext[0] > 1 && (str[0] <= 0 || (str[0] * eb) % 16)) ||
       (o * eb) % 16) {
     snprintf(why, n, "strides %lld, %lld or offset %lld elements not multiples of 16 bytes", (long long)outer,
@@ -103,16 +158,49 @@ bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char 
   memset(m, 0, sizeof *m);
   m->buf = u;
   m->mn = mn;
-  m->rank = ext[0] > 1 ? 3 : 2;
-  m->dims[0] = inner, m->dims[1] = oext, m->dims[2] = ext[0];
-  /* a dim of extent 1 has no stride of its own: the packed one (multiple of 16 too) */
-  m->strides[0] = (oext > 1 ? outer : (inner + 7) / 8 * 8) * eb;
-  m->strides[1] = ext[0] > 1 ? str[0] * eb : m->strides[0] * oext;
-  /* K-major: {8, DB} (the caller widens box[0] to a swizzled panel); MN-major: set by the
-   * caller ({S / eb, KB}: MN-major tiles are swizzled always) */
-  m->box[0] = 16 / eb, m->box[1] = DB, m->box[2] = 1;
+  m->kdims = mn ? 1 : kd;
+  int r = 0;
+  if (mn) {
+    m->dims[r++] = inner;
+  } else {
+    for (int i = 0; i < kd; i++) m->dims[r++] = P[i];
+    for (int i = 1; i < kd; i++) m->strides[i - 1] = ks[i] * eb;
+  }
+  /* the D (MN-major: K) dim; a dim of extent 1 has no stride of its own: the packed one (a
+   * multiple of 16 too) past the inner dims' span */
+  int64_t span = mn ? inner : kaddr(kd, P, ks, ext[1] > 0 ? ext[1] - 1 : 0) + 1;
+  m->dims[r] = oext;
+  m->strides[r - 1] = (oext > 1 ? outer : (span + 7) / 8 * 8) * eb;
+  r++;
+  m->dims[r] = ext[0];
+  m->strides[r - 1] = ext[0] > 1 ? str[0] * eb : m->strides[r - 2] * oext;
+  m->rank = ext[0] > 1 ? r + 1 : r;
+  /* K-major: {8, (1, 1,) DB} (the caller widens box[0] to a swizzled panel); MN-major: set by
+   * the caller ({S / eb, KB}: MN-major tiles are swizzled always) */
+  for (int i = 0; i < 5; i++) m->box[i] = 1;
+  m->box[0] = 16 / eb;
+  m->box[mn ? 1 : kd] = DB;
   m->offset = o;
   return true;
+}
+
+bool kl_tma_box_fits(const kl_tma_map *m) { return m->mn || m->kdims <= 1 || m->dims[0] % m->box[0] == 0; }
+
+int kl_tma_coords(kl_emitter *e, const kl_tma_map *m, kl_value *g, kl_value *k, kl_value *d, kl_value **out) {
+  int r = 0;
+  if (m->mn) {
+    out[r++] = d, out[r++] = k;
+  } else {
+    int kd = m->kdims > 1 ? m->kdims : 1;
+    for (int i = 0; i < kd; i++) {
+      bool last = i + 1 == kd;
+      out[r++] = last ? k : kl_emit_remi(e, k, m->dims[i]);
+      if (!last) k = kl_emit_divi(e, k, m->dims[i]);
+    }
+    out[r++] = d;
+  }
+  if (r < m->rank) out[r++] = g;
+  return r;
 }
 
 int64_t kl_persist_reserve(int64_t MB, int64_t NB, int64_t elem_bytes) {

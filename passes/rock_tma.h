@@ -21,7 +21,8 @@
  * (p:kernels()).
  *
  * The tensor map (kl_tma_map): rank 3 {K, D, G} (rank 2 when G = 1), dims Ek, Ed, G
- * elements, strides sd*eb, sg*eb bytes, and
+ * elements, strides sd*eb, sg*eb bytes (K in runs, kdims > 1: {P0, P1(, P2), D(, G)}, rank
+ * up to 5, see kl_tma_operand), and
  *  - swizzled (tma-swizzle=128, the default: S = the widest of 128 / 64 / 32 bytes up to
  *    the option that divides KB * eb; 64 / 32 cap it): box {S/eb, DB(, 1)} with
  *    CU_TENSOR_MAP_SWIZZLE_<S>B, one box per panel of S/eb K elements of the LDS tile
@@ -165,7 +166,7 @@
  *
  * Lowering: PTX (passes/lower_tma.c): mbarrier.init / arrive.expect_tx / try_wait.parity
  * loop / arrive / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes
- * on a tensor-map kernel parameter; elsewhere (host, AMDGPU: the same IR) plain copies and
+ * (2..5d: K in runs) on a tensor-map kernel parameter; elsewhere (host, AMDGPU: the same IR) plain copies and
  * no-ops. spec/c/test_accel.c interprets the ops (mbarrier phases and transaction bytes;
  * an MMA reading TMA-written LDS before its warpgroup waited for that phase fails; the
  * warp-specialized roles as coroutines, a TMA overwrite before the readers' release fails).
@@ -174,6 +175,7 @@
 #define KL_ROCK_TMA_H
 #include "core/ir.h"
 #include "core/rewrite.h"
+#include "core/view_emit.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -225,18 +227,41 @@ int64_t kl_ws_consumer_threads(const kl_op *op);
 
 typedef struct kl_tma_map {
   kl_value *buf;      /* the kernel argument */
-  int rank;           /* 2 or 3 */
-  int64_t dims[3];    /* elements, innermost (K) first */
-  int64_t strides[2]; /* bytes of dims 1, 2 */
-  int64_t box[3];     /* 8 (16 bytes), the D tile, 1 */
+  int rank;           /* 2 .. 5: kdims K dims (K-major; MN-major: 1), D, G when > 1 */
+  int64_t dims[5];    /* elements, innermost (K) first */
+  int64_t strides[4]; /* bytes of dims 1 .. rank-1 */
+  int64_t box[5];     /* 8 (16 bytes) or the swizzled panel, the D tile, 1 ... */
   int64_t offset;     /* elements from the argument's base */
   int64_t swizzle;    /* bytes (128, 64, 32; box[0] * 2 of them) or 0 (box[0] 8) */
   bool mn;            /* MN-major: dims {D, K(, G)}, box {S / eb, KB(, 1)} */
+  int kdims;          /* K-major: K's dims (1..3), dims[0 .. kdims-1]: K mixed radix (below); 0 = 1 */
 } kl_tma_map;
 
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused
  * element-wise op writes it) loads through TMA with D tiles of DB: true + *m, else false +
- * the reason in why. */
+ * the reason in why.
+ * K piecewise affine (kdims > 1, K-major only): a view whose K is contiguous in runs of P0
+ * elements, the runs at stride s1 in groups of P1 at stride s2 (a mixed radix: addr(k) =
+ * k % P0 + (k / P0 % P1) * s1 + k / (P0 P1) * s2; e.g. split-k-workspace's channel slices of
+ * a KYXC filter: runs of the slice's Cc channels, one per filter tap at stride C) takes the
+ * map dims {P0, P1(, P2), D(, G)}: one box {panel, 1(, 1), DB(, 1)} per panel, whose K
+ * coordinate k0 is split by kl_tma_coords; the caller takes it only where the panel (box[0])
+ * divides P0 (a box never crosses a run: kl_tma_box_fits). K must be whole runs (Ek a
+ * multiple of P0, P0 P1 with 3 dims) and the rank at most 5. The check: every K point at
+ * g = d = 0, every point along G and D, and 512 pseudo-random points of the box. */
+bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n);
+/* The mixed radix of K's relative addresses a[0 .. e-1] (a[0] = 0) in at most maxd dims:
+ * kd with runs P[0 .. kd-1] (the last covering e) and strides s[0 .. kd-1] such that a[k] =
+ * sum_i digit_i(k) s[i] for every k < e (digit_i = k / (P0 .. P(i-1)) % Pi, the last one
+ * unbounded), more than one dim only where e is whole runs; 0 when no such radix exists. */
+int kl_tma_fit_radix(const int64_t *a, int64_t e, int maxd, int64_t *P, int64_t *s);
+/* Whether each box of m (box[0] elements of K from a multiple of box[0]) stays inside one run
+ * of its K (always for one K dim). */
+bool kl_tma_box_fits(const kl_tma_map *m);
+/* The coordinates of the box at (g, k, d) of the operand ([G, K, D]; k a multiple of box[0]
+ * for K-major maps, of KB for MN-major), innermost first, as map m's dims: K's mixed radix
+ * split (remainder / quotient of the runs), D, G where rank has it. Returns their number. */
+int kl_tma_coords(kl_emitter *e, const kl_tma_map *m, kl_value *g, kl_value *k, kl_value *d, kl_value **out);
 bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n);
 /* The LDS stages of the TMA K loop: opt (1: auto, 3..6 asked), capped by the target's LDS
  * (lds_bytes) for stage_bytes per stage; 0 when fewer than 3 fit. */

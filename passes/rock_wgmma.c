@@ -108,6 +108,36 @@ static bool validate(const kl_accel_config *c, const kl_target *t, const kl_acce
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+double kl_wgmma_tile_cost(const kl_target *t, int eb, int64_t g, int64_t m, int64_t n, int64_t k, int64_t MB,
+                          int64_t NB, int64_t KB) {
+  int64_t cus = t && t->compute_units > 0 ? t->compute_units : 1;
+  int64_t rounds = cdiv(g * cdiv(m, MB) * cdiv(n, NB), cus), nk = cdiv(k, KB);
+  double mma = 2.0 * (double)(MB * NB * KB) / KL_WG_FLOP_PER_CLK;
+  double load = (double)((MB + NB) * KB * eb) / KL_WG_L2_BYTES_PER_CLK;
+  return (double)rounds * ((double)nk * ((mma > load ? mma : load) + KL_WG_STEP_CLK) + KL_WG_TILE_CLK);
+}
+
+/* The sub-wave choice (rock_wgmma.h: kl_wgmma_tile_cost): the cheapest validating candidate
+ * tile (ties: the earlier) for a few-wave grid; false when none validates. */
+static bool subwave_pick(const kl_target *t, const char *in, int eb, int64_t g, int64_t m, int64_t n, int64_t k,
+                         int64_t KB, kl_accel_config *c, const kl_accel_desc **d, double *best) {
+  /* N tiles up to 192: 128x256 and 128x224 with a register-staged operand (a 3x3 conv's
+   * im2col view) spilled 84 / 56 bytes (ptxas sm_90a, 255 registers); 128x192 took 244 */
+  static const int64_t cand[][2] = { { 128, 128 }, { 128, 192 }, { 128, 96 }, { 128, 64 }, { 64, 128 } };
+  bool found = false;
+  for (size_t i = 0; i < sizeof cand / sizeof *cand; i++) {
+    int64_t MB = cand[i][0], NB = cand[i][1];
+    /* no wider than the GEMM needs: M tiles of 64 only where that is all of M or the grid gains */
+    if (NB > 64 && cdiv(n, NB) == cdiv(n, NB / 2) && NB / 2 >= 64) continue;
+    kl_accel_config cc = { MB, NB, KB, 64, NB, 16 / eb, 1 };
+    const kl_accel_desc *cd = kl_wgmma_desc(in, (int)NB);
+    if (!cd || !validate(&cc, t, cd, eb, NULL, 0)) continue;
+    double cost = kl_wgmma_tile_cost(t, eb, g, m, n, k, MB, NB, KB);
+    if (!found || cost < *best) *best = cost, *c = cc, *d = cd, found = true;
+  }
+  return found;
+}
+
 int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b, const char *given, int64_t g,
                     int64_t m, int64_t n, int64_t k, kl_accel_config *c, const kl_accel_desc **d, char *err,
                     size_t errlen) {
@@ -157,6 +187,7 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
       const kl_accel_desc *cd = kl_wgmma_desc(in, 256);
       if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
     }
+    bool large = dd != NULL; /* the measured large-GEMM tiles stay (a wave or more of them) */
     for (int i = n <= 64 ? 0 : 2; i < 3 && !dd; i++) {
       if (!cand[i]) continue;
       cc.split_k = 1;
@@ -171,6 +202,15 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
       if (cd && validate(&cc, t, cd, eb, NULL, 0)) dd = cd;
     }
     if (!dd) return 0;
+    /* few waves of the rule's tiles (f16 / bf16): the model's cheapest tile where it gains
+     * (kl_wgmma_tile_cost, rock_wgmma.h) */
+    double rule = kl_wgmma_tile_cost(t, eb, g, m, n, k, cc.m_per_block, cc.n_per_block, cc.k_per_block), best = 0;
+    kl_accel_config sc;
+    const kl_accel_desc *sd = NULL;
+    if (!large && ks == 1 && t->compute_units > 0 &&
+        g * cdiv(m, cc.m_per_block) * cdiv(n, cc.n_per_block) < KL_WG_FEW_WAVES * cus &&
+        subwave_pick(t, in, eb, g, m, n, k, cc.k_per_block, &sc, &sd, &best) && best < KL_WG_SUBWAVE_GAIN * rule)
+      cc = sc, dd = sd;
   }
   *c = cc;
   *d = dd;

@@ -149,6 +149,33 @@
  * flag) trades it for the two-level error bound. */
 #define KL_FP8_PROMOTE_DEFAULT     0
 #define KL_FP8_PROMOTE_DEFAULT_STR "0"
+/* The sub-wave tile model of the wgmma heuristic (sm_90a, f16 / bf16): a grid of the rule's
+ * tiles (below) of fewer than KL_WG_FEW_WAVES waves of the compute units loses most to wave
+ * quantization (100 tiles of 128x128 on 132 SMs: a quarter idle; 196: 1.48 waves run as 2),
+ * so such GEMMs (not those the rule gives 128x256 tiles: a wave or more of them, measured)
+ * take the cheapest of a few candidate tiles (128 x 64 / 96 / 128 / 192, 64 x
+ * 128; a wider N tile only where it cuts the N tiles; none wider than 192: 128x224 / 128x256
+ * spilled with a register-staged operand) where it costs less than
+ * KL_WG_SUBWAVE_GAIN of the rule's. kl_wgmma_tile_cost, cycles of the busiest SM (one block
+ * per SM: the TMA loop's 3-4 stages fill the shared memory):
+ *   rounds = ceil(tiles / SMs), steps = ceil(K / KB),
+ *   cost = rounds x (steps x (max(mma, load) + KL_WG_STEP_CLK) + KL_WG_TILE_CLK),
+ *   mma = 2 MB NB KB / KL_WG_FLOP_PER_CLK (the H100's dense f16 rate per SM),
+ *   load = (MB + NB) KB eb / KL_WG_L2_BYTES_PER_CLK (the operand bytes per step at the L2 ->
+ *   SM rate the 4096^3 f16 TMA loop sustained: 48 KiB per 64-step at 654 TFLOP/s, >= 32 B/clk).
+ * The split-K choice (passes/gemm_split.h) costs each split with it. E.g. the 3x3 conv on
+ * 7x7x512 at batch 64 (M 512, N 3136, K 4608): 128x96 tiles, 132 = one wave, no split
+ * (modelled 71K cycles; 128x128 80K; split in two: 128x96, 264 tiles in 2 rounds, 73K + 15K
+ * for the reduction); on 14x14x256 (M 256, N 12544, K 2304):
+ * 128x192, 132 tiles (50K; 128x128: 196 tiles in 2 rounds, 82K). */
+#define KL_WG_FLOP_PER_CLK         4096.0
+#define KL_WG_L2_BYTES_PER_CLK     32.0
+#define KL_WG_STEP_CLK             64.0
+#define KL_WG_TILE_CLK             2000.0
+#define KL_WG_FEW_WAVES            2
+#define KL_WG_SUBWAVE_GAIN         0.9
+double kl_wgmma_tile_cost(const kl_target *t, int eb, int64_t g, int64_t m, int64_t n, int64_t k, int64_t MB,
+                          int64_t NB, int64_t KB);
 /* The wgmma descriptor for f16 / bf16 inputs and N (8..256, a multiple of 8), or NULL. */
 const kl_accel_desc *kl_wgmma_desc(const char *in_type, int n);
 /* By instruction name ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), or NULL. */

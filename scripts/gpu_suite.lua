@@ -15,7 +15,8 @@
 -- cp.async pipeline at S = 1..4 in its xor LDS layout, krow at S = 2, 3, kgroup at S = 3 and auto, with the async
 -- path's 128x256x32 / 256x128x32 tiles and M / N-contiguous operands (B [K, N], A [K, M]: ldmatrix.trans;
 -- also as sm_80 PTX on a newer GPU) (spec/lua/cp_async_cases.lua), the wgmma cases of
--- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the AMDGPU K loop's unpadded
+-- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the TMA split-K operands of
+-- spec/lua/tma_split_cases.lua (sm_90a), the AMDGPU K loop's unpadded
 -- xor LDS tiles on the device's threads (spec/lua/amd_loop_spec.lua's cases with
 -- amd-k-loop=1 / 2 and amd-lds-layout=xor, kpack-8 FMA configs; kpack-1 configs of 32 or
 -- more threads on the xor1 tiles of AMD's f32 MFMA / FMA path), the converts fused into GEMM
@@ -32,7 +33,8 @@ package.path = "spec/lua/?.lua;scripts/lib/?.lua;" .. package.path
 local SEL = require "suite_select"
 local SECTIONS = { "fused", "fusion", "swizzle", "int8", "ewpairs", "reduce", "vector", "rsplit", "rfusion", "f64",
                    "rheuristic", "plans", "async", "splitk", "splitk_ws", "gemm_reduce", "gemm_reduce_rand", "ndconv",
-                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "cluster", "stmatrix", "cvtfuse", "migraphx", "memory" }
+                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "cluster", "tma_split", "stmatrix",
+                   "cvtfuse", "migraphx", "memory" }
 local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("KILN_SUITE_ONLY"))
 if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
 for _, line in ipairs(sel:header()) do print(line) end
@@ -892,6 +894,20 @@ if section("cluster") then
     for _, c in ipairs(T.cluster_cases()) do
       local ok, res = pcall(T.run, c, dev)
       if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "cluster: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+    end
+  end
+end
+-- TMA for split-K operands (sm_90a; spec/lua/tma_split_cases.lua): 3x3 NHWC convs split by
+-- their input channels (the KYXC filter's slices through rank-4 tensor maps, cp.async.bulk.tensor.4d),
+-- the ResNet-50 7x7x512 / 14x14x256 layers at batch 4 with the bench's tiles and the heuristic,
+-- split dots (B [K, N] and [N, K]), against g:eval; compute capability 9.0 devices only;
+-- failures are named "tma_split: <case> <config>: ..." (KILN_SUITE_ONLY=tma_split runs it alone)
+if section("tma_split") then
+  local T = require "tma_split_cases"
+  if T.device_ok(dev) then
+    for _, c in ipairs(T.cases()) do
+      local ok, res = pcall(T.run, c, dev)
+      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma_split: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
     end
   end
 end

@@ -21,7 +21,7 @@
  *    compiled for sm_90, gfx942 and gfx1100 and interpreted the same way, against g:eval;
  *  - lanes: the suite's reductions, softmax and element-wise kernels on the AMD targets,
  *    interpreted on a few workgroups: each wave's global loads are one contiguous run;
- *  - KILN_TEST_ONLY_AMD_BANKS / _AMD_XOR / _AMD_LANES / _AMD_OTHER / _TMA / _CP_ASYNC / KILN_TEST_ONLY_WGMMA run one group alone;
+ *  - KILN_TEST_ONLY_AMD_BANKS / _AMD_XOR / _AMD_LANES / _AMD_OTHER / _TMA / _TMA_SPLIT / _CP_ASYNC / KILN_TEST_ONLY_WGMMA run one group alone;
  *    KILN_TEST_SKIP_AMD_ALL leaves out the AMD all-configs proof (ctest runs it separately);
  *  - GPU (only with a CUDA device; skipped with a message otherwise): an f16 / bf16 dot
  *    graph with a fused epilogue compiled for the device and compared with g:eval. */
@@ -43,6 +43,7 @@
 #include "passes/rock_accel.h"
 #include "passes/perf_config.h"
 #include "passes/rock_wgmma.h"
+#include "passes/gemm_split.h"
 #include "passes/rock_tma.h"
 #include "passes/gemm_raster.h"
 #include "codegen/codegen_target.h"
@@ -3381,9 +3382,31 @@ static void test_wgmma(void) {
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 4096, 288, &ac, &ad, err, sizeof err) == 1 &&
             ac.n_per_block == 256 && ac.k_per_block == 32,
         "v3 heuristic K 288: %lldx%lld", (long long)ac.n_per_block, (long long)ac.k_per_block);
+  /* under two waves of the rule's tiles the sub-wave model decides (rock_wgmma.h): N 384 at
+   * 128x128 is 96 tiles for 132 SMs, at 128x96 128 tiles (cheaper steps, the same one round) */
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 4096, 384, 4096, &ac, &ad, err, sizeof err) == 1 &&
-            ac.n_per_block == 128,
-        "v3 heuristic N 384: %lld", (long long)ac.n_per_block);
+            ac.n_per_block == 96 && ac.m_per_block == 128,
+        "v3 heuristic N 384: %lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block);
+  /* the ResNet-50 3x3 layers (NHWC, batch 64): 7x7x512 (M 512, N 3136, K 4608) 128x96, one
+   * wave, not split; 14x14x256 (M 256, N 12544, K 2304) 128x192, 132 tiles */
+  {
+    kl_gemm_split_est est = { 100, 64, 1 };
+    CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 512, 3136, 4608, &ac, &ad, err, sizeof err) == 1 &&
+              ac.m_per_block == 128 && ac.n_per_block == 96 && ac.k_per_block == 64,
+          "v3 heuristic 3x3 7x7x512: %lldx%lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block,
+          (long long)ac.k_per_block);
+    CHECK(kl_gemm_split_choose(s90a, f16, f16, 1, 512, 3136, 4608, 32, &est) == 1, "3x3 7x7x512: split %lld",
+          (long long)kl_gemm_split_choose(s90a, f16, f16, 1, 512, 3136, 4608, 32, &est));
+    CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 256, 12544, 2304, &ac, &ad, err, sizeof err) == 1 &&
+              ac.m_per_block == 128 && ac.n_per_block == 192,
+          "v3 heuristic 3x3 14x14x256: %lldx%lld", (long long)ac.m_per_block, (long long)ac.n_per_block);
+    /* the model: one wave of 128x96 below 128x128's 100 tiles; two rounds cost twice one */
+    CHECK(kl_wgmma_tile_cost(s90a, 2, 1, 512, 3136, 4608, 128, 96, 64) <
+                  kl_wgmma_tile_cost(s90a, 2, 1, 512, 3136, 4608, 128, 128, 64) &&
+              kl_wgmma_tile_cost(s90a, 2, 2, 512, 3136, 2304, 128, 128, 64) ==
+                  2 * kl_wgmma_tile_cost(s90a, 2, 1, 512, 3136, 2304, 128, 128, 64),
+          "wgmma tile cost");
+  }
   CHECK(kl_wgmma_select(s90a, f16, f16, NULL, 1, 512, 512, 4096, &ac, &ad, err, sizeof err) == 1 &&
             ac.n_per_block == 128,
         "v3 heuristic 512^2 (8 tiles of 128x256 for 132 SMs): %lld", (long long)ac.n_per_block);
@@ -3796,6 +3819,7 @@ typedef struct graph_case {
   bool one_kernel;
   const char *pipeline; /* NULL: the default */
   const char *want_tma; /* a kernel's `tma` attribute must be this (NULL: not checked) */
+  const char *perf;     /* the compile's perf_config (NULL: the heuristic) */
 } graph_case;
 
 /* the 1x1 conv + residual + relu with 3 x 1 tiles of the heuristic's 128x256 (NHWC, 288 pixels,
@@ -3842,7 +3866,9 @@ static void run_graph_case(const graph_case *gc) {
   }
   const char *gname = kl_op_attr_string(g, "sym_name");
   const char *targets[1] = { gc->target };
-  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true, .pipeline = gc->pipeline };
+  kl_compile_opts o = {
+    .targets = targets, .ntargets = 1, .no_cache = true, .pipeline = gc->pipeline, .perf_config = gc->perf
+  };
   kl_program *p = kl_compile(g, &o, err, sizeof err);
   CHECK(p != NULL, "%s on %s: compile: %s", gname, gc->target, err);
   if (!p) {
@@ -3914,6 +3940,11 @@ static void run_graph_case(const graph_case *gc) {
   int64_t nmma = 0;
   for (int s = 0; s < kl_program_nsteps(p, T) && ok; s++) {
     const kl_bundle_step *step = kl_program_step(p, T, s);
+    if (step->kernel < 0) { /* workspace steps (split-K): the slots exist already; a prefill sets its value */
+      if (step->kind == KL_BUNDLE_PREFILL && step->slot >= 0)
+        for (int64_t e = 0; e < span_of(kl_program_slot_type(p, T, step->slot)); e++) mem[step->slot][e] = step->value;
+      continue;
+    }
     const kl_kernel_info *ki = kl_program_kernel(p, T, step->kernel);
     kl_op *kf = kl_module_lookup(cm, ki->name);
     double *args[32];
@@ -4543,7 +4574,7 @@ static void test_tma_graphs(void) {
              "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
              "rock-lower-loops,canonicalize,cse,dce",
              cases[i].opt);
-    graph_case g = { "sm_90a", cases[i].text, 2e-2, 1, false, pl, cases[i].want_tma };
+    graph_case g = { "sm_90a", cases[i].text, 2e-2, 1, false, pl, cases[i].want_tma, NULL };
     g_sim_grid = strstr(cases[i].opt, "persistent=1") ? 2 : 0;
     g_sim_ran = 0;
     g_sim_clusters = 0;
@@ -4555,6 +4586,189 @@ static void test_tma_graphs(void) {
   }
   group_end("tma graphs: 1x1 and 3x3 NHWC convs with TMA operands (swizzled and not) on sm_90a interpreted against "
             "g:eval");
+}
+
+
+/* TMA for split-K operands (passes/rock_tma.h: K in runs): split-k-workspace slices a conv's
+ * input channels, so the KYXC filter's slice view [g, (tap, c'), m] is contiguous in runs of
+ * the slice's Cc channels at the taps' stride C: a rank-4 tensor map {Cc, taps, M, G} with
+ * the K coordinate split per box. 3x3 NHWC convs (padding 1) and split dots, interpreted
+ * against g:eval; a run that is not whole boxes keeps the register path. */
+static char *split_conv_text(const char *T, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k) {
+  static char buf[4096];
+  snprintf(
+      buf, sizeof buf,
+      "func.func @split_conv_relu() attributes {graph} {\n"
+      "  %%x = \"graph.param\"() {name = \"x\"} : () -> tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  %%w = \"graph.param\"() {name = \"w\"} : () -> tensor<%lldx%lldx3x3x%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  %%b = \"graph.param\"() {name = \"b\"} : () -> tensor<%lldx1x1x%s>\n"
+      "  %%c = \"graph.conv\"(%%x, %%w) {stride = [1, 1], padding = [1, 1, 1, 1], dilation = [1, 1], groups = 1} "
+      ": (tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>, "
+      "tensor<%lldx%lldx3x3x%s, strides=[%lld,1,%lld,%lld]>) -> tensor<%lldx%lldx%lldx%lldx%s, "
+      "strides=[%lld,1,%lld,%lld]>\n"
+      "  %%cb = \"graph.add\"(%%c, %%b) : (tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>, "
+      "tensor<%lldx1x1x%s>) -> tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  %%y = \"graph.relu\"(%%cb) : (tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>) -> "
+      "tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n"
+      "  func.return %%y : tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>\n}\n",
+      (long long)n, (long long)c, (long long)h, (long long)w, T, (long long)(h * w * c), (long long)(w * c),
+      (long long)c,                                                                        /* x */
+      (long long)k, (long long)c, T, (long long)(9 * c), (long long)(3 * c), (long long)c, /* w */
+      (long long)k, T,                                                                     /* b, conv */
+      (long long)n, (long long)c, (long long)h, (long long)w, T, (long long)(h * w * c), (long long)(w * c),
+      (long long)c, (long long)k, (long long)c, T, (long long)(9 * c), (long long)(3 * c), (long long)c, (long long)n,
+      (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k, /* the conv's result */
+      (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k, (long long)k, T, (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k),
+      (long long)(w * k), (long long)k, /* add */
+      (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k, (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k),
+      (long long)(w * k), (long long)k, /* relu */
+      (long long)n, (long long)k, (long long)h, (long long)w, T, (long long)(h * w * k), (long long)(w * k),
+      (long long)k);
+  return buf;
+}
+/* y = relu(a @ b + r[n]): a [M, K], b [K, N] (tb: [N, K], transpose_b) */
+static char *split_dot_text(const char *T, int64_t M, int64_t N, int64_t K, bool tb) {
+  static char buf[2048];
+  char bt[64];
+  snprintf(bt, sizeof bt, "tensor<%lldx%lldx%s>", (long long)(tb ? N : K), (long long)(tb ? K : N), T);
+  snprintf(buf, sizeof buf,
+           "func.func @split_dot_relu() attributes {graph} {\n"
+           "  %%a = \"graph.param\"() {name = \"a\"} : () -> tensor<%lldx%lldx%s>\n"
+           "  %%b = \"graph.param\"() {name = \"b\"} : () -> %s\n"
+           "  %%r = \"graph.param\"() {name = \"r\"} : () -> tensor<%lldx%s>\n"
+           "  %%d = \"graph.dot\"(%%a, %%b) {transpose_b = %s} : (tensor<%lldx%lldx%s>, %s) -> "
+           "tensor<%lldx%lldx%s>\n"
+           "  %%e = \"graph.add\"(%%d, %%r) : (tensor<%lldx%lldx%s>, tensor<%lldx%s>) -> tensor<%lldx%lldx%s>\n"
+           "  %%y = \"graph.relu\"(%%e) : (tensor<%lldx%lldx%s>) -> tensor<%lldx%lldx%s>\n"
+           "  func.return %%y : tensor<%lldx%lldx%s>\n}\n",
+           (long long)M, (long long)K, T, bt, (long long)N, T, tb ? "true" : "false", (long long)M, (long long)K, T, bt,
+           (long long)M, (long long)N, T, (long long)M, (long long)N, T, (long long)N, T, (long long)M, (long long)N, T,
+           (long long)M, (long long)N, T, (long long)M, (long long)N, T, (long long)M, (long long)N, T);
+  return buf;
+}
+/* the kernels' tma attributes of text compiled for sm_90a, joined by " | " */
+static void tma_attrs(const char *text, const char *perf, char *out, size_t n) {
+  char err[4096];
+  out[0] = 0;
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *mod = kl_parse_module(ctx, text, strlen(text), "graph.kir");
+  kl_op *g = mod ? kl_module_body(mod)->first : NULL;
+  const char *targets[1] = { "sm_90a" };
+  kl_compile_opts o = { .targets = targets, .ntargets = 1, .no_cache = true, .perf_config = perf };
+  kl_program *p = g ? kl_compile(g, &o, err, sizeof err) : NULL;
+  CHECK(p != NULL, "split-K tma: compile: %s", g ? err : "parse");
+  size_t at = 0;
+  for (int i = 0; p && i < kl_program_nkernels(p, "sm_90a"); i++) {
+    const kl_kernel_info *ki = kl_program_kernel(p, "sm_90a", i);
+    if (ki->tma && *ki->tma && at < n)
+      at += (size_t)snprintf(out + at, n - at, "%s%s [%s]", at ? " | " : "", ki->tma, ki->perf_config);
+  }
+  if (p) kl_program_release(p);
+  kl_ctx_destroy(ctx);
+}
+/* kl_tma_fit_radix accepts exactly the mixed-radix sequences: random radices (1..3 dims, runs
+ * 1..9, strides 1..700) are found back (every point re-derived); one point moved, a partial
+ * last run, or more dims than allowed are refused */
+static int64_t radix_at(int kd, const int64_t *P, const int64_t *s, int64_t k) {
+  int64_t a = 0;
+  for (int i = 0; i < kd; i++) {
+    a += (i + 1 == kd ? k : k % P[i]) * s[i];
+    if (i + 1 < kd) k /= P[i];
+  }
+  return a;
+}
+static void test_tma_radix(void) {
+  uint64_t st = 12345;
+  int64_t a[4096];
+  for (int it = 0; it < 400; it++) {
+    int64_t P[3], S[3], e = 1;
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    int kd = 1 + (int)((st >> 33) % 3);
+    for (int i = 0; i < kd; i++) {
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      P[i] = 2 + (int64_t)((st >> 33) % 8);
+      S[i] = i == 0 ? 1 : 1 + (int64_t)((st >> 40) % 700);
+      e *= P[i];
+    }
+    for (int64_t k = 0; k < e; k++) a[k] = radix_at(kd, P, S, k);
+    int64_t gp[3], gs[3];
+    int got = kl_tma_fit_radix(a, e, 3, gp, gs);
+    bool same = got >= 1;
+    for (int64_t k = 0; same && k < e; k++) same = a[k] == radix_at(got, gp, gs, k);
+    CHECK(same && got <= kd, "radix %d dims (runs %lld, strides %lld ...): found %d", kd, (long long)P[0],
+          (long long)S[1 < kd ? 1 : 0], got);
+    /* one point moved off the radix: refused, or a radix that still derives every point */
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    int64_t j = 1 + (int64_t)((st >> 33) % (uint64_t)(e - 1));
+    a[j] += 1 + (int64_t)((st >> 45) % 5);
+    got = kl_tma_fit_radix(a, e, 3, gp, gs);
+    same = got >= 1;
+    for (int64_t k = 0; same && k < e; k++) same = a[k] == radix_at(got, gp, gs, k);
+    CHECK(got == 0 || same, "moved point %lld of a %d-dim radix: found %d dims that do not derive it", (long long)j, kd,
+          got);
+    a[j] = radix_at(kd, P, S, j);
+    if (kd > 1 && e > P[0] + 1) { /* a partial last run */
+      got = kl_tma_fit_radix(a, e - 1, 3, gp, gs);
+      CHECK(got == 0, "a partial last run (e %lld, runs %lld): %d dims", (long long)(e - 1), (long long)P[0], got);
+    }
+    if (kd == 3 && S[1] != P[0] && S[2] != P[0] * P[1] && S[2] != S[1] * P[1])
+      CHECK(kl_tma_fit_radix(a, e, 2, gp, gs) == 0, "3 runs' dims within 2: accepted");
+  }
+}
+static void test_tma_split(void) {
+  group_begin();
+  test_tma_radix();
+  static const struct {
+    const char *type;
+    int64_t n, c, h, w, k;
+    const char *perf, *want; /* want: the GEMM kernel's tma (the interpreter runs every case) */
+  } convs[] = {
+    /* runs of 64 channels (C 128 split 2), KB 64: one 128-byte panel per run and tap */
+    { "f16", 2, 128, 5, 5, 64, "v3:64,64,64,64,64,8,2", "A" },
+    /* runs of 48 (C 96 split 2), KB 16 (32-byte panels), odd M 40 and N 72; bf16 */
+    { "bf16", 3, 96, 4, 6, 40, "v3:64,64,16,64,64,8,2", "A" },
+    /* C 192 split 3 (runs of 64), KB 32, 130 filters (M past the tile: zero fill) */
+    { "f16", 1, 192, 3, 7, 130, "v3:128,64,32,64,64,8,3", "A" },
+    /* the sub-wave model's tiles unsplit (passes/rock_wgmma.h): 128x96 and 128x192, N 100 / 150
+     * past one tile (the filter a plain box) */
+    { "f16", 4, 64, 5, 5, 128, "v3:128,96,64,64,96,8", "A" },
+    { "bf16", 6, 64, 5, 5, 136, "v3:128,192,64,64,192,8", "A" },
+  };
+  for (size_t i = 0; i < sizeof convs / sizeof *convs; i++) {
+    const char *text = split_conv_text(convs[i].type, convs[i].n, convs[i].c, convs[i].h, convs[i].w, convs[i].k);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, NULL, convs[i].want, convs[i].perf };
+    run_graph_case(&g);
+  }
+  /* runs of 48 with KB 32 (64-byte panels of 32): a box would cross a run: registers, interpreted */
+  {
+    const char *text = split_conv_text("bf16", 3, 96, 4, 6, 40), *perf = "v3:64,64,32,64,64,8,2";
+    char got[1024];
+    tma_attrs(text, perf, got, sizeof got);
+    CHECK(strstr(got, "A: K runs of 48 elements are not whole boxes of 32") != NULL, "runs of 48, KB 32: tma = %s",
+          got);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, NULL, NULL, perf };
+    run_graph_case(&g);
+  }
+  /* split dots: the slices are affine (rank 3: {Kc, M, S}); B [K, N] MN-major and B [N, K] */
+  static const struct {
+    const char *type;
+    int64_t M, N, K;
+    bool tb;
+    const char *perf, *want;
+  } dots[] = {
+    { "f16", 70, 136, 128, false, "v3:64,64,32,64,64,8,2", "A,B" },
+    { "bf16", 70, 136, 192, true, "v3:64,64,32,64,64,8,3", "A,B" },
+  };
+  for (size_t i = 0; i < sizeof dots / sizeof *dots; i++) {
+    const char *text = split_dot_text(dots[i].type, dots[i].M, dots[i].N, dots[i].K, dots[i].tb);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, NULL, dots[i].want, dots[i].perf };
+    run_graph_case(&g);
+  }
+  group_end("tma split-K: channel-sliced 3x3 NHWC conv filters through rank-4 tensor maps (K in runs) and split dots, "
+            "interpreted against g:eval on sm_90a; runs that are not whole boxes keep registers");
 }
 
 
@@ -4618,7 +4832,7 @@ static void test_stmatrix(void) {
                "cse,dce",
                on ? "true" : "false");
       int64_t n0 = g_nstmatrix, w0 = g_stm_wavefronts, p0 = g_stm_phases;
-      graph_case g = { cases[i].target, cases[i].text, 2e-2, 1, false, pl, NULL };
+      graph_case g = { cases[i].target, cases[i].text, 2e-2, 1, false, pl, NULL, NULL };
       g_lds_wavefronts[1] = 0;
       run_graph_case(&g);
       store_wf[on] = g_lds_wavefronts[1];
@@ -4657,20 +4871,20 @@ static void test_stmatrix(void) {
 static void test_graphs(void) {
   group_begin();
   static const graph_case cases[] = {
-    { "sm_90", NULL, 2e-2, 1, false, NULL, NULL },
-    { "gfx942", NULL, 2e-2, 1, false, NULL, NULL },
-    { "gfx1100", NULL, 2e-2, 1, false, NULL, NULL },
-    { "sm_80", NULL, 3e-2, 1, false, NULL, NULL },
-    { "gfx90a", NULL, 3e-2, 1, false, NULL, NULL },
-    { "gfx1100", NULL, 3e-2, 1, false, NULL, NULL },
-    { "gfx942", NULL, 2e-3, 1, false, NULL, NULL },
-    { "sm_90", NULL, 2e-3, 0, false, NULL, NULL },
+    { "sm_90", NULL, 2e-2, 1, false, NULL, NULL, NULL },
+    { "gfx942", NULL, 2e-2, 1, false, NULL, NULL, NULL },
+    { "gfx1100", NULL, 2e-2, 1, false, NULL, NULL, NULL },
+    { "sm_80", NULL, 3e-2, 1, false, NULL, NULL, NULL },
+    { "gfx90a", NULL, 3e-2, 1, false, NULL, NULL, NULL },
+    { "gfx1100", NULL, 3e-2, 1, false, NULL, NULL, NULL },
+    { "gfx942", NULL, 2e-3, 1, false, NULL, NULL, NULL },
+    { "sm_90", NULL, 2e-3, 0, false, NULL, NULL, NULL },
     /* each integer matrix instruction at least once (gfx90a shares gfx908's, sm_80 sm_90's) */
-    { "gfx908", NULL, 0, 1, true, NULL, NULL },
-    { "gfx1100", NULL, 0, 1, true, NULL, NULL },
-    { "sm_90", NULL, 0, 1, true, NULL, NULL },
-    { "gfx942", NULL, 0, 1, true, NULL, NULL },
-    { "sm_80", NULL, 0, 1, true, NULL, NULL },
+    { "gfx908", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "gfx1100", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "sm_90", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "gfx942", NULL, 0, 1, true, NULL, NULL, NULL },
+    { "sm_80", NULL, 0, 1, true, NULL, NULL, NULL },
   };
   const char *texts[] = { conv_nhwc_f16, conv_nhwc_f16, conv_nhwc_f16, dot_bf16,     dot_bf16, dot_bf16, dot_f32,
                           dot_f32,       conv_nhwc_i8,  conv_nhwc_i8,  conv_nhwc_i8, dot_i8,   dot_i8 };
@@ -5283,8 +5497,14 @@ int main(void) {
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_TMA_SPLIT")) { /* iterating on the split-K TMA group alone */
+    test_tma_split();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
     test_tma();
+    test_tma_split();
     test_ws();
     test_tma_graphs();
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
@@ -5321,6 +5541,7 @@ int main(void) {
   test_persist();
   test_cluster();
   test_tma_graphs();
+  test_tma_split();
   test_swizzle();
   test_stmatrix();
   test_graphs();
