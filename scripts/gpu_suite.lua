@@ -854,6 +854,14 @@ do
 end
 end
 progress("before tma")
+-- run_cases(T, cases, prefix): each case by T.run on dev against g:eval, counted; a failure
+-- named "<prefix>: <case> <config>: ..." (the tma, cluster and tma_split sections)
+local function run_cases(T, cases, prefix)
+  for _, c in ipairs(cases) do
+    local ok, res = pcall(T.run, c, dev)
+    if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = prefix .. ": " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
+  end
+end
 -- TMA + mbarrier operand loads on the wgmma path (sm_90a, rock-gridwise-to-blockwise{tma=1};
 -- spec/lua/tma_cases.lua): K-major operands through cp.async.bulk.tensor, transposes, odd
 -- sizes, K 16..4096, batch, epilogues, KB 16..64, the heuristic, and the warp-specialized
@@ -863,22 +871,13 @@ if section("tma") then
   local T = require "tma_cases"
   T.extra = persist_extra
   if T.device_ok(dev) then
-    for _, c in ipairs(T.cases()) do
-      local ok, res = pcall(T.run, c, dev)
-      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
-    end
+    run_cases(T, T.cases(), "tma")
     -- warp-specialized (ws=1: producer warpgroup, full / empty mbarriers, setmaxnreg; the
     -- epilogue behind the consumers' named barrier): "tma: <case> ws <config>: ..."
-    for _, c in ipairs(T.ws_cases()) do
-      local ok, res = pcall(T.run, c, dev)
-      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
-    end
+    run_cases(T, T.ws_cases(), "tma")
     -- persistent tiles (persistent=1, the TMA loop and ws=1; grid = min(tiles, SMs x resident
     -- workgroups): shapes of more tiles than a wave loop): "tma: <case> persistent[ ws] <config>: ..."
-    for _, c in ipairs(T.persist_cases()) do
-      local ok, res = pcall(T.run, c, dev)
-      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
-    end
+    run_cases(T, T.persist_cases(), "tma")
   end
 end
 -- thread-block clusters on the TMA K loop (sm_90a, rock-gridwise-to-blockwise{tma=1,cluster=C};
@@ -891,10 +890,7 @@ end
 if section("cluster") then
   local T = require "tma_cases"
   if T.device_ok(dev) then
-    for _, c in ipairs(T.cluster_cases()) do
-      local ok, res = pcall(T.run, c, dev)
-      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "cluster: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
-    end
+    run_cases(T, T.cluster_cases(), "cluster")
   end
 end
 -- TMA for split-K operands (sm_90a; spec/lua/tma_split_cases.lua): 3x3 NHWC convs split by
@@ -905,10 +901,7 @@ end
 if section("tma_split") then
   local T = require "tma_split_cases"
   if T.device_ok(dev) then
-    for _, c in ipairs(T.cases()) do
-      local ok, res = pcall(T.run, c, dev)
-      if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = "tma_split: " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
-    end
+    run_cases(T, T.cases(), "tma_split")
   end
 end
 -- stmatrix epilogue stores (sm_90+: rock-output-swizzle's accumulator -> LDS store as

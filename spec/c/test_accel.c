@@ -1330,24 +1330,32 @@ static void ws_switch(sim *s, int me, int to) {
   while (s->ws_turn != me) pthread_cond_wait(&g_ws_cv, &g_ws_mu);
   if (me < 2) s->ws_cur = me;
 }
+/* Whether the phase that the masked threads of an mbarrier wait (op) wait for has completed:
+ * 1 yes, 0 no, -1 when the wait cannot be resolved (the wait itself reports it). */
+static int mb_wait_ready(sim *s, kl_op *op, const bool *mask) {
+  bool ready = true;
+  for (int t = 0; t < s->nt && !s->bad && ready; t++) {
+    if (!mask[t]) continue;
+    mem *m;
+    int64_t a;
+    if (!addr(s, op, 0, t, 1, &m, &a)) return -1;
+    int b = -1;
+    for (int i = 0; i < s->nmb; i++)
+      if (s->mb[i].m == m && s->mb[i].i == a) b = i;
+    double *par = val_r(s, op, op->opnds[2].value);
+    if (b < 0 || !par) return -1;
+    ready = ((int64_t)par[t] & 1) != (s->mb[b].phase & 1);
+  }
+  return ready;
+}
 /* In a role of a warp-specialized split: until the phase that the masked threads wait for
  * completes, yield to the other role (exec_ws_split finds deadlocks). */
 static void ws_wait_ready(sim *s, kl_op *op, const bool *mask) {
   if (!s->ws_active || s->ws_cur > 1) return;
   for (;;) {
-    bool ready = true;
-    for (int t = 0; t < s->nt && !s->bad && ready; t++) {
-      if (!mask[t]) continue;
-      mem *m;
-      int64_t a;
-      if (!addr(s, op, 0, t, 1, &m, &a)) return;
-      int b = -1;
-      for (int i = 0; i < s->nmb; i++)
-        if (s->mb[i].m == m && s->mb[i].i == a) b = i;
-      double *par = val_r(s, op, op->opnds[2].value);
-      if (b < 0 || !par) return; /* the wait itself reports it */
-      ready = ((int64_t)par[t] & 1) != (s->mb[b].phase & 1);
-    }
+    int r = mb_wait_ready(s, op, mask);
+    if (r < 0) return;
+    bool ready = r == 1;
     if (ready || s->bad) return;
     int me = s->ws_cur;
     s->ws_blocked[me] = true;
@@ -1360,19 +1368,9 @@ static void ws_wait_ready(sim *s, kl_op *op, const bool *mask) {
  * complete it), yield to the other CTAs (cl_run finds deadlocks). */
 static void cl_wait_ready(sim *s, kl_op *op, const bool *mask) {
   for (;;) {
-    bool ready = true;
-    for (int t = 0; t < s->nt && !s->bad && ready; t++) {
-      if (!mask[t]) continue;
-      mem *m;
-      int64_t a;
-      if (!addr(s, op, 0, t, 1, &m, &a)) return;
-      int b = -1;
-      for (int i = 0; i < s->nmb; i++)
-        if (s->mb[i].m == m && s->mb[i].i == a) b = i;
-      double *par = val_r(s, op, op->opnds[2].value);
-      if (b < 0 || !par) return; /* the wait itself reports it */
-      ready = ((int64_t)par[t] & 1) != (s->mb[b].phase & 1);
-    }
+    int r = mb_wait_ready(s, op, mask);
+    if (r < 0) return;
+    bool ready = r == 1;
     if (ready || s->bad || s->cl->abort) return;
     cl_yield(s);
   }
