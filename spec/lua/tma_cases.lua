@@ -300,8 +300,9 @@ function M.compile(c)
   end
   return p, k
 end
-function M.run(c, dev)
-  local p, k = M.compile(c)
+function M.run(c, dev) return M.run_compiled(c, dev, M.compile(c)) end
+-- M.run_compiled(c, dev, p, k): c's program p (GEMM kernel k) run on dev against g:eval
+function M.run_compiled(c, dev, p, k)
   local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
   for i = 1, want.n do
     local good, report = gen.check(got[i], want[i], c.dtype)

@@ -12,7 +12,7 @@
 -- (fused_gen.check: the input dtype's tolerances).
 --   local T = require "tma_split_cases"; for _, c in ipairs(T.cases()) do T.run(c, dev) end
 local kiln = require "kiln"
-local gen = require "fused_gen"
+local T = require "tma_cases"
 local M = {}
 
 local function R(shape, dt, layout) return kiln.rand(shape, dt, { dist = "normal", layout = layout }) end
@@ -91,15 +91,9 @@ function M.compile(c)
   return p, k, ptx
 end
 
-function M.run(c, dev)
-  local p, k = M.compile(c)
-  local got, want = table.pack(p:run(c.inputs, { device = dev })), table.pack(c.g:eval(c.inputs))
-  for i = 1, want.n do
-    local good, report = gen.check(got[i], want[i], c.dtype)
-    if not good then error(("%s tma=%s: output %d: %s"):format(k.perf_config, k.tma, i, report.summary), 0) end
-  end
-  return k.perf_config
-end
-function M.device_ok(dev) return dev.kind == "cuda" and dev.cc == "9.0" end
+-- (run and device_ok are tma_cases': its check names the kernel's tma / ws / persistent /
+-- cluster choices)
+function M.run(c, dev) return T.run_compiled(c, dev, M.compile(c)) end
+M.device_ok = T.device_ok
 
 return M
