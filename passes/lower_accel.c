@@ -132,20 +132,29 @@ LLVMValueRef kl_lower_accel_mma(LLVMModuleRef m, LLVMBuilderRef b, const kl_targ
   }
 }
 
+/* rock.ldmatrix / rock.stmatrix: their matrices per lane (num: 1, 2 or 4, else false and
+ * the error) and .trans */
+static bool matrix_shape(kl_op *op, int64_t *num, bool *trans, char *err, size_t errlen) {
+  *num = 0;
+  kl_op_attr_i64(op, "num", num);
+  const kl_attr *tr = kl_op_attr(op, "trans");
+  *trans = tr && tr->kind == KL_AT_BOOL && tr->i;
+  if (*num != 1 && *num != 2 && *num != 4) {
+    snprintf(err, errlen, "%s: num must be 1, 2 or 4", op->name);
+    return false;
+  }
+  return true;
+}
+
 LLVMValueRef kl_lower_accel_ldmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef p,
                                      LLVMTypeRef result, char *err, size_t errlen) {
-  int64_t num = 0;
-  kl_op_attr_i64(op, "num", &num);
-  const kl_attr *tr = kl_op_attr(op, "trans");
-  bool trans = tr && tr->kind == KL_AT_BOOL && tr->i;
   if (!t || t->arch != KL_ARCH_NVPTX || t->accel != KL_ACCEL_MMA_SYNC) {
     snprintf(err, errlen, "rock.ldmatrix needs an NVIDIA target with mma.sync (sm_80+), not %s", t ? t->name : "?");
     return NULL;
   }
-  if (num != 1 && num != 2 && num != 4) {
-    snprintf(err, errlen, "rock.ldmatrix: num must be 1, 2 or 4");
-    return NULL;
-  }
+  int64_t num;
+  bool trans;
+  if (!matrix_shape(op, &num, &trans, err, errlen)) return NULL;
   char name[96];
   snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d%s.b16", (int)num, trans ? ".trans" : "");
   LLVMContextRef ctx = LLVMGetModuleContext(m);
@@ -163,18 +172,13 @@ LLVMValueRef kl_lower_accel_ldmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl
 
 bool kl_lower_accel_stmatrix(LLVMModuleRef m, LLVMBuilderRef b, const kl_target *t, kl_op *op, LLVMValueRef p,
                              LLVMValueRef v, char *err, size_t errlen) {
-  int64_t num = 0;
-  kl_op_attr_i64(op, "num", &num);
-  const kl_attr *tr = kl_op_attr(op, "trans");
-  bool trans = tr && tr->kind == KL_AT_BOOL && tr->i;
   if (!kl_target_has_stmatrix(t)) {
     snprintf(err, errlen, "rock.stmatrix needs an NVIDIA target of sm_90 or later, not %s", t ? t->name : "?");
     return false;
   }
-  if (num != 1 && num != 2 && num != 4) {
-    snprintf(err, errlen, "rock.stmatrix: num must be 1, 2 or 4");
-    return false;
-  }
+  int64_t num;
+  bool trans;
+  if (!matrix_shape(op, &num, &trans, err, errlen)) return false;
   /* no LLVM 19 intrinsic: inline PTX with the 32-bit shared-window address */
   LLVMContextRef ctx = LLVMGetModuleContext(m);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);

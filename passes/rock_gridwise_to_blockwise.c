@@ -428,6 +428,15 @@ static kl_value *alloc(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int ran
   const kl_type *t = kl_type_buffer(kl_rewriter_ctx(rw), elem, rank, shape, NULL, sp);
   return kl_op_result(kl_rewriter_create(rw, "rock.alloc", loc, 0, NULL, 1, &t, 0, NULL, 0), 0);
 }
+/* An LDS buffer of shape s (rank dims) seen through the tile view v (consumed); NULL when v
+ * is NULL (its builder's error stands). */
+static kl_value *lds_viewed(kl_rewriter *rw, kl_loc loc, const kl_type *elem, int rank, const int64_t *s, kl_view *v) {
+  if (!v) return NULL;
+  kl_value *raw = alloc(rw, loc, elem, rank, s, KL_SPACE_LDS);
+  kl_value *r = kl_tile_transform(rw, loc, raw, v);
+  kl_view_free(v);
+  return r;
+}
 
 /* Rows of one K group of an LDS tile [KB/kpack, rows, kpack] holding DB indices along M/N:
  * skew 0: DB; 1: DB + 1 (one pad row); 2: DB + DB/8 + 1 (index d at row d + d/8, plus one
@@ -470,11 +479,7 @@ static kl_value *lds_tile(kl_rewriter *rw, kl_loc loc, const kl_type *elem, cons
   }
   int64_t s[3];
   kl_view *v = lds_tile_view(t, DB, skew, d, s, err, n);
-  if (!v) return NULL;
-  kl_value *raw = alloc(rw, loc, elem, 3, s, KL_SPACE_LDS);
-  kl_value *r = kl_tile_transform(rw, loc, raw, v);
-  kl_view_free(v);
-  return r;
+  return lds_viewed(rw, loc, elem, 3, s, v);
 }
 
 /* LDS tile [KB, DB] of a cp.async operand (cp-async-layout=krow): [DB, KB + kpack] viewed
@@ -599,11 +604,7 @@ static kl_value *lds_tile_xor(kl_rewriter *rw, kl_loc loc, const kl_type *elem, 
                               const char *d, int perm, bool mn, char *err, size_t n) {
   int64_t s[4];
   kl_view *v = xor_tile_view(t, DB, d, perm, mn, s, err, n);
-  if (!v) return NULL;
-  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
-  kl_value *r = kl_tile_transform(rw, loc, raw, v);
-  kl_view_free(v);
-  return r;
+  return lds_viewed(rw, loc, elem, 4, s, v);
 }
 /* LDS tile [KB, DB] of a TMA operand in the sw-byte swizzled K-major layout (passes/rock_tma.h,
  * sw = 128, 64, 32): a [KB / KS, DB, sw / 16, 16 / eb] alloc (KS = sw / eb K elements per
@@ -634,11 +635,7 @@ static kl_value *lds_tile_swz(kl_rewriter *rw, kl_loc loc, const kl_type *elem, 
   kl_vb_merge(&b, "k", 3, kf);
   kl_vb_order(&b, 2, ord);
   kl_view *v = kl_vb_finish(&b, err, n);
-  if (!v) return NULL;
-  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
-  kl_value *r = kl_tile_transform(rw, loc, raw, v);
-  kl_view_free(v);
-  return r;
+  return lds_viewed(rw, loc, elem, 4, s, v);
 }
 /* The swizzle (bytes) of the TMA tiles for K tiles of kb_bytes: the widest of 128, 64, 32
  * up to the option's `cap` that divides them; 0 when cap is 0 or none does. */
@@ -683,11 +680,7 @@ static kl_value *lds_tile_swz_mn(kl_rewriter *rw, kl_loc loc, const kl_type *ele
   kl_vb_merge(&b, d, 3, df);
   kl_vb_order(&b, 2, ord);
   kl_view *v = kl_vb_finish(&b, err, n);
-  if (!v) return NULL;
-  kl_value *raw = alloc(rw, loc, elem, 4, s, KL_SPACE_LDS);
-  kl_value *r = kl_tile_transform(rw, loc, raw, v);
-  kl_view_free(v);
-  return r;
+  return lds_viewed(rw, loc, elem, 4, s, v);
 }
 
 /* The wavefronts of one shared-memory access phase: the most distinct byte addresses of
@@ -877,11 +870,7 @@ static kl_value *lds_tile_x1(kl_rewriter *rw, kl_loc loc, const kl_type *elem, c
                              const char *d, const swz1 *sw, char *err, size_t n) {
   int64_t s[5];
   kl_view *v = x1_tile_view(t, DB, d, sw, s, err, n);
-  if (!v) return NULL;
-  kl_value *raw = alloc(rw, loc, elem, 5, s, KL_SPACE_LDS);
-  kl_value *r = kl_tile_transform(rw, loc, raw, v);
-  kl_view_free(v);
-  return r;
+  return lds_viewed(rw, loc, elem, 5, s, v);
 }
 /* The element offset of (k, d) in the xor1 tile sw (m = 0: plain). */
 static int64_t x1_addr(int64_t k, int64_t d, int64_t DB, const swz1 *sw) {

@@ -3505,6 +3505,28 @@ static kl_op *lower_gtb_case(kl_ctx *ctx, const gcase *c, const char *opt, char 
   kl_op *m = lower_case(ctx, c, pl, err, n);
   return m ? kernel_of(m) : NULL;
 }
+/* c lowered with rock-gridwise-to-blockwise{opt} (lower_gtb_case) in a fresh context must be
+ * refused with want in the error */
+static void check_gtb_refused(const gcase *c, const char *opt, const char *want) {
+  char pl[512], err[4096];
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *k = lower_gtb_case(ctx, c, opt, pl, sizeof pl, err, sizeof err);
+  CHECK(!k && strstr(err, want), "%s: %s", opt, k ? "accepted" : err);
+  kl_ctx_destroy(ctx);
+}
+/* ... must lower, its kernel's string attribute attr equal to want (prefix: starting with it)
+ * and, with absent_attr, no attribute of that name */
+static void check_gtb_attr(const gcase *c, const char *opt, const char *attr, const char *want, bool prefix,
+                           const char *absent_attr) {
+  char pl[512], err[4096];
+  kl_ctx *ctx = kl_test_ctx();
+  kl_op *k = lower_gtb_case(ctx, c, opt, pl, sizeof pl, err, sizeof err);
+  const char *v = k ? kl_op_attr_string(k, attr) : NULL;
+  CHECK(v && (prefix ? !strncmp(v, want, strlen(want)) : !strcmp(v, want)) &&
+            !(absent_attr && kl_op_attr(k, absent_attr)),
+        "%s: %s = %s", opt, attr, v ? v : err);
+  kl_ctx_destroy(ctx);
+}
 /* One TMA case: c lowered with rock-gridwise-to-blockwise{tma=N[,tma-swizzle=S]} (swz: 0 the
  * default, -1 none, else S) must take
  * TMA for the operands `want` ("none": no rock.tma_load) with tiles of swizzle want_sw
@@ -3600,23 +3622,9 @@ static void test_tma(void) {
   g_mutate = NULL;
   /* option errors */
   {
-    char err[4096];
     gcase c = { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" };
-    kl_ctx *ctx = kl_test_ctx();
-    kl_op *m = lower_case(ctx, &c,
-                          "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=2},rock-blockwise-to-threadwise,"
-                          "rock-lower-loops",
-                          err, sizeof err);
-    CHECK(!m && strstr(err, "tma must be 0 (off), 1 (on"), "tma=2: %s", m ? "accepted" : err);
-    kl_ctx_destroy(ctx);
-    ctx = kl_test_ctx();
-    m = lower_case(
-        ctx, &c,
-        "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{tma=1,tma-swizzle=96},rock-blockwise-to-threadwise,"
-        "rock-lower-loops",
-        err, sizeof err);
-    CHECK(!m && strstr(err, "tma-swizzle must be 128, 64, 32 or none"), "tma-swizzle=96: %s", m ? "accepted" : err);
-    kl_ctx_destroy(ctx);
+    check_gtb_refused(&c, "tma=2", "tma must be 0 (off), 1 (on");
+    check_gtb_refused(&c, "tma=1,tma-swizzle=96", "tma-swizzle must be 128, 64, 32 or none");
   }
   group_end("tma (sm_90a): TMA + mbarrier K loops interpreted equal a direct matmul; operand choice; the broken "
             "protocols are refused");
@@ -4163,21 +4171,9 @@ static void test_ws(void) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) ws_case(&cases[i].c, cases[i].opt);
   /* ws=1 with one operand on registers keeps the TMA loop: ws = "off (...)" */
   {
-    char err[4096];
     gcase c = { "sm_90a", "f16", 1, 128, 256, 128, true, false, false, "v3:128,256,32,64,256,8", "f32" };
-    kl_ctx *ctx = kl_test_ctx();
-    kl_op *m = lower_case(ctx, &c,
-                          "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{ws=1,tma-swizzle=none},"
-                          "rock-blockwise-to-threadwise,rock-lower-loops",
-                          err, sizeof err);
-    kl_op *k = m ? kernel_of(m) : NULL;
-    const char *ws = k ? kl_op_attr_string(k, "ws") : NULL;
-    CHECK(ws && !strncmp(ws, "off (not both operands", 22), "ws with B on registers: %s", ws ? ws : err);
-    kl_ctx_destroy(ctx);
-    ctx = kl_test_ctx();
-    m = lower_case(ctx, &c, "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{ws=2},rock-lower-loops", err, sizeof err);
-    CHECK(!m && strstr(err, "ws must be 0, 1 or auto"), "ws=2: %s", m ? "accepted" : err);
-    kl_ctx_destroy(ctx);
+    check_gtb_attr(&c, "ws=1,tma-swizzle=none", "ws", "off (not both operands", true, NULL);
+    check_gtb_refused(&c, "ws=2", "ws must be 0, 1 or auto");
   }
   /* the protocol check can fail: each broken variant is refused */
   {
@@ -4317,32 +4313,10 @@ static void test_persist(void) {
   }
   /* not applicable: recorded on the kernel; option errors */
   {
-    char err[4096];
     gcase c = { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" };
-    kl_ctx *ctx = kl_test_ctx();
-    kl_op *m = lower_case(ctx, &c,
-                          "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{persistent=1},rock-blockwise-to-threadwise,"
-                          "rock-lower-loops",
-                          err, sizeof err);
-    kl_op *k = m ? kernel_of(m) : NULL;
-    const char *ps = k ? kl_op_attr_string(k, "persistent") : NULL;
-    CHECK(ps && !strcmp(ps, "off (one tile)") && !kl_op_attr(k, "grid_persistent"), "persistent, one tile: %s",
-          ps ? ps : err);
-    kl_ctx_destroy(ctx);
-    ctx = kl_test_ctx();
-    m = lower_case(ctx, &c,
-                   "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{persistent=1,tma=0},rock-blockwise-to-threadwise,"
-                   "rock-lower-loops",
-                   err, sizeof err);
-    k = m ? kernel_of(m) : NULL;
-    ps = k ? kl_op_attr_string(k, "persistent") : NULL;
-    CHECK(ps && !strcmp(ps, "off (the TMA loop is not taken)"), "persistent, tma=0: %s", ps ? ps : err);
-    kl_ctx_destroy(ctx);
-    ctx = kl_test_ctx();
-    m = lower_case(ctx, &c, "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{persistent=2},rock-lower-loops", err,
-                   sizeof err);
-    CHECK(!m && strstr(err, "persistent must be 0, 1 or auto"), "persistent=2: %s", m ? "accepted" : err);
-    kl_ctx_destroy(ctx);
+    check_gtb_attr(&c, "persistent=1", "persistent", "off (one tile)", false, "grid_persistent");
+    check_gtb_attr(&c, "persistent=1,tma=0", "persistent", "off (the TMA loop is not taken)", false, NULL);
+    check_gtb_refused(&c, "persistent=2", "persistent must be 0, 1 or auto");
   }
   group_end("persistent (sm_90a): TMA and warp-specialized K loops over several tiles per workgroup (the next "
             "tile's loads before the epilogue) interpreted equal a direct matmul; the broken protocols are refused");
@@ -4526,12 +4500,9 @@ static void test_cluster(void) {
   /* option errors */
   {
     char err[4096], pl[512];
+    check_gtb_refused(&cases[0].c, "cluster=3", "cluster must be 1 (none), 2, 4");
     kl_ctx *ctx = kl_test_ctx();
-    kl_op *k = lower_gtb_case(ctx, &cases[0].c, "cluster=3", pl, sizeof pl, err, sizeof err);
-    CHECK(!k && strstr(err, "cluster must be 1 (none), 2, 4"), "cluster=3: %s", k ? "accepted" : err);
-    kl_ctx_destroy(ctx);
-    ctx = kl_test_ctx();
-    k = lower_gtb_case(ctx, &cases[0].c, "cluster=auto", pl, sizeof pl, err, sizeof err);
+    kl_op *k = lower_gtb_case(ctx, &cases[0].c, "cluster=auto", pl, sizeof pl, err, sizeof err);
     CHECK(k && !kl_op_attr(k, "cluster") && !kl_op_attr(k, "cluster_size"), "cluster=auto (KL_CLUSTER_AUTO 1): %s",
           k ? kl_op_attr_string(k, "cluster") : err);
     kl_ctx_destroy(ctx);

@@ -13,9 +13,7 @@ local G = require "gemm_graphs"
 local gen = require "fused_gen"
 local count, dot_graph = G.count, G.dot
 local function gemm_of(p) return G.gemm_of(p, "sm_90a") end
-local function compile(g, opts, pc)
-  return kiln.compile(g, { target = "sm_90a", cache = false, perf_config = pc, pipeline = G.gtb_pipeline(opts) })
-end
+local compile = G.compile_gtb_sm90a
 
 describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
   it("cluster=1 (the default, KL_CLUSTER_DEFAULT_STR) and auto (KL_CLUSTER_AUTO, today 1) take no cluster; shapes are recorded; bad values are errors", function()

@@ -45,6 +45,10 @@ function M.gtb_pipeline(opts)
   assert(n == 1, "the default pipeline has no rock-gridwise-to-blockwise")
   return pl
 end
+-- g compiled for sm_90a (no cache) with rock-gridwise-to-blockwise{opts} and perf config pc
+function M.compile_gtb_sm90a(g, opts, pc)
+  return kiln.compile(g, { target = "sm_90a", cache = false, perf_config = pc, pipeline = M.gtb_pipeline(opts) })
+end
 function M.gtb_extra(pl, extra)
   pl = pl or kiln.default_pipeline()
   if pl:find(extra:match("^[%w%-]+=") or extra, 1, true) then return pl end

@@ -11,9 +11,7 @@ local kiln = require "kiln"
 local G = require "gemm_graphs"
 local count, dot_graph = G.count, G.dot
 local function gemm_of(p) return G.gemm_of(p, "sm_90a") end
-local function compile(g, opts, pc)
-  return kiln.compile(g, { target = "sm_90a", cache = false, perf_config = pc, pipeline = G.gtb_pipeline(opts) })
-end
+local compile = G.compile_gtb_sm90a
 
 -- the block barriers (bar.sync 0 / barrier.sync 0) of a PTX text
 local function block_barriers(ptx)
