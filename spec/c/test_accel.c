@@ -889,6 +889,22 @@ static void exec_async_copy(sim *s, kl_op *op, const bool *mask) {
   free(as);
 }
 
+/* ldmatrix / stmatrix (m8n8 b16): the element that lane l's register half x of warp w0's
+ * fragment holds (its 8 x 4-byte rows at the row addresses as[w0 + 8 j ..], .trans: transposed) */
+static int64_t mat_elem(const int64_t *as, int w0, int l, int x, bool trans) {
+  int j = x / 2;
+  return trans ? as[w0 + 8 * j + 2 * (l % 4) + x % 2] + l / 4 : as[w0 + 8 * j + l / 4] + 2 * (l % 4) + x % 2;
+}
+/* the LDS wavefronts of matrix j's phase (8 rows of 16 bytes: the most rows on one bank) */
+static int mat_phase_wavefronts(const int64_t *as, int w0, int j) {
+  int per_bank[32] = { 0 }, worst = 0;
+  for (int r = 0; r < 8; r++)
+    for (int q = 0; q < 4; q++) {
+      int bk = (int)(((as[w0 + 8 * j + r] * 2) / 4 + q) % 32);
+      if (++per_bank[bk] > worst) worst = per_bank[bk];
+    }
+  return worst;
+}
 /* rock.ldmatrix {num = N, trans}: the PTX ISA's ldmatrix.sync.aligned.m8n8.xN[.trans].b16
  * written out here: lane 8j + r gives the address of row r of matrix j (16 bytes, 16-byte
  * aligned); lane l receives per matrix j the elements (row l/4, columns 2(l%4), 2(l%4)+1),
@@ -916,19 +932,9 @@ static void exec_ldmatrix(sim *s, kl_op *op, const bool *mask) {
   double *o = s->bad ? NULL : val_w(s, &op->results[0]);
   for (int w0 = 0; o && w0 < nt; w0 += 32) {
     for (int l = 0; l < 32; l++)
-      for (int x = 0; x < w; x++) {
-        int j = x / 2;
-        int64_t src = trans ? as[w0 + 8 * j + 2 * (l % 4) + x % 2] + l / 4
-                            : as[w0 + 8 * j + l / 4] + 2 * (l % 4) + x % 2;
-        o[(w0 + l) * w + x] = m->data[src];
-      }
+      for (int x = 0; x < w; x++) { o[(w0 + l) * w + x] = m->data[mat_elem(as, w0, l, x, trans)]; }
     for (int j = 0; j < num; j++) {
-      int per_bank[32] = { 0 }, worst = 0;
-      for (int r = 0; r < 8; r++)
-        for (int q = 0; q < 4; q++) {
-          int bk = (int)(((as[w0 + 8 * j + r] * 2) / 4 + q) % 32);
-          if (++per_bank[bk] > worst) worst = per_bank[bk];
-        }
+      int worst = mat_phase_wavefronts(as, w0, j);
       s->lds_wavefronts[0] += worst;
       s->lds_ideal[0] += 1;
     }
@@ -1709,19 +1715,9 @@ static void exec_stmatrix(sim *s, kl_op *op, const bool *mask) {
   for (int w0 = 0; !s->bad && w0 < nt; w0 += 32) {
     if (!warp_on[w0 / 32]) continue;
     for (int l = 0; l < 32; l++)
-      for (int e = 0; e < w; e++) {
-        int j = e / 2;
-        int64_t dst = trans ? as[w0 + 8 * j + 2 * (l % 4) + e % 2] + l / 4
-                            : as[w0 + 8 * j + l / 4] + 2 * (l % 4) + e % 2;
-        m->data[dst] = round_to(bt->elem, x[(w0 + l) * w + e]);
-      }
+      for (int e = 0; e < w; e++) { m->data[mat_elem(as, w0, l, e, trans)] = round_to(bt->elem, x[(w0 + l) * w + e]); }
     for (int j = 0; j < num; j++) {
-      int per_bank[32] = { 0 }, worst = 0;
-      for (int r = 0; r < 8; r++)
-        for (int q = 0; q < 4; q++) {
-          int bk = (int)(((as[w0 + 8 * j + r] * 2) / 4 + q) % 32);
-          if (++per_bank[bk] > worst) worst = per_bank[bk];
-        }
+      int worst = mat_phase_wavefronts(as, w0, j);
       s->lds_wavefronts[1] += worst;
       s->lds_ideal[1] += 1;
       g_stm_wavefronts += worst;
