@@ -111,10 +111,8 @@ describe("AMDGPU barriers are workgroup-scope and LDS-only", function()
           assert.is_string(k.llvm_ir, where .. "LLVM IR")
           assert.are.same({}, isa.unscoped_fences(k.llvm_ir), where .. "fences without a scope")
           assert.are.same({}, barrier_waits(asm), where .. "vmcnt(0) before s_barrier")
-          if not c[1]:find("f32") then -- gfx90a 4096^3 f32: LLVM moves register copies of the loaded values
-            -- above the first barrier (a vmcnt(0) there; bench/RESULTS.md session 35)
-            assert.are.same({}, isa.loads_to_barrier(asm), where .. "vmcnt(0) between a load and the next s_barrier")
-          end
+          assert.are.same({}, isa.loads_to_barrier(asm), where .. "vmcnt(0) between a load and the next s_barrier")
+          assert.are.same({}, isa.pipelining(asm), where .. "pipelining")
           for _ in asm:gmatch("s_barrier") do barriers = barriers + 1 end
         end
       end
