@@ -9,7 +9,8 @@
 --    waits for the global loads in flight (its wait is s_waitcnt lgkmcnt(0), on every
 --    target: gfx908 and gfx1100 issue it as inline assembly, passes/lower_barrier.h), and
 --    in the main loop of the GEMMs and the conv no s_waitcnt vmcnt(0) sits between a
---    global load and the next s_barrier (amd_isa.loads_to_barrier).
+--    global load and the next s_barrier (amd_isa.loads_to_barrier; the kpack-1 f32 GEMMs
+--    included) and the loop is software-pipelined (amd_isa.pipelining).
 -- Each check is also run on the pattern the old lowering produced (system-scope fences
 -- around s_barrier), which it must report.
 local kiln = require "kiln"
