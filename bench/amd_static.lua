@@ -3,13 +3,17 @@
 -- prints one markdown table per target from the code objects (p:kernels(t)[i].amdgpu,
 -- driver/amdgpu_stats.h): tile, VGPR/AGPR, LDS, occupancy, matrix instructions per K step
 -- and an estimate of the fraction of the matrix peak.
--- Run: build/kiln bench/amd_static.lua [skew|dbuf32]   (from the repository root; "skew":
+-- Run: build/kiln bench/amd_static.lua [skew|dbuf32|waits]   (from the repository root; "skew":
 -- every kernel with rock-gridwise-to-blockwise{amd-lds-layout=skew}, the LDS tiles before
 -- the xor layout: the "before" table of the big tiles, and the plain kpack-1 tiles before
 -- xor1 (f32 MFMA, the FMA path); "dbuf32": the 4096³ f16 / bf16
 -- GEMMs of gfx90a and gfx1100, whose 256x128x64 / 256x64x64 tiles cannot double-buffer,
 -- at kPerBlock 32 double-buffered instead (perf config given, amd-k-loop=2): the
--- candidate that the heuristic does not take, in the same model)
+-- candidate that the heuristic does not take, in the same model; "waits": one table of
+-- every suite GEMM (spec/lua/amd_cases.lua) on gfx90a, gfx942, gfx1100, gfx1030 and gfx908:
+-- tile, VGPR / AGPR, scratch, occupancy, whether the main loop has an s_waitcnt vmcnt(0)
+-- between a global_load and the next s_barrier (amd_isa.loads_to_barrier) or breaks
+-- amd_isa.pipelining, and the llvm-mca cycles per loop iteration)
 -- Estimate (GEMMs and convs on the matrix path): the AMD cost model of the GEMM heuristic
 -- (passes/rock_accel.h) with the code object's own occupancy: per K step of a workgroup,
 -- step = issue + max(MFMA cycles at the target's cu_flops_per_clk, tile bytes /
@@ -118,6 +122,26 @@ local function mca_cycles(asm, t) -- cycles per loop iteration (a number), or ni
   return cyc and cyc / 100
 end
 local SKEW, DBUF = arg and arg[1] == "skew", arg and arg[1] == "dbuf32"
+if arg and arg[1] == "waits" then
+  local T = { "gfx90a", "gfx942", "gfx1100", "gfx1030", "gfx908" }
+  print("| target | kernel | tile | VGPR / AGPR | scratch | occupancy (waves/SIMD) | vmcnt(0) load -> barrier | pipelining findings | mca cycles per loop iteration (main loop; FMA path: its largest innermost loop) |")
+  print("|---|---|---|---|---|---|---|---|---|")
+  for _, c in ipairs(C.GEMMS) do
+    local prog = kiln.compile(c[3](kiln), { targets = T, cache = false })
+    for _, t in ipairs(T) do
+      for _, k in ipairs(prog:kernels(t)) do
+        if k.kind == "gemm" then
+          local s, asm = k.amdgpu, prog:disasm(k.name, t)
+          local mca = mca_cycles(asm, t)
+          print(("| %s | %s | %s | %d / %d | %d | %d (%s) | %s | %d | %s |"):format(t, c[1], k.perf_config, s.vgpr, s.agpr,
+            s.scratch_bytes, s.occupancy, s.occupancy_limit, #isa.loads_to_barrier(asm) > 0 and "yes" or "no",
+            #isa.pipelining(asm), mca and ("%.2f"):format(mca) or "-"))
+        end
+      end
+    end
+  end
+  return
+end
 local PIPE = SKEW and kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
   "rock-gridwise-to-blockwise{amd-lds-layout=skew},", 1) or nil
 local DBUF_CFG = { gfx90a = "v2:256,128,32,128,32,8", gfx1100 = "v2:256,64,32,64,16,8" }

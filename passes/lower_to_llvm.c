@@ -1156,7 +1156,10 @@ static bool lower_kernel(lw *L, kl_op *k) {
   LLVMBuildBr(L->b, start);
   if (ok && !LLVMGetBasicBlockTerminator(LLVMGetLastBasicBlock(L->fn)))
     return fail(L, k, "%s", "kernel body must end with func.return");
-  if (ok && L->t->arch == KL_ARCH_AMDGPU) kl_amdgpu_pin_prefetch(L->fn); /* passes/amdgpu_sched.h */
+  if (ok && L->t->arch == KL_ARCH_AMDGPU) { /* passes/amdgpu_sched.h */
+    kl_amdgpu_pin_prefetch(L->fn);
+    if (!kl_amdgpu_barrier_drains(L->t->cpu)) kl_amdgpu_pin_pair_stores(L->fn);
+  }
   return ok;
 }
 

@@ -173,7 +173,10 @@ end
 -- findings on the main loop's software pipelining: the first global_load must come
 -- before the first v_mfma / v_wmma (the next tile's loads are in flight while the matrix
 -- instructions run), and no s_waitcnt vmcnt(0) may sit between the last global_load and
--- the back-edge (the loads stay in flight across it). {} when the kernel has no main loop.
+-- the back-edge (the loads stay in flight across it), nor, following the loop across the
+-- back-edge, between the loop's entry and its first s_barrier (the loads stay in flight up
+-- to the barrier: waited for by their LDS stores after it). {} when the kernel has no main
+-- loop.
 function M.pipelining(asm)
   local l, ls = M.main_loop(asm)
   if not l then return {} end
@@ -194,11 +197,19 @@ function M.pipelining(asm)
     out[#out + 1] = ("first global_load (line %d) after the first matrix instruction (line %d)"):format(
       l.order[first_load], l.order[first_mma])
   end
+  local function wait0(i)
+    local m = M.mnemonic(ls[i]) or ""
+    return (m == "s_waitcnt" or m == "s_waitcnt_vmcnt") and ls[i]:find("vmcnt%(0%)")
+  end
   for k = (last_load or #l.order) + 1, #l.order do
     local i = l.order[k]
-    local m = M.mnemonic(ls[i]) or ""
-    if (m == "s_waitcnt" or m == "s_waitcnt_vmcnt") and ls[i]:find("vmcnt%(0%)") then
-      out[#out + 1] = "s_waitcnt vmcnt(0) after the last global_load: " .. ls[i]:gsub("^%s+", "")
+    if wait0(i) then out[#out + 1] = "s_waitcnt vmcnt(0) after the last global_load: " .. ls[i]:gsub("^%s+", "") end
+  end
+  for k = 1, (first_load or 1) - 1 do -- across the back-edge: the next iteration up to its first s_barrier
+    local i = l.order[k]
+    if (M.mnemonic(ls[i]) or "") == "s_barrier" then break end
+    if wait0(i) then
+      out[#out + 1] = "s_waitcnt vmcnt(0) across the back-edge before the s_barrier: " .. ls[i]:gsub("^%s+", "")
     end
   end
   return out
