@@ -62,6 +62,7 @@
 #include "passes/problem_key.h"
 #include "passes/perf_config.h"
 #include "passes/rock_accel.h"
+#include "passes/lower_barrier.h"
 #include "passes/rock_wgmma.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -381,6 +382,23 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
       ad = sc.ad;
     }
     KB = pc.k_per_block;
+  }
+  /* AMDGPU: the heuristic tile's K loop (kl_accel_amd_k_tile: the K-halved double-buffered
+   * variant where its K-loop model says), not where an operand has bounds checks, and only
+   * where the K loop's barrier is the LDS-only inline assembly (kl_amdgpu_barrier_drains:
+   * gfx908, gfx11), across which LLVM schedules none of the loop's work: with LLVM's
+   * s_barrier (gfx90a, gfx942) the scheduler moved the next step's register copies of
+   * its loaded B tile (v_perm of the transposed copy) above the barrier into the matrix
+   * instructions, behind an s_waitcnt vmcnt(0), in gfx90a's 4096^3 256x128x32 loop: the
+   * loads would not stay in flight (spec/lua/amd_isa_spec.lua) */
+  if (!given && accel && !swap && t->arch == KL_ARCH_AMDGPU && kl_amdgpu_barrier_drains(t->cpu) &&
+      !bounded_operand(op->opnds[0].value) && !bounded_operand(op->opnds[1].value)) {
+    int eb = (kl_type_bits(ta->elem) + 7) / 8;
+    if ((kl_type_bits(tb->elem) + 7) / 8 > eb) eb = (kl_type_bits(tb->elem) + 7) / 8;
+    if (kl_accel_amd_k_tile(t, ad, G * S, M, N, (K + S - 1) / S, eb, &ac)) {
+      pc.k_per_block = KB = ac.k_per_block;
+      accel_print(&ac, ad, pcs, sizeof pcs);
+    }
   }
   int64_t Kc = round_up((K + S - 1) / S, KB);
   if (S > 1) S = (K + Kc - 1) / Kc; /* no split of only padding */
