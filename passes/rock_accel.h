@@ -213,10 +213,11 @@ bool kl_accel_amd_dbuf(const kl_accel_config *c, const kl_target *t, const kl_ac
  * (round step = max(conc * step, step + 200 + 200 / waves per SIMD); double-buffered:
  * step + 200 / waves per SIMD). E.g. 4096^3 f16: gfx90a 256x128x64 -> 256x128x32, gfx1100
  * 256x64x64 -> 256x64x32 (both one workgroup per CU either way). rock-gemm-to-gridwise
- * applies it to the heuristic's configs whose operands have no bounds checks (the padded
- * 3x3 convs' masked loads: llvm-mca charged their K-32 double-buffered loops 19-95% more
- * issue per K than the K-64 ones, more than the barrier saves) on targets whose barrier is
- * the LDS-only inline assembly (kl_amdgpu_barrier_drains: gfx908, gfx11; with LLVM's
+ * (and the quick tuning space's lead, passes/perf_space.c) applies it where
+ * kl_gemm_amd_k_loop says (passes/gemm_shape.h): heuristic configs whose operands have no
+ * bounds checks (the padded 3x3 convs' masked loads: llvm-mca charged their K-32
+ * double-buffered loops 22-95% more issue per K than the K-64 ones, more than the barrier
+ * saves) on targets whose barrier is the LDS-only inline assembly (kl_amdgpu_barrier_drains: gfx908, gfx11; with LLVM's
  * s_barrier, gfx90a's 4096^3 256x128x32 loop waited for its loads mid-step). */
 bool kl_accel_amd_k_tile(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
                          int elem_bytes, kl_accel_config *c);
