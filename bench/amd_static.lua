@@ -3,17 +3,20 @@
 -- prints one markdown table per target from the code objects (p:kernels(t)[i].amdgpu,
 -- driver/amdgpu_stats.h): tile, VGPR/AGPR, LDS, occupancy, matrix instructions per K step
 -- and an estimate of the fraction of the matrix peak.
--- Run: build/kiln bench/amd_static.lua [skew|dbuf32|waits]   (from the repository root; "skew":
+-- Run: build/kiln bench/amd_static.lua [skew|dbuf32|all|waits]   (from the repository root; "all":
+-- the suite's other GEMMs and convs too (8192x320x1280, 384x2304x768, the seed conv at
+-- batch 1, ResNet-50's 3x3 convs of 128 / 256 / 512 channels); "skew":
 -- every kernel with rock-gridwise-to-blockwise{amd-lds-layout=skew}, the LDS tiles before
 -- the xor layout: the "before" table of the big tiles, and the plain kpack-1 tiles before
 -- xor1 (f32 MFMA, the FMA path); "dbuf32": the 4096³ f16 / bf16
--- GEMMs of gfx90a and gfx1100, whose 256x128x64 / 256x64x64 tiles cannot double-buffer,
--- at kPerBlock 32 double-buffered instead (perf config given, amd-k-loop=2): the
--- candidate that the heuristic does not take, in the same model; "waits": one table of
--- every suite GEMM (spec/lua/amd_cases.lua) on gfx90a, gfx942, gfx1100, gfx1030 and gfx908:
--- tile, VGPR / AGPR, scratch, occupancy, whether the main loop has an s_waitcnt vmcnt(0)
--- between a global_load and the next s_barrier (amd_isa.loads_to_barrier) or breaks
--- amd_isa.pipelining, and the llvm-mca cycles per loop iteration)
+-- GEMMs of gfx90a and gfx1100 at kPerBlock 32 double-buffered (perf config given,
+-- amd-k-loop=2), where 256x128x64 / 256x64x64 cannot double-buffer: gfx1100's heuristic
+-- takes it since session 36 (kl_accel_amd_k_tile), gfx90a's does not (LLVM's s_barrier);
+-- "waits": one table of every suite GEMM (spec/lua/amd_cases.lua) on gfx90a, gfx942,
+-- gfx1100, gfx1030 and gfx908: tile, VGPR / AGPR, scratch, occupancy, whether the main loop
+-- has an s_waitcnt vmcnt(0) between a global_load and the next s_barrier
+-- (amd_isa.loads_to_barrier) or breaks amd_isa.pipelining, and the llvm-mca cycles per loop
+-- iteration)
 -- Estimate (GEMMs and convs on the matrix path): the AMD cost model of the GEMM heuristic
 -- (passes/rock_accel.h) with the code object's own occupancy: per K step of a workgroup,
 -- step = issue + max(MFMA cycles at the target's cu_flops_per_clk, tile bytes /
@@ -52,6 +55,16 @@ local CASES = {
   { "seed conv 1x1 2048→512 7x7 n512 +add+relu", "conv_seed_f16_n512", { 512, 512 * 49, 2048 }, "f16" },
   { "3x3 conv 64→64 56x56 n64 +add+relu", "conv_r50_3x3_c64_f16_n64", { 64, 64 * 56 * 56, 576 }, "f16" },
   { "softmax 8192x8192 f16", "softmax_f16_8192x8192" },
+  -- the other GEMMs and convs of the suite (argument "all")
+  { "GEMM 8192x320x1280 f16", "gemm_f16_8192x320x1280", { 8192, 320, 1280 }, "f16", all = true },
+  { "GEMM 8192x320x1280 bf16", "gemm_bf16_8192x320x1280", { 8192, 320, 1280 }, "bf16", all = true },
+  { "GEMM 8192x320x1280 f32", "gemm_f32_8192x320x1280", { 8192, 320, 1280 }, "f32", all = true },
+  { "GEMM 384x2304x768 f16", "gemm_f16_384x2304x768", { 384, 2304, 768 }, "f16", all = true },
+  { "GEMM 384x2304x768 bf16", "gemm_bf16_384x2304x768", { 384, 2304, 768 }, "bf16", all = true },
+  { "seed conv n1", "conv_seed_f16_n1", { 512, 49, 2048 }, "f16", all = true },
+  { "3x3 conv 128→128 28x28 n64", "conv_r50_3x3_c128_f16_n64", { 128, 64 * 28 * 28, 1152 }, "f16", all = true },
+  { "3x3 conv 256→256 14x14 n64", "conv_r50_3x3_c256_f16_n64", { 256, 64 * 14 * 14, 2304 }, "f16", all = true },
+  { "3x3 conv 512→512 7x7 n64", "conv_r50_3x3_c512_f16_n64", { 512, 64 * 7 * 7, 4608 }, "f16", all = true },
   { "row sum 8192x8192 f16", "rowsum_f16_8192x8192" },
   { "element-wise add 16384² f32", "ew_add_f32_16384x16384" },
 }
@@ -121,7 +134,7 @@ local function mca_cycles(asm, t) -- cycles per loop iteration (a number), or ni
   local cyc = tonumber(o:match("Total Cycles:%s*(%d+)"))
   return cyc and cyc / 100
 end
-local SKEW, DBUF = arg and arg[1] == "skew", arg and arg[1] == "dbuf32"
+local SKEW, DBUF, ALL = arg and arg[1] == "skew", arg and arg[1] == "dbuf32", arg and arg[1] == "all"
 if arg and arg[1] == "waits" then
   local T = { "gfx90a", "gfx942", "gfx1100", "gfx1030", "gfx908" }
   print("| target | kernel | tile | VGPR / AGPR | scratch | occupancy (waves/SIMD) | vmcnt(0) load -> barrier | pipelining findings | mca cycles per loop iteration (main loop; FMA path: its largest innermost loop) |")
@@ -157,6 +170,7 @@ for _, t in ipairs(C.TARGETS) do
   p("| kernel | tile (perf config) | LDS tiles | grid x block | VGPR / AGPR | LDS bytes | scratch | occupancy (waves/SIMD, limit) | matrix instrs per K step per wave (loop body) | barriers per K step | mca cycles per loop iteration (per K step) | est. fraction of matrix peak (bound) |")
   p("|---|---|---|---|---|---|---|---|---|---|---|---|")
   for _, c in ipairs(CASES) do
+    if c.all and not ALL then goto next end
     local case = by_id[c[2]]
     local opts = { targets = { t }, cache = false, pipeline = PIPE }
     if DBUF and DBUF_CFG[t] and c[2]:match("^gemm_b?f16_4096$") then
@@ -194,6 +208,7 @@ for _, t in ipairs(C.TARGETS) do
         (mb and (k.perf_config:match(",1$") and "plain" or "skew") or "-"), k.grid, k.block, s.vgpr, s.agpr, s.lds_bytes, s.scratch_bytes,
         s.occupancy, s.occupancy_limit, per_step, bps and ("%g"):format(bps) or "-", mca_s, est))
     end
+    ::next::
   end
 end
 print(table.concat(out, "\n"))

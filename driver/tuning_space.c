@@ -7,6 +7,7 @@
 #include "core/pass.h"
 #include "core/target.h"
 #include "core/type.h"
+#include "passes/gemm_shape.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ static kl_status problem_of(kl_op *op, const kl_target *t, kl_perf_problem *p, c
   int ea = (kl_type_bits(ta->elem) + 7) / 8, eb = (kl_type_bits(tb->elem) + 7) / 8;
   p->elem_bytes = ea > eb ? ea : eb;
   p->accel = ta->elem == tb->elem ? kl_accel_desc_for(t, ta->elem) : NULL;
+  p->amd_k_loop = kl_gemm_amd_k_loop(op, t);
   return KL_OK;
 }
 

@@ -4,6 +4,8 @@
 #include "passes/fusion_util.h"
 #include "passes/rock_wgmma.h"
 #include "core/dialect_rock.h"
+#include "passes/lower_barrier.h"
+#include "passes/lower_loops.h"
 #include <string.h>
 
 static bool flag(const kl_op *op, const char *name) {
@@ -111,4 +113,20 @@ kl_async_major kl_gemm_async_major(kl_value *v) {
                                           : KL_ASYNC_NONE;
   kl_view_free(id);
   return r;
+}
+
+bool kl_gemm_bounded_operand(kl_value *v) {
+  kl_op *ops[16];
+  int n = 0;
+  kl_rock_underlying(v, ops, &n, 16);
+  for (int i = 0; i < n && i < 16; i++) {
+    const kl_view *w = kl_ll_op_view(ops[i]);
+    if (w && kl_view_invalid_dims(w)) return true;
+  }
+  return false;
+}
+
+bool kl_gemm_amd_k_loop(kl_op *gemm, const kl_target *t) {
+  if (!t || t->arch != KL_ARCH_AMDGPU || !kl_amdgpu_barrier_drains(t->cpu) || gemm->nopnds < 2) return false;
+  return !kl_gemm_bounded_operand(gemm->opnds[0].value) && !kl_gemm_bounded_operand(gemm->opnds[1].value);
 }

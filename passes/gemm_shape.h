@@ -93,4 +93,12 @@ kl_async_major kl_gemm_async_major(kl_value *v);
 
 bool kl_gemm_config_pick(const kl_target *t, const kl_type *ea, const kl_type *eb, const char *given, unsigned flags,
                          int64_t G, int64_t M, int64_t N, int64_t K, kl_gemm_config *out, char *err, size_t errlen);
+
+/* kl_gemm_bounded_operand: whether a GEMM operand's views have bounds checks (a padded conv
+ * input: invalid points). kl_gemm_amd_k_loop: whether rock-gemm-to-gridwise lets the AMD
+ * heuristic's K loop move (kl_accel_amd_k_tile, passes/rock_accel.h) for the rock.gemm
+ * `gemm` on t: an AMDGPU target whose barrier is the LDS-only inline assembly
+ * (kl_amdgpu_barrier_drains: gfx908, gfx11) and no operand with bounds checks. */
+bool kl_gemm_bounded_operand(kl_value *v);
+bool kl_gemm_amd_k_loop(kl_op *gemm, const kl_target *t);
 #endif

@@ -198,9 +198,11 @@ void kl_perf_space_build(const kl_perf_problem *p, kl_perf_level level, kl_perf_
   if (level == KL_PERF_QUICK) {
     kl_perf_config pc;
     kl_accel_config ac;
-    if (p->accel && kl_accel_config_heuristic(p->t, p->accel, p->g, p->m, p->n, p->k, p->elem_bytes, &ac))
+    if (p->accel && kl_accel_config_heuristic(p->t, p->accel, p->g, p->m, p->n, p->k, p->elem_bytes, &ac)) {
+      /* rock-gemm-to-gridwise's K loop of that tile (kl_accel_amd_k_tile) */
+      if (p->amd_k_loop) kl_accel_amd_k_tile(p->t, p->accel, p->g, p->m, p->n, p->k, p->elem_bytes, &ac);
       kl_accel_config_print(&ac, heur, sizeof heur);
-    else if (kl_perf_config_heuristic(p->t, p->g, p->m, p->n, p->k, p->elem_bytes, &pc)) {
+    } else if (kl_perf_config_heuristic(p->t, p->g, p->m, p->n, p->k, p->elem_bytes, &pc)) {
       pc.split_k = 1;
       kl_perf_config_print(&pc, heur, sizeof heur);
     }

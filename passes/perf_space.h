@@ -46,6 +46,7 @@ typedef struct kl_perf_problem {
   int64_t g, m, n, k;
   int elem_bytes;
   const kl_accel_desc *accel; /* NULL: FMA path only */
+  bool amd_k_loop;            /* the heuristic's AMD K loop may move (kl_gemm_amd_k_loop, gemm_shape.h) */
 } kl_perf_problem;
 
 typedef struct kl_perf_candidate {

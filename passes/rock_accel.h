@@ -167,7 +167,7 @@ double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const 
  * instruction's cu_flops_per_clk (scaled down when the CU's workgroups have fewer waves
  * than SIMDs), tile bytes / the target's l2_bytes_per_cu_clk, LDS bytes read and written /
  * 128), conc = workgroups per CU (registers; LDS: the bytes the workgroup allocates,
- * kl_accel_amd_lds_bytes), rounds = ceil(workgroups / (CUs * conc)): L2 and LDS bytes per FLOP are charged, so large shapes take large tiles; within 2% of the best cost the least padding wins. Falls back to the search above when the instruction has no throughput.
+ * kl_accel_amd_lds_bytes), rounds = ceil(workgroups / (CUs * conc)): L2 and LDS bytes per FLOP are charged, so large shapes take large tiles; within 2% of the best cost the least padding wins. rock-gemm-to-gridwise then may halve the pick's K tile (kl_accel_amd_k_tile, its K-loop model). Falls back to the search above when the instruction has no throughput.
  * Register estimate per lane (32-bit): acc = accumulators, arch = the fragments of all
  * kPerBlock/K instruction steps (LLVM hoists the unrolled LDS reads) + the next tile's
  * global loads held in registers (kPerBlock*(MB+NB)*bytes / block size / 4) + 32
@@ -186,6 +186,41 @@ bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, c
  * fits the LDS. Before session 35 the cost charged the plain tile pair only, so gfx942
  * took 2-wave tiles whose 34-36 KiB swizzle tile left one workgroup per CU. */
 int64_t kl_accel_amd_lds_bytes(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes);
+/* Whether rock-gridwise-to-blockwise's AMDGPU K loop takes two skewed tile pairs of
+ * pair_bytes (one barrier per K step, amd_k_loop) by default for config c: MFMA tiles where
+ * two workgroups with two pairs each still fit the LDS of a CU, and MFMA / WMMA tiles with
+ * 16-byte kpack rows (f16 / bf16; the kpack-1 f32 tiles' doubled loop body was not unrolled
+ * by LLVM and took 10-20% more llvm-mca cycles per K step) whose two pairs fit the whole
+ * LDS where that costs no occupancy: the workgroups per CU that the LDS allows with two
+ * pairs are at least those the register estimate allows (per SIMD 512 registers on wave64,
+ * 1536 on wave32, 8 / 16 waves), and the estimate leaves a quarter of the registers free
+ * (WMMA: at most 192 VGPRs, MFMA: 168 of the 224 VGPRs outside the AGPR accumulators). The
+ * heuristic's cost and LDS count (above) and the pass share this rule. */
+bool kl_accel_amd_dbuf(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int elem_bytes,
+                       int64_t pair_bytes);
+/* AMDGPU, the K loop of the heuristic's config c (MFMA / WMMA) for a G x M x N x K GEMM:
+ * where c's K loop is single-buffered (two barriers per K step: barrier, LDS stores,
+ * barrier, matrix instructions) and its K-halved variant (same block and wave tile, at least
+ * two instruction K steps and two K steps) double-buffers (kl_accel_amd_dbuf, or the xor
+ * pairs: one barrier per K step, the next tile's stores overlapping this tile's matrix
+ * instructions) at the same or more workgroups per CU and fits the registers, c becomes that
+ * variant (true) when the K-loop model charges it under 98% of c. The K-loop model is the
+ * cost above with two changes, both about the loop of one block tile: the issue of a K step
+ * in proportion to the K tile (128 cycles at K 64, f32 MFMA 16; llvm-mca of the same block
+ * tile at K 64 and 32: gfx90a 256x128 f16 636 / 319 cycles per K step, gfx1100 256x64
+ * 384 / 211), and the single-buffered loop's LDS store -> barrier -> LDS load round trip
+ * (200 cycles) exposed in every K step, filled only by the CU's other workgroups
+ * (round step = max(conc * step, step + 200 + 200 / waves per SIMD); double-buffered:
+ * step + 200 / waves per SIMD). E.g. 4096^3 f16: gfx90a 256x128x64 -> 256x128x32, gfx1100
+ * 256x64x64 -> 256x64x32 (both one workgroup per CU either way). rock-gemm-to-gridwise
+ * (and the quick tuning space's lead, passes/perf_space.c) applies it where
+ * kl_gemm_amd_k_loop says (passes/gemm_shape.h): heuristic configs whose operands have no
+ * bounds checks (the padded 3x3 convs' masked loads: llvm-mca charged their K-32
+ * double-buffered loops 22-95% more issue per K than the K-64 ones, more than the barrier
+ * saves) on targets whose barrier is the LDS-only inline assembly (kl_amdgpu_barrier_drains: gfx908, gfx11; with LLVM's
+ * s_barrier, gfx90a's 4096^3 256x128x32 loop waited for its loads mid-step). */
+bool kl_accel_amd_k_tile(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
+                         int elem_bytes, kl_accel_config *c);
 /* AMDGPU: the configs the heuristic ranks (every one it can pick) for instruction d with
  * elem_bytes-byte inputs on t: wave tiles up to 128 per dim, block tiles up to 256, up to
  * 512 threads, kPerBlock up to 64, kpack 8 for 2-byte types on MFMA and WMMA, valid and

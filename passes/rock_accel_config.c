@@ -147,7 +147,7 @@ bool kl_accel_thread_tile(const kl_accel_config *c, const kl_accel_desc *d, int6
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
-                       int64_t n, int64_t k, int eb);
+                       int64_t n, int64_t k, int eb, bool loop);
 double kl_accel_config_step(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb) {
   double waves = (double)((c->m_per_block / c->m_per_wave) * (c->n_per_block / c->n_per_wave));
   double rm = (double)(c->m_per_wave / d->m), rn = (double)(c->n_per_wave / d->n), ks = (double)(c->k_per_block / d->k);
@@ -178,7 +178,7 @@ static double cost(const kl_accel_config *c, const kl_target *t, const kl_accel_
 double kl_accel_config_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
                             int64_t n, int64_t k, int elem_bytes) {
   if (t->arch == KL_ARCH_AMDGPU) {
-    double a = amd_cost(c, t, d, g, m, n, k, elem_bytes);
+    double a = amd_cost(c, t, d, g, m, n, k, elem_bytes, false);
     if (a >= 0) return a;
   }
   return cost(c, t, d, g, m, n, k, elem_bytes);
@@ -232,40 +232,68 @@ bool kl_accel_amd_fits_registers(const kl_accel_config *c, const kl_target *t, c
   return true;
 }
 
+/* Whether the AMD K loop double-buffers a tile pair of pair_bytes by the rule of
+ * rock-gridwise-to-blockwise (rock_accel.h, kl_accel_amd_dbuf). */
+bool kl_accel_amd_dbuf(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb,
+                       int64_t pair_bytes) {
+  bool mfma = d && d->kind == KL_ACCEL_MFMA, wmma = d && d->kind == KL_ACCEL_WMMA;
+  if (!t || !(mfma || wmma) || pair_bytes <= 0) return false;
+  int64_t lds = t->lds_bytes > 0 ? t->lds_bytes : 65536;
+  if (mfma && 4 * pair_bytes <= lds) return true;
+  if (2 * pair_bytes > lds || c->kpack * eb != 16) return false;
+  int64_t arch, acc, waves = kl_accel_block_size(c, d) / d->wave;
+  kl_accel_amd_regs(c, d, eb, &arch, &acc);
+  /* the doubled loop body needs headroom: gfx1100's 3x3 conv 128x64x64 (estimate 248 of 256
+   * VGPRs) spilled 40 bytes double-buffered; the seed conv's 128x64x64 (estimate 156) did not */
+  if (wmma ? arch + acc > 192 : arch > 168) return false;
+  int64_t regs = (arch + acc + 7) / 8 * 8, simds = d->wave == 64 ? 4 : 2, wmax = d->wave == 64 ? 8 : 16;
+  int64_t per_simd = (d->wave == 64 ? 512 : 1536) / (regs > 0 ? regs : 1);
+  if (per_simd > wmax) per_simd = wmax;
+  int64_t by_regs = waves > 0 ? per_simd * simds / waves : 0;
+  return by_regs >= 1 && lds / (2 * pair_bytes) >= by_regs;
+}
+
 /* The LDS bytes one workgroup of config c allocates on AMDGPU t (rock_accel.h): the K loop's
  * tile pair as rock-gridwise-to-blockwise lays it out (kpack rows of 16 bytes: skewed rows,
  * index d at row d + d/8 plus a pad row for DB a multiple of 64 (WMMA: of 16), one pad row
- * for other multiples of 8; two pairs where four fit (MFMA), two unpadded xor pairs where
- * the skewed pair fits once but not twice), grown to rock-output-swizzle's tile (MB x NB
- * elements of the output, taken as eb bytes, rows padded by 16 bytes, else unpadded) when
- * that fits. */
+ * for other multiples of 8; two pairs where kl_accel_amd_dbuf says, two unpadded xor pairs
+ * where the skewed pair fits once but not twice), grown to rock-output-swizzle's tile (MB x
+ * NB elements of the output, taken as eb bytes, rows padded by 16 bytes, else unpadded)
+ * when that fits. *pairs (may be NULL): the K loop's tile pairs, 1 or 2. */
 static int64_t amd_rows(int64_t db, bool wmma) {
   return db % 64 == 0 || (wmma && db % 16 == 0) ? db + db / 8 + 1 : db % 8 == 0 ? db + 1 : db;
 }
-int64_t kl_accel_amd_lds_bytes(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb) {
+static int64_t amd_lds(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb, int *pairs) {
   int64_t lds = t && t->lds_bytes > 0 ? t->lds_bytes : 65536;
   int64_t plain = c->k_per_block * (c->m_per_block + c->n_per_block) * eb, kloop = plain;
+  int np = 1;
   if (c->kpack * eb == 16) {
     bool wmma = d->kind == KL_ACCEL_WMMA;
     int64_t padded = c->k_per_block * (amd_rows(c->m_per_block, wmma) + amd_rows(c->n_per_block, wmma)) * eb;
     if (padded > lds) padded = plain;
     kloop = padded;
-    if (d->kind == KL_ACCEL_MFMA && 4 * padded <= lds)
-      kloop = 2 * padded;
+    if (kl_accel_amd_dbuf(c, t, d, eb, padded))
+      kloop = 2 * padded, np = 2;
     else if (2 * padded > lds && 2 * plain <= lds)
-      kloop = 2 * plain;
+      kloop = 2 * plain, np = 2;
   }
+  if (pairs) *pairs = np;
   int64_t big = c->m_per_block > c->n_per_block ? c->m_per_block : c->n_per_block;
   int64_t swz = c->m_per_block * c->n_per_block * eb + big * 16;
   if (swz > lds) swz = c->m_per_block * c->n_per_block * eb; /* the swizzle's unpadded rows */
   if (swz <= lds && swz > kloop) kloop = swz;
   return kloop;
 }
+int64_t kl_accel_amd_lds_bytes(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb) {
+  return amd_lds(c, t, d, eb, NULL);
+}
 
 /* The AMDGPU cost of a config (cycles, see rock_accel.h); < 0 when the instruction has no
- * throughput in the target table. */
+ * throughput in the target table. loop: the K-loop model of kl_accel_amd_k_tile (issue in proportion
+ * to the K tile, the single-buffered loop's exposed LDS round trip), else the block-tile
+ * ranking's (128 cycles of issue per K step). */
 static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m,
-                       int64_t n, int64_t k, int eb) {
+                       int64_t n, int64_t k, int eb, bool loop) {
   const kl_accel_instr *ins = kl_target_accel_for(t, d->in_type);
   if (!ins || ins->cu_flops_per_clk <= 0) return -1;
   double simds = d->wave == 64 ? 4 : 2, waves_per_simd_max = d->wave == 64 ? 8 : 16;
@@ -278,8 +306,9 @@ static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_ac
   double by_regs = (double)(int64_t)(regs_per_simd / (double)(((int64_t)regs + 7) / 8 * 8));
   if (by_regs > waves_per_simd_max) by_regs = waves_per_simd_max;
   double conc = (double)(int64_t)(by_regs * simds / wg_waves);
+  int pairs;
   double by_lds = (double)(int64_t)((double)(t->lds_bytes > 0 ? t->lds_bytes : 65536) /
-                                    (double)kl_accel_amd_lds_bytes(c, t, d, eb));
+                                    (double)amd_lds(c, t, d, eb, &pairs));
   if (by_lds < conc) conc = by_lds;
   double tiles = (double)(g * ceil_div(m, c->m_per_block) * ceil_div(n, c->n_per_block));
   double cus = t->compute_units > 0 ? t->compute_units : 1;
@@ -296,13 +325,30 @@ static double amd_cost(const kl_accel_config *c, const kl_target *t, const kl_ac
   double lds = (lds_rd + lds_tile) / 128.0; /* LDS: 128 bytes per clock */
   double step = mma > l2 ? mma : l2;
   if (lds > step) step = lds;
-  step += 128.0; /* issue cost of one K step: addresses, waits, two barriers, the loop */
-  /* conc workgroups share the CU; the LDS store -> barrier -> LDS load latency of a K step
-   * (about 200 cycles; the next tile's global loads are in flight during the MFMAs) is
-   * hidden by the other waves of a SIMD */
-  double wps = conc * wg_waves / simds;
-  double exposed = 200.0 / (wps > 1 ? wps : 1);
-  double round_step = conc * step > step + exposed ? conc * step : step + exposed;
+  double wps = conc * wg_waves / simds, exposed = 200.0 / (wps > 1 ? wps : 1), round_step;
+  if (!loop) {
+    step += 128.0; /* issue cost of one K step: addresses, waits, two barriers, the loop */
+    /* conc workgroups share the CU; the LDS store -> barrier -> LDS load latency of a K step
+     * (about 200 cycles; the next tile's global loads are in flight during the MFMAs) is
+     * hidden by the other waves of a SIMD */
+    round_step = conc * step > step + exposed ? conc * step : step + exposed;
+  } else {
+    /* issue of one K step (addresses, waits, the LDS reads and matrix instructions, the
+     * loop) in proportion to the K tile: 128 cycles at 64 (f32 MFMA: 16); llvm-mca on one
+     * block tile at K 64 and K 32: gfx90a 256x128 f16 636 / 319 cycles per K step, gfx1100
+     * 256x64 384 / 211 */
+    double kmax = 8.0 * d->k < 64.0 ? 8.0 * d->k : 64.0;
+    step += 128.0 * (double)c->k_per_block / kmax;
+    /* the barrier after a step's LDS stores waits for the slowest wave's stores (the store
+     * -> barrier -> LDS load round trip, about 200 cycles): single-buffered (two barriers
+     * per K step) the step's matrix instructions wait for it and no wave of the workgroup
+     * can fill that time, only the other workgroups of the CU; double-buffered (one barrier
+     * per K step: the next tile's stores go to the other pair while the matrix instructions
+     * read this one) it overlaps the matrix instructions. The barrier's skew between the
+     * waves (200 / waves per SIMD) stays either way. */
+    if (!(pairs == 2 && ceil_div(k, c->k_per_block) >= 2)) exposed += 200.0;
+    round_step = conc * step > step + exposed ? conc * step : step + exposed;
+  }
   double rounds = (double)(int64_t)((tiles + cus * conc - 1) / (cus * conc));
   return rounds * (double)ceil_div(k, c->k_per_block) * round_step;
 }
@@ -341,6 +387,34 @@ int kl_accel_amd_candidates(const kl_target *t, const kl_accel_desc *d, int eb, 
   return n;
 }
 
+/* the workgroups per CU of config c by its register estimate and LDS (*pairs: its K loop's
+ * tile pairs, amd_lds) */
+static int64_t amd_conc(const kl_accel_config *c, const kl_target *t, const kl_accel_desc *d, int eb, int *pairs) {
+  int64_t arch, acc, simds = d->wave == 64 ? 4 : 2, wmax = d->wave == 64 ? 8 : 16;
+  kl_accel_amd_regs(c, d, eb, &arch, &acc);
+  int64_t regs = (arch + acc + 7) / 8 * 8, per_simd = (d->wave == 64 ? 512 : 1536) / (regs > 0 ? regs : 1);
+  if (per_simd > wmax) per_simd = wmax;
+  int64_t waves = kl_accel_block_size(c, d) / d->wave, conc = waves > 0 ? per_simd * simds / waves : 0;
+  int64_t by_lds = (t->lds_bytes > 0 ? t->lds_bytes : 65536) / amd_lds(c, t, d, eb, pairs);
+  return by_lds < conc ? by_lds : conc;
+}
+bool kl_accel_amd_k_tile(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k, int eb,
+                         kl_accel_config *c) {
+  if (!t || t->arch != KL_ARCH_AMDGPU || !d || !(d->kind == KL_ACCEL_MFMA || d->kind == KL_ACCEL_WMMA)) return false;
+  kl_accel_config h = *c;
+  h.k_per_block /= 2;
+  if (h.k_per_block < 2 * d->k || h.k_per_block % h.kpack || ceil_div(k, h.k_per_block) < 2) return false;
+  int pc, ph;
+  int64_t cc = amd_conc(c, t, d, eb, &pc), ch = amd_conc(&h, t, d, eb, &ph);
+  if (pc != 1 || ph != 2 || ch < cc || !kl_accel_config_validate(&h, t, d, eb, NULL, 0) ||
+      !kl_accel_amd_fits_registers(&h, t, d, eb, NULL, 0))
+    return false;
+  double ch_cost = amd_cost(&h, t, d, g, m, n, k, eb, true), cc_cost = amd_cost(c, t, d, g, m, n, k, eb, true);
+  if (ch_cost < 0 || cc_cost < 0 || ch_cost >= 0.98 * cc_cost) return false;
+  *c = h;
+  return true;
+}
+
 static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g, int64_t m, int64_t n, int64_t k,
                           int eb, kl_accel_config *out) {
   kl_accel_config cs[KL_ACCEL_AMD_MAX_CANDIDATES];
@@ -350,7 +424,7 @@ static bool amd_heuristic(const kl_target *t, const kl_accel_desc *d, int64_t g,
   double best = 0, best_pad = 0;
   for (int i = 0; i < nc; i++) {
     kl_accel_config c = cs[i];
-    double cst = amd_cost(&c, t, d, g, m, n, k, eb);
+    double cst = amd_cost(&c, t, d, g, m, n, k, eb, false);
     if (cst < 0) return false;
     double pad = (double)(ceil_div(m, c.m_per_block) * c.m_per_block) *
         (double)(ceil_div(n, c.n_per_block) * c.n_per_block) * (double)(ceil_div(k, c.k_per_block) * c.k_per_block);

@@ -199,17 +199,6 @@ static bool tuned_lookup(const char *tuned, const char *key, char *buf, size_t n
 /* Whether an operand of the GEMM is read through an input-fusion prologue (the rock.alloc
  * it reads is written by one fusing op, fusion_util.h) with an input of a wider type than
  * the operand: its copies stage the wide loads in registers until the LDS stores. */
-/* whether a GEMM operand's views have bounds checks (a padded conv input: invalid points) */
-static bool bounded_operand(kl_value *v) {
-  kl_op *ops[16];
-  int n = 0;
-  kl_rock_underlying(v, ops, &n, 16);
-  for (int i = 0; i < n && i < 16; i++) {
-    const kl_view *w = kl_ll_op_view(ops[i]);
-    if (w && kl_view_invalid_dims(w)) return true;
-  }
-  return false;
-}
 static bool wide_staged(kl_op *op) {
   for (int i = 0; i < 2; i++) {
     kl_op *w = NULL;
@@ -298,7 +287,8 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
   bool promote = gc.path == KL_GEMM_PATH_WGMMA && o->fp8_promote > 0 && kl_wgmma_instr_is_fp8(ad->intrinsic);
   if (promote && !given &&
       kl_wgmma_promote_tiles(&ac, &ad, kl_scalar_name(ta->elem->kind), o->fp8_promote,
-                             bounded_operand(op->opnds[0].value) || bounded_operand(op->opnds[1].value))) {
+                             kl_gemm_bounded_operand(op->opnds[0].value) ||
+                                 kl_gemm_bounded_operand(op->opnds[1].value))) {
     pc = (kl_perf_config){ ac.m_per_block, ac.n_per_block, ac.k_per_block, 1, 1, ac.kpack, ac.split_k };
     kl_accel_thread_tile(&ac, ad, &pc.m_per_thread, &pc.n_per_thread);
   }
@@ -381,6 +371,22 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
       ad = sc.ad;
     }
     KB = pc.k_per_block;
+  }
+  /* AMDGPU: the heuristic tile's K loop (kl_accel_amd_k_tile: the K-halved double-buffered
+   * variant where its K-loop model says), not where an operand has bounds checks, and only
+   * where the K loop's barrier is the LDS-only inline assembly (kl_amdgpu_barrier_drains:
+   * gfx908, gfx11), across which LLVM schedules none of the loop's work: with LLVM's
+   * s_barrier (gfx90a, gfx942) the scheduler moved the next step's register copies of
+   * its loaded B tile (v_perm of the transposed copy) above the barrier into the matrix
+   * instructions, behind an s_waitcnt vmcnt(0), in gfx90a's 4096^3 256x128x32 loop: the
+   * loads would not stay in flight (spec/lua/amd_isa_spec.lua) */
+  if (!given && accel && !swap && kl_gemm_amd_k_loop(op, t)) {
+    int eb = (kl_type_bits(ta->elem) + 7) / 8;
+    if ((kl_type_bits(tb->elem) + 7) / 8 > eb) eb = (kl_type_bits(tb->elem) + 7) / 8;
+    if (kl_accel_amd_k_tile(t, ad, G * S, M, N, (K + S - 1) / S, eb, &ac)) {
+      pc.k_per_block = KB = ac.k_per_block;
+      accel_print(&ac, ad, pcs, sizeof pcs);
+    }
   }
   int64_t Kc = round_up((K + S - 1) / S, KB);
   if (S > 1) S = (K + Kc - 1) / Kc; /* no split of only padding */

@@ -2012,36 +2012,18 @@ static int64_t amd_lds_x1(const opts *o, kl_op *op, const tiles *t, const char *
 }
 
 /* Whether the AMDGPU K loop of the MFMA / WMMA GEMM `op` (tile pair of tile_bytes in
- * LDS) double-buffers by default: MFMA tiles where two workgroups with two pairs each
- * still fit the LDS of a CU, and any MFMA / WMMA tile with 16-byte kpack rows (f16 / bf16;
- * the kpack-1 f32 tiles' doubled loop body was not unrolled by LLVM and took 10-20% more
- * llvm-mca cycles per K step) whose two pairs fit the whole LDS (64 KiB) where that costs
- * no occupancy: the workgroups per CU that the LDS allows with
- * two pairs are at least those the registers and waves allow (the register estimate of
- * the heuristic, kl_accel_amd_regs, per SIMD 512 registers on wave64, 1536 on wave32, 8 /
- * 16 waves) and the estimate leaves a quarter of the registers free (WMMA: at most 192
- * VGPRs, MFMA: 168 of the 224 VGPRs outside the AGPR accumulators), e.g. gfx1100's 128x64x64
- * seed conv. */
+ * LDS) double-buffers by default: kl_accel_amd_dbuf (passes/rock_accel.h; the heuristic's
+ * cost charges the same rule), e.g. gfx1100's 128x64x64 seed conv and the K-32 tiles
+ * 256x64x32 (gfx1100) / 256x128x32 (gfx90a) of 4096^3 f16. */
 static bool amd_dbuf(kl_op *op, const kl_target *tg, const char *accel, const tiles *t, int64_t eb,
                      int64_t tile_bytes) {
   bool mfma = accel && !strcmp(accel, "mfma"), wmma = accel && !strcmp(accel, "wmma");
   if (!tg || !(mfma || wmma) || tile_bytes <= 0) return false;
-  if (mfma && 4 * tile_bytes <= tg->lds_bytes) return true;
-  if (2 * tile_bytes > tg->lds_bytes || t->kpack * eb != 16) return false;
   const kl_accel_desc *d = kl_accel_desc_by_intrinsic(kl_op_attr_string(op, "accel_instr"));
   kl_accel_config c = { t->MB, t->NB, t->KB, 0, 0, t->kpack, 1 };
   if (!d || !kl_op_attr_i64(op, "m_per_wave", &c.m_per_wave) || !kl_op_attr_i64(op, "n_per_wave", &c.n_per_wave))
     return false;
-  int64_t arch, acc, waves = t->BS / d->wave;
-  kl_accel_amd_regs(&c, d, (int)eb, &arch, &acc);
-  /* the doubled loop body needs headroom: gfx1100's 3x3 conv 128x64x64 (estimate 248 of 256
-   * VGPRs) spilled 40 bytes double-buffered; the seed conv's 128x64x64 (estimate 156) did not */
-  if (wmma ? arch + acc > 192 : arch > 168) return false;
-  int64_t regs = (arch + acc + 7) / 8 * 8, simds = d->wave == 64 ? 4 : 2, wmax = d->wave == 64 ? 8 : 16;
-  int64_t per_simd = (d->wave == 64 ? 512 : 1536) / (regs > 0 ? regs : 1);
-  if (per_simd > wmax) per_simd = wmax;
-  int64_t by_regs = waves > 0 ? per_simd * simds / waves : 0;
-  return by_regs >= 1 && tg->lds_bytes / (2 * tile_bytes) >= by_regs;
+  return kl_accel_amd_dbuf(&c, tg, d, (int)eb, tile_bytes);
 }
 
 /* The K loop of an AMDGPU accel GEMM (nk > 1 K steps; the copies hold a step's tiles

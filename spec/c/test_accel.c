@@ -3068,22 +3068,20 @@ static void test_amd_xor(void) {
     CHECK(g_last_xor && g_last_bps == 1.0, "%s forced xor: xor %d, %.2f barriers per K step", forced[i].perf,
           g_last_xor, g_last_bps);
   }
-  /* the candidate for gfx90a's and gfx1100's big tiles, which cannot double-buffer
-   * at kPerBlock 64: kPerBlock 32 double-buffered on the skewed tiles (amd-k-loop=2; two
-   * pairs fit: 54 / 45 KiB). Proven here; the heuristic does not take it (bench/RESULTS.md:
-   * the static estimate gains 2-3 points of peak from the assumed barrier cost alone) */
+  /* the heuristic's K loop for gfx90a's and gfx1100's big tiles, which cannot double-buffer
+   * at kPerBlock 64: kPerBlock 32 double-buffered on the skewed tiles (two pairs fit: 54 /
+   * 45 KiB), by the default rule (kl_accel_amd_dbuf) without amd-k-loop=2; the heuristic
+   * takes them for 4096^3 f16 / bf16 (kl_accel_amd_k_tile, checked below) */
   static const gcase dbuf32[] = {
     { "gfx90a", "f16", 1, 256, 128, 128, true, false, false, "v2:256,128,32,128,32,8", "f32" },
     { "gfx90a", "bf16", 1, 256, 128, 96, true, true, false, "v2:256,128,32,128,32,8", "f32" },
     { "gfx1100", "f16", 1, 256, 64, 128, true, false, false, "v2:256,64,32,64,16,8", "f32" },
     { "gfx1100", "f16", 1, 256, 64, 96, true, true, false, "v2:256,64,32,64,16,8", "f32" },
   };
-  const char *p2 = "rock-gemm-to-gridwise,rock-gridwise-to-blockwise{amd-k-loop=2},rock-blockwise-to-threadwise,"
-                   "rock-align-tiling,rock-lower-loops,canonicalize,cse,dce";
   for (size_t i = 0; i < sizeof dbuf32 / sizeof *dbuf32; i++) {
     const gcase *c = &dbuf32[i];
     for (int j = 0; j < 2; j++) g_lds_wavefronts[j] = g_lds_ideal[j] = -1;
-    run_case_with(c, p2);
+    run_case(c);
     CHECK(!g_last_xor && g_last_bps == 1.0, "%s %s dbuf32: xor %d, %.2f barriers per K step", c->target, c->perf,
           g_last_xor, g_last_bps);
     CHECK(g_lds_ideal[0] > 0 && g_lds_wavefronts[0] <= 2 * g_lds_ideal[0] && g_lds_wavefronts[1] <= 2 * g_lds_ideal[1],
@@ -3094,9 +3092,36 @@ static void test_amd_xor(void) {
            (long long)g_lds_ideal[0], (long long)g_lds_wavefronts[1], (long long)g_lds_ideal[1]);
     for (g_mut_which = 0; g_mut_which < 2; g_mut_which++) {
       g_mutate = mut_amd_barrier;
-      run_case_with(c, p2);
+      run_case(c);
       g_mutate = NULL;
     }
+  }
+  /* the heuristic's K-loop model (kl_accel_amd_k_tile) on 4096^3: gfx90a 256x128x64 and
+   * gfx1100 256x64x64 (single-buffered) become their K-32 variants above; gfx942's
+   * 256x256x32 (xor, double-buffered) stays. rock-gemm-to-gridwise takes the move only where
+   * the barrier is the LDS-only inline assembly (gfx1100 here; spec/lua/amd_suite_spec.lua) */
+  static const struct {
+    const char *target, *type, *pick, *want;
+  } kt[] = {
+    { "gfx90a", "f16", "v2:256,128,64,128,32,8", "v2:256,128,32,128,32,8" },
+    { "gfx90a", "bf16", "v2:256,128,64,128,32,8", "v2:256,128,32,128,32,8" },
+    { "gfx1100", "f16", "v2:256,64,64,64,16,8", "v2:256,64,32,64,16,8" },
+    { "gfx1100", "bf16", "v2:256,64,64,64,16,8", "v2:256,64,32,64,16,8" },
+    { "gfx942", "f16", "v2:256,256,32,128,64,8", "v2:256,256,32,128,64,8" },
+  };
+  for (size_t i = 0; i < sizeof kt / sizeof *kt; i++) {
+    const kl_target *t = kl_target_lookup(kt[i].target);
+    const kl_accel_desc *d = kl_accel_desc_by_intrinsic(kl_target_accel_for(t, kt[i].type)->intrinsic);
+    kl_accel_config h, c;
+    char hs[96], cs[96];
+    CHECK(kl_accel_config_heuristic(t, d, 1, 4096, 4096, 4096, 2, &h), "%s heuristic", kt[i].target);
+    kl_accel_config_print(&h, hs, sizeof hs);
+    CHECK(!strcmp(hs, kt[i].pick), "%s %s 4096^3: heuristic %s, want %s", kt[i].target, kt[i].type, hs, kt[i].pick);
+    c = h;
+    bool moved = kl_accel_amd_k_tile(t, d, 1, 4096, 4096, 4096, 2, &c);
+    kl_accel_config_print(&c, cs, sizeof cs);
+    CHECK(!strcmp(cs, kt[i].want) && moved == !!strcmp(kt[i].pick, kt[i].want), "%s %s 4096^3: K loop %s, want %s",
+          kt[i].target, kt[i].type, cs, kt[i].want);
   }
   /* the default rule (rock-gridwise-to-blockwise amd_dbuf): a WMMA tile whose two skewed pairs
    * fit the 64 KiB at no occupancy cost, gfx1100's seed-conv 128x64x64 (one workgroup of 16
@@ -3128,9 +3153,9 @@ static void test_amd_xor(void) {
     }
   }
   group_end("amd xor: double-buffered K loop on unpadded xor LDS tiles: one barrier per K step, numerics, no LDS "
-            "race; either barrier removed: the race is reported; the kPerBlock 32 double-buffered candidates of "
-            "gfx90a / gfx1100 (skewed tiles) and gfx1100's 128x64x64 WMMA tile (double-buffered by the default "
-            "rule) likewise");
+            "race; either barrier removed: the race is reported; the kPerBlock 32 double-buffered tiles of "
+            "gfx90a / gfx1100 (skewed tiles; the heuristic's K loop for 4096^3) and gfx1100's 128x64x64 WMMA tile "
+            "(double-buffered by the default rule) likewise");
 }
 
 static void test_banks(void) {

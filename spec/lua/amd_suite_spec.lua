@@ -10,6 +10,9 @@
 --    thread tile per innermost loop, no v_mul_f32 feeding an add (amd_isa.fma_findings,
 --    whose bad patterns amd_fma_spec.lua shows);
 --  * gfx942, M, N, K >= 2048: block tile at least 256x128;
+--  * the heuristic's K loop (kl_accel_amd_k_tile): gfx1100 4096^3 and 8192x320x1280 f16 / bf16
+--    take 256x64x32 double-buffered (one barrier per K step, loads in flight across it, no
+--    spills, occupancy at least the K-64 tile's), gfx90a keeps 256x128x64;
 --  * the seed conv (n512) and the 3x3 conv (c64) on gfx942 and gfx90a: at least 2 waves per
 --    SIMD, no scratch (the old gfx942 picks, given, show occupancy 1);
 --  * software pipelining (passes/amdgpu_sched.h): in the main loop (the innermost loop with
@@ -221,6 +224,34 @@ describe("AMDGPU double-buffered WMMA tile at no occupancy cost (the default rul
     print(("amd_suite_spec: gfx1100 seed conv %s double-buffered: VGPR %d LDS %d occupancy %d (%s)"):format(
       k.perf_config, k.amdgpu.vgpr, k.amdgpu.lds_bytes, k.amdgpu.occupancy, k.amdgpu.occupancy_limit))
   end)
+end)
+
+-- The heuristic's K loop (kl_accel_amd_k_tile, passes/rock_accel.h): gfx1100's 256x64x64
+-- (single-buffered, two barriers per K step) becomes 256x64x32 double-buffered for 4096^3 and
+-- 8192x320x1280 f16 / bf16: one barrier per K step, the loads in flight across it, at least
+-- the occupancy of the K-64 tile, no spills (main at session 35 picked 256x64x64: two
+-- barriers per K step). gfx90a keeps 256x128x64 (LLVM's s_barrier: its K-32 loop waited for
+-- its loads mid-step, amd_isa.loads_to_barrier).
+describe("AMDGPU heuristic K loop: the K-32 double-buffered tile where the K-loop model takes it", function()
+  for _, id in ipairs { "gemm_f16_4096", "gemm_bf16_4096", "gemm_f16_8192x320x1280", "gemm_bf16_8192x320x1280" } do
+    it("gfx1100 " .. id .. ": 256x64x32, one barrier per K step; gfx90a keeps 256x128x64", function()
+      local c
+      for _, x in ipairs(C.GEMMS) do if x[1] == id then c = x end end
+      local p = compile(c)
+      local k = p:kernels("gfx1100")[1]
+      local asm = p:disasm(k.name, "gfx1100")
+      assert.are.equal("v2:256,64,32,64,16,8", k.perf_config)
+      assert.are.equal(1, barriers_per_step(p, k, "gfx1100"))
+      assert.are.same({}, spills(k))
+      assert.are.same({}, isa.pipelining(asm))
+      assert.are.same({}, isa.loads_to_barrier(asm))
+      local q = kiln.compile(c[3](kiln), { targets = { "gfx1100" }, perf_config = "v2:256,64,64,64,16,8", cache = false })
+      local kq = q:kernels("gfx1100")[1]
+      assert.are.equal(2, barriers_per_step(q, kq, "gfx1100"))
+      assert.is_true(k.amdgpu.occupancy >= kq.amdgpu.occupancy)
+      assert.are.equal("v2:256,128,64,128,32,8", p:kernels("gfx90a")[1].perf_config)
+    end)
+  end
 end)
 
 describe("AMDGPU big tiles: unpadded xor LDS tiles, double-buffered, one barrier per K step", function()
