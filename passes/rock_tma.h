@@ -235,6 +235,11 @@ typedef struct kl_tma_map {
   int64_t swizzle;    /* bytes (128, 64, 32; box[0] * 2 of them) or 0 (box[0] 8) */
   bool mn;            /* MN-major: dims {D, K(, G)}, box {S / eb, KB(, 1)} */
   int kdims;          /* K-major: K's dims (1..3), dims[0 .. kdims-1]: K mixed radix (below); 0 = 1 */
+  /* im2col mode (kl_tma_im2col_operand, passes/rock_tma_im2col.h): dims {C, W, H, N}, box
+   * {channels per pixel, pixels per column, 1, 1}; the geometry of the coordinates */
+  bool im2col;
+  int64_t lo[2], up[2], es[2];            /* the map's bounding-box corners {W, H} and traversal strides {W, H} */
+  int64_t C, S, Wo, HoWo, dil[2], pad[2]; /* channels, taps per filter row, output width, pixels per image */
 } kl_tma_map;
 
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused
