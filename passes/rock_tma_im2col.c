@@ -152,8 +152,7 @@ static bool check(const probe *p, const geom *g, int64_t Kd, int64_t Dd) {
   return true;
 }
 
-bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel, kl_tma_map *m, char *why,
-                           size_t n) {
+bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel, kl_tma_map *m, char *why, size_t n) {
   const kl_type *t = v->type;
   int nc = 0;
   kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
@@ -219,7 +218,8 @@ bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel
     return false;
   }
   int64_t R = g.T / g.S, Ho = g.HoWo / g.Wo;
-  int64_t lo[2] = { -g.pw, -g.ph }, up[2] = { (g.Wo - 1) * g.sw - g.pw - (p.x.W - 1), (Ho - 1) * g.sh - g.ph - (p.x.H - 1) };
+  int64_t lo[2] = { -g.pw, -g.ph },
+          up[2] = { (g.Wo - 1) * g.sw - g.pw - (p.x.W - 1), (Ho - 1) * g.sh - g.ph - (p.x.H - 1) };
   for (int i = 0; i < 2; i++)
     if (lo[i] < -128 || lo[i] > 127 || up[i] < -128 || up[i] > 127) {
       snprintf(why, n, "im2col: bounding-box corners %lld, %lld out of the rank-4 range [-128, 127]", (long long)lo[i],

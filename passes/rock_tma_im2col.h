@@ -49,8 +49,7 @@
 /* Whether operand v ([G, K, D]; prologue: a fused op writes it) loads through TMA im2col mode
  * with D tiles of DB and K boxes of panel elements: true + *m (im2col set, box {panel, DB, 1,
  * 1}), else false + the reason in why. */
-bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel, kl_tma_map *m, char *why,
-                           size_t n);
+bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel, kl_tma_map *m, char *why, size_t n);
 /* The coordinates {c, w, h, n} and im2col offsets {s dw, r dh} of the box at (k, d) (k a
  * multiple of the panel, d the tile's first pixel), for rock.tma_load: 6 values in out. */
 int kl_tma_im2col_coords(kl_emitter *e, const kl_tma_map *m, kl_value *k, kl_value *d, kl_value **out);

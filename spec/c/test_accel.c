@@ -4837,6 +4837,22 @@ static void test_tma_im2col(void) {
     run_graph_case(&g);
     CHECK(g_checks - g_fail > before, "im2col case %zu ran no check", i);
   }
+  /* the warp-specialized loop (both operands through TMA: the producer issues the im2col boxes)
+   * and persistent tiles (on 2 workgroups: the next tile's boxes from its own first pixel) */
+  static const char *const more[2] = { "tma=1,tma-im2col=1,ws=1", "tma=1,tma-im2col=1,persistent=1" };
+  for (int i = 0; i < 2; i++) {
+    snprintf(pl, sizeof pl, pl_fmt, more[i]);
+    int64_t st[2] = { 1, 1 }, pad[4] = { 1, 1, 1, 1 }, dil[2] = { 1, 1 };
+    const char *text = im2col_conv_text("f16", 3, 64, 9, 9, 128, 3, 3, st, pad, dil); /* 2 x 4 tiles */
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, pl, "A,B(im2col)", "v3:64,64,64,64,64,8" };
+    g_sim_grid = i ? 2 : 0;
+    g_sim_ran = 0;
+    run_graph_case(&g);
+    CHECK(!g_sim_grid || g_sim_ran == 2, "%s: the persistent kernel ran on %lld workgroups, want 2", more[i],
+          (long long)g_sim_ran);
+    g_sim_grid = 0;
+  }
+  snprintf(pl, sizeof pl, pl_fmt, "tma=1,tma-im2col=1");
   /* refused classes keep the register path, interpreted: 48 channels with a K tile of 32 (not
    * whole 32-element panels); the option off */
   {
@@ -4849,8 +4865,10 @@ static void test_tma_im2col(void) {
     graph_case g2 = { "sm_90a", text, 2e-2, 1, false, pl, "A", "v3:64,64,64,64,64,8" };
     run_graph_case(&g2);
   }
-  group_end("tma im2col (sm_90a): NHWC conv activations through TMA im2col boxes (stride, padding, dilation, tiles "
-            "crossing rows and images, f16 / bf16) interpreted against g:eval; refused classes keep registers");
+  group_end(
+      "tma im2col (sm_90a): NHWC conv activations through TMA im2col boxes (stride, padding, dilation, tiles "
+      "crossing rows and images, f16 / bf16; ws=1, persistent=1) interpreted against g:eval; refused classes keep "
+      "registers");
 }
 
 /* stmatrix (sm_90+, passes/lower_loops_ldmatrix.c): rock-output-swizzle's accumulator ->
