@@ -1322,7 +1322,8 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
     for (int i = 0; i < lt->rank; i++) o[no++] = kl_tile_index(rw, k->loc, i == 0 ? j : 0);
     /* {d, k(, g)} (MN-major) or {k's mixed radix..., d(, g)} (kl_tma_coords) */
     if (m->im2col) /* {c, w, h, n} and the im2col offsets {s dw, r dh} (passes/rock_tma_im2col.h) */
-      no += kl_tma_im2col_coords(&e, m, kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j)), lo[2], o + no);
+      no += kl_tma_im2col_coords(&e, m, lo[0], kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j)), lo[2],
+                                 o + no);
     else if (m->mn)
       no += kl_tma_coords(&e, m, lo[0], lo[1], kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j)), o + no);
     else

@@ -241,7 +241,7 @@ typedef struct kl_tma_map {
    * {channels per pixel, pixels per column, 1, 1}; the geometry of the coordinates */
   bool im2col;
   int64_t lo[2], up[2], es[2];            /* the map's bounding-box corners {W, H} and traversal strides {W, H} */
-  int64_t C, S, Wo, HoWo, dil[2], pad[2]; /* channels, taps per filter row, output width, pixels per image */
+  int64_t C, S, Wo, HoWo, dil[2], pad[2]; /* channels per slice, taps per filter row, output width, pixels per image */
 } kl_tma_map;
 
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused

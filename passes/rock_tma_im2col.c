@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the NHWC memory order of the argument: C (stride 1), W, H, N, each stride nested in the next */
+/* the NHWC memory order of the argument: C (stride 1), W, H, N, each stride nested in the next;
+ * the view's G slices of Ck = C / G channels each (split-K: G > 1) */
 typedef struct {
-  int64_t C, W, H, N, sW, sH, sN;
+  int64_t C, W, H, N, sW, sH, sN, G, Ck;
 } nhwc;
 /* the conv geometry (rock_tma_im2col.h) */
 typedef struct {
@@ -22,7 +23,7 @@ typedef struct {
   nhwc x;
 } probe;
 
-/* the element (n, h, w, c) at (k, d) of the view (g = 0); false where it is padding */
+/* the element (n, h, w, c) at (k, d) of the view's slice g = 0; false where it is padding */
 static bool pt(const probe *p, int64_t k, int64_t d, int64_t *n, int64_t *h, int64_t *w, int64_t *c) {
   int64_t up[3] = { 0, k, d };
   bool valid = true;
@@ -33,20 +34,20 @@ static bool pt(const probe *p, int64_t k, int64_t d, int64_t *n, int64_t *h, int
   *w = a / p->x.sW, *c = a % p->x.sW;
   return true;
 }
-/* the model's address of (k, d), -1 for padding */
-static int64_t model(const nhwc *x, const geom *g, int64_t k, int64_t d) {
-  if (k >= g->T * x->C || d >= g->Ed) return -1;
-  int64_t t = k / x->C, c = k % x->C, r = t / g->S, s = t % g->S;
+/* the model's address of (gi, k, d), -1 for padding */
+static int64_t model(const nhwc *x, const geom *g, int64_t gi, int64_t k, int64_t d) {
+  if (k >= g->T * x->Ck || d >= g->Ed) return -1;
+  int64_t t = k / x->Ck, c = gi * x->Ck + k % x->Ck, r = t / g->S, s = t % g->S;
   int64_t n = d / g->HoWo, q = d % g->HoWo, ho = q / g->Wo, wo = q % g->Wo;
   int64_t h = ho * g->sh - g->ph + r * g->dh, w = wo * g->sw - g->pw + s * g->dw;
   if (h < 0 || h >= x->H || w < 0 || w >= x->W) return -1;
   return n * x->sN + h * x->sH + w * x->sW + c;
 }
-static bool same(const probe *p, const geom *g, int64_t k, int64_t d) {
-  int64_t up[3] = { 0, k, d };
+static bool same(const probe *p, const geom *g, int64_t gi, int64_t k, int64_t d) {
+  int64_t up[3] = { gi, k, d };
   bool valid = true;
   int64_t a = kl_view_eval_addr(p->cv, up, p->st, &valid);
-  return (valid ? a : -1) == model(&p->x, g, k, d);
+  return (valid ? a : -1) == model(&p->x, g, gi, k, d);
 }
 
 /* the window origin of pixel d (the position of tap 0): from its first valid tap; false when
@@ -55,7 +56,7 @@ static bool origin(const probe *p, const geom *g, const int64_t (*off)[2], int64
                    int64_t *w) {
   for (int64_t t = 0; t < g->T; t++) {
     int64_t c;
-    if (pt(p, t * p->x.C, d, n, h, w, &c)) {
+    if (pt(p, t * p->x.Ck, d, n, h, w, &c)) {
       *h -= off[t][0], *w -= off[t][1];
       return true;
     }
@@ -68,28 +69,28 @@ static bool origin(const probe *p, const geom *g, const int64_t (*off)[2], int64
 
 static const char *derive(const probe *p, int64_t Kd, int64_t Dd, geom *g) {
   const nhwc *x = &p->x;
-  int64_t Tmax = Kd / x->C;
+  int64_t Tmax = Kd / x->Ck;
   if (Tmax < 1 || Tmax > MAX_TAPS) return "K is not whole channel runs of at most 1024 filter taps";
   /* T: the taps that are valid anywhere in the first pixels; d*: the first pixel seeing all */
   int64_t T = 0, ds = -1, lim = Dd < 4096 ? Dd : 4096, n, h, w, c;
   for (int64_t d = 0; d < lim; d++)
     for (int64_t t = Tmax - 1; t >= T; t--)
-      if (pt(p, t * x->C, d, &n, &h, &w, &c)) {
+      if (pt(p, t * x->Ck, d, &n, &h, &w, &c)) {
         T = t + 1;
         break;
       }
   for (int64_t d = 0; d < lim && ds < 0 && T > 0; d++) {
     bool all = true;
-    for (int64_t t = 0; t < T && all; t++) all = pt(p, t * x->C, d, &n, &h, &w, &c);
+    for (int64_t t = 0; t < T && all; t++) all = pt(p, t * x->Ck, d, &n, &h, &w, &c);
     if (all) ds = d;
   }
   if (ds < 0) return "no output pixel among the first 4096 sees every filter tap";
-  if (T * x->C != Kd) return "K padded past the filter taps (they would load pixels, not zeros)";
+  if (T * x->Ck != Kd) return "K padded past the filter taps (they would load pixels, not zeros)";
   g->T = T;
   int64_t(*off)[2] = malloc(sizeof *off * (size_t)T), n0, h0, w0;
   pt(p, 0, ds, &n0, &h0, &w0, &c);
   for (int64_t t = 0; t < T; t++) {
-    pt(p, t * x->C, ds, &n, &h, &w, &c);
+    pt(p, t * x->Ck, ds, &n, &h, &w, &c);
     off[t][0] = h - h0, off[t][1] = w - w0;
   }
   g->S = T;
@@ -129,25 +130,26 @@ static const char *derive(const probe *p, int64_t Kd, int64_t Dd, geom *g) {
   return why;
 }
 
-/* the model against the view (rock_tma_im2col.h) */
+/* the model against the view (rock_tma_im2col.h), in slices 0 and G-1 (and random ones) */
 static bool check(const probe *p, const geom *g, int64_t Kd, int64_t Dd) {
-  int64_t ds[4] = { 0, g->Wo + 1 < Dd ? g->Wo + 1 : 0, g->Ed - 1, g->Ed < Dd ? g->Ed : 0 };
-  for (int i = 0; i < 4; i++)
-    for (int64_t k = 0; k < Kd; k++)
-      if (!same(p, g, k, ds[i])) return false;
+  int64_t ds[4] = { 0, g->Wo + 1 < Dd ? g->Wo + 1 : 0, g->Ed - 1, g->Ed < Dd ? g->Ed : 0 }, G = p->x.G;
+  for (int64_t gi = 0; gi<G; gi += G> 1 ? G - 1 : 1)
+    for (int i = 0; i < 4; i++)
+      for (int64_t k = 0; k < Kd; k++)
+        if (!same(p, g, gi, k, ds[i])) return false;
   int64_t dend = 2 * g->HoWo + 1 < Dd ? 2 * g->HoWo + 1 : Dd;
   if (dend > MAX_SCAN) dend = MAX_SCAN;
-  int64_t ks[2] = { 0, (g->T / 2) * p->x.C + p->x.C - 1 };
+  int64_t ks[2] = { 0, (g->T / 2) * p->x.Ck + p->x.Ck - 1 };
   for (int i = 0; i < 2; i++)
     for (int64_t d = 0; d < dend; d++)
-      if (!same(p, g, ks[i], d)) return false;
+      if (!same(p, g, G - 1, ks[i], d)) return false;
   uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(Kd * 131 + Dd);
   for (int i = 0; i < 1024; i++) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
-    int64_t k = (int64_t)((s >> 33) % (uint64_t)Kd);
+    int64_t k = (int64_t)((s >> 33) % (uint64_t)Kd), gi = (int64_t)((s >> 13) % (uint64_t)G);
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     int64_t d = (int64_t)((s >> 33) % (uint64_t)Dd);
-    if (!same(p, g, k, d)) return false;
+    if (!same(p, g, gi, k, d)) return false;
   }
   return true;
 }
@@ -160,8 +162,8 @@ bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel
     snprintf(why, n, "not a kernel argument read directly");
     return false;
   }
-  if (t->kind != KL_TY_BUFFER || t->rank != 3 || kl_type_bits(t->elem) != 16 || t->shape[0] != 1) {
-    snprintf(why, n, "not a [1, K, D] view of 16-bit elements");
+  if (t->kind != KL_TY_BUFFER || t->rank != 3 || kl_type_bits(t->elem) != 16 || t->shape[0] < 1) {
+    snprintf(why, n, "not a [G, K, D] view of 16-bit elements");
     return false;
   }
   if (DB > 256 || panel < 8) {
@@ -203,9 +205,11 @@ bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel
     snprintf(why, n, "the argument is not 4-D channels-last (NHWC) with 16-byte strides");
     return false;
   }
-  if (p.x.C % panel) {
+  p.x.G = t->shape[0], p.x.Ck = p.x.C / p.x.G;
+  if (p.x.C % p.x.G || p.x.Ck % panel) {
     kl_view_free(cv);
-    snprintf(why, n, "%lld channels are not whole K panels of %lld", (long long)p.x.C, (long long)panel);
+    snprintf(why, n, "%lld channels in %lld slices are not whole K panels of %lld", (long long)p.x.C, (long long)p.x.G,
+             (long long)panel);
     return false;
   }
   geom g;
@@ -240,14 +244,14 @@ bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel
   m->box[0] = panel, m->box[1] = DB, m->box[2] = 1, m->box[3] = 1;
   m->lo[0] = lo[0], m->lo[1] = lo[1], m->up[0] = up[0], m->up[1] = up[1];
   m->es[0] = g.sw, m->es[1] = g.sh;
-  m->C = p.x.C, m->S = g.S, m->Wo = g.Wo, m->HoWo = g.HoWo;
+  m->C = p.x.Ck, m->S = g.S, m->Wo = g.Wo, m->HoWo = g.HoWo;
   m->dil[0] = g.dw, m->dil[1] = g.dh, m->pad[0] = g.pw, m->pad[1] = g.ph;
   return true;
 }
 
-int kl_tma_im2col_coords(kl_emitter *e, const kl_tma_map *m, kl_value *k, kl_value *d, kl_value **out) {
+int kl_tma_im2col_coords(kl_emitter *e, const kl_tma_map *m, kl_value *g, kl_value *k, kl_value *d, kl_value **out) {
   kl_value *t = kl_emit_divi(e, k, m->C), *q = kl_emit_remi(e, d, m->HoWo);
-  out[0] = kl_emit_remi(e, k, m->C);
+  out[0] = kl_emit_add(e, kl_emit_muli(e, g, m->C), kl_emit_remi(e, k, m->C));
   out[1] = kl_emit_sub(e, kl_emit_muli(e, kl_emit_remi(e, q, m->Wo), m->es[0]), kl_emit_index(e, m->pad[0]));
   out[2] = kl_emit_sub(e, kl_emit_muli(e, kl_emit_divi(e, q, m->Wo), m->es[1]), kl_emit_index(e, m->pad[1]));
   out[3] = kl_emit_divi(e, d, m->HoWo);

@@ -909,7 +909,7 @@ end
 -- TMA im2col mode for conv activations (sm_90a, rock-gridwise-to-blockwise{tma=1,tma-im2col=1};
 -- spec/lua/tma_im2col_cases.lua): NHWC convs + residual + relu, 3x3 padding 1 stride 1 / 2, odd
 -- H / W, tiles of pixels crossing rows and images, C 48..512, f16 / bf16, asymmetric padding and
--- dilation, the ResNet-50 3x3 layers at batch 2 with the batch-64 tiles, against g:eval; each
+-- dilation, split K (channel slices), the ResNet-50 3x3 layers at batch 2, against g:eval; each
 -- case's `tma` (B(im2col)) and PTX (.im2col) checked; compute capability 9.0 devices only;
 -- failures are named "tma_im2col: <case> <config>: ..." (KILN_SUITE_ONLY=tma_im2col runs it alone)
 if section("tma_im2col") then

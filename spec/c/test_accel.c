@@ -4820,6 +4820,9 @@ static void test_tma_im2col(void) {
     { "bf16", 2, 64, 9, 8, 24, 3, 2, { 2, 1 }, { 1, 1, 0, 2 }, { 1, 2 }, "v3:64,64,64,64,64,8", "A,B(im2col)" },
     /* 48 channels in 32-byte panels of 16 (K tile 16), 32 filters */
     { "f16", 2, 48, 5, 5, 32, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,16,64,64,8", "A,B(im2col)" },
+    /* split K in 2 (channel slices of 64: G = 2, c = g 64 + k % 64), 3 (slices of 64, K tile 32) */
+    { "f16", 2, 128, 5, 7, 64, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,64,64,64,8,2", "A,B(im2col)" },
+    { "bf16", 1, 192, 6, 5, 40, 3, 3, { 2, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,32,64,64,8,3", "A,B(im2col)" },
     /* 128-pixel tiles over 4 images of 5x5 (100 pixels: a tile holds more than one image) */
     { "f16", 4, 64, 5, 5, 64, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,128,64,64,128,8", "A,B(im2col)" },
   };

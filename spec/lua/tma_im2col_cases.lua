@@ -5,7 +5,8 @@
 -- the PTX and ptxas' spills and local memory). Cases: relu(conv(x, w) + r) with x / r / the
 -- output NHWC and w KYXC: 3x3 padding 1 stride 1 and 2, odd H / W, several images (tiles of
 -- pixels crossing rows and images), C 64 / 128 / 256, f16 / bf16, asymmetric padding and
--- dilation, the ResNet-50 3x3 layers at batch 2 with the heuristic; each compiled for sm_90a,
+-- dilation, split K (channel slices), the ResNet-50 3x3 layers at batch 2 with the batch-64
+-- tiles and the heuristic; each compiled for sm_90a,
 -- run on the device and compared with g:eval (fused_gen.check: the input dtype's tolerances).
 -- Each kept small (well under a second of device time).
 --   local T = require "tma_im2col_cases"; for _, c in ipairs(T.cases()) do T.run(c, dev) end
@@ -53,13 +54,17 @@ function M.cases()
     -- 128-pixel tiles over 4 images of 5x5 (a tile holds more than one image)
     conv(4, 64, 5, 5, 64, "f16", {}, "v3:64,128,64,64,128,8", "A,B(im2col)"),
     -- the ResNet-50 3x3 layers at batch 2 with the batch-64 heuristic's tiles (sub-wave N tiles of
-    -- 96 / 192; at batch 2 the heuristic splits K: channel slices, G > 1, which keep registers)
+    -- 96 / 192)
     conv(2, 512, 7, 7, 512, "f16", {}, "v3:128,96,64,64,96,8", "A,B(im2col)"),
     conv(2, 256, 14, 14, 256, "bf16", {}, "v3:128,192,64,64,192,8", "A,B(im2col)"),
     conv(2, 64, 56, 56, 64, "f16", {}, nil, "A,B(im2col)"),
-    -- split K by the config (channel slices): the activation keeps registers, the filter's
-    -- slices take their rank-4 maps
-    conv(2, 128, 5, 5, 64, "f16", {}, "v3:64,64,64,64,64,8,2", "A"),
+    -- split K by the config (channel slices of 64, 32-element panels in the second): the
+    -- filter's slices through their rank-4 maps, the activation's through im2col boxes at
+    -- channel g Ck + k % Ck
+    conv(2, 128, 5, 5, 64, "f16", {}, "v3:64,64,64,64,64,8,2", "A,B(im2col)"),
+    conv(1, 192, 6, 5, 40, "bf16", { stride = { 2, 1 } }, "v3:64,64,32,64,64,8,3", "A,B(im2col)"),
+    -- the ResNet-50 7x7x512 layer at batch 2 with the heuristic (split K)
+    conv(2, 512, 7, 7, 512, "f16", {}, nil, "A,B(im2col)"),
   }
 end
 
