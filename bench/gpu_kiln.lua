@@ -309,8 +309,9 @@ local function kernel_note(p)
     local cpa = (k.pipeline_stages or 0) >= 2
         and string.format(" cp.async=%s/%s/S%d", k.async_copy, k.async_lds_layout ~= "" and k.async_lds_layout or "-",
                           k.pipeline_stages) or ""
-    parts[#parts + 1] = string.format("%s[%s grid=%d block=%d lds=%d perf=%s%s]", k.name, path, k.grid, k.block, k.lds_bytes,
-                                      k.perf_config ~= "" and k.perf_config or "-", cpa)
+    local tma = k.tma ~= "" and " tma=" .. k.tma:gsub(" ", "_") or ""
+    parts[#parts + 1] = string.format("%s[%s grid=%d block=%d lds=%d perf=%s%s%s]", k.name, path, k.grid, k.block,
+                                      k.lds_bytes, k.perf_config ~= "" and k.perf_config or "-", cpa, tma)
   end
   return #p:kernels() .. " kernel(s): " .. table.concat(parts, " ")
 end
@@ -384,14 +385,19 @@ local function cluster_pipeline(shape)
                                       "rock-gridwise-to-blockwise{tma=1,ws=0,cluster=" .. shape .. "},", 1)
 end
 local CLUSTER_VARIANTS = { c2 = "2", c4 = "4", c1x2 = "1x2", c2x1 = "2x1" }
+-- "im2col": the TMA loop with the conv activation through TMA im2col mode (rock-gridwise-to-blockwise
+-- {tma=1,ws=0,tma-im2col=1}, passes/rock_tma_im2col.h), the heuristic's config
+local IM2COL_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
+                                                     "rock-gridwise-to-blockwise{tma=1,ws=0,tma-im2col=1},", 1)
 local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true, ws = true, wsk64 = true,
-                       persist = true, wsp = true, c2 = true, c4 = true, c1x2 = true, c2x1 = true }
+                       persist = true, wsp = true, c2 = true, c4 = true, c1x2 = true, c2x1 = true, im2col = true }
 local function compile_case(c, g)
   if TMA_VARIANTS[c.variant] then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the tma variants need a compute capability 9.0 GPU", 0) end
     return kiln.compile(g, { target = "sm_90a",
                              pipeline = CLUSTER_VARIANTS[c.variant] and cluster_pipeline(CLUSTER_VARIANTS[c.variant])
                                  or c.variant == "persist" and PERSIST_PIPELINE or c.variant == "wsp" and WSP_PIPELINE
+                                 or c.variant == "im2col" and IM2COL_PIPELINE
                                  or c.variant:find("^ws") and WS_PIPELINE
                                  or c.variant:find("nosw", 1, true) and TMA_NOSW_PIPELINE or TMA_PIPELINE,
                              perf_config = c.variant:find("k64", 1, true) and "v3:128,256,64,64,256,8" or nil })
@@ -1037,8 +1043,16 @@ function run.swz(c)
                   unit = "TFLOP/s" }
     local ok, err = pcall(function()
       local pipe = kiln.default_pipeline():gsub("rock%-output%-swizzle,", "rock-output-swizzle{force=" .. impl[2] .. "},", 1)
-      if c.variant and not c.variant:match("^v%d:") then error("unknown case variant '" .. c.variant .. "'", 0) end
-      local p = kiln.compile(g, { target = dev.arch, pipeline = pipe, perf_config = c.variant })
+      if c.variant and not c.variant:match("^v%d:") and c.variant ~= "im2col" then
+        error("unknown case variant '" .. c.variant .. "'", 0)
+      end
+      local p
+      if c.variant == "im2col" then -- the activation through TMA im2col mode (IM2COL_PIPELINE), sm_90a only
+        if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the im2col variant needs a compute capability 9.0 GPU", 0) end
+        p = kiln.compile(g, { target = "sm_90a", pipeline = IM2COL_PIPELINE })
+      else
+        p = kiln.compile(g, { target = dev.arch, pipeline = pipe, perf_config = c.variant })
+      end
       dump_binaries(c.name .. (c.variant and ("." .. c.variant) or impl[2] == "auto" and "" or "." .. impl[2]), p)
       local rr = p:prepare({ x = X, w = Wt, r = R }, { device = dev, rotate_bytes = ROTATE_BYTES })
       rr:launch()

@@ -372,7 +372,11 @@ static kl_status verify_wgmma_sync(kl_op *op) {
  * the op stands for C boxes, box j at coordinate d + j * box[d] written from LDS element
  * (%li...) + j * the box's elements; in a cluster of C CTAs (NVIDIA) rank j issues box j to
  * every CTA of the cluster, completing its bytes on each one's mbarrier %bi; elsewhere the
- * executing workgroup loads all C boxes. rock.barrier {scope = "cluster"}: a barrier of every
+ * executing workgroup loads all C boxes. {im2col = [loW, loH, upW, upH, esW, esH]} (im2col mode,
+ * passes/rock_tma_im2col.h): dims {C, W, H, N}, box {channels per pixel, pixels per column, 1,
+ * 1}, two more index operands after the coordinates, the im2col offsets {w, h}; the box's pixels
+ * walk the bounding box (corners lo / up, the upper one from each dim's end, traversal strides
+ * es) from the coordinates' pixel. rock.barrier {scope = "cluster"}: a barrier of every
  * thread of the cluster (the block's barrier where there is no cluster). */
 static bool is_index(kl_op *op, int i) { return op->opnds[i].value->type->kind == KL_TY_INDEX; }
 static kl_status verify_mbarrier(kl_op *op) {
@@ -427,10 +431,18 @@ static kl_status verify_tma_load(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc,
                          "'rock.tma_load' needs integer arrays 'dims' (1..5), 'box' (as many), 'strides' (one "
                          "fewer) and an integer 'offset' >= 0");
-  int64_t eb = kl_type_bits(st->elem) / 8;
-  if (op->nopnds != 4 + dt->rank + nd)
-    return kl_emit_error(op->ctx, op->loc, "'rock.tma_load' needs %d LDS indices and %d coordinates, got %d operands",
-                         dt->rank, nd, op->nopnds);
+  int64_t eb = kl_type_bits(st->elem) / 8, ic[8];
+  int ni = kl_op_attr(op, "im2col") ? kl_op_attr_i64s(op, "im2col", ic, 8) : 0;
+  if (kl_op_attr(op, "im2col") &&
+      (ni != 6 || nd != 4 || box[2] != 1 || box[3] != 1 || kl_op_attr(op, "multicast") || ic[4] < 1 || ic[4] > 8 ||
+       ic[5] < 1 || ic[5] > 8 || ic[0] < -128 || ic[0] > 127 || ic[1] < -128 || ic[1] > 127 || ic[2] < -128 ||
+       ic[2] > 127 || ic[3] < -128 || ic[3] > 127))
+    return kl_emit_error(op->ctx, op->loc,
+                         "'rock.tma_load': 'im2col' takes [loW, loH, upW, upH, esW, esH] (corners in [-128, 127], "
+                         "strides 1..8) on a rank-4 map with box {c, pixels, 1, 1}, no multicast");
+  if (op->nopnds != 4 + dt->rank + nd + (ni ? 2 : 0))
+    return kl_emit_error(op->ctx, op->loc, "'rock.tma_load' needs %d LDS indices and %d coordinates%s, got %d operands",
+                         dt->rank, nd, ni ? " and 2 im2col offsets" : "", op->nopnds);
   for (int i = 4; i < op->nopnds; i++)
     if (!is_index(op, i)) return kl_emit_error(op->ctx, op->loc, "'rock.tma_load' operand %d must be an index", i);
   for (int i = 0; i < nd; i++)

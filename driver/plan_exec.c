@@ -134,7 +134,8 @@ static kl_status tma_args(kl_plan_exec *x, const kl_bundle_step *s, kl_dev_launc
       args[l->nargs] = NULL;
       return KL_ERR;
     }
-    kl_tensor_map_desc d = { .rank = m->rank, .bf16 = m->bf16, .swizzle = m->swizzle };
+    kl_tensor_map_desc d = { .rank = m->rank, .bf16 = m->bf16, .swizzle = m->swizzle, .im2col = m->im2col };
+    for (int i = 0; i < 2; i++) d.lo[i] = m->lo[i], d.up[i] = m->up[i], d.es[i] = m->es[i];
     d.base = (char *)x->ptr[s->args[m->arg]] + m->offset;
     for (int i = 0; i < m->rank; i++) {
       d.dims[i] = m->dims[i];

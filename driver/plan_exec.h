@@ -29,6 +29,10 @@ typedef struct kl_plan_tma {
   int64_t offset;
   uint64_t dims[5], strides[4]; /* rank 1..5 (passes/rock_tma.h: K in runs takes 4 or 5) */
   uint32_t box[5];
+  /* im2col mode (passes/rock_tma_im2col.h): rank 4, box {channels per pixel, pixels per column} */
+  bool im2col;
+  int32_t lo[2], up[2];
+  uint32_t es[2];
 } kl_plan_tma;
 typedef struct kl_plan_tmas {
   int n;

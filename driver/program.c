@@ -481,6 +481,10 @@ static kl_status build_tma(variant *v, char *err, size_t errlen) {
       kl_op_attr_i64(ops[j], "offset", &off);
       kl_op_attr_i64(ops[j], "swizzle", &sw);
       m->swizzle = (int)sw;
+      int64_t ic[6];
+      m->im2col = kl_op_attr_i64s(ops[j], "im2col", ic, 6) == 6;
+      for (int i = 0; m->im2col && i < 2; i++)
+        m->lo[i] = (int32_t)ic[i], m->up[i] = (int32_t)ic[2 + i], m->es[i] = (uint32_t)ic[4 + i];
       const kl_type *st = ops[j]->opnds[0].value->type;
       m->arg = -1;
       for (int a = 0; a < body->nargs; a++)

@@ -111,12 +111,13 @@ typedef struct kl_kernel_info {
   const char *
       amd_lds_layout; /* "xor": the AMDGPU K loop's unpadded xor LDS tiles (amd-lds-layout); "xor1": the kpack-1 xor1 tiles; "" if not */
   int64_t pipeline_stages; /* K-loop stages of the async copy pipeline (rock-gridwise-to-blockwise); 0 if off */
-  const char *tma; /* wgmma operands loaded through TMA (passes/rock_tma.h): "A,B", "A", "B", "none (why)"; "" if off */
-  const char *ws;  /* warp specialization of the TMA K loop (passes/rock_tma.h): "on", "off (why)"; "" if ws=0 */
-  int64_t tma_swizzle;     /* the TMA tiles' LDS swizzle in bytes (128, 64, 32; 0: the unswizzled core-matrix boxes) */
-  int64_t fp8_promote;     /* the fp8 wgmma's promotion interval in K elements (passes/rock_wgmma.h; 0: one level) */
-  int64_t raster_group_m;  /* the GEMM's workgroup order (passes/gemm_raster.h): m-tiles per group, 0 row order */
-  const char *persistent;  /* persistent tiles (passes/rock_tma.h): "on", "off (why)"; "" if persistent=0 */
+  const char *
+      tma; /* wgmma operands loaded through TMA (passes/rock_tma.h): "A,B", "A", "B", "none (why)"; "" if off; an im2col operand (passes/rock_tma_im2col.h): "B(im2col)" */
+  const char *ws;         /* warp specialization of the TMA K loop (passes/rock_tma.h): "on", "off (why)"; "" if ws=0 */
+  int64_t tma_swizzle;    /* the TMA tiles' LDS swizzle in bytes (128, 64, 32; 0: the unswizzled core-matrix boxes) */
+  int64_t fp8_promote;    /* the fp8 wgmma's promotion interval in K elements (passes/rock_wgmma.h; 0: one level) */
+  int64_t raster_group_m; /* the GEMM's workgroup order (passes/gemm_raster.h): m-tiles per group, 0 row order */
+  const char *persistent; /* persistent tiles (passes/rock_tma.h): "on", "off (why)"; "" if persistent=0 */
   int64_t grid_persistent; /* 1: the launch takes min(grid_size (the tiles), SMs x resident workgroups), else 0 */
   const char *cluster;  /* thread-block clusters (passes/rock_tma.h): "2x1", "1x4", ..., "off (why)"; "" if cluster=1 */
   int64_t cluster_size; /* the CTAs per cluster (.reqnctapercluster; the grid a multiple of it), 0 none */

@@ -72,8 +72,9 @@ bool kl__lower_tma_load(kl_llvm_lowering *L, kl_op *op) {
   int64_t dims[8];
   int nd = kl_op_attr_i64s(op, "dims", dims, 8);
   const kl_type *dt = op->opnds[3].value->type;
-  if (nd < 1 || nd > 5 || op->nopnds != 4 + dt->rank + nd) return kl_llvm_fail(L, op, "bad operands");
-  LLVMValueRef a[8];
+  bool i2c = kl_op_attr(op, "im2col") != NULL; /* two more operands: the im2col offsets {w, h} */
+  if (nd < 1 || nd > 5 || op->nopnds != 4 + dt->rank + nd + (i2c ? 2 : 0)) return kl_llvm_fail(L, op, "bad operands");
+  LLVMValueRef a[12];
   int n = 0;
   a[n++] = smem(L, op, 3);
   a[n++] = LLVMBuildPtrToInt(kl_llvm_builder(L), map, LLVMInt64TypeInContext(kl_llvm_context(L)), "");
@@ -82,6 +83,21 @@ bool kl__lower_tma_load(kl_llvm_lowering *L, kl_op *op) {
   for (int i = 0; i < n; i++)
     if (!a[i]) return kl_llvm_fail(L, op, "an operand has no lowered value");
   char text[768], cons[64];
+  if (i2c) {
+    /* im2col mode (passes/rock_tma_im2col.h): the offsets are 16-bit operands */
+    LLVMTypeRef i16 = LLVMInt16TypeInContext(kl_llvm_context(L));
+    for (int i = 0; i < 2; i++) {
+      LLVMValueRef x = i32v(L, op->opnds[4 + dt->rank + nd + i].value);
+      if (!x) return kl_llvm_fail(L, op, "an im2col offset has no lowered value");
+      a[n++] = LLVMBuildTrunc(kl_llvm_builder(L), x, i16, "");
+    }
+    snprintf(text, sizeof text,
+             "cp.async.bulk.tensor.%dd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, "
+             "$4, $5}], [$6], {$7, $8};",
+             nd);
+    asm_call(L, text, "r,l,r,r,r,r,r,h,h,~{memory}", a, n);
+    return true;
+  }
   int64_t mc = 0, md = 0, box[8];
   kl_op_attr_i64(op, "multicast", &mc);
   kl_op_attr_i64(op, "multicast_dim", &md);

@@ -93,6 +93,7 @@
 #include "passes/rock_accel.h"
 #include "passes/rock_wgmma.h"
 #include "passes/rock_tma.h"
+#include "passes/rock_tma_im2col.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,7 @@ typedef struct {
   int64_t tma_sw;     /* the option tma-swizzle: the widest swizzle in bytes (128, 64, 32), 0 none */
   int ws;             /* the option ws: 0 off, 1 on (auto resolved: KL_WS_AUTO; passes/rock_tma.h) */
   int persistent;     /* the option persistent: 0 off, 1 on (auto resolved: KL_PERSIST_AUTO; passes/rock_tma.h) */
+  int im2col;         /* the option tma-im2col: 0 off, 1 on (auto resolved: KL_TMA_IM2COL_AUTO; rock_tma_im2col.h) */
   int cluster;        /* the option cluster: the CTAs per cluster (1 none; auto resolved: KL_CLUSTER_AUTO) */
   int cluster_dir;    /* its shape: 0 chosen per GEMM (cluster_shape), 1 C x 1 (share B), 2 1 x C (share A) */
 } opts;
@@ -1200,6 +1202,7 @@ static int wg_buffers(const kl_target *tg, int64_t nk, int64_t tile_bytes) {
  * multiple of 8 (the swizzle atom, each slice at a multiple of 8 rows), MN-major panels a
  * multiple of C. */
 static bool cluster_split(const kl_tma_map *m, int64_t DB, int64_t C) {
+  if (m->im2col) return false; /* a slice's first pixel is no coordinate offset of the walk */
   if (m->mn) return m->swizzle > 0 && DB % (m->swizzle / 2) == 0 && (DB / (m->swizzle / 2)) % C == 0;
   return DB % (8 * C) == 0;
 }
@@ -1310,7 +1313,7 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
   int64_t jstep = mcast && m->mn ? p->mc : 1;
   int64_t mdim = m->mn ? 0 : (m->kdims > 1 ? m->kdims : 1); /* D's place among the map's dims */
   for (int64_t j = 0; j < nb; j += jstep) {
-    kl_value *o[4 + KL_VIEW_MAX_DIMS + 5];
+    kl_value *o[4 + KL_VIEW_MAX_DIMS + 8];
     int no = 0;
     o[no++] = m->buf;
     o[no++] = p->bars;
@@ -1318,7 +1321,10 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
     o[no++] = raw;
     for (int i = 0; i < lt->rank; i++) o[no++] = kl_tile_index(rw, k->loc, i == 0 ? j : 0);
     /* {d, k(, g)} (MN-major) or {k's mixed radix..., d(, g)} (kl_tma_coords) */
-    if (m->mn)
+    if (m->im2col) /* {c, w, h, n} and the im2col offsets {s dw, r dh} (passes/rock_tma_im2col.h) */
+      no += kl_tma_im2col_coords(&e, m, lo[0], kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j)), lo[2],
+                                 o + no);
+    else if (m->mn)
       no += kl_tma_coords(&e, m, lo[0], lo[1], kl_emit_add(&e, lo[2], kl_tile_index(rw, k->loc, bk * j)), o + no);
     else
       no += kl_tma_coords(&e, m, lo[0], kl_emit_add(&e, lo[1], kl_tile_index(rw, k->loc, bk * j)), lo[2], o + no);
@@ -1331,6 +1337,10 @@ static void tma_boxes(const tpipe *p, const kl_tma_map *m, const kl_view *g, kl_
                            { "multicast_dim", kl_attr_int(ctx, mdim) } };
     kl_op *ld = kl_rewriter_create(rw, "rock.tma_load", k->loc, no, o, 0, NULL, 4, a, 0);
     if (m->swizzle) kl_rewriter_set_attr(rw, ld, "swizzle", a[4].value);
+    if (m->im2col) {
+      int64_t ic[6] = { m->lo[0], m->lo[1], m->up[0], m->up[1], m->es[0], m->es[1] };
+      kl_rewriter_set_attr(rw, ld, "im2col", kl_attr_i64_array(ctx, 6, ic));
+    }
     if (mcast) {
       kl_rewriter_set_attr(rw, ld, "multicast", a[5].value);
       kl_rewriter_set_attr(rw, ld, "multicast_dim", a[6].value);
@@ -2269,6 +2279,17 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
                    (long long)probe.dims[0], (long long)kbox);
         }
       }
+      /* im2col mode (tma-im2col=1, passes/rock_tma_im2col.h) for an operand that is not a box */
+      kl_value *ops2[2] = { a, b };
+      int64_t dbs[2] = { t.MB, t.NB };
+      for (int i = 0; i < 2 && o->im2col; i++) {
+        char w2[192];
+        if (*tks[i]) continue;
+        if (kl_tma_im2col_operand(ops2[i], prologue_of(ops2[i]) != NULL, dbs[i], kbox, tms[i], w2, sizeof w2))
+          *tks[i] = true;
+        else
+          snprintf(whys[i] + strlen(whys[i]), sizeof why_a - strlen(whys[i]), "; %s", w2);
+      }
       /* MN-major operands: the swizzled MN-major layout only (tma_mn_swizzle) */
       const kl_accel_desc *wd = kl_wgmma_desc_by_name(kl_op_attr_string(op, "accel_instr"));
       int64_t mpw = 0, npw = 0;
@@ -2549,7 +2570,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
             kl_rewriter_set_attr(rw, fn, "persistent_tiles", kl_attr_int(ctx, T.G * T.nM * T.nN));
           }
           if (fn) {
-            kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tma_a && tma_b ? "A,B" : tma_a ? "A" : "B"));
+            char tw[40];
+            snprintf(tw, sizeof tw, "%s%s%s%s%s", tma_a ? "A" : "", tma_a && tm_a.im2col ? "(im2col)" : "",
+                     tma_a && tma_b ? "," : "", tma_b ? "B" : "", tma_b && tm_b.im2col ? "(im2col)" : "");
+            kl_rewriter_set_attr(rw, fn, "tma", kl_attr_str(ctx, tw));
             kl_rewriter_set_attr(rw, fn, "tma_swizzle", kl_attr_int(ctx, swm));
             kl_rewriter_set_attr(rw, fn, "wgmma_buffers", kl_attr_int(ctx, W));
           }
@@ -2759,7 +2783,8 @@ static kl_status run(kl_op *module, const kl_pass_options *po, void *user) {
   }
   o.ws = opt_01auto(module, po, "ws", KL_WS_AUTO);
   o.persistent = opt_01auto(module, po, "persistent", KL_PERSIST_AUTO);
-  if (o.ws < 0 || o.persistent < 0) return KL_ERR;
+  o.im2col = opt_01auto(module, po, "tma-im2col", KL_TMA_IM2COL_AUTO);
+  if (o.ws < 0 || o.persistent < 0 || o.im2col < 0) return KL_ERR;
   const char *cl = kl_pass_opt_string(po, "cluster");
   o.cluster = -1;
   if (cl && !strcmp(cl, "auto"))
@@ -2848,6 +2873,12 @@ static const kl_pass_option options[] = {
     "m-tiles share B's tile, 1x2 / 1x4 = C n-tiles share A's; 2 / 4 = the shape whose grid needs no padding, else "
     "the one sharing the larger tile; 1 = none; auto = the measured choice, today 1 (passes/rock_tma.h); the choice "
     "is the kernel's `cluster` attribute (the shape or off (why))" },
+  { "tma-im2col", KL_OPT_STRING, KL_TMA_IM2COL_DEFAULT_STR,
+    "TMA im2col mode for the activation operand of a 2-D NHWC implicit-GEMM conv (sm_90a wgmma, with tma): 1 = an "
+    "operand that is not a tiled box but, point for point, an R x S window (stride, padding, dilation) of a "
+    "channels-last argument loads through cp.async.bulk.tensor.4d ... .im2col (one box of the K panel's channels "
+    "for the tile's pixels per panel and step; the kernel's `tma` attribute names it A(im2col) / B(im2col)); 0 = "
+    "the register path; auto = the measured choice, today 0 (passes/rock_tma_im2col.h)" },
   { "tma-swizzle", KL_OPT_STRING, "128",
     "the LDS layout of the TMA tiles (passes/rock_tma.h): 128 = the widest swizzle of 128, 64, 32 bytes that divides "
     "the K tile's bytes (CU_TENSOR_MAP_SWIZZLE_128B: one box {64, rows} per 64 f16 of K; 64 / 32 cap it there); "

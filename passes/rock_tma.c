@@ -214,9 +214,9 @@ int kl_tma_stages(int64_t opt, int64_t lds_bytes, int64_t stage_bytes) {
 }
 
 bool kl_tma_same_map(const kl_op *a, const kl_op *b) {
-  static const char *const keys[3] = { "dims", "strides", "box" };
+  static const char *const keys[4] = { "dims", "strides", "box", "im2col" };
   if (a->opnds[0].value != b->opnds[0].value) return false;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     int64_t x[8], y[8];
     int nx = kl_op_attr_i64s(a, keys[i], x, 8), ny = kl_op_attr_i64s(b, keys[i], y, 8);
     if (nx != ny || (nx > 0 && memcmp(x, y, sizeof *x * (size_t)nx))) return false;

@@ -16,9 +16,11 @@
  * as [K, N] row-major; sk * 2 a multiple of 16) takes TMA in the swizzled MN-major layout
  * (below) where a swizzle's panel (S / 2 elements of D, S = 128 / 64 / 32 up to the
  * option) divides the D tile, the warpgroup's part and the instruction's (64 for A, N for
- * B) and KB <= 256; else (tma-swizzle=none among them) it keeps the register path. The
- * choice is recorded on the kernel func as tma = "A,B" | "A" | "B" | "none (why)"
- * (p:kernels()).
+ * B) and KB <= 256; else (tma-swizzle=none among them) it keeps the register path. With
+ * option tma-im2col=1 an operand that is no box but a conv's im2col view of an NHWC argument
+ * loads through TMA im2col mode (passes/rock_tma_im2col.h: kl_tma_map.im2col, the same tiles).
+ * The choice is recorded on the kernel func as tma = "A,B" | "A" | "B" | "none (why)", an
+ * im2col operand as "B(im2col)" (p:kernels()).
  *
  * The tensor map (kl_tma_map): rank 3 {K, D, G} (rank 2 when G = 1), dims Ek, Ed, G
  * elements, strides sd*eb, sg*eb bytes (K in runs, kdims > 1: {P0, P1(, P2), D(, G)}, rank
@@ -235,6 +237,11 @@ typedef struct kl_tma_map {
   int64_t swizzle;    /* bytes (128, 64, 32; box[0] * 2 of them) or 0 (box[0] 8) */
   bool mn;            /* MN-major: dims {D, K(, G)}, box {S / eb, KB(, 1)} */
   int kdims;          /* K-major: K's dims (1..3), dims[0 .. kdims-1]: K mixed radix (below); 0 = 1 */
+  /* im2col mode (kl_tma_im2col_operand, passes/rock_tma_im2col.h): dims {C, W, H, N}, box
+   * {channels per pixel, pixels per column, 1, 1}; the geometry of the coordinates */
+  bool im2col;
+  int64_t lo[2], up[2], es[2];            /* the map's bounding-box corners {W, H} and traversal strides {W, H} */
+  int64_t C, S, Wo, HoWo, dil[2], pad[2]; /* channels per slice, taps per filter row, output width, pixels per image */
 } kl_tma_map;
 
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused

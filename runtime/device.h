@@ -128,13 +128,19 @@ kl_status kl_device_synchronize(kl_device *dev);
  * of 16); no interleave, swizzle `swizzle` bytes (0 none, 32, 64, 128: box[0] * 2 at most
  * that; the LDS destination then aligned to 8 x swizzle bytes), L2 promotion 128 bytes,
  * zeros out of bounds. CUDA through the driver's cuTensorMapEncodeTiled; other devices, or
- * a driver without it: KL_ERR with a message (kl_device_error). */
+ * a driver without it: KL_ERR with a message (kl_device_error).
+ * im2col (passes/rock_tma_im2col.h): a rank-4 NHWC map for im2col loads through
+ * cuTensorMapEncodeIm2col instead: dims {C, W, H, N}, pixel-box corners lo / up {W, H}
+ * (in [-128, 127]), elementStrides {1, es[0], es[1], 1} (1..8), channelsPerPixel box[0],
+ * pixelsPerColumn box[1] (<= 256); the rest as above. */
 typedef struct kl_tensor_map_desc {
   int rank, swizzle;
-  bool bf16;
+  bool bf16, im2col;
   void *base;
   uint64_t dims[5], strides[4];
   uint32_t box[5];
+  int32_t lo[2], up[2];
+  uint32_t es[2];
 } kl_tensor_map_desc;
 kl_status kl_device_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, void *out);
 

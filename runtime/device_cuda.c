@@ -101,6 +101,9 @@ typedef struct cuda_api {
   CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
                                      const unsigned long long *, const unsigned *, const unsigned *, int, int, int,
                                      int); /* optional: NULL on drivers before CUDA 12 */
+  CUresult (*cuTensorMapEncodeIm2col)(void *, int, unsigned, void *, const unsigned long long *,
+                                      const unsigned long long *, const int *, const int *, unsigned, unsigned,
+                                      const unsigned *, int, int, int, int);               /* optional, as the above */
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t); /* optional */
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUresult (*cuGetErrorName)(CUresult, const char **);
@@ -189,6 +192,8 @@ static void cuda_load_once(void) {
   /* optional (CUDA 12 drivers): TMA tensor maps (cuda_tensor_map says so when absent) */
   void *tm = dlsym(lib, "cuTensorMapEncodeTiled");
   memcpy(&g_cu.cuTensorMapEncodeTiled, &tm, sizeof tm);
+  void *ti = dlsym(lib, "cuTensorMapEncodeIm2col");
+  memcpy(&g_cu.cuTensorMapEncodeIm2col, &ti, sizeof ti);
   /* optional: the resident blocks of a kernel per SM (cuda_resident answers 0 when absent) */
   void *oc = dlsym(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   memcpy(&g_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor, &oc, sizeof oc);
@@ -579,11 +584,30 @@ static kl_status cuda_tensor_map(kl_device *dev, const kl_tensor_map_desc *d, vo
     es[i] = 1;
     if (i) strides[i - 1] = d->strides[i - 1];
   }
-  CUresult r = g_cu.cuTensorMapEncodeTiled(out, d->bf16 ? 9 : 6, (unsigned)d->rank, d->base, dims, strides, box, es, 0,
-                                           swz, 2, 0);
+  CUresult r;
+  if (d->im2col) { /* im2col mode: rank 4 {C, W, H, N} (runtime/device.h) */
+    if (!g_cu.cuTensorMapEncodeIm2col)
+      return kl_device_set_error(dev, "cuda: the driver has no cuTensorMapEncodeIm2col (TMA needs a CUDA 12 driver)");
+    bool bad = d->rank != 4;
+    for (int i = 0; i < 2; i++)
+      bad = bad || d->lo[i] < -128 || d->lo[i] > 127 || d->up[i] < -128 || d->up[i] > 127 || d->es[i] < 1 ||
+          d->es[i] > 8;
+    if (bad)
+      return kl_device_set_error(dev,
+                                 "cuda: im2col tensor map: rank %d (4), corners %d %d / %d %d (in [-128, 127]) or "
+                                 "traversal strides %u %u (1..8) out of range",
+                                 d->rank, d->lo[0], d->lo[1], d->up[0], d->up[1], d->es[0], d->es[1]);
+    int lo[2] = { d->lo[0], d->lo[1] }, up[2] = { d->up[0], d->up[1] };
+    es[1] = d->es[0], es[2] = d->es[1];
+    r = g_cu.cuTensorMapEncodeIm2col(out, d->bf16 ? 9 : 6, 4u, d->base, dims, strides, lo, up, box[0], box[1], es, 0,
+                                     swz, 2, 0);
+  } else
+    r = g_cu.cuTensorMapEncodeTiled(out, d->bf16 ? 9 : 6, (unsigned)d->rank, d->base, dims, strides, box, es, 0, swz, 2,
+                                    0);
   if (r != CUDA_SUCCESS) {
     char what[320];
-    int n = snprintf(what, sizeof what, "cuTensorMapEncodeTiled(rank %d, base %p, dims", d->rank, d->base);
+    int n = snprintf(what, sizeof what, "cuTensorMapEncode%s(rank %d, base %p, dims", d->im2col ? "Im2col" : "Tiled",
+                     d->rank, d->base);
     for (int i = 0; i < d->rank && n < (int)sizeof what; i++)
       n += snprintf(what + n, sizeof what - n, " %llu", dims[i]);
     n += snprintf(what + n, n < (int)sizeof what ? sizeof what - n : 0, ", strides");

@@ -16,7 +16,8 @@
 -- path's 128x256x32 / 256x128x32 tiles and M / N-contiguous operands (B [K, N], A [K, M]: ldmatrix.trans;
 -- also as sm_80 PTX on a newer GPU) (spec/lua/cp_async_cases.lua), the wgmma cases of
 -- spec/lua/wgmma_cases.lua (sm_90a, on compute capability 9.0), the TMA split-K operands of
--- spec/lua/tma_split_cases.lua (sm_90a), the AMDGPU K loop's unpadded
+-- spec/lua/tma_split_cases.lua (sm_90a), the TMA im2col activations of spec/lua/tma_im2col_cases.lua
+-- (sm_90a, tma-im2col=1), the AMDGPU K loop's unpadded
 -- xor LDS tiles on the device's threads (spec/lua/amd_loop_spec.lua's cases with
 -- amd-k-loop=1 / 2 and amd-lds-layout=xor, kpack-8 FMA configs; kpack-1 configs of 32 or
 -- more threads on the xor1 tiles of AMD's f32 MFMA / FMA path), the converts fused into GEMM
@@ -33,7 +34,8 @@ package.path = "spec/lua/?.lua;scripts/lib/?.lua;" .. package.path
 local SEL = require "suite_select"
 local SECTIONS = { "fused", "fusion", "swizzle", "int8", "ewpairs", "reduce", "vector", "rsplit", "rfusion", "f64",
                    "rheuristic", "plans", "async", "splitk", "splitk_ws", "gemm_reduce", "gemm_reduce_rand", "ndconv",
-                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "cluster", "tma_split", "stmatrix",
+                   "layout", "ldmatrix", "tune", "cp.async", "amdloop", "wgmma", "tma", "cluster", "tma_split", "tma_im2col",
+                   "stmatrix",
                    "cvtfuse", "migraphx", "memory" }
 local sel, sel_err = SEL.new(SECTIONS, os.getenv("KILN_SUITE_SKIP"), os.getenv("KILN_SUITE_ONLY"))
 if not sel then io.stderr:write("gpu_suite: ", sel_err, "\n"); os.exit(2) end
@@ -902,6 +904,18 @@ if section("tma_split") then
   local T = require "tma_split_cases"
   if T.device_ok(dev) then
     run_cases(T, T.cases(), "tma_split")
+  end
+end
+-- TMA im2col mode for conv activations (sm_90a, rock-gridwise-to-blockwise{tma=1,tma-im2col=1};
+-- spec/lua/tma_im2col_cases.lua): NHWC convs + residual + relu, 3x3 padding 1 stride 1 / 2, odd
+-- H / W, tiles of pixels crossing rows and images, C 48..512, f16 / bf16, asymmetric padding and
+-- dilation, split K (channel slices), the ResNet-50 3x3 layers at batch 2, against g:eval; each
+-- case's `tma` (B(im2col)) and PTX (.im2col) checked; compute capability 9.0 devices only;
+-- failures are named "tma_im2col: <case> <config>: ..." (KILN_SUITE_ONLY=tma_im2col runs it alone)
+if section("tma_im2col") then
+  local T = require "tma_im2col_cases"
+  if T.device_ok(dev) then
+    run_cases(T, T.cases(), "tma_im2col")
   end
 end
 -- stmatrix epilogue stores (sm_90+: rock-output-swizzle's accumulator -> LDS store as

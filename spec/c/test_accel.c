@@ -21,7 +21,7 @@
  *    compiled for sm_90, gfx942 and gfx1100 and interpreted the same way, against g:eval;
  *  - lanes: the suite's reductions, softmax and element-wise kernels on the AMD targets,
  *    interpreted on a few workgroups: each wave's global loads are one contiguous run;
- *  - KILN_TEST_ONLY_AMD_BANKS / _AMD_XOR / _AMD_LANES / _AMD_OTHER / _TMA / _TMA_SPLIT / _CP_ASYNC / KILN_TEST_ONLY_WGMMA run one group alone;
+ *  - KILN_TEST_ONLY_AMD_BANKS / _AMD_XOR / _AMD_LANES / _AMD_OTHER / _TMA / _TMA_SPLIT / _TMA_IM2COL / _CP_ASYNC / KILN_TEST_ONLY_WGMMA run one group alone;
  *    KILN_TEST_SKIP_AMD_ALL leaves out the AMD all-configs proof (ctest runs it separately);
  *  - GPU (only with a CUDA device; skipped with a message otherwise): an f16 / bf16 dot
  *    graph with a fused epilogue compiled for the device and compared with g:eval. */
@@ -1446,9 +1446,16 @@ static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
   }
 }
 /* One TMA box into CTA d (the issuing CTA s, thread t; d == s without clusters): coordinates c,
- * destination element da of the buffer of dm->k, completing on mbarrier element ba of bm->k. */
+ * destination element da of the buffer of dm->k, completing on mbarrier element ba of bm->k.
+ * im2col mode (rock.tma_load {im2col = [loW, loH, upW, upH, esW, esH]}, i2o the im2col offsets
+ * {w, h}; passes/rock_tma_im2col.h, the PTX ISA's tensor im2col mode): the map {C, W, H, N},
+ * box {channels per pixel, pixels, 1, 1}; pixel 0 at the coordinates' (w, h, n), which must lie
+ * in the bounding box [lo, dim - 1 + up] on the traversal grid from lo; each next pixel steps
+ * esW along W, past the box's W end back to loW and esH along H, past its H end back to loH
+ * and one image on; pixel p reads channels c .. c + box[0] - 1 at its position plus the
+ * offsets, zeros outside the tensor, into row p of the box. */
 static void tma_box(sim *s, sim *d, kl_op *op, int t, mem *src, mem *bm, int64_t ba, mem *dm, int64_t da,
-                    const int64_t *c) {
+                    const int64_t *c, const int64_t *i2o) {
   int64_t dims[8], strides[8], box[8], off = 0;
   int nd = kl_op_attr_i64s(op, "dims", dims, 8);
   kl_op_attr_i64s(op, "strides", strides, 8);
@@ -1498,15 +1505,35 @@ static void tma_box(sim *s, sim *d, kl_op *op, int t, mem *src, mem *bm, int64_t
   if (sw && box[0] * eb != sw)
     sfail(s, op, "TMA box rows of %lld bytes with a %lld-byte swizzle (only rows of the swizzle span modelled)",
           (long long)(box[0] * eb), (long long)sw);
+  int64_t ic[6];
+  bool i2c = kl_op_attr_i64s(op, "im2col", ic, 6) == 6 && nd == 4 && i2o;
+  int64_t pw = c[1], ph = c[2], pn = c[3]; /* im2col: the walk's position */
+  if (i2c &&
+      (pw < ic[0] || pw > dims[1] - 1 + ic[2] || (pw - ic[0]) % ic[4] || ph < ic[1] || ph > dims[2] - 1 + ic[3] ||
+       (ph - ic[1]) % ic[5]))
+    sfail(s, op, "TMA im2col: first pixel (w %lld, h %lld) off the bounding box's traversal grid", (long long)pw,
+          (long long)ph);
   for (int64_t f = 0; f < n && !s->bad; f++) {
     int64_t r = f, e = off;
     bool in = true;
-    for (int i = 0; i < nd; i++) {
-      int64_t x = c[i] + r % box[i];
-      r /= box[i];
-      if (x < 0 || x >= dims[i]) in = false;
-      e += i ? x * (strides[i - 1] / eb) : x;
-    }
+    if (i2c) {
+      int64_t ch = f % box[0], p = f / box[0];
+      if (ch == 0 && p > 0 && (pw += ic[4]) > dims[1] - 1 + ic[2]) {
+        pw = ic[0];
+        if ((ph += ic[5]) > dims[2] - 1 + ic[3]) ph = ic[1], pn++;
+      }
+      int64_t x[4] = { c[0] + ch, pw + i2o[0], ph + i2o[1], pn };
+      for (int i = 0; i < 4; i++) {
+        if (x[i] < 0 || x[i] >= dims[i]) in = false;
+        e += i ? x[i] * (strides[i - 1] / eb) : x[i];
+      }
+    } else
+      for (int i = 0; i < nd; i++) {
+        int64_t x = c[i] + r % box[i];
+        r /= box[i];
+        if (x < 0 || x >= dims[i]) in = false;
+        e += i ? x * (strides[i - 1] / eb) : x;
+      }
     if (in && (e < 0 || e >= src->span)) {
       sfail(s, op, "TMA reads element %lld of a source of span %lld", (long long)e, (long long)src->span);
       return;
@@ -1580,24 +1607,32 @@ static void exec_tma_load(sim *s, kl_op *op, const bool *mask) {
     mem *bm, *dm;
     int64_t ba, da;
     if (!addr(s, op, 1, t, 1, &bm, &ba) || !addr(s, op, 3, t, 1, &dm, &da)) return;
-    int64_t c[8];
-    for (int i = 0; i < nd; i++) {
+    int64_t c[8], o2[2];
+    bool i2c = kl_op_attr(op, "im2col") != NULL; /* the im2col offsets after the coordinates */
+    for (int i = 0; i < nd + (i2c ? 2 : 0); i++) {
       double *cv = val_r(s, op, op->opnds[4 + dt->rank + i].value);
       if (!cv) return;
-      c[i] = (int64_t)cv[t];
+      if (i < nd)
+        c[i] = (int64_t)cv[t];
+      else
+        o2[i - nd] = (int64_t)cv[t];
+    }
+    if (i2c && mc > 1) {
+      sfail(s, op, "TMA im2col with multicast");
+      return;
     }
     if (mc <= 1) {
-      tma_box(s, s, op, t, src, bm, ba, dm, da, c);
+      tma_box(s, s, op, t, src, bm, ba, dm, da, c, i2c ? o2 : NULL);
     } else if (s->cl) { /* rank r's box, multicast to every CTA of the cluster */
       c[md] += s->rank * box[md];
       for (int r = 0; r < s->cl->C && !s->bad; r++)
-        tma_box(s, s->cl->cta[r], op, t, src, bm, ba, dm, da + s->rank * bn, c);
+        tma_box(s, s->cl->cta[r], op, t, src, bm, ba, dm, da + s->rank * bn, c, NULL);
     } else /* no cluster: all C boxes here */
       for (int64_t j = 0; j < mc && !s->bad; j++) {
         int64_t cj[8];
         memcpy(cj, c, sizeof cj);
         cj[md] += j * box[md];
-        tma_box(s, s, op, t, src, bm, ba, dm, da + j * bn, cj);
+        tma_box(s, s, op, t, src, bm, ba, dm, da + j * bn, cj, NULL);
       }
     s->ntma++;
   }
@@ -3906,8 +3941,11 @@ static void run_graph_case(const graph_case *gc) {
   const kl_target *tgt = kl_target_lookup(T);
   int naccel = 0;
   bool tma_seen = false;
+  char tmas[512] = "";
   for (int i = 0; i < kl_program_nkernels(p, T); i++) {
     const kl_kernel_info *ki = kl_program_kernel(p, T, i);
+    if (ki->tma && *ki->tma && strlen(tmas) + strlen(ki->tma) + 4 < sizeof tmas)
+      strcat(strcat(tmas, *tmas ? " | " : ""), ki->tma);
     naccel += !strncmp(ki->perf_config, "v2:", 3) || !strncmp(ki->perf_config, "v3:", 3);
     tma_seen |= gc->want_tma && ki->tma && !strcmp(ki->tma, gc->want_tma) &&
         (!gc->pipeline || !strstr(gc->pipeline, "ws=1") ||
@@ -3919,8 +3957,8 @@ static void run_graph_case(const graph_case *gc) {
   CHECK(
       !gc->want_tma || tma_seen,
       "%s on %s: no kernel with tma = %s (ws=1: ws on, persistent=1: persistent on over > 2 tiles; the output swizzle "
-      "applied)",
-      gname, T, gc->want_tma ? gc->want_tma : "");
+      "applied); the kernels' tma: %s",
+      gname, T, gc->want_tma ? gc->want_tma : "", tmas);
   CHECK(naccel >= gc->min_accel, "%s on %s: %d accel kernels, want >= %d", gname, T, naccel, gc->min_accel);
   CHECK(!gc->one_kernel || kl_program_nkernels(p, T) == 1, "%s on %s: %d kernels, want 1", gname, T,
         kl_program_nkernels(p, T));
@@ -4761,6 +4799,105 @@ static void test_tma_split(void) {
             "interpreted against g:eval on sm_90a; runs that are not whole boxes keep registers");
 }
 
+/* TMA im2col mode (passes/rock_tma_im2col.h, rock-gridwise-to-blockwise{tma-im2col=1}): the
+ * activation operand (B: D = the output pixels) of NHWC convs with a KYXC filter, R x S windows
+ * with stride, padding (asymmetric too) and dilation, loads through rock.tma_load {im2col}, whose
+ * walk over the bounding box tma_box interprets as the PTX ISA describes it; tiles of 64 pixels
+ * cross image rows and images; interpreted against g:eval. */
+static char *im2col_conv_text(const char *T, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
+                              int64_t s, const int64_t *st, const int64_t *pad, const int64_t *dil) {
+  static char buf[4096];
+  int64_t ho = (h + pad[0] + pad[1] - dil[0] * (r - 1) - 1) / st[0] + 1,
+          wo = (w + pad[2] + pad[3] - dil[1] * (s - 1) - 1) / st[1] + 1;
+  char xt[128], wt[128], yt[128];
+  snprintf(xt, sizeof xt, "tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>", (long long)n, (long long)c,
+           (long long)h, (long long)w, T, (long long)(h * w * c), (long long)(w * c), (long long)c);
+  snprintf(wt, sizeof wt, "tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>", (long long)k, (long long)c,
+           (long long)r, (long long)s, T, (long long)(r * s * c), (long long)(s * c), (long long)c);
+  snprintf(yt, sizeof yt, "tensor<%lldx%lldx%lldx%lldx%s, strides=[%lld,1,%lld,%lld]>", (long long)n, (long long)k,
+           (long long)ho, (long long)wo, T, (long long)(ho * wo * k), (long long)(wo * k), (long long)k);
+  snprintf(buf, sizeof buf,
+           "func.func @im2col_conv_relu() attributes {graph} {\n"
+           "  %%x = \"graph.param\"() {name = \"x\"} : () -> %s\n"
+           "  %%w = \"graph.param\"() {name = \"w\"} : () -> %s\n"
+           "  %%c = \"graph.conv\"(%%x, %%w) {stride = [%lld, %lld], padding = [%lld, %lld, %lld, %lld], dilation = "
+           "[%lld, %lld], groups = 1} : (%s, %s) -> %s\n"
+           "  %%y = \"graph.relu\"(%%c) : (%s) -> %s\n"
+           "  func.return %%y : %s\n}\n",
+           xt, wt, (long long)st[0], (long long)st[1], (long long)pad[0], (long long)pad[1], (long long)pad[2],
+           (long long)pad[3], (long long)dil[0], (long long)dil[1], xt, wt, yt, yt, yt, yt);
+  return buf;
+}
+static void test_tma_im2col(void) {
+  group_begin();
+  static const struct {
+    const char *type;
+    int64_t n, c, h, w, k, r, s, st[2], pad[4], dil[2];
+    const char *perf, *want; /* want: the GEMM kernel's tma */
+  } cs[] = {
+    /* 3x3 pad 1 stride 1, odd H / W, 2 images: 126 pixels in tiles of 64 (rows and the image cross) */
+    { "f16", 2, 64, 7, 9, 64, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,64,64,64,8", "A,B(im2col)" },
+    /* stride 2, C 128 (two panels per tap), 3 images */
+    { "f16", 3, 128, 9, 7, 64, 3, 3, { 2, 2 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,64,64,64,8", "A,B(im2col)" },
+    /* bf16, C 256, 40 filters (M past the tile), one image */
+    { "bf16", 1, 256, 5, 6, 40, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,64,64,64,8", "A,B(im2col)" },
+    /* asymmetric padding, strides (2, 1), dilation (1, 2), a 3x2 window, bf16 */
+    { "bf16", 2, 64, 9, 8, 24, 3, 2, { 2, 1 }, { 1, 1, 0, 2 }, { 1, 2 }, "v3:64,64,64,64,64,8", "A,B(im2col)" },
+    /* 48 channels in 32-byte panels of 16 (K tile 16), 32 filters */
+    { "f16", 2, 48, 5, 5, 32, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,16,64,64,8", "A,B(im2col)" },
+    /* split K in 2 (channel slices of 64: G = 2, c = g 64 + k % 64), 3 (slices of 64, K tile 32) */
+    { "f16", 2, 128, 5, 7, 64, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,64,64,64,8,2", "A,B(im2col)" },
+    { "bf16", 1, 192, 6, 5, 40, 3, 3, { 2, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,64,32,64,64,8,3", "A,B(im2col)" },
+    /* 128-pixel tiles over 4 images of 5x5 (100 pixels: a tile holds more than one image) */
+    { "f16", 4, 64, 5, 5, 64, 3, 3, { 1, 1 }, { 1, 1, 1, 1 }, { 1, 1 }, "v3:64,128,64,64,128,8", "A,B(im2col)" },
+  };
+  const char *pl_fmt = "fp8-compute,reduce-split,split-k-workspace,graph-partition,graph-to-rock,rock-regularize,"
+                       "rock-conv-to-gemm,rock-gemm-to-gridwise,rock-gridwise-to-blockwise{%s},"
+                       "rock-blockwise-to-threadwise,rock-output-swizzle,rock-align-tiling,rock-plan-steps,"
+                       "rock-lower-loops,canonicalize,cse,dce";
+  char pl[1024];
+  snprintf(pl, sizeof pl, pl_fmt, "tma=1,tma-im2col=1");
+  for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+    const char *text = im2col_conv_text(cs[i].type, cs[i].n, cs[i].c, cs[i].h, cs[i].w, cs[i].k, cs[i].r, cs[i].s,
+                                        cs[i].st, cs[i].pad, cs[i].dil);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, pl, cs[i].want, cs[i].perf };
+    int64_t before = g_checks - g_fail;
+    run_graph_case(&g);
+    CHECK(g_checks - g_fail > before, "im2col case %zu ran no check", i);
+  }
+  /* the warp-specialized loop (both operands through TMA: the producer issues the im2col boxes)
+   * and persistent tiles (on 2 workgroups: the next tile's boxes from its own first pixel) */
+  static const char *const more[2] = { "tma=1,tma-im2col=1,ws=1", "tma=1,tma-im2col=1,persistent=1" };
+  for (int i = 0; i < 2; i++) {
+    snprintf(pl, sizeof pl, pl_fmt, more[i]);
+    int64_t st[2] = { 1, 1 }, pad[4] = { 1, 1, 1, 1 }, dil[2] = { 1, 1 };
+    const char *text = im2col_conv_text("f16", 3, 64, 9, 9, 128, 3, 3, st, pad, dil); /* 2 x 4 tiles */
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, pl, "A,B(im2col)", "v3:64,64,64,64,64,8" };
+    g_sim_grid = i ? 2 : 0;
+    g_sim_ran = 0;
+    run_graph_case(&g);
+    CHECK(!g_sim_grid || g_sim_ran == 2, "%s: the persistent kernel ran on %lld workgroups, want 2", more[i],
+          (long long)g_sim_ran);
+    g_sim_grid = 0;
+  }
+  snprintf(pl, sizeof pl, pl_fmt, "tma=1,tma-im2col=1");
+  /* refused classes keep the register path, interpreted: 48 channels with a K tile of 32 (not
+   * whole 32-element panels); the option off */
+  {
+    int64_t st[2] = { 1, 1 }, pad[4] = { 1, 1, 1, 1 }, dil[2] = { 1, 1 };
+    const char *text = im2col_conv_text("f16", 2, 48, 5, 5, 32, 3, 3, st, pad, dil);
+    graph_case g = { "sm_90a", text, 2e-2, 1, false, pl, "A", "v3:64,64,32,64,64,8" };
+    run_graph_case(&g);
+    text = im2col_conv_text("f16", 2, 64, 5, 5, 64, 3, 3, st, pad, dil);
+    snprintf(pl, sizeof pl, pl_fmt, "tma=1,tma-im2col=0");
+    graph_case g2 = { "sm_90a", text, 2e-2, 1, false, pl, "A", "v3:64,64,64,64,64,8" };
+    run_graph_case(&g2);
+  }
+  group_end(
+      "tma im2col (sm_90a): NHWC conv activations through TMA im2col boxes (stride, padding, dilation, tiles "
+      "crossing rows and images, f16 / bf16; ws=1, persistent=1) interpreted against g:eval; refused classes keep "
+      "registers");
+}
 
 /* stmatrix (sm_90+, passes/lower_loops_ldmatrix.c): rock-output-swizzle's accumulator ->
  * LDS store of 16-bit outputs is lowered to rock.stmatrix x4 where the lane mapping is
@@ -5487,6 +5624,11 @@ int main(void) {
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
     return g_fail ? 1 : 0;
   }
+  if (getenv("KILN_TEST_ONLY_TMA_IM2COL")) { /* iterating on the im2col TMA group alone */
+    test_tma_im2col();
+    printf("test_accel: %d checks passed\n", g_checks - g_fail);
+    return g_fail ? 1 : 0;
+  }
   if (getenv("KILN_TEST_ONLY_TMA_SPLIT")) { /* iterating on the split-K TMA group alone */
     test_tma_split();
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
@@ -5495,6 +5637,7 @@ int main(void) {
   if (getenv("KILN_TEST_ONLY_TMA")) { /* iterating on the TMA group alone */
     test_tma();
     test_tma_split();
+    test_tma_im2col();
     test_ws();
     test_tma_graphs();
     printf("test_accel: %d checks passed\n", g_checks - g_fail);
@@ -5532,6 +5675,7 @@ int main(void) {
   test_cluster();
   test_tma_graphs();
   test_tma_split();
+  test_tma_im2col();
   test_swizzle();
   test_stmatrix();
   test_graphs();

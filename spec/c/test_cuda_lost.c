@@ -71,9 +71,35 @@ int main(void) {
                 strstr(kl_device_error(dev), want[i]) && *tsw == -1,
             "bad map %d: %s", i, kl_device_error(dev));
     }
+    /* im2col maps (cuTensorMapEncodeIm2col): NHWC {C 64, W 7, H 7, N 2}, pixels per column
+     * box[1] and the lower corner passed on; corners or traversal strides out of the rank-4
+     * range refused before the driver */
+    int *tpix = dlsym(lib, "fake_tmap_i2c_pixels"), *tlo = dlsym(lib, "fake_tmap_i2c_lo0");
+    kl_tensor_map_desc i2 = { .rank = 4,
+                              .swizzle = 128,
+                              .im2col = true,
+                              .base = base,
+                              .dims = { 64, 7, 7, 2 },
+                              .strides = { 128, 896, 6272 },
+                              .box = { 64, 96, 1, 1 },
+                              .lo = { -1, -1 },
+                              .up = { -1, -1 },
+                              .es = { 1, 1 } };
+    CHECK(kl_device_tensor_map(dev, &i2, map) == KL_OK && tpix && *tpix == 96 && tlo && *tlo == -1 && *tsw == 3 &&
+              *tbox == 64,
+          "im2col: %s", kl_device_error(dev));
+    kl_tensor_map_desc ib[2] = { i2, i2 };
+    ib[0].lo[1] = -129; /* below the rank-4 corner range */
+    ib[1].es[0] = 9;    /* a traversal stride above 8 */
+    for (int i = 0; i < 2; i++) {
+      *tpix = -1;
+      CHECK(kl_device_tensor_map(dev, &ib[i], map) == KL_ERR && strstr(kl_device_error(dev), "im2col tensor map") &&
+                *tpix == -1,
+            "bad im2col map %d: %s", i, kl_device_error(dev));
+    }
     kl_device_free(dev, base);
   }
-  group_end("tensor maps: the swizzle passed on, bad arguments refused with the field");
+  group_end("tensor maps: the swizzle passed on, bad arguments refused with the field; im2col maps");
   group_begin();
   CHECK(kl_device_launch(good, one, one, 0, args, NULL, 0) == KL_OK, "%s", kl_device_error(dev));
   CHECK(kl_device_launch(bad, one, one, 0, args, NULL, 0) == KL_OK, "the fault is asynchronous");

@@ -270,3 +270,18 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *base,
   fake_tmap_box0 = (int)box[0];
   return 0;
 }
+/* im2col maps: records the pixels per column and the lower W corner of the last encode */
+int fake_tmap_i2c_pixels = -1, fake_tmap_i2c_lo0 = 1000;
+CUresult cuTensorMapEncodeIm2col(void *map, int dtype, unsigned rank, void *base, const unsigned long long *dims,
+                                 const unsigned long long *strides, const int *lo, const int *up, unsigned cpp,
+                                 unsigned ppc, const unsigned *es, int interleave, int swizzle, int l2, int oob) {
+  (void)dtype, (void)rank, (void)base, (void)dims, (void)strides, (void)up, (void)es, (void)interleave, (void)l2,
+      (void)oob;
+  STICKY;
+  memset(map, 0, 128);
+  fake_tmap_swizzle = swizzle;
+  fake_tmap_box0 = (int)cpp;
+  fake_tmap_i2c_pixels = (int)ppc;
+  fake_tmap_i2c_lo0 = lo[0];
+  return 0;
+}
