@@ -1259,6 +1259,9 @@ typedef struct {
   int64_t mc;
   bool mc_b;
   kl_value *valid;
+  /* cmb: the clustered loop's slot reuse through per-stage empty mbarriers (W + s) with remote
+   * arrives (both operands through TMA; else the K loop's cluster barrier) */
+  bool cmb;
 } tpipe;
 /* rock.barrier over the block, or (clusters) over the cluster: barrier.cluster.arrive.release +
  * wait.acquire on NVIDIA, the block barrier elsewhere (passes/lower_barrier.c) */
@@ -1273,6 +1276,30 @@ static void mbar(const tpipe *p, const char *step, int s, kl_value *parity, cons
   kl_value *o[3] = { p->bars, kl_tile_index(rw, p->k->loc, s), parity };
   kl_named_attr a[2] = { { "step", kl_attr_str(ctx, step) }, { an, kl_attr_int(ctx, av) } };
   kl_rewriter_create(rw, "rock.mbarrier", p->k->loc, parity ? 3 : 2, o, 0, NULL, an ? 2 : 1, a, 0);
+}
+/* clusters (cmb): the release of stage s's readers in this warpgroup to every CTA of the
+ * cluster: lanes 0 .. mc - 1 of each warpgroup (after its wait_group retired them) arrive on
+ * empty[s] = W + s of the CTA of rank tid % 128 (rock.mbarrier arrive_remote) */
+static kl_op *if_begin(kl_rewriter *rw, kl_loc loc, kl_value *cond);
+static void cl_release(const tpipe *p, int s) {
+  kl_rewriter *rw = p->k->rw;
+  kl_emitter e = { rw, p->k->loc };
+  kl_value *lane = kl_emit_remi(&e, p->k->tid, 128);
+  kl_op *ifop = if_begin(rw, p->k->loc, kl_emit_cmp(&e, "lt", lane, kl_emit_index(&e, p->mc)));
+  mbar(p, "arrive_remote", p->W + s, lane, NULL, 0);
+  kl_rewriter_set_insertion_after(rw, ifop);
+}
+/* clusters (cmb): the issuing thread waits for empty[s]'s phase of K step kidx's fill (every
+ * CTA's warpgroups released the stage's fill kidx - W; parity (kidx / W + 1) mod 2: the first
+ * lap passes, phase 0 open) */
+static void cl_wait_empty(const tpipe *p, kl_value *kidx, int s) {
+  kl_rewriter *rw = p->k->rw;
+  kl_emitter e = { rw, p->k->loc };
+  int64_t c;
+  kl_value *par = kl_emit_const_of(kidx, &c)
+      ? kl_tile_index(rw, p->k->loc, (c / p->W + 1) % 2)
+      : kl_emit_remi(&e, kl_emit_add(&e, kl_emit_divi(&e, kidx, p->W), kl_emit_index(&e, 1)), 2);
+  mbar(p, "wait", p->W + s, par, NULL, 0);
 }
 static kl_op *if_begin(kl_rewriter *rw, kl_loc loc, kl_value *cond) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
@@ -1351,6 +1378,7 @@ static void tma_issue(const tpipe *p, kl_value *kidx, int s) {
     return;
   kl_op *ifop = if_begin(rw, k->loc, cond);
   int64_t eb = 2, bytes = ((p->ta ? k->t->MB : 0) + (p->tb ? k->t->NB : 0)) * k->t->KB * eb;
+  if (p->cmb && !(kl_emit_const_of(kidx, &c) && c < p->W)) cl_wait_empty(p, kidx, s);
   mbar(p, "arrive_expect_tx", s, NULL, "bytes", bytes);
   if (p->ta) tma_boxes(p, &p->ma, k->ga, p->la[s], kidx, s);
   if (p->tb) tma_boxes(p, &p->mb, k->gb, p->lb[s], kidx, s);
@@ -1398,7 +1426,18 @@ static void tma_step(const tpipe *p, kl_value *kidx, int s, kl_value *parity) {
     kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
     kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
   }
-  tbarrier(p); /* ... and in every one (clusters: in every CTA of the cluster, whose boxes land in this stage) */
+  int64_t c;
+  if (p->cmb) { /* clusters: release stage (kidx - 1) mod W to every CTA (not at step 0); no barrier */
+    int prev = (s + W - 1) % W;
+    if (!kl_emit_const_of(kidx, &c)) {
+      kl_emitter e = { k->rw, k->loc };
+      kl_op *ifop = if_begin(k->rw, k->loc, kl_emit_cmp(&e, "ne", kidx, kl_emit_index(&e, 0)));
+      cl_release(p, prev);
+      kl_rewriter_set_insertion_after(k->rw, ifop);
+    } else if (c > 0)
+      cl_release(p, prev);
+  } else
+    tbarrier(p); /* ... and in every one (clusters: in every CTA of the cluster, whose boxes land in this stage) */
   tma_issue(p, tma_add(p, kidx, W - 1), (s + W - 1) % W);
 }
 /* ---- persistent tiles (passes/rock_tma.h): for (t = h0; t < ntiles; t += ng) ---- */
@@ -1472,6 +1511,8 @@ static kl_op *tma_emit(tpipe *p) {
   int64_t nk = p->nk;
   kl_op *ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
+  /* clusters (cmb): empty[s], one arrival per warpgroup of each CTA of the cluster */
+  for (int s = 0; p->cmb && s < W; s++) mbar(p, "init", W + s, NULL, "count", p->k->t->BS / 128 * p->mc);
   kl_rewriter_set_insertion_after(rw, ifop);
   tbarrier(p); /* clusters: every CTA's mbarriers initialized (and fenced) before a peer's boxes complete on them */
   /* persistent: the first tile's loads, then the tile loop; its own kloop / tpipe with the tile's bid */
@@ -1524,7 +1565,7 @@ static kl_op *tma_emit(tpipe *p) {
     kl_rewriter_set_insertion_after(rw, tiles);
   }
   ifop = if_begin(rw, loc, p->elect); /* the mbarriers' LDS may be reused (epilogue) */
-  for (int s = 0; s < W; s++) mbar(p, "inval", s, NULL, NULL, 0);
+  for (int s = 0; s < (p->cmb ? 2 * W : W); s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
   if (tiles) kl_rewriter_erase_op(rw, p->fill);
   if (p->valid) { /* clusters: a padding CTA (its tile past the grid) skips the epilogue */
@@ -2535,7 +2576,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
               : t.BS % 128 || t.BS + 128 > 1024 ? "the block is not whole warpgroups within 1024 threads"
                                                 : NULL;
           T.nc = o->ws && !ws_why ? t.BS : 0;
-          int64_t nbar = T.nc ? 2 * W : W;
+          /* clusters with both operands through TMA: empty mbarriers in place of the loop's
+           * cluster barrier (tma_emit: cmb) */
+          T.cmb = T.mc > 1 && tma_a && tma_b && t.BS % 128 == 0;
+          int64_t nbar = T.nc || T.cmb ? 2 * W : W;
           T.bars = alloc(rw, loc, kl_type_i64(ctx), 1, &nbar, KL_SPACE_LDS);
           kl_emitter e = { rw, loc };
           T.elect = kl_emit_cmp(&e, "eq", tid, kl_emit_index(&e, 0));
