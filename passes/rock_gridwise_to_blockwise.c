@@ -1206,14 +1206,14 @@ static bool cluster_split(const kl_tma_map *m, int64_t DB, int64_t C) {
 /* The cluster's shape for option cluster = o->cluster (> 1): NULL and *share_b (C x 1: C
  * m-tiles share B's tile; else 1 x C: C n-tiles share A's), or why not. Auto shape: the one
  * whose tiles need no padding, else the one sharing the larger tile (B where NB >= MB). */
-static const char *cluster_shape(const opts *o, const tiles *t, const kl_target *tg, kl_op *fn, bool ws_on,
-                                 const char *persist_why, bool tma_a, bool tma_b, const kl_tma_map *ma,
-                                 const kl_tma_map *mb, bool *share_b) {
+static const char *cluster_shape(const opts *o, const tiles *t, const kl_target *tg, kl_op *fn, const char *persist_why,
+                                 bool tma_a, bool tma_b, const kl_tma_map *ma, const kl_tma_map *mb, bool *share_b) {
   int64_t C = o->cluster, nM = t->Mp / t->MB, nN = t->Np / t->NB;
   if (!fn) return "no kernel func";
   if (!tg || tg->arch != KL_ARCH_NVPTX) return "not an NVIDIA target";
-  if (ws_on) return "warp specialization (ws=1) is not combined with clusters";
-  if (!persist_why) return "persistent tiles are not combined with clusters";
+  if (!persist_why)
+    return "persistent tiles are not combined with clusters (the tile loop would have to keep a cluster's CTAs on "
+           "paired tiles)";
   if (t->G * nM * nN < 2) return "one tile";
   bool okb = tma_b && nM >= 2 && cluster_split(mb, t->NB, C), oka = tma_a && nN >= 2 && cluster_split(ma, t->MB, C);
   if (o->cluster_dir == 1 && !okb)
@@ -1606,6 +1606,14 @@ static void ws_produce(const tpipe *p, kl_value *kidx, int s, kl_value *parity) 
   tma_boxes(p, &p->ma, p->k->ga, p->la[s], kidx, s);
   tma_boxes(p, &p->mb, p->k->gb, p->lb[s], kidx, s);
 }
+/* consumers: release stage s on empty[s] (every consumer thread; clusters: lanes 0 .. mc - 1 of
+ * each warpgroup, on every CTA's empty[s]: cl_release) */
+static void ws_release(const tpipe *p, int s) {
+  if (p->mc > 1)
+    cl_release(p, s);
+  else
+    mbar(p, "arrive", p->W + s, NULL, NULL, 0);
+}
 /* consumers, K step kidx in stage s: wait for full[s] (parity), the MMAs (group kidx), retire
  * group kidx - 1 and release its stage (s - 1) mod W on empty (every consumer thread arrives;
  * not at step 0) */
@@ -1618,12 +1626,12 @@ static void ws_consume(const tpipe *p, kl_value *kidx, int s, kl_value *parity) 
   int64_t c;
   int prev = (s + p->W - 1) % p->W;
   if (kl_emit_const_of(kidx, &c)) {
-    if (c > 0) mbar(p, "arrive", p->W + prev, NULL, NULL, 0);
+    if (c > 0) ws_release(p, prev);
     return;
   }
   kl_emitter e = { k->rw, k->loc };
   kl_op *ifop = if_begin(k->rw, k->loc, kl_emit_cmp(&e, "ne", kidx, kl_emit_index(&e, 0)));
-  mbar(p, "arrive", p->W + prev, NULL, NULL, 0);
+  ws_release(p, prev);
   kl_rewriter_set_insertion_after(k->rw, ifop);
 }
 /* The warp-specialized loop; returns the op the epilogue goes before: the consumer region's
@@ -1637,9 +1645,10 @@ static kl_op *ws_emit(tpipe *p) {
   kl_emitter e = { rw, loc };
   kl_op *ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
-  for (int s = 0; s < W; s++) mbar(p, "init", W + s, NULL, "count", nc);
+  /* empty[s]: every consumer thread arrives; clusters: one arrival per consumer warpgroup of each CTA */
+  for (int s = 0; s < W; s++) mbar(p, "init", W + s, NULL, "count", p->mc > 1 ? nc / 128 * p->mc : nc);
   kl_rewriter_set_insertion_after(rw, ifop);
-  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  tbarrier(p); /* clusters: every CTA's mbarriers initialized before a peer's boxes or arrives reach them */
   /* the role split: consumers (tid < nc) in region 0, the producer warpgroup in region 1 */
   kl_op *split = if_begin(rw, loc, kl_emit_cmp(&e, "lt", p->k->tid, kl_emit_index(&e, nc)));
   kl_rewriter_set_attr(rw, split, "ws_consumers", kl_attr_int(ctx, nc));
@@ -1668,8 +1677,13 @@ static kl_op *ws_emit(tpipe *p) {
     ws_consume(&P, kl_tile_index(rw, loc, main + j), (int)j,
                i ? tile_parity(p, i, (int)j, kl_tile_index(rw, loc, main), 0) : kl_tile_index(rw, loc, (main / W) % 2));
   kl_wgmma_emit_acc_wait(rw, loc, K.acc, kl_op_attr_string(K.gw, "accel_instr"), 0);
-  mbar(p, "arrive", W + (int)((nk - 1) % W), NULL, NULL, 0); /* the last stage's readers retired */
-  if (tiles) p->tile_bid = tile_bid(p, t);                   /* not live across the K loop */
+  ws_release(p, (int)((nk - 1) % W));      /* the last stage's readers retired */
+  if (tiles) p->tile_bid = tile_bid(p, t); /* not live across the K loop */
+  if (p->valid) {                          /* clusters: a padding CTA (its tile past the grid) skips the epilogue */
+    kl_op *vif = if_begin(rw, loc, p->valid);
+    kl_rewriter_set_insertion_after(rw, vif);
+    cy = vif->regions[0].first->last;
+  }
   /* the producer warpgroup: one thread issues (persistent: every tile's steps in turn, so it
    * fills the next tile's stages while the consumers run this one's epilogue) */
   kl_rewriter_set_insertion_before(rw, split->regions[1].first->last);
@@ -1693,9 +1707,10 @@ static kl_op *ws_emit(tpipe *p) {
     ws_produce(&P, kl_tile_index(rw, loc, main + j), (int)j,
                pi ? tile_parity(p, pi, (int)j, kl_tile_index(rw, loc, main), 1)
                   : kl_tile_index(rw, loc, (main / W + 1) % 2));
-  /* the join: every thread, every load landed and every MMA retired; then inval */
+  /* the join: every thread, every load landed and every MMA retired (clusters: in every CTA, whose
+   * remote arrives reach this CTA's empty mbarriers); then inval */
   kl_rewriter_set_insertion_after(rw, split);
-  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  tbarrier(p);
   ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < 2 * W; s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
@@ -2534,10 +2549,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           }
           /* thread-block clusters (passes/rock_tma.h: cluster): the shape, the shared operand's
            * multicast slices (K-major: its box rows DB / C; MN-major: C panels per op) */
-          bool ws_on = o->ws && tma_a && tma_b && t.BS % 128 == 0 && t.BS + 128 <= 1024;
           const char *cl_why = o->cluster <= 1
               ? "off"
-              : cluster_shape(o, &t, tg, fn, ws_on, persist_why, tma_a, tma_b, &tm_a, &tm_b, &T.mc_b);
+              : cluster_shape(o, &t, tg, fn, persist_why, tma_a, tma_b, &tm_a, &tm_b, &T.mc_b);
           if (!cl_why) {
             T.mc = o->cluster;
             kl_tma_map *sm = T.mc_b ? &tm_b : &tm_a;
@@ -2904,9 +2918,10 @@ static const kl_pass_option options[] = {
     "tile per workgroup; auto = the measured choice, today 0 (passes/rock_tma.h); the choice is the kernel's "
     "`persistent` attribute" },
   { "cluster", KL_OPT_STRING, KL_CLUSTER_DEFAULT_STR,
-    "thread-block clusters for the TMA K loop (sm_90a wgmma, not with ws=1 or persistent=1): C = 2 or 4 consecutive "
-    "workgroups share one operand tile, each loading 1/C of it and multicasting it to the cluster "
-    "(cp.async.bulk.tensor .multicast::cluster), the K loop's barrier a cluster barrier; CxR shapes: 2x1 / 4x1 = C "
+    "thread-block clusters for the TMA K loop (sm_90a wgmma, with or without ws=1, not with persistent=1): C = 2 or 4 "
+    "consecutive workgroups share one operand tile, each loading 1/C of it and multicasting it to the cluster "
+    "(cp.async.bulk.tensor .multicast::cluster), stage reuse through per-stage empty mbarriers with remote arrives "
+    "(the loop with a register operand: a cluster barrier per K step); CxR shapes: 2x1 / 4x1 = C "
     "m-tiles share B's tile, 1x2 / 1x4 = C n-tiles share A's; 2 / 4 = the shape whose grid needs no padding, else "
     "the one sharing the larger tile; 1 = none; auto = the measured choice, today 1 (passes/rock_tma.h); the choice "
     "is the kernel's `cluster` attribute (the shape or off (why))" },

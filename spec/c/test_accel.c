@@ -1449,7 +1449,7 @@ static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
     return;
   }
   if (!strcmp(step, "wait")) ws_wait_ready(s, op, mask);
-  if (!strcmp(step, "wait") && s->cl) cl_wait_ready(s, op, mask);
+  if (!strcmp(step, "wait") && s->cl && !s->ws_active) cl_wait_ready(s, op, mask);
   int rb = -1;
   int64_t rph = 0;
   for (int t = 0; t < s->nt && !s->bad; t++) {
@@ -1604,7 +1604,8 @@ static void tma_box(sim *s, sim *d, kl_op *op, int t, mem *src, mem *bm, int64_t
         if (d->wg_rd[g][WG_Q + 1][gr])
           sfail(s, op, "TMA writes shared byte %lld that warpgroup %d's wgmma read, retired with no barrier since",
                 (long long)gr * 16, g);
-      if (d->ws_active && d->tma_bar[gr] && !s->bad) { /* the stage's earlier fill: released and awaited? */
+      if (d->ws_active && !d->clr_on && d->tma_bar[gr] &&
+          !s->bad) { /* the stage's earlier fill: released and awaited? */
         int rb = d->rel_bar[gr] - 1;
         if (rb < 0)
           sfail(s, op,
@@ -2166,7 +2167,16 @@ static void exec_ws_split(sim *s, kl_op *op, const double *c, const bool *mask) 
     ws_switch(s, 2, cur);
     if (s->ws_done[cur] || !s->ws_blocked[cur]) continue;
     int o = cur ^ 1;
-    if (!s->bad && (s->ws_done[o] || (s->ws_blocked[o] && s->ws_ev_block[o] == s->ws_events)))
+    bool stuck = s->ws_done[o] || (s->ws_blocked[o] && s->ws_ev_block[o] == s->ws_events);
+    if (stuck && s->cl && !s->bad) { /* in a cluster: the peers may complete the phase (cl_run finds deadlocks) */
+      int64_t ev = s->ws_events;
+      pthread_mutex_unlock(&g_ws_mu); /* the peers' splits take it (lock order: g_cl_mu, then g_ws_mu) */
+      while (s->ws_events == ev && !s->cl->abort) cl_yield(s);
+      pthread_mutex_lock(&g_ws_mu);
+      if (s->cl->abort) s->bad = true;
+      continue;
+    }
+    if (!s->bad && stuck)
       sfail(s, op, "the warp-specialized roles deadlock: %s waits for an mbarrier phase that cannot complete",
             s->ws_done[o] ? (cur ? "the consumers (the producer done)" : "the producer (the consumers done)")
                           : "each role");
@@ -4427,7 +4437,7 @@ static const char *mut_cmb(kl_op *k, const char *step) {
     hit++;
   }
   free(ops);
-  return !hit ? NULL : !strcmp(step, "wait") ? "the issuing thread did not wait for" : "deadlock";
+  return !hit ? NULL : !strcmp(step, "wait") ? "before every CTA of the cluster released its readers" : "deadlock";
 }
 static const char *mut_cmb_wait(kl_op *k) { return mut_cmb(k, "wait"); }
 static const char *mut_cmb_arrive(kl_op *k) { return mut_cmb(k, "arrive_remote"); }
@@ -4561,7 +4571,7 @@ static void test_cluster(void) {
       "tma=1,tma-swizzle=none,cluster=2",
       "1x2",
       8 },
-    /* refused: one tile; B shared but B on registers; ws=1 and persistent=1 */
+    /* refused: one tile; B shared but B on registers; persistent=1 */
     { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
       "cluster=2",
       "off (one tile)",
@@ -4570,10 +4580,11 @@ static void test_cluster(void) {
       "tma=1,tma-swizzle=none,cluster=2x1",
       "off (C x 1 shares B",
       0 },
-    { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
-      "cluster=2,ws=1",
-      "off (warp specialization",
-      0 },
+    /* warp-specialized (the producer issues the multicast, the consumers arrive remotely) */
+    { { "sm_90a", "f16", 1, 256, 512, 256, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=3,cluster=2,ws=1",
+      "2x1",
+      8 },
     { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
       "cluster=2,persistent=1",
       "off (persistent",
@@ -4592,6 +4603,19 @@ static void test_cluster(void) {
       "tma=3,tma-swizzle=none,cluster=2",
       "1x2",
       8 },
+    /* warp-specialized: the padded grid and fused epilogue; clusters of 4; odd sizes, batch, 1 x 2 */
+    { { "sm_90a", "f16", 1, 192, 128, 160, true, true, true, "v3:64,64,16,64,64,8", "f16" },
+      "tma=3,cluster=2x1,ws=1",
+      "2x1",
+      8 },
+    { { "sm_90a", "f16", 1, 256, 384, 256, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=3,cluster=4,ws=1",
+      "4x1",
+      12 },
+    { { "sm_90a", "bf16", 2, 130, 100, 120, true, true, false, "v3:128,64,32,64,64,8", "f32" },
+      "tma=3,cluster=1x2,ws=1",
+      "1x2",
+      8 },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     cluster_case(&cases[i].c, cases[i].opt, cases[i].want, cases[i].grid);
@@ -4604,9 +4628,12 @@ static void test_cluster(void) {
   cluster_case(&cases[4].c, cases[4].opt, cases[4].want, cases[4].grid);
   cluster_case(&cases[17].c, cases[17].opt, cases[17].want, cases[17].grid);
   cluster_case(&cases[10].c, cases[10].opt, cases[10].want, cases[10].grid);
+  cluster_case(&cases[14].c, cases[14].opt, cases[14].want, cases[14].grid); /* ws: the producer's */
+  cluster_case(&cases[19].c, cases[19].opt, cases[19].want, cases[19].grid);
   g_mutate = mut_cmb_arrive;
   cluster_case(&cases[4].c, cases[4].opt, cases[4].want, cases[4].grid);
   cluster_case(&cases[17].c, cases[17].opt, cases[17].want, cases[17].grid);
+  cluster_case(&cases[20].c, cases[20].opt, cases[20].want, cases[20].grid);
   g_mutate = mut_cluster_init;
   cluster_case(&cases[0].c, cases[0].opt, cases[0].want, cases[0].grid);
   g_mutate = mut_pending;

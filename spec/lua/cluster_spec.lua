@@ -41,8 +41,9 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     assert.are.equal(0, gemm_of(p).cluster_size)
     p = compile(dot_graph(512, 512, 256, "f16", false, true), "cluster=2,tma=0")
     assert.are.equal("off (the TMA loop is not taken)", gemm_of(p).cluster)
+    -- warp-specialized: the producer warpgroup issues the multicast, the consumers arrive remotely
     p = compile(dot_graph(512, 512, 256, "f16", false, true), "cluster=2,ws=1")
-    assert.is_truthy(gemm_of(p).cluster:find("^off %(warp specialization"), gemm_of(p).cluster)
+    assert.are.equal("2x1", gemm_of(p).cluster)
     assert.are.equal("on", gemm_of(p).ws)
     p = compile(dot_graph(512, 512, 256, "f16", false, true), "cluster=2,persistent=1")
     assert.is_truthy(gemm_of(p).cluster:find("^off %(persistent tiles"), gemm_of(p).cluster)
@@ -94,6 +95,17 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     assert.is_nil(between:find("bar%.sync%s+0;") or between:find("barrier%.sync%s+0;"), "a block barrier in the K loop")
     assert.is_nil(between:find("barrier.cluster", 1, true), "a cluster barrier in the K loop")
     assert.is_truthy(between:find("mapa.shared::cluster", 1, true), "the remote arrives in the K loop")
+    -- ws=1: the same protocol between the producer warpgroup and the consumers; empty[s] counts
+    -- one arrival per consumer warpgroup and CTA (2 x 2); the join a cluster barrier
+    p = compile(dot_graph(1024, 1024, 512, "f16", false, true), "cluster=2x1,ws=1", "v3:128,256,64,64,256,8")
+    k = gemm_of(p)
+    assert.are.equal("on", k.ws)
+    ptx = p:disasm(k.name, "sm_90a")
+    assert.are.equal(2, count(ptx, "barrier%.cluster%.arrive%.release;"))
+    assert.is_true(count(ptx, "mbarrier%.init%.shared::cta%.b64 %[[^%]]+%], 4;") >= 3)
+    assert.is_true(count(ptx, "mbarrier%.arrive%.shared::cluster%.b64 _, %[ra%];") >= 1)
+    assert.are.equal(0, count(ptx, "mbarrier%.arrive%.shared::cta%.b64"), "a local every-thread arrive")
+    assert.is_true(count(ptx, "%.multicast::cluster %[") >= 1)
     -- MN-major B shared: its panels multicast (rank 3 maps: batch)
     p = compile(G.dot(256, 512, 128, "f16", false, false), "cluster=2x1", "v3:128,256,32,64,256,8")
     k = gemm_of(p)
@@ -108,7 +120,7 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     { "4096^3 bf16", dg(4096, 4096, 4096, "bf16") }, { "1500x3840x1280 f16", dg(1500, 3840, 1280) },
     { "seed conv n512", G.seed_conv },
   }
-  for _, opt in ipairs { "cluster=2", "cluster=4" } do
+  for _, opt in ipairs { "cluster=2", "cluster=4", "cluster=2,ws=1" } do
     for _, c in ipairs(shapes) do
       it(c[1] .. " " .. opt .. ": ptxas sm_90a 0 spill bytes", function()
         if G.sanitized(c[1] .. " " .. opt) then return end

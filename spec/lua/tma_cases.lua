@@ -231,6 +231,17 @@ function M.cluster_cases()
   cs[#cs + 1] = C(dot(1500, 3840, 1280, "f16", true, true, nil, nil), "2", nil)
   cs[#cs + 1] = C(dot(384, 768, 4096, "bf16", true, true, "bias_relu", big), "1x2", "1x2")
   cs[#cs + 1] = C(conv(16, 2048, 7, 7, 512, 1, 0, nil, "A,B"), "1x2", "1x2")
+  -- warp-specialized (ws=1): the producer warpgroup issues the multicast slices, the consumer
+  -- warpgroups arrive on every CTA's empty mbarriers; odd sizes with padded grids, bf16, batch,
+  -- clusters of 4, K 16384, the seed conv's class
+  cs[#cs + 1] = C(dot(1000, 520, 1024, "f16", true, true, "bias_relu", big), "2,ws=1", "2x1")
+  cs[#cs + 1] = C(dot(1000, 520, 1024, "bf16", true, true, nil, big), "1x2,ws=1", "1x2") -- padded
+  cs[#cs + 1] = C(dot(257, 129, 136, "f16", true, true, "bias_relu", "v3:128,128,32,64,128,8"), "2x1,ws=1", "2x1")
+  cs[#cs + 1] = C(dot(100, 136, 72, "bf16", true, true, "residual", "v3:64,64,32,64,64,8", 3), "4,ws=1", nil)
+  cs[#cs + 1] = C(dot(1500, 3840, 1280, "f16", true, true, nil, nil), "1x2,ws=1", "1x2")
+  cs[#cs + 1] = C(dot(256, 512, 16384, "f16", true, true, nil, big), "2,ws=1", "2x1")
+  cs[#cs + 1] = C(conv(16, 2048, 7, 7, 512, 1, 0, nil, "A,B"), "2,ws=1", nil)
+  cs[#cs + 1] = C(conv(192, 256, 7, 7, 512, 1, 0, nil, "A,B"), "1x2,ws=1", "1x2")
   return cs
 end
 
