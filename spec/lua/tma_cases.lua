@@ -305,7 +305,8 @@ function M.compile(c)
     if not ok or k.cluster_size < 2 or k.grid % k.cluster_size ~= 0 or not ptx:find(".multicast::cluster", 1, true)
        or not ptx:find(".reqnctapercluster " .. k.cluster_size .. ", 1, 1", 1, true)
        -- both operands through TMA: empty mbarriers with remote arrives, else the loop's cluster barrier
-       or (k.tma == "A,B") ~= (ptx:find("mbarrier.arrive.shared::cluster", 1, true) ~= nil) then
+       or (k.tma == "A,B") ~= (ptx:find("mbarrier.arrive.shared::cluster", 1, true) ~= nil)
+       or (c.cluster:find("ws=1", 1, true) ~= nil) ~= (k.ws == "on") then
       error(("%s: cluster = %s (want %s), cluster_size %d, grid %d"):format(k.perf_config, k.cluster,
                                                                        c.want_cluster or "a shape", k.cluster_size, k.grid), 0)
     end
