@@ -148,7 +148,8 @@
  *   TMA loop, step k: wait(full[s]); MMAs (group k); wait_group 1; k > 0: release((k-1) mod W)
  *     to every CTA; tid 0, if k+W-1 < nk: wait(empty[(k-1) mod W], ((k+W-1)/W + 1) mod 2),
  *     issue(k+W-1). No barrier in the K loop (the block's barrier goes too: the empty wait
- *     covers this CTA's warpgroups). Unclustered loops keep the block barrier (unchanged).
+ *     covers this CTA's warpgroups). Unclustered loops keep the block barrier (unchanged: its
+ *     SASS is one BAR.SYNC per step, no fence, and the form was measured at 613 - 655 TFLOP/s).
  *   ws: the producer's empty waits as without clusters, the consumers' release the remote
  *     arrive of one lane per warpgroup and CTA in place of every consumer thread's local arrive;
  *     a padding CTA's consumers skip the epilogue (scf.if on the tile's validity).
