@@ -380,17 +380,22 @@ local WSP_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise
 -- "c2" / "c4" / "c1x2" / "c2x1": thread-block clusters of the TMA loop (rock-gridwise-to-blockwise{tma=1,
 -- ws=0,cluster=2|4|1x2|2x1}: the cluster's CTAs share one operand tile through TMA multicast;
 -- passes/rock_tma.h), the heuristic's config
+-- "c2ws" / "c4ws" / "c1x2ws" / "c2x1ws": the same with warp specialization (ws=1: the producer
+-- warpgroup issues the multicast slices)
 local function cluster_pipeline(shape)
+  local ws = shape:find("ws$") and "1" or "0"
   return kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
-                                      "rock-gridwise-to-blockwise{tma=1,ws=0,cluster=" .. shape .. "},", 1)
+                                      "rock-gridwise-to-blockwise{tma=1,ws=" .. ws .. ",cluster=" .. shape:gsub("ws$", "") .. "},", 1)
 end
-local CLUSTER_VARIANTS = { c2 = "2", c4 = "4", c1x2 = "1x2", c2x1 = "2x1" }
+local CLUSTER_VARIANTS = { c2 = "2", c4 = "4", c1x2 = "1x2", c2x1 = "2x1", c2ws = "2ws", c4ws = "4ws", c1x2ws = "1x2ws",
+                           c2x1ws = "2x1ws" }
 -- "im2col": the TMA loop with the conv activation through TMA im2col mode (rock-gridwise-to-blockwise
 -- {tma=1,ws=0,tma-im2col=1}, passes/rock_tma_im2col.h), the heuristic's config
 local IM2COL_PIPELINE = kiln.default_pipeline():gsub("rock%-gridwise%-to%-blockwise[^,]*,",
                                                      "rock-gridwise-to-blockwise{tma=1,ws=0,tma-im2col=1},", 1)
 local TMA_VARIANTS = { tma = true, tmak64 = true, tmanosw = true, tmak64nosw = true, ws = true, wsk64 = true,
-                       persist = true, wsp = true, c2 = true, c4 = true, c1x2 = true, c2x1 = true, im2col = true }
+                       persist = true, wsp = true, im2col = true }
+for v in pairs(CLUSTER_VARIANTS) do TMA_VARIANTS[v] = true end
 local function compile_case(c, g)
   if TMA_VARIANTS[c.variant] then
     if not (dev.kind == "cuda" and dev.cc == "9.0") then error("the tma variants need a compute capability 9.0 GPU", 0) end

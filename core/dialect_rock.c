@@ -361,9 +361,10 @@ static kl_status verify_wgmma_sync(kl_op *op) {
   return KL_OK;
 }
 
-/* TMA + mbarrier (passes/rock_tma.h). rock.mbarrier(%bars, %i[, %parity]) {step = "init"
- * (count) | "arrive_expect_tx" (bytes) | "arrive" | "wait" (%parity) | "inval"}: mbarrier %i of the LDS
- * buffer<W x i64>; rock.tma_load(%src, %bars, %bi, %lds, %li..., %c...) {dims, strides, box,
+/* TMA + mbarrier (passes/rock_tma.h). rock.mbarrier(%bars, %i[, %x]) {step = "init"
+ * (count) | "arrive_expect_tx" (bytes) | "arrive" | "arrive_remote" (%x: the CTA rank) | "wait"
+ * (%x: the phase parity) | "inval"}: mbarrier %i of the LDS buffer<W x i64>; arrive_remote
+ * arrives on mbarrier %i of the cluster's CTA of rank %x (its own where there is no cluster); rock.tma_load(%src, %bars, %bi, %lds, %li..., %c...) {dims, strides, box,
  * offset, swizzle}: the box at coordinates %c (innermost first) of the tensor map over the
  * global buffer src (offset elements from its base, dims elements, strides bytes of dims
  * 1..), dense row-major (box[0] fastest) into LDS from element (%li...), its byte addresses
@@ -387,13 +388,15 @@ static kl_status verify_mbarrier(kl_op *op) {
     return kl_emit_error(op->ctx, op->loc, "'rock.mbarrier' takes an LDS buffer<W x i64> and an index");
   if (!step ||
       (strcmp(step, "init") && strcmp(step, "arrive_expect_tx") && strcmp(step, "arrive") && strcmp(step, "wait") &&
-       strcmp(step, "inval")))
+       strcmp(step, "arrive_remote") && strcmp(step, "inval")))
     return kl_emit_error(op->ctx, op->loc,
-                         "'rock.mbarrier' needs a string attribute 'step': init, arrive_expect_tx, arrive, wait or "
-                         "inval");
-  if ((op->nopnds == 3) != !strcmp(step, "wait") || (op->nopnds == 3 && !is_index(op, 2)))
+                         "'rock.mbarrier' needs a string attribute 'step': init, arrive_expect_tx, arrive, "
+                         "arrive_remote, wait or inval");
+  if ((op->nopnds == 3) != (!strcmp(step, "wait") || !strcmp(step, "arrive_remote")) ||
+      (op->nopnds == 3 && !is_index(op, 2)))
     return kl_emit_error(op->ctx, op->loc,
-                         "'rock.mbarrier' wait (only) takes a third operand: the phase parity (index)");
+                         "'rock.mbarrier' wait and arrive_remote (only) take a third operand: the phase parity or the "
+                         "CTA rank (index)");
   if (!strcmp(step, "init") && (!kl_op_attr_i64(op, "count", &v) || v < 1 || v > 1024))
     return kl_emit_error(op->ctx, op->loc, "'rock.mbarrier' init needs an integer attribute 'count' in [1, 1024]");
   if (!strcmp(step, "arrive_expect_tx") && (!kl_op_attr_i64(op, "bytes", &v) || v < 1 || v >= (1 << 20)))

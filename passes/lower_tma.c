@@ -49,6 +49,19 @@ bool kl__lower_mbarrier(kl_llvm_lowering *L, kl_op *op) {
     snprintf(text, sizeof text, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %lld;", (long long)v);
   } else if (!strcmp(step, "arrive")) {
     snprintf(text, sizeof text, "mbarrier.arrive.shared::cta.b64 _, [$0];");
+  } else if (!strcmp(step, "arrive_remote")) {
+    /* the peer's mbarrier at the same shared offset (mapa); the default semantics (release at CTA
+     * scope, as CUTLASS's ClusterBarrier::arrive): the readers being released are wgmma reads
+     * (async proxy) retired by wait_group, no generic writes to publish. .release.cluster
+     * compiled (ptxas sm_90a) to MEMBAR.ALL.CTA + MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before the
+     * arrive, per warpgroup and K step. */
+    a[1] = op->nopnds > 2 ? i32v(L, op->opnds[2].value) : NULL;
+    if (!a[1]) return kl_llvm_fail(L, op, "arrive_remote without a CTA rank");
+    asm_call(L,
+             "{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, $0, $1;\n\t"
+             "mbarrier.arrive.shared::cluster.b64 _, [ra];\n\t}",
+             "r,r,~{memory}", a, 2);
+    return true;
   } else if (!strcmp(step, "inval")) {
     snprintf(text, sizeof text, "mbarrier.inval.shared::cta.b64 [$0];");
   } else if (!strcmp(step, "wait")) {

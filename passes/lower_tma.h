@@ -10,6 +10,9 @@
  *     wait:             a try_wait.parity loop: { .reg .pred P; WAIT: mbarrier.try_wait.parity
  *                         .shared::cta.b64 P, [bar], parity; @P bra DONE; bra WAIT; DONE: }
  *     arrive:           mbarrier.arrive.shared::cta.b64 _, [bar];
+ *     arrive_remote:    mapa.shared::cluster.u32 ra, bar, rank;
+ *                         mbarrier.arrive.shared::cluster.b64 _, [ra]; (CUTLASS's form: .release.cluster
+ *                         costs a MEMBAR.ALL.GPU per arrive in ptxas sm_90a's SASS)
  *     inval:            mbarrier.inval.shared::cta.b64 [bar];
  *   rock.setmaxnreg:    setmaxnreg.{inc,dec}.sync.aligned.u32 regs;
  *   rock.tma_load:      cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx

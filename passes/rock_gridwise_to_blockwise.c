@@ -1209,14 +1209,14 @@ static bool cluster_split(const kl_tma_map *m, int64_t DB, int64_t C) {
 /* The cluster's shape for option cluster = o->cluster (> 1): NULL and *share_b (C x 1: C
  * m-tiles share B's tile; else 1 x C: C n-tiles share A's), or why not. Auto shape: the one
  * whose tiles need no padding, else the one sharing the larger tile (B where NB >= MB). */
-static const char *cluster_shape(const opts *o, const tiles *t, const kl_target *tg, kl_op *fn, bool ws_on,
-                                 const char *persist_why, bool tma_a, bool tma_b, const kl_tma_map *ma,
-                                 const kl_tma_map *mb, bool *share_b) {
+static const char *cluster_shape(const opts *o, const tiles *t, const kl_target *tg, kl_op *fn, const char *persist_why,
+                                 bool tma_a, bool tma_b, const kl_tma_map *ma, const kl_tma_map *mb, bool *share_b) {
   int64_t C = o->cluster, nM = t->Mp / t->MB, nN = t->Np / t->NB;
   if (!fn) return "no kernel func";
   if (!tg || tg->arch != KL_ARCH_NVPTX) return "not an NVIDIA target";
-  if (ws_on) return "warp specialization (ws=1) is not combined with clusters";
-  if (!persist_why) return "persistent tiles are not combined with clusters";
+  if (!persist_why)
+    return "persistent tiles are not combined with clusters (the tile loop would have to keep a cluster's CTAs on "
+           "paired tiles)";
   if (t->G * nM * nN < 2) return "one tile";
   bool okb = tma_b && nM >= 2 && cluster_split(mb, t->NB, C), oka = tma_a && nN >= 2 && cluster_split(ma, t->MB, C);
   if (o->cluster_dir == 1 && !okb)
@@ -1262,6 +1262,9 @@ typedef struct {
   int64_t mc;
   bool mc_b;
   kl_value *valid;
+  /* cmb: the clustered loop's slot reuse through per-stage empty mbarriers (W + s) with remote
+   * arrives (both operands through TMA; else the K loop's cluster barrier) */
+  bool cmb;
 } tpipe;
 /* rock.barrier over the block, or (clusters) over the cluster: barrier.cluster.arrive.release +
  * wait.acquire on NVIDIA, the block barrier elsewhere (passes/lower_barrier.c) */
@@ -1276,6 +1279,30 @@ static void mbar(const tpipe *p, const char *step, int s, kl_value *parity, cons
   kl_value *o[3] = { p->bars, kl_tile_index(rw, p->k->loc, s), parity };
   kl_named_attr a[2] = { { "step", kl_attr_str(ctx, step) }, { an, kl_attr_int(ctx, av) } };
   kl_rewriter_create(rw, "rock.mbarrier", p->k->loc, parity ? 3 : 2, o, 0, NULL, an ? 2 : 1, a, 0);
+}
+/* clusters (cmb): the release of stage s's readers in this warpgroup to every CTA of the
+ * cluster: lanes 0 .. mc - 1 of each warpgroup (after its wait_group retired them) arrive on
+ * empty[s] = W + s of the CTA of rank tid % 128 (rock.mbarrier arrive_remote) */
+static kl_op *if_begin(kl_rewriter *rw, kl_loc loc, kl_value *cond);
+static void cl_release(const tpipe *p, int s) {
+  kl_rewriter *rw = p->k->rw;
+  kl_emitter e = { rw, p->k->loc };
+  kl_value *lane = kl_emit_remi(&e, p->k->tid, 128);
+  kl_op *ifop = if_begin(rw, p->k->loc, kl_emit_cmp(&e, "lt", lane, kl_emit_index(&e, p->mc)));
+  mbar(p, "arrive_remote", p->W + s, lane, NULL, 0);
+  kl_rewriter_set_insertion_after(rw, ifop);
+}
+/* clusters (cmb): the issuing thread waits for empty[s]'s phase of K step kidx's fill (every
+ * CTA's warpgroups released the stage's fill kidx - W; parity (kidx / W + 1) mod 2: the first
+ * lap passes, phase 0 open) */
+static void cl_wait_empty(const tpipe *p, kl_value *kidx, int s) {
+  kl_rewriter *rw = p->k->rw;
+  kl_emitter e = { rw, p->k->loc };
+  int64_t c;
+  kl_value *par = kl_emit_const_of(kidx, &c)
+      ? kl_tile_index(rw, p->k->loc, (c / p->W + 1) % 2)
+      : kl_emit_remi(&e, kl_emit_add(&e, kl_emit_divi(&e, kidx, p->W), kl_emit_index(&e, 1)), 2);
+  mbar(p, "wait", p->W + s, par, NULL, 0);
 }
 static kl_op *if_begin(kl_rewriter *rw, kl_loc loc, kl_value *cond) {
   kl_ctx *ctx = kl_rewriter_ctx(rw);
@@ -1361,6 +1388,7 @@ static void tma_issue(const tpipe *p, kl_value *kidx, int s) {
     return;
   kl_op *ifop = if_begin(rw, k->loc, cond);
   int64_t eb = 2, bytes = ((p->ta ? k->t->MB : 0) + (p->tb ? k->t->NB : 0)) * k->t->KB * eb;
+  if (p->cmb && !(kl_emit_const_of(kidx, &c) && c < p->W)) cl_wait_empty(p, kidx, s);
   mbar(p, "arrive_expect_tx", s, NULL, "bytes", bytes);
   if (p->ta) tma_boxes(p, &p->ma, k->ga, p->la[s], kidx, s);
   if (p->tb) tma_boxes(p, &p->mb, k->gb, p->lb[s], kidx, s);
@@ -1408,7 +1436,18 @@ static void tma_step(const tpipe *p, kl_value *kidx, int s, kl_value *parity) {
     kl_named_attr a = { "step", kl_attr_str(kl_rewriter_ctx(k->rw), "proxy_fence") };
     kl_rewriter_create(k->rw, "rock.wgmma_sync", k->loc, 0, NULL, 0, NULL, 1, &a, 0);
   }
-  tbarrier(p); /* ... and in every one (clusters: in every CTA of the cluster, whose boxes land in this stage) */
+  int64_t c;
+  if (p->cmb) { /* clusters: release stage (kidx - 1) mod W to every CTA (not at step 0); no barrier */
+    int prev = (s + W - 1) % W;
+    if (!kl_emit_const_of(kidx, &c)) {
+      kl_emitter e = { k->rw, k->loc };
+      kl_op *ifop = if_begin(k->rw, k->loc, kl_emit_cmp(&e, "ne", kidx, kl_emit_index(&e, 0)));
+      cl_release(p, prev);
+      kl_rewriter_set_insertion_after(k->rw, ifop);
+    } else if (c > 0)
+      cl_release(p, prev);
+  } else
+    tbarrier(p); /* ... and in every one (clusters: in every CTA of the cluster, whose boxes land in this stage) */
   tma_issue(p, tma_add(p, kidx, W - 1), (s + W - 1) % W);
 }
 /* ---- persistent tiles (passes/rock_tma.h): for (t = h0; t < ntiles; t += ng) ---- */
@@ -1482,6 +1521,8 @@ static kl_op *tma_emit(tpipe *p) {
   int64_t nk = p->nk;
   kl_op *ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
+  /* clusters (cmb): empty[s], one arrival per warpgroup of each CTA of the cluster */
+  for (int s = 0; p->cmb && s < W; s++) mbar(p, "init", W + s, NULL, "count", p->k->t->BS / 128 * p->mc);
   kl_rewriter_set_insertion_after(rw, ifop);
   tbarrier(p); /* clusters: every CTA's mbarriers initialized (and fenced) before a peer's boxes complete on them */
   /* persistent: the first tile's loads, then the tile loop; its own kloop / tpipe with the tile's bid */
@@ -1534,7 +1575,7 @@ static kl_op *tma_emit(tpipe *p) {
     kl_rewriter_set_insertion_after(rw, tiles);
   }
   ifop = if_begin(rw, loc, p->elect); /* the mbarriers' LDS may be reused (epilogue) */
-  for (int s = 0; s < W; s++) mbar(p, "inval", s, NULL, NULL, 0);
+  for (int s = 0; s < (p->cmb ? 2 * W : W); s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
   if (tiles) kl_rewriter_erase_op(rw, p->fill);
   if (p->valid) { /* clusters: a padding CTA (its tile past the grid) skips the epilogue */
@@ -1575,6 +1616,14 @@ static void ws_produce(const tpipe *p, kl_value *kidx, int s, kl_value *parity) 
   tma_boxes(p, &p->ma, p->k->ga, p->la[s], kidx, s);
   tma_boxes(p, &p->mb, p->k->gb, p->lb[s], kidx, s);
 }
+/* consumers: release stage s on empty[s] (every consumer thread; clusters: lanes 0 .. mc - 1 of
+ * each warpgroup, on every CTA's empty[s]: cl_release) */
+static void ws_release(const tpipe *p, int s) {
+  if (p->mc > 1)
+    cl_release(p, s);
+  else
+    mbar(p, "arrive", p->W + s, NULL, NULL, 0);
+}
 /* consumers, K step kidx in stage s: wait for full[s] (parity), the MMAs (group kidx), retire
  * group kidx - 1 and release its stage (s - 1) mod W on empty (every consumer thread arrives;
  * not at step 0) */
@@ -1587,12 +1636,12 @@ static void ws_consume(const tpipe *p, kl_value *kidx, int s, kl_value *parity) 
   int64_t c;
   int prev = (s + p->W - 1) % p->W;
   if (kl_emit_const_of(kidx, &c)) {
-    if (c > 0) mbar(p, "arrive", p->W + prev, NULL, NULL, 0);
+    if (c > 0) ws_release(p, prev);
     return;
   }
   kl_emitter e = { k->rw, k->loc };
   kl_op *ifop = if_begin(k->rw, k->loc, kl_emit_cmp(&e, "ne", kidx, kl_emit_index(&e, 0)));
-  mbar(p, "arrive", p->W + prev, NULL, NULL, 0);
+  ws_release(p, prev);
   kl_rewriter_set_insertion_after(k->rw, ifop);
 }
 /* The warp-specialized loop; returns the op the epilogue goes before: the consumer region's
@@ -1606,9 +1655,10 @@ static kl_op *ws_emit(tpipe *p) {
   kl_emitter e = { rw, loc };
   kl_op *ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < W; s++) mbar(p, "init", s, NULL, "count", 1);
-  for (int s = 0; s < W; s++) mbar(p, "init", W + s, NULL, "count", nc);
+  /* empty[s]: every consumer thread arrives; clusters: one arrival per consumer warpgroup of each CTA */
+  for (int s = 0; s < W; s++) mbar(p, "init", W + s, NULL, "count", p->mc > 1 ? nc / 128 * p->mc : nc);
   kl_rewriter_set_insertion_after(rw, ifop);
-  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  tbarrier(p); /* clusters: every CTA's mbarriers initialized before a peer's boxes or arrives reach them */
   /* the role split: consumers (tid < nc) in region 0, the producer warpgroup in region 1 */
   kl_op *split = if_begin(rw, loc, kl_emit_cmp(&e, "lt", p->k->tid, kl_emit_index(&e, nc)));
   kl_rewriter_set_attr(rw, split, "ws_consumers", kl_attr_int(ctx, nc));
@@ -1637,8 +1687,13 @@ static kl_op *ws_emit(tpipe *p) {
     ws_consume(&P, kl_tile_index(rw, loc, main + j), (int)j,
                i ? tile_parity(p, i, (int)j, kl_tile_index(rw, loc, main), 0) : kl_tile_index(rw, loc, (main / W) % 2));
   kl_wgmma_emit_acc_wait(rw, loc, K.acc, kl_op_attr_string(K.gw, "accel_instr"), 0);
-  mbar(p, "arrive", W + (int)((nk - 1) % W), NULL, NULL, 0); /* the last stage's readers retired */
-  if (tiles) p->tile_bid = tile_bid(p, t);                   /* not live across the K loop */
+  ws_release(p, (int)((nk - 1) % W));      /* the last stage's readers retired */
+  if (tiles) p->tile_bid = tile_bid(p, t); /* not live across the K loop */
+  if (p->valid) {                          /* clusters: a padding CTA (its tile past the grid) skips the epilogue */
+    kl_op *vif = if_begin(rw, loc, p->valid);
+    kl_rewriter_set_insertion_after(rw, vif);
+    cy = vif->regions[0].first->last;
+  }
   /* the producer warpgroup: one thread issues (persistent: every tile's steps in turn, so it
    * fills the next tile's stages while the consumers run this one's epilogue) */
   kl_rewriter_set_insertion_before(rw, split->regions[1].first->last);
@@ -1662,9 +1717,10 @@ static kl_op *ws_emit(tpipe *p) {
     ws_produce(&P, kl_tile_index(rw, loc, main + j), (int)j,
                pi ? tile_parity(p, pi, (int)j, kl_tile_index(rw, loc, main), 1)
                   : kl_tile_index(rw, loc, (main / W + 1) % 2));
-  /* the join: every thread, every load landed and every MMA retired; then inval */
+  /* the join: every thread, every load landed and every MMA retired (clusters: in every CTA, whose
+   * remote arrives reach this CTA's empty mbarriers); then inval */
   kl_rewriter_set_insertion_after(rw, split);
-  kl_rewriter_create(rw, "rock.barrier", loc, 0, NULL, 0, NULL, 0, NULL, 0);
+  tbarrier(p);
   ifop = if_begin(rw, loc, p->elect);
   for (int s = 0; s < 2 * W; s++) mbar(p, "inval", s, NULL, NULL, 0);
   kl_rewriter_set_insertion_after(rw, ifop);
@@ -2496,10 +2552,9 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
           }
           /* thread-block clusters (passes/rock_tma.h: cluster): the shape, the shared operand's
            * multicast slices (K-major: its box rows DB / C; MN-major: C panels per op) */
-          bool ws_on = o->ws && tma_a && tma_b && t.BS % 128 == 0 && t.BS + 128 <= 1024;
           const char *cl_why = o->cluster <= 1
               ? "off"
-              : cluster_shape(o, &t, tg, fn, ws_on, persist_why, tma_a, tma_b, &tm_a, &tm_b, &T.mc_b);
+              : cluster_shape(o, &t, tg, fn, persist_why, tma_a, tma_b, &tm_a, &tm_b, &T.mc_b);
           if (!cl_why) {
             T.mc = o->cluster;
             kl_tma_map *sm = T.mc_b ? &tm_b : &tm_a;
@@ -2538,7 +2593,10 @@ static bool lower_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) {
               : t.BS % 128 || t.BS + 128 > 1024 ? "the block is not whole warpgroups within 1024 threads"
                                                 : NULL;
           T.nc = o->ws && !ws_why ? t.BS : 0;
-          int64_t nbar = T.nc ? 2 * W : W;
+          /* clusters with both operands through TMA: empty mbarriers in place of the loop's
+           * cluster barrier (tma_emit: cmb) */
+          T.cmb = T.mc > 1 && tma_a && tma_b && t.BS % 128 == 0;
+          int64_t nbar = T.nc || T.cmb ? 2 * W : W;
           T.bars = alloc(rw, loc, kl_type_i64(ctx), 1, &nbar, KL_SPACE_LDS);
           kl_emitter e = { rw, loc };
           T.elect = kl_emit_cmp(&e, "eq", tid, kl_emit_index(&e, 0));
@@ -2867,9 +2925,10 @@ static const kl_pass_option options[] = {
     "tile per workgroup; auto = the measured choice, today 0 (passes/rock_tma.h); the choice is the kernel's "
     "`persistent` attribute" },
   { "cluster", KL_OPT_STRING, KL_CLUSTER_DEFAULT_STR,
-    "thread-block clusters for the TMA K loop (sm_90a wgmma, not with ws=1 or persistent=1): C = 2 or 4 consecutive "
-    "workgroups share one operand tile, each loading 1/C of it and multicasting it to the cluster "
-    "(cp.async.bulk.tensor .multicast::cluster), the K loop's barrier a cluster barrier; CxR shapes: 2x1 / 4x1 = C "
+    "thread-block clusters for the TMA K loop (sm_90a wgmma, with or without ws=1, not with persistent=1): C = 2 or 4 "
+    "consecutive workgroups share one operand tile, each loading 1/C of it and multicasting it to the cluster "
+    "(cp.async.bulk.tensor .multicast::cluster), stage reuse through per-stage empty mbarriers with remote arrives "
+    "(the loop with a register operand: a cluster barrier per K step); CxR shapes: 2x1 / 4x1 = C "
     "m-tiles share B's tile, 1x2 / 1x4 = C n-tiles share A's; 2 / 4 = the shape whose grid needs no padding, else "
     "the one sharing the larger tile; 1 = none; auto = the measured choice, today 1 (passes/rock_tma.h); the choice "
     "is the kernel's `cluster` attribute (the shape or off (why))" },

@@ -120,8 +120,9 @@
  *
  * Thread-block clusters (option cluster = 1 | 2 | 4 | 2x1 | 4x1 | 1x2 | 1x4 | auto; cluster=auto
  * and the default: KL_CLUSTER_AUTO / KL_CLUSTER_DEFAULT_STR, 1 = none, until measured; the TMA
- * loop only, on NVIDIA, not with ws=1 or persistent=1, more than one tile; else cluster =
- * "off (why)" on the kernel func, else the shape, "2x1" etc., with cluster_size = C). C
+ * loop, with or without ws=1, on NVIDIA, not with persistent=1 (the tile loop would have to keep
+ * a cluster's CTAs on paired tiles), more than one tile; else cluster = "off (why)" on the kernel
+ * func, else the shape, "2x1" etc., with cluster_size = C). C
  * consecutive workgroups h form a cluster (rank r = h % C, .reqnctapercluster C, 1, 1: the
  * plain launch, codegen/ptx_cluster.h) whose tiles share one operand tile: C x 1 = C
  * consecutive m-tiles of one n-tile share B's, 1 x C = C n-tiles of one m-tile share A's
@@ -135,36 +136,65 @@
  * panels per op. rock.tma_load {multicast = C, multicast_dim}: rank r issues slice r with
  * cp.async.bulk.tensor ... .multicast::cluster (ctaMask (1 << C) - 1) into every CTA's stage at
  * the same offset, completing its bytes on each CTA's own full mbarrier; each CTA loads its
- * other operand as before, and thread 0 still expects all of the stage's bytes on its own
- * mbarrier (its own boxes + the peers' slices; a peer's complete_tx may come before the local
- * expect_tx: the phase cannot complete before that arrival). Slot reuse: the K loop's block
- * barrier (after the wait_group that retired stage (k-1) mod W's readers, before thread 0
- * refills it) becomes a cluster barrier (barrier.cluster.arrive.release +
- * wait.acquire: rock.barrier {scope = "cluster"}), so a CTA overwrites stage s in its peers
- * only after every CTA of the cluster retired its readers of s: one cluster-wide sync per K
- * step, in place of the block barrier (the per-stage "empty" mbarriers with remote arrives
- * of ws would need no barrier in the loop but 1 + C arrives per step and a second set of
- * phases; the barrier keeps the loop the same for every C and runs while group k's MMAs do).
- * The init's barrier is a cluster barrier too (fence.mbarrier_init.release.cluster after each
- * init: no peer's TMA completes on an mbarrier before it is initialized), and so is the one
- * after the loop (no CTA leaves, reuses its stages for the epilogue or invalidates its
- * mbarriers while a peer may still be in its K loop). Elsewhere (the interpreter without
- * clusters, any target without them) the multicast load takes all C slices itself and the
- * cluster barrier is the block's: the same IR computes the same tiles. The TMA loop is built
+ * other operand as before, and the issuing thread still expects all of the stage's bytes on its
+ * own mbarrier (its own boxes + the peers' slices; a peer's complete_tx may come before the local
+ * expect_tx: the phase cannot complete before that arrival).
+ * Slot reuse (both operands through TMA; tpipe.cmb): a CTA overwrites stage s in its peers, so
+ * it may refill s only after every CTA of the cluster retired its readers of s. Per stage an
+ * "empty" mbarrier in every CTA (the LDS buffer<2W x i64>: full[s] = s, empty[s] = W + s), its
+ * count the consumer warpgroups x C; after the wait_group that retired its reads of stage s,
+ * lanes 0 .. C-1 of each consumer warpgroup arrive on empty[s] of the CTA of rank lane
+ * (rock.mbarrier arrive_remote: mapa.shared::cluster + mbarrier.arrive.shared::cluster, its own
+ * CTA's included), and the issuing thread waits on its own empty[s] (parity (j / W + 1) mod 2
+ * for fill j: the first lap passes) before the expect_tx and boxes of fill j:
+ *   TMA loop, step k: wait(full[s]); MMAs (group k); wait_group 1; k > 0: release((k-1) mod W)
+ *     to every CTA; tid 0, if k+W-1 < nk: wait(empty[(k-1) mod W], ((k+W-1)/W + 1) mod 2),
+ *     issue(k+W-1). No barrier in the K loop (the block's barrier goes too: the empty wait
+ *     covers this CTA's warpgroups). Unclustered loops keep the block barrier (unchanged: its
+ *     SASS is one BAR.SYNC per step, no fence, and the form was measured at 613 - 655 TFLOP/s).
+ *   ws: the producer's empty waits as without clusters, the consumers' release the remote
+ *     arrive of one lane per warpgroup and CTA in place of every consumer thread's local arrive;
+ *     a padding CTA's consumers skip the epilogue (scf.if on the tile's validity).
+ * The init's barrier is a cluster barrier (fence.mbarrier_init.release.cluster after each init:
+ * no peer's TMA or arrive reaches an mbarrier before it is initialized), and so is the one after
+ * the loop / the ws join (no CTA leaves, reuses its stages for the epilogue or invalidates its
+ * mbarriers while a peer may still multicast into it or arrive on them). The loop with a
+ * register operand keeps the cluster barrier per K step (its register writes need the block's
+ * barrier anyway): rock.barrier {scope = "cluster"}. Elsewhere (the interpreter without
+ * clusters, any target without them) the multicast load takes all C slices itself, the remote
+ * arrives all land on the CTA's own empty[s] (C per warpgroup: the same count) and the cluster
+ * barrier is the block's: the same IR computes the same tiles. The TMA loop is built
  * for sm_90a only, so host and AMD kernels never take it (cluster = "off (the TMA loop is not
- * taken)"). spec/c/test_accel.c (test_cluster) runs the C CTAs of each cluster together:
- * multicast writes land in every CTA's LDS and complete bytes on each one's mbarriers; a TMA
- * write into a stage some CTA has not released through a cluster barrier, or into a CTA before
- * its mbarrier init, fails.
- * Prediction (H100, against the TMA loop of the same run; to be measured: bench rows @c2 /
- * @c4): a 2 x 1 cluster halves the L2 -> SM traffic of B and so cuts the stage's L2 reads from
- * 48 to 32 KiB per CTA and K step (128x256x64 f16), 4 x 1 to 24 KiB; the loop is tensor-core
- * bound (bench/RESULTS.md session 34) but its TMA latency and L2 bandwidth show in the 0.85 -
- * 0.87x of cuBLAS, whose kernels all run clustered: 4096^3 / 8192^3 f16 and bf16 +3..+8%,
- * 1500x3840x1280 (128x128 tiles, 20 K steps) +2..+6%, the seed conv n512 +0..+4% (its B
- * already reused through L2 by the column raster); c4 not better than c2 where the cluster
- * barrier's wait (a GPC-wide sync) shows. A loss would mean the per-step cluster barrier costs
- * more than it saves; the empty-mbarrier form is then the next step.
+ * taken)"). spec/c/test_accel.c (test_cluster) runs the C CTAs of each cluster together (ws:
+ * each CTA's two roles as coroutines inside its turn): multicast writes land in every CTA's LDS
+ * and complete bytes on each one's mbarriers, remote arrives on the peer's; a TMA write into a
+ * stage some CTA has not released (a cluster barrier after its wait_group, or its remote arrive
+ * on the issuing CTA's empty mbarrier whose phase the issuing thread waited for), or into a CTA
+ * before its mbarrier init, fails.
+ * Why the per-K-step cluster barrier lost 26 - 49% (H100, session 36: 4096^3 f16 635.6 plain,
+ * @c2 472.5, @c4 426.2, @c1x2 388.1 TFLOP/s; 8192^3 729.1 vs 438.0; seed conv 570.5 vs 413.1 /
+ * 344.1; 1500x3840x1280 438.4 vs 224.5). ptxas sm_90a's SASS of that loop (barrier.cluster
+ * .arrive.release + wait.acquire) per K step: MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR,
+ * CGAERRBAR, UCGABAR_ARV, UCGABAR_WAIT, CCTL.IVALL, in every thread, between group k's HGMMAs
+ * and thread 0's refill (and so group k+1's issue): a GPU-scope memory fence (its latency an L2
+ * round trip and the drain of the thread's outstanding memory operations) plus the cluster-wide
+ * rendezvous plus an L1 invalidate each step, while only one wgmma group is in flight (wait_group
+ * 1): about the K step's MMA time (~0.5 us at 128x256x64), so the tensor cores idle for part of
+ * each step. The rest does not explain it: the grid needs no padding at 4096^3 / 8192^3 (32 x 16
+ * and 64 x 32 tiles of 128x256, C | 32), the raster order over cluster tiles keeps the plain
+ * order's locality (a cluster tile is C adjacent tiles), occupancy is one CTA per SM either way
+ * (192 KiB of stages), and cluster scheduling loses at most the SMs of a GPC that do not fill a
+ * cluster (C = 2: none; C = 4: a few of 132). The empty-mbarrier form has none of those fences
+ * in the loop: a remote arrive is one SYNCS.ARRIVE.TRANS64.RED (CUTLASS's form; the
+ * .release.cluster qualifier on it compiled to the same MEMBAR.ALL.GPU sequence, so it is left
+ * out: the released reads are wgmma's async-proxy reads retired by wait_group, no generic writes
+ * to publish), and only the issuing thread's warp waits, on a phase its peers complete a step
+ * before it needs them.
+ * Prediction (H100, against the TMA loop / ws=1 of the same run; bench rows @c2 / @c4 / @c1x2 /
+ * @c2ws / @c1x2ws): a 2 x 1 cluster halves the L2 -> SM traffic of B (48 -> 32 KiB per CTA and
+ * K step at 128x256x64 f16, 4 x 1: 24 KiB); the loop is tensor-core bound, so 4096^3 / 8192^3
+ * f16 / bf16 @c2 0.97 - 1.05x, @c4 / @c1x2 0.95 - 1.03x, 1500x3840x1280 and the seed conv 0.95 -
+ * 1.03x, @c2ws 0.98 - 1.06x of ws=1 (cuBLAS's 4096^3 kernel: ws, cluster 1x2, 768 TFLOP/s).
  *
  * Lowering: PTX (passes/lower_tma.c): mbarrier.init / arrive.expect_tx / try_wait.parity
  * loop / arrive / inval, cp.async.bulk.tensor.{2,3}d.shared::cluster.global.mbarrier::complete_tx::bytes

@@ -884,10 +884,11 @@ if section("tma") then
 end
 -- thread-block clusters on the TMA K loop (sm_90a, rock-gridwise-to-blockwise{tma=1,cluster=C};
 -- spec/lua/tma_cases.lua cluster_cases): C = 2 and 4 CTAs sharing one operand tile through TMA
--- multicast (cp.async.bulk.tensor .multicast::cluster, .reqnctapercluster C), the K loop's
--- barrier a cluster barrier; odd sizes, grids padded to a multiple of C, batch, both operand
--- layouts (MN-major shared tiles), a register operand, K 16384, the seed conv's class and a 3x3
--- conv, against g:eval; each case's `cluster` attribute and PTX checked (tma_cases.compile);
+-- multicast (cp.async.bulk.tensor .multicast::cluster, .reqnctapercluster C), stage reuse through
+-- per-stage empty mbarriers with remote arrives (a register operand: a cluster barrier per K step),
+-- also with ws=1 (the producer warpgroup multicasts); odd sizes, grids padded to a multiple of C,
+-- batch, bf16, both operand layouts (MN-major shared tiles), a register operand, K 16384, the
+-- bench's 1500x3840x1280, the seed conv's class and a 3x3 conv, against g:eval; each case's `cluster` attribute and PTX checked (tma_cases.compile);
 -- compute capability 9.0 only; failures are named "cluster: <case> <config>: ..."
 if section("cluster") then
   local T = require "tma_cases"

@@ -413,6 +413,7 @@ typedef struct mem {
 #define CP_GROUPS 4096          /* rock.async_commit groups per thread and block (modelled) */
 #define WG_Q      8             /* committed wgmma groups in flight per warpgroup (modelled) */
 #define WG_NGRAN  (262144 / 16) /* 16-byte granules of the modelled shared window */
+#define CLR_MAX   4             /* the CTA ranks of a cluster the empty-mbarrier model tracks */
 typedef struct sim {
   int64_t grid; /* the launch's workgroups (rock.workgroup_count) */
   int nt;       /* threads per workgroup */
@@ -495,10 +496,18 @@ typedef struct sim {
    * initialised there: the init's cluster barrier is missing; the CTA exited: fails). Per
    * granule cl_rel: released for a TMA overwrite, set by a cluster barrier for the granules
    * whose wgmma readers a wait_group retired before it (in every CTA); a TMA write into a
-   * granule an earlier TMA load filled needs that release. */
+   * granule an earlier TMA load filled needs that release, or (the empty-mbarrier form) one
+   * through clr_bar / clr_ph: per granule and CTA rank r, the mbarrier of CTA r (index + 1, 0
+   * none) and its phase on which a warpgroup of this CTA arrived (rock.mbarrier arrive_remote)
+   * after the wait_group that retired its readers of the granule; a TMA write from CTA r then
+   * needs its issuing thread to have waited for that phase (clr_on: the kernel arrives remotely:
+   * without clusters too, every rank then this CTA). */
   struct clus *cl;
   int rank;
   uint8_t *cl_rel;
+  uint8_t *clr_bar[CLR_MAX];
+  int64_t *clr_ph[CLR_MAX];
+  bool clr_on;
 } sim;
 typedef struct clus {
   sim *cta[16];
@@ -506,6 +515,7 @@ typedef struct clus {
   bool done[16], abort;
   int64_t ops, gen;
   int arrived;
+  int first_bad; /* the CTA that failed first (-1 none): its error is the cluster's */
 } clus;
 static pthread_mutex_t g_cl_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cl_cv = PTHREAD_COND_INITIALIZER;
@@ -521,6 +531,7 @@ static void sfail(sim *s, kl_op *op, const char *fmt, ...) __attribute__((format
 static void sfail(sim *s, kl_op *op, const char *fmt, ...) {
   if (s->bad) return;
   s->bad = true;
+  if (s->cl && s->cl->first_bad < 0) s->cl->first_bad = s->rank;
   int n = snprintf(s->err, sizeof s->err, "'%s': ", op ? op->name : "?");
   va_list ap;
   va_start(ap, fmt);
@@ -1381,11 +1392,64 @@ static void cl_wait_ready(sim *s, kl_op *op, const bool *mask) {
     cl_yield(s);
   }
 }
+/* rock.mbarrier arrive_remote: each masked thread t arrives on the mbarrier at the same offset
+ * of the cluster's CTA of rank x[t] (no cluster: its own, rank x[t] < C recorded); the
+ * granules its warpgroup's retired wgmma groups read are released to that rank (clr_bar). */
+static void exec_arrive_remote(sim *s, kl_op *op, const bool *mask) {
+  double *x = val_r(s, op, op->opnds[2].value);
+  if (!x) return;
+  s->clr_on = true;
+  bool wg_on[8] = { false };
+  for (int t = 0; t < s->nt && !s->bad; t++) {
+    if (!mask[t]) continue;
+    mem *m;
+    int64_t a, r = (int64_t)x[t];
+    if (!addr(s, op, 0, t, 1, &m, &a)) return;
+    if (r < 0 || r >= CLR_MAX || (s->cl && r >= s->cl->C)) {
+      sfail(s, op, "thread %d arrives on CTA rank %lld outside the cluster", t, (long long)r);
+      return;
+    }
+    sim *d = s->cl ? s->cl->cta[r] : s;
+    if (d != s && s->cl->done[r]) {
+      sfail(s, op, "thread %d arrives on mbarrier %lld of CTA %lld after it exited", t, (long long)a, (long long)r);
+      return;
+    }
+    mem *pm = d == s ? m : find_mem(d, m->k);
+    int b = -1;
+    for (int i = 0; pm && i < d->nmb; i++)
+      if (d->mb[i].m == pm && d->mb[i].i == a && d->mb[i].live) b = i;
+    if (b < 0) {
+      sfail(s, op, "thread %d arrives on mbarrier %lld of CTA %lld, not initialised there", t, (long long)a,
+            (long long)r);
+      return;
+    }
+    if (d->mb[b].missing == 0) {
+      sfail(s, op, "thread %d arrives on mbarrier %lld of CTA %lld with no arrival pending in its phase", t,
+            (long long)a, (long long)r);
+      return;
+    }
+    int g = t / 128;
+    for (int i = 0; s->wg_rd && g < 8 && i < WG_NGRAN; i++)
+      if (s->wg_rd[g][WG_Q + 1][i]) s->clr_bar[r][i] = (uint8_t)(b + 1), s->clr_ph[r][i] = d->mb[b].phase;
+    if (g < 8) wg_on[g] = true;
+    d->mb[b].missing--;
+    mb_complete(d, b);
+    if (d != s) d->ws_events++;
+    if (s->cl) s->cl->ops++;
+  }
+  /* the warpgroups that arrived: their retired reads are released (to the ranks they named) */
+  for (int g = 0; s->wg_rd && g < 8; g++)
+    if (wg_on[g]) memset(s->wg_rd[g][WG_Q + 1], 0, WG_NGRAN);
+}
 static void exec_mbarrier(sim *s, kl_op *op, const bool *mask) {
   const char *step = kl_op_attr_string(op, "step");
   int64_t v = 0;
+  if (!strcmp(step, "arrive_remote")) {
+    exec_arrive_remote(s, op, mask);
+    return;
+  }
   if (!strcmp(step, "wait")) ws_wait_ready(s, op, mask);
-  if (!strcmp(step, "wait") && s->cl) cl_wait_ready(s, op, mask);
+  if (!strcmp(step, "wait") && s->cl && !s->ws_active) cl_wait_ready(s, op, mask);
   int rb = -1;
   int64_t rph = 0;
   for (int t = 0; t < s->nt && !s->bad; t++) {
@@ -1550,17 +1614,25 @@ static void tma_box(sim *s, sim *d, kl_op *op, int t, mem *src, mem *bm, int64_t
                   "TMA writes shared byte %lld of CTA %d while a wgmma group of warpgroup %d reading it is in flight "
                   "(not retired by a wait_group)",
                   (long long)gr * 16, d->rank, g);
-      if (d->cl && d->tma_bar[gr] && !d->cl_rel[gr] && !s->bad)
-        sfail(s, op,
-              "TMA from CTA %d overwrites shared byte %lld of CTA %d before every CTA of the cluster released its "
-              "readers (a cluster barrier after their wait_group)",
-              s->rank, (long long)gr * 16, d->rank);
+      if ((d->cl || d->clr_on) && d->tma_bar[gr] && !d->cl_rel[gr] && !s->bad) {
+        /* released by a cluster barrier, else by d's arrive on the issuing CTA's mbarrier whose
+         * phase the issuing thread waited for */
+        int rb = d->clr_on && s->rank < CLR_MAX ? d->clr_bar[s->rank][gr] - 1 : -1;
+        if (rb < 0 || s->mb[rb].seen[t] <= d->clr_ph[s->rank][gr])
+          sfail(s, op,
+                "TMA from CTA %d overwrites shared byte %lld of CTA %d before every CTA of the cluster released its "
+                "readers (a cluster barrier after their wait_group, or their remote arrive on an empty mbarrier of "
+                "the issuing CTA whose phase %s)",
+                s->rank, (long long)gr * 16, d->rank, rb < 0 ? "it never got" : "the issuing thread did not wait for");
+      }
       if (d->cl_rel) d->cl_rel[gr] = 0;
+      for (int r = 0; r < CLR_MAX && d->clr_on; r++) d->clr_bar[r][gr] = 0;
       for (int g = 0; g < 8 && g < d->nt / 128; g++)
         if (d->wg_rd[g][WG_Q + 1][gr])
           sfail(s, op, "TMA writes shared byte %lld that warpgroup %d's wgmma read, retired with no barrier since",
                 (long long)gr * 16, g);
-      if (d->ws_active && d->tma_bar[gr] && !s->bad) { /* the stage's earlier fill: released and awaited? */
+      if (d->ws_active && !d->clr_on && d->tma_bar[gr] &&
+          !s->bad) { /* the stage's earlier fill: released and awaited? */
         int rb = d->rel_bar[gr] - 1;
         if (rb < 0)
           sfail(s, op,
@@ -2130,7 +2202,16 @@ static void exec_ws_split(sim *s, kl_op *op, const double *c, const bool *mask) 
     ws_switch(s, 2, cur);
     if (s->ws_done[cur] || !s->ws_blocked[cur]) continue;
     int o = cur ^ 1;
-    if (!s->bad && (s->ws_done[o] || (s->ws_blocked[o] && s->ws_ev_block[o] == s->ws_events)))
+    bool stuck = s->ws_done[o] || (s->ws_blocked[o] && s->ws_ev_block[o] == s->ws_events);
+    if (stuck && s->cl && !s->bad) { /* in a cluster: the peers may complete the phase (cl_run finds deadlocks) */
+      int64_t ev = s->ws_events;
+      pthread_mutex_unlock(&g_ws_mu); /* the peers' splits take it (lock order: g_cl_mu, then g_ws_mu) */
+      while (s->ws_events == ev && !s->cl->abort) cl_yield(s);
+      pthread_mutex_lock(&g_ws_mu);
+      if (s->cl->abort) s->bad = true;
+      continue;
+    }
+    if (!s->bad && stuck)
       sfail(s, op, "the warp-specialized roles deadlock: %s waits for an mbarrier phase that cannot complete",
             s->ws_done[o] ? (cur ? "the consumers (the producer done)" : "the producer (the consumers done)")
                           : "each role");
@@ -2163,6 +2244,8 @@ static void sim_init(sim *s, const kl_target *t, int64_t bs, int64_t grid) {
     s->rel_bar = calloc(WG_NGRAN, 1);
     s->rel_phase = calloc(WG_NGRAN, sizeof *s->rel_phase);
     s->cl_rel = calloc(WG_NGRAN, 1);
+    for (int r = 0; r < CLR_MAX; r++)
+      s->clr_bar[r] = calloc(WG_NGRAN, 1), s->clr_ph[r] = calloc(WG_NGRAN, sizeof *s->clr_ph[r]);
   }
   s->ws_cur = 2;
   s->cp_commits = calloc(bs, sizeof *s->cp_commits);
@@ -2182,6 +2265,7 @@ static void sim_fini(sim *s) {
   free(s->rel_bar);
   free(s->rel_phase);
   free(s->cl_rel);
+  for (int r = 0; r < CLR_MAX; r++) free(s->clr_bar[r]), free(s->clr_ph[r]);
   for (int i = 0; i < s->nmb; i++) free(s->mb[i].seen);
   s->nmb = 0;
 }
@@ -2199,7 +2283,9 @@ static void sim_fresh(sim *s, int64_t b) {
     memset(s->tma_swz, 0, WG_NGRAN);
     memset(s->rel_bar, 0, WG_NGRAN);
     memset(s->cl_rel, 0, WG_NGRAN);
+    for (int r = 0; r < CLR_MAX && s->clr_on; r++) memset(s->clr_bar[r], 0, WG_NGRAN);
   }
+  s->clr_on = false;
   for (int i = 0; i < s->nmb; i++) free(s->mb[i].seen);
   s->nmb = 0;
 }
@@ -2262,7 +2348,7 @@ static void *cl_cta_main(void *arg) {
 static void cl_run(clus *c, kl_op *k, double **args, int64_t b0) {
   cl_arg a[16];
   pthread_t th[16];
-  c->abort = false, c->arrived = 0, c->ops = 0;
+  c->abort = false, c->arrived = 0, c->ops = 0, c->first_bad = -1;
   for (int r = 0; r < c->C; r++) {
     c->done[r] = false;
     sim_fresh(c->cta[r], b0 + r);
@@ -2330,11 +2416,10 @@ static bool sim_run(kl_op *k, const kl_target *t, double **args, char *err, size
       cl_run(&cl, k, args, b0);
       g_sim_clusters++;
       for (int r = 0; r < C && !bad; r++)
-        if (cs[r].bad) {
+        if (cs[r].bad) { /* the first failure's error (the others may follow from it) */
           bad = true;
-          snprintf(err, errlen, "CTA %d of cluster %lld: %s", r, (long long)(b0 / C), cs[r].err[0] ? cs[r].err : "?");
-          for (int q = 0; q < C && !cs[r].err[0]; q++)
-            if (cs[q].err[0]) snprintf(err, errlen, "CTA %d of cluster %lld: %s", q, (long long)(b0 / C), cs[q].err);
+          int q = cl.first_bad >= 0 ? cl.first_bad : r;
+          snprintf(err, errlen, "CTA %d of cluster %lld: %s", q, (long long)(b0 / C), cs[q].err[0] ? cs[q].err : "?");
         }
     }
     for (int r = 0; r < C; r++) {
@@ -4399,6 +4484,26 @@ static const char *mut_cluster_scope(kl_op *k, bool in_loop) {
   return hit ? (in_loop ? "before every CTA of the cluster released its readers" : "before its mbarrier") : NULL;
 }
 static const char *mut_cluster_loop(kl_op *k) { return mut_cluster_scope(k, true); }
+/* The empty-mbarrier form (both operands through TMA): the issuing thread's empty waits dropped
+ * (it overwrites peers' stages before their readers' release), or the remote arrives dropped
+ * (the second lap's empty phase never completes). */
+static const char *mut_cmb(kl_op *k, const char *step) {
+  int n, hit = 0;
+  kl_op **ops = kl_collect_ops(k, &n);
+  for (int i = 0; i < n; i++) {
+    const char *st = kl_op_attr_string(ops[i], "step");
+    if (strcmp(ops[i]->name, "rock.mbarrier") || !st || strcmp(st, step)) continue;
+    const char *nx = ops[i]->next ? kl_op_attr_string(ops[i]->next, "step") : NULL;
+    if (!strcmp(step, "wait") && (!nx || strcmp(nx, "arrive_expect_tx")))
+      continue; /* the empty waits: before a refill */
+    kl_op_unlink(ops[i]);
+    hit++;
+  }
+  free(ops);
+  return !hit ? NULL : !strcmp(step, "wait") ? "before every CTA of the cluster released its readers" : "deadlock";
+}
+static const char *mut_cmb_wait(kl_op *k) { return mut_cmb(k, "wait"); }
+static const char *mut_cmb_arrive(kl_op *k) { return mut_cmb(k, "arrive_remote"); }
 static const char *mut_cluster_init(kl_op *k) { return mut_cluster_scope(k, false); }
 /* One cluster case: c lowered with rock-gridwise-to-blockwise{opt} must record cluster = want
  * (the shape, or a prefix of "off (why)") with want_grid workgroups; its multicast loads and
@@ -4410,24 +4515,32 @@ static void cluster_case(const gcase *c, const char *opt, const char *want, int6
   kl_op *k = lower_gtb_case(ctx, c, opt, pl, sizeof pl, err, sizeof err);
   const char *got = k ? kl_op_attr_string(k, "cluster") : NULL;
   int64_t cs = 0, gs = 0;
-  int mcast = 0, cbar = 0, n = 0;
+  int mcast = 0, cbar = 0, n = 0, rarr = 0, lbar = 0;
   if (k) {
     kl_op_attr_i64(k, "cluster_size", &cs);
     kl_op_attr_i64(k, "grid_size", &gs);
     kl_op **ops = kl_collect_ops(k, &n);
     for (int i = 0; i < n; i++) {
+      const char *st = kl_op_attr_string(ops[i], "step");
       mcast += !strcmp(ops[i]->name, "rock.tma_load") && kl_op_attr(ops[i], "multicast");
       cbar += !strcmp(ops[i]->name, "rock.barrier") && kl_op_attr(ops[i], "scope");
+      rarr += !strcmp(ops[i]->name, "rock.mbarrier") && st && !strcmp(st, "arrive_remote");
+      bool in_loop = false; /* inside the K loop (an scf.for) */
+      for (kl_op *q = kl_op_parent_op(ops[i]); q && q != k; q = kl_op_parent_op(q))
+        in_loop |= !strcmp(q->name, "scf.for");
+      lbar += !strcmp(ops[i]->name, "rock.barrier") && in_loop;
     }
     free(ops);
   }
   bool on = strncmp(want, "off", 3) != 0;
+  /* on: the init's and the end's cluster barriers, and in the K loop either remote arrives on
+   * empty mbarriers and no barrier (both operands through TMA) or the cluster barrier */
   CHECK(k && got && !strncmp(got, want, strlen(want)) && (!on || (gs == want_grid && cs > 1 && gs % cs == 0)) &&
-            (mcast > 0) == on && (cbar >= 3) == on,
+            (mcast > 0) == on && (cbar >= 2) == on && (!on || (rarr > 0 ? lbar == 0 : cbar >= 3)),
         "cluster %s %s M=%lld N=%lld K=%lld: cluster = %s (want %s), cluster_size %lld, grid %lld (want %lld), %d "
-        "multicast loads, %d cluster barriers %s",
+        "multicast loads, %d cluster barriers, %d remote arrives, %d barriers in the loop %s",
         c->perf, opt, (long long)c->M, (long long)c->N, (long long)c->K, got ? got : "-", want, (long long)cs,
-        (long long)gs, (long long)want_grid, mcast, cbar, k ? "" : err);
+        (long long)gs, (long long)want_grid, mcast, cbar, rarr, lbar, k ? "" : err);
   kl_ctx_destroy(ctx);
   if (!on) return;
   g_sim_clusters = 0;
@@ -4521,7 +4634,7 @@ static void test_cluster(void) {
       "tma=1,tma-swizzle=none,cluster=2",
       "1x2",
       8 },
-    /* refused: one tile; B shared but B on registers; ws=1 and persistent=1 */
+    /* refused: one tile; B shared but B on registers; persistent=1 */
     { { "sm_90a", "f16", 1, 128, 128, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
       "cluster=2",
       "off (one tile)",
@@ -4530,10 +4643,11 @@ static void test_cluster(void) {
       "tma=1,tma-swizzle=none,cluster=2x1",
       "off (C x 1 shares B",
       0 },
-    { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
-      "cluster=2,ws=1",
-      "off (warp specialization",
-      0 },
+    /* warp-specialized (the producer issues the multicast, the consumers arrive remotely) */
+    { { "sm_90a", "f16", 1, 256, 512, 256, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=3,cluster=2,ws=1",
+      "2x1",
+      8 },
     { { "sm_90a", "f16", 1, 256, 512, 128, true, true, false, "v3:128,128,32,64,128,8", "f32" },
       "cluster=2,persistent=1",
       "off (persistent",
@@ -4542,15 +4656,47 @@ static void test_cluster(void) {
       "cluster=2,tma=0",
       "off (the TMA loop is not taken)",
       0 },
+    /* stage reuse (nk > W) with clusters of 4 (empty mbarriers, 4 x 2 arrivals per phase) and in
+     * the mixed loop (its cluster barrier) */
+    { { "sm_90a", "f16", 1, 256, 384, 256, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=3,cluster=4",
+      "4x1",
+      12 },
+    { { "sm_90a", "f16", 1, 256, 384, 256, true, false, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=3,tma-swizzle=none,cluster=2",
+      "1x2",
+      8 },
+    /* warp-specialized: the padded grid and fused epilogue; clusters of 4; odd sizes, batch, 1 x 2 */
+    { { "sm_90a", "f16", 1, 192, 128, 160, true, true, true, "v3:64,64,16,64,64,8", "f16" },
+      "tma=3,cluster=2x1,ws=1",
+      "2x1",
+      8 },
+    { { "sm_90a", "f16", 1, 256, 384, 256, true, true, false, "v3:128,128,32,64,128,8", "f32" },
+      "tma=3,cluster=4,ws=1",
+      "4x1",
+      12 },
+    { { "sm_90a", "bf16", 2, 130, 100, 120, true, true, false, "v3:128,64,32,64,64,8", "f32" },
+      "tma=3,cluster=1x2,ws=1",
+      "1x2",
+      8 },
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     cluster_case(&cases[i].c, cases[i].opt, cases[i].want, cases[i].grid);
   /* broken orderings are refused: a peer's multicast into a stage before every CTA released
    * its readers (the K loop's barrier a block barrier); multicasts before the peers' mbarrier
    * init (the init's barrier a block barrier) */
-  g_mutate = mut_cluster_loop;
+  g_mutate = mut_cluster_loop; /* the mixed loop (B on registers) keeps the cluster barrier */
+  cluster_case(&cases[18].c, cases[18].opt, cases[18].want, cases[18].grid);
+  g_mutate = mut_cmb_wait; /* both through TMA: the empty-mbarrier form */
   cluster_case(&cases[4].c, cases[4].opt, cases[4].want, cases[4].grid);
+  cluster_case(&cases[17].c, cases[17].opt, cases[17].want, cases[17].grid);
   cluster_case(&cases[10].c, cases[10].opt, cases[10].want, cases[10].grid);
+  cluster_case(&cases[14].c, cases[14].opt, cases[14].want, cases[14].grid); /* ws: the producer's */
+  cluster_case(&cases[19].c, cases[19].opt, cases[19].want, cases[19].grid);
+  g_mutate = mut_cmb_arrive;
+  cluster_case(&cases[4].c, cases[4].opt, cases[4].want, cases[4].grid);
+  cluster_case(&cases[17].c, cases[17].opt, cases[17].want, cases[17].grid);
+  cluster_case(&cases[20].c, cases[20].opt, cases[20].want, cases[20].grid);
   g_mutate = mut_cluster_init;
   cluster_case(&cases[0].c, cases[0].opt, cases[0].want, cases[0].grid);
   g_mutate = mut_pending;

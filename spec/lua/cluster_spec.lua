@@ -2,8 +2,9 @@
 -- passes/rock_tma.h): the kernel's `cluster` / `cluster_size` (p:kernels()), the option's default
 -- (1: none) and errors, every device case of spec/lua/tma_cases.lua (cluster_cases) compiling with
 -- the cluster as expected, static checks of the PTX (.reqnctapercluster C, the shared operand's
--- cp.async.bulk.tensor .multicast::cluster with %cluster_ctarank, the cluster barriers, no block
--- barrier in the K loop), ptxas -arch=sm_90a with 0 spill bytes for the benchmark shapes
+-- cp.async.bulk.tensor .multicast::cluster with %cluster_ctarank, the init's and the end's cluster
+-- barriers, in the K loop no barrier but remote arrives on the empty mbarriers: mapa, arrive
+-- .shared::cluster), ptxas -arch=sm_90a with 0 spill bytes for the benchmark shapes
 -- (skipped with a message where ptxas is absent), and on the host the option changes nothing
 -- (no TMA loop there: results against g:eval).
 -- Numerics of the protocol: spec/c/test_accel.c (test_cluster: the CTAs of each cluster
@@ -40,8 +41,9 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     assert.are.equal(0, gemm_of(p).cluster_size)
     p = compile(dot_graph(512, 512, 256, "f16", false, true), "cluster=2,tma=0")
     assert.are.equal("off (the TMA loop is not taken)", gemm_of(p).cluster)
+    -- warp-specialized: the producer warpgroup issues the multicast, the consumers arrive remotely
     p = compile(dot_graph(512, 512, 256, "f16", false, true), "cluster=2,ws=1")
-    assert.is_truthy(gemm_of(p).cluster:find("^off %(warp specialization"), gemm_of(p).cluster)
+    assert.are.equal("2x1", gemm_of(p).cluster)
     assert.are.equal("on", gemm_of(p).ws)
     p = compile(dot_graph(512, 512, 256, "f16", false, true), "cluster=2,persistent=1")
     assert.is_truthy(gemm_of(p).cluster:find("^off %(persistent tiles"), gemm_of(p).cluster)
@@ -61,7 +63,7 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     end
     assert.is_true(n >= (os.getenv("KILN_SPEC_SANITIZED") and 3 or 19), "cluster cases: " .. n)
   end)
-  it("the PTX: .reqnctapercluster, the shared operand's boxes multicast by %cluster_ctarank, cluster barriers in place of the K loop's block barrier", function()
+  it("the PTX: .reqnctapercluster, the shared operand's boxes multicast by %cluster_ctarank, empty mbarriers with remote arrives in place of the K loop's block barrier", function()
     local p = compile(dot_graph(1024, 1024, 512, "f16", false, true), "cluster=2x1", "v3:128,256,64,64,256,8")
     local k = gemm_of(p)
     local ptx = p:disasm(k.name, "sm_90a")
@@ -71,19 +73,39 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     assert.are.equal(mc, count(ptx, "mov%.u32 kr, %%cluster_ctarank;"))
     -- the plain loads (A, the CTA's own) as many as the multicast ones (B: one box per K panel)
     assert.are.equal(mc, count(ptx, "complete_tx::bytes %["))
-    -- init, every K step, the end: cluster barriers; no block barrier before the epilogue's
-    -- (not .aligned: a convergent call of the plain form, passes/lower_tma.c; one instance after
-    -- the mbarrier init, where LLVM had put one in each arm of thread 0's branch and the H100
-    -- hung on the .aligned form)
-    assert.is_true(count(ptx, "barrier%.cluster%.arrive%.release;") >= 3)
-    assert.are.equal(count(ptx, "barrier%.cluster%.arrive%.release;"), count(ptx, "barrier%.cluster%.wait%.acquire;"))
+    -- the init and the end: cluster barriers (not .aligned: a convergent call of the plain form,
+    -- passes/lower_tma.c; one instance after the mbarrier init, where LLVM had put one in each arm
+    -- of thread 0's branch and the H100 hung on the .aligned form); none in the K loop: slot reuse
+    -- through per-stage empty mbarriers (count: 2 warpgroups x C = 4), each warpgroup's lanes 0 ..
+    -- C-1 arriving remotely (mapa + mbarrier.arrive.shared::cluster, CUTLASS's form: no
+    -- .release.cluster, whose SASS has a MEMBAR.ALL.GPU) on every CTA's empty[s] after its
+    -- wait_group, thread 0 waiting before the refill
+    assert.are.equal(2, count(ptx, "barrier%.cluster%.arrive%.release;"))
+    assert.are.equal(2, count(ptx, "barrier%.cluster%.wait%.acquire;"))
     assert.are.equal(0, count(ptx, "barrier%.cluster[%.%w]*%.aligned"))
+    assert.is_true(count(ptx, "mbarrier%.init%.shared::cta%.b64 %[[^%]]+%], 4;") >= 3)
+    local ra = count(ptx, "mbarrier%.arrive%.shared::cluster%.b64 _, %[ra%];")
+    assert.is_true(ra >= 1, "remote arrives " .. ra)
+    assert.are.equal(ra, count(ptx, "mapa%.shared::cluster%.u32 ra, "))
     local first_load = ptx:find("cp.async.bulk.tensor", 1, true)
     assert.are.equal(1, count(ptx:sub(1, first_load), "barrier%.cluster%.arrive"), "one cluster barrier after the init")
     local first_mma = ptx:find("wgmma.mma_async", 1, true)
     local last_wait = select(2, ptx:find(".*wgmma%.wait_group%.sync%.aligned 0;"))
     local between = ptx:sub(first_mma, last_wait)
     assert.is_nil(between:find("bar%.sync%s+0;") or between:find("barrier%.sync%s+0;"), "a block barrier in the K loop")
+    assert.is_nil(between:find("barrier.cluster", 1, true), "a cluster barrier in the K loop")
+    assert.is_truthy(between:find("mapa.shared::cluster", 1, true), "the remote arrives in the K loop")
+    -- ws=1: the same protocol between the producer warpgroup and the consumers; empty[s] counts
+    -- one arrival per consumer warpgroup and CTA (2 x 2); the join a cluster barrier
+    p = compile(dot_graph(1024, 1024, 512, "f16", false, true), "cluster=2x1,ws=1", "v3:128,256,64,64,256,8")
+    k = gemm_of(p)
+    assert.are.equal("on", k.ws)
+    ptx = p:disasm(k.name, "sm_90a")
+    assert.are.equal(2, count(ptx, "barrier%.cluster%.arrive%.release;"))
+    assert.is_true(count(ptx, "mbarrier%.init%.shared::cta%.b64 %[[^%]]+%], 4;") >= 3)
+    assert.is_true(count(ptx, "mbarrier%.arrive%.shared::cluster%.b64 _, %[ra%];") >= 1)
+    assert.are.equal(0, count(ptx, "mbarrier%.arrive%.shared::cta%.b64"), "a local every-thread arrive")
+    assert.is_true(count(ptx, "%.multicast::cluster %[") >= 1)
     -- MN-major B shared: its panels multicast (rank 3 maps: batch)
     p = compile(G.dot(256, 512, 128, "f16", false, false), "cluster=2x1", "v3:128,256,32,64,256,8")
     k = gemm_of(p)
@@ -98,7 +120,7 @@ describe("thread-block clusters (sm_90a TMA wgmma GEMMs)", function()
     { "4096^3 bf16", dg(4096, 4096, 4096, "bf16") }, { "1500x3840x1280 f16", dg(1500, 3840, 1280) },
     { "seed conv n512", G.seed_conv },
   }
-  for _, opt in ipairs { "cluster=2", "cluster=4" } do
+  for _, opt in ipairs { "cluster=2", "cluster=4", "cluster=2,ws=1" } do
     for _, c in ipairs(shapes) do
       it(c[1] .. " " .. opt .. ": ptxas sm_90a 0 spill bytes", function()
         if G.sanitized(c[1] .. " " .. opt) then return end

@@ -226,6 +226,22 @@ function M.cluster_cases()
   cs[#cs + 1] = C(conv(192, 256, 7, 7, 512, 1, 0, nil, "A,B"), "2x1", "2x1")
   cs[#cs + 1] = C(conv(192, 256, 7, 7, 512, 1, 0, nil, "A,B"), "1x2", "1x2")
   cs[#cs + 1] = C(conv(8, 64, 14, 14, 128, 3, 1, "v3:128,128,32,64,128,8", "A"), "2", "1x2")
+  -- the empty-mbarrier loop over many laps of its stages: the bench's 1500x3840x1280 (heuristic
+  -- tiles, padded m-tiles), bf16 1 x 2 with K 4096, the seed conv's class 1 x 2
+  cs[#cs + 1] = C(dot(1500, 3840, 1280, "f16", true, true, nil, nil), "2", nil)
+  cs[#cs + 1] = C(dot(384, 768, 4096, "bf16", true, true, "bias_relu", big), "1x2", "1x2")
+  cs[#cs + 1] = C(conv(16, 2048, 7, 7, 512, 1, 0, nil, "A,B"), "1x2", "1x2")
+  -- warp-specialized (ws=1): the producer warpgroup issues the multicast slices, the consumer
+  -- warpgroups arrive on every CTA's empty mbarriers; odd sizes with padded grids, bf16, batch,
+  -- clusters of 4, K 16384, the seed conv's class
+  cs[#cs + 1] = C(dot(1000, 520, 1024, "f16", true, true, "bias_relu", big), "2,ws=1", "2x1")
+  cs[#cs + 1] = C(dot(1000, 520, 1024, "bf16", true, true, nil, big), "1x2,ws=1", "1x2") -- padded
+  cs[#cs + 1] = C(dot(257, 129, 136, "f16", true, true, "bias_relu", "v3:128,128,32,64,128,8"), "2x1,ws=1", "2x1")
+  cs[#cs + 1] = C(dot(100, 136, 72, "bf16", true, true, "residual", "v3:64,64,32,64,64,8", 3), "4,ws=1", nil)
+  cs[#cs + 1] = C(dot(1500, 3840, 1280, "f16", true, true, nil, nil), "1x2,ws=1", "1x2")
+  cs[#cs + 1] = C(dot(256, 512, 16384, "f16", true, true, nil, big), "2,ws=1", "2x1")
+  cs[#cs + 1] = C(conv(16, 2048, 7, 7, 512, 1, 0, nil, "A,B"), "2,ws=1", nil)
+  cs[#cs + 1] = C(conv(192, 256, 7, 7, 512, 1, 0, nil, "A,B"), "1x2,ws=1", "1x2")
   return cs
 end
 
@@ -287,7 +303,10 @@ function M.compile(c)
   if c.cluster then
     local ok = k.cluster:sub(1, 3) ~= "off" and (not c.want_cluster or k.cluster == c.want_cluster)
     if not ok or k.cluster_size < 2 or k.grid % k.cluster_size ~= 0 or not ptx:find(".multicast::cluster", 1, true)
-       or not ptx:find(".reqnctapercluster " .. k.cluster_size .. ", 1, 1", 1, true) then
+       or not ptx:find(".reqnctapercluster " .. k.cluster_size .. ", 1, 1", 1, true)
+       -- both operands through TMA: empty mbarriers with remote arrives, else the loop's cluster barrier
+       or (k.tma == "A,B") ~= (ptx:find("mbarrier.arrive.shared::cluster", 1, true) ~= nil)
+       or (c.cluster:find("ws=1", 1, true) ~= nil) ~= (k.ws == "on") then
       error(("%s: cluster = %s (want %s), cluster_size %d, grid %d"):format(k.perf_config, k.cluster,
                                                                        c.want_cluster or "a shape", k.cluster_size, k.grid), 0)
     end
