@@ -46,32 +46,39 @@ int kl_tma_fit_radix(const int64_t *a, int64_t e, int maxd, int64_t *P, int64_t 
   return kd;
 }
 
-bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n) {
+/* (rock_tma.h) */
+kl_view *kl_tma_operand_view(kl_value *v, bool prologue, kl_value **arg, kl_value **raw, char *why, size_t n) {
   const kl_type *t = v->type;
   int nc = 0;
-  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
+  kl_value *u = *arg = kl_rock_underlying(v, NULL, &nc, 0);
   if (prologue || u->def || u->type->kind != KL_TY_BUFFER || u->type->space != KL_SPACE_GLOBAL) {
     snprintf(why, n, "not a kernel argument read directly");
-    return false;
+    return NULL;
   }
-  if (t->kind != KL_TY_BUFFER || t->rank != 3 || kl_type_bits(t->elem) != 16) {
+  if (t->kind != KL_TY_BUFFER || t->rank != 3 || kl_type_bits(t->elem) != 16 || t->shape[0] < 1) {
     snprintf(why, n, "not a [G, K, D] view of 16-bit elements");
-    return false;
-  }
-  if (DB > 256) {
-    snprintf(why, n, "tile of %lld rows (a TMA box has at most 256)", (long long)DB);
-    return false;
+    return NULL;
   }
   const char *names[3] = { "g", "k", "d" };
   kl_vb b;
   kl_vb_identity(&b, 3, t->shape, names);
   char err[256];
   kl_view *top = kl_vb_finish(&b, err, sizeof err);
-  kl_value *raw = NULL;
-  kl_view *cv = top ? kl_tile_compose_to_buffer(top, v, &raw, err, sizeof err) : NULL;
+  kl_view *cv = top ? kl_tile_compose_to_buffer(top, v, raw, err, sizeof err) : NULL;
   kl_view_free(top);
-  if (!cv) {
-    snprintf(why, n, "view: %s", err);
+  if (!cv) snprintf(why, n, "view: %s", err);
+  return cv;
+}
+
+bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n) {
+  const kl_type *t = v->type;
+  kl_value *raw = NULL;
+  kl_value *u = NULL;
+  kl_view *cv = kl_tma_operand_view(v, prologue, &u, &raw, why, n);
+  if (!cv) return false;
+  if (DB > 256) {
+    snprintf(why, n, "tile of %lld rows (a TMA box has at most 256)", (long long)DB);
+    kl_view_free(cv);
     return false;
   }
   const int64_t *st = raw->type->strides;

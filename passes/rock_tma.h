@@ -274,6 +274,12 @@ typedef struct kl_tma_map {
   int64_t C, S, Wo, HoWo, dil[2], pad[2]; /* channels per slice, taps per filter row, output width, pixels per image */
 } kl_tma_map;
 
+/* The first checks of kl_tma_operand and kl_tma_im2col_operand (passes/rock_tma_im2col.h):
+ * v, a [G, K, D] view of 16-bit elements (G >= 1) read directly from a kernel argument (no
+ * prologue), composed down to that argument's memory: the composed view (kl_view_free it),
+ * *arg the argument, *raw the buffer under the view; else NULL and why says which check
+ * failed. */
+kl_view *kl_tma_operand_view(kl_value *v, bool prologue, kl_value **arg, kl_value **raw, char *why, size_t n);
 /* Whether operand v ([G, K, D], a view of a kernel argument; prologue: whether a fused
  * element-wise op writes it) loads through TMA with D tiles of DB: true + *m, else false +
  * the reason in why.
@@ -299,7 +305,6 @@ bool kl_tma_box_fits(const kl_tma_map *m);
  * for K-major maps, of KB for MN-major), innermost first, as map m's dims: K's mixed radix
  * split (remainder / quotient of the runs), D, G where rank has it. Returns their number. */
 int kl_tma_coords(kl_emitter *e, const kl_tma_map *m, kl_value *g, kl_value *k, kl_value *d, kl_value **out);
-bool kl_tma_operand(kl_value *v, bool prologue, int64_t DB, kl_tma_map *m, char *why, size_t n);
 /* The LDS stages of the TMA K loop: opt (1: auto, 3..6 asked), capped by the target's LDS
  * (lds_bytes) for stage_bytes per stage; 0 when fewer than 3 fit. */
 int kl_tma_stages(int64_t opt, int64_t lds_bytes, int64_t stage_bytes);

@@ -156,30 +156,13 @@ static bool check(const probe *p, const geom *g, int64_t Kd, int64_t Dd) {
 
 bool kl_tma_im2col_operand(kl_value *v, bool prologue, int64_t DB, int64_t panel, kl_tma_map *m, char *why, size_t n) {
   const kl_type *t = v->type;
-  int nc = 0;
-  kl_value *u = kl_rock_underlying(v, NULL, &nc, 0);
-  if (prologue || u->def || u->type->kind != KL_TY_BUFFER || u->type->space != KL_SPACE_GLOBAL) {
-    snprintf(why, n, "not a kernel argument read directly");
-    return false;
-  }
-  if (t->kind != KL_TY_BUFFER || t->rank != 3 || kl_type_bits(t->elem) != 16 || t->shape[0] < 1) {
-    snprintf(why, n, "not a [G, K, D] view of 16-bit elements");
-    return false;
-  }
+  kl_value *raw = NULL;
+  kl_value *u = NULL;
+  kl_view *cv = kl_tma_operand_view(v, prologue, &u, &raw, why, n);
+  if (!cv) return false;
   if (DB > 256 || panel < 8) {
     snprintf(why, n, "tile of %lld pixels (at most 256) or K panel of %lld", (long long)DB, (long long)panel);
-    return false;
-  }
-  const char *names[3] = { "g", "k", "d" };
-  kl_vb b;
-  kl_vb_identity(&b, 3, t->shape, names);
-  char err[256];
-  kl_view *top = kl_vb_finish(&b, err, sizeof err);
-  kl_value *raw = NULL;
-  kl_view *cv = top ? kl_tile_compose_to_buffer(top, v, &raw, err, sizeof err) : NULL;
-  kl_view_free(top);
-  if (!cv) {
-    snprintf(why, n, "view: %s", err);
+    kl_view_free(cv);
     return false;
   }
   const kl_type *rt = raw->type;

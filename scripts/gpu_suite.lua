@@ -864,6 +864,14 @@ local function run_cases(T, cases, prefix)
     if ok then pass = pass + 1 else fail = fail + 1; failures[#failures + 1] = prefix .. ": " .. c.name .. " " .. (c.perf or "heuristic") .. ": " .. tostring(res) end
   end
 end
+-- tma_family(name, mod, list): section name runs the cases mod[list]() of the module mod
+-- (tma_cases and the case files built on it) through run_cases, on compute capability 9.0
+local function tma_family(name, mod, list)
+  if section(name) then
+    local T = require(mod)
+    if T.device_ok(dev) then run_cases(T, T[list](), name) end
+  end
+end
 -- TMA + mbarrier operand loads on the wgmma path (sm_90a, rock-gridwise-to-blockwise{tma=1};
 -- spec/lua/tma_cases.lua): K-major operands through cp.async.bulk.tensor, transposes, odd
 -- sizes, K 16..4096, batch, epilogues, KB 16..64, the heuristic, and the warp-specialized
@@ -890,35 +898,20 @@ end
 -- batch, bf16, both operand layouts (MN-major shared tiles), a register operand, K 16384, the
 -- bench's 1500x3840x1280, the seed conv's class and a 3x3 conv, against g:eval; each case's `cluster` attribute and PTX checked (tma_cases.compile);
 -- compute capability 9.0 only; failures are named "cluster: <case> <config>: ..."
-if section("cluster") then
-  local T = require "tma_cases"
-  if T.device_ok(dev) then
-    run_cases(T, T.cluster_cases(), "cluster")
-  end
-end
+tma_family("cluster", "tma_cases", "cluster_cases")
 -- TMA for split-K operands (sm_90a; spec/lua/tma_split_cases.lua): 3x3 NHWC convs split by
 -- their input channels (the KYXC filter's slices through rank-4 tensor maps, cp.async.bulk.tensor.4d),
 -- the ResNet-50 7x7x512 / 14x14x256 layers at batch 4 with the bench's tiles and the heuristic,
 -- split dots (B [K, N] and [N, K]), against g:eval; compute capability 9.0 devices only;
 -- failures are named "tma_split: <case> <config>: ..." (KILN_SUITE_ONLY=tma_split runs it alone)
-if section("tma_split") then
-  local T = require "tma_split_cases"
-  if T.device_ok(dev) then
-    run_cases(T, T.cases(), "tma_split")
-  end
-end
+tma_family("tma_split", "tma_split_cases", "cases")
 -- TMA im2col mode for conv activations (sm_90a, rock-gridwise-to-blockwise{tma=1,tma-im2col=1};
 -- spec/lua/tma_im2col_cases.lua): NHWC convs + residual + relu, 3x3 padding 1 stride 1 / 2, odd
 -- H / W, tiles of pixels crossing rows and images, C 48..512, f16 / bf16, asymmetric padding and
 -- dilation, split K (channel slices), the ResNet-50 3x3 layers at batch 2, against g:eval; each
 -- case's `tma` (B(im2col)) and PTX (.im2col) checked; compute capability 9.0 devices only;
 -- failures are named "tma_im2col: <case> <config>: ..." (KILN_SUITE_ONLY=tma_im2col runs it alone)
-if section("tma_im2col") then
-  local T = require "tma_im2col_cases"
-  if T.device_ok(dev) then
-    run_cases(T, T.cases(), "tma_im2col")
-  end
-end
+tma_family("tma_im2col", "tma_im2col_cases", "cases")
 -- stmatrix epilogue stores (sm_90+: rock-output-swizzle's accumulator -> LDS store as
 -- stmatrix.x4, .trans for outputs contiguous along M): the NHWC 1x1 conv + residual + relu
 -- (32x256x14x14 -> 512: no split-K), f16 / bf16 dots (odd sizes, batch, A^T, residual + relu),

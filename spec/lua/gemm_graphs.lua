@@ -4,7 +4,8 @@
 -- stored [N, K] (bt) or [K, N]; conv(N, C, K, HW[, name]) an NHWC 1x1 conv C -> K on HW x HW
 -- at batch N, f16, plus a residual and a relu; seed_conv() the seed case, conv(512, 2048,
 -- 512, 7); ptxas_v(arch, ptx) the output of `ptxas -arch=arch -v` on the PTX (nil when ptxas
--- is absent or under the sanitizer pass: ptxas_tool.lua); gtb_pipeline(opts) the default
+-- is absent or under the sanitizer pass: ptxas_tool.lua); ptxas_unclean(arch, ptx, frames) its
+-- nonzero spill / stack-frame reports; gtb_pipeline(opts) the default
 -- pipeline with rock-gridwise-to-blockwise{opts}; gtb_extra(pl, extra) the pipeline pl (nil:
 -- the default) with extra ("name=value") added to its rock-gridwise-to-blockwise options, pl
 -- itself where it names that option already; gemm_of(p, target) a program's GEMM kernel.
@@ -75,6 +76,21 @@ function M.ptxas_v(arch, ptx)
   h:close()
   os.remove(path)
   return out
+end
+-- ptxas_unclean(arch, ptx, frames): nil where ptxas_v is nil, else the list of `ptxas -v`
+-- reports of nonzero spill-store bytes (and, with frames, nonzero stack frames; empty when
+-- clean) and the log
+function M.ptxas_unclean(arch, ptx, frames)
+  local log = M.ptxas_v(arch, ptx)
+  if not log then return nil end
+  local bad = {}
+  for n in log:gmatch("(%d+) bytes spill stores") do
+    if n ~= "0" then bad[#bad + 1] = n .. " bytes spill stores" end
+  end
+  for n in frames and log:gmatch("(%d+) bytes stack frame") or function() end do
+    if n ~= "0" then bad[#bad + 1] = n .. " bytes stack frame" end
+  end
+  return bad, log
 end
 
 function M.sample(list, what, every)

@@ -245,6 +245,17 @@ function M.cluster_cases()
   return cs
 end
 
+-- compile_gemm(c, pipeline): c.g compiled for sm_90a (no cache) with pipeline (nil: the
+-- default) and c.perf: the program, its GEMM kernel and that kernel's PTX; raises when the
+-- program has no GEMM kernel (tma_split_cases and tma_im2col_cases check the rest)
+function M.compile_gemm(c, pipeline)
+  local p = kiln.compile(c.g, { target = "sm_90a", cache = false, pipeline = pipeline, perf_config = c.perf })
+  local k
+  for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
+  if not k then error("no GEMM kernel", 0) end
+  return p, k, p:disasm(k.name, "sm_90a")
+end
+
 -- Compiles c for sm_90a with tma=1 (its v3 config, else the heuristic), checks the GEMM
 -- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
 -- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.

@@ -71,12 +71,8 @@ end
 -- compile c for sm_90a with tma-im2col=1: the program, its GEMM kernel and PTX; errors name
 -- what differs
 function M.compile(c)
-  local p = kiln.compile(c.g, { target = "sm_90a", cache = false, pipeline = M.pipeline, perf_config = c.perf })
-  local k
-  for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
-  if not k then error("no GEMM kernel", 0) end
+  local p, k, ptx = T.compile_gemm(c, M.pipeline)
   if k.tma ~= c.want then error(("%s: tma = %s, want %s"):format(k.perf_config, k.tma, c.want), 0) end
-  local ptx = p:disasm(k.name, "sm_90a")
   if (ptx:find("cp.async.bulk.tensor.4d.shared::cluster.global.im2col", 1, true) ~= nil) ~= (c.want:find("im2col", 1, true) ~= nil) then
     error(k.perf_config .. ": the PTX's im2col TMA loads do not match tma = " .. k.tma, 0)
   end

@@ -72,17 +72,13 @@ end
 
 -- compile c for sm_90a: the program and its GEMM kernel; errors name what differs
 function M.compile(c)
-  local p = kiln.compile(c.g, { target = "sm_90a", cache = false, perf_config = c.perf })
-  local k
-  for _, x in ipairs(p:kernels()) do if x.kind == "gemm" then k = x end end
-  if not k then error("no GEMM kernel", 0) end
+  local p, k, ptx = T.compile_gemm(c)
   if c.kernels and #p:kernels() ~= c.kernels then
     error(("%s: %d kernels, want %d"):format(k.perf_config, #p:kernels(), c.kernels), 0)
   end
   if (c.want == "none") ~= (k.tma:sub(1, 4) == "none") or c.want ~= "none" and k.tma ~= c.want then
     error(("%s: tma = %s, want %s"):format(k.perf_config, k.tma, c.want), 0)
   end
-  local ptx = p:disasm(k.name, "sm_90a")
   local has = ptx:find("cp.async.bulk.tensor", 1, true) ~= nil
   if has ~= (c.want ~= "none") then error(k.perf_config .. ": cp.async.bulk.tensor " .. (has and "present" or "absent"), 0) end
   if c.rank4 and not ptx:find("cp.async.bulk.tensor.4d", 1, true) then
