@@ -256,6 +256,15 @@ function M.compile_gemm(c, pipeline)
   return p, k, p:disasm(k.name, "sm_90a")
 end
 
+-- family(F): F, a case file built on this one (its own F.compile), with F.run(c, dev) (F.compile,
+-- then this file's run_compiled: its check names the kernel's tma / ws / persistent / cluster
+-- choices) and F.device_ok
+function M.family(F)
+  F.run = function(c, dev) return M.run_compiled(c, dev, F.compile(c)) end
+  F.device_ok = M.device_ok
+  return F
+end
+
 -- Compiles c for sm_90a with tma=1 (its v3 config, else the heuristic), checks the GEMM
 -- kernel's `tma` attribute and PTX, runs it on dev (when given) and compares with g:eval.
 -- Returns the GEMM kernel's perf config and tma attribute; raises on a failure.

@@ -79,7 +79,4 @@ function M.compile(c)
   return p, k, ptx
 end
 
-function M.run(c, dev) return T.run_compiled(c, dev, M.compile(c)) end
-M.device_ok = T.device_ok
-
-return M
+return T.family(M)

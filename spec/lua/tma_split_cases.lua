@@ -87,9 +87,4 @@ function M.compile(c)
   return p, k, ptx
 end
 
--- (run and device_ok are tma_cases': its check names the kernel's tma / ws / persistent /
--- cluster choices)
-function M.run(c, dev) return T.run_compiled(c, dev, M.compile(c)) end
-M.device_ok = T.device_ok
-
-return M
+return T.family(M)
