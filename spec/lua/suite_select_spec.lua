@@ -65,8 +65,13 @@ describe("gpu suite sections", function()
     f:close()
     local list = {}
     for n in src:match("local SECTIONS = (%b{})"):gmatch('"([^"]+)"') do list[#list + 1] = n end
+    -- the section() calls and the TMA family's sections (tma_family("name", ...)), by position
+    local at = {}
+    for pos, n in src:gmatch('()if section%("([^"]+)"%) then') do at[#at + 1] = { pos, n } end
+    for pos, n in src:gmatch('()\ntma_family%("([^"]+)"') do at[#at + 1] = { pos, n } end
+    table.sort(at, function(a, b) return a[1] < b[1] end)
     local calls = {}
-    for n in src:gmatch('if section%("([^"]+)"%) then') do calls[#calls + 1] = n end
+    for _, x in ipairs(at) do calls[#calls + 1] = x[2] end
     assert.are.same(list, calls)
     assert.truthy(#list >= 20)
     assert.is_nil(src:find("want%("), "a section still uses the old want()")
