@@ -61,27 +61,30 @@ static void session_error(void *ctx, LLVMErrorRef e) {
  * LLVM lowers some f16 / bf16 conversions on x86-64 to compiler-rt / libgcc calls
  * (__truncsfhf2, __truncdfhf2, __extendhfsf2, __truncsfbf2, __truncdfbf2). A static
  * kiln binary, or an old libgcc, may not provide them, so every module's JITDylib gets
- * kiln's own definitions. The x86-64 ABI passes half and bfloat in XMM registers, as it
- * does _Float16, so these C functions are call-compatible (bits are moved with memcpy,
- * no _Float16 arithmetic is done); the rounding is core/dtype.h's, the same as the
- * reference evaluator's. */
-#if defined(__x86_64__) && defined(__FLT16_MAX__)
+ * kiln's own definitions. The x86-64 ABI passes and returns half and bfloat in the low 16
+ * bits of an XMM register, as it does float in the low 32: these C functions carry the 16
+ * bits in a float's low half (bits moved with memcpy, no arithmetic on the carrier), so they
+ * are call-compatible whatever the C compiler knows of _Float16 (clang 14 has none on
+ * x86-64, GCC 12 has it); the rounding is core/dtype.h's, the same as the reference
+ * evaluator's. */
+#if defined(__x86_64__)
 #define KL_HAVE_HALF_HELPERS 1
 
-static _Float16 bits_h(uint16_t b) {
-  _Float16 h;
-  memcpy(&h, &b, 2);
-  return h;
+static float carry16(uint16_t b) {
+  uint32_t w = b;
+  float f;
+  memcpy(&f, &w, 4);
+  return f;
 }
 
-static _Float16 kl_rt_truncsfhf2(float f) { return bits_h(kl_f32_to_f16(f)); }
-static _Float16 kl_rt_truncdfhf2(double d) { return bits_h(kl_f64_to_f16(d)); }
-static _Float16 kl_rt_truncsfbf2(float f) { return bits_h(kl_f32_to_bf16(f)); }
-static _Float16 kl_rt_truncdfbf2(double d) { return bits_h(kl_f64_to_bf16(d)); }
-static float kl_rt_extendhfsf2(_Float16 h) {
-  uint16_t b;
-  memcpy(&b, &h, 2);
-  return kl_f16_to_f32(b);
+static float kl_rt_truncsfhf2(float f) { return carry16(kl_f32_to_f16(f)); }
+static float kl_rt_truncdfhf2(double d) { return carry16(kl_f64_to_f16(d)); }
+static float kl_rt_truncsfbf2(float f) { return carry16(kl_f32_to_bf16(f)); }
+static float kl_rt_truncdfbf2(double d) { return carry16(kl_f64_to_bf16(d)); }
+static float kl_rt_extendhfsf2(float h) {
+  uint32_t w;
+  memcpy(&w, &h, 4);
+  return kl_f16_to_f32((uint16_t)w);
 }
 #endif
 
