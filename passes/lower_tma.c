@@ -13,7 +13,8 @@ static bool need_tma(kl_llvm_lowering *L, kl_op *op) {
 }
 static LLVMValueRef asm_call(kl_llvm_lowering *L, const char *text, const char *cons, LLVMValueRef *args, int n) {
   LLVMContextRef c = kl_llvm_context(L);
-  LLVMTypeRef tys[8];
+  LLVMTypeRef tys[16]; /* the widest call: a 5-d TMA load, 8 operands; the 4-d im2col load, 9 */
+  if (n > 16) return NULL;
   for (int i = 0; i < n; i++) tys[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), tys, (unsigned)n, 0);
   LLVMValueRef f = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
