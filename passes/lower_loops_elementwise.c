@@ -17,8 +17,9 @@
  * split out of, the vector<V>: every access is as wide as its own view allows, e.g. an
  * f16 input of an f32 output reads 16 bytes and the f32 side two 16-byte vectors, a
  * transposed input one element at a time next to 16-byte accesses of the others. Inputs
- * of one element (rank 0, or broadcast from a one-element buffer) are loaded as one value
- * and broadcast. Vector accesses are aligned to their size: the analysis only accepts
+ * of one element (rank 0, or broadcast from a one-element buffer, valid at every point) are
+ * loaded as one value and broadcast (one behind a pad, a concat's piece, is accessed like
+ * any other operand). Vector accesses are aligned to their size: the analysis only accepts
  * blocks whose first address is a multiple of the length, and GPU buffers are device
  * allocations (256-byte aligned).
  *
@@ -272,7 +273,9 @@ static bool make_acc(kl_rewriter *rw, kl_op *op, int i, int64_t numel, const int
   const kl_type *bt = a->buf->type;
   int64_t bn = 1;
   for (int d = 0; d < bt->rank; d++) bn *= bt->shape[d];
-  a->uniform = i + 1 < op->nopnds && bn == 1; /* an input of one element */
+  /* an input of one element read at every point (a broadcast scalar); one behind a pad (a
+   * concat's piece) is valid at some points only: its lanes differ, it is a plain access */
+  a->uniform = i + 1 < op->nopnds && bn == 1 && kl_view_invalid_dims(a->v) == 0;
   return true;
 }
 

@@ -111,4 +111,17 @@ describe("graphs from the numpy cross-check", function()
       check(g, { p = kiln.zeros({ 0, 3 }, dt) })
     end
   end)
+
+  it("a concat with a one-element piece in a vectorized element-wise kernel", function()
+    -- the one-element piece was taken for a broadcast scalar: loaded once per vector and
+    -- splat, so the lane of the vector where it belongs read it at the vector's first index
+    -- (invalid there: 0) -- concat({a[7], b[1], c[2]}) gave 0 at index 7
+    local g = kiln.graph("concat_one_element_piece")
+    local a, b, c = g:param("a", { 7 }, "f32"), g:param("b", { 1 }, "f32"), g:param("c", { 2 }, "f32")
+    local d = g:param("d", { 3, 1 }, "f32")
+    local e = g:param("e", { 3, 2 }, "f16")
+    g:output(g:concat({ a, b, c }, 0), (g:concat({ d, e:convert("f32"), d * 2 }, 1) + 1):relu())
+    check(g, { a = kiln.rand({ 7 }), b = kiln.rand({ 1 }), c = kiln.rand({ 2 }), d = kiln.rand({ 3, 1 }),
+               e = kiln.rand({ 3, 2 }, "f16") })
+  end)
 end)
