@@ -4,6 +4,7 @@
 #include "core/dialect_builtin.h"
 #include "core/hashmap.h"
 #include "core/env.h"
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,7 +390,7 @@ static bool try_fold(kl_rewriter *rw, kl_op *op) {
 }
 
 kl_greedy_config kl_greedy_default(void) {
-  return (kl_greedy_config){ .max_iterations = 10, .max_rewrites = 100000, .fold = true, .remove_dead = true };
+  return (kl_greedy_config){ .max_iterations = 10, .max_rewrites = 0, .fold = true, .remove_dead = true };
 }
 
 static void driver_free(driver *d) {
@@ -403,7 +404,8 @@ kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, i
                                    const kl_greedy_config *cfg_in) {
   kl_greedy_config cfg = cfg_in ? *cfg_in : kl_greedy_default();
   if (cfg.max_iterations <= 0) cfg.max_iterations = 10;
-  if (cfg.max_rewrites <= 0) cfg.max_rewrites = 100000;
+  bool per_op = cfg.max_rewrites <= 0; /* the default: the budget grows with the IR */
+  if (per_op) cfg.max_rewrites = 100000;
   kl_ctx *ctx = root->ctx;
   driver d = { .root = root, .debug = debug_enabled() };
   kl_rewriter rw = { .ctx = ctx, .drv = &d };
@@ -420,6 +422,8 @@ kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, i
       break;
     }
     oplist all = collect_post(root);
+    if (per_op && iter == 0 && all.n > cfg.max_rewrites / KL_GREEDY_REWRITES_PER_OP)
+      cfg.max_rewrites = all.n > INT_MAX / KL_GREEDY_REWRITES_PER_OP ? INT_MAX : all.n * KL_GREEDY_REWRITES_PER_OP;
     for (int i = all.n - 1; i >= 0; i--) wl_push(&rw, all.ops[i]); /* popped in program order */
     free(all.ops);
     bool changed = false;

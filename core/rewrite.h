@@ -95,10 +95,13 @@ bool kl_rewriter_notify_no_match(kl_rewriter *rw, const char *fmt, ...) __attrib
 /* ---- drivers ---- */
 typedef struct kl_greedy_config {
   int max_iterations; /* whole-worklist rounds; default 10 when 0 */
-  int max_rewrites;   /* total rewrites before "did not converge"; default 100000 when 0 */
+  int max_rewrites;   /* total rewrites before "did not converge"; 0 (the default): 100000 or
+                       * KL_GREEDY_REWRITES_PER_OP per op under root at the start, whichever
+                       * is more (a large kernel's dead-op removal alone takes one per op) */
   bool fold;          /* use fold hooks (default true via kl_greedy_default) */
   bool remove_dead;   /* erase unused pure ops */
 } kl_greedy_config;
+#define KL_GREEDY_REWRITES_PER_OP 16
 kl_greedy_config kl_greedy_default(void);
 /* Applies patterns under root (root itself excluded) to a fixed point. */
 kl_status kl_apply_patterns_greedy(kl_op *root, const kl_pattern *const *pats, int npats, const kl_greedy_config *cfg);

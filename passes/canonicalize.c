@@ -155,7 +155,8 @@ kl_status kl_canonicalize(kl_op *root) { return run_canonicalize(root, NULL, NUL
 
 static const kl_pass_option canon_options[] = {
   { "max-iterations", KL_OPT_INT, "10", "whole-IR rounds before giving up (did not converge)" },
-  { "max-rewrites", KL_OPT_INT, "100000", "rewrites before giving up (did not converge)" },
+  { "max-rewrites", KL_OPT_INT, "0",
+    "rewrites before giving up (did not converge); 0: 100000 or 16 per op, whichever is more" },
 };
 
 void kl__register_canonicalize(kl_ctx *ctx) {

@@ -745,7 +745,29 @@ static void test_random_arith(void) {
   printf("random arithmetic keeps its value through canonicalize/cse/dce ok\n");
 }
 
+/* A valid IR larger than the fixed cap: 110000 dead constants (a fully unrolled kernel's
+ * dead ops; a split-K GEMM with a 16-partial epilogue and three outputs on sm_90a gave 280k
+ * lines) converge under the default budget (16 rewrites per op); an explicit cap stays. */
+static void test_budget_grows_with_ir(void) {
+  fixture f = setup(0);
+  for (int i = 0; i < 110000; i++) cst(&f, i);
+  ret(&f, 0, NULL);
+  CHECK(kl_apply_patterns_greedy(f.m, NULL, 0, NULL) == KL_OK);
+  CHECK(count_named(f.m, "arith.constant") == 0);
+  kl_ctx_destroy(f.ctx);
+  f = setup(0);
+  for (int i = 0; i < 100; i++) cst(&f, i);
+  ret(&f, 0, NULL);
+  kl_greedy_config cfg = kl_greedy_default();
+  cfg.max_rewrites = 60;
+  CHECK(kl_apply_patterns_greedy(f.m, NULL, 0, &cfg) == KL_ERR);
+  CHECK(diag_has(f.ctx, "did not converge after 60 rewrites; last pattern applied: 'dead-op removal'"));
+  kl_ctx_destroy(f.ctx);
+  printf("rewrite budget grows with the IR ok\n");
+}
+
 int main(void) {
+  test_budget_grows_with_ir();
   test_rename();
   test_benefit();
   test_non_convergence();
