@@ -126,6 +126,47 @@ bool kl_gemm_bounded_operand(kl_value *v) {
   return false;
 }
 
+/* the widest load (bytes, <= 16) along dims 1 (K) and 2 (X) of the view `full` into a
+ * buffer of type bt; 16 where it cannot tell */
+static int64_t view_load_bytes(const kl_view *full, const kl_type *bt) {
+  if (!full || bt->kind != KL_TY_BUFFER || kl_view_lower_rank(full) != bt->rank || kl_view_rank(full) != 3) return 16;
+  int64_t eb = (kl_type_bits(bt->elem) + 7) / 8, best = 0;
+  for (int d = 1; d <= 2; d++) {
+    int64_t b = kl_view_max_vectorization(full, d, bt->strides, kl_type_bits(bt->elem)) * eb;
+    if (b > best) best = b;
+  }
+  return best < 1 ? 1 : best > 16 ? 16 : best;
+}
+
+int64_t kl_gemm_load_bytes(kl_value *v) {
+  if (!v || v->type->kind != KL_TY_BUFFER || v->type->rank != 3 || kl_gemm_bounded_operand(v)) return 16;
+  kl_op *w = NULL;
+  kl_value *al = NULL;
+  kl_fu_input *in = NULL;
+  int n = kl_fu_operand_inputs(v, &w, &al, &in, NULL, 0);
+  if (n >= 1) { /* an input-fusion prologue: its inputs' loads */
+    int64_t bytes = 16;
+    for (int j = 0; j < n; j++) {
+      int64_t b = view_load_bytes(in[j].view, in[j].base->type);
+      if (b < bytes) bytes = b;
+    }
+    kl_fu_inputs_free(in, n);
+    return bytes;
+  }
+  char err[256];
+  kl_vb vb;
+  static const char *const names[] = { "g", "k", "x" };
+  kl_vb_identity(&vb, 3, v->type->shape, names);
+  kl_view *id = kl_vb_finish(&vb, err, sizeof err);
+  if (!id) return 16;
+  kl_value *u = NULL;
+  kl_view *full = kl_tile_compose_to_buffer(id, v, &u, NULL, 0);
+  int64_t bytes = full ? view_load_bytes(full, u->type) : 16;
+  kl_view_free(full);
+  kl_view_free(id);
+  return bytes;
+}
+
 bool kl_gemm_amd_k_loop(kl_op *gemm, const kl_target *t) {
   if (!t || t->arch != KL_ARCH_AMDGPU || !kl_amdgpu_barrier_drains(t->cpu) || gemm->nopnds < 2) return false;
   return !kl_gemm_bounded_operand(gemm->opnds[0].value) && !kl_gemm_bounded_operand(gemm->opnds[1].value);

@@ -100,5 +100,12 @@ bool kl_gemm_config_pick(const kl_target *t, const kl_type *ea, const kl_type *e
  * `gemm` on t: an AMDGPU target whose barrier is the LDS-only inline assembly
  * (kl_amdgpu_barrier_drains: gfx908, gfx11) and no operand with bounds checks. */
 bool kl_gemm_bounded_operand(kl_value *v);
+/* kl_gemm_load_bytes: the widest global load (bytes, at most 16) of the GEMM operand v
+ * ([G, K, X]): what its views allow along K or along X, whichever is wider (for an
+ * input-fusion prologue: the narrowest of its inputs'); below 16 for odd strides or a slice
+ * at an odd offset. 16 for operands with bounds checks (kl_gemm_bounded_operand: a padded
+ * conv input, whose loads are narrow anyway; a smaller K tile spilled more there: ptxas
+ * sm_90a, NCHW 3x3 convs) and where the views cannot be composed. */
+int64_t kl_gemm_load_bytes(kl_value *v);
 bool kl_gemm_amd_k_loop(kl_op *gemm, const kl_target *t);
 #endif

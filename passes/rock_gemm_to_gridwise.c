@@ -282,6 +282,11 @@ static bool gemm_to_gridwise(const kl_pattern *pat, kl_op *op, kl_rewriter *rw) 
    * kPerBlock at 32 (kl_wgmma_wide_staging, passes/rock_wgmma.h) */
   if (gc.path == KL_GEMM_PATH_WGMMA && !given && wide_staged(op) && kl_wgmma_wide_staging(&ac))
     pc.k_per_block = ac.k_per_block;
+  /* an operand with loads narrower than 16 bytes (odd strides) at 32 or 16 (kl_wgmma_narrow_loads) */
+  if (gc.path == KL_GEMM_PATH_WGMMA && !given) {
+    int64_t la = kl_gemm_load_bytes(op->opnds[0].value), lb = kl_gemm_load_bytes(op->opnds[1].value);
+    if (kl_wgmma_narrow_loads(&ac, la < lb ? la : lb)) pc.k_per_block = ac.k_per_block;
+  }
   /* the fp8 wgmma with promotion (option fp8-promote): two accumulators per thread, a K
    * tile dividing the interval (kl_wgmma_promote_tiles) */
   bool promote = gc.path == KL_GEMM_PATH_WGMMA && o->fp8_promote > 0 && kl_wgmma_instr_is_fp8(ad->intrinsic);

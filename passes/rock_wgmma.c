@@ -217,6 +217,13 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
   return 1;
 }
 
+bool kl_wgmma_narrow_loads(kl_accel_config *c, int64_t bytes) {
+  int64_t kpb = bytes <= 2 ? 16 : bytes < 16 ? 32 : c->k_per_block;
+  if (c->kpack != 8 || c->k_per_block <= kpb) return false; /* f16 / bf16 (kpack 8) */
+  c->k_per_block = kpb;
+  return true;
+}
+
 bool kl_wgmma_wide_staging(kl_accel_config *c) {
   if (c->m_per_block != 128 || c->n_per_block != 256 || c->k_per_block != 64) return false;
   c->k_per_block = 32;

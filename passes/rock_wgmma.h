@@ -38,7 +38,8 @@
  * padding: odd sizes' bounds checks spilled; K >= 128; a tile per compute unit) take
  * "v3:128,256,64,64,256,8" (two warpgroups of m64n256k16) where K is a multiple of 64 and
  * at least 192, else "v3:128,256,32,64,256,8"; rock-gemm-to-gridwise takes kPerBlock 32
- * for operands staged wider than their type (kl_wgmma_wide_staging); else mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
+ * for operands staged wider than their type (kl_wgmma_wide_staging), 32 or 16 for an
+ * operand with narrower loads than 16 bytes (kl_wgmma_narrow_loads); else mPerWave 64, nPerWave = 128 (N <= 64: N rounded up
  * to a multiple of 8 where that config validates, else 64), nPerBlock = nPerWave, mPerBlock 128 (64 when M <= 64 or when 128 leaves fewer tiles
  * than half the compute units), kPerBlock 64 (32 when K <= 32, 16 when K <= 16), kpack 8.
  * fp8: the same tiles with the K choices in bytes (kPerBlock 2x the elements: 128x256x64,
@@ -198,6 +199,14 @@ int kl_wgmma_select(const kl_target *t, const kl_type *in_a, const kl_type *in_b
  * conv with its input converted from f32: 412 spilled bytes at 64, none at 32). Returns
  * whether c changed. */
 bool kl_wgmma_wide_staging(kl_accel_config *c);
+/* The heuristic's tiles for a GEMM whose narrowest operand loads at most `bytes` per access
+ * (kl_gemm_load_bytes, passes/gemm_shape.h; odd strides: each load its own address and
+ * bounds check, staged in registers): f16 / bf16 kPerBlock 16 for 2-byte loads, 32 below
+ * 16 bytes (ptxas sm_90a, 64x128 tiles: 16x129x129 with B [N, K] 1596 spilled bytes at 64,
+ * 492 at 32, none at 16; 1000x1000x999 592 at 64; the conv 8x3x224x224 by 64x3x7x7, filter
+ * K = 147: 2168 at 64, none at 16; 1000x1000x1002, 4-byte loads: 16 at 64, none at 32).
+ * Returns whether c changed. */
+bool kl_wgmma_narrow_loads(kl_accel_config *c, int64_t bytes);
 /* The 64-bit matrix descriptor (no swizzle): bits 0-13 (addr & 0x3ffff) >> 4, 16-29
  * lbo >> 4, 32-45 sbo >> 4, base offset 0, bits 62-63 swizzle mode 0. */
 uint64_t kl_wgmma_desc_encode(uint32_t byte_addr, int64_t lbo_bytes, int64_t sbo_bytes);

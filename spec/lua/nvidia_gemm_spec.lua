@@ -347,6 +347,36 @@ describe("wgmma heuristic on the benchmark's large shapes (sm_90a)", function()
   end
 end)
 
+-- operands with loads narrower than 16 bytes (odd strides: no TMA, each element its own load,
+-- address and bounds check, staged in registers) take the wgmma heuristic's kPerBlock down to
+-- 16 (2-byte loads) or 32 (kl_wgmma_narrow_loads): at 64 ptxas -arch=sm_90a spilled 1596 bytes
+-- for 16x129x129 with B [N, K], 592 for 1000x1000x999, 2168 for the 7x7 conv on 3 channels
+-- (filter K = 147); 1000x1000x1002 (4-byte loads) 16 at 64; 0 spill bytes and no stack now
+describe("wgmma heuristic on operands with narrow loads (sm_90a)", function()
+  if G.sanitized("nvidia_gemm_spec: wgmma heuristic on operands with narrow loads (sm_90a)") then return end
+  local function conv7()
+    local g = kiln.graph("conv7x7_c3")
+    g:output(g:conv(g:param("x", { 8, 3, 224, 224 }, "f16", { layout = "NHWC" }),
+      g:param("w", { 64, 3, 7, 7 }, "f16", { layout = "KYXC" }), { stride = 2, padding = 3 }))
+    return g
+  end
+  local cases = {
+    { "16x129x129 f16 B [N, K]", function() return dot_graph(16, 129, 129, "f16", false, true) end, "v3:64,128,16,64,128,8" },
+    { "1000x1000x1002 f16 B [N, K]", function() return dot_graph(1000, 1000, 1002, "f16", false, true) end, "v3:64,128,32,64,128,8" },
+    { "conv 8x3x224x224 by 64x3x7x7 NHWC", conv7, "v3:64,128,16,64,128,8" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1] .. " -> " .. c[3], function()
+      local p = kiln.compile(c[2](), { target = "sm_90a", cache = false })
+      local gemm
+      for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then gemm = k end end
+      assert.is_truthy(gemm, "a GEMM kernel")
+      assert.are.equal(c[3], gemm.perf_config)
+      ptxas_check(p:disasm(gemm.name, "sm_90a"), "sm_90a", function() end)
+    end)
+  end
+end)
+
 -- rock-gridwise-to-blockwise{wgmma-fence=early|late}: each K step's fence.proxy.async after its
 -- LDS stores and before the next step's global loads (early, the default: the fence's
 -- MEMBAR.ALL.CTA waits for the stores only), or after the loads (late); another value is an error
