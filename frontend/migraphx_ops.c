@@ -2,8 +2,9 @@
  * accepts and requires, its builder onto graph-dialect ops through core/graph_api.h).
  * An op missing here is "migraphx.X is not supported (supported: ...)"; an attribute not in
  * its row is an error naming it; the attributes every op may carry and kiln ignores
- * (perf_config: kiln tunes by itself; out_dyn_dims: static shapes only, checked empty)
- * are in IGNORED. Rows map onto graph ops or the graph DSL's composites (quantize,
+ * (perf_config, xdlopsV2: tuning hints, kiln tunes by itself; out_dyn_dims: static shapes
+ * only, checked empty) are in IGNORED. Older spellings read as today's: transpose's `dims`
+ * (MIGraphX's first name for `permutation`). Rows map onto graph ops or the graph DSL's composites (quantize,
  * dequantize, quant_dot, quant_conv, 1-D / 3-D conv: core/graph_composite.h), whose
  * builders report bad operands at the op's location. */
 #include "core/arena.h"
@@ -27,7 +28,7 @@ struct mgx_row {
   const char *graph_op; /* the graph op it becomes (for the builders shared by many rows) */
 };
 
-static const char *IGNORED = "perf_config out_dyn_dims";
+static const char *IGNORED = "perf_config xdlopsV2 out_dyn_dims";
 
 static bool word_in(const char *list, const char *w) {
   size_t n = strlen(w);
@@ -112,14 +113,20 @@ static kl_value *b_same(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* 
 static kl_value *b_scalar_const(kl_op *g, kl_dtype dt, double v, kl_loc loc) {
   return kl_graph_add_constant(g, dt, 0, NULL, &v, loc);
 }
-/* quantizelinear: the result has the zero point's type; without a zero point, a ui8
- * result type means a ui8 zero point of 0 (graph quantize gives i8 otherwise) */
+/* quantizelinear: the result has the zero point's type; without a zero point, a ui8 or
+ * fp8 result type means a zero point of 0 of that type (graph quantize gives i8
+ * otherwise). An integer x (older files: the i32 of a convolution) is converted to the
+ * scale's float type first. */
 static kl_value *b_quantize(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
-  if (op->n == 2 && op->results[0].dt == KL_DT_U8) {
-    kl_value *x[3] = { op->operands[0], op->operands[1], b_scalar_const(g, KL_DT_U8, 0.0, op->loc) };
-    return x[2] ? kl_graph_add_op(g, "quantize", 3, x, NULL, op->loc) : NULL;
+  kl_value *x[3] = { op->operands[0], op->operands[1], op->n == 3 ? op->operands[2] : NULL };
+  kl_dtype xdt = dt_of(x[0]), sdt = dt_of(x[1]), rdt = op->results[0].dt;
+  if (kl_dtype_is_int(xdt) && kl_dtype_is_float(sdt) && !(x[0] = kl_graph_add_convert(g, x[0], sdt, op->loc)))
+    return NULL;
+  if (op->n == 2 && (rdt == KL_DT_U8 || kl_dtype_is_fp8(rdt))) {
+    if (!(x[2] = b_scalar_const(g, rdt, 0.0, op->loc))) return NULL;
+    return kl_graph_add_op(g, "quantize", 3, x, NULL, op->loc);
   }
-  return kl_graph_add_op(g, "quantize", op->n, op->operands, NULL, op->loc);
+  return kl_graph_add_op(g, "quantize", op->n, x, NULL, op->loc);
 }
 static kl_value *b_recip(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* 1 / x */
   kl_value *x[2] = { b_scalar_const(g, dt_of(op->operands[0]), 1.0, op->loc), op->operands[0] };
@@ -147,7 +154,8 @@ static kl_value *b_literal(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
   kl_shape s = kl_shape_make(rt->rank, rt->dims);
   int64_t n = kl_shape_numel(&s);
   kl_shape vs = kl_shape_make(v->type.rank, v->type.dims);
-  if (kl_shape_numel(&vs) != n)
+  /* a splat fills the result type whatever its own shape (rocMLIR's lowering re-splats it) */
+  if (!v->splat && kl_shape_numel(&vs) != n)
     return err(g, v->loc, "migraphx.literal: the value has %lld elements, the result type %lld",
                (long long)kl_shape_numel(&vs), (long long)n);
   if (n > ((int64_t)1 << 22)) return err(g, v->loc, "migraphx.literal: %lld elements (at most 2^22)", (long long)n);
@@ -219,7 +227,12 @@ static kl_value *b_broadcast(kl_op *g, const kl_mgx_op *op, const mgx_row *row) 
 }
 static kl_value *b_transpose(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
   int64_t perm[KL_MAX_RANK];
-  int n = int_list(g, op, "permutation", perm, KL_MAX_RANK);
+  bool has_p = kl_mgx_attr_get(op, "permutation"), has_d = kl_mgx_attr_get(op, "dims");
+  if (has_p == has_d)
+    return err(g, op->loc,
+               has_p ? "migraphx.transpose: both 'permutation' and its older name 'dims'"
+                     : "migraphx.transpose: missing attribute 'permutation'");
+  int n = int_list(g, op, has_p ? "permutation" : "dims", perm, KL_MAX_RANK);
   if (n < 0) return NULL;
   kl_sb sb = { 0 };
   kl_sb_puts(&sb, "{");
@@ -359,7 +372,7 @@ static const mgx_row ROWS[] = {
   { "literal", 0, 0, "value", "value", b_literal, NULL },
   { "multibroadcast", 1, 1, "out_lens", "out_lens", b_multibroadcast, NULL },
   { "broadcast", 1, 1, "axis out_lens", "out_lens", b_broadcast, NULL },
-  { "transpose", 1, 1, "permutation", "permutation", b_transpose, NULL },
+  { "transpose", 1, 1, "permutation dims", "", b_transpose, NULL },
   { "reshape", 1, 1, "dims", "dims", b_reshape, NULL },
   { "slice", 1, 1, "axes starts ends", "axes starts ends", b_slice, NULL },
   /* reductions */

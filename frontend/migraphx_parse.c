@@ -784,7 +784,7 @@ static bool parse_op(P *p, kl_op *g) {
     if (!string_lit(p, &full)) return false;
   } else if (!(full = ident(p)))
     return FAIL(p, "expected an op");
-  if (!strcmp(full, "tosa.const")) /* the constant older MIGraphX files carry: a literal */
+  if (!strcmp(full, "tosa.const") || !strcmp(full, "migraphx.constant")) /* older files' constants: a literal */
     op.name = "literal";
   else if (strncmp(full, "migraphx.", 9))
     return fail_at(p, op.loc, "%s is not supported (only migraphx.* ops and tosa.const are read in a function body)",

@@ -15,8 +15,8 @@
  *    attr values: ints, floats (hex too), bools, strings, typed (`1 : i64`) and untyped
  *    lists, dense literals (a bare scalar is a splat; nested lists must have the type's
  *    shape and integer elements the element type's range, as MLIR checks; hex blobs),
- *    types; `return`. The one
- *    other op read is `"tosa.const"() {value = dense<...>}` (older MIGraphX files): a literal.
+ *    types; `return`. Older MIGraphX files' constants `"tosa.const"() {value = dense<...>}` and
+ *    `"migraphx.constant"() {value = dense<...>}` are read as literals.
  *  - Function arguments become graph params named like the argument ("arg0"), their
  *    logical shape the type's dims. Strides (kl_mgx_param_plan below): a permutation of
  *    dense strides is the param's layout; stride-0 dims are a param of size 1 there plus a

@@ -190,6 +190,32 @@ func.func @r(%x: !migraphx.shaped<5xf32, 1>, %lo: !migraphx.shaped<5xf32, 1>, %h
     local e = helper.fails(kiln.migraphx, "func.func @s(%x: !migraphx.shaped<2x3xf32, 8x2>) -> !migraphx.shaped<2x3xf32, 3x1> {", "strided.mlir")
     helper.has(e, "strided.mlir:1:18: error: argument %x: the innermost stride is 2; only 1 is supported")
   end)
+  it("quantizelinear: fp8 saturates x / scale (+ zp) and converts (no integer rounding); an integer x is converted", function()
+    local gs = kiln.migraphx([[
+func.func @q(%x: !migraphx.shaped<5xf32, 1>, %s: !migraphx.shaped<5xf32, 1>) -> !migraphx.shaped<5xf8E4M3FN, 1> {
+  %0 = migraphx.quantizelinear %x, %s : <5xf32, 1>, <5xf32, 1> -> <5xf8E4M3FN, 1>
+  return %0 : !migraphx.shaped<5xf8E4M3FN, 1>
+}
+func.func @z(%x: !migraphx.shaped<5xf32, 1>, %s: !migraphx.shaped<5xf32, 1>, %z: !migraphx.shaped<5xf8E5M2, 1>) -> !migraphx.shaped<5xf8E5M2, 1> {
+  %0 = migraphx.quantizelinear %x, %s, %z : <5xf32, 1>, <5xf32, 1>, !migraphx.shaped<5xf8E5M2, 1> -> <5xf8E5M2, 1>
+  return %0 : !migraphx.shaped<5xf8E5M2, 1>
+}
+func.func @i(%x: !migraphx.shaped<5xi32, 1>, %s: !migraphx.shaped<5xf32, 1>) -> !migraphx.shaped<5xi8, 1> {
+  %0 = migraphx.quantizelinear %x, %s : <5xi32, 1>, <5xf32, 1> -> <5xi8, 1>
+  return %0 : !migraphx.shaped<5xi8, 1>
+}]], "inline.mlir")
+    local half = kiln.tensor({ 0.5, 0.5, 0.5, 0.5, 0.5 }, "f32")
+    -- x / 0.5 = 1.3 -2.6 1000 -1000 0.7: e4m3fn's nearest 1.25 -2.5, +-448 saturated, 0.6875
+    local r = gs.q:eval { x = kiln.tensor({ 0.65, -1.3, 500, -500, 0.35 }, "f32"), s = half }
+    assert.are.equal("f8e4m3fn", r.dtype)
+    assert.are.same({ 1.25, -2.5, 448, -448, 0.6875 }, r:flat())
+    -- + 0.5 = 1.8 -2.1 1e5 -1e5 1.2: e5m2's 1.75 -2, +-57344 (saturated, not inf), 1.25
+    local z = gs.z:eval { x = kiln.tensor({ 0.65, -1.3, 5e4, -5e4, 0.35 }, "f32"), s = half, z = kiln.tensor({ 0.5, 0.5, 0.5, 0.5, 0.5 }, "f8e5m2") }
+    assert.are.same({ 1.75, -2, 57344, -57344, 1.25 }, z:flat())
+    -- i32 x: 1.5 -2.5 500 -500 8 -> ties to even 2 -2, saturated 127 -128, 8
+    local i = gs.i:eval { x = kiln.tensor({ 3, -5, 1000, -1000, 4 }, "i32"), s = kiln.tensor({ 2, 2, 2, 2, 0.5 }, "f32") }
+    assert.are.same({ 2, -2, 127, -128, 8 }, i:flat())
+  end)
   it("errors are Lua errors with the file location", function()
     local e = helper.fails(kiln.migraphx, "func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = migraphx.sin(%x) : (tensor<2xf32>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n}", "sin.mlir")
     helper.has(e, "sin.mlir:2:8: error: migraphx.sin is not supported (supported: add")
