@@ -362,6 +362,8 @@ static const mgx_row ROWS[] = {
   { "sigmoid", 1, 1, "", "", b_same, NULL },
   { "relu", 1, 1, "", "", b_same, NULL },
   { "erf", 1, 1, "", "", b_same, "erf" },
+  { "floor", 1, 1, "", "", b_same, NULL },
+  { "ceil", 1, 1, "", "", b_same, NULL },
   { "recip", 1, 1, "", "", b_recip, NULL },
   { "clip", 3, 3, "", "", b_clip, NULL },
   { "where", 3, 3, "", "", b_same, NULL },
