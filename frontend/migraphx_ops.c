@@ -128,6 +128,62 @@ static kl_value *b_quantize(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
   }
   return kl_graph_add_op(g, "quantize", op->n, x, NULL, op->loc);
 }
+/* unpack (MIGraphX's unpack_int4: two 4-bit values a byte, along axis): out[.., 2i, ..] is
+ * the low nibble of in[.., i, ..], out[.., 2i + 1, ..] the high one; 0..15 when isUnsigned
+ * (absent: when the result is ui8), else sign-extended (-8..7). Element-wise graph ops in
+ * i32 on the input broadcast to [.., n, 2, ..] (the new dim after axis: which nibble, p):
+ * u = the byte's unsigned value, hi = u / 16, lo = u - 16 hi, lo + p (hi - lo), then the
+ * reshape into the doubled axis. */
+static kl_value *i32c(kl_op *g, double v, kl_loc loc) { return b_scalar_const(g, KL_DT_I32, v, loc); }
+static kl_value *bin2(kl_op *g, const char *name, kl_value *a, kl_value *b, kl_loc loc) {
+  kl_value *x[2] = { a, b };
+  return a && b ? kl_graph_add_op(g, name, 2, x, NULL, loc) : NULL;
+}
+static kl_value *shape_op(kl_op *g, const char *gop, kl_value *x, int n, const int64_t *shp, kl_loc loc) {
+  kl_sb sb = { 0 };
+  kl_sb_puts(&sb, "{");
+  list_text(&sb, "shape", n, shp);
+  kl_sb_puts(&sb, "}");
+  return x ? op_text(g, gop, 1, &x, &sb, loc) : (kl_sb_free(&sb), NULL);
+}
+static kl_value *b_unpack(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
+  kl_value *x = op->operands[0];
+  kl_dtype in = dt_of(x), rdt = op->results[0].dt;
+  int r = rank_of(x);
+  int64_t axis = 0;
+  if (!int_attr(g, op, "axis", &axis)) return NULL;
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) return err(g, op->loc, "migraphx.unpack: axis out of range for rank %d", r);
+  if (r + 1 > KL_MAX_RANK) return err(g, op->loc, "migraphx.unpack: rank %d is too large", r);
+  if (in != KL_DT_I8 && in != KL_DT_U8)
+    return err(g, op->loc, "migraphx.unpack: the input must be i8 or ui8, got %s", kl_dtype_name(in));
+  if (rdt != KL_DT_I8 && rdt != KL_DT_U8)
+    return err(g, op->loc, "migraphx.unpack: the result must be i8 or ui8, got %s", kl_dtype_name(rdt));
+  const kl_mgx_attr *ua = kl_mgx_attr_get(op, "isUnsigned");
+  if (ua && ua->kind != KL_MGX_BOOL) return err(g, ua->loc, "migraphx.unpack: isUnsigned must be true or false");
+  bool is_unsigned = ua ? ua->i != 0 : rdt == KL_DT_U8;
+  kl_loc loc = op->loc;
+  int64_t one[KL_MAX_RANK], two[KL_MAX_RANK], pshape[KL_MAX_RANK], out[KL_MAX_RANK];
+  for (int i = 0, j = 0; i < r; i++) {
+    pshape[j] = 1, one[j] = two[j] = x->type->shape[i], j++;
+    if (i == axis) pshape[j] = 2, one[j] = 1, two[j] = 2, j++;
+    out[i] = x->type->shape[i] * (i == axis ? 2 : 1);
+  }
+  kl_value *u = shape_op(g, "broadcast", shape_op(g, "reshape", x, r + 1, one, loc), r + 1, two, loc);
+  u = u ? kl_graph_add_convert(g, u, KL_DT_I32, loc) : NULL;
+  if (u && in == KL_DT_I8) /* v + 256 (v < 0) */
+    u = bin2(g, "add", u, bin2(g, "mul", bin2(g, "greater", i32c(g, 0, loc), u, loc), i32c(g, 256, loc), loc), loc);
+  kl_value *hi = bin2(g, "div", u, i32c(g, 16, loc), loc);
+  kl_value *lo = bin2(g, "sub", u, bin2(g, "mul", hi, i32c(g, 16, loc), loc), loc);
+  const double pv[2] = { 0, 1 };
+  kl_value *p = kl_graph_add_constant(g, KL_DT_I32, r + 1, pshape, pv, loc);
+  kl_value *n = bin2(g, "add", lo, bin2(g, "mul", p, bin2(g, "sub", hi, lo, loc), loc), loc);
+  if (n && !is_unsigned) /* n - 16 (n >= 8) */
+    n = bin2(g, "sub", n, bin2(g, "mul", bin2(g, "greater_equal", n, i32c(g, 8, loc), loc), i32c(g, 16, loc), loc),
+             loc);
+  n = shape_op(g, "reshape", n, r, out, loc);
+  return n ? kl_graph_add_convert(g, n, rdt, loc) : NULL;
+}
 static kl_value *b_recip(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* 1 / x */
   kl_value *x[2] = { b_scalar_const(g, dt_of(op->operands[0]), 1.0, op->loc), op->operands[0] };
   return x[0] ? kl_graph_add_op(g, "div", 2, x, NULL, op->loc) : NULL;
@@ -370,6 +426,7 @@ static const mgx_row ROWS[] = {
   { "convert", 1, 1, "target_type", "", b_convert, NULL },
   { "dequantizelinear", 2, 3, "", "", b_same, "dequantize" },
   { "quantizelinear", 2, 3, "", "", b_quantize, "quantize" },
+  { "unpack", 1, 1, "axis isUnsigned", "axis", b_unpack, NULL },
   /* constants and views */
   { "literal", 0, 0, "value", "value", b_literal, NULL },
   { "multibroadcast", 1, 1, "out_lens", "out_lens", b_multibroadcast, NULL },

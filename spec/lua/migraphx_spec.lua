@@ -216,6 +216,22 @@ func.func @i(%x: !migraphx.shaped<5xi32, 1>, %s: !migraphx.shaped<5xf32, 1>) -> 
     local i = gs.i:eval { x = kiln.tensor({ 3, -5, 1000, -1000, 4 }, "i32"), s = kiln.tensor({ 2, 2, 2, 2, 0.5 }, "f32") }
     assert.are.same({ 2, -2, 127, -128, 8 }, i:flat())
   end)
+  it("unpack: the low nibble first, sign-extended unless isUnsigned (or a ui8 result)", function()
+    local gs = kiln.migraphx([[
+func.func @s(%x: !migraphx.shaped<2x3xi8, 3x1>) -> !migraphx.shaped<2x6xi8, 6x1> {
+  %y = migraphx.unpack %x {axis = 1 : i64, isUnsigned = false} : <2x3xi8, 3x1> -> <2x6xi8, 6x1>
+  func.return %y : !migraphx.shaped<2x6xi8, 6x1>
+}
+func.func @u(%x: !migraphx.shaped<2x3xui8, 3x1>) -> !migraphx.shaped<4x3xui8, 3x1> {
+  %y = migraphx.unpack %x {axis = 0 : i64} : <2x3xui8, 3x1> -> <4x3xui8, 3x1>
+  func.return %y : !migraphx.shaped<4x3xui8, 3x1>
+}]], "inline.mlir")
+    -- bytes 0x7F 0x80 0xA5 / 0x0F 0xF0 0x3C
+    local s = gs.s:eval { x = kiln.tensor({ 127, -128, -91, 15, -16, 60 }, "i8", { shape = { 2, 3 } }) }
+    assert.are.same({ -1, 7, 0, -8, 5, -6, -1, 0, 0, -1, -4, 3 }, s:flat())
+    local u = gs.u:eval { x = kiln.tensor({ 127, 128, 165, 15, 240, 60 }, "u8", { shape = { 2, 3 } }) }
+    assert.are.same({ 15, 0, 5, 7, 8, 10, 15, 0, 12, 0, 15, 3 }, u:flat())
+  end)
   it("errors are Lua errors with the file location", function()
     local e = helper.fails(kiln.migraphx, "func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = migraphx.sin(%x) : (tensor<2xf32>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n}", "sin.mlir")
     helper.has(e, "sin.mlir:2:8: error: migraphx.sin is not supported (supported: add")
