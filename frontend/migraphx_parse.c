@@ -680,10 +680,16 @@ bool kl_mgx_plan_param(const kl_mgx_type *t, kl_mgx_param_plan *pl, char *err, s
       return kl_errf(err, errlen, "dimensions %d and %d have the same stride %lld (overlapping memory)", order[i - 1],
                      order[i], (long long)t->strides[order[i]]),
              false;
-  if (m && t->strides[order[m - 1]] != 1)
-    return kl_errf(err, errlen, "the innermost stride is %lld; only 1 is supported",
-                   (long long)t->strides[order[m - 1]]),
-           false;
+  /* an innermost stride s > 1 (every s-th element): a trailing buffer dim of s, read at 0 */
+  pl->inner = m ? t->strides[order[m - 1]] : 1;
+  if (pl->inner < 1) return kl_errf(err, errlen, "the innermost stride is %lld", (long long)pl->inner), false;
+  if (pl->inner > 1) {
+    if (r + 1 > KL_MAX_RANK)
+      return kl_errf(err, errlen, "the innermost stride is %lld at rank %d (at most %d with the stride dim)",
+                     (long long)pl->inner, r, KL_MAX_RANK - 1),
+             false;
+    pl->sliced = true;
+  }
   /* the buffer: each dim's extent is the next outer stride over its own */
   for (int k = m - 1; k > 0; k--) {
     int in = order[k], out = order[k - 1];
@@ -717,15 +723,31 @@ static bool make_param(P *p, kl_op *g, const char *name, const kl_mgx_type *t, k
     for (int i = 0; i < pl.rank; i++)
       o += (size_t)snprintf(layout + o, sizeof layout - o, i ? ",%d" : "%d", pl.perm[i]);
   }
-  kl_value *v = kl_graph_add_param(g, name + 1, t->dt, pl.rank, pl.shape, layout, t->loc);
+  /* an innermost stride > 1: the buffer's extra trailing dim (innermost in memory too) */
+  int br = pl.rank + (pl.inner > 1);
+  int64_t bshape[KL_MAX_RANK];
+  for (int i = 0; i < pl.rank; i++) bshape[i] = pl.shape[i];
+  if (pl.inner > 1) {
+    bshape[pl.rank] = pl.inner;
+    if (pl.permuted) snprintf(layout + strlen(layout), sizeof layout - strlen(layout), ",%d", pl.rank);
+  }
+  kl_value *v = kl_graph_add_param(g, name + 1, t->dt, br, bshape, layout, t->loc);
   if (v && pl.sliced) {
     kl_sb sb = { 0 };
     kl_sb_puts(&sb, "{begin = [");
-    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", 0" : "0");
+    for (int i = 0; i < br; i++) kl_sb_printf(&sb, i ? ", 0" : "0");
     kl_sb_puts(&sb, "], end = [");
-    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)pl.base[i]);
+    for (int i = 0; i < br; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)(i < pl.rank ? pl.base[i] : 1));
     kl_sb_puts(&sb, "]}");
     v = kl_graph_add_op(g, "slice", 1, &v, kl_sb_str(&sb), t->loc);
+    kl_sb_free(&sb);
+  }
+  if (v && pl.inner > 1) { /* drop the stride dim */
+    kl_sb sb = { 0 };
+    kl_sb_puts(&sb, "{shape = [");
+    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)pl.base[i]);
+    kl_sb_puts(&sb, "]}");
+    v = kl_graph_add_op(g, "reshape", 1, &v, kl_sb_str(&sb), t->loc);
     kl_sb_free(&sb);
   }
   if (v && pl.broadcast) {

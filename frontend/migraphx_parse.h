@@ -21,8 +21,10 @@
  *    logical shape the type's dims. Strides (kl_mgx_param_plan below): a permutation of
  *    dense strides is the param's layout; stride-0 dims are a param of size 1 there plus a
  *    graph.broadcast; strides of a sub-box of a larger dense buffer make a param of that
- *    buffer's shape plus a graph.slice (the client passes the whole buffer). Results must
- *    have dense (possibly permuted) strides, else a located error.
+ *    buffer's shape plus a graph.slice (the client passes the whole buffer); an innermost
+ *    stride s > 1 (every s-th element, as MIGraphX's int4 scales) adds a trailing buffer dim
+ *    of s that the slice reads at 0 and a reshape drops. Results must have dense (possibly
+ *    permuted) strides, else a located error.
  *  - Test files (rocMLIR's end-to-end tests): when the text calls `mhal.launch @k` (a host
  *    harness), the whole-file parse builds only the launched kernels, each once (the
  *    harness and the kernel module's copy are skipped unread); kl_migraphx_parse_func with
@@ -106,6 +108,8 @@ typedef struct kl_mgx_param_plan {
   int perm[KL_MAX_RANK];      /* memory order, outermost first */
   bool permuted, sliced, broadcast;
   int64_t base[KL_MAX_RANK]; /* t's dims with broadcast dims 1 (the slice's extent) */
+  int64_t inner;             /* the innermost stride: > 1 adds a trailing buffer dim of inner
+                                (innermost in memory), sliced to its element 0 and dropped */
 } kl_mgx_param_plan;
 bool kl_mgx_plan_param(const kl_mgx_type *t, kl_mgx_param_plan *plan, char *err, size_t errlen);
 #endif
