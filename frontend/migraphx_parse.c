@@ -32,8 +32,8 @@ typedef struct {
   int nsyms, capsyms;
   bool failed;
   const char *only; /* build only the function of this name (NULL: all) */
-  /* a test file (a host harness calling `mhal.launch @k`): the launched kernels only */
-  const char *launched[16], *launched_at[16];
+  /* a test file (a host harness calling `mhal.launch @k` or `call @k`): those kernels only */
+  const char *launched[16], *launched_at[16], *launch_op[16];
   int nlaunched;
 } P;
 
@@ -1026,22 +1026,31 @@ kl_op *kl_migraphx_parse(kl_ctx *ctx, const char *text, size_t len, const char *
 }
 
 /* The callees of `mhal.launch @name` in the text (rocMLIR's test files wrap their kernel in
- * such a harness, plus a copy of it in a nested kernel module), at most 16. */
+ * such a harness, plus a copy of it in a nested kernel module), and of `call @name` /
+ * `func.call @name` (older test files' harness: two calls of kernels whose results tosa
+ * ops compare), at most 16. */
 static void find_launches(P *p) {
-  static const char key[] = "mhal.launch";
-  size_t kn = sizeof key - 1;
-  for (const char *q = p->s; q + kn < p->end && p->nlaunched < 16; q++) {
-    if (q[0] == '/' && q[1] == '/') { /* a comment, to the end of its line */
+  static const char *const keys[] = { "mhal.launch", "func.call", "call" };
+  for (const char *q = p->s; q < p->end && p->nlaunched < 16; q++) {
+    if (q + 1 < p->end && q[0] == '/' && q[1] == '/') { /* a comment, to the end of its line */
       while (q + 1 < p->end && q[1] != '\n') q++;
       continue;
     }
-    if (memcmp(q, key, kn)) continue;
+    if (q > p->s && (isalnum((unsigned char)q[-1]) || q[-1] == '_' || q[-1] == '.' || q[-1] == '"')) continue;
+    size_t kn = 0;
+    const char *key = NULL;
+    for (int k = 0; k < 3 && !key; k++) {
+      size_t n = strlen(keys[k]);
+      if ((size_t)(p->end - q) > n && !memcmp(q, keys[k], n)) key = keys[k], kn = n;
+    }
+    if (!key) continue;
     const char *n = q + kn;
     while (n < p->end && (*n == ' ' || *n == '\t')) n++;
     if (n >= p->end || *n != '@') continue;
     const char *b = ++n;
     while (n < p->end && (isalnum((unsigned char)*n) || *n == '_' || *n == '.' || *n == '$')) n++;
     if (n > b) {
+      p->launch_op[p->nlaunched] = key;
       p->launched_at[p->nlaunched] = q;
       p->launched[p->nlaunched++] = kl_arena_strndup(&p->arena, b, (size_t)(n - b));
     }
@@ -1065,7 +1074,7 @@ kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const c
   if (ok && !kl_module_graph(p.module, NULL) && !p.only && p.nlaunched) {
     int line = 1, col = 1; /* where the first launch is */
     for (const char *q = p.s; q < p.launched_at[0]; q++) line += *q == '\n', col = *q == '\n' ? 1 : col + 1;
-    ok = fail_at(&p, kl_loc_make(ctx, p.file, line, col), "mhal.launch @%s: the input defines no function @%s",
+    ok = fail_at(&p, kl_loc_make(ctx, p.file, line, col), "%s @%s: the input defines no function @%s", p.launch_op[0],
                  p.launched[0], p.launched[0]);
   }
   if (ok && !kl_module_graph(p.module, NULL))

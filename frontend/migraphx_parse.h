@@ -26,7 +26,8 @@
  *    of s that the slice reads at 0 and a reshape drops. Results must have dense (possibly
  *    permuted) strides, else a located error.
  *  - Test files (rocMLIR's end-to-end tests): when the text calls `mhal.launch @k` (a host
- *    harness), the whole-file parse builds only the launched kernels, each once (the
+ *    harness) or `call @k` / `func.call @k` (older files' harness comparing two kernels
+ *    with tosa ops), the whole-file parse builds only the called kernels, each once (the
  *    harness and the kernel module's copy are skipped unread); kl_migraphx_parse_func with
  *    a name builds that function only. An mhal op anywhere else is "not supported".
  *  - Element types f32 f16 bf16 i8 si8 ui8 (kiln's u8) i32 si32 (and i64, i1) and the fp8 types f8E4M3FN
