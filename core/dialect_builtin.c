@@ -265,6 +265,10 @@ static bool fold_unary_math(kl_op *op, const kl_attr *const *cst, kl_fold_result
     r = fabs(a);
   else if (!strcmp(n, "roundeven"))
     r = nearbyint(a); /* the default rounding mode: ties to even */
+  else if (!strcmp(n, "floor"))
+    r = floor(a);
+  else if (!strcmp(n, "ceil"))
+    r = ceil(a);
   else
     return false;
   out[0].attr = kl_const_attr_for(op->ctx, t, r);
@@ -635,7 +639,7 @@ static const kl_opdef builtin_ops[] = {
   { .name = "math.ipowi", .traits = P | ST, .min_operands = 2, .max_operands = 2, .min_results = 1, .max_results = 1,
     .verify = verify_int_op, .fold = fold_pow, .summary = "x^e on integers; negative e: 1/x^-e truncated" },
   UN("arith.negf"), UN("math.exp"), UN("math.log"), UN("math.sqrt"), UN("math.rsqrt"), UN("math.tanh"), UN("math.erf"), UN("math.absf"),
-  UN("math.roundeven"),
+  UN("math.roundeven"), UN("math.floor"), UN("math.ceil"),
 #undef UN
 #define CAST(n) { .name = n, .traits = P, .min_operands = 1, .max_operands = 1, .min_results = 1, .max_results = 1, .fold = fold_cast }
   CAST("arith.sitofp"), CAST("arith.fptosi"), CAST("arith.extf"), CAST("arith.truncf"), CAST("arith.extsi"),

@@ -642,6 +642,7 @@ static const kl_opdef graph_ops[] = {
   UNARY("neg", KL_UN_NEG), UNARY("abs", KL_UN_ABS), UNARY("exp", KL_UN_EXP), UNARY("log", KL_UN_LOG), UNARY("sqrt", KL_UN_SQRT),
   UNARY("rsqrt", KL_UN_RSQRT), UNARY("tanh", KL_UN_TANH), UNARY("sigmoid", KL_UN_SIGMOID), UNARY("relu", KL_UN_RELU),
   UNARY("erf", KL_UN_ERF), UNARY("recip", KL_UN_RECIP), UNARY("round", KL_UN_ROUND),
+  UNARY("floor", KL_UN_FLOOR), UNARY("ceil", KL_UN_CEIL),
   GOP("clip", 1, EW, .infer = infer_clip, .scalar = KL_SCALAR_CLIP),
   GOP("where", 3, EW, .infer = infer_where, .scalar = KL_SCALAR_WHERE),
   GOP("convert", 1, EW, .infer = infer_convert, .scalar = KL_SCALAR_CONVERT),

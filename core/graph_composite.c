@@ -40,12 +40,18 @@ static kl_op *quantize(kl_op *g, kl_loc loc, int n, kl_value *const *x) {
                   x[1]->type->text);
     return NULL;
   }
-  /* the result has the zero point's dtype when that is u8 (MIGraphX's rule), else i8 */
-  kl_type_kind qk = n == 3 && x[2]->type->elem->kind == KL_TY_U8 ? KL_TY_U8 : KL_TY_I8;
+  /* the result has the zero point's dtype when that is u8 or fp8 (MIGraphX's rule), else i8 */
+  const kl_type *zt = n == 3 ? x[2]->type->elem : NULL;
+  bool fp8 = zt && kl_type_is_fp8(zt);
+  kl_type_kind qk = zt && (zt->kind == KL_TY_U8 || fp8) ? zt->kind : KL_TY_I8;
   kl_value *q = bin(g, "div", loc, x[0], x[1]);
-  q = q ? build(g, "round", loc, 1, &q, 0, NULL) : NULL;
+  if (q && !fp8) q = build(g, "round", loc, 1, &q, 0, NULL); /* fp8: no rounding to an integer */
   if (q && n == 3) q = bin(g, "add", loc, q, convert(g, loc, x[2], ft));
-  double lo = (double)kl_dtype_int_min((kl_dtype)qk), hi = (double)kl_dtype_int_max((kl_dtype)qk);
+  double lo, hi;
+  if (fp8)
+    hi = kl_fp8_max((kl_dtype)qk), lo = -hi;
+  else
+    lo = (double)kl_dtype_int_min((kl_dtype)qk), hi = (double)kl_dtype_int_max((kl_dtype)qk);
   kl_named_attr lim[] = { { "min", kl_attr_float(ctx, lo) }, { "max", kl_attr_float(ctx, hi) } };
   q = q ? build(g, "clip", loc, 1, &q, 2, lim) : NULL;
   return q ? kl_graph_build(g, "convert", loc, 1, &q, 0, NULL, kl_type_scalar(ctx, qk)) : NULL;

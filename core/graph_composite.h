@@ -6,7 +6,9 @@
  * defining ops, so the evaluator, the fusion passes and every lowering see ops they know.
  *   quantize(x, scale [, zero_point]) -> i8: convert_i8(clip(round(x / scale) + zp,
  *       -128, 127)); with a u8 zero_point -> u8: clip to 0, 255 (MIGraphX: the result has
- *       the zero point's type); x and scale floats of one dtype, zero_point any dtype (converted);
+ *       the zero point's type); with an fp8 zero_point -> that fp8: convert(clip(x / scale +
+ *       zp, -max, max)), no rounding to an integer (rocMLIR's lowering; max the fp8's largest
+ *       finite value); x and scale floats of one dtype, zero_point any dtype (converted);
  *       round is ties-to-even, NaN becomes 0; operands broadcast.
  *   dequantize(x, scale [, zero_point]) -> scale's dtype: (x - zp) * scale, x and
  *       zero_point converted to scale's dtype first; operands broadcast.

@@ -7,8 +7,8 @@
 
 static const char *const binop_names[KL_BIN_COUNT] = { "add", "sub", "mul",     "div",          "max",
                                                        "min", "pow", "greater", "greater_equal" };
-static const char *const unop_names[KL_UN_COUNT] = { "neg",  "abs",     "exp",  "log", "sqrt",  "rsqrt",
-                                                     "tanh", "sigmoid", "relu", "erf", "recip", "round" };
+static const char *const unop_names[KL_UN_COUNT] = { "neg",     "abs",  "exp", "log",   "sqrt",  "rsqrt", "tanh",
+                                                     "sigmoid", "relu", "erf", "recip", "round", "floor", "ceil" };
 static const char *const reduce_names[KL_RED_COUNT] = { "reduce_sum", "reduce_max", "reduce_mean", "reduce_min" };
 
 static int find_name(const char *const *names, int n, const char *name) {
@@ -96,17 +96,23 @@ double kl_unop_f64(kl_unop op, double x) {
     case KL_UN_ERF: return erf(x);
     case KL_UN_RECIP: return 1.0 / x;
     case KL_UN_ROUND: return nearbyint(x); /* the default rounding mode: ties to even */
+    case KL_UN_FLOOR: return floor(x);
+    case KL_UN_CEIL: return ceil(x);
     default: return NAN;
   }
 }
 
-bool kl_unop_has_int(kl_unop op) { return op == KL_UN_NEG || op == KL_UN_ABS || op == KL_UN_RELU; }
+bool kl_unop_has_int(kl_unop op) {
+  return op == KL_UN_NEG || op == KL_UN_ABS || op == KL_UN_RELU || op == KL_UN_FLOOR || op == KL_UN_CEIL;
+}
 
 int64_t kl_unop_i64(kl_unop op, int64_t x) {
   switch (op) {
     case KL_UN_NEG: return (int64_t)(0 - (uint64_t)x);
     case KL_UN_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
     case KL_UN_RELU: return x > 0 ? x : 0;
+    case KL_UN_FLOOR:
+    case KL_UN_CEIL: return x;
     default: return kl_f64_to_i64_sat(kl_unop_f64(op, (double)x));
   }
 }

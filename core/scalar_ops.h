@@ -34,6 +34,8 @@ typedef enum kl_unop {
   KL_UN_ERF,   /* the error function */
   KL_UN_RECIP, /* 1 / x */
   KL_UN_ROUND, /* to the nearest integer, ties to even */
+  KL_UN_FLOOR, /* the largest integer <= x (integers: x) */
+  KL_UN_CEIL,  /* the smallest integer >= x (integers: x) */
   KL_UN_COUNT
 } kl_unop;
 typedef enum kl_reduce_op { KL_RED_SUM, KL_RED_MAX, KL_RED_MEAN, KL_RED_MIN, KL_RED_COUNT } kl_reduce_op;

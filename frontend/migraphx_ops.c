@@ -2,8 +2,9 @@
  * accepts and requires, its builder onto graph-dialect ops through core/graph_api.h).
  * An op missing here is "migraphx.X is not supported (supported: ...)"; an attribute not in
  * its row is an error naming it; the attributes every op may carry and kiln ignores
- * (perf_config: kiln tunes by itself; out_dyn_dims: static shapes only, checked empty)
- * are in IGNORED. Rows map onto graph ops or the graph DSL's composites (quantize,
+ * (perf_config, xdlopsV2: tuning hints, kiln tunes by itself; out_dyn_dims: static shapes
+ * only, checked empty) are in IGNORED. Older spellings read as today's: transpose's `dims`
+ * (MIGraphX's first name for `permutation`). Rows map onto graph ops or the graph DSL's composites (quantize,
  * dequantize, quant_dot, quant_conv, 1-D / 3-D conv: core/graph_composite.h), whose
  * builders report bad operands at the op's location. */
 #include "core/arena.h"
@@ -27,7 +28,7 @@ struct mgx_row {
   const char *graph_op; /* the graph op it becomes (for the builders shared by many rows) */
 };
 
-static const char *IGNORED = "perf_config out_dyn_dims";
+static const char *IGNORED = "perf_config xdlopsV2 out_dyn_dims";
 
 static bool word_in(const char *list, const char *w) {
   size_t n = strlen(w);
@@ -112,14 +113,76 @@ static kl_value *b_same(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* 
 static kl_value *b_scalar_const(kl_op *g, kl_dtype dt, double v, kl_loc loc) {
   return kl_graph_add_constant(g, dt, 0, NULL, &v, loc);
 }
-/* quantizelinear: the result has the zero point's type; without a zero point, a ui8
- * result type means a ui8 zero point of 0 (graph quantize gives i8 otherwise) */
+/* quantizelinear: the result has the zero point's type; without a zero point, a ui8 or
+ * fp8 result type means a zero point of 0 of that type (graph quantize gives i8
+ * otherwise). An integer x (older files: the i32 of a convolution) is converted to the
+ * scale's float type first. */
 static kl_value *b_quantize(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
-  if (op->n == 2 && op->results[0].dt == KL_DT_U8) {
-    kl_value *x[3] = { op->operands[0], op->operands[1], b_scalar_const(g, KL_DT_U8, 0.0, op->loc) };
-    return x[2] ? kl_graph_add_op(g, "quantize", 3, x, NULL, op->loc) : NULL;
+  kl_value *x[3] = { op->operands[0], op->operands[1], op->n == 3 ? op->operands[2] : NULL };
+  kl_dtype xdt = dt_of(x[0]), sdt = dt_of(x[1]), rdt = op->results[0].dt;
+  if (kl_dtype_is_int(xdt) && kl_dtype_is_float(sdt) && !(x[0] = kl_graph_add_convert(g, x[0], sdt, op->loc)))
+    return NULL;
+  if (op->n == 2 && (rdt == KL_DT_U8 || kl_dtype_is_fp8(rdt))) {
+    if (!(x[2] = b_scalar_const(g, rdt, 0.0, op->loc))) return NULL;
+    return kl_graph_add_op(g, "quantize", 3, x, NULL, op->loc);
   }
-  return kl_graph_add_op(g, "quantize", op->n, op->operands, NULL, op->loc);
+  return kl_graph_add_op(g, "quantize", op->n, x, NULL, op->loc);
+}
+/* unpack (MIGraphX's unpack_int4: two 4-bit values a byte, along axis): out[.., 2i, ..] is
+ * the low nibble of in[.., i, ..], out[.., 2i + 1, ..] the high one; 0..15 when isUnsigned
+ * (absent: when the result is ui8), else sign-extended (-8..7). Element-wise graph ops in
+ * i32 on the input broadcast to [.., n, 2, ..] (the new dim after axis: which nibble, p):
+ * u = the byte's unsigned value, hi = u / 16, lo = u - 16 hi, lo + p (hi - lo), then the
+ * reshape into the doubled axis. */
+static kl_value *i32c(kl_op *g, double v, kl_loc loc) { return b_scalar_const(g, KL_DT_I32, v, loc); }
+static kl_value *bin2(kl_op *g, const char *name, kl_value *a, kl_value *b, kl_loc loc) {
+  kl_value *x[2] = { a, b };
+  return a && b ? kl_graph_add_op(g, name, 2, x, NULL, loc) : NULL;
+}
+static kl_value *shape_op(kl_op *g, const char *gop, kl_value *x, int n, const int64_t *shp, kl_loc loc) {
+  kl_sb sb = { 0 };
+  kl_sb_puts(&sb, "{");
+  list_text(&sb, "shape", n, shp);
+  kl_sb_puts(&sb, "}");
+  return x ? op_text(g, gop, 1, &x, &sb, loc) : (kl_sb_free(&sb), NULL);
+}
+static kl_value *b_unpack(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
+  kl_value *x = op->operands[0];
+  kl_dtype in = dt_of(x), rdt = op->results[0].dt;
+  int r = rank_of(x);
+  int64_t axis = 0;
+  if (!int_attr(g, op, "axis", &axis)) return NULL;
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) return err(g, op->loc, "migraphx.unpack: axis out of range for rank %d", r);
+  if (r + 1 > KL_MAX_RANK) return err(g, op->loc, "migraphx.unpack: rank %d is too large", r);
+  if (in != KL_DT_I8 && in != KL_DT_U8)
+    return err(g, op->loc, "migraphx.unpack: the input must be i8 or ui8, got %s", kl_dtype_name(in));
+  if (rdt != KL_DT_I8 && rdt != KL_DT_U8)
+    return err(g, op->loc, "migraphx.unpack: the result must be i8 or ui8, got %s", kl_dtype_name(rdt));
+  const kl_mgx_attr *ua = kl_mgx_attr_get(op, "isUnsigned");
+  if (ua && ua->kind != KL_MGX_BOOL) return err(g, ua->loc, "migraphx.unpack: isUnsigned must be true or false");
+  bool is_unsigned = ua ? ua->i != 0 : rdt == KL_DT_U8;
+  kl_loc loc = op->loc;
+  int64_t one[KL_MAX_RANK], two[KL_MAX_RANK], pshape[KL_MAX_RANK], out[KL_MAX_RANK];
+  for (int i = 0, j = 0; i < r; i++) {
+    pshape[j] = 1, one[j] = two[j] = x->type->shape[i], j++;
+    if (i == axis) pshape[j] = 2, one[j] = 1, two[j] = 2, j++;
+    out[i] = x->type->shape[i] * (i == axis ? 2 : 1);
+  }
+  kl_value *u = shape_op(g, "broadcast", shape_op(g, "reshape", x, r + 1, one, loc), r + 1, two, loc);
+  u = u ? kl_graph_add_convert(g, u, KL_DT_I32, loc) : NULL;
+  if (u && in == KL_DT_I8) /* v + 256 (v < 0) */
+    u = bin2(g, "add", u, bin2(g, "mul", bin2(g, "greater", i32c(g, 0, loc), u, loc), i32c(g, 256, loc), loc), loc);
+  kl_value *hi = bin2(g, "div", u, i32c(g, 16, loc), loc);
+  kl_value *lo = bin2(g, "sub", u, bin2(g, "mul", hi, i32c(g, 16, loc), loc), loc);
+  const double pv[2] = { 0, 1 };
+  kl_value *p = kl_graph_add_constant(g, KL_DT_I32, r + 1, pshape, pv, loc);
+  kl_value *n = bin2(g, "add", lo, bin2(g, "mul", p, bin2(g, "sub", hi, lo, loc), loc), loc);
+  if (n && !is_unsigned) /* n - 16 (n >= 8) */
+    n = bin2(g, "sub", n, bin2(g, "mul", bin2(g, "greater_equal", n, i32c(g, 8, loc), loc), i32c(g, 16, loc), loc),
+             loc);
+  n = shape_op(g, "reshape", n, r, out, loc);
+  return n ? kl_graph_add_convert(g, n, rdt, loc) : NULL;
 }
 static kl_value *b_recip(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* 1 / x */
   kl_value *x[2] = { b_scalar_const(g, dt_of(op->operands[0]), 1.0, op->loc), op->operands[0] };
@@ -147,7 +210,8 @@ static kl_value *b_literal(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
   kl_shape s = kl_shape_make(rt->rank, rt->dims);
   int64_t n = kl_shape_numel(&s);
   kl_shape vs = kl_shape_make(v->type.rank, v->type.dims);
-  if (kl_shape_numel(&vs) != n)
+  /* a splat fills the result type whatever its own shape (rocMLIR's lowering re-splats it) */
+  if (!v->splat && kl_shape_numel(&vs) != n)
     return err(g, v->loc, "migraphx.literal: the value has %lld elements, the result type %lld",
                (long long)kl_shape_numel(&vs), (long long)n);
   if (n > ((int64_t)1 << 22)) return err(g, v->loc, "migraphx.literal: %lld elements (at most 2^22)", (long long)n);
@@ -219,7 +283,12 @@ static kl_value *b_broadcast(kl_op *g, const kl_mgx_op *op, const mgx_row *row) 
 }
 static kl_value *b_transpose(kl_op *g, const kl_mgx_op *op, const mgx_row *row) {
   int64_t perm[KL_MAX_RANK];
-  int n = int_list(g, op, "permutation", perm, KL_MAX_RANK);
+  bool has_p = kl_mgx_attr_get(op, "permutation"), has_d = kl_mgx_attr_get(op, "dims");
+  if (has_p == has_d)
+    return err(g, op->loc,
+               has_p ? "migraphx.transpose: both 'permutation' and its older name 'dims'"
+                     : "migraphx.transpose: missing attribute 'permutation'");
+  int n = int_list(g, op, has_p ? "permutation" : "dims", perm, KL_MAX_RANK);
   if (n < 0) return NULL;
   kl_sb sb = { 0 };
   kl_sb_puts(&sb, "{");
@@ -349,17 +418,20 @@ static const mgx_row ROWS[] = {
   { "sigmoid", 1, 1, "", "", b_same, NULL },
   { "relu", 1, 1, "", "", b_same, NULL },
   { "erf", 1, 1, "", "", b_same, "erf" },
+  { "floor", 1, 1, "", "", b_same, NULL },
+  { "ceil", 1, 1, "", "", b_same, NULL },
   { "recip", 1, 1, "", "", b_recip, NULL },
   { "clip", 3, 3, "", "", b_clip, NULL },
   { "where", 3, 3, "", "", b_same, NULL },
   { "convert", 1, 1, "target_type", "", b_convert, NULL },
   { "dequantizelinear", 2, 3, "", "", b_same, "dequantize" },
   { "quantizelinear", 2, 3, "", "", b_quantize, "quantize" },
+  { "unpack", 1, 1, "axis isUnsigned", "axis", b_unpack, NULL },
   /* constants and views */
   { "literal", 0, 0, "value", "value", b_literal, NULL },
   { "multibroadcast", 1, 1, "out_lens", "out_lens", b_multibroadcast, NULL },
   { "broadcast", 1, 1, "axis out_lens", "out_lens", b_broadcast, NULL },
-  { "transpose", 1, 1, "permutation", "permutation", b_transpose, NULL },
+  { "transpose", 1, 1, "permutation dims", "", b_transpose, NULL },
   { "reshape", 1, 1, "dims", "dims", b_reshape, NULL },
   { "slice", 1, 1, "axes starts ends", "axes starts ends", b_slice, NULL },
   /* reductions */

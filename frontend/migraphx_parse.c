@@ -32,8 +32,8 @@ typedef struct {
   int nsyms, capsyms;
   bool failed;
   const char *only; /* build only the function of this name (NULL: all) */
-  /* a test file (a host harness calling `mhal.launch @k`): the launched kernels only */
-  const char *launched[16], *launched_at[16];
+  /* a test file (a host harness calling `mhal.launch @k` or `call @k`): those kernels only */
+  const char *launched[16], *launched_at[16], *launch_op[16];
   int nlaunched;
 } P;
 
@@ -680,10 +680,16 @@ bool kl_mgx_plan_param(const kl_mgx_type *t, kl_mgx_param_plan *pl, char *err, s
       return kl_errf(err, errlen, "dimensions %d and %d have the same stride %lld (overlapping memory)", order[i - 1],
                      order[i], (long long)t->strides[order[i]]),
              false;
-  if (m && t->strides[order[m - 1]] != 1)
-    return kl_errf(err, errlen, "the innermost stride is %lld; only 1 is supported",
-                   (long long)t->strides[order[m - 1]]),
-           false;
+  /* an innermost stride s > 1 (every s-th element): a trailing buffer dim of s, read at 0 */
+  pl->inner = m ? t->strides[order[m - 1]] : 1;
+  if (pl->inner < 1) return kl_errf(err, errlen, "the innermost stride is %lld", (long long)pl->inner), false;
+  if (pl->inner > 1) {
+    if (r + 1 > KL_MAX_RANK)
+      return kl_errf(err, errlen, "the innermost stride is %lld at rank %d (at most %d with the stride dim)",
+                     (long long)pl->inner, r, KL_MAX_RANK - 1),
+             false;
+    pl->sliced = true;
+  }
   /* the buffer: each dim's extent is the next outer stride over its own */
   for (int k = m - 1; k > 0; k--) {
     int in = order[k], out = order[k - 1];
@@ -717,15 +723,31 @@ static bool make_param(P *p, kl_op *g, const char *name, const kl_mgx_type *t, k
     for (int i = 0; i < pl.rank; i++)
       o += (size_t)snprintf(layout + o, sizeof layout - o, i ? ",%d" : "%d", pl.perm[i]);
   }
-  kl_value *v = kl_graph_add_param(g, name + 1, t->dt, pl.rank, pl.shape, layout, t->loc);
+  /* an innermost stride > 1: the buffer's extra trailing dim (innermost in memory too) */
+  int br = pl.rank + (pl.inner > 1);
+  int64_t bshape[KL_MAX_RANK];
+  for (int i = 0; i < pl.rank; i++) bshape[i] = pl.shape[i];
+  if (pl.inner > 1) {
+    bshape[pl.rank] = pl.inner;
+    if (pl.permuted) snprintf(layout + strlen(layout), sizeof layout - strlen(layout), ",%d", pl.rank);
+  }
+  kl_value *v = kl_graph_add_param(g, name + 1, t->dt, br, bshape, layout, t->loc);
   if (v && pl.sliced) {
     kl_sb sb = { 0 };
     kl_sb_puts(&sb, "{begin = [");
-    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", 0" : "0");
+    for (int i = 0; i < br; i++) kl_sb_printf(&sb, i ? ", 0" : "0");
     kl_sb_puts(&sb, "], end = [");
-    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)pl.base[i]);
+    for (int i = 0; i < br; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)(i < pl.rank ? pl.base[i] : 1));
     kl_sb_puts(&sb, "]}");
     v = kl_graph_add_op(g, "slice", 1, &v, kl_sb_str(&sb), t->loc);
+    kl_sb_free(&sb);
+  }
+  if (v && pl.inner > 1) { /* drop the stride dim */
+    kl_sb sb = { 0 };
+    kl_sb_puts(&sb, "{shape = [");
+    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)pl.base[i]);
+    kl_sb_puts(&sb, "]}");
+    v = kl_graph_add_op(g, "reshape", 1, &v, kl_sb_str(&sb), t->loc);
     kl_sb_free(&sb);
   }
   if (v && pl.broadcast) {
@@ -784,7 +806,7 @@ static bool parse_op(P *p, kl_op *g) {
     if (!string_lit(p, &full)) return false;
   } else if (!(full = ident(p)))
     return FAIL(p, "expected an op");
-  if (!strcmp(full, "tosa.const")) /* the constant older MIGraphX files carry: a literal */
+  if (!strcmp(full, "tosa.const") || !strcmp(full, "migraphx.constant")) /* older files' constants: a literal */
     op.name = "literal";
   else if (strncmp(full, "migraphx.", 9))
     return fail_at(p, op.loc, "%s is not supported (only migraphx.* ops and tosa.const are read in a function body)",
@@ -1004,22 +1026,31 @@ kl_op *kl_migraphx_parse(kl_ctx *ctx, const char *text, size_t len, const char *
 }
 
 /* The callees of `mhal.launch @name` in the text (rocMLIR's test files wrap their kernel in
- * such a harness, plus a copy of it in a nested kernel module), at most 16. */
+ * such a harness, plus a copy of it in a nested kernel module), and of `call @name` /
+ * `func.call @name` (older test files' harness: two calls of kernels whose results tosa
+ * ops compare), at most 16. */
 static void find_launches(P *p) {
-  static const char key[] = "mhal.launch";
-  size_t kn = sizeof key - 1;
-  for (const char *q = p->s; q + kn < p->end && p->nlaunched < 16; q++) {
-    if (q[0] == '/' && q[1] == '/') { /* a comment, to the end of its line */
+  static const char *const keys[] = { "mhal.launch", "func.call", "call" };
+  for (const char *q = p->s; q < p->end && p->nlaunched < 16; q++) {
+    if (q + 1 < p->end && q[0] == '/' && q[1] == '/') { /* a comment, to the end of its line */
       while (q + 1 < p->end && q[1] != '\n') q++;
       continue;
     }
-    if (memcmp(q, key, kn)) continue;
+    if (q > p->s && (isalnum((unsigned char)q[-1]) || q[-1] == '_' || q[-1] == '.' || q[-1] == '"')) continue;
+    size_t kn = 0;
+    const char *key = NULL;
+    for (int k = 0; k < 3 && !key; k++) {
+      size_t n = strlen(keys[k]);
+      if ((size_t)(p->end - q) > n && !memcmp(q, keys[k], n)) key = keys[k], kn = n;
+    }
+    if (!key) continue;
     const char *n = q + kn;
     while (n < p->end && (*n == ' ' || *n == '\t')) n++;
     if (n >= p->end || *n != '@') continue;
     const char *b = ++n;
     while (n < p->end && (isalnum((unsigned char)*n) || *n == '_' || *n == '.' || *n == '$')) n++;
     if (n > b) {
+      p->launch_op[p->nlaunched] = key;
       p->launched_at[p->nlaunched] = q;
       p->launched[p->nlaunched++] = kl_arena_strndup(&p->arena, b, (size_t)(n - b));
     }
@@ -1043,7 +1074,7 @@ kl_op *kl_migraphx_parse_func(kl_ctx *ctx, const char *text, size_t len, const c
   if (ok && !kl_module_graph(p.module, NULL) && !p.only && p.nlaunched) {
     int line = 1, col = 1; /* where the first launch is */
     for (const char *q = p.s; q < p.launched_at[0]; q++) line += *q == '\n', col = *q == '\n' ? 1 : col + 1;
-    ok = fail_at(&p, kl_loc_make(ctx, p.file, line, col), "mhal.launch @%s: the input defines no function @%s",
+    ok = fail_at(&p, kl_loc_make(ctx, p.file, line, col), "%s @%s: the input defines no function @%s", p.launch_op[0],
                  p.launched[0], p.launched[0]);
   }
   if (ok && !kl_module_graph(p.module, NULL))

@@ -15,16 +15,19 @@
  *    attr values: ints, floats (hex too), bools, strings, typed (`1 : i64`) and untyped
  *    lists, dense literals (a bare scalar is a splat; nested lists must have the type's
  *    shape and integer elements the element type's range, as MLIR checks; hex blobs),
- *    types; `return`. The one
- *    other op read is `"tosa.const"() {value = dense<...>}` (older MIGraphX files): a literal.
+ *    types; `return`. Older MIGraphX files' constants `"tosa.const"() {value = dense<...>}` and
+ *    `"migraphx.constant"() {value = dense<...>}` are read as literals.
  *  - Function arguments become graph params named like the argument ("arg0"), their
  *    logical shape the type's dims. Strides (kl_mgx_param_plan below): a permutation of
  *    dense strides is the param's layout; stride-0 dims are a param of size 1 there plus a
  *    graph.broadcast; strides of a sub-box of a larger dense buffer make a param of that
- *    buffer's shape plus a graph.slice (the client passes the whole buffer). Results must
- *    have dense (possibly permuted) strides, else a located error.
+ *    buffer's shape plus a graph.slice (the client passes the whole buffer); an innermost
+ *    stride s > 1 (every s-th element, as MIGraphX's int4 scales) adds a trailing buffer dim
+ *    of s that the slice reads at 0 and a reshape drops. Results must have dense (possibly
+ *    permuted) strides, else a located error.
  *  - Test files (rocMLIR's end-to-end tests): when the text calls `mhal.launch @k` (a host
- *    harness), the whole-file parse builds only the launched kernels, each once (the
+ *    harness) or `call @k` / `func.call @k` (older files' harness comparing two kernels
+ *    with tosa ops), the whole-file parse builds only the called kernels, each once (the
  *    harness and the kernel module's copy are skipped unread); kl_migraphx_parse_func with
  *    a name builds that function only. An mhal op anywhere else is "not supported".
  *  - Element types f32 f16 bf16 i8 si8 ui8 (kiln's u8) i32 si32 (and i64, i1) and the fp8 types f8E4M3FN
@@ -106,6 +109,8 @@ typedef struct kl_mgx_param_plan {
   int perm[KL_MAX_RANK];      /* memory order, outermost first */
   bool permuted, sliced, broadcast;
   int64_t base[KL_MAX_RANK]; /* t's dims with broadcast dims 1 (the slice's extent) */
+  int64_t inner;             /* the innermost stride: > 1 adds a trailing buffer dim of inner
+                                (innermost in memory), sliced to its element 0 and dropped */
 } kl_mgx_param_plan;
 bool kl_mgx_plan_param(const kl_mgx_type *t, kl_mgx_param_plan *plan, char *err, size_t errlen);
 #endif

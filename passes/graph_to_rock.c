@@ -420,6 +420,8 @@ static kl_value *scalar_op(cluster *c, kl_op *op, kl_value *const *x) {
         return convert(c, loc, erf_f32(c, loc, widen_half(c, loc, a)), rt);
       case KL_UN_RECIP: return bin(c, "arith.divf", loc, scst(c, rt, 1, loc), a);
       case KL_UN_ROUND: return un(c, "math.roundeven", loc, a);
+      case KL_UN_FLOOR: return f ? un(c, "math.floor", loc, a) : a; /* an integer is its own floor */
+      case KL_UN_CEIL: return f ? un(c, "math.ceil", loc, a) : a;
       default: break;
     }
   }

@@ -310,10 +310,10 @@ static LLVMValueRef v_powf(lw *L, kl_op *op, LLVMValueRef *a) {
 static LLVMValueRef v_ipowi(lw *L, kl_op *op, LLVMValueRef *a) { return ipow(L, op, a[0], a[1]); }
 
 /* math functions: exp / log / tanh (and f64 erf) as polynomials in f32 or f64 (llvm_math.h), the same
- * code on every target; sqrt, fabs, roundeven LLVM intrinsics every target selects (f64
+ * code on every target; sqrt, fabs, roundeven, floor, ceil LLVM intrinsics every target selects (f64
  * included); math.exp {approx} in f32 on GPUs is exp2(x * log2 e) through the hardware exp2
  * (relative error ~1e-6 near |x| ~ 20, for the softmax kernels of lower_loops_reduce.c) */
-typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH, M_ROUND, M_ERF } math_kind;
+typedef enum { M_EXP, M_LOG, M_SQRT, M_ABS, M_RSQRT, M_TANH, M_ROUND, M_FLOOR, M_CEIL, M_ERF } math_kind;
 static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
   const kl_type *t = in_type(op);
   LLVMValueRef x = ext_f32(L, a[0], t), r = NULL;
@@ -342,6 +342,8 @@ static LLVMValueRef math_fn(lw *L, kl_op *op, LLVMValueRef *a, math_kind k) {
     case M_SQRT: r = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1); break;
     case M_ABS: r = call_intr(L, "llvm.fabs", &ct, 1, &x, 1); break;
     case M_ROUND: r = call_intr(L, "llvm.roundeven", &ct, 1, &x, 1); break; /* exact on f16/bf16 widened */
+    case M_FLOOR: r = call_intr(L, "llvm.floor", &ct, 1, &x, 1); break;
+    case M_CEIL: r = call_intr(L, "llvm.ceil", &ct, 1, &x, 1); break;
     case M_RSQRT: {
       LLVMValueRef s = call_intr(L, "llvm.sqrt", &ct, 1, &x, 1);
       r = LLVMBuildFDiv(L->b, splat_like(L, t, LLVMConstReal(scalar_of(ct), 1.0)), s, "");
@@ -366,6 +368,8 @@ static LLVMValueRef v_absf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L
 static LLVMValueRef v_rsqrt(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_RSQRT); }
 static LLVMValueRef v_tanh(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_TANH); }
 static LLVMValueRef v_roundeven(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ROUND); }
+static LLVMValueRef v_floor(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_FLOOR); }
+static LLVMValueRef v_ceil(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_CEIL); }
 static LLVMValueRef v_erf(lw *L, kl_op *op, LLVMValueRef *a) { return math_fn(L, op, a, M_ERF); }
 
 /* integer ops */
@@ -705,7 +709,7 @@ static bool value_op(lw *L, kl_op *op, value_fn build) {
 // clang-format off
 VALUE_HOOK(addf) VALUE_HOOK(subf) VALUE_HOOK(mulf) VALUE_HOOK(divf) VALUE_HOOK(remf) VALUE_HOOK(maxf) VALUE_HOOK(minf)
 VALUE_HOOK(negf) VALUE_HOOK(powf) VALUE_HOOK(ipowi) VALUE_HOOK(exp) VALUE_HOOK(log) VALUE_HOOK(sqrt) VALUE_HOOK(absf)
-VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(roundeven) VALUE_HOOK(erf) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
+VALUE_HOOK(rsqrt) VALUE_HOOK(tanh) VALUE_HOOK(roundeven) VALUE_HOOK(floor) VALUE_HOOK(ceil) VALUE_HOOK(erf) VALUE_HOOK(addi) VALUE_HOOK(subi) VALUE_HOOK(muli) VALUE_HOOK(divsi) VALUE_HOOK(remsi)
 VALUE_HOOK(andi) VALUE_HOOK(ori) VALUE_HOOK(xori) VALUE_HOOK(maxsi) VALUE_HOOK(minsi) VALUE_HOOK(select) VALUE_HOOK(cmpi)
 VALUE_HOOK(cmpf) VALUE_HOOK(sitofp) VALUE_HOOK(fptosi) VALUE_HOOK(extf) VALUE_HOOK(truncf) VALUE_HOOK(extsi)
 VALUE_HOOK(trunci) VALUE_HOOK(index_cast)
@@ -918,6 +922,8 @@ static const struct {
   { "math.rsqrt", h_rsqrt },
   { "math.tanh", h_tanh },
   { "math.roundeven", h_roundeven },
+  { "math.floor", h_floor },
+  { "math.ceil", h_ceil },
   { "math.erf", h_erf },
   { "arith.addi", h_addi },
   { "arith.subi", h_subi },

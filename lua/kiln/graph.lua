@@ -27,10 +27,10 @@ kiln — tensors, graphs, devices, compile (indices, axes, perms are 0-based)
   g = kiln.graph("name")  g:param(name, shape, dtype [, {layout=}|{strides=}])  g:constant(t | n [, dtype])
   g:conv(x, w, {stride=, padding= n|{ph,pw}|{t,b,l,r}, dilation=, groups=})  g:dot(a, b, {transpose_a=, transpose_b=})
     (rank-3 / rank-5 x: 1-D / 3-D, stride= dilation= n|{per dim}, padding= n|{per dim}|{begin,end per dim})  g:quant_dot g:quant_conv (i8 or u8 -> i32, fp8 -> f32)
-  g:quantize(x, scale [, zp]) (-> i8, u8 with a u8 zp; ties to even, saturating)  g:dequantize(q, scale [, zp])
+  g:quantize(x, scale [, zp]) (-> i8, u8 / fp8 with a u8 / fp8 zp; ties to even, saturating; fp8 not rounded)  g:dequantize(q, scale [, zp])
   g:greater/greater_equal(a, b) (1/0 in the operands' dtype)
   g:add/sub/mul/div/max/min/pow(a, b)  a + b  a * 2  -a  a ^ b   g:where(c, a, b)  g:concat({a, b}, axis)
-  x:relu() exp log sqrt rsqrt tanh sigmoid neg abs erf recip round  x:clip(lo, hi) x:convert("f16") x:max(y) x:min(y)
+  x:relu() exp log sqrt rsqrt tanh sigmoid neg abs erf recip round floor ceil  x:clip(lo, hi) x:convert("f16") x:max(y) x:min(y)
   x:reshape{...} x:transpose{...} x:broadcast{...} x:slice(begin, end [, step]) | x:slice(axis, b, e)
   x:sum(axes [, keepdims]) x:mean(..) x:reduce_max(..) x:softmax([axis=-1])   x.shape x.dtype x.rank
   g:map(function(x, y) return x * y + 1 end, a, b)  g:map("x * y + 1", a, b)
@@ -142,7 +142,7 @@ return function(kiln)
   for _, n in ipairs { "add", "sub", "mul", "div", "max", "min", "pow", "greater", "greater_equal" } do
     ops[n] = function(f, a, b) return binop(f, n, a, b) end
   end
-  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round" } do
+  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round", "floor", "ceil" } do
     ops[n] = function(f, x) return unop(f, n, x) end
   end
 
@@ -180,7 +180,7 @@ return function(kiln)
       return build(f, name, { lift(f, x, nil, name), lift(f, w, nil, name) }, attrs)
     end
   end
-  -- quantize(x, scale [, zero_point]) -> i8 (u8 with a u8 zero_point tensor); dequantize(x, scale [, zero_point]) -> scale's dtype
+  -- quantize(x, scale [, zero_point]) -> i8 (u8 / fp8 with a u8 / fp8 zero_point tensor); dequantize(x, scale [, zero_point]) -> scale's dtype
   for _, name in ipairs { "quantize", "dequantize" } do
     ops[name] = function(f, x, scale, zp)
       local like = is_value(x) and x or scale
@@ -368,7 +368,7 @@ return function(kiln)
   -- Element-wise helper: calls fn with the values (tensors and tables become
   -- constants; numbers stay numbers); fn may be a Lua expression in x, y, z, w.
   local EXPR_ENV = setmetatable({}, { __index = _G })
-  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round" } do
+  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round", "floor", "ceil" } do
     EXPR_ENV[n] = function(v) return ops[n](nil, v) end
   end
   EXPR_ENV.max = function(a, b) return ops.max(nil, a, b) end
@@ -410,7 +410,7 @@ return function(kiln)
 
   local vm = kiln.methods.value
   for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                       "erf", "recip", "round", "greater", "greater_equal", "quantize", "dequantize",
+                       "erf", "recip", "round", "floor", "ceil", "greater", "greater_equal", "quantize", "dequantize",
                        "quant_dot", "quant_conv", "clip", "convert", "broadcast", "transpose", "reshape", "slice",
                        "sum", "mean", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
                        "add", "sub", "mul", "div", "max", "min", "pow", "dot", "conv" } do

@@ -27,7 +27,8 @@ static void test_graph_traits(void) {
     "graph.min",           "graph.pow",  "graph.neg",   "graph.abs",     "graph.exp",
     "graph.log",           "graph.sqrt", "graph.rsqrt", "graph.tanh",    "graph.sigmoid",
     "graph.relu",          "graph.clip", "graph.where", "graph.convert", "graph.greater",
-    "graph.greater_equal", "graph.erf",  "graph.recip", "graph.round",   NULL
+    "graph.greater_equal", "graph.erf",  "graph.recip", "graph.round",   "graph.floor",
+    "graph.ceil",          NULL
   };
   static const char *const view[] = { "graph.transpose", "graph.reshape", "graph.broadcast", "graph.slice", NULL };
   static const char *const inv[] = { "graph.transpose", "graph.reshape", NULL };
@@ -46,7 +47,7 @@ static void test_graph_traits(void) {
     CHECK(d->levels == KL_LEVEL_GRAPH);
   }
   check_note = NULL;
-  CHECK(ngraph == 38, "%d graph ops", ngraph);
+  CHECK(ngraph == 40, "%d graph ops", ngraph);
   /* no other dialect claims the graph-op traits */
   for (int i = 0; i < kl_opdef_count(ctx); i++) {
     const kl_opdef *d = kl_opdef_at(ctx, i);

@@ -187,8 +187,65 @@ func.func @r(%x: !migraphx.shaped<5xf32, 1>, %lo: !migraphx.shaped<5xf32, 1>, %h
     local r, c = gs.r:eval { x = x, lo = lo, hi = hi }
     assert.are.same({ 0.5, -0.25, 2, 0.125, -1 }, r:flat())
     assert.are.same({ 1, 0, 0.5, 5, -2 }, c:flat())
-    local e = helper.fails(kiln.migraphx, "func.func @s(%x: !migraphx.shaped<2x3xf32, 8x2>) -> !migraphx.shaped<2x3xf32, 3x1> {", "strided.mlir")
-    helper.has(e, "strided.mlir:1:18: error: argument %x: the innermost stride is 2; only 1 is supported")
+    local e = helper.fails(kiln.migraphx, "func.func @s(%x: !migraphx.shaped<2x3xf32, 7x2>) -> !migraphx.shaped<2x3xf32, 3x1> {", "strided.mlir")
+    helper.has(e, "strided.mlir:1:18: error: argument %x: stride 7 of dimension 0 is not a multiple of stride 2 of dimension 1")
+  end)
+  it("quantizelinear: fp8 saturates x / scale (+ zp) and converts (no integer rounding); an integer x is converted", function()
+    local gs = kiln.migraphx([[
+func.func @q(%x: !migraphx.shaped<5xf32, 1>, %s: !migraphx.shaped<5xf32, 1>) -> !migraphx.shaped<5xf8E4M3FN, 1> {
+  %0 = migraphx.quantizelinear %x, %s : <5xf32, 1>, <5xf32, 1> -> <5xf8E4M3FN, 1>
+  return %0 : !migraphx.shaped<5xf8E4M3FN, 1>
+}
+func.func @z(%x: !migraphx.shaped<5xf32, 1>, %s: !migraphx.shaped<5xf32, 1>, %z: !migraphx.shaped<5xf8E5M2, 1>) -> !migraphx.shaped<5xf8E5M2, 1> {
+  %0 = migraphx.quantizelinear %x, %s, %z : <5xf32, 1>, <5xf32, 1>, !migraphx.shaped<5xf8E5M2, 1> -> <5xf8E5M2, 1>
+  return %0 : !migraphx.shaped<5xf8E5M2, 1>
+}
+func.func @i(%x: !migraphx.shaped<5xi32, 1>, %s: !migraphx.shaped<5xf32, 1>) -> !migraphx.shaped<5xi8, 1> {
+  %0 = migraphx.quantizelinear %x, %s : <5xi32, 1>, <5xf32, 1> -> <5xi8, 1>
+  return %0 : !migraphx.shaped<5xi8, 1>
+}]], "inline.mlir")
+    local half = kiln.tensor({ 0.5, 0.5, 0.5, 0.5, 0.5 }, "f32")
+    -- x / 0.5 = 1.3 -2.6 1000 -1000 0.7: e4m3fn's nearest 1.25 -2.5, +-448 saturated, 0.6875
+    local r = gs.q:eval { x = kiln.tensor({ 0.65, -1.3, 500, -500, 0.35 }, "f32"), s = half }
+    assert.are.equal("f8e4m3fn", r.dtype)
+    assert.are.same({ 1.25, -2.5, 448, -448, 0.6875 }, r:flat())
+    -- + 0.5 = 1.8 -2.1 1e5 -1e5 1.2: e5m2's 1.75 -2, +-57344 (saturated, not inf), 1.25
+    local z = gs.z:eval { x = kiln.tensor({ 0.65, -1.3, 5e4, -5e4, 0.35 }, "f32"), s = half, z = kiln.tensor({ 0.5, 0.5, 0.5, 0.5, 0.5 }, "f8e5m2") }
+    assert.are.same({ 1.75, -2, 57344, -57344, 1.25 }, z:flat())
+    -- i32 x: 1.5 -2.5 500 -500 8 -> ties to even 2 -2, saturated 127 -128, 8
+    local i = gs.i:eval { x = kiln.tensor({ 3, -5, 1000, -1000, 4 }, "i32"), s = kiln.tensor({ 2, 2, 2, 2, 0.5 }, "f32") }
+    assert.are.same({ 2, -2, 127, -128, 8 }, i:flat())
+  end)
+  it("unpack: the low nibble first, sign-extended unless isUnsigned (or a ui8 result)", function()
+    local gs = kiln.migraphx([[
+func.func @s(%x: !migraphx.shaped<2x3xi8, 3x1>) -> !migraphx.shaped<2x6xi8, 6x1> {
+  %y = migraphx.unpack %x {axis = 1 : i64, isUnsigned = false} : <2x3xi8, 3x1> -> <2x6xi8, 6x1>
+  func.return %y : !migraphx.shaped<2x6xi8, 6x1>
+}
+func.func @u(%x: !migraphx.shaped<2x3xui8, 3x1>) -> !migraphx.shaped<4x3xui8, 3x1> {
+  %y = migraphx.unpack %x {axis = 0 : i64} : <2x3xui8, 3x1> -> <4x3xui8, 3x1>
+  func.return %y : !migraphx.shaped<4x3xui8, 3x1>
+}]], "inline.mlir")
+    -- bytes 0x7F 0x80 0xA5 / 0x0F 0xF0 0x3C
+    local s = gs.s:eval { x = kiln.tensor({ 127, -128, -91, 15, -16, 60 }, "i8", { shape = { 2, 3 } }) }
+    assert.are.same({ -1, 7, 0, -8, 5, -6, -1, 0, 0, -1, -4, 3 }, s:flat())
+    local u = gs.u:eval { x = kiln.tensor({ 127, 128, 165, 15, 240, 60 }, "u8", { shape = { 2, 3 } }) }
+    assert.are.same({ 15, 0, 5, 7, 8, 10, 15, 0, 12, 0, 15, 3 }, u:flat())
+  end)
+  it("an innermost stride > 1 reads every s-th element of a buffer with a trailing dim of s", function()
+    local gs = kiln.migraphx([[
+func.func @s(%x: !migraphx.shaped<2x3xf32, 8x2>, %y: !migraphx.shaped<2x3xf32, 3x1>) -> !migraphx.shaped<2x3xf32, 3x1> {
+  %0 = migraphx.add %x, %y : <2x3xf32, 8x2>, <2x3xf32, 3x1> -> <2x3xf32, 3x1>
+  return %0 : !migraphx.shaped<2x3xf32, 3x1>
+}]], "inline.mlir")
+    local ps = gs.s:params()
+    assert.are.same({ 2, 4, 2 }, ps[1].shape) -- x(i, j) at 8 i + 2 j: [2][4][2], element 0 of the last
+    assert.are.same({ 8, 2, 1 }, ps[1].strides)
+    local xb = {}
+    for i = 0, 15 do xb[i + 1] = i end
+    local y = kiln.tensor({ 0, 100, 200, 300, 400, 500 }, "f32", { shape = { 2, 3 } })
+    local r = gs.s:eval { x = kiln.tensor(xb, "f32", { shape = { 2, 4, 2 } }), y = y }
+    assert.are.same({ 0, 102, 204, 308, 410, 512 }, r:flat())
   end)
   it("errors are Lua errors with the file location", function()
     local e = helper.fails(kiln.migraphx, "func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = migraphx.sin(%x) : (tensor<2xf32>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n}", "sin.mlir")
