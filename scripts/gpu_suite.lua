@@ -1004,7 +1004,8 @@ end
 -- "KERNELS ON <arch>" line for the device's arch)
 if section("migraphx") then
 for _, file in ipairs { "conv_bias_relu_nhwc", "tensor_form", "dot_batch", "softmax_reduce", "views",
-                        "elementwise_literals", "quant_nd_erf", "fp8", "multibroadcast_leading", "ui8", "mixed_precision" } do
+                        "elementwise_literals", "quant_nd_erf", "fp8", "multibroadcast_leading", "ui8", "mixed_precision",
+                       "quantize_fp8", "floor_ceil", "unpack_int4", "rocmlir_test_forms", "call_harness" } do
   local path = "spec/migraphx/" .. file .. ".mlir"
   local ok, err = pcall(function()
     local fh = assert(io.open(path, "rb"))
