@@ -298,6 +298,16 @@ describe("wgmma device cases compile for sm_90a", function()
   end)
 end)
 
+-- the sm_90a GEMM kernel of graph g has perf config want, and ptxas finds no spill in it
+local function expect_pick(g, want)
+  local p = kiln.compile(g, { target = "sm_90a", cache = false })
+  local gemm
+  for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then gemm = k end end
+  assert.is_truthy(gemm, "a GEMM kernel")
+  assert.are.equal(want, gemm.perf_config)
+  ptxas_check(p:disasm(gemm.name, "sm_90a"), "sm_90a", function() end)
+end
+
 -- the wgmma heuristic's configs for the benchmark's large unpadded shapes (bench/gpu_cases.txt):
 -- 128x256x64 for the GEMMs, the scaled-A GEMM and the seed conv at batch 512, 128x256x32 where
 -- an operand is converted from f32 (staged wider than its type: 412 spilled bytes at 64);
@@ -335,16 +345,7 @@ describe("wgmma heuristic on the benchmark's large shapes (sm_90a)", function()
     { "conv_cvt n512 f16", conv_cvt_graph, X32 },
   }
   if not ptxas then print("nvidia_gemm_spec: ptxas not found: the spill checks of the wgmma heuristic skipped") end
-  for _, c in ipairs(cases) do
-    it(c[1] .. " -> " .. c[3], function()
-      local p = kiln.compile(c[2](), { target = "sm_90a", cache = false })
-      local gemm
-      for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then gemm = k end end
-      assert.is_truthy(gemm, "a GEMM kernel")
-      assert.are.equal(c[3], gemm.perf_config)
-      ptxas_check(p:disasm(gemm.name, "sm_90a"), "sm_90a", function() end)
-    end)
-  end
+  for _, c in ipairs(cases) do it(c[1] .. " -> " .. c[3], function() expect_pick(c[2](), c[3]) end) end
 end)
 
 -- operands with loads narrower than 16 bytes (odd strides: no TMA, each element its own load,
@@ -365,16 +366,7 @@ describe("wgmma heuristic on operands with narrow loads (sm_90a)", function()
     { "1000x1000x1002 f16 B [N, K]", function() return dot_graph(1000, 1000, 1002, "f16", false, true) end, "v3:64,128,32,64,128,8" },
     { "conv 8x3x224x224 by 64x3x7x7 NHWC", conv7, "v3:64,128,16,64,128,8" },
   }
-  for _, c in ipairs(cases) do
-    it(c[1] .. " -> " .. c[3], function()
-      local p = kiln.compile(c[2](), { target = "sm_90a", cache = false })
-      local gemm
-      for _, k in ipairs(p:kernels("sm_90a")) do if k.kind == "gemm" then gemm = k end end
-      assert.is_truthy(gemm, "a GEMM kernel")
-      assert.are.equal(c[3], gemm.perf_config)
-      ptxas_check(p:disasm(gemm.name, "sm_90a"), "sm_90a", function() end)
-    end)
-  end
+  for _, c in ipairs(cases) do it(c[1] .. " -> " .. c[3], function() expect_pick(c[2](), c[3]) end) end
 end)
 
 -- rock-gridwise-to-blockwise{wgmma-fence=early|late}: each K step's fence.proxy.async after its
