@@ -24,7 +24,9 @@
  *   p      = dot(a', b') {dtype = f32, split_k_partials = S}  [S, batch..., M, N]: the
  *            workspace (an intermediate of the plan: alloc_workspace ... free)
  *   s      = p[0] + p[1] + ... + p[S-1] (slices of p, a pairwise tree of f32 adds)
- *            (+ dot(a[..., S*Kc:], b[S*Kc:, ...]) {dtype = f32} when R > 0)
+ *            (+ f32(a[..., :, k]) * f32(b[..., k, :]) for k in [S*Kc, K): outer products,
+ *            element-wise, when 0 < R <= MAX_REST_OUTER and a, b are f32 / f16 / bf16;
+ *            else + dot(a[..., S*Kc:], b[S*Kc:, ...]) {dtype = f32} when R > 0)
  *   y      = convert(s) to y's type (f16 / bf16), which replaces y: the epilogue reads it.
  * A conv x [N, C, H, W], w [Kout, C/g, Y, X] (g groups) splits its input channels per
  * group Cg into S slices of Cc = floor(Cg / S) as a grouped conv: groups g*S over the
@@ -35,8 +37,9 @@
  * graph-partition then makes p's GEMM one kernel and the sum, the convert and the
  * epilogue one element-wise kernel at the output's coordinates (a short reduction over S
  * is S reads per output point: no reduce kernel is needed, and the epilogue fuses by
- * the element-wise rules); a remainder GEMM takes the sum as a side input of its own
- * epilogue, so the whole op stays two kernels. split_k_partials tells
+ * the element-wise rules; the outer products of a short remainder fuse there too); a
+ * remainder GEMM takes the sum as a side input of its own epilogue, so the whole op stays
+ * two kernels (that epilogue reads all S partials of its register tile before adding). split_k_partials tells
  * rock-gemm-to-gridwise not to split p's GEMM again.
  * A given S above 32 (MAX_ADDS: the element-wise kernel's operands) sums the partials in a
  * reduce_sum kernel instead (three kernels; where the target adds f32 atomically GEMM +
@@ -177,6 +180,45 @@ static int64_t fit(int64_t s, int64_t E, bool remainder_ok) {
   return remainder_ok ? s : 1;
 }
 
+/* A remainder of at most MAX_REST_OUTER K columns is added as that many outer products
+ * (element-wise, f32) in the sum kernel instead of a remainder GEMM: such a GEMM took the
+ * sum as its epilogue, which reads all S partials of every accumulator before adding them
+ * (rock-align-tiling reads whole register tiles): 16 partials of a 64x128 wgmma tile are
+ * 1024 live f32 values per thread, which ptxas spilled (9 KB on sm_90a). */
+#define MAX_REST_OUTER 4
+
+static bool outer_ok(const kl_value *x) {
+  kl_type_kind k = x->type->elem->kind;
+  return k == KL_TY_F32 || k == KL_TY_F16 || k == KL_TY_BF16;
+}
+static kl_value *mul(kl_rewriter *rw, kl_loc loc, kl_value *x, kl_value *y) {
+  if (!x || !y) return NULL;
+  kl_value *xy[2] = { x, y };
+  return make(rw, "graph.mul", loc, 2, xy, 0, NULL);
+}
+/* The last two axes of x swapped (x of rank >= 2). */
+static kl_value *swap2(kl_rewriter *rw, kl_loc loc, kl_value *x) {
+  if (!x) return NULL;
+  int r = x->type->rank;
+  int64_t perm[KL_MAX_RANK];
+  for (int d = 0; d < r; d++) perm[d] = d;
+  perm[r - 2] = r - 1;
+  perm[r - 1] = r - 2;
+  return transpose(rw, loc, x, r, perm);
+}
+/* f32(a[..., :, k]) * f32(b[..., k, :]) (transposes per ta / tb; ka / kb the K axes): the
+ * [..., M, N] outer product of column k, batch dims broadcast as the dot's. */
+static kl_value *outer(kl_rewriter *rw, kl_loc loc, kl_value *a, int ka, bool ta, kl_value *b, int kb, bool tb,
+                       int64_t k) {
+  kl_ctx *ctx = kl_rewriter_ctx(rw);
+  kl_value *ak = slice(rw, loc, a, ka, k, k + 1), *bk = slice(rw, loc, b, kb, k, k + 1);
+  if (ta) ak = swap2(rw, loc, ak); /* [..., M, 1] */
+  if (tb) bk = swap2(rw, loc, bk); /* [..., 1, N] */
+  if (ak && ak->type->elem->kind != KL_TY_F32) ak = convert(rw, loc, ak, kl_type_f32(ctx));
+  if (bk && bk->type->elem->kind != KL_TY_F32) bk = convert(rw, loc, bk, kl_type_f32(ctx));
+  return mul(rw, loc, ak, bk);
+}
+
 static kl_status split_dot(kl_rewriter *rw, kl_op *op, int64_t S, int64_t K) {
   kl_loc loc = op->loc;
   kl_value *a = op->opnds[0].value, *b = op->opnds[1].value;
@@ -218,8 +260,12 @@ static kl_status split_dot(kl_rewriter *rw, kl_op *op, int64_t S, int64_t K) {
   kl_value *s = tree(&P, 0, S);
   if (R && s) {
     int ka = ta ? a->type->rank - 2 : a->type->rank - 1, kb = tb ? b->type->rank - 1 : b->type->rank - 2;
-    kl_value *rest = anchor(rw, op, slice(rw, loc, a, ka, S * Kc, K), slice(rw, loc, b, kb, S * Kc, K), 0, 1);
-    s = add(rw, loc, s, rest);
+    if (R <= MAX_REST_OUTER && outer_ok(a) && outer_ok(b)) {
+      for (int64_t k = S * Kc; k < K && s; k++) s = add(rw, loc, s, outer(rw, loc, a, ka, ta, b, kb, tb, k));
+    } else {
+      kl_value *rest = anchor(rw, op, slice(rw, loc, a, ka, S * Kc, K), slice(rw, loc, b, kb, S * Kc, K), 0, 1);
+      s = add(rw, loc, s, rest);
+    }
   }
   if (s && yt->elem->kind != KL_TY_F32) s = convert(rw, loc, s, yt->elem);
   if (!s) return KL_ERR;

@@ -418,7 +418,8 @@ do
   for _, c in ipairs({ { 100, 37, 10000, "f16", "none" }, { 100, 37, 10000, "bf16", "add_relu" },
                        { 37, 29, 20000, "f32", "none" }, { 37, 29, 20000, "f32", "relu" },
                        { 64, 64, 65536, "f32", "none" }, { 1, 1, 65536, "f16", "none" },
-                       { 256, 256, 16384, "f16", "none" } }) do
+                       { 256, 256, 16384, "f16", "none" },
+                       { 33, 127, 4099, "f16", "none" } }) do -- remainder 3: outer products in the sum
     local g, inputs = skw_dot(table.unpack(c))
     splitk_case("split-K: heuristic " .. table.concat(c, " "), g, inputs, nil, nil)
   end

@@ -4,9 +4,11 @@
 -- and runs the cast and the epilogue: alloc_workspace, two launches, free. On the host every
 -- split factor of dots with K from 1 to 65536 in f32 / f16 / bf16 with linear and non-linear
 -- epilogues (relu, add + relu, cast, scale) matches g:eval on fresh random inputs, and so do
--- convs (NCHW / NHWC, groups, channels that do not divide); the plan's workspace holds S
+-- convs (NCHW / NHWC, groups, channels that do not divide); a dot's remainder K % S <= 4 is
+-- outer products in the sum kernel, a larger one a second GEMM; the plan's workspace holds S
 -- partials and its tokens chain; the heuristic takes the workspace form on gfx942 / sm_90 for
--- f16 64x64x65536 and on gfx1030 for f32 too; a bad split is a located error.
+-- f16 64x64x65536 and on gfx1030 for f32 too; a bad split is a located error; the sm_90a
+-- 33x127x4099 f16 plan (remainder 3) spills nothing under ptxas (skipped without it).
 local kiln = require "kiln"
 local helper = require "spec.lua.helper"
 local fg = require "fused_gen"
@@ -88,14 +90,20 @@ describe("split-K through a workspace on the host", function()
     check(p, g, inputs)
   end)
 
-  it("a remainder (S does not divide K) is a second GEMM whose epilogue sums: still two kernels", function()
-    for _, sh in ipairs({ { 100, 3 }, { 1000, 7 }, { 17, 16 } }) do
+  it("a remainder (S does not divide K): outer products in the sum (R <= 4), else a second GEMM whose epilogue sums: still two kernels", function()
+    for _, sh in ipairs({ { 100, 3 }, { 1000, 7 }, { 17, 16 }, { 4099, 16 }, { 23, 5 }, { 37, 8 } }) do
       local K, S = table.unpack(sh)
-      local g, inputs = dot_graph(5, 6, K, "f16", "add_relu")
-      local p = kiln.compile(g, { perf_config = ("v1:4,8,1,4,8,1,%d"):format(S), cache = false })
-      assert.are.equal(WS, kinds(p:plan()))
-      assert.are.equal(("tensor<%dx5x6xf32>"):format(S), workspace(p:plan()).type)
-      check(p, g, inputs)
+      local R = K % S
+      for _, dt in ipairs({ "f16", "bf16", "f32" }) do
+        local g, inputs = dot_graph(5, 6, K, dt, "add_relu")
+        local p = kiln.compile(g, { perf_config = ("v1:4,8,1,4,8,1,%d"):format(S), cache = false })
+        assert.are.equal(WS, kinds(p:plan()))
+        assert.are.equal(("tensor<%dx5x6xf32>"):format(S), workspace(p:plan()).type)
+        local ks = p:kernels()
+        assert.are.equal(2, #ks)
+        assert.are.equal(R <= 4 and "elementwise" or "gemm", ks[2].kind, ("K %d S %d"):format(K, S))
+        check(p, g, inputs)
+      end
     end
   end)
 
@@ -185,6 +193,39 @@ describe("split-K through a workspace: errors (nothing compiles)", function()
 end)
 
 describe("split-K through a workspace per target (static)", function()
+  -- a remainder K % S = 3 of a 33x127x4099 f16 dot on sm_90a (the heuristic's S = 16): its
+  -- sum kernel used to be the remainder GEMM (64x128 wgmma tile) whose epilogue read all 16
+  -- partials of its 64 accumulators before adding (1024 live f32 per thread): ptxas spilled
+  -- 9260 bytes. The remainder is now outer products in the element-wise sum: no spills.
+  it("sm_90a: 33x127x4099 f16, the remainder's kernel and the partials' spill nothing (ptxas)", function()
+    local ptxas = require "ptxas_tool"()
+    local g = kiln.graph("skwr")
+    local a, b = g:param("a", { 33, 4099 }, "f16"), g:param("b", { 4099, 127 }, "f16")
+    g:output(a:dot(b))
+    local p = kiln.compile(g, { target = "sm_90a", cache = false })
+    assert.are.equal(WS, kinds(p:plan("sm_90a")))
+    local ks = p:kernels("sm_90a")
+    assert.are.equal(2, #ks)
+    assert.are.same({ "gemm", "elementwise" }, { ks[1].kind, ks[2].kind })
+    if not ptxas then
+      print("splitk_workspace_spec: no ptxas, the sm_90a spill check is skipped")
+      return
+    end
+    for _, k in ipairs(ks) do
+      local path = os.tmpname()
+      local f = assert(io.open(path, "wb"))
+      f:write(p:disasm(k.name, "sm_90a"))
+      f:close()
+      local h = io.popen(("%s -arch=sm_90a -v -o %s.cubin %s 2>&1"):format(ptxas, path, path))
+      local log = h:read("a")
+      h:close()
+      os.remove(path .. ".cubin")
+      os.remove(path)
+      assert.is_truthy(log:match("Used (%d+) registers"), "ptxas: " .. log)
+      assert.is_truthy(log:find("0 bytes spill stores, 0 bytes spill loads", 1, true), k.name .. " spills: " .. log)
+    end
+  end)
+
   local function gemm(M, N, K, dt, epi)
     local g = kiln.graph("skwt")
     local a, b = g:param("a", { M, K }, dt), g:param("b", { K, N }, dt)
