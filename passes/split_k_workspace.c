@@ -25,7 +25,8 @@
  *            workspace (an intermediate of the plan: alloc_workspace ... free)
  *   s      = p[0] + p[1] + ... + p[S-1] (slices of p, a pairwise tree of f32 adds)
  *            (+ f32(a[..., :, k]) * f32(b[..., k, :]) for k in [S*Kc, K): outer products,
- *            element-wise, when 0 < R <= MAX_REST_OUTER and a, b are f32 / f16 / bf16;
+ *            element-wise, when 0 < R <= MAX_REST_OUTER, S + 2R <= MAX_SUM_READS and a, b
+ *            are f32 / f16 / bf16;
  *            else + dot(a[..., S*Kc:], b[S*Kc:, ...]) {dtype = f32} when R > 0)
  *   y      = convert(s) to y's type (f16 / bf16), which replaces y: the epilogue reads it.
  * A conv x [N, C, H, W], w [Kout, C/g, Y, X] (g groups) splits its input channels per
@@ -184,8 +185,11 @@ static int64_t fit(int64_t s, int64_t E, bool remainder_ok) {
  * (element-wise, f32) in the sum kernel instead of a remainder GEMM: such a GEMM took the
  * sum as its epilogue, which reads all S partials of every accumulator before adding them
  * (rock-align-tiling reads whole register tiles): 16 partials of a 64x128 wgmma tile are
- * 1024 live f32 values per thread, which ptxas spilled (9 KB on sm_90a). */
-#define MAX_REST_OUTER 4
+ * 1024 live f32 values per thread, which ptxas spilled (9 KB on sm_90a). The sum kernel
+ * then reads S partials (1: a reduce kernel's sum) and 2R operand columns, at most
+ * MAX_SUM_READS (an element-wise kernel takes 64 operands, the epilogue's inputs too). */
+#define MAX_REST_OUTER 16
+#define MAX_SUM_READS  40
 
 static bool outer_ok(const kl_value *x) {
   kl_type_kind k = x->type->elem->kind;
@@ -260,7 +264,8 @@ static kl_status split_dot(kl_rewriter *rw, kl_op *op, int64_t S, int64_t K) {
   kl_value *s = tree(&P, 0, S);
   if (R && s) {
     int ka = ta ? a->type->rank - 2 : a->type->rank - 1, kb = tb ? b->type->rank - 1 : b->type->rank - 2;
-    if (R <= MAX_REST_OUTER && outer_ok(a) && outer_ok(b)) {
+    int64_t reads = (S > MAX_ADDS ? 1 : S) + 2 * R; /* the sum kernel's operands before the epilogue's */
+    if (R <= MAX_REST_OUTER && reads <= MAX_SUM_READS && outer_ok(a) && outer_ok(b)) {
       for (int64_t k = S * Kc; k < K && s; k++) s = add(rw, loc, s, outer(rw, loc, a, ka, ta, b, kb, tb, k));
     } else {
       kl_value *rest = anchor(rw, op, slice(rw, loc, a, ka, S * Kc, K), slice(rw, loc, b, kb, S * Kc, K), 0, 1);
