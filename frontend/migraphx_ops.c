@@ -139,6 +139,7 @@ static kl_value *bin2(kl_op *g, const char *name, kl_value *a, kl_value *b, kl_l
   kl_value *x[2] = { a, b };
   return a && b ? kl_graph_add_op(g, name, 2, x, NULL, loc) : NULL;
 }
+/* graph op gop ("reshape", "broadcast") of x to shp[n]; NULL x: NULL */
 static kl_value *shape_op(kl_op *g, const char *gop, kl_value *x, int n, const int64_t *shp, kl_loc loc) {
   kl_sb sb = { 0 };
   kl_sb_puts(&sb, "{");
@@ -247,18 +248,10 @@ static kl_value *b_multibroadcast(kl_op *g, const kl_mgx_op *op, const mgx_row *
   if (at >= 0 && at != n - r) {
     int64_t shp[KL_MAX_RANK];
     for (int i = 0; i < n; i++) shp[i] = i >= at && i < at + r ? x->type->shape[i - at] : 1;
-    kl_sb rs = { 0 };
-    kl_sb_puts(&rs, "{");
-    list_text(&rs, "shape", n, shp);
-    kl_sb_puts(&rs, "}");
-    x = op_text(g, "reshape", 1, &x, &rs, op->loc);
+    x = shape_op(g, "reshape", x, n, shp, op->loc);
     if (!x) return NULL;
   }
-  kl_sb sb = { 0 };
-  kl_sb_puts(&sb, "{");
-  list_text(&sb, "shape", n, lens);
-  kl_sb_puts(&sb, "}");
-  return op_text(g, "broadcast", 1, &x, &sb, op->loc);
+  return shape_op(g, "broadcast", x, n, lens, op->loc);
 }
 static kl_value *b_broadcast(kl_op *g, const kl_mgx_op *op, const mgx_row *row) { /* x at dims axis.. of out_lens */
   int64_t lens[KL_MAX_RANK], axis = 0;

@@ -713,6 +713,16 @@ bool kl_mgx_plan_param(const kl_mgx_type *t, kl_mgx_param_plan *pl, char *err, s
   return true;
 }
 
+/* graph op gop ("reshape", "broadcast") of v to shape[n] */
+static kl_value *shaped(kl_op *g, const char *gop, kl_value *v, int n, const int64_t *shape, kl_loc loc) {
+  kl_sb sb = { 0 };
+  kl_sb_puts(&sb, "{shape = [");
+  for (int i = 0; i < n; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)shape[i]);
+  kl_sb_puts(&sb, "]}");
+  v = kl_graph_add_op(g, gop, 1, &v, kl_sb_str(&sb), loc);
+  kl_sb_free(&sb);
+  return v;
+}
 static bool make_param(P *p, kl_op *g, const char *name, const kl_mgx_type *t, kl_value **out) {
   kl_mgx_param_plan pl;
   char err[256];
@@ -742,22 +752,8 @@ static bool make_param(P *p, kl_op *g, const char *name, const kl_mgx_type *t, k
     v = kl_graph_add_op(g, "slice", 1, &v, kl_sb_str(&sb), t->loc);
     kl_sb_free(&sb);
   }
-  if (v && pl.inner > 1) { /* drop the stride dim */
-    kl_sb sb = { 0 };
-    kl_sb_puts(&sb, "{shape = [");
-    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)pl.base[i]);
-    kl_sb_puts(&sb, "]}");
-    v = kl_graph_add_op(g, "reshape", 1, &v, kl_sb_str(&sb), t->loc);
-    kl_sb_free(&sb);
-  }
-  if (v && pl.broadcast) {
-    kl_sb sb = { 0 };
-    kl_sb_puts(&sb, "{shape = [");
-    for (int i = 0; i < pl.rank; i++) kl_sb_printf(&sb, i ? ", %lld" : "%lld", (long long)t->dims[i]);
-    kl_sb_puts(&sb, "]}");
-    v = kl_graph_add_op(g, "broadcast", 1, &v, kl_sb_str(&sb), t->loc);
-    kl_sb_free(&sb);
-  }
+  if (v && pl.inner > 1) v = shaped(g, "reshape", v, pl.rank, pl.base, t->loc); /* drop the stride dim */
+  if (v && pl.broadcast) v = shaped(g, "broadcast", v, pl.rank, t->dims, t->loc);
   if (!v) {
     p->failed = true;
     return false;

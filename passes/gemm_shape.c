@@ -126,16 +126,14 @@ bool kl_gemm_bounded_operand(kl_value *v) {
   return false;
 }
 
-/* the widest load (bytes, <= 16) along dims 1 (K) and 2 (X) of the view `full` into a
- * buffer of type bt; 16 where it cannot tell */
-static int64_t view_load_bytes(const kl_view *full, const kl_type *bt) {
+/* the widest load (bytes, <= 16) along dims 1 (K) and 2 (X) of the view `full` into the
+ * buffer under (kl_ll_vector_len); 16 where it cannot tell */
+static int64_t view_load_bytes(const kl_view *full, kl_value *under) {
+  const kl_type *bt = under->type;
   if (!full || bt->kind != KL_TY_BUFFER || kl_view_lower_rank(full) != bt->rank || kl_view_rank(full) != 3) return 16;
-  int64_t eb = (kl_type_bits(bt->elem) + 7) / 8, best = 0;
-  for (int d = 1; d <= 2; d++) {
-    int64_t b = kl_view_max_vectorization(full, d, bt->strides, kl_type_bits(bt->elem)) * eb;
-    if (b > best) best = b;
-  }
-  return best < 1 ? 1 : best > 16 ? 16 : best;
+  int64_t v1 = kl_ll_vector_len(full, under, 1), v2 = kl_ll_vector_len(full, under, 2);
+  int64_t best = (v1 > v2 ? v1 : v2) * ((kl_type_bits(bt->elem) + 7) / 8);
+  return best > 16 ? 16 : best;
 }
 
 int64_t kl_gemm_load_bytes(kl_value *v) {
@@ -147,7 +145,7 @@ int64_t kl_gemm_load_bytes(kl_value *v) {
   if (n >= 1) { /* an input-fusion prologue: its inputs' loads */
     int64_t bytes = 16;
     for (int j = 0; j < n; j++) {
-      int64_t b = view_load_bytes(in[j].view, in[j].base->type);
+      int64_t b = view_load_bytes(in[j].view, in[j].base);
       if (b < bytes) bytes = b;
     }
     kl_fu_inputs_free(in, n);
@@ -161,7 +159,7 @@ int64_t kl_gemm_load_bytes(kl_value *v) {
   if (!id) return 16;
   kl_value *u = NULL;
   kl_view *full = kl_tile_compose_to_buffer(id, v, &u, NULL, 0);
-  int64_t bytes = full ? view_load_bytes(full, u->type) : 16;
+  int64_t bytes = full ? view_load_bytes(full, u) : 16;
   kl_view_free(full);
   kl_view_free(id);
   return bytes;

@@ -106,10 +106,14 @@ static kl_value *transpose(kl_rewriter *rw, kl_loc loc, kl_value *x, int r, cons
   kl_named_attr at = { "perm", kl_attr_i64_array(kl_rewriter_ctx(rw), r, perm) };
   return make(rw, "graph.transpose", loc, 1, &x, 1, &at);
 }
-static kl_value *add(kl_rewriter *rw, kl_loc loc, kl_value *x, kl_value *y) {
+/* graph op name ("graph.add", "graph.mul") of x and y; NULL where either is */
+static kl_value *binary(kl_rewriter *rw, const char *name, kl_loc loc, kl_value *x, kl_value *y) {
   if (!x || !y) return NULL;
   kl_value *xy[2] = { x, y };
-  return make(rw, "graph.add", loc, 2, xy, 0, NULL);
+  return make(rw, name, loc, 2, xy, 0, NULL);
+}
+static kl_value *add(kl_rewriter *rw, kl_loc loc, kl_value *x, kl_value *y) {
+  return binary(rw, "graph.add", loc, x, y);
 }
 /* The anchor again over operands x, y with the attributes of op except groups / dtype,
  * plus dtype f32, groups (a conv; 0: none) and split_k_partials (0: none). */
@@ -195,11 +199,6 @@ static bool outer_ok(const kl_value *x) {
   kl_type_kind k = x->type->elem->kind;
   return k == KL_TY_F32 || k == KL_TY_F16 || k == KL_TY_BF16;
 }
-static kl_value *mul(kl_rewriter *rw, kl_loc loc, kl_value *x, kl_value *y) {
-  if (!x || !y) return NULL;
-  kl_value *xy[2] = { x, y };
-  return make(rw, "graph.mul", loc, 2, xy, 0, NULL);
-}
 /* The last two axes of x swapped (x of rank >= 2). */
 static kl_value *swap2(kl_rewriter *rw, kl_loc loc, kl_value *x) {
   if (!x) return NULL;
@@ -220,7 +219,7 @@ static kl_value *outer(kl_rewriter *rw, kl_loc loc, kl_value *a, int ka, bool ta
   if (tb) bk = swap2(rw, loc, bk); /* [..., 1, N] */
   if (ak && ak->type->elem->kind != KL_TY_F32) ak = convert(rw, loc, ak, kl_type_f32(ctx));
   if (bk && bk->type->elem->kind != KL_TY_F32) bk = convert(rw, loc, bk, kl_type_f32(ctx));
-  return mul(rw, loc, ak, bk);
+  return binary(rw, "graph.mul", loc, ak, bk);
 }
 
 static kl_status split_dot(kl_rewriter *rw, kl_op *op, int64_t S, int64_t K) {

@@ -138,11 +138,12 @@ return function(kiln)
   end
 
   -- Every op with the graph function first; Graph methods and value methods use these.
+  local UNARY = { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round", "floor", "ceil" }
   local ops = {}
   for _, n in ipairs { "add", "sub", "mul", "div", "max", "min", "pow", "greater", "greater_equal" } do
     ops[n] = function(f, a, b) return binop(f, n, a, b) end
   end
-  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round", "floor", "ceil" } do
+  for _, n in ipairs(UNARY) do
     ops[n] = function(f, x) return unop(f, n, x) end
   end
 
@@ -368,7 +369,7 @@ return function(kiln)
   -- Element-wise helper: calls fn with the values (tensors and tables become
   -- constants; numbers stay numbers); fn may be a Lua expression in x, y, z, w.
   local EXPR_ENV = setmetatable({}, { __index = _G })
-  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "erf", "recip", "round", "floor", "ceil" } do
+  for _, n in ipairs(UNARY) do
     EXPR_ENV[n] = function(v) return ops[n](nil, v) end
   end
   EXPR_ENV.max = function(a, b) return ops.max(nil, a, b) end
@@ -409,12 +410,15 @@ return function(kiln)
   VMT.__unm = function(a) return unop(nil, "neg", a) end
 
   local vm = kiln.methods.value
-  for _, n in ipairs { "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                       "erf", "recip", "round", "floor", "ceil", "greater", "greater_equal", "quantize", "dequantize",
+  local function value_method(n)
+    if vm[n] == nil then vm[n] = function(self, ...) return ops[n](nil, self, ...) end end
+  end
+  for _, n in ipairs(UNARY) do value_method(n) end
+  for _, n in ipairs { "greater", "greater_equal", "quantize", "dequantize",
                        "quant_dot", "quant_conv", "clip", "convert", "broadcast", "transpose", "reshape", "slice",
                        "sum", "mean", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
                        "add", "sub", "mul", "div", "max", "min", "pow", "dot", "conv" } do
-    if vm[n] == nil then vm[n] = function(self, ...) return ops[n](nil, self, ...) end end
+    value_method(n)
   end
 
   -- ------------------------------------------------------------ help --------
